@@ -1,0 +1,340 @@
+"""ClusterSpec: a cluster described the way a vendor or operator does, validated with clear errors.
+
+A ClusterSpec says what is bought, not how it is wired link by link: the accelerator and its scale-up
+domain, the NIC per GPU and the scale-out Clos (tiers, switch, rail wiring, oversubscription, planes), the
+front-end and the out-of-band management networks. :func:`aifabric.cluster.topology.build_topology` turns it
+into the physical graph. Specs come from YAML files or presets (:mod:`aifabric.cluster.presets`); every
+human quantity ("400 Gb/s", "900 GB/s") is parsed here, once, into SI units.
+
+Errors name the field and the value: a NIC at "400 GB/s" (3.2 Tb/s, almost surely bits and bytes mixed up),
+a GPU count that does not fill whole scale-up domains, an unknown catalogue key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from aifabric import catalog
+from aifabric.errors import ConfigError, ParseError
+from aifabric.units import parse_bandwidth, parse_nic_bandwidth, parse_time
+
+__all__ = [
+    "ClusterSpec",
+    "FrontEndSpec",
+    "ManagementSpec",
+    "ScaleOutSpec",
+    "ScaleUpDomainSpec",
+    "format_validation_error",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ScaleUpDomainSpec(_Strict):
+    """The scale-up domain: GPUs joined by NVLink/NVSwitch (or PCIe, or a TPU torus).
+
+    ``gpus`` is the domain size (8 for an HGX node, 72 for an NVL72 rack). ``link`` is a catalogue key of
+    :func:`aifabric.catalog.scaleup` (default: the accelerator's NVLink generation). ``bandwidth``
+    overrides the vendor's per-GPU figure; ``bandwidth_convention`` says whether that figure adds both
+    directions (vendors' NVLink convention, the default) or is per direction. ``p2p_through_cpu`` marks
+    PCIe machines whose GPU-to-GPU traffic crosses the CPU root complex (NCCL path PHB/SYS).
+    """
+
+    kind: Literal["nvswitch", "pcie", "torus"] = "nvswitch"
+    gpus: int | None = Field(default=None, ge=1)
+    link: str | None = None
+    bandwidth_bytes_per_s: float | None = Field(default=None, validation_alias="bandwidth")
+    bandwidth_convention: Literal["bidirectional", "per_direction"] = "bidirectional"
+    p2p_through_cpu: bool = False
+    torus_dims: tuple[int, int, int] | None = None
+
+    @field_validator("bandwidth_bytes_per_s", mode="before")
+    @classmethod
+    def _bw(cls, v: Any) -> float | None:
+        return None if v is None else parse_bandwidth(v, field="scale_up.bandwidth")
+
+
+class ScaleOutSpec(_Strict):
+    """The back-end scale-out fabric: one NIC per GPU wired into a two- or three-tier Clos.
+
+    ``oversubscription`` gives down:up port ratios per tier boundary, leaf first (``[1]`` non-blocking
+    two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core). ``planes`` splits each NIC into that
+    many independent fabrics (multi-plane designs). ``radix`` overrides the switch's port count at the
+    NIC's per-plane speed (default: switch ports x port speed / link speed, i.e. breakout counted).
+    """
+
+    nic: str = "connectx-7"
+    nic_speed_bytes_per_s: float | None = Field(default=None, validation_alias="nic_speed")
+    nics_per_gpu: int = Field(default=1, ge=1)
+    fabric: Literal["infiniband", "ethernet"] = "infiniband"
+    switch: str = "quantum-2-qm9700"
+    radix: int | None = Field(default=None, ge=4)
+    tiers: int = Field(default=2, ge=1, le=3)
+    rail_optimized: bool = True
+    rails: int | None = Field(default=None, ge=1)
+    oversubscription: tuple[float, ...] = (1.0,)
+    planes: int = Field(default=1, ge=1)
+    nic_to_leaf_copper: bool = False
+    hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
+
+    @field_validator("nic_speed_bytes_per_s", mode="before")
+    @classmethod
+    def _nic_bw(cls, v: Any) -> float | None:
+        return None if v is None else parse_nic_bandwidth(v, field="scale_out.nic_speed")
+
+    @field_validator("hop_latency_s", mode="before")
+    @classmethod
+    def _lat(cls, v: Any) -> float | None:
+        return None if v is None else parse_time(v, field="scale_out.hop_latency")
+
+    @field_validator("oversubscription", mode="before")
+    @classmethod
+    def _os(cls, v: Any) -> tuple[float, ...]:
+        vals = (v,) if isinstance(v, int | float | str) else tuple(v)
+        out = []
+        for x in vals:
+            if isinstance(x, str) and ":" in x:
+                a, b = x.split(":", 1)
+                x = float(a) / float(b)
+            fx = float(x)
+            if not fx >= 1.0:
+                raise ValueError(f"oversubscription ratio must be >= 1 (down:up), got {x!r}")
+            out.append(fx)
+        return tuple(out)
+
+
+class FrontEndSpec(_Strict):
+    """Front-end Ethernet per node (storage, data loading, checkpoints, users), often through a DPU."""
+
+    nic: str = "bluefield-3"
+    nics_per_node: int = Field(default=1, ge=0)
+    nic_speed_bytes_per_s: float | None = Field(default=None, validation_alias="nic_speed")
+    switch: str = "spectrum-4-sn5600-400g"
+    oversubscription: float = Field(default=1.0, ge=1.0)
+
+    @field_validator("nic_speed_bytes_per_s", mode="before")
+    @classmethod
+    def _bw(cls, v: Any) -> float | None:
+        return None if v is None else parse_nic_bandwidth(v, field="front_end.nic_speed")
+
+
+class ManagementSpec(_Strict):
+    """Out-of-band management: one BMC port per node on a slow separate Ethernet."""
+
+    nic: str = "bmc-1g"
+    ports_per_node: int = Field(default=1, ge=0)
+    switch: str = "sn2201-mgmt"
+
+
+class ClusterSpec(_Strict):
+    """A whole cluster. Build from YAML with :meth:`from_yaml`, from a dict with :meth:`from_dict`.
+
+    Give ``nodes`` (servers) or ``gpus``; ``gpus_per_node`` is the GPUs of one server (8 for HGX, 4 for a
+    GB200 compute tray). The scale-up domain holds ``scale_up.gpus`` GPUs (default: one node).
+    """
+
+    name: str = "cluster"
+    accelerator: str
+    gpus_per_node: int = Field(default=8, ge=1)
+    nodes: int | None = Field(default=None, ge=1)
+    gpus: int | None = Field(default=None, ge=1)
+    scale_up: ScaleUpDomainSpec = ScaleUpDomainSpec()
+    scale_out: ScaleOutSpec | None = ScaleOutSpec()
+    front_end: FrontEndSpec | None = FrontEndSpec()
+    management: ManagementSpec | None = ManagementSpec()
+    cpu_vendor: Literal["intel", "amd", "arm"] = "intel"
+    description: str = ""
+
+    @model_validator(mode="after")
+    def _check(self) -> ClusterSpec:
+        catalog.accelerator(self.accelerator)
+        if self.nodes is None and self.gpus is None:
+            raise ValueError("give 'nodes' or 'gpus'")
+        n_gpus = self.gpus if self.gpus is not None else self.nodes * self.gpus_per_node  # type: ignore[operator]
+        if self.gpus is not None and self.gpus % self.gpus_per_node:
+            raise ValueError(
+                f"gpus={self.gpus} does not fill whole nodes of gpus_per_node={self.gpus_per_node}"
+            )
+        if self.nodes is not None and self.gpus is not None and self.nodes * self.gpus_per_node != self.gpus:
+            raise ValueError(
+                f"nodes={self.nodes} x gpus_per_node={self.gpus_per_node} = "
+                f"{self.nodes * self.gpus_per_node}, not gpus={self.gpus}"
+            )
+        dom = self.domain_gpus
+        if dom % self.gpus_per_node:
+            raise ValueError(f"scale_up.gpus={dom} is not a multiple of gpus_per_node={self.gpus_per_node}")
+        if n_gpus % dom:
+            raise ValueError(f"gpus={n_gpus} does not fill whole scale-up domains of scale_up.gpus={dom}")
+        if self.scale_up.link is not None:
+            catalog.scaleup(self.scale_up.link)
+        if self.scale_out is not None:
+            so = self.scale_out
+            catalog.nic(so.nic)
+            catalog.switch(so.switch)
+            if len(so.oversubscription) not in (1, so.tiers - 1 if so.tiers > 1 else 1, so.tiers):
+                raise ValueError(
+                    f"scale_out.oversubscription has {len(so.oversubscription)} ratios for {so.tiers} tiers"
+                )
+        if self.front_end is not None:
+            catalog.nic(self.front_end.nic)
+            catalog.switch(self.front_end.switch)
+        if self.management is not None:
+            catalog.nic(self.management.nic)
+            catalog.switch(self.management.switch)
+        return self
+
+    # --- derived figures -------------------------------------------------------------------------
+    @property
+    def n_gpus(self) -> int:
+        """Total GPUs."""
+        return self.gpus if self.gpus is not None else self.nodes * self.gpus_per_node  # type: ignore[operator]
+
+    @property
+    def n_nodes(self) -> int:
+        """Total servers (nodes)."""
+        return self.n_gpus // self.gpus_per_node
+
+    @property
+    def domain_gpus(self) -> int:
+        """GPUs per scale-up domain (8 for HGX, 72 for NVL72)."""
+        return self.scale_up.gpus or self.gpus_per_node
+
+    @property
+    def n_domains(self) -> int:
+        """Number of scale-up domains."""
+        return self.n_gpus // self.domain_gpus
+
+    @property
+    def accelerator_spec(self) -> catalog.AcceleratorSpec:
+        """The accelerator's catalogue entry."""
+        return catalog.accelerator(self.accelerator)
+
+    @property
+    def scaleup_link(self) -> catalog.ScaleUpSpec:
+        """The scale-up link family (explicit, else the accelerator's NVLink, else its PCIe generation)."""
+        acc = self.accelerator_spec
+        key = self.scale_up.link or acc.nvlink or (f"pcie-{acc.pcie}" if acc.pcie else None)
+        if key is None and acc.arch == "tpu":
+            key = "tpu-v5p-ici"
+        if key is None:
+            raise ConfigError(f"scale_up.link: accelerator {self.accelerator!r} names no scale-up link")
+        return catalog.scaleup(key)
+
+    @property
+    def nic_spec(self) -> catalog.NicSpec | None:
+        """The scale-out NIC's catalogue entry, or None without a scale-out network."""
+        return None if self.scale_out is None else catalog.nic(self.scale_out.nic)
+
+    @property
+    def nic_line_rate_bytes_per_s(self) -> float:
+        """Scale-out line rate per GPU, per direction, bytes/s (all NICs of one GPU added)."""
+        if self.scale_out is None or self.nic_spec is None:
+            return 0.0
+        per_nic = self.scale_out.nic_speed_bytes_per_s or self.nic_spec.line_rate_bytes_per_s
+        return per_nic * self.scale_out.nics_per_gpu
+
+    @property
+    def nic_effective_bytes_per_s(self) -> float:
+        """Scale-out payload bandwidth per GPU, per direction, bytes/s (line rate x payload efficiency)."""
+        if self.nic_spec is None:
+            return 0.0
+        return self.nic_line_rate_bytes_per_s * self.nic_spec.payload_efficiency
+
+    @property
+    def scaleup_line_rate_bytes_per_s(self) -> float:
+        """Scale-up line rate per GPU, per direction, bytes/s."""
+        su = self.scale_up
+        if su.bandwidth_bytes_per_s is not None:
+            if su.bandwidth_convention == "bidirectional":
+                return su.bandwidth_bytes_per_s / 2
+            return su.bandwidth_bytes_per_s
+        return self.scaleup_link.per_gpu_per_direction_bytes_per_s
+
+    @property
+    def scaleup_effective_bytes_per_s(self) -> float:
+        """Scale-up bandwidth per GPU per direction that NCCL achieves (its per-link constants), bytes/s.
+
+        With an explicit ``scale_up.bandwidth`` the ratio effective/line of the catalogue link is applied.
+        PCIe machines whose P2P traffic crosses the CPU pay NCCL's INTEL_P2P_OVERHEAD (x 6/5).
+        """
+        link = self.scaleup_link
+        links = self.accelerator_spec.nvlink_links or link.links_per_gpu
+        eff = link.nccl_effective_bytes_per_s(links)
+        if self.scale_up.bandwidth_bytes_per_s is not None:
+            eff = self.scaleup_line_rate_bytes_per_s * eff / link.per_gpu_per_direction_bytes_per_s
+        if self.scale_up.p2p_through_cpu:
+            eff /= link.p2p_through_cpu_overhead
+        return eff
+
+    # --- constructors ------------------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str | None = None) -> ClusterSpec:
+        """Validate a mapping into a ClusterSpec; raises ConfigError naming the field and value."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{source or 'cluster'}: expected a mapping at the top level, got {type(data).__name__}")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as err:
+            raise ConfigError(format_validation_error(err, source)) from err
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> ClusterSpec:
+        """Read a ClusterSpec from a YAML file. Raises ParseError (bad YAML) or ConfigError (bad values)."""
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as err:
+            raise ConfigError(f"cluster file {str(p)!r}: {err.strerror}") from err
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else None
+            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+            raise ParseError(f"malformed YAML: {problem}", line=line, source=str(p)) from err
+        return cls.from_dict(data, source=str(p))
+
+    def with_changes(self, **changes: Any) -> ClusterSpec:
+        """A copy with top-level fields or dotted sub-fields changed (``{"scale_out.nic_speed": ...}``)."""
+        data = self.model_dump(by_alias=False, exclude_none=False)
+        for key, value in changes.items():
+            target = data
+            parts = key.split(".")
+            for part in parts[:-1]:
+                target = target[part]
+            target[parts[-1]] = value
+        return ClusterSpec.from_dict(_to_aliases(data))
+
+
+def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:
+    """Map python field names back to the YAML names (``..._bytes_per_s`` fields use aliases)."""
+    renames = {
+        "bandwidth_bytes_per_s": "bandwidth",
+        "nic_speed_bytes_per_s": "nic_speed",
+        "hop_latency_s": "hop_latency",
+    }
+    out: dict[str, Any] = {}
+    for k, v in data.items():
+        if isinstance(v, dict):
+            v = _to_aliases(v)
+        out[renames.get(k, k)] = v
+    return out
+
+
+def format_validation_error(err: ValidationError, source: str | None = None) -> str:
+    """One line per problem: ``field.path: message (got value)``."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(x) for x in e["loc"]) or "cluster"
+        msg = e["msg"].removeprefix("Value error, ")
+        got = e.get("input")
+        show = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+        lines.append(f"{loc}: {msg}{show}")
+    prefix = f"{source}: " if source else ""
+    return prefix + "; ".join(lines)

@@ -1,0 +1,454 @@
+"""Topology: the physical graph built from a ClusterSpec, held in arrays.
+
+Devices are numbered: GPUs ``0 .. n_gpus-1`` first, then one scale-up switch per domain, then the scale-out
+switches of each plane tier by tier (leaves, spines, cores). Every cable is two directed links; link ``i``
+has a per-direction capacity (bytes/s), a latency (s), a network and a tier:
+
+    tier 0  GPU <-> scale-up switch (NVSwitch)        network "scale-up"
+    tier 1  GPU's NIC <-> leaf                        network "scale-out"
+    tier 2  leaf <-> spine                            network "scale-out"
+    tier 3  spine <-> core                            network "scale-out"
+
+Rail-optimised wiring (NVIDIA DGX SuperPOD reference architecture): local GPU ``k`` of every node of a
+scalable unit (SU) goes to leaf ``k`` of that SU, so same-rail traffic is one leaf hop. A two-tier Clos with
+radix ``k`` and leaf down:up ratio ``r`` gives each leaf ``d = floor(k r/(r+1))`` GPU ports and
+``u = ceil(d/r)`` uplinks, spread round-robin over the spines. Three tiers group leaves into pods whose
+spines each send ``u2`` uplinks to one group of cores (a folded Clos, Al-Fares et al., SIGCOMM 2008)::
+
+                core[g=0] ...             core[g=1] ...
+               /        \\                /
+        spine0(pod0)   spine0(pod1)   spine1(pod0) ...
+          |   \\   ...
+        leaf0 leaf1 ... (one per rail per SU)
+          |     |
+        GPU0  GPU1   of node 0, node 1, ...  (rail k = local GPU k)
+
+A route from GPU 0 of node 0 to GPU 0 of node 40 on 64-port switches (32 nodes per SU) climbs
+NIC -> leaf(SU0, rail 0) -> one of 32 spines -> leaf(SU1, rail 0) -> GPU: four links, two of them chosen
+among 32 equal-cost uplinks. Front-end and management networks are counted (parts, power, bandwidth per
+GPU) but not wired link by link.
+
+The arrays stay cheap at 100k GPUs: a 32,768-GPU three-tier fabric has about 230k directed links.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+from aifabric import catalog
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.errors import ConfigError
+
+__all__ = ["NETWORKS", "ClosShape", "Topology", "build_topology", "clos_shape"]
+
+NETWORKS = ("scale-up", "scale-out", "front-end", "management")
+TIER_NAMES = ("gpu-nvswitch", "nic-leaf", "leaf-spine", "spine-core")
+
+
+@dataclass(frozen=True)
+class ClosShape:
+    """Port arithmetic of the scale-out Clos of one plane (counts, not links).
+
+    Attributes
+    ----------
+    radix : int
+        Ports per switch at the per-plane link speed.
+    tiers : int
+        1, 2 or 3.
+    leaf_down, leaf_up : int
+        GPU-facing and spine-facing ports per leaf.
+    n_leaves, n_spines, n_cores : int
+        Switches per tier (one plane).
+    spine_down, spine_up : int
+        Leaf-facing and core-facing ports per spine (three tiers; two tiers: spine_down = radix).
+    leaves_per_pod, spines_per_pod, n_pods : int
+        Three-tier grouping (two tiers: one pod holding every leaf and spine).
+    rails : int
+        Rails (1 when not rail-optimised).
+    nodes_per_su : int
+        Nodes per scalable unit (leaf_down when rail-optimised).
+    """
+
+    radix: int
+    tiers: int
+    leaf_down: int
+    leaf_up: int
+    n_leaves: int
+    n_spines: int
+    n_cores: int
+    spine_down: int
+    spine_up: int
+    leaves_per_pod: int
+    spines_per_pod: int
+    n_pods: int
+    rails: int
+    nodes_per_su: int
+
+
+def _split(radix: int, ratio: float) -> tuple[int, int]:
+    """Down and up ports of a switch with down:up = ratio: d = floor(k r/(r+1)), u = ceil(d/r)."""
+    down = int(math.floor(radix * ratio / (ratio + 1) + 1e-9))
+    up = int(math.ceil(down / ratio - 1e-9))
+    return down, up
+
+
+def clos_shape(spec: ClusterSpec) -> ClosShape:
+    """Switch and port counts of one plane of ``spec``'s scale-out fabric.
+
+    Raises
+    ------
+    ConfigError
+        If the fabric cannot be built with the given tiers and radix (too many leaves for two tiers,
+        too many pods for three), naming the limit.
+
+    Examples
+    --------
+    1,024 GPUs on 64-port switches, rail-optimised, two tiers: 32 leaves of 32 down/32 up, 16 spines.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> s = clos_shape(preset("dgx-h100-superpod", nodes=128))
+    >>> (s.n_leaves, s.leaf_down, s.leaf_up, s.n_spines)
+    (32, 32, 32, 16)
+    """
+    so = spec.scale_out
+    if so is None:
+        raise ConfigError("scale_out: this cluster has no scale-out network")
+    sw = catalog.switch(so.switch)
+    link_bps = spec.nic_line_rate_bytes_per_s / so.planes
+    radix = so.radix or int(sw.ports * sw.port_speed_bytes_per_s // link_bps)
+    if radix < 4:
+        raise ConfigError(
+            f"scale_out.switch: {so.switch!r} has too few ports at {link_bps * 8 / 1e9:g} Gb/s per link (radix {radix})"
+        )
+    os = list(so.oversubscription) + [1.0] * 3
+    rails = (so.rails or spec.gpus_per_node) if so.rail_optimized else 1
+    n_gpus = spec.n_gpus
+    if so.tiers == 1:
+        if n_gpus > radix * rails and so.rail_optimized or (not so.rail_optimized and n_gpus > radix):
+            raise ConfigError(f"scale_out.tiers: {n_gpus} GPUs do not fit one tier of radix-{radix} switches")
+        leaf_down, leaf_up = radix, 0
+    else:
+        leaf_down, leaf_up = _split(radix, os[0])
+    if so.rail_optimized:
+        nodes_per_su = max(1, leaf_down * rails // spec.gpus_per_node) if rails < spec.gpus_per_node else leaf_down
+        n_sus = math.ceil(spec.n_nodes / nodes_per_su)
+        n_leaves = n_sus * rails
+    else:
+        nodes_per_su = max(1, leaf_down // spec.gpus_per_node)
+        n_leaves = math.ceil(n_gpus / leaf_down)
+    if so.tiers == 1:
+        return ClosShape(radix, 1, leaf_down, 0, n_leaves, 0, 0, 0, 0, n_leaves, 0, 1, rails, nodes_per_su)
+    if so.tiers == 2:
+        n_spines = math.ceil(n_leaves * leaf_up / radix)
+        if n_leaves > radix:
+            raise ConfigError(
+                f"scale_out.tiers: {n_gpus} GPUs need {n_leaves} leaves, more than a two-tier Clos of "
+                f"radix {radix} connects ({radix} leaves, {radix * leaf_down} GPUs); use tiers: 3"
+            )
+        return ClosShape(
+            radix, 2, leaf_down, leaf_up, n_leaves, n_spines, 0, radix, 0, n_leaves, n_spines, 1, rails, nodes_per_su
+        )
+    spine_down, spine_up = _split(radix, os[1])
+    spines_per_pod = leaf_up
+    leaves_per_pod = spine_down
+    if so.rail_optimized:
+        # keep whole SUs in a pod so that every rail of an SU shares its spines
+        leaves_per_pod = max(rails, (leaves_per_pod // rails) * rails)
+    n_pods = math.ceil(n_leaves / leaves_per_pod)
+    if n_pods > radix:
+        raise ConfigError(
+            f"scale_out.tiers: {n_gpus} GPUs need {n_pods} pods, more than a three-tier Clos of radix {radix} connects"
+        )
+    cores_per_group = math.ceil(n_pods * spine_up / radix)
+    n_cores = cores_per_group * spines_per_pod
+    return ClosShape(
+        radix,
+        3,
+        leaf_down,
+        leaf_up,
+        n_leaves,
+        spines_per_pod * n_pods,
+        n_cores,
+        spine_down,
+        spine_up,
+        leaves_per_pod,
+        spines_per_pod,
+        n_pods,
+        rails,
+        nodes_per_su,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Topology:
+    """The physical graph of a cluster, as arrays (see the module docstring for numbering).
+
+    Attributes
+    ----------
+    spec : ClusterSpec
+        What it was built from.
+    shape : ClosShape or None
+        Port arithmetic of one scale-out plane.
+    n_devices : int
+        GPUs + scale-up switches + scale-out switches.
+    link_src, link_dst : ndarray[int32], shape (n_links,)
+        Device ids of each directed link.
+    link_capacity_bytes_per_s : ndarray[float64], shape (n_links,)
+        Per-direction capacity.
+    link_latency_s : ndarray[float64], shape (n_links,)
+    link_tier : ndarray[int8], shape (n_links,)
+        0 GPU-NVSwitch, 1 NIC-leaf, 2 leaf-spine, 3 spine-core.
+    link_plane : ndarray[int16], shape (n_links,)
+    gpu_up, gpu_down : ndarray[int64], shape (n_gpus,)
+        Scale-up link ids GPU -> its NVSwitch and back (-1 without a scale-up switch).
+    nic_up, nic_down : ndarray[int64], shape (planes, n_gpus)
+        NIC -> leaf and leaf -> NIC link ids.
+    leaf_of_gpu : ndarray[int64], shape (n_gpus,)
+        Leaf index (0-based within a plane).
+    leaf_uplinks, leaf_downlinks : ndarray[int64], shape (planes, n_leaves, leaf_up)
+        Leaf -> spine links and their reverse (spine -> leaf).
+    leaf_uplink_spine : ndarray[int64], shape (n_leaves, leaf_up)
+        Spine index (within a plane) reached by each leaf uplink.
+    spine_uplinks, spine_downlinks : ndarray[int64], shape (planes, n_spines, spine_up)
+    spine_uplink_core : ndarray[int64], shape (n_spines, spine_up)
+    pod_of_leaf : ndarray[int64], shape (n_leaves,)
+    """
+
+    spec: ClusterSpec
+    shape: ClosShape | None
+    n_devices: int
+    link_src: np.ndarray
+    link_dst: np.ndarray
+    link_capacity_bytes_per_s: np.ndarray
+    link_latency_s: np.ndarray
+    link_tier: np.ndarray
+    link_plane: np.ndarray
+    gpu_up: np.ndarray
+    gpu_down: np.ndarray
+    nic_up: np.ndarray
+    nic_down: np.ndarray
+    leaf_of_gpu: np.ndarray
+    leaf_uplinks: np.ndarray
+    leaf_downlinks: np.ndarray
+    leaf_uplink_spine: np.ndarray
+    spine_uplinks: np.ndarray
+    spine_downlinks: np.ndarray
+    spine_uplink_core: np.ndarray
+    pod_of_leaf: np.ndarray
+    device_offsets: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs."""
+        return self.spec.n_gpus
+
+    @property
+    def n_links(self) -> int:
+        """Directed links."""
+        return int(self.link_src.size)
+
+    @property
+    def planes(self) -> int:
+        """Scale-out planes."""
+        return int(self.nic_up.shape[0])
+
+    def node_of(self, gpu: int | np.ndarray) -> int | np.ndarray:
+        """Node (server) index of GPU ids."""
+        return gpu // self.spec.gpus_per_node
+
+    def domain_of(self, gpu: int | np.ndarray) -> int | np.ndarray:
+        """Scale-up domain index of GPU ids."""
+        return gpu // self.spec.domain_gpus
+
+    def rail_of(self, gpu: int | np.ndarray) -> int | np.ndarray:
+        """Rail of GPU ids (local index modulo the number of rails)."""
+        rails = self.shape.rails if self.shape else 1
+        return (gpu % self.spec.gpus_per_node) % rails
+
+    def link_label(self, link: int) -> str:
+        """Human name of a directed link: ``leaf[3]->spine[7] (plane 0)``."""
+        return f"{self._device_name(int(self.link_src[link]))}->{self._device_name(int(self.link_dst[link]))}" + (
+            f" (plane {int(self.link_plane[link])})" if self.planes > 1 else ""
+        )
+
+    def _device_name(self, dev: int) -> str:
+        offs = sorted(self.device_offsets.items(), key=lambda kv: kv[1])
+        name, base = "gpu", 0
+        for n, off in offs:
+            if dev >= off:
+                name, base = n, off
+        return f"{name}[{dev - base}]"
+
+    @cached_property
+    def switch_counts(self) -> dict[str, int]:
+        """Switches per tier over all planes: ``{"nvswitch": .., "leaf": .., "spine": .., "core": ..}``."""
+        s = self.shape
+        p = self.planes
+        return {
+            "scale-up domain": self.spec.n_domains if self.gpu_up[0] >= 0 else 0,
+            "leaf": (s.n_leaves * p) if s else 0,
+            "spine": (s.n_spines * p) if s else 0,
+            "core": (s.n_cores * p) if s else 0,
+        }
+
+    @cached_property
+    def cable_counts(self) -> dict[str, int]:
+        """Scale-out cables per tier (each a full-duplex link): ``nic-leaf``, ``leaf-spine``, ``spine-core``."""
+        out = {}
+        for tier in (1, 2, 3):
+            out[TIER_NAMES[tier]] = int(np.count_nonzero(self.link_tier == tier)) // 2
+        return out
+
+
+def _alloc(n: int) -> dict[str, np.ndarray]:
+    return {
+        "src": np.empty(n, np.int32),
+        "dst": np.empty(n, np.int32),
+        "cap": np.empty(n, np.float64),
+        "lat": np.empty(n, np.float64),
+        "tier": np.empty(n, np.int8),
+        "plane": np.zeros(n, np.int16),
+    }
+
+
+class _LinkWriter:
+    """Appends cables (two directed links each) into preallocated arrays; returns (up_ids, down_ids)."""
+
+    def __init__(self, n_cables: int) -> None:
+        self.a = _alloc(2 * n_cables)
+        self.n = 0
+
+    def cables(
+        self, lo: np.ndarray, hi: np.ndarray, cap: float, lat: float, tier: int, plane: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
+        k = lo.size
+        up = np.arange(self.n, self.n + k, dtype=np.int64)
+        down = up + k
+        a = self.a
+        a["src"][up], a["dst"][up] = lo, hi
+        a["src"][down], a["dst"][down] = hi, lo
+        sl = slice(self.n, self.n + 2 * k)
+        a["cap"][sl], a["lat"][sl], a["tier"][sl], a["plane"][sl] = cap, lat, tier, plane
+        self.n += 2 * k
+        return up, down
+
+
+def build_topology(spec: ClusterSpec) -> Topology:
+    """Build the physical graph of ``spec`` (see the module docstring).
+
+    Cost is linear in GPUs: about 1 s and a few hundred MB for 100k GPUs (see ``benchmarks/``).
+
+    Raises
+    ------
+    ConfigError
+        If the scale-out fabric cannot be built (see :func:`clos_shape`).
+    """
+    n = spec.n_gpus
+    has_su = spec.domain_gpus > 1 and spec.scale_up.kind != "torus"
+    shape = clos_shape(spec) if spec.scale_out is not None else None
+    planes = spec.scale_out.planes if spec.scale_out else 1
+    n_cables = (n if has_su else 0)
+    if shape:
+        n_cables += planes * (n + shape.n_leaves * shape.leaf_up + shape.n_spines * shape.spine_up)
+    w = _LinkWriter(n_cables)
+    gpus = np.arange(n, dtype=np.int64)
+    offsets = {"gpu": 0}
+    next_dev = n
+    empty2 = np.full((planes, 0, 0), -1, np.int64)
+    gpu_up = gpu_down = np.full(n, -1, np.int64)
+    if has_su:
+        offsets["nvswitch"] = next_dev
+        nvs = next_dev + gpus // spec.domain_gpus
+        next_dev += spec.n_domains
+        gpu_up, gpu_down = w.cables(gpus, nvs, spec.scaleup_line_rate_bytes_per_s, spec.scaleup_link.hop_latency_s, 0)
+    nic_up = nic_down = np.full((planes, n), -1, np.int64)
+    leaf_of = np.full(n, -1, np.int64)
+    lu = ld = sus = sud = empty2
+    lus = suc = np.zeros((0, 0), np.int64)
+    pod_of_leaf = np.zeros(0, np.int64)
+    if shape is not None:
+        so = spec.scale_out
+        assert so is not None
+        sw = catalog.switch(so.switch)
+        hop = so.hop_latency_s if so.hop_latency_s is not None else sw.latency_s
+        link_cap = spec.nic_line_rate_bytes_per_s / planes
+        node = gpus // spec.gpus_per_node
+        local = gpus % spec.gpus_per_node
+        if so.rail_optimized:
+            rail = local % shape.rails
+            su = node // shape.nodes_per_su
+            leaf_of = su * shape.rails + rail
+        else:
+            leaf_of = gpus // shape.leaf_down
+        pod_of_leaf = np.arange(shape.n_leaves, dtype=np.int64) // shape.leaves_per_pod
+        nic_up = np.empty((planes, n), np.int64)
+        nic_down = np.empty((planes, n), np.int64)
+        if shape.tiers >= 2:
+            lu = np.empty((planes, shape.n_leaves, shape.leaf_up), np.int64)
+            ld = np.empty_like(lu)
+            leaf_idx = np.repeat(np.arange(shape.n_leaves), shape.leaf_up)
+            j = np.tile(np.arange(shape.leaf_up), shape.n_leaves)
+            if shape.tiers == 2:
+                # round-robin: uplink j of leaf L goes to spine (L*leaf_up + j) mod n_spines ... spread evenly
+                lus = ((j + leaf_idx * shape.leaf_up) % shape.n_spines).reshape(shape.n_leaves, shape.leaf_up)
+            else:
+                pod = leaf_idx // shape.leaves_per_pod
+                lus = (pod * shape.spines_per_pod + j % shape.spines_per_pod).reshape(shape.n_leaves, shape.leaf_up)
+        if shape.tiers == 3:
+            sus = np.empty((planes, shape.n_spines, shape.spine_up), np.int64)
+            sud = np.empty_like(sus)
+            sp = np.repeat(np.arange(shape.n_spines), shape.spine_up)
+            j2 = np.tile(np.arange(shape.spine_up), shape.n_spines)
+            group = sp % shape.spines_per_pod
+            pod = sp // shape.spines_per_pod
+            cores_per_group = shape.n_cores // shape.spines_per_pod
+            suc = (group * cores_per_group + (pod * shape.spine_up + j2) % cores_per_group).reshape(
+                shape.n_spines, shape.spine_up
+            )
+        for p in range(planes):
+            base_leaf = next_dev
+            offsets.setdefault("leaf", base_leaf)
+            next_dev += shape.n_leaves
+            base_spine = next_dev
+            offsets.setdefault("spine", base_spine)
+            next_dev += shape.n_spines
+            base_core = next_dev
+            offsets.setdefault("core", base_core)
+            next_dev += shape.n_cores
+            nic_up[p], nic_down[p] = w.cables(gpus, base_leaf + leaf_of, link_cap, hop, 1, p)
+            if shape.tiers >= 2:
+                up, down = w.cables(base_leaf + leaf_idx, base_spine + lus.ravel(), link_cap, hop, 2, p)
+                lu[p], ld[p] = up.reshape(lu.shape[1:]), down.reshape(lu.shape[1:])
+            if shape.tiers == 3:
+                up, down = w.cables(base_spine + sp, base_core + suc.ravel(), link_cap, hop, 3, p)
+                sus[p], sud[p] = up.reshape(sus.shape[1:]), down.reshape(sus.shape[1:])
+    a = w.a
+    m = w.n
+    return Topology(
+        spec=spec,
+        shape=shape,
+        n_devices=next_dev,
+        link_src=a["src"][:m],
+        link_dst=a["dst"][:m],
+        link_capacity_bytes_per_s=a["cap"][:m],
+        link_latency_s=a["lat"][:m],
+        link_tier=a["tier"][:m],
+        link_plane=a["plane"][:m],
+        gpu_up=gpu_up,
+        gpu_down=gpu_down,
+        nic_up=nic_up,
+        nic_down=nic_down,
+        leaf_of_gpu=leaf_of,
+        leaf_uplinks=lu,
+        leaf_downlinks=ld,
+        leaf_uplink_spine=lus,
+        spine_uplinks=sus,
+        spine_downlinks=sud,
+        spine_uplink_core=suc,
+        pod_of_leaf=pod_of_leaf,
+        device_offsets=offsets,
+    )
