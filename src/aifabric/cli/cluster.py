@@ -1,0 +1,76 @@
+"""``aifabric cluster``: show a cluster's four networks, ratios, oversubscription, bisection, parts, power."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cluster.presets import list_presets
+from aifabric.cluster.summary import summarize
+from aifabric.collectives.api import resolve_cluster
+
+__all__ = ["cluster_app"]
+
+cluster_app = typer.Typer(help="Describe clusters: presets, networks, parts and power.", no_args_is_help=True)
+
+
+@cluster_app.command("list")
+@handle_errors
+def list_cmd() -> None:
+    """List the built-in cluster presets."""
+    for name in list_presets():
+        spec = resolve_cluster(name)
+        console.print(f"{name:22s} {spec.n_gpus:6d} x {spec.accelerator:16s} domain {spec.domain_gpus}")
+
+
+@cluster_app.command("show")
+@handle_errors
+def show(
+    cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
+    nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes", min=1)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """What a reader of a cluster announcement should ask: bandwidth per GPU of each network and the ratios,
+    size of the fast domain, oversubscription, bisection bandwidth, parts and power.
+
+    GB/s = 1e9 bytes/s. "per dir" is one direction; vendors' NVLink figures add both directions.
+    """
+    spec = resolve_cluster(cluster, nodes=nodes)
+    s = summarize(spec)
+    if json_out:
+        emit_json({
+            "name": spec.name, "gpus": s.n_gpus, "nodes": s.n_nodes, "scale_up_domain_gpus": s.domain_gpus,
+            "networks": [r.__dict__ for r in s.rungs], "ratios": s.ratios, "oversubscription": s.oversubscription,
+            "tiers": s.tiers, "bisection_bytes_per_s": s.bisection_bytes_per_s,
+            "parts": [p.__dict__ for p in s.inventory.lines], "watts": s.inventory.watts_by_network,
+        })
+        return
+    console.print(f"[bold]{spec.name}[/]: {s.n_gpus} x {spec.accelerator_spec.name} in {s.n_nodes} nodes; "
+                  f"fast (scale-up) domain {s.domain_gpus} GPUs")
+    if spec.description:
+        console.print(spec.description.strip())
+    t = Table(title="Bandwidth per GPU", show_edge=False)
+    for col in ("level", "network", "vendor figure", "convention", "per dir (GB/s)", "1 GB takes (ms)", "note"):
+        t.add_column(col)
+    for r in s.rungs:
+        t.add_row(r.level, r.network, f"{r.documented_bytes_per_s / 1e9:.4g} GB/s", r.convention,
+                  f"{r.per_direction_bytes_per_s / 1e9:.4g}", f"{r.time_per_gb_per_direction_s * 1e3:.3g}", r.note)
+    console.print(t)
+    console.print("ratios (per direction): " + ", ".join(f"{a}/{b} = {x:.1f}x" for a, b, x in s.ratios))
+    if s.tiers:
+        console.print(f"scale-out: {s.tiers}-tier {'rail-optimised ' if spec.scale_out and spec.scale_out.rail_optimized else ''}"
+                      f"Clos, {s.planes} plane(s), oversubscription (down:up) {', '.join(f'{x:g}:1' for x in s.oversubscription)}; "
+                      f"bisection {s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
+                      f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s)")
+    p = Table(title="Parts and power", show_edge=False)
+    for col in ("network", "item", "part", "count", "kW"):
+        p.add_column(col)
+    for line in s.inventory.lines:
+        p.add_row(line.network, line.item, line.part, str(line.count), f"{line.watts / 1e3:.1f}")
+    console.print(p)
+    w = s.inventory.watts_by_network
+    console.print("network power: " + ", ".join(f"{k} {v / 1e3:.1f} kW" for k, v in w.items())
+                  + f"; total {s.inventory.total_watts / 1e3:.1f} kW (GPUs and hosts not counted)")

@@ -1,0 +1,41 @@
+"""``aifabric ladder``: the bandwidth ladder of a cluster or TPU pod."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cluster.ladder import bandwidth_ladder
+from aifabric.collectives.api import resolve_cluster
+
+__all__ = ["ladder"]
+
+
+@handle_errors
+def ladder(
+    cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "tpu-v5p-pod",
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Per level: GB/s per chip as documented and per direction, and the time to move 1 GB at each.
+
+    "1 GB takes" uses the documented figure, as the second seed does (a lower bound where the figure adds
+    both directions); the last column uses one direction.
+    """
+    spec = resolve_cluster(cluster)
+    rungs = bandwidth_ladder(spec)
+    if json_out:
+        emit_json([r.__dict__ for r in rungs])
+        return
+    t = Table(title=f"Bandwidth ladder of {spec.name} (per chip; GB/s = 1e9 B/s)", show_edge=False)
+    for col in ("level", "documented (GB/s)", "convention", "per dir (GB/s)", "1 GB takes", "1 GB per dir", "x slower than above"):
+        t.add_column(col)
+    prev = None
+    for r in rungs:
+        step = f"{prev / r.documented_bytes_per_s:.1f}x" if prev else ""
+        t.add_row(r.level, f"{r.documented_bytes_per_s / 1e9:,.2f}", r.convention, f"{r.per_direction_bytes_per_s / 1e9:,.2f}",
+                  f"{r.time_per_gb_s * 1e3:.3g} ms", f"{r.time_per_gb_per_direction_s * 1e3:.3g} ms", step)
+        prev = r.documented_bytes_per_s
+    console.print(t)

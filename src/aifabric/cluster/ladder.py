@@ -1,0 +1,102 @@
+"""The bandwidth ladder: per level, bandwidth per chip and the time to move 1 GB.
+
+The second seed ("AI Cluster Networking Explained") shows the ladder for TPU v5p: HBM 2,765 GB/s, ICI
+1,200 GB/s (bidirectional), DCN 50 Gb/s = 6.25 GB/s, i.e. 0.4 ms, 0.8 ms and 160 ms per GB. Each rung of a
+GPU cluster is likewise about ten times slower than the one above (first seed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.units import format_bandwidth
+
+__all__ = ["LadderRung", "bandwidth_ladder"]
+
+
+@dataclass(frozen=True)
+class LadderRung:
+    """One level of the ladder.
+
+    ``documented_bytes_per_s`` is the figure as the vendor states it, with ``convention``;
+    ``per_direction_bytes_per_s`` is what one direction carries; ``time_per_gb_s`` moves 1e9 bytes at the
+    documented figure (as the seed computes it); ``time_per_gb_per_direction_s`` at the per-direction one.
+    """
+
+    level: str
+    network: str
+    documented_bytes_per_s: float
+    convention: str
+    per_direction_bytes_per_s: float
+    time_per_gb_s: float
+    time_per_gb_per_direction_s: float
+    note: str = ""
+
+
+def _rung(level: str, network: str, documented: float, convention: str, note: str = "") -> LadderRung:
+    per_dir = documented / 2 if convention == "bidirectional" else documented
+    return LadderRung(level, network, documented, convention, per_dir, 1e9 / documented, 1e9 / per_dir, note)
+
+
+def bandwidth_ladder(spec: ClusterSpec) -> list[LadderRung]:
+    """Rungs from memory down to management for one chip of ``spec``.
+
+    Examples
+    --------
+    >>> from aifabric.cluster.presets import preset
+    >>> [round(r.time_per_gb_s * 1e3, 1) for r in bandwidth_ladder(preset("tpu-v5p-pod"))]
+    [0.4, 0.8, 160.0]
+    """
+    acc = spec.accelerator_spec
+    rungs = [_rung("HBM", "memory", acc.hbm_bandwidth_bytes_per_s, "per_direction", "memory read bandwidth")]
+    if acc.ici_bandwidth_bidirectional_bytes_per_s:
+        rungs.append(
+            _rung(
+                "ICI",
+                "scale-up",
+                acc.ici_bandwidth_bidirectional_bytes_per_s,
+                "bidirectional",
+                f"{acc.ici_topology or 'torus'}; time at the bidirectional figure is a lower bound",
+            )
+        )
+    elif spec.domain_gpus > 1:
+        link = spec.scaleup_link
+        rungs.append(
+            _rung(
+                link.name.split(" (")[0],
+                "scale-up",
+                spec.scaleup_line_rate_bytes_per_s * 2,
+                "bidirectional",
+                f"domain of {spec.domain_gpus}; NCCL reaches {format_bandwidth(spec.scaleup_effective_bytes_per_s)} per direction",
+            )
+        )
+    if acc.dcn_bandwidth_bytes_per_s:
+        rungs.append(_rung("DCN", "scale-out", acc.dcn_bandwidth_bytes_per_s, "per_direction", "data-centre network"))
+    elif spec.scale_out is not None:
+        rungs.append(
+            _rung(
+                f"NIC ({spec.nic_spec.name if spec.nic_spec else ''})",
+                "scale-out",
+                spec.nic_line_rate_bytes_per_s,
+                "per_direction",
+                f"payload {format_bandwidth(spec.nic_effective_bytes_per_s)}",
+            )
+        )
+    from aifabric import catalog
+
+    if spec.front_end is not None and spec.front_end.nics_per_node:
+        fe = spec.front_end
+        speed = fe.nic_speed_bytes_per_s or catalog.nic(fe.nic).line_rate_bytes_per_s
+        rungs.append(
+            _rung("front-end", "front-end", speed * fe.nics_per_node / spec.gpus_per_node, "per_direction",
+                  f"{fe.nics_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {spec.gpus_per_node} GPUs")
+        )
+    if spec.management is not None and spec.management.ports_per_node:
+        mg = spec.management
+        speed = catalog.nic(mg.nic).line_rate_bytes_per_s
+        rungs.append(
+            _rung("management", "management", speed * mg.ports_per_node / spec.gpus_per_node, "per_direction",
+                  "BMC port per node, shared by its GPUs")
+        )
+    return rungs

@@ -1,0 +1,83 @@
+"""What a reader of a cluster announcement should ask, answered with numbers.
+
+Bandwidth per GPU of each of the four networks and the ratios between them, the size of the fast (scale-up)
+domain, oversubscription, bisection bandwidth, parts and power (second seed, "How to use this when reading
+a cluster announcement").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aifabric.cluster.inventory import Inventory, inventory
+from aifabric.cluster.ladder import LadderRung, bandwidth_ladder
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.topology import Topology, build_topology
+
+__all__ = ["ClusterSummary", "bisection_bytes_per_s", "summarize"]
+
+
+@dataclass(frozen=True)
+class ClusterSummary:
+    """Headline figures of a cluster (SI units; bandwidths per direction unless named otherwise)."""
+
+    spec: ClusterSpec
+    n_gpus: int
+    n_nodes: int
+    domain_gpus: int
+    rungs: tuple[LadderRung, ...]
+    oversubscription: tuple[float, ...]
+    tiers: int
+    planes: int
+    bisection_bytes_per_s: float
+    inventory: Inventory
+
+    @property
+    def ratios(self) -> list[tuple[str, str, float]]:
+        """(upper, lower, ratio) of per-direction bandwidth per GPU between consecutive networks."""
+        out = []
+        nets = [r for r in self.rungs if r.network != "memory"]
+        for a, b in zip(nets, nets[1:], strict=False):
+            out.append((a.level, b.level, a.per_direction_bytes_per_s / b.per_direction_bytes_per_s))
+        return out
+
+
+def bisection_bytes_per_s(topo: Topology) -> float:
+    """Scale-out bisection bandwidth, bytes/s per direction.
+
+    Half of the GPUs talk to the other half: the traffic is capped by the NICs of one half, and by half the
+    uplink capacity of every oversubscribed tier (a worst-case cut through the spines / cores):
+
+        bisection = min( N/2 x B_nic,  (uplinks of leaves)/2 x B_link,  (uplinks of spines)/2 x B_link )
+    """
+    spec = topo.spec
+    s = topo.shape
+    if s is None:
+        return 0.0
+    link = spec.nic_line_rate_bytes_per_s / topo.planes
+    p = topo.planes
+    bounds = [spec.n_gpus / 2 * spec.nic_line_rate_bytes_per_s]
+    if s.tiers >= 2:
+        bounds.append(s.n_leaves * s.leaf_up * link * p / 2)
+    if s.tiers == 3:
+        bounds.append(s.n_spines * s.spine_up * link * p / 2)
+    return min(bounds)
+
+
+def summarize(spec: ClusterSpec, topo: Topology | None = None) -> ClusterSummary:
+    """Build the :class:`ClusterSummary` of ``spec`` (builds its Topology unless given)."""
+    if topo is None and spec.scale_up.kind != "torus":
+        topo = build_topology(spec)
+    so = spec.scale_out
+    return ClusterSummary(
+        spec=spec,
+        n_gpus=spec.n_gpus,
+        n_nodes=spec.n_nodes,
+        domain_gpus=spec.domain_gpus,
+        rungs=tuple(bandwidth_ladder(spec)),
+        oversubscription=tuple(so.oversubscription) if so else (),
+        tiers=so.tiers if so else 0,
+        planes=so.planes if so else 0,
+        bisection_bytes_per_s=bisection_bytes_per_s(topo) if topo is not None else 0.0,
+        inventory=inventory(topo) if topo is not None else Inventory(()),
+    )

@@ -1,0 +1,115 @@
+"""Communicator: a set of ranks placed on GPUs, summarised the way cost models need it.
+
+The formula engine needs counts, not lists: ranks, ranks per scale-up domain, domains spanned, and how
+many of a rank's peers sit behind the same leaf (scalable unit) and the same pod. A communicator made with
+:meth:`Communicator.contiguous` is O(1) to build; one from explicit GPU ids costs one ``numpy.unique``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.errors import ConfigError
+
+__all__ = ["Communicator"]
+
+
+@dataclass(frozen=True)
+class Communicator:
+    """Placement summary of one communicator.
+
+    Attributes
+    ----------
+    n_ranks : int
+        Ranks.
+    ranks_per_domain : int
+        Largest number of ranks in one scale-up domain (NVLink domain).
+    n_domains : int
+        Scale-up domains spanned.
+    ranks_per_node : int
+        Largest number of ranks in one node (server).
+    ranks_per_su : int
+        Largest number of ranks under one scalable unit (the nodes sharing a set of rail leaves).
+    ranks_per_pod : int
+        Largest number of ranks in one three-tier pod (= n_ranks on two tiers).
+    gpus : tuple[int, ...] or None
+        The GPU ids, when given explicitly.
+    """
+
+    n_ranks: int
+    ranks_per_domain: int
+    n_domains: int
+    ranks_per_node: int
+    ranks_per_su: int
+    ranks_per_pod: int
+    gpus: tuple[int, ...] | None = None
+
+    @property
+    def uniform(self) -> bool:
+        """Every domain holds the same number of ranks."""
+        return self.ranks_per_domain * self.n_domains == self.n_ranks
+
+    @classmethod
+    def contiguous(cls, spec: ClusterSpec, n_ranks: int | None = None, *, stride: int = 1) -> Communicator:
+        """Ranks on GPUs ``0, stride, 2 stride, ...`` (default: every GPU of the cluster, in order).
+
+        Raises ConfigError if the ranks do not fit the cluster.
+        """
+        n = spec.n_gpus if n_ranks is None else int(n_ranks)
+        if n < 1:
+            raise ConfigError(f"ranks: need at least 1 rank, got {n}")
+        if stride < 1:
+            raise ConfigError(f"stride: must be >= 1, got {stride}")
+        if (n - 1) * stride + 1 > spec.n_gpus:
+            raise ConfigError(f"ranks: {n} ranks at stride {stride} need {(n - 1) * stride + 1} GPUs; the cluster has {spec.n_gpus}")
+        per_dom = max(1, spec.domain_gpus // stride) if stride <= spec.domain_gpus else 1
+        per_dom = min(per_dom, n)
+        per_node = min(n, max(1, spec.gpus_per_node // stride) if stride <= spec.gpus_per_node else 1)
+        su_gpus, pod_gpus = _su_pod_gpus(spec)
+        per_su = min(n, max(1, su_gpus // stride))
+        per_pod = min(n, max(1, pod_gpus // stride))
+        return cls(n, per_dom, -(-n // per_dom), per_node, per_su, per_pod)
+
+    @classmethod
+    def from_gpus(cls, spec: ClusterSpec, gpus: Sequence[int] | np.ndarray) -> Communicator:
+        """Ranks on the given GPU ids (rank i on ``gpus[i]``).
+
+        Raises ConfigError for an empty list, a repeated GPU or an id outside the cluster.
+        """
+        arr = np.asarray(gpus, dtype=np.int64)
+        if arr.ndim != 1 or arr.size == 0:
+            raise ConfigError("ranks: give at least one GPU id")
+        if arr.min() < 0 or arr.max() >= spec.n_gpus:
+            bad = int(arr[(arr < 0) | (arr >= spec.n_gpus)][0])
+            raise ConfigError(f"ranks: GPU id {bad} is outside the cluster (0..{spec.n_gpus - 1})")
+        if np.unique(arr).size != arr.size:
+            raise ConfigError("ranks: a GPU appears twice in the communicator")
+        su_gpus, pod_gpus = _su_pod_gpus(spec)
+
+        def most(key: np.ndarray) -> tuple[int, int]:
+            _, counts = np.unique(key, return_counts=True)
+            return int(counts.max()), int(counts.size)
+
+        per_dom, n_dom = most(arr // spec.domain_gpus)
+        per_node, _ = most(arr // spec.gpus_per_node)
+        per_su, _ = most(arr // su_gpus)
+        per_pod, _ = most(arr // pod_gpus)
+        return cls(int(arr.size), per_dom, n_dom, per_node, per_su, per_pod, tuple(int(g) for g in arr))
+
+
+def _su_pod_gpus(spec: ClusterSpec) -> tuple[int, int]:
+    """GPUs under one scalable unit (rail leaf group) and one pod; the whole cluster if not applicable."""
+    if spec.scale_out is None:
+        return spec.n_gpus, spec.n_gpus
+    from aifabric.cluster.topology import clos_shape  # local: topology imports are heavier
+
+    shape = clos_shape(spec)
+    su = shape.nodes_per_su * spec.gpus_per_node if shape.tiers >= 2 else spec.n_gpus
+    if shape.tiers == 3:
+        sus_per_pod = max(1, shape.leaves_per_pod // shape.rails)
+        return su, su * sus_per_pod
+    return su, spec.n_gpus

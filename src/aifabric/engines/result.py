@@ -1,0 +1,74 @@
+"""CollectiveResult: what a user asks of a collective's timing, whatever engine produced it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["Candidate", "CollectiveResult"]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One (algorithm, protocol) the engine considered, with its time in seconds."""
+
+    algorithm: str
+    protocol: str
+    time_s: float
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    """Timing of one collective.
+
+    Attributes
+    ----------
+    op : str
+        Collective name (``all_reduce`` ...).
+    message_bytes : float
+        Size as nccl-tests counts it (see :mod:`aifabric.collectives.ops`).
+    n_ranks : int
+    algorithm, protocol : str
+        The chosen algorithm (``ring``, ``tree``, ``nvls``, ``nvls_tree``, ``hierarchical``, ``flat_ring``,
+        ``direct``, ``chain``, ``p2p``) and protocol (``LL``, ``LL128``, ``Simple``).
+    time_s : float
+        Completion time, seconds.
+    latency_s : float
+        The size-independent part of ``time_s``.
+    algbw_bytes_per_s, busbw_bytes_per_s : float
+        nccl-tests definitions.
+    network_time_s : dict[str, float]
+        Exposed seconds per network (``scale-up``, ``scale-out``); sums to ``time_s``.
+    bottleneck : str
+        The network (or ``latency``) that sets the time.
+    explanation : str
+        Why this algorithm, why this time, in one paragraph.
+    candidates : tuple[Candidate, ...]
+        Every (algorithm, protocol) considered, fastest first.
+    convention : str
+        How bandwidths were read (``per_direction`` or ``bidirectional``) and which efficiency (``nccl`` or
+        ``line_rate``).
+    engine : str
+        ``formula``, ``links`` or ``flow``.
+    """
+
+    op: str
+    message_bytes: float
+    n_ranks: int
+    algorithm: str
+    protocol: str
+    time_s: float
+    latency_s: float
+    algbw_bytes_per_s: float
+    busbw_bytes_per_s: float
+    network_time_s: dict[str, float]
+    bottleneck: str
+    explanation: str
+    candidates: tuple[Candidate, ...] = ()
+    convention: str = "per_direction/nccl"
+    engine: str = "formula"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict (JSON-ready), SI units."""
+        return asdict(self)
