@@ -193,8 +193,8 @@ def parse_time(value: str | float | int, *, field: str = "time") -> float:
 
     Examples
     --------
-    >>> parse_time("5 us")
-    5e-06
+    >>> parse_time("5 us") * 1e6
+    5.0
     """
     scale = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
     if isinstance(value, bool):

@@ -19,8 +19,9 @@ from aifabric.errors import AifabricError
 
 __all__ = ["console", "emit_json", "err_console", "handle_errors"]
 
-console = Console()
-err_console = Console(stderr=True)
+# Wide tables when piped (files, CI logs); prose is never hard-wrapped.
+console = Console(width=None if sys.stdout.isatty() else 180, soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 

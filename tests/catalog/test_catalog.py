@@ -1,0 +1,45 @@
+"""The catalogue: every entry has a source; vendor figures and conventions as stated."""
+
+import pytest
+
+from aifabric import catalog
+from aifabric.errors import ConfigError
+
+
+@pytest.mark.parametrize("kind", ["accelerator", "scaleup", "nic", "switch", "optic"])
+def test_every_entry_loads_with_a_source(kind):
+    for key in catalog.catalog_names(kind):
+        entry = getattr(catalog, kind)(key)
+        assert len(entry.source) > 10
+
+
+def test_nvlink_generations_vendor_figures():
+    # NVIDIA NVLink page: 600 / 900 / 1,800 / 3,000 GB/s per GPU, both directions added
+    figs = [catalog.scaleup(f"nvlink{g}").per_gpu_bidirectional_bytes_per_s for g in (3, 4, 5, 6)]
+    assert figs == [600e9, 900e9, 1800e9, 3000e9]
+    assert catalog.scaleup("nvlink4").per_gpu_per_direction_bytes_per_s == 450e9
+    # NCCL topo.h: 18 x SM90_NVLINK_BW 20.6 = 370.8 GB/s
+    assert catalog.scaleup("nvlink4").nccl_effective_bytes_per_s(18) == pytest.approx(370.8e9)
+
+
+def test_nics_and_tpu():
+    speeds = [catalog.nic(f"connectx-{g}").line_rate_bytes_per_s * 8 for g in (6, 7, 8, 9)]
+    assert speeds == [200e9, 400e9, 800e9, 1600e9]
+    tpu = catalog.accelerator("tpu-v5p")
+    assert tpu.hbm_bandwidth_bytes_per_s == 2765e9
+    assert tpu.ici_bandwidth_bidirectional_bytes_per_s == 1200e9
+    assert tpu.dcn_bandwidth_bytes_per_s == 6.25e9
+    assert tpu.chips_per_pod == 8960
+    assert catalog.optic("osfp-800g-2xsr4").power_w == 15.0  # seed lesson: ~15 W per 800G pluggable
+
+
+def test_switch_radices():
+    assert catalog.switch("quantum-2-qm9700").ports == 64
+    assert catalog.switch("quantum-x800-q3400").ports == 144
+    sn = catalog.switch("spectrum-4-sn5600-800g")
+    assert sn.ports * sn.port_speed_bytes_per_s * 8 == pytest.approx(51.2e12)
+
+
+def test_unknown_key_names_known_ones():
+    with pytest.raises(ConfigError, match="unknown accelerator 'h900'.*h100-sxm"):
+        catalog.accelerator("h900")

@@ -1,0 +1,74 @@
+"""The CLI: main commands print what they should; bad input is one line on stderr and exit code 2."""
+
+import pytest
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
+
+runner = CliRunner()
+
+
+def run(*args):
+    return runner.invoke(app, list(args))
+
+
+def test_demo_prints_lesson_and_why_conventions_differ():
+    r = run("demo")
+    assert r.exit_code == 0
+    for fig in ("0.27", "0.31", "2.80", "0.62", "0.45", "1.40", "0.34", "1.39x"):
+        assert fig in r.stdout
+    assert "both directions" in r.stdout and "450 GB/s" in r.stdout
+
+
+def test_collective_single_and_sweep():
+    r = run("collective", "all_reduce", "-c", "h100-ib-2node", "--nodes", "1", "--size", "4GiB")
+    assert r.exit_code == 0, r.stdout
+    assert "nvls" in r.stdout and "busbw" in r.stdout and "per direction" in r.stdout
+    r = run("collective", "all_gather", "-c", "h100-ib-2node", "-b", "1MiB", "-e", "1GiB", "-f", "4")
+    assert r.exit_code == 0
+    assert "1073741824" in r.stdout
+
+
+def test_ladder_tpu():
+    r = run("ladder", "tpu-v5p-pod")
+    assert r.exit_code == 0
+    for fig in ("0.362 ms", "0.833 ms", "160 ms"):
+        assert fig in r.stdout
+
+
+def test_cluster_show():
+    r = run("cluster", "show", "dgx-h100-superpod", "--nodes", "128")
+    assert r.exit_code == 0
+    assert "bisection" in r.stdout and "Parts and power" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (("collective", "-c", "no-such-preset"), "no-such-preset"),
+        (("collective", "--size", "-1GB"), "size"),
+        (("collective", "--size", "0"), "size"),
+        (("collective", "-c", "lesson", "--nodes", "0"), "nodes"),
+        (("cluster", "show", "does-not-exist.yaml"), "does not exist"),
+    ],
+)
+def test_bad_input_exit_2(args, needle):
+    r = run(*args)
+    assert r.exit_code == 2
+    assert needle in (r.stderr + r.stdout)
+
+
+def test_bad_yaml_and_units(tmp_path):
+    bad = tmp_path / "c.yaml"
+    bad.write_text("accelerator: h100-sxm\nnodes: 4\nscale_out: {nic_speed: 400 GB/s}\n")
+    r = run("cluster", "show", str(bad))
+    assert r.exit_code == 2
+    assert "scale_out.nic_speed" in r.stderr and "3.2 Tb/s" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    bad.write_text("accelerator: [h100\n")
+    r = run("cluster", "show", str(bad))
+    assert r.exit_code == 2 and "malformed YAML" in r.stderr
+    fill = tmp_path / "f.yaml"
+    fill.write_text("accelerator: gb200\ngpus_per_node: 4\ngpus: 100\nscale_up: {gpus: 72}\n")
+    r = run("cluster", "show", str(fill))
+    assert r.exit_code == 2 and "does not fill" in r.stderr
