@@ -1,0 +1,461 @@
+"""GPU memory of a training layout: model states (weights, gradients, optimizer) and activations.
+
+Model states follow mixed-precision Adam (:class:`~aifabric.training.models.BytesPerParam`, 18 bytes per
+parameter by default) on the most loaded pipeline stage, split by TP (and EP for experts) and sharded by
+ZeRO over the ranks that hold the same weights (dp x cp for dense weights, dp x cp / ep for experts):
+
+============  =========  ==========  ===========  ======================
+ZeRO stage    weights    gradients   optimizer    bytes/param (default)
+============  =========  ==========  ===========  ======================
+0             2          4           12           18
+1             2          4           12 / D       6 + 12 / D
+2             2          4 / D       12 / D       2 + 16 / D
+3 (FSDP)      2 / D      4 / D       12 / D       18 / D
+============  =========  ==========  ===========  ======================
+
+Stage 1 is Megatron-LM's distributed optimizer ("6 + 12/d", formula note).
+
+Activations follow Korthikanti et al. 2022 per transformer layer and microbatch (bytes, 16-bit
+activations, 1-byte dropout masks)::
+
+    no recompute, TP only    s b h (10 + 24/t + 5 a s / (h t))
+    no recompute, TP + SP    s b h (34 + 5 a s / h) / t
+    selective, TP + SP       34 s b h / t
+    full                     2 s b h per layer (the layer input; / t with SP)
+
+generalised here to grouped-query attention, gated MLPs, MoE layers, models trained without dropout, and
+context parallelism (s -> s / cp for every token-indexed tensor). The first pipeline stage holds the
+activations of the most microbatches: p under 1F1B, so p x (l / p) = l layer-microbatches, and
+l (1 + (p - 1) / (p v)) under the interleaved schedule.
+
+References
+----------
+.. [1] Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models", MLSys 2023,
+   arXiv:2205.05198, Sec. 4 (Eqs. 1-2, Table 2), Sec. 4.2.3 and 4.3.
+.. [2] Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", SC'20,
+   https://doi.org/10.1109/SC41405.2020.00024.
+.. [3] Megatron-LM ``docs/user-guide/features/dist_optimizer.md``; ``schedules.py`` (warm-up microbatches of
+   the interleaved schedule).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from aifabric.errors import ConfigError, Infeasible
+from aifabric.training.layout import ParallelLayout, Recompute
+from aifabric.training.models import ModelSpec
+
+__all__ = [
+    "MemoryBreakdown",
+    "activation_bytes_per_layer",
+    "check_fits",
+    "in_flight_layer_microbatches",
+    "memory_breakdown",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryBreakdown:
+    """Memory per GPU of one layout, in bytes, on the most loaded GPU.
+
+    Attributes
+    ----------
+    weight_bytes, gradient_bytes, optimizer_bytes : float
+        Model states of the heaviest pipeline stage, after TP/EP splitting and ZeRO sharding.
+    layer_activation_bytes : float
+        Transformer-layer activations the first pipeline stage stashes for its in-flight microbatches.
+    other_activation_bytes : float
+        The rest: input-embedding dropout masks of in-flight microbatches, the output layer's activations
+        and fp32 logits when the first stage is also the last (pp = 1), and, with full recomputation, one
+        layer's full activations rebuilt during its backward pass.
+    params_per_gpu : float
+        Parameters on that GPU before ZeRO sharding (after TP/EP splitting).
+    in_flight_microbatches : float
+        Microbatches whose activations the first stage holds at peak (fractional with interleaving: in
+        units of the stage's layers).
+    gpu_hbm_bytes : float or None
+        The GPU's memory, if given.
+
+    Notes
+    -----
+    Model states come from the heaviest stage and activations from the first: where these are different
+    stages (an MoE model whose first layers are dense), the sum is an upper bound. Not counted: CUDA
+    context and allocator fragmentation (often 1-5 GB), communication buffers, ZeRO-3 gather buffers,
+    vocabulary padding, MoE routing imbalance.
+    """
+
+    weight_bytes: float
+    gradient_bytes: float
+    optimizer_bytes: float
+    layer_activation_bytes: float
+    other_activation_bytes: float
+    params_per_gpu: float
+    in_flight_microbatches: float
+    gpu_hbm_bytes: float | None = None
+
+    @property
+    def model_state_bytes(self) -> float:
+        """Weights + gradients + optimizer state."""
+        return self.weight_bytes + self.gradient_bytes + self.optimizer_bytes
+
+    @property
+    def activation_bytes(self) -> float:
+        """All activations: layer stash + the rest."""
+        return self.layer_activation_bytes + self.other_activation_bytes
+
+    @property
+    def total_bytes(self) -> float:
+        """Everything counted, per GPU."""
+        return self.model_state_bytes + self.activation_bytes
+
+    @property
+    def free_bytes(self) -> float | None:
+        """HBM left over (negative if it does not fit); None without ``gpu_hbm_bytes``."""
+        return None if self.gpu_hbm_bytes is None else self.gpu_hbm_bytes - self.total_bytes
+
+    @property
+    def fits(self) -> bool | None:
+        """True if ``total_bytes <= gpu_hbm_bytes``; None without ``gpu_hbm_bytes``."""
+        return None if self.gpu_hbm_bytes is None else self.total_bytes <= self.gpu_hbm_bytes
+
+    def summary(self) -> str:
+        """One line: ``93.4 GB per GPU: weights 20.1 GB, grads ..., activations ...``."""
+        return (
+            f"{_gb(self.total_bytes)} per GPU: weights {_gb(self.weight_bytes)}, "
+            f"grads {_gb(self.gradient_bytes)}, optimizer {_gb(self.optimizer_bytes)}, "
+            f"activations {_gb(self.activation_bytes)}"
+        )
+
+
+def _gb(n_bytes: float) -> str:
+    text = f"{n_bytes / 1e9:.1f}"
+    return f"{text.removesuffix('.0')} GB"
+
+
+# ------------------------------------------------------------------------------------------ activations
+def _mlp_inner_bytes(model: ModelSpec, width: int) -> int:
+    """Bytes per token an MLP stores between its two matmuls: GeLU input + fc2 input (4f), or, gated,
+    the fused gate/up output + down-projection input (6f)."""
+    return (6 if model.gated_mlp else 4) * width
+
+
+def activation_bytes_per_layer(model: ModelSpec, layout: ParallelLayout, *, moe: bool = False) -> float:
+    """Activation bytes one transformer layer stores for one microbatch, on one GPU.
+
+    Korthikanti et al.'s per-layer count, term by term (bytes per token; 16-bit tensors, 1-byte masks):
+
+    - not split by TP unless sequence parallel: two norm inputs 4h, QKV input 2h, MLP input 2h, two
+      dropout masks 2h (10h, or 8h without dropout);
+    - split by TP: Q 2ad, K and V 4 kv d, output-projection input 2ad; the MLP between its matmuls 4f
+      (6f gated); for an MoE layer, top_k x (2h dispatched input + the expert's inner bytes) plus the
+      shared experts' inner bytes;
+    - attention scores, split by TP, only without recomputation: 5as per token (softmax output 2as, its
+      dropout mask as and output 2as), or 2as without dropout.
+
+    With full recomputation only the layer input is kept: 2h per token (/ t with sequence parallelism).
+    Tokens per microbatch per GPU: b s / cp. For a Megatron GPT layer (a d = h, f = 4h) this is
+    s b h (34 + 5 a s / h) / t with TP + SP, and s b h (10 + 24/t + 5 a s / (h t)) with TP only.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model.
+    layout : ParallelLayout
+        Gives b, t, cp, sequence parallelism and the recomputation mode.
+    moe : bool, default False
+        True for an MoE layer.
+
+    Returns
+    -------
+    float
+        Bytes.
+
+    Raises
+    ------
+    ConfigError
+        If ``moe`` is True for a dense model.
+
+    References
+    ----------
+    .. [1] Korthikanti et al., arXiv:2205.05198, Sec. 4.1-4.2, Eq. 1-2 and Table 2.
+
+    Examples
+    --------
+    GPT-3 175B, b = 1, t = 8 with sequence parallelism and selective recomputation: 34 s b h / t.
+
+    >>> from aifabric.training.models import get_model
+    >>> lay = ParallelLayout(tp=8, sequence_parallel=True, recompute="selective")
+    >>> activation_bytes_per_layer(get_model("gpt3-175b"), lay) == 34 * 2048 * 12288 / 8
+    True
+    """
+    if moe and not model.is_moe:
+        raise ConfigError(f"model {model.name!r} has no MoE layers (n_experts=0)")
+    return _layer_act(model, layout, layout.recompute, moe)
+
+
+def _layer_act(model: ModelSpec, layout: ParallelLayout, recompute: Recompute, moe: bool) -> float:
+    h = model.hidden_size
+    tokens = layout.microbatch_size * model.seq_len / layout.cp
+    t = layout.tp
+    sp_div = t if layout.sequence_parallel else 1
+    if recompute is Recompute.FULL:
+        return tokens * 2 * h / sp_div
+    unsplit = (10 if model.dropout else 8) * h
+    q, kv = model.n_heads * model.head_dim, model.n_kv_heads * model.head_dim
+    split = 4 * q + 4 * kv
+    if moe:
+        fe = model.expert_ffn_hidden_size
+        split += model.top_k * (2 * h + _mlp_inner_bytes(model, fe))
+        split += model.n_shared_experts * _mlp_inner_bytes(model, fe)
+    else:
+        split += _mlp_inner_bytes(model, model.ffn_hidden_size)
+    if recompute is Recompute.NONE:
+        split += (5 if model.dropout else 2) * model.n_heads * model.seq_len
+    return tokens * (unsplit / sp_div + split / t)
+
+
+def in_flight_layer_microbatches(layout: ParallelLayout, n_layers: int) -> float:
+    """Layer-microbatches of activations the first pipeline stage holds at its peak.
+
+        pp = 1:          l                                   (one microbatch at a time)
+        1F1B (v = 1):    min(p, m) x l / p
+        interleaved:     min(p v + p - 1, m v) x l / (p v)   (= l (1 + (p - 1) / (p v)) when m is large)
+
+    The interleaved count is Megatron-LM's warm-up (2 (p - 1) + (v - 1) p model chunks on rank 0) plus
+    the one in steady state, each chunk l / (p v) layers; it equals Korthikanti et al.'s factor
+    1 + (p - 1) / (p v).
+
+    Parameters
+    ----------
+    layout : ParallelLayout
+        Gives p, v and m.
+    n_layers : int
+        l, layers of the model.
+
+    Returns
+    -------
+    float
+        Layer-microbatches (multiply by :func:`activation_bytes_per_layer`).
+
+    Examples
+    --------
+    The 530B model of Narayanan et al. Table 1 (p = 35, v = 3, m = 280, l = 105):
+
+    >>> lay = ParallelLayout(tp=8, pp=35, dp=9, virtual_pipeline_stages=3, global_batch_size=2520)
+    >>> in_flight_layer_microbatches(lay, 105), 105 * (1 + 34 / 105)
+    (139.0, 139.0)
+    """
+    p, v, m = layout.pp, layout.virtual_pipeline_stages, layout.n_microbatches
+    if p == 1:
+        return float(n_layers)
+    if v == 1:
+        return min(p, m) * n_layers / p
+    return min(p * v + p - 1, m * v) * n_layers / (p * v)
+
+
+# -------------------------------------------------------------------------------------- stage layouts
+@lru_cache(maxsize=4096)
+def _stage_moe_counts(
+    n_layers: int, first_dense: int, freq: int, is_moe: bool, p: int, v: int
+) -> tuple[int, int, int, int]:
+    """MoE layers on stage 0, on the last stage, and the most and fewest on any middle stage.
+
+    Stage k holds model chunks k, k + p, ..., each of l / (p v) consecutive layers (Megatron-LM's
+    interleaved assignment; v = 1 is the plain contiguous split).
+    """
+    if not is_moe:
+        return 0, 0, 0, 0
+
+    def before(layer: int) -> int:
+        if layer <= first_dense:
+            return 0
+        return (layer - 1) // freq - (first_dense - 1) // freq
+
+    chunk = n_layers // (p * v)
+    counts = [
+        sum(before((j * p + k + 1) * chunk) - before((j * p + k) * chunk) for j in range(v)) for k in range(p)
+    ]
+    middle = counts[1:-1] or [counts[0]]
+    return counts[0], counts[-1], max(middle), min(middle)
+
+
+def _stage_params(
+    model: ModelSpec, layout: ParallelLayout, n_moe: int, first: bool, last: bool
+) -> tuple[float, float]:
+    """(dense-sharded, expert) parameters of one stage on one GPU, after TP/EP splitting."""
+    t, e = layout.tp, layout.ep
+    per_stage = model.n_layers // layout.pp
+    n_dense = per_stage - n_moe
+    norms = 2 * model.norm_params  # replicated across TP
+    dense = n_dense * ((model.attention_params + model.dense_mlp_params) / t + norms)
+    expert = 0.0
+    if n_moe:
+        shared = model.n_shared_experts * model.expert_params
+        dense += n_moe * ((model.attention_params + shared) / t + norms + model.router_params)
+        expert = n_moe * model.n_experts * model.expert_params / (t * e)
+    if first:
+        dense += model.embedding_params / t
+    if last:
+        # Megatron-LM keeps a copy of tied word embeddings on the last stage when pp > 1.
+        out = model.output_params or (model.vocab_size * model.hidden_size if layout.pp > 1 else 0)
+        dense += out / t + model.norm_params
+    return dense, expert
+
+
+def memory_breakdown(
+    model: ModelSpec, layout: ParallelLayout, gpu_hbm_bytes: float | None = None
+) -> MemoryBreakdown:
+    """Memory per GPU of training ``model`` with ``layout``, term by term.
+
+        weights     = P_gpu x 2  / (D if ZeRO-3)
+        gradients   = P_gpu x 4  / (D if ZeRO >= 2)
+        optimizer   = P_gpu x 12 / (D if ZeRO >= 1)
+        activations = in-flight layer-microbatches x per-layer activations + embedding/output terms
+
+    with P_gpu the heaviest pipeline stage's parameters split over t (experts over t x ep), and D = dp x cp
+    for dense weights, dp x cp / ep for experts.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model.
+    layout : ParallelLayout
+        The layout; validated against the model (not against a GPU count).
+    gpu_hbm_bytes : float, optional
+        GPU memory, bytes; recorded so that ``fits`` and ``free_bytes`` can answer.
+
+    Returns
+    -------
+    MemoryBreakdown
+        Each term and the total, bytes per GPU.
+
+    Raises
+    ------
+    ConfigError
+        If the layout does not suit the model (see :meth:`ParallelLayout.validate`).
+
+    Notes
+    -----
+    Costs a few microseconds: the per-stage layer mix is cached per (model shape, pp, v).
+
+    References
+    ----------
+    .. [1] Korthikanti et al., arXiv:2205.05198, Sec. 4.
+    .. [2] Rajbhandari et al., https://doi.org/10.1109/SC41405.2020.00024, Sec. 5 (ZeRO stages).
+
+    Examples
+    --------
+    The distributed optimizer's 6 + 12/d bytes per parameter (formula note): Llama 3 8B, dp = 8, ZeRO-1:
+
+    >>> from aifabric.training.models import get_model
+    >>> mb = memory_breakdown(get_model("llama3-8b"), ParallelLayout(dp=8, zero_stage=1), 80e9)
+    >>> round(mb.model_state_bytes / mb.params_per_gpu, 3)
+    7.5
+    """
+    layout.validate(model)
+    p, v = layout.pp, layout.virtual_pipeline_stages
+    first, last, most, fewest = _stage_moe_counts(
+        model.n_layers, model.first_dense_layers, model.moe_layer_freq, model.is_moe, p, v
+    )
+    bpp = model.bytes_per_param
+    zero = layout.zero_stage
+    d_dense = layout.dp * layout.cp
+    d_expert = d_dense // layout.ep
+    w_div = (d_dense, d_expert) if zero >= 3 else (1, 1)
+    g_div = (d_dense, d_expert) if zero >= 2 else (1, 1)
+    o_div = (d_dense, d_expert) if zero >= 1 else (1, 1)
+
+    candidates = [(first, True, p == 1), (last, p == 1, True)]
+    if p > 2:
+        candidates += [(most, False, False), (fewest, False, False)]
+    best: tuple[float, float, float, float] | None = None
+    for n_moe, is_first, is_last in candidates:
+        dense, expert = _stage_params(model, layout, n_moe, is_first, is_last)
+        w = bpp.weights * (dense / w_div[0] + expert / w_div[1])
+        g = bpp.grads * (dense / g_div[0] + expert / g_div[1])
+        o = bpp.optimizer * (dense / o_div[0] + expert / o_div[1])
+        if best is None or w + g + o > best[0] + best[1] + best[2]:
+            best = (w, g, o, dense + expert)
+    assert best is not None  # candidates is never empty
+    weights, grads, optim, params = best
+
+    # Activations of the first stage.
+    per_stage = model.n_layers // p
+    units = in_flight_layer_microbatches(layout, model.n_layers)
+    mode = layout.recompute
+    dense_act = _layer_act(model, layout, mode, False) if first < per_stage else 0.0
+    moe_act = _layer_act(model, layout, mode, True) if first else 0.0
+    layer_act = units * ((per_stage - first) * dense_act + first * moe_act) / per_stage
+
+    h = model.hidden_size
+    tokens = layout.microbatch_size * model.seq_len / layout.cp
+    t = layout.tp
+    sp_div = t if layout.sequence_parallel else 1
+    in_flight = units / per_stage
+    other = 0.0
+    if model.dropout:
+        other += min(p, layout.n_microbatches) * tokens * h / sp_div  # input-embedding dropout mask
+    if p == 1:
+        # final norm input + output-layer input (16-bit), fp32 logits: 4 s b h / t (1 + V / h) with SP
+        other += tokens * (4 * h / sp_div + 4 * model.vocab_size / t)
+    if layout.recompute is Recompute.FULL:
+        # the layer being recomputed holds its full activations during its backward pass
+        working = _layer_act(model, layout, Recompute.NONE, False) if first < per_stage else 0.0
+        if first:
+            working = max(working, _layer_act(model, layout, Recompute.NONE, True))
+        other += working
+
+    return MemoryBreakdown(
+        weight_bytes=weights,
+        gradient_bytes=grads,
+        optimizer_bytes=optim,
+        layer_activation_bytes=layer_act,
+        other_activation_bytes=other,
+        params_per_gpu=params,
+        in_flight_microbatches=in_flight,
+        gpu_hbm_bytes=None if gpu_hbm_bytes is None else float(gpu_hbm_bytes),
+    )
+
+
+def check_fits(model: ModelSpec, layout: ParallelLayout, gpu_hbm_bytes: float) -> MemoryBreakdown:
+    """Return the memory breakdown if the layout fits in ``gpu_hbm_bytes``; raise otherwise.
+
+    Parameters
+    ----------
+    model : ModelSpec
+        The model.
+    layout : ParallelLayout
+        The layout.
+    gpu_hbm_bytes : float
+        Usable GPU memory, bytes (e.g. 80e9 for an A100/H100 80 GB; subtract what the runtime reserves).
+
+    Returns
+    -------
+    MemoryBreakdown
+        As :func:`memory_breakdown`.
+
+    Raises
+    ------
+    Infeasible
+        If the total exceeds ``gpu_hbm_bytes``; the message gives every term and the GPU's memory.
+    ConfigError
+        If the layout does not suit the model, or ``gpu_hbm_bytes`` is not positive.
+
+    Examples
+    --------
+    >>> from aifabric.training.models import get_model
+    >>> check_fits(get_model("llama3-405b"), ParallelLayout(tp=8), 80e9)
+    Traceback (most recent call last):
+    ...
+    aifabric.errors.Infeasible: llama3-405b with tp=8 pp=1 dp=1 b=1 B=1 zero=0 recompute=none needs 1370.4 GB per GPU: weights 101.5 GB, grads 202.9 GB, optimizer 608.8 GB, activations 457.1 GB; the GPU has 80 GB
+    """
+    if isinstance(gpu_hbm_bytes, bool) or not gpu_hbm_bytes > 0:
+        raise ConfigError(f"gpu_hbm_bytes must be > 0, got {gpu_hbm_bytes!r}")
+    mb = memory_breakdown(model, layout, gpu_hbm_bytes)
+    if not mb.fits:
+        raise Infeasible(
+            f"{model.name} with {layout.describe()} needs {mb.summary()}; the GPU has {_gb(gpu_hbm_bytes)}"
+        )
+    return mb

@@ -1,0 +1,453 @@
+"""Transformer model descriptions: :class:`ModelSpec` and the shipped presets.
+
+A :class:`ModelSpec` holds only what the cost models need: the shape of a decoder-only transformer
+(layers, widths, heads, grouped-query attention, gated MLP, mixture of experts) and the bytes each
+parameter costs in training. Everything that can be counted from the shape once (parameters per layer
+kind, how many layers are MoE) is counted when the spec is built, so that a planner scoring thousands of
+layouts per second never recounts it.
+
+Presets live in ``presets/models.yaml`` (package data); every entry names its source. Read them with
+:func:`get_model` and :func:`list_models`, or load your own file with :meth:`ModelSpec.from_yaml`.
+
+Why a frozen dataclass and not pydantic: a spec is built once, but layouts built on top of it are built by
+the ten thousand; the same plain-``__post_init__`` style keeps this package's hot objects equally cheap,
+and :func:`dataclasses.replace` re-runs the checks (``replace(model, seq_len=8192)`` is validated).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from aifabric.errors import ConfigError, ParseError
+
+__all__ = ["BytesPerParam", "ModelSpec", "get_model", "list_models"]
+
+
+@dataclass(frozen=True, slots=True)
+class BytesPerParam:
+    """Bytes of training state per parameter, before any ZeRO sharding.
+
+    The default is mixed-precision Adam as Megatron-LM runs it: bf16 weights (2), fp32 gradients
+    (``main_grad``, 4) and an optimizer holding an fp32 master copy and two fp32 moments (4 + 4 + 4 = 12):
+    18 bytes per parameter in all (formula note, "Distributed optimizer" row, from Megatron-LM
+    ``docs/user-guide/features/dist_optimizer.md``).
+
+    Parameters
+    ----------
+    weights : float, default 2
+        Bytes of the working copy of each weight (bf16).
+    grads : float, default 4
+        Bytes of each gradient as accumulated and reduced (fp32 by default in Megatron-LM).
+    optimizer : float, default 12
+        Bytes of optimizer state per parameter: fp32 master weight + Adam's two fp32 moments.
+
+    Raises
+    ------
+    ConfigError
+        If any figure is negative.
+
+    Examples
+    --------
+    >>> BytesPerParam().total
+    18.0
+    """
+
+    weights: float = 2.0
+    grads: float = 4.0
+    optimizer: float = 12.0
+
+    def __post_init__(self) -> None:
+        for name in ("weights", "grads", "optimizer"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise ConfigError(f"bytes_per_param.{name} must be a number >= 0, got {value!r}")
+            object.__setattr__(self, name, float(value))
+
+    @property
+    def total(self) -> float:
+        """Bytes per parameter with nothing sharded."""
+        return self.weights + self.grads + self.optimizer
+
+
+_INT_FIELDS = (
+    "n_layers",
+    "hidden_size",
+    "n_heads",
+    "vocab_size",
+    "seq_len",
+)
+_OPTIONAL_INT_FIELDS = ("n_kv_heads", "head_dim", "ffn_hidden_size", "expert_ffn_hidden_size")
+_NORMS = ("layernorm", "rmsnorm")
+
+
+def _positive_int(name: str, value: Any, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """A decoder-only transformer, dense or mixture-of-experts, as the training cost models see it.
+
+    Parameters
+    ----------
+    name : str
+        Name of the model (a preset key, or your own).
+    n_layers : int
+        l, transformer layers.
+    hidden_size : int
+        h, model width.
+    n_heads : int
+        a, attention (query) heads.
+    n_kv_heads : int, optional
+        Key/value heads (grouped-query attention). Default: ``n_heads`` (multi-head attention). Must divide
+        ``n_heads``.
+    head_dim : int, optional
+        Width of one head. Default ``hidden_size // n_heads``, which must then divide exactly.
+    ffn_hidden_size : int, optional
+        Width of the dense MLP's inner layer. Default ``4 * hidden_size``.
+    vocab_size : int
+        V, vocabulary size (as trained; Megatron-LM pads it to a multiple of 128 x TP, not modelled).
+    seq_len : int
+        s, training sequence length in tokens.
+    gated_mlp : bool, default False
+        True for SwiGLU/GeGLU MLPs (three matrices: gate, up, down); False for the two-matrix GeLU MLP.
+    tied_embeddings : bool, default False
+        True if the output layer reuses the input embedding matrix.
+    learned_position_embeddings : bool, default False
+        True for GPT-style learned absolute positions (s x h parameters); False for RoPE/ALiBi.
+    bias : bool, default False
+        True if linear layers carry biases (GPT-2/3, Megatron GPT); False for Llama-style models.
+    norm : {"layernorm", "rmsnorm"}, default "layernorm"
+        LayerNorm has a scale and a bias (2h parameters), RMSNorm a scale only (h).
+    dropout : bool, default True
+        Whether training applies dropout (Megatron GPT: 0.1 on attention and hidden states). It changes
+        activation memory only: dropout stores 1-byte masks and a second copy of the attention scores.
+    n_experts : int, default 0
+        Routed experts per MoE layer; 0 for a dense model.
+    top_k : int, default 0
+        Routed experts each token visits. Required (>= 1) when ``n_experts > 0``.
+    n_shared_experts : int, default 0
+        Experts every token visits in addition (DeepSeek-style shared experts).
+    expert_ffn_hidden_size : int, optional
+        Inner width of one expert (routed and shared). Default ``ffn_hidden_size``.
+    moe_layer_freq : int, default 1
+        Layer i (0-based) is an MoE layer iff ``i >= first_dense_layers`` and ``i % moe_layer_freq == 0``
+        (Megatron-LM's integer ``--moe-layer-freq``; DeepSeek's ``first_k_dense_replace``).
+    first_dense_layers : int, default 0
+        Leading layers that keep a dense MLP of width ``ffn_hidden_size``.
+    bytes_per_param : BytesPerParam, default BytesPerParam()
+        Training-state bytes per parameter (mixed-precision Adam: 2 + 4 + 12).
+    source : str, default ""
+        Where the shape comes from.
+    notes : str, default ""
+        Approximations made (e.g. MLA modelled as MHA).
+
+    Raises
+    ------
+    ConfigError
+        Naming the field and value: a non-positive size, ``n_kv_heads`` not dividing ``n_heads``,
+        ``hidden_size`` not divisible by ``n_heads`` without an explicit ``head_dim``, ``top_k`` outside
+        ``1..n_experts`` for an MoE model, an unknown ``norm``.
+
+    Examples
+    --------
+    >>> m = ModelSpec("tiny", n_layers=2, hidden_size=64, n_heads=4, vocab_size=1000, seq_len=128)
+    >>> m.head_dim, m.ffn_hidden_size, m.n_kv_heads
+    (16, 256, 4)
+    """
+
+    name: str
+    _: dataclasses.KW_ONLY
+    n_layers: int
+    hidden_size: int
+    n_heads: int
+    vocab_size: int
+    seq_len: int
+    n_kv_heads: int | None = None
+    head_dim: int | None = None
+    ffn_hidden_size: int | None = None
+    gated_mlp: bool = False
+    tied_embeddings: bool = False
+    learned_position_embeddings: bool = False
+    bias: bool = False
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    dropout: bool = True
+    n_experts: int = 0
+    top_k: int = 0
+    n_shared_experts: int = 0
+    expert_ffn_hidden_size: int | None = None
+    moe_layer_freq: int = 1
+    first_dense_layers: int = 0
+    bytes_per_param: BytesPerParam = field(default_factory=BytesPerParam)
+    source: str = ""
+    notes: str = ""
+
+    # Counted once in __post_init__ (parameters, not bytes). Not part of equality or the repr.
+    attention_params: int = field(init=False, repr=False, compare=False)
+    """Q, K, V and output projections (+ biases) of one layer."""
+    norm_params: int = field(init=False, repr=False, compare=False)
+    """One normalisation layer (2h for LayerNorm, h for RMSNorm)."""
+    dense_mlp_params: int = field(init=False, repr=False, compare=False)
+    """The MLP of one dense layer (+ biases)."""
+    expert_params: int = field(init=False, repr=False, compare=False)
+    """One expert's MLP (+ biases); 0 for a dense model."""
+    router_params: int = field(init=False, repr=False, compare=False)
+    """The router of one MoE layer (h x n_experts); 0 for a dense model."""
+    embedding_params: int = field(init=False, repr=False, compare=False)
+    """Word embeddings plus learned position embeddings, if any."""
+    output_params: int = field(init=False, repr=False, compare=False)
+    """The output (logit) layer; 0 when tied to the embedding."""
+    n_moe_layers: int = field(init=False, repr=False, compare=False)
+    """How many layers carry an MoE MLP."""
+    attention_matmul_params: int = field(init=False, repr=False, compare=False)
+    dense_mlp_matmul_params: int = field(init=False, repr=False, compare=False)
+    expert_matmul_params: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ConfigError(f"name must be a non-empty string, got {self.name!r}")
+        for f in _INT_FIELDS:
+            _positive_int(f, getattr(self, f))
+        for f in _OPTIONAL_INT_FIELDS:
+            value = getattr(self, f)
+            if value is not None:
+                _positive_int(f, value)
+        for f in ("n_experts", "top_k", "n_shared_experts", "first_dense_layers"):
+            _positive_int(f, getattr(self, f), minimum=0)
+        _positive_int("moe_layer_freq", self.moe_layer_freq)
+        for f in ("gated_mlp", "tied_embeddings", "learned_position_embeddings", "bias", "dropout"):
+            if not isinstance(getattr(self, f), bool):
+                raise ConfigError(f"{f} must be true or false, got {getattr(self, f)!r}")
+        if self.norm not in _NORMS:
+            raise ConfigError(f"norm must be one of {_NORMS}, got {self.norm!r}")
+        if isinstance(self.bytes_per_param, Mapping):
+            object.__setattr__(self, "bytes_per_param", BytesPerParam(**self.bytes_per_param))
+        elif not isinstance(self.bytes_per_param, BytesPerParam):
+            raise ConfigError(f"bytes_per_param must be a BytesPerParam, got {self.bytes_per_param!r}")
+
+        h, a = self.hidden_size, self.n_heads
+        kv = a if self.n_kv_heads is None else self.n_kv_heads
+        if a % kv:
+            raise ConfigError(f"n_kv_heads={kv} must divide n_heads={a} (grouped-query attention)")
+        if self.head_dim is None:
+            if h % a:
+                raise ConfigError(
+                    f"hidden_size={h} is not divisible by n_heads={a}; give head_dim explicitly"
+                )
+            d = h // a
+        else:
+            d = self.head_dim
+        f = 4 * h if self.ffn_hidden_size is None else self.ffn_hidden_size
+        if self.n_experts:
+            if not 1 <= self.top_k <= self.n_experts:
+                raise ConfigError(f"top_k must be in 1..n_experts={self.n_experts}, got {self.top_k}")
+        elif self.top_k or self.n_shared_experts:
+            raise ConfigError(
+                f"top_k={self.top_k} / n_shared_experts={self.n_shared_experts} given for a dense model "
+                "(n_experts=0)"
+            )
+        if self.first_dense_layers > self.n_layers:
+            raise ConfigError(
+                f"first_dense_layers={self.first_dense_layers} exceeds n_layers={self.n_layers}"
+            )
+        fe = f if self.expert_ffn_hidden_size is None else self.expert_ffn_hidden_size
+        _set = object.__setattr__
+        _set(self, "n_kv_heads", kv)
+        _set(self, "head_dim", d)
+        _set(self, "ffn_hidden_size", f)
+        _set(self, "expert_ffn_hidden_size", fe if self.n_experts else None)
+
+        q_dim, kv_dim = a * d, kv * d
+        attn_mm = 2 * h * q_dim + 2 * h * kv_dim
+        mlp_mats = 3 if self.gated_mlp else 2
+
+        def mlp_bias(width: int) -> int:
+            return ((2 * width if self.gated_mlp else width) + h) if self.bias else 0
+
+        _set(self, "attention_matmul_params", attn_mm)
+        _set(self, "attention_params", attn_mm + ((q_dim + 2 * kv_dim + h) if self.bias else 0))
+        _set(self, "norm_params", 2 * h if self.norm == "layernorm" else h)
+        _set(self, "dense_mlp_matmul_params", mlp_mats * h * f)
+        _set(self, "dense_mlp_params", mlp_mats * h * f + mlp_bias(f))
+        _set(self, "expert_matmul_params", mlp_mats * h * fe if self.n_experts else 0)
+        _set(self, "expert_params", mlp_mats * h * fe + mlp_bias(fe) if self.n_experts else 0)
+        _set(self, "router_params", h * self.n_experts)
+        pos = self.seq_len * h if self.learned_position_embeddings else 0
+        _set(self, "embedding_params", self.vocab_size * h + pos)
+        _set(self, "output_params", 0 if self.tied_embeddings else self.vocab_size * h)
+        _set(self, "n_moe_layers", self.moe_layers_before(self.n_layers))
+
+    # ----------------------------------------------------------------------------------------- structure
+    @property
+    def is_moe(self) -> bool:
+        """True if the model has routed experts."""
+        return self.n_experts > 0
+
+    @property
+    def n_dense_layers(self) -> int:
+        """Layers with a dense MLP."""
+        return self.n_layers - self.n_moe_layers
+
+    def moe_layers_before(self, layer: int) -> int:
+        """Number of MoE layers among layers ``0 .. layer-1`` (O(1)).
+
+        >>> m = get_model("deepseek-v3-like")
+        >>> m.moe_layers_before(3), m.moe_layers_before(61)
+        (0, 58)
+        """
+        if not self.n_experts or layer <= self.first_dense_layers:
+            return 0
+        f, lo = self.moe_layer_freq, self.first_dense_layers
+        # multiples of f in [lo, layer)
+        return (layer - 1) // f - (lo - 1) // f
+
+    @property
+    def dense_layer_params(self) -> int:
+        """Parameters of one dense transformer layer (attention, MLP, two norms)."""
+        return self.attention_params + 2 * self.norm_params + self.dense_mlp_params
+
+    @property
+    def moe_layer_params(self) -> int:
+        """Parameters of one MoE layer: attention, two norms, router, all routed and shared experts."""
+        experts = (self.n_experts + self.n_shared_experts) * self.expert_params
+        return self.attention_params + 2 * self.norm_params + self.router_params + experts
+
+    # ----------------------------------------------------------------------------------- constructors
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, name: str | None = None) -> ModelSpec:
+        """Build a spec from a mapping (a YAML entry); unknown keys are an error.
+
+        Parameters
+        ----------
+        data : mapping
+            Field names as in the class; ``bytes_per_param`` may be a mapping. ``aliases`` is accepted and
+            ignored (preset files use it).
+        name : str, optional
+            Used when ``data`` has no ``name`` key.
+
+        Raises
+        ------
+        ConfigError
+            On an unknown key, a missing required key, or an invalid value.
+        """
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"a model entry must be a mapping, got {type(data).__name__}")
+        known = {f.name for f in dataclasses.fields(cls) if f.init}
+        values = {k: v for k, v in data.items() if k != "aliases"}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ConfigError(f"model {name or data.get('name')!r}: unknown field(s) {unknown}")
+        if "name" not in values:
+            if name is None:
+                raise ConfigError("model entry has no 'name'")
+            values["name"] = name
+        missing = [
+            k for k in ("n_layers", "hidden_size", "n_heads", "vocab_size", "seq_len") if k not in values
+        ]
+        if missing:
+            raise ConfigError(f"model {values['name']!r}: missing field(s) {missing}")
+        if isinstance(values.get("bytes_per_param"), Mapping):
+            try:
+                values["bytes_per_param"] = BytesPerParam(**values["bytes_per_param"])
+            except TypeError as err:
+                raise ConfigError(f"model {values['name']!r}: bytes_per_param: {err}") from err
+        return cls(**values)
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, name: str | None = None) -> ModelSpec:
+        """Read a model from a YAML file.
+
+        The file is either one model (a mapping with ``n_layers`` etc.) or, like the preset file, a
+        mapping ``{name: entry}``; then ``name`` picks the entry (optional if there is only one).
+
+        Raises
+        ------
+        ParseError
+            If the file is not valid YAML.
+        ConfigError
+            If the entry is invalid or ``name`` is not in the file.
+        """
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            raise ParseError(f"invalid YAML: {err}", source=str(path)) from err
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"{path}: expected a mapping at the top level")
+        if "n_layers" in data:
+            return cls.from_dict(data, name=name or path.stem)
+        entries = _index(data, str(path))
+        if name is None:
+            if len(data) != 1:
+                raise ConfigError(f"{path} holds {len(data)} models; pass name= (one of {sorted(data)})")
+            name = next(iter(data))
+        key = name.lower()
+        if key not in entries:
+            raise ConfigError(f"{path}: no model {name!r}; models: {sorted(data)}")
+        return cls.from_dict(entries[key][1], name=entries[key][0])
+
+
+def _index(data: Mapping[str, Any], where: str) -> dict[str, tuple[str, Mapping[str, Any]]]:
+    """Map lower-cased names and aliases to (canonical name, entry)."""
+    out: dict[str, tuple[str, Mapping[str, Any]]] = {}
+    for key, entry in data.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{where}: model {key!r} must be a mapping")
+        for alias in [key, *entry.get("aliases", [])]:
+            out[str(alias).lower()] = (key, entry)
+    return out
+
+
+_PRESETS: dict[str, ModelSpec] | None = None
+_PRESET_NAMES: list[str] = []
+
+
+def _presets() -> dict[str, ModelSpec]:
+    global _PRESETS
+    if _PRESETS is None:
+        text = resources.files("aifabric.training").joinpath("presets/models.yaml").read_text()
+        data = yaml.safe_load(text)
+        entries = _index(data, "presets/models.yaml")
+        built = {key: ModelSpec.from_dict(entry, name=key) for key, entry in data.items()}
+        _PRESET_NAMES[:] = list(data)
+        _PRESETS = {alias: built[canonical] for alias, (canonical, _) in entries.items()}
+    return _PRESETS
+
+
+def list_models() -> list[str]:
+    """Names of the preset models, in file order (aliases not listed).
+
+    >>> "llama3-70b" in list_models()
+    True
+    """
+    _presets()
+    return list(_PRESET_NAMES)
+
+
+def get_model(name: str) -> ModelSpec:
+    """Return a preset model by name or alias (case-insensitive).
+
+    Raises
+    ------
+    ConfigError
+        If there is no such preset; the message lists the presets.
+
+    Examples
+    --------
+    >>> get_model("megatron-gpt-1t").n_layers
+    128
+    """
+    presets = _presets()
+    try:
+        return presets[name.lower()]
+    except (KeyError, AttributeError):
+        raise ConfigError(f"model: no preset named {name!r}; presets: {', '.join(list_models())}") from None
