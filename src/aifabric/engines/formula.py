@@ -245,12 +245,15 @@ def _evaluate(
         lat = base + (nsteps - ninter) * ilat + ninter * olat
         if multi and op is Collective.ALL_REDUCE and proto == "Simple" and size / (16 * n) >= 64:
             lat *= _nccl()["ring_plateau_latency_factor"]
-        raw = min(intra, nic_agg) if multi else intra
-        net = "scale-out" if multi and nic_agg < intra else "scale-up"
+        # Across nodes a GPU forwards over NVLink only the (g-1)/g of its ring hops that stay in the node
+        # (one hop per channel leaves through its NIC), so NVLink bounds busbw at intra x g/(g-1).
+        intra_bound = intra * g / (g - 1) if multi and g > 1 else intra
+        raw = min(intra_bound, nic_agg) if multi else intra
+        net = "scale-out" if multi and nic_agg < intra_bound else "scale-up"
         bus = _proto_bw(tm, algo, proto, raw, N)
         t_bw = size * f / bus
         why = (
-            f"ring over {n} ranks: busbw = min(scale-up {intra / 1e9:.1f}, {g} NICs x {nic / 1e9:.2f}) GB/s"
+            f"ring over {n} ranks: busbw = min(scale-up {intra_bound / 1e9:.1f}, {g} NICs x {nic / 1e9:.2f}) GB/s"
             if multi
             else f"ring over {n} ranks on scale-up at {intra / 1e9:.1f} GB/s per GPU"
         )

@@ -1,0 +1,118 @@
+"""``aifabric fabric``: a traffic or collective scenario on a cluster's real links."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cluster.placement import PLACEMENTS, place_jobs
+from aifabric.cluster.topology import TIER_NAMES, build_topology
+from aifabric.collectives.api import resolve_cluster
+from aifabric.collectives.ops import Collective, busbw_factor
+from aifabric.collectives.plan import build_plan
+from aifabric.collectives.traffic import PATTERNS, pattern_plan
+from aifabric.engines.fabric import simulate_plans
+from aifabric.engines.failures import parse_failures
+from aifabric.engines.routing import POLICIES
+from aifabric.units import parse_bytes
+
+__all__ = ["fabric"]
+
+
+@handle_errors
+def fabric(
+    traffic: Annotated[str, typer.Argument(help=f"A collective ({', '.join(c.value for c in Collective)}) or a pattern ({', '.join(PATTERNS)})")] = "all_reduce",
+    cluster: Annotated[str, typer.Option("--cluster", "-c", help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
+    nodes: Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)] = None,
+    size: Annotated[str, typer.Option("--size", "-s", help="Collective size (nccl-tests convention) or bytes per flow for patterns")] = "1 GiB",
+    engine: Annotated[str, typer.Option(help="links (contention-free bound on real links) or flow (max-min fair, event-driven)")] = "flow",
+    routing: Annotated[str, typer.Option(help=f"Load balancing: {', '.join(POLICIES)}")] = "ecmp",
+    qps: Annotated[int, typer.Option(help="Queue pairs per connection for --routing qp", min=1)] = 4,
+    polarized: Annotated[bool, typer.Option(help="Same ECMP hash seed in every switch (hash polarisation)")] = False,
+    jobs: Annotated[int, typer.Option(help="Number of equal jobs sharing the fabric", min=1)] = 1,
+    job_nodes: Annotated[int | None, typer.Option(help="Nodes per job (default: all nodes / jobs)", min=1)] = None,
+    placement: Annotated[str, typer.Option(help=f"Job placement: {', '.join(PLACEMENTS)}")] = "packed",
+    algo: Annotated[str | None, typer.Option("--algo", help="ring, hierarchical, flat_ring (collectives)")] = None,
+    fail: Annotated[str | None, typer.Option(help="Failures, e.g. 'fabric:0.05', 'spine:3', 'link:120'")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of hashes, placement and failures")] = 0,
+    plot: Annotated[Path | None, typer.Option(help="Write a link-utilisation heatmap per tier to this PNG")] = None,
+    top: Annotated[int, typer.Option(help="Most loaded links to explain", min=0)] = 5,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Run traffic on the fabric link by link: completion time, bandwidth against the contention-free ideal,
+    the most loaded links and the flows that load them, and a utilisation heatmap per tier (--plot).
+
+    Times in seconds; bandwidths in GB/s (1e9 B/s) per direction; utilisation = bytes / (capacity x time).
+    """
+    spec = resolve_cluster(cluster, nodes=nodes)
+    topo = build_topology(spec)
+    n_job = job_nodes or spec.n_nodes // jobs
+    if n_job < 1:
+        raise ValueError(f"--jobs: {jobs} jobs do not fit {spec.n_nodes} nodes")
+    placed = place_jobs(topo, [n_job] * jobs, policy=placement, seed=seed)
+    s = parse_bytes(size, field="--size")
+    if s <= 0:
+        raise ValueError(f"--size: must be > 0 bytes, got {size!r}")
+    plans = []
+    for j, g in enumerate(placed):
+        if traffic in PATTERNS:
+            p = pattern_plan(traffic, g, s, seed=seed + j, job=f"job{j}")
+        else:
+            p = build_plan(traffic, s, spec, g, algorithm=algo)
+            p = type(p)(p.op, p.algorithm, p.message_bytes, p.n_ranks, p.stages, job=f"job{j}")
+        plans.append(p)
+    alive = parse_failures(topo, fail, seed=seed)
+    res = simulate_plans(topo, plans, engine=engine, routing=routing, seed=seed, qps=qps, polarized=polarized,
+                         link_alive=alive, top=top)
+    tiers = {}
+    for t in np.unique(topo.link_tier):
+        sel = (topo.link_tier == t) & (res.link_bytes > 0)
+        if sel.any():
+            tiers[TIER_NAMES[int(t)]] = (float(res.link_utilisation[sel].mean()), float(res.link_utilisation[sel].max()))
+    if plot is not None:
+        from aifabric.report.heatmap import utilisation_heatmap
+
+        utilisation_heatmap(topo, res.link_utilisation, plot,
+                            title=f"{traffic} on {spec.name}, {engine}/{routing}, {placement}, seed {seed}")
+    rows = []
+    for p in plans:
+        t = res.job_time_s.get(p.job, res.time_s)
+        bus = p.message_bytes / t * busbw_factor(p.op, p.n_ranks) if traffic not in PATTERNS else p.message_bytes / t / p.n_ranks
+        rows.append((p.job, p.n_ranks, t, bus))
+    if json_out:
+        emit_json({
+            "traffic": traffic, "cluster": spec.name, "engine": engine, "routing": routing, "placement": placement,
+            "seed": seed, "time_s": res.time_s, "ideal_time_s": res.ideal_time_s, "efficiency": res.efficiency,
+            "jobs": [{"job": j, "ranks": n, "time_s": t, "busbw_bytes_per_s": b} for j, n, t, b in rows],
+            "tiers": {k: {"mean_utilisation": a, "max_utilisation": b} for k, (a, b) in tiers.items()},
+            "top_links": [lr.__dict__ for lr in res.top_links], "failed_links": res.failed_links,
+        })
+        return
+    console.print(f"[bold]{traffic}[/] on {spec.name} ({spec.n_gpus} GPUs): {jobs} job(s) of {n_job} nodes, placement "
+                  f"{placement}; engine {engine}, routing {routing}{f' ({qps} QPs)' if routing == 'qp' else ''}, seed {seed}"
+                  + (f"; {res.failed_links} directed links failed" if res.failed_links else ""))
+    console.print(f"completion {res.time_s * 1e3:.3f} ms; contention-free ideal {res.ideal_time_s * 1e3:.3f} ms; "
+                  f"efficiency {res.efficiency:.1%} of ideal")
+    t = Table(show_edge=False)
+    for col in ("job", "ranks", "time (ms)", "busbw per rank (GB/s)" if traffic not in PATTERNS else "GB/s per GPU"):
+        t.add_column(col, justify="right")
+    for j, n, tt, b in rows:
+        t.add_row(j, str(n), f"{tt * 1e3:.3f}", f"{b / 1e9:.2f}")
+    console.print(t)
+    console.print("utilisation per tier (links that carried traffic): " + ", ".join(
+        f"{k} mean {a:.0%} max {b:.0%}" for k, (a, b) in tiers.items()))
+    if res.top_links:
+        lt = Table(title="Most loaded links and why", show_edge=False)
+        for col in ("link", "tier", "utilisation", "GB carried", "flows", "which flows"):
+            lt.add_column(col)
+        for lr in res.top_links:
+            lt.add_row(lr.label, lr.tier, f"{lr.utilisation:.0%}", f"{lr.bytes_ / 1e9:.2f}", str(lr.n_flows),
+                       ", ".join(lr.flows) + (" ..." if lr.n_flows > len(lr.flows) else ""))
+        console.print(lt)
+    if plot is not None:
+        console.print(f"heatmap written to {plot}")

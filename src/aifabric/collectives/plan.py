@@ -1,0 +1,216 @@
+"""CommPlan: a collective decomposed into what the network sees.
+
+A plan is an ordered list of stages; a stage is a set of point-to-point transfers (source GPU, destination
+GPU, bytes) that start together, repeated ``repeat`` times back to back (the 2(n-1) identical steps of a
+ring move S/n each, so one step is simulated and multiplied). Transfers carry a ``group`` id: the
+transfers of one ring channel in one step move together, at the pace of the slowest hop, because the next
+step needs every chunk of this one.
+
+Algorithms (decomposition rules, one each):
+
+- ``ring`` (NCCL-style, multi-channel): one ring per local GPU ("channel"), each visiting every node; in
+  node ``i`` channel ``c`` enters at local GPU ``(c - i) mod g`` and leaves from the GPU before it, so every
+  node-crossing hop stays on one rail and a node's g channels use its g NICs. A step moves S/(n g) per hop
+  per channel (all_reduce: 2(n-1) steps; all_gather/reduce_scatter: n-1).
+- ``hierarchical``: ring reduce-scatter inside each domain (g-1 steps of S/g), ring all-reduce of the
+  shards across domains on every rail at once (2(N-1) steps of S/(g N)), ring all-gather inside.
+- ``flat_ring``: one ring in rank order, every hop a transfer of S/n (all_reduce: 2(n-1) steps).
+- ``direct``: all_to_all, every rank sends S/n to every other rank at once.
+- ``p2p``: send_recv between two ranks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.ops import Collective
+
+__all__ = ["PLAN_ALGORITHMS", "CommPlan", "Stage", "build_plan"]
+
+PLAN_ALGORITHMS = ("ring", "hierarchical", "flat_ring", "direct", "p2p")
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Transfers that start together. Arrays of shape (n_transfers,).
+
+    ``bytes_`` is per repeat; ``repeat`` identical copies run back to back; ``group`` ids are local to the
+    stage (transfers with the same id move together).
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    bytes_: np.ndarray
+    group: np.ndarray
+    repeat: int = 1
+    label: str = ""
+
+    @property
+    def n_transfers(self) -> int:
+        """Transfers per repeat."""
+        return int(self.src.size)
+
+
+@dataclass(frozen=True)
+class CommPlan:
+    """A collective (or traffic pattern) as ordered stages of transfers; ``job`` names its communicator."""
+
+    op: str
+    algorithm: str
+    message_bytes: float
+    n_ranks: int
+    stages: tuple[Stage, ...]
+    job: str = "job0"
+    meta: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> float:
+        """Bytes sent over all stages and repeats (every transfer counted once)."""
+        return float(sum(s.bytes_.sum() * s.repeat for s in self.stages))
+
+
+def _by_domain(spec: ClusterSpec, gpus: np.ndarray) -> tuple[np.ndarray, int]:
+    """Ranks arranged as a (domains, g) matrix of GPU ids (uniform communicators only)."""
+    dom = gpus // spec.domain_gpus
+    order = np.lexsort((gpus, dom))
+    g_sorted = gpus[order]
+    _, counts = np.unique(dom, return_counts=True)
+    g = int(counts[0])
+    if not (counts == g).all():
+        raise ValueError("algorithm: this decomposition needs the same number of ranks in every scale-up domain")
+    # keep the domains in the communicator's own order (first appearance), as NCCL orders nodes by rank
+    first = np.unique(dom, return_index=True)[1]
+    dom_order = np.argsort(np.argsort(first))
+    mat = g_sorted.reshape(-1, g)
+    mat = mat[np.argsort(dom_order)] if mat.shape[0] > 1 else mat
+    return mat, g
+
+
+def _ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str) -> Stage:
+    """Multi-channel ring over a (N, g) matrix of GPUs; see the module docstring."""
+    n_dom, g = mat.shape
+    srcs, dsts, groups = [], [], []
+    i = np.arange(n_dom)
+    # Node i enters at local GPU e_i = c - i k and leaves from e_i - k = e_{i+1}: every node-crossing hop
+    # stays on one rail. The ring closes on its rail when N k = 0 (mod g): k = g / gcd(N, g); if N and g
+    # are coprime one wrap-around hop per channel crosses rails (NCCL sends it through PXN).
+    gcd = int(np.gcd(n_dom, g))
+    k = g // gcd if (n_dom > 1 and gcd > 1) else 1
+    rest = np.arange(1, g)
+    for c in range(g):
+        entry = (c - i * k) % g
+        exit_ = (entry - k) % g
+        # order inside node i: entry, the others in increasing order, exit last
+        others = (entry[:, None] + rest[None, :]) % g
+        others = np.where(others == exit_[:, None], -1, others)
+        others = np.sort(np.where(others < 0, g + 1, (others - entry[:, None]) % g), axis=1)[:, : g - 2]
+        middle = (entry[:, None] + others) % g
+        local = np.concatenate([entry[:, None], middle, exit_[:, None]], axis=1) if g > 1 else entry[:, None]
+        seq = mat[i[:, None], local].ravel()  # the ring visiting nodes in order
+        srcs.append(seq)
+        dsts.append(np.roll(seq, -1))
+        groups.append(np.full(seq.size, c))
+    src = np.concatenate(srcs)
+    dst = np.concatenate(dsts)
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    grp = np.concatenate(groups)[keep]
+    return Stage(src, dst, np.full(src.size, chunk_bytes / g), grp, repeat, label)
+
+
+def build_plan(
+    op: Collective | str,
+    message_bytes: float,
+    spec: ClusterSpec,
+    gpus: np.ndarray,
+    *,
+    algorithm: str | None = None,
+    job: str = "job0",
+) -> CommPlan:
+    """Decompose a collective on the GPUs ``gpus`` (rank i on ``gpus[i]``) into a :class:`CommPlan`.
+
+    Parameters
+    ----------
+    op : Collective or str
+    message_bytes : float
+        nccl-tests size convention (:mod:`aifabric.collectives.ops`), > 0.
+    spec : ClusterSpec
+    gpus : ndarray of int, shape (n_ranks,)
+    algorithm : str, optional
+        One of ``PLAN_ALGORITHMS``; default ``ring`` (``direct`` for all_to_all, ``p2p`` for send_recv).
+
+    Raises
+    ------
+    ValueError
+        For a size <= 0, an unknown algorithm, or one that does not apply to ``op``.
+
+    Examples
+    --------
+    >>> from aifabric.cluster.presets import preset
+    >>> p = build_plan("all_reduce", 1.6e9, preset("h100-ib-2node"), np.arange(16))
+    >>> p.stages[0].repeat, p.stages[0].n_transfers, float(p.stages[0].bytes_[0])  # 2(n-1), 16 x 8, S/(n g)
+    (30, 128, 12500000.0)
+    """
+    op = Collective.parse(op)
+    if not message_bytes > 0:
+        raise ValueError(f"size: message size must be > 0 bytes, got {message_bytes!r}")
+    gpus = np.asarray(gpus, dtype=np.int64)
+    n = int(gpus.size)
+    default = {"all_to_all": "direct", "send_recv": "p2p"}.get(op.value, "ring")
+    algo = algorithm or default
+    if algo not in PLAN_ALGORITHMS:
+        raise ValueError(
+            f"algorithm: {algo!r} has no transfer-level decomposition; the links/flow engines know {', '.join(PLAN_ALGORITHMS)}"
+        )
+    s = float(message_bytes)
+    stages: list[Stage] = []
+    if op is Collective.ALL_TO_ALL:
+        if algo != "direct":
+            raise ValueError(f"algorithm: all_to_all uses 'direct', not {algo!r}")
+        src = np.repeat(gpus, n)
+        dst = np.tile(gpus, n)
+        keep = src != dst
+        stages.append(Stage(src[keep], dst[keep], np.full(int(keep.sum()), s / n), np.zeros(int(keep.sum()), np.int64), 1, "all-to-all"))
+    elif op is Collective.SEND_RECV or algo == "p2p":
+        if n != 2:
+            raise ValueError(f"send_recv: needs exactly 2 ranks, got {n}")
+        stages.append(Stage(gpus[:1], gpus[1:], np.array([s]), np.zeros(1, np.int64), 1, "send"))
+    elif algo == "flat_ring":
+        steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1
+        chunk = s / n
+        stages.append(Stage(gpus, np.roll(gpus, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, "flat ring"))
+    elif algo == "ring":
+        mat, _ = _by_domain(spec, gpus)
+        if op is Collective.ALL_REDUCE:
+            steps = 2 * (n - 1)
+        elif op in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER):
+            steps = n - 1
+        else:  # broadcast / reduce: pipelined chain, every link carries S once
+            steps = 1
+            stages.append(_ring_stage(mat, s, 1, "chain"))
+        if steps and op not in (Collective.BROADCAST, Collective.REDUCE):
+            stages.append(_ring_stage(mat, s / n, steps, "ring step"))
+    else:  # hierarchical
+        if op is not Collective.ALL_REDUCE:
+            raise ValueError("algorithm: 'hierarchical' applies to all_reduce only")
+        mat, g = _by_domain(spec, gpus)
+        n_dom = mat.shape[0]
+        if g > 1:
+            src = mat.ravel()
+            dst = np.roll(mat, -1, axis=1).ravel()
+            grp = np.repeat(np.arange(n_dom), g)
+            stages.append(Stage(src, dst, np.full(src.size, s / g), grp, g - 1, "reduce-scatter in domain"))
+        if n_dom > 1:
+            src = mat.ravel()
+            dst = np.roll(mat, -1, axis=0).ravel()
+            grp = np.tile(np.arange(g), n_dom)
+            stages.append(Stage(src, dst, np.full(src.size, s / g / n_dom), grp, 2 * (n_dom - 1), "all-reduce across domains, all rails"))
+        if g > 1:
+            src = mat.ravel()
+            dst = np.roll(mat, -1, axis=1).ravel()
+            grp = np.repeat(np.arange(n_dom), g)
+            stages.append(Stage(src, dst, np.full(src.size, s / g), grp, g - 1, "all-gather in domain"))
+    return CommPlan(op.value, algo, s, n, tuple(stages))

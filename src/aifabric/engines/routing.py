@@ -1,0 +1,456 @@
+"""Routing and load balancing on a Topology: which links each transfer's bytes cross.
+
+Policies (chosen per run; randomness is a seeded, deterministic hash, so a result names its seed):
+
+- ``ecmp``: per-flow hashing of the flow's 5-tuple (source, destination, source port = queue pair) with a
+  per-switch hash seed; every switch picks ``hash mod (live equal-cost next hops)``. With
+  ``polarized=True`` every switch uses the same seed, so tiers make correlated choices (hash polarisation).
+- ``pinning``: a static uplink per destination: the destination's port index on its leaf ("slice"), the
+  scheme Meta first used on its RoCE fabric (Meta engineering blog, 2024-08-05).
+- ``qp``: QP scaling; each connection opens ``qps`` queue pairs, bytes split evenly, each hashed on its own
+  (NCCL_IB_QPS_PER_CONNECTION; Meta's E-ECMP + QP scaling).
+- ``spray``: packet spraying; bytes spread evenly over every live equal-cost path (Ultra Ethernet, UET
+  1.0 technical preview, 2024).
+- ``adaptive``: per-flowlet adaptive routing: each flow cut into ``flowlets`` pieces, each sent on the
+  least-loaded live uplink at the time it is placed (greedy, seeded order).
+
+Paths: inside a scale-up domain GPU -> NVSwitch -> GPU. Across domains: (PXN: NVLink to the local GPU on the
+destination's rail when rails differ) -> NIC -> leaf -> [spine -> [core -> spine] -> leaf] -> NIC -> GPU.
+The result is a sparse incidence matrix (links x sub-flows) with the fraction of a sub-flow's rate that
+crosses each link, ready for :func:`aifabric.engines.maxmin.max_min_rates`.
+
+References: C. Hopps, "Analysis of an Equal-Cost Multi-Path Algorithm", RFC 2992 (2000); Gangidi et al.,
+"RDMA over Ethernet for Distributed AI Training at Meta Scale", SIGCOMM 2024, doi:10.1145/3651890.3672233.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from aifabric.cluster.topology import Topology
+from aifabric.errors import ConfigError, NoRoute
+
+__all__ = ["POLICIES", "Routes", "hash64", "route"]
+
+POLICIES = ("ecmp", "pinning", "qp", "spray", "adaptive")
+_M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def hash64(*keys: np.ndarray | int) -> np.ndarray:
+    """Deterministic 64-bit mix of integer arrays (splitmix64 finaliser over a running combination).
+
+    Uniform enough for ECMP studies (Steele, Lea & Flood, "Fast splittable pseudorandom number generators",
+    OOPSLA 2014). Returns uint64 array.
+    """
+    with np.errstate(over="ignore"):
+        h = np.uint64(0x9E3779B97F4A7C15)
+        for k in keys:
+            x = np.asarray(k).astype(np.uint64)
+            h = (h ^ x) * np.uint64(0xBF58476D1CE4E5B9)
+            h = h ^ (h >> np.uint64(31))
+            h = h * np.uint64(0x94D049BB133111EB)
+            h = h ^ (h >> np.uint64(29))
+        return np.asarray(h, dtype=np.uint64)
+
+
+@dataclass(frozen=True)
+class Routes:
+    """Routed sub-flows.
+
+    Attributes
+    ----------
+    incidence : scipy.sparse.csc_matrix, shape (n_links, n_subflows)
+        Fraction of each sub-flow's rate crossing each link.
+    parent : ndarray[int64], shape (n_subflows,)
+        Index of the transfer each sub-flow belongs to.
+    share : ndarray[float64], shape (n_subflows,)
+        Fraction of the transfer's bytes the sub-flow carries (sums to 1 per transfer).
+    policy : str
+    seed : int
+    """
+
+    incidence: sparse.csc_matrix
+    parent: np.ndarray
+    share: np.ndarray
+    policy: str
+    seed: int
+
+
+class _Builder:
+    """Collects (link, column, weight) triplets."""
+
+    def __init__(self) -> None:
+        self.rows: list[np.ndarray] = []
+        self.cols: list[np.ndarray] = []
+        self.vals: list[np.ndarray] = []
+
+    def add(self, links: np.ndarray, cols: np.ndarray, w: np.ndarray | float) -> None:
+        links = np.asarray(links)
+        if links.size == 0:
+            return
+        self.rows.append(links.ravel())
+        self.cols.append(np.broadcast_to(cols, links.shape).ravel())
+        self.vals.append(np.broadcast_to(np.asarray(w, dtype=np.float64), links.shape).ravel())
+
+    def matrix(self, n_links: int, n_cols: int) -> sparse.csc_matrix:
+        if not self.rows:
+            return sparse.csc_matrix((n_links, n_cols))
+        r = np.concatenate(self.rows)
+        c = np.concatenate(self.cols)
+        v = np.concatenate(self.vals)
+        return sparse.csc_matrix((v, (r, c)), shape=(n_links, n_cols))
+
+
+def _pick(alive: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Index of the (h mod count)-th True in each row of ``alive`` (n, k); -1 where a row has none."""
+    counts = alive.sum(axis=1)
+    safe = np.maximum(counts, 1)
+    target = (h % safe.astype(np.uint64)).astype(np.int64)
+    csum = np.cumsum(alive, axis=1)
+    idx = (csum > target[:, None]).argmax(axis=1)
+    return np.where(counts > 0, idx, -1)
+
+
+def _least_loaded(alive: np.ndarray, cand_links: np.ndarray, load: np.ndarray, weight: np.ndarray,
+                  order: np.ndarray, batches: int = 64) -> np.ndarray:
+    """Greedy least-loaded choice per row (adaptive routing), in ``batches`` seeded rounds."""
+    out = np.full(alive.shape[0], -1, np.int64)
+    for chunk in np.array_split(order, max(1, min(batches, order.size))):
+        if chunk.size == 0:
+            continue
+        cur = np.where(alive[chunk], load[cand_links[chunk]], np.inf)
+        choice = cur.argmin(axis=1)
+        ok = np.isfinite(cur[np.arange(chunk.size), choice])
+        choice = np.where(ok, choice, -1)
+        out[chunk] = choice
+        sel = choice >= 0
+        np.add.at(load, cand_links[chunk[sel], choice[sel]], weight[chunk[sel]])
+    return out
+
+
+def route(
+    topo: Topology,
+    src: np.ndarray,
+    dst: np.ndarray,
+    *,
+    policy: str = "spray",
+    seed: int = 0,
+    qps: int = 4,
+    flowlets: int = 8,
+    polarized: bool = False,
+    pxn: bool = True,
+    link_alive: np.ndarray | None = None,
+    bytes_: np.ndarray | None = None,
+) -> Routes:
+    """Route transfers ``src[i] -> dst[i]`` (GPU ids) under ``policy``.
+
+    Parameters
+    ----------
+    topo : Topology
+    src, dst : ndarray of int, shape (n,)
+    policy : {"ecmp", "pinning", "qp", "spray", "adaptive"}
+    seed : int
+        Hash seed (ECMP per-switch seeds derive from it; adaptive's placement order too).
+    qps : int
+        Queue pairs per connection for ``qp``.
+    flowlets : int
+        Flowlets per flow for ``adaptive``.
+    polarized : bool
+        Same hash seed in every switch (ECMP, QP): tiers make correlated choices.
+    pxn : bool
+        Cross-rail transfers first move over NVLink to the local GPU on the destination's rail (NCCL PXN).
+    link_alive : ndarray of bool, shape (n_links,), optional
+        False for failed links; routes avoid them.
+    bytes_ : ndarray, optional
+        Transfer sizes (adaptive routing balances bytes; default equal).
+
+    Raises
+    ------
+    ConfigError
+        Unknown policy, qps < 1.
+    NoRoute
+        A pair has no live path; the message names the first such pair.
+    """
+    if policy not in POLICIES:
+        raise ConfigError(f"routing: unknown routing policy {policy!r}; known: {', '.join(POLICIES)}")
+    if qps < 1 or flowlets < 1:
+        raise ConfigError(f"routing: qps and flowlets must be >= 1, got qps={qps}, flowlets={flowlets}")
+    spec = topo.spec
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    n = src.size
+    alive = np.ones(topo.n_links, bool) if link_alive is None else np.asarray(link_alive, bool)
+    k = {"qp": qps, "adaptive": flowlets}.get(policy, 1)
+    # sub-flows: transfer i -> columns i*k .. i*k+k-1
+    parent = np.repeat(np.arange(n), k)
+    qp = np.tile(np.arange(k), n)
+    s, d = src[parent], dst[parent]
+    share = np.full(n * k, 1.0 / k)
+    ncol = n * k
+    b = _Builder()
+    cols = np.arange(ncol)
+    w_bytes = (np.ones(n) if bytes_ is None else np.asarray(bytes_, float))[parent] * share
+    same_dom = (s // spec.domain_gpus) == (d // spec.domain_gpus)
+    has_su = topo.gpu_up.size and topo.gpu_up[0] >= 0
+    if same_dom.any():
+        if not has_su:
+            raise NoRoute(f"no scale-up path between GPU {int(s[same_dom][0])} and GPU {int(d[same_dom][0])}")
+        idx = np.nonzero(same_dom)[0]
+        _check_alive(alive, topo.gpu_up[s[idx]], s[idx], d[idx])
+        _check_alive(alive, topo.gpu_down[d[idx]], s[idx], d[idx])
+        b.add(topo.gpu_up[s[idx]], cols[idx], 1.0)
+        b.add(topo.gpu_down[d[idx]], cols[idx], 1.0)
+    x = np.nonzero(~same_dom)[0]
+    if x.size:
+        if topo.shape is None:
+            raise NoRoute(f"GPU {int(s[x[0]])} and GPU {int(d[x[0]])} are in different domains and there is no scale-out network")
+        _route_scale_out(topo, b, x, s[x], d[x], qp[x], policy, seed, polarized, pxn, alive, w_bytes[x], has_su)
+    return Routes(b.matrix(topo.n_links, ncol), parent, share, policy, seed)
+
+
+def _check_alive(alive: np.ndarray, links: np.ndarray, s: np.ndarray, d: np.ndarray) -> None:
+    dead = ~alive[links]
+    if dead.any():
+        i = int(np.nonzero(dead)[0][0])
+        raise NoRoute(f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: link {int(links[i])} has failed and has no alternative")
+
+
+def _route_scale_out(topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarray, d: np.ndarray, qp: np.ndarray,
+                     policy: str, seed: int, polarized: bool, pxn: bool, alive: np.ndarray,
+                     w_bytes: np.ndarray, has_su: bool) -> None:
+    spec = topo.spec
+    shape = topo.shape
+    assert shape is not None
+    m = s.size
+    # PXN relay: same node GPU on the destination's rail
+    nic_src = s.copy()
+    if pxn and has_su and shape.rails == spec.gpus_per_node:
+        r_s, r_d = topo.rail_of(s), topo.rail_of(d)
+        cross = r_s != r_d
+        if cross.any():
+            relay = s - r_s + r_d
+            ci = np.nonzero(cross)[0]
+            _check_alive(alive, topo.gpu_up[s[ci]], s[ci], d[ci])
+            b.add(topo.gpu_up[s[ci]], cols[ci], 1.0)
+            b.add(topo.gpu_down[relay[ci]], cols[ci], 1.0)
+            nic_src = np.where(cross, relay, s)
+
+    def sw_seed(tag: int) -> int:
+        return seed if polarized else seed * 1_000_003 + tag * 7919
+
+    base_h = hash64(s, d, qp, np.int64(seed))
+    # plane choice
+    planes = topo.planes
+    if planes == 1 or policy != "spray":
+        if planes == 1:
+            plane = np.zeros(m, np.int64)
+        elif policy == "pinning":
+            plane = d % planes
+        else:
+            plane = (hash64(base_h, sw_seed(1)) % np.uint64(planes)).astype(np.int64)
+        plane_w = [(plane, np.ones(m))]
+    else:
+        plane_w = [(np.full(m, p), np.full(m, 1.0 / planes)) for p in range(planes)]
+    leaf_s = topo.leaf_of_gpu[nic_src]
+    leaf_d = topo.leaf_of_gpu[d]
+    for plane, pw in plane_w:
+        up = topo.nic_up[plane, nic_src]
+        down = topo.nic_down[plane, d]
+        _check_alive(alive, up, s, d)
+        _check_alive(alive, down, s, d)
+        b.add(up, cols, pw)
+        b.add(down, cols, pw)
+        cross_leaf = leaf_s != leaf_d
+        if not cross_leaf.any():
+            continue
+        ci = np.nonzero(cross_leaf)[0]
+        _route_between_leaves(topo, b, cols[ci], s[ci], d[ci], leaf_s[ci], leaf_d[ci], plane[ci], pw[ci], base_h[ci],
+                              policy, sw_seed, alive, w_bytes[ci] * pw[ci], seed)
+
+
+def _route_between_leaves(topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarray, d: np.ndarray,
+                          leaf_s: np.ndarray, leaf_d: np.ndarray, plane: np.ndarray, pw: np.ndarray,
+                          base_h: np.ndarray, policy: str, sw_seed, alive: np.ndarray, w: np.ndarray,
+                          seed: int) -> None:
+    shape = topo.shape
+    assert shape is not None
+    lus = topo.leaf_uplink_spine  # (L, u1) spine index
+    m = s.size
+    u1 = shape.leaf_up
+    up_links = topo.leaf_uplinks[plane[:, None], leaf_s[:, None], np.arange(u1)[None, :]]  # (m, u1)
+    spine_of = lus[leaf_s]  # (m, u1)
+    pod_s, pod_d = topo.pod_of_leaf[leaf_s], topo.pod_of_leaf[leaf_d]
+    same_pod = (pod_s == pod_d) if shape.tiers == 3 else np.ones(m, bool)
+    # candidate down cables at the destination leaf: slots of leaf_d whose spine == chosen spine
+    dst_slots_spine = lus[leaf_d]  # (m, u1)
+    down_links_all = topo.leaf_downlinks[plane[:, None], leaf_d[:, None], np.arange(u1)[None, :]]  # spine->leaf_d
+    slot_d = (d // topo.spec.gpus_per_node) % max(1, shape.nodes_per_su) if shape.rails > 1 else d % shape.leaf_down
+    rng = np.random.default_rng(seed + 17)
+    # ---- viability of each uplink slot j (n, u1)
+    if shape.tiers < 3:
+        viable = alive[up_links] & _has_live_down(dst_slots_spine, spine_of, alive[down_links_all])
+    else:
+        viable = alive[up_links].copy()
+        sp_idx = np.nonzero(same_pod)[0]
+        if sp_idx.size:
+            viable[sp_idx] &= _has_live_down(dst_slots_spine[sp_idx], spine_of[sp_idx], alive[down_links_all[sp_idx]])
+        xp = np.nonzero(~same_pod)[0]
+        if xp.size:
+            group_of_slot = np.arange(u1) % shape.spines_per_pod
+            viable[xp] &= _cross_pod_group_ok(topo, plane[xp], leaf_d[xp], pod_s[xp], pod_d[xp], alive)[:, group_of_slot]
+    none = ~viable.any(axis=1)
+    if none.any():
+        i = int(np.nonzero(none)[0][0])
+        raise NoRoute(f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: every equal-cost path through the spines has a failed link")
+    if policy == "spray":
+        wj = viable / viable.sum(axis=1, keepdims=True) * pw[:, None]  # (m, u1)
+        rows, jj = np.nonzero(viable)
+        b.add(up_links[rows, jj], cols[rows], wj[rows, jj])
+        _spray_down(topo, b, cols, rows, jj, wj[rows, jj], spine_of, dst_slots_spine, down_links_all, alive,
+                    same_pod, plane, leaf_d, pod_d)
+        return
+    if policy == "pinning":
+        h = slot_d.astype(np.uint64)
+        j = _pick(viable, h)
+    elif policy == "adaptive":
+        load = np.zeros(topo.n_links)
+        order = rng.permutation(m)
+        j = _least_loaded(viable, up_links, load, w, order)
+    else:
+        j = _pick(viable, hash64(base_h, sw_seed(2)))
+    rows = np.arange(m)
+    b.add(up_links[rows, j], cols, pw)
+    spine = spine_of[rows, j]
+    # same pod / two tiers: spine -> leaf_d over one of the parallel cables
+    sp_rows = np.nonzero(same_pod)[0]
+    if sp_rows.size:
+        cand = (dst_slots_spine[sp_rows] == spine[sp_rows, None]) & alive[down_links_all[sp_rows]]
+        hh = slot_d[sp_rows].astype(np.uint64) if policy == "pinning" else hash64(base_h[sp_rows], sw_seed(3))
+        jd = _pick(cand, hh)
+        b.add(down_links_all[sp_rows, jd], cols[sp_rows], pw[sp_rows])
+    xp = np.nonzero(~same_pod)[0]
+    if xp.size:
+        _route_cross_pod(topo, b, cols[xp], s[xp], d[xp], plane[xp], spine[xp], leaf_d[xp], pod_d[xp], pw[xp],
+                         base_h[xp], policy, sw_seed, alive, slot_d[xp], dst_slots_spine[xp], down_links_all[xp])
+
+
+def _has_live_down(dst_slots_spine: np.ndarray, spine_of: np.ndarray, down_alive: np.ndarray) -> np.ndarray:
+    """(m, u1): uplink slot j's spine has at least one live cable down to the destination leaf."""
+    m, u1 = spine_of.shape
+    out = np.zeros((m, u1), bool)
+    # spines reachable-down from leaf_d: set of dst_slots_spine where alive
+    for jd in range(u1):
+        ok = down_alive[:, jd]
+        out |= (spine_of == dst_slots_spine[:, jd : jd + 1]) & ok[:, None]
+    return out
+
+
+def _spine_core_tables(topo: Topology):
+    shape = topo.shape
+    assert shape is not None
+    cpg = shape.n_cores // shape.spines_per_pod
+    return shape.spines_per_pod, shape.spine_up, cpg
+
+
+def _cross_pod_group_ok(topo: Topology, plane: np.ndarray, leaf_d: np.ndarray, pod_s: np.ndarray, pod_d: np.ndarray,
+                        alive: np.ndarray) -> np.ndarray:
+    """(m, spines_per_pod): group g has a live path spine(pod_s,g) -> core -> spine(pod_d,g) -> leaf_d."""
+    sp, u2, cpg = _spine_core_tables(topo)
+    m = plane.size
+    ok = np.zeros((m, sp), bool)
+    lus = topo.leaf_uplink_spine
+    for g in range(sp):
+        sps = pod_s * sp + g
+        spd = pod_d * sp + g
+        upl = topo.spine_uplinks[plane[:, None], sps[:, None], np.arange(u2)[None, :]]  # (m, u2)
+        core = topo.spine_uplink_core[sps]  # (m, u2)
+        dnl = topo.spine_downlinks[plane[:, None], spd[:, None], np.arange(u2)[None, :]]  # core->spd, (m,u2)
+        core_d = topo.spine_uplink_core[spd]
+        reach = np.zeros((m, u2), bool)
+        for j2 in range(u2):
+            reach |= (core == core_d[:, j2 : j2 + 1]) & alive[dnl[:, j2]][:, None]
+        path_up = (alive[upl] & reach).any(axis=1)
+        # spine_d -> leaf_d live?
+        slots = lus[leaf_d] == spd[:, None]
+        leaf_dn = topo.leaf_downlinks[plane[:, None], leaf_d[:, None], np.arange(lus.shape[1])[None, :]]
+        path_dn = (slots & alive[leaf_dn]).any(axis=1)
+        ok[:, g] = path_up & path_dn
+    return ok
+
+
+def _route_cross_pod(topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarray, d: np.ndarray, plane: np.ndarray,
+                     spine: np.ndarray, leaf_d: np.ndarray, pod_d: np.ndarray, pw: np.ndarray, base_h: np.ndarray,
+                     policy: str, sw_seed, alive: np.ndarray, slot_d: np.ndarray, dst_slots_spine: np.ndarray,
+                     down_links_all: np.ndarray) -> None:
+    sp, u2, cpg = _spine_core_tables(topo)
+    m = s.size
+    rows = np.arange(m)
+    g = spine % sp
+    spd = pod_d * sp + g
+    upl = topo.spine_uplinks[plane[:, None], spine[:, None], np.arange(u2)[None, :]]
+    core = topo.spine_uplink_core[spine]
+    core_d = topo.spine_uplink_core[spd]
+    dnl = topo.spine_downlinks[plane[:, None], spd[:, None], np.arange(u2)[None, :]]
+    reach = np.zeros((m, u2), bool)
+    for j2 in range(u2):
+        reach |= (core == core_d[:, j2 : j2 + 1]) & alive[dnl[:, j2]][:, None]
+    viable = alive[upl] & reach
+    h2 = slot_d.astype(np.uint64) if policy == "pinning" else hash64(base_h, sw_seed(4))
+    j2 = _pick(viable, h2)
+    if (j2 < 0).any():
+        i = int(np.nonzero(j2 < 0)[0][0])
+        raise NoRoute(f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: no live core path")
+    b.add(upl[rows, j2], cols, pw)
+    c = core[rows, j2]
+    cand = (core_d == c[:, None]) & alive[dnl]
+    jd = _pick(cand, hash64(base_h, sw_seed(5)) if policy != "pinning" else slot_d.astype(np.uint64))
+    b.add(dnl[rows, jd], cols, pw)
+    cand2 = (dst_slots_spine == spd[:, None]) & alive[down_links_all]
+    jl = _pick(cand2, hash64(base_h, sw_seed(6)) if policy != "pinning" else slot_d.astype(np.uint64))
+    b.add(down_links_all[rows, jl], cols, pw)
+
+
+def _spray_down(topo: Topology, b: _Builder, cols: np.ndarray, rows: np.ndarray, jj: np.ndarray, w: np.ndarray,
+                spine_of: np.ndarray, dst_slots_spine: np.ndarray, down_links_all: np.ndarray, alive: np.ndarray,
+                same_pod: np.ndarray, plane: np.ndarray, leaf_d: np.ndarray, pod_d: np.ndarray) -> None:
+    """Spread each (flow, uplink) share evenly over the live next hops down to the destination leaf."""
+    spine = spine_of[rows, jj]
+    sp_mask = same_pod[rows]
+    r1, s1, w1 = rows[sp_mask], spine[sp_mask], w[sp_mask]
+    if r1.size:
+        cand = (dst_slots_spine[r1] == s1[:, None]) & alive[down_links_all[r1]]
+        frac = cand / cand.sum(axis=1, keepdims=True)
+        rr, kk = np.nonzero(cand)
+        b.add(down_links_all[r1[rr], kk], cols[r1[rr]], (w1[:, None] * frac)[rr, kk])
+    r2, s2, w2 = rows[~sp_mask], spine[~sp_mask], w[~sp_mask]
+    if r2.size:
+        sp, u2, cpg = _spine_core_tables(topo)
+        g = s2 % sp
+        spd = pod_d[r2] * sp + g
+        pl = plane[r2]
+        upl = topo.spine_uplinks[pl[:, None], s2[:, None], np.arange(u2)[None, :]]
+        core = topo.spine_uplink_core[s2]
+        core_d = topo.spine_uplink_core[spd]
+        dnl = topo.spine_downlinks[pl[:, None], spd[:, None], np.arange(u2)[None, :]]
+        reach = np.zeros((r2.size, u2), bool)
+        for j2 in range(u2):
+            reach |= (core == core_d[:, j2 : j2 + 1]) & alive[dnl[:, j2]][:, None]
+        viable = alive[upl] & reach
+        f2 = viable / np.maximum(viable.sum(axis=1, keepdims=True), 1)
+        rr, kk = np.nonzero(viable)
+        wk = (w2[:, None] * f2)[rr, kk]
+        b.add(upl[rr, kk], cols[r2[rr]], wk)
+        # core -> spine_d: for each chosen core, split over its live parallel cables to spine_d
+        c = core[rr, kk]
+        cand = (core_d[rr] == c[:, None]) & alive[dnl[rr]]
+        fr = cand / np.maximum(cand.sum(axis=1, keepdims=True), 1)
+        r3, k3 = np.nonzero(cand)
+        b.add(dnl[rr[r3], k3], cols[r2[rr[r3]]], (wk[:, None] * fr)[r3, k3])
+        # spine_d -> leaf_d
+        cand2 = (dst_slots_spine[r2] == spd[:, None]) & alive[down_links_all[r2]]
+        fr2 = cand2 / np.maximum(cand2.sum(axis=1, keepdims=True), 1)
+        r4, k4 = np.nonzero(cand2)
+        b.add(down_links_all[r2[r4], k4], cols[r2[r4]], (w2[:, None] * fr2)[r4, k4])
