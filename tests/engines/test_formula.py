@@ -85,8 +85,9 @@ def test_bad_size_and_algorithm():
     op=st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"]),
 )
 def test_more_bandwidth_is_never_slower(size, nodes, scale, op):
-    spec = preset("dgx-h100-superpod", nodes=nodes)
-    fast = spec.with_changes(**{"scale_out.nic_speed": f"{400 * scale} Gb/s", "scale_out.radix": 64})
+    base = {"scale_out.nic": "connectx-9", "scale_out.radix": 64}
+    spec = preset("dgx-h100-superpod", nodes=nodes, **base, **{"scale_out.nic_speed": "400 Gb/s"})
+    fast = spec.with_changes(**{"scale_out.nic_speed": f"{400 * scale} Gb/s"})
     t0 = formula_collective(op, size, spec).time_s
     t1 = formula_collective(op, size, fast).time_s
     assert t1 <= t0 * (1 + 1e-12)

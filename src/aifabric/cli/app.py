@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
+from aifabric import __version__
 from aifabric.cli.cluster import cluster_app
 from aifabric.cli.collective import collective
 from aifabric.cli.demo import demo
@@ -17,6 +20,21 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"aifabric {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.", callback=_version, is_eager=True),
+) -> None:
+    """Model, simulate and plan the networks of AI clusters."""
+
+
 app.command("collective")(collective)
 app.command("ladder")(ladder)
 app.command("demo")(demo)
@@ -52,5 +70,21 @@ _register_optional()
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: usage errors become one line on stderr and exit code 2."""
+    try:
+        rc = app(standalone_mode=False)
+        sys.exit(rc if isinstance(rc, int) else 0)
+    except typer.Exit as err:
+        sys.exit(getattr(err, "exit_code", 0))
+    except typer.Abort:
+        print("aborted", file=sys.stderr)
+        sys.exit(1)
+    except typer.TyperException as err:  # the vendored click's UsageError and friends
+        ctx = getattr(err, "ctx", None)
+        if type(err).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            print(ctx.get_help())
+            sys.exit(0)
+        message = err.format_message() if hasattr(err, "format_message") else str(err)
+        where = f" (aifabric {ctx.command_path.removeprefix('aifabric').strip()})" if ctx is not None and ctx.command_path.strip() != "aifabric" else ""
+        print(f"error: {' '.join(message.split())}{where}", file=sys.stderr)
+        sys.exit(getattr(err, "exit_code", 2) or 2)

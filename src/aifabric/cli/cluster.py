@@ -19,11 +19,22 @@ cluster_app = typer.Typer(help="Describe clusters: presets, networks, parts and 
 
 @cluster_app.command("list")
 @handle_errors
-def list_cmd() -> None:
-    """List the built-in cluster presets."""
+def list_cmd(json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False) -> None:
+    """List the built-in cluster presets: accelerators, count, scale-up domain size."""
+    rows = []
     for name in list_presets():
         spec = resolve_cluster(name)
-        console.print(f"{name:22s} {spec.n_gpus:6d} x {spec.accelerator:16s} domain {spec.domain_gpus}")
+        rows.append({"preset": name, "accelerators": spec.n_gpus, "accelerator": spec.accelerator,
+                     "scale_up_domain": spec.domain_gpus, "description": " ".join(spec.description.split())})
+    if json_out:
+        emit_json(rows)
+        return
+    t = Table(show_edge=False)
+    for col in ("preset", "accelerators", "accelerator", "scale-up domain"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r["preset"], str(r["accelerators"]), r["accelerator"], str(r["scale_up_domain"]))
+    console.print(t)
 
 
 @cluster_app.command("show")
@@ -48,23 +59,27 @@ def show(
             "parts": [p.__dict__ for p in s.inventory.lines], "watts": s.inventory.watts_by_network,
         })
         return
+    chips = "chips" if spec.accelerator_spec.arch == "tpu" else "GPUs"
     console.print(f"[bold]{spec.name}[/]: {s.n_gpus} x {spec.accelerator_spec.name} in {s.n_nodes} nodes; "
-                  f"fast (scale-up) domain {s.domain_gpus} GPUs")
+                  f"fast (scale-up) domain {s.domain_gpus} {chips}")
     if spec.description:
         console.print(spec.description.strip())
-    t = Table(title="Bandwidth per GPU", show_edge=False)
-    for col in ("level", "network", "vendor figure", "convention", "per dir (GB/s)", "1 GB takes (ms)", "note"):
+    t = Table(title=f"Bandwidth per {chips[:-1]} (GB/s = 1e9 B/s)", show_edge=False)
+    for col in ("level", "network", "vendor figure", "convention", "per dir (GB/s)", "1 GB per dir (ms)", "note"):
         t.add_column(col)
     for r in s.rungs:
         t.add_row(r.level, r.network, f"{r.documented_bytes_per_s / 1e9:.4g} GB/s", r.convention,
                   f"{r.per_direction_bytes_per_s / 1e9:.4g}", f"{r.time_per_gb_per_direction_s * 1e3:.3g}", r.note)
     console.print(t)
-    console.print("ratios (per direction): " + ", ".join(f"{a}/{b} = {x:.1f}x" for a, b, x in s.ratios))
+    console.print("ratios of per-direction bandwidth: " + ", ".join(f"{a}/{b} = {x:.1f}x" for a, b, x in s.ratios))
     if s.tiers:
         console.print(f"scale-out: {s.tiers}-tier {'rail-optimised ' if spec.scale_out and spec.scale_out.rail_optimized else ''}"
                       f"Clos, {s.planes} plane(s), oversubscription (down:up) {', '.join(f'{x:g}:1' for x in s.oversubscription)}; "
                       f"bisection {s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
                       f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s)")
+    if not s.inventory.lines:
+        console.print("parts and power: no switched networks in this description (torus links only)")
+        return
     p = Table(title="Parts and power", show_edge=False)
     for col in ("network", "item", "part", "count", "kW"):
         p.add_column(col)

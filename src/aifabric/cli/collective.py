@@ -11,6 +11,7 @@ from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors
 from aifabric.collectives.api import collective_time, resolve_cluster, resolve_communicator
+from aifabric.engines.routing import POLICIES
 from aifabric.units import format_bytes, parse_bytes
 
 __all__ = ["collective"]
@@ -22,15 +23,25 @@ class Engine(str, Enum):
     flow = "flow"
 
 
-def _sizes(size: str | None, min_size: str, max_size: str, factor: int) -> list[float]:
+MAX_SWEEP_ROWS = 64
+
+
+def _one_size(text: str, option: str) -> float:
+    value = parse_bytes(text, field=option)
+    if value == float("inf"):
+        raise ValueError(f"{option}: {text!r} is not a finite size")
+    if value < 1:
+        raise ValueError(f"{option}: a message must be at least 1 byte, got {text!r}")
+    return value
+
+
+def _sizes(size: str | None, min_size: str | None, max_size: str | None, factor: int) -> list[float]:
     if size is not None:
-        s = parse_bytes(size, field="--size")
-        if s <= 0:
-            raise ValueError(f"--size: message size must be > 0 bytes, got {size!r}")
-        return [s]
-    lo, hi = parse_bytes(min_size, field="--min"), parse_bytes(max_size, field="--max")
-    if lo <= 0:
-        raise ValueError(f"--min: message size must be > 0 bytes, got {min_size!r}")
+        if min_size is not None or max_size is not None:
+            raise ValueError("--size: give one size, or a sweep with --min/--max, not both")
+        return [_one_size(size, "--size")]
+    lo = _one_size(min_size or "8 B", "--min")
+    hi = _one_size(max_size or "16 GiB", "--max")
     if hi < lo:
         raise ValueError(f"--max: {max_size!r} is below --min {min_size!r}")
     if factor < 2:
@@ -39,6 +50,8 @@ def _sizes(size: str | None, min_size: str, max_size: str, factor: int) -> list[
     while s <= hi * (1 + 1e-9):
         out.append(s)
         s *= factor
+        if len(out) > MAX_SWEEP_ROWS:
+            raise ValueError(f"--max: the sweep from {min_size} to {max_size} by x{factor} has more than {MAX_SWEEP_ROWS} sizes")
     return out
 
 
@@ -49,8 +62,8 @@ def collective(
     nodes: Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)] = None,
     ranks: Annotated[int | None, typer.Option(help="Ranks (first GPUs in order); default all GPUs", min=1)] = None,
     size: Annotated[str | None, typer.Option("--size", "-s", help="One message size, e.g. '1 GB', '4GiB' (nccl-tests convention)")] = None,
-    min_size: Annotated[str, typer.Option("--min", "-b", help="Sweep start size")] = "8 B",
-    max_size: Annotated[str, typer.Option("--max", "-e", help="Sweep end size")] = "16 GiB",
+    min_size: Annotated[str | None, typer.Option("--min", "-b", help="Sweep start size (default 8 B)")] = None,
+    max_size: Annotated[str | None, typer.Option("--max", "-e", help="Sweep end size (default 16 GiB)")] = None,
     factor: Annotated[int, typer.Option("--factor", "-f", help="Sweep multiplication factor")] = 2,
     algo: Annotated[str | None, typer.Option("--algo", help="Force an algorithm (ring, tree, nvls, nvls_tree, hierarchical, flat_ring, direct, chain, p2p)")] = None,
     proto: Annotated[str | None, typer.Option("--proto", help="Force a protocol (LL, LL128, Simple)")] = None,
@@ -58,7 +71,7 @@ def collective(
     convention: Annotated[str, typer.Option(help="per_direction (default) or bidirectional (vendor's NVLink figure as a per-GPU rate)")] = "per_direction",
     efficiency: Annotated[str, typer.Option(help="nccl (effective bandwidths, latencies) or line_rate (ideal)")] = "nccl",
     engine: Annotated[Engine, typer.Option(help="formula, links or flow")] = Engine.formula,
-    routing: Annotated[str | None, typer.Option(help="links/flow engines: ecmp, pinning, qp, spray, adaptive")] = None,
+    routing: Annotated[str | None, typer.Option(help="links/flow engines only: ecmp, pinning, qp, spray, adaptive")] = None,
     seed: Annotated[int, typer.Option(help="Seed of random choices (ECMP hashes)")] = 0,
     calibration: Annotated[Path | None, typer.Option(help="Calibration profile YAML from 'aifabric calibrate'")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
@@ -72,6 +85,10 @@ def collective(
     comm = resolve_communicator(spec, ranks)
     sizes = _sizes(size, min_size, max_size, factor)
     opts: dict = {}
+    if routing is not None and routing not in POLICIES:
+        raise ValueError(f"--routing: unknown routing policy {routing!r}; known: {', '.join(POLICIES)}")
+    if engine is Engine.formula and routing is not None:
+        raise ValueError("--routing: the formula engine assumes ideal routing; use --engine links or flow to choose one")
     if engine is Engine.formula:
         from aifabric.discovery.calibrate import load_calibration
 
@@ -85,9 +102,13 @@ def collective(
         emit_json([r.to_dict() for r in results])
         return
     r0 = results[0]
+    conv, eff = r0.convention.split("/")
+    conv_text = ("bandwidths per direction" if conv == "per_direction"
+                 else "vendor scale-up figures used as per-GPU rates (both directions added)")
     console.print(
         f"[bold]{r0.op}[/] on {spec.name}: {comm.n_ranks} ranks, {comm.n_domains} scale-up domain(s) of up to "
-        f"{comm.ranks_per_domain}; engine {r0.engine}, convention {r0.convention} (bandwidths per direction)"
+        f"{comm.ranks_per_domain}; engine {r0.engine}; {conv_text}; "
+        f"{'NCCL-effective bandwidths and latencies' if eff == 'nccl' else 'line rates, no latency'}"
     )
     if len(results) == 1:
         r = r0
@@ -95,7 +116,7 @@ def collective(
                       f"{r.algbw_bytes_per_s / 1e9:.2f} GB/s, busbw {r.busbw_bytes_per_s / 1e9:.2f} GB/s "
                       f"({r.algorithm}/{r.protocol})")
         shares = ", ".join(f"{k} {v * 1e6:.1f} us ({v / r.time_s:.0%})" for k, v in r.network_time_s.items()) if r.time_s else "-"
-        console.print(f"time per network: {shares}; bottleneck: {r.bottleneck}")
+        console.print(f"time attributed to the limiting network: {shares or '-'}; bottleneck: {r.bottleneck}")
         console.print(f"why: {r.explanation}")
         return
     table = Table(title=None, show_edge=False)

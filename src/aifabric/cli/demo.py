@@ -15,14 +15,11 @@ __all__ = ["demo"]
 
 @handle_errors
 def demo(
-    convention: Annotated[str, typer.Option(help="Which column to headline: lesson (bidirectional NVLink figure) or per_direction")] = "per_direction",
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Gradient all-reduce of a 70B model in BF16 (140 GB): 8 GPUs, an NVL72, 1,024 GPUs flat and
     hierarchical, and the lesson's "Try it" variants, under three bandwidth conventions (seconds).
     """
-    if convention not in ("lesson", "per_direction", "bidirectional"):
-        raise ValueError(f"--convention: unknown {convention!r}; use lesson or per_direction")
     rows = lesson_rows()
     if json_out:
         emit_json([r.__dict__ for r in rows])
@@ -46,7 +43,9 @@ def demo(
         "Conventions: the lesson divides by NVLink's 900 GB/s, which adds both directions. A ring sends and "
         "receives at once, so each direction carries 450 GB/s: under the per-direction convention (the default) "
         f"every NVLink term doubles ({h.parts_lesson[0]:.2f} -> {h.parts_per_direction[0]:.2f} s) while NIC terms, "
-        "already quoted per direction (800 Gb/s = 100 GB/s), stay. NCCL-effective adds what real machines lose: "
-        "NVLink at NCCL's 20.6 GB/s per link (370.8 GB/s on 18 links), NIC payload efficiency, latencies."
+        "already quoted per direction (800 Gb/s = 100 GB/s), stay. The NVL72 rows use a real GB200 NVL72 in those "
+        "columns: NVLink 5 carries 900 GB/s per direction, the lesson's figure, so its NVL72 times hold. "
+        "NCCL-effective adds what real machines lose: NVLink at NCCL's per-link constants (370.8 GB/s on H100, "
+        "721.8 on GB200), NIC payload efficiency, latencies."
     )
     console.print("Try 3: run 'aifabric inspect <file with nvidia-smi topo -m output>' to see NVLink pairs and the nearest NIC per GPU.")

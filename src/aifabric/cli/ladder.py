@@ -27,10 +27,10 @@ def ladder(
     spec = resolve_cluster(cluster)
     rungs = bandwidth_ladder(spec)
     if json_out:
-        emit_json([r.__dict__ for r in rungs])
+        emit_json({"cluster": spec.name, "rungs": [r.__dict__ for r in rungs]})
         return
     t = Table(title=f"Bandwidth ladder of {spec.name} (per chip; GB/s = 1e9 B/s)", show_edge=False)
-    for col in ("level", "documented (GB/s)", "convention", "per dir (GB/s)", "1 GB takes", "1 GB per dir", "x slower than above"):
+    for col in ("level", "documented (GB/s)", "convention", "per dir (GB/s)", "1 GB at documented", "1 GB per dir", "x slower (documented)"):
         t.add_column(col)
     prev = None
     for r in rungs:

@@ -29,6 +29,7 @@ __all__ = [
     "ScaleOutSpec",
     "ScaleUpDomainSpec",
     "format_validation_error",
+    "load_yaml_mapping",
 ]
 
 
@@ -57,7 +58,14 @@ class ScaleUpDomainSpec(_Strict):
     @field_validator("bandwidth_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        return None if v is None else parse_bandwidth(v, field="scale_up.bandwidth")
+        return None if v is None else parse_bandwidth(_with_unit(v, "scale_up.bandwidth", "900 GB/s"), field="scale_up.bandwidth")
+
+    @field_validator("link")
+    @classmethod
+    def _link(cls, v: str | None) -> str | None:
+        if v is not None:
+            catalog.scaleup(v)
+        return v
 
 
 class ScaleOutSpec(_Strict):
@@ -86,7 +94,32 @@ class ScaleOutSpec(_Strict):
     @field_validator("nic_speed_bytes_per_s", mode="before")
     @classmethod
     def _nic_bw(cls, v: Any) -> float | None:
-        return None if v is None else parse_nic_bandwidth(v, field="scale_out.nic_speed")
+        return None if v is None else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
+
+    @field_validator("nic")
+    @classmethod
+    def _nic(cls, v: str) -> str:
+        catalog.nic(v)
+        return v
+
+    @field_validator("switch")
+    @classmethod
+    def _switch(cls, v: str) -> str:
+        catalog.switch(v)
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ScaleOutSpec:
+        nic = catalog.nic(self.nic)
+        if self.nic_speed_bytes_per_s is not None and self.nic_speed_bytes_per_s > nic.line_rate_bytes_per_s * 1.0001:
+            raise ValueError(
+                f"nic_speed {self.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s is above what {self.nic} does "
+                f"({nic.line_rate_bytes_per_s * 8 / 1e9:g} Gb/s); pick a faster NIC"
+            )
+        sw = catalog.switch(self.switch)
+        if sw.fabric != self.fabric:
+            raise ValueError(f"fabric is {self.fabric!r} but switch {self.switch!r} is an {sw.fabric} switch")
+        return self
 
     @field_validator("hop_latency_s", mode="before")
     @classmethod
@@ -121,7 +154,19 @@ class FrontEndSpec(_Strict):
     @field_validator("nic_speed_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        return None if v is None else parse_nic_bandwidth(v, field="front_end.nic_speed")
+        return None if v is None else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
+
+    @field_validator("nic")
+    @classmethod
+    def _nic(cls, v: str) -> str:
+        catalog.nic(v)
+        return v
+
+    @field_validator("switch")
+    @classmethod
+    def _switch(cls, v: str) -> str:
+        catalog.switch(v)
+        return v
 
 
 class ManagementSpec(_Strict):
@@ -130,6 +175,18 @@ class ManagementSpec(_Strict):
     nic: str = "bmc-1g"
     ports_per_node: int = Field(default=1, ge=0)
     switch: str = "sn2201-mgmt"
+
+    @field_validator("nic")
+    @classmethod
+    def _nic(cls, v: str) -> str:
+        catalog.nic(v)
+        return v
+
+    @field_validator("switch")
+    @classmethod
+    def _switch(cls, v: str) -> str:
+        catalog.switch(v)
+        return v
 
 
 class ClusterSpec(_Strict):
@@ -171,22 +228,24 @@ class ClusterSpec(_Strict):
             raise ValueError(f"scale_up.gpus={dom} is not a multiple of gpus_per_node={self.gpus_per_node}")
         if n_gpus % dom:
             raise ValueError(f"gpus={n_gpus} does not fill whole scale-up domains of scale_up.gpus={dom}")
-        if self.scale_up.link is not None:
-            catalog.scaleup(self.scale_up.link)
+        acc = self.accelerator_spec
+        su = self.scale_up
+        if su.kind == "nvswitch" and dom > 1 and not acc.nvlink and su.link is None:
+            raise ValueError(f"scale_up.kind: {self.accelerator!r} has no NVLink; use kind: pcie")
+        if su.kind == "torus" and su.torus_dims is not None:
+            prod = su.torus_dims[0] * su.torus_dims[1] * su.torus_dims[2]
+            if prod != dom:
+                raise ValueError(f"scale_up.torus_dims {list(su.torus_dims)} hold {prod} chips, not the domain's {dom}")
         if self.scale_out is not None:
             so = self.scale_out
-            catalog.nic(so.nic)
-            catalog.switch(so.switch)
             if len(so.oversubscription) not in (1, so.tiers - 1 if so.tiers > 1 else 1, so.tiers):
                 raise ValueError(
                     f"scale_out.oversubscription has {len(so.oversubscription)} ratios for {so.tiers} tiers"
                 )
-        if self.front_end is not None:
-            catalog.nic(self.front_end.nic)
-            catalog.switch(self.front_end.switch)
-        if self.management is not None:
-            catalog.nic(self.management.nic)
-            catalog.switch(self.management.switch)
+        elif n_gpus > dom:
+            raise ValueError(
+                f"scale_out is null but the {n_gpus} GPUs span {n_gpus // dom} scale-up domains: they could not talk"
+            )
         return self
 
     # --- derived figures -------------------------------------------------------------------------
@@ -287,18 +346,7 @@ class ClusterSpec(_Strict):
     def from_yaml(cls, path: str | Path) -> ClusterSpec:
         """Read a ClusterSpec from a YAML file. Raises ParseError (bad YAML) or ConfigError (bad values)."""
         p = Path(path)
-        try:
-            text = p.read_text()
-        except OSError as err:
-            raise ConfigError(f"cluster file {str(p)!r}: {err.strerror}") from err
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            line = mark.line + 1 if mark is not None else None
-            problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-            raise ParseError(f"malformed YAML: {problem}", line=line, source=str(p)) from err
-        return cls.from_dict(data, source=str(p))
+        return cls.from_dict(load_yaml_mapping(p), source=str(p))
 
     def with_changes(self, **changes: Any) -> ClusterSpec:
         """A copy with top-level fields or dotted sub-fields changed (``{"scale_out.nic_speed": ...}``)."""
@@ -312,6 +360,52 @@ class ClusterSpec(_Strict):
         return ClusterSpec.from_dict(_to_aliases(data))
 
 
+def _with_unit(value: Any, field: str, example: str) -> Any:
+    """Reject a bare number where a unit is needed (is 400 bits or bytes per second?)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        raise ValueError(f"{value!r} has no unit; write it with one, e.g. '{example}'")
+    return value
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice in one mapping (the last would silently win)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice", key_node.start_mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def load_yaml_mapping(path: Path) -> dict[str, Any]:
+    """Read a YAML file that must hold a mapping. Raises ConfigError / ParseError naming file and line."""
+    try:
+        raw = path.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"file {str(path)!r}: {err.strerror}") from err
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ParseError(f"not a UTF-8 text file (byte {err.start})", source=str(path)) from err
+    if not text.strip():
+        raise ParseError("the file is empty; expected a YAML mapping", line=1, source=str(path))
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ParseError(f"malformed YAML: {problem}", line=line, source=str(path)) from err
+    if not isinstance(data, dict):
+        raise ParseError(f"expected a YAML mapping at the top level, got a {type(data).__name__}", line=1, source=str(path))
+    return data
+
+
 def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:
     """Map python field names back to the YAML names (``..._bytes_per_s`` fields use aliases)."""
     renames = {
@@ -319,10 +413,13 @@ def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:
         "nic_speed_bytes_per_s": "nic_speed",
         "hop_latency_s": "hop_latency",
     }
+    units = {"bandwidth_bytes_per_s": "B/s", "nic_speed_bytes_per_s": "B/s", "hop_latency_s": "s"}
     out: dict[str, Any] = {}
     for k, v in data.items():
         if isinstance(v, dict):
             v = _to_aliases(v)
+        elif k in units and isinstance(v, int | float):
+            v = f"{v!r} {units[k]}"  # SI values back into unit strings, as a file would hold them
         out[renames.get(k, k)] = v
     return out
 
@@ -333,8 +430,11 @@ def format_validation_error(err: ValidationError, source: str | None = None) -> 
     for e in err.errors():
         loc = ".".join(str(x) for x in e["loc"]) or "cluster"
         msg = e["msg"].removeprefix("Value error, ")
+        last = str(e["loc"][-1]) if e["loc"] else ""
+        for prefix in (f"{loc}: ", f"{last}: "):
+            msg = msg.removeprefix(prefix)
         got = e.get("input")
-        show = "" if isinstance(got, dict) or got is None else f" (got {got!r})"
+        show = "" if isinstance(got, dict | list) or got is None or repr(got) in msg else f" (got {got!r})"
         lines.append(f"{loc}: {msg}{show}")
     prefix = f"{source}: " if source else ""
     return prefix + "; ".join(lines)

@@ -140,6 +140,12 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     else:
         nodes_per_su = max(1, leaf_down // spec.gpus_per_node)
         n_leaves = math.ceil(n_gpus / leaf_down)
+    if so.tiers >= 2 and n_leaves <= rails:
+        # smaller than one scalable unit: cable only the ports in use, uplinks at the same ratio
+        used = spec.n_nodes * spec.gpus_per_node // rails if so.rail_optimized else n_gpus
+        if used < leaf_down:
+            leaf_down = used
+            leaf_up = max(1, math.ceil(used / os[0] - 1e-9))
     if so.tiers == 1:
         return ClosShape(radix, 1, leaf_down, 0, n_leaves, 0, 0, 0, 0, n_leaves, 0, 1, rails, nodes_per_su)
     if so.tiers == 2:
@@ -163,6 +169,13 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
         raise ConfigError(
             f"scale_out.tiers: {n_gpus} GPUs need {n_pods} pods, more than a three-tier Clos of radix {radix} connects"
         )
+    if n_pods == 1 and n_leaves < leaves_per_pod:
+        # a single, partly filled pod: only as many spines as its leaves' uplinks need
+        leaves_per_pod = n_leaves
+        spines_per_pod = min(leaf_up, math.ceil(n_leaves * leaf_up / spine_down))
+        used_down = math.ceil(n_leaves * leaf_up / spines_per_pod)
+        spine_down = used_down
+        spine_up = max(1, math.ceil(used_down / os[1] - 1e-9))
     cores_per_group = math.ceil(n_pods * spine_up / radix)
     n_cores = cores_per_group * spines_per_pod
     return ClosShape(

@@ -36,6 +36,8 @@ class Communicator:
         Largest number of ranks under one scalable unit (the nodes sharing a set of rail leaves).
     ranks_per_pod : int
         Largest number of ranks in one three-tier pod (= n_ranks on two tiers).
+    min_ranks_per_domain : int
+        Smallest number of ranks in a domain the communicator uses (its NICs bound rings and trees).
     gpus : tuple[int, ...] or None
         The GPU ids, when given explicitly.
     """
@@ -47,6 +49,11 @@ class Communicator:
     ranks_per_su: int
     ranks_per_pod: int
     gpus: tuple[int, ...] | None = None
+    min_ranks_per_domain: int = 0
+
+    def __post_init__(self) -> None:
+        if self.min_ranks_per_domain <= 0:
+            object.__setattr__(self, "min_ranks_per_domain", self.ranks_per_domain)
 
     @property
     def uniform(self) -> bool:
@@ -72,7 +79,9 @@ class Communicator:
         su_gpus, pod_gpus = _su_pod_gpus(spec)
         per_su = min(n, max(1, su_gpus // stride))
         per_pod = min(n, max(1, pod_gpus // stride))
-        return cls(n, per_dom, -(-n // per_dom), per_node, per_su, per_pod)
+        n_dom = -(-n // per_dom)
+        last = n - per_dom * (n_dom - 1)
+        return cls(n, per_dom, n_dom, per_node, per_su, per_pod, None, min(per_dom, last))
 
     @classmethod
     def from_gpus(cls, spec: ClusterSpec, gpus: Sequence[int] | np.ndarray) -> Communicator:
@@ -94,11 +103,13 @@ class Communicator:
             _, counts = np.unique(key, return_counts=True)
             return int(counts.max()), int(counts.size)
 
-        per_dom, n_dom = most(arr // spec.domain_gpus)
+        _, dom_counts = np.unique(arr // spec.domain_gpus, return_counts=True)
+        per_dom, n_dom = int(dom_counts.max()), int(dom_counts.size)
         per_node, _ = most(arr // spec.gpus_per_node)
         per_su, _ = most(arr // su_gpus)
         per_pod, _ = most(arr // pod_gpus)
-        return cls(int(arr.size), per_dom, n_dom, per_node, per_su, per_pod, tuple(int(g) for g in arr))
+        return cls(int(arr.size), per_dom, n_dom, per_node, per_su, per_pod, tuple(int(g) for g in arr),
+                   int(dom_counts.min()))
 
 
 def _su_pod_gpus(spec: ClusterSpec) -> tuple[int, int]:

@@ -47,29 +47,36 @@ def _time(spec: ClusterSpec, algorithm: str, convention: str, efficiency: str) -
     return r.time_s, parts
 
 
-def _row(name: str, expected: float | None, spec: ClusterSpec, algorithm: str) -> LessonRow:
-    lesson, pl = _time(spec, algorithm, "bidirectional", "line_rate")
-    perdir, pp = _time(spec, algorithm, "per_direction", "line_rate")
-    nccl, _ = _time(spec, algorithm, "per_direction", "nccl")
-    return LessonRow(name, expected, lesson, perdir, nccl, pl, pp)
+def _row(name: str, expected: float | None, lesson: ClusterSpec, real: ClusterSpec, algorithm: str) -> LessonRow:
+    lesson_s, pl = _time(lesson, algorithm, "bidirectional", "line_rate")
+    perdir, pp = _time(real, algorithm, "per_direction", "line_rate")
+    nccl, _ = _time(real, algorithm, "per_direction", "nccl")
+    return LessonRow(name, expected, lesson_s, perdir, nccl, pl, pp)
 
 
 def lesson_rows() -> list[LessonRow]:
     """The lesson's four scenarios and its first two "Try it" answers (expected figures from the lesson).
+
+    The lesson column uses the lesson's own figures (900 GB/s for every NVLink, including the NVL72's);
+    the per-direction and NCCL columns use the real hardware: HGX H100 (NVLink 4, 450 GB/s per direction)
+    for the 8-GPU nodes and GB200 NVL72 (NVLink 5, 900 GB/s per direction) for the NVL72 rows.
 
     >>> [round(r.lesson_s, 2) for r in lesson_rows()[:4]]
     [0.27, 0.31, 2.8, 0.62]
     """
     base = preset("lesson")
     nvl72 = base.with_changes(gpus_per_node=72, nodes=1, **{"scale_out.rails": 8})
-    cx9 = base.with_changes(**{"scale_out.nic": "connectx-9", "scale_out.switch": "quantum-x800-q3400", "scale_out.radix": 64})
+    cx9 = base.with_changes(**{"scale_out.nic": "connectx-9", "scale_out.switch": "quantum-x800-q3400", "scale_out.fabric": "infiniband", "scale_out.radix": 64})
     racks = base.with_changes(gpus_per_node=72, nodes=14, **{"scale_out.rails": 8})
+    gb200 = preset("gb200-nvl72", gpus=72)
+    gb200_racks = preset("gb200-nvl72", gpus=1008)
+    one = base.with_changes(nodes=1)
     return [
-        _row("8 GPUs, NVLink only (ring)", 0.27, base.with_changes(nodes=1), "ring"),
-        _row("72 GPUs, one NVL72 (ring)", 0.31, nvl72, "ring"),
-        _row("1,024 GPUs, flat ring on NICs", 2.80, base, "flat_ring"),
-        _row("1,024 GPUs, hierarchical (128 x 8)", 0.62, base, "hierarchical"),
-        _row("Try 1: NIC 1.6 Tb/s, hierarchical", 0.45, cx9, "hierarchical"),
-        _row("Try 1: NIC 1.6 Tb/s, flat ring", 1.40, cx9, "flat_ring"),
-        _row("Try 2: 14 NVL72 racks = 1,008 GPUs, hierarchical", 0.34, racks, "hierarchical"),
+        _row("8 GPUs, NVLink only (ring)", 0.27, one, one, "ring"),
+        _row("72 GPUs, one NVL72 (ring)", 0.31, nvl72, gb200, "ring"),
+        _row("1,024 GPUs, flat ring on NICs", 2.80, base, base, "flat_ring"),
+        _row("1,024 GPUs, hierarchical (128 x 8)", 0.62, base, base, "hierarchical"),
+        _row("Try 1: NIC 1.6 Tb/s, hierarchical", 0.45, cx9, cx9, "hierarchical"),
+        _row("Try 1: NIC 1.6 Tb/s, flat ring", 1.40, cx9, cx9, "flat_ring"),
+        _row("Try 2: 14 NVL72 racks = 1,008 GPUs, hierarchical", 0.34, racks, gb200_racks, "hierarchical"),
     ]

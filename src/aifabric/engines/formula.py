@@ -218,7 +218,8 @@ def _evaluate(
     intra, nic = tm.intra_bytes_per_s, tm.nic_bytes_per_s
     if multi and nic <= 0:
         raise ConfigError("scale_out: the communicator spans several scale-up domains but the cluster has no NIC")
-    nic_agg = g * nic
+    # a ring or tree across domains is as fast as its least-populated domain's NICs
+    nic_agg = comm.min_ranks_per_domain * nic
     if proto != "Simple" and algo in ("nvls", "nvls_tree", "hierarchical", "flat_ring", "direct", "p2p"):
         return None
     if proto == "LL128" and tm.intra_kind == "pci":
@@ -267,10 +268,12 @@ def _evaluate(
         why = f"flat ring: every one of the {n} hops crosses a NIC at {nic / 1e9:.2f} GB/s"
     elif algo == "tree":
         lat = base + 2 * ((g - 1) * ilat + math.log2(N) * olat)
-        raw = intra if N <= 2 else nic_agg
+        # NCCL: per-channel bandwidth is bwIntra on <= 2 nodes, bwInter beyond; the chain inside each node
+        # bounds it by the scale-up bandwidth of one GPU either way.
+        raw = intra if N <= 2 else min(intra, nic_agg)
         alg = 0.5 * _proto_bw(tm, algo, proto, raw, N)
         t_bw = size / alg
-        net = "scale-out" if N > 2 else "scale-up"
+        net = "scale-out" if N > 2 and nic_agg < intra else "scale-up"
         nets = {net: t_bw}
         why = f"double binary tree across {N} nodes, algbw = 0.5 x {raw / 1e9:.1f} GB/s x protocol efficiency"
     elif algo == "nvls":
@@ -394,7 +397,7 @@ def formula_collective(
         raise ValueError(f"protocol: unknown {protocol!r}; known: {', '.join(PROTOCOLS)}")
     n = comm.n_ranks
     if n == 1:
-        return CollectiveResult(op.value, message_bytes, 1, "none", "none", 0.0, 0.0, math.inf, math.inf, {}, "none",
+        return CollectiveResult(op.value, message_bytes, 1, "none", "none", 0.0, 0.0, 0.0, 0.0, {}, "none",
                                 "one rank: nothing to communicate", (), f"{tm.convention}/{tm.efficiency}")
     algs = _allowed(op, comm, tm)
     if algorithm is not None:

@@ -1,0 +1,476 @@
+"""Read the ``nvidia-smi topo -m`` matrix: which devices of one node talk over NVLink or PCIe.
+
+The format, as printed by the NVIDIA driver (tab-separated; often pasted with spaces)::
+
+            GPU0    GPU1    NIC0    CPU Affinity    NUMA Affinity   GPU NUMA ID
+    GPU0     X      NV18    PIX     0-55,112-167    0               N/A
+    GPU1    NV18     X      NODE    0-55,112-167    0               N/A
+    NIC0    PIX     NODE     X
+
+    Legend:
+      X    = Self
+      SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes
+      ...
+    NIC Legend:
+      NIC0: mlx5_0
+
+A header row names the devices (``GPU<i>``, then ``NIC<i>``; drivers before the NIC legend existed name
+the NICs ``mlx5_<i>`` directly), then up to three per-GPU columns: ``CPU Affinity`` (a Linux cpulist),
+``NUMA Affinity`` and ``GPU NUMA ID`` (older drivers print fewer). Each device has one row with one cell
+per device column. A cell is the path type between the two devices, from closest to farthest:
+
+======  ======================================================================
+code    meaning (driver legend, paraphrased)
+======  ======================================================================
+X       the device itself
+NV#     a bonded set of # NVLinks (NV18: H100/H200/B200 SXM via NVSwitch)
+PIX     at most one PCIe bridge (the same PCIe switch)
+PXB     several PCIe bridges, no host bridge
+PHB     through a PCIe host bridge (the CPU root complex)
+NODE    through the interconnect between host bridges of one NUMA node
+SYS     through the SMP interconnect between NUMA nodes (QPI/UPI/xGMI)
+======  ======================================================================
+
+Drivers before ``NODE`` existed printed ``SOC`` ("the SMP link between CPU sockets") for ``SYS``.
+
+:meth:`TopoMatrix.from_text` finds the matrix inside a larger text (commentary before it, the legends after
+it), keeps every cell as printed and normalises the older codes only where it ranks paths.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from aifabric.errors import ParseError
+
+__all__ = ["PATH_ORDER", "TopoMatrix", "normalize_path_code", "parse_cpulist"]
+
+#: PCIe/SMP path types from closest to farthest (nvidia-smi legend order); NVLink (``NV#``) is closer still.
+PATH_ORDER: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
+
+# Codes printed by older drivers (before NODE existed), mapped to today's names: SOC was "the SMP link
+# between CPU sockets". They are kept as printed in TopoMatrix.links and normalised only for ranking.
+_LEGACY_CODES = {"SOC": "SYS"}
+_NVLINK = re.compile(r"^NV(\d{1,4})$")
+_DEVICE = re.compile(r"^[A-Za-z][\w.:-]*\d$")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+_TRAILING_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
+_NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
+#: Upper bound on CPU (or NUMA node) ids a cpulist may name; guards against absurd ranges in bad input.
+_MAX_CPU_ID = 1 << 16
+
+
+def normalize_path_code(code: str) -> str:
+    """Return today's name of a ``nvidia-smi topo -m`` cell code.
+
+    ``SOC`` (older drivers: "the SMP link between CPU sockets") becomes ``SYS``; every other code,
+    ``NV#`` included, is returned unchanged.
+
+    Parameters
+    ----------
+    code : str
+        A cell as printed, e.g. ``"SOC"``, ``"NV12"``, ``"PIX"``.
+
+    Returns
+    -------
+    str
+        The normalised code.
+
+    Examples
+    --------
+    >>> normalize_path_code("SOC"), normalize_path_code("NV18")
+    ('SYS', 'NV18')
+    """
+    return _LEGACY_CODES.get(code, code)
+
+
+def _is_known_code(code: str) -> bool:
+    return code == "X" or bool(_NVLINK.match(code)) or normalize_path_code(code) in PATH_ORDER
+
+
+def _path_rank(code: str) -> int:
+    """Sort key: NVLink first, then PIX < PXB < PHB < NODE < SYS; the device itself (X) last."""
+    norm = normalize_path_code(code)
+    if _NVLINK.match(norm):
+        return 0
+    if norm in PATH_ORDER:
+        return 1 + PATH_ORDER.index(norm)
+    return len(PATH_ORDER) + 1
+
+
+def parse_cpulist(text: str) -> frozenset[int] | None:
+    """Read a Linux cpulist such as ``"0-55,112-167"``; ``"N/A"`` gives None.
+
+    Parameters
+    ----------
+    text : str
+        Comma-separated ids and inclusive ranges, as in ``/sys/devices/system/node/node0/cpulist``.
+
+    Returns
+    -------
+    frozenset of int or None
+        The ids, or None for ``N/A`` (no affinity reported, e.g. in a VM).
+
+    Raises
+    ------
+    ValueError
+        If the list is malformed, a range is reversed, or an id exceeds 65535.
+
+    Examples
+    --------
+    >>> sorted(parse_cpulist("0-2,8"))
+    [0, 1, 2, 8]
+    """
+    text = text.strip()
+    if text.upper() == "N/A":
+        return None
+    ids: set[int] = set()
+    for part in text.split(","):
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
+        if not match:
+            raise ValueError(f"malformed cpulist {text!r}")
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) is not None else low
+        if high < low or high > _MAX_CPU_ID:
+            raise ValueError(f"implausible range {part!r} in cpulist {text!r}")
+        ids.update(range(low, high + 1))
+    return frozenset(ids)
+
+
+@dataclass(frozen=True)
+class TopoMatrix:
+    """The device matrix of one node, as printed by ``nvidia-smi topo -m``.
+
+    Build it with :meth:`from_text`. Device names are the labels of the matrix (``GPU0``, ``NIC3``,
+    or ``mlx5_0`` on older drivers).
+
+    Attributes
+    ----------
+    gpus : tuple of str
+        GPU labels in matrix order (``GPU0``, ``GPU1``, ...).
+    nics : tuple of str
+        NIC labels in matrix order (``NIC0``, ... or ``mlx5_0``, ... on older drivers).
+    links : dict
+        ``(a, b) -> code`` for every ordered pair of devices, the diagonal (``"X"``) included; codes as
+        printed (``NV18``, ``PIX``, ``SOC``...).
+    cpu_affinity : dict
+        GPU label -> CPU ids local to it, or None (``N/A`` or no ``CPU Affinity`` column).
+    numa_affinity : dict
+        GPU label -> NUMA node ids local to it, or None (``N/A`` or no ``NUMA Affinity`` column).
+    gpu_numa_id : dict
+        GPU label -> NUMA node of the GPU's own memory (Grace systems), or None (``N/A`` or no column).
+    nic_names : dict
+        NIC label -> device name from the ``NIC Legend`` (``NIC0 -> mlx5_0``); empty without a legend.
+    line : int
+        1-based line of the header row in the input.
+    source : str or None
+        File name or description of the input.
+
+    References
+    ----------
+    .. [1] NVIDIA, ``nvidia-smi topo -m`` legend (printed below the matrix; NVIDIA System Management
+       Interface documentation, ``nvidia-smi topo --help``).
+    """
+
+    gpus: tuple[str, ...]
+    nics: tuple[str, ...]
+    links: dict[tuple[str, str], str] = field(hash=False)
+    cpu_affinity: dict[str, frozenset[int] | None] = field(hash=False)
+    numa_affinity: dict[str, frozenset[int] | None] = field(hash=False)
+    gpu_numa_id: dict[str, int | None] = field(hash=False)
+    nic_names: dict[str, str] = field(hash=False)
+    line: int = 1
+    source: str | None = None
+
+    # -- construction -----------------------------------------------------------------------------------
+
+    @classmethod
+    def from_text(cls, text: str | bytes, source: str | None = None) -> TopoMatrix:
+        """Parse the first ``nvidia-smi topo -m`` matrix found in ``text``.
+
+        The header is the first line whose first token is ``GPU0`` followed by other device names or
+        ``CPU Affinity``; lines before it are ignored. Columns may be separated by tabs or spaces, and
+        ANSI escape sequences (the driver underlines the header on a terminal) are removed.
+
+        Parameters
+        ----------
+        text : str or bytes
+            The output of ``nvidia-smi topo -m``, possibly inside a larger file. Bytes are decoded as
+            UTF-8.
+        source : str, optional
+            File name or description, used in error messages.
+
+        Returns
+        -------
+        TopoMatrix
+
+        Raises
+        ------
+        ParseError
+            If no matrix is found, a row is missing, truncated or has an extra cell, a cell code is not
+            one the driver prints, the diagonal is not ``X``, or an affinity value is malformed. The
+            error names the 1-based line.
+
+        References
+        ----------
+        .. [1] NVIDIA, ``nvidia-smi topo -m`` legend (printed below every matrix).
+
+        Examples
+        --------
+        >>> m = TopoMatrix.from_text(
+        ...     "\\tGPU0\\tGPU1\\tNIC0\\tCPU Affinity\\tNUMA Affinity\\tGPU NUMA ID\\n"
+        ...     "GPU0\\t X \\tNV18\\tPIX\\t0-55\\t0\\t\\tN/A\\n"
+        ...     "GPU1\\tNV18\\t X \\tNODE\\t0-55\\t0\\t\\tN/A\\n"
+        ...     "NIC0\\tPIX\\tNODE\\t X \\n")
+        >>> m.nvlink_pairs(), m.nearest_nics("GPU1"), m.numa_nodes()
+        ([('GPU0', 'GPU1', 18)], [('NIC0', 'NODE')], {0})
+        """
+        lines = _decode(text, source).split("\n")
+        lines = [_ANSI.sub("", raw).rstrip("\r") for raw in lines]
+        first_error: ParseError | None = None
+        for header_index in _header_candidates(lines):
+            try:
+                devices, trailing = _parse_header(lines[header_index], header_index + 1, source)
+            except ParseError as err:  # a sentence that starts with "GPU0 GPU1": keep looking
+                first_error = first_error or err
+                continue
+            return _parse_body(lines, header_index, devices, trailing, source)
+        if first_error is not None:
+            raise first_error
+        raise ParseError(
+            "no nvidia-smi topo -m matrix found (expected a header line starting with GPU0)", source=source
+        )
+
+    # -- queries ----------------------------------------------------------------------------------------
+
+    @property
+    def devices(self) -> tuple[str, ...]:
+        """All device labels in matrix order: the GPUs, then the NICs."""
+        return self.gpus + self.nics
+
+    def link(self, a: str, b: str) -> str:
+        """Return the cell between devices ``a`` and ``b`` as printed (``"NV18"``, ``"PIX"``, ``"SOC"``...).
+
+        Raises
+        ------
+        KeyError
+            If either label is not a device of the matrix.
+        """
+        return self.links[(a, b)]
+
+    def path_type(self, a: str, b: str) -> str:
+        """Return the cell between ``a`` and ``b`` with older codes normalised (``SOC`` -> ``SYS``)."""
+        return normalize_path_code(self.link(a, b))
+
+    def nvlink_pairs(self) -> list[tuple[str, str, int]]:
+        """GPU pairs joined by NVLink, as ``(gpu_a, gpu_b, n_links)`` with ``gpu_a`` before ``gpu_b``.
+
+        ``n_links`` is the ``#`` of the ``NV#`` cell: the number of bonded NVLinks between the two GPUs
+        (through NVSwitch on SXM systems, where every pair shows the GPU's full link count).
+        """
+        pairs: list[tuple[str, str, int]] = []
+        for i, a in enumerate(self.gpus):
+            for b in self.gpus[i + 1 :]:
+                match = _NVLINK.match(self.links[(a, b)])
+                if match:
+                    pairs.append((a, b, int(match.group(1))))
+        return pairs
+
+    def nearest_nics(self, gpu: str) -> list[tuple[str, str]]:
+        """Every NIC with its path code from ``gpu``, closest first (PIX < PXB < PHB < NODE < SYS).
+
+        Ties keep matrix order. Codes are returned as printed; older codes rank as their modern names.
+
+        Raises
+        ------
+        KeyError
+            If ``gpu`` is not a GPU of the matrix.
+        """
+        if gpu not in self.gpus:
+            raise KeyError(f"{gpu!r} is not a GPU of this matrix (GPUs: {', '.join(self.gpus)})")
+        order = {nic: i for i, nic in enumerate(self.nics)}
+        ranked = sorted(self.nics, key=lambda nic: (_path_rank(self.links[(gpu, nic)]), order[nic]))
+        return [(nic, self.links[(gpu, nic)]) for nic in ranked]
+
+    def numa_nodes(self) -> set[int]:
+        """NUMA nodes named in the ``NUMA Affinity`` column (empty if absent or all ``N/A``)."""
+        nodes: set[int] = set()
+        for value in self.numa_affinity.values():
+            if value is not None:
+                nodes |= value
+        return nodes
+
+    def nic_name(self, nic: str) -> str:
+        """The device name of a NIC label from the NIC Legend (``NIC0 -> mlx5_0``), else the label."""
+        return self.nic_names.get(nic, nic)
+
+
+# -- parsing helpers ----------------------------------------------------------------------------------------
+
+
+def _decode(text: str | bytes, source: str | None) -> str:
+    if isinstance(text, bytes):
+        try:
+            return text.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = text[: err.start].count(b"\n") + 1
+            raise ParseError(f"input is not UTF-8 text ({err.reason})", line=line, source=source) from err
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
+    return text
+
+
+def _header_candidates(lines: list[str]) -> list[int]:
+    """Indices of lines that look like a matrix header: ``GPU0`` then device names or ``CPU Affinity``."""
+    found = []
+    for i, line in enumerate(lines):
+        tokens = line.split()
+        if (
+            tokens
+            and tokens[0] == "GPU0"
+            and (len(tokens) == 1 or _DEVICE.match(tokens[1]) or tokens[1] == "CPU")
+        ):
+            found.append(i)
+    return found
+
+
+def _parse_header(line: str, lineno: int, source: str | None) -> tuple[list[str], list[str]]:
+    tokens = line.split()
+    devices: list[str] = []
+    while tokens and _DEVICE.match(tokens[0]):
+        devices.append(tokens.pop(0))
+    if len(set(devices)) != len(devices):
+        raise ParseError("a device appears twice in the matrix header", line=lineno, source=source)
+    if not any(d.startswith("GPU") for d in devices):
+        raise ParseError("the matrix header names no GPU", line=lineno, source=source)
+    rest = " ".join(tokens)
+    trailing: list[str] = []
+    while rest:
+        for name in _TRAILING_COLUMNS:
+            if rest == name or rest.startswith(name + " "):
+                trailing.append(name)
+                rest = rest[len(name) :].lstrip()
+                break
+        else:
+            raise ParseError(
+                f"unknown column {rest.split()[0]!r} in the matrix header", line=lineno, source=source
+            )
+    if len(set(trailing)) != len(trailing):
+        raise ParseError("a column appears twice in the matrix header", line=lineno, source=source)
+    return devices, trailing
+
+
+def _parse_body(
+    lines: list[str],
+    header_index: int,
+    devices: list[str],
+    trailing: list[str],
+    source: str | None,
+) -> TopoMatrix:
+    n = len(devices)
+    links: dict[tuple[str, str], str] = {}
+    cpu_affinity: dict[str, frozenset[int] | None] = {}
+    numa_affinity: dict[str, frozenset[int] | None] = {}
+    gpu_numa_id: dict[str, int | None] = {}
+    gpus = [d for d in devices if _is_gpu(d)]
+    nics = [d for d in devices if not _is_gpu(d)]
+    if devices != gpus + nics:
+        raise ParseError("GPU columns must come before NIC columns", line=header_index + 1, source=source)
+
+    index = header_index + 1
+    for row, device in enumerate(devices):
+        if index >= len(lines) or not lines[index].strip():
+            raise ParseError(
+                f"matrix ends before the row of {device} ({row} of {n} rows read)",
+                line=min(index, len(lines) - 1) + 1,
+                source=source,
+            )
+        lineno = index + 1
+        tokens = lines[index].split()
+        if tokens[0] != device:
+            raise ParseError(f"expected the row of {device}, found {tokens[0]!r}", line=lineno, source=source)
+        cells, extra = tokens[1 : n + 1], tokens[n + 1 :]
+        if len(cells) < n:
+            raise ParseError(
+                f"row {device} has {len(cells)} cells, the header has {n} devices", line=lineno, source=source
+            )
+        for other, code in zip(devices, cells, strict=True):
+            if not _is_known_code(code):
+                raise ParseError(f"unknown path code {code!r} in row {device}", line=lineno, source=source)
+            if (code == "X") != (other == device):
+                raise ParseError(
+                    f"row {device}, column {other}: {code!r} ('X' marks the diagonal only)",
+                    line=lineno,
+                    source=source,
+                )
+            links[(device, other)] = code
+        if device in gpus:
+            values = _trailing_values(extra, trailing, device, lineno, source)
+            cpu_affinity[device] = _cpus(values.get("CPU Affinity"), lineno, source)
+            numa_affinity[device] = _cpus(values.get("NUMA Affinity"), lineno, source)
+            gpu_numa_id[device] = _numa_id(values.get("GPU NUMA ID"), lineno, source)
+        elif extra and len(extra) != len(trailing):
+            raise ParseError(
+                f"row {device} has {len(extra)} values after its {n} cells, expected 0 or {len(trailing)}",
+                line=lineno,
+                source=source,
+            )
+        index += 1
+
+    return TopoMatrix(
+        gpus=tuple(gpus),
+        nics=tuple(nics),
+        links=links,
+        cpu_affinity=cpu_affinity,
+        numa_affinity=numa_affinity,
+        gpu_numa_id=gpu_numa_id,
+        nic_names=_nic_legend(lines[index:], set(nics)),
+        line=header_index + 1,
+        source=source,
+    )
+
+
+def _is_gpu(device: str) -> bool:
+    return re.fullmatch(r"GPU\d+", device) is not None
+
+
+def _trailing_values(
+    extra: list[str], trailing: list[str], device: str, lineno: int, source: str | None
+) -> dict[str, str]:
+    if len(extra) != len(trailing):
+        raise ParseError(
+            f"row {device} has {len(extra)} values for the {len(trailing)} columns "
+            f"{', '.join(trailing) or '(none)'}",
+            line=lineno,
+            source=source,
+        )
+    return dict(zip(trailing, extra, strict=True))
+
+
+def _cpus(value: str | None, lineno: int, source: str | None) -> frozenset[int] | None:
+    if value is None:
+        return None
+    try:
+        return parse_cpulist(value)
+    except ValueError as err:
+        raise ParseError(str(err), line=lineno, source=source) from err
+
+
+def _numa_id(value: str | None, lineno: int, source: str | None) -> int | None:
+    if value is None or value.upper() == "N/A":
+        return None
+    if not value.isdigit() or int(value) > _MAX_CPU_ID:
+        raise ParseError(f"GPU NUMA ID {value!r} is not a node number or N/A", line=lineno, source=source)
+    return int(value)
+
+
+def _nic_legend(lines: list[str], nics: set[str]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for line in lines:
+        match = _NIC_LEGEND.match(line)
+        if match and match.group(1) in nics and match.group(1) not in names:
+            names[match.group(1)] = match.group(2)
+        if line.lstrip().startswith("GPU0") and names:
+            break  # the legend of a second matrix, if any, is not ours
+    return names

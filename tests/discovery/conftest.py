@@ -1,0 +1,26 @@
+"""Shared fixtures of the discovery tests: the golden case files in ``data/``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+CASE_01 = "case_01_dgx_h100_allreduce_single_node.txt"
+CASE_03 = "case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt"
+CASE_08 = "case_08_b200_gke_a4_topo_and_2node_allgather.txt"
+CASE_13 = "case_13_v100_pcie_4gpu_no_nvlink.txt"
+CASE_17 = "case_17_azure_ndv4_ndv5_topology_xml.txt"
+ALL_CASES = (CASE_01, CASE_03, CASE_08, CASE_13, CASE_17)
+
+
+def read_case(name: str) -> str:
+    """Text of a golden case file (verbatim copy of ``shared/cases/nccl-tests``)."""
+    return (DATA / name).read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def case_text() -> dict[str, str]:
+    """File name -> text of every golden case file."""
+    return {name: read_case(name) for name in ALL_CASES}
