@@ -131,7 +131,7 @@ def bench_flowsim(kind: str, n_transfers: int, n_links: int, seed: int, memory: 
         f"{n_links // 1000}k links",
         "size": f"{len(res.stage_keys)} stages",
         "detail": (
-            f"{res.n_events:,} events, {res.n_rate_solves:,} solves, "
+            f"{res.n_events:,} events, {res.n_rate_solves:,} solves + {res.n_rate_reuses:,} reused, "
             f"{res.n_fast_forwarded_repeats} reps fast-fwd, makespan {res.makespan_s * 1e3:.1f} ms"
         ),
         "wall_s": wall,

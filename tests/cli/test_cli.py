@@ -72,3 +72,35 @@ def test_bad_yaml_and_units(tmp_path):
     fill.write_text("accelerator: gb200\ngpus_per_node: 4\ngpus: 100\nscale_up: {gpus: 72}\n")
     r = run("cluster", "show", str(fill))
     assert r.exit_code == 2 and "does not fill" in r.stderr
+
+
+def test_fabric_command_reports_links_and_writes_heatmap(tmp_path):
+    png = tmp_path / "heat.png"
+    r = run("fabric", "all_reduce", "--nodes", "32", "--jobs", "4", "--placement", "fragmented", "--routing", "ecmp",
+            "--seed", "3", "--size", "1GB", "--plot", str(png))
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert "Most loaded links and why" in r.stdout and "efficiency" in r.stdout
+    assert png.stat().st_size > 10_000
+
+
+def test_collective_on_flow_engine():
+    r = run("collective", "all_reduce", "--nodes", "2", "--size", "1GB", "--engine", "flow", "--routing", "ecmp")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert "engine flow" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (("fabric", "--routing", "magic"), "routing"),
+        (("fabric", "--placement", "scattered"), "placement"),
+        (("fabric", "--nodes", "4", "--fail", "leaf:0"), "cannot reach"),
+        (("fabric", "--fail", "spine:x"), "--fail"),
+        (("collective", "--routing", "spray"), "formula engine"),
+    ],
+)
+def test_fabric_bad_input_exit_2(args, needle):
+    r = run(*args)
+    assert r.exit_code == 2
+    assert needle in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1

@@ -137,6 +137,17 @@ def test_repeat_sharing_the_network_is_simulated():
     assert res.n_fast_forwarded_repeats == 1
 
 
+def test_recurring_set_of_moving_transfers_reuses_its_rates():
+    # Job 0: 1 GB repeated twice; job 1: 3 GB once; one 1 GB/s link, no latency.
+    # 0 -> 2 s: both at 0.5 GB/s; job 0's first repetition ends, job 1 has 2 GB left.
+    # 2 -> 4 s: the second repetition starts at once: the same two transfers move, so the allocation
+    # (0.5, 0.5) is reused without a solve; job 0 ends at 4 s, job 1 has 1 GB left.
+    # 4 -> 5 s: job 1 alone at 1 GB/s (a new set: solved).
+    res = simulate_transfers([GB, 3 * GB], np.ones((1, 2)), [GBPS], job=[0, 1], stage_repeat={(0, 0): 2})
+    assert res.job_end_s.tolist() == [4.0, 5.0]
+    assert (res.n_rate_solves, res.n_rate_reuses) == (2, 1)
+
+
 def test_repeat_then_next_stage():
     # Stage 0: 0.5 GB, repeat 4 -> 2 s; stage 1: 1 GB -> 3 s.
     res = simulate_transfers([0.5 * GB, GB], np.ones((1, 2)), [GBPS], stage=[0, 1], stage_repeat={(0, 0): 4})

@@ -143,28 +143,40 @@ def simulate_plans(
     if link_alive is not None:
         cap = np.where(link_alive, cap, 0.0)
     lat = topo.link_latency_s
-    # route every stage of every job once
+    # Route the k-th stages of all jobs together (they run at about the same time, so adaptive routing
+    # sees all of their load), then keep one column block per (job, stage).
     cols_a, rows_a, vals_a = [], [], []
     sub_bytes, sub_job, sub_stage, sub_group, sub_lat, sub_src, sub_dst = [], [], [], [], [], [], []
     repeats: dict[tuple[int, int], int] = {}
     stage_info = []
     ncol = 0
-    for j, plan in enumerate(plans):
-        for k, st in enumerate(plan.stages):
-            r = _route_stage(topo, st.src, st.dst, st.bytes_, routing, seed + 7919 * k + 104729 * j, qps, polarized, link_alive)
-            a = r.incidence.tocoo()
+    n_stages = max((len(p.stages) for p in plans), default=0)
+    for k in range(n_stages):
+        members = [(j, p.stages[k]) for j, p in enumerate(plans) if k < len(p.stages)]
+        src = np.concatenate([st.src for _, st in members])
+        dst = np.concatenate([st.dst for _, st in members])
+        byt = np.concatenate([st.bytes_ for _, st in members])
+        owner = np.concatenate([np.full(st.n_transfers, j) for j, st in members])
+        r = _route_stage(topo, src, dst, byt, routing, seed + 7919 * k, qps, polarized, link_alive)
+        sub_owner = owner[r.parent]
+        csc = r.incidence.tocsc()
+        for j, st in members:
+            cols = np.nonzero(sub_owner == j)[0]
+            a = csc[:, cols].tocoo()
             rows_a.append(a.row)
             cols_a.append(a.col + ncol)
             vals_a.append(a.data)
-            b = st.bytes_[r.parent] * r.share
-            sub_bytes.append(b)
+            parent = r.parent[cols]
+            b = byt[parent] * r.share[cols]
             m = b.size
+            sub_bytes.append(b)
             sub_job.append(np.full(m, j))
             sub_stage.append(np.full(m, k))
-            sub_group.append(st.group[r.parent])
-            sub_lat.append(r.incidence.T @ lat)
-            sub_src.append(st.src[r.parent])
-            sub_dst.append(st.dst[r.parent])
+            offset = int(np.nonzero(owner == j)[0][0])
+            sub_group.append(st.group[parent - offset])
+            sub_lat.append(csc[:, cols].T @ lat)
+            sub_src.append(src[parent])
+            sub_dst.append(dst[parent])
             repeats[(j, k)] = st.repeat
             stage_info.append((j, k, ncol, ncol + m))
             ncol += m
@@ -243,9 +255,7 @@ def _explain(topo: Topology, inc: sparse.csc_matrix, util: np.ndarray, link_byte
              dst: np.ndarray, job: np.ndarray, plans: list[CommPlan], top: int) -> tuple[LinkReport, ...]:
     if top <= 0:
         return ()
-    fabric = np.nonzero(topo.link_tier >= 1)[0]
-    cand = fabric if fabric.size else np.arange(topo.n_links)
-    order = cand[np.argsort(-util[cand], kind="stable")][:top]
+    order = np.argsort(-util, kind="stable")[:top]
     csr = inc.tocsr()
     out = []
     for link in order:
@@ -299,7 +309,8 @@ def fabric_collective(
         op=op.value, message_bytes=float(message_bytes), n_ranks=comm.n_ranks, algorithm=plan.algorithm,
         protocol="Simple", time_s=t, latency_s=0.0, algbw_bytes_per_s=algbw,
         busbw_bytes_per_s=algbw * busbw_factor(op, comm.n_ranks),
-        network_time_s={}, bottleneck=hot.tier if hot else "none", explanation=why,
+        network_time_s={("scale-up" if hot.tier == TIER_NAMES[0] else "scale-out") if hot else "scale-out": t},
+        bottleneck=hot.tier if hot else "none", explanation=why,
         convention=f"per_direction/{efficiency}", engine=engine,
         extra={"fabric": res, "tier_bytes": tier_bytes},
     )

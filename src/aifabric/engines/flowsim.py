@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -41,6 +42,7 @@ StageKey = tuple[int, int]
 _STAGE_START = "stage_start"  # payload: stage index
 _READY = "ready"  # payload: array of group indices whose start latency has elapsed
 _STAGE_END = "stage_end"  # payload: stage index (end of fast-forwarded repetitions)
+_RATE_CACHE_FLOATS = 1 << 22  # rates kept for reuse, in all (32 MiB)
 
 
 def _read_only(arr: np.ndarray) -> np.ndarray:
@@ -74,7 +76,9 @@ class FlowSimResult:
     n_events : int
         Distinct event times processed.
     n_rate_solves : int
-        Max-min solves.
+        Max-min solves run.
+    n_rate_reuses : int
+        Times an allocation was reused because the same set of groups was moving as at an earlier solve.
     n_fast_forwarded_repeats : int
         Stage repetitions not simulated but extrapolated (see :class:`Simulation`, "Repeats").
     """
@@ -90,6 +94,7 @@ class FlowSimResult:
     link_peak_utilisation: np.ndarray
     n_events: int
     n_rate_solves: int
+    n_rate_reuses: int
     n_fast_forwarded_repeats: int
 
     def stage_span_s(self, job: int, stage: int) -> tuple[float, float]:
@@ -251,7 +256,9 @@ class Simulation:
     **Events.** Rates are solved again after every event time at which a transfer finished or started
     moving (stage start plus latency). Transfers whose remaining time is within ``tol`` of the earliest
     finish together, in one event. When transfers only left, the solve is warm-started: groups slower than
-    the slowest leaver keep their rates (exact, see ``maxmin._water_fill``). A run costs about
+    the slowest leaver keep their rates (exact, see ``maxmin._water_fill``). The allocation depends only
+    on which groups are moving, so one seen recently is reused without a solve (exact; repeated steps of
+    concurrent jobs revisit the same sets). A run costs about
     events x (entries of the moving groups' columns + filling rounds x ~50 us); events grow with the number
     of groups that finish at distinct times, so thousands of independent transfers of unequal progress
     cost thousands of solves.
@@ -348,7 +355,9 @@ class Simulation:
         self.stages_left = n_stages
         self.link_peak_utilisation = np.zeros(n_links)
         self._local_index = np.zeros(n_links, dtype=np.int64)  # scratch: global link -> index in a solve
-        self.n_events = self.n_rate_solves = self.n_fast_forwarded_repeats = 0
+        self.n_events = self.n_rate_solves = self.n_rate_reuses = self.n_fast_forwarded_repeats = 0
+        self._rate_cache: OrderedDict[bytes, np.ndarray] = OrderedDict()  # moving groups -> their rates
+        self._rate_cache_floats = 0
         self._rates_stale = False
         self._new_movers = False  # a group started moving since the last solve
         self._lowest_leaver_rate = np.inf  # lowest rate of a group that finished since the last solve
@@ -494,6 +503,15 @@ class Simulation:
         self._new_movers, self._lowest_leaver_rate = False, np.inf
         if not moving.size:
             return
+        # Optimisation (exact): the max-min allocation depends only on the set of moving groups, and
+        # periodic workloads (repeated steps of concurrent jobs) revisit the same sets over and over.
+        key = moving.tobytes()
+        cached = self._rate_cache.get(key)
+        if cached is not None:
+            self._rate_cache.move_to_end(key)
+            self.rate[moving] = cached
+            self.n_rate_reuses += 1
+            return
         keep = None
         if np.isfinite(start_level):
             old = self.rate[moving]
@@ -516,11 +534,20 @@ class Simulation:
         rates = _water_fill(local, capacity, no_cap, self.tol, keep=keep, start_level=start_level)
         self.rate[moving] = rates
         self.n_rate_solves += 1
+        self._remember(key, rates)
         load = local.link_sums(rates)
         util = np.divide(
             load, capacity, out=np.zeros_like(load), where=np.isfinite(capacity) & (capacity > 0)
         )
         self.link_peak_utilisation[links] = np.maximum(self.link_peak_utilisation[links], util)
+
+    def _remember(self, key: bytes, rates: np.ndarray) -> None:
+        """Keep an allocation for reuse; least recently used ones go beyond _RATE_CACHE_FLOATS in all."""
+        self._rate_cache[key] = rates
+        self._rate_cache_floats += rates.size
+        while self._rate_cache_floats > _RATE_CACHE_FLOATS and len(self._rate_cache) > 1:
+            _, old = self._rate_cache.popitem(last=False)
+            self._rate_cache_floats -= old.size
 
     def _raise_stuck(self) -> None:
         moving = np.flatnonzero(self.moving)
@@ -551,6 +578,7 @@ class Simulation:
             link_peak_utilisation=_read_only(self.link_peak_utilisation.copy()),
             n_events=self.n_events,
             n_rate_solves=self.n_rate_solves,
+            n_rate_reuses=self.n_rate_reuses,
             n_fast_forwarded_repeats=self.n_fast_forwarded_repeats,
         )
 

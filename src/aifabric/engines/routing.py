@@ -115,13 +115,26 @@ def _pick(alive: np.ndarray, h: np.ndarray) -> np.ndarray:
 
 
 def _least_loaded(alive: np.ndarray, cand_links: np.ndarray, load: np.ndarray, weight: np.ndarray,
-                  order: np.ndarray, batches: int = 64) -> np.ndarray:
-    """Greedy least-loaded choice per row (adaptive routing), in ``batches`` seeded rounds."""
+                  switch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Greedy least-loaded choice per row (adaptive routing at each source switch).
+
+    Rows are placed in a seeded random order; each switch places one row per round, so rows of different
+    switches (which do not compete for the same uplinks) are placed together and rows of one switch see
+    each other's load, as a switch's per-flowlet decisions do.
+    """
     out = np.full(alive.shape[0], -1, np.int64)
-    for chunk in np.array_split(order, max(1, min(batches, order.size))):
-        if chunk.size == 0:
-            continue
-        cur = np.where(alive[chunk], load[cand_links[chunk]], np.inf)
+    order = rng.permutation(alive.shape[0])
+    sw = switch[order]
+    by_sw = np.argsort(sw, kind="stable")
+    sorted_sw = sw[by_sw]
+    starts = np.searchsorted(sorted_sw, sorted_sw, side="left")
+    rank = np.empty_like(by_sw)
+    rank[by_sw] = np.arange(by_sw.size) - starts
+    for r in range(int(rank.max()) + 1 if rank.size else 0):
+        chunk = order[rank == r]
+        # ties broken at random (a switch has no preferred port among equally loaded ones)
+        jitter = rng.random(cand_links[chunk].shape) * 1e-9 * (1.0 + float(weight.max(initial=0.0)))
+        cur = np.where(alive[chunk], load[cand_links[chunk]] + jitter, np.inf)
         choice = cur.argmin(axis=1)
         ok = np.isfinite(cur[np.arange(chunk.size), choice])
         choice = np.where(ok, choice, -1)
@@ -316,9 +329,7 @@ def _route_between_leaves(topo: Topology, b: _Builder, cols: np.ndarray, s: np.n
         h = slot_d.astype(np.uint64)
         j = _pick(viable, h)
     elif policy == "adaptive":
-        load = np.zeros(topo.n_links)
-        order = rng.permutation(m)
-        j = _least_loaded(viable, up_links, load, w, order)
+        j = _least_loaded(viable, up_links, np.zeros(topo.n_links), w, leaf_s, rng)
     else:
         j = _pick(viable, hash64(base_h, sw_seed(2)))
     rows = np.arange(m)

@@ -6,7 +6,11 @@ The front door of ``aifabric.training``:
 - :mod:`~aifabric.training.flops`: parameter counts (Megatron-LM Eq. 2 and general), training FLOPs (Eq. 3
   and general), training time (Eq. 4);
 - :mod:`~aifabric.training.layout`: :class:`ParallelLayout` (validation, rank groups);
-- :mod:`~aifabric.training.memory`: :func:`memory_breakdown`, :func:`check_fits`.
+- :mod:`~aifabric.training.memory`: :func:`memory_breakdown`, :func:`check_fits`;
+- :mod:`~aifabric.training.efficiency`: measured GEMM/HBM efficiencies per GPU (:func:`compute_profile`);
+- :mod:`~aifabric.training.step`: the step time of a layout on a cluster (:func:`step_time`, :class:`StepModel`);
+- :mod:`~aifabric.training.planner`: the layout search (:func:`plan`) and :func:`compare`;
+- :mod:`~aifabric.training.plot`: stacked bars of step-time breakdowns (matplotlib; imported on demand).
 
 Examples
 --------
@@ -18,6 +22,7 @@ Examples
 '52.6 GB per GPU: weights 4.9 GB, grads 9.9 GB, optimizer 29.7 GB, activations 8.1 GB'
 """
 
+from aifabric.training.efficiency import ComputeProfile, compute_profile, list_compute_profiles
 from aifabric.training.flops import (
     active_param_count,
     attention_core_forward_flops_per_token,
@@ -40,24 +45,36 @@ from aifabric.training.memory import (
     memory_breakdown,
 )
 from aifabric.training.models import BytesPerParam, ModelSpec, get_model, list_models
+from aifabric.training.planner import Comparison, PlanResult, compare, plan
+from aifabric.training.step import CommItem, StepModel, StepOptions, StepTime, step_time
 
 __all__ = [
     "DEFAULT_ORDER",
     "DIMENSIONS",
     "BytesPerParam",
+    "CommItem",
+    "Comparison",
+    "ComputeProfile",
     "MemoryBreakdown",
     "ModelSpec",
     "ParallelLayout",
+    "PlanResult",
     "RankGroups",
     "Recompute",
+    "StepModel",
+    "StepOptions",
+    "StepTime",
     "activation_bytes_per_layer",
     "active_param_count",
     "attention_core_forward_flops_per_token",
     "check_fits",
+    "compare",
+    "compute_profile",
     "forward_flops_per_token",
     "get_model",
     "in_flight_layer_microbatches",
     "layer_forward_flops_per_token",
+    "list_compute_profiles",
     "list_models",
     "logit_forward_flops_per_token",
     "megatron_gpt_flops_per_iteration",
@@ -65,6 +82,8 @@ __all__ = [
     "megatron_training_time_s",
     "memory_breakdown",
     "param_count",
+    "plan",
+    "step_time",
     "training_flops_per_iteration",
     "training_flops_per_token",
 ]

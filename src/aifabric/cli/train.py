@@ -1,0 +1,227 @@
+"""``aifabric train`` (time one layout) and ``aifabric plan`` (search the layouts) of a training job.
+
+Exit codes: 0 success; 2 bad input (unknown model or cluster, a degree that does not divide, a batch that
+does not split into microbatches, a layout that does not fit in memory), one line on stderr.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.collectives.api import resolve_cluster
+from aifabric.errors import ConfigError
+from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout
+from aifabric.training.models import get_model
+from aifabric.training.planner import PlanResult, compare
+from aifabric.training.planner import plan as plan_layouts
+from aifabric.training.step import PARTS, StepModel, StepOptions, StepTime
+from aifabric.units import format_bytes
+
+__all__ = ["plan", "train"]
+
+
+class RecomputeChoice(str, Enum):
+    none = "none"
+    selective = "selective"
+    full = "full"
+
+
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model preset (see training/presets/models.yaml), e.g. gpt3-175b")]
+ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="Cluster preset or YAML file")]
+NodesOpt = Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)]
+BatchOpt = Annotated[int, typer.Option("--global-batch", "-B", help="Global batch, sequences per step", min=1)]
+FlashOpt = Annotated[bool, typer.Option("--flash-attention/--no-flash-attention", help="Attention scores stay on chip (off: Megatron 2021 fused softmax through HBM)")]
+OverlapOpt = Annotated[bool, typer.Option("--overlap-grad-reduce/--no-overlap-grad-reduce", help="Hide the DP gradient reduction behind the last backward pass")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
+PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Write a stacked-bar PNG of the step-time breakdown")]
+
+
+def _options(flash: bool, overlap: bool) -> StepOptions:
+    return StepOptions(flash_attention=flash, overlap_grad_reduce=overlap)
+
+
+@handle_errors
+def train(
+    model: ModelOpt = "gpt3-175b",
+    cluster: ClusterOpt = "dgx-h100-superpod",
+    nodes: NodesOpt = None,
+    tp: Annotated[int, typer.Option(help="Tensor-parallel degree", min=1)] = 1,
+    pp: Annotated[int, typer.Option(help="Pipeline-parallel degree", min=1)] = 1,
+    dp: Annotated[int | None, typer.Option(help="Data-parallel degree (default: GPUs / (tp x pp x cp))", min=1)] = None,
+    cp: Annotated[int, typer.Option(help="Context-parallel degree", min=1)] = 1,
+    ep: Annotated[int, typer.Option(help="Expert-parallel degree (MoE models)", min=1)] = 1,
+    vp: Annotated[int, typer.Option("--virtual-stages", help="Interleaved model chunks per pipeline rank", min=1)] = 1,
+    microbatch: Annotated[int, typer.Option("--microbatch", "-b", help="Sequences per microbatch", min=1)] = 1,
+    global_batch: BatchOpt = 1536,
+    recompute: Annotated[RecomputeChoice, typer.Option(help="Activation recomputation")] = RecomputeChoice.selective,
+    zero: Annotated[int, typer.Option(help="ZeRO stage (1 = Megatron's distributed optimizer)", min=0, max=3)] = 1,
+    sequence_parallel: Annotated[bool, typer.Option("--sp/--no-sp", help="Sequence parallelism (with tp > 1)")] = True,
+    order: Annotated[str, typer.Option(help="Rank placement, innermost first")] = DEFAULT_ORDER,
+    flash_attention: FlashOpt = True,
+    overlap_grad_reduce: OverlapOpt = True,
+    plot: PlotOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Time one training step of a layout: compute, each network's exposed and hidden time, bubble, MFU.
+
+    Every communication is timed by the formula engine on the cluster, with ranks placed on GPUs in
+    order (the layout's --order decides which ranks form each group).
+    """
+    spec = resolve_cluster(cluster, nodes=nodes)
+    spec_model = get_model(model)
+    if dp is None:
+        ParallelLayout(tp=tp, pp=pp, cp=cp).validate(spec_model)  # a TP that does not divide the heads first
+        if spec.n_gpus % (tp * pp * cp):
+            raise ConfigError(
+                f"tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} does not divide the {spec.n_gpus} GPUs of the cluster"
+            )
+        dp = spec.n_gpus // (tp * pp * cp)
+    layout = ParallelLayout(
+        tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, virtual_pipeline_stages=vp, microbatch_size=microbatch,
+        global_batch_size=global_batch, recompute=recompute.value, zero_stage=zero,
+        sequence_parallel=sequence_parallel and tp > 1, order=order,
+    )
+    st = StepModel(spec_model, spec, options=_options(flash_attention, overlap_grad_reduce)).evaluate(layout)
+    if plot is not None:
+        from aifabric.training.plot import plot_step_breakdown
+
+        plot_step_breakdown([st], plot)
+    if json_out:
+        emit_json(st.to_dict())
+        return
+    _print_step(st)
+    if plot is not None:
+        console.print(f"plot: {plot}")
+
+
+def _print_step(st: StepTime) -> None:
+    console.print(f"[bold]{st.model}[/] on {st.n_gpus} GPUs of {st.cluster}: {st.layout.describe()}")
+    console.print(
+        f"step {st.step_s:.3f} s, {st.tokens_per_s:,.0f} tokens/s, {st.achieved_flops_per_gpu / 1e12:.1f} TFLOP/s "
+        f"per GPU (hardware FLOPs), MFU {st.mfu:.1%}, {st.n_microbatches} microbatches, bubble "
+        f"{st.bubble_fraction:.1%}"
+    )
+    t = Table(title="Critical path per step", show_edge=False)
+    for col in ("part", "seconds", "share"):
+        t.add_column(col, justify="right" if col != "part" else "left")
+    for part in PARTS:
+        sec = st.breakdown_s[part]
+        if sec > 0:
+            t.add_row(part, f"{sec:.4f}", f"{sec / st.step_s:.1%}")
+    console.print(t)
+    c = Table(title="Communication per step (formula engine; exposed = on the critical path)", show_edge=False)
+    for col in ("dim", "op", "size", "calls", "per call", "algorithm", "ranks/domains", "network", "exposed s", "hidden s"):
+        c.add_column(col, justify="left" if col in ("dim", "op", "algorithm", "network") else "right")
+    for item in st.comms:
+        nets = "+".join(k for k, v in item.network_time_s.items() if v > 0) or "-"
+        c.add_row(item.dim, item.op, format_bytes(item.message_bytes), f"{item.count:g}", f"{item.time_s * 1e3:.3f} ms",
+                  item.algorithm, f"{item.n_ranks}/{item.n_domains}", nets, f"{item.exposed_s:.4f}", f"{item.hidden_s:.4f}")
+    console.print(c)
+    nets = ", ".join(f"{k}: {v['exposed']:.3f} s exposed, {v['hidden']:.3f} s hidden" for k, v in st.network_s.items())
+    console.print(f"networks per step: {nets}")
+    console.print(f"memory: {st.memory.summary()}")
+    console.print(
+        f"compute efficiency: GEMM {st.compute.gemm_efficiency:.1%} of peak, HBM {st.compute.hbm_efficiency:.1%} "
+        f"({st.compute.source})"
+    )
+    for note in st.notes:
+        console.print(f"note: {note}")
+
+
+@handle_errors
+def plan(
+    model: ModelOpt = "gpt3-175b",
+    cluster: ClusterOpt = "dgx-h100-superpod",
+    nodes: NodesOpt = None,
+    global_batch: BatchOpt = 1536,
+    top: Annotated[int, typer.Option(help="Layouts to show", min=1)] = 5,
+    tp: Annotated[int | None, typer.Option(help="Force the TP degree", min=1)] = None,
+    pp: Annotated[int | None, typer.Option(help="Force the PP degree", min=1)] = None,
+    dp: Annotated[int | None, typer.Option(help="Force the DP degree", min=1)] = None,
+    cp: Annotated[int | None, typer.Option(help="Force the CP degree", min=1)] = None,
+    ep: Annotated[int | None, typer.Option(help="Force the EP degree", min=1)] = None,
+    flash_attention: FlashOpt = True,
+    overlap_grad_reduce: OverlapOpt = True,
+    plot: PlotOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Search every feasible layout (TP, CP, PP, DP, EP, microbatch, interleaving, recompute, ZeRO) and rank
+    them by throughput; show the top ones with their breakdown and why the winner wins.
+
+    With a forced degree (--tp 16 ...), the best such layout is compared with the unconstrained winner and
+    the report names the network that makes the difference.
+    """
+    spec = resolve_cluster(cluster, nodes=nodes)
+    spec_model = get_model(model)
+    sm = StepModel(spec_model, spec, options=_options(flash_attention, overlap_grad_reduce))
+    forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
+    res = plan_layouts(spec_model, spec, global_batch, top=top, step_model=sm, **forced)
+    comparison = None
+    if forced:
+        free = plan_layouts(spec_model, spec, global_batch, top=1, step_model=sm)
+        comparison = compare(free.best, res.best)
+    why = res.why(sm)
+    if plot is not None:
+        from aifabric.training.plot import plot_step_breakdown
+
+        plot_step_breakdown(list(res.ranked), plot)
+    if json_out:
+        emit_json(_plan_dict(res, why, comparison))
+        return
+    _print_plan(res)
+    console.print(why)
+    if comparison is not None:
+        console.print(f"[bold]forced {', '.join(f'{k}={v}' for k, v in forced.items())}[/]: {comparison.text}")
+    if plot is not None:
+        console.print(f"plot: {plot}")
+
+
+def _plan_dict(res: PlanResult, why: str, comparison) -> dict:
+    out = {
+        "model": res.model,
+        "cluster": res.cluster,
+        "n_gpus": res.n_gpus,
+        "global_batch_size": res.global_batch_size,
+        "n_evaluated": res.n_evaluated,
+        "n_feasible": res.n_feasible,
+        "rejected": res.rejected,
+        "elapsed_s": res.elapsed_s,
+        "layouts_per_s": res.layouts_per_s,
+        "ranked": [st.to_dict() for st in res.ranked],
+        "why": why,
+    }
+    if comparison is not None:
+        out["comparison"] = {
+            "faster": comparison.faster.layout.describe(),
+            "slower": comparison.slower.layout.describe(),
+            "slower_by_s": comparison.slower_by_s,
+            "parts_delta_s": comparison.parts_delta_s,
+            "network_delta_s": comparison.network_delta_s,
+            "blamed_network": comparison.blamed_network,
+            "text": comparison.text,
+        }
+    return out
+
+
+def _print_plan(res: PlanResult) -> None:
+    console.print(
+        f"[bold]{res.model}[/] on {res.n_gpus} GPUs of {res.cluster}, global batch {res.global_batch_size}: "
+        f"{res.n_evaluated} layouts tried, {res.n_feasible} feasible, in {res.elapsed_s:.2f} s "
+        f"({res.layouts_per_s:,.0f} layouts/s)"
+    )
+    if res.rejected:
+        console.print("rejected: " + "; ".join(f"{k}: {v}" for k, v in sorted(res.rejected.items(), key=lambda x: -x[1])))
+    t = Table(title="Fastest layouts (seconds per step on the critical path)", show_edge=False)
+    for col in ("#", "layout", "step s", "tokens/s", "TFLOP/s/GPU", "MFU", *PARTS, "mem GB"):
+        t.add_column(col, justify="left" if col == "layout" else "right")
+    for i, st in enumerate(res.ranked, 1):
+        t.add_row(str(i), st.layout.describe(), f"{st.step_s:.3f}", f"{st.tokens_per_s:,.0f}",
+                  f"{st.achieved_flops_per_gpu / 1e12:.0f}", f"{st.mfu:.1%}",
+                  *(f"{st.breakdown_s[p]:.3f}" for p in PARTS), f"{st.memory.total_bytes / 1e9:.0f}")
+    console.print(t)

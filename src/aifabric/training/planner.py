@@ -1,0 +1,391 @@
+"""Planner: enumerate the layouts of a model on a cluster for a global batch, rank them by throughput.
+
+:func:`plan` walks every combination of TP (dividing the heads), CP, PP, DP (their product is the GPU
+count), EP (MoE models), microbatch size, interleaving, recomputation and ZeRO stage that passes
+:meth:`~aifabric.training.layout.ParallelLayout.validate`, checks its memory, times it with
+:class:`~aifabric.training.step.StepModel` (collective times cached per communicator shape) and keeps the
+fastest. All layouts share the global batch, so the shortest step is the highest throughput.
+:func:`compare` says why one layout beats another: which part of the step grew, and on which network.
+
+Examples
+--------
+>>> from aifabric.cluster.presets import preset
+>>> from aifabric.training.models import get_model
+>>> res = plan(get_model("llama3-8b"), preset("dgx-h100-superpod", nodes=2), 64, top=3)
+>>> res.best.layout.tp <= 8 and len(res.ranked) == 3
+True
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.engines.formula import TierModel
+from aifabric.errors import ConfigError, Infeasible
+from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
+from aifabric.training.models import ModelSpec
+from aifabric.training.step import NETWORKS, PARTS, StepModel, StepOptions, StepTime
+
+__all__ = ["Comparison", "PlanResult", "compare", "plan"]
+
+_COMM_PARTS = ("tp", "cp", "ep", "pp", "dp")
+_PART_LABEL = {
+    "compute": "compute (GEMMs)",
+    "memory-bound": "memory-bound work",
+    "tp": "TP collectives",
+    "cp": "CP collectives",
+    "ep": "EP all-to-all",
+    "pp": "PP send/recv",
+    "bubble": "pipeline bubble",
+    "dp": "exposed DP reduction",
+    "optimizer": "optimizer step",
+}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Why ``slower`` takes longer per step than ``faster``.
+
+    Attributes
+    ----------
+    faster, slower : StepTime
+    slower_by_s : float
+        Extra seconds per step.
+    parts_delta_s : dict
+        Change of each critical-path part (slower minus faster), seconds per step.
+    network_delta_s : dict
+        Change of exposed communication per network, seconds per step.
+    blamed_network : str or None
+        The network whose exposed time grew most, if communication explains the difference.
+    text : str
+        One paragraph.
+    """
+
+    faster: StepTime
+    slower: StepTime
+    slower_by_s: float
+    parts_delta_s: dict[str, float]
+    network_delta_s: dict[str, float]
+    blamed_network: str | None
+    text: str
+
+
+def _exposed_by_network(st: StepTime) -> dict[str, float]:
+    return {net: st.network_s.get(net, {}).get("exposed", 0.0) for net in NETWORKS}
+
+
+def compare(faster: StepTime, slower: StepTime) -> Comparison:
+    """Explain the step-time difference between two layouts of the same model and batch.
+
+    Parameters
+    ----------
+    faster, slower : StepTime
+        Normally ``faster.step_s <= slower.step_s`` (the text says "faster"/"slower" by the actual times).
+
+    Returns
+    -------
+    Comparison
+    """
+    a, b = faster, slower
+    delta = b.step_s - a.step_s
+    parts = {k: b.breakdown_s.get(k, 0.0) - a.breakdown_s.get(k, 0.0) for k in PARTS}
+    ea, eb = _exposed_by_network(a), _exposed_by_network(b)
+    nets = {net: eb[net] - ea[net] for net in NETWORKS}
+    grown = sorted(((v, k) for k, v in parts.items() if v > 0), reverse=True)
+    blamed = max(nets, key=nets.get) if nets and max(nets.values()) > 0 else None  # type: ignore[arg-type]
+    word = "slower" if delta >= 0 else "faster"
+    text = (
+        f"{b.layout.describe()} is {abs(delta) / a.step_s:.1%} {word} than {a.layout.describe()} "
+        f"({b.step_s:.3f} vs {a.step_s:.3f} s/step)"
+    )
+    if grown:
+        text += ": " + ", ".join(f"{_PART_LABEL[k]} +{v:.3f} s" for v, k in grown[:3])
+        shrunk = sorted(((v, k) for k, v in parts.items() if v < 0))
+        if shrunk:
+            text += "; " + ", ".join(f"{_PART_LABEL[k]} {v:.3f} s" for v, k in shrunk[:2])
+    top_part = grown[0][1] if grown else None
+    if blamed is not None and top_part in _COMM_PARTS:
+        groups = [c for c in b.comms if c.dim == top_part]
+        span = max(groups, key=lambda c: c.n_domains) if groups else None
+        text += (
+            f". The extra communication is on the {blamed} network (+{nets[blamed]:.3f} s exposed per step)"
+        )
+        if span is not None:
+            text += (
+                f": the {top_part.upper()} group of {span.n_ranks} ranks spans {span.n_domains} scale-up "
+                f"domain(s), {span.algorithm} {span.op} at {span.time_s * 1e3:.2f} ms per call"
+            )
+            a_items = [c for c in a.comms if c.dim == top_part]
+            if a_items:
+                ref = max(a_items, key=lambda c: c.n_domains)
+                text += f" (vs {ref.n_ranks} ranks in {ref.n_domains} domain(s), {ref.time_s * 1e3:.2f} ms)"
+    elif blamed is not None and nets[blamed] > 0.1 * max(delta, 1e-12):
+        text += f". Exposed communication grows most on {blamed} (+{nets[blamed]:.3f} s per step)"
+    return Comparison(a, b, delta, parts, nets, blamed, text + ".")
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """The ranked layouts of one search.
+
+    Attributes
+    ----------
+    model, cluster : str
+    n_gpus, global_batch_size : int
+    ranked : tuple of StepTime
+        The fastest layouts, fastest first, with their full breakdown.
+    n_evaluated : int
+        Layouts built and checked (validation, memory, time).
+    n_feasible : int
+        Layouts that fit and were timed.
+    rejected : dict
+        Why the others were rejected (reason -> count).
+    elapsed_s : float
+        Wall time of the search.
+    best_by : dict
+        For ``tp``, ``pp``, ``cp``, ``ep``, ``recompute``: the fastest step time of each value, for "why".
+    constraints : dict
+        Degrees forced by the caller.
+    """
+
+    model: str
+    cluster: str
+    n_gpus: int
+    global_batch_size: int
+    ranked: tuple[StepTime, ...]
+    n_evaluated: int
+    n_feasible: int
+    rejected: dict[str, int]
+    elapsed_s: float
+    best_by: dict[str, dict[object, tuple[float, ParallelLayout]]] = field(default_factory=dict)
+    constraints: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def best(self) -> StepTime:
+        """The winner."""
+        return self.ranked[0]
+
+    @property
+    def layouts_per_s(self) -> float:
+        """Search speed: layouts evaluated per second of wall time."""
+        return self.n_evaluated / self.elapsed_s if self.elapsed_s > 0 else float("inf")
+
+    def why(self, model: StepModel | None = None) -> str:
+        """Why the winner wins: its breakdown, then the best layout of each other TP/PP/recompute choice.
+
+        Parameters
+        ----------
+        model : StepModel, optional
+            To re-time the alternatives in full (the search keeps only their step times); without it the
+            alternatives are quoted by step time alone.
+        """
+        w = self.best
+        bd = w.breakdown_s
+        parts = ", ".join(f"{_PART_LABEL[k]} {v:.3f} s" for k, v in bd.items() if v > 5e-4)
+        lines = [
+            f"Winner {w.layout.describe()}: {w.step_s:.3f} s/step, {w.tokens_per_s:,.0f} tokens/s, "
+            f"{w.achieved_flops_per_gpu / 1e12:.0f} TFLOP/s per GPU, MFU {w.mfu:.1%} ({parts})."
+        ]
+        tp_items = [c for c in w.comms if c.dim == "tp"]
+        if tp_items:
+            nd = max(c.n_domains for c in tp_items)
+            where = "stays inside one scale-up domain" if nd == 1 else f"spans {nd} scale-up domains"
+            lines.append(f"Its TP group of {w.layout.tp} {where}.")
+        if len(self.ranked) > 1:
+            lines.append("Runner-up: " + compare(w, self.ranked[1]).text)
+        for dim in ("tp", "pp", "recompute"):
+            current = getattr(w.layout, dim)
+            current = current.value if isinstance(current, Recompute) else current
+            others = [(s, lay) for val, (s, lay) in self.best_by.get(dim, {}).items() if val != current]
+            if not others:
+                continue
+            s, lay = min(others, key=lambda x: x[0])
+            if model is not None:
+                lines.append(f"Best other {dim}: " + compare(w, model.evaluate(lay)).text)
+            else:
+                lines.append(
+                    f"Best other {dim}: {lay.describe()} at {s:.3f} s/step ({(s - w.step_s) / w.step_s:+.1%})."
+                )
+        return "\n".join(lines)
+
+
+def _reason(message: str) -> str:
+    """The field a validation message starts with (``global_batch_size``, ``interleaved schedule`` ...)."""
+    match = re.match(r"[A-Za-z_ ]+", message)
+    return (match.group(0).strip() if match else message[:40]) or message[:40]
+
+
+def _divisors(n: int) -> list[int]:
+    small = [i for i in range(1, int(n**0.5) + 1) if n % i == 0]
+    return sorted(set(small + [n // i for i in small]))
+
+
+def plan(
+    model: ModelSpec,
+    spec: ClusterSpec,
+    global_batch_size: int,
+    *,
+    options: StepOptions | None = None,
+    top: int = 5,
+    tp: int | None = None,
+    pp: int | None = None,
+    dp: int | None = None,
+    cp: int | None = None,
+    ep: int | None = None,
+    microbatch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16),
+    virtual_stages: tuple[int, ...] = (1, 2, 3, 4, 6, 8),
+    recompute: tuple[str, ...] = ("none", "selective", "full"),
+    zero_stages: tuple[int, ...] = (1, 3),
+    max_cp: int = 16,
+    order: str = DEFAULT_ORDER,
+    tiers: TierModel | None = None,
+    step_model: StepModel | None = None,
+) -> PlanResult:
+    """Search the layouts of ``model`` on ``spec`` for ``global_batch_size`` sequences; fastest first.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    spec : ClusterSpec
+        Every GPU is used: tp x cp x pp x dp = ``spec.n_gpus``.
+    global_batch_size : int
+        B, sequences per iteration.
+    options : StepOptions, optional
+        Software settings (flash attention, overlap ...); default :class:`StepOptions`.
+    top : int, default 5
+        Layouts returned with their full breakdown.
+    tp, pp, dp, cp, ep : int, optional
+        Force a degree (e.g. ``tp=16`` to see what TP across two nodes costs).
+    microbatch_sizes, virtual_stages, recompute, zero_stages : tuple
+        Values tried. Sequence parallelism is on whenever tp > 1 (same traffic as TP's all-reduces, less
+        memory); ZeRO-1 (Megatron's distributed optimizer) dominates ZeRO-0 and is the default lower stage.
+    max_cp : int, default 16
+        Largest context-parallel degree tried.
+    order : str
+        Rank placement of every layout (Megatron's default: TP innermost).
+    tiers : TierModel, optional
+    step_model : StepModel, optional
+        Reuse one (and its caches) across searches.
+
+    Returns
+    -------
+    PlanResult
+
+    Raises
+    ------
+    ConfigError
+        If ``global_batch_size`` or ``top`` is not positive, or a forced degree is impossible.
+    Infeasible
+        If no layout fits; the message counts the reasons.
+    """
+    if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int) or global_batch_size < 1:
+        raise ConfigError(f"global_batch_size must be an integer >= 1, got {global_batch_size!r}")
+    if top < 1:
+        raise ConfigError(f"top must be >= 1, got {top!r}")
+    t0 = time.perf_counter()
+    sm = step_model or StepModel(model, spec, options=options, tiers=tiers)
+    n = spec.n_gpus
+    l = model.n_layers  # noqa: E741
+    uneven = sm.options.uneven_stages
+    forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
+    for name, value in forced.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+    if tp and (model.n_heads % tp or model.n_kv_heads % tp):
+        raise ConfigError(
+            f"tp={tp} does not divide n_heads={model.n_heads} / n_kv_heads={model.n_kv_heads} of model {model.name!r}"
+        )
+    for name, value in forced.items():
+        if name != "ep" and n % value:
+            raise ConfigError(f"{name}={value} does not divide the {n} GPUs of {spec.name}")
+    recomputes = [Recompute.parse(r) for r in recompute]
+
+    heap: list[tuple[float, int, ParallelLayout]] = []
+    rejected: Counter[str] = Counter()
+    best_by: dict[str, dict[object, tuple[float, ParallelLayout]]] = {
+        k: {} for k in ("tp", "pp", "cp", "ep", "recompute")
+    }
+    evaluated = feasible = 0
+    seq = 0
+    kv = model.n_kv_heads
+    for t in ([tp] if tp else _divisors(n)):
+        if model.n_heads % t or kv % t:
+            continue
+        rest_t = n // t
+        for c in ([cp] if cp else _divisors(rest_t)):
+            if rest_t % c or c > max(max_cp, cp or 1) or (c > 1 and model.seq_len % (2 * c)):
+                continue
+            rest_c = rest_t // c
+            for p in ([pp] if pp else _divisors(rest_c)):
+                if rest_c % p or p > l or (not uneven and l % p):
+                    continue
+                d = rest_c // p
+                if dp and d != dp:
+                    continue
+                eps = [1]
+                if model.is_moe:
+                    eps = [ep] if ep else [x for x in _divisors(model.n_experts) if (d * c) % x == 0]
+                for b in microbatch_sizes:
+                    if global_batch_size % (b * d):
+                        continue
+                    m = global_batch_size // (b * d)
+                    for v in virtual_stages:
+                        if v > 1 and (p == 1 or m % p or l < p * v or (not uneven and l % (p * v))):
+                            continue
+                        if v == 1 and not uneven and l % p:
+                            continue
+                        for e in eps:
+                            for rc in recomputes:
+                                for z in zero_stages:
+                                    evaluated += 1
+                                    try:
+                                        lay = ParallelLayout(
+                                            tp=t, pp=p, dp=d, ep=e, cp=c, sequence_parallel=t > 1,
+                                            virtual_pipeline_stages=v, zero_stage=z, microbatch_size=b,
+                                            global_batch_size=global_batch_size, recompute=rc, order=order,
+                                        )
+                                        step = sm.step_seconds(lay)
+                                    except Infeasible:
+                                        rejected["does not fit in memory"] += 1
+                                        continue
+                                    except ConfigError as err:
+                                        rejected[_reason(str(err))] += 1
+                                        continue
+                                    feasible += 1
+                                    seq += 1
+                                    item = (-step, seq, lay)
+                                    if len(heap) < top:
+                                        heapq.heappush(heap, item)
+                                    elif -step > heap[0][0]:
+                                        heapq.heapreplace(heap, item)
+                                    for key, val in (("tp", t), ("pp", p), ("cp", c), ("ep", e),
+                                                     ("recompute", rc.value)):
+                                        got = best_by[key].get(val)
+                                        if got is None or step < got[0]:
+                                            best_by[key][val] = (step, lay)
+    if not heap:
+        reasons = "; ".join(f"{k}: {v}" for k, v in rejected.most_common(4)) or "no layout divides the GPUs"
+        what = ", ".join(f"{k}={v}" for k, v in forced.items())
+        raise Infeasible(
+            f"no feasible layout for {model.name} on {n} GPUs of {spec.name} with global batch "
+            f"{global_batch_size}{' and ' + what if what else ''} ({evaluated} tried; {reasons})"
+        )
+    ranked = tuple(sm.evaluate(lay) for _, _, lay in sorted(heap, key=lambda x: (-x[0], x[1])))
+    return PlanResult(
+        model=model.name,
+        cluster=spec.name,
+        n_gpus=n,
+        global_batch_size=global_batch_size,
+        ranked=ranked,
+        n_evaluated=evaluated,
+        n_feasible=feasible,
+        rejected=dict(rejected),
+        elapsed_s=time.perf_counter() - t0,
+        best_by=best_by,
+        constraints=forced,
+    )
