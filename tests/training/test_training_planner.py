@@ -68,10 +68,12 @@ def test_405b_search_on_16384_gpus_is_fast():
 
 
 def test_moe_planner_keeps_expert_all_to_all_in_nvlink():
-    # Mixtral 8x7B on 8 DGX H100 nodes: the best layouts place their EP groups inside a domain.
-    res = plan(get_model("mixtral-8x7b"), preset("dgx-h100-superpod", nodes=8), 64, top=3)
+    # Mixtral 8x7B on 8 DGX H100 nodes with EP forced to 8: the fastest layouts put each EP group of 8 in one
+    # NVLink domain (tp = 1), where the all-to-all runs at NVLink rather than NIC bandwidth.
+    res = plan(get_model("mixtral-8x7b"), preset("dgx-h100-superpod", nodes=8), 64, top=3, ep=8)
     for st in res.ranked:
-        assert all(c.n_domains == 1 for c in st.comms if c.dim == "ep")
+        (a2a,) = [c for c in st.comms if c.dim == "ep"]
+        assert st.layout.ep == 8 and a2a.n_domains == 1 and set(a2a.network_time_s) == {"scale-up"}
 
 
 def test_plan_bad_input():

@@ -6,6 +6,15 @@ The step-time model (:mod:`aifabric.training.step`) runs every matrix-multiply F
 ``presets/compute.yaml`` with their source; they are the same for every model and layout and are never
 fitted to a training run. The catalogue's datasheet figures (:mod:`aifabric.catalog`) supply the peaks.
 
+Notes
+-----
+Why the A100 figure is a fixed-shape measurement (230 TFLOP/s, n = 8192 square) and not the maximum over
+shapes of the MAMF table (271.2 TFLOP/s, 86.9 %): a training step multiplies the shapes its model has, not
+the best one a search finds; and Table 1 of Narayanan et al. ran 2021 software. With the MAMF figure (and
+datasheet HBM) the three Table 1 rows of the shared case file come out +19 %, +11 % and +19 % high; with
+the fixed-shape one, -1.5 %, -3.6 % and +1.5 %. Hopper and Blackwell entries use the MAMF table for want of
+a fixed-shape measurement, so they are optimistic by the same kind of margin.
+
 Examples
 --------
 >>> p = compute_profile("a100-sxm-80gb")

@@ -109,12 +109,15 @@ def compare(faster: StepTime, slower: StepTime) -> Comparison:
         if shrunk:
             text += "; " + ", ".join(f"{_PART_LABEL[k]} {v:.3f} s" for v, k in shrunk[:2])
     top_part = grown[0][1] if grown else None
-    if blamed is not None and top_part in _COMM_PARTS:
+    if top_part in _COMM_PARTS:
+        dim_nets = {
+            net: b.comm_s(top_part, net, exposed_only=True) - a.comm_s(top_part, net, exposed_only=True)
+            for net in NETWORKS
+        }
+        net = max(dim_nets, key=dim_nets.get)  # type: ignore[arg-type]
         groups = [c for c in b.comms if c.dim == top_part]
         span = max(groups, key=lambda c: c.n_domains) if groups else None
-        text += (
-            f". The extra communication is on the {blamed} network (+{nets[blamed]:.3f} s exposed per step)"
-        )
+        text += f". The extra {top_part.upper()} time is on the {net} network (+{dim_nets[net]:.3f} s exposed per step)"
         if span is not None:
             text += (
                 f": the {top_part.upper()} group of {span.n_ranks} ranks spans {span.n_domains} scale-up "
