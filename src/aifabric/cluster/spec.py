@@ -13,10 +13,18 @@ a GPU count that does not fill whole scale-up domains, an unknown catalogue key.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from aifabric import catalog
 from aifabric.errors import ConfigError, ParseError
@@ -31,6 +39,20 @@ __all__ = [
     "format_validation_error",
     "load_yaml_mapping",
 ]
+
+
+def _known(kind: str) -> AfterValidator:
+    """A validator that accepts a catalogue key of ``kind`` (the error lists the known keys)."""
+
+    def check(value: str) -> str:
+        getattr(catalog, kind)(value)
+        return value
+
+    return AfterValidator(check)
+
+
+NicKey = Annotated[str, _known("nic")]
+SwitchKey = Annotated[str, _known("switch")]
 
 
 class _Strict(BaseModel):
@@ -77,11 +99,11 @@ class ScaleOutSpec(_Strict):
     NIC's per-plane speed (default: switch ports x port speed / link speed, i.e. breakout counted).
     """
 
-    nic: str = "connectx-7"
+    nic: NicKey = "connectx-7"
     nic_speed_bytes_per_s: float | None = Field(default=None, validation_alias="nic_speed")
     nics_per_gpu: int = Field(default=1, ge=1)
     fabric: Literal["infiniband", "ethernet"] = "infiniband"
-    switch: str = "quantum-2-qm9700"
+    switch: SwitchKey = "quantum-2-qm9700"
     radix: int | None = Field(default=None, ge=4)
     tiers: int = Field(default=2, ge=1, le=3)
     rail_optimized: bool = True
@@ -95,18 +117,6 @@ class ScaleOutSpec(_Strict):
     @classmethod
     def _nic_bw(cls, v: Any) -> float | None:
         return None if v is None else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
-
-    @field_validator("nic")
-    @classmethod
-    def _nic(cls, v: str) -> str:
-        catalog.nic(v)
-        return v
-
-    @field_validator("switch")
-    @classmethod
-    def _switch(cls, v: str) -> str:
-        catalog.switch(v)
-        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> ScaleOutSpec:
@@ -145,10 +155,10 @@ class ScaleOutSpec(_Strict):
 class FrontEndSpec(_Strict):
     """Front-end Ethernet per node (storage, data loading, checkpoints, users), often through a DPU."""
 
-    nic: str = "bluefield-3"
+    nic: NicKey = "bluefield-3"
     nics_per_node: int = Field(default=1, ge=0)
     nic_speed_bytes_per_s: float | None = Field(default=None, validation_alias="nic_speed")
-    switch: str = "spectrum-4-sn5600-400g"
+    switch: SwitchKey = "spectrum-4-sn5600-400g"
     oversubscription: float = Field(default=1.0, ge=1.0)
 
     @field_validator("nic_speed_bytes_per_s", mode="before")
@@ -156,37 +166,13 @@ class FrontEndSpec(_Strict):
     def _bw(cls, v: Any) -> float | None:
         return None if v is None else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
 
-    @field_validator("nic")
-    @classmethod
-    def _nic(cls, v: str) -> str:
-        catalog.nic(v)
-        return v
-
-    @field_validator("switch")
-    @classmethod
-    def _switch(cls, v: str) -> str:
-        catalog.switch(v)
-        return v
-
 
 class ManagementSpec(_Strict):
     """Out-of-band management: one BMC port per node on a slow separate Ethernet."""
 
-    nic: str = "bmc-1g"
+    nic: NicKey = "bmc-1g"
     ports_per_node: int = Field(default=1, ge=0)
-    switch: str = "sn2201-mgmt"
-
-    @field_validator("nic")
-    @classmethod
-    def _nic(cls, v: str) -> str:
-        catalog.nic(v)
-        return v
-
-    @field_validator("switch")
-    @classmethod
-    def _switch(cls, v: str) -> str:
-        catalog.switch(v)
-        return v
+    switch: SwitchKey = "sn2201-mgmt"
 
 
 class ClusterSpec(_Strict):
