@@ -309,7 +309,8 @@ class ClusterSpec(_Strict):
         PCIe machines whose P2P traffic crosses the CPU pay NCCL's INTEL_P2P_OVERHEAD (x 6/5).
         """
         link = self.scaleup_link
-        links = self.accelerator_spec.nvlink_links or link.links_per_gpu
+        acc = self.accelerator_spec
+        links = acc.nvlink_links if (acc.nvlink_links and link.key == acc.nvlink) else link.links_per_gpu
         eff = link.nccl_effective_bytes_per_s(links)
         if self.scale_up.bandwidth_bytes_per_s is not None:
             eff = self.scaleup_line_rate_bytes_per_s * eff / link.per_gpu_per_direction_bytes_per_s

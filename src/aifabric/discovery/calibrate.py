@@ -9,7 +9,7 @@ A profile is a YAML mapping::
     extra_inter_latency_s: 0  # added per network hop, seconds
     source: what it was fitted on
 
-The fit itself (:func:`fit_calibration`) lives with the nccl-tests reader.
+The fit itself is :func:`aifabric.discovery.fitting.fit_calibration`.
 """
 
 from __future__ import annotations

@@ -1,0 +1,363 @@
+"""``aifabric inspect``, ``aifabric nccl-tests compare`` and ``aifabric calibrate``: measurements in, model out.
+
+Exit codes: 0 success; 2 bad input (unreadable or malformed file, unknown collective, bad option), with one
+line on stderr naming the file and line; 1 an internal error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from rich.markup import escape
+from rich.table import Table
+
+from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.discovery.compare import (
+    CAUSES,
+    NcclTestsComparison,
+    TableComparison,
+    compare_nccl_tests,
+    describe_cause,
+    read_log,
+)
+from aifabric.units import parse_bytes
+
+__all__ = ["calibrate", "inspect", "nccl_tests_app"]
+
+
+class Format(str, Enum):
+    auto = "auto"
+    nvidia_smi = "nvidia-smi"
+    nccl_xml = "nccl-xml"
+
+
+class Algo(str, Enum):
+    ring = "ring"
+    tree = "tree"
+    nvls = "nvls"
+    nvls_tree = "nvls_tree"
+
+
+class Proto(str, Enum):
+    LL = "LL"
+    LL128 = "LL128"
+    Simple = "Simple"
+
+
+class Place(str, Enum):
+    out_of_place = "out-of-place"
+    in_place = "in-place"
+
+
+def _size(n: float) -> str:
+    """nccl-tests sizes in binary units when they are powers of two (``1 MiB``), else bytes."""
+    n = int(n)
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def _gbps(bytes_per_s: float) -> str:
+    return f"{bytes_per_s / 1e9:.2f}"
+
+
+# -- inspect ------------------------------------------------------------------------------------------------------
+
+
+@handle_errors
+def inspect(
+    file: Annotated[Path, typer.Argument(help="nvidia-smi topo -m output, or an NCCL topology XML (NCCL_TOPO_DUMP_FILE)")],
+    gpu: Annotated[str | None, typer.Option(help="Accelerator catalogue key (h100-sxm, h200-sxm, b200, gb200, a100-sxm-80gb, v100-pcie-32gb); default: guessed from the input, else h100-sxm")] = None,
+    nic_speed: Annotated[str | None, typer.Option("--nic-speed", help="Speed of each NIC, e.g. '400 Gb/s'; default: the XML's, else 400 Gb/s")] = None,
+    fmt: Annotated[Format, typer.Option("--format", help="Input format")] = Format.auto,
+    doc: Annotated[int | None, typer.Option("--doc", help="Only the N-th <system> of an XML file (1-based)", min=1)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """What a machine is: NVLink groups, nearest NICs and GPUDirect RDMA, NUMA, a node ClusterSpec, and the busbw it should reach.
+
+    Reads `nvidia-smi topo -m` text or an NCCL topology XML (detected). GPUDirect RDMA is judged per GPU-NIC
+    pair from the path: PIX/PXB good; PHB/NODE/SYS degrade it (NCCL_NET_GDR_LEVEL defaults to PXB). Expected
+    busbw is all_reduce at 4 GiB (GB/s = 1e9 B/s), from the formula engine. Exit codes: 0 ok, 2 bad input.
+    """
+    from aifabric.discovery.node import inspect_node_text
+
+    text, source = read_log(file)
+    nodes = inspect_node_text(text, source=source, gpu=gpu, nic_speed=nic_speed, fmt=fmt.value)
+    if doc is not None:
+        if doc > len(nodes):
+            raise ValueError(f"--doc: {doc} is out of range; the file describes {len(nodes)} node(s)")
+        nodes = [nodes[doc - 1]]
+    if json_out:
+        emit_json([n.to_dict() for n in nodes])
+        return
+    for k, node in enumerate(nodes):
+        if k:
+            console.print()
+        _render_node(node)
+
+
+def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
+    lay = node.layout
+    what = "nvidia-smi topo -m" if lay.kind == "nvidia-smi" else "NCCL topology XML"
+    console.print(
+        f"[bold]{escape(lay.source or 'node')}[/] ({what}, line {lay.line}): {len(lay.gpus)} GPUs, {len(lay.nics)} NICs; "
+        f"modelled as {node.accelerator} with {node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NICs"
+    )
+    if not node.nvlink_groups:
+        console.print("NVLink: none in the input")
+    for g in node.nvlink_groups:
+        counts = ", ".join(f"NV{c}" for c in g.link_counts)
+        shape = "full mesh (NVSwitch)" if g.full_mesh else "partial"
+        console.print(f"NVLink group {'+'.join(g.gpus)}: {len(g.pairs)} pairs, {counts}; {shape}")
+        if not g.full_mesh or len(g.link_counts) > 1:
+            console.print("  pairs: " + ", ".join(f"{a}-{b} NV{c}" for a, b, c in g.pairs))
+    if lay.nics:
+        t = Table(show_edge=False, title="GPU to NIC (GPUDirect RDMA: PIX/PXB good; PHB/NODE/SYS degrade it)")
+        for col in ("GPU", "NUMA", "nearest NIC(s)", "path", "paired NIC", "GDR", *lay.nics):
+            t.add_column(col)
+        for g in lay.gpus:
+            near = node.nearest.get(g, ())
+            p = node.pairing.get(g)
+            cells = [("[green]" if node.path(g, n).gdr else "[red]") + node.path(g, n).path + "[/]" for n in lay.nics]
+            t.add_row(
+                g,
+                str(lay.gpu_numa.get(g, "")) if lay.gpu_numa.get(g) is not None else "-",
+                ", ".join(f"{x.nic} ({x.nic_name})" if x.nic_name != x.nic else x.nic for x in near),
+                near[0].path if near else "-",
+                p.nic if p else "-",
+                ("yes" if p.gdr else "[red]no[/]") if p else "-",
+                *cells,
+            )
+        console.print(t)
+    numa = "; ".join(
+        f"node {n.node if n.node is not None else '?'}: {', '.join(n.gpus) or 'no GPU'}"
+        + (f" + {', '.join(n.nics)}" if n.nics else "")
+        for n in node.numa
+    )
+    console.print(f"NUMA: {numa}")
+    console.print("Node ClusterSpec (save as YAML, then --cluster FILE):")
+    console.print(yaml.safe_dump(node.spec_data, sort_keys=False, default_flow_style=None).rstrip(), markup=False)
+    console.print(f"Expected all_reduce busbw at {_size(node.expected[0].message_bytes)}:")
+    for e in node.expected:
+        console.print(f"  {e.label}: {_gbps(e.busbw_bytes_per_s)} GB/s ({e.algorithm}/{e.protocol})")
+    if node.network_factor < 1.0:
+        console.print(f"  (across nodes: the NICs give {node.network_factor:.0%} of one GPU-local NIC per GPU)")
+    for w in node.warnings:
+        console.print(f"[yellow]warning[/] ({w.code}): {escape(w.message)}", highlight=False)
+    for a in node.assumptions:
+        console.print(f"assumed: {escape(a)}", highlight=False)
+
+
+# -- nccl-tests compare ---------------------------------------------------------------------------------------------
+
+nccl_tests_app = typer.Typer(
+    help="Read nccl-tests logs (all_reduce_perf ...): compare them with the model.",
+    no_args_is_help=True,
+)
+
+
+def _calibration(path: Path | None):  # noqa: ANN202
+    if path is None:
+        return None
+    from aifabric.discovery.calibrate import load_calibration
+
+    return load_calibration(path)
+
+
+@nccl_tests_app.command("compare")
+@handle_errors
+def compare(
+    log: Annotated[Path, typer.Argument(help="nccl-tests output (one or several runs, commentary allowed)")],
+    cluster: Annotated[str | None, typer.Option("--cluster", "-c", help="Preset or cluster YAML (resized to each table's nodes); default: inferred from the log")] = None,
+    gpu: Annotated[str | None, typer.Option(help="Accelerator catalogue key for the inferred cluster; default: from the log, else h100-sxm")] = None,
+    nic_speed: Annotated[str | None, typer.Option("--nic-speed", help="NIC speed per GPU for the inferred cluster, e.g. '400 Gb/s' (default)")] = None,
+    table: Annotated[list[int] | None, typer.Option("--table", "-t", help="Compare only table N (1-based; repeatable)", min=1)] = None,
+    collective: Annotated[str | None, typer.Option(help="The collective, for logs that do not say (all_reduce, all_gather, alltoall ...)")] = None,
+    algo: Annotated[Algo | None, typer.Option("--algo", help="Force an algorithm; default: from NCCL_ALGO in the log")] = None,
+    proto: Annotated[Proto | None, typer.Option("--proto", help="Force a protocol; default: from NCCL_PROTO in the log")] = None,
+    no_nvls: Annotated[bool, typer.Option("--no-nvls", help="Exclude NVLS/NVLSTree, as NCCL_NVLS_ENABLE=0")] = False,
+    calibration: Annotated[Path | None, typer.Option(help="Calibration profile YAML from 'aifabric calibrate'")] = None,
+    threshold: Annotated[float, typer.Option(help="Flag rows more than this fraction below the prediction", min=0.01, max=0.99)] = 0.15,
+    place: Annotated[Place, typer.Option(help="Which half of each row to compare")] = Place.out_of_place,
+    plot: Annotated[Path | None, typer.Option(help="Write a PNG of busbw against size, measured and predicted")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Measured nccl-tests busbw against the model, row by row, with the likely causes of rows far below it.
+
+    The collective, ranks, nodes and sizes come from the log; NCCL_ALGO / NCCL_PROTO / NCCL_NVLS_ENABLE in
+    the title or launcher command steer the prediction (NCCL_ALGO=Ring -> ring). Deviation = measured busbw /
+    predicted busbw - 1 (GB/s = 1e9 B/s). Exit codes: 0 ok, 2 bad input.
+    """
+    text, source = read_log(log)
+    result = compare_nccl_tests(
+        text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed, tables=table, collective=collective,
+        algorithm=algo.value if algo else None, protocol=proto.value if proto else None, no_nvls=no_nvls, calibration=_calibration(calibration),
+        threshold=threshold, place=place.value.replace("-", "_"),
+    )  # fmt: skip
+    if plot is not None:
+        from aifabric.report.nccl_plot import plot_comparisons
+
+        try:
+            plot_comparisons(result.tables, plot)
+        except OSError as err:
+            raise ValueError(f"--plot: cannot write {str(plot)!r}: {err.strerror}") from err
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    _render_comparison(result)
+    if plot is not None:
+        console.print(f"plot: {escape(str(plot))}")
+
+
+def _settings_text(comp: TableComparison) -> str:
+    s = comp.settings
+    parts = [f"{k}={v}" for k, v in s.env.items() if k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_CTAS",
+                                                           "NCCL_IB_QPS_PER_CONNECTION", "NCCL_NET_GDR_LEVEL",
+                                                           "NCCL_TOPO_FILE", "NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE",
+                                                           "NCCL_IB_DISABLE")]  # fmt: skip
+    mapped = "; ".join(s.notes)
+    return (", ".join(parts) or "NCCL defaults") + (f" ({mapped})" if mapped else "")
+
+
+def _ranges(rows: Sequence) -> str:  # noqa: ANN001
+    sizes = [_size(r.size_bytes) for r in rows]
+    return sizes[0] if len(sizes) == 1 else f"{len(sizes)} rows, {sizes[0]} .. {sizes[-1]}"
+
+
+def _render_table(comp: TableComparison) -> None:
+    t = comp.table
+    head = f"[bold]Table {comp.index}[/] (line {t.line})" + (f": {escape(t.title)}" if t.title else "")
+    console.print(head, highlight=False)
+    facts = [f"{comp.op}", f"{comp.n_ranks} ranks on {comp.n_nodes} node(s)"]
+    if t.gpu_name:
+        facts.append(t.gpu_name)
+    if t.nccl_version:
+        facts.append(f"NCCL {t.nccl_version}")
+    console.print(f"  {escape(', '.join(facts))}; model: {escape(comp.spec.name)}"
+                  + (f", calibration {escape(comp.calibration.name)}" if comp.calibration is not None else ""), highlight=False)  # fmt: skip
+    console.print(f"  settings: {escape(_settings_text(comp))}", highlight=False)
+    for a in comp.assumptions:
+        console.print(f"  assumed: {escape(a)}", highlight=False)
+    tab = Table(show_edge=False)
+    for col in ("size", "time meas (us)", "time pred (us)", "busbw meas", "busbw pred", "deviation", "algo/proto", ""):
+        tab.add_column(col, justify="right")
+    for r in comp.rows:
+        mark = "[red]FLAG[/]" if r.flagged else ("note" if r.notes else "")
+        tab.add_row(_size(r.size_bytes), f"{r.measured_time_s * 1e6:.2f}", f"{r.predicted.time_s * 1e6:.2f}",
+                    _gbps(r.measured_busbw_bytes_per_s), _gbps(r.predicted_busbw_bytes_per_s),
+                    f"{r.deviation:+.1%}", f"{r.predicted.algorithm}/{r.predicted.protocol}", mark)  # fmt: skip
+    console.print(tab)
+    big = comp.large_rows
+    console.print(
+        f"  large messages ({_ranges(big)}): measured {_gbps(big[-1].measured_busbw_bytes_per_s)} vs predicted "
+        f"{_gbps(big[-1].predicted_busbw_bytes_per_s)} GB/s at {_size(big[-1].size_bytes)}; "
+        f"median deviation {comp.large_deviation:+.1%}",
+        highlight=False,
+    )
+    by_cause: dict[str, list] = {}
+    for r in comp.flagged_rows:
+        by_cause.setdefault(r.causes[0], []).append(r)
+    for key, rows in by_cause.items():
+        others = sorted({c for r in rows for c in r.causes[1:]}, key=list(CAUSES).index)
+        console.print(f"  [red]flagged[/] {_ranges(rows)} ({min(r.deviation for r in rows):+.0%} at worst): "
+                      f"{escape(describe_cause(key, comp))}", highlight=False)  # fmt: skip
+        for other in others:
+            console.print(f"    or: {escape(describe_cause(other, comp))}", highlight=False)
+    notes: dict[str, list] = {}
+    for r in comp.rows:
+        for n in r.notes:
+            notes.setdefault(n, []).append(r)
+    for n, rows in notes.items():
+        console.print(f"  note ({_ranges(rows)}): {escape(n)}", highlight=False)
+
+
+def _render_comparison(result: NcclTestsComparison) -> None:
+    for k, comp in enumerate(result.tables):
+        if k:
+            console.print()
+        _render_table(comp)
+    for index, line, why in result.skipped:
+        console.print(f"Table {index} (line {line}) skipped: {escape(why)}")
+
+
+# -- calibrate ------------------------------------------------------------------------------------------------------------
+
+
+@handle_errors
+def calibrate(
+    logs: Annotated[list[Path], typer.Argument(help="nccl-tests logs to fit")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the profile here (YAML); default: print it")] = None,
+    cluster: Annotated[str | None, typer.Option("--cluster", "-c", help="Preset or cluster YAML (resized to each table's nodes); default: inferred from each log")] = None,
+    gpu: Annotated[str | None, typer.Option(help="Accelerator catalogue key for the inferred cluster")] = None,
+    nic_speed: Annotated[str | None, typer.Option("--nic-speed", help="NIC speed per GPU for the inferred cluster, e.g. '400 Gb/s'")] = None,
+    table: Annotated[list[int] | None, typer.Option("--table", "-t", help="Fit only table N of each log (1-based; repeatable)", min=1)] = None,
+    collective: Annotated[str | None, typer.Option(help="The collective, for logs that do not say")] = None,
+    min_size: Annotated[str | None, typer.Option("--min-size", help="Fit only rows of at least this size, e.g. '1 GiB'; the others are held out and reported")] = None,
+    max_size: Annotated[str | None, typer.Option("--max-size", help="Fit only rows of at most this size, e.g. '1 MiB'")] = None,
+    place: Annotated[Place, typer.Option(help="Which half of each row to fit")] = Place.out_of_place,
+    name: Annotated[str | None, typer.Option(help="Name of the profile")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Fit a calibration profile (bandwidth scales per tier, latency scale, extra network latency) to nccl-tests logs.
+
+    Bounded least squares on the log of the time ratio of every row (scipy least_squares), robust to a few
+    odd rows; one-off outliers are left out. The profile is YAML for `aifabric collective --calibration FILE`
+    and `aifabric nccl-tests compare --calibration FILE`. Residuals are ln(model/measured). Exit codes: 0 ok,
+    2 bad input.
+    """
+    from aifabric.discovery.calibrate import Calibration, save_calibration
+    from aifabric.discovery.fitting import fit_calibration
+
+    lo = parse_bytes(min_size, field="--min-size") if min_size else None
+    hi = parse_bytes(max_size, field="--max-size") if max_size else None
+    comparisons: list[TableComparison] = []
+    for log in logs:
+        text, source = read_log(log)
+        result = compare_nccl_tests(text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed, tables=table,
+                                    collective=collective, place=place.value.replace("-", "_"))  # fmt: skip
+        comparisons.extend(result.tables)
+    fit = fit_calibration(comparisons, min_size_bytes=lo, max_size_bytes=hi, name=name or _default_name(comparisons))
+    if output is not None:
+        try:
+            save_calibration(fit.calibration, output)
+        except OSError as err:
+            raise ValueError(f"--output: cannot write {str(output)!r}: {err.strerror}") from err
+    if json_out:
+        emit_json(fit.to_dict())
+        return
+    cal = fit.calibration
+    console.print(f"[bold]calibration[/] {escape(cal.name)}: fitted on {escape(cal.source)}", highlight=False)
+    console.print(
+        f"  intra_scale {cal.intra_scale:.4f}, inter_scale {cal.inter_scale:.4f}, latency_scale "
+        f"{cal.latency_scale:.4f}, extra_inter_latency {cal.extra_inter_latency_s * 1e6:.2f} us"
+    )
+    held = fit.rms_held_out
+    console.print(
+        f"  residual RMS ln(model/measured): {fit.rms_fit:.3f} over {sum(r.used for r in fit.rows)} fitted rows"
+        + (f", {held:.3f} over {sum(r.reason == 'held out' for r in fit.rows)} held-out rows" if held is not None else "")
+        + ("" if fit.success else f" (optimiser: {fit.message})")
+    )
+    tab = Table(show_edge=False)
+    for col in ("table", "size", "measured (us)", "NCCL model (us)", "calibrated (us)", "residual", "used"):
+        tab.add_column(col, justify="right")
+    for r in fit.rows:
+        tab.add_row(str(r.table_index), _size(r.size_bytes), f"{r.measured_time_s * 1e6:.2f}",
+                    f"{r.before_time_s * 1e6:.2f}", f"{r.after_time_s * 1e6:.2f}", f"{r.residual:+.3f}",
+                    "yes" if r.used else (r.reason or "no"))  # fmt: skip
+    console.print(tab)
+    if output is not None:
+        console.print(f"wrote {escape(str(output))}")
+    else:
+        data = {k: getattr(cal, k) for k in Calibration.__dataclass_fields__}
+        console.print(yaml.safe_dump(data, sort_keys=False).rstrip(), markup=False, highlight=False)
+
+
+def _default_name(comparisons: Sequence[TableComparison]) -> str:
+    first = comparisons[0]
+    return f"{first.spec.accelerator} x{first.n_ranks} from {Path(first.table.source or 'log').name} table {first.index}"

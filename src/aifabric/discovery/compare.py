@@ -1,0 +1,752 @@
+"""Measured nccl-tests tables against the formula engine: what the log says, what the model says, and why they differ.
+
+For every table of a log, :func:`compare_nccl_tests` works out
+
+* the collective, ranks and nodes (the parser, :mod:`aifabric.discovery.nccl_tests`);
+* the NCCL settings the run used and what they mean for the engine (:mod:`aifabric.discovery.nccl_env`:
+  ``NCCL_ALGO=Ring`` -> ``algorithm="ring"``, ``NCCL_NVLS_ENABLE=0`` -> NVLS excluded, ...);
+* a cluster: the one given, resized to the log's nodes, or one inferred from the log
+  (:mod:`aifabric.discovery.inference`), every guess listed in :attr:`TableComparison.assumptions`;
+
+then predicts each row with :func:`aifabric.engines.formula.formula_collective` and flags the rows whose
+measured bus bandwidth is more than ``threshold`` below the prediction, with the likely causes our sources
+name (:data:`CAUSES`, from ``reference/nccl-cost-model.md`` sections 6-7 and the case files).
+
+The deviation of a row is ``measured busbw / predicted busbw - 1``, which equals ``predicted time / measured
+time - 1``; it is computed from the times, so rows whose busbw prints as 0.00 still compare. Which cause a
+flagged row gets (:func:`_causes`): a one-off outlier (out-of-place and in-place more than 1.5x apart) or an
+isolated dip first; then by regime -- latency-bound rows (latency over half the model time), mid-size rows
+(below 1 GiB and latency over 1 %), and the large-message plateau, where one node points at NVLS or NVLink
+and several nodes at network settings (50-85 % of the model) or GDR/ACS/VM problems (below 50 %).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.ops import Collective, busbw_factor
+from aifabric.discovery.inference import infer_cluster
+from aifabric.discovery.nccl_env import NcclSettings, nccl_settings
+from aifabric.discovery.nccl_tests import PerfResult, PerfRow, PerfTable, parse_nccl_tests
+from aifabric.engines.formula import PROTOCOLS, formula_collective
+from aifabric.engines.result import CollectiveResult
+from aifabric.errors import ConfigError, ParseError
+
+__all__ = [
+    "CAUSES",
+    "NOTES",
+    "NcclTestsComparison",
+    "RowComparison",
+    "TableComparison",
+    "compare_nccl_tests",
+    "compare_table",
+    "describe_cause",
+    "read_log",
+]
+
+#: Size from which a row counts as "large" whatever its latency share (nccl-tests' plateau region).
+LARGE_BYTES = 1 << 30
+#: out-of-place / in-place time ratio above which a row is a one-off outlier rather than a measurement.
+OUTLIER_RATIO = 1.5
+
+# nccl-tests binary names -> the engine's collective names (None: the engine has no model of it).
+_OPS: dict[str, str | None] = {
+    "all_reduce": "all_reduce",
+    "all_gather": "all_gather",
+    "reduce_scatter": "reduce_scatter",
+    "alltoall": "all_to_all",
+    "broadcast": "broadcast",
+    "reduce": "reduce",
+    "sendrecv": "send_recv",
+    "hypercube": None,
+    "gather": None,
+    "scatter": None,
+}
+
+#: Likely causes of a row far below the prediction, as our sources name them. Keys are stable (tests and
+#: JSON use them); texts cite the source.
+CAUSES: dict[str, str] = {
+    "outlier": (
+        "one-off outlier: out-of-place and in-place times differ by more than 1.5x at this size; a warm-up or "
+        "first-call artefact, not the fabric (case_03 T1/T2 at 8 B and 256 B)"
+    ),
+    "dip": (
+        "isolated mid-size dip: the sizes on both sides agree with the model far better; NCCL's tuner switching "
+        "algorithm or protocol at this size, or a warm-up artefact (case_03 T3/T6 at 8 MB); do not fit it"
+    ),
+    "latency_net": (
+        "per-operation latency above NCCL's model: a network plugin or socket transport (GCP TCPXO ~123 us for "
+        "8 B, gIB ~250-300 us in case_08), proxy-thread or CPU placement, or launch overhead"
+    ),
+    "latency_model": (
+        "small-message time above NCCL's latency model by less than 2x: launch, protocol and proxy costs its "
+        "constants leave out; the model is within 15 % only at the smallest sizes (case_03 T1/T2)"
+    ),
+    "latency_local": (
+        "per-operation overhead above NCCL's latency constants: launch and synchronisation cost, or an older "
+        "NCCL whose constants were larger (reference note, header)"
+    ),
+    "ramp": (
+        "mid-size row: NCCL runs fewer channels or another protocol than at its peak and busbw ramps up to "
+        "the plateau only near 1 GB (case_01: 383 GB/s at 128 MB vs 474 at 4 GB); a bandwidth model is "
+        "optimistic here; too few channels (NCCL_MIN_CTAS) makes it worse"
+    ),
+    "network_settings": (
+        "network settings: adaptive routing off, too few QPs per connection (NCCL_IB_QPS_PER_CONNECTION=2) "
+        "or too few channels (NCCL_MIN_CTAS=24): on 8 H100 nodes these took busbw from 320 to 391 GB/s "
+        "(NCCL maintainer, NVIDIA/nccl-tests #309)"
+    ),
+    "no_gdr": (
+        "no GPUDirect RDMA or a NIC behind the CPU (path PHB/NODE/SYS, nvidia-peermem not loaded, "
+        "NCCL_NET_GDR_LEVEL too low): traffic is staged in host memory and network busbw drops 2-8x "
+        "(reference sec. 7.6; NVIDIA/nccl #412, #489)"
+    ),
+    "acs_iommu": (
+        "PCIe ACS redirect with the IOMMU in translated mode sends GPU-NIC traffic through the root complex "
+        "(NVIDIA/nccl #2409: 456 GB/s on 2 H100 nodes once fixed)"
+    ),
+    "vm_pcie": (
+        "a VM that hides the PCIe switches, so NCCL cannot see which NIC is local to which GPU "
+        "(NVIDIA/nccl-tests #256: H200 VMs ~55 GB/s, ~105 with a topology file, 459-489 bare metal); "
+        "give NCCL_TOPO_FILE"
+    ),
+    "nvls_off": (
+        "NVLink SHARP not in use (NCCL_NVLS_ENABLE=0, fabric manager not running, or an NCCL without NVLS): "
+        "the measured busbw is the ring figure (~370 GB/s on H100), not NVLS (~480) "
+        "(NCCL maintainer, NVIDIA/nccl-tests #212, #309)"
+    ),
+    "nvlink_degraded": (
+        "scale-up below the ring figure: a GPU with NVLinks down (nvidia-smi nvlink -s), P2P disabled "
+        "(NCCL_P2P_DISABLE/NCCL_P2P_LEVEL), or NVLink traffic sharing the GPUs with other work"
+    ),
+    "pcie_root": (
+        "PCIe-only node: busbw is bounded by what the CPU root complex forwards (9-11 GB/s for 4 x V100 Gen3, "
+        "reference sec. 7.7) and by P2P settings (NCCL_P2P_LEVEL, NCCL_P2P_DISABLE, ACS)"
+    ),
+}
+#: Notes on rows that are not faults.
+NOTES: dict[str, str] = {
+    "two_node_tree": (
+        "exactly 2 nodes: Tree/NVLSTree busbw can exceed the network limit ({limit:.0f} GB/s here); it is the "
+        "ideal case for trees, not the fabric's figure; use NCCL_ALGO=Ring to measure the fabric "
+        "(NCCL maintainer, NVIDIA/nccl-tests #309, #196)"
+    ),
+    "above": "measured above the model by more than the threshold",
+}
+
+
+def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
+    """The text of cause ``key`` (:data:`CAUSES`), adjusted to what the run already did.
+
+    A run that already sets ``NCCL_MIN_CTAS`` and ``NCCL_IB_QPS_PER_CONNECTION`` is told so, leaving adaptive
+    routing and the fabric as the suspects.
+
+    Raises
+    ------
+    KeyError
+        If ``key`` is not a cause.
+    """
+    text = CAUSES[key]
+    if comparison is not None and key in ("network_settings", "ramp"):
+        done = [f"{k}={v}" for k, v in comparison.settings.env.items()
+                if k in ("NCCL_MIN_CTAS", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_MIN_NCHANNELS")]  # fmt: skip
+        if done:
+            text += f" [this run already sets {', '.join(done)}]"
+    return text
+
+
+# -- reading a log --------------------------------------------------------------------------------------------
+
+
+def read_log(path: str | Path) -> tuple[str, str]:
+    """Read a text file for the discovery front doors; returns ``(text, source)``.
+
+    Raises
+    ------
+    ParseError
+        If the file is empty (line 1) or not UTF-8 (the line of the first bad byte).
+    ConfigError
+        If the file cannot be read.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except OSError as err:
+        raise ConfigError(f"file {str(p)!r}: {err.strerror}") from err
+    source = str(p)
+    if not raw.strip():
+        raise ParseError(f"the file is empty ({len(raw)} bytes)", line=1, source=source)
+    try:
+        return raw.decode("utf-8"), source
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        raise ParseError(f"not UTF-8 text ({err.reason} at byte {err.start})", line=line, source=source) from err
+
+
+# -- one row ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowComparison:
+    """One size: measured against predicted.
+
+    Attributes
+    ----------
+    size_bytes : int
+        The ``size`` column (nccl-tests convention, :mod:`aifabric.collectives.ops`).
+    line : int
+        1-based line of the row in the log.
+    measured_time_s : float
+        The compared measurement (out-of-place unless asked otherwise), seconds.
+    other_time_s : float or None
+        The other half of the row (in-place by default), seconds; used to spot one-off outliers.
+    measured_busbw_bytes_per_s : float
+        busbw recomputed from ``measured_time_s`` (size / time x the collective's factor), bytes/s.
+    predicted : CollectiveResult
+        The engine's result at this size.
+    deviation : float
+        ``measured busbw / predicted busbw - 1``: -0.2 is 20 % below the model.
+    flagged : bool
+        More than the threshold below the prediction.
+    causes : tuple of str
+        Keys of :data:`CAUSES`, most likely first (flagged rows only).
+    notes : tuple of str
+        Rendered notes that are not faults (e.g. the 2-node tree aberration).
+    """
+
+    size_bytes: int
+    line: int
+    measured_time_s: float
+    other_time_s: float | None
+    measured_busbw_bytes_per_s: float
+    predicted: CollectiveResult
+    deviation: float
+    flagged: bool = False
+    causes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def predicted_busbw_bytes_per_s(self) -> float:
+        """The engine's busbw at this size, bytes/s."""
+        return self.predicted.busbw_bytes_per_s
+
+    @property
+    def latency_share(self) -> float:
+        """Fraction of the predicted time that does not depend on the size."""
+        return self.predicted.latency_s / self.predicted.time_s if self.predicted.time_s > 0 else 0.0
+
+    @property
+    def outlier_ratio(self) -> float:
+        """max/min of the two halves' times (1.0 when only one half was printed)."""
+        if not self.other_time_s or self.other_time_s <= 0 or self.measured_time_s <= 0:
+            return 1.0
+        return max(self.measured_time_s, self.other_time_s) / min(self.measured_time_s, self.other_time_s)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict, SI units."""
+        return {
+            "size_bytes": self.size_bytes,
+            "line": self.line,
+            "measured_time_s": self.measured_time_s,
+            "measured_busbw_bytes_per_s": self.measured_busbw_bytes_per_s,
+            "predicted_time_s": self.predicted.time_s,
+            "predicted_busbw_bytes_per_s": self.predicted.busbw_bytes_per_s,
+            "algorithm": self.predicted.algorithm,
+            "protocol": self.predicted.protocol,
+            "deviation": self.deviation,
+            "flagged": self.flagged,
+            "causes": list(self.causes),
+            "notes": list(self.notes),
+        }
+
+
+# -- one table ----------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TableComparison:
+    """A table of a log compared with the model.
+
+    Attributes
+    ----------
+    index : int
+        1-based position of the table in the log.
+    table : PerfTable
+    op : str
+        The engine's collective name (``all_reduce``, ``all_to_all``...).
+    spec : ClusterSpec
+        The cluster predicted on.
+    comm : Communicator
+    settings : NcclSettings
+    assumptions : tuple of str
+        Guesses made about the cluster, in words.
+    rows : tuple of RowComparison
+    place : str
+        ``out_of_place`` or ``in_place``: which half was compared.
+    threshold : float
+        A row is flagged when its deviation is below ``-threshold``.
+    calibration : object or None
+        The calibration profile applied, if any.
+    """
+
+    index: int
+    table: PerfTable
+    op: str
+    spec: ClusterSpec
+    comm: Communicator
+    settings: NcclSettings
+    assumptions: tuple[str, ...]
+    rows: tuple[RowComparison, ...]
+    place: str = "out_of_place"
+    threshold: float = 0.15
+    calibration: Any | None = None
+
+    @property
+    def n_ranks(self) -> int:
+        """Ranks of the run."""
+        return self.comm.n_ranks
+
+    @property
+    def n_nodes(self) -> int:
+        """Nodes (scale-up domains) the run spanned."""
+        return self.comm.n_domains
+
+    @property
+    def large_rows(self) -> tuple[RowComparison, ...]:
+        """Rows of at least 1 GiB, else the largest quarter of the sizes (at least one row)."""
+        big = tuple(r for r in self.rows if r.size_bytes >= LARGE_BYTES)
+        if big:
+            return big
+        k = max(1, len(self.rows) // 4)
+        return tuple(sorted(self.rows, key=lambda r: r.size_bytes)[-k:])
+
+    @property
+    def large_deviation(self) -> float:
+        """Median deviation over :attr:`large_rows` (robust to one outlier)."""
+        devs = sorted(r.deviation for r in self.large_rows)
+        mid = len(devs) // 2
+        return devs[mid] if len(devs) % 2 else 0.5 * (devs[mid - 1] + devs[mid])
+
+    def predict(self, size_bytes: float, calibration: Any | None = None) -> CollectiveResult:
+        """The engine's result at ``size_bytes`` for this run (its cluster, ranks and NCCL settings).
+
+        ``calibration`` replaces the table's own profile (None keeps it).
+        """
+        return _predict(self.op, size_bytes, self.spec, self.comm, self.settings,
+                        self.calibration if calibration is None else calibration)  # fmt: skip
+
+    @property
+    def flagged_rows(self) -> tuple[RowComparison, ...]:
+        """Rows more than the threshold below the model."""
+        return tuple(r for r in self.rows if r.flagged)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict, SI units."""
+        t = self.table
+        return {
+            "index": self.index,
+            "title": t.title,
+            "line": t.line,
+            "collective": self.op,
+            "n_ranks": self.n_ranks,
+            "n_nodes": self.n_nodes,
+            "gpu_name": t.gpu_name,
+            "nccl_version": t.nccl_version,
+            "cluster": self.spec.name,
+            "settings": dict(self.settings.env),
+            "algorithm": self.settings.algorithm,
+            "exclude": list(self.settings.exclude),
+            "assumptions": list(self.assumptions),
+            "place": self.place,
+            "threshold": self.threshold,
+            "calibration": getattr(self.calibration, "name", None),
+            "large_deviation": self.large_deviation,
+            "rows": [r.to_dict() for r in self.rows],
+        }
+
+
+@dataclass(frozen=True)
+class NcclTestsComparison:
+    """Every compared table of one log, and the tables that could not be compared."""
+
+    source: str | None
+    tables: tuple[TableComparison, ...]
+    skipped: tuple[tuple[int, int, str], ...] = ()  # (index, line, reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {
+            "source": self.source,
+            "tables": [t.to_dict() for t in self.tables],
+            "skipped": [{"index": i, "line": line, "reason": why} for i, line, why in self.skipped],
+        }
+
+
+def _measure(row: PerfRow, place: str) -> tuple[PerfResult, PerfResult | None]:
+    first, second = (row.out_of_place, row.in_place) if place == "out_of_place" else (row.in_place, row.out_of_place)
+    if first is None:
+        first, second = second, None
+    assert first is not None  # the parser never yields a row without a result
+    return first, second
+
+
+def _communicator(op: str, spec: ClusterSpec, n_ranks: int, n_nodes: int) -> tuple[Communicator, str | None]:
+    if op == "send_recv" and n_ranks != 2:
+        # nccl-tests sendrecv: every rank sends to the next and receives from the previous. Each rank's
+        # link carries one message each way, like one pair; the slowest pair crosses nodes when there are any.
+        gpus = [0, spec.gpus_per_node] if n_nodes > 1 else [0, 1]
+        return Communicator.from_gpus(spec, gpus), "sendrecv on more than 2 ranks predicted as one pair (its slowest)"
+    if n_nodes > 1 and n_ranks == n_nodes * spec.gpus_per_node:
+        return Communicator.contiguous(spec, n_ranks), None
+    if n_nodes > 1 and n_ranks % n_nodes == 0 and n_ranks // n_nodes < spec.gpus_per_node:
+        per = n_ranks // n_nodes
+        gpus = [node * spec.gpus_per_node + k for node in range(n_nodes) for k in range(per)]
+        return Communicator.from_gpus(spec, gpus), f"{per} ranks on each of {n_nodes} nodes"
+    return Communicator.contiguous(spec, n_ranks), None
+
+
+def _predict(
+    op: str,
+    size: float,
+    spec: ClusterSpec,
+    comm: Communicator,
+    settings: NcclSettings,
+    calibration: Any | None,
+) -> CollectiveResult:
+    protocols = settings.protocols if set(settings.protocols) != set(PROTOCOLS) else (None,)
+    best: CollectiveResult | None = None
+    for protocol in protocols:
+        result = formula_collective(
+            op, size, spec, comm, algorithm=settings.algorithm, protocol=protocol,
+            exclude=settings.exclude, calibration=calibration,
+        )  # fmt: skip
+        if best is None or result.time_s < best.time_s:
+            best = result
+    assert best is not None
+    return best
+
+
+def _check_algorithm(op: str, spec: ClusterSpec, comm: Communicator, settings: NcclSettings) -> NcclSettings:
+    """Drop a forced algorithm the collective cannot use (NCCL falls back the same way)."""
+    if settings.algorithm is None:
+        return settings
+    try:
+        formula_collective(op, 1 << 20, spec, comm, algorithm=settings.algorithm)
+    except ValueError:
+        note = f"{settings.algorithm} does not apply to {op}: NCCL falls back to its default; so does the model"
+        return NcclSettings(settings.env, None, settings.exclude, settings.protocols, (*settings.notes, note))
+    return settings
+
+
+def _causes(row: RowComparison, prev: RowComparison | None, nxt: RowComparison | None, ctx: TableComparison) -> tuple[str, ...]:
+    """Likely causes of a flagged row, most likely first (see :data:`CAUSES`)."""
+    if row.outlier_ratio > OUTLIER_RATIO:
+        return ("outlier",)
+    if prev is not None and nxt is not None and min(prev.deviation, nxt.deviation) - row.deviation > 0.25:
+        return ("dip",)
+    multi = ctx.n_nodes > 1
+    if row.latency_share > 0.5:
+        if row.deviation > -0.5:
+            return ("latency_model",)
+        return ("latency_net",) if multi else ("latency_local",)
+    large = row.size_bytes >= LARGE_BYTES or row.latency_share < 0.01
+    if not large:
+        return ("ramp", "network_settings") if multi else ("ramp",)
+    if not multi:
+        if ctx.spec.scale_up.kind == "pcie":
+            return ("pcie_root",)
+        if ctx.op == "all_reduce" and row.predicted.algorithm == "nvls":
+            ring = formula_collective(ctx.op, row.size_bytes, ctx.spec, ctx.comm, algorithm="ring",
+                                      calibration=ctx.calibration)  # fmt: skip
+            if row.measured_busbw_bytes_per_s <= 1.08 * ring.busbw_bytes_per_s:
+                return ("nvls_off", "nvlink_degraded")
+        return ("nvlink_degraded",)
+    ratio = 1.0 + row.deviation
+    vm_hint = "NCCL_TOPO_FILE" in ctx.settings.env or re.search(r"\bVMs?\b", ctx.table.title or "")
+    if ratio < 0.5:
+        return ("vm_pcie", "no_gdr", "acs_iommu") if vm_hint else ("no_gdr", "acs_iommu", "vm_pcie")
+    return ("network_settings", "no_gdr", "acs_iommu")
+
+
+def _row_notes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
+    notes = []
+    if ctx.n_nodes == 2 and ctx.op == "all_reduce" and ctx.settings.algorithm != "ring":
+        limit = ctx.comm.min_ranks_per_domain * ctx.spec.nic_effective_bytes_per_s
+        if row.measured_busbw_bytes_per_s > 1.02 * limit:
+            notes.append(NOTES["two_node_tree"].format(limit=limit / 1e9))
+    if row.deviation > ctx.threshold and row.outlier_ratio <= OUTLIER_RATIO:
+        notes.append(NOTES["above"])
+    return tuple(notes)
+
+
+def compare_table(
+    table: PerfTable,
+    *,
+    index: int = 1,
+    spec: ClusterSpec | None = None,
+    settings: NcclSettings | None = None,
+    assumptions: Sequence[str] = (),
+    calibration: Any | None = None,
+    threshold: float = 0.15,
+    place: str = "out_of_place",
+) -> TableComparison:
+    """Predict every row of ``table`` and compare (see the module docstring).
+
+    Parameters
+    ----------
+    table : PerfTable
+        A parsed table with rows, a collective and a rank count.
+    index : int
+        1-based position of the table in its log (for messages).
+    spec : ClusterSpec, optional
+        The cluster, sized for the run (default: :func:`infer_cluster`).
+    settings : NcclSettings, optional
+        The run's NCCL settings (default: none).
+    assumptions : sequence of str
+        Notes on how ``spec`` was chosen, kept on the result.
+    calibration : Calibration, optional
+        Applied to every prediction (:mod:`aifabric.discovery.calibrate`).
+    threshold : float
+        Flag rows more than this fraction below the prediction (0.15 = 15 %). Must be in (0, 1).
+    place : {"out_of_place", "in_place"}
+        Which half of each row to compare.
+
+    Returns
+    -------
+    TableComparison
+
+    Raises
+    ------
+    ParseError
+        If the table has no rows, its collective cannot be told or is not modelled.
+    ValueError
+        If ``threshold`` or ``place`` is invalid.
+    """
+    if not 0 < threshold < 1:
+        raise ValueError(f"threshold: must be between 0 and 1 (a fraction), got {threshold!r}")
+    if place not in ("out_of_place", "in_place"):
+        raise ValueError(f"place: use out_of_place or in_place, got {place!r}")
+    op = _engine_op(table)
+    if not table.rows:
+        raise ParseError("the table has no rows to compare", line=table.line, source=table.source)
+    notes = list(assumptions)
+    if spec is None:
+        spec, inferred = infer_cluster(table)
+        notes.extend(inferred)
+    n_ranks = table.n_ranks or spec.n_gpus
+    n_nodes = table.n_nodes or max(1, -(-n_ranks // spec.gpus_per_node))
+    comm, comm_note = _communicator(op, spec, n_ranks, n_nodes)
+    if comm_note:
+        notes.append(comm_note)
+    settings = _check_algorithm(op, spec, comm, settings or NcclSettings())
+    rows: list[RowComparison] = []
+    factor = busbw_factor(op, n_ranks)
+    for row in table.rows:
+        measured, other = _measure(row, place)
+        if not measured.time_s > 0 or not math.isfinite(measured.time_s):
+            continue
+        predicted = _predict(op, row.size_bytes, spec, comm, settings, calibration)
+        rows.append(
+            RowComparison(
+                size_bytes=row.size_bytes,
+                line=row.line,
+                measured_time_s=measured.time_s,
+                other_time_s=other.time_s if other is not None else None,
+                measured_busbw_bytes_per_s=row.size_bytes / measured.time_s * factor,
+                predicted=predicted,
+                deviation=predicted.time_s / measured.time_s - 1.0,
+            )
+        )
+    if not rows:
+        raise ParseError("no row has a positive time to compare", line=table.line, source=table.source)
+    ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
+                          calibration)  # fmt: skip
+    final = []
+    for i, row in enumerate(rows):
+        prev = rows[i - 1] if i > 0 else None
+        nxt = rows[i + 1] if i + 1 < len(rows) else None
+        flagged = row.deviation < -threshold
+        causes = _causes(row, prev, nxt, ctx) if flagged else ()
+        final.append(
+            RowComparison(row.size_bytes, row.line, row.measured_time_s, row.other_time_s,
+                          row.measured_busbw_bytes_per_s, row.predicted, row.deviation, flagged, causes,
+                          _row_notes(row, ctx))  # fmt: skip
+        )
+    return TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(final), place, threshold,
+                           calibration)  # fmt: skip
+
+
+def _engine_op(table: PerfTable) -> str:
+    if table.collective is None:
+        raise ParseError(
+            "cannot tell the collective of this table from the log (all_gather and alltoall, gather and "
+            "scatter print the same columns); give --collective",
+            line=table.line,
+            source=table.source,
+        )
+    op = _OPS.get(table.collective)
+    if op is None:
+        known = ", ".join(k for k, v in _OPS.items() if v)
+        raise ParseError(
+            f"the model has no {table.collective} collective (it compares {known})",
+            line=table.line,
+            source=table.source,
+        )
+    return Collective.parse(op).value
+
+
+# -- the front door -------------------------------------------------------------------------------------------------
+
+
+def _regions(lines: list[str], tables: Sequence[PerfTable]) -> list[tuple[int, int]]:
+    """``[start, stop)`` line indices between the previous table and each table's header."""
+    out = []
+    start = 0
+    for t in tables:
+        out.append((start, max(start, t.line - 1)))
+        start = t.rows[-1].line if t.rows else t.line  # 1-based line of the last row = index after it
+    return out
+
+
+def compare_nccl_tests(
+    text: str | bytes,
+    *,
+    source: str | None = None,
+    cluster: ClusterSpec | str | Path | None = None,
+    gpu: str | None = None,
+    nic_speed: str | None = None,
+    tables: Sequence[int] | None = None,
+    collective: str | None = None,
+    algorithm: str | None = None,
+    protocol: str | None = None,
+    no_nvls: bool = False,
+    calibration: Any | None = None,
+    threshold: float = 0.15,
+    place: str = "out_of_place",
+) -> NcclTestsComparison:
+    """Compare every table of an nccl-tests log (or the ``tables`` asked for) with the formula engine.
+
+    Parameters
+    ----------
+    text : str or bytes
+        The log, possibly several runs inside commentary.
+    source : str, optional
+        File name, used in messages.
+    cluster : ClusterSpec, str or Path, optional
+        The cluster (resized to each table's nodes); default: inferred from each table (:func:`infer_cluster`).
+    gpu, nic_speed : str, optional
+        For the inferred cluster: accelerator catalogue key and NIC speed per GPU.
+    tables : sequence of int, optional
+        1-based table numbers to compare (default: every table with rows).
+    collective : str, optional
+        The collective, for logs that do not say (overrides the log).
+    algorithm, protocol : str, optional
+        Force an engine algorithm / protocol (override the log's ``NCCL_ALGO`` / ``NCCL_PROTO``).
+    no_nvls : bool
+        Exclude NVLS and NVLSTree (as ``NCCL_NVLS_ENABLE=0``) whatever the log says.
+    calibration : Calibration, optional
+        Applied to every prediction.
+    threshold : float
+        Flag rows more than this fraction below the prediction.
+    place : {"out_of_place", "in_place"}
+        Which half of each row to compare.
+
+    Returns
+    -------
+    NcclTestsComparison
+
+    Raises
+    ------
+    ParseError
+        If the log holds no table, a table asked for has no rows, or a compared table's collective cannot be
+        told or is not modelled; the error names the line.
+    ValueError
+        If a table number is out of range or an option is invalid.
+    ConfigError
+        If the cluster is invalid or too small for a table's ranks.
+
+    Examples
+    --------
+    >>> log = '''$ ./all_reduce_perf -b 4G -e 4G -g 2
+    ... NCCL version 2.26.2+cuda12.8
+    ... #  Rank  0 Group  0 Pid 1 on host-a device  0 [0x18] NVIDIA H100 80GB HBM3
+    ... #  Rank  1 Group  0 Pid 1 on host-a device  1 [0x6d] NVIDIA H100 80GB HBM3
+    ... #       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+    ...   4294967296    1073741824     float     sum      -1    11800  363.98  363.98      0    11790  364.29  364.29      0
+    ... '''
+    >>> t = compare_nccl_tests(log, no_nvls=True).tables[0]
+    >>> t.op, t.n_ranks, t.rows[0].predicted.algorithm, round(t.rows[0].deviation, 3)
+    ('all_reduce', 2, 'ring', -0.017)
+    """
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as err:
+            line = text[: err.start].count(b"\n") + 1
+            raise ParseError(f"not UTF-8 text ({err.reason})", line=line, source=source) from err
+    if not text.strip():
+        raise ParseError("the log is empty", line=1, source=source)
+    try:
+        parsed = parse_nccl_tests(text, source, collective=collective)
+    except ParseError as err:
+        if err.line is None:  # nothing found: say how far the parser read
+            n = text.count("\n") + (0 if text.endswith("\n") else 1)
+            raise ParseError(f"{_bare(err)} (read to the end, {n} lines)", line=n, source=source) from err
+        raise
+    lines = text.split("\n")
+    regions = _regions(lines, parsed)
+    wanted = list(range(1, len(parsed) + 1)) if not tables else list(tables)
+    for k in wanted:
+        if not 1 <= k <= len(parsed):
+            raise ValueError(f"--table: {k} is out of range; the log has {len(parsed)} table(s)")
+    compared: list[TableComparison] = []
+    skipped: list[tuple[int, int, str]] = []
+    for k in wanted:
+        table = parsed[k - 1]
+        if not table.rows:
+            if tables:
+                raise ParseError(f"table {k} has no rows (only its footer was published)", line=table.line, source=source)
+            skipped.append((k, table.line, "no rows (only its footer was published)"))
+            continue
+        start, stop = regions[k - 1]
+        op = _engine_op(table)
+        settings = nccl_settings(lines[start:stop], table.title, op)
+        settings = _override(settings, algorithm, protocol, no_nvls)
+        spec, notes = infer_cluster(table, cluster=cluster, gpu=gpu, nic_speed=nic_speed, text_before="\n".join(lines[:stop]))
+        compared.append(compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
+                                      calibration=calibration, threshold=threshold, place=place))  # fmt: skip
+    if not compared:
+        first = skipped[0][1] if skipped else None
+        raise ParseError("no table with rows to compare (the tables hold only footers)", line=first, source=source)
+    return NcclTestsComparison(source, tuple(compared), tuple(skipped))
+
+
+def _bare(err: ParseError) -> str:
+    text = str(err)
+    return text.split(": ", 1)[1] if err.source and text.startswith(f"{err.source}") else text
+
+
+def _override(settings: NcclSettings, algorithm: str | None, protocol: str | None, no_nvls: bool) -> NcclSettings:
+    if algorithm is None and protocol is None and not no_nvls:
+        return settings
+    notes = list(settings.notes)
+    alg, exclude, protocols = settings.algorithm, list(settings.exclude), settings.protocols
+    if algorithm is not None:
+        alg, exclude = algorithm, []
+        notes.append(f"--algo {algorithm}: overrides the log")
+    if protocol is not None:
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"--proto: unknown protocol {protocol!r}; known: {', '.join(PROTOCOLS)}")
+        protocols = (protocol,)
+        notes.append(f"--proto {protocol}: overrides the log")
+    if no_nvls:
+        exclude.extend(a for a in ("nvls", "nvls_tree") if a not in exclude)
+        notes.append("--no-nvls: NVLS and NVLSTree excluded")
+    return NcclSettings(settings.env, alg, tuple(exclude), protocols, tuple(notes))

@@ -1,0 +1,190 @@
+"""The cluster a logged run most likely ran on, when the caller does not give one.
+
+nccl-tests logs name the GPU (rank lines), the ranks and the hosts, but never the NICs. :func:`infer_cluster`
+builds a :class:`~aifabric.cluster.spec.ClusterSpec` from what the log says and fills the rest with stated
+guesses: the GPU from the rank lines, else from a GPU name in the text above the table, else
+:data:`DEFAULT_GPU`; one NIC per GPU at :data:`DEFAULT_NIC_SPEED`; NVSwitch for NVLink GPUs and PCIe through
+the CPU otherwise (as the ``v100-pcie-4gpu`` preset). Every guess comes back as a sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.discovery.nccl_tests import PerfTable
+from aifabric.errors import ConfigError, ParseError
+
+__all__ = ["DEFAULT_GPU", "DEFAULT_NIC_SPEED", "accelerator_from_name", "infer_cluster", "nic_for_speed"]
+
+#: Accelerator assumed when neither the log nor the caller names one (catalogue key).
+DEFAULT_GPU = "h100-sxm"
+#: NIC speed per GPU assumed when the caller does not give one (nccl-tests logs never print it).
+DEFAULT_NIC_SPEED = "400 Gb/s"
+
+# GPU names as nccl-tests prints them (rank lines) or people write them -> catalogue keys.
+_GPU_NAMES: tuple[tuple[str, str | None], ...] = (
+    (r"\bGB200\b", "gb200"),
+    (r"\bB200\b", "b200"),
+    (r"\bH200\b", "h200-sxm"),
+    (r"\bH100\b", "h100-sxm"),
+    (r"\bA100\b", "a100-sxm-80gb"),
+    (r"\bV100[- ]?PCI[Ee]", "v100-pcie-32gb"),
+    (r"\bV100\b", None),  # SXM2 V100s have NVLink; the catalogue has no entry for them
+)
+
+
+def accelerator_from_name(name: str | None) -> str | None:
+    """Catalogue key of a GPU as nccl-tests or people name it (``NVIDIA H100 80GB HBM3`` -> ``h100-sxm``).
+
+    Returns None for names the catalogue has no entry for (V100 SXM2, unknown parts).
+
+    Examples
+    --------
+    >>> accelerator_from_name("NVIDIA H100 80GB HBM3"), accelerator_from_name("Tesla V100-PCIE-32GB")
+    ('h100-sxm', 'v100-pcie-32gb')
+    """
+    if not name:
+        return None
+    for pattern, key in _GPU_NAMES:
+        if re.search(pattern, name, re.IGNORECASE):
+            return key
+    return None
+
+
+def nic_for_speed(speed_bytes_per_s: float) -> str:
+    """The ConnectX generation that runs at ``speed_bytes_per_s`` per direction (catalogue key).
+
+    >>> nic_for_speed(400e9 / 8), nic_for_speed(200e9 / 8)
+    ('connectx-7', 'connectx-6')
+    """
+    gbps = speed_bytes_per_s * 8 / 1e9
+    for limit, key in ((200, "connectx-6"), (400, "connectx-7"), (800, "connectx-8")):
+        if gbps <= limit * 1.0001:
+            return key
+    return "connectx-9"
+
+
+def _node_spec_dict(
+    accelerator: str, gpus_per_node: int, nodes: int, nic_speed_bytes_per_s: float, *, name: str
+) -> dict[str, Any]:
+    from aifabric import catalog
+
+    acc = catalog.accelerator(accelerator)
+    nic = nic_for_speed(nic_speed_bytes_per_s)
+    if acc.nvlink:
+        scale_up: dict[str, Any] = {"kind": "nvswitch"}
+    else:
+        scale_up = {"kind": "pcie", "link": f"pcie-{acc.pcie}", "p2p_through_cpu": True}
+    return {
+        "name": name,
+        "accelerator": accelerator,
+        "gpus_per_node": gpus_per_node,
+        "nodes": nodes,
+        "scale_up": scale_up,
+        "scale_out": {
+            "nic": nic,
+            "nic_speed": f"{nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s",
+            "fabric": "infiniband",
+            "switch": "quantum-2-qm9700" if nic_speed_bytes_per_s <= 50e9 * 1.0001 else "quantum-x800-q3400",
+            "tiers": 2,
+        },
+        "front_end": None,
+        "management": None,
+    }
+
+
+def _gpu_from_text(text_before: str) -> tuple[str | None, str | None]:
+    for pattern, key in _GPU_NAMES:
+        match = re.search(pattern, text_before, re.IGNORECASE)
+        if match:
+            return key, match.group(0)
+    return None, None
+
+
+def infer_cluster(
+    table: PerfTable,
+    *,
+    cluster: ClusterSpec | str | Path | None = None,
+    gpu: str | None = None,
+    nic_speed: str | None = None,
+    text_before: str = "",
+) -> tuple[ClusterSpec, tuple[str, ...]]:
+    """The cluster a table ran on: ``cluster`` resized to the table's nodes, or one inferred from the log.
+
+    Parameters
+    ----------
+    table : PerfTable
+        Needs :attr:`PerfTable.n_ranks`.
+    cluster : ClusterSpec, str or Path, optional
+        A spec, a preset name or a YAML file; resized to the table's node count.
+    gpu : str, optional
+        Catalogue key of the accelerator (overrides the log).
+    nic_speed : str, optional
+        NIC speed per GPU, e.g. ``"400 Gb/s"`` (default :data:`DEFAULT_NIC_SPEED`).
+    text_before : str
+        Text above the table, searched for a GPU name when the rank lines give none.
+
+    Returns
+    -------
+    (ClusterSpec, tuple of str)
+        The cluster and the assumptions made, in words.
+
+    Raises
+    ------
+    ParseError
+        If the table does not say how many ranks it ran on, or its ranks do not fill its nodes evenly.
+    ConfigError
+        If ``cluster``, ``gpu`` or ``nic_speed`` is invalid, or the cluster is too small for the ranks.
+    """
+    from aifabric.collectives.api import resolve_cluster
+    from aifabric.units import parse_nic_bandwidth
+
+    n_ranks, n_nodes = table.n_ranks, table.n_nodes
+    if not n_ranks:
+        raise ParseError("the log does not say how many ranks ran this table", line=table.line, source=table.source)
+    notes: list[str] = []
+    if cluster is not None:
+        base = resolve_cluster(cluster)
+        nodes = n_nodes or -(-n_ranks // base.gpus_per_node)
+        spec = resolve_cluster(base, nodes=nodes)
+        if n_ranks > spec.n_gpus:
+            raise ConfigError(
+                f"cluster: {spec.name} has {spec.n_gpus} GPUs on {nodes} node(s); the log ran {n_ranks} ranks"
+            )
+        if n_nodes and n_ranks != n_nodes * spec.gpus_per_node:
+            notes.append(
+                f"the log ran {n_ranks} ranks on {n_nodes} nodes; {spec.name} has {spec.gpus_per_node} GPUs per node"
+            )
+        return spec, tuple(notes)
+    if n_nodes is None:
+        n_nodes = 1 if n_ranks <= 8 else -(-n_ranks // 8)
+        notes.append(f"node count not in the log: assumed {n_nodes} node(s) of up to 8 GPUs")
+    if n_ranks % n_nodes:
+        raise ParseError(
+            f"{n_ranks} ranks do not fill {n_nodes} nodes evenly; give --cluster", line=table.line, source=table.source
+        )
+    accelerator = gpu
+    if accelerator is None:
+        accelerator = accelerator_from_name(table.gpu_name)
+        if accelerator is None:
+            found, written = _gpu_from_text(text_before)
+            if found is not None:
+                accelerator = found
+                notes.append(f"GPU model not in the rank lines: {written!r} read from the text above the table")
+        if accelerator is None:
+            accelerator = DEFAULT_GPU
+            what = f"GPU {table.gpu_name!r} not in the catalogue" if table.gpu_name else "GPU model not in the log"
+            notes.append(f"{what}: assumed {DEFAULT_GPU} (give --gpu)")
+    speed_text = nic_speed or DEFAULT_NIC_SPEED
+    speed = parse_nic_bandwidth(speed_text, field="--nic-speed")
+    if n_nodes > 1 and nic_speed is None:
+        notes.append(f"NIC speed not in the log: one {DEFAULT_NIC_SPEED} NIC per GPU assumed (give --nic-speed)")
+    data = _node_spec_dict(
+        accelerator, n_ranks // n_nodes, n_nodes, speed, name=f"{n_nodes} x {n_ranks // n_nodes} {accelerator}"
+    )
+    if data["scale_up"]["kind"] == "pcie":
+        notes.append("no NVLink: GPU peer traffic assumed to cross the CPU root complex (PCIe P2P through the CPU)")
+    return ClusterSpec.from_dict(data, source="inferred cluster"), tuple(notes)

@@ -1,0 +1,227 @@
+"""Validation of :mod:`aifabric.discovery.compare`: nccl-tests logs against the formula engine.
+
+Each accuracy test names its log and asserts a tolerance (the foundation issue's targets):
+
+* case 01 (NVIDIA/nccl-tests #290): 8 x H100, one node, NVLS: busbw within 10 % at >= 1 GB; with NVLS off
+  (NCCL_NVLS_ENABLE=0) the same node measured 368.76 GB/s (NVIDIA/nccl-tests #309, quoted in case 01).
+* case 03 T7 (NVIDIA/nccl-tests #309): 2 x 8 H100, 8 x 400G IB, NCCL_ALGO=Ring: within 10 % at >= 1 GB.
+* case 13 (University of Sheffield docs): 4 x V100 PCIe, largest sizes within 10 % (NCCL 2.8.3 runs).
+* case 03 T1/T2: small-message all_reduce time on 2 and 4 nodes within 15 % of ~25 and ~35 us.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from aifabric.discovery.compare import CAUSES, TableComparison, compare_nccl_tests, describe_cause
+from aifabric.discovery.inference import accelerator_from_name
+from aifabric.discovery.nccl_env import NcclSettings, nccl_settings
+from aifabric.errors import ParseError
+
+CASE_01 = "case_01_dgx_h100_allreduce_single_node.txt"
+CASE_03 = "case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt"
+CASE_08 = "case_08_b200_gke_a4_topo_and_2node_allgather.txt"
+CASE_13 = "case_13_v100_pcie_4gpu_no_nvlink.txt"
+LOG_CASES = (CASE_01, CASE_03, CASE_08, CASE_13)
+GB = 1 << 30
+
+
+def _table(case_text: dict[str, str], name: str, index: int, **kw) -> TableComparison:
+    return compare_nccl_tests(case_text[name], source=name, tables=[index], **kw).tables[0]
+
+
+def _busbw_error(row) -> float:  # noqa: ANN001
+    """Model busbw relative to the measurement: predicted / measured - 1."""
+    return row.predicted_busbw_bytes_per_s / row.measured_busbw_bytes_per_s - 1.0
+
+
+# -- every log of the cases ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", LOG_CASES)
+def test_every_log_parses_and_compares(case_text: dict[str, str], name: str) -> None:
+    result = compare_nccl_tests(case_text[name], source=name)
+    assert result.tables
+    for comp in result.tables:
+        assert comp.rows and len(comp.rows) == len(comp.table.rows)
+        assert comp.n_ranks == comp.table.n_ranks
+        for row in comp.rows:
+            assert row.predicted.time_s > 0
+            assert row.deviation == pytest.approx(row.predicted.time_s / row.measured_time_s - 1)
+            assert row.flagged == (row.deviation < -comp.threshold)
+            assert all(c in CAUSES for c in row.causes) and (bool(row.causes) == row.flagged)
+    # case 08's last two tables were published without rows: skipped, not an error
+    if name == CASE_08:
+        assert [i for i, _, _ in result.skipped] == [2, 3]
+
+
+def test_metadata_worked_out_from_the_logs(case_text: dict[str, str]) -> None:
+    t1 = _table(case_text, CASE_01, 1)
+    assert (t1.op, t1.n_ranks, t1.n_nodes, t1.spec.accelerator) == ("all_reduce", 8, 1, "h100-sxm")
+    assert t1.assumptions == ()  # the rank lines name the GPU and one node needs no NIC speed
+    t7 = _table(case_text, CASE_03, 7)
+    assert (t7.n_ranks, t7.n_nodes) == (16, 2)
+    assert any("'H100' read from the text" in a for a in t7.assumptions)
+    ag = _table(case_text, CASE_08, 1)
+    assert (ag.op, ag.n_ranks, ag.n_nodes, ag.spec.accelerator) == ("all_gather", 16, 2, "b200")
+    v100 = _table(case_text, CASE_13, 1)
+    assert v100.spec.accelerator == "v100-pcie-32gb" and v100.spec.scale_up.kind == "pcie"
+
+
+# -- the accuracy targets -------------------------------------------------------------------------------------------
+
+
+def test_case01_h100_one_node_nvls_within_10pct_at_1gb(case_text: dict[str, str]) -> None:
+    comp = _table(case_text, CASE_01, 1)
+    big = [r for r in comp.rows if r.size_bytes >= GB]
+    assert len(big) == 3
+    for row in big:
+        assert row.predicted.algorithm == "nvls"
+        assert abs(_busbw_error(row)) < 0.10, (row.size_bytes, row.deviation)
+
+
+def test_case01_h100_one_node_nvls_off_within_10pct_of_368(case_text: dict[str, str]) -> None:
+    # Case 01 "SUPPORTING NUMBERS": with NCCL_NVLS_ENABLE=0 the #309 node measured 368.76 GB/s (its peak; the
+    # issue gives no table). The same sizes predicted with NVLS excluded must land within 10 % of it.
+    comp = _table(case_text, CASE_01, 1, no_nvls=True)
+    for row in (r for r in comp.rows if r.size_bytes >= GB):
+        assert row.predicted.algorithm == "ring"
+        assert row.predicted_busbw_bytes_per_s == pytest.approx(368.76e9, rel=0.10)
+
+
+def test_nvls_enable_0_in_the_command_maps_to_exclude_nvls(case_text: dict[str, str]) -> None:
+    # Case 01's table behind a launcher line that sets NCCL_NVLS_ENABLE=0 (only the mapping is tested here).
+    text = case_text[CASE_01].replace(
+        "# nThread 1 nGpus 8", "mpirun -np 1 -x NCCL_NVLS_ENABLE=0 ./all_reduce_perf -b 128M -e 4G -g 8\n# nThread 1 nGpus 8"
+    )
+    comp = compare_nccl_tests(text).tables[0]
+    assert comp.settings.env["NCCL_NVLS_ENABLE"] == "0" and "nvls" in comp.settings.exclude
+    assert {r.predicted.algorithm for r in comp.rows} == {"ring"}
+    # the commentary of case 01 mentions NCCL_NVLS_ENABLE=0 in prose: that must not count
+    assert _table(case_text, CASE_01, 1).settings.exclude == ()
+
+
+def test_case03_t7_two_nodes_ring_within_10pct_at_1gb(case_text: dict[str, str]) -> None:
+    comp = _table(case_text, CASE_03, 7)
+    assert comp.settings.algorithm == "ring" and comp.settings.env["NCCL_ALGO"] == "Ring"
+    big = [r for r in comp.rows if r.size_bytes >= GB]
+    assert len(big) == 4
+    for row in big:
+        assert row.predicted.algorithm == "ring"
+        assert abs(_busbw_error(row)) < 0.10
+    assert big[-1].measured_busbw_bytes_per_s == pytest.approx(392.69e9, rel=1e-3)
+
+
+@pytest.mark.parametrize("index", [1, 2])
+def test_case13_v100_pcie_largest_sizes_within_10pct(case_text: dict[str, str], index: int) -> None:
+    # RAW DATA 1 and 2 (NCCL 2.8.3): plateau 9.40 GB/s vs NCCL's PCIe model 12 / 1.2 = 10 GB/s.
+    comp = _table(case_text, CASE_13, index)
+    largest = sorted(comp.rows, key=lambda r: r.size_bytes)[-4:]
+    for row in largest:
+        assert abs(_busbw_error(row)) < 0.10
+
+
+def test_case13_v100_old_nccl_is_outside_10pct_and_says_so(case_text: dict[str, str]) -> None:
+    # RAW DATA 3 ran NCCL 2.4.2 and reached 11.18 GB/s: the model (10.0) is 10.7 % low there. Recorded so
+    # that a change to the PCIe model shows up; not one of the targets.
+    comp = _table(case_text, CASE_13, 3)
+    row = max(comp.rows, key=lambda r: r.size_bytes)
+    assert _busbw_error(row) == pytest.approx(-0.107, abs=0.01)
+    assert not row.flagged  # the measurement is above the model: never flagged
+
+
+@pytest.mark.parametrize(("index", "nodes", "nominal_us"), [(1, 2, 25.0), (2, 4, 35.0)])
+def test_case03_small_message_latency(case_text: dict[str, str], index: int, nodes: int, nominal_us: float) -> None:
+    comp = _table(case_text, CASE_03, index)
+    assert comp.n_nodes == nodes
+    small = [r for r in comp.rows if r.size_bytes <= 64 and r.outlier_ratio < 1.5]  # 8 B out-of-place: warm-up
+    assert len(small) >= 3
+    for row in small:
+        assert row.predicted.time_s == pytest.approx(row.measured_time_s, rel=0.15)
+        assert row.predicted.time_s == pytest.approx(nominal_us * 1e-6, rel=0.15)
+        assert row.predicted.algorithm == "tree" and row.predicted.protocol == "LL"
+
+
+# -- flags and causes ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index", [3, 5])
+def test_untuned_8_and_4_node_runs_are_flagged_for_network_settings(case_text: dict[str, str], index: int) -> None:
+    # T3 (8 nodes, ~320 GB/s) and T5 (4 nodes, ~325): the maintainer attributes them to network settings
+    # (adaptive routing, NCCL_MIN_CTAS, QPs per connection); T6 with those settings reached 391.
+    comp = _table(case_text, CASE_03, index)
+    for row in (r for r in comp.rows if r.size_bytes >= 4 * GB):
+        assert row.flagged and row.causes[0] == "network_settings"
+    tuned = _table(case_text, CASE_03, 6)
+    assert not any(r.flagged for r in tuned.rows if r.size_bytes >= GB)
+    assert "already sets NCCL_MIN_CTAS=24" in describe_cause("network_settings", tuned)
+
+
+def test_one_off_outliers_and_two_node_aberration(case_text: dict[str, str]) -> None:
+    t1 = _table(case_text, CASE_03, 1)
+    first = t1.rows[0]  # 8 B: 68.5 us out-of-place, 24.7 us in-place
+    assert first.flagged and first.causes == ("outlier",)
+    assert _table(case_text, CASE_03, 3).rows[3].causes == ("outlier",)  # 8 MB: 1272 us vs 321 us in-place
+    # T1 on exactly 2 nodes with the default algorithm reaches 469 GB/s, above 8 x 49 GB/s of NICs
+    notes = [n for r in t1.rows if r.size_bytes >= GB for n in r.notes]
+    assert notes and all("exactly 2 nodes" in n for n in notes)
+    assert not any("exactly 2 nodes" in n for r in _table(case_text, CASE_03, 7).rows for n in r.notes)
+
+
+def test_in_place_halves_and_thresholds(case_text: dict[str, str]) -> None:
+    t1 = _table(case_text, CASE_03, 1, place="in_place")
+    assert t1.rows[0].measured_time_s == pytest.approx(24.70e-6)
+    assert not t1.rows[0].flagged
+    with pytest.raises(ValueError, match="threshold"):
+        _table(case_text, CASE_03, 1, threshold=1.5)
+
+
+def test_given_cluster_is_resized_to_the_log(case_text: dict[str, str]) -> None:
+    comp = _table(case_text, CASE_03, 6, cluster="h100-ib-2node")
+    assert comp.spec.n_nodes == 8 and comp.n_ranks == 64 and comp.assumptions == ()
+
+
+# -- NCCL settings ----------------------------------------------------------------------------------------------------
+
+
+def test_nccl_settings_mapping() -> None:
+    assert nccl_settings(["=== run: NCCL_ALGO=Ring NCCL_MIN_CTAS=24 ==="]).algorithm == "ring"
+    assert nccl_settings(["export NCCL_ALGO=^NVLS,NVLSTree"]).exclude == ("nvls", "nvls_tree")
+    assert set(nccl_settings(["NCCL_ALGO=Ring,Tree"]).exclude) == {"nvls", "nvls_tree"}
+    assert nccl_settings(["host: NCCL INFO NCCL_ALGO set by environment to Tree"]).algorithm == "tree"
+    assert nccl_settings(["NCCL_ALGO=allreduce:tree;allgather:ring"], op="all_gather").algorithm == "ring"
+    assert NcclSettings.from_env({"NCCL_PROTO": "^LL128"}).protocols == ("LL", "Simple")
+    assert NcclSettings.from_env({"NCCL_PROTO": "Simple"}).protocols == ("Simple",)
+    assert nccl_settings(["The maintainer suggested NCCL_ALGO=Ring for 2 nodes."]).algorithm is None
+    assert accelerator_from_name("NVIDIA B200") == "b200" and accelerator_from_name("Tesla V100-SXM2-16GB") is None
+
+
+def test_forced_protocol_and_algorithm_not_applicable(case_text: dict[str, str]) -> None:
+    comp = _table(case_text, CASE_03, 7, protocol="Simple")
+    assert {r.predicted.protocol for r in comp.rows} == {"Simple"}
+    ag = _table(case_text, CASE_08, 1, algorithm="tree")  # NCCL has no tree all_gather: falls back
+    assert ag.settings.algorithm is None and any("does not apply" in n for n in ag.settings.notes)
+
+
+# -- errors ------------------------------------------------------------------------------------------------------------
+
+
+def test_unknown_and_unmodelled_collectives(case_text: dict[str, str]) -> None:
+    text = case_text[CASE_01].replace("# nThread 1 nGpus 8", "./foo_perf -b 8\n# nThread 1 nGpus 8")
+    with pytest.raises(ParseError, match="foo_perf") as info:
+        compare_nccl_tests(text)
+    assert info.value.line is not None
+    with pytest.raises(ParseError, match="no gather collective") as info:  # nccl-tests has it, the model not
+        compare_nccl_tests(case_text[CASE_08], tables=[1], collective="gather")
+    assert info.value.line == 96
+
+
+def test_table_errors(case_text: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match="--table: 9"):
+        compare_nccl_tests(case_text[CASE_03], tables=[9])
+    with pytest.raises(ParseError, match="no rows") as info:
+        compare_nccl_tests(case_text[CASE_08], tables=[2])
+    assert info.value.line == 129
+    with pytest.raises(ParseError, match="no nccl-tests result table") as info:
+        compare_nccl_tests("just\nthree\nlines")
+    assert info.value.line == 3
