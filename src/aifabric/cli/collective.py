@@ -98,6 +98,7 @@ def collective(
     else:
         opts = dict(routing=routing or "spray", seed=seed, algorithm=algo)
     results = [collective_time(op, s, spec, ranks=comm, engine=engine.value, **opts) for s in sizes]
+    cal = opts.get("calibration")
     if json_out:
         emit_json([r.to_dict() for r in results])
         return
@@ -110,6 +111,11 @@ def collective(
         f"{comm.ranks_per_domain}; engine {r0.engine}; {conv_text}; "
         f"{'NCCL-effective bandwidths and latencies' if eff == 'nccl' else 'line rates, no latency'}"
     )
+    if cal is not None:
+        console.print(
+            f"calibration {cal.name!r} applied: scale-up x{cal.intra_scale:.3f}, scale-out x{cal.inter_scale:.3f}, "
+            f"latency x{cal.latency_scale:.3f}, +{cal.extra_inter_latency_s * 1e6:.2f} us per network hop"
+        )
     if len(results) == 1:
         r = r0
         console.print(f"size {format_bytes(r.message_bytes)}: time {r.time_s * 1e6:.2f} us, algbw "

@@ -22,6 +22,9 @@ def list_presets() -> list[str]:
 def preset(name: str, *, nodes: int | None = None, gpus: int | None = None, **changes: Any) -> ClusterSpec:
     """The preset ``name``, optionally resized to ``nodes`` or ``gpus``, with dotted ``changes``.
 
+    A resized preset that two tiers cannot connect is built with three (unless ``scale_out.tiers`` is
+    given in ``changes``).
+
     Raises
     ------
     ConfigError
@@ -45,4 +48,25 @@ def preset(name: str, *, nodes: int | None = None, gpus: int | None = None, **ch
         if gpus is not None:
             data["gpus"] = gpus
     spec = ClusterSpec.from_dict(data, source=f"preset {name}")
-    return spec.with_changes(**changes) if changes else spec
+    if changes:
+        spec = spec.with_changes(**changes)
+    if (nodes is not None or gpus is not None) and "scale_out.tiers" not in changes:
+        spec = _enough_tiers(spec)
+    return spec
+
+
+def _enough_tiers(spec: ClusterSpec) -> ClusterSpec:
+    """A resized preset grows from two to three tiers when two cannot connect it (as the reference
+    architectures do: DGX SuperPOD is two-tier up to 8 scalable units, three-tier beyond)."""
+    from aifabric.cluster.topology import clos_shape
+
+    so = spec.scale_out
+    if so is None or so.tiers >= 3:
+        return spec
+    try:
+        clos_shape(spec)
+    except ConfigError:
+        grown = spec.with_changes(**{"scale_out.tiers": 3})
+        clos_shape(grown)  # raises with its own message if even three tiers cannot
+        return grown
+    return spec
