@@ -25,7 +25,7 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.plan import CommPlan, build_plan
 from aifabric.engines.result import CollectiveResult
-from aifabric.engines.routing import Routes, route
+from aifabric.engines.routing import route
 from aifabric.errors import ConfigError
 
 __all__ = ["FabricResult", "LinkReport", "fabric_collective", "link_capacity", "simulate_plans"]
@@ -86,12 +86,6 @@ class FabricResult:
     def efficiency(self) -> float:
         """Ideal (contention-free) time / achieved time, in (0, 1]."""
         return self.ideal_time_s / self.time_s if self.time_s > 0 else 1.0
-
-
-def _route_stage(topo: Topology, stage_src: np.ndarray, stage_dst: np.ndarray, bytes_: np.ndarray,
-                 routing: str, seed: int, qps: int, polarized: bool, alive: np.ndarray | None) -> Routes:
-    return route(topo, stage_src, stage_dst, policy=routing, seed=seed, qps=qps, polarized=polarized,
-                 link_alive=alive, bytes_=bytes_)
 
 
 def simulate_plans(
@@ -157,7 +151,8 @@ def simulate_plans(
         dst = np.concatenate([st.dst for _, st in members])
         byt = np.concatenate([st.bytes_ for _, st in members])
         owner = np.concatenate([np.full(st.n_transfers, j) for j, st in members])
-        r = _route_stage(topo, src, dst, byt, routing, seed + 7919 * k, qps, polarized, link_alive)
+        r = route(topo, src, dst, policy=routing, seed=seed + 7919 * k, qps=qps, polarized=polarized,
+                  link_alive=link_alive, bytes_=byt)
         sub_owner = owner[r.parent]
         csc = r.incidence.tocsc()
         for j, st in members:
@@ -232,7 +227,7 @@ def _links_engine(inc: sparse.csc_matrix, bytes_all: np.ndarray, cap: np.ndarray
     by_k: dict[int, list[tuple[int, int, int]]] = {}
     for j, k, a, b in stage_info:
         by_k.setdefault(k, []).append((j, a, b))
-    for _, members in sorted(by_k.items()):
+    for k, members in sorted(by_k.items()):
         load = np.zeros(inc.shape[0])
         for _j, a, b in members:
             load += inc[:, a:b] @ bytes_all[a:b]
@@ -244,7 +239,7 @@ def _links_engine(inc: sparse.csc_matrix, bytes_all: np.ndarray, cap: np.ndarray
             raise NoRoute("a transfer crosses a failed link with no alternative")
         step = float(ratio.max()) if ratio.size else 0.0
         for j, a, b in members:
-            reps = repeats[(j, [k for jj, k, aa, _ in stage_info if jj == j and aa == a][0])]
+            reps = repeats[(j, k)]
             own_lat = float(lat_all[a:b].max()) if b > a else 0.0
             job_t[j] += reps * (step + own_lat)
             link_bytes += reps * (inc[:, a:b] @ bytes_all[a:b])
