@@ -225,3 +225,36 @@ def test_table_errors(case_text: dict[str, str]) -> None:
     with pytest.raises(ParseError, match="no nccl-tests result table") as info:
         compare_nccl_tests("just\nthree\nlines")
     assert info.value.line == 3
+
+
+def test_cause_texts_cite_public_sources_not_test_names() -> None:
+    import re
+
+    for key, text in CAUSES.items():
+        assert not re.search(r"case_?\d|\bT\d+(/T\d+)?\b", text), key
+    for key in ("outlier", "dip", "latency_model", "ramp", "network_settings", "no_gdr", "vm_pcie", "nvls_off"):
+        assert re.search(r"NVIDIA/nccl(-tests)? #\d+", CAUSES[key]), key
+
+
+@pytest.mark.parametrize(
+    ("ratio", "vm", "first", "absent"),
+    [
+        (0.82, False, "network_settings", ("no_gdr", "acs_iommu", "vm_pcie")),  # 18 % short: settings only
+        (0.65, False, "network_settings", ("no_gdr", "acs_iommu")),  # 35 %: still no GDR suspicion
+        (0.40, False, "no_gdr", ("vm_pcie",)),  # 60 % short: GDR/ACS first, settings last
+        (0.15, True, "vm_pcie", ()),  # 85 % short on VMs: the hidden PCIe layout
+    ],
+)
+def test_network_causes_are_ordered_by_how_well_the_shortfall_fits(ratio, vm, first, absent) -> None:  # noqa: ANN001
+    from aifabric.discovery.compare import _network_causes
+
+    causes = _network_causes(ratio, vm_hint=vm)
+    assert causes[0] == first
+    assert not set(absent) & set(causes)
+
+
+def test_untuned_runs_do_not_suggest_gdr(case_text: dict[str, str]) -> None:
+    for index in (3, 5):
+        comp = _table(case_text, CASE_03, index)
+        big = [r for r in comp.rows if r.size_bytes >= 4 * GB]
+        assert big and all(r.causes == ("network_settings",) for r in big)

@@ -118,10 +118,29 @@ def test_b200_node_cluster_spec_and_expected_busbw(b200: NodeInspection) -> None
     assert any("400 Gb/s assumed" in a for a in b200.assumptions)
 
 
-def test_b200_without_gpu_option_says_what_it_assumed(b200_text: str) -> None:
-    (node,) = inspect_node_text(b200_text, source=CASE_08)
-    assert node.accelerator == "h100-sxm"
+def test_b200_without_gpu_option_says_what_it_assumed(b200_text: str, b200_matrix: TopoMatrix) -> None:
+    # The matrix alone names no GPU: NV18 is read as an H100-class board, and said so.
+    (node,) = inspect_node_text(_render(b200_matrix), source=CASE_08)
+    assert node.accelerator == "h100-sxm" and node.accelerator_source == "the layout"
     assert any("NV18" in a and "--gpu" in a for a in node.assumptions)
+
+
+def test_gpu_named_anywhere_in_the_file_is_used(b200_text: str) -> None:
+    # Case 08's nccl-tests rank lines (and its header) name "NVIDIA B200": the node is a B200, from the file.
+    (node,) = inspect_node_text(b200_text, source=CASE_08)
+    assert node.accelerator == "b200" and node.spec.accelerator == "b200"
+    assert node.accelerator_source == "the file"
+    (note,) = [a for a in node.assumptions if "GPU model" in a]
+    assert "from the file" in note and "'B200'" in note and "line 8" in note
+    # NCCL's B200 ring figure, 18 x 40.1 GB/s, not the H100 one
+    ring = {e.label: e for e in node.expected}["one node, NCCL_ALGO=Ring"]
+    assert ring.busbw_bytes_per_s == pytest.approx(721.8e9, rel=0.02)
+    # --gpu still wins
+    (forced,) = inspect_node_text(b200_text, source=CASE_08, gpu="h100-sxm")
+    assert forced.accelerator == "h100-sxm" and forced.accelerator_source == "--gpu"
+    # a name that contradicts the layout (A100 has 12 NVLinks, the matrix shows NV18) does not override it
+    (odd,) = inspect_node_text(b200_text.replace("B200", "A100"), source=CASE_08)
+    assert odd.accelerator == "h100-sxm" and any("does not fit the layout" in a for a in odd.assumptions)
 
 
 # -- warnings, on matrices derived from case 08 ---------------------------------------------------------------------
@@ -231,3 +250,36 @@ def test_empty_and_bad_options() -> None:
     assert info.value.line == 1
     with pytest.raises(ValueError, match="--format"):
         inspect_node_text("GPU0\n", fmt="csv")
+
+
+# -- GPU identity, CPU vendor and PCIe caps read from the file (new-user trial) ----------------------------------------
+
+
+def test_azure_xml_gpu_cpu_and_pcie_from_the_file(case_text: dict[str, str]) -> None:
+    # Case 17 names A100 (NDv4) and H100/H200 (NDv5) in its text; the XMLs say AMD (NDv4) / Intel (NDv5) CPUs and
+    # PCIe 16 GT/s x16 (NDv4) / 32 GT/s x16 (NDv5) links. NCCL: Gen4 x16 = 16 x 120 / 80 = 24 GB/s, Gen5 x16 = 48.
+    ndv4, ndv5 = inspect_node_text(case_text[CASE_17], source=CASE_17)
+    assert ndv4.accelerator == "a100-sxm-80gb" and ndv4.accelerator_source == "the file"
+    assert ndv5.accelerator == "h100-sxm" and ndv5.accelerator_source == "the file"
+    assert any("from the file" in a and "'A100'" in a for a in ndv4.assumptions)
+    assert ndv4.spec.cpu_vendor == "amd" and ndv5.spec.cpu_vendor == "intel"
+    assert ndv4.layout.gpu_nic_pcie[("GPU0", "NIC0")] == (pytest.approx(24e9), "Gen4 x16")
+    assert ndv5.layout.gpu_nic_pcie[("GPU0", "NIC0")] == (pytest.approx(48e9), "Gen5 x16")
+    # no NIC speed in the file: 400 Gb/s is assumed and said so; the Gen4 path caps each rail at 24 GB/s anyway
+    assert ndv4.nic_speed_assumed and any("400 Gb/s assumed" in a for a in ndv4.assumptions)
+    assert ndv4.rail_cap_bytes_per_s == pytest.approx(24e9) and ndv4.rail_cap_link == "Gen4 x16"
+    fabric = {e.label: e for e in ndv4.expected}["2 nodes, NCCL_ALGO=Ring (the fabric's figure)"]
+    # DGX A100 with 8 x HDR: 192 GB/s across nodes (NCCL maintainer, NVIDIA/nccl #812); case 17 says ~190
+    assert fabric.busbw_bytes_per_s == pytest.approx(192e9, rel=0.03)
+    hdr = inspect_node_text(case_text[CASE_17], nic_speed="200 Gb/s")[0]
+    hdr_fabric = {e.label: e for e in hdr.expected}["2 nodes, NCCL_ALGO=Ring (the fabric's figure)"]
+    assert not hdr.nic_speed_assumed
+    assert hdr_fabric.busbw_bytes_per_s == pytest.approx(fabric.busbw_bytes_per_s, rel=0.02)
+    one = {e.label: e for e in ndv4.expected}["one node, NCCL default"]
+    assert 230e9 <= one.busbw_bytes_per_s <= 250e9  # Azure's NDv4 health check: > 230 GB/s in one VM
+
+
+def test_pcie_cap_only_where_the_input_gives_link_speeds(b200: NodeInspection) -> None:
+    # nvidia-smi topo -m has no PCIe speeds: nothing is capped, the NIC figure stands
+    assert b200.layout.gpu_nic_pcie == {} and b200.rail_cap_bytes_per_s is None
+    assert b200.network_factor == 1.0

@@ -80,3 +80,140 @@ def test_bad_input_one_line_exit_2(args, needle):
     assert r.stdout == ""
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0]
+
+
+# -- new-user trial fixes -------------------------------------------------------------------------------------------
+
+LLAMA405_16K = ("--model", "llama3-405b", "--cluster", "dgx-h100-superpod", "--nodes", "2048")
+
+
+def test_train_accepts_the_layout_plan_recommends():
+    # plan picks tp=4 pp=16 cp=8 v=4 for Llama 3 405B (126 layers) on 16,384 H100s; train without --dp used
+    # to refuse it (strict 126 % 16 check, and a message saying "x 1" for v=4).
+    r = run("plan", *LLAMA405_16K, "--top", "1", "--json")
+    assert r.exit_code == 0, r.stderr
+    best = json.loads(r.stdout)["ranked"][0]
+    lay = best["layout"]
+    assert 126 % (lay["pp"] * lay["virtual_pipeline_stages"]) != 0  # an uneven-stage layout, as in the report
+    r = run("train", *LLAMA405_16K, "--tp", str(lay["tp"]), "--pp", str(lay["pp"]), "--cp", str(lay["cp"]),
+            "--virtual-stages", str(lay["virtual_pipeline_stages"]), "--microbatch", str(lay["microbatch_size"]),
+            "--zero", str(lay["zero_stage"]), "--recompute", lay["recompute"], "--json")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert got["layout"]["dp"] == lay["dp"]
+    assert got["step_s"] == pytest.approx(best["step_s"], rel=1e-9)
+    assert any("uneven stages" in n for n in got["notes"])
+
+
+def test_train_pipeline_message_shows_the_real_virtual_stages():
+    r = run("train", *LLAMA405_16K, "--tp", "4", "--pp", "64", "--cp", "4", "--virtual-stages", "4")
+    assert r.exit_code == 2 and r.stdout == ""
+    (line,) = r.stderr.strip().splitlines()
+    assert "n_layers=126" in line and "64 x 4 = 256" in line and "x 1 " not in line
+
+
+@pytest.mark.parametrize("command", ["train", "plan"])
+def test_plot_path_problems_are_one_line_naming_plot(tmp_path, command):
+    args = ("train", *GPT3, "--tp", "8", "--pp", "8") if command == "train" else ("plan", *GPT3, "--top", "1")
+    # a missing folder is created, as `aifabric fabric --plot` does
+    deep = tmp_path / "new" / "dir" / "step.svg"
+    r = run(*args, "--plot", str(deep))
+    assert r.exit_code == 0, r.stderr
+    assert deep.exists() and b"<svg" in deep.read_bytes()[:500]
+    assert f"plot: {deep}" in " ".join(r.stdout.split()) or str(deep) in r.stdout
+    for target, needles in (
+        (tmp_path, ("--plot", "is a directory")),
+        (tmp_path / "x.txt", ("--plot", "png, pdf, svg", ".txt")),
+        (tmp_path / "noext", ("--plot", "no extension", "png, pdf, svg")),
+    ):
+        r = run(*args, "--plot", str(target))
+        assert r.exit_code == 2, (target, r.stdout)
+        assert r.stdout == ""
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: --plot: "), r.stderr
+        assert all(n in lines[0] for n in needles), lines[0]
+        assert "Traceback" not in r.stderr
+    assert not (tmp_path.parent / f"{tmp_path.name}.png").exists()  # no "dir.png" beside the directory
+
+
+def test_plot_title_is_not_clipped(tmp_path, monkeypatch):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from aifabric.cluster.presets import preset
+    from aifabric.training import ParallelLayout, get_model, step_time
+    from aifabric.training.plot import plot_step_breakdown
+
+    # the report's case: one bar, "llama3-405b on 16384 GPUs of dgx-h100-superpod" was cut at both ends
+    lay = ParallelLayout(tp=4, pp=16, dp=32, cp=8, virtual_pipeline_stages=4, sequence_parallel=True, zero_stage=1,
+                         global_batch_size=1536, recompute="selective")  # fmt: skip
+    st = step_time(get_model("llama3-405b"), lay, preset("dgx-h100-superpod", nodes=2048))
+    figures = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda fig=None: figures.append(fig))  # keep the figure to measure it
+    plot_step_breakdown([st], tmp_path / "one.png")
+    (fig,) = figures
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    title = fig.axes[0].title
+    box, page = title.get_window_extent(renderer), fig.bbox
+    text = title.get_text()
+    close(fig)
+    assert box.x0 >= page.x0 and box.x1 <= page.x1 and box.y1 <= page.y1
+    assert "llama3-405b" in text and "dgx-h100-superpod" in text
+
+
+def test_plan_text_pp_wording_and_no_repeated_comparison():
+    r = run("plan", *GPT3, "--top", "1", "--pp", "16")
+    assert r.exit_code == 0, r.stderr
+    out = r.stdout
+    assert "PP group of 2 ranks" not in out
+    assert "PP send/recv between adjacent stages (pp=16)" in out
+    r = run("plan", *LLAMA405_16K, "--top", "3")
+    assert r.exit_code == 0, r.stderr
+    bodies = [line.split(": ", 1)[1] for line in r.stdout.splitlines()
+              if line.startswith(("Runner-up: ", "Best other "))]  # fmt: skip
+    assert bodies and len(bodies) == len(set(bodies))
+
+
+def test_no_feasible_layout_says_how_far_off():
+    r = run("plan", "--model", "gpt3-175b", "--nodes", "1", "--global-batch", "8")
+    assert r.exit_code == 2 and r.stdout == ""
+    (line,) = r.stderr.strip().splitlines()
+    assert "no feasible layout" in line and "smallest memory need seen is" in line and "80 GB of HBM" in line
+    need = float(line.split("smallest memory need seen is ")[1].split(" GB")[0])
+    assert need > 80
+
+
+def test_train_help_says_how_to_compare_with_the_megatron_paper():
+    r = run("train", "--help")
+    assert r.exit_code == 0
+    text = " ".join(r.stdout.split())
+    assert "Table 1" in text and "--recompute full --zero 0 --no-flash-attention --no-sp" in text
+    # the options named there exist and reproduce the paper's 39.1B row (published 138, the model 133.1)
+    r = run("train", "--model", "megatron-gpt-39.1b", "--cluster", "megatron-a100", "--nodes", "64", "--tp", "8",
+            "--pp", "2", "--microbatch", "4", "--global-batch", "1536", "--recompute", "full", "--zero", "0",
+            "--no-flash-attention", "--no-sp", "--no-overlap-grad-reduce", "--json")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["achieved_flops_per_gpu"] / 1e12 == pytest.approx(133.1, abs=0.1)
+
+
+def test_gemm_efficiency_and_its_source_in_one_line_with_a_caution_for_mamf():
+    a100 = run("train", "--model", "megatron-gpt-1.7b", "--cluster", "megatron-a100", "--nodes", "4", "--tp", "1",
+               "--pp", "1", "--global-batch", "512", "--microbatch", "16")  # fmt: skip
+    assert a100.exit_code == 0, a100.stderr
+    assert "compute at 73.7% of peak (A100 GEMM, Mu Li transformers-benchmarks)" in a100.stdout
+    assert "caution" not in a100.stdout.lower()
+    h100 = run("train", *GPT3, "--tp", "8", "--pp", "8")
+    assert h100.exit_code == 0, h100.stderr
+    assert "compute at 80.3% of peak (H100 GEMM, MAMF search" in h100.stdout
+    assert "caution: the H100 GEMM efficiency comes from a max-over-shapes search (MAMF)" in h100.stdout
+    assert "optimistic" in h100.stdout
+    plan = run("plan", *GPT3, "--top", "1")
+    assert plan.exit_code == 0, plan.stderr
+    assert "Compute at 80.3% of peak (H100 GEMM" in plan.stdout and "upper bound" in plan.stdout
+    data = json.loads(run("train", *GPT3, "--tp", "8", "--pp", "8", "--json").stdout)
+    assert data["compute_profile"]["upper_bound"] is True
+    assert data["compute_profile"]["summary"].startswith("compute at 80.3% of peak")

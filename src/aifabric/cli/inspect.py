@@ -105,9 +105,12 @@ def inspect(
 def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
     lay = node.layout
     what = "nvidia-smi topo -m" if lay.kind == "nvidia-smi" else "NCCL topology XML"
+    origin = {"--gpu": "given", "the file": "from the file", "the layout": "guessed from the layout",
+              "default": "assumed"}.get(node.accelerator_source, "")  # fmt: skip
     console.print(
         f"[bold]{escape(lay.source or 'node')}[/] ({what}, line {lay.line}): {len(lay.gpus)} GPUs, {len(lay.nics)} NICs; "
-        f"modelled as {node.accelerator} with {node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NICs"
+        f"modelled as {node.accelerator}{f' ({origin})' if origin else ''} with "
+        f"{node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NICs{' (assumed)' if node.nic_speed_assumed else ''}"
     )
     if not node.nvlink_groups:
         console.print("NVLink: none in the input")
@@ -146,8 +149,18 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
     console.print(f"Expected all_reduce busbw at {_size(node.expected[0].message_bytes)}:")
     for e in node.expected:
         console.print(f"  {e.label}: {_gbps(e.busbw_bytes_per_s)} GB/s ({e.algorithm}/{e.protocol})")
+    if node.rail_cap_bytes_per_s is not None:
+        console.print(
+            f"  (across nodes: each rail is capped at {node.rail_cap_bytes_per_s / 1e9:.0f} GB/s by its GPU-NIC PCIe "
+            f"path, {node.rail_cap_link}; NCCL's model: width x per-lane speed / 80)"
+        )
     if node.network_factor < 1.0:
         console.print(f"  (across nodes: the NICs give {node.network_factor:.0%} of one GPU-local NIC per GPU)")
+    if node.nic_speed_assumed and len(node.expected) > 1:
+        console.print(
+            f"  (the across-node figures assume {node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NICs: the input does "
+            "not give their speed; use --nic-speed)"
+        )
     for w in node.warnings:
         console.print(f"[yellow]warning[/] ({w.code}): {escape(w.message)}", highlight=False)
     for a in node.assumptions:
@@ -260,11 +273,25 @@ def _render_table(comp: TableComparison) -> None:
         f"median deviation {comp.large_deviation:+.1%}",
         highlight=False,
     )
+    if comp.dropped:
+        sizes = [_size(size) for size, _ in comp.dropped]
+        lines = [line for _, line in comp.dropped]
+        which = sizes[0] if len(sizes) == 1 else f"{sizes[0]} .. {sizes[-1]}"
+        where = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}"
+        console.print(
+            f"  [yellow]not compared[/]: {len(sizes)} row(s) with time 0 ({which}, {where}): nccl-tests printed no "
+            f"usable {comp.place.replace('_', '-')} time for them",
+            highlight=False,
+        )
     by_cause: dict[str, list] = {}
     for r in comp.flagged_rows:
         by_cause.setdefault(r.causes[0], []).append(r)
     for key, rows in by_cause.items():
-        others = sorted({c for r in rows for c in r.causes[1:]}, key=list(CAUSES).index)
+        rank: dict[str, tuple[int, int]] = {}  # the alternatives in the order the rows rank them
+        for r in rows:
+            for pos, c in enumerate(r.causes[1:]):
+                rank[c] = min(rank.get(c, (pos, list(CAUSES).index(c))), (pos, list(CAUSES).index(c)))
+        others = sorted(rank, key=rank.__getitem__)
         console.print(f"  [red]flagged[/] {_ranges(rows)} ({min(r.deviation for r in rows):+.0%} at worst): "
                       f"{escape(describe_cause(key, comp))}", highlight=False)  # fmt: skip
         for other in others:
@@ -312,7 +339,7 @@ def calibrate(
     2 bad input.
     """
     from aifabric.discovery.calibrate import Calibration, save_calibration
-    from aifabric.discovery.fitting import fit_calibration
+    from aifabric.discovery.fitting import PARAMETERS, fit_calibration
 
     lo = parse_bytes(min_size, field="--min-size") if min_size else None
     hi = parse_bytes(max_size, field="--max-size") if max_size else None
@@ -333,10 +360,7 @@ def calibrate(
         return
     cal = fit.calibration
     console.print(f"[bold]calibration[/] {escape(cal.name)}: fitted on {escape(cal.source)}", highlight=False)
-    console.print(
-        f"  intra_scale {cal.intra_scale:.4f}, inter_scale {cal.inter_scale:.4f}, latency_scale "
-        f"{cal.latency_scale:.4f}, extra_inter_latency {cal.extra_inter_latency_s * 1e6:.2f} us"
-    )
+    console.print("  " + ", ".join(_knob_text(fit, k) for k in PARAMETERS), highlight=False)
     held = fit.rms_held_out
     console.print(
         f"  residual RMS ln(model/measured): {fit.rms_fit:.3f} over {sum(r.used for r in fit.rows)} fitted rows"
@@ -358,6 +382,27 @@ def calibrate(
         console.print(yaml.safe_dump(data, sort_keys=False).rstrip(), markup=False, highlight=False)
 
 
+def _knob_text(fit, key: str) -> str:  # noqa: ANN001  (a CalibrationFit; the module is imported lazily)
+    from aifabric.discovery.fitting import NEUTRAL
+
+    value = getattr(fit.calibration, key)
+    if not fit.determined.get(key, True):
+        kept = f"{NEUTRAL[key]:.1f}" if key.endswith("_scale") else f"{NEUTRAL[key] * 1e6:g} us"
+        return f"{key} not determined (kept at {kept})"
+    if key == "extra_inter_latency_s":
+        return f"extra_inter_latency {value * 1e6:.2f} us"
+    return f"{key} {value:.4f}"
+
+
 def _default_name(comparisons: Sequence[TableComparison]) -> str:
-    first = comparisons[0]
-    return f"{first.spec.accelerator} x{first.n_ranks} from {Path(first.table.source or 'log').name} table {first.index}"
+    """``h100-sxm x16 from case_03.txt table 7``; every log and table when there are several."""
+    by_log: dict[str, list[int]] = {}
+    for c in comparisons:
+        by_log.setdefault(Path(c.table.source or "log").name, []).append(c.index)
+    gpus = sorted({c.spec.accelerator for c in comparisons})
+    ranks = sorted({c.n_ranks for c in comparisons})
+    what = f"{'+'.join(gpus)} x{'/'.join(map(str, ranks))}"
+    logs = "; ".join(f"{log} table{'s' if len(ix) > 1 else ''} {', '.join(map(str, ix))}" for log, ix in by_log.items())
+    if len(by_log) > 1:
+        return f"{what} from {len(by_log)} logs ({logs})"
+    return f"{what} from {logs}"

@@ -20,6 +20,7 @@ from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout
 from aifabric.training.models import get_model
 from aifabric.training.planner import PlanResult, compare
 from aifabric.training.planner import plan as plan_layouts
+from aifabric.training.plot import check_plot_path, plot_step_breakdown
 from aifabric.training.step import PARTS, StepModel, StepOptions, StepTime
 from aifabric.units import format_bytes
 
@@ -39,7 +40,7 @@ BatchOpt = Annotated[int, typer.Option("--global-batch", "-B", help="Global batc
 FlashOpt = Annotated[bool, typer.Option("--flash-attention/--no-flash-attention", help="Attention scores stay on chip (off: Megatron 2021 fused softmax through HBM)")]
 OverlapOpt = Annotated[bool, typer.Option("--overlap-grad-reduce/--no-overlap-grad-reduce", help="Hide the DP gradient reduction behind the last backward pass")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
-PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Write a stacked-bar PNG of the step-time breakdown")]
+PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Write a stacked-bar chart of the step-time breakdown (.png, .pdf or .svg; parent folders are created)")]
 
 
 def _options(flash: bool, overlap: bool) -> StepOptions:
@@ -70,13 +71,28 @@ def train(
 ) -> None:
     """Time one training step of a layout: compute, each network's exposed and hidden time, bubble, MFU.
 
-    Every communication is timed by the formula engine on the cluster, with ranks placed on GPUs in
-    order (the layout's --order decides which ranks form each group).
+    Every communication is timed by the formula engine on the cluster, with
+    ranks placed on GPUs in order (--order decides which ranks form each group).
+    The layout is checked with the same rules as `aifabric plan`: uneven
+    pipeline stages are allowed (the busiest stage holds the extra layers).
+
+    Comparing with Megatron-LM's paper (Narayanan et al., SC'21, Table 1): its
+    teraFLOP/s per GPU count the FLOPs of full recomputation, measured with
+    2021 software. Run with the paper's --tp/--pp/--microbatch/--global-batch
+    on -c megatron-a100 --nodes N and with
+    --recompute full --zero 0 --no-flash-attention --no-sp
+    (plus --no-overlap-grad-reduce from the 39.1B row up), then read
+    "TFLOP/s per GPU", not MFU.
     """
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = get_model(model)
+    if plot is not None:
+        check_plot_path(plot, "--plot")
+    sm = StepModel(spec_model, spec, options=_options(flash_attention, overlap_grad_reduce))
     if dp is None:
-        ParallelLayout(tp=tp, pp=pp, cp=cp).validate(spec_model)  # a TP that does not divide the heads first
+        # A TP that does not divide the heads, or a CP the sequence, is named before the GPU count. The
+        # pipeline (pp x v against the layers) is left to StepModel, as for `plan`: uneven stages allowed.
+        ParallelLayout(tp=tp, cp=cp).validate(spec_model)
         if spec.n_gpus % (tp * pp * cp):
             raise ConfigError(
                 f"tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} does not divide the {spec.n_gpus} GPUs of the cluster"
@@ -87,17 +103,15 @@ def train(
         global_batch_size=global_batch, recompute=recompute.value, zero_stage=zero,
         sequence_parallel=sequence_parallel and tp > 1, order=order,
     )
-    st = StepModel(spec_model, spec, options=_options(flash_attention, overlap_grad_reduce)).evaluate(layout)
+    st = sm.evaluate(layout)
     if plot is not None:
-        from aifabric.training.plot import plot_step_breakdown
-
-        plot_step_breakdown([st], plot)
+        plot_step_breakdown([st], plot, option="--plot")
     if json_out:
         emit_json(st.to_dict())
         return
     _print_step(st)
     if plot is not None:
-        console.print(f"plot: {plot}")
+        console.print(f"plot: {plot}", markup=False, highlight=False)
 
 
 def _print_step(st: StepTime) -> None:
@@ -127,9 +141,13 @@ def _print_step(st: StepTime) -> None:
     console.print(f"networks per step: {nets}")
     console.print(f"memory: {st.memory.summary()}")
     console.print(
-        f"compute efficiency: GEMM {st.compute.gemm_efficiency:.1%} of peak, HBM {st.compute.hbm_efficiency:.1%} "
-        f"({st.compute.source})"
+        f"{st.compute.summary()}; memory-bound work at {st.compute.hbm_efficiency:.1%} of HBM bandwidth",
+        markup=False, highlight=False,
     )
+    console.print(f"  source: {st.compute.source}", markup=False, highlight=False)
+    caution = st.compute.caution()
+    if caution:
+        console.print(f"[yellow]caution[/]: {caution}", highlight=False)
     for note in st.notes:
         console.print(f"note: {note}")
 
@@ -159,6 +177,8 @@ def plan(
     """
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = get_model(model)
+    if plot is not None:
+        check_plot_path(plot, "--plot")
     sm = StepModel(spec_model, spec, options=_options(flash_attention, overlap_grad_reduce))
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
     res = plan_layouts(spec_model, spec, global_batch, top=top, step_model=sm, **forced)
@@ -168,9 +188,7 @@ def plan(
         comparison = compare(free.best, res.best)
     why = res.why(sm)
     if plot is not None:
-        from aifabric.training.plot import plot_step_breakdown
-
-        plot_step_breakdown(list(res.ranked), plot)
+        plot_step_breakdown(list(res.ranked), plot, option="--plot")
     if json_out:
         emit_json(_plan_dict(res, why, comparison))
         return
@@ -179,7 +197,7 @@ def plan(
     if comparison is not None:
         console.print(f"[bold]forced {', '.join(f'{k}={v}' for k, v in forced.items())}[/]: {comparison.text}")
     if plot is not None:
-        console.print(f"plot: {plot}")
+        console.print(f"plot: {plot}", markup=False, highlight=False)
 
 
 def _plan_dict(res: PlanResult, why: str, comparison) -> dict:

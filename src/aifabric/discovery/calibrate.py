@@ -14,6 +14,7 @@ The fit itself is :func:`aifabric.discovery.fitting.fit_calibration`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,18 +46,64 @@ class Calibration:
             raise ConfigError(f"calibration extra_inter_latency_s: {self.extra_inter_latency_s!r} is outside 0..0.1 s")
 
 
+_NUMBERS = ("intra_scale", "inter_scale", "latency_scale", "extra_inter_latency_s", "residual_rms")
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """1-based line of the top-level ``key:`` in a YAML text, if it can be found."""
+    match = re.search(rf"^{re.escape(key)}[ \t]*:", text, re.MULTILINE)
+    return text.count("\n", 0, match.start()) + 1 if match else None
+
+
 def load_calibration(path: str | Path) -> Calibration:
-    """Read a calibration profile. Raises ConfigError/ParseError naming the file and field."""
+    """Read a calibration profile. Raises ConfigError/ParseError naming the file, the field and its line.
+
+    Numbers must be numbers (``5e-6`` written without a dot is accepted): ``inter_scale: banana`` and
+    ``intra_scale: true`` (a bool is not a number) are refused, as is a missing value (``latency_scale:``)
+    other than for ``residual_rms``.
+    """
     from aifabric.cluster.spec import load_yaml_mapping
 
     p = Path(path)
     data = load_yaml_mapping(p)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):  # pragma: no cover - load_yaml_mapping has read it already
+        text = ""
     known = set(Calibration.__dataclass_fields__)
     unknown = sorted(set(data) - known)
     if unknown:
-        raise ConfigError(f"{p}: unknown calibration field(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        line = _line_of(text, str(unknown[0]))
+        raise ConfigError(
+            f"{p}{f':{line}' if line else ''}: unknown calibration field(s) {', '.join(map(str, unknown))}; "
+            f"known: {', '.join(sorted(known))}"
+        )
+    values: dict[str, object] = {}
+    for key, value in data.items():
+        where = f"{p}:{_line_of(text, key)}" if _line_of(text, key) else str(p)
+        if key in _NUMBERS:
+            if value is None and key == "residual_rms":
+                values[key] = None
+                continue
+            number = None
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                number = float(value)
+            elif isinstance(value, str):  # PyYAML reads 5e-6 (no dot) as text
+                try:
+                    number = float(value)
+                except ValueError:
+                    number = None
+            if number is None:
+                raise ConfigError(f"{where}: calibration {key} must be a number, got {value!r}")
+            values[key] = number
+        else:
+            values[key] = "" if value is None else str(value)
     try:
-        return Calibration(**{k: (float(v) if k not in ("name", "source") and v is not None else v) for k, v in data.items()})
+        return Calibration(**values)  # type: ignore[arg-type]
+    except ConfigError as err:
+        field = next((k for k in _NUMBERS if str(err).startswith(f"calibration {k}:")), None)
+        line = _line_of(text, field) if field else None
+        raise ConfigError(f"{p}{f':{line}' if line else ''}: {err}") from err
     except (TypeError, ValueError) as err:
         raise ConfigError(f"{p}: {err}") from err
 

@@ -17,7 +17,11 @@ time - 1``; it is computed from the times, so rows whose busbw prints as 0.00 st
 flagged row gets (:func:`_causes`): a one-off outlier (out-of-place and in-place more than 1.5x apart) or an
 isolated dip first; then by regime -- latency-bound rows (latency over half the model time), mid-size rows
 (below 1 GiB and latency over 1 %), and the large-message plateau, where one node points at NVLS or NVLink
-and several nodes at network settings (50-85 % of the model) or GDR/ACS/VM problems (below 50 %).
+and several nodes at the causes whose reported shortfall fits the row's (:func:`_network_causes`): network
+settings for 5-55 % below the model, GDR/ACS problems only beyond 40 % below it, a VM beyond 65 %.
+
+Rows whose time is 0 (or not finite) cannot be compared; they are kept in
+:attr:`TableComparison.dropped` and the CLI says so.
 """
 
 from __future__ import annotations
@@ -75,19 +79,22 @@ _OPS: dict[str, str | None] = {
 CAUSES: dict[str, str] = {
     "outlier": (
         "one-off outlier: out-of-place and in-place times differ by more than 1.5x at this size; a warm-up or "
-        "first-call artefact, not the fabric (case_03 T1/T2 at 8 B and 256 B)"
+        "first-call artefact, not the fabric (seen at 8 B and 256 B in NVIDIA/nccl-tests #309)"
     ),
     "dip": (
         "isolated mid-size dip: the sizes on both sides agree with the model far better; NCCL's tuner switching "
-        "algorithm or protocol at this size, or a warm-up artefact (case_03 T3/T6 at 8 MB); do not fit it"
+        "algorithm or protocol at this size, or a warm-up artefact (8 MB rows in NVIDIA/nccl-tests #309); do "
+        "not fit it"
     ),
     "latency_net": (
         "per-operation latency above NCCL's model: a network plugin or socket transport (GCP TCPXO ~123 us for "
-        "8 B, gIB ~250-300 us in case_08), proxy-thread or CPU placement, or launch overhead"
+        "an 8 B all_reduce, dstackai/dstack GCP example; the gIB plugin ~250-300 us at 1-64 KB, "
+        "kubernetes-sigs/dranet GKE RDMA guide), proxy-thread or CPU placement, or launch overhead"
     ),
     "latency_model": (
         "small-message time above NCCL's latency model by less than 2x: launch, protocol and proxy costs its "
-        "constants leave out; the model is within 15 % only at the smallest sizes (case_03 T1/T2)"
+        "constants leave out; the model is within 15 % only at the smallest sizes (2-4 H100 nodes, "
+        "NVIDIA/nccl-tests #309)"
     ),
     "latency_local": (
         "per-operation overhead above NCCL's latency constants: launch and synchronisation cost, or an older "
@@ -95,8 +102,8 @@ CAUSES: dict[str, str] = {
     ),
     "ramp": (
         "mid-size row: NCCL runs fewer channels or another protocol than at its peak and busbw ramps up to "
-        "the plateau only near 1 GB (case_01: 383 GB/s at 128 MB vs 474 at 4 GB); a bandwidth model is "
-        "optimistic here; too few channels (NCCL_MIN_CTAS) makes it worse"
+        "the plateau only near 1 GB (one H100 node: 383 GB/s at 128 MB vs 474 at 4 GB, NVIDIA/nccl-tests "
+        "#290); a bandwidth model is optimistic here; too few channels (NCCL_MIN_CTAS) makes it worse"
     ),
     "network_settings": (
         "network settings: adaptive routing off, too few QPs per connection (NCCL_IB_QPS_PER_CONNECTION=2) "
@@ -105,8 +112,8 @@ CAUSES: dict[str, str] = {
     ),
     "no_gdr": (
         "no GPUDirect RDMA or a NIC behind the CPU (path PHB/NODE/SYS, nvidia-peermem not loaded, "
-        "NCCL_NET_GDR_LEVEL too low): traffic is staged in host memory and network busbw drops 2-8x "
-        "(reference sec. 7.6; NVIDIA/nccl #412, #489)"
+        "NCCL_NET_GDR_LEVEL too low): traffic is staged in host memory and network busbw drops 2-8x, "
+        "more than a 40 % shortfall (NVIDIA/nccl #412, #489)"
     ),
     "acs_iommu": (
         "PCIe ACS redirect with the IOMMU in translated mode sends GPU-NIC traffic through the root complex "
@@ -128,8 +135,19 @@ CAUSES: dict[str, str] = {
     ),
     "pcie_root": (
         "PCIe-only node: busbw is bounded by what the CPU root complex forwards (9-11 GB/s for 4 x V100 Gen3, "
-        "reference sec. 7.7) and by P2P settings (NCCL_P2P_LEVEL, NCCL_P2P_DISABLE, ACS)"
+        "rcgsheffield/sheffield_hpc Bessemer CUDA page; NCCL maintainer in NVIDIA/nccl #1639) and by P2P "
+        "settings (NCCL_P2P_LEVEL, NCCL_P2P_DISABLE, ACS)"
     ),
+}
+#: Measured/predicted busbw ratios our sources report for each multi-node plateau cause: (lowest, highest,
+#: typical). Network settings: 320 of 391-400 GB/s on 8 H100 nodes (NVIDIA/nccl-tests #309); no GPUDirect
+#: RDMA and ACS/IOMMU redirection: 2-8x lower (NVIDIA/nccl #412, #489, #2409), so not offered for a shortfall
+#: under 40 %; a VM hiding the PCIe layout: ~55-105 of 459-489 GB/s (NVIDIA/nccl-tests #256).
+_SHORTFALL: dict[str, tuple[float, float, float]] = {
+    "network_settings": (0.45, 1.0, 0.82),
+    "no_gdr": (0.0, 0.6, 0.3),
+    "acs_iommu": (0.0, 0.6, 0.3),
+    "vm_pcie": (0.0, 0.35, 0.15),
 }
 #: Notes on rows that are not faults.
 NOTES: dict[str, str] = {
@@ -294,6 +312,8 @@ class TableComparison:
         A row is flagged when its deviation is below ``-threshold``.
     calibration : object or None
         The calibration profile applied, if any.
+    dropped : tuple of (int, int)
+        ``(size_bytes, line)`` of the rows left out because their compared time is 0 or not a number.
     """
 
     index: int
@@ -307,6 +327,7 @@ class TableComparison:
     place: str = "out_of_place"
     threshold: float = 0.15
     calibration: Any | None = None
+    dropped: tuple[tuple[int, int], ...] = ()
 
     @property
     def n_ranks(self) -> int:
@@ -369,6 +390,7 @@ class TableComparison:
             "calibration": getattr(self.calibration, "name", None),
             "large_deviation": self.large_deviation,
             "rows": [r.to_dict() for r in self.rows],
+            "dropped_rows": [{"size_bytes": size, "line": line} for size, line in self.dropped],
         }
 
 
@@ -468,11 +490,33 @@ def _causes(row: RowComparison, prev: RowComparison | None, nxt: RowComparison |
             if row.measured_busbw_bytes_per_s <= 1.08 * ring.busbw_bytes_per_s:
                 return ("nvls_off", "nvlink_degraded")
         return ("nvlink_degraded",)
-    ratio = 1.0 + row.deviation
-    vm_hint = "NCCL_TOPO_FILE" in ctx.settings.env or re.search(r"\bVMs?\b", ctx.table.title or "")
-    if ratio < 0.5:
-        return ("vm_pcie", "no_gdr", "acs_iommu") if vm_hint else ("no_gdr", "acs_iommu", "vm_pcie")
-    return ("network_settings", "no_gdr", "acs_iommu")
+    vm_hint = bool("NCCL_TOPO_FILE" in ctx.settings.env or re.search(r"\bVMs?\b", ctx.table.title or ""))
+    return _network_causes(1.0 + row.deviation, vm_hint)
+
+
+def _network_causes(ratio: float, vm_hint: bool = False) -> tuple[str, ...]:
+    """Multi-node plateau causes that fit a measured/predicted busbw ``ratio``, best fit first.
+
+    Each cause is offered only inside the range of shortfalls our sources report for it
+    (:data:`_SHORTFALL`) and ranked by how far ``ratio`` is from its typical value (log scale); a VM in the
+    title or an ``NCCL_TOPO_FILE`` makes the VM cause count as the better fit. Outside every range, the
+    nearest cause.
+
+    >>> _network_causes(0.82), _network_causes(0.4), _network_causes(0.15, vm_hint=True)[0]
+    (('network_settings',), ('no_gdr', 'acs_iommu'), 'vm_pcie')
+    """
+    ratio = max(ratio, 1e-6)
+
+    def distance(key: str) -> float:
+        typical = _SHORTFALL[key][2]
+        penalty = 0.0 if key != "vm_pcie" or vm_hint else math.log(2.0)
+        return abs(math.log(ratio / typical)) + penalty
+
+    order = list(_SHORTFALL)
+    inside = [k for k in order if _SHORTFALL[k][0] <= ratio <= _SHORTFALL[k][1]]
+    if not inside:
+        return (min(order, key=distance),)
+    return tuple(sorted(inside, key=lambda k: (distance(k), order.index(k))))
 
 
 def _row_notes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
@@ -547,10 +591,12 @@ def compare_table(
         notes.append(comm_note)
     settings = _check_algorithm(op, spec, comm, settings or NcclSettings())
     rows: list[RowComparison] = []
+    dropped: list[tuple[int, int]] = []
     factor = busbw_factor(op, n_ranks)
     for row in table.rows:
         measured, other = _measure(row, place)
         if not measured.time_s > 0 or not math.isfinite(measured.time_s):
+            dropped.append((row.size_bytes, row.line))
             continue
         predicted = _predict(op, row.size_bytes, spec, comm, settings, calibration)
         rows.append(
@@ -567,7 +613,7 @@ def compare_table(
     if not rows:
         raise ParseError("no row has a positive time to compare", line=table.line, source=table.source)
     ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
-                          calibration)  # fmt: skip
+                          calibration, tuple(dropped))  # fmt: skip
     final = []
     for i, row in enumerate(rows):
         prev = rows[i - 1] if i > 0 else None
@@ -580,7 +626,7 @@ def compare_table(
                           _row_notes(row, ctx))  # fmt: skip
         )
     return TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(final), place, threshold,
-                           calibration)  # fmt: skip
+                           calibration, tuple(dropped))  # fmt: skip
 
 
 def _engine_op(table: PerfTable) -> str:

@@ -18,6 +18,12 @@ factor e (and 20 us): a knob the rows cannot see -- the NVLink scale on a NIC-bo
 (out-of-place and in-place more than 1.5x apart) or isolated dips are left out; a size window
 (``min_size_bytes``/``max_size_bytes``) holds the rest out so that the fit can be checked on them.
 
+After the fit, the information the rows carry on each knob (the sum of the squared sensitivities of the
+weighted residuals, Gauss-Newton) is compared with the prior's: below 5 % of it (:data:`DETERMINED_INFO`),
+a knob is one the rows cannot determine -- changing it by a factor e moves their log-times by less than
+about 0.2 in all. It is kept at NCCL's value (:data:`NEUTRAL`), the others are refitted, and the report says
+"not determined (kept at 1.0)" instead of quoting a value the prior chose.
+
 Bounds: latency scale 0.25-8, extra latency 0-200 us, bandwidth scales from 0.2 up to the line rate (a scale
 that made a 400 Gb/s NIC carry more than 50 GB/s, or NVLink more than its signalling rate, is refused).
 """
@@ -26,7 +32,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -35,11 +41,17 @@ from scipy.optimize import least_squares
 from aifabric.discovery.calibrate import Calibration
 from aifabric.discovery.compare import TableComparison
 
-__all__ = ["CalibrationFit", "FitRow", "fit_calibration"]
+__all__ = ["DETERMINED_INFO", "NEUTRAL", "PARAMETERS", "CalibrationFit", "FitRow", "fit_calibration", "size_window"]
 
 _BOUNDS_LOW = np.array([math.log(0.2), math.log(0.2), math.log(0.25), 0.0])
 _BOUNDS_HIGH = np.array([math.log(5.0), math.log(5.0), math.log(8.0), 200.0])
 _PRIOR_WIDTH = np.array([1.0, 1.0, 1.0, 20.0])  # ln-units for the scales, microseconds for the extra latency
+#: The knobs, in the order of the optimiser's vector, and the value each is kept at when the rows cannot see it.
+PARAMETERS: tuple[str, ...] = ("intra_scale", "inter_scale", "latency_scale", "extra_inter_latency_s")
+NEUTRAL: dict[str, float] = {"intra_scale": 1.0, "inter_scale": 1.0, "latency_scale": 1.0, "extra_inter_latency_s": 0.0}
+#: A knob is "determined" when the rows' information on it is at least this fraction of the prior's.
+DETERMINED_INFO = 0.05
+_FD_STEP = np.array([0.05, 0.05, 0.05, 1.0])  # finite-difference steps of the sensitivity, optimiser units
 
 
 @dataclass(frozen=True)
@@ -125,6 +137,13 @@ class CalibrationFit:
         The optimiser's message.
     n_evaluations : int
         Model evaluations of all rows.
+    determined : dict
+        For each knob of :data:`PARAMETERS`, whether the rows determine it: their information on it must be at
+        least :data:`DETERMINED_INFO` of the prior's (Gauss-Newton, at the solution).
+        A knob they cannot see (the NVLink scale on a NIC-bound ring, the network on one node, the latency
+        on 1 GB rows) is kept at NCCL's value, :data:`NEUTRAL`, and reported as not determined.
+    window : str
+        The size window in words (``"64 MiB and up"``), empty without one.
     """
 
     calibration: Calibration
@@ -132,6 +151,13 @@ class CalibrationFit:
     success: bool
     message: str
     n_evaluations: int
+    determined: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(PARAMETERS, True))
+    window: str = ""
+
+    @property
+    def undetermined(self) -> tuple[str, ...]:
+        """Knobs the rows cannot determine, kept at NCCL's value (:data:`NEUTRAL`)."""
+        return tuple(k for k in PARAMETERS if not self.determined.get(k, True))
 
     @staticmethod
     def _rms(values: Sequence[float]) -> float | None:
@@ -158,6 +184,8 @@ class CalibrationFit:
             "success": self.success,
             "message": self.message,
             "n_evaluations": self.n_evaluations,
+            "determined": dict(self.determined),
+            "size_window": self.window or None,
             "rows": [r.to_dict() for r in self.rows],
         }
 
@@ -208,6 +236,35 @@ def _selection(
         else:
             out.append((i, None))
     return out
+
+
+def _bytes(n: float) -> str:
+    n = float(n)
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            value = n / (1 << shift)
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def size_window(min_size_bytes: float | None, max_size_bytes: float | None) -> str:
+    """A size window in words: ``"64 MiB and up"``, ``"up to 1 MiB"``, ``"1 KiB to 64 MiB"``; empty without one.
+
+    >>> size_window(64 * 2**20, None), size_window(None, 2**20), size_window(1024, 64 * 2**20)
+    ('64 MiB and up', 'up to 1 MiB', '1 KiB to 64 MiB')
+    """
+    if min_size_bytes is None and max_size_bytes is None:
+        return ""
+    if max_size_bytes is None or math.isinf(max_size_bytes):
+        return f"{_bytes(min_size_bytes or 0)} and up"
+    if not min_size_bytes:
+        return f"up to {_bytes(max_size_bytes)}"
+    return f"{_bytes(min_size_bytes)} to {_bytes(max_size_bytes)}"
+
+
+def _information(jacobian: np.ndarray) -> np.ndarray:
+    """The rows' Gauss-Newton information on each knob, relative to the prior's (1 / width^2)."""
+    return np.sum(jacobian**2, axis=0) * _PRIOR_WIDTH**2
 
 
 def fit_calibration(
@@ -262,35 +319,65 @@ def fit_calibration(
     measured = np.array([comp.rows[i].measured_time_s for comp, i in used])
     weights = np.array([_regime_weight(comp.rows[i].latency_share) for comp, i in used])
     low, high = _bounds(comparisons)
+    neutral = np.array([math.log(NEUTRAL[k]) if k.endswith("_scale") else NEUTRAL[k] * 1e6 for k in PARAMETERS])
     evaluations = 0
 
-    def residuals(x: np.ndarray) -> np.ndarray:
+    def weighted(x: np.ndarray) -> np.ndarray:
         nonlocal evaluations
         evaluations += 1
         knobs = _knobs(x)
         model = np.array([comp.predict(comp.rows[i].size_bytes, knobs).time_s for comp, i in used])
-        prior = (x - np.array([0.0, 0.0, 0.0, 0.0])) / _PRIOR_WIDTH
-        return np.concatenate([weights * np.log(model / measured), prior])
+        return weights * np.log(model / measured)
 
-    # Two starts, NCCL's constants and twice its latencies: the selection of the fastest algorithm and
-    # protocol makes the cost piecewise smooth, with a local minimum on each side of a protocol switch.
-    # The extra latency starts just inside its bound (trf stalls on a start that sits on one).
-    result = min(
-        (
-            least_squares(
-                residuals,
-                x0=np.clip(np.array([0.0, 0.0, lat, 1.0]), low + 1e-9, high - 1e-9),
-                bounds=(low, high),
-                loss="soft_l1",
-                f_scale=0.1,
-                diff_step=1e-3,
-                max_nfev=200,
-            )
-            for lat in (0.0, math.log(2.0))
-        ),
-        key=lambda r: r.cost,
-    )
-    knobs = _knobs(result.x)
+    def solve(free: np.ndarray) -> tuple[np.ndarray, Any]:
+        """Fit the ``free`` knobs, the others kept at NCCL's values."""
+
+        def full(z: np.ndarray) -> np.ndarray:
+            x = neutral.copy()
+            x[free] = z
+            return x
+
+        def residuals(z: np.ndarray) -> np.ndarray:
+            x = full(z)
+            prior = (x - neutral) / _PRIOR_WIDTH
+            return np.concatenate([weighted(x), prior[free]])
+
+        lo, hi = low[free], high[free]
+        # Two starts, NCCL's constants and twice its latencies: the selection of the fastest algorithm and
+        # protocol makes the cost piecewise smooth, with a local minimum on each side of a protocol switch.
+        # The extra latency starts just inside its bound (trf stalls on a start that sits on one).
+        starts = []
+        for lat in (0.0, math.log(2.0)):
+            x0 = np.array([0.0, 0.0, lat, 1.0])[free]
+            starts.append(np.clip(x0, lo + 1e-9, hi - 1e-9))
+        if not free[2]:
+            starts = starts[:1]
+        best = min(
+            (
+                least_squares(residuals, x0=x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, diff_step=1e-3,
+                              max_nfev=200)  # fmt: skip
+                for x0 in starts
+            ),
+            key=lambda r: r.cost,
+        )
+        return full(best.x), best
+
+    free = np.ones(len(PARAMETERS), dtype=bool)
+    x, result = solve(free)
+    # Which knobs the rows determine: their information on each, relative to the prior's, at the solution.
+    jacobian = np.empty((len(used), len(PARAMETERS)))
+    for j, step in enumerate(_FD_STEP):  # central differences: a knob at a bound or a kink still shows
+        xp, xm = x.copy(), x.copy()
+        xp[j] += step
+        xm[j] -= step
+        jacobian[:, j] = (weighted(xp) - weighted(xm)) / (2 * step)
+    seen = _information(jacobian) >= DETERMINED_INFO
+    if not seen.all():
+        if seen.any():
+            x, result = solve(seen)
+        else:
+            x = neutral.copy()
+    knobs = _knobs(x)
     fit_rows = []
     for comp, i, reason in selected:
         row = comp.rows[i]
@@ -310,9 +397,9 @@ def fit_calibration(
     described = source or "; ".join(
         sorted({f"{c.table.source or 'log'} table {c.index} ({c.n_nodes} node(s), {c.n_ranks} ranks)" for c in comparisons})
     )
-    window = ""
-    if min_size_bytes is not None or max_size_bytes is not None:
-        window = f", sizes {min_size_bytes or 0:g}-{max_size_bytes or math.inf:g} B"
+    window = size_window(min_size_bytes, max_size_bytes)
+    kept = [k for k, ok in zip(PARAMETERS, seen, strict=True) if not ok]
+    described += (f", sizes {window}" if window else "") + (f"; not determined (kept): {', '.join(kept)}" if kept else "")
     provisional = CalibrationFit(
         Calibration(
             intra_scale=knobs.intra_scale,
@@ -320,7 +407,7 @@ def fit_calibration(
             latency_scale=knobs.latency_scale,
             extra_inter_latency_s=knobs.extra_inter_latency_s,
             name=name,
-            source=described + window,
+            source=described,
         ),
         tuple(fit_rows),
         bool(result.success),
@@ -337,4 +424,6 @@ def fit_calibration(
         source=cal.source,
         residual_rms=round(provisional.rms_fit, 6),
     )
-    return CalibrationFit(final, provisional.rows, provisional.success, provisional.message, evaluations)
+    determined = {k: bool(ok) for k, ok in zip(PARAMETERS, seen, strict=True)}
+    return CalibrationFit(final, provisional.rows, provisional.success, provisional.message, evaluations,
+                          determined, window)  # fmt: skip

@@ -10,6 +10,7 @@ the CPU otherwise (as the ``v100-pcie-4gpu`` preset). Every guess comes back as 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,15 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.errors import ConfigError, ParseError
 
-__all__ = ["DEFAULT_GPU", "DEFAULT_NIC_SPEED", "accelerator_from_name", "infer_cluster", "nic_for_speed"]
+__all__ = [
+    "DEFAULT_GPU",
+    "DEFAULT_NIC_SPEED",
+    "GpuMention",
+    "accelerator_from_name",
+    "accelerators_in_text",
+    "infer_cluster",
+    "nic_for_speed",
+]
 
 #: Accelerator assumed when neither the log nor the caller names one (catalogue key).
 DEFAULT_GPU = "h100-sxm"
@@ -52,6 +61,42 @@ def accelerator_from_name(name: str | None) -> str | None:
         if re.search(pattern, name, re.IGNORECASE):
             return key
     return None
+
+
+@dataclass(frozen=True)
+class GpuMention:
+    """A GPU model named in a text: the catalogue key, the words as written and the 1-based line."""
+
+    key: str
+    written: str
+    line: int
+
+
+def accelerators_in_text(text: str) -> tuple[GpuMention, ...]:
+    """Every catalogued GPU model a text names, once each, in order of first appearance.
+
+    Names the catalogue has no entry for (``V100`` SXM2, unknown parts) are skipped; where two patterns
+    match at one place (``V100-PCIE`` and ``V100``) the more specific one counts.
+
+    Examples
+    --------
+    >>> [(m.key, m.line) for m in accelerators_in_text("8 x A100 40GB\\nthen NVIDIA H100 80GB HBM3 and A100 again")]
+    [('a100-sxm-80gb', 1), ('h100-sxm', 2)]
+    """
+    found: list[tuple[int, int, int, str | None, str]] = []  # (start, pattern order, end, key, written)
+    for order, (pattern, key) in enumerate(_GPU_NAMES):
+        for match in re.finditer(pattern, text, re.IGNORECASE):
+            found.append((match.start(), order, match.end(), key, match.group(0)))
+    found.sort()
+    out: dict[str, GpuMention] = {}
+    covered = -1
+    for start, _, end, key, written in found:
+        if start < covered:
+            continue
+        covered = end
+        if key is not None and key not in out:
+            out[key] = GpuMention(key, written, text.count("\n", 0, start) + 1)
+    return tuple(out.values())
 
 
 def nic_for_speed(speed_bytes_per_s: float) -> str:

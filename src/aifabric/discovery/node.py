@@ -38,8 +38,14 @@ from scipy.optimize import linear_sum_assignment
 from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.discovery.calibrate import Calibration
-from aifabric.discovery.inference import DEFAULT_GPU, DEFAULT_NIC_SPEED, nic_for_speed
-from aifabric.discovery.nccl_xml import NcclTopology, parse_nccl_topologies
+from aifabric.discovery.inference import (
+    DEFAULT_GPU,
+    DEFAULT_NIC_SPEED,
+    GpuMention,
+    accelerators_in_text,
+    nic_for_speed,
+)
+from aifabric.discovery.nccl_xml import GpuNode, NcclTopology, NicNode, parse_nccl_topologies
 from aifabric.discovery.nvsmi import PATH_ORDER, TopoMatrix, normalize_path_code
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import ParseError
@@ -72,6 +78,29 @@ _RANK = {code: i for i, code in enumerate(PATH_ORDER)}  # PIX 0 ... SYS 4
 _SM_GPU = {70: "v100-pcie-32gb", 80: "a100-sxm-80gb", 90: "h100-sxm", 100: "b200"}
 # NVLinks per GPU pair in nvidia-smi -> the board it usually is.
 _NV_GPU = {18: ("h100-sxm", "an H100/H200/B200 SXM board"), 12: ("a100-sxm-80gb", "an A100 SXM board")}
+
+
+# PCIe per-lane rate (GT/s) -> NCCL's per-lane speed in units of 100 Mb/s (``kvDictPciGen``, ``topo.cc``) and
+# the generation; a link's bandwidth is width x that / 80 GB/s (reference note sec. 3.1).
+_PCI_LANE = {2.5: (15, 1), 5.0: (30, 2), 8.0: (60, 3), 16.0: (120, 4), 32.0: (240, 5), 64.0: (480, 6)}
+# Compute capability of each architecture, to check a GPU named in the text against an NCCL dump's sm=.
+_ARCH_SM = {"volta": 70, "ampere": 80, "hopper": 90, "blackwell": 100}
+
+
+def _pcie_gen(gt_per_s: float | None) -> int | None:
+    if not gt_per_s:
+        return None
+    lane = _PCI_LANE.get(float(gt_per_s))
+    return lane[1] if lane else None
+
+
+def _pcie_bw(gt_per_s: float | None, width: int | None) -> tuple[float, str] | None:
+    """NCCL's bandwidth of one PCIe link, bytes/s, and its name (``Gen4 x16`` = 24 GB/s); None if unknown."""
+    if not gt_per_s or not width:
+        return None
+    lane, gen = _PCI_LANE.get(float(gt_per_s), (gt_per_s * 7.5, None))
+    name = f"Gen{gen} x{width}" if gen else f"{gt_per_s:g} GT/s x{width}"
+    return width * lane / 80 * 1e9, name
 
 
 def gdr_verdict(path: str) -> tuple[bool, str]:
@@ -134,6 +163,15 @@ class NodeLayout:
     line : int
         1-based line of the matrix header or ``<system>``.
     source : str or None
+    gpu_nic_pcie : dict
+        ``(gpu, nic) -> (bytes/s, "Gen4 x16")``: the PCIe bandwidth of the path as NCCL models it (the
+        slowest link on it, each ``width x per-lane speed / 80`` GB/s), where an NCCL dump gives link speeds.
+    nvlink_count : int or None
+        Most NVLinks between two GPUs (``NV18``), None without NVLink.
+    gpu_sm : int or None
+        Compute capability of the GPUs (NCCL dumps), e.g. 90.
+    gpu_link_gt_per_s : float or None
+        PCIe per-lane rate of the GPUs' own links (NCCL dumps), GT/s.
     """
 
     kind: str
@@ -154,6 +192,10 @@ class NodeLayout:
     affinity_known: bool = True
     line: int = 1
     source: str | None = None
+    gpu_nic_pcie: dict[tuple[str, str], tuple[float, str]] = field(hash=False, default_factory=dict)
+    nvlink_count: int | None = None
+    gpu_sm: int | None = None
+    gpu_link_gt_per_s: float | None = None
 
     # -- constructors -------------------------------------------------------------------------------------------
 
@@ -192,6 +234,7 @@ class NodeLayout:
             affinity_known=affinity or not m.gpus,
             line=m.line,
             source=m.source,
+            nvlink_count=nv[-1] if nv else None,
         )
 
     @classmethod
@@ -226,6 +269,27 @@ class NodeLayout:
             for g, gl in zip(gpus, labels, strict=True)
             for n, nl in zip(nics, nic_labels, strict=True)
         }
+        switch_bw = {s.busid: _pcie_bw(s.link_speed_gt_per_s, s.link_width) for s in t.pci_switches}
+
+        def pcie_bw(g: GpuNode, n: NicNode) -> tuple[float, str] | None:
+            """The slowest PCIe link between a GPU and a NIC (NCCL: a path's bandwidth is its minimum)."""
+            links = [_pcie_bw(g.link_speed_gt_per_s, g.link_width), _pcie_bw(n.link_speed_gt_per_s, n.link_width)]
+            ca, cb = chain(g.pci_switch), chain(n.pci_switch)
+            common = next((x for x in ca if x in cb), None)
+            for side in (ca, cb):
+                for x in side:
+                    if x == common:
+                        break
+                    links.append(switch_bw.get(x))
+            known = [x for x in links if x is not None]
+            return min(known) if known else None
+
+        gpu_nic_pcie = {}
+        for g, gl in zip(gpus, labels, strict=True):
+            for n, nl in zip(nics, nic_labels, strict=True):
+                bw = pcie_bw(g, n)
+                if bw is not None:
+                    gpu_nic_pcie[(gl, nl)] = bw
         busid_label = {(g.busid or "").lower(): gl for g, gl in zip(gpus, labels, strict=True) if g.busid}
         switch_links: dict[str, int] = {}
         direct: dict[tuple[str, str], int] = {}
@@ -249,7 +313,10 @@ class NodeLayout:
         speeds = [s for s in speeds if s > 0]
         classes = {(n.pci_class or "").lower()[:6] for n in nics}
         fabric = "infiniband" if classes == {"0x0207"} else "ethernet" if classes == {"0x0200"} else None
+        nv_counts = [int(code[2:]) for code in gpu_links.values() if _NV.match(code) and int(code[2:]) > 0]
+        gpu_speeds = [g.link_speed_gt_per_s for g in gpus if g.link_speed_gt_per_s]
         sms = {g.sm for g in gpus if g.sm is not None}
+        one_sm = next(iter(sms)) if len(sms) == 1 else None
         if len(sms) == 1:
             sm = sms.pop()
             hint: tuple[str | None, str] = (_SM_GPU.get(sm), f"sm={sm} in the NCCL dump")
@@ -286,6 +353,10 @@ class NodeLayout:
             affinity_known=any(c.affinity for c in t.cpus) or any(c.numaid is not None for c in t.cpus),
             line=t.line,
             source=t.source,
+            gpu_nic_pcie=gpu_nic_pcie,
+            nvlink_count=max(nv_counts) if nv_counts else None,
+            gpu_sm=one_sm,
+            gpu_link_gt_per_s=max(gpu_speeds) if gpu_speeds else None,
         )
 
 
@@ -367,6 +438,10 @@ class NodeInspection:
     expected: tuple[ExpectedBusbw, ...] = ()
     warnings: tuple[Finding, ...] = ()
     assumptions: tuple[str, ...] = ()
+    accelerator_source: str = ""
+    nic_speed_assumed: bool = False
+    rail_cap_bytes_per_s: float | None = None
+    rail_cap_link: str | None = None
 
     @property
     def nvlink_pairs(self) -> tuple[tuple[str, str, int], ...]:
@@ -414,6 +489,10 @@ class NodeInspection:
             ],  # fmt: skip
             "warnings": [{"code": w.code, "message": w.message} for w in self.warnings],
             "assumptions": list(self.assumptions),
+            "accelerator_source": self.accelerator_source,
+            "nic_speed_assumed": self.nic_speed_assumed,
+            "rail_cap_bytes_per_s": self.rail_cap_bytes_per_s,
+            "rail_cap_link": self.rail_cap_link,
         }
 
 
@@ -490,14 +569,69 @@ def _names(items: list[str]) -> str:
     return ", ".join(items)
 
 
-def _accelerator(layout: NodeLayout, gpu: str | None) -> tuple[str, list[str]]:
+def _fit(layout: NodeLayout, key: str) -> tuple[int, str]:
+    """How well a catalogue GPU fits what the layout itself shows: 2 exactly, 1 plausibly, 0 not; and why."""
+    acc = catalog.accelerator(key)
+    score, why = 1, ""
+    if layout.gpu_sm is not None:
+        sm = _ARCH_SM.get(acc.arch)
+        if sm is not None and sm != layout.gpu_sm:
+            return 0, f"the dump says sm={layout.gpu_sm}"
+        if sm is not None:
+            score, why = 2, f"sm={layout.gpu_sm}"
+    if layout.nvlink_count is not None:
+        if not acc.nvlink or acc.nvlink_links < layout.nvlink_count:
+            return 0, f"NV{layout.nvlink_count} between GPUs"
+        if acc.nvlink_links == layout.nvlink_count:
+            score, why = 2, why or f"NV{layout.nvlink_count}"
+    gen = _pcie_gen(layout.gpu_link_gt_per_s)
+    have = int(acc.pcie[3:]) if acc.pcie and acc.pcie.startswith("gen") and acc.pcie[3:].isdigit() else None
+    if gen is not None and have is not None:
+        if have < gen:
+            return 0, f"PCIe Gen{gen} GPU links"
+        if have == gen:
+            score, why = 2, why or f"PCIe Gen{gen} GPU links"
+    return score, why
+
+
+def _accelerator(
+    layout: NodeLayout, gpu: str | None, named: tuple[GpuMention, ...] = ()
+) -> tuple[str, str, list[str]]:
+    """(catalogue key, where it came from, assumptions): --gpu, else a GPU the file names, else the layout's guess.
+
+    Of several GPUs named in the file, the one that fits the layout best (compute capability, NVLink count,
+    PCIe generation of the GPU links) wins, the first named on a tie; a name that contradicts the layout
+    (an A100 named beside NV18 links) does not override the layout's own guess.
+    """
     if gpu is not None:
         catalog.accelerator(gpu)
-        return gpu, []
+        return gpu, "--gpu", []
+    where = f"{Path(layout.source).name}" if layout.source else "the file"
+    if named:
+        scored = [(_fit(layout, m.key), i, m) for i, m in enumerate(named)]
+        (score, why), _, best = max(scored, key=lambda x: (x[0][0], -x[1]))
+        others = [m for m in named if m is not best]
+        listed = "" if not others else " (it also names " + ", ".join(f"{m.written} line {m.line}" for m in others) + (
+            f"; {best.written} fits {why}" if why else "") + ")"  # fmt: skip
+        if score > 0:
+            return best.key, "the file", [
+                f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> {best.key}{listed}; "
+                "give --gpu to override"
+            ]
+        key, how = layout.gpu_hint
+        names = ", ".join(f"{m.written} (line {m.line})" for m in named)
+        if key is not None:
+            return key, "the layout", [
+                f"the file names {names}, but that does not fit the layout ({why}); {how}: assumed {key} (give --gpu)"
+            ]
+        return best.key, "the file", [
+            f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> {best.key}, although the layout "
+            f"shows {why}; give --gpu to override"
+        ]
     key, how = layout.gpu_hint
     if key is not None:
-        return key, [f"GPU model not named by the input: {how}; assumed {key} (give --gpu)"]
-    return DEFAULT_GPU, [f"GPU model unknown ({how}): assumed {DEFAULT_GPU} (give --gpu)"]
+        return key, "the layout", [f"GPU model not named by the input: {how}; assumed {key} (give --gpu)"]
+    return DEFAULT_GPU, "default", [f"GPU model unknown ({how}): assumed {DEFAULT_GPU} (give --gpu)"]
 
 
 def _node_spec(
@@ -564,15 +698,36 @@ def _switch(fabric: str, speed: float) -> str:
     return "quantum-2-qm9700" if speed <= 50e9 * 1.0001 else "quantum-x800-q3400"
 
 
-def _network_factor(layout: NodeLayout, pairing: dict[str, GpuNicPath | None]) -> float:
-    """Share of ``g`` NICs' worth of bandwidth a node's rings get: distinct NICs used x GDR factor / g."""
+def _network_factor(
+    layout: NodeLayout, pairing: dict[str, GpuNicPath | None], nic_effective_bytes_per_s: float = 0.0
+) -> float:
+    """Share of ``g`` NICs' worth of bandwidth a node's rings get: distinct NICs used x their factor / g.
+
+    A NIC's factor is the GDR one (:data:`NO_GDR_FACTOR` when traffic is staged in host memory), capped by the
+    PCIe path to its GPU where the input gives link speeds: NCCL's path bandwidth over the NIC's effective
+    rate (a Gen4 x16 path, 24 GB/s, carries ~98 % of an HDR NIC and ~49 % of a 400 Gb/s one).
+    """
     used: dict[str, float] = {}
-    for p in pairing.values():
+    for g, p in pairing.items():
         if p is None:
             return 1.0
         factor = 1.0 if p.gdr else NO_GDR_FACTOR
+        pcie = layout.gpu_nic_pcie.get((g, p.nic))
+        if pcie is not None and nic_effective_bytes_per_s > 0:
+            factor = min(factor, pcie[0] / nic_effective_bytes_per_s)
         used[p.nic] = min(used.get(p.nic, 1.0), factor)
     return sum(used.values()) / max(1, len(layout.gpus))
+
+
+def _rail_cap(
+    layout: NodeLayout, pairing: dict[str, GpuNicPath | None], nic_effective_bytes_per_s: float
+) -> tuple[float, str] | None:
+    """The slowest GPU-NIC PCIe path of the pairing, if it is below the NIC's effective rate."""
+    caps = [layout.gpu_nic_pcie[(g, p.nic)] for g, p in pairing.items() if p is not None and (g, p.nic) in layout.gpu_nic_pcie]
+    if not caps:
+        return None
+    low = min(caps)
+    return low if low[0] < nic_effective_bytes_per_s else None
 
 
 def _warnings(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]], pairing: dict[str, GpuNicPath | None],
@@ -628,17 +783,26 @@ def _warnings(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]], pa
     return out
 
 
-def inspect_layout(layout: NodeLayout, *, gpu: str | None = None, nic_speed: str | None = None) -> NodeInspection:
+def inspect_layout(
+    layout: NodeLayout,
+    *,
+    gpu: str | None = None,
+    nic_speed: str | None = None,
+    named: tuple[GpuMention, ...] = (),
+) -> NodeInspection:
     """Analyse one node (see the module docstring).
 
     Parameters
     ----------
     layout : NodeLayout
     gpu : str, optional
-        Catalogue key of the accelerator (default: guessed from the input, else :data:`DEFAULT_GPU`; the
-        guess is listed in :attr:`NodeInspection.assumptions`).
+        Catalogue key of the accelerator (default: a GPU the input file names, see ``named``; else guessed
+        from the layout, else :data:`DEFAULT_GPU`; the choice is listed in :attr:`NodeInspection.assumptions`).
     nic_speed : str, optional
         Speed of each NIC, e.g. ``"400 Gb/s"`` (default: the NCCL dump's, else :data:`DEFAULT_NIC_SPEED`).
+    named : tuple of GpuMention
+        GPU models the input file names anywhere in its text
+        (:func:`~aifabric.discovery.inference.accelerators_in_text`).
 
     Returns
     -------
@@ -655,13 +819,15 @@ def inspect_layout(layout: NodeLayout, *, gpu: str | None = None, nic_speed: str
 
     if not layout.gpus:
         raise ParseError("the topology lists no GPU", line=layout.line, source=layout.source)
-    accelerator, notes = _accelerator(layout, gpu)
+    accelerator, accelerator_source, notes = _accelerator(layout, gpu, named)
+    assumed_speed = False
     if nic_speed is not None:
         speed = parse_nic_bandwidth(nic_speed, field="--nic-speed")
     elif layout.nic_speed_bytes_per_s:
         speed = layout.nic_speed_bytes_per_s
     else:
         speed = parse_nic_bandwidth(DEFAULT_NIC_SPEED, field="--nic-speed")
+        assumed_speed = True
         notes.append(f"NIC speed not in the input: {DEFAULT_NIC_SPEED} assumed (give --nic-speed)")
     groups = _nvlink_groups(layout)
     paths = tuple(_verdict(layout, g, n) for g in layout.gpus for n in layout.nics)
@@ -676,12 +842,13 @@ def inspect_layout(layout: NodeLayout, *, gpu: str | None = None, nic_speed: str
     if not layout.affinity_known:
         findings.append(Finding("no_affinity", (
             "no CPU or NUMA affinity reported (typical of a VM): the PCIe layout shown may hide the real switches, "
-            "and NCCL may need NCCL_TOPO_FILE (NVIDIA/nccl-tests #256; case_17's Azure files)"
+            "and NCCL may need NCCL_TOPO_FILE (NVIDIA/nccl-tests #256; Azure/azhpc-images ships such files)"
         )))  # fmt: skip
     if layout.hand_written:
         notes.append("hand-written NCCL topology file: no NVLinks or NIC speeds in it (NCCL adds them at run time); "
                      "the catalogue's figures for the GPU are used")  # fmt: skip
-    factor = _network_factor(layout, pairing)
+    factor = _network_factor(layout, pairing, spec.nic_effective_bytes_per_s)
+    cap = _rail_cap(layout, pairing, spec.nic_effective_bytes_per_s)
     expected = _expected(spec, factor)
     return NodeInspection(
         layout=layout,
@@ -698,6 +865,10 @@ def inspect_layout(layout: NodeLayout, *, gpu: str | None = None, nic_speed: str
         expected=expected,
         warnings=tuple(findings),
         assumptions=tuple(notes),
+        accelerator_source=accelerator_source,
+        nic_speed_assumed=assumed_speed,
+        rail_cap_bytes_per_s=cap[0] if cap else None,
+        rail_cap_link=cap[1] if cap else None,
     )
 
 
@@ -808,4 +979,5 @@ def inspect_node_text(
         layouts = [NodeLayout.from_matrix(TopoMatrix.from_text(text, source=source))]
     else:
         layouts = [NodeLayout.from_topology(t) for t in parse_nccl_topologies(text, source=source)]
-    return [inspect_layout(lay, gpu=gpu, nic_speed=nic_speed) for lay in layouts]
+    named = accelerators_in_text(text) if gpu is None else ()
+    return [inspect_layout(lay, gpu=gpu, nic_speed=nic_speed, named=named) for lay in layouts]

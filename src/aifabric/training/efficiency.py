@@ -67,6 +67,58 @@ class ComputeProfile:
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
                 raise ConfigError(f"{name} must be in (0, 1], got {value!r}")
 
+    @property
+    def upper_bound(self) -> bool:
+        """Whether the GEMM figure is the best shape of a max-over-shapes search (MAMF): an upper bound.
+
+        A model multiplies the shapes it has, not the best one a search finds, so step times built on such a
+        figure are optimistic (Hopper and Blackwell entries of ``presets/compute.yaml``).
+        """
+        text = self.source.lower()
+        return "mamf" in text or "maximum achievable matmul" in text
+
+    @property
+    def short_source(self) -> str:
+        """The source in a few words, e.g. ``"A100 GEMM, Mu Li transformers-benchmarks"``."""
+        gpu = _SHORT_GPU.get(self.accelerator, self.accelerator)
+        text = self.source.lower()
+        if "transformers-benchmarks" in text:
+            where = "Mu Li transformers-benchmarks"
+        elif self.upper_bound:
+            where = "MAMF search, stas00/ml-engineering"
+        elif self.source:
+            where = self.source if len(self.source) <= 60 else self.source[:57].rstrip() + "..."
+        else:
+            where = "given by the caller"
+        return f"{gpu} GEMM, {where}" if gpu else where
+
+    def summary(self) -> str:
+        """One line: the GEMM efficiency used and its source.
+
+        >>> compute_profile("a100-sxm-80gb").summary()
+        'compute at 73.7% of peak (A100 GEMM, Mu Li transformers-benchmarks)'
+        """
+        return f"compute at {self.gemm_efficiency:.1%} of peak ({self.short_source})"
+
+    def caution(self) -> str | None:
+        """A warning when the GEMM figure is an upper bound (:attr:`upper_bound`), else None."""
+        if not self.upper_bound:
+            return None
+        return (
+            f"the {_SHORT_GPU.get(self.accelerator, self.accelerator) or 'GPU'} GEMM efficiency comes from a "
+            "max-over-shapes search (MAMF): an upper bound for a model's GEMMs, so these predictions are optimistic"
+        )
+
+
+# Catalogue key -> the name people use, for one-line summaries.
+_SHORT_GPU = {
+    "a100-sxm-80gb": "A100",
+    "h100-sxm": "H100",
+    "h200-sxm": "H200",
+    "b200": "B200",
+    "gb200": "GB200",
+}
+
 
 @cache
 def _profiles() -> dict[str, ComputeProfile]:

@@ -439,7 +439,8 @@ def check_fits(model: ModelSpec, layout: ParallelLayout, gpu_hbm_bytes: float) -
     Raises
     ------
     Infeasible
-        If the total exceeds ``gpu_hbm_bytes``; the message gives every term and the GPU's memory.
+        If the total exceeds ``gpu_hbm_bytes``; the message gives every term and the GPU's memory, and the
+        exception's ``memory`` attribute holds the :class:`MemoryBreakdown`.
     ConfigError
         If the layout does not suit the model, or ``gpu_hbm_bytes`` is not positive.
 
@@ -455,7 +456,9 @@ def check_fits(model: ModelSpec, layout: ParallelLayout, gpu_hbm_bytes: float) -
         raise ConfigError(f"gpu_hbm_bytes must be > 0, got {gpu_hbm_bytes!r}")
     mb = memory_breakdown(model, layout, gpu_hbm_bytes)
     if not mb.fits:
-        raise Infeasible(
+        err = Infeasible(
             f"{model.name} with {layout.describe()} needs {mb.summary()}; the GPU has {_gb(gpu_hbm_bytes)}"
         )
+        err.memory = mb  # type: ignore[attr-defined]  # the breakdown, for callers that rank failures (planner)
+        raise err
     return mb

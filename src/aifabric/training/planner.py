@@ -28,6 +28,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.engines.formula import TierModel
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
+from aifabric.training.memory import MemoryBreakdown
 from aifabric.training.models import ModelSpec
 from aifabric.training.step import NETWORKS, PARTS, StepModel, StepOptions, StepTime
 
@@ -119,14 +120,27 @@ def compare(faster: StepTime, slower: StepTime) -> Comparison:
         span = max(groups, key=lambda c: c.n_domains) if groups else None
         text += f". The extra {top_part.upper()} time is on the {net} network (+{dim_nets[net]:.3f} s exposed per step)"
         if span is not None:
-            text += (
-                f": the {top_part.upper()} group of {span.n_ranks} ranks spans {span.n_domains} scale-up "
-                f"domain(s), {span.algorithm} {span.op} at {span.time_s * 1e3:.2f} ms per call"
-            )
             a_items = [c for c in a.comms if c.dim == top_part]
-            if a_items:
-                ref = max(a_items, key=lambda c: c.n_domains)
-                text += f" (vs {ref.n_ranks} ranks in {ref.n_domains} domain(s), {ref.time_s * 1e3:.2f} ms)"
+            ref = max(a_items, key=lambda c: c.n_domains) if a_items else None
+            if top_part == "pp":
+                # The pipeline's p2p is between two adjacent stages, whatever pp is: say so, not "a group of 2".
+                where = "crosses scale-up domains" if span.n_domains > 1 else "stays inside one scale-up domain"
+                text += (
+                    f": PP send/recv between adjacent stages (pp={b.layout.pp}) {where}, "
+                    f"{span.algorithm} {span.op} at {span.time_s * 1e3:.2f} ms per call"
+                )
+                if ref is not None:
+                    text += (
+                        f" (vs {ref.time_s * 1e3:.2f} ms with pp={a.layout.pp} "
+                        f"v={a.layout.virtual_pipeline_stages})"
+                    )
+            else:
+                text += (
+                    f": the {top_part.upper()} group of {span.n_ranks} ranks spans {span.n_domains} scale-up "
+                    f"domain(s), {span.algorithm} {span.op} at {span.time_s * 1e3:.2f} ms per call"
+                )
+                if ref is not None:
+                    text += f" (vs {ref.n_ranks} ranks in {ref.n_domains} domain(s), {ref.time_s * 1e3:.2f} ms)"
     elif blamed is not None and nets[blamed] > 0.1 * max(delta, 1e-12):
         text += f". Exposed communication grows most on {blamed} (+{nets[blamed]:.3f} s per step)"
     return Comparison(a, b, delta, parts, nets, blamed, text + ".")
@@ -194,13 +208,20 @@ class PlanResult:
             f"Winner {w.layout.describe()}: {w.step_s:.3f} s/step, {w.tokens_per_s:,.0f} tokens/s, "
             f"{w.achieved_flops_per_gpu / 1e12:.0f} TFLOP/s per GPU, MFU {w.mfu:.1%} ({parts})."
         ]
+        summary = w.compute.summary()
+        lines.append(f"{summary[:1].upper()}{summary[1:]}.")
+        caution = w.compute.caution()
+        if caution:
+            lines.append(f"Caution: {caution}.")
         tp_items = [c for c in w.comms if c.dim == "tp"]
         if tp_items:
             nd = max(c.n_domains for c in tp_items)
             where = "stays inside one scale-up domain" if nd == 1 else f"spans {nd} scale-up domains"
             lines.append(f"Its TP group of {w.layout.tp} {where}.")
+        shown: set[ParallelLayout] = {w.layout}  # a layout already compared is not compared again
         if len(self.ranked) > 1:
             lines.append("Runner-up: " + compare(w, self.ranked[1]).text)
+            shown.add(self.ranked[1].layout)
         for dim in ("tp", "pp", "recompute"):
             current = getattr(w.layout, dim)
             current = current.value if isinstance(current, Recompute) else current
@@ -208,6 +229,9 @@ class PlanResult:
             if not others:
                 continue
             s, lay = min(others, key=lambda x: x[0])
+            if lay in shown:
+                continue
+            shown.add(lay)
             if model is not None:
                 lines.append(f"Best other {dim}: " + compare(w, model.evaluate(lay)).text)
             else:
@@ -315,6 +339,7 @@ def plan(
     }
     evaluated = feasible = 0
     seq = 0
+    smallest: tuple[MemoryBreakdown, ParallelLayout] | None = None  # least memory of the layouts that did not fit
     kv = model.n_kv_heads
     for t in ([tp] if tp else _divisors(n)):
         if model.n_heads % t or kv % t:
@@ -353,8 +378,13 @@ def plan(
                                             global_batch_size=global_batch_size, recompute=rc, order=order,
                                         )
                                         step = sm.step_seconds(lay)
-                                    except Infeasible:
+                                    except Infeasible as err:
                                         rejected["does not fit in memory"] += 1
+                                        need = getattr(err, "memory", None)
+                                        if need is not None and (
+                                            smallest is None or need.total_bytes < smallest[0].total_bytes
+                                        ):
+                                            smallest = (need, lay)
                                         continue
                                     except ConfigError as err:
                                         rejected[_reason(str(err))] += 1
@@ -374,9 +404,16 @@ def plan(
     if not heap:
         reasons = "; ".join(f"{k}: {v}" for k, v in rejected.most_common(4)) or "no layout divides the GPUs"
         what = ", ".join(f"{k}={v}" for k, v in forced.items())
+        memory = ""
+        if smallest is not None:
+            need, lay = smallest
+            memory = (
+                f"; the smallest memory need seen is {need.total_bytes / 1e9:.1f} GB per GPU ({lay.describe()}), "
+                f"the GPU has {sm.hbm_capacity_bytes / 1e9:.0f} GB of HBM"
+            )
         raise Infeasible(
             f"no feasible layout for {model.name} on {n} GPUs of {spec.name} with global batch "
-            f"{global_batch_size}{' and ' + what if what else ''} ({evaluated} tried; {reasons})"
+            f"{global_batch_size}{' and ' + what if what else ''} ({evaluated} tried; {reasons}){memory}"
         )
     ranked = tuple(sm.evaluate(lay) for _, _, lay in sorted(heap, key=lambda x: (-x[0], x[1])))
     return PlanResult(

@@ -5,12 +5,16 @@ Kept out of :mod:`aifabric.training.step` so that the cost model imports no plot
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 from aifabric.training.step import PARTS, StepTime
 
-__all__ = ["plot_step_breakdown"]
+__all__ = ["PLOT_FORMATS", "check_plot_path", "plot_step_breakdown"]
+
+#: File formats the plot can be written in (by extension).
+PLOT_FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
 
 _COLOURS = {
     "compute": "#4C72B0",
@@ -25,24 +29,82 @@ _COLOURS = {
 }
 
 
+def check_plot_path(path: str | Path, option: str = "--plot") -> Path:
+    """Check that a plot can be written to ``path``, before any work is done.
+
+    Missing parent folders are not an error: :func:`plot_step_breakdown` creates them, as
+    ``aifabric fabric --plot`` does.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write: ``.png``, ``.pdf`` or ``.svg`` (:data:`PLOT_FORMATS`).
+    option : str
+        The option named in messages.
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    ValueError
+        If ``path`` is a directory, has no or another extension, or lies under an existing file; the message
+        names ``option``.
+
+    Examples
+    --------
+    >>> check_plot_path("out/step.txt")
+    Traceback (most recent call last):
+    ...
+    ValueError: --plot: 'out/step.txt' has extension .txt; supported formats: png, pdf, svg (e.g. step.png)
+    """
+    p = Path(path)
+    if p.is_dir() or str(path).endswith(("/", "\\")):
+        raise ValueError(f"{option}: {str(path)!r} is a directory; give a file name such as {str(p / 'step.png')!r}")
+    ext = p.suffix.lower().lstrip(".")
+    if ext not in PLOT_FORMATS:
+        what = f"extension .{ext}" if ext else "no extension"
+        raise ValueError(
+            f"{option}: {str(path)!r} has {what}; supported formats: {', '.join(PLOT_FORMATS)} (e.g. step.png)"
+        )
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{option}: cannot write {str(path)!r}: {str(parent)!r} is a file, not a folder")
+            break
+    return p
+
+
+def _make_parent(p: Path, option: str) -> None:
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ValueError(f"{option}: cannot create the folder {str(p.parent)!r}: {err.strerror}") from err
+
+
 def plot_step_breakdown(
     steps: Sequence[StepTime],
     path: str | Path,
     *,
     labels: Sequence[str] | None = None,
     title: str | None = None,
+    option: str = "path",
 ) -> Path:
-    """Write a PNG with one stacked bar per layout: the critical-path seconds of each part of a step.
+    """Write a chart with one stacked bar per layout: the critical-path seconds of each part of a step.
 
     Parameters
     ----------
     steps : sequence of StepTime
         The layouts to draw, left to right.
     path : str or Path
-        Output file (PNG).
+        Output file: ``.png``, ``.pdf`` or ``.svg`` (see :func:`check_plot_path`; parent folders are created).
     labels : sequence of str, optional
         Bar labels; default each layout's degrees.
     title : str, optional
+        Wrapped to the figure's width.
+    option : str, default "path"
+        How messages name ``path`` (the CLI passes ``"--plot"``).
 
     Returns
     -------
@@ -52,7 +114,8 @@ def plot_step_breakdown(
     Raises
     ------
     ValueError
-        If ``steps`` is empty or ``labels`` has another length.
+        If ``steps`` is empty, ``labels`` has another length, or ``path`` cannot be written (a directory, an
+        unsupported extension, a folder that cannot be created or a file that cannot be written).
     """
     import matplotlib
 
@@ -63,8 +126,10 @@ def plot_step_breakdown(
         raise ValueError("steps: give at least one StepTime to plot")
     if labels is not None and len(labels) != len(steps):
         raise ValueError(f"labels: {len(labels)} labels for {len(steps)} bars")
+    out = check_plot_path(path, option)
     names = list(labels) if labels is not None else [_label(st) for st in steps]
-    fig, ax = plt.subplots(figsize=(max(5.0, 1.6 * len(steps) + 2.5), 4.8))
+    width_in = max(5.0, 1.6 * len(steps) + 2.5)
+    fig, ax = plt.subplots(figsize=(width_in, 4.8))
     bottoms = [0.0] * len(steps)
     for part in PARTS:
         heights = [st.breakdown_s.get(part, 0.0) for st in steps]
@@ -77,14 +142,25 @@ def plot_step_breakdown(
     ax.set_ylabel("seconds per step (critical path)")
     ax.set_ylim(0, max(st.step_s for st in steps) * 1.18)
     first = steps[0]
-    ax.set_title(title or f"{first.model} on {first.n_gpus} GPUs of {first.cluster}")
+    text = title or f"{first.model} on {first.n_gpus} GPUs of {first.cluster}"
+    ax.set_title(_wrap(text, width_in), fontsize=10)
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", labelsize=8)
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
+    try:
+        _make_parent(out, option)
+        fig.savefig(out, dpi=120)
+    except OSError as err:
+        raise ValueError(f"{option}: cannot write {str(out)!r}: {err.strerror}") from err
+    finally:
+        plt.close(fig)
     return out
+
+
+def _wrap(title: str, width_in: float) -> str:
+    """Wrap a title to the axes (the legend takes ~1.6 in on the right; ~11 characters per inch at 10 pt)."""
+    chars = max(20, int((width_in - 1.9) * 11))
+    return "\n".join(textwrap.wrap(title, chars, break_on_hyphens=False)) or title
 
 
 def _label(st: StepTime) -> str:

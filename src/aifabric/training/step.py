@@ -290,6 +290,8 @@ class StepTime:
                 "gemm_efficiency": self.compute.gemm_efficiency,
                 "hbm_efficiency": self.compute.hbm_efficiency,
                 "source": self.compute.source,
+                "summary": self.compute.summary(),
+                "upper_bound": self.compute.upper_bound,
             },
             "notes": list(self.notes),
         }
