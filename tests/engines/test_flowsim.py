@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -209,6 +211,13 @@ def test_no_transfers():
     res = simulate_transfers(np.zeros(0), sparse.csr_matrix((2, 0)), [GBPS, GBPS])
     assert res.makespan_s == 0.0
     assert res.transfer_end_s.shape == (0,)
+
+
+def test_simulate_transfers_declares_the_simulation_parameters():
+    # simulate_transfers is Simulation(...).run() and restates its signature: names, kinds, defaults must agree.
+    assert list(inspect.signature(simulate_transfers).parameters.values()) == list(
+        inspect.signature(Simulation).parameters.values()
+    )
 
 
 # -- random instances: invariants and determinism ----------------------------------------------------------

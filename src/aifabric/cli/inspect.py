@@ -6,7 +6,8 @@ line on stderr naming the file and line; 1 an internal error.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -65,6 +66,15 @@ def _size(n: float) -> str:
 
 def _gbps(bytes_per_s: float) -> str:
     return f"{bytes_per_s / 1e9:.2f}"
+
+
+@contextmanager
+def _writing(option: str, path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` raised while writing ``path`` into a one-line ``--option: cannot write`` error."""
+    try:
+        yield
+    except OSError as err:
+        raise ValueError(f"{option}: cannot write {str(path)!r}: {err.strerror}") from err
 
 
 # -- inspect ------------------------------------------------------------------------------------------------------
@@ -216,10 +226,8 @@ def compare(
     if plot is not None:
         from aifabric.report.nccl_plot import plot_comparisons
 
-        try:
+        with _writing("--plot", plot):
             plot_comparisons(result.tables, plot)
-        except OSError as err:
-            raise ValueError(f"--plot: cannot write {str(plot)!r}: {err.strerror}") from err
     if json_out:
         emit_json(result.to_dict())
         return
@@ -351,10 +359,8 @@ def calibrate(
         comparisons.extend(result.tables)
     fit = fit_calibration(comparisons, min_size_bytes=lo, max_size_bytes=hi, name=name or _default_name(comparisons))
     if output is not None:
-        try:
+        with _writing("--output", output):
             save_calibration(fit.calibration, output)
-        except OSError as err:
-            raise ValueError(f"--output: cannot write {str(output)!r}: {err.strerror}") from err
     if json_out:
         emit_json(fit.to_dict())
         return

@@ -36,6 +36,7 @@ from typing import Any
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
+from aifabric.discovery._text import line_count, nonempty_text
 from aifabric.discovery.inference import infer_cluster
 from aifabric.discovery.nccl_env import NcclSettings, nccl_settings
 from aifabric.discovery.nccl_tests import PerfResult, PerfRow, PerfTable, parse_nccl_tests
@@ -731,19 +732,12 @@ def compare_nccl_tests(
     >>> t.op, t.n_ranks, t.rows[0].predicted.algorithm, round(t.rows[0].deviation, 3)
     ('all_reduce', 2, 'ring', -0.017)
     """
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as err:
-            line = text[: err.start].count(b"\n") + 1
-            raise ParseError(f"not UTF-8 text ({err.reason})", line=line, source=source) from err
-    if not text.strip():
-        raise ParseError("the log is empty", line=1, source=source)
+    text = nonempty_text(text, source, "the log is empty")
     try:
         parsed = parse_nccl_tests(text, source, collective=collective)
     except ParseError as err:
         if err.line is None:  # nothing found: say how far the parser read
-            n = text.count("\n") + (0 if text.endswith("\n") else 1)
+            n = line_count(text)
             raise ParseError(f"{_bare(err)} (read to the end, {n} lines)", line=n, source=source) from err
         raise
     lines = text.split("\n")

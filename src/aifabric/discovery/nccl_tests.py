@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
+from aifabric.discovery._text import decode
 from aifabric.errors import ParseError
 
 __all__ = [
@@ -415,7 +416,7 @@ def parse_nccl_tests(
     8
     """
     override = _canonical_argument(collective) if collective is not None else None
-    lines = [_clean(raw) for raw in _decode(text, source).split("\n")]
+    lines = [_clean(raw) for raw in decode(text, source).split("\n")]
     tables: list[PerfTable] = []
     boundary = 0  # first line after the previous table: metadata above a table is read from here on
     earlier: str | None = None  # the last binary named above ``boundary``
@@ -451,18 +452,6 @@ def parse_nccl_tests(
 
 
 # -- lines ------------------------------------------------------------------------------------------------------
-
-
-def _decode(text: str | bytes, source: str | None) -> str:
-    if isinstance(text, bytes):
-        try:
-            return text.decode("utf-8")
-        except UnicodeDecodeError as err:
-            line = text[: err.start].count(b"\n") + 1
-            raise ParseError(f"input is not UTF-8 text ({err.reason})", line=line, source=source) from err
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
-    return text
 
 
 def _clean(raw: str) -> str:

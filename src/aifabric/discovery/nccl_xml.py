@@ -33,8 +33,10 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
+from typing import TypedDict
 from xml.parsers import expat
 
+from aifabric.discovery._text import decode
 from aifabric.errors import ParseError
 
 __all__ = [
@@ -328,7 +330,7 @@ class NcclTopology:
         >>> topo.gpus[0].pci_switch, topo.nics[0].nets[0].speed_bytes_per_s / 1e9  # GB/s
         ('ffff:ff:01.0', 50.0)
         """
-        documents = _documents(_decode(text, source), source)
+        documents = _documents(decode(text, source), source)
         if len(documents) != 1:
             raise ParseError(
                 f"expected one <system> document, found {len(documents)}"
@@ -418,25 +420,13 @@ def parse_nccl_topologies(text: str | bytes, source: str | None = None) -> list[
     ParseError
         If ``text`` holds no ``<system>`` document, or one of them is malformed.
     """
-    documents = _documents(_decode(text, source), source)
+    documents = _documents(decode(text, source), source)
     if not documents:
         raise ParseError("no <system> document found", source=source)
     return [_parse_document(document, first_line, source) for first_line, document in documents]
 
 
 # -- parsing helpers ------------------------------------------------------------------------------------------
-
-
-def _decode(text: str | bytes, source: str | None) -> str:
-    if isinstance(text, bytes):
-        try:
-            return text.decode("utf-8")
-        except UnicodeDecodeError as err:
-            line = text[: err.start].count(b"\n") + 1
-            raise ParseError(f"input is not UTF-8 text ({err.reason})", line=line, source=source) from err
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
-    return text
 
 
 def _documents(text: str, source: str | None) -> list[tuple[int, str]]:
@@ -595,65 +585,81 @@ def _pci(tree: _Tree, element: ET.Element, numaid: int | None, switch: str | Non
 def _gpu(
     tree: _Tree, pci: ET.Element | None, gpu: ET.Element | None, numaid: int | None, switch: str | None
 ) -> GpuNode:
-    anchor = pci if pci is not None else gpu
-    assert anchor is not None  # one of the two is always given by the callers
-    nvlinks: list[NvLink] = []
-    if gpu is not None:
-        for link in gpu.findall("nvlink"):
-            target = link.get("target")
-            count = _int(tree, link, "count")
-            if not target or count is None:
-                raise tree.error(link, "an nvlink needs a target and a count")
-            nvlinks.append(NvLink(target=target, count=count, tclass=link.get("tclass")))
     return GpuNode(
-        busid=pci.get("busid") if pci is not None else None,
+        nvlinks=tuple(_nvlink(tree, link) for link in _children(gpu, "nvlink")),
         dev=_int(tree, gpu, "dev") if gpu is not None else None,
         sm=_int(tree, gpu, "sm") if gpu is not None else None,
         rank=_int(tree, gpu, "rank") if gpu is not None else None,
         gdr=_bool(tree, gpu, "gdr") if gpu is not None else None,
-        nvlinks=tuple(nvlinks),
-        pci_switch=switch,
-        numaid=numaid,
-        link_speed_gt_per_s=_link_speed(tree, pci) if pci is not None else None,
-        link_width=_int(tree, pci, "link_width") if pci is not None else None,
-        line=tree.line(anchor),
+        **_placement(tree, pci, gpu, numaid, switch),
     )
+
+
+def _nvlink(tree: _Tree, link: ET.Element) -> NvLink:
+    target = link.get("target")
+    count = _int(tree, link, "count")
+    if not target or count is None:
+        raise tree.error(link, "an nvlink needs a target and a count")
+    return NvLink(target=target, count=count, tclass=link.get("tclass"))
 
 
 def _nic(
     tree: _Tree, pci: ET.Element | None, nic: ET.Element | None, numaid: int | None, switch: str | None
 ) -> NicNode:
-    anchor = pci if pci is not None else nic
-    assert anchor is not None  # one of the two is always given by the callers
-    nets: list[NetDevice] = []
-    if nic is not None:
-        for net in nic.findall("net"):
-            name = net.get("name")
-            if not name:
-                raise tree.error(net, "missing name")
-            speed_mbps = _float(tree, net, "speed")
-            nets.append(
-                NetDevice(
-                    name=name,
-                    dev=_int(tree, net, "dev"),
-                    # Mb/s -> bytes/s, per direction; NCCL treats speed <= 0 as unknown.
-                    speed_bytes_per_s=speed_mbps * 1e6 / 8 if speed_mbps and speed_mbps > 0 else None,
-                    port=_int(tree, net, "port"),
-                    gdr=_bool(tree, net, "gdr"),
-                    guid=net.get("guid"),
-                    maxconn=_int(tree, net, "maxconn"),
-                )
-            )
     return NicNode(
-        busid=pci.get("busid") if pci is not None else None,
+        nets=tuple(_net(tree, net) for net in _children(nic, "net")),
         pci_class=pci.get("class") if pci is not None else None,
-        nets=tuple(nets),
+        **_placement(tree, pci, nic, numaid, switch),
+    )
+
+
+def _net(tree: _Tree, net: ET.Element) -> NetDevice:
+    name = net.get("name")
+    if not name:
+        raise tree.error(net, "missing name")
+    speed_mbps = _float(tree, net, "speed")
+    return NetDevice(
+        name=name,
+        dev=_int(tree, net, "dev"),
+        # Mb/s -> bytes/s, per direction; NCCL treats speed <= 0 as unknown.
+        speed_bytes_per_s=speed_mbps * 1e6 / 8 if speed_mbps and speed_mbps > 0 else None,
+        port=_int(tree, net, "port"),
+        gdr=_bool(tree, net, "gdr"),
+        guid=net.get("guid"),
+        maxconn=_int(tree, net, "maxconn"),
+    )
+
+
+class _Placement(TypedDict):
+    """Where a GPU or NIC sits: the fields :class:`GpuNode` and :class:`NicNode` share."""
+
+    busid: str | None
+    pci_switch: str | None
+    numaid: int | None
+    link_speed_gt_per_s: float | None
+    link_width: int | None
+    line: int
+
+
+def _placement(
+    tree: _Tree, pci: ET.Element | None, device: ET.Element | None, numaid: int | None, switch: str | None
+) -> _Placement:
+    """The placement of a device given as its ``<pci>``, its ``<gpu>``/``<nic>`` element, or both."""
+    anchor = pci if pci is not None else device
+    assert anchor is not None  # one of the two is always given by the callers
+    return _Placement(
+        busid=pci.get("busid") if pci is not None else None,
         pci_switch=switch,
         numaid=numaid,
         link_speed_gt_per_s=_link_speed(tree, pci) if pci is not None else None,
         link_width=_int(tree, pci, "link_width") if pci is not None else None,
         line=tree.line(anchor),
     )
+
+
+def _children(element: ET.Element | None, tag: str) -> list[ET.Element]:
+    """The ``tag`` children of ``element``, none when it is absent."""
+    return element.findall(tag) if element is not None else []
 
 
 def _int(tree: _Tree, element: ET.Element, name: str) -> int | None:

@@ -37,6 +37,7 @@ from scipy.optimize import linear_sum_assignment
 
 from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.discovery._text import line_count, nonempty_text
 from aifabric.discovery.calibrate import Calibration
 from aifabric.discovery.inference import (
     DEFAULT_GPU,
@@ -956,17 +957,10 @@ def inspect_node_text(
     """
     if fmt not in ("auto", "nvidia-smi", "nccl-xml"):
         raise ValueError(f"--format: use auto, nvidia-smi or nccl-xml, got {fmt!r}")
-    if isinstance(text, bytes):
-        try:
-            text = text.decode("utf-8")
-        except UnicodeDecodeError as err:
-            line = text[: err.start].count(b"\n") + 1
-            raise ParseError(f"not UTF-8 text ({err.reason})", line=line, source=source) from err
-    if not text.strip():
-        raise ParseError("the file is empty", line=1, source=source)
+    text = nonempty_text(text, source, "the file is empty")
     kind = detect_format(text) if fmt == "auto" else fmt
     if kind == "unknown":
-        n = text.count("\n") + (0 if text.endswith("\n") else 1)
+        n = line_count(text)
         hint = " (it looks like an nccl-tests log: use 'aifabric nccl-tests compare')" if re.search(
             r"#\s*size\s+count\s+type", text) else ""  # fmt: skip
         raise ParseError(

@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from aifabric.discovery._text import decode
 from aifabric.errors import ParseError
 
 __all__ = ["PATH_ORDER", "TopoMatrix", "normalize_path_code", "parse_cpulist"]
@@ -226,7 +227,7 @@ class TopoMatrix:
         >>> m.nvlink_pairs(), m.nearest_nics("GPU1"), m.numa_nodes()
         ([('GPU0', 'GPU1', 18)], [('NIC0', 'NODE')], {0})
         """
-        lines = _decode(text, source).split("\n")
+        lines = decode(text, source).split("\n")
         lines = [_ANSI.sub("", raw).rstrip("\r") for raw in lines]
         first_error: ParseError | None = None
         for header_index in _header_candidates(lines):
@@ -307,18 +308,6 @@ class TopoMatrix:
 
 
 # -- parsing helpers ----------------------------------------------------------------------------------------
-
-
-def _decode(text: str | bytes, source: str | None) -> str:
-    if isinstance(text, bytes):
-        try:
-            return text.decode("utf-8")
-        except UnicodeDecodeError as err:
-            line = text[: err.start].count(b"\n") + 1
-            raise ParseError(f"input is not UTF-8 text ({err.reason})", line=line, source=source) from err
-    if not isinstance(text, str):
-        raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
-    return text
 
 
 def _header_candidates(lines: list[str]) -> list[int]:

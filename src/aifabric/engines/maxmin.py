@@ -151,9 +151,10 @@ class _Filler:
         capacity: np.ndarray,
         demand_cap: np.ndarray,
         tol: float,
-        keep: np.ndarray | None = None,
-        start_level: float = 0.0,
+        keep: np.ndarray | None,
+        start_level: float,
     ) -> None:
+        """Set up a run; see :func:`_water_fill`, its only caller, for ``keep`` and ``start_level``."""
         n_links, n_flows = a.n_links, a.n_flows
         self.a, self.capacity, self.tol = a, capacity, tol
         self.rate = np.zeros(n_flows)

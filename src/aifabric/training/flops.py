@@ -41,9 +41,11 @@ __all__ = [
 ]
 
 
-def _positive(name: str, value: float) -> None:
-    if isinstance(value, bool) or not value > 0:
-        raise ConfigError(f"{name} must be > 0, got {value!r}")
+def _positive(**values: float) -> None:
+    """Raise ``ConfigError`` for the first of ``values`` (in the order given) that is not a number > 0."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not value > 0:
+            raise ConfigError(f"{name} must be > 0, got {value!r}")
 
 
 # ------------------------------------------------------------------------------------------- parameters
@@ -88,13 +90,7 @@ def megatron_gpt_params(n_layers: int, hidden_size: int, vocab_size: int, seq_le
     >>> round(megatron_gpt_params(128, 25600, 51200, 2048) / 1e9, 1)
     1008.0
     """
-    for name, value in (
-        ("n_layers", n_layers),
-        ("hidden_size", hidden_size),
-        ("vocab_size", vocab_size),
-        ("seq_len", seq_len),
-    ):
-        _positive(name, value)
+    _positive(n_layers=n_layers, hidden_size=hidden_size, vocab_size=vocab_size, seq_len=seq_len)
     l, h = n_layers, hidden_size  # noqa: E741 - the paper's symbols
     return 12 * l * h * h * (1 + 13 / (12 * h) + (vocab_size + seq_len) / (12 * l * h))
 
@@ -234,14 +230,9 @@ def megatron_gpt_flops_per_iteration(
     >>> round(megatron_gpt_flops_per_iteration(1536, 2048, 96, 12288, 51200) / 1e18, 3)  # EFLOP
     4.511
     """
-    for name, value in (
-        ("batch_size", batch_size),
-        ("seq_len", seq_len),
-        ("n_layers", n_layers),
-        ("hidden_size", hidden_size),
-        ("vocab_size", vocab_size),
-    ):
-        _positive(name, value)
+    _positive(
+        batch_size=batch_size, seq_len=seq_len, n_layers=n_layers, hidden_size=hidden_size, vocab_size=vocab_size
+    )
     mode = Recompute.parse(recompute)
     B, s, l, h, V = batch_size, seq_len, n_layers, hidden_size, vocab_size  # noqa: N806, E741 - the paper's symbols
     if mode is Recompute.FULL:
@@ -429,7 +420,7 @@ def training_flops_per_iteration(
     ConfigError
         If ``global_batch_size`` is not positive.
     """
-    _positive("global_batch_size", global_batch_size)
+    _positive(global_batch_size=global_batch_size)
     return training_flops_per_token(model, recompute=recompute) * global_batch_size * model.seq_len
 
 
@@ -483,11 +474,5 @@ def megatron_training_time_s(
     >>> round(megatron_training_time_s(300e9, 175e9, 1024, 140e12) / 86400, 1)
     33.9
     """
-    for name, value in (
-        ("n_tokens", n_tokens),
-        ("n_params", n_params),
-        ("n_gpus", n_gpus),
-        ("flops_per_s_per_gpu", flops_per_s_per_gpu),
-    ):
-        _positive(name, value)
+    _positive(n_tokens=n_tokens, n_params=n_params, n_gpus=n_gpus, flops_per_s_per_gpu=flops_per_s_per_gpu)
     return (8.0 if full_recompute else 6.0) * n_tokens * n_params / (n_gpus * flops_per_s_per_gpu)

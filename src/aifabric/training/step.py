@@ -511,6 +511,18 @@ class StepModel:
             scores = (13 if m.dropout else 8) * m.n_heads / t * m.seq_len
         return hidden + mlp + scores, scores
 
+    def _two_per_layer(
+        self, acc: _Acc, dim: str, op: str, size: float, comm: Communicator, layers: int, n_rec: int, n_mb: int
+    ) -> tuple[float, float]:
+        """Forward and backward seconds per microbatch of a blocking ``op`` run twice in each layer's forward
+        and twice in its backward, plus twice more per recomputed forward (``n_rec``); recorded as exposed."""
+        res = self.collective(op, size, comm)
+        fwd = layers * 2 * res.time_s
+        bwd = layers * 2 * res.time_s * (1 + n_rec)
+        k = layers * 2 * (2 + n_rec) * n_mb
+        acc.add(dim, op, size, k, res, comm, k * res.time_s)
+        return fwd, bwd
+
     def _time(self, layout: ParallelLayout, padded: ModelSpec, mem: MemoryBreakdown, *, record: bool):
         m, opt = self.model, self.options
         t, p, d, c, e, v = layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, layout.virtual_pipeline_stages
@@ -559,11 +571,7 @@ class StepModel:
                 acc.add("tp", "all_gather", size, k, ag, comm, k * ag.time_s)
                 acc.add("tp", "reduce_scatter", size, k, rs, comm, k * rs.time_s)
             else:
-                ar = self.collective("all_reduce", size, comm)
-                tp_fwd = layers * 2 * ar.time_s
-                tp_bwd = layers * 2 * ar.time_s * (1 + passes_rec)
-                k = layers * 2 * (2 + passes_rec) * n_mb
-                acc.add("tp", "all_reduce", size, k, ar, comm, k * ar.time_s)
+                tp_fwd, tp_bwd = self._two_per_layer(acc, "tp", "all_reduce", size, comm, layers, passes_rec, n_mb)
 
         # ---- CP: K, V all-gather forward, dK, dV reduce-scatter backward, behind the attention core
         cp_fwd = cp_bwd = 0.0
@@ -589,12 +597,8 @@ class StepModel:
             comm = self.group(layout, "ep")
             tok_rank = tokens / t if (sp or t == 1) else tokens
             size = tok_rank * m.top_k * h * _ACT_BYTES
-            a2a = self.collective("all_to_all", size, comm)
             n_rec = 1 if rec is Recompute.FULL else 0
-            ep_fwd = n_moe * 2 * a2a.time_s
-            ep_bwd = n_moe * 2 * a2a.time_s * (1 + n_rec)
-            k = n_moe * 2 * (2 + n_rec) * n_mb
-            acc.add("ep", "all_to_all", size, k, a2a, comm, k * a2a.time_s)
+            ep_fwd, ep_bwd = self._two_per_layer(acc, "ep", "all_to_all", size, comm, n_moe, n_rec, n_mb)
 
         # ---- PP: activations forward, gradients backward, v times per microbatch
         pp_fwd = pp_bwd = 0.0
