@@ -21,6 +21,7 @@ __all__ = [
     "format_bandwidth",
     "format_bytes",
     "format_time",
+    "one_size",
     "parse_bandwidth",
     "parse_bytes",
     "parse_nic_bandwidth",
@@ -108,6 +109,22 @@ def parse_bytes(value: str | float | int, *, field: str = "size") -> float:
     return out
 
 
+def one_size(text: str, field: str) -> float:
+    """A message size from the command line: finite, at least 1 byte (see :func:`parse_bytes`).
+
+    Raises UnitError naming ``field``.
+
+    >>> one_size("1 GiB", "--size")
+    1073741824.0
+    """
+    value = parse_bytes(text, field=field)
+    if value == float("inf"):
+        raise UnitError(f"{field}: {text!r} is not a finite size")
+    if value < 1:
+        raise UnitError(f"{field}: a message must be at least 1 byte, got {text!r}")
+    return value
+
+
 def parse_bandwidth(value: str | float | int, *, field: str = "bandwidth") -> float:
     """Parse a rate into bytes per second: ``"400 Gb/s"``, ``"900 GB/s"``, ``"50 Gbps"``, ``"1.6 Tb/s"``.
 
@@ -178,7 +195,8 @@ def parse_nic_bandwidth(value: str | float | int, *, field: str = "nic_speed") -
     if out * 8 > MAX_PLAUSIBLE_NIC_BITS_PER_S * 1.0001:
         raise UnitError(
             f"{field}: {value!r} is {out * 8 / 1e12:.1f} Tb/s per direction, above any NIC made "
-            f"(ConnectX-9: 1.6 Tb/s); did you mean {str(value).replace('B', 'b')!r} (bits)?"
+            f"(ConnectX-9: 1.6 Tb/s)"
+            + (f"; did you mean {str(value).replace('B', 'b')!r} (bits)?" if "B" in str(value) else "")
         )
     return out
 

@@ -165,3 +165,16 @@ def test_bad_names():
         place_jobs(topo, [2], policy="scattered")
     with pytest.raises(ConfigError, match="--fail"):
         parse_failures(topo, "spine:x")
+
+
+@pytest.mark.parametrize("nodes", [16, 512])
+def test_aggregated_ideal_equals_links_engine_with_spraying(nodes):
+    # the per-switch aggregation of ideal_time is exact on a healthy Clos (two and three tiers)
+    from aifabric.engines.fabric import ideal_time
+
+    spec = preset("dgx-h100-superpod", nodes=nodes)
+    topo = build_topology(spec)
+    jobs = place_jobs(topo, [nodes // 4] * 4, policy="random", seed=4)
+    plans = [build_plan("all_reduce", 1e9, spec, g) for g in jobs] + [pattern_plan("all_to_all", jobs[0][:32], 1e6)]
+    sprayed = simulate_plans(topo, plans, engine="links", routing="spray", compute_ideal=False).time_s
+    assert ideal_time(topo, plans) == pytest.approx(sprayed, rel=1e-9)

@@ -12,7 +12,7 @@ from rich.table import Table
 from aifabric.cli.common import console, emit_json, handle_errors
 from aifabric.collectives.api import collective_time, resolve_cluster, resolve_communicator
 from aifabric.engines.routing import POLICIES
-from aifabric.units import format_bytes, parse_bytes
+from aifabric.units import format_bytes, one_size
 
 __all__ = ["collective"]
 
@@ -26,22 +26,13 @@ class Engine(str, Enum):
 MAX_SWEEP_ROWS = 64
 
 
-def _one_size(text: str, option: str) -> float:
-    value = parse_bytes(text, field=option)
-    if value == float("inf"):
-        raise ValueError(f"{option}: {text!r} is not a finite size")
-    if value < 1:
-        raise ValueError(f"{option}: a message must be at least 1 byte, got {text!r}")
-    return value
-
-
 def _sizes(size: str | None, min_size: str | None, max_size: str | None, factor: int) -> list[float]:
     if size is not None:
         if min_size is not None or max_size is not None:
             raise ValueError("--size: give one size, or a sweep with --min/--max, not both")
-        return [_one_size(size, "--size")]
-    lo = _one_size(min_size or "8 B", "--min")
-    hi = _one_size(max_size or "16 GiB", "--max")
+        return [one_size(size, "--size")]
+    lo = one_size(min_size or "8 B", "--min")
+    hi = one_size(max_size or "16 GiB", "--max")
     if hi < lo:
         raise ValueError(f"--max: {max_size!r} is below --min {min_size!r}")
     if factor < 2:

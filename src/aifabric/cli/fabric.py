@@ -19,7 +19,8 @@ from aifabric.collectives.traffic import PATTERNS, pattern_plan
 from aifabric.engines.fabric import simulate_plans
 from aifabric.engines.failures import parse_failures
 from aifabric.engines.routing import POLICIES
-from aifabric.units import parse_bytes
+from aifabric.report.paths import check_plot_path
+from aifabric.units import one_size
 
 __all__ = ["fabric"]
 
@@ -32,14 +33,14 @@ def fabric(
     size: Annotated[str, typer.Option("--size", "-s", help="Collective size (nccl-tests convention) or bytes per flow for patterns")] = "1 GiB",
     engine: Annotated[str, typer.Option(help="links (contention-free bound on real links) or flow (max-min fair, event-driven)")] = "flow",
     routing: Annotated[str, typer.Option(help=f"Load balancing: {', '.join(POLICIES)}")] = "ecmp",
-    qps: Annotated[int, typer.Option(help="Queue pairs per connection for --routing qp", min=1)] = 4,
+    qps: Annotated[int, typer.Option(help="Queue pairs per connection for --routing qp", min=1, max=256)] = 4,
     polarized: Annotated[bool, typer.Option(help="Same ECMP hash seed in every switch (hash polarisation)")] = False,
     jobs: Annotated[int, typer.Option(help="Number of equal jobs sharing the fabric", min=1)] = 1,
     job_nodes: Annotated[int | None, typer.Option(help="Nodes per job (default: all nodes / jobs)", min=1)] = None,
     placement: Annotated[str, typer.Option(help=f"Job placement: {', '.join(PLACEMENTS)}")] = "packed",
     algo: Annotated[str | None, typer.Option("--algo", help="ring, hierarchical, flat_ring (collectives)")] = None,
     fail: Annotated[str | None, typer.Option(help="Failures, e.g. 'fabric:0.05', 'spine:3', 'link:120'")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of hashes, placement and failures")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of hashes, placement and failures", min=0, max=2**32 - 1)] = 0,
     plot: Annotated[Path | None, typer.Option(help="Write a link-utilisation heatmap per tier to this PNG")] = None,
     top: Annotated[int, typer.Option(help="Most loaded links to explain", min=0)] = 5,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
@@ -49,15 +50,17 @@ def fabric(
 
     Times in seconds; bandwidths in GB/s (1e9 B/s) per direction; utilisation = bytes / (capacity x time).
     """
+    if plot is not None:
+        check_plot_path(plot, "--plot")
     spec = resolve_cluster(cluster, nodes=nodes)
+    if spec.scale_up.kind == "torus":
+        raise ValueError(f"--cluster: {spec.name} is a torus (TPU ICI); the links/flow engines model switched Clos fabrics only")
     topo = build_topology(spec)
     n_job = job_nodes or spec.n_nodes // jobs
     if n_job < 1:
         raise ValueError(f"--jobs: {jobs} jobs do not fit {spec.n_nodes} nodes")
     placed = place_jobs(topo, [n_job] * jobs, policy=placement, seed=seed)
-    s = parse_bytes(size, field="--size")
-    if s <= 0:
-        raise ValueError(f"--size: must be > 0 bytes, got {size!r}")
+    s = one_size(size, "--size")
     plans = []
     for j, g in enumerate(placed):
         if traffic in PATTERNS:

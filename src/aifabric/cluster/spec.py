@@ -143,8 +143,10 @@ class ScaleOutSpec(_Strict):
         out = []
         for x in vals:
             if isinstance(x, str) and ":" in x:
-                a, b = x.split(":", 1)
-                x = float(a) / float(b)
+                a, b = (float(part) for part in x.split(":", 1))
+                if not b > 0:
+                    raise ValueError(f"oversubscription {x!r}: the up side must be > 0")
+                x = a / b
             fx = float(x)
             if not fx >= 1.0:
                 raise ValueError(f"oversubscription ratio must be >= 1 (down:up), got {x!r}")

@@ -229,6 +229,8 @@ class Topology:
     spine_uplinks, spine_downlinks : ndarray[int64], shape (planes, n_spines, spine_up)
     spine_uplink_core : ndarray[int64], shape (n_spines, spine_up)
     pod_of_leaf : ndarray[int64], shape (n_leaves,)
+    link_reverse : ndarray[int64], shape (n_links,)
+        The other direction of each link's cable.
     """
 
     spec: ClusterSpec
@@ -252,6 +254,7 @@ class Topology:
     spine_downlinks: np.ndarray
     spine_uplink_core: np.ndarray
     pod_of_leaf: np.ndarray
+    link_reverse: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     device_offsets: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -325,6 +328,7 @@ def _alloc(n: int) -> dict[str, np.ndarray]:
         "lat": np.empty(n, np.float64),
         "tier": np.empty(n, np.int8),
         "plane": np.zeros(n, np.int16),
+        "rev": np.empty(n, np.int64),
     }
 
 
@@ -346,6 +350,7 @@ class _LinkWriter:
         a["src"][down], a["dst"][down] = hi, lo
         sl = slice(self.n, self.n + 2 * k)
         a["cap"][sl], a["lat"][sl], a["tier"][sl], a["plane"][sl] = cap, lat, tier, plane
+        a["rev"][up], a["rev"][down] = down, up
         self.n += 2 * k
         return up, down
 
@@ -463,5 +468,6 @@ def build_topology(spec: ClusterSpec) -> Topology:
         spine_downlinks=sud,
         spine_uplink_core=suc,
         pod_of_leaf=pod_of_leaf,
+        link_reverse=a["rev"][:m],
         device_offsets=offsets,
     )

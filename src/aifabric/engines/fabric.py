@@ -28,7 +28,7 @@ from aifabric.engines.result import CollectiveResult
 from aifabric.engines.routing import route
 from aifabric.errors import ConfigError
 
-__all__ = ["FabricResult", "LinkReport", "fabric_collective", "link_capacity", "simulate_plans"]
+__all__ = ["FabricResult", "LinkReport", "fabric_collective", "ideal_time", "link_capacity", "simulate_plans"]
 
 
 def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
@@ -198,8 +198,7 @@ def simulate_plans(
         peak = np.asarray(res.link_peak_utilisation)
     ideal = time_s
     if compute_ideal and (routing != "spray" or engine != "links" or link_alive is not None):
-        ideal = simulate_plans(topo, plans, engine="links", routing="spray", seed=seed, efficiency=efficiency,
-                               top=0, compute_ideal=False).time_s
+        ideal = ideal_time(topo, plans, efficiency=efficiency)
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where(cap > 0, link_bytes / (cap * max(time_s, 1e-30)), 0.0)
     tops = _explain(topo, inc, util, link_bytes, np.concatenate(sub_src), np.concatenate(sub_dst), job_all, plans, top)
@@ -213,6 +212,90 @@ def simulate_plans(
         failed_links=0 if link_alive is None else int((~np.asarray(link_alive)).sum()),
         link_peak_utilisation=peak,
     )
+
+
+def _spray_stage(topo: Topology, cap: np.ndarray, src: np.ndarray, dst: np.ndarray, byt: np.ndarray
+                 ) -> tuple[float, np.ndarray]:
+    """(time of the most loaded link, path latency of each transfer) of one stage sprayed on a healthy fabric.
+
+    Spraying over every equal-cost path of a Clos with no failures loads all uplinks of one switch
+    equally, so it is enough to add the bytes per switch and direction (leaf up, leaf down, spine up to
+    the cores, spine down from the cores) and divide by that switch's uplink capacity; access links
+    (GPU-NVSwitch, PXN relays, NIC-leaf) are added link by link. Exactly the links engine with
+    ``routing="spray"``, without a per-path incidence matrix (a 16k-GPU random ring has ~100M paths).
+    """
+    spec = topo.spec
+    shape = topo.shape
+    loads = np.zeros(topo.n_links)
+    lat_of = topo.link_latency_s
+    same = (src // spec.domain_gpus) == (dst // spec.domain_gpus)
+    np.add.at(loads, topo.gpu_up[src[same]], byt[same])
+    np.add.at(loads, topo.gpu_down[dst[same]], byt[same])
+    latency = np.zeros(src.size)
+    latency[same] = lat_of[topo.gpu_up[src[same]]] + lat_of[topo.gpu_down[dst[same]]]
+    x = ~same
+    ratios = []
+    if x.any() and shape is not None:
+        s, d, b = src[x], dst[x], byt[x]
+        nic_src = s
+        path_lat = np.zeros(s.size)
+        if topo.gpu_up[0] >= 0 and shape.rails == spec.gpus_per_node:
+            r_s, r_d = topo.rail_of(s), topo.rail_of(d)
+            cross = r_s != r_d
+            if cross.any():
+                relay = s - r_s + r_d
+                np.add.at(loads, topo.gpu_up[s[cross]], b[cross])
+                np.add.at(loads, topo.gpu_down[relay[cross]], b[cross])
+                path_lat[cross] += lat_of[topo.gpu_up[s[cross]]] + lat_of[topo.gpu_down[relay[cross]]]
+                nic_src = np.where(cross, relay, s)
+        planes = topo.planes
+        for p in range(planes):
+            np.add.at(loads, topo.nic_up[p, nic_src], b / planes)
+            np.add.at(loads, topo.nic_down[p, d], b / planes)
+        path_lat += lat_of[topo.nic_up[0, nic_src]] + lat_of[topo.nic_down[0, d]]
+        leaf_s, leaf_d = topo.leaf_of_gpu[nic_src], topo.leaf_of_gpu[d]
+        xl = leaf_s != leaf_d
+        if xl.any():
+            link_cap = float(cap[topo.link_tier == 2].min())
+            path_lat[xl] += 2 * float(lat_of[topo.link_tier == 2].max())
+            up = np.bincount(leaf_s[xl], b[xl], shape.n_leaves) / planes
+            down = np.bincount(leaf_d[xl], b[xl], shape.n_leaves) / planes
+            ratios += [up.max() / (shape.leaf_up * link_cap), down.max() / (shape.leaf_up * link_cap)]
+            if shape.tiers == 3:
+                pod_s, pod_d = topo.pod_of_leaf[leaf_s], topo.pod_of_leaf[leaf_d]
+                xp = xl & (pod_s != pod_d)
+                if xp.any():
+                    core_cap = float(cap[topo.link_tier == 3].min())
+                    path_lat[xp] += 2 * float(lat_of[topo.link_tier == 3].max())
+                    per_spine = shape.spines_per_pod * planes
+                    sup = np.bincount(pod_s[xp], b[xp], shape.n_pods) / per_spine
+                    sdn = np.bincount(pod_d[xp], b[xp], shape.n_pods) / per_spine
+                    ratios += [sup.max() / (shape.spine_up * core_cap), sdn.max() / (shape.spine_up * core_cap)]
+        latency[x] = path_lat
+    with np.errstate(divide="ignore", invalid="ignore"):
+        access = np.where(loads > 0, loads / cap, 0.0)
+    return max([float(access.max(initial=0.0)), *ratios]), latency
+
+
+def ideal_time(topo: Topology, plans: list[CommPlan], *, efficiency: str = "nccl") -> float:
+    """Contention-free time of ``plans`` on a healthy ``topo`` (links engine, spraying), seconds.
+
+    The k-th stages of all jobs are loaded together, as in the links engine.
+    """
+    cap = link_capacity(topo, efficiency)
+    job_t = [0.0] * len(plans)
+    for k in range(max((len(p.stages) for p in plans), default=0)):
+        members = [(j, p.stages[k]) for j, p in enumerate(plans) if k < len(p.stages)]
+        src = np.concatenate([st.src for _, st in members])
+        dst = np.concatenate([st.dst for _, st in members])
+        byt = np.concatenate([st.bytes_ for _, st in members])
+        step, lat = _spray_stage(topo, cap, src, dst, byt)
+        start = 0
+        for j, st in members:
+            own = float(lat[start : start + st.n_transfers].max(initial=0.0))
+            start += st.n_transfers
+            job_t[j] += st.repeat * (step + own)
+    return max(job_t, default=0.0)
 
 
 def _links_engine(inc: sparse.csc_matrix, bytes_all: np.ndarray, cap: np.ndarray, lat_all: np.ndarray,

@@ -17,9 +17,9 @@ def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.nda
     """Live-link mask (True = up) from a failure description, or None for no failures.
 
     Forms, comma-separated:
-    ``fabric:0.05`` (5 % of leaf-spine and spine-core cables, seeded), ``leaf-spine:0.1``,
-    ``spine-core:3`` (3 cables), ``nic:2``, ``link:123`` (one directed link and its reverse),
-    ``spine:4`` / ``leaf:0`` / ``core:1`` (every link of that switch, plane 0).
+    ``fabric:5%`` or ``fabric:0.05`` (5 % of leaf-spine and spine-core cables, seeded), ``leaf-spine:10%``,
+    ``spine-core:3`` (3 cables: a whole number >= 1 is a count), ``nic:2``, ``link:123`` (one cable: the
+    directed link and its reverse), ``spine:4`` / ``leaf:0`` / ``core:1`` (every link of that switch).
 
     Raises
     ------
@@ -33,30 +33,22 @@ def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.nda
     n_cables = topo.n_links
     for item in (x.strip() for x in text.split(",") if x.strip()):
         kind, _, arg = item.partition(":")
-        try:
-            val = float(arg)
-        except ValueError:
-            raise ConfigError(f"--fail: cannot read {item!r} (examples: fabric:0.05, spine:3, link:120)") from None
+        arg = arg.strip()
         if kind in _TIERS:
             tiers = (2, 3) if kind == "fabric" else (_TIERS[kind],)
-            # one entry per cable: the "up" direction links are the first of each pair written
             cand = np.nonzero(np.isin(topo.link_tier, tiers) & (topo.link_src < topo.link_dst))[0]
-            count = int(round(val * cand.size)) if val < 1 else int(val)
-            if count > cand.size or val < 0:
-                raise ConfigError(f"--fail: {item!r} asks for {count} of {cand.size} cables")
+            count = _count(item, arg, cand.size)
             pick = rng.choice(cand, size=count, replace=False) if count else np.array([], np.int64)
             _kill_cables(topo, alive, pick)
         elif kind == "link":
-            link = int(val)
-            if not 0 <= link < n_cables:
-                raise ConfigError(f"--fail: link {link} does not exist (0..{n_cables - 1})")
+            link = _index(item, arg, n_cables, "link")
             _kill_cables(topo, alive, np.array([link]))
         elif kind in _SWITCH:
             off = topo.device_offsets.get(kind)
             count = {"leaf": topo.shape.n_leaves, "spine": topo.shape.n_spines, "core": topo.shape.n_cores}[kind] if topo.shape else 0
-            idx = int(val)
-            if off is None or not 0 <= idx < count:
-                raise ConfigError(f"--fail: {kind} {idx} does not exist (this fabric has {count})")
+            idx = _index(item, arg, count, kind)
+            if off is None:
+                raise ConfigError(f"--fail: this fabric has no {kind} switches")
             dev = off + idx
             alive &= ~((topo.link_src == dev) | (topo.link_dst == dev))
         else:
@@ -64,8 +56,37 @@ def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.nda
     return alive
 
 
+def _count(item: str, arg: str, available: int) -> int:
+    """Cables asked by ``arg``: ``5%`` or a fraction < 1 of ``available``, or a whole count >= 1."""
+    try:
+        frac = float(arg[:-1]) / 100 if arg.endswith("%") else float(arg)
+    except ValueError:
+        raise ConfigError(f"--fail: cannot read {item!r} (examples: fabric:5%, fabric:0.05, spine-core:3)") from None
+    if not (frac >= 0 and frac < float("inf")):
+        raise ConfigError(f"--fail: {item!r} must be a fraction in [0, 1) or a whole number of cables")
+    if arg.endswith("%") or frac < 1:
+        if frac > 1:
+            raise ConfigError(f"--fail: {item!r} is more than 100 %")
+        return int(round(frac * available))
+    if frac != int(frac):
+        raise ConfigError(f"--fail: {item!r}: a count of cables must be a whole number (use % for a share)")
+    if frac > available:
+        raise ConfigError(f"--fail: {item!r} asks for {int(frac)} cables; there are {available}")
+    return int(frac)
+
+
+def _index(item: str, arg: str, count: int, what: str) -> int:
+    try:
+        idx = int(arg)
+    except ValueError:
+        raise ConfigError(f"--fail: cannot read {item!r} ({what} index must be a whole number)") from None
+    if not 0 <= idx < count:
+        raise ConfigError(f"--fail: {what} {idx} does not exist (this fabric has {count})")
+    return idx
+
+
 def _kill_cables(topo: Topology, alive: np.ndarray, links: np.ndarray) -> None:
-    for link in links:
-        s, d = topo.link_src[link], topo.link_dst[link]
-        alive[(topo.link_src == s) & (topo.link_dst == d)] = False
-        alive[(topo.link_src == d) & (topo.link_dst == s)] = False
+    """Take out each cable: the directed link and its reverse (parallel cables stay up)."""
+    links = np.asarray(links, dtype=np.int64)
+    alive[links] = False
+    alive[topo.link_reverse[links]] = False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 __all__ = ["Candidate", "CollectiveResult"]
@@ -70,5 +70,19 @@ class CollectiveResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain dict (JSON-ready), SI units."""
-        return asdict(self)
+        """Plain dict (JSON-ready), SI units. Engine internals in ``extra`` are summarised, not dumped."""
+        out = asdict(replace(self, extra={}))
+        fabric = self.extra.get("fabric")
+        if fabric is not None:
+            out["extra"] = {
+                "ideal_time_s": float(fabric.ideal_time_s),
+                "efficiency": float(fabric.efficiency),
+                "routing": fabric.routing,
+                "seed": fabric.seed,
+                "top_links": [
+                    {"label": lr.label, "tier": lr.tier, "utilisation": lr.utilisation, "bytes": lr.bytes_,
+                     "n_flows": lr.n_flows, "flows": list(lr.flows)}
+                    for lr in fabric.top_links
+                ],
+            }
+        return out

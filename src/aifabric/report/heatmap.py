@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from aifabric.cluster.topology import Topology
+from aifabric.report.paths import check_plot_path, make_parent
 
 __all__ = ["tier_matrices", "utilisation_heatmap"]
 
@@ -52,8 +53,8 @@ def utilisation_heatmap(topo: Topology, util: np.ndarray, path: str | Path, *, t
     if im is not None:
         fig.colorbar(im, ax=axes[0].tolist(), label="utilisation (bytes / capacity x time)")
     fig.suptitle(title, fontsize=10)
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
+    p = check_plot_path(path)
+    make_parent(p, "--plot")
     fig.savefig(p, dpi=110)
     plt.close(fig)
     return p

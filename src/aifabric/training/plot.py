@@ -9,12 +9,10 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+from aifabric.report.paths import PLOT_FORMATS, check_plot_path, make_parent
 from aifabric.training.step import PARTS, StepTime
 
 __all__ = ["PLOT_FORMATS", "check_plot_path", "plot_step_breakdown"]
-
-#: File formats the plot can be written in (by extension).
-PLOT_FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
 
 _COLOURS = {
     "compute": "#4C72B0",
@@ -27,60 +25,6 @@ _COLOURS = {
     "dp": "#55A868",
     "optimizer": "#8172B3",
 }
-
-
-def check_plot_path(path: str | Path, option: str = "--plot") -> Path:
-    """Check that a plot can be written to ``path``, before any work is done.
-
-    Missing parent folders are not an error: :func:`plot_step_breakdown` creates them, as
-    ``aifabric fabric --plot`` does.
-
-    Parameters
-    ----------
-    path : str or Path
-        The file to write: ``.png``, ``.pdf`` or ``.svg`` (:data:`PLOT_FORMATS`).
-    option : str
-        The option named in messages.
-
-    Returns
-    -------
-    Path
-
-    Raises
-    ------
-    ValueError
-        If ``path`` is a directory, has no or another extension, or lies under an existing file; the message
-        names ``option``.
-
-    Examples
-    --------
-    >>> check_plot_path("out/step.txt")
-    Traceback (most recent call last):
-    ...
-    ValueError: --plot: 'out/step.txt' has extension .txt; supported formats: png, pdf, svg (e.g. step.png)
-    """
-    p = Path(path)
-    if p.is_dir() or str(path).endswith(("/", "\\")):
-        raise ValueError(f"{option}: {str(path)!r} is a directory; give a file name such as {str(p / 'step.png')!r}")
-    ext = p.suffix.lower().lstrip(".")
-    if ext not in PLOT_FORMATS:
-        what = f"extension .{ext}" if ext else "no extension"
-        raise ValueError(
-            f"{option}: {str(path)!r} has {what}; supported formats: {', '.join(PLOT_FORMATS)} (e.g. step.png)"
-        )
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{option}: cannot write {str(path)!r}: {str(parent)!r} is a file, not a folder")
-            break
-    return p
-
-
-def _make_parent(p: Path, option: str) -> None:
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise ValueError(f"{option}: cannot create the folder {str(p.parent)!r}: {err.strerror}") from err
 
 
 def plot_step_breakdown(
@@ -148,7 +92,7 @@ def plot_step_breakdown(
     ax.tick_params(axis="x", labelsize=8)
     fig.tight_layout()
     try:
-        _make_parent(out, option)
+        make_parent(out, option)
         fig.savefig(out, dpi=120)
     except OSError as err:
         raise ValueError(f"{option}: cannot write {str(out)!r}: {err.strerror}") from err
