@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated
 
@@ -67,7 +68,7 @@ def fabric(
             p = pattern_plan(traffic, g, s, seed=seed + j, job=f"job{j}")
         else:
             p = build_plan(traffic, s, spec, g, algorithm=algo)
-            p = type(p)(p.op, p.algorithm, p.message_bytes, p.n_ranks, p.stages, job=f"job{j}")
+            p = dataclasses.replace(p, job=f"job{j}")
         plans.append(p)
     alive = parse_failures(topo, fail, seed=seed)
     res = simulate_plans(topo, plans, engine=engine, routing=routing, seed=seed, qps=qps, polarized=polarized,
@@ -91,6 +92,7 @@ def fabric(
         emit_json({
             "traffic": traffic, "cluster": spec.name, "engine": engine, "routing": routing, "placement": placement,
             "seed": seed, "time_s": res.time_s, "ideal_time_s": res.ideal_time_s, "efficiency": res.efficiency,
+            "mean_job_efficiency": float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()])) if res.job_time_s else 1.0,
             "jobs": [{"job": j, "ranks": n, "time_s": t, "busbw_bytes_per_s": b} for j, n, t, b in rows],
             "tiers": {k: {"mean_utilisation": a, "max_utilisation": b} for k, (a, b) in tiers.items()},
             "top_links": [lr.__dict__ for lr in res.top_links], "failed_links": res.failed_links,
@@ -99,8 +101,12 @@ def fabric(
     console.print(f"[bold]{traffic}[/] on {spec.name} ({spec.n_gpus} GPUs): {jobs} job(s) of {n_job} nodes, placement "
                   f"{placement}; engine {engine}, routing {routing}{f' ({qps} QPs)' if routing == 'qp' else ''}, seed {seed}"
                   + (f"; {res.failed_links} directed links failed" if res.failed_links else ""))
-    console.print(f"completion {res.time_s * 1e3:.3f} ms; contention-free ideal {res.ideal_time_s * 1e3:.3f} ms; "
-                  f"efficiency {res.efficiency:.1%} of ideal")
+    per_job = float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()])) if res.job_time_s else 1.0
+    console.print(f"completion {res.time_s * 1e3:.3f} ms; contention-free ideal {res.ideal_time_s * 1e3:.3f} ms "
+                  f"(links engine, spraying, no failures); efficiency {res.efficiency:.1%} of ideal for the slowest job"
+                  + (f", {per_job:.1%} mean over the {len(res.job_time_s)} jobs" if len(res.job_time_s) > 1 else ""))
+    if len(plans) > 1 and engine == "flow":
+        console.print("several jobs: each job's repeated steps run as one fluid transfer (see simulate_plans merge_repeats)")
     t = Table(show_edge=False)
     for col in ("job", "ranks", "time (ms)", "busbw per rank (GB/s)" if traffic not in PATTERNS else "GB/s per GPU"):
         t.add_column(col, justify="right")

@@ -65,6 +65,7 @@ class CommPlan:
     stages: tuple[Stage, ...]
     job: str = "job0"
     meta: dict[str, object] = field(default_factory=dict)
+    pxn: bool = True  # cross-rail hops relay over NVLink (NCCL PXN); raw traffic patterns use their own NIC
 
     @property
     def total_bytes(self) -> float:
@@ -87,6 +88,12 @@ def _by_domain(spec: ClusterSpec, gpus: np.ndarray) -> tuple[np.ndarray, int]:
     mat = g_sorted.reshape(-1, g)
     mat = mat[np.argsort(dom_order)] if mat.shape[0] > 1 else mat
     return mat, g
+
+
+def _uniform(spec: ClusterSpec, gpus: np.ndarray) -> bool:
+    """Every scale-up domain the ranks use holds the same number of them."""
+    _, counts = np.unique(gpus // spec.domain_gpus, return_counts=True)
+    return bool((counts == counts[0]).all())
 
 
 def _ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str) -> Stage:
@@ -182,6 +189,13 @@ def build_plan(
         steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1
         chunk = s / n
         stages.append(Stage(gpus, np.roll(gpus, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, "flat ring"))
+    elif algo == "ring" and not _uniform(spec, gpus):
+        # domains hold different numbers of ranks (e.g. jobs scattered over NVL72 racks): one ring, ranks
+        # grouped by domain, as NCCL orders them; its node-crossing hops may change rails (PXN).
+        order = gpus[np.argsort(gpus // spec.domain_gpus, kind="stable")]
+        steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else (n - 1 if op in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER) else 1)
+        chunk = s / n if steps > 1 else s
+        stages.append(Stage(order, np.roll(order, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, "ring (one channel)"))
     elif algo == "ring":
         mat, _ = _by_domain(spec, gpus)
         if op is Collective.ALL_REDUCE:

@@ -1,4 +1,4 @@
-"""Raw traffic patterns as CommPlans: permutation, incast, all-to-all, and several jobs at once."""
+"""Raw traffic patterns as CommPlans: permutation, incast and uniform (all-to-all) flows."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from aifabric.collectives.plan import CommPlan, Stage
 
 __all__ = ["PATTERNS", "pattern_plan"]
 
-PATTERNS = ("permutation", "incast", "all_to_all")
+PATTERNS = ("permutation", "incast", "uniform")
 
 
 def pattern_plan(pattern: str, gpus: np.ndarray, bytes_per_flow: float, *, seed: int = 0, fan_in: int = 8,
@@ -18,7 +18,8 @@ def pattern_plan(pattern: str, gpus: np.ndarray, bytes_per_flow: float, *, seed:
     - ``permutation``: every GPU sends ``bytes_per_flow`` to one other GPU, a seeded random derangement
       (the classic fat-tree stress test, Al-Fares et al. 2008);
     - ``incast``: ``fan_in`` senders to each receiver (GPU k receives from the next ``fan_in`` GPUs);
-    - ``all_to_all``: every GPU sends ``bytes_per_flow`` to every other GPU.
+    - ``uniform``: every GPU sends ``bytes_per_flow`` to every other GPU (all-to-all traffic of equal
+      flows; the all_to_all *collective* is :func:`aifabric.collectives.plan.build_plan`).
 
     Raises ValueError for an unknown pattern, fewer than 2 GPUs or a size <= 0.
     """
@@ -52,4 +53,4 @@ def pattern_plan(pattern: str, gpus: np.ndarray, bytes_per_flow: float, *, seed:
         src, dst = src[keep], dst[keep]
     m = src.size
     return CommPlan(pattern, "direct", bytes_per_flow * m, n,
-                    (Stage(src, dst, np.full(m, float(bytes_per_flow)), np.arange(m), 1, pattern),), job=job)
+                    (Stage(src, dst, np.full(m, float(bytes_per_flow)), np.arange(m), 1, pattern),), job=job, pxn=False)

@@ -154,7 +154,7 @@ def route(
     qps: int = 4,
     flowlets: int = 8,
     polarized: bool = False,
-    pxn: bool = True,
+    pxn: bool | np.ndarray = True,
     link_alive: np.ndarray | None = None,
     bytes_: np.ndarray | None = None,
 ) -> Routes:
@@ -173,8 +173,9 @@ def route(
         Flowlets per flow for ``adaptive``.
     polarized : bool
         Same hash seed in every switch (ECMP, QP): tiers make correlated choices.
-    pxn : bool
-        Cross-rail transfers first move over NVLink to the local GPU on the destination's rail (NCCL PXN).
+    pxn : bool or ndarray of bool, shape (n,)
+        Cross-rail transfers first move over NVLink to the local GPU on the destination's rail (NCCL PXN);
+        per transfer when an array (raw traffic patterns do not use PXN).
     link_alive : ndarray of bool, shape (n_links,), optional
         False for failed links; routes avoid them.
     bytes_ : ndarray, optional
@@ -220,7 +221,8 @@ def route(
     if x.size:
         if topo.shape is None:
             raise NoRoute(f"GPU {int(s[x[0]])} and GPU {int(d[x[0]])} are in different domains and there is no scale-out network")
-        _route_scale_out(topo, b, x, s[x], d[x], qp[x], policy, seed, polarized, pxn, alive, w_bytes[x], has_su)
+        pxn_sub = np.broadcast_to(np.asarray(pxn, dtype=bool), (n,))[parent]
+        _route_scale_out(topo, b, x, s[x], d[x], qp[x], policy, seed, polarized, pxn_sub[x], alive, w_bytes[x], has_su)
     return Routes(b.matrix(topo.n_links, ncol), parent, share, policy, seed)
 
 
@@ -232,7 +234,7 @@ def _check_alive(alive: np.ndarray, links: np.ndarray, s: np.ndarray, d: np.ndar
 
 
 def _route_scale_out(topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarray, d: np.ndarray, qp: np.ndarray,
-                     policy: str, seed: int, polarized: bool, pxn: bool, alive: np.ndarray,
+                     policy: str, seed: int, polarized: bool, pxn: np.ndarray, alive: np.ndarray,
                      w_bytes: np.ndarray, has_su: bool) -> None:
     spec = topo.spec
     shape = topo.shape
@@ -240,9 +242,9 @@ def _route_scale_out(topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarra
     m = s.size
     # PXN relay: same node GPU on the destination's rail
     nic_src = s.copy()
-    if pxn and has_su and shape.rails == spec.gpus_per_node:
+    if pxn.any() and has_su and shape.rails == spec.gpus_per_node:
         r_s, r_d = topo.rail_of(s), topo.rail_of(d)
-        cross = r_s != r_d
+        cross = (r_s != r_d) & pxn
         if cross.any():
             relay = s - r_s + r_d
             ci = np.nonzero(cross)[0]

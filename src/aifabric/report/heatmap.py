@@ -55,6 +55,10 @@ def utilisation_heatmap(topo: Topology, util: np.ndarray, path: str | Path, *, t
     fig.suptitle(title, fontsize=10)
     p = check_plot_path(path)
     make_parent(p, "--plot")
-    fig.savefig(p, dpi=110)
-    plt.close(fig)
+    try:
+        fig.savefig(p, dpi=110)
+    except OSError as err:
+        raise ValueError(f"--plot: cannot write {str(p)!r}: {err.strerror}") from err
+    finally:
+        plt.close(fig)
     return p
