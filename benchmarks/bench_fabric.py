@@ -2,8 +2,9 @@
 
 Run: ``python benchmarks/bench_fabric.py [--max-nodes 4096]``. Prints, per size: GPUs, tiers, directed links,
 sub-flows per ring step, wall time of routing + event-driven max-min simulation, peak traced memory, and
-the time per (flow x path length) to show how the cost grows. Also a permutation on a 1,024-host two-tier
-fat-tree (the classic packet-level-simulator benchmark: about 36 s in a packet-level simulator).
+everything the CLI does (routing, event-driven max-min simulation, and the contention-free ideal). Also a
+permutation on 1,024 and 8,192 hosts (the classic packet-level-simulator benchmark: about 36 s and 14 min
+in a packet-level simulator), and 16 concurrent jobs.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def run(nodes: int, tiers: int, routing: str, traffic: str = "ring") -> tuple:
         plan = build_plan("all_reduce", 1e9, spec, gpus)
     else:  # every GPU is a host with its own NIC
         plan = pattern_plan("permutation", gpus, 1e9, seed=1)
-    res = simulate_plans(topo, [plan], engine="flow", routing=routing, seed=1, compute_ideal=False, top=0)
+    res = simulate_plans(topo, [plan], engine="flow", routing=routing, seed=1, top=0)
     dt = time.perf_counter() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -57,6 +58,18 @@ def main() -> None:
         print(f"{g:6d} {t:5d} {links:8d} {flows:10d} {dt:8.2f} {mb:8.0f} {sim:10.4f}  ring all_reduce 1 GB, {args.routing}")
         g, t, links, flows, dt, mb, sim = run(nodes, tiers, args.routing, traffic="ring-random")
         print(f"{g:6d} {t:5d} {links:8d} {flows:10d} {dt:8.2f} {mb:8.0f} {sim:10.4f}  same, hosts in random order")
+    for jobs, nodes in ((16, 128), (16, 1024)):
+        spec = preset("dgx-h100-superpod", nodes=nodes)
+        topo = build_topology(spec)
+        from aifabric.cluster.placement import place_jobs
+
+        t0 = time.perf_counter()
+        placed = place_jobs(topo, [nodes // jobs] * jobs, policy="fragmented", seed=1)
+        plans = [build_plan("all_reduce", 1e9, spec, g) for g in placed]
+        res = simulate_plans(topo, plans, engine="flow", routing=args.routing, seed=1, top=0)
+        dt = time.perf_counter() - t0
+        print(f"{spec.n_gpus:6d} {spec.scale_out.tiers:5d} {topo.n_links:8d} {sum(p.stages[0].n_transfers for p in plans):10d} "
+              f"{dt:8.2f} {'-':>8} {res.time_s:10.4f}  {jobs} fragmented all_reduce jobs, {args.routing}")
     for nodes, tiers in ((128, 2), (1024, 3)):
         g, t, links, flows, dt, mb, sim = run(nodes, tiers, args.routing, traffic="permutation")
         print(f"{g:6d} {t:5d} {links:8d} {flows:10d} {dt:8.2f} {mb:8.0f} {sim:10.4f}  permutation, {g} hosts (one NIC each)")
