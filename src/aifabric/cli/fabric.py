@@ -21,7 +21,7 @@ from aifabric.engines.fabric import simulate_plans
 from aifabric.engines.failures import parse_failures
 from aifabric.engines.routing import POLICIES
 from aifabric.report.paths import check_plot_path
-from aifabric.units import one_size
+from aifabric.units import format_bytes, one_size
 
 __all__ = ["fabric"]
 
@@ -42,7 +42,7 @@ def fabric(
     algo: Annotated[str | None, typer.Option("--algo", help="ring, hierarchical, flat_ring (collectives)")] = None,
     fail: Annotated[str | None, typer.Option(help="Failures, e.g. 'fabric:0.05', 'spine:3', 'link:120'")] = None,
     seed: Annotated[int, typer.Option(help="Seed of hashes, placement and failures", min=0, max=2**32 - 1)] = 0,
-    plot: Annotated[Path | None, typer.Option(help="Write a link-utilisation heatmap per tier to this PNG")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Write a link-utilisation heatmap per tier (.png/.pdf/.svg; missing folders are created)")] = None,
     top: Annotated[int, typer.Option(help="Most loaded links to explain", min=0)] = 5,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
@@ -90,7 +90,8 @@ def fabric(
         rows.append((p.job, p.n_ranks, t, bus))
     if json_out:
         emit_json({
-            "traffic": traffic, "cluster": spec.name, "engine": engine, "routing": routing, "placement": placement,
+            "traffic": traffic, "message_bytes": s, "bytes_per": "flow" if traffic in PATTERNS else "rank (nccl-tests size)",
+            "cluster": spec.name, "engine": engine, "routing": routing, "placement": placement,
             "seed": seed, "time_s": res.time_s, "ideal_time_s": res.ideal_time_s, "efficiency": res.efficiency,
             "mean_job_efficiency": float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()])) if res.job_time_s else 1.0,
             "jobs": [{"job": j, "ranks": n, "time_s": t, "busbw_bytes_per_s": b} for j, n, t, b in rows],
@@ -98,7 +99,8 @@ def fabric(
             "top_links": [lr.__dict__ for lr in res.top_links], "failed_links": res.failed_links,
         })
         return
-    console.print(f"[bold]{traffic}[/] on {spec.name} ({spec.n_gpus} GPUs): {jobs} job(s) of {n_job} nodes, placement "
+    size_text = f"{format_bytes(s)} {'per flow' if traffic in PATTERNS else '(nccl-tests size)'}"
+    console.print(f"[bold]{traffic}[/] of {size_text} on {spec.name} ({spec.n_gpus} GPUs): {jobs} job(s) of {n_job} nodes, placement "
                   f"{placement}; engine {engine}, routing {routing}{f' ({qps} QPs)' if routing == 'qp' else ''}, seed {seed}"
                   + (f"; {res.failed_links} directed links failed" if res.failed_links else ""))
     per_job = float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()])) if res.job_time_s else 1.0
@@ -113,7 +115,7 @@ def fabric(
     for j, n, tt, b in rows:
         t.add_row(j, str(n), f"{tt * 1e3:.3f}", f"{b / 1e9:.2f}")
     console.print(t)
-    console.print("utilisation per tier (links that carried traffic): " + ", ".join(
+    console.print("utilisation per tier, over links that carried traffic (the heatmap's means count every link): " + ", ".join(
         f"{k} mean {a:.0%} max {b:.0%}" for k, (a, b) in tiers.items()))
     if res.top_links:
         lt = Table(title="Most loaded links and why", show_edge=False)

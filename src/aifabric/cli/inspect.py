@@ -26,6 +26,7 @@ from aifabric.discovery.compare import (
     describe_cause,
     read_log,
 )
+from aifabric.report.paths import check_plot_path
 from aifabric.units import parse_bytes
 
 __all__ = ["calibrate", "inspect", "nccl_tests_app"]
@@ -217,6 +218,8 @@ def compare(
     the title or launcher command steer the prediction (NCCL_ALGO=Ring -> ring). Deviation = measured busbw /
     predicted busbw - 1 (GB/s = 1e9 B/s). Exit codes: 0 ok, 2 bad input.
     """
+    if plot is not None:
+        check_plot_path(plot, "--plot")
     text, source = read_log(log)
     result = compare_nccl_tests(
         text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed, tables=table, collective=collective,

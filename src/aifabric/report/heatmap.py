@@ -47,7 +47,7 @@ def utilisation_heatmap(topo: Topology, util: np.ndarray, path: str | Path, *, t
     im = None
     for ax, (name, m) in zip(axes[0], mats.items(), strict=True):
         im = ax.imshow(m, aspect="auto", vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")
-        ax.set_title(f"{name}\nmean {m.mean():.0%}, max {m.max():.0%}", fontsize=9)
+        ax.set_title(f"{name}\nmean of all links {m.mean():.0%}, max {m.max():.0%}", fontsize=9)
         ax.set_xlabel("port")
         ax.set_ylabel("switch / node")
     if im is not None:

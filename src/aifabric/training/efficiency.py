@@ -161,6 +161,7 @@ def compute_profile(accelerator: str) -> ComputeProfile:
     if accelerator not in profiles:
         raise ConfigError(
             f"accelerator: no measured compute efficiency for {accelerator!r} in training/presets/compute.yaml "
-            f"(known: {', '.join(profiles)}); pass StepOptions(compute=ComputeProfile(gemm_efficiency=...))"
+            f"(known: {', '.join(profiles)}); add a measured entry with its source to that file (Python API: "
+            f"StepOptions(compute=ComputeProfile(gemm_efficiency=...)))"
         )
     return profiles[accelerator]
