@@ -52,6 +52,7 @@ def _register_optional() -> None:
         ("aifabric.cli.inspect", "inspect", "inspect", "command"),
         ("aifabric.cli.inspect", "nccl_tests_app", "nccl-tests", "group"),
         ("aifabric.cli.inspect", "calibrate", "calibrate", "command"),
+        ("aifabric.cli.sweep", "sweep", "sweep", "command"),
     ):
         try:
             mod = importlib.import_module(module)
