@@ -178,3 +178,14 @@ def test_aggregated_ideal_equals_links_engine_with_spraying(nodes):
     plans = [build_plan("all_reduce", 1e9, spec, g) for g in jobs] + [pattern_plan("uniform", jobs[0][:32], 1e6)]
     sprayed = simulate_plans(topo, plans, engine="links", routing="spray", compute_ideal=False).time_s
     assert ideal_time(topo, plans) == pytest.approx(sprayed, rel=1e-9)
+
+
+def test_flow_engine_refuses_millions_of_independent_flows_with_advice():
+    from aifabric.engines.fabric import MAX_FLOW_GROUPS
+
+    spec = preset("dgx-h100-superpod", nodes=64)
+    topo = build_topology(spec)
+    plan = pattern_plan("uniform", np.arange(spec.n_gpus), 1e6)  # 512 x 511 flows, each its own group
+    assert sum(s.n_transfers for s in plan.stages) > MAX_FLOW_GROUPS
+    with pytest.raises(ConfigError, match="use --engine links"):
+        simulate_plans(topo, [plan], engine="flow", routing="ecmp")

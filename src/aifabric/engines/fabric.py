@@ -28,7 +28,12 @@ from aifabric.engines.result import CollectiveResult
 from aifabric.engines.routing import route
 from aifabric.errors import ConfigError
 
-__all__ = ["FabricResult", "LinkReport", "fabric_collective", "ideal_time", "link_capacity", "simulate_plans"]
+#: Independent flows (groups) above which the event-driven flow engine refuses, pointing to the links
+#: engine: each finishing flow is an event with a max-min solve (a 1,024-GPU uniform all-to-all is 1M flows,
+#: minutes and ~20 GB); rings and collectives move in lock-step groups and stay far below it.
+MAX_FLOW_GROUPS = 150_000
+
+__all__ = ["MAX_FLOW_GROUPS", "FabricResult", "LinkReport", "fabric_collective", "ideal_time", "link_capacity", "simulate_plans"]
 
 
 def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
@@ -140,6 +145,13 @@ def simulate_plans(
     """
     if engine not in ("links", "flow"):
         raise ConfigError(f"engine: unknown engine {engine!r}; use links or flow")
+    if engine == "flow":
+        n_groups = sum(np.unique(st.group).size for p in plans for st in p.stages)
+        if n_groups > MAX_FLOW_GROUPS:
+            raise ConfigError(
+                f"engine: the flow engine would track {n_groups:,} independent flows (each its own max-min "
+                f"event source; limit {MAX_FLOW_GROUPS:,}); use --engine links for this traffic, or fewer GPUs"
+            )
     cap = link_capacity(topo, efficiency)
     if link_alive is not None:
         cap = np.where(link_alive, cap, 0.0)
@@ -197,6 +209,7 @@ def simulate_plans(
         from aifabric.engines.flowsim import simulate_transfers
 
         stage_all = np.concatenate(sub_stage)
+        group_all = np.concatenate(sub_group)
         merge = len(plans) > 1 if merge_repeats is None else merge_repeats
         if merge:
             reps = np.array([repeats[(int(j), int(k))] for j, k in zip(job_all, stage_all, strict=True)], dtype=float)
@@ -204,7 +217,7 @@ def simulate_plans(
         else:
             sim_bytes, sim_lat, sim_repeat = bytes_all, lat_all, repeats
         res = simulate_transfers(
-            sim_bytes, inc, cap, job=job_all, stage=stage_all, group=np.concatenate(sub_group),
+            sim_bytes, inc, cap, job=job_all, stage=stage_all, group=group_all,
             start_latency_s=sim_lat, stage_repeat=sim_repeat,
         )
         link_bytes = np.asarray(res.link_bytes)
