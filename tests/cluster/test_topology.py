@@ -105,3 +105,19 @@ def test_malformed_yaml_names_line(tmp_path):
 def test_unknown_field_is_named():
     with pytest.raises(ConfigError, match="scale_out.tierz"):
         ClusterSpec.from_dict({"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"tierz": 2}})
+
+
+@pytest.mark.parametrize("nodes", [32, 100, 128])
+def test_declared_oversubscription_holds_at_any_size(nodes):
+    # examples/cluster.yaml: 2:1 leaves on 128-port (breakout) switches. Nodes are spread evenly over the
+    # scalable units and uplinks cabled at the ratio, so the bisection is half the NIC total at any size
+    # (a partly filled last SU would otherwise be under-subscribed).
+    from pathlib import Path
+
+    import yaml
+
+    data = yaml.safe_load((Path(__file__).parents[2] / "examples" / "cluster.yaml").read_text())
+    data["nodes"] = nodes
+    s = summarize(ClusterSpec.from_dict(data))
+    assert s.bisection_bytes_per_s == pytest.approx(nodes * 8 * 50e9 / 2 / 2)
+    assert s.inventory.count("scale-out", "cable") == nodes * 8 * 3 // 2

@@ -140,9 +140,21 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     else:
         nodes_per_su = max(1, leaf_down // spec.gpus_per_node)
         n_leaves = math.ceil(n_gpus / leaf_down)
-    if so.tiers >= 2 and n_leaves <= rails:
-        # smaller than one scalable unit: cable only the ports in use, uplinks at the same ratio
-        used = spec.n_nodes * spec.gpus_per_node // rails if so.rail_optimized else n_gpus
+    if so.tiers >= 2:
+        # Spread the nodes evenly over the scalable units (leaves) and cable only the ports in use, with
+        # uplinks at the declared ratio: every leaf then has the oversubscription the spec asks for (a
+        # partly filled last SU would otherwise be under-subscribed). Full SUs are unchanged.
+        if so.rail_optimized and rails == spec.gpus_per_node:
+            n_sus = math.ceil(spec.n_nodes / nodes_per_su)
+            used = math.ceil(spec.n_nodes / n_sus)
+            if used < leaf_down:
+                nodes_per_su = used
+        elif not so.rail_optimized:  # whole nodes per leaf where they fit, so a node's NICs share a leaf
+            g = spec.gpus_per_node
+            used = math.ceil(n_gpus / n_leaves)
+            used = min(leaf_down, math.ceil(used / g) * g) if leaf_down >= g else used
+        else:
+            used = leaf_down
         if used < leaf_down:
             leaf_down = used
             leaf_up = max(1, math.ceil(used / os[0] - 1e-9))
