@@ -100,3 +100,13 @@ def test_explicit_gpus_match_contiguous(n, size):
     a = formula_collective("all_reduce", size, spec, Communicator.contiguous(spec, n))
     b = formula_collective("all_reduce", size, spec, Communicator.from_gpus(spec, list(range(n))))
     assert a.time_s == pytest.approx(b.time_s)
+
+
+def test_tpu_v5p_torus_all_reduce_uses_every_ici_link():
+    # TPU v5p: 1,200 GB/s ICI per chip both directions added = 600 GB/s per direction over 6 links
+    # (Cloud TPU v5p docs). Bidirectional rings on all three axes at once: T = 2 (n-1)/n S / 600 GB/s plus
+    # one 1 us hop per step of the longest rings: 2 x (16/2 + 20/2 + 28/2) = 64 steps on a 16x20x28 pod.
+    r = formula_collective("all_reduce", 1e9, preset("tpu-v5p-pod"))
+    n = 8960
+    assert r.algorithm == "torus"
+    assert r.time_s == pytest.approx(2 * (n - 1) / n * 1e9 / 600e9 + 64e-6, rel=1e-9)

@@ -40,7 +40,7 @@ from aifabric.errors import ConfigError
 
 __all__ = ["ALGORITHMS", "PROTOCOLS", "TierModel", "formula_collective", "tier_model"]
 
-ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "hierarchical", "flat_ring", "direct", "chain", "p2p")
+ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "hierarchical", "flat_ring", "direct", "chain", "p2p", "torus")
 PROTOCOLS = ("LL", "LL128", "Simple")
 _P = {"LL": 0, "LL128": 1, "Simple": 2}
 
@@ -61,7 +61,7 @@ class TierModel:
 
     intra_bytes_per_s: float
     nic_bytes_per_s: float
-    intra_kind: str  # "nvlink" or "pci"
+    intra_kind: str  # "nvlink", "pci" or "torus"
     arch: str
     cpu_vendor: str
     nvls: bool
@@ -72,6 +72,8 @@ class TierModel:
     convention: str  # "per_direction" or "bidirectional"
     latency_scale: float = 1.0
     extra_inter_latency_s: float = 0.0
+    torus_dims: tuple[int, ...] = ()
+    hop_latency_s: float = 0.0
 
 
 def tier_model(
@@ -126,7 +128,7 @@ def tier_model(
     return TierModel(
         intra_bytes_per_s=intra * intra_scale,
         nic_bytes_per_s=nic * inter_scale,
-        intra_kind="nvlink" if spec.scale_up.kind != "pcie" else "pci",
+        intra_kind={"pcie": "pci", "torus": "torus"}.get(spec.scale_up.kind, "nvlink"),
         arch=acc.arch,
         cpu_vendor=spec.cpu_vendor,
         nvls=bool(acc.nvls and link.in_switch_reduction and spec.scale_up.kind == "nvswitch"),
@@ -137,7 +139,26 @@ def tier_model(
         convention=convention,
         latency_scale=lat_scale,
         extra_inter_latency_s=extra,
+        torus_dims=_torus_dims(spec) if spec.scale_up.kind == "torus" else (),
+        hop_latency_s=link.hop_latency_s,
     )
+
+
+def _torus_dims(spec: ClusterSpec) -> tuple[int, ...]:
+    """The torus shape: given, or the most cubic factorisation of the domain size."""
+    if spec.scale_up.torus_dims:
+        return tuple(spec.scale_up.torus_dims)
+    n = spec.domain_gpus
+    best = (n, 1, 1)
+    for a in range(1, int(round(n ** (1 / 3))) + 2):
+        if n % a:
+            continue
+        for b in range(a, int(math.isqrt(n // a)) + 1):
+            if (n // a) % b == 0:
+                c = n // a // b
+                if max(a, b, c) < max(best):
+                    best = (a, b, c)
+    return tuple(sorted(best))
 
 
 @dataclass(frozen=True)
@@ -156,6 +177,10 @@ class _Eval:
 
 def _allowed(op: Collective, comm: Communicator, tm: TierModel) -> list[str]:
     multi = comm.n_domains > 1
+    if tm.intra_kind == "torus" and not multi and op in (
+        Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER
+    ):
+        return ["torus"]
     flat = ["flat_ring"] if tm.nic_bytes_per_s > 0 else []
     if op is Collective.ALL_REDUCE:
         algs = ["ring", "hierarchical", *flat]
@@ -213,6 +238,8 @@ def _evaluate(
     op: Collective, algo: str, proto: str, size: float, comm: Communicator, tm: TierModel
 ) -> _Eval | None:
     nccl = tm.efficiency == "nccl"
+    if algo == "torus":
+        return _torus(op, proto, size, comm, tm)
     n, g, N = comm.n_ranks, comm.ranks_per_domain, comm.n_domains  # noqa: N806  (N nodes, as in NCCL)
     multi = N > 1
     intra, nic = tm.intra_bytes_per_s, tm.nic_bytes_per_s
@@ -333,6 +360,34 @@ def _evaluate(
     if not nccl:
         lat = 0.0
     return _Eval(algo, proto, lat, nets, net, why)
+
+
+def _torus(op: Collective, proto: str, size: float, comm: Communicator, tm: TierModel) -> _Eval | None:
+    """Collective on a TPU-style 3D torus: bidirectional rings on every axis at once.
+
+    Each chip splits its buffer over the torus axes and runs a bidirectional ring reduce-scatter (and
+    all-gather) along each axis in turn, so all of its ICI links carry data at once and the bandwidth term
+    is that of one ring at the chip's total per-direction ICI bandwidth B::
+
+        T = 2 (n-1)/n S / B  (all-reduce),   (n-1)/n S / B  (all-gather, reduce-scatter)
+
+    with a latency of one hop per step of the longest bidirectional axis ring, floor(n_d / 2) steps per
+    axis. (JAX scaling book, "How to Scale Your Model", ch. 3: collectives over several torus axes use the
+    links of all of them.) ICI is a mesh of direct links: no protocol variants, no NCCL constants.
+    """
+    if proto != "Simple":
+        return None
+    n = comm.n_ranks
+    f = busbw_factor(op, n)
+    t_bw = size * f / tm.intra_bytes_per_s
+    dims = tm.torus_dims or (n,)
+    steps = sum(d // 2 for d in dims) * (2 if op is Collective.ALL_REDUCE else 1)
+    lat = steps * tm.hop_latency_s * tm.latency_scale if tm.efficiency == "nccl" else 0.0
+    why = (
+        f"bidirectional rings on the {'x'.join(map(str, dims))} torus axes at once: busbw = the chip's "
+        f"{tm.intra_bytes_per_s / 1e9:.0f} GB/s per direction of ICI; {steps} hop steps of latency"
+    )
+    return _Eval("torus", proto, lat, {"scale-up": t_bw}, "scale-up", why)
 
 
 def formula_collective(
