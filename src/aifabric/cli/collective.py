@@ -100,7 +100,8 @@ def collective(
     console.print(
         f"[bold]{r0.op}[/] on {spec.name}: {comm.n_ranks} ranks, {comm.n_domains} scale-up domain(s) of up to "
         f"{comm.ranks_per_domain}; engine {r0.engine}; {conv_text}; "
-        f"{'NCCL-effective bandwidths and latencies' if eff == 'nccl' else 'line rates, no latency'}"
+        + ("ICI links at the documented rate, one hop latency per ring step" if spec.scale_up.kind == "torus"
+           else ("NCCL-effective bandwidths and latencies" if eff == "nccl" else "line rates, no latency"))
     )
     if cal is not None:
         console.print(
