@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -43,7 +43,7 @@ from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
-__all__ = ["NETWORKS", "ClosShape", "Topology", "build_topology", "clos_shape"]
+__all__ = ["NETWORKS", "ClosShape", "Topology", "build_topology", "cached_topology", "clos_shape"]
 
 NETWORKS = ("scale-up", "scale-out", "front-end", "management")
 TIER_NAMES = ("gpu-nvswitch", "nic-leaf", "leaf-spine", "spine-core")
@@ -483,3 +483,12 @@ def build_topology(spec: ClusterSpec) -> Topology:
         link_reverse=a["rev"][:m],
         device_offsets=offsets,
     )
+
+
+@lru_cache(maxsize=8)
+def cached_topology(spec: ClusterSpec) -> Topology:
+    """:func:`build_topology`, memoised per spec (a sweep of sizes on one cluster builds it once).
+
+    The Topology's arrays are shared between callers: treat them as read-only.
+    """
+    return build_topology(spec)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -112,8 +113,13 @@ class Communicator:
                    int(dom_counts.min()))
 
 
+@cache
 def _su_pod_gpus(spec: ClusterSpec) -> tuple[int, int]:
-    """GPUs under one scalable unit (rail leaf group) and one pod; the whole cluster if not applicable."""
+    """GPUs under one scalable unit (rail leaf group) and one pod; the whole cluster if not applicable.
+
+    Cached per spec (ClusterSpec is frozen and hashable): every contiguous communicator of a planner
+    search asks for it.
+    """
     if spec.scale_out is None:
         return spec.n_gpus, spec.n_gpus
     from aifabric.cluster.topology import clos_shape  # local: topology imports are heavier

@@ -20,7 +20,7 @@ import numpy as np
 from scipy import sparse
 
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.topology import TIER_NAMES, Topology, build_topology
+from aifabric.cluster.topology import TIER_NAMES, Topology, cached_topology
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.plan import CommPlan, build_plan
@@ -308,7 +308,8 @@ def _spray_stage(topo: Topology, cap: np.ndarray, src: np.ndarray, dst: np.ndarr
 def ideal_time(topo: Topology, plans: list[CommPlan], *, efficiency: str = "nccl") -> float:
     """Contention-free time of ``plans`` on a healthy ``topo`` (links engine, spraying), seconds.
 
-    The k-th stages of all jobs are loaded together, as in the links engine.
+    The k-th stages of all jobs are loaded together, as in the links engine. Capacities are per direction,
+    scaled by ``efficiency`` (:func:`link_capacity`). Raises ConfigError for an unknown efficiency.
     """
     cap = link_capacity(topo, efficiency)
     job_t = [0.0] * len(plans)
@@ -392,11 +393,19 @@ def fabric_collective(
 ) -> CollectiveResult:
     """Time one collective with the ``links`` or ``flow`` engine on the real topology.
 
-    The communicator must list its GPUs or be contiguous. Returns a :class:`CollectiveResult` whose
-    ``extra["fabric"]`` holds the :class:`FabricResult` (links, utilisation, ideal time).
+    The communicator must list its GPUs or be contiguous. Returns a :class:`CollectiveResult` (seconds,
+    bytes/s per direction) whose ``extra["fabric"]`` holds the :class:`FabricResult` (links, utilisation,
+    ideal time). Decompositions: :func:`aifabric.collectives.plan.build_plan`.
+
+    Raises
+    ------
+    ValueError
+        A size <= 0, or an algorithm without a transfer-level decomposition (NVLS, tree).
+    ConfigError, NoRoute
+        Unknown engine/routing, or failed links that disconnect two ranks (named in the message).
     """
     op = Collective.parse(op)
-    topo = topo or build_topology(spec)
+    topo = topo or cached_topology(spec)
     gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
     plan = build_plan(op, message_bytes, spec, gpus, algorithm=algorithm)
     res = simulate_plans(topo, [plan], engine=engine, routing=routing, seed=seed, qps=qps,

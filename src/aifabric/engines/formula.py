@@ -34,6 +34,7 @@ import yaml
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.costs import hierarchical_all_reduce_time
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.engines.result import Candidate, CollectiveResult
 from aifabric.errors import ConfigError
@@ -325,8 +326,7 @@ def _evaluate(
     elif algo == "hierarchical":
         if not multi or g == 1 or not comm.uniform:
             return None
-        t_in = 2 * (g - 1) / g * size / intra
-        t_out = 2 * (N - 1) / N * (size / g) / nic
+        t_in, t_out = hierarchical_all_reduce_time(size, g, N, intra, nic)
         lat = base + 2 * (g - 1) * ilat + 2 * (N - 1) * olat
         nets = {"scale-up": t_in, "scale-out": t_out}
         net = "scale-out" if t_out > t_in else "scale-up"
