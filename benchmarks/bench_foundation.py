@@ -24,7 +24,10 @@ def main() -> None:
     comm = Communicator.contiguous(spec)
     tm = tier_model(spec)
     rows = []
-    for label, kwargs in (("formula all_reduce 1 GiB (tier model reused)", {"tiers": tm}), ("formula all_reduce 1 GiB (cold)", {})):
+    for label, kwargs in (
+        ("formula all_reduce 1 GiB (tier model reused)", {"tiers": tm}),
+        ("formula all_reduce 1 GiB (cold)", {}),
+    ):
         formula_collective("all_reduce", 2**30, spec, comm, **kwargs)
         t0 = time.perf_counter()
         for _ in range(args.calls):

@@ -31,13 +31,28 @@ def main() -> None:
     model = get_model("gpt3-175b")
     sm = StepModel(model, spec)
     cold = plan(model, spec, 1536, step_model=sm)
-    rows.append((f"plan gpt3-175b / 1,024 H100, cold: {cold.n_evaluated} layouts", cold.layouts_per_s, "layouts/s"))
+    rows.append(
+        (f"plan gpt3-175b / 1,024 H100, cold: {cold.n_evaluated} layouts", cold.layouts_per_s, "layouts/s")
+    )
     warm = plan(model, spec, 1536, step_model=sm)
-    rows.append((f"plan gpt3-175b / 1,024 H100, warm: {warm.n_evaluated} layouts", warm.layouts_per_s, "layouts/s"))
+    rows.append(
+        (f"plan gpt3-175b / 1,024 H100, warm: {warm.n_evaluated} layouts", warm.layouts_per_s, "layouts/s")
+    )
 
-    lay = ParallelLayout(tp=8, pp=8, dp=16, sequence_parallel=True, zero_stage=1, microbatch_size=1,
-                         global_batch_size=1536, recompute="selective")
-    for label, fn in (("step_seconds (fast path)", sm.step_seconds), ("evaluate (full breakdown)", sm.evaluate)):
+    lay = ParallelLayout(
+        tp=8,
+        pp=8,
+        dp=16,
+        sequence_parallel=True,
+        zero_stage=1,
+        microbatch_size=1,
+        global_batch_size=1536,
+        recompute="selective",
+    )
+    for label, fn in (
+        ("step_seconds (fast path)", sm.step_seconds),
+        ("evaluate (full breakdown)", sm.evaluate),
+    ):
         fn(lay)
         t0 = time.perf_counter()
         for _ in range(args.calls):
@@ -48,7 +63,13 @@ def main() -> None:
     big = preset("dgx-h100-superpod", nodes=2048, **{"scale_out.tiers": 3})
     res = plan(get_model("llama3-405b"), big, 2048)
     dt = time.perf_counter() - t0
-    rows.append((f"plan llama3-405b / 16,384 H100: {res.n_evaluated} layouts, {res.n_feasible} feasible", dt, "s total"))
+    rows.append(
+        (
+            f"plan llama3-405b / 16,384 H100: {res.n_evaluated} layouts, {res.n_feasible} feasible",
+            dt,
+            "s total",
+        )
+    )
     rows.append(("  of which search", res.elapsed_s, "s"))
     rows.append(("  search speed", res.layouts_per_s, "layouts/s"))
     width = max(len(r[0]) for r in rows)

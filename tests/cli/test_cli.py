@@ -76,15 +76,33 @@ def test_bad_yaml_and_units(tmp_path):
 
 def test_fabric_command_reports_links_and_writes_heatmap(tmp_path):
     png = tmp_path / "heat.png"
-    r = run("fabric", "all_reduce", "--nodes", "32", "--jobs", "4", "--placement", "fragmented", "--routing", "ecmp",
-            "--seed", "3", "--size", "1GB", "--plot", str(png))
+    r = run(
+        "fabric",
+        "all_reduce",
+        "--nodes",
+        "32",
+        "--jobs",
+        "4",
+        "--placement",
+        "fragmented",
+        "--routing",
+        "ecmp",
+        "--seed",
+        "3",
+        "--size",
+        "1GB",
+        "--plot",
+        str(png),
+    )
     assert r.exit_code == 0, r.stdout + r.stderr
     assert "Most loaded links and why" in r.stdout and "efficiency" in r.stdout
     assert png.stat().st_size > 10_000
 
 
 def test_collective_on_flow_engine():
-    r = run("collective", "all_reduce", "--nodes", "2", "--size", "1GB", "--engine", "flow", "--routing", "ecmp")
+    r = run(
+        "collective", "all_reduce", "--nodes", "2", "--size", "1GB", "--engine", "flow", "--routing", "ecmp"
+    )
     assert r.exit_code == 0, r.stdout + r.stderr
     assert "engine flow" in r.stdout
 

@@ -58,11 +58,21 @@ def test_dgx_b200_superpod_table():
     # NVIDIA DGX B200 SuperPOD RA, compute fabric (reference/fabric-models.md sec. 4.1): SUs of 32 nodes
     # on 64-port 400G switches -> (leaf, spine, core) = (16, 8, -), (32, 16, -), (64, 32, -),
     # (128, 128, 64), (256, 256, 128), (512, 512, 256) for 2, 4, 8, 16, 32, 64 SUs.
-    expected = {64: (16, 8, 0), 128: (32, 16, 0), 256: (64, 32, 0), 512: (128, 128, 64),
-                1024: (256, 256, 128), 2048: (512, 512, 256)}
+    expected = {
+        64: (16, 8, 0),
+        128: (32, 16, 0),
+        256: (64, 32, 0),
+        512: (128, 128, 64),
+        1024: (256, 256, 128),
+        2048: (512, 512, 256),
+    }
     for nodes, (leaf, spine, core) in expected.items():
         topo = build_topology(preset("dgx-h100-superpod", nodes=nodes))
-        assert (topo.switch_counts["leaf"], topo.switch_counts["spine"], topo.switch_counts["core"]) == (leaf, spine, core)
+        assert (topo.switch_counts["leaf"], topo.switch_counts["spine"], topo.switch_counts["core"]) == (
+            leaf,
+            spine,
+            core,
+        )
         assert set(topo.cable_counts.values()) <= {nodes * 8, 0}  # cables per tier = GPU count: non-blocking
 
 

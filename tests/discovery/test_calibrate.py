@@ -65,7 +65,9 @@ def test_t7_profile_predicts_other_node_counts(
 
 
 @pytest.mark.parametrize("index", [3, 5])
-def test_untuned_runs_are_flagged_not_fitted(case_text: dict[str, str], t7_fit: CalibrationFit, index: int) -> None:
+def test_untuned_runs_are_flagged_not_fitted(
+    case_text: dict[str, str], t7_fit: CalibrationFit, index: int
+) -> None:
     comp = compare_nccl_tests(case_text[CASE_03], tables=[index], calibration=t7_fit.calibration).tables[0]
     largest = max(comp.rows, key=lambda r: r.size_bytes)
     assert largest.flagged and largest.causes[0] == "network_settings"

@@ -181,7 +181,9 @@ def test_inspect_azure_ndv4_reads_cpu_vendor_and_pcie_cap() -> None:
         ("inter_scale: 500", ("inter_scale", "outside 0.01..100", ":3:")),
     ],
 )
-def test_bad_calibration_field_is_named_with_its_line(tmp_path: Path, line: str, needles: tuple[str, ...]) -> None:
+def test_bad_calibration_field_is_named_with_its_line(
+    tmp_path: Path, line: str, needles: tuple[str, ...]
+) -> None:
     bad = tmp_path / "cal.yaml"
     bad.write_text(f"name: mine\nsource: by hand\n{line}\n")
     r = run("nccl-tests", "compare", CASE_03, "-t", "7", "--calibration", bad)
@@ -223,7 +225,11 @@ def test_compare_says_which_rows_it_could_not_compare(tmp_path: Path) -> None:
     row = "     1048576        262144     float     sum      -1    156.9    6.68   12.53      0"
     assert text.count(row) == 1  # table 7's 1 MiB row, line 205
     log = tmp_path / "zero.txt"
-    log.write_text(text.replace(row, "     1048576        262144     float     sum      -1     0.00    0.00    0.00      0"))
+    log.write_text(
+        text.replace(
+            row, "     1048576        262144     float     sum      -1     0.00    0.00    0.00      0"
+        )
+    )
     r = run("nccl-tests", "compare", log, "-t", "7")
     assert r.exit_code == 0, r.stderr
     out = " ".join(r.stdout.split())

@@ -92,7 +92,8 @@ def test_case01_h100_one_node_nvls_off_within_10pct_of_368(case_text: dict[str, 
 def test_nvls_enable_0_in_the_command_maps_to_exclude_nvls(case_text: dict[str, str]) -> None:
     # Case 01's table behind a launcher line that sets NCCL_NVLS_ENABLE=0 (only the mapping is tested here).
     text = case_text[CASE_01].replace(
-        "# nThread 1 nGpus 8", "mpirun -np 1 -x NCCL_NVLS_ENABLE=0 ./all_reduce_perf -b 128M -e 4G -g 8\n# nThread 1 nGpus 8"
+        "# nThread 1 nGpus 8",
+        "mpirun -np 1 -x NCCL_NVLS_ENABLE=0 ./all_reduce_perf -b 128M -e 4G -g 8\n# nThread 1 nGpus 8",
     )
     comp = compare_nccl_tests(text).tables[0]
     assert comp.settings.env["NCCL_NVLS_ENABLE"] == "0" and "nvls" in comp.settings.exclude
@@ -131,10 +132,14 @@ def test_case13_v100_old_nccl_is_outside_10pct_and_says_so(case_text: dict[str, 
 
 
 @pytest.mark.parametrize(("index", "nodes", "nominal_us"), [(1, 2, 25.0), (2, 4, 35.0)])
-def test_case03_small_message_latency(case_text: dict[str, str], index: int, nodes: int, nominal_us: float) -> None:
+def test_case03_small_message_latency(
+    case_text: dict[str, str], index: int, nodes: int, nominal_us: float
+) -> None:
     comp = _table(case_text, CASE_03, index)
     assert comp.n_nodes == nodes
-    small = [r for r in comp.rows if r.size_bytes <= 64 and r.outlier_ratio < 1.5]  # 8 B out-of-place: warm-up
+    small = [
+        r for r in comp.rows if r.size_bytes <= 64 and r.outlier_ratio < 1.5
+    ]  # 8 B out-of-place: warm-up
     assert len(small) >= 3
     for row in small:
         assert row.predicted.time_s == pytest.approx(row.measured_time_s, rel=0.15)
@@ -146,7 +151,9 @@ def test_case03_small_message_latency(case_text: dict[str, str], index: int, nod
 
 
 @pytest.mark.parametrize("index", [3, 5])
-def test_untuned_8_and_4_node_runs_are_flagged_for_network_settings(case_text: dict[str, str], index: int) -> None:
+def test_untuned_8_and_4_node_runs_are_flagged_for_network_settings(
+    case_text: dict[str, str], index: int
+) -> None:
     # T3 (8 nodes, ~320 GB/s) and T5 (4 nodes, ~325): the maintainer attributes them to network settings
     # (adaptive routing, NCCL_MIN_CTAS, QPs per connection); T6 with those settings reached 391.
     comp = _table(case_text, CASE_03, index)
@@ -193,7 +200,10 @@ def test_nccl_settings_mapping() -> None:
     assert NcclSettings.from_env({"NCCL_PROTO": "^LL128"}).protocols == ("LL", "Simple")
     assert NcclSettings.from_env({"NCCL_PROTO": "Simple"}).protocols == ("Simple",)
     assert nccl_settings(["The maintainer suggested NCCL_ALGO=Ring for 2 nodes."]).algorithm is None
-    assert accelerator_from_name("NVIDIA B200") == "b200" and accelerator_from_name("Tesla V100-SXM2-16GB") is None
+    assert (
+        accelerator_from_name("NVIDIA B200") == "b200"
+        and accelerator_from_name("Tesla V100-SXM2-16GB") is None
+    )
 
 
 def test_forced_protocol_and_algorithm_not_applicable(case_text: dict[str, str]) -> None:
@@ -232,7 +242,16 @@ def test_cause_texts_cite_public_sources_not_test_names() -> None:
 
     for key, text in CAUSES.items():
         assert not re.search(r"case_?\d|\bT\d+(/T\d+)?\b", text), key
-    for key in ("outlier", "dip", "latency_model", "ramp", "network_settings", "no_gdr", "vm_pcie", "nvls_off"):
+    for key in (
+        "outlier",
+        "dip",
+        "latency_model",
+        "ramp",
+        "network_settings",
+        "no_gdr",
+        "vm_pcie",
+        "nvls_off",
+    ):
         assert re.search(r"NVIDIA/nccl(-tests)? #\d+", CAUSES[key]), key
 
 

@@ -146,9 +146,13 @@ def test_gpu_named_anywhere_in_the_file_is_used(b200_text: str) -> None:
 # -- warnings, on matrices derived from case 08 ---------------------------------------------------------------------
 
 
-def test_nics_behind_the_cpu_warn_and_degrade_the_network(b200_matrix: TopoMatrix, b200: NodeInspection) -> None:
+def test_nics_behind_the_cpu_warn_and_degrade_the_network(
+    b200_matrix: TopoMatrix, b200: NodeInspection
+) -> None:
     # Case 08 with every PIX GPU-NIC cell turned into NODE: the NICs hang off the root complex.
-    change = {(g, n): "NODE" for g in b200_matrix.gpus for n in b200_matrix.nics if b200_matrix.link(g, n) == "PIX"}
+    change = {
+        (g, n): "NODE" for g in b200_matrix.gpus for n in b200_matrix.nics if b200_matrix.link(g, n) == "PIX"
+    }
     (node,) = inspect_node_text(_render(b200_matrix, change=change), gpu="b200")
     codes = [w.code for w in node.warnings]
     assert codes == ["nic_behind_cpu"]
@@ -160,7 +164,9 @@ def test_nics_behind_the_cpu_warn_and_degrade_the_network(b200_matrix: TopoMatri
     assert fabric.busbw_bytes_per_s == pytest.approx(good.busbw_bytes_per_s * NO_GDR_FACTOR, rel=0.01)
 
 
-def test_a_nic_shared_by_two_gpus_warns_and_halves_the_network(b200_matrix: TopoMatrix, b200: NodeInspection) -> None:
+def test_a_nic_shared_by_two_gpus_warns_and_halves_the_network(
+    b200_matrix: TopoMatrix, b200: NodeInspection
+) -> None:
     # Case 08 with NIC1, NIC3, NIC5, NIC7 removed: 4 NICs for 8 GPUs, each still PIX to its GPU pair.
     (node,) = inspect_node_text(_render(b200_matrix, nics=("NIC0", "NIC2", "NIC4", "NIC6")), gpu="b200")
     shared = [w for w in node.warnings if w.code == "shared_nic"]
@@ -176,7 +182,9 @@ def test_a_nic_shared_by_two_gpus_warns_and_halves_the_network(b200_matrix: Topo
 def test_a_gpu_paired_with_a_far_nic_warns(b200_matrix: TopoMatrix) -> None:
     # Case 08 with NIC1 moved to the other socket (SYS to GPU0-3): GPU0 and GPU1 compete for NIC0, one NIC each
     # is left, and one of them gets a NODE NIC instead of a PIX one.
-    change = {(g, "NIC1"): ("SYS" if g in ("GPU0", "GPU1", "GPU2", "GPU3") else "NODE") for g in b200_matrix.gpus}
+    change = {
+        (g, "NIC1"): ("SYS" if g in ("GPU0", "GPU1", "GPU2", "GPU3") else "NODE") for g in b200_matrix.gpus
+    }
     (node,) = inspect_node_text(_render(b200_matrix, change=change), gpu="b200")
     far = [w for w in node.warnings if w.code == "far_nic"]
     assert far, node.warnings
@@ -209,7 +217,9 @@ def test_azure_xml_ndv4_and_ndv5(case_text: dict[str, str]) -> None:
     assert ndv4.layout.kind == ndv5.layout.kind == "nccl-xml"
     # NDv4: 4 NUMA nodes, one Gen4 switch each with 2 GPUs and 2 IB NICs (PIX to both)
     assert [len(n.gpus) for n in ndv4.numa] == [2, 2, 2, 2] and [n.node for n in ndv4.numa] == [0, 1, 2, 3]
-    assert [p.nic for p in ndv4.nearest["GPU0"]] == ["NIC0", "NIC1"] and ndv4.path("GPU0", "NIC2").path == "SYS"
+    assert [p.nic for p in ndv4.nearest["GPU0"]] == ["NIC0", "NIC1"] and ndv4.path(
+        "GPU0", "NIC2"
+    ).path == "SYS"
     assert ndv4.spec.cpu_vendor == "amd" and ndv4.spec.scale_out.fabric == "infiniband"
     # NDv5: 2 NUMA nodes, one PIX NIC per GPU
     assert [len(n.gpus) for n in ndv5.numa] == [4, 4]
@@ -225,7 +235,9 @@ def test_azure_ndv4_expected_busbw_matches_azure_and_nvidia_figures(case_text: d
     ndv4, _ = inspect_node_text(case_text[CASE_17], gpu="a100-sxm-80gb", nic_speed="200 Gb/s")
     expected = {e.label: e for e in ndv4.expected}
     assert 230e9 <= expected["one node, NCCL default"].busbw_bytes_per_s <= 250e9
-    assert expected["2 nodes, NCCL_ALGO=Ring (the fabric's figure)"].busbw_bytes_per_s == pytest.approx(192e9, rel=0.05)
+    assert expected["2 nodes, NCCL_ALGO=Ring (the fabric's figure)"].busbw_bytes_per_s == pytest.approx(
+        192e9, rel=0.05
+    )
 
 
 # -- detection and errors --------------------------------------------------------------------------------------------

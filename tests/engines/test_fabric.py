@@ -21,9 +21,17 @@ from aifabric.errors import ConfigError, NoRoute
 def test_three_engines_agree_on_non_blocking_fabric_with_spraying(algo):
     # 4 nodes x 8 H100, 32 GB: latency terms < 0.5 %, so the bandwidth models must agree within 1 %
     spec = preset("dgx-h100-superpod", nodes=4)
-    t = {eng: collective_time("all_reduce", 32e9, spec, engine=eng, algorithm=algo,
-                              **({} if eng == "formula" else {"routing": "spray"})).time_s
-         for eng in ("formula", "links", "flow")}
+    t = {
+        eng: collective_time(
+            "all_reduce",
+            32e9,
+            spec,
+            engine=eng,
+            algorithm=algo,
+            **({} if eng == "formula" else {"routing": "spray"}),
+        ).time_s
+        for eng in ("formula", "links", "flow")
+    }
     assert t["links"] == pytest.approx(t["formula"], rel=0.01)
     assert t["flow"] == pytest.approx(t["formula"], rel=0.01)
 
@@ -33,8 +41,13 @@ def _cross_su_plan(spec, nodes_per_su):
     g = spec.gpus_per_node
     src = np.arange(nodes_per_su * g)
     dst = src + nodes_per_su * g
-    return CommPlan("permutation", "direct", 1e9 * src.size, src.size,
-                    (Stage(src, dst, np.full(src.size, 1e9), np.arange(src.size), 1, "cross"),))
+    return CommPlan(
+        "permutation",
+        "direct",
+        1e9 * src.size,
+        src.size,
+        (Stage(src, dst, np.full(src.size, 1e9), np.arange(src.size), 1, "cross"),),
+    )
 
 
 def test_two_to_one_oversubscribed_spine_doubles_cross_spine_time():
@@ -175,7 +188,9 @@ def test_aggregated_ideal_equals_links_engine_with_spraying(nodes):
     spec = preset("dgx-h100-superpod", nodes=nodes)
     topo = build_topology(spec)
     jobs = place_jobs(topo, [nodes // 4] * 4, policy="random", seed=4)
-    plans = [build_plan("all_reduce", 1e9, spec, g) for g in jobs] + [pattern_plan("uniform", jobs[0][:32], 1e6)]
+    plans = [build_plan("all_reduce", 1e9, spec, g) for g in jobs] + [
+        pattern_plan("uniform", jobs[0][:32], 1e6)
+    ]
     sprayed = simulate_plans(topo, plans, engine="links", routing="spray", compute_ideal=False).time_s
     assert ideal_time(topo, plans) == pytest.approx(sprayed, rel=1e-9)
 

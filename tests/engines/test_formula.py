@@ -27,7 +27,9 @@ def test_h100_single_node_nvls_off():
     assert r.busbw_bytes_per_s / GB == pytest.approx(368.76, rel=0.10)
 
 
-@pytest.mark.parametrize("size,measured", [(2**30, 384.49), (2**31, 389.40), (2**32, 391.39), (2**33, 392.69)])
+@pytest.mark.parametrize(
+    "size,measured", [(2**30, 384.49), (2**31, 389.40), (2**32, 391.39), (2**33, 392.69)]
+)
 def test_h100_two_nodes_ring(size, measured):
     # case_03 T7: 2 nodes x 8 H100, 8 x 400G IB, NCCL_ALGO=Ring
     r = formula_collective("all_reduce", size, preset("h100-ib-2node"), algorithm="ring")

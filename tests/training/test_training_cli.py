@@ -64,11 +64,18 @@ def test_plan_text_says_why():
     "args,needle",
     [
         (("train", *GPT3, "--tp", "5", "--pp", "8"), "tp=5 does not divide n_heads=96"),
-        (("train", *GPT3, "--tp", "8", "--pp", "8", "--dp", "8"), "tp x pp x dp x cp = 8 x 8 x 8 x 1 = 512, but n_gpus = 1024"),
-        (("train", *GPT3, "--tp", "8", "--pp", "8", "--global-batch", "1000", "--microbatch", "4"),
-         "global_batch_size=1000 is not divisible by microbatch_size x dp = 4 x 16 = 64"),
-        (("train", *GPT3, "--tp", "1", "--pp", "1", "--global-batch", "1024", "--recompute", "none"),
-         "the GPU has 80 GB"),
+        (
+            ("train", *GPT3, "--tp", "8", "--pp", "8", "--dp", "8"),
+            "tp x pp x dp x cp = 8 x 8 x 8 x 1 = 512, but n_gpus = 1024",
+        ),
+        (
+            ("train", *GPT3, "--tp", "8", "--pp", "8", "--global-batch", "1000", "--microbatch", "4"),
+            "global_batch_size=1000 is not divisible by microbatch_size x dp = 4 x 16 = 64",
+        ),
+        (
+            ("train", *GPT3, "--tp", "1", "--pp", "1", "--global-batch", "1024", "--recompute", "none"),
+            "the GPU has 80 GB",
+        ),
         (("train", "--model", "no-such-model"), "no preset named 'no-such-model'"),
         (("plan", *GPT3, "--tp", "5"), "tp=5 does not divide n_heads=96"),
         (("plan", "--model", "gpt3-175b", "--nodes", "1", "--global-batch", "8"), "no feasible layout"),

@@ -84,5 +84,7 @@ def test_plan_bad_input():
         plan(model, spec, 1536, tp=3)
     with pytest.raises(ConfigError, match=r"global_batch_size must be an integer >= 1, got 0"):
         plan(model, spec, 0)
-    with pytest.raises(Infeasible, match=r"no feasible layout for gpt3-175b on 8 GPUs .* does not fit in memory"):
+    with pytest.raises(
+        Infeasible, match=r"no feasible layout for gpt3-175b on 8 GPUs .* does not fit in memory"
+    ):
         plan(model, preset("dgx-h100-superpod", nodes=1), 8)

@@ -67,7 +67,9 @@ def test_table1_rows_within_15_percent(table1_csv):
         assert st.achieved_flops_per_gpu / 1e12 == pytest.approx(expected[name], rel=0.03)
         # Achieved TFLOP/s counts Eq. 3's FLOPs (full recomputation) over the step.
         gbs = int(row["global_batch_size_seqs"])
-        eq3 = megatron_gpt_flops_per_iteration(gbs, 2048, int(row["num_layers"]), int(row["hidden_size"]), 51200)
+        eq3 = megatron_gpt_flops_per_iteration(
+            gbs, 2048, int(row["num_layers"]), int(row["hidden_size"]), 51200
+        )
         assert st.flops_per_iteration == pytest.approx(eq3, rel=1e-9)
         assert st.achieved_flops_per_gpu == pytest.approx(eq3 / (int(row["num_gpus"]) * st.step_s))
 
@@ -111,7 +113,9 @@ def test_dp_overlap_hides_gradient_reduction():
 def test_recomputation_costs_a_forward_and_mfu_excludes_it():
     model, spec = get_model("gpt3-175b"), preset("dgx-h100-superpod", nodes=128)
     sm = StepModel(model, spec)
-    base = dict(tp=8, pp=8, dp=16, sequence_parallel=True, zero_stage=1, microbatch_size=1, global_batch_size=1536)
+    base = dict(
+        tp=8, pp=8, dp=16, sequence_parallel=True, zero_stage=1, microbatch_size=1, global_batch_size=1536
+    )
     none = sm.evaluate(ParallelLayout(**base, recompute="none"))
     full = sm.evaluate(ParallelLayout(**base, recompute="full"))
     # Full recomputation: 4 passes instead of 3 (Eq. 3 vs model FLOPs), so ~4/3 the GEMM time.
@@ -178,10 +182,16 @@ def test_uneven_stages_for_llama3_405b():
     [
         (dict(tp=5, pp=8, dp=16), ConfigError, r"tp=5 does not divide n_heads=96"),
         (dict(tp=8, pp=8, dp=8), ConfigError, r"tp x pp x dp x cp = 8 x 8 x 8 x 1 = 512, but n_gpus = 1024"),
-        (dict(tp=8, pp=8, dp=16, global_batch_size=1000, microbatch_size=4), ConfigError,
-         r"global_batch_size=1000 is not divisible by microbatch_size x dp = 4 x 16 = 64"),
-        (dict(tp=1, pp=1, dp=1024, global_batch_size=1024), Infeasible,
-         r"gpt3-175b with tp=1 pp=1 dp=1024 .* needs \d+\.\d GB per GPU.*the GPU has 80 GB"),
+        (
+            dict(tp=8, pp=8, dp=16, global_batch_size=1000, microbatch_size=4),
+            ConfigError,
+            r"global_batch_size=1000 is not divisible by microbatch_size x dp = 4 x 16 = 64",
+        ),
+        (
+            dict(tp=1, pp=1, dp=1024, global_batch_size=1024),
+            Infeasible,
+            r"gpt3-175b with tp=1 pp=1 dp=1024 .* needs \d+\.\d GB per GPU.*the GPU has 80 GB",
+        ),
     ],
 )
 def test_bad_layouts_name_the_field(layout, error, pattern):

@@ -96,7 +96,9 @@ class ScaleUpSpec(_Entry):
     hop_latency_s: float = Field(ge=0, validation_alias="hop_latency")
     p2p_through_cpu_overhead: float = 1.0
 
-    @field_validator("per_gpu_bidirectional_bytes_per_s", "nccl_effective_per_link_bytes_per_s", mode="before")
+    @field_validator(
+        "per_gpu_bidirectional_bytes_per_s", "nccl_effective_per_link_bytes_per_s", mode="before"
+    )
     @classmethod
     def _bw(cls, v: Any) -> float:
         return parse_bandwidth(v)
@@ -253,5 +255,7 @@ def optic_for_speed(port_bytes_per_s: float) -> OpticSpec:
     """
     cands = [o for o in _load("optic").values() if o.power_w > 0 and o.speed_bytes_per_s >= port_bytes_per_s]
     if not cands:
-        raise ConfigError(f"port speed: no transceiver in the catalogue reaches {port_bytes_per_s * 8 / 1e9:g} Gb/s")
+        raise ConfigError(
+            f"port speed: no transceiver in the catalogue reaches {port_bytes_per_s * 8 / 1e9:g} Gb/s"
+        )
     return min(cands, key=lambda o: o.speed_bytes_per_s)

@@ -30,7 +30,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", help="Print the version and exit.", callback=_version, is_eager=True),
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", callback=_version, is_eager=True
+    ),
 ) -> None:
     """Model, simulate and plan the networks of AI clusters."""
 
@@ -86,6 +88,10 @@ def main() -> None:
             print(ctx.get_help())
             sys.exit(0)
         message = err.format_message() if hasattr(err, "format_message") else str(err)
-        where = f" (aifabric {ctx.command_path.removeprefix('aifabric').strip()})" if ctx is not None and ctx.command_path.strip() != "aifabric" else ""
+        where = (
+            f" (aifabric {ctx.command_path.removeprefix('aifabric').strip()})"
+            if ctx is not None and ctx.command_path.strip() != "aifabric"
+            else ""
+        )
         print(f"error: {' '.join(message.split())}{where}", file=sys.stderr)
         sys.exit(getattr(err, "exit_code", 2) or 2)

@@ -19,13 +19,22 @@ cluster_app = typer.Typer(help="Describe clusters: presets, networks, parts and 
 
 @cluster_app.command("list")
 @handle_errors
-def list_cmd(json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False) -> None:
+def list_cmd(
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
     """List the built-in cluster presets: accelerators, count, scale-up domain size."""
     rows = []
     for name in list_presets():
         spec = resolve_cluster(name)
-        rows.append({"preset": name, "accelerators": spec.n_gpus, "accelerator": spec.accelerator,
-                     "scale_up_domain": spec.domain_gpus, "description": " ".join(spec.description.split())})
+        rows.append(
+            {
+                "preset": name,
+                "accelerators": spec.n_gpus,
+                "accelerator": spec.accelerator,
+                "scale_up_domain": spec.domain_gpus,
+                "description": " ".join(spec.description.split()),
+            }
+        )
     if json_out:
         emit_json(rows)
         return
@@ -52,31 +61,61 @@ def show(
     spec = resolve_cluster(cluster, nodes=nodes)
     s = summarize(spec)
     if json_out:
-        emit_json({
-            "name": spec.name, "gpus": s.n_gpus, "nodes": s.n_nodes, "scale_up_domain_gpus": s.domain_gpus,
-            "networks": [r.__dict__ for r in s.rungs], "ratios": s.ratios, "oversubscription": s.oversubscription,
-            "tiers": s.tiers, "bisection_bytes_per_s": s.bisection_bytes_per_s,
-            "parts": [p.__dict__ for p in s.inventory.lines], "watts": s.inventory.watts_by_network,
-        })
+        emit_json(
+            {
+                "name": spec.name,
+                "gpus": s.n_gpus,
+                "nodes": s.n_nodes,
+                "scale_up_domain_gpus": s.domain_gpus,
+                "networks": [r.__dict__ for r in s.rungs],
+                "ratios": s.ratios,
+                "oversubscription": s.oversubscription,
+                "tiers": s.tiers,
+                "bisection_bytes_per_s": s.bisection_bytes_per_s,
+                "parts": [p.__dict__ for p in s.inventory.lines],
+                "watts": s.inventory.watts_by_network,
+            }
+        )
         return
     chips = "chips" if spec.accelerator_spec.arch == "tpu" else "GPUs"
-    console.print(f"[bold]{spec.name}[/]: {s.n_gpus} x {spec.accelerator_spec.name} in {s.n_nodes} nodes; "
-                  f"fast (scale-up) domain {s.domain_gpus} {chips}")
+    console.print(
+        f"[bold]{spec.name}[/]: {s.n_gpus} x {spec.accelerator_spec.name} in {s.n_nodes} nodes; "
+        f"fast (scale-up) domain {s.domain_gpus} {chips}"
+    )
     if spec.description:
         console.print(spec.description.strip())
     t = Table(title=f"Bandwidth per {chips[:-1]} (GB/s = 1e9 B/s)", show_edge=False)
-    for col in ("level", "network", "vendor figure", "convention", "per dir (GB/s)", "1 GB per dir (ms)", "note"):
+    for col in (
+        "level",
+        "network",
+        "vendor figure",
+        "convention",
+        "per dir (GB/s)",
+        "1 GB per dir (ms)",
+        "note",
+    ):
         t.add_column(col)
     for r in s.rungs:
-        t.add_row(r.level, r.network, f"{r.documented_bytes_per_s / 1e9:.4g} GB/s", r.convention,
-                  f"{r.per_direction_bytes_per_s / 1e9:.4g}", f"{r.time_per_gb_per_direction_s * 1e3:.3g}", r.note)
+        t.add_row(
+            r.level,
+            r.network,
+            f"{r.documented_bytes_per_s / 1e9:.4g} GB/s",
+            r.convention,
+            f"{r.per_direction_bytes_per_s / 1e9:.4g}",
+            f"{r.time_per_gb_per_direction_s * 1e3:.3g}",
+            r.note,
+        )
     console.print(t)
-    console.print("ratios of per-direction bandwidth: " + ", ".join(f"{a}/{b} = {x:.1f}x" for a, b, x in s.ratios))
+    console.print(
+        "ratios of per-direction bandwidth: " + ", ".join(f"{a}/{b} = {x:.1f}x" for a, b, x in s.ratios)
+    )
     if s.tiers:
-        console.print(f"scale-out: {s.tiers}-tier {'rail-optimised ' if spec.scale_out and spec.scale_out.rail_optimized else ''}"
-                      f"Clos, {s.planes} plane(s), oversubscription (down:up) {', '.join(f'{x:g}:1' for x in s.oversubscription)}; "
-                      f"bisection {s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
-                      f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s)")
+        console.print(
+            f"scale-out: {s.tiers}-tier {'rail-optimised ' if spec.scale_out and spec.scale_out.rail_optimized else ''}"
+            f"Clos, {s.planes} plane(s), oversubscription (down:up) {', '.join(f'{x:g}:1' for x in s.oversubscription)}; "
+            f"bisection {s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
+            f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s)"
+        )
     if not s.inventory.lines:
         console.print("parts and power: no switched networks in this description (torus links only)")
         return
@@ -87,5 +126,8 @@ def show(
         p.add_row(line.network, line.item, line.part, str(line.count), f"{line.watts / 1e3:.1f}")
     console.print(p)
     w = s.inventory.watts_by_network
-    console.print("network power: " + ", ".join(f"{k} {v / 1e3:.1f} kW" for k, v in w.items())
-                  + f"; total {s.inventory.total_watts / 1e3:.1f} kW (GPUs and hosts not counted)")
+    console.print(
+        "network power: "
+        + ", ".join(f"{k} {v / 1e3:.1f} kW" for k, v in w.items())
+        + f"; total {s.inventory.total_watts / 1e3:.1f} kW (GPUs and hosts not counted)"
+    )

@@ -28,10 +28,17 @@ def demo(
     for col in ("scenario", "lesson says", "lesson convention", "per direction", "NCCL-effective"):
         t.add_column(col)
     for r in rows:
+
         def fmt(x: float, parts: tuple[float, ...]) -> str:
             return f"{x:.2f}" + (f" ({parts[0]:.2f} NVLink + {parts[1]:.3f} NICs)" if parts else "")
-        t.add_row(r.scenario, f"{r.expected_s:.2f}" if r.expected_s else "", fmt(r.lesson_s, r.parts_lesson),
-                  fmt(r.per_direction_s, r.parts_per_direction), f"{r.nccl_s:.2f}")
+
+        t.add_row(
+            r.scenario,
+            f"{r.expected_s:.2f}" if r.expected_s else "",
+            fmt(r.lesson_s, r.parts_lesson),
+            fmt(r.per_direction_s, r.parts_per_direction),
+            f"{r.nccl_s:.2f}",
+        )
     console.print(t)
     h = rows[3]
     speedup = rows[3].lesson_s / rows[4].lesson_s
@@ -48,4 +55,6 @@ def demo(
         "NCCL-effective adds what real machines lose: NVLink at NCCL's per-link constants (370.8 GB/s on H100, "
         "721.8 on GB200), NIC payload efficiency, latencies."
     )
-    console.print("Try 3: run 'aifabric inspect <file with nvidia-smi topo -m output>' to see NVLink pairs and the nearest NIC per GPU.")
+    console.print(
+        "Try 3: run 'aifabric inspect <file with nvidia-smi topo -m output>' to see NVLink pairs and the nearest NIC per GPU."
+    )

@@ -28,21 +28,51 @@ __all__ = ["fabric"]
 
 @handle_errors
 def fabric(
-    traffic: Annotated[str, typer.Argument(help=f"A collective ({', '.join(c.value for c in Collective)}) or a pattern ({', '.join(PATTERNS)})")] = "all_reduce",
-    cluster: Annotated[str, typer.Option("--cluster", "-c", help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
+    traffic: Annotated[
+        str,
+        typer.Argument(
+            help=f"A collective ({', '.join(c.value for c in Collective)}) or a pattern ({', '.join(PATTERNS)})"
+        ),
+    ] = "all_reduce",
+    cluster: Annotated[
+        str, typer.Option("--cluster", "-c", help="Preset name or cluster YAML file")
+    ] = "dgx-h100-superpod",
     nodes: Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)] = None,
-    size: Annotated[str, typer.Option("--size", "-s", help="Collective size (nccl-tests convention) or bytes per flow for patterns")] = "1 GiB",
-    engine: Annotated[str, typer.Option(help="links (contention-free bound on real links) or flow (max-min fair, event-driven)")] = "flow",
+    size: Annotated[
+        str,
+        typer.Option(
+            "--size", "-s", help="Collective size (nccl-tests convention) or bytes per flow for patterns"
+        ),
+    ] = "1 GiB",
+    engine: Annotated[
+        str,
+        typer.Option(help="links (contention-free bound on real links) or flow (max-min fair, event-driven)"),
+    ] = "flow",
     routing: Annotated[str, typer.Option(help=f"Load balancing: {', '.join(POLICIES)}")] = "ecmp",
     qps: Annotated[int, typer.Option(help="Queue pairs per connection for --routing qp", min=1, max=256)] = 4,
-    polarized: Annotated[bool, typer.Option(help="Same ECMP hash seed in every switch (hash polarisation)")] = False,
+    polarized: Annotated[
+        bool, typer.Option(help="Same ECMP hash seed in every switch (hash polarisation)")
+    ] = False,
     jobs: Annotated[int, typer.Option(help="Number of equal jobs sharing the fabric", min=1)] = 1,
-    job_nodes: Annotated[int | None, typer.Option(help="Nodes per job (default: all nodes / jobs)", min=1)] = None,
+    job_nodes: Annotated[
+        int | None, typer.Option(help="Nodes per job (default: all nodes / jobs)", min=1)
+    ] = None,
     placement: Annotated[str, typer.Option(help=f"Job placement: {', '.join(PLACEMENTS)}")] = "packed",
-    algo: Annotated[str | None, typer.Option("--algo", help="ring, hierarchical, flat_ring (collectives)")] = None,
-    fail: Annotated[str | None, typer.Option(help="Failures, e.g. 'fabric:0.05', 'spine:3', 'link:120'")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of hashes, placement and failures", min=0, max=2**32 - 1)] = 0,
-    plot: Annotated[Path | None, typer.Option(help="Write a link-utilisation heatmap per tier (.png/.pdf/.svg; missing folders are created)")] = None,
+    algo: Annotated[
+        str | None, typer.Option("--algo", help="ring, hierarchical, flat_ring (collectives)")
+    ] = None,
+    fail: Annotated[
+        str | None, typer.Option(help="Failures, e.g. 'fabric:0.05', 'spine:3', 'link:120'")
+    ] = None,
+    seed: Annotated[
+        int, typer.Option(help="Seed of hashes, placement and failures", min=0, max=2**32 - 1)
+    ] = 0,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            help="Write a link-utilisation heatmap per tier (.png/.pdf/.svg; missing folders are created)"
+        ),
+    ] = None,
     top: Annotated[int, typer.Option(help="Most loaded links to explain", min=0)] = 5,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
@@ -55,7 +85,9 @@ def fabric(
         check_plot_path(plot, "--plot")
     spec = resolve_cluster(cluster, nodes=nodes)
     if spec.scale_up.kind == "torus":
-        raise ValueError(f"--cluster: {spec.name} is a torus (TPU ICI); the links/flow engines model switched Clos fabrics only")
+        raise ValueError(
+            f"--cluster: {spec.name} is a torus (TPU ICI); the links/flow engines model switched Clos fabrics only"
+        )
     topo = build_topology(spec)
     n_job = job_nodes or spec.n_nodes // jobs
     if n_job < 1:
@@ -71,59 +103,113 @@ def fabric(
             p = dataclasses.replace(p, job=f"job{j}")
         plans.append(p)
     alive = parse_failures(topo, fail, seed=seed)
-    res = simulate_plans(topo, plans, engine=engine, routing=routing, seed=seed, qps=qps, polarized=polarized,
-                         link_alive=alive, top=top)
+    res = simulate_plans(
+        topo,
+        plans,
+        engine=engine,
+        routing=routing,
+        seed=seed,
+        qps=qps,
+        polarized=polarized,
+        link_alive=alive,
+        top=top,
+    )
     tiers = {}
     for t in np.unique(topo.link_tier):
         sel = (topo.link_tier == t) & (res.link_bytes > 0)
         if sel.any():
-            tiers[TIER_NAMES[int(t)]] = (float(res.link_utilisation[sel].mean()), float(res.link_utilisation[sel].max()))
+            tiers[TIER_NAMES[int(t)]] = (
+                float(res.link_utilisation[sel].mean()),
+                float(res.link_utilisation[sel].max()),
+            )
     if plot is not None:
         from aifabric.report.heatmap import utilisation_heatmap
 
-        utilisation_heatmap(topo, res.link_utilisation, plot,
-                            title=f"{traffic} on {spec.name}, {engine}/{routing}, {placement}, seed {seed}")
+        utilisation_heatmap(
+            topo,
+            res.link_utilisation,
+            plot,
+            title=f"{traffic} on {spec.name}, {engine}/{routing}, {placement}, seed {seed}",
+        )
     rows = []
     for p in plans:
         t = res.job_time_s.get(p.job, res.time_s)
-        bus = p.message_bytes / t * busbw_factor(p.op, p.n_ranks) if traffic not in PATTERNS else p.message_bytes / t / p.n_ranks
+        bus = (
+            p.message_bytes / t * busbw_factor(p.op, p.n_ranks)
+            if traffic not in PATTERNS
+            else p.message_bytes / t / p.n_ranks
+        )
         rows.append((p.job, p.n_ranks, t, bus))
     if json_out:
-        emit_json({
-            "traffic": traffic, "message_bytes": s, "bytes_per": "flow" if traffic in PATTERNS else "rank (nccl-tests size)",
-            "cluster": spec.name, "engine": engine, "routing": routing, "placement": placement,
-            "seed": seed, "time_s": res.time_s, "ideal_time_s": res.ideal_time_s, "efficiency": res.efficiency,
-            "mean_job_efficiency": float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()])) if res.job_time_s else 1.0,
-            "jobs": [{"job": j, "ranks": n, "time_s": t, "busbw_bytes_per_s": b} for j, n, t, b in rows],
-            "tiers": {k: {"mean_utilisation": a, "max_utilisation": b} for k, (a, b) in tiers.items()},
-            "top_links": [lr.__dict__ for lr in res.top_links], "failed_links": res.failed_links,
-        })
+        emit_json(
+            {
+                "traffic": traffic,
+                "message_bytes": s,
+                "bytes_per": "flow" if traffic in PATTERNS else "rank (nccl-tests size)",
+                "cluster": spec.name,
+                "engine": engine,
+                "routing": routing,
+                "placement": placement,
+                "seed": seed,
+                "time_s": res.time_s,
+                "ideal_time_s": res.ideal_time_s,
+                "efficiency": res.efficiency,
+                "mean_job_efficiency": float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()]))
+                if res.job_time_s
+                else 1.0,
+                "jobs": [{"job": j, "ranks": n, "time_s": t, "busbw_bytes_per_s": b} for j, n, t, b in rows],
+                "tiers": {k: {"mean_utilisation": a, "max_utilisation": b} for k, (a, b) in tiers.items()},
+                "top_links": [lr.__dict__ for lr in res.top_links],
+                "failed_links": res.failed_links,
+            }
+        )
         return
     size_text = f"{format_bytes(s)} {'per flow' if traffic in PATTERNS else '(nccl-tests size)'}"
-    console.print(f"[bold]{traffic}[/] of {size_text} on {spec.name} ({spec.n_gpus} GPUs): {jobs} job(s) of {n_job} nodes, placement "
-                  f"{placement}; engine {engine}, routing {routing}{f' ({qps} QPs)' if routing == 'qp' else ''}, seed {seed}"
-                  + (f"; {res.failed_links} directed links failed" if res.failed_links else ""))
-    per_job = float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()])) if res.job_time_s else 1.0
-    console.print(f"completion {res.time_s * 1e3:.3f} ms; contention-free ideal {res.ideal_time_s * 1e3:.3f} ms "
-                  f"(links engine, spraying, no failures); efficiency {res.efficiency:.1%} of ideal for the slowest job"
-                  + (f", {per_job:.1%} mean over the {len(res.job_time_s)} jobs" if len(res.job_time_s) > 1 else ""))
+    console.print(
+        f"[bold]{traffic}[/] of {size_text} on {spec.name} ({spec.n_gpus} GPUs): {jobs} job(s) of {n_job} nodes, placement "
+        f"{placement}; engine {engine}, routing {routing}{f' ({qps} QPs)' if routing == 'qp' else ''}, seed {seed}"
+        + (f"; {res.failed_links} directed links failed" if res.failed_links else "")
+    )
+    per_job = (
+        float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()])) if res.job_time_s else 1.0
+    )
+    console.print(
+        f"completion {res.time_s * 1e3:.3f} ms; contention-free ideal {res.ideal_time_s * 1e3:.3f} ms "
+        f"(links engine, spraying, no failures); efficiency {res.efficiency:.1%} of ideal for the slowest job"
+        + (f", {per_job:.1%} mean over the {len(res.job_time_s)} jobs" if len(res.job_time_s) > 1 else "")
+    )
     if len(plans) > 1 and engine == "flow":
-        console.print("several jobs: each job's repeated steps run as one fluid transfer (see simulate_plans merge_repeats)")
+        console.print(
+            "several jobs: each job's repeated steps run as one fluid transfer (see simulate_plans merge_repeats)"
+        )
     t = Table(show_edge=False)
-    for col in ("job", "ranks", "time (ms)", "busbw per rank (GB/s)" if traffic not in PATTERNS else "GB/s per GPU"):
+    for col in (
+        "job",
+        "ranks",
+        "time (ms)",
+        "busbw per rank (GB/s)" if traffic not in PATTERNS else "GB/s per GPU",
+    ):
         t.add_column(col, justify="right")
     for j, n, tt, b in rows:
         t.add_row(j, str(n), f"{tt * 1e3:.3f}", f"{b / 1e9:.2f}")
     console.print(t)
-    console.print("utilisation per tier, over links that carried traffic (the heatmap's means count every link): " + ", ".join(
-        f"{k} mean {a:.0%} max {b:.0%}" for k, (a, b) in tiers.items()))
+    console.print(
+        "utilisation per tier, over links that carried traffic (the heatmap's means count every link): "
+        + ", ".join(f"{k} mean {a:.0%} max {b:.0%}" for k, (a, b) in tiers.items())
+    )
     if res.top_links:
         lt = Table(title="Most loaded links and why", show_edge=False)
         for col in ("link", "tier", "utilisation", "GB carried", "flows", "which flows"):
             lt.add_column(col)
         for lr in res.top_links:
-            lt.add_row(lr.label, lr.tier, f"{lr.utilisation:.0%}", f"{lr.bytes_ / 1e9:.2f}", str(lr.n_flows),
-                       ", ".join(lr.flows) + (" ..." if lr.n_flows > len(lr.flows) else ""))
+            lt.add_row(
+                lr.label,
+                lr.tier,
+                f"{lr.utilisation:.0%}",
+                f"{lr.bytes_ / 1e9:.2f}",
+                str(lr.n_flows),
+                ", ".join(lr.flows) + (" ..." if lr.n_flows > len(lr.flows) else ""),
+            )
         console.print(lt)
     if plot is not None:
         console.print(f"heatmap written to {plot}")

@@ -83,11 +83,25 @@ def _writing(option: str, path: Path) -> Iterator[None]:
 
 @handle_errors
 def inspect(
-    file: Annotated[Path, typer.Argument(help="nvidia-smi topo -m output, or an NCCL topology XML (NCCL_TOPO_DUMP_FILE)")],
-    gpu: Annotated[str | None, typer.Option(help="Accelerator catalogue key (h100-sxm, h200-sxm, b200, gb200, a100-sxm-80gb, v100-pcie-32gb); default: guessed from the input, else h100-sxm")] = None,
-    nic_speed: Annotated[str | None, typer.Option("--nic-speed", help="Speed of each NIC, e.g. '400 Gb/s'; default: the XML's, else 400 Gb/s")] = None,
+    file: Annotated[
+        Path, typer.Argument(help="nvidia-smi topo -m output, or an NCCL topology XML (NCCL_TOPO_DUMP_FILE)")
+    ],
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            help="Accelerator catalogue key (h100-sxm, h200-sxm, b200, gb200, a100-sxm-80gb, v100-pcie-32gb); default: guessed from the input, else h100-sxm"
+        ),
+    ] = None,
+    nic_speed: Annotated[
+        str | None,
+        typer.Option(
+            "--nic-speed", help="Speed of each NIC, e.g. '400 Gb/s'; default: the XML's, else 400 Gb/s"
+        ),
+    ] = None,
     fmt: Annotated[Format, typer.Option("--format", help="Input format")] = Format.auto,
-    doc: Annotated[int | None, typer.Option("--doc", help="Only the N-th <system> of an XML file (1-based)", min=1)] = None,
+    doc: Annotated[
+        int | None, typer.Option("--doc", help="Only the N-th <system> of an XML file (1-based)", min=1)
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """What a machine is: NVLink groups, nearest NICs and GPUDirect RDMA, NUMA, a node ClusterSpec, and the busbw it should reach.
@@ -138,7 +152,10 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
         for g in lay.gpus:
             near = node.nearest.get(g, ())
             p = node.pairing.get(g)
-            cells = [("[green]" if node.path(g, n).gdr else "[red]") + node.path(g, n).path + "[/]" for n in lay.nics]
+            cells = [
+                ("[green]" if node.path(g, n).gdr else "[red]") + node.path(g, n).path + "[/]"
+                for n in lay.nics
+            ]
             t.add_row(
                 g,
                 str(lay.gpu_numa.get(g, "")) if lay.gpu_numa.get(g) is not None else "-",
@@ -156,7 +173,9 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
     )
     console.print(f"NUMA: {numa}")
     console.print("Node ClusterSpec (save as YAML, then --cluster FILE):")
-    console.print(yaml.safe_dump(node.spec_data, sort_keys=False, default_flow_style=None).rstrip(), markup=False)
+    console.print(
+        yaml.safe_dump(node.spec_data, sort_keys=False, default_flow_style=None).rstrip(), markup=False
+    )
     console.print(f"Expected all_reduce busbw at {_size(node.expected[0].message_bytes)}:")
     for e in node.expected:
         console.print(f"  {e.label}: {_gbps(e.busbw_bytes_per_s)} GB/s ({e.algorithm}/{e.protocol})")
@@ -166,7 +185,9 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
             f"path, {node.rail_cap_link}; NCCL's model: width x per-lane speed / 80)"
         )
     if node.network_factor < 1.0:
-        console.print(f"  (across nodes: the NICs give {node.network_factor:.0%} of one GPU-local NIC per GPU)")
+        console.print(
+            f"  (across nodes: the NICs give {node.network_factor:.0%} of one GPU-local NIC per GPU)"
+        )
     if node.nic_speed_assumed and len(node.expected) > 1:
         console.print(
             f"  (the across-node figures assume {node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NICs: the input does "
@@ -198,18 +219,53 @@ def _calibration(path: Path | None):  # noqa: ANN202
 @handle_errors
 def compare(
     log: Annotated[Path, typer.Argument(help="nccl-tests output (one or several runs, commentary allowed)")],
-    cluster: Annotated[str | None, typer.Option("--cluster", "-c", help="Preset or cluster YAML (resized to each table's nodes); default: inferred from the log")] = None,
-    gpu: Annotated[str | None, typer.Option(help="Accelerator catalogue key for the inferred cluster; default: from the log, else h100-sxm")] = None,
-    nic_speed: Annotated[str | None, typer.Option("--nic-speed", help="NIC speed per GPU for the inferred cluster, e.g. '400 Gb/s' (default)")] = None,
-    table: Annotated[list[int] | None, typer.Option("--table", "-t", help="Compare only table N (1-based; repeatable)", min=1)] = None,
-    collective: Annotated[str | None, typer.Option(help="The collective, for logs that do not say (all_reduce, all_gather, alltoall ...)")] = None,
-    algo: Annotated[Algo | None, typer.Option("--algo", help="Force an algorithm; default: from NCCL_ALGO in the log")] = None,
-    proto: Annotated[Proto | None, typer.Option("--proto", help="Force a protocol; default: from NCCL_PROTO in the log")] = None,
-    no_nvls: Annotated[bool, typer.Option("--no-nvls", help="Exclude NVLS/NVLSTree, as NCCL_NVLS_ENABLE=0")] = False,
-    calibration: Annotated[Path | None, typer.Option(help="Calibration profile YAML from 'aifabric calibrate'")] = None,
-    threshold: Annotated[float, typer.Option(help="Flag rows more than this fraction below the prediction", min=0.01, max=0.99)] = 0.15,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            "-c",
+            help="Preset or cluster YAML (resized to each table's nodes); default: inferred from the log",
+        ),
+    ] = None,
+    gpu: Annotated[
+        str | None,
+        typer.Option(
+            help="Accelerator catalogue key for the inferred cluster; default: from the log, else h100-sxm"
+        ),
+    ] = None,
+    nic_speed: Annotated[
+        str | None,
+        typer.Option(
+            "--nic-speed", help="NIC speed per GPU for the inferred cluster, e.g. '400 Gb/s' (default)"
+        ),
+    ] = None,
+    table: Annotated[
+        list[int] | None,
+        typer.Option("--table", "-t", help="Compare only table N (1-based; repeatable)", min=1),
+    ] = None,
+    collective: Annotated[
+        str | None,
+        typer.Option(help="The collective, for logs that do not say (all_reduce, all_gather, alltoall ...)"),
+    ] = None,
+    algo: Annotated[
+        Algo | None, typer.Option("--algo", help="Force an algorithm; default: from NCCL_ALGO in the log")
+    ] = None,
+    proto: Annotated[
+        Proto | None, typer.Option("--proto", help="Force a protocol; default: from NCCL_PROTO in the log")
+    ] = None,
+    no_nvls: Annotated[
+        bool, typer.Option("--no-nvls", help="Exclude NVLS/NVLSTree, as NCCL_NVLS_ENABLE=0")
+    ] = False,
+    calibration: Annotated[
+        Path | None, typer.Option(help="Calibration profile YAML from 'aifabric calibrate'")
+    ] = None,
+    threshold: Annotated[
+        float, typer.Option(help="Flag rows more than this fraction below the prediction", min=0.01, max=0.99)
+    ] = 0.15,
     place: Annotated[Place, typer.Option(help="Which half of each row to compare")] = Place.out_of_place,
-    plot: Annotated[Path | None, typer.Option(help="Write a PNG of busbw against size, measured and predicted")] = None,
+    plot: Annotated[
+        Path | None, typer.Option(help="Write a PNG of busbw against size, measured and predicted")
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Measured nccl-tests busbw against the model, row by row, with the likely causes of rows far below it.
@@ -269,7 +325,16 @@ def _render_table(comp: TableComparison) -> None:
     for a in comp.assumptions:
         console.print(f"  assumed: {escape(a)}", highlight=False)
     tab = Table(show_edge=False)
-    for col in ("size", "time meas (us)", "time pred (us)", "busbw meas", "busbw pred", "deviation", "algo/proto", ""):
+    for col in (
+        "size",
+        "time meas (us)",
+        "time pred (us)",
+        "busbw meas",
+        "busbw pred",
+        "deviation",
+        "algo/proto",
+        "",
+    ):
         tab.add_column(col, justify="right")
     for r in comp.rows:
         mark = "[red]FLAG[/]" if r.flagged else ("note" if r.notes else "")
@@ -330,14 +395,39 @@ def _render_comparison(result: NcclTestsComparison) -> None:
 @handle_errors
 def calibrate(
     logs: Annotated[list[Path], typer.Argument(help="nccl-tests logs to fit")],
-    output: Annotated[Path | None, typer.Option("--output", "-o", help="Write the profile here (YAML); default: print it")] = None,
-    cluster: Annotated[str | None, typer.Option("--cluster", "-c", help="Preset or cluster YAML (resized to each table's nodes); default: inferred from each log")] = None,
-    gpu: Annotated[str | None, typer.Option(help="Accelerator catalogue key for the inferred cluster")] = None,
-    nic_speed: Annotated[str | None, typer.Option("--nic-speed", help="NIC speed per GPU for the inferred cluster, e.g. '400 Gb/s'")] = None,
-    table: Annotated[list[int] | None, typer.Option("--table", "-t", help="Fit only table N of each log (1-based; repeatable)", min=1)] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write the profile here (YAML); default: print it")
+    ] = None,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            "-c",
+            help="Preset or cluster YAML (resized to each table's nodes); default: inferred from each log",
+        ),
+    ] = None,
+    gpu: Annotated[
+        str | None, typer.Option(help="Accelerator catalogue key for the inferred cluster")
+    ] = None,
+    nic_speed: Annotated[
+        str | None,
+        typer.Option("--nic-speed", help="NIC speed per GPU for the inferred cluster, e.g. '400 Gb/s'"),
+    ] = None,
+    table: Annotated[
+        list[int] | None,
+        typer.Option("--table", "-t", help="Fit only table N of each log (1-based; repeatable)", min=1),
+    ] = None,
     collective: Annotated[str | None, typer.Option(help="The collective, for logs that do not say")] = None,
-    min_size: Annotated[str | None, typer.Option("--min-size", help="Fit only rows of at least this size, e.g. '1 GiB'; the others are held out and reported")] = None,
-    max_size: Annotated[str | None, typer.Option("--max-size", help="Fit only rows of at most this size, e.g. '1 MiB'")] = None,
+    min_size: Annotated[
+        str | None,
+        typer.Option(
+            "--min-size",
+            help="Fit only rows of at least this size, e.g. '1 GiB'; the others are held out and reported",
+        ),
+    ] = None,
+    max_size: Annotated[
+        str | None, typer.Option("--max-size", help="Fit only rows of at most this size, e.g. '1 MiB'")
+    ] = None,
     place: Annotated[Place, typer.Option(help="Which half of each row to fit")] = Place.out_of_place,
     name: Annotated[str | None, typer.Option(help="Name of the profile")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
@@ -360,7 +450,9 @@ def calibrate(
         result = compare_nccl_tests(text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed, tables=table,
                                     collective=collective, place=place.value.replace("-", "_"))  # fmt: skip
         comparisons.extend(result.tables)
-    fit = fit_calibration(comparisons, min_size_bytes=lo, max_size_bytes=hi, name=name or _default_name(comparisons))
+    fit = fit_calibration(
+        comparisons, min_size_bytes=lo, max_size_bytes=hi, name=name or _default_name(comparisons)
+    )
     if output is not None:
         with _writing("--output", output):
             save_calibration(fit.calibration, output)
@@ -373,7 +465,11 @@ def calibrate(
     held = fit.rms_held_out
     console.print(
         f"  residual RMS ln(model/measured): {fit.rms_fit:.3f} over {sum(r.used for r in fit.rows)} fitted rows"
-        + (f", {held:.3f} over {sum(r.reason == 'held out' for r in fit.rows)} held-out rows" if held is not None else "")
+        + (
+            f", {held:.3f} over {sum(r.reason == 'held out' for r in fit.rows)} held-out rows"
+            if held is not None
+            else ""
+        )
         + ("" if fit.success else f" (optimiser: {fit.message})")
     )
     tab = Table(show_edge=False)
@@ -411,7 +507,9 @@ def _default_name(comparisons: Sequence[TableComparison]) -> str:
     gpus = sorted({c.spec.accelerator for c in comparisons})
     ranks = sorted({c.n_ranks for c in comparisons})
     what = f"{'+'.join(gpus)} x{'/'.join(map(str, ranks))}"
-    logs = "; ".join(f"{log} table{'s' if len(ix) > 1 else ''} {', '.join(map(str, ix))}" for log, ix in by_log.items())
+    logs = "; ".join(
+        f"{log} table{'s' if len(ix) > 1 else ''} {', '.join(map(str, ix))}" for log, ix in by_log.items()
+    )
     if len(by_log) > 1:
         return f"{what} from {len(by_log)} logs ({logs})"
     return f"{what} from {logs}"

@@ -30,12 +30,27 @@ def ladder(
         emit_json({"cluster": spec.name, "rungs": [r.__dict__ for r in rungs]})
         return
     t = Table(title=f"Bandwidth ladder of {spec.name} (per chip; GB/s = 1e9 B/s)", show_edge=False)
-    for col in ("level", "documented (GB/s)", "convention", "per dir (GB/s)", "1 GB at documented", "1 GB per dir", "x slower (documented)"):
+    for col in (
+        "level",
+        "documented (GB/s)",
+        "convention",
+        "per dir (GB/s)",
+        "1 GB at documented",
+        "1 GB per dir",
+        "x slower (documented)",
+    ):
         t.add_column(col)
     prev = None
     for r in rungs:
         step = f"{prev / r.documented_bytes_per_s:.1f}x" if prev else ""
-        t.add_row(r.level, f"{r.documented_bytes_per_s / 1e9:,.2f}", r.convention, f"{r.per_direction_bytes_per_s / 1e9:,.2f}",
-                  f"{r.time_per_gb_s * 1e3:.3g} ms", f"{r.time_per_gb_per_direction_s * 1e3:.3g} ms", step)
+        t.add_row(
+            r.level,
+            f"{r.documented_bytes_per_s / 1e9:,.2f}",
+            r.convention,
+            f"{r.per_direction_bytes_per_s / 1e9:,.2f}",
+            f"{r.time_per_gb_s * 1e3:.3g} ms",
+            f"{r.time_per_gb_per_direction_s * 1e3:.3g} ms",
+            step,
+        )
         prev = r.documented_bytes_per_s
     console.print(t)

@@ -16,8 +16,12 @@ __all__ = ["sweep"]
 
 @handle_errors
 def sweep(
-    file: Annotated[Path, typer.Argument(help="Sweep YAML: cluster, vary (dotted fields -> lists), collectives")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="CSV of results; rows already there are skipped (resume)")] = Path("sweep.csv"),
+    file: Annotated[
+        Path, typer.Argument(help="Sweep YAML: cluster, vary (dotted fields -> lists), collectives")
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="CSV of results; rows already there are skipped (resume)")
+    ] = Path("sweep.csv"),
     workers: Annotated[int, typer.Option(help="Local worker processes", min=1, max=256)] = 1,
     shard: Annotated[int, typer.Option(help="This machine's shard (0-based) of --shards", min=0)] = 0,
     shards: Annotated[int, typer.Option(help="Split the grid over this many machines", min=1)] = 1,
@@ -31,8 +35,15 @@ def sweep(
     """
     spec = load_sweep(file)
     total = sum(1 for i, _ in enumerate(spec.points()) if i % shards == shard)
-    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console, transient=True) as bar:
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
         task = bar.add_task("sweep", total=total)
         errors = 0
 
@@ -45,4 +56,6 @@ def sweep(
 
         bar.advance(task, len(done_keys(out) & {p.key for p in spec.points()}))
         ran, skipped = run_sweep(spec, out, workers=workers, shard=shard, n_shards=shards, on_result=tick)
-    console.print(f"{ran} point(s) evaluated, {skipped} already in {out} (resumed); {errors} with errors; results in {out}")
+    console.print(
+        f"{ran} point(s) evaluated, {skipped} already in {out} (resumed); {errors} with errors; results in {out}"
+    )

@@ -33,14 +33,36 @@ class RecomputeChoice(str, Enum):
     full = "full"
 
 
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model preset (see training/presets/models.yaml), e.g. gpt3-175b")]
+ModelOpt = Annotated[
+    str, typer.Option("--model", "-m", help="Model preset (see training/presets/models.yaml), e.g. gpt3-175b")
+]
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="Cluster preset or YAML file")]
 NodesOpt = Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)]
-BatchOpt = Annotated[int, typer.Option("--global-batch", "-B", help="Global batch, sequences per step", min=1)]
-FlashOpt = Annotated[bool, typer.Option("--flash-attention/--no-flash-attention", help="Attention scores stay on chip (off: Megatron 2021 fused softmax through HBM)")]
-OverlapOpt = Annotated[bool, typer.Option("--overlap-grad-reduce/--no-overlap-grad-reduce", help="Hide the DP gradient reduction behind the last backward pass")]
+BatchOpt = Annotated[
+    int, typer.Option("--global-batch", "-B", help="Global batch, sequences per step", min=1)
+]
+FlashOpt = Annotated[
+    bool,
+    typer.Option(
+        "--flash-attention/--no-flash-attention",
+        help="Attention scores stay on chip (off: Megatron 2021 fused softmax through HBM)",
+    ),
+]
+OverlapOpt = Annotated[
+    bool,
+    typer.Option(
+        "--overlap-grad-reduce/--no-overlap-grad-reduce",
+        help="Hide the DP gradient reduction behind the last backward pass",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
-PlotOpt = Annotated[Path | None, typer.Option("--plot", help="Write a stacked-bar chart of the step-time breakdown (.png, .pdf or .svg; parent folders are created)")]
+PlotOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--plot",
+        help="Write a stacked-bar chart of the step-time breakdown (.png, .pdf or .svg; parent folders are created)",
+    ),
+]
 
 
 def _options(flash: bool, overlap: bool) -> StepOptions:
@@ -54,15 +76,27 @@ def train(
     nodes: NodesOpt = None,
     tp: Annotated[int, typer.Option(help="Tensor-parallel degree", min=1)] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline-parallel degree", min=1)] = 1,
-    dp: Annotated[int | None, typer.Option(help="Data-parallel degree (default: GPUs / (tp x pp x cp))", min=1)] = None,
+    dp: Annotated[
+        int | None, typer.Option(help="Data-parallel degree (default: GPUs / (tp x pp x cp))", min=1)
+    ] = None,
     cp: Annotated[int, typer.Option(help="Context-parallel degree", min=1)] = 1,
     ep: Annotated[int, typer.Option(help="Expert-parallel degree (MoE models)", min=1)] = 1,
-    vp: Annotated[int, typer.Option("--virtual-stages", help="Interleaved model chunks per pipeline rank", min=1)] = 1,
-    microbatch: Annotated[int, typer.Option("--microbatch", "-b", help="Sequences per microbatch", min=1)] = 1,
+    vp: Annotated[
+        int, typer.Option("--virtual-stages", help="Interleaved model chunks per pipeline rank", min=1)
+    ] = 1,
+    microbatch: Annotated[
+        int, typer.Option("--microbatch", "-b", help="Sequences per microbatch", min=1)
+    ] = 1,
     global_batch: BatchOpt = 1536,
-    recompute: Annotated[RecomputeChoice, typer.Option(help="Activation recomputation")] = RecomputeChoice.selective,
-    zero: Annotated[int, typer.Option(help="ZeRO stage (1 = Megatron's distributed optimizer)", min=0, max=3)] = 1,
-    sequence_parallel: Annotated[bool, typer.Option("--sp/--no-sp", help="Sequence parallelism (with tp > 1)")] = True,
+    recompute: Annotated[
+        RecomputeChoice, typer.Option(help="Activation recomputation")
+    ] = RecomputeChoice.selective,
+    zero: Annotated[
+        int, typer.Option(help="ZeRO stage (1 = Megatron's distributed optimizer)", min=0, max=3)
+    ] = 1,
+    sequence_parallel: Annotated[
+        bool, typer.Option("--sp/--no-sp", help="Sequence parallelism (with tp > 1)")
+    ] = True,
     order: Annotated[str, typer.Option(help="Rank placement, innermost first")] = DEFAULT_ORDER,
     flash_attention: FlashOpt = True,
     overlap_grad_reduce: OverlapOpt = True,
@@ -99,9 +133,18 @@ def train(
             )
         dp = spec.n_gpus // (tp * pp * cp)
     layout = ParallelLayout(
-        tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, virtual_pipeline_stages=vp, microbatch_size=microbatch,
-        global_batch_size=global_batch, recompute=recompute.value, zero_stage=zero,
-        sequence_parallel=sequence_parallel and tp > 1, order=order,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        ep=ep,
+        virtual_pipeline_stages=vp,
+        microbatch_size=microbatch,
+        global_batch_size=global_batch,
+        recompute=recompute.value,
+        zero_stage=zero,
+        sequence_parallel=sequence_parallel and tp > 1,
+        order=order,
     )
     st = sm.evaluate(layout)
     if plot is not None:
@@ -129,20 +172,46 @@ def _print_step(st: StepTime) -> None:
         if sec > 0:
             t.add_row(part, f"{sec:.4f}", f"{sec / st.step_s:.1%}")
     console.print(t)
-    c = Table(title="Communication per step (formula engine; exposed = on the critical path)", show_edge=False)
-    for col in ("dim", "op", "size", "calls", "per call", "algorithm", "ranks/domains", "network", "exposed s", "hidden s"):
+    c = Table(
+        title="Communication per step (formula engine; exposed = on the critical path)", show_edge=False
+    )
+    for col in (
+        "dim",
+        "op",
+        "size",
+        "calls",
+        "per call",
+        "algorithm",
+        "ranks/domains",
+        "network",
+        "exposed s",
+        "hidden s",
+    ):
         c.add_column(col, justify="left" if col in ("dim", "op", "algorithm", "network") else "right")
     for item in st.comms:
         nets = "+".join(k for k, v in item.network_time_s.items() if v > 0) or "-"
-        c.add_row(item.dim, item.op, format_bytes(item.message_bytes), f"{item.count:g}", f"{item.time_s * 1e3:.3f} ms",
-                  item.algorithm, f"{item.n_ranks}/{item.n_domains}", nets, f"{item.exposed_s:.4f}", f"{item.hidden_s:.4f}")
+        c.add_row(
+            item.dim,
+            item.op,
+            format_bytes(item.message_bytes),
+            f"{item.count:g}",
+            f"{item.time_s * 1e3:.3f} ms",
+            item.algorithm,
+            f"{item.n_ranks}/{item.n_domains}",
+            nets,
+            f"{item.exposed_s:.4f}",
+            f"{item.hidden_s:.4f}",
+        )
     console.print(c)
-    nets = ", ".join(f"{k}: {v['exposed']:.3f} s exposed, {v['hidden']:.3f} s hidden" for k, v in st.network_s.items())
+    nets = ", ".join(
+        f"{k}: {v['exposed']:.3f} s exposed, {v['hidden']:.3f} s hidden" for k, v in st.network_s.items()
+    )
     console.print(f"networks per step: {nets}")
     console.print(f"memory: {st.memory.summary()}")
     console.print(
         f"{st.compute.summary()}; memory-bound work at {st.compute.hbm_efficiency:.1%} of HBM bandwidth",
-        markup=False, highlight=False,
+        markup=False,
+        highlight=False,
     )
     console.print(f"  source: {st.compute.source}", markup=False, highlight=False)
     caution = st.compute.caution()
@@ -195,7 +264,9 @@ def plan(
     _print_plan(res)
     console.print(why)
     if comparison is not None:
-        console.print(f"[bold]forced {', '.join(f'{k}={v}' for k, v in forced.items())}[/]: {comparison.text}")
+        console.print(
+            f"[bold]forced {', '.join(f'{k}={v}' for k, v in forced.items())}[/]: {comparison.text}"
+        )
     if plot is not None:
         console.print(f"plot: {plot}", markup=False, highlight=False)
 
@@ -234,12 +305,22 @@ def _print_plan(res: PlanResult) -> None:
         f"({res.layouts_per_s:,.0f} layouts/s)"
     )
     if res.rejected:
-        console.print("rejected: " + "; ".join(f"{k}: {v}" for k, v in sorted(res.rejected.items(), key=lambda x: -x[1])))
+        console.print(
+            "rejected: "
+            + "; ".join(f"{k}: {v}" for k, v in sorted(res.rejected.items(), key=lambda x: -x[1]))
+        )
     t = Table(title="Fastest layouts (seconds per step on the critical path)", show_edge=False)
     for col in ("#", "layout", "step s", "tokens/s", "TFLOP/s/GPU", "MFU", *PARTS, "mem GB"):
         t.add_column(col, justify="left" if col == "layout" else "right")
     for i, st in enumerate(res.ranked, 1):
-        t.add_row(str(i), st.layout.describe(), f"{st.step_s:.3f}", f"{st.tokens_per_s:,.0f}",
-                  f"{st.achieved_flops_per_gpu / 1e12:.0f}", f"{st.mfu:.1%}",
-                  *(f"{st.breakdown_s[p]:.3f}" for p in PARTS), f"{st.memory.total_bytes / 1e9:.0f}")
+        t.add_row(
+            str(i),
+            st.layout.describe(),
+            f"{st.step_s:.3f}",
+            f"{st.tokens_per_s:,.0f}",
+            f"{st.achieved_flops_per_gpu / 1e12:.0f}",
+            f"{st.mfu:.1%}",
+            *(f"{st.breakdown_s[p]:.3f}" for p in PARTS),
+            f"{st.memory.total_bytes / 1e9:.0f}",
+        )
     console.print(t)

@@ -89,7 +89,11 @@ def inventory(topo: Topology) -> Inventory:
     spec = topo.spec
     lines: list[PartLine] = []
     if topo.switch_counts["scale-up domain"]:
-        lines.append(PartLine("scale-up", "domain", f"{spec.domain_gpus}-GPU {spec.scaleup_link.name}", spec.n_domains, 0.0))
+        lines.append(
+            PartLine(
+                "scale-up", "domain", f"{spec.domain_gpus}-GPU {spec.scaleup_link.name}", spec.n_domains, 0.0
+            )
+        )
     so = spec.scale_out
     if so is not None and topo.shape is not None:
         nic = catalog.nic(so.nic)
@@ -107,18 +111,32 @@ def inventory(topo: Topology) -> Inventory:
             lines.append(PartLine("scale-out", "cable", tier_name, cables, 0.0))
             if tier_name == "nic-leaf" and so.nic_to_leaf_copper:
                 continue
-            lines.append(PartLine("scale-out", "transceiver", f"{tier_name}: {opt.name}", 2 * cables, 2 * cables * opt.power_w))
+            lines.append(
+                PartLine(
+                    "scale-out",
+                    "transceiver",
+                    f"{tier_name}: {opt.name}",
+                    2 * cables,
+                    2 * cables * opt.power_w,
+                )
+            )
     fe = spec.front_end
     if fe is not None and fe.nics_per_node:
         nic = catalog.nic(fe.nic)
         sw = catalog.switch(fe.switch)
         ports = spec.n_nodes * fe.nics_per_node
         speed = fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s
-        radix = int(sw.ports * sw.port_speed_bytes_per_s // speed) if speed <= sw.port_speed_bytes_per_s else sw.ports
+        radix = (
+            int(sw.ports * sw.port_speed_bytes_per_s // speed)
+            if speed <= sw.port_speed_bytes_per_s
+            else sw.ports
+        )
         leaves, spines, up_cables = _two_tier_counts(ports, radix, fe.oversubscription)
         opt = catalog.optic_for_speed(speed)
         lines.append(PartLine("front-end", "nic", nic.name, ports, ports * nic.power_w))
-        lines.append(PartLine("front-end", "switch", sw.name, leaves + spines, (leaves + spines) * sw.power_w))
+        lines.append(
+            PartLine("front-end", "switch", sw.name, leaves + spines, (leaves + spines) * sw.power_w)
+        )
         cables = ports + up_cables
         lines.append(PartLine("front-end", "cable", "node-leaf + leaf-spine", cables, 0.0))
         lines.append(PartLine("front-end", "transceiver", opt.name, 2 * cables, 2 * cables * opt.power_w))

@@ -72,7 +72,9 @@ def bandwidth_ladder(spec: ClusterSpec) -> list[LadderRung]:
             )
         )
     if acc.dcn_bandwidth_bytes_per_s:
-        rungs.append(_rung("DCN", "scale-out", acc.dcn_bandwidth_bytes_per_s, "per_direction", "data-centre network"))
+        rungs.append(
+            _rung("DCN", "scale-out", acc.dcn_bandwidth_bytes_per_s, "per_direction", "data-centre network")
+        )
     elif spec.scale_out is not None:
         rungs.append(
             _rung(
@@ -89,14 +91,24 @@ def bandwidth_ladder(spec: ClusterSpec) -> list[LadderRung]:
         fe = spec.front_end
         speed = fe.nic_speed_bytes_per_s or catalog.nic(fe.nic).line_rate_bytes_per_s
         rungs.append(
-            _rung("front-end", "front-end", speed * fe.nics_per_node / spec.gpus_per_node, "per_direction",
-                  f"{fe.nics_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {spec.gpus_per_node} GPUs")
+            _rung(
+                "front-end",
+                "front-end",
+                speed * fe.nics_per_node / spec.gpus_per_node,
+                "per_direction",
+                f"{fe.nics_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {spec.gpus_per_node} GPUs",
+            )
         )
     if spec.management is not None and spec.management.ports_per_node:
         mg = spec.management
         speed = catalog.nic(mg.nic).line_rate_bytes_per_s
         rungs.append(
-            _rung("management", "management", speed * mg.ports_per_node / spec.gpus_per_node, "per_direction",
-                  "BMC port per node, shared by its GPUs")
+            _rung(
+                "management",
+                "management",
+                speed * mg.ports_per_node / spec.gpus_per_node,
+                "per_direction",
+                "BMC port per node, shared by its GPUs",
+            )
         )
     return rungs

@@ -36,7 +36,9 @@ def _zone_nodes(topo: Topology) -> int:
     return s.nodes_per_su
 
 
-def place_jobs(topo: Topology, job_nodes: list[int], *, policy: str = "packed", seed: int = 0) -> list[np.ndarray]:
+def place_jobs(
+    topo: Topology, job_nodes: list[int], *, policy: str = "packed", seed: int = 0
+) -> list[np.ndarray]:
     """GPU ids of each job (one array per job, rank order), whole nodes each.
 
     Parameters

@@ -80,7 +80,11 @@ class ScaleUpDomainSpec(_Strict):
     @field_validator("bandwidth_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        return None if v is None else parse_bandwidth(_with_unit(v, "scale_up.bandwidth", "900 GB/s"), field="scale_up.bandwidth")
+        return (
+            None
+            if v is None
+            else parse_bandwidth(_with_unit(v, "scale_up.bandwidth", "900 GB/s"), field="scale_up.bandwidth")
+        )
 
     @field_validator("link")
     @classmethod
@@ -116,12 +120,19 @@ class ScaleOutSpec(_Strict):
     @field_validator("nic_speed_bytes_per_s", mode="before")
     @classmethod
     def _nic_bw(cls, v: Any) -> float | None:
-        return None if v is None else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
+        return (
+            None
+            if v is None
+            else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
+        )
 
     @model_validator(mode="after")
     def _consistent(self) -> ScaleOutSpec:
         nic = catalog.nic(self.nic)
-        if self.nic_speed_bytes_per_s is not None and self.nic_speed_bytes_per_s > nic.line_rate_bytes_per_s * 1.0001:
+        if (
+            self.nic_speed_bytes_per_s is not None
+            and self.nic_speed_bytes_per_s > nic.line_rate_bytes_per_s * 1.0001
+        ):
             raise ValueError(
                 f"nic_speed {self.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s is above what {self.nic} does "
                 f"({nic.line_rate_bytes_per_s * 8 / 1e9:g} Gb/s); pick a faster NIC"
@@ -166,7 +177,11 @@ class FrontEndSpec(_Strict):
     @field_validator("nic_speed_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        return None if v is None else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
+        return (
+            None
+            if v is None
+            else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
+        )
 
 
 class ManagementSpec(_Strict):
@@ -223,7 +238,9 @@ class ClusterSpec(_Strict):
         if su.kind == "torus" and su.torus_dims is not None:
             prod = su.torus_dims[0] * su.torus_dims[1] * su.torus_dims[2]
             if prod != dom:
-                raise ValueError(f"scale_up.torus_dims {list(su.torus_dims)} hold {prod} chips, not the domain's {dom}")
+                raise ValueError(
+                    f"scale_up.torus_dims {list(su.torus_dims)} hold {prod} chips, not the domain's {dom}"
+                )
         if self.scale_out is not None:
             so = self.scale_out
             if len(so.oversubscription) not in (1, so.tiers - 1 if so.tiers > 1 else 1, so.tiers):
@@ -325,7 +342,9 @@ class ClusterSpec(_Strict):
     def from_dict(cls, data: dict[str, Any], *, source: str | None = None) -> ClusterSpec:
         """Validate a mapping into a ClusterSpec; raises ConfigError naming the field and value."""
         if not isinstance(data, dict):
-            raise ConfigError(f"{source or 'cluster'}: expected a mapping at the top level, got {type(data).__name__}")
+            raise ConfigError(
+                f"{source or 'cluster'}: expected a mapping at the top level, got {type(data).__name__}"
+            )
         try:
             return cls.model_validate(data)
         except ValidationError as err:
@@ -391,7 +410,9 @@ def load_yaml_mapping(path: Path) -> dict[str, Any]:
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         raise ParseError(f"malformed YAML: {problem}", line=line, source=str(path)) from err
     if not isinstance(data, dict):
-        raise ParseError(f"expected a YAML mapping at the top level, got a {type(data).__name__}", line=1, source=str(path))
+        raise ParseError(
+            f"expected a YAML mapping at the top level, got a {type(data).__name__}", line=1, source=str(path)
+        )
     return data
 
 

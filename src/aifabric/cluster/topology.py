@@ -134,7 +134,9 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     else:
         leaf_down, leaf_up = _split(radix, os[0])
     if so.rail_optimized:
-        nodes_per_su = max(1, leaf_down * rails // spec.gpus_per_node) if rails < spec.gpus_per_node else leaf_down
+        nodes_per_su = (
+            max(1, leaf_down * rails // spec.gpus_per_node) if rails < spec.gpus_per_node else leaf_down
+        )
         n_sus = math.ceil(spec.n_nodes / nodes_per_su)
         n_leaves = n_sus * rails
     else:
@@ -168,7 +170,20 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
                 f"radix {radix} connects ({radix} leaves, {radix * leaf_down} GPUs); use tiers: 3"
             )
         return ClosShape(
-            radix, 2, leaf_down, leaf_up, n_leaves, n_spines, 0, radix, 0, n_leaves, n_spines, 1, rails, nodes_per_su
+            radix,
+            2,
+            leaf_down,
+            leaf_up,
+            n_leaves,
+            n_spines,
+            0,
+            radix,
+            0,
+            n_leaves,
+            n_spines,
+            1,
+            rails,
+            nodes_per_su,
         )
     spine_down, spine_up = _split(radix, os[1])
     spines_per_pod = leaf_up
@@ -299,8 +314,9 @@ class Topology:
 
     def link_label(self, link: int) -> str:
         """Human name of a directed link: ``leaf[3]->spine[7] (plane 0)``."""
-        return f"{self._device_name(int(self.link_src[link]))}->{self._device_name(int(self.link_dst[link]))}" + (
-            f" (plane {int(self.link_plane[link])})" if self.planes > 1 else ""
+        return (
+            f"{self._device_name(int(self.link_src[link]))}->{self._device_name(int(self.link_dst[link]))}"
+            + (f" (plane {int(self.link_plane[link])})" if self.planes > 1 else "")
         )
 
     def _device_name(self, dev: int) -> str:
@@ -381,7 +397,7 @@ def build_topology(spec: ClusterSpec) -> Topology:
     has_su = spec.domain_gpus > 1 and spec.scale_up.kind != "torus"
     shape = clos_shape(spec) if spec.scale_out is not None else None
     planes = spec.scale_out.planes if spec.scale_out else 1
-    n_cables = (n if has_su else 0)
+    n_cables = n if has_su else 0
     if shape:
         n_cables += planes * (n + shape.n_leaves * shape.leaf_up + shape.n_spines * shape.spine_up)
     w = _LinkWriter(n_cables)
@@ -394,7 +410,9 @@ def build_topology(spec: ClusterSpec) -> Topology:
         offsets["nvswitch"] = next_dev
         nvs = next_dev + gpus // spec.domain_gpus
         next_dev += spec.n_domains
-        gpu_up, gpu_down = w.cables(gpus, nvs, spec.scaleup_line_rate_bytes_per_s, spec.scaleup_link.hop_latency_s, 0)
+        gpu_up, gpu_down = w.cables(
+            gpus, nvs, spec.scaleup_line_rate_bytes_per_s, spec.scaleup_link.hop_latency_s, 0
+        )
     nic_up = nic_down = np.full((planes, n), -1, np.int64)
     leaf_of = np.full(n, -1, np.int64)
     lu = ld = sus = sud = empty2
@@ -427,7 +445,9 @@ def build_topology(spec: ClusterSpec) -> Topology:
                 lus = ((j + leaf_idx * shape.leaf_up) % shape.n_spines).reshape(shape.n_leaves, shape.leaf_up)
             else:
                 pod = leaf_idx // shape.leaves_per_pod
-                lus = (pod * shape.spines_per_pod + j % shape.spines_per_pod).reshape(shape.n_leaves, shape.leaf_up)
+                lus = (pod * shape.spines_per_pod + j % shape.spines_per_pod).reshape(
+                    shape.n_leaves, shape.leaf_up
+                )
         if shape.tiers == 3:
             sus = np.empty((planes, shape.n_spines, shape.spine_up), np.int64)
             sud = np.empty_like(sus)

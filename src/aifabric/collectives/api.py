@@ -22,7 +22,9 @@ __all__ = ["ENGINES", "collective_time", "resolve_cluster", "resolve_communicato
 ENGINES = ("formula", "links", "flow")
 
 
-def resolve_cluster(cluster: ClusterSpec | str | Path, *, nodes: int | None = None, gpus: int | None = None) -> ClusterSpec:
+def resolve_cluster(
+    cluster: ClusterSpec | str | Path, *, nodes: int | None = None, gpus: int | None = None
+) -> ClusterSpec:
     """A ClusterSpec from a spec, a preset name or a YAML file path, optionally resized.
 
     Raises ConfigError for an unknown preset or a file that does not exist.
@@ -48,9 +50,7 @@ def resolve_cluster(cluster: ClusterSpec | str | Path, *, nodes: int | None = No
     raise ConfigError(f"cluster: {name!r} is neither a preset ({', '.join(list_presets())}) nor a YAML file")
 
 
-def resolve_communicator(
-    spec: ClusterSpec, ranks: int | Sequence[int] | Communicator | None
-) -> Communicator:
+def resolve_communicator(spec: ClusterSpec, ranks: int | Sequence[int] | Communicator | None) -> Communicator:
     """A Communicator from a rank count (first GPUs in order), GPU ids, or None (all GPUs)."""
     if isinstance(ranks, Communicator):
         return ranks

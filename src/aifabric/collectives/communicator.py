@@ -73,7 +73,9 @@ class Communicator:
         if stride < 1:
             raise ConfigError(f"stride: must be >= 1, got {stride}")
         if (n - 1) * stride + 1 > spec.n_gpus:
-            raise ConfigError(f"ranks: {n} ranks at stride {stride} need {(n - 1) * stride + 1} GPUs; the cluster has {spec.n_gpus}")
+            raise ConfigError(
+                f"ranks: {n} ranks at stride {stride} need {(n - 1) * stride + 1} GPUs; the cluster has {spec.n_gpus}"
+            )
         per_dom = max(1, spec.domain_gpus // stride) if stride <= spec.domain_gpus else 1
         per_dom = min(per_dom, n)
         per_node = min(n, max(1, spec.gpus_per_node // stride) if stride <= spec.gpus_per_node else 1)
@@ -109,8 +111,16 @@ class Communicator:
         per_node, _ = most(arr // spec.gpus_per_node)
         per_su, _ = most(arr // su_gpus)
         per_pod, _ = most(arr // pod_gpus)
-        return cls(int(arr.size), per_dom, n_dom, per_node, per_su, per_pod, tuple(int(g) for g in arr),
-                   int(dom_counts.min()))
+        return cls(
+            int(arr.size),
+            per_dom,
+            n_dom,
+            per_node,
+            per_su,
+            per_pod,
+            tuple(int(g) for g in arr),
+            int(dom_counts.min()),
+        )
 
 
 @cache

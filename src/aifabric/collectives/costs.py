@@ -141,7 +141,9 @@ def hierarchical_all_reduce_time(
     >>> round(a, 2), round(b, 2), round(a + b, 2)
     (0.27, 0.35, 0.62)
     """
-    intra = ring_reduce_scatter_time(message_bytes, ranks_per_domain, intra_bytes_per_s, hop_latency_s=intra_hop_latency_s)
+    intra = ring_reduce_scatter_time(
+        message_bytes, ranks_per_domain, intra_bytes_per_s, hop_latency_s=intra_hop_latency_s
+    )
     intra *= 2
     inter = ring_all_reduce_time(
         message_bytes / ranks_per_domain, n_domains, inter_bytes_per_s, hop_latency_s=inter_hop_latency_s

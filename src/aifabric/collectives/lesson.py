@@ -37,7 +37,9 @@ class LessonRow:
     parts_per_direction: tuple[float, ...] = ()
 
 
-def _time(spec: ClusterSpec, algorithm: str, convention: str, efficiency: str) -> tuple[float, tuple[float, ...]]:
+def _time(
+    spec: ClusterSpec, algorithm: str, convention: str, efficiency: str
+) -> tuple[float, tuple[float, ...]]:
     r = formula_collective(
         "all_reduce", LESSON_BYTES, spec, algorithm=algorithm, convention=convention, efficiency=efficiency
     )
@@ -47,7 +49,9 @@ def _time(spec: ClusterSpec, algorithm: str, convention: str, efficiency: str) -
     return r.time_s, parts
 
 
-def _row(name: str, expected: float | None, lesson: ClusterSpec, real: ClusterSpec, algorithm: str) -> LessonRow:
+def _row(
+    name: str, expected: float | None, lesson: ClusterSpec, real: ClusterSpec, algorithm: str
+) -> LessonRow:
     lesson_s, pl = _time(lesson, algorithm, "bidirectional", "line_rate")
     perdir, pp = _time(real, algorithm, "per_direction", "line_rate")
     nccl, _ = _time(real, algorithm, "per_direction", "nccl")
@@ -66,7 +70,14 @@ def lesson_rows() -> list[LessonRow]:
     """
     base = preset("lesson")
     nvl72 = base.with_changes(gpus_per_node=72, nodes=1, **{"scale_out.rails": 8})
-    cx9 = base.with_changes(**{"scale_out.nic": "connectx-9", "scale_out.switch": "quantum-x800-q3400", "scale_out.fabric": "infiniband", "scale_out.radix": 64})
+    cx9 = base.with_changes(
+        **{
+            "scale_out.nic": "connectx-9",
+            "scale_out.switch": "quantum-x800-q3400",
+            "scale_out.fabric": "infiniband",
+            "scale_out.radix": 64,
+        }
+    )
     racks = base.with_changes(gpus_per_node=72, nodes=14, **{"scale_out.rails": 8})
     gb200 = preset("gb200-nvl72", gpus=72)
     gb200_racks = preset("gb200-nvl72", gpus=1008)

@@ -81,7 +81,9 @@ def _by_domain(spec: ClusterSpec, gpus: np.ndarray) -> tuple[np.ndarray, int]:
     _, counts = np.unique(dom, return_counts=True)
     g = int(counts[0])
     if not (counts == g).all():
-        raise ValueError("algorithm: this decomposition needs the same number of ranks in every scale-up domain")
+        raise ValueError(
+            "algorithm: this decomposition needs the same number of ranks in every scale-up domain"
+        )
     # keep the domains in the communicator's own order (first appearance), as NCCL orders nodes by rank
     first = np.unique(dom, return_index=True)[1]
     dom_order = np.argsort(np.argsort(first))
@@ -180,7 +182,16 @@ def build_plan(
         src = np.repeat(gpus, n)
         dst = np.tile(gpus, n)
         keep = src != dst
-        stages.append(Stage(src[keep], dst[keep], np.full(int(keep.sum()), s / n), np.zeros(int(keep.sum()), np.int64), 1, "all-to-all"))
+        stages.append(
+            Stage(
+                src[keep],
+                dst[keep],
+                np.full(int(keep.sum()), s / n),
+                np.zeros(int(keep.sum()), np.int64),
+                1,
+                "all-to-all",
+            )
+        )
     elif op is Collective.SEND_RECV or algo == "p2p":
         if n != 2:
             raise ValueError(f"send_recv: needs exactly 2 ranks, got {n}")
@@ -188,14 +199,29 @@ def build_plan(
     elif algo == "flat_ring":
         steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1
         chunk = s / n
-        stages.append(Stage(gpus, np.roll(gpus, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, "flat ring"))
+        stages.append(
+            Stage(gpus, np.roll(gpus, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, "flat ring")
+        )
     elif algo == "ring" and not _uniform(spec, gpus):
         # domains hold different numbers of ranks (e.g. jobs scattered over NVL72 racks): one ring, ranks
         # grouped by domain, as NCCL orders them; its node-crossing hops may change rails (PXN).
         order = gpus[np.argsort(gpus // spec.domain_gpus, kind="stable")]
-        steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else (n - 1 if op in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER) else 1)
+        steps = (
+            2 * (n - 1)
+            if op is Collective.ALL_REDUCE
+            else (n - 1 if op in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER) else 1)
+        )
         chunk = s / n if steps > 1 else s
-        stages.append(Stage(order, np.roll(order, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, "ring (one channel)"))
+        stages.append(
+            Stage(
+                order,
+                np.roll(order, -1),
+                np.full(n, chunk),
+                np.zeros(n, np.int64),
+                steps,
+                "ring (one channel)",
+            )
+        )
     elif algo == "ring":
         mat, _ = _by_domain(spec, gpus)
         if op is Collective.ALL_REDUCE:
@@ -221,7 +247,16 @@ def build_plan(
             src = mat.ravel()
             dst = np.roll(mat, -1, axis=0).ravel()
             grp = np.tile(np.arange(g), n_dom)
-            stages.append(Stage(src, dst, np.full(src.size, s / g / n_dom), grp, 2 * (n_dom - 1), "all-reduce across domains, all rails"))
+            stages.append(
+                Stage(
+                    src,
+                    dst,
+                    np.full(src.size, s / g / n_dom),
+                    grp,
+                    2 * (n_dom - 1),
+                    "all-reduce across domains, all rails",
+                )
+            )
         if g > 1:
             src = mat.ravel()
             dst = np.roll(mat, -1, axis=1).ravel()

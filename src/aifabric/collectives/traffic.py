@@ -11,8 +11,15 @@ __all__ = ["PATTERNS", "pattern_plan"]
 PATTERNS = ("permutation", "incast", "uniform")
 
 
-def pattern_plan(pattern: str, gpus: np.ndarray, bytes_per_flow: float, *, seed: int = 0, fan_in: int = 8,
-                 job: str = "job0") -> CommPlan:
+def pattern_plan(
+    pattern: str,
+    gpus: np.ndarray,
+    bytes_per_flow: float,
+    *,
+    seed: int = 0,
+    fan_in: int = 8,
+    job: str = "job0",
+) -> CommPlan:
     """One stage of flows among ``gpus``.
 
     - ``permutation``: every GPU sends ``bytes_per_flow`` to one other GPU, a seeded random derangement
@@ -52,5 +59,12 @@ def pattern_plan(pattern: str, gpus: np.ndarray, bytes_per_flow: float, *, seed:
         keep = src != dst
         src, dst = src[keep], dst[keep]
     m = src.size
-    return CommPlan(pattern, "direct", bytes_per_flow * m, n,
-                    (Stage(src, dst, np.full(m, float(bytes_per_flow)), np.arange(m), 1, pattern),), job=job, pxn=False)
+    return CommPlan(
+        pattern,
+        "direct",
+        bytes_per_flow * m,
+        n,
+        (Stage(src, dst, np.full(m, float(bytes_per_flow)), np.arange(m), 1, pattern),),
+        job=job,
+        pxn=False,
+    )

@@ -43,7 +43,9 @@ class Calibration:
             if not 0.01 <= v <= 100:
                 raise ConfigError(f"calibration {field}: {v!r} is outside 0.01..100")
         if self.extra_inter_latency_s < 0 or self.extra_inter_latency_s > 0.1:
-            raise ConfigError(f"calibration extra_inter_latency_s: {self.extra_inter_latency_s!r} is outside 0..0.1 s")
+            raise ConfigError(
+                f"calibration extra_inter_latency_s: {self.extra_inter_latency_s!r} is outside 0..0.1 s"
+            )
 
 
 _NUMBERS = ("intra_scale", "inter_scale", "latency_scale", "extra_inter_latency_s", "residual_rms")
@@ -111,5 +113,7 @@ def load_calibration(path: str | Path) -> Calibration:
 def save_calibration(cal: Calibration, path: str | Path) -> Path:
     """Write ``cal`` as YAML; returns the path."""
     p = Path(path)
-    p.write_text(yaml.safe_dump({k: getattr(cal, k) for k in Calibration.__dataclass_fields__}, sort_keys=False))
+    p.write_text(
+        yaml.safe_dump({k: getattr(cal, k) for k in Calibration.__dataclass_fields__}, sort_keys=False)
+    )
     return p

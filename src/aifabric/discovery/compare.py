@@ -206,7 +206,9 @@ def read_log(path: str | Path) -> tuple[str, str]:
         return raw.decode("utf-8"), source
     except UnicodeDecodeError as err:
         line = raw[: err.start].count(b"\n") + 1
-        raise ParseError(f"not UTF-8 text ({err.reason} at byte {err.start})", line=line, source=source) from err
+        raise ParseError(
+            f"not UTF-8 text ({err.reason} at byte {err.start})", line=line, source=source
+        ) from err
 
 
 # -- one row ------------------------------------------------------------------------------------------------------
@@ -413,7 +415,9 @@ class NcclTestsComparison:
 
 
 def _measure(row: PerfRow, place: str) -> tuple[PerfResult, PerfResult | None]:
-    first, second = (row.out_of_place, row.in_place) if place == "out_of_place" else (row.in_place, row.out_of_place)
+    first, second = (
+        (row.out_of_place, row.in_place) if place == "out_of_place" else (row.in_place, row.out_of_place)
+    )
     if first is None:
         first, second = second, None
     assert first is not None  # the parser never yields a row without a result
@@ -425,7 +429,9 @@ def _communicator(op: str, spec: ClusterSpec, n_ranks: int, n_nodes: int) -> tup
         # nccl-tests sendrecv: every rank sends to the next and receives from the previous. Each rank's
         # link carries one message each way, like one pair; the slowest pair crosses nodes when there are any.
         gpus = [0, spec.gpus_per_node] if n_nodes > 1 else [0, 1]
-        return Communicator.from_gpus(spec, gpus), "sendrecv on more than 2 ranks predicted as one pair (its slowest)"
+        return Communicator.from_gpus(
+            spec, gpus
+        ), "sendrecv on more than 2 ranks predicted as one pair (its slowest)"
     if n_nodes > 1 and n_ranks == n_nodes * spec.gpus_per_node:
         return Communicator.contiguous(spec, n_ranks), None
     if n_nodes > 1 and n_ranks % n_nodes == 0 and n_ranks // n_nodes < spec.gpus_per_node:
@@ -463,12 +469,16 @@ def _check_algorithm(op: str, spec: ClusterSpec, comm: Communicator, settings: N
     try:
         formula_collective(op, 1 << 20, spec, comm, algorithm=settings.algorithm)
     except ValueError:
-        note = f"{settings.algorithm} does not apply to {op}: NCCL falls back to its default; so does the model"
+        note = (
+            f"{settings.algorithm} does not apply to {op}: NCCL falls back to its default; so does the model"
+        )
         return NcclSettings(settings.env, None, settings.exclude, settings.protocols, (*settings.notes, note))
     return settings
 
 
-def _causes(row: RowComparison, prev: RowComparison | None, nxt: RowComparison | None, ctx: TableComparison) -> tuple[str, ...]:
+def _causes(
+    row: RowComparison, prev: RowComparison | None, nxt: RowComparison | None, ctx: TableComparison
+) -> tuple[str, ...]:
     """Likely causes of a flagged row, most likely first (see :data:`CAUSES`)."""
     if row.outlier_ratio > OUTLIER_RATIO:
         return ("outlier",)
@@ -622,9 +632,18 @@ def compare_table(
         flagged = row.deviation < -threshold
         causes = _causes(row, prev, nxt, ctx) if flagged else ()
         final.append(
-            RowComparison(row.size_bytes, row.line, row.measured_time_s, row.other_time_s,
-                          row.measured_busbw_bytes_per_s, row.predicted, row.deviation, flagged, causes,
-                          _row_notes(row, ctx))  # fmt: skip
+            RowComparison(
+                row.size_bytes,
+                row.line,
+                row.measured_time_s,
+                row.other_time_s,
+                row.measured_busbw_bytes_per_s,
+                row.predicted,
+                row.deviation,
+                flagged,
+                causes,
+                _row_notes(row, ctx),
+            )  # fmt: skip
         )
     return TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(final), place, threshold,
                            calibration, tuple(dropped))  # fmt: skip
@@ -752,19 +771,25 @@ def compare_nccl_tests(
         table = parsed[k - 1]
         if not table.rows:
             if tables:
-                raise ParseError(f"table {k} has no rows (only its footer was published)", line=table.line, source=source)
+                raise ParseError(
+                    f"table {k} has no rows (only its footer was published)", line=table.line, source=source
+                )
             skipped.append((k, table.line, "no rows (only its footer was published)"))
             continue
         start, stop = regions[k - 1]
         op = _engine_op(table)
         settings = nccl_settings(lines[start:stop], table.title, op)
         settings = _override(settings, algorithm, protocol, no_nvls)
-        spec, notes = infer_cluster(table, cluster=cluster, gpu=gpu, nic_speed=nic_speed, text_before="\n".join(lines[:stop]))
+        spec, notes = infer_cluster(
+            table, cluster=cluster, gpu=gpu, nic_speed=nic_speed, text_before="\n".join(lines[:stop])
+        )
         compared.append(compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                                       calibration=calibration, threshold=threshold, place=place))  # fmt: skip
     if not compared:
         first = skipped[0][1] if skipped else None
-        raise ParseError("no table with rows to compare (the tables hold only footers)", line=first, source=source)
+        raise ParseError(
+            "no table with rows to compare (the tables hold only footers)", line=first, source=source
+        )
     return NcclTestsComparison(source, tuple(compared), tuple(skipped))
 
 
@@ -773,7 +798,9 @@ def _bare(err: ParseError) -> str:
     return text.split(": ", 1)[1] if err.source and text.startswith(f"{err.source}") else text
 
 
-def _override(settings: NcclSettings, algorithm: str | None, protocol: str | None, no_nvls: bool) -> NcclSettings:
+def _override(
+    settings: NcclSettings, algorithm: str | None, protocol: str | None, no_nvls: bool
+) -> NcclSettings:
     if algorithm is None and protocol is None and not no_nvls:
         return settings
     notes = list(settings.notes)

@@ -41,14 +41,27 @@ from scipy.optimize import least_squares
 from aifabric.discovery.calibrate import Calibration
 from aifabric.discovery.compare import TableComparison
 
-__all__ = ["DETERMINED_INFO", "NEUTRAL", "PARAMETERS", "CalibrationFit", "FitRow", "fit_calibration", "size_window"]
+__all__ = [
+    "DETERMINED_INFO",
+    "NEUTRAL",
+    "PARAMETERS",
+    "CalibrationFit",
+    "FitRow",
+    "fit_calibration",
+    "size_window",
+]
 
 _BOUNDS_LOW = np.array([math.log(0.2), math.log(0.2), math.log(0.25), 0.0])
 _BOUNDS_HIGH = np.array([math.log(5.0), math.log(5.0), math.log(8.0), 200.0])
 _PRIOR_WIDTH = np.array([1.0, 1.0, 1.0, 20.0])  # ln-units for the scales, microseconds for the extra latency
 #: The knobs, in the order of the optimiser's vector, and the value each is kept at when the rows cannot see it.
 PARAMETERS: tuple[str, ...] = ("intra_scale", "inter_scale", "latency_scale", "extra_inter_latency_s")
-NEUTRAL: dict[str, float] = {"intra_scale": 1.0, "inter_scale": 1.0, "latency_scale": 1.0, "extra_inter_latency_s": 0.0}
+NEUTRAL: dict[str, float] = {
+    "intra_scale": 1.0,
+    "inter_scale": 1.0,
+    "latency_scale": 1.0,
+    "extra_inter_latency_s": 0.0,
+}
 #: A knob is "determined" when the rows' information on it is at least this fraction of the prior's.
 DETERMINED_INFO = 0.05
 _FD_STEP = np.array([0.05, 0.05, 0.05, 1.0])  # finite-difference steps of the sensitivity, optimiser units
@@ -319,7 +332,9 @@ def fit_calibration(
     measured = np.array([comp.rows[i].measured_time_s for comp, i in used])
     weights = np.array([_regime_weight(comp.rows[i].latency_share) for comp, i in used])
     low, high = _bounds(comparisons)
-    neutral = np.array([math.log(NEUTRAL[k]) if k.endswith("_scale") else NEUTRAL[k] * 1e6 for k in PARAMETERS])
+    neutral = np.array(
+        [math.log(NEUTRAL[k]) if k.endswith("_scale") else NEUTRAL[k] * 1e6 for k in PARAMETERS]
+    )
     evaluations = 0
 
     def weighted(x: np.ndarray) -> np.ndarray:
@@ -354,8 +369,15 @@ def fit_calibration(
             starts = starts[:1]
         best = min(
             (
-                least_squares(residuals, x0=x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1, diff_step=1e-3,
-                              max_nfev=200)  # fmt: skip
+                least_squares(
+                    residuals,
+                    x0=x0,
+                    bounds=(lo, hi),
+                    loss="soft_l1",
+                    f_scale=0.1,
+                    diff_step=1e-3,
+                    max_nfev=200,
+                )  # fmt: skip
                 for x0 in starts
             ),
             key=lambda r: r.cost,
@@ -395,11 +417,18 @@ def fit_calibration(
             )
         )
     described = source or "; ".join(
-        sorted({f"{c.table.source or 'log'} table {c.index} ({c.n_nodes} node(s), {c.n_ranks} ranks)" for c in comparisons})
+        sorted(
+            {
+                f"{c.table.source or 'log'} table {c.index} ({c.n_nodes} node(s), {c.n_ranks} ranks)"
+                for c in comparisons
+            }
+        )
     )
     window = size_window(min_size_bytes, max_size_bytes)
     kept = [k for k, ok in zip(PARAMETERS, seen, strict=True) if not ok]
-    described += (f", sizes {window}" if window else "") + (f"; not determined (kept): {', '.join(kept)}" if kept else "")
+    described += (f", sizes {window}" if window else "") + (
+        f"; not determined (kept): {', '.join(kept)}" if kept else ""
+    )
     provisional = CalibrationFit(
         Calibration(
             intra_scale=knobs.intra_scale,

@@ -189,7 +189,9 @@ def infer_cluster(
 
     n_ranks, n_nodes = table.n_ranks, table.n_nodes
     if not n_ranks:
-        raise ParseError("the log does not say how many ranks ran this table", line=table.line, source=table.source)
+        raise ParseError(
+            "the log does not say how many ranks ran this table", line=table.line, source=table.source
+        )
     notes: list[str] = []
     if cluster is not None:
         base = resolve_cluster(cluster)
@@ -209,7 +211,9 @@ def infer_cluster(
         notes.append(f"node count not in the log: assumed {n_nodes} node(s) of up to 8 GPUs")
     if n_ranks % n_nodes:
         raise ParseError(
-            f"{n_ranks} ranks do not fill {n_nodes} nodes evenly; give --cluster", line=table.line, source=table.source
+            f"{n_ranks} ranks do not fill {n_nodes} nodes evenly; give --cluster",
+            line=table.line,
+            source=table.source,
         )
     accelerator = gpu
     if accelerator is None:
@@ -218,18 +222,32 @@ def infer_cluster(
             found, written = _gpu_from_text(text_before)
             if found is not None:
                 accelerator = found
-                notes.append(f"GPU model not in the rank lines: {written!r} read from the text above the table")
+                notes.append(
+                    f"GPU model not in the rank lines: {written!r} read from the text above the table"
+                )
         if accelerator is None:
             accelerator = DEFAULT_GPU
-            what = f"GPU {table.gpu_name!r} not in the catalogue" if table.gpu_name else "GPU model not in the log"
+            what = (
+                f"GPU {table.gpu_name!r} not in the catalogue"
+                if table.gpu_name
+                else "GPU model not in the log"
+            )
             notes.append(f"{what}: assumed {DEFAULT_GPU} (give --gpu)")
     speed_text = nic_speed or DEFAULT_NIC_SPEED
     speed = parse_nic_bandwidth(speed_text, field="--nic-speed")
     if n_nodes > 1 and nic_speed is None:
-        notes.append(f"NIC speed not in the log: one {DEFAULT_NIC_SPEED} NIC per GPU assumed (give --nic-speed)")
+        notes.append(
+            f"NIC speed not in the log: one {DEFAULT_NIC_SPEED} NIC per GPU assumed (give --nic-speed)"
+        )
     data = _node_spec_dict(
-        accelerator, n_ranks // n_nodes, n_nodes, speed, name=f"{n_nodes} x {n_ranks // n_nodes} {accelerator}"
+        accelerator,
+        n_ranks // n_nodes,
+        n_nodes,
+        speed,
+        name=f"{n_nodes} x {n_ranks // n_nodes} {accelerator}",
     )
     if data["scale_up"]["kind"] == "pcie":
-        notes.append("no NVLink: GPU peer traffic assumed to cross the CPU root complex (PCIe P2P through the CPU)")
+        notes.append(
+            "no NVLink: GPU peer traffic assumed to cross the CPU root complex (PCIe P2P through the CPU)"
+        )
     return ClusterSpec.from_dict(data, source="inferred cluster"), tuple(notes)

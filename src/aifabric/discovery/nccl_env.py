@@ -34,7 +34,9 @@ _UNMODELLED_ALGOS = {"collnet", "collnetdirect", "collnetchain", "pat"}
 _ENV = re.compile(r"(?<![\w-])(NCCL_[A-Z0-9_]+)=([^\s'\"]+)")
 _ENV_INFO = re.compile(r"(NCCL_[A-Z0-9_]+) set by environment to (\S+)")
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?(?:NCCL_[A-Z0-9_]+=\S+\s*)+$")
-_COMMAND = re.compile(r"(?<![\w-])(?:mpirun|mpiexec|srun|orterun|[A-Za-z][A-Za-z0-9_]*_perf(?:_mpi)?)(?![\w-])")
+_COMMAND = re.compile(
+    r"(?<![\w-])(?:mpirun|mpiexec|srun|orterun|[A-Za-z][A-Za-z0-9_]*_perf(?:_mpi)?)(?![\w-])"
+)
 
 
 @dataclass(frozen=True)

@@ -256,7 +256,9 @@ class NodeLayout:
                 switch = parents.get(switch)
             return out
 
-        def pcie_path(a_switch: str | None, a_numa: int | None, b_switch: str | None, b_numa: int | None) -> str:
+        def pcie_path(
+            a_switch: str | None, a_numa: int | None, b_switch: str | None, b_numa: int | None
+        ) -> str:
             if a_numa is not None and b_numa is not None and a_numa != b_numa:
                 return "SYS"
             ca, cb = chain(a_switch), chain(b_switch)
@@ -274,7 +276,10 @@ class NodeLayout:
 
         def pcie_bw(g: GpuNode, n: NicNode) -> tuple[float, str] | None:
             """The slowest PCIe link between a GPU and a NIC (NCCL: a path's bandwidth is its minimum)."""
-            links = [_pcie_bw(g.link_speed_gt_per_s, g.link_width), _pcie_bw(n.link_speed_gt_per_s, n.link_width)]
+            links = [
+                _pcie_bw(g.link_speed_gt_per_s, g.link_width),
+                _pcie_bw(n.link_speed_gt_per_s, n.link_width),
+            ]
             ca, cb = chain(g.pci_switch), chain(n.pci_switch)
             common = next((x for x in ca if x in cb), None)
             for side in (ca, cb):
@@ -309,7 +314,9 @@ class NodeLayout:
                 count = direct.get((gl, hl), 0) or direct.get((hl, gl), 0)
                 if not count and gl in switch_links and hl in switch_links:
                     count = min(switch_links[gl], switch_links[hl])
-                gpu_links[(gl, hl)] = f"NV{count}" if count else pcie_path(g.pci_switch, g.numaid, h.pci_switch, h.numaid)
+                gpu_links[(gl, hl)] = (
+                    f"NV{count}" if count else pcie_path(g.pci_switch, g.numaid, h.pci_switch, h.numaid)
+                )
         speeds = [sum(net.speed_bytes_per_s or 0.0 for net in n.nets) for n in nics]
         speeds = [s for s in speeds if s > 0]
         classes = {(n.pci_class or "").lower()[:6] for n in nics}
@@ -339,7 +346,10 @@ class NodeLayout:
             kind="nccl-xml",
             gpus=tuple(labels),
             nics=tuple(nic_labels),
-            nic_names={nl: (n.nets[0].name if n.nets else (n.busid or nl)) for n, nl in zip(nics, nic_labels, strict=True)},
+            nic_names={
+                nl: (n.nets[0].name if n.nets else (n.busid or nl))
+                for n, nl in zip(nics, nic_labels, strict=True)
+            },
             gpu_links=gpu_links,
             gpu_nic=gpu_nic,
             gpu_numa={gl: g.numaid for g, gl in zip(gpus, labels, strict=True)},
@@ -350,7 +360,8 @@ class NodeLayout:
             fabric=fabric,
             gpu_hint=hint,
             cpu_vendor=vendor,
-            hand_written=not any(g.sm is not None or g.nvlinks for g in gpus) and not any(n.nets for n in nics),
+            hand_written=not any(g.sm is not None or g.nvlinks for g in gpus)
+            and not any(n.nets for n in nics),
             affinity_known=any(c.affinity for c in t.cpus) or any(c.numaid is not None for c in t.cpus),
             line=t.line,
             source=t.source,
@@ -478,14 +489,23 @@ class NodeInspection:
                 for g in self.nvlink_groups
             ],
             "nearest_nics": {g: [[p.nic, p.path] for p in ps] for g, ps in self.nearest.items()},
-            "pairing": {g: (None if p is None else {"nic": p.nic, "path": p.path, "gdr": p.gdr}) for g, p in self.pairing.items()},
+            "pairing": {
+                g: (None if p is None else {"nic": p.nic, "path": p.path, "gdr": p.gdr})
+                for g, p in self.pairing.items()
+            },
             "gdr": [{"gpu": p.gpu, "nic": p.nic, "path": p.path, "gdr": p.gdr} for p in self.paths],
             "numa": [{"node": n.node, "gpus": list(n.gpus), "nics": list(n.nics)} for n in self.numa],
             "cluster_spec": dict(self.spec_data),
             "network_factor": self.network_factor,
             "expected_busbw": [
-                {"label": e.label, "nodes": e.n_nodes, "algorithm": e.algorithm, "protocol": e.protocol,
-                 "busbw_bytes_per_s": e.busbw_bytes_per_s, "message_bytes": e.message_bytes}
+                {
+                    "label": e.label,
+                    "nodes": e.n_nodes,
+                    "algorithm": e.algorithm,
+                    "protocol": e.protocol,
+                    "busbw_bytes_per_s": e.busbw_bytes_per_s,
+                    "message_bytes": e.message_bytes,
+                }
                 for e in self.expected
             ],  # fmt: skip
             "warnings": [{"code": w.code, "message": w.message} for w in self.warnings],
@@ -534,7 +554,10 @@ def _verdict(layout: NodeLayout, gpu: str, nic: str) -> GpuNicPath:
     path = layout.gpu_nic[(gpu, nic)]
     ok, reason = gdr_verdict(path)
     if ok and (layout.gpu_gdr.get(gpu) is False or layout.nic_gdr.get(nic) is False):
-        ok, reason = False, f"{path}, but the NCCL dump marks gdr=0 (GPUDirect RDMA unavailable: nvidia-peermem?)"
+        ok, reason = (
+            False,
+            f"{path}, but the NCCL dump marks gdr=0 (GPUDirect RDMA unavailable: nvidia-peermem?)",
+        )
     return GpuNicPath(gpu, nic, layout.nic_names.get(nic, nic), path, ok, reason)
 
 
@@ -549,7 +572,9 @@ def _pairing(layout: NodeLayout) -> dict[str, GpuNicPath | None]:
         return {g: None for g in gpus}
     share = math.ceil(len(gpus) / len(nics))
     columns = [n for n in nics for _ in range(share)]
-    cost = np.array([[_rank(layout.gpu_nic[(g, n)]) * 10 + k % share for k, n in enumerate(columns)] for g in gpus])
+    cost = np.array(
+        [[_rank(layout.gpu_nic[(g, n)]) * 10 + k % share for k, n in enumerate(columns)] for g in gpus]
+    )
     rows, cols = linear_sum_assignment(cost)
     return {gpus[r]: _verdict(layout, gpus[r], columns[c]) for r, c in zip(rows, cols, strict=True)}
 
@@ -615,20 +640,32 @@ def _accelerator(
         listed = "" if not others else " (it also names " + ", ".join(f"{m.written} line {m.line}" for m in others) + (
             f"; {best.written} fits {why}" if why else "") + ")"  # fmt: skip
         if score > 0:
-            return best.key, "the file", [
-                f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> {best.key}{listed}; "
-                "give --gpu to override"
-            ]
+            return (
+                best.key,
+                "the file",
+                [
+                    f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> {best.key}{listed}; "
+                    "give --gpu to override"
+                ],
+            )
         key, how = layout.gpu_hint
         names = ", ".join(f"{m.written} (line {m.line})" for m in named)
         if key is not None:
-            return key, "the layout", [
-                f"the file names {names}, but that does not fit the layout ({why}); {how}: assumed {key} (give --gpu)"
-            ]
-        return best.key, "the file", [
-            f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> {best.key}, although the layout "
-            f"shows {why}; give --gpu to override"
-        ]
+            return (
+                key,
+                "the layout",
+                [
+                    f"the file names {names}, but that does not fit the layout ({why}); {how}: assumed {key} (give --gpu)"
+                ],
+            )
+        return (
+            best.key,
+            "the file",
+            [
+                f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> {best.key}, although the layout "
+                f"shows {why}; give --gpu to override"
+            ],
+        )
     key, how = layout.gpu_hint
     if key is not None:
         return key, "the layout", [f"GPU model not named by the input: {how}; assumed {key} (give --gpu)"]
@@ -644,25 +681,36 @@ def _node_spec(
     n = len(layout.gpus)
     one_mesh = len(groups) == 1 and len(groups[0].gpus) == n and groups[0].full_mesh
     peer_through_cpu = any(
-        not _NV.match(code) and normalize_path_code(code) not in GDR_PATHS for code in layout.gpu_links.values()
+        not _NV.match(code) and normalize_path_code(code) not in GDR_PATHS
+        for code in layout.gpu_links.values()
     )
     if layout.hand_written and not groups and acc.nvlink:
         one_mesh = True
-        notes.append(f"NVLink not in the file: {accelerator}'s NVSwitch board assumed ({acc.nvlink_links} links per GPU)")
+        notes.append(
+            f"NVLink not in the file: {accelerator}'s NVSwitch board assumed ({acc.nvlink_links} links per GPU)"
+        )
     if n > 1 and one_mesh and acc.nvlink:
         scale_up: dict[str, Any] = {"kind": "nvswitch"}
         links = groups[0].link_counts if groups else ()
         if acc.nvlink_links and links and links[0] < acc.nvlink_links:
-            notes.append(f"the matrix shows NV{links[0]} but {accelerator} has {acc.nvlink_links} links: modelled with the catalogue's")
+            notes.append(
+                f"the matrix shows NV{links[0]} but {accelerator} has {acc.nvlink_links} links: modelled with the catalogue's"
+            )
     else:
-        scale_up = {"kind": "pcie", "link": f"pcie-{acc.pcie}" if acc.pcie else "pcie-gen4", "p2p_through_cpu": peer_through_cpu}
+        scale_up = {
+            "kind": "pcie",
+            "link": f"pcie-{acc.pcie}" if acc.pcie else "pcie-gen4",
+            "p2p_through_cpu": peer_through_cpu,
+        }
         if groups and acc.nvlink:
             findings.append(Finding("nvlink_partial", (
                 f"NVLink joins only {'; '.join('+'.join(g.gpus) for g in groups)}: rings that span all GPUs cross "
                 "PCIe between the groups, so the node is modelled as PCIe-bound"
             )))  # fmt: skip
         elif groups and not acc.nvlink:
-            notes.append(f"the input shows NVLink but {accelerator} has none in the catalogue: modelled as PCIe")
+            notes.append(
+                f"the input shows NVLink but {accelerator} has none in the catalogue: modelled as PCIe"
+            )
         if n > 1 and peer_through_cpu:
             findings.append(Finding("pcie_p2p_cpu", (
                 "GPU-to-GPU traffic crosses the CPU root complex (PHB/NODE/SYS between GPUs): busbw is bounded by what "
@@ -724,7 +772,11 @@ def _rail_cap(
     layout: NodeLayout, pairing: dict[str, GpuNicPath | None], nic_effective_bytes_per_s: float
 ) -> tuple[float, str] | None:
     """The slowest GPU-NIC PCIe path of the pairing, if it is below the NIC's effective rate."""
-    caps = [layout.gpu_nic_pcie[(g, p.nic)] for g, p in pairing.items() if p is not None and (g, p.nic) in layout.gpu_nic_pcie]
+    caps = [
+        layout.gpu_nic_pcie[(g, p.nic)]
+        for g, p in pairing.items()
+        if p is not None and (g, p.nic) in layout.gpu_nic_pcie
+    ]
     if not caps:
         return None
     low = min(caps)
@@ -775,7 +827,9 @@ def _warnings(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]], pa
                 f"{len(layout.gpus)} GPUs): they share its {speed * 8 / 1e9:g} Gb/s, "
                 f"{speed * 8 / 1e9 / len(gs):g} Gb/s each across nodes"
             )))  # fmt: skip
-    off = [g for g, v in layout.gpu_gdr.items() if v is False] + [n for n, v in layout.nic_gdr.items() if v is False]
+    off = [g for g, v in layout.gpu_gdr.items() if v is False] + [
+        n for n, v in layout.nic_gdr.items() if v is False
+    ]
     if off:
         out.append(Finding("gdr_disabled", (
             f"the NCCL dump marks gdr=0 on {_names(off)}: GPUDirect RDMA is unavailable there (nvidia-peermem or "
@@ -834,7 +888,9 @@ def inspect_layout(
     paths = tuple(_verdict(layout, g, n) for g in layout.gpus for n in layout.nics)
     nearest: dict[str, tuple[GpuNicPath, ...]] = {}
     for g in layout.gpus:
-        mine = sorted((p for p in paths if p.gpu == g), key=lambda p: (_rank(p.path), layout.nics.index(p.nic)))
+        mine = sorted(
+            (p for p in paths if p.gpu == g), key=lambda p: (_rank(p.path), layout.nics.index(p.nic))
+        )
         nearest[g] = tuple(p for p in mine if _rank(p.path) == _rank(mine[0].path)) if mine else ()
     pairing = _pairing(layout)
     spec, spec_data, spec_notes, findings = _node_spec(layout, accelerator, speed, groups)
@@ -879,7 +935,11 @@ def _expected(spec: ClusterSpec, network_factor: float) -> tuple[ExpectedBusbw, 
     out.append(ExpectedBusbw("one node, NCCL default", 1, one.algorithm, one.protocol, one.busbw_bytes_per_s))
     if one.algorithm != "ring" and spec.n_gpus > 1:
         ring = formula_collective("all_reduce", EXPECTED_BYTES, spec, algorithm="ring")
-        out.append(ExpectedBusbw("one node, NCCL_ALGO=Ring", 1, ring.algorithm, ring.protocol, ring.busbw_bytes_per_s))
+        out.append(
+            ExpectedBusbw(
+                "one node, NCCL_ALGO=Ring", 1, ring.algorithm, ring.protocol, ring.busbw_bytes_per_s
+            )
+        )
     net = Calibration(inter_scale=max(0.01, network_factor), name="node layout")
     for nodes, label, algorithm in ((2, "2 nodes, NCCL_ALGO=Ring (the fabric's figure)", "ring"),
                                     (8, "8 nodes, NCCL default", None)):  # fmt: skip

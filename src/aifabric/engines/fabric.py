@@ -33,7 +33,15 @@ from aifabric.errors import ConfigError
 #: minutes and ~20 GB); rings and collectives move in lock-step groups and stay far below it.
 MAX_FLOW_GROUPS = 150_000
 
-__all__ = ["MAX_FLOW_GROUPS", "FabricResult", "LinkReport", "fabric_collective", "ideal_time", "link_capacity", "simulate_plans"]
+__all__ = [
+    "MAX_FLOW_GROUPS",
+    "FabricResult",
+    "LinkReport",
+    "fabric_collective",
+    "ideal_time",
+    "link_capacity",
+    "simulate_plans",
+]
 
 
 def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
@@ -171,8 +179,18 @@ def simulate_plans(
         byt = np.concatenate([st.bytes_ for _, st in members])
         owner = np.concatenate([np.full(st.n_transfers, j) for j, st in members])
         pxn = np.concatenate([np.full(st.n_transfers, plans[j].pxn) for j, st in members])
-        r = route(topo, src, dst, policy=routing, seed=seed + 7919 * k, qps=qps, polarized=polarized,
-                  link_alive=link_alive, bytes_=byt, pxn=pxn)
+        r = route(
+            topo,
+            src,
+            dst,
+            policy=routing,
+            seed=seed + 7919 * k,
+            qps=qps,
+            polarized=polarized,
+            link_alive=link_alive,
+            bytes_=byt,
+            pxn=pxn,
+        )
         sub_owner = owner[r.parent]
         csc = r.incidence.tocsc()
         for j, st in members:
@@ -212,13 +230,21 @@ def simulate_plans(
         group_all = np.concatenate(sub_group)
         merge = len(plans) > 1 if merge_repeats is None else merge_repeats
         if merge:
-            reps = np.array([repeats[(int(j), int(k))] for j, k in zip(job_all, stage_all, strict=True)], dtype=float)
+            reps = np.array(
+                [repeats[(int(j), int(k))] for j, k in zip(job_all, stage_all, strict=True)], dtype=float
+            )
             sim_bytes, sim_lat, sim_repeat = bytes_all * reps, lat_all * reps, None
         else:
             sim_bytes, sim_lat, sim_repeat = bytes_all, lat_all, repeats
         res = simulate_transfers(
-            sim_bytes, inc, cap, job=job_all, stage=stage_all, group=group_all,
-            start_latency_s=sim_lat, stage_repeat=sim_repeat,
+            sim_bytes,
+            inc,
+            cap,
+            job=job_all,
+            stage=stage_all,
+            group=group_all,
+            start_latency_s=sim_lat,
+            stage_repeat=sim_repeat,
         )
         link_bytes = np.asarray(res.link_bytes)
         job_t = [float(res.job_end_time_s(j)) for j in range(len(plans))]
@@ -229,21 +255,30 @@ def simulate_plans(
         ideal = ideal_time(topo, plans, efficiency=efficiency)
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where(cap > 0, link_bytes / (cap * max(time_s, 1e-30)), 0.0)
-    tops = _explain(topo, inc, util, link_bytes, np.concatenate(sub_src), np.concatenate(sub_dst), job_all, plans, top)
+    tops = _explain(
+        topo, inc, util, link_bytes, np.concatenate(sub_src), np.concatenate(sub_dst), job_all, plans, top
+    )
     names = [p.job for p in plans]
     if len(set(names)) < len(names):
         names = [f"job{j}" for j in range(len(plans))]
     return FabricResult(
-        engine=engine, routing=routing, seed=seed, time_s=time_s,
+        engine=engine,
+        routing=routing,
+        seed=seed,
+        time_s=time_s,
         job_time_s=dict(zip(names, job_t, strict=True)),
-        ideal_time_s=ideal, link_bytes=link_bytes, link_utilisation=util, top_links=tops,
+        ideal_time_s=ideal,
+        link_bytes=link_bytes,
+        link_utilisation=util,
+        top_links=tops,
         failed_links=0 if link_alive is None else int((~np.asarray(link_alive)).sum()),
         link_peak_utilisation=peak,
     )
 
 
-def _spray_stage(topo: Topology, cap: np.ndarray, src: np.ndarray, dst: np.ndarray, byt: np.ndarray,
-                 pxn: np.ndarray) -> tuple[float, np.ndarray]:
+def _spray_stage(
+    topo: Topology, cap: np.ndarray, src: np.ndarray, dst: np.ndarray, byt: np.ndarray, pxn: np.ndarray
+) -> tuple[float, np.ndarray]:
     """(time of the most loaded link, path latency of each transfer) of one stage sprayed on a healthy fabric.
 
     Spraying over every equal-cost path of a Clos with no failures loads all uplinks of one switch
@@ -298,7 +333,10 @@ def _spray_stage(topo: Topology, cap: np.ndarray, src: np.ndarray, dst: np.ndarr
                     per_spine = shape.spines_per_pod * planes
                     sup = np.bincount(pod_s[xp], b[xp], shape.n_pods) / per_spine
                     sdn = np.bincount(pod_d[xp], b[xp], shape.n_pods) / per_spine
-                    ratios += [sup.max() / (shape.spine_up * core_cap), sdn.max() / (shape.spine_up * core_cap)]
+                    ratios += [
+                        sup.max() / (shape.spine_up * core_cap),
+                        sdn.max() / (shape.spine_up * core_cap),
+                    ]
         latency[x] = path_lat
     with np.errstate(divide="ignore", invalid="ignore"):
         access = np.where(loads > 0, loads / cap, 0.0)
@@ -328,9 +366,15 @@ def ideal_time(topo: Topology, plans: list[CommPlan], *, efficiency: str = "nccl
     return max(job_t, default=0.0)
 
 
-def _links_engine(inc: sparse.csc_matrix, bytes_all: np.ndarray, cap: np.ndarray, lat_all: np.ndarray,
-                  stage_info: list[tuple[int, int, int, int]], repeats: dict[tuple[int, int], int],
-                  n_jobs: int) -> tuple[np.ndarray, list[float]]:
+def _links_engine(
+    inc: sparse.csc_matrix,
+    bytes_all: np.ndarray,
+    cap: np.ndarray,
+    lat_all: np.ndarray,
+    stage_info: list[tuple[int, int, int, int]],
+    repeats: dict[tuple[int, int], int],
+    n_jobs: int,
+) -> tuple[np.ndarray, list[float]]:
     """Stage time = max link load / capacity + max path latency; concurrent jobs' k-th stages overlap.
 
     Jobs run together, so the k-th stages of all jobs are loaded at once (a synchronous approximation).
@@ -359,8 +403,17 @@ def _links_engine(inc: sparse.csc_matrix, bytes_all: np.ndarray, cap: np.ndarray
     return link_bytes, job_t
 
 
-def _explain(topo: Topology, inc: sparse.csc_matrix, util: np.ndarray, link_bytes: np.ndarray, src: np.ndarray,
-             dst: np.ndarray, job: np.ndarray, plans: list[CommPlan], top: int) -> tuple[LinkReport, ...]:
+def _explain(
+    topo: Topology,
+    inc: sparse.csc_matrix,
+    util: np.ndarray,
+    link_bytes: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    job: np.ndarray,
+    plans: list[CommPlan],
+    top: int,
+) -> tuple[LinkReport, ...]:
     if top <= 0:
         return ()
     order = np.argsort(-util, kind="stable")[:top]
@@ -369,9 +422,21 @@ def _explain(topo: Topology, inc: sparse.csc_matrix, util: np.ndarray, link_byte
     for link in order:
         cols = csr.indices[csr.indptr[link] : csr.indptr[link + 1]]
         pairs = sorted({(int(job[c]), int(src[c]), int(dst[c])) for c in cols})
-        names = tuple(f"{plans[j].job if len(plans) > 1 else 'gpu'}:{s}->{d}" if len(plans) > 1 else f"gpu {s}->{d}" for j, s, d in pairs[:6])
-        out.append(LinkReport(int(link), topo.link_label(int(link)), TIER_NAMES[int(topo.link_tier[link])],
-                              float(util[link]), float(link_bytes[link]), len(pairs), names))
+        names = tuple(
+            f"{plans[j].job if len(plans) > 1 else 'gpu'}:{s}->{d}" if len(plans) > 1 else f"gpu {s}->{d}"
+            for j, s, d in pairs[:6]
+        )
+        out.append(
+            LinkReport(
+                int(link),
+                topo.link_label(int(link)),
+                TIER_NAMES[int(topo.link_tier[link])],
+                float(util[link]),
+                float(link_bytes[link]),
+                len(pairs),
+                names,
+            )
+        )
     return tuple(out)
 
 
@@ -408,8 +473,16 @@ def fabric_collective(
     topo = topo or cached_topology(spec)
     gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
     plan = build_plan(op, message_bytes, spec, gpus, algorithm=algorithm)
-    res = simulate_plans(topo, [plan], engine=engine, routing=routing, seed=seed, qps=qps,
-                         link_alive=link_alive, efficiency=efficiency)
+    res = simulate_plans(
+        topo,
+        [plan],
+        engine=engine,
+        routing=routing,
+        seed=seed,
+        qps=qps,
+        link_alive=link_alive,
+        efficiency=efficiency,
+    )
     t = res.time_s
     algbw = message_bytes / t if t > 0 else float("inf")
     tier_bytes = {}
@@ -422,11 +495,21 @@ def fabric_collective(
         + (f"; hottest link {hot.label} at {hot.utilisation:.0%} carrying {hot.n_flows} flows" if hot else "")
     )
     return CollectiveResult(
-        op=op.value, message_bytes=float(message_bytes), n_ranks=comm.n_ranks, algorithm=plan.algorithm,
-        protocol="Simple", time_s=t, latency_s=0.0, algbw_bytes_per_s=algbw,
+        op=op.value,
+        message_bytes=float(message_bytes),
+        n_ranks=comm.n_ranks,
+        algorithm=plan.algorithm,
+        protocol="Simple",
+        time_s=t,
+        latency_s=0.0,
+        algbw_bytes_per_s=algbw,
         busbw_bytes_per_s=algbw * busbw_factor(op, comm.n_ranks),
-        network_time_s={("scale-up" if hot.tier == TIER_NAMES[0] else "scale-out") if hot else "scale-out": t},
-        bottleneck=hot.tier if hot else "none", explanation=why,
-        convention=f"per_direction/{efficiency}", engine=engine,
+        network_time_s={
+            ("scale-up" if hot.tier == TIER_NAMES[0] else "scale-out") if hot else "scale-out": t
+        },
+        bottleneck=hot.tier if hot else "none",
+        explanation=why,
+        convention=f"per_direction/{efficiency}",
+        engine=engine,
         extra={"fabric": res, "tier_bytes": tier_bytes},
     )

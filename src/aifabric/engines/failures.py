@@ -45,14 +45,20 @@ def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.nda
             _kill_cables(topo, alive, np.array([link]))
         elif kind in _SWITCH:
             off = topo.device_offsets.get(kind)
-            count = {"leaf": topo.shape.n_leaves, "spine": topo.shape.n_spines, "core": topo.shape.n_cores}[kind] if topo.shape else 0
+            count = (
+                {"leaf": topo.shape.n_leaves, "spine": topo.shape.n_spines, "core": topo.shape.n_cores}[kind]
+                if topo.shape
+                else 0
+            )
             idx = _index(item, arg, count, kind)
             if off is None:
                 raise ConfigError(f"--fail: this fabric has no {kind} switches")
             dev = off + idx
             alive &= ~((topo.link_src == dev) | (topo.link_dst == dev))
         else:
-            raise ConfigError(f"--fail: unknown failure kind {kind!r}; use fabric, leaf-spine, spine-core, nic, link, leaf, spine, core")
+            raise ConfigError(
+                f"--fail: unknown failure kind {kind!r}; use fabric, leaf-spine, spine-core, nic, link, leaf, spine, core"
+            )
     return alive
 
 
@@ -61,7 +67,9 @@ def _count(item: str, arg: str, available: int) -> int:
     try:
         frac = float(arg[:-1]) / 100 if arg.endswith("%") else float(arg)
     except ValueError:
-        raise ConfigError(f"--fail: cannot read {item!r} (examples: fabric:5%, fabric:0.05, spine-core:3)") from None
+        raise ConfigError(
+            f"--fail: cannot read {item!r} (examples: fabric:5%, fabric:0.05, spine-core:3)"
+        ) from None
     if not (frac >= 0 and frac < float("inf")):
         raise ConfigError(f"--fail: {item!r} must be a fraction in [0, 1) or a whole number of cables")
     if arg.endswith("%") or frac < 1:

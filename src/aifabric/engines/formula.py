@@ -41,7 +41,18 @@ from aifabric.errors import ConfigError
 
 __all__ = ["ALGORITHMS", "PROTOCOLS", "TierModel", "formula_collective", "tier_model"]
 
-ALGORITHMS = ("ring", "tree", "nvls", "nvls_tree", "hierarchical", "flat_ring", "direct", "chain", "p2p", "torus")
+ALGORITHMS = (
+    "ring",
+    "tree",
+    "nvls",
+    "nvls_tree",
+    "hierarchical",
+    "flat_ring",
+    "direct",
+    "chain",
+    "p2p",
+    "torus",
+)
 PROTOCOLS = ("LL", "LL128", "Simple")
 _P = {"LL": 0, "LL128": 1, "Simple": 2}
 
@@ -178,8 +189,10 @@ class _Eval:
 
 def _allowed(op: Collective, comm: Communicator, tm: TierModel) -> list[str]:
     multi = comm.n_domains > 1
-    if tm.intra_kind == "torus" and not multi and op in (
-        Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER
+    if (
+        tm.intra_kind == "torus"
+        and not multi
+        and op in (Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER)
     ):
         return ["torus"]
     flat = ["flat_ring"] if tm.nic_bytes_per_s > 0 else []
@@ -202,7 +215,11 @@ def _allowed(op: Collective, comm: Communicator, tm: TierModel) -> list[str]:
 def _lat(tm: TierModel, kind: str, algo: str, proto: str) -> float:
     """NCCL hwLat[kind][algo][proto] in seconds (kind: nvlink, pci, net); None -> protocol not allowed."""
     table = _nccl()["hw_latency_us"][kind]
-    key = algo if algo in table else ("ring" if algo in ("flat_ring", "hierarchical", "chain", "direct", "p2p") else algo)
+    key = (
+        algo
+        if algo in table
+        else ("ring" if algo in ("flat_ring", "hierarchical", "chain", "direct", "p2p") else algo)
+    )
     value = table[key][_P[proto]]
     return math.nan if value is None else value * 1e-6 * tm.latency_scale
 
@@ -245,7 +262,9 @@ def _evaluate(
     multi = N > 1
     intra, nic = tm.intra_bytes_per_s, tm.nic_bytes_per_s
     if multi and nic <= 0:
-        raise ConfigError("scale_out: the communicator spans several scale-up domains but the cluster has no NIC")
+        raise ConfigError(
+            "scale_out: the communicator spans several scale-up domains but the cluster has no NIC"
+        )
     # a ring or tree across domains is as fast as its least-populated domain's NICs
     nic_agg = comm.min_ranks_per_domain * nic
     if proto != "Simple" and algo in ("nvls", "nvls_tree", "hierarchical", "flat_ring", "direct", "p2p"):
@@ -452,8 +471,22 @@ def formula_collective(
         raise ValueError(f"protocol: unknown {protocol!r}; known: {', '.join(PROTOCOLS)}")
     n = comm.n_ranks
     if n == 1:
-        return CollectiveResult(op.value, message_bytes, 1, "none", "none", 0.0, 0.0, 0.0, 0.0, {}, "none",
-                                "one rank: nothing to communicate", (), f"{tm.convention}/{tm.efficiency}")
+        return CollectiveResult(
+            op.value,
+            message_bytes,
+            1,
+            "none",
+            "none",
+            0.0,
+            0.0,
+            0.0,
+            0.0,
+            {},
+            "none",
+            "one rank: nothing to communicate",
+            (),
+            f"{tm.convention}/{tm.efficiency}",
+        )
     algs = _allowed(op, comm, tm)
     if algorithm is not None:
         if algorithm not in algs and not (algorithm == "ring" and "ring" in algs):
@@ -463,9 +496,13 @@ def formula_collective(
         algs = [algorithm]
     algs = [a for a in algs if a not in exclude]
     protos = [protocol] if protocol else (["Simple"] if efficiency == "line_rate" else list(PROTOCOLS))
-    evals = [e for a in algs for p in protos if (e := _evaluate(op, a, p, message_bytes, comm, tm)) is not None]
+    evals = [
+        e for a in algs for p in protos if (e := _evaluate(op, a, p, message_bytes, comm, tm)) is not None
+    ]
     if not evals:
-        raise ValueError(f"algorithm: no algorithm/protocol left for {op.value} (asked {algorithm}/{protocol})")
+        raise ValueError(
+            f"algorithm: no algorithm/protocol left for {op.value} (asked {algorithm}/{protocol})"
+        )
     evals.sort(key=lambda e: e.time_s)
     best = evals[0]
     if algorithm is None:

@@ -80,8 +80,14 @@ class CollectiveResult:
                 "routing": fabric.routing,
                 "seed": fabric.seed,
                 "top_links": [
-                    {"label": lr.label, "tier": lr.tier, "utilisation": lr.utilisation, "bytes": lr.bytes_,
-                     "n_flows": lr.n_flows, "flows": list(lr.flows)}
+                    {
+                        "label": lr.label,
+                        "tier": lr.tier,
+                        "utilisation": lr.utilisation,
+                        "bytes": lr.bytes_,
+                        "n_flows": lr.n_flows,
+                        "flows": list(lr.flows),
+                    }
                     for lr in fabric.top_links
                 ],
             }

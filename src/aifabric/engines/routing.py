@@ -114,8 +114,14 @@ def _pick(alive: np.ndarray, h: np.ndarray) -> np.ndarray:
     return np.where(counts > 0, idx, -1)
 
 
-def _least_loaded(alive: np.ndarray, cand_links: np.ndarray, load: np.ndarray, weight: np.ndarray,
-                  switch: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def _least_loaded(
+    alive: np.ndarray,
+    cand_links: np.ndarray,
+    load: np.ndarray,
+    weight: np.ndarray,
+    switch: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
     """Greedy least-loaded choice per row (adaptive routing at each source switch).
 
     Rows are placed in a seeded random order; each switch places one row per round, so rows of different
@@ -220,9 +226,13 @@ def route(
     x = np.nonzero(~same_dom)[0]
     if x.size:
         if topo.shape is None:
-            raise NoRoute(f"GPU {int(s[x[0]])} and GPU {int(d[x[0]])} are in different domains and there is no scale-out network")
+            raise NoRoute(
+                f"GPU {int(s[x[0]])} and GPU {int(d[x[0]])} are in different domains and there is no scale-out network"
+            )
         pxn_sub = np.broadcast_to(np.asarray(pxn, dtype=bool), (n,))[parent]
-        _route_scale_out(topo, b, x, s[x], d[x], qp[x], policy, seed, polarized, pxn_sub[x], alive, w_bytes[x], has_su)
+        _route_scale_out(
+            topo, b, x, s[x], d[x], qp[x], policy, seed, polarized, pxn_sub[x], alive, w_bytes[x], has_su
+        )
     return Routes(b.matrix(topo.n_links, ncol), parent, share, policy, seed)
 
 
@@ -230,12 +240,26 @@ def _check_alive(alive: np.ndarray, links: np.ndarray, s: np.ndarray, d: np.ndar
     dead = ~alive[links]
     if dead.any():
         i = int(np.nonzero(dead)[0][0])
-        raise NoRoute(f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: link {int(links[i])} has failed and has no alternative")
+        raise NoRoute(
+            f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: link {int(links[i])} has failed and has no alternative"
+        )
 
 
-def _route_scale_out(topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarray, d: np.ndarray, qp: np.ndarray,
-                     policy: str, seed: int, polarized: bool, pxn: np.ndarray, alive: np.ndarray,
-                     w_bytes: np.ndarray, has_su: bool) -> None:
+def _route_scale_out(
+    topo: Topology,
+    b: _Builder,
+    cols: np.ndarray,
+    s: np.ndarray,
+    d: np.ndarray,
+    qp: np.ndarray,
+    policy: str,
+    seed: int,
+    polarized: bool,
+    pxn: np.ndarray,
+    alive: np.ndarray,
+    w_bytes: np.ndarray,
+    has_su: bool,
+) -> None:
     spec = topo.spec
     shape = topo.shape
     assert shape is not None
@@ -282,14 +306,42 @@ def _route_scale_out(topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarra
         if not cross_leaf.any():
             continue
         ci = np.nonzero(cross_leaf)[0]
-        _route_between_leaves(topo, b, cols[ci], s[ci], d[ci], leaf_s[ci], leaf_d[ci], plane[ci], pw[ci], base_h[ci],
-                              policy, sw_seed, alive, w_bytes[ci] * pw[ci], seed)
+        _route_between_leaves(
+            topo,
+            b,
+            cols[ci],
+            s[ci],
+            d[ci],
+            leaf_s[ci],
+            leaf_d[ci],
+            plane[ci],
+            pw[ci],
+            base_h[ci],
+            policy,
+            sw_seed,
+            alive,
+            w_bytes[ci] * pw[ci],
+            seed,
+        )
 
 
-def _route_between_leaves(topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarray, d: np.ndarray,
-                          leaf_s: np.ndarray, leaf_d: np.ndarray, plane: np.ndarray, pw: np.ndarray,
-                          base_h: np.ndarray, policy: str, sw_seed, alive: np.ndarray, w: np.ndarray,
-                          seed: int) -> None:
+def _route_between_leaves(
+    topo: Topology,
+    b: _Builder,
+    cols: np.ndarray,
+    s: np.ndarray,
+    d: np.ndarray,
+    leaf_s: np.ndarray,
+    leaf_d: np.ndarray,
+    plane: np.ndarray,
+    pw: np.ndarray,
+    base_h: np.ndarray,
+    policy: str,
+    sw_seed,
+    alive: np.ndarray,
+    w: np.ndarray,
+    seed: int,
+) -> None:
     shape = topo.shape
     assert shape is not None
     lus = topo.leaf_uplink_spine  # (L, u1) spine index
@@ -301,8 +353,14 @@ def _route_between_leaves(topo: Topology, b: _Builder, cols: np.ndarray, s: np.n
     same_pod = (pod_s == pod_d) if shape.tiers == 3 else np.ones(m, bool)
     # candidate down cables at the destination leaf: slots of leaf_d whose spine == chosen spine
     dst_slots_spine = lus[leaf_d]  # (m, u1)
-    down_links_all = topo.leaf_downlinks[plane[:, None], leaf_d[:, None], np.arange(u1)[None, :]]  # spine->leaf_d
-    slot_d = (d // topo.spec.gpus_per_node) % max(1, shape.nodes_per_su) if shape.rails > 1 else d % shape.leaf_down
+    down_links_all = topo.leaf_downlinks[
+        plane[:, None], leaf_d[:, None], np.arange(u1)[None, :]
+    ]  # spine->leaf_d
+    slot_d = (
+        (d // topo.spec.gpus_per_node) % max(1, shape.nodes_per_su)
+        if shape.rails > 1
+        else d % shape.leaf_down
+    )
     rng = np.random.default_rng(seed + 17)
     # ---- viability of each uplink slot j (n, u1)
     if shape.tiers < 3:
@@ -311,21 +369,41 @@ def _route_between_leaves(topo: Topology, b: _Builder, cols: np.ndarray, s: np.n
         viable = alive[up_links].copy()
         sp_idx = np.nonzero(same_pod)[0]
         if sp_idx.size:
-            viable[sp_idx] &= _has_live_down(dst_slots_spine[sp_idx], spine_of[sp_idx], alive[down_links_all[sp_idx]])
+            viable[sp_idx] &= _has_live_down(
+                dst_slots_spine[sp_idx], spine_of[sp_idx], alive[down_links_all[sp_idx]]
+            )
         xp = np.nonzero(~same_pod)[0]
         if xp.size:
             group_of_slot = np.arange(u1) % shape.spines_per_pod
-            viable[xp] &= _cross_pod_group_ok(topo, plane[xp], leaf_d[xp], pod_s[xp], pod_d[xp], alive)[:, group_of_slot]
+            viable[xp] &= _cross_pod_group_ok(topo, plane[xp], leaf_d[xp], pod_s[xp], pod_d[xp], alive)[
+                :, group_of_slot
+            ]
     none = ~viable.any(axis=1)
     if none.any():
         i = int(np.nonzero(none)[0][0])
-        raise NoRoute(f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: every equal-cost path through the spines has a failed link")
+        raise NoRoute(
+            f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: every equal-cost path through the spines has a failed link"
+        )
     if policy == "spray":
         wj = viable / viable.sum(axis=1, keepdims=True) * pw[:, None]  # (m, u1)
         rows, jj = np.nonzero(viable)
         b.add(up_links[rows, jj], cols[rows], wj[rows, jj])
-        _spray_down(topo, b, cols, rows, jj, wj[rows, jj], spine_of, dst_slots_spine, down_links_all, alive,
-                    same_pod, plane, leaf_d, pod_d)
+        _spray_down(
+            topo,
+            b,
+            cols,
+            rows,
+            jj,
+            wj[rows, jj],
+            spine_of,
+            dst_slots_spine,
+            down_links_all,
+            alive,
+            same_pod,
+            plane,
+            leaf_d,
+            pod_d,
+        )
         return
     if policy == "pinning":
         h = slot_d.astype(np.uint64)
@@ -346,8 +424,25 @@ def _route_between_leaves(topo: Topology, b: _Builder, cols: np.ndarray, s: np.n
         b.add(down_links_all[sp_rows, jd], cols[sp_rows], pw[sp_rows])
     xp = np.nonzero(~same_pod)[0]
     if xp.size:
-        _route_cross_pod(topo, b, cols[xp], s[xp], d[xp], plane[xp], spine[xp], leaf_d[xp], pod_d[xp], pw[xp],
-                         base_h[xp], policy, sw_seed, alive, slot_d[xp], dst_slots_spine[xp], down_links_all[xp])
+        _route_cross_pod(
+            topo,
+            b,
+            cols[xp],
+            s[xp],
+            d[xp],
+            plane[xp],
+            spine[xp],
+            leaf_d[xp],
+            pod_d[xp],
+            pw[xp],
+            base_h[xp],
+            policy,
+            sw_seed,
+            alive,
+            slot_d[xp],
+            dst_slots_spine[xp],
+            down_links_all[xp],
+        )
 
 
 def _has_live_down(dst_slots_spine: np.ndarray, spine_of: np.ndarray, down_alive: np.ndarray) -> np.ndarray:
@@ -368,8 +463,14 @@ def _spine_core_tables(topo: Topology):
     return shape.spines_per_pod, shape.spine_up, cpg
 
 
-def _cross_pod_group_ok(topo: Topology, plane: np.ndarray, leaf_d: np.ndarray, pod_s: np.ndarray, pod_d: np.ndarray,
-                        alive: np.ndarray) -> np.ndarray:
+def _cross_pod_group_ok(
+    topo: Topology,
+    plane: np.ndarray,
+    leaf_d: np.ndarray,
+    pod_s: np.ndarray,
+    pod_d: np.ndarray,
+    alive: np.ndarray,
+) -> np.ndarray:
     """(m, spines_per_pod): group g has a live path spine(pod_s,g) -> core -> spine(pod_d,g) -> leaf_d."""
     sp, u2, cpg = _spine_core_tables(topo)
     m = plane.size
@@ -394,10 +495,25 @@ def _cross_pod_group_ok(topo: Topology, plane: np.ndarray, leaf_d: np.ndarray, p
     return ok
 
 
-def _route_cross_pod(topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarray, d: np.ndarray, plane: np.ndarray,
-                     spine: np.ndarray, leaf_d: np.ndarray, pod_d: np.ndarray, pw: np.ndarray, base_h: np.ndarray,
-                     policy: str, sw_seed, alive: np.ndarray, slot_d: np.ndarray, dst_slots_spine: np.ndarray,
-                     down_links_all: np.ndarray) -> None:
+def _route_cross_pod(
+    topo: Topology,
+    b: _Builder,
+    cols: np.ndarray,
+    s: np.ndarray,
+    d: np.ndarray,
+    plane: np.ndarray,
+    spine: np.ndarray,
+    leaf_d: np.ndarray,
+    pod_d: np.ndarray,
+    pw: np.ndarray,
+    base_h: np.ndarray,
+    policy: str,
+    sw_seed,
+    alive: np.ndarray,
+    slot_d: np.ndarray,
+    dst_slots_spine: np.ndarray,
+    down_links_all: np.ndarray,
+) -> None:
     sp, u2, cpg = _spine_core_tables(topo)
     m = s.size
     rows = np.arange(m)
@@ -426,9 +542,22 @@ def _route_cross_pod(topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarra
     b.add(down_links_all[rows, jl], cols, pw)
 
 
-def _spray_down(topo: Topology, b: _Builder, cols: np.ndarray, rows: np.ndarray, jj: np.ndarray, w: np.ndarray,
-                spine_of: np.ndarray, dst_slots_spine: np.ndarray, down_links_all: np.ndarray, alive: np.ndarray,
-                same_pod: np.ndarray, plane: np.ndarray, leaf_d: np.ndarray, pod_d: np.ndarray) -> None:
+def _spray_down(
+    topo: Topology,
+    b: _Builder,
+    cols: np.ndarray,
+    rows: np.ndarray,
+    jj: np.ndarray,
+    w: np.ndarray,
+    spine_of: np.ndarray,
+    dst_slots_spine: np.ndarray,
+    down_links_all: np.ndarray,
+    alive: np.ndarray,
+    same_pod: np.ndarray,
+    plane: np.ndarray,
+    leaf_d: np.ndarray,
+    pod_d: np.ndarray,
+) -> None:
     """Spread each (flow, uplink) share evenly over the live next hops down to the destination leaf."""
     spine = spine_of[rows, jj]
     sp_mask = same_pod[rows]

@@ -43,7 +43,9 @@ def utilisation_heatmap(topo: Topology, util: np.ndarray, path: str | Path, *, t
     import matplotlib.pyplot as plt
 
     mats = tier_matrices(topo, util)
-    fig, axes = plt.subplots(1, len(mats), figsize=(4.2 * len(mats), 4.6), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(
+        1, len(mats), figsize=(4.2 * len(mats), 4.6), squeeze=False, layout="constrained"
+    )
     im = None
     for ax, (name, m) in zip(axes[0], mats.items(), strict=True):
         im = ax.imshow(m, aspect="auto", vmin=0.0, vmax=1.0, cmap="viridis", interpolation="nearest")

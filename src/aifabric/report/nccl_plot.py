@@ -20,9 +20,7 @@ def _title(comp: TableComparison, width: int = 70) -> str:
     title = comp.table.title or f"table {comp.index}"
     if len(title) > width:
         title = title[: width - 3] + "..."
-    return (
-        f"{comp.index}: {title}\n{comp.op}, {comp.n_ranks} ranks on {comp.n_nodes} node(s), model on {comp.spec.name}"
-    )
+    return f"{comp.index}: {title}\n{comp.op}, {comp.n_ranks} ranks on {comp.n_nodes} node(s), model on {comp.spec.name}"
 
 
 def plot_comparisons(comparisons: Sequence[TableComparison], path: str | Path, *, dpi: int = 110) -> Path:
@@ -57,7 +55,14 @@ def plot_comparisons(comparisons: Sequence[TableComparison], path: str | Path, *
         sizes = [r.size_bytes for r in comp.rows]
         measured = [r.measured_busbw_bytes_per_s / 1e9 for r in comp.rows]
         predicted = [r.predicted_busbw_bytes_per_s / 1e9 for r in comp.rows]
-        ax.plot(sizes, measured, "o-", color="tab:blue", markersize=3.5, label=f"measured ({comp.place.replace('_', '-')})")
+        ax.plot(
+            sizes,
+            measured,
+            "o-",
+            color="tab:blue",
+            markersize=3.5,
+            label=f"measured ({comp.place.replace('_', '-')})",
+        )
         ax.plot(sizes, predicted, "--", color="tab:orange", label="predicted (formula engine)")
         flagged = [(r.size_bytes, r.measured_busbw_bytes_per_s / 1e9) for r in comp.rows if r.flagged]
         if flagged:

@@ -41,7 +41,9 @@ def check_plot_path(path: str | Path, option: str = "--plot") -> Path:
     """
     p = Path(path)
     if p.is_dir() or str(path).endswith(("/", "\\")):
-        raise ValueError(f"{option}: {str(path)!r} is a directory; give a file name such as {str(p / 'step.png')!r}")
+        raise ValueError(
+            f"{option}: {str(path)!r} is a directory; give a file name such as {str(p / 'step.png')!r}"
+        )
     ext = p.suffix.lower().lstrip(".")
     if ext not in PLOT_FORMATS:
         what = f"extension .{ext}" if ext else "no extension"
@@ -51,7 +53,9 @@ def check_plot_path(path: str | Path, option: str = "--plot") -> Path:
     for parent in p.parents:
         if parent.exists():
             if not parent.is_dir():
-                raise ValueError(f"{option}: cannot write {str(path)!r}: {str(parent)!r} is a file, not a folder")
+                raise ValueError(
+                    f"{option}: cannot write {str(path)!r}: {str(parent)!r} is a file, not a folder"
+                )
             break
     return p
 

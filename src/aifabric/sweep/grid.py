@@ -41,8 +41,10 @@ class SweepPoint:
     @property
     def key(self) -> str:
         """Stable identity of the point (sorted JSON of its parameters)."""
-        return json.dumps({"cluster": self.cluster, **dict(self.changes), "op": self.op, "bytes": self.message_bytes},
-                          sort_keys=True)
+        return json.dumps(
+            {"cluster": self.cluster, **dict(self.changes), "op": self.op, "bytes": self.message_bytes},
+            sort_keys=True,
+        )
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,9 @@ class SweepSpec:
             raise ConfigError(f"{source}: expected a mapping at the top level")
         unknown = sorted(set(data) - {"cluster", "vary", "collectives"})
         if unknown:
-            raise ConfigError(f"{source}: unknown field(s) {', '.join(unknown)}; known: cluster, vary, collectives")
+            raise ConfigError(
+                f"{source}: unknown field(s) {', '.join(unknown)}; known: cluster, vary, collectives"
+            )
         cluster = data.get("cluster")
         if not isinstance(cluster, str) or not cluster:
             raise ConfigError(f"{source}: cluster: give a preset name or a cluster YAML path")
@@ -80,7 +84,9 @@ class SweepSpec:
         vary = []
         for field, values in vary_raw.items():
             if not isinstance(values, list) or not values:
-                raise ConfigError(f"{source}: vary.{field}: expected a non-empty list of values, got {values!r}")
+                raise ConfigError(
+                    f"{source}: vary.{field}: expected a non-empty list of values, got {values!r}"
+                )
             vary.append((str(field), tuple(tuple(v) if isinstance(v, list) else v for v in values)))
         colls_raw = data.get("collectives") or [{"op": "all_reduce", "sizes": ["1 GiB"]}]
         if not isinstance(colls_raw, list):

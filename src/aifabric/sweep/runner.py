@@ -21,8 +21,23 @@ from aifabric.sweep.store import ResultStore, done_keys
 __all__ = ["COLUMNS", "evaluate_point", "run_sweep"]
 
 COLUMNS = [
-    "key", "cluster", "changes", "gpus", "op", "message_bytes", "time_s", "algbw_bytes_per_s", "busbw_bytes_per_s",
-    "algorithm", "protocol", "bottleneck", "switches", "transceivers", "network_watts", "bisection_bytes_per_s", "error",
+    "key",
+    "cluster",
+    "changes",
+    "gpus",
+    "op",
+    "message_bytes",
+    "time_s",
+    "algbw_bytes_per_s",
+    "busbw_bytes_per_s",
+    "algorithm",
+    "protocol",
+    "bottleneck",
+    "switches",
+    "transceivers",
+    "network_watts",
+    "bisection_bytes_per_s",
+    "error",
 ]
 
 
@@ -58,8 +73,14 @@ def evaluate_point(point: SweepPoint) -> dict[str, Any]:
     from aifabric.errors import AifabricError
 
     changes_json = json.dumps(point.changes)
-    row: dict[str, Any] = {"key": point.key, "cluster": point.cluster, "changes": json.dumps(dict(point.changes)),
-                           "op": point.op, "message_bytes": point.message_bytes, "error": ""}
+    row: dict[str, Any] = {
+        "key": point.key,
+        "cluster": point.cluster,
+        "changes": json.dumps(dict(point.changes)),
+        "op": point.op,
+        "message_bytes": point.message_bytes,
+        "error": "",
+    }
     try:
         spec, parts = _variant(point.cluster, changes_json)
         r = formula_collective(point.op, point.message_bytes, spec)
@@ -67,8 +88,14 @@ def evaluate_point(point: SweepPoint) -> dict[str, Any]:
         row["error"] = str(err).replace("\n", " ")
         return row
     row.update(parts)
-    row.update(time_s=r.time_s, algbw_bytes_per_s=r.algbw_bytes_per_s, busbw_bytes_per_s=r.busbw_bytes_per_s,
-               algorithm=r.algorithm, protocol=r.protocol, bottleneck=r.bottleneck)
+    row.update(
+        time_s=r.time_s,
+        algbw_bytes_per_s=r.algbw_bytes_per_s,
+        busbw_bytes_per_s=r.busbw_bytes_per_s,
+        algorithm=r.algorithm,
+        protocol=r.protocol,
+        bottleneck=r.bottleneck,
+    )
     return row
 
 

@@ -231,7 +231,11 @@ def megatron_gpt_flops_per_iteration(
     4.511
     """
     _positive(
-        batch_size=batch_size, seq_len=seq_len, n_layers=n_layers, hidden_size=hidden_size, vocab_size=vocab_size
+        batch_size=batch_size,
+        seq_len=seq_len,
+        n_layers=n_layers,
+        hidden_size=hidden_size,
+        vocab_size=vocab_size,
     )
     mode = Recompute.parse(recompute)
     B, s, l, h, V = batch_size, seq_len, n_layers, hidden_size, vocab_size  # noqa: N806, E741 - the paper's symbols

@@ -124,7 +124,9 @@ def compare(faster: StepTime, slower: StepTime) -> Comparison:
             ref = max(a_items, key=lambda c: c.n_domains) if a_items else None
             if top_part == "pp":
                 # The pipeline's p2p is between two adjacent stages, whatever pp is: say so, not "a group of 2".
-                where = "crosses scale-up domains" if span.n_domains > 1 else "stays inside one scale-up domain"
+                where = (
+                    "crosses scale-up domains" if span.n_domains > 1 else "stays inside one scale-up domain"
+                )
                 text += (
                     f": PP send/recv between adjacent stages (pp={b.layout.pp}) {where}, "
                     f"{span.algorithm} {span.op} at {span.time_s * 1e3:.2f} ms per call"
@@ -140,7 +142,9 @@ def compare(faster: StepTime, slower: StepTime) -> Comparison:
                     f"domain(s), {span.algorithm} {span.op} at {span.time_s * 1e3:.2f} ms per call"
                 )
                 if ref is not None:
-                    text += f" (vs {ref.n_ranks} ranks in {ref.n_domains} domain(s), {ref.time_s * 1e3:.2f} ms)"
+                    text += (
+                        f" (vs {ref.n_ranks} ranks in {ref.n_domains} domain(s), {ref.time_s * 1e3:.2f} ms)"
+                    )
     elif blamed is not None and nets[blamed] > 0.1 * max(delta, 1e-12):
         text += f". Exposed communication grows most on {blamed} (+{nets[blamed]:.3f} s per step)"
     return Comparison(a, b, delta, parts, nets, blamed, text + ".")
@@ -339,17 +343,19 @@ def plan(
     }
     evaluated = feasible = 0
     seq = 0
-    smallest: tuple[MemoryBreakdown, ParallelLayout] | None = None  # least memory of the layouts that did not fit
+    smallest: tuple[MemoryBreakdown, ParallelLayout] | None = (
+        None  # least memory of the layouts that did not fit
+    )
     kv = model.n_kv_heads
-    for t in ([tp] if tp else _divisors(n)):
+    for t in [tp] if tp else _divisors(n):
         if model.n_heads % t or kv % t:
             continue
         rest_t = n // t
-        for c in ([cp] if cp else _divisors(rest_t)):
+        for c in [cp] if cp else _divisors(rest_t):
             if rest_t % c or c > max(max_cp, cp or 1) or (c > 1 and model.seq_len % (2 * c)):
                 continue
             rest_c = rest_t // c
-            for p in ([pp] if pp else _divisors(rest_c)):
+            for p in [pp] if pp else _divisors(rest_c):
                 if rest_c % p or p > l or (not uneven and l % p):
                     continue
                 d = rest_c // p
@@ -373,9 +379,18 @@ def plan(
                                     evaluated += 1
                                     try:
                                         lay = ParallelLayout(
-                                            tp=t, pp=p, dp=d, ep=e, cp=c, sequence_parallel=t > 1,
-                                            virtual_pipeline_stages=v, zero_stage=z, microbatch_size=b,
-                                            global_batch_size=global_batch_size, recompute=rc, order=order,
+                                            tp=t,
+                                            pp=p,
+                                            dp=d,
+                                            ep=e,
+                                            cp=c,
+                                            sequence_parallel=t > 1,
+                                            virtual_pipeline_stages=v,
+                                            zero_stage=z,
+                                            microbatch_size=b,
+                                            global_batch_size=global_batch_size,
+                                            recompute=rc,
+                                            order=order,
                                         )
                                         step = sm.step_seconds(lay)
                                     except Infeasible as err:
@@ -396,8 +411,13 @@ def plan(
                                         heapq.heappush(heap, item)
                                     elif -step > heap[0][0]:
                                         heapq.heapreplace(heap, item)
-                                    for key, val in (("tp", t), ("pp", p), ("cp", c), ("ep", e),
-                                                     ("recompute", rc.value)):
+                                    for key, val in (
+                                        ("tp", t),
+                                        ("pp", p),
+                                        ("cp", c),
+                                        ("ep", e),
+                                        ("recompute", rc.value),
+                                    ):
                                         got = best_by[key].get(val)
                                         if got is None or step < got[0]:
                                             best_by[key][val] = (step, lay)

@@ -82,7 +82,9 @@ def plot_step_breakdown(
         ax.bar(names, heights, bottom=bottoms, label=part, color=_COLOURS[part], edgecolor="white", width=0.6)
         bottoms = [b + hgt for b, hgt in zip(bottoms, heights, strict=True)]
     for x, st in enumerate(steps):
-        ax.annotate(f"{st.step_s:.2f} s\nMFU {st.mfu:.0%}", (x, st.step_s), ha="center", va="bottom", fontsize=8)
+        ax.annotate(
+            f"{st.step_s:.2f} s\nMFU {st.mfu:.0%}", (x, st.step_s), ha="center", va="bottom", fontsize=8
+        )
     ax.set_ylabel("seconds per step (critical path)")
     ax.set_ylim(0, max(st.step_s for st in steps) * 1.18)
     first = steps[0]

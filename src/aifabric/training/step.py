@@ -262,11 +262,18 @@ class StepTime:
             "cluster": self.cluster,
             "n_gpus": self.n_gpus,
             "layout": {
-                "tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "cp": lay.cp, "ep": lay.ep,
+                "tp": lay.tp,
+                "pp": lay.pp,
+                "dp": lay.dp,
+                "cp": lay.cp,
+                "ep": lay.ep,
                 "virtual_pipeline_stages": lay.virtual_pipeline_stages,
-                "sequence_parallel": lay.sequence_parallel, "zero_stage": lay.zero_stage,
-                "microbatch_size": lay.microbatch_size, "global_batch_size": lay.global_batch_size,
-                "recompute": lay.recompute.value, "order": lay.order,
+                "sequence_parallel": lay.sequence_parallel,
+                "zero_stage": lay.zero_stage,
+                "microbatch_size": lay.microbatch_size,
+                "global_batch_size": lay.global_batch_size,
+                "recompute": lay.recompute.value,
+                "order": lay.order,
             },
             "step_s": self.step_s,
             "tokens_per_s": self.tokens_per_s,
@@ -280,9 +287,17 @@ class StepTime:
             "memory_bytes_per_gpu": self.memory.total_bytes,
             "comms": [
                 {
-                    "dim": c.dim, "op": c.op, "message_bytes": c.message_bytes, "count": c.count,
-                    "time_s": c.time_s, "algorithm": c.algorithm, "n_ranks": c.n_ranks, "n_domains": c.n_domains,
-                    "network_time_s": dict(c.network_time_s), "exposed_s": c.exposed_s, "hidden_s": c.hidden_s,
+                    "dim": c.dim,
+                    "op": c.op,
+                    "message_bytes": c.message_bytes,
+                    "count": c.count,
+                    "time_s": c.time_s,
+                    "algorithm": c.algorithm,
+                    "n_ranks": c.n_ranks,
+                    "n_domains": c.n_domains,
+                    "network_time_s": dict(c.network_time_s),
+                    "exposed_s": c.exposed_s,
+                    "hidden_s": c.hidden_s,
                 }
                 for c in self.comms
             ],
@@ -307,15 +322,33 @@ class _Acc:
         self.items: list[CommItem] = []
 
     def add(
-        self, dim: str, op: str, size: float, count: float, res: CollectiveResult, comm: Communicator,
+        self,
+        dim: str,
+        op: str,
+        size: float,
+        count: float,
+        res: CollectiveResult,
+        comm: Communicator,
         exposed_s: float,
     ) -> None:
         if not self.record or count <= 0:
             return
         total = count * res.time_s
         self.items.append(
-            CommItem(dim, op, size, count, res.time_s, dict(res.network_time_s), res.algorithm, comm.n_ranks,
-                     comm.n_domains, exposed_s, max(0.0, total - exposed_s), res.explanation)
+            CommItem(
+                dim,
+                op,
+                size,
+                count,
+                res.time_s,
+                dict(res.network_time_s),
+                res.algorithm,
+                comm.n_ranks,
+                comm.n_domains,
+                exposed_s,
+                max(0.0, total - exposed_s),
+                res.explanation,
+            )
         )
 
 
@@ -343,7 +376,11 @@ class StepModel:
     """
 
     def __init__(
-        self, model: ModelSpec, spec: ClusterSpec, *, options: StepOptions | None = None,
+        self,
+        model: ModelSpec,
+        spec: ClusterSpec,
+        *,
+        options: StepOptions | None = None,
         tiers: TierModel | None = None,
     ) -> None:
         self.model = model
@@ -512,7 +549,15 @@ class StepModel:
         return hidden + mlp + scores, scores
 
     def _two_per_layer(
-        self, acc: _Acc, dim: str, op: str, size: float, comm: Communicator, layers: int, n_rec: int, n_mb: int
+        self,
+        acc: _Acc,
+        dim: str,
+        op: str,
+        size: float,
+        comm: Communicator,
+        layers: int,
+        n_rec: int,
+        n_mb: int,
     ) -> tuple[float, float]:
         """Forward and backward seconds per microbatch of a blocking ``op`` run twice in each layer's forward
         and twice in its backward, plus twice more per recomputed forward (``n_rec``); recorded as exposed."""
@@ -525,7 +570,14 @@ class StepModel:
 
     def _time(self, layout: ParallelLayout, padded: ModelSpec, mem: MemoryBreakdown, *, record: bool):
         m, opt = self.model, self.options
-        t, p, d, c, e, v = layout.tp, layout.pp, layout.dp, layout.cp, layout.ep, layout.virtual_pipeline_stages
+        t, p, d, c, e, v = (
+            layout.tp,
+            layout.pp,
+            layout.dp,
+            layout.cp,
+            layout.ep,
+            layout.virtual_pipeline_stages,
+        )
         b, gbs = layout.microbatch_size, layout.global_batch_size
         n_mb = gbs // (b * d)
         s, h = m.seq_len, m.hidden_size
@@ -563,7 +615,10 @@ class StepModel:
             size = tokens * h * _ACT_BYTES
             passes_fwd, passes_rec = 1, (1 if rec is Recompute.FULL else 0)
             if sp:
-                ag, rs = self.collective("all_gather", size, comm), self.collective("reduce_scatter", size, comm)
+                ag, rs = (
+                    self.collective("all_gather", size, comm),
+                    self.collective("reduce_scatter", size, comm),
+                )
                 one = 2 * (ag.time_s + rs.time_s)
                 tp_fwd = layers * one * passes_fwd
                 tp_bwd = layers * one * (1 + passes_rec)
@@ -571,14 +626,19 @@ class StepModel:
                 acc.add("tp", "all_gather", size, k, ag, comm, k * ag.time_s)
                 acc.add("tp", "reduce_scatter", size, k, rs, comm, k * rs.time_s)
             else:
-                tp_fwd, tp_bwd = self._two_per_layer(acc, "tp", "all_reduce", size, comm, layers, passes_rec, n_mb)
+                tp_fwd, tp_bwd = self._two_per_layer(
+                    acc, "tp", "all_reduce", size, comm, layers, passes_rec, n_mb
+                )
 
         # ---- CP: K, V all-gather forward, dK, dV reduce-scatter backward, behind the attention core
         cp_fwd = cp_bwd = 0.0
         if c > 1:
             comm = self.group(layout, "cp")
             kv_bytes = 2 * tokens * (m.n_kv_heads * m.head_dim / t) * _ACT_BYTES * c  # all ranks' K and V
-            ag, rs = self.collective("all_gather", kv_bytes, comm), self.collective("reduce_scatter", kv_bytes, comm)
+            ag, rs = (
+                self.collective("all_gather", kv_bytes, comm),
+                self.collective("reduce_scatter", kv_bytes, comm),
+            )
             core_fwd = self._f_core * tokens / t / self.gemm_flops_per_s
             n_ag_bwd = 1 if rec in (Recompute.FULL, Recompute.SELECTIVE) else 0
             cp_fwd = layers * max(0.0, ag.time_s - core_fwd)
@@ -621,7 +681,9 @@ class StepModel:
         # ---- DP: gradients and parameters of the busiest stage
         dense_params, expert_params = self._stage_params(layout, padded, n_dense, n_moe)
         bpp = m.bytes_per_param
-        dp_terms: list[tuple[str, str, float, CollectiveResult, Communicator, str]] = []  # (dim, op, size, res, comm, when)
+        dp_terms: list[
+            tuple[str, str, float, CollectiveResult, Communicator, str]
+        ] = []  # (dim, op, size, res, comm, when)
         for dim, params in (("dp", dense_params), ("expert_dp", expert_params)):
             ranks = d * c if dim == "dp" else layout.expert_dp
             if ranks <= 1 or params <= 0:
@@ -629,12 +691,37 @@ class StepModel:
             comm = self.group(layout, "dp_cp" if dim == "dp" else "expert_dp")
             grad_bytes, weight_bytes = params * bpp.grads, params * bpp.weights
             if layout.zero_stage == 0:
-                dp_terms.append((dim, "all_reduce", grad_bytes, self.collective("all_reduce", grad_bytes, comm), comm, "grad"))
+                dp_terms.append(
+                    (
+                        dim,
+                        "all_reduce",
+                        grad_bytes,
+                        self.collective("all_reduce", grad_bytes, comm),
+                        comm,
+                        "grad",
+                    )
+                )
             else:
-                dp_terms.append((dim, "reduce_scatter", grad_bytes,
-                                 self.collective("reduce_scatter", grad_bytes, comm), comm, "grad"))
-                dp_terms.append((dim, "all_gather", weight_bytes,
-                                 self.collective("all_gather", weight_bytes, comm), comm, "param"))
+                dp_terms.append(
+                    (
+                        dim,
+                        "reduce_scatter",
+                        grad_bytes,
+                        self.collective("reduce_scatter", grad_bytes, comm),
+                        comm,
+                        "grad",
+                    )
+                )
+                dp_terms.append(
+                    (
+                        dim,
+                        "all_gather",
+                        weight_bytes,
+                        self.collective("all_gather", weight_bytes, comm),
+                        comm,
+                        "param",
+                    )
+                )
 
         fwd_compute = gemm_fwd + mem_fwd
         bwd_compute = gemm_bwd + mem_bwd
@@ -726,7 +813,9 @@ class StepModel:
             notes=tuple(notes),
         )
 
-    def _stage_params(self, layout: ParallelLayout, padded: ModelSpec, n_dense: int, n_moe: int) -> tuple[float, float]:
+    def _stage_params(
+        self, layout: ParallelLayout, padded: ModelSpec, n_dense: int, n_moe: int
+    ) -> tuple[float, float]:
         """(dense, expert) parameters of the busiest stage on one GPU, after TP/EP splitting.
 
         Includes the embedding (or output layer) of the first (last) stage: that stage's data-parallel
