@@ -1,4 +1,4 @@
-"""The planner (aifabric.training.planner): 175B on 1,024 H100s, forced TP = 16, 405B on 16,384 GPUs, bad input."""
+"""The planner (aifabric.training.planner): 175B on 1,024 H100s, forced TP = 16, 405B search, bad input."""
 
 from __future__ import annotations
 
