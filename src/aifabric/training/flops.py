@@ -266,7 +266,7 @@ def attention_core_forward_flops_per_token(model: ModelSpec, *, seq_len: int | N
         FLOPs per token per layer.
     """
     s = model.seq_len if seq_len is None else seq_len
-    return 4.0 * s * model.n_heads * model.head_dim
+    return 4.0 * s * model.n_heads * model.head_size
 
 
 def layer_forward_flops_per_token(

@@ -176,6 +176,8 @@ class ParallelLayout:
     global_batch_size: int | None = None
     recompute: Recompute = Recompute.NONE
     order: str = DEFAULT_ORDER
+    global_batch: int = field(init=False, repr=False, compare=False)
+    """B, ``global_batch_size`` resolved (the default filled in)."""
     _dims: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -198,6 +200,7 @@ class ParallelLayout:
         elif type(self.global_batch_size) is not int or self.global_batch_size < 1:
             _int_field("global_batch_size", self.global_batch_size)
             _set(self, "global_batch_size", int(self.global_batch_size))
+        _set(self, "global_batch", self.global_batch_size)
         if not isinstance(self.sequence_parallel, bool):
             raise ConfigError(f"sequence_parallel must be true or false, got {self.sequence_parallel!r}")
         zero = self.zero_stage
@@ -231,7 +234,7 @@ class ParallelLayout:
     @property
     def n_microbatches(self) -> int:
         """m = B / (b d), microbatches per pipeline per iteration (floor; :meth:`validate` checks it divides)."""
-        return self.global_batch_size // (self.microbatch_size * self.dp)
+        return self.global_batch // (self.microbatch_size * self.dp)
 
     @property
     def expert_dp(self) -> int:
@@ -322,7 +325,7 @@ class ParallelLayout:
         t, p, d, c, e, v = self.tp, self.pp, self.dp, self.cp, self.ep, self.virtual_pipeline_stages
         if model.n_heads % t:
             raise ConfigError(f"tp={t} does not divide n_heads={model.n_heads} of model {model.name!r}")
-        if model.n_kv_heads % t:
+        if model.kv_heads % t:
             raise ConfigError(
                 f"tp={t} does not divide n_kv_heads={model.n_kv_heads} of model {model.name!r} "
                 "(each TP rank needs whole KV heads)"
@@ -331,7 +334,7 @@ class ParallelLayout:
             raise ConfigError(
                 f"tp x pp x dp x cp = {t} x {p} x {d} x {c} = {t * p * d * c}, but n_gpus = {n_gpus}"
             )
-        b, gbs = self.microbatch_size, self.global_batch_size
+        b, gbs = self.microbatch_size, self.global_batch
         if gbs % (b * d):
             raise ConfigError(
                 f"global_batch_size={gbs} is not divisible by microbatch_size x dp = {b} x {d} = {b * d}"

@@ -203,14 +203,14 @@ def _layer_act(model: ModelSpec, layout: ParallelLayout, recompute: Recompute, m
     if recompute is Recompute.FULL:
         return tokens * 2 * h / sp_div
     unsplit = (10 if model.dropout else 8) * h
-    q, kv = model.n_heads * model.head_dim, model.n_kv_heads * model.head_dim
+    q, kv = model.n_heads * model.head_size, model.kv_heads * model.head_size
     split = 4 * q + 4 * kv
     if moe:
-        fe = model.expert_ffn_hidden_size
+        fe = model.expert_ffn_size
         split += model.top_k * (2 * h + _mlp_inner_bytes(model, fe))
         split += model.n_shared_experts * _mlp_inner_bytes(model, fe)
     else:
-        split += _mlp_inner_bytes(model, model.ffn_hidden_size)
+        split += _mlp_inner_bytes(model, model.ffn_size)
     if recompute is Recompute.NONE:
         split += (5 if model.dropout else 2) * model.n_heads * model.seq_len
     return tokens * (unsplit / sp_div + split / t)

@@ -208,6 +208,14 @@ class ModelSpec:
     """The output (logit) layer; 0 when tied to the embedding."""
     n_moe_layers: int = field(init=False, repr=False, compare=False)
     """How many layers carry an MoE MLP."""
+    kv_heads: int = field(init=False, repr=False, compare=False)
+    """``n_kv_heads`` resolved (the default filled in)."""
+    head_size: int = field(init=False, repr=False, compare=False)
+    """``head_dim`` resolved."""
+    ffn_size: int = field(init=False, repr=False, compare=False)
+    """``ffn_hidden_size`` resolved."""
+    expert_ffn_size: int = field(init=False, repr=False, compare=False)
+    """``expert_ffn_hidden_size`` resolved; 0 for a dense model."""
     attention_matmul_params: int = field(init=False, repr=False, compare=False)
     dense_mlp_matmul_params: int = field(init=False, repr=False, compare=False)
     expert_matmul_params: int = field(init=False, repr=False, compare=False)
@@ -246,7 +254,7 @@ class ModelSpec:
             d = h // a
         else:
             d = self.head_dim
-        f = 4 * h if self.ffn_hidden_size is None else self.ffn_hidden_size
+        ffn = 4 * h if self.ffn_hidden_size is None else self.ffn_hidden_size
         if self.n_experts:
             if not 1 <= self.top_k <= self.n_experts:
                 raise ConfigError(f"top_k must be in 1..n_experts={self.n_experts}, got {self.top_k}")
@@ -259,12 +267,16 @@ class ModelSpec:
             raise ConfigError(
                 f"first_dense_layers={self.first_dense_layers} exceeds n_layers={self.n_layers}"
             )
-        fe = f if self.expert_ffn_hidden_size is None else self.expert_ffn_hidden_size
+        fe = ffn if self.expert_ffn_hidden_size is None else self.expert_ffn_hidden_size
         _set = object.__setattr__
         _set(self, "n_kv_heads", kv)
         _set(self, "head_dim", d)
-        _set(self, "ffn_hidden_size", f)
+        _set(self, "ffn_hidden_size", ffn)
         _set(self, "expert_ffn_hidden_size", fe if self.n_experts else None)
+        _set(self, "kv_heads", kv)
+        _set(self, "head_size", d)
+        _set(self, "ffn_size", ffn)
+        _set(self, "expert_ffn_size", fe if self.n_experts else 0)
 
         q_dim, kv_dim = a * d, kv * d
         attn_mm = 2 * h * q_dim + 2 * h * kv_dim
@@ -276,8 +288,8 @@ class ModelSpec:
         _set(self, "attention_matmul_params", attn_mm)
         _set(self, "attention_params", attn_mm + ((q_dim + 2 * kv_dim + h) if self.bias else 0))
         _set(self, "norm_params", 2 * h if self.norm == "layernorm" else h)
-        _set(self, "dense_mlp_matmul_params", mlp_mats * h * f)
-        _set(self, "dense_mlp_params", mlp_mats * h * f + mlp_bias(f))
+        _set(self, "dense_mlp_matmul_params", mlp_mats * h * ffn)
+        _set(self, "dense_mlp_params", mlp_mats * h * ffn + mlp_bias(ffn))
         _set(self, "expert_matmul_params", mlp_mats * h * fe if self.n_experts else 0)
         _set(self, "expert_params", mlp_mats * h * fe + mlp_bias(fe) if self.n_experts else 0)
         _set(self, "router_params", h * self.n_experts)

@@ -327,7 +327,7 @@ def plan(
     for name, value in forced.items():
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-    if tp and (model.n_heads % tp or model.n_kv_heads % tp):
+    if tp and (model.n_heads % tp or model.kv_heads % tp):
         raise ConfigError(
             f"tp={tp} does not divide n_heads={model.n_heads} / n_kv_heads={model.n_kv_heads} of model {model.name!r}"
         )
@@ -346,7 +346,7 @@ def plan(
     smallest: tuple[MemoryBreakdown, ParallelLayout] | None = (
         None  # least memory of the layouts that did not fit
     )
-    kv = model.n_kv_heads
+    kv = model.kv_heads
     for t in [tp] if tp else _divisors(n):
         if model.n_heads % t or kv % t:
             continue

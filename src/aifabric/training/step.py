@@ -50,7 +50,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
@@ -507,12 +507,12 @@ class StepModel:
             See :meth:`check`.
         """
         padded, mem = self.check(layout)
-        return self._time(layout, padded, mem, record=True)  # type: ignore[return-value]
+        return self._time(layout, padded, mem, record=True)
 
     def step_seconds(self, layout: ParallelLayout) -> float:
         """Seconds per iteration only (the planner's fast path); same checks as :meth:`evaluate`."""
         padded, mem = self.check(layout)
-        return self._time(layout, padded, mem, record=False)  # type: ignore[return-value]
+        return self._time(layout, padded, mem, record=False)
 
     def _hw_flops(self, recompute: Recompute, global_batch: int) -> tuple[float, float]:
         key = (recompute, global_batch)
@@ -539,10 +539,10 @@ class StepModel:
         hidden = (8 + 12 + (4 if m.dropout else 0)) * h / t_sp
         per_width = 6 if m.gated_mlp else 4
         if moe:
-            mlp = (m.top_k + m.n_shared_experts) * per_width * m.expert_ffn_hidden_size / t
+            mlp = (m.top_k + m.n_shared_experts) * per_width * m.expert_ffn_size / t
             mlp += 4 * m.top_k * h * _ACT_BYTES / t_sp
         else:
-            mlp = per_width * m.ffn_hidden_size / t
+            mlp = per_width * m.ffn_size / t
         scores = 0.0
         if not self.options.flash_attention:
             scores = (13 if m.dropout else 8) * m.n_heads / t * m.seq_len
@@ -568,7 +568,19 @@ class StepModel:
         acc.add(dim, op, size, k, res, comm, k * res.time_s)
         return fwd, bwd
 
-    def _time(self, layout: ParallelLayout, padded: ModelSpec, mem: MemoryBreakdown, *, record: bool):
+    @overload
+    def _time(
+        self, layout: ParallelLayout, padded: ModelSpec, mem: MemoryBreakdown, *, record: Literal[True]
+    ) -> StepTime: ...
+
+    @overload
+    def _time(
+        self, layout: ParallelLayout, padded: ModelSpec, mem: MemoryBreakdown, *, record: Literal[False]
+    ) -> float: ...
+
+    def _time(
+        self, layout: ParallelLayout, padded: ModelSpec, mem: MemoryBreakdown, *, record: bool
+    ) -> StepTime | float:
         m, opt = self.model, self.options
         t, p, d, c, e, v = (
             layout.tp,
@@ -578,7 +590,7 @@ class StepModel:
             layout.ep,
             layout.virtual_pipeline_stages,
         )
-        b, gbs = layout.microbatch_size, layout.global_batch_size
+        b, gbs = layout.microbatch_size, layout.global_batch
         n_mb = gbs // (b * d)
         s, h = m.seq_len, m.hidden_size
         rec = layout.recompute
@@ -634,7 +646,7 @@ class StepModel:
         cp_fwd = cp_bwd = 0.0
         if c > 1:
             comm = self.group(layout, "cp")
-            kv_bytes = 2 * tokens * (m.n_kv_heads * m.head_dim / t) * _ACT_BYTES * c  # all ranks' K and V
+            kv_bytes = 2 * tokens * (m.kv_heads * m.head_size / t) * _ACT_BYTES * c  # all ranks' K and V
             ag, rs = (
                 self.collective("all_gather", kv_bytes, comm),
                 self.collective("reduce_scatter", kv_bytes, comm),
