@@ -626,23 +626,23 @@ def compare_table(
     ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
                           calibration, tuple(dropped))  # fmt: skip
     final = []
-    for i, row in enumerate(rows):
+    for i, cmp_row in enumerate(rows):
         prev = rows[i - 1] if i > 0 else None
         nxt = rows[i + 1] if i + 1 < len(rows) else None
-        flagged = row.deviation < -threshold
-        causes = _causes(row, prev, nxt, ctx) if flagged else ()
+        flagged = cmp_row.deviation < -threshold
+        causes = _causes(cmp_row, prev, nxt, ctx) if flagged else ()
         final.append(
             RowComparison(
-                row.size_bytes,
-                row.line,
-                row.measured_time_s,
-                row.other_time_s,
-                row.measured_busbw_bytes_per_s,
-                row.predicted,
-                row.deviation,
+                cmp_row.size_bytes,
+                cmp_row.line,
+                cmp_row.measured_time_s,
+                cmp_row.other_time_s,
+                cmp_row.measured_busbw_bytes_per_s,
+                cmp_row.predicted,
+                cmp_row.deviation,
                 flagged,
                 causes,
-                _row_notes(row, ctx),
+                _row_notes(cmp_row, ctx),
             )  # fmt: skip
         )
     return TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(final), place, threshold,

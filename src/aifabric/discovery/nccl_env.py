@@ -85,7 +85,7 @@ class NcclSettings:
         if env.get("NCCL_NVLS_ENABLE", "").strip() == "0":
             exclude.extend(a for a in ("nvls", "nvls_tree") if a not in exclude)
             notes.append("NCCL_NVLS_ENABLE=0: NVLS and NVLSTree excluded")
-        protocols = PROTOCOLS
+        protocols: tuple[str, ...] = PROTOCOLS
         if "NCCL_PROTO" in env:
             protocols, note = _map_proto(env["NCCL_PROTO"])
             notes.append(note)
@@ -158,9 +158,9 @@ def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None
     sources = [title] if title else []
     for line in lines:
         stripped = line.strip()
-        title = stripped.startswith("===")
+        is_title = stripped.startswith("===")
         command = not stripped.startswith("#") and _COMMAND.search(stripped) is not None
-        if title or command or _ENV_LINE.match(stripped):
+        if is_title or command or _ENV_LINE.match(stripped):
             sources.append(stripped)
         else:
             info = _ENV_INFO.search(stripped)

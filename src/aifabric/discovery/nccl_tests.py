@@ -522,7 +522,7 @@ def _parse_columns(lines: list[str], index: int, source: str | None) -> _Columns
         )
     above = lines[index - 1] if index > 0 else ""
     if len(groups) == 2:
-        places = ("out_of_place", "in_place")
+        places: tuple[str, ...] = ("out_of_place", "in_place")
     else:
         places = ("in_place",) if "in-place" in above and "out-of-place" not in above else ("out_of_place",)
     return _Columns(tuple(params), tuple(groups), places)

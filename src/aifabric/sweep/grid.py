@@ -58,7 +58,7 @@ class SweepSpec:
     def points(self) -> list[SweepPoint]:
         """Every (grid point, collective, size), grid-major."""
         names = [k for k, _ in self.vary]
-        out = []
+        out: list[SweepPoint] = []
         for values in itertools.product(*(v for _, v in self.vary)) if self.vary else [()]:
             changes = tuple(zip(names, values, strict=True))
             for op, sizes in self.collectives:

@@ -47,7 +47,7 @@ def _variant(cluster: str, changes_json: str) -> tuple[Any, dict[str, Any]]:
     from aifabric.cluster.summary import summarize
     from aifabric.collectives.api import resolve_cluster
 
-    changes = {k: list(v) if isinstance(v, tuple) else v for k, v in json.loads(changes_json)}
+    changes: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in json.loads(changes_json)}
     nodes = changes.pop("nodes", None)
     gpus = changes.pop("gpus", None)
     if cluster in list_presets():  # a resized preset picks its tiers after the changes
