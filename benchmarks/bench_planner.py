@@ -5,11 +5,12 @@ Run: ``python benchmarks/bench_planner.py``. Prints, on the formula engine:
 - the search of GPT-3 175B on 1,024 H100s (128 DGX nodes, global batch 1,536): layouts tried per second,
   cold (collective cache empty) and warm (a second search on the same StepModel);
 - the step time of one layout, per call, on the fast path (step seconds only) and in full (breakdown);
+- one memory breakdown of a DeepSeek-V3-like MoE layout, per call;
 - the full search of Llama 3 405B on 16,384 H100s (2,048 nodes, three tiers, global batch 2,048 sequences
   of 8,192 tokens = 16 M tokens, Llama 3's batch), wall time including building the cluster.
 
 Targets (issue 14: kept here, not in the test suite, since a busy machine measures less): the 405B search
-at >= 10,000 layouts/s and under 10 s in all.
+at >= 10,000 layouts/s and under 10 s in all; a memory breakdown under 100 us.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import time
 
 from aifabric.cluster.presets import preset
 from aifabric.training.layout import ParallelLayout
+from aifabric.training.memory import memory_breakdown
 from aifabric.training.models import get_model
 from aifabric.training.planner import plan
 from aifabric.training.step import StepModel
@@ -61,6 +63,24 @@ def main() -> None:
         for _ in range(args.calls):
             fn(lay)
         rows.append((f"{label}, one layout", (time.perf_counter() - t0) / args.calls * 1e6, "us/call"))
+
+    # One memory breakdown of an MoE layout (target: well under 100 us, as a planner scores 10,000+
+    # layouts per second).
+    moe = get_model("deepseek-v3-like")
+    moe_lay = ParallelLayout(
+        tp=2, pp=1, dp=64, ep=64, zero_stage=1, recompute="selective", global_batch_size=64
+    )
+    memory_breakdown(moe, moe_lay)
+    t0 = time.perf_counter()
+    for _ in range(args.calls):
+        memory_breakdown(moe, moe_lay, 80e9)
+    rows.append(
+        (
+            "memory_breakdown, deepseek-v3-like layout",
+            (time.perf_counter() - t0) / args.calls * 1e6,
+            "us/call",
+        )
+    )
 
     t0 = time.perf_counter()
     big = preset("dgx-h100-superpod", nodes=2048, **{"scale_out.tiers": 3})

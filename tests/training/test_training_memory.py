@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from aifabric.errors import ConfigError, Infeasible
@@ -93,8 +91,8 @@ def test_context_parallel_divides_tokens():
 
 
 def test_in_flight_microbatches():
-    # 1F1B: the first stage holds p microbatches of l/p layers = l layer-microbatches (Korthikanti Sec. 4.2.3);
-    # fewer when m < p; interleaved: l (1 + (p - 1) / (p v)).
+    # 1F1B: the first stage holds p microbatches of l/p layers = l layer-microbatches (Korthikanti Sec.
+    # 4.2.3); fewer when m < p; interleaved: l (1 + (p - 1) / (p v)).
     assert in_flight_layer_microbatches(ParallelLayout(pp=8, global_batch_size=64), 96) == 96
     assert in_flight_layer_microbatches(ParallelLayout(pp=8, global_batch_size=4), 96) == 4 * 96 / 8
     lay = ParallelLayout(pp=8, virtual_pipeline_stages=2, global_batch_size=64)
@@ -188,16 +186,3 @@ def test_check_fits_returns_breakdown_and_rejects_bad_hbm():
     with pytest.raises(ConfigError, match="tp=16 does not divide n_kv_heads=8"):
         memory_breakdown(m, ParallelLayout(tp=16))
     assert memory_breakdown(m, lay).fits is None
-
-
-def test_breakdown_is_cheap():
-    # A planner scores 10,000+ layouts per second: one breakdown must take microseconds.
-    m = get_model("deepseek-v3-like")
-    lay = ParallelLayout(tp=2, pp=1, dp=64, ep=64, zero_stage=1, recompute="selective", global_batch_size=64)
-    memory_breakdown(m, lay)
-    n = 2000
-    start = time.perf_counter()
-    for _ in range(n):
-        memory_breakdown(m, lay, 80e9)
-    per_call = (time.perf_counter() - start) / n
-    assert per_call < 100e-6
