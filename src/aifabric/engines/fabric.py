@@ -97,7 +97,8 @@ class FabricResult:
 
     @property
     def efficiency(self) -> float:
-        """Ideal (contention-free) time / achieved time, in (0, 1] (latency rounding can exceed 1 by ~1e-6)."""
+        """Ideal (contention-free) time / achieved time, in (0, 1] (latency rounding can exceed 1 by
+        ~1e-6)."""
         return min(1.0, self.ideal_time_s / self.time_s) if self.time_s > 0 else 1.0
 
 
@@ -158,7 +159,8 @@ def simulate_plans(
         if n_groups > MAX_FLOW_GROUPS:
             raise ConfigError(
                 f"engine: the flow engine would track {n_groups:,} independent flows (each its own max-min "
-                f"event source; limit {MAX_FLOW_GROUPS:,}); use --engine links for this traffic, or fewer GPUs"
+                f"event source; limit {MAX_FLOW_GROUPS:,}); use --engine links for this traffic, or fewer "
+                "GPUs"
             )
     cap = link_capacity(topo, efficiency)
     if link_alive is not None:
@@ -490,8 +492,9 @@ def fabric_collective(
         tier_bytes[int(tier)] = float(res.link_bytes[topo.link_tier == tier].sum())
     hot = res.top_links[0] if res.top_links else None
     why = (
-        f"{plan.algorithm} decomposed into {sum(s.n_transfers for s in plan.stages)} transfers per step over "
-        f"{len(plan.stages)} stage(s); routing {routing} (seed {seed}); {res.efficiency:.0%} of the contention-free time"
+        f"{plan.algorithm} decomposed into {sum(s.n_transfers for s in plan.stages)} transfers per step "
+        f"over {len(plan.stages)} stage(s); routing {routing} (seed {seed}); {res.efficiency:.0%} of the "
+        "contention-free time"
         + (f"; hottest link {hot.label} at {hot.utilisation:.0%} carrying {hot.n_flows} flows" if hot else "")
     )
     return CollectiveResult(

@@ -57,7 +57,8 @@ def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.nda
             alive &= ~((topo.link_src == dev) | (topo.link_dst == dev))
         else:
             raise ConfigError(
-                f"--fail: unknown failure kind {kind!r}; use fabric, leaf-spine, spine-core, nic, link, leaf, spine, core"
+                f"--fail: unknown failure kind {kind!r}; use fabric, leaf-spine, spine-core, nic, link, "
+                "leaf, spine, core"
             )
     return alive
 

@@ -1,10 +1,10 @@
 """Event-driven fluid (flow-level) simulation of staged transfers sharing capacitated links.
 
-Transfers move bytes over fixed link sets at max-min fair rates (:func:`~aifabric.engines.maxmin.max_min_rates`);
-the rates are solved again whenever the set of moving transfers changes. Transfers are organised the way a
-collective or a training step is: in *groups* that move in lock-step (the hops of one ring step), *stages*
-that start when the stages they depend on are done, and *jobs* that each run their own chain of stages
-concurrently with the others.
+Transfers move bytes over fixed link sets at max-min fair rates
+(:func:`~aifabric.engines.maxmin.max_min_rates`); the rates are solved again whenever the set of moving
+transfers changes. Transfers are organised the way a collective or a training step is: in *groups* that move
+in lock-step (the hops of one ring step), *stages* that start when the stages they depend on are done, and
+*jobs* that each run their own chain of stages concurrently with the others.
 
 The core reads like SimPy's: all state on a :class:`Simulation`, a heap of ``(time, seq, kind, payload)``
 events with a counter for deterministic ties, :meth:`Simulation.step` advances to the next event time and
@@ -19,8 +19,10 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import sparse
 
 from aifabric.engines.maxmin import (
@@ -125,7 +127,7 @@ class FlowSimResult:
             raise KeyError(f"no job {job}") from None
 
 
-def _as_ids(values: object, size: int, name: str, default: np.ndarray) -> np.ndarray:
+def _as_ids(values: ArrayLike | None, size: int, name: str, default: np.ndarray) -> np.ndarray:
     """Integer id per transfer; ``default`` when ``values`` is None."""
     if values is None:
         return default
@@ -150,7 +152,7 @@ def _stage_dependencies(
     ValueError
         If a key is unknown or the dependencies form a cycle.
     """
-    index = {key: i for i, key in enumerate(keys)}
+    index: dict[tuple[int, ...], int] = {key: i for i, key in enumerate(keys)}
     deps = [[i - 1] if i and keys[i - 1][0] == keys[i][0] else [] for i in range(len(keys))]
     for key, before in (stage_deps or {}).items():
         if tuple(key) not in index:
@@ -344,7 +346,7 @@ class Simulation:
 
         # -- dynamic state -----------------------------------------------------------------------------------
         self.now = 0.0
-        self._heap: list[tuple[float, int, str, object]] = []
+        self._heap: list[tuple[float, int, str, Any]] = []  # payload: a stage index or group indices
         self._seq = itertools.count()
         self.remaining = np.zeros(n_groups)  # bytes the group's largest member has still to move
         self.rate = np.zeros(n_groups)  # bytes/s of the group's largest member
@@ -368,11 +370,11 @@ class Simulation:
         self._new_movers = False  # a group started moving since the last solve
         self._lowest_leaver_rate = np.inf  # lowest rate of a group that finished since the last solve
         self._repetition_ended: list[int] = []
-        for s in np.flatnonzero(self.deps_left == 0):
-            self.schedule(0.0, _STAGE_START, int(s))
+        for first in np.flatnonzero(self.deps_left == 0):
+            self.schedule(0.0, _STAGE_START, int(first))
 
-    # -- the event loop ---------------------------------------------------------------------------------------
-    def schedule(self, time_s: float, kind: str, payload: object) -> None:
+    # -- the event loop --------------------------------------------------------------------------------------
+    def schedule(self, time_s: float, kind: str, payload: int | np.ndarray) -> None:
         """Put an event on the heap; equal times pop in scheduling order (the ``seq`` counter)."""
         heapq.heappush(self._heap, (time_s, next(self._seq), kind, payload))
 
@@ -428,7 +430,7 @@ class Simulation:
                 return
             self._next_repetitions()
 
-    # -- handlers ---------------------------------------------------------------------------------------------
+    # -- handlers --------------------------------------------------------------------------------------------
     def _start_stage(self, s: int) -> None:
         self.stage_start_s[s] = self.now
         self.active_stage[s] = True
@@ -498,7 +500,7 @@ class Simulation:
         for s in ended:
             self._start_repetition(s)
 
-    # -- rates ------------------------------------------------------------------------------------------------
+    # -- rates -----------------------------------------------------------------------------------------------
     def _solve_rates(self) -> None:
         """Max-min rates of the moving groups; track each link's peak utilisation."""
         self._rates_stale = False
@@ -565,7 +567,7 @@ class Simulation:
         waiting = [self.stage_keys[s] for s in np.flatnonzero(np.isnan(self.stage_end_s))]
         raise Infeasible(f"stages {waiting[:6]} (job, stage) can never finish at t = {self.now:.9g} s")
 
-    # -- result -----------------------------------------------------------------------------------------------
+    # -- result ----------------------------------------------------------------------------------------------
     def result(self) -> FlowSimResult:
         """The result so far (complete once :meth:`run` has returned)."""
         job_of_stage = np.array([j for j, _ in self.stage_keys], dtype=np.int64)
@@ -641,7 +643,8 @@ def _check_bounded(
     if unbounded.size:
         transfers = np.flatnonzero(np.isin(group_of_t, unbounded))
         raise ValueError(
-            f"transfers {_few(transfers)} cross only links of infinite capacity; their rate would be unbounded"
+            f"transfers {_few(transfers)} cross only links of infinite capacity; their rate would be "
+            "unbounded"
         )
 
 
@@ -653,7 +656,7 @@ def _stage_repeats(keys: tuple[StageKey, ...], stage_repeat: Mapping[StageKey, i
     ValueError
         If a key is unknown or a count is not a positive integer.
     """
-    index = {key: i for i, key in enumerate(keys)}
+    index: dict[tuple[int, ...], int] = {key: i for i, key in enumerate(keys)}
     repeat = np.ones(len(keys), dtype=np.int64)
     for key, count in (stage_repeat or {}).items():
         if tuple(key) not in index:

@@ -301,7 +301,8 @@ def _evaluate(
         bus = _proto_bw(tm, algo, proto, raw, N)
         t_bw = size * f / bus
         why = (
-            f"ring over {n} ranks: busbw = min(scale-up {intra_bound / 1e9:.1f}, {g} NICs x {nic / 1e9:.2f}) GB/s"
+            f"ring over {n} ranks: busbw = min(scale-up {intra_bound / 1e9:.1f}, {g} NICs x "
+            f"{nic / 1e9:.2f}) GB/s"
             if multi
             else f"ring over {n} ranks on scale-up at {intra / 1e9:.1f} GB/s per GPU"
         )
@@ -330,8 +331,8 @@ def _evaluate(
         nets = {"scale-up": size / alg}
         net = "scale-up"
         why = (
-            f"NVLink SHARP: the NVSwitch reduces; algbw = {intra / 1e9:.1f} GB/s x efficiency {tm.nvls_efficiency}"
-            f" x (n-1)/n"
+            f"NVLink SHARP: the NVSwitch reduces; algbw = {intra / 1e9:.1f} GB/s x efficiency "
+            f"{tm.nvls_efficiency} x (n-1)/n"
         )
     elif algo == "nvls_tree":
         lat = ilat + 2 * math.log2(N) * olat if nccl else 0.0
@@ -341,7 +342,10 @@ def _evaluate(
         alg = min(a_in, a_out)
         net = "scale-up" if a_in <= a_out else "scale-out"
         nets = {net: size / alg}
-        why = f"NVLS in each node ({a_in / 1e9:.0f} GB/s algbw), tree across {N} nodes ({a_out / 1e9:.0f} GB/s algbw)"
+        why = (
+            f"NVLS in each node ({a_in / 1e9:.0f} GB/s algbw), tree across {N} nodes "
+            f"({a_out / 1e9:.0f} GB/s algbw)"
+        )
     elif algo == "hierarchical":
         if not multi or g == 1 or not comm.uniform:
             return None
@@ -350,8 +354,8 @@ def _evaluate(
         nets = {"scale-up": t_in, "scale-out": t_out}
         net = "scale-out" if t_out > t_in else "scale-up"
         why = (
-            f"reduce-scatter in each domain of {g}, all-reduce of 1/{g} shards across {N} domains on {g} rails "
-            f"at once, all-gather in the domain"
+            f"reduce-scatter in each domain of {g}, all-reduce of 1/{g} shards across {N} domains on {g} "
+            "rails at once, all-gather in the domain"
         )
     elif algo == "direct":
         lat = base + (olat if multi else ilat)
@@ -491,7 +495,8 @@ def formula_collective(
     if algorithm is not None:
         if algorithm not in algs and not (algorithm == "ring" and "ring" in algs):
             raise ValueError(
-                f"algorithm: {algorithm!r} does not apply to {op.value} on this communicator; possible: {', '.join(algs)}"
+                f"algorithm: {algorithm!r} does not apply to {op.value} on this communicator; possible: "
+                f"{', '.join(algs)}"
             )
         algs = [algorithm]
     algs = [a for a in algs if a not in exclude]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import sparse
 
 __all__ = ["max_min_rates", "validate_max_min"]
@@ -62,7 +63,7 @@ def _as_incidence(incidence: object) -> tuple[sparse.csr_matrix, sparse.csc_matr
     return a_csr, a_csr.tocsc()
 
 
-def _as_vector(values: object, size: int, name: str) -> np.ndarray:
+def _as_vector(values: ArrayLike, size: int, name: str) -> np.ndarray:
     """Return ``values`` as a float vector of ``size`` entries, each >= 0 (``inf`` allowed).
 
     Raises
@@ -87,7 +88,8 @@ def _check_tol(tol: float) -> float:
 
 
 def _gather(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Positions in ``indices`` / ``data`` of the entries of compressed rows (or columns) ``rows``, concatenated."""
+    """Positions in ``indices`` / ``data`` of the entries of compressed rows (or columns) ``rows``,
+    concatenated."""
     if rows.size == 1:  # optimisation: the common round saturates one link
         return np.arange(indptr[rows[0]], indptr[rows[0] + 1])
     starts = indptr[rows]

@@ -39,14 +39,14 @@ POLICIES = ("ecmp", "pinning", "qp", "spray", "adaptive")
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def hash64(*keys: np.ndarray | int) -> np.ndarray:
+def hash64(*keys: np.ndarray | int | np.integer) -> np.ndarray:
     """Deterministic 64-bit mix of integer arrays (splitmix64 finaliser over a running combination).
 
     Uniform enough for ECMP studies (Steele, Lea & Flood, "Fast splittable pseudorandom number generators",
     OOPSLA 2014). Returns uint64 array.
     """
     with np.errstate(over="ignore"):
-        h = np.uint64(0x9E3779B97F4A7C15)
+        h: np.uint64 | np.ndarray = np.uint64(0x9E3779B97F4A7C15)
         for k in keys:
             x = np.asarray(k).astype(np.uint64)
             h = (h ^ x) * np.uint64(0xBF58476D1CE4E5B9)
@@ -214,7 +214,7 @@ def route(
     cols = np.arange(ncol)
     w_bytes = (np.ones(n) if bytes_ is None else np.asarray(bytes_, float))[parent] * share
     same_dom = (s // spec.domain_gpus) == (d // spec.domain_gpus)
-    has_su = topo.gpu_up.size and topo.gpu_up[0] >= 0
+    has_su = bool(topo.gpu_up.size and topo.gpu_up[0] >= 0)
     if same_dom.any():
         if not has_su:
             raise NoRoute(f"no scale-up path between GPU {int(s[same_dom][0])} and GPU {int(d[same_dom][0])}")
@@ -227,7 +227,8 @@ def route(
     if x.size:
         if topo.shape is None:
             raise NoRoute(
-                f"GPU {int(s[x[0]])} and GPU {int(d[x[0]])} are in different domains and there is no scale-out network"
+                f"GPU {int(s[x[0]])} and GPU {int(d[x[0]])} are in different domains and there is no "
+                "scale-out network"
             )
         pxn_sub = np.broadcast_to(np.asarray(pxn, dtype=bool), (n,))[parent]
         _route_scale_out(
@@ -241,7 +242,8 @@ def _check_alive(alive: np.ndarray, links: np.ndarray, s: np.ndarray, d: np.ndar
     if dead.any():
         i = int(np.nonzero(dead)[0][0])
         raise NoRoute(
-            f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: link {int(links[i])} has failed and has no alternative"
+            f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: link {int(links[i])} has failed and has no "
+            "alternative"
         )
 
 
@@ -382,7 +384,8 @@ def _route_between_leaves(
     if none.any():
         i = int(np.nonzero(none)[0][0])
         raise NoRoute(
-            f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: every equal-cost path through the spines has a failed link"
+            f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: every equal-cost path through the spines has a "
+            "failed link"
         )
     if policy == "spray":
         wj = viable / viable.sum(axis=1, keepdims=True) * pw[:, None]  # (m, u1)
@@ -524,8 +527,8 @@ def _route_cross_pod(
     core_d = topo.spine_uplink_core[spd]
     dnl = topo.spine_downlinks[plane[:, None], spd[:, None], np.arange(u2)[None, :]]
     reach = np.zeros((m, u2), bool)
-    for j2 in range(u2):
-        reach |= (core == core_d[:, j2 : j2 + 1]) & alive[dnl[:, j2]][:, None]
+    for k in range(u2):
+        reach |= (core == core_d[:, k : k + 1]) & alive[dnl[:, k]][:, None]
     viable = alive[upl] & reach
     h2 = slot_d.astype(np.uint64) if policy == "pinning" else hash64(base_h, sw_seed(4))
     j2 = _pick(viable, h2)
