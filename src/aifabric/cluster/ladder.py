@@ -68,7 +68,8 @@ def bandwidth_ladder(spec: ClusterSpec) -> list[LadderRung]:
                 "scale-up",
                 spec.scaleup_line_rate_bytes_per_s * 2,
                 "bidirectional",
-                f"domain of {spec.domain_gpus}; NCCL reaches {format_bandwidth(spec.scaleup_effective_bytes_per_s)} per direction",
+                f"domain of {spec.domain_gpus}; NCCL reaches "
+                f"{format_bandwidth(spec.scaleup_effective_bytes_per_s)} per direction",
             )
         )
     if acc.dcn_bandwidth_bytes_per_s:

@@ -84,8 +84,8 @@ def place_jobs(
         pool = rng.permutation(spec.n_nodes)[:total]
         start = 0
         for n in job_nodes:
-            mine = pool[start : start + n]
-            per_job.append(np.sort(mine) if policy == "fragmented" else mine)
+            block = pool[start : start + n]
+            per_job.append(np.sort(block) if policy == "fragmented" else block)
             start += n
     else:
         z = _zone_nodes(topo)
@@ -93,14 +93,15 @@ def place_jobs(
         zones = [list(range(k * z, min((k + 1) * z, spec.n_nodes))) for k in range(n_zones)]
         if policy == "spread":
             for n in job_nodes:
-                mine = []
+                spread: list[int] = []
                 k = 0
-                while len(mine) < n:
+                while len(spread) < n:
                     if zones[k % n_zones]:
-                        mine.append(zones[k % n_zones].pop(0))
+                        spread.append(zones[k % n_zones].pop(0))
                     k += 1
-                per_job.append(np.array(mine))
+                per_job.append(np.array(spread))
         else:
+            packed: list[tuple[int, np.ndarray]] = []  # (job index, its nodes), biggest job first
             for n in sorted(range(len(job_nodes)), key=lambda i: -job_nodes[i]):
                 need = job_nodes[n]
                 # smallest zone that fits, else fill the emptiest zones in order
@@ -116,7 +117,7 @@ def place_jobs(
                         zones[k] = zones[k][take:]
                         if len(mine) == need:
                             break
-                per_job.append((n, np.array(sorted(mine))))  # type: ignore[arg-type]
-            per_job = [arr for _, arr in sorted(per_job, key=lambda t: t[0])]  # type: ignore[index]
+                packed.append((n, np.array(sorted(mine))))
+            per_job = [arr for _, arr in sorted(packed, key=lambda t: t[0])]
     g = spec.gpus_per_node
     return [(nd[:, None] * g + np.arange(g)[None, :]).ravel() for nd in per_job]

@@ -249,7 +249,8 @@ class ClusterSpec(_Strict):
                 )
         elif n_gpus > dom:
             raise ValueError(
-                f"scale_out is null but the {n_gpus} GPUs span {n_gpus // dom} scale-up domains: they could not talk"
+                f"scale_out is null but the {n_gpus} GPUs span {n_gpus // dom} scale-up domains: they "
+                "could not talk"
             )
         return self
 

@@ -122,7 +122,8 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     radix = so.radix or int(sw.ports * sw.port_speed_bytes_per_s // link_bps)
     if radix < 4:
         raise ConfigError(
-            f"scale_out.switch: {so.switch!r} has too few ports at {link_bps * 8 / 1e9:g} Gb/s per link (radix {radix})"
+            f"scale_out.switch: {so.switch!r} has too few ports at {link_bps * 8 / 1e9:g} Gb/s per link "
+            f"(radix {radix})"
         )
     os = list(so.oversubscription) + [1.0] * 3
     rails = (so.rails or spec.gpus_per_node) if so.rail_optimized else 1
@@ -194,7 +195,8 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     n_pods = math.ceil(n_leaves / leaves_per_pod)
     if n_pods > radix:
         raise ConfigError(
-            f"scale_out.tiers: {n_gpus} GPUs need {n_pods} pods, more than a three-tier Clos of radix {radix} connects"
+            f"scale_out.tiers: {n_gpus} GPUs need {n_pods} pods, more than a three-tier Clos of radix "
+            f"{radix} connects"
         )
     if n_pods == 1 and n_leaves < leaves_per_pod:
         # a single, partly filled pod: only as many spines as its leaves' uplinks need
@@ -341,7 +343,8 @@ class Topology:
 
     @cached_property
     def cable_counts(self) -> dict[str, int]:
-        """Scale-out cables per tier (each a full-duplex link): ``nic-leaf``, ``leaf-spine``, ``spine-core``."""
+        """Scale-out cables per tier (each a full-duplex link): ``nic-leaf``, ``leaf-spine``,
+        ``spine-core``."""
         out = {}
         for tier in (1, 2, 3):
             out[TIER_NAMES[tier]] = int(np.count_nonzero(self.link_tier == tier)) // 2
