@@ -16,7 +16,8 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(
     name="aifabric",
-    help="Model, simulate and plan the networks of AI clusters. Exit codes: 0 ok, 2 bad input, 1 internal error.",
+    help="Model, simulate and plan the networks of AI clusters. Exit codes: 0 ok, 2 bad input, 1 internal "
+    "error.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -23,7 +23,7 @@ def list_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """List the built-in cluster presets: accelerators, count, scale-up domain size."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in list_presets():
         spec = resolve_cluster(name)
         rows.append(
@@ -111,9 +111,11 @@ def show(
     )
     if s.tiers:
         console.print(
-            f"scale-out: {s.tiers}-tier {'rail-optimised ' if spec.scale_out and spec.scale_out.rail_optimized else ''}"
-            f"Clos, {s.planes} plane(s), oversubscription (down:up) {', '.join(f'{x:g}:1' for x in s.oversubscription)}; "
-            f"bisection {s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
+            f"scale-out: {s.tiers}-tier "
+            f"{'rail-optimised ' if spec.scale_out and spec.scale_out.rail_optimized else ''}Clos, "
+            f"{s.planes} plane(s), oversubscription (down:up) "
+            f"{', '.join(f'{x:g}:1' for x in s.oversubscription)}; bisection "
+            f"{s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
             f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s)"
         )
     if not s.inventory.lines:

@@ -43,7 +43,8 @@ def _sizes(size: str | None, min_size: str | None, max_size: str | None, factor:
         s *= factor
         if len(out) > MAX_SWEEP_ROWS:
             raise ValueError(
-                f"--max: the sweep from {min_size} to {max_size} by x{factor} has more than {MAX_SWEEP_ROWS} sizes"
+                f"--max: the sweep from {min_size} to {max_size} by x{factor} has more than "
+                f"{MAX_SWEEP_ROWS} sizes"
             )
     return out
 
@@ -78,7 +79,8 @@ def collective(
         str | None,
         typer.Option(
             "--algo",
-            help="Force an algorithm (ring, tree, nvls, nvls_tree, hierarchical, flat_ring, direct, chain, p2p)",
+            help="Force an algorithm (ring, tree, nvls, nvls_tree, hierarchical, flat_ring, direct, chain, "
+            "p2p)",
         ),
     ] = None,
     proto: Annotated[str | None, typer.Option("--proto", help="Force a protocol (LL, LL128, Simple)")] = None,
@@ -145,8 +147,8 @@ def collective(
         else "vendor scale-up figures used as per-GPU rates (both directions added)"
     )
     console.print(
-        f"[bold]{r0.op}[/] on {spec.name}: {comm.n_ranks} ranks, {comm.n_domains} scale-up domain(s) of up to "
-        f"{comm.ranks_per_domain}; engine {r0.engine}; {conv_text}; "
+        f"[bold]{r0.op}[/] on {spec.name}: {comm.n_ranks} ranks, {comm.n_domains} scale-up domain(s) of up "
+        f"to {comm.ranks_per_domain}; engine {r0.engine}; {conv_text}; "
         + (
             "ICI links at the documented rate, one hop latency per ring step"
             if spec.scale_up.kind == "torus"
@@ -155,8 +157,9 @@ def collective(
     )
     if cal is not None:
         console.print(
-            f"calibration {cal.name!r} applied: scale-up x{cal.intra_scale:.3f}, scale-out x{cal.inter_scale:.3f}, "
-            f"latency x{cal.latency_scale:.3f}, +{cal.extra_inter_latency_s * 1e6:.2f} us per network hop"
+            f"calibration {cal.name!r} applied: scale-up x{cal.intra_scale:.3f}, scale-out "
+            f"x{cal.inter_scale:.3f}, latency x{cal.latency_scale:.3f}, "
+            f"+{cal.extra_inter_latency_s * 1e6:.2f} us per network hop"
         )
     if len(results) == 1:
         r = r0

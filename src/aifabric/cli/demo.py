@@ -43,18 +43,19 @@ def demo(
     h = rows[3]
     speedup = rows[3].lesson_s / rows[4].lesson_s
     console.print(
-        f"Try 1: ConnectX-9 makes the hierarchical all-reduce {speedup:.2f}x faster under the lesson's convention "
-        f"({rows[3].lesson_s:.2f} -> {rows[4].lesson_s:.2f} s)."
+        f"Try 1: ConnectX-9 makes the hierarchical all-reduce {speedup:.2f}x faster under the lesson's "
+        f"convention ({rows[3].lesson_s:.2f} -> {rows[4].lesson_s:.2f} s)."
     )
     console.print(
-        "Conventions: the lesson divides by NVLink's 900 GB/s, which adds both directions. A ring sends and "
-        "receives at once, so each direction carries 450 GB/s: under the per-direction convention (the default) "
-        f"every NVLink term doubles ({h.parts_lesson[0]:.2f} -> {h.parts_per_direction[0]:.2f} s) while NIC terms, "
-        "already quoted per direction (800 Gb/s = 100 GB/s), stay. The NVL72 rows use a real GB200 NVL72 in those "
-        "columns: NVLink 5 carries 900 GB/s per direction, the lesson's figure, so its NVL72 times hold. "
-        "NCCL-effective adds what real machines lose: NVLink at NCCL's per-link constants (370.8 GB/s on H100, "
-        "721.8 on GB200), NIC payload efficiency, latencies."
+        "Conventions: the lesson divides by NVLink's 900 GB/s, which adds both directions. A ring sends "
+        "and receives at once, so each direction carries 450 GB/s: under the per-direction convention (the "
+        f"default) every NVLink term doubles ({h.parts_lesson[0]:.2f} -> {h.parts_per_direction[0]:.2f} s) "
+        "while NIC terms, already quoted per direction (800 Gb/s = 100 GB/s), stay. The NVL72 rows use a "
+        "real GB200 NVL72 in those columns: NVLink 5 carries 900 GB/s per direction, the lesson's figure, "
+        "so its NVL72 times hold. NCCL-effective adds what real machines lose: NVLink at NCCL's per-link "
+        "constants (370.8 GB/s on H100, 721.8 on GB200), NIC payload efficiency, latencies."
     )
     console.print(
-        "Try 3: run 'aifabric inspect <file with nvidia-smi topo -m output>' to see NVLink pairs and the nearest NIC per GPU."
+        "Try 3: run 'aifabric inspect <file with nvidia-smi topo -m output>' to see NVLink pairs and the "
+        "nearest NIC per GPU."
     )

@@ -31,7 +31,8 @@ def fabric(
     traffic: Annotated[
         str,
         typer.Argument(
-            help=f"A collective ({', '.join(c.value for c in Collective)}) or a pattern ({', '.join(PATTERNS)})"
+            help=f"A collective ({', '.join(c.value for c in Collective)}) or a pattern "
+            f"({', '.join(PATTERNS)})"
         ),
     ] = "all_reduce",
     cluster: Annotated[
@@ -86,7 +87,8 @@ def fabric(
     spec = resolve_cluster(cluster, nodes=nodes)
     if spec.scale_up.kind == "torus":
         raise ValueError(
-            f"--cluster: {spec.name} is a torus (TPU ICI); the links/flow engines model switched Clos fabrics only"
+            f"--cluster: {spec.name} is a torus (TPU ICI); the links/flow engines model switched Clos "
+            "fabrics only"
         )
     topo = build_topology(spec)
     n_job = job_nodes or spec.n_nodes // jobs
@@ -166,9 +168,10 @@ def fabric(
         return
     size_text = f"{format_bytes(s)} {'per flow' if traffic in PATTERNS else '(nccl-tests size)'}"
     console.print(
-        f"[bold]{traffic}[/] of {size_text} on {spec.name} ({spec.n_gpus} GPUs): {jobs} job(s) of {n_job} nodes, placement "
-        f"{placement}; engine {engine}, routing {routing}{f' ({qps} QPs)' if routing == 'qp' else ''}, seed {seed}"
-        + (f"; {res.failed_links} directed links failed" if res.failed_links else "")
+        f"[bold]{traffic}[/] of {size_text} on {spec.name} ({spec.n_gpus} GPUs): {jobs} job(s) of {n_job} "
+        f"nodes, placement {placement}; engine {engine}, routing "
+        f"{routing}{f' ({qps} QPs)' if routing == 'qp' else ''}, seed "
+        f"{seed}" + (f"; {res.failed_links} directed links failed" if res.failed_links else "")
     )
     per_job = (
         float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()])) if res.job_time_s else 1.0
@@ -180,7 +183,8 @@ def fabric(
     )
     if len(plans) > 1 and engine == "flow":
         console.print(
-            "several jobs: each job's repeated steps run as one fluid transfer (see simulate_plans merge_repeats)"
+            "several jobs: each job's repeated steps run as one fluid transfer (see simulate_plans "
+            "merge_repeats)"
         )
     t = Table(show_edge=False)
     for col in (
@@ -190,8 +194,8 @@ def fabric(
         "busbw per rank (GB/s)" if traffic not in PATTERNS else "GB/s per GPU",
     ):
         t.add_column(col, justify="right")
-    for j, n, tt, b in rows:
-        t.add_row(j, str(n), f"{tt * 1e3:.3f}", f"{b / 1e9:.2f}")
+    for job, n, tt, b in rows:
+        t.add_row(job, str(n), f"{tt * 1e3:.3f}", f"{b / 1e9:.2f}")
     console.print(t)
     console.print(
         "utilisation per tier, over links that carried traffic (the heatmap's means count every link): "

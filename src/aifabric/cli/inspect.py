@@ -1,4 +1,5 @@
-"""``aifabric inspect``, ``aifabric nccl-tests compare`` and ``aifabric calibrate``: measurements in, model out.
+"""``aifabric inspect``, ``aifabric nccl-tests compare`` and ``aifabric calibrate``: measurements in, model
+out.
 
 Exit codes: 0 success; 2 bad input (unreadable or malformed file, unknown collective, bad option), with one
 line on stderr naming the file and line; 1 an internal error.
@@ -78,7 +79,7 @@ def _writing(option: str, path: Path) -> Iterator[None]:
         raise ValueError(f"{option}: cannot write {str(path)!r}: {err.strerror}") from err
 
 
-# -- inspect ------------------------------------------------------------------------------------------------------
+# -- inspect -------------------------------------------------------------------------------------------------
 
 
 @handle_errors
@@ -89,7 +90,8 @@ def inspect(
     gpu: Annotated[
         str | None,
         typer.Option(
-            help="Accelerator catalogue key (h100-sxm, h200-sxm, b200, gb200, a100-sxm-80gb, v100-pcie-32gb); default: guessed from the input, else h100-sxm"
+            help="Accelerator catalogue key (h100-sxm, h200-sxm, b200, gb200, a100-sxm-80gb, "
+            "v100-pcie-32gb); default: guessed from the input, else h100-sxm"
         ),
     ] = None,
     nic_speed: Annotated[
@@ -104,7 +106,8 @@ def inspect(
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
-    """What a machine is: NVLink groups, nearest NICs and GPUDirect RDMA, NUMA, a node ClusterSpec, and the busbw it should reach.
+    """What a machine is: NVLink groups, nearest NICs and GPUDirect RDMA, NUMA, a node ClusterSpec, and the
+    busbw it should reach.
 
     Reads `nvidia-smi topo -m` text or an NCCL topology XML (detected). GPUDirect RDMA is judged per GPU-NIC
     pair from the path: PIX/PXB good; PHB/NODE/SYS degrade it (NCCL_NET_GDR_LEVEL defaults to PXB). Expected
@@ -133,9 +136,10 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
     origin = {"--gpu": "given", "the file": "from the file", "the layout": "guessed from the layout",
               "default": "assumed"}.get(node.accelerator_source, "")  # fmt: skip
     console.print(
-        f"[bold]{escape(lay.source or 'node')}[/] ({what}, line {lay.line}): {len(lay.gpus)} GPUs, {len(lay.nics)} NICs; "
-        f"modelled as {node.accelerator}{f' ({origin})' if origin else ''} with "
-        f"{node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NICs{' (assumed)' if node.nic_speed_assumed else ''}"
+        f"[bold]{escape(lay.source or 'node')}[/] ({what}, line {lay.line}): {len(lay.gpus)} GPUs, "
+        f"{len(lay.nics)} NICs; modelled as {node.accelerator}{f' ({origin})' if origin else ''} with "
+        f"{node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s "
+        f"NICs{' (assumed)' if node.nic_speed_assumed else ''}"
     )
     if not node.nvlink_groups:
         console.print("NVLink: none in the input")
@@ -181,8 +185,8 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
         console.print(f"  {e.label}: {_gbps(e.busbw_bytes_per_s)} GB/s ({e.algorithm}/{e.protocol})")
     if node.rail_cap_bytes_per_s is not None:
         console.print(
-            f"  (across nodes: each rail is capped at {node.rail_cap_bytes_per_s / 1e9:.0f} GB/s by its GPU-NIC PCIe "
-            f"path, {node.rail_cap_link}; NCCL's model: width x per-lane speed / 80)"
+            f"  (across nodes: each rail is capped at {node.rail_cap_bytes_per_s / 1e9:.0f} GB/s by its "
+            f"GPU-NIC PCIe path, {node.rail_cap_link}; NCCL's model: width x per-lane speed / 80)"
         )
     if node.network_factor < 1.0:
         console.print(
@@ -190,8 +194,8 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
         )
     if node.nic_speed_assumed and len(node.expected) > 1:
         console.print(
-            f"  (the across-node figures assume {node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NICs: the input does "
-            "not give their speed; use --nic-speed)"
+            f"  (the across-node figures assume {node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NICs: the "
+            "input does not give their speed; use --nic-speed)"
         )
     for w in node.warnings:
         console.print(f"[yellow]warning[/] ({w.code}): {escape(w.message)}", highlight=False)
@@ -199,7 +203,7 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
         console.print(f"assumed: {escape(a)}", highlight=False)
 
 
-# -- nccl-tests compare ---------------------------------------------------------------------------------------------
+# -- nccl-tests compare --------------------------------------------------------------------------------------
 
 nccl_tests_app = typer.Typer(
     help="Read nccl-tests logs (all_reduce_perf ...): compare them with the model.",
@@ -278,9 +282,10 @@ def compare(
         check_plot_path(plot, "--plot")
     text, source = read_log(log)
     result = compare_nccl_tests(
-        text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed, tables=table, collective=collective,
-        algorithm=algo.value if algo else None, protocol=proto.value if proto else None, no_nvls=no_nvls, calibration=_calibration(calibration),
-        threshold=threshold, place=place.value.replace("-", "_"),
+        text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed, tables=table,
+        collective=collective, algorithm=algo.value if algo else None,
+        protocol=proto.value if proto else None, no_nvls=no_nvls,
+        calibration=_calibration(calibration), threshold=threshold, place=place.value.replace("-", "_"),
     )  # fmt: skip
     if plot is not None:
         from aifabric.report.nccl_plot import plot_comparisons
@@ -297,10 +302,10 @@ def compare(
 
 def _settings_text(comp: TableComparison) -> str:
     s = comp.settings
-    parts = [f"{k}={v}" for k, v in s.env.items() if k in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_CTAS",
-                                                           "NCCL_IB_QPS_PER_CONNECTION", "NCCL_NET_GDR_LEVEL",
-                                                           "NCCL_TOPO_FILE", "NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE",
-                                                           "NCCL_IB_DISABLE")]  # fmt: skip
+    shown = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_CTAS", "NCCL_IB_QPS_PER_CONNECTION",
+             "NCCL_NET_GDR_LEVEL", "NCCL_TOPO_FILE", "NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE",
+             "NCCL_IB_DISABLE")  # fmt: skip
+    parts = [f"{k}={v}" for k, v in s.env.items() if k in shown]
     mapped = "; ".join(s.notes)
     return (", ".join(parts) or "NCCL defaults") + (f" ({mapped})" if mapped else "")
 
@@ -319,8 +324,10 @@ def _render_table(comp: TableComparison) -> None:
         facts.append(t.gpu_name)
     if t.nccl_version:
         facts.append(f"NCCL {t.nccl_version}")
-    console.print(f"  {escape(', '.join(facts))}; model: {escape(comp.spec.name)}"
-                  + (f", calibration {escape(comp.calibration.name)}" if comp.calibration is not None else ""), highlight=False)  # fmt: skip
+    calibration = f", calibration {escape(comp.calibration.name)}" if comp.calibration is not None else ""
+    console.print(
+        f"  {escape(', '.join(facts))}; model: {escape(comp.spec.name)}{calibration}", highlight=False
+    )
     console.print(f"  settings: {escape(_settings_text(comp))}", highlight=False)
     for a in comp.assumptions:
         console.print(f"  assumed: {escape(a)}", highlight=False)
@@ -340,12 +347,13 @@ def _render_table(comp: TableComparison) -> None:
         mark = "[red]FLAG[/]" if r.flagged else ("note" if r.notes else "")
         tab.add_row(_size(r.size_bytes), f"{r.measured_time_s * 1e6:.2f}", f"{r.predicted.time_s * 1e6:.2f}",
                     _gbps(r.measured_busbw_bytes_per_s), _gbps(r.predicted_busbw_bytes_per_s),
-                    f"{r.deviation:+.1%}", f"{r.predicted.algorithm}/{r.predicted.protocol}", mark)  # fmt: skip
+                    f"{r.deviation:+.1%}", f"{r.predicted.algorithm}/{r.predicted.protocol}",
+                    mark)  # fmt: skip
     console.print(tab)
     big = comp.large_rows
     console.print(
-        f"  large messages ({_ranges(big)}): measured {_gbps(big[-1].measured_busbw_bytes_per_s)} vs predicted "
-        f"{_gbps(big[-1].predicted_busbw_bytes_per_s)} GB/s at {_size(big[-1].size_bytes)}; "
+        f"  large messages ({_ranges(big)}): measured {_gbps(big[-1].measured_busbw_bytes_per_s)} vs "
+        f"predicted {_gbps(big[-1].predicted_busbw_bytes_per_s)} GB/s at {_size(big[-1].size_bytes)}; "
         f"median deviation {comp.large_deviation:+.1%}",
         highlight=False,
     )
@@ -355,8 +363,8 @@ def _render_table(comp: TableComparison) -> None:
         which = sizes[0] if len(sizes) == 1 else f"{sizes[0]} .. {sizes[-1]}"
         where = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}"
         console.print(
-            f"  [yellow]not compared[/]: {len(sizes)} row(s) with time 0 ({which}, {where}): nccl-tests printed no "
-            f"usable {comp.place.replace('_', '-')} time for them",
+            f"  [yellow]not compared[/]: {len(sizes)} row(s) with time 0 ({which}, {where}): nccl-tests "
+            f"printed no usable {comp.place.replace('_', '-')} time for them",
             highlight=False,
         )
     by_cause: dict[str, list] = {}
@@ -389,7 +397,7 @@ def _render_comparison(result: NcclTestsComparison) -> None:
         console.print(f"Table {index} (line {line}) skipped: {escape(why)}")
 
 
-# -- calibrate ------------------------------------------------------------------------------------------------------------
+# -- calibrate -----------------------------------------------------------------------------------------------
 
 
 @handle_errors
@@ -432,7 +440,8 @@ def calibrate(
     name: Annotated[str | None, typer.Option(help="Name of the profile")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
-    """Fit a calibration profile (bandwidth scales per tier, latency scale, extra network latency) to nccl-tests logs.
+    """Fit a calibration profile (bandwidth scales per tier, latency scale, extra network latency) to
+    nccl-tests logs.
 
     Bounded least squares on the log of the time ratio of every row (scipy least_squares), robust to a few
     odd rows; one-off outliers are left out. The profile is YAML for `aifabric collective --calibration FILE`
@@ -447,8 +456,9 @@ def calibrate(
     comparisons: list[TableComparison] = []
     for log in logs:
         text, source = read_log(log)
-        result = compare_nccl_tests(text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed, tables=table,
-                                    collective=collective, place=place.value.replace("-", "_"))  # fmt: skip
+        result = compare_nccl_tests(text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed,
+                                    tables=table, collective=collective,
+                                    place=place.value.replace("-", "_"))  # fmt: skip
         comparisons.extend(result.tables)
     fit = fit_calibration(
         comparisons, min_size_bytes=lo, max_size_bytes=hi, name=name or _default_name(comparisons)
@@ -464,7 +474,8 @@ def calibrate(
     console.print("  " + ", ".join(_knob_text(fit, k) for k in PARAMETERS), highlight=False)
     held = fit.rms_held_out
     console.print(
-        f"  residual RMS ln(model/measured): {fit.rms_fit:.3f} over {sum(r.used for r in fit.rows)} fitted rows"
+        f"  residual RMS ln(model/measured): {fit.rms_fit:.3f} over {sum(r.used for r in fit.rows)} fitted "
+        "rows"
         + (
             f", {held:.3f} over {sum(r.reason == 'held out' for r in fit.rows)} held-out rows"
             if held is not None

@@ -57,5 +57,6 @@ def sweep(
         bar.advance(task, len(done_keys(out) & {p.key for p in spec.points()}))
         ran, skipped = run_sweep(spec, out, workers=workers, shard=shard, n_shards=shards, on_result=tick)
     console.print(
-        f"{ran} point(s) evaluated, {skipped} already in {out} (resumed); {errors} with errors; results in {out}"
+        f"{ran} point(s) evaluated, {skipped} already in {out} (resumed); {errors} with errors; results in "
+        f"{out}"
     )

@@ -16,7 +16,7 @@ from rich.table import Table
 from aifabric.cli.common import console, emit_json, handle_errors
 from aifabric.collectives.api import resolve_cluster
 from aifabric.errors import ConfigError
-from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout
+from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
 from aifabric.training.models import get_model
 from aifabric.training.planner import PlanResult, compare
 from aifabric.training.planner import plan as plan_layouts
@@ -60,7 +60,8 @@ PlotOpt = Annotated[
     Path | None,
     typer.Option(
         "--plot",
-        help="Write a stacked-bar chart of the step-time breakdown (.png, .pdf or .svg; parent folders are created)",
+        help="Write a stacked-bar chart of the step-time breakdown (.png, .pdf or .svg; parent folders are "
+        "created)",
     ),
 ]
 
@@ -129,7 +130,8 @@ def train(
         ParallelLayout(tp=tp, cp=cp).validate(spec_model)
         if spec.n_gpus % (tp * pp * cp):
             raise ConfigError(
-                f"tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} does not divide the {spec.n_gpus} GPUs of the cluster"
+                f"tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} does not divide the {spec.n_gpus} "
+                "GPUs of the cluster"
             )
         dp = spec.n_gpus // (tp * pp * cp)
     layout = ParallelLayout(
@@ -141,7 +143,7 @@ def train(
         virtual_pipeline_stages=vp,
         microbatch_size=microbatch,
         global_batch_size=global_batch,
-        recompute=recompute.value,
+        recompute=Recompute.parse(recompute.value),
         zero_stage=zero,
         sequence_parallel=sequence_parallel and tp > 1,
         order=order,
@@ -160,8 +162,8 @@ def train(
 def _print_step(st: StepTime) -> None:
     console.print(f"[bold]{st.model}[/] on {st.n_gpus} GPUs of {st.cluster}: {st.layout.describe()}")
     console.print(
-        f"step {st.step_s:.3f} s, {st.tokens_per_s:,.0f} tokens/s, {st.achieved_flops_per_gpu / 1e12:.1f} TFLOP/s "
-        f"per GPU (hardware FLOPs), MFU {st.mfu:.1%}, {st.n_microbatches} microbatches, bubble "
+        f"step {st.step_s:.3f} s, {st.tokens_per_s:,.0f} tokens/s, {st.achieved_flops_per_gpu / 1e12:.1f} "
+        f"TFLOP/s per GPU (hardware FLOPs), MFU {st.mfu:.1%}, {st.n_microbatches} microbatches, bubble "
         f"{st.bubble_fraction:.1%}"
     )
     t = Table(title="Critical path per step", show_edge=False)
@@ -250,7 +252,9 @@ def plan(
         check_plot_path(plot, "--plot")
     sm = StepModel(spec_model, spec, options=_options(flash_attention, overlap_grad_reduce))
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
-    res = plan_layouts(spec_model, spec, global_batch, top=top, step_model=sm, **forced)
+    res = plan_layouts(
+        spec_model, spec, global_batch, top=top, step_model=sm, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep
+    )
     comparison = None
     if forced:
         free = plan_layouts(spec_model, spec, global_batch, top=1, step_model=sm)
