@@ -1,4 +1,5 @@
-"""Measured nccl-tests tables against the formula engine: what the log says, what the model says, and why they differ.
+"""Measured nccl-tests tables against the formula engine: what the log says, what the model says, and why they
+differ.
 
 For every table of a log, :func:`compare_nccl_tests` works out
 
@@ -79,17 +80,17 @@ _OPS: dict[str, str | None] = {
 #: JSON use them); texts cite the source.
 CAUSES: dict[str, str] = {
     "outlier": (
-        "one-off outlier: out-of-place and in-place times differ by more than 1.5x at this size; a warm-up or "
-        "first-call artefact, not the fabric (seen at 8 B and 256 B in NVIDIA/nccl-tests #309)"
+        "one-off outlier: out-of-place and in-place times differ by more than 1.5x at this size; a warm-up "
+        "or first-call artefact, not the fabric (seen at 8 B and 256 B in NVIDIA/nccl-tests #309)"
     ),
     "dip": (
-        "isolated mid-size dip: the sizes on both sides agree with the model far better; NCCL's tuner switching "
-        "algorithm or protocol at this size, or a warm-up artefact (8 MB rows in NVIDIA/nccl-tests #309); do "
-        "not fit it"
+        "isolated mid-size dip: the sizes on both sides agree with the model far better; NCCL's tuner "
+        "switching algorithm or protocol at this size, or a warm-up artefact (8 MB rows in "
+        "NVIDIA/nccl-tests #309); do not fit it"
     ),
     "latency_net": (
-        "per-operation latency above NCCL's model: a network plugin or socket transport (GCP TCPXO ~123 us for "
-        "an 8 B all_reduce, dstackai/dstack GCP example; the gIB plugin ~250-300 us at 1-64 KB, "
+        "per-operation latency above NCCL's model: a network plugin or socket transport (GCP TCPXO ~123 us "
+        "for an 8 B all_reduce, dstackai/dstack GCP example; the gIB plugin ~250-300 us at 1-64 KB, "
         "kubernetes-sigs/dranet GKE RDMA guide), proxy-thread or CPU placement, or launch overhead"
     ),
     "latency_model": (
@@ -135,9 +136,9 @@ CAUSES: dict[str, str] = {
         "(NCCL_P2P_DISABLE/NCCL_P2P_LEVEL), or NVLink traffic sharing the GPUs with other work"
     ),
     "pcie_root": (
-        "PCIe-only node: busbw is bounded by what the CPU root complex forwards (9-11 GB/s for 4 x V100 Gen3, "
-        "rcgsheffield/sheffield_hpc Bessemer CUDA page; NCCL maintainer in NVIDIA/nccl #1639) and by P2P "
-        "settings (NCCL_P2P_LEVEL, NCCL_P2P_DISABLE, ACS)"
+        "PCIe-only node: busbw is bounded by what the CPU root complex forwards (9-11 GB/s for 4 x V100 "
+        "Gen3, rcgsheffield/sheffield_hpc Bessemer CUDA page; NCCL maintainer in NVIDIA/nccl #1639) and by "
+        "P2P settings (NCCL_P2P_LEVEL, NCCL_P2P_DISABLE, ACS)"
     ),
 }
 #: Measured/predicted busbw ratios our sources report for each multi-node plateau cause: (lowest, highest,
@@ -153,9 +154,9 @@ _SHORTFALL: dict[str, tuple[float, float, float]] = {
 #: Notes on rows that are not faults.
 NOTES: dict[str, str] = {
     "two_node_tree": (
-        "exactly 2 nodes: Tree/NVLSTree busbw can exceed the network limit ({limit:.0f} GB/s here); it is the "
-        "ideal case for trees, not the fabric's figure; use NCCL_ALGO=Ring to measure the fabric "
-        "(NCCL maintainer, NVIDIA/nccl-tests #309, #196)"
+        "exactly 2 nodes: Tree/NVLSTree busbw can exceed the network limit ({limit:.0f} GB/s here); it is "
+        "the ideal case for trees, not the fabric's figure; use NCCL_ALGO=Ring to measure the fabric (NCCL "
+        "maintainer, NVIDIA/nccl-tests #309, #196)"
     ),
     "above": "measured above the model by more than the threshold",
 }
@@ -181,7 +182,7 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
     return text
 
 
-# -- reading a log --------------------------------------------------------------------------------------------
+# -- reading a log -------------------------------------------------------------------------------------------
 
 
 def read_log(path: str | Path) -> tuple[str, str]:
@@ -211,7 +212,7 @@ def read_log(path: str | Path) -> tuple[str, str]:
         ) from err
 
 
-# -- one row ------------------------------------------------------------------------------------------------------
+# -- one row -------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -288,7 +289,7 @@ class RowComparison:
         }
 
 
-# -- one table ----------------------------------------------------------------------------------------------------
+# -- one table -----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -645,8 +646,8 @@ def compare_table(
                 _row_notes(cmp_row, ctx),
             )  # fmt: skip
         )
-    return TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(final), place, threshold,
-                           calibration, tuple(dropped))  # fmt: skip
+    return TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(final), place,
+                           threshold, calibration, tuple(dropped))  # fmt: skip
 
 
 def _engine_op(table: PerfTable) -> str:
@@ -668,7 +669,7 @@ def _engine_op(table: PerfTable) -> str:
     return Collective.parse(op).value
 
 
-# -- the front door -------------------------------------------------------------------------------------------------
+# -- the front door ------------------------------------------------------------------------------------------
 
 
 def _regions(lines: list[str], tables: Sequence[PerfTable]) -> list[tuple[int, int]]:
@@ -706,7 +707,8 @@ def compare_nccl_tests(
     source : str, optional
         File name, used in messages.
     cluster : ClusterSpec, str or Path, optional
-        The cluster (resized to each table's nodes); default: inferred from each table (:func:`infer_cluster`).
+        The cluster (resized to each table's nodes); default: inferred from each table
+        (:func:`infer_cluster`).
     gpu, nic_speed : str, optional
         For the inferred cluster: accelerator catalogue key and NIC speed per GPU.
     tables : sequence of int, optional
@@ -750,7 +752,7 @@ def compare_nccl_tests(
     >>> t = compare_nccl_tests(log, no_nvls=True).tables[0]
     >>> t.op, t.n_ranks, t.rows[0].predicted.algorithm, round(t.rows[0].deviation, 3)
     ('all_reduce', 2, 'ring', -0.017)
-    """
+    """  # noqa: E501  (verbatim nccl-tests rows in the doctest)
     text = nonempty_text(text, source, "the log is empty")
     try:
         parsed = parse_nccl_tests(text, source, collective=collective)

@@ -1,22 +1,23 @@
 """Fit a calibration profile to measured nccl-tests tables.
 
-The formula engine's tier model has four knobs a profile sets (:class:`~aifabric.discovery.calibrate.Calibration`):
-``intra_scale`` and ``inter_scale`` multiply the scale-up and scale-out bandwidths, ``latency_scale`` multiplies
-NCCL's latency constants and ``extra_inter_latency_s`` adds to every network hop. :func:`fit_calibration`
-chooses them by bounded non-linear least squares (``scipy.optimize.least_squares``) on the log of the time
-ratio of every row:
+The formula engine's tier model has four knobs a profile sets
+(:class:`~aifabric.discovery.calibrate.Calibration`): ``intra_scale`` and ``inter_scale`` multiply the
+scale-up and scale-out bandwidths, ``latency_scale`` multiplies NCCL's latency constants and
+``extra_inter_latency_s`` adds to every network hop. :func:`fit_calibration` chooses them by bounded
+non-linear least squares (``scipy.optimize.least_squares``) on the log of the time ratio of every row:
 
     r_i = ln( t_model(size_i; theta) / t_measured_i ),     theta = (ln s_intra, ln s_inter, ln s_lat, a_extra)
 
 Log-time residuals weigh a 25 us row and a 40 ms row alike, so one fit covers latency and bandwidth. Each
 residual is weighted by how clearly its row belongs to one regime, ``max(0.2, (2 s - 1)^2)`` with ``s`` the
 latency share of NCCL's model time: rows at the latency/bandwidth crossover, where the model is least right
-and a row can be matched by trading latency against bandwidth, count a fifth. A robust loss (``soft_l1``, scale 0.1, i.e. ~10 %) keeps a few poorly modelled rows from dragging the fit, and
-a weak prior pulls every knob towards NCCL's own constants (scales 1, no extra latency) with a width of a
-factor e (and 20 us): a knob the rows cannot see -- the NVLink scale on a NIC-bound ring, the latency on
-1 GB rows -- stays at NCCL's value instead of wandering to a bound. Rows that are one-off outliers
-(out-of-place and in-place more than 1.5x apart) or isolated dips are left out; a size window
-(``min_size_bytes``/``max_size_bytes``) holds the rest out so that the fit can be checked on them.
+and a row can be matched by trading latency against bandwidth, count a fifth. A robust loss (``soft_l1``,
+scale 0.1, i.e. ~10 %) keeps a few poorly modelled rows from dragging the fit, and a weak prior pulls every
+knob towards NCCL's own constants (scales 1, no extra latency) with a width of a factor e (and 20 us): a knob
+the rows cannot see -- the NVLink scale on a NIC-bound ring, the latency on 1 GB rows -- stays at NCCL's value
+instead of wandering to a bound. Rows that are one-off outliers (out-of-place and in-place more than 1.5x
+apart) or isolated dips are left out; a size window (``min_size_bytes``/``max_size_bytes``) holds the rest out
+so that the fit can be checked on them.
 
 After the fit, the information the rows carry on each knob (the sum of the squared sensitivities of the
 weighted residuals, Gauss-Newton) is compared with the prior's: below 5 % of it (:data:`DETERMINED_INFO`),
@@ -54,7 +55,8 @@ __all__ = [
 _BOUNDS_LOW = np.array([math.log(0.2), math.log(0.2), math.log(0.25), 0.0])
 _BOUNDS_HIGH = np.array([math.log(5.0), math.log(5.0), math.log(8.0), 200.0])
 _PRIOR_WIDTH = np.array([1.0, 1.0, 1.0, 20.0])  # ln-units for the scales, microseconds for the extra latency
-#: The knobs, in the order of the optimiser's vector, and the value each is kept at when the rows cannot see it.
+#: The knobs, in the order of the optimiser's vector, and the value each is kept at when the rows cannot see
+#: it.
 PARAMETERS: tuple[str, ...] = ("intra_scale", "inter_scale", "latency_scale", "extra_inter_latency_s")
 NEUTRAL: dict[str, float] = {
     "intra_scale": 1.0,
@@ -261,7 +263,8 @@ def _bytes(n: float) -> str:
 
 
 def size_window(min_size_bytes: float | None, max_size_bytes: float | None) -> str:
-    """A size window in words: ``"64 MiB and up"``, ``"up to 1 MiB"``, ``"1 KiB to 64 MiB"``; empty without one.
+    """A size window in words: ``"64 MiB and up"``, ``"up to 1 MiB"``, ``"1 KiB to 64 MiB"``; empty without
+    one.
 
     >>> size_window(64 * 2**20, None), size_window(None, 2**20), size_window(1024, 64 * 2**20)
     ('64 MiB and up', 'up to 1 MiB', '1 KiB to 64 MiB')

@@ -80,7 +80,8 @@ def accelerators_in_text(text: str) -> tuple[GpuMention, ...]:
 
     Examples
     --------
-    >>> [(m.key, m.line) for m in accelerators_in_text("8 x A100 40GB\\nthen NVIDIA H100 80GB HBM3 and A100 again")]
+    >>> text = "8 x A100 40GB\\nthen NVIDIA H100 80GB HBM3 and A100 again"
+    >>> [(m.key, m.line) for m in accelerators_in_text(text)]
     [('a100-sxm-80gb', 1), ('h100-sxm', 2)]
     """
     found: list[tuple[int, int, int, str | None, str]] = []  # (start, pattern order, end, key, written)
@@ -203,7 +204,8 @@ def infer_cluster(
             )
         if n_nodes and n_ranks != n_nodes * spec.gpus_per_node:
             notes.append(
-                f"the log ran {n_ranks} ranks on {n_nodes} nodes; {spec.name} has {spec.gpus_per_node} GPUs per node"
+                f"the log ran {n_ranks} ranks on {n_nodes} nodes; {spec.name} has {spec.gpus_per_node} "
+                "GPUs per node"
             )
         return spec, tuple(notes)
     if n_nodes is None:

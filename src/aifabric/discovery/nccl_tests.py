@@ -1,6 +1,7 @@
 """Read the result tables printed by nccl-tests (``all_reduce_perf``, ``all_gather_perf``, ...).
 
-One run of a ``*_perf`` binary prints (NCCL's nccl-tests, ``src/common.cu``; columns in ``doc/PERFORMANCE.md``)::
+One run of a ``*_perf`` binary prints (NCCL's nccl-tests, ``src/common.cu``; columns in
+``doc/PERFORMANCE.md``)::
 
     # nThread 1 nGpus 8 minBytes 134217728 maxBytes 4294967296 step: 2(factor) warmup iters: 5 iters: 20 ...
     #
@@ -16,10 +17,10 @@ One run of a ``*_perf`` binary prints (NCCL's nccl-tests, ``src/common.cu``; col
     # Out of bounds values : 0 OK
     # Avg bus bandwidth    : 439.369
 
-Older nccl-tests builds (those run with NCCL 2.4 and 2.8 in case 13) print ``size count type redop time
-algbw busbw error`` twice, without ``root``, where ``error`` is the largest relative error rather than a count of wrong
-elements. ``hypercube_perf`` leaves ``redop`` blank. Times are microseconds and bandwidths GB/s (1e9 B/s);
-this module converts them once, to seconds and bytes/s.
+Older nccl-tests builds (those run with NCCL 2.4 and 2.8 in case 13) print ``size count type redop time algbw
+busbw error`` twice, without ``root``, where ``error`` is the largest relative error rather than a count of
+wrong elements. ``hypercube_perf`` leaves ``redop`` blank. Times are microseconds and bandwidths GB/s (1e9
+B/s); this module converts them once, to seconds and bytes/s.
 
 :func:`parse_nccl_tests` finds every table in a text (several runs, case-file commentary, ``=== title ===``
 lines, interleaved ``NCCL INFO`` lines) and attaches to each the metadata printed before it: the
@@ -27,7 +28,7 @@ collective, the number of ranks and of hosts, the GPU model and the NCCL version
 print them, they are taken, in this order, from the launcher command (``mpirun -np 16 -H a:8,b:8``), from
 the title and commentary just above the table ("2 of the 8 nodes (16 ranks)"), and finally from the
 numbers themselves (see :class:`PerfTable`).
-"""
+"""  # noqa: E501  (verbatim nccl-tests output in the example)
 
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ _GIGA = Decimal(10) ** 9  # GB/s -> bytes/s (nccl-tests: 1 GB = 1e9 B)
 _MICRO = Decimal(10) ** -6  # us -> s
 
 
-# -- data objects ---------------------------------------------------------------------------------------------
+# -- data objects --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -356,7 +357,7 @@ class PerfTable:
         raise KeyError(f"no row of {size_bytes} bytes" + (f" and type {dtype}" if dtype else ""))
 
 
-# -- the front door -------------------------------------------------------------------------------------------
+# -- the front door ------------------------------------------------------------------------------------------
 
 
 def parse_nccl_tests(
@@ -414,7 +415,7 @@ def parse_nccl_tests(
     (0.01587, 473.6)
     >>> table.n_ranks  # from busbw / algbw = 2 (n - 1) / n
     8
-    """
+    """  # noqa: E501  (verbatim nccl-tests rows in the doctest)
     override = _canonical_argument(collective) if collective is not None else None
     lines = [_clean(raw) for raw in decode(text, source).split("\n")]
     tables: list[PerfTable] = []
@@ -451,7 +452,7 @@ def parse_nccl_tests(
     return tables
 
 
-# -- lines ------------------------------------------------------------------------------------------------------
+# -- lines ---------------------------------------------------------------------------------------------------
 
 
 def _clean(raw: str) -> str:
@@ -472,7 +473,7 @@ def _looks_like_row(stripped: str) -> bool:
     )
 
 
-# -- one table --------------------------------------------------------------------------------------------------
+# -- one table -----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -642,7 +643,7 @@ def _scaled(text: str, unit: Decimal) -> float:
     return float(Decimal(text) * unit)
 
 
-# -- one row ----------------------------------------------------------------------------------------------------
+# -- one row -------------------------------------------------------------------------------------------------
 
 
 def _parse_row(
@@ -731,7 +732,7 @@ def _parse_result(
     )
 
 
-# -- metadata above a table -----------------------------------------------------------------------------------
+# -- metadata above a table ----------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -977,7 +978,7 @@ def _text_ranks(text: str, n_nodes: int | None) -> int | None:
     return None
 
 
-# -- which collective -------------------------------------------------------------------------------------------
+# -- which collective ----------------------------------------------------------------------------------------
 
 
 def _canonical(name: str) -> str | None:

@@ -1,4 +1,5 @@
-"""Read NCCL topology XML: the file NCCL writes with ``NCCL_TOPO_DUMP_FILE`` and reads with ``NCCL_TOPO_FILE``.
+"""Read NCCL topology XML: the file NCCL writes with ``NCCL_TOPO_DUMP_FILE`` and reads with
+``NCCL_TOPO_FILE``.
 
 The format is a tree written by NCCL's ``src/graph/xml.cc`` and read by ``src/graph/topo.cc``::
 
@@ -19,14 +20,15 @@ The format is a tree written by NCCL's ``src/graph/xml.cc`` and read by ``src/gr
 
 A ``pci`` element is a GPU (class ``0x03xxxx``, or any ``pci`` holding a ``gpu``), a NIC (``0x02xxxx``:
 ``0x020000`` Ethernet, ``0x020700`` InfiniBand; or any ``pci`` holding a ``nic``), an NVSwitch or CPU link
-target (``0x0680xx``, skipped) or, like NCCL reads any other class, a PCIe switch (``0x0604xx`` bridges). ``net`` speeds are in Mb/s per direction; ``link_speed`` is the PCIe per-lane rate in GT/s.
-Hand-written files such as Azure's ``ndv4-topo.xml`` list only CPUs, switches and bare ``pci`` endpoints;
-NCCL fills in NVLinks and NIC speeds at run time, so those fields are None here.
+target (``0x0680xx``, skipped) or, like NCCL reads any other class, a PCIe switch (``0x0604xx`` bridges).
+``net`` speeds are in Mb/s per direction; ``link_speed`` is the PCIe per-lane rate in GT/s. Hand-written files
+such as Azure's ``ndv4-topo.xml`` list only CPUs, switches and bare ``pci`` endpoints; NCCL fills in NVLinks
+and NIC speeds at run time, so those fields are None here.
 
 :func:`extract_xml_documents` pulls every ``<system>...</system>`` out of a larger text (a case file with
 commentary), and :meth:`NcclTopology.from_text` parses one. Document type declarations are refused, so
 entity-expansion attacks cannot reach the parser.
-"""
+"""  # noqa: E501  (a verbatim NCCL topology dump in the example)
 
 from __future__ import annotations
 
@@ -57,7 +59,7 @@ _GT_PER_S = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s\b", re.IGNORECASE)
 _HEX_WORD = re.compile(r"^[0-9a-fA-F]{1,16}$")
 
 
-# -- data objects ---------------------------------------------------------------------------------------------
+# -- data objects --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -368,7 +370,7 @@ class NcclTopology:
         return tuple(nic for nic in self.nics if nic.pci_switch == gpu.pci_switch)
 
 
-# -- public functions -----------------------------------------------------------------------------------------
+# -- public functions ----------------------------------------------------------------------------------------
 
 
 def extract_xml_documents(text: str) -> list[str]:
@@ -426,7 +428,7 @@ def parse_nccl_topologies(text: str | bytes, source: str | None = None) -> list[
     return [_parse_document(document, first_line, source) for first_line, document in documents]
 
 
-# -- parsing helpers ------------------------------------------------------------------------------------------
+# -- parsing helpers -----------------------------------------------------------------------------------------
 
 
 def _documents(text: str, source: str | None) -> list[tuple[int, str]]:

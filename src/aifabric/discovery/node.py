@@ -126,7 +126,7 @@ def gdr_verdict(path: str) -> tuple[bool, str]:
     )
 
 
-# -- data objects ------------------------------------------------------------------------------------------------
+# -- data objects --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -198,7 +198,7 @@ class NodeLayout:
     gpu_sm: int | None = None
     gpu_link_gt_per_s: float | None = None
 
-    # -- constructors -------------------------------------------------------------------------------------------
+    # -- constructors ----------------------------------------------------------------------------------------
 
     @classmethod
     def from_matrix(cls, m: TopoMatrix) -> NodeLayout:
@@ -517,7 +517,7 @@ class NodeInspection:
         }
 
 
-# -- analysis ---------------------------------------------------------------------------------------------------------
+# -- analysis ------------------------------------------------------------------------------------------------
 
 
 def _nvlink_groups(layout: NodeLayout) -> tuple[NvlinkGroup, ...]:
@@ -623,7 +623,8 @@ def _fit(layout: NodeLayout, key: str) -> tuple[int, str]:
 def _accelerator(
     layout: NodeLayout, gpu: str | None, named: tuple[GpuMention, ...] = ()
 ) -> tuple[str, str, list[str]]:
-    """(catalogue key, where it came from, assumptions): --gpu, else a GPU the file names, else the layout's guess.
+    """(catalogue key, where it came from, assumptions): --gpu, else a GPU the file names, else the layout's
+    guess.
 
     Of several GPUs named in the file, the one that fits the layout best (compute capability, NVLink count,
     PCIe generation of the GPU links) wins, the first named on a tie; a name that contradicts the layout
@@ -637,15 +638,16 @@ def _accelerator(
         scored = [(_fit(layout, m.key), i, m) for i, m in enumerate(named)]
         (score, why), _, best = max(scored, key=lambda x: (x[0][0], -x[1]))
         others = [m for m in named if m is not best]
-        listed = "" if not others else " (it also names " + ", ".join(f"{m.written} line {m.line}" for m in others) + (
-            f"; {best.written} fits {why}" if why else "") + ")"  # fmt: skip
+        also = ", ".join(f"{m.written} line {m.line}" for m in others)
+        fits = f"; {best.written} fits {why}" if why else ""
+        listed = f" (it also names {also}{fits})" if others else ""
         if score > 0:
             return (
                 best.key,
                 "the file",
                 [
-                    f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> {best.key}{listed}; "
-                    "give --gpu to override"
+                    f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> "
+                    f"{best.key}{listed}; give --gpu to override"
                 ],
             )
         key, how = layout.gpu_hint
@@ -655,15 +657,16 @@ def _accelerator(
                 key,
                 "the layout",
                 [
-                    f"the file names {names}, but that does not fit the layout ({why}); {how}: assumed {key} (give --gpu)"
+                    f"the file names {names}, but that does not fit the layout ({why}); {how}: assumed "
+                    f"{key} (give --gpu)"
                 ],
             )
         return (
             best.key,
             "the file",
             [
-                f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> {best.key}, although the layout "
-                f"shows {why}; give --gpu to override"
+                f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> {best.key}, "
+                f"although the layout shows {why}; give --gpu to override"
             ],
         )
     key, how = layout.gpu_hint
@@ -687,14 +690,16 @@ def _node_spec(
     if layout.hand_written and not groups and acc.nvlink:
         one_mesh = True
         notes.append(
-            f"NVLink not in the file: {accelerator}'s NVSwitch board assumed ({acc.nvlink_links} links per GPU)"
+            f"NVLink not in the file: {accelerator}'s NVSwitch board assumed ({acc.nvlink_links} links per "
+            "GPU)"
         )
     if n > 1 and one_mesh and acc.nvlink:
         scale_up: dict[str, Any] = {"kind": "nvswitch"}
         links = groups[0].link_counts if groups else ()
         if acc.nvlink_links and links and links[0] < acc.nvlink_links:
             notes.append(
-                f"the matrix shows NV{links[0]} but {accelerator} has {acc.nvlink_links} links: modelled with the catalogue's"
+                f"the matrix shows NV{links[0]} but {accelerator} has {acc.nvlink_links} links: modelled "
+                "with the catalogue's"
             )
     else:
         scale_up = {
@@ -704,8 +709,8 @@ def _node_spec(
         }
         if groups and acc.nvlink:
             findings.append(Finding("nvlink_partial", (
-                f"NVLink joins only {'; '.join('+'.join(g.gpus) for g in groups)}: rings that span all GPUs cross "
-                "PCIe between the groups, so the node is modelled as PCIe-bound"
+                f"NVLink joins only {'; '.join('+'.join(g.gpus) for g in groups)}: rings that span all "
+                "GPUs cross PCIe between the groups, so the node is modelled as PCIe-bound"
             )))  # fmt: skip
         elif groups and not acc.nvlink:
             notes.append(
@@ -713,8 +718,8 @@ def _node_spec(
             )
         if n > 1 and peer_through_cpu:
             findings.append(Finding("pcie_p2p_cpu", (
-                "GPU-to-GPU traffic crosses the CPU root complex (PHB/NODE/SYS between GPUs): busbw is bounded by what "
-                "the CPU forwards (9-11 GB/s for 4 x V100 Gen3, reference sec. 7.7)"
+                "GPU-to-GPU traffic crosses the CPU root complex (PHB/NODE/SYS between GPUs): busbw is "
+                "bounded by what the CPU forwards (9-11 GB/s for 4 x V100 Gen3, reference sec. 7.7)"
             )))  # fmt: skip
     data: dict[str, Any] = {
         "name": f"{Path(layout.source).name if layout.source else 'node'} ({layout.kind})",
@@ -783,13 +788,13 @@ def _rail_cap(
     return low if low[0] < nic_effective_bytes_per_s else None
 
 
-def _warnings(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]], pairing: dict[str, GpuNicPath | None],
-              speed: float) -> list[Finding]:  # fmt: skip
+def _warnings(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]],
+              pairing: dict[str, GpuNicPath | None], speed: float) -> list[Finding]:  # fmt: skip
     out: list[Finding] = []
     if not layout.nics:
         out.append(Finding("no_nic", (
-            "no NIC in the input: the across-node figures assume one GPU-local NIC per GPU; a node without RDMA "
-            "NICs talks to others over sockets, far slower"
+            "no NIC in the input: the across-node figures assume one GPU-local NIC per GPU; a node without "
+            "RDMA NICs talks to others over sockets, far slower"
         )))  # fmt: skip
         return out
     far: dict[str, list[str]] = {}
@@ -798,9 +803,10 @@ def _warnings(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]], pa
             far.setdefault(ps[0].path, []).append(g)
     for path, gs in far.items():
         out.append(Finding("nic_behind_cpu", (
-            f"{_names(gs)}: the nearest NIC is {path}, i.e. behind the CPU; NCCL does not use GPUDirect RDMA "
-            "over it by default (NCCL_NET_GDR_LEVEL=PXB) and stages network traffic in host memory: ~2/3 of the "
-            "NIC at best, 2-8x lower network busbw with ACS/IOMMU or in VMs (reference sec. 7.6; NVIDIA/nccl #412, #489)"
+            f"{_names(gs)}: the nearest NIC is {path}, i.e. behind the CPU; NCCL does not use GPUDirect "
+            "RDMA over it by default (NCCL_NET_GDR_LEVEL=PXB) and stages network traffic in host memory: "
+            "~2/3 of the NIC at best, 2-8x lower network busbw with ACS/IOMMU or in VMs (reference sec. "
+            "7.6; NVIDIA/nccl #412, #489)"
         )))  # fmt: skip
     for g, p in pairing.items():
         best = nearest[g][0] if nearest.get(g) else None
@@ -808,8 +814,9 @@ def _warnings(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]], pa
             continue
         if _rank(p.path) > _rank(best.path):
             out.append(Finding("far_nic", (
-                f"{g} is paired with {p.nic} ({p.nic_name}) at {p.path}, although {best.nic} is {best.path}: "
-                f"{best.nic} is taken by another GPU; GPUDirect RDMA {'still works' if p.gdr else 'is lost'} for {g}"
+                f"{g} is paired with {p.nic} ({p.nic_name}) at {p.path}, although {best.nic} is "
+                f"{best.path}: {best.nic} is taken by another GPU; GPUDirect RDMA "
+                f"{'still works' if p.gdr else 'is lost'} for {g}"
             )))  # fmt: skip
         elif normalize_path_code(p.path) == "SYS" and layout.nics:
             out.append(Finding("far_nic", (
@@ -832,8 +839,8 @@ def _warnings(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]], pa
     ]
     if off:
         out.append(Finding("gdr_disabled", (
-            f"the NCCL dump marks gdr=0 on {_names(off)}: GPUDirect RDMA is unavailable there (nvidia-peermem or "
-            "dma-buf missing), whatever the PCIe path"
+            f"the NCCL dump marks gdr=0 on {_names(off)}: GPUDirect RDMA is unavailable there "
+            "(nvidia-peermem or dma-buf missing), whatever the PCIe path"
         )))  # fmt: skip
     return out
 
@@ -852,7 +859,8 @@ def inspect_layout(
     layout : NodeLayout
     gpu : str, optional
         Catalogue key of the accelerator (default: a GPU the input file names, see ``named``; else guessed
-        from the layout, else :data:`DEFAULT_GPU`; the choice is listed in :attr:`NodeInspection.assumptions`).
+        from the layout, else :data:`DEFAULT_GPU`; the choice is listed in
+        :attr:`NodeInspection.assumptions`).
     nic_speed : str, optional
         Speed of each NIC, e.g. ``"400 Gb/s"`` (default: the NCCL dump's, else :data:`DEFAULT_NIC_SPEED`).
     named : tuple of GpuMention
@@ -898,12 +906,15 @@ def inspect_layout(
     findings = _warnings(layout, nearest, pairing, speed) + findings
     if not layout.affinity_known:
         findings.append(Finding("no_affinity", (
-            "no CPU or NUMA affinity reported (typical of a VM): the PCIe layout shown may hide the real switches, "
-            "and NCCL may need NCCL_TOPO_FILE (NVIDIA/nccl-tests #256; Azure/azhpc-images ships such files)"
+            "no CPU or NUMA affinity reported (typical of a VM): the PCIe layout shown may hide the real "
+            "switches, and NCCL may need NCCL_TOPO_FILE (NVIDIA/nccl-tests #256; Azure/azhpc-images ships "
+            "such files)"
         )))  # fmt: skip
     if layout.hand_written:
-        notes.append("hand-written NCCL topology file: no NVLinks or NIC speeds in it (NCCL adds them at run time); "
-                     "the catalogue's figures for the GPU are used")  # fmt: skip
+        notes.append(
+            "hand-written NCCL topology file: no NVLinks or NIC speeds in it (NCCL adds them at run time); "
+            "the catalogue's figures for the GPU are used"
+        )
     factor = _network_factor(layout, pairing, spec.nic_effective_bytes_per_s)
     cap = _rail_cap(layout, pairing, spec.nic_effective_bytes_per_s)
     expected = _expected(spec, factor)
@@ -949,11 +960,12 @@ def _expected(spec: ClusterSpec, network_factor: float) -> tuple[ExpectedBusbw, 
     return tuple(out)
 
 
-# -- the front door --------------------------------------------------------------------------------------------------
+# -- the front door ------------------------------------------------------------------------------------------
 
 
 def detect_format(text: str) -> str:
-    """``nccl-xml`` if ``text`` holds a ``<system>`` document, ``nvidia-smi`` if a matrix header, else ``unknown``.
+    """``nccl-xml`` if ``text`` holds a ``<system>`` document, ``nvidia-smi`` if a matrix header, else
+    ``unknown``.
 
     The one that appears first wins when both do.
 
@@ -977,7 +989,8 @@ def inspect_node_text(
     nic_speed: str | None = None,
     fmt: str = "auto",
 ) -> list[NodeInspection]:
-    """Inspect every node described in ``text``: one ``nvidia-smi topo -m`` matrix, or each NCCL XML ``<system>``.
+    """Inspect every node described in ``text``: one ``nvidia-smi topo -m`` matrix, or each NCCL XML
+    ``<system>``.
 
     Parameters
     ----------
