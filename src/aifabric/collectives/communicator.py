@@ -74,7 +74,8 @@ class Communicator:
             raise ConfigError(f"stride: must be >= 1, got {stride}")
         if (n - 1) * stride + 1 > spec.n_gpus:
             raise ConfigError(
-                f"ranks: {n} ranks at stride {stride} need {(n - 1) * stride + 1} GPUs; the cluster has {spec.n_gpus}"
+                f"ranks: {n} ranks at stride {stride} need {(n - 1) * stride + 1} GPUs; the cluster has "
+                f"{spec.n_gpus}"
             )
         per_dom = max(1, spec.domain_gpus // stride) if stride <= spec.domain_gpus else 1
         per_dom = min(per_dom, n)

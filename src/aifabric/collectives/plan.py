@@ -172,7 +172,8 @@ def build_plan(
     algo = algorithm or default
     if algo not in PLAN_ALGORITHMS:
         raise ValueError(
-            f"algorithm: {algo!r} has no transfer-level decomposition; the links/flow engines know {', '.join(PLAN_ALGORITHMS)}"
+            f"algorithm: {algo!r} has no transfer-level decomposition; the links/flow engines know "
+            f"{', '.join(PLAN_ALGORITHMS)}"
         )
     s = float(message_bytes)
     stages: list[Stage] = []

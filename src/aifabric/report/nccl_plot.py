@@ -20,7 +20,10 @@ def _title(comp: TableComparison, width: int = 70) -> str:
     title = comp.table.title or f"table {comp.index}"
     if len(title) > width:
         title = title[: width - 3] + "..."
-    return f"{comp.index}: {title}\n{comp.op}, {comp.n_ranks} ranks on {comp.n_nodes} node(s), model on {comp.spec.name}"
+    return (
+        f"{comp.index}: {title}\n{comp.op}, {comp.n_ranks} ranks on {comp.n_nodes} node(s), "
+        f"model on {comp.spec.name}"
+    )
 
 
 def plot_comparisons(comparisons: Sequence[TableComparison], path: str | Path, *, dpi: int = 110) -> Path:

@@ -48,7 +48,8 @@ def check_plot_path(path: str | Path, option: str = "--plot") -> Path:
     if ext not in PLOT_FORMATS:
         what = f"extension .{ext}" if ext else "no extension"
         raise ValueError(
-            f"{option}: {str(path)!r} has {what}; supported formats: {', '.join(PLOT_FORMATS)} (e.g. step.png)"
+            f"{option}: {str(path)!r} has {what}; supported formats: {', '.join(PLOT_FORMATS)} (e.g. "
+            "step.png)"
         )
     for parent in p.parents:
         if parent.exists():

@@ -8,7 +8,8 @@ The front door of ``aifabric.training``:
 - :mod:`~aifabric.training.layout`: :class:`ParallelLayout` (validation, rank groups);
 - :mod:`~aifabric.training.memory`: :func:`memory_breakdown`, :func:`check_fits`;
 - :mod:`~aifabric.training.efficiency`: measured GEMM/HBM efficiencies per GPU (:func:`compute_profile`);
-- :mod:`~aifabric.training.step`: the step time of a layout on a cluster (:func:`step_time`, :class:`StepModel`);
+- :mod:`~aifabric.training.step`: the step time of a layout on a cluster (:func:`step_time`,
+  :class:`StepModel`);
 - :mod:`~aifabric.training.planner`: the layout search (:func:`plan`) and :func:`compare`;
 - :mod:`~aifabric.training.plot`: stacked bars of step-time breakdowns (matplotlib; imported on demand).
 

@@ -105,8 +105,9 @@ class ComputeProfile:
         if not self.upper_bound:
             return None
         return (
-            f"the {_SHORT_GPU.get(self.accelerator, self.accelerator) or 'GPU'} GEMM efficiency comes from a "
-            "max-over-shapes search (MAMF): an upper bound for a model's GEMMs, so these predictions are optimistic"
+            f"the {_SHORT_GPU.get(self.accelerator, self.accelerator) or 'GPU'} GEMM efficiency comes from "
+            "a max-over-shapes search (MAMF): an upper bound for a model's GEMMs, so these predictions are "
+            "optimistic"
         )
 
 
@@ -160,8 +161,8 @@ def compute_profile(accelerator: str) -> ComputeProfile:
     profiles = _profiles()
     if accelerator not in profiles:
         raise ConfigError(
-            f"accelerator: no measured compute efficiency for {accelerator!r} in training/presets/compute.yaml "
-            f"(known: {', '.join(profiles)}); add a measured entry with its source to that file (Python API: "
-            f"StepOptions(compute=ComputeProfile(gemm_efficiency=...)))"
+            f"accelerator: no measured compute efficiency for {accelerator!r} in "
+            f"training/presets/compute.yaml (known: {', '.join(profiles)}); add a measured entry with its "
+            "source to that file (Python API: StepOptions(compute=ComputeProfile(gemm_efficiency=...)))"
         )
     return profiles[accelerator]

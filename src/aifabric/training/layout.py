@@ -219,7 +219,8 @@ class ParallelLayout:
             dims = tuple(str(self.order).lower().replace(" ", "").split("-"))
             if sorted(dims) != sorted(DIMENSIONS):
                 raise ConfigError(
-                    f"order must be a permutation of {'-'.join(DIMENSIONS)} (innermost first), got {self.order!r}"
+                    f"order must be a permutation of {'-'.join(DIMENSIONS)} (innermost first), got "
+                    f"{self.order!r}"
                 )
             _ORDERS[self.order] = dims
         _set(self, "order", "-".join(dims))
@@ -233,7 +234,8 @@ class ParallelLayout:
 
     @property
     def n_microbatches(self) -> int:
-        """m = B / (b d), microbatches per pipeline per iteration (floor; :meth:`validate` checks it divides)."""
+        """m = B / (b d), microbatches per pipeline per iteration (floor; :meth:`validate` checks it
+        divides)."""
         return self.global_batch // (self.microbatch_size * self.dp)
 
     @property

@@ -451,7 +451,7 @@ def check_fits(model: ModelSpec, layout: ParallelLayout, gpu_hbm_bytes: float) -
     Traceback (most recent call last):
     ...
     aifabric.errors.Infeasible: llama3-405b with tp=8 pp=1 dp=1 b=1 B=1 zero=0 recompute=none needs 1370.4 GB per GPU: weights 101.5 GB, grads 202.9 GB, optimizer 608.8 GB, activations 457.1 GB; the GPU has 80 GB
-    """
+    """  # noqa: E501  (the doctest's expected message is one line)
     if isinstance(gpu_hbm_bytes, bool) or not gpu_hbm_bytes > 0:
         raise ConfigError(f"gpu_hbm_bytes must be > 0, got {gpu_hbm_bytes!r}")
     mb = memory_breakdown(model, layout, gpu_hbm_bytes)

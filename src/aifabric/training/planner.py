@@ -118,12 +118,16 @@ def compare(faster: StepTime, slower: StepTime) -> Comparison:
         net = max(dim_nets, key=dim_nets.get)  # type: ignore[arg-type]
         groups = [c for c in b.comms if c.dim == top_part]
         span = max(groups, key=lambda c: c.n_domains) if groups else None
-        text += f". The extra {top_part.upper()} time is on the {net} network (+{dim_nets[net]:.3f} s exposed per step)"
+        text += (
+            f". The extra {top_part.upper()} time is on the {net} network "
+            f"(+{dim_nets[net]:.3f} s exposed per step)"
+        )
         if span is not None:
             a_items = [c for c in a.comms if c.dim == top_part]
             ref = max(a_items, key=lambda c: c.n_domains) if a_items else None
             if top_part == "pp":
-                # The pipeline's p2p is between two adjacent stages, whatever pp is: say so, not "a group of 2".
+                # The pipeline's p2p is between two adjacent stages, whatever pp is: say so, not
+                # "a group of 2".
                 where = (
                     "crosses scale-up domains" if span.n_domains > 1 else "stays inside one scale-up domain"
                 )
@@ -240,7 +244,8 @@ class PlanResult:
                 lines.append(f"Best other {dim}: " + compare(w, model.evaluate(lay)).text)
             else:
                 lines.append(
-                    f"Best other {dim}: {lay.describe()} at {s:.3f} s/step ({(s - w.step_s) / w.step_s:+.1%})."
+                    f"Best other {dim}: {lay.describe()} at {s:.3f} s/step "
+                    f"({(s - w.step_s) / w.step_s:+.1%})."
                 )
         return "\n".join(lines)
 
@@ -329,7 +334,8 @@ def plan(
             raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
     if tp and (model.n_heads % tp or model.kv_heads % tp):
         raise ConfigError(
-            f"tp={tp} does not divide n_heads={model.n_heads} / n_kv_heads={model.n_kv_heads} of model {model.name!r}"
+            f"tp={tp} does not divide n_heads={model.n_heads} / n_kv_heads={model.n_kv_heads} of model "
+            f"{model.name!r}"
         )
     for name, value in forced.items():
         if name != "ep" and n % value:
@@ -428,8 +434,8 @@ def plan(
         if smallest is not None:
             need, lay = smallest
             memory = (
-                f"; the smallest memory need seen is {need.total_bytes / 1e9:.1f} GB per GPU ({lay.describe()}), "
-                f"the GPU has {sm.hbm_capacity_bytes / 1e9:.0f} GB of HBM"
+                f"; the smallest memory need seen is {need.total_bytes / 1e9:.1f} GB per GPU "
+                f"({lay.describe()}), the GPU has {sm.hbm_capacity_bytes / 1e9:.0f} GB of HBM"
             )
         raise Infeasible(
             f"no feasible layout for {model.name} on {n} GPUs of {spec.name} with global batch "

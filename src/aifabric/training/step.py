@@ -4,12 +4,13 @@ The model follows one microbatch through the busiest pipeline stage, then the pi
 data-parallel reduction and the optimizer (symbols of the formula note: b microbatch, s sequence, h hidden,
 t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microbatches):
 
-- **Compute.** Matrix-multiply FLOPs (Megatron-LM's count: :func:`~aifabric.training.flops.layer_forward_flops_per_token`,
-  backward = 2 x forward, full recomputation adds a forward, selective adds the attention core) run at
-  ``peak x gemm_efficiency``; memory-bound element-wise work (norms, residual adds, dropout, activation
-  functions, softmax over the attention scores unless flash attention keeps them on chip) moves its bytes at
-  ``hbm_bandwidth x hbm_efficiency``. Both efficiencies are measured constants of the GPU
-  (:mod:`aifabric.training.efficiency`), the same for every model.
+- **Compute.** Matrix-multiply FLOPs (Megatron-LM's count:
+  :func:`~aifabric.training.flops.layer_forward_flops_per_token`, backward = 2 x forward, full recomputation
+  adds a forward, selective adds the attention core) run at ``peak x gemm_efficiency``; memory-bound
+  element-wise work (norms, residual adds, dropout, activation functions, softmax over the attention scores
+  unless flash attention keeps them on chip) moves its bytes at ``hbm_bandwidth x hbm_efficiency``. Both
+  efficiencies are measured constants of the GPU (:mod:`aifabric.training.efficiency`), the same for every
+  model.
 - **TP** (Megatron): per layer and microbatch 2 all-reduces forward and 2 backward on b s h / c elements, or,
   with sequence parallelism, 2 all-gathers + 2 reduce-scatters each way; full recomputation repeats the
   forward ones. On the critical path.
@@ -39,7 +40,8 @@ overlapping compute; stragglers, data loading and checkpoints.
 
 References
 ----------
-.. [1] Narayanan et al., SC'21, https://doi.org/10.1145/3458817.3476209, Sec. 2-3 (PTD-P, bubble, scatter/gather).
+.. [1] Narayanan et al., SC'21, https://doi.org/10.1145/3458817.3476209, Sec. 2-3 (PTD-P, bubble,
+   scatter/gather).
 .. [2] Korthikanti et al., MLSys 2023, arXiv:2205.05198, Sec. 4 (sequence parallelism, recomputation).
 .. [3] Megatron-LM ``docs/user-guide/features/dist_optimizer.md``, ``context_parallel.md``,
    ``megatron/core/transformer/moe/README.md`` (formula note, sec. 3).
