@@ -50,7 +50,8 @@ def main() -> None:
     ap.add_argument("--routing", default="ecmp")
     args = ap.parse_args()
     print(
-        f"{'GPUs':>6} {'tiers':>5} {'links':>8} {'flows/step':>10} {'wall s':>8} {'peak MB':>8} {'sim time s':>10}  traffic"
+        f"{'GPUs':>6} {'tiers':>5} {'links':>8} {'flows/step':>10} {'wall s':>8} {'peak MB':>8} "
+        f"{'sim time s':>10}  traffic"
     )
     sizes = [(128, 2), (256, 2), (512, 3), (1024, 3), (2048, 3), (4096, 3)]
     for nodes, tiers in sizes:
@@ -58,11 +59,13 @@ def main() -> None:
             break
         g, t, links, flows, dt, mb, sim = run(nodes, tiers, args.routing)
         print(
-            f"{g:6d} {t:5d} {links:8d} {flows:10d} {dt:8.2f} {mb:8.0f} {sim:10.4f}  ring all_reduce 1 GB, {args.routing}"
+            f"{g:6d} {t:5d} {links:8d} {flows:10d} {dt:8.2f} {mb:8.0f} {sim:10.4f}  ring all_reduce 1 GB, "
+            f"{args.routing}"
         )
         g, t, links, flows, dt, mb, sim = run(nodes, tiers, args.routing, traffic="ring-random")
         print(
-            f"{g:6d} {t:5d} {links:8d} {flows:10d} {dt:8.2f} {mb:8.0f} {sim:10.4f}  same, hosts in random order"
+            f"{g:6d} {t:5d} {links:8d} {flows:10d} {dt:8.2f} {mb:8.0f} {sim:10.4f}  same, hosts in random "
+            "order"
         )
     for jobs, nodes in ((16, 128), (16, 1024)):
         spec = preset("dgx-h100-superpod", nodes=nodes)
@@ -75,13 +78,15 @@ def main() -> None:
         res = simulate_plans(topo, plans, engine="flow", routing=args.routing, seed=1, top=0)
         dt = time.perf_counter() - t0
         print(
-            f"{spec.n_gpus:6d} {spec.scale_out.tiers:5d} {topo.n_links:8d} {sum(p.stages[0].n_transfers for p in plans):10d} "
-            f"{dt:8.2f} {'-':>8} {res.time_s:10.4f}  {jobs} fragmented all_reduce jobs, {args.routing}"
+            f"{spec.n_gpus:6d} {spec.scale_out.tiers:5d} {topo.n_links:8d} "
+            f"{sum(p.stages[0].n_transfers for p in plans):10d} {dt:8.2f} {'-':>8} {res.time_s:10.4f}  "
+            f"{jobs} fragmented all_reduce jobs, {args.routing}"
         )
     for nodes, tiers in ((128, 2), (1024, 3)):
         g, t, links, flows, dt, mb, sim = run(nodes, tiers, args.routing, traffic="permutation")
         print(
-            f"{g:6d} {t:5d} {links:8d} {flows:10d} {dt:8.2f} {mb:8.0f} {sim:10.4f}  permutation, {g} hosts (one NIC each)"
+            f"{g:6d} {t:5d} {links:8d} {flows:10d} {dt:8.2f} {mb:8.0f} {sim:10.4f}  permutation, {g} hosts "
+            "(one NIC each)"
         )
 
 

@@ -29,7 +29,7 @@ def run(*args: str):  # noqa: ANN201
     return runner.invoke(app, [str(a) for a in args])
 
 
-# -- happy paths -------------------------------------------------------------------------------------------------
+# -- happy paths ---------------------------------------------------------------------------------------------
 
 
 def test_inspect_b200_matrix() -> None:
@@ -91,7 +91,7 @@ def test_calibrate_writes_a_profile_the_other_commands_accept(tmp_path: Path) ->
     assert "held out" in r.stdout and "latency_scale:" in r.stdout  # profile printed without -o
 
 
-# -- robustness: every damaged file, every command ------------------------------------------------------------------
+# -- robustness: every damaged file, every command -----------------------------------------------------------
 
 
 def _damaged(kind: str, command: str) -> bytes:
@@ -142,7 +142,7 @@ def test_damaged_input_is_one_line_with_a_line_number(tmp_path: Path, kind: str,
         assert "'foo_perf' is not an nccl-tests binary" in lines[0]
 
 
-# -- new-user trial fixes ----------------------------------------------------------------------------------------------
+# -- new-user trial fixes ------------------------------------------------------------------------------------
 
 
 def test_inspect_uses_the_gpu_the_file_names() -> None:

@@ -35,7 +35,7 @@ def _busbw_error(row) -> float:  # noqa: ANN001
     return row.predicted_busbw_bytes_per_s / row.measured_busbw_bytes_per_s - 1.0
 
 
-# -- every log of the cases ---------------------------------------------------------------------------------------
+# -- every log of the cases ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", LOG_CASES)
@@ -68,7 +68,7 @@ def test_metadata_worked_out_from_the_logs(case_text: dict[str, str]) -> None:
     assert v100.spec.accelerator == "v100-pcie-32gb" and v100.spec.scale_up.kind == "pcie"
 
 
-# -- the accuracy targets -------------------------------------------------------------------------------------------
+# -- the accuracy targets ------------------------------------------------------------------------------------
 
 
 def test_case01_h100_one_node_nvls_within_10pct_at_1gb(case_text: dict[str, str]) -> None:
@@ -147,7 +147,7 @@ def test_case03_small_message_latency(
         assert row.predicted.algorithm == "tree" and row.predicted.protocol == "LL"
 
 
-# -- flags and causes ---------------------------------------------------------------------------------------------
+# -- flags and causes ----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("index", [3, 5])
@@ -188,7 +188,7 @@ def test_given_cluster_is_resized_to_the_log(case_text: dict[str, str]) -> None:
     assert comp.spec.n_nodes == 8 and comp.n_ranks == 64 and comp.assumptions == ()
 
 
-# -- NCCL settings ----------------------------------------------------------------------------------------------------
+# -- NCCL settings -------------------------------------------------------------------------------------------
 
 
 def test_nccl_settings_mapping() -> None:
@@ -213,7 +213,7 @@ def test_forced_protocol_and_algorithm_not_applicable(case_text: dict[str, str])
     assert ag.settings.algorithm is None and any("does not apply" in n for n in ag.settings.notes)
 
 
-# -- errors ------------------------------------------------------------------------------------------------------------
+# -- errors --------------------------------------------------------------------------------------------------
 
 
 def test_unknown_and_unmodelled_collectives(case_text: dict[str, str]) -> None:

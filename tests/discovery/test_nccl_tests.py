@@ -20,7 +20,10 @@ CASE_13 = "case_13_v100_pcie_4gpu_no_nvlink.txt"
 CASE_17 = "case_17_azure_ndv4_ndv5_topology_xml.txt"
 TABLE_CASES = (CASE_01, CASE_03, CASE_08, CASE_13)
 
-HEADER = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
+HEADER = (
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+    "     time   algbw   busbw #wrong"
+)
 
 
 def _tables(case_text: dict[str, str], name: str) -> list[PerfTable]:
@@ -36,7 +39,7 @@ def _bus_factor(collective: str, n: int) -> float:
     return 1.0
 
 
-# -- every table of every case file -----------------------------------------------------------------------------
+# -- every table of every case file --------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", TABLE_CASES)
@@ -59,7 +62,8 @@ def test_every_row_matches_the_printed_figures(case_text: dict[str, str], name: 
 
 @pytest.mark.parametrize("name", TABLE_CASES)
 def test_busbw_is_algbw_times_the_factor(case_text: dict[str, str], name: str) -> None:
-    """busbw = algbw x factor(collective, n_ranks) within printing precision: checks collective and n_ranks."""
+    """busbw = algbw x factor(collective, n_ranks) within printing precision: checks collective and
+    n_ranks."""
     for table in _tables(case_text, name):
         if not table.rows:
             continue
@@ -89,7 +93,7 @@ def test_algbw_is_size_over_time(case_text: dict[str, str], name: str) -> None:
                 )
 
 
-# -- case by case -------------------------------------------------------------------------------------------------
+# -- case by case --------------------------------------------------------------------------------------------
 
 
 def test_case_01_dgx_h100(case_text: dict[str, str]) -> None:
@@ -209,20 +213,26 @@ def test_case_17_has_no_table(case_text: dict[str, str]) -> None:
         parse_nccl_tests(case_text[CASE_17])
 
 
-# -- layouts and inference on small logs ----------------------------------------------------------------------------
+# -- layouts and inference on small logs ---------------------------------------------------------------------
 
 
 def _log(*rows: str, above: str = "", header: str = HEADER) -> str:
     return "\n".join([*filter(None, above.split("\n")), header, *rows, "# Avg bus bandwidth    : 1.0"])
 
 
-ROW_AR = "  1073741824     268435456     float     sum      -1   4038.8  265.85  465.25      0   4043.6  265.54  464.70      0"
+ROW_AR = (
+    "  1073741824     268435456     float     sum      -1   4038.8  265.85  465.25      0"
+    "   4043.6  265.54  464.70      0"
+)
 
 
 def test_binary_name_from_command_or_banner() -> None:
     (table,) = parse_nccl_tests(_log(ROW_AR, above="$ ./build/all_reduce_perf -b 8 -e 1G -f 2 -g 8"))
     assert table.collective == "all_reduce" and table.n_ranks == 8
-    rows = "        1024            16     float    none      -1    280.4    0.00    0.00      0    233.9    0.00    0.00      0"
+    rows = (
+        "        1024            16     float    none      -1    280.4    0.00    0.00      0"
+        "    233.9    0.00    0.00      0"
+    )
     (table,) = parse_nccl_tests(_log(rows, above="# Collective test starting: alltoall_perf"))
     assert table.collective == "alltoall"
 
@@ -243,22 +253,26 @@ def test_name_that_contradicts_the_columns() -> None:
     [
         # broadcast: no operation, root 0, size = count x 4
         (
-            "   1048576   262144  float    none       0   50.00   20.97   20.97      0   50.00   20.97   20.97      0",
+            "   1048576   262144  float    none       0   50.00   20.97   20.97      0   50.00   20.97   "
+            "20.97      0",
             "broadcast",
         ),
         # reduce: an operation and root 0
         (
-            "   1048576   262144  float     sum       0   50.00   20.97   20.97      0   50.00   20.97   20.97      0",
+            "   1048576   262144  float     sum       0   50.00   20.97   20.97      0   50.00   20.97   "
+            "20.97      0",
             "reduce",
         ),
         # reduce_scatter on 8 ranks: size = 8 x count x 4
         (
-            "   1048576    32768  float     sum      -1   50.00   20.97   18.35      0   50.00   20.97   18.35      0",
+            "   1048576    32768  float     sum      -1   50.00   20.97   18.35      0   50.00   20.97   "
+            "18.35      0",
             "reduce_scatter",
         ),
         # all_gather or alltoall: the columns cannot tell
         (
-            "   1048576    32768  float    none      -1   50.00   20.97   18.35      0   50.00   20.97   18.35      0",
+            "   1048576    32768  float    none      -1   50.00   20.97   18.35      0   50.00   20.97   "
+            "18.35      0",
             None,
         ),
     ],
@@ -271,7 +285,10 @@ def test_collective_from_columns(row: str, expected: str | None) -> None:
 
 
 def test_caller_names_the_collective() -> None:
-    row = "   1048576    32768  float    none      -1   50.00   20.97   18.35      0   50.00   20.97   18.35      0"
+    row = (
+        "   1048576    32768  float    none      -1   50.00   20.97   18.35      0"
+        "   50.00   20.97   18.35      0"
+    )
     (table,) = parse_nccl_tests(_log(row), collective="alltoall_perf")
     assert table.collective == "alltoall" and table.n_ranks == 8
     assert parse_nccl_tests(_log(row), collective="AllGather")[0].collective == "all_gather"
@@ -280,7 +297,10 @@ def test_caller_names_the_collective() -> None:
 
 
 def test_hypercube_blank_operation_and_na_check() -> None:
-    row = "     1048576         32768     float              -1    80.00   13.11   13.11    N/A    80.00   13.11   13.11    N/A"
+    row = (
+        "     1048576         32768     float              -1    80.00   13.11   13.11    N/A"
+        "    80.00   13.11   13.11    N/A"
+    )
     (table,) = parse_nccl_tests(_log(row, above="# Collective test starting: hypercube_perf"))
     assert table.collective == "hypercube"
     (parsed,) = table.rows
@@ -294,7 +314,8 @@ def test_hypercube_blank_operation_and_na_check() -> None:
 def test_interleaved_debug_lines_and_mpi_prefixes() -> None:
     text = "\n".join(
         [
-            "[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0",
+            "[1,0]<stdout>:# nThread 1 nGpus 1 minBytes 8 maxBytes 1073741824 step: 2(factor) warmup "
+            "iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0",
             "[1,0]<stdout>:#  Rank  0 Group  0 Pid   1111 on node-a device  0 [0x18] NVIDIA H100 80GB HBM3",
             "[1,0]<stdout>:#  Rank  1 Group  0 Pid   2222 on node-b device  0 [0x18] NVIDIA H100 80GB HBM3",
             "[1,0]<stdout>:NCCL version 2.21.5+cuda12.4",
@@ -338,7 +359,7 @@ def test_collectives_constant() -> None:
     } <= COLLECTIVES
 
 
-# -- errors --------------------------------------------------------------------------------------------------------
+# -- errors --------------------------------------------------------------------------------------------------
 
 
 def test_truncated_row_names_its_line(case_text: dict[str, str]) -> None:

@@ -41,7 +41,7 @@ DUMP = """<system version="1">
     </nic>
   </cpu>
 </system>
-"""
+"""  # noqa: E501  (verbatim lines of an NCCL topology dump)
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,8 @@ CASE_17 = "case_17_azure_ndv4_ndv5_topology_xml.txt"
 
 
 def _render(m: TopoMatrix, *, nics: tuple[str, ...] | None = None, change: dict | None = None) -> str:
-    """Print ``m`` back as ``nvidia-smi topo -m`` text, keeping ``nics`` and overriding cells in ``change``."""
+    """Print ``m`` back as ``nvidia-smi topo -m`` text, keeping ``nics`` and overriding cells in
+    ``change``."""
     nics = m.nics if nics is None else nics
     change = change or {}
     devices = m.gpus + nics
@@ -63,7 +64,7 @@ def b200_matrix(b200_text: str) -> TopoMatrix:
     return TopoMatrix.from_text(b200_text, source=CASE_08)
 
 
-# -- case 08, as printed ---------------------------------------------------------------------------------------
+# -- case 08, as printed -------------------------------------------------------------------------------------
 
 
 def test_b200_nvlink_all_28_pairs_nv18(b200: NodeInspection) -> None:
@@ -143,7 +144,7 @@ def test_gpu_named_anywhere_in_the_file_is_used(b200_text: str) -> None:
     assert odd.accelerator == "h100-sxm" and any("does not fit the layout" in a for a in odd.assumptions)
 
 
-# -- warnings, on matrices derived from case 08 ---------------------------------------------------------------------
+# -- warnings, on matrices derived from case 08 --------------------------------------------------------------
 
 
 def test_nics_behind_the_cpu_warn_and_degrade_the_network(
@@ -180,8 +181,8 @@ def test_a_nic_shared_by_two_gpus_warns_and_halves_the_network(
 
 
 def test_a_gpu_paired_with_a_far_nic_warns(b200_matrix: TopoMatrix) -> None:
-    # Case 08 with NIC1 moved to the other socket (SYS to GPU0-3): GPU0 and GPU1 compete for NIC0, one NIC each
-    # is left, and one of them gets a NODE NIC instead of a PIX one.
+    # Case 08 with NIC1 moved to the other socket (SYS to GPU0-3): GPU0 and GPU1 compete for NIC0, one NIC
+    # each is left, and one of them gets a NODE NIC instead of a PIX one.
     change = {
         (g, "NIC1"): ("SYS" if g in ("GPU0", "GPU1", "GPU2", "GPU3") else "NODE") for g in b200_matrix.gpus
     }
@@ -209,7 +210,7 @@ def test_gdr_verdict_codes() -> None:
     ]  # fmt: skip
 
 
-# -- NCCL topology XML (case 17) ---------------------------------------------------------------------------------------
+# -- NCCL topology XML (case 17) -----------------------------------------------------------------------------
 
 
 def test_azure_xml_ndv4_and_ndv5(case_text: dict[str, str]) -> None:
@@ -240,7 +241,7 @@ def test_azure_ndv4_expected_busbw_matches_azure_and_nvidia_figures(case_text: d
     )
 
 
-# -- detection and errors --------------------------------------------------------------------------------------------
+# -- detection and errors ------------------------------------------------------------------------------------
 
 
 def test_detect_format(case_text: dict[str, str]) -> None:
@@ -264,12 +265,13 @@ def test_empty_and_bad_options() -> None:
         inspect_node_text("GPU0\n", fmt="csv")
 
 
-# -- GPU identity, CPU vendor and PCIe caps read from the file (new-user trial) ----------------------------------------
+# -- GPU identity, CPU vendor and PCIe caps read from the file (new-user trial) ------------------------------
 
 
 def test_azure_xml_gpu_cpu_and_pcie_from_the_file(case_text: dict[str, str]) -> None:
-    # Case 17 names A100 (NDv4) and H100/H200 (NDv5) in its text; the XMLs say AMD (NDv4) / Intel (NDv5) CPUs and
-    # PCIe 16 GT/s x16 (NDv4) / 32 GT/s x16 (NDv5) links. NCCL: Gen4 x16 = 16 x 120 / 80 = 24 GB/s, Gen5 x16 = 48.
+    # Case 17 names A100 (NDv4) and H100/H200 (NDv5) in its text; the XMLs say AMD (NDv4) / Intel (NDv5) CPUs
+    # and PCIe 16 GT/s x16 (NDv4) / 32 GT/s x16 (NDv5) links. NCCL: Gen4 x16 = 16 x 120 / 80 = 24 GB/s, Gen5
+    # x16 = 48.
     ndv4, ndv5 = inspect_node_text(case_text[CASE_17], source=CASE_17)
     assert ndv4.accelerator == "a100-sxm-80gb" and ndv4.accelerator_source == "the file"
     assert ndv5.accelerator == "h100-sxm" and ndv5.accelerator_source == "the file"
@@ -277,7 +279,8 @@ def test_azure_xml_gpu_cpu_and_pcie_from_the_file(case_text: dict[str, str]) -> 
     assert ndv4.spec.cpu_vendor == "amd" and ndv5.spec.cpu_vendor == "intel"
     assert ndv4.layout.gpu_nic_pcie[("GPU0", "NIC0")] == (pytest.approx(24e9), "Gen4 x16")
     assert ndv5.layout.gpu_nic_pcie[("GPU0", "NIC0")] == (pytest.approx(48e9), "Gen5 x16")
-    # no NIC speed in the file: 400 Gb/s is assumed and said so; the Gen4 path caps each rail at 24 GB/s anyway
+    # no NIC speed in the file: 400 Gb/s is assumed and said so; the Gen4 path caps each rail at 24 GB/s
+    # anyway
     assert ndv4.nic_speed_assumed and any("400 Gb/s assumed" in a for a in ndv4.assumptions)
     assert ndv4.rail_cap_bytes_per_s == pytest.approx(24e9) and ndv4.rail_cap_link == "Gen4 x16"
     fabric = {e.label: e for e in ndv4.expected}["2 nodes, NCCL_ALGO=Ring (the fabric's figure)"]

@@ -136,7 +136,7 @@ def test_extract_is_stable_on_damaged_xml(case_text: dict[str, str]) -> None:
     run()
 
 
-# -- every field of one real line x every edge token (deterministic) ----------------------------------------------
+# -- every field of one real line x every edge token (deterministic) -----------------------------------------
 
 
 def _swap_every_field(text: str, line_start: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""The links and flow engines on real topologies: agreement, oversubscription, ECMP statistics, Meta's story."""
+"""The links and flow engines on real topologies: agreement, oversubscription, ECMP statistics, Meta's
+story."""
 
 import numpy as np
 import pytest

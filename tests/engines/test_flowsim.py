@@ -214,7 +214,8 @@ def test_no_transfers():
 
 
 def test_simulate_transfers_declares_the_simulation_parameters():
-    # simulate_transfers is Simulation(...).run() and restates its signature: names, kinds, defaults must agree.
+    # simulate_transfers is Simulation(...).run() and restates its signature: names, kinds, defaults must
+    # agree.
     assert list(inspect.signature(simulate_transfers).parameters.values()) == list(
         inspect.signature(Simulation).parameters.values()
     )

@@ -19,13 +19,13 @@ def run(*args):
 
 def test_train_prints_breakdown_networks_and_source(tmp_path):
     png = tmp_path / "step.png"
-    r = run("train", *GPT3, "--tp", "8", "--pp", "8", "--dp", "16", "--microbatch", "1", "--global-batch", "1536",
-            "--plot", str(png))  # fmt: skip
+    r = run("train", *GPT3, "--tp", "8", "--pp", "8", "--dp", "16", "--microbatch", "1",
+            "--global-batch", "1536", "--plot", str(png))  # fmt: skip
     assert r.exit_code == 0, r.stdout + r.stderr
     out = r.stdout
     assert "tp=8 pp=8 dp=16 sp b=1 B=1536 zero=1 recompute=selective" in out
-    for needle in ("tokens/s", "TFLOP/s per GPU", "MFU", "bubble", "scale-up:", "scale-out:", "exposed", "hidden",
-                   "reduce_scatter", "send_recv", "ml-engineering"):  # fmt: skip
+    for needle in ("tokens/s", "TFLOP/s per GPU", "MFU", "bubble", "scale-up:", "scale-out:", "exposed",
+                   "hidden", "reduce_scatter", "send_recv", "ml-engineering"):  # fmt: skip
         assert needle in out, needle
     assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -54,8 +54,8 @@ def test_plan_forced_tp16_names_scale_out(tmp_path):
 
 
 def test_plan_text_says_why():
-    r = run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100-superpod", "--nodes", "2", "--global-batch", "64",
-            "--top", "2")  # fmt: skip
+    r = run("plan", "--model", "llama3-8b", "--cluster", "dgx-h100-superpod", "--nodes", "2",
+            "--global-batch", "64", "--top", "2")  # fmt: skip
     assert r.exit_code == 0, r.stderr
     assert "Fastest layouts" in r.stdout and "Winner tp=" in r.stdout and "layouts/s" in r.stdout
 
@@ -89,7 +89,7 @@ def test_bad_input_one_line_exit_2(args, needle):
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0]
 
 
-# -- new-user trial fixes -------------------------------------------------------------------------------------------
+# -- new-user trial fixes ------------------------------------------------------------------------------------
 
 LLAMA405_16K = ("--model", "llama3-405b", "--cluster", "dgx-h100-superpod", "--nodes", "2048")
 
@@ -103,7 +103,8 @@ def test_train_accepts_the_layout_plan_recommends():
     lay = best["layout"]
     assert 126 % (lay["pp"] * lay["virtual_pipeline_stages"]) != 0  # an uneven-stage layout, as in the report
     r = run("train", *LLAMA405_16K, "--tp", str(lay["tp"]), "--pp", str(lay["pp"]), "--cp", str(lay["cp"]),
-            "--virtual-stages", str(lay["virtual_pipeline_stages"]), "--microbatch", str(lay["microbatch_size"]),
+            "--virtual-stages", str(lay["virtual_pipeline_stages"]),
+            "--microbatch", str(lay["microbatch_size"]),
             "--zero", str(lay["zero_stage"]), "--recompute", lay["recompute"], "--json")  # fmt: skip
     assert r.exit_code == 0, r.stderr
     got = json.loads(r.stdout)
@@ -154,8 +155,8 @@ def test_plot_title_is_not_clipped(tmp_path, monkeypatch):
     from aifabric.training.plot import plot_step_breakdown
 
     # the report's case: one bar, "llama3-405b on 16384 GPUs of dgx-h100-superpod" was cut at both ends
-    lay = ParallelLayout(tp=4, pp=16, dp=32, cp=8, virtual_pipeline_stages=4, sequence_parallel=True, zero_stage=1,
-                         global_batch_size=1536, recompute="selective")  # fmt: skip
+    lay = ParallelLayout(tp=4, pp=16, dp=32, cp=8, virtual_pipeline_stages=4, sequence_parallel=True,
+                         zero_stage=1, global_batch_size=1536, recompute="selective")  # fmt: skip
     st = step_time(get_model("llama3-405b"), lay, preset("dgx-h100-superpod", nodes=2048))
     figures = []
     close = plt.close
@@ -200,16 +201,17 @@ def test_train_help_says_how_to_compare_with_the_megatron_paper():
     text = " ".join(r.stdout.split())
     assert "Table 1" in text and "--recompute full --zero 0 --no-flash-attention --no-sp" in text
     # the options named there exist and reproduce the paper's 39.1B row (published 138, the model 133.1)
-    r = run("train", "--model", "megatron-gpt-39.1b", "--cluster", "megatron-a100", "--nodes", "64", "--tp", "8",
-            "--pp", "2", "--microbatch", "4", "--global-batch", "1536", "--recompute", "full", "--zero", "0",
-            "--no-flash-attention", "--no-sp", "--no-overlap-grad-reduce", "--json")  # fmt: skip
+    r = run("train", "--model", "megatron-gpt-39.1b", "--cluster", "megatron-a100", "--nodes", "64",
+            "--tp", "8", "--pp", "2", "--microbatch", "4", "--global-batch", "1536", "--recompute", "full",
+            "--zero", "0", "--no-flash-attention", "--no-sp", "--no-overlap-grad-reduce",
+            "--json")  # fmt: skip
     assert r.exit_code == 0, r.stderr
     assert json.loads(r.stdout)["achieved_flops_per_gpu"] / 1e12 == pytest.approx(133.1, abs=0.1)
 
 
 def test_gemm_efficiency_and_its_source_in_one_line_with_a_caution_for_mamf():
-    a100 = run("train", "--model", "megatron-gpt-1.7b", "--cluster", "megatron-a100", "--nodes", "4", "--tp", "1",
-               "--pp", "1", "--global-batch", "512", "--microbatch", "16")  # fmt: skip
+    a100 = run("train", "--model", "megatron-gpt-1.7b", "--cluster", "megatron-a100", "--nodes", "4",
+               "--tp", "1", "--pp", "1", "--global-batch", "512", "--microbatch", "16")  # fmt: skip
     assert a100.exit_code == 0, a100.stderr
     assert "compute at 73.7% of peak (A100 GEMM, Mu Li transformers-benchmarks)" in a100.stdout
     assert "caution" not in a100.stdout.lower()

@@ -133,7 +133,8 @@ MIXTRAL = get_model("mixtral-8x7b")  # 8 experts
         (GPT39, ParallelLayout(tp=8, dp=4, microbatch_size=2, global_batch_size=12), 32,
          r"global_batch_size=12 is not divisible by microbatch_size x dp = 2 x 4 = 8"),
         (GPT39, ParallelLayout(tp=8, pp=5), 40,
-         r"n_layers=48 of model 'megatron-gpt-39.1b' is not divisible by pp x virtual_pipeline_stages = 5 x 1 = 5"),
+         r"n_layers=48 of model 'megatron-gpt-39.1b' is not divisible by pp x virtual_pipeline_stages = 5 x "
+         r"1 = 5"),
         (GPT39, ParallelLayout(tp=8, pp=4, virtual_pipeline_stages=5, global_batch_size=4), 32,
          r"n_layers=48 .* = 4 x 5 = 20"),
         (GPT39, ParallelLayout(virtual_pipeline_stages=2), 1, r"virtual_pipeline_stages=2 needs pp > 1"),

@@ -141,8 +141,8 @@ def test_tp_across_two_nodes_goes_over_scale_out():
 
 
 def test_expert_parallel_across_nics_costs_the_bandwidth_ratio():
-    # Mixtral 8x7B on 8 DGX H100 nodes. EP = 4 inside an NVLink domain (order tp-cp-ep-dp-pp: ranks 0, 2, 4, 6)
-    # vs EP = 4 across 4 nodes (order tp-cp-dp-ep-pp: expert-DP innermost, ranks 0, 16, 32, 48). The
+    # Mixtral 8x7B on 8 DGX H100 nodes. EP = 4 inside an NVLink domain (order tp-cp-ep-dp-pp: ranks 0, 2, 4,
+    # 6) vs EP = 4 across 4 nodes (order tp-cp-dp-ep-pp: expert-DP innermost, ranks 0, 16, 32, 48). The
     # all-to-all of a rank's tokens x top_k x h x 2 bytes then crosses the NICs instead of NVLink, and takes
     # about intra / NIC bandwidth times longer (370.8 / 49.15 GB/s per GPU on the formula engine).
     model, spec = get_model("mixtral-8x7b"), preset("dgx-h100-superpod", nodes=8)
