@@ -1,0 +1,580 @@
+"""NCCL's own tuning tables per release, and the choices NCCL makes from them.
+
+The figures live in ``data/nccl_releases.yaml``, read from NVIDIA/nccl at each release tag (``git show
+TAG:src/graph/tuning.cc`` and the files named next to each figure). A release there is the first tag where
+one of the recorded facts changed; :func:`nccl_release` maps any version to the newest recorded release at or
+below it. Units as NCCL writes them: latencies in microseconds, bandwidths in GB/s (1e9 bytes/s); the pure
+functions below return SI units (seconds, bytes/s) where they return times or rates.
+
+Functions
+---------
+- :func:`nccl_release` -- the tables of one release (``None``: the newest).
+- :func:`tuning_arch` -- which architecture row NCCL uses for a GPU architecture.
+- :func:`comm_channels` -- the communicator's channel count after ``connect.cc`` duplicates the searched rings.
+- :func:`channels_for` -- the channels one collective call runs on (``enqueue.cc`` reduces them for small sizes).
+- :func:`protocol_costs` / :func:`protocol_for` -- NCCL's per-protocol latency and bandwidth, and its pick.
+- :func:`nvls_support` -- whether NVLS and NVLS-tree are enabled for (architecture, nodes, local GPUs, release).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from aifabric.errors import ConfigError
+
+__all__ = [
+    "Algorithm",
+    "Collective",
+    "NcclRelease",
+    "NvlsSupport",
+    "Protocol",
+    "ProtocolCost",
+    "channels_for",
+    "comm_channels",
+    "nccl_release",
+    "nccl_release_versions",
+    "nvls_channels",
+    "nvls_support",
+    "protocol_costs",
+    "protocol_for",
+    "tuning_arch",
+]
+
+
+class Algorithm(StrEnum):
+    """NCCL's algorithms, in the order of its ``NCCL_ALGO_*`` enum."""
+
+    TREE = "tree"
+    RING = "ring"
+    COLLNET_DIRECT = "collnet_direct"
+    COLLNET_CHAIN = "collnet_chain"
+    NVLS = "nvls"
+    NVLS_TREE = "nvls_tree"
+    PAT = "pat"
+
+
+class Protocol(StrEnum):
+    """NCCL's protocols, in the order of its ``NCCL_PROTO_*`` enum (the tables' columns)."""
+
+    LL = "LL"
+    LL128 = "LL128"
+    SIMPLE = "Simple"
+
+
+class Collective(StrEnum):
+    """The collectives NCCL's tuner costs."""
+
+    ALL_REDUCE = "all_reduce"
+    ALL_GATHER = "all_gather"
+    REDUCE_SCATTER = "reduce_scatter"
+    BROADCAST = "broadcast"
+    REDUCE = "reduce"
+
+
+_PROTO_INDEX = {Protocol.LL: 0, Protocol.LL128: 1, Protocol.SIMPLE: 2}
+Triple = tuple[float, float, float]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class BlackwellNvlsTreeRule(_Frozen):
+    """One row of ``nvls.cc`` ncclNvlsTreeSm100Tuning: channels for a NIC speed (GB/s per GPU) and nodes."""
+
+    nodes: int | None = None
+    min_nic_gbps: float
+    max_local_gpus: int | None = None
+    channels: int = Field(ge=1)
+
+
+class NcclRelease(_Frozen):
+    """The tuning facts of one NCCL release (see ``data/nccl_releases.yaml`` for each figure's source).
+
+    Table attributes map an architecture (``volta``, ``ampere``, ``hopper``, ``blackwell``) or a hardware
+    class (``nvlink``, ``pci``, ``net``) to NCCL's rows; each row is ``[LL, LL128, Simple]`` (latencies, us)
+    or ``[1 node, 2 nodes, >= 3 nodes]`` (bandwidths, GB/s).
+    """
+
+    version: str
+    tag: str
+    source: str = Field(min_length=10)
+    architectures: tuple[str, ...]
+    base_latency_us: dict[Algorithm, Triple]
+    hw_latency_us: dict[str, dict[Algorithm, Triple]]
+    ll_max_bw: dict[str, Triple]
+    per_channel_max_ring_ll128_bw: dict[str, Triple]
+    per_channel_max_tree_ll128_bw: dict[str, Triple] | None = None
+    per_channel_max_tree_bw: dict[str, Triple]
+    per_channel_max_nvls_tree_bw: dict[str, Triple] | None = None
+    nvls_efficiency: dict[str, float] | None = None
+    ring_ll_bw_factor: float = Field(gt=0, le=1)
+    ring_ll_bw_factor_single_node_other: float = Field(gt=0, le=1)
+    ring_ll128_bw_factor: float = Field(gt=0, le=1)
+    ring_ll128_bw_factor_one_gpu_per_node: float = Field(gt=0, le=1)
+    tree_bw_factor: float = Field(gt=0, le=1)
+    tree_ll_bw_divisor: float = Field(gt=1)
+    tree_ll128_bw_factor: tuple[float, float]
+    ring_plateau_latency_factor: dict[str, float]
+    net_overhead_us: dict[str, float]
+    pat_bw_factor: float | None = None
+    thread_threshold: dict[Protocol, int]
+    max_threads: dict[Protocol, int]
+    max_channels: int = Field(ge=1)
+    channel_doubling_archs: tuple[str, ...]
+    channel_doubling_below: int = Field(ge=1)
+    nvls_channels: dict[str, int]
+    nvls_min_local_gpus: int = Field(ge=1)
+    nvls_min_channels: int = Field(ge=1)
+    nvls_multi_node_requires_collnet: bool
+    nvls_tree_min_nodes: int = Field(ge=2)
+    blackwell_nvls_tree_channels: tuple[BlackwellNvlsTreeRule, ...] = ()
+    algorithms: dict[Collective, tuple[Algorithm, ...]]
+    nvls_archs: tuple[str, ...]
+
+    @property
+    def version_tuple(self) -> tuple[int, ...]:
+        """The version as integers, ``(2, 30, 3)``."""
+        return _version_tuple(self.version)
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    """``"2.30.7"`` / ``"v2.30.7-1"`` / ``"2.30"`` -> ``(2, 30, 7)`` / ``(2, 30, 7)`` / ``(2, 30)``."""
+    text = version.strip().lower().removeprefix("v").split("-")[0].split("+")[0]
+    try:
+        parts = tuple(int(p) for p in text.split("."))
+    except ValueError:
+        raise ConfigError(f"nccl version: {version!r} is not a version like 2.21.5") from None
+    if not 1 <= len(parts) <= 3:
+        raise ConfigError(f"nccl version: {version!r} is not a version like 2.21.5")
+    return parts
+
+
+@cache
+def _releases() -> dict[str, NcclRelease]:
+    text = resources.files("aifabric.catalog").joinpath("data", "nccl_releases.yaml").read_text()
+    raw: dict[str, Any] = yaml.safe_load(text)
+    out: dict[str, NcclRelease] = {}
+    for version, entry in raw.items():
+        try:
+            out[str(version)] = NcclRelease.model_validate({"version": str(version), **entry})
+        except ValidationError as err:  # a broken shipped file is a bug; say where
+            raise ConfigError(f"nccl_releases.yaml: release {version}: {err.errors()[0]['msg']}") from err
+    return dict(sorted(out.items(), key=lambda kv: _version_tuple(kv[0])))
+
+
+def nccl_release_versions() -> list[str]:
+    """The recorded releases, oldest first (each the first tag where a recorded fact changed)."""
+    return list(_releases())
+
+
+def nccl_release(version: str | None = None) -> NcclRelease:
+    """The tuning tables NCCL ``version`` runs with.
+
+    Parameters
+    ----------
+    version : str or None
+        ``"2.21.5"``, ``"v2.21.5-1"`` or ``"2.21"``; ``None`` is the newest recorded release. A version
+        between two recorded releases has the tables of the earlier one (``"2.22.3"`` -> ``2.21.5``); a
+        version newer than all is the newest.
+
+    Raises
+    ------
+    ConfigError
+        A malformed version, or one older than the oldest recorded release; the message lists the known ones.
+    """
+    table = _releases()
+    if version is None:
+        return next(reversed(table.values()))
+    want = _version_tuple(version)
+    if len(want) == 2:  # "2.21": the newest release of that minor
+        want = (*want, 10**6)
+    chosen = None
+    for rel in table.values():
+        if rel.version_tuple <= want:
+            chosen = rel
+    if chosen is None:
+        raise ConfigError(
+            f"nccl version: {version!r} is older than the catalogue's releases; known: {', '.join(table)}"
+        )
+    return chosen
+
+
+def tuning_arch(release: NcclRelease, arch: str) -> str:
+    """The architecture row NCCL uses for a GPU of ``arch`` in ``release``.
+
+    NCCL indexes by compute capability: ``>= 100`` Blackwell (and newer), ``>= 90`` Hopper, ``>= 80`` Ampere,
+    else Volta (tuning.cc ``compCapIndex``). A release without a Blackwell row treats Blackwell as Hopper;
+    Rubin uses the Blackwell row.
+
+    Raises
+    ------
+    ConfigError
+        ``arch`` is not an NVIDIA GPU architecture NCCL tunes for (TPU, AMD CDNA: RCCL has its own tables).
+    """
+    order = ("volta", "ampere", "hopper", "blackwell")
+    key = {"rubin": "blackwell"}.get(arch.lower(), arch.lower())
+    if key not in order:
+        raise ConfigError(f"arch: NCCL has no tuning row for {arch!r}; known: {', '.join(order)}, rubin")
+    rows = release.architectures
+    idx = min(order.index(key), len(rows) - 1)
+    return rows[idx]
+
+
+def _node_column(nnodes: int) -> int:
+    """Column of the per-node tables: 1 node, 2 nodes, >= 3 nodes (tuning.cc ``index2``)."""
+    if nnodes < 1:
+        raise ConfigError(f"nnodes: must be >= 1, got {nnodes}")
+    return min(nnodes, 3) - 1
+
+
+def comm_channels(
+    release: NcclRelease,
+    arch: str,
+    *,
+    search_channels: int,
+    nnodes: int,
+    ring_bw_intra_gbps: float,
+    min_nchannels: int | None = None,
+    max_nchannels: int | None = None,
+) -> int:
+    """The communicator's channel count after ``src/graph/connect.cc`` (ncclTopoPostset).
+
+    ``n = min(max_channels, 2 * search_channels)`` (every searched ring is duplicated); then on more than one
+    node, for an architecture in ``channel_doubling_archs`` with ``ring_bw_intra_gbps > 45`` and
+    ``n < channel_doubling_below``, ``n = min(max_channels, 2 n)``; then ``NCCL_MAX_NCHANNELS`` caps it and
+    ``NCCL_MIN_NCHANNELS`` raises it (both bounded by ``max_channels``).
+
+    Parameters
+    ----------
+    search_channels : int
+        Channels the topology search found (``NCCL INFO ... nChannels`` of the ring graph, typically 8-16 on
+        an NVSwitch node, 2-4 on PCIe).
+    ring_bw_intra_gbps : float
+        The ring graph's per-channel intra-node bandwidth, GB/s (``bwIntra``).
+
+    Raises
+    ------
+    ConfigError
+        A non-positive channel count.
+    """
+    if search_channels < 1:
+        raise ConfigError(f"search_channels: must be >= 1, got {search_channels}")
+    n = min(release.max_channels, 2 * search_channels)
+    row = tuning_arch(release, arch)
+    doubles = nnodes > 1 and row in release.channel_doubling_archs and ring_bw_intra_gbps > 45.0
+    if doubles and n < release.channel_doubling_below:
+        n = min(release.max_channels, 2 * n)
+    if max_nchannels is not None:
+        n = min(n, max(1, max_nchannels))
+    if min_nchannels is not None:
+        n = max(n, min(release.max_channels, min_nchannels))
+    return n
+
+
+def _check_applies(release: NcclRelease, collective: str, algorithm: str) -> tuple[Collective, Algorithm]:
+    try:
+        coll = Collective(collective)
+    except ValueError:
+        raise ConfigError(
+            f"collective: unknown {collective!r}; known: {', '.join(c.value for c in Collective)}"
+        ) from None
+    try:
+        algo = Algorithm(algorithm)
+    except ValueError:
+        raise ConfigError(
+            f"algorithm: unknown {algorithm!r}; known: {', '.join(a.value for a in Algorithm)}"
+        ) from None
+    if algo not in release.algorithms[coll]:
+        allowed = ", ".join(release.algorithms[coll])
+        raise ConfigError(f"algorithm: NCCL {release.version} has no {algo} {coll}; it costs {allowed}")
+    return coll, algo
+
+
+def nvls_channels(release: NcclRelease, arch: str, *, nnodes: int, local_gpus: int, nic_gbps: float) -> int:
+    """NVLS / NVLS-tree channels (``src/transport/nvls.cc``).
+
+    Hopper: ``nvls_channels["hopper"]``; Blackwell: the single-node or multi-node figure, and from 2.30 on
+    multi-node the first ``blackwell_nvls_tree_channels`` row whose ``nodes`` (if given) equals ``nnodes``,
+    ``min_nic_gbps <= nic_gbps`` and ``local_gpus <= max_local_gpus`` (if given).
+    """
+    row = tuning_arch(release, arch)
+    if row != "blackwell":
+        return release.nvls_channels["hopper"]
+    if nnodes == 1:
+        return release.nvls_channels["blackwell_single_node"]
+    for rule in release.blackwell_nvls_tree_channels:
+        if rule.nodes is not None and rule.nodes != nnodes:
+            continue
+        if nic_gbps < rule.min_nic_gbps:
+            continue
+        if rule.max_local_gpus is not None and local_gpus > rule.max_local_gpus:
+            continue
+        return rule.channels
+    return release.nvls_channels["blackwell_multi_node"]
+
+
+def channels_for(
+    release: NcclRelease,
+    collective: str,
+    algorithm: str,
+    nbytes: float,
+    nranks: int,
+    arch: str,
+    *,
+    comm_channels: int,
+    protocol: str = "Simple",
+    nnodes: int = 1,
+    nic_gbps: float = 0.0,
+    max_threads: int | None = None,
+) -> int:
+    """Channels one call runs on: NCCL's ``enqueue.cc`` (topoGetAlgoInfo) channel reduction for small sizes.
+
+    Ring, tree and PAT: ``nc = clamp(floor(nbytes / (nt * threshold)), 1, comm_channels)``, i.e. NCCL drops
+    one channel at a time while ``nbytes < nc * nt * threshold``; ``nt`` is ``max_threads[protocol]`` and
+    ``threshold`` is ``thread_threshold[protocol]`` (times ``nranks`` for ring LL). NVLS and NVLS-tree use
+    :func:`nvls_channels` whatever the size (flat NVLS across nodes: at most ``comm_channels``).
+
+    Parameters
+    ----------
+    nbytes : float
+        The call's size in bytes as NCCL counts it (per-rank buffer of all_reduce; the full output of
+        all_gather, ``nranks`` x the per-rank input).
+    comm_channels : int
+        The communicator's channels (:func:`comm_channels`).
+    max_threads : int, optional
+        Threads per channel (default: the release's ``max_threads[protocol]``; NCCL uses 256 for Simple on
+        machines whose ring is no faster than PCIe Gen3, tuning.cc ``simpleDefaultThreads``).
+
+    Raises
+    ------
+    ConfigError
+        An unknown collective, algorithm or protocol, or an algorithm the release does not cost for it
+        (CollNet channel tuning depends on the switch's heads and is not modelled).
+    """
+    _coll, algo = _check_applies(release, collective, algorithm)
+    proto = _protocol(protocol)
+    if nbytes < 0:
+        raise ConfigError(f"nbytes: must be >= 0, got {nbytes}")
+    if algo in (Algorithm.NVLS, Algorithm.NVLS_TREE):
+        nc = nvls_channels(
+            release, arch, nnodes=nnodes, local_gpus=max(1, nranks // nnodes), nic_gbps=nic_gbps
+        )
+        return min(nc, comm_channels) if (algo is Algorithm.NVLS and nnodes > 1) else nc
+    if algo in (Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN):
+        raise ConfigError(f"algorithm: channels of {algo} depend on the CollNet heads; not modelled")
+    nt = max_threads or release.max_threads[proto]
+    threshold = release.thread_threshold[proto] * (
+        nranks if (algo is Algorithm.RING and proto is Protocol.LL) else 1
+    )
+    return max(1, min(comm_channels, math.floor(nbytes / (nt * threshold))))
+
+
+def _protocol(name: str) -> Protocol:
+    for p in Protocol:
+        if p.value.lower() == str(name).strip().lower():
+            return p
+    raise ConfigError(f"protocol: unknown {name!r}; known: {', '.join(p.value for p in Protocol)}")
+
+
+@dataclass(frozen=True)
+class ProtocolCost:
+    """NCCL's model of one (algorithm, protocol): ``time = latency_s + nbytes / algbw_bytes_per_s``."""
+
+    protocol: Protocol
+    latency_s: float
+    algbw_bytes_per_s: float
+
+    def time_s(self, nbytes: float) -> float:
+        """Modelled time of an ``nbytes`` call, seconds."""
+        return self.latency_s + nbytes / self.algbw_bytes_per_s
+
+
+def protocol_costs(
+    release: NcclRelease,
+    collective: str,
+    algorithm: str,
+    *,
+    nranks: int,
+    nnodes: int,
+    arch: str,
+    channels: int,
+    bw_intra_gbps: float,
+    bw_inter_gbps: float,
+    intra_hw: str = "nvlink",
+    cpu: str = "intel",
+) -> dict[Protocol, ProtocolCost]:
+    """NCCL's per-protocol latency and bandwidth for ring or tree (``src/graph/tuning.cc`` ncclTopoTuneModel).
+
+    With ``bw = bw_intra_gbps if nnodes <= 2 else bw_inter_gbps`` (per channel, GB/s), ``busBw = channels x
+    bw`` refined per protocol, ``c`` the node column (1, 2, >= 3 nodes) and ``ppn = nranks / nnodes``:
+
+    * ring LL: ``min(ll_max_bw, busBw x f_LL)`` (``f_LL`` = ``ring_ll_bw_factor``, or
+      ``ring_ll_bw_factor_single_node_other`` on one node for collectives other than all_reduce/reduce);
+      ring LL128: ``min(busBw x f, channels x per_channel_max_ring_ll128_bw)``, ``f`` = 0.92 or the
+      one-GPU-per-node factor when ``ppn < 2``; ring Simple: ``busBw``. algbw = busBw x nranks / nsteps,
+      nsteps = 2(n-1) all_reduce, n-1 all_gather/reduce_scatter, n otherwise.
+    * tree (all_reduce): ``busBw' = min(busBw x tree_bw_factor, channels x per_channel_max_tree_bw)``; LL:
+      ``min(busBw' / tree_ll_bw_divisor, ll_max_bw)``; LL128: ``min(busBw' x tree_ll128_bw_factor[one node |
+      more], channels x per_channel_max_tree_ll128_bw)``; algbw = busBw / 2.
+
+    Latency: ring ``base + (nsteps - nInter) x max(intra, netOverhead) + nInter x net`` with ``nInter`` =
+    2(nnodes-1) all_reduce, nnodes-1 otherwise, ``netOverhead`` from ``net_overhead_us[cpu]`` (x3 for
+    Simple, 0 on one node); tree ``base + 2 ((ppn-1) intra + log2(nnodes) net)``. ``intra`` and ``net`` are
+    ``hw_latency_us[intra_hw]`` and ``hw_latency_us["net"]`` of the algorithm and protocol. The topology
+    graph's own ``latencyInter`` (0 on InfiniBand) and the tree's size correction factors are not included.
+
+    ``ll_max_bw``'s row is the architecture on one node, the CPU vendor on more (AMD: the ``ampere`` row,
+    others: the ``volta`` row), as tuning.cc indexes it.
+
+    Returns
+    -------
+    dict
+        Protocol -> :class:`ProtocolCost` (seconds, bytes/s of algbw).
+
+    Raises
+    ------
+    ConfigError
+        An algorithm other than ring or tree, a collective tree does not serve, or bad counts.
+    """
+    coll, algo = _check_applies(release, collective, algorithm)
+    if algo not in (Algorithm.RING, Algorithm.TREE):
+        raise ConfigError(f"algorithm: protocol costs are modelled for ring and tree, not {algo}")
+    if nranks < 2 or nnodes < 1 or nranks < nnodes or channels < 1:
+        raise ConfigError(f"nranks/nnodes/channels: need 2 <= nranks, 1 <= nnodes <= nranks, channels >= 1; got "
+                          f"{nranks}/{nnodes}/{channels}")  # fmt: skip
+    if intra_hw not in ("nvlink", "pci"):
+        raise ConfigError(f"intra_hw: unknown {intra_hw!r}; known: nvlink, pci")
+    row = tuning_arch(release, arch)
+    col = _node_column(nnodes)
+    ll_row = row if nnodes == 1 else ("ampere" if cpu == "amd" else "volta")
+    ll_max = release.ll_max_bw[ll_row][col]
+    ppn = nranks / nnodes
+    bw = bw_intra_gbps if nnodes <= 2 else bw_inter_gbps
+    bus = channels * bw
+    if coll is Collective.ALL_REDUCE:
+        nsteps, n_inter = 2 * (nranks - 1), 2 * (nnodes - 1)
+    elif coll in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER):
+        nsteps, n_inter = nranks - 1, nnodes - 1
+    else:
+        nsteps, n_inter = nranks, nnodes - 1
+    overhead = 0.0 if nnodes == 1 else release.net_overhead_us.get(cpu, release.net_overhead_us["other"])
+    out: dict[Protocol, ProtocolCost] = {}
+    for proto in Protocol:
+        i = _PROTO_INDEX[proto]
+        intra = release.hw_latency_us[intra_hw][algo][i]
+        net = release.hw_latency_us["net"][algo][i]
+        base = release.base_latency_us[algo][i]
+        if algo is Algorithm.RING:
+            if proto is Protocol.LL:
+                f = release.ring_ll_bw_factor
+                if nnodes == 1 and coll not in (Collective.ALL_REDUCE, Collective.REDUCE):
+                    f = release.ring_ll_bw_factor_single_node_other
+                bus_p = min(ll_max, bus * f)
+            elif proto is Protocol.LL128:
+                f = release.ring_ll128_bw_factor_one_gpu_per_node if ppn < 2 else release.ring_ll128_bw_factor
+                bus_p = min(bus * f, channels * release.per_channel_max_ring_ll128_bw[row][col])
+            else:
+                bus_p = bus
+            algbw = bus_p * nranks / nsteps
+            step = max(intra, overhead * (3 if proto is Protocol.SIMPLE else 1))
+            lat = base + (nsteps - n_inter) * step + n_inter * net
+        else:
+            tree = min(bus * release.tree_bw_factor, channels * release.per_channel_max_tree_bw[row][col])
+            if proto is Protocol.LL:
+                bus_p = min(tree / release.tree_ll_bw_divisor, ll_max)
+            elif proto is Protocol.LL128:
+                cap = release.per_channel_max_tree_ll128_bw or release.per_channel_max_ring_ll128_bw
+                f = release.tree_ll128_bw_factor[0 if nnodes == 1 else 1]
+                bus_p = min(tree * f, channels * cap[row][col])
+            else:
+                bus_p = tree
+            algbw = bus_p * 0.5
+            lat = base + 2 * ((ppn - 1) * intra + math.log2(nnodes) * net)
+        out[proto] = ProtocolCost(proto, lat * 1e-6, algbw * 1e9)
+    return out
+
+
+def protocol_for(
+    release: NcclRelease,
+    collective: str,
+    algorithm: str,
+    nbytes: float,
+    *,
+    allowed: Iterable[str] = ("LL", "LL128", "Simple"),
+    **topology: Any,
+) -> Protocol:
+    """The protocol NCCL picks for an ``nbytes`` call: the allowed one of least :func:`protocol_costs` time.
+
+    ``topology`` holds :func:`protocol_costs`'s keyword arguments. On equal times the earlier of LL, LL128,
+    Simple wins, as NCCL's loop keeps the first minimum. ``allowed`` expresses ``NCCL_PROTO`` (and LL128
+    being off by default where NCCL does not enable it).
+
+    Raises
+    ------
+    ConfigError
+        No allowed protocol, or :func:`protocol_costs`'s errors.
+    """
+    wanted = [_protocol(p) for p in allowed]
+    if not wanted:
+        raise ConfigError("protocol: NCCL_PROTO leaves no protocol allowed")
+    costs = protocol_costs(release, collective, algorithm, **topology)
+    return min((p for p in Protocol if p in wanted), key=lambda p: costs[p].time_s(nbytes))
+
+
+@dataclass(frozen=True)
+class NvlsSupport:
+    """Whether NCCL enables NVLS (in-switch reduction, one node or with CollNet) and NVLS-tree, and why."""
+
+    nvls: bool
+    nvls_tree: bool
+    reason: str
+
+
+def nvls_support(
+    release: NcclRelease,
+    arch: str,
+    *,
+    nnodes: int,
+    local_gpus: int,
+    nvswitch: bool = True,
+    collnet: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> NvlsSupport:
+    """NVLS / NVLS-tree enablement (``src/transport/nvls.cc`` ncclNvlsInit, ``src/graph/tuning.cc``).
+
+    NVLS needs multicast objects: an architecture in ``nvls_archs`` on an NVSwitch domain, at least
+    ``nvls_min_local_gpus`` GPUs on the node and ``NCCL_NVLS_ENABLE`` not 0. Flat NVLS then runs on one
+    node, or across nodes only with CollNet (SHARP) when ``nvls_multi_node_requires_collnet``; NVLS-tree
+    runs on ``nvls_tree_min_nodes`` nodes or more.
+    """
+    env = env or {}
+    if str(env.get("NCCL_NVLS_ENABLE", "")).strip() == "0":
+        return NvlsSupport(False, False, "NCCL_NVLS_ENABLE=0")
+    try:
+        row = tuning_arch(release, arch)
+    except ConfigError:
+        return NvlsSupport(False, False, f"{arch} is not an NVIDIA GPU NCCL tunes")
+    if row not in release.nvls_archs:
+        return NvlsSupport(False, False, f"{row} GPUs have no NVLink multicast")
+    if not nvswitch:
+        return NvlsSupport(False, False, "no NVSwitch: no multicast object")
+    if local_gpus < release.nvls_min_local_gpus:
+        return NvlsSupport(
+            False,
+            False,
+            f"{local_gpus} GPUs per node < {release.nvls_min_local_gpus} (NCCL {release.version})",
+        )
+    flat = nnodes == 1 or collnet or not release.nvls_multi_node_requires_collnet
+    tree = nnodes >= release.nvls_tree_min_nodes
+    why = "one node: NVLS" if nnodes == 1 else ("NVLS-tree" + (" and NVLS with CollNet" if flat else ""))
+    return NvlsSupport(flat, tree, why)
