@@ -1,0 +1,377 @@
+"""Transports as data, the NCCL environment that steers them, and which one a connection uses.
+
+``data/transports.yaml`` holds each way NCCL moves bytes between two GPUs -- InfiniBand verbs, RoCEv2, AWS
+EFA (SRD through aws-ofi-nccl), GCP GPUDirect-TCPX/TCPXO and gIB, plain TCP sockets, and inside a node P2P
+over NVLink or PCIe, P2P through the CPU and SHM through host memory -- with its latency, per-stream and
+aggregate efficiency, GPUDirect RDMA requirement and source.
+
+:class:`NcclEnv` expresses the ``NCCL_*`` variables that change the choice (parsed from a mapping such as
+``os.environ``, each value validated with a one-line error), and :func:`resolve_transport` says which
+transport a connection uses from the environment and the topology facts, as NCCL's ``src/graph/paths.cc``
+and ``src/transport.cc`` decide it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from aifabric.catalog.nccl import Algorithm, Collective, Protocol
+from aifabric.errors import ConfigError
+from aifabric.units import parse_time
+
+__all__ = [
+    "NcclEnv",
+    "PathType",
+    "TransportChoice",
+    "TransportSpec",
+    "nccl_enabled",
+    "resolve_transport",
+    "transport",
+    "transport_names",
+]
+
+
+class PathType(IntEnum):
+    """NCCL's path types between two devices, closest first (``src/include/graph.h``; ``topo.cc`` names)."""
+
+    LOC = 0
+    NVL = 1
+    NVB = 2
+    C2C = 3
+    PIX = 4
+    PXB = 5
+    P2C = 6
+    PXN = 7
+    PHB = 8
+    SYS = 9
+    NET = 10
+    DIS = 11
+
+    @classmethod
+    def parse(cls, value: str | int, field: str) -> PathType:
+        """A path type by name (``"PXB"``) or NCCL's old integer levels (paths.cc ``levelsOldToNew``:
+        0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and above SYS). Raises ConfigError naming ``field``."""
+        text = str(value).strip()
+        if text.isdigit():
+            old = (cls.LOC, cls.PIX, cls.PXB, cls.PHB, cls.SYS)
+            return old[min(int(text), len(old) - 1)]
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            known = ", ".join(p.name for p in cls if p <= cls.SYS)
+            raise ConfigError(f"{field}: unknown path type {value!r}; known: {known} or 0-4") from None
+
+
+class TransportSpec(BaseModel):
+    """One transport (see the module docstring and ``data/transports.yaml`` for the fields' meaning)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    key: str
+    name: str
+    scope: Literal["net", "intra"]
+    nccl_name: str
+    plugin: str | None = None
+    latency_s: float = Field(ge=0, validation_alias="latency")
+    per_stream_efficiency: float = Field(gt=0, le=1)
+    aggregate_efficiency: float = Field(gt=0, le=1)
+    gdr: Literal["required", "optional", "none"]
+    source: str = Field(min_length=10)
+
+    @field_validator("latency_s", mode="before")
+    @classmethod
+    def _lat(cls, v: Any) -> float:
+        return parse_time(v, field="latency")
+
+
+@cache
+def _transports() -> dict[str, TransportSpec]:
+    text = resources.files("aifabric.catalog").joinpath("data", "transports.yaml").read_text()
+    raw: dict[str, Any] = yaml.safe_load(text)
+    try:
+        return {key: TransportSpec.model_validate({"key": key, **entry}) for key, entry in raw.items()}
+    except ValidationError as err:
+        raise ConfigError(f"transports.yaml: {err.errors()[0]['loc']}: {err.errors()[0]['msg']}") from err
+
+
+def transport_names() -> list[str]:
+    """Keys of the catalogued transports."""
+    return sorted(_transports())
+
+
+def transport(key: str) -> TransportSpec:
+    """The transport ``key`` (``"ib-verbs"``, ``"efa-srd"``, ``"shm"`` ...). Raises ConfigError listing keys."""
+    table = _transports()
+    norm = key.strip().lower()
+    if norm not in table:
+        raise ConfigError(f"transport: unknown transport {key!r}; known: {', '.join(sorted(table))}")
+    return table[norm]
+
+
+# NCCL's names (ncclAlgoStr, ncclProtoStr, ncclFuncStr), compared case-insensitively as NCCL does.
+_ALGO_NAMES = {
+    "tree": Algorithm.TREE,
+    "ring": Algorithm.RING,
+    "collnetdirect": Algorithm.COLLNET_DIRECT,
+    "collnetchain": Algorithm.COLLNET_CHAIN,
+    "nvls": Algorithm.NVLS,
+    "nvlstree": Algorithm.NVLS_TREE,
+    "pat": Algorithm.PAT,
+}
+_PROTO_NAMES = {"ll": Protocol.LL, "ll128": Protocol.LL128, "simple": Protocol.SIMPLE}
+_FUNC_NAMES = {
+    "broadcast": Collective.BROADCAST,
+    "reduce": Collective.REDUCE,
+    "allgather": Collective.ALL_GATHER,
+    "reducescatter": Collective.REDUCE_SCATTER,
+    "allreduce": Collective.ALL_REDUCE,
+}
+
+
+def nccl_enabled(value: str, names: Mapping[str, Any], collective: str, *, field: str) -> frozenset[Any]:
+    """What an ``NCCL_ALGO`` / ``NCCL_PROTO`` value enables for one collective (NCCL's ``parseList``).
+
+    Grammar (``src/graph/tuning.cc``): ``;``-separated entries; only the first may lack a ``prefix:``
+    (a collective name) and then applies to every collective; each list is ``,``-separated names, or
+    ``^names`` for everything but them. Later entries override earlier ones for their collective.
+
+    Raises
+    ------
+    ConfigError
+        An unknown name or prefix, or a prefix-less entry after the first (NCCL: ncclInvalidUsage).
+    """
+    everything = frozenset(names.values())
+    coll = Collective(collective)
+    enabled = everything
+    for i, entry in enumerate(value.strip().strip("'\"").split(";")):
+        prefix, sep, items = entry.partition(":")
+        if not sep:
+            if i:
+                raise ConfigError(
+                    f"{field}: every entry but the first needs a 'collective:' prefix ({value!r})"
+                )
+            prefix, items = "", entry
+        target = _FUNC_NAMES.get(prefix.strip().lower()) if prefix else None
+        if prefix and target is None:
+            raise ConfigError(f"{field}: unknown prefix {prefix!r}; known: {', '.join(_FUNC_NAMES)}")
+        negate = items.strip().startswith("^")
+        chosen = set()
+        for raw in items.strip().lstrip("^").split(","):
+            name = raw.strip().lower()
+            if name not in names:
+                raise ConfigError(f"{field}: unknown name {raw.strip()!r}; known: {', '.join(names)}")
+            chosen.add(names[name])
+        result = everything - chosen if negate else frozenset(chosen)
+        if target is None or target is coll:
+            enabled = result
+    return enabled
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool | None:
+    if name not in env:
+        return None
+    text = str(env[name]).strip()
+    if text not in ("0", "1"):
+        raise ConfigError(f"{name}: expected 0 or 1, got {text!r}")
+    return text == "1"
+
+
+def _count(env: Mapping[str, str], name: str, low: int, high: int) -> int | None:
+    if name not in env:
+        return None
+    text = str(env[name]).strip()
+    if not text.lstrip("-").isdigit() or not low <= int(text) <= high:
+        raise ConfigError(f"{name}: expected an integer in {low}..{high}, got {text!r}")
+    return int(text)
+
+
+@dataclass(frozen=True)
+class NcclEnv:
+    """The NCCL environment variables that change transports, algorithms, protocols and channels.
+
+    Attributes
+    ----------
+    p2p_disable, shm_disable : bool
+        ``NCCL_P2P_DISABLE=1`` / ``NCCL_SHM_DISABLE=1``.
+    p2p_level : PathType or None
+        ``NCCL_P2P_LEVEL``: the farthest path P2P is used on (NCCL default PXB).
+    net_gdr_level : PathType or None
+        ``NCCL_NET_GDR_LEVEL``: the farthest GPU-NIC path GPUDirect RDMA is used on (NCCL default PXB).
+    algo, proto : str or None
+        ``NCCL_ALGO`` / ``NCCL_PROTO`` as written; :meth:`algorithms` and :meth:`protocols` resolve them.
+    nvls_enable : int or None
+        ``NCCL_NVLS_ENABLE``: 0 off, 1 forced on, 2 (NCCL's default) when the hardware supports it.
+    min_nchannels, max_nchannels : int or None
+        ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS`` (0..64 / 1..64, NCCL's MAXCHANNELS).
+    ib_qps_per_connection : int or None
+        ``NCCL_IB_QPS_PER_CONNECTION`` (NCCL default 1, ``net_ib/connect.cc``; 1..128 here).
+    net_plugin : str or None
+        ``NCCL_NET``: the network transport by NCCL name (``IB``, ``Socket``, a plugin's name).
+    """
+
+    p2p_disable: bool = False
+    shm_disable: bool = False
+    p2p_level: PathType | None = None
+    net_gdr_level: PathType | None = None
+    algo: str | None = None
+    proto: str | None = None
+    nvls_enable: int | None = None
+    min_nchannels: int | None = None
+    max_nchannels: int | None = None
+    ib_qps_per_connection: int | None = None
+    net_plugin: str | None = None
+
+    @classmethod
+    def from_mapping(cls, env: Mapping[str, str]) -> NcclEnv:
+        """Read the variables above from ``env`` (others are ignored); raises ConfigError naming one.
+
+        Examples
+        --------
+        >>> NcclEnv.from_mapping({"NCCL_P2P_DISABLE": "1", "NCCL_NET_GDR_LEVEL": "PHB"}).net_gdr_level.name
+        'PHB'
+        """
+        algo = env.get("NCCL_ALGO")
+        proto = env.get("NCCL_PROTO")
+        for c in Collective:  # validate every collective's reading now, so errors show at parse time
+            if algo is not None:
+                nccl_enabled(algo, _ALGO_NAMES, c, field="NCCL_ALGO")
+            if proto is not None:
+                nccl_enabled(proto, _PROTO_NAMES, c, field="NCCL_PROTO")
+        nvls = _count(env, "NCCL_NVLS_ENABLE", 0, 2)
+        lo = _count(env, "NCCL_MIN_NCHANNELS", 0, 64)
+        hi = _count(env, "NCCL_MAX_NCHANNELS", 1, 64)
+        if lo is not None and hi is not None and lo > hi:
+            raise ConfigError(f"NCCL_MIN_NCHANNELS: {lo} is above NCCL_MAX_NCHANNELS {hi}")
+        p2p_level = env.get("NCCL_P2P_LEVEL")
+        gdr_level = env.get("NCCL_NET_GDR_LEVEL")
+        return cls(
+            p2p_disable=bool(_flag(env, "NCCL_P2P_DISABLE")),
+            shm_disable=bool(_flag(env, "NCCL_SHM_DISABLE")),
+            p2p_level=None if p2p_level is None else PathType.parse(p2p_level, "NCCL_P2P_LEVEL"),
+            net_gdr_level=None if gdr_level is None else PathType.parse(gdr_level, "NCCL_NET_GDR_LEVEL"),
+            algo=algo,
+            proto=proto,
+            nvls_enable=nvls,
+            min_nchannels=lo,
+            max_nchannels=hi,
+            ib_qps_per_connection=_count(env, "NCCL_IB_QPS_PER_CONNECTION", 1, 128),
+            net_plugin=env.get("NCCL_NET"),
+        )
+
+    def algorithms(self, collective: str) -> frozenset[Algorithm]:
+        """Algorithms ``NCCL_ALGO`` leaves enabled for ``collective`` (all when unset, or NVLS off)."""
+        out = (
+            frozenset(Algorithm)
+            if self.algo is None
+            else nccl_enabled(self.algo, _ALGO_NAMES, collective, field="NCCL_ALGO")
+        )
+        if self.nvls_enable == 0:
+            out -= {Algorithm.NVLS, Algorithm.NVLS_TREE}
+        return out
+
+    def protocols(self, collective: str) -> frozenset[Protocol]:
+        """Protocols ``NCCL_PROTO`` leaves enabled for ``collective`` (all when unset)."""
+        if self.proto is None:
+            return frozenset(Protocol)
+        return nccl_enabled(self.proto, _PROTO_NAMES, collective, field="NCCL_PROTO")
+
+
+@dataclass(frozen=True)
+class TransportChoice:
+    """The transport a connection uses, whether GPUDirect RDMA is on, and why."""
+
+    transport: TransportSpec
+    gdr: bool
+    reason: str
+
+
+# Network transports by plugin name (NCCL_NET or what the log prints after NET/), fabric-dependent for IB.
+_NET_PLUGINS = {
+    "socket": "tcp-socket",
+    "aws libfabric": "efa-srd",
+    "aws-ofi-nccl": "efa-srd",
+    "efa": "efa-srd",
+    "ofi": "efa-srd",
+    "gpudirecttcpx": "gcp-tcpx",
+    "tcpx": "gcp-tcpx",
+    "fastrak": "gcp-tcpxo",
+    "tcpxo": "gcp-tcpxo",
+    "gib": "gcp-gib",
+}
+
+
+def resolve_transport(
+    env: NcclEnv,
+    *,
+    same_node: bool,
+    gpu_path: PathType | str = PathType.NVL,
+    nic_path: PathType | str = PathType.PIX,
+    fabric: Literal["infiniband", "ethernet"] = "infiniband",
+    net_plugin: str | None = None,
+) -> TransportChoice:
+    """Which transport NCCL uses between two GPUs (``src/transport.cc`` order P2P, SHM, NET; ``paths.cc``).
+
+    Same node: P2P when ``NCCL_P2P_DISABLE`` is not 1 and ``gpu_path <= NCCL_P2P_LEVEL`` (default PXB):
+    over NVLink for NVL/NVB, over PCIe for PIX/PXB, through the CPU for PHB/SYS; else SHM unless
+    ``NCCL_SHM_DISABLE=1``; else the network (loopback through the NIC). Across nodes: the network
+    transport of ``net_plugin`` (``NCCL_NET`` wins; default IB verbs, RoCEv2 on an Ethernet fabric), with
+    GPUDirect RDMA when the transport allows it and ``nic_path <= NCCL_NET_GDR_LEVEL`` (default PXB); a
+    plugin that requires GDR on a path beyond that level is refused.
+
+    Parameters
+    ----------
+    gpu_path : PathType or str
+        NCCL's path type between the two GPUs (``nvidia-smi topo -m``: NV#, PIX, PXB, PHB, SYS).
+    nic_path : PathType or str
+        NCCL's path type between the sending GPU and its NIC.
+
+    Raises
+    ------
+    ConfigError
+        An unknown plugin or path type, or a GDR-only plugin whose GPU-NIC path forbids GDR.
+    """
+    gpu_p = PathType.parse(gpu_path, "gpu_path") if not isinstance(gpu_path, PathType) else gpu_path
+    nic_p = PathType.parse(nic_path, "nic_path") if not isinstance(nic_path, PathType) else nic_path
+    if same_node:
+        level = env.p2p_level if env.p2p_level is not None else PathType.PXB
+        if env.p2p_disable:
+            why = "NCCL_P2P_DISABLE=1"
+        elif gpu_p <= level:
+            key = (
+                "p2p-nvlink"
+                if gpu_p <= PathType.NVB
+                else ("p2p-pcie" if gpu_p <= PathType.PXB else "pcie-through-cpu")
+            )
+            return TransportChoice(transport(key), False, f"P2P: path {gpu_p.name} <= P2P level {level.name}")
+        else:
+            why = f"path {gpu_p.name} beyond P2P level {level.name}"
+        if not env.shm_disable:
+            return TransportChoice(transport("shm"), False, f"SHM ({why})")
+        why += ", NCCL_SHM_DISABLE=1"
+    else:
+        why = "different nodes"
+    name = (env.net_plugin or net_plugin or "ib").strip().lower()
+    if name in ("ib", "net/ib"):
+        key = "roce-v2" if fabric == "ethernet" else "ib-verbs"
+    elif name.removeprefix("net/") in _NET_PLUGINS:
+        key = _NET_PLUGINS[name.removeprefix("net/")]
+    else:
+        known = ", ".join(["IB", *sorted(_NET_PLUGINS)])
+        raise ConfigError(f"net plugin: unknown {name!r}; known: {known}")
+    spec = transport(key)
+    gdr_level = env.net_gdr_level if env.net_gdr_level is not None else PathType.PXB
+    gdr_ok = nic_p <= gdr_level
+    if spec.gdr == "required" and not gdr_ok:
+        raise ConfigError(
+            f"nic_path: {spec.name} needs GPUDirect RDMA but the GPU-NIC path {nic_p.name} is beyond "
+            f"NCCL_NET_GDR_LEVEL {gdr_level.name}"
+        )
+    gdr = spec.gdr != "none" and gdr_ok
+    return TransportChoice(spec, gdr, f"NET ({why}); GDR {'on' if gdr else 'off'} at path {nic_p.name}")
