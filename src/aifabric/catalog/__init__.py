@@ -1,4 +1,9 @@
-"""The hardware catalogue: every figure with its source, loaded into SI units."""
+"""The hardware catalogue: every figure with its source, loaded into SI units.
+
+Parts (:mod:`aifabric.catalog.loader`, merged with user catalogue files and inline cluster parts), NCCL's
+tuning tables per release (:mod:`aifabric.catalog.nccl`) and transports with the NCCL environment that
+steers them (:mod:`aifabric.catalog.transport`).
+"""
 
 from aifabric.catalog.loader import (
     AcceleratorSpec,
@@ -7,25 +12,43 @@ from aifabric.catalog.loader import (
     ScaleUpSpec,
     SwitchSpec,
     accelerator,
+    add_parts,
     catalog_names,
+    catalog_sources,
     nic,
     optic,
     optic_for_speed,
+    reload_catalog,
     scaleup,
     switch,
+    use_catalog_files,
 )
+from aifabric.catalog.nccl import NcclRelease, nccl_release, nccl_release_versions
+from aifabric.catalog.transport import NcclEnv, TransportSpec, resolve_transport, transport, transport_names
 
 __all__ = [
     "AcceleratorSpec",
+    "NcclEnv",
+    "NcclRelease",
     "NicSpec",
     "OpticSpec",
     "ScaleUpSpec",
     "SwitchSpec",
+    "TransportSpec",
     "accelerator",
+    "add_parts",
     "catalog_names",
+    "catalog_sources",
+    "nccl_release",
+    "nccl_release_versions",
     "nic",
     "optic",
     "optic_for_speed",
+    "reload_catalog",
+    "resolve_transport",
     "scaleup",
     "switch",
+    "transport",
+    "transport_names",
+    "use_catalog_files",
 ]

@@ -5,16 +5,27 @@ module turns them into frozen, validated objects in SI units (bytes, bytes/s per
 FLOP/s). Vendors' conventions are kept next to the SI figure: NVLink's "900 GB/s" is both directions added
 (:attr:`ScaleUpSpec.per_gpu_bidirectional_bytes_per_s`), a NIC's "400 Gb/s" is one direction in bits
 (:attr:`NicSpec.line_rate_bytes_per_s` is that figure / 8).
+
+Users add parts without editing the package. User catalogue files are merged over the shipped one, later
+sources winning for a key they both define: ``~/.config/aifabric/catalog/*.yaml`` (``$XDG_CONFIG_HOME``
+honoured), then the files or folders of ``AIFABRIC_CATALOG`` (a path list, ``os.pathsep``-separated), then
+the files given to :func:`use_catalog_files` (the CLI's ``--catalog``). A user file maps a family
+(``accelerators``, ``scaleup``, ``nics``, ``switches``, ``optics``) to entries written like the shipped
+ones. A cluster YAML may define new parts inline in a ``parts:`` section of the same shape
+(:func:`add_parts`). A part missing a field is refused with one line naming the file, the part and the field.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import resources
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aifabric.errors import ConfigError
 from aifabric.units import parse_bandwidth, parse_bytes, parse_power, parse_time
@@ -26,12 +37,16 @@ __all__ = [
     "ScaleUpSpec",
     "SwitchSpec",
     "accelerator",
+    "add_parts",
     "catalog_names",
+    "catalog_sources",
     "nic",
     "optic",
     "optic_for_speed",
+    "reload_catalog",
     "scaleup",
     "switch",
+    "use_catalog_files",
 ]
 
 
@@ -46,7 +61,9 @@ class AcceleratorSpec(_Entry):
     """A GPU or TPU chip.
 
     Attributes: ``peak_bf16_flops`` (dense FLOP/s), ``hbm_capacity_bytes``, ``hbm_bandwidth_bytes_per_s``,
-    ``nvlink`` (key of a :class:`ScaleUpSpec` or None), ``nvlink_links``, ``pcie`` (generation key).
+    ``nvlink`` (key of a :class:`ScaleUpSpec` or None), ``nvlink_links``, ``pcie`` (generation key),
+    ``scale_up_link`` (the scale-up link of a part without NVLink: AMD Infinity Fabric, TPU ICI; a
+    :class:`ScaleUpSpec` key), ``collective_library`` (``nccl``, ``rccl`` or ``xla``).
     """
 
     arch: str
@@ -63,6 +80,8 @@ class AcceleratorSpec(_Entry):
     dcn_bandwidth_bytes_per_s: float | None = Field(default=None, validation_alias="dcn_bandwidth")
     ici_topology: str | None = None
     chips_per_pod: int | None = None
+    scale_up_link: str | None = None
+    collective_library: Literal["nccl", "rccl", "xla"] = "nccl"
 
     @field_validator("hbm_capacity_bytes", mode="before")
     @classmethod
@@ -200,12 +219,180 @@ _FILES: dict[str, tuple[str, type[_Entry]]] = {
 }
 
 
+# Section names a user catalogue file may use for each family (the shipped file stems first).
+_SECTIONS: dict[str, str] = {
+    "accelerators": "accelerator",
+    "accelerator": "accelerator",
+    "scaleup": "scaleup",
+    "scale_up": "scaleup",
+    "nics": "nic",
+    "nic": "nic",
+    "switches": "switch",
+    "switch": "switch",
+    "optics": "optic",
+    "optic": "optic",
+}
+_explicit: list[Path] = []
+_inline: list[tuple[str, dict[str, Any]]] = []
+
+
+def _config_dir() -> Path:
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "aifabric" / "catalog"
+
+
+def _yaml_files(path: Path, origin: str) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
+    if not path.is_file():
+        raise ConfigError(f"{origin}: catalogue file {str(path)!r} does not exist")
+    return [path]
+
+
+def catalog_sources() -> list[Path]:
+    """The user catalogue files in merge order (config folder, ``AIFABRIC_CATALOG``, ``--catalog``)."""
+    out: list[Path] = []
+    cfg = _config_dir()
+    if cfg.is_dir():
+        out += _yaml_files(cfg, "config folder")
+    for part in filter(None, os.environ.get("AIFABRIC_CATALOG", "").split(os.pathsep)):
+        out += _yaml_files(Path(part), "AIFABRIC_CATALOG")
+    return out + list(_explicit)
+
+
+def _read_user_file(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError(f"catalogue {str(path)!r}: {err.strerror}") from err
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ConfigError(f"catalogue {str(path)!r}: malformed YAML ({str(err).splitlines()[0]})") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"catalogue {str(path)!r}: expected a mapping of families to parts")
+    return data
+
+
+def _validate(kind: str, key: str, entry: Any, where: str) -> _Entry:
+    """One part: validated, or ConfigError ``where: family.key: missing field 'x'`` (one line)."""
+    model = _FILES[kind][1]
+    label = f"{where}{_FILES[kind][0].removesuffix('.yaml')}.{key}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{label}: expected a mapping of fields, got {type(entry).__name__}")
+    try:
+        return model.model_validate({"key": key, **entry})
+    except ValidationError as err:
+        e = err.errors()[0]
+        field = ".".join(str(x) for x in e["loc"]) or "entry"
+        if e["type"] == "missing":
+            raise ConfigError(f"{label}: missing field {field!r}") from None
+        if e["type"] == "extra_forbidden":
+            raise ConfigError(f"{label}: unknown field {field!r}") from None
+        msg = e["msg"].removeprefix("Value error, ")
+        raise ConfigError(f"{label}: {field}: {msg} (got {e.get('input')!r})") from None
+    except ConfigError as err:  # a unit parser's own message
+        raise ConfigError(f"{label}: {err}") from None
+
+
+def _sections(data: Mapping[str, Any], where: str) -> Iterable[tuple[str, str, Any]]:
+    for section, entries in data.items():
+        kind = _SECTIONS.get(str(section).strip().lower())
+        if kind is None:
+            known = ", ".join(dict.fromkeys(f.removesuffix(".yaml") for f, _ in _FILES.values()))
+            raise ConfigError(f"{where}unknown family {section!r}; known: {known}")
+        if not isinstance(entries, dict):
+            raise ConfigError(f"{where}{section}: expected a mapping of part keys to fields")
+        for key, entry in entries.items():
+            yield kind, str(key).strip().lower(), entry
+
+
 @cache
+def _tables() -> dict[str, dict[str, _Entry]]:
+    """Every family: shipped entries, then user files, then inline cluster parts."""
+    tables: dict[str, dict[str, _Entry]] = {}
+    for kind, (filename, _model) in _FILES.items():
+        text = resources.files("aifabric.catalog").joinpath("data", filename).read_text()
+        raw = yaml.safe_load(text)
+        tables[kind] = {key: _validate(kind, key, entry, f"{filename}: ") for key, entry in raw.items()}
+    for path in catalog_sources():
+        for kind, key, entry in _sections(_read_user_file(path), f"{path}: "):
+            tables[kind][key] = _validate(kind, key, entry, f"{path}: ")
+    for where, parts in _inline:
+        for kind, key, entry in _sections(parts, where):
+            tables[kind][key] = _validate(kind, key, entry, where)
+    _check_references(tables)
+    return tables
+
+
+def _check_references(tables: dict[str, dict[str, _Entry]]) -> None:
+    """An accelerator's ``nvlink`` / ``scale_up_link`` must name a scale-up link of the catalogue."""
+    links = tables["scaleup"]
+    for acc in tables["accelerator"].values():
+        assert isinstance(acc, AcceleratorSpec)
+        for field in ("nvlink", "scale_up_link"):
+            ref = getattr(acc, field)
+            if ref is not None and ref not in links:
+                raise ConfigError(
+                    f"accelerators.{acc.key}: {field} {ref!r} is not a scale-up link; known: {', '.join(sorted(links))}"
+                )
+
+
 def _load(kind: str) -> dict[str, Any]:
-    filename, model = _FILES[kind]
-    text = resources.files("aifabric.catalog").joinpath("data", filename).read_text()
-    raw = yaml.safe_load(text)
-    return {key: model.model_validate({"key": key, **entry}) for key, entry in raw.items()}
+    return _tables()[kind]
+
+
+def use_catalog_files(paths: Iterable[str | Path]) -> None:
+    """Merge the catalogue files (or folders of them) ``paths`` over the catalogue, last wins.
+
+    Raises ConfigError for a file that does not exist or a part that is invalid (validated now).
+    """
+    added = [f for p in paths for f in _yaml_files(Path(p), "--catalog")]
+    before = list(_explicit)
+    _explicit.extend(f for f in added if f not in _explicit)
+    _tables.cache_clear()
+    try:
+        _tables()
+    except ConfigError:
+        _explicit[:] = before  # a bad file does not stay in the catalogue
+        _tables.cache_clear()
+        raise
+
+
+def add_parts(parts: Mapping[str, Any], source: str = "cluster") -> None:
+    """Add the parts a cluster YAML defines inline (``parts:`` section, user-file shape).
+
+    Inline parts may add new keys or repeat an existing part exactly; redefining a catalogue part
+    differently is refused (it would change every other cluster of the process: use a catalogue file).
+
+    Raises
+    ------
+    ConfigError
+        ``source: parts.family.key: ...`` for a missing or bad field, or a conflicting redefinition.
+    """
+    if not isinstance(parts, Mapping):
+        raise ConfigError(f"{source}: parts: expected a mapping of families to parts")
+    where = f"{source}: parts."
+    tables = _tables()
+    new = False
+    for kind, key, entry in _sections(parts, where):
+        part = _validate(kind, key, entry, where)
+        old = tables[kind].get(key)
+        if old is None:
+            new = True
+        elif old != part:
+            raise ConfigError(
+                f"{where}{_FILES[kind][0].removesuffix('.yaml')}.{key}: already in the catalogue with other "
+                "figures; give the part a new key or put it in a --catalog file"
+            )
+    if new:
+        _inline.append((where, dict(parts)))
+        _tables.cache_clear()
+
+
+def reload_catalog() -> None:
+    """Forget ``--catalog`` files and inline parts and re-read the user sources (config folder, env)."""
+    _explicit.clear()
+    _inline.clear()
+    _tables.cache_clear()
 
 
 def _get(kind: str, key: str) -> Any:

@@ -9,8 +9,10 @@ import typer
 from aifabric import __version__
 from aifabric.cli.cluster import cluster_app
 from aifabric.cli.collective import collective
+from aifabric.cli.common import CatalogOption, use_catalog
 from aifabric.cli.demo import demo
 from aifabric.cli.ladder import ladder
+from aifabric.errors import AifabricError
 
 __all__ = ["app", "main"]
 
@@ -34,8 +36,14 @@ def _root(
     version: bool = typer.Option(
         False, "--version", help="Print the version and exit.", callback=_version, is_eager=True
     ),
+    catalog_files: CatalogOption = None,
 ) -> None:
     """Model, simulate and plan the networks of AI clusters."""
+    try:
+        use_catalog(catalog_files)
+    except AifabricError as err:
+        print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
+        raise typer.Exit(code=2) from None
 
 
 app.command("collective")(collective)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, use_catalog
 from aifabric.cluster.presets import list_presets
 from aifabric.cluster.summary import summarize
 from aifabric.collectives.api import resolve_cluster
@@ -52,12 +52,14 @@ def show(
     cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
     nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes", min=1)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    catalog_files: CatalogOption = None,
 ) -> None:
     """What a reader of a cluster announcement should ask: bandwidth per GPU of each network and the ratios,
     size of the fast domain, oversubscription, bisection bandwidth, parts and power.
 
     GB/s = 1e9 bytes/s. "per dir" is one direction; vendors' NVLink figures add both directions.
     """
+    use_catalog(catalog_files)
     spec = resolve_cluster(cluster, nodes=nodes)
     s = summarize(spec)
     if json_out:

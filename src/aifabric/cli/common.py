@@ -10,14 +10,16 @@ import functools
 import json
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
+from aifabric import catalog
 from aifabric.errors import AifabricError
 
-__all__ = ["console", "emit_json", "err_console", "handle_errors"]
+__all__ = ["CatalogOption", "console", "emit_json", "err_console", "handle_errors", "use_catalog"]
 
 # Wide tables when piped (files, CI logs); prose is never hard-wrapped.
 console = Console(width=None if sys.stdout.isatty() else 180, soft_wrap=True)
@@ -43,3 +45,22 @@ def handle_errors(fn: F) -> F:
 def emit_json(data: Any) -> None:
     """Print ``data`` as JSON on stdout (for machines)."""
     print(json.dumps(data, indent=2, default=float))
+
+
+#: ``--catalog FILE`` (repeatable): user catalogue files merged over the shipped parts (see
+#: :mod:`aifabric.catalog.loader`); the ``AIFABRIC_CATALOG`` path list and ``~/.config/aifabric/catalog``
+#: are read as well.
+CatalogOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--catalog",
+        metavar="FILE",
+        help="User catalogue YAML (accelerators, nics, switches...) merged over the shipped parts; repeatable",
+    ),
+]
+
+
+def use_catalog(files: list[Path] | None) -> None:
+    """Merge ``--catalog`` files over the catalogue; raises ConfigError (exit 2 via handle_errors)."""
+    if files:
+        catalog.use_catalog_files(files)

@@ -12,6 +12,7 @@ a GPU count that does not fill whole scale-up domains, an unknown catalogue key.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -196,7 +197,8 @@ class ClusterSpec(_Strict):
     """A whole cluster. Build from YAML with :meth:`from_yaml`, from a dict with :meth:`from_dict`.
 
     Give ``nodes`` (servers) or ``gpus``; ``gpus_per_node`` is the GPUs of one server (8 for HGX, 4 for a
-    GB200 compute tray). The scale-up domain holds ``scale_up.gpus`` GPUs (default: one node).
+    GB200 compute tray). The scale-up domain holds ``scale_up.gpus`` GPUs (default: one node). ``parts``
+    defines new catalogue parts inline, in the shape of a user catalogue file (:func:`aifabric.catalog.add_parts`).
     """
 
     name: str = "cluster"
@@ -210,6 +212,19 @@ class ClusterSpec(_Strict):
     management: ManagementSpec | None = ManagementSpec()
     cpu_vendor: Literal["intel", "amd", "arm"] = "intel"
     description: str = ""
+    parts: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _register_parts(cls, data: Any) -> Any:
+        """Parts defined inline (``parts:``, the shape of a user catalogue file) join the catalogue first.
+
+        They are kept as canonical JSON text, so that the frozen spec stays hashable and round-trips.
+        """
+        if isinstance(data, dict) and data.get("parts") is not None:
+            data = dict(data)
+            data["parts"] = _register_parts(data["parts"], "cluster")
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:
@@ -233,7 +248,7 @@ class ClusterSpec(_Strict):
             raise ValueError(f"gpus={n_gpus} does not fill whole scale-up domains of scale_up.gpus={dom}")
         acc = self.accelerator_spec
         su = self.scale_up
-        if su.kind == "nvswitch" and dom > 1 and not acc.nvlink and su.link is None:
+        if su.kind == "nvswitch" and dom > 1 and not (acc.nvlink or acc.scale_up_link) and su.link is None:
             raise ValueError(f"scale_up.kind: {self.accelerator!r} has no NVLink; use kind: pcie")
         if su.kind == "torus" and su.torus_dims is not None:
             prod = su.torus_dims[0] * su.torus_dims[1] * su.torus_dims[2]
@@ -284,7 +299,12 @@ class ClusterSpec(_Strict):
     def scaleup_link(self) -> catalog.ScaleUpSpec:
         """The scale-up link family (explicit, else the accelerator's NVLink, else its PCIe generation)."""
         acc = self.accelerator_spec
-        key = self.scale_up.link or acc.nvlink or (f"pcie-{acc.pcie}" if acc.pcie else None)
+        key = (
+            self.scale_up.link
+            or acc.nvlink
+            or acc.scale_up_link
+            or (f"pcie-{acc.pcie}" if acc.pcie else None)
+        )
         if key is None and acc.arch == "tpu":
             key = "tpu-v5p-ici"
         if key is None:
@@ -346,6 +366,8 @@ class ClusterSpec(_Strict):
             raise ConfigError(
                 f"{source or 'cluster'}: expected a mapping at the top level, got {type(data).__name__}"
             )
+        if data.get("parts") is not None:  # registered here first, so errors carry the file name
+            data = {**data, "parts": _register_parts(data["parts"], source or "cluster")}
         try:
             return cls.model_validate(data)
         except ValidationError as err:
@@ -367,6 +389,17 @@ class ClusterSpec(_Strict):
                 target = target[part]
             target[parts[-1]] = value
         return ClusterSpec.from_dict(_to_aliases(data))
+
+
+def _register_parts(parts: Any, source: str) -> str:
+    """Add inline parts to the catalogue; returns them as canonical JSON (a mapping, or that JSON again)."""
+    if isinstance(parts, str):
+        try:
+            parts = json.loads(parts)
+        except json.JSONDecodeError:
+            raise ConfigError(f"{source}: parts: expected a mapping of families to parts") from None
+    catalog.add_parts(parts, source=source)
+    return json.dumps(parts, sort_keys=True, default=str)
 
 
 def _with_unit(value: Any, field: str, example: str) -> Any:

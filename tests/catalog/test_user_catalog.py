@@ -1,0 +1,216 @@
+"""Users add parts without editing the package: --catalog files, AIFABRIC_CATALOG, the config folder and
+parts defined inline in a cluster YAML."""
+
+import json
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from aifabric import catalog
+from aifabric.cli.app import app
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.api import collective_time
+from aifabric.errors import ConfigError
+
+runner = CliRunner()
+
+# Figures invented for the test (a user's own parts), written as a vendor states them.
+USER_PARTS = """
+accelerators:
+  acme-x1:
+    name: ACME X1 accelerator
+    arch: hopper
+    peak_bf16_flops: 500e12
+    hbm_capacity: 96 GB
+    hbm_bandwidth: 3000 GB/s
+    nvlink: nvlink4
+    nvlink_links: 18
+    pcie: gen5
+    nvls: true
+    source: "test part: the user's own datasheet"
+switches:
+  acme-sw64:
+    name: ACME 64 x 400G InfiniBand switch
+    fabric: infiniband
+    ports: 64
+    port_speed: 400 Gb/s
+    power: 1500 W
+    latency: 0.2 us
+    source: "test part: the user's own datasheet"
+"""
+
+CLUSTER = """
+name: acme-pod
+accelerator: acme-x1
+nodes: 4
+scale_out:
+  nic: connectx-7
+  switch: acme-sw64
+front_end: null
+management: null
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_catalog(monkeypatch, tmp_path):
+    monkeypatch.delenv("AIFABRIC_CATALOG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    catalog.reload_catalog()
+    yield
+    catalog.reload_catalog()
+
+
+@pytest.fixture
+def files(tmp_path):
+    parts = tmp_path / "parts.yaml"
+    parts.write_text(USER_PARTS)
+    cluster = tmp_path / "acme.yaml"
+    cluster.write_text(CLUSTER)
+    return parts, cluster
+
+
+def test_user_file_adds_a_gpu_and_a_switch_and_a_cluster_using_them_runs(files):
+    parts, cluster = files
+    shown = runner.invoke(app, ["--catalog", str(parts), "cluster", "show", str(cluster), "--json"])
+    assert shown.exit_code == 0, shown.output
+    data = json.loads(shown.stdout)
+    assert data["gpus"] == 32
+    assert any("acme-sw64" in str(p.values()) or "ACME" in str(p.values()) for p in data["parts"])
+    timed = runner.invoke(
+        app,
+        [
+            "--catalog",
+            str(parts),
+            "collective",
+            "all_reduce",
+            "--cluster",
+            str(cluster),
+            "--size",
+            "1GiB",
+            "--json",
+        ],
+    )
+    assert timed.exit_code == 0, timed.output
+    assert "busbw" in timed.stdout
+    # the option also sits on the command that takes the cluster
+    again = runner.invoke(app, ["cluster", "show", str(cluster), "--catalog", str(parts)])
+    assert again.exit_code == 0, again.output
+    assert "ACME X1" in again.stdout
+
+
+def test_without_the_catalogue_the_part_is_unknown(files):
+    _, cluster = files
+    result = runner.invoke(app, ["cluster", "show", str(cluster)])
+    assert result.exit_code == 2
+    assert "unknown switch 'acme-sw64'" in result.stderr
+
+
+def test_environment_variable_and_config_folder(files, monkeypatch, tmp_path):
+    parts, cluster = files
+    monkeypatch.setenv("AIFABRIC_CATALOG", str(parts))
+    catalog.reload_catalog()
+    assert catalog.switch("acme-sw64").ports == 64
+    assert catalog.catalog_sources() == [parts]
+    monkeypatch.delenv("AIFABRIC_CATALOG")
+    cfg = tmp_path / "xdg" / "aifabric" / "catalog"
+    cfg.mkdir(parents=True)
+    (cfg / "mine.yaml").write_text(USER_PARTS)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    catalog.reload_catalog()
+    assert catalog.accelerator("acme-x1").peak_bf16_flops == 500e12
+    assert ClusterSpec.from_yaml(cluster).n_gpus == 32
+
+
+def test_user_file_overrides_a_shipped_part(tmp_path):
+    f = tmp_path / "cx7.yaml"
+    f.write_text(
+        textwrap.dedent(
+            """
+            nics:
+              connectx-7:
+                name: ConnectX-7 as our lab measured it
+                speed: 400 Gb/s
+                power: 25 W
+                payload_efficiency: 0.95
+                latency: 3 us
+                source: "our ib_write_bw runs, 2026"
+            """
+        )
+    )
+    catalog.use_catalog_files([f])
+    assert catalog.nic("connectx-7").payload_efficiency == 0.95
+    catalog.reload_catalog()
+    assert catalog.nic("connectx-7").payload_efficiency == 0.983
+
+
+def test_inline_parts_in_a_cluster_yaml(tmp_path):
+    inline = "parts:\n" + textwrap.indent(USER_PARTS, "  ") + CLUSTER
+    path = tmp_path / "inline.yaml"
+    path.write_text(inline)
+    spec = ClusterSpec.from_yaml(path)
+    assert spec.accelerator_spec.name == "ACME X1 accelerator"
+    assert spec.scale_out is not None and catalog.switch(spec.scale_out.switch).latency_s == pytest.approx(
+        0.2e-6
+    )
+    resized = spec.with_changes(nodes=8)  # round-trips through the same inline parts
+    assert resized.n_gpus == 64
+    r = collective_time("all_reduce", 1 << 30, spec)
+    assert r.time_s > 0
+
+
+def test_inline_part_may_not_redefine_a_shipped_one(tmp_path):
+    data = {
+        "parts": {"nics": {"connectx-7": {"name": "x", "speed": "100 Gb/s", "power": "1 W",
+                                          "payload_efficiency": 0.5, "latency": "1 us", "source": "a lab note"}}},
+        "accelerator": "h100-sxm",
+        "nodes": 1,
+    }  # fmt: skip
+    with pytest.raises(ConfigError, match="nics.connectx-7: already in the catalogue"):
+        ClusterSpec.from_dict(data, source="lab.yaml")
+
+
+def test_a_part_missing_a_field_is_one_line_naming_part_and_field(files, tmp_path):
+    _, cluster = files
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(USER_PARTS.replace("    port_speed: 400 Gb/s\n", ""))
+    result = runner.invoke(app, ["--catalog", str(bad), "cluster", "show", str(cluster)])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "switches.acme-sw64: missing field 'port_speed'" in lines[0] and str(bad) in lines[0]
+    inline = tmp_path / "inline.yaml"
+    inline.write_text(
+        "parts:\n  accelerators:\n    g1: {name: G1, arch: hopper, source: 'my notes here'}\n" + CLUSTER
+    )
+    result = runner.invoke(app, ["cluster", "show", str(inline)])
+    assert result.exit_code == 2
+    assert "parts.accelerators.g1: missing field 'peak_bf16_flops'" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("gpus:\n  x: {}\n", "unknown family 'gpus'"),
+        ("switches:\n  s1: {name: S, fabric: ethernet, ports: 2, port_speed: fast, power: 1 W, latency: 1 us, "
+         "source: 'my notes here'}\n", "switches.s1: "),
+        ("switches:\n  s1: {name: S, fabric: ethernet, ports: 2, port_speed: 400 Gb/s, power: 1 W, latency: 1 us, "
+         "source: 'my notes here', colour: red}\n", "unknown field 'colour'"),
+        ("accelerators:\n  a1: {name: A, arch: hopper, peak_bf16_flops: 1e15, hbm_capacity: 1 GB, hbm_bandwidth: "
+         "1 TB/s, nvlink: nvlink99, source: 'my notes here'}\n", "nvlink 'nvlink99' is not a scale-up link"),
+        ("[1, 2]\n", "expected a mapping"),
+    ],
+)  # fmt: skip
+def test_bad_user_files_are_refused_with_one_line(tmp_path, text, message):
+    f = tmp_path / "u.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
+        catalog.use_catalog_files([f])
+    assert "\n" not in str(err.value)
+
+
+def test_missing_catalogue_file_exit_2(tmp_path):
+    result = runner.invoke(app, ["--catalog", str(tmp_path / "nope.yaml"), "cluster", "list"])
+    assert result.exit_code == 2
+    assert "does not exist" in result.stderr
