@@ -386,6 +386,12 @@ def add_parts(parts: Mapping[str, Any], source: str = "cluster") -> None:
     if new:
         _inline.append((where, dict(parts)))
         _tables.cache_clear()
+        try:
+            _tables()  # cross-references (an accelerator's scale-up link) checked now
+        except ConfigError:
+            _inline.pop()
+            _tables.cache_clear()
+            raise
 
 
 def reload_catalog() -> None:
