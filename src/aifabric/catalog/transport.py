@@ -32,7 +32,9 @@ __all__ = [
     "PathType",
     "TransportChoice",
     "TransportSpec",
+    "nccl_algorithms",
     "nccl_enabled",
+    "nccl_protocols",
     "resolve_transport",
     "transport",
     "transport_names",
@@ -174,6 +176,16 @@ def nccl_enabled(value: str, names: Mapping[str, Any], collective: str, *, field
     return enabled
 
 
+def nccl_algorithms(value: str, collective: str) -> frozenset[Algorithm]:
+    """Algorithms an ``NCCL_ALGO`` value enables for ``collective`` (:func:`nccl_enabled`)."""
+    return nccl_enabled(value, _ALGO_NAMES, collective, field="NCCL_ALGO")
+
+
+def nccl_protocols(value: str, collective: str) -> frozenset[Protocol]:
+    """Protocols an ``NCCL_PROTO`` value enables for ``collective`` (:func:`nccl_enabled`)."""
+    return nccl_enabled(value, _PROTO_NAMES, collective, field="NCCL_PROTO")
+
+
 def _flag(env: Mapping[str, str], name: str) -> bool | None:
     if name not in env:
         return None
@@ -241,9 +253,9 @@ class NcclEnv:
         proto = env.get("NCCL_PROTO")
         for c in Collective:  # validate every collective's reading now, so errors show at parse time
             if algo is not None:
-                nccl_enabled(algo, _ALGO_NAMES, c, field="NCCL_ALGO")
+                nccl_algorithms(algo, c)
             if proto is not None:
-                nccl_enabled(proto, _PROTO_NAMES, c, field="NCCL_PROTO")
+                nccl_protocols(proto, c)
         nvls = _count(env, "NCCL_NVLS_ENABLE", 0, 2)
         lo = _count(env, "NCCL_MIN_NCHANNELS", 0, 64)
         hi = _count(env, "NCCL_MAX_NCHANNELS", 1, 64)
@@ -267,11 +279,7 @@ class NcclEnv:
 
     def algorithms(self, collective: str) -> frozenset[Algorithm]:
         """Algorithms ``NCCL_ALGO`` leaves enabled for ``collective`` (all when unset, or NVLS off)."""
-        out = (
-            frozenset(Algorithm)
-            if self.algo is None
-            else nccl_enabled(self.algo, _ALGO_NAMES, collective, field="NCCL_ALGO")
-        )
+        out = frozenset(Algorithm) if self.algo is None else nccl_algorithms(self.algo, collective)
         if self.nvls_enable == 0:
             out -= {Algorithm.NVLS, Algorithm.NVLS_TREE}
         return out
@@ -280,7 +288,7 @@ class NcclEnv:
         """Protocols ``NCCL_PROTO`` leaves enabled for ``collective`` (all when unset)."""
         if self.proto is None:
             return frozenset(Protocol)
-        return nccl_enabled(self.proto, _PROTO_NAMES, collective, field="NCCL_PROTO")
+        return nccl_protocols(self.proto, collective)
 
 
 @dataclass(frozen=True)

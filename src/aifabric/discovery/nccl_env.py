@@ -10,7 +10,7 @@ prose, so a commentary sentence that mentions ``NCCL_NVLS_ENABLE=0`` does not ch
 ``NCCL_ALGO=Ring``                ``algorithm="ring"`` (one name forces it)
 ``NCCL_ALGO=Ring,Tree``           every other algorithm excluded
 ``NCCL_ALGO=^NVLS``               ``exclude=("nvls",)``
-``NCCL_ALGO=allreduce:ring;...``  per-collective prefixes (reference sec. 2.1), resolved for the collective
+``NCCL_ALGO=allreduce:ring;...``  per-collective prefixes (NCCL's grammar, :func:`aifabric.catalog.transport.nccl_enabled`)
 ``NCCL_NVLS_ENABLE=0``            ``exclude=("nvls", "nvls_tree")``
 ``NCCL_PROTO=Simple``             ``protocols=("Simple",)`` (a list or ``^`` exclusion: the fastest allowed)
 ================================  ===========================================================================
@@ -24,13 +24,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from aifabric.catalog.nccl import Algorithm, Collective, Protocol
+from aifabric.catalog.transport import nccl_algorithms, nccl_protocols
 from aifabric.engines.formula import PROTOCOLS
+from aifabric.errors import ConfigError
 
 __all__ = ["NcclSettings", "nccl_settings"]
 
-# NCCL_ALGO names (lower case, without separators) -> the engine's algorithms.
-_NCCL_ALGOS = {"ring": "ring", "tree": "tree", "nvls": "nvls", "nvlstree": "nvls_tree"}
-_UNMODELLED_ALGOS = {"collnet", "collnetdirect", "collnetchain", "pat"}
+# The engine's algorithms among NCCL's (catalog.nccl.Algorithm values), and those the engine does not model.
+_NCCL_ALGOS = ("ring", "tree", "nvls", "nvls_tree")
+_UNMODELLED_ALGOS = frozenset({Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN, Algorithm.PAT})
 _ENV = re.compile(r"(?<![\w-])(NCCL_[A-Z0-9_]+)=([^\s'\"]+)")
 _ENV_INFO = re.compile(r"(NCCL_[A-Z0-9_]+) set by environment to (\S+)")
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?(?:NCCL_[A-Z0-9_]+=\S+\s*)+$")
@@ -92,44 +95,38 @@ class NcclSettings:
         return cls(dict(env), algorithm, tuple(exclude), protocols, tuple(notes))
 
 
-def _names(value: str, op: str | None) -> tuple[bool, list[str]]:
-    """``(negated, names)`` of an NCCL_ALGO/NCCL_PROTO value, per-collective prefixes resolved."""
-    value = value.strip().strip("'\"")
-    if ":" in value:  # per-collective prefixes: "allreduce:ring;allgather:^nvls"
-        chosen = ""
-        for part in re.split(r"[;]", value):
-            key, _, rest = part.partition(":")
-            if op is None or key.strip().lower().replace("_", "") == op.replace("_", ""):
-                chosen = rest
-        value = chosen
-    negated = value.startswith("^")
-    names = [n.strip().lower().replace("_", "") for n in value.lstrip("^").split(",") if n.strip()]
-    return negated, names
+def _collective(op: str | None) -> str:
+    """The NCCL collective whose ``NCCL_ALGO``/``NCCL_PROTO`` reading applies to ``op`` (all_reduce if None)."""
+    name = (op or "all_reduce").strip().lower()
+    return name if name in {c.value for c in Collective} else "all_reduce"
 
 
 def _map_algo(value: str, op: str | None) -> tuple[str | None, list[str], str]:
-    negated, names = _names(value, op)
-    known = [_NCCL_ALGOS[n] for n in names if n in _NCCL_ALGOS]
-    unmodelled = [n for n in names if n in _UNMODELLED_ALGOS]
+    """Engine algorithm forced / excluded by ``NCCL_ALGO`` (NCCL's grammar: :func:`nccl_algorithms`)."""
     note = f"NCCL_ALGO={value}"
-    if unmodelled:
+    try:
+        enabled = nccl_algorithms(value, _collective(op))
+    except ConfigError as err:
+        return None, [], note + f": not understood ({err}); ignored"
+    unmodelled = sorted(a.value for a in enabled & _UNMODELLED_ALGOS)
+    if unmodelled and len(unmodelled) < len(_UNMODELLED_ALGOS):
         note += f" ({', '.join(unmodelled)} not modelled: ignored)"
-    if negated:
-        return None, known, note + f": {', '.join(known) or 'nothing modelled'} excluded"
+    known = [a for a in _NCCL_ALGOS if Algorithm(a) in enabled]
+    if not known:
+        return None, [], note + ": no modelled algorithm named; ignored"
     if len(known) == 1:
         return known[0], [], note + f": predicted with algorithm={known[0]}"
-    if known:
-        others = [a for a in _NCCL_ALGOS.values() if a not in known]
-        return None, others, note + f": {', '.join(others)} excluded"
-    return None, [], note + ": no modelled algorithm named; ignored"
+    others = [a for a in _NCCL_ALGOS if a not in known]
+    return None, others, note + (f": {', '.join(others)} excluded" if others else ": every algorithm allowed")
 
 
 def _map_proto(value: str) -> tuple[tuple[str, ...], str]:
-    negated, names = _names(value, None)
-    by_key = {p.lower(): p for p in PROTOCOLS}
-    named = [by_key[n] for n in names if n in by_key]
-    allowed = [p for p in PROTOCOLS if (p not in named) == negated] if named else list(PROTOCOLS)
-    return tuple(allowed), f"NCCL_PROTO={value}: protocols {', '.join(allowed)}"
+    try:
+        enabled = nccl_protocols(value, "all_reduce")
+    except ConfigError as err:
+        return PROTOCOLS, f"NCCL_PROTO={value}: not understood ({err}); ignored"
+    allowed = tuple(p for p in PROTOCOLS if Protocol(p) in enabled)
+    return allowed, f"NCCL_PROTO={value}: protocols {', '.join(allowed)}"
 
 
 def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None = None) -> NcclSettings:
