@@ -13,6 +13,7 @@ Functions
 - :func:`comm_channels` -- the communicator's channel count after ``connect.cc`` duplicates the searched rings.
 - :func:`channels_for` -- the channels one collective call runs on (``enqueue.cc`` reduces them for small sizes).
 - :func:`protocol_costs` / :func:`protocol_for` -- NCCL's per-protocol latency and bandwidth, and its pick.
+- :func:`algorithm_for` -- ring or tree and the protocol NCCL's tuner picks for a size.
 - :func:`nvls_support` -- whether NVLS and NVLS-tree are enabled for (architecture, nodes, local GPUs, release).
 """
 
@@ -38,6 +39,7 @@ __all__ = [
     "NvlsSupport",
     "Protocol",
     "ProtocolCost",
+    "algorithm_for",
     "channels_for",
     "comm_channels",
     "nccl_release",
@@ -124,6 +126,8 @@ class NcclRelease(_Frozen):
     tree_bw_factor: float = Field(gt=0, le=1)
     tree_ll_bw_divisor: float = Field(gt=1)
     tree_ll128_bw_factor: tuple[float, float]
+    tree_correction_factor: dict[Protocol, tuple[float, ...]]
+    ring_plateau_min_bytes_per_channel_rank: float = Field(gt=0)
     ring_plateau_latency_factor: dict[str, float]
     net_overhead_us: dict[str, float]
     pat_bw_factor: float | None = None
@@ -388,15 +392,29 @@ def _protocol(name: str) -> Protocol:
 
 @dataclass(frozen=True)
 class ProtocolCost:
-    """NCCL's model of one (algorithm, protocol): ``time = latency_s + nbytes / algbw_bytes_per_s``."""
+    """NCCL's model of one (algorithm, protocol), as ``ncclTopoGetAlgoTime`` evaluates it for a size.
+
+    ``time(n) = latency_s x (plateau_factor if n >= plateau_min_bytes else 1)
+    + n / (algbw_bytes_per_s x correction[log2(n / 64)])``, the correction applying while the index is
+    inside the table (tree all_reduce: 64 B .. 256 MiB) and 1 elsewhere.
+    """
 
     protocol: Protocol
     latency_s: float
     algbw_bytes_per_s: float
+    correction: tuple[float, ...] = ()
+    plateau_factor: float = 1.0
+    plateau_min_bytes: float = math.inf
 
     def time_s(self, nbytes: float) -> float:
         """Modelled time of an ``nbytes`` call, seconds."""
-        return self.latency_s + nbytes / self.algbw_bytes_per_s
+        lat = self.latency_s * (self.plateau_factor if nbytes >= self.plateau_min_bytes else 1.0)
+        bw = self.algbw_bytes_per_s
+        if nbytes >= 64 and self.correction:
+            idx = int(math.log2(nbytes / 64))
+            if idx < len(self.correction):
+                bw *= self.correction[idx]
+        return lat + nbytes / bw
 
 
 def protocol_costs(
@@ -431,7 +449,11 @@ def protocol_costs(
     2(nnodes-1) all_reduce, nnodes-1 otherwise, ``netOverhead`` from ``net_overhead_us[cpu]`` (x3 for
     Simple, 0 on one node); tree ``base + 2 ((ppn-1) intra + log2(nnodes) net)``. ``intra`` and ``net`` are
     ``hw_latency_us[intra_hw]`` and ``hw_latency_us["net"]`` of the algorithm and protocol. The topology
-    graph's own ``latencyInter`` (0 on InfiniBand) and the tree's size correction factors are not included.
+    graph's own ``latencyInter`` (0 on InfiniBand) is not included.
+
+    Size effects (:meth:`ProtocolCost.time_s`): tree all_reduce bandwidth x ``tree_correction_factor``;
+    ring Simple all_reduce across nodes: latency x ``ring_plateau_latency_factor[arch]`` once
+    ``nbytes >= ring_plateau_min_bytes_per_channel_rank x channels x nranks``.
 
     ``ll_max_bw``'s row is the architecture on one node, the CPU vendor on more (AMD: the ``ampere`` row,
     others: the ``volta`` row), as tuning.cc indexes it.
@@ -488,6 +510,18 @@ def protocol_costs(
             algbw = bus_p * nranks / nsteps
             step = max(intra, overhead * (3 if proto is Protocol.SIMPLE else 1))
             lat = base + (nsteps - n_inter) * step + n_inter * net
+            plateau = proto is Protocol.SIMPLE and nnodes > 1 and coll is Collective.ALL_REDUCE
+            out[proto] = ProtocolCost(
+                proto,
+                lat * 1e-6,
+                algbw * 1e9,
+                plateau_factor=release.ring_plateau_latency_factor[row] if plateau else 1.0,
+                plateau_min_bytes=(
+                    release.ring_plateau_min_bytes_per_channel_rank * channels * nranks
+                    if plateau
+                    else math.inf
+                ),
+            )
         else:
             tree = min(bus * release.tree_bw_factor, channels * release.per_channel_max_tree_bw[row][col])
             if proto is Protocol.LL:
@@ -500,7 +534,7 @@ def protocol_costs(
                 bus_p = tree
             algbw = bus_p * 0.5
             lat = base + 2 * ((ppn - 1) * intra + math.log2(nnodes) * net)
-        out[proto] = ProtocolCost(proto, lat * 1e-6, algbw * 1e9)
+            out[proto] = ProtocolCost(proto, lat * 1e-6, algbw * 1e9, release.tree_correction_factor[proto])
     return out
 
 
@@ -529,6 +563,46 @@ def protocol_for(
         raise ConfigError("protocol: NCCL_PROTO leaves no protocol allowed")
     costs = protocol_costs(release, collective, algorithm, **topology)
     return min((p for p in Protocol if p in wanted), key=lambda p: costs[p].time_s(nbytes))
+
+
+def algorithm_for(
+    release: NcclRelease,
+    collective: str,
+    nbytes: float,
+    *,
+    algorithms: Iterable[str] = ("ring", "tree"),
+    allowed: Iterable[str] = ("LL", "LL128", "Simple"),
+    **topology: Any,
+) -> tuple[Algorithm, Protocol]:
+    """Ring or tree, and the protocol: the pair of least :func:`protocol_costs` time NCCL would pick.
+
+    ``algorithms`` and ``allowed`` express ``NCCL_ALGO`` / ``NCCL_PROTO``; algorithms the release does not
+    cost for ``collective`` (tree outside all_reduce) are skipped. Ties go to the earlier pair in NCCL's
+    loop order (tree before ring; LL, LL128, Simple).
+
+    Raises
+    ------
+    ConfigError
+        Nothing left to choose from, or :func:`protocol_costs`'s errors.
+    """
+    wanted = [_protocol(p) for p in allowed]
+    names = {Algorithm(a) for a in algorithms}
+    cands = [
+        a
+        for a in (Algorithm.TREE, Algorithm.RING)
+        if a in names and a in release.algorithms[Collective(collective)]
+    ]
+    best: tuple[float, Algorithm, Protocol] | None = None
+    for algo in cands:
+        costs = protocol_costs(release, collective, algo, **topology)
+        for p in Protocol:
+            if p in wanted and (best is None or costs[p].time_s(nbytes) < best[0]):
+                best = (costs[p].time_s(nbytes), algo, p)
+    if best is None:
+        raise ConfigError(
+            f"algorithm: nothing left for {collective} among {sorted(names)} x {sorted(wanted)}"
+        )
+    return best[1], best[2]
 
 
 @dataclass(frozen=True)
