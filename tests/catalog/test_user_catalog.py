@@ -214,3 +214,17 @@ def test_missing_catalogue_file_exit_2(tmp_path):
     result = runner.invoke(app, ["--catalog", str(tmp_path / "nope.yaml"), "cluster", "list"])
     assert result.exit_code == 2
     assert "does not exist" in result.stderr
+
+
+def test_a_broken_file_in_the_environment_is_one_line_not_a_traceback(tmp_path, monkeypatch):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(USER_PARTS.replace("    port_speed: 400 Gb/s\n", ""))
+    monkeypatch.setenv("AIFABRIC_CATALOG", str(bad))
+    catalog.reload_catalog()
+    result = runner.invoke(app, ["cluster", "show", "lesson"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == f"error: {bad}: switches.acme-sw64: missing field 'port_speed'"
+    from aifabric.cluster.presets import preset
+
+    with pytest.raises(ConfigError, match=r"^\S+bad.yaml: switches.acme-sw64: missing field 'port_speed'$"):
+        preset("lesson")

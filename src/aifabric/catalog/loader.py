@@ -402,7 +402,10 @@ def reload_catalog() -> None:
 
 
 def _get(kind: str, key: str) -> Any:
-    table = _load(kind)
+    table = _tables()[kind]
+    found = table.get(key)  # hot path: keys as written in the catalogue
+    if found is not None:
+        return found
     norm = key.strip().lower()
     if norm not in table:
         raise ConfigError(f"{kind}: unknown {kind} {key!r}; known: {', '.join(sorted(table))}")

@@ -61,6 +61,8 @@ CatalogOption = Annotated[
 
 
 def use_catalog(files: list[Path] | None) -> None:
-    """Merge ``--catalog`` files over the catalogue; raises ConfigError (exit 2 via handle_errors)."""
+    """Merge ``--catalog`` files over the catalogue and read every user source now, so that a bad part
+    is one line before any command runs; raises ConfigError (exit 2 via handle_errors)."""
     if files:
         catalog.use_catalog_files(files)
+    catalog.catalog_names("accelerator")

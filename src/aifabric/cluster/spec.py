@@ -206,10 +206,12 @@ class ClusterSpec(_Strict):
     gpus_per_node: int = Field(default=8, ge=1)
     nodes: int | None = Field(default=None, ge=1)
     gpus: int | None = Field(default=None, ge=1)
-    scale_up: ScaleUpDomainSpec = ScaleUpDomainSpec()
-    scale_out: ScaleOutSpec | None = ScaleOutSpec()
-    front_end: FrontEndSpec | None = FrontEndSpec()
-    management: ManagementSpec | None = ManagementSpec()
+    # Factories, not instances: the defaults' catalogue keys are checked when a spec is built, after user
+    # catalogue files are read, never at import.
+    scale_up: ScaleUpDomainSpec = Field(default_factory=ScaleUpDomainSpec)
+    scale_out: ScaleOutSpec | None = Field(default_factory=ScaleOutSpec)
+    front_end: FrontEndSpec | None = Field(default_factory=FrontEndSpec)
+    management: ManagementSpec | None = Field(default_factory=ManagementSpec)
     cpu_vendor: Literal["intel", "amd", "arm"] = "intel"
     description: str = ""
     parts: str | None = None
@@ -366,6 +368,7 @@ class ClusterSpec(_Strict):
             raise ConfigError(
                 f"{source or 'cluster'}: expected a mapping at the top level, got {type(data).__name__}"
             )
+        catalog.catalog_names("accelerator")  # a broken user catalogue file: its own one-line error first
         if data.get("parts") is not None:  # registered here first, so errors carry the file name
             data = {**data, "parts": _register_parts(data["parts"], source or "cluster")}
         try:
