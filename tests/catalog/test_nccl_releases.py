@@ -40,7 +40,8 @@ def test_unknown_versions_name_the_known_ones():
 
 def test_v2_30_tables_hopper_and_blackwell():
     r = nccl_release("2.30.3")
-    # v2.30.3 src/graph/tuning.cc:197-198 perChMaxTreeBws Hopper {38.7, 41.4, 36.0}, Blackwell {70.0, 42.8, 24.0}
+    # v2.30.3 src/graph/tuning.cc:197-198 perChMaxTreeBws Hopper {38.7, 41.4, 36.0},
+    # Blackwell {70.0, 42.8, 24.0}
     assert r.per_channel_max_tree_bw["hopper"] == (38.7, 41.4, 36.0)
     assert r.per_channel_max_tree_bw["blackwell"] == (70.0, 42.8, 24.0)
     # tuning.cc:204-205 perChMaxNVLSTreeBws Hopper {0, 57.7, 45.5}, Blackwell {0, 96.0, 80.0}
@@ -145,7 +146,8 @@ def test_protocol_by_size_and_costs():
     assert picks == [Protocol.LL, Protocol.LL128, Protocol.SIMPLE]
     assert protocol_for(r, "all_reduce", "ring", 1 << 10, allowed=["Simple"], **topo) is Protocol.SIMPLE
     costs = protocol_costs(r, "all_reduce", "ring", **topo)
-    # hand derivation, ring LL, 2 nodes, Intel: busBw = min(llMaxBws[Intel][N2] = 39, 32 x 46 x 0.5) = 39 GB/s;
+    # hand derivation, ring LL, 2 nodes, Intel:
+    # busBw = min(llMaxBws[Intel][N2] = 39, 32 x 46 x 0.5) = 39 GB/s;
     # algbw = 39 x 16 / 30 = 20.8 GB/s; latency = 6.6 + (30 - 2) x max(0.6, 1.0) + 2 x 2.7 = 40.0 us
     assert costs[Protocol.LL].algbw_bytes_per_s == pytest.approx(39e9 * 16 / 30)
     assert costs[Protocol.LL].latency_s == pytest.approx(40.0e-6)

@@ -10,8 +10,10 @@ ACCELERATORS = [
     "gb10", "rtx-4090", "rtx-5090", "rtx-6000-ada", "rtx-pro-6000-blackwell", "v100-sxm2-32gb",
     "v100-pcie-32gb", "mi300x", "mi325x", "mi355x", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-ironwood",
 ]  # fmt: skip
-NICS = ["connectx-5", "connectx-6", "connectx-7", "connectx-8", "connectx-9", "bluefield-3", "efa-v2", "efa-v3",
-        "broadcom-thor2", "amd-pollara-400"]  # fmt: skip
+NICS = [
+    "connectx-5", "connectx-6", "connectx-7", "connectx-8", "connectx-9", "bluefield-3", "efa-v2", "efa-v3",
+    "broadcom-thor2", "amd-pollara-400",
+]  # fmt: skip
 
 
 def test_every_part_the_issue_names_is_catalogued_with_a_source():
@@ -51,7 +53,8 @@ def test_accelerator_figures_against_datasheets(key, flops, hbm, hbm_bw):
 
 
 def test_scale_up_of_the_new_parts():
-    # H800: NVLink cut to 400 GB/s = 8 NVLink 4 links; NCCL 8 x 20.6 = 164.8 GB/s (A800 ~160, NVIDIA/nccl #412)
+    # H800: NVLink cut to 400 GB/s = 8 NVLink 4 links; NCCL 8 x 20.6 = 164.8 GB/s
+    # (A800 ~160, NVIDIA/nccl #412)
     h800 = catalog.accelerator("h800-sxm")
     assert h800.nvlink_links == 8
     assert catalog.scaleup("nvlink4").nccl_effective_bytes_per_s(h800.nvlink_links) == pytest.approx(164.8e9)

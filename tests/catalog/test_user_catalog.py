@@ -160,12 +160,9 @@ def test_inline_parts_in_a_cluster_yaml(tmp_path):
 
 
 def test_inline_part_may_not_redefine_a_shipped_one(tmp_path):
-    data = {
-        "parts": {"nics": {"connectx-7": {"name": "x", "speed": "100 Gb/s", "power": "1 W",
-                                          "payload_efficiency": 0.5, "latency": "1 us", "source": "a lab note"}}},
-        "accelerator": "h100-sxm",
-        "nodes": 1,
-    }  # fmt: skip
+    nic = {"name": "x", "speed": "100 Gb/s", "power": "1 W", "payload_efficiency": 0.5, "latency": "1 us",
+           "source": "a lab note"}  # fmt: skip
+    data = {"parts": {"nics": {"connectx-7": nic}}, "accelerator": "h100-sxm", "nodes": 1}
     with pytest.raises(ConfigError, match="nics.connectx-7: already in the catalogue"):
         ClusterSpec.from_dict(data, source="lab.yaml")
 
@@ -193,12 +190,13 @@ def test_a_part_missing_a_field_is_one_line_naming_part_and_field(files, tmp_pat
     ("text", "message"),
     [
         ("gpus:\n  x: {}\n", "unknown family 'gpus'"),
-        ("switches:\n  s1: {name: S, fabric: ethernet, ports: 2, port_speed: fast, power: 1 W, latency: 1 us, "
-         "source: 'my notes here'}\n", "switches.s1: "),
-        ("switches:\n  s1: {name: S, fabric: ethernet, ports: 2, port_speed: 400 Gb/s, power: 1 W, latency: 1 us, "
-         "source: 'my notes here', colour: red}\n", "unknown field 'colour'"),
-        ("accelerators:\n  a1: {name: A, arch: hopper, peak_bf16_flops: 1e15, hbm_capacity: 1 GB, hbm_bandwidth: "
-         "1 TB/s, nvlink: nvlink99, source: 'my notes here'}\n", "nvlink 'nvlink99' is not a scale-up link"),
+        ("switches:\n  s1: {name: S, fabric: ethernet, ports: 2, port_speed: fast, power: 1 W, "
+         "latency: 1 us, source: 'my notes here'}\n", "switches.s1: "),
+        ("switches:\n  s1: {name: S, fabric: ethernet, ports: 2, port_speed: 400 Gb/s, power: 1 W, "
+         "latency: 1 us, source: 'my notes here', colour: red}\n", "unknown field 'colour'"),
+        ("accelerators:\n  a1: {name: A, arch: hopper, peak_bf16_flops: 1e15, hbm_capacity: 1 GB, "
+         "hbm_bandwidth: 1 TB/s, nvlink: nvlink99, source: 'my notes here'}\n",
+         "nvlink 'nvlink99' is not a scale-up link"),
         ("[1, 2]\n", "expected a mapping"),
     ],
 )  # fmt: skip

@@ -332,7 +332,8 @@ def _check_references(tables: dict[str, dict[str, _Entry]]) -> None:
             ref = getattr(acc, field)
             if ref is not None and ref not in links:
                 raise ConfigError(
-                    f"accelerators.{acc.key}: {field} {ref!r} is not a scale-up link; known: {', '.join(sorted(links))}"
+                    f"accelerators.{acc.key}: {field} {ref!r} is not a scale-up link; "
+                    f"known: {', '.join(sorted(links))}"
                 )
 
 

@@ -10,11 +10,11 @@ Functions
 ---------
 - :func:`nccl_release` -- the tables of one release (``None``: the newest).
 - :func:`tuning_arch` -- which architecture row NCCL uses for a GPU architecture.
-- :func:`comm_channels` -- the communicator's channel count after ``connect.cc`` duplicates the searched rings.
-- :func:`channels_for` -- the channels one collective call runs on (``enqueue.cc`` reduces them for small sizes).
+- :func:`comm_channels` -- the communicator's channels after ``connect.cc`` duplicates the searched rings.
+- :func:`channels_for` -- the channels one call runs on (``enqueue.cc`` reduces them for small sizes).
 - :func:`protocol_costs` / :func:`protocol_for` -- NCCL's per-protocol latency and bandwidth, and its pick.
 - :func:`algorithm_for` -- ring or tree and the protocol NCCL's tuner picks for a size.
-- :func:`nvls_support` -- whether NVLS and NVLS-tree are enabled for (architecture, nodes, local GPUs, release).
+- :func:`nvls_support` -- whether NVLS and NVLS-tree are on for (architecture, nodes, local GPUs, release).
 """
 
 from __future__ import annotations
@@ -472,8 +472,10 @@ def protocol_costs(
     if algo not in (Algorithm.RING, Algorithm.TREE):
         raise ConfigError(f"algorithm: protocol costs are modelled for ring and tree, not {algo}")
     if nranks < 2 or nnodes < 1 or nranks < nnodes or channels < 1:
-        raise ConfigError(f"nranks/nnodes/channels: need 2 <= nranks, 1 <= nnodes <= nranks, channels >= 1; got "
-                          f"{nranks}/{nnodes}/{channels}")  # fmt: skip
+        raise ConfigError(
+            "nranks/nnodes/channels: need 2 <= nranks, 1 <= nnodes <= nranks, channels >= 1; "
+            f"got {nranks}/{nnodes}/{channels}"
+        )
     if intra_hw not in ("nvlink", "pci"):
         raise ConfigError(f"intra_hw: unknown {intra_hw!r}; known: nvlink, pci")
     row = tuning_arch(release, arch)

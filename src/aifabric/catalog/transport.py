@@ -109,7 +109,7 @@ def transport_names() -> list[str]:
 
 
 def transport(key: str) -> TransportSpec:
-    """The transport ``key`` (``"ib-verbs"``, ``"efa-srd"``, ``"shm"`` ...). Raises ConfigError listing keys."""
+    """The transport ``key`` (``"ib-verbs"``, ``"efa-srd"``, ``"shm"`` ...); ConfigError lists the keys."""
     table = _transports()
     norm = key.strip().lower()
     if norm not in table:

@@ -55,7 +55,8 @@ CatalogOption = Annotated[
     typer.Option(
         "--catalog",
         metavar="FILE",
-        help="User catalogue YAML (accelerators, nics, switches...) merged over the shipped parts; repeatable",
+        help="User catalogue YAML (accelerators, nics, switches...) merged over the shipped parts; "
+        "repeatable",
     ),
 ]
 

@@ -198,7 +198,8 @@ class ClusterSpec(_Strict):
 
     Give ``nodes`` (servers) or ``gpus``; ``gpus_per_node`` is the GPUs of one server (8 for HGX, 4 for a
     GB200 compute tray). The scale-up domain holds ``scale_up.gpus`` GPUs (default: one node). ``parts``
-    defines new catalogue parts inline, in the shape of a user catalogue file (:func:`aifabric.catalog.add_parts`).
+    defines new catalogue parts inline, in the shape of a user catalogue file
+    (:func:`aifabric.catalog.add_parts`).
     """
 
     name: str = "cluster"

@@ -10,7 +10,7 @@ prose, so a commentary sentence that mentions ``NCCL_NVLS_ENABLE=0`` does not ch
 ``NCCL_ALGO=Ring``                ``algorithm="ring"`` (one name forces it)
 ``NCCL_ALGO=Ring,Tree``           every other algorithm excluded
 ``NCCL_ALGO=^NVLS``               ``exclude=("nvls",)``
-``NCCL_ALGO=allreduce:ring;...``  per-collective prefixes (NCCL's grammar, :func:`aifabric.catalog.transport.nccl_enabled`)
+``NCCL_ALGO=allreduce:ring;...``  per-collective prefixes (NCCL's grammar: catalog.transport.nccl_enabled)
 ``NCCL_NVLS_ENABLE=0``            ``exclude=("nvls", "nvls_tree")``
 ``NCCL_PROTO=Simple``             ``protocols=("Simple",)`` (a list or ``^`` exclusion: the fastest allowed)
 ================================  ===========================================================================
@@ -96,7 +96,7 @@ class NcclSettings:
 
 
 def _collective(op: str | None) -> str:
-    """The NCCL collective whose ``NCCL_ALGO``/``NCCL_PROTO`` reading applies to ``op`` (all_reduce if None)."""
+    """The NCCL collective whose ``NCCL_ALGO``/``NCCL_PROTO`` reading applies to ``op`` (None: all_reduce)."""
     name = (op or "all_reduce").strip().lower()
     return name if name in {c.value for c in Collective} else "all_reduce"
 
