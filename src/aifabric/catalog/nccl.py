@@ -529,6 +529,7 @@ def protocol_costs(
             if proto is Protocol.LL:
                 bus_p = min(tree / release.tree_ll_bw_divisor, ll_max)
             elif proto is Protocol.LL128:
+                # 2.18.1 caps tree LL128 with its single per-channel LL128 figure (tuning.cc:173)
                 cap = release.per_channel_max_tree_ll128_bw or release.per_channel_max_ring_ll128_bw
                 f = release.tree_ll128_bw_factor[0 if nnodes == 1 else 1]
                 bus_p = min(tree * f, channels * cap[row][col])
