@@ -141,7 +141,7 @@ MIXTRAL = get_model("mixtral-8x7b")  # 8 experts
         (GPT39, ParallelLayout(pp=4, virtual_pipeline_stages=2, global_batch_size=6), 4,
          r"n_microbatches=6 is not divisible by pp=4"),
         (GPT39, ParallelLayout(dp=2, ep=2), 2, r"ep=2 but model 'megatron-gpt-39.1b' has no experts"),
-        (MIXTRAL, ParallelLayout(dp=3, ep=3), 3, r"ep=3 does not divide n_experts=8"),
+        (MIXTRAL, ParallelLayout(dp=3, ep=3), 3, r"ep=3 does not divide the 8 experts"),
         (MIXTRAL, ParallelLayout(dp=2, ep=4), 2, r"ep=4 does not divide dp x cp = 2 x 1 = 2"),
         (MIXTRAL, ParallelLayout(tp=2, pp=2, dp=2, ep=2, order="dp-tp-ep-pp-cp"), 8,
          r"the ep, dp and cp dimensions must be adjacent"),

@@ -60,14 +60,16 @@ class _Entry(BaseModel):
 class AcceleratorSpec(_Entry):
     """A GPU or TPU chip.
 
-    Attributes: ``peak_bf16_flops`` (dense FLOP/s), ``hbm_capacity_bytes``, ``hbm_bandwidth_bytes_per_s``,
-    ``nvlink`` (key of a :class:`ScaleUpSpec` or None), ``nvlink_links``, ``pcie`` (generation key),
-    ``scale_up_link`` (the scale-up link of a part without NVLink: AMD Infinity Fabric, TPU ICI; a
-    :class:`ScaleUpSpec` key), ``collective_library`` (``nccl``, ``rccl`` or ``xla``).
+    Attributes: ``peak_bf16_flops`` (dense FLOP/s), ``peak_fp8_flops`` (dense FP8 FLOP/s, None without FP8
+    tensor cores), ``hbm_capacity_bytes``, ``hbm_bandwidth_bytes_per_s``, ``nvlink`` (key of a
+    :class:`ScaleUpSpec` or None), ``nvlink_links``, ``pcie`` (generation key), ``scale_up_link`` (the
+    scale-up link of a part without NVLink: AMD Infinity Fabric, TPU ICI; a :class:`ScaleUpSpec` key),
+    ``collective_library`` (``nccl``, ``rccl`` or ``xla``).
     """
 
     arch: str
     peak_bf16_flops: float = Field(gt=0)
+    peak_fp8_flops: float | None = Field(default=None, gt=0)
     hbm_capacity_bytes: float = Field(gt=0, validation_alias="hbm_capacity")
     hbm_bandwidth_bytes_per_s: float = Field(gt=0, validation_alias="hbm_bandwidth")
     nvlink: str | None = None

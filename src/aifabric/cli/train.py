@@ -14,10 +14,12 @@ import typer
 from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cluster.placement import PLACEMENTS
 from aifabric.collectives.api import resolve_cluster
 from aifabric.errors import ConfigError
+from aifabric.training.fabric_step import FabricStep, fabric_step
 from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
-from aifabric.training.models import get_model
+from aifabric.training.models import ModelSpec, load_model
 from aifabric.training.planner import PlanResult, compare
 from aifabric.training.planner import plan as plan_layouts
 from aifabric.training.plot import check_plot_path, plot_step_breakdown
@@ -34,7 +36,45 @@ class RecomputeChoice(str, Enum):
 
 
 ModelOpt = Annotated[
-    str, typer.Option("--model", "-m", help="Model preset (see training/presets/models.yaml), e.g. gpt3-175b")
+    str,
+    typer.Option(
+        "--model",
+        "-m",
+        help="Model preset (training/presets/models.yaml, e.g. gpt3-175b), a model YAML file, or a "
+        "Hugging Face config.json",
+    ),
+]
+SeqOpt = Annotated[
+    int | None,
+    typer.Option("--seq-len", help="Training sequence length, tokens (default: the model's)", min=1),
+]
+TpOverlapOpt = Annotated[
+    bool,
+    typer.Option(
+        "--tp-comm-overlap/--no-tp-comm-overlap",
+        help="Overlap the sequence-parallel TP collectives with their GEMMs (Megatron --tp-comm-overlap)",
+    ),
+]
+PrefetchOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--zero3-prefetch",
+        help="ZeRO-3/FSDP: layers gathered ahead of the one computing (0: no overlap)",
+        min=0,
+    ),
+]
+Fp8Opt = Annotated[
+    bool,
+    typer.Option(
+        "--fp8/--bf16",
+        help="Linear GEMMs at the GPU's FP8 peak (Transformer Engine); attention and logits in BF16",
+    ),
+]
+CapacityOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--capacity-factor", help="MoE expert capacity factor, caps the EP load imbalance (default: dropless)"
+    ),
 ]
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="Cluster preset or YAML file")]
 NodesOpt = Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)]
@@ -66,8 +106,56 @@ PlotOpt = Annotated[
 ]
 
 
-def _options(flash: bool, overlap: bool) -> StepOptions:
-    return StepOptions(flash_attention=flash, overlap_grad_reduce=overlap)
+def _options(
+    flash: bool, overlap: bool, tp_overlap: bool, prefetch: int | None, capacity: float | None, fp8: bool
+) -> StepOptions:
+    return StepOptions(
+        flash_attention=flash,
+        overlap_grad_reduce=overlap,
+        tp_comm_overlap=tp_overlap,
+        zero3_prefetch_layers=1 if prefetch is None else prefetch,
+        capacity_factor=capacity,
+        fp8=fp8,
+    )
+
+
+class EngineChoice(str, Enum):
+    formula = "formula"
+    flow = "flow"
+    links = "links"
+
+
+def _refuse_fabric_options(
+    engine: EngineChoice, placement: str | None, routing: str | None, jobs: int | None, seed: int | None
+) -> None:
+    """Placement, routing, jobs and seed are flow/links options: the formula engine refuses them."""
+    options = (("placement", placement), ("routing", routing), ("jobs", jobs), ("seed", seed))
+    given = [name for name, value in options if value is not None]
+    if engine is EngineChoice.formula and given:
+        raise ConfigError(
+            f"--{given[0]}: the formula engine does not take this option (use --engine flow or links)"
+        )
+
+
+def _fabric_dict(fs: FabricStep) -> dict[str, object]:
+    return {
+        "engine": fs.engine,
+        "placement": fs.placement,
+        "routing": fs.routing,
+        "slowdowns": [dict(x) for x in fs.slowdowns],
+        "formula_s": dict(fs.formula_s),
+        "job_step_s": [st.step_s for st in fs.steps],
+        "formula_step_s": fs.formula.step_s,
+        "fabric_efficiency": {dim: res.efficiency for dim, res in fs.fabric.items()},
+    }
+
+
+def _refuse_unused(model: ModelSpec, capacity: float | None, prefetch: int | None, zero: int) -> None:
+    """Options the chosen model or layout would not use are refused, not dropped."""
+    if capacity is not None and not model.is_moe:
+        raise ConfigError(f"--capacity-factor: model {model.name!r} has no experts")
+    if prefetch is not None and zero != 3:
+        raise ConfigError(f"--zero3-prefetch: applies to ZeRO-3 only, got --zero {zero}")
 
 
 @handle_errors
@@ -101,6 +189,32 @@ def train(
     order: Annotated[str, typer.Option(help="Rank placement, innermost first")] = DEFAULT_ORDER,
     flash_attention: FlashOpt = True,
     overlap_grad_reduce: OverlapOpt = True,
+    seq_len: SeqOpt = None,
+    tp_comm_overlap: TpOverlapOpt = False,
+    zero3_prefetch: PrefetchOpt = None,
+    capacity_factor: CapacityOpt = None,
+    fp8: Fp8Opt = False,
+    engine: Annotated[
+        EngineChoice,
+        typer.Option(
+            help="formula: closed form; flow/links: the DP traffic of the step on the placed fabric"
+        ),
+    ] = EngineChoice.formula,
+    placement: Annotated[
+        str | None,
+        typer.Option(help=f"Node placement of each job ({', '.join(PLACEMENTS)}); flow/links only"),
+    ] = None,
+    routing: Annotated[
+        str | None,
+        typer.Option(help="Scale-out load balancing (ecmp, pinning, qp, spray, adaptive); flow/links only"),
+    ] = None,
+    jobs: Annotated[
+        int | None,
+        typer.Option(help="Identical jobs sharing the cluster, each on GPUs / jobs; flow/links only", min=1),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option(help="Seed of placement and hashing; flow/links only", min=0)
+    ] = None,
     plot: PlotOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -120,20 +234,28 @@ def train(
     "TFLOP/s per GPU", not MFU.
     """
     spec = resolve_cluster(cluster, nodes=nodes)
-    spec_model = get_model(model)
+    spec_model = load_model(model, seq_len=seq_len)
+    _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero)
+    _refuse_fabric_options(engine, placement, routing, jobs, seed)
     if plot is not None:
         check_plot_path(plot, "--plot")
-    sm = StepModel(spec_model, spec, options=_options(flash_attention, overlap_grad_reduce))
+    opts = _options(
+        flash_attention, overlap_grad_reduce, tp_comm_overlap, zero3_prefetch, capacity_factor, fp8
+    )
+    n_jobs = jobs or 1
+    if spec.n_gpus % n_jobs:
+        raise ConfigError(f"--jobs {n_jobs} does not divide the {spec.n_gpus} GPUs of the cluster")
+    job_gpus = spec.n_gpus // n_jobs
     if dp is None:
         # A TP that does not divide the heads, or a CP the sequence, is named before the GPU count. The
         # pipeline (pp x v against the layers) is left to StepModel, as for `plan`: uneven stages allowed.
         ParallelLayout(tp=tp, cp=cp).validate(spec_model)
-        if spec.n_gpus % (tp * pp * cp):
+        if job_gpus % (tp * pp * cp):
             raise ConfigError(
-                f"tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} does not divide the {spec.n_gpus} "
-                "GPUs of the cluster"
+                f"tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} does not divide the {job_gpus} GPUs "
+                "of a job"
             )
-        dp = spec.n_gpus // (tp * pp * cp)
+        dp = job_gpus // (tp * pp * cp)
     layout = ParallelLayout(
         tp=tp,
         pp=pp,
@@ -148,13 +270,33 @@ def train(
         sequence_parallel=sequence_parallel and tp > 1,
         order=order,
     )
-    st = sm.evaluate(layout)
+    fs: FabricStep | None = None
+    if engine is EngineChoice.formula:
+        st = StepModel(spec_model, spec, options=opts).evaluate(layout)
+    else:
+        fs = fabric_step(
+            spec_model,
+            layout,
+            spec,
+            jobs=n_jobs,
+            placement=placement or "packed",
+            routing=routing or "ecmp",
+            engine=engine.value,
+            seed=seed or 0,
+            options=opts,
+        )
+        st = fs.steps[0]
     if plot is not None:
         plot_step_breakdown([st], plot, option="--plot")
     if json_out:
-        emit_json(st.to_dict())
+        out = st.to_dict()
+        if fs is not None:
+            out["fabric"] = _fabric_dict(fs)
+        emit_json(out)
         return
     _print_step(st)
+    if fs is not None:
+        console.print(fs.summary(), markup=False, highlight=False)
     if plot is not None:
         console.print(f"plot: {plot}", markup=False, highlight=False)
 
@@ -237,6 +379,11 @@ def plan(
     ep: Annotated[int | None, typer.Option(help="Force the EP degree", min=1)] = None,
     flash_attention: FlashOpt = True,
     overlap_grad_reduce: OverlapOpt = True,
+    seq_len: SeqOpt = None,
+    tp_comm_overlap: TpOverlapOpt = False,
+    zero3_prefetch: PrefetchOpt = None,
+    capacity_factor: CapacityOpt = None,
+    fp8: Fp8Opt = False,
     plot: PlotOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -247,10 +394,17 @@ def plan(
     the report names the network that makes the difference.
     """
     spec = resolve_cluster(cluster, nodes=nodes)
-    spec_model = get_model(model)
+    spec_model = load_model(model, seq_len=seq_len)
+    _refuse_unused(spec_model, capacity_factor, None, 3)
     if plot is not None:
         check_plot_path(plot, "--plot")
-    sm = StepModel(spec_model, spec, options=_options(flash_attention, overlap_grad_reduce))
+    sm = StepModel(
+        spec_model,
+        spec,
+        options=_options(
+            flash_attention, overlap_grad_reduce, tp_comm_overlap, zero3_prefetch, capacity_factor, fp8
+        ),
+    )
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
     res = plan_layouts(
         spec_model, spec, global_batch, top=top, step_model=sm, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep

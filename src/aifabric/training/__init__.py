@@ -2,7 +2,8 @@
 
 The front door of ``aifabric.training``:
 
-- :mod:`~aifabric.training.models`: :class:`ModelSpec`, the presets (:func:`get_model`, :func:`list_models`);
+- :mod:`~aifabric.training.models`: :class:`ModelSpec`, the presets (:func:`get_model`, :func:`list_models`),
+  :func:`load_model` (a preset, a YAML file or a Hugging Face ``config.json``);
 - :mod:`~aifabric.training.flops`: parameter counts (Megatron-LM Eq. 2 and general), training FLOPs (Eq. 3
   and general), training time (Eq. 4);
 - :mod:`~aifabric.training.layout`: :class:`ParallelLayout` (validation, rank groups);
@@ -10,7 +11,10 @@ The front door of ``aifabric.training``:
 - :mod:`~aifabric.training.efficiency`: measured GEMM/HBM efficiencies per GPU (:func:`compute_profile`);
 - :mod:`~aifabric.training.step`: the step time of a layout on a cluster (:func:`step_time`,
   :class:`StepModel`);
-- :mod:`~aifabric.training.planner`: the layout search (:func:`plan`) and :func:`compare`;
+- :mod:`~aifabric.training.planner`: the layout search (:func:`plan`: enumerate, then rank) and
+  :func:`compare`;
+- :mod:`~aifabric.training.fabric_step`: a step's DP, EP and PP traffic on the flow/links engine with
+  placement and routing (:func:`~aifabric.training.fabric_step.fabric_step`; imported on demand);
 - :mod:`~aifabric.training.plot`: stacked bars of step-time breakdowns (matplotlib; imported on demand).
 
 Examples
@@ -45,7 +49,7 @@ from aifabric.training.memory import (
     in_flight_layer_microbatches,
     memory_breakdown,
 )
-from aifabric.training.models import BytesPerParam, ModelSpec, get_model, list_models
+from aifabric.training.models import BytesPerParam, ModelSpec, get_model, list_models, load_model
 from aifabric.training.planner import Comparison, PlanResult, compare, plan
 from aifabric.training.step import CommItem, StepModel, StepOptions, StepTime, step_time
 
@@ -73,6 +77,7 @@ __all__ = [
     "compute_profile",
     "forward_flops_per_token",
     "get_model",
+    "load_model",
     "in_flight_layer_microbatches",
     "layer_forward_flops_per_token",
     "list_compute_profiles",

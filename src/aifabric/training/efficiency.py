@@ -49,23 +49,47 @@ class ComputeProfile:
         Where the figures come from.
     accelerator : str, default ""
         Catalogue key of the accelerator.
+    sm_count : int, default 0
+        Streaming multiprocessors of the GPU; 0: unknown (no overlap contention is charged).
+    comm_sms : int, default 0
+        SMs a concurrent NCCL collective kernel occupies (``presets/compute.yaml`` gives the measurement).
 
     Raises
     ------
     ConfigError
-        If an efficiency is not in (0, 1].
+        If an efficiency is not in (0, 1], or ``comm_sms`` is negative or not below ``sm_count``.
     """
 
     gemm_efficiency: float
     hbm_efficiency: float = 1.0
     source: str = ""
     accelerator: str = ""
+    sm_count: int = 0
+    comm_sms: int = 0
 
     def __post_init__(self) -> None:
         for name in ("gemm_efficiency", "hbm_efficiency"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
                 raise ConfigError(f"{name} must be in (0, 1], got {value!r}")
+        if self.sm_count < 0 or self.comm_sms < 0 or (self.sm_count and self.comm_sms >= self.sm_count):
+            raise ConfigError(
+                f"comm_sms must be >= 0 and below sm_count, got comm_sms={self.comm_sms}, "
+                f"sm_count={self.sm_count}"
+            )
+
+    @property
+    def overlap_contention(self) -> float:
+        """f = comm_sms / sm_count: the share of the SMs a concurrent collective takes from compute.
+
+        While a collective of x seconds overlaps compute of c seconds, the compute runs on the other
+        1 - f of the SMs, so the pair takes max(x, c + f x) (:func:`aifabric.training.step.overlapped_s`).
+        0 when the SM count is unknown.
+
+        >>> round(compute_profile("h100-sxm").overlap_contention, 3)  # 24 of 132 SMs
+        0.182
+        """
+        return self.comm_sms / self.sm_count if self.sm_count else 0.0
 
     @property
     def upper_bound(self) -> bool:
@@ -131,6 +155,8 @@ def _profiles() -> dict[str, ComputeProfile]:
             hbm_efficiency=float(entry.get("hbm_efficiency", 1.0)),
             source=" ".join(str(entry["source"]).split()),
             accelerator=key,
+            sm_count=int(entry.get("sm_count", 0)),
+            comm_sms=int(entry.get("comm_sms", 0)),
         )
         for key, entry in data.items()
     }

@@ -360,7 +360,7 @@ class ParallelLayout:
                 raise ConfigError(f"ep={e} but model {model.name!r} has no experts")
             if model.n_experts % e:
                 raise ConfigError(
-                    f"ep={e} does not divide n_experts={model.n_experts} of model {model.name!r}"
+                    f"ep={e} does not divide the {model.n_experts} experts of model {model.name!r}"
                 )
             if (d * c) % e:
                 raise ConfigError(f"ep={e} does not divide dp x cp = {d} x {c} = {d * c}")

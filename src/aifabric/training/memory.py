@@ -20,6 +20,7 @@ activations, 1-byte dropout masks)::
 
     no recompute, TP only    s b h (10 + 24/t + 5 a s / (h t))
     no recompute, TP + SP    s b h (34 + 5 a s / h) / t
+    FlashAttention, TP + SP  s b h (34 + 4 a / h) / t     (no s^2 term: only the fp32 log-sum-exp per row)
     selective, TP + SP       34 s b h / t
     full                     2 s b h per layer (the layer input; / t with SP)
 
@@ -36,6 +37,9 @@ References
    https://doi.org/10.1109/SC41405.2020.00024.
 .. [3] Megatron-LM ``docs/user-guide/features/dist_optimizer.md``; ``schedules.py`` (warm-up microbatches of
    the interleaved schedule).
+.. [4] Dao, "FlashAttention-2: Faster Attention with Better Parallelism and Work Partitioning", ICLR 2024,
+   arXiv:2307.08691, Algorithm 1 (the forward pass saves O and the log-sum-exp L, one fp32 per query row
+   and head, for the backward pass; the s x s scores are never written to HBM).
 """
 
 from __future__ import annotations
@@ -68,8 +72,9 @@ class MemoryBreakdown:
         Transformer-layer activations the first pipeline stage stashes for its in-flight microbatches.
     other_activation_bytes : float
         The rest: input-embedding dropout masks of in-flight microbatches, the output layer's activations
-        and fp32 logits when the first stage is also the last (pp = 1), and, with full recomputation, one
-        layer's full activations rebuilt during its backward pass.
+        and fp32 logits when the first stage is also the last (pp = 1), with full recomputation one
+        layer's full activations rebuilt during its backward pass, and under ZeRO-3 the gathered
+        parameters of the layer computing and the ones prefetched.
     params_per_gpu : float
         Parameters on that GPU before ZeRO sharding (after TP/EP splitting).
     in_flight_microbatches : float
@@ -82,7 +87,7 @@ class MemoryBreakdown:
     -----
     Model states come from the heaviest stage and activations from the first: where these are different
     stages (an MoE model whose first layers are dense), the sum is an upper bound. Not counted: CUDA
-    context and allocator fragmentation (often 1-5 GB), communication buffers, ZeRO-3 gather buffers,
+    context and allocator fragmentation (often 1-5 GB), communication buffers,
     vocabulary padding, MoE routing imbalance.
     """
 
@@ -141,7 +146,9 @@ def _mlp_inner_bytes(model: ModelSpec, width: int) -> int:
     return (6 if model.gated_mlp else 4) * width
 
 
-def activation_bytes_per_layer(model: ModelSpec, layout: ParallelLayout, *, moe: bool = False) -> float:
+def activation_bytes_per_layer(
+    model: ModelSpec, layout: ParallelLayout, *, moe: bool = False, flash_attention: bool = False
+) -> float:
     """Activation bytes one transformer layer stores for one microbatch, on one GPU.
 
     Korthikanti et al.'s per-layer count, term by term (bytes per token; 16-bit tensors, 1-byte masks):
@@ -152,7 +159,9 @@ def activation_bytes_per_layer(model: ModelSpec, layout: ParallelLayout, *, moe:
       (6f gated); for an MoE layer, top_k x (2h dispatched input + the expert's inner bytes) plus the
       shared experts' inner bytes;
     - attention scores, split by TP, only without recomputation: 5as per token (softmax output 2as, its
-      dropout mask as and output 2as), or 2as without dropout.
+      dropout mask as and output 2as), or 2as without dropout. With FlashAttention the scores never reach
+      HBM: the kernel keeps one fp32 log-sum-exp per query row and head, 4a bytes per token (Dao 2023,
+      Algorithm 1); its dropout mask is regenerated from the RNG state in the backward pass.
 
     With full recomputation only the layer input is kept: 2h per token (/ t with sequence parallelism).
     Tokens per microbatch per GPU: b s / cp. For a Megatron GPT layer (a d = h, f = 4h) this is
@@ -166,6 +175,8 @@ def activation_bytes_per_layer(model: ModelSpec, layout: ParallelLayout, *, moe:
         Gives b, t, cp, sequence parallelism and the recomputation mode.
     moe : bool, default False
         True for an MoE layer.
+    flash_attention : bool, default False
+        The attention core runs as FlashAttention: 4a instead of 5as bytes per token without recomputation.
 
     Returns
     -------
@@ -180,6 +191,7 @@ def activation_bytes_per_layer(model: ModelSpec, layout: ParallelLayout, *, moe:
     References
     ----------
     .. [1] Korthikanti et al., arXiv:2205.05198, Sec. 4.1-4.2, Eq. 1-2 and Table 2.
+    .. [2] Dao, arXiv:2307.08691, Algorithm 1 (FlashAttention-2's saved log-sum-exp).
 
     Examples
     --------
@@ -192,10 +204,12 @@ def activation_bytes_per_layer(model: ModelSpec, layout: ParallelLayout, *, moe:
     """
     if moe and not model.is_moe:
         raise ConfigError(f"model {model.name!r} has no MoE layers (n_experts=0)")
-    return _layer_act(model, layout, layout.recompute, moe)
+    return _layer_act(model, layout, layout.recompute, moe, flash_attention)
 
 
-def _layer_act(model: ModelSpec, layout: ParallelLayout, recompute: Recompute, moe: bool) -> float:
+def _layer_act(
+    model: ModelSpec, layout: ParallelLayout, recompute: Recompute, moe: bool, flash: bool = False
+) -> float:
     h = model.hidden_size
     tokens = layout.microbatch_size * model.seq_len / layout.cp
     t = layout.tp
@@ -212,7 +226,7 @@ def _layer_act(model: ModelSpec, layout: ParallelLayout, recompute: Recompute, m
     else:
         split += _mlp_inner_bytes(model, model.ffn_size)
     if recompute is Recompute.NONE:
-        split += (5 if model.dropout else 2) * model.n_heads * model.seq_len
+        split += 4 * model.n_heads if flash else (5 if model.dropout else 2) * model.n_heads * model.seq_len
     return tokens * (unsplit / sp_div + split / t)
 
 
@@ -305,7 +319,12 @@ def _stage_params(
 
 
 def memory_breakdown(
-    model: ModelSpec, layout: ParallelLayout, gpu_hbm_bytes: float | None = None
+    model: ModelSpec,
+    layout: ParallelLayout,
+    gpu_hbm_bytes: float | None = None,
+    *,
+    flash_attention: bool = False,
+    zero3_prefetch_layers: int = 1,
 ) -> MemoryBreakdown:
     """Memory per GPU of training ``model`` with ``layout``, term by term.
 
@@ -325,6 +344,12 @@ def memory_breakdown(
         The layout; validated against the model (not against a GPU count).
     gpu_hbm_bytes : float, optional
         GPU memory, bytes; recorded so that ``fits`` and ``free_bytes`` can answer.
+    flash_attention : bool, default False
+        FlashAttention: no s x s score tensors (see :func:`activation_bytes_per_layer`).
+    zero3_prefetch_layers : int, default 1
+        ZeRO-3 holds the full ``weights`` of 1 + this many layers at once (the one computing and those
+        prefetched: FSDP's unsharded units): (1 - 1/D) of each beyond the local shard, counted with the
+        other activations.
 
     Returns
     -------
@@ -370,23 +395,25 @@ def memory_breakdown(
     candidates = [(first, True, p == 1), (last, p == 1, True)]
     if p > 2:
         candidates += [(most, False, False), (fewest, False, False)]
-    best: tuple[float, float, float, float] | None = None
+    best: tuple[float, float, float, float, float] | None = None
     for n_moe, is_first, is_last in candidates:
         dense, expert = _stage_params(model, layout, n_moe, is_first, is_last)
         w = bpp.weights * (dense / w_div[0] + expert / w_div[1])
         g = bpp.grads * (dense / g_div[0] + expert / g_div[1])
         o = bpp.optimizer * (dense / o_div[0] + expert / o_div[1])
         if best is None or w + g + o > best[0] + best[1] + best[2]:
-            best = (w, g, o, dense + expert)
+            best = (w, g, o, dense, expert)
     assert best is not None  # candidates is never empty
-    weights, grads, optim, params = best
+    weights, grads, optim, dense_params, expert_params = best
+    params = dense_params + expert_params
 
     # Activations of the first stage.
     per_stage = model.n_layers // p
     units = in_flight_layer_microbatches(layout, model.n_layers)
     mode = layout.recompute
-    dense_act = _layer_act(model, layout, mode, False) if first < per_stage else 0.0
-    moe_act = _layer_act(model, layout, mode, True) if first else 0.0
+    flash = flash_attention
+    dense_act = _layer_act(model, layout, mode, False, flash) if first < per_stage else 0.0
+    moe_act = _layer_act(model, layout, mode, True, flash) if first else 0.0
     layer_act = units * ((per_stage - first) * dense_act + first * moe_act) / per_stage
 
     h = model.hidden_size
@@ -402,10 +429,16 @@ def memory_breakdown(
         other += tokens * (4 * h / sp_div + 4 * model.vocab_size / t)
     if layout.recompute is Recompute.FULL:
         # the layer being recomputed holds its full activations during its backward pass
-        working = _layer_act(model, layout, Recompute.NONE, False) if first < per_stage else 0.0
+        working = _layer_act(model, layout, Recompute.NONE, False, flash) if first < per_stage else 0.0
         if first:
-            working = max(working, _layer_act(model, layout, Recompute.NONE, True))
+            working = max(working, _layer_act(model, layout, Recompute.NONE, True, flash))
         other += working
+
+    if zero >= 3:
+        # the gathered parameters of the computing layer and the prefetched ones, beyond the local shard
+        in_flight_layers = min(1 + zero3_prefetch_layers, per_stage)
+        unsharded = dense_params * (1 - 1 / d_dense) + expert_params * (1 - 1 / max(1, d_expert))
+        other += in_flight_layers * bpp.weights * unsharded / per_stage
 
     return MemoryBreakdown(
         weight_bytes=weights,
@@ -419,7 +452,14 @@ def memory_breakdown(
     )
 
 
-def check_fits(model: ModelSpec, layout: ParallelLayout, gpu_hbm_bytes: float) -> MemoryBreakdown:
+def check_fits(
+    model: ModelSpec,
+    layout: ParallelLayout,
+    gpu_hbm_bytes: float,
+    *,
+    flash_attention: bool = False,
+    zero3_prefetch_layers: int = 1,
+) -> MemoryBreakdown:
     """Return the memory breakdown if the layout fits in ``gpu_hbm_bytes``; raise otherwise.
 
     Parameters
@@ -430,6 +470,8 @@ def check_fits(model: ModelSpec, layout: ParallelLayout, gpu_hbm_bytes: float) -
         The layout.
     gpu_hbm_bytes : float
         Usable GPU memory, bytes (e.g. 80e9 for an A100/H100 80 GB; subtract what the runtime reserves).
+    flash_attention, zero3_prefetch_layers
+        See :func:`memory_breakdown`.
 
     Returns
     -------
@@ -454,7 +496,13 @@ def check_fits(model: ModelSpec, layout: ParallelLayout, gpu_hbm_bytes: float) -
     """  # noqa: E501  (the doctest's expected message is one line)
     if isinstance(gpu_hbm_bytes, bool) or not gpu_hbm_bytes > 0:
         raise ConfigError(f"gpu_hbm_bytes must be > 0, got {gpu_hbm_bytes!r}")
-    mb = memory_breakdown(model, layout, gpu_hbm_bytes)
+    mb = memory_breakdown(
+        model,
+        layout,
+        gpu_hbm_bytes,
+        flash_attention=flash_attention,
+        zero3_prefetch_layers=zero3_prefetch_layers,
+    )
     if not mb.fits:
         err = Infeasible(
             f"{model.name} with {layout.describe()} needs {mb.summary()}; the GPU has {_gb(gpu_hbm_bytes)}"

@@ -17,6 +17,7 @@ and :func:`dataclasses.replace` re-runs the checks (``replace(model, seq_len=819
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -27,7 +28,7 @@ import yaml
 
 from aifabric.errors import ConfigError, ParseError
 
-__all__ = ["BytesPerParam", "ModelSpec", "get_model", "list_models"]
+__all__ = ["HF_CONFIG_KEYS", "BytesPerParam", "ModelSpec", "get_model", "list_models", "load_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,6 +376,91 @@ class ModelSpec:
         return cls(**values)
 
     @classmethod
+    def from_hf_config(
+        cls, config: Mapping[str, Any], *, name: str, seq_len: int | None = None, source: str = ""
+    ) -> ModelSpec:
+        """Build a spec from a Hugging Face ``config.json`` (Llama, Mistral/Mixtral, Qwen, DeepSeek, GPT-2).
+
+        Keys read (:data:`HF_CONFIG_KEYS`): layers, width, heads, KV heads, head width, MLP width,
+        vocabulary, tied embeddings; MoE: routed experts (``num_local_experts``, ``n_routed_experts`` or
+        ``num_experts``), ``num_experts_per_tok``, ``n_shared_experts``, ``moe_intermediate_size`` (expert
+        width; otherwise ``intermediate_size``), ``first_k_dense_replace``, ``moe_layer_freq``. A SiLU
+        activation means a gated (SwiGLU) MLP, ``rms_norm_eps`` an RMSNorm; biases from
+        ``attention_bias`` / ``mlp_bias``; no dropout unless ``attention_dropout`` or ``hidden_dropout`` is
+        positive. DeepSeek's multi-head latent attention (``kv_lora_rank``) is approximated as multi-head
+        attention of width ``hidden_size / n_heads``, as the ``deepseek-v3-like`` preset does (said in
+        ``notes``).
+
+        Parameters
+        ----------
+        config : mapping
+            The parsed ``config.json``.
+        name : str
+            Name of the model.
+        seq_len : int, optional
+            Training sequence length; default ``max_position_embeddings`` (``n_positions`` for GPT-2), the
+            longest the model supports, which is often longer than it was pre-trained with.
+        source : str, default ""
+            Where the file came from.
+
+        Raises
+        ------
+        ConfigError
+            If a required key is missing (named) or a value is invalid.
+
+        Examples
+        --------
+        >>> cfg = {"num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32,
+        ...        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+        ...        "max_position_embeddings": 8192, "hidden_act": "silu", "rms_norm_eps": 1e-5}
+        >>> m = ModelSpec.from_hf_config(cfg, name="llama3-8b")
+        >>> (m.n_kv_heads, m.gated_mlp, m.norm, m.seq_len) == (8, True, "rmsnorm", 8192)
+        True
+        """
+        if not isinstance(config, Mapping):
+            raise ConfigError(
+                f"model {name!r}: a config.json must hold an object, got {type(config).__name__}"
+            )
+        values: dict[str, Any] = {}
+        for key, fld in HF_CONFIG_KEYS.items():
+            if config.get(key) is not None and fld not in values:
+                values[fld] = config[key]
+        if seq_len is not None:
+            values["seq_len"] = seq_len
+        missing = [
+            k for k in ("n_layers", "hidden_size", "n_heads", "vocab_size", "seq_len") if k not in values
+        ]
+        if missing:
+            keys = {f: k for k, f in reversed(HF_CONFIG_KEYS.items())}
+            raise ConfigError(
+                f"model {name!r}: config.json has no {', '.join(keys.get(m, m) for m in missing)}"
+                + (" (give --seq-len)" if "seq_len" in missing else "")
+            )
+        model_type = str(config.get("model_type", "")).lower()
+        act = str(config.get("hidden_act", config.get("activation_function", ""))).lower()
+        values["gated_mlp"] = act in ("silu", "swiglu", "swish")
+        values["norm"] = "rmsnorm" if "rms_norm_eps" in config else "layernorm"
+        values["bias"] = bool(config.get("attention_bias") or config.get("mlp_bias") or model_type == "gpt2")
+        values["dropout"] = any(
+            float(config.get(k) or 0) > 0 for k in ("attention_dropout", "hidden_dropout")
+        )
+        values["learned_position_embeddings"] = model_type == "gpt2"
+        values.setdefault("tied_embeddings", model_type == "gpt2")
+        notes = ""
+        if values.get("n_experts"):
+            values.setdefault("expert_ffn_hidden_size", values.get("ffn_hidden_size"))
+        if config.get("kv_lora_rank"):
+            values.pop("head_dim", None)
+            values.pop("n_kv_heads", None)
+            notes = (
+                "Multi-head latent attention approximated as multi-head attention of width "
+                "hidden_size / n_heads."
+            )
+        values["source"] = source or f"Hugging Face config.json ({model_type or 'unknown type'})"
+        values["notes"] = notes
+        return cls.from_dict(values, name=name)
+
+    @classmethod
     def from_yaml(cls, path: str | Path, name: str | None = None) -> ModelSpec:
         """Read a model from a YAML file.
 
@@ -417,6 +503,77 @@ def _index(data: Mapping[str, Any], where: str) -> dict[str, tuple[str, Mapping[
         for alias in [key, *entry.get("aliases", [])]:
             out[str(alias).lower()] = (key, entry)
     return out
+
+
+#: Hugging Face ``config.json`` key -> :class:`ModelSpec` field; the first key present wins.
+HF_CONFIG_KEYS: dict[str, str] = {
+    "num_hidden_layers": "n_layers",
+    "n_layer": "n_layers",  # GPT-2
+    "hidden_size": "hidden_size",
+    "n_embd": "hidden_size",
+    "num_attention_heads": "n_heads",
+    "n_head": "n_heads",
+    "num_key_value_heads": "n_kv_heads",
+    "head_dim": "head_dim",
+    "intermediate_size": "ffn_hidden_size",
+    "n_inner": "ffn_hidden_size",
+    "vocab_size": "vocab_size",
+    "max_position_embeddings": "seq_len",
+    "n_positions": "seq_len",
+    "tie_word_embeddings": "tied_embeddings",
+    "num_local_experts": "n_experts",  # Mixtral
+    "n_routed_experts": "n_experts",  # DeepSeek
+    "num_experts": "n_experts",  # Qwen MoE
+    "num_experts_per_tok": "top_k",
+    "n_shared_experts": "n_shared_experts",
+    "moe_intermediate_size": "expert_ffn_hidden_size",
+    "first_k_dense_replace": "first_dense_layers",
+    "moe_layer_freq": "moe_layer_freq",
+}
+
+
+def load_model(ref: str, *, seq_len: int | None = None) -> ModelSpec:
+    """A model from a preset name, a YAML file (``.yaml``/``.yml``) or a Hugging Face ``config.json``.
+
+    Parameters
+    ----------
+    ref : str
+        Preset name or alias, or the path of a file.
+    seq_len : int, optional
+        Train with this sequence length instead of the model's (must be >= 1).
+
+    Raises
+    ------
+    ConfigError
+        An unknown preset, a file that is not a model, or ``seq_len < 1``.
+    ParseError
+        A file that is not valid YAML or JSON.
+
+    Examples
+    --------
+    >>> load_model("llama3-8b", seq_len=4096).seq_len
+    4096
+    """
+    if seq_len is not None and (isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len < 1):
+        raise ConfigError(f"seq_len must be an integer >= 1, got {seq_len!r}")
+    path = Path(ref)
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        try:
+            config = json.loads(path.read_text())
+        except OSError as err:
+            raise ConfigError(f"model: cannot read {ref!r}: {err.strerror}") from None
+        except json.JSONDecodeError as err:
+            raise ParseError(f"invalid JSON: {err}", source=str(path)) from err
+        name = path.parent.name if path.stem == "config" and path.parent.name else path.stem
+        return ModelSpec.from_hf_config(config, name=name, seq_len=seq_len, source=f"config.json {ref}")
+    if suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise ConfigError(f"model: no such file {ref!r}")
+        model = ModelSpec.from_yaml(path)
+    else:
+        model = get_model(ref)
+    return model if seq_len is None else dataclasses.replace(model, seq_len=seq_len)
 
 
 _PRESETS: dict[str, ModelSpec] | None = None

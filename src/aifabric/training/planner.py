@@ -1,10 +1,11 @@
 """Planner: enumerate the layouts of a model on a cluster for a global batch, rank them by throughput.
 
-:func:`plan` walks every combination of TP (dividing the heads), CP, PP, DP (their product is the GPU
-count), EP (MoE models), microbatch size, interleaving, recomputation and ZeRO stage that passes
-:meth:`~aifabric.training.layout.ParallelLayout.validate`, checks its memory, times it with
-:class:`~aifabric.training.step.StepModel` (collective times cached per communicator shape) and keeps the
-fastest. All layouts share the global batch, so the shortest step is the highest throughput.
+:func:`plan` enumerates, then ranks. :func:`candidate_layouts` lists every combination of TP (dividing the
+heads), CP (:func:`cp_degrees`: only where each rank keeps >= 8,192 tokens), PP, DP (their product is the GPU
+count), EP (MoE models), microbatch size, interleaving, recomputation and ZeRO stage, by arithmetic alone;
+each candidate then passes :meth:`~aifabric.training.layout.ParallelLayout.validate` and the memory check and
+is timed by :class:`~aifabric.training.step.StepModel` (collective times cached per communicator shape); a
+heap keeps the fastest. All layouts share the global batch, so the shortest step is the highest throughput.
 :func:`compare` says why one layout beats another: which part of the step grew, and on which network.
 
 Examples
@@ -19,9 +20,11 @@ True
 from __future__ import annotations
 
 import heapq
+import itertools
 import re
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from aifabric.cluster.spec import ClusterSpec
@@ -32,7 +35,15 @@ from aifabric.training.memory import MemoryBreakdown
 from aifabric.training.models import ModelSpec
 from aifabric.training.step import NETWORKS, PARTS, StepModel, StepOptions, StepTime
 
-__all__ = ["Comparison", "PlanResult", "compare", "plan"]
+__all__ = [
+    "MIN_TOKENS_PER_CP_RANK",
+    "Comparison",
+    "PlanResult",
+    "candidate_layouts",
+    "compare",
+    "cp_degrees",
+    "plan",
+]
 
 _COMM_PARTS = ("tp", "cp", "ep", "pp", "dp")
 _PART_LABEL = {
@@ -256,9 +267,123 @@ def _reason(message: str) -> str:
     return (match.group(0).strip() if match else message[:40]) or message[:40]
 
 
+def _check_forced(model: ModelSpec, spec: ClusterSpec, forced: dict[str, int]) -> None:
+    """Refuse a forced degree that no layout could use, naming it and what it must divide."""
+    for name, value in forced.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+    tp = forced.get("tp")
+    if tp and (model.n_heads % tp or model.kv_heads % tp):
+        raise ConfigError(
+            f"tp={tp} does not divide n_heads={model.n_heads} / n_kv_heads={model.kv_heads} of model "
+            f"{model.name!r}"
+        )
+    ep = forced.get("ep")
+    if ep and ep > 1 and not model.is_moe:
+        raise ConfigError(f"ep={ep} but model {model.name!r} has no experts")
+    if ep and model.is_moe and model.n_experts % ep:
+        raise ConfigError(f"ep={ep} does not divide the {model.n_experts} experts of model {model.name!r}")
+    for name, value in forced.items():
+        if name != "ep" and spec.n_gpus % value:
+            raise ConfigError(f"{name}={value} does not divide the {spec.n_gpus} GPUs of {spec.name}")
+
+
 def _divisors(n: int) -> list[int]:
     small = [i for i in range(1, int(n**0.5) + 1) if n % i == 0]
     return sorted(set(small + [n // i for i in small]))
+
+
+#: Fewest tokens of a sequence that one context-parallel rank keeps. Llama 3 trained its 8,192-token stage
+#: with cp = 1 and its 131,072-token stage with cp = 16, i.e. 8,192 tokens per CP rank (Llama Team,
+#: arXiv:2407.21783, Table 4); Megatron-LM's ``context_parallel.md`` presents CP for long sequences only. The
+#: planner never proposes a CP group that would leave a rank fewer tokens (a degree forced by the caller is
+#: kept).
+MIN_TOKENS_PER_CP_RANK = 8192
+
+
+def cp_degrees(seq_len: int, candidates: list[int], max_cp: int) -> list[int]:
+    """The context-parallel degrees the planner tries for a sequence of ``seq_len`` tokens.
+
+    cp = 1 always; cp > 1 only if cp <= ``max_cp``, 2 cp divides the sequence (load-balanced causal split)
+    and each rank keeps at least :data:`MIN_TOKENS_PER_CP_RANK` tokens.
+
+    >>> cp_degrees(8192, [1, 2, 4, 8, 16], 16), cp_degrees(131072, [1, 2, 4, 8, 16, 32], 16)
+    ([1], [1, 2, 4, 8, 16])
+    """
+    return [
+        c
+        for c in candidates
+        if c == 1 or (c <= max_cp and seq_len % (2 * c) == 0 and seq_len // c >= MIN_TOKENS_PER_CP_RANK)
+    ]
+
+
+def candidate_layouts(
+    model: ModelSpec,
+    n_gpus: int,
+    global_batch_size: int,
+    *,
+    forced: dict[str, int],
+    microbatch_sizes: tuple[int, ...],
+    virtual_stages: tuple[int, ...],
+    recompute: tuple[Recompute, ...],
+    zero_stages: tuple[int, ...],
+    max_cp: int,
+    order: str,
+    uneven: bool,
+) -> Iterator[ParallelLayout]:
+    """Every layout the planner times: pure arithmetic, no cost model.
+
+    Rules, each testable on its own: tp divides the attention and KV heads; tp x cp x pp x dp = ``n_gpus``;
+    cp follows :func:`cp_degrees`; pp <= layers (and divides them unless ``uneven``); ep divides the experts
+    and dp x cp; b x dp divides the batch; v > 1 needs pp > 1, m divisible by pp and l >= pp v. Sequence
+    parallelism is on whenever tp > 1. A degree in ``forced`` is the only value tried.
+    """
+    l = model.n_layers  # noqa: E741
+    tps = [forced["tp"]] if "tp" in forced else _divisors(n_gpus)
+    for t in tps:
+        if model.n_heads % t or model.kv_heads % t or n_gpus % t:
+            continue
+        rest_t = n_gpus // t
+        cps = [forced["cp"]] if "cp" in forced else cp_degrees(model.seq_len, _divisors(rest_t), max_cp)
+        for c in cps:
+            if rest_t % c:
+                continue
+            rest_c = rest_t // c
+            for p in [forced["pp"]] if "pp" in forced else _divisors(rest_c):
+                if rest_c % p or p > l or (not uneven and l % p):
+                    continue
+                d = rest_c // p
+                if "dp" in forced and d != forced["dp"]:
+                    continue
+                eps = [1]
+                if model.is_moe:
+                    eps = (
+                        [forced["ep"]]
+                        if "ep" in forced
+                        else [x for x in _divisors(model.n_experts) if (d * c) % x == 0]
+                    )
+                for b in microbatch_sizes:
+                    if global_batch_size % (b * d):
+                        continue
+                    m = global_batch_size // (b * d)
+                    for v in virtual_stages:
+                        if v > 1 and (p == 1 or m % p or l < p * v or (not uneven and l % (p * v))):
+                            continue
+                        for e, rc, z in itertools.product(eps, recompute, zero_stages):
+                            yield ParallelLayout(
+                                tp=t,
+                                pp=p,
+                                dp=d,
+                                ep=e,
+                                cp=c,
+                                sequence_parallel=t > 1,
+                                virtual_pipeline_stages=v,
+                                zero_stage=z,
+                                microbatch_size=b,
+                                global_batch_size=global_batch_size,
+                                recompute=rc,
+                                order=order,
+                            )
 
 
 def plan(
@@ -276,13 +401,16 @@ def plan(
     microbatch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16),
     virtual_stages: tuple[int, ...] = (1, 2, 3, 4, 6, 8),
     recompute: tuple[str, ...] = ("none", "selective", "full"),
-    zero_stages: tuple[int, ...] = (1, 3),
+    zero_stages: tuple[int, ...] = (1, 2, 3),
     max_cp: int = 16,
     order: str = DEFAULT_ORDER,
     tiers: TierModel | None = None,
     step_model: StepModel | None = None,
 ) -> PlanResult:
     """Search the layouts of ``model`` on ``spec`` for ``global_batch_size`` sequences; fastest first.
+
+    Enumerate, then rank: :func:`candidate_layouts` lists the layouts (arithmetic only), each is checked
+    (validation, memory) and timed by the :class:`StepModel`, and a heap keeps the ``top`` fastest.
 
     Parameters
     ----------
@@ -299,9 +427,10 @@ def plan(
         Force a degree (e.g. ``tp=16`` to see what TP across two nodes costs).
     microbatch_sizes, virtual_stages, recompute, zero_stages : tuple
         Values tried. Sequence parallelism is on whenever tp > 1 (same traffic as TP's all-reduces, less
-        memory); ZeRO-1 (Megatron's distributed optimizer) dominates ZeRO-0 and is the default lower stage.
+        memory); ZeRO-1 (Megatron's distributed optimizer) dominates ZeRO-0 and is the default lower stage;
+        ZeRO-2 trades a reduce-scatter per microbatch for the gradient buffer (Llama 3's FSDP).
     max_cp : int, default 16
-        Largest context-parallel degree tried.
+        Largest context-parallel degree tried (see also :data:`MIN_TOKENS_PER_CP_RANK`).
     order : str
         Rank placement of every layout (Megatron's default: TP innermost).
     tiers : TierModel, optional
@@ -326,107 +455,57 @@ def plan(
     t0 = time.perf_counter()
     sm = step_model or StepModel(model, spec, options=options, tiers=tiers)
     n = spec.n_gpus
-    l = model.n_layers  # noqa: E741
-    uneven = sm.options.uneven_stages
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
-    for name, value in forced.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-    if tp and (model.n_heads % tp or model.kv_heads % tp):
-        raise ConfigError(
-            f"tp={tp} does not divide n_heads={model.n_heads} / n_kv_heads={model.n_kv_heads} of model "
-            f"{model.name!r}"
-        )
-    for name, value in forced.items():
-        if name != "ep" and n % value:
-            raise ConfigError(f"{name}={value} does not divide the {n} GPUs of {spec.name}")
-    recomputes = [Recompute.parse(r) for r in recompute]
-
+    _check_forced(model, spec, forced)
+    candidates = candidate_layouts(
+        model,
+        n,
+        global_batch_size,
+        forced=forced,
+        microbatch_sizes=microbatch_sizes,
+        virtual_stages=virtual_stages,
+        recompute=tuple(Recompute.parse(r) for r in recompute),
+        zero_stages=zero_stages,
+        max_cp=max_cp,
+        order=order,
+        uneven=sm.options.uneven_stages,
+    )
     heap: list[tuple[float, int, ParallelLayout]] = []
     rejected: Counter[str] = Counter()
     best_by: dict[str, dict[object, tuple[float, ParallelLayout]]] = {
         k: {} for k in ("tp", "pp", "cp", "ep", "recompute")
     }
     evaluated = feasible = 0
-    seq = 0
-    smallest: tuple[MemoryBreakdown, ParallelLayout] | None = (
-        None  # least memory of the layouts that did not fit
-    )
-    kv = model.kv_heads
-    for t in [tp] if tp else _divisors(n):
-        if model.n_heads % t or kv % t:
+    smallest: tuple[MemoryBreakdown, ParallelLayout] | None = None  # least memory of those that did not fit
+    for lay in candidates:
+        evaluated += 1
+        try:
+            step = sm.step_seconds(lay)
+        except Infeasible as err:
+            rejected["does not fit in memory"] += 1
+            need = getattr(err, "memory", None)
+            if need is not None and (smallest is None or need.total_bytes < smallest[0].total_bytes):
+                smallest = (need, lay)
             continue
-        rest_t = n // t
-        for c in [cp] if cp else _divisors(rest_t):
-            if rest_t % c or c > max(max_cp, cp or 1) or (c > 1 and model.seq_len % (2 * c)):
-                continue
-            rest_c = rest_t // c
-            for p in [pp] if pp else _divisors(rest_c):
-                if rest_c % p or p > l or (not uneven and l % p):
-                    continue
-                d = rest_c // p
-                if dp and d != dp:
-                    continue
-                eps = [1]
-                if model.is_moe:
-                    eps = [ep] if ep else [x for x in _divisors(model.n_experts) if (d * c) % x == 0]
-                for b in microbatch_sizes:
-                    if global_batch_size % (b * d):
-                        continue
-                    m = global_batch_size // (b * d)
-                    for v in virtual_stages:
-                        if v > 1 and (p == 1 or m % p or l < p * v or (not uneven and l % (p * v))):
-                            continue
-                        if v == 1 and not uneven and l % p:
-                            continue
-                        for e in eps:
-                            for rc in recomputes:
-                                for z in zero_stages:
-                                    evaluated += 1
-                                    try:
-                                        lay = ParallelLayout(
-                                            tp=t,
-                                            pp=p,
-                                            dp=d,
-                                            ep=e,
-                                            cp=c,
-                                            sequence_parallel=t > 1,
-                                            virtual_pipeline_stages=v,
-                                            zero_stage=z,
-                                            microbatch_size=b,
-                                            global_batch_size=global_batch_size,
-                                            recompute=rc,
-                                            order=order,
-                                        )
-                                        step = sm.step_seconds(lay)
-                                    except Infeasible as err:
-                                        rejected["does not fit in memory"] += 1
-                                        need = getattr(err, "memory", None)
-                                        if need is not None and (
-                                            smallest is None or need.total_bytes < smallest[0].total_bytes
-                                        ):
-                                            smallest = (need, lay)
-                                        continue
-                                    except ConfigError as err:
-                                        rejected[_reason(str(err))] += 1
-                                        continue
-                                    feasible += 1
-                                    seq += 1
-                                    item = (-step, seq, lay)
-                                    if len(heap) < top:
-                                        heapq.heappush(heap, item)
-                                    elif -step > heap[0][0]:
-                                        heapq.heapreplace(heap, item)
-                                    for key, val in (
-                                        ("tp", t),
-                                        ("pp", p),
-                                        ("cp", c),
-                                        ("ep", e),
-                                        ("recompute", rc.value),
-                                    ):
-                                        got = best_by[key].get(val)
-                                        if got is None or step < got[0]:
-                                            best_by[key][val] = (step, lay)
+        except ConfigError as err:
+            rejected[_reason(str(err))] += 1
+            continue
+        feasible += 1
+        item = (-step, feasible, lay)
+        if len(heap) < top:
+            heapq.heappush(heap, item)
+        elif -step > heap[0][0]:
+            heapq.heapreplace(heap, item)
+        for key, val in (
+            ("tp", lay.tp),
+            ("pp", lay.pp),
+            ("cp", lay.cp),
+            ("ep", lay.ep),
+            ("recompute", lay.recompute.value),
+        ):
+            got = best_by[key].get(val)
+            if got is None or step < got[0]:
+                best_by[key][val] = (step, lay)
     if not heap:
         reasons = "; ".join(f"{k}: {v}" for k, v in rejected.most_common(4)) or "no layout divides the GPUs"
         what = ", ".join(f"{k}={v}" for k, v in forced.items())

@@ -13,30 +13,38 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
   model.
 - **TP** (Megatron): per layer and microbatch 2 all-reduces forward and 2 backward on b s h / c elements, or,
   with sequence parallelism, 2 all-gathers + 2 reduce-scatters each way; full recomputation repeats the
-  forward ones. On the critical path.
+  forward ones. On the critical path, unless ``tp_comm_overlap`` (Megatron's userbuffers) hides them behind
+  the GEMMs they feed.
 - **CP**: all-gather of K, V forward, reduce-scatter of dK, dV backward, hidden behind the attention core as
   far as its time allows.
 - **EP**: all-to-all dispatch + combine per MoE layer, forward and backward (again when recomputed), each a
-  rank's tokens x top_k x h x 2 bytes. On the critical path.
+  rank's tokens x top_k x h x 2 bytes, timed at the busiest rank's load (:func:`ep_load_imbalance`: the
+  balls-into-bins maximum of uniform top-k routing, capped by the capacity factor). On the critical path.
 - **PP**: b s h / c elements (/ t with scatter-gather or sequence parallelism) to the next stage forward and
   back, v times per microbatch (interleaving). On the critical path.
 - **Pipeline**: (m + (p - 1) / v) microbatch times of the slowest stage; the bubble is (p - 1) / (v m).
 - **DP**: gradients reduced in ``BytesPerParam.grads`` bytes (fp32 by default, as Megatron-LM), parameters
-  all-gathered in ``weights`` bytes (bf16) under ZeRO-1/2; an all-reduce under ZeRO-0; ZeRO-3 gathers the
-  parameters before every microbatch's forward and backward. Overlap model: the gradient reduction hides
-  behind the backward pass of the last microbatch on the first stage (the last to finish), the parameter
-  gather behind the first forward of the next iteration, ZeRO-3's gathers behind the microbatch they serve;
-  what does not fit is exposed.
+  all-gathered in ``weights`` bytes (bf16). ZeRO 0-2: in buckets (Megatron's 40 M parameters or 1 M x dp)
+  that overlap only the rest of the backward pass, the last bucket exposed (:func:`bucketed_exposed_s`);
+  once after the last microbatch (ZeRO 0/1: full gradient buffer) or after every microbatch (ZeRO-2: a
+  gradient shard only). ZeRO-3/FSDP: each layer's parameters gathered before its forward and its backward
+  and its gradients reduce-scattered after, every microbatch, prefetched one layer ahead
+  (``zero3_prefetch_layers``); the first gather and the last reduce-scatter are exposed.
+- **Overlap is not free**: while a collective overlaps compute, its NCCL kernel holds ``comm_sms`` of the
+  GPU's SMs (``presets/compute.yaml``), so the compute runs that share slower (:func:`overlapped_s`).
 - **Optimizer**: Adam reads and writes 30 bytes per parameter of its shard (fp32 master, two moments,
   gradient; bf16 copy) at HBM speed.
+
+Each of these is one method of :class:`StepModel` (``compute_term``, ``tp_term``, ``cp_term``, ``ep_term``,
+``pp_term``, ``dp_term``, ``optimizer_term``, ``bubble_term``); ``_terms`` adds them up.
 
 Every communication time comes from the formula engine (:func:`aifabric.engines.formula.formula_collective`)
 on the real cluster, with the group of rank 0 placed on GPUs by the layout's ``order``.
 
 Not modelled: the TP collectives of the embedding and logit layers; a GEMM efficiency that depends on the
-matrix shape (small per-GPU GEMMs run as fast as large ones); MoE routing imbalance and DeepSeek's
-node-limited routing; several groups sharing a node's NICs at the same time; the pipeline send/recv
-overlapping compute; stragglers, data loading and checkpoints.
+matrix shape (small per-GPU GEMMs run as fast as large ones); learned-router imbalance beyond the uniform
+bound and DeepSeek's node-limited routing; several groups sharing a node's NICs at the same time; the
+pipeline send/recv overlapping compute; stragglers, data loading and checkpoints.
 
 References
 ----------
@@ -44,15 +52,19 @@ References
    scatter/gather).
 .. [2] Korthikanti et al., MLSys 2023, arXiv:2205.05198, Sec. 4 (sequence parallelism, recomputation).
 .. [3] Megatron-LM ``docs/user-guide/features/dist_optimizer.md``, ``context_parallel.md``,
-   ``megatron/core/transformer/moe/README.md`` (formula note, sec. 3).
+   ``megatron/core/transformer/moe/README.md`` (formula note, sec. 3);
+   ``megatron/core/distributed/distributed_data_parallel.py`` (gradient bucket size).
+.. [4] Zhao et al., "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel", VLDB 2023,
+   arXiv:2304.11277, Sec. 3.3 (per-unit all-gather, backward prefetch, reduce-scatter in backward).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any, NamedTuple
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
@@ -73,6 +85,8 @@ __all__ = ["NETWORKS", "CommItem", "StepModel", "StepOptions", "StepTime", "step
 
 #: The two networks every communication time is split over.
 NETWORKS = ("scale-up", "scale-out")
+#: Dimensions whose collectives a fabric slowdown may stretch (:class:`StepModel`'s ``slowdown``).
+_SLOWED = ("dp", "ep", "pp")
 #: Critical-path parts of a step, in the order they are reported and plotted.
 PARTS = ("compute", "memory-bound", "tp", "cp", "ep", "pp", "bubble", "dp", "optimizer")
 _ACT_BYTES = 2  # 16-bit activations
@@ -106,6 +120,25 @@ class StepOptions:
         HBM kept back from the memory check (CUDA context, allocator fragmentation).
     compute : ComputeProfile, optional
         GEMM/HBM efficiencies; default: the accelerator's entry in ``presets/compute.yaml``.
+    tp_comm_overlap : bool, default False
+        Megatron-LM ``--tp-comm-overlap`` (Transformer Engine userbuffers): the sequence-parallel all-gathers
+        and reduce-scatters are split into chunks that overlap the GEMMs they feed. Needs sequence
+        parallelism. False: TP collectives are on the critical path.
+    zero3_prefetch_layers : int, default 1
+        ZeRO-3/FSDP: layers whose parameters are all-gathered ahead of the one computing (FSDP
+        ``forward_prefetch`` / ``BackwardPrefetch.BACKWARD_PRE``: 1; DeepSpeed ``stage3_prefetch_bucket_size``
+        covers about one layer of a large model). 0: every gather waits for the layer that needs it.
+    ddp_bucket_params : int, optional
+        Parameters per gradient bucket; default Megatron-LM's ``max(40,000,000, 1,000,000 x dp)``
+        (``megatron/core/distributed/distributed_data_parallel.py``).
+    capacity_factor : float, optional
+        MoE expert capacity (tokens an expert takes, over its fair share); None: dropless routing. Caps the
+        load-imbalance factor of the EP all-to-all (:func:`ep_load_imbalance`).
+    fp8 : bool, default False
+        Transformer Engine FP8: the layers' linear GEMMs run at the catalogue's dense FP8 peak x
+        ``gemm_efficiency`` (the BF16 measurement: no FP8 GEMM efficiency is recorded); the attention core and
+        the output layer stay in BF16, as in Megatron-LM with ``--fp8-format``. Memory is counted as BF16
+        (an upper bound). MFU stays against the BF16 peak (Llama 3's "BF16 MFU").
     """
 
     flash_attention: bool = True
@@ -116,6 +149,150 @@ class StepOptions:
     check_memory: bool = True
     hbm_reserve_bytes: float = 0.0
     compute: ComputeProfile | None = None
+    tp_comm_overlap: bool = False
+    zero3_prefetch_layers: int = 1
+    ddp_bucket_params: int | None = None
+    capacity_factor: float | None = None
+    fp8: bool = False
+
+    def __post_init__(self) -> None:
+        if isinstance(self.zero3_prefetch_layers, bool) or self.zero3_prefetch_layers < 0:
+            raise ConfigError(
+                f"zero3_prefetch_layers must be an integer >= 0, got {self.zero3_prefetch_layers!r}"
+            )
+        if self.ddp_bucket_params is not None and self.ddp_bucket_params < 1:
+            raise ConfigError(f"ddp_bucket_params must be >= 1, got {self.ddp_bucket_params!r}")
+        if self.capacity_factor is not None and not self.capacity_factor >= 1.0:
+            raise ConfigError(
+                f"capacity_factor must be >= 1 (or None: dropless), got {self.capacity_factor!r}"
+            )
+
+
+# ------------------------------------------------------------------------------------ overlap formulas
+def overlapped_s(comm_s: float, compute_s: float, contention: float) -> float:
+    """Exposed seconds of a collective of ``comm_s`` run beside ``compute_s`` of compute-bound work.
+
+    While the collective runs it holds a share f of the SMs (``contention``), so the compute advances at
+    1 - f of its speed; the pair takes max(x, c + f x), and what the collective adds to the compute is
+
+        exposed = max(x - c, f x)
+
+    Parameters
+    ----------
+    comm_s : float
+        x, seconds of the collective alone.
+    compute_s : float
+        c, seconds of the compute alone.
+    contention : float
+        f in [0, 1): :attr:`~aifabric.training.efficiency.ComputeProfile.overlap_contention`.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Notes
+    -----
+    The SM share is a lower bound on the slowdown: a GEMM whose grid is one wave of SMs needs a second
+    wave when a collective holds some SMs (the forum measurement behind ``comm_sms`` saw a GEMM go from
+    80 % to 47 % of peak), and memory-bound kernels also share HBM bandwidth with the copy engines.
+
+    Examples
+    --------
+    A 10 ms gather beside 30 ms of GEMMs on an H100 (24 of 132 SMs): hidden, but 1.8 ms slower.
+
+    >>> round(overlapped_s(0.010, 0.030, 24 / 132) * 1e3, 2)
+    1.82
+    """
+    return max(comm_s - compute_s, contention * comm_s)
+
+
+def bucketed_exposed_s(comm_s: float, compute_s: float, n_buckets: int, contention: float) -> float:
+    """Exposed seconds of a bucketed gradient reduction that overlaps the rest of the backward pass.
+
+    The gradients of a backward pass of ``compute_s`` seconds are reduced in n equal buckets, bucket j
+    ready after j/n of the pass (Megatron-LM ``--overlap-grad-reduce``, PyTorch DDP). The first n - 1
+    buckets overlap the remaining (n - 1)/n of the pass (:func:`overlapped_s`); the last is ready only
+    when the pass ends and is fully exposed:
+
+        exposed = x / n + max(x (n - 1)/n - c (n - 1)/n, f x (n - 1)/n)
+
+    Parameters
+    ----------
+    comm_s : float
+        x, seconds of the whole reduction.
+    compute_s : float
+        c, seconds of the backward pass it overlaps.
+    n_buckets : int
+        n >= 1.
+    contention : float
+        f, see :func:`overlapped_s`.
+
+    Returns
+    -------
+    float
+        Seconds.
+
+    Raises
+    ------
+    ValueError
+        If ``n_buckets < 1``.
+
+    Examples
+    --------
+    1 s of reduction in 10 buckets behind 2 s of backward, no contention: only the last bucket shows.
+
+    >>> round(bucketed_exposed_s(1.0, 2.0, 10, 0.0), 3)
+    0.1
+    """
+    if n_buckets < 1:
+        raise ValueError(f"n_buckets must be >= 1, got {n_buckets}")
+    rest = (n_buckets - 1) / n_buckets
+    return comm_s / n_buckets + overlapped_s(comm_s * rest, compute_s * rest, contention)
+
+
+def ep_load_imbalance(assignments: float, ep: int, capacity_factor: float | None = None) -> float:
+    """Load of the busiest EP rank over the mean, for ``assignments`` token-to-expert routes per microbatch.
+
+    Routing spreads n = tokens x top_k assignments over ep ranks; if routes are independent and uniform
+    (a balanced router), rank loads are binomial with mean mu = n / ep, and the most loaded rank carries
+    about mu + sqrt(2 mu ln ep) (the balls-into-bins maximum, Raab and Steger 1998), so
+
+        imbalance = 1 + sqrt(2 ln(ep) / mu),   capped at the capacity factor when tokens are dropped.
+
+    A learned router is less even than this; the factor is a lower bound.
+
+    Parameters
+    ----------
+    assignments : float
+        n, routed token-expert pairs leaving the microbatch of one EP group member (> 0).
+    ep : int
+        Expert-parallel ranks.
+    capacity_factor : float, optional
+        Expert capacity over the fair share (GShard/Switch); None: dropless.
+
+    Returns
+    -------
+    float
+        >= 1; exactly 1 for ep = 1.
+
+    References
+    ----------
+    .. [1] Raab and Steger, "Balls into Bins - A Simple and Tight Analysis", RANDOM 1998,
+       https://doi.org/10.1007/3-540-49543-6_13.
+    .. [2] Fedus et al., "Switch Transformers", JMLR 2022, Sec. 2.2 (expert capacity).
+
+    Examples
+    --------
+    4,096 tokens x top-8 over 8 ranks: 3 % above the mean; with capacity factor 1.01, 1 %.
+
+    >>> round(ep_load_imbalance(4096 * 8, 8), 3), ep_load_imbalance(4096 * 8, 8, 1.01)
+    (1.032, 1.01)
+    """
+    if ep <= 1 or assignments <= 0:
+        return 1.0
+    factor = 1.0 + math.sqrt(2.0 * math.log(ep) * ep / assignments)
+    return factor if capacity_factor is None else min(factor, capacity_factor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,6 +531,40 @@ class _Acc:
         )
 
 
+class _Pass(NamedTuple):
+    """Seconds a term adds to one microbatch's forward and backward pass on the busiest stage."""
+
+    fwd_s: float
+    bwd_s: float
+
+
+class _Compute(NamedTuple):
+    """Seconds of one microbatch's GEMMs and memory-bound work on the busiest stage, forward and backward."""
+
+    gemm_fwd: float
+    gemm_bwd: float
+    mem_fwd: float
+    mem_bwd: float
+
+    @property
+    def total_s(self) -> float:
+        return self.gemm_fwd + self.gemm_bwd + self.mem_fwd + self.mem_bwd
+
+
+@dataclass(frozen=True, slots=True)
+class _Stage:
+    """One layout seen from its busiest pipeline stage: what every term of the step needs."""
+
+    layout: ParallelLayout
+    layers: int  # layers on the stage
+    n_moe: int  # of which MoE layers
+    n_dense: int
+    tokens: float  # tokens of one microbatch on one GPU: b s / cp
+    n_mb: int  # microbatches per iteration, m = B / (b dp)
+    sp: bool  # sequence parallelism in effect (tp > 1)
+    acc: _Acc  # collects the comm items when recording
+
+
 class StepModel:
     """Step-time model of one model on one cluster; evaluates many layouts, caching collective times.
 
@@ -364,11 +575,16 @@ class StepModel:
     options : StepOptions, optional
     tiers : TierModel, optional
         The formula engine's tier model of ``spec`` (built here if not given).
+    slowdown : mapping, optional
+        ``{"dp": k, "ep": k, "pp": k}``: that dimension's collectives take k times their formula-engine time,
+        the contention the fabric adds when all groups of every job communicate at once
+        (:func:`aifabric.training.fabric_step.fabric_step`).
 
     Raises
     ------
     ConfigError
-        If the accelerator has no compute profile and none is given.
+        If the accelerator has no compute profile and none is given, or a slowdown is < 1 or names another
+        dimension.
 
     Notes
     -----
@@ -384,7 +600,12 @@ class StepModel:
         *,
         options: StepOptions | None = None,
         tiers: TierModel | None = None,
+        slowdown: Mapping[str, float] | None = None,
     ) -> None:
+        self.slowdown = dict(slowdown or {})
+        for dim, k in self.slowdown.items():
+            if dim not in _SLOWED or not k >= 1.0:
+                raise ConfigError(f"slowdown: {dim}={k!r}; give dp, ep or pp, each >= 1")
         self.model = model
         self.spec = spec
         self.options = options or StepOptions()
@@ -393,6 +614,14 @@ class StepModel:
         self.compute = self.options.compute or compute_profile(spec.accelerator)
         self.peak_flops = acc.peak_bf16_flops
         self.gemm_flops_per_s = acc.peak_bf16_flops * self.compute.gemm_efficiency
+        self.linear_flops_per_s = self.gemm_flops_per_s  # the layers' linear GEMMs: BF16, or FP8 below
+        if self.options.fp8:
+            if acc.peak_fp8_flops is None:
+                raise ConfigError(
+                    f"fp8: the {spec.accelerator} has no FP8 tensor cores (no peak_fp8_flops in the "
+                    "catalogue)"
+                )
+            self.linear_flops_per_s = acc.peak_fp8_flops * self.compute.gemm_efficiency
         self.hbm_bytes_per_s = acc.hbm_bandwidth_bytes_per_s * self.compute.hbm_efficiency
         self.hbm_capacity_bytes = acc.hbm_capacity_bytes - self.options.hbm_reserve_bytes
         self.n_gpus = spec.n_gpus
@@ -400,6 +629,7 @@ class StepModel:
         self._f_dense = layer_forward_flops_per_token(m)
         self._f_moe = layer_forward_flops_per_token(m, moe=True) if m.is_moe else 0.0
         self._f_core = attention_core_forward_flops_per_token(m)
+        self.contention = self.compute.overlap_contention
         self._coll: dict[tuple, CollectiveResult] = {}
         self._comms: dict[tuple, Communicator] = {}
         self._padded: dict[int, ModelSpec] = {}
@@ -414,6 +644,16 @@ class StepModel:
             res = formula_collective(op, message_bytes, self.spec, comm, tiers=self.tiers)
             self._coll[key] = res
         return res
+
+    def dim_collective(self, dim: str, op: str, message_bytes: float, comm: Communicator) -> CollectiveResult:
+        """:meth:`collective` of a ``dim`` group, slowed by ``slowdown[dim]`` (the fabric's contention)."""
+        res = self.collective(op, message_bytes, comm)
+        k = self.slowdown.get(dim, 1.0)
+        if k == 1.0:
+            return res
+        return dataclasses.replace(
+            res, time_s=res.time_s * k, network_time_s={n: t * k for n, t in res.network_time_s.items()}
+        )
 
     def group(self, layout: ParallelLayout, dim: str) -> Communicator:
         """Communicator of the ``dim`` group holding rank 0 (GPU i runs rank i)."""
@@ -495,9 +735,16 @@ class StepModel:
         """
         padded = self.padded_model(layout)
         layout.validate(padded, self.n_gpus)
-        if self.options.check_memory:
-            return padded, check_fits(padded, layout, self.hbm_capacity_bytes)
-        return padded, memory_breakdown(padded, layout, self.hbm_capacity_bytes)
+        opt = self.options
+        fit = check_fits if opt.check_memory else memory_breakdown
+        mem = fit(
+            padded,
+            layout,
+            self.hbm_capacity_bytes,
+            flash_attention=opt.flash_attention,
+            zero3_prefetch_layers=opt.zero3_prefetch_layers,
+        )
+        return padded, mem
 
     # ------------------------------------------------------------------------------------- the model
     def evaluate(self, layout: ParallelLayout) -> StepTime:
@@ -509,12 +756,13 @@ class StepModel:
             See :meth:`check`.
         """
         padded, mem = self.check(layout)
-        return self._time(layout, padded, mem, record=True)
+        step, st, parts = self._terms(layout, padded, record=True)
+        return self._step_record(st, padded, mem, step, parts)
 
     def step_seconds(self, layout: ParallelLayout) -> float:
         """Seconds per iteration only (the planner's fast path); same checks as :meth:`evaluate`."""
-        padded, mem = self.check(layout)
-        return self._time(layout, padded, mem, record=False)
+        padded, _ = self.check(layout)
+        return self._terms(layout, padded, record=False)[0]
 
     def _hw_flops(self, recompute: Recompute, global_batch: int) -> tuple[float, float]:
         key = (recompute, global_batch)
@@ -560,272 +808,371 @@ class StepModel:
         layers: int,
         n_rec: int,
         n_mb: int,
+        *,
+        load: float = 1.0,
     ) -> tuple[float, float]:
         """Forward and backward seconds per microbatch of a blocking ``op`` run twice in each layer's forward
-        and twice in its backward, plus twice more per recomputed forward (``n_rec``); recorded as exposed."""
-        res = self.collective(op, size, comm)
+        and twice in its backward, plus twice more per recomputed forward (``n_rec``); recorded as exposed.
+
+        ``size`` is the mean buffer of a rank; the call is timed on ``load`` x ``size``, the busiest rank's
+        (an all-to-all ends when its most loaded member does: :func:`ep_load_imbalance`)."""
+        res = self.dim_collective(dim, op, size * load, comm)
         fwd = layers * 2 * res.time_s
         bwd = layers * 2 * res.time_s * (1 + n_rec)
         k = layers * 2 * (2 + n_rec) * n_mb
         acc.add(dim, op, size, k, res, comm, k * res.time_s)
         return fwd, bwd
 
-    @overload
-    def _time(
-        self, layout: ParallelLayout, padded: ModelSpec, mem: MemoryBreakdown, *, record: Literal[True]
-    ) -> StepTime: ...
-
-    @overload
-    def _time(
-        self, layout: ParallelLayout, padded: ModelSpec, mem: MemoryBreakdown, *, record: Literal[False]
-    ) -> float: ...
-
-    def _time(
-        self, layout: ParallelLayout, padded: ModelSpec, mem: MemoryBreakdown, *, record: bool
-    ) -> StepTime | float:
-        m, opt = self.model, self.options
-        t, p, d, c, e, v = (
-            layout.tp,
-            layout.pp,
-            layout.dp,
-            layout.cp,
-            layout.ep,
-            layout.virtual_pipeline_stages,
-        )
-        b, gbs = layout.microbatch_size, layout.global_batch
-        n_mb = gbs // (b * d)
-        s, h = m.seq_len, m.hidden_size
-        rec = layout.recompute
-        sp = layout.sequence_parallel and t > 1
-        acc = _Acc(record)
-
-        # ---- layers on the busiest stage
+    # ------------------------------------------------------------------------- the step, term by term
+    def _stage(self, layout: ParallelLayout, padded: ModelSpec, record: bool) -> _Stage:
+        """What every term needs: the busiest stage's layers, one microbatch's tokens on one GPU."""
+        m, p = self.model, layout.pp
         layers = padded.n_layers // p
         n_moe = min(layers, math.ceil(m.n_moe_layers * layers / m.n_layers)) if m.is_moe else 0
-        n_dense = layers - n_moe
-        tokens = b * s / c  # tokens of one microbatch on one GPU (TP splits work, CP splits tokens)
+        return _Stage(
+            layout=layout,
+            layers=layers,
+            n_moe=n_moe,
+            n_dense=layers - n_moe,
+            tokens=layout.microbatch_size * m.seq_len / layout.cp,  # TP splits work, CP splits tokens
+            n_mb=layout.global_batch // (layout.microbatch_size * layout.dp),
+            sp=layout.sequence_parallel and layout.tp > 1,
+            acc=_Acc(record),
+        )
 
-        # ---- compute: GEMM FLOPs and memory-bound bytes of one microbatch on the busiest stage
-        fwd_flops = (n_dense * self._f_dense + n_moe * self._f_moe) * tokens / t
-        core_flops = layers * self._f_core * tokens / t
-        extra = fwd_flops if rec is Recompute.FULL else core_flops if rec is Recompute.SELECTIVE else 0.0
-        logit_fwd = 2.0 * m.vocab_size * h * tokens / t  # last stage only; never recomputed
-        gemm_fwd = (fwd_flops + logit_fwd) / self.gemm_flops_per_s
-        gemm_bwd = (2 * fwd_flops + extra + 2 * logit_fwd) / self.gemm_flops_per_s
-        ew_dense, scores = self._elementwise_bytes(layout, False)
-        ew_fwd = n_dense * ew_dense
-        if n_moe:
-            ew_moe, _ = self._elementwise_bytes(layout, True)
-            ew_fwd += n_moe * ew_moe
-        ew_extra = ew_fwd if rec is Recompute.FULL else layers * scores if rec is Recompute.SELECTIVE else 0.0
-        logit_bytes = 8.0 * m.vocab_size / t  # fused cross-entropy over fp32 logits, forward; x2 backward
-        mem_fwd = (ew_fwd + logit_bytes) * tokens / self.hbm_bytes_per_s
-        mem_bwd = (2 * ew_fwd + ew_extra + 2 * logit_bytes) * tokens / self.hbm_bytes_per_s
+    def compute_term(self, st: _Stage) -> _Compute:
+        """GEMM and memory-bound seconds of one microbatch's forward and backward on the busiest stage.
 
-        # ---- TP: per layer per microbatch
-        tp_fwd = tp_bwd = 0.0
-        if t > 1:
-            comm = self.group(layout, "tp")
-            size = tokens * h * _ACT_BYTES
-            passes_fwd, passes_rec = 1, (1 if rec is Recompute.FULL else 0)
-            if sp:
-                ag, rs = (
-                    self.collective("all_gather", size, comm),
-                    self.collective("reduce_scatter", size, comm),
-                )
-                one = 2 * (ag.time_s + rs.time_s)
-                tp_fwd = layers * one * passes_fwd
-                tp_bwd = layers * one * (1 + passes_rec)
-                k = layers * 2 * (2 + passes_rec) * n_mb
-                acc.add("tp", "all_gather", size, k, ag, comm, k * ag.time_s)
-                acc.add("tp", "reduce_scatter", size, k, rs, comm, k * rs.time_s)
-            else:
-                tp_fwd, tp_bwd = self._two_per_layer(
-                    acc, "tp", "all_reduce", size, comm, layers, passes_rec, n_mb
-                )
+        GEMMs: (dense + MoE layer FLOPs) x tokens / t at ``peak x gemm_efficiency`` (the linear layers at the
+        FP8 peak with ``options.fp8``), backward 2 x forward plus
+        the recomputed forward (full) or attention core (selective), the logit layer 2 V h per token forward.
+        Memory-bound: :meth:`_elementwise_bytes` per token at ``hbm_bandwidth x hbm_efficiency``, and the
+        fused cross-entropy over fp32 logits (8 V / t bytes per token forward, twice that backward).
+        """
+        m, lay, rec = self.model, st.layout, st.layout.recompute
+        t, h, tokens = lay.tp, m.hidden_size, st.tokens
+        core_flops = st.layers * self._f_core * tokens / t
+        linear = (st.n_dense * self._f_dense + st.n_moe * self._f_moe) * tokens / t - core_flops
+        lin_s = linear / self.linear_flops_per_s  # BF16, or FP8 with options.fp8
+        core_s = core_flops / self.gemm_flops_per_s
+        extra_s = lin_s + core_s if rec is Recompute.FULL else core_s if rec is Recompute.SELECTIVE else 0.0
+        logit_s = (
+            2.0 * m.vocab_size * h * tokens / t / self.gemm_flops_per_s
+        )  # last stage only; never recomputed
+        ew_dense, scores = self._elementwise_bytes(lay, False)
+        ew_fwd = st.n_dense * ew_dense
+        if st.n_moe:
+            ew_fwd += st.n_moe * self._elementwise_bytes(lay, True)[0]
+        ew_extra = (
+            ew_fwd if rec is Recompute.FULL else st.layers * scores if rec is Recompute.SELECTIVE else 0.0
+        )
+        logit_bytes = 8.0 * m.vocab_size / t
+        return _Compute(
+            gemm_fwd=lin_s + core_s + logit_s,
+            gemm_bwd=2 * (lin_s + core_s) + extra_s + 2 * logit_s,
+            mem_fwd=(ew_fwd + logit_bytes) * tokens / self.hbm_bytes_per_s,
+            mem_bwd=(2 * ew_fwd + ew_extra + 2 * logit_bytes) * tokens / self.hbm_bytes_per_s,
+        )
 
-        # ---- CP: K, V all-gather forward, dK, dV reduce-scatter backward, behind the attention core
-        cp_fwd = cp_bwd = 0.0
-        if c > 1:
-            comm = self.group(layout, "cp")
-            kv_bytes = 2 * tokens * (m.kv_heads * m.head_size / t) * _ACT_BYTES * c  # all ranks' K and V
-            ag, rs = (
-                self.collective("all_gather", kv_bytes, comm),
-                self.collective("reduce_scatter", kv_bytes, comm),
+    def tp_term(self, st: _Stage, comp: _Compute) -> _Pass:
+        """TP seconds per microbatch: 2 all-reduces per layer each way on b s h / c elements (or, with
+        sequence parallelism, 2 all-gathers + 2 reduce-scatters), repeated by a full recompute; on the
+        critical path unless ``tp_comm_overlap`` hides them behind the layer's GEMMs
+        (:func:`overlapped_s`)."""
+        lay, opt = st.layout, self.options
+        t = lay.tp
+        if t == 1:
+            return _Pass(0.0, 0.0)
+        if opt.tp_comm_overlap and not st.sp:
+            raise ConfigError(
+                f"tp_comm_overlap needs sequence_parallel with tp={t} (Megatron-LM's userbuffer overlap "
+                "splits the sequence-parallel all-gathers and reduce-scatters)"
             )
-            core_fwd = self._f_core * tokens / t / self.gemm_flops_per_s
-            n_ag_bwd = 1 if rec in (Recompute.FULL, Recompute.SELECTIVE) else 0
-            cp_fwd = layers * max(0.0, ag.time_s - core_fwd)
-            cp_bwd = layers * max(0.0, rs.time_s + n_ag_bwd * ag.time_s - (2 + n_ag_bwd) * core_fwd)
-            if record:
-                k_ag, k_rs = layers * (1 + n_ag_bwd) * n_mb, layers * n_mb
-                exp = (cp_fwd + cp_bwd) * n_mb
-                tot = k_ag * ag.time_s + k_rs * rs.time_s
-                share = exp / tot if tot > 0 else 0.0
-                acc.add("cp", "all_gather", kv_bytes, k_ag, ag, comm, share * k_ag * ag.time_s)
-                acc.add("cp", "reduce_scatter", kv_bytes, k_rs, rs, comm, share * k_rs * rs.time_s)
+        comm = self.group(lay, "tp")
+        size = st.tokens * self.model.hidden_size * _ACT_BYTES
+        n_rec = 1 if lay.recompute is Recompute.FULL else 0
+        if not st.sp:
+            return _Pass(
+                *self._two_per_layer(st.acc, "tp", "all_reduce", size, comm, st.layers, n_rec, st.n_mb)
+            )
+        ag, rs = self.collective("all_gather", size, comm), self.collective("reduce_scatter", size, comm)
+        alone = 2 * (ag.time_s + rs.time_s)
+        one = alone
+        if opt.tp_comm_overlap:  # each chunk hides behind the GEMM it feeds
+            one = overlapped_s(alone, comp.gemm_fwd / st.layers, self.contention)
+        k = st.layers * 2 * (2 + n_rec) * st.n_mb
+        share = one / alone if alone > 0 else 0.0
+        st.acc.add("tp", "all_gather", size, k, ag, comm, share * k * ag.time_s)
+        st.acc.add("tp", "reduce_scatter", size, k, rs, comm, share * k * rs.time_s)
+        return _Pass(st.layers * one, st.layers * one * (1 + n_rec))
 
-        # ---- EP: all-to-all dispatch + combine per MoE layer
-        ep_fwd = ep_bwd = 0.0
-        if n_moe and e > 1:
-            comm = self.group(layout, "ep")
-            tok_rank = tokens / t if (sp or t == 1) else tokens
-            size = tok_rank * m.top_k * h * _ACT_BYTES
-            n_rec = 1 if rec is Recompute.FULL else 0
-            ep_fwd, ep_bwd = self._two_per_layer(acc, "ep", "all_to_all", size, comm, n_moe, n_rec, n_mb)
+    def cp_term(self, st: _Stage) -> _Pass:
+        """CP seconds per microbatch: all-gather of K, V forward (again when recomputed), reduce-scatter of
+        dK, dV backward, each hidden behind the attention core of its layer (:func:`overlapped_s`)."""
+        lay, m = st.layout, self.model
+        c, t = lay.cp, lay.tp
+        if c == 1:
+            return _Pass(0.0, 0.0)
+        comm = self.group(lay, "cp")
+        kv_bytes = 2 * st.tokens * (m.kv_heads * m.head_size / t) * _ACT_BYTES * c  # all ranks' K and V
+        ag, rs = (
+            self.collective("all_gather", kv_bytes, comm),
+            self.collective("reduce_scatter", kv_bytes, comm),
+        )
+        core_fwd = self._f_core * st.tokens / t / self.gemm_flops_per_s
+        n_ag_bwd = 1 if lay.recompute in (Recompute.FULL, Recompute.SELECTIVE) else 0
+        f = self.contention
+        fwd = st.layers * overlapped_s(ag.time_s, core_fwd, f)
+        bwd = st.layers * overlapped_s(rs.time_s + n_ag_bwd * ag.time_s, (2 + n_ag_bwd) * core_fwd, f)
+        if st.acc.record:
+            k_ag, k_rs = st.layers * (1 + n_ag_bwd) * st.n_mb, st.layers * st.n_mb
+            tot = k_ag * ag.time_s + k_rs * rs.time_s
+            share = (fwd + bwd) * st.n_mb / tot if tot > 0 else 0.0
+            st.acc.add("cp", "all_gather", kv_bytes, k_ag, ag, comm, share * k_ag * ag.time_s)
+            st.acc.add("cp", "reduce_scatter", kv_bytes, k_rs, rs, comm, share * k_rs * rs.time_s)
+        return _Pass(fwd, bwd)
 
-        # ---- PP: activations forward, gradients backward, v times per microbatch
-        pp_fwd = pp_bwd = 0.0
-        if p > 1:
-            comm = self._pp_pair(layout)
-            split = t if (sp or (opt.scatter_gather and t > 1)) else 1
-            size = tokens * h * _ACT_BYTES / split
-            p2p = self.collective("send_recv", size, comm)
-            pp_fwd = pp_bwd = v * p2p.time_s
-            k = 2 * v * n_mb
-            acc.add("pp", "send_recv", size, k, p2p, comm, k * p2p.time_s)
-            if opt.scatter_gather and t > 1 and not sp:
-                tp_comm = self.group(layout, "tp")
-                full = tokens * h * _ACT_BYTES
-                ag = self.collective("all_gather", full, tp_comm)
-                pp_fwd += v * ag.time_s
-                pp_bwd += v * ag.time_s
-                acc.add("pp", "all_gather", full, k, ag, tp_comm, k * ag.time_s)
+    def ep_term(self, st: _Stage) -> _Pass:
+        """EP seconds per microbatch: dispatch + combine all-to-all per MoE layer each way (again when fully
+        recomputed), a rank's tokens x top_k x h x 2 bytes, timed at the busiest rank's load
+        (:func:`ep_load_imbalance`). On the critical path."""
+        lay, m = st.layout, self.model
+        if not st.n_moe or lay.ep == 1:
+            return _Pass(0.0, 0.0)
+        comm = self.group(lay, "ep")
+        tok_rank = st.tokens / lay.tp if (st.sp or lay.tp == 1) else st.tokens
+        imbalance = ep_load_imbalance(tok_rank * m.top_k, lay.ep, self.options.capacity_factor)
+        size = tok_rank * m.top_k * m.hidden_size * _ACT_BYTES
+        n_rec = 1 if lay.recompute is Recompute.FULL else 0
+        return _Pass(
+            *self._two_per_layer(
+                st.acc, "ep", "all_to_all", size, comm, st.n_moe, n_rec, st.n_mb, load=imbalance
+            )
+        )
 
-        # ---- DP: gradients and parameters of the busiest stage
-        dense_params, expert_params = self._stage_params(layout, padded, n_dense, n_moe)
-        bpp = m.bytes_per_param
-        dp_terms: list[
-            tuple[str, str, float, CollectiveResult, Communicator, str]
-        ] = []  # (dim, op, size, res, comm, when)
-        for dim, params in (("dp", dense_params), ("expert_dp", expert_params)):
-            ranks = d * c if dim == "dp" else layout.expert_dp
-            if ranks <= 1 or params <= 0:
-                continue
-            comm = self.group(layout, "dp_cp" if dim == "dp" else "expert_dp")
-            grad_bytes, weight_bytes = params * bpp.grads, params * bpp.weights
-            if layout.zero_stage == 0:
-                dp_terms.append(
-                    (
-                        dim,
-                        "all_reduce",
-                        grad_bytes,
-                        self.collective("all_reduce", grad_bytes, comm),
-                        comm,
-                        "grad",
-                    )
-                )
-            else:
-                dp_terms.append(
-                    (
-                        dim,
-                        "reduce_scatter",
-                        grad_bytes,
-                        self.collective("reduce_scatter", grad_bytes, comm),
-                        comm,
-                        "grad",
-                    )
-                )
-                dp_terms.append(
-                    (
-                        dim,
-                        "all_gather",
-                        weight_bytes,
-                        self.collective("all_gather", weight_bytes, comm),
-                        comm,
-                        "param",
-                    )
-                )
+    def pp_term(self, st: _Stage) -> _Pass:
+        """PP seconds per microbatch: b s h / c elements (/ t with scatter-gather or SP) to the next stage
+        forward and back, v times (interleaving), plus the NVLink all-gather of scatter-gather without SP;
+        on the critical path of the 1F1B / interleaved schedule."""
+        lay, opt = st.layout, self.options
+        t, v = lay.tp, lay.virtual_pipeline_stages
+        if lay.pp == 1:
+            return _Pass(0.0, 0.0)
+        comm = self._pp_pair(lay)
+        full = st.tokens * self.model.hidden_size * _ACT_BYTES
+        split = t if (st.sp or (opt.scatter_gather and t > 1)) else 1
+        p2p = self.dim_collective("pp", "send_recv", full / split, comm)
+        one = v * p2p.time_s
+        k = 2 * v * st.n_mb
+        st.acc.add("pp", "send_recv", full / split, k, p2p, comm, k * p2p.time_s)
+        if opt.scatter_gather and t > 1 and not st.sp:
+            tp_comm = self.group(lay, "tp")
+            ag = self.collective("all_gather", full, tp_comm)
+            one += v * ag.time_s
+            st.acc.add("pp", "all_gather", full, k, ag, tp_comm, k * ag.time_s)
+        return _Pass(one, one)
 
-        fwd_compute = gemm_fwd + mem_fwd
-        bwd_compute = gemm_bwd + mem_bwd
-        z3_fwd = z3_bwd = 0.0
-        dp_end = 0.0
-        if dp_terms:
-            if layout.zero_stage >= 3:
-                ag_s = sum(r.time_s for *_, r, _, w in dp_terms if w == "param")
-                rs_s = sum(r.time_s for *_, r, _, w in dp_terms if w == "grad")
-                z3_fwd = max(0.0, ag_s - fwd_compute)
-                z3_bwd = max(0.0, ag_s + rs_s - bwd_compute)
-                if record:
-                    tot = n_mb * (2 * ag_s + rs_s)
-                    share = n_mb * (z3_fwd + z3_bwd) / tot if tot > 0 else 0.0
-                    for dim, op, size, res, comm, w in dp_terms:
-                        k = n_mb * (2 if w == "param" else 1)
-                        acc.add(dim, op, size, k, res, comm, share * k * res.time_s)
-            else:
-                grad_s = sum(r.time_s for *_, r, _, w in dp_terms if w == "grad")
-                param_s = sum(r.time_s for *_, r, _, w in dp_terms if w == "param")
-                grad_exp = max(0.0, grad_s - bwd_compute) if opt.overlap_grad_reduce else grad_s
-                param_exp = max(0.0, param_s - fwd_compute) if opt.overlap_param_gather else param_s
-                dp_end = grad_exp + param_exp
-                if record:
-                    for dim, op, size, res, comm, w in dp_terms:
-                        tot, exp = (grad_s, grad_exp) if w == "grad" else (param_s, param_exp)
-                        acc.add(dim, op, size, 1, res, comm, exp * res.time_s / tot if tot > 0 else 0.0)
+    def dp_term(self, st: _Stage, comp: _Compute, padded: ModelSpec) -> tuple[_Pass, float]:
+        """DP seconds: per microbatch (ZeRO-3's per-layer collectives, :meth:`_zero3_term`) and once per
+        iteration (the bucketed reduction of ZeRO 0-2, :meth:`_dp_term`)."""
+        lay = st.layout
+        dense, expert = self._stage_params(lay, padded, st.n_dense, st.n_moe)
+        fwd, bwd = comp.gemm_fwd + comp.mem_fwd, comp.gemm_bwd + comp.mem_bwd
+        if lay.zero_stage >= 3:
+            return _Pass(*self._zero3_term(st.acc, lay, dense, expert, st.layers, st.n_mb, fwd, bwd)), 0.0
+        return _Pass(0.0, 0.0), self._dp_term(st.acc, lay, dense, expert, fwd, bwd)
 
-        # ---- pipeline schedule
-        t_fwd = fwd_compute + tp_fwd + cp_fwd + ep_fwd + pp_fwd + z3_fwd
-        t_bwd = bwd_compute + tp_bwd + cp_bwd + ep_bwd + pp_bwd + z3_bwd
-        t_mb = t_fwd + t_bwd
-        bubble = (p - 1) / v * t_mb
-        if layout.zero_stage == 0:
-            opt_params = dense_params + expert_params
-        else:  # the distributed optimizer updates its shard only
-            opt_params = dense_params / (d * c) + expert_params / max(1, layout.expert_dp)
-        optimizer = opt_params * _ADAM_BYTES_PER_PARAM / self.hbm_bytes_per_s
-        step = n_mb * t_mb + bubble + dp_end + optimizer
+    def optimizer_term(self, st: _Stage, padded: ModelSpec) -> float:
+        """Adam step seconds: 30 bytes per parameter of the GPU's shard (all of the stage under ZeRO-0) at
+        HBM speed."""
+        lay = st.layout
+        dense, expert = self._stage_params(lay, padded, st.n_dense, st.n_moe)
+        if lay.zero_stage:  # the distributed optimizer updates its shard only
+            dense, expert = dense / (lay.dp * lay.cp), expert / max(1, lay.expert_dp)
+        return (dense + expert) * _ADAM_BYTES_PER_PARAM / self.hbm_bytes_per_s
+
+    @staticmethod
+    def bubble_term(st: _Stage, microbatch_s: float) -> float:
+        """Pipeline bubble seconds: (p - 1) / v microbatch times (Narayanan et al. Sec. 2.2)."""
+        return (st.layout.pp - 1) / st.layout.virtual_pipeline_stages * microbatch_s
+
+    def _terms(
+        self, layout: ParallelLayout, padded: ModelSpec, *, record: bool
+    ) -> tuple[float, _Stage, dict[str, float]]:
+        """The step as the sum of its terms: m microbatch times (compute and the exposed TP, CP, EP, PP and
+        ZeRO-3 seconds of each), the bubble, the once-per-iteration DP reduction and the optimizer step.
+
+        Returns (step seconds, the stage, the breakdown by :data:`PARTS`; empty unless ``record``).
+        """
+        st = self._stage(layout, padded, record)
+        comp = self.compute_term(st)
+        per_mb = {
+            "tp": self.tp_term(st, comp),
+            "cp": self.cp_term(st),
+            "ep": self.ep_term(st),
+            "pp": self.pp_term(st),
+        }
+        per_mb["dp"], dp_end = self.dp_term(st, comp, padded)
+        t_mb = comp.total_s + sum(x.fwd_s + x.bwd_s for x in per_mb.values())
+        bubble = self.bubble_term(st, t_mb)
+        optimizer = self.optimizer_term(st, padded)
+        step = st.n_mb * t_mb + bubble + dp_end + optimizer
         if not record:
-            return step
-
-        breakdown = {
-            "compute": n_mb * (gemm_fwd + gemm_bwd),
-            "memory-bound": n_mb * (mem_fwd + mem_bwd),
-            "tp": n_mb * (tp_fwd + tp_bwd),
-            "cp": n_mb * (cp_fwd + cp_bwd),
-            "ep": n_mb * (ep_fwd + ep_bwd),
-            "pp": n_mb * (pp_fwd + pp_bwd),
+            return step, st, {}
+        n_mb = st.n_mb
+        parts = {
+            "compute": n_mb * (comp.gemm_fwd + comp.gemm_bwd),
+            "memory-bound": n_mb * (comp.mem_fwd + comp.mem_bwd),
+            **{dim: n_mb * (x.fwd_s + x.bwd_s) for dim, x in per_mb.items()},
             "bubble": bubble,
-            "dp": n_mb * (z3_fwd + z3_bwd) + dp_end,
             "optimizer": optimizer,
         }
+        parts["dp"] += dp_end
+        return step, st, {k: parts[k] for k in PARTS}
+
+    def _step_record(
+        self, st: _Stage, padded: ModelSpec, mem: MemoryBreakdown, step: float, breakdown: dict[str, float]
+    ) -> StepTime:
+        """The :class:`StepTime` of a timed layout: per-network totals, FLOPs, MFU, notes."""
+        m, lay = self.model, st.layout
         network: dict[str, dict[str, float]] = {net: {"exposed": 0.0, "hidden": 0.0} for net in NETWORKS}
-        for item in acc.items:
+        for item in st.acc.items:
             for net, (exp, hid) in item.network_split_s().items():
                 slot = network.setdefault(net, {"exposed": 0.0, "hidden": 0.0})
                 slot["exposed"] += exp
                 slot["hidden"] += hid
-        hw, mf = self._hw_flops(rec, gbs)
+        gbs, p, v = lay.global_batch, lay.pp, lay.virtual_pipeline_stages
+        hw, mf = self._hw_flops(lay.recompute, gbs)
         n = self.n_gpus
         notes = []
         if padded is not self.model:
             notes.append(
                 f"uneven stages: {m.n_layers} layers over pp x v = {p} x {v}; the busiest stage holds "
-                f"{layers} (memory checked as if every stage did)"
+                f"{st.layers} (memory checked as if every stage did)"
             )
         return StepTime(
             model=m.name,
             cluster=self.spec.name,
-            layout=layout,
+            layout=lay,
             n_gpus=n,
             step_s=step,
             breakdown_s=breakdown,
-            comms=tuple(acc.items),
+            comms=tuple(st.acc.items),
             network_s=network,
-            tokens_per_s=gbs * s / step,
+            tokens_per_s=gbs * m.seq_len / step,
             flops_per_iteration=hw,
             model_flops_per_iteration=mf,
             achieved_flops_per_gpu=hw / (n * step),
             mfu=mf / (n * step * self.peak_flops),
             hfu=hw / (n * step * self.peak_flops),
             peak_flops=self.peak_flops,
-            n_microbatches=n_mb,
-            bubble_fraction=(p - 1) / (v * n_mb),
+            n_microbatches=st.n_mb,
+            bubble_fraction=(p - 1) / (v * st.n_mb),
             memory=mem,
             compute=self.compute,
-            layers_per_stage=layers,
+            layers_per_stage=st.layers,
             notes=tuple(notes),
         )
+
+    def _dp_groups(
+        self, layout: ParallelLayout, dense_params: float, expert_params: float
+    ) -> list[tuple[str, float, Communicator]]:
+        """(dim, parameters, communicator) of the dense (dp x cp) and expert data-parallel reductions."""
+        out = []
+        for dim, params in (("dp", dense_params), ("expert_dp", expert_params)):
+            ranks = layout.dp * layout.cp if dim == "dp" else layout.expert_dp
+            if ranks > 1 and params > 0:
+                out.append((dim, params, self.group(layout, "dp_cp" if dim == "dp" else "expert_dp")))
+        return out
+
+    def _dp_term(
+        self,
+        acc: _Acc,
+        layout: ParallelLayout,
+        dense_params: float,
+        expert_params: float,
+        fwd_compute: float,
+        bwd_compute: float,
+    ) -> float:
+        """Exposed seconds of the data-parallel reduction under ZeRO 0-2, once per iteration.
+
+        Gradients are reduced in buckets (:func:`bucketed_exposed_s`) behind a backward pass (all-reduce
+        under ZeRO-0, reduce-scatter in ``grads`` bytes under ZeRO-1/2); ZeRO-1/2 then all-gather the
+        updated ``weights`` in buckets behind the next iteration's first forward pass. ZeRO-0/1 keep a full
+        gradient buffer and reduce once, after the last microbatch; ZeRO-2 keeps only its shard, so it
+        reduce-scatters after every microbatch's backward (DeepSpeed stage 2, FSDP ``SHARD_GRAD_OP``), m
+        times per iteration. With ``overlap_grad_reduce`` / ``overlap_param_gather`` off, each runs whole
+        after its pass.
+        """
+        opt, bpp, f = self.options, self.model.bytes_per_param, self.contention
+        bucket = opt.ddp_bucket_params or max(40_000_000, 1_000_000 * layout.dp * layout.cp)
+        n_grad = layout.n_microbatches if layout.zero_stage == 2 else 1
+        exposed = 0.0
+        for dim, params, comm in self._dp_groups(layout, dense_params, expert_params):
+            n_buckets = max(1, math.ceil(params / bucket))
+            grad_op = "all_reduce" if layout.zero_stage == 0 else "reduce_scatter"
+            steps = [(grad_op, params * bpp.grads, opt.overlap_grad_reduce, bwd_compute, n_grad)]
+            if layout.zero_stage:
+                steps.append(("all_gather", params * bpp.weights, opt.overlap_param_gather, fwd_compute, 1))
+            for op, size, overlap, behind, count in steps:
+                res = self.dim_collective("dp", op, size, comm)
+                exp = count * (
+                    bucketed_exposed_s(res.time_s, behind, n_buckets, f) if overlap else res.time_s
+                )
+                exposed += exp
+                acc.add(dim, op, size, count, res, comm, min(exp, count * res.time_s))
+        return exposed
+
+    def _zero3_term(
+        self,
+        acc: _Acc,
+        layout: ParallelLayout,
+        dense_params: float,
+        expert_params: float,
+        layers: int,
+        n_mb: int,
+        fwd_compute: float,
+        bwd_compute: float,
+    ) -> tuple[float, float]:
+        """Exposed forward and backward seconds per microbatch of ZeRO-3/FSDP's per-layer collectives.
+
+        Each layer's parameters (the stage's ``weights`` bytes / layers) are all-gathered before its forward
+        and again before its backward, and its gradients reduce-scattered after its backward, every
+        microbatch (FSDP with one unit per transformer block; DeepSpeed stage 3). With prefetch
+        (``options.zero3_prefetch_layers`` >= 1) layer i + 1's gather runs during layer i's compute
+        (:func:`overlapped_s`):
+
+            forward  = x_ag + (l - 1) overlapped(x_ag, c_f / l)
+            backward = x_rs + (l - 1) overlapped(x_ag + x_rs, c_b / l)
+
+        where the first gather and the last reduce-scatter have nothing to hide behind. Without prefetch
+        every collective is exposed: l x_ag forward, l (x_ag + x_rs) backward. Per-layer messages are small,
+        so the ring's (n - 1) latency steps grow with the data-parallel group: exposed time grows with dp.
+        """
+        bpp, f = self.model.bytes_per_param, self.contention
+        x_ag = x_rs = 0.0
+        per_layer: list[tuple[str, str, float, CollectiveResult, Communicator]] = []
+        for dim, params, comm in self._dp_groups(layout, dense_params, expert_params):
+            ag = self.dim_collective("dp", "all_gather", params * bpp.weights / layers, comm)
+            rs = self.dim_collective("dp", "reduce_scatter", params * bpp.grads / layers, comm)
+            x_ag += ag.time_s
+            x_rs += rs.time_s
+            per_layer += [(dim, "all_gather", params * bpp.weights / layers, ag, comm)]
+            per_layer += [(dim, "reduce_scatter", params * bpp.grads / layers, rs, comm)]
+        if not per_layer:
+            return 0.0, 0.0
+        if self.options.zero3_prefetch_layers >= 1:
+            fwd = x_ag + (layers - 1) * overlapped_s(x_ag, fwd_compute / layers, f)
+            bwd = x_rs + (layers - 1) * overlapped_s(x_ag + x_rs, bwd_compute / layers, f)
+        else:
+            fwd, bwd = layers * x_ag, layers * (x_ag + x_rs)
+        if acc.record:
+            total = n_mb * layers * (2 * x_ag + x_rs)
+            share = n_mb * (fwd + bwd) / total if total > 0 else 0.0
+            for dim, op, size, res, comm in per_layer:
+                k = n_mb * layers * (2 if op == "all_gather" else 1)
+                acc.add(dim, op, size, k, res, comm, min(1.0, share) * k * res.time_s)
+        return fwd, bwd
 
     def _stage_params(
         self, layout: ParallelLayout, padded: ModelSpec, n_dense: int, n_moe: int
