@@ -140,7 +140,7 @@ def test_fp8_halves_the_linear_gemms_only():
     bf16 = StepModel(model, spec)
     fp8 = StepModel(model, spec, options=StepOptions(fp8=True))
     assert fp8.linear_flops_per_s == pytest.approx(2 * bf16.linear_flops_per_s, rel=1e-3)
-    st = bf16._stage(lay, bf16.padded_model(lay), record=False)
+    st = bf16.stage(lay, bf16.padded_model(lay))
     c16, c8 = bf16.compute_term(st), fp8.compute_term(st)
     core = st.layers * bf16._f_core * st.tokens / 8 / bf16.gemm_flops_per_s
     logit = 2.0 * model.vocab_size * model.hidden_size * st.tokens / 8 / bf16.gemm_flops_per_s

@@ -112,7 +112,7 @@ def step_traffic(
     """
     m = sm.model
     padded = sm.padded_model(layout)
-    st = sm._stage(layout, padded, record=False)
+    st = sm.stage(layout, padded)
     groups = layout.groups(layout.n_gpus)
     out: dict[str, _Traffic] = {}
 
@@ -123,7 +123,7 @@ def step_traffic(
             for k, g in enumerate(members)
         ]
 
-    dense, _ = sm._stage_params(layout, padded, st.n_dense, st.n_moe)
+    dense, _ = sm.stage_params(layout, padded, st.n_dense, st.n_moe)
     op = "all_reduce" if layout.zero_stage == 0 else "reduce_scatter"
     size = dense * m.bytes_per_param.grads
     out["dp"] = (plans(op, size, list(groups.dp), "dp"), op, size, sm.group(layout, "dp"))

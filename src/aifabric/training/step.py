@@ -81,7 +81,20 @@ from aifabric.training.layout import ParallelLayout, Recompute
 from aifabric.training.memory import MemoryBreakdown, check_fits, memory_breakdown
 from aifabric.training.models import ModelSpec
 
-__all__ = ["NETWORKS", "CommItem", "StepModel", "StepOptions", "StepTime", "step_time"]
+__all__ = [
+    "NETWORKS",
+    "CommItem",
+    "ComputeTimes",
+    "PassTimes",
+    "StageView",
+    "StepModel",
+    "StepOptions",
+    "StepTime",
+    "bucketed_exposed_s",
+    "ep_load_imbalance",
+    "overlapped_s",
+    "step_time",
+]
 
 #: The two networks every communication time is split over.
 NETWORKS = ("scale-up", "scale-out")
@@ -531,14 +544,14 @@ class _Acc:
         )
 
 
-class _Pass(NamedTuple):
+class PassTimes(NamedTuple):
     """Seconds a term adds to one microbatch's forward and backward pass on the busiest stage."""
 
     fwd_s: float
     bwd_s: float
 
 
-class _Compute(NamedTuple):
+class ComputeTimes(NamedTuple):
     """Seconds of one microbatch's GEMMs and memory-bound work on the busiest stage, forward and backward."""
 
     gemm_fwd: float
@@ -548,11 +561,12 @@ class _Compute(NamedTuple):
 
     @property
     def total_s(self) -> float:
+        """Forward + backward, GEMMs + memory-bound work, seconds."""
         return self.gemm_fwd + self.gemm_bwd + self.mem_fwd + self.mem_bwd
 
 
 @dataclass(frozen=True, slots=True)
-class _Stage:
+class StageView:
     """One layout seen from its busiest pipeline stage: what every term of the step needs."""
 
     layout: ParallelLayout
@@ -824,12 +838,12 @@ class StepModel:
         return fwd, bwd
 
     # ------------------------------------------------------------------------- the step, term by term
-    def _stage(self, layout: ParallelLayout, padded: ModelSpec, record: bool) -> _Stage:
+    def stage(self, layout: ParallelLayout, padded: ModelSpec, record: bool = False) -> StageView:
         """What every term needs: the busiest stage's layers, one microbatch's tokens on one GPU."""
         m, p = self.model, layout.pp
         layers = padded.n_layers // p
         n_moe = min(layers, math.ceil(m.n_moe_layers * layers / m.n_layers)) if m.is_moe else 0
-        return _Stage(
+        return StageView(
             layout=layout,
             layers=layers,
             n_moe=n_moe,
@@ -840,7 +854,7 @@ class StepModel:
             acc=_Acc(record),
         )
 
-    def compute_term(self, st: _Stage) -> _Compute:
+    def compute_term(self, st: StageView) -> ComputeTimes:
         """GEMM and memory-bound seconds of one microbatch's forward and backward on the busiest stage.
 
         GEMMs: (dense + MoE layer FLOPs) x tokens / t at ``peak x gemm_efficiency`` (the linear layers at the
@@ -867,14 +881,14 @@ class StepModel:
             ew_fwd if rec is Recompute.FULL else st.layers * scores if rec is Recompute.SELECTIVE else 0.0
         )
         logit_bytes = 8.0 * m.vocab_size / t
-        return _Compute(
+        return ComputeTimes(
             gemm_fwd=lin_s + core_s + logit_s,
             gemm_bwd=2 * (lin_s + core_s) + extra_s + 2 * logit_s,
             mem_fwd=(ew_fwd + logit_bytes) * tokens / self.hbm_bytes_per_s,
             mem_bwd=(2 * ew_fwd + ew_extra + 2 * logit_bytes) * tokens / self.hbm_bytes_per_s,
         )
 
-    def tp_term(self, st: _Stage, comp: _Compute) -> _Pass:
+    def tp_term(self, st: StageView, comp: ComputeTimes) -> PassTimes:
         """TP seconds per microbatch: 2 all-reduces per layer each way on b s h / c elements (or, with
         sequence parallelism, 2 all-gathers + 2 reduce-scatters), repeated by a full recompute; on the
         critical path unless ``tp_comm_overlap`` hides them behind the layer's GEMMs
@@ -882,7 +896,7 @@ class StepModel:
         lay, opt = st.layout, self.options
         t = lay.tp
         if t == 1:
-            return _Pass(0.0, 0.0)
+            return PassTimes(0.0, 0.0)
         if opt.tp_comm_overlap and not st.sp:
             raise ConfigError(
                 f"tp_comm_overlap needs sequence_parallel with tp={t} (Megatron-LM's userbuffer overlap "
@@ -892,7 +906,7 @@ class StepModel:
         size = st.tokens * self.model.hidden_size * _ACT_BYTES
         n_rec = 1 if lay.recompute is Recompute.FULL else 0
         if not st.sp:
-            return _Pass(
+            return PassTimes(
                 *self._two_per_layer(st.acc, "tp", "all_reduce", size, comm, st.layers, n_rec, st.n_mb)
             )
         ag, rs = self.collective("all_gather", size, comm), self.collective("reduce_scatter", size, comm)
@@ -904,15 +918,15 @@ class StepModel:
         share = one / alone if alone > 0 else 0.0
         st.acc.add("tp", "all_gather", size, k, ag, comm, share * k * ag.time_s)
         st.acc.add("tp", "reduce_scatter", size, k, rs, comm, share * k * rs.time_s)
-        return _Pass(st.layers * one, st.layers * one * (1 + n_rec))
+        return PassTimes(st.layers * one, st.layers * one * (1 + n_rec))
 
-    def cp_term(self, st: _Stage) -> _Pass:
+    def cp_term(self, st: StageView) -> PassTimes:
         """CP seconds per microbatch: all-gather of K, V forward (again when recomputed), reduce-scatter of
         dK, dV backward, each hidden behind the attention core of its layer (:func:`overlapped_s`)."""
         lay, m = st.layout, self.model
         c, t = lay.cp, lay.tp
         if c == 1:
-            return _Pass(0.0, 0.0)
+            return PassTimes(0.0, 0.0)
         comm = self.group(lay, "cp")
         kv_bytes = 2 * st.tokens * (m.kv_heads * m.head_size / t) * _ACT_BYTES * c  # all ranks' K and V
         ag, rs = (
@@ -930,34 +944,34 @@ class StepModel:
             share = (fwd + bwd) * st.n_mb / tot if tot > 0 else 0.0
             st.acc.add("cp", "all_gather", kv_bytes, k_ag, ag, comm, share * k_ag * ag.time_s)
             st.acc.add("cp", "reduce_scatter", kv_bytes, k_rs, rs, comm, share * k_rs * rs.time_s)
-        return _Pass(fwd, bwd)
+        return PassTimes(fwd, bwd)
 
-    def ep_term(self, st: _Stage) -> _Pass:
+    def ep_term(self, st: StageView) -> PassTimes:
         """EP seconds per microbatch: dispatch + combine all-to-all per MoE layer each way (again when fully
         recomputed), a rank's tokens x top_k x h x 2 bytes, timed at the busiest rank's load
         (:func:`ep_load_imbalance`). On the critical path."""
         lay, m = st.layout, self.model
         if not st.n_moe or lay.ep == 1:
-            return _Pass(0.0, 0.0)
+            return PassTimes(0.0, 0.0)
         comm = self.group(lay, "ep")
         tok_rank = st.tokens / lay.tp if (st.sp or lay.tp == 1) else st.tokens
         imbalance = ep_load_imbalance(tok_rank * m.top_k, lay.ep, self.options.capacity_factor)
         size = tok_rank * m.top_k * m.hidden_size * _ACT_BYTES
         n_rec = 1 if lay.recompute is Recompute.FULL else 0
-        return _Pass(
+        return PassTimes(
             *self._two_per_layer(
                 st.acc, "ep", "all_to_all", size, comm, st.n_moe, n_rec, st.n_mb, load=imbalance
             )
         )
 
-    def pp_term(self, st: _Stage) -> _Pass:
+    def pp_term(self, st: StageView) -> PassTimes:
         """PP seconds per microbatch: b s h / c elements (/ t with scatter-gather or SP) to the next stage
         forward and back, v times (interleaving), plus the NVLink all-gather of scatter-gather without SP;
         on the critical path of the 1F1B / interleaved schedule."""
         lay, opt = st.layout, self.options
         t, v = lay.tp, lay.virtual_pipeline_stages
         if lay.pp == 1:
-            return _Pass(0.0, 0.0)
+            return PassTimes(0.0, 0.0)
         comm = self._pp_pair(lay)
         full = st.tokens * self.model.hidden_size * _ACT_BYTES
         split = t if (st.sp or (opt.scatter_gather and t > 1)) else 1
@@ -970,41 +984,41 @@ class StepModel:
             ag = self.collective("all_gather", full, tp_comm)
             one += v * ag.time_s
             st.acc.add("pp", "all_gather", full, k, ag, tp_comm, k * ag.time_s)
-        return _Pass(one, one)
+        return PassTimes(one, one)
 
-    def dp_term(self, st: _Stage, comp: _Compute, padded: ModelSpec) -> tuple[_Pass, float]:
+    def dp_term(self, st: StageView, comp: ComputeTimes, padded: ModelSpec) -> tuple[PassTimes, float]:
         """DP seconds: per microbatch (ZeRO-3's per-layer collectives, :meth:`_zero3_term`) and once per
         iteration (the bucketed reduction of ZeRO 0-2, :meth:`_dp_term`)."""
         lay = st.layout
-        dense, expert = self._stage_params(lay, padded, st.n_dense, st.n_moe)
+        dense, expert = self.stage_params(lay, padded, st.n_dense, st.n_moe)
         fwd, bwd = comp.gemm_fwd + comp.mem_fwd, comp.gemm_bwd + comp.mem_bwd
         if lay.zero_stage >= 3:
-            return _Pass(*self._zero3_term(st.acc, lay, dense, expert, st.layers, st.n_mb, fwd, bwd)), 0.0
-        return _Pass(0.0, 0.0), self._dp_term(st.acc, lay, dense, expert, fwd, bwd)
+            return PassTimes(*self._zero3_term(st.acc, lay, dense, expert, st.layers, st.n_mb, fwd, bwd)), 0.0
+        return PassTimes(0.0, 0.0), self._dp_term(st.acc, lay, dense, expert, fwd, bwd)
 
-    def optimizer_term(self, st: _Stage, padded: ModelSpec) -> float:
+    def optimizer_term(self, st: StageView, padded: ModelSpec) -> float:
         """Adam step seconds: 30 bytes per parameter of the GPU's shard (all of the stage under ZeRO-0) at
         HBM speed."""
         lay = st.layout
-        dense, expert = self._stage_params(lay, padded, st.n_dense, st.n_moe)
+        dense, expert = self.stage_params(lay, padded, st.n_dense, st.n_moe)
         if lay.zero_stage:  # the distributed optimizer updates its shard only
             dense, expert = dense / (lay.dp * lay.cp), expert / max(1, lay.expert_dp)
         return (dense + expert) * _ADAM_BYTES_PER_PARAM / self.hbm_bytes_per_s
 
     @staticmethod
-    def bubble_term(st: _Stage, microbatch_s: float) -> float:
+    def bubble_term(st: StageView, microbatch_s: float) -> float:
         """Pipeline bubble seconds: (p - 1) / v microbatch times (Narayanan et al. Sec. 2.2)."""
         return (st.layout.pp - 1) / st.layout.virtual_pipeline_stages * microbatch_s
 
     def _terms(
         self, layout: ParallelLayout, padded: ModelSpec, *, record: bool
-    ) -> tuple[float, _Stage, dict[str, float]]:
+    ) -> tuple[float, StageView, dict[str, float]]:
         """The step as the sum of its terms: m microbatch times (compute and the exposed TP, CP, EP, PP and
         ZeRO-3 seconds of each), the bubble, the once-per-iteration DP reduction and the optimizer step.
 
         Returns (step seconds, the stage, the breakdown by :data:`PARTS`; empty unless ``record``).
         """
-        st = self._stage(layout, padded, record)
+        st = self.stage(layout, padded, record)
         comp = self.compute_term(st)
         per_mb = {
             "tp": self.tp_term(st, comp),
@@ -1031,7 +1045,7 @@ class StepModel:
         return step, st, {k: parts[k] for k in PARTS}
 
     def _step_record(
-        self, st: _Stage, padded: ModelSpec, mem: MemoryBreakdown, step: float, breakdown: dict[str, float]
+        self, st: StageView, padded: ModelSpec, mem: MemoryBreakdown, step: float, breakdown: dict[str, float]
     ) -> StepTime:
         """The :class:`StepTime` of a timed layout: per-network totals, FLOPs, MFU, notes."""
         m, lay = self.model, st.layout
@@ -1174,7 +1188,7 @@ class StepModel:
                 acc.add(dim, op, size, k, res, comm, min(1.0, share) * k * res.time_s)
         return fwd, bwd
 
-    def _stage_params(
+    def stage_params(
         self, layout: ParallelLayout, padded: ModelSpec, n_dense: int, n_moe: int
     ) -> tuple[float, float]:
         """(dense, expert) parameters of the busiest stage on one GPU, after TP/EP splitting.
