@@ -102,6 +102,9 @@ class ScaleOutSpec(_Strict):
     two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core). ``planes`` splits each NIC into that
     many independent fabrics (multi-plane designs). ``radix`` overrides the switch's port count at the
     NIC's per-plane speed (default: switch ports x port speed / link speed, i.e. breakout counted).
+    ``pod_gpus`` caps the GPUs of one three-tier pod (Meta's AI Zone: a two-stage Clos per zone, the
+    ``oversubscription[1]`` aggregation layer between zones); default: as many as the spines' radix allows.
+    Each ratio is built exactly at its tier (:mod:`aifabric.cluster.clos`) or the spec is refused.
     """
 
     nic: NicKey = "connectx-7"
@@ -116,6 +119,7 @@ class ScaleOutSpec(_Strict):
     oversubscription: tuple[float, ...] = (1.0,)
     planes: int = Field(default=1, ge=1)
     nic_to_leaf_copper: bool = False
+    pod_gpus: int | None = Field(default=None, ge=1)
     hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
 
     @field_validator("nic_speed_bytes_per_s", mode="before")

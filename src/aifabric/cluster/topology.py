@@ -33,196 +33,19 @@ The arrays stay cheap at 100k GPUs: a 32,768-GPU three-tier fabric has about 230
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 import numpy as np
 
 from aifabric import catalog
+from aifabric.cluster.clos import ClosShape, clos_shape
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.errors import ConfigError
 
 __all__ = ["NETWORKS", "ClosShape", "Topology", "build_topology", "cached_topology", "clos_shape"]
 
 NETWORKS = ("scale-up", "scale-out", "front-end", "management")
 TIER_NAMES = ("gpu-nvswitch", "nic-leaf", "leaf-spine", "spine-core")
-
-
-@dataclass(frozen=True)
-class ClosShape:
-    """Port arithmetic of the scale-out Clos of one plane (counts, not links).
-
-    Attributes
-    ----------
-    radix : int
-        Ports per switch at the per-plane link speed.
-    tiers : int
-        1, 2 or 3.
-    leaf_down, leaf_up : int
-        GPU-facing and spine-facing ports per leaf.
-    n_leaves, n_spines, n_cores : int
-        Switches per tier (one plane).
-    spine_down, spine_up : int
-        Leaf-facing and core-facing ports per spine (three tiers; two tiers: spine_down = radix).
-    leaves_per_pod, spines_per_pod, n_pods : int
-        Three-tier grouping (two tiers: one pod holding every leaf and spine).
-    rails : int
-        Rails (1 when not rail-optimised).
-    nodes_per_su : int
-        Nodes per scalable unit (leaf_down when rail-optimised).
-    """
-
-    radix: int
-    tiers: int
-    leaf_down: int
-    leaf_up: int
-    n_leaves: int
-    n_spines: int
-    n_cores: int
-    spine_down: int
-    spine_up: int
-    leaves_per_pod: int
-    spines_per_pod: int
-    n_pods: int
-    rails: int
-    nodes_per_su: int
-
-
-def _split(radix: int, ratio: float) -> tuple[int, int]:
-    """Down and up ports of a switch with down:up = ratio: d = floor(k r/(r+1)), u = ceil(d/r)."""
-    down = int(math.floor(radix * ratio / (ratio + 1) + 1e-9))
-    up = int(math.ceil(down / ratio - 1e-9))
-    return down, up
-
-
-def clos_shape(spec: ClusterSpec) -> ClosShape:
-    """Switch and port counts of one plane of ``spec``'s scale-out fabric.
-
-    Raises
-    ------
-    ConfigError
-        If the fabric cannot be built with the given tiers and radix (too many leaves for two tiers,
-        too many pods for three), naming the limit.
-
-    Examples
-    --------
-    1,024 GPUs on 64-port switches, rail-optimised, two tiers: 32 leaves of 32 down/32 up, 16 spines.
-
-    >>> from aifabric.cluster.presets import preset
-    >>> s = clos_shape(preset("dgx-h100-superpod", nodes=128))
-    >>> (s.n_leaves, s.leaf_down, s.leaf_up, s.n_spines)
-    (32, 32, 32, 16)
-    """
-    so = spec.scale_out
-    if so is None:
-        raise ConfigError("scale_out: this cluster has no scale-out network")
-    sw = catalog.switch(so.switch)
-    link_bps = spec.nic_line_rate_bytes_per_s / so.planes
-    radix = so.radix or int(sw.ports * sw.port_speed_bytes_per_s // link_bps)
-    if radix < 4:
-        raise ConfigError(
-            f"scale_out.switch: {so.switch!r} has too few ports at {link_bps * 8 / 1e9:g} Gb/s per link "
-            f"(radix {radix})"
-        )
-    os = list(so.oversubscription) + [1.0] * 3
-    rails = (so.rails or spec.gpus_per_node) if so.rail_optimized else 1
-    n_gpus = spec.n_gpus
-    if so.tiers == 1:
-        if n_gpus > radix * rails and so.rail_optimized or (not so.rail_optimized and n_gpus > radix):
-            raise ConfigError(f"scale_out.tiers: {n_gpus} GPUs do not fit one tier of radix-{radix} switches")
-        leaf_down, leaf_up = radix, 0
-    else:
-        leaf_down, leaf_up = _split(radix, os[0])
-    if so.rail_optimized:
-        nodes_per_su = (
-            max(1, leaf_down * rails // spec.gpus_per_node) if rails < spec.gpus_per_node else leaf_down
-        )
-        n_sus = math.ceil(spec.n_nodes / nodes_per_su)
-        n_leaves = n_sus * rails
-    else:
-        nodes_per_su = max(1, leaf_down // spec.gpus_per_node)
-        n_leaves = math.ceil(n_gpus / leaf_down)
-    if so.tiers >= 2:
-        # Spread the nodes evenly over the scalable units (leaves) and cable only the ports in use, with
-        # uplinks at the declared ratio: every leaf then has the oversubscription the spec asks for (a
-        # partly filled last SU would otherwise be under-subscribed). Full SUs are unchanged.
-        if so.rail_optimized and rails == spec.gpus_per_node:
-            n_sus = math.ceil(spec.n_nodes / nodes_per_su)
-            used = math.ceil(spec.n_nodes / n_sus)
-            if used < leaf_down:
-                nodes_per_su = used
-        elif not so.rail_optimized:  # whole nodes per leaf where they fit, so a node's NICs share a leaf
-            g = spec.gpus_per_node
-            used = math.ceil(n_gpus / n_leaves)
-            used = min(leaf_down, math.ceil(used / g) * g) if leaf_down >= g else used
-        else:
-            used = leaf_down
-        if used < leaf_down:
-            leaf_down = used
-            leaf_up = max(1, math.ceil(used / os[0] - 1e-9))
-    if so.tiers == 1:
-        return ClosShape(radix, 1, leaf_down, 0, n_leaves, 0, 0, 0, 0, n_leaves, 0, 1, rails, nodes_per_su)
-    if so.tiers == 2:
-        n_spines = math.ceil(n_leaves * leaf_up / radix)
-        if n_leaves > radix:
-            raise ConfigError(
-                f"scale_out.tiers: {n_gpus} GPUs need {n_leaves} leaves, more than a two-tier Clos of "
-                f"radix {radix} connects ({radix} leaves, {radix * leaf_down} GPUs); use tiers: 3"
-            )
-        return ClosShape(
-            radix,
-            2,
-            leaf_down,
-            leaf_up,
-            n_leaves,
-            n_spines,
-            0,
-            radix,
-            0,
-            n_leaves,
-            n_spines,
-            1,
-            rails,
-            nodes_per_su,
-        )
-    spine_down, spine_up = _split(radix, os[1])
-    spines_per_pod = leaf_up
-    leaves_per_pod = spine_down
-    if so.rail_optimized:
-        # keep whole SUs in a pod so that every rail of an SU shares its spines
-        leaves_per_pod = max(rails, (leaves_per_pod // rails) * rails)
-    n_pods = math.ceil(n_leaves / leaves_per_pod)
-    if n_pods > radix:
-        raise ConfigError(
-            f"scale_out.tiers: {n_gpus} GPUs need {n_pods} pods, more than a three-tier Clos of radix "
-            f"{radix} connects"
-        )
-    if n_pods == 1 and n_leaves < leaves_per_pod:
-        # a single, partly filled pod: only as many spines as its leaves' uplinks need
-        leaves_per_pod = n_leaves
-        spines_per_pod = min(leaf_up, math.ceil(n_leaves * leaf_up / spine_down))
-        used_down = math.ceil(n_leaves * leaf_up / spines_per_pod)
-        spine_down = used_down
-        spine_up = max(1, math.ceil(used_down / os[1] - 1e-9))
-    cores_per_group = math.ceil(n_pods * spine_up / radix)
-    n_cores = cores_per_group * spines_per_pod
-    return ClosShape(
-        radix,
-        3,
-        leaf_down,
-        leaf_up,
-        n_leaves,
-        spines_per_pod * n_pods,
-        n_cores,
-        spine_down,
-        spine_up,
-        leaves_per_pod,
-        spines_per_pod,
-        n_pods,
-        rails,
-        nodes_per_su,
-    )
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,0 +1,337 @@
+"""Port arithmetic of a rail-optimised Clos built at the oversubscription the spec asks for, at every tier.
+
+A tier with down:up ratio ``r`` on radix-``k`` switches uses ``u`` up ports and ``d = r u`` down ports,
+exactly, with ``d + u <= k`` (the largest such ``u``): 2:1 on 64 ports is 42 down / 21 up, 4:1 is 48 / 12
+(not 51 / 13, which is 3.92:1), 7:1 is 56 / 8. A ratio no integer split realises (1.37:1 on 64 ports) is
+refused with the nearest ratios that can be built.
+
+Leaves come in groups (one scalable unit (SU) = one leaf per rail). Nodes are spread evenly over the SUs
+and leaf uplinks cabled at ``ceil(ports used / r)``; three tiers group SUs into pods (Meta's AI Zones: a
+two-stage Clos per zone, an oversubscribed aggregation layer between zones) whose spines send
+``ceil(leaves per pod / r2)`` uplinks each to their group of cores. Among the SU and pod counts that fit,
+the fewest switches whose realised bisection is the requested one to 1% wins:
+
+    requested bisection = N / (2 r1 r2) links        (r2 = 1 for two tiers or one pod)
+    realised bisection  = min(N, leaves x u1, spines x u2) / 2 links
+
+A three-tier fabric that fits in one pod is built as two tiers: a core tier would carry nothing.
+
+References
+----------
+.. [1] Al-Fares, Loukissas, Vahdat, "A scalable, commodity data center network architecture", SIGCOMM 2008.
+.. [2] NVIDIA DGX SuperPOD reference architecture (DGX H100): SUs of 32 nodes, rail-optimised.
+.. [3] Gangidi et al., "RDMA over Ethernet for Distributed AI Training at Meta Scale", SIGCOMM 2024
+   (AI Zones; 1:7 oversubscribed aggregation training switches).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from aifabric import catalog
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.errors import ConfigError
+
+__all__ = ["TOLERANCE", "ClosShape", "clos_shape", "exact_split"]
+
+TOLERANCE = 0.01
+"""Largest relative gap between realised and requested bisection a built fabric may have."""
+
+
+@dataclass(frozen=True)
+class ClosShape:
+    """Port arithmetic of the scale-out Clos of one plane (counts, not links).
+
+    Attributes
+    ----------
+    radix : int
+        Ports per switch at the per-plane link speed.
+    tiers : int
+        1, 2 or 3 as built (a three-tier spec that fits one pod is built with 2).
+    leaf_down, leaf_up : int
+        GPU-facing ports in use and spine-facing ports per leaf.
+    n_leaves, n_spines, n_cores : int
+        Switches per tier (one plane).
+    spine_down, spine_up : int
+        Leaf-facing and core-facing ports per spine (three tiers; two tiers: spine_down = radix).
+    leaves_per_pod, spines_per_pod, n_pods : int
+        Three-tier grouping (two tiers: one pod holding every leaf and spine).
+    rails : int
+        Rails (1 when not rail-optimised).
+    nodes_per_su : int
+        Nodes per scalable unit.
+    endpoints : int
+        GPU-facing ports cabled in one plane (the GPUs).
+    requested : tuple of float
+        The down:up ratio asked for at each built tier boundary, leaf first.
+    """
+
+    radix: int
+    tiers: int
+    leaf_down: int
+    leaf_up: int
+    n_leaves: int
+    n_spines: int
+    n_cores: int
+    spine_down: int
+    spine_up: int
+    leaves_per_pod: int
+    spines_per_pod: int
+    n_pods: int
+    rails: int
+    nodes_per_su: int
+    endpoints: int = 0
+    requested: tuple[float, ...] = ()
+
+    @property
+    def realised(self) -> tuple[float, ...]:
+        """Down:up ratio realised at each tier boundary, leaf first: ports cabled below / ports above."""
+        out: list[float] = []
+        if self.tiers >= 2:
+            out.append(self.endpoints / (self.n_leaves * self.leaf_up))
+        if self.tiers == 3:
+            out.append(self.n_leaves * self.leaf_up / (self.n_spines * self.spine_up))
+        return tuple(out)
+
+    @property
+    def bisection_links(self) -> float:
+        """Links (of one plane) crossing the worst bisection: min(N, leaf uplinks, spine uplinks) / 2."""
+        bounds = [float(self.endpoints)]
+        if self.tiers >= 2:
+            bounds.append(float(self.n_leaves * self.leaf_up))
+        if self.tiers == 3:
+            bounds.append(float(self.n_spines * self.spine_up))
+        return min(bounds) / 2
+
+    @property
+    def requested_bisection_links(self) -> float:
+        """N / (2 prod r): the bisection the requested ratios give, links of one plane."""
+        return self.endpoints / 2 / math.prod(self.requested)
+
+
+def exact_split(radix: int, ratio: float) -> tuple[int, int] | None:
+    """Down and up ports ``(d, u)`` with ``d = ratio x u`` exactly and ``d + u <= radix``, largest ``u``.
+
+    Returns None when no integer split realises ``ratio`` to 1e-9.
+
+    Examples
+    --------
+    >>> exact_split(64, 2.0), exact_split(64, 4.0), exact_split(64, 7.0), exact_split(64, 1.37)
+    ((42, 21), (48, 12), (56, 8), None)
+    """
+    if ratio < 1:
+        raise ValueError(f"ratio must be >= 1, got {ratio!r}")
+    for up in range(int(radix // (ratio + 1)), 0, -1):
+        down = ratio * up
+        if abs(down - round(down)) < 1e-9 and round(down) + up <= radix:
+            return round(down), up
+    return None
+
+
+def _radix(spec: ClusterSpec) -> int:
+    so = spec.scale_out
+    assert so is not None
+    sw = catalog.switch(so.switch)
+    link_bps = spec.nic_line_rate_bytes_per_s / so.planes
+    radix = so.radix or int(sw.ports * sw.port_speed_bytes_per_s // link_bps)
+    if radix < 4:
+        raise ConfigError(
+            f"scale_out.switch: {so.switch!r} has too few ports at {link_bps * 8 / 1e9:g} Gb/s per link "
+            f"(radix {radix})"
+        )
+    return radix
+
+
+def clos_shape(spec: ClusterSpec) -> ClosShape:
+    """Switch and port counts of one plane of ``spec``'s scale-out fabric, at the requested ratios.
+
+    Raises
+    ------
+    ConfigError
+        If the fabric cannot be built: too many GPUs for the tiers and radix, or a ratio that no
+        integer port split or SU/pod count realises to 1% (the message names the nearest buildable ratios).
+
+    Examples
+    --------
+    1,024 GPUs on 64-port switches, rail-optimised, two tiers: 32 leaves of 32 down/32 up, 16 spines.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> s = clos_shape(preset("dgx-h100-superpod", nodes=128))
+    >>> (s.n_leaves, s.leaf_down, s.leaf_up, s.n_spines)
+    (32, 32, 32, 16)
+    """
+    so = spec.scale_out
+    if so is None:
+        raise ConfigError("scale_out: this cluster has no scale-out network")
+    radix = _radix(spec)
+    os_ = list(so.oversubscription) + [1.0] * 3
+    shape = _build(spec, radix, os_[0], os_[1])
+    if isinstance(shape, str):
+        raise ConfigError(shape + _nearest(spec, radix, os_[0], os_[1]))
+    return shape
+
+
+def _units(spec: ClusterSpec, rails: int, leaf_down_max: int) -> tuple[int, int, int]:
+    """(units to place, leaf ports per unit, leaves per group): nodes per SU when rail-optimised."""
+    so = spec.scale_out
+    assert so is not None
+    g = spec.gpus_per_node
+    if so.rail_optimized:
+        return spec.n_nodes, max(1, g // rails), rails
+    if leaf_down_max >= g:  # whole nodes per leaf where they fit, so a node's NICs share a leaf
+        return spec.n_nodes, g, 1
+    return spec.n_gpus, 1, 1
+
+
+def _build(spec: ClusterSpec, radix: int, r1: float, r2: float, span: int = 32) -> ClosShape | str:
+    """The shape with the fewest switches whose bisection is the requested one to 1%, or why none is.
+
+    SU counts from the fewest that hold the GPUs to ``span`` more are tried (more SUs, fewer nodes each,
+    can realise a ratio exactly that the fewest cannot), each with the fewest pods that hold.
+    """
+    so = spec.scale_out
+    assert so is not None
+    rails = (so.rails or spec.gpus_per_node) if so.rail_optimized else 1
+    n = spec.n_gpus
+    if so.tiers == 1:
+        if (so.rail_optimized and n > radix * rails) or (not so.rail_optimized and n > radix):
+            return f"scale_out.tiers: {n} GPUs do not fit one tier of radix-{radix} switches"
+        n_leaves = math.ceil(n / radix) if not so.rail_optimized else rails
+        return ClosShape(radix, 1, radix, 0, n_leaves, 0, 0, 0, 0, n_leaves, 0, 1, rails, radix, n, ())
+    split = exact_split(radix, r1)
+    if split is None:
+        return f"scale_out.oversubscription: {r1:g}:1 is no integer split of {radix} ports"
+    units, ppu, group = _units(spec, rails, split[0])
+    m_max = split[0] // ppu
+    if m_max < 1:
+        return f"scale_out.radix: {radix}-port leaves at {r1:g}:1 cannot hold one node's ports"
+    g0 = math.ceil(units / m_max)
+    why = ""
+    best: ClosShape | None = None
+    for n_groups in range(g0, min(units, g0 + span) + 1):
+        m = math.ceil(units / n_groups)
+        u = math.ceil(m * ppu / r1 - 1e-9)
+        n_leaves = n_groups * group
+        if so.tiers == 2 or n_leaves <= group:
+            if n_leaves > radix:
+                if best is not None:
+                    break
+                return (
+                    f"scale_out.tiers: {n} GPUs need {n_leaves} leaves, more than a two-tier Clos of "
+                    f"radix {radix} connects ({radix} leaves, {radix * m * ppu} GPUs); use tiers: 3"
+                )
+            found: ClosShape | str = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
+            if isinstance(found, ClosShape) and not _holds(found):
+                found = f"the nearest is {found.realised[0]:.3g}:1"
+        else:
+            found = _three_tier(spec, radix, rails, m, ppu, u, n_groups, group, n, r1, r2)
+        if isinstance(found, str):
+            why = found
+        elif best is None or _switches(found) < _switches(best):
+            best = found
+    if best is not None:
+        return best
+    return (
+        f"scale_out.oversubscription: {r1:g}:1"
+        + (f" then {r2:g}:1" if so.tiers == 3 else "")
+        + f" cannot be built to 1% for {n} GPUs on radix-{radix} switches ({why})"
+    )
+
+
+def _switches(shape: ClosShape) -> int:
+    return shape.n_leaves + shape.n_spines + shape.n_cores
+
+
+def _two_tier(
+    radix: int, rails: int, m: int, ppu: int, u: int, n_leaves: int, n: int, r1: float
+) -> ClosShape:
+    n_spines = math.ceil(n_leaves * u / radix)
+    return ClosShape(
+        radix, 2, m * ppu, u, n_leaves, n_spines, 0, radix, 0, n_leaves, n_spines, 1, rails, m, n, (r1,)
+    )
+
+
+def _three_tier(
+    spec: ClusterSpec,
+    radix: int,
+    rails: int,
+    m: int,
+    ppu: int,
+    u: int,
+    n_groups: int,
+    group: int,
+    n: int,
+    r1: float,
+    r2: float,
+) -> ClosShape | str:
+    """Pods of whole SUs: the fewest pods whose bisection holds, else why none does."""
+    so = spec.scale_out
+    assert so is not None
+    split = exact_split(radix, r2)
+    if split is None:
+        return f"{r2:g}:1 is no integer split of {radix} ports"
+    lp_max = split[0] // group  # SUs per pod
+    if so.pod_gpus is not None:
+        lp_max = min(lp_max, so.pod_gpus // (m * ppu * group))
+    if lp_max < 1:
+        return f"a pod cannot hold one scalable unit of {m * ppu * group} GPUs"
+    p0 = math.ceil(n_groups / lp_max)
+    why = f"{n} GPUs need {p0} pods, more than a three-tier Clos of radix {radix} connects"
+    for n_pods in range(p0, min(n_groups, radix) + 1):
+        sus_per_pod = math.ceil(n_groups / n_pods)
+        pods = math.ceil(n_groups / sus_per_pod)
+        lp = sus_per_pod * group
+        n_leaves = n_groups * group
+        if pods == 1:
+            shape = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
+        else:
+            u2 = math.ceil(lp / r2 - 1e-9)
+            cores_per_group = math.ceil(pods * u2 / radix)
+            shape = ClosShape(
+                radix,
+                3,
+                m * ppu,
+                u,
+                n_leaves,
+                u * pods,
+                cores_per_group * u,
+                lp,
+                u2,
+                lp,
+                u,
+                pods,
+                rails,
+                m,
+                n,
+                (r1, r2),
+            )
+        if _holds(shape):
+            return shape
+        why = "the nearest realised ratios are " + ", ".join(f"{x:.3g}:1" for x in shape.realised)
+    return why
+
+
+def _holds(shape: ClosShape) -> bool:
+    return abs(shape.bisection_links / shape.requested_bisection_links - 1) <= TOLERANCE
+
+
+def _nearest(spec: ClusterSpec, radix: int, r1: float, r2: float) -> str:
+    """``; buildable: 1.9:1, 2.1:1`` -- the buildable ratios (varying the failing tier) nearest the request."""
+    so = spec.scale_out
+    assert so is not None
+    vary_spine = so.tiers == 3 and exact_split(radix, r1) is not None and r2 != 1.0
+    target = r2 if vary_spine else r1
+    cands = sorted({d / u for u in range(1, radix) for d in range(u, radix - u + 1)})
+    below = next(
+        (x for x in reversed(cands) if x < target and _builds(spec, radix, r1, r2, x, vary_spine)), None
+    )
+    above = next((x for x in cands if x > target and _builds(spec, radix, r1, r2, x, vary_spine)), None)
+    found = [f"{x:.3g}:1" for x in (below, above) if x is not None]
+    tier = "spine" if vary_spine else "leaf"
+    return f"; buildable {tier} ratios nearest: {', '.join(found)}" if found else "; no ratio builds it"
+
+
+def _builds(spec: ClusterSpec, radix: int, r1: float, r2: float, x: float, vary_spine: bool) -> bool:
+    built = _build(spec, radix, r1, x, 4) if vary_spine else _build(spec, radix, x, r2, 4)
+    return isinstance(built, ClosShape)
