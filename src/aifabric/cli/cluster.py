@@ -72,6 +72,8 @@ def show(
                 "networks": [r.__dict__ for r in s.rungs],
                 "ratios": s.ratios,
                 "oversubscription": s.oversubscription,
+                "realised_oversubscription": s.realised_oversubscription,
+                "requested_bisection_bytes_per_s": s.requested_bisection_bytes_per_s,
                 "tiers": s.tiers,
                 "bisection_bytes_per_s": s.bisection_bytes_per_s,
                 "parts": [p.__dict__ for p in s.inventory.lines],
@@ -112,13 +114,19 @@ def show(
         "ratios of per-direction bandwidth: " + ", ".join(f"{a}/{b} = {x:.1f}x" for a, b, x in s.ratios)
     )
     if s.tiers:
+        rail = "rail-optimised " if spec.scale_out and spec.scale_out.rail_optimized else ""
+        per_tier = ", ".join(
+            f"{name} {want:g}:1 asked, {got:.3g}:1 built"
+            for name, want, got in zip(
+                ("leaf", "spine"), s.oversubscription, s.realised_oversubscription, strict=False
+            )
+        )
         console.print(
-            f"scale-out: {s.tiers}-tier "
-            f"{'rail-optimised ' if spec.scale_out and spec.scale_out.rail_optimized else ''}Clos, "
-            f"{s.planes} plane(s), oversubscription (down:up) "
-            f"{', '.join(f'{x:g}:1' for x in s.oversubscription)}; bisection "
-            f"{s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
-            f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s)"
+            f"scale-out: {s.tiers}-tier {rail}Clos, {s.planes} plane(s); oversubscription (down:up) {per_tier}; "
+            f"bisection {s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
+            f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s), "
+            f"{s.bisection_bytes_per_s / s.requested_bisection_bytes_per_s:.3f} x the requested "
+            f"{s.requested_bisection_bytes_per_s / 1e12:.2f} TB/s"
         )
     if not s.inventory.lines:
         console.print("parts and power: no switched networks in this description (torus links only)")

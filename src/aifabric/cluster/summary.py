@@ -27,10 +27,19 @@ class ClusterSummary:
     domain_gpus: int
     rungs: tuple[LadderRung, ...]
     oversubscription: tuple[float, ...]
+    realised_oversubscription: tuple[float, ...]
     tiers: int
     planes: int
     bisection_bytes_per_s: float
     inventory: Inventory
+
+    @property
+    def requested_bisection_bytes_per_s(self) -> float:
+        """N B / (2 prod r): the bisection the requested ratios give, bytes/s per direction."""
+        ratio = 1.0
+        for r in self.oversubscription:
+            ratio *= r
+        return self.n_gpus * self.spec.nic_line_rate_bytes_per_s / 2 / ratio
 
     @property
     def ratios(self) -> list[tuple[str, str, float]]:
@@ -68,16 +77,16 @@ def summarize(spec: ClusterSpec, topo: Topology | None = None) -> ClusterSummary
     """Build the :class:`ClusterSummary` of ``spec`` (builds its Topology unless given)."""
     if topo is None and spec.scale_up.kind != "torus":
         topo = build_topology(spec)
-    so = spec.scale_out
     return ClusterSummary(
         spec=spec,
         n_gpus=spec.n_gpus,
         n_nodes=spec.n_nodes,
         domain_gpus=spec.domain_gpus,
         rungs=tuple(bandwidth_ladder(spec)),
-        oversubscription=tuple(so.oversubscription) if so else (),
-        tiers=so.tiers if so else 0,
-        planes=so.planes if so else 0,
+        oversubscription=topo.shape.requested if topo is not None and topo.shape else (),
+        realised_oversubscription=topo.shape.realised if topo is not None and topo.shape else (),
+        tiers=topo.shape.tiers if topo is not None and topo.shape else 0,
+        planes=spec.scale_out.planes if spec.scale_out else 0,
         bisection_bytes_per_s=bisection_bytes_per_s(topo) if topo is not None else 0.0,
         inventory=inventory(topo) if topo is not None else Inventory(()),
     )

@@ -1,0 +1,118 @@
+"""Oversubscription that holds: every tier built at the requested ratio, or refused with buildable ones."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aifabric.cluster.clos import TOLERANCE, clos_shape, exact_split
+from aifabric.cluster.presets import preset
+from aifabric.cluster.summary import summarize
+from aifabric.cluster.topology import build_topology
+from aifabric.errors import ConfigError
+
+H100_NIC = 50e9  # ConnectX-7 400 Gb/s = 50 GB/s per direction (catalogue)
+
+
+def _requested_bisection(gpus: int, ratios: list[float]) -> float:
+    prod = 1.0
+    for r in ratios:
+        prod *= r
+    return gpus * H100_NIC / 2 / prod
+
+
+@pytest.mark.parametrize("gpus", [2048, 16384, 100_000])
+@pytest.mark.parametrize("ratio", [1.0, 2.0, 4.0, 7.0])
+def test_realised_bisection_is_requested_or_refused(gpus, ratio):
+    # The issue's grid: built -> the realised bisection is N B / (2 r) to 1%; else refused naming
+    # the nearest buildable ratios (or saying none builds it at this size).
+    try:
+        spec = preset("dgx-h100-superpod", gpus=gpus, **{"scale_out.oversubscription": [ratio]})
+    except ConfigError as err:
+        assert "buildable" in str(err) or "no ratio builds" in str(err)
+        return
+    s = summarize(spec)
+    assert s.bisection_bytes_per_s == pytest.approx(_requested_bisection(gpus, [ratio]), rel=TOLERANCE)
+    assert s.realised_oversubscription[0] == pytest.approx(ratio, rel=TOLERANCE)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    nodes=st.integers(min_value=2, max_value=6000),
+    leaf=st.sampled_from([1.0, 1.5, 2.0, 3.0, 4.0, 7.0]),
+    spine=st.sampled_from([1.0, 2.0, 4.0]),
+)
+def test_property_three_tier_holds_or_refuses(nodes, leaf, spine):
+    try:
+        spec = preset(
+            "dgx-h100-superpod",
+            nodes=nodes,
+            **{"scale_out.tiers": 3, "scale_out.oversubscription": [leaf, spine]},
+        )
+        shape = clos_shape(spec)
+    except ConfigError as err:
+        assert "buildable" in str(err) or "no ratio builds" in str(err) or "tiers" in str(err)
+        return
+    ratios = [leaf, spine] if shape.tiers == 3 else [leaf]
+    assert shape.bisection_links == pytest.approx(shape.requested_bisection_links, rel=TOLERANCE)
+    assert shape.requested_bisection_links * H100_NIC == pytest.approx(
+        _requested_bisection(nodes * 8, ratios)
+    )
+    if shape.tiers == 3:
+        assert shape.n_pods > 1  # a one-pod fabric has no core tier
+
+
+def test_exact_port_splits_on_64_ports():
+    # d = r u, d + u <= 64, largest u: 2:1 -> 42/21, 4:1 -> 48/12 (51/13 would be 3.92:1), 7:1 -> 56/8
+    assert exact_split(64, 1.0) == (32, 32)
+    assert exact_split(64, 2.0) == (42, 21)
+    assert exact_split(64, 4.0) == (48, 12)
+    assert exact_split(64, 7.0) == (56, 8)
+    assert exact_split(64, 1.37) is None
+
+
+def test_oversubscribed_three_tier_switch_counts_by_hand():
+    # 16,384 H100 (2,048 DGX nodes) on 64-port QM9700, 2:1 at the leaf and 2:1 at the spine. By hand:
+    # 64 SUs of 32 nodes -> 512 leaves of 32 down / 16 up (2:1). Pods of 4 SUs = 32 leaves (16 pods);
+    # each pod has 16 spines (one per leaf uplink) of 32 down / 16 up (2:1) -> 256 spines. Cores: one
+    # group per spine index, 16 pods x 16 uplinks = 256 ports / 64 = 4 cores x 16 groups = 64 cores.
+    # Cables: 16,384 NIC-leaf, 512 x 16 = 8,192 leaf-spine, 256 x 16 = 4,096 spine-core.
+    # Bisection: 4,096 / 2 links x 50 GB/s = 102.4 TB/s = 16,384 x 50 GB/s / 2 / (2 x 2).
+    spec = preset("dgx-h100-superpod", nodes=2048, **{"scale_out.oversubscription": [2, 2]})
+    topo = build_topology(spec)
+    assert topo.shape.tiers == 3
+    assert (topo.shape.leaf_down, topo.shape.leaf_up, topo.shape.spine_down, topo.shape.spine_up) == (
+        32,
+        16,
+        32,
+        16,
+    )
+    assert topo.switch_counts == {"scale-up domain": 2048, "leaf": 512, "spine": 256, "core": 64}
+    assert topo.cable_counts == {"nic-leaf": 16384, "leaf-spine": 8192, "spine-core": 4096}
+    s = summarize(spec)
+    assert s.bisection_bytes_per_s == pytest.approx(102.4e12)
+    assert s.realised_oversubscription == pytest.approx((2.0, 2.0))
+
+
+def test_two_to_one_uses_fewer_switches_than_non_blocking():
+    # The issue: 16,384 GPUs at 2:1 came out with the same 640 switches as non-blocking.
+    blocking = build_topology(preset("dgx-h100-superpod", nodes=2048))
+    two = build_topology(preset("dgx-h100-superpod", nodes=2048, **{"scale_out.oversubscription": [2]}))
+    assert sum(two.switch_counts.values()) < sum(blocking.switch_counts.values())
+
+
+def test_three_tier_that_fits_one_pod_has_no_core():
+    # 64 nodes = 2 SUs fit one pod of 4 SUs: a core tier would carry nothing.
+    topo = build_topology(preset("dgx-h100-superpod", nodes=64, **{"scale_out.tiers": 3}))
+    assert topo.shape.tiers == 2 and topo.switch_counts["core"] == 0
+
+
+def test_pod_size_is_a_spec_field():
+    # pods capped at 512 GPUs (2 SUs) instead of the 1,024 the radix allows: twice the pods
+    spec = preset("dgx-h100-superpod", nodes=512, **{"scale_out.pod_gpus": 512})
+    assert clos_shape(spec).n_pods == 8
+    assert clos_shape(preset("dgx-h100-superpod", nodes=512)).n_pods == 4
+
+
+def test_unbuildable_ratio_names_nearest():
+    with pytest.raises(ConfigError, match=r"1.37:1 .*buildable leaf ratios nearest: .*:1"):
+        preset("dgx-h100-superpod", nodes=128, **{"scale_out.oversubscription": [1.37]})
