@@ -35,6 +35,7 @@ __all__ = [
     "NicSpec",
     "OpticSpec",
     "ScaleUpSpec",
+    "StorageSystemSpec",
     "SwitchSpec",
     "accelerator",
     "add_parts",
@@ -45,6 +46,7 @@ __all__ = [
     "optic_for_speed",
     "reload_catalog",
     "scaleup",
+    "storage",
     "switch",
     "use_catalog_files",
 ]
@@ -212,12 +214,44 @@ class OpticSpec(_Entry):
         return parse_power(v)
 
 
+class StorageSystemSpec(_Entry):
+    """A storage system (parallel file system, object store): read/write bandwidths per direction, bytes/s.
+
+    ``per_client_*`` caps what one client node moves; ``unit_*`` is one storage node or appliance (the
+    aggregate is units x unit); ``aggregate_*`` is a named deployment's whole-system figure. A figure its
+    sources do not publish is None and never limits.
+    """
+
+    kind: str
+    per_client_read_bytes_per_s: float | None = Field(default=None, validation_alias="per_client_read")
+    per_client_write_bytes_per_s: float | None = Field(default=None, validation_alias="per_client_write")
+    unit_read_bytes_per_s: float | None = Field(default=None, validation_alias="unit_read")
+    unit_write_bytes_per_s: float | None = Field(default=None, validation_alias="unit_write")
+    aggregate_read_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_read")
+    aggregate_write_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_write")
+    gds: bool = False
+
+    @field_validator(
+        "per_client_read_bytes_per_s",
+        "per_client_write_bytes_per_s",
+        "unit_read_bytes_per_s",
+        "unit_write_bytes_per_s",
+        "aggregate_read_bytes_per_s",
+        "aggregate_write_bytes_per_s",
+        mode="before",
+    )
+    @classmethod
+    def _bw(cls, v: Any) -> float | None:
+        return None if v is None else parse_bandwidth(v)
+
+
 _FILES: dict[str, tuple[str, type[_Entry]]] = {
     "accelerator": ("accelerators.yaml", AcceleratorSpec),
     "scaleup": ("scaleup.yaml", ScaleUpSpec),
     "nic": ("nics.yaml", NicSpec),
     "switch": ("switches.yaml", SwitchSpec),
     "optic": ("optics.yaml", OpticSpec),
+    "storage": ("storage.yaml", StorageSystemSpec),
 }
 
 
@@ -445,6 +479,11 @@ def switch(key: str) -> SwitchSpec:
 def optic(key: str) -> OpticSpec:
     """The optic ``key`` (e.g. ``"osfp-800g-2xsr4"``)."""
     return _get("optic", key)
+
+
+def storage(key: str) -> StorageSystemSpec:
+    """The storage system ``key`` (e.g. ``"ddn-ai400x2-turbo"``)."""
+    return _get("storage", key)
 
 
 def optic_for_speed(port_bytes_per_s: float) -> OpticSpec:

@@ -64,6 +64,7 @@ def _register_optional() -> None:
         ("aifabric.cli.inspect", "nccl_tests_app", "nccl-tests", "group"),
         ("aifabric.cli.inspect", "calibrate", "calibrate", "command"),
         ("aifabric.cli.sweep", "sweep", "sweep", "command"),
+        ("aifabric.cli.checkpoint", "checkpoint", "checkpoint", "command"),
     ):
         try:
             mod = importlib.import_module(module)

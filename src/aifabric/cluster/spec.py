@@ -37,6 +37,7 @@ __all__ = [
     "ManagementSpec",
     "ScaleOutSpec",
     "ScaleUpDomainSpec",
+    "StorageSpec",
     "format_validation_error",
     "load_yaml_mapping",
 ]
@@ -197,6 +198,34 @@ class ManagementSpec(_Strict):
     switch: SwitchKey = "sn2201-mgmt"
 
 
+class StorageSpec(_Strict):
+    """The storage system on the front-end: a catalogue entry and how many units (appliances, servers).
+
+    The aggregate read/write bandwidth is ``units`` x the entry's per-unit figure, else the entry's named
+    deployment figure; ``aggregate_read`` / ``aggregate_write`` override both (e.g. "2 TB/s").
+    """
+
+    system: str = "ddn-ai400x2-turbo"
+    units: int | None = Field(default=None, ge=1)
+    aggregate_read_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_read")
+    aggregate_write_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_write")
+
+    @field_validator("system")
+    @classmethod
+    def _system(cls, v: str) -> str:
+        catalog.storage(v)
+        return v
+
+    @field_validator("aggregate_read_bytes_per_s", "aggregate_write_bytes_per_s", mode="before")
+    @classmethod
+    def _bw(cls, v: Any) -> float | None:
+        return (
+            None
+            if v is None
+            else parse_bandwidth(_with_unit(v, "storage.aggregate", "2 TB/s"), field="storage.aggregate")
+        )
+
+
 class ClusterSpec(_Strict):
     """A whole cluster. Build from YAML with :meth:`from_yaml`, from a dict with :meth:`from_dict`.
 
@@ -217,6 +246,7 @@ class ClusterSpec(_Strict):
     scale_out: ScaleOutSpec | None = Field(default_factory=ScaleOutSpec)
     front_end: FrontEndSpec | None = Field(default_factory=FrontEndSpec)
     management: ManagementSpec | None = Field(default_factory=ManagementSpec)
+    storage: StorageSpec | None = None
     cpu_vendor: Literal["intel", "amd", "arm"] = "intel"
     description: str = ""
     parts: str | None = None
@@ -464,8 +494,16 @@ def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:
         "bandwidth_bytes_per_s": "bandwidth",
         "nic_speed_bytes_per_s": "nic_speed",
         "hop_latency_s": "hop_latency",
+        "aggregate_read_bytes_per_s": "aggregate_read",
+        "aggregate_write_bytes_per_s": "aggregate_write",
     }
-    units = {"bandwidth_bytes_per_s": "B/s", "nic_speed_bytes_per_s": "B/s", "hop_latency_s": "s"}
+    units = {
+        "bandwidth_bytes_per_s": "B/s",
+        "nic_speed_bytes_per_s": "B/s",
+        "hop_latency_s": "s",
+        "aggregate_read_bytes_per_s": "B/s",
+        "aggregate_write_bytes_per_s": "B/s",
+    }
     out: dict[str, Any] = {}
     for k, v in data.items():
         if isinstance(v, dict):

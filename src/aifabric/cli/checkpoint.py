@@ -1,0 +1,170 @@
+"""``aifabric checkpoint``: checkpoint size, write/restore time and bottleneck, async overlap, Young/Daly."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.collectives.api import resolve_cluster
+from aifabric.errors import ConfigError
+from aifabric.storage.checkpoint import checkpoint_size, checkpoint_time
+from aifabric.storage.dataload import data_loading
+from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s
+from aifabric.units import format_bytes, format_time, parse_bytes, parse_time
+
+__all__ = ["checkpoint"]
+
+
+def _n_params(model: str | None, params: float | None) -> float:
+    if (model is None) == (params is None):
+        raise ConfigError("give exactly one of --model (a preset) or --params (a count, e.g. 70e9)")
+    if params is not None:
+        if not params > 0:
+            raise ConfigError(f"--params must be > 0, got {params!r}")
+        return params
+    from aifabric.training.flops import param_count
+    from aifabric.training.models import get_model
+
+    return float(param_count(get_model(str(model))))
+
+
+@handle_errors
+def checkpoint(
+    cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
+    nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes", min=1)] = None,
+    gpus: Annotated[int | None, typer.Option(help="Resize to this many GPUs", min=1)] = None,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model preset, e.g. llama3-70b")] = None,
+    params: Annotated[
+        float | None, typer.Option(help="Parameter count instead of --model, e.g. 70e9")
+    ] = None,
+    tp: Annotated[int, typer.Option(help="Tensor-parallel degree", min=1)] = 1,
+    pp: Annotated[int, typer.Option(help="Pipeline-parallel degree", min=1)] = 1,
+    dp: Annotated[
+        int | None, typer.Option(help="Data-parallel degree (default: all GPUs / (tp pp))", min=1)
+    ] = None,
+    zero: Annotated[
+        int, typer.Option(help="ZeRO stage (>= 1: distributed optimizer, all GPUs write)", min=0, max=3)
+    ] = 1,
+    weight_bytes: Annotated[
+        float, typer.Option(help="Saved weight bytes per parameter (bf16: 2)", min=0)
+    ] = 2.0,
+    optimizer_bytes: Annotated[
+        float, typer.Option(help="Saved optimizer bytes per parameter (fp32 master + Adam m, v: 12)", min=0)
+    ] = 12.0,
+    storage: Annotated[
+        str | None, typer.Option(help="Storage system (catalogue key), overrides the spec's")
+    ] = None,
+    storage_units: Annotated[int | None, typer.Option(help="Storage appliances / servers", min=1)] = None,
+    gds: Annotated[
+        bool, typer.Option("--gds/--no-gds", help="GPUDirect Storage (else host bounce buffer)")
+    ] = True,
+    mtbf: Annotated[str | None, typer.Option(help="Job mean time between failures, e.g. '2.8 h'")] = None,
+    step_time: Annotated[
+        str | None, typer.Option(help="Training step time, e.g. '5 s' (async overlap)")
+    ] = None,
+    data_per_step: Annotated[
+        str | None, typer.Option(help="Bytes read per training step for data loading, e.g. '64 MB'")
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """Checkpoint size from the model and optimizer, write and restore time with the bottleneck named
+    (GPU<->host PCIe, bounce buffer, front-end NICs, front-end fabric, file system per client / aggregate),
+    asynchronous checkpointing, the Young/Daly interval for --mtbf and data loading against the front-end.
+
+    GB = 1e9 bytes; bandwidths per direction.
+    """
+    spec = resolve_cluster(cluster, nodes=nodes, gpus=gpus)
+    if storage is not None or storage_units is not None:
+        current = spec.storage.model_dump(by_alias=True) if spec.storage else {}
+        st: dict[str, Any] = {
+            k: v for k, v in current.items() if v is not None and not k.startswith("aggregate")
+        }
+        if storage is not None:
+            st["system"] = storage
+        if storage_units is not None:
+            st["units"] = storage_units
+        spec = spec.with_changes(storage=st)
+    n = _n_params(model, params)
+    if spec.n_gpus % (tp * pp):
+        raise ConfigError(f"--tp {tp} x --pp {pp} does not divide the cluster's {spec.n_gpus} GPUs")
+    size = checkpoint_size(
+        n,
+        tp=tp,
+        pp=pp,
+        dp=dp or spec.n_gpus // (tp * pp),
+        zero_stage=zero,
+        weight_bytes_per_param=weight_bytes,
+        optimizer_bytes_per_param=optimizer_bytes,
+    )
+    res = checkpoint_time(spec, size, gds=gds)
+    out: dict[str, Any] = {
+        "cluster": spec.name,
+        "gpus": spec.n_gpus,
+        "params": n,
+        "bytes_per_param": size.bytes_per_param,
+        "checkpoint_bytes": size.total_bytes,
+        "writer_gpus": size.writer_gpus,
+        "writer_nodes": res.writer_nodes,
+        "write": res.write.__dict__,
+        "restore": res.restore.__dict__,
+        "async_copy_s": res.async_copy_s,
+        "async_drain": res.async_drain.__dict__,
+    }
+    step_s = parse_time(step_time, field="--step-time") if step_time else None
+    if step_s:
+        out["async_drain_steps"] = res.drain_steps(step_s)
+    if mtbf is not None:
+        m = parse_time(mtbf, field="--mtbf")
+        if not m > 0:
+            raise ConfigError(f"--mtbf must be > 0, got {mtbf!r}")
+        for mode, cost, floor in (
+            ("sync", res.write.seconds, 0.0),
+            ("async", res.async_copy_s, res.async_drain.seconds),  # the next copy waits for the drain
+        ):
+            tau = max(young_daly_interval_s(cost, m), floor)
+            out[f"interval_{mode}_s"] = tau
+            out[f"goodput_lost_{mode}"] = (
+                goodput_lost_fraction(tau, cost, m, res.restore.seconds)
+                if tau > 0
+                else res.restore.seconds / m
+            )
+    if data_per_step is not None:
+        if step_s is None:
+            raise ConfigError("--data-per-step needs --step-time")
+        d = data_loading(spec, parse_bytes(data_per_step, field="--data-per-step"), step_s)
+        out["data_loading"] = {**d.__dict__, "share": d.share}
+    if json_out:
+        emit_json(out)
+        return
+    _render(out)
+
+
+def _render(out: dict[str, Any]) -> None:
+    console.print(
+        f"[bold]{out['cluster']}[/]: {out['gpus']} GPUs; checkpoint {format_bytes(out['checkpoint_bytes'])} "
+        f"= {out['params'] / 1e9:.4g} B params x {out['bytes_per_param']:g} B/param, written by "
+        f"{out['writer_gpus']} GPUs on {out['writer_nodes']} nodes"
+    )
+    for label, key in (("write (sync)", "write"), ("restore", "restore"), ("async drain", "async_drain")):
+        t = out[key]
+        console.print(
+            f"  {label:13s} {format_time(t['seconds']):>10s}  {format_bytes(t['bytes_per_node'])} per node at "
+            f"{t['rate_bytes_per_s'] / 1e9:.3g} GB/s; bottleneck: {t['bottleneck']}"
+        )
+    console.print(f"  async copy GPU->host (training stops): {format_time(out['async_copy_s'])}")
+    if "async_drain_steps" in out:
+        console.print(f"  the drain overlaps {out['async_drain_steps']:.2f} training steps")
+    if "interval_sync_s" in out:
+        for mode in ("sync", "async"):
+            console.print(
+                f"  Young/Daly interval ({mode}): every {format_time(out[f'interval_{mode}_s'])}, "
+                f"goodput lost {out[f'goodput_lost_{mode}'] * 100:.2f}% (checkpoints + rework + restore)"
+            )
+    if "data_loading" in out:
+        d = out["data_loading"]
+        console.print(
+            f"  data loading: {d['need_bytes_per_s'] / 1e9:.3g} GB/s needed of {d['have_bytes_per_s'] / 1e9:.4g} GB/s "
+            f"({d['share'] * 100:.2f}%; limit: {d['bottleneck']})"
+        )

@@ -1,0 +1,181 @@
+"""Checkpoints: size from the model and optimizer, write and restore time, asynchronous checkpointing.
+
+Size (ZeRO, Rajbhandari et al. SC'20, arXiv:1910.02054; reference/storage-optics-scale-across.md sec. 1.1):
+
+    S = P x (w + m)      w = 2 (bf16 weights), m = 12 (fp32 master + Adam m + v): 14 B/param
+
+gradients are not saved (16 B/param with them; 12 without the bf16 copy). Megatron's 1T-parameter
+checkpoint is 13.8 TB = 13.8 B/param (Narayanan et al. SC'21).
+
+Who writes (sharded by the layout): with ZeRO >= 1 (distributed optimizer) every GPU holds a 1/N shard of the
+optimizer state and, with a fully parallel save (Megatron ``--ckpt-fully-parallel-save``), writes 1/N of the
+checkpoint, so every node writes ``S / nodes``. Without ZeRO one data-parallel replica (TP x PP GPUs) holds
+and writes everything: ``S / ceil(TP PP / gpus_per_node)`` per node, the other replicas idle.
+
+Restore: every GPU reads the state it holds (weights: 1/(TP PP); optimizer: 1/(TP PP), or 1/(TP PP DP) with
+ZeRO >= 1); all nodes read at once. No read-once-and-broadcast (MegaScale's trick) is modelled.
+
+Write time = bytes per node / the slowest stage of :func:`aifabric.storage.paths.node_path`.
+Asynchronous checkpointing (ByteDance MegaScale NSDI'24; PyTorch DCP async save): training stops only for
+the copy GPU -> host memory, ``bytes per GPU / PCIe per GPU``; the drain host -> storage runs in the
+background during the next steps (PCIe to the GPU is out of its path).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from aifabric import catalog
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.storage.paths import Transfer, node_path, transfer_time
+
+__all__ = ["CheckpointResult", "CheckpointSize", "checkpoint_size", "checkpoint_time"]
+
+
+@dataclass(frozen=True)
+class CheckpointSize:
+    """Bytes of one checkpoint and how they are sharded.
+
+    Attributes
+    ----------
+    n_params : float
+        Parameters.
+    weight_bytes_per_param, optimizer_bytes_per_param : float
+        Saved bytes per parameter (default 2 and 12).
+    total_bytes : float
+        P x (weights + optimizer), bytes.
+    writer_gpus : int
+        GPUs that write a part (N with ZeRO >= 1, TP x PP without).
+    held_bytes_per_gpu : float
+        State one GPU holds and reads back on restore, bytes.
+    job_gpus : int
+        TP x PP x DP.
+    """
+
+    n_params: float
+    weight_bytes_per_param: float
+    optimizer_bytes_per_param: float
+    total_bytes: float
+    writer_gpus: int
+    held_bytes_per_gpu: float
+    job_gpus: int
+
+    @property
+    def bytes_per_param(self) -> float:
+        """Saved bytes per parameter."""
+        return self.weight_bytes_per_param + self.optimizer_bytes_per_param
+
+
+def checkpoint_size(
+    n_params: float,
+    *,
+    tp: int = 1,
+    pp: int = 1,
+    dp: int = 1,
+    zero_stage: int = 1,
+    weight_bytes_per_param: float = 2.0,
+    optimizer_bytes_per_param: float = 12.0,
+) -> CheckpointSize:
+    """Size and sharding of one checkpoint (formulas in the module docstring).
+
+    Raises
+    ------
+    ValueError
+        If a count is < 1, ``n_params`` <= 0 or a byte figure < 0.
+
+    Examples
+    --------
+    70 B parameters at 14 B/param is 980 GB; with TP 8, PP 2, DP 8 and ZeRO-1 each of 128 GPUs writes 1/128:
+
+    >>> s = checkpoint_size(70e9, tp=8, pp=2, dp=8)
+    >>> s.total_bytes / 1e9, s.writer_gpus
+    (980.0, 128)
+    """
+    for name, v in (("tp", tp), ("pp", pp), ("dp", dp)):
+        if v < 1:
+            raise ValueError(f"{name} must be >= 1, got {v!r}")
+    if not n_params > 0:
+        raise ValueError(f"n_params must be > 0, got {n_params!r}")
+    if weight_bytes_per_param < 0 or optimizer_bytes_per_param < 0:
+        raise ValueError("bytes per parameter must be >= 0")
+    if zero_stage not in (0, 1, 2, 3):
+        raise ValueError(f"zero_stage must be 0..3, got {zero_stage!r}")
+    total = n_params * (weight_bytes_per_param + optimizer_bytes_per_param)
+    mp = tp * pp
+    opt_shard = dp if zero_stage >= 1 else 1
+    weight_shard = dp if zero_stage >= 3 else 1
+    held = n_params / mp * (weight_bytes_per_param / weight_shard + optimizer_bytes_per_param / opt_shard)
+    writers = mp * dp if zero_stage >= 1 else mp
+    return CheckpointSize(
+        n_params, weight_bytes_per_param, optimizer_bytes_per_param, total, writers, held, mp * dp
+    )
+
+
+@dataclass(frozen=True)
+class CheckpointResult:
+    """Write, restore and asynchronous-checkpoint times of one checkpoint on a cluster.
+
+    Attributes
+    ----------
+    size : CheckpointSize
+    writer_nodes : int
+        Nodes writing at once.
+    write : Transfer
+        Synchronous write (GPU memory -> storage), bytes per node, seconds, bottleneck.
+    restore : Transfer
+        Every node reading its GPUs' state back.
+    async_copy_s : float
+        Asynchronous checkpoint: seconds training stops (GPU -> host copy over each GPU's PCIe).
+    async_drain : Transfer
+        The background drain host memory -> storage.
+    """
+
+    size: CheckpointSize
+    writer_nodes: int
+    write: Transfer
+    restore: Transfer
+    async_copy_s: float
+    async_drain: Transfer
+
+    def drain_steps(self, step_time_s: float) -> float:
+        """Training steps the background drain spans (it overlaps them), ``drain / step time``."""
+        if not step_time_s > 0:
+            raise ValueError(f"step_time_s must be > 0, got {step_time_s!r}")
+        return self.async_drain.seconds / step_time_s
+
+
+def checkpoint_time(spec: ClusterSpec, size: CheckpointSize, *, gds: bool = True) -> CheckpointResult:
+    """Write/restore/async times of ``size`` on ``spec`` (formulas in the module docstring).
+
+    Raises
+    ------
+    ValueError
+        If the layout needs more GPUs than the cluster has.
+    ConfigError
+        If the cluster has no front-end NICs or storage (see :func:`aifabric.storage.paths.node_path`).
+    """
+    g = spec.gpus_per_node
+    if size.job_gpus > spec.n_gpus:
+        raise ValueError(f"the layout needs {size.job_gpus} GPUs but the cluster has {spec.n_gpus}")
+    writer_nodes = math.ceil(size.writer_gpus / g)
+    gpus_writing = min(g, size.writer_gpus)
+    per_node = size.total_bytes / writer_nodes
+    write = transfer_time(
+        node_path(spec, direction="write", active_nodes=writer_nodes, gpus=gpus_writing, gds=gds), per_node
+    )
+    read_nodes = math.ceil(size.job_gpus / g)
+    gpus_reading = min(g, size.job_gpus)
+    restore = transfer_time(
+        node_path(spec, direction="read", active_nodes=read_nodes, gpus=gpus_reading, gds=gds),
+        size.held_bytes_per_gpu * gpus_reading,
+    )
+    pcie_key = spec.accelerator_spec.pcie
+    per_gpu_bytes = per_node / gpus_writing
+    copy_s = (
+        per_gpu_bytes / catalog.scaleup(f"pcie-{pcie_key}").per_gpu_per_direction_bytes_per_s
+        if pcie_key
+        else 0.0
+    )
+    drain = transfer_time(node_path(spec, direction="write", active_nodes=writer_nodes, gpus=0), per_node)
+    return CheckpointResult(size, writer_nodes, write, restore, copy_s, drain)

@@ -1,0 +1,152 @@
+"""The path of storage traffic from one node's GPUs to the file system, stage by stage, and its bottleneck.
+
+Per-node storage rate (reference/storage-optics-scale-across.md sec. 1.3, modelling rule):
+
+    rate = min( GPU<->host PCIe x GPUs,          (each GPU's x16 link, per direction)
+                host bounce buffer,              (only without GPUDirect Storage)
+                front-end NICs x payload eff.,   (the node's front-end ports)
+                front-end NICs / oversubscription x payload eff.,   (its leaf's share of uplinks)
+                file-system per-client cap,
+                file-system aggregate / nodes moving data at once )
+
+and a transfer of ``S`` bytes per node takes ``S / rate``; the stage that sets the minimum is named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from aifabric import catalog
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.errors import ConfigError
+
+__all__ = ["BOUNCE_BUFFER_BYTES_PER_S", "NodePath", "Transfer", "node_path", "transfer_time"]
+
+BOUNCE_BUFFER_BYTES_PER_S = 50e9
+"""Host-memory bounce path per node without GDS: 'CPU system memory -> GPU bandwidth is limited to 50 GB/s'
+in a DGX-2 (NVIDIA GPUDirect Storage blog, developer.nvidia.com/blog/gpudirect-storage/)."""
+
+Direction = Literal["read", "write"]
+
+
+@dataclass(frozen=True)
+class NodePath:
+    """Rates of each stage of one node's storage path, bytes/s per direction (None: not a limit)."""
+
+    stages: dict[str, float]
+
+    @property
+    def rate_bytes_per_s(self) -> float:
+        """The slowest stage, bytes/s."""
+        return min(self.stages.values())
+
+    @property
+    def bottleneck(self) -> str:
+        """Name of the slowest stage."""
+        return min(self.stages, key=lambda k: self.stages[k])
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """``bytes_per_node`` moved by every node at once in ``seconds``, limited by ``bottleneck``."""
+
+    bytes_per_node: float
+    seconds: float
+    bottleneck: str
+    rate_bytes_per_s: float
+    stages: dict[str, float]
+
+
+def _aggregate(spec: ClusterSpec, direction: Direction) -> float | None:
+    st = spec.storage
+    if st is None:
+        return None
+    given = st.aggregate_read_bytes_per_s if direction == "read" else st.aggregate_write_bytes_per_s
+    if given is not None:
+        return given
+    system = catalog.storage(st.system)
+    unit = system.unit_read_bytes_per_s if direction == "read" else system.unit_write_bytes_per_s
+    if st.units is not None:
+        if unit is None:
+            raise ConfigError(
+                f"storage.units: {st.system!r} publishes no per-unit {direction} bandwidth; "
+                f"give storage.aggregate_{direction}"
+            )
+        return st.units * unit
+    agg = system.aggregate_read_bytes_per_s if direction == "read" else system.aggregate_write_bytes_per_s
+    if agg is None:
+        raise ConfigError(
+            f"storage: {st.system!r} needs storage.units or storage.aggregate_{direction} "
+            "(the catalogue has no deployment-wide figure)"
+        )
+    return agg
+
+
+def node_path(
+    spec: ClusterSpec, *, direction: Direction, active_nodes: int, gpus: int | None = None, gds: bool = True
+) -> NodePath:
+    """Stage rates of one node's storage path when ``active_nodes`` nodes move data at once.
+
+    Parameters
+    ----------
+    spec : ClusterSpec
+        Needs ``front_end`` with NICs and ``storage``.
+    direction : {"read", "write"}
+        Read (restore, data loading) or write (checkpoint).
+    active_nodes : int
+        Nodes moving data at the same time (they share the file system's aggregate).
+    gpus : int, optional
+        GPUs of the node whose data crosses PCIe (default: all of the node's). 0 leaves PCIe out (data
+        already in host memory, as in an asynchronous drain).
+    gds : bool
+        GPUDirect Storage: GPU memory <-> NIC directly. Without it the data bounces through host memory.
+
+    Raises
+    ------
+    ConfigError
+        No front-end NICs or no storage in the spec; a storage system without the figures needed.
+    """
+    if active_nodes < 1:
+        raise ValueError(f"active_nodes must be >= 1, got {active_nodes!r}")
+    fe = spec.front_end
+    if fe is None or not fe.nics_per_node:
+        raise ConfigError("front_end: this cluster has no front-end NICs to reach storage")
+    if spec.storage is None:
+        raise ConfigError(
+            "storage: this cluster names no storage system (add storage: {system: ..., units: ...})"
+        )
+    nic = catalog.nic(fe.nic)
+    line = fe.nics_per_node * (fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s)
+    stages: dict[str, float] = {}
+    n_gpus = spec.gpus_per_node if gpus is None else gpus
+    if n_gpus:
+        pcie = catalog.scaleup(f"pcie-{spec.accelerator_spec.pcie}") if spec.accelerator_spec.pcie else None
+        if pcie is not None:
+            stages["GPU<->host PCIe"] = n_gpus * pcie.per_gpu_per_direction_bytes_per_s
+        if not gds:
+            stages["host bounce buffer (no GDS)"] = BOUNCE_BUFFER_BYTES_PER_S
+    stages["node front-end NICs"] = line * nic.payload_efficiency
+    if fe.oversubscription > 1:
+        stages["front-end fabric (leaf uplinks)"] = line * nic.payload_efficiency / fe.oversubscription
+    system = catalog.storage(spec.storage.system)
+    cap = system.per_client_read_bytes_per_s if direction == "read" else system.per_client_write_bytes_per_s
+    if cap is not None:
+        stages["file system per client"] = cap
+    stages["file system aggregate"] = _aggregate(spec, direction) / active_nodes  # type: ignore[operator]
+    return NodePath(stages)
+
+
+def transfer_time(path: NodePath, bytes_per_node: float) -> Transfer:
+    """Seconds for every node to move ``bytes_per_node`` through ``path``: S / min(stage rates).
+
+    Examples
+    --------
+    >>> t = transfer_time(NodePath({"NIC": 96e9, "file system aggregate": 20e9}), 61.25e9)
+    >>> round(t.seconds, 4), t.bottleneck
+    (3.0625, 'file system aggregate')
+    """
+    if bytes_per_node < 0:
+        raise ValueError(f"bytes_per_node must be >= 0, got {bytes_per_node!r}")
+    rate = path.rate_bytes_per_s
+    return Transfer(bytes_per_node, bytes_per_node / rate, path.bottleneck, rate, dict(path.stages))

@@ -1,0 +1,142 @@
+"""Checkpoints on the front-end: size, write/restore time and bottleneck, async, Young/Daly, CLI."""
+
+import json
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
+from aifabric.cluster.presets import preset
+from aifabric.errors import ConfigError
+from aifabric.storage import checkpoint_size, checkpoint_time, goodput_lost_fraction, young_daly_interval_s
+from aifabric.storage.dataload import data_loading
+
+
+def _dgx(nodes: int, units: int = 4, **changes):
+    return preset(
+        "dgx-h100-superpod", nodes=nodes, storage={"system": "ddn-ai400x2-turbo", "units": units}, **changes
+    )
+
+
+def test_hand_derived_checkpoint_write():
+    # 70e9 params x (2 bf16 + 12 fp32 master/m/v) = 980 GB. 16 DGX H100 nodes, TP 8 PP 2 DP 8, ZeRO-1:
+    # all 128 GPUs write, 980 / 16 = 61.25 GB per node. Stages per node: PCIe Gen5 8 x 64 GB/s = 512 GB/s;
+    # 2 x BlueField-3 400 Gb/s x 0.96 = 96 GB/s; DDN per client 96 GB/s; 4 AI400X2-Turbo x 80 GB/s
+    # = 320 GB/s / 16 nodes = 20 GB/s <- bottleneck. Time = 980 GB / 320 GB/s = 3.0625 s.
+    size = checkpoint_size(70e9, tp=8, pp=2, dp=8)
+    assert size.total_bytes == pytest.approx(980e9)
+    res = checkpoint_time(_dgx(16), size)
+    assert res.write.bottleneck == "file system aggregate"
+    assert res.write.seconds == pytest.approx(3.0625, rel=0.01)
+    # async: training stops for 61.25 GB / 8 GPUs = 7.66 GB per GPU over PCIe Gen5 (64 GB/s) = 0.1196 s
+    assert res.async_copy_s == pytest.approx(61.25e9 / 8 / 64e9, rel=0.01)
+    assert res.drain_steps(5.0) == pytest.approx(3.0625 / 5, rel=0.01)
+
+
+def test_without_zero_one_replica_writes_and_nics_bind():
+    # ZeRO-0, TP 8 PP 2: one DP replica = 16 GPUs = 2 nodes write 490 GB each; 40 appliances = 3.2 TB/s / 2
+    # nodes -> the node's 2 x 400G front-end NICs (96 GB/s) bind: 490 / 96 = 5.104 s.
+    size = checkpoint_size(70e9, tp=8, pp=2, dp=8, zero_stage=0)
+    res = checkpoint_time(_dgx(16, units=40), size)
+    assert res.writer_nodes == 2
+    assert res.write.bottleneck == "node front-end NICs"
+    assert res.write.seconds == pytest.approx(490e9 / 96e9, rel=0.01)
+
+
+def test_bounce_buffer_without_gds():
+    # Without GDS the data crosses host memory, 50 GB/s per node (NVIDIA GPUDirect Storage blog, DGX-2)
+    size = checkpoint_size(70e9, tp=8, pp=2, dp=8, zero_stage=0)
+    res = checkpoint_time(_dgx(16, units=40), size, gds=False)
+    assert res.write.bottleneck == "host bounce buffer (no GDS)"
+    assert res.write.seconds == pytest.approx(490e9 / 50e9, rel=0.01)
+
+
+def test_front_end_oversubscription_is_a_stage():
+    spec = _dgx(16, units=40, **{"front_end.oversubscription": 4})
+    res = checkpoint_time(spec, checkpoint_size(70e9, tp=8, pp=2, dp=8, zero_stage=0))
+    assert res.write.bottleneck == "front-end fabric (leaf uplinks)"
+    assert res.write.rate_bytes_per_s == pytest.approx(96e9 / 4)
+
+
+def test_ddn_dgx_b200_published_per_node_rate():
+    # DDN blog (DGX B200 with several AI400X2-Turbo): "up to 96% network utilization per DGX-B200,
+    # saturating nearly 100 GB/s (800 Gbps) ... in both read and write". The bottleneck it names is the
+    # node's 2 x 400 Gb/s storage NICs; our model gives 2 x 50 GB/s x 0.96 (BlueField-3 payload efficiency).
+    spec = _dgx(32, units=64)  # DGX nodes with 2 x BlueField-3 400G, like DGX B200's storage ports
+    res = checkpoint_time(spec, checkpoint_size(70e9, tp=8, pp=1, dp=32))
+    assert res.write.bottleneck == "node front-end NICs"
+    assert res.write.rate_bytes_per_s == pytest.approx(96e9, rel=0.20)
+    assert res.write.rate_bytes_per_s == pytest.approx(0.96 * 100e9, rel=0.01)
+
+
+def test_megatron_checkpoint_size_is_in_the_published_range():
+    # Narayanan et al. SC'21: the 1T-parameter checkpoint is 13.8 TB (13.8 B/param): between the 12 B/param
+    # (no bf16 copy) and 14 B/param (default) rules.
+    assert (
+        checkpoint_size(1e12, weight_bytes_per_param=0).total_bytes
+        < 13.8e12
+        < checkpoint_size(1e12).total_bytes
+    )
+
+
+def test_young_daly_by_hand():
+    # delta = 60 s, M = 4 h = 14,400 s: tau* = sqrt(2 x 60 x 14,400) = sqrt(1,728,000) = 1,314.5 s.
+    tau = young_daly_interval_s(60.0, 14_400.0)
+    assert tau == pytest.approx(1314.53, rel=1e-4)
+    # lost = 60/1314.5 + 1314.5/28,800 + 120/14,400 = 0.04564 + 0.04564 + 0.00833 = 0.0996
+    assert goodput_lost_fraction(tau, 60.0, 14_400.0, 120.0) == pytest.approx(0.0996, rel=1e-3)
+    # it is the minimum
+    for other in (0.5 * tau, 2 * tau):
+        assert goodput_lost_fraction(other, 60.0, 14_400.0) > goodput_lost_fraction(tau, 60.0, 14_400.0)
+    assert goodput_lost_fraction(tau, 60.0, 14_400.0) == pytest.approx(math.sqrt(2 * 60 / 14_400))
+
+
+def test_data_loading_share():
+    spec = _dgx(16)
+    d = data_loading(spec, 320e9, 2.0)  # 160 GB/s needed of 16 x 20 GB/s = 320 GB/s
+    assert d.share == pytest.approx(0.5)
+
+
+def test_storage_needed():
+    with pytest.raises(ConfigError, match="storage"):
+        checkpoint_time(preset("dgx-h100-superpod", nodes=16), checkpoint_size(1e9))
+    with pytest.raises(ConfigError, match="storage.units"):
+        checkpoint_time(
+            preset("dgx-h100-superpod", nodes=16, storage={"system": "weka", "units": 4}),
+            checkpoint_size(1e9),
+        )
+
+
+def test_cli_checkpoint_json_and_errors():
+    r = CliRunner().invoke(
+        app,
+        [
+            "checkpoint",
+            "--nodes",
+            "16",
+            "--params",
+            "70e9",
+            "--tp",
+            "8",
+            "--pp",
+            "2",
+            "--storage-units",
+            "4",
+            "--storage",
+            "ddn-ai400x2-turbo",
+            "--mtbf",
+            "4 h",
+            "--json",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["write"]["seconds"] == pytest.approx(3.0625, rel=0.01)
+    assert out["interval_sync_s"] == pytest.approx(math.sqrt(2 * 3.0625 * 14_400), rel=0.01)
+    bad = CliRunner().invoke(
+        app, ["checkpoint", "--params", "70e9", "--storage", "nope", "--storage-units", "1"]
+    )
+    assert bad.exit_code == 2 and "storage" in bad.stderr
+    both = CliRunner().invoke(app, ["checkpoint", "--params", "7e9", "--model", "llama3-8b"])
+    assert both.exit_code == 2 and "exactly one" in both.stderr
