@@ -14,15 +14,17 @@ from aifabric.errors import ConfigError, ParseError
 def test_two_tier_1024_gpus_on_64_port_switches():
     # By hand: 64-port leaf, non-blocking -> 32 down / 32 up. 1,024 GPUs / 32 = 32 leaves (4 SUs x 8 rails).
     # 32 leaves x 32 uplinks = 1,024 uplinks / 64 ports = 16 spines. Cables: 1,024 NIC-leaf + 1,024
-    # leaf-spine; transceivers 2 per optical cable = 4,096.
+    # leaf-spine. Modules, not link ends: QM9700 cages and DGX H100's 4 OSFP cages take twin-port 2x400G
+    # modules (H100 RA: "a two-port transceiver to access all eight GPUs"): 1,024 / 2 at the nodes, at
+    # the leaves' down ports, at their up ports and at the spines = 4 x 512 = 2,048 (4,096 link ends).
     topo = build_topology(preset("dgx-h100-superpod", nodes=128))
     assert topo.switch_counts == {"scale-up domain": 128, "leaf": 32, "spine": 16, "core": 0}
     assert topo.cable_counts == {"nic-leaf": 1024, "leaf-spine": 1024, "spine-core": 0}
     inv = inventory(topo)
-    assert inv.count("scale-out", "transceiver") == 4096
-    # 48 QM9700 at 1,720 W + 1,024 CX-7 at 25 W + 4,096 x 8 W (400G optics)
+    assert inv.count("scale-out", "transceiver") == 2048
+    # 48 QM9700 at 1,720 W + 1,024 CX-7 at 25 W + 2,048 x 15 W (800G twin-port OSFP)
     assert sum(x.watts for x in inv.lines if x.network == "scale-out") == pytest.approx(
-        48 * 1720 + 1024 * 25 + 4096 * 8
+        48 * 1720 + 1024 * 25 + 2048 * 15
     )
     # every spine has exactly 64 links (ports all used), every leaf 32 up
     spine_ports = np.bincount(topo.leaf_uplink_spine.ravel(), minlength=16)

@@ -12,6 +12,7 @@ from aifabric.catalog.loader import (
     ScaleUpSpec,
     StorageSystemSpec,
     SwitchSpec,
+    SystemPowerSpec,
     accelerator,
     add_parts,
     catalog_names,
@@ -23,6 +24,7 @@ from aifabric.catalog.loader import (
     scaleup,
     storage,
     switch,
+    system_power,
     use_catalog_files,
 )
 from aifabric.catalog.nccl import NcclRelease, nccl_release, nccl_release_versions
@@ -38,6 +40,7 @@ __all__ = [
     "StorageSystemSpec",
     "SwitchSpec",
     "TransportSpec",
+    "SystemPowerSpec",
     "accelerator",
     "add_parts",
     "catalog_names",
@@ -55,4 +58,5 @@ __all__ = [
     "transport",
     "transport_names",
     "use_catalog_files",
+    "system_power",
 ]

@@ -37,6 +37,7 @@ __all__ = [
     "ScaleUpSpec",
     "StorageSystemSpec",
     "SwitchSpec",
+    "SystemPowerSpec",
     "accelerator",
     "add_parts",
     "catalog_names",
@@ -49,6 +50,7 @@ __all__ = [
     "storage",
     "switch",
     "use_catalog_files",
+    "system_power",
 ]
 
 
@@ -198,10 +200,18 @@ class SwitchSpec(_Entry):
 
 
 class OpticSpec(_Entry):
-    """An optical transceiver or cable end: ``speed_bytes_per_s`` per direction, ``power_w`` per end."""
+    """An optical transceiver or cable end: ``speed_bytes_per_s`` per direction, ``power_w`` per end.
+
+    ``kind`` is ``pluggable`` (DSP-retimed module), ``lpo`` (linear pluggable), ``cpo`` (co-packaged, per
+    switch port) or ``copper``; ``links`` is how many links one module serves (2 for a twin-port OSFP
+    2x400G); ``lasers`` counts the lasers (failure points) of one module or port.
+    """
 
     speed_bytes_per_s: float = Field(gt=0, validation_alias="speed")
     power_w: float = Field(ge=0, validation_alias="power")
+    kind: str = "pluggable"
+    links: int = Field(default=1, ge=1)
+    lasers: int = Field(default=0, ge=0)
 
     @field_validator("speed_bytes_per_s", mode="before")
     @classmethod
@@ -245,6 +255,21 @@ class StorageSystemSpec(_Entry):
         return None if v is None else parse_bandwidth(v)
 
 
+class SystemPowerSpec(_Entry):
+    """Compute-side power of a system, per accelerator key (watts); see ``data/power.yaml``."""
+
+    gpu_w: float = Field(ge=0, validation_alias="gpu")
+    cpu_per_node_w: float = Field(ge=0, validation_alias="cpu_per_node")
+    node_max_w: float | None = Field(default=None, ge=0, validation_alias="node_max")
+    nvlink_port_w: float = Field(default=0.0, ge=0, validation_alias="nvlink_port")
+    nvlink_ports_per_gpu: int = Field(default=0, ge=0)
+
+    @field_validator("gpu_w", "cpu_per_node_w", "node_max_w", "nvlink_port_w", mode="before")
+    @classmethod
+    def _pw(cls, v: Any) -> float | None:
+        return None if v is None else parse_power(v)
+
+
 _FILES: dict[str, tuple[str, type[_Entry]]] = {
     "accelerator": ("accelerators.yaml", AcceleratorSpec),
     "scaleup": ("scaleup.yaml", ScaleUpSpec),
@@ -252,6 +277,7 @@ _FILES: dict[str, tuple[str, type[_Entry]]] = {
     "switch": ("switches.yaml", SwitchSpec),
     "optic": ("optics.yaml", OpticSpec),
     "storage": ("storage.yaml", StorageSystemSpec),
+    "power": ("power.yaml", SystemPowerSpec),
 }
 
 
@@ -481,6 +507,11 @@ def optic(key: str) -> OpticSpec:
     return _get("optic", key)
 
 
+def system_power(key: str) -> SystemPowerSpec | None:
+    """Compute-side power of accelerator ``key``'s system, or None when the catalogue has none."""
+    return _load("power").get(key.strip().lower())
+
+
 def storage(key: str) -> StorageSystemSpec:
     """The storage system ``key`` (e.g. ``"ddn-ai400x2-turbo"``)."""
     return _get("storage", key)
@@ -491,7 +522,11 @@ def optic_for_speed(port_bytes_per_s: float) -> OpticSpec:
 
     Raises ConfigError if none is fast enough.
     """
-    cands = [o for o in _load("optic").values() if o.power_w > 0 and o.speed_bytes_per_s >= port_bytes_per_s]
+    cands = [
+        o
+        for o in _load("optic").values()
+        if o.kind == "pluggable" and o.power_w > 0 and o.speed_bytes_per_s >= port_bytes_per_s
+    ]
     if not cands:
         raise ConfigError(
             f"port speed: no transceiver in the catalogue reaches {port_bytes_per_s * 8 / 1e9:g} Gb/s"

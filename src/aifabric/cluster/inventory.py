@@ -1,16 +1,20 @@
-"""Parts and power of a cluster's networks: switches per tier, cables, transceivers, NICs, watts.
+"""Parts and power of a cluster's networks: switches per tier, cables, transceivers, NICs, watts, lasers.
 
 Counting rules (stated so a reader can redo them by hand):
 
-- Scale-out: every NIC-leaf, leaf-spine and spine-core cable is optical with one transceiver at each end,
-  sized to the per-plane link speed (``optic_for_speed``), unless ``scale_out.nic_to_leaf_copper`` (rack
-  switches on copper, Meta's AI Zone) makes NIC-leaf cables passive copper. The NIC end of a GPU's link
-  counts as one transceiver per plane.
+- Scale-up: one line per domain with its NVSwitch power, ``GPUs x NVLink ports per GPU x W per port``
+  (``catalog/data/power.yaml``; 0 W when the catalogue has no figure for the accelerator).
+- Scale-out: every NIC-leaf, leaf-spine and spine-core cable is optical, unless
+  ``scale_out.nic_to_leaf_copper`` (rack switches on copper, Meta's AI Zone) makes NIC-leaf cables passive
+  copper (DAC, 0 W). Transceivers are counted per module, not per link end: a switch end takes twin-port
+  modules (OSFP 2x400G: one module per two links) when the catalogue has one at twice the link speed; a
+  node end takes them when ``scale_out.nic_twin_port`` (DGX H100), else one module per NIC link.
 - Front-end: ``front_end.nics_per_node`` ports per node on leaf switches of ``switch`` ports split
-  down:up by ``front_end.oversubscription``, plus spines for the uplinks (two tiers).
-- Management: one BMC port per node on 1 GbE switches (copper), one uplink per switch.
-- Watts: switches at their datasheet power, NICs at theirs, transceivers at theirs. GPUs and CPUs are not
-  counted: these are the networks' watts.
+  down:up by ``front_end.oversubscription``, plus spines for the uplinks (two tiers); optics as above.
+- Management: BMC ports on per-rack switches with two uplinks each to two aggregation switches
+  (:func:`aifabric.cluster.management.management_shape`), copper.
+- Watts: switches at their datasheet power, NICs at theirs, modules at theirs. GPUs and CPUs are in
+  :mod:`aifabric.cluster.power`.
 """
 
 from __future__ import annotations
@@ -19,20 +23,23 @@ import math
 from dataclasses import dataclass
 
 from aifabric import catalog
+from aifabric.cluster.management import management_shape
 from aifabric.cluster.topology import Topology
 
-__all__ = ["Inventory", "PartLine", "inventory"]
+__all__ = ["Inventory", "PartLine", "inventory", "modules_for_links"]
 
 
 @dataclass(frozen=True)
 class PartLine:
-    """One line of the bill of materials: ``count`` of ``part`` in ``network``, ``watts`` in total."""
+    """One line of the bill of materials: ``count`` of ``part`` in ``network``, ``watts`` and ``lasers`` in total."""
 
     network: str
     item: str
     part: str
     count: int
     watts: float
+    lasers: int = 0
+    links: int = 0
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,40 @@ class Inventory:
             out[line.network] = out.get(line.network, 0.0) + line.watts
         return out
 
+    @property
+    def optics_watts(self) -> float:
+        """Watts of all transceivers (every network)."""
+        return sum(line.watts for line in self.lines if line.item == "transceiver")
+
+
+def _twin(link_bytes_per_s: float) -> catalog.OpticSpec | None:
+    for key in catalog.catalog_names("optic"):
+        o = catalog.optic(key)
+        if o.kind == "pluggable" and o.links == 2 and abs(o.speed_bytes_per_s - 2 * link_bytes_per_s) < 1:
+            return o
+    return None
+
+
+def modules_for_links(links: int, link_bytes_per_s: float, *, twin: bool) -> tuple[catalog.OpticSpec, int]:
+    """The module and how many of them serve ``links`` link ends at one side: ceil(links / 2) twin-port
+    modules when ``twin`` and the catalogue has one at twice the speed, else one module per link.
+
+    Examples
+    --------
+    >>> o, n = modules_for_links(1024, 50e9, twin=True)
+    >>> o.key, n
+    ('osfp-800g-2xsr4', 512)
+    """
+    t = _twin(link_bytes_per_s) if twin else None
+    if t is not None:
+        return t, math.ceil(links / 2)
+    return catalog.optic_for_speed(link_bytes_per_s), links
+
+
+def _optic_line(network: str, part: str, links: int, speed: float, *, twin: bool) -> PartLine:
+    opt, n = modules_for_links(links, speed, twin=twin)
+    return PartLine(network, "transceiver", f"{part}: {opt.name}", n, n * opt.power_w, n * opt.lasers, links)
+
 
 def _two_tier_counts(endpoints: int, radix: int, ratio: float) -> tuple[int, int, int]:
     """(leaves, spines, leaf-spine cables) of a simple two-tier Ethernet Clos for ``endpoints`` ports."""
@@ -72,81 +113,115 @@ def _two_tier_counts(endpoints: int, radix: int, ratio: float) -> tuple[int, int
     return leaves, spines, leaves * up
 
 
+def _scale_out(topo: Topology) -> list[PartLine]:
+    spec = topo.spec
+    so = spec.scale_out
+    assert so is not None
+    lines: list[PartLine] = []
+    nic = catalog.nic(so.nic)
+    sw = catalog.switch(so.switch)
+    n_nics = spec.n_gpus * so.nics_per_gpu
+    lines.append(PartLine("scale-out", "nic", nic.name, n_nics, n_nics * nic.power_w))
+    for tier in ("leaf", "spine", "core"):
+        c = topo.switch_counts[tier]
+        if c:
+            lines.append(PartLine("scale-out", "switch", f"{tier}: {sw.name}", c, c * sw.power_w))
+    link = spec.nic_line_rate_bytes_per_s / so.planes
+    for tier_name, cables in topo.cable_counts.items():
+        if not cables:
+            continue
+        lines.append(PartLine("scale-out", "cable", tier_name, cables, 0.0))
+        if tier_name == "nic-leaf":
+            if so.nic_to_leaf_copper:
+                dac = catalog.optic("dac-copper")
+                lines.append(PartLine("scale-out", "copper", f"{tier_name}: {dac.name}", cables, 0.0))
+                continue
+            lines.append(_optic_line("scale-out", "node end", cables, link, twin=so.nic_twin_port))
+            lines.append(_optic_line("scale-out", "leaf end", cables, link, twin=True))
+        else:
+            lower, upper = tier_name.split("-")
+            lines.append(_optic_line("scale-out", f"{lower} end", cables, link, twin=True))
+            lines.append(_optic_line("scale-out", f"{upper} end", cables, link, twin=True))
+    return lines
+
+
+def _front_end(topo: Topology) -> list[PartLine]:
+    spec = topo.spec
+    fe = spec.front_end
+    assert fe is not None
+    nic = catalog.nic(fe.nic)
+    sw = catalog.switch(fe.switch)
+    ports = spec.n_nodes * fe.nics_per_node
+    speed = fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s
+    radix = (
+        int(sw.ports * sw.port_speed_bytes_per_s // speed) if speed <= sw.port_speed_bytes_per_s else sw.ports
+    )
+    leaves, spines, up_cables = _two_tier_counts(ports, radix, fe.oversubscription)
+    return [
+        PartLine("front-end", "nic", nic.name, ports, ports * nic.power_w),
+        PartLine("front-end", "switch", sw.name, leaves + spines, (leaves + spines) * sw.power_w),
+        PartLine("front-end", "cable", "node-leaf + leaf-spine", ports + up_cables, 0.0),
+        _optic_line("front-end", "node end", ports, speed, twin=False),
+        _optic_line("front-end", "switch ends", ports + 2 * up_cables, speed, twin=True),
+    ]
+
+
+def _management(topo: Topology) -> list[PartLine]:
+    spec = topo.spec
+    mg = spec.management
+    assert mg is not None
+    shape = management_shape(spec)
+    nic = catalog.nic(mg.nic)
+    sw = catalog.switch(mg.switch)
+    agg = catalog.switch(mg.aggregation)
+    n_agg = shape.aggregation_switches
+    return [
+        PartLine("management", "nic", nic.name, shape.bmc_ports, shape.bmc_ports * nic.power_w),
+        PartLine(
+            "management", "switch", f"rack: {sw.name}", shape.rack_switches, shape.rack_switches * sw.power_w
+        ),
+        PartLine("management", "switch", f"aggregation: {agg.name}", n_agg, n_agg * agg.power_w),
+        PartLine("management", "cable", "copper 1GbE + uplinks", shape.cables, 0.0),
+    ]
+
+
 def inventory(topo: Topology) -> Inventory:
     """Count the parts and watts of ``topo``'s four networks (rules in the module docstring).
 
     Examples
     --------
-    1,024 GPUs on 64-port switches, two tiers: 32 leaves + 16 spines, 1,024 + 1,024 cables, 4,096
-    transceivers (two per cable).
+    1,024 GPUs (128 DGX H100) on 64-port switches, two tiers: 32 leaves + 16 spines, 1,024 + 1,024 cables.
+    Modules: 512 twin-port at the nodes (4 OSFP cages each), 512 at the leaves' down ports, 512 at their
+    up ports, 512 at the spines = 2,048 (not 4,096 link ends).
 
     >>> from aifabric.cluster.presets import preset
     >>> from aifabric.cluster.topology import build_topology
     >>> inv = inventory(build_topology(preset("dgx-h100-superpod", nodes=128)))
     >>> inv.count("scale-out", "switch"), inv.count("scale-out", "transceiver")
-    (48, 4096)
+    (48, 2048)
     """
     spec = topo.spec
     lines: list[PartLine] = []
     if topo.switch_counts["scale-up domain"]:
+        pw = catalog.system_power(spec.accelerator)
+        nvs_w = (
+            spec.n_gpus * pw.nvlink_ports_per_gpu * pw.nvlink_port_w
+            if pw and spec.scale_up.kind == "nvswitch"
+            else 0.0
+        )
         lines.append(
             PartLine(
-                "scale-up", "domain", f"{spec.domain_gpus}-GPU {spec.scaleup_link.name}", spec.n_domains, 0.0
+                "scale-up",
+                "domain",
+                f"{spec.domain_gpus}-GPU {spec.scaleup_link.name}",
+                spec.n_domains,
+                nvs_w,
             )
         )
-    so = spec.scale_out
-    if so is not None and topo.shape is not None:
-        nic = catalog.nic(so.nic)
-        sw = catalog.switch(so.switch)
-        n_nics = spec.n_gpus * so.nics_per_gpu
-        lines.append(PartLine("scale-out", "nic", nic.name, n_nics, n_nics * nic.power_w))
-        for tier in ("leaf", "spine", "core"):
-            c = topo.switch_counts[tier]
-            if c:
-                lines.append(PartLine("scale-out", "switch", f"{tier}: {sw.name}", c, c * sw.power_w))
-        opt = catalog.optic_for_speed(spec.nic_line_rate_bytes_per_s / so.planes)
-        for tier_name, cables in topo.cable_counts.items():
-            if not cables:
-                continue
-            lines.append(PartLine("scale-out", "cable", tier_name, cables, 0.0))
-            if tier_name == "nic-leaf" and so.nic_to_leaf_copper:
-                continue
-            lines.append(
-                PartLine(
-                    "scale-out",
-                    "transceiver",
-                    f"{tier_name}: {opt.name}",
-                    2 * cables,
-                    2 * cables * opt.power_w,
-                )
-            )
-    fe = spec.front_end
-    if fe is not None and fe.nics_per_node:
-        nic = catalog.nic(fe.nic)
-        sw = catalog.switch(fe.switch)
-        ports = spec.n_nodes * fe.nics_per_node
-        speed = fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s
-        radix = (
-            int(sw.ports * sw.port_speed_bytes_per_s // speed)
-            if speed <= sw.port_speed_bytes_per_s
-            else sw.ports
-        )
-        leaves, spines, up_cables = _two_tier_counts(ports, radix, fe.oversubscription)
-        opt = catalog.optic_for_speed(speed)
-        lines.append(PartLine("front-end", "nic", nic.name, ports, ports * nic.power_w))
-        lines.append(
-            PartLine("front-end", "switch", sw.name, leaves + spines, (leaves + spines) * sw.power_w)
-        )
-        cables = ports + up_cables
-        lines.append(PartLine("front-end", "cable", "node-leaf + leaf-spine", cables, 0.0))
-        lines.append(PartLine("front-end", "transceiver", opt.name, 2 * cables, 2 * cables * opt.power_w))
-    mg = spec.management
-    if mg is not None and mg.ports_per_node:
-        nic = catalog.nic(mg.nic)
-        sw = catalog.switch(mg.switch)
-        ports = spec.n_nodes * mg.ports_per_node
-        n_sw = math.ceil(ports / (sw.ports - 1))
-        lines.append(PartLine("management", "nic", nic.name, ports, ports * nic.power_w))
-        lines.append(PartLine("management", "switch", sw.name, n_sw, n_sw * sw.power_w))
-        lines.append(PartLine("management", "cable", "copper 1GbE", ports + n_sw, 0.0))
+    if spec.scale_out is not None and topo.shape is not None:
+        lines += _scale_out(topo)
+    if spec.front_end is not None and spec.front_end.nics_per_node:
+        lines += _front_end(topo)
+    if spec.management is not None and spec.management.ports_per_node:
+        lines += _management(topo)
     return Inventory(tuple(lines))

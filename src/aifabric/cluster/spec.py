@@ -103,6 +103,8 @@ class ScaleOutSpec(_Strict):
     two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core). ``planes`` splits each NIC into that
     many independent fabrics (multi-plane designs). ``radix`` overrides the switch's port count at the
     NIC's per-plane speed (default: switch ports x port speed / link speed, i.e. breakout counted).
+    ``nic_twin_port`` marks nodes whose NIC cages take twin-port modules (DGX H100: four OSFP cages, "a
+    two-port transceiver to access all eight GPUs", DGX SuperPOD H100 RA, network fabrics).
     ``pod_gpus`` caps the GPUs of one three-tier pod (Meta's AI Zone: a two-stage Clos per zone, the
     ``oversubscription[1]`` aggregation layer between zones); default: as many as the spines' radix allows.
     Each ratio is built exactly at its tier (:mod:`aifabric.cluster.clos`) or the spec is refused.
@@ -120,6 +122,7 @@ class ScaleOutSpec(_Strict):
     oversubscription: tuple[float, ...] = (1.0,)
     planes: int = Field(default=1, ge=1)
     nic_to_leaf_copper: bool = False
+    nic_twin_port: bool = False
     pod_gpus: int | None = Field(default=None, ge=1)
     hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
 
@@ -191,11 +194,20 @@ class FrontEndSpec(_Strict):
 
 
 class ManagementSpec(_Strict):
-    """Out-of-band management: one BMC port per node on a slow separate Ethernet."""
+    """Out-of-band management: one BMC port per node on a slow separate Ethernet.
+
+    Each rack of ``nodes_per_rack`` nodes has its own ``switch`` (SN2201: 48 x 1GbE), each rack switch has
+    one uplink to each of two ``aggregation`` switches, where the management servers sit (NVIDIA DGX
+    SuperPOD H100 RA: the OOB fabric "connects the management ports of all devices"). ``nodes_per_rack``
+    defaults to the scale-up domain when it spans several nodes (an NVL72 rack), else 4 (DGX SuperPOD H100:
+    4 DGX H100 per compute rack).
+    """
 
     nic: NicKey = "bmc-1g"
     ports_per_node: int = Field(default=1, ge=0)
     switch: SwitchKey = "sn2201-mgmt"
+    aggregation: SwitchKey = "sn4600-frontend"
+    nodes_per_rack: int | None = Field(default=None, ge=1)
 
 
 class StorageSpec(_Strict):
