@@ -65,6 +65,7 @@ def _register_optional() -> None:
         ("aifabric.cli.inspect", "calibrate", "calibrate", "command"),
         ("aifabric.cli.sweep", "sweep", "sweep", "command"),
         ("aifabric.cli.checkpoint", "checkpoint", "checkpoint", "command"),
+        ("aifabric.cli.announcement", "announcement", "announcement", "command"),
     ):
         try:
             mod = importlib.import_module(module)

@@ -8,6 +8,8 @@ import typer
 from rich.table import Table
 
 from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, use_catalog
+from aifabric.cluster.headlines import headlines
+from aifabric.cluster.power import optics_whatif
 from aifabric.cluster.presets import list_presets
 from aifabric.cluster.summary import summarize
 from aifabric.collectives.api import resolve_cluster
@@ -76,8 +78,13 @@ def show(
                 "requested_bisection_bytes_per_s": s.requested_bisection_bytes_per_s,
                 "tiers": s.tiers,
                 "bisection_bytes_per_s": s.bisection_bytes_per_s,
+                "headlines": [h.__dict__ for h in headlines(s)],
                 "parts": [p.__dict__ for p in s.inventory.lines],
                 "watts": s.inventory.watts_by_network,
+                "compute_watts": s.power.compute_watts if s.power else 0.0,
+                "total_watts": s.power.total_watts if s.power else s.inventory.total_watts,
+                "optics_watts": s.inventory.optics_watts,
+                "optics_share": s.power.optics_share if s.power else 0.0,
             }
         )
         return
@@ -88,6 +95,12 @@ def show(
     )
     if spec.description:
         console.print(spec.description.strip())
+    h = Table(title="Headline numbers and the network each belongs to", show_edge=False)
+    for col in ("figure", "value", "network", "what it is"):
+        h.add_column(col)
+    for x in headlines(s):
+        h.add_row(x.name, _fmt(x.value, x.kind), x.network, x.note)
+    console.print(h)
     t = Table(title=f"Bandwidth per {chips[:-1]} (GB/s = 1e9 B/s)", show_edge=False)
     for col in (
         "level",
@@ -141,5 +154,86 @@ def show(
     console.print(
         "network power: "
         + ", ".join(f"{k} {v / 1e3:.1f} kW" for k, v in w.items())
-        + f"; total {s.inventory.total_watts / 1e3:.1f} kW (GPUs and hosts not counted)"
+        + f"; networks {s.inventory.total_watts / 1e3:.1f} kW"
     )
+    if s.power is not None and s.power.compute:
+        console.print(
+            "cluster power: "
+            + ", ".join(f"{line.item} {line.watts / 1e3:.1f} kW" for line in s.power.compute)
+            + f"; total {s.power.total_watts / 1e3:.1f} kW; optics {s.power.optics_watts / 1e3:.1f} kW "
+            f"= {s.power.optics_share * 100:.1f}% of the total"
+        )
+    for tech, label in (("cpo", "co-packaged optics at the switches"), ("lpo", "linear pluggables")):
+        wi = optics_whatif(s.inventory, tech)
+        if wi.watts_before:
+            console.print(
+                f"what-if {label}: optics {wi.watts_before / 1e3:.1f} -> {wi.watts_after / 1e3:.1f} kW "
+                f"(saves {wi.saved_watts / 1e3:.1f} kW), lasers {wi.lasers_before:,} -> {wi.lasers_after:,.0f}"
+            )
+
+
+def _fmt(value: float, kind: str) -> str:
+    if kind == "bandwidth":
+        return f"{value / 1e12:.4g} TB/s" if value >= 1e12 else f"{value / 1e9:.4g} GB/s"
+    if kind == "power":
+        return f"{value / 1e6:.3g} MW" if value >= 1e6 else f"{value / 1e3:.4g} kW"
+    return f"{value:,.0f}"
+
+
+@cluster_app.command("mgmt")
+@handle_errors
+def mgmt(
+    cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
+    nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes", min=1)] = None,
+    fail: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="Failed devices, KIND:INDEX or KIND:* (leaf, spine, core, host, mgmt-rack, mgmt-agg, bmc)"
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+) -> None:
+    """The out-of-band management network: BMC ports, rack and aggregation switches, watts, and which BMCs
+    the management servers still reach when --fail devices are down."""
+    from aifabric.cluster.inventory import inventory
+    from aifabric.cluster.management import management_reachability
+    from aifabric.cluster.topology import build_topology
+
+    spec = resolve_cluster(cluster, nodes=nodes)
+    topo = build_topology(spec)
+    rep = management_reachability(topo, fail or [])
+    watts = inventory(topo).watts_by_network.get("management", 0.0)
+    sh = rep.shape
+    if json_out:
+        emit_json(
+            {
+                "bmc_ports": sh.bmc_ports,
+                "racks": sh.racks,
+                "rack_switches": sh.rack_switches,
+                "aggregation_switches": sh.aggregation_switches,
+                "watts": watts,
+                "failed": len(rep.failed),
+                "reachable_bmcs": rep.reachable_bmcs,
+                "unreachable_nodes": list(rep.unreachable_bmcs),
+            }
+        )
+        return
+    console.print(
+        f"management: {sh.bmc_ports} BMC ports in {sh.racks} racks on {sh.rack_switches} rack switches + "
+        f"{sh.aggregation_switches} aggregation switches, {watts / 1e3:.1f} kW"
+    )
+    console.print(
+        f"with {len(rep.failed)} device(s) failed: {rep.reachable_bmcs} of {sh.bmc_ports} BMCs reachable"
+        + (f"; lost: nodes {_ranges(rep.unreachable_bmcs)}" if rep.unreachable_bmcs else "")
+    )
+
+
+def _ranges(ids: tuple[int, ...]) -> str:
+    out: list[str] = []
+    start = prev = ids[0]
+    for i in ids[1:] + (-2,):
+        if i != prev + 1:
+            out.append(str(start) if start == prev else f"{start}-{prev}")
+            start = i
+        prev = i
+    return ", ".join(out)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from aifabric.cluster.inventory import Inventory, inventory
 from aifabric.cluster.ladder import LadderRung, bandwidth_ladder
+from aifabric.cluster.power import PowerBudget, cluster_power
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import Topology, build_topology
 
@@ -32,6 +33,7 @@ class ClusterSummary:
     planes: int
     bisection_bytes_per_s: float
     inventory: Inventory
+    power: PowerBudget | None = None
 
     @property
     def requested_bisection_bytes_per_s(self) -> float:
@@ -77,6 +79,7 @@ def summarize(spec: ClusterSpec, topo: Topology | None = None) -> ClusterSummary
     """Build the :class:`ClusterSummary` of ``spec`` (builds its Topology unless given)."""
     if topo is None and spec.scale_up.kind != "torus":
         topo = build_topology(spec)
+    inv = inventory(topo) if topo is not None else Inventory(())
     return ClusterSummary(
         spec=spec,
         n_gpus=spec.n_gpus,
@@ -88,5 +91,6 @@ def summarize(spec: ClusterSpec, topo: Topology | None = None) -> ClusterSummary
         tiers=topo.shape.tiers if topo is not None and topo.shape else 0,
         planes=spec.scale_out.planes if spec.scale_out else 0,
         bisection_bytes_per_s=bisection_bytes_per_s(topo) if topo is not None else 0.0,
-        inventory=inventory(topo) if topo is not None else Inventory(()),
+        inventory=inv,
+        power=cluster_power(topo, inv) if topo is not None else None,
     )

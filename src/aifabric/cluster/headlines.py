@@ -1,0 +1,201 @@
+"""Which network each headline number belongs to, and checking a vendor's claims against a modelled cluster.
+
+The second seed's four questions when reading an announcement: which network is the bandwidth figure
+about, how big is the fast domain, how oversubscribed is each tier, and what bandwidth joins the cluster's
+far ends. A GB200 NVL72's "130 TB/s" is 72 GPUs x 1.8 TB/s of NVLink (both directions added) inside one
+rack, not the data centre: each GPU's scale-out NIC carries 400 Gb/s = 50 GB/s per direction.
+
+Claims are read from text (``"130 TB/s"``, ``"100,000 GPUs"``, ``"800 Gb/s per GPU"``, ``"1.4 MW"``) and
+compared with every modelled headline figure within 5%; a number that matches none is reported as not
+verifiable, never silently accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from aifabric.cluster.summary import ClusterSummary
+
+__all__ = ["Claim", "Headline", "Verdict", "check_claims", "extract_claims", "headlines"]
+
+TOLERANCE = 0.05
+"""Relative gap within which a claimed number matches a modelled one."""
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A modelled headline figure: ``value`` in SI (bytes/s, GPUs, W), ``kind`` and the network it is about."""
+
+    name: str
+    value: float
+    kind: str
+    network: str
+    note: str
+
+
+def headlines(s: ClusterSummary) -> list[Headline]:
+    """The headline figures of a cluster, each with the network it belongs to.
+
+    Examples
+    --------
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.cluster.summary import summarize
+    >>> h = {x.name: x for x in headlines(summarize(preset("gb200-nvl72", gpus=72)))}
+    >>> round(h["scale-up domain bandwidth"].value / 1e12, 1), h["scale-up domain bandwidth"].network
+    (129.6, 'scale-up')
+    """
+    spec = s.spec
+    out = [
+        Headline("GPUs", float(s.n_gpus), "count", "cluster", "accelerators in the cluster"),
+        Headline(
+            "fast-domain size", float(s.domain_gpus), "count", "scale-up", "GPUs joined by the scale-up link"
+        ),
+    ]
+    up = next((r for r in s.rungs if r.network == "scale-up"), None)
+    if up is not None:
+        out.append(
+            Headline(
+                "scale-up domain bandwidth",
+                up.documented_bytes_per_s * s.domain_gpus,
+                "bandwidth",
+                "scale-up",
+                f"{s.domain_gpus} GPUs x {up.documented_bytes_per_s / 1e12:.3g} TB/s {up.level}, both directions "
+                "added, inside one domain (not the data centre)",
+            )
+        )
+        out.append(
+            Headline(
+                "scale-up per GPU",
+                up.documented_bytes_per_s,
+                "bandwidth",
+                "scale-up",
+                f"{up.level} per GPU, both directions added ({up.per_direction_bytes_per_s / 1e9:.4g} GB/s each way)",
+            )
+        )
+    if spec.scale_out is not None:
+        nic = spec.nic_line_rate_bytes_per_s
+        out.append(
+            Headline(
+                "scale-out per GPU",
+                nic,
+                "bandwidth",
+                "scale-out",
+                f"NIC line rate per GPU, one direction ({nic * 8 / 1e9:g} Gb/s)",
+            )
+        )
+        out.append(
+            Headline(
+                "scale-out total",
+                nic * s.n_gpus,
+                "bandwidth",
+                "scale-out",
+                "all NICs added, one direction",
+            )
+        )
+        out.append(
+            Headline(
+                "far-end bandwidth (bisection)",
+                s.bisection_bytes_per_s,
+                "bandwidth",
+                "scale-out",
+                "one half of the GPUs to the other, one direction",
+            )
+        )
+        out.append(
+            Headline(
+                "far-end bandwidth per GPU",
+                s.bisection_bytes_per_s / (s.n_gpus / 2),
+                "bandwidth",
+                "scale-out",
+                "bisection / (N/2), one direction",
+            )
+        )
+    fe = next((r for r in s.rungs if r.network == "front-end"), None)
+    if fe is not None:
+        out.append(
+            Headline("front-end per GPU", fe.per_direction_bytes_per_s, "bandwidth", "front-end", fe.note)
+        )
+    if s.power is not None and s.power.total_watts:
+        out.append(
+            Headline("power", s.power.total_watts, "power", "cluster", "GPUs, hosts and every network")
+        )
+    return out
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A number read from an announcement: ``value`` in SI, ``kind`` (bandwidth, count, power), its text."""
+
+    text: str
+    value: float
+    kind: str
+
+
+_UNITS = {
+    "pb/s": (1e15, "bandwidth"),
+    "tb/s": (1e12, "bandwidth"),
+    "gb/s": (1e9, "bandwidth"),
+    "mb/s": (1e6, "bandwidth"),
+    "gw": (1e9, "power"),
+    "mw": (1e6, "power"),
+    "kw": (1e3, "power"),
+}
+_CLAIM = re.compile(
+    r"(?P<num>\d[\d,]*(?:\.\d+)?)\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W|GPUs?|accelerators?|chips?)",
+)
+
+
+def extract_claims(text: str) -> list[Claim]:
+    """Numbers with units in ``text``: bandwidths (bits when the unit has a lower-case b), counts of GPUs, power.
+
+    Examples
+    --------
+    >>> [(c.kind, c.value) for c in extract_claims("72 GPUs, 130 TB/s of NVLink, 800 Gb/s per GPU")]
+    [('count', 72.0), ('bandwidth', 130000000000000.0), ('bandwidth', 100000000000.0)]
+    """
+    out: list[Claim] = []
+    for m in _CLAIM.finditer(text):
+        num = float(m["num"].replace(",", ""))
+        unit = m["unit"]
+        low = unit.lower()
+        if low.startswith(("gpu", "accel", "chip")):
+            out.append(Claim(m[0], num, "count"))
+            continue
+        if low.endswith("bps"):
+            scale, kind = _UNITS[low[0] + "b/s"]
+            out.append(Claim(m[0], num * scale / 8, kind))
+            continue
+        scale, kind = _UNITS[low]
+        bits = kind == "bandwidth" and unit[1] == "b"
+        out.append(Claim(m[0], num * scale / (8 if bits else 1), kind))
+    return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """``status`` is ``matches`` (with the ``figure`` it matches), ``differs`` or ``cannot verify``."""
+
+    claim: Claim
+    status: str
+    figure: Headline | None
+    note: str
+
+
+def check_claims(s: ClusterSummary, claims: list[Claim]) -> list[Verdict]:
+    """Compare each claim with the modelled headline figures of its kind (within 5%)."""
+    figs = headlines(s)
+    out: list[Verdict] = []
+    for c in claims:
+        same = [h for h in figs if h.kind == c.kind]
+        hit = next((h for h in same if abs(c.value / h.value - 1) <= TOLERANCE), None) if c.value else None
+        if hit is not None:
+            out.append(Verdict(c, "matches", hit, f"{hit.name} ({hit.network}): {hit.note}"))
+        elif c.kind == "count" and same:
+            out.append(Verdict(c, "differs", None, f"modelled: {s.n_gpus} GPUs, fast domain {s.domain_gpus}"))
+        else:
+            known = ", ".join(h.name for h in same) or "none"
+            out.append(
+                Verdict(c, "cannot verify", None, f"no modelled {c.kind} figure is within 5% (have: {known})")
+            )
+    return out
