@@ -1,0 +1,136 @@
+"""Management reachability, whole-cluster power and optics, headline numbers and announcement claims."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from aifabric import catalog
+from aifabric.cli.app import app
+from aifabric.cluster.headlines import check_claims, extract_claims, headlines
+from aifabric.cluster.management import management_reachability, management_shape
+from aifabric.cluster.power import cluster_power, optics_whatif
+from aifabric.cluster.presets import preset
+from aifabric.cluster.summary import summarize
+from aifabric.cluster.topology import build_topology
+from aifabric.errors import ConfigError
+
+
+def _superpod_127():
+    return build_topology(preset("dgx-h100-superpod", nodes=127))
+
+
+def test_every_backend_spine_failed_all_bmcs_reachable():
+    topo = build_topology(preset("dgx-h100-superpod", nodes=256))
+    rep = management_reachability(topo, ["spine:*"])
+    assert len(rep.failed) == topo.switch_counts["spine"]
+    assert rep.reachable_bmcs == 256 and rep.unreachable_bmcs == ()
+    # and with every back-end switch down too
+    assert management_reachability(topo, ["leaf:*", "spine:*"]).reachable_bmcs == 256
+
+
+def test_rack_management_switch_failed_loses_that_rack():
+    # 4 DGX H100 per rack (DGX SuperPOD H100 RA): rack 5 holds nodes 20-23
+    topo = build_topology(preset("dgx-h100-superpod", nodes=64))
+    rep = management_reachability(topo, ["mgmt-rack:5"])
+    assert rep.unreachable_bmcs == (20, 21, 22, 23)
+    # one aggregation switch down: every rack keeps its second uplink
+    assert management_reachability(topo, ["mgmt-agg:0"]).reachable_bmcs == 64
+    assert management_reachability(topo, ["mgmt-agg:*"]).reachable_bmcs == 0
+
+
+def test_management_counts_and_bad_failure():
+    shape = management_shape(preset("dgx-h100-superpod", nodes=127))
+    assert (shape.bmc_ports, shape.racks, shape.rack_switches, shape.aggregation_switches) == (127, 32, 32, 2)
+    # an NVL72 rack is one management rack of 18 trays
+    assert management_shape(preset("gb200-nvl72")).racks == 8
+    with pytest.raises(ConfigError, match="--fail"):
+        management_reachability(build_topology(preset("dgx-h100-superpod", nodes=8)), ["router:1"])
+
+
+def test_dgx_h100_superpod_127_nodes_against_reference_architecture():
+    # NVIDIA DGX SuperPOD (H100) RA, "Network Fabrics", Table 4, 4 SU / 127 nodes / 1,016 GPUs: 32 leaf and
+    # 16 spine QM9700; cables 1,020 compute+UFM (1,016 compute: the 4 UFM links are not modelled) and
+    # 1,024 spine-leaf. Modules: twin-port OSFP at the DGX (4 cages, "a two-port transceiver") and at the
+    # QM9700: 1,016/2 + 1,016/2 + 1,024/2 + 1,024/2 = 2,040 (not 4,080 link ends), 15 W each = 30.6 kW.
+    topo = _superpod_127()
+    assert (topo.switch_counts["leaf"], topo.switch_counts["spine"]) == (32, 16)
+    assert topo.cable_counts == {"nic-leaf": 1016, "leaf-spine": 1024, "spine-core": 0}
+    p = cluster_power(topo)
+    so = [x for x in p.inventory.lines if x.network == "scale-out" and x.item == "transceiver"]
+    assert sum(x.count for x in so) == 2040
+    assert sum(x.watts for x in so) == pytest.approx(2040 * 15)
+    # Nodes at DGX H100's 10.2 kW maximum (DGX H100 user guide), itemised: 8 x 700 W GPUs + 700 W CPUs
+    # + rest; NICs and NVSwitch are inside the node figure too.
+    node_w = sum(x.watts for x in p.compute) + p.inventory.watts_by_network["scale-up"]
+    node_w += sum(
+        x.watts for x in p.inventory.lines if x.item == "nic" and x.network in ("scale-out", "front-end")
+    )
+    assert node_w == pytest.approx(127 * 10_200)
+    # optics share of the whole cluster: all modules / total; about 2.7 % here
+    assert p.optics_share == pytest.approx(p.optics_watts / p.total_watts)
+    assert 0.02 < p.optics_share < 0.04
+
+
+def test_cpo_saving_per_port_against_nvidia_ratio():
+    # NVIDIA (GTC 2025; notebookcheck / techspot): ~30 W per pluggable 1.6T port vs ~9 W co-packaged,
+    # marketed as "3.5x power efficiency". Our CPO entry against NVIDIA's pluggable figure: 30 / 9 = 3.33x,
+    # within 5% of 3.5x; and "4x fewer lasers": 2 per CPO port vs 8 per 1.6T DR8 module.
+    cpo = catalog.optic("cpo-1600g-port")
+    assert 30.0 / cpo.power_w == pytest.approx(3.5, rel=0.05)
+    assert catalog.optic("osfp-1600g").lasers / cpo.lasers == 4
+    inv = cluster_power(_superpod_127()).inventory
+    wi = optics_whatif(inv, "cpo")
+    # switch ends (3 of every 4 modules here) become 400G CPO ports at 9 W x 400/1600 = 2.25 W per link
+    switch_links = 1016 + 1024 + 1024
+    node_w = 508 * 15
+    assert wi.watts_after - (
+        node_w
+        + switch_links * 2.25
+        + sum(x.watts for x in inv.lines if x.network == "front-end" and "node end" in x.part)
+    ) == pytest.approx(
+        sum(x.links * 2.25 for x in inv.lines if x.network == "front-end" and "switch" in x.part)
+    )
+    assert wi.saved_watts > 0 and wi.lasers_after < wi.lasers_before
+    lpo = optics_whatif(inv, "lpo")
+    assert lpo.lasers_after == lpo.lasers_before and lpo.watts_after < lpo.watts_before
+
+
+def test_gb200_show_names_the_nvlink_domain():
+    # NVIDIA GB200 NVL72: "130 TB/s" = 72 GPUs x 1.8 TB/s NVLink 5 (both directions) in one rack; each GPU
+    # has one 400 Gb/s ConnectX-7 (DGX GB200 user guide) = 50 GB/s per direction of scale-out.
+    h = {x.name: x for x in headlines(summarize(preset("gb200-nvl72")))}
+    assert h["scale-up domain bandwidth"].value == pytest.approx(72 * 1.8e12)
+    assert h["scale-up domain bandwidth"].network == "scale-up"
+    assert h["scale-out per GPU"].value == pytest.approx(50e9)
+    r = CliRunner().invoke(app, ["cluster", "show", "gb200-nvl72"])
+    assert r.exit_code == 0, r.output
+    line = next(x for x in r.stdout.splitlines() if "scale-up domain bandwidth" in x)
+    assert "129.6 TB/s" in line and "scale-up" in line and "not the data centre" in line
+    nic = next(x for x in r.stdout.splitlines() if "scale-out per GPU" in x)
+    assert "50 GB/s" in nic and "400 Gb/s" in nic
+    assert "asked" in r.stdout and "built" in r.stdout  # requested vs realised oversubscription
+
+
+def test_gb200_preset_uses_shipping_nic():
+    # DGX GB200 user guide: compute tray "4x NVIDIA ConnectX-7 single port 400G OSFP NIC"
+    spec = preset("gb200-nvl72")
+    assert spec.scale_out.nic == "connectx-7" and spec.nic_line_rate_bytes_per_s == 50e9
+
+
+def test_announcement_claims():
+    s = summarize(preset("gb200-nvl72", gpus=72))
+    v = check_claims(s, extract_claims("72 GPUs, 130 TB/s, 800 Gb/s per GPU, 200 GPUs"))
+    assert [x.status for x in v] == ["matches", "matches", "cannot verify", "differs"]
+    assert v[1].figure is not None and v[1].figure.network == "scale-up"
+    r = CliRunner().invoke(app, ["announcement", "130 TB/s and 1.8 TB/s per GPU", "--json"])
+    assert r.exit_code == 0, r.output
+    assert [x["status"] for x in json.loads(r.stdout)] == ["matches", "matches"]
+    bad = CliRunner().invoke(app, ["announcement", "the fastest ever"])
+    assert bad.exit_code == 2 and "no number" in bad.stderr
+
+
+def test_cli_mgmt_fail():
+    r = CliRunner().invoke(app, ["cluster", "mgmt", "--nodes", "16", "--fail", "mgmt-rack:0", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["unreachable_nodes"] == [0, 1, 2, 3]
