@@ -7,6 +7,7 @@ steers them (:mod:`aifabric.catalog.transport`).
 
 from aifabric.catalog.loader import (
     AcceleratorSpec,
+    DciSpec,
     NicSpec,
     OpticSpec,
     ScaleUpSpec,
@@ -17,6 +18,7 @@ from aifabric.catalog.loader import (
     add_parts,
     catalog_names,
     catalog_sources,
+    dci,
     nic,
     optic,
     optic_for_speed,
@@ -34,6 +36,7 @@ __all__ = [
     "AcceleratorSpec",
     "NcclEnv",
     "NcclRelease",
+    "DciSpec",
     "NicSpec",
     "OpticSpec",
     "ScaleUpSpec",
@@ -47,6 +50,7 @@ __all__ = [
     "catalog_sources",
     "nccl_release",
     "nccl_release_versions",
+    "dci",
     "nic",
     "optic",
     "optic_for_speed",

@@ -32,6 +32,7 @@ from aifabric.units import parse_bandwidth, parse_bytes, parse_power, parse_time
 
 __all__ = [
     "AcceleratorSpec",
+    "DciSpec",
     "NicSpec",
     "OpticSpec",
     "ScaleUpSpec",
@@ -42,6 +43,7 @@ __all__ = [
     "add_parts",
     "catalog_names",
     "catalog_sources",
+    "dci",
     "nic",
     "optic",
     "optic_for_speed",
@@ -270,6 +272,18 @@ class SystemPowerSpec(_Entry):
         return None if v is None else parse_power(v)
 
 
+class DciSpec(_Entry):
+    """A data-centre interconnect transport: ``efficiency`` of the line rate, fibre delay per km (s)."""
+
+    efficiency: float = Field(gt=0, le=1)
+    fibre_delay_s_per_km: float = Field(gt=0, validation_alias="fibre_delay")
+
+    @field_validator("fibre_delay_s_per_km", mode="before")
+    @classmethod
+    def _lat(cls, v: Any) -> float:
+        return parse_time(v)
+
+
 _FILES: dict[str, tuple[str, type[_Entry]]] = {
     "accelerator": ("accelerators.yaml", AcceleratorSpec),
     "scaleup": ("scaleup.yaml", ScaleUpSpec),
@@ -278,6 +292,7 @@ _FILES: dict[str, tuple[str, type[_Entry]]] = {
     "optic": ("optics.yaml", OpticSpec),
     "storage": ("storage.yaml", StorageSystemSpec),
     "power": ("power.yaml", SystemPowerSpec),
+    "dci": ("dci.yaml", DciSpec),
 }
 
 
@@ -505,6 +520,11 @@ def switch(key: str) -> SwitchSpec:
 def optic(key: str) -> OpticSpec:
     """The optic ``key`` (e.g. ``"osfp-800g-2xsr4"``)."""
     return _get("optic", key)
+
+
+def dci(key: str) -> DciSpec:
+    """The data-centre interconnect transport ``key`` (e.g. ``"spectrum-xgs"``)."""
+    return _get("dci", key)
 
 
 def system_power(key: str) -> SystemPowerSpec | None:

@@ -66,6 +66,7 @@ def _register_optional() -> None:
         ("aifabric.cli.sweep", "sweep", "sweep", "command"),
         ("aifabric.cli.checkpoint", "checkpoint", "checkpoint", "command"),
         ("aifabric.cli.announcement", "announcement", "announcement", "command"),
+        ("aifabric.cli.scale_across", "scale_across", "scale-across", "command"),
     ):
         try:
             mod = importlib.import_module(module)

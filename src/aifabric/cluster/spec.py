@@ -37,6 +37,7 @@ __all__ = [
     "ManagementSpec",
     "ScaleOutSpec",
     "ScaleUpDomainSpec",
+    "SitesSpec",
     "StorageSpec",
     "format_validation_error",
     "load_yaml_mapping",
@@ -238,6 +239,30 @@ class StorageSpec(_Strict):
         )
 
 
+class SitesSpec(_Strict):
+    """Scale-across: the cluster's GPUs split evenly over ``count`` sites ``distance_km`` apart.
+
+    ``dci_bandwidth`` is each site's data-centre interconnect, one direction (e.g. "100 Tb/s");
+    ``transport`` a catalogue key of :func:`aifabric.catalog.dci` (Spectrum-XGS by default).
+    """
+
+    count: int = Field(default=2, ge=2)
+    distance_km: float = Field(gt=0)
+    dci_bandwidth_bytes_per_s: float = Field(validation_alias="dci_bandwidth")
+    transport: str = "spectrum-xgs"
+
+    @field_validator("dci_bandwidth_bytes_per_s", mode="before")
+    @classmethod
+    def _bw(cls, v: Any) -> float:
+        return parse_bandwidth(_with_unit(v, "sites.dci_bandwidth", "100 Tb/s"), field="sites.dci_bandwidth")
+
+    @field_validator("transport")
+    @classmethod
+    def _transport(cls, v: str) -> str:
+        catalog.dci(v)
+        return v
+
+
 class ClusterSpec(_Strict):
     """A whole cluster. Build from YAML with :meth:`from_yaml`, from a dict with :meth:`from_dict`.
 
@@ -259,6 +284,7 @@ class ClusterSpec(_Strict):
     front_end: FrontEndSpec | None = Field(default_factory=FrontEndSpec)
     management: ManagementSpec | None = Field(default_factory=ManagementSpec)
     storage: StorageSpec | None = None
+    sites: SitesSpec | None = None
     cpu_vendor: Literal["intel", "amd", "arm"] = "intel"
     description: str = ""
     parts: str | None = None
@@ -305,6 +331,10 @@ class ClusterSpec(_Strict):
                 raise ValueError(
                     f"scale_up.torus_dims {list(su.torus_dims)} hold {prod} chips, not the domain's {dom}"
                 )
+        if self.sites is not None and self.n_domains % self.sites.count:
+            raise ValueError(
+                f"sites.count={self.sites.count} does not split the {self.n_domains} scale-up domains evenly"
+            )
         if self.scale_out is not None:
             so = self.scale_out
             if len(so.oversubscription) not in (1, so.tiers - 1 if so.tiers > 1 else 1, so.tiers):
@@ -508,6 +538,7 @@ def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:
         "hop_latency_s": "hop_latency",
         "aggregate_read_bytes_per_s": "aggregate_read",
         "aggregate_write_bytes_per_s": "aggregate_write",
+        "dci_bandwidth_bytes_per_s": "dci_bandwidth",
     }
     units = {
         "bandwidth_bytes_per_s": "B/s",
@@ -515,6 +546,7 @@ def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:
         "hop_latency_s": "s",
         "aggregate_read_bytes_per_s": "B/s",
         "aggregate_write_bytes_per_s": "B/s",
+        "dci_bandwidth_bytes_per_s": "B/s",
     }
     out: dict[str, Any] = {}
     for k, v in data.items():

@@ -1,0 +1,63 @@
+"""Scale-across: all-reduce over sites kilometres apart, latency term by hand, Spectrum-XGS vs plain."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
+from aifabric.cluster.presets import preset
+from aifabric.collectives.scale_across import cross_site_all_reduce
+from aifabric.errors import ConfigError
+
+
+def _two_sites(transport: str = "spectrum-xgs"):
+    return preset(
+        "dgx-h100-superpod",
+        nodes=64,
+        sites={"distance_km": 50, "dci_bandwidth": "100 Tb/s", "transport": transport},
+    )
+
+
+def test_two_sites_50_km_by_hand():
+    # 512 H100 in 2 sites of 256. Fibre 50 km x 5 us/km = 250 us one way (reference 2.2). A ring over
+    # k = 2 sites takes 2 (k - 1) = 2 steps: latency term 500 us.
+    # Bandwidth: DCI 100 Tb/s = 12.5 TB/s x 0.96 (Spectrum-XGS) = 12 TB/s shared by 256 GPUs = 46.875 GB/s,
+    # below the NIC's 50 GB/s x 0.983 = 49.15 GB/s. Shard 1 GB / 256 = 3.90625 MB; bandwidth term
+    # 2 (k - 1) / k x 3.90625 MB / 46.875 GB/s = 83.33 us. Cross-site total 583.33 us.
+    r = cross_site_all_reduce(_two_sites(), 1e9)
+    assert r.cross_latency_s == pytest.approx(500e-6)
+    assert r.cross_bytes_per_s == pytest.approx(46.875e9)
+    assert r.cross_s == pytest.approx(500e-6 + 3.90625e6 / 46.875e9, rel=1e-9)
+    # DCI oversubscription: 256 x 50 GB/s = 12.8 TB/s of NICs over 12.5 TB/s of DCI = 1.024:1
+    assert r.dci_oversubscription == pytest.approx(1.024)
+    assert r.dp_step_cost_s > 0
+
+
+def test_spectrum_xgs_against_off_the_shelf():
+    # NVIDIA: "up to 1.9x higher NCCL all-reduce bandwidth" than off-the-shelf Ethernet (catalogue dci)
+    xgs = cross_site_all_reduce(_two_sites(), 1e9)
+    plain = cross_site_all_reduce(_two_sites("ethernet-deep-buffer"), 1e9)
+    assert xgs.cross_bytes_per_s / plain.cross_bytes_per_s == pytest.approx(1.9, rel=0.01)
+
+
+def test_latency_grows_with_distance_and_sites():
+    near = preset("dgx-h100-superpod", nodes=64, sites={"distance_km": 1, "dci_bandwidth": "100 Tb/s"})
+    far = preset("dgx-h100-superpod", nodes=64, sites={"distance_km": 1000, "dci_bandwidth": "100 Tb/s"})
+    assert cross_site_all_reduce(far, 1e6).cross_s > cross_site_all_reduce(near, 1e6).cross_s
+    four = preset(
+        "dgx-h100-superpod", nodes=64, sites={"count": 4, "distance_km": 50, "dci_bandwidth": "100 Tb/s"}
+    )
+    assert cross_site_all_reduce(four, 1e9).cross_latency_s == pytest.approx(6 * 250e-6)
+
+
+def test_errors_and_cli():
+    with pytest.raises(ConfigError, match="sites"):
+        cross_site_all_reduce(preset("dgx-h100-superpod", nodes=64), 1e9)
+    with pytest.raises(ConfigError, match="sites.count"):
+        preset("dgx-h100-superpod", nodes=63, sites={"count": 2, "distance_km": 5, "dci_bandwidth": "1 Tb/s"})
+    r = CliRunner().invoke(app, ["scale-across", "--nodes", "64", "--distance", "50", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["cross_latency_s"] == pytest.approx(500e-6)
+    bad = CliRunner().invoke(app, ["scale-across", "--dci", "100"])
+    assert bad.exit_code == 2 and "dci_bandwidth" in bad.stderr
