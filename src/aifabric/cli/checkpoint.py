@@ -113,7 +113,9 @@ def checkpoint(
         "async_drain": res.async_drain.__dict__,
     }
     step_s = parse_time(step_time, field="--step-time") if step_time else None
-    if step_s:
+    if step_s is not None:
+        if not step_s > 0:
+            raise ConfigError(f"--step-time must be > 0, got {step_time!r}")
         out["async_drain_steps"] = res.drain_steps(step_s)
     if mtbf is not None:
         m = parse_time(mtbf, field="--mtbf")
@@ -121,7 +123,11 @@ def checkpoint(
             raise ConfigError(f"--mtbf must be > 0, got {mtbf!r}")
         for mode, cost, floor in (
             ("sync", res.write.seconds, 0.0),
-            ("async", res.async_copy_s, res.async_drain.seconds),  # the next copy waits for the drain
+            (
+                "async",
+                res.async_copy_s,
+                max(res.async_drain.seconds, step_s or 0.0),
+            ),  # drain done, whole steps
         ):
             tau = max(young_daly_interval_s(cost, m), floor)
             out[f"interval_{mode}_s"] = tau

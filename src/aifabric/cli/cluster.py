@@ -44,7 +44,7 @@ def list_cmd(
     for col in ("preset", "accelerators", "accelerator", "scale-up domain"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r["preset"], str(r["accelerators"]), r["accelerator"], str(r["scale_up_domain"]))
+        t.add_row(str(r["preset"]), str(r["accelerators"]), str(r["accelerator"]), str(r["scale_up_domain"]))
     console.print(t)
 
 

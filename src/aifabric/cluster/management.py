@@ -19,14 +19,17 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError
+
+if TYPE_CHECKING:
+    import networkx as nx  # type: ignore[import-untyped]
 
 __all__ = [
     "ManagementReport",
@@ -89,6 +92,8 @@ def management_graph(topo: Topology) -> nx.Graph:
     Vertices are ``(kind, index)`` tuples with kinds ``bmc``, ``host``, ``mgmt-rack``, ``mgmt-agg``,
     ``mgmt-server``, ``leaf``, ``spine``, ``core``.
     """
+    import networkx as nx  # type: ignore[import-untyped]  # lazy: keeps networkx out of the CLI's start-up (inventory needs only the counts)
+
     spec = topo.spec
     shape = management_shape(spec)
     g = nx.Graph()
@@ -184,6 +189,8 @@ def management_reachability(topo: Topology, failures: Iterable[str] = ()) -> Man
     >>> management_reachability(topo, ["mgmt-rack:0"]).unreachable_bmcs
     (0, 1, 2, 3)
     """
+    import networkx as nx  # type: ignore[import-untyped]  # lazy, as in management_graph
+
     g = management_graph(topo)
     failed = _parse_failures(g, failures)
     alive = g.subgraph(v for v in g if v not in set(failed))
