@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
-from aifabric.collectives.scale_across import cross_site_all_reduce
+from aifabric.collectives.scale_across import cross_site_all_reduce, pp_boundary_time
 from aifabric.errors import ConfigError
 
 
@@ -61,3 +61,10 @@ def test_errors_and_cli():
     assert json.loads(r.stdout)["cross_latency_s"] == pytest.approx(500e-6)
     bad = CliRunner().invoke(app, ["scale-across", "--dci", "100"])
     assert bad.exit_code == 2 and "dci_bandwidth" in bad.stderr
+
+
+def test_pp_boundary_across_sites_by_hand():
+    # TP 8 boundary GPUs each send 64 MB / 8 = 8 MB at min(49.15 GB/s NIC, 12 TB/s / 8) = 49.15 GB/s:
+    # 250 us of fibre (50 km) + 162.8 us = 412.8 us per microbatch and direction.
+    t = pp_boundary_time(_two_sites(), 64e6, tp=8)
+    assert t == pytest.approx(250e-6 + 8e6 / (50e9 * 0.983))

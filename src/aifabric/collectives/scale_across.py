@@ -13,6 +13,12 @@ all-reduce of each GPU's shard with its counterparts in the other sites over the
 B_up and B_nic are NCCL's effective scale-up and the NIC payload bandwidth per GPU, per direction;
 B_dci the site's DCI line rate per direction and e its transport's efficiency (catalogue ``dci``).
 The latency term 2 (k - 1) alpha_x is what distance adds: 500 us for two sites 50 km apart.
+
+Pipeline parallelism across sites instead: only the GPUs at the stage boundary cross, each sending its
+1/TP of a microbatch's activations ``A`` once per microbatch and direction (forward activations,
+backward gradients):
+
+    T_pp = alpha_x + (A / TP) / min(B_nic, e x B_dci / TP)      per microbatch and direction
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.costs import ring_all_gather_time, ring_all_reduce_time, ring_reduce_scatter_time
 from aifabric.errors import ConfigError
 
-__all__ = ["CrossSiteAllReduce", "cross_site_all_reduce", "fibre_delay_s"]
+__all__ = ["CrossSiteAllReduce", "cross_site_all_reduce", "fibre_delay_s", "pp_boundary_time"]
 
 
 def fibre_delay_s(distance_km: float, *, s_per_km: float = 5e-6) -> float:
@@ -124,3 +130,30 @@ def cross_site_all_reduce(spec: ClusterSpec, message_bytes: float) -> CrossSiteA
         dci_oversubscription=per_site * spec.nic_line_rate_bytes_per_s / st.dci_bandwidth_bytes_per_s,
         single_site_s=_in_site(spec, message_bytes, spec.n_gpus),
     )
+
+
+def pp_boundary_time(spec: ClusterSpec, activation_bytes: float, *, tp: int = 1) -> float:
+    """Seconds to send one microbatch's activations across the site boundary (formula in the module docstring).
+
+    Raises
+    ------
+    ConfigError
+        If the spec has no ``sites``.
+    ValueError
+        If ``activation_bytes`` < 0 or ``tp`` < 1.
+
+    Examples
+    --------
+    >>> from aifabric.cluster.presets import preset
+    >>> spec = preset("dgx-h100-superpod", nodes=64, sites={"distance_km": 50, "dci_bandwidth": "100 Tb/s"})
+    >>> round(pp_boundary_time(spec, 64e6, tp=8) * 1e6, 1)  # 250 us of fibre + 8 MB at 49.15 GB/s
+    412.8
+    """
+    st = spec.sites
+    if st is None:
+        raise ConfigError("sites: this cluster is in one site")
+    if activation_bytes < 0 or tp < 1:
+        raise ValueError(f"need activation_bytes >= 0 and tp >= 1, got {activation_bytes!r}, {tp!r}")
+    dci = catalog.dci(st.transport)
+    bw = min(spec.nic_effective_bytes_per_s, dci.efficiency * st.dci_bandwidth_bytes_per_s / tp)
+    return fibre_delay_s(st.distance_km, s_per_km=dci.fibre_delay_s_per_km) + activation_bytes / tp / bw
