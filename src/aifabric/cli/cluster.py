@@ -11,6 +11,7 @@ from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors
 from aifabric.cluster.headlines import headlines
 from aifabric.cluster.power import optics_whatif
 from aifabric.cluster.presets import list_presets
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.summary import summarize
 from aifabric.collectives.api import resolve_cluster
 
@@ -135,7 +136,8 @@ def show(
             )
         )
         console.print(
-            f"scale-out: {s.tiers}-tier {rail}Clos, {s.planes} plane(s); oversubscription (down:up) {per_tier}; "
+            f"scale-out: {s.tiers}-tier {rail}Clos{_one_pod(spec, s.tiers)}, {s.planes} plane(s); "
+            f"oversubscription (down:up) {per_tier}; "
             f"bisection {s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
             f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s), "
             f"{s.bisection_bytes_per_s / s.requested_bisection_bytes_per_s:.3f} x the requested "
@@ -170,6 +172,11 @@ def show(
                 f"what-if {label}: optics {wi.watts_before / 1e3:.1f} -> {wi.watts_after / 1e3:.1f} kW "
                 f"(saves {wi.saved_watts / 1e3:.1f} kW), lasers {wi.lasers_before:,} -> {wi.lasers_after:,.0f}"
             )
+
+
+def _one_pod(spec: ClusterSpec, built_tiers: int) -> str:
+    asked = spec.scale_out.tiers if spec.scale_out else 0
+    return f" (asked {asked} tiers; it fits one pod, so no core tier)" if asked > built_tiers else ""
 
 
 def _fmt(value: float, kind: str) -> str:

@@ -215,8 +215,8 @@ def _build(spec: ClusterSpec, radix: int, r1: float, r2: float, span: int = 32) 
         n_leaves = n_groups * group
         if so.tiers == 2 or n_leaves <= group:
             if n_leaves > radix:
-                if best is not None:
-                    break
+                if best is not None or n_groups > g0:
+                    break  # more SUs only add leaves: the ratio, not the size, is what failed
                 return (
                     f"scale_out.tiers: {n} GPUs need {n_leaves} leaves, more than a two-tier Clos of "
                     f"radix {radix} connects ({radix} leaves, {radix * m * ppu} GPUs); use tiers: 3"

@@ -65,7 +65,9 @@ def _enough_tiers(spec: ClusterSpec) -> ClusterSpec:
         return spec
     try:
         clos_shape(spec)
-    except ConfigError:
+    except ConfigError as err:
+        if not str(err).startswith("scale_out.tiers"):
+            raise  # a ratio two tiers cannot realise is not fixed by a third
         grown = spec.with_changes(**{"scale_out.tiers": 3})
         clos_shape(grown)  # raises with its own message if even three tiers cannot
         return grown
