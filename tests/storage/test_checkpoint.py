@@ -4,6 +4,8 @@ import json
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -140,3 +142,32 @@ def test_cli_checkpoint_json_and_errors():
     assert bad.exit_code == 2 and "storage" in bad.stderr
     both = CliRunner().invoke(app, ["checkpoint", "--params", "7e9", "--model", "llama3-8b"])
     assert both.exit_code == 2 and "exactly one" in both.stderr
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    units=st.integers(min_value=1, max_value=200),
+    nodes=st.sampled_from([4, 16, 64]),
+    zero=st.sampled_from([0, 1, 3]),
+    params=st.floats(min_value=1e9, max_value=1e12),
+)
+def test_property_more_storage_never_slower_and_gds_never_slower(units, nodes, zero, params):
+    size = checkpoint_size(params, tp=8, dp=nodes, zero_stage=zero)
+    a = checkpoint_time(_dgx(nodes, units=units), size)
+    b = checkpoint_time(_dgx(nodes, units=units + 1), size)
+    assert b.write.seconds <= a.write.seconds * (1 + 1e-12)
+    assert a.write.seconds <= checkpoint_time(_dgx(nodes, units=units), size, gds=False).write.seconds
+    # the time is the bytes over the slowest stage, and async stops training no longer than a sync write
+    assert a.write.seconds == pytest.approx(a.write.bytes_per_node / min(a.write.stages.values()))
+    assert a.async_copy_s <= a.write.seconds * (1 + 1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    delta=st.floats(min_value=0.1, max_value=600),
+    mtbf=st.floats(min_value=3600, max_value=30 * 86400),
+    factor=st.floats(min_value=0.1, max_value=10),
+)
+def test_property_young_interval_is_the_minimum(delta, mtbf, factor):
+    tau = young_daly_interval_s(delta, mtbf)
+    assert goodput_lost_fraction(tau, delta, mtbf) <= goodput_lost_fraction(tau * factor, delta, mtbf) + 1e-12

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.api import resolve_cluster
 from aifabric.errors import ConfigError
 from aifabric.storage.checkpoint import checkpoint_size, checkpoint_time
@@ -57,6 +58,12 @@ def checkpoint(
         str | None, typer.Option(help="Storage system (catalogue key), overrides the spec's")
     ] = None,
     storage_units: Annotated[int | None, typer.Option(help="Storage appliances / servers", min=1)] = None,
+    storage_read: Annotated[
+        str | None, typer.Option(help="File-system aggregate read, e.g. '2 TB/s'")
+    ] = None,
+    storage_write: Annotated[
+        str | None, typer.Option(help="File-system aggregate write, e.g. '1 TB/s'")
+    ] = None,
     gds: Annotated[
         bool, typer.Option("--gds/--no-gds", help="GPUDirect Storage (else host bounce buffer)")
     ] = True,
@@ -76,16 +83,7 @@ def checkpoint(
     GB = 1e9 bytes; bandwidths per direction.
     """
     spec = resolve_cluster(cluster, nodes=nodes, gpus=gpus)
-    if storage is not None or storage_units is not None:
-        current = spec.storage.model_dump(by_alias=True) if spec.storage else {}
-        st: dict[str, Any] = {
-            k: v for k, v in current.items() if v is not None and not k.startswith("aggregate")
-        }
-        if storage is not None:
-            st["system"] = storage
-        if storage_units is not None:
-            st["units"] = storage_units
-        spec = spec.with_changes(storage=st)
+    spec = _with_storage(spec, storage, storage_units, storage_read, storage_write)
     n = _n_params(model, params)
     if spec.n_gpus % (tp * pp):
         raise ConfigError(f"--tp {tp} x --pp {pp} does not divide the cluster's {spec.n_gpus} GPUs")
@@ -145,6 +143,24 @@ def checkpoint(
         emit_json(out)
         return
     _render(out)
+
+
+def _with_storage(
+    spec: ClusterSpec, system: str | None, units: int | None, read: str | None, write: str | None
+) -> ClusterSpec:
+    """``spec`` with its storage changed by the command-line options (unchanged when none is given)."""
+    given = {"system": system, "units": units, "aggregate_read": read, "aggregate_write": write}
+    if all(v is None for v in given.values()):
+        return spec
+    st: dict[str, Any] = {"system": "ddn-ai400x2-turbo"}
+    if spec.storage is not None:
+        st = {"system": spec.storage.system, "units": spec.storage.units}
+        if spec.storage.aggregate_read_bytes_per_s is not None:
+            st["aggregate_read"] = f"{spec.storage.aggregate_read_bytes_per_s!r} B/s"
+        if spec.storage.aggregate_write_bytes_per_s is not None:
+            st["aggregate_write"] = f"{spec.storage.aggregate_write_bytes_per_s!r} B/s"
+    st.update({k: v for k, v in given.items() if v is not None})
+    return spec.with_changes(storage={k: v for k, v in st.items() if v is not None})
 
 
 def _render(out: dict[str, Any]) -> None:
