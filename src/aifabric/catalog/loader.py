@@ -551,4 +551,4 @@ def optic_for_speed(port_bytes_per_s: float) -> OpticSpec:
         raise ConfigError(
             f"port speed: no transceiver in the catalogue reaches {port_bytes_per_s * 8 / 1e9:g} Gb/s"
         )
-    return min(cands, key=lambda o: o.speed_bytes_per_s)
+    return min(cands, key=lambda o: (o.speed_bytes_per_s, o.links))  # a single-link module before a twin

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from aifabric import catalog
+from aifabric.cluster.clos import exact_split
 from aifabric.cluster.management import management_shape
 from aifabric.cluster.topology import Topology
 
@@ -104,8 +105,12 @@ def _two_tier_counts(endpoints: int, radix: int, ratio: float) -> tuple[int, int
     """(leaves, spines, leaf-spine cables) of a simple two-tier Ethernet Clos for ``endpoints`` ports."""
     if endpoints == 0:
         return 0, 0, 0
-    down = int(math.floor(radix * ratio / (ratio + 1)))
-    up = int(math.ceil(down / ratio))
+    split = exact_split(radix, ratio)  # the ratio exactly where an integer split gives it, as the back-end
+    down, up = (
+        split
+        if split
+        else (int(radix * ratio // (ratio + 1)), math.ceil(radix * ratio // (ratio + 1) / ratio))
+    )
     leaves = math.ceil(endpoints / down)
     if leaves == 1:
         return 1, 0, 0
