@@ -172,7 +172,8 @@ def _render(out: dict[str, Any]) -> None:
     for label, key in (("write (sync)", "write"), ("restore", "restore"), ("async drain", "async_drain")):
         t = out[key]
         console.print(
-            f"  {label:13s} {format_time(t['seconds']):>10s}  {format_bytes(t['bytes_per_node'])} per node at "
+            f"  {label:13s} {format_time(t['seconds']):>10s}  "
+            f"{format_bytes(t['bytes_per_node'])} per node at "
             f"{t['rate_bytes_per_s'] / 1e9:.3g} GB/s; bottleneck: {t['bottleneck']}"
         )
     console.print(f"  async copy GPU->host (training stops): {format_time(out['async_copy_s'])}")
@@ -187,6 +188,7 @@ def _render(out: dict[str, Any]) -> None:
     if "data_loading" in out:
         d = out["data_loading"]
         console.print(
-            f"  data loading: {d['need_bytes_per_s'] / 1e9:.3g} GB/s needed of {d['have_bytes_per_s'] / 1e9:.4g} GB/s "
+            f"  data loading: {d['need_bytes_per_s'] / 1e9:.3g} GB/s needed of "
+            f"{d['have_bytes_per_s'] / 1e9:.4g} GB/s "
             f"({d['share'] * 100:.2f}%; limit: {d['bottleneck']})"
         )

@@ -170,7 +170,8 @@ def show(
         if wi.watts_before:
             console.print(
                 f"what-if {label}: optics {wi.watts_before / 1e3:.1f} -> {wi.watts_after / 1e3:.1f} kW "
-                f"(saves {wi.saved_watts / 1e3:.1f} kW), lasers {wi.lasers_before:,} -> {wi.lasers_after:,.0f}"
+                f"(saves {wi.saved_watts / 1e3:.1f} kW), "
+                f"lasers {wi.lasers_before:,} -> {wi.lasers_after:,.0f}"
             )
 
 

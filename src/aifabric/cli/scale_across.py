@@ -1,4 +1,4 @@
-"""``aifabric scale-across``: an all-reduce over sites kilometres apart and the DP step cost of the distance."""
+"""``aifabric scale-across``: an all-reduce over sites kilometres apart and the DP step cost of distance."""
 
 from __future__ import annotations
 

@@ -317,7 +317,7 @@ def _holds(shape: ClosShape) -> bool:
 
 
 def _nearest(spec: ClusterSpec, radix: int, r1: float, r2: float) -> str:
-    """``; buildable: 1.9:1, 2.1:1`` -- the buildable ratios (varying the failing tier) nearest the request."""
+    """``; buildable ... 1.9:1, 2.1:1``: the buildable ratios (varying the failing tier) nearest the ask."""
     so = spec.scale_out
     assert so is not None
     vary_spine = so.tiers == 3 and exact_split(radix, r1) is not None and r2 != 1.0

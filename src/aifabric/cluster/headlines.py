@@ -25,7 +25,7 @@ TOLERANCE = 0.05
 
 @dataclass(frozen=True)
 class Headline:
-    """A modelled headline figure: ``value`` in SI (bytes/s, GPUs, W), ``kind`` and the network it is about."""
+    """A modelled headline figure: ``value`` in SI (bytes/s, GPUs, W), ``kind`` and the network it is of."""
 
     name: str
     value: float
@@ -60,7 +60,8 @@ def headlines(s: ClusterSummary) -> list[Headline]:
                 up.documented_bytes_per_s * s.domain_gpus,
                 "bandwidth",
                 "scale-up",
-                f"{s.domain_gpus} GPUs x {up.documented_bytes_per_s / 1e12:.3g} TB/s {up.level}, both directions "
+                f"{s.domain_gpus} GPUs x {up.documented_bytes_per_s / 1e12:.3g} TB/s {up.level}, "
+                "both directions "
                 "added, inside one domain (not the data centre)",
             )
         )
@@ -70,7 +71,8 @@ def headlines(s: ClusterSummary) -> list[Headline]:
                 up.documented_bytes_per_s,
                 "bandwidth",
                 "scale-up",
-                f"{up.level} per GPU, both directions added ({up.per_direction_bytes_per_s / 1e9:.4g} GB/s each way)",
+                f"{up.level} per GPU, both directions added "
+                f"({up.per_direction_bytes_per_s / 1e9:.4g} GB/s each way)",
             )
         )
     if spec.scale_out is not None:
@@ -147,7 +149,7 @@ _CLAIM = re.compile(
 
 
 def extract_claims(text: str) -> list[Claim]:
-    """Numbers with units in ``text``: bandwidths (bits when the unit has a lower-case b), counts of GPUs, power.
+    """Numbers with units in ``text``: bandwidths (bits when the unit has a lower-case b), GPU counts, power.
 
     Examples
     --------

@@ -32,7 +32,7 @@ __all__ = ["Inventory", "PartLine", "inventory", "modules_for_links"]
 
 @dataclass(frozen=True)
 class PartLine:
-    """One line of the bill of materials: ``count`` of ``part`` in ``network``, ``watts`` and ``lasers`` in total."""
+    """A line of the bill of materials: ``count`` of ``part`` in ``network``, with ``watts`` and ``lasers``."""
 
     network: str
     item: str

@@ -1,4 +1,4 @@
-"""The out-of-band management network as a graph: BMC ports on their own switches, reachability under failures.
+"""The out-of-band management network as a graph: BMC ports on their own switches, reachability on failures.
 
 Wiring (NVIDIA DGX SuperPOD H100 reference architecture, "Out-of-Band Management Network"): every node's BMC
 port goes to its rack's management switch (1 GbE); every rack switch has one uplink to each of two
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError
 
 if TYPE_CHECKING:
-    import networkx as nx  # type: ignore[import-untyped]
+    import networkx as nx
 
 __all__ = [
     "ManagementReport",
@@ -92,7 +92,7 @@ def management_graph(topo: Topology) -> nx.Graph:
     Vertices are ``(kind, index)`` tuples with kinds ``bmc``, ``host``, ``mgmt-rack``, ``mgmt-agg``,
     ``mgmt-server``, ``leaf``, ``spine``, ``core``.
     """
-    import networkx as nx  # type: ignore[import-untyped]  # lazy: keeps networkx out of the CLI's start-up (inventory needs only the counts)
+    import networkx as nx  # lazy: keeps networkx out of the CLI's start-up (inventory needs only the counts)
 
     spec = topo.spec
     shape = management_shape(spec)
@@ -122,7 +122,10 @@ def management_graph(topo: Topology) -> nx.Graph:
     return g
 
 
-def _namer(offsets: dict[str, int], n_gpus: int, gpus_per_node: int):  # type: ignore[no-untyped-def]
+def _namer(
+    offsets: dict[str, int], n_gpus: int, gpus_per_node: int
+) -> Callable[[np.integer], tuple[str, int]]:
+    """Device id -> vertex name: ``("host", node)`` for a GPU, else ``(tier, index within the tier)``."""
     order = sorted((v, k) for k, v in offsets.items() if k in ("leaf", "spine", "core"))
 
     def name(dev: np.integer) -> tuple[str, int]:
@@ -172,7 +175,7 @@ def _parse_failures(g: nx.Graph, failures: Iterable[str]) -> list[tuple[str, int
 
 
 def management_reachability(topo: Topology, failures: Iterable[str] = ()) -> ManagementReport:
-    """Which BMCs the management servers still reach when ``failures`` (``"spine:*"``, ``"mgmt-rack:3"``) fail.
+    """Which BMCs the management servers reach when ``failures`` (``"spine:*"``, ``"mgmt-rack:3"``) fail.
 
     Raises
     ------
@@ -189,7 +192,7 @@ def management_reachability(topo: Topology, failures: Iterable[str] = ()) -> Man
     >>> management_reachability(topo, ["mgmt-rack:0"]).unreachable_bmcs
     (0, 1, 2, 3)
     """
-    import networkx as nx  # type: ignore[import-untyped]  # lazy, as in management_graph
+    import networkx as nx  # lazy, as in management_graph
 
     g = management_graph(topo)
     failed = _parse_failures(g, failures)

@@ -133,7 +133,7 @@ def cross_site_all_reduce(spec: ClusterSpec, message_bytes: float) -> CrossSiteA
 
 
 def pp_boundary_time(spec: ClusterSpec, activation_bytes: float, *, tp: int = 1) -> float:
-    """Seconds to send one microbatch's activations across the site boundary (formula in the module docstring).
+    """Seconds to send one microbatch's activations across the site boundary (module docstring formula).
 
     Raises
     ------

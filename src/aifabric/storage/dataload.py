@@ -17,7 +17,7 @@ __all__ = ["DataLoading", "data_loading"]
 
 @dataclass(frozen=True)
 class DataLoading:
-    """Read bandwidth a job needs and has, bytes/s; ``share`` = need / have; ``bottleneck`` names the stage."""
+    """Read bandwidth a job needs and has, bytes/s; ``share`` = need / have; ``bottleneck``: the stage."""
 
     need_bytes_per_s: float
     have_bytes_per_s: float
