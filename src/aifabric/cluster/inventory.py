@@ -32,7 +32,7 @@ __all__ = ["Inventory", "PartLine", "inventory", "modules_for_links"]
 
 @dataclass(frozen=True)
 class PartLine:
-    """A line of the bill of materials: ``count`` of ``part`` in ``network``, with ``watts`` and ``lasers``."""
+    """A line of the bill of materials: ``count`` of ``part`` in ``network`` with ``watts`` and ``lasers``."""
 
     network: str
     item: str
