@@ -116,3 +116,17 @@ def test_pod_size_is_a_spec_field():
 def test_unbuildable_ratio_names_nearest():
     with pytest.raises(ConfigError, match=r"1.37:1 .*buildable leaf ratios nearest: .*:1"):
         preset("dgx-h100-superpod", nodes=128, **{"scale_out.oversubscription": [1.37]})
+
+
+def test_cli_show_builds_or_refuses_the_ratio():
+    from typer.testing import CliRunner
+
+    from aifabric.cli.app import app
+
+    ok = CliRunner().invoke(app, ["cluster", "show", "--nodes", "2048", "--oversubscription", "2:1,2:1"])
+    assert ok.exit_code == 0, ok.output
+    assert "leaf 2:1 asked, 2:1 built, spine 2:1 asked, 2:1 built" in ok.stdout
+    assert "1.000 x the requested 102.40 TB/s" in ok.stdout
+    bad = CliRunner().invoke(app, ["cluster", "show", "--nodes", "128", "--oversubscription", "1.37:1"])
+    assert bad.exit_code == 2 and "buildable leaf ratios nearest" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1

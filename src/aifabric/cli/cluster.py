@@ -14,6 +14,7 @@ from aifabric.cluster.presets import list_presets
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.summary import summarize
 from aifabric.collectives.api import resolve_cluster
+from aifabric.errors import ConfigError
 
 __all__ = ["cluster_app"]
 
@@ -54,16 +55,35 @@ def list_cmd(
 def show(
     cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
     nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes", min=1)] = None,
+    tiers: Annotated[int | None, typer.Option(help="Scale-out tiers (1-3)", min=1, max=3)] = None,
+    oversubscription: Annotated[
+        str | None,
+        typer.Option(help="Down:up ratio per tier boundary, leaf first, comma-separated: '2:1' or '1:1,7:1'"),
+    ] = None,
+    pod_gpus: Annotated[int | None, typer.Option(help="Cap on GPUs per three-tier pod (zone)", min=1)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
     catalog_files: CatalogOption = None,
 ) -> None:
-    """What a reader of a cluster announcement should ask: bandwidth per GPU of each network and the ratios,
-    size of the fast domain, oversubscription, bisection bandwidth, parts and power.
+    """What a reader of a cluster announcement should ask: which network each headline number belongs to,
+    bandwidth per GPU of each network and the ratios, size of the fast domain, oversubscription asked and
+    built at every tier, bisection bandwidth, parts and whole-cluster power with the optics share.
 
-    GB/s = 1e9 bytes/s. "per dir" is one direction; vendors' NVLink figures add both directions.
+    GB/s = 1e9 bytes/s. "per dir" is one direction; vendors' NVLink figures add both directions. A ratio the
+    Clos cannot build to 1% exits with code 2 naming the nearest buildable ratios.
     """
     use_catalog(catalog_files)
     spec = resolve_cluster(cluster, nodes=nodes)
+    changes: dict[str, object] = {}
+    if tiers is not None:
+        changes["scale_out.tiers"] = tiers
+    if oversubscription is not None:
+        changes["scale_out.oversubscription"] = [x.strip() for x in oversubscription.split(",")]
+    if pod_gpus is not None:
+        changes["scale_out.pod_gpus"] = pod_gpus
+    if changes:
+        if spec.scale_out is None:
+            raise ConfigError(f"--tiers/--oversubscription/--pod-gpus: {spec.name} has no scale-out fabric")
+        spec = spec.with_changes(**changes)
     s = summarize(spec)
     if json_out:
         emit_json(
