@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from aifabric import catalog
@@ -134,3 +136,29 @@ def test_cli_mgmt_fail():
     r = CliRunner().invoke(app, ["cluster", "mgmt", "--nodes", "16", "--fail", "mgmt-rack:0", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["unreachable_nodes"] == [0, 1, 2, 3]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    nodes=st.sampled_from([8, 32, 96]),
+    failed=st.lists(
+        st.tuples(st.sampled_from(["leaf", "spine", "host"]), st.integers(min_value=0, max_value=7)),
+        max_size=6,
+    ),
+)
+def test_property_backend_failures_never_cut_a_bmc(nodes, failed):
+    # the OOB network shares no device with the back-end: any back-end failure set leaves every BMC reachable
+    topo = build_topology(preset("dgx-h100-superpod", nodes=nodes))
+    names = [f"{k}:{i}" for k, i in failed if (k != "spine" or i < topo.switch_counts["spine"])]
+    assert management_reachability(topo, names).reachable_bmcs == nodes
+
+
+@settings(max_examples=15, deadline=None)
+@given(nodes=st.integers(min_value=2, max_value=600), copper=st.booleans())
+def test_property_cpo_and_lpo_never_cost_more(nodes, copper):
+    inv = cluster_power(
+        build_topology(preset("dgx-h100-superpod", nodes=nodes, **{"scale_out.nic_to_leaf_copper": copper}))
+    ).inventory
+    for tech in ("cpo", "lpo"):
+        wi = optics_whatif(inv, tech)
+        assert wi.watts_after <= wi.watts_before and wi.lasers_after <= wi.lasers_before
