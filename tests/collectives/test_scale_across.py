@@ -68,3 +68,16 @@ def test_pp_boundary_across_sites_by_hand():
     # 250 us of fibre (50 km) + 162.8 us = 412.8 us per microbatch and direction.
     t = pp_boundary_time(_two_sites(), 64e6, tp=8)
     assert t == pytest.approx(250e-6 + 8e6 / (50e9 * 0.983))
+
+
+def test_spectrum_xgs_preset_sites_used_by_cli():
+    # the preset's own sites (2 x 50 km, 100 Tb/s, Spectrum-XGS) are used when no option overrides them
+    r = CliRunner().invoke(app, ["scale-across", "spectrum-xgs-2-sites", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["sites"] == 2 and out["cross_latency_s"] == pytest.approx(500e-6)
+    # 2,048 GPUs per site share 12.5 TB/s x 0.96 = 12 TB/s: 5.86 GB/s each; 2,048 x 50 GB/s / 12.5 TB/s = 8.19:1
+    assert out["cross_bytes_per_s"] == pytest.approx(12e12 / 2048)
+    assert out["dci_oversubscription"] == pytest.approx(2048 * 50e9 / 12.5e12)
+    far = CliRunner().invoke(app, ["scale-across", "spectrum-xgs-2-sites", "--distance", "500", "--json"])
+    assert json.loads(far.stdout)["cross_latency_s"] == pytest.approx(5e-3)

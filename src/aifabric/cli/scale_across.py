@@ -18,30 +18,48 @@ __all__ = ["scale_across"]
 def scale_across(
     cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
     nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes (all sites)", min=1)] = None,
-    sites: Annotated[int, typer.Option(help="Sites the GPUs are split over", min=2)] = 2,
-    distance: Annotated[float, typer.Option(help="Fibre distance between sites, km", min=0.001)] = 50.0,
+    sites: Annotated[
+        int | None, typer.Option(help="Sites the GPUs are split over (default 2)", min=2)
+    ] = None,
+    distance: Annotated[
+        float | None, typer.Option(help="Fibre distance between sites, km (default 50)", min=0.001)
+    ] = None,
     dci: Annotated[
-        str, typer.Option(help="DCI bandwidth per site, one direction, e.g. '100 Tb/s'")
-    ] = "100 Tb/s",
+        str | None, typer.Option(help="DCI bandwidth per site, one direction (default '100 Tb/s')")
+    ] = None,
     transport: Annotated[
-        str, typer.Option(help="DCI transport (catalogue dci): spectrum-xgs, ...")
-    ] = "spectrum-xgs",
+        str | None, typer.Option(help="DCI transport (catalogue dci; default spectrum-xgs)")
+    ] = None,
     message: Annotated[str, typer.Option(help="All-reduce size per GPU, e.g. '140 GB' (gradients)")] = "1 GB",
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Hierarchical all-reduce across sites (in-site reduce-scatter, cross-site ring over the DCI with
     5 us/km of fibre, in-site all-gather) and the extra step time of putting DP across the sites."""
     spec = resolve_cluster(cluster, nodes=nodes)
-    spec = spec.with_changes(
-        sites={"count": sites, "distance_km": distance, "dci_bandwidth": dci, "transport": transport}
+    st = spec.sites
+    given = {"count": sites, "distance_km": distance, "dci_bandwidth": dci, "transport": transport}
+    base = (
+        {
+            "count": st.count,
+            "distance_km": st.distance_km,
+            "dci_bandwidth": f"{st.dci_bandwidth_bytes_per_s!r} B/s",
+            "transport": st.transport,
+        }
+        if st is not None
+        else {"count": 2, "distance_km": 50.0, "dci_bandwidth": "100 Tb/s", "transport": "spectrum-xgs"}
     )
+    base.update({k: v for k, v in given.items() if v is not None})
+    spec = spec.with_changes(sites=base)
+    st = spec.sites
+    assert st is not None
     r = cross_site_all_reduce(spec, parse_bytes(message, field="--message"))
     out = {**r.__dict__, "total_s": r.total_s, "dp_step_cost_s": r.dp_step_cost_s}
     if json_out:
         emit_json(out)
         return
     console.print(
-        f"{spec.n_gpus} GPUs over {sites} sites {distance:g} km apart ({transport}); DCI {dci} per site = "
+        f"{spec.n_gpus} GPUs over {st.count} sites {st.distance_km:g} km apart ({st.transport}); DCI "
+        f"{st.dci_bandwidth_bytes_per_s * 8 / 1e12:g} Tb/s per site = "
         f"{r.dci_oversubscription:.3g}:1 oversubscribed against the site's NICs"
     )
     console.print(
