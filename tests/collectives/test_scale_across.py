@@ -76,7 +76,8 @@ def test_spectrum_xgs_preset_sites_used_by_cli():
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["sites"] == 2 and out["cross_latency_s"] == pytest.approx(500e-6)
-    # 2,048 GPUs per site share 12.5 TB/s x 0.96 = 12 TB/s: 5.86 GB/s each; 2,048 x 50 GB/s / 12.5 TB/s = 8.19:1
+    # 2,048 GPUs per site share 12.5 TB/s x 0.96 = 12 TB/s: 5.86 GB/s each;
+    # 2,048 x 50 GB/s / 12.5 TB/s = 8.19:1 oversubscribed
     assert out["cross_bytes_per_s"] == pytest.approx(12e12 / 2048)
     assert out["dci_oversubscription"] == pytest.approx(2048 * 50e9 / 12.5e12)
     far = CliRunner().invoke(app, ["scale-across", "spectrum-xgs-2-sites", "--distance", "500", "--json"])
