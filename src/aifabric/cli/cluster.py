@@ -9,8 +9,8 @@ from rich.table import Table
 
 from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, use_catalog
 from aifabric.cluster.presets import list_presets
+from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.summary import summarize
-from aifabric.collectives.api import resolve_cluster
 
 __all__ = ["cluster_app"]
 

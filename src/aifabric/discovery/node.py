@@ -50,6 +50,7 @@ from aifabric.discovery.nccl_xml import GpuNode, NcclTopology, NicNode, parse_nc
 from aifabric.discovery.nvsmi import PATH_ORDER, TopoMatrix, normalize_path_code
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import ParseError
+from aifabric.units import parse_nic_bandwidth
 
 __all__ = [
     "GDR_PATHS",
@@ -878,7 +879,6 @@ def inspect_layout(
     ParseError
         If the input lists no GPU.
     """
-    from aifabric.units import parse_nic_bandwidth
 
     if not layout.gpus:
         raise ParseError("the topology lists no GPU", line=layout.line, source=layout.source)
