@@ -58,3 +58,14 @@ def test_fabric_says_when_nccl_would_run_an_algorithm_without_a_plan():
     r = collective_time("all_reduce", 2**30, "h100-ib-2node", engine="links")
     assert r.algorithm == "ring"
     assert "NCCL's tuner would run nvls_tree here" in r.explanation
+
+
+@pytest.mark.parametrize("algo", [Algorithm.RING, Algorithm.HIERARCHICAL])
+@pytest.mark.parametrize("n", [16, 64])
+def test_flow_engine_agrees_too(algo, n):
+    # alone on a non-blocking fabric with spraying, max-min fair rates are the links engine's bound
+    spec = preset("dgx-h100-superpod", nodes=n // 8)
+    for size in SIZES:
+        f = collective_time("all_reduce", size, spec, ranks=n, algorithm=algo, protocol="Simple")
+        flow = collective_time("all_reduce", size, spec, ranks=n, algorithm=algo, engine="flow")
+        assert flow.time_s == pytest.approx(f.time_s, rel=0.02), (algo, n, size)
