@@ -37,6 +37,7 @@ from scipy.optimize import linear_sum_assignment
 
 from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.algorithms import Algorithm
 from aifabric.discovery._text import line_count, nonempty_text
 from aifabric.discovery.calibrate import Calibration
 from aifabric.discovery.inference import (
@@ -944,7 +945,7 @@ def _expected(spec: ClusterSpec, network_factor: float) -> tuple[ExpectedBusbw, 
     out = []
     one = formula_collective("all_reduce", EXPECTED_BYTES, spec)
     out.append(ExpectedBusbw("one node, NCCL default", 1, one.algorithm, one.protocol, one.busbw_bytes_per_s))
-    if one.algorithm != "ring" and spec.n_gpus > 1:
+    if one.algorithm != Algorithm.RING and spec.n_gpus > 1:
         ring = formula_collective("all_reduce", EXPECTED_BYTES, spec, algorithm="ring")
         out.append(
             ExpectedBusbw(
