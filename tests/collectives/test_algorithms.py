@@ -87,6 +87,9 @@ def test_applicability_rules():
     assert names(Collective.ALL_REDUCE, two) == ["ring", "hierarchical", "flat_ring", "tree", "nvls_tree"]
     assert names(Collective.ALL_TO_ALL, two) == ["direct"]
     assert names(Collective.BROADCAST, two) == ["chain"]
+    spread = Communicator.from_gpus(SPEC, [0, 8])  # one GPU per node: NCCL's PAT applies (nNodes == nRanks)
+    assert names(Collective.ALL_GATHER, spread) == ["ring", "flat_ring", "pat"]
+    assert names(Collective.ALL_GATHER, two) == ["ring", "flat_ring"]
     tpu = preset("tpu-v5p-pod")
     on_torus = applicable(Collective.ALL_REDUCE, Communicator.contiguous(tpu), tier_model(tpu))
     assert [e.algorithm for e in on_torus] == [Algorithm.TORUS]  # exclusive: no NCCL algorithm on ICI

@@ -19,6 +19,7 @@ flat_ring*     all_reduce, all_gather,          several domains joined by NICs  
                reduce_scatter
 direct         all_to_all                       always                                     direct_plan
 chain          broadcast, reduce                always                                     ring_plan
+pat            all_gather, reduce_scatter       one rank per domain, several domains       --
 p2p            send_recv                        always (two ranks)                         p2p_plan
 torus          all_reduce, all_gather,          one torus domain (and then only it)        --
                reduce_scatter
@@ -42,6 +43,7 @@ from aifabric.collectives.direct import direct_cost, p2p_cost
 from aifabric.collectives.hierarchical import hierarchical_cost
 from aifabric.collectives.nvls import nvls_cost, nvls_tree_cost
 from aifabric.collectives.ops import Collective
+from aifabric.collectives.pat import pat_cost
 from aifabric.collectives.plan import CommPlan, Stage
 from aifabric.collectives.ring import chain_cost, flat_ring_cost, ring_cost
 from aifabric.collectives.tiers import Protocol, TierModel, tier_model
@@ -66,6 +68,7 @@ PlanFunction = Callable[[Collective, float, ClusterSpec, np.ndarray], tuple[Stag
 
 _RING_OPS = frozenset({Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
 _ALL_REDUCE = frozenset({Collective.ALL_REDUCE})
+_GATHER_SCATTER = frozenset({Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
 _ALL_PROTOCOLS = frozenset(Protocol)
 _SIMPLE = frozenset({Protocol.SIMPLE})
 
@@ -127,6 +130,10 @@ def _uniform_domains(comm: Communicator, tm: TierModel) -> bool:
     return comm.n_domains > 1 and comm.ranks_per_domain > 1 and comm.uniform
 
 
+def _one_rank_per_domain(comm: Communicator, tm: TierModel) -> bool:
+    return comm.n_domains > 1 and comm.ranks_per_domain == 1 and tm.nic_bytes_per_s > 0
+
+
 def _across_nics(comm: Communicator, tm: TierModel) -> bool:
     return comm.n_domains > 1 and tm.nic_bytes_per_s > 0
 
@@ -177,6 +184,7 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             chain_cost,
             plans.ring_plan,
         ),
+        AlgorithmSpec(Algorithm.PAT, _GATHER_SCATTER, _one_rank_per_domain, pat_cost, protocols=_SIMPLE),
         AlgorithmSpec(
             Algorithm.P2P, frozenset({Collective.SEND_RECV}), _always, p2p_cost, plans.p2p_plan, _SIMPLE
         ),

@@ -34,6 +34,7 @@ class Algorithm(str, Enum):
     CHAIN = "chain"
     P2P = "p2p"
     TORUS = "torus"
+    PAT = "pat"
 
     @classmethod
     def parse(cls, value: str | Algorithm) -> Algorithm:
