@@ -22,7 +22,13 @@ SCALE_OUT = "scale-out"
 
 
 class Algorithm(str, Enum):
-    """Every collective algorithm aifabric knows; the value is the CLI's and ``NCCL_ALGO``-like name."""
+    """Every collective algorithm aifabric knows; the value is the CLI's and ``NCCL_ALGO``-like name.
+
+    NCCL's own algorithms (the rows of its tuning tables, :class:`aifabric.catalog.nccl.Algorithm`) keep
+    their values here (``ring``, ``tree``, ``nvls``, ``nvls_tree``, ``pat``); the others are algorithms
+    NCCL has no name for (``chain``, ``direct``, ``p2p``: what NCCL runs for broadcast/reduce, all_to_all
+    and send/recv; ``hierarchical``, ``flat_ring``: textbook; ``torus``: TPU ICI).
+    """
 
     RING = "ring"
     TREE = "tree"
