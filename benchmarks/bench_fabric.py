@@ -17,7 +17,7 @@ import numpy as np
 
 from aifabric.cluster.presets import preset
 from aifabric.cluster.topology import build_topology
-from aifabric.collectives.plan import build_plan
+from aifabric.collectives.algorithms import build_plan
 from aifabric.collectives.traffic import pattern_plan
 from aifabric.engines.fabric import simulate_plans
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from aifabric import catalog
 from aifabric.cli.app import app
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.collectives.api import collective_time
+from aifabric.engines.api import collective_time
 from aifabric.errors import ConfigError
 
 runner = CliRunner()

@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 from aifabric.cluster.placement import place_jobs
 from aifabric.cluster.presets import preset
 from aifabric.cluster.topology import build_topology
-from aifabric.collectives.api import collective_time
-from aifabric.collectives.plan import CommPlan, Stage, build_plan
+from aifabric.collectives.algorithms import build_plan
+from aifabric.collectives.plan import CommPlan, Stage
 from aifabric.collectives.traffic import pattern_plan
+from aifabric.engines.api import collective_time
 from aifabric.engines.fabric import simulate_plans
 from aifabric.engines.failures import parse_failures
 from aifabric.engines.routing import route

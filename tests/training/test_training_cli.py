@@ -151,8 +151,8 @@ def test_plot_title_is_not_clipped(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
     from aifabric.cluster.presets import preset
+    from aifabric.report.step_plot import plot_step_breakdown
     from aifabric.training import ParallelLayout, get_model, step_time
-    from aifabric.training.plot import plot_step_breakdown
 
     # the report's case: one bar, "llama3-405b on 16384 GPUs of dgx-h100-superpod" was cut at both ends
     lay = ParallelLayout(tp=4, pp=16, dp=32, cp=8, virtual_pipeline_stages=4, sequence_parallel=True,

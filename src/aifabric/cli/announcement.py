@@ -10,9 +10,9 @@ from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors
 from aifabric.cluster.headlines import check_claims, extract_claims
+from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import load_yaml_mapping
 from aifabric.cluster.summary import summarize
-from aifabric.collectives.api import resolve_cluster
 from aifabric.errors import ConfigError
 
 __all__ = ["announcement"]

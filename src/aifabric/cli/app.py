@@ -2,27 +2,38 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
 
 from aifabric import __version__
-from aifabric.cli.cluster import cluster_app
-from aifabric.cli.collective import collective
 from aifabric.cli.common import CatalogOption, use_catalog
-from aifabric.cli.demo import demo
-from aifabric.cli.ladder import ladder
 from aifabric.errors import AifabricError
 
-__all__ = ["app", "main"]
+__all__ = ["COMMANDS", "app", "build_app", "main"]
 
-app = typer.Typer(
-    name="aifabric",
-    help="Model, simulate and plan the networks of AI clusters. Exit codes: 0 ok, 2 bad input, 1 internal "
-    "error.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
+app: typer.Typer  # the whole app, built on first access by the module's __getattr__ (tests, --help)
+
+#: Every command: name -> (module, attribute, kind). Modules are imported only when their command runs
+#: (or when the whole app is built, for --help and tests), so ``aifabric collective`` does not pay for
+#: scipy, matplotlib or the training models at start-up.
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "collective": ("aifabric.cli.collective", "collective", "command"),
+    "ladder": ("aifabric.cli.ladder", "ladder", "command"),
+    "demo": ("aifabric.cli.demo", "demo", "command"),
+    "cluster": ("aifabric.cli.cluster", "cluster_app", "group"),
+    "fabric": ("aifabric.cli.fabric", "fabric", "command"),
+    "train": ("aifabric.cli.train", "train", "command"),
+    "plan": ("aifabric.cli.train", "plan", "command"),
+    "inspect": ("aifabric.cli.inspect", "inspect", "command"),
+    "nccl-tests": ("aifabric.cli.inspect", "nccl_tests_app", "group"),
+    "calibrate": ("aifabric.cli.inspect", "calibrate", "command"),
+    "sweep": ("aifabric.cli.sweep", "sweep", "command"),
+    "checkpoint": ("aifabric.cli.checkpoint", "checkpoint", "command"),
+    "announcement": ("aifabric.cli.announcement", "announcement", "command"),
+    "scale-across": ("aifabric.cli.scale_across", "scale_across", "command"),
+}
 
 
 def _version(value: bool) -> None:
@@ -31,7 +42,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", help="Print the version and exit.", callback=_version, is_eager=True
@@ -46,48 +56,46 @@ def _root(
         raise typer.Exit(code=2) from None
 
 
-app.command("collective")(collective)
-app.command("ladder")(ladder)
-app.command("demo")(demo)
-app.add_typer(cluster_app, name="cluster")
-
-
-def _register_optional() -> None:
-    """Command groups of later layers register here when present."""
-    import importlib
-
-    for module, attr, name, kind in (
-        ("aifabric.cli.fabric", "fabric", "fabric", "command"),
-        ("aifabric.cli.train", "train", "train", "command"),
-        ("aifabric.cli.train", "plan", "plan", "command"),
-        ("aifabric.cli.inspect", "inspect", "inspect", "command"),
-        ("aifabric.cli.inspect", "nccl_tests_app", "nccl-tests", "group"),
-        ("aifabric.cli.inspect", "calibrate", "calibrate", "command"),
-        ("aifabric.cli.sweep", "sweep", "sweep", "command"),
-        ("aifabric.cli.checkpoint", "checkpoint", "checkpoint", "command"),
-        ("aifabric.cli.announcement", "announcement", "announcement", "command"),
-        ("aifabric.cli.scale_across", "scale_across", "scale-across", "command"),
-    ):
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError:
-            continue
-        obj = getattr(mod, attr, None)
-        if obj is None:
-            continue
+def build_app(names: list[str] | None = None) -> typer.Typer:
+    """The Typer app with the commands ``names`` (default: all of :data:`COMMANDS`)."""
+    new = typer.Typer(
+        name="aifabric",
+        help="Model, simulate and plan the networks of AI clusters. "
+        "Exit codes: 0 ok, 2 bad input, 1 internal error.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+    )
+    new.callback()(_root)
+    for name in names if names is not None else list(COMMANDS):
+        module, attr, kind = COMMANDS[name]
+        obj = getattr(importlib.import_module(module), attr)
         if kind == "group":
-            app.add_typer(obj, name=name)
+            new.add_typer(obj, name=name)
         else:
-            app.command(name)(obj)
+            new.command(name)(obj)
+    return new
 
 
-_register_optional()
+def __getattr__(name: str) -> typer.Typer:
+    """``app``: the whole app, built on first use (tests, ``--help``)."""
+    if name == "app":
+        full = build_app()
+        globals()["app"] = full
+        return full
+    raise AttributeError(name)
+
+
+def _app_for(argv: list[str]) -> typer.Typer:
+    """Only the command named on the command line (the first word that is one; options such as
+    ``--catalog FILE`` may come before it), else every command (for --help and errors)."""
+    first = next((a for a in argv if a in COMMANDS), None)
+    return build_app([first]) if first is not None else build_app()
 
 
 def main() -> None:
     """Console-script entry point: usage errors become one line on stderr and exit code 2."""
     try:
-        rc = app(standalone_mode=False)
+        rc = _app_for(sys.argv[1:])(standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else 0)
     except typer.Exit as err:
         sys.exit(getattr(err, "exit_code", 0))

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 import typer
 
 from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.collectives.api import resolve_cluster
 from aifabric.errors import ConfigError
 from aifabric.storage.checkpoint import checkpoint_size, checkpoint_time
 from aifabric.storage.dataload import data_loading

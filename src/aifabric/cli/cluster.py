@@ -11,9 +11,9 @@ from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors
 from aifabric.cluster.headlines import headlines
 from aifabric.cluster.power import optics_whatif
 from aifabric.cluster.presets import list_presets
+from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.summary import summarize
-from aifabric.collectives.api import resolve_cluster
 from aifabric.errors import ConfigError
 
 __all__ = ["cluster_app"]

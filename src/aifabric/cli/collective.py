@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors
-from aifabric.collectives.api import collective_time, resolve_cluster, resolve_communicator
-from aifabric.engines.routing import POLICIES
+from aifabric.cluster.resolve import resolve_cluster
+from aifabric.collectives.algorithms import ALGORITHMS, Algorithm
+from aifabric.collectives.communicator import resolve_communicator
+from aifabric.collectives.tiers import Protocol
+from aifabric.discovery.calibrate import Calibration, load_calibration
+from aifabric.engines.api import ENGINE_OPTIONS, collective_time
 from aifabric.units import format_bytes, one_size
 
 __all__ = ["collective"]
@@ -23,7 +27,36 @@ class Engine(str, Enum):
     flow = "flow"
 
 
+#: --algo choices: every algorithm of the registry.
+AlgoChoice = Enum("AlgoChoice", {a.value: a.value for a in ALGORITHMS}, type=str)  # type: ignore[misc]
+#: --proto choices: NCCL's protocols.
+ProtoChoice = Enum("ProtoChoice", {p.value: p.value for p in Protocol}, type=str)  # type: ignore[misc]
+
+
 MAX_SWEEP_ROWS = 64
+
+#: The command-line flag of each engine option.
+FLAGS = {
+    "algorithm": "--algo",
+    "protocol": "--proto",
+    "exclude": "--no-nvls",
+    "convention": "--convention",
+    "efficiency": "--efficiency",
+    "calibration": "--calibration",
+    "routing": "--routing",
+    "seed": "--seed",
+}
+
+
+def _refuse_unused(engine: str, options: dict[str, Any]) -> None:
+    """ValueError naming the first option (and its flag) the engine does not take, and the flags it takes."""
+    unknown = sorted(set(options) - ENGINE_OPTIONS[engine])
+    if unknown:
+        takes = ", ".join(sorted(FLAGS[o] for o in ENGINE_OPTIONS[engine] if o in FLAGS))
+        raise ValueError(
+            f"{unknown[0]} ({FLAGS[unknown[0]]}): the {engine} engine does not take this option "
+            f"(it takes {takes})"
+        )
 
 
 def _sizes(size: str | None, min_size: str | None, max_size: str | None, factor: int) -> list[float]:
@@ -76,33 +109,34 @@ def collective(
     ] = None,
     factor: Annotated[int, typer.Option("--factor", "-f", help="Sweep multiplication factor")] = 2,
     algo: Annotated[
-        str | None,
-        typer.Option(
-            "--algo",
-            help="Force an algorithm (ring, tree, nvls, nvls_tree, hierarchical, flat_ring, direct, chain, "
-            "p2p)",
-        ),
+        AlgoChoice | None,
+        typer.Option("--algo", help="Force an algorithm (links/flow engines: those with a transfer plan)"),
     ] = None,
-    proto: Annotated[str | None, typer.Option("--proto", help="Force a protocol (LL, LL128, Simple)")] = None,
+    proto: Annotated[
+        ProtoChoice | None, typer.Option("--proto", help="formula engine: force a protocol")
+    ] = None,
     no_nvls: Annotated[
-        bool, typer.Option("--no-nvls", help="Disable NVLink SHARP (NCCL_NVLS_ENABLE=0)")
+        bool, typer.Option("--no-nvls", help="formula engine: disable NVLink SHARP (NCCL_NVLS_ENABLE=0)")
     ] = False,
     convention: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="per_direction (default) or bidirectional (vendor's NVLink figure as a per-GPU rate)"
+            help="formula engine: per_direction (default) or bidirectional (vendor's NVLink figure as a "
+            "per-GPU rate)"
         ),
-    ] = "per_direction",
+    ] = None,
     efficiency: Annotated[
-        str, typer.Option(help="nccl (effective bandwidths, latencies) or line_rate (ideal)")
-    ] = "nccl",
+        str | None, typer.Option(help="nccl (effective bandwidths, latencies; default) or line_rate (ideal)")
+    ] = None,
     engine: Annotated[Engine, typer.Option(help="formula, links or flow")] = Engine.formula,
     routing: Annotated[
-        str | None, typer.Option(help="links/flow engines only: ecmp, pinning, qp, spray, adaptive")
+        str | None, typer.Option(help="links/flow engines only: ecmp, pinning, qp, spray (default), adaptive")
     ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of random choices (ECMP hashes)")] = 0,
+    seed: Annotated[
+        int | None, typer.Option(help="links/flow engines: seed of random choices (ECMP hashes)")
+    ] = None,
     calibration: Annotated[
-        Path | None, typer.Option(help="Calibration profile YAML from 'aifabric calibrate'")
+        Path | None, typer.Option(help="formula engine: calibration profile YAML from 'aifabric calibrate'")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
@@ -114,28 +148,27 @@ def collective(
     spec = resolve_cluster(cluster, nodes=nodes)
     comm = resolve_communicator(spec, ranks)
     sizes = _sizes(size, min_size, max_size, factor)
-    opts: dict = {}
-    if routing is not None and routing not in POLICIES:
-        raise ValueError(f"--routing: unknown routing policy {routing!r}; known: {', '.join(POLICIES)}")
-    if engine is Engine.formula and routing is not None:
-        raise ValueError(
-            "--routing: the formula engine assumes ideal routing; use --engine links or flow to choose one"
-        )
-    if engine is Engine.formula:
-        from aifabric.discovery.calibrate import load_calibration
+    if routing is not None:
+        from aifabric.engines.routing import POLICIES  # lazy: scipy.sparse, for start-up time
 
-        opts = dict(
-            algorithm=algo,
-            protocol=proto,
-            exclude=("nvls", "nvls_tree") if no_nvls else (),
-            convention=convention,
-            efficiency=efficiency,
-            calibration=load_calibration(calibration) if calibration else None,
-        )
-    else:
-        opts = dict(routing=routing or "spray", seed=seed, algorithm=algo)
+        if routing not in POLICIES:
+            raise ValueError(f"--routing: unknown routing policy {routing!r}; known: {', '.join(POLICIES)}")
+    given: dict[str, Any] = {
+        "algorithm": None if algo is None else Algorithm(algo.value),
+        "protocol": None if proto is None else Protocol(proto.value),
+        "exclude": (Algorithm.NVLS, Algorithm.NVLS_TREE) if no_nvls else None,
+        "convention": convention,
+        "efficiency": efficiency,
+        "calibration": calibration,
+        "routing": routing,
+        "seed": seed,
+    }
+    opts: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+    _refuse_unused(engine.value, opts)  # before reading any file: what the engine does not use
+    if calibration is not None:
+        opts["calibration"] = load_calibration(calibration)
     results = [collective_time(op, s, spec, ranks=comm, engine=engine.value, **opts) for s in sizes]
-    cal = opts.get("calibration")
+    cal: Calibration | None = opts.get("calibration")
     if json_out:
         emit_json([r.to_dict() for r in results])
         return

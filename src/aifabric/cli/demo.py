@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors
-from aifabric.collectives.lesson import lesson_rows
+from aifabric.engines.lesson import lesson_rows
 
 __all__ = ["demo"]
 

@@ -12,12 +12,13 @@ from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors
 from aifabric.cluster.placement import PLACEMENTS, place_jobs
+from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.topology import TIER_NAMES, build_topology
-from aifabric.collectives.api import resolve_cluster
+from aifabric.collectives.algorithms import build_plan, plan_algorithms
+from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
-from aifabric.collectives.plan import build_plan
 from aifabric.collectives.traffic import PATTERNS, pattern_plan
-from aifabric.engines.fabric import simulate_plans
+from aifabric.engines.fabric import nccl_plan_choice, simulate_plans
 from aifabric.engines.failures import parse_failures
 from aifabric.engines.routing import POLICIES
 from aifabric.report.paths import check_plot_path
@@ -60,7 +61,12 @@ def fabric(
     ] = None,
     placement: Annotated[str, typer.Option(help=f"Job placement: {', '.join(PLACEMENTS)}")] = "packed",
     algo: Annotated[
-        str | None, typer.Option("--algo", help="ring, hierarchical, flat_ring (collectives)")
+        str | None,
+        typer.Option(
+            "--algo",
+            help=f"Collectives: {', '.join(a.value for a in plan_algorithms())} (default: what NCCL's tuner "
+            "picks when it has a transfer plan, else ring, said so)",
+        ),
     ] = None,
     fail: Annotated[
         str | None, typer.Option(help="Failures, e.g. 'fabric:0.05', 'spine:3', 'link:120'")
@@ -97,11 +103,18 @@ def fabric(
     placed = place_jobs(topo, [n_job] * jobs, policy=placement, seed=seed)
     s = one_size(size, "--size")
     plans = []
+    notes: list[str] = []
     for j, g in enumerate(placed):
         if traffic in PATTERNS:
             p = pattern_plan(traffic, g, s, seed=seed + j, job=f"job{j}")
         else:
-            p = build_plan(traffic, s, spec, g, algorithm=algo)
+            chosen, note = (
+                (algo, "")
+                if algo is not None
+                else nccl_plan_choice(Collective.parse(traffic), s, spec, Communicator.from_gpus(spec, g))
+            )
+            notes += [note.removeprefix("; ")] if note and not notes else []
+            p = build_plan(traffic, s, spec, g, algorithm=chosen)
             p = dataclasses.replace(p, job=f"job{j}")
         plans.append(p)
     alive = parse_failures(topo, fail, seed=seed)
@@ -163,6 +176,8 @@ def fabric(
                 "tiers": {k: {"mean_utilisation": a, "max_utilisation": b} for k, (a, b) in tiers.items()},
                 "top_links": [lr.__dict__ for lr in res.top_links],
                 "failed_links": res.failed_links,
+                "algorithm": plans[0].algorithm if traffic not in PATTERNS else None,
+                "note": notes[0] if notes else None,
             }
         )
         return
@@ -173,6 +188,8 @@ def fabric(
         f"{routing}{f' ({qps} QPs)' if routing == 'qp' else ''}, seed "
         f"{seed}" + (f"; {res.failed_links} directed links failed" if res.failed_links else "")
     )
+    if traffic not in PATTERNS:
+        console.print(f"algorithm {plans[0].algorithm}" + (f": {notes[0]}" if notes else ""))
     per_job = (
         float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()])) if res.job_time_s else 1.0
     )

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors
 from aifabric.cluster.ladder import bandwidth_ladder
-from aifabric.collectives.api import resolve_cluster
+from aifabric.cluster.resolve import resolve_cluster
 
 __all__ = ["ladder"]
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from aifabric.cli.common import console, emit_json, handle_errors
-from aifabric.collectives.api import resolve_cluster
+from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.scale_across import cross_site_all_reduce
 from aifabric.units import format_time, parse_bytes
 

@@ -15,14 +15,14 @@ from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors
 from aifabric.cluster.placement import PLACEMENTS
-from aifabric.collectives.api import resolve_cluster
+from aifabric.cluster.resolve import resolve_cluster
 from aifabric.errors import ConfigError
+from aifabric.report.step_plot import check_plot_path, plot_step_breakdown
 from aifabric.training.fabric_step import FabricStep, fabric_step
 from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
 from aifabric.training.models import ModelSpec, load_model
 from aifabric.training.planner import PlanResult, compare
 from aifabric.training.planner import plan as plan_layouts
-from aifabric.training.plot import check_plot_path, plot_step_breakdown
 from aifabric.training.step import PARTS, StepModel, StepOptions, StepTime
 from aifabric.units import format_bytes
 

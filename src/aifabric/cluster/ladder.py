@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.units import format_bandwidth
 
@@ -86,7 +87,6 @@ def bandwidth_ladder(spec: ClusterSpec) -> list[LadderRung]:
                 f"payload {format_bandwidth(spec.nic_effective_bytes_per_s)}",
             )
         )
-    from aifabric import catalog
 
     if spec.front_end is not None and spec.front_end.nics_per_node:
         fe = spec.front_end

@@ -14,9 +14,10 @@ from functools import cache
 import numpy as np
 
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.topology import clos_shape
 from aifabric.errors import ConfigError
 
-__all__ = ["Communicator"]
+__all__ = ["Communicator", "resolve_communicator"]
 
 
 @dataclass(frozen=True)
@@ -133,11 +134,18 @@ def _su_pod_gpus(spec: ClusterSpec) -> tuple[int, int]:
     """
     if spec.scale_out is None:
         return spec.n_gpus, spec.n_gpus
-    from aifabric.cluster.topology import clos_shape  # local: topology imports are heavier
-
     shape = clos_shape(spec)
     su = shape.nodes_per_su * spec.gpus_per_node if shape.tiers >= 2 else spec.n_gpus
     if shape.tiers == 3:
         sus_per_pod = max(1, shape.leaves_per_pod // shape.rails)
         return su, su * sus_per_pod
     return su, spec.n_gpus
+
+
+def resolve_communicator(spec: ClusterSpec, ranks: int | Sequence[int] | Communicator | None) -> Communicator:
+    """A Communicator from a rank count (first GPUs in order), GPU ids, or None (all GPUs)."""
+    if isinstance(ranks, Communicator):
+        return ranks
+    if ranks is None or isinstance(ranks, int):
+        return Communicator.contiguous(spec, ranks)
+    return Communicator.from_gpus(spec, list(ranks))

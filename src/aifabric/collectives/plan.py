@@ -1,22 +1,30 @@
 """CommPlan: a collective decomposed into what the network sees.
 
+A collective's plan carries its algorithm's latency (``latency_s``: NCCL's per-step latencies for the
+Simple protocol, the same latency the formula engine charges), so that the topology engines time only the
+bandwidth on the real links and add that latency once; raw traffic patterns (``latency_s=None``) pay the
+physical latency of their paths instead.
+
 A plan is an ordered list of stages; a stage is a set of point-to-point transfers (source GPU, destination
 GPU, bytes) that start together, repeated ``repeat`` times back to back (the 2(n-1) identical steps of a
 ring move S/n each, so one step is simulated and multiplied). Transfers carry a ``group`` id: the
 transfers of one ring channel in one step move together, at the pace of the slowest hop, because the next
 step needs every chunk of this one.
 
-Algorithms (decomposition rules, one each):
+Decomposition rules, one function each (the registry, :mod:`aifabric.collectives.algorithms`, names
+which algorithm uses which; :func:`aifabric.collectives.algorithms.build_plan` is the front door). Each
+takes ``(op, message_bytes, spec, gpus)`` (rank i on ``gpus[i]``) and returns the stages:
 
-- ``ring`` (NCCL-style, multi-channel): one ring per local GPU ("channel"), each visiting every node; in
-  node ``i`` channel ``c`` enters at local GPU ``(c - i) mod g`` and leaves from the GPU before it, so every
-  node-crossing hop stays on one rail and a node's g channels use its g NICs. A step moves S/(n g) per hop
-  per channel (all_reduce: 2(n-1) steps; all_gather/reduce_scatter: n-1).
-- ``hierarchical``: ring reduce-scatter inside each domain (g-1 steps of S/g), ring all-reduce of the
-  shards across domains on every rail at once (2(N-1) steps of S/(g N)), ring all-gather inside.
-- ``flat_ring``: one ring in rank order, every hop a transfer of S/n (all_reduce: 2(n-1) steps).
-- ``direct``: all_to_all, every rank sends S/n to every other rank at once.
-- ``p2p``: send_recv between two ranks.
+- :func:`ring_plan` (NCCL-style, multi-channel; broadcast/reduce: one pipelined chain): one ring per local
+  GPU ("channel"), each visiting every node; in node ``i`` channel ``c`` enters at local GPU
+  ``(c - i) mod g`` and leaves from the GPU before it, so every node-crossing hop stays on one rail and a
+  node's g channels use its g NICs. A step moves S/(n g) per hop per channel (all_reduce: 2(n-1) steps;
+  all_gather/reduce_scatter: n-1).
+- :func:`hierarchical_plan`: ring reduce-scatter inside each domain (g-1 steps of S/g), ring all-reduce of
+  the shards across domains on every rail at once (2(N-1) steps of S/(g N)), ring all-gather inside.
+- :func:`flat_ring_plan`: one ring in rank order, every hop a transfer of S/n (all_reduce: 2(n-1) steps).
+- :func:`direct_plan`: all_to_all, every rank sends S/n to every other rank at once.
+- :func:`p2p_plan`: send_recv between two ranks.
 """
 
 from __future__ import annotations
@@ -28,9 +36,15 @@ import numpy as np
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.ops import Collective
 
-__all__ = ["PLAN_ALGORITHMS", "CommPlan", "Stage", "build_plan"]
-
-PLAN_ALGORITHMS = ("ring", "hierarchical", "flat_ring", "direct", "p2p")
+__all__ = [
+    "CommPlan",
+    "Stage",
+    "direct_plan",
+    "flat_ring_plan",
+    "hierarchical_plan",
+    "p2p_plan",
+    "ring_plan",
+]
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,7 @@ class CommPlan:
     job: str = "job0"
     meta: dict[str, object] = field(default_factory=dict)
     pxn: bool = True  # cross-rail hops relay over NVLink (NCCL PXN); raw traffic patterns use their own NIC
+    latency_s: float | None = None  # the algorithm's NCCL latency (Simple), charged once instead of paths'
 
     @property
     def total_bytes(self) -> float:
@@ -130,137 +145,77 @@ def _ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str) ->
     return Stage(src, dst, np.full(src.size, chunk_bytes / g), grp, repeat, label)
 
 
-def build_plan(
-    op: Collective | str,
-    message_bytes: float,
-    spec: ClusterSpec,
-    gpus: np.ndarray,
-    *,
-    algorithm: str | None = None,
-    job: str = "job0",
-) -> CommPlan:
-    """Decompose a collective on the GPUs ``gpus`` (rank i on ``gpus[i]``) into a :class:`CommPlan`.
-
-    Parameters
-    ----------
-    op : Collective or str
-    message_bytes : float
-        nccl-tests size convention (:mod:`aifabric.collectives.ops`), > 0.
-    spec : ClusterSpec
-    gpus : ndarray of int, shape (n_ranks,)
-    algorithm : str, optional
-        One of ``PLAN_ALGORITHMS``; default ``ring`` (``direct`` for all_to_all, ``p2p`` for send_recv).
-
-    Raises
-    ------
-    ValueError
-        For a size <= 0, an unknown algorithm, or one that does not apply to ``op``.
-
-    Examples
-    --------
-    >>> from aifabric.cluster.presets import preset
-    >>> p = build_plan("all_reduce", 1.6e9, preset("h100-ib-2node"), np.arange(16))
-    >>> p.stages[0].repeat, p.stages[0].n_transfers, float(p.stages[0].bytes_[0])  # 2(n-1), 16 x 8, S/(n g)
-    (30, 128, 12500000.0)
-    """
-    op = Collective.parse(op)
-    if not message_bytes > 0:
-        raise ValueError(f"size: message size must be > 0 bytes, got {message_bytes!r}")
-    gpus = np.asarray(gpus, dtype=np.int64)
+def direct_plan(
+    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
+) -> tuple[Stage, ...]:
+    """all_to_all: every rank sends S/n to every other rank at once (one stage)."""
     n = int(gpus.size)
-    default = {"all_to_all": "direct", "send_recv": "p2p"}.get(op.value, "ring")
-    algo = algorithm or default
-    if algo not in PLAN_ALGORITHMS:
-        raise ValueError(
-            f"algorithm: {algo!r} has no transfer-level decomposition; the links/flow engines know "
-            f"{', '.join(PLAN_ALGORITHMS)}"
-        )
+    src = np.repeat(gpus, n)
+    dst = np.tile(gpus, n)
+    keep = src != dst
+    m = int(keep.sum())
+    return (
+        Stage(src[keep], dst[keep], np.full(m, message_bytes / n), np.zeros(m, np.int64), 1, "all-to-all"),
+    )
+
+
+def p2p_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray) -> tuple[Stage, ...]:
+    """send_recv: rank 0 sends S to rank 1. Raises ValueError unless there are exactly two ranks."""
+    if gpus.size != 2:
+        raise ValueError(f"send_recv: needs exactly 2 ranks, got {gpus.size}")
+    return (Stage(gpus[:1], gpus[1:], np.array([message_bytes]), np.zeros(1, np.int64), 1, "send"),)
+
+
+def flat_ring_plan(
+    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
+) -> tuple[Stage, ...]:
+    """One ring in rank order, every hop a transfer of S/n; 2(n-1) steps (all_reduce) or n-1."""
+    n = int(gpus.size)
+    steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1
+    chunk = message_bytes / n
+    return (Stage(gpus, np.roll(gpus, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, "flat ring"),)
+
+
+def ring_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray) -> tuple[Stage, ...]:
+    """NCCL's multi-channel ring (all_reduce, all_gather, reduce_scatter) or pipelined chain (broadcast,
+    reduce); on domains holding different numbers of ranks, one channel with ranks grouped by domain."""
+    n = int(gpus.size)
     s = float(message_bytes)
-    stages: list[Stage] = []
-    if op is Collective.ALL_TO_ALL:
-        if algo != "direct":
-            raise ValueError(f"algorithm: all_to_all uses 'direct', not {algo!r}")
-        src = np.repeat(gpus, n)
-        dst = np.tile(gpus, n)
-        keep = src != dst
-        stages.append(
-            Stage(
-                src[keep],
-                dst[keep],
-                np.full(int(keep.sum()), s / n),
-                np.zeros(int(keep.sum()), np.int64),
-                1,
-                "all-to-all",
-            )
-        )
-    elif op is Collective.SEND_RECV or algo == "p2p":
-        if n != 2:
-            raise ValueError(f"send_recv: needs exactly 2 ranks, got {n}")
-        stages.append(Stage(gpus[:1], gpus[1:], np.array([s]), np.zeros(1, np.int64), 1, "send"))
-    elif algo == "flat_ring":
-        steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1
-        chunk = s / n
-        stages.append(
-            Stage(gpus, np.roll(gpus, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, "flat ring")
-        )
-    elif algo == "ring" and not _uniform(spec, gpus):
+    chain = op in (Collective.BROADCAST, Collective.REDUCE)
+    steps = 1 if chain else (2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1)
+    if not _uniform(spec, gpus):
         # domains hold different numbers of ranks (e.g. jobs scattered over NVL72 racks): one ring, ranks
         # grouped by domain, as NCCL orders them; its node-crossing hops may change rails (PXN).
         order = gpus[np.argsort(gpus // spec.domain_gpus, kind="stable")]
-        steps = (
-            2 * (n - 1)
-            if op is Collective.ALL_REDUCE
-            else (n - 1 if op in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER) else 1)
-        )
         chunk = s / n if steps > 1 else s
-        stages.append(
-            Stage(
-                order,
-                np.roll(order, -1),
-                np.full(n, chunk),
-                np.zeros(n, np.int64),
-                steps,
-                "ring (one channel)",
-            )
-        )
-    elif algo == "ring":
-        mat, _ = _by_domain(spec, gpus)
-        if op is Collective.ALL_REDUCE:
-            steps = 2 * (n - 1)
-        elif op in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER):
-            steps = n - 1
-        else:  # broadcast / reduce: pipelined chain, every link carries S once
-            steps = 1
-            stages.append(_ring_stage(mat, s, 1, "chain"))
-        if steps and op not in (Collective.BROADCAST, Collective.REDUCE):
-            stages.append(_ring_stage(mat, s / n, steps, "ring step"))
-    else:  # hierarchical
-        if op is not Collective.ALL_REDUCE:
-            raise ValueError("algorithm: 'hierarchical' applies to all_reduce only")
-        mat, g = _by_domain(spec, gpus)
-        n_dom = mat.shape[0]
-        if g > 1:
-            src = mat.ravel()
-            dst = np.roll(mat, -1, axis=1).ravel()
-            grp = np.repeat(np.arange(n_dom), g)
-            stages.append(Stage(src, dst, np.full(src.size, s / g), grp, g - 1, "reduce-scatter in domain"))
-        if n_dom > 1:
-            src = mat.ravel()
-            dst = np.roll(mat, -1, axis=0).ravel()
-            grp = np.tile(np.arange(g), n_dom)
-            stages.append(
-                Stage(
-                    src,
-                    dst,
-                    np.full(src.size, s / g / n_dom),
-                    grp,
-                    2 * (n_dom - 1),
-                    "all-reduce across domains, all rails",
-                )
-            )
-        if g > 1:
-            src = mat.ravel()
-            dst = np.roll(mat, -1, axis=1).ravel()
-            grp = np.repeat(np.arange(n_dom), g)
-            stages.append(Stage(src, dst, np.full(src.size, s / g), grp, g - 1, "all-gather in domain"))
-    return CommPlan(op.value, algo, s, n, tuple(stages))
+        label = "ring (one channel)"
+        return (Stage(order, np.roll(order, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, label),)
+    mat, _ = _by_domain(spec, gpus)
+    if chain:  # every link carries S once
+        return (_ring_stage(mat, s, 1, "chain"),)
+    return (_ring_stage(mat, s / n, steps, "ring step"),)
+
+
+def hierarchical_plan(
+    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
+) -> tuple[Stage, ...]:
+    """Reduce-scatter in each domain (g-1 steps of S/g), all-reduce of the shards across domains on every
+    rail at once (2(N-1) steps of S/(g N)), all-gather in the domain (g-1 steps of S/g)."""
+    s = float(message_bytes)
+    mat, g = _by_domain(spec, gpus)
+    n_dom = mat.shape[0]
+    stages: list[Stage] = []
+    in_domain = (mat.ravel(), np.roll(mat, -1, axis=1).ravel(), np.repeat(np.arange(n_dom), g))
+    if g > 1:
+        src, dst, grp = in_domain
+        stages.append(Stage(src, dst, np.full(src.size, s / g), grp, g - 1, "reduce-scatter in domain"))
+    if n_dom > 1:
+        src = mat.ravel()
+        dst = np.roll(mat, -1, axis=0).ravel()
+        grp = np.tile(np.arange(g), n_dom)
+        label = "all-reduce across domains, all rails"
+        stages.append(Stage(src, dst, np.full(src.size, s / g / n_dom), grp, 2 * (n_dom - 1), label))
+    if g > 1:
+        src, dst, grp = in_domain
+        stages.append(Stage(src, dst, np.full(src.size, s / g), grp, g - 1, "all-gather in domain"))
+    return tuple(stages)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from aifabric.cluster.spec import load_yaml_mapping
 from aifabric.errors import ConfigError
 
 __all__ = ["Calibration", "load_calibration", "save_calibration"]
@@ -64,7 +65,6 @@ def load_calibration(path: str | Path) -> Calibration:
     ``intra_scale: true`` (a bool is not a number) are refused, as is a missing value (``latency_scale:``)
     other than for ``residual_rms``.
     """
-    from aifabric.cluster.spec import load_yaml_mapping
 
     p = Path(path)
     data = load_yaml_mapping(p)

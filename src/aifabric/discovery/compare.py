@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.algorithms import Algorithm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.discovery._text import line_count, nonempty_text
@@ -496,8 +497,8 @@ def _causes(
     if not multi:
         if ctx.spec.scale_up.kind == "pcie":
             return ("pcie_root",)
-        if ctx.op == "all_reduce" and row.predicted.algorithm == "nvls":
-            ring = formula_collective(ctx.op, row.size_bytes, ctx.spec, ctx.comm, algorithm="ring",
+        if ctx.op == "all_reduce" and row.predicted.algorithm == Algorithm.NVLS:
+            ring = formula_collective(ctx.op, row.size_bytes, ctx.spec, ctx.comm, algorithm=Algorithm.RING,
                                       calibration=ctx.calibration)  # fmt: skip
             if row.measured_busbw_bytes_per_s <= 1.08 * ring.busbw_bytes_per_s:
                 return ("nvls_off", "nvlink_degraded")
@@ -533,7 +534,7 @@ def _network_causes(ratio: float, vm_hint: bool = False) -> tuple[str, ...]:
 
 def _row_notes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
     notes = []
-    if ctx.n_nodes == 2 and ctx.op == "all_reduce" and ctx.settings.algorithm != "ring":
+    if ctx.n_nodes == 2 and ctx.op == "all_reduce" and ctx.settings.algorithm != Algorithm.RING:
         limit = ctx.comm.min_ranks_per_domain * ctx.spec.nic_effective_bytes_per_s
         if row.measured_busbw_bytes_per_s > 1.02 * limit:
             notes.append(NOTES["two_node_tree"].format(limit=limit / 1e9))
@@ -816,6 +817,6 @@ def _override(
         protocols = (protocol,)
         notes.append(f"--proto {protocol}: overrides the log")
     if no_nvls:
-        exclude.extend(a for a in ("nvls", "nvls_tree") if a not in exclude)
+        exclude.extend(a for a in (Algorithm.NVLS.value, Algorithm.NVLS_TREE.value) if a not in exclude)
         notes.append("--no-nvls: NVLS and NVLSTree excluded")
     return NcclSettings(settings.env, alg, tuple(exclude), protocols, tuple(notes))

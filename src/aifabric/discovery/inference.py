@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aifabric import catalog
+from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.errors import ConfigError, ParseError
+from aifabric.units import parse_nic_bandwidth
 
 __all__ = [
     "DEFAULT_GPU",
@@ -116,7 +119,6 @@ def nic_for_speed(speed_bytes_per_s: float) -> str:
 def _node_spec_dict(
     accelerator: str, gpus_per_node: int, nodes: int, nic_speed_bytes_per_s: float, *, name: str
 ) -> dict[str, Any]:
-    from aifabric import catalog
 
     acc = catalog.accelerator(accelerator)
     nic = nic_for_speed(nic_speed_bytes_per_s)
@@ -185,8 +187,6 @@ def infer_cluster(
     ConfigError
         If ``cluster``, ``gpu`` or ``nic_speed`` is invalid, or the cluster is too small for the ranks.
     """
-    from aifabric.collectives.api import resolve_cluster
-    from aifabric.units import parse_nic_bandwidth
 
     n_ranks, n_nodes = table.n_ranks, table.n_nodes
     if not n_ranks:

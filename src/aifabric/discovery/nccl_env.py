@@ -86,7 +86,7 @@ class NcclSettings:
             exclude.extend(excluded)
             notes.append(note)
         if env.get("NCCL_NVLS_ENABLE", "").strip() == "0":
-            exclude.extend(a for a in ("nvls", "nvls_tree") if a not in exclude)
+            exclude.extend(a for a in (Algorithm.NVLS.value, Algorithm.NVLS_TREE.value) if a not in exclude)
             notes.append("NCCL_NVLS_ENABLE=0: NVLS and NVLSTree excluded")
         protocols: tuple[str, ...] = PROTOCOLS
         if "NCCL_PROTO" in env:

@@ -37,6 +37,7 @@ from scipy.optimize import linear_sum_assignment
 
 from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.algorithms import Algorithm
 from aifabric.discovery._text import line_count, nonempty_text
 from aifabric.discovery.calibrate import Calibration
 from aifabric.discovery.inference import (
@@ -50,6 +51,7 @@ from aifabric.discovery.nccl_xml import GpuNode, NcclTopology, NicNode, parse_nc
 from aifabric.discovery.nvsmi import PATH_ORDER, TopoMatrix, normalize_path_code
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import ParseError
+from aifabric.units import parse_nic_bandwidth
 
 __all__ = [
     "GDR_PATHS",
@@ -878,7 +880,6 @@ def inspect_layout(
     ParseError
         If the input lists no GPU.
     """
-    from aifabric.units import parse_nic_bandwidth
 
     if not layout.gpus:
         raise ParseError("the topology lists no GPU", line=layout.line, source=layout.source)
@@ -944,7 +945,7 @@ def _expected(spec: ClusterSpec, network_factor: float) -> tuple[ExpectedBusbw, 
     out = []
     one = formula_collective("all_reduce", EXPECTED_BYTES, spec)
     out.append(ExpectedBusbw("one node, NCCL default", 1, one.algorithm, one.protocol, one.busbw_bytes_per_s))
-    if one.algorithm != "ring" and spec.n_gpus > 1:
+    if one.algorithm != Algorithm.RING and spec.n_gpus > 1:
         ring = formula_collective("all_reduce", EXPECTED_BYTES, spec, algorithm="ring")
         out.append(
             ExpectedBusbw(

@@ -1,8 +1,13 @@
 """The ``links`` and ``flow`` engines: CommPlans on the real Topology.
 
 - ``links``: each stage's transfers routed (by default sprayed ideally over their equal-cost paths); the
-  stage takes as long as its most loaded link needs, plus the largest path latency, times its repeats.
-  The contention-free lower bound on the real topology.
+  stage takes as long as its most loaded link needs, times its repeats. The contention-free lower bound on
+  the real topology.
+
+A collective's plan carries its algorithm's latency (NCCL's per-step latencies, Simple protocol: the
+latency the formula engine charges), added once to its job's time; traffic patterns without one pay the
+latency of their paths per stage instead. So on a non-blocking fabric with spraying the engines differ
+only where their bandwidth models do.
 - ``flow``: max-min fair rates over the real links, event-driven as transfers finish
   (:mod:`aifabric.engines.flowsim`), with the routing policy's paths (:mod:`aifabric.engines.routing`).
 
@@ -21,12 +26,15 @@ from scipy import sparse
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import TIER_NAMES, Topology, cached_topology
+from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, build_plan, default_plan_algorithm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
-from aifabric.collectives.plan import CommPlan, build_plan
+from aifabric.collectives.plan import CommPlan
+from aifabric.engines.flowsim import simulate_transfers
+from aifabric.engines.formula import formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.engines.routing import route
-from aifabric.errors import ConfigError
+from aifabric.errors import ConfigError, NoRoute
 
 #: Independent flows (groups) above which the event-driven flow engine refuses, pointing to the links
 #: engine: each finishing flow is an event with a max-min solve (a 1,024-GPU uniform all-to-all is 1M flows,
@@ -40,6 +48,7 @@ __all__ = [
     "fabric_collective",
     "ideal_time",
     "link_capacity",
+    "nccl_plan_choice",
     "simulate_plans",
 ]
 
@@ -209,7 +218,8 @@ def simulate_plans(
             sub_stage.append(np.full(m, k))
             offset = int(np.nonzero(owner == j)[0][0])
             sub_group.append(st.group[parent - offset])
-            sub_lat.append(csc[:, cols].T @ lat)
+            own_lat = csc[:, cols].T @ lat
+            sub_lat.append(own_lat if plans[j].latency_s is None else np.zeros_like(own_lat))
             sub_src.append(src[parent])
             sub_dst.append(dst[parent])
             repeats[(j, k)] = st.repeat
@@ -224,10 +234,9 @@ def simulate_plans(
     peak = None
     if engine == "links":
         link_bytes, job_t = _links_engine(inc, bytes_all, cap, lat_all, stage_info, repeats, len(plans))
+        job_t = [t + _plan_latency(p, efficiency) for t, p in zip(job_t, plans, strict=True)]
         time_s = max(job_t) if job_t else 0.0
     else:
-        from aifabric.engines.flowsim import simulate_transfers
-
         stage_all = np.concatenate(sub_stage)
         group_all = np.concatenate(sub_group)
         merge = len(plans) > 1 if merge_repeats is None else merge_repeats
@@ -249,8 +258,8 @@ def simulate_plans(
             stage_repeat=sim_repeat,
         )
         link_bytes = np.asarray(res.link_bytes)
-        job_t = [float(res.job_end_time_s(j)) for j in range(len(plans))]
-        time_s = float(res.makespan_s)
+        job_t = [float(res.job_end_time_s(j)) + _plan_latency(p, efficiency) for j, p in enumerate(plans)]
+        time_s = max(job_t, default=0.0)
         peak = np.asarray(res.link_peak_utilisation)
     ideal = time_s
     if compute_ideal and (routing != "spray" or engine != "links" or link_alive is not None):
@@ -362,10 +371,19 @@ def ideal_time(topo: Topology, plans: list[CommPlan], *, efficiency: str = "nccl
         step, lat = _spray_stage(topo, cap, src, dst, byt, pxn)
         start = 0
         for j, st in members:
-            own = float(lat[start : start + st.n_transfers].max(initial=0.0))
+            own = (
+                float(lat[start : start + st.n_transfers].max(initial=0.0))
+                if plans[j].latency_s is None
+                else 0.0
+            )
             start += st.n_transfers
             job_t[j] += st.repeat * (step + own)
-    return max(job_t, default=0.0)
+    return max((t + _plan_latency(p, efficiency) for t, p in zip(job_t, plans, strict=True)), default=0.0)
+
+
+def _plan_latency(plan: CommPlan, efficiency: str) -> float:
+    """The latency a plan charges once (its algorithm's NCCL latency; none under ``line_rate``), seconds."""
+    return (plan.latency_s or 0.0) if efficiency == "nccl" else 0.0
 
 
 def _links_engine(
@@ -393,8 +411,6 @@ def _links_engine(
         with np.errstate(divide="ignore", invalid="ignore"):
             ratio = np.where(load > 0, load / cap, 0.0)
         if np.isinf(ratio).any():
-            from aifabric.errors import NoRoute
-
             raise NoRoute("a transfer crosses a failed link with no alternative")
         step = float(ratio.max()) if ratio.size else 0.0
         for j, a, b in members:
@@ -451,18 +467,19 @@ def fabric_collective(
     engine: str = "flow",
     routing: str = "spray",
     seed: int = 0,
-    algorithm: str | None = None,
+    algorithm: Algorithm | str | None = None,
     qps: int = 4,
     topo: Topology | None = None,
     link_alive: np.ndarray | None = None,
     efficiency: str = "nccl",
-    **_: Any,
 ) -> CollectiveResult:
     """Time one collective with the ``links`` or ``flow`` engine on the real topology.
 
     The communicator must list its GPUs or be contiguous. Returns a :class:`CollectiveResult` (seconds,
     bytes/s per direction) whose ``extra["fabric"]`` holds the :class:`FabricResult` (links, utilisation,
-    ideal time). Decompositions: :func:`aifabric.collectives.plan.build_plan`.
+    ideal time). Decompositions: :func:`aifabric.collectives.algorithms.build_plan`. Without an
+    ``algorithm`` it runs what the formula engine (NCCL's tuner) picks when that has a plan, else the
+    default plan of the collective (ring, direct, chain, p2p), and says so in the explanation.
 
     Raises
     ------
@@ -474,6 +491,9 @@ def fabric_collective(
     op = Collective.parse(op)
     topo = topo or cached_topology(spec)
     gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
+    algorithm, note = (
+        (algorithm, "") if algorithm is not None else nccl_plan_choice(op, message_bytes, spec, comm)
+    )
     plan = build_plan(op, message_bytes, spec, gpus, algorithm=algorithm)
     res = simulate_plans(
         topo,
@@ -496,6 +516,7 @@ def fabric_collective(
         f"over {len(plan.stages)} stage(s); routing {routing} (seed {seed}); {res.efficiency:.0%} of the "
         "contention-free time"
         + (f"; hottest link {hot.label} at {hot.utilisation:.0%} carrying {hot.n_flows} flows" if hot else "")
+        + note
     )
     return CollectiveResult(
         op=op.value,
@@ -515,4 +536,21 @@ def fabric_collective(
         convention=f"per_direction/{efficiency}",
         engine=engine,
         extra={"fabric": res, "tier_bytes": tier_bytes},
+    )
+
+
+def nccl_plan_choice(
+    op: Collective, message_bytes: float, spec: ClusterSpec, comm: Communicator
+) -> tuple[Algorithm, str]:
+    """The algorithm NCCL's tuner (the formula engine) picks when it has a plan, else the collective's
+    default plan and a note saying what NCCL would run instead."""
+    if comm.n_ranks < 2:
+        return default_plan_algorithm(op), ""
+    picked = Algorithm.parse(formula_collective(op, message_bytes, spec, comm).algorithm)
+    if ALGORITHMS[picked].plan is not None:
+        return picked, ""
+    fallback = default_plan_algorithm(op)
+    return fallback, (
+        f"; NCCL's tuner would run {picked.value} here, which has no transfer-level plan: this is "
+        f"{fallback.value}"
     )

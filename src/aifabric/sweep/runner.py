@@ -15,6 +15,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from aifabric.cluster.presets import list_presets, preset
+from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cluster.summary import summarize
+from aifabric.engines.formula import formula_collective
+from aifabric.errors import AifabricError
 from aifabric.sweep.grid import SweepPoint, SweepSpec
 from aifabric.sweep.store import ResultStore, done_keys
 
@@ -43,9 +48,6 @@ COLUMNS = [
 
 @lru_cache(maxsize=64)
 def _variant(cluster: str, changes_json: str) -> tuple[Any, dict[str, Any]]:
-    from aifabric.cluster.presets import list_presets, preset
-    from aifabric.cluster.summary import summarize
-    from aifabric.collectives.api import resolve_cluster
 
     changes: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in json.loads(changes_json)}
     nodes = changes.pop("nodes", None)
@@ -69,8 +71,6 @@ def _variant(cluster: str, changes_json: str) -> tuple[Any, dict[str, Any]]:
 
 def evaluate_point(point: SweepPoint) -> dict[str, Any]:
     """Time one point; a bad variant becomes a row with ``error`` set (the sweep goes on)."""
-    from aifabric.engines.formula import formula_collective
-    from aifabric.errors import AifabricError
 
     changes_json = json.dumps(point.changes)
     row: dict[str, Any] = {

@@ -15,7 +15,7 @@ The front door of ``aifabric.training``:
   :func:`compare`;
 - :mod:`~aifabric.training.fabric_step`: a step's DP, EP and PP traffic on the flow/links engine with
   placement and routing (:func:`~aifabric.training.fabric_step.fabric_step`; imported on demand);
-- :mod:`~aifabric.training.plot`: stacked bars of step-time breakdowns (matplotlib; imported on demand).
+- :mod:`~aifabric.report.step_plot`: stacked bars of step-time breakdowns (matplotlib; imported on demand).
 
 Examples
 --------

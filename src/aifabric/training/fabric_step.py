@@ -36,8 +36,9 @@ import numpy as np
 from aifabric.cluster.placement import place_jobs
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import cached_topology
+from aifabric.collectives.algorithms import build_plan
 from aifabric.collectives.communicator import Communicator
-from aifabric.collectives.plan import CommPlan, build_plan
+from aifabric.collectives.plan import CommPlan
 from aifabric.engines.fabric import FabricResult, simulate_plans
 from aifabric.errors import ConfigError
 from aifabric.training.layout import ParallelLayout

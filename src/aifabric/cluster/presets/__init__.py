@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.topology import clos_shape
 from aifabric.errors import ConfigError
 
 __all__ = ["list_presets", "preset"]
@@ -58,8 +59,6 @@ def preset(name: str, *, nodes: int | None = None, gpus: int | None = None, **ch
 def _enough_tiers(spec: ClusterSpec) -> ClusterSpec:
     """A resized preset grows from two to three tiers when two cannot connect it (as the reference
     architectures do: DGX SuperPOD is two-tier up to 8 scalable units, three-tier beyond)."""
-    from aifabric.cluster.topology import clos_shape
-
     so = spec.scale_out
     if so is None or so.tiers >= 3:
         return spec

@@ -3,7 +3,7 @@
 import pytest
 
 from aifabric.collectives.costs import hierarchical_all_reduce_time, ring_all_reduce_time
-from aifabric.collectives.lesson import lesson_rows
+from aifabric.engines.lesson import lesson_rows
 
 
 def test_lesson_figures_with_lesson_convention():

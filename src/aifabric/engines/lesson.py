@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.algorithms import Algorithm
 from aifabric.engines.formula import formula_collective
 
 __all__ = ["LESSON_BYTES", "LessonRow", "lesson_rows"]
@@ -44,7 +45,7 @@ def _time(
         "all_reduce", LESSON_BYTES, spec, algorithm=algorithm, convention=convention, efficiency=efficiency
     )
     parts: tuple[float, ...] = ()
-    if algorithm == "hierarchical":
+    if Algorithm.parse(algorithm) is Algorithm.HIERARCHICAL:
         parts = (r.network_time_s.get("scale-up", 0.0), r.network_time_s.get("scale-out", 0.0))
     return r.time_s, parts
 

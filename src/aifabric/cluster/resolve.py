@@ -1,0 +1,37 @@
+"""A ClusterSpec from whatever a user names: a spec, a preset name or a YAML file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aifabric.cluster.presets import list_presets, preset
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.errors import ConfigError
+
+__all__ = ["resolve_cluster"]
+
+
+def resolve_cluster(
+    cluster: ClusterSpec | str | Path, *, nodes: int | None = None, gpus: int | None = None
+) -> ClusterSpec:
+    """A ClusterSpec from a spec, a preset name or a YAML file path, optionally resized.
+
+    Raises ConfigError for an unknown preset or a file that does not exist.
+    """
+    if isinstance(cluster, ClusterSpec):
+        spec = cluster
+        if gpus is not None:
+            return spec.with_changes(gpus=gpus, nodes=None)
+        if nodes is not None:
+            return spec.with_changes(nodes=nodes, gpus=None)
+        return spec
+    name = str(cluster)
+    if name in list_presets():
+        return preset(name, nodes=nodes, gpus=gpus)
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        if not path.exists():
+            raise ConfigError(f"cluster: file {name!r} does not exist")
+        spec = ClusterSpec.from_yaml(path)
+        return resolve_cluster(spec, nodes=nodes, gpus=gpus) if (nodes or gpus) else spec
+    raise ConfigError(f"cluster: {name!r} is neither a preset ({', '.join(list_presets())}) nor a YAML file")

@@ -1,0 +1,276 @@
+"""The algorithm registry: every collective algorithm declared once.
+
+Each :class:`AlgorithmSpec` names the collectives it serves, where it applies (a rule on the communicator
+and the cluster's tiers), the protocols it runs with, its cost function (formula engine; the formula is
+in the function's docstring) and, where it has one, its CommPlan builder (links and flow engines). The
+formula engine, the topology engines, the CLI's ``--algo`` choices and the tests all read
+:data:`ALGORITHMS`; nothing else compares algorithm names.
+
+=============  ===============================  =========================================  ===========
+algorithm      collectives                      applies when                               plan
+=============  ===============================  =========================================  ===========
+ring           all_reduce, all_gather,          always (not on one torus domain)           ring_plan
+               reduce_scatter
+tree           all_reduce                       several domains                            --
+nvls           all_reduce                       one NVSwitch domain with NVLS, g > 1       --
+nvls_tree      all_reduce                       several such domains, g > 1                --
+hierarchical*  all_reduce                       several uniform domains, g > 1             hierarchical_plan
+flat_ring*     all_reduce, all_gather,          several domains joined by NICs             flat_ring_plan
+               reduce_scatter
+direct         all_to_all                       always                                     direct_plan
+chain          broadcast, reduce                always                                     ring_plan
+pat            all_gather, reduce_scatter       one rank per domain, several domains       --
+p2p            send_recv                        always (two ranks)                         p2p_plan
+torus          all_reduce, all_gather,          one torus domain (and then only it)        --
+               reduce_scatter
+=============  ===============================  =========================================  ===========
+
+``*``: textbook algorithms NCCL never picks by itself; timed only when asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives import plan as plans
+from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.cost import Algorithm, Cost
+from aifabric.collectives.direct import direct_cost, p2p_cost
+from aifabric.collectives.hierarchical import hierarchical_cost
+from aifabric.collectives.nvls import nvls_cost, nvls_tree_cost
+from aifabric.collectives.ops import Collective
+from aifabric.collectives.pat import pat_cost
+from aifabric.collectives.plan import CommPlan, Stage
+from aifabric.collectives.ring import chain_cost, flat_ring_cost, ring_cost
+from aifabric.collectives.tiers import Protocol, TierModel, tier_model
+from aifabric.collectives.torus import torus_cost
+from aifabric.collectives.tree import tree_cost
+
+__all__ = [
+    "ALGORITHMS",
+    "Algorithm",
+    "AlgorithmSpec",
+    "Cost",
+    "Protocol",
+    "applicable",
+    "build_plan",
+    "default_plan_algorithm",
+    "plan_algorithms",
+]
+
+CostFunction = Callable[[Collective, Protocol, float, Communicator, TierModel], Cost | None]
+AppliesFunction = Callable[[Communicator, TierModel], bool]
+PlanFunction = Callable[[Collective, float, ClusterSpec, np.ndarray], tuple[Stage, ...]]
+
+_RING_OPS = frozenset({Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
+_ALL_REDUCE = frozenset({Collective.ALL_REDUCE})
+_GATHER_SCATTER = frozenset({Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
+_ALL_PROTOCOLS = frozenset(Protocol)
+_SIMPLE = frozenset({Protocol.SIMPLE})
+
+
+@dataclass(frozen=True)
+class AlgorithmSpec:
+    """One collective algorithm, once: where it applies, its closed-form cost, its transfers.
+
+    Attributes
+    ----------
+    algorithm : Algorithm
+    ops : frozenset of Collective
+        The collectives it serves.
+    applies : callable (Communicator, TierModel) -> bool
+        Whether it can run on this communicator and cluster (beyond serving the collective).
+    cost : callable
+        ``cost(op, protocol, message_bytes, comm, tiers) -> Cost | None``, seconds; the formula engine.
+    plan : callable or None
+        ``plan(op, message_bytes, spec, gpus) -> stages``; None: formula engine only.
+    protocols : frozenset of Protocol
+        The protocols it runs with (NVLS, the textbook algorithms and the torus: Simple only).
+    nccl : bool
+        False for a textbook algorithm NCCL never picks by itself (timed only when asked for).
+    exclusive : bool
+        When it applies, nothing else does (a TPU torus runs no NCCL algorithm).
+    """
+
+    algorithm: Algorithm
+    ops: frozenset[Collective]
+    applies: AppliesFunction
+    cost: CostFunction
+    plan: PlanFunction | None = None
+    protocols: frozenset[Protocol] = _ALL_PROTOCOLS
+    nccl: bool = True
+    exclusive: bool = False
+
+
+def _always(comm: Communicator, tm: TierModel) -> bool:
+    return True
+
+
+def _single_torus(comm: Communicator, tm: TierModel) -> bool:
+    return tm.intra_kind == "torus" and comm.n_domains == 1
+
+
+def _several_domains(comm: Communicator, tm: TierModel) -> bool:
+    return comm.n_domains > 1
+
+
+def _nvls_one_domain(comm: Communicator, tm: TierModel) -> bool:
+    return tm.nvls and comm.ranks_per_domain > 1 and comm.n_domains == 1
+
+
+def _nvls_several_domains(comm: Communicator, tm: TierModel) -> bool:
+    return tm.nvls and comm.ranks_per_domain > 1 and comm.n_domains > 1
+
+
+def _uniform_domains(comm: Communicator, tm: TierModel) -> bool:
+    return comm.n_domains > 1 and comm.ranks_per_domain > 1 and comm.uniform
+
+
+def _one_rank_per_domain(comm: Communicator, tm: TierModel) -> bool:
+    return comm.n_domains > 1 and comm.ranks_per_domain == 1 and tm.nic_bytes_per_s > 0
+
+
+def _across_nics(comm: Communicator, tm: TierModel) -> bool:
+    return comm.n_domains > 1 and tm.nic_bytes_per_s > 0
+
+
+#: Every algorithm aifabric knows, in the order the formula engine lists candidates.
+ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
+    a.algorithm: a
+    for a in (
+        AlgorithmSpec(
+            Algorithm.TORUS, _RING_OPS, _single_torus, torus_cost, protocols=_SIMPLE, exclusive=True
+        ),
+        AlgorithmSpec(Algorithm.RING, _RING_OPS, _always, ring_cost, plans.ring_plan),
+        AlgorithmSpec(
+            Algorithm.HIERARCHICAL,
+            _ALL_REDUCE,
+            _uniform_domains,
+            hierarchical_cost,
+            plans.hierarchical_plan,
+            protocols=_SIMPLE,
+            nccl=False,
+        ),
+        AlgorithmSpec(
+            Algorithm.FLAT_RING,
+            _RING_OPS,
+            _across_nics,
+            flat_ring_cost,
+            plans.flat_ring_plan,
+            protocols=_SIMPLE,
+            nccl=False,
+        ),
+        AlgorithmSpec(Algorithm.TREE, _ALL_REDUCE, _several_domains, tree_cost),
+        AlgorithmSpec(Algorithm.NVLS, _ALL_REDUCE, _nvls_one_domain, nvls_cost, protocols=_SIMPLE),
+        AlgorithmSpec(
+            Algorithm.NVLS_TREE, _ALL_REDUCE, _nvls_several_domains, nvls_tree_cost, protocols=_SIMPLE
+        ),
+        AlgorithmSpec(
+            Algorithm.DIRECT,
+            frozenset({Collective.ALL_TO_ALL}),
+            _always,
+            direct_cost,
+            plans.direct_plan,
+            _SIMPLE,
+        ),
+        AlgorithmSpec(
+            Algorithm.CHAIN,
+            frozenset({Collective.BROADCAST, Collective.REDUCE}),
+            _always,
+            chain_cost,
+            plans.ring_plan,
+        ),
+        AlgorithmSpec(Algorithm.PAT, _GATHER_SCATTER, _one_rank_per_domain, pat_cost, protocols=_SIMPLE),
+        AlgorithmSpec(
+            Algorithm.P2P, frozenset({Collective.SEND_RECV}), _always, p2p_cost, plans.p2p_plan, _SIMPLE
+        ),
+    )
+}
+
+
+def applicable(op: Collective, comm: Communicator, tm: TierModel) -> list[AlgorithmSpec]:
+    """The algorithms that serve ``op`` and apply on ``comm`` and ``tm``, in registry order."""
+    serving = [a for a in ALGORITHMS.values() if op in a.ops and a.applies(comm, tm)]
+    exclusive = [a for a in serving if a.exclusive]
+    return exclusive[:1] if exclusive else serving
+
+
+def plan_algorithms() -> tuple[Algorithm, ...]:
+    """The algorithms that have a transfer-level plan (what the links and flow engines can run)."""
+    return tuple(a.algorithm for a in ALGORITHMS.values() if a.plan is not None)
+
+
+def default_plan_algorithm(op: Collective) -> Algorithm:
+    """The first NCCL algorithm with a plan that serves ``op`` (ring, direct, chain or p2p)."""
+    return next(a.algorithm for a in ALGORITHMS.values() if a.nccl and a.plan is not None and op in a.ops)
+
+
+def build_plan(
+    op: Collective | str,
+    message_bytes: float,
+    spec: ClusterSpec,
+    gpus: np.ndarray,
+    *,
+    algorithm: Algorithm | str | None = None,
+    job: str = "job0",
+) -> CommPlan:
+    """Decompose a collective on the GPUs ``gpus`` (rank i on ``gpus[i]``) into a :class:`CommPlan`.
+
+    Parameters
+    ----------
+    op : Collective or str
+    message_bytes : float
+        nccl-tests size convention (:mod:`aifabric.collectives.ops`), > 0.
+    spec : ClusterSpec
+    gpus : ndarray of int, shape (n_ranks,)
+    algorithm : Algorithm or str, optional
+        One of :func:`plan_algorithms`; default :func:`default_plan_algorithm`.
+
+    Raises
+    ------
+    ValueError
+        For a size <= 0, an unknown algorithm, one without a plan, or one that does not serve ``op``.
+
+    Examples
+    --------
+    >>> from aifabric.cluster.presets import preset
+    >>> p = build_plan("all_reduce", 1.6e9, preset("h100-ib-2node"), np.arange(16))
+    >>> p.stages[0].repeat, p.stages[0].n_transfers, float(p.stages[0].bytes_[0])  # 2(n-1), 16 x 8, S/(n g)
+    (30, 128, 12500000.0)
+    """
+    op = Collective.parse(op)
+    if not message_bytes > 0:
+        raise ValueError(f"size: message size must be > 0 bytes, got {message_bytes!r}")
+    algo = default_plan_algorithm(op) if algorithm is None else Algorithm.parse(algorithm)
+    entry = ALGORITHMS[algo]
+    if entry.plan is None:
+        known = ", ".join(a.value for a in plan_algorithms())
+        raise ValueError(
+            f"algorithm: {algo.value!r} has no transfer-level decomposition; the links/flow engines know "
+            f"{known}"
+        )
+    if op not in entry.ops:
+        serves = ", ".join(sorted(o.value for o in entry.ops))
+        raise ValueError(f"algorithm: {algo.value!r} does not apply to {op.value} (it serves {serves})")
+    gpus = np.asarray(gpus, dtype=np.int64)
+    stages = entry.plan(op, float(message_bytes), spec, gpus)
+    latency = _plan_latency_s(entry, op, float(message_bytes), spec, gpus)
+    return CommPlan(
+        op.value, algo.value, float(message_bytes), int(gpus.size), stages, job=job, latency_s=latency
+    )
+
+
+def _plan_latency_s(
+    entry: AlgorithmSpec, op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
+) -> float:
+    """The latency the formula engine charges ``entry`` with the Simple protocol (what the links and flow
+    engines run), seconds; 0 for one rank."""
+    if gpus.size < 2:
+        return 0.0
+    comm = Communicator.from_gpus(spec, gpus)
+    cost = entry.cost(op, Protocol.SIMPLE, message_bytes, comm, tier_model(spec))
+    return cost.latency_s if cost is not None else 0.0

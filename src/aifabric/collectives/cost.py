@@ -1,0 +1,106 @@
+"""The vocabulary of the algorithm registry: :class:`Algorithm` names and a :class:`Cost` breakdown.
+
+Every cost function of the registry (:mod:`aifabric.collectives.algorithms`) has the signature
+``cost(op, protocol, message_bytes, comm, tiers) -> Cost | None`` (``None``: this protocol does not run
+this algorithm) and returns the latency and the exposed bandwidth seconds per network.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+
+from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.tiers import Protocol, TierModel
+
+__all__ = ["SCALE_OUT", "SCALE_UP", "Algorithm", "Cost", "make_cost", "scaleup_bound"]
+
+SCALE_UP = "scale-up"
+SCALE_OUT = "scale-out"
+
+
+class Algorithm(str, Enum):
+    """Every collective algorithm aifabric knows; the value is the CLI's and ``NCCL_ALGO``-like name.
+
+    NCCL's own algorithms (the rows of its tuning tables, :class:`aifabric.catalog.nccl.Algorithm`) keep
+    their values here (``ring``, ``tree``, ``nvls``, ``nvls_tree``, ``pat``); the others are algorithms
+    NCCL has no name for (``chain``, ``direct``, ``p2p``: what NCCL runs for broadcast/reduce, all_to_all
+    and send/recv; ``hierarchical``, ``flat_ring``: textbook; ``torus``: TPU ICI).
+    """
+
+    RING = "ring"
+    TREE = "tree"
+    NVLS = "nvls"
+    NVLS_TREE = "nvls_tree"
+    HIERARCHICAL = "hierarchical"
+    FLAT_RING = "flat_ring"
+    DIRECT = "direct"
+    CHAIN = "chain"
+    P2P = "p2p"
+    TORUS = "torus"
+    PAT = "pat"
+
+    @classmethod
+    def parse(cls, value: str | Algorithm) -> Algorithm:
+        """The member named ``value`` (case-insensitive). Raises ValueError naming it and the known names."""
+        if isinstance(value, Algorithm):
+            return value
+        try:
+            return cls(str(value).strip().lower())
+        except ValueError:
+            known = ", ".join(a.value for a in cls)
+            raise ValueError(f"algorithm: unknown {value!r}; known: {known}") from None
+
+
+@dataclass(frozen=True)
+class Cost:
+    """One (algorithm, protocol) timed: ``time_s = latency_s + sum(bandwidth_s.values())``.
+
+    ``bandwidth_s`` maps a network (``scale-up``, ``scale-out``) to its exposed bandwidth seconds;
+    ``bottleneck`` names the network that sets the bandwidth term; ``why`` says how, in one sentence
+    (formatted on demand: planners time millions of candidates and read none of them).
+    """
+
+    algorithm: Algorithm
+    protocol: Protocol
+    latency_s: float
+    bandwidth_s: dict[str, float]
+    bottleneck: str
+    explain: Callable[[], str]  # the sentence, formatted only for the result a user sees
+    time_s: float  # latency_s + sum(bandwidth_s.values()), set by make_cost
+
+    @property
+    def why(self) -> str:
+        """How this algorithm sets the time, in one sentence."""
+        return self.explain()
+
+
+def make_cost(
+    tm: TierModel,
+    algorithm: Algorithm,
+    protocol: Protocol,
+    latency_s: float,
+    bandwidth_s: dict[str, float],
+    bottleneck: str,
+    why: Callable[[], str],
+) -> Cost:
+    """A :class:`Cost`; the latency is dropped under ``efficiency="line_rate"`` (textbook arithmetic)."""
+    latency = latency_s if tm.efficiency == "nccl" else 0.0
+    return Cost(
+        algorithm, protocol, latency, bandwidth_s, bottleneck, why, latency + sum(bandwidth_s.values())
+    )
+
+
+def scaleup_bound(tm: TierModel, comm: Communicator) -> float:
+    """Bus bandwidth the scale-up network allows a ring that also crosses domains, bytes/s per direction.
+
+    Across domains a GPU forwards over scale-up only the (g - 1)/g of its ring hops that stay in the domain
+    (one hop per channel leaves through a NIC), so scale-up bounds busbw at ``B_i g / (g - 1)``; with one
+    rank per domain (g = 1) no byte crosses scale-up and the bound is infinite. On one domain: ``B_i``.
+    """
+    g = comm.ranks_per_domain
+    if comm.n_domains <= 1:
+        return tm.intra_bytes_per_s
+    return tm.intra_bytes_per_s * g / (g - 1) if g > 1 else math.inf

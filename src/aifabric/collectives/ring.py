@@ -1,0 +1,164 @@
+"""Ring-family algorithms: NCCL's multi-channel ``ring``, the pipelined ``chain`` and the ``flat_ring``.
+
+Each cost function reads the cluster through a :class:`~aifabric.collectives.tiers.TierModel` (per-GPU,
+per-direction bytes/s) and a :class:`~aifabric.collectives.communicator.Communicator` (``n`` ranks, at most
+``g`` per domain, ``N`` domains). The bandwidth terms are the textbook costs of
+:mod:`aifabric.collectives.costs`; the latency terms are NCCL's (``tuning.cc``, ``catalog/data/nccl.yaml``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost, scaleup_bound
+from aifabric.collectives.costs import pipelined_chain_time, ring_all_gather_time, ring_all_reduce_time
+from aifabric.collectives.ops import Collective
+from aifabric.collectives.tiers import (
+    Protocol,
+    TierModel,
+    base_latency_s,
+    hw_latency_s,
+    nccl_constants,
+    net_overhead_s,
+    protocol_bandwidth,
+)
+
+__all__ = ["chain_cost", "flat_ring_cost", "ring_cost"]
+
+
+def _ring_bandwidth_s(op: Collective, size: float, n: int, bus: float) -> float:
+    """Ring bandwidth seconds: 2 (n-1)/n S / B (all_reduce), (n-1)/n S / B (gather/scatter), S / B (chain)."""
+    if op is Collective.ALL_REDUCE:
+        return ring_all_reduce_time(size, n, bus)
+    if op in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER):
+        return ring_all_gather_time(size, n, bus)
+    return pipelined_chain_time(size, n, bus)
+
+
+def _ring_like(
+    algorithm: Algorithm, op: Collective, proto: Protocol, size: float, comm: Communicator, tm: TierModel
+) -> Cost | None:
+    n, N = comm.n_ranks, comm.n_domains  # noqa: N806  (N domains, as in NCCL)
+    multi = N > 1
+    ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
+    olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
+    if math.isnan(ilat):
+        return None
+    if multi:
+        ilat = max(ilat, net_overhead_s(tm, proto))
+    two = 2 if op is Collective.ALL_REDUCE else 1
+    nsteps, ninter = two * (n - 1), two * (N - 1)
+    lat = base_latency_s(tm, "ring", proto) + (nsteps - ninter) * ilat + ninter * olat
+    if multi and op is Collective.ALL_REDUCE and proto is Protocol.SIMPLE and size / (16 * n) >= 64:
+        lat *= nccl_constants()["ring_plateau_latency_factor"]
+    up = scaleup_bound(tm, comm)
+    nic_agg = comm.min_ranks_per_domain * tm.nic_bytes_per_s
+    raw = min(up, nic_agg) if multi else up
+    net = SCALE_OUT if multi and nic_agg < up else SCALE_UP
+    bus = protocol_bandwidth(tm, proto, raw, N, tree=False)
+    what = "chain" if algorithm is Algorithm.CHAIN else "ring"
+
+    def why() -> str:
+        return (
+            f"{what} over {n} ranks: busbw = min(scale-up {up / 1e9:.1f}, {comm.min_ranks_per_domain} NICs x "
+            f"{tm.nic_bytes_per_s / 1e9:.2f}) GB/s"
+            if multi
+            else f"{what} over {n} ranks on scale-up at {up / 1e9:.1f} GB/s per GPU"
+        )
+
+    return make_cost(tm, algorithm, proto, lat, {net: _ring_bandwidth_s(op, size, n, bus)}, net, why)
+
+
+def ring_cost(
+    op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel
+) -> Cost | None:
+    """NCCL's multi-channel ring (all_reduce, all_gather, reduce_scatter), seconds.
+
+    One ring per channel visits every domain; inside a domain its hops use scale-up, between domains one
+    hop per channel crosses a NIC, so a domain's channels use the NICs of all its ranks::
+
+        B   = P( min(B_i g/(g-1), g_min B_o) )        across N > 1 domains (B_i on one domain)
+        lat = base + (s - s_o) max(a_i, ovh) + s_o a_o   (x 1.4 for a Simple all_reduce on its plateau)
+        T   = lat + f S / B
+
+    with ``s = 2(n-1)`` steps (all_reduce) or ``n-1``, ``s_o = 2(N-1)`` or ``N-1`` of them across the
+    network, ``f`` the nccl-tests factor (2(n-1)/n or (n-1)/n), ``g_min`` the fewest ranks in a domain,
+    ``P`` the protocol's bandwidth (:func:`~aifabric.collectives.tiers.protocol_bandwidth`), ``a_i, a_o``
+    NCCL's per-hop latencies and ``ovh`` its per-step network overhead. ``B_i g/(g-1)`` is infinite for
+    g = 1 (no byte crosses scale-up). Returns None when NCCL has no latency for the protocol on this tier.
+
+    References
+    ----------
+    NVIDIA/nccl 2.30.7 ``src/graph/tuning.cc`` (``ncclTopoTuneModel``); Patarasuk & Yuan 2009,
+    doi:10.1016/j.jpdc.2008.09.002.
+
+    Examples
+    --------
+    Two H100 nodes (8 x 400G ConnectX-7 at 49.15 GB/s payload; NVLink 370.8 GB/s): 8 NICs bound busbw at
+    393.2 GB/s, less the latency (case 03 measured 392.7 GB/s at 8 GiB):
+
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> spec = preset("h100-ib-2node")
+    >>> c = ring_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 2**33, Communicator.contiguous(spec),
+    ...               tier_model(spec))
+    >>> round(2**33 * 2 * 15 / 16 / c.time_s / 1e9, 1), c.bottleneck
+    (391.4, 'scale-out')
+    """
+    return _ring_like(Algorithm.RING, op, proto, message_bytes, comm, tm)
+
+
+def chain_cost(
+    op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel
+) -> Cost | None:
+    """Pipelined chain broadcast/reduce along the ring: every link carries S once, seconds.
+
+    As :func:`ring_cost` with ``s = n - 1`` steps, ``s_o = N - 1`` of them across the network and
+    ``f = 1``::
+
+        T = base + (n - N) max(a_i, ovh) + (N - 1) a_o + S / B
+
+    Examples
+    --------
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> spec = preset("h100-ib-2node")
+    >>> c = chain_cost(Collective.BROADCAST, Protocol.SIMPLE, 2**30, Communicator.contiguous(spec),
+    ...                tier_model(spec))
+    >>> round(c.time_s * 1e3, 3)  # ms: 1 GiB at 393.2 GB/s, plus 8.4 + 14 x 3.4 + 1 x 14 us
+    2.801
+    """
+    return _ring_like(Algorithm.CHAIN, op, proto, message_bytes, comm, tm)
+
+
+def flat_ring_cost(
+    op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel
+) -> Cost | None:
+    """A single ring in rank order in which every hop crosses a NIC (the lesson's naive ring), seconds.
+
+    ::
+
+        T = base + s a_o + f S / B_o,   s = 2 (n - 1) (all_reduce) or n - 1
+
+    Examples
+    --------
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> spec = preset("h100-ib-2node")
+    >>> c = flat_ring_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 1e9, Communicator.contiguous(spec),
+    ...                    tier_model(spec, efficiency="line_rate"))
+    >>> round(c.time_s * 1e3, 2)  # ms: 2 x 15/16 x 1 GB / 50 GB/s
+    37.5
+    """
+    n = comm.n_ranks
+    steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1
+    olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
+    lat = base_latency_s(tm, "ring", proto) + steps * olat
+    nic = tm.nic_bytes_per_s
+    t = _ring_bandwidth_s(op, message_bytes, n, nic)
+
+    def why() -> str:
+        return f"flat ring: every one of the {n} hops crosses a NIC at {nic / 1e9:.2f} GB/s"
+
+    return make_cost(tm, Algorithm.FLAT_RING, proto, lat, {SCALE_OUT: t}, SCALE_OUT, why)

@@ -1,0 +1,67 @@
+"""NCCL's double binary tree all_reduce across domains, with a chain inside each domain."""
+
+from __future__ import annotations
+
+import math
+
+from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
+from aifabric.collectives.costs import double_binary_tree_all_reduce_time
+from aifabric.collectives.ops import Collective
+from aifabric.collectives.tiers import Protocol, TierModel, base_latency_s, hw_latency_s, protocol_bandwidth
+
+__all__ = ["tree_cost"]
+
+
+def tree_cost(
+    op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel
+) -> Cost | None:
+    """Double binary tree all_reduce across N domains, a chain of g ranks inside each, seconds.
+
+    Each of the two trees reduces then broadcasts half of the buffer; an inner node receives from two
+    children and sends to its parent, so a domain moves about 2 S per direction through its NICs and a
+    GPU about 2 S through scale-up (the chain). The bandwidth is that of the slower of the two::
+
+        B   = P_tree( min(B_i, g_min B_o) )     (B_i infinite when g = 1: no chain)
+        lat = base + 2 ((g - 1) a_i + log2(N) a_o)
+        T   = lat + 2 S / B                      (algbw = B / 2, NCCL's tree model)
+
+    ``P_tree`` is the tree's protocol efficiency (:func:`~aifabric.collectives.tiers.protocol_bandwidth`).
+    NCCL itself times a tree on <= 2 nodes from the intra-node bandwidth alone; that lets a tree cross a
+    NIC faster than the NIC, so here the NICs bound it on any number of domains.
+
+    References
+    ----------
+    Sanders, Speck & Traeff 2009, doi:10.1016/j.parco.2009.09.001; NVIDIA/nccl 2.30.7 ``tuning.cc``.
+
+    Examples
+    --------
+    Two nodes of one H100 each (one 400G NIC, 49.15 GB/s): algbw <= 49.15 / 2 x 0.92 (Simple) = 22.6 GB/s:
+
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> spec = preset("h100-ib-2node")
+    >>> comm = Communicator.from_gpus(spec, [0, 8])
+    >>> c = tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 2**30, comm, tier_model(spec))
+    >>> round(2**30 / c.time_s / 1e9, 1), c.bottleneck
+    (22.6, 'scale-out')
+    """
+    g, N = comm.ranks_per_domain, comm.n_domains  # noqa: N806  (N domains, as in NCCL)
+    ilat = hw_latency_s(tm, tm.intra_kind, "tree", proto)
+    olat = hw_latency_s(tm, "net", "tree", proto) + tm.extra_inter_latency_s
+    if math.isnan(ilat):
+        return None
+    lat = base_latency_s(tm, "tree", proto) + 2 * ((g - 1) * ilat + math.log2(N) * olat)
+    up = tm.intra_bytes_per_s if g > 1 else math.inf
+    nic_agg = comm.min_ranks_per_domain * tm.nic_bytes_per_s
+    raw = min(up, nic_agg)
+    bus = protocol_bandwidth(tm, proto, raw, N, tree=True)
+    net = SCALE_OUT if nic_agg < up else SCALE_UP
+    t = double_binary_tree_all_reduce_time(message_bytes, N, bus)
+
+    def why() -> str:
+        return (
+            f"double binary tree across {N} domains, algbw = 0.5 x {raw / 1e9:.1f} GB/s x protocol efficiency"
+        )
+
+    return make_cost(tm, Algorithm.TREE, proto, lat, {net: t}, net, why)

@@ -1,0 +1,182 @@
+"""Physical bounds of the formula engine (issue 8, item 2): properties over random clusters, and three
+cases with the bound derived by hand.
+
+Symbols: ``B_o`` the NIC payload bandwidth of one GPU, ``B_i`` its scale-up bandwidth (bytes/s per
+direction, from the cluster's TierModel), ``n`` ranks, ``N`` scale-up domains, ``g_min`` ranks in the
+least-populated domain. The NICs belong to GPUs (one per GPU; a GB200 tray's four), so the NICs a domain
+can use are those of its ranks: ``g_min B_o`` for the slowest domain.
+
+Traffic each domain must push through its NICs (no in-network reduction across domains), hence
+``algbw <= g_min B_o x factor``:
+
+- all_reduce: 2 (N-1)/N S (bandwidth-optimal lower bound, Patarasuk & Yuan 2009): factor N / (2 (N-1));
+- all_gather, reduce_scatter, all_to_all: the S (n-g)/n bytes its ranks need from (send to) the others:
+  factor n / (n - g_min);
+- broadcast, reduce, send_recv: S: factor 1.
+"""
+
+import dataclasses
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aifabric.cluster.presets import preset
+from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.ops import Collective, busbw_factor
+from aifabric.collectives.tiers import tier_model
+from aifabric.engines.formula import formula_collective
+
+GB = 1e9
+OPS = [op.value for op in Collective]
+#: (preset, GPUs per node): NVLink HGX nodes, NVL72 racks of 4-GPU trays, an A100 cluster, the lesson
+CLUSTERS = ["h100-ib-2node", "dgx-h100-superpod", "megatron-a100", "gb200-nvl72", "rubin-nvl72", "lesson"]
+
+
+def nic_factor(op: Collective, n: int, n_domains: int, g_min: int) -> float:
+    """Bytes a domain's NICs must carry, as a multiple of what algbw allows (see the module docstring)."""
+    if op is Collective.ALL_REDUCE:
+        return n_domains / (2 * (n_domains - 1))
+    if op in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER, Collective.ALL_TO_ALL):
+        return n / (n - g_min)
+    return 1.0
+
+
+@st.composite
+def clusters(draw):
+    """A random cluster (preset, size, NIC speed) and a random communicator on it spanning >= 2 domains."""
+    name = draw(st.sampled_from(CLUSTERS))
+    base = preset(name)
+    domains = draw(st.integers(min_value=2, max_value=6))
+    spec = preset(name, gpus=domains * base.domain_gpus)
+    speed = draw(st.sampled_from([100, 200, 400, 800]))
+    if speed * 1e9 / 8 <= spec.nic_spec.line_rate_bytes_per_s:
+        spec = spec.with_changes(**{"scale_out.nic_speed": f"{speed} Gb/s"})
+    op = Collective(draw(st.sampled_from(OPS)))
+    if op is Collective.SEND_RECV:
+        a = draw(st.integers(0, spec.domain_gpus - 1))
+        b = draw(st.integers(spec.domain_gpus, spec.n_gpus - 1))
+        gpus = [a, b]
+    else:
+        gpus = draw(st.lists(st.integers(0, spec.n_gpus - 1), min_size=2, max_size=48, unique=True))
+    comm = Communicator.from_gpus(spec, gpus)
+    return spec, comm, op
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    case=clusters(),
+    size=st.floats(min_value=1.0, max_value=1e11),
+    efficiency=st.sampled_from(["nccl", "line_rate"]),
+)
+def test_algbw_across_domains_is_bounded_by_the_ranks_nics(case, size, efficiency):
+    spec, comm, op = case
+    if comm.n_domains < 2:
+        return
+    tm = tier_model(spec, efficiency=efficiency)
+    r = formula_collective(op, size, spec, comm, efficiency=efficiency)
+    bound = comm.min_ranks_per_domain * tm.nic_bytes_per_s * nic_factor(op, comm.n_ranks, comm.n_domains,
+                                                                      comm.min_ranks_per_domain)  # fmt: skip
+    assert r.algbw_bytes_per_s <= bound * (1 + 1e-9), (r.algorithm, r.protocol)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(
+    name=st.sampled_from([*CLUSTERS, "v100-pcie-4gpu", "tpu-v5p-pod"]),
+    ranks=st.integers(min_value=2, max_value=72),
+    op=st.sampled_from(OPS),
+    size=st.floats(min_value=1.0, max_value=1e11),
+    efficiency=st.sampled_from(["nccl", "line_rate"]),
+)
+def test_busbw_in_one_domain_is_bounded_by_scale_up(name, ranks, op, size, efficiency):
+    # Every byte crosses scale-up only: busbw <= B_i. NVLS reduces in the switch: a GPU sends S and reads S,
+    # so algbw <= B_i, i.e. busbw <= B_i x 2 (n-1)/n.
+    spec = preset(name)
+    n = 2 if op == "send_recv" else min(ranks, spec.domain_gpus)
+    comm = Communicator.contiguous(spec, n)
+    tm = tier_model(spec, efficiency=efficiency)
+    r = formula_collective(op, size, spec, comm, efficiency=efficiency)
+    in_switch = r.algorithm == "nvls"
+    bound = tm.intra_bytes_per_s * (busbw_factor(op, n) if in_switch else 1.0)
+    assert r.busbw_bytes_per_s <= bound * (1 + 1e-9)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    case=clusters(),
+    size=st.floats(min_value=1.0, max_value=1e11),
+    intra=st.floats(min_value=1.0, max_value=4.0),
+    nic=st.floats(min_value=1.0, max_value=4.0),
+)
+def test_more_bandwidth_is_never_slower(case, size, intra, nic):
+    spec, comm, op = case
+    tm = tier_model(spec)
+    fast = dataclasses.replace(
+        tm, intra_bytes_per_s=tm.intra_bytes_per_s * intra, nic_bytes_per_s=tm.nic_bytes_per_s * nic
+    )
+    t0 = formula_collective(op, size, spec, comm, tiers=tm).time_s
+    t1 = formula_collective(op, size, spec, comm, tiers=fast).time_s
+    assert t1 <= t0 * (1 + 1e-12)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(
+    name=st.sampled_from(CLUSTERS),
+    domains=st.integers(min_value=2, max_value=16),
+    more=st.integers(min_value=1, max_value=16),
+    op=st.sampled_from([o for o in OPS if o != "send_recv"]),
+    size=st.floats(min_value=1.0, max_value=1e11),
+)
+def test_more_ranks_are_never_faster_per_byte(name, domains, more, op, size):
+    # Whole domains at the same per-rank bandwidth (NVLink and NIC both in use, so from 2 domains on: one
+    # domain leaves its NICs idle, and a broadcast over 2 nodes rightly beats one over a single node's
+    # NVLink): a collective over more domains moves at least as many bytes per rank through the same
+    # links, and takes at least as many steps.
+    base = preset(name)
+    spec = preset(name, gpus=(domains + more) * base.domain_gpus)
+    small = formula_collective(op, size, spec, Communicator.contiguous(spec, domains * base.domain_gpus))
+    large = formula_collective(op, size, spec, Communicator.contiguous(spec))
+    assert large.time_s >= small.time_s * (1 - 1e-9), (small.algorithm, large.algorithm)
+
+
+def test_two_node_tree_is_bounded_by_its_nics():
+    # Two nodes of one H100 each, one 400G ConnectX-7 per GPU: B_o = 50 GB/s x 0.983 = 49.15 GB/s. A
+    # two-domain all_reduce sends 2 (N-1)/N S = S through each node's one NIC: algbw <= 49.15 GB/s. NCCL's
+    # tree (algbw = B/2 on its slowest link, x 0.92 for Simple) gets 49.15 / 2 x 0.92 = 22.61 GB/s; timed
+    # from NVLink alone (370.8 GB/s, the old model) it claimed 170.6 GB/s, 3.5x the NIC.
+    spec = preset("h100-ib-2node")
+    comm = Communicator.from_gpus(spec, [0, 8])
+    r = formula_collective("all_reduce", 2**32, spec, comm, algorithm="tree", protocol="Simple")
+    assert r.algbw_bytes_per_s <= 49.15 * GB
+    assert r.algbw_bytes_per_s / GB == pytest.approx(49.15 / 2 * 0.92, rel=0.01)
+    assert r.bottleneck == "scale-out"
+
+
+def test_nvl72_multi_rack_all_reduce_is_bounded_by_the_trays_nics():
+    # GB200 NVL72: a rack is 18 trays x 4 GPUs, one ConnectX-8 (800 Gb/s, 98.3 GB/s payload) per GPU.
+    # One tray in each of two racks (8 ranks): the racks' NICs that carry this job are the 4 of each tray,
+    # 4 x 98.3 = 393.2 GB/s per rack; two domains send S each way: algbw <= 393.2 GB/s, whatever NVLink
+    # (721.8 GB/s per GPU) allows. All 72 GPUs of both racks: 72 NICs per rack, algbw <= 7,077.6 GB/s
+    # (the NICs are not the limit: NVLS in the rack, 721.8 x 0.74 x 71/72 = 526.7 GB/s, is).
+    spec = preset("gb200-nvl72", gpus=144)
+    trays = Communicator.from_gpus(spec, [0, 1, 2, 3, 72, 73, 74, 75])
+    for algo in (None, "ring", "tree", "nvls_tree", "hierarchical"):
+        r = formula_collective("all_reduce", 2**34, spec, trays, algorithm=algo)
+        assert r.algbw_bytes_per_s <= 4 * 98.3 * GB * 1.0001, algo
+    racks = formula_collective("all_reduce", 2**34, spec, Communicator.contiguous(spec))
+    assert racks.algbw_bytes_per_s <= 72 * 98.3 * GB
+    assert racks.algbw_bytes_per_s <= 721.8 * 0.74 * 71 / 72 * GB * 1.001
+    assert racks.algorithm == "nvls_tree"
+
+
+def test_one_gpu_per_node_ring_is_bounded_by_its_nic():
+    # 8 nodes, one H100 per node, one 400G NIC each (49.15 GB/s): every ring hop crosses a NIC, so busbw
+    # <= 49.15 GB/s, and no scale-up term applies (no byte stays in a node).
+    spec = preset("h100-ib-2node", nodes=8)
+    comm = Communicator.from_gpus(spec, list(range(0, 64, 8)))
+    r = formula_collective("all_reduce", 2**34, spec, comm, algorithm="ring", protocol="Simple")
+    assert r.busbw_bytes_per_s <= 49.15 * GB
+    assert r.busbw_bytes_per_s / GB == pytest.approx(49.15, rel=0.01)  # latency < 1 % at 16 GiB
+    assert r.bottleneck == "scale-out"
+    assert math.isclose(sum(r.network_time_s.values()), r.time_s)

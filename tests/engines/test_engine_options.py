@@ -1,0 +1,78 @@
+"""Every engine declares the options it takes and refuses the others (issue 8, item 8)."""
+
+import pytest
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
+from aifabric.cluster.presets import preset
+from aifabric.collectives.communicator import Communicator
+from aifabric.engines.api import ENGINE_OPTIONS, check_engine_options, collective_time
+from aifabric.engines.fabric import fabric_collective
+
+runner = CliRunner()
+
+
+def run(*args: str):
+    return runner.invoke(app, list(args))
+
+
+def test_the_issue_command_is_refused_naming_the_first_dropped_option():
+    r = run(
+        "collective", "all_reduce", "-c", "h100-ib-2node", "--size", "1GiB", "--engine", "links",
+        "--proto", "LL", "--convention", "bidirectional", "--calibration", "missing.yaml",
+    )  # fmt: skip
+    assert r.exit_code == 2
+    assert r.stderr == (
+        "error: calibration (--calibration): the links engine does not take this option "
+        "(it takes --algo, --efficiency, --routing, --seed)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "engine,args,option",
+    [
+        ("links", ("--proto", "LL"), "protocol (--proto)"),
+        ("links", ("--convention", "bidirectional"), "convention (--convention)"),
+        ("links", ("--no-nvls",), "exclude (--no-nvls)"),
+        ("links", ("--calibration", "missing.yaml"), "calibration (--calibration)"),
+        ("flow", ("--proto", "Simple"), "protocol (--proto)"),
+        ("formula", ("--routing", "ecmp"), "routing (--routing)"),
+        ("formula", ("--seed", "3"), "seed (--seed)"),
+    ],
+)
+def test_each_dropped_option_exits_2_with_one_line(engine, args, option):
+    r = run("collective", "all_reduce", "-c", "h100-ib-2node", "--size", "1GiB", "--engine", engine, *args)
+    assert r.exit_code == 2
+    assert r.stderr.startswith(f"error: {option}: the {engine} engine does not take this option (it takes ")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_topology_engines_take_what_they_use():
+    r = run(
+        "collective", "all_reduce", "-c", "h100-ib-2node", "--size", "1GiB", "--engine", "links",
+        "--algo", "ring", "--routing", "ecmp", "--seed", "2", "--efficiency", "line_rate", "--json",
+    )  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+
+
+def test_the_front_door_refuses_an_option_and_lists_the_others():
+    with pytest.raises(
+        ValueError, match=r"^protocol: the links engine does not take this option \(it takes "
+    ):
+        collective_time("all_reduce", 1e9, "h100-ib-2node", engine="links", protocol="LL")
+    with pytest.raises(ValueError, match="^routing: the formula engine"):
+        collective_time("all_reduce", 1e9, "h100-ib-2node", routing="ecmp")
+    with pytest.raises(ValueError, match="^engine: unknown engine 'fast'"):
+        check_engine_options("fast", [])
+    assert ENGINE_OPTIONS["links"] == ENGINE_OPTIONS["flow"]
+
+
+def test_the_front_door_refuses_an_algorithm_without_a_plan_on_the_links_engine():
+    with pytest.raises(ValueError, match="'nvls' has no transfer-level plan"):
+        collective_time("all_reduce", 1e9, "h100-ib-2node", engine="links", algorithm="nvls")
+
+
+def test_fabric_collective_takes_no_unknown_keyword():
+    spec = preset("h100-ib-2node")
+    with pytest.raises(TypeError, match="protocol"):
+        fabric_collective("all_reduce", 1e9, spec, Communicator.contiguous(spec), protocol="LL")  # type: ignore[call-arg]
