@@ -237,3 +237,11 @@ def test_gemm_efficiency_and_its_source_in_one_line_with_a_caution_for_mamf():
     assert "caution" not in h100.stdout.lower()
     data = json.loads(run("train", *GPT3, "--tp", "8", "--pp", "8", "--json").stdout)
     assert data["compute_profile"]["gemm_table"] == "gemm_h100_sm90.csv"
+
+
+def test_gemm_shapes_refused_on_a_gpu_without_a_measured_table():
+    r = run("train", "--model", "megatron-gpt-1.7b", "--cluster", "megatron-a100", "--nodes", "4",
+            "--tp", "1", "--pp", "1", "--global-batch", "512", "--gemm-shapes")  # fmt: skip
+    assert r.exit_code == 2 and r.stdout == ""
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("error: gemm_shapes: no measured GEMM table for 'a100-sxm-80gb'")

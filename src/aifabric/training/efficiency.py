@@ -13,7 +13,10 @@ shapes of the MAMF table (271.2 TFLOP/s, 86.9 %): a training step multiplies the
 the best one a search finds; and Table 1 of Narayanan et al. ran 2021 software. With the MAMF figure (and
 datasheet HBM) the three Table 1 rows of the shared case file come out +19 %, +11 % and +19 % high; with
 the fixed-shape one, -1.5 %, -3.6 % and +1.5 %. Hopper and Blackwell entries use the MAMF table for want of
-a fixed-shape measurement, so they are optimistic by the same kind of margin.
+a fixed-shape measurement, so they are optimistic by the same kind of margin. H100 and H200 also carry a
+measured table of GEMM throughput by shape (``gemm_table``, :mod:`aifabric.training.gemm`): with it the
+weight GEMMs of a step run at their own shapes' measured throughput, and the MAMF figure times only the
+attention core. No such table is recorded for the A100, so its Table 1 rows keep the fixed-shape figure.
 
 Examples
 --------
