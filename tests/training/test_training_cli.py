@@ -174,8 +174,9 @@ def test_plot_title_is_not_clipped(tmp_path, monkeypatch):
 
 
 def test_plan_text_pp_wording_and_no_repeated_comparison():
-    # --top 2: the runner-up (v=6 instead of v=3) differs from the winner by its PP traffic
-    r = run("plan", *GPT3, "--top", "2", "--pp", "16")
+    # --top 2: the runner-up (v=6 instead of v=3) differs from the winner by its PP traffic. One GEMM
+    # efficiency for all shapes: by shape, recompute none edges out selective and is the runner-up instead.
+    r = run("plan", *GPT3, "--top", "2", "--pp", "16", "--no-gemm-shapes")
     assert r.exit_code == 0, r.stderr
     out = r.stdout
     assert "PP group of 2 ranks" not in out
@@ -216,14 +217,31 @@ def test_gemm_efficiency_and_its_source_in_one_line_with_a_caution_for_mamf():
     assert a100.exit_code == 0, a100.stderr
     assert "compute at 73.7% of peak (A100 GEMM, Mu Li transformers-benchmarks)" in a100.stdout
     assert "caution" not in a100.stdout.lower()
-    h100 = run("train", *GPT3, "--tp", "8", "--pp", "8")
+    # One efficiency for every GEMM (--no-gemm-shapes): the H100's MAMF figure, an upper bound, with a caution
+    h100 = run("train", *GPT3, "--tp", "8", "--pp", "8", "--no-gemm-shapes")
     assert h100.exit_code == 0, h100.stderr
     assert "compute at 80.3% of peak (H100 GEMM, MAMF search" in h100.stdout
     assert "caution: the H100 GEMM efficiency comes from a max-over-shapes search (MAMF)" in h100.stdout
     assert "optimistic" in h100.stdout
-    plan = run("plan", *GPT3, "--top", "1")
+    plan = run("plan", *GPT3, "--top", "1", "--no-gemm-shapes")
     assert plan.exit_code == 0, plan.stderr
     assert "Compute at 80.3% of peak (H100 GEMM" in plan.stdout and "upper bound" in plan.stdout
-    data = json.loads(run("train", *GPT3, "--tp", "8", "--pp", "8", "--json").stdout)
+    data = json.loads(run("train", *GPT3, "--tp", "8", "--pp", "8", "--json", "--no-gemm-shapes").stdout)
     assert data["compute_profile"]["upper_bound"] is True
     assert data["compute_profile"]["summary"].startswith("compute at 80.3% of peak")
+    assert data["compute_profile"]["gemm_table"] is None
+    # By default the H100's weight GEMMs run at their shapes' measured throughput: no MAMF caution
+    h100 = run("train", *GPT3, "--tp", "8", "--pp", "8")
+    assert h100.exit_code == 0, h100.stderr
+    assert "weight GEMMs by shape (measured table gemm_h100_sm90.csv)" in h100.stdout
+    assert "caution" not in h100.stdout.lower()
+    data = json.loads(run("train", *GPT3, "--tp", "8", "--pp", "8", "--json").stdout)
+    assert data["compute_profile"]["gemm_table"] == "gemm_h100_sm90.csv"
+
+
+def test_gemm_shapes_refused_on_a_gpu_without_a_measured_table():
+    r = run("train", "--model", "megatron-gpt-1.7b", "--cluster", "megatron-a100", "--nodes", "4",
+            "--tp", "1", "--pp", "1", "--global-batch", "512", "--gemm-shapes")  # fmt: skip
+    assert r.exit_code == 2 and r.stdout == ""
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("error: gemm_shapes: no measured GEMM table for 'a100-sxm-80gb'")

@@ -70,6 +70,14 @@ Fp8Opt = Annotated[
         help="Linear GEMMs at the GPU's FP8 peak (Transformer Engine); attention and logits in BF16",
     ),
 ]
+GemmShapesOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--gemm-shapes/--no-gemm-shapes",
+        help="Time each GEMM by its shape from the GPU's measured table (default: where one exists, "
+        "H100/H200; --no-gemm-shapes: one measured efficiency for every GEMM)",
+    ),
+]
 CapacityOpt = Annotated[
     float | None,
     typer.Option(
@@ -107,7 +115,13 @@ PlotOpt = Annotated[
 
 
 def _options(
-    flash: bool, overlap: bool, tp_overlap: bool, prefetch: int | None, capacity: float | None, fp8: bool
+    flash: bool,
+    overlap: bool,
+    tp_overlap: bool,
+    prefetch: int | None,
+    capacity: float | None,
+    fp8: bool,
+    gemm_shapes: bool | None = None,
 ) -> StepOptions:
     return StepOptions(
         flash_attention=flash,
@@ -116,6 +130,7 @@ def _options(
         zero3_prefetch_layers=1 if prefetch is None else prefetch,
         capacity_factor=capacity,
         fp8=fp8,
+        gemm_shapes=gemm_shapes,
     )
 
 
@@ -194,6 +209,7 @@ def train(
     zero3_prefetch: PrefetchOpt = None,
     capacity_factor: CapacityOpt = None,
     fp8: Fp8Opt = False,
+    gemm_shapes: GemmShapesOpt = None,
     engine: Annotated[
         EngineChoice,
         typer.Option(
@@ -240,7 +256,13 @@ def train(
     if plot is not None:
         check_plot_path(plot, "--plot")
     opts = _options(
-        flash_attention, overlap_grad_reduce, tp_comm_overlap, zero3_prefetch, capacity_factor, fp8
+        flash_attention,
+        overlap_grad_reduce,
+        tp_comm_overlap,
+        zero3_prefetch,
+        capacity_factor,
+        fp8,
+        gemm_shapes,
     )
     n_jobs = jobs or 1
     if spec.n_gpus % n_jobs:
@@ -384,6 +406,7 @@ def plan(
     zero3_prefetch: PrefetchOpt = None,
     capacity_factor: CapacityOpt = None,
     fp8: Fp8Opt = False,
+    gemm_shapes: GemmShapesOpt = None,
     plot: PlotOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -402,7 +425,13 @@ def plan(
         spec_model,
         spec,
         options=_options(
-            flash_attention, overlap_grad_reduce, tp_comm_overlap, zero3_prefetch, capacity_factor, fp8
+            flash_attention,
+            overlap_grad_reduce,
+            tp_comm_overlap,
+            zero3_prefetch,
+            capacity_factor,
+            fp8,
+            gemm_shapes,
         ),
     )
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}

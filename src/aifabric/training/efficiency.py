@@ -13,7 +13,10 @@ shapes of the MAMF table (271.2 TFLOP/s, 86.9 %): a training step multiplies the
 the best one a search finds; and Table 1 of Narayanan et al. ran 2021 software. With the MAMF figure (and
 datasheet HBM) the three Table 1 rows of the shared case file come out +19 %, +11 % and +19 % high; with
 the fixed-shape one, -1.5 %, -3.6 % and +1.5 %. Hopper and Blackwell entries use the MAMF table for want of
-a fixed-shape measurement, so they are optimistic by the same kind of margin.
+a fixed-shape measurement, so they are optimistic by the same kind of margin. H100 and H200 also carry a
+measured table of GEMM throughput by shape (``gemm_table``, :mod:`aifabric.training.gemm`): with it the
+weight GEMMs of a step run at their own shapes' measured throughput, and the MAMF figure times only the
+attention core. No such table is recorded for the A100, so its Table 1 rows keep the fixed-shape figure.
 
 Examples
 --------
@@ -31,6 +34,7 @@ from importlib import resources
 import yaml
 
 from aifabric.errors import ConfigError
+from aifabric.training.gemm import GemmTable, gemm_table
 
 __all__ = ["ComputeProfile", "compute_profile", "list_compute_profiles"]
 
@@ -53,6 +57,9 @@ class ComputeProfile:
         Streaming multiprocessors of the GPU; 0: unknown (no overlap contention is charged).
     comm_sms : int, default 0
         SMs a concurrent NCCL collective kernel occupies (``presets/compute.yaml`` gives the measurement).
+    gemm_table : GemmTable, optional
+        Measured GEMM throughput by shape (:mod:`aifabric.training.gemm`); None: every GEMM runs at
+        ``gemm_efficiency``.
 
     Raises
     ------
@@ -66,6 +73,7 @@ class ComputeProfile:
     accelerator: str = ""
     sm_count: int = 0
     comm_sms: int = 0
+    gemm_table: GemmTable | None = None
 
     def __post_init__(self) -> None:
         for name in ("gemm_efficiency", "hbm_efficiency"):
@@ -121,12 +129,18 @@ class ComputeProfile:
 
         >>> compute_profile("a100-sxm-80gb").summary()
         'compute at 73.7% of peak (A100 GEMM, Mu Li transformers-benchmarks)'
+        >>> compute_profile("h100-sxm").summary().split(";")[0]
+        'weight GEMMs by shape (measured table gemm_h100_sm90.csv)'
         """
-        return f"compute at {self.gemm_efficiency:.1%} of peak ({self.short_source})"
+        flat = f"{self.gemm_efficiency:.1%} of peak ({self.short_source})"
+        if self.gemm_table is not None:
+            return f"weight GEMMs by shape (measured table {self.gemm_table.name}); attention core at {flat}"
+        return f"compute at {flat}"
 
     def caution(self) -> str | None:
-        """A warning when the GEMM figure is an upper bound (:attr:`upper_bound`), else None."""
-        if not self.upper_bound:
+        """A warning when the GEMM figure is an upper bound (:attr:`upper_bound`) and no measured table
+        times the weight GEMMs by shape, else None."""
+        if not self.upper_bound or self.gemm_table is not None:
             return None
         return (
             f"the {_SHORT_GPU.get(self.accelerator, self.accelerator) or 'GPU'} GEMM efficiency comes from "
@@ -157,6 +171,7 @@ def _profiles() -> dict[str, ComputeProfile]:
             accelerator=key,
             sm_count=int(entry.get("sm_count", 0)),
             comm_sms=int(entry.get("comm_sms", 0)),
+            gemm_table=gemm_table(entry["gemm_table"]) if "gemm_table" in entry else None,
         )
         for key, entry in data.items()
     }

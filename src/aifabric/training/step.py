@@ -6,7 +6,9 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
 
 - **Compute.** Matrix-multiply FLOPs (Megatron-LM's count:
   :func:`~aifabric.training.flops.layer_forward_flops_per_token`, backward = 2 x forward, full recomputation
-  adds a forward, selective adds the attention core) run at ``peak x gemm_efficiency``; memory-bound
+  adds a forward, selective adds the attention core) run at ``peak x gemm_efficiency``, or, where the GPU
+  has a measured GEMM table, each weight GEMM at the measured throughput of its (m, n, k) shape
+  (:mod:`aifabric.training.gemm`, ``StepOptions.gemm_shapes``); memory-bound
   element-wise work (norms, residual adds, dropout, activation functions, softmax over the attention scores
   unless flash attention keeps them on chip) moves its bytes at ``hbm_bandwidth x hbm_efficiency``. Both
   efficiencies are measured constants of the GPU (:mod:`aifabric.training.efficiency`), the same for every
@@ -41,8 +43,9 @@ Each of these is one method of :class:`StepModel` (``compute_term``, ``tp_term``
 Every communication time comes from the formula engine (:func:`aifabric.engines.formula.formula_collective`)
 on the real cluster, with the group of rank 0 placed on GPUs by the layout's ``order``.
 
-Not modelled: the TP collectives of the embedding and logit layers; a GEMM efficiency that depends on the
-matrix shape (small per-GPU GEMMs run as fast as large ones); learned-router imbalance beyond the uniform
+Not modelled: the TP collectives of the embedding and logit layers; GEMM shapes on GPUs without a measured
+table (A100, Blackwell: small per-GPU GEMMs run as fast as large ones there); an attention-core efficiency by
+head dimension and sequence; learned-router imbalance beyond the uniform
 bound and DeepSeek's node-limited routing; several groups sharing a node's NICs at the same time; the
 pipeline send/recv overlapping compute; stragglers, data loading and checkpoints.
 
@@ -77,6 +80,7 @@ from aifabric.training.flops import (
     layer_forward_flops_per_token,
     training_flops_per_iteration,
 )
+from aifabric.training.gemm import Gemm, GemmTable, backward_gemms, layer_gemms, pass_flops_per_s
 from aifabric.training.layout import ParallelLayout, Recompute
 from aifabric.training.memory import MemoryBreakdown, check_fits, memory_breakdown
 from aifabric.training.models import ModelSpec
@@ -85,6 +89,7 @@ __all__ = [
     "NETWORKS",
     "CommItem",
     "ComputeTimes",
+    "GemmRates",
     "PassTimes",
     "StageView",
     "StepModel",
@@ -152,6 +157,12 @@ class StepOptions:
         ``gemm_efficiency`` (the BF16 measurement: no FP8 GEMM efficiency is recorded); the attention core and
         the output layer stay in BF16, as in Megatron-LM with ``--fp8-format``. Memory is counted as BF16
         (an upper bound). MFU stays against the BF16 peak (Llama 3's "BF16 MFU").
+    gemm_shapes : bool, optional
+        Time each weight GEMM from its (m, n, k) shape on the GPU's measured GEMM table
+        (``ComputeProfile.gemm_table``, :mod:`aifabric.training.gemm`): small hidden sizes, narrow TP
+        slices and the logit layer then run slower than a large square product. None (default): when the
+        accelerator has a table (H100, H200); True: required (refused without a table); False: every GEMM
+        at ``gemm_efficiency``. The attention core stays at ``gemm_efficiency``.
     """
 
     flash_attention: bool = True
@@ -167,6 +178,7 @@ class StepOptions:
     ddp_bucket_params: int | None = None
     capacity_factor: float | None = None
     fp8: bool = False
+    gemm_shapes: bool | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.zero3_prefetch_layers, bool) or self.zero3_prefetch_layers < 0:
@@ -499,6 +511,7 @@ class StepTime:
                 "source": self.compute.source,
                 "summary": self.compute.summary(),
                 "upper_bound": self.compute.upper_bound,
+                "gemm_table": self.compute.gemm_table.name if self.compute.gemm_table else None,
             },
             "notes": list(self.notes),
         }
@@ -549,6 +562,17 @@ class PassTimes(NamedTuple):
 
     fwd_s: float
     bwd_s: float
+
+
+class GemmRates(NamedTuple):
+    """FLOP/s of the weight GEMMs of one microbatch on one GPU (:meth:`StepModel.gemm_rates`)."""
+
+    dense_fwd: float
+    dense_bwd: float
+    moe_fwd: float
+    moe_bwd: float
+    logit_fwd: float
+    logit_bwd: float
 
 
 class ComputeTimes(NamedTuple):
@@ -637,6 +661,9 @@ class StepModel:
                 )
             self.linear_flops_per_s = acc.peak_fp8_flops * self.compute.gemm_efficiency
         self.hbm_bytes_per_s = acc.hbm_bandwidth_bytes_per_s * self.compute.hbm_efficiency
+        self.gemm_table = self._gemm_table(spec.accelerator)
+        if self.gemm_table is None and self.compute.gemm_table is not None:  # what ran is what is reported
+            self.compute = dataclasses.replace(self.compute, gemm_table=None)
         self.hbm_capacity_bytes = acc.hbm_capacity_bytes - self.options.hbm_reserve_bytes
         self.n_gpus = spec.n_gpus
         m = model
@@ -648,6 +675,17 @@ class StepModel:
         self._comms: dict[tuple, Communicator] = {}
         self._padded: dict[int, ModelSpec] = {}
         self._flops: dict[tuple, float] = {}
+        self._rates: dict[tuple, GemmRates] = {}
+
+    def _gemm_table(self, accelerator: str) -> GemmTable | None:
+        """The measured GEMM table the step uses (``options.gemm_shapes``), or None."""
+        wanted, table = self.options.gemm_shapes, self.compute.gemm_table
+        if wanted and table is None:
+            raise ConfigError(
+                f"gemm_shapes: no measured GEMM table for {accelerator!r} (compute profile "
+                f"{self.compute.short_source!r}); GEMMs by shape need one (training/presets/gemm_*.csv)"
+            )
+        return None if wanted is False else table
 
     # ------------------------------------------------------------------------------------ networking
     def collective(self, op: str, message_bytes: float, comm: Communicator) -> CollectiveResult:
@@ -854,25 +892,59 @@ class StepModel:
             acc=_Acc(record),
         )
 
+    def gemm_rates(self, layout: ParallelLayout, tokens: float) -> GemmRates:
+        """FLOP/s of the weight GEMMs of one microbatch on one GPU, by layer kind and pass.
+
+        With a measured table (:attr:`gemm_table`): the table's throughput of the products' shapes
+        (:func:`~aifabric.training.gemm.layer_gemms`, :func:`~aifabric.training.gemm.backward_gemms`,
+        combined by :func:`~aifabric.training.gemm.pass_flops_per_s`), the layers' scaled by the FP8 / BF16
+        peak ratio with ``options.fp8``; the logit layer is (T x h) by (h x V / t). Without one: the layers
+        at ``linear_flops_per_s``, the logit layer at ``gemm_flops_per_s``.
+        """
+        table = self.gemm_table
+        if table is None:
+            lin, out = self.linear_flops_per_s, self.gemm_flops_per_s
+            return GemmRates(lin, lin, lin, lin, out, out)
+        key = (tokens, layout.tp, layout.ep)
+        got = self._rates.get(key)
+        if got is None:
+            m, t = self.model, layout.tp
+            scale = self.linear_flops_per_s / self.gemm_flops_per_s
+            rates: list[float] = []
+            for moe in (False, True) if m.is_moe else (False,):
+                fwd = layer_gemms(m, tokens, t, moe=moe, ep=layout.ep)
+                rates += [scale * pass_flops_per_s(table, fwd)]
+                rates += [scale * pass_flops_per_s(table, backward_gemms(fwd))]
+            if not m.is_moe:
+                rates += rates
+            logit = [Gemm(tokens, m.vocab_size / t, m.hidden_size)]
+            rates += [pass_flops_per_s(table, logit), pass_flops_per_s(table, backward_gemms(logit))]
+            got = self._rates[key] = GemmRates(*rates)
+        return got
+
     def compute_term(self, st: StageView) -> ComputeTimes:
         """GEMM and memory-bound seconds of one microbatch's forward and backward on the busiest stage.
 
-        GEMMs: (dense + MoE layer FLOPs) x tokens / t at ``peak x gemm_efficiency`` (the linear layers at the
-        FP8 peak with ``options.fp8``), backward 2 x forward plus
-        the recomputed forward (full) or attention core (selective), the logit layer 2 V h per token forward.
+        GEMMs: each layer's weight-GEMM FLOPs ((layer - attention core) FLOPs x tokens / t) at the rate of
+        its kind and pass (:meth:`gemm_rates`: by shape from the measured table, or ``peak x
+        gemm_efficiency``, the FP8 peak with ``options.fp8``), backward 2 x forward FLOPs; the attention
+        core at ``peak x gemm_efficiency``, backward 2 x forward; plus the recomputed forward (full) or
+        attention core (selective); the logit layer 2 V h per token forward, 4 V h backward.
         Memory-bound: :meth:`_elementwise_bytes` per token at ``hbm_bandwidth x hbm_efficiency``, and the
         fused cross-entropy over fp32 logits (8 V / t bytes per token forward, twice that backward).
         """
         m, lay, rec = self.model, st.layout, st.layout.recompute
         t, h, tokens = lay.tp, m.hidden_size, st.tokens
-        core_flops = st.layers * self._f_core * tokens / t
-        linear = (st.n_dense * self._f_dense + st.n_moe * self._f_moe) * tokens / t - core_flops
-        lin_s = linear / self.linear_flops_per_s  # BF16, or FP8 with options.fp8
-        core_s = core_flops / self.gemm_flops_per_s
+        rate = self.gemm_rates(lay, tokens)
+        core_layer = self._f_core * tokens / t
+        lin_dense = self._f_dense * tokens / t - core_layer  # weight-GEMM FLOPs of one layer
+        lin_moe = self._f_moe * tokens / t - core_layer
+        lin_s = st.n_dense * lin_dense / rate.dense_fwd + st.n_moe * lin_moe / rate.moe_fwd
+        lin_bwd_s = 2 * (st.n_dense * lin_dense / rate.dense_bwd + st.n_moe * lin_moe / rate.moe_bwd)
+        core_s = st.layers * core_layer / self.gemm_flops_per_s
         extra_s = lin_s + core_s if rec is Recompute.FULL else core_s if rec is Recompute.SELECTIVE else 0.0
-        logit_s = (
-            2.0 * m.vocab_size * h * tokens / t / self.gemm_flops_per_s
-        )  # last stage only; never recomputed
+        logit_flops = 2.0 * m.vocab_size * h * tokens / t  # last stage only; never recomputed
+        logit_s, logit_bwd_s = logit_flops / rate.logit_fwd, 2 * logit_flops / rate.logit_bwd
         ew_dense, scores = self._elementwise_bytes(lay, False)
         ew_fwd = st.n_dense * ew_dense
         if st.n_moe:
@@ -883,7 +955,7 @@ class StepModel:
         logit_bytes = 8.0 * m.vocab_size / t
         return ComputeTimes(
             gemm_fwd=lin_s + core_s + logit_s,
-            gemm_bwd=2 * (lin_s + core_s) + extra_s + 2 * logit_s,
+            gemm_bwd=lin_bwd_s + 2 * core_s + extra_s + logit_bwd_s,
             mem_fwd=(ew_fwd + logit_bytes) * tokens / self.hbm_bytes_per_s,
             mem_bwd=(2 * ew_fwd + ew_extra + 2 * logit_bytes) * tokens / self.hbm_bytes_per_s,
         )

@@ -1,0 +1,142 @@
+"""GEMM time by shape: the measured H100 table, the products of a layer, and the step that uses them."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aifabric.cluster.presets import preset
+from aifabric.errors import ConfigError
+from aifabric.training import ParallelLayout, StepModel, get_model
+from aifabric.training.gemm import (
+    Gemm,
+    GemmTable,
+    backward_gemms,
+    gemm_table,
+    layer_gemms,
+    pass_flops_per_s,
+)
+from aifabric.training.models import ModelSpec
+from aifabric.training.step import StepOptions
+
+H100 = gemm_table("gemm_h100_sm90.csv")
+H100_PEAK = 989e12  # dense BF16, catalogue
+
+# OpenXLA xla/service/gpu/model/matmul_interpolator_data.h @8b757a8, entry "sm_90" (H100 80 GB HBM3),
+# "BF16xBF16->BF16" FLOP/s, copied by hand from the source (not from our CSV): (b, m, n, k) -> TFLOP/s.
+XLA_SM90 = {
+    (1, 4096, 4096, 4096): 786.048187408492,
+    (1, 4096, 4096, 1024): 681.092181414525,
+    (1, 4096, 4096, 512): 543.391611336032,
+    (1, 4096, 4096, 256): 393.024093704246,
+    (1, 2048, 2048, 2048): 630.870636897767,
+    (1, 1024, 1024, 1024): 246.723764705882,
+    (1, 2048, 1024, 4096): 659.141696746470,
+    (1, 4096, 2048, 4096): 764.093096602028,
+    (1, 256, 256, 256): 6.186289085545,
+    (2, 4096, 4096, 4096): 810.450034773430,
+    (4, 4096, 4096, 512): 621.648182949775,
+    (4, 4096, 2048, 4096): 809.495348323011,
+}
+
+
+def test_the_table_is_the_full_measured_grid():
+    assert H100.batches == (1, 2, 4)
+    assert H100.sizes == (256, 512, 1024, 2048, 4096)
+    assert H100.flops_per_s.shape == (3, 5, 5, 5)
+    assert "matmul_interpolator_data.h" in H100.source and "8b757a8" in H100.source
+
+
+@pytest.mark.parametrize(("shape", "tflops"), sorted(XLA_SM90.items()))
+def test_matches_the_measured_xla_table_within_10_percent(shape, tflops):
+    # A product of b x 4096 rows is looked up as b batched 4096-row products (same FLOPs, same tiling).
+    b, m, n, k = shape
+    rows = b * m
+    assert H100.gemm_flops_per_s(rows, n, k) == pytest.approx(tflops * 1e12, rel=0.10)
+    assert H100.gemm_flops_per_s(rows, n, k) == pytest.approx(tflops * 1e12, rel=1e-4)  # CSV rounding
+
+
+def test_every_listed_shape_within_10_percent():
+    for i, b in enumerate(H100.batches):
+        for j, m in enumerate(H100.sizes):
+            if b > 1 and m != H100.sizes[-1]:
+                continue  # batched products of fewer rows have no single-matrix equivalent
+            for u, n in enumerate(H100.sizes):
+                for v, k in enumerate(H100.sizes):
+                    measured = H100.flops_per_s[i, j, u, v]
+                    assert H100.gemm_flops_per_s(b * m, n, k) == pytest.approx(measured, rel=0.10)
+
+
+def _model(h: int) -> ModelSpec:
+    return ModelSpec("w", n_layers=2, hidden_size=h, n_heads=1, head_dim=h, vocab_size=1000, seq_len=2048)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    tokens=st.integers(min_value=2048, max_value=65536),
+    small=st.integers(min_value=256, max_value=2048),
+    factor=st.floats(min_value=2.0, max_value=8.0),
+)
+def test_gemm_efficiency_falls_for_small_hidden_sizes(tokens, small, factor):
+    # A layer's forward and backward products on one GPU: a layer at least 2x narrower runs slower per FLOP.
+    # (Above 4,096 the table's own spread decides: 4096^3 measured 810 TFLOP/s at b = 2, 794 at b = 4.)
+    large = int(small * factor)
+    for gemms in (
+        lambda h: layer_gemms(_model(h), tokens, 1),
+        lambda h: backward_gemms(layer_gemms(_model(h), tokens, 1)),
+    ):
+        assert pass_flops_per_s(H100, gemms(small)) < pass_flops_per_s(H100, gemms(large))
+
+
+def test_small_hidden_sizes_far_below_the_square_peak():
+    # 8,192 tokens through an h = 512 layer: (8192 x 512) by (512 x 1536) etc. The table has
+    # 4096 x 512 x 512 at 239 and 4096 x 2048 x 512 at 448 TFLOP/s; a 4096-cube at 786.
+    x512 = pass_flops_per_s(H100, layer_gemms(_model(512), 8192, 1))
+    x4096 = pass_flops_per_s(H100, layer_gemms(_model(4096), 8192, 1))
+    assert x512 / H100_PEAK < 0.6 < 0.8 < x4096 / H100_PEAK
+
+
+def test_layer_gemms_count_the_weight_flops():
+    # Llama 3 8B: h 4096, 32 heads, 8 KV heads of 128, SwiGLU f 14,336. Weight FLOPs per token of a layer
+    # = 2 x (matmul parameters / t): 2 (2 h q + 2 h kv + 3 h f) / t.
+    m = get_model("llama3-8b")
+    h, q, kv, f = 4096, 4096, 1024, 14336
+    for t in (1, 2, 8):
+        fwd = layer_gemms(m, 8192, t)
+        assert sum(g.flops for g in fwd) == pytest.approx(8192 * 2 * (2 * h * q + 2 * h * kv + 3 * h * f) / t)
+        assert sum(g.flops for g in backward_gemms(fwd)) == pytest.approx(2 * sum(g.flops for g in fwd))
+
+
+def test_moe_layer_gemms_route_tokens_to_the_local_experts():
+    # DeepSeek-V3-like: 256 routed experts, top 8, one shared; on EP 8 each GPU holds 32 experts, and
+    # with uniform routing each sees T x 8 x 8 / 256 = T / 4 tokens.
+    m = get_model("deepseek-v3-like")
+    gemms = layer_gemms(m, 4096, 1, moe=True, ep=8)
+    routed = [g for g in gemms if g.repeat == 32]
+    assert routed and all(g.m == pytest.approx(1024) for g in routed)
+    total_routed = sum(g.flops for g in routed)
+    assert total_routed == pytest.approx(4096 * 8 * 2 * m.expert_matmul_params)
+
+
+def test_step_uses_the_shapes_on_h100_and_refuses_them_without_a_table():
+    model, spec = get_model("llama3-8b"), preset("dgx-h100-superpod", nodes=1)
+    lay = ParallelLayout(tp=8, dp=1, sequence_parallel=True, global_batch_size=8, recompute="none")
+    shaped, flat = StepModel(model, spec), StepModel(model, spec, options=StepOptions(gemm_shapes=False))
+    assert shaped.gemm_table is H100 and flat.gemm_table is None
+    rates = shaped.gemm_rates(lay, 8192.0)
+    # t = 8 slices the layer to (8192 x 4096) by (4096 x 768): 71-72 % of peak, not the flat 80.3 %
+    assert 0.6 < rates.dense_fwd / H100_PEAK < 0.78
+    assert rates.dense_fwd == pytest.approx(pass_flops_per_s(H100, layer_gemms(model, 8192.0, 8)))
+    assert shaped.evaluate(lay).step_s > flat.evaluate(lay).step_s
+    with pytest.raises(ConfigError, match="gemm_shapes: no measured GEMM table for 'a100-sxm-80gb'"):
+        StepModel(model, preset("megatron-a100", gpus=8), options=StepOptions(gemm_shapes=True))
+
+
+def test_a_malformed_table_is_refused():
+    with pytest.raises(ConfigError, match="no positive throughput for b=1 m=256 n=256 k=512"):
+        GemmTable.from_csv("b,m,n,k,tflops\n1,256,256,256,6.2\n1,512,512,512,40\n", name="bad.csv")
+    with pytest.raises(ConfigError, match="bad.csv: rows must be b,m,n,k,tflops numbers"):
+        GemmTable.from_csv("b,m,n,k,tflops\n1,256,x,256,6.2\n", name="bad.csv")
+    with pytest.raises(ValueError, match="no FLOPs"):
+        pass_flops_per_s(H100, [Gemm(0, 1, 1)])
