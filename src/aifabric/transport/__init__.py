@@ -1,0 +1,1 @@
+"""Transports and congestion models used by the flow engine: DCQCN, PFC, UET, receiver-driven admission."""

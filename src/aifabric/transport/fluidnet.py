@@ -1,0 +1,512 @@
+"""A time-stepped fluid model of flows crossing queues, with the transport's flow and congestion control.
+
+Where the max-min flow engine gives every flow its fair share instantly, this model keeps what transports
+do between the senders and the bottleneck: a queue at the egress of every link, PFC pauses or credits that
+stop a link when the downstream ingress fills, ECN marking, sender rate (DCQCN) or window (receiver-driven
+admission, NSCC) control, and trimming on lossy fabrics. It runs in steps of ``dt`` on a small set of
+links (every flow's path as an ordered list of link ids) and reports, per link, the queue and pause time,
+and per flow, the completion time, the bytes trimmed and retransmitted, and whether it was a victim.
+
+One step (all vectorised over (flow, hop) entries; ``cap dt`` is what a link can send in a step):
+
+1. Senders offer ``min(left, rate dt, window - in flight)``; an entry at hop k >= 1 offers its queue.
+2. Link ``l`` sends ``min(sum of offers, cap_l dt, allowance_l)``, shared in proportion to the offers
+   (the fluid FIFO approximation). The allowance is 0 while PFC pauses the link, the free credit
+   ``buffer - ingress`` on a credit-based link (InfiniBand), unbounded otherwise.
+3. What a link sent joins the flow's queue at its next hop, or is delivered at the last one.
+4. Lossy fabrics: an egress queue above its buffer trims the excess of this step's arrivals; the
+   sender learns it (a NACK) and sends those bytes again.
+5. PFC: a link is paused while the bytes it brought into the downstream switch (its ingress queue)
+   exceed XOFF, until they fall below XON (hysteresis, 802.1Qbb). The pause acts one step later, so the
+   headroom must cover ``cap dt``; the run reports the peak ingress to compare with XOFF + headroom.
+6. Congestion control updates the senders (DCQCN fluid equations with marking probability
+   ``1 - prod(1 - p_l)`` over the path; window control from queueing delay and NACKs).
+
+Propagation delay is not modelled hop by hop (a byte moves at most one hop per step); acknowledgements
+return ``base_rtt`` after delivery, which is what windows see.
+
+References
+----------
+.. [1] congestion-control.md, Sec. 2.3 (flow-level approximation of PFC pause spreading and head-of-line
+   blocking, [own design]), Sec. 3.4 (NSCC), Sec. 4 (receiver-driven admission).
+.. [2] Y. Zhu et al., "Congestion Control for Large-Scale RDMA Deployments", SIGCOMM 2015 (DCQCN, PFC
+   head-of-line blocking and victim flows).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from aifabric.errors import ConfigError
+from aifabric.transport.dcqcn import dcqcn_derivatives, red_probability
+from aifabric.transport.params import DcqcnParams, dcqcn_preset
+
+__all__ = ["TRANSPORTS", "FluidConfig", "FluidResult", "LinkTrace", "Transport", "simulate_fluid", "transport"]
+
+
+@dataclass(frozen=True)
+class Transport:
+    """How a fabric moves bytes: link-level flow control, end-to-end congestion control, loss handling.
+
+    Attributes
+    ----------
+    name : str
+    flow_control : {"pfc", "credit", "none"}
+        ``pfc``: XOFF/XON pauses (lossless Ethernet); ``credit``: the upstream sends only into free
+        downstream buffer (InfiniBand, lossless); ``none``: best effort (lossy).
+    congestion_control : {"none", "dcqcn", "window", "nscc"}
+        ``window``: the receiver grants (clear-to-send) a fixed in-flight budget, shared by its active
+        senders (receiver-driven admission, Meta);
+        ``nscc``: a window cut by NACKs and queueing delay above target (UET NSCC, htsim ``uec.cpp``).
+    trimming : bool
+        A full queue trims payloads (the header reaches the receiver, which NACKs; UET).
+    description : str
+    """
+
+    name: str
+    flow_control: str
+    congestion_control: str
+    trimming: bool
+    description: str
+
+
+#: The transports this model knows, by name (the CLI's ``--transport`` choices).
+TRANSPORTS: dict[str, Transport] = {
+    t.name: t
+    for t in (
+        Transport("ib", "credit", "none", False, "InfiniBand: credit-based link flow control, lossless"),
+        Transport("roce-pfc", "pfc", "none", False, "RoCEv2 with PFC only (Meta's production setting)"),
+        Transport("roce-dcqcn", "pfc", "dcqcn", False, "RoCEv2 with PFC and DCQCN"),
+        Transport(
+            "receiver-driven", "pfc", "window", False, "RoCEv2 PFC only + receiver clear-to-send admission (Meta)"
+        ),
+        Transport("uet-lossy", "none", "nscc", True, "Ultra Ethernet: NSCC window over a lossy fabric with trimming"),
+        Transport("uet-lossless", "pfc", "nscc", False, "Ultra Ethernet: NSCC window over a PFC fabric"),
+    )
+}
+
+
+def transport(name: str) -> Transport:
+    """The transport named ``name``.
+
+    Raises
+    ------
+    ConfigError
+        Naming the value and the known transports.
+    """
+    try:
+        return TRANSPORTS[name]
+    except KeyError:
+        raise ConfigError(f"transport: unknown {name!r}; known: {', '.join(TRANSPORTS)}") from None
+
+
+@dataclass(frozen=True)
+class FluidConfig:
+    """Knobs of :func:`simulate_fluid` (SI units).
+
+    Attributes
+    ----------
+    dt_s : float
+        Step, seconds (default 0.5 us: 25 KB per step at 400 Gb/s).
+    pfc_xoff_bytes, pfc_xon_bytes : float
+        PFC thresholds per ingress queue: htsim's RoCE defaults, 15 and 12 packets of 4 KiB
+        (Broadcom/csg-htsim ``main_roce.cpp`` l.69, congestion-control.md Sec. 1.5).
+    credit_buffer_bytes : float
+        Receive buffer per link on a credit-based fabric; the default equals the PFC XOFF threshold so
+        that the two fabrics differ only by their mechanism [assumption].
+    lossy_buffer_bytes : float
+        Egress buffer per link on a lossy fabric before trimming; default 15 x 4 KiB like XOFF [assumption].
+    base_rtt_s : float
+        Round trip without queueing: NSCC's reference network, 12 us (htsim ``uec.cpp`` initNsccParams).
+    window_bytes : float or None
+        In-flight budget per receiver for ``window`` (Meta: channels x channel buffer) and the starting
+        window per flow for ``nscc``; default one bandwidth-delay product of the link (rate x base RTT).
+    dcqcn : DcqcnParams or None
+        DCQCN parameters (default: the ``conext16`` preset, whose RED profile (5-200 KB) marks before the
+        PFC thresholds pause, the paper's own assumption; its capacity is not used, each flow's line rate is
+        its first link's).
+    mss_bytes : float
+        NSCC's segment, 4096 B (htsim ``uec.cpp``).
+    max_time_s : float
+        The run stops here (unfinished flows end at NaN).
+    trace_link : int or None
+        A link whose queue and throughput are sampled every step (:class:`LinkTrace`).
+    """
+
+    dt_s: float = 0.5e-6
+    pfc_xoff_bytes: float = 15 * 4096.0
+    pfc_xon_bytes: float = 12 * 4096.0
+    credit_buffer_bytes: float = 15 * 4096.0
+    lossy_buffer_bytes: float = 15 * 4096.0
+    base_rtt_s: float = 12e-6
+    window_bytes: float | None = None
+    dcqcn: DcqcnParams | None = None
+    mss_bytes: float = 4096.0
+    max_time_s: float = 1.0
+    trace_link: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("dt_s", "pfc_xoff_bytes", "credit_buffer_bytes", "lossy_buffer_bytes", "base_rtt_s", "mss_bytes"):
+            value = getattr(self, name)
+            if not (value > 0 and math.isfinite(value)):
+                raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
+        if not 0 <= self.pfc_xon_bytes <= self.pfc_xoff_bytes:
+            raise ConfigError(f"pfc_xon_bytes must be in [0, pfc_xoff_bytes], got {self.pfc_xon_bytes!r}")
+        if self.window_bytes is not None and not self.window_bytes > 0:
+            raise ConfigError(f"window_bytes must be > 0, got {self.window_bytes!r}")
+        if not self.max_time_s > 0:
+            raise ConfigError(f"max_time_s must be > 0, got {self.max_time_s!r}")
+
+
+@dataclass(frozen=True)
+class LinkTrace:
+    """Queue (bytes, egress of the link) and throughput (bytes/s) of one link, every step."""
+
+    link: int
+    time_s: np.ndarray
+    queue_bytes: np.ndarray
+    throughput_bytes_per_s: np.ndarray
+    paused: np.ndarray
+
+
+@dataclass(frozen=True)
+class FluidResult:
+    """Outcome of :func:`simulate_fluid`. Times in seconds, sizes in bytes; arrays are per flow or per link.
+
+    Attributes
+    ----------
+    transport : str
+    flow_end_s : ndarray, shape (n_flows,)
+        When each flow's last byte was delivered (NaN if not by ``max_time_s``).
+    flow_ideal_s : ndarray, shape (n_flows,)
+        Its contention-free time: size / the slowest link of its path (from its start).
+    trimmed_bytes : ndarray, shape (n_flows,)
+        Payload trimmed, hence sent again.
+    link_pause_s : ndarray, shape (n_links,)
+        Time each link was paused (PFC), or the time-equivalent it could not send for lack of credit.
+    link_peak_queue_bytes, link_mean_queue_bytes : ndarray, shape (n_links,)
+        Egress queue of each link: peak, and mean over the run.
+    link_peak_ingress_bytes : ndarray, shape (n_links,)
+        Peak of what each link brought into the downstream switch (the PFC ingress counter).
+    victims : ndarray of int
+        Flows slowed by more than 10 % whose paths cross a paused link but no congested one: head-of-line
+        blocking.
+    congested_links : ndarray of int
+        The roots: switch egress links that sent at full capacity for more than a quarter of the steps they
+        had bytes to send, or trimmed (a sender's own NIC link is never a root).
+    makespan_s : float
+    trace : LinkTrace or None
+    steps : int
+    flow_bytes : ndarray, shape (n_flows,)
+    """
+
+    transport: str
+    flow_end_s: np.ndarray
+    flow_ideal_s: np.ndarray
+    trimmed_bytes: np.ndarray
+    link_pause_s: np.ndarray
+    link_peak_queue_bytes: np.ndarray
+    link_mean_queue_bytes: np.ndarray
+    link_peak_ingress_bytes: np.ndarray
+    victims: np.ndarray
+    congested_links: np.ndarray
+    makespan_s: float
+    trace: LinkTrace | None
+    steps: int
+
+    flow_bytes: np.ndarray
+
+    @property
+    def retransmission_fraction(self) -> float:
+        """Bytes sent again / bytes of the flows (0 on lossless fabrics)."""
+        return float(self.trimmed_bytes.sum() / self.flow_bytes.sum())
+
+    @property
+    def slowdown(self) -> np.ndarray:
+        """Completion time of each flow over its contention-free time (>= 1)."""
+        return self.flow_end_s / self.flow_ideal_s
+
+
+class _Entries:
+    """(flow, hop) pairs flattened: the link each waits for, the link it came in by, the next entry."""
+
+    def __init__(self, paths: Sequence[Sequence[int]], n_links: int) -> None:
+        lengths = np.array([len(p) for p in paths], dtype=np.int64)
+        if (lengths < 1).any():
+            raise ConfigError(f"paths: flow {int(np.flatnonzero(lengths < 1)[0])} has an empty path")
+        self.link = np.concatenate([np.asarray(p, dtype=np.int64) for p in paths])
+        if self.link.min() < 0 or self.link.max() >= n_links:
+            raise ConfigError(f"paths: link ids must be in [0, {n_links}), got {int(self.link.max())}")
+        self.flow = np.repeat(np.arange(lengths.size), lengths)
+        self.first = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        self.last = self.first + lengths - 1
+        self.hop = np.arange(self.link.size) - self.first[self.flow]
+        self.prev_link = np.where(self.hop > 0, np.roll(self.link, 1), -1)
+        self.inner = np.flatnonzero(self.hop > 0)
+        self.not_last = np.ones(self.link.size, dtype=bool)
+        self.not_last[self.last] = False
+        self.forward = np.flatnonzero(self.not_last)
+
+
+def simulate_fluid(
+    paths: Sequence[Sequence[int]],
+    bytes_per_flow: np.ndarray | Sequence[float],
+    capacity_bytes_per_s: np.ndarray | Sequence[float],
+    transport_name: str,
+    *,
+    start_s: np.ndarray | Sequence[float] | None = None,
+    config: FluidConfig | None = None,
+) -> FluidResult:
+    """Run flows over queues under a transport (module docstring) until all are delivered.
+
+    Parameters
+    ----------
+    paths : sequence of sequences of int
+        Links each flow crosses, in order; the first is the sender's NIC link, the last the receiver's.
+    bytes_per_flow : array_like, shape (n_flows,)
+        Bytes to deliver, > 0.
+    capacity_bytes_per_s : array_like, shape (n_links,)
+        Per-direction capacity, > 0 and finite. A flow's line rate is its first link's capacity.
+    transport_name : str
+        A key of :data:`TRANSPORTS`.
+    start_s : array_like, shape (n_flows,), optional
+        When each flow starts (default 0).
+    config : FluidConfig, optional
+
+    Returns
+    -------
+    FluidResult
+
+    Raises
+    ------
+    ConfigError
+        Unknown transport, an empty path, a link id out of range, a non-positive size or capacity.
+    """
+    tr = transport(transport_name)
+    cfg = config or FluidConfig()
+    cap = np.asarray(capacity_bytes_per_s, dtype=np.float64).reshape(-1)
+    if cap.size == 0 or not (np.isfinite(cap).all() and (cap > 0).all()):
+        raise ConfigError("capacity_bytes_per_s: every link needs a finite capacity > 0")
+    size = np.asarray(bytes_per_flow, dtype=np.float64).reshape(-1)
+    n_flows, n_links = size.size, cap.size
+    if len(paths) != n_flows:
+        raise ConfigError(f"paths: {len(paths)} paths for {n_flows} flows")
+    if not (np.isfinite(size).all() and (size > 0).all()):
+        raise ConfigError("bytes_per_flow: every flow needs a finite size > 0")
+    start = np.zeros(n_flows) if start_s is None else np.asarray(start_s, dtype=np.float64).reshape(-1)
+    if start.size != n_flows or not (np.isfinite(start).all() and (start >= 0).all()):
+        raise ConfigError("start_s: one finite start time >= 0 per flow")
+    ent = _Entries(paths, n_links)
+    dt = cfg.dt_s
+    line = cap[ent.link[ent.first]]
+    path_cap = np.full(n_flows, np.inf)
+    np.minimum.at(path_cap, ent.flow, cap[ent.link])
+    ideal = size / path_cap
+
+    queue = np.zeros(ent.link.size)  # bytes waiting for entry's link (hop >= 1)
+    left = size.copy()  # bytes the sender still has to send (retransmissions included)
+    delivered = np.zeros(n_flows)
+    sent = np.zeros(n_flows)
+    trimmed = np.zeros(n_flows)
+    link_trimmed = np.zeros(n_links)
+    end = np.full(n_flows, np.nan)
+    paused = np.zeros(n_links, dtype=bool)
+    ingress = np.zeros(n_links)
+    pause_s = np.zeros(n_links)
+    peak_q, sum_q, peak_in = np.zeros(n_links), np.zeros(n_links), np.zeros(n_links)
+    offered_steps, busy_steps = np.zeros(n_links), np.zeros(n_links)
+    ack_steps = max(1, round(cfg.base_rtt_s / dt))
+    acked_hist = np.zeros((ack_steps, n_flows))
+    bdp = line * cfg.base_rtt_s
+    window = np.full(n_flows, np.inf)
+    if tr.congestion_control in ("window", "nscc"):
+        window = np.full(n_flows, cfg.window_bytes) if cfg.window_bytes is not None else bdp.copy()
+    receiver = ent.link[ent.last]
+    grant = cap * cfg.base_rtt_s if cfg.window_bytes is None else np.full(n_links, cfg.window_bytes)
+    max_window = 1.5 * bdp if cfg.window_bytes is None else np.full(n_flows, 1.5 * cfg.window_bytes)
+    rate = line.copy()
+    dcq = cfg.dcqcn or dcqcn_preset("conext16")
+    delay_steps = max(1, round(dcq.feedback_delay_s / dt))
+    p_hist = np.zeros((delay_steps, n_flows))
+    rc_hist = np.tile(line, (delay_steps, 1))
+    rt, alpha = line.copy(), np.ones(n_flows)
+    trace_rows: list[tuple[float, float, float, bool]] = []
+    max_steps = int(math.ceil(cfg.max_time_s / dt))
+    step = 0
+    while step < max_steps and np.isnan(end).any():
+        now = step * dt
+        active = (start <= now) & np.isnan(end)
+        # 1. offers
+        in_flight = sent - acked_hist[step % ack_steps]
+        if tr.congestion_control == "window":  # the receiver splits its grant among its active senders
+            senders = np.bincount(receiver, weights=active.astype(float), minlength=n_links)
+            window = grant[receiver] / np.maximum(senders[receiver], 1.0)
+        room = np.maximum(window - in_flight, 0.0)
+        offer0 = np.where(active, np.minimum(np.minimum(left, rate * dt), room), 0.0)
+        offer = queue.copy()
+        offer[ent.first] = offer0
+        # 2. allowance and service
+        allowance = np.full(n_links, np.inf)
+        if tr.flow_control == "pfc":
+            allowance[paused] = 0.0
+        elif tr.flow_control == "credit":
+            allowance = np.maximum(cfg.credit_buffer_bytes - ingress, 0.0)  # ingress of the previous step
+        total = np.bincount(ent.link, weights=offer, minlength=n_links)
+        wanted = np.minimum(total, cap * dt)
+        sendable = np.minimum(wanted, allowance)
+        if tr.flow_control == "credit":  # out of credit for the fraction of the step it could not send
+            blocked = np.divide(wanted - sendable, wanted, out=np.zeros(n_links), where=wanted > 0)
+            pause_s += blocked * dt
+            paused = blocked > 0.5
+        share = np.divide(sendable, total, out=np.zeros(n_links), where=total > 0)
+        served = offer * share[ent.link]
+        # 3. move
+        queue -= np.where(ent.hop > 0, served, 0.0)
+        left -= served[ent.first]
+        sent += served[ent.first]
+        queue[ent.forward + 1] += served[ent.forward]
+        delivered += served[ent.last]
+        # 4. trimming on lossy fabrics. A link's queue counts what it cannot send in the next step (the bytes
+        # that arrived this step and leave in the next one are in transit, not queued).
+        egress, backlog = _backlog(queue, ent, cap, dt, n_links)
+        nacked = np.zeros(n_flows)
+        if tr.trimming:
+            over = np.maximum(egress - cap * dt - cfg.lossy_buffer_bytes, 0.0)
+            if over.any():
+                arrived = np.zeros(ent.link.size)
+                arrived[ent.forward + 1] = served[ent.forward]
+                arrivals = np.bincount(ent.link, weights=arrived, minlength=n_links)
+                ratio = np.divide(np.minimum(over, arrivals), arrivals, out=np.zeros(n_links), where=arrivals > 0)
+                cut = arrived * ratio[ent.link]
+                link_trimmed += np.minimum(over, arrivals)
+                queue -= cut
+                nacked = np.bincount(ent.flow, weights=cut, minlength=n_flows)
+                trimmed += nacked
+                left += nacked
+                sent -= nacked
+                egress, backlog = _backlog(queue, ent, cap, dt, n_links)
+        # 5. PFC state for the next step: the ingress counter of a link is the backlog it brought in
+        ingress = np.bincount(ent.prev_link[ent.inner], weights=backlog[ent.inner], minlength=n_links)
+        if tr.flow_control == "pfc":
+            paused = np.where(paused, ingress > cfg.pfc_xon_bytes, ingress > cfg.pfc_xoff_bytes)
+            pause_s[paused] += dt
+        egress = np.maximum(egress - cap * dt, 0.0)
+        np.maximum(peak_q, egress, out=peak_q)
+        np.maximum(peak_in, ingress, out=peak_in)
+        sum_q += egress
+        offered_steps += total > 0
+        busy_steps += sendable >= 0.999 * cap * dt
+        if cfg.trace_link is not None:
+            link = cfg.trace_link
+            trace_rows.append((now + dt, float(egress[link]), float(sendable[link] / dt), bool(paused[link])))
+        # 6. congestion control
+        if tr.congestion_control == "dcqcn":
+            p_link = red_probability(egress, dcq.kmin_bytes, dcq.kmax_bytes, dcq.pmax)
+            log_pass = np.bincount(
+                ent.flow[ent.inner], weights=np.log1p(-np.minimum(p_link[ent.link[ent.inner]], 1 - 1e-12)),
+                minlength=n_flows,
+            )
+            slot = step % delay_steps
+            p_old, rc_old = p_hist[slot].copy(), rc_hist[slot].copy()
+            p_hist[slot], rc_hist[slot] = -np.expm1(log_pass), rate
+            d_rt, d_rc, d_alpha = dcqcn_derivatives(p_old, rc_old, rt, rate, alpha, dcq)
+            floor = dcq.packet_bytes / dcq.cnp_interval_s
+            rt = np.clip(rt + d_rt * dt, floor, line)
+            rate = np.clip(rate + d_rc * dt, floor, line)
+            alpha = np.clip(alpha + d_alpha * dt, 0.0, 1.0)
+        elif tr.congestion_control == "nscc":
+            window = _nscc_update(window, nacked, egress, cap, ent, n_flows, cfg, bdp, max_window)
+        # acknowledgements come back one base RTT after delivery
+        acked_hist[step % ack_steps] = delivered
+        step += 1
+        done = np.isnan(end) & (delivered >= size * (1 - 1e-9))
+        end[done] = step * dt
+    return _result(tr, cfg, ent, size, ideal, start, end, trimmed, link_trimmed, busy_steps, offered_steps, pause_s, peak_q, sum_q, peak_in, step, trace_rows)
+
+
+def _backlog(
+    queue: np.ndarray, ent: _Entries, cap: np.ndarray, dt: float, n_links: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes waiting at each link's egress, and each entry's part of them beyond one step of service."""
+    egress = np.bincount(ent.link[ent.inner], weights=queue[ent.inner], minlength=n_links)
+    stays = np.divide(np.maximum(egress - cap * dt, 0.0), egress, out=np.zeros(n_links), where=egress > 0)
+    return egress, queue * stays[ent.link]
+
+
+def _nscc_update(
+    window: np.ndarray,
+    nacked: np.ndarray,
+    egress: np.ndarray,
+    cap: np.ndarray,
+    ent: _Entries,
+    n_flows: int,
+    cfg: FluidConfig,
+    bdp: np.ndarray,
+    max_window: np.ndarray,
+) -> np.ndarray:
+    """NSCC's window law, spread over one base RTT per decision (htsim ``uec.cpp`` updateCwndOnAck_NSCC).
+
+    NACKed bytes come off the window at once; queueing delay along the path above the target (0.75 x base
+    RTT with trimming) cuts it by ``gamma (delay - target) / delay`` per RTT (gamma 0.8, at most a half);
+    below the target it grows by the fair increase ``5 MSS x scaling`` per RTT, ``scaling = BDP /
+    (100 Gb/s x 12 us)``.
+    """
+    delay = np.bincount(ent.flow[ent.inner], weights=(egress / cap)[ent.link[ent.inner]], minlength=n_flows)
+    target = 0.75 * cfg.base_rtt_s
+    per_step = cfg.dt_s / cfg.base_rtt_s
+    cut = np.minimum(0.8 * np.maximum(delay - target, 0.0) / np.maximum(delay, 1e-30), 0.5)
+    grow = 5 * cfg.mss_bytes * bdp / (12.5e9 * 12e-6)
+    window = np.where(delay > target, window * (1 - cut * per_step), window + grow * per_step) - nacked
+    return np.clip(window, cfg.mss_bytes, max_window)
+
+
+def _result(
+    tr: Transport,
+    cfg: FluidConfig,
+    ent: _Entries,
+    size: np.ndarray,
+    ideal: np.ndarray,
+    start: np.ndarray,
+    end: np.ndarray,
+    trimmed: np.ndarray,
+    link_trimmed: np.ndarray,
+    busy_steps: np.ndarray,
+    offered_steps: np.ndarray,
+    pause_s: np.ndarray,
+    peak_q: np.ndarray,
+    sum_q: np.ndarray,
+    peak_in: np.ndarray,
+    steps: int,
+    trace_rows: list[tuple[float, float, float, bool]],
+) -> FluidResult:
+    n_flows = size.size
+    switch_egress = np.bincount(ent.link[ent.inner], minlength=busy_steps.size) > 0
+    congested = (switch_egress & (busy_steps > 0.25 * np.maximum(offered_steps, 1))) | (link_trimmed > 0)
+    on_paused = np.bincount(ent.flow, weights=(pause_s > 0)[ent.link].astype(float), minlength=n_flows) > 0
+    on_congested = np.bincount(ent.flow[ent.inner], weights=congested[ent.link[ent.inner]].astype(float), minlength=n_flows) > 0
+    slowed = (end - start) > 1.1 * ideal
+    victims = np.flatnonzero(on_paused & ~on_congested & slowed)
+    trace = None
+    if cfg.trace_link is not None and trace_rows:
+        t, q, r, p = (np.array(col) for col in zip(*trace_rows, strict=True))
+        trace = LinkTrace(cfg.trace_link, t, q, r, p.astype(bool))
+    return FluidResult(
+        transport=tr.name,
+        flow_end_s=end,
+        flow_ideal_s=ideal,
+        trimmed_bytes=trimmed,
+        link_pause_s=pause_s,
+        link_peak_queue_bytes=peak_q,
+        link_mean_queue_bytes=sum_q / max(steps, 1),
+        link_peak_ingress_bytes=peak_in,
+        victims=victims,
+        congested_links=np.flatnonzero(congested),
+        makespan_s=float(np.nanmax(end)) if np.isfinite(end).any() else math.nan,
+        trace=trace,
+        steps=steps,
+        flow_bytes=size,
+    )
