@@ -96,15 +96,21 @@ def dcqcn_derivatives(
     rt_p, rc_p = rt / pkt, rc / pkt
     r_ai = prm.r_ai_bytes_per_s / pkt
     b_pk = prm.byte_counter_bytes / pkt
-    tau, tau_a, t_rate, f = prm.cnp_interval_s, prm.alpha_interval_s, prm.rate_timer_s, prm.fast_recovery_steps
+    tau, tau_a, t_rate, f = (
+        prm.cnp_interval_s,
+        prm.alpha_interval_s,
+        prm.rate_timer_s,
+        prm.fast_recovery_steps,
+    )
     pf = np.clip(p, _P_FLOOR, 1.0 - 1e-12)
     ln1p = np.log1p(-pf)
-    a = -np.expm1(tau * rd * ln1p)
-    a_alpha = -np.expm1(tau_a * rd * ln1p)
-    b = pf / np.expm1(-b_pk * ln1p)
-    d = pf / np.expm1(-t_rate * rd * ln1p)
-    c = np.exp(f * b_pk * ln1p) * b
-    e = np.exp(f * t_rate * rd * ln1p) * d
+    with np.errstate(over="ignore"):  # (1 - p)^-B overflows to inf for large p: b, d -> 0, the right limit
+        a = -np.expm1(tau * rd * ln1p)
+        a_alpha = -np.expm1(tau_a * rd * ln1p)
+        b = pf / np.expm1(-b_pk * ln1p)
+        d = pf / np.expm1(-t_rate * rd * ln1p)
+        c = np.exp(f * b_pk * ln1p) * b
+        e = np.exp(f * t_rate * rd * ln1p) * d
     d_alpha = prm.g / tau_a * (a_alpha - alpha)
     d_rt = -(rt_p - rc_p) / tau * a + r_ai * rd * (c + e)
     d_rc = -rc_p * alpha / (2 * tau) * a + (rt_p - rc_p) / 2 * rd * (b + d)
@@ -170,7 +176,12 @@ def fixed_point(prm: DcqcnParams, n_flows: int) -> DcqcnFixedPoint:
     r = prm.capacity_bytes_per_s / pkt / n
     r_ai = prm.r_ai_bytes_per_s / pkt
     b_pk = prm.byte_counter_bytes / pkt
-    tau, tau_a, t_rate, f = prm.cnp_interval_s, prm.alpha_interval_s, prm.rate_timer_s, prm.fast_recovery_steps
+    tau, tau_a, t_rate, f = (
+        prm.cnp_interval_s,
+        prm.alpha_interval_s,
+        prm.rate_timer_s,
+        prm.fast_recovery_steps,
+    )
 
     def em1(x: float) -> float:
         try:
@@ -221,7 +232,9 @@ def taylor_marking_probability(prm: DcqcnParams, n_flows: int) -> float:
     c = prm.capacity_bytes_per_s / pkt
     b = prm.byte_counter_bytes / pkt
     r_ai = prm.r_ai_bytes_per_s / pkt
-    return float(np.cbrt(r_ai * n * n / (prm.alpha_interval_s * c * c) * (1 / b + n / (prm.rate_timer_s * c)) ** 2))
+    return float(
+        np.cbrt(r_ai * n * n / (prm.alpha_interval_s * c * c) * (1 / b + n / (prm.rate_timer_s * c)) ** 2)
+    )
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,15 @@ from aifabric.errors import ConfigError
 from aifabric.transport.dcqcn import dcqcn_derivatives, red_probability
 from aifabric.transport.params import DcqcnParams, dcqcn_preset
 
-__all__ = ["TRANSPORTS", "FluidConfig", "FluidResult", "LinkTrace", "Transport", "simulate_fluid", "transport"]
+__all__ = [
+    "TRANSPORTS",
+    "FluidConfig",
+    "FluidResult",
+    "LinkTrace",
+    "Transport",
+    "simulate_fluid",
+    "transport",
+]
 
 
 @dataclass(frozen=True)
@@ -82,9 +90,15 @@ TRANSPORTS: dict[str, Transport] = {
         Transport("roce-pfc", "pfc", "none", False, "RoCEv2 with PFC only (Meta's production setting)"),
         Transport("roce-dcqcn", "pfc", "dcqcn", False, "RoCEv2 with PFC and DCQCN"),
         Transport(
-            "receiver-driven", "pfc", "window", False, "RoCEv2 PFC only + receiver clear-to-send admission (Meta)"
+            "receiver-driven",
+            "pfc",
+            "window",
+            False,
+            "RoCEv2 PFC only + receiver clear-to-send admission (Meta)",
         ),
-        Transport("uet-lossy", "none", "nscc", True, "Ultra Ethernet: NSCC window over a lossy fabric with trimming"),
+        Transport(
+            "uet-lossy", "none", "nscc", True, "Ultra Ethernet: NSCC window over a lossy fabric with trimming"
+        ),
         Transport("uet-lossless", "pfc", "nscc", False, "Ultra Ethernet: NSCC window over a PFC fabric"),
     )
 }
@@ -150,7 +164,14 @@ class FluidConfig:
     trace_link: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("dt_s", "pfc_xoff_bytes", "credit_buffer_bytes", "lossy_buffer_bytes", "base_rtt_s", "mss_bytes"):
+        for name in (
+            "dt_s",
+            "pfc_xoff_bytes",
+            "credit_buffer_bytes",
+            "lossy_buffer_bytes",
+            "base_rtt_s",
+            "mss_bytes",
+        ):
             value = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
@@ -196,8 +217,8 @@ class FluidResult:
         Flows slowed by more than 10 % whose paths cross a paused link but no congested one: head-of-line
         blocking.
     congested_links : ndarray of int
-        The roots: switch egress links that sent at full capacity for more than a quarter of the steps they
-        had bytes to send, or trimmed (a sender's own NIC link is never a root).
+        The roots: switch egress links that sent at full capacity for more than a quarter of the run, or
+        trimmed (a sender's own NIC link is never a root).
     makespan_s : float
     trace : LinkTrace or None
     steps : int
@@ -318,7 +339,7 @@ def simulate_fluid(
     ingress = np.zeros(n_links)
     pause_s = np.zeros(n_links)
     peak_q, sum_q, peak_in = np.zeros(n_links), np.zeros(n_links), np.zeros(n_links)
-    offered_steps, busy_steps = np.zeros(n_links), np.zeros(n_links)
+    busy_steps = np.zeros(n_links)
     ack_steps = max(1, round(cfg.base_rtt_s / dt))
     acked_hist = np.zeros((ack_steps, n_flows))
     bdp = line * cfg.base_rtt_s
@@ -380,17 +401,21 @@ def simulate_fluid(
                 arrived = np.zeros(ent.link.size)
                 arrived[ent.forward + 1] = served[ent.forward]
                 arrivals = np.bincount(ent.link, weights=arrived, minlength=n_links)
-                ratio = np.divide(np.minimum(over, arrivals), arrivals, out=np.zeros(n_links), where=arrivals > 0)
+                ratio = np.divide(
+                    np.minimum(over, arrivals), arrivals, out=np.zeros(n_links), where=arrivals > 0
+                )
                 cut = arrived * ratio[ent.link]
                 link_trimmed += np.minimum(over, arrivals)
                 queue -= cut
-                nacked = np.bincount(ent.flow, weights=cut, minlength=n_flows)
+                nacked = np.bincount(ent.flow, weights=cut, minlength=n_flows).astype(np.float64)
                 trimmed += nacked
                 left += nacked
                 sent -= nacked
                 egress, backlog = _backlog(queue, ent, cap, dt, n_links)
         # 5. PFC state for the next step: the ingress counter of a link is the backlog it brought in
-        ingress = np.bincount(ent.prev_link[ent.inner], weights=backlog[ent.inner], minlength=n_links)
+        ingress = np.bincount(ent.prev_link[ent.inner], weights=backlog[ent.inner], minlength=n_links).astype(
+            float
+        )
         if tr.flow_control == "pfc":
             paused = np.where(paused, ingress > cfg.pfc_xon_bytes, ingress > cfg.pfc_xoff_bytes)
             pause_s[paused] += dt
@@ -398,7 +423,6 @@ def simulate_fluid(
         np.maximum(peak_q, egress, out=peak_q)
         np.maximum(peak_in, ingress, out=peak_in)
         sum_q += egress
-        offered_steps += total > 0
         busy_steps += sendable >= 0.999 * cap * dt
         if cfg.trace_link is not None:
             link = cfg.trace_link
@@ -407,7 +431,8 @@ def simulate_fluid(
         if tr.congestion_control == "dcqcn":
             p_link = red_probability(egress, dcq.kmin_bytes, dcq.kmax_bytes, dcq.pmax)
             log_pass = np.bincount(
-                ent.flow[ent.inner], weights=np.log1p(-np.minimum(p_link[ent.link[ent.inner]], 1 - 1e-12)),
+                ent.flow[ent.inner],
+                weights=np.log1p(-np.minimum(p_link[ent.link[ent.inner]], 1 - 1e-12)),
                 minlength=n_flows,
             )
             slot = step % delay_steps
@@ -425,7 +450,24 @@ def simulate_fluid(
         step += 1
         done = np.isnan(end) & (delivered >= size * (1 - 1e-9))
         end[done] = step * dt
-    return _result(tr, cfg, ent, size, ideal, start, end, trimmed, link_trimmed, busy_steps, offered_steps, pause_s, peak_q, sum_q, peak_in, step, trace_rows)
+    return _result(
+        tr,
+        cfg,
+        ent,
+        size,
+        ideal,
+        start,
+        end,
+        trimmed,
+        link_trimmed,
+        busy_steps,
+        pause_s,
+        peak_q,
+        sum_q,
+        peak_in,
+        step,
+        trace_rows,
+    )
 
 
 def _backlog(
@@ -475,7 +517,6 @@ def _result(
     trimmed: np.ndarray,
     link_trimmed: np.ndarray,
     busy_steps: np.ndarray,
-    offered_steps: np.ndarray,
     pause_s: np.ndarray,
     peak_q: np.ndarray,
     sum_q: np.ndarray,
@@ -485,9 +526,14 @@ def _result(
 ) -> FluidResult:
     n_flows = size.size
     switch_egress = np.bincount(ent.link[ent.inner], minlength=busy_steps.size) > 0
-    congested = (switch_egress & (busy_steps > 0.25 * np.maximum(offered_steps, 1))) | (link_trimmed > 0)
+    congested = (switch_egress & (busy_steps > 0.25 * max(steps, 1))) | (link_trimmed > 0)
     on_paused = np.bincount(ent.flow, weights=(pause_s > 0)[ent.link].astype(float), minlength=n_flows) > 0
-    on_congested = np.bincount(ent.flow[ent.inner], weights=congested[ent.link[ent.inner]].astype(float), minlength=n_flows) > 0
+    on_congested = (
+        np.bincount(
+            ent.flow[ent.inner], weights=congested[ent.link[ent.inner]].astype(float), minlength=n_flows
+        )
+        > 0
+    )
     slowed = (end - start) > 1.1 * ideal
     victims = np.flatnonzero(on_paused & ~on_congested & slowed)
     trace = None

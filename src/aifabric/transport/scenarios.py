@@ -114,14 +114,25 @@ def victim(
         + tuple((far + 1 + j, to_r) for j in range(near))
         + ((far, trunk, to_w),)
     )
-    flows = tuple(f"A{i}->R" for i in range(far)) + tuple(f"B{j}->R" for j in range(near)) + (f"A{far}->W (victim)",)
+    flows = (
+        tuple(f"A{i}->R" for i in range(far))
+        + tuple(f"B{j}->R" for j in range(near))
+        + (f"A{far}->W (victim)",)
+    )
     n = far + near + 1
-    return Scenario("victim", caps, labels, paths, np.full(n, float(bytes_per_flow)), flows, np.arange(n), to_r)
+    return Scenario(
+        "victim", caps, labels, paths, np.full(n, float(bytes_per_flow)), flows, np.arange(n), to_r
+    )
 
 
 def sprayed_permutation(
-    leaves: int, hosts_per_leaf: int, spines: int, bytes_per_flow: float, rate_bytes_per_s: float = 50e9,
-    *, seed: int = 0
+    leaves: int,
+    hosts_per_leaf: int,
+    spines: int,
+    bytes_per_flow: float,
+    rate_bytes_per_s: float = 50e9,
+    *,
+    seed: int = 0,
 ) -> Scenario:
     """A random permutation between hosts on different leaves of a non-blocking leaf-spine, sprayed evenly.
 
