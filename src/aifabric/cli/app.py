@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "checkpoint": ("aifabric.cli.checkpoint", "checkpoint", "command"),
     "announcement": ("aifabric.cli.announcement", "announcement", "command"),
     "scale-across": ("aifabric.cli.scale_across", "scale_across", "command"),
+    "transport": ("aifabric.cli.transport", "transport_command", "command"),
 }
 
 
