@@ -12,6 +12,7 @@ import numpy as np
 
 from aifabric.errors import ConfigError
 from aifabric.transport.fluidnet import FluidConfig, FluidResult, simulate_fluid
+from aifabric.transport.spraying import SPRAYING, ecmp_weights, ev_weights, even_weights, reps_weights
 
 __all__ = ["SCENARIOS", "Scenario", "incast", "run_scenario", "sprayed_permutation", "victim"]
 
@@ -44,11 +45,19 @@ class Scenario:
     message: np.ndarray
     watch_link: int
 
-    def message_end_s(self, result: FluidResult) -> np.ndarray:
-        """When each message's last flow ended, s."""
+    def message_end_s(self, result: FluidResult | np.ndarray) -> np.ndarray:
+        """When each message's last flow ended, s (from a result or an array of flow end times)."""
+        ends = result.flow_end_s if isinstance(result, FluidResult) else np.asarray(result)
         out = np.full(int(self.message.max()) + 1, -np.inf)
-        np.maximum.at(out, self.message, result.flow_end_s)
+        np.maximum.at(out, self.message, ends)
         return out
+
+    def incidence(self) -> np.ndarray:
+        """Dense link x flow matrix (1 where a flow crosses a link), for the max-min flow engine."""
+        a = np.zeros((self.capacity_bytes_per_s.size, len(self.paths)))
+        for f, path in enumerate(self.paths):
+            a[list(path), f] = 1.0
+        return a
 
 
 def _check(n: int, name: str, low: int = 1) -> int:
@@ -125,6 +134,18 @@ def victim(
     )
 
 
+def _cross_leaf_permutation(hosts: int, per: int, rng: np.random.Generator) -> np.ndarray:
+    """A uniform random permutation, repaired by swaps until no host sends within its own leaf."""
+    dst = rng.permutation(hosts)
+    leaf = np.arange(hosts) // per
+    while (bad := np.flatnonzero(dst // per == leaf)).size:
+        i = int(bad[0])
+        ok = np.flatnonzero((dst // per != leaf[i]) & (leaf != dst[i] // per))
+        j = int(rng.choice(ok))
+        dst[i], dst[j] = dst[j], dst[i]
+    return dst
+
+
 def sprayed_permutation(
     leaves: int,
     hosts_per_leaf: int,
@@ -132,53 +153,75 @@ def sprayed_permutation(
     bytes_per_flow: float,
     rate_bytes_per_s: float = 50e9,
     *,
+    spraying: str = "even",
+    entropies: int = 256,
     seed: int = 0,
 ) -> Scenario:
-    """A random permutation between hosts on different leaves of a non-blocking leaf-spine, sprayed evenly.
+    """A random permutation between hosts on different leaves of a non-blocking leaf-spine.
 
-    Every host sends ``bytes_per_flow`` to one other host (a derangement across leaves, seeded), split in
-    equal parts over every spine. Each host has one uplink per... host -> leaf, leaf -> spine (``hosts x
-    rate / spines`` each, non-blocking), spine -> leaf, leaf -> host.
+    Every host sends ``bytes_per_flow`` to one host on another leaf (a seeded derangement across leaves),
+    split over the spines by ``spraying`` (:mod:`aifabric.transport.spraying`): ``ecmp`` (one hashed
+    spine), ``ev`` (``entropies`` EVs hashed onto the spines), ``reps`` (the same EVs after REPS
+    recycling) or ``even`` (the exact split). Links: host -> leaf, leaf -> host, leaf -> spine and
+    spine -> leaf (``hosts_per_leaf x rate / spines`` each: non-blocking). One flow per (message, spine
+    with bytes); ``message`` is the sending host.
+
+    Raises
+    ------
+    ConfigError
+        A count below its minimum, a non-positive size or rate, or an unknown ``spraying``.
     """
     n_leaf = _check(leaves, "leaves", low=2)
     per = _check(hosts_per_leaf, "hosts_per_leaf")
     n_spine = _check(spines, "spines")
     _check_rate_size(rate_bytes_per_s, bytes_per_flow)
+    if spraying not in SPRAYING:
+        raise ConfigError(f"spraying: unknown {spraying!r}; known: {', '.join(SPRAYING)}")
     hosts = n_leaf * per
-    rng = np.random.default_rng(seed)
-    while True:
-        dst = rng.permutation(hosts)
-        if ((dst // per) != (np.arange(hosts) // per)).all():
-            break
+    dst = _cross_leaf_permutation(hosts, per, np.random.default_rng(seed))
     c = float(rate_bytes_per_s)
     up_c = per * c / n_spine
-    # link ids: host up [0, H), host down [H, 2H), leaf->spine [2H, 2H + L S), spine->leaf after
     h_up, h_down = 0, hosts
     l_up = 2 * hosts
     s_down = l_up + n_leaf * n_spine
     caps = np.concatenate([np.full(2 * hosts, c), np.full(2 * n_leaf * n_spine, up_c)])
+    src_leaf, dst_leaf = np.arange(hosts) // per, dst // per
+
+    def path_load(w: np.ndarray) -> np.ndarray:
+        up = np.zeros((n_leaf, n_spine))
+        down = np.zeros((n_leaf, n_spine))
+        np.add.at(up, src_leaf, w * c)
+        np.add.at(down, dst_leaf, w * c)
+        return np.maximum(up[src_leaf], down[dst_leaf]) / up_c
+
+    weights = {
+        "ecmp": lambda: ecmp_weights(hosts, n_spine, seed),
+        "ev": lambda: ev_weights(hosts, n_spine, entropies, seed),
+        "reps": lambda: reps_weights(hosts, n_spine, entropies, path_load, seed=seed),
+        "even": lambda: even_weights(hosts, n_spine),
+    }[spraying]()
     labels = (
         tuple(f"host{i}->leaf" for i in range(hosts))
         + tuple(f"leaf->host{i}" for i in range(hosts))
         + tuple(f"leaf{i}->spine{s}" for i in range(n_leaf) for s in range(n_spine))
         + tuple(f"spine{s}->leaf{i}" for i in range(n_leaf) for s in range(n_spine))
     )
-    paths, flows, message = [], [], []
+    paths, flows, message, sizes = [], [], [], []
     for src in range(hosts):
         d = int(dst[src])
-        for s in range(n_spine):
+        for s in np.flatnonzero(weights[src] > 0).tolist():
             paths.append(
                 (h_up + src, l_up + (src // per) * n_spine + s, s_down + (d // per) * n_spine + s, h_down + d)
             )
             flows.append(f"host{src}->host{d} via spine{s}")
             message.append(src)
-    n = len(paths)
+            sizes.append(float(bytes_per_flow) * weights[src, s])
     return Scenario(
-        "permutation",
+        f"permutation/{spraying}",
         caps,
         labels,
         tuple(paths),
-        np.full(n, float(bytes_per_flow) / n_spine),
+        np.array(sizes),
         tuple(flows),
         np.array(message),
         l_up,
