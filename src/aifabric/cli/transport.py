@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -75,7 +75,7 @@ def transport_command(
         raise ValueError(
             f"--size: about {est_steps:.3g} steps x {len(sc.paths)} flows is too long a run; use a smaller size or fewer senders"
         )
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i, name in enumerate(names):
         cfg = FluidConfig(trace_link=sc.watch_link if (plot is not None and i == 0) else None)
         res = run_scenario(sc, name, cfg)

@@ -1,0 +1,88 @@
+"""Wall time and peak memory of the transport fluid model (queues, PFC, DCQCN) and the DCQCN delay ODE.
+
+Run from the repository root with the project's venv::
+
+    python benchmarks/bench_transport.py            # 1,024 hosts: incast + sprayed permutation; DCQCN ODE
+    python benchmarks/bench_transport.py --quick    # 256 hosts
+
+The 1,024-host case is the issue's: a leaf-spine of 32 leaves x 32 hosts x 32 spines at 400 Gb/s, every
+host sending 2 MB to a random host on another leaf, sprayed evenly over the spines (32,768 flows), while 64
+hosts also send 1 MB each to one receiver (an incast), under roce-dcqcn (PFC + DCQCN) and roce-pfc.
+Peak memory is the tracemalloc peak of a second, traced run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+import tracemalloc
+from collections.abc import Callable
+
+import numpy as np
+
+from aifabric.transport.dcqcn import simulate_dcqcn
+from aifabric.transport.fluidnet import FluidConfig, simulate_fluid
+from aifabric.transport.params import dcqcn_preset
+from aifabric.transport.scenarios import sprayed_permutation
+
+
+def incast_plus_permutation(
+    leaves: int, seed: int = 0
+) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray]:
+    """Paths, sizes and capacities: a sprayed permutation plus a 64-to-1 incast on the same fabric."""
+    sc = sprayed_permutation(leaves, leaves, leaves, 2e6, 50e9, seed=seed)
+    hosts = leaves * leaves
+    l_up, s_down = 2 * hosts, 2 * hosts + leaves * leaves
+    receiver = hosts - 1
+    paths = list(sc.paths)
+    sizes = list(sc.bytes_per_flow)
+    for src in range(64):
+        leaf_s, leaf_d = src // leaves, receiver // leaves
+        spine = src % leaves
+        if leaf_s == leaf_d:
+            paths.append((src, hosts + receiver))
+        else:
+            paths.append(
+                (src, l_up + leaf_s * leaves + spine, s_down + leaf_d * leaves + spine, hosts + receiver)
+            )
+        sizes.append(1e6)
+    return paths, np.array(sizes), sc.capacity_bytes_per_s
+
+
+def measure(label: str, fn: Callable[[], object], memory: bool) -> None:
+    t0 = time.perf_counter()
+    out = fn()
+    wall = time.perf_counter() - t0
+    peak = ""
+    if memory:
+        tracemalloc.start()
+        fn()
+        peak = f", peak {tracemalloc.get_traced_memory()[1] / 2**20:.0f} MiB"
+        tracemalloc.stop()
+    print(f"{label}: {wall:.2f} s{peak}; {out}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--no-memory", action="store_true")
+    args = ap.parse_args()
+    leaves = 16 if args.quick else 32
+    paths, sizes, caps = incast_plus_permutation(leaves)
+    for name in ("roce-pfc", "roce-dcqcn"):
+
+        def run(name: str = name) -> str:
+            res = simulate_fluid(paths, sizes, caps, name, config=FluidConfig(max_time_s=0.05))
+            return f"{len(paths)} flows, {res.steps} steps, makespan {res.makespan_s * 1e6:.0f} us"
+
+        measure(f"{leaves * leaves} hosts, incast + permutation, {name}", run, not args.no_memory)
+    prm = dcqcn_preset("conext16")
+    measure(
+        "DCQCN delay ODE, 64 flows, 70 ms at 2 us",
+        lambda: f"final queue {simulate_dcqcn(prm, 64, 0.07, dt_s=2e-6).queue_bytes[-1] / 1e3:.1f} KB",
+        False,
+    )
+
+
+if __name__ == "__main__":
+    main()
