@@ -1,4 +1,4 @@
-"""DCQCN fluid model: fixed point against the CoNEXT'16 closed form, stability against the paper's findings."""
+"""DCQCN fluid model: fixed point against the CoNEXT'16 closed form, stability against the paper."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The fluid queue model under each transport: incast, PFC head-of-line blocking, IB vs RoCE, receiver grants."""
+"""The fluid queue model per transport: incast, PFC head-of-line blocking, IB vs RoCE, receiver grants."""
 
 from __future__ import annotations
 

@@ -73,7 +73,8 @@ def transport_command(
     est_steps = float(sc.bytes_per_flow.sum() / link_rate / FluidConfig().dt_s)
     if est_steps * len(sc.paths) > 1e8:
         raise ValueError(
-            f"--size: about {est_steps:.3g} steps x {len(sc.paths)} flows is too long a run; use a smaller size or fewer senders"
+            f"--size: about {est_steps:.3g} steps x {len(sc.paths)} flows is too long a run; "
+            "use a smaller size or fewer senders"
         )
     rows: list[dict[str, Any]] = []
     for i, name in enumerate(names):
@@ -106,7 +107,8 @@ def transport_command(
         )
         return
     console.print(
-        f"[bold]{scenario}[/]: {len(sc.paths)} flows of {bytes_per_flow / 1e6:g} MB at {link_rate * 8 / 1e9:g} Gb/s "
+        f"[bold]{scenario}[/]: {len(sc.paths)} flows of {bytes_per_flow / 1e6:g} MB "
+        f"at {link_rate * 8 / 1e9:g} Gb/s "
         "(fluid queue model, time step 0.5 us)"
     )
     t = Table(show_edge=False)
