@@ -268,6 +268,12 @@ class _Entries:
         self.hop = np.arange(self.link.size) - self.first[self.flow]
         self.prev_link = np.where(self.hop > 0, np.roll(self.link, 1), -1)
         self.inner = np.flatnonzero(self.hop > 0)
+        # optimisation: the gathers the step repeats, done once
+        self.inner_link = self.link[self.inner]
+        self.inner_prev = self.prev_link[self.inner]
+        self.inner_flow = self.flow[self.inner]
+        self.is_inner = (self.hop > 0).astype(np.float64)
+        self.prev_bin = np.where(self.hop > 0, self.prev_link, n_links)  # hop 0 counts in a spare bin
         self.not_last = np.ones(self.link.size, dtype=bool)
         self.not_last[self.last] = False
         self.forward = np.flatnonzero(self.not_last)
@@ -386,7 +392,7 @@ def simulate_fluid(
         share = np.divide(sendable, total, out=np.zeros(n_links), where=total > 0)
         served = offer * share[ent.link]
         # 3. move
-        queue -= np.where(ent.hop > 0, served, 0.0)
+        queue -= served * ent.is_inner
         left -= served[ent.first]
         sent += served[ent.first]
         queue[ent.forward + 1] += served[ent.forward]
@@ -413,9 +419,8 @@ def simulate_fluid(
                 sent -= nacked
                 egress, backlog = _backlog(queue, ent, cap, dt, n_links)
         # 5. PFC state for the next step: the ingress counter of a link is the backlog it brought in
-        ingress = np.bincount(ent.prev_link[ent.inner], weights=backlog[ent.inner], minlength=n_links).astype(
-            float
-        )
+        # (hop-0 entries hold no queue, so whole-array bincounts equal the inner ones)
+        ingress = np.bincount(ent.prev_bin, weights=backlog, minlength=n_links + 1)[:n_links].astype(float)
         if tr.flow_control == "pfc":
             paused = np.where(paused, ingress > cfg.pfc_xon_bytes, ingress > cfg.pfc_xoff_bytes)
             pause_s[paused] += dt
@@ -431,8 +436,8 @@ def simulate_fluid(
         if tr.congestion_control == "dcqcn":
             p_link = red_probability(egress, dcq.kmin_bytes, dcq.kmax_bytes, dcq.pmax)
             log_pass = np.bincount(
-                ent.flow[ent.inner],
-                weights=np.log1p(-np.minimum(p_link[ent.link[ent.inner]], 1 - 1e-12)),
+                ent.inner_flow,
+                weights=np.log1p(-np.minimum(p_link[ent.inner_link], 1 - 1e-12)),
                 minlength=n_flows,
             )
             slot = step % delay_steps
@@ -474,7 +479,7 @@ def _backlog(
     queue: np.ndarray, ent: _Entries, cap: np.ndarray, dt: float, n_links: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Bytes waiting at each link's egress, and each entry's part of them beyond one step of service."""
-    egress = np.bincount(ent.link[ent.inner], weights=queue[ent.inner], minlength=n_links)
+    egress = np.bincount(ent.link, weights=queue, minlength=n_links)  # hop-0 entries hold no queue
     stays = np.divide(np.maximum(egress - cap * dt, 0.0), egress, out=np.zeros(n_links), where=egress > 0)
     return egress, queue * stays[ent.link]
 
@@ -497,7 +502,7 @@ def _nscc_update(
     below the target it grows by the fair increase ``5 MSS x scaling`` per RTT, ``scaling = BDP /
     (100 Gb/s x 12 us)``.
     """
-    delay = np.bincount(ent.flow[ent.inner], weights=(egress / cap)[ent.link[ent.inner]], minlength=n_flows)
+    delay = np.bincount(ent.inner_flow, weights=(egress / cap)[ent.inner_link], minlength=n_flows)
     target = 0.75 * cfg.base_rtt_s
     per_step = cfg.dt_s / cfg.base_rtt_s
     cut = np.minimum(0.8 * np.maximum(delay - target, 0.0) / np.maximum(delay, 1e-30), 0.5)
@@ -525,14 +530,11 @@ def _result(
     trace_rows: list[tuple[float, float, float, bool]],
 ) -> FluidResult:
     n_flows = size.size
-    switch_egress = np.bincount(ent.link[ent.inner], minlength=busy_steps.size) > 0
+    switch_egress = np.bincount(ent.inner_link, minlength=busy_steps.size) > 0
     congested = (switch_egress & (busy_steps > 0.25 * max(steps, 1))) | (link_trimmed > 0)
     on_paused = np.bincount(ent.flow, weights=(pause_s > 0)[ent.link].astype(float), minlength=n_flows) > 0
     on_congested = (
-        np.bincount(
-            ent.flow[ent.inner], weights=congested[ent.link[ent.inner]].astype(float), minlength=n_flows
-        )
-        > 0
+        np.bincount(ent.inner_flow, weights=congested[ent.inner_link].astype(float), minlength=n_flows) > 0
     )
     slowed = (end - start) > 1.1 * ideal
     victims = np.flatnonzero(on_paused & ~on_congested & slowed)
