@@ -32,6 +32,19 @@ def test_victim_table_and_plot(tmp_path) -> None:
     assert out.stat().st_size > 0
 
 
+def test_permutation_with_ecmp_is_slower_than_sprayed() -> None:
+    times = {}
+    for mode in ("ecmp", "even"):
+        r = runner.invoke(
+            app, ["transport", "permutation", "--spraying", mode, "-t", "ib", "--size", "4 MB", "--json"]
+        )
+        assert r.exit_code == 0, r.output
+        times[mode] = json.loads(r.stdout)["results"][0]["makespan_s"]
+    # non-blocking and sprayed: line rate, plus one 0.5 us step per hop (3)
+    assert times["even"] == pytest.approx(4e6 / 50e9 + 1.5e-6, rel=0.01)
+    assert times["ecmp"] > 1.5 * times["even"]
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
@@ -40,6 +53,8 @@ def test_victim_table_and_plot(tmp_path) -> None:
         (["transport", "incast", "--size", "10 GB"], "error: --size:"),
         (["transport", "incast", "--rate", "400 GB/s"], "error: --rate:"),
         (["transport", "incast", "--plot", "x.txt"], "error: --plot:"),
+        (["transport", "incast", "--spraying", "ev"], "error: --spraying: only the permutation"),
+        (["transport", "permutation", "--spraying", "random"], "error: spraying: unknown 'random'"),
     ],
 )
 def test_bad_input_exit_2(args: list[str], needle: str) -> None:

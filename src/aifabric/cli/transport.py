@@ -20,18 +20,23 @@ from aifabric.transport.scenarios import (
     sprayed_permutation,
     victim,
 )
+from aifabric.transport.spraying import SPRAYING
 from aifabric.units import one_size, parse_nic_bandwidth
 
 __all__ = ["transport_command"]
 
 
-def _scenario(name: str, senders: int, size: float, rate: float, seed: int) -> Scenario:
+def _scenario(name: str, senders: int, size: float, rate: float, seed: int, spraying: str | None) -> Scenario:
+    if spraying is not None and name != "permutation":
+        raise ValueError(f"--spraying: only the permutation scenario sprays; {name} does not take it")
     if name == "incast":
         return incast(senders, size, rate)
     if name == "victim":
         return victim(senders // 2, senders - senders // 2, size, rate)
     if name == "permutation":
-        return sprayed_permutation(4, max(1, senders // 4), 4, size, rate, seed=seed)
+        return sprayed_permutation(
+            4, max(1, senders // 4), 4, size, rate, spraying=spraying or "even", seed=seed
+        )
     raise ValueError(f"scenario: unknown {name!r}; known: {', '.join(SCENARIOS)}")
 
 
@@ -50,7 +55,10 @@ def transport_command(
     ] = 16,
     size: Annotated[str, typer.Option("--size", "-s", help="Bytes per flow, e.g. '2 MB'")] = "2 MB",
     rate: Annotated[str, typer.Option(help="Link rate, one direction, e.g. '400 Gb/s'")] = "400 Gb/s",
-    seed: Annotated[int, typer.Option(help="Seed of the permutation", min=0)] = 0,
+    seed: Annotated[int, typer.Option(help="Seed of the permutation and of the entropy values", min=0)] = 0,
+    spraying: Annotated[
+        str | None, typer.Option(help=f"Permutation only: {', '.join(SPRAYING)} (default even)")
+    ] = None,
     plot: Annotated[
         Path | None,
         typer.Option(help="Write the watched link's queue and throughput over time (first transport)"),
@@ -69,7 +77,7 @@ def transport_command(
         transport(name)
     bytes_per_flow = one_size(size, "--size")
     link_rate = parse_nic_bandwidth(rate, field="--rate")
-    sc = _scenario(scenario, senders, bytes_per_flow, link_rate, seed)
+    sc = _scenario(scenario, senders, bytes_per_flow, link_rate, seed, spraying)
     est_steps = float(sc.bytes_per_flow.sum() / link_rate / FluidConfig().dt_s)
     if est_steps * len(sc.paths) > 1e8:
         raise ValueError(

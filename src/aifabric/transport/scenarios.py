@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import sparse
 
 from aifabric.errors import ConfigError
 from aifabric.transport.fluidnet import FluidConfig, FluidResult, simulate_fluid
@@ -52,12 +53,12 @@ class Scenario:
         np.maximum.at(out, self.message, ends)
         return out
 
-    def incidence(self) -> np.ndarray:
-        """Dense link x flow matrix (1 where a flow crosses a link), for the max-min flow engine."""
-        a = np.zeros((self.capacity_bytes_per_s.size, len(self.paths)))
-        for f, path in enumerate(self.paths):
-            a[list(path), f] = 1.0
-        return a
+    def incidence(self) -> sparse.csc_matrix:
+        """Link x flow matrix (1 where a flow crosses a link), for the max-min flow engine."""
+        rows = np.concatenate([np.asarray(p, dtype=np.int64) for p in self.paths])
+        cols = np.repeat(np.arange(len(self.paths)), [len(p) for p in self.paths])
+        shape = (self.capacity_bytes_per_s.size, len(self.paths))
+        return sparse.csc_matrix((np.ones(rows.size), (rows, cols)), shape=shape)
 
 
 def _check(n: int, name: str, low: int = 1) -> int:
