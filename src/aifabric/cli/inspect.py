@@ -322,8 +322,8 @@ def _render_table(comp: TableComparison) -> None:
     facts = [f"{comp.op}", f"{comp.n_ranks} ranks on {comp.n_nodes} node(s)"]
     if t.gpu_name:
         facts.append(t.gpu_name)
-    if t.nccl_version:
-        facts.append(f"NCCL {t.nccl_version}")
+    if comp.nccl_version:
+        facts.append(f"NCCL {comp.nccl_version}")
     calibration = f", calibration {escape(comp.calibration.name)}" if comp.calibration is not None else ""
     console.print(
         f"  {escape(', '.join(facts))}; model: {escape(comp.spec.name)}{calibration}", highlight=False
@@ -331,6 +331,8 @@ def _render_table(comp: TableComparison) -> None:
     console.print(f"  settings: {escape(_settings_text(comp))}", highlight=False)
     for a in comp.assumptions:
         console.print(f"  assumed: {escape(a)}", highlight=False)
+    for ev in comp.evidence:
+        console.print(f"  NCCL said: {escape(str(ev))}", highlight=False)
     tab = Table(show_edge=False)
     for col in (
         "size",

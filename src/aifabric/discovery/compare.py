@@ -34,13 +34,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aifabric.catalog.transport import TransportSpec
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import Algorithm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.discovery._text import line_count, nonempty_text
+from aifabric.discovery.evidence import (
+    apply_to_settings,
+    contradicted_causes,
+    evidence_causes,
+    net_transport,
+    with_transport,
+)
 from aifabric.discovery.inference import infer_cluster
 from aifabric.discovery.nccl_env import NcclSettings, nccl_settings
+from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
 from aifabric.discovery.nccl_tests import PerfResult, PerfRow, PerfTable, parse_nccl_tests
 from aifabric.engines.formula import PROTOCOLS, formula_collective
 from aifabric.engines.result import CollectiveResult
@@ -49,6 +58,7 @@ from aifabric.errors import ConfigError, ParseError
 __all__ = [
     "CAUSES",
     "NOTES",
+    "Finding",
     "NcclTestsComparison",
     "RowComparison",
     "TableComparison",
@@ -135,6 +145,20 @@ CAUSES: dict[str, str] = {
     "nvlink_degraded": (
         "scale-up below the ring figure: a GPU with NVLinks down (nvidia-smi nvlink -s), P2P disabled "
         "(NCCL_P2P_DISABLE/NCCL_P2P_LEVEL), or NVLink traffic sharing the GPUs with other work"
+    ),
+    "net_socket": (
+        "the network ran over NCCL's socket transport (NET/Socket: TCP through host memory, no RDMA): "
+        "~0.55 of line rate and ~39 us per step (NVIDIA/nccl-tests #82, #83; NVIDIA/nccl #209); check that "
+        "the RDMA NICs are visible (NCCL_IB_DISABLE, NCCL_NET, the IB/EFA driver and plugin)"
+    ),
+    "pxn_off": (
+        "PXN off (NCCL_PXN_DISABLE=1 or a plugin without it): inter-node sends leave from the GPU's own NIC "
+        "instead of the rail-aligned one through NVLink, so rail-optimised fabrics cross the spine "
+        "(NCCL 2.12 release notes, PXN; NVIDIA/nccl graph/paths.cc)"
+    ),
+    "one_nic": (
+        "fewer NICs used than the node has (an NCCL_IB_HCA subset, a NIC down, or one NIC shared by the "
+        "GPUs): the network busbw is bounded by the NICs the connections used"
     ),
     "pcie_root": (
         "PCIe-only node: busbw is bounded by what the CPU root complex forwards (9-11 GB/s for 4 x V100 "
@@ -290,6 +314,33 @@ class RowComparison:
         }
 
 
+#: First causes that are not faults of the machine: measurement artefacts and the model's own limits (the
+#: mid-size ramp and per-call overheads its constants leave out).
+NOT_FAULTS = frozenset({"outlier", "dip", "latency_model", "latency_local", "ramp"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One cause of a run's shortfall, with the bandwidth it explains and the log lines behind it.
+
+    Attributes
+    ----------
+    cause : str
+        Key of :data:`CAUSES`.
+    explained_bytes_per_s : float
+        Sum over the rows it is the first cause of, of predicted minus measured busbw, bytes/s.
+    rows : int
+        Rows it is the first cause of.
+    evidence : tuple of Evidence
+        ``NCCL INFO`` lines that show it (empty when the cause is inferred from the numbers alone).
+    """
+
+    cause: str
+    explained_bytes_per_s: float
+    rows: int
+    evidence: tuple[Evidence, ...] = ()
+
+
 # -- one table -----------------------------------------------------------------------------------------------
 
 
@@ -319,6 +370,10 @@ class TableComparison:
         The calibration profile applied, if any.
     dropped : tuple of (int, int)
         ``(size_bytes, line)`` of the rows left out because their compared time is 0 or not a number.
+    info : NcclInfo
+        What the run's ``NCCL INFO`` lines say (empty without them).
+    net : TransportSpec or None
+        The network transport the INFO lines say ran, when it is not the NIC's own NET/IB (predicted with it).
     """
 
     index: int
@@ -333,6 +388,19 @@ class TableComparison:
     threshold: float = 0.15
     calibration: Any | None = None
     dropped: tuple[tuple[int, int], ...] = ()
+    info: NcclInfo = NcclInfo()
+    net: TransportSpec | None = None
+
+    @property
+    def evidence(self) -> tuple[Evidence, ...]:
+        """The INFO lines the comparison used (version, network, connections, NVLS, PXN, communicator)."""
+        return self.info.lines("version", "network", "net_devices", "gdr_off", "gdr_on", "pxn",
+                               "pxn_disabled", "ring_flags", "nvls", "comm")  # fmt: skip
+
+    @property
+    def nccl_version(self) -> str | None:
+        """NCCL version: the table's banner, else the INFO lines'."""
+        return self.table.nccl_version or self.info.version
 
     @property
     def n_ranks(self) -> int:
@@ -365,13 +433,43 @@ class TableComparison:
 
         ``calibration`` replaces the table's own profile (None keeps it).
         """
+        chosen = self.calibration if calibration is None else calibration
         return _predict(self.op, size_bytes, self.spec, self.comm, self.settings,
-                        self.calibration if calibration is None else calibration)  # fmt: skip
+                        with_transport(chosen, self.net, self.spec))  # fmt: skip
 
     @property
     def flagged_rows(self) -> tuple[RowComparison, ...]:
         """Rows more than the threshold below the model."""
         return tuple(r for r in self.rows if r.flagged)
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        """The faults the flagged large-message rows (:attr:`large_rows`) point at, most bandwidth explained
+        first.
+
+        The plateau is what a fabric is judged on; smaller rows keep their flags and causes but make no
+        finding. Artefacts and model limits (:data:`NOT_FAULTS`) are left out, so a healthy run has none."""
+        explained: dict[str, float] = {}
+        count: dict[str, int] = {}
+        large = {r.size_bytes for r in self.large_rows}
+        for r in self.flagged_rows:
+            key = r.causes[0]
+            if r.size_bytes not in large:
+                continue
+            if key in NOT_FAULTS:
+                continue
+            gap = max(0.0, r.predicted_busbw_bytes_per_s - r.measured_busbw_bytes_per_s)
+            explained[key] = explained.get(key, 0.0) + gap
+            count[key] = count.get(key, 0) + 1
+        shown = dict(evidence_causes(self.info, self.n_nodes))
+        order = sorted(explained, key=lambda k: (-explained[k], list(CAUSES).index(k)))
+        return tuple(Finding(k, explained[k], count[k], shown.get(k, ())) for k in order)
+
+    @property
+    def verdict(self) -> str:
+        """``"healthy"``, or the cause of the first :attr:`findings`."""
+        found = self.findings
+        return found[0].cause if found else "healthy"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, SI units."""
@@ -384,7 +482,10 @@ class TableComparison:
             "n_ranks": self.n_ranks,
             "n_nodes": self.n_nodes,
             "gpu_name": t.gpu_name,
-            "nccl_version": t.nccl_version,
+            "nccl_version": self.nccl_version,
+            "network": self.info.network,
+            "net_transport": self.net.key if self.net is not None else None,
+            "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
             "cluster": self.spec.name,
             "settings": dict(self.settings.env),
             "algorithm": self.settings.algorithm,
@@ -394,6 +495,16 @@ class TableComparison:
             "threshold": self.threshold,
             "calibration": getattr(self.calibration, "name", None),
             "large_deviation": self.large_deviation,
+            "verdict": self.verdict,
+            "findings": [
+                {
+                    "cause": f.cause,
+                    "explained_bytes_per_s": f.explained_bytes_per_s,
+                    "rows": f.rows,
+                    "evidence": [{"line": e.line, "text": e.text} for e in f.evidence],
+                }
+                for f in self.findings
+            ],  # fmt: skip
             "rows": [r.to_dict() for r in self.rows],
             "dropped_rows": [{"size_bytes": size, "line": line} for size, line in self.dropped],
         }
@@ -495,16 +606,28 @@ def _causes(
     if not large:
         return ("ramp", "network_settings") if multi else ("ramp",)
     if not multi:
-        if ctx.spec.scale_up.kind == "pcie":
-            return ("pcie_root",)
-        if ctx.op == "all_reduce" and row.predicted.algorithm == Algorithm.NVLS:
-            ring = formula_collective(ctx.op, row.size_bytes, ctx.spec, ctx.comm, algorithm=Algorithm.RING,
-                                      calibration=ctx.calibration)  # fmt: skip
-            if row.measured_busbw_bytes_per_s <= 1.08 * ring.busbw_bytes_per_s:
-                return ("nvls_off", "nvlink_degraded")
-        return ("nvlink_degraded",)
+        return _node_causes(row, ctx)
+    found = tuple(key for key, _ in evidence_causes(ctx.info, ctx.n_nodes))
     vm_hint = bool("NCCL_TOPO_FILE" in ctx.settings.env or re.search(r"\bVMs?\b", ctx.table.title or ""))
-    return _network_causes(1.0 + row.deviation, vm_hint)
+    ruled_out = contradicted_causes(ctx.info)
+    guessed = tuple(k for k in _network_causes(1.0 + row.deviation, vm_hint) if k not in ruled_out)
+    return (*found, *(k for k in guessed if k not in found)) or ("network_settings",)
+
+
+def _node_causes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
+    """Single-node plateau causes (PCIe root, NVLS off, NVLink degraded), less those the log rules out."""
+    if ctx.spec.scale_up.kind == "pcie":
+        return ("pcie_root",)
+    if (
+        ctx.op == "all_reduce"
+        and row.predicted.algorithm == Algorithm.NVLS
+        and "nvls_off" not in contradicted_causes(ctx.info)
+    ):
+        ring = formula_collective(ctx.op, row.size_bytes, ctx.spec, ctx.comm, algorithm=Algorithm.RING,
+                                  calibration=ctx.calibration)  # fmt: skip
+        if row.measured_busbw_bytes_per_s <= 1.08 * ring.busbw_bytes_per_s:
+            return ("nvls_off", "nvlink_degraded")
+    return ("nvlink_degraded",)
 
 
 def _network_causes(ratio: float, vm_hint: bool = False) -> tuple[str, ...]:
@@ -553,6 +676,7 @@ def compare_table(
     calibration: Any | None = None,
     threshold: float = 0.15,
     place: str = "out_of_place",
+    info: NcclInfo | None = None,
 ) -> TableComparison:
     """Predict every row of ``table`` and compare (see the module docstring).
 
@@ -574,6 +698,10 @@ def compare_table(
         Flag rows more than this fraction below the prediction (0.15 = 15 %). Must be in (0, 1).
     place : {"out_of_place", "in_place"}
         Which half of each row to compare.
+    info : NcclInfo, optional
+        The run's ``NCCL INFO`` lines (:func:`parse_nccl_info`): NVLS unavailable rules NVLS out, a network
+        other than NET/IB is predicted with its transport (:mod:`aifabric.discovery.evidence`), and the
+        causes follow the evidence.
 
     Returns
     -------
@@ -602,7 +730,13 @@ def compare_table(
     comm, comm_note = _communicator(op, spec, n_ranks, n_nodes)
     if comm_note:
         notes.append(comm_note)
-    settings = _check_algorithm(op, spec, comm, settings or NcclSettings())
+    info = info if info is not None else NcclInfo()
+    settings = _check_algorithm(op, spec, comm, apply_to_settings(settings or NcclSettings(), info))
+    net = net_transport(info) if n_nodes > 1 else None
+    if net is not None:
+        notes.append(f"the network ran over {net.nccl_name} ({info.lines('network')[0]}): predicted with "
+                     f"{net.name}, {net.aggregate_efficiency:.2f} of line rate")  # fmt: skip
+    effective = with_transport(calibration, net, spec)
     rows: list[RowComparison] = []
     dropped: list[tuple[int, int]] = []
     factor = busbw_factor(op, n_ranks)
@@ -611,7 +745,7 @@ def compare_table(
         if not measured.time_s > 0 or not math.isfinite(measured.time_s):
             dropped.append((row.size_bytes, row.line))
             continue
-        predicted = _predict(op, row.size_bytes, spec, comm, settings, calibration)
+        predicted = _predict(op, row.size_bytes, spec, comm, settings, effective)
         rows.append(
             RowComparison(
                 size_bytes=row.size_bytes,
@@ -626,7 +760,7 @@ def compare_table(
     if not rows:
         raise ParseError("no row has a positive time to compare", line=table.line, source=table.source)
     ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
-                          calibration, tuple(dropped))  # fmt: skip
+                          calibration, tuple(dropped), info, net)  # fmt: skip
     final = []
     for i, cmp_row in enumerate(rows):
         prev = rows[i - 1] if i > 0 else None
@@ -648,7 +782,7 @@ def compare_table(
             )  # fmt: skip
         )
     return TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(final), place,
-                           threshold, calibration, tuple(dropped))  # fmt: skip
+                           threshold, calibration, tuple(dropped), info, net)  # fmt: skip
 
 
 def _engine_op(table: PerfTable) -> str:
@@ -783,11 +917,13 @@ def compare_nccl_tests(
         op = _engine_op(table)
         settings = nccl_settings(lines[start:stop], table.title, op)
         settings = _override(settings, algorithm, protocol, no_nvls)
+        info = parse_nccl_info(lines[start:stop], first_line=start + 1)
         spec, notes = infer_cluster(
             table, cluster=cluster, gpu=gpu, nic_speed=nic_speed, text_before="\n".join(lines[:stop])
         )
         compared.append(compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
-                                      calibration=calibration, threshold=threshold, place=place))  # fmt: skip
+                                      calibration=calibration, threshold=threshold, place=place,
+                                      info=info))  # fmt: skip
     if not compared:
         first = skipped[0][1] if skipped else None
         raise ParseError(

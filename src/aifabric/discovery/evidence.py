@@ -1,0 +1,157 @@
+"""What NCCL's INFO lines change in a comparison: the prediction follows what ran, causes follow the log.
+
+:mod:`aifabric.discovery.nccl_info` reads the facts; this module turns them into
+
+* settings for the engine (:func:`apply_to_settings`): ``NVLS multicast support is not available`` rules out
+  NVLS and NVLSTree, as NCCL itself does (``transport/nvls.cc`` sets ``nvlsSupport = 0``);
+* a network transport other than the cluster's NIC (:func:`net_transport`): a run over ``NET/Socket``,
+  ``NET/AWS Libfabric``, ``NET/GPUDirectTCPX``... is predicted with that transport's aggregate efficiency
+  and latency from ``catalog/data/transports.yaml`` (:func:`with_transport`);
+* evidence-backed causes (:func:`evidence_causes`) and the causes the log contradicts
+  (:func:`contradicted_causes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aifabric.catalog.transport import TransportSpec, transport, transport_names
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.discovery.nccl_env import NcclSettings
+from aifabric.discovery.nccl_info import Evidence, NcclInfo
+
+__all__ = [
+    "TransportCalibration",
+    "apply_to_settings",
+    "contradicted_causes",
+    "evidence_causes",
+    "net_transport",
+    "with_transport",
+]
+
+#: The transport a cluster's NIC stands for when the log does not say otherwise (NCCL's built-in NET/IB).
+_DEFAULT_NET = "ib-verbs"
+
+
+def apply_to_settings(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
+    """``settings`` with what the INFO lines rule out: NVLS and NVLSTree when NVLS multicast is unavailable.
+
+    >>> from aifabric.discovery.nccl_info import parse_nccl_info
+    >>> info = parse_nccl_info(["h:1:1 [0] NCCL INFO NVLS multicast support is not available on dev 0"])
+    >>> apply_to_settings(NcclSettings(), info).exclude
+    ('nvls', 'nvls_tree')
+    """
+    if info.nvls_available is not False:
+        return settings
+    exclude = (*settings.exclude, *(a for a in ("nvls", "nvls_tree") if a not in settings.exclude))
+    algorithm = None if settings.algorithm in ("nvls", "nvls_tree") else settings.algorithm
+    where = info.lines("nvls")[0]
+    note = f"NVLS multicast not available ({where}): NVLS and NVLSTree excluded"
+    return NcclSettings(settings.env, algorithm, exclude, settings.protocols, (*settings.notes, note))
+
+
+def net_transport(info: NcclInfo) -> TransportSpec | None:
+    """The catalogued transport of the network the log says NCCL used, when it is not NCCL's own NET/IB.
+
+    ``NET/IB`` (InfiniBand or RoCE) is what the cluster's NIC already models, so it gives None; so does a
+    network the catalogue does not list or a log that names none.
+
+    >>> from aifabric.discovery.nccl_info import parse_nccl_info
+    >>> net_transport(parse_nccl_info(["h:1:1 [0] NCCL INFO Using network Socket"])).key
+    'tcp-socket'
+    """
+    if info.network is None:
+        return None
+    name = f"NET/{info.network}".lower()
+    for key in transport_names():
+        spec = transport(key)
+        if spec.scope == "net" and spec.nccl_name.lower() == name:
+            return None if spec.nccl_name == transport(_DEFAULT_NET).nccl_name else spec
+    return None
+
+
+@dataclass(frozen=True)
+class TransportCalibration:
+    """A calibration profile with a network transport folded in (what the engine's ``calibration`` reads).
+
+    ``inter_scale`` is the profile's times ``transport.aggregate_efficiency / nic.payload_efficiency``: the
+    NIC's payload rate becomes the transport's (line rate x aggregate efficiency); ``extra_inter_latency_s``
+    adds ``transport.latency - NET/IB latency`` to every network step (NCCL's hwLat[NET] plus the plugin's
+    own cost; both latencies from ``transports.yaml``).
+    """
+
+    name: str
+    intra_scale: float
+    inter_scale: float
+    latency_scale: float
+    extra_inter_latency_s: float
+
+
+def with_transport(calibration: Any | None, net: TransportSpec | None, spec: ClusterSpec) -> Any | None:
+    """``calibration`` with transport ``net`` applied (:class:`TransportCalibration`); unchanged when ``net``
+    is None or the cluster has no NIC.
+
+    >>> from aifabric.cluster.spec import ClusterSpec
+    >>> spec = ClusterSpec.from_dict({"name": "x", "nodes": 2, "accelerator": "h100-sxm"})
+    >>> cal = with_transport(None, transport("tcp-socket"), spec)
+    >>> round(cal.extra_inter_latency_s * 1e6, 1)
+    34.2
+    """
+    if net is None or spec.nic_spec is None:
+        return calibration
+    ib = transport(_DEFAULT_NET)
+
+    def get(key: str, default: float) -> float:
+        return float(getattr(calibration, key, default)) if calibration is not None else default
+
+    return TransportCalibration(
+        name=f"{getattr(calibration, 'name', 'model')} + {net.key}",
+        intra_scale=get("intra_scale", 1.0),
+        inter_scale=get("inter_scale", 1.0) * net.aggregate_efficiency / spec.nic_spec.payload_efficiency,
+        latency_scale=get("latency_scale", 1.0),
+        extra_inter_latency_s=get("extra_inter_latency_s", 0.0) + max(0.0, net.latency_s - ib.latency_s),
+    )
+
+
+def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evidence, ...]], ...]:
+    """Causes of a network shortfall the INFO lines show, each with its lines (keys of ``compare.CAUSES``).
+
+    * ``net_socket``: the network ran over ``NET/Socket`` (TCP through host memory);
+    * ``no_gdr``: a network connection without ``/GDRDMA`` or NCCL printing GPU Direct RDMA disabled (not
+      offered with sockets, which never use it);
+    * ``pxn_off``: PXN disabled (``NCCL_PXN_DISABLE=1``, ``PXN Disabled``, ``use ring PXN 0`` with a rail
+      layout that needs it is not told apart: the line is named);
+    * ``one_nic``: the connections used fewer NICs than NCCL listed (or than local ranks), e.g. an
+      ``NCCL_IB_HCA`` subset.
+
+    Empty for one node (no network in the run).
+    """
+    if n_nodes <= 1 or info.empty:
+        return ()
+    found: list[tuple[str, tuple[Evidence, ...]]] = []
+    socket = info.network is not None and info.network.lower() == "socket"
+    if socket:
+        found.append(("net_socket", info.lines("network", "net_devices")))
+    if not socket and info.gdr is False:
+        found.append(("no_gdr", info.lines("gdr_off")))
+    if info.pxn is False:
+        found.append(("pxn_off", info.lines("pxn_disabled", "ring_flags")))
+    listed = len(info.net_devices)
+    used = len(info.net_devices_used)
+    wanted = max(listed, info.local_ranks or 0)
+    if used and used < wanted and not socket:
+        ev = info.lines("net_devices", "env") or info.lines("network")
+        found.append(("one_nic", ev))
+    return tuple(found)
+
+
+def contradicted_causes(info: NcclInfo) -> frozenset[str]:
+    """Causes the INFO lines rule out: no GPUDirect RDMA when every connection used it; NVLS off when NCCL
+    said it is available and set up NVLS channels."""
+    out = set()
+    if info.gdr is True:
+        out.add("no_gdr")
+    if info.nvls_available is False:
+        out.add("nvls_off")  # not a fault: NVLS cannot run there, and the prediction already excludes it
+    return frozenset(out)

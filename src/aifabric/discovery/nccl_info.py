@@ -1,0 +1,358 @@
+"""NCCL's own ``NCCL_DEBUG=INFO`` output as evidence: what a run really used.
+
+A log run with ``NCCL_DEBUG=INFO`` (with or without ``NCCL_DEBUG_SUBSYS``) says which NCCL it loaded, which
+network it used and how every connection was made. :func:`parse_nccl_info` reads those lines -- and only
+lines carrying ``NCCL INFO`` -- into an :class:`NcclInfo`; each fact keeps the lines it came from
+(:attr:`NcclInfo.evidence`), so a report can quote them.
+
+The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases print the same text):
+
+====================================================================  =======================================
+``NCCL version 2.19.3+cuda12.2``                                        ``init.cc`` (version banner)
+``Using network IB`` / ``Socket`` / ``AWS Libfabric`` ...               ``init.cc`` ``"Using network %s"``
+``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ; OOB eth0:...``       ``net_ib/init.cc``
+``NET/Socket : Using [0]eth0:10.0.0.1<0>``                              ``net_socket.cc``
+``Channel 00/0 : 7[7] -> 8[0] [send] via NET/IB/0/GDRDMA``              ``transport/net.cc``; ``NET/IB/0(1)``:
+                                                                        sent through proxy rank 1 (PXN)
+``Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read`` (``P2P/CUMEM``)        ``transport/p2p.cc``
+``Channel 00 : 0[0] -> 1[1] via SHM/direct/direct``                     ``transport/shm.cc``
+``NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'``                ``graph/topo.cc``
+``GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 8 > 5)``     ``graph/paths.cc``
+``NVLS multicast support is not available on dev 0``                    ``transport/nvls.cc``
+``comm 0x.. rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 ...``    ``init.cc``
+``32 coll channels, 32 collnet channels, 16 nvls channels, ...``        ``init.cc``
+``Channel 00/32 :    0   1   2 ...`` (a ring), ``Trees [0] ...``        ``init.cc``
+``Connected all rings, use ring PXN 0 GDR 1``                           ``transport/generic.cc``
+``PXN Disabled as plugin is v4``                                        ``graph/paths.cc``
+``NCCL_X set by environment to v``                                      ``param.cc``
+====================================================================  =======================================
+
+Reading is one pass over the lines with anchored patterns on the text after ``NCCL INFO`` (linear time); an
+overlong line is cut at :data:`MAX_LINE_CHARS` before matching.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["MAX_LINE_CHARS", "Evidence", "NcclInfo", "parse_nccl_info"]
+
+#: Characters of a line looked at (NCCL's longest INFO lines -- a ring of 1,024 ranks -- fit well within).
+MAX_LINE_CHARS = 8192
+
+_MARK = "NCCL INFO"
+_VERSION = re.compile(r"NCCL version (\d{1,4}(?:\.\d{1,6}){1,3})")
+_NETWORK = re.compile(r"Using network (\S[^\r\n]{0,63}?)\s*$")
+_NET_DEVICES = re.compile(r"NET/(IB|Socket) ?: Using ?((?:\[RO\])?[^;]{0,4000})")
+_NET_DEVICE = re.compile(r"\[\d{1,4}\]([\w.-]{1,64}?(?::\d{1,3}(?=[/\s]|$))?)(?:/(IB|RoCE)|[:<\s]|$)")
+_CONNECTION = re.compile(
+    r"Channel \d{1,4}/\d{1,4} : (\d{1,9})\[\d{1,9}\] -> (\d{1,9})\[\d{1,9}\] \[(send|receive)\] "
+    r"via NET/([^/]{1,64})/(\d{1,4})(?:\((\d{1,9})\))?(/GDRDMA)?"
+)
+_INTRA = re.compile(
+    r"Channel \d{1,4}(?:/\d{1,4})? : \d{1,9}\[\d{1,9}\] -> \d{1,9}\[\d{1,9}\] via (P2P|SHM)/(\w+)"
+)
+_GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:GPU \w{1,16} / )?HCA (\d{1,4})")
+_NVLS = re.compile(r"NVLS multicast support is (not )?available")
+_COMM = re.compile(r"nRanks (\d{1,9}) nNodes (\d{1,9}) localRanks (\d{1,9})")
+_CHANNELS = re.compile(
+    r"(\d{1,4}) coll channels, (?:(\d{1,4}) collnet channels, )?(?:(\d{1,4}) nvls channels, )?"
+)
+_RING = re.compile(r"Channel \d{1,4}/\d{1,4} :(?: +\d{1,9})+\s*$")
+_TREES = re.compile(r"Trees \[\d")
+_CONNECTED = re.compile(r"Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
+_PXN_OFF = re.compile(r"PXN Disabled")
+_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set by environment to (\S{1,256})")
+_COMM_OLD = re.compile(r"rank \d{1,9} nranks (\d{1,9}) ")
+_COLLNET = re.compile(r"CollNet (?:is )?(enabled|disabled|not supported)|(\d{1,4}) collnet channels")
+_PLUGIN = re.compile(r"(?:Loaded net plugin|NET/Plugin: Loaded net plugin) ([^\r\n(]{1,64}?)\s*(?:\(|$)")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One line of the log a fact was read from: its 1-based number and its text after ``NCCL INFO``."""
+
+    line: int
+    text: str
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.text}"
+
+
+@dataclass(frozen=True)
+class NcclInfo:
+    """What NCCL's INFO lines say a run used; None wherever the log does not say.
+
+    Attributes
+    ----------
+    version : str or None
+        NCCL version (``"2.19.3"``).
+    network : str or None
+        The network NCCL used between nodes, as NCCL names it (``"IB"``, ``"Socket"``, ``"AWS Libfabric"``,
+        ``"GPUDirectTCPX"``...): from ``Using network`` or, failing that, from the connections.
+    plugin : str or None
+        The external net plugin loaded, if one says so.
+    net_devices : tuple of str
+        NICs listed by ``NET/IB : Using`` or ``NET/Socket : Using`` (``mlx5_0:1``, ``eth0``).
+    link_layers : tuple of str
+        ``IB`` / ``RoCE`` of those NICs, where printed.
+    net_connections : int
+        ``[send]``/``[receive]`` connections through the network seen.
+    net_devices_used : tuple of int
+        The NIC indices the network connections used.
+    gdr_connections : int
+        Network connections marked ``/GDRDMA``.
+    pxn_connections : int
+        Network connections sent through another rank's NIC (``NET/IB/0(1)``: PXN).
+    gdr_disabled_hcas : tuple of int
+        HCAs NCCL printed GPU Direct RDMA as disabled for.
+    intra_transports : tuple of str
+        Transports inside a node seen (``P2P/IPC``, ``P2P/CUMEM``, ``SHM/direct``...), in order of appearance.
+    nvls_available : bool or None
+        NVLS multicast availability.
+    n_ranks, n_nodes, local_ranks : int or None
+        From the communicator line.
+    coll_channels, nvls_channels, collnet_channels : int or None
+        Channel counts NCCL settled on.
+    n_rings : int
+        Ring lines printed (one per channel per rank printing).
+    trees : bool
+        Whether NCCL printed trees.
+    pxn_ring, gdr_ring : bool or None
+        ``Connected all rings, use ring PXN %d GDR %d`` (NCCL >= 2.20).
+    pxn_disabled : bool
+        ``PXN Disabled`` printed, or ``NCCL_PXN_DISABLE=1`` set.
+    env : dict
+        ``NCCL_X set by environment to v``: name -> value.
+    evidence : dict
+        Fact name -> the lines it came from (:class:`Evidence`), in log order.
+    """
+
+    version: str | None = None
+    network: str | None = None
+    plugin: str | None = None
+    net_devices: tuple[str, ...] = ()
+    link_layers: tuple[str, ...] = ()
+    net_connections: int = 0
+    net_devices_used: tuple[int, ...] = ()
+    gdr_connections: int = 0
+    pxn_connections: int = 0
+    gdr_disabled_hcas: tuple[int, ...] = ()
+    intra_transports: tuple[str, ...] = ()
+    nvls_available: bool | None = None
+    n_ranks: int | None = None
+    n_nodes: int | None = None
+    local_ranks: int | None = None
+    coll_channels: int | None = None
+    nvls_channels: int | None = None
+    collnet_channels: int | None = None
+    n_rings: int = 0
+    trees: bool = False
+    pxn_ring: bool | None = None
+    gdr_ring: bool | None = None
+    pxn_disabled: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    evidence: dict[str, tuple[Evidence, ...]] = field(default_factory=dict)
+
+    @property
+    def empty(self) -> bool:
+        """True when no INFO line was read."""
+        return not self.evidence
+
+    @property
+    def gdr(self) -> bool | None:
+        """GPUDirect RDMA on the network: True when every network connection printed ``/GDRDMA``, False when
+        one did not (or NCCL said it is disabled), None when the log shows no network connection."""
+        if self.net_connections:
+            return self.gdr_connections == self.net_connections
+        if self.gdr_ring is not None:
+            return self.gdr_ring
+        return False if self.gdr_disabled_hcas else None
+
+    @property
+    def pxn(self) -> bool | None:
+        """PXN in use: True when a connection went through another rank's NIC, False when NCCL said it is
+        off, None when the log does not tell."""
+        if self.pxn_connections:
+            return True
+        if self.pxn_disabled or self.pxn_ring is False:
+            return False
+        return None
+
+    def lines(self, *facts: str) -> tuple[Evidence, ...]:
+        """The evidence lines of ``facts`` (all facts when none is named), in log order, one per line."""
+        keys = facts or tuple(self.evidence)
+        seen: dict[int, Evidence] = {}
+        for key in keys:
+            for ev in self.evidence.get(key, ()):
+                seen.setdefault(ev.line, ev)
+        return tuple(seen[k] for k in sorted(seen))
+
+
+class _Reader:
+    """Accumulates facts line by line (one pass); :meth:`result` freezes them."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, object] = {}
+        self.evidence: dict[str, list[Evidence]] = {}
+        self.devices: list[str] = []
+        self.layers: list[str] = []
+        self.used: set[int] = set()
+        self.intra: dict[str, None] = {}
+        self.gdr_off: dict[int, None] = {}
+        self.env: dict[str, str] = {}
+        self.counts = {"net": 0, "gdr": 0, "pxn": 0, "rings": 0}
+
+    def note(self, key: str, ev: Evidence, keep: int = 3) -> None:
+        found = self.evidence.setdefault(key, [])
+        if len(found) < keep:
+            found.append(ev)
+
+    def first(self, key: str, value: object, ev: Evidence) -> None:
+        if key not in self.values:
+            self.values[key] = value
+        self.note(key, ev)
+
+    def read(self, text: str, ev: Evidence) -> None:  # noqa: C901, PLR0912 (one branch per INFO format)
+        if m := _VERSION.search(text):
+            self.first("version", m.group(1), ev)
+        elif m := _CONNECTION.search(text):
+            self.counts["net"] += 1
+            self.used.add(int(m.group(5)))
+            self.first("network", m.group(4).strip(), ev)
+            if m.group(7):
+                self.counts["gdr"] += 1
+                self.note("gdr_on", ev, keep=1)
+            else:
+                self.note("gdr_off", ev)
+            if m.group(6) is not None:
+                self.counts["pxn"] += 1
+                self.note("pxn", ev)
+        elif m := _INTRA.search(text):
+            self.intra.setdefault(f"{m.group(1)}/{m.group(2)}", None)
+            self.note("intra", ev, keep=2)
+        elif m := _NETWORK.search(text):
+            self.values["network"] = m.group(1)
+            self.note("network", ev)
+        elif m := _NET_DEVICES.search(text):
+            for dev in _NET_DEVICE.finditer(m.group(2)):
+                self.devices.append(dev.group(1))
+                if dev.group(2):
+                    self.layers.append(dev.group(2))
+            self.values.setdefault("network", m.group(1))
+            self.note("net_devices", ev)
+        elif m := _GDR_HCA.search(text):
+            if m.group(1) == "Disabled":
+                self.gdr_off.setdefault(int(m.group(2)), None)
+                self.note("gdr_off", ev)
+        elif m := _NVLS.search(text):
+            self.first("nvls", m.group(1) is None, ev)
+        elif m := _COMM.search(text):
+            self.first("comm", (int(m.group(1)), int(m.group(2)), int(m.group(3))), ev)
+        elif m := _CHANNELS.search(text):
+            self.first("channels", m.groups(), ev)
+        elif _RING.search(text):
+            self.counts["rings"] += 1
+            self.note("rings", ev, keep=1)
+        elif _TREES.search(text):
+            self.first("trees", True, ev)
+        elif m := _CONNECTED.search(text):
+            if m.group(1) is not None:
+                self.first("ring_flags", (m.group(1) == "1", m.group(2) == "1"), ev)
+        elif _PXN_OFF.search(text):
+            self.first("pxn_disabled", True, ev)
+        elif m := _ENV.search(text):
+            name, value = m.group(1), m.group(2).rstrip(".")
+            self.env[name] = value
+            self.note("env", ev, keep=32)
+            if (name, value) in (("NCCL_PXN_DISABLE", "1"), ("NCCL_P2P_PXN_LEVEL", "0")):
+                self.first("pxn_disabled", True, ev)
+        elif m := _PLUGIN.search(text):
+            self.first("plugin", m.group(1), ev)
+        elif m := _COMM_OLD.search(text):
+            self.first("comm", (int(m.group(1)), None, None), ev)
+
+    def result(self) -> NcclInfo:
+        v = self.values
+        comm = v.get("comm")
+        channels = v.get("channels")
+        flags = v.get("ring_flags")
+        ranks, nodes, local = comm if isinstance(comm, tuple) else (None, None, None)
+        coll, collnet, nvls = channels if isinstance(channels, tuple) else (None, None, None)
+        pxn_ring, gdr_ring = flags if isinstance(flags, tuple) else (None, None)
+        multicast = v.get("nvls")
+        return NcclInfo(
+            version=_str(v.get("version")),
+            network=_str(v.get("network")),
+            plugin=_str(v.get("plugin")),
+            net_devices=tuple(dict.fromkeys(self.devices)),
+            link_layers=tuple(dict.fromkeys(self.layers)),
+            net_connections=self.counts["net"],
+            net_devices_used=tuple(sorted(self.used)),
+            gdr_connections=self.counts["gdr"],
+            pxn_connections=self.counts["pxn"],
+            gdr_disabled_hcas=tuple(self.gdr_off),
+            intra_transports=tuple(self.intra),
+            nvls_available=multicast if isinstance(multicast, bool) else None,
+            n_ranks=ranks,
+            n_nodes=nodes,
+            local_ranks=local,
+            coll_channels=_int(coll),
+            nvls_channels=_int(nvls),
+            collnet_channels=_int(collnet),
+            n_rings=self.counts["rings"],
+            trees=bool(v.get("trees")),
+            pxn_ring=pxn_ring,
+            gdr_ring=gdr_ring,
+            pxn_disabled=bool(v.get("pxn_disabled")),
+            env=dict(self.env),
+            evidence={k: tuple(e) for k, e in self.evidence.items()},
+        )
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: object) -> int | None:
+    return int(value) if isinstance(value, str) else None
+
+
+def parse_nccl_info(lines: Iterable[str], *, first_line: int = 1) -> NcclInfo:
+    """Read the ``NCCL INFO`` lines among ``lines`` into an :class:`NcclInfo`.
+
+    Parameters
+    ----------
+    lines : iterable of str
+        The log's lines (any other text is skipped: tables, prose, launcher output).
+    first_line : int
+        The 1-based number of the first line (for :class:`Evidence`).
+
+    Returns
+    -------
+    NcclInfo
+        Empty (:attr:`NcclInfo.empty`) when no INFO line is there. Never raises on text: a line NCCL did not
+        print is skipped.
+
+    Examples
+    --------
+    >>> info = parse_nccl_info([
+    ...     "node1:11:11 [0] NCCL INFO NCCL version 2.19.3+cuda12.2",
+    ...     "node1:11:30 [0] NCCL INFO NVLS multicast support is not available on dev 0",
+    ...     "node1:11:30 [7] NCCL INFO Channel 00/0 : 7[7] -> 8[0] [send] via NET/Socket/0",
+    ... ])
+    >>> info.version, info.network, info.nvls_available, info.gdr
+    ('2.19.3', 'Socket', False, False)
+    >>> str(info.lines("nvls")[0])
+    'line 2: NVLS multicast support is not available on dev 0'
+    """
+    reader = _Reader()
+    for number, raw in enumerate(lines, start=first_line):
+        at = raw.find(_MARK, 0, MAX_LINE_CHARS)
+        if at < 0:
+            continue
+        text = raw[at + len(_MARK) : MAX_LINE_CHARS].strip()
+        reader.read(text, Evidence(number, text[:200]))
+    return reader.result()
