@@ -12,6 +12,7 @@ CASE_03 = "case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt"
 CASE_08 = "case_08_b200_gke_a4_topo_and_2node_allgather.txt"
 CASE_13 = "case_13_v100_pcie_4gpu_no_nvlink.txt"
 CASE_17 = "case_17_azure_ndv4_ndv5_topology_xml.txt"
+CASE_31 = "case_31_mi300x_single_node_rccl.txt"
 ALL_CASES = (CASE_01, CASE_03, CASE_08, CASE_13, CASE_17)
 
 
@@ -24,3 +25,9 @@ def read_case(name: str) -> str:
 def case_text() -> dict[str, str]:
     """File name -> text of every golden case file."""
     return {name: read_case(name) for name in ALL_CASES}
+
+
+@pytest.fixture(scope="session")
+def all_case_text() -> dict[str, str]:
+    """File name -> text of every case file copied into ``data/`` (the README excepted)."""
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(DATA.glob("case_*.txt"))}

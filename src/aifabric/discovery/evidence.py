@@ -30,8 +30,10 @@ __all__ = [
     "with_transport",
 ]
 
-#: The transport a cluster's NIC stands for when the log does not say otherwise (NCCL's built-in NET/IB).
+#: The transport a cluster's NIC stands for when the log does not say otherwise (NCCL's built-in NET/IB), and
+#: the one NET/IB is on when every NIC it lists has an Ethernet link layer (``mlx5_0:1/RoCE``).
 _DEFAULT_NET = "ib-verbs"
+_ROCE = "roce-v2"
 
 
 def apply_to_settings(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
@@ -54,8 +56,8 @@ def apply_to_settings(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
 def net_transport(info: NcclInfo) -> TransportSpec | None:
     """The catalogued transport of the network the log says NCCL used, when it is not NCCL's own NET/IB.
 
-    ``NET/IB`` (InfiniBand or RoCE) is what the cluster's NIC already models, so it gives None; so does a
-    network the catalogue does not list or a log that names none.
+    ``NET/IB`` on InfiniBand is what the cluster's NIC already models, so it gives None; so does a network the
+    catalogue does not list or a log that names none. ``NET/IB`` whose NICs are all ``/RoCE`` is RoCEv2.
 
     >>> from aifabric.discovery.nccl_info import parse_nccl_info
     >>> net_transport(parse_nccl_info(["h:1:1 [0] NCCL INFO Using network Socket"])).key
@@ -63,6 +65,8 @@ def net_transport(info: NcclInfo) -> TransportSpec | None:
     """
     if info.network is None:
         return None
+    if info.network == "IB" and info.link_layers == ("RoCE",):
+        return transport(_ROCE)
     name = f"NET/{info.network}".lower()
     for key in transport_names():
         spec = transport(key)
@@ -147,11 +151,14 @@ def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evid
 
 
 def contradicted_causes(info: NcclInfo) -> frozenset[str]:
-    """Causes the INFO lines rule out: no GPUDirect RDMA when every connection used it; NVLS off when NCCL
-    said it is available and set up NVLS channels."""
+    """Causes the INFO lines rule out: no GPUDirect RDMA when every connection used it; GDR and ACS causes on
+    a socket run (no RDMA path to blame); NVLS off where NCCL said NVLS is unavailable (not a fault there:
+    the prediction already leaves it out)."""
     out = set()
     if info.gdr is True:
         out.add("no_gdr")
+    if info.network is not None and info.network.lower() == "socket":
+        out.update(("no_gdr", "acs_iommu"))  # sockets copy through host memory: no GPU-NIC RDMA path at all
     if info.nvls_available is False:
         out.add("nvls_off")  # not a fault: NVLS cannot run there, and the prediction already excludes it
     return frozenset(out)
