@@ -283,6 +283,22 @@ def _information(jacobian: np.ndarray) -> np.ndarray:
     return np.sum(jacobian**2, axis=0) * _PRIOR_WIDTH**2
 
 
+def _refuse_broken(comparisons: Sequence[TableComparison]) -> None:
+    """Raise ValueError when a table's diagnosis found the run broken on the log's own evidence.
+
+    A fault NCCL's INFO lines show (sockets instead of RDMA, GDR off, PXN off, fewer NICs used) would be
+    learnt as the fabric's figure and make every later prediction worse; the message names the cause and
+    the line.
+    """
+    for comp in comparisons:
+        for finding in comp.findings:
+            if finding.evidence:
+                raise ValueError(
+                    f"table {comp.index}: not fitted: the diagnosis found the run broken ({finding.cause}: "
+                    f"{finding.evidence[0]}); fix it and measure again"
+                )
+
+
 def fit_calibration(
     comparisons: Sequence[TableComparison],
     *,
@@ -312,10 +328,15 @@ def fit_calibration(
     Raises
     ------
     ValueError
-        If no row is left to fit, or the size window is empty or reversed.
+        If no row is left to fit, the size window is empty or reversed, a table's run is broken on the
+        evidence of its NCCL INFO lines (the cause and line are named), or the data or the model give a
+        non-finite value.
 
     Notes
     -----
+    Only the knobs the rows determine are fitted; with multi-node tables only, ``intra_scale`` stays 1
+    (scale-up is never moved by network-bound data).
+
     Fitted on case_03 T7 (2 x 8 H100, 8 x 400G IB, ``NCCL_ALGO=Ring``), the profile predicts the 8-node T6 and
     the 4-node T2 at >= 1 GB within 10 % (``tests/discovery/test_calibrate.py`` states the figures). The
     mid-size rows of those logs remain the model's weakest region (the ``ramp`` cause of
@@ -323,6 +344,9 @@ def fit_calibration(
     """
     if not comparisons:
         raise ValueError("comparisons: give at least one compared table")
+    _refuse_broken(comparisons)
+    # Multi-node rows alone never move the scale-up figure: a NIC-bound run says nothing about NVLink.
+    multi_only = all(c.n_nodes > 1 for c in comparisons)
     if min_size_bytes is not None and max_size_bytes is not None and max_size_bytes < min_size_bytes:
         raise ValueError(f"size window: max {max_size_bytes:g} B is below min {min_size_bytes:g} B")
     selected: list[tuple[TableComparison, int, str | None]] = []
@@ -333,6 +357,8 @@ def fit_calibration(
     if not used:
         raise ValueError("no row left to fit: every row is an outlier or outside the size window")
     measured = np.array([comp.rows[i].measured_time_s for comp, i in used])
+    if not (np.isfinite(measured).all() and (measured > 0).all()):
+        raise ValueError("calibration: a measured time is not a positive finite number; nothing was fitted")
     weights = np.array([_regime_weight(comp.rows[i].latency_share) for comp, i in used])
     low, high = _bounds(comparisons)
     neutral = np.array(
@@ -370,8 +396,8 @@ def fit_calibration(
             starts.append(np.clip(x0, lo + 1e-9, hi - 1e-9))
         if not free[2]:
             starts = starts[:1]
-        best = min(
-            (
+        try:
+            fits = [
                 least_squares(
                     residuals,
                     x0=x0,
@@ -382,12 +408,16 @@ def fit_calibration(
                     max_nfev=200,
                 )  # fmt: skip
                 for x0 in starts
-            ),
-            key=lambda r: r.cost,
-        )
+            ]
+        except ValueError as err:  # SciPy: "Residuals are not finite in the initial point" and the like
+            raise ValueError(
+                f"calibration: the model gave a non-finite time for a fitted row ({err}); nothing was fitted"
+            ) from err
+        best = min(fits, key=lambda r: r.cost)
         return full(best.x), best
 
     free = np.ones(len(PARAMETERS), dtype=bool)
+    free[0] = not multi_only
     x, result = solve(free)
     # Which knobs the rows determine: their information on each, relative to the prior's, at the solution.
     jacobian = np.empty((len(used), len(PARAMETERS)))
@@ -397,6 +427,7 @@ def fit_calibration(
         xm[j] -= step
         jacobian[:, j] = (weighted(xp) - weighted(xm)) / (2 * step)
     seen = _information(jacobian) >= DETERMINED_INFO
+    seen[0] = bool(seen[0]) and not multi_only
     if not seen.all():
         if seen.any():
             x, result = solve(seen)
