@@ -270,6 +270,11 @@ def compare(
     plot: Annotated[
         Path | None, typer.Option(help="Write a PNG of busbw against size, measured and predicted")
     ] = None,
+    ranks: Annotated[int | None, typer.Option(help="Ranks of the run (overrides the log)", min=1)] = None,
+    nodes: Annotated[int | None, typer.Option(help="Nodes of the run (overrides the log)", min=1)] = None,
+    gpus_per_node: Annotated[
+        int | None, typer.Option(help="GPUs (ranks) per node, when the log does not say", min=1)
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Measured nccl-tests busbw against the model, row by row, with the likely causes of rows far below it.
@@ -286,6 +291,7 @@ def compare(
         collective=collective, algorithm=algo.value if algo else None,
         protocol=proto.value if proto else None, no_nvls=no_nvls,
         calibration=_calibration(calibration), threshold=threshold, place=place.value.replace("-", "_"),
+        ranks=ranks, nodes=nodes, gpus_per_node=gpus_per_node,
     )  # fmt: skip
     if plot is not None:
         from aifabric.report.nccl_plot import plot_comparisons

@@ -27,6 +27,7 @@ Rows whose time is 0 (or not finite) cannot be compared; they are kept in
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Sequence
@@ -40,6 +41,7 @@ from aifabric.collectives.algorithms import Algorithm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.discovery._text import line_count, nonempty_text
+from aifabric.discovery.counts import resolve_counts
 from aifabric.discovery.evidence import (
     apply_to_settings,
     contradicted_causes,
@@ -50,7 +52,8 @@ from aifabric.discovery.evidence import (
 from aifabric.discovery.inference import infer_cluster
 from aifabric.discovery.nccl_env import NcclSettings, nccl_settings
 from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
-from aifabric.discovery.nccl_tests import PerfResult, PerfRow, PerfTable, parse_nccl_tests
+from aifabric.discovery.nccl_tests import PerfResult, PerfRow, PerfTable
+from aifabric.discovery.paste import parse_pasted
 from aifabric.engines.formula import PROTOCOLS, formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.errors import ConfigError, ParseError
@@ -832,6 +835,9 @@ def compare_nccl_tests(
     calibration: Any | None = None,
     threshold: float = 0.15,
     place: str = "out_of_place",
+    ranks: int | None = None,
+    nodes: int | None = None,
+    gpus_per_node: int | None = None,
 ) -> NcclTestsComparison:
     """Compare every table of an nccl-tests log (or the ``tables`` asked for) with the formula engine.
 
@@ -860,6 +866,8 @@ def compare_nccl_tests(
         Flag rows more than this fraction below the prediction.
     place : {"out_of_place", "in_place"}
         Which half of each row to compare.
+    ranks, nodes, gpus_per_node : int, optional
+        Override the log's rank and node counts (:func:`~aifabric.discovery.counts.resolve_counts`).
 
     Returns
     -------
@@ -890,7 +898,7 @@ def compare_nccl_tests(
     """  # noqa: E501  (verbatim nccl-tests rows in the doctest)
     text = nonempty_text(text, source, "the log is empty")
     try:
-        parsed = parse_nccl_tests(text, source, collective=collective)
+        parsed = parse_pasted(text, source, collective=collective)
     except ParseError as err:
         if err.line is None:  # nothing found: say how far the parser read
             n = line_count(text)
@@ -918,9 +926,13 @@ def compare_nccl_tests(
         settings = nccl_settings(lines[start:stop], table.title, op)
         settings = _override(settings, algorithm, protocol, no_nvls)
         info = parse_nccl_info(lines[start:stop], first_line=start + 1)
-        spec, notes = infer_cluster(
+        counts = resolve_counts(table, lines[start:stop], info, ranks=ranks, nodes=nodes,
+                                gpus_per_node=gpus_per_node)  # fmt: skip
+        table = dataclasses.replace(table, n_ranks=counts.n_ranks, n_nodes=counts.n_nodes)
+        spec, inferred = infer_cluster(
             table, cluster=cluster, gpu=gpu, nic_speed=nic_speed, text_before="\n".join(lines[:stop])
         )
+        notes = (*counts.notes, *inferred)
         compared.append(compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                                       calibration=calibration, threshold=threshold, place=place,
                                       info=info))  # fmt: skip

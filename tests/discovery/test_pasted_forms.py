@@ -1,0 +1,134 @@
+"""Rank/node counts from every form a log gives (issue 9 item 2) and the layouts people paste (item 3).
+
+The rows are the 4 GB all_reduce row of one DGX H100 (NVIDIA/nccl-tests #290: 15870 us, 270.63 GB/s algbw,
+473.60 busbw = 270.63 x 2 x 7 / 8) or hand-derived rows for other rank counts (busbw = algbw x 2(n-1)/n).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from aifabric.discovery.compare import compare_nccl_tests
+from aifabric.discovery.counts import resolve_counts
+from aifabric.discovery.nccl_info import parse_nccl_info
+from aifabric.discovery.paste import clean_line, parse_pasted
+from aifabric.errors import ParseError
+
+HEADER = (
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+    "   busbw #wrong"
+)
+ROW_8 = "  4294967296    1073741824     float     sum      -1    15870  270.63  473.60      0    15773  272.30  476.53      0"  # noqa: E501
+# 72 ranks: algbw 186.74 GB/s, busbw = 186.74 x 2 x 71 / 72 = 368.29
+ROW_72 = "  4294967296    1073741824     float     sum      -1  23000.0  186.74  368.29      0  23000.0  186.74  368.29      0"  # noqa: E501
+# 16 ranks: busbw = 186.74 x 2 x 15 / 16 = 350.14
+ROW_16 = "  4294967296    1073741824     float     sum      -1  23000.0  186.74  350.14      0  23000.0  186.74  350.14      0"  # noqa: E501
+PARAMS = (
+    "# nThread 1 nGpus 1 minBytes 4294967296 maxBytes 4294967296 step: 2(factor) warmup iters: 5 iters: 20"
+)
+
+
+def _counts(lines: list[str], **overrides: int) -> tuple[int, int | None]:
+    text = "\n".join(lines) + "\n"
+    table = parse_pasted(text)[0]
+    info = parse_nccl_info(lines)
+    c = resolve_counts(table, lines, info, **overrides)
+    return c.n_ranks, c.n_nodes
+
+
+def _rank(r: int, host: str) -> str:
+    return f"#  Rank {r:2d} Group  0 Pid {r + 100} on {host} device {r % 8} [0x18] NVIDIA H100 80GB HBM3"
+
+
+FORMS = [
+    ("rank lines with hosts", [*(_rank(r, f"host-{'ab'[r // 8]}") for r in range(16)), HEADER, ROW_16],
+     (16, 2)),
+    ("rank ranges on hosts", ["#  Ranks 0-7 on host-a devices 0-7", "#  Ranks 8-15 on host-b devices 0-7",
+                              HEADER, ROW_16], (16, 2)),
+    ("Rank 71 alone: the numbers", [PARAMS, _rank(71, "node-9"), HEADER, ROW_72], (72, None)),
+    ("NCCL nRanks/nNodes", ["h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0",
+                            HEADER, ROW_16], (16, 2)),
+    ("mpirun -np with hosts", ["$ mpirun -np 16 -H a:8,b:8 ./build/all_reduce_perf -b 4G -e 4G -g 1",
+                               HEADER, ROW_16], (16, 2)),
+    ("srun -N --ntasks-per-node", ["srun -N 4 --ntasks-per-node=8 ./all_reduce_perf -b 4G -e 4G",
+                                   HEADER, ROW_16], (32, 4)),
+    ("torchrun", ["torchrun --nnodes=2 --nproc_per_node=8 all_reduce_perf -b 4G", HEADER, ROW_16], (16, 2)),
+    ("-g 8 header option", ["./all_reduce_perf -b 4G -e 4G -g 8",
+                            "# nThread 1 nGpus 8 minBytes 4294967296 maxBytes 4294967296 step: 2(factor)",
+                            HEADER, ROW_8], (8, None)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("form", "lines", "expected"), FORMS, ids=[f[0] for f in FORMS])
+def test_rank_and_node_forms(form: str, lines: list[str], expected: tuple[int, int | None]) -> None:
+    assert _counts(lines) == expected, form
+
+
+def test_rank_71_alone_is_never_one_rank() -> None:
+    row = ROW_16.replace("350.14", "350.00")  # a ratio that pins no integer >= 72
+    with pytest.raises(ParseError, match=r"list 1 of at least 72 ranks; give --ranks"):
+        _counts([_rank(71, "node-9"), HEADER, row])
+
+
+def test_overrides_win() -> None:
+    lines = [_rank(71, "node-9"), HEADER, ROW_72]
+    assert _counts(lines, ranks=72, gpus_per_node=8) == (72, 9)
+    assert _counts(lines, ranks=72, nodes=9) == (72, 9)
+    with pytest.raises(ParseError, match="do not fill 5 nodes evenly"):
+        _counts(lines, ranks=72, nodes=5)
+
+
+def test_undeterminable_asks_for_the_option() -> None:
+    # broadcast: busbw = algbw whatever the ranks, and nothing else in the log says
+    row = "1048576 262144 float none 0 100.0 10.49 10.49 0 100.0 10.49 10.49 0"
+    with pytest.raises(ParseError, match="give --ranks"):
+        compare_nccl_tests("\n".join(["broadcast_perf -b 1M", HEADER, row]) + "\n")
+
+
+# -- layouts -------------------------------------------------------------------------------------------------
+
+PLAIN = [PARAMS.replace("nGpus 1", "nGpus 8"), HEADER, ROW_8, "# Out of bounds values : 0 OK",
+         "# Avg bus bandwidth    : 473.6 "]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("layout", "transform"),
+    [
+        ("Open MPI --tag-output", lambda ls: [f"[1,0]<stdout>:{x}" for x in ls]),
+        ("MPICH -prepend-rank", lambda ls: [f"[0] {x}" for x in ls]),
+        ("srun -l", lambda ls: [f"0: {x}" for x in ls]),
+        ("ISO timestamps", lambda ls: [f"2024-03-01T10:00:00.123Z {x}" for x in ls]),
+        ("syslog-like time and tag", lambda ls: [f"[10:00:01] [1,0]<stdout>:{x}" for x in ls]),
+        ("CRLF", lambda ls: [f"{x}\r" for x in ls]),
+        ("no header", lambda ls: [x for x in ls if not x.startswith("#       size")]),
+    ],
+)
+def test_layouts(layout: str, transform) -> None:  # noqa: ANN001
+    lines = transform(PLAIN)
+    tables = parse_pasted("\n".join(lines) + "\n", "paste.txt", collective="all_reduce")
+    assert len(tables) == 1, layout
+    t = tables[0]
+    assert t.n_ranks == 8 and len(t.rows) == 1
+    assert t.rows[0].out_of_place is not None and t.rows[0].out_of_place.time_s == pytest.approx(15870e-6)
+    assert t.rows[0].line == 1 + next(i for i, x in enumerate(lines) if "4294967296    1073741824" in x)
+    assert t.avg_busbw_bytes_per_s == pytest.approx(473.6e9)
+
+
+def test_several_tables_and_missing_in_place_half() -> None:
+    half = "#       size         count      type   redop    root     time   algbw   busbw #wrong"
+    row = "  4294967296    1073741824     float     sum      -1    15870  270.63  473.60      0"
+    text = "\n".join(["all_reduce_perf -g 8", half, row, "", "all_reduce_perf -g 8", row]) + "\n"
+    tables = parse_pasted(text)
+    assert [len(t.rows) for t in tables] == [1, 1]
+    assert [t.rows[0].line for t in tables] == [3, 6]
+    assert tables[1].rows[0].in_place is None
+
+
+def test_a_row_nccl_tests_never_prints_names_its_line() -> None:
+    with pytest.raises(ParseError, match=r"paste.txt:2: a result row outside any table"):
+        parse_pasted("all_reduce_perf\n 1024 256 float sum -1 10.0 0.1\n", "paste.txt")
+
+
+def test_clean_line_keeps_info_lines() -> None:
+    line = "node-a:1:1 [0] NCCL INFO NVLS multicast support is not available on dev 0"
+    assert clean_line(line) == line
