@@ -394,6 +394,20 @@ def _render_table(comp: TableComparison) -> None:
             notes.setdefault(n, []).append(r)
     for n, rows in notes.items():
         console.print(f"  note ({_ranges(rows)}): {escape(n)}", highlight=False)
+    _render_verdict(comp)
+
+
+def _render_verdict(comp: TableComparison) -> None:
+    """The table's verdict: healthy, or its findings by bandwidth explained, each with NCCL's own lines."""
+    if not comp.findings:
+        console.print("  [green]verdict: healthy[/] (no large-message shortfall)", highlight=False)
+        return
+    console.print(f"  [red]verdict: {escape(comp.verdict)}[/]", highlight=False)
+    for f in comp.findings:
+        console.print(f"    {escape(f.cause)}: {_gbps(f.explained_bytes_per_s)} GB/s below the model on "
+                      f"average over {f.rows} large row(s)", highlight=False)  # fmt: skip
+        for ev in f.evidence:
+            console.print(f"      evidence {escape(str(ev))}", highlight=False)
 
 
 def _render_comparison(result: NcclTestsComparison) -> None:

@@ -331,7 +331,7 @@ class Finding:
     cause : str
         Key of :data:`CAUSES`.
     explained_bytes_per_s : float
-        Sum over the rows it is the first cause of, of predicted minus measured busbw, bytes/s.
+        Mean, over the rows it is the first cause of, of predicted minus measured busbw, bytes/s.
     rows : int
         Rows it is the first cause of.
     evidence : tuple of Evidence
@@ -465,8 +465,8 @@ class TableComparison:
             explained[key] = explained.get(key, 0.0) + gap
             count[key] = count.get(key, 0) + 1
         shown = dict(evidence_causes(self.info, self.n_nodes))
-        order = sorted(explained, key=lambda k: (-explained[k], list(CAUSES).index(k)))
-        return tuple(Finding(k, explained[k], count[k], shown.get(k, ())) for k in order)
+        order = sorted(explained, key=lambda k: (-explained[k] / count[k], list(CAUSES).index(k)))
+        return tuple(Finding(k, explained[k] / count[k], count[k], shown.get(k, ())) for k in order)
 
     @property
     def verdict(self) -> str:
