@@ -169,3 +169,12 @@ def test_shared_case_verdicts(
     table = compare_nccl_tests(all_case_text[case], source=case).tables[index - 1]
     assert (table.n_ranks, table.n_nodes, table.op, table.nccl_version) == (ranks, nodes, op, version), source
     assert table.verdict == verdict, source
+
+
+def test_rccl_mi300x_is_modelled_as_mi300x(all_case_text: dict[str, str]) -> None:
+    # case 31 (AMD ROCm blog, rccl-tests on 8 x MI300X): the rank lines name "AMD Instinct MI300X"; the node is
+    # an xGMI mesh of 7 x ~48 GB/s per GPU, not an H100 NVSwitch node nor PCIe through the CPU.
+    table = compare_nccl_tests(all_case_text["case_31_mi300x_single_node_rccl.txt"]).tables[0]
+    assert table.spec.accelerator == "mi300x"
+    assert table.rows[0].predicted.algorithm == "ring"
+    assert abs(table.rows[0].deviation) < 0.15  # 161.14 GB/s measured at 8 MB

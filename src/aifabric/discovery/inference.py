@@ -37,14 +37,30 @@ DEFAULT_GPU = "h100-sxm"
 DEFAULT_NIC_SPEED = "400 Gb/s"
 
 # GPU names as nccl-tests prints them (rank lines) or people write them -> catalogue keys.
+# Specific names first (``H100 PCIe`` before ``H100``): the first pattern that matches wins.
 _GPU_NAMES: tuple[tuple[str, str | None], ...] = (
+    (r"\bGB300\b", "gb300"),
     (r"\bGB200\b", "gb200"),
+    (r"\bB300\b", "b300"),
     (r"\bB200\b", "b200"),
     (r"\bH200\b", "h200-sxm"),
+    (r"\bH100[- ]?PCI[Ee]", "h100-pcie"),
+    (r"\bH100[- ]?NVL\b", "h100-nvl"),
     (r"\bH100\b", "h100-sxm"),
+    (r"\bH800\b", "h800-sxm"),
+    (r"\bH20\b", "h20"),
+    (r"\bA100[- ]?(?:80GB[- ])?PCI[Ee][- ]?80GB|\bA100 80GB PCI[Ee]", "a100-pcie-80gb"),
+    (r"\bA100[- ]?PCI[Ee]", "a100-pcie-40gb"),
     (r"\bA100\b", "a100-sxm-80gb"),
+    (r"\bA30\b", "a30"),
+    (r"\bA40\b", "a40"),
+    (r"\bL40S\b", "l40s"),
+    (r"\bMI355X\b", "mi355x"),
+    (r"\bMI325X\b", "mi325x"),
+    (r"\bMI300X\b", "mi300x"),
     (r"\bV100[- ]?PCI[Ee]", "v100-pcie-32gb"),
-    (r"\bV100\b", None),  # SXM2 V100s have NVLink; the catalogue has no entry for them
+    (r"\bV100[- ]SXM2[- ]32GB\b", "v100-sxm2-32gb"),
+    (r"\bV100\b", None),  # other V100s (SXM2 16 GB): no catalogue entry
 )
 
 
@@ -57,6 +73,8 @@ def accelerator_from_name(name: str | None) -> str | None:
     --------
     >>> accelerator_from_name("NVIDIA H100 80GB HBM3"), accelerator_from_name("Tesla V100-PCIE-32GB")
     ('h100-sxm', 'v100-pcie-32gb')
+    >>> accelerator_from_name("AMD Instinct MI300X"), accelerator_from_name("NVIDIA H100 PCIe")
+    ('mi300x', 'h100-pcie')
     """
     if not name:
         return None
@@ -122,7 +140,7 @@ def _node_spec_dict(
 
     acc = catalog.accelerator(accelerator)
     nic = nic_for_speed(nic_speed_bytes_per_s)
-    if acc.nvlink:
+    if acc.nvlink or acc.scale_up_link:  # NVLink, or a vendor link such as AMD's xGMI mesh (one domain)
         scale_up: dict[str, Any] = {"kind": "nvswitch"}
     else:
         scale_up = {"kind": "pcie", "link": f"pcie-{acc.pcie}", "p2p_through_cpu": True}
