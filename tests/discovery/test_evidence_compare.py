@@ -172,8 +172,8 @@ def test_shared_case_verdicts(
 
 
 def test_rccl_mi300x_is_modelled_as_mi300x(all_case_text: dict[str, str]) -> None:
-    # case 31 (AMD ROCm blog, rccl-tests on 8 x MI300X): the rank lines name "AMD Instinct MI300X"; the node is
-    # an xGMI mesh of 7 x ~48 GB/s per GPU, not an H100 NVSwitch node nor PCIe through the CPU.
+    # case 31 (AMD ROCm blog, rccl-tests on 8 x MI300X): the rank lines name "AMD Instinct MI300X"; the node
+    # is an xGMI mesh of 7 x ~48 GB/s per GPU, not an H100 NVSwitch node nor PCIe through the CPU.
     table = compare_nccl_tests(all_case_text["case_31_mi300x_single_node_rccl.txt"]).tables[0]
     assert table.spec.accelerator == "mi300x"
     assert table.rows[0].predicted.algorithm == "ring"
