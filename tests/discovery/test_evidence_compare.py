@@ -178,3 +178,23 @@ def test_rccl_mi300x_is_modelled_as_mi300x(all_case_text: dict[str, str]) -> Non
     assert table.spec.accelerator == "mi300x"
     assert table.rows[0].predicted.algorithm == "ring"
     assert abs(table.rows[0].deviation) < 0.15  # 161.14 GB/s measured at 8 MB
+
+
+def test_one_nic_of_eight_used_is_named() -> None:
+    # NCCL_IB_HCA=mlx5_0: every GPU's connections leave through NIC 0, so the 8 GPUs share one 400G NIC
+    # (50 GB/s per node): ~47 GB/s busbw on 2 nodes at most, far below 8 rails.
+    lines = [
+        "node-a:101:101 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0",
+        "node-a:101:101 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        "node-a:101:130 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB eth0:10.0.0.1<0>",
+        "node-a:101:130 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0",
+        NVLS_OFF,
+        *(
+            f"node-a:101:130 [{g}] NCCL INFO Channel 00/0 : {g}[{g}] -> {g + 8}[{g}] [send] via NET/IB/0/GDRDMA"
+            for g in range(8)
+        ),
+    ]
+    table = compare_nccl_tests(_log(lines, 45.0)).tables[0]
+    assert table.verdict == "one_nic"
+    assert any("NCCL_IB_HCA set by environment to mlx5_0" in e.text for e in table.findings[0].evidence)
+    assert "no_gdr" not in table.rows[-1].causes  # every connection printed /GDRDMA

@@ -126,8 +126,8 @@ def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evid
       offered with sockets, which never use it);
     * ``pxn_off``: PXN disabled (``NCCL_PXN_DISABLE=1``, ``PXN Disabled``, ``use ring PXN 0`` with a rail
       layout that needs it is not told apart: the line is named);
-    * ``one_nic``: the connections used fewer NICs than NCCL listed (or than local ranks), e.g. an
-      ``NCCL_IB_HCA`` subset.
+    * ``one_nic``: the connections used fewer NICs than NCCL listed, or ``NCCL_IB_HCA`` left fewer NICs
+      than local ranks (a node built with fewer NICs than GPUs, AWS p4d, is not flagged for that alone).
 
     Empty for one node (no network in the run).
     """
@@ -143,8 +143,8 @@ def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evid
         found.append(("pxn_off", info.lines("pxn_disabled", "ring_flags")))
     listed = len(info.net_devices)
     used = len(info.net_devices_used)
-    wanted = max(listed, info.local_ranks or 0)
-    if used and used < wanted and not socket:
+    subset = "NCCL_IB_HCA" in info.env and listed < (info.local_ranks or 0)
+    if not socket and ((used and used < listed) or subset):
         ev = info.lines("net_devices", "env") or info.lines("network")
         found.append(("one_nic", ev))
     return tuple(found)

@@ -66,7 +66,6 @@ _CONNECTED = re.compile(r"Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
 _PXN_OFF = re.compile(r"PXN Disabled")
 _ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set by environment to (\S{1,256})")
 _COMM_OLD = re.compile(r"rank \d{1,9} nranks (\d{1,9}) ")
-_COLLNET = re.compile(r"CollNet (?:is )?(enabled|disabled|not supported)|(\d{1,4}) collnet channels")
 _PLUGIN = re.compile(r"(?:Loaded net plugin|NET/Plugin: Loaded net plugin) ([^\r\n(]{1,64}?)\s*(?:\(|$)")
 
 
