@@ -190,7 +190,8 @@ def test_one_nic_of_eight_used_is_named() -> None:
         "node-a:101:130 [0] NCCL INFO comm 0x55d0 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0",
         NVLS_OFF,
         *(
-            f"node-a:101:130 [{g}] NCCL INFO Channel 00/0 : {g}[{g}] -> {g + 8}[{g}] [send] via NET/IB/0/GDRDMA"
+            f"node-a:101:130 [{g}] NCCL INFO Channel 00/0 : {g}[{g}] -> {g + 8}[{g}] [send] "
+            "via NET/IB/0/GDRDMA"
             for g in range(8)
         ),
     ]
