@@ -199,3 +199,20 @@ def test_one_nic_of_eight_used_is_named() -> None:
     assert table.verdict == "one_nic"
     assert any("NCCL_IB_HCA set by environment to mlx5_0" in e.text for e in table.findings[0].evidence)
     assert "no_gdr" not in table.rows[-1].causes  # every connection printed /GDRDMA
+
+
+def test_gpus_through_shm_in_a_vm_is_named() -> None:
+    # One 8 x H200-class node in a VM without P2P: NCCL connects the GPUs via SHM (transport/shm.cc) and the
+    # node reaches ~55 GB/s instead of 459-489 (NVIDIA/nccl-tests #256). H100 rank lines used here.
+    lines = [
+        "vm-1:11:11 [0] NCCL INFO NCCL version 2.21.5+cuda12.4",
+        "vm-1:11:30 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0",
+        *(f"vm-1:11:30 [{g}] NCCL INFO Channel 00 : {g}[{g}] -> {(g + 1) % 8}[{(g + 1) % 8}] "
+          "via SHM/direct/direct" for g in range(8)),
+    ]  # fmt: skip
+    table = compare_nccl_tests(_log(lines, 55.0, n_ranks=8, n_nodes=1)).tables[0]
+    assert table.n_nodes == 1
+    assert table.verdict == "no_p2p"
+    assert "via SHM/direct/direct" in table.findings[0].evidence[0].text
+    healthy = [*lines[:2], "vm-1:11:30 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read"]
+    assert compare_nccl_tests(_log(healthy, 55.0, n_ranks=8, n_nodes=1)).tables[0].verdict != "no_p2p"

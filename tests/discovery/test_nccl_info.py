@@ -103,3 +103,14 @@ def test_overlong_line_is_cut() -> None:
     info = parse_nccl_info([line])
     assert info.n_rings == 1  # read up to the cut, in bounded time
     assert len(info.lines("rings")[0].text) <= 200
+
+
+def test_acs_hint_is_evidence() -> None:
+    from aifabric.discovery.evidence import evidence_causes
+
+    info = parse_nccl_info([
+        "h:1:1 [0] NCCL INFO HINT: In many cases this error occurs when ACS is enabled which would break GPU "
+        "Direct RDMA protocol.",
+    ])  # fmt: skip
+    assert [key for key, _ in evidence_causes(info, 2)] == ["acs_iommu"]
+    assert evidence_causes(info, 1) == ()  # one node: no network, no GPU-NIC RDMA path

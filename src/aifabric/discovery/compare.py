@@ -163,6 +163,12 @@ CAUSES: dict[str, str] = {
         "fewer NICs used than the node has (an NCCL_IB_HCA subset, a NIC down, or one NIC shared by the "
         "GPUs): the network busbw is bounded by the NICs the connections used"
     ),
+    "no_p2p": (
+        "GPUs of a node exchange data through host shared memory (NCCL SHM), not P2P: NCCL found peer access "
+        "unusable (NCCL_P2P_DISABLE/NCCL_P2P_LEVEL, a VM without P2P between GPUs, or PCIe ACS redirecting "
+        "peer traffic); every intra-node hop is staged through the CPU (NVIDIA/nccl transport/p2p.cc; "
+        "H200 VMs ~55 GB/s vs 459-489 bare metal, NVIDIA/nccl-tests #256)"
+    ),
     "pcie_root": (
         "PCIe-only node: busbw is bounded by what the CPU root complex forwards (9-11 GB/s for 4 x V100 "
         "Gen3, rcgsheffield/sheffield_hpc Bessemer CUDA page; NCCL maintainer in NVIDIA/nccl #1639) and by "
@@ -619,6 +625,8 @@ def _causes(
 
 def _node_causes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
     """Single-node plateau causes (PCIe root, NVLS off, NVLink degraded), less those the log rules out."""
+    if any(key == "no_p2p" for key, _ in evidence_causes(ctx.info, 1)):
+        return ("no_p2p",)
     if ctx.spec.scale_up.kind == "pcie":
         return ("pcie_root",)
     if (

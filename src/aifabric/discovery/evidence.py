@@ -129,11 +129,22 @@ def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evid
     * ``one_nic``: the connections used fewer NICs than NCCL listed, or ``NCCL_IB_HCA`` left fewer NICs
       than local ranks (a node built with fewer NICs than GPUs, AWS p4d, is not flagged for that alone).
 
-    Empty for one node (no network in the run).
+    * ``no_p2p`` (any node count): GPUs of a node connected through host shared memory (``via SHM``) and
+      never ``via P2P``: NCCL found P2P unusable between them (``transport/p2p.cc`` canConnect) -- a VM
+      without peer access, ACS redirecting peer traffic, or ``NCCL_P2P_DISABLE``;
+    * ``acs_iommu``: NCCL's own hint after a failed RDMA completion that ACS breaks GPUDirect RDMA.
+
+    Only ``no_p2p`` applies to one node (no network in the run).
     """
-    if n_nodes <= 1 or info.empty:
+    if info.empty:
         return ()
     found: list[tuple[str, tuple[Evidence, ...]]] = []
+    if info.intra_transports and not any(t.startswith("P2P/") for t in info.intra_transports):
+        found.append(("no_p2p", info.lines("intra")))
+    if n_nodes <= 1:
+        return tuple(found)
+    if "acs_hint" in info.evidence:
+        found.append(("acs_iommu", info.lines("acs_hint")))
     socket = info.network is not None and info.network.lower() == "socket"
     if socket:
         found.append(("net_socket", info.lines("network", "net_devices")))

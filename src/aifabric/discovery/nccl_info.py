@@ -25,6 +25,7 @@ The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases prin
 ``Connected all rings, use ring PXN 0 GDR 1``                           ``transport/generic.cc``
 ``PXN Disabled as plugin is v4``                                        ``graph/paths.cc``
 ``NCCL_X set by environment to v``                                      ``param.cc``
+``HINT: In many cases this error occurs when ACS is enabled ...``       ``net_ib/common.h``
 ====================================================================  =======================================
 
 Reading is one pass over the lines with anchored patterns on the text after ``NCCL INFO`` (linear time); an
@@ -64,6 +65,7 @@ _RING = re.compile(r"Channel \d{1,4}/\d{1,4} :(?: +\d{1,9})+\s*$")
 _TREES = re.compile(r"Trees \[\d")
 _CONNECTED = re.compile(r"Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
 _PXN_OFF = re.compile(r"PXN Disabled")
+_ACS_HINT = re.compile(r"HINT: In many cases this error occurs when ACS is enabled")
 _ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set by environment to (\S{1,256})")
 _COMM_OLD = re.compile(r"rank \d{1,9} nranks (\d{1,9}) ")
 _PLUGIN = re.compile(r"(?:Loaded net plugin|NET/Plugin: Loaded net plugin) ([^\r\n(]{1,64}?)\s*(?:\(|$)")
@@ -262,6 +264,8 @@ class _Reader:
                 self.first("ring_flags", (m.group(1) == "1", m.group(2) == "1"), ev)
         elif _PXN_OFF.search(text):
             self.first("pxn_disabled", True, ev)
+        elif _ACS_HINT.search(text):
+            self.first("acs_hint", True, ev)
         elif m := _ENV.search(text):
             name, value = m.group(1), m.group(2).rstrip(".")
             self.env[name] = value
