@@ -71,6 +71,7 @@ __all__ = [
     "read_log",
 ]
 
+_TITLE_VERSION = re.compile(r"\bNCCL[ :]+v?(\d{1,2}\.\d{1,3}\.\d{1,3})\b")
 #: Size from which a row counts as "large" whatever its latency share (nccl-tests' plateau region).
 LARGE_BYTES = 1 << 30
 #: out-of-place / in-place time ratio above which a row is a one-off outlier rather than a measurement.
@@ -408,8 +409,9 @@ class TableComparison:
 
     @property
     def nccl_version(self) -> str | None:
-        """NCCL version: the table's banner, else the INFO lines'."""
-        return self.table.nccl_version or self.info.version
+        """NCCL version: the banner, else the INFO lines, else one the title names (``NCCL 2.8.3``)."""
+        found = _TITLE_VERSION.search(self.table.title or "")
+        return self.table.nccl_version or self.info.version or (found.group(1) if found else None)
 
     @property
     def n_ranks(self) -> int:
