@@ -460,6 +460,11 @@ def calibrate(
     ] = None,
     place: Annotated[Place, typer.Option(help="Which half of each row to fit")] = Place.out_of_place,
     name: Annotated[str | None, typer.Option(help="Name of the profile")] = None,
+    ranks: Annotated[int | None, typer.Option(help="Ranks of the runs (overrides the logs)", min=1)] = None,
+    nodes: Annotated[int | None, typer.Option(help="Nodes of the runs (overrides the logs)", min=1)] = None,
+    gpus_per_node: Annotated[
+        int | None, typer.Option(help="GPUs (ranks) per node, when the logs do not say", min=1)
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Fit a calibration profile (bandwidth scales per tier, latency scale, extra network latency) to
@@ -480,7 +485,8 @@ def calibrate(
         text, source = read_log(log)
         result = compare_nccl_tests(text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed,
                                     tables=table, collective=collective,
-                                    place=place.value.replace("-", "_"))  # fmt: skip
+                                    place=place.value.replace("-", "_"), ranks=ranks, nodes=nodes,
+                                    gpus_per_node=gpus_per_node)  # fmt: skip
         comparisons.extend(result.tables)
     fit = fit_calibration(
         comparisons, min_size_bytes=lo, max_size_bytes=hi, name=name or _default_name(comparisons)
