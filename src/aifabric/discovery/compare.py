@@ -31,7 +31,7 @@ import dataclasses
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -398,7 +398,7 @@ class TableComparison:
     threshold: float = 0.15
     calibration: Any | None = None
     dropped: tuple[tuple[int, int], ...] = ()
-    info: NcclInfo = NcclInfo()
+    info: NcclInfo = field(default_factory=NcclInfo)
     net: TransportSpec | None = None
 
     @property

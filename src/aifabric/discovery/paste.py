@@ -25,7 +25,7 @@ from aifabric.errors import ParseError
 __all__ = ["MAX_HEADERS", "clean_line", "parse_pasted"]
 
 #: Headers supplied at most (each needs one more parse; beyond this the text is not a pasted log).
-MAX_HEADERS = 32
+MAX_HEADERS = 8
 
 _STAMP = re.compile(
     r"^(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\s+"
