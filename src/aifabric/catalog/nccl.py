@@ -131,6 +131,7 @@ class NcclRelease(_Frozen):
     ring_plateau_latency_factor: dict[str, float]
     net_overhead_us: dict[str, float]
     pat_bw_factor: float | None = None
+    pat_latency_per_rank_us: float | None = None
     thread_threshold: dict[Protocol, int]
     max_threads: dict[Protocol, int]
     max_channels: int = Field(ge=1)
@@ -218,7 +219,7 @@ def tuning_arch(release: NcclRelease, arch: str) -> str:
 
     NCCL indexes by compute capability: ``>= 100`` Blackwell (and newer), ``>= 90`` Hopper, ``>= 80`` Ampere,
     else Volta (tuning.cc ``compCapIndex``). A release without a Blackwell row treats Blackwell as Hopper;
-    Rubin uses the Blackwell row.
+    Rubin uses the Blackwell row and Ada (compute capability 8.9) the Ampere row.
 
     Raises
     ------
@@ -226,7 +227,7 @@ def tuning_arch(release: NcclRelease, arch: str) -> str:
         ``arch`` is not an NVIDIA GPU architecture NCCL tunes for (TPU, AMD CDNA: RCCL has its own tables).
     """
     order = ("volta", "ampere", "hopper", "blackwell")
-    key = {"rubin": "blackwell"}.get(arch.lower(), arch.lower())
+    key = {"rubin": "blackwell", "ada": "ampere"}.get(arch.lower(), arch.lower())
     if key not in order:
         raise ConfigError(f"arch: NCCL has no tuning row for {arch!r}; known: {', '.join(order)}, rubin")
     rows = release.architectures

@@ -43,6 +43,7 @@ FLAGS = {
     "convention": "--convention",
     "efficiency": "--efficiency",
     "calibration": "--calibration",
+    "nccl_version": "--nccl-version",
     "routing": "--routing",
     "seed": "--seed",
 }
@@ -138,6 +139,13 @@ def collective(
     calibration: Annotated[
         Path | None, typer.Option(help="formula engine: calibration profile YAML from 'aifabric calibrate'")
     ] = None,
+    nccl_version: Annotated[
+        str | None,
+        typer.Option(
+            "--nccl-version",
+            help="formula engine: the NCCL release whose tuning tables apply, e.g. 2.21.5 (default: newest)",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Time a collective on a cluster: one size (--size) or an nccl-tests-like sweep (--min/--max/--factor).
@@ -160,6 +168,7 @@ def collective(
         "convention": convention,
         "efficiency": efficiency,
         "calibration": calibration,
+        "nccl_version": nccl_version,
         "routing": routing,
         "seed": seed,
     }

@@ -9,7 +9,7 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import ring_all_gather_time
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel, base_latency_s, hw_latency_s, nccl_constants
+from aifabric.collectives.tiers import Protocol, TierModel, base_latency_s, hw_latency_s
 
 __all__ = ["pat_cost"]
 
@@ -19,12 +19,14 @@ def pat_cost(
 ) -> Cost | None:
     """PAT all_gather / reduce_scatter over n ranks, one per domain, seconds.
 
-    NCCL's tuner times it with its own latency formula and the ring's bandwidth with a 0.75 penalty::
+    NCCL's tuner times it with its own latency formula and the ring's bandwidth with a penalty ``p_PAT``
+    (0.85 in NCCL 2.23, 0.75 from 2.24; ``pat_bw_factor`` of ``tm.release``)::
 
         lat = base_pat + floor(log2 N) a_o / 3.5 + 2.8 us x n
-        T   = lat + (n - 1)/n S / (0.75 B_o)
+        T   = lat + (n - 1)/n S / (p_PAT B_o)
 
-    with ``base_pat`` = 8 us and ``a_o`` NCCL's PAT network latency (14 us, Simple). Simple protocol only.
+    with ``base_pat`` = 8 us and ``a_o`` NCCL's PAT network latency (14 us, Simple). Simple protocol only;
+    None for a release without PAT.
 
     References
     ----------
@@ -45,12 +47,13 @@ def pat_cost(
     (68.8, 95.5)
     """
     n, N = comm.n_ranks, comm.n_domains  # noqa: N806  (N domains, as in NCCL)
+    rel = tm.release
     olat = hw_latency_s(tm, "net", "pat", proto) + tm.extra_inter_latency_s
-    if math.isnan(olat):
-        return None
-    per_rank = nccl_constants()["pat_latency_per_rank_us"] * 1e-6 * tm.latency_scale
+    if math.isnan(olat) or rel.pat_bw_factor is None or rel.pat_latency_per_rank_us is None:
+        return None  # no PAT in this NCCL release (before 2.23)
+    per_rank = rel.pat_latency_per_rank_us * 1e-6 * tm.latency_scale
     lat = base_latency_s(tm, "pat", proto) + math.floor(math.log2(N)) * olat / 3.5 + n * per_rank
-    bus = tm.nic_bytes_per_s * nccl_constants()["pat_bandwidth_factor"]
+    bus = tm.nic_bytes_per_s * rel.pat_bw_factor
     t = ring_all_gather_time(message_bytes, n, bus)
 
     def why() -> str:

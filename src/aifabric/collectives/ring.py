@@ -3,7 +3,8 @@
 Each cost function reads the cluster through a :class:`~aifabric.collectives.tiers.TierModel` (per-GPU,
 per-direction bytes/s) and a :class:`~aifabric.collectives.communicator.Communicator` (``n`` ranks, at most
 ``g`` per domain, ``N`` domains). The bandwidth terms are the textbook costs of
-:mod:`aifabric.collectives.costs`; the latency terms are NCCL's (``tuning.cc``, ``catalog/data/nccl.yaml``).
+:mod:`aifabric.collectives.costs`; the latency terms are NCCL's (``tuning.cc`` of the release in
+``TierModel.release``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from aifabric.collectives.tiers import (
     TierModel,
     base_latency_s,
     hw_latency_s,
-    nccl_constants,
     net_overhead_s,
     protocol_bandwidth,
+    ring_plateau_latency_factor,
 )
 
 __all__ = ["chain_cost", "flat_ring_cost", "ring_cost"]
@@ -51,12 +52,20 @@ def _ring_like(
     nsteps, ninter = two * (n - 1), two * (N - 1)
     lat = base_latency_s(tm, "ring", proto) + (nsteps - ninter) * ilat + ninter * olat
     if multi and op is Collective.ALL_REDUCE and proto is Protocol.SIMPLE and size / (16 * n) >= 64:
-        lat *= nccl_constants()["ring_plateau_latency_factor"]
+        lat *= ring_plateau_latency_factor(tm)
     up = scaleup_bound(tm, comm)
     nic_agg = comm.min_ranks_per_domain * tm.nic_bytes_per_s
     raw = min(up, nic_agg) if multi else up
     net = SCALE_OUT if multi and nic_agg < up else SCALE_UP
-    bus = protocol_bandwidth(tm, proto, raw, N, tree=False)
+    bus = protocol_bandwidth(
+        tm,
+        proto,
+        raw,
+        N,
+        tree=False,
+        all_reduce=op in (Collective.ALL_REDUCE, Collective.REDUCE),
+        one_rank_per_domain=comm.ranks_per_domain < 2,
+    )
     what = "chain" if algorithm is Algorithm.CHAIN else "ring"
 
     def why() -> str:

@@ -2,9 +2,10 @@
 
 :class:`TierModel` holds, per GPU and per direction (bytes/s), the scale-up bandwidth ``B_i`` and the
 scale-out bandwidth ``B_o`` of a cluster, with the facts NCCL's tuner reads (architecture, CPU vendor,
-NVLS). The NCCL constants (latencies per tier, algorithm and protocol; protocol efficiencies; LL bandwidth
-caps) come from ``catalog/data/nccl.yaml`` (NVIDIA/nccl 2.30.7 ``src/graph/tuning.cc``, restated in
-``reference/nccl-cost-model.md`` sec. 2). Bandwidths per GPU, per direction:
+NVLS) and the NCCL release whose tuning tables apply (:func:`aifabric.catalog.nccl.nccl_release`: latencies
+per tier, algorithm and protocol; protocol efficiencies; LL bandwidth caps; read from NVIDIA/nccl's
+``src/graph/tuning.cc`` at each release tag, restated in ``reference/nccl-cost-model.md`` sec. 2).
+Bandwidths per GPU, per direction:
 
 - scale-up ``B_i``: NCCL's per-link NVLink constant x links (18 x 20.6 = 370.8 GB/s on H100), or the PCIe
   figure (12 GB/s Gen3, / 1.2 when peer traffic crosses an Intel CPU);
@@ -20,13 +21,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from typing import Any
 
-import yaml
-
-from aifabric.catalog.nccl import Protocol
+from aifabric.catalog.nccl import NcclRelease, Protocol, nccl_release, tuning_arch
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
@@ -35,7 +32,6 @@ __all__ = [
     "TierModel",
     "base_latency_s",
     "hw_latency_s",
-    "nccl_constants",
     "net_overhead_s",
     "parse_protocol",
     "protocol_bandwidth",
@@ -58,12 +54,17 @@ def parse_protocol(value: str | Protocol) -> Protocol:
 
 _COLUMN = {Protocol.LL: 0, Protocol.LL128: 1, Protocol.SIMPLE: 2}
 
+#: NCCL's per-step network overhead is tripled for Simple (tuning.cc: ``netOverhead * 3`` for Simple).
+_SIMPLE_NET_OVERHEAD_FACTOR = 3.0
 
-@cache
-def nccl_constants() -> dict[str, Any]:
-    """NCCL's tuner constants (``catalog/data/nccl.yaml``; microseconds and GB/s, as NCCL writes them)."""
-    text = resources.files("aifabric.catalog").joinpath("data", "nccl.yaml").read_text()
-    return yaml.safe_load(text)
+
+def _tuning_row(release: NcclRelease, arch: str) -> str:
+    """NCCL's architecture row for ``arch``; a GPU NCCL does not tune (AMD CDNA under RCCL, TPU) uses the
+    Hopper row, the row RCCL's tuning tables derive from (as the single LL cap of 141 GB/s did before)."""
+    try:
+        return tuning_arch(release, arch)
+    except ConfigError:
+        return tuning_arch(release, "hopper")
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ class TierModel:
     extra_inter_latency_s: float = 0.0
     torus_dims: tuple[int, ...] = ()
     hop_latency_s: float = 0.0
+    release: NcclRelease = nccl_release()
+    tuning_row: str = "hopper"
 
     @property
     def nccl(self) -> bool:
@@ -102,6 +105,7 @@ def tier_model(
     convention: str = "per_direction",
     efficiency: str = "nccl",
     calibration: Any | None = None,
+    nccl_version: str | None = None,
 ) -> TierModel:
     """The :class:`TierModel` of ``spec`` under a bandwidth convention and efficiency.
 
@@ -116,11 +120,15 @@ def tier_model(
     calibration : object, optional
         Anything with ``intra_scale``, ``inter_scale``, ``latency_scale`` and ``extra_inter_latency_s``
         attributes (a fitted profile), applied on top.
+    nccl_version : str, optional
+        The NCCL release whose tuning tables apply (``"2.21.5"``, ``"2.21"``); default: the newest recorded
+        (:func:`aifabric.catalog.nccl.nccl_release`).
 
     Raises
     ------
     ConfigError
-        If ``convention`` or ``efficiency`` is not one of the names above.
+        If ``convention`` or ``efficiency`` is not one of the names above, or ``nccl_version`` is malformed
+        or older than the recorded releases.
     """
     if convention not in ("per_direction", "bidirectional"):
         raise ConfigError(f"convention: unknown {convention!r}; use per_direction or bidirectional")
@@ -138,6 +146,7 @@ def tier_model(
     so = spec.scale_out
     os_ = list(so.oversubscription) + [1.0, 1.0] if so else [1.0, 1.0]
     acc = spec.accelerator_spec
+    release = nccl_release(nccl_version)
     intra_scale = inter_scale = lat_scale = 1.0
     extra = 0.0
     if calibration is not None:
@@ -161,6 +170,8 @@ def tier_model(
         extra_inter_latency_s=extra,
         torus_dims=_torus_dims(spec) if spec.scale_up.kind == "torus" else (),
         hop_latency_s=link.hop_latency_s,
+        release=release,
+        tuning_row=_tuning_row(release, acc.arch),
     )
 
 
@@ -182,51 +193,78 @@ def _torus_dims(spec: ClusterSpec) -> tuple[int, ...]:
 
 
 def hw_latency_s(tm: TierModel, kind: str, row: str, proto: Protocol) -> float:
-    """NCCL ``hwLat[kind][row][proto]`` in seconds (kind: nvlink, pci, net); NaN: protocol not allowed.
+    """NCCL ``hwLat[kind][row][proto]`` of ``tm.release`` in seconds (kind: nvlink, pci, net); NaN when the
+    release has no such algorithm (PAT before 2.23).
 
     ``row`` is the NCCL latency row an algorithm uses (``ring``, ``tree``, ``nvls``, ``nvls_tree``, ``pat``).
     A torus (TPU ICI) is no NCCL tier: one step costs one ICI hop, ``tm.hop_latency_s``, whatever the row.
     """
     if kind == "torus":
         return tm.hop_latency_s * tm.latency_scale
-    value = nccl_constants()["hw_latency_us"][kind][row][_COLUMN[proto]]
-    return math.nan if value is None else value * 1e-6 * tm.latency_scale
+    values = tm.release.hw_latency_us[kind].get(row)  # type: ignore[call-overload]
+    return math.nan if values is None else values[_COLUMN[proto]] * 1e-6 * tm.latency_scale
 
 
 def base_latency_s(tm: TierModel, row: str, proto: Protocol) -> float:
-    """NCCL ``baseLat[row][proto]`` in seconds."""
-    return nccl_constants()["base_latency_us"][row][_COLUMN[proto]] * 1e-6 * tm.latency_scale
+    """NCCL ``baseLat[row][proto]`` of ``tm.release`` in seconds; NaN when the release has no such
+    algorithm."""
+    values = tm.release.base_latency_us.get(row)  # type: ignore[call-overload]
+    return math.nan if values is None else values[_COLUMN[proto]] * 1e-6 * tm.latency_scale
 
 
 def net_overhead_s(tm: TierModel, proto: Protocol) -> float:
-    """NCCL's per-step network overhead of a ring across nodes (x3 with Simple), seconds (tuning.cc)."""
-    c = nccl_constants()
-    ovh = c["net_overhead_us"][tm.cpu_vendor] * 1e-6 * tm.latency_scale
-    return ovh * c["simple_net_overhead_factor"] if proto is Protocol.SIMPLE else ovh
+    """NCCL's per-step network overhead of a ring across nodes, seconds (tuning.cc ``getNetOverhead``: by
+    CPU vendor, 1 us for a vendor it does not list; x3 with Simple)."""
+    table = tm.release.net_overhead_us
+    ovh = table.get(tm.cpu_vendor, table["other"]) * 1e-6 * tm.latency_scale
+    return ovh * _SIMPLE_NET_OVERHEAD_FACTOR if proto is Protocol.SIMPLE else ovh
+
+
+def ring_plateau_latency_factor(tm: TierModel) -> float:
+    """NCCL's latency factor of a Simple all_reduce ring across nodes on its plateau (tuning.cc)."""
+    return tm.release.ring_plateau_latency_factor[tm.tuning_row]
 
 
 def _ll_max(tm: TierModel, n_domains: int) -> float:
-    c = nccl_constants()
+    """NCCL ``llMaxBw``, bytes/s: row by architecture on one node, by CPU vendor on more (AMD: row 1, other
+    vendors: row 0); column 1 node, 2 nodes, >= 3 nodes (tuning.cc)."""
+    rel = tm.release
     if n_domains <= 1:
-        return c["ll_max_bw_single_node"].get(tm.arch, 141.0) * 1e9
-    row = c["ll_max_bw_multi_node"][tm.cpu_vendor]
-    return row[1 if n_domains == 2 else 2] * 1e9
+        return rel.ll_max_bw[tm.tuning_row][0] * 1e9
+    row = rel.architectures[1 if tm.cpu_vendor == "amd" else 0]
+    return rel.ll_max_bw[row][1 if n_domains == 2 else 2] * 1e9
 
 
 def protocol_bandwidth(
-    tm: TierModel, proto: Protocol, busbw_bytes_per_s: float, n_domains: int, *, tree: bool
+    tm: TierModel,
+    proto: Protocol,
+    busbw_bytes_per_s: float,
+    n_domains: int,
+    *,
+    tree: bool,
+    all_reduce: bool = True,
+    one_rank_per_domain: bool = False,
 ) -> float:
-    """Bus bandwidth after the protocol's overhead (NCCL ``tuning.cc`` refinements), bytes/s.
+    """Bus bandwidth after the protocol's overhead (``tuning.cc`` refinements of ``tm.release``), bytes/s.
 
-    LL: half the bandwidth (tree: / 3.8), capped by NCCL's LL maximum; LL128: x 0.92 (tree: 7/9 on one
-    node, 0.9375 across nodes); Simple: as is (tree: x 0.92).
+    Ring: LL ``min(llMaxBw, B f_LL)`` with ``f_LL`` = ``ring_ll_bw_factor`` (1/4; 1/3 on one node for
+    collectives other than all_reduce); LL128 ``B x ring_ll128_bw_factor`` (0.92; 0.7 with one rank per
+    domain); Simple ``B``. Tree: ``B' = B x tree_bw_factor`` (0.92); LL ``min(B' / 3.8, llMaxBw)``; LL128
+    ``B' x tree_ll128_bw_factor`` (7/9 on one node, 120/128 across nodes); Simple ``B'``.
     """
-    c = nccl_constants()
+    rel = tm.release
+    if tree:
+        bus = busbw_bytes_per_s * rel.tree_bw_factor
+        if proto is Protocol.LL:
+            return min(bus / rel.tree_ll_bw_divisor, _ll_max(tm, n_domains))
+        if proto is Protocol.LL128:
+            return bus * rel.tree_ll128_bw_factor[0 if n_domains <= 1 else 1]
+        return bus
     if proto is Protocol.LL:
-        share = busbw_bytes_per_s / c["tree_ll_divisor"] if tree else 0.5 * busbw_bytes_per_s
-        return min(_ll_max(tm, n_domains), share)
+        single_other = n_domains <= 1 and not all_reduce
+        f = rel.ring_ll_bw_factor_single_node_other if single_other else rel.ring_ll_bw_factor
+        return min(_ll_max(tm, n_domains), busbw_bytes_per_s * f)
     if proto is Protocol.LL128:
-        if tree:
-            return busbw_bytes_per_s * (7 / 9 if n_domains <= 1 else c["tree_ll128_efficiency_multi_node"])
-        return busbw_bytes_per_s * c["ll128_efficiency"]
-    return busbw_bytes_per_s * c["tree_simple_efficiency"] if tree else busbw_bytes_per_s
+        f = rel.ring_ll128_bw_factor_one_gpu_per_node if one_rank_per_domain else rel.ring_ll128_bw_factor
+        return busbw_bytes_per_s * f
+    return busbw_bytes_per_s

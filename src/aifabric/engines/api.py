@@ -26,7 +26,16 @@ _TOPOLOGY_OPTIONS = frozenset({"algorithm", "routing", "seed", "qps", "efficienc
 #: What each engine understands; anything else is refused, not dropped.
 ENGINE_OPTIONS: dict[str, frozenset[str]] = {
     "formula": frozenset(
-        {"algorithm", "protocol", "exclude", "convention", "efficiency", "calibration", "tiers"}
+        {
+            "algorithm",
+            "protocol",
+            "exclude",
+            "convention",
+            "efficiency",
+            "calibration",
+            "nccl_version",
+            "tiers",
+        }
     ),
     "links": _TOPOLOGY_OPTIONS,
     "flow": _TOPOLOGY_OPTIONS,

@@ -88,6 +88,7 @@ def formula_collective(
     convention: str = "per_direction",
     efficiency: str = "nccl",
     calibration: Any | None = None,
+    nccl_version: str | None = None,
     tiers: TierModel | None = None,
 ) -> CollectiveResult:
     """Time one collective with the formula engine (see the module docstring).
@@ -104,8 +105,9 @@ def formula_collective(
         Force one (like ``NCCL_ALGO`` / ``NCCL_PROTO``); default: the fastest.
     exclude : tuple of str
         Algorithms not to consider (``("nvls",)`` is ``NCCL_NVLS_ENABLE=0``).
-    convention, efficiency, calibration
-        See :func:`aifabric.collectives.tiers.tier_model`.
+    convention, efficiency, calibration, nccl_version
+        See :func:`aifabric.collectives.tiers.tier_model` (``nccl_version``: the NCCL release whose tuning
+        tables apply; default the newest recorded).
     tiers : TierModel, optional
         Precomputed tier model (planners reuse one across calls).
 
@@ -133,7 +135,13 @@ def formula_collective(
     if not message_bytes > 0 or message_bytes != message_bytes or message_bytes == float("inf"):
         raise ValueError(f"size: message size must be > 0 bytes, got {message_bytes!r}")
     comm = comm or Communicator.contiguous(spec)
-    tm = tiers or tier_model(spec, convention=convention, efficiency=efficiency, calibration=calibration)
+    tm = tiers or tier_model(
+        spec,
+        convention=convention,
+        efficiency=efficiency,
+        calibration=calibration,
+        nccl_version=nccl_version,
+    )
     forced = None if algorithm is None else Algorithm.parse(algorithm)
     proto = None if protocol is None else parse_protocol(protocol)
     excluded = {Algorithm.parse(a) for a in exclude}
