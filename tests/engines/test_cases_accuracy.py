@@ -72,7 +72,9 @@ TABLES = {
     # case_03 T2: reporter A, 4 nodes, defaults
     "03 T2 4 nodes": Table(C03, 1, H100[4], (16, 128), (512 * MiB, 16 * 2**30)),
     # case_03 T7: reporter B, 2 nodes, NCCL_ALGO=Ring (NCCL_MIN_CTAS=24: all channels from 1 MiB)
-    "03 T7 2 nodes ring": Table(C03, 6, H100[2], None, (32 * MiB, 8 * 2**30), (("algorithm", "ring"),)),
+    "03 T7 2 nodes ring": Table(
+        C03, 6, H100[2], None, (32 * MiB, 8 * 2**30), (("env", {"NCCL_ALGO": "Ring"}),)
+    ),
     # case_13 RAW 1 (Sheffield Bessemer docs): 4 x V100 PCIe Gen3 through the CPU, NCCL 2.8.3
     "13 V100 PCIe": Table(C13, 0, preset("v100-pcie-4gpu"), (8, 4096), (8 * MiB, 128 * MiB)),
     # case_31 [S1] (hpc-ai-envs PR #30): 8 x MI300X, rccl-tests, one 8 MB row

@@ -44,6 +44,7 @@ FLAGS = {
     "efficiency": "--efficiency",
     "calibration": "--calibration",
     "nccl_version": "--nccl-version",
+    "env": "--env",
     "routing": "--routing",
     "seed": "--seed",
 }
@@ -58,6 +59,17 @@ def _refuse_unused(engine: str, options: dict[str, Any]) -> None:
             f"{unknown[0]} ({FLAGS[unknown[0]]}): the {engine} engine does not take this option "
             f"(it takes {takes})"
         )
+
+
+def _env(items: list[str]) -> dict[str, str]:
+    """``["NCCL_ALGO=Ring", ...]`` as a mapping; ValueError naming an item that is not NAME=VALUE."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise ValueError(f"--env: expected NAME=VALUE, got {item!r}")
+        out[name.strip()] = value.strip()
+    return out
 
 
 def _sizes(size: str | None, min_size: str | None, max_size: str | None, factor: int) -> list[float]:
@@ -146,6 +158,14 @@ def collective(
             help="formula engine: the NCCL release whose tuning tables apply, e.g. 2.21.5 (default: newest)",
         ),
     ] = None,
+    env: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--env",
+            help="formula engine: an NCCL variable as NAME=VALUE, repeatable (NCCL_ALGO, NCCL_PROTO, "
+            "NCCL_NVLS_ENABLE)",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Time a collective on a cluster: one size (--size) or an nccl-tests-like sweep (--min/--max/--factor).
@@ -169,6 +189,7 @@ def collective(
         "efficiency": efficiency,
         "calibration": calibration,
         "nccl_version": nccl_version,
+        "env": _env(env) if env else None,
         "routing": routing,
         "seed": seed,
     }

@@ -12,8 +12,10 @@ algorithm      collectives                      applies when                    
 ring           all_reduce, all_gather,          always (not on one torus domain)           ring_plan
                reduce_scatter
 tree           all_reduce                       several domains                            --
-nvls           all_reduce                       one NVSwitch domain with NVLS, g > 1       --
-nvls_tree      all_reduce                       several such domains, g > 1                --
+nvls           all_reduce                       one NVSwitch domain with NVLS, g > 1,      --
+                                                NCCL enables it (release, arch, g)
+nvls_tree      all_reduce                       several such domains, g > 1, NCCL          --
+                                                enables it (release, nodes)
 hierarchical*  all_reduce                       several uniform domains, g > 1             hierarchical_plan
 flat_ring*     all_reduce, all_gather,          several domains joined by NICs             flat_ring_plan
                reduce_scatter
@@ -32,9 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
+from aifabric.catalog.nccl import NvlsSupport, nccl_release, nvls_support
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives import plan as plans
 from aifabric.collectives.communicator import Communicator
@@ -118,12 +122,23 @@ def _several_domains(comm: Communicator, tm: TierModel) -> bool:
     return comm.n_domains > 1
 
 
+@cache
+def _nvls_enabled(version: str, row: str, nnodes: int, local_gpus: int) -> NvlsSupport:
+    return nvls_support(nccl_release(version), row, nnodes=nnodes, local_gpus=local_gpus)
+
+
+def _nvls(comm: Communicator, tm: TierModel) -> NvlsSupport:
+    """NCCL's NVLS / NVLS-tree enablement for this release, architecture, node count and local GPUs
+    (:func:`aifabric.catalog.nccl.nvls_support`: nvls.cc and tuning.cc)."""
+    return _nvls_enabled(tm.release.version, tm.tuning_row, comm.n_domains, comm.ranks_per_domain)
+
+
 def _nvls_one_domain(comm: Communicator, tm: TierModel) -> bool:
-    return tm.nvls and comm.ranks_per_domain > 1 and comm.n_domains == 1
+    return tm.nvls and comm.ranks_per_domain > 1 and comm.n_domains == 1 and _nvls(comm, tm).nvls
 
 
 def _nvls_several_domains(comm: Communicator, tm: TierModel) -> bool:
-    return tm.nvls and comm.ranks_per_domain > 1 and comm.n_domains > 1
+    return tm.nvls and comm.ranks_per_domain > 1 and comm.n_domains > 1 and _nvls(comm, tm).nvls_tree
 
 
 def _uniform_domains(comm: Communicator, tm: TierModel) -> bool:

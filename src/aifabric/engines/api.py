@@ -34,6 +34,7 @@ ENGINE_OPTIONS: dict[str, frozenset[str]] = {
             "efficiency",
             "calibration",
             "nccl_version",
+            "env",
             "tiers",
         }
     ),

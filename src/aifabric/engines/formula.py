@@ -11,6 +11,7 @@ asked for.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -18,6 +19,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, AlgorithmSpec, Cost, applicable
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP
+from aifabric.collectives.nccl_env import env_choice
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
 from aifabric.engines.result import Candidate, CollectiveResult
@@ -29,9 +31,13 @@ __all__ = ["PROTOCOLS", "TierModel", "formula_collective", "tier_model"]
 PROTOCOLS = tuple(p.value for p in Protocol)
 
 
-def _protocols(entry: AlgorithmSpec, tm: TierModel, forced: Protocol | None) -> tuple[Protocol, ...]:
-    """The protocols ``entry`` runs with on this cluster (NCCL enables LL128 only on NVLink-class paths)."""
-    return _protocols_of(entry.algorithm, tm.efficiency == "nccl", tm.intra_kind == "pci", forced)
+def _protocols(
+    entry: AlgorithmSpec, tm: TierModel, forced: Protocol | None, allowed: frozenset[Protocol] | None
+) -> tuple[Protocol, ...]:
+    """The protocols ``entry`` runs with on this cluster (NCCL enables LL128 only on NVLink-class paths),
+    among those ``NCCL_PROTO`` allows (``allowed``; None: all)."""
+    out = _protocols_of(entry.algorithm, tm.efficiency == "nccl", tm.intra_kind == "pci", forced)
+    return out if allowed is None else tuple(p for p in out if p in allowed)
 
 
 @cache
@@ -89,6 +95,7 @@ def formula_collective(
     efficiency: str = "nccl",
     calibration: Any | None = None,
     nccl_version: str | None = None,
+    env: Mapping[str, str] | None = None,
     tiers: TierModel | None = None,
 ) -> CollectiveResult:
     """Time one collective with the formula engine (see the module docstring).
@@ -108,6 +115,10 @@ def formula_collective(
     convention, efficiency, calibration, nccl_version
         See :func:`aifabric.collectives.tiers.tier_model` (``nccl_version``: the NCCL release whose tuning
         tables apply; default the newest recorded).
+    env : mapping, optional
+        NCCL environment variables (:data:`aifabric.collectives.nccl_env.MODELLED_VARIABLES`):
+        ``NCCL_ALGO`` / ``NCCL_PROTO`` restrict the choice as NCCL does, ``NCCL_NVLS_ENABLE=0`` disables
+        NVLS and NVLS-tree; others are refused.
     tiers : TierModel, optional
         Precomputed tier model (planners reuse one across calls).
 
@@ -120,7 +131,8 @@ def formula_collective(
     ValueError
         If ``message_bytes <= 0``, or the algorithm/protocol is unknown or not applicable.
     ConfigError
-        If the communicator spans several scale-up domains of a cluster without NICs.
+        If the communicator spans several scale-up domains of a cluster without NICs, or ``env`` holds a
+        variable not modelled or a bad value.
 
     Examples
     --------
@@ -145,6 +157,11 @@ def formula_collective(
     forced = None if algorithm is None else Algorithm.parse(algorithm)
     proto = None if protocol is None else parse_protocol(protocol)
     excluded = {Algorithm.parse(a) for a in exclude}
+    allowed: frozenset[Protocol] | None = None
+    if env:
+        choice = env_choice(env, op)
+        excluded |= choice.disabled
+        allowed = choice.protocols
     n = comm.n_ranks
     if n == 1:
         return _one_rank(op, message_bytes, tm)
@@ -165,7 +182,7 @@ def formula_collective(
         c
         for e in entries
         if e.algorithm not in excluded
-        for p in _protocols(e, tm, proto)
+        for p in _protocols(e, tm, proto, allowed)
         if (c := e.cost(op, p, message_bytes, comm, tm)) is not None
     ]
     if not evals:
