@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from aifabric import catalog
+from aifabric.catalog.transport import transport
 from aifabric.errors import ConfigError, ParseError
 from aifabric.units import parse_bandwidth, parse_nic_bandwidth, parse_time
 
@@ -106,6 +107,9 @@ class ScaleOutSpec(_Strict):
     NIC's per-plane speed (default: switch ports x port speed / link speed, i.e. breakout counted).
     ``nic_twin_port`` marks nodes whose NIC cages take twin-port modules (DGX H100: four OSFP cages, "a
     two-port transceiver to access all eight GPUs", DGX SuperPOD H100 RA, network fabrics).
+    ``transport`` names how NCCL crosses the network (a net transport of ``catalog/data/transports.yaml``:
+    ``ib-verbs``, ``roce-v2``, ``efa-srd``, ``gcp-tcpx``, ``gcp-tcpxo``, ``gcp-gib``, ``tcp-socket``); default
+    the fabric's native one (:attr:`native_transport`).
     ``pod_gpus`` caps the GPUs of one three-tier pod (Meta's AI Zone: a two-stage Clos per zone, the
     ``oversubscription[1]`` aggregation layer between zones); default: as many as the spines' radix allows.
     Each ratio is built exactly at its tier (:mod:`aifabric.cluster.clos`) or the spec is refused.
@@ -126,6 +130,28 @@ class ScaleOutSpec(_Strict):
     nic_twin_port: bool = False
     pod_gpus: int | None = Field(default=None, ge=1)
     hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
+    transport: str | None = None
+
+    @field_validator("transport", mode="before")
+    @classmethod
+    def _transport(cls, v: Any) -> str | None:
+        if v is None:
+            return None
+        entry = transport(str(v))
+        if entry.scope != "net":
+            raise ValueError(f"transport {v!r} is an intra-node transport; scale-out takes a network one")
+        return entry.key
+
+    @property
+    def native_transport(self) -> str:
+        """The transport a fabric kind runs without a plugin: ``ib-verbs`` on InfiniBand, ``roce-v2`` on
+        Ethernet (NCCL's NET/IB on both; ``catalog/data/transports.yaml``)."""
+        return "roce-v2" if self.fabric == "ethernet" else "ib-verbs"
+
+    @property
+    def transport_key(self) -> str:
+        """The transport the cluster uses across nodes: ``transport``, or the fabric's native one."""
+        return self.transport or self.native_transport
 
     @field_validator("nic_speed_bytes_per_s", mode="before")
     @classmethod
@@ -405,10 +431,35 @@ class ClusterSpec(_Strict):
 
     @property
     def nic_effective_bytes_per_s(self) -> float:
-        """Scale-out payload bandwidth per GPU, per direction, bytes/s (line rate x payload efficiency)."""
-        if self.nic_spec is None:
+        """Scale-out payload bandwidth per GPU, per direction, bytes/s.
+
+        ``line rate x e_NIC x e_T / e_native``: the NIC's payload efficiency ``e_NIC`` holds on the fabric's
+        native transport; another transport (a plugin, TCP sockets) scales it by the ratio of the two
+        transports' aggregate efficiencies (``catalog/data/transports.yaml``, each with its source).
+        """
+        if self.nic_spec is None or self.scale_out is None:
             return 0.0
-        return self.nic_line_rate_bytes_per_s * self.nic_spec.payload_efficiency
+        so = self.scale_out
+        ratio = 1.0
+        if so.transport_key != so.native_transport:
+            ratio = (
+                transport(so.transport_key).aggregate_efficiency
+                / transport(so.native_transport).aggregate_efficiency
+            )
+        return self.nic_line_rate_bytes_per_s * self.nic_spec.payload_efficiency * ratio
+
+    @property
+    def transport_extra_latency_s(self) -> float:
+        """Per network hop, what the scale-out transport costs above the fabric's native one, seconds.
+
+        NCCL's ``hwLat[NET]`` is that of its native NET/IB transport; a plugin or socket path adds the
+        difference of the catalogued latencies (``transport.latency - native.latency``, >= 0).
+        """
+        so = self.scale_out
+        if so is None or so.transport_key == so.native_transport:
+            return 0.0
+        extra = transport(so.transport_key).latency_s - transport(so.native_transport).latency_s
+        return max(0.0, extra)
 
     @property
     def scaleup_line_rate_bytes_per_s(self) -> float:

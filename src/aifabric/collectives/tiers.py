@@ -9,7 +9,9 @@ Bandwidths per GPU, per direction:
 
 - scale-up ``B_i``: NCCL's per-link NVLink constant x links (18 x 20.6 = 370.8 GB/s on H100), or the PCIe
   figure (12 GB/s Gen3, / 1.2 when peer traffic crosses an Intel CPU);
-- scale-out ``B_o``: NIC line rate x payload efficiency (400 Gb/s x 0.983 = 49.15 GB/s for ConnectX-7).
+- scale-out ``B_o``: NIC line rate x payload efficiency (400 Gb/s x 0.983 = 49.15 GB/s for ConnectX-7),
+  scaled for a non-native transport, whose extra per-hop latency joins ``extra_inter_latency_s``
+  (:attr:`aifabric.cluster.spec.ClusterSpec.nic_effective_bytes_per_s`).
 
 With ``efficiency="line_rate"`` latencies and protocol overheads are dropped and line rates used: the
 idealised figures of textbooks and of the seed lesson. With ``convention="bidirectional"`` a vendor's
@@ -167,7 +169,7 @@ def tier_model(
         efficiency=efficiency,
         convention=convention,
         latency_scale=lat_scale,
-        extra_inter_latency_s=extra,
+        extra_inter_latency_s=extra + (spec.transport_extra_latency_s if efficiency == "nccl" else 0.0),
         torus_dims=_torus_dims(spec) if spec.scale_up.kind == "torus" else (),
         hop_latency_s=link.hop_latency_s,
         release=release,

@@ -1,0 +1,97 @@
+"""The scale-out transport sets the network's per-hop latency and payload efficiency in the formula engine."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.engines.formula import formula_collective
+from aifabric.errors import ConfigError
+
+NET = ["ib-verbs", "roce-v2", "efa-srd", "gcp-tcpx", "gcp-tcpxo", "gcp-gib", "tcp-socket"]
+
+
+def _h100(nodes: int = 2, transport: str | None = None) -> ClusterSpec:
+    data: dict[str, Any] = {
+        "name": "h100",
+        "accelerator": "h100-sxm",
+        "gpus_per_node": 8,
+        "nodes": nodes,
+        "scale_up": {"kind": "nvswitch"},
+        "scale_out": {"nic": "connectx-7", "fabric": "infiniband", "switch": "quantum-2-qm9700"},
+    }
+    if transport is not None:
+        data["scale_out"]["transport"] = transport
+    return ClusterSpec.from_dict(data)
+
+
+def test_default_is_the_fabric_native_transport():
+    spec = _h100()
+    assert spec.scale_out is not None and spec.scale_out.transport_key == "ib-verbs"
+    assert _h100(transport="ib-verbs").nic_effective_bytes_per_s == spec.nic_effective_bytes_per_s
+
+
+def test_efa_small_message_latency():
+    # transports.yaml efa-srd: 17.7 us per network hop vs NCCL's 5.0 us (tree/LL) on IB. 2 nodes x 8 GPUs,
+    # 8 B all_reduce, tree/LL: 6.8 + 2 x (7 x 0.6 + 17.7) = 50.6 us (dstackai/dstack PR #3961 measured
+    # 50.6 us on 2 x p6-b200; the catalogue's latency is derived from it, so this checks the wiring).
+    r = formula_collective("all_reduce", 8, _h100(transport="efa-srd"))
+    assert (r.algorithm, r.protocol) == ("tree", "LL")
+    assert r.time_s * 1e6 == pytest.approx(50.6, abs=0.05)
+
+
+def test_socket_bandwidth_scales_by_the_transport_efficiency():
+    # NET/Socket: aggregate efficiency 0.55 vs IB verbs 0.982 (transports.yaml): per-GPU payload
+    # 400 Gb/s x 0.983 x 0.55 / 0.982 = 27.53 GB/s.
+    spec = _h100(transport="tcp-socket")
+    assert spec.nic_effective_bytes_per_s / 1e9 == pytest.approx(50 * 0.983 * 0.55 / 0.982, rel=1e-6)
+
+
+@settings(max_examples=30, derandomize=True, deadline=None)
+@given(
+    st.sampled_from(NET),
+    st.sampled_from(["all_reduce", "all_gather", "reduce_scatter"]),
+    st.integers(min_value=3, max_value=34),
+    st.sampled_from([2, 4, 16]),
+)
+def test_no_transport_beats_ib_verbs(key: str, op: str, log2_size: int, nodes: int):
+    # Physical invariant: IB verbs has the lowest catalogued latency and the highest efficiency of the
+    # net transports, so no other transport predicts a faster collective.
+    ib = formula_collective(op, 2**log2_size, _h100(nodes))
+    other = formula_collective(op, 2**log2_size, _h100(nodes, key))
+    assert other.time_s >= ib.time_s * (1 - 1e-9)
+
+
+def test_intra_node_or_unknown_transport_is_refused():
+    with pytest.raises(ConfigError, match="transport"):
+        _h100(transport="shm")
+    with pytest.raises(ConfigError, match="transport"):
+        _h100(transport="carrier-pigeon")
+
+
+def test_cli_cluster_with_a_transport(tmp_path):
+    path = tmp_path / "efa.yaml"
+    raw: dict[str, Any] = {
+        "name": "h100-efa",
+        "accelerator": "h100-sxm",
+        "gpus_per_node": 8,
+        "nodes": 2,
+        "scale_up": {"kind": "nvswitch"},
+        "scale_out": {"nic": "connectx-7", "switch": "quantum-2-qm9700", "transport": "efa-srd"},
+    }
+    path.write_text(yaml.safe_dump(raw))
+    out = CliRunner().invoke(app, ["collective", "-c", str(path), "-s", "8", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.output)[0]["time_s"] * 1e6 == pytest.approx(50.6, abs=0.05)  # as above
+    raw["scale_out"]["transport"] = "shm"
+    path.write_text(yaml.safe_dump(raw))
+    bad = CliRunner().invoke(app, ["collective", "-c", str(path), "-s", "8"])
+    assert bad.exit_code == 2
