@@ -37,7 +37,9 @@ __all__ = [
     "net_overhead_s",
     "parse_protocol",
     "protocol_bandwidth",
+    "ring_plateau_latency_factor",
     "tier_model",
+    "tree_correction",
 ]
 
 
@@ -220,6 +222,16 @@ def net_overhead_s(tm: TierModel, proto: Protocol) -> float:
     table = tm.release.net_overhead_us
     ovh = table.get(tm.cpu_vendor, table["other"]) * 1e-6 * tm.latency_scale
     return ovh * _SIMPLE_NET_OVERHEAD_FACTOR if proto is Protocol.SIMPLE else ovh
+
+
+def tree_correction(tm: TierModel, proto: Protocol, message_bytes: float) -> float:
+    """NCCL's ``treeCorrectionFactor[proto][floor(log2(S / 64))]`` (tuning.cc), 1 outside the table or
+    under ``efficiency="line_rate"``."""
+    if not tm.nccl or message_bytes < 64:
+        return 1.0
+    row = tm.release.tree_correction_factor[proto]
+    idx = int(math.log2(message_bytes / 64))
+    return row[idx] if idx < len(row) else 1.0
 
 
 def ring_plateau_latency_factor(tm: TierModel) -> float:

@@ -8,7 +8,14 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import double_binary_tree_all_reduce_time
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel, base_latency_s, hw_latency_s, protocol_bandwidth
+from aifabric.collectives.tiers import (
+    Protocol,
+    TierModel,
+    base_latency_s,
+    hw_latency_s,
+    protocol_bandwidth,
+    tree_correction,
+)
 
 __all__ = ["tree_cost"]
 
@@ -24,7 +31,11 @@ def tree_cost(
 
         B   = P_tree( min(B_i, g_min B_o) )     (B_i infinite when g = 1: no chain)
         lat = base + 2 ((g - 1) a_i + log2(N) a_o)
-        T   = lat + 2 S / B                      (algbw = B / 2, NCCL's tree model)
+        T   = lat + 2 S / (B c(S))               (algbw = B / 2, NCCL's tree model)
+
+    ``c(S)`` is NCCL's ``treeCorrectionFactor[proto][floor(log2(S / 64))]`` of ``tm.release`` (64 B to
+    256 MiB; 1 beyond): the tree's measured bandwidth shortfall at small and mid sizes, by which NCCL's
+    tuner times it (:func:`~aifabric.collectives.tiers.tree_correction`).
 
     ``P_tree`` is the tree's protocol efficiency (:func:`~aifabric.collectives.tiers.protocol_bandwidth`).
     NCCL itself times a tree on <= 2 nodes from the intra-node bandwidth alone; that lets a tree cross a
@@ -57,7 +68,7 @@ def tree_cost(
     raw = min(up, nic_agg)
     bus = protocol_bandwidth(tm, proto, raw, N, tree=True)
     net = SCALE_OUT if nic_agg < up else SCALE_UP
-    t = double_binary_tree_all_reduce_time(message_bytes, N, bus)
+    t = double_binary_tree_all_reduce_time(message_bytes, N, bus) / tree_correction(tm, proto, message_bytes)
 
     def why() -> str:
         return (
