@@ -16,7 +16,6 @@ import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -29,7 +28,8 @@ from pydantic import (
 
 from aifabric import catalog
 from aifabric.catalog.transport import transport
-from aifabric.errors import ConfigError, ParseError
+from aifabric.errors import ConfigError
+from aifabric.inputs import load_yaml_mapping
 from aifabric.units import parse_bandwidth, parse_nic_bandwidth, parse_time
 
 __all__ = [
@@ -538,47 +538,6 @@ def _with_unit(value: Any, field: str, example: str) -> Any:
     if isinstance(value, int | float) and not isinstance(value, bool):
         raise ValueError(f"{value!r} has no unit; write it with one, e.g. '{example}'")
     return value
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A SafeLoader that refuses a key given twice in one mapping (the last would silently win)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[Any] = set()
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"key {key!r} appears twice", key_node.start_mark
-                )
-            seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-def load_yaml_mapping(path: Path) -> dict[str, Any]:
-    """Read a YAML file that must hold a mapping. Raises ConfigError / ParseError naming file and line."""
-    try:
-        raw = path.read_bytes()
-    except OSError as err:
-        raise ConfigError(f"file {str(path)!r}: {err.strerror}") from err
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ParseError(f"not a UTF-8 text file (byte {err.start})", source=str(path)) from err
-    if not text.strip():
-        raise ParseError("the file is empty; expected a YAML mapping", line=1, source=str(path))
-    try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ParseError(f"malformed YAML: {problem}", line=line, source=str(path)) from err
-    if not isinstance(data, dict):
-        raise ParseError(
-            f"expected a YAML mapping at the top level, got a {type(data).__name__}", line=1, source=str(path)
-        )
-    return data
 
 
 def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:

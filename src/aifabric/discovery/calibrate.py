@@ -14,14 +14,15 @@ The fit itself is :func:`aifabric.discovery.fitting.fit_calibration`.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from aifabric.cluster.spec import load_yaml_mapping
 from aifabric.errors import ConfigError
+from aifabric.inputs import load_yaml_mapping_text, read_input_text
 
 __all__ = ["Calibration", "load_calibration", "save_calibration"]
 
@@ -39,6 +40,10 @@ class Calibration:
     residual_rms: float | None = None
 
     def __post_init__(self) -> None:
+        for field in _NUMBERS:
+            v = getattr(self, field)
+            if v is not None and not math.isfinite(v):
+                raise ConfigError(f"calibration {field}: {v!r} is not a finite number")
         for field in ("intra_scale", "inter_scale", "latency_scale"):
             v = getattr(self, field)
             if not 0.01 <= v <= 100:
@@ -65,13 +70,9 @@ def load_calibration(path: str | Path) -> Calibration:
     ``intra_scale: true`` (a bool is not a number) are refused, as is a missing value (``latency_scale:``)
     other than for ``residual_rms``.
     """
-
     p = Path(path)
-    data = load_yaml_mapping(p)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):  # pragma: no cover - load_yaml_mapping has read it already
-        text = ""
+    text = read_input_text(p)
+    data = load_yaml_mapping_text(text, str(p))
     known = set(Calibration.__dataclass_fields__)
     unknown = sorted(set(data) - known)
     if unknown:
@@ -95,8 +96,9 @@ def load_calibration(path: str | Path) -> Calibration:
                     number = float(value)
                 except ValueError:
                     number = None
-            if number is None:
-                raise ConfigError(f"{where}: calibration {key} must be a number, got {value!r}")
+            if number is None or not math.isfinite(number):
+                what = "a finite number" if number is not None else "a number"
+                raise ConfigError(f"{where}: calibration {key} must be {what}, got {value!r}")
             values[key] = number
         else:
             values[key] = "" if value is None else str(value)

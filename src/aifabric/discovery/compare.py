@@ -56,7 +56,8 @@ from aifabric.discovery.nccl_tests import PerfResult, PerfRow, PerfTable
 from aifabric.discovery.paste import parse_pasted
 from aifabric.engines.formula import PROTOCOLS, formula_collective
 from aifabric.engines.result import CollectiveResult
-from aifabric.errors import ConfigError, ParseError
+from aifabric.errors import ParseError
+from aifabric.inputs import read_input_text
 
 __all__ = [
     "CAUSES",
@@ -223,28 +224,21 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
 def read_log(path: str | Path) -> tuple[str, str]:
     """Read a text file for the discovery front doors; returns ``(text, source)``.
 
+    The file is refused before it is read if it is not a regular file or is larger than
+    :func:`aifabric.inputs.max_input_bytes` (64 MiB unless ``AIFABRIC_MAX_INPUT_BYTES`` says otherwise).
+
     Raises
     ------
     ParseError
         If the file is empty (line 1) or not UTF-8 (the line of the first bad byte).
     ConfigError
-        If the file cannot be read.
+        If the file cannot be read, is not a regular file or is too large.
     """
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as err:
-        raise ConfigError(f"file {str(p)!r}: {err.strerror}") from err
-    source = str(p)
-    if not raw.strip():
-        raise ParseError(f"the file is empty ({len(raw)} bytes)", line=1, source=source)
-    try:
-        return raw.decode("utf-8"), source
-    except UnicodeDecodeError as err:
-        line = raw[: err.start].count(b"\n") + 1
-        raise ParseError(
-            f"not UTF-8 text ({err.reason} at byte {err.start})", line=line, source=source
-        ) from err
+    source = str(path)
+    text = read_input_text(path)
+    if not text.strip():
+        raise ParseError(f"the file is empty ({len(text.encode())} bytes)", line=1, source=source)
+    return text, source
 
 
 # -- one row -------------------------------------------------------------------------------------------------

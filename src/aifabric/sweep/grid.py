@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aifabric.cluster.spec import load_yaml_mapping
 from aifabric.collectives.ops import Collective
 from aifabric.errors import ConfigError
+from aifabric.inputs import load_yaml_mapping
 from aifabric.units import one_size
 
 __all__ = ["SweepPoint", "SweepSpec", "load_sweep"]
@@ -104,6 +104,5 @@ class SweepSpec:
 
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read a sweep YAML file. Raises ParseError/ConfigError naming the file."""
-
     p = Path(path)
     return SweepSpec.from_dict(load_yaml_mapping(p), source=str(p))

@@ -26,7 +26,8 @@ from typing import Any, Literal
 
 import yaml
 
-from aifabric.errors import ConfigError, ParseError
+from aifabric.errors import ConfigError
+from aifabric.inputs import load_yaml_mapping
 
 __all__ = ["HF_CONFIG_KEYS", "BytesPerParam", "ModelSpec", "get_model", "list_models", "load_model"]
 
@@ -470,17 +471,13 @@ class ModelSpec:
         Raises
         ------
         ParseError
-            If the file is not valid YAML.
+            If the file is not valid YAML, breaks a limit of :func:`aifabric.inputs.load_yaml`, or does not
+            hold a mapping.
         ConfigError
             If the entry is invalid or ``name`` is not in the file.
         """
         path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except yaml.YAMLError as err:
-            raise ParseError(f"invalid YAML: {err}", source=str(path)) from err
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{path}: expected a mapping at the top level")
+        data = load_yaml_mapping(path)
         if "n_layers" in data:
             return cls.from_dict(data, name=name or path.stem)
         entries = _index(data, str(path))
