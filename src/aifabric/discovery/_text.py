@@ -24,6 +24,26 @@ def nonempty_text(text: str | bytes, source: str | None, empty: str) -> str:
     return text
 
 
+#: Longest line the discovery readers accept, characters (1 MiB). NCCL's longest lines, the ring orders of
+#: ``NCCL_DEBUG=INFO`` ("Channel 00/32 : 0 1 2 ...") are about 6 characters per rank: 100 kB at 16k ranks.
+#: Every regex of the readers runs on one line, so this bounds what any one match can cost.
+MAX_LINE_CHARS = 1 << 20
+
+
+def split_lines(text: str, source: str | None) -> list[str]:
+    """``text`` split at newlines; a ``ParseError`` names the first line longer than :data:`MAX_LINE_CHARS`."""
+    lines = text.split("\n")
+    if len(text) > MAX_LINE_CHARS:
+        for index, line in enumerate(lines):
+            if len(line) > MAX_LINE_CHARS:
+                raise ParseError(
+                    f"line of {len(line):,} characters, above the limit of {MAX_LINE_CHARS:,}",
+                    line=index + 1,
+                    source=source,
+                )
+    return lines
+
+
 def line_count(text: str) -> int:
     """Lines in ``text``, a last line without a newline included."""
     return text.count("\n") + (0 if text.endswith("\n") else 1)

@@ -35,8 +35,10 @@ __all__ = ["NcclSettings", "nccl_settings"]
 _NCCL_ALGOS = ("ring", "tree", "nvls", "nvls_tree")
 _UNMODELLED_ALGOS = frozenset({Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN, Algorithm.PAT})
 _ENV = re.compile(r"(?<![\w-])(NCCL_[A-Z0-9_]+)=([^\s'\"]+)")
-_ENV_INFO = re.compile(r"(NCCL_[A-Z0-9_]+) set by environment to (\S+)")
-_ENV_LINE = re.compile(r"^\s*(?:export\s+)?(?:NCCL_[A-Z0-9_]+=\S+\s*)+$")
+# Regexes here run on every line of a log: each is linear (a variable name starts where no name character
+# precedes it; an ``NCCL_X=v`` line is checked token by token, not by a nested repetition that backtracks).
+_ENV_INFO = re.compile(r"(?<![A-Z0-9_])(NCCL_[A-Z0-9_]+) set by environment to (\S+)")
+_ENV_TOKEN = re.compile(r"NCCL_[A-Z0-9_]+=\S+")
 _COMMAND = re.compile(
     r"(?<![\w-])(?:mpirun|mpiexec|srun|orterun|[A-Za-z][A-Za-z0-9_]*_perf(?:_mpi)?)(?![\w-])"
 )
@@ -129,6 +131,14 @@ def _map_proto(value: str) -> tuple[tuple[str, ...], str]:
     return allowed, f"NCCL_PROTO={value}: protocols {', '.join(allowed)}"
 
 
+def _is_env_line(stripped: str) -> bool:
+    """A line of ``NCCL_X=v`` assignments only, after an optional ``export``."""
+    tokens = stripped.split()
+    if tokens[:1] == ["export"]:
+        tokens = tokens[1:]
+    return bool(tokens) and all(_ENV_TOKEN.fullmatch(token) for token in tokens)
+
+
 def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None = None) -> NcclSettings:
     """The NCCL settings of one run, read from its title and the lines printed before its table.
 
@@ -157,7 +167,7 @@ def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None
         stripped = line.strip()
         is_title = stripped.startswith("===")
         command = not stripped.startswith("#") and _COMMAND.search(stripped) is not None
-        if is_title or command or _ENV_LINE.match(stripped):
+        if is_title or command or _is_env_line(stripped):
             sources.append(stripped)
         else:
             info = _ENV_INFO.search(stripped)

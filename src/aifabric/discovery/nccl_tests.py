@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from aifabric.discovery._text import decode
+from aifabric.discovery._text import decode, split_lines
 from aifabric.errors import ParseError
 
 __all__ = [
@@ -106,7 +106,7 @@ _PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")  # mpirun --
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _RANK = re.compile(
     r"^#\s*Rank\s+(\d{1,9})\s+(?:Group\s+(\d{1,9})\s+)?Pid\s+(\d{1,12})\s+on\s+(\S+)\s+"
-    r"device\s+(\d{1,9})\s+\[([^\]]*)\]\s*(.*?)\s*$"
+    r"device\s+(\d{1,9})\s+\[([^\]]*)\]\s*(.*)$"  # the name: not (.*?)\s*$, quadratic on long blank runs
 )
 _RANKS_LINE = re.compile(r"^#\s*Ranks\s+\d{1,9}\s*-\s*\d{1,9}\s+on\s+\S")
 _RANKS_SEGMENT = re.compile(r"[Rr]anks\s+(\d{1,9})\s*-\s*(\d{1,9})\s+on\s+([^\s,;]+)([^;]*)")
@@ -114,7 +114,9 @@ _VERSION = re.compile(r"NCCL version\s+(\d{1,4}(?:\.\d{1,6}){1,3})(?:\+cuda(\d{1
 _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S*)")
 _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d{1,20})")
 _LAUNCHER = re.compile(r"(?<![\w-])(mpirun|mpiexec|srun|orterun)(?![\w-])")
-_MAX_RANKS = 1 << 20
+#: Most ranks the rank lines above one table may describe (131,072: above the largest single jobs reported,
+#: about 100,000 GPUs). A condensed line ``Ranks 0-N on h`` expands to N objects, so this bounds the cost.
+_MAX_RANKS = 1 << 17
 _GIGA = Decimal(10) ** 9  # GB/s -> bytes/s (nccl-tests: 1 GB = 1e9 B)
 _MICRO = Decimal(10) ** -6  # us -> s
 
@@ -417,7 +419,7 @@ def parse_nccl_tests(
     8
     """  # noqa: E501  (verbatim nccl-tests rows in the doctest)
     override = _canonical_argument(collective) if collective is not None else None
-    lines = [_clean(raw) for raw in decode(text, source).split("\n")]
+    lines = [_clean(raw) for raw in split_lines(decode(text, source), source)]
     tables: list[PerfTable] = []
     boundary = 0  # first line after the previous table: metadata above a table is read from here on
     earlier: str | None = None  # the last binary named above ``boundary``
@@ -809,6 +811,7 @@ def _title(lines: list[str], boundary: int, stop: int) -> tuple[str | None, int]
 
 def _rank_lines(region: list[str], offset: int, source: str | None) -> tuple[RankInfo, ...]:
     ranks: dict[int, RankInfo] = {}
+    expanded = 0  # RankInfo objects made from condensed lines, repeats included
     for i, line in enumerate(region):
         stripped = line.strip()
         match = _RANK.match(stripped)
@@ -821,19 +824,21 @@ def _rank_lines(region: list[str], offset: int, source: str | None) -> tuple[Ran
                     host=match.group(4),
                     device=int(match.group(5)),
                     bus_id=match.group(6).strip() or None,
-                    gpu_name=match.group(7) or None,
+                    gpu_name=match.group(7).rstrip() or None,
                     pid=int(match.group(3)),
                     group=int(match.group(2)) if match.group(2) is not None else None,
                 ),
             )
         elif _RANKS_LINE.match(stripped):
-            for info in _condensed_ranks(stripped, offset + i + 1, source):
+            infos = _condensed_ranks(stripped, offset + i + 1, source, _MAX_RANKS - expanded)
+            expanded += len(infos)
+            for info in infos:
                 ranks.setdefault(info.rank, info)
     return tuple(ranks[rank] for rank in sorted(ranks))
 
 
-def _condensed_ranks(stripped: str, lineno: int, source: str | None) -> list[RankInfo]:
-    """``#  Ranks 0-7 on host-a devices 0-7 [bus ids]; ranks 8-15 on host-b, same``."""
+def _condensed_ranks(stripped: str, lineno: int, source: str | None, limit: int) -> list[RankInfo]:
+    """``#  Ranks 0-7 on host-a devices 0-7 [bus ids]; ranks 8-15 on host-b, same``; at most ``limit``."""
     infos: list[RankInfo] = []
     devices: tuple[int, int] | None = None
     bus_ids: list[str] = []
@@ -847,6 +852,10 @@ def _condensed_ranks(stripped: str, lineno: int, source: str | None) -> list[Ran
             bus_ids = re.findall(r"\[([^\]]+)\]", rest)
         elif not re.search(r"\bsame\b", rest):
             devices, bus_ids = None, []
+        if len(infos) + last - first >= limit:
+            raise ParseError(
+                f"rank lines above this table list more than {_MAX_RANKS:,} ranks", line=lineno, source=source
+            )
         for k, rank in enumerate(range(first, last + 1)):
             device = devices[0] + k if devices and devices[0] + k <= devices[1] else None
             infos.append(

@@ -32,8 +32,10 @@ entity-expansion attacks cannot reach the parser.
 
 from __future__ import annotations
 
+import math
 import re
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypedDict
 from xml.parsers import expat
@@ -42,6 +44,8 @@ from aifabric.discovery._text import decode
 from aifabric.errors import ParseError
 
 __all__ = [
+    "MAX_XML_DEPTH",
+    "MAX_XML_DOCUMENTS",
     "CpuNode",
     "GpuNode",
     "NcclTopology",
@@ -53,10 +57,17 @@ __all__ = [
     "parse_nccl_topologies",
 ]
 
-_SYSTEM_START = re.compile(r"^[ \t]*<system\b[^>]*?(/?)>", re.MULTILINE)
+_SYSTEM_START = re.compile(r"^[ \t]*<system\b", re.MULTILINE)
+#: Longest ``<system ...>`` start tag looked for: a text of unclosed ``<system`` lines stays linear.
+_MAX_START_TAG = 512
 _SYSTEM_END = re.compile(r"</system\s*>")
 _GT_PER_S = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*GT/s\b", re.IGNORECASE)
 _HEX_WORD = re.compile(r"^[0-9a-fA-F]{1,16}$")
+#: Deepest element nesting accepted. A real dump is ``system > cpu > pci (switches) > pci > gpu > nvlink``,
+#: under 10 levels (PCIe hierarchies are a few switches deep); this bounds a hostile file's cost.
+MAX_XML_DEPTH = 64
+#: Most ``<system>`` documents in one text (one per node of a cluster dump; each costs a parse).
+MAX_XML_DOCUMENTS = 4096
 
 
 # -- data objects --------------------------------------------------------------------------------------------
@@ -432,20 +443,31 @@ def parse_nccl_topologies(text: str | bytes, source: str | None = None) -> list[
 
 
 def _documents(text: str, source: str | None) -> list[tuple[int, str]]:
-    """(1-based first line, text) of each ``<system>`` document."""
+    """(1-based first line, text) of each ``<system>`` document.
+
+    A ``<system`` whose start tag does not close within :data:`_MAX_START_TAG` characters is commentary.
+    """
     found: list[tuple[int, str]] = []
     position = 0
+    line, counted = 1, 0  # the line at offset ``counted``: lines are counted once, not from 0 each time
     while True:
         start = _SYSTEM_START.search(text, position)
         if start is None:
             return found
-        begin = start.start() + len(start.group(0)) - len(start.group(0).lstrip())
-        first_line = text.count("\n", 0, begin) + 1
-        if start.group(1) == "/":
-            found.append((first_line, text[begin : start.end()]))
+        close = text.find(">", start.end(), start.end() + _MAX_START_TAG)
+        if close < 0:
             position = start.end()
             continue
-        end = _SYSTEM_END.search(text, start.end())
+        if len(found) == MAX_XML_DOCUMENTS:
+            raise ParseError(f"more than {MAX_XML_DOCUMENTS} <system> documents", line=line, source=source)
+        begin = start.start() + len(start.group(0)) - len(start.group(0).lstrip())
+        line, counted = line + text.count("\n", counted, begin), begin
+        first_line = line
+        if text[close - 1] == "/":
+            found.append((first_line, text[begin : close + 1]))
+            position = close + 1
+            continue
+        end = _SYSTEM_END.search(text, close + 1)
         if end is None:
             raise ParseError("<system> is never closed by </system>", line=first_line, source=source)
         found.append((first_line, text[begin : end.end()]))
@@ -465,10 +487,24 @@ class _Tree:
         self._source = source
         builder = ET.TreeBuilder()
         parser = expat.ParserCreate()
+        depth = 0
 
         def start(tag: str, attrs: dict[str, str]) -> None:
+            nonlocal depth
+            depth += 1
+            if depth > MAX_XML_DEPTH:
+                raise ParseError(
+                    f"elements nested deeper than {MAX_XML_DEPTH} levels",
+                    line=parser.CurrentLineNumber + first_line - 1,
+                    source=source,
+                )
             element = builder.start(tag, attrs)
             self.lines[element] = parser.CurrentLineNumber + first_line - 1
+
+        def end(tag: str) -> None:
+            nonlocal depth
+            depth -= 1
+            builder.end(tag)
 
         def refuse_doctype(*_: object) -> None:
             raise ParseError(
@@ -478,7 +514,7 @@ class _Tree:
             )
 
         parser.StartElementHandler = start
-        parser.EndElementHandler = builder.end
+        parser.EndElementHandler = end
         parser.StartDoctypeDeclHandler = refuse_doctype
         parser.EntityDeclHandler = refuse_doctype
         try:
@@ -526,7 +562,7 @@ def _parse_document(document: str, first_line: int, source: str | None) -> NcclT
                 line=tree.line(child),
             )
             out.cpus.append(cpu)
-            _walk(tree, child, cpu.numaid, None, out)
+            _walk(tree, child, cpu.numaid, out)
     busids = [s.busid for s in out.switches] + [g.busid for g in out.gpus] + [n.busid for n in out.nics]
     seen: set[str] = set()
     for busid in busids:
@@ -545,18 +581,28 @@ def _parse_document(document: str, first_line: int, source: str | None) -> NcclT
     )
 
 
-def _walk(tree: _Tree, parent: ET.Element, numaid: int | None, switch: str | None, out: _Collected) -> None:
-    """Visit the children of a ``<cpu>`` or switch ``<pci>``; ``switch`` is the enclosing switch's bus id."""
-    for element in parent:
-        if element.tag == "nic":  # a NIC without a PCI device (e.g. a socket interface)
+def _walk(tree: _Tree, cpu: ET.Element, numaid: int | None, out: _Collected) -> None:
+    """Visit every device under a ``<cpu>`` in document order, depth first, without recursion.
+
+    The stack holds one iterator per open switch ``<pci>`` with the switch's bus id, so a deep hierarchy
+    costs memory, not Python stack frames (the parser already refused more than :data:`MAX_XML_DEPTH` levels).
+    """
+    stack: list[tuple[Iterator[ET.Element], str | None]] = [(iter(cpu), None)]
+    while stack:
+        children, switch = stack[-1]
+        element = next(children, None)
+        if element is None:
+            stack.pop()
+        elif element.tag == "nic":  # a NIC without a PCI device (e.g. a socket interface)
             out.nics.append(_nic(tree, None, element, numaid, switch))
         elif element.tag == "gpu":
             out.gpus.append(_gpu(tree, None, element, numaid, switch))
-        elif element.tag == "pci":
-            _pci(tree, element, numaid, switch, out)
+        elif element.tag == "pci" and _pci(tree, element, numaid, switch, out):
+            stack.append((iter(element), element.get("busid")))
 
 
-def _pci(tree: _Tree, element: ET.Element, numaid: int | None, switch: str | None, out: _Collected) -> None:
+def _pci(tree: _Tree, element: ET.Element, numaid: int | None, switch: str | None, out: _Collected) -> bool:
+    """Record the device of one ``<pci>``; True if it is a switch whose children must be visited."""
     busid = element.get("busid")
     if not busid:
         raise tree.error(element, "missing busid")
@@ -581,7 +627,8 @@ def _pci(tree: _Tree, element: ET.Element, numaid: int | None, switch: str | Non
                 line=tree.line(element),
             )
         )
-        _walk(tree, element, numaid, busid, out)
+        return True
+    return False
 
 
 def _gpu(
@@ -681,7 +728,10 @@ def _float(tree: _Tree, element: ET.Element, name: str) -> float | None:
         return None
     if not re.fullmatch(r"\s*[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?\s*", value):
         raise tree.error(element, f"{name}={value!r} is not a number")
-    return float(value)
+    number = float(value)
+    if not math.isfinite(number):
+        raise tree.error(element, f"{name}={value!r} is not a finite number")
+    return number
 
 
 def _bool(tree: _Tree, element: ET.Element, name: str) -> bool | None:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from aifabric.discovery._text import decode
+from aifabric.discovery._text import decode, split_lines
 from aifabric.errors import ParseError
 
 __all__ = ["PATH_ORDER", "TopoMatrix", "normalize_path_code", "parse_cpulist"]
@@ -126,7 +126,7 @@ def parse_cpulist(text: str) -> frozenset[int] | None:
     text = text.strip()
     if text.upper() == "N/A":
         return None
-    ids: set[int] = set()
+    ranges: list[tuple[int, int]] = []
     for part in text.split(","):
         match = re.fullmatch(r"(\d+)(?:-(\d+))?", part.strip())
         if not match:
@@ -135,7 +135,13 @@ def parse_cpulist(text: str) -> frozenset[int] | None:
         high = int(match.group(2)) if match.group(2) is not None else low
         if high < low or high > _MAX_CPU_ID:
             raise ValueError(f"implausible range {part!r} in cpulist {text!r}")
-        ids.update(range(low, high + 1))
+        ranges.append((low, high))
+    # Merged before they are expanded: a list repeating "0-65535" costs its length, not 65,536 ids per entry.
+    ids: list[int] = []
+    covered = -1
+    for low, high in sorted(ranges):
+        ids.extend(range(max(low, covered + 1), high + 1))
+        covered = max(covered, high)
     return frozenset(ids)
 
 
@@ -227,7 +233,7 @@ class TopoMatrix:
         >>> m.nvlink_pairs(), m.nearest_nics("GPU1"), m.numa_nodes()
         ([('GPU0', 'GPU1', 18)], [('NIC0', 'NODE')], {0})
         """
-        lines = decode(text, source).split("\n")
+        lines = split_lines(decode(text, source), source)
         lines = [_ANSI.sub("", raw).rstrip("\r") for raw in lines]
         first_error: ParseError | None = None
         for header_index in _header_candidates(lines):
@@ -326,27 +332,29 @@ def _header_candidates(lines: list[str]) -> list[int]:
 
 def _parse_header(line: str, lineno: int, source: str | None) -> tuple[list[str], list[str]]:
     tokens = line.split()
-    devices: list[str] = []
-    while tokens and _DEVICE.match(tokens[0]):
-        devices.append(tokens.pop(0))
+    n = 0
+    while n < len(tokens) and _DEVICE.match(tokens[n]):
+        n += 1
+    devices, rest = tokens[:n], tokens[n:]
     if len(set(devices)) != len(devices):
         raise ParseError("a device appears twice in the matrix header", line=lineno, source=source)
     if not any(d.startswith("GPU") for d in devices):
         raise ParseError("the matrix header names no GPU", line=lineno, source=source)
-    rest = " ".join(tokens)
     trailing: list[str] = []
-    while rest:
+    at = 0  # the trailing column names are matched token by token: linear in the line
+    while at < len(rest):
         for name in _TRAILING_COLUMNS:
-            if rest == name or rest.startswith(name + " "):
+            words = name.split()
+            if rest[at : at + len(words)] == words:
+                if name in trailing:
+                    raise ParseError(
+                        "a column appears twice in the matrix header", line=lineno, source=source
+                    )
                 trailing.append(name)
-                rest = rest[len(name) :].lstrip()
+                at += len(words)
                 break
         else:
-            raise ParseError(
-                f"unknown column {rest.split()[0]!r} in the matrix header", line=lineno, source=source
-            )
-    if len(set(trailing)) != len(trailing):
-        raise ParseError("a column appears twice in the matrix header", line=lineno, source=source)
+            raise ParseError(f"unknown column {rest[at]!r} in the matrix header", line=lineno, source=source)
     return devices, trailing
 
 
