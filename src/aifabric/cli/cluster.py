@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, use_catalog
+from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, literal, use_catalog
 from aifabric.cluster.headlines import headlines
 from aifabric.cluster.power import optics_whatif
 from aifabric.cluster.presets import list_presets
@@ -111,8 +111,9 @@ def show(
         return
     chips = "chips" if spec.accelerator_spec.arch == "tpu" else "GPUs"
     console.print(
-        f"[bold]{spec.name}[/]: {s.n_gpus} x {spec.accelerator_spec.name} in {s.n_nodes} nodes; "
-        f"fast (scale-up) domain {s.domain_gpus} {chips}"
+        f"[bold]{literal(spec.name)}[/]: {s.n_gpus} x {literal(spec.accelerator_spec.name)} in {s.n_nodes} nodes; "
+        f"fast (scale-up) domain {s.domain_gpus} {chips}",
+        markup=True,
     )
     if spec.description:
         console.print(spec.description.strip())

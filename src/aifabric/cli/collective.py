@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import console, emit_json, handle_errors, literal
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm
 from aifabric.collectives.communicator import resolve_communicator
@@ -210,13 +210,14 @@ def collective(
         else "vendor scale-up figures used as per-GPU rates (both directions added)"
     )
     console.print(
-        f"[bold]{r0.op}[/] on {spec.name}: {comm.n_ranks} ranks, {comm.n_domains} scale-up domain(s) of up "
-        f"to {comm.ranks_per_domain}; engine {r0.engine}; {conv_text}; "
+        f"[bold]{literal(r0.op)}[/] on {literal(spec.name)}: {comm.n_ranks} ranks, {comm.n_domains} "
+        f"scale-up domain(s) of up to {comm.ranks_per_domain}; engine {r0.engine}; {conv_text}; "
         + (
             "ICI links at the documented rate, one hop latency per ring step"
             if spec.scale_up.kind == "torus"
             else ("NCCL-effective bandwidths and latencies" if eff == "nccl" else "line rates, no latency")
-        )
+        ),
+        markup=True,
     )
     if cal is not None:
         console.print(

@@ -8,43 +8,121 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
 
 from aifabric import catalog
 from aifabric.errors import AifabricError
+from aifabric.inputs import printable
 
-__all__ = ["CatalogOption", "console", "emit_json", "err_console", "handle_errors", "use_catalog"]
+__all__ = [
+    "CatalogOption",
+    "console",
+    "emit_json",
+    "err_console",
+    "handle_errors",
+    "literal",
+    "use_catalog",
+]
+
+
+class _LiteralConsole(Console):
+    """A rich Console for text that comes from input files.
+
+    Markup is off unless a call asks for it (``console.print(..., markup=True)``, whose input-derived
+    parts go through :func:`literal`), so a cluster named ``[/]`` prints as ``[/]``; and every string it
+    renders, table cells included, has its control characters and escape sequences made visible
+    (:func:`aifabric.inputs.printable`) so that a name from a file cannot drive the terminal.
+    """
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(printable(text), **kwargs)
+
 
 # Wide tables when piped (files, CI logs); prose is never hard-wrapped.
-console = Console(width=None if sys.stdout.isatty() else 180, soft_wrap=True)
-err_console = Console(stderr=True, soft_wrap=True)
+console = _LiteralConsole(width=None if sys.stdout.isatty() else 180, soft_wrap=True, markup=False)
+err_console = _LiteralConsole(stderr=True, soft_wrap=True, markup=False)
 F = TypeVar("F", bound=Callable[..., Any])
+#: Longest error line printed, characters: a message quoting a 1 MB input line is cut in its middle.
+MAX_ERROR_CHARS = 600
+
+
+def literal(text: object) -> str:
+    """Input-derived text (a cluster, node, GPU or collective name) ready for a rich console: control
+    characters and escape sequences made visible (:func:`aifabric.inputs.printable`), markup escaped so
+    that ``[/]`` or ``[bold]`` in a name print as written.
+
+    >>> literal("[/]x\x1b[2J")
+    '\\\\[/]x'
+    """
+    return escape(printable(text))
 
 
 def handle_errors(fn: F) -> F:
-    """Turn AifabricError / ValueError into ``error: <message>`` on stderr and exit code 2."""
+    """Turn AifabricError / ValueError / OSError into ``error: <message>`` on stderr and exit code 2.
+
+    The message is one line: newlines become spaces, control characters are made visible and a message
+    longer than :data:`MAX_ERROR_CHARS` is cut in its middle. An ``OSError`` is a file that could not be
+    read or written (a full disk, a vanished folder) after the up-front checks passed.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
         except (AifabricError, ValueError) as err:
-            msg = str(err).replace("\n", " ")
-            print(f"error: {msg}", file=sys.stderr)
-            raise typer.Exit(code=2) from None
+            _fail(str(err))
+        except OSError as err:
+            where = f"{err.filename}: " if err.filename else ""
+            _fail(f"{where}{err.strerror or err}")
 
     return wrapper  # type: ignore[return-value]
 
 
+def _fail(message: str) -> NoReturn:
+    msg = printable(message.replace("\r", " ").replace("\n", " ").replace("\t", " "))
+    if len(msg) > MAX_ERROR_CHARS:
+        half = MAX_ERROR_CHARS // 2
+        msg = f"{msg[:half]} ... {msg[-half:]}"
+    print(f"error: {msg}", file=sys.stderr)
+    raise typer.Exit(code=2) from None
+
+
 def emit_json(data: Any) -> None:
-    """Print ``data`` as JSON on stdout (for machines)."""
-    print(json.dumps(data, indent=2, default=float))
+    """Print ``data`` as JSON on stdout (for machines); always valid JSON.
+
+    Raises
+    ------
+    ValueError
+        If ``data`` holds NaN or an infinity (JSON has neither), naming where.
+    """
+    try:
+        text = json.dumps(data, indent=2, default=float, allow_nan=False)
+    except ValueError:
+        raise ValueError(f"the result holds a non-finite number at {_non_finite(data) or '?'}") from None
+    print(text)
+
+
+def _non_finite(data: Any, path: str = "") -> str | None:
+    """The dotted path of the first NaN or infinity in ``data``, iteratively (no recursion limit)."""
+    stack: list[tuple[str, Any]] = [(path, data)]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+        elif isinstance(value, list | tuple):
+            stack.extend((f"{where}[{i}]", v) for i, v in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            return where or "the top level"
+    return None
 
 
 #: ``--catalog FILE`` (repeatable): user catalogue files merged over the shipped parts (see

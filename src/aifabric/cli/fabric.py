@@ -10,7 +10,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import console, emit_json, handle_errors, literal
 from aifabric.cluster.placement import PLACEMENTS, place_jobs
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.topology import TIER_NAMES, build_topology
@@ -183,10 +183,11 @@ def fabric(
         return
     size_text = f"{format_bytes(s)} {'per flow' if traffic in PATTERNS else '(nccl-tests size)'}"
     console.print(
-        f"[bold]{traffic}[/] of {size_text} on {spec.name} ({spec.n_gpus} GPUs): {jobs} job(s) of {n_job} "
-        f"nodes, placement {placement}; engine {engine}, routing "
+        f"[bold]{literal(traffic)}[/] of {size_text} on {literal(spec.name)} ({spec.n_gpus} GPUs): {jobs} "
+        f"job(s) of {n_job} nodes, placement {placement}; engine {engine}, routing "
         f"{routing}{f' ({qps} QPs)' if routing == 'qp' else ''}, seed "
-        f"{seed}" + (f"; {res.failed_links} directed links failed" if res.failed_links else "")
+        f"{seed}" + (f"; {res.failed_links} directed links failed" if res.failed_links else ""),
+        markup=True,
     )
     if traffic not in PATTERNS:
         console.print(f"algorithm {plans[0].algorithm}" + (f": {notes[0]}" if notes else ""))

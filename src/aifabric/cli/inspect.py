@@ -17,6 +17,7 @@ import typer
 import yaml
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from aifabric.cli.common import console, emit_json, handle_errors
 from aifabric.discovery.compare import (
@@ -27,7 +28,7 @@ from aifabric.discovery.compare import (
     describe_cause,
     read_log,
 )
-from aifabric.report.paths import check_plot_path
+from aifabric.report.paths import check_output_path, check_plot_path
 from aifabric.units import parse_bytes
 
 __all__ = ["calibrate", "inspect", "nccl_tests_app"]
@@ -139,7 +140,8 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
         f"[bold]{escape(lay.source or 'node')}[/] ({what}, line {lay.line}): {len(lay.gpus)} GPUs, "
         f"{len(lay.nics)} NICs; modelled as {node.accelerator}{f' ({origin})' if origin else ''} with "
         f"{node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s "
-        f"NICs{' (assumed)' if node.nic_speed_assumed else ''}"
+        f"NICs{' (assumed)' if node.nic_speed_assumed else ''}",
+        markup=True,
     )
     if not node.nvlink_groups:
         console.print("NVLink: none in the input")
@@ -157,8 +159,7 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
             near = node.nearest.get(g, ())
             p = node.pairing.get(g)
             cells = [
-                ("[green]" if node.path(g, n).gdr else "[red]") + node.path(g, n).path + "[/]"
-                for n in lay.nics
+                Text(node.path(g, n).path, style="green" if node.path(g, n).gdr else "red") for n in lay.nics
             ]
             t.add_row(
                 g,
@@ -166,7 +167,7 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
                 ", ".join(f"{x.nic} ({x.nic_name})" if x.nic_name != x.nic else x.nic for x in near),
                 near[0].path if near else "-",
                 p.nic if p else "-",
-                ("yes" if p.gdr else "[red]no[/]") if p else "-",
+                ("yes" if p.gdr else Text("no", style="red")) if p else "-",
                 *cells,
             )
         console.print(t)
@@ -198,9 +199,9 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
             "input does not give their speed; use --nic-speed)"
         )
     for w in node.warnings:
-        console.print(f"[yellow]warning[/] ({w.code}): {escape(w.message)}", highlight=False)
+        console.print(f"[yellow]warning[/] ({w.code}): {escape(w.message)}", highlight=False, markup=True)
     for a in node.assumptions:
-        console.print(f"assumed: {escape(a)}", highlight=False)
+        console.print(f"assumed: {escape(a)}", highlight=False, markup=True)
 
 
 # -- nccl-tests compare --------------------------------------------------------------------------------------
@@ -303,7 +304,7 @@ def compare(
         return
     _render_comparison(result)
     if plot is not None:
-        console.print(f"plot: {escape(str(plot))}")
+        console.print(f"plot: {escape(str(plot))}", markup=True)
 
 
 def _settings_text(comp: TableComparison) -> str:
@@ -324,7 +325,7 @@ def _ranges(rows: Sequence) -> str:  # noqa: ANN001
 def _render_table(comp: TableComparison) -> None:
     t = comp.table
     head = f"[bold]Table {comp.index}[/] (line {t.line})" + (f": {escape(t.title)}" if t.title else "")
-    console.print(head, highlight=False)
+    console.print(head, highlight=False, markup=True)
     facts = [f"{comp.op}", f"{comp.n_ranks} ranks on {comp.n_nodes} node(s)"]
     if t.gpu_name:
         facts.append(t.gpu_name)
@@ -332,13 +333,15 @@ def _render_table(comp: TableComparison) -> None:
         facts.append(f"NCCL {comp.nccl_version}")
     calibration = f", calibration {escape(comp.calibration.name)}" if comp.calibration is not None else ""
     console.print(
-        f"  {escape(', '.join(facts))}; model: {escape(comp.spec.name)}{calibration}", highlight=False
+        f"  {escape(', '.join(facts))}; model: {escape(comp.spec.name)}{calibration}",
+        highlight=False,
+        markup=True,
     )
-    console.print(f"  settings: {escape(_settings_text(comp))}", highlight=False)
+    console.print(f"  settings: {escape(_settings_text(comp))}", highlight=False, markup=True)
     for a in comp.assumptions:
-        console.print(f"  assumed: {escape(a)}", highlight=False)
+        console.print(f"  assumed: {escape(a)}", highlight=False, markup=True)
     for ev in comp.evidence:
-        console.print(f"  NCCL said: {escape(str(ev))}", highlight=False)
+        console.print(f"  NCCL said: {escape(str(ev))}", highlight=False, markup=True)
     tab = Table(show_edge=False)
     for col in (
         "size",
@@ -352,7 +355,7 @@ def _render_table(comp: TableComparison) -> None:
     ):
         tab.add_column(col, justify="right")
     for r in comp.rows:
-        mark = "[red]FLAG[/]" if r.flagged else ("note" if r.notes else "")
+        mark = Text("FLAG", style="red") if r.flagged else ("note" if r.notes else "")
         tab.add_row(_size(r.size_bytes), f"{r.measured_time_s * 1e6:.2f}", f"{r.predicted.time_s * 1e6:.2f}",
                     _gbps(r.measured_busbw_bytes_per_s), _gbps(r.predicted_busbw_bytes_per_s),
                     f"{r.deviation:+.1%}", f"{r.predicted.algorithm}/{r.predicted.protocol}",
@@ -374,6 +377,7 @@ def _render_table(comp: TableComparison) -> None:
             f"  [yellow]not compared[/]: {len(sizes)} row(s) with time 0 ({which}, {where}): nccl-tests "
             f"printed no usable {comp.place.replace('_', '-')} time for them",
             highlight=False,
+            markup=True,
         )
     by_cause: dict[str, list] = {}
     for r in comp.flagged_rows:
@@ -385,29 +389,31 @@ def _render_table(comp: TableComparison) -> None:
                 rank[c] = min(rank.get(c, (pos, list(CAUSES).index(c))), (pos, list(CAUSES).index(c)))
         others = sorted(rank, key=rank.__getitem__)
         console.print(f"  [red]flagged[/] {_ranges(rows)} ({min(r.deviation for r in rows):+.0%} at worst): "
-                      f"{escape(describe_cause(key, comp))}", highlight=False)  # fmt: skip
+                      f"{escape(describe_cause(key, comp))}", highlight=False, markup=True)  # fmt: skip
         for other in others:
-            console.print(f"    or: {escape(describe_cause(other, comp))}", highlight=False)
+            console.print(f"    or: {escape(describe_cause(other, comp))}", highlight=False, markup=True)
     notes: dict[str, list] = {}
     for r in comp.rows:
         for n in r.notes:
             notes.setdefault(n, []).append(r)
     for n, rows in notes.items():
-        console.print(f"  note ({_ranges(rows)}): {escape(n)}", highlight=False)
+        console.print(f"  note ({_ranges(rows)}): {escape(n)}", highlight=False, markup=True)
     _render_verdict(comp)
 
 
 def _render_verdict(comp: TableComparison) -> None:
     """The table's verdict: healthy, or its findings by bandwidth explained, each with NCCL's own lines."""
     if not comp.findings:
-        console.print("  [green]verdict: healthy[/] (no large-message shortfall)", highlight=False)
+        console.print(
+            "  [green]verdict: healthy[/] (no large-message shortfall)", highlight=False, markup=True
+        )
         return
-    console.print(f"  [red]verdict: {escape(comp.verdict)}[/]", highlight=False)
+    console.print(f"  [red]verdict: {escape(comp.verdict)}[/]", highlight=False, markup=True)
     for f in comp.findings:
         console.print(f"    {escape(f.cause)}: {_gbps(f.explained_bytes_per_s)} GB/s below the model on "
-                      f"average over {f.rows} large row(s)", highlight=False)  # fmt: skip
+                      f"average over {f.rows} large row(s)", highlight=False, markup=True)  # fmt: skip
         for ev in f.evidence:
-            console.print(f"      evidence {escape(str(ev))}", highlight=False)
+            console.print(f"      evidence {escape(str(ev))}", highlight=False, markup=True)
 
 
 def _render_comparison(result: NcclTestsComparison) -> None:
@@ -416,7 +422,7 @@ def _render_comparison(result: NcclTestsComparison) -> None:
             console.print()
         _render_table(comp)
     for index, line, why in result.skipped:
-        console.print(f"Table {index} (line {line}) skipped: {escape(why)}")
+        console.print(f"Table {index} (line {line}) skipped: {escape(why)}", markup=True)
 
 
 # -- calibrate -----------------------------------------------------------------------------------------------
@@ -478,6 +484,8 @@ def calibrate(
     from aifabric.discovery.calibrate import Calibration, save_calibration
     from aifabric.discovery.fitting import PARAMETERS, fit_calibration
 
+    if output is not None:
+        check_output_path(output, "--output")
     lo = parse_bytes(min_size, field="--min-size") if min_size else None
     hi = parse_bytes(max_size, field="--max-size") if max_size else None
     comparisons: list[TableComparison] = []
@@ -498,7 +506,11 @@ def calibrate(
         emit_json(fit.to_dict())
         return
     cal = fit.calibration
-    console.print(f"[bold]calibration[/] {escape(cal.name)}: fitted on {escape(cal.source)}", highlight=False)
+    console.print(
+        f"[bold]calibration[/] {escape(cal.name)}: fitted on {escape(cal.source)}",
+        highlight=False,
+        markup=True,
+    )
     console.print("  " + ", ".join(_knob_text(fit, k) for k in PARAMETERS), highlight=False)
     held = fit.rms_held_out
     console.print(
@@ -520,7 +532,7 @@ def calibrate(
                     "yes" if r.used else (r.reason or "no"))  # fmt: skip
     console.print(tab)
     if output is not None:
-        console.print(f"wrote {escape(str(output))}")
+        console.print(f"wrote {escape(str(output))}", markup=True)
     else:
         data = {k: getattr(cal, k) for k in Calibration.__dataclass_fields__}
         console.print(yaml.safe_dump(data, sort_keys=False).rstrip(), markup=False, highlight=False)

@@ -9,6 +9,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
 
 from aifabric.cli.common import console, handle_errors
+from aifabric.report.paths import check_output_path
 from aifabric.sweep import load_sweep, run_sweep
 
 __all__ = ["sweep"]
@@ -33,6 +34,7 @@ def sweep(
     computed: stop at any time and run the same command again to resume. A variant that cannot be built is
     recorded with its error and the sweep goes on.
     """
+    check_output_path(out, "--out")
     spec = load_sweep(file)
     total = sum(1 for i, _ in enumerate(spec.points()) if i % shards == shard)
     with Progress(

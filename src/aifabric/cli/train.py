@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import console, emit_json, handle_errors, literal
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.errors import ConfigError
@@ -324,7 +324,10 @@ def train(
 
 
 def _print_step(st: StepTime) -> None:
-    console.print(f"[bold]{st.model}[/] on {st.n_gpus} GPUs of {st.cluster}: {st.layout.describe()}")
+    console.print(
+        f"[bold]{literal(st.model)}[/] on {st.n_gpus} GPUs of {literal(st.cluster)}: {literal(st.layout.describe())}",
+        markup=True,
+    )
     console.print(
         f"step {st.step_s:.3f} s, {st.tokens_per_s:,.0f} tokens/s, {st.achieved_flops_per_gpu / 1e12:.1f} "
         f"TFLOP/s per GPU (hardware FLOPs), MFU {st.mfu:.1%}, {st.n_microbatches} microbatches, bubble "
@@ -382,7 +385,7 @@ def _print_step(st: StepTime) -> None:
     console.print(f"  source: {st.compute.source}", markup=False, highlight=False)
     caution = st.compute.caution()
     if caution:
-        console.print(f"[yellow]caution[/]: {caution}", highlight=False)
+        console.print(f"[yellow]caution[/]: {literal(caution)}", highlight=False, markup=True)
     for note in st.notes:
         console.print(f"note: {note}")
 
@@ -452,7 +455,8 @@ def plan(
     console.print(why)
     if comparison is not None:
         console.print(
-            f"[bold]forced {', '.join(f'{k}={v}' for k, v in forced.items())}[/]: {comparison.text}"
+            f"[bold]forced {literal(', '.join(f'{k}={v}' for k, v in forced.items()))}[/]: {literal(comparison.text)}",
+            markup=True,
         )
     if plot is not None:
         console.print(f"plot: {plot}", markup=False, highlight=False)
@@ -487,9 +491,10 @@ def _plan_dict(res: PlanResult, why: str, comparison) -> dict:
 
 def _print_plan(res: PlanResult) -> None:
     console.print(
-        f"[bold]{res.model}[/] on {res.n_gpus} GPUs of {res.cluster}, global batch {res.global_batch_size}: "
+        f"[bold]{literal(res.model)}[/] on {res.n_gpus} GPUs of {literal(res.cluster)}, global batch {res.global_batch_size}: "
         f"{res.n_evaluated} layouts tried, {res.n_feasible} feasible, in {res.elapsed_s:.2f} s "
-        f"({res.layouts_per_s:,.0f} layouts/s)"
+        f"({res.layouts_per_s:,.0f} layouts/s)",
+        markup=True,
     )
     if res.rejected:
         console.print(
