@@ -189,40 +189,43 @@ class _LimitedLoader(yaml.SafeLoader):
         self._open: set[str] = set()  # anchors whose node is still being composed
         self._sizes: dict[int, int] = {}  # id(node) -> nodes once every alias is expanded
 
-    def compose_node(self, parent: Node | None, index: object) -> Node:
-        event = self.peek_event()
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
+        event: Any = self.peek_event()
         if isinstance(event, AliasEvent):
+            mark: Any = event.start_mark
             self._aliases += 1
             if self._aliases > MAX_YAML_ALIASES:
-                raise ComposerError(None, None, f"more than {MAX_YAML_ALIASES} aliases", event.start_mark)
+                raise ComposerError(None, None, f"more than {MAX_YAML_ALIASES} aliases", mark)
             if event.anchor in self._open:
                 raise ComposerError(
                     None,
                     None,
                     f"alias *{event.anchor} refers to its own anchor (a cyclic value)",
-                    event.start_mark,
+                    mark,
                 )
-            return super().compose_node(parent, index)  # type: ignore[no-any-return]
+            return super().compose_node(parent, index)
         self._depth += 1
         if self._depth > MAX_YAML_DEPTH:
             raise ComposerError(None, None, f"nesting deeper than {MAX_YAML_DEPTH} levels", event.start_mark)
         anchor = event.anchor if isinstance(event, ScalarEvent | CollectionStartEvent) else None
         if anchor is not None:
             self._open.add(anchor)
-        node: Node = super().compose_node(parent, index)
+        node = super().compose_node(parent, index)
         self._open.discard(anchor or "")
+        if node is None:  # pragma: no cover - PyYAML returns a node for every event it composes
+            return None
         self._depth -= 1
         self._sizes[id(node)] = size = 1 + sum(self._sizes.get(id(child), 1) for child in _children(node))
         if size > MAX_YAML_NODES:
             raise ComposerError(
-                None, None, f"the aliases expand to more than {MAX_YAML_NODES:,} values", node.start_mark
+                None, None, f"the aliases expand to more than {MAX_YAML_NODES:,} values", _mark(node)
             )
         if isinstance(node, MappingNode):
             for key, _ in node.value:
                 if not isinstance(key, ScalarNode):
                     kind = "a mapping" if isinstance(key, MappingNode) else "a list"
                     raise ComposerError(
-                        None, None, f"{kind} used as a mapping key; keys must be plain values", key.start_mark
+                        None, None, f"{kind} used as a mapping key; keys must be plain values", _mark(key)
                     )
         return node
 
@@ -262,6 +265,11 @@ _INT = "tag:yaml.org,2002:int"
 _MERGE = "tag:yaml.org,2002:merge"
 _LimitedLoader.add_constructor(_FLOAT, _LimitedLoader.construct_yaml_float)
 _LimitedLoader.add_constructor(_INT, _LimitedLoader.construct_yaml_int)
+
+
+def _mark(node: Node) -> Any:
+    """Where ``node`` starts (typed ``Any``: the C and pure-Python ``Mark`` classes differ)."""
+    return node.start_mark
 
 
 def _children(node: Node) -> list[Node]:

@@ -11,6 +11,7 @@ A plausibility check catches the common bits/bytes mix-up: a network interface q
 
 from __future__ import annotations
 
+import math
 import re
 from enum import Enum
 
@@ -53,6 +54,12 @@ def _number(text: str, field: str, raw: str) -> float:
         return float(text.replace(",", "").replace("_", ""))
     except ValueError as err:
         raise UnitError(f"{field}: cannot read a number in {raw!r}") from err
+
+
+def _finite(out: float, field: str, value: object) -> None:
+    """Refuse NaN and the infinities (``.nan`` in YAML, ``1e999 GB``): no quantity is either."""
+    if not math.isfinite(out):
+        raise UnitError(f"{field}: {value!r} is not a finite number")
 
 
 def _prefix(prefix: str, field: str, raw: str) -> float:
@@ -104,7 +111,8 @@ def parse_bytes(value: str | float | int, *, field: str = "size") -> float:
         out = _number(m["num"], field, raw) * _prefix(m["pre"], field, raw)
         if m["unit"] in ("b", "bit", "bits"):
             out /= 8.0
-    if out < 0 or out != out:
+    _finite(out, field, value)
+    if out < 0:
         raise UnitError(f"{field}: size must be >= 0 bytes, got {value!r}")
     return out
 
@@ -117,9 +125,7 @@ def one_size(text: str, field: str) -> float:
     >>> one_size("1 GiB", "--size")
     1073741824.0
     """
-    value = parse_bytes(text, field=field)
-    if value == float("inf"):
-        raise UnitError(f"{field}: {text!r} is not a finite size")
+    value = parse_bytes(text, field=field)  # NaN and infinity refused there
     if value < 1:
         raise UnitError(f"{field}: a message must be at least 1 byte, got {text!r}")
     return value
@@ -170,7 +176,8 @@ def parse_bandwidth(value: str | float | int, *, field: str = "bandwidth") -> fl
         out = _number(m["num"], field, raw) * _prefix(m["pre"], field, raw)
         if m["unit"] in ("b", "bit"):
             out /= 8.0
-    if not out > 0 or out == float("inf"):
+    _finite(out, field, value)
+    if not out > 0:
         raise UnitError(f"{field}: bandwidth must be > 0, got {value!r}")
     return out
 
@@ -225,7 +232,8 @@ def parse_time(value: str | float | int, *, field: str = "time") -> float:
         if not m:
             raise UnitError(f"{field}: cannot read a duration in {raw!r} (examples: '5 us', '1.2 ms')")
         out = _number(m["num"], field, raw) * scale[m["unit"] or "s"]
-    if out < 0 or out != out:
+    _finite(out, field, value)
+    if out < 0:
         raise UnitError(f"{field}: duration must be >= 0, got {value!r}")
     return out
 
@@ -246,6 +254,7 @@ def parse_power(value: str | float | int, *, field: str = "power") -> float:
         if not m:
             raise UnitError(f"{field}: cannot read a power in {raw!r} (example: '15 W')")
         out = _number(m["num"], field, raw) * _DECIMAL[m["pre"]]
+    _finite(out, field, value)
     if out < 0:
         raise UnitError(f"{field}: power must be >= 0, got {value!r}")
     return out

@@ -24,10 +24,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from aifabric.errors import ConfigError
+from aifabric.errors import ConfigError, ParseError
+from aifabric.inputs import load_yaml, load_yaml_text
 from aifabric.units import parse_bandwidth, parse_bytes, parse_power, parse_time
 
 __all__ = [
@@ -338,12 +338,11 @@ def catalog_sources() -> list[Path]:
 
 
 def _read_user_file(path: Path) -> dict[str, Any]:
+    """A user catalogue file, read with the limits of :mod:`aifabric.inputs` (size, aliases, depth, keys)."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"catalogue {str(path)!r}: {err.strerror}") from err
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ConfigError(f"catalogue {str(path)!r}: malformed YAML ({str(err).splitlines()[0]})") from err
+        data = load_yaml(path)
+    except ParseError as err:  # names the file and the line
+        raise ConfigError(f"catalogue {err}") from err
     if not isinstance(data, dict):
         raise ConfigError(f"catalogue {str(path)!r}: expected a mapping of families to parts")
     return data
@@ -388,7 +387,7 @@ def _tables() -> dict[str, dict[str, _Entry]]:
     tables: dict[str, dict[str, _Entry]] = {}
     for kind, (filename, _model) in _FILES.items():
         text = resources.files("aifabric.catalog").joinpath("data", filename).read_text()
-        raw = yaml.safe_load(text)
+        raw = load_yaml_text(text, f"catalog/data/{filename}")
         tables[kind] = {key: _validate(kind, key, entry, f"{filename}: ") for key, entry in raw.items()}
     for path in catalog_sources():
         for kind, key, entry in _sections(_read_user_file(path), f"{path}: "):

@@ -33,7 +33,6 @@ __all__ = [
     "use_catalog",
 ]
 
-
 class _LiteralConsole(Console):
     """A rich Console for text that comes from input files.
 

@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-import yaml
-
 from aifabric.errors import ConfigError
+from aifabric.inputs import load_yaml_text
 from aifabric.training.gemm import GemmTable, gemm_table
 
 __all__ = ["ComputeProfile", "compute_profile", "list_compute_profiles"]
@@ -162,7 +161,7 @@ _SHORT_GPU = {
 @cache
 def _profiles() -> dict[str, ComputeProfile]:
     text = resources.files("aifabric.training").joinpath("presets/compute.yaml").read_text()
-    data = yaml.safe_load(text)
+    data = load_yaml_text(text, "training/presets/compute.yaml")
     return {
         key: ComputeProfile(
             gemm_efficiency=float(entry["gemm_efficiency"]),

@@ -24,10 +24,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_yaml_mapping
+from aifabric.inputs import load_yaml_mapping, load_yaml_text
 
 __all__ = ["HF_CONFIG_KEYS", "BytesPerParam", "ModelSpec", "get_model", "list_models", "load_model"]
 
@@ -581,7 +579,7 @@ def _presets() -> dict[str, ModelSpec]:
     global _PRESETS
     if _PRESETS is None:
         text = resources.files("aifabric.training").joinpath("presets/models.yaml").read_text()
-        data = yaml.safe_load(text)
+        data = load_yaml_text(text, "training/presets/models.yaml")
         entries = _index(data, "presets/models.yaml")
         built = {key: ModelSpec.from_dict(entry, name=key) for key, entry in data.items()}
         _PRESET_NAMES[:] = list(data)

@@ -5,11 +5,10 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import clos_shape
 from aifabric.errors import ConfigError
+from aifabric.inputs import load_yaml_text
 
 __all__ = ["list_presets", "preset"]
 
@@ -40,7 +39,7 @@ def preset(name: str, *, nodes: int | None = None, gpus: int | None = None, **ch
     if name not in names:
         raise ConfigError(f"preset: unknown preset {name!r}; known: {', '.join(names)}")
     text = resources.files("aifabric.cluster.presets").joinpath(f"{name}.yaml").read_text()
-    data = yaml.safe_load(text)
+    data = load_yaml_text(text, f"preset {name}")
     if nodes is not None or gpus is not None:
         data.pop("nodes", None)
         data.pop("gpus", None)
