@@ -65,7 +65,11 @@ MAX_YAML_NODES = 100_000
 
 # C0 controls but tab and newline, DEL, C1 controls (0x9b is the one-byte CSI), and the escape sequences
 # they start: what a terminal would act on instead of print.
-_ANSI = re.compile(r"\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]|\x1b[@-Z\\-_]")
+_ANSI = re.compile(
+    r"\x1b\][^\x07\x1b]{0,256}(?:\x07|\x1b\\)"  # OSC: window title, hyperlink (ends with BEL or ESC \)
+    r"|\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]"  # CSI: colour, cursor, erase
+    r"|\x1b[@-Z\\-_]"  # the other two-character sequences
+)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

@@ -29,8 +29,12 @@ def resolve_cluster(
     if name in list_presets():
         return preset(name, nodes=nodes, gpus=gpus)
     path = Path(name)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.exists():
+    try:
+        exists = path.exists()
+    except OSError as err:  # a name too long for the file system
+        raise ConfigError(f"cluster: {err.strerror}: {name[:80]!r}...") from err
+    if path.suffix in (".yaml", ".yml") or exists:
+        if not exists:
             raise ConfigError(f"cluster: file {name!r} does not exist")
         spec = ClusterSpec.from_yaml(path)
         return resolve_cluster(spec, nodes=nodes, gpus=gpus) if (nodes or gpus) else spec

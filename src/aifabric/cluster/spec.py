@@ -60,7 +60,7 @@ SwitchKey = Annotated[str, _known("switch")]
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)  # NaN, inf: no field
 
 
 class ScaleUpDomainSpec(_Strict):
