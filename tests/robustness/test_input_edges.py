@@ -45,7 +45,8 @@ def run(*args: str) -> object:
 
 def assert_one_line_error(result: object, *needles: str) -> str:
     """Exit 2, nothing but one ``error:`` line on stderr, no traceback; each needle is in that line."""
-    assert result.exit_code == 2, (result.exit_code, result.stdout, result.stderr)  # type: ignore[attr-defined]
+    got = (result.exit_code, result.stdout, result.stderr)  # type: ignore[attr-defined]
+    assert got[0] == 2, got
     err = result.stderr  # type: ignore[attr-defined]
     assert "Traceback" not in err and "Traceback" not in result.stdout  # type: ignore[attr-defined]
     lines = err.strip().splitlines()
@@ -65,7 +66,7 @@ def write(tmp_path: Path, name: str, text: str | bytes) -> Path:
     return p
 
 
-# -- 1. YAML: one limited loader for cluster, sweep, calibration and model files ----------------------------------
+# -- 1. YAML: one limited loader for cluster, sweep, calibration and model files -----------------------------
 
 # Each value is a YAML text and what the error line must name (its line and the problem).
 BAD_YAML = {
@@ -178,7 +179,7 @@ def test_binary_file_is_refused_with_its_line(tmp_path: Path) -> None:
     assert_one_line_error(run("nccl-tests", "compare", str(log)), f"{log}:2:", "not UTF-8")
 
 
-# -- 2. NCCL topology XML -----------------------------------------------------------------------------------------
+# -- 2. NCCL topology XML ------------------------------------------------------------------------------------
 
 
 def test_xml_nested_past_the_limit_is_refused_without_recursion(tmp_path: Path) -> None:
@@ -230,12 +231,12 @@ def test_xml_speed_must_be_finite() -> None:
         NcclTopology.from_text(xml)
 
 
-# -- 3. parsers in linear time ------------------------------------------------------------------------------------
+# -- 3. parsers in linear time -------------------------------------------------------------------------------
 # Each input below made the old readers backtrack or rescan (minutes to hours); now each is one pass. The
 # sizes are those at which the old code took more than 20 s. Speed itself is measured in benchmarks/.
 
-HEADER = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong"
-ROW = "  4294967296    1073741824     float     sum      -1    15870  270.63  473.60      0    15773  272.30  476.53      0"
+HEADER = "#  size  count  type  redop  root  time  algbw  busbw #wrong  time  algbw  busbw #wrong"
+ROW = "  4294967296  1073741824  float  sum  -1  15870  270.63  473.60  0  15773  272.30  476.53  0"
 
 
 def test_nccl_env_line_does_not_backtrack() -> None:
@@ -300,7 +301,7 @@ def test_hundred_megabytes_of_junk_are_refused(tmp_path: Path) -> None:
     assert_one_line_error(run("nccl-tests", "compare", str(p)), "104,857,600 bytes", "above the input limit")
 
 
-# -- 4. output paths checked before work starts ------------------------------------------------------------------
+# -- 4. output paths checked before work starts --------------------------------------------------------------
 
 
 def _bad_outputs(tmp_path: Path) -> dict[str, tuple[str, str]]:
@@ -379,7 +380,7 @@ def test_write_error_during_output_is_one_line(tmp_path: Path, monkeypatch: pyte
     assert_one_line_error(run("sweep", str(sweep), "-o", str(out)), str(out), "No space left on device")
 
 
-# -- 5. names from input files are printed literally --------------------------------------------------------------
+# -- 5. names from input files are printed literally ---------------------------------------------------------
 
 NASTY = "[/]\\e[31mRED\\e]0;title\\a[bold]x"  # YAML escapes: ESC [31m (colour), ESC ]0;..BEL (window title)
 SHOWN = "[/]RED[bold]x"  # both sequences removed, the brackets printed as written
@@ -425,13 +426,14 @@ def test_literal_and_printable() -> None:
     assert literal("[bold]x") == "\\[bold]x"
 
 
-# -- 6. numbers: NaN and infinities refused wherever a number is read ---------------------------------------------
+# -- 6. numbers: NaN and infinities refused wherever a number is read ----------------------------------------
 
 
 @pytest.mark.parametrize("parser", [parse_bytes, parse_bandwidth, parse_time, parse_power])
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf, "nan", "1e999", "inf"])
 def test_unit_parsers_refuse_non_finite(parser: object, value: object) -> None:
-    suffix = {parse_bytes: " GB", parse_bandwidth: " Gb/s", parse_time: " us", parse_power: " W"}[parser]  # type: ignore[index]
+    units = {parse_bytes: " GB", parse_bandwidth: " Gb/s", parse_time: " us", parse_power: " W"}
+    suffix = units[parser]  # type: ignore[index]
     arg = value if isinstance(value, float) else f"{value}{suffix}"
     with pytest.raises(UnitError, match="field: "):
         parser(arg, field="field")  # type: ignore[operator]

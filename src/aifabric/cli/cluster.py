@@ -111,7 +111,8 @@ def show(
         return
     chips = "chips" if spec.accelerator_spec.arch == "tpu" else "GPUs"
     console.print(
-        f"[bold]{literal(spec.name)}[/]: {s.n_gpus} x {literal(spec.accelerator_spec.name)} in {s.n_nodes} nodes; "
+        f"[bold]{literal(spec.name)}[/]: {s.n_gpus} x {literal(spec.accelerator_spec.name)} "
+        f"in {s.n_nodes} nodes; "
         f"fast (scale-up) domain {s.domain_gpus} {chips}",
         markup=True,
     )

@@ -325,7 +325,8 @@ def train(
 
 def _print_step(st: StepTime) -> None:
     console.print(
-        f"[bold]{literal(st.model)}[/] on {st.n_gpus} GPUs of {literal(st.cluster)}: {literal(st.layout.describe())}",
+        f"[bold]{literal(st.model)}[/] on {st.n_gpus} GPUs of {literal(st.cluster)}: "
+        f"{literal(st.layout.describe())}",
         markup=True,
     )
     console.print(
@@ -455,7 +456,8 @@ def plan(
     console.print(why)
     if comparison is not None:
         console.print(
-            f"[bold]forced {literal(', '.join(f'{k}={v}' for k, v in forced.items()))}[/]: {literal(comparison.text)}",
+            f"[bold]forced {literal(', '.join(f'{k}={v}' for k, v in forced.items()))}[/]: "
+            f"{literal(comparison.text)}",
             markup=True,
         )
     if plot is not None:
@@ -491,7 +493,8 @@ def _plan_dict(res: PlanResult, why: str, comparison) -> dict:
 
 def _print_plan(res: PlanResult) -> None:
     console.print(
-        f"[bold]{literal(res.model)}[/] on {res.n_gpus} GPUs of {literal(res.cluster)}, global batch {res.global_batch_size}: "
+        f"[bold]{literal(res.model)}[/] on {res.n_gpus} GPUs of {literal(res.cluster)}, "
+        f"global batch {res.global_batch_size}: "
         f"{res.n_evaluated} layouts tried, {res.n_feasible} feasible, in {res.elapsed_s:.2f} s "
         f"({res.layouts_per_s:,.0f} layouts/s)",
         markup=True,

@@ -31,7 +31,7 @@ MAX_LINE_CHARS = 1 << 20
 
 
 def split_lines(text: str, source: str | None) -> list[str]:
-    """``text`` split at newlines; a ``ParseError`` names the first line longer than :data:`MAX_LINE_CHARS`."""
+    """``text`` split at newlines; a ``ParseError`` names the first line over :data:`MAX_LINE_CHARS`."""
     lines = text.split("\n")
     if len(text) > MAX_LINE_CHARS:
         for index, line in enumerate(lines):

@@ -132,7 +132,7 @@ def _make_temporary(folder: Path) -> None:
 
 
 def _show(path: str | Path) -> str:
-    """``path`` quoted, its middle elided past 120 characters (a 4,000-character path must not fill the line)."""
+    """``path`` quoted, its middle elided past 120 characters (a 4,000-character path must not fill it)."""
     text = str(path)
     return repr(text) if len(text) <= 120 else repr(text[:60] + "..." + text[-50:])
 
