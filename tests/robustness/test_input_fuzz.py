@@ -150,15 +150,21 @@ def _compare(data: str | bytes) -> object:
     return compare_nccl_tests(data, source="fuzz")
 
 
+TOPO = (
+    "case_08_b200_gke_a4_topo_and_2node_allgather.txt",
+    "case_26_a30_pcie_two_nics_phb_no_pcie_switch.txt",
+)
+XML = ("case_17_azure_ndv4_ndv5_topology_xml.txt", "case_21_aws_p4d_p5_nccl_topology_xml.txt")
+LOGS = ("case_01_dgx_h100_allreduce_single_node.txt", "case_13_v100_pcie_4gpu_no_nvlink.txt")
 KINDS: dict[str, tuple[Callable[[str | bytes], object], tuple[str, ...]]] = {
     "cluster_yaml": (_cluster, ("cluster_dgx_h100_superpod.yaml", "cluster_example_roce.yaml")),
     "sweep_yaml": (_sweep, ("sweep_example.yaml",)),
     "calibration_yaml": (_calibration, ("calibration_case_03.yaml",)),
-    "topo_m": (_topo, ("case_08_b200_gke_a4_topo_and_2node_allgather.txt", "case_26_a30_pcie_two_nics_phb_no_pcie_switch.txt")),
-    "nccl_xml": (_xml, ("case_17_azure_ndv4_ndv5_topology_xml.txt", "case_21_aws_p4d_p5_nccl_topology_xml.txt")),
-    "nccl_tests_log": (_log, ("case_01_dgx_h100_allreduce_single_node.txt", "case_13_v100_pcie_4gpu_no_nvlink.txt")),
-    "nccl_tests_compare": (_compare, ("case_01_dgx_h100_allreduce_single_node.txt",)),
-}  # fmt: skip
+    "topo_m": (_topo, TOPO),
+    "nccl_xml": (_xml, XML),
+    "nccl_tests_log": (_log, LOGS),
+    "nccl_tests_compare": (_compare, LOGS[:1]),
+}
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
