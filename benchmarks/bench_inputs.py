@@ -37,14 +37,20 @@ CASES: dict[str, tuple[Callable[[str], object], Callable[[int], str]]] = {
         parse_nccl_tests,
         lambda n: "#  Rank  0 Group  0 Pid  1 on h device  0 [0x1b] a" + " " * n + f"b\n{TABLE}",
     ),
-    "rank ranges 0-100000 repeated": (parse_nccl_tests, lambda n: "# Ranks 0-100000 on h\n" * (n // 1000) + TABLE),
+    "rank ranges 0-100000 repeated": (
+        parse_nccl_tests, lambda n: "# Ranks 0-100000 on h\n" * (n // 1000) + TABLE
+    ),
     "cpulist 0-65535 repeated": (
         TopoMatrix.from_text,
         lambda n: "\tGPU0\tCPU Affinity\nGPU0\t X \t" + "0-65535," * (n // 40) + "0\n",
     ),
-    "topo header 'CPU Affinity' x n": (TopoMatrix.from_text, lambda n: "GPU0 GPU1 " + "CPU Affinity " * (n // 13)),
+    "topo header 'CPU Affinity' x n": (
+        TopoMatrix.from_text, lambda n: "GPU0 GPU1 " + "CPU Affinity " * (n // 13)
+    ),
     "unclosed '<system' lines": (parse_nccl_topologies, lambda n: "<system a\n" * (n // 10)),
-    "'<system/>' documents": (lambda t: inspect_node_text(t, fmt="nccl-xml"), lambda n: "<system/>\n" * (n // 1000)),
+    "'<system/>' documents": (
+        lambda t: inspect_node_text(t, fmt="nccl-xml"), lambda n: "<system/>\n" * (n // 1000)
+    ),
     "YAML alias fan-out": (
         lambda t: load_yaml_text(t, "bench"),
         lambda n: "a: &a [x]\n" + "".join(f"k{i}: [*a, *a]\n" for i in range(n // 20_000)),

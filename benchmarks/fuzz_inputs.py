@@ -41,9 +41,15 @@ XML = ("case_17_azure_ndv4_ndv5_topology_xml.txt", "case_21_aws_p4d_p5_nccl_topo
 LOGS = ("case_01_dgx_h100_allreduce_single_node.txt", "case_13_v100_pcie_4gpu_no_nvlink.txt")
 # kind -> (files, command with {} for the damaged file, whether stdout is JSON)
 KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
-    "cluster_yaml": (("cluster_dgx_h100_superpod.yaml", "cluster_example_roce.yaml"), ("cluster", "show", "{}", "--json"), True),
+    "cluster_yaml": (
+        ("cluster_dgx_h100_superpod.yaml", "cluster_example_roce.yaml"), ("cluster", "show", "{}", "--json"), True
+    ),
     "sweep_yaml": (("sweep_example.yaml",), ("sweep", "{}", "-o", "{out}", "--shards", "64"), False),
-    "calibration_yaml": (("calibration_case_03.yaml",), ("collective", "all_reduce", "-c", "h100-ib-2node", "--calibration", "{}", "--json"), True),
+    "calibration_yaml": (
+        ("calibration_case_03.yaml",),
+        ("collective", "all_reduce", "-c", "h100-ib-2node", "--calibration", "{}", "--json"),
+        True,
+    ),
     "topo_m": (TOPO, ("inspect", "{}", "--json"), True),
     "nccl_xml": (XML, ("inspect", "{}", "--json"), True),
     "nccl_tests_log": (LOGS, ("nccl-tests", "compare", "{}", "--json"), True),
@@ -61,8 +67,8 @@ EDGE_TOKENS = (
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdefgh", "bcdefghi", strict=True)
 )
-SIZES = ("1 GiB", "400 Gb/s", "64 MiB", "800 Gbps", "nan GB", "inf B", "1e999 GB", "-1 GB", "0 B", "1 XB", "", "9" * 400, "1" + "0" * 30 + " B",
-         "1,5 GB", "1__0 MB", "[/] GB", "\x1b[31m1 GB")  # fmt: skip
+SIZES = ("1 GiB", "400 Gb/s", "64 MiB", "800 Gbps", "nan GB", "inf B", "1e999 GB", "-1 GB", "0 B", "1 XB", "",
+         "9" * 400, "1" + "0" * 30 + " B", "1,5 GB", "1__0 MB", "[/] GB", "\x1b[31m1 GB")  # fmt: skip
 
 
 def damage(r: random.Random, text: str) -> str | bytes:
