@@ -42,7 +42,9 @@ LOGS = ("case_01_dgx_h100_allreduce_single_node.txt", "case_13_v100_pcie_4gpu_no
 # kind -> (files, command with {} for the damaged file, whether stdout is JSON)
 KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
     "cluster_yaml": (
-        ("cluster_dgx_h100_superpod.yaml", "cluster_example_roce.yaml"), ("cluster", "show", "{}", "--json"), True
+        ("cluster_dgx_h100_superpod.yaml", "cluster_example_roce.yaml"),
+        ("cluster", "show", "{}", "--json"),
+        True,
     ),
     "sweep_yaml": (("sweep_example.yaml",), ("sweep", "{}", "-o", "{out}", "--shards", "64"), False),
     "calibration_yaml": (
