@@ -247,7 +247,7 @@ class _LimitedLoader(yaml.SafeLoader):
                     self.construct_object(value_node)
                 except ConstructorError as err:
                     raise ConstructorError(None, None, f"{key}: {err.problem}", err.problem_mark) from err
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
+        return super().construct_mapping(node, deep=deep)
 
     def construct_yaml_float(self, node: ScalarNode) -> float:
         value: float = super().construct_yaml_float(node)
@@ -257,7 +257,7 @@ class _LimitedLoader(yaml.SafeLoader):
 
     def construct_yaml_int(self, node: ScalarNode) -> int:
         try:
-            return super().construct_yaml_int(node)  # type: ignore[no-any-return]
+            return super().construct_yaml_int(node)
         except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
             raise ConstructorError(
                 None, None, f"an integer of {len(node.value):,} digits is too long", node.start_mark
