@@ -13,7 +13,7 @@ also refuses what ``yaml.safe_load`` lets through and the rest of the code canno
 - a mapping or a list used as a mapping key (``? [a]: 1``), a key given twice, ``.nan`` and ``.inf``.
 
 Each refusal is a :class:`~aifabric.errors.ParseError` naming the file and the line. The limits are far
-above any real description (the largest preset is a few hundred nodes deep 4) and far below what
+above any real description (a cluster file is 4 levels deep, with no aliases) and far below what
 exhausts memory or the stack.
 """
 
@@ -116,21 +116,23 @@ def read_input_bytes(path: str | Path, *, limit: int | None = None) -> bytes:
     p = Path(path)
     limit = max_input_bytes() if limit is None else limit
     try:
+        _check_regular(p, os.stat(p), limit)  # before opening: opening a FIFO waits for a writer
         with p.open("rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-                raise ConfigError(f"file {str(p)!r}: {kind}; expected a text file")
-            if info.st_size > limit:
-                raise ConfigError(_too_large(p, info.st_size, limit))
+            _check_regular(p, os.fstat(fh.fileno()), limit)  # the file it opened, if it was swapped
             data = fh.read(limit + 1)  # the file may grow while it is read
-    except IsADirectoryError:
-        raise ConfigError(f"file {str(p)!r}: a folder; expected a text file") from None
     except OSError as err:
         raise ConfigError(f"file {str(p)!r}: {err.strerror or err}") from err
     if len(data) > limit:
         raise ConfigError(_too_large(p, len(data), limit))
     return data
+
+
+def _check_regular(p: Path, info: os.stat_result, limit: int) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, pipe or socket)"
+        raise ConfigError(f"file {str(p)!r}: {kind}; expected a text file")
+    if info.st_size > limit:
+        raise ConfigError(_too_large(p, info.st_size, limit))
 
 
 def _too_large(p: Path, size: int, limit: int) -> str:

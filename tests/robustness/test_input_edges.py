@@ -162,10 +162,12 @@ def test_input_limit_can_be_raised_or_lowered(tmp_path: Path, monkeypatch: pytes
     assert read_input_bytes(p) == CLUSTER.encode()
 
 
-@pytest.mark.parametrize("where", ["/dev/zero", "folder"])
-def test_device_or_folder_as_input_is_refused(tmp_path: Path, where: str) -> None:
-    """/dev/zero never ends: it must be refused, not read."""
-    path = str(tmp_path) if where == "folder" else where
+@pytest.mark.parametrize("where", ["/dev/zero", "folder", "fifo"])
+def test_device_fifo_or_folder_as_input_is_refused(tmp_path: Path, where: str) -> None:
+    """/dev/zero never ends and opening a FIFO waits for a writer: both are refused, not read."""
+    path = {"folder": str(tmp_path), "fifo": str(tmp_path / "pipe")}.get(where, where)
+    if where == "fifo":
+        os.mkfifo(path)
     if not os.path.exists(path):
         pytest.skip(f"{path} does not exist here")
     for args in (("cluster", "show", path), ("nccl-tests", "compare", path), ("inspect", path)):
