@@ -115,6 +115,20 @@ def test_bad_yaml_calibration_file_is_one_line(tmp_path: Path, case: str) -> Non
     assert_one_line_error(r, f"{p}{line}", problem)
 
 
+@pytest.mark.parametrize("case", ["self_alias_map", "billion_laughs", "list_key", "nan"])
+def test_bad_yaml_user_catalogue_file_is_one_line(tmp_path: Path, case: str) -> None:
+    text, line, problem = BAD_YAML[case]
+    p = write(tmp_path, "parts.yaml", text)
+    try:
+        assert_one_line_error(
+            run("cluster", "show", "h100-ib-2node", "--catalog", str(p)), f"{p}{line}", problem
+        )
+    finally:
+        from aifabric.catalog.loader import reload_catalog
+
+        reload_catalog()  # --catalog files stay registered in this process
+
+
 @pytest.mark.parametrize("case", ["self_alias_list", "billion_laughs", "list_key"])
 def test_bad_yaml_model_file_is_clean(tmp_path: Path, case: str) -> None:
     from aifabric.training.models import ModelSpec

@@ -27,10 +27,10 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aifabric.errors import ConfigError
+from aifabric.inputs import load_yaml_text
 
 __all__ = [
     "Algorithm",
@@ -167,7 +167,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 @cache
 def _releases() -> dict[str, NcclRelease]:
     text = resources.files("aifabric.catalog").joinpath("data", "nccl_releases.yaml").read_text()
-    raw: dict[str, Any] = yaml.safe_load(text)
+    raw: dict[str, Any] = load_yaml_text(text, "catalog/data/nccl_releases.yaml")
     out: dict[str, NcclRelease] = {}
     for version, entry in raw.items():
         try:

@@ -20,11 +20,11 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aifabric.catalog.nccl import Algorithm, Collective, Protocol
 from aifabric.errors import ConfigError
+from aifabric.inputs import load_yaml_text
 from aifabric.units import parse_time
 
 __all__ = [
@@ -96,7 +96,7 @@ class TransportSpec(BaseModel):
 @cache
 def _transports() -> dict[str, TransportSpec]:
     text = resources.files("aifabric.catalog").joinpath("data", "transports.yaml").read_text()
-    raw: dict[str, Any] = yaml.safe_load(text)
+    raw: dict[str, Any] = load_yaml_text(text, "catalog/data/transports.yaml")
     try:
         return {key: TransportSpec.model_validate({"key": key, **entry}) for key, entry in raw.items()}
     except ValidationError as err:

@@ -33,6 +33,7 @@ __all__ = [
     "use_catalog",
 ]
 
+
 class _LiteralConsole(Console):
     """A rich Console for text that comes from input files.
 
