@@ -3,7 +3,8 @@
 Every file aifabric reads from a user (cluster, sweep, calibration and model YAML; ``nvidia-smi topo -m``
 text; NCCL topology XML; nccl-tests logs) enters through :func:`read_input_bytes`, which refuses a file
 that is not a regular file (``/dev/zero``, a FIFO: reading them never ends) or larger than
-:data:`MAX_INPUT_BYTES` before reading a byte. YAML goes through :func:`load_yaml`, a ``SafeLoader`` that
+:data:`MAX_INPUT_BYTES` (:data:`MAX_YAML_BYTES` for YAML) before reading a byte. YAML goes through
+:func:`load_yaml`, a ``SafeLoader`` that
 also refuses what ``yaml.safe_load`` lets through and the rest of the code cannot survive:
 
 - aliases that refer to their own anchor (``&a [*a]``: a cyclic value that recursion never leaves);
@@ -39,6 +40,7 @@ __all__ = [
     "MAX_INPUT_BYTES",
     "MAX_INPUT_BYTES_ENV",
     "MAX_YAML_ALIASES",
+    "MAX_YAML_BYTES",
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
     "load_yaml",
@@ -49,6 +51,7 @@ __all__ = [
     "printable",
     "read_input_bytes",
     "read_input_text",
+    "read_yaml_text",
 ]
 
 #: Largest input file read, bytes (64 MiB). The biggest real input, an nccl-tests log of a long sweep with
@@ -56,6 +59,10 @@ __all__ = [
 MAX_INPUT_BYTES = 64 * 2**20
 #: Environment variable that overrides :data:`MAX_INPUT_BYTES` (a positive integer, bytes).
 MAX_INPUT_BYTES_ENV = "AIFABRIC_MAX_INPUT_BYTES"
+#: Largest YAML file read, bytes (1 MiB): 16 x the largest shipped one (``nccl_releases.yaml``, 63 kB).
+#: PyYAML's pure-Python loader reads about 0.25 MB/s, so this bounds a YAML file to a few seconds.
+#: ``$AIFABRIC_MAX_INPUT_BYTES``, if set, is the limit of every input, YAML included.
+MAX_YAML_BYTES = 2**20
 #: Deepest YAML nesting accepted (a cluster file is 4 levels deep).
 MAX_YAML_DEPTH = 64
 #: Most alias uses (``*name``) in one YAML file.
@@ -73,8 +80,9 @@ _ANSI = re.compile(
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def max_input_bytes() -> int:
-    """The input size limit in bytes: ``$AIFABRIC_MAX_INPUT_BYTES`` if set, else :data:`MAX_INPUT_BYTES`.
+def max_input_bytes(default: int = MAX_INPUT_BYTES) -> int:
+    """The input size limit in bytes: ``$AIFABRIC_MAX_INPUT_BYTES`` if set, else ``default``
+    (:data:`MAX_INPUT_BYTES`; :data:`MAX_YAML_BYTES` for YAML).
 
     Raises
     ------
@@ -83,7 +91,7 @@ def max_input_bytes() -> int:
     """
     raw = os.environ.get(MAX_INPUT_BYTES_ENV)
     if raw is None:
-        return MAX_INPUT_BYTES
+        return default
     try:
         value = int(raw)
     except ValueError:
@@ -286,6 +294,11 @@ def _children(node: Node) -> list[Node]:
     return []
 
 
+def read_yaml_text(path: str | Path) -> str:
+    """A YAML file as text, at most :data:`MAX_YAML_BYTES` (see :func:`read_input_text`)."""
+    return read_input_text(path, limit=max_input_bytes(MAX_YAML_BYTES))
+
+
 def load_yaml(path: str | Path) -> Any:
     """Read a YAML file with the limits of this module; returns what ``yaml.safe_load`` would.
 
@@ -296,7 +309,7 @@ def load_yaml(path: str | Path) -> Any:
     ParseError
         If it is not UTF-8, is empty, is not YAML, or breaks a limit; the message names the file and line.
     """
-    return load_yaml_text(read_input_text(path), str(path))
+    return load_yaml_text(read_yaml_text(path), str(path))
 
 
 def load_yaml_text(text: str, source: str) -> Any:
@@ -329,7 +342,7 @@ def load_yaml_mapping(path: str | Path) -> dict[str, Any]:
     ConfigError, ParseError
         As :func:`load_yaml`; a ParseError (line 1) if the top level is not a mapping.
     """
-    return load_yaml_mapping_text(read_input_text(path), str(path))
+    return load_yaml_mapping_text(read_yaml_text(path), str(path))
 
 
 def load_yaml_mapping_text(text: str, source: str) -> dict[str, Any]:

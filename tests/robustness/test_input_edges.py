@@ -164,6 +164,12 @@ def test_file_larger_than_the_limit_is_refused_before_reading(tmp_path: Path) ->
     assert_one_line_error(run("inspect", str(log)), "above the input limit")
 
 
+def test_yaml_has_a_smaller_limit(tmp_path: Path) -> None:
+    """PyYAML reads about 0.25 MB/s: a 2 MB YAML file would take seconds, a 64 MB one minutes."""
+    p = write(tmp_path, "c.yaml", CLUSTER + "#" * (2 * 2**20) + "\n")
+    assert_one_line_error(run("cluster", "show", str(p)), "above the input limit of 1,048,576 bytes")
+
+
 def test_input_limit_can_be_raised_or_lowered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     p = write(tmp_path, "c.yaml", CLUSTER)
     monkeypatch.setenv(MAX_INPUT_BYTES_ENV, "100")

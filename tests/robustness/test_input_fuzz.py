@@ -7,7 +7,7 @@ repeated thousands of times, an alias bomb or deep nesting prepended) and feeds 
 the CLI uses. An :class:`~aifabric.errors.AifabricError` is the clean error (the CLI prints it as one line,
 exit 2); any other exception fails the test. Examples are derandomised (tests/conftest.py), so CI sees the
 same few hundred cases per kind on every run. The long version (10,000+ cases, through the CLI, with time
-and memory limits) is ``benchmarks/fuzz_inputs.py``.
+and memory limits) is ``benchmarks/fuzz_files.py``.
 """
 
 from __future__ import annotations

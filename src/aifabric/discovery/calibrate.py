@@ -22,7 +22,7 @@ from pathlib import Path
 import yaml
 
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_yaml_mapping_text, read_input_text
+from aifabric.inputs import load_yaml_mapping_text, read_yaml_text
 
 __all__ = ["Calibration", "load_calibration", "save_calibration"]
 
@@ -71,7 +71,7 @@ def load_calibration(path: str | Path) -> Calibration:
     other than for ``residual_rms``.
     """
     p = Path(path)
-    text = read_input_text(p)
+    text = read_yaml_text(p)
     data = load_yaml_mapping_text(text, str(p))
     known = set(Calibration.__dataclass_fields__)
     unknown = sorted(set(data) - known)
