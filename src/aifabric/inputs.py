@@ -20,6 +20,7 @@ exhausts memory or the stack.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -43,6 +44,7 @@ __all__ = [
     "MAX_YAML_BYTES",
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
+    "load_json",
     "load_yaml",
     "load_yaml_mapping",
     "load_yaml_mapping_text",
@@ -297,6 +299,35 @@ def _children(node: Node) -> list[Node]:
 def read_yaml_text(path: str | Path) -> str:
     """A YAML file as text, at most :data:`MAX_YAML_BYTES` (see :func:`read_input_text`)."""
     return read_input_text(path, limit=max_input_bytes(MAX_YAML_BYTES))
+
+
+def load_json(path: str | Path) -> Any:
+    """A JSON file (a Hugging Face ``config.json``) read with this module's limits.
+
+    At most :data:`MAX_YAML_BYTES` (configuration files share the YAML limit); ``NaN`` and ``Infinity``,
+    which Python's ``json`` accepts and JSON does not, are refused, as is nesting deeper than Python's
+    recursion limit.
+
+    Raises
+    ------
+    ConfigError
+        If the file cannot be read or is too large (:func:`read_input_bytes`).
+    ParseError
+        If it is not UTF-8 or not JSON, naming the file and the line.
+    """
+    text = read_yaml_text(path)
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as err:
+        raise ParseError(f"invalid JSON: {err.msg}", line=err.lineno, source=str(path)) from err
+    except ValueError as err:  # a constant refused below, or an integer too long to convert
+        raise ParseError(f"invalid JSON: {err}", source=str(path)) from err
+    except RecursionError as err:
+        raise ParseError("invalid JSON: nesting too deep", source=str(path)) from err
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a finite number")
 
 
 def load_yaml(path: str | Path) -> Any:

@@ -139,6 +139,23 @@ def test_bad_yaml_model_file_is_clean(tmp_path: Path, case: str) -> None:
         ModelSpec.from_yaml(p)
 
 
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ('{"hidden_size": NaN}', "NaN is not a finite number"),
+        ('{"num_hidden_layers": -Infinity}', "-Infinity is not a finite number"),
+        ("[" * 100_000 + "]" * 100_000, "nesting too deep"),
+        ('{"hidden_size": 4096', ":1: invalid JSON"),
+        ('{"hidden_size": ' + "9" * 5000 + "}", "invalid JSON"),
+        ("[1, 2]", "model"),
+    ],
+)
+def test_bad_hf_config_json_is_one_line(tmp_path: Path, text: str, problem: str) -> None:
+    """``train -m config.json`` reads a Hugging Face config: NaN, deep nesting or junk is one line."""
+    p = write(tmp_path, "config.json", text)
+    assert_one_line_error(run("train", "-c", "h100-ib-2node", "-m", str(p)), problem)
+
+
 def test_yaml_aliases_that_share_a_value_still_load() -> None:
     """Anchors, aliases and merge keys that do not expand explosively are ordinary YAML."""
     data = load_yaml_text("base: &b {nic: connectx-7}\nx: *b\ny: {<<: *b, nic: connectx-8}\n", "ok.yaml")

@@ -17,7 +17,6 @@ and :func:`dataclasses.replace` re-runs the checks (``replace(model, seq_len=819
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_yaml_mapping, load_yaml_text
+from aifabric.inputs import load_json, load_yaml_mapping, load_yaml_text
 
 __all__ = ["HF_CONFIG_KEYS", "BytesPerParam", "ModelSpec", "get_model", "list_models", "load_model"]
 
@@ -554,12 +553,7 @@ def load_model(ref: str, *, seq_len: int | None = None) -> ModelSpec:
     path = Path(ref)
     suffix = path.suffix.lower()
     if suffix == ".json":
-        try:
-            config = json.loads(path.read_text())
-        except OSError as err:
-            raise ConfigError(f"model: cannot read {ref!r}: {err.strerror}") from None
-        except json.JSONDecodeError as err:
-            raise ParseError(f"invalid JSON: {err}", source=str(path)) from err
+        config = load_json(path)  # size-checked; NaN and Infinity refused
         name = path.parent.name if path.stem == "config" and path.parent.name else path.stem
         return ModelSpec.from_hf_config(config, name=name, seq_len=seq_len, source=f"config.json {ref}")
     if suffix in (".yaml", ".yml"):
