@@ -553,7 +553,10 @@ def load_model(ref: str, *, seq_len: int | None = None) -> ModelSpec:
     path = Path(ref)
     suffix = path.suffix.lower()
     if suffix == ".json":
-        config = load_json(path)  # size-checked; NaN and Infinity refused
+        try:
+            config = load_json(path)  # size-checked; NaN and Infinity refused
+        except ConfigError as err:  # cannot be read: missing, a folder, a device, too large
+            raise ConfigError(f"model: cannot read {ref!r}: {str(err).split(': ', 1)[-1]}") from err
         name = path.parent.name if path.stem == "config" and path.parent.name else path.stem
         return ModelSpec.from_hf_config(config, name=name, seq_len=seq_len, source=f"config.json {ref}")
     if suffix in (".yaml", ".yml"):
