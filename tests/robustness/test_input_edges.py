@@ -433,6 +433,7 @@ SHOWN = "[/]RED[bold]x"  # both sequences removed, the brackets printed as writt
         ("fabric", "all_reduce", "--size", "1MiB", "-c"),
         ("train", "-m", "llama3-8b", "--tp", "8", "-c"),
         ("plan", "-m", "llama3-8b", "-c"),
+        ("checkpoint", "-m", "llama3-8b", "--storage", "ddn-ai400x2-turbo", "--storage-units", "8"),
     ],
 )
 def test_cluster_name_with_markup_and_escapes_prints_literally(tmp_path: Path, args: tuple[str, ...]) -> None:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import console, emit_json, handle_errors, literal
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
@@ -165,9 +165,11 @@ def _with_storage(
 
 def _render(out: dict[str, Any]) -> None:
     console.print(
-        f"[bold]{out['cluster']}[/]: {out['gpus']} GPUs; checkpoint {format_bytes(out['checkpoint_bytes'])} "
+        f"[bold]{literal(out['cluster'])}[/]: {out['gpus']} GPUs; "
+        f"checkpoint {format_bytes(out['checkpoint_bytes'])} "
         f"= {out['params'] / 1e9:.4g} B params x {out['bytes_per_param']:g} B/param, written by "
-        f"{out['writer_gpus']} GPUs on {out['writer_nodes']} nodes"
+        f"{out['writer_gpus']} GPUs on {out['writer_nodes']} nodes",
+        markup=True,
     )
     for label, key in (("write (sync)", "write"), ("restore", "restore"), ("async drain", "async_drain")):
         t = out[key]
