@@ -234,7 +234,10 @@ class _LimitedLoader(yaml.SafeLoader):
         self._sizes[id(node)] = size = 1 + sum(self._sizes.get(id(child), 1) for child in _children(node))
         if size > MAX_YAML_NODES:
             raise ComposerError(
-                None, None, f"the aliases expand to more than {MAX_YAML_NODES:,} values", _mark(node)
+                None,
+                None,
+                f"the document expands to more than {MAX_YAML_NODES:,} values (each alias counted in full)",
+                _mark(node),
             )
         if isinstance(node, MappingNode):
             for key, _ in node.value:
