@@ -77,7 +77,7 @@ BAD_YAML = {
         "a: &a [x, x, x, x, x, x, x, x, x]\n"
         + "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcde", "bcdef", strict=True)),
         ":6:",
-        "expand to more than",
+        "expands to more than 100,000 values",
     ),
     "deep_nesting": ("name: " + "[" * 500 + "]" * 500 + "\n", ":1:", "nesting deeper than 64"),
     "list_key": ("name: x\n? [a, b]\n: 1\n", ":2:", "a list used as a mapping key"),
