@@ -3,7 +3,7 @@ and no module hides an import inside a function to dodge a cycle.
 
 The order, lowest first (a package may import its own layer and every layer below)::
 
-    units, errors, catalog  <  cluster  <  collectives  <  engines  <  training
+    units, errors, inputs, catalog  <  cluster  <  collectives  <  engines  <  training
         <  discovery, report, sweep  <  cli  <  the package root (aifabric/__init__, __main__)
 
 ``collectives`` holds the algorithm registry (cost functions and CommPlans); ``engines`` times CommPlans
@@ -23,6 +23,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "aifabric"
 LAYERS: dict[str, int] = {
     "units": 0,
     "errors": 0,
+    "inputs": 0,
     "catalog": 0,
     "cluster": 1,
     "collectives": 2,
