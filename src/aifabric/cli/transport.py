@@ -9,7 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import console, emit_json, handle_errors, literal
 from aifabric.report.paths import check_plot_path
 from aifabric.transport.fluidnet import TRANSPORTS, FluidConfig, transport
 from aifabric.transport.scenarios import (
@@ -115,9 +115,10 @@ def transport_command(
         )
         return
     console.print(
-        f"[bold]{scenario}[/]: {len(sc.paths)} flows of {bytes_per_flow / 1e6:g} MB "
+        f"[bold]{literal(scenario)}[/]: {len(sc.paths)} flows of {bytes_per_flow / 1e6:g} MB "
         f"at {link_rate * 8 / 1e9:g} Gb/s "
-        "(fluid queue model, time step 0.5 us)"
+        "(fluid queue model, time step 0.5 us)",
+        markup=True,
     )
     t = Table(show_edge=False)
     for col in (

@@ -10,9 +10,8 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from aifabric.errors import ConfigError
+from aifabric.inputs import load_yaml_text
 from aifabric.units import parse_bandwidth, parse_time
 
 __all__ = ["DcqcnParams", "PfcConstants", "dcqcn_preset", "dcqcn_presets", "pfc_constants"]
@@ -21,7 +20,7 @@ __all__ = ["DcqcnParams", "PfcConstants", "dcqcn_preset", "dcqcn_presets", "pfc_
 @cache
 def _data() -> dict[str, Any]:
     text = resources.files("aifabric.catalog").joinpath("data/transport.yaml").read_text(encoding="utf-8")
-    data: dict[str, Any] = yaml.safe_load(text)
+    data: dict[str, Any] = load_yaml_text(text, "catalog/data/transport.yaml")
     return data
 
 
