@@ -84,12 +84,12 @@ def test_name_can_vary_and_bad_points_are_recorded_not_fatal(tmp_path):
 
 
 def test_an_internal_error_is_recorded_on_its_row(monkeypatch):
-    import aifabric.engines.formula as formula
+    import aifabric.sweep.runner as runner
 
     def boom(*_a, **_k):
         raise ZeroDivisionError("float division by zero")
 
-    monkeypatch.setattr(formula, "formula_collective", boom)
+    monkeypatch.setattr(runner, "formula_collective", boom)
     row = evaluate_point(SweepPoint("h100-ib-2node", (), "all_reduce", 1e6))
     assert row["error"] == "internal error: ZeroDivisionError: float division by zero"
 
