@@ -23,6 +23,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "aifabric"
 LAYERS: dict[str, int] = {
     "units": 0,
     "errors": 0,
+    "budget": 0,
     "catalog": 0,
     "cluster": 1,
     "collectives": 2,
