@@ -24,6 +24,7 @@ LAYERS: dict[str, int] = {
     "units": 0,
     "errors": 0,
     "inputs": 0,
+    "budget": 0,
     "catalog": 0,
     "cluster": 1,
     "collectives": 2,

@@ -7,7 +7,7 @@ import sys
 
 import typer
 
-from aifabric import __version__
+from aifabric import __version__, budget
 from aifabric.cli.common import CatalogOption, use_catalog
 from aifabric.errors import AifabricError
 
@@ -43,11 +43,28 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _max_memory(value: str | None) -> str | None:
+    """Set this run's memory limit (None: the environment's or the default), see :mod:`aifabric.budget`."""
+    try:
+        budget.set_memory_limit(value)
+    except AifabricError as err:
+        print(f"error: {err}", file=sys.stderr)
+        raise typer.Exit(code=2) from None
+    return value
+
+
 def _root(
     version: bool = typer.Option(
         False, "--version", help="Print the version and exit.", callback=_version, is_eager=True
     ),
     catalog_files: CatalogOption = None,
+    max_memory: str | None = typer.Option(
+        None,
+        "--max-memory",
+        help="Refuse work estimated to need more memory than this, e.g. '8GiB' (default: half of the "
+        "machine's; env AIFABRIC_MAX_MEMORY)",
+        callback=_max_memory,
+    ),
 ) -> None:
     """Model, simulate and plan the networks of AI clusters."""
     try:

@@ -13,6 +13,7 @@ a GPU count that does not fill whole scale-up domains, an unknown catalogue key.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,6 +22,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PositiveInt,
     ValidationError,
     field_validator,
     model_validator,
@@ -33,6 +35,10 @@ from aifabric.inputs import load_yaml_mapping
 from aifabric.units import parse_bandwidth, parse_nic_bandwidth, parse_time
 
 __all__ = [
+    "MAX_GPUS",
+    "MAX_GPUS_PER_NODE",
+    "MAX_PORTS",
+    "MAX_RADIX",
     "ClusterSpec",
     "FrontEndSpec",
     "ManagementSpec",
@@ -40,9 +46,20 @@ __all__ = [
     "ScaleUpDomainSpec",
     "SitesSpec",
     "StorageSpec",
+    "check_field_path",
     "format_validation_error",
     "load_yaml_mapping",
 ]
+
+
+#: Bounds on counts, far above any system built or announced (the largest clusters of 2025 hold 10^5 to
+#: 10^6 GPUs; switch ASICs have at most 512 ports, 1,024 with breakout; multi-plane fabrics use 2 to 8
+#: planes and servers at most 8 NICs per GPU), low enough that port arithmetic and index arrays stay exact.
+#: Whether this machine can hold a topology is checked separately (:mod:`aifabric.budget`).
+MAX_GPUS = 2**24
+MAX_GPUS_PER_NODE = 4096
+MAX_RADIX = 8192
+MAX_PORTS = 64
 
 
 def _known(kind: str) -> AfterValidator:
@@ -74,12 +91,12 @@ class ScaleUpDomainSpec(_Strict):
     """
 
     kind: Literal["nvswitch", "pcie", "torus"] = "nvswitch"
-    gpus: int | None = Field(default=None, ge=1)
+    gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
     link: str | None = None
     bandwidth_bytes_per_s: float | None = Field(default=None, validation_alias="bandwidth")
     bandwidth_convention: Literal["bidirectional", "per_direction"] = "bidirectional"
     p2p_through_cpu: bool = False
-    torus_dims: tuple[int, int, int] | None = None
+    torus_dims: tuple[PositiveInt, PositiveInt, PositiveInt] | None = None
 
     @field_validator("bandwidth_bytes_per_s", mode="before")
     @classmethod
@@ -117,15 +134,15 @@ class ScaleOutSpec(_Strict):
 
     nic: NicKey = "connectx-7"
     nic_speed_bytes_per_s: float | None = Field(default=None, validation_alias="nic_speed")
-    nics_per_gpu: int = Field(default=1, ge=1)
+    nics_per_gpu: int = Field(default=1, ge=1, le=MAX_PORTS)
     fabric: Literal["infiniband", "ethernet"] = "infiniband"
     switch: SwitchKey = "quantum-2-qm9700"
-    radix: int | None = Field(default=None, ge=4)
+    radix: int | None = Field(default=None, ge=4, le=MAX_RADIX)
     tiers: int = Field(default=2, ge=1, le=3)
     rail_optimized: bool = True
-    rails: int | None = Field(default=None, ge=1)
+    rails: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
     oversubscription: tuple[float, ...] = (1.0,)
-    planes: int = Field(default=1, ge=1)
+    planes: int = Field(default=1, ge=1, le=MAX_PORTS)
     nic_to_leaf_copper: bool = False
     nic_twin_port: bool = False
     pod_gpus: int | None = Field(default=None, ge=1)
@@ -186,6 +203,8 @@ class ScaleOutSpec(_Strict):
     @field_validator("oversubscription", mode="before")
     @classmethod
     def _os(cls, v: Any) -> tuple[float, ...]:
+        if not isinstance(v, int | float | str | list | tuple) or isinstance(v, bool):
+            raise ValueError(f"expected a down:up ratio or a list of them (e.g. [1, 2] or '2:1'), got {v!r}")
         vals = (v,) if isinstance(v, int | float | str) else tuple(v)
         out = []
         for x in vals:
@@ -195,6 +214,8 @@ class ScaleOutSpec(_Strict):
                     raise ValueError(f"oversubscription {x!r}: the up side must be > 0")
                 x = a / b
             fx = float(x)
+            if not math.isfinite(fx) or fx > MAX_RADIX:
+                raise ValueError(f"oversubscription ratio must be a finite number <= {MAX_RADIX}, got {x!r}")
             if not fx >= 1.0:
                 raise ValueError(f"oversubscription ratio must be >= 1 (down:up), got {x!r}")
             out.append(fx)
@@ -205,10 +226,10 @@ class FrontEndSpec(_Strict):
     """Front-end Ethernet per node (storage, data loading, checkpoints, users), often through a DPU."""
 
     nic: NicKey = "bluefield-3"
-    nics_per_node: int = Field(default=1, ge=0)
+    nics_per_node: int = Field(default=1, ge=0, le=MAX_PORTS)
     nic_speed_bytes_per_s: float | None = Field(default=None, validation_alias="nic_speed")
     switch: SwitchKey = "spectrum-4-sn5600-400g"
-    oversubscription: float = Field(default=1.0, ge=1.0)
+    oversubscription: float = Field(default=1.0, ge=1.0, le=MAX_RADIX, allow_inf_nan=False)
 
     @field_validator("nic_speed_bytes_per_s", mode="before")
     @classmethod
@@ -231,7 +252,7 @@ class ManagementSpec(_Strict):
     """
 
     nic: NicKey = "bmc-1g"
-    ports_per_node: int = Field(default=1, ge=0)
+    ports_per_node: int = Field(default=1, ge=0, le=MAX_PORTS)
     switch: SwitchKey = "sn2201-mgmt"
     aggregation: SwitchKey = "sn4600-frontend"
     nodes_per_rack: int | None = Field(default=None, ge=1)
@@ -300,9 +321,9 @@ class ClusterSpec(_Strict):
 
     name: str = "cluster"
     accelerator: str
-    gpus_per_node: int = Field(default=8, ge=1)
-    nodes: int | None = Field(default=None, ge=1)
-    gpus: int | None = Field(default=None, ge=1)
+    gpus_per_node: int = Field(default=8, ge=1, le=MAX_GPUS_PER_NODE)
+    nodes: int | None = Field(default=None, ge=1, le=MAX_GPUS)
+    gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
     # Factories, not instances: the defaults' catalogue keys are checked when a spec is built, after user
     # catalogue files are read, never at import.
     scale_up: ScaleUpDomainSpec = Field(default_factory=ScaleUpDomainSpec)
@@ -511,15 +532,52 @@ class ClusterSpec(_Strict):
         return cls.from_dict(load_yaml_mapping(p), source=str(p))
 
     def with_changes(self, **changes: Any) -> ClusterSpec:
-        """A copy with top-level fields or dotted sub-fields changed (``{"scale_out.nic_speed": ...}``)."""
-        data = self.model_dump(by_alias=False, exclude_none=False)
+        """A copy with top-level fields or dotted sub-fields changed (``{"scale_out.nic_speed": ...}``).
+
+        Raises
+        ------
+        ConfigError
+            A key that names no field (empty, unknown, or below a field that has no sub-fields), or a
+            changed value that does not validate; the message names the key.
+        """
+        data = _to_aliases(self.model_dump(by_alias=False, exclude_none=False))
         for key, value in changes.items():
+            check_field_path(key)
             target = data
-            parts = key.split(".")
-            for part in parts[:-1]:
+            parts = str(key).split(".")
+            for depth, part in enumerate(parts[:-1]):
+                if not isinstance(target.get(part), dict):
+                    raise ConfigError(f"{key}: {'.'.join(parts[: depth + 1])} is not set in this cluster")
                 target = target[part]
             target[parts[-1]] = value
-        return ClusterSpec.from_dict(_to_aliases(data))
+        return ClusterSpec.from_dict(data)
+
+
+def check_field_path(key: str) -> None:
+    """Raise ConfigError unless ``key`` is a dotted ClusterSpec field as a file writes it (YAML names:
+    ``nodes``, ``scale_out.nic_speed``, ``scale_up.torus_dims``)."""
+    parts = str(key).split(".")
+    for depth, part in enumerate(parts):
+        if not part or part not in _field_names(parts[:depth]):
+            raise ConfigError(f"{key or '(empty)'}: not a cluster field (at {part or '(empty)'!r})")
+        if depth < len(parts) - 1 and not _field_names(parts[: depth + 1]):
+            raise ConfigError(f"{key}: {'.'.join(parts[: depth + 1])} has no sub-field {parts[depth + 1]!r}")
+
+
+def _field_names(path: list[str]) -> set[str]:
+    """YAML names (aliases where set) of the fields of the section at dotted ``path`` of a ClusterSpec."""
+    model: Any = ClusterSpec
+    for part in path:
+        info = model.model_fields.get(part) or next(
+            (f for f in model.model_fields.values() if f.validation_alias == part), None
+        )
+        if info is None:
+            return set()
+        args = [a for a in getattr(info.annotation, "__args__", (info.annotation,)) if a is not type(None)]
+        model = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if model is None:
+            return set()
+    return {str(f.validation_alias or name) for name, f in model.model_fields.items()}
 
 
 def _register_parts(parts: Any, source: str) -> str:

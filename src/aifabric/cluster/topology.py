@@ -39,10 +39,21 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from aifabric import catalog
+from aifabric.budget import check_memory
 from aifabric.cluster.clos import ClosShape, clos_shape
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.errors import ConfigError
 
-__all__ = ["NETWORKS", "ClosShape", "Topology", "build_topology", "cached_topology", "clos_shape"]
+__all__ = [
+    "NETWORKS",
+    "ClosShape",
+    "Topology",
+    "build_topology",
+    "cached_topology",
+    "clos_shape",
+    "index_dtype",
+    "topology_bytes",
+]
 
 NETWORKS = ("scale-up", "scale-out", "front-end", "management")
 TIER_NAMES = ("gpu-nvswitch", "nic-leaf", "leaf-spine", "spine-core")
@@ -60,14 +71,15 @@ class Topology:
         Port arithmetic of one scale-out plane.
     n_devices : int
         GPUs + scale-up switches + scale-out switches.
-    link_src, link_dst : ndarray[int32], shape (n_links,)
-        Device ids of each directed link.
+    link_src, link_dst : ndarray[int32 or int64], shape (n_links,)
+        Device ids of each directed link (int64 beyond 2**31 - 1 devices).
     link_capacity_bytes_per_s : ndarray[float64], shape (n_links,)
         Per-direction capacity.
     link_latency_s : ndarray[float64], shape (n_links,)
     link_tier : ndarray[int8], shape (n_links,)
         0 GPU-NVSwitch, 1 NIC-leaf, 2 leaf-spine, 3 spine-core.
-    link_plane : ndarray[int16], shape (n_links,)
+    link_plane : ndarray[int8 or wider], shape (n_links,)
+        Plane of each link, in the smallest integer type that holds the plane count.
     gpu_up, gpu_down : ndarray[int64], shape (n_gpus,)
         Scale-up link ids GPU -> its NVSwitch and back (-1 without a scale-up switch).
     nic_up, nic_down : ndarray[int64], shape (planes, n_gpus)
@@ -174,14 +186,31 @@ class Topology:
         return out
 
 
-def _alloc(n: int) -> dict[str, np.ndarray]:
+def index_dtype(largest: int, smallest: type[np.signedinteger] = np.int32) -> type[np.signedinteger]:
+    """The narrowest integer type, ``smallest`` or wider (up to int64), that holds ``0 .. largest``.
+
+    Raises
+    ------
+    ConfigError
+        If ``largest`` exceeds int64 (a spec the bounds of :mod:`aifabric.cluster.spec` let through).
+    """
+    for dtype in (np.int8, np.int16, np.int32, np.int64):
+        if np.iinfo(dtype).max >= max(largest, np.iinfo(smallest).max):
+            return dtype
+    raise ConfigError(f"topology: {largest:,} ids do not fit a 64-bit integer")
+
+
+def _alloc(n: int, n_devices: int, planes: int) -> dict[str, np.ndarray]:
+    """Link arrays for ``n`` directed links; device and plane ids in dtypes sized from the counts
+    (int32 device ids up to 2**31 - 1 devices, int64 beyond; int16 planes up to 32,767)."""
+    dev = index_dtype(n_devices - 1)
     return {
-        "src": np.empty(n, np.int32),
-        "dst": np.empty(n, np.int32),
+        "src": np.empty(n, dev),
+        "dst": np.empty(n, dev),
         "cap": np.empty(n, np.float64),
         "lat": np.empty(n, np.float64),
         "tier": np.empty(n, np.int8),
-        "plane": np.zeros(n, np.int16),
+        "plane": np.zeros(n, index_dtype(planes - 1, np.int16)),
         "rev": np.empty(n, np.int64),
     }
 
@@ -189,8 +218,8 @@ def _alloc(n: int) -> dict[str, np.ndarray]:
 class _LinkWriter:
     """Appends cables (two directed links each) into preallocated arrays; returns (up_ids, down_ids)."""
 
-    def __init__(self, n_cables: int) -> None:
-        self.a = _alloc(2 * n_cables)
+    def __init__(self, n_cables: int, n_devices: int, planes: int) -> None:
+        self.a = _alloc(2 * n_cables, n_devices, planes)
         self.n = 0
 
     def cables(
@@ -209,6 +238,57 @@ class _LinkWriter:
         return up, down
 
 
+@dataclass(frozen=True)
+class _Counts:
+    has_su: bool
+    shape: ClosShape | None
+    planes: int
+    n_cables: int
+    n_devices: int
+    uplinks: int  # leaf and spine uplink slots of one plane
+
+
+def _counts(spec: ClusterSpec) -> _Counts:
+    """Cables, devices and uplink slots of ``spec``'s topology, from port arithmetic only."""
+    n = spec.n_gpus
+    has_su = spec.domain_gpus > 1 and spec.scale_up.kind != "torus"
+    shape = clos_shape(spec) if spec.scale_out is not None else None
+    planes = spec.scale_out.planes if spec.scale_out else 1
+    n_cables = n if has_su else 0
+    n_devices = n + (spec.n_domains if has_su else 0)
+    uplinks = 0
+    if shape:
+        uplinks = shape.n_leaves * shape.leaf_up + shape.n_spines * shape.spine_up
+        n_cables += planes * (n + uplinks)
+        n_devices += planes * (shape.n_leaves + shape.n_spines + shape.n_cores)
+    return _Counts(has_su, shape, planes, n_cables, n_devices, uplinks)
+
+
+def topology_bytes(spec: ClusterSpec) -> float:
+    """Estimate of the bytes :func:`build_topology` allocates for ``spec``, from counts (no allocation).
+
+    Each directed link holds two device ids (4 bytes, 8 beyond 2**31 devices), capacity, latency and
+    reverse id (8 bytes each), tier (1) and plane (2): ``35`` bytes, ``70`` per cable, plus ``16`` per cable
+    of transient link ids. Per GPU ``8 (2 planes + 8)`` bytes of int64 tables (NIC links per plane, leaf,
+    node, rail, SU, temporaries); per uplink slot ``8 (2 planes + 6)`` (link tables, spine/core indices)::
+
+        bytes = 86 C + 8 n (2 p + 8) + 8 U (2 p + 6)
+
+    with ``C`` cables, ``n`` GPUs, ``p`` planes and ``U`` leaf + spine uplink slots of one plane. Checked
+    against ``tracemalloc``'s peak in ``tests/cluster/test_budget.py`` (within 1x-2x of the measured peak).
+
+    Raises
+    ------
+    ConfigError
+        If the fabric cannot be built (see :func:`clos_shape`).
+    """
+    c = _counts(spec)
+    idx = np.dtype(index_dtype(c.n_devices - 1)).itemsize
+    per_cable = 2 * (2 * idx + 8 + 8 + 8 + 1 + 2) + 16
+    n, p = spec.n_gpus, c.planes
+    return float(per_cable * c.n_cables + 8 * n * (2 * p + 8) + 8 * c.uplinks * (2 * p + 6))
+
+
 def build_topology(spec: ClusterSpec) -> Topology:
     """Build the physical graph of ``spec`` (see the module docstring).
 
@@ -217,16 +297,14 @@ def build_topology(spec: ClusterSpec) -> Topology:
     Raises
     ------
     ConfigError
-        If the scale-out fabric cannot be built (see :func:`clos_shape`).
+        If the scale-out fabric cannot be built (see :func:`clos_shape`), or its arrays would need more
+        memory than the limit of :mod:`aifabric.budget` (estimate: :func:`topology_bytes`).
     """
     n = spec.n_gpus
-    has_su = spec.domain_gpus > 1 and spec.scale_up.kind != "torus"
-    shape = clos_shape(spec) if spec.scale_out is not None else None
-    planes = spec.scale_out.planes if spec.scale_out else 1
-    n_cables = n if has_su else 0
-    if shape:
-        n_cables += planes * (n + shape.n_leaves * shape.leaf_up + shape.n_spines * shape.spine_up)
-    w = _LinkWriter(n_cables)
+    c = _counts(spec)
+    has_su, shape, planes, n_cables, n_devices = c.has_su, c.shape, c.planes, c.n_cables, c.n_devices
+    check_memory(f"the topology of {spec.n_gpus:,} GPUs", topology_bytes(spec), "gpus")
+    w = _LinkWriter(n_cables, n_devices, planes)
     gpus = np.arange(n, dtype=np.int64)
     offsets = {"gpu": 0}
     next_dev = n
@@ -304,6 +382,7 @@ def build_topology(spec: ClusterSpec) -> Topology:
                 sus[p], sud[p] = up.reshape(sus.shape[1:]), down.reshape(sus.shape[1:])
     a = w.a
     m = w.n
+    assert next_dev == n_devices and m == 2 * n_cables
     return Topology(
         spec=spec,
         shape=shape,

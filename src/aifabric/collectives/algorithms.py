@@ -23,8 +23,7 @@ direct         all_to_all                       always                          
 chain          broadcast, reduce                always                                     ring_plan
 pat            all_gather, reduce_scatter       one rank per domain, several domains       --
 p2p            send_recv                        always (two ranks)                         p2p_plan
-torus          all_reduce, all_gather,          one torus domain (and then only it)        --
-               reduce_scatter
+torus          every collective                 one torus domain (and then only it)        --
 =============  ===============================  =========================================  ===========
 
 ``*``: textbook algorithms NCCL never picks by itself; timed only when asked for.
@@ -158,7 +157,12 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
     a.algorithm: a
     for a in (
         AlgorithmSpec(
-            Algorithm.TORUS, _RING_OPS, _single_torus, torus_cost, protocols=_SIMPLE, exclusive=True
+            Algorithm.TORUS,
+            frozenset(Collective),
+            _single_torus,
+            torus_cost,
+            protocols=_SIMPLE,
+            exclusive=True,
         ),
         AlgorithmSpec(Algorithm.RING, _RING_OPS, _always, ring_cost, plans.ring_plan),
         AlgorithmSpec(

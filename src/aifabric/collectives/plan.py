@@ -33,12 +33,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from aifabric.budget import check_memory
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.ops import Collective
 
 __all__ = [
     "CommPlan",
     "Stage",
+    "check_pairs",
     "direct_plan",
     "flat_ring_plan",
     "hierarchical_plan",
@@ -145,11 +147,26 @@ def _ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str) ->
     return Stage(src, dst, np.full(src.size, chunk_bytes / g), grp, repeat, label)
 
 
+#: Peak bytes per ordered pair while an all-to-all stage is built: ``np.repeat`` and ``np.tile`` of the
+#: ranks (8 + 8), the self-pair mask (1), the kept sources and destinations (8 + 8), sizes and groups (8 + 8).
+BYTES_PER_PAIR = 49
+
+
+def check_pairs(n: int, what: str) -> None:
+    """Refuse (ConfigError naming ``ranks``) an all-to-all of ``n`` ranks whose ``n^2`` pair arrays, at
+    ``BYTES_PER_PAIR`` each, exceed the memory limit of :mod:`aifabric.budget`."""
+    check_memory(f"{what} of {n:,} ranks ({n * (n - 1):,} transfers)", float(n) * n * BYTES_PER_PAIR, "ranks")
+
+
 def direct_plan(
     op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
 ) -> tuple[Stage, ...]:
-    """all_to_all: every rank sends S/n to every other rank at once (one stage)."""
+    """all_to_all: every rank sends S/n to every other rank at once (one stage).
+
+    Raises ConfigError when the n^2 pairs would exceed the memory limit (:func:`check_pairs`).
+    """
     n = int(gpus.size)
+    check_pairs(n, "the all_to_all")
     src = np.repeat(gpus, n)
     dst = np.tile(gpus, n)
     keep = src != dst

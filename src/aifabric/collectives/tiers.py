@@ -103,6 +103,12 @@ class TierModel:
         return self.efficiency == "nccl"
 
 
+def _finite(field: str, value: float, *, positive: bool = False) -> None:
+    """Refuse a NaN, infinite or negative figure (zero too when ``positive``); ConfigError names ``field``."""
+    if not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ConfigError(f"{field}: must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
+
+
 def tier_model(
     spec: ClusterSpec,
     *,
@@ -158,6 +164,13 @@ def tier_model(
         inter_scale = float(getattr(calibration, "inter_scale", 1.0))
         lat_scale = float(getattr(calibration, "latency_scale", 1.0))
         extra = float(getattr(calibration, "extra_inter_latency_s", 0.0))
+    _finite("calibration.intra_scale", intra_scale, positive=True)
+    _finite("calibration.inter_scale", inter_scale, positive=True)
+    _finite("calibration.latency_scale", lat_scale)
+    if not math.isfinite(extra):  # a fitted offset: may be slightly negative, never NaN or infinite
+        raise ConfigError(f"calibration.extra_inter_latency: must be a finite number, got {extra!r}")
+    _finite("scale_up.bandwidth", intra * intra_scale, positive=True)
+    _finite("scale_out.nic_speed", nic * inter_scale)
     return TierModel(
         intra_bytes_per_s=intra * intra_scale,
         nic_bytes_per_s=nic * inter_scale,

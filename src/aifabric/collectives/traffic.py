@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from aifabric.collectives.plan import CommPlan, Stage
+from aifabric.collectives.plan import CommPlan, Stage, check_pairs
 
 __all__ = ["PATTERNS", "pattern_plan"]
 
@@ -28,7 +28,8 @@ def pattern_plan(
     - ``uniform``: every GPU sends ``bytes_per_flow`` to every other GPU (all-to-all traffic of equal
       flows; the all_to_all *collective* is :func:`aifabric.collectives.plan.build_plan`).
 
-    Raises ValueError for an unknown pattern, fewer than 2 GPUs or a size <= 0.
+    Raises ValueError for an unknown pattern, fewer than 2 GPUs or a size <= 0, ConfigError for a
+    ``uniform`` pattern too large for the memory limit (:func:`aifabric.collectives.plan.check_pairs`).
     """
     gpus = np.asarray(gpus, dtype=np.int64)
     n = gpus.size
@@ -54,6 +55,7 @@ def pattern_plan(
         src = np.concatenate([gpus[(r + 1 + np.arange(k)) % n] for r in recv])
         dst = np.repeat(gpus[recv], k)
     else:
+        check_pairs(n, "the uniform pattern")
         src = np.repeat(gpus, n)
         dst = np.tile(gpus, n)
         keep = src != dst

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
+from aifabric.budget import check_memory
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import TIER_NAMES, Topology, cached_topology
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, build_plan, default_plan_algorithm
@@ -41,7 +42,21 @@ from aifabric.errors import ConfigError, NoRoute
 #: minutes and ~20 GB); rings and collectives move in lock-step groups and stay far below it.
 MAX_FLOW_GROUPS = 150_000
 
+#: Peak bytes of routing and simulating one transfer (per sub-flow), measured with ``tracemalloc`` on
+#: DGX H100 SuperPOD all_to_all and all_reduce runs (``benchmarks/memory_estimate.py``): every transfer
+#: ~600 B (plan, routes, result arrays); one that crosses leaves ~100 B per leaf uplink slot (candidate
+#: tables of shape (transfers, leaf_up)) plus ~600 B per path it is sprayed over (incidence entries in
+#: COO, CSC and slices). The flow engine's event state adds about a half (x 1.5).
+BYTES_PER_TRANSFER = 600
+BYTES_PER_UPLINK_SLOT = 100
+BYTES_PER_PATH = 600
+FLOW_ENGINE_FACTOR = 1.5
+
 __all__ = [
+    "BYTES_PER_PATH",
+    "BYTES_PER_TRANSFER",
+    "BYTES_PER_UPLINK_SLOT",
+    "FLOW_ENGINE_FACTOR",
     "MAX_FLOW_GROUPS",
     "FabricResult",
     "LinkReport",
@@ -49,8 +64,61 @@ __all__ = [
     "ideal_time",
     "link_capacity",
     "nccl_plan_choice",
+    "routing_bytes",
     "simulate_plans",
 ]
+
+
+def routing_bytes(
+    topo: Topology,
+    n_transfers: float,
+    n_cross_leaf: float,
+    n_cross_pod: float,
+    *,
+    engine: str = "links",
+    routing: str = "spray",
+    qps: int = 4,
+    flowlets: int = 8,
+) -> float:
+    """Estimate of the bytes routing and simulating transfers needs, from counts (no allocation).
+
+    With ``k`` sub-flows per transfer (``qps`` for ``qp``, ``flowlets`` for ``adaptive``, else 1), ``u1``
+    leaf and ``u2`` spine uplinks, and ``P`` paths per transfer (1; with ``spray`` ``u1`` within a pod and
+    ``u1 u2`` across pods)::
+
+        bytes = f k (600 T + 100 u1 X + 600 (P_leaf (X - Y) + P_pod Y))
+
+    for ``T`` transfers of which ``X`` cross leaves and ``Y`` cross pods, ``f`` = 1.5 for the flow engine
+    and 1 for links (constants: ``BYTES_PER_*`` above, measured).
+    """
+    shape = topo.shape
+    k = {"qp": qps, "adaptive": flowlets}.get(routing, 1)
+    u1 = shape.leaf_up if shape else 0
+    u2 = shape.spine_up if shape else 0
+    p_leaf, p_pod = (u1, u1 * max(1, u2)) if routing == "spray" else (1, 1)
+    per = (
+        BYTES_PER_TRANSFER * n_transfers
+        + BYTES_PER_UPLINK_SLOT * u1 * n_cross_leaf
+        + BYTES_PER_PATH * (p_leaf * (n_cross_leaf - n_cross_pod) + p_pod * n_cross_pod)
+    )
+    return (FLOW_ENGINE_FACTOR if engine == "flow" else 1.0) * k * per
+
+
+def _check_routing(topo: Topology, plans: list[CommPlan], engine: str, routing: str, qps: int) -> None:
+    """Refuse (ConfigError) plans whose routing would exceed the memory limit (:func:`routing_bytes`)."""
+    t = x = y = 0
+    for p in plans:
+        for st in p.stages:
+            t += st.n_transfers
+            if topo.shape is None:
+                continue
+            ls, ld = topo.leaf_of_gpu[st.src], topo.leaf_of_gpu[st.dst]
+            cross = ls != ld
+            x += int(np.count_nonzero(cross))
+            if topo.shape.tiers == 3:
+                y += int(np.count_nonzero(cross & (topo.pod_of_leaf[ls] != topo.pod_of_leaf[ld])))
+    need = routing_bytes(topo, t, x, y, engine=engine, routing=routing, qps=qps)
+    check_memory(f"routing {t:,} transfers ({routing}, {engine} engine)", need, "ranks")
 
 
 def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
@@ -157,7 +225,8 @@ def simulate_plans(
     Raises
     ------
     ConfigError
-        Unknown engine or routing.
+        Unknown engine or routing, or routing that would need more memory than the limit of
+        :mod:`aifabric.budget` (estimate: :func:`routing_bytes`).
     NoRoute
         A failure set disconnects two ranks that must talk (the message names them).
     """
@@ -171,6 +240,7 @@ def simulate_plans(
                 f"event source; limit {MAX_FLOW_GROUPS:,}); use --engine links for this traffic, or fewer "
                 "GPUs"
             )
+    _check_routing(topo, plans, engine, routing, qps)
     cap = link_capacity(topo, efficiency)
     if link_alive is not None:
         cap = np.where(link_alive, cap, 0.0)
@@ -458,6 +528,21 @@ def _explain(
     return tuple(out)
 
 
+def _check_all_to_all(topo: Topology, gpus: np.ndarray, engine: str, routing: str, qps: int) -> None:
+    """:func:`routing_bytes` of an all_to_all from rank counts per domain and pod, before its n^2 pairs
+    exist: pairs across domains (n^2 - sum of squares of ranks per domain) are counted as crossing
+    leaves (an upper bound), pairs across pods likewise."""
+    n = float(gpus.size)
+    dom = np.bincount(gpus // topo.spec.domain_gpus).astype(float)
+    x = n * n - float((dom * dom).sum())
+    y = 0.0
+    if topo.shape is not None and topo.shape.tiers == 3:
+        pods = np.bincount(topo.pod_of_leaf[topo.leaf_of_gpu[gpus]]).astype(float)
+        y = n * n - float((pods * pods).sum())
+    need = routing_bytes(topo, n * (n - 1), x, y, engine=engine, routing=routing, qps=qps)
+    check_memory(f"routing an all_to_all of {gpus.size:,} ranks ({routing}, {engine} engine)", need, "ranks")
+
+
 def fabric_collective(
     op: Collective | str,
     message_bytes: float,
@@ -486,11 +571,36 @@ def fabric_collective(
     ValueError
         A size <= 0, or an algorithm without a transfer-level decomposition (NVLS, tree).
     ConfigError, NoRoute
-        Unknown engine/routing, or failed links that disconnect two ranks (named in the message).
+        Unknown engine/routing, a torus scale-up (not wired link by link), or failed links that
+        disconnect two ranks (named in the message).
     """
     op = Collective.parse(op)
+    if spec.scale_up.kind == "torus" and spec.domain_gpus > 1:
+        raise ConfigError(
+            f"engine: the links and flow engines do not wire a torus link by link ({spec.name!r} has a "
+            f"{spec.scale_up.kind} scale-up); use --engine formula"
+        )
     topo = topo or cached_topology(spec)
     gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
+    if gpus.size == 1:
+        return CollectiveResult(
+            op=op.value,
+            message_bytes=float(message_bytes),
+            n_ranks=1,
+            algorithm="none",
+            protocol="none",
+            time_s=0.0,
+            latency_s=0.0,
+            algbw_bytes_per_s=0.0,
+            busbw_bytes_per_s=0.0,
+            network_time_s={},
+            bottleneck="none",
+            explanation="one rank: nothing to communicate",
+            convention=f"per_direction/{efficiency}",
+            engine=engine,
+        )
+    if op is Collective.ALL_TO_ALL:
+        _check_all_to_all(topo, gpus, engine, routing, qps)
     algorithm, note = (
         (algorithm, "") if algorithm is not None else nccl_plan_choice(op, message_bytes, spec, comm)
     )

@@ -33,7 +33,11 @@ from scipy import sparse
 from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError, NoRoute
 
-__all__ = ["POLICIES", "Routes", "hash64", "route"]
+__all__ = ["MAX_SEED", "POLICIES", "Routes", "hash64", "route"]
+
+#: Largest seed: seeds are mixed into 64-bit hashes with multipliers below 2**20 (per-switch seeds), so
+#: seeds below 2**40 (with the engines' per-stage offsets added) never overflow.
+MAX_SEED = 2**40 - 1
 
 POLICIES = ("ecmp", "pinning", "qp", "spray", "adaptive")
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -190,7 +194,7 @@ def route(
     Raises
     ------
     ConfigError
-        Unknown policy, qps < 1.
+        Unknown policy, qps < 1, a seed outside ``0 .. MAX_SEED`` (hash arithmetic stays in 64 bits).
     NoRoute
         A pair has no live path; the message names the first such pair.
     """
@@ -198,6 +202,8 @@ def route(
         raise ConfigError(f"routing: unknown routing policy {policy!r}; known: {', '.join(POLICIES)}")
     if qps < 1 or flowlets < 1:
         raise ConfigError(f"routing: qps and flowlets must be >= 1, got qps={qps}, flowlets={flowlets}")
+    if not 0 <= seed <= MAX_SEED:
+        raise ConfigError(f"seed: must be an integer from 0 to {MAX_SEED} (2**40 - 1), got {seed}")
     spec = topo.spec
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aifabric.cluster.spec import check_field_path
 from aifabric.collectives.ops import Collective
 from aifabric.errors import ConfigError
 from aifabric.inputs import load_yaml_mapping
@@ -84,22 +85,45 @@ class SweepSpec:
             raise ConfigError(f"{source}: vary: expected a mapping of field -> list of values")
         vary = []
         for field, values in vary_raw.items():
+            if not isinstance(field, str) or not field:
+                raise ConfigError(f"{source}: vary: {field!r} is not a field name (e.g. scale_out.nic)")
+            try:
+                check_field_path(field)
+            except ConfigError as err:
+                raise ConfigError(f"{source}: vary.{err}") from None
             if not isinstance(values, list) or not values:
                 raise ConfigError(
                     f"{source}: vary.{field}: expected a non-empty list of values, got {values!r}"
                 )
-            vary.append((str(field), tuple(tuple(v) if isinstance(v, list) else v for v in values)))
+            vary.append((field, tuple(_value(v, f"{source}: vary.{field}") for v in values)))
         colls_raw = data.get("collectives") or [{"op": "all_reduce", "sizes": ["1 GiB"]}]
         if not isinstance(colls_raw, list):
             raise ConfigError(f"{source}: collectives: expected a list of {{op, sizes}}")
         colls = []
         for i, c in enumerate(colls_raw):
-            if not isinstance(c, dict) or "op" not in c:
-                raise ConfigError(f"{source}: collectives[{i}]: expected {{op: ..., sizes: [...]}}")
+            if not isinstance(c, dict) or not isinstance(c.get("op"), str):
+                raise ConfigError(f"{source}: collectives[{i}]: expected {{op: <name>, sizes: [...]}}")
             op = Collective.parse(c["op"]).value
             sizes = c.get("sizes") or ["1 GiB"]
+            if not isinstance(sizes, list) or not all(_scalar(x) and x is not None for x in sizes):
+                raise ConfigError(
+                    f"{source}: collectives[{i}].sizes: expected a list of sizes, got {sizes!r}"
+                )
             colls.append((op, tuple(one_size(str(s), f"collectives[{i}].sizes") for s in sizes)))
         return cls(cluster, tuple(vary), tuple(colls))
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, str | int | float | bool)
+
+
+def _value(v: Any, where: str) -> Any:
+    """A vary value: a scalar, or a list of scalars (a tuple field such as oversubscription) as a tuple."""
+    if _scalar(v):
+        return v
+    if isinstance(v, list) and all(_scalar(x) for x in v):
+        return tuple(v)
+    raise ConfigError(f"{where}: {v!r} is not a value (a number, a string, or a list of them)")
 
 
 def load_sweep(path: str | Path) -> SweepSpec:

@@ -9,12 +9,16 @@ variant's Topology for its part counts, cached per variant in each worker). Poin
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from aifabric import budget
 from aifabric.cluster.presets import list_presets, preset
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.summary import summarize
@@ -70,7 +74,11 @@ def _variant(cluster: str, changes_json: str) -> tuple[Any, dict[str, Any]]:
 
 
 def evaluate_point(point: SweepPoint) -> dict[str, Any]:
-    """Time one point; a bad variant becomes a row with ``error`` set (the sweep goes on)."""
+    """Time one point; a bad variant becomes a row with ``error`` set (the sweep goes on).
+
+    Bad input (AifabricError, ValueError) is recorded as its message; any other exception, a bug, as
+    ``internal error: <type>: <message>`` so that one point can never abort the sweep.
+    """
 
     changes_json = json.dumps(point.changes)
     row: dict[str, Any] = {
@@ -86,6 +94,9 @@ def evaluate_point(point: SweepPoint) -> dict[str, Any]:
         r = formula_collective(point.op, point.message_bytes, spec)
     except (AifabricError, ValueError) as err:
         row["error"] = str(err).replace("\n", " ")
+        return row
+    except Exception as err:  # noqa: BLE001 - recorded on the point's row, the sweep goes on
+        row["error"] = f"internal error: {type(err).__name__}: {err}".replace("\n", " ")
         return row
     row.update(parts)
     row.update(
@@ -130,9 +141,35 @@ def run_sweep(
     return len(todo), len(points) - len(todo)
 
 
+#: Seconds between a worker's checks that its parent is alive.
+PARENT_POLL_S = 0.5
+
+
+def _init_worker(parent: int, memory_limit_bytes: float) -> None:
+    """Worker initializer: the parent's memory limit (:mod:`aifabric.budget`), and a daemon thread that
+    ends this process when ``parent`` is gone (e.g. killed with SIGKILL, which runs no clean-up) instead of
+    leaving orphans that wait forever for work.
+
+    A process whose parent dies is re-parented, so ``os.getppid()`` changes (POSIX).
+    """
+    budget.set_memory_limit(memory_limit_bytes)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="aifabric-parent-watch", daemon=True).start()
+
+
 def _results(points: list[SweepPoint], workers: int) -> Iterator[dict[str, Any]]:
-    if workers == 1:
+    if workers == 1 or not points:
         yield from map(evaluate_point, points)
         return
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(evaluate_point, points, chunksize=max(1, len(points) // (8 * workers)))
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        initializer=_init_worker,
+        initargs=(os.getpid(), budget.memory_limit_bytes()),
+    ) as pool:
+        chunk = max(1, len(points) // (8 * workers))
+        yield from pool.map(evaluate_point, points, chunksize=chunk)

@@ -19,8 +19,10 @@ def list_presets() -> list[str]:
     return sorted(f.name.removesuffix(".yaml") for f in files if f.name.endswith(".yaml"))
 
 
-def preset(name: str, *, nodes: int | None = None, gpus: int | None = None, **changes: Any) -> ClusterSpec:
+def preset(name: str, /, *, nodes: int | None = None, gpus: int | None = None, **changes: Any) -> ClusterSpec:
     """The preset ``name``, optionally resized to ``nodes`` or ``gpus``, with dotted ``changes``.
+
+    ``name`` is positional-only, so ``changes`` may rename the cluster (``**{"name": "x"}``).
 
     A resized preset that two tiers cannot connect is built with three (unless ``scale_out.tiers`` is
     given in ``changes``).
