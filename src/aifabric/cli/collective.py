@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import TraceOpt, console, emit_json, err_console, handle_errors
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm
 from aifabric.collectives.communicator import resolve_communicator
@@ -166,6 +166,7 @@ def collective(
             "NCCL_NVLS_ENABLE)",
         ),
     ] = None,
+    trace: TraceOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Time a collective on a cluster: one size (--size) or an nccl-tests-like sweep (--min/--max/--factor).
@@ -173,6 +174,10 @@ def collective(
     Bandwidths are GB/s = 1e9 bytes/s. algbw = size / time and busbw = algbw x factor, as nccl-tests
     defines them; both are per rank and per direction under the default convention.
     """
+    if trace is not None:
+        from aifabric.report.trace import check_trace_path  # lazy: start-up of `collective`
+
+        check_trace_path(trace)
     spec = resolve_cluster(cluster, nodes=nodes)
     comm = resolve_communicator(spec, ranks)
     sizes = _sizes(size, min_size, max_size, factor)
@@ -199,6 +204,11 @@ def collective(
         opts["calibration"] = load_calibration(calibration)
     results = [collective_time(op, s, spec, ranks=comm, engine=engine.value, **opts) for s in sizes]
     cal: Calibration | None = opts.get("calibration")
+    if trace is not None:
+        from aifabric.report.trace import collective_trace, write_trace  # lazy: start-up of `collective`
+
+        write_trace(collective_trace(results), trace)
+        err_console.print(f"trace written to {trace}", markup=False, highlight=False)
     if json_out:
         emit_json([r.to_dict() for r in results])
         return

@@ -19,12 +19,27 @@ from rich.console import Console
 from aifabric import catalog
 from aifabric.errors import AifabricError
 
-__all__ = ["CatalogOption", "console", "emit_json", "err_console", "handle_errors", "use_catalog"]
+__all__ = [
+    "CatalogOption",
+    "TraceOpt",
+    "console",
+    "emit_json",
+    "err_console",
+    "handle_errors",
+    "use_catalog",
+]
 
 # Wide tables when piped (files, CI logs); prose is never hard-wrapped.
 console = Console(width=None if sys.stdout.isatty() else 180, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
+#: ``--trace FILE``: Chrome/Perfetto trace JSON (aifabric.report.trace).
+TraceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--trace", help="Write a Chrome/Perfetto trace (.json; open in ui.perfetto.dev), times in us"
+    ),
+]
 
 
 def handle_errors(fn: F) -> F:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import TraceOpt, console, emit_json, err_console, handle_errors
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.algorithms import plan_algorithms
@@ -17,6 +17,7 @@ from aifabric.collectives.traffic import PATTERNS
 from aifabric.engines.routing import POLICIES
 from aifabric.engines.scenario import run_scenario
 from aifabric.report.paths import check_plot_path
+from aifabric.report.trace import check_trace_path, scenario_trace, write_trace
 from aifabric.units import format_bytes, one_size
 
 __all__ = ["fabric"]
@@ -76,6 +77,7 @@ def fabric(
         ),
     ] = None,
     top: Annotated[int, typer.Option(help="Most loaded links to explain", min=0)] = 5,
+    trace: TraceOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Run traffic on the fabric link by link: completion time, bandwidth against the contention-free ideal,
@@ -85,6 +87,8 @@ def fabric(
     """
     if plot is not None:
         check_plot_path(plot, "--plot")
+    if trace is not None:
+        check_trace_path(trace)
     spec = resolve_cluster(cluster, nodes=nodes)
     s = one_size(size, "--size")
     sc = run_scenario(
@@ -114,6 +118,9 @@ def fabric(
             title=f"{traffic} on {spec.name}, {engine}/{routing}, {placement}, seed {seed}",
         )
     rows = [(j.job, j.n_ranks, j.time_s, j.busbw_bytes_per_s) for j in sc.jobs]
+    if trace is not None:
+        write_trace(scenario_trace(sc), trace)
+        err_console.print(f"trace written to {trace}", markup=False, highlight=False)
     if json_out:
         emit_json(
             {

@@ -13,11 +13,12 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import TraceOpt, console, emit_json, err_console, handle_errors
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.errors import ConfigError
 from aifabric.report.step_plot import check_plot_path, plot_step_breakdown
+from aifabric.report.trace import check_trace_path, step_trace, write_trace
 from aifabric.training.fabric_step import FabricStep, fabric_step
 from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
 from aifabric.training.models import ModelSpec, load_model
@@ -232,6 +233,7 @@ def train(
         int | None, typer.Option(help="Seed of placement and hashing; flow/links only", min=0)
     ] = None,
     plot: PlotOpt = None,
+    trace: TraceOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Time one training step of a layout: compute, each network's exposed and hidden time, bubble, MFU.
@@ -255,6 +257,8 @@ def train(
     _refuse_fabric_options(engine, placement, routing, jobs, seed)
     if plot is not None:
         check_plot_path(plot, "--plot")
+    if trace is not None:
+        check_trace_path(trace)
     opts = _options(
         flash_attention,
         overlap_grad_reduce,
@@ -310,6 +314,9 @@ def train(
         st = fs.steps[0]
     if plot is not None:
         plot_step_breakdown([st], plot, option="--plot")
+    if trace is not None:
+        write_trace(step_trace(st), trace)
+        err_console.print(f"trace written to {trace}", markup=False, highlight=False)
     if json_out:
         out = st.to_dict()
         if fs is not None:
