@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import TraceOpt, console, emit_json, err_console, handle_errors
+from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm
 from aifabric.collectives.communicator import resolve_communicator
@@ -167,6 +167,7 @@ def collective(
         ),
     ] = None,
     trace: TraceOpt = None,
+    html: HtmlOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Time a collective on a cluster: one size (--size) or an nccl-tests-like sweep (--min/--max/--factor).
@@ -178,6 +179,10 @@ def collective(
         from aifabric.report.trace import check_trace_path  # lazy: start-up of `collective`
 
         check_trace_path(trace)
+    if html is not None:
+        from aifabric.report.html import check_html_path  # lazy: start-up of `collective`
+
+        check_html_path(html)
     spec = resolve_cluster(cluster, nodes=nodes)
     comm = resolve_communicator(spec, ranks)
     sizes = _sizes(size, min_size, max_size, factor)
@@ -209,6 +214,14 @@ def collective(
 
         write_trace(collective_trace(results), trace)
         err_console.print(f"trace written to {trace}", markup=False, highlight=False)
+    if html is not None:
+        from aifabric.report.html import collective_report, write_html
+
+        inputs = dict(
+            op=op, cluster=cluster, nodes=nodes, ranks=ranks, engine=engine.value, algo=algo, proto=proto
+        )
+        write_html(collective_report(results, spec, **inputs), html)
+        err_console.print(f"report written to {html}", markup=False, highlight=False)
     if json_out:
         emit_json([r.to_dict() for r in results])
         return

@@ -21,6 +21,7 @@ from aifabric.errors import AifabricError
 
 __all__ = [
     "CatalogOption",
+    "HtmlOpt",
     "TraceOpt",
     "console",
     "emit_json",
@@ -33,6 +34,11 @@ __all__ = [
 console = Console(width=None if sys.stdout.isatty() else 180, soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
+#: ``--html FILE``: a self-contained HTML report (aifabric.report.html).
+HtmlOpt = Annotated[
+    Path | None,
+    typer.Option("--html", help="Write a self-contained HTML report (.html; no network needed to view it)"),
+]
 #: ``--trace FILE``: Chrome/Perfetto trace JSON (aifabric.report.trace).
 TraceOpt = Annotated[
     Path | None,

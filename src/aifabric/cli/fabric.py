@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import TraceOpt, console, emit_json, err_console, handle_errors
+from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.algorithms import plan_algorithms
@@ -16,6 +16,7 @@ from aifabric.collectives.ops import Collective
 from aifabric.collectives.traffic import PATTERNS
 from aifabric.engines.routing import POLICIES
 from aifabric.engines.scenario import run_scenario
+from aifabric.report.html import check_html_path, fabric_report, write_html
 from aifabric.report.paths import check_plot_path
 from aifabric.report.trace import check_trace_path, scenario_trace, write_trace
 from aifabric.units import format_bytes, one_size
@@ -78,6 +79,7 @@ def fabric(
     ] = None,
     top: Annotated[int, typer.Option(help="Most loaded links to explain", min=0)] = 5,
     trace: TraceOpt = None,
+    html: HtmlOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Run traffic on the fabric link by link: completion time, bandwidth against the contention-free ideal,
@@ -89,6 +91,8 @@ def fabric(
         check_plot_path(plot, "--plot")
     if trace is not None:
         check_trace_path(trace)
+    if html is not None:
+        check_html_path(html)
     spec = resolve_cluster(cluster, nodes=nodes)
     s = one_size(size, "--size")
     sc = run_scenario(
@@ -121,6 +125,12 @@ def fabric(
     if trace is not None:
         write_trace(scenario_trace(sc), trace)
         err_console.print(f"trace written to {trace}", markup=False, highlight=False)
+    if html is not None:
+        inputs = dict(
+            traffic=traffic, cluster=cluster, nodes=nodes, size=size, engine=engine, routing=routing
+        )
+        write_html(fabric_report(sc, **inputs, jobs=jobs, placement=placement, fail=fail, seed=seed), html)
+        err_console.print(f"report written to {html}", markup=False, highlight=False)
     if json_out:
         emit_json(
             {
