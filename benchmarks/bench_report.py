@@ -59,9 +59,7 @@ def main() -> None:
     t0 = time.perf_counter()
     run_into_db(grid, out / "sweep.db", workers=args.workers, batch=256)
     dt = time.perf_counter() - t0
-    print(
-        f"sweep of {n:,} points, {args.workers} process(es), SQLite: {dt:.1f} s ({n / dt:,.0f} points/s)"
-    )
+    print(f"sweep of {n:,} points, {args.workers} process(es), SQLite: {dt:.1f} s ({n / dt:,.0f} points/s)")
 
 
 if __name__ == "__main__":
