@@ -99,3 +99,32 @@ def test_readers_name_the_problem(tmp_path):
     yml.write_text("topology: [Switch, Torus]\nnpus_count: [8, 2]\nbandwidth: [1, 1]\nlatency: [1, 1]\n")
     with pytest.raises(ParseError, match="Torus"):
         read_analytical(yml)
+
+
+def test_htsim_connection_matrix_round_trip(tmp_path):
+    import numpy as np
+
+    from aifabric.collectives.plan import build_plan
+    from aifabric.interop.htsim import read_connection_matrix
+
+    spec = preset("dgx-h100-superpod", nodes=4)
+    files = export_cluster(spec, "htsim", tmp_path, collective="all_reduce", message_bytes=2**26)
+    assert files[-1].name == "collective.cm"
+    hosts, flows, waits = read_connection_matrix(files[-1])
+    plan = build_plan("all_reduce", 2**26, spec, np.arange(spec.n_gpus))
+    node = spec.gpus_per_node
+    expected = [
+        (stage.repeat, int(((stage.src // node != stage.dst // node) & (stage.bytes_ > 0)).sum()))
+        for stage in plan.stages
+    ]
+    assert hosts == 32 and len(flows) == sum(r * n for r, n in expected)
+    inter_bytes = sum(
+        stage.repeat * stage.bytes_[(stage.src // node) != (stage.dst // node)].sum() for stage in plan.stages
+    )
+    assert sum(b for *_, b in flows) == pytest.approx(inter_bytes, rel=1e-6)
+    # every flow but each host's first waits for an earlier flow of the same host (a DAG in flow order)
+    assert len(waits) == len(flows) - len({s for s, _, _ in flows})
+    assert all(t < f for f, t in waits.items())
+    assert all(flows[t - 1][0] == flows[f - 1][0] for f, t in waits.items())
+    with pytest.raises(ConfigError, match="--collective"):
+        export_cluster(spec, "simai", tmp_path, collective="all_reduce", message_bytes=1.0)

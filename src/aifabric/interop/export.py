@@ -5,8 +5,8 @@ format     files
 =========  ==========================================================================================
 astra-sim  ``network.yml`` (analytical backend, :mod:`~aifabric.interop.astra`) and ``topology.txt``
            (ns-3 backend: every GPU, switch and cable, :mod:`~aifabric.interop.ns3`)
-htsim      ``cluster.topo`` (fat tree of the scale-out, :mod:`~aifabric.interop.htsim`) and ``hosts.csv``
-           (htsim host -> GPU id)
+htsim      ``cluster.topo`` (fat tree of the scale-out, :mod:`~aifabric.interop.htsim`), ``hosts.csv``
+           (htsim host -> GPU id) and, given a collective, ``collective.cm`` (its scale-out flows)
 simai      ``topology.txt`` (SimAI's ns-3 variant, :mod:`~aifabric.interop.ns3`)
 =========  ==========================================================================================
 """
@@ -16,12 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import Topology, build_topology
+from aifabric.collectives.plan import build_plan
 from aifabric.errors import ConfigError
 from aifabric.interop.astra import analytical_network, write_analytical
 from aifabric.interop.graph import cables
-from aifabric.interop.htsim import host_order, write_htsim
+from aifabric.interop.htsim import host_order, write_connection_matrix, write_htsim
 from aifabric.interop.ns3 import write_ns3, write_simai
 
 __all__ = ["FORMATS", "export_cluster"]
@@ -57,8 +60,19 @@ FORMATS: dict[str, Callable[[Topology, Path], list[Path]]] = {
 }
 
 
-def export_cluster(spec: ClusterSpec, fmt: str, out_dir: str | Path) -> list[Path]:
+def export_cluster(
+    spec: ClusterSpec,
+    fmt: str,
+    out_dir: str | Path,
+    *,
+    collective: str | None = None,
+    message_bytes: float | None = None,
+) -> list[Path]:
     """Write ``spec`` in ``fmt`` into ``out_dir`` (created); returns the files written.
+
+    With ``collective`` (and ``message_bytes``, nccl-tests size), htsim also gets the collective over every
+    GPU as a connection matrix (:func:`~aifabric.interop.htsim.write_connection_matrix`, decomposition of
+    :func:`~aifabric.collectives.plan.build_plan`); the other formats refuse it.
 
     Raises
     ------
@@ -70,6 +84,10 @@ def export_cluster(spec: ClusterSpec, fmt: str, out_dir: str | Path) -> list[Pat
     writer = FORMATS.get(fmt)
     if writer is None:
         raise ConfigError(f"--format: unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    if collective is not None and fmt != "htsim":
+        raise ConfigError(f"--collective: only --format htsim exports a workload (not {fmt})")
+    if collective is not None and (message_bytes is None or message_bytes <= 0):
+        raise ValueError(f"--size: a collective needs a size > 0, got {message_bytes}")
     if spec.scale_up.kind == "torus":
         raise ConfigError(f"--format {fmt}: {spec.name} is a torus; only switched clusters are exported")
     out = Path(out_dir)
@@ -79,4 +97,9 @@ def export_cluster(spec: ClusterSpec, fmt: str, out_dir: str | Path) -> list[Pat
         out.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ValueError(f"--out: cannot create {str(out)!r}: {err.strerror}") from err
-    return writer(build_topology(spec), out)
+    topo = build_topology(spec)
+    files = writer(topo, out)
+    if collective is not None and message_bytes is not None:
+        plan = build_plan(collective, message_bytes, spec, np.arange(spec.n_gpus))
+        files.append(write_connection_matrix(plan, topo, out / "collective.cm"))
+    return files

@@ -32,10 +32,11 @@ from pathlib import Path
 import numpy as np
 
 from aifabric.cluster.topology import Topology
+from aifabric.collectives.plan import CommPlan
 from aifabric.errors import ConfigError, ParseError
 from aifabric.interop.graph import GraphCounts
 
-__all__ = ["host_order", "read_htsim", "write_htsim"]
+__all__ = ["host_order", "read_connection_matrix", "read_htsim", "write_connection_matrix", "write_htsim"]
 
 
 def host_order(topo: Topology) -> np.ndarray:
@@ -118,3 +119,89 @@ def read_htsim(path: str | Path) -> GraphCounts:
     except KeyError as err:
         raise ParseError(f"{p}: field {err.args[0]} is missing") from err
     return GraphCounts(hosts, switches, links)
+
+
+def write_connection_matrix(plan: CommPlan, topo: Topology, path: str | Path) -> Path:
+    """Write a collective's scale-out flows as an htsim connection matrix (``.cm``), chained by triggers.
+
+    Format (ultraethernet/uet-htsim@40ccb05 ``connection_matrices/gen_*.py``, read by
+    ``ConnectionMatrix::load``)::
+
+        Nodes <hosts>
+        Connections <flows>
+        Triggers <triggers>
+        <src>-><dst> id <flow> start 0 size <bytes> [send_done_trigger <t>]
+        <src>-><dst> id <flow> trigger <t> size <bytes> [send_done_trigger <t'>]
+        trigger id <t> oneshot
+
+    Hosts are numbered by :func:`host_order`. Every stage of ``plan`` is expanded into its ``repeat`` steps;
+    a host's flow of step j starts when its last flow of the step before has been sent (``send_done``), the
+    way htsim's own ring generators chain their steps. Transfers inside a node (NVLink) are left out:
+    htsim has no scale-up network.
+
+    Raises
+    ------
+    ValueError
+        If no transfer of the plan crosses the scale-out network.
+    """
+    host = np.empty(topo.n_gpus, dtype=np.int64)
+    host[host_order(topo)] = np.arange(topo.n_gpus)
+    node = topo.spec.gpus_per_node
+    last_flow: dict[int, int] = {}  # host -> its latest flow
+    flows: list[list[str]] = []
+    for stage in plan.stages:
+        inter = (stage.src // node != stage.dst // node) & (stage.bytes_ > 0)
+        src, dst, size = host[stage.src[inter]], host[stage.dst[inter]], stage.bytes_[inter]
+        for _ in range(stage.repeat):
+            previous = dict(last_flow)
+            for s, d, b in zip(src.tolist(), dst.tolist(), size.tolist(), strict=True):
+                flows.append([f"{s}->{d}", f"id {len(flows) + 1}", "", f"size {round(b)}", ""])
+                if s in previous:
+                    flows[-1][2] = f"trigger {previous[s]}"  # the trigger id is its predecessor's flow id
+                    flows[previous[s] - 1][4] = f"send_done_trigger {previous[s]}"
+                else:
+                    flows[-1][2] = "start 0"
+                last_flow[s] = len(flows)
+    if not flows:
+        raise ValueError(f"--collective: {plan.op} on these ranks sends nothing over the scale-out network")
+    triggers = sorted({int(f[4].split()[1]) for f in flows if f[4]})
+    lines = [f"Nodes {topo.n_gpus}", f"Connections {len(flows)}", f"Triggers {len(triggers)}"]
+    lines += [" ".join(part for part in f if part) for f in flows]
+    lines += [f"trigger id {t} oneshot" for t in triggers]
+    p = Path(path)
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def read_connection_matrix(path: str | Path) -> tuple[int, list[tuple[int, int, int]], dict[int, int]]:
+    """Read a ``.cm``: (hosts, flows as (src, dst, bytes), {flow id: trigger it waits for}).
+
+    Raises ParseError naming the line for a malformed flow or a trigger that no flow fires.
+    """
+    p = Path(path)
+    hosts, flows, waits, fired, declared = 0, [], {}, set(), set()
+    for lineno, raw in enumerate(p.read_text().splitlines(), 1):
+        parts = raw.split()
+        if not parts or parts[0] in ("Connections", "Triggers"):
+            continue
+        if parts[0] == "Nodes":
+            hosts = int(parts[1])
+        elif parts[0] == "trigger":
+            declared.add(int(parts[2]))
+        elif "->" in parts[0]:
+            kv = dict(zip(parts[1::2], parts[2::2], strict=False))
+            try:
+                s, d = (int(x) for x in parts[0].split("->"))
+                flows.append((s, d, int(kv["size"])))
+                if "trigger" in kv:
+                    waits[int(kv["id"])] = int(kv["trigger"])
+                if "send_done_trigger" in kv:
+                    fired.add(int(kv["send_done_trigger"]))
+            except (KeyError, ValueError) as err:
+                raise ParseError(f"{p}: line {lineno}: malformed flow {raw.strip()!r}") from err
+        else:
+            raise ParseError(f"{p}: line {lineno}: unknown line {raw.strip()!r}")
+    orphan = (set(waits.values()) | declared) - fired
+    if orphan:
+        raise ParseError(f"{p}: trigger {min(orphan)} is never fired by a flow")
+    return hosts, flows, waits
