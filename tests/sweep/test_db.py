@@ -178,8 +178,10 @@ def test_cli_sweep_db_and_bad_input(tmp_path):
     )
     assert res.exit_code == 0, res.output
     assert "500 point(s) evaluated" in res.stdout and png.stat().st_size > 10_000
-    res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(db), "--executor", "ray"])
+    res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(db), "--executor", "dask"])
     assert res.exit_code == 2 and "--executor" in res.output
+    res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(db), "--address", "auto"])
+    assert res.exit_code == 2 and "--address" in res.output
     (tmp_path / "junk.db").write_text("not a database, just text " * 100)
     res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(tmp_path / "junk.db")])
     assert res.exit_code == 2 and "--db" in res.output

@@ -37,6 +37,9 @@ def sweep_db(
     workers: Annotated[int, typer.Option(help="Local worker processes", min=1, max=256)] = 1,
     executor: Annotated[str, typer.Option(help=f"Executor: {', '.join(EXECUTORS)}")] = "process",
     batch: Annotated[int, typer.Option(help="Points per task and per committed transaction", min=1)] = 256,
+    address: Annotated[
+        str | None, typer.Option(help="--executor ray only: Ray cluster address (auto, ray://host:10001)")
+    ] = None,
     parquet: Annotated[Path | None, typer.Option(help="Also export every row to this Parquet file")] = None,
     pareto: Annotated[
         Path | None,

@@ -6,13 +6,17 @@ of model time per point), results come back in completion order, and the driver 
 transaction per batch, keyed by :func:`~aifabric.sweep.db.point_hash`. A resumed run skips the hashes
 already stored; killed at any moment, it loses at most the batches not yet committed.
 
-Executors (:data:`EXECUTORS`): ``serial`` (in the driver) and ``process`` (stdlib process pool). Ray is
-not provided here (see the module's notes in docs).
+Executors (:data:`EXECUTORS`): ``serial`` (in the driver), ``process`` (stdlib process pool, the default)
+and ``ray`` (the optional extra ``aifabric[ray]``: one ``@ray.remote`` task per batch, taken in completion
+order with ``ray.wait``; a local Ray of ``workers`` CPUs, or the cluster at ``address`` / ``RAY_ADDRESS``).
+A task Ray retries after a worker dies returns rows already stored, which the store ignores.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -78,20 +82,50 @@ def _evaluate_batch(points: list[SweepPoint]) -> list[tuple[str, dict[str, Any]]
     return out
 
 
-def _serial(batches: list[list[SweepPoint]], workers: int) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+Rows = list[tuple[str, dict[str, Any]]]
+
+
+def _serial(batches: list[list[SweepPoint]], workers: int, address: str | None) -> Iterator[Rows]:
     yield from map(_evaluate_batch, batches)
 
 
-def _process(batches: list[list[SweepPoint]], workers: int) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+def _process(batches: list[list[SweepPoint]], workers: int, address: str | None) -> Iterator[Rows]:
     with ProcessPoolExecutor(max_workers=workers) as pool:
         for fut in as_completed([pool.submit(_evaluate_batch, b) for b in batches]):
             yield fut.result()
 
 
+def _ray(batches: list[list[SweepPoint]], workers: int, address: str | None) -> Iterator[Rows]:
+    try:
+        import ray
+    except ImportError as err:
+        raise ConfigError("--executor ray: ray is not installed (pip install 'aifabric[ray]')") from err
+    started = not ray.is_initialized()
+    if started:
+        local = address is None and "RAY_ADDRESS" not in os.environ
+        ray.init(
+            address=address,
+            num_cpus=workers if local else None,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if local else None,
+        )
+    task = ray.remote(_evaluate_batch)
+    try:
+        pending = [task.remote(b) for b in batches]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started:
+            ray.shutdown()
+
+
 #: Executor name -> batch runner (one registry; the CLI's choices read it).
-EXECUTORS: dict[str, Callable[[list[list[SweepPoint]], int], Iterator[list[tuple[str, dict[str, Any]]]]]] = {
+EXECUTORS: dict[str, Callable[[list[list[SweepPoint]], int, str | None], Iterator[Rows]]] = {
     "serial": _serial,
     "process": _process,
+    "ray": _ray,
 }
 
 
@@ -102,6 +136,7 @@ def run_into_db(
     workers: int = 1,
     executor: str = "process",
     batch: int = 64,
+    address: str | None = None,
     on_batch: Callable[[int], None] | None = None,
 ) -> tuple[int, int]:
     """Evaluate the points of ``spec`` not yet in the database; returns (evaluated now, skipped as done).
@@ -113,22 +148,27 @@ def run_into_db(
         SQLite file (created).
     workers : int
         Processes of the ``process`` executor (>= 1).
-    executor : {"serial", "process"}
+    executor : {"serial", "process", "ray"}
     batch : int
         Points per task and per committed transaction (>= 1).
+    address : str, optional
+        ``ray`` only: the Ray cluster (``auto``, ``ray://host:10001``); default a local Ray of ``workers``
+        CPUs, or ``RAY_ADDRESS``.
     on_batch : callable, optional
         Called with the number of points of each batch stored.
 
     Raises
     ------
     ConfigError
-        An unknown executor.
+        An unknown executor, ``address`` without ``ray``, or ``ray`` not installed.
     ValueError
         ``workers`` or ``batch`` < 1, or a file that is not a sweep database.
     """
     runner = EXECUTORS.get(executor)
     if runner is None:
         raise ConfigError(f"--executor: unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
+    if address is not None and executor != "ray":
+        raise ConfigError(f"--address: only --executor ray connects to a cluster (not {executor})")
     if workers < 1:
         raise ValueError(f"--workers: must be >= 1, got {workers}")
     if batch < 1:
@@ -140,7 +180,7 @@ def run_into_db(
         n = len(todo)
         per = max(1, min(batch, math.ceil(n / max(1, 4 * workers)))) if n else batch
         batches = [todo[i : i + per] for i in range(0, n, per)]
-        for rows in runner(batches, workers):
+        for rows in runner(batches, workers, address):
             db.add(rows)
             if on_batch is not None:
                 on_batch(len(rows))
