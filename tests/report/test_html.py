@@ -172,3 +172,28 @@ def test_bad_html_path_exit_2(tmp_path):
     assert res.exit_code == 2 and "--html" in res.output
     with pytest.raises(ValueError, match="directory"):
         check_html_path(tmp_path)
+
+
+def test_sweep_report_in_chromium(chromium, tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(
+        "cluster: dgx-h100-superpod\nvary:\n  nodes: [8, 16]\ncollectives:\n"
+        '  - {op: all_reduce, sizes: ["1 MiB", "1 GiB"]}\n'
+    )
+    page = tmp_path / "sweep.html"
+    args = [
+        "sweep-db",
+        str(grid),
+        "--db",
+        str(tmp_path / "s.db"),
+        "--executor",
+        "serial",
+        "--html",
+        str(page),
+    ]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    _self_contained(page)
+    ids = _load(chromium, page, tmp_path)
+    assert ids["points"].strip() == "4" and ids["failed"].strip() == "0"
+    assert ids["rows"].count("all_reduce") == 2  # the fastest variant of each size

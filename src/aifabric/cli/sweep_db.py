@@ -41,6 +41,9 @@ def sweep_db(
         str | None, typer.Option(help="--executor ray only: Ray cluster address (auto, ray://host:10001)")
     ] = None,
     parquet: Annotated[Path | None, typer.Option(help="Also export every row to this Parquet file")] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Write a self-contained HTML report of the store (.html)")
+    ] = None,
     pareto: Annotated[
         Path | None,
         typer.Option(help="Plot network watts against time, Pareto front per (op, size) (.png/.svg)"),
@@ -54,6 +57,10 @@ def sweep_db(
         from aifabric.report.paths import check_plot_path
 
         check_plot_path(pareto, "--pareto")
+    if html is not None:
+        from aifabric.report.html import check_html_path
+
+        check_html_path(html)
     spec = load_sweep(file)
     total = len(spec.points())
     with Progress(
@@ -80,7 +87,7 @@ def sweep_db(
         )
         bar.advance(task, skipped)
     console.print(f"{ran} point(s) evaluated, {skipped} already in {db} (resumed); store: {db}")
-    if parquet is not None or pareto is not None:
+    if parquet is not None or pareto is not None or html is not None:
         from aifabric.sweep.db import ResultDB
         from aifabric.sweep.parallel import columns_for
 
@@ -92,5 +99,13 @@ def sweep_db(
                 from aifabric.sweep.pareto import pareto_plot
 
                 console.print(f"pareto plot: {pareto_plot(store.to_pandas(), pareto)}", markup=False)
+            if html is not None:
+                from aifabric.collectives.api import resolve_cluster
+                from aifabric.report.html import sweep_report, write_html
+
+                report = sweep_report(
+                    store.to_pandas(), resolve_cluster(spec.cluster), store=str(db), file=file
+                )
+                console.print(f"report: {write_html(report, html)}", markup=False, highlight=False)
         finally:
             store.close()

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from aifabric.cluster.spec import ClusterSpec
     from aifabric.cluster.topology import Topology
 
-__all__ = ["cluster_drawing", "step_bars", "tier_heatmaps"]
+__all__ = ["cluster_drawing", "figure_svg", "step_bars", "tier_heatmaps"]
 
 _SHOWN = 8  # boxes drawn per row of the schematic
 
@@ -30,6 +30,11 @@ def _pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def figure_svg(fig: Any) -> str:
+    """A matplotlib Figure as inline SVG markup (the figure is closed)."""
+    return _svg(fig)
 
 
 def _svg(fig: Any) -> str:

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 from aifabric.units import format_bytes
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from aifabric.cluster.spec import ClusterSpec
     from aifabric.cluster.topology import Topology
     from aifabric.engines.result import CollectiveResult
@@ -36,6 +38,7 @@ __all__ = [
     "plan_report",
     "render_html",
     "step_report",
+    "sweep_report",
     "write_html",
 ]
 
@@ -320,4 +323,48 @@ def collective_report(results: Sequence[CollectiveResult], spec: ClusterSpec, **
         columns=("size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algo/proto"),
         rows=rows,
         inputs=_inputs(**inputs),
+    )
+
+
+def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs: Any) -> Report:
+    """Report of a sweep store (``aifabric sweep-db --html``): the points, the fastest design per
+    collective and size, and the Pareto fronts of network watts against time."""
+    from aifabric.report.figures import figure_svg
+    from aifabric.sweep.pareto import pareto_figure
+
+    ok = frame[frame["error"] == ""]
+    best = ok.loc[ok.groupby(["op", "message_bytes"])["time_s"].idxmin()] if len(ok) else ok
+    vary = [c for c in frame.columns if c.startswith("vary_")]
+    rows = tuple(
+        (
+            str(r["op"]),
+            format_bytes(float(r["message_bytes"])),
+            f"{float(r['time_s']) * 1e6:,.2f}",
+            f"{float(r['busbw_bytes_per_s']) / 1e9:,.1f}",
+            ", ".join(f"{c[5:]}={r[c]}" for c in vary),
+            f"{float(r['network_watts']) / 1e3:,.1f}",
+        )
+        for _, r in best.iterrows()
+    )
+    headline = (
+        ("points", "points stored", f"{len(frame):,}"),
+        ("failed", "points that failed", f"{len(frame) - len(ok):,}"),
+        ("variants", "cluster variants", f"{len(frame.drop_duplicates(vary)) if vary else 1:,}"),
+    )
+    figures = (
+        (("Pareto fronts: network power (W) against time (s)", figure_svg(pareto_figure(frame))),)
+        if len(ok)
+        else ()
+    )
+    return Report(
+        kind="sweep",
+        title=f"sweep over {spec.name}: {len(frame):,} points in {store}",
+        spec=spec,
+        topology=_topology(spec),
+        headline=headline,
+        why=("The fastest variant for every collective and size (time in us, busbw in GB/s per direction):",),
+        figures=figures,
+        columns=("op", "size", "time (us)", "busbw (GB/s)", "variant", "network power (kW)"),
+        rows=rows,
+        inputs=_inputs(store=store, **inputs),
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -12,7 +12,7 @@ from aifabric.report.paths import check_plot_path, make_parent
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["pareto_mask", "pareto_plot"]
+__all__ = ["pareto_figure", "pareto_mask", "pareto_plot"]
 
 
 def pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -34,23 +34,22 @@ def pareto_mask(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return keep
 
 
-def pareto_plot(
-    frame: pd.DataFrame, path: str | Path, *, x: str = "network_watts", y: str = "time_s", title: str = ""
-) -> Path:
-    """Scatter ``y`` against ``x`` per (op, size) group with each group's Pareto front; returns the path.
+def pareto_figure(
+    frame: pd.DataFrame, *, x: str = "network_watts", y: str = "time_s", title: str = ""
+) -> Any:
+    """A matplotlib Figure: ``y`` against ``x`` per (op, size) group, each group's Pareto front drawn.
 
-    Raises ValueError for a path that cannot be written or a column that does not exist.
+    Raises ValueError naming a column that does not exist.
     """
     for col in (x, y, "op", "message_bytes"):
         if col not in frame.columns:
             raise ValueError(f"--pareto: the results have no column {col!r}")
-    p = check_plot_path(path, "--pareto")
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = frame[frame.get("error", "") == ""] if "error" in frame.columns else frame
+    ok = frame[frame["error"] == ""] if "error" in frame.columns else frame
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for (op, size), group in ok.groupby(["op", "message_bytes"]):
         gx, gy = group[x].to_numpy(float), group[y].to_numpy(float)
@@ -63,6 +62,20 @@ def pareto_plot(
     ax.set_yscale("log")
     ax.set_title(title or f"Pareto fronts: {y} against {x} (lower is better)", fontsize=9)
     ax.legend(fontsize=6, ncol=2)
+    return fig
+
+
+def pareto_plot(
+    frame: pd.DataFrame, path: str | Path, *, x: str = "network_watts", y: str = "time_s", title: str = ""
+) -> Path:
+    """Write :func:`pareto_figure` to ``path`` (.png/.pdf/.svg); returns the path.
+
+    Raises ValueError for a path that cannot be written or a column that does not exist.
+    """
+    p = check_plot_path(path, "--pareto")
+    fig = pareto_figure(frame, x=x, y=y, title=title)
+    import matplotlib.pyplot as plt
+
     make_parent(p, "--pareto")
     try:
         fig.savefig(p, dpi=110)
