@@ -389,12 +389,20 @@ def inspect(source: str | Path, *, gpu: str | None = None, nic_speed: str | None
     return Answer("inspect", f"inspect {name}", nodes, headline, {"nodes": dicts}, rows)
 
 
-def sweep(spec: Any, out: str | Path, *, workers: int = 1) -> Answer:
-    """Run (or resume) a design-space sweep into ``out`` and return every row stored there.
+def sweep(
+    spec: Any,
+    db: str | Path,
+    *,
+    workers: int = 1,
+    executor: str = "process",
+    batch: int = 256,
+    address: str | None = None,
+) -> Answer:
+    """Run (or resume) a design-space sweep into the SQLite store ``db`` and return every row stored there.
 
     ``spec`` is a :class:`~aifabric.sweep.grid.SweepSpec`, its mapping, or a sweep YAML path. Wraps
-    :func:`aifabric.sweep.runner.run_sweep`; ``result`` is ``(evaluated now, skipped as done)``. Rows: the
-    store's rows (SI units).
+    :func:`aifabric.sweep.parallel.run_into_db` (``executor``: ``serial``, ``process``, ``ray``);
+    ``result`` is ``(evaluated now, skipped as done)``. Rows: the store's typed rows (SI units).
 
     Examples
     --------
@@ -402,28 +410,39 @@ def sweep(spec: Any, out: str | Path, *, workers: int = 1) -> Answer:
     >>> grid = {"cluster": "dgx-h100-superpod", "vary": {"nodes": [16, 32]},
     ...         "collectives": [{"op": "all_reduce", "sizes": ["1 GiB"]}]}
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     s = af.sweep(grid, f"{d}/out.csv")
+    ...     s = af.sweep(grid, f"{d}/sweep.db", executor="serial")
     >>> s.result, len(s.to_pandas())
     ((2, 0), 2)
     """
+    from aifabric.sweep.db import ResultDB
     from aifabric.sweep.grid import SweepSpec, load_sweep
-    from aifabric.sweep.runner import run_sweep
+    from aifabric.sweep.parallel import columns_for, run_into_db
 
     if isinstance(spec, dict):
         spec = SweepSpec.from_dict(spec)
     elif not isinstance(spec, SweepSpec):
         spec = load_sweep(spec)
-    path = Path(out)
-    done = run_sweep(spec, path, workers=workers)
-    import pandas as pd  # lazy: `import aifabric` stays cheap for the CLI
-
-    frame = pd.read_csv(path, keep_default_na=False)  # typed columns; an empty error cell stays ""
+    path = Path(db)
+    done = run_into_db(spec, path, workers=workers, executor=executor, batch=batch, address=address)
+    store = ResultDB(path, columns_for(spec))
+    try:
+        frame = store.to_pandas()
+    finally:
+        store.close()
     rows = tuple(frame.to_dict("records"))
     headline = (
         ("points", str(len(rows))),
         ("evaluated now", str(done[0])),
         ("resumed as done", str(done[1])),
     )
-    return Answer(
-        "sweep", f"sweep into {path}", done, headline, {"store": str(path), "rows": list(rows)}, rows
-    )
+    data = {"store": str(path), "rows": [{k: _plain(v) for k, v in r.items()} for r in rows]}
+    return Answer("sweep", f"sweep into {path}", done, headline, data, rows)
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready scalar: pandas' missing values become None, numpy scalars Python numbers."""
+    import pandas as pd
+
+    if value is pd.NA or (isinstance(value, float) and value != value):
+        return None
+    return value.item() if hasattr(value, "item") else value
