@@ -83,7 +83,7 @@ def sweep_db(
             bar.update(task, rate=f"{speed:,.0f} points/s" if speed else "")
 
         ran, skipped = run_into_db(
-            spec, db, workers=workers, executor=executor, batch=batch, on_batch=advance
+            spec, db, workers=workers, executor=executor, batch=batch, address=address, on_batch=advance
         )
         bar.advance(task, skipped)
     console.print(f"{ran} point(s) evaluated, {skipped} already in {db} (resumed); store: {db}")
