@@ -23,7 +23,7 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from aifabric.version import __version__
 
 __all__ = ["__version__", "cluster", "collective_time", "fabric", "inspect", "plan", "sweep", "train"]
 

@@ -25,10 +25,21 @@ from typing import Any
 
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.summary import summarize
 from aifabric.collectives.communicator import Communicator
+from aifabric.discovery.compare import read_log
+from aifabric.discovery.node import inspect_node_text
 from aifabric.engines.api import collective_time as _collective_time
+from aifabric.engines.scenario import run_scenario
 from aifabric.errors import ConfigError
 from aifabric.report.answer import Answer
+from aifabric.sweep.db import ResultDB
+from aifabric.sweep.grid import SweepSpec, load_sweep
+from aifabric.sweep.parallel import columns_for, run_into_db
+from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
+from aifabric.training.models import get_model
+from aifabric.training.planner import plan as _plan
+from aifabric.training.step import PARTS, StepModel, StepOptions
 from aifabric.units import format_bytes, one_size
 
 __all__ = ["cluster", "collective_time", "fabric", "inspect", "plan", "sweep", "train"]
@@ -62,7 +73,6 @@ def cluster(
     (256, 8, 2)
     """
     spec = resolve_cluster(cluster, nodes=nodes, gpus=gpus)
-    from aifabric.cluster.summary import summarize
 
     s = summarize(spec)
     rows = tuple(
@@ -156,7 +166,6 @@ def fabric(
     >>> f.to_pandas().columns.tolist()[:3]
     ['link', 'tier', 'utilisation']
     """
-    from aifabric.engines.scenario import run_scenario
 
     spec = resolve_cluster(cluster, nodes=nodes)
     sc = run_scenario(traffic, _bytes(size, "size"), spec, **options)
@@ -202,7 +211,6 @@ def fabric(
 
 
 def _step_rows(st: Any) -> tuple[dict[str, Any], ...]:
-    from aifabric.training.step import PARTS
 
     return tuple(
         {"part": p, "seconds": st.breakdown_s[p], "share": st.breakdown_s[p] / st.step_s} for p in PARTS
@@ -242,9 +250,6 @@ def train(
     >>> round(float(st.to_pandas()["seconds"].sum() / st.step_s), 9)
     1.0
     """
-    from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
-    from aifabric.training.models import get_model
-    from aifabric.training.step import StepModel, StepOptions
 
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = get_model(model)
@@ -318,9 +323,6 @@ def plan(
     >>> len(p.to_pandas()), p.to_dict()["winner"]["step_s"] == p.best.step_s
     (3, True)
     """
-    from aifabric.training.models import get_model
-    from aifabric.training.planner import plan as _plan
-    from aifabric.training.step import PARTS, StepModel, StepOptions
 
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = get_model(model)
@@ -369,8 +371,6 @@ def inspect(source: str | Path, *, gpu: str | None = None, nic_speed: str | None
     >>> af.inspect(text).to_dict()["nodes"][0]["gpus"]
     ['GPU0', 'GPU1']
     """
-    from aifabric.discovery.compare import read_log
-    from aifabric.discovery.node import inspect_node_text
 
     if isinstance(source, str) and "\n" in source:
         text, name = source, "<text>"
@@ -414,9 +414,6 @@ def sweep(
     >>> s.result, len(s.to_pandas())
     ((2, 0), 2)
     """
-    from aifabric.sweep.db import ResultDB
-    from aifabric.sweep.grid import SweepSpec, load_sweep
-    from aifabric.sweep.parallel import columns_for, run_into_db
 
     if isinstance(spec, dict):
         spec = SweepSpec.from_dict(spec)

@@ -104,7 +104,7 @@ def test_readers_name_the_problem(tmp_path):
 def test_htsim_connection_matrix_round_trip(tmp_path):
     import numpy as np
 
-    from aifabric.collectives.plan import build_plan
+    from aifabric.collectives.algorithms import build_plan
     from aifabric.interop.htsim import read_connection_matrix
 
     spec = preset("dgx-h100-superpod", nodes=4)

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from aifabric.cli.common import console, handle_errors
-from aifabric.collectives.api import resolve_cluster
+from aifabric.cluster.resolve import resolve_cluster
 from aifabric.interop.export import FORMATS, export_cluster
 from aifabric.units import one_size
 

@@ -100,7 +100,7 @@ def sweep_db(
 
                 console.print(f"pareto plot: {pareto_plot(store.to_pandas(), pareto)}", markup=False)
             if html is not None:
-                from aifabric.collectives.api import resolve_cluster
+                from aifabric.cluster.resolve import resolve_cluster
                 from aifabric.report.html import sweep_report, write_html
 
                 report = sweep_report(

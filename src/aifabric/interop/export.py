@@ -20,7 +20,7 @@ import numpy as np
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import Topology, build_topology
-from aifabric.collectives.plan import build_plan
+from aifabric.collectives.algorithms import build_plan
 from aifabric.errors import ConfigError
 from aifabric.interop.astra import analytical_network, write_analytical
 from aifabric.interop.graph import cables

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aifabric.report.heatmap import tier_matrices
+
 if TYPE_CHECKING:
     from aifabric.cluster.spec import ClusterSpec
     from aifabric.cluster.topology import Topology
@@ -126,8 +128,6 @@ def step_bars(labels: Sequence[str], parts: Sequence[str], seconds: Sequence[Seq
 
 def tier_heatmaps(topo: Topology, utilisation: np.ndarray) -> str:
     """SVG heatmaps of link utilisation (0..1) per tier, one panel each."""
-    from aifabric.report.heatmap import tier_matrices
-
     plt = _pyplot()
     mats = tier_matrices(topo, utilisation)
     fig, axes = plt.subplots(1, max(1, len(mats)), figsize=(3.6 * max(1, len(mats)), 3.6), squeeze=False)

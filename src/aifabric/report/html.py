@@ -18,13 +18,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aifabric.cluster.summary import summarize
+from aifabric.cluster.topology import Topology, cached_topology
+from aifabric.report.figures import cluster_drawing, figure_svg, step_bars, tier_heatmaps
+from aifabric.sweep.pareto import pareto_figure
+from aifabric.training.step import PARTS
 from aifabric.units import format_bytes
+from aifabric.version import __version__
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from aifabric.cluster.spec import ClusterSpec
-    from aifabric.cluster.topology import Topology
     from aifabric.engines.result import CollectiveResult
     from aifabric.engines.scenario import Scenario
     from aifabric.training.planner import PlanResult
@@ -65,13 +70,11 @@ class Report:
 
 
 def _topology(spec: ClusterSpec) -> Topology | None:
-    from aifabric.cluster.topology import cached_topology
 
     return None if spec.scale_up.kind == "torus" else cached_topology(spec)
 
 
 def _cluster_headline(spec: ClusterSpec, topo: Topology | None) -> list[tuple[str, str]]:
-    from aifabric.cluster.summary import summarize
 
     s = summarize(spec, topo)
     out = [
@@ -91,9 +94,6 @@ def _cluster_headline(spec: ClusterSpec, topo: Topology | None) -> list[tuple[st
 def render_html(report: Report) -> str:
     """The report as one HTML document (str)."""
     import jinja2
-
-    from aifabric import __version__
-    from aifabric.report.figures import cluster_drawing
 
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("aifabric.report", "templates"),
@@ -170,8 +170,6 @@ def _step_headline(st: StepTime, prefix: str = "") -> tuple[tuple[str, str, str]
 
 
 def _step_figures(sts: Sequence[StepTime]) -> tuple[str, str]:
-    from aifabric.report.figures import step_bars
-    from aifabric.training.step import PARTS
 
     return (
         "Critical path per step, by part (seconds)",
@@ -190,7 +188,6 @@ def _network_lines(st: StepTime) -> list[str]:
 
 def step_report(st: StepTime, spec: ClusterSpec, **inputs: Any) -> Report:
     """Report of one training step (``aifabric train --html``)."""
-    from aifabric.training.step import PARTS
 
     rows = tuple(
         (p, f"{st.breakdown_s[p]:.4f}", f"{st.breakdown_s[p] / st.step_s:.1%}")
@@ -246,7 +243,6 @@ def plan_report(res: PlanResult, why: str, spec: ClusterSpec, **inputs: Any) -> 
 
 def fabric_report(sc: Scenario, **inputs: Any) -> Report:
     """Report of a fabric scenario (``aifabric fabric --html``): completion, efficiency, bottleneck link."""
-    from aifabric.report.figures import tier_heatmaps
 
     res = sc.result
     hot = res.top_links[0] if res.top_links else None
@@ -329,8 +325,6 @@ def collective_report(results: Sequence[CollectiveResult], spec: ClusterSpec, **
 def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs: Any) -> Report:
     """Report of a sweep store (``aifabric sweep-db --html``): the points, the fastest design per
     collective and size, and the Pareto fronts of network watts against time."""
-    from aifabric.report.figures import figure_svg
-    from aifabric.sweep.pareto import pareto_figure
 
     ok = frame[frame["error"] == ""]
     best = ok.loc[ok.groupby(["op", "message_bytes"])["time_s"].idxmin()] if len(ok) else ok

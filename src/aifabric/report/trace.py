@@ -33,9 +33,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aifabric.engines.result import CollectiveResult
+from aifabric.training.step import PARTS
+
 if TYPE_CHECKING:
     from aifabric.engines.fabric import FabricResult
-    from aifabric.engines.result import CollectiveResult
     from aifabric.engines.scenario import Scenario
     from aifabric.training.step import StepTime
 
@@ -124,7 +126,6 @@ def step_trace(st: StepTime) -> dict[str, Any]:
     >>> abs(exposed / 1e6 - st.step_s) < 1e-9 * st.step_s
     True
     """
-    from aifabric.training.step import PARTS
 
     b = _Builder()
     pid = 1
@@ -194,7 +195,6 @@ def collective_trace(results: CollectiveResult | Sequence[CollectiveResult]) -> 
     >>> sorted({e["ph"] for e in tr["traceEvents"]})
     ['M', 'X']
     """
-    from aifabric.engines.result import CollectiveResult
 
     runs = [results] if isinstance(results, CollectiveResult) else list(results)
     if not runs:

@@ -22,11 +22,11 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from aifabric import __version__
 from aifabric.errors import ConfigError
 from aifabric.sweep.db import ResultDB, point_hash
 from aifabric.sweep.grid import SweepPoint, SweepSpec
 from aifabric.sweep.runner import evaluate_point
+from aifabric.version import __version__
 
 __all__ = ["EXECUTORS", "RESULT_COLUMNS", "columns_for", "run_into_db"]
 
