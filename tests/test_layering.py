@@ -21,6 +21,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "aifabric"
 
 LAYERS: dict[str, int] = {
+    "version": 0,
     "units": 0,
     "errors": 0,
     "inputs": 0,
@@ -35,8 +36,10 @@ LAYERS: dict[str, int] = {
     "discovery": 5,
     "report": 5,
     "sweep": 5,
+    "interop": 5,
     "cli": 6,
     "__init__": 7,
+    "front": 7,
     "__main__": 7,
 }
 

@@ -34,6 +34,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "announcement": ("aifabric.cli.announcement", "announcement", "command"),
     "scale-across": ("aifabric.cli.scale_across", "scale_across", "command"),
     "transport": ("aifabric.cli.transport", "transport_command", "command"),
+    "export": ("aifabric.cli.export", "export", "command"),
+    "sweep-db": ("aifabric.cli.sweep_db", "sweep_db", "command"),
 }
 
 

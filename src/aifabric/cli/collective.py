@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors, literal
+from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm
 from aifabric.collectives.communicator import resolve_communicator
@@ -166,6 +166,8 @@ def collective(
             "NCCL_NVLS_ENABLE)",
         ),
     ] = None,
+    trace: TraceOpt = None,
+    html: HtmlOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Time a collective on a cluster: one size (--size) or an nccl-tests-like sweep (--min/--max/--factor).
@@ -173,6 +175,14 @@ def collective(
     Bandwidths are GB/s = 1e9 bytes/s. algbw = size / time and busbw = algbw x factor, as nccl-tests
     defines them; both are per rank and per direction under the default convention.
     """
+    if trace is not None:
+        from aifabric.report.trace import check_trace_path  # lazy: start-up of `collective`
+
+        check_trace_path(trace)
+    if html is not None:
+        from aifabric.report.html import check_html_path  # lazy: start-up of `collective`
+
+        check_html_path(html)
     spec = resolve_cluster(cluster, nodes=nodes)
     comm = resolve_communicator(spec, ranks)
     sizes = _sizes(size, min_size, max_size, factor)
@@ -199,6 +209,19 @@ def collective(
         opts["calibration"] = load_calibration(calibration)
     results = [collective_time(op, s, spec, ranks=comm, engine=engine.value, **opts) for s in sizes]
     cal: Calibration | None = opts.get("calibration")
+    if trace is not None:
+        from aifabric.report.trace import collective_trace, write_trace  # lazy: start-up of `collective`
+
+        write_trace(collective_trace(results), trace)
+        err_console.print(f"trace written to {trace}", markup=False, highlight=False)
+    if html is not None:
+        from aifabric.report.html import collective_report, write_html
+
+        inputs = dict(
+            op=op, cluster=cluster, nodes=nodes, ranks=ranks, engine=engine.value, algo=algo, proto=proto
+        )
+        write_html(collective_report(results, spec, **inputs), html)
+        err_console.print(f"report written to {html}", markup=False, highlight=False)
     if json_out:
         emit_json([r.to_dict() for r in results])
         return

@@ -25,6 +25,8 @@ from aifabric.inputs import printable
 
 __all__ = [
     "CatalogOption",
+    "HtmlOpt",
+    "TraceOpt",
     "console",
     "emit_json",
     "err_console",
@@ -64,6 +66,20 @@ def literal(text: object) -> str:
     '\\\\[/]x'
     """
     return escape(printable(text))
+
+
+#: ``--html FILE``: a self-contained HTML report (aifabric.report.html).
+HtmlOpt = Annotated[
+    Path | None,
+    typer.Option("--html", help="Write a self-contained HTML report (.html; no network needed to view it)"),
+]
+#: ``--trace FILE``: Chrome/Perfetto trace JSON (aifabric.report.trace).
+TraceOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--trace", help="Write a Chrome/Perfetto trace (.json; open in ui.perfetto.dev), times in us"
+    ),
+]
 
 
 def handle_errors(fn: F) -> F:

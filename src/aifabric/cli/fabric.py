@@ -2,26 +2,23 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors, literal
-from aifabric.cluster.placement import PLACEMENTS, place_jobs
+from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
+from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
-from aifabric.cluster.topology import TIER_NAMES, build_topology
-from aifabric.collectives.algorithms import build_plan, plan_algorithms
-from aifabric.collectives.communicator import Communicator
-from aifabric.collectives.ops import Collective, busbw_factor
-from aifabric.collectives.traffic import PATTERNS, pattern_plan
-from aifabric.engines.fabric import nccl_plan_choice, simulate_plans
-from aifabric.engines.failures import parse_failures
+from aifabric.collectives.algorithms import plan_algorithms
+from aifabric.collectives.ops import Collective
+from aifabric.collectives.traffic import PATTERNS
 from aifabric.engines.routing import POLICIES
+from aifabric.engines.scenario import run_scenario
+from aifabric.report.html import check_html_path, fabric_report, write_html
 from aifabric.report.paths import check_plot_path
+from aifabric.report.trace import check_trace_path, scenario_trace, write_trace
 from aifabric.units import format_bytes, one_size
 
 __all__ = ["fabric"]
@@ -81,6 +78,8 @@ def fabric(
         ),
     ] = None,
     top: Annotated[int, typer.Option(help="Most loaded links to explain", min=0)] = 5,
+    trace: TraceOpt = None,
+    html: HtmlOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Run traffic on the fabric link by link: completion time, bandwidth against the contention-free ideal,
@@ -90,53 +89,29 @@ def fabric(
     """
     if plot is not None:
         check_plot_path(plot, "--plot")
+    if trace is not None:
+        check_trace_path(trace)
+    if html is not None:
+        check_html_path(html)
     spec = resolve_cluster(cluster, nodes=nodes)
-    if spec.scale_up.kind == "torus":
-        raise ValueError(
-            f"--cluster: {spec.name} is a torus (TPU ICI); the links/flow engines model switched Clos "
-            "fabrics only"
-        )
-    topo = build_topology(spec)
-    n_job = job_nodes or spec.n_nodes // jobs
-    if n_job < 1:
-        raise ValueError(f"--jobs: {jobs} jobs do not fit {spec.n_nodes} nodes")
-    placed = place_jobs(topo, [n_job] * jobs, policy=placement, seed=seed)
     s = one_size(size, "--size")
-    plans = []
-    notes: list[str] = []
-    for j, g in enumerate(placed):
-        if traffic in PATTERNS:
-            p = pattern_plan(traffic, g, s, seed=seed + j, job=f"job{j}")
-        else:
-            chosen, note = (
-                (algo, "")
-                if algo is not None
-                else nccl_plan_choice(Collective.parse(traffic), s, spec, Communicator.from_gpus(spec, g))
-            )
-            notes += [note.removeprefix("; ")] if note and not notes else []
-            p = build_plan(traffic, s, spec, g, algorithm=chosen)
-            p = dataclasses.replace(p, job=f"job{j}")
-        plans.append(p)
-    alive = parse_failures(topo, fail, seed=seed)
-    res = simulate_plans(
-        topo,
-        plans,
+    sc = run_scenario(
+        traffic,
+        s,
+        spec,
         engine=engine,
         routing=routing,
-        seed=seed,
         qps=qps,
         polarized=polarized,
-        link_alive=alive,
+        jobs=jobs,
+        job_nodes=job_nodes,
+        placement=placement,
+        algorithm=algo,
+        fail=fail,
+        seed=seed,
         top=top,
     )
-    tiers = {}
-    for t in np.unique(topo.link_tier):
-        sel = (topo.link_tier == t) & (res.link_bytes > 0)
-        if sel.any():
-            tiers[TIER_NAMES[int(t)]] = (
-                float(res.link_utilisation[sel].mean()),
-                float(res.link_utilisation[sel].max()),
-            )
+    topo, plans, res, tiers, n_job = sc.topology, sc.plans, sc.result, sc.tiers, sc.nodes_per_job
     if plot is not None:
         from aifabric.report.heatmap import utilisation_heatmap
 
@@ -146,15 +121,16 @@ def fabric(
             plot,
             title=f"{traffic} on {spec.name}, {engine}/{routing}, {placement}, seed {seed}",
         )
-    rows = []
-    for p in plans:
-        t = res.job_time_s.get(p.job, res.time_s)
-        bus = (
-            p.message_bytes / t * busbw_factor(p.op, p.n_ranks)
-            if traffic not in PATTERNS
-            else p.message_bytes / t / p.n_ranks
+    rows = [(j.job, j.n_ranks, j.time_s, j.busbw_bytes_per_s) for j in sc.jobs]
+    if trace is not None:
+        write_trace(scenario_trace(sc), trace)
+        err_console.print(f"trace written to {trace}", markup=False, highlight=False)
+    if html is not None:
+        inputs = dict(
+            traffic=traffic, cluster=cluster, nodes=nodes, size=size, engine=engine, routing=routing
         )
-        rows.append((p.job, p.n_ranks, t, bus))
+        write_html(fabric_report(sc, **inputs, jobs=jobs, placement=placement, fail=fail, seed=seed), html)
+        err_console.print(f"report written to {html}", markup=False, highlight=False)
     if json_out:
         emit_json(
             {
@@ -169,15 +145,13 @@ def fabric(
                 "time_s": res.time_s,
                 "ideal_time_s": res.ideal_time_s,
                 "efficiency": res.efficiency,
-                "mean_job_efficiency": float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()]))
-                if res.job_time_s
-                else 1.0,
+                "mean_job_efficiency": sc.mean_job_efficiency,
                 "jobs": [{"job": j, "ranks": n, "time_s": t, "busbw_bytes_per_s": b} for j, n, t, b in rows],
                 "tiers": {k: {"mean_utilisation": a, "max_utilisation": b} for k, (a, b) in tiers.items()},
                 "top_links": [lr.__dict__ for lr in res.top_links],
                 "failed_links": res.failed_links,
                 "algorithm": plans[0].algorithm if traffic not in PATTERNS else None,
-                "note": notes[0] if notes else None,
+                "note": sc.notes[0] if sc.notes else None,
             }
         )
         return
@@ -190,10 +164,8 @@ def fabric(
         markup=True,
     )
     if traffic not in PATTERNS:
-        console.print(f"algorithm {plans[0].algorithm}" + (f": {notes[0]}" if notes else ""))
-    per_job = (
-        float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()])) if res.job_time_s else 1.0
-    )
+        console.print(f"algorithm {plans[0].algorithm}" + (f": {sc.notes[0]}" if sc.notes else ""))
+    per_job = sc.mean_job_efficiency
     console.print(
         f"completion {res.time_s * 1e3:.3f} ms; contention-free ideal {res.ideal_time_s * 1e3:.3f} ms "
         f"(links engine, spraying, no failures); efficiency {res.efficiency:.1%} of ideal for the slowest job"

@@ -13,11 +13,13 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors, literal
+from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.errors import ConfigError
+from aifabric.report.html import check_html_path, plan_report, step_report, write_html
 from aifabric.report.step_plot import check_plot_path, plot_step_breakdown
+from aifabric.report.trace import check_trace_path, step_trace, write_trace
 from aifabric.training.fabric_step import FabricStep, fabric_step
 from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
 from aifabric.training.models import ModelSpec, load_model
@@ -232,6 +234,8 @@ def train(
         int | None, typer.Option(help="Seed of placement and hashing; flow/links only", min=0)
     ] = None,
     plot: PlotOpt = None,
+    trace: TraceOpt = None,
+    html: HtmlOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Time one training step of a layout: compute, each network's exposed and hidden time, bubble, MFU.
@@ -255,6 +259,10 @@ def train(
     _refuse_fabric_options(engine, placement, routing, jobs, seed)
     if plot is not None:
         check_plot_path(plot, "--plot")
+    if trace is not None:
+        check_trace_path(trace)
+    if html is not None:
+        check_html_path(html)
     opts = _options(
         flash_attention,
         overlap_grad_reduce,
@@ -310,6 +318,14 @@ def train(
         st = fs.steps[0]
     if plot is not None:
         plot_step_breakdown([st], plot, option="--plot")
+    if trace is not None:
+        write_trace(step_trace(st), trace)
+        err_console.print(f"trace written to {trace}", markup=False, highlight=False)
+    if html is not None:
+        write_html(
+            step_report(st, spec, model=model, cluster=cluster, nodes=nodes, layout=layout.describe()), html
+        )
+        err_console.print(f"report written to {html}", markup=False, highlight=False)
     if json_out:
         out = st.to_dict()
         if fs is not None:
@@ -412,6 +428,7 @@ def plan(
     fp8: Fp8Opt = False,
     gemm_shapes: GemmShapesOpt = None,
     plot: PlotOpt = None,
+    html: HtmlOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Search every feasible layout (TP, CP, PP, DP, EP, microbatch, interleaving, recompute, ZeRO) and rank
@@ -425,6 +442,8 @@ def plan(
     _refuse_unused(spec_model, capacity_factor, None, 3)
     if plot is not None:
         check_plot_path(plot, "--plot")
+    if html is not None:
+        check_html_path(html)
     sm = StepModel(
         spec_model,
         spec,
@@ -449,6 +468,10 @@ def plan(
     why = res.why(sm)
     if plot is not None:
         plot_step_breakdown(list(res.ranked), plot, option="--plot")
+    if html is not None:
+        inputs = dict(model=model, cluster=cluster, nodes=nodes, global_batch=global_batch, **forced)
+        write_html(plan_report(res, why, spec, **inputs), html)
+        err_console.print(f"report written to {html}", markup=False, highlight=False)
     if json_out:
         emit_json(_plan_dict(res, why, comparison))
         return

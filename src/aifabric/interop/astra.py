@@ -1,0 +1,112 @@
+"""ASTRA-sim's analytical network YAML: the cluster as dimensions of NPUs.
+
+Fields (astra-sim/astra-network-analytical@599a047 ``common/network-parser/NetworkParser.cpp``; examples in
+astra-sim/astra-sim@518bd51 ``examples/network/analytical/*.yml``): ``topology`` (one of ``Ring``,
+``FullyConnected``, ``Switch`` per dimension), ``npus_count`` (NPUs per dimension), ``bandwidth`` (GB/s per
+link per direction) and ``latency`` (ns), lists of the same length. A ``Switch`` dimension costs two hops, so
+the latency given is one link's.
+
+A rail-optimised cluster is two ``Switch`` dimensions: the scale-up domain (``domain_gpus`` NPUs at the
+GPU's scale-up bandwidth) and the rails (``n_gpus / domain_gpus`` NPUs, one per domain, at the GPU's
+scale-out bandwidth over all planes). The analytical backend draws one switch per group of each dimension,
+so the leaf/spine tiers are not in this file: the ns-3 topology (:mod:`aifabric.interop.ns3`) carries them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from aifabric.cluster.topology import Topology
+from aifabric.errors import ConfigError, ParseError
+from aifabric.interop.graph import GraphCounts
+
+__all__ = ["AnalyticalNetwork", "analytical_network", "read_analytical", "write_analytical"]
+
+_KINDS = ("Ring", "FullyConnected", "Switch")
+
+
+@dataclass(frozen=True)
+class AnalyticalNetwork:
+    """One ASTRA-sim analytical network: per dimension its kind, NPUs, GB/s per direction, latency in ns."""
+
+    topology: tuple[str, ...]
+    npus_count: tuple[int, ...]
+    bandwidth_gbps: tuple[float, ...]
+    latency_ns: tuple[float, ...]
+
+    @property
+    def n_npus(self) -> int:
+        """NPUs in all (product over dimensions)."""
+        return int(np.prod(self.npus_count))
+
+    def counts(self) -> GraphCounts:
+        """NPUs, and the switches and NPU-switch links the analytical backend builds for ``Switch`` dims."""
+        n = self.n_npus
+        switch_dims = [k for k, kind in enumerate(self.topology) if kind == "Switch"]
+        return GraphCounts(n, sum(n // self.npus_count[k] for k in switch_dims), n * len(switch_dims))
+
+
+def analytical_network(topo: Topology) -> AnalyticalNetwork:
+    """The two ``Switch`` dimensions of a switched cluster (one when it has no scale-out).
+
+    Raises
+    ------
+    ConfigError
+        For a torus (its ICI is Ring dimensions, not exported here).
+    """
+    spec = topo.spec
+    if spec.scale_up.kind == "torus" or topo.gpu_up.size == 0 or topo.gpu_up[0] < 0:
+        raise ConfigError(f"--format astra-sim: {spec.name} has no scale-up switch (a torus is not exported)")
+    up = int(topo.gpu_up[0])
+    kinds, npus = ["Switch"], [spec.domain_gpus]
+    bw, lat = [float(topo.link_capacity_bytes_per_s[up]) / 1e9], [float(topo.link_latency_s[up]) * 1e9]
+    if topo.shape is not None and spec.n_gpus > spec.domain_gpus:
+        nic = topo.nic_up[:, 0]
+        kinds.append("Switch")
+        npus.append(spec.n_gpus // spec.domain_gpus)
+        bw.append(float(topo.link_capacity_bytes_per_s[nic].sum()) / 1e9)
+        lat.append(float(topo.link_latency_s[nic[0]]) * 1e9)
+    return AnalyticalNetwork(
+        tuple(kinds), tuple(npus), tuple(float(b) for b in bw), tuple(float(x) for x in lat)
+    )
+
+
+def write_analytical(net: AnalyticalNetwork, path: str | Path) -> Path:
+    """Write ``net`` as ASTRA-sim analytical YAML."""
+    data = {
+        "topology": list(net.topology),
+        "npus_count": list(net.npus_count),
+        "bandwidth": list(net.bandwidth_gbps),
+        "latency": list(net.latency_ns),
+    }
+    p = Path(path)
+    p.write_text(
+        "# ASTRA-sim analytical network (aifabric export): bandwidth GB/s per direction, latency ns/link\n"
+        + yaml.safe_dump(data, sort_keys=False, default_flow_style=None)
+    )
+    return p
+
+
+def read_analytical(path: str | Path) -> AnalyticalNetwork:
+    """Read an analytical network YAML. Raises ParseError naming the field."""
+    p = Path(path)
+    data = yaml.safe_load(p.read_text())
+    if not isinstance(data, dict):
+        raise ParseError(f"{p}: expected a mapping with topology, npus_count, bandwidth, latency")
+    try:
+        kinds = tuple(str(k) for k in data["topology"])
+        npus = tuple(int(n) for n in data["npus_count"])
+        bw = tuple(float(b) for b in data["bandwidth"])
+        lat = tuple(float(x) for x in data["latency"])
+    except (KeyError, TypeError, ValueError) as err:
+        raise ParseError(f"{p}: field {err}: missing or not a list of numbers") from err
+    if len({len(kinds), len(npus), len(bw), len(lat)}) != 1:
+        raise ParseError(f"{p}: topology, npus_count, bandwidth and latency must have the same length")
+    bad = [k for k in kinds if k not in _KINDS]
+    if bad:
+        raise ParseError(f"{p}: topology: unknown {bad[0]!r}; known: {', '.join(_KINDS)}")
+    return AnalyticalNetwork(kinds, npus, bw, lat)

@@ -1,0 +1,364 @@
+"""Self-contained HTML reports (Jinja2 template shipped as package data, inline SVG from matplotlib).
+
+A report has the sections a reader looks for, in order: the cluster at a glance (its headline figures and a
+drawing of domains, rails and tiers), the answer (the figures asked for, units stated, each with an ``id``
+so tests and scripts can find it), why (the explanation, bottleneck, per-network or per-part time, link
+heatmaps), the rows behind the answer, and the inputs with the aifabric version. Nothing is fetched at view
+time: no script or style sheet from the network, figures inline, every user string escaped (Jinja2
+``autoescape``).
+
+Builders: :func:`plan_report`, :func:`step_report`, :func:`fabric_report`, :func:`collective_report`; then
+:func:`render_html` and :func:`write_html`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from aifabric.cluster.summary import summarize
+from aifabric.cluster.topology import Topology, cached_topology
+from aifabric.report.figures import cluster_drawing, figure_svg, step_bars, tier_heatmaps
+from aifabric.sweep.pareto import pareto_figure
+from aifabric.training.step import PARTS
+from aifabric.units import format_bytes
+from aifabric.version import __version__
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from aifabric.cluster.spec import ClusterSpec
+    from aifabric.engines.result import CollectiveResult
+    from aifabric.engines.scenario import Scenario
+    from aifabric.training.planner import PlanResult
+    from aifabric.training.step import StepTime
+
+__all__ = [
+    "Report",
+    "check_html_path",
+    "collective_report",
+    "fabric_report",
+    "plan_report",
+    "render_html",
+    "step_report",
+    "sweep_report",
+    "write_html",
+]
+
+UNITS = (
+    "seconds (s, ms, us as labelled); GB/s = 1e9 bytes/s per direction; GB = 1e9 bytes; utilisation 0-100%"
+)
+_MAX_ROWS = 200
+
+
+@dataclass(frozen=True)
+class Report:
+    """What a report shows (see the module docstring). ``headline`` rows are ``(id, label, text)``."""
+
+    kind: str
+    title: str
+    spec: ClusterSpec
+    topology: Topology | None
+    headline: tuple[tuple[str, str, str], ...]
+    why: tuple[str, ...] = ()
+    figures: tuple[tuple[str, str], ...] = ()
+    columns: tuple[str, ...] = ()
+    rows: tuple[tuple[str, ...], ...] = ()
+    inputs: tuple[tuple[str, str], ...] = field(default=())
+
+
+def _topology(spec: ClusterSpec) -> Topology | None:
+
+    return None if spec.scale_up.kind == "torus" else cached_topology(spec)
+
+
+def _cluster_headline(spec: ClusterSpec, topo: Topology | None) -> list[tuple[str, str]]:
+
+    s = summarize(spec, topo)
+    out = [
+        ("GPUs", f"{s.n_gpus} in {s.n_nodes} nodes"),
+        ("scale-up domain", f"{s.domain_gpus} GPUs"),
+        ("scale-out", f"{s.tiers} tier(s), {s.planes} plane(s), oversubscription {list(s.oversubscription)}"),
+        ("bisection", f"{s.bisection_bytes_per_s / 1e9:,.0f} GB/s per direction"),
+        ("network power", f"{s.inventory.total_watts / 1e3:,.1f} kW"),
+    ]
+    out += [
+        (f"{r.level} ({r.network})", f"{r.per_direction_bytes_per_s / 1e9:,.1f} GB/s per GPU")
+        for r in s.rungs
+    ]
+    return out
+
+
+def render_html(report: Report) -> str:
+    """The report as one HTML document (str)."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("aifabric.report", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    return env.get_template("report.html.j2").render(
+        kind=report.kind,
+        title=report.title,
+        version=__version__,
+        units=UNITS,
+        cluster_headline=_cluster_headline(report.spec, report.topology),
+        topology_svg=cluster_drawing(report.spec, report.topology),
+        headline=report.headline,
+        why=report.why,
+        figures=report.figures,
+        columns=report.columns,
+        rows=report.rows[:_MAX_ROWS],
+        inputs=report.inputs,
+    )
+
+
+def check_html_path(path: str | Path, option: str = "--html") -> Path:
+    """Check, before any work, that a report can be written to ``path`` (``.html``).
+
+    Raises ValueError naming ``option`` for another extension, a directory, or a file in the way.
+
+    >>> check_html_path("out/report.htm")
+    Traceback (most recent call last):
+    ...
+    ValueError: --html: 'out/report.htm' must end in .html
+    """
+    p = Path(path)
+    if p.is_dir():
+        raise ValueError(
+            f"{option}: {str(path)!r} is a directory; give a file such as {str(p / 'report.html')!r}"
+        )
+    if p.suffix.lower() != ".html":
+        raise ValueError(f"{option}: {str(path)!r} must end in .html")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(
+                    f"{option}: cannot write {str(path)!r}: {str(parent)!r} is a file, not a folder"
+                )
+            break
+    return p
+
+
+def write_html(report: Report, path: str | Path, option: str = "--html") -> Path:
+    """Render ``report`` and write it to ``path``, creating folders; ValueError names ``option``."""
+    p = check_html_path(path, option)
+    text = render_html(report)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise ValueError(f"{option}: cannot write {str(p)!r}: {err.strerror}") from err
+    return p
+
+
+def _inputs(**kv: Any) -> tuple[tuple[str, str], ...]:
+    return tuple((k, str(v)) for k, v in kv.items() if v is not None)
+
+
+def _step_headline(st: StepTime, prefix: str = "") -> tuple[tuple[str, str, str], ...]:
+    return (
+        ("step-time", f"{prefix}step time", f"{st.step_s:.4f} s"),
+        ("throughput", "throughput", f"{st.tokens_per_s:,.0f} tokens/s"),
+        ("mfu", "MFU (model FLOPs / datasheet peak)", f"{st.mfu:.1%}"),
+        ("bubble", "pipeline bubble", f"{st.bubble_fraction:.1%}"),
+        ("memory", "memory per GPU", f"{st.memory.total_bytes / 1e9:.1f} GB"),
+    )
+
+
+def _step_figures(sts: Sequence[StepTime]) -> tuple[str, str]:
+
+    return (
+        "Critical path per step, by part (seconds)",
+        step_bars(
+            [st.layout.describe() for st in sts], PARTS, [[st.breakdown_s[p] for p in PARTS] for st in sts]
+        ),
+    )
+
+
+def _network_lines(st: StepTime) -> list[str]:
+    return [
+        f"{net}: {v['exposed']:.4f} s exposed, {v['hidden']:.4f} s hidden behind compute per step"
+        for net, v in st.network_s.items()
+    ]
+
+
+def step_report(st: StepTime, spec: ClusterSpec, **inputs: Any) -> Report:
+    """Report of one training step (``aifabric train --html``)."""
+
+    rows = tuple(
+        (p, f"{st.breakdown_s[p]:.4f}", f"{st.breakdown_s[p] / st.step_s:.1%}")
+        for p in PARTS
+        if st.breakdown_s[p] > 0
+    )
+    return Report(
+        kind="train",
+        title=f"{st.model} on {st.n_gpus} GPUs of {st.cluster}: {st.layout.describe()}",
+        spec=spec,
+        topology=_topology(spec),
+        headline=_step_headline(st),
+        why=(f"{st.compute.summary()}.", *_network_lines(st), *st.notes),
+        figures=(_step_figures([st]),),
+        columns=("part", "seconds", "share of the step"),
+        rows=rows,
+        inputs=_inputs(**inputs),
+    )
+
+
+def plan_report(res: PlanResult, why: str, spec: ClusterSpec, **inputs: Any) -> Report:
+    """Report of a layout search (``aifabric plan --html``): the winner's figures, then the ranking."""
+    best = res.best
+    rows = tuple(
+        (
+            str(i),
+            st.layout.describe(),
+            f"{st.step_s:.4f}",
+            f"{st.tokens_per_s:,.0f}",
+            f"{st.mfu:.1%}",
+            f"{st.memory.total_bytes / 1e9:.1f}",
+        )
+        for i, st in enumerate(res.ranked, 1)
+    )
+    return Report(
+        kind="plan",
+        title=f"plan: {res.model} on {res.n_gpus} GPUs of {res.cluster}, global batch "
+        f"{res.global_batch_size}",
+        spec=spec,
+        topology=_topology(spec),
+        headline=(("winner", "winning layout", best.layout.describe()), *_step_headline(best, "winner's ")),
+        why=(
+            why,
+            f"{res.n_evaluated} layouts tried, {res.n_feasible} feasible.",
+            *_network_lines(best),
+        ),
+        figures=(_step_figures(res.ranked),),
+        columns=("#", "layout", "step (s)", "tokens/s", "MFU", "memory per GPU (GB)"),
+        rows=rows,
+        inputs=_inputs(**inputs),
+    )
+
+
+def fabric_report(sc: Scenario, **inputs: Any) -> Report:
+    """Report of a fabric scenario (``aifabric fabric --html``): completion, efficiency, bottleneck link."""
+
+    res = sc.result
+    hot = res.top_links[0] if res.top_links else None
+    headline = (
+        ("completion", "completion time", f"{res.time_s * 1e3:,.3f} ms"),
+        ("ideal", "contention-free ideal", f"{res.ideal_time_s * 1e3:,.3f} ms"),
+        ("efficiency", "efficiency (ideal / completion)", f"{res.efficiency:.1%}"),
+        ("bottleneck-link", "bottleneck link", hot.label if hot else "none"),
+        ("bottleneck-utilisation", "its utilisation", f"{hot.utilisation:.0%} ({hot.tier})" if hot else "-"),
+    )
+    why = [
+        f"{j.job}: {j.n_ranks} ranks, {j.time_s * 1e3:.3f} ms, {j.busbw_bytes_per_s / 1e9:.1f} GB/s"
+        for j in sc.jobs
+    ]
+    why += [
+        f"tier {k}: mean {a:.0%}, max {b:.0%} of the links that carried traffic"
+        for k, (a, b) in sc.tiers.items()
+    ]
+    rows = tuple(
+        (
+            lr.label,
+            lr.tier,
+            f"{lr.utilisation:.0%}",
+            f"{lr.bytes_ / 1e9:.2f}",
+            str(lr.n_flows),
+            ", ".join(lr.flows),
+        )
+        for lr in res.top_links
+    )
+    size = f"{format_bytes(sc.message_bytes)} {'per flow' if sc.is_pattern else '(nccl-tests size)'}"
+    return Report(
+        kind="fabric",
+        title=f"{sc.traffic} of {size} on {sc.spec.name} ({sc.engine}/{sc.routing}, {sc.placement}, "
+        f"seed {sc.seed})",
+        spec=sc.spec,
+        topology=sc.topology,
+        headline=headline,
+        why=tuple(why),
+        figures=(("Link utilisation per tier", tier_heatmaps(sc.topology, res.link_utilisation)),),
+        columns=("link", "tier", "utilisation", "GB carried", "flows", "which flows"),
+        rows=rows,
+        inputs=_inputs(**inputs),
+    )
+
+
+def collective_report(results: Sequence[CollectiveResult], spec: ClusterSpec, **inputs: Any) -> Report:
+    """Report of one collective or an nccl-tests-like size sweep (``aifabric collective --html``)."""
+    r = results[-1]
+    headline = (
+        ("size", "size (largest)", format_bytes(r.message_bytes)),
+        ("time", "time", f"{r.time_s * 1e6:,.2f} us"),
+        ("busbw", "busbw (nccl-tests)", f"{r.busbw_bytes_per_s / 1e9:,.2f} GB/s"),
+        ("algorithm", "algorithm / protocol", f"{r.algorithm} / {r.protocol}"),
+        ("bottleneck", "bottleneck", r.bottleneck),
+    )
+    shares = ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in r.network_time_s.items())
+    rows = tuple(
+        (
+            f"{int(x.message_bytes)}",
+            f"{x.time_s * 1e6:.2f}",
+            f"{x.algbw_bytes_per_s / 1e9:.2f}",
+            f"{x.busbw_bytes_per_s / 1e9:.2f}",
+            f"{x.algorithm}/{x.protocol}",
+        )
+        for x in results
+    )
+    return Report(
+        kind="collective",
+        title=f"{r.op} on {r.n_ranks} ranks of {spec.name} ({r.engine} engine)",
+        spec=spec,
+        topology=_topology(spec),
+        headline=headline,
+        why=(r.explanation, f"time per network: {shares}"),
+        columns=("size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)", "algo/proto"),
+        rows=rows,
+        inputs=_inputs(**inputs),
+    )
+
+
+def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs: Any) -> Report:
+    """Report of a sweep store (``aifabric sweep-db --html``): the points, the fastest design per
+    collective and size, and the Pareto fronts of network watts against time."""
+
+    ok = frame[frame["error"] == ""]
+    best = ok.loc[ok.groupby(["op", "message_bytes"])["time_s"].idxmin()] if len(ok) else ok
+    vary = [c for c in frame.columns if c.startswith("vary_")]
+    rows = tuple(
+        (
+            str(r["op"]),
+            format_bytes(float(r["message_bytes"])),
+            f"{float(r['time_s']) * 1e6:,.2f}",
+            f"{float(r['busbw_bytes_per_s']) / 1e9:,.1f}",
+            ", ".join(f"{c[5:]}={r[c]}" for c in vary),
+            f"{float(r['network_watts']) / 1e3:,.1f}",
+        )
+        for _, r in best.iterrows()
+    )
+    headline = (
+        ("points", "points stored", f"{len(frame):,}"),
+        ("failed", "points that failed", f"{len(frame) - len(ok):,}"),
+        ("variants", "cluster variants", f"{len(frame.drop_duplicates(vary)) if vary else 1:,}"),
+    )
+    figures = (
+        (("Pareto fronts: network power (W) against time (s)", figure_svg(pareto_figure(frame))),)
+        if len(ok)
+        else ()
+    )
+    return Report(
+        kind="sweep",
+        title=f"sweep over {spec.name}: {len(frame):,} points in {store}",
+        spec=spec,
+        topology=_topology(spec),
+        headline=headline,
+        why=("The fastest variant for every collective and size (time in us, busbw in GB/s per direction):",),
+        figures=figures,
+        columns=("op", "size", "time (us)", "busbw (GB/s)", "variant", "network power (kW)"),
+        rows=rows,
+        inputs=_inputs(store=store, **inputs),
+    )

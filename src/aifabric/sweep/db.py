@@ -1,0 +1,126 @@
+"""A sweep's result store: SQLite in WAL mode, one typed row per point, keyed by a hash of the point.
+
+Why this shape (reference/reports-sweeps-interop.md sec. 2): only the driver process writes; each batch of
+results is one transaction of ``INSERT OR IGNORE`` on the point hash, so a result computed twice (a retry, a
+resumed run) is stored once; with ``journal_mode=WAL`` and ``synchronous=NORMAL`` a committed transaction
+survives the process being killed (``kill -9``), and a killed writer leaves no torn row (SQLite's atomic
+commit, https://www.sqlite.org/wal.html, https://www.sqlite.org/atomiccommit.html). Columns are typed
+(``INTEGER``, ``REAL``, ``TEXT``), never JSON. Parquet export goes through pyarrow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["ResultDB", "point_hash"]
+
+_SQL_TYPES = {int: "INTEGER", float: "REAL", str: "TEXT", bool: "INTEGER"}
+
+
+def point_hash(params: Mapping[str, Any], *, model_version: str) -> str:
+    """SHA-256 (hex) of the point's parameters as canonical JSON (sorted keys) and the model version.
+
+    >>> point_hash({"op": "all_reduce", "bytes": 1e9}, model_version="0.1.0")[:12]
+    '50f11e308edf'
+    """
+    text = json.dumps({"params": dict(params), "model": model_version}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _ident(name: str) -> str:
+    if not name.replace("_", "").isalnum():
+        raise ValueError(f"column: {name!r} is not a plain identifier")
+    return f'"{name}"'
+
+
+class ResultDB:
+    """The result table of one sweep.
+
+    Parameters
+    ----------
+    path : str or Path
+        SQLite file (created, with its folder).
+    columns : mapping of str to type
+        Column name -> ``int``, ``float``, ``str`` or ``bool``; the key column ``point_hash`` is added.
+
+    Raises
+    ------
+    ValueError
+        A column name that is not an identifier, an unsupported type, or a file that is not a database.
+    """
+
+    def __init__(self, path: str | Path, columns: Mapping[str, type]) -> None:
+        self.path = Path(path)
+        self.columns = dict(columns)
+        bad = [f"{k}: {t.__name__}" for k, t in self.columns.items() if t not in _SQL_TYPES]
+        if bad:
+            raise ValueError(f"columns: unsupported type {bad[0]}")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, timeout=30.0)
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+            self.conn.execute("PRAGMA synchronous=NORMAL")
+            cols = ", ".join(f"{_ident(k)} {_SQL_TYPES[t]}" for k, t in self.columns.items())
+            self.conn.execute(f"CREATE TABLE IF NOT EXISTS results (point_hash TEXT PRIMARY KEY, {cols})")
+            self.conn.commit()
+        except sqlite3.DatabaseError as err:
+            self.conn.close()
+            raise ValueError(f"--db: {str(self.path)!r} is not a sweep database: {err}") from err
+        self._insert = (
+            f"INSERT OR IGNORE INTO results (point_hash, {', '.join(map(_ident, self.columns))}) "
+            f"VALUES (?, {', '.join('?' for _ in self.columns)})"
+        )
+
+    def done(self) -> set[str]:
+        """Hashes of the points already stored."""
+        return {h for (h,) in self.conn.execute("SELECT point_hash FROM results")}
+
+    def add(self, rows: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
+        """Store ``(hash, row)`` pairs in one transaction (INSERT OR IGNORE); returns the rows added."""
+        values = [(h, *(_cell(row.get(k), t) for k, t in self.columns.items())) for h, row in rows]
+        with self.conn:
+            before = self.conn.total_changes
+            self.conn.executemany(self._insert, values)
+            return self.conn.total_changes - before
+
+    def count(self) -> int:
+        """Rows stored."""
+        return int(self.conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+
+    def to_pandas(self) -> pd.DataFrame:
+        """Every row, ordered by hash, with the declared column types."""
+        import pandas as pd  # lazy: the CLI imports this module
+
+        frame = pd.read_sql_query("SELECT * FROM results ORDER BY point_hash", self.conn)
+        ints = {k: "Int64" for k, t in self.columns.items() if t in (int, bool)}  # nullable: a failed point
+        return frame.astype(ints)
+
+    def to_parquet(self, path: str | Path) -> Path:
+        """Write every row to a Parquet file (pyarrow), column types kept."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pandas(self.to_pandas(), preserve_index=False), p)
+        return p
+
+    def close(self) -> None:
+        """Close the connection (everything committed is on disk)."""
+        self.conn.close()
+
+
+def _cell(value: Any, kind: type) -> Any:
+    if value is None or value == "":
+        return "" if kind is str else None
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return kind(value)

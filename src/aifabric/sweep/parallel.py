@@ -1,0 +1,189 @@
+"""Run a sweep into a :class:`~aifabric.sweep.db.ResultDB`: points in batches, on local processes.
+
+Each point is evaluated by :func:`aifabric.sweep.runner.evaluate_point` (the formula engine); points go to
+the workers in batches (one task = ``batch`` points, so that task overhead stays small against the ~50 us
+of model time per point), results come back in completion order, and the driver alone writes them, one
+transaction per batch, keyed by :func:`~aifabric.sweep.db.point_hash`. A resumed run skips the hashes
+already stored; killed at any moment, it loses at most the batches not yet committed.
+
+Executors (:data:`EXECUTORS`): ``serial`` (in the driver), ``process`` (stdlib process pool, the default)
+and ``ray`` (the optional extra ``aifabric[ray]``: one ``@ray.remote`` task per batch, taken in completion
+order with ``ray.wait``; a local Ray of ``workers`` CPUs, or the cluster at ``address`` / ``RAY_ADDRESS``).
+A task Ray retries after a worker dies returns rows already stored, which the store ignores.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from aifabric.errors import ConfigError
+from aifabric.sweep.db import ResultDB, point_hash
+from aifabric.sweep.grid import SweepPoint, SweepSpec
+from aifabric.sweep.runner import evaluate_point
+from aifabric.version import __version__
+
+__all__ = ["EXECUTORS", "RESULT_COLUMNS", "columns_for", "run_into_db"]
+
+#: Typed result columns of a collective point (SI units), besides the varied fields.
+RESULT_COLUMNS: dict[str, type] = {
+    "cluster": str,
+    "op": str,
+    "message_bytes": float,
+    "gpus": int,
+    "time_s": float,
+    "algbw_bytes_per_s": float,
+    "busbw_bytes_per_s": float,
+    "algorithm": str,
+    "protocol": str,
+    "bottleneck": str,
+    "switches": int,
+    "transceivers": int,
+    "network_watts": float,
+    "bisection_bytes_per_s": float,
+    "error": str,
+}
+
+
+def _vary_column(name: str) -> str:
+    return "vary_" + "".join(c if c.isalnum() else "_" for c in name)
+
+
+def columns_for(spec: SweepSpec) -> dict[str, type]:
+    """Result columns plus one typed column per varied field (``vary_<field>``; lists stored as text)."""
+    cols = dict(RESULT_COLUMNS)
+    for name, values in spec.vary:
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            kind: type = int
+        elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+            kind = float
+        else:
+            kind = str
+        cols[_vary_column(name)] = kind
+    return cols
+
+
+def _hash(p: SweepPoint) -> str:
+    params = {"cluster": p.cluster, **{k: v for k, v in p.changes}, "op": p.op, "bytes": p.message_bytes}
+    return point_hash(params, model_version=__version__)
+
+
+def _evaluate_batch(points: list[SweepPoint]) -> list[tuple[str, dict[str, Any]]]:
+    out = []
+    for p in points:
+        row = evaluate_point(p)
+        row.update({_vary_column(k): v for k, v in p.changes})
+        out.append((_hash(p), row))
+    return out
+
+
+Rows = list[tuple[str, dict[str, Any]]]
+
+
+def _serial(batches: list[list[SweepPoint]], workers: int, address: str | None) -> Iterator[Rows]:
+    yield from map(_evaluate_batch, batches)
+
+
+def _process(batches: list[list[SweepPoint]], workers: int, address: str | None) -> Iterator[Rows]:
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        for fut in as_completed([pool.submit(_evaluate_batch, b) for b in batches]):
+            yield fut.result()
+
+
+def _ray(batches: list[list[SweepPoint]], workers: int, address: str | None) -> Iterator[Rows]:
+    try:
+        import ray
+    except ImportError as err:
+        raise ConfigError("--executor ray: ray is not installed (pip install 'aifabric[ray]')") from err
+    started = not ray.is_initialized()
+    if started:
+        local = address is None and "RAY_ADDRESS" not in os.environ
+        ray.init(
+            address=address,
+            num_cpus=workers if local else None,
+            include_dashboard=False,
+            log_to_driver=False,
+            runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(sys.path)}} if local else None,
+        )
+    task = ray.remote(_evaluate_batch)
+    try:
+        pending = [task.remote(b) for b in batches]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started:
+            ray.shutdown()
+
+
+#: Executor name -> batch runner (one registry; the CLI's choices read it).
+EXECUTORS: dict[str, Callable[[list[list[SweepPoint]], int, str | None], Iterator[Rows]]] = {
+    "serial": _serial,
+    "process": _process,
+    "ray": _ray,
+}
+
+
+def run_into_db(
+    spec: SweepSpec,
+    db_path: str | Path,
+    *,
+    workers: int = 1,
+    executor: str = "process",
+    batch: int = 64,
+    address: str | None = None,
+    on_batch: Callable[[int], None] | None = None,
+) -> tuple[int, int]:
+    """Evaluate the points of ``spec`` not yet in the database; returns (evaluated now, skipped as done).
+
+    Parameters
+    ----------
+    spec : SweepSpec
+    db_path : str or Path
+        SQLite file (created).
+    workers : int
+        Processes of the ``process`` executor (>= 1).
+    executor : {"serial", "process", "ray"}
+    batch : int
+        Points per task and per committed transaction (>= 1).
+    address : str, optional
+        ``ray`` only: the Ray cluster (``auto``, ``ray://host:10001``); default a local Ray of ``workers``
+        CPUs, or ``RAY_ADDRESS``.
+    on_batch : callable, optional
+        Called with the number of points of each batch stored.
+
+    Raises
+    ------
+    ConfigError
+        An unknown executor, ``address`` without ``ray``, or ``ray`` not installed.
+    ValueError
+        ``workers`` or ``batch`` < 1, or a file that is not a sweep database.
+    """
+    runner = EXECUTORS.get(executor)
+    if runner is None:
+        raise ConfigError(f"--executor: unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
+    if address is not None and executor != "ray":
+        raise ConfigError(f"--address: only --executor ray connects to a cluster (not {executor})")
+    if workers < 1:
+        raise ValueError(f"--workers: must be >= 1, got {workers}")
+    if batch < 1:
+        raise ValueError(f"--batch: must be >= 1, got {batch}")
+    db = ResultDB(db_path, columns_for(spec))
+    try:
+        done = db.done()
+        todo = [p for p in spec.points() if _hash(p) not in done]
+        n = len(todo)
+        per = max(1, min(batch, math.ceil(n / max(1, 4 * workers)))) if n else batch
+        batches = [todo[i : i + per] for i in range(0, n, per)]
+        for rows in runner(batches, workers, address):
+            db.add(rows)
+            if on_batch is not None:
+                on_batch(len(rows))
+    finally:
+        db.close()
+    return n, len(spec.points()) - n

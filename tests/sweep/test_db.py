@@ -1,0 +1,189 @@
+"""The SQLite sweep store (aifabric/sweep/db.py, parallel.py, pareto.py, cli/sweep_db.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
+from aifabric.sweep.db import ResultDB
+from aifabric.sweep.grid import SweepSpec
+from aifabric.sweep.parallel import columns_for, run_into_db
+from aifabric.sweep.pareto import pareto_mask
+
+SIZES = ["1 KiB", "32 KiB", "1 MiB", "32 MiB", "1 GiB"]
+OPS = ("all_reduce", "all_gather", "all_to_all", "reduce_scatter", "broadcast")
+GRID = {
+    "cluster": "dgx-h100-superpod",
+    "vary": {
+        "nodes": [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
+        "scale_out.nic": ["connectx-7", "connectx-8"],
+    },
+    "collectives": [
+        {"op": op, "sizes": SIZES}
+        for op in ("all_reduce", "all_gather", "all_to_all", "reduce_scatter", "broadcast")
+    ],
+}  # 10 x 2 variants x 5 ops x 5 sizes = 500 points
+
+
+def _yaml(tmp_path: Path) -> Path:
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(GRID))
+    return path
+
+
+def _rows(db: Path) -> pd.DataFrame:
+    store = ResultDB(db, columns_for(SweepSpec.from_dict(GRID)))
+    try:
+        return store.to_pandas()
+    finally:
+        store.close()
+
+
+def test_store_is_wal_typed_and_idempotent(tmp_path):
+    store = ResultDB(tmp_path / "r.db", {"op": str, "time_s": float, "gpus": int})
+    assert store.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    types = {name: kind for _, name, kind, *_ in store.conn.execute("PRAGMA table_info(results)")}
+    assert types == {"point_hash": "TEXT", "op": "TEXT", "time_s": "REAL", "gpus": "INTEGER"}
+    assert store.add([("a", {"op": "all_reduce", "time_s": 1.5, "gpus": 8})]) == 1
+    assert store.add([("a", {"op": "x", "time_s": 9.0, "gpus": 1}), ("b", {"op": "y", "time_s": 2.0})]) == 1
+    frame = store.to_pandas()
+    assert list(frame["op"]) == ["all_reduce", "y"] and frame["gpus"].isna().tolist() == [False, True]
+    store.close()
+
+
+def test_sweep_resumes_and_exports_parquet(tmp_path):
+    spec = SweepSpec.from_dict(GRID)
+    assert len(spec.points()) == 500
+    assert run_into_db(spec, tmp_path / "s.db", workers=1, executor="serial", batch=50) == (500, 0)
+    assert run_into_db(spec, tmp_path / "s.db", workers=2, batch=50) == (0, 500)
+    rows = _rows(tmp_path / "s.db")
+    assert len(rows) == 500 and rows["point_hash"].is_unique
+    assert rows["time_s"].dtype == np.float64 and rows["vary_nodes"].dtype == "Int64"
+    store = ResultDB(tmp_path / "s.db", columns_for(spec))
+    out = store.to_parquet(tmp_path / "s.parquet")
+    store.close()
+    back = pd.read_parquet(out)
+    assert len(back) == 500 and back["time_s"].dtype == np.float64
+    assert set(back.columns) >= {"vary_nodes", "vary_scale_out_nic", "busbw_bytes_per_s", "network_watts"}
+
+
+def _count(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        conn = sqlite3.connect(db, timeout=10)
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.OperationalError:  # the table is not created yet
+        return 0
+
+
+def _wait_for_rows(db: Path, proc: subprocess.Popen, at_least: int) -> None:
+    """Return once ``db`` holds ``at_least`` rows or the process has ended."""
+    while proc.poll() is None and _count(db) < at_least:
+        time.sleep(0.005)
+
+
+def test_sigkill_at_ten_random_moments_loses_and_duplicates_nothing(tmp_path):
+    """2,000 points, SIGKILL (to the whole process group) at 10 random moments of the computation, then
+    resume: the rows are exactly those of an uninterrupted run, each once, and SQLite's integrity check
+    passes."""
+    grid = dict(GRID, collectives=[{"op": op, "sizes": [2**k for k in range(10, 30)]} for op in OPS])
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(grid))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+    def start(db: Path) -> subprocess.Popen:
+        cmd = [sys.executable, "-m", "aifabric", "sweep-db", str(path), "--db", str(db), "--workers", "2"]
+        return subprocess.Popen(
+            [*cmd, "--batch", "8"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    reference = tmp_path / "reference.db"
+    proc = start(reference)
+    _wait_for_rows(reference, proc, 1)
+    t_first = time.monotonic()
+    assert proc.wait(timeout=300) == 0
+    compute_s = time.monotonic() - t_first  # from the first committed batch to the end
+    killed = tmp_path / "killed.db"
+    rng = random.Random(20261201)
+    stored = [0]
+    for _ in range(10):
+        proc = start(killed)
+        _wait_for_rows(killed, proc, stored[-1] + 1)  # this run is computing
+        left = compute_s * (1 - stored[-1] / 2000)
+        time.sleep(rng.uniform(0.0, 0.3 * left))
+        with contextlib.suppress(ProcessLookupError):  # this run may have finished first (machine load)
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        stored.append(_count(killed))
+    assert stored == sorted(stored)  # a committed point is never lost
+    assert any(0 < n < 2000 for n in stored), stored  # kills landed mid-sweep (not only before or after)
+    proc = start(killed)
+    assert proc.wait(timeout=300) == 0
+    conn = sqlite3.connect(killed)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    columns = columns_for(SweepSpec.from_dict(grid))
+    a, b = (ResultDB(db, columns) for db in (reference, killed))
+    try:
+        fa, fb = a.to_pandas(), b.to_pandas()
+    finally:
+        a.close()
+        b.close()
+    assert len(fb) == 2000 and fb["point_hash"].is_unique
+    pd.testing.assert_frame_equal(fa, fb)
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=40))
+def test_pareto_front_is_exactly_the_undominated_points(points):
+    x = np.array([p[0] for p in points], dtype=float)
+    y = np.array([p[1] for p in points], dtype=float)
+    front = pareto_mask(x, y)
+
+    def dominated(i: int) -> bool:
+        return bool(np.any((x <= x[i]) & (y <= y[i]) & ((x < x[i]) | (y < y[i]))))
+
+    for i in range(x.size):
+        if front[i]:
+            assert not dominated(i)
+        else:  # dominated, or a duplicate of a point already on the front
+            assert dominated(i) or np.any(front & (x == x[i]) & (y == y[i]))
+
+
+def test_cli_sweep_db_and_bad_input(tmp_path):
+    grid = _yaml(tmp_path)
+    db, png = tmp_path / "c.db", tmp_path / "p.png"
+    res = CliRunner().invoke(
+        app, ["sweep-db", str(grid), "--db", str(db), "--executor", "serial", "--pareto", str(png)]
+    )
+    assert res.exit_code == 0, res.output
+    assert "500 point(s) evaluated" in res.stdout and png.stat().st_size > 10_000
+    res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(db), "--executor", "dask"])
+    assert res.exit_code == 2 and "--executor" in res.output
+    res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(db), "--address", "auto"])
+    assert res.exit_code == 2 and "--address" in res.output
+    (tmp_path / "junk.db").write_text("not a database, just text " * 100)
+    res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(tmp_path / "junk.db")])
+    assert res.exit_code == 2 and "--db" in res.output
