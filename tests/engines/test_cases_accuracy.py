@@ -86,8 +86,10 @@ TABLES = {
 
 #: Points no sourced mechanism reaches yet (measured, predicted, what is missing); not asserted.
 MISSED = {
-    "01 1 node, 128/256/512 MiB": "busbw 383.0/412.4/431.8 vs 459.0/470.5/476.5 (+20/+14/+10 %): NVLS "
-    "pipeline fill (chunks in flight per channel) not modelled",
+    "01 1 node, 128/256/512 MiB": "busbw 383.0/412.4/431.8 vs 459.0/470.5/476.5 (+20/+14/+10 %): "
+    "enqueue.cc runs NVLS on 64 KiB chunks below 64 x 16 channels x 8 heads x 128 KiB = 1 GiB and 128 KiB "
+    "above (the measured step lies between 512 MiB and 1 GiB), but NCCL's tables give no per-chunk cost; "
+    "a one-round fill (16 x 8 x 64 KiB / algbw) adds 6/3/1.5 %, not the 17/12/9 % measured",
     "03 T1/T4 2 nodes, >= 8 MiB": "NVLS-tree: 8 MiB 118.6 vs 161.8, 64 MiB 270.0 vs 405.7, 16 GiB 469.2 vs "
     "516.5 (+36/+50/+10 %): the 2-node NVLS-tree runs below the single-node NVLS algbw; mechanism unsourced",
     "03 T1/T2 2 and 4 nodes, 512 B": "time 32.4/56.4 us vs 25.6/36.0 us (-21/-36 %): one channel already; "
@@ -100,7 +102,10 @@ MISSED = {
     "attribute it to that fabric (adaptive routing, QPs); no fabric fact in the case to model it",
     "03 T7 2 nodes ring, 1-16 MiB": "157 us at 1 MiB vs 81 us: reporter B's per-call overhead "
     "(NCCL_MIN_CTAS=24)",
-    "13 V100, 256 KiB-2 MiB": "time 65-299 us vs 82-357 us (+19..+43 %): LL->Simple switch point too early",
+    "13 V100, 256 KiB-2 MiB": "time 65-299 us vs 82-357 us (+19..+43 %): the tuner's choice is already "
+    "the least time (Simple 81.9 us vs LL 91.2 us at 256 KiB); the measured Simple latency (~10 us at "
+    "512 KiB-2 MiB, busbw 9.3-10.5 GB/s above the 9.4 plateau) is far below NCCL's 8.4 + 6 x 5.7 us PCI "
+    "model, and channel reduction does not touch a PCIe-bound ring",
 }
 
 
