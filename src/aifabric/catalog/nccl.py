@@ -41,6 +41,7 @@ __all__ = [
     "Protocol",
     "ProtocolCost",
     "algorithm_for",
+    "channel_unit_bytes",
     "channels_for",
     "comm_channels",
     "nccl_release",
@@ -454,11 +455,20 @@ def channels_for(
         return min(nc, comm_channels) if (algo is Algorithm.NVLS and nnodes > 1) else nc
     if algo in (Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN):
         raise ConfigError(f"algorithm: channels of {algo} depend on the CollNet heads; not modelled")
+    unit = channel_unit_bytes(release, algo, proto, nranks, max_threads=max_threads)
+    return max(1, min(comm_channels, math.floor(nbytes / unit)))
+
+
+def channel_unit_bytes(
+    release: NcclRelease, algorithm: str, protocol: str, nranks: int, *, max_threads: int | None = None
+) -> float:
+    """Bytes each channel of a ring, tree or PAT call must have before ``enqueue.cc`` keeps it:
+    ``nt x thread_threshold[protocol]`` (x ``nranks`` for ring LL), ``nt`` = ``max_threads`` or the
+    release's ``max_threads[protocol]`` (:func:`channels_for` floors ``nbytes`` by it)."""
+    algo, proto = Algorithm(algorithm), _protocol(protocol)
     nt = max_threads or release.max_threads[proto]
-    threshold = release.thread_threshold[proto] * (
-        nranks if (algo is Algorithm.RING and proto is Protocol.LL) else 1
-    )
-    return max(1, min(comm_channels, math.floor(nbytes / (nt * threshold))))
+    per_rank = algo is Algorithm.RING and proto is Protocol.LL
+    return float(nt * release.thread_threshold[proto] * (nranks if per_rank else 1))
 
 
 def _protocol(name: str) -> Protocol:

@@ -29,6 +29,7 @@ from typing import Any
 from aifabric.catalog.nccl import (
     NcclRelease,
     Protocol,
+    channel_unit_bytes,
     channels_for,
     comm_channels,
     nccl_release,
@@ -363,8 +364,9 @@ def call_bandwidth(
     """Bus bandwidth of one call on the channels NCCL gives it, bytes/s.
 
     NCCL's ``enqueue.cc`` runs a call on ``nc = clamp(floor(S / (nt x threshold)), 1, C)`` channels
-    (:func:`~aifabric.catalog.nccl.channels_for`; ``C`` the communicator's channels, ``tm.channels``), and
-    each channel carries at most its protocol's per-channel cap ``c`` (:func:`_per_channel_cap`), so::
+    (:func:`~aifabric.catalog.nccl.channels_for`, ``nt x threshold`` from
+    :func:`~aifabric.catalog.nccl.channel_unit_bytes`; ``C`` the communicator's channels, ``tm.channels``),
+    and each channel carries at most its protocol's per-channel cap ``c`` (:func:`_per_channel_cap`), so::
 
         B_call = min(B, nc x c)
 
@@ -375,15 +377,15 @@ def call_bandwidth(
     if not tm.nccl:
         return busbw_bytes_per_s
     c = tm.channels[1 if n_domains > 1 else 0]
-    nc = channels_for(
-        tm.release,
-        collective,
-        algorithm,
-        message_bytes,
-        n_ranks,
-        tm.tuning_row,
-        comm_channels=c,
-        protocol=proto.value,
-        nnodes=n_domains,
-    )
+    unit = _unit_bytes(tm.release.version, collective, algorithm, proto, n_ranks)
+    nc = max(1, min(c, math.floor(message_bytes / unit)))
     return min(busbw_bytes_per_s, nc * _per_channel_cap(tm, algorithm, proto, n_domains, c))
+
+
+@cache
+def _unit_bytes(version: str, collective: str, algorithm: str, proto: Protocol, n_ranks: int) -> float:
+    """:func:`~aifabric.catalog.nccl.channel_unit_bytes`, once per (release, call shape); the call shape is
+    checked against the release by :func:`~aifabric.catalog.nccl.channels_for` on first use."""
+    release = nccl_release(version)
+    channels_for(release, collective, algorithm, 0, n_ranks, "hopper", comm_channels=1, protocol=proto.value)
+    return channel_unit_bytes(release, algorithm, proto.value, n_ranks)
