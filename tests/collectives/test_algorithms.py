@@ -5,6 +5,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aifabric.cli.collective import AlgoChoice, ProtoChoice
 from aifabric.cluster.presets import preset
@@ -18,7 +20,7 @@ from aifabric.collectives.algorithms import (
 )
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, tier_model
+from aifabric.collectives.tiers import Protocol, call_bandwidth, tier_model
 
 SPEC = preset("h100-ib-2node")
 
@@ -93,3 +95,31 @@ def test_applicability_rules():
     tpu = preset("tpu-v5p-pod")
     on_torus = applicable(Collective.ALL_REDUCE, Communicator.contiguous(tpu), tier_model(tpu))
     assert [e.algorithm for e in on_torus] == [Algorithm.TORUS]  # exclusive: no NCCL algorithm on ICI
+
+
+def test_call_bandwidth_runs_on_the_channels_of_the_size():
+    # Two H100 nodes (2.30): 16 communicator channels (tests/catalog/test_nccl_search.py). Tree/LL at 4 KiB:
+    # enqueue.cc gives floor(4096 / (512 threads x 8)) = 1 channel, which carries llMaxBw / 16 =
+    # 39 GB/s / 16 = 2.4375 GB/s (llMaxBw: Intel CPU row, 2 nodes). At 64 KiB: 16 channels, the full 39.
+    spec = preset("h100-ib-2node", nodes=2)
+    tm = tier_model(spec)
+    assert tm.channels == (24, 16)
+    small = call_bandwidth(tm, "tree", "all_reduce", Protocol.LL, 4096, 16, 2, 89.8e9)
+    full = call_bandwidth(tm, "tree", "all_reduce", Protocol.LL, 2**16, 16, 2, 39e9)
+    assert (small, full) == (pytest.approx(39e9 / 16), pytest.approx(39e9))
+    # Ring Simple has no per-channel cap in tuning.cc: unchanged at any size.
+    assert call_bandwidth(tm, "ring", "all_reduce", Protocol.SIMPLE, 4096, 16, 2, 300e9) == 300e9
+    # Textbook figures (line_rate) ignore NCCL's channels.
+    lr = tier_model(spec, efficiency="line_rate")
+    assert call_bandwidth(lr, "tree", "all_reduce", Protocol.LL, 4096, 16, 2, 89.8e9) == 89.8e9
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(size=st.integers(min_value=1, max_value=1 << 32), extra=st.integers(min_value=1, max_value=1 << 28))
+def test_call_bandwidth_never_falls_with_size(size, extra):
+    # More bytes never run on fewer channels, so the call's bandwidth never drops with size.
+    tm = tier_model(preset("h100-ib-2node", nodes=4))
+    for algo, proto in (("tree", Protocol.LL), ("tree", Protocol.LL128), ("ring", Protocol.LL)):
+        a = call_bandwidth(tm, algo, "all_reduce", proto, size, 32, 4, 100e9)
+        b = call_bandwidth(tm, algo, "all_reduce", proto, size + extra, 32, 4, 100e9)
+        assert 0 < a <= b <= 100e9

@@ -69,10 +69,11 @@ TABLES = {
     "01 1 node": Table(C01, 0, H100[1], (), (2**30, 2**32)),
     # case_03 T1 (NVIDIA/nccl-tests #309, reporter A): 2 XE9680 nodes, 8 x CX-7 400G, defaults (tree/LL floor)
     # 8 B (68.5 us: first call) and 256 B (94.4 us: one-off) are outliers the maintainers discount.
-    # 64 KiB-4 MiB: tree with NCCL's treeCorrectionFactor (512 KiB and 1 MiB: see MISSED).
-    "03 T1 2 nodes": Table(C03, 0, H100[2], ((16, 128), (64 * KiB, 256 * KiB), (2 * MiB, 4 * MiB)), None),
-    # case_03 T2: reporter A, 4 nodes, defaults
-    "03 T2 4 nodes": Table(C03, 1, H100[4], ((16, 128), (64 * KiB, MiB)), (512 * MiB, 16 * 2**30)),
+    # 64 KiB-4 MiB: tree with NCCL's treeCorrectionFactor (512 KiB and 1 MiB: see MISSED); 1-32 KiB: tree/LL
+    # on the channels enqueue.cc gives the call (1 KiB-4 KiB: 1 of 16, 32 KiB: 8), each at llMaxBw / 16.
+    "03 T1 2 nodes": Table(C03, 0, H100[2], ((16, 128), (KiB, 256 * KiB), (2 * MiB, 4 * MiB)), None),
+    # case_03 T2: reporter A, 4 nodes, defaults (1-32 KiB: channel reduction as T1)
+    "03 T2 4 nodes": Table(C03, 1, H100[4], ((16, 128), (KiB, MiB)), (512 * MiB, 16 * 2**30)),
     # case_03 T7: reporter B, 2 nodes, NCCL_ALGO=Ring (NCCL_MIN_CTAS=24: all channels from 1 MiB)
     "03 T7 2 nodes ring": Table(
         C03, 6, H100[2], (), (32 * MiB, 8 * 2**30), (("env", {"NCCL_ALGO": "Ring"}),)
@@ -85,19 +86,26 @@ TABLES = {
 
 #: Points no sourced mechanism reaches yet (measured, predicted, what is missing); not asserted.
 MISSED = {
-    "01 1 node, 128/256/512 MiB": "busbw 383.0/412.4/431.8 vs 459.0/470.5/476.5 (+20/+14/+10 %): NVLS "
-    "pipeline fill (chunks in flight per channel) not modelled",
+    "01 1 node, 128/256/512 MiB": "busbw 383.0/412.4/431.8 vs 459.0/470.5/476.5 (+20/+14/+10 %): "
+    "enqueue.cc runs NVLS on 64 KiB chunks below 64 x 16 channels x 8 heads x 128 KiB = 1 GiB and 128 KiB "
+    "above (the measured step lies between 512 MiB and 1 GiB), but NCCL's tables give no per-chunk cost; "
+    "a one-round fill (16 x 8 x 64 KiB / algbw) adds 6/3/1.5 %, not the 17/12/9 % measured",
     "03 T1/T4 2 nodes, >= 8 MiB": "NVLS-tree: 8 MiB 118.6 vs 161.8, 64 MiB 270.0 vs 405.7, 16 GiB 469.2 vs "
     "516.5 (+36/+50/+10 %): the 2-node NVLS-tree runs below the single-node NVLS algbw; mechanism unsourced",
-    "03 T1 2 nodes, 512 B-32 KiB, 512 KiB-1 MiB": "time 28-34 us vs 25-28 us (-10..-22 %), 77.7/71.9 us vs "
-    "54.0/59.4 us (-31/-17 %): channel reduction by size (enqueue.cc) not wired into the bandwidth term",
-    "03 T2 4 nodes, 4-32 KiB, 2-4 MiB": "time 42-49 us vs 36-40 us (-15..-23 %); 191/151 us vs 87/98 us",
+    "03 T1/T2 2 and 4 nodes, 512 B": "time 32.4/56.4 us vs 25.6/36.0 us (-21/-36 %): one channel already; "
+    "the tree/LL bandwidth term is 0.2 us, no sourced mechanism adds 7-20 us at this one size",
+    "03 T1 2 nodes, 512 KiB-1 MiB": "time 77.7/71.9 us vs 54.0/59.4 us (-31/-17 %): tree/LL128 on all 16 "
+    "channels (floor(S / (640 x 8)) >= 16), channel reduction does not reach it",
+    "03 T2 4 nodes, 2-4 MiB": "time 191/151 us vs 87/98 us (-54/-35 %): tree/LL128 on all channels",
     "03 T2 4 nodes, 8-256 MiB": "busbw 74.8-294.2 vs 137.8-352.9 (+84..+20 %): same NVLS-tree ramp",
     "03 T3/T5 reporter B, 4-8 nodes": "busbw ~320-325 at >= 2 GiB vs 379-390 (+17..+20 %): the maintainers "
     "attribute it to that fabric (adaptive routing, QPs); no fabric fact in the case to model it",
     "03 T7 2 nodes ring, 1-16 MiB": "157 us at 1 MiB vs 81 us: reporter B's per-call overhead "
     "(NCCL_MIN_CTAS=24)",
-    "13 V100, 256 KiB-2 MiB": "time 65-299 us vs 82-357 us (+19..+43 %): LL->Simple switch point too early",
+    "13 V100, 256 KiB-2 MiB": "time 65-299 us vs 82-357 us (+19..+43 %): the tuner's choice is already "
+    "the least time (Simple 81.9 us vs LL 91.2 us at 256 KiB); the measured Simple latency (~10 us at "
+    "512 KiB-2 MiB, busbw 9.3-10.5 GB/s above the 9.4 plateau) is far below NCCL's 8.4 + 6 x 5.7 us PCI "
+    "model, and channel reduction does not touch a PCIe-bound ring",
 }
 
 

@@ -10,6 +10,7 @@ Functions
 ---------
 - :func:`nccl_release` -- the tables of one release (``None``: the newest).
 - :func:`tuning_arch` -- which architecture row NCCL uses for a GPU architecture.
+- :func:`search_channels` -- the ring graph's channels and per-channel speed (``search.cc``).
 - :func:`comm_channels` -- the communicator's channels after ``connect.cc`` duplicates the searched rings.
 - :func:`channels_for` -- the channels one call runs on (``enqueue.cc`` reduces them for small sizes).
 - :func:`protocol_costs` / :func:`protocol_for` -- NCCL's per-protocol latency and bandwidth, and its pick.
@@ -40,6 +41,7 @@ __all__ = [
     "Protocol",
     "ProtocolCost",
     "algorithm_for",
+    "channel_unit_bytes",
     "channels_for",
     "comm_channels",
     "nccl_release",
@@ -48,6 +50,7 @@ __all__ = [
     "nvls_support",
     "protocol_costs",
     "protocol_for",
+    "search_channels",
     "tuning_arch",
 ]
 
@@ -137,6 +140,10 @@ class NcclRelease(_Frozen):
     max_channels: int = Field(ge=1)
     channel_doubling_archs: tuple[str, ...]
     channel_doubling_below: int = Field(ge=1)
+    search_speeds_intra: dict[str, tuple[float, ...]]
+    search_speeds_inter: dict[str, tuple[float, ...]]
+    dup_min_bw: dict[str, float]
+    dup_min_bw_many_channels: dict[str, float]
     nvls_channels: dict[str, int]
     nvls_min_local_gpus: int = Field(ge=1)
     nvls_min_channels: int = Field(ge=1)
@@ -240,6 +247,77 @@ def _node_column(nnodes: int) -> int:
     if nnodes < 1:
         raise ConfigError(f"nnodes: must be >= 1, got {nnodes}")
     return min(nnodes, 3) - 1
+
+
+#: Search channels with more than this many are kept undoubled below ``dup_min_bw_many_channels``
+#: (search.cc ncclTopoDupChannels: ``nChannels > 4``).
+_DUP_MANY_CHANNELS = 4
+#: The search walks down the speeds while the next is above this fraction of the best found speed
+#: (search.cc: ``speedArray[speedIndex+1] / graph->bwInter > .49``).
+_SEARCH_SPEED_RATIO = 0.49
+
+
+def search_channels(
+    release: NcclRelease,
+    arch: str,
+    *,
+    gpu_gbps: float,
+    nnodes: int = 1,
+    nics_per_node: int = 0,
+    nic_gbps: float = 0.0,
+) -> tuple[int, float]:
+    """The ring graph NCCL's topology search finds on a uniform node: ``(channels, GB/s per channel)``.
+
+    A simplified ``src/graph/search.cc`` (ncclTopoCompute) for nodes whose GPUs each have ``gpu_gbps`` of
+    scale-up bandwidth (NCCL's per-link constant x links) and, across nodes, ``nics_per_node`` NICs of
+    ``nic_gbps`` each. For each speed ``s`` of ``search_speeds_intra`` (one node) or ``search_speeds_inter``
+    (more) at or below the path's ``maxBw`` (``gpu_gbps``, or the NIC speed across nodes), highest first::
+
+        n(s) = min(max_channels / 2, floor(gpu_gbps / s) [, nics_per_node x floor(nic_gbps / s)])
+
+    The first ``s`` with ``n(s) s >= gpu_gbps`` is optimal and ends the search; otherwise the search walks
+    down while the next speed is above 0.49 x the best speed found and keeps the first largest
+    ``n(s) s``. Then ``ncclTopoDupChannels`` doubles ``n`` (capped at ``max_channels / 2``) and halves
+    ``s`` when ``s >= dup_min_bw[row]`` (``dup_min_bw_many_channels[row]`` when ``n > 4``). The ring
+    graph's ``maxChannels`` is ``MAXCHANNELS / 2`` (init.cc).
+
+    Examples: 8 x H100 (370.8 GB/s): 6 x 60 -> 12 x 30, 24 communicator channels (NCCL's "24 coll
+    channels"); 8 x A100 (240 GB/s): 6 x 40 optimal -> 12 x 20, 24.
+
+    Raises
+    ------
+    ConfigError
+        A non-positive ``gpu_gbps``, or NICs missing across nodes.
+    """
+    if not gpu_gbps > 0:
+        raise ConfigError(f"gpu_gbps: must be > 0, got {gpu_gbps}")
+    multi = nnodes > 1
+    if multi and not (nics_per_node >= 1 and nic_gbps > 0):
+        raise ConfigError(f"nics: a ring across {nnodes} nodes needs NICs; got {nics_per_node} x {nic_gbps}")
+    row = tuning_arch(release, arch)
+    speeds = (release.search_speeds_inter if multi else release.search_speeds_intra)[row]
+    max_bw = min(gpu_gbps, nic_gbps) if multi else gpu_gbps
+    cap = release.max_channels // 2
+    best_n, best_s = 0, 0.0
+    usable = [s for s in speeds if s <= max_bw] or [speeds[-1]]
+    for s in usable:
+        if best_n and s / best_s <= _SEARCH_SPEED_RATIO:
+            break
+        n = min(cap, math.floor(gpu_gbps / s))
+        if multi:
+            n = min(n, nics_per_node * math.floor(nic_gbps / s))
+        if n >= 1 and n * s > best_n * best_s:
+            best_n, best_s = n, s
+        if best_n and best_n * best_s >= gpu_gbps:
+            break
+    if best_n == 0:  # slower than the slowest speed: one channel at it (NCCL's last resort)
+        return 1, usable[-1]
+    limit = release.dup_min_bw_many_channels if best_n > _DUP_MANY_CHANNELS else release.dup_min_bw
+    if best_s >= limit[row]:
+        doubled = min(cap, 2 * best_n)
+        best_s /= math.ceil(doubled / best_n)
+        best_n = doubled
+    return best_n, best_s
 
 
 def comm_channels(
@@ -377,11 +455,20 @@ def channels_for(
         return min(nc, comm_channels) if (algo is Algorithm.NVLS and nnodes > 1) else nc
     if algo in (Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN):
         raise ConfigError(f"algorithm: channels of {algo} depend on the CollNet heads; not modelled")
+    unit = channel_unit_bytes(release, algo, proto, nranks, max_threads=max_threads)
+    return max(1, min(comm_channels, math.floor(nbytes / unit)))
+
+
+def channel_unit_bytes(
+    release: NcclRelease, algorithm: str, protocol: str, nranks: int, *, max_threads: int | None = None
+) -> float:
+    """Bytes each channel of a ring, tree or PAT call must have before ``enqueue.cc`` keeps it:
+    ``nt x thread_threshold[protocol]`` (x ``nranks`` for ring LL), ``nt`` = ``max_threads`` or the
+    release's ``max_threads[protocol]`` (:func:`channels_for` floors ``nbytes`` by it)."""
+    algo, proto = Algorithm(algorithm), _protocol(protocol)
     nt = max_threads or release.max_threads[proto]
-    threshold = release.thread_threshold[proto] * (
-        nranks if (algo is Algorithm.RING and proto is Protocol.LL) else 1
-    )
-    return max(1, min(comm_channels, math.floor(nbytes / (nt * threshold))))
+    per_rank = algo is Algorithm.RING and proto is Protocol.LL
+    return float(nt * release.thread_threshold[proto] * (nranks if per_rank else 1))
 
 
 def _protocol(name: str) -> Protocol:

@@ -19,6 +19,7 @@ from aifabric.collectives.tiers import (
     Protocol,
     TierModel,
     base_latency_s,
+    call_bandwidth,
     hw_latency_s,
     net_overhead_s,
     protocol_bandwidth,
@@ -66,6 +67,7 @@ def _ring_like(
         all_reduce=op in (Collective.ALL_REDUCE, Collective.REDUCE),
         one_rank_per_domain=comm.ranks_per_domain < 2,
     )
+    bus = call_bandwidth(tm, "ring", op.value, proto, size, n, N, bus)
     what = "chain" if algorithm is Algorithm.CHAIN else "ring"
 
     def why() -> str:

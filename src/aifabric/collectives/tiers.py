@@ -23,9 +23,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
-from aifabric.catalog.nccl import NcclRelease, Protocol, nccl_release, tuning_arch
+from aifabric.catalog.nccl import (
+    NcclRelease,
+    Protocol,
+    channel_unit_bytes,
+    channels_for,
+    comm_channels,
+    nccl_release,
+    search_channels,
+    tuning_arch,
+)
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
@@ -33,6 +43,7 @@ __all__ = [
     "Protocol",
     "TierModel",
     "base_latency_s",
+    "call_bandwidth",
     "hw_latency_s",
     "net_overhead_s",
     "parse_protocol",
@@ -96,6 +107,7 @@ class TierModel:
     hop_latency_s: float = 0.0
     release: NcclRelease = nccl_release()
     tuning_row: str = "hopper"
+    channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
 
     @property
     def nccl(self) -> bool:
@@ -188,8 +200,31 @@ def tier_model(
         torus_dims=_torus_dims(spec) if spec.scale_up.kind == "torus" else (),
         hop_latency_s=link.hop_latency_s,
         release=release,
-        tuning_row=_tuning_row(release, acc.arch),
+        tuning_row=(row := _tuning_row(release, acc.arch)),
+        channels=_comm_channels(spec, release, row),
     )
+
+
+def _comm_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int, int]:
+    """NCCL's communicator channels on one domain and across domains (:func:`~aifabric.catalog.nccl.
+    search_channels` then :func:`~aifabric.catalog.nccl.comm_channels`), from the GPU's NCCL scale-up
+    bandwidth and the node's NICs at line rate (NCCL reads a NIC's speed as its line rate)."""
+    nics = spec.gpus_per_node * spec.scale_out.nics_per_gpu if spec.scale_out else 0
+    per_nic = spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu if spec.scale_out else 0.0
+    return _channels(release.version, row, spec.scaleup_effective_bytes_per_s / 1e9, nics, per_nic / 1e9)
+
+
+@cache
+def _channels(version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float) -> tuple[int, int]:
+    release = nccl_release(version)
+    if not gpu_gbps > 0:
+        return 1, 1
+    n, s = search_channels(release, row, gpu_gbps=gpu_gbps)
+    one = comm_channels(release, row, search_channels=n, nnodes=1, ring_bw_intra_gbps=s)
+    if nics < 1 or not nic_gbps > 0:
+        return one, one
+    n, s = search_channels(release, row, gpu_gbps=gpu_gbps, nnodes=2, nics_per_node=nics, nic_gbps=nic_gbps)
+    return one, comm_channels(release, row, search_channels=n, nnodes=2, ring_bw_intra_gbps=s)
 
 
 def _torus_dims(spec: ClusterSpec) -> tuple[int, ...]:
@@ -295,3 +330,62 @@ def protocol_bandwidth(
         f = rel.ring_ll128_bw_factor_one_gpu_per_node if one_rank_per_domain else rel.ring_ll128_bw_factor
         return busbw_bytes_per_s * f
     return busbw_bytes_per_s
+
+
+def _per_channel_cap(tm: TierModel, algorithm: str, proto: Protocol, n_domains: int, channels: int) -> float:
+    """What one channel of ``algorithm`` carries at most with ``proto``, bytes/s (tuning.cc's caps):
+    LL ``llMaxBw / C`` (the GPU's LL cap shared by its ``C`` channels); ring LL128
+    ``perChMaxRingLL128Bw``; tree LL128 ``perChMaxTreeLL128Bw``; tree Simple ``perChMaxTreeBw``; ring
+    Simple: no cap (inf). Columns: 1 node, 2 nodes, >= 3 nodes."""
+    rel = tm.release
+    col = min(n_domains, 3) - 1
+    if proto is Protocol.LL:
+        return _ll_max(tm, n_domains) / channels
+    if proto is Protocol.LL128:
+        table = rel.per_channel_max_ring_ll128_bw
+        if algorithm == "tree":
+            table = rel.per_channel_max_tree_ll128_bw or table
+        return table[tm.tuning_row][col] * 1e9
+    if algorithm == "tree":
+        return rel.per_channel_max_tree_bw[tm.tuning_row][col] * 1e9
+    return math.inf
+
+
+def call_bandwidth(
+    tm: TierModel,
+    algorithm: str,
+    collective: str,
+    proto: Protocol,
+    message_bytes: float,
+    n_ranks: int,
+    n_domains: int,
+    busbw_bytes_per_s: float,
+) -> float:
+    """Bus bandwidth of one call on the channels NCCL gives it, bytes/s.
+
+    NCCL's ``enqueue.cc`` runs a call on ``nc = clamp(floor(S / (nt x threshold)), 1, C)`` channels
+    (:func:`~aifabric.catalog.nccl.channels_for`, ``nt x threshold`` from
+    :func:`~aifabric.catalog.nccl.channel_unit_bytes`; ``C`` the communicator's channels, ``tm.channels``),
+    and each channel carries at most its protocol's per-channel cap ``c`` (:func:`_per_channel_cap`), so::
+
+        B_call = min(B, nc x c)
+
+    ``B`` is the protocol's bus bandwidth on all channels. ``algorithm`` is ``ring`` or ``tree``;
+    ``collective`` one NCCL costs (all_reduce, all_gather, reduce_scatter, broadcast, reduce). Under
+    ``efficiency="line_rate"`` B is returned unchanged.
+    """
+    if not tm.nccl:
+        return busbw_bytes_per_s
+    c = tm.channels[1 if n_domains > 1 else 0]
+    unit = _unit_bytes(tm.release.version, collective, algorithm, proto, n_ranks)
+    nc = max(1, min(c, math.floor(message_bytes / unit)))
+    return min(busbw_bytes_per_s, nc * _per_channel_cap(tm, algorithm, proto, n_domains, c))
+
+
+@cache
+def _unit_bytes(version: str, collective: str, algorithm: str, proto: Protocol, n_ranks: int) -> float:
+    """:func:`~aifabric.catalog.nccl.channel_unit_bytes`, once per (release, call shape); the call shape is
+    checked against the release by :func:`~aifabric.catalog.nccl.channels_for` on first use."""
+    release = nccl_release(version)
+    channels_for(release, collective, algorithm, 0, n_ranks, "hopper", comm_channels=1, protocol=proto.value)
+    return channel_unit_bytes(release, algorithm, proto.value, n_ranks)

@@ -12,6 +12,7 @@ from aifabric.collectives.tiers import (
     Protocol,
     TierModel,
     base_latency_s,
+    call_bandwidth,
     hw_latency_s,
     protocol_bandwidth,
     tree_correction,
@@ -67,6 +68,7 @@ def tree_cost(
     nic_agg = comm.min_ranks_per_domain * tm.nic_bytes_per_s
     raw = min(up, nic_agg)
     bus = protocol_bandwidth(tm, proto, raw, N, tree=True)
+    bus = call_bandwidth(tm, "tree", op.value, proto, message_bytes, comm.n_ranks, N, bus)
     net = SCALE_OUT if nic_agg < up else SCALE_UP
     t = double_binary_tree_all_reduce_time(message_bytes, N, bus) / tree_correction(tm, proto, message_bytes)
 

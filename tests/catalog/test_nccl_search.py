@@ -1,0 +1,72 @@
+"""The ring graph NCCL's topology search finds, and the communicator's channels that follow.
+
+Speeds and duplication rules: NVIDIA/nccl ``src/graph/search.cc`` at each release tag (speedArray*,
+ncclTopoDupChannels), recorded in ``nccl_releases.yaml``; the counts are checked against NCCL INFO lines.
+"""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aifabric.catalog.nccl import comm_channels, nccl_release, nccl_release_versions, search_channels
+from aifabric.errors import ConfigError
+
+
+@pytest.mark.parametrize("version", ["2.18.3", "2.21.5", "2.30.3"])
+def test_one_node_h100_and_a100_have_24_channels(version):
+    # 8 x H100 (18 x 20.6 = 370.8 GB/s NVLink): 60 GB/s x 6 channels (360 < 370.8, no faster fit), doubled to
+    # 12 x 30, connect.cc x 2 = 24. NCCL INFO on p5.48xlarge: "24 coll channels, 16 nvls channels".
+    # 8 x A100 (12 x 20 = 240 GB/s): 40 x 6 = 240 is optimal, doubled to 12 x 20, x 2 = 24 ("24 coll channels"
+    # on an A100 SXM4 node).
+    r = nccl_release(version)
+    for arch, gbps in (("hopper", 370.8), ("ampere", 240.0)):
+        n, s = search_channels(r, arch, gpu_gbps=gbps)
+        assert (n, s) == (12, pytest.approx(gbps / 12 if arch == "ampere" else 30.0))
+        assert comm_channels(r, arch, search_channels=n, nnodes=1, ring_bw_intra_gbps=s) == 24
+
+
+def test_pcie_gpu_searches_one_channel():
+    # V100 PCIe Gen3 through the CPU (10 GB/s): the first speed at or below 10 is 10 -> one channel, not
+    # doubled (10 < 25), 2 communicator channels.
+    r = nccl_release("2.21")
+    assert search_channels(r, "volta", gpu_gbps=10.0) == (1, 10.0)
+
+
+def test_two_h100_nodes_are_bounded_by_their_nics():
+    # 8 x 400G NICs (50 GB/s each) per node: 48 GB/s fits 7 channels on 370.8 GB/s of NVLink (336), 45 fits
+    # 8 (360, the best; 42, 40, 30 and 24 do no better, 22 / 45 < 0.49 stops): 8 x 45, kept (45 < 50 with
+    # more than 4 channels), connect.cc x 2 = 16, not doubled again (45 is not > 45).
+    r = nccl_release("2.30")
+    n, s = search_channels(r, "hopper", gpu_gbps=370.8, nnodes=2, nics_per_node=8, nic_gbps=50.0)
+    assert (n, s) == (8, 45.0)
+    assert comm_channels(r, "hopper", search_channels=n, nnodes=2, ring_bw_intra_gbps=s) == 16
+
+
+def test_2_18_1_duplicates_hopper_only_from_50_gbps():
+    # A Hopper GPU with 160 GB/s: 60 x 2 = 120, (2.30: 50 x 3 = 150), 40 x 4 = 160 optimal. 2.18.1
+    # ncclTopoDupChannels doubles Hopper only at bw >= 50: 4 x 40 stays. 2.30 doubles at bw >= 25 unless
+    # (bw < 50 and more than 4 channels): 4 channels -> 8 x 20.
+    assert search_channels(nccl_release("2.18.1"), "hopper", gpu_gbps=160.0) == (4, 40.0)
+    assert search_channels(nccl_release("2.30"), "hopper", gpu_gbps=160.0) == (8, 20.0)
+
+
+def test_search_refuses_bad_input():
+    with pytest.raises(ConfigError, match="gpu_gbps"):
+        search_channels(nccl_release(), "hopper", gpu_gbps=0.0)
+    with pytest.raises(ConfigError, match="nics"):
+        search_channels(nccl_release(), "hopper", gpu_gbps=370.8, nnodes=2)
+
+
+@settings(derandomize=True, max_examples=80, deadline=None)
+@given(
+    version=st.sampled_from(nccl_release_versions()),
+    arch=st.sampled_from(["volta", "ampere", "hopper", "blackwell"]),
+    gbps=st.floats(min_value=1.0, max_value=2000.0),
+)
+def test_search_channels_fit_the_links(version, arch, gbps):
+    # Invariants: at least one channel, at most MAXCHANNELS / 2, and the searched channels never carry
+    # more than the GPU's links (n x s <= bandwidth) unless one channel at the slowest speed is all there is.
+    r = nccl_release(version)
+    n, s = search_channels(r, arch, gpu_gbps=gbps)
+    assert 1 <= n <= r.max_channels // 2
+    assert n * s <= gbps + 1e-9 or n == 1
