@@ -168,7 +168,8 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     os_ = list(so.oversubscription) + [1.0] * 3
     shape = _build(spec, radix, os_[0], os_[1])
     if isinstance(shape, str):
-        raise ConfigError(shape + _nearest(spec, radix, os_[0], os_[1]))
+        ratio_helps = not shape.startswith(("scale_out.pod_gpus", "scale_out.radix"))
+        raise ConfigError(shape + (_nearest(spec, radix, os_[0], os_[1]) if ratio_helps else ""))
     return shape
 
 
@@ -207,13 +208,14 @@ def _build(spec: ClusterSpec, radix: int, r1: float, r2: float, span: int = 32) 
     if m_max < 1:
         return f"scale_out.radix: {radix}-port leaves at {r1:g}:1 cannot hold one node's ports"
     g0 = math.ceil(units / m_max)
-    why = ""
+    why = ""  # why the ratio failed (an SU or pod count that holds the GPUs but misses the ratio)
+    size_why = ""  # why the size failed (pods, or their cap): another field than the ratio is at fault
     best: ClosShape | None = None
     for n_groups in range(g0, min(units, g0 + span) + 1):
         m = math.ceil(units / n_groups)
         u = math.ceil(m * ppu / r1 - 1e-9)
         n_leaves = n_groups * group
-        if so.tiers == 2 or n_leaves <= group:
+        if so.tiers == 2 or (n_leaves <= group and (so.pod_gpus is None or n <= so.pod_gpus)):
             if n_leaves > radix:
                 if best is not None or n_groups > g0:
                     break  # more SUs only add leaves: the ratio, not the size, is what failed
@@ -223,15 +225,19 @@ def _build(spec: ClusterSpec, radix: int, r1: float, r2: float, span: int = 32) 
                 )
             found: ClosShape | str = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
             if isinstance(found, ClosShape) and not _holds(found):
-                found = f"the nearest is {found.realised[0]:.3g}:1"
+                found = "no scalable-unit count realises it"
         else:
             found = _three_tier(spec, radix, rails, m, ppu, u, n_groups, group, n, r1, r2)
-        if isinstance(found, str):
+        if isinstance(found, str) and found.startswith("scale_out."):
+            size_why = found
+        elif isinstance(found, str):
             why = found
         elif best is None or _switches(found) < _switches(best):
             best = found
     if best is not None:
         return best
+    if size_why and not why:
+        return size_why
     return (
         f"scale_out.oversubscription: {r1:g}:1"
         + (f" then {r2:g}:1" if so.tiers == 3 else "")
@@ -275,9 +281,17 @@ def _three_tier(
     if so.pod_gpus is not None:
         lp_max = min(lp_max, so.pod_gpus // (m * ppu * group))
     if lp_max < 1:
-        return f"a pod cannot hold one scalable unit of {m * ppu * group} GPUs"
+        return (
+            f"scale_out.pod_gpus: {so.pod_gpus} GPUs per pod cannot hold one scalable unit of "
+            f"{m * ppu * group} GPUs"
+        )
     p0 = math.ceil(n_groups / lp_max)
-    why = f"{n} GPUs need {p0} pods, more than a three-tier Clos of radix {radix} connects"
+    if p0 > min(n_groups, radix):
+        return (
+            f"scale_out.tiers: {n} GPUs need {p0} pods, more than a three-tier Clos of radix-{radix} "
+            f"switches connects ({radix} pods)"
+        )
+    why = "no pod count realises it"
     for n_pods in range(p0, min(n_groups, radix) + 1):
         sus_per_pod = math.ceil(n_groups / n_pods)
         pods = math.ceil(n_groups / sus_per_pod)
@@ -308,12 +322,20 @@ def _three_tier(
             )
         if _holds(shape):
             return shape
-        why = "the nearest realised ratios are " + ", ".join(f"{x:.3g}:1" for x in shape.realised)
     return why
 
 
 def _holds(shape: ClosShape) -> bool:
-    return abs(shape.bisection_links / shape.requested_bisection_links - 1) <= TOLERANCE
+    """The bisection, and the spine tier's realised ratio, are the requested ones to 1%.
+
+    (Leaf uplinks are ``ceil(ports used / r)`` per leaf, so an SU count that does not divide the nodes
+    leaves the leaf tier up to one uplink per leaf under the ratio: 53 nodes at 1:1 realise 53:54.
+    A pod count that does not divide the SUs would leave a whole pod's spine uplinks idle: refused.)
+    """
+    spine_holds = all(
+        abs(got / want - 1) <= TOLERANCE for got, want in zip(shape.realised[1:], shape.requested[1:])
+    )
+    return spine_holds and abs(shape.bisection_links / shape.requested_bisection_links - 1) <= TOLERANCE
 
 
 def _nearest(spec: ClusterSpec, radix: int, r1: float, r2: float) -> str:
