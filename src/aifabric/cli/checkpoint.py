@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 import typer
@@ -22,13 +23,22 @@ def _n_params(model: str | None, params: float | None) -> float:
     if (model is None) == (params is None):
         raise ConfigError("give exactly one of --model (a preset) or --params (a count, e.g. 70e9)")
     if params is not None:
-        if not params > 0:
-            raise ConfigError(f"--params must be > 0, got {params!r}")
+        if not (math.isfinite(params) and params > 0):
+            raise ConfigError(f"--params must be a finite count > 0, got {params!r}")
         return params
     from aifabric.training.flops import param_count
     from aifabric.training.models import get_model
 
     return float(param_count(get_model(str(model))))
+
+
+def _check_bytes_per_param(weight_bytes: float, optimizer_bytes: float) -> None:
+    """Finite byte figures whose sum is > 0 (a checkpoint of 0 B is no checkpoint)."""
+    for option, v in (("--weight-bytes", weight_bytes), ("--optimizer-bytes", optimizer_bytes)):
+        if not math.isfinite(v):
+            raise ConfigError(f"{option} must be a finite number of bytes per parameter, got {v!r}")
+    if not weight_bytes + optimizer_bytes > 0:
+        raise ConfigError("--weight-bytes + --optimizer-bytes must be > 0 (nothing would be saved)")
 
 
 @handle_errors
@@ -85,8 +95,14 @@ def checkpoint(
     spec = resolve_cluster(cluster, nodes=nodes, gpus=gpus)
     spec = _with_storage(spec, storage, storage_units, storage_read, storage_write)
     n = _n_params(model, params)
+    _check_bytes_per_param(weight_bytes, optimizer_bytes)
     if spec.n_gpus % (tp * pp):
         raise ConfigError(f"--tp {tp} x --pp {pp} does not divide the cluster's {spec.n_gpus} GPUs")
+    if dp is not None and spec.n_gpus % (tp * pp * dp):
+        raise ConfigError(
+            f"--dp {dp}: --tp {tp} x --pp {pp} x --dp {dp} = {tp * pp * dp} does not divide the cluster's "
+            f"{spec.n_gpus} GPUs"
+        )
     size = checkpoint_size(
         n,
         tp=tp,

@@ -72,7 +72,6 @@ def show(
     Clos cannot build to 1% exits with code 2 naming the nearest buildable ratios.
     """
     use_catalog(catalog_files)
-    spec = resolve_cluster(cluster, nodes=nodes)
     changes: dict[str, object] = {}
     if tiers is not None:
         changes["scale_out.tiers"] = tiers
@@ -80,10 +79,9 @@ def show(
         changes["scale_out.oversubscription"] = [x.strip() for x in oversubscription.split(",")]
     if pod_gpus is not None:
         changes["scale_out.pod_gpus"] = pod_gpus
-    if changes:
-        if spec.scale_out is None:
-            raise ConfigError(f"--tiers/--oversubscription/--pod-gpus: {spec.name} has no scale-out fabric")
-        spec = spec.with_changes(**changes)
+    if changes and resolve_cluster(cluster).scale_out is None:
+        raise ConfigError(f"--tiers/--oversubscription/--pod-gpus: {cluster} has no scale-out fabric")
+    spec = resolve_cluster(cluster, nodes=nodes, **changes)
     s = summarize(spec)
     if json_out:
         emit_json(

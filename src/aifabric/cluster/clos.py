@@ -170,6 +170,11 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     if isinstance(shape, str):
         ratio_helps = not shape.startswith(("scale_out.pod_gpus", "scale_out.radix"))
         raise ConfigError(shape + (_nearest(spec, radix, os_[0], os_[1]) if ratio_helps else ""))
+    if so.pod_gpus is not None and shape.n_pods == 1:
+        raise ConfigError(
+            f"scale_out.pod_gpus: {so.pod_gpus} is not used: a {shape.tiers}-tier fabric of {shape.endpoints} "
+            "GPUs has one pod (pods need tiers: 3 and more GPUs than one pod)"
+        )
     return shape
 
 

@@ -2,11 +2,14 @@
 
 Wiring (NVIDIA DGX SuperPOD H100 reference architecture, "Out-of-Band Management Network"): every node's BMC
 port goes to its rack's management switch (1 GbE); every rack switch has one uplink to each of two
-aggregation switches; the management servers hang off both aggregation switches. The back-end (scale-out)
+aggregation switches; the management servers hang off both aggregation switches. Beyond what one
+aggregation switch's ports take, each of the two redundant aggregation planes grows to
+``ceil(rack switches / (ports - 1))`` switches, one port of each kept for its link to the management
+servers (the RA's 127 nodes need one per plane; 100,000 GPUs on 64-port SN4600C need 50 per plane). The back-end (scale-out)
 switches and the hosts' NICs are in the same graph, joined to the hosts but never to a BMC, so a failure
 set can name any of them::
 
-    mgmt-server --- mgmt-agg[0..1] --- mgmt-rack[r] --- bmc[n]        (out-of-band)
+    mgmt-server --- mgmt-agg[a] --- mgmt-rack[r] --- bmc[n]           (out-of-band)
     host[n] --- leaf[l] --- spine[s] --- core[c]                      (back-end, plane 0)
 
 A BMC is reachable when a path from a management server avoids every failed device
@@ -42,12 +45,19 @@ __all__ = [
 DGX_NODES_PER_RACK = 4
 """DGX SuperPOD H100 RA: a scalable unit of 32 DGX H100 in 8 compute racks of 4."""
 
+AGGREGATION_PLANES = 2
+"""DGX SuperPOD H100 RA: every rack management switch uplinks to two aggregation switches (redundancy)."""
+
 KINDS = ("leaf", "spine", "core", "host", "mgmt-rack", "mgmt-agg", "bmc")
 
 
 @dataclass(frozen=True)
 class ManagementShape:
-    """Counts of the OOB network: BMC ports, racks, rack and aggregation switches, cables."""
+    """Counts of the OOB network: BMC ports, racks, rack and aggregation switches, cables.
+
+    ``racks_per_aggregation`` is how many rack switches one aggregation switch takes (its ports less the
+    one to the management servers); ``aggregation_switches`` counts both planes.
+    """
 
     bmc_ports: int
     racks: int
@@ -55,11 +65,17 @@ class ManagementShape:
     rack_switches: int
     switches_per_rack: int
     aggregation_switches: int
+    racks_per_aggregation: int
+
+    @property
+    def aggregation_per_plane(self) -> int:
+        """Aggregation switches in each of the two redundant planes."""
+        return self.aggregation_switches // AGGREGATION_PLANES
 
     @property
     def cables(self) -> int:
-        """BMC cables plus two uplinks per rack switch."""
-        return self.bmc_ports + 2 * self.rack_switches
+        """BMC cables, one uplink per rack switch to each plane, one server link per aggregation switch."""
+        return self.bmc_ports + AGGREGATION_PLANES * self.rack_switches + self.aggregation_switches
 
 
 def management_shape(spec: ClusterSpec) -> ManagementShape:
@@ -81,8 +97,20 @@ def management_shape(spec: ClusterSpec) -> ManagementShape:
     racks = math.ceil(spec.n_nodes / per_rack)
     sw = catalog.switch(mg.switch)
     per_rack_sw = math.ceil(min(per_rack, spec.n_nodes) * mg.ports_per_node / sw.ports)
+    rack_switches = racks * per_rack_sw
+    agg_ports = catalog.switch(mg.aggregation).ports
+    if agg_ports < 2:
+        raise ConfigError(f"management.aggregation: {mg.aggregation!r} has {agg_ports} port(s); needs >= 2")
+    per_agg = agg_ports - 1  # one port to the management servers
+    per_plane = math.ceil(rack_switches / per_agg)
     return ManagementShape(
-        spec.n_nodes * mg.ports_per_node, racks, per_rack, racks * per_rack_sw, per_rack_sw, 2
+        spec.n_nodes * mg.ports_per_node,
+        racks,
+        per_rack,
+        rack_switches,
+        per_rack_sw,
+        AGGREGATION_PLANES * per_plane,
+        per_agg,
     )
 
 
@@ -100,11 +128,10 @@ def management_graph(topo: Topology) -> nx.Graph:
     server = ("mgmt-server", 0)
     for a in range(shape.aggregation_switches):
         g.add_edge(server, ("mgmt-agg", a))
-    for r in range(shape.racks):
-        for k in range(shape.switches_per_rack):
-            sw = ("mgmt-rack", r * shape.switches_per_rack + k)
-            for a in range(shape.aggregation_switches):
-                g.add_edge(sw, ("mgmt-agg", a))
+    for i in range(shape.rack_switches):
+        for plane in range(AGGREGATION_PLANES):
+            a = plane * shape.aggregation_per_plane + i // shape.racks_per_aggregation
+            g.add_edge(("mgmt-rack", i), ("mgmt-agg", a))
     ports = catalog.switch(spec.management.switch).ports  # type: ignore[union-attr]
     for n in range(spec.n_nodes):
         r = n // shape.nodes_per_rack

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from aifabric.cluster.presets import list_presets, preset
 from aifabric.cluster.spec import ClusterSpec
@@ -12,22 +13,28 @@ __all__ = ["resolve_cluster"]
 
 
 def resolve_cluster(
-    cluster: ClusterSpec | str | Path, *, nodes: int | None = None, gpus: int | None = None
+    cluster: ClusterSpec | str | Path,
+    *,
+    nodes: int | None = None,
+    gpus: int | None = None,
+    **changes: Any,
 ) -> ClusterSpec:
-    """A ClusterSpec from a spec, a preset name or a YAML file path, optionally resized.
+    """A ClusterSpec from a spec, a preset name or a YAML file path, optionally resized, with dotted
+    ``changes`` (``{"scale_out.oversubscription": ["7:1"]}``) applied together with the resize, so that a
+    preset grown to three tiers is grown at the asked ratios, not its own.
 
     Raises ConfigError for an unknown preset or a file that does not exist.
     """
     if isinstance(cluster, ClusterSpec):
         spec = cluster
         if gpus is not None:
-            return spec.with_changes(gpus=gpus, nodes=None)
-        if nodes is not None:
-            return spec.with_changes(nodes=nodes, gpus=None)
-        return spec
+            changes = {"gpus": gpus, "nodes": None, **changes}
+        elif nodes is not None:
+            changes = {"nodes": nodes, "gpus": None, **changes}
+        return spec.with_changes(**changes) if changes else spec
     name = str(cluster)
     if name in list_presets():
-        return preset(name, nodes=nodes, gpus=gpus)
+        return preset(name, nodes=nodes, gpus=gpus, **changes)
     path = Path(name)
     try:
         exists = path.exists()
@@ -37,5 +44,5 @@ def resolve_cluster(
         if not exists:
             raise ConfigError(f"cluster: file {name!r} does not exist")
         spec = ClusterSpec.from_yaml(path)
-        return resolve_cluster(spec, nodes=nodes, gpus=gpus) if (nodes or gpus) else spec
+        return resolve_cluster(spec, nodes=nodes, gpus=gpus, **changes)
     raise ConfigError(f"cluster: {name!r} is neither a preset ({', '.join(list_presets())}) nor a YAML file")

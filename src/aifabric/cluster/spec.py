@@ -208,16 +208,18 @@ class ScaleOutSpec(_Strict):
         vals = (v,) if isinstance(v, int | float | str) else tuple(v)
         out = []
         for x in vals:
-            if isinstance(x, str) and ":" in x:
-                a, b = (float(part) for part in x.split(":", 1))
-                if not b > 0:
-                    raise ValueError(f"oversubscription {x!r}: the up side must be > 0")
-                x = a / b
-            fx = float(x)
+            down, up = x.split(":", 1) if isinstance(x, str) and ":" in x else (x, 1)
+            try:
+                fx, b = float(down), float(up)
+            except (TypeError, ValueError):
+                raise ValueError(f"{x!r} is not a down:up ratio such as '2:1' or 2") from None
+            if not b > 0:
+                raise ValueError(f"{x!r}: the up side must be > 0")
+            fx /= b
             if not math.isfinite(fx) or fx > MAX_RADIX:
-                raise ValueError(f"oversubscription ratio must be a finite number <= {MAX_RADIX}, got {x!r}")
+                raise ValueError(f"{x!r}: a down:up ratio must be a finite number <= {MAX_RADIX}")
             if not fx >= 1.0:
-                raise ValueError(f"oversubscription ratio must be >= 1 (down:up), got {x!r}")
+                raise ValueError(f"{x!r}: a down:up ratio must be >= 1")
             out.append(fx)
         return tuple(out)
 
@@ -387,6 +389,11 @@ class ClusterSpec(_Strict):
             if len(so.oversubscription) not in (1, so.tiers - 1 if so.tiers > 1 else 1, so.tiers):
                 raise ValueError(
                     f"scale_out.oversubscription has {len(so.oversubscription)} ratios for {so.tiers} tiers"
+                )
+            if so.pod_gpus is not None and so.pod_gpus % self.gpus_per_node:
+                raise ValueError(
+                    f"scale_out.pod_gpus={so.pod_gpus} does not hold whole nodes of "
+                    f"gpus_per_node={self.gpus_per_node}"
                 )
         elif n_gpus > dom:
             raise ValueError(
