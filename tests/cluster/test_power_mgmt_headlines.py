@@ -122,8 +122,11 @@ def test_gb200_preset_uses_shipping_nic():
 
 def test_announcement_claims():
     s = summarize(preset("gb200-nvl72", gpus=72))
-    v = check_claims(s, extract_claims("72 GPUs, 130 TB/s, 800 Gb/s per GPU, 200 GPUs"))
-    assert [x.status for x in v] == ["matches", "matches", "cannot verify", "differs"]
+    v = check_claims(s, extract_claims("72 GPUs, 130 TB/s, 800 Gb/s per GPU, 200 GPUs, 3 PB/s"))
+    # 800 Gb/s per GPU against the modelled per-GPU figures (400 Gb/s ConnectX-7, NVLink 1.8 TB/s): differs;
+    # 3 PB/s matches no modelled bandwidth and names no network: cannot verify
+    assert [x.status for x in v] == ["matches", "matches", "differs", "differs", "cannot verify"]
+    assert "scale-out per GPU 50 GB/s" in v[2].note
     assert v[1].figure is not None and v[1].figure.network == "scale-up"
     r = CliRunner().invoke(app, ["announcement", "130 TB/s and 1.8 TB/s per GPU", "--json"])
     assert r.exit_code == 0, r.output

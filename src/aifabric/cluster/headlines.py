@@ -75,6 +75,16 @@ def headlines(s: ClusterSummary) -> list[Headline]:
                 f"({up.per_direction_bytes_per_s / 1e9:.4g} GB/s each way)",
             )
         )
+        if up.per_direction_bytes_per_s != up.documented_bytes_per_s:
+            out.append(
+                Headline(
+                    "scale-up per GPU, one direction",
+                    up.per_direction_bytes_per_s,
+                    "bandwidth",
+                    "scale-up",
+                    f"{up.level} per GPU, one direction",
+                )
+            )
     if spec.scale_out is not None:
         nic = spec.nic_line_rate_bytes_per_s
         out.append(
@@ -132,6 +142,7 @@ class Claim:
     text: str
     value: float
     kind: str
+    per_gpu: bool = False
 
 
 _UNITS = {
@@ -144,7 +155,9 @@ _UNITS = {
     "kw": (1e3, "power"),
 }
 _CLAIM = re.compile(
-    r"(?P<num>\d[\d,]*(?:\.\d+)?)\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W|GPUs?|accelerators?|chips?)",
+    r"(?<![\w.,])(?P<num>\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)"  # not the 100 of "H100"
+    r"(?:\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W)\b(?P<per>\s+per\s+(?:GPU|accelerator|chip)\b)?"
+    r"|\s+(?:[A-Za-z][\w-]*\s+)?(?P<count>GPUs?|accelerators?|chips?)\b)",  # "72 B200 GPUs": a model between
 )
 
 
@@ -159,18 +172,19 @@ def extract_claims(text: str) -> list[Claim]:
     out: list[Claim] = []
     for m in _CLAIM.finditer(text):
         num = float(m["num"].replace(",", ""))
-        unit = m["unit"]
-        low = unit.lower()
-        if low.startswith(("gpu", "accel", "chip")):
+        if m["count"]:
             out.append(Claim(m[0], num, "count"))
             continue
+        unit = m["unit"]
+        low = unit.lower()
+        per_gpu = m["per"] is not None
         if low.endswith("bps"):
             scale, kind = _UNITS[low[0] + "b/s"]
-            out.append(Claim(m[0], num * scale / 8, kind))
+            out.append(Claim(m[0], num * scale / 8, kind, per_gpu))
             continue
         scale, kind = _UNITS[low]
         bits = kind == "bandwidth" and unit[1] == "b"
-        out.append(Claim(m[0], num * scale / (8 if bits else 1), kind))
+        out.append(Claim(m[0], num * scale / (8 if bits else 1), kind, per_gpu))
     return out
 
 
@@ -195,6 +209,9 @@ def check_claims(s: ClusterSummary, claims: list[Claim]) -> list[Verdict]:
             out.append(Verdict(c, "matches", hit, f"{hit.name} ({hit.network}): {hit.note}"))
         elif c.kind == "count" and same:
             out.append(Verdict(c, "differs", None, f"modelled: {s.n_gpus} GPUs, fast domain {s.domain_gpus}"))
+        elif c.per_gpu and (per_gpu := [h for h in same if "per GPU" in h.name]):
+            have = ", ".join(f"{h.name} {h.value / 1e9:.4g} GB/s" for h in per_gpu)
+            out.append(Verdict(c, "differs", None, f"modelled per GPU: {have}"))
         else:
             known = ", ".join(h.name for h in same) or "none"
             out.append(

@@ -185,12 +185,12 @@ class ManagementReport:
 def _parse_failures(g: nx.Graph, failures: Iterable[str]) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for item in failures:
-        m = re.fullmatch(r"\s*([a-z-]+)(?::(\*|\d+))?\s*", item)
+        m = re.fullmatch(r"\s*([a-z-]+):(\*|\d+)\s*", item)
         if not m or m[1] not in KINDS:
             raise ConfigError(
                 f"--fail: cannot read {item!r}; use KIND:INDEX or KIND:* with KIND in {', '.join(KINDS)}"
             )
-        kind, idx = m[1], m[2] or "*"
+        kind, idx = m[1], m[2]
         if idx == "*":
             hit = [v for v in g if v[0] == kind]
         else:
@@ -198,7 +198,7 @@ def _parse_failures(g: nx.Graph, failures: Iterable[str]) -> list[tuple[str, int
         if not hit:
             raise ConfigError(f"--fail: no device {item!r} in this cluster")
         out.extend(hit)
-    return out
+    return list(dict.fromkeys(out))  # a device named twice fails once
 
 
 def management_reachability(topo: Topology, failures: Iterable[str] = ()) -> ManagementReport:
