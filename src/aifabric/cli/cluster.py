@@ -220,6 +220,7 @@ def mgmt(
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    catalog_files: CatalogOption = None,
 ) -> None:
     """The out-of-band management network: BMC ports, rack and aggregation switches, watts, and which BMCs
     the management servers still reach when --fail devices are down."""
@@ -227,6 +228,7 @@ def mgmt(
     from aifabric.cluster.management import management_reachability
     from aifabric.cluster.topology import build_topology
 
+    use_catalog(catalog_files)
     spec = resolve_cluster(cluster, nodes=nodes)
     topo = build_topology(spec)
     rep = management_reachability(topo, fail or [])

@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, use_catalog
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.scale_across import cross_site_all_reduce
+from aifabric.errors import ConfigError
 from aifabric.units import format_time, parse_bytes
 
 __all__ = ["scale_across"]
@@ -32,9 +33,11 @@ def scale_across(
     ] = None,
     message: Annotated[str, typer.Option(help="All-reduce size per GPU, e.g. '140 GB' (gradients)")] = "1 GB",
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    catalog_files: CatalogOption = None,
 ) -> None:
     """Hierarchical all-reduce across sites (in-site reduce-scatter, cross-site ring over the DCI with
     5 us/km of fibre, in-site all-gather) and the extra step time of putting DP across the sites."""
+    use_catalog(catalog_files)
     spec = resolve_cluster(cluster, nodes=nodes)
     st = spec.sites
     given = {"count": sites, "distance_km": distance, "dci_bandwidth": dci, "transport": transport}
@@ -52,7 +55,10 @@ def scale_across(
     spec = spec.with_changes(sites=base)
     st = spec.sites
     assert st is not None
-    r = cross_site_all_reduce(spec, parse_bytes(message, field="--message"))
+    message_bytes = parse_bytes(message, field="--message")
+    if not message_bytes > 0:
+        raise ConfigError(f"--message: {message!r} is no data; give a size > 0, e.g. '1 GB'")
+    r = cross_site_all_reduce(spec, message_bytes)
     out = {**r.__dict__, "total_s": r.total_s, "dp_step_cost_s": r.dp_step_cost_s}
     if json_out:
         emit_json(out)
@@ -60,7 +66,7 @@ def scale_across(
     console.print(
         f"{spec.n_gpus} GPUs over {st.count} sites {st.distance_km:g} km apart ({st.transport}); DCI "
         f"{st.dci_bandwidth_bytes_per_s * 8 / 1e12:g} Tb/s per site = "
-        f"{r.dci_oversubscription:.3g}:1 oversubscribed against the site's NICs"
+        f"{r.dci_oversubscription:.3g}:1 against the site's NICs ({_subscription(r.dci_oversubscription)})"
     )
     console.print(
         f"all-reduce {message}: {format_time(r.total_s)} = in-site {format_time(r.in_site_s)} + cross-site "
@@ -71,3 +77,10 @@ def scale_across(
         f"in one site it would take {format_time(r.single_site_s)}: DP across the sites costs "
         f"{format_time(r.dp_step_cost_s)} per step"
     )
+
+
+def _subscription(ratio: float) -> str:
+    """NICs : DCI in words: above 1 the DCI is the narrower side (oversubscribed), below 1 it has room."""
+    if ratio > 1:
+        return "oversubscribed"
+    return "not oversubscribed: the DCI carries more than the NICs send" if ratio < 1 else "1:1"

@@ -234,7 +234,7 @@ def _build(spec: ClusterSpec, radix: int, r1: float, r2: float, span: int = 32) 
         else:
             found = _three_tier(spec, radix, rails, m, ppu, u, n_groups, group, n, r1, r2)
         if isinstance(found, str) and found.startswith("scale_out."):
-            size_why = found
+            size_why = size_why or found  # the fewest SUs: the smallest size that fails
         elif isinstance(found, str):
             why = found
         elif best is None or _switches(found) < _switches(best):
