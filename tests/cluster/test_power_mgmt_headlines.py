@@ -1,6 +1,7 @@
 """Management reachability, whole-cluster power and optics, headline numbers and announcement claims."""
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -13,9 +14,12 @@ from aifabric.cluster.headlines import check_claims, extract_claims, headlines
 from aifabric.cluster.management import management_reachability, management_shape
 from aifabric.cluster.power import cluster_power, optics_whatif
 from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.summary import summarize
 from aifabric.cluster.topology import build_topology
 from aifabric.errors import ConfigError
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _superpod_127():
@@ -165,3 +169,43 @@ def test_property_cpo_and_lpo_never_cost_more(nodes, copper):
     for tech in ("cpo", "lpo"):
         wi = optics_whatif(inv, tech)
         assert wi.watts_after <= wi.watts_before and wi.lasers_after <= wi.lasers_before
+
+
+def test_management_aggregation_scales_with_racks():
+    # trial item 3: 100,000 GPUs = 12,500 DGX, 4 per rack -> 3,125 racks, one 48-port SN2201 each.
+    # One 64-port SN4600C takes 63 rack uplinks (one port to the management servers): ceil(3,125 / 63) = 50
+    # per plane, 2 planes = 100 (not 2 switches with 3,125 uplinks each). Cables: 12,500 BMC + 2 x 3,125
+    # rack uplinks + 100 server links = 18,850.
+    shape = management_shape(ClusterSpec.from_yaml(EXAMPLES / "cluster-100k.yaml"))
+    assert (shape.racks, shape.rack_switches, shape.aggregation_switches) == (3125, 3125, 100)
+    assert shape.cables == 18_850
+    assert shape.rack_switches * 2 <= shape.aggregation_switches * shape.racks_per_aggregation
+
+
+def test_mgmt_fail_needs_an_index_and_counts_once():
+    # trial item 19
+    bad = CliRunner().invoke(app, ["cluster", "mgmt", "--fail", "spine"])
+    assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--fail" in bad.stderr
+    r = CliRunner().invoke(app, ["cluster", "mgmt", "--fail", "mgmt-rack:0", "--fail", "mgmt-rack:0", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["failed"] == 1 and out["unreachable_nodes"] == [0, 1, 2, 3]
+
+
+def test_announcement_counts_past_model_names():
+    # trial item 4: the 100 of "H100" and the 200 of "B200" are part numbers, not counts
+    claims = extract_claims("16,384 H100 GPUs; 72 B200 GPUs; 1e30 GPUs; 800 Gb/s per GPU")
+    assert [(c.kind, c.value) for c in claims] == [
+        ("count", 16384.0),
+        ("count", 72.0),
+        ("count", 1e30),
+        ("bandwidth", 100e9),
+    ]
+    assert claims[3].per_gpu
+
+
+def test_announcement_nvlink_per_direction_matches():
+    # trial item 8: NVLink 5 is 1.8 TB/s per GPU both directions = 900 GB/s each way (catalogue)
+    s = summarize(preset("gb200-nvl72", gpus=72))
+    (v,) = check_claims(s, extract_claims("900 GB/s"))
+    assert v.status == "matches" and v.figure is not None and v.figure.network == "scale-up"

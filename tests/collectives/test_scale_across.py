@@ -82,3 +82,41 @@ def test_spectrum_xgs_preset_sites_used_by_cli():
     assert out["dci_oversubscription"] == pytest.approx(2048 * 50e9 / 12.5e12)
     far = CliRunner().invoke(app, ["scale-across", "spectrum-xgs-2-sites", "--distance", "500", "--json"])
     assert json.loads(far.stdout)["cross_latency_s"] == pytest.approx(5e-3)
+
+
+def _sa(*args: str):
+    return CliRunner().invoke(app, ["scale-across", *args])
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--distance", "inf"], "sites.distance_km"),  # trial item 7
+        (["--distance", "nan"], "sites.distance_km"),
+        (["--distance", "0 m"], "sites.distance_km"),
+        (["--distance", "far"], "--distance"),
+        (["--message", "0 GB"], "--message"),  # trial item 16
+    ],
+)
+def test_bad_scale_across_input(args, field):
+    r = _sa(*args)
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0], r.stderr
+
+
+def test_dci_wider_than_the_nics_is_not_oversubscribed():
+    # trial item 20: 256 GPUs in 2 sites, 128 x 400 Gb/s = 51.2 Tb/s of NICs per site against a 100 Tb/s
+    # DCI: 0.512:1, i.e. the DCI has room, not "oversubscribed"
+    r = _sa()
+    assert r.exit_code == 0, r.output
+    assert "0.512:1" in r.stdout and "not oversubscribed" in r.stdout
+    assert "51.2:1 against the site's NICs (oversubscribed)" in _sa("--dci", "1 Tb/s").stdout
+
+
+def test_distance_takes_units():
+    # trial item 20: 50 km = 50,000 m; 5 us/km of fibre -> the same cross-site latency either way
+    km = json.loads(_sa("--distance", "50 km", "--json").stdout)
+    m = json.loads(_sa("--distance", "50000 m", "--json").stdout)
+    bare = json.loads(_sa("--distance", "50", "--json").stdout)
+    assert km["cross_latency_s"] == pytest.approx(m["cross_latency_s"]) == pytest.approx(bare["cross_latency_s"])

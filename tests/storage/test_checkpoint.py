@@ -171,3 +171,41 @@ def test_property_more_storage_never_slower_and_gds_never_slower(units, nodes, z
 def test_property_young_interval_is_the_minimum(delta, mtbf, factor):
     tau = young_daly_interval_s(delta, mtbf)
     assert goodput_lost_fraction(tau, delta, mtbf) <= goodput_lost_fraction(tau * factor, delta, mtbf) + 1e-12
+
+
+def _ckpt(*args: str):
+    return CliRunner().invoke(app, ["checkpoint", *args])
+
+
+def _one_error_line(r, field: str) -> None:
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0], r.stderr
+
+
+def test_infinite_front_end_ratio_refused(tmp_path):
+    # trial item 1: oversubscription .inf divided a NIC rate to 0 (ZeroDivisionError, rc 1)
+    f = tmp_path / "feinf.yaml"
+    f.write_text(
+        "name: t\naccelerator: h100-sxm\ngpus_per_node: 8\nnodes: 32\nscale_up: {kind: nvswitch}\n"
+        "scale_out: {nic: connectx-7, switch: quantum-2-qm9700, tiers: 2}\n"
+        "front_end: {nic: bluefield-3, nics_per_node: 2, oversubscription: .inf}\n"
+        "storage: {system: meta-tectonic}\n"
+    )
+    _one_error_line(_ckpt("-m", "llama3-70b", str(f)), "front_end.oversubscription")
+    _one_error_line(CliRunner().invoke(app, ["cluster", "show", str(f)]), "front_end.oversubscription")
+    _one_error_line(CliRunner().invoke(app, ["cluster", "mgmt", str(f)]), "front_end.oversubscription")
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--params", "inf", "--storage", "meta-tectonic"], "--params"),  # trial item 6
+        (["--params", "nan"], "--params"),
+        (["-m", "llama3-70b", "--weight-bytes", "inf"], "--weight-bytes"),
+        (["-m", "llama3-70b", "--weight-bytes", "0", "--optimizer-bytes", "0"], "--weight-bytes"),  # item 16
+        (["-m", "llama3-70b", "--nodes", "32", "--dp", "7"], "--dp"),  # item 15: 7 does not divide 256
+    ],
+)
+def test_bad_checkpoint_figures_refused(args, field):
+    _one_error_line(_ckpt(*args), field)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 import typer
@@ -23,7 +24,8 @@ def scale_across(
         int | None, typer.Option(help="Sites the GPUs are split over (default 2)", min=2)
     ] = None,
     distance: Annotated[
-        float | None, typer.Option(help="Fibre distance between sites, km (default 50)", min=0.001)
+        str | None,
+        typer.Option(help="Fibre distance between sites: '50 km', '800 m' or a number of km (default 50 km)"),
     ] = None,
     dci: Annotated[
         str | None, typer.Option(help="DCI bandwidth per site, one direction (default '100 Tb/s')")
@@ -40,7 +42,8 @@ def scale_across(
     use_catalog(catalog_files)
     spec = resolve_cluster(cluster, nodes=nodes)
     st = spec.sites
-    given = {"count": sites, "distance_km": distance, "dci_bandwidth": dci, "transport": transport}
+    distance_km = _distance_km(distance) if distance is not None else None
+    given = {"count": sites, "distance_km": distance_km, "dci_bandwidth": dci, "transport": transport}
     base = (
         {
             "count": st.count,
@@ -84,3 +87,19 @@ def _subscription(ratio: float) -> str:
     if ratio > 1:
         return "oversubscribed"
     return "not oversubscribed: the DCI carries more than the NICs send" if ratio < 1 else "1:1"
+
+
+_DISTANCE = re.compile(r"\s*(?P<num>[-+0-9.eE]+|inf|nan)\s*(?P<unit>km|m)?\s*", re.IGNORECASE)
+_METRES_PER = {"km": 1e3, "m": 1.0}
+
+
+def _distance_km(text: str) -> float:
+    """``'50 km'``, ``'800 m'`` or ``'50'`` (km, as the help says) -> km; range checked by the spec."""
+    m = _DISTANCE.fullmatch(text)
+    try:
+        value = float(m["num"]) if m else None
+    except ValueError:
+        value = None
+    if m is None or value is None:
+        raise ConfigError(f"--distance: cannot read {text!r}; give e.g. '50 km' or '800 m'")
+    return value * _METRES_PER[(m["unit"] or "km").lower()] / 1e3
