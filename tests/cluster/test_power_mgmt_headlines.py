@@ -186,7 +186,8 @@ def test_mgmt_fail_needs_an_index_and_counts_once():
     # trial item 19
     bad = CliRunner().invoke(app, ["cluster", "mgmt", "--fail", "spine"])
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1 and "--fail" in bad.stderr
-    r = CliRunner().invoke(app, ["cluster", "mgmt", "--fail", "mgmt-rack:0", "--fail", "mgmt-rack:0", "--json"])
+    twice = ["--fail", "mgmt-rack:0", "--fail", "mgmt-rack:0", "--json"]
+    r = CliRunner().invoke(app, ["cluster", "mgmt", *twice])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
     assert out["failed"] == 1 and out["unreachable_nodes"] == [0, 1, 2, 3]

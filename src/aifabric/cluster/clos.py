@@ -172,8 +172,8 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
         raise ConfigError(shape + (_nearest(spec, radix, os_[0], os_[1]) if ratio_helps else ""))
     if so.pod_gpus is not None and shape.n_pods == 1:
         raise ConfigError(
-            f"scale_out.pod_gpus: {so.pod_gpus} is not used: a {shape.tiers}-tier fabric of {shape.endpoints} "
-            "GPUs has one pod (pods need tiers: 3 and more GPUs than one pod)"
+            f"scale_out.pod_gpus: {so.pod_gpus} is not used: a {shape.tiers}-tier fabric of "
+            f"{shape.endpoints} GPUs has one pod (pods need tiers: 3 and more GPUs than one pod)"
         )
     return shape
 
@@ -338,7 +338,7 @@ def _holds(shape: ClosShape) -> bool:
     A pod count that does not divide the SUs would leave a whole pod's spine uplinks idle: refused.)
     """
     spine_holds = all(
-        abs(got / want - 1) <= TOLERANCE for got, want in zip(shape.realised[1:], shape.requested[1:])
+        abs(got / want - 1) <= TOLERANCE for got, want in zip(shape.realised[1:], shape.requested[1:], strict=True)
     )
     return spine_holds and abs(shape.bisection_links / shape.requested_bisection_links - 1) <= TOLERANCE
 

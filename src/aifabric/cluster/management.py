@@ -5,9 +5,9 @@ port goes to its rack's management switch (1 GbE); every rack switch has one upl
 aggregation switches; the management servers hang off both aggregation switches. Beyond what one
 aggregation switch's ports take, each of the two redundant aggregation planes grows to
 ``ceil(rack switches / (ports - 1))`` switches, one port of each kept for its link to the management
-servers (the RA's 127 nodes need one per plane; 100,000 GPUs on 64-port SN4600C need 50 per plane). The back-end (scale-out)
-switches and the hosts' NICs are in the same graph, joined to the hosts but never to a BMC, so a failure
-set can name any of them::
+servers (the RA's 127 nodes need one per plane; 100,000 GPUs on 64-port SN4600C need 50 per plane).
+The back-end (scale-out) switches and the hosts' NICs are in the same graph, joined to the hosts but
+never to a BMC, so a failure set can name any of them::
 
     mgmt-server --- mgmt-agg[a] --- mgmt-rack[r] --- bmc[n]           (out-of-band)
     host[n] --- leaf[l] --- spine[s] --- core[c]                      (back-end, plane 0)
