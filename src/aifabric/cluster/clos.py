@@ -337,9 +337,8 @@ def _holds(shape: ClosShape) -> bool:
     leaves the leaf tier up to one uplink per leaf under the ratio: 53 nodes at 1:1 realise 53:54.
     A pod count that does not divide the SUs would leave a whole pod's spine uplinks idle: refused.)
     """
-    spine_holds = all(
-        abs(got / want - 1) <= TOLERANCE for got, want in zip(shape.realised[1:], shape.requested[1:], strict=True)
-    )
+    pairs = zip(shape.realised[1:], shape.requested[1:], strict=True)
+    spine_holds = all(abs(got / want - 1) <= TOLERANCE for got, want in pairs)
     return spine_holds and abs(shape.bisection_links / shape.requested_bisection_links - 1) <= TOLERANCE
 
 
