@@ -72,7 +72,7 @@ def show(
     Clos cannot build to 1% exits with code 2 naming the nearest buildable ratios.
     """
     use_catalog(catalog_files)
-    changes: dict[str, object] = {}
+    changes: dict[str, Any] = {}
     if tiers is not None:
         changes["scale_out.tiers"] = tiers
     if oversubscription is not None:
