@@ -209,3 +209,15 @@ def test_infinite_front_end_ratio_refused(tmp_path):
 )
 def test_bad_checkpoint_figures_refused(args, field):
     _one_error_line(_ckpt(*args), field)
+
+
+def test_storage_errors_suggest_what_works_once():
+    # trial item 14: WEKA publishes no per-unit figure, so storage.units is not suggested
+    r = _ckpt("-m", "llama3-70b", "--storage", "weka")
+    _one_error_line(r, "storage.aggregate_write")
+    assert "storage.units" not in r.stderr
+    # trial item 22: the field is named once, not "storage.system: storage: ..."
+    r = _ckpt("-m", "llama3-70b", "--storage", "nope")
+    _one_error_line(r, "storage.system: unknown storage 'nope'")
+    r = _ckpt("-m", "llama3-70b", "--storage-read", "abc")
+    _one_error_line(r, "storage.aggregate_read: cannot read a bandwidth")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -640,8 +641,9 @@ def format_validation_error(err: ValidationError, source: str | None = None) -> 
         loc = ".".join(str(x) for x in e["loc"]) or "cluster"
         msg = e["msg"].removeprefix("Value error, ")
         last = str(e["loc"][-1]) if e["loc"] else ""
-        for prefix in (f"{loc}: ", f"{last}: "):
-            msg = msg.removeprefix(prefix)
+        named = re.match(r"([\w.-]+): ", msg)  # a parser's own field name, when loc already says it
+        if named and (loc.startswith(named[1]) or last.startswith(named[1])):
+            msg = msg[named.end() :]
         got = e.get("input")
         show = "" if isinstance(got, dict | list) or got is None or repr(got) in msg else f" (got {got!r})"
         lines.append(f"{loc}: {msg}{show}")

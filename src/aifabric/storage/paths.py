@@ -76,10 +76,12 @@ def _aggregate(spec: ClusterSpec, direction: Direction) -> float | None:
         return st.units * unit
     agg = system.aggregate_read_bytes_per_s if direction == "read" else system.aggregate_write_bytes_per_s
     if agg is None:
-        raise ConfigError(
-            f"storage: {st.system!r} needs storage.units or storage.aggregate_{direction} "
-            "(the catalogue has no deployment-wide figure)"
+        fix = (
+            f"storage.units or storage.aggregate_{direction}"
+            if unit is not None
+            else (f"storage.aggregate_{direction} (it publishes no per-unit figure)")
         )
+        raise ConfigError(f"storage: {st.system!r} needs {fix}; the catalogue has no deployment-wide figure")
     return agg
 
 
