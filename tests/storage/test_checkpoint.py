@@ -221,3 +221,24 @@ def test_storage_errors_suggest_what_works_once():
     _one_error_line(r, "storage.system: unknown storage 'nope'")
     r = _ckpt("-m", "llama3-70b", "--storage-read", "abc")
     _one_error_line(r, "storage.aggregate_read: cannot read a bandwidth")
+
+
+@pytest.mark.parametrize(("option", "value"), [("--mtbf", "2.8"), ("--step-time", "5")])
+def test_durations_need_a_unit(option, value):
+    # trial item 9: a bare number is refused as spec fields refuse it (seconds or hours?)
+    _one_error_line(_ckpt("-m", "llama3-70b", option, value), option)
+
+
+def test_young_daly_outside_its_assumption_warns():
+    # trial item 10: 16 DGX, 4 DDN units: write 3.0625 s (hand derivation above). MTBF 1 s:
+    # sqrt(2 x 3.0625 x 1) = 2.475 s < 3.0625 s -> the interval is shorter than one write: warn on stderr
+    args = ["--params", "70e9", "--tp", "8", "--pp", "2", "--storage", "ddn-ai400x2-turbo"]
+    r = _ckpt(*args, "--storage-units", "4", "--nodes", "16", "--mtbf", "1 s", "--json")
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["interval_sync_s"] == pytest.approx(math.sqrt(2 * 3.0625 * 1.0), rel=0.01)
+    assert out["young_daly_holds_sync"] is False
+    text = _ckpt(*args, "--storage-units", "4", "--nodes", "16", "--mtbf", "1 s")
+    assert "Young/Daly assumes" in text.stderr
+    ok = json.loads(_ckpt(*args, "--storage-units", "4", "--nodes", "16", "--mtbf", "4 h", "--json").stdout)
+    assert ok["young_daly_holds_sync"] is True

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from aifabric.cli.common import console, emit_json, handle_errors, literal
+from aifabric.cli.common import console, emit_json, err_console, handle_errors, literal
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
@@ -30,6 +30,15 @@ def _n_params(model: str | None, params: float | None) -> float:
     from aifabric.training.models import get_model
 
     return float(param_count(get_model(str(model))))
+
+
+def _duration(text: str, option: str) -> float:
+    """Seconds from ``'2.8 h'``; a bare number is refused (seconds or hours?), as spec fields do."""
+    try:
+        float(text)
+    except ValueError:
+        return parse_time(text, field=option)
+    raise ConfigError(f"{option}: {text!r} has no unit; write it with one, e.g. '{text} h' or '{text} s'")
 
 
 def _check_bytes_per_param(weight_bytes: float, optimizer_bytes: float) -> None:
@@ -92,6 +101,8 @@ def checkpoint(
 
     GB = 1e9 bytes; bandwidths per direction.
     """
+    step_s = _duration(step_time, "--step-time") if step_time is not None else None
+    mtbf_s = _duration(mtbf, "--mtbf") if mtbf is not None else None
     spec = resolve_cluster(cluster, nodes=nodes, gpus=gpus)
     spec = _with_storage(spec, storage, storage_units, storage_read, storage_write)
     n = _n_params(model, params)
@@ -126,13 +137,12 @@ def checkpoint(
         "async_copy_s": res.async_copy_s,
         "async_drain": res.async_drain.__dict__,
     }
-    step_s = parse_time(step_time, field="--step-time") if step_time else None
     if step_s is not None:
         if not step_s > 0:
             raise ConfigError(f"--step-time must be > 0, got {step_time!r}")
         out["async_drain_steps"] = res.drain_steps(step_s)
-    if mtbf is not None:
-        m = parse_time(mtbf, field="--mtbf")
+    if mtbf_s is not None:
+        m = mtbf_s
         if not m > 0:
             raise ConfigError(f"--mtbf must be > 0, got {mtbf!r}")
         for mode, cost, floor in (
@@ -145,6 +155,8 @@ def checkpoint(
         ):
             tau = max(young_daly_interval_s(cost, m), floor)
             out[f"interval_{mode}_s"] = tau
+            # Young/Daly is first order in cost/MTBF: an interval no longer than one write is outside it
+            out[f"young_daly_holds_{mode}"] = tau > cost
             out[f"goodput_lost_{mode}"] = (
                 goodput_lost_fraction(tau, cost, m, res.restore.seconds)
                 if tau > 0
@@ -203,6 +215,11 @@ def _render(out: dict[str, Any]) -> None:
                 f"  Young/Daly interval ({mode}): every {format_time(out[f'interval_{mode}_s'])}, "
                 f"goodput lost {out[f'goodput_lost_{mode}'] * 100:.2f}% (checkpoints + rework + restore)"
             )
+            if not out[f"young_daly_holds_{mode}"]:
+                err_console.print(
+                    f"warning: the {mode} interval is not longer than one checkpoint: Young/Daly assumes "
+                    "checkpoint time << MTBF, so this interval and goodput are outside the model"
+                )
     if "data_loading" in out:
         d = out["data_loading"]
         console.print(
