@@ -210,3 +210,21 @@ def test_announcement_nvlink_per_direction_matches():
     s = summarize(preset("gb200-nvl72", gpus=72))
     (v,) = check_claims(s, extract_claims("900 GB/s"))
     assert v.status == "matches" and v.figure is not None and v.figure.network == "scale-up"
+
+
+def test_show_prints_the_front_end_ratio():
+    # trial item 21: front_end.oversubscription 8 slowed checkpoints but cluster show never said it
+    spec = ["dgx-h100-superpod", "--nodes", "512"]
+    r = CliRunner().invoke(app, ["cluster", "show", *spec])
+    assert r.exit_code == 0, r.output
+    assert "front-end: 2 x bluefield-3 per node; leaf oversubscription (down:up) 1:1" in r.stdout
+    # and the front-end switches follow the ratio: 512 nodes x 2 = 1,024 BlueField-3 ports on 128-port
+    # SN5600: at 1:1 (64 down / 64 up) 16 leaves + 8 spines = 24; at 8:1 (112 / 14) 10 leaves, 140
+    # uplinks -> 2 spines = 12
+    counts = {}
+    for ratio in (1, 8):
+        s = summarize(preset("dgx-h100-superpod", nodes=512, **{"front_end.oversubscription": ratio}))
+        counts[ratio] = next(
+            x.count for x in s.inventory.lines if x.network == "front-end" and x.item == "switch"
+        )
+    assert counts == {1: 24, 8: 12}

@@ -96,6 +96,7 @@ def show(
                 "realised_oversubscription": s.realised_oversubscription,
                 "requested_bisection_bytes_per_s": s.requested_bisection_bytes_per_s,
                 "tiers": s.tiers,
+                "front_end_oversubscription": spec.front_end.oversubscription if spec.front_end else None,
                 "bisection_bytes_per_s": s.bisection_bytes_per_s,
                 "headlines": [h.__dict__ for h in headlines(s)],
                 "parts": [p.__dict__ for p in s.inventory.lines],
@@ -162,6 +163,12 @@ def show(
             f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s), "
             f"{s.bisection_bytes_per_s / s.requested_bisection_bytes_per_s:.3f} x the requested "
             f"{s.requested_bisection_bytes_per_s / 1e12:.2f} TB/s"
+        )
+    fe = spec.front_end
+    if fe is not None and fe.nics_per_node:
+        console.print(
+            f"front-end: {fe.nics_per_node} x {fe.nic} per node; leaf oversubscription (down:up) "
+            f"{fe.oversubscription:g}:1 (storage and checkpoint traffic share the leaf uplinks)"
         )
     if not s.inventory.lines:
         console.print("parts and power: no switched networks in this description (torus links only)")
