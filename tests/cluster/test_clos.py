@@ -214,3 +214,15 @@ def test_unreadable_ratio_names_the_field(bad):
     r = _show("--oversubscription", bad)
     _one_error_line(r, "scale_out.oversubscription")
     assert "could not convert" not in r.stderr
+
+
+def test_yaml_pod_gpus_error_names_pod_gpus(tmp_path):
+    # trial item 13: YAML pod_gpus: 5 blamed scale_out.oversubscription; now the field itself, once
+    f = tmp_path / "zone.yaml"
+    f.write_text(
+        "name: t\naccelerator: h100-sxm\ngpus_per_node: 8\nnodes: 32\nscale_up: {kind: nvswitch}\n"
+        "scale_out: {nic: connectx-7, switch: quantum-2-qm9700, tiers: 3, pod_gpus: 5}\n"
+    )
+    r = _show(str(f))
+    _one_error_line(r, "zone.yaml: scale_out.pod_gpus=5 does not hold whole nodes")
+    assert "oversubscription" not in r.stderr and "cluster:" not in r.stderr

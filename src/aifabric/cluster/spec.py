@@ -646,6 +646,7 @@ def format_validation_error(err: ValidationError, source: str | None = None) -> 
             msg = msg[named.end() :]
         got = e.get("input")
         show = "" if isinstance(got, dict | list) or got is None or repr(got) in msg else f" (got {got!r})"
-        lines.append(f"{loc}: {msg}{show}")
+        field_first = not e["loc"] and re.match(r"[a-z_]+\.[\w.]+[=: ]", msg)  # names its own field
+        lines.append(f"{msg}{show}" if field_first else f"{loc}: {msg}{show}")
     prefix = f"{source}: " if source else ""
     return prefix + "; ".join(lines)
