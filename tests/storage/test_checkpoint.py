@@ -192,9 +192,13 @@ def test_infinite_front_end_ratio_refused(tmp_path):
         "front_end: {nic: bluefield-3, nics_per_node: 2, oversubscription: .inf}\n"
         "storage: {system: meta-tectonic}\n"
     )
-    _one_error_line(_ckpt("-m", "llama3-70b", str(f)), "front_end.oversubscription")
-    _one_error_line(CliRunner().invoke(app, ["cluster", "show", str(f)]), "front_end.oversubscription")
-    _one_error_line(CliRunner().invoke(app, ["cluster", "mgmt", str(f)]), "front_end.oversubscription")
+    # refused where the YAML is read (line 7, key oversubscription) or where the spec is validated
+    _one_error_line(_ckpt("-m", "llama3-70b", str(f)), "oversubscription")
+    _one_error_line(CliRunner().invoke(app, ["cluster", "show", str(f)]), "oversubscription")
+    _one_error_line(CliRunner().invoke(app, ["cluster", "mgmt", str(f)]), "oversubscription")
+    # a spec built in code (no YAML loader) is refused by the spec itself
+    with pytest.raises(ConfigError, match="front_end.oversubscription"):
+        _dgx(4, **{"front_end.oversubscription": float("inf")})
 
 
 @pytest.mark.parametrize(

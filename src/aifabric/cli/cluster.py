@@ -167,7 +167,7 @@ def show(
     fe = spec.front_end
     if fe is not None and fe.nics_per_node:
         console.print(
-            f"front-end: {fe.nics_per_node} x {fe.nic} per node; leaf oversubscription (down:up) "
+            f"front-end: {fe.nics_per_node} x {literal(fe.nic)} per node; leaf oversubscription (down:up) "
             f"{fe.oversubscription:g}:1 (storage and checkpoint traffic share the leaf uplinks)"
         )
     if not s.inventory.lines:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, use_catalog
+from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, literal, use_catalog
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.scale_across import cross_site_all_reduce
 from aifabric.errors import ConfigError
@@ -67,12 +67,14 @@ def scale_across(
         emit_json(out)
         return
     console.print(
-        f"{spec.n_gpus} GPUs over {st.count} sites {st.distance_km:g} km apart ({st.transport}); DCI "
+        f"{spec.n_gpus} GPUs over {st.count} sites {st.distance_km:g} km apart "
+        f"({literal(st.transport)}); DCI "
         f"{st.dci_bandwidth_bytes_per_s * 8 / 1e12:g} Tb/s per site = "
         f"{r.dci_oversubscription:.3g}:1 against the site's NICs ({_subscription(r.dci_oversubscription)})"
     )
     console.print(
-        f"all-reduce {message}: {format_time(r.total_s)} = in-site {format_time(r.in_site_s)} + cross-site "
+        f"all-reduce {literal(message)}: {format_time(r.total_s)} = in-site {format_time(r.in_site_s)} "
+        "+ cross-site "
         f"{format_time(r.cross_s)} (latency {format_time(r.cross_latency_s)}, "
         f"{r.cross_bytes_per_s / 1e9:.3g} GB/s per GPU across)"
     )
