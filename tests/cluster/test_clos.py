@@ -201,11 +201,11 @@ def test_pod_gpus_built_as_asked_or_refused():
 
 
 def test_size_errors_name_the_size_not_the_ratio():
-    # trial item 13: 1e9 GPUs = 1.25e8 DGX = 3,906,250 SUs of 32; 4 SUs per pod at 1:1 on radix 64 (32 down
-    # / 8 rails) -> 976,563 pods; a
-    # three-tier Clos of radix 64 connects 64 pods: the error names the tiers/size, and no ratio builds it
-    with pytest.raises(ConfigError, match=r"^scale_out\.tiers: .*need 976563 pods.*no ratio builds it"):
-        preset("dgx-h100-superpod", gpus=1_000_000_000)
+    # trial item 13 (`cluster mgmt --nodes 1000000`): 1,000,000 DGX = 31,250 SUs of 32; 4 SUs per pod at
+    # 1:1 on radix 64 (32 down / 8 rails) -> 7,813 pods; a three-tier Clos of radix 64 connects 64 pods:
+    # the error names the tiers/size, and no ratio builds it
+    with pytest.raises(ConfigError, match=r"^scale_out\.tiers: .*need 7813 pods.*no ratio builds it"):
+        preset("dgx-h100-superpod", nodes=1_000_000)
 
 
 @pytest.mark.parametrize("bad", ["abc", "1e", "inf", "nan"])
