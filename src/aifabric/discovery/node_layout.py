@@ -167,76 +167,19 @@ class NodeLayout:
             labels = [f"GPU{i}" for i in range(len(gpus))]
         nics = [n for n in t.nics if n.busid is not None or n.nets]
         nic_labels = [f"NIC{i}" for i in range(len(nics))]
-        parents = {s.busid: s.parent for s in t.pci_switches}
-
-        def chain(switch: str | None) -> list[str]:
-            out: list[str] = []
-            while switch is not None and switch not in out:
-                out.append(switch)
-                switch = parents.get(switch)
-            return out
-
-        def pcie_path(
-            a_switch: str | None, a_numa: int | None, b_switch: str | None, b_numa: int | None
-        ) -> str:
-            if a_numa is not None and b_numa is not None and a_numa != b_numa:
-                return "SYS"
-            ca, cb = chain(a_switch), chain(b_switch)
-            common = next((s for s in ca if s in cb), None)
-            if common is None:
-                return "PHB"
-            return "PIX" if common == a_switch and common == b_switch else "PXB"
-
+        tree = _PciTree(t)
         gpu_nic = {
-            (gl, nl): pcie_path(g.pci_switch, g.numaid, n.pci_switch, n.numaid)
+            (gl, nl): tree.path(g.pci_switch, g.numaid, n.pci_switch, n.numaid)
             for g, gl in zip(gpus, labels, strict=True)
             for n, nl in zip(nics, nic_labels, strict=True)
         }
-        switch_bw = {s.busid: _pcie_bw(s.link_speed_gt_per_s, s.link_width) for s in t.pci_switches}
-
-        def pcie_bw(g: GpuNode, n: NicNode) -> tuple[float, str] | None:
-            """The slowest PCIe link between a GPU and a NIC (NCCL: a path's bandwidth is its minimum)."""
-            links = [
-                _pcie_bw(g.link_speed_gt_per_s, g.link_width),
-                _pcie_bw(n.link_speed_gt_per_s, n.link_width),
-            ]
-            ca, cb = chain(g.pci_switch), chain(n.pci_switch)
-            common = next((x for x in ca if x in cb), None)
-            for side in (ca, cb):
-                for x in side:
-                    if x == common:
-                        break
-                    links.append(switch_bw.get(x))
-            known = [x for x in links if x is not None]
-            return min(known) if known else None
-
         gpu_nic_pcie = {}
         for g, gl in zip(gpus, labels, strict=True):
             for n, nl in zip(nics, nic_labels, strict=True):
-                bw = pcie_bw(g, n)
+                bw = tree.bandwidth(g, n)
                 if bw is not None:
                     gpu_nic_pcie[(gl, nl)] = bw
-        busid_label = {(g.busid or "").lower(): gl for g, gl in zip(gpus, labels, strict=True) if g.busid}
-        switch_links: dict[str, int] = {}
-        direct: dict[tuple[str, str], int] = {}
-        for g, gl in zip(gpus, labels, strict=True):
-            for link in g.nvlinks:
-                peer = busid_label.get(link.target.lower())
-                if peer is not None and peer != gl:
-                    direct[(gl, peer)] = direct.get((gl, peer), 0) + link.count
-                elif link.tclass is None or link.tclass.lower().startswith("0x0680"):
-                    switch_links[gl] = switch_links.get(gl, 0) + link.count
-        gpu_links: dict[tuple[str, str], str] = {}
-        for g, gl in zip(gpus, labels, strict=True):
-            for h, hl in zip(gpus, labels, strict=True):
-                if gl == hl:
-                    continue
-                count = direct.get((gl, hl), 0) or direct.get((hl, gl), 0)
-                if not count and gl in switch_links and hl in switch_links:
-                    count = min(switch_links[gl], switch_links[hl])
-                gpu_links[(gl, hl)] = (
-                    f"NV{count}" if count else pcie_path(g.pci_switch, g.numaid, h.pci_switch, h.numaid)
-                )
+        gpu_links = _xml_gpu_links(gpus, labels, tree)
         speeds = [sum(net.speed_bytes_per_s or 0.0 for net in n.nets) for n in nics]
         speeds = [s for s in speeds if s > 0]
         classes = {(n.pci_class or "").lower()[:6] for n in nics}
@@ -247,19 +190,6 @@ class NodeLayout:
         gpu_speeds = [g.link_speed_gt_per_s for g in gpus if g.link_speed_gt_per_s]
         sms = {g.sm for g in gpus if g.sm is not None}
         one_sm = next(iter(sms)) if len(sms) == 1 else None
-        if len(sms) == 1:
-            sm = sms.pop()
-            hint: tuple[str | None, str] = (_SM_GPU.get(sm), f"sm={sm} in the NCCL dump")
-            if sm == 70 and any(g.nvlinks for g in gpus):
-                hint = (None, "sm=70 with NVLink: a V100 SXM2, not in the catalogue")
-        else:
-            hint = (None, "the file gives no compute capability (hand-written topology)")
-        vendors = {c.vendor for c in t.cpus if c.vendor}
-        arches = {c.arch for c in t.cpus if c.arch}
-        vendor = (
-            "intel" if vendors == {"GenuineIntel"} else "amd" if vendors == {"AuthenticAMD"}
-            else "arm" if arches and arches <= {"arm64", "aarch64"} else None
-        )  # fmt: skip
         nic_gdr: dict[str, bool | None] = {}
         for n, nl in zip(nics, nic_labels, strict=True):
             flags = [net.gdr for net in n.nets if net.gdr is not None]
@@ -280,8 +210,8 @@ class NodeLayout:
             nic_gdr=nic_gdr,
             nic_speed_bytes_per_s=max(speeds) if speeds else None,
             fabric=fabric,
-            gpu_hint=hint,
-            cpu_vendor=vendor,
+            gpu_hint=_xml_gpu_hint(gpus),
+            cpu_vendor=_xml_cpu_vendor(t),
             hand_written=not any(g.sm is not None or g.nvlinks for g in gpus)
             and not any(n.nets for n in nics),
             affinity_known=any(c.affinity for c in t.cpus) or any(c.numaid is not None for c in t.cpus),
@@ -292,3 +222,95 @@ class NodeLayout:
             gpu_sm=one_sm,
             gpu_link_gt_per_s=max(gpu_speeds) if gpu_speeds else None,
         )
+
+
+class _PciTree:
+    """The PCIe switches of an NCCL XML document: path types and bandwidths between two devices."""
+
+    def __init__(self, t: NcclTopology) -> None:
+        self.parents = {s.busid: s.parent for s in t.pci_switches}
+        self.switch_bw = {s.busid: _pcie_bw(s.link_speed_gt_per_s, s.link_width) for s in t.pci_switches}
+
+    def chain(self, switch: str | None) -> list[str]:
+        """``switch`` and the switches above it, nearest first."""
+        out: list[str] = []
+        while switch is not None and switch not in out:
+            out.append(switch)
+            switch = self.parents.get(switch)
+        return out
+
+    def path(self, a_switch: str | None, a_numa: int | None, b_switch: str | None, b_numa: int | None) -> str:
+        """NCCL's path type between two devices (``src/graph/paths.cc``; see the module docstring)."""
+        if a_numa is not None and b_numa is not None and a_numa != b_numa:
+            return "SYS"
+        ca, cb = self.chain(a_switch), self.chain(b_switch)
+        common = next((s for s in ca if s in cb), None)
+        if common is None:
+            return "PHB"
+        return "PIX" if common == a_switch and common == b_switch else "PXB"
+
+    def bandwidth(self, g: GpuNode, n: NicNode) -> tuple[float, str] | None:
+        """The slowest PCIe link between a GPU and a NIC (NCCL: a path's bandwidth is its minimum)."""
+        links = [
+            _pcie_bw(g.link_speed_gt_per_s, g.link_width),
+            _pcie_bw(n.link_speed_gt_per_s, n.link_width),
+        ]
+        ca, cb = self.chain(g.pci_switch), self.chain(n.pci_switch)
+        common = next((x for x in ca if x in cb), None)
+        for side in (ca, cb):
+            for x in side:
+                if x == common:
+                    break
+                links.append(self.switch_bw.get(x))
+        known = [x for x in links if x is not None]
+        return min(known) if known else None
+
+
+def _xml_gpu_links(
+    gpus: tuple[GpuNode, ...], labels: list[str], tree: _PciTree
+) -> dict[tuple[str, str], str]:
+    """``NV<count>`` for each GPU pair joined by NVLink (directly or via NVSwitch), else its PCIe path."""
+    busid_label = {(g.busid or "").lower(): gl for g, gl in zip(gpus, labels, strict=True) if g.busid}
+    switch_links: dict[str, int] = {}
+    direct: dict[tuple[str, str], int] = {}
+    for g, gl in zip(gpus, labels, strict=True):
+        for link in g.nvlinks:
+            peer = busid_label.get(link.target.lower())
+            if peer is not None and peer != gl:
+                direct[(gl, peer)] = direct.get((gl, peer), 0) + link.count
+            elif link.tclass is None or link.tclass.lower().startswith("0x0680"):
+                switch_links[gl] = switch_links.get(gl, 0) + link.count
+    gpu_links: dict[tuple[str, str], str] = {}
+    for g, gl in zip(gpus, labels, strict=True):
+        for h, hl in zip(gpus, labels, strict=True):
+            if gl == hl:
+                continue
+            count = direct.get((gl, hl), 0) or direct.get((hl, gl), 0)
+            if not count and gl in switch_links and hl in switch_links:
+                count = min(switch_links[gl], switch_links[hl])
+            gpu_links[(gl, hl)] = (
+                f"NV{count}" if count else tree.path(g.pci_switch, g.numaid, h.pci_switch, h.numaid)
+            )
+    return gpu_links
+
+
+def _xml_gpu_hint(gpus: tuple[GpuNode, ...]) -> tuple[str | None, str]:
+    """The catalogue GPU the compute capability of an NCCL dump suggests, and why (None: no guess)."""
+    sms = {g.sm for g in gpus if g.sm is not None}
+    if len(sms) != 1:
+        return None, "the file gives no compute capability (hand-written topology)"
+    sm = sms.pop()
+    if sm == 70 and any(g.nvlinks for g in gpus):
+        return None, "sm=70 with NVLink: a V100 SXM2, not in the catalogue"
+    return _SM_GPU.get(sm), f"sm={sm} in the NCCL dump"
+
+
+def _xml_cpu_vendor(t: NcclTopology) -> str | None:
+    """``intel``, ``amd`` or ``arm`` when every ``<cpu>`` of the dump agrees, else None."""
+    vendors = {c.vendor for c in t.cpus if c.vendor}
+    arches = {c.arch for c in t.cpus if c.arch}
+    if vendors == {"GenuineIntel"}:
+        return "intel"
+    if vendors == {"AuthenticAMD"}:
+        return "amd"
+    return "arm" if arches and arches <= {"arm64", "aarch64"} else None
