@@ -10,14 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from aifabric.discovery.node import (
-    GDR_PATHS,
-    NO_GDR_FACTOR,
-    NodeInspection,
-    detect_format,
-    gdr_verdict,
-    inspect_node_text,
-)
+from aifabric.discovery.node import NodeInspection, detect_format, inspect_node_text
+from aifabric.discovery.node_paths import GDR_PATHS, NO_GDR_FACTOR, gdr_verdict
 from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.errors import ParseError
 

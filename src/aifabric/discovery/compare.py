@@ -52,8 +52,9 @@ from aifabric.discovery.evidence import (
 from aifabric.discovery.inference import infer_cluster
 from aifabric.discovery.nccl_env import NcclSettings, nccl_settings
 from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
-from aifabric.discovery.nccl_tests import PerfResult, PerfRow, PerfTable
+from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.discovery.paste import parse_pasted
+from aifabric.discovery.perf_records import PerfResult, PerfRow
 from aifabric.engines.formula import PROTOCOLS, formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.errors import ParseError

@@ -1,0 +1,316 @@
+"""One machine's layout in one shape, read from ``nvidia-smi topo -m`` or an NCCL topology XML.
+
+:class:`NodeLayout` holds GPUs, NICs, the path type of every GPU-NIC pair, NVLink counts, NUMA affinity
+and PCIe links, whatever the input. PCIe link bandwidth follows NCCL's own table (``kvDictPciGen``,
+``src/graph/topo.cc``; reference note sec. 3.1); path types between a GPU and a NIC in an NCCL XML follow
+NCCL's rules (``src/graph/paths.cc``): same switch -> PIX, a common switch higher up -> PXB, same CPU
+without a common switch -> PHB, different CPUs -> SYS.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from aifabric.discovery.nccl_xml import GpuNode, NcclTopology, NicNode
+from aifabric.discovery.nvsmi import TopoMatrix
+
+__all__ = [
+    "NV_LINKS",
+    "NodeLayout",
+    "pcie_gen",
+]
+
+
+NV_LINKS = re.compile(r"^NV(\d+)$")
+# Compute capability -> catalogue key, for NCCL dumps (sm="90").
+_SM_GPU = {70: "v100-pcie-32gb", 80: "a100-sxm-80gb", 90: "h100-sxm", 100: "b200"}
+# NVLinks per GPU pair in nvidia-smi -> the board it usually is.
+_NV_GPU = {18: ("h100-sxm", "an H100/H200/B200 SXM board"), 12: ("a100-sxm-80gb", "an A100 SXM board")}
+# PCIe per-lane rate (GT/s) -> NCCL's per-lane speed in units of 100 Mb/s (``kvDictPciGen``, ``topo.cc``) and
+# the generation; a link's bandwidth is width x that / 80 GB/s (reference note sec. 3.1).
+_PCI_LANE = {2.5: (15, 1), 5.0: (30, 2), 8.0: (60, 3), 16.0: (120, 4), 32.0: (240, 5), 64.0: (480, 6)}
+
+
+def pcie_gen(gt_per_s: float | None) -> int | None:
+    """PCIe generation of a per-lane rate in GT/s (NCCL's ``kvDictPciGen``); None if unknown."""
+    if not gt_per_s:
+        return None
+    lane = _PCI_LANE.get(float(gt_per_s))
+    return lane[1] if lane else None
+
+
+def _pcie_bw(gt_per_s: float | None, width: int | None) -> tuple[float, str] | None:
+    """NCCL's bandwidth of one PCIe link, bytes/s, and its name (``Gen4 x16`` = 24 GB/s); None if unknown."""
+    if not gt_per_s or not width:
+        return None
+    lane, gen = _PCI_LANE.get(float(gt_per_s), (gt_per_s * 7.5, None))
+    name = f"Gen{gen} x{width}" if gen else f"{gt_per_s:g} GT/s x{width}"
+    return width * lane / 80 * 1e9, name
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    """One node's devices and paths, the same shape whether read from nvidia-smi or NCCL XML.
+
+    Attributes
+    ----------
+    kind : str
+        ``nvidia-smi`` or ``nccl-xml``.
+    gpus, nics : tuple of str
+        Labels (``GPU0``..., ``NIC0``...).
+    nic_names : dict
+        NIC label -> device name (``mlx5_0``) where known.
+    gpu_links : dict
+        ``(gpu_a, gpu_b) -> code`` for every ordered pair of distinct GPUs: ``NV#`` or a PCIe path type.
+    gpu_nic : dict
+        ``(gpu, nic) -> path type`` (``PIX`` ... ``SYS``, older codes normalised).
+    gpu_numa, nic_numa : dict
+        Label -> NUMA node, or None when the input does not say.
+    gpu_gdr, nic_gdr : dict
+        Label -> the ``gdr`` attribute of an NCCL dump (None when absent).
+    nic_speed_bytes_per_s : float or None
+        Per-NIC speed from the input (NCCL dumps), bytes/s per direction.
+    fabric : str or None
+        ``infiniband`` or ``ethernet`` when the PCI class says.
+    gpu_hint : tuple of (str or None, str)
+        Catalogue key guessed from the input, and how.
+    cpu_vendor : str or None
+        ``intel``, ``amd`` or ``arm`` from an NCCL dump.
+    hand_written : bool
+        An NCCL topology file without ``<gpu>``/``<net>`` elements (NCCL fills them in at run time).
+    affinity_known : bool
+        Whether any CPU/NUMA affinity was reported.
+    line : int
+        1-based line of the matrix header or ``<system>``.
+    source : str or None
+    gpu_nic_pcie : dict
+        ``(gpu, nic) -> (bytes/s, "Gen4 x16")``: the PCIe bandwidth of the path as NCCL models it (the
+        slowest link on it, each ``width x per-lane speed / 80`` GB/s), where an NCCL dump gives link speeds.
+    nvlink_count : int or None
+        Most NVLinks between two GPUs (``NV18``), None without NVLink.
+    gpu_sm : int or None
+        Compute capability of the GPUs (NCCL dumps), e.g. 90.
+    gpu_link_gt_per_s : float or None
+        PCIe per-lane rate of the GPUs' own links (NCCL dumps), GT/s.
+    """
+
+    kind: str
+    gpus: tuple[str, ...]
+    nics: tuple[str, ...]
+    nic_names: dict[str, str] = field(hash=False)
+    gpu_links: dict[tuple[str, str], str] = field(hash=False)
+    gpu_nic: dict[tuple[str, str], str] = field(hash=False)
+    gpu_numa: dict[str, int | None] = field(hash=False)
+    nic_numa: dict[str, int | None] = field(hash=False)
+    gpu_gdr: dict[str, bool | None] = field(hash=False, default_factory=dict)
+    nic_gdr: dict[str, bool | None] = field(hash=False, default_factory=dict)
+    nic_speed_bytes_per_s: float | None = None
+    fabric: str | None = None
+    gpu_hint: tuple[str | None, str] = (None, "")
+    cpu_vendor: str | None = None
+    hand_written: bool = False
+    affinity_known: bool = True
+    line: int = 1
+    source: str | None = None
+    gpu_nic_pcie: dict[tuple[str, str], tuple[float, str]] = field(hash=False, default_factory=dict)
+    nvlink_count: int | None = None
+    gpu_sm: int | None = None
+    gpu_link_gt_per_s: float | None = None
+
+    # -- constructors ----------------------------------------------------------------------------------------
+
+    @classmethod
+    def from_matrix(cls, m: TopoMatrix) -> NodeLayout:
+        """Read a parsed ``nvidia-smi topo -m`` matrix."""
+        gpu_links = {(a, b): m.link(a, b) for a in m.gpus for b in m.gpus if a != b}
+        gpu_nic = {(g, n): m.path_type(g, n) for g in m.gpus for n in m.nics}
+        gpu_numa: dict[str, int | None] = {}
+        for g in m.gpus:
+            nodes = m.numa_affinity.get(g)
+            gpu_numa[g] = min(nodes) if nodes and len(nodes) == 1 else m.gpu_numa_id.get(g)
+        nic_numa: dict[str, int | None] = {}
+        for n in m.nics:  # a NIC shares the NUMA node of any GPU it reaches without crossing the SMP link
+            near = {gpu_numa[g] for g in m.gpus if gpu_nic[(g, n)] != "SYS" and gpu_numa[g] is not None}
+            nic_numa[n] = near.pop() if len(near) == 1 else None
+        nv = sorted({int(c[2:]) for c in gpu_links.values() if NV_LINKS.match(c)})
+        if nv:
+            key, board = _NV_GPU.get(nv[-1], (None, ""))
+            hint = (key, f"NV{nv[-1]} between GPUs" + (f": {board}" if board else ""))
+        else:
+            hint = (None, "no NVLink in the matrix")
+        affinity = any(v is not None for v in m.cpu_affinity.values()) or any(
+            v is not None for v in m.numa_affinity.values()
+        )
+        return cls(
+            kind="nvidia-smi",
+            gpus=m.gpus,
+            nics=m.nics,
+            nic_names={n: m.nic_name(n) for n in m.nics},
+            gpu_links=gpu_links,
+            gpu_nic=gpu_nic,
+            gpu_numa=gpu_numa,
+            nic_numa=nic_numa,
+            gpu_hint=hint,
+            affinity_known=affinity or not m.gpus,
+            line=m.line,
+            source=m.source,
+            nvlink_count=nv[-1] if nv else None,
+        )
+
+    @classmethod
+    def from_topology(cls, t: NcclTopology) -> NodeLayout:
+        """Read a parsed NCCL topology XML document."""
+        gpus = t.gpus
+        labels = [f"GPU{g.dev}" if g.dev is not None else f"GPU{i}" for i, g in enumerate(gpus)]
+        if len(set(labels)) != len(labels):
+            labels = [f"GPU{i}" for i in range(len(gpus))]
+        nics = [n for n in t.nics if n.busid is not None or n.nets]
+        nic_labels = [f"NIC{i}" for i in range(len(nics))]
+        tree = _PciTree(t)
+        gpu_nic = {
+            (gl, nl): tree.path(g.pci_switch, g.numaid, n.pci_switch, n.numaid)
+            for g, gl in zip(gpus, labels, strict=True)
+            for n, nl in zip(nics, nic_labels, strict=True)
+        }
+        gpu_nic_pcie = {}
+        for g, gl in zip(gpus, labels, strict=True):
+            for n, nl in zip(nics, nic_labels, strict=True):
+                bw = tree.bandwidth(g, n)
+                if bw is not None:
+                    gpu_nic_pcie[(gl, nl)] = bw
+        gpu_links = _xml_gpu_links(gpus, labels, tree)
+        speeds = [sum(net.speed_bytes_per_s or 0.0 for net in n.nets) for n in nics]
+        speeds = [s for s in speeds if s > 0]
+        classes = {(n.pci_class or "").lower()[:6] for n in nics}
+        fabric = "infiniband" if classes == {"0x0207"} else "ethernet" if classes == {"0x0200"} else None
+        nv_counts = [
+            int(code[2:]) for code in gpu_links.values() if NV_LINKS.match(code) and int(code[2:]) > 0
+        ]
+        gpu_speeds = [g.link_speed_gt_per_s for g in gpus if g.link_speed_gt_per_s]
+        sms = {g.sm for g in gpus if g.sm is not None}
+        one_sm = next(iter(sms)) if len(sms) == 1 else None
+        nic_gdr: dict[str, bool | None] = {}
+        for n, nl in zip(nics, nic_labels, strict=True):
+            flags = [net.gdr for net in n.nets if net.gdr is not None]
+            nic_gdr[nl] = all(flags) if flags else None
+        return cls(
+            kind="nccl-xml",
+            gpus=tuple(labels),
+            nics=tuple(nic_labels),
+            nic_names={
+                nl: (n.nets[0].name if n.nets else (n.busid or nl))
+                for n, nl in zip(nics, nic_labels, strict=True)
+            },
+            gpu_links=gpu_links,
+            gpu_nic=gpu_nic,
+            gpu_numa={gl: g.numaid for g, gl in zip(gpus, labels, strict=True)},
+            nic_numa={nl: n.numaid for n, nl in zip(nics, nic_labels, strict=True)},
+            gpu_gdr={gl: g.gdr for g, gl in zip(gpus, labels, strict=True)},
+            nic_gdr=nic_gdr,
+            nic_speed_bytes_per_s=max(speeds) if speeds else None,
+            fabric=fabric,
+            gpu_hint=_xml_gpu_hint(gpus),
+            cpu_vendor=_xml_cpu_vendor(t),
+            hand_written=not any(g.sm is not None or g.nvlinks for g in gpus)
+            and not any(n.nets for n in nics),
+            affinity_known=any(c.affinity for c in t.cpus) or any(c.numaid is not None for c in t.cpus),
+            line=t.line,
+            source=t.source,
+            gpu_nic_pcie=gpu_nic_pcie,
+            nvlink_count=max(nv_counts) if nv_counts else None,
+            gpu_sm=one_sm,
+            gpu_link_gt_per_s=max(gpu_speeds) if gpu_speeds else None,
+        )
+
+
+class _PciTree:
+    """The PCIe switches of an NCCL XML document: path types and bandwidths between two devices."""
+
+    def __init__(self, t: NcclTopology) -> None:
+        self.parents = {s.busid: s.parent for s in t.pci_switches}
+        self.switch_bw = {s.busid: _pcie_bw(s.link_speed_gt_per_s, s.link_width) for s in t.pci_switches}
+
+    def chain(self, switch: str | None) -> list[str]:
+        """``switch`` and the switches above it, nearest first."""
+        out: list[str] = []
+        while switch is not None and switch not in out:
+            out.append(switch)
+            switch = self.parents.get(switch)
+        return out
+
+    def path(self, a_switch: str | None, a_numa: int | None, b_switch: str | None, b_numa: int | None) -> str:
+        """NCCL's path type between two devices (``src/graph/paths.cc``; see the module docstring)."""
+        if a_numa is not None and b_numa is not None and a_numa != b_numa:
+            return "SYS"
+        ca, cb = self.chain(a_switch), self.chain(b_switch)
+        common = next((s for s in ca if s in cb), None)
+        if common is None:
+            return "PHB"
+        return "PIX" if common == a_switch and common == b_switch else "PXB"
+
+    def bandwidth(self, g: GpuNode, n: NicNode) -> tuple[float, str] | None:
+        """The slowest PCIe link between a GPU and a NIC (NCCL: a path's bandwidth is its minimum)."""
+        links = [
+            _pcie_bw(g.link_speed_gt_per_s, g.link_width),
+            _pcie_bw(n.link_speed_gt_per_s, n.link_width),
+        ]
+        ca, cb = self.chain(g.pci_switch), self.chain(n.pci_switch)
+        common = next((x for x in ca if x in cb), None)
+        for side in (ca, cb):
+            for x in side:
+                if x == common:
+                    break
+                links.append(self.switch_bw.get(x))
+        known = [x for x in links if x is not None]
+        return min(known) if known else None
+
+
+def _xml_gpu_links(
+    gpus: tuple[GpuNode, ...], labels: list[str], tree: _PciTree
+) -> dict[tuple[str, str], str]:
+    """``NV<count>`` for each GPU pair joined by NVLink (directly or via NVSwitch), else its PCIe path."""
+    busid_label = {(g.busid or "").lower(): gl for g, gl in zip(gpus, labels, strict=True) if g.busid}
+    switch_links: dict[str, int] = {}
+    direct: dict[tuple[str, str], int] = {}
+    for g, gl in zip(gpus, labels, strict=True):
+        for link in g.nvlinks:
+            peer = busid_label.get(link.target.lower())
+            if peer is not None and peer != gl:
+                direct[(gl, peer)] = direct.get((gl, peer), 0) + link.count
+            elif link.tclass is None or link.tclass.lower().startswith("0x0680"):
+                switch_links[gl] = switch_links.get(gl, 0) + link.count
+    gpu_links: dict[tuple[str, str], str] = {}
+    for g, gl in zip(gpus, labels, strict=True):
+        for h, hl in zip(gpus, labels, strict=True):
+            if gl == hl:
+                continue
+            count = direct.get((gl, hl), 0) or direct.get((hl, gl), 0)
+            if not count and gl in switch_links and hl in switch_links:
+                count = min(switch_links[gl], switch_links[hl])
+            gpu_links[(gl, hl)] = (
+                f"NV{count}" if count else tree.path(g.pci_switch, g.numaid, h.pci_switch, h.numaid)
+            )
+    return gpu_links
+
+
+def _xml_gpu_hint(gpus: tuple[GpuNode, ...]) -> tuple[str | None, str]:
+    """The catalogue GPU the compute capability of an NCCL dump suggests, and why (None: no guess)."""
+    sms = {g.sm for g in gpus if g.sm is not None}
+    if len(sms) != 1:
+        return None, "the file gives no compute capability (hand-written topology)"
+    sm = sms.pop()
+    if sm == 70 and any(g.nvlinks for g in gpus):
+        return None, "sm=70 with NVLink: a V100 SXM2, not in the catalogue"
+    return _SM_GPU.get(sm), f"sm={sm} in the NCCL dump"
+
+
+def _xml_cpu_vendor(t: NcclTopology) -> str | None:
+    """``intel``, ``amd`` or ``arm`` when every ``<cpu>`` of the dump agrees, else None."""
+    vendors = {c.vendor for c in t.cpus if c.vendor}
+    arches = {c.arch for c in t.cpus if c.arch}
+    if vendors == {"GenuineIntel"}:
+        return "intel"
+    if vendors == {"AuthenticAMD"}:
+        return "amd"
+    return "arm" if arches and arches <= {"arm64", "aarch64"} else None

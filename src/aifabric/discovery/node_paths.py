@@ -1,0 +1,176 @@
+"""GPU-NIC paths, NVLink groups and NUMA nodes of a :class:`~aifabric.discovery.node_layout.NodeLayout`.
+
+GPUDirect RDMA (reference note sec. 3.2, 5.1): NCCL lets a NIC read and write GPU memory directly only when
+the path between them is at most ``PXB`` (``NCCL_NET_GDR_LEVEL`` default); ``PHB``, ``NODE`` and ``SYS``
+make NCCL stage network traffic through host memory. The NCCL maintainer measured ~24 GB/s per HDR NIC with
+a GPU-local NIC and GDR, ~16 GB/s with the NIC behind the CPU (NVIDIA/nccl #412).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from aifabric.discovery.node_layout import NV_LINKS, NodeLayout
+from aifabric.discovery.nvsmi import PATH_ORDER, normalize_path_code
+
+__all__ = [
+    "GDR_PATHS",
+    "NO_GDR_FACTOR",
+    "GpuNicPath",
+    "NumaNode",
+    "NvlinkGroup",
+    "gdr_verdict",
+    "gpu_nic_path",
+    "nic_pairing",
+    "numa_nodes",
+    "nvlink_groups",
+    "path_rank",
+]
+
+
+#: Path types over which NCCL uses GPUDirect RDMA by default (NCCL_NET_GDR_LEVEL=PXB).
+GDR_PATHS: tuple[str, ...] = ("PIX", "PXB")
+#: Network bandwidth left when a NIC is reached through the CPU (16 of 24 GB/s per HDR NIC, NVIDIA/nccl #412).
+NO_GDR_FACTOR = 16.0 / 24.0
+_RANK = {code: i for i, code in enumerate(PATH_ORDER)}  # PIX 0 ... SYS 4
+
+
+def gdr_verdict(path: str) -> tuple[bool, str]:
+    """Whether NCCL uses GPUDirect RDMA over a GPU-NIC path type, and why.
+
+    Examples
+    --------
+    >>> gdr_verdict("PIX")[0], gdr_verdict("NODE")[0]
+    (True, False)
+    """
+    code = normalize_path_code(path)
+    if code in GDR_PATHS:
+        return True, f"{code}: the NIC reaches GPU memory without crossing the CPU; GPUDirect RDMA is used"
+    where = {
+        "PHB": "through the CPU's PCIe root complex",
+        "NODE": "between PCIe root complexes of one CPU (NCCL computes PHB)",
+        "SYS": "across the inter-socket link (QPI/UPI/xGMI)",
+    }.get(code, "an unusual path")
+    return False, (
+        f"{code}: {where}; above NCCL_NET_GDR_LEVEL's default PXB, so traffic is staged in host memory "
+        "(degraded: ~2/3 of the NIC at best, 2-8x lower with ACS/IOMMU or in VMs)"
+    )
+
+
+@dataclass(frozen=True)
+class NvlinkGroup:
+    """GPUs joined by NVLink (a connected component), with the link count of every pair that has NVLink."""
+
+    gpus: tuple[str, ...]
+    pairs: tuple[tuple[str, str, int], ...]
+
+    @property
+    def full_mesh(self) -> bool:
+        """Every pair of the group has a direct NVLink (an NVSwitch board shows this)."""
+        n = len(self.gpus)
+        return len(self.pairs) == n * (n - 1) // 2
+
+    @property
+    def link_counts(self) -> tuple[int, ...]:
+        """Distinct NVLink counts per pair, ascending."""
+        return tuple(sorted({k for _, _, k in self.pairs}))
+
+
+@dataclass(frozen=True)
+class GpuNicPath:
+    """A GPU-NIC pair: its path type and the GPUDirect RDMA verdict."""
+
+    gpu: str
+    nic: str
+    nic_name: str
+    path: str
+    gdr: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class NumaNode:
+    """The GPUs and NICs of one NUMA node (None: the input does not say)."""
+
+    node: int | None
+    gpus: tuple[str, ...]
+    nics: tuple[str, ...]
+
+
+def nvlink_groups(layout: NodeLayout) -> tuple[NvlinkGroup, ...]:
+    """The connected components of the NVLink graph, GPUs in the layout's order."""
+    order = {g: i for i, g in enumerate(layout.gpus)}
+    pairs = []
+    for i, a in enumerate(layout.gpus):
+        for b in layout.gpus[i + 1 :]:
+            match = NV_LINKS.match(layout.gpu_links[(a, b)])
+            if match and int(match.group(1)) > 0:
+                pairs.append((a, b, int(match.group(1))))
+    parent = {g: g for g in layout.gpus}
+
+    def find(g: str) -> str:
+        while parent[g] != g:
+            parent[g] = parent[parent[g]]
+            g = parent[g]
+        return g
+
+    for a, b, _ in pairs:
+        parent[find(a)] = find(b)
+    members: dict[str, list[str]] = {}
+    for g in layout.gpus:
+        members.setdefault(find(g), []).append(g)
+    groups = []
+    for gs in members.values():
+        if len(gs) < 2:
+            continue
+        inside = tuple(p for p in pairs if p[0] in gs)
+        groups.append(NvlinkGroup(tuple(sorted(gs, key=order.__getitem__)), inside))
+    return tuple(sorted(groups, key=lambda g: order[g.gpus[0]]))
+
+
+def gpu_nic_path(layout: NodeLayout, gpu: str, nic: str) -> GpuNicPath:
+    """The path type between ``gpu`` and ``nic`` and its GPUDirect RDMA verdict (:func:`gdr_verdict`)."""
+    path = layout.gpu_nic[(gpu, nic)]
+    ok, reason = gdr_verdict(path)
+    if ok and (layout.gpu_gdr.get(gpu) is False or layout.nic_gdr.get(nic) is False):
+        ok, reason = (
+            False,
+            f"{path}, but the NCCL dump marks gdr=0 (GPUDirect RDMA unavailable: nvidia-peermem?)",
+        )
+    return GpuNicPath(gpu, nic, layout.nic_names.get(nic, nic), path, ok, reason)
+
+
+def path_rank(path: str) -> int:
+    """Order of a path type, nearest first: PIX 0, PXB 1, PHB 2, NODE 3, SYS 4, anything else 5."""
+    return _RANK.get(normalize_path_code(path), len(PATH_ORDER))
+
+
+def nic_pairing(layout: NodeLayout) -> dict[str, GpuNicPath | None]:
+    """One NIC per GPU, closest paths first; NICs are shared only when there are fewer NICs than GPUs."""
+    gpus, nics = layout.gpus, layout.nics
+    if not nics:
+        return {g: None for g in gpus}
+    share = math.ceil(len(gpus) / len(nics))
+    columns = [n for n in nics for _ in range(share)]
+    cost = np.array(
+        [[path_rank(layout.gpu_nic[(g, n)]) * 10 + k % share for k, n in enumerate(columns)] for g in gpus]
+    )
+    rows, cols = linear_sum_assignment(cost)
+    return {gpus[r]: gpu_nic_path(layout, gpus[r], columns[c]) for r, c in zip(rows, cols, strict=True)}
+
+
+def numa_nodes(layout: NodeLayout) -> tuple[NumaNode, ...]:
+    """The GPUs and NICs of each NUMA node, unknown affinity last."""
+    nodes = sorted({*layout.gpu_numa.values(), *layout.nic_numa.values()}, key=lambda v: (v is None, v or 0))
+    return tuple(
+        NumaNode(
+            node,
+            tuple(g for g in layout.gpus if layout.gpu_numa.get(g) == node),
+            tuple(n for n in layout.nics if layout.nic_numa.get(n) == node),
+        )
+        for node in nodes
+    )

@@ -1,0 +1,277 @@
+"""Spec inference for one node: the accelerator, a one-node ClusterSpec and the busbw it should reach.
+
+The accelerator comes from the caller, the GPU the input names, the NCCL dump's ``sm=`` or the NVLink count
+per pair; every choice is listed as an assumption. The expected figures are the formula engine's all_reduce
+at 4 GiB, alone and across nodes, the network scaled by the GDR loss of the layout (16/24, NVIDIA/nccl #412).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aifabric import catalog
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.algorithms import Algorithm
+from aifabric.discovery.calibrate import Calibration
+from aifabric.discovery.inference import (
+    DEFAULT_GPU,
+    GpuMention,
+    nic_for_speed,
+)
+from aifabric.discovery.node_layout import NV_LINKS, NodeLayout, pcie_gen
+from aifabric.discovery.node_paths import GDR_PATHS, NO_GDR_FACTOR, GpuNicPath, NvlinkGroup
+from aifabric.discovery.node_warnings import Finding
+from aifabric.discovery.nvsmi import normalize_path_code
+from aifabric.engines.formula import formula_collective
+
+__all__ = [
+    "EXPECTED_BYTES",
+    "ExpectedBusbw",
+    "choose_accelerator",
+    "expected_busbw",
+    "gdr_network_factor",
+    "infer_node_spec",
+    "rail_cap",
+]
+
+
+#: Message size of the expected-busbw figures (nccl-tests' plateau region).
+EXPECTED_BYTES = 1 << 32
+# Compute capability of each architecture, to check a GPU named in the text against an NCCL dump's sm=.
+_ARCH_SM = {"volta": 70, "ampere": 80, "hopper": 90, "blackwell": 100}
+
+
+@dataclass(frozen=True)
+class ExpectedBusbw:
+    """An all_reduce busbw the node should reach (formula engine)."""
+
+    label: str
+    n_nodes: int
+    algorithm: str
+    protocol: str
+    busbw_bytes_per_s: float
+    message_bytes: float = EXPECTED_BYTES
+
+
+def _fit(layout: NodeLayout, key: str) -> tuple[int, str]:
+    """How well a catalogue GPU fits what the layout itself shows: 2 exactly, 1 plausibly, 0 not; and why."""
+    acc = catalog.accelerator(key)
+    score, why = 1, ""
+    if layout.gpu_sm is not None:
+        sm = _ARCH_SM.get(acc.arch)
+        if sm is not None and sm != layout.gpu_sm:
+            return 0, f"the dump says sm={layout.gpu_sm}"
+        if sm is not None:
+            score, why = 2, f"sm={layout.gpu_sm}"
+    if layout.nvlink_count is not None:
+        if not acc.nvlink or acc.nvlink_links < layout.nvlink_count:
+            return 0, f"NV{layout.nvlink_count} between GPUs"
+        if acc.nvlink_links == layout.nvlink_count:
+            score, why = 2, why or f"NV{layout.nvlink_count}"
+    gen = pcie_gen(layout.gpu_link_gt_per_s)
+    have = int(acc.pcie[3:]) if acc.pcie and acc.pcie.startswith("gen") and acc.pcie[3:].isdigit() else None
+    if gen is not None and have is not None:
+        if have < gen:
+            return 0, f"PCIe Gen{gen} GPU links"
+        if have == gen:
+            score, why = 2, why or f"PCIe Gen{gen} GPU links"
+    return score, why
+
+
+def choose_accelerator(
+    layout: NodeLayout, gpu: str | None, named: tuple[GpuMention, ...] = ()
+) -> tuple[str, str, list[str]]:
+    """(catalogue key, where it came from, assumptions): --gpu, else a GPU the file names, else the layout's
+    guess.
+
+    Of several GPUs named in the file, the one that fits the layout best (compute capability, NVLink count,
+    PCIe generation of the GPU links) wins, the first named on a tie; a name that contradicts the layout
+    (an A100 named beside NV18 links) does not override the layout's own guess.
+    """
+    if gpu is not None:
+        catalog.accelerator(gpu)
+        return gpu, "--gpu", []
+    where = f"{Path(layout.source).name}" if layout.source else "the file"
+    if named:
+        scored = [(_fit(layout, m.key), i, m) for i, m in enumerate(named)]
+        (score, why), _, best = max(scored, key=lambda x: (x[0][0], -x[1]))
+        others = [m for m in named if m is not best]
+        also = ", ".join(f"{m.written} line {m.line}" for m in others)
+        fits = f"; {best.written} fits {why}" if why else ""
+        listed = f" (it also names {also}{fits})" if others else ""
+        if score > 0:
+            return (
+                best.key,
+                "the file",
+                [
+                    f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> "
+                    f"{best.key}{listed}; give --gpu to override"
+                ],
+            )
+        key, how = layout.gpu_hint
+        names = ", ".join(f"{m.written} (line {m.line})" for m in named)
+        if key is not None:
+            return (
+                key,
+                "the layout",
+                [
+                    f"the file names {names}, but that does not fit the layout ({why}); {how}: assumed "
+                    f"{key} (give --gpu)"
+                ],
+            )
+        return (
+            best.key,
+            "the file",
+            [
+                f"GPU model from the file: {best.written!r} ({where} line {best.line}) -> {best.key}, "
+                f"although the layout shows {why}; give --gpu to override"
+            ],
+        )
+    key, how = layout.gpu_hint
+    if key is not None:
+        return key, "the layout", [f"GPU model not named by the input: {how}; assumed {key} (give --gpu)"]
+    return DEFAULT_GPU, "default", [f"GPU model unknown ({how}): assumed {DEFAULT_GPU} (give --gpu)"]
+
+
+def infer_node_spec(
+    layout: NodeLayout, accelerator: str, speed: float, groups: tuple[NvlinkGroup, ...]
+) -> tuple[ClusterSpec, dict[str, Any], list[str], list[Finding]]:
+    """A one-node ClusterSpec for ``layout`` with ``accelerator`` and NICs of ``speed`` bytes/s.
+
+    Returns
+    -------
+    (spec, spec_data, notes, findings)
+        The spec, the mapping it was built from, assumptions made and layout findings (NVLink missing).
+    """
+    acc = catalog.accelerator(accelerator)
+    notes: list[str] = []
+    findings: list[Finding] = []
+    n = len(layout.gpus)
+    one_mesh = len(groups) == 1 and len(groups[0].gpus) == n and groups[0].full_mesh
+    peer_through_cpu = any(
+        not NV_LINKS.match(code) and normalize_path_code(code) not in GDR_PATHS
+        for code in layout.gpu_links.values()
+    )
+    if layout.hand_written and not groups and acc.nvlink:
+        one_mesh = True
+        notes.append(
+            f"NVLink not in the file: {accelerator}'s NVSwitch board assumed ({acc.nvlink_links} links per "
+            "GPU)"
+        )
+    if n > 1 and one_mesh and acc.nvlink:
+        scale_up: dict[str, Any] = {"kind": "nvswitch"}
+        links = groups[0].link_counts if groups else ()
+        if acc.nvlink_links and links and links[0] < acc.nvlink_links:
+            notes.append(
+                f"the matrix shows NV{links[0]} but {accelerator} has {acc.nvlink_links} links: modelled "
+                "with the catalogue's"
+            )
+    else:
+        scale_up = {
+            "kind": "pcie",
+            "link": f"pcie-{acc.pcie}" if acc.pcie else "pcie-gen4",
+            "p2p_through_cpu": peer_through_cpu,
+        }
+        if groups and acc.nvlink:
+            findings.append(Finding("nvlink_partial", (
+                f"NVLink joins only {'; '.join('+'.join(g.gpus) for g in groups)}: rings that span all "
+                "GPUs cross PCIe between the groups, so the node is modelled as PCIe-bound"
+            )))  # fmt: skip
+        elif groups and not acc.nvlink:
+            notes.append(
+                f"the input shows NVLink but {accelerator} has none in the catalogue: modelled as PCIe"
+            )
+        if n > 1 and peer_through_cpu:
+            findings.append(Finding("pcie_p2p_cpu", (
+                "GPU-to-GPU traffic crosses the CPU root complex (PHB/NODE/SYS between GPUs): busbw is "
+                "bounded by what the CPU forwards (9-11 GB/s for 4 x V100 Gen3, reference sec. 7.7)"
+            )))  # fmt: skip
+    data: dict[str, Any] = {
+        "name": f"{Path(layout.source).name if layout.source else 'node'} ({layout.kind})",
+        "accelerator": accelerator,
+        "gpus_per_node": max(1, n),
+        "nodes": 1,
+        "scale_up": scale_up,
+        "scale_out": {
+            "nic": nic_for_speed(speed),
+            "nic_speed": f"{speed * 8 / 1e9:g} Gb/s",
+            "fabric": layout.fabric or "infiniband",
+            "switch": _switch(layout.fabric or "infiniband", speed),
+            "tiers": 2,
+        },
+        "front_end": None,
+        "management": None,
+        "cpu_vendor": layout.cpu_vendor or "intel",
+        "description": f"one node read from {layout.source or 'the input'}",
+    }
+    if layout.fabric is None and layout.nics:
+        notes.append("NIC fabric not in the input: InfiniBand assumed")
+    if layout.cpu_vendor is None:
+        notes.append("CPU vendor not in the input: Intel assumed (NCCL's network overheads)")
+    return ClusterSpec.from_dict(data, source="inspected node"), data, notes, findings
+
+
+def _switch(fabric: str, speed: float) -> str:
+    if fabric == "ethernet":
+        return "spectrum-4-sn5600-400g" if speed <= 50e9 * 1.0001 else "spectrum-4-sn5600-800g"
+    return "quantum-2-qm9700" if speed <= 50e9 * 1.0001 else "quantum-x800-q3400"
+
+
+def gdr_network_factor(
+    layout: NodeLayout, pairing: dict[str, GpuNicPath | None], nic_effective_bytes_per_s: float = 0.0
+) -> float:
+    """Share of ``g`` NICs' worth of bandwidth a node's rings get: distinct NICs used x their factor / g.
+
+    A NIC's factor is the GDR one (:data:`NO_GDR_FACTOR` when traffic is staged in host memory), capped by the
+    PCIe path to its GPU where the input gives link speeds: NCCL's path bandwidth over the NIC's effective
+    rate (a Gen4 x16 path, 24 GB/s, carries ~98 % of an HDR NIC and ~49 % of a 400 Gb/s one).
+    """
+    used: dict[str, float] = {}
+    for g, p in pairing.items():
+        if p is None:
+            return 1.0
+        factor = 1.0 if p.gdr else NO_GDR_FACTOR
+        pcie = layout.gpu_nic_pcie.get((g, p.nic))
+        if pcie is not None and nic_effective_bytes_per_s > 0:
+            factor = min(factor, pcie[0] / nic_effective_bytes_per_s)
+        used[p.nic] = min(used.get(p.nic, 1.0), factor)
+    return sum(used.values()) / max(1, len(layout.gpus))
+
+
+def rail_cap(
+    layout: NodeLayout, pairing: dict[str, GpuNicPath | None], nic_effective_bytes_per_s: float
+) -> tuple[float, str] | None:
+    """The slowest GPU-NIC PCIe path of the pairing, if it is below the NIC's effective rate."""
+    caps = [
+        layout.gpu_nic_pcie[(g, p.nic)]
+        for g, p in pairing.items()
+        if p is not None and (g, p.nic) in layout.gpu_nic_pcie
+    ]
+    if not caps:
+        return None
+    low = min(caps)
+    return low if low[0] < nic_effective_bytes_per_s else None
+
+
+def expected_busbw(spec: ClusterSpec, network_factor: float) -> tuple[ExpectedBusbw, ...]:
+    """all_reduce busbw at :data:`EXPECTED_BYTES` (formula engine): one node, and 2 and 8 nodes with the
+    network scaled by ``network_factor`` (:func:`gdr_network_factor`)."""
+    out = []
+    one = formula_collective("all_reduce", EXPECTED_BYTES, spec)
+    out.append(ExpectedBusbw("one node, NCCL default", 1, one.algorithm, one.protocol, one.busbw_bytes_per_s))
+    if one.algorithm != Algorithm.RING and spec.n_gpus > 1:
+        ring = formula_collective("all_reduce", EXPECTED_BYTES, spec, algorithm="ring")
+        out.append(
+            ExpectedBusbw(
+                "one node, NCCL_ALGO=Ring", 1, ring.algorithm, ring.protocol, ring.busbw_bytes_per_s
+            )
+        )
+    net = Calibration(inter_scale=max(0.01, network_factor), name="node layout")
+    for nodes, label, algorithm in ((2, "2 nodes, NCCL_ALGO=Ring (the fabric's figure)", "ring"),
+                                    (8, "8 nodes, NCCL default", None)):  # fmt: skip
+        multi = spec.with_changes(nodes=nodes)
+        r = formula_collective("all_reduce", EXPECTED_BYTES, multi, algorithm=algorithm, calibration=net)
+        out.append(ExpectedBusbw(label, nodes, r.algorithm, r.protocol, r.busbw_bytes_per_s))
+    return tuple(out)

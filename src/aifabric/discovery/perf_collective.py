@@ -1,0 +1,184 @@
+"""Which collective an nccl-tests table measured, and its rank count when only the numbers tell.
+
+From the nearest ``<name>_perf`` binary above the table, else from the columns and their numbers (an
+operation with root -1 and busbw/algbw above 1 is all_reduce; size = n x count x typesize is a gathering
+collective; a root is reduce or broadcast). Bus-bandwidth factors: NVIDIA, nccl-tests ``doc/PERFORMANCE.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from aifabric.discovery.perf_metadata import BINARY, Metadata
+from aifabric.discovery.perf_records import COLLECTIVES, DTYPE_BYTES, PerfRow
+from aifabric.discovery.perf_rows import Columns
+from aifabric.errors import ParseError
+
+__all__ = [
+    "canonical_argument",
+    "nearest_binary",
+    "ranks_from_rows",
+    "resolve_collective",
+]
+
+_REDUCING = frozenset({"all_reduce", "reduce_scatter", "reduce", "sendrecv"})  # print an operation name
+_ROOTED = frozenset({"reduce", "broadcast", "gather", "scatter"})  # print a root >= 0
+# Collectives whose size column is n x count x typesize (the gathered or scattered whole).
+_SIZE_IS_N_COUNTS = frozenset({"all_gather", "reduce_scatter", "alltoall", "gather", "scatter", "hypercube"})
+
+
+def _canonical(name: str) -> str | None:
+    key = name.strip().lower()
+    key = re.sub(r"_perf(_mpi)?$", "", key).replace("-", "").replace("_", "")
+    for collective in COLLECTIVES:
+        if collective.replace("_", "") == key:
+            return collective
+    return None
+
+
+def canonical_argument(name: str) -> str:
+    """The nccl-tests name of a caller's ``collective=`` (``allreduce_perf`` -> ``all_reduce``).
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is not one of :data:`COLLECTIVES`.
+    """
+    canonical = _canonical(name)
+    if canonical is None:
+        raise ValueError(f"collective: unknown collective {name!r}; known: {', '.join(sorted(COLLECTIVES))}")
+    return canonical
+
+
+def nearest_binary(lines: list[str], start: int, stop: int, source: str | None) -> str | None:
+    """The collective of the last ``<name>_perf`` in ``lines[start:stop]``; ParseError if it is unknown."""
+    for index in range(stop - 1, start - 1, -1):
+        matches = list(BINARY.finditer(lines[index]))
+        if matches:
+            name = matches[-1].group(1).lower()
+            canonical = _canonical(name)
+            if canonical is None:
+                raise ParseError(
+                    f"{matches[-1].group(0)!r} is not an nccl-tests binary "
+                    f"(known: {', '.join(sorted(c + '_perf' for c in COLLECTIVES))})",
+                    line=index + 1,
+                    source=source,
+                )
+            return canonical
+    return None
+
+
+def resolve_collective(
+    header: int,
+    named: str | None,
+    earlier: str | None,
+    rows: list[PerfRow],
+    columns: Columns,
+    meta: Metadata,
+    source: str | None,
+) -> str | None:
+    """The binary named above the table (checked against the columns), else the columns, else ``earlier``."""
+    if named is not None:
+        if not _fits(named, rows, columns):
+            raise ParseError(
+                f"the log names {named}_perf but the columns (redop {rows[0].redop}, root {rows[0].root}) "
+                f"do not fit it",
+                line=header + 1,
+                source=source,
+            )
+        return named
+    inferred = _collective_from_columns(rows, columns, meta.n_ranks)
+    if inferred is not None:
+        return inferred
+    return earlier if earlier is not None and _fits(earlier, rows, columns) else None
+
+
+def _fits(collective: str, rows: list[PerfRow], columns: Columns) -> bool:
+    """Whether the ``redop`` and ``root`` columns (new layout only) are what ``collective`` prints."""
+    if "root" not in columns.params or "redop" not in columns.params:
+        return True
+    redops = {row.redop for row in rows}
+    roots = {row.root for row in rows}
+    if collective == "hypercube":
+        redop_ok = redops == {None}
+    elif collective in _REDUCING:
+        redop_ok = None not in redops and "none" not in redops
+    else:
+        redop_ok = redops == {"none"}
+    root_ok = (
+        all(root is not None and root >= 0 for root in roots) if collective in _ROOTED else roots == {-1}
+    )
+    return redop_ok and root_ok
+
+
+def _size_ratio(rows: list[PerfRow]) -> int | None:
+    """size / (count x typesize), when it is the same integer for every row that allows computing it."""
+    ratios = set()
+    for row in rows:
+        width = DTYPE_BYTES.get(row.dtype)
+        if width is None or row.count == 0:
+            continue
+        ratio = row.size_bytes / (row.count * width)
+        if ratio != int(ratio):
+            return None
+        ratios.add(int(ratio))
+    return ratios.pop() if len(ratios) == 1 else None
+
+
+def _bus_factor(rows: list[PerfRow]) -> tuple[float, float] | None:
+    """busbw / algbw of the fastest row and its uncertainty from printing both to 0.01 GB/s."""
+    results = [r for row in rows for r in (row.out_of_place, row.in_place) if r is not None]
+    results = [
+        r for r in results if math.isfinite(r.algbw_bytes_per_s) and math.isfinite(r.busbw_bytes_per_s)
+    ]
+    if not results:
+        return None
+    best = max(results, key=lambda r: r.algbw_bytes_per_s)
+    if best.algbw_bytes_per_s < 1e9 or best.busbw_bytes_per_s <= 0:
+        return None
+    factor = best.busbw_bytes_per_s / best.algbw_bytes_per_s
+    uncertainty = factor * (0.005e9 / best.busbw_bytes_per_s + 0.005e9 / best.algbw_bytes_per_s)
+    return factor, uncertainty
+
+
+def _collective_from_columns(rows: list[PerfRow], columns: Columns, n_ranks: int | None) -> str | None:
+    if "redop" not in columns.params:
+        return None
+    redops = {row.redop for row in rows}
+    if None in redops or (len(redops) > 1 and "none" in redops):
+        return None
+    reducing = "none" not in redops
+    has_root = "root" in columns.params
+    rooted = has_root and all(row.root is not None and row.root >= 0 for row in rows)
+    unrooted = not has_root or all(row.root == -1 for row in rows)
+    ratio = _size_ratio(rows)
+    if reducing and rooted:
+        return "reduce"
+    if reducing and unrooted and ratio is not None and ratio > 1:
+        return "reduce_scatter"
+    if reducing and unrooted and ratio == 1:
+        factor = _bus_factor(rows)
+        if factor is not None and factor[0] > 1.0 + 5 * factor[1] + 0.01:
+            return "all_reduce"  # 2(n-1)/n > 1 only for all_reduce
+        if factor is not None and abs(factor[0] - 1.0) <= 0.02 and has_root and n_ranks and n_ranks > 2:
+            return "sendrecv"  # factor 1 with more than 2 ranks rules out all_reduce
+        return None
+    if not reducing and rooted and ratio == 1:
+        return "broadcast"
+    return None  # all_gather vs alltoall, gather vs scatter: the columns cannot tell
+
+
+def ranks_from_rows(collective: str | None, rows: list[PerfRow]) -> int | None:
+    """The communicator size implied by the numbers, or None if they do not pin it down."""
+    if collective in _SIZE_IS_N_COUNTS:
+        return _size_ratio(rows)
+    if collective == "all_reduce":
+        factor = _bus_factor(rows)
+        if factor is None or factor[0] >= 2.0:
+            return None
+        n = 2.0 / (2.0 - factor[0])
+        spread = n * n / 2.0 * factor[1]  # dn/dfactor = n^2 / 2
+        if spread < 0.4 and abs(n - round(n)) <= 0.5 * max(spread, 0.05) + 0.05 and round(n) >= 1:
+            return round(n)
+    return None

@@ -1,0 +1,291 @@
+"""Read what a log says above an nccl-tests table: title, rank lines, run parameters, NCCL version, counts.
+
+Ranks and hosts come, in this order, from the ``# Rank`` lines, the condensed ``Ranks a-b on host`` lines,
+the launcher command (``mpirun -np 16 -H a:8,b:8``, ``srun -N 2``) and the title and commentary just above
+the table ("2 of the 8 nodes (16 ranks)"); see :class:`aifabric.discovery.nccl_tests.PerfTable`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from aifabric.discovery.perf_records import RankInfo, RunParameters
+from aifabric.errors import ParseError
+
+__all__ = [
+    "BINARY",
+    "Metadata",
+]
+
+BINARY = re.compile(r"(?<![\w-])([A-Za-z][A-Za-z0-9_]*?)_perf(?:_mpi)?(?![\w-])")
+_RANK = re.compile(
+    r"^#\s*Rank\s+(\d{1,9})\s+(?:Group\s+(\d{1,9})\s+)?Pid\s+(\d{1,12})\s+on\s+(\S+)\s+"
+    r"device\s+(\d{1,9})\s+\[([^\]]*)\]\s*(.*)$"  # the name: not (.*?)\s*$, quadratic on long blank runs
+)
+_RANKS_LINE = re.compile(r"^#\s*Ranks\s+\d{1,9}\s*-\s*\d{1,9}\s+on\s+\S")
+_RANKS_SEGMENT = re.compile(r"[Rr]anks\s+(\d{1,9})\s*-\s*(\d{1,9})\s+on\s+([^\s,;]+)([^;]*)")
+_VERSION = re.compile(r"NCCL version\s+(\d{1,4}(?:\.\d{1,6}){1,3})(?:\+cuda(\d{1,4}(?:\.\d{1,4})*))?")
+_LAUNCHER = re.compile(r"(?<![\w-])(mpirun|mpiexec|srun|orterun)(?![\w-])")
+#: Most ranks the rank lines above one table may describe (131,072: above the largest single jobs reported,
+#: about 100,000 GPUs). A condensed line ``Ranks 0-N on h`` expands to N objects, so this bounds the cost.
+_MAX_RANKS = 1 << 17
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """What the lines between the previous table and this one say; see :class:`PerfTable` for the order."""
+
+    title: str | None
+    ranks: tuple[RankInfo, ...]
+    n_ranks: int | None
+    n_nodes: int | None
+    gpu_name: str | None
+    nccl_version: str | None
+    cuda_version: str | None
+    parameters: RunParameters | None
+
+    @classmethod
+    def read(cls, lines: list[str], boundary: int, stop: int, source: str | None) -> Metadata:
+        """Read ``lines[boundary:stop]`` (0-based); ``source`` names the input in errors.
+
+        Raises
+        ------
+        ParseError
+            If a rank line is malformed or the rank lines describe too many ranks.
+        """
+        title, title_start = _title(lines, boundary, stop)
+        region = lines[boundary:stop]
+        local_text = " ".join(line.strip() for line in lines[title_start:stop])
+        ranks = _rank_lines(region, boundary, source)
+        parameters = _run_parameters(region)
+        command = _launcher_command(region)
+        gpus_per_process = (parameters.n_gpus if parameters else None) or _flag(command, "-g") or 1
+        threads = (parameters.n_threads if parameters else None) or _flag(command, "-t") or 1
+        hosts = {rank.host for rank in ranks}
+        n_ranks = len({rank.rank for rank in ranks}) or None
+        n_nodes = len(hosts) or None
+        if n_nodes is None:
+            n_nodes = _launcher_nodes(command) or _text_nodes(local_text)
+        if n_ranks is None:
+            processes = _launcher_processes(command)
+            if processes is not None:
+                n_ranks = processes * threads * gpus_per_process
+        if n_ranks is None:
+            n_ranks = _text_ranks(local_text, n_nodes)
+        names = {rank.gpu_name for rank in ranks}
+        version = None
+        for line in region:
+            match = _VERSION.search(line)
+            if match:
+                version = match
+        return cls(
+            title=title,
+            ranks=ranks,
+            n_ranks=n_ranks,
+            n_nodes=n_nodes,
+            gpu_name=names.pop() if len(names) == 1 else None,
+            nccl_version=version.group(1) if version else None,
+            cuda_version=version.group(2) if version else None,
+            parameters=parameters,
+        )
+
+
+def _title(lines: list[str], boundary: int, stop: int) -> tuple[str | None, int]:
+    """The last ``=== ... ===`` title (possibly over several lines) in ``[boundary, stop)`` and its start."""
+    title: str | None = None
+    start = boundary
+    index = boundary
+    while index < stop:
+        stripped = lines[index].strip()
+        if stripped.startswith("==="):
+            parts, end = [stripped], index
+            closed = len(stripped) > 3 and stripped.endswith("===")
+            while not closed and end + 1 < stop and end - index < 3:  # a title wrapped over a few lines
+                end += 1
+                parts.append(lines[end].strip())
+                closed = parts[-1].endswith("===")
+            if not closed:
+                parts, end = [stripped], index
+            title = " ".join(parts).strip("= ") or None
+            start, index = index, end
+        index += 1
+    return title, start
+
+
+def _rank_lines(region: list[str], offset: int, source: str | None) -> tuple[RankInfo, ...]:
+    ranks: dict[int, RankInfo] = {}
+    expanded = 0  # RankInfo objects made from condensed lines, repeats included
+    for i, line in enumerate(region):
+        stripped = line.strip()
+        match = _RANK.match(stripped)
+        if match:
+            rank = int(match.group(1))
+            ranks.setdefault(
+                rank,
+                RankInfo(
+                    rank=rank,
+                    host=match.group(4),
+                    device=int(match.group(5)),
+                    bus_id=match.group(6).strip() or None,
+                    gpu_name=match.group(7).rstrip() or None,
+                    pid=int(match.group(3)),
+                    group=int(match.group(2)) if match.group(2) is not None else None,
+                ),
+            )
+        elif _RANKS_LINE.match(stripped):
+            infos = _condensed_ranks(stripped, offset + i + 1, source, _MAX_RANKS - expanded)
+            expanded += len(infos)
+            for info in infos:
+                ranks.setdefault(info.rank, info)
+    return tuple(ranks[rank] for rank in sorted(ranks))
+
+
+def _condensed_ranks(stripped: str, lineno: int, source: str | None, limit: int) -> list[RankInfo]:
+    """``#  Ranks 0-7 on host-a devices 0-7 [bus ids]; ranks 8-15 on host-b, same``; at most ``limit``."""
+    infos: list[RankInfo] = []
+    devices: tuple[int, int] | None = None
+    bus_ids: list[str] = []
+    for match in _RANKS_SEGMENT.finditer(stripped):
+        first, last, host, rest = int(match.group(1)), int(match.group(2)), match.group(3), match.group(4)
+        if last < first or last - first >= _MAX_RANKS:
+            raise ParseError(f"rank range {first}-{last} is not plausible", line=lineno, source=source)
+        device_match = re.search(r"devices\s+(\d{1,9})\s*-\s*(\d{1,9})", rest)
+        if device_match:
+            devices = (int(device_match.group(1)), int(device_match.group(2)))
+            bus_ids = re.findall(r"\[([^\]]+)\]", rest)
+        elif not re.search(r"\bsame\b", rest):
+            devices, bus_ids = None, []
+        if len(infos) + last - first >= limit:
+            raise ParseError(
+                f"rank lines above this table list more than {_MAX_RANKS:,} ranks", line=lineno, source=source
+            )
+        for k, rank in enumerate(range(first, last + 1)):
+            device = devices[0] + k if devices and devices[0] + k <= devices[1] else None
+            infos.append(
+                RankInfo(
+                    rank=rank,
+                    host=host,
+                    device=device,
+                    bus_id=bus_ids[k] if k < len(bus_ids) else None,
+                    gpu_name=None,
+                )
+            )
+    return infos
+
+
+def _run_parameters(region: list[str]) -> RunParameters | None:
+    found: RunParameters | None = None
+    for line in region:
+        stripped = line.strip()
+        head = re.match(
+            r"#\s*nThread\s+(\d{1,9})\s+nGpus\s+(\d{1,9})(?:\s+minBytes\s+(\d{1,20})\s+maxBytes\s+(\d{1,20}))?",
+            stripped,
+        )
+        if not head:
+            continue
+
+        def number(pattern: str, text: str = stripped) -> int | None:
+            match = re.search(pattern, text)
+            return int(match.group(1)) if match else None
+
+        step = re.search(r"step:\s*(\d{1,20})\((factor|bytes)\)", stripped)
+        validation = number(r"validation:\s*(\d{1,9})")
+        found = RunParameters(
+            n_threads=int(head.group(1)),
+            n_gpus=int(head.group(2)),
+            min_bytes=int(head.group(3)) if head.group(3) else None,
+            max_bytes=int(head.group(4)) if head.group(4) else None,
+            step_factor=int(step.group(1)) if step and step.group(2) == "factor" else None,
+            step_bytes=int(step.group(1)) if step and step.group(2) == "bytes" else None,
+            warmup_iters=number(r"warmup iters:\s*(\d{1,9})"),
+            iters=number(r"(?<!warmup )(?<!agg )\biters:\s*(\d{1,9})"),
+            agg_iters=number(r"agg iters:\s*(\d{1,9})"),
+            validation=None if validation is None else validation != 0,
+            graph_launches=number(r"graph:\s*(\d{1,9})"),
+        )
+    return found
+
+
+def _launcher_command(region: list[str]) -> str:
+    """The last ``mpirun``/``srun`` command in the region, with ``\\`` continuations joined."""
+    joined: list[str] = []
+    pending = ""
+    for line in region:
+        stripped = line.strip()
+        if stripped.endswith("\\"):
+            pending += stripped[:-1] + " "
+            continue
+        joined.append(pending + stripped)
+        pending = ""
+    if pending:
+        joined.append(pending)
+    commands = [line for line in joined if _LAUNCHER.search(line) and not line.startswith("#")]
+    return commands[-1] if commands else ""
+
+
+def _flag(command: str, flag: str) -> int | None:
+    """Value of an nccl-tests flag (``-g 8``), looked up after the ``*_perf`` binary only."""
+    binary = BINARY.search(command)
+    if not binary:
+        return None
+    match = re.search(rf"(?<!\S){flag}\s*(\d{{1,6}})(?!\S)", command[binary.end() :])
+    return int(match.group(1)) if match and int(match.group(1)) > 0 else None
+
+
+def _launcher_options(command: str) -> str:
+    """The launcher's part of a command: what comes before the ``*_perf`` binary."""
+    binary = BINARY.search(command)
+    return command[: binary.start()] if binary else command
+
+
+def _launcher_processes(command: str) -> int | None:
+    """Processes started: ``-np``/``-n``/``--ntasks``, or srun's ``-N`` x ``--ntasks-per-node``."""
+    head = _launcher_options(command)
+    match = re.search(r"(?<!\S)(?:-np|--np|-n|--ntasks)[\s=](\d{1,7})(?!\S)", head)
+    if match:
+        return int(match.group(1)) or None
+    nodes = re.search(r"(?<!\S)(?:-N|--nodes)[\s=]?(\d{1,6})(?!\S)", head)
+    per_node = re.search(r"--ntasks-per-node[\s=](\d{1,6})(?!\S)", head)
+    if "srun" in head and nodes and per_node:
+        return int(nodes.group(1)) * int(per_node.group(1)) or None
+    return None
+
+
+def _launcher_nodes(command: str) -> int | None:
+    """Hosts named by mpirun's ``-H a:8,b:8`` or srun's ``-N 2`` (mpirun's ``-N`` is per-node ranks)."""
+    head = _launcher_options(command)
+    match = re.search(r"(?<!\S)(?:-H|--host|-host)[\s=](\S+)", head)
+    if match:
+        hosts = {re.sub(r":\d+$", "", host) for host in match.group(1).split(",") if host}
+        return len(hosts) or None
+    nodes = re.search(r"(?<!\S)(?:-N|--nodes)[\s=]?(\d{1,6})(?!\S)", head)
+    if "srun" in head and nodes:
+        return int(nodes.group(1)) or None
+    return None
+
+
+def _text_nodes(text: str) -> int | None:
+    for pattern in (
+        r"\b(\d{1,6})\s+of\s+the\s+\d{1,6}\s+nodes\b",
+        r"\b(\d{1,6})\s+nodes?\b",
+    ):
+        match = re.search(pattern, text, re.IGNORECASE)
+        if match and int(match.group(1)) > 0:
+            return int(match.group(1))
+    match = re.search(r"<([^<>\s]*?)(\d{1,6})>\s*\.\.\s*<\1(\d{1,6})>", text)
+    if match and int(match.group(3)) >= int(match.group(2)):
+        return int(match.group(3)) - int(match.group(2)) + 1
+    if re.search(r"\b(?:single|one)\s+node\b", text, re.IGNORECASE):
+        return 1
+    return None
+
+
+def _text_ranks(text: str, n_nodes: int | None) -> int | None:
+    match = re.search(r"\b(\d{1,7})\s+ranks\b(?!\s+per\b)", text, re.IGNORECASE)
+    if match and int(match.group(1)) > 0:
+        return int(match.group(1))
+    match = re.search(r"\b(\d{1,6})\s+ranks\s+per\s+(?:node|host|vm|server)\b", text, re.IGNORECASE)
+    if match and n_nodes:
+        return int(match.group(1)) * n_nodes or None
+    return None
