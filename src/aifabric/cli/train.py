@@ -16,7 +16,7 @@ from rich.table import Table
 from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
-from aifabric.errors import ConfigError
+from aifabric.errors import ConfigError, Infeasible
 from aifabric.report.html import check_html_path, plan_report, step_report, write_html
 from aifabric.report.step_plot import check_plot_path, plot_step_breakdown
 from aifabric.report.trace import check_trace_path, step_trace, write_trace
@@ -167,12 +167,29 @@ def _fabric_dict(fs: FabricStep) -> dict[str, object]:
     }
 
 
-def _refuse_unused(model: ModelSpec, capacity: float | None, prefetch: int | None, zero: int) -> None:
-    """Options the chosen model or layout would not use are refused, not dropped."""
+def _refuse_unused(
+    model: ModelSpec,
+    capacity: float | None,
+    prefetch: int | None,
+    zero: int | None,
+    *,
+    tp: int | None = None,
+    tp_overlap: bool = False,
+) -> None:
+    """Options the chosen model or layout would not use are refused, not dropped; ``zero`` and ``tp`` are
+    None where the planner chooses them."""
     if capacity is not None and not model.is_moe:
         raise ConfigError(f"--capacity-factor: model {model.name!r} has no experts")
-    if prefetch is not None and zero != 3:
+    if capacity is not None and not capacity >= 1.0:
+        raise ConfigError(f"--capacity-factor: must be >= 1 (omit it for dropless routing), got {capacity}")
+    if prefetch is not None and zero is not None and zero != 3:
         raise ConfigError(f"--zero3-prefetch: applies to ZeRO-3 only, got --zero {zero}")
+    if prefetch is not None and prefetch > model.n_layers:
+        raise ConfigError(
+            f"--zero3-prefetch: {prefetch} layers ahead, but model {model.name!r} has {model.n_layers} layers"
+        )
+    if tp_overlap and tp == 1:
+        raise ConfigError("--tp-comm-overlap: overlaps TP collectives, and --tp 1 has none")
 
 
 @handle_errors
@@ -231,7 +248,9 @@ def train(
         typer.Option(help="Identical jobs sharing the cluster, each on GPUs / jobs; flow/links only", min=1),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(help="Seed of placement and hashing; flow/links only", min=0)
+        int | None,
+        # numpy's RandomState bound (0..2**32-1), as `fabric --seed`: the hashes mix the seed in int64
+        typer.Option(help="Seed of placement and hashing; flow/links only", min=0, max=2**32 - 1),
     ] = None,
     plot: PlotOpt = None,
     trace: TraceOpt = None,
@@ -255,7 +274,7 @@ def train(
     """
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
-    _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero)
+    _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero, tp=tp, tp_overlap=tp_comm_overlap)
     _refuse_fabric_options(engine, placement, routing, jobs, seed)
     if plot is not None:
         check_plot_path(plot, "--plot")
@@ -302,7 +321,7 @@ def train(
     )
     fs: FabricStep | None = None
     if engine is EngineChoice.formula:
-        st = StepModel(spec_model, spec, options=opts).evaluate(layout)
+        st = _evaluate(StepModel(spec_model, spec, options=opts), layout)
     else:
         fs = fabric_step(
             spec_model,
@@ -337,6 +356,17 @@ def train(
         console.print(fs.summary(), markup=False, highlight=False)
     if plot is not None:
         console.print(f"plot: {plot}", markup=False, highlight=False)
+
+
+def _evaluate(sm: StepModel, layout: ParallelLayout) -> StepTime:
+    """Time the layout; a layout that does not fit names the published setting that makes it fit."""
+    try:
+        return sm.evaluate(layout)
+    except Infeasible as err:
+        remedy = sm.memory_remedy(layout)
+        if remedy is None:
+            raise
+        raise Infeasible(f"{err}; fits with {remedy.option} ({remedy.source})") from None
 
 
 def _print_step(st: StepTime) -> None:
@@ -439,7 +469,7 @@ def plan(
     """
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
-    _refuse_unused(spec_model, capacity_factor, None, 3)
+    _refuse_unused(spec_model, capacity_factor, zero3_prefetch, None, tp=tp, tp_overlap=tp_comm_overlap)
     if plot is not None:
         check_plot_path(plot, "--plot")
     if html is not None:

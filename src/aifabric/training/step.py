@@ -73,7 +73,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
 from aifabric.engines.formula import TierModel, formula_collective, tier_model
 from aifabric.engines.result import CollectiveResult
-from aifabric.errors import ConfigError
+from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.efficiency import ComputeProfile, compute_profile
 from aifabric.training.flops import (
     attention_core_forward_flops_per_token,
@@ -82,7 +82,7 @@ from aifabric.training.flops import (
 )
 from aifabric.training.gemm import Gemm, GemmTable, backward_gemms, layer_gemms, pass_flops_per_s
 from aifabric.training.layout import ParallelLayout, Recompute
-from aifabric.training.memory import MemoryBreakdown, check_fits, memory_breakdown
+from aifabric.training.memory import MEMORY_REMEDIES, MemoryBreakdown, MemoryRemedy, check_fits, memory_breakdown
 from aifabric.training.models import ModelSpec
 
 __all__ = [
@@ -437,6 +437,7 @@ class StepTime:
     compute: ComputeProfile
     layers_per_stage: int
     notes: tuple[str, ...] = field(default=())
+    seq_len: int = 0
 
     def comm_s(self, dim: str, network: str | None = None, *, exposed_only: bool = False) -> float:
         """Seconds per iteration of ``dim``'s collectives (all, or on one network; exposed or in total)."""
@@ -486,6 +487,7 @@ class StepTime:
             "hfu": self.hfu,
             "breakdown_s": dict(self.breakdown_s),
             "network_s": {k: dict(v) for k, v in self.network_s.items()},
+            "seq_len": self.seq_len,
             "n_microbatches": self.n_microbatches,
             "bubble_fraction": self.bubble_fraction,
             "memory_bytes_per_gpu": self.memory.total_bytes,
@@ -797,6 +799,24 @@ class StepModel:
             zero3_prefetch_layers=opt.zero3_prefetch_layers,
         )
         return padded, mem
+
+    def memory_remedy(self, layout: ParallelLayout) -> MemoryRemedy | None:
+        """The first published setting of :data:`MEMORY_REMEDIES` with which ``layout`` fits, or None.
+
+        Raises
+        ------
+        ConfigError
+            If the layout does not suit the model or cluster (see :meth:`check`).
+        """
+        for remedy in MEMORY_REMEDIES:
+            if not remedy.applies(layout):
+                continue
+            try:
+                self.check(remedy.apply(layout))
+            except Infeasible:
+                continue
+            return remedy
+        return None
 
     # ------------------------------------------------------------------------------------- the model
     def evaluate(self, layout: ParallelLayout) -> StepTime:
@@ -1136,6 +1156,7 @@ class StepModel:
                 f"uneven stages: {m.n_layers} layers over pp x v = {p} x {v}; the busiest stage holds "
                 f"{st.layers} (memory checked as if every stage did)"
             )
+        notes.extend(self._layout_notes(lay))
         return StepTime(
             model=m.name,
             cluster=self.spec.name,
@@ -1158,7 +1179,26 @@ class StepModel:
             compute=self.compute,
             layers_per_stage=st.layers,
             notes=tuple(notes),
+            seq_len=m.seq_len,
         )
+
+    def _layout_notes(self, lay: ParallelLayout) -> list[str]:
+        """What the reader must know about the model and options: approximations, conventions, and
+        combinations a common framework refuses."""
+        notes = [self.model.notes] if self.model.notes else []
+        if self.options.fp8:
+            notes.append(
+                "FP8: the linear GEMMs run at the FP8 peak; MFU is against the BF16 peak "
+                f"({self.peak_flops / 1e12:.0f} TFLOP/s), as Megatron-LM and Transformer Engine report it"
+            )
+        if lay.zero_stage >= 2 and lay.pp > 1:
+            notes.append(
+                f"ZeRO-{lay.zero_stage} with pp={lay.pp}: DeepSpeed refuses ZeRO-2/3 with pipeline "
+                "parallelism (deepspeed/runtime/pipe/engine.py asserts ZeRO stage < 2); Megatron-LM's "
+                "distributed optimizer is ZeRO-1; Llama 3's in-house FSDP did shard gradients with PP "
+                "(Dubey et al. 2024, Sec. 3.3.2)"
+            )
+        return notes
 
     def _dp_groups(
         self, layout: ParallelLayout, dense_params: float, expert_params: float
