@@ -345,13 +345,15 @@ def train(
             step_report(st, spec, model=model, cluster=cluster, nodes=nodes, layout=layout.describe()), html
         )
         err_console.print(f"report written to {html}", markup=False, highlight=False)
+    seq_from = "--seq-len" if seq_len is not None else spec_model.seq_len_source or "the model's seq_len"
     if json_out:
         out = st.to_dict()
+        out["seq_len_source"] = seq_from
         if fs is not None:
             out["fabric"] = _fabric_dict(fs)
         emit_json(out)
         return
-    _print_step(st)
+    _print_step(st, seq_from)
     if fs is not None:
         console.print(fs.summary(), markup=False, highlight=False)
     if plot is not None:
@@ -369,12 +371,13 @@ def _evaluate(sm: StepModel, layout: ParallelLayout) -> StepTime:
         raise Infeasible(f"{err}; fits with {remedy.option} ({remedy.source})") from None
 
 
-def _print_step(st: StepTime) -> None:
+def _print_step(st: StepTime, seq_from: str) -> None:
     console.print(
         f"[bold]{literal(st.model)}[/] on {st.n_gpus} GPUs of {literal(st.cluster)}: "
         f"{literal(st.layout.describe())}",
         markup=True,
     )
+    console.print(f"sequence length {st.seq_len:,} tokens (from {seq_from})", markup=False, highlight=False)
     console.print(
         f"step {st.step_s:.3f} s, {st.tokens_per_s:,.0f} tokens/s, {st.achieved_flops_per_gpu / 1e12:.1f} "
         f"TFLOP/s per GPU (hardware FLOPs), MFU {st.mfu:.1%}, {st.n_microbatches} microbatches, bubble "
@@ -496,6 +499,7 @@ def plan(
         free = plan_layouts(spec_model, spec, global_batch, top=1, step_model=sm)
         comparison = compare(free.best, res.best)
     why = res.why(sm)
+    seq_from = "--seq-len" if seq_len is not None else spec_model.seq_len_source or "the model's seq_len"
     if plot is not None:
         plot_step_breakdown(list(res.ranked), plot, option="--plot")
     if html is not None:
@@ -503,9 +507,13 @@ def plan(
         write_html(plan_report(res, why, spec, **inputs), html)
         err_console.print(f"report written to {html}", markup=False, highlight=False)
     if json_out:
-        emit_json(_plan_dict(res, why, comparison))
+        seq = {"seq_len": spec_model.seq_len, "seq_len_source": seq_from}
+        emit_json({**_plan_dict(res, why, comparison), **seq})
         return
     _print_plan(res)
+    console.print(
+        f"sequence length {spec_model.seq_len:,} tokens (from {seq_from})", markup=False, highlight=False
+    )
     console.print(why)
     if comparison is not None:
         console.print(

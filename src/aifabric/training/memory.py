@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.layout import ParallelLayout, Recompute
@@ -471,7 +472,8 @@ class MemoryRemedy:
 
     def apply(self, layout: ParallelLayout) -> ParallelLayout:
         """The layout with this setting."""
-        return replace(layout, **{self.field: self.value})
+        changes: dict[str, Any] = {self.field: self.value}
+        return replace(layout, **changes)
 
 
 #: Settings published runs used to make a layout fit, mildest first (tried in this order).

@@ -82,7 +82,13 @@ from aifabric.training.flops import (
 )
 from aifabric.training.gemm import Gemm, GemmTable, backward_gemms, layer_gemms, pass_flops_per_s
 from aifabric.training.layout import ParallelLayout, Recompute
-from aifabric.training.memory import MEMORY_REMEDIES, MemoryBreakdown, MemoryRemedy, check_fits, memory_breakdown
+from aifabric.training.memory import (
+    MEMORY_REMEDIES,
+    MemoryBreakdown,
+    MemoryRemedy,
+    check_fits,
+    memory_breakdown,
+)
 from aifabric.training.models import ModelSpec
 
 __all__ = [
