@@ -153,3 +153,26 @@ def test_fp8_says_which_peak_mfu_is_against():
     assert r.exit_code == 0, r.stderr
     notes = json.loads(r.stdout)["notes"]
     assert any("FP8" in n and "MFU is against the BF16 peak (989 TFLOP/s)" in n for n in notes)
+
+
+def test_flow_engine_table_heading_says_the_fabric_slowed_it():
+    # item 10: the times are the flow engine's, not the formula engine's
+    r = run("train", "--model", "llama3-8b", "--nodes", "16", "--tp", "8", "-B", "64", "--engine", "flow",
+            "--jobs", "8")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert "flow engine: DP, PP and EP slowed by the placed fabric" in r.stdout
+    assert "(formula engine;" not in r.stdout
+
+
+def test_jobs_that_do_not_fit_say_what_each_needs():
+    # item 16: 8 jobs of dp=16 x tp=8 = 128 GPUs (16 nodes) each need 128 nodes; the cluster has 16
+    line = one_error_line(run("train", "--model", "llama3-8b", "--nodes", "16", "--tp", "8", "--dp", "16",
+                              "-B", "64", "--engine", "flow", "--jobs", "8"))  # fmt: skip
+    assert "8 jobs x 16 nodes do not fit the 16 nodes" in line
+    assert "each job is tp x pp x dp x cp = 128 GPUs" in line and "GPUs / jobs" in line
+
+
+def test_help_names_dp_pp_ep_traffic_and_per_job_batch():
+    r = run("train", "--help")
+    text = " ".join(r.stdout.replace("│", " ").split())
+    assert "DP, PP and EP traffic" in text and "of each job with --jobs" in text

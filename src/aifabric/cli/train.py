@@ -89,7 +89,10 @@ CapacityOpt = Annotated[
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="Cluster preset or YAML file")]
 NodesOpt = Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)]
 BatchOpt = Annotated[
-    int, typer.Option("--global-batch", "-B", help="Global batch, sequences per step", min=1)
+    int,
+    typer.Option(
+        "--global-batch", "-B", help="Global batch, sequences per step (of each job with --jobs)", min=1
+    ),
 ]
 FlashOpt = Annotated[
     bool,
@@ -232,7 +235,8 @@ def train(
     engine: Annotated[
         EngineChoice,
         typer.Option(
-            help="formula: closed form; flow/links: the DP traffic of the step on the placed fabric"
+            help="formula: closed form; flow/links: the DP, PP and EP traffic of the step on the placed "
+            "fabric"
         ),
     ] = EngineChoice.formula,
     placement: Annotated[
@@ -353,7 +357,7 @@ def train(
             out["fabric"] = _fabric_dict(fs)
         emit_json(out)
         return
-    _print_step(st, seq_from)
+    _print_step(st, seq_from, fs)
     if fs is not None:
         console.print(fs.summary(), markup=False, highlight=False)
     if plot is not None:
@@ -371,7 +375,7 @@ def _evaluate(sm: StepModel, layout: ParallelLayout) -> StepTime:
         raise Infeasible(f"{err}; fits with {remedy.option} ({remedy.source})") from None
 
 
-def _print_step(st: StepTime, seq_from: str) -> None:
+def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None) -> None:
     console.print(
         f"[bold]{literal(st.model)}[/] on {st.n_gpus} GPUs of {literal(st.cluster)}: "
         f"{literal(st.layout.describe())}",
@@ -391,9 +395,10 @@ def _print_step(st: StepTime, seq_from: str) -> None:
         if sec > 0:
             t.add_row(part, f"{sec:.4f}", f"{sec / st.step_s:.1%}")
     console.print(t)
-    c = Table(
-        title="Communication per step (formula engine; exposed = on the critical path)", show_edge=False
+    engine = (
+        "formula engine" if fs is None else f"{fs.engine} engine: DP, PP and EP slowed by the placed fabric"
     )
+    c = Table(title=f"Communication per step ({engine}; exposed = on the critical path)", show_edge=False)
     for col in (
         "dim",
         "op",
