@@ -955,7 +955,10 @@ class StepModel:
         its kind and pass (:meth:`gemm_rates`: by shape from the measured table, or ``peak x
         gemm_efficiency``, the FP8 peak with ``options.fp8``), backward 2 x forward FLOPs; the attention
         core at ``peak x gemm_efficiency``, backward 2 x forward; plus the recomputed forward (full) or
-        attention core (selective); the logit layer 2 V h per token forward, 4 V h backward.
+        attention core (selective); the logit layer 2 V h per token forward, 4 V h backward. With a
+        capacity factor c every expert computes its capacity, c x tokens x k / E slots, dropped tokens'
+        slots padded (Fedus et al. 2022, Sec. 2.2): the routed experts' GEMMs are c x 2 k P_expert per
+        token instead of 2 k P_expert (dropless).
         Memory-bound: :meth:`_elementwise_bytes` per token at ``hbm_bandwidth x hbm_efficiency``, and the
         fused cross-entropy over fp32 logits (8 V / t bytes per token forward, twice that backward).
         """
@@ -965,6 +968,9 @@ class StepModel:
         core_layer = self._f_core * tokens / t
         lin_dense = self._f_dense * tokens / t - core_layer  # weight-GEMM FLOPs of one layer
         lin_moe = self._f_moe * tokens / t - core_layer
+        cf = self.options.capacity_factor
+        if cf is not None:  # padded capacity slots are computed: (c - 1) x the routed experts' FLOPs more
+            lin_moe += (cf - 1) * 2 * m.top_k * m.expert_matmul_params * tokens / t
         lin_s = st.n_dense * lin_dense / rate.dense_fwd + st.n_moe * lin_moe / rate.moe_fwd
         lin_bwd_s = 2 * (st.n_dense * lin_dense / rate.dense_bwd + st.n_moe * lin_moe / rate.moe_bwd)
         core_s = st.layers * core_layer / self.gemm_flops_per_s
