@@ -200,3 +200,16 @@ def test_capacity_factor_computes_the_padded_expert_slots():
         expected, rel=1e-6
     )
     assert capped.mfu < dropless.mfu
+
+
+def test_plan_says_the_cp_rule_excluded_context_parallelism():
+    # item 8: at 8,192 tokens cp >= 2 would leave < 8,192 tokens per rank (Llama 3 Table 4: cp = 1 at 8K)
+    args = ("plan", "--model", "llama3-8b", "--nodes", "2", "-B", "64", "--top", "1")
+    r = run(*args, "--seq-len", "8192")
+    assert r.exit_code == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "Context parallelism not tried: at 8,192 tokens" in text and "Table 4" in text
+    r = run(*args, "--seq-len", "8192", "--cp", "2", "--json")
+    assert "Context parallelism not tried" not in json.loads(r.stdout)["why"]  # forced: no rule applied
+    r = run(*args, "--seq-len", "16384", "--json")
+    assert "Context parallelism not tried" not in json.loads(r.stdout)["why"]
