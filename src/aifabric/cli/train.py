@@ -16,6 +16,7 @@ from rich.table import Table
 from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
+from aifabric.engines.routing import MAX_SEED
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.report.html import check_html_path, plan_report, step_report, write_html
 from aifabric.report.step_plot import check_plot_path, plot_step_breakdown
@@ -253,8 +254,8 @@ def train(
     ] = None,
     seed: Annotated[
         int | None,
-        # numpy's RandomState bound (0..2**32-1), as `fabric --seed`: the hashes mix the seed in int64
-        typer.Option(help="Seed of placement and hashing; flow/links only", min=0, max=2**32 - 1),
+        # the routing hashes' bound: larger seeds overflow their 64-bit arithmetic
+        typer.Option(help="Seed of placement and hashing; flow/links only", min=0, max=MAX_SEED),
     ] = None,
     plot: PlotOpt = None,
     trace: TraceOpt = None,
