@@ -21,7 +21,7 @@ runner = CliRunner()
 _SHAPE = [
     f.name
     for f in dataclasses.fields(get_model("llama3-8b"))
-    if f.init and f.name not in ("name", "source", "notes")
+    if f.init and f.name not in ("name", "source", "notes", "seq_len_source")  # provenance, not shape
 ]
 
 

@@ -16,7 +16,8 @@ from rich.table import Table
 from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
-from aifabric.errors import ConfigError
+from aifabric.engines.routing import MAX_SEED
+from aifabric.errors import ConfigError, Infeasible
 from aifabric.report.html import check_html_path, plan_report, step_report, write_html
 from aifabric.report.step_plot import check_plot_path, plot_step_breakdown
 from aifabric.report.trace import check_trace_path, step_trace, write_trace
@@ -89,7 +90,10 @@ CapacityOpt = Annotated[
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="Cluster preset or YAML file")]
 NodesOpt = Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)]
 BatchOpt = Annotated[
-    int, typer.Option("--global-batch", "-B", help="Global batch, sequences per step", min=1)
+    int,
+    typer.Option(
+        "--global-batch", "-B", help="Global batch, sequences per step (of each job with --jobs)", min=1
+    ),
 ]
 FlashOpt = Annotated[
     bool,
@@ -167,12 +171,29 @@ def _fabric_dict(fs: FabricStep) -> dict[str, object]:
     }
 
 
-def _refuse_unused(model: ModelSpec, capacity: float | None, prefetch: int | None, zero: int) -> None:
-    """Options the chosen model or layout would not use are refused, not dropped."""
+def _refuse_unused(
+    model: ModelSpec,
+    capacity: float | None,
+    prefetch: int | None,
+    zero: int | None,
+    *,
+    tp: int | None = None,
+    tp_overlap: bool = False,
+) -> None:
+    """Options the chosen model or layout would not use are refused, not dropped; ``zero`` and ``tp`` are
+    None where the planner chooses them."""
     if capacity is not None and not model.is_moe:
         raise ConfigError(f"--capacity-factor: model {model.name!r} has no experts")
-    if prefetch is not None and zero != 3:
+    if capacity is not None and not capacity >= 1.0:
+        raise ConfigError(f"--capacity-factor: must be >= 1 (omit it for dropless routing), got {capacity}")
+    if prefetch is not None and zero is not None and zero != 3:
         raise ConfigError(f"--zero3-prefetch: applies to ZeRO-3 only, got --zero {zero}")
+    if prefetch is not None and prefetch > model.n_layers:
+        raise ConfigError(
+            f"--zero3-prefetch: {prefetch} layers ahead, but model {model.name!r} has {model.n_layers} layers"
+        )
+    if tp_overlap and tp == 1:
+        raise ConfigError("--tp-comm-overlap: overlaps TP collectives, and --tp 1 has none")
 
 
 @handle_errors
@@ -215,7 +236,8 @@ def train(
     engine: Annotated[
         EngineChoice,
         typer.Option(
-            help="formula: closed form; flow/links: the DP traffic of the step on the placed fabric"
+            help="formula: closed form; flow/links: the DP, PP and EP traffic of the step on the placed "
+            "fabric"
         ),
     ] = EngineChoice.formula,
     placement: Annotated[
@@ -231,7 +253,9 @@ def train(
         typer.Option(help="Identical jobs sharing the cluster, each on GPUs / jobs; flow/links only", min=1),
     ] = None,
     seed: Annotated[
-        int | None, typer.Option(help="Seed of placement and hashing; flow/links only", min=0)
+        int | None,
+        # the routing hashes' bound: larger seeds overflow their 64-bit arithmetic
+        typer.Option(help="Seed of placement and hashing; flow/links only", min=0, max=MAX_SEED),
     ] = None,
     plot: PlotOpt = None,
     trace: TraceOpt = None,
@@ -255,7 +279,7 @@ def train(
     """
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
-    _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero)
+    _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero, tp=tp, tp_overlap=tp_comm_overlap)
     _refuse_fabric_options(engine, placement, routing, jobs, seed)
     if plot is not None:
         check_plot_path(plot, "--plot")
@@ -302,7 +326,7 @@ def train(
     )
     fs: FabricStep | None = None
     if engine is EngineChoice.formula:
-        st = StepModel(spec_model, spec, options=opts).evaluate(layout)
+        st = _evaluate(StepModel(spec_model, spec, options=opts), layout)
     else:
         fs = fabric_step(
             spec_model,
@@ -326,25 +350,39 @@ def train(
             step_report(st, spec, model=model, cluster=cluster, nodes=nodes, layout=layout.describe()), html
         )
         err_console.print(f"report written to {html}", markup=False, highlight=False)
+    seq_from = "--seq-len" if seq_len is not None else spec_model.seq_len_source or "the model's seq_len"
     if json_out:
         out = st.to_dict()
+        out["seq_len_source"] = seq_from
         if fs is not None:
             out["fabric"] = _fabric_dict(fs)
         emit_json(out)
         return
-    _print_step(st)
+    _print_step(st, seq_from, fs)
     if fs is not None:
         console.print(fs.summary(), markup=False, highlight=False)
     if plot is not None:
         console.print(f"plot: {plot}", markup=False, highlight=False)
 
 
-def _print_step(st: StepTime) -> None:
+def _evaluate(sm: StepModel, layout: ParallelLayout) -> StepTime:
+    """Time the layout; a layout that does not fit names the published setting that makes it fit."""
+    try:
+        return sm.evaluate(layout)
+    except Infeasible as err:
+        remedy = sm.memory_remedy(layout)
+        if remedy is None:
+            raise
+        raise Infeasible(f"{err}; fits with {remedy.option} ({remedy.source})") from None
+
+
+def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None) -> None:
     console.print(
         f"[bold]{literal(st.model)}[/] on {st.n_gpus} GPUs of {literal(st.cluster)}: "
         f"{literal(st.layout.describe())}",
         markup=True,
     )
+    console.print(f"sequence length {st.seq_len:,} tokens (from {seq_from})", markup=False, highlight=False)
     console.print(
         f"step {st.step_s:.3f} s, {st.tokens_per_s:,.0f} tokens/s, {st.achieved_flops_per_gpu / 1e12:.1f} "
         f"TFLOP/s per GPU (hardware FLOPs), MFU {st.mfu:.1%}, {st.n_microbatches} microbatches, bubble "
@@ -358,9 +396,10 @@ def _print_step(st: StepTime) -> None:
         if sec > 0:
             t.add_row(part, f"{sec:.4f}", f"{sec / st.step_s:.1%}")
     console.print(t)
-    c = Table(
-        title="Communication per step (formula engine; exposed = on the critical path)", show_edge=False
+    engine = (
+        "formula engine" if fs is None else f"{fs.engine} engine: DP, PP and EP slowed by the placed fabric"
     )
+    c = Table(title=f"Communication per step ({engine}; exposed = on the critical path)", show_edge=False)
     for col in (
         "dim",
         "op",
@@ -439,7 +478,7 @@ def plan(
     """
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
-    _refuse_unused(spec_model, capacity_factor, None, 3)
+    _refuse_unused(spec_model, capacity_factor, zero3_prefetch, None, tp=tp, tp_overlap=tp_comm_overlap)
     if plot is not None:
         check_plot_path(plot, "--plot")
     if html is not None:
@@ -466,6 +505,7 @@ def plan(
         free = plan_layouts(spec_model, spec, global_batch, top=1, step_model=sm)
         comparison = compare(free.best, res.best)
     why = res.why(sm)
+    seq_from = "--seq-len" if seq_len is not None else spec_model.seq_len_source or "the model's seq_len"
     if plot is not None:
         plot_step_breakdown(list(res.ranked), plot, option="--plot")
     if html is not None:
@@ -473,9 +513,13 @@ def plan(
         write_html(plan_report(res, why, spec, **inputs), html)
         err_console.print(f"report written to {html}", markup=False, highlight=False)
     if json_out:
-        emit_json(_plan_dict(res, why, comparison))
+        seq = {"seq_len": spec_model.seq_len, "seq_len_source": seq_from}
+        emit_json({**_plan_dict(res, why, comparison), **seq})
         return
     _print_plan(res)
+    console.print(
+        f"sequence length {spec_model.seq_len:,} tokens (from {seq_from})", markup=False, highlight=False
+    )
     console.print(why)
     if comparison is not None:
         console.print(

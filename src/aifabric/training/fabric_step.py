@@ -211,7 +211,9 @@ def fabric_step(
     job_nodes = layout.n_gpus // per_node
     if jobs * job_nodes > spec.n_nodes:
         raise ConfigError(
-            f"jobs: {jobs} jobs x {job_nodes} nodes do not fit the {spec.n_nodes} nodes of {spec.name}"
+            f"jobs: {jobs} jobs x {job_nodes} nodes do not fit the {spec.n_nodes} nodes of {spec.name}: "
+            f"each job is tp x pp x dp x cp = {layout.n_gpus} GPUs and a job gets the cluster's GPUs / jobs "
+            "(lower --dp or --jobs)"
         )
     job_spec = spec.with_changes(nodes=job_nodes, gpus=None) if spec.n_nodes != job_nodes else spec
     formula_sm = StepModel(model, job_spec, options=options)

@@ -44,15 +44,18 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
+from typing import Any
 
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.layout import ParallelLayout, Recompute
 from aifabric.training.models import ModelSpec
 
 __all__ = [
+    "MEMORY_REMEDIES",
     "MemoryBreakdown",
+    "MemoryRemedy",
     "activation_bytes_per_layer",
     "check_fits",
     "in_flight_layer_microbatches",
@@ -450,6 +453,45 @@ def memory_breakdown(
         in_flight_microbatches=in_flight,
         gpu_hbm_bytes=None if gpu_hbm_bytes is None else float(gpu_hbm_bytes),
     )
+
+
+@dataclass(frozen=True)
+class MemoryRemedy:
+    """A published setting that lowers memory per GPU: the CLI option, the layout field it sets, its
+    source."""
+
+    option: str
+    field: str
+    value: int | Recompute
+    source: str
+
+    def applies(self, layout: ParallelLayout) -> bool:
+        """True if the layout does not already use this setting (a ZeRO stage: nor a higher one)."""
+        current = getattr(layout, self.field)
+        return current < self.value if isinstance(self.value, int) else current != self.value
+
+    def apply(self, layout: ParallelLayout) -> ParallelLayout:
+        """The layout with this setting."""
+        changes: dict[str, Any] = {self.field: self.value}
+        return replace(layout, **changes)
+
+
+#: Settings published runs used to make a layout fit, mildest first (tried in this order).
+MEMORY_REMEDIES: tuple[MemoryRemedy, ...] = (
+    MemoryRemedy(
+        "--zero 2",
+        "zero_stage",
+        2,
+        "Llama 3 Sec. 3.3.2: FSDP shards gradients and optimizer states, weights not resharded after the "
+        "forward pass",
+    ),
+    MemoryRemedy(
+        "--recompute full",
+        "recompute",
+        Recompute.FULL,
+        "Korthikanti et al. 2022 Sec. 4, Megatron-LM --recompute-granularity full",
+    ),
+)
 
 
 def check_fits(

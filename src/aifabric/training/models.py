@@ -149,6 +149,8 @@ class ModelSpec:
         Where the shape comes from.
     notes : str, default ""
         Approximations made (e.g. MLA modelled as MHA).
+    seq_len_source : str, default ""
+        Where ``seq_len`` comes from when it is not the entry's own field (a config.json key).
 
     Raises
     ------
@@ -189,6 +191,7 @@ class ModelSpec:
     bytes_per_param: BytesPerParam = field(default_factory=BytesPerParam)
     source: str = ""
     notes: str = ""
+    seq_len_source: str = ""
 
     # Counted once in __post_init__ (parameters, not bytes). Not part of equality or the repr.
     attention_params: int = field(init=False, repr=False, compare=False)
@@ -396,8 +399,9 @@ class ModelSpec:
         name : str
             Name of the model.
         seq_len : int, optional
-            Training sequence length; default ``max_position_embeddings`` (``n_positions`` for GPT-2), the
-            longest the model supports, which is often longer than it was pre-trained with.
+            Training sequence length; default the pre-training length
+            ``rope_scaling.original_max_position_embeddings`` where the context was extended, else
+            ``max_position_embeddings`` (``n_positions`` for GPT-2); ``seq_len_source`` says which.
         source : str, default ""
             Where the file came from.
 
@@ -423,11 +427,15 @@ class ModelSpec:
         for key, fld in HF_CONFIG_KEYS.items():
             if config.get(key) is not None and fld not in values:
                 values[fld] = config[key]
+        values["seq_len_source"] = "--seq-len"
+        if seq_len is None:
+            seq_len, values["seq_len_source"] = _hf_training_seq_len(config)
         if seq_len is not None:
             values["seq_len"] = seq_len
-        missing = [
-            k for k in ("n_layers", "hidden_size", "n_heads", "vocab_size", "seq_len") if k not in values
-        ]
+        required: tuple[str, ...] = ("n_layers", "hidden_size", "n_heads", "vocab_size", "seq_len")
+        if not config.get("n_routed_experts") or config.get("first_k_dense_replace"):
+            required += ("ffn_hidden_size",)  # a dense MLP somewhere: its width is not guessed
+        missing = [k for k in required if k not in values]
         if missing:
             keys = {f: k for k, f in reversed(HF_CONFIG_KEYS.items())}
             raise ConfigError(
@@ -451,8 +459,9 @@ class ModelSpec:
             values.pop("head_dim", None)
             values.pop("n_kv_heads", None)
             notes = (
-                "Multi-head latent attention approximated as multi-head attention of width "
-                "hidden_size / n_heads."
+                "MLA approximated as MHA: multi-head latent attention (kv_lora_rank, q_lora_rank, "
+                "qk_nope_head_dim, qk_rope_head_dim, v_head_dim not read) modelled as multi-head "
+                "attention of width hidden_size / n_heads"
             )
         values["source"] = source or f"Hugging Face config.json ({model_type or 'unknown type'})"
         values["notes"] = notes
@@ -486,6 +495,26 @@ class ModelSpec:
         if key not in entries:
             raise ConfigError(f"{path}: no model {name!r}; models: {sorted(data)}")
         return cls.from_dict(entries[key][1], name=entries[key][0])
+
+
+def _hf_training_seq_len(config: Mapping[str, Any]) -> tuple[int | None, str]:
+    """The sequence a config.json's model was pre-trained at, and the key it comes from.
+
+    A model whose context was extended after pre-training (RoPE scaling: Llama 3.1, DeepSeek-V3, Qwen)
+    records the pre-training length as ``rope_scaling.original_max_position_embeddings`` (Llama 3.1:
+    8192, Dubey et al. 2024 Sec. 3.4; DeepSeek-V3: 4096, its report Sec. 4.2); otherwise the only length
+    given is ``max_position_embeddings`` (``n_positions`` for GPT-2), the longest the model supports.
+    """
+    rope = config.get("rope_scaling")
+    if isinstance(rope, Mapping) and rope.get("original_max_position_embeddings") is not None:
+        return rope["original_max_position_embeddings"], (
+            "config.json rope_scaling.original_max_position_embeddings (the pre-training length; "
+            "--seq-len to change)"
+        )
+    for key in ("max_position_embeddings", "n_positions"):
+        if config.get(key) is not None:
+            return config[key], f"config.json {key} (the longest it supports; --seq-len to change)"
+    return None, ""
 
 
 def _index(data: Mapping[str, Any], where: str) -> dict[str, tuple[str, Mapping[str, Any]]]:

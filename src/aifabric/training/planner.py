@@ -211,6 +211,13 @@ class PlanResult:
         """Search speed: layouts evaluated per second of wall time."""
         return self.n_evaluated / self.elapsed_s if self.elapsed_s > 0 else float("inf")
 
+    def cp_rule_note(self) -> str:
+        """Why no cp > 1 was tried (the :data:`MIN_TOKENS_PER_CP_RANK` rule), or "" where CP was forced
+        or the sequence is long enough."""
+        if "cp" in self.constraints:
+            return ""
+        return _cp_rule_note(self.best.seq_len)
+
     def why(self, model: StepModel | None = None) -> str:
         """Why the winner wins: its breakdown, then the best layout of each other TP/PP/recompute choice.
 
@@ -237,6 +244,9 @@ class PlanResult:
             nd = max(c.n_domains for c in tp_items)
             where = "stays inside one scale-up domain" if nd == 1 else f"spans {nd} scale-up domains"
             lines.append(f"Its TP group of {w.layout.tp} {where}.")
+        excluded = self.cp_rule_note()
+        if excluded:
+            lines.append(excluded)
         shown: set[ParallelLayout] = {w.layout}  # a layout already compared is not compared again
         if len(self.ranked) > 1:
             lines.append("Runner-up: " + compare(w, self.ranked[1]).text)
@@ -259,6 +269,18 @@ class PlanResult:
                     f"({(s - w.step_s) / w.step_s:+.1%})."
                 )
         return "\n".join(lines)
+
+
+def _cp_rule_note(seq_len: int) -> str:
+    """The sentence saying that the CP rule excluded every cp > 1 at ``seq_len``, or "" if it did not."""
+    if seq_len // 2 >= MIN_TOKENS_PER_CP_RANK:
+        return ""
+    return (
+        f"Context parallelism not tried: at {seq_len:,} tokens a CP rank of cp >= 2 would keep fewer than "
+        f"{MIN_TOKENS_PER_CP_RANK:,} (Llama 3 trained 8K sequences with cp = 1, arXiv:2407.21783 Table 4; "
+        "Megatron-LM presents CP for long sequences); the cost model may still rank such a layout faster "
+        "(force it with --cp)."
+    )
 
 
 def _reason(message: str) -> str:

@@ -73,7 +73,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
 from aifabric.engines.formula import TierModel, formula_collective, tier_model
 from aifabric.engines.result import CollectiveResult
-from aifabric.errors import ConfigError
+from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.efficiency import ComputeProfile, compute_profile
 from aifabric.training.flops import (
     attention_core_forward_flops_per_token,
@@ -82,7 +82,13 @@ from aifabric.training.flops import (
 )
 from aifabric.training.gemm import Gemm, GemmTable, backward_gemms, layer_gemms, pass_flops_per_s
 from aifabric.training.layout import ParallelLayout, Recompute
-from aifabric.training.memory import MemoryBreakdown, check_fits, memory_breakdown
+from aifabric.training.memory import (
+    MEMORY_REMEDIES,
+    MemoryBreakdown,
+    MemoryRemedy,
+    check_fits,
+    memory_breakdown,
+)
 from aifabric.training.models import ModelSpec
 
 __all__ = [
@@ -437,6 +443,7 @@ class StepTime:
     compute: ComputeProfile
     layers_per_stage: int
     notes: tuple[str, ...] = field(default=())
+    seq_len: int = 0
 
     def comm_s(self, dim: str, network: str | None = None, *, exposed_only: bool = False) -> float:
         """Seconds per iteration of ``dim``'s collectives (all, or on one network; exposed or in total)."""
@@ -486,6 +493,7 @@ class StepTime:
             "hfu": self.hfu,
             "breakdown_s": dict(self.breakdown_s),
             "network_s": {k: dict(v) for k, v in self.network_s.items()},
+            "seq_len": self.seq_len,
             "n_microbatches": self.n_microbatches,
             "bubble_fraction": self.bubble_fraction,
             "memory_bytes_per_gpu": self.memory.total_bytes,
@@ -798,6 +806,24 @@ class StepModel:
         )
         return padded, mem
 
+    def memory_remedy(self, layout: ParallelLayout) -> MemoryRemedy | None:
+        """The first published setting of :data:`MEMORY_REMEDIES` with which ``layout`` fits, or None.
+
+        Raises
+        ------
+        ConfigError
+            If the layout does not suit the model or cluster (see :meth:`check`).
+        """
+        for remedy in MEMORY_REMEDIES:
+            if not remedy.applies(layout):
+                continue
+            try:
+                self.check(remedy.apply(layout))
+            except Infeasible:
+                continue
+            return remedy
+        return None
+
     # ------------------------------------------------------------------------------------- the model
     def evaluate(self, layout: ParallelLayout) -> StepTime:
         """Validate, check memory and time one iteration of ``layout``.
@@ -929,7 +955,10 @@ class StepModel:
         its kind and pass (:meth:`gemm_rates`: by shape from the measured table, or ``peak x
         gemm_efficiency``, the FP8 peak with ``options.fp8``), backward 2 x forward FLOPs; the attention
         core at ``peak x gemm_efficiency``, backward 2 x forward; plus the recomputed forward (full) or
-        attention core (selective); the logit layer 2 V h per token forward, 4 V h backward.
+        attention core (selective); the logit layer 2 V h per token forward, 4 V h backward. With a
+        capacity factor c every expert computes its capacity, c x tokens x k / E slots, dropped tokens'
+        slots padded (Fedus et al. 2022, Sec. 2.2): the routed experts' GEMMs are c x 2 k P_expert per
+        token instead of 2 k P_expert (dropless).
         Memory-bound: :meth:`_elementwise_bytes` per token at ``hbm_bandwidth x hbm_efficiency``, and the
         fused cross-entropy over fp32 logits (8 V / t bytes per token forward, twice that backward).
         """
@@ -939,6 +968,9 @@ class StepModel:
         core_layer = self._f_core * tokens / t
         lin_dense = self._f_dense * tokens / t - core_layer  # weight-GEMM FLOPs of one layer
         lin_moe = self._f_moe * tokens / t - core_layer
+        cf = self.options.capacity_factor
+        if cf is not None:  # padded capacity slots are computed: (c - 1) x the routed experts' FLOPs more
+            lin_moe += (cf - 1) * 2 * m.top_k * m.expert_matmul_params * tokens / t
         lin_s = st.n_dense * lin_dense / rate.dense_fwd + st.n_moe * lin_moe / rate.moe_fwd
         lin_bwd_s = 2 * (st.n_dense * lin_dense / rate.dense_bwd + st.n_moe * lin_moe / rate.moe_bwd)
         core_s = st.layers * core_layer / self.gemm_flops_per_s
@@ -1136,6 +1168,7 @@ class StepModel:
                 f"uneven stages: {m.n_layers} layers over pp x v = {p} x {v}; the busiest stage holds "
                 f"{st.layers} (memory checked as if every stage did)"
             )
+        notes.extend(self._layout_notes(lay))
         return StepTime(
             model=m.name,
             cluster=self.spec.name,
@@ -1158,7 +1191,26 @@ class StepModel:
             compute=self.compute,
             layers_per_stage=st.layers,
             notes=tuple(notes),
+            seq_len=m.seq_len,
         )
+
+    def _layout_notes(self, lay: ParallelLayout) -> list[str]:
+        """What the reader must know about the model and options: approximations, conventions, and
+        combinations a common framework refuses."""
+        notes = [self.model.notes] if self.model.notes else []
+        if self.options.fp8:
+            notes.append(
+                "FP8: the linear GEMMs run at the FP8 peak; MFU is against the BF16 peak "
+                f"({self.peak_flops / 1e12:.0f} TFLOP/s), as Megatron-LM and Transformer Engine report it"
+            )
+        if lay.zero_stage >= 2 and lay.pp > 1:
+            notes.append(
+                f"ZeRO-{lay.zero_stage} with pp={lay.pp}: DeepSpeed refuses ZeRO-2/3 with pipeline "
+                "parallelism (deepspeed/runtime/pipe/engine.py asserts ZeRO stage < 2); Megatron-LM's "
+                "distributed optimizer is ZeRO-1; Llama 3's in-house FSDP did shard gradients with PP "
+                "(Dubey et al. 2024, Sec. 3.3.2)"
+            )
+        return notes
 
     def _dp_groups(
         self, layout: ParallelLayout, dense_params: float, expert_params: float
