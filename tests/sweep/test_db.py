@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
@@ -187,3 +188,32 @@ def test_cli_sweep_db_and_bad_input(tmp_path):
     (tmp_path / "junk.db").write_text("not a database, just text " * 100)
     res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(tmp_path / "junk.db")])
     assert res.exit_code == 2 and "--db" in res.output
+
+
+@pytest.mark.parametrize(
+    ("option", "make_bad"),
+    [
+        ("--db", lambda d: d),  # a folder
+        ("--db", lambda d: d / ("y" * 300 + ".db")),  # a name too long for the OS
+        ("--db", lambda d: _file(d) / "x.db"),  # below a regular file
+        ("--parquet", lambda d: d),  # a folder: refused before the sweep runs
+    ],
+)
+def test_sweep_db_output_paths_checked_before_work(tmp_path, option, make_bad):
+    grid = _yaml(tmp_path)
+    args = ["sweep-db", str(grid), "--db", str(tmp_path / "ok.db"), "--executor", "serial"]
+    bad = str(make_bad(tmp_path))
+    args = [a if a != str(tmp_path / "ok.db") or option != "--db" else bad for a in args]
+    if option != "--db":
+        args += [option, bad]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert option in res.output and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1
+    assert not (tmp_path / "ok.db").exists()  # nothing was evaluated
+
+
+def _file(d):
+    f = d / "afile"
+    f.write_text("x")
+    return f

@@ -53,9 +53,12 @@ def sweep_db(
     SQLite store: one row per point keyed by a hash of the point, typed columns (SI units: s, bytes,
     bytes/s per direction, W). Killed at any moment, rerun the same command to resume: finished batches
     are kept, none is stored twice."""
-    if pareto is not None:
-        from aifabric.report.paths import check_plot_path
+    from aifabric.report.paths import check_output_path, check_plot_path
 
+    check_output_path(db, "--db")
+    if parquet is not None:
+        check_output_path(parquet, "--parquet")
+    if pareto is not None:
         check_plot_path(pareto, "--pareto")
     if html is not None:
         from aifabric.report.html import check_html_path
