@@ -22,7 +22,7 @@ lesson does; the default ``per_direction`` halves it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -105,7 +105,7 @@ class TierModel:
     extra_inter_latency_s: float = 0.0
     torus_dims: tuple[int, ...] = ()
     hop_latency_s: float = 0.0
-    release: NcclRelease = nccl_release()
+    release: NcclRelease = field(default_factory=nccl_release)  # newest; read on first use, not at import
     tuning_row: str = "hopper"
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
 
