@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from aifabric.cluster.summary import summarize
 from aifabric.cluster.topology import Topology, cached_topology
 from aifabric.report.figures import cluster_drawing, figure_svg, step_bars, tier_heatmaps
+from aifabric.report.paths import check_output_path
 from aifabric.sweep.pareto import pareto_figure
 from aifabric.training.step import PARTS
 from aifabric.units import format_bytes
@@ -133,14 +134,7 @@ def check_html_path(path: str | Path, option: str = "--html") -> Path:
         )
     if p.suffix.lower() != ".html":
         raise ValueError(f"{option}: {str(path)!r} must end in .html")
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(
-                    f"{option}: cannot write {str(path)!r}: {str(parent)!r} is a file, not a folder"
-                )
-            break
-    return p
+    return check_output_path(p, option)  # folders above, devices, names too long, writable
 
 
 def write_html(report: Report, path: str | Path, option: str = "--html") -> Path:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aifabric.engines.result import CollectiveResult
+from aifabric.report.paths import check_output_path
 from aifabric.training.step import PARTS
 
 if TYPE_CHECKING:
@@ -321,11 +322,4 @@ def check_trace_path(path: str | Path, option: str = "--trace") -> Path:
         )
     if p.suffix.lower() != ".json":
         raise ValueError(f"{option}: {str(path)!r} must end in .json (Chrome/Perfetto trace JSON)")
-    for parent in p.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(
-                    f"{option}: cannot write {str(path)!r}: {str(parent)!r} is a file, not a folder"
-                )
-            break
-    return p
+    return check_output_path(p, option)  # folders above, devices, names too long, writable
