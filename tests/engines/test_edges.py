@@ -169,3 +169,14 @@ def test_one_rank_costs_nothing_on_every_engine(engine):
     )
     assert r.exit_code == 0, r.stderr
     assert '"time_s": 0.0' in r.stdout
+
+
+def test_flow_engine_refuses_uniform_traffic_it_cannot_finish_quickly():
+    # 3 jobs x 192 GPUs x 191 peers = 110,016 concurrent flows: 90 s when it ran (issue 14 fuzz, "hang");
+    # above MAX_FLOW_GROUPS it is refused at once with the links engine as the way out.
+    res = CliRunner().invoke(
+        app, ["fabric", "uniform", "-c", "gb200-nvl72", "-s", "1 GiB", "--engine", "flow", "--jobs", "3"]
+    )
+    assert res.exit_code == 2
+    assert "110,016 independent flows" in res.output and "--engine links" in res.output
+    assert "Traceback" not in res.output

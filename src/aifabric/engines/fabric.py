@@ -39,8 +39,12 @@ from aifabric.errors import ConfigError, NoRoute
 
 #: Independent flows (groups) above which the event-driven flow engine refuses, pointing to the links
 #: engine: each finishing flow is an event with a max-min solve (a 1,024-GPU uniform all-to-all is 1M flows,
-#: minutes and ~20 GB); rings and collectives move in lock-step groups and stay far below it.
-MAX_FLOW_GROUPS = 150_000
+#: minutes and ~20 GB); rings and collectives move in lock-step groups and stay far below it. The work
+#: grows about as the square of the flows that run at once (events x active flows per solve): measured on
+#: one core of the project's 2-core machine, a uniform all-to-all on gb200-nvl72 of 55k flows took 5 s,
+#: 83k 17 s and 110k 90 s (``aifabric fabric uniform -c gb200-nvl72 -s "1 GiB" --engine flow --jobs 6|4|3``),
+#: so the limit keeps a run within about 20 s.
+MAX_FLOW_GROUPS = 64_000
 
 #: Peak bytes of routing and simulating one transfer (per sub-flow), measured with ``tracemalloc`` on
 #: DGX H100 SuperPOD all_to_all and all_reduce runs (``benchmarks/memory_estimate.py``): every transfer
