@@ -31,12 +31,11 @@ from aifabric.discovery.compare import read_log
 from aifabric.discovery.node import inspect_node_text
 from aifabric.engines.api import collective_time as _collective_time
 from aifabric.engines.scenario import run_scenario
-from aifabric.errors import ConfigError
 from aifabric.report.answer import Answer
 from aifabric.sweep.db import ResultDB
 from aifabric.sweep.grid import SweepSpec, load_sweep
 from aifabric.sweep.parallel import columns_for, run_into_db
-from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
+from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute, data_parallel_degree
 from aifabric.training.models import get_model
 from aifabric.training.planner import plan as _plan
 from aifabric.training.step import PARTS, StepModel, StepOptions
@@ -254,13 +253,7 @@ def train(
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = get_model(model)
     if dp is None:
-        ParallelLayout(tp=tp, cp=cp).validate(spec_model)
-        if spec.n_gpus % (tp * pp * cp):
-            raise ConfigError(
-                f"tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} does not divide the {spec.n_gpus} "
-                "GPUs of the cluster"
-            )
-        dp = spec.n_gpus // (tp * pp * cp)
+        dp = data_parallel_degree(spec_model, spec.n_gpus, tp=tp, pp=pp, cp=cp, of="the cluster")
     layout = ParallelLayout(
         tp=tp,
         pp=pp,

@@ -22,7 +22,7 @@ from aifabric.report.html import check_html_path, plan_report, step_report, writ
 from aifabric.report.step_plot import check_plot_path, plot_step_breakdown
 from aifabric.report.trace import check_trace_path, step_trace, write_trace
 from aifabric.training.fabric_step import FabricStep, fabric_step
-from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
+from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute, data_parallel_degree
 from aifabric.training.models import ModelSpec, load_model
 from aifabric.training.planner import PlanResult, compare
 from aifabric.training.planner import plan as plan_layouts
@@ -301,15 +301,7 @@ def train(
         raise ConfigError(f"--jobs {n_jobs} does not divide the {spec.n_gpus} GPUs of the cluster")
     job_gpus = spec.n_gpus // n_jobs
     if dp is None:
-        # A TP that does not divide the heads, or a CP the sequence, is named before the GPU count. The
-        # pipeline (pp x v against the layers) is left to StepModel, as for `plan`: uneven stages allowed.
-        ParallelLayout(tp=tp, cp=cp).validate(spec_model)
-        if job_gpus % (tp * pp * cp):
-            raise ConfigError(
-                f"tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} does not divide the {job_gpus} GPUs "
-                "of a job"
-            )
-        dp = job_gpus // (tp * pp * cp)
+        dp = data_parallel_degree(spec_model, job_gpus, tp=tp, pp=pp, cp=cp, of="a job")
     layout = ParallelLayout(
         tp=tp,
         pp=pp,

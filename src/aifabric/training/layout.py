@@ -33,7 +33,7 @@ import numpy as np
 from aifabric.errors import ConfigError
 from aifabric.training.models import ModelSpec
 
-__all__ = ["DEFAULT_ORDER", "DIMENSIONS", "ParallelLayout", "RankGroups", "Recompute"]
+__all__ = ["DEFAULT_ORDER", "DIMENSIONS", "ParallelLayout", "RankGroups", "Recompute", "data_parallel_degree"]
 
 #: The parallel dimensions a layout's ``order`` must list, each once.
 DIMENSIONS: tuple[str, ...] = ("tp", "cp", "ep", "dp", "pp")
@@ -498,6 +498,39 @@ class ParallelLayout:
             stride = strides[name]
             members = [m + i * stride for m in members for i in range(sizes[name])]
         return tuple(members)
+
+
+def data_parallel_degree(model: ModelSpec, n_gpus: int, *, tp: int, pp: int, cp: int, of: str) -> int:
+    """DP degree that fills ``n_gpus``: dp = n_gpus / (tp x pp x cp).
+
+    A TP that does not divide the heads, or a CP the sequence, is named before the GPU count; the pipeline
+    (pp x virtual stages against the layers) is left to the step model, which allows uneven stages.
+
+    Parameters
+    ----------
+    model : ModelSpec
+    n_gpus : int
+        GPUs the layout fills (a job's, or the cluster's).
+    tp, pp, cp : int
+        Tensor-, pipeline- and context-parallel degrees.
+    of : str
+        What the GPUs belong to, for the message ("a job", "the cluster").
+
+    Raises
+    ------
+    ConfigError
+        When tp x pp x cp does not divide ``n_gpus``, or tp/cp do not fit the model.
+
+    >>> from aifabric.training.models import get_model
+    >>> data_parallel_degree(get_model("gpt3-175b"), 1024, tp=8, pp=8, cp=1, of="a job")
+    16
+    """
+    ParallelLayout(tp=tp, cp=cp).validate(model)
+    if n_gpus % (tp * pp * cp):
+        raise ConfigError(
+            f"tp x pp x cp = {tp} x {pp} x {cp} = {tp * pp * cp} does not divide the {n_gpus} GPUs of {of}"
+        )
+    return n_gpus // (tp * pp * cp)
 
 
 def _grid_groups(
