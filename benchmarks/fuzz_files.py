@@ -48,7 +48,7 @@ KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
         ("cluster", "show", "{}", "--json"),
         True,
     ),
-    "sweep_yaml": (("sweep_example.yaml",), ("sweep", "{}", "-o", "{out}", "--shards", "64"), False),
+    "sweep_yaml": (("sweep_example.yaml",), ("sweep", "{}", "--db", "{out}", "--shards", "64"), False),
     "calibration_yaml": (
         ("calibration_case_03.yaml",),
         ("collective", "all_reduce", "-c", "h100-ib-2node", "--calibration", "{}", "--json"),

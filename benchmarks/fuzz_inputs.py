@@ -261,8 +261,8 @@ def make_case(i: int, seed: int, presets: dict[str, str], logs: dict[str, str]) 
         files["s.yaml"] = json.dumps(data, allow_nan=True).replace("NaN", ".nan").replace("Infinity", ".inf")
         if rng.random() < 0.3:
             files["s.yaml"] = _mutate_text(rng, files["s.yaml"])
-        out = rng.choice(["{dir}/o.csv", "{dir}/o.csv", "{dir}", "{dir}/s.yaml/x.csv", "{dir}/d/e/o.csv"])
-        args = ["sweep", "{dir}/s.yaml", "-o", out] + _maybe(rng, 0.2, "--workers", rng.choice([1, 2]))
+        out = rng.choice(["{dir}/o.db", "{dir}/o.db", "{dir}", "{dir}/s.yaml/x.db", "{dir}/d/e/o.db"])
+        args = ["sweep", "{dir}/s.yaml", "--db", out] + _maybe(rng, 0.2, "--workers", rng.choice([1, 2]))
         return {"kind": kind, "args": args, "files": files}
     if kind == "logs":
         name = rng.choice(list(logs))

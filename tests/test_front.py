@@ -98,7 +98,7 @@ def test_sweep_resumes_into_the_same_store(tmp_path):
         "vary": {"nodes": [16, 32]},
         "collectives": [{"op": "all_reduce", "sizes": ["1 MiB", "1 GiB"]}],
     }
-    first = af.sweep(grid, tmp_path / "s.db", executor="serial")
+    first = af.sweep(grid, tmp_path / "s.db", executor="local")
     again = af.sweep(grid, tmp_path / "s.db")
     assert first.result == (4, 0) and again.result == (0, 4)
     frame = again.to_pandas()

@@ -387,14 +387,14 @@ def sweep(
     db: str | Path,
     *,
     workers: int = 1,
-    executor: str = "process",
+    executor: str = "local",
     batch: int = 256,
     address: str | None = None,
 ) -> Answer:
     """Run (or resume) a design-space sweep into the SQLite store ``db`` and return every row stored there.
 
     ``spec`` is a :class:`~aifabric.sweep.grid.SweepSpec`, its mapping, or a sweep YAML path. Wraps
-    :func:`aifabric.sweep.parallel.run_into_db` (``executor``: ``serial``, ``process``, ``ray``);
+    :func:`aifabric.sweep.parallel.run_into_db` (``executor``: ``local``, ``ray``);
     ``result`` is ``(evaluated now, skipped as done)``. Rows: the store's typed rows (SI units).
 
     Examples
@@ -403,7 +403,7 @@ def sweep(
     >>> grid = {"cluster": "dgx-h100-superpod", "vary": {"nodes": [16, 32]},
     ...         "collectives": [{"op": "all_reduce", "sizes": ["1 GiB"]}]}
     >>> with tempfile.TemporaryDirectory() as d:
-    ...     s = af.sweep(grid, f"{d}/sweep.db", executor="serial")
+    ...     s = af.sweep(grid, f"{d}/sweep.db")
     >>> s.result, len(s.to_pandas())
     ((2, 0), 2)
     """

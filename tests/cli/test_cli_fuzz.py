@@ -79,4 +79,4 @@ def test_sweep_values(tmp_path_factory, key, values, cluster):
     (d / "s.yaml").write_text(
         text.replace("NaN", ".nan").replace("-Infinity", "-.inf").replace("Infinity", ".inf")
     )
-    _check(CliRunner().invoke(app, ["sweep", str(d / "s.yaml"), "-o", str(d / "o.csv")]))
+    _check(CliRunner().invoke(app, ["sweep", str(d / "s.yaml"), "--db", str(d / "o.db")]))

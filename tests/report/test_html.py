@@ -182,12 +182,10 @@ def test_sweep_report_in_chromium(chromium, tmp_path):
     )
     page = tmp_path / "sweep.html"
     args = [
-        "sweep-db",
+        "sweep",
         str(grid),
         "--db",
         str(tmp_path / "s.db"),
-        "--executor",
-        "serial",
         "--html",
         str(page),
     ]

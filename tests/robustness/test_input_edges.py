@@ -6,7 +6,6 @@ The inputs are hand-written here; each test says which failure place of the issu
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
@@ -103,8 +102,8 @@ def test_bad_yaml_cluster_file_is_one_line(tmp_path: Path, case: str) -> None:
 def test_bad_yaml_sweep_file_is_one_line(tmp_path: Path, case: str) -> None:
     text, line, problem = BAD_YAML[case]
     p = write(tmp_path, "s.yaml", text)
-    assert_one_line_error(run("sweep", str(p), "-o", str(tmp_path / "out.csv")), f"{p}{line}", problem)
-    assert not (tmp_path / "out.csv").exists()
+    assert_one_line_error(run("sweep", str(p), "--db", str(tmp_path / "out.db")), f"{p}{line}", problem)
+    assert not (tmp_path / "out.db").exists()
 
 
 @pytest.mark.parametrize("case", ["self_alias_map", "billion_laughs", "mapping_key", "duplicate_key"])
@@ -359,8 +358,8 @@ def test_sweep_out_is_checked_before_work(tmp_path: Path, case: str) -> None:
     path, problem = _bad_outputs(tmp_path)[case]
     if case == "dev_full" and not os.path.exists("/dev/full"):
         pytest.skip("no /dev/full here")
-    r = run("sweep", str(DATA / "sweep_example.yaml"), "-o", path)
-    assert_one_line_error(r, "--out: ", problem)
+    r = run("sweep", str(DATA / "sweep_example.yaml"), "--db", path)
+    assert_one_line_error(r, "--db: ", problem)
 
 
 @pytest.mark.parametrize("case", ["too_long", "folder", "below_file", "dev_full"])
@@ -405,18 +404,26 @@ def test_missing_folders_are_fine_and_nothing_is_left_behind(tmp_path: Path) -> 
 
 
 def test_write_error_during_output_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A disk that fills up while the sweep writes (ENOSPC): one line, exit 2."""
-    from aifabric.sweep.store import ResultStore
+    """A disk that fills up while the sweep writes (SQLITE_FULL, what SQLite reports on ENOSPC): one line,
+    exit 2."""
+    from aifabric.sweep.db import ResultDB
 
-    def full(self: ResultStore, row: dict[str, object]) -> None:
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self.path))
+    add = ResultDB.add
 
-    monkeypatch.setattr(ResultStore, "append", full)
+    def full(self: ResultDB, rows: object) -> int:
+        pages = self.conn.execute("PRAGMA page_count").fetchone()[0]
+        self.conn.execute(f"PRAGMA max_page_count = {pages}")  # the file may not grow: the disk is full
+        return add(self, rows)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ResultDB, "add", full)
     sweep = write(
-        tmp_path, "s.yaml", "cluster: h100-ib-2node\nvary: {nodes: [2]}\ncollectives: [{op: all_reduce}]\n"
+        tmp_path,
+        "s.yaml",
+        "cluster: h100-ib-2node\nvary: {nodes: [2, 4, 8, 16]}\n"
+        "collectives: [{op: all_reduce, sizes: [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]}]\n",
     )
-    out = tmp_path / "out.csv"
-    assert_one_line_error(run("sweep", str(sweep), "-o", str(out)), str(out), "No space left on device")
+    out = tmp_path / "out.db"
+    assert_one_line_error(run("sweep", str(sweep), "--db", str(out)), str(out), "database or disk is full")
 
 
 # -- 5. names from input files are printed literally ---------------------------------------------------------

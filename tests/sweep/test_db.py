@@ -1,4 +1,4 @@
-"""The SQLite sweep store (aifabric/sweep/db.py, parallel.py, pareto.py, cli/sweep_db.py)."""
+"""The SQLite sweep store (aifabric/sweep/db.py, parallel.py, pareto.py, cli/sweep.py)."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def test_store_is_wal_typed_and_idempotent(tmp_path):
 def test_sweep_resumes_and_exports_parquet(tmp_path):
     spec = SweepSpec.from_dict(GRID)
     assert len(spec.points()) == 500
-    assert run_into_db(spec, tmp_path / "s.db", workers=1, executor="serial", batch=50) == (500, 0)
+    assert run_into_db(spec, tmp_path / "s.db", workers=1, executor="local", batch=50) == (500, 0)
     assert run_into_db(spec, tmp_path / "s.db", workers=2, batch=50) == (0, 500)
     rows = _rows(tmp_path / "s.db")
     assert len(rows) == 500 and rows["point_hash"].is_unique
@@ -112,7 +112,7 @@ def test_sigkill_at_ten_random_moments_loses_and_duplicates_nothing(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
 
     def start(db: Path) -> subprocess.Popen:
-        cmd = [sys.executable, "-m", "aifabric", "sweep-db", str(path), "--db", str(db), "--workers", "2"]
+        cmd = [sys.executable, "-m", "aifabric", "sweep", str(path), "--db", str(db), "--workers", "2"]
         return subprocess.Popen(
             [*cmd, "--batch", "8"],
             env=env,
@@ -173,20 +173,20 @@ def test_pareto_front_is_exactly_the_undominated_points(points):
             assert dominated(i) or np.any(front & (x == x[i]) & (y == y[i]))
 
 
-def test_cli_sweep_db_and_bad_input(tmp_path):
+def test_cli_sweep_and_bad_input(tmp_path):
     grid = _yaml(tmp_path)
     db, png = tmp_path / "c.db", tmp_path / "p.png"
     res = CliRunner().invoke(
-        app, ["sweep-db", str(grid), "--db", str(db), "--executor", "serial", "--pareto", str(png)]
+        app, ["sweep", str(grid), "--db", str(db), "--executor", "local", "--pareto", str(png)]
     )
     assert res.exit_code == 0, res.output
     assert "500 point(s) evaluated" in res.stdout and png.stat().st_size > 10_000
-    res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(db), "--executor", "dask"])
+    res = CliRunner().invoke(app, ["sweep", str(grid), "--db", str(db), "--executor", "dask"])
     assert res.exit_code == 2 and "--executor" in res.output
-    res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(db), "--address", "auto"])
+    res = CliRunner().invoke(app, ["sweep", str(grid), "--db", str(db), "--address", "auto"])
     assert res.exit_code == 2 and "--address" in res.output
     (tmp_path / "junk.db").write_text("not a database, just text " * 100)
-    res = CliRunner().invoke(app, ["sweep-db", str(grid), "--db", str(tmp_path / "junk.db")])
+    res = CliRunner().invoke(app, ["sweep", str(grid), "--db", str(tmp_path / "junk.db")])
     assert res.exit_code == 2 and "--db" in res.output
 
 
@@ -197,11 +197,12 @@ def test_cli_sweep_db_and_bad_input(tmp_path):
         ("--db", lambda d: d / ("y" * 300 + ".db")),  # a name too long for the OS
         ("--db", lambda d: _file(d) / "x.db"),  # below a regular file
         ("--parquet", lambda d: d),  # a folder: refused before the sweep runs
+        ("--csv", lambda d: d),
     ],
 )
-def test_sweep_db_output_paths_checked_before_work(tmp_path, option, make_bad):
+def test_sweep_output_paths_checked_before_work(tmp_path, option, make_bad):
     grid = _yaml(tmp_path)
-    args = ["sweep-db", str(grid), "--db", str(tmp_path / "ok.db"), "--executor", "serial"]
+    args = ["sweep", str(grid), "--db", str(tmp_path / "ok.db"), "--executor", "local"]
     bad = str(make_bad(tmp_path))
     args = [a if a != str(tmp_path / "ok.db") or option != "--db" else bad for a in args]
     if option != "--db":

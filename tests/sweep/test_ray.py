@@ -1,6 +1,7 @@
 """``--executor ray`` (optional extra aifabric[ray]): the same sweep on a local Ray gives the same rows.
 
-Skipped where ray is not installed (CI installs only the `test` extra: Ray is ~200 MB and ~5 s to start).
+Ray is in the `test` extra, so CI runs this (one local Ray of 2 CPUs for the module, about 5 s to start);
+skipped only where ray is not installed.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ def _frame(db) -> pd.DataFrame:
 
 def test_ray_gives_the_rows_of_the_local_executor(local_ray, tmp_path):
     spec = SweepSpec.from_dict(GRID)
-    assert run_into_db(spec, tmp_path / "serial.db", executor="serial") == (500, 0)
+    assert run_into_db(spec, tmp_path / "serial.db", executor="local") == (500, 0)
     assert run_into_db(spec, tmp_path / "ray.db", executor="ray", workers=2, batch=32) == (500, 0)
     assert ray.is_initialized()  # a Ray the caller started is left running
     pd.testing.assert_frame_equal(_frame(tmp_path / "serial.db"), _frame(tmp_path / "ray.db"))

@@ -1,6 +1,7 @@
-"""Sweeps: the grid, incremental results, resume, bad files."""
+"""Sweeps: the grid, results in the store, resume, shards, the CSV export, bad files."""
 
 import csv
+import sqlite3
 
 import pytest
 import yaml
@@ -8,7 +9,9 @@ from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.errors import ConfigError
-from aifabric.sweep import SweepSpec, run_sweep
+from aifabric.sweep import SweepSpec
+from aifabric.sweep.db import ResultDB
+from aifabric.sweep.parallel import columns_for, run_into_db
 
 SPEC = {
     "cluster": "dgx-h100-superpod",
@@ -20,31 +23,46 @@ SPEC = {
 }
 
 
+def _frame(spec, db):
+    store = ResultDB(db, columns_for(spec))
+    try:
+        return store.to_pandas()
+    finally:
+        store.close()
+
+
 def test_grid_is_the_product_and_results_resume(tmp_path):
     spec = SweepSpec.from_dict(SPEC)
     assert len(spec.points()) == 2 * 2 * 3
-    out = tmp_path / "r.csv"
-    ran, skipped = run_sweep(spec, out)
-    assert (ran, skipped) == (12, 0)
-    rows = list(csv.DictReader(out.open()))
-    assert len(rows) == 12 and not any(r["error"] for r in rows)
+    db = tmp_path / "r.db"
+    assert run_into_db(spec, db) == (12, 0)
+    rows = _frame(spec, db)
+    assert len(rows) == 12 and not rows["error"].astype(bool).any()
     # 4 nodes x 8 H100, 1 GiB all-reduce: the same figure as the formula engine alone (ring over 4 nodes)
-    big = [
-        r
-        for r in rows
-        if r["op"] == "all_reduce" and float(r["message_bytes"]) == 2**30 and '"nodes": 4,' in r["changes"]
-    ]
-    assert all(300e9 < float(r["busbw_bytes_per_s"]) < 400e9 for r in big)
+    big = rows[(rows["op"] == "all_reduce") & (rows["message_bytes"] == 2**30) & (rows["vary_nodes"] == 4)]
+    assert len(big) == 2 and big["busbw_bytes_per_s"].between(300e9, 400e9).all()
     # oversubscription halves the leaf uplinks' share of the bisection
-    bis = {r["changes"]: float(r["bisection_bytes_per_s"]) for r in rows if '"nodes": 16' in r["changes"]}
-    assert min(bis.values()) < max(bis.values())
-    # a second run evaluates nothing: everything is already in the file
-    assert run_sweep(spec, out) == (0, 12)
-    # a stopped run (only some rows written) resumes with the rest
-    lines = out.read_text().splitlines()
-    out.write_text("\n".join(lines[:6]) + "\n")
-    assert run_sweep(spec, out) == (7, 5)
-    assert len(list(csv.DictReader(out.open()))) == 12
+    bis = rows[rows["vary_nodes"] == 16].groupby("vary_scale_out_oversubscription")["bisection_bytes_per_s"]
+    assert bis.max().min() < bis.max().max()
+    # a second run evaluates nothing: everything is already in the store
+    assert run_into_db(spec, db) == (0, 12)
+    # a stopped run (only some rows stored) resumes with the rest
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM results WHERE rowid NOT IN (SELECT rowid FROM results LIMIT 5)")
+    conn.close()
+    assert run_into_db(spec, db) == (7, 5)
+    assert _frame(spec, db).equals(rows)
+
+
+def test_shards_split_the_grid_without_overlap(tmp_path):
+    spec = SweepSpec.from_dict(SPEC)
+    parts = [run_into_db(spec, tmp_path / f"s{k}.db", shard=k, n_shards=3) for k in range(3)]
+    assert parts == [(4, 0), (4, 0), (4, 0)]
+    hashes = [set(_frame(spec, tmp_path / f"s{k}.db")["point_hash"]) for k in range(3)]
+    assert not (hashes[0] & hashes[1]) and not (hashes[1] & hashes[2]) and len(set().union(*hashes)) == 12
+    with pytest.raises(ValueError, match="--shard: 3 of 3"):
+        run_into_db(spec, tmp_path / "x.db", shard=3, n_shards=3)
 
 
 def test_bad_sweep_files(tmp_path):
@@ -56,13 +74,21 @@ def test_bad_sweep_files(tmp_path):
     f.write_text(
         yaml.safe_dump({"cluster": "lesson", "collectives": [{"op": "all_reduce", "sizes": ["-1 GB"]}]})
     )
-    r = CliRunner().invoke(app, ["sweep", str(f), "-o", str(tmp_path / "o.csv")])
+    r = CliRunner().invoke(app, ["sweep", str(f), "--db", str(tmp_path / "o.db")])
     assert r.exit_code == 2 and "sizes" in r.stderr
+    assert not (tmp_path / "o.db").exists()
 
 
-def test_cli_sweep(tmp_path):
+def test_cli_sweep_and_csv_export(tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump(SPEC))
-    r = CliRunner().invoke(app, ["sweep", str(f), "-o", str(tmp_path / "o.csv"), "--workers", "2"])
+    db, out = tmp_path / "o.db", tmp_path / "o.csv"
+    r = CliRunner().invoke(app, ["sweep", str(f), "--db", str(db), "--workers", "2", "--csv", str(out)])
     assert r.exit_code == 0, r.stdout + r.stderr
-    assert "12 point(s) evaluated" in r.stdout
+    assert "12 point(s) evaluated" in r.stdout and f"csv: {out}" in r.stdout
+    rows = list(csv.DictReader(out.open()))
+    frame = _frame(SweepSpec.from_dict(SPEC), db)
+    assert len(rows) == 12 and list(rows[0]) == list(frame.columns)
+    assert [float(r["time_s"]) for r in rows] == pytest.approx(frame["time_s"].tolist(), rel=1e-12)
+    r = CliRunner().invoke(app, ["sweep", str(f), "--db", str(db)])
+    assert r.exit_code == 0 and "0 point(s) evaluated, 12 already in" in r.stdout

@@ -1,6 +1,6 @@
-"""Sweep edges: bad vary keys and values, one bad point recorded, workers dying with the parent, torn rows."""
+"""Sweep edges: bad vary keys and values, one bad point recorded, workers dying with the parent, a torn
+store."""
 
-import csv
 import os
 import signal
 import subprocess
@@ -14,10 +14,11 @@ from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.errors import ConfigError
-from aifabric.sweep import SweepSpec, run_sweep
+from aifabric.sweep import SweepSpec
+from aifabric.sweep.db import ResultDB
 from aifabric.sweep.grid import SweepPoint
-from aifabric.sweep.runner import COLUMNS, evaluate_point
-from aifabric.sweep.store import ResultStore, done_keys
+from aifabric.sweep.parallel import columns_for, run_into_db
+from aifabric.sweep.runner import evaluate_point
 
 BASE = {"cluster": "h100-ib-2node", "collectives": [{"op": "all_reduce", "sizes": ["1 MiB"]}]}
 
@@ -58,7 +59,7 @@ def test_bad_collectives_are_refused(collectives):
 def test_cli_unknown_vary_key_exits_2_with_one_line(tmp_path):
     f = tmp_path / "s.yaml"
     f.write_text(yaml.safe_dump({**BASE, "vary": {"scale_out.nic_sped": ["200 Gb/s"]}}))
-    r = CliRunner().invoke(app, ["sweep", str(f), "-o", str(tmp_path / "o.csv")])
+    r = CliRunner().invoke(app, ["sweep", str(f), "--db", str(tmp_path / "o.db")])
     assert r.exit_code == 2
     assert r.stderr.strip().splitlines() == [
         f"error: {f}: vary.scale_out.nic_sped: not a cluster field (at 'nic_sped')"
@@ -74,9 +75,11 @@ def test_name_can_vary_and_bad_points_are_recorded_not_fatal(tmp_path):
             "vary": {"name": ["a", "b"], "scale_out.nic_speed": ["200 Gb/s", "400 GB/s", 7]},
         }
     )
-    out = tmp_path / "r.csv"
-    assert run_sweep(spec, out) == (6, 0)
-    rows = list(csv.DictReader(out.open()))
+    db = tmp_path / "r.db"
+    assert run_into_db(spec, db) == (6, 0)
+    store = ResultDB(db, columns_for(spec))
+    rows = store.to_pandas().to_dict("records")
+    store.close()
     ok = [r for r in rows if not r["error"]]
     bad = [r for r in rows if r["error"]]
     assert len(ok) == 2 and len(bad) == 4
@@ -94,26 +97,16 @@ def test_an_internal_error_is_recorded_on_its_row(monkeypatch):
     assert row["error"] == "internal error: ZeroDivisionError: float division by zero"
 
 
-def test_torn_last_row_is_dropped_on_resume(tmp_path):
+def test_a_store_that_is_not_a_database_is_refused_and_left_alone(tmp_path):
+    # the old CSV store had to repair torn rows by hand; SQLite's atomic commit (tested under SIGKILL in
+    # test_db.py) leaves none, and a file that is not a store is refused, not overwritten
     spec = SweepSpec.from_dict({**BASE, "vary": {"nodes": [1, 2, 4]}})
-    out = tmp_path / "r.csv"
-    run_sweep(spec, out)
-    text = out.read_text()
-    lines = text.splitlines(keepends=True)
-    assert len(lines) == 4
-    # kill -9 mid-write: the last row lost its tail and its line end
-    torn = "".join(lines[:3]) + lines[3][: len(lines[3]) // 2]
-    out.write_text(torn)
-    assert len(done_keys(out)) == 2  # the torn row does not count as done
-    assert run_sweep(spec, out) == (1, 2)
-    rows = list(csv.DictReader(out.open()))
-    assert len(rows) == 3 and all(len(r) == len(COLUMNS) and None not in r for r in rows)
-    assert out.read_text() == text  # same bytes as an uninterrupted run: nothing merged
-    # a torn header (no complete line at all) starts the file again
-    out.write_text("key,clu")
-    store = ResultStore(out, COLUMNS)
-    store.close()
-    assert store.dropped_bytes == 7 and out.read_text().startswith("key,cluster,")
+    junk = tmp_path / "r.db"
+    junk.write_text("key,cluster,changes\n" * 50)
+    before = junk.read_bytes()
+    with pytest.raises(ValueError, match=r"--db: .* is not a sweep database"):
+        run_into_db(spec, junk)
+    assert junk.read_bytes() == before
 
 
 def _children(pid: int) -> list[int]:
@@ -142,7 +135,17 @@ def test_workers_die_with_the_parent_after_sigkill(tmp_path):
     f = tmp_path / "s.yaml"
     # enough points that the sweep is still running when it is killed
     f.write_text(yaml.safe_dump({**BASE, "vary": {"nodes": list(range(1, 400))}}))
-    cmd = [sys.executable, "-m", "aifabric", "sweep", str(f), "-o", str(tmp_path / "o.csv"), "--workers", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "aifabric",
+        "sweep",
+        str(f),
+        "--db",
+        str(tmp_path / "o.db"),
+        "--workers",
+        "2",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
     try:
         deadline = time.monotonic() + 60

@@ -35,7 +35,6 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "scale-across": ("aifabric.cli.scale_across", "scale_across", "command"),
     "transport": ("aifabric.cli.transport", "transport_command", "command"),
     "export": ("aifabric.cli.export", "export", "command"),
-    "sweep-db": ("aifabric.cli.sweep_db", "sweep_db", "command"),
 }
 
 

@@ -1,4 +1,9 @@
-"""``aifabric sweep``: time collectives over a grid of cluster designs, writing results as they finish."""
+"""``aifabric sweep``: a grid of cluster designs x collectives into a SQLite result store (WAL, typed
+columns, resumable after kill -9), on local processes or Ray; exports to Parquet and CSV, a Pareto plot, an
+HTML report.
+
+Exit codes: 0 done; 2 bad input (sweep file, executor, shard, output paths), one line on stderr.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +11,20 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
-from aifabric.cli.common import console, handle_errors
-from aifabric.report.paths import check_output_path
-from aifabric.sweep import load_sweep, run_sweep
+from aifabric.cli.common import console, err_console, handle_errors
+from aifabric.report.paths import check_output_path, check_plot_path
+from aifabric.sweep.grid import SweepSpec, load_sweep
+from aifabric.sweep.parallel import EXECUTORS, run_into_db
 
 __all__ = ["sweep"]
 
@@ -20,45 +34,110 @@ def sweep(
     file: Annotated[
         Path, typer.Argument(help="Sweep YAML: cluster, vary (dotted fields -> lists), collectives")
     ],
-    out: Annotated[
-        Path, typer.Option("--out", "-o", help="CSV of results; rows already there are skipped (resume)")
-    ] = Path("sweep.csv"),
-    workers: Annotated[int, typer.Option(help="Local worker processes", min=1, max=256)] = 1,
+    db: Annotated[
+        Path, typer.Option("--db", help="SQLite result store; points already there are skipped (resume)")
+    ] = Path("sweep.db"),
+    workers: Annotated[
+        int, typer.Option(help="Worker processes (local) or CPUs (local Ray)", min=1, max=256)
+    ] = 1,
+    executor: Annotated[str, typer.Option(help=f"Executor: {', '.join(EXECUTORS)}")] = "local",
+    batch: Annotated[int, typer.Option(help="Points per task and per committed transaction", min=1)] = 256,
+    address: Annotated[
+        str | None, typer.Option(help="--executor ray only: Ray cluster address (auto, ray://host:10001)")
+    ] = None,
     shard: Annotated[int, typer.Option(help="This machine's shard (0-based) of --shards", min=0)] = 0,
     shards: Annotated[int, typer.Option(help="Split the grid over this many machines", min=1)] = 1,
+    parquet: Annotated[Path | None, typer.Option(help="Also export every row to this Parquet file")] = None,
+    csv: Annotated[Path | None, typer.Option("--csv", help="Also export every row to this CSV file")] = None,
+    html: Annotated[
+        Path | None, typer.Option("--html", help="Write a self-contained HTML report of the store (.html)")
+    ] = None,
+    pareto: Annotated[
+        Path | None,
+        typer.Option(help="Plot network watts against time, Pareto front per (op, size) (.png/.svg)"),
+    ] = None,
 ) -> None:
-    """Evaluate every (cluster variant x collective x size) of a sweep file with the formula engine.
+    """Evaluate every (cluster variant x collective x size) of a sweep file with the formula engine into a
+    SQLite store: one row per point keyed by a hash of the point, typed columns (SI units: s, bytes,
+    bytes/s per direction, W). Killed at any moment, rerun the same command to resume: finished batches
+    are kept, none is stored twice. A variant that cannot be built is stored with its error."""
+    check_output_path(db, "--db")
+    for path, option in ((parquet, "--parquet"), (csv, "--csv")):
+        if path is not None:
+            check_output_path(path, option)
+    if pareto is not None:
+        check_plot_path(pareto, "--pareto")
+    if html is not None:
+        from aifabric.report.html import check_html_path
 
-    Each result row (time in s, algbw/busbw in bytes/s per direction, algorithm, bottleneck, scale-out
-    switches, transceivers, network watts, bisection in bytes/s) is appended and flushed as soon as it is
-    computed: stop at any time and run the same command again to resume. A variant that cannot be built is
-    recorded with its error and the sweep goes on.
-    """
-    check_output_path(out, "--out")
+        check_html_path(html)
     spec = load_sweep(file)
     total = sum(1 for i, _ in enumerate(spec.points()) if i % shards == shard)
     with Progress(
-        "[progress.description]{task.description}",
+        TextColumn("sweep"),
         BarColumn(),
         MofNCompleteColumn(),
+        TaskProgressColumn(),
+        TextColumn("{task.fields[rate]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
-        console=console,
+        console=err_console,
         transient=True,
+        disable=not err_console.is_interactive,
     ) as bar:
-        task = bar.add_task("sweep", total=total)
-        errors = 0
+        task = bar.add_task("sweep", total=total, rate="")
 
-        def tick(row: dict) -> None:
-            nonlocal errors
-            errors += bool(row.get("error"))
-            bar.advance(task)
+        def advance(n: int) -> None:
+            bar.advance(task, n)
+            speed = bar.tasks[0].speed
+            bar.update(task, rate=f"{speed:,.0f} points/s" if speed else "")
 
-        from aifabric.sweep.store import done_keys
+        ran, skipped = run_into_db(
+            spec,
+            db,
+            workers=workers,
+            executor=executor,
+            batch=batch,
+            address=address,
+            shard=shard,
+            n_shards=shards,
+            on_batch=advance,
+        )
+        bar.advance(task, skipped)
+    console.print(f"{ran} point(s) evaluated, {skipped} already in {db} (resumed); store: {db}", markup=False)
+    if any(p is not None for p in (parquet, csv, pareto, html)):
+        _exports(spec, db, file, parquet=parquet, csv=csv, pareto=pareto, html=html)
 
-        bar.advance(task, len(done_keys(out) & {p.key for p in spec.points()}))
-        ran, skipped = run_sweep(spec, out, workers=workers, shard=shard, n_shards=shards, on_result=tick)
-    console.print(
-        f"{ran} point(s) evaluated, {skipped} already in {out} (resumed); {errors} with errors; results in "
-        f"{out}"
-    )
+
+def _exports(
+    spec: SweepSpec,
+    db: Path,
+    file: Path,
+    *,
+    parquet: Path | None,
+    csv: Path | None,
+    pareto: Path | None,
+    html: Path | None,
+) -> None:
+    """Write the asked exports of the store ``db`` and print where each went."""
+    from aifabric.sweep.db import ResultDB
+    from aifabric.sweep.parallel import columns_for
+
+    store = ResultDB(db, columns_for(spec))
+    try:
+        if parquet is not None:
+            console.print(f"parquet: {store.to_parquet(parquet)}", markup=False, highlight=False)
+        if csv is not None:
+            console.print(f"csv: {store.to_csv(csv)}", markup=False, highlight=False)
+        if pareto is not None:
+            from aifabric.sweep.pareto import pareto_plot
+
+            console.print(f"pareto plot: {pareto_plot(store.to_pandas(), pareto)}", markup=False)
+        if html is not None:
+            from aifabric.cluster.resolve import resolve_cluster
+            from aifabric.report.html import sweep_report, write_html
+
+            report = sweep_report(store.to_pandas(), resolve_cluster(spec.cluster), store=str(db), file=file)
+            console.print(f"report: {write_html(report, html)}", markup=False, highlight=False)
+    finally:
+        store.close()

@@ -317,7 +317,7 @@ def collective_report(results: Sequence[CollectiveResult], spec: ClusterSpec, **
 
 
 def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs: Any) -> Report:
-    """Report of a sweep store (``aifabric sweep-db --html``): the points, the fastest design per
+    """Report of a sweep store (``aifabric sweep --html``): the points, the fastest design per
     collective and size, and the Pareto fronts of network watts against time."""
 
     ok = frame[frame["error"] == ""]

@@ -1,6 +1,6 @@
-"""Design-space sweeps: grids of cluster variants, local process executors, incremental, resumable results."""
+"""Design-space sweeps: grids of cluster variants, local or Ray executors, a resumable SQLite result store."""
 
 from aifabric.sweep.grid import SweepPoint, SweepSpec, load_sweep
-from aifabric.sweep.runner import COLUMNS, evaluate_point, run_sweep
+from aifabric.sweep.runner import evaluate_point
 
-__all__ = ["COLUMNS", "SweepPoint", "SweepSpec", "evaluate_point", "load_sweep", "run_sweep"]
+__all__ = ["SweepPoint", "SweepSpec", "evaluate_point", "load_sweep"]

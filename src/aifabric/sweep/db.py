@@ -84,12 +84,21 @@ class ResultDB:
         return {h for (h,) in self.conn.execute("SELECT point_hash FROM results")}
 
     def add(self, rows: Iterable[tuple[str, Mapping[str, Any]]]) -> int:
-        """Store ``(hash, row)`` pairs in one transaction (INSERT OR IGNORE); returns the rows added."""
+        """Store ``(hash, row)`` pairs in one transaction (INSERT OR IGNORE); returns the rows added.
+
+        Raises
+        ------
+        OSError
+            SQLite could not write the file (e.g. a full disk), with the store's path as its filename.
+        """
         values = [(h, *(_cell(row.get(k), t) for k, t in self.columns.items())) for h, row in rows]
-        with self.conn:
-            before = self.conn.total_changes
-            self.conn.executemany(self._insert, values)
-            return self.conn.total_changes - before
+        try:
+            with self.conn:
+                before = self.conn.total_changes
+                self.conn.executemany(self._insert, values)
+                return self.conn.total_changes - before
+        except sqlite3.OperationalError as err:  # "database or disk is full", "disk I/O error"
+            raise OSError(0, str(err), str(self.path)) from err
 
     def count(self) -> int:
         """Rows stored."""
@@ -111,6 +120,13 @@ class ResultDB:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pandas(self.to_pandas(), preserve_index=False), p)
+        return p
+
+    def to_csv(self, path: str | Path) -> Path:
+        """Write every row to a CSV file (one header line, SI units as stored)."""
+        p = Path(path)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        self.to_pandas().to_csv(p, index=False)
         return p
 
     def close(self) -> None:

@@ -6,10 +6,12 @@ of model time per point), results come back in completion order, and the driver 
 transaction per batch, keyed by :func:`~aifabric.sweep.db.point_hash`. A resumed run skips the hashes
 already stored; killed at any moment, it loses at most the batches not yet committed.
 
-Executors (:data:`EXECUTORS`): ``serial`` (in the driver), ``process`` (stdlib process pool, the default)
-and ``ray`` (the optional extra ``aifabric[ray]``: one ``@ray.remote`` task per batch, taken in completion
-order with ``ray.wait``; a local Ray of ``workers`` CPUs, or the cluster at ``address`` / ``RAY_ADDRESS``).
-A task Ray retries after a worker dies returns rows already stored, which the store ignores.
+Executors (:data:`EXECUTORS`): ``local`` (the default: in the driver for one worker, else a stdlib process
+pool whose workers end with the driver, even after SIGKILL) and ``ray`` (the optional extra
+``aifabric[ray]``: one ``@ray.remote`` task per batch, taken in completion order with ``ray.wait``; a local
+Ray of ``workers`` CPUs, or the cluster at ``address`` / ``RAY_ADDRESS``). A task Ray retries after a worker
+dies returns rows already stored, which the store ignores. For several machines without Ray, run shards of
+the grid (``shard`` of ``n_shards``) into separate stores.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from __future__ import annotations
 import math
 import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from aifabric import budget
 from aifabric.errors import ConfigError
 from aifabric.sweep.db import ResultDB, point_hash
 from aifabric.sweep.grid import SweepPoint, SweepSpec
@@ -54,11 +59,18 @@ def _vary_column(name: str) -> str:
     return "vary_" + "".join(c if c.isalnum() else "_" for c in name)
 
 
+#: The range of an SQLite INTEGER (a signed 64-bit integer, https://www.sqlite.org/datatype3.html).
+_INT64 = (-(2**63), 2**63 - 1)
+
+
 def columns_for(spec: SweepSpec) -> dict[str, type]:
-    """Result columns plus one typed column per varied field (``vary_<field>``; lists stored as text)."""
+    """Result columns plus one typed column per varied field (``vary_<field>``; lists, and integers beyond
+    SQLite's 64-bit INTEGER, stored as text)."""
     cols = dict(RESULT_COLUMNS)
     for name, values in spec.vary:
-        if all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        if all(
+            isinstance(v, int) and not isinstance(v, bool) and _INT64[0] <= v <= _INT64[1] for v in values
+        ):
             kind: type = int
         elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             kind = float
@@ -85,12 +97,36 @@ def _evaluate_batch(points: list[SweepPoint]) -> list[tuple[str, dict[str, Any]]
 Rows = list[tuple[str, dict[str, Any]]]
 
 
-def _serial(batches: list[list[SweepPoint]], workers: int, address: str | None) -> Iterator[Rows]:
-    yield from map(_evaluate_batch, batches)
+#: Seconds between a worker's checks that its parent is alive.
+PARENT_POLL_S = 0.5
 
 
-def _process(batches: list[list[SweepPoint]], workers: int, address: str | None) -> Iterator[Rows]:
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+def _init_worker(parent: int, memory_limit_bytes: float) -> None:
+    """Worker initializer: the parent's memory limit (:mod:`aifabric.budget`), and a daemon thread that
+    ends this process when ``parent`` is gone (e.g. killed with SIGKILL, which runs no clean-up) instead of
+    leaving orphans that wait forever for work.
+
+    A process whose parent dies is re-parented, so ``os.getppid()`` changes (POSIX).
+    """
+    budget.set_memory_limit(memory_limit_bytes)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="aifabric-parent-watch", daemon=True).start()
+
+
+def _local(batches: list[list[SweepPoint]], workers: int, address: str | None) -> Iterator[Rows]:
+    if workers == 1:
+        yield from map(_evaluate_batch, batches)
+        return
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        initializer=_init_worker,
+        initargs=(os.getpid(), budget.memory_limit_bytes()),
+    ) as pool:
         for fut in as_completed([pool.submit(_evaluate_batch, b) for b in batches]):
             yield fut.result()
 
@@ -123,8 +159,7 @@ def _ray(batches: list[list[SweepPoint]], workers: int, address: str | None) -> 
 
 #: Executor name -> batch runner (one registry; the CLI's choices read it).
 EXECUTORS: dict[str, Callable[[list[list[SweepPoint]], int, str | None], Iterator[Rows]]] = {
-    "serial": _serial,
-    "process": _process,
+    "local": _local,
     "ray": _ray,
 }
 
@@ -134,9 +169,11 @@ def run_into_db(
     db_path: str | Path,
     *,
     workers: int = 1,
-    executor: str = "process",
+    executor: str = "local",
     batch: int = 64,
     address: str | None = None,
+    shard: int = 0,
+    n_shards: int = 1,
     on_batch: Callable[[int], None] | None = None,
 ) -> tuple[int, int]:
     """Evaluate the points of ``spec`` not yet in the database; returns (evaluated now, skipped as done).
@@ -147,13 +184,15 @@ def run_into_db(
     db_path : str or Path
         SQLite file (created).
     workers : int
-        Processes of the ``process`` executor (>= 1).
-    executor : {"serial", "process", "ray"}
+        Worker processes (>= 1): of the ``local`` executor (1: in the driver), or a local Ray's CPUs.
+    executor : {"local", "ray"}
     batch : int
         Points per task and per committed transaction (>= 1).
     address : str, optional
         ``ray`` only: the Ray cluster (``auto``, ``ray://host:10001``); default a local Ray of ``workers``
         CPUs, or ``RAY_ADDRESS``.
+    shard, n_shards : int
+        Evaluate only the points ``i`` of the grid with ``i % n_shards == shard`` (one machine's share).
     on_batch : callable, optional
         Called with the number of points of each batch stored.
 
@@ -162,7 +201,7 @@ def run_into_db(
     ConfigError
         An unknown executor, ``address`` without ``ray``, or ``ray`` not installed.
     ValueError
-        ``workers`` or ``batch`` < 1, or a file that is not a sweep database.
+        ``workers`` or ``batch`` < 1, a bad shard, or a file that is not a sweep database.
     """
     runner = EXECUTORS.get(executor)
     if runner is None:
@@ -173,10 +212,13 @@ def run_into_db(
         raise ValueError(f"--workers: must be >= 1, got {workers}")
     if batch < 1:
         raise ValueError(f"--batch: must be >= 1, got {batch}")
+    if not (n_shards >= 1 and 0 <= shard < n_shards):
+        raise ValueError(f"--shard: {shard} of {n_shards} is not a valid shard")
+    points = [p for i, p in enumerate(spec.points()) if i % n_shards == shard]
     db = ResultDB(db_path, columns_for(spec))
     try:
         done = db.done()
-        todo = [p for p in spec.points() if _hash(p) not in done]
+        todo = [p for p in points if _hash(p) not in done]
         n = len(todo)
         per = max(1, min(batch, math.ceil(n / max(1, 4 * workers)))) if n else batch
         batches = [todo[i : i + per] for i in range(0, n, per)]
@@ -186,4 +228,4 @@ def run_into_db(
                 on_batch(len(rows))
     finally:
         db.close()
-    return n, len(spec.points()) - n
+    return n, len(points) - n

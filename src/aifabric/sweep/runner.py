@@ -1,53 +1,23 @@
-"""Run a sweep on local processes, writing each result as it finishes and resuming from the file.
+"""Evaluate one sweep point: build the cluster variant and time the collective with the formula engine.
 
-Each point is evaluated with the ``formula`` engine (about 50 us of model time, plus building the cluster
-variant's Topology for its part counts, cached per variant in each worker). Points run in a process pool
-(``workers``); Ray is not required: for sweeps beyond one machine, run shards of the grid (``shard``,
-``n_shards``) on several machines against separate output files.
+Each point costs about 50 us of model time, plus building the cluster variant's Topology for its part
+counts, cached per variant in each worker process. Executors and the store: :mod:`aifabric.sweep.parallel`.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import threading
-import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from aifabric import budget
 from aifabric.cluster.presets import list_presets, preset
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.summary import summarize
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import AifabricError
-from aifabric.sweep.grid import SweepPoint, SweepSpec
-from aifabric.sweep.store import ResultStore, done_keys
+from aifabric.sweep.grid import SweepPoint
 
-__all__ = ["COLUMNS", "evaluate_point", "run_sweep"]
-
-COLUMNS = [
-    "key",
-    "cluster",
-    "changes",
-    "gpus",
-    "op",
-    "message_bytes",
-    "time_s",
-    "algbw_bytes_per_s",
-    "busbw_bytes_per_s",
-    "algorithm",
-    "protocol",
-    "bottleneck",
-    "switches",
-    "transceivers",
-    "network_watts",
-    "bisection_bytes_per_s",
-    "error",
-]
+__all__ = ["evaluate_point"]
 
 
 @lru_cache(maxsize=64)
@@ -82,9 +52,7 @@ def evaluate_point(point: SweepPoint) -> dict[str, Any]:
 
     changes_json = json.dumps(point.changes)
     row: dict[str, Any] = {
-        "key": point.key,
         "cluster": point.cluster,
-        "changes": json.dumps(dict(point.changes)),
         "op": point.op,
         "message_bytes": point.message_bytes,
         "error": "",
@@ -108,68 +76,3 @@ def evaluate_point(point: SweepPoint) -> dict[str, Any]:
         bottleneck=r.bottleneck,
     )
     return row
-
-
-def run_sweep(
-    spec: SweepSpec,
-    out: Path,
-    *,
-    workers: int = 1,
-    shard: int = 0,
-    n_shards: int = 1,
-    on_result: Callable[[dict[str, Any]], None] | None = None,
-) -> tuple[int, int]:
-    """Evaluate the points of ``spec`` not yet in ``out``; returns (evaluated now, skipped as done).
-
-    Raises ValueError for a bad shard or worker count.
-    """
-    if workers < 1:
-        raise ValueError(f"--workers: must be >= 1, got {workers}")
-    if not (n_shards >= 1 and 0 <= shard < n_shards):
-        raise ValueError(f"--shard: {shard} of {n_shards} is not a valid shard")
-    points = [p for i, p in enumerate(spec.points()) if i % n_shards == shard]
-    done = done_keys(out)
-    todo = [p for p in points if p.key not in done]
-    store = ResultStore(out, COLUMNS)
-    try:
-        for row in _results(todo, workers):
-            store.append(row)
-            if on_result is not None:
-                on_result(row)
-    finally:
-        store.close()
-    return len(todo), len(points) - len(todo)
-
-
-#: Seconds between a worker's checks that its parent is alive.
-PARENT_POLL_S = 0.5
-
-
-def _init_worker(parent: int, memory_limit_bytes: float) -> None:
-    """Worker initializer: the parent's memory limit (:mod:`aifabric.budget`), and a daemon thread that
-    ends this process when ``parent`` is gone (e.g. killed with SIGKILL, which runs no clean-up) instead of
-    leaving orphans that wait forever for work.
-
-    A process whose parent dies is re-parented, so ``os.getppid()`` changes (POSIX).
-    """
-    budget.set_memory_limit(memory_limit_bytes)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(PARENT_POLL_S)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="aifabric-parent-watch", daemon=True).start()
-
-
-def _results(points: list[SweepPoint], workers: int) -> Iterator[dict[str, Any]]:
-    if workers == 1 or not points:
-        yield from map(evaluate_point, points)
-        return
-    with ProcessPoolExecutor(
-        max_workers=workers,
-        initializer=_init_worker,
-        initargs=(os.getpid(), budget.memory_limit_bytes()),
-    ) as pool:
-        chunk = max(1, len(points) // (8 * workers))
-        yield from pool.map(evaluate_point, points, chunksize=chunk)
