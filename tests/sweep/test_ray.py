@@ -6,6 +6,8 @@ skipped only where ray is not installed.
 
 from __future__ import annotations
 
+import faulthandler
+
 import pandas as pd
 import pytest
 
@@ -28,12 +30,21 @@ GRID = {
 }
 
 
+#: Seconds after which a hung Ray (a worker that never starts, a lost raylet) ends the test run with every
+#: thread's traceback instead of hanging CI; the module takes about 20 s on 2 cores.
+HANG_S = 240
+
+
 @pytest.fixture(scope="module")
 def local_ray():
-    # Ray's testing advice: fixed resources, one cluster per module, no dashboard
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield
-    ray.shutdown()
+    # Ray's testing advice: fixed resources, one cluster per module, no dashboard; a small object store
+    faulthandler.dump_traceback_later(HANG_S, exit=True)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 * 2**20)
+        yield
+    finally:
+        ray.shutdown()
+        faulthandler.cancel_dump_traceback_later()
 
 
 def _frame(db) -> pd.DataFrame:
