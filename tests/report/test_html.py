@@ -195,3 +195,99 @@ def test_sweep_report_in_chromium(chromium, tmp_path):
     ids = _load(chromium, page, tmp_path)
     assert ids["points"].strip() == "4" and ids["failed"].strip() == "0"
     assert ids["rows"].count("all_reduce") == 2  # the fastest variant of each size
+
+
+DISCOVERY = Path(__file__).resolve().parents[1] / "discovery" / "data"
+
+
+def test_inspect_report_in_chromium(chromium, tmp_path):
+    page = tmp_path / "inspect.html"
+    # case 17: Azure NDv4 / NDv5 NCCL topology XML, two <system> documents (two nodes)
+    log = DISCOVERY / "case_17_azure_ndv4_ndv5_topology_xml.txt"
+    res = CliRunner().invoke(app, ["inspect", str(log), "--html", str(page), "--json"])
+    assert res.exit_code == 0, res.output
+    first = json.loads(res.stdout)[0]
+    _self_contained(page)
+    ids = _load(chromium, page, tmp_path)
+    assert ids["gpus"].strip() == str(len(first["gpus"]))
+    expected = first["expected_busbw"][0]
+    assert ids["expected-busbw"].strip().startswith(f"{expected['busbw_bytes_per_s'] / 1e9:,.1f} GB/s")
+    assert ids["rows"].count("yes") + ids["rows"].count("no") >= len(first["gpus"])  # one row per GPU
+
+
+def test_nccl_tests_compare_report_in_chromium(chromium, tmp_path):
+    page = tmp_path / "nccl.html"
+    # case 03: Dell XE9680 H100, nccl-tests all_reduce on 2, 4 and 8 nodes (seven tables in the log)
+    log = DISCOVERY / "case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt"
+    res = CliRunner().invoke(app, ["nccl-tests", "compare", str(log), "--html", str(page), "--json"])
+    assert res.exit_code == 0, res.output
+    tables = json.loads(res.stdout)["tables"]
+    _self_contained(page)
+    ids = _load(chromium, page, tmp_path)
+    assert ids["tables"].strip() == str(len(tables)) == "7"
+    big = tables[0]["rows"][-1]
+    assert ids["measured-busbw"].strip() == f"{big['measured_busbw_bytes_per_s'] / 1e9:,.2f} GB/s"
+    assert ids["predicted-busbw"].strip() == f"{big['predicted_busbw_bytes_per_s'] / 1e9:,.2f} GB/s"
+    assert ids["deviation"].strip() == f"{tables[0]['large_deviation']:+.1%}"
+    assert ids["rows"].count("GiB") >= 3  # the large rows of every table are there
+
+
+def test_checkpoint_report_in_chromium(chromium, tmp_path):
+    page = tmp_path / "checkpoint.html"
+    args = [
+        "checkpoint",
+        "-m",
+        "llama3-70b",
+        "--nodes",
+        "64",
+        "--storage",
+        "ddn-ai400x2-turbo",
+        "--storage-units",
+        "4",
+    ]
+    res = CliRunner().invoke(app, [*args, "--mtbf", "2.8 h", "--html", str(page), "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    # llama3-70b: 70.55e9 parameters x (2 bf16 weights + 12 fp32 master and Adam m, v) = 987.8 GB
+    assert out["checkpoint_bytes"] == pytest.approx(70.55e9 * 14, rel=1e-3)
+    _self_contained(page)
+    ids = _load(chromium, page, tmp_path)
+    assert ids["checkpoint-size"].strip() == "987.8 GB"
+    assert ids["write-time"].strip() == f"{out['write']['seconds']:,.2f} s"
+    assert ids["write-bottleneck"].strip() == out["write"]["bottleneck"]
+    assert ids["interval-sync"].strip() == f"{out['interval_sync_s']:,.0f} s"
+
+
+@pytest.mark.parametrize(
+    ("args", "key"),
+    [
+        (("collective", "all_reduce", "--nodes", "4", "--size", "1 GiB"), "busbw"),
+        (("train", "-m", "megatron-gpt-39.1b", "--nodes", "8", "--tp", "8", "--pp", "2"), "step-time"),
+    ],
+)
+def test_collective_and_train_reports_in_chromium(chromium, tmp_path, args, key):
+    page = tmp_path / "r.html"
+    res = CliRunner().invoke(app, [*args, "--html", str(page), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    _self_contained(page)
+    ids = _load(chromium, page, tmp_path)
+    if key == "busbw":
+        row = data[-1]
+        assert ids["busbw"].strip() == f"{row['busbw_bytes_per_s'] / 1e9:,.2f} GB/s"
+    else:
+        assert ids["step-time"].strip() == f"{data['step_s']:.4f} s"
+
+
+def test_html_is_checked_before_work_on_the_new_commands(tmp_path):
+    log = DISCOVERY / "case_01_dgx_h100_allreduce_single_node.txt"
+    for args in (
+        ["inspect", str(DISCOVERY / "case_17_azure_ndv4_ndv5_topology_xml.txt")],
+        ["nccl-tests", "compare", str(log)],
+        ["checkpoint", "-m", "llama3-70b"],
+    ):
+        res = CliRunner().invoke(app, [*args, "--html", str(tmp_path / "r.pdf")])
+        assert (
+            res.exit_code == 2
+            and res.stderr.strip() == f"error: --html: '{tmp_path / 'r.pdf'}' must end in .html"
+        )

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from aifabric.cli.common import console, emit_json, err_console, handle_errors, literal
+from aifabric.cli.common import HtmlOpt, console, emit_json, err_console, handle_errors, literal
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
@@ -94,6 +94,7 @@ def checkpoint(
         str | None, typer.Option(help="Bytes read per training step for data loading, e.g. '64 MB'")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    html: HtmlOpt = None,
 ) -> None:
     """Checkpoint size from the model and optimizer, write and restore time with the bottleneck named
     (GPU<->host PCIe, bounce buffer, front-end NICs, front-end fabric, file system per client / aggregate),
@@ -101,6 +102,10 @@ def checkpoint(
 
     GB = 1e9 bytes; bandwidths per direction.
     """
+    if html is not None:
+        from aifabric.report.html import check_html_path  # lazy: start-up of `checkpoint`
+
+        check_html_path(html)
     step_s = _duration(step_time, "--step-time") if step_time is not None else None
     mtbf_s = _duration(mtbf, "--mtbf") if mtbf is not None else None
     spec = resolve_cluster(cluster, nodes=nodes, gpus=gpus)
@@ -167,6 +172,12 @@ def checkpoint(
             raise ConfigError("--data-per-step needs --step-time")
         d = data_loading(spec, parse_bytes(data_per_step, field="--data-per-step"), step_s)
         out["data_loading"] = {**d.__dict__, "share": d.share}
+    if html is not None:
+        from aifabric.report.html import checkpoint_report, write_html
+
+        inputs = {"cluster": cluster, "model": model, "params": params, "tp": tp, "pp": pp, "zero": zero}
+        written = write_html(checkpoint_report(out, spec, **inputs), html)
+        err_console.print(f"report written to {written}", markup=False, highlight=False)
     if json_out:
         emit_json(out)
         return

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import HtmlOpt, console, emit_json, err_console, handle_errors
 from aifabric.discovery.compare import (
     CAUSES,
     NcclTestsComparison,
@@ -106,6 +106,7 @@ def inspect(
         int | None, typer.Option("--doc", help="Only the N-th <system> of an XML file (1-based)", min=1)
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    html: HtmlOpt = None,
 ) -> None:
     """What a machine is: NVLink groups, nearest NICs and GPUDirect RDMA, NUMA, a node ClusterSpec, and the
     busbw it should reach.
@@ -116,12 +117,17 @@ def inspect(
     """
     from aifabric.discovery.node import inspect_node_text
 
+    _check_html(html)
     text, source = read_log(file)
     nodes = inspect_node_text(text, source=source, gpu=gpu, nic_speed=nic_speed, fmt=fmt.value)
     if doc is not None:
         if doc > len(nodes):
             raise ValueError(f"--doc: {doc} is out of range; the file describes {len(nodes)} node(s)")
         nodes = [nodes[doc - 1]]
+    if html is not None:
+        from aifabric.report.html import inspect_report, write_html
+
+        _report_written(write_html(inspect_report(nodes, file=file, gpu=gpu, nic_speed=nic_speed), html))
     if json_out:
         emit_json([n.to_dict() for n in nodes])
         return
@@ -129,6 +135,18 @@ def inspect(
         if k:
             console.print()
         _render_node(node)
+
+
+def _check_html(html: Path | None) -> None:
+    """``--html``: checked before any work (lazy import: start-up of the discovery commands)."""
+    if html is not None:
+        from aifabric.report.html import check_html_path
+
+        check_html_path(html)
+
+
+def _report_written(path: Path) -> None:
+    err_console.print(f"report written to {path}", markup=False, highlight=False)
 
 
 def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
@@ -277,6 +295,7 @@ def compare(
         int | None, typer.Option(help="GPUs (ranks) per node, when the log does not say", min=1)
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
+    html: HtmlOpt = None,
 ) -> None:
     """Measured nccl-tests busbw against the model, row by row, with the likely causes of rows far below it.
 
@@ -286,6 +305,7 @@ def compare(
     """
     if plot is not None:
         check_plot_path(plot, "--plot")
+    _check_html(html)
     text, source = read_log(log)
     result = compare_nccl_tests(
         text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed, tables=table,
@@ -299,6 +319,10 @@ def compare(
 
         with _writing("--plot", plot):
             plot_comparisons(result.tables, plot)
+    if html is not None:
+        from aifabric.report.html import nccl_tests_report, write_html
+
+        _report_written(write_html(nccl_tests_report(result, log=log, cluster=cluster), html))
     if json_out:
         emit_json(result.to_dict())
         return

@@ -7,7 +7,8 @@ heatmaps), the rows behind the answer, and the inputs with the aifabric version.
 time: no script or style sheet from the network, figures inline, every user string escaped (Jinja2
 ``autoescape``).
 
-Builders: :func:`plan_report`, :func:`step_report`, :func:`fabric_report`, :func:`collective_report`; then
+Builders: :func:`plan_report`, :func:`step_report`, :func:`fabric_report`, :func:`collective_report`,
+:func:`sweep_report`, :func:`inspect_report`, :func:`nccl_tests_report`, :func:`checkpoint_report`; then
 :func:`render_html` and :func:`write_html`.
 """
 
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from aifabric.cluster.summary import summarize
 from aifabric.cluster.topology import Topology, cached_topology
 from aifabric.report.figures import cluster_drawing, figure_svg, step_bars, tier_heatmaps
+from aifabric.report.nccl_plot import comparison_figure
 from aifabric.report.paths import check_output_path
 from aifabric.sweep.pareto import pareto_figure
 from aifabric.training.step import PARTS
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from aifabric.cluster.spec import ClusterSpec
+    from aifabric.discovery.compare import NcclTestsComparison
+    from aifabric.discovery.node import NodeInspection
     from aifabric.engines.result import CollectiveResult
     from aifabric.engines.scenario import Scenario
     from aifabric.training.planner import PlanResult
@@ -39,8 +43,11 @@ if TYPE_CHECKING:
 __all__ = [
     "Report",
     "check_html_path",
+    "checkpoint_report",
     "collective_report",
     "fabric_report",
+    "inspect_report",
+    "nccl_tests_report",
     "plan_report",
     "render_html",
     "step_report",
@@ -56,11 +63,12 @@ _MAX_ROWS = 200
 
 @dataclass(frozen=True)
 class Report:
-    """What a report shows (see the module docstring). ``headline`` rows are ``(id, label, text)``."""
+    """What a report shows (see the module docstring). ``headline`` rows are ``(id, label, text)``;
+    ``spec`` None: no cluster section (a machine the input could not model)."""
 
     kind: str
     title: str
-    spec: ClusterSpec
+    spec: ClusterSpec | None
     topology: Topology | None
     headline: tuple[tuple[str, str, str], ...]
     why: tuple[str, ...] = ()
@@ -106,8 +114,8 @@ def render_html(report: Report) -> str:
         title=report.title,
         version=__version__,
         units=UNITS,
-        cluster_headline=_cluster_headline(report.spec, report.topology),
-        topology_svg=cluster_drawing(report.spec, report.topology),
+        cluster_headline=_cluster_headline(report.spec, report.topology) if report.spec is not None else [],
+        topology_svg=cluster_drawing(report.spec, report.topology) if report.spec is not None else "",
         headline=report.headline,
         why=report.why,
         figures=report.figures,
@@ -355,4 +363,199 @@ def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs
         columns=("op", "size", "time (us)", "busbw (GB/s)", "variant", "network power (kW)"),
         rows=rows,
         inputs=_inputs(store=store, **inputs),
+    )
+
+
+def inspect_report(nodes: Sequence[NodeInspection], **inputs: Any) -> Report:
+    """Report of ``aifabric inspect --html``: the node's GPUs, NICs, NVLink, the GPU-NIC paths (GPUDirect
+    RDMA verdict) and the all_reduce busbw it should reach (formula engine; GB/s = 1e9 bytes/s).
+
+    Raises
+    ------
+    ValueError
+        If ``nodes`` is empty.
+    """
+    if not nodes:
+        raise ValueError("inspect: no node to report")
+    node = nodes[0]
+    lay = node.layout
+    pairs = [p for n in nodes for p in n.pairing.values() if p is not None]
+    exp = node.expected[0] if node.expected else None
+    headline = (
+        ("accelerator", "accelerator", f"{node.accelerator} ({node.accelerator_source or 'given'})"),
+        ("gpus", "GPUs", str(len(lay.gpus))),
+        ("nics", "NICs", f"{len(lay.nics)} at {node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s"),
+        ("nvlink", "NVLink groups", str(len(node.nvlink_groups))),
+        ("gdr", "GPUs with a GPUDirect RDMA path", f"{sum(p.gdr for p in pairs)} of {len(pairs)}"),
+        (
+            "expected-busbw",
+            f"expected all_reduce busbw at {format_bytes(exp.message_bytes)}" if exp else "expected busbw",
+            f"{exp.busbw_bytes_per_s / 1e9:,.1f} GB/s ({exp.label})" if exp else "-",
+        ),
+    )
+    why = [
+        f"NVLink group {'+'.join(g.gpus)}: {len(g.pairs)} pairs, "
+        f"{'full mesh (NVSwitch)' if g.full_mesh else 'partial'}"
+        for n in nodes
+        for g in n.nvlink_groups
+    ]
+    why += [
+        f"{e.label}: {e.busbw_bytes_per_s / 1e9:,.1f} GB/s ({e.algorithm}/{e.protocol})"
+        for n in nodes
+        for e in n.expected
+    ]
+    why += [f"warning ({w.code}): {w.message}" for n in nodes for w in n.warnings]
+    why += [f"assumed: {a}" for n in nodes for a in n.assumptions]
+    rows = tuple(
+        (
+            n.layout.source or f"node {k + 1}",
+            g,
+            str(n.layout.gpu_numa.get(g, "-")),
+            ", ".join(x.nic for x in n.nearest.get(g, ())) or "-",
+            p.nic if (p := n.pairing.get(g)) else "-",
+            p.path if p else "-",
+            ("yes" if p.gdr else "no") if p else "-",
+        )
+        for k, n in enumerate(nodes)
+        for g in n.layout.gpus
+    )
+    return Report(
+        kind="inspect",
+        title=f"{lay.source or 'node'}: {len(lay.gpus)} GPUs, {len(lay.nics)} NICs",
+        spec=node.spec,
+        topology=_topology(node.spec) if node.spec is not None else None,
+        headline=headline,
+        why=tuple(why),
+        columns=("node", "GPU", "NUMA", "nearest NIC(s)", "paired NIC", "path", "GPUDirect RDMA"),
+        rows=rows,
+        inputs=_inputs(**inputs),
+    )
+
+
+def nccl_tests_report(result: NcclTestsComparison, **inputs: Any) -> Report:
+    """Report of ``aifabric nccl-tests compare --html``: measured against predicted busbw per row, the
+    verdict of each table and its findings (GB/s = 1e9 bytes/s; deviation = measured / predicted - 1).
+
+    Raises
+    ------
+    ValueError
+        If no table was compared.
+    """
+    if not result.tables:
+        raise ValueError("nccl-tests compare: no table was compared, nothing to report")
+    comp = result.tables[0]
+    big = comp.large_rows[-1]
+    headline = (
+        ("tables", "tables compared", str(len(result.tables))),
+        ("run", "run", f"{comp.op}, {comp.n_ranks} ranks on {comp.n_nodes} node(s)"),
+        ("measured-busbw", f"measured busbw at {format_bytes(big.size_bytes)}",
+         f"{big.measured_busbw_bytes_per_s / 1e9:,.2f} GB/s"),
+        ("predicted-busbw", "predicted busbw (formula engine)",
+         f"{big.predicted_busbw_bytes_per_s / 1e9:,.2f} GB/s"),
+        ("deviation", "median deviation of the large messages", f"{comp.large_deviation:+.1%}"),
+        ("verdict", "verdict", comp.verdict if comp.findings else "healthy"),
+    )  # fmt: skip
+    why = [
+        f"table {c.index}: {c.verdict if c.findings else 'healthy'}; "
+        + "; ".join(
+            f"{f.cause}: {f.explained_bytes_per_s / 1e9:,.2f} GB/s below the model over {f.rows} large row(s)"
+            for f in c.findings
+        )
+        for c in result.tables
+    ]
+    why += [f"assumed: {a}" for c in result.tables for a in c.assumptions]
+    why += [f"table {i} (line {line}) skipped: {reason}" for i, line, reason in result.skipped]
+    rows = tuple(
+        (
+            str(c.index),
+            format_bytes(r.size_bytes),
+            f"{r.measured_time_s * 1e6:,.2f}",
+            f"{r.predicted.time_s * 1e6:,.2f}",
+            f"{r.measured_busbw_bytes_per_s / 1e9:,.2f}",
+            f"{r.predicted_busbw_bytes_per_s / 1e9:,.2f}",
+            f"{r.deviation:+.1%}",
+            f"{r.predicted.algorithm}/{r.predicted.protocol}",
+            "FLAG" if r.flagged else "",
+        )
+        for c in result.tables
+        for r in c.rows
+    )
+    return Report(
+        kind="nccl-tests",
+        title=f"nccl-tests {comp.op} against the model on {comp.spec.name}",
+        spec=comp.spec,
+        topology=_topology(comp.spec),
+        headline=headline,
+        why=tuple(why),
+        figures=(
+            ("busbw against size, measured and predicted", figure_svg(comparison_figure(result.tables))),
+        ),
+        columns=(
+            "table",
+            "size",
+            "time meas (us)",
+            "time pred (us)",
+            "busbw meas (GB/s)",
+            "busbw pred (GB/s)",
+            "deviation",
+            "algo/proto",
+            "",
+        ),  # fmt: skip
+        rows=rows,
+        inputs=_inputs(**inputs),
+    )
+
+
+#: The phases of a checkpoint report: (label, key of the checkpoint command's result).
+_CHECKPOINT_PHASES = (("write (sync)", "write"), ("restore", "restore"), ("async drain", "async_drain"))
+
+
+def checkpoint_report(out: dict[str, Any], spec: ClusterSpec, **inputs: Any) -> Report:
+    """Report of ``aifabric checkpoint --html`` from the command's result mapping (its ``--json``): the
+    checkpoint size, write and restore time with the bottleneck, the async copy, Young/Daly intervals."""
+    write = out["write"]
+    headline = [
+        ("checkpoint-size", "checkpoint size", f"{out['checkpoint_bytes'] / 1e9:,.1f} GB"),
+        ("write-time", "write time (sync)", f"{write['seconds']:,.2f} s"),
+        ("write-bottleneck", "write bottleneck", str(write["bottleneck"])),
+        ("restore-time", "restore time", f"{out['restore']['seconds']:,.2f} s"),
+        ("async-copy", "async copy GPU->host (training stops)", f"{out['async_copy_s']:,.3f} s"),
+    ]
+    if "interval_sync_s" in out:
+        headline += [
+            ("interval-sync", "Young/Daly interval (sync)", f"{out['interval_sync_s']:,.0f} s"),
+            ("goodput-lost-sync", "goodput lost (sync)", f"{out['goodput_lost_sync']:.2%}"),
+        ]
+    why = [
+        f"{out['params'] / 1e9:.4g} B parameters x {out['bytes_per_param']:g} B/param, written by "
+        f"{out['writer_gpus']} GPUs on {out['writer_nodes']} nodes."
+    ]
+    if "async_drain_steps" in out:
+        why.append(f"The async drain overlaps {out['async_drain_steps']:.2f} training steps.")
+    if "data_loading" in out:
+        d = out["data_loading"]
+        why.append(
+            f"Data loading: {d['need_bytes_per_s'] / 1e9:.3g} GB/s needed of "
+            f"{d['have_bytes_per_s'] / 1e9:.4g} GB/s ({d['share']:.2%}; limit: {d['bottleneck']})."
+        )
+    rows = tuple(
+        (
+            label,
+            f"{out[key]['seconds']:,.3f}",
+            f"{out[key]['bytes_per_node'] / 1e9:,.2f}",
+            f"{out[key]['rate_bytes_per_s'] / 1e9:,.3g}",
+            str(out[key]["bottleneck"]),
+        )
+        for label, key in _CHECKPOINT_PHASES
+    )
+    return Report(
+        kind="checkpoint",
+        title=f"checkpoint of {out['params'] / 1e9:.4g} B parameters on {out['gpus']} GPUs of {spec.name}",
+        spec=spec,
+        topology=_topology(spec),
+        headline=tuple(headline),
+        why=tuple(why),
+        columns=("phase", "seconds", "GB per node", "rate per node (GB/s)", "bottleneck"),
+        rows=rows,
+        inputs=_inputs(**inputs),
     )

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the comparison objects are only read here
     from aifabric.discovery.compare import TableComparison
 
-__all__ = ["plot_comparisons"]
+__all__ = ["comparison_figure", "plot_comparisons"]
 
 
 def _title(comp: TableComparison, width: int = 70) -> str:
@@ -44,6 +44,23 @@ def plot_comparisons(comparisons: Sequence[TableComparison], path: str | Path, *
         If ``comparisons`` is empty.
     OSError
         If the file cannot be written.
+    """
+    fig = comparison_figure(comparisons)
+    out = Path(path)
+    fig.savefig(out, dpi=dpi)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return out
+
+
+def comparison_figure(comparisons: Sequence[TableComparison]) -> Any:
+    """The matplotlib Figure of :func:`plot_comparisons` (one panel per table), not yet saved.
+
+    Raises
+    ------
+    ValueError
+        If ``comparisons`` is empty.
     """
     import matplotlib
 
@@ -79,7 +96,4 @@ def plot_comparisons(comparisons: Sequence[TableComparison], path: str | Path, *
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=8, loc="upper left")
     fig.tight_layout()
-    out = Path(path)
-    fig.savefig(out, dpi=dpi)
-    plt.close(fig)
-    return out
+    return fig
