@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "scale-across": ("aifabric.cli.scale_across", "scale_across", "command"),
     "transport": ("aifabric.cli.transport", "transport_command", "command"),
     "export": ("aifabric.cli.export", "export", "command"),
+    "import-chakra": ("aifabric.cli.chakra", "import_chakra", "command"),
 }
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
+from aifabric.cli.chakra import ChakraOpt, check_chakra_folder, written
 from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm
@@ -168,6 +169,7 @@ def collective(
     ] = None,
     trace: TraceOpt = None,
     html: HtmlOpt = None,
+    chakra: ChakraOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Time a collective on a cluster: one size (--size) or an nccl-tests-like sweep (--min/--max/--factor).
@@ -179,6 +181,8 @@ def collective(
         from aifabric.report.trace import check_trace_path  # lazy: start-up of `collective`
 
         check_trace_path(trace)
+    if chakra is not None:
+        check_chakra_folder(chakra)
     if html is not None:
         from aifabric.report.html import check_html_path  # lazy: start-up of `collective`
 
@@ -214,6 +218,11 @@ def collective(
 
         write_trace(collective_trace(results), trace)
         err_console.print(f"trace written to {trace}", markup=False, highlight=False)
+    if chakra is not None:
+        from aifabric.interop.chakra import export_ranks, sweep_nodes  # lazy: protobuf, for start-up time
+
+        calls = [(r.message_bytes, r.time_s) for r in results]
+        written(export_ranks(sweep_nodes(op, calls, comm.n_ranks), comm.n_ranks, chakra))
     if html is not None:
         from aifabric.report.html import collective_report, write_html
 

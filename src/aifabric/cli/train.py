@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
+from aifabric.cli.chakra import ChakraOpt, check_chakra_folder, written
 from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
@@ -260,6 +261,7 @@ def train(
     plot: PlotOpt = None,
     trace: TraceOpt = None,
     html: HtmlOpt = None,
+    chakra: ChakraOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Time one training step of a layout: compute, each network's exposed and hidden time, bubble, MFU.
@@ -287,6 +289,8 @@ def train(
         check_trace_path(trace)
     if html is not None:
         check_html_path(html)
+    if chakra is not None:
+        check_chakra_folder(chakra)
     opts = _options(
         flash_attention,
         overlap_grad_reduce,
@@ -337,6 +341,10 @@ def train(
     if trace is not None:
         write_trace(step_trace(st), trace)
         err_console.print(f"trace written to {trace}", markup=False, highlight=False)
+    if chakra is not None:
+        from aifabric.interop.chakra import export_ranks, step_nodes
+
+        written(export_ranks(step_nodes(st), st.n_gpus, chakra))
     if html is not None:
         write_html(
             step_report(st, spec, model=model, cluster=cluster, nodes=nodes, layout=layout.describe()), html
