@@ -13,6 +13,8 @@ from aifabric.cli.app import app
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 BLOCK = re.compile(r"```(\w+)([^\n]*)\n(.*?)```", re.S)
+#: Options whose value is a file the command writes.
+OUTPUTS = {"--html", "--trace", "--csv", "--parquet", "--pareto", "--db", "--output", "--plot"}
 PAGES = sorted(p for p in DOCS.glob("*.md") if BLOCK.search(p.read_text()))
 
 
@@ -27,9 +29,13 @@ def test_page_commands_run(page, tmp_path, monkeypatch):
         elif lang == "console":
             for line in body.splitlines():
                 if line.startswith("$ aifabric "):
-                    res = CliRunner().invoke(app, shlex.split(line[len("$ aifabric ") :]))
+                    args = shlex.split(line[len("$ aifabric ") :])
+                    res = CliRunner().invoke(app, args)
                     assert res.exit_code == 0, f"{page.name}: {line}\n{res.output}"
                     ran += 1
+                    for option, path in zip(args, args[1:], strict=False):  # the files it says it writes
+                        if option in OUTPUTS:
+                            assert Path(path).stat().st_size > 0, f"{page.name}: {line}: {path}"
         elif lang == "python":
             exec(compile(body, f"{page.name}:python", "exec"), {})
             ran += 1
