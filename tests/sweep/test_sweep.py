@@ -92,3 +92,61 @@ def test_cli_sweep_and_csv_export(tmp_path):
     assert [float(r["time_s"]) for r in rows] == pytest.approx(frame["time_s"].tolist(), rel=1e-12)
     r = CliRunner().invoke(app, ["sweep", str(f), "--db", str(db)])
     assert r.exit_code == 0 and "0 point(s) evaluated, 12 already in" in r.stdout
+
+
+TRAIN = {
+    "cluster": "dgx-h100-superpod",
+    "vary": {"nodes": [32, 64]},
+    "train": {
+        "models": ["megatron-gpt-39.1b"],
+        "layouts": [{"tp": 8, "pp": 2, "microbatch": 4}, {"tp": 3}],
+        "global_batch": 1536,
+    },
+}
+
+
+def test_training_points_are_the_step_model(tmp_path):
+    import aifabric as af
+
+    spec = SweepSpec.from_dict(TRAIN)
+    assert len(spec.points()) == 2 * 2  # no default all_reduce when the sweep trains
+    db = tmp_path / "t.db"
+    assert run_into_db(spec, db) == (4, 0)
+    rows = _frame(spec, db)
+    ok = rows[rows["error"] == ""].sort_values("vary_nodes")
+    # the same step as `aifabric train` / af.train with that layout (its defaults for the rest)
+    for nodes, row in zip((32, 64), ok.itertuples(), strict=True):
+        st = af.train("megatron-gpt-39.1b", "dgx-h100-superpod", nodes=nodes, tp=8, pp=2, microbatch=4).result
+        assert row.step_s == row.time_s == pytest.approx(st.step_s, rel=1e-12)
+        assert row.dp == st.layout.dp and row.op == "train:megatron-gpt-39.1b" and row.message_bytes == 0
+        assert row.mfu == pytest.approx(st.mfu, rel=1e-12) and row.network_watts > 0
+    bad = rows[rows["error"] != ""]
+    assert len(bad) == 2 and bad["error"].str.contains("tp=3 does not divide").all()
+
+
+def test_collective_point_hashes_are_those_of_older_stores():
+    # a store written before sweeps could train must resume: a collective point's hash is unchanged
+    from aifabric.sweep.db import point_hash
+    from aifabric.sweep.parallel import _hash
+    from aifabric.version import __version__
+
+    p = SweepSpec.from_dict(SPEC).points()[0]
+    old = {"cluster": p.cluster, **dict(p.changes), "op": p.op, "bytes": p.message_bytes}
+    assert _hash(p) == point_hash(old, model_version=__version__)
+
+
+@pytest.mark.parametrize(
+    ("train", "message"),
+    [
+        ({"models": "x"}, r"train\.models: expected a non-empty list"),
+        ({"models": ["no-such-model"]}, r"train\.models\[0\]"),
+        ({"models": ["llama3-8b"], "layouts": [{"tp": 0}]}, r"train\.layouts\[0\]\.tp: expected an integer"),
+        ({"models": ["llama3-8b"], "layouts": [{"vp": 2}]}, r"train\.layouts\[0\]: expected a mapping of"),
+        ({"models": ["llama3-8b"], "global_batch": 1.5}, r"train\.global_batch"),
+        ({"models": ["llama3-8b"], "seq": 1}, r"train: unknown field"),
+        ([1], r"train: expected a mapping"),
+    ],
+)
+def test_bad_train_sections(train, message):
+    with pytest.raises(ConfigError, match=message):
+        SweepSpec.from_dict({"cluster": "lesson", "train": train})

@@ -1,4 +1,4 @@
-"""``aifabric sweep``: a grid of cluster designs x collectives into a SQLite result store (WAL, typed
+"""``aifabric sweep``: a grid of cluster designs x collectives / training layouts into a SQLite result store (WAL, typed
 columns, resumable after kill -9), on local processes or Ray; exports to Parquet and CSV, a Pareto plot, an
 HTML report.
 
@@ -32,7 +32,7 @@ __all__ = ["sweep"]
 @handle_errors
 def sweep(
     file: Annotated[
-        Path, typer.Argument(help="Sweep YAML: cluster, vary (dotted fields -> lists), collectives")
+        Path, typer.Argument(help="Sweep YAML: cluster, vary (dotted fields -> lists), collectives, train")
     ],
     db: Annotated[
         Path, typer.Option("--db", help="SQLite result store; points already there are skipped (resume)")
@@ -57,9 +57,10 @@ def sweep(
         typer.Option(help="Plot network watts against time, Pareto front per (op, size) (.png/.svg)"),
     ] = None,
 ) -> None:
-    """Evaluate every (cluster variant x collective x size) of a sweep file with the formula engine into a
-    SQLite store: one row per point keyed by a hash of the point, typed columns (SI units: s, bytes,
-    bytes/s per direction, W). Killed at any moment, rerun the same command to resume: finished batches
+    """Evaluate every (cluster variant x collective x size) of a sweep file with the formula engine, and
+    every (cluster variant x model x layout) of its train section with the step model, into a SQLite
+    store: one row per point keyed by a hash of the point, typed columns (SI units: s, bytes, bytes/s per
+    direction, W). Killed at any moment, rerun the same command to resume: finished batches
     are kept, none is stored twice. A variant that cannot be built is stored with its error."""
     check_output_path(db, "--db")
     for path, option in ((parquet, "--parquet"), (csv, "--csv")):

@@ -334,9 +334,9 @@ def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs
     rows = tuple(
         (
             str(r["op"]),
-            format_bytes(float(r["message_bytes"])),
+            format_bytes(float(r["message_bytes"])) if r["message_bytes"] > 0 else "-",
             f"{float(r['time_s']) * 1e6:,.2f}",
-            f"{float(r['busbw_bytes_per_s']) / 1e9:,.1f}",
+            f"{float(r['busbw_bytes_per_s']) / 1e9:,.1f}" if r["busbw_bytes_per_s"] > 0 else "-",
             ", ".join(f"{c[5:]}={r[c]}" for c in vary),
             f"{float(r['network_watts']) / 1e3:,.1f}",
         )
@@ -358,7 +358,10 @@ def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs
         spec=spec,
         topology=_topology(spec),
         headline=headline,
-        why=("The fastest variant for every collective and size (time in us, busbw in GB/s per direction):",),
+        why=(
+            "The fastest variant for every collective and size, and for every trained model (time in us: "
+            "the step time for a model; busbw in GB/s per direction):",
+        ),
         figures=figures,
         columns=("op", "size", "time (us)", "busbw (GB/s)", "variant", "network power (kW)"),
         rows=rows,

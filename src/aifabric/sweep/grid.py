@@ -10,8 +10,14 @@ A sweep file (YAML)::
     collectives:
       - {op: all_reduce, sizes: ["1 MiB", "1 GiB"]}
       - {op: all_to_all, sizes: ["64 MiB"]}
+    train:                              # optional: training steps at every grid point
+      models: [megatron-gpt-39.1b]
+      layouts: [{tp: 8, pp: 2, microbatch: 4}, {tp: 4, pp: 4, microbatch: 2}]
+      global_batch: 1536                # sequences per step (default 1536)
 
-Every point gets a stable key (its parameters as sorted JSON), so a sweep can resume where it stopped.
+Without ``collectives`` and ``train``, the sweep times a 1 GiB all_reduce. A training point's ``op`` is
+``train:<model>`` and its ``message_bytes`` 0. Every point gets a stable key (its parameters as sorted
+JSON), so a sweep can resume where it stopped.
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ from typing import Any
 
 from aifabric.cluster.spec import check_field_path
 from aifabric.collectives.ops import Collective
-from aifabric.errors import ConfigError
+from aifabric.errors import AifabricError, ConfigError
 from aifabric.inputs import load_yaml_mapping
+from aifabric.training.models import get_model
 from aifabric.units import one_size
 
-__all__ = ["SweepPoint", "SweepSpec", "load_sweep"]
+__all__ = ["LAYOUT_KEYS", "SweepPoint", "SweepSpec", "load_sweep"]
 
 
 @dataclass(frozen=True)
@@ -39,14 +46,20 @@ class SweepPoint:
     changes: tuple[tuple[str, Any], ...]
     op: str
     message_bytes: float
+    train: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The point's parameters (a training point's model and layout under ``train``)."""
+        out = {"cluster": self.cluster, **dict(self.changes), "op": self.op, "bytes": self.message_bytes}
+        if self.train:
+            out["train"] = dict(self.train)
+        return out
 
     @property
     def key(self) -> str:
         """Stable identity of the point (sorted JSON of its parameters)."""
-        return json.dumps(
-            {"cluster": self.cluster, **dict(self.changes), "op": self.op, "bytes": self.message_bytes},
-            sort_keys=True,
-        )
+        return json.dumps(self.params, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -56,15 +69,19 @@ class SweepSpec:
     cluster: str
     vary: tuple[tuple[str, tuple[Any, ...]], ...]
     collectives: tuple[tuple[str, tuple[float, ...]], ...]
+    train: tuple[tuple[tuple[str, Any], ...], ...] = ()
 
     def points(self) -> list[SweepPoint]:
-        """Every (grid point, collective, size), grid-major."""
+        """Every (grid point, collective, size), then every (grid point, model, layout), grid-major."""
         names = [k for k, _ in self.vary]
         out: list[SweepPoint] = []
         for values in itertools.product(*(v for _, v in self.vary)) if self.vary else [()]:
             changes = tuple(zip(names, values, strict=True))
             for op, sizes in self.collectives:
                 out.extend(SweepPoint(self.cluster, changes, op, s) for s in sizes)
+            out.extend(
+                SweepPoint(self.cluster, changes, f"train:{dict(t)['model']}", 0.0, t) for t in self.train
+            )
         return out
 
     @classmethod
@@ -72,10 +89,10 @@ class SweepSpec:
         """Validate a mapping; raises ConfigError naming the field and the value."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a mapping at the top level")
-        unknown = sorted(set(data) - {"cluster", "vary", "collectives"})
+        unknown = sorted(set(data) - {"cluster", "vary", "collectives", "train"})
         if unknown:
             raise ConfigError(
-                f"{source}: unknown field(s) {', '.join(unknown)}; known: cluster, vary, collectives"
+                f"{source}: unknown field(s) {', '.join(unknown)}; known: cluster, vary, collectives, train"
             )
         cluster = data.get("cluster")
         if not isinstance(cluster, str) or not cluster:
@@ -96,7 +113,9 @@ class SweepSpec:
                     f"{source}: vary.{field}: expected a non-empty list of values, got {values!r}"
                 )
             vary.append((field, tuple(_value(v, f"{source}: vary.{field}") for v in values)))
-        colls_raw = data.get("collectives") or [{"op": "all_reduce", "sizes": ["1 GiB"]}]
+        train = _train(data.get("train"), source)
+        default = [] if train else [{"op": "all_reduce", "sizes": ["1 GiB"]}]
+        colls_raw = data.get("collectives") or default
         if not isinstance(colls_raw, list):
             raise ConfigError(f"{source}: collectives: expected a list of {{op, sizes}}")
         colls = []
@@ -110,7 +129,52 @@ class SweepSpec:
                     f"{source}: collectives[{i}].sizes: expected a list of sizes, got {sizes!r}"
                 )
             colls.append((op, tuple(one_size(str(s), f"collectives[{i}].sizes") for s in sizes)))
-        return cls(cluster, tuple(vary), tuple(colls))
+        return cls(cluster, tuple(vary), tuple(colls), train)
+
+
+#: Layout keys of a sweep's ``train.layouts`` entries (each an integer >= 1): the degrees and microbatch.
+LAYOUT_KEYS = ("tp", "pp", "dp", "cp", "ep", "microbatch")
+
+
+def _train(raw: Any, source: str) -> tuple[tuple[tuple[str, Any], ...], ...]:
+    """The training jobs of ``train:`` (model x layout), each as sorted ``(key, value)`` pairs."""
+    if raw is None:
+        return ()
+    where = f"{source}: train"
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping with models, layouts, global_batch")
+    unknown = sorted(set(raw) - {"models", "layouts", "global_batch"})
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown field(s) {', '.join(map(str, unknown))}; known: models, layouts, global_batch"
+        )
+    models = raw.get("models")
+    if not isinstance(models, list) or not models or not all(isinstance(m, str) and m for m in models):
+        raise ConfigError(f"{where}.models: expected a non-empty list of model names, got {models!r}")
+    for i, m in enumerate(models):
+        try:
+            get_model(m)
+        except (AifabricError, ValueError, KeyError) as err:
+            raise ConfigError(f"{where}.models[{i}]: {err}") from None
+    batch = raw.get("global_batch", 1536)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ConfigError(f"{where}.global_batch: expected an integer >= 1, got {batch!r}")
+    layouts = raw.get("layouts") or [{}]
+    if not isinstance(layouts, list):
+        raise ConfigError(f"{where}.layouts: expected a list of {{tp, pp, dp, cp, ep, microbatch}}")
+    checked = []
+    for i, lay in enumerate(layouts):
+        if not isinstance(lay, dict) or set(lay) - set(LAYOUT_KEYS):
+            raise ConfigError(
+                f"{where}.layouts[{i}]: expected a mapping of {', '.join(LAYOUT_KEYS)}, got {lay!r}"
+            )
+        for k, v in lay.items():
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ConfigError(f"{where}.layouts[{i}].{k}: expected an integer >= 1, got {v!r}")
+        checked.append(lay)
+    return tuple(
+        tuple(sorted({"model": m, "global_batch": batch, **lay}.items())) for m in models for lay in checked
+    )
 
 
 def _scalar(v: Any) -> bool:

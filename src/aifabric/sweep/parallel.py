@@ -33,7 +33,7 @@ from aifabric.sweep.grid import SweepPoint, SweepSpec
 from aifabric.sweep.runner import evaluate_point
 from aifabric.version import __version__
 
-__all__ = ["EXECUTORS", "RESULT_COLUMNS", "columns_for", "run_into_db"]
+__all__ = ["EXECUTORS", "RESULT_COLUMNS", "TRAIN_COLUMNS", "columns_for", "run_into_db"]
 
 #: Typed result columns of a collective point (SI units), besides the varied fields.
 RESULT_COLUMNS: dict[str, type] = {
@@ -55,6 +55,24 @@ RESULT_COLUMNS: dict[str, type] = {
 }
 
 
+#: Typed columns of a training point (a sweep with ``train:``): the model, the layout, the step's figures
+#: (``time_s`` holds the step time, ``algorithm`` the layout, ``bottleneck`` the largest non-compute part).
+TRAIN_COLUMNS: dict[str, type] = {
+    "model": str,
+    "tp": int,
+    "pp": int,
+    "dp": int,
+    "cp": int,
+    "ep": int,
+    "microbatch": int,
+    "global_batch": int,
+    "step_s": float,
+    "tokens_per_s": float,
+    "mfu": float,
+    "memory_bytes_per_gpu": float,
+}
+
+
 def _vary_column(name: str) -> str:
     return "vary_" + "".join(c if c.isalnum() else "_" for c in name)
 
@@ -64,9 +82,10 @@ _INT64 = (-(2**63), 2**63 - 1)
 
 
 def columns_for(spec: SweepSpec) -> dict[str, type]:
-    """Result columns plus one typed column per varied field (``vary_<field>``; lists, and integers beyond
+    """Result columns (and :data:`TRAIN_COLUMNS` for a sweep with training points) plus one typed column per
+    varied field (``vary_<field>``; lists, and integers beyond
     SQLite's 64-bit INTEGER, stored as text)."""
-    cols = dict(RESULT_COLUMNS)
+    cols = dict(RESULT_COLUMNS) | (TRAIN_COLUMNS if spec.train else {})
     for name, values in spec.vary:
         if all(
             isinstance(v, int) and not isinstance(v, bool) and _INT64[0] <= v <= _INT64[1] for v in values
@@ -81,8 +100,7 @@ def columns_for(spec: SweepSpec) -> dict[str, type]:
 
 
 def _hash(p: SweepPoint) -> str:
-    params = {"cluster": p.cluster, **{k: v for k, v in p.changes}, "op": p.op, "bytes": p.message_bytes}
-    return point_hash(params, model_version=__version__)
+    return point_hash(p.params, model_version=__version__)
 
 
 def _evaluate_batch(points: list[SweepPoint]) -> list[tuple[str, dict[str, Any]]]:

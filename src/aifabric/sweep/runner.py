@@ -1,7 +1,10 @@
-"""Evaluate one sweep point: build the cluster variant and time the collective with the formula engine.
+"""Evaluate one sweep point: build the cluster variant, then time the collective with the formula engine or
+the training step with the step model (:class:`~aifabric.training.step.StepModel`, formula engine for every
+communication).
 
-Each point costs about 50 us of model time, plus building the cluster variant's Topology for its part
-counts, cached per variant in each worker process. Executors and the store: :mod:`aifabric.sweep.parallel`.
+A collective point costs about 50 us of model time, plus building the cluster variant's Topology for its
+part counts, cached per variant in each worker process. Executors and the store:
+:mod:`aifabric.sweep.parallel`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,9 @@ from aifabric.cluster.summary import summarize
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import AifabricError
 from aifabric.sweep.grid import SweepPoint
+from aifabric.training.layout import ParallelLayout, Recompute, data_parallel_degree
+from aifabric.training.models import get_model
+from aifabric.training.step import PARTS, StepModel
 
 __all__ = ["evaluate_point"]
 
@@ -59,6 +65,10 @@ def evaluate_point(point: SweepPoint) -> dict[str, Any]:
     }
     try:
         spec, parts = _variant(point.cluster, changes_json)
+        if point.train:
+            row.update(parts)
+            row.update(_train_step(spec, dict(point.train)))
+            return row
         r = formula_collective(point.op, point.message_bytes, spec)
     except (AifabricError, ValueError) as err:
         row["error"] = str(err).replace("\n", " ")
@@ -76,3 +86,50 @@ def evaluate_point(point: SweepPoint) -> dict[str, Any]:
         bottleneck=r.bottleneck,
     )
     return row
+
+
+#: The parts of a step that are not communication (never a training point's ``bottleneck``).
+_NOT_COMM = ("compute", "memory-bound")
+
+
+def _train_step(spec: Any, job: dict[str, Any]) -> dict[str, Any]:
+    """One training point: the step of ``job`` (model, global_batch and layout keys) on ``spec``.
+
+    The rest of the layout is ``aifabric train``'s defaults (sequence parallel when tp > 1, ZeRO stage 1,
+    selective recomputation), dp fills the cluster when not given. Raises ConfigError/ValueError for a
+    layout that does not fit.
+    """
+    model = get_model(job["model"])
+    tp, pp, cp = job.get("tp", 1), job.get("pp", 1), job.get("cp", 1)
+    dp = job.get("dp") or data_parallel_degree(model, spec.n_gpus, tp=tp, pp=pp, cp=cp, of="the cluster")
+    layout = ParallelLayout(
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        ep=job.get("ep", 1),
+        microbatch_size=job.get("microbatch", 1),
+        global_batch_size=job["global_batch"],
+        sequence_parallel=tp > 1,
+        zero_stage=1,
+        recompute=Recompute.SELECTIVE,
+    )
+    st = StepModel(model, spec).evaluate(layout)
+    comm = {p: st.breakdown_s[p] for p in PARTS if p not in _NOT_COMM}
+    return {
+        "model": job["model"],
+        "tp": tp,
+        "pp": pp,
+        "dp": dp,
+        "cp": cp,
+        "ep": layout.ep,
+        "microbatch": layout.microbatch_size,
+        "global_batch": job["global_batch"],
+        "step_s": st.step_s,
+        "time_s": st.step_s,
+        "tokens_per_s": st.tokens_per_s,
+        "mfu": st.mfu,
+        "memory_bytes_per_gpu": st.memory.total_bytes,
+        "algorithm": layout.describe(),
+        "bottleneck": max(comm, key=comm.__getitem__) if any(comm.values()) else "compute",
+    }
