@@ -1,6 +1,6 @@
-"""``aifabric sweep``: a grid of cluster designs x collectives / training layouts into a SQLite result store (WAL, typed
-columns, resumable after kill -9), on local processes or Ray; exports to Parquet and CSV, a Pareto plot, an
-HTML report.
+"""``aifabric sweep``: a grid of cluster designs x collectives / training layouts into a SQLite result
+store (WAL, typed columns, resumable after kill -9), on local processes or Ray; exports to Parquet and CSV,
+a Pareto plot, an HTML report.
 
 Exit codes: 0 done; 2 bad input (sweep file, executor, shard, output paths), one line on stderr.
 """
