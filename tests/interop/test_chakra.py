@@ -135,3 +135,14 @@ def test_refusals(tmp_path):
     res = CliRunner().invoke(app, ["collective", "--size", "1 MiB", "--chakra", str(a_file)])
     assert res.exit_code == 2 and res.stderr.startswith("error: --chakra:")
     assert not list(Path(tmp_path).glob("**/*.et"))
+
+
+def test_a_trace_too_large_is_refused_before_reading(tmp_path, monkeypatch):
+    import aifabric.interop.chakra as chakra
+
+    f = write_et([EtNode(0, "x", "COMP")], tmp_path / "w.0.et")
+    monkeypatch.setattr(chakra, "MAX_FILE_BYTES", 4)
+    with pytest.raises(ParseError, match="at most 4 for one rank's trace"):
+        read_et(f)
+    res = CliRunner().invoke(app, ["import-chakra", str(tmp_path)])  # a folder: one line, exit 2
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1

@@ -94,6 +94,9 @@ COLL_TYPES: dict[str, int] = {
 }
 _COLL_NAMES = {v: k for k, v in COLL_TYPES.items()}
 
+#: Largest ``.et`` file read (read whole into memory; a rank's trace of MAX_NODES nodes is ~150 MB).
+MAX_FILE_BYTES = 1 << 30
+
 #: Most nodes one rank's trace may hold (refused beyond: a step with more calls is a modelling mistake).
 MAX_NODES = 1_000_000
 
@@ -453,9 +456,12 @@ def read_et(path: str | Path) -> ChakraTrace:
     Raises
     ------
     ParseError
-        An empty or truncated file, or a message that is not a Chakra GlobalMetadata / Node.
+        An empty, truncated or too large file (:data:`MAX_FILE_BYTES`), or a message that is not a Chakra
+        GlobalMetadata / Node.
     """
     p = Path(path)
+    if p.is_file() and p.stat().st_size > MAX_FILE_BYTES:
+        raise ParseError(f"{p}: {p.stat().st_size:,} bytes; at most {MAX_FILE_BYTES:,} for one rank's trace")
     data = p.read_bytes()
     frames = _frames(data, str(p))
     try:
