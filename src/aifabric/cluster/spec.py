@@ -128,6 +128,11 @@ class ScaleOutSpec(_Strict):
     ``transport`` names how NCCL crosses the network (a net transport of ``catalog/data/transports.yaml``:
     ``ib-verbs``, ``roce-v2``, ``efa-srd``, ``gcp-tcpx``, ``gcp-tcpxo``, ``gcp-gib``, ``tcp-socket``); default
     the fabric's native one (:attr:`native_transport`).
+    ``nic_path`` is the PCIe distance from a GPU to its NIC as NCCL names it (``nvidia-smi topo -m``):
+    ``PIX`` (one PCIe switch, the default: HGX/DGX boards), ``PXB`` (several switches), ``PHB`` (through the
+    CPU's host bridge), ``SYS`` (across CPU sockets). NCCL uses GPUDirect RDMA up to ``NCCL_NET_GDR_LEVEL``
+    (default PXB); beyond it network bytes are staged in host memory
+    (:func:`aifabric.catalog.transport.gdr_enabled`).
     ``pod_gpus`` caps the GPUs of one three-tier pod (Meta's AI Zone: a two-stage Clos per zone, the
     ``oversubscription[1]`` aggregation layer between zones); default: as many as the spines' radix allows.
     Each ratio is built exactly at its tier (:mod:`aifabric.cluster.clos`) or the spec is refused.
@@ -149,6 +154,7 @@ class ScaleOutSpec(_Strict):
     pod_gpus: int | None = Field(default=None, ge=1)
     hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
     transport: str | None = None
+    nic_path: Literal["PIX", "PXB", "PHB", "SYS"] = "PIX"
 
     @field_validator("transport", mode="before")
     @classmethod

@@ -23,6 +23,10 @@ direct         all_to_all                       always                          
 chain          broadcast, reduce                always                                     ring_plan
 pat            all_gather, reduce_scatter       one rank per domain, several domains       --
 p2p            send_recv                        always (two ranks)                         p2p_plan
+collnet_direct all_reduce                       several uniform NVSwitch nodes of <= 8 GPUs, --
+                                                CollNet on (NCCL_COLLNET_ENABLE=1, SHARP
+                                                switches: TierModel.collnet)
+collnet_chain  all_reduce                       several uniform nodes, CollNet on          --
 torus          every collective                 one torus domain (and then only it)        --
 =============  ===============================  =========================================  ===========
 
@@ -40,6 +44,7 @@ import numpy as np
 from aifabric.catalog.nccl import NvlsSupport, nccl_release, nvls_support
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives import plan as plans
+from aifabric.collectives.collnet import collnet_chain_cost, collnet_direct_cost
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import Algorithm, Cost
 from aifabric.collectives.direct import direct_cost, p2p_cost
@@ -152,6 +157,24 @@ def _across_nics(comm: Communicator, tm: TierModel) -> bool:
     return comm.n_domains > 1 and tm.nic_bytes_per_s > 0
 
 
+#: NCCL's CollNet Direct serves at most NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks (src/include/device.h).
+_COLLNET_DIRECT_MAX_LOCAL = 8
+
+
+def _collnet_chain(comm: Communicator, tm: TierModel) -> bool:
+    """CollNet on (``tm.collnet``), >= 2 nodes (NCCL_COLLNET_NODE_THRESHOLD, init.cc), same GPUs per node."""
+    return tm.collnet and comm.n_domains > 1 and comm.uniform and tm.nic_bytes_per_s > 0
+
+
+def _collnet_direct(comm: Communicator, tm: TierModel) -> bool:
+    """As :func:`_collnet_chain`, on NVSwitch nodes (tuning.cc: no Direct without) of <= 8 ranks."""
+    return (
+        _collnet_chain(comm, tm)
+        and tm.intra_kind == "nvlink"
+        and comm.ranks_per_domain <= _COLLNET_DIRECT_MAX_LOCAL
+    )
+
+
 #: Every algorithm aifabric knows, in the order the formula engine lists candidates.
 ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
     a.algorithm: a
@@ -206,6 +229,12 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
         AlgorithmSpec(Algorithm.PAT, _GATHER_SCATTER, _one_rank_per_domain, pat_cost, protocols=_SIMPLE),
         AlgorithmSpec(
             Algorithm.P2P, frozenset({Collective.SEND_RECV}), _always, p2p_cost, plans.p2p_plan, _SIMPLE
+        ),
+        AlgorithmSpec(
+            Algorithm.COLLNET_DIRECT, _ALL_REDUCE, _collnet_direct, collnet_direct_cost, protocols=_SIMPLE
+        ),
+        AlgorithmSpec(
+            Algorithm.COLLNET_CHAIN, _ALL_REDUCE, _collnet_chain, collnet_chain_cost, protocols=_SIMPLE
         ),
     )
 }
