@@ -121,8 +121,10 @@ class ScaleOutSpec(_Strict):
 
     ``oversubscription`` gives down:up port ratios per tier boundary, leaf first (``[1]`` non-blocking
     two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core). ``planes`` splits each NIC into that
-    many independent fabrics (multi-plane designs). ``radix`` overrides the switch's port count at the
-    NIC's per-plane speed (default: switch ports x port speed / link speed, i.e. breakout counted).
+    many independent fabrics (multi-plane designs). ``switch`` is the leaf switch; ``spine_switch`` and
+    ``core_switch`` name other parts for the upper tiers (leaf QM9700, spine Q3400; default: ``switch``), each
+    with its own radix, watts and parts line. ``radix`` overrides every tier's port count at the NIC's
+    per-plane speed (default per tier: switch ports x port speed / link speed, i.e. breakout counted).
     ``nic_twin_port`` marks nodes whose NIC cages take twin-port modules (DGX H100: four OSFP cages, "a
     two-port transceiver to access all eight GPUs", DGX SuperPOD H100 RA, network fabrics).
     ``transport`` names how NCCL crosses the network (a net transport of ``catalog/data/transports.yaml``:
@@ -143,6 +145,8 @@ class ScaleOutSpec(_Strict):
     nics_per_gpu: int = Field(default=1, ge=1, le=MAX_PORTS)
     fabric: Literal["infiniband", "ethernet"] = "infiniband"
     switch: SwitchKey = "quantum-2-qm9700"
+    spine_switch: SwitchKey | None = None
+    core_switch: SwitchKey | None = None
     radix: int | None = Field(default=None, ge=4, le=MAX_RADIX)
     tiers: int = Field(default=2, ge=1, le=3)
     rail_optimized: bool = True
@@ -173,6 +177,12 @@ class ScaleOutSpec(_Strict):
         return "roce-v2" if self.fabric == "ethernet" else "ib-verbs"
 
     @property
+    def tier_switches(self) -> dict[str, str]:
+        """The switch of each tier, ``{"leaf": .., "spine": .., "core": ..}`` (catalogue keys)."""
+        spine = self.spine_switch or self.switch
+        return {"leaf": self.switch, "spine": spine, "core": self.core_switch or spine}
+
+    @property
     def transport_key(self) -> str:
         """The transport the cluster uses across nodes: ``transport``, or the fabric's native one."""
         return self.transport or self.native_transport
@@ -197,9 +207,11 @@ class ScaleOutSpec(_Strict):
                 f"nic_speed {self.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s is above what {self.nic} does "
                 f"({nic.line_rate_bytes_per_s * 8 / 1e9:g} Gb/s); pick a faster NIC"
             )
-        sw = catalog.switch(self.switch)
-        if sw.fabric != self.fabric:
-            raise ValueError(f"fabric is {self.fabric!r} but switch {self.switch!r} is an {sw.fabric} switch")
+        for tier, key in self.tier_switches.items():
+            sw = catalog.switch(key)
+            if sw.fabric != self.fabric:
+                field = "switch" if tier == "leaf" else f"{tier}_switch"
+                raise ValueError(f"fabric is {self.fabric!r} but {field} {key!r} is an {sw.fabric} switch")
         return self
 
     @field_validator("hop_latency_s", mode="before")

@@ -167,12 +167,12 @@ def _collnet(spec: ClusterSpec) -> None:
         raise ConfigError(
             "NCCL_COLLNET_ENABLE: CollNet reduces in the scale-out switches; this cluster has none"
         )
-    switch = catalog.switch(so.switch)
-    if not switch.in_network_reduction:
-        raise ConfigError(
-            f"NCCL_COLLNET_ENABLE: scale-out switch {so.switch!r} has no in-network reduction (SHARP); "
-            "CollNet cannot run"
-        )
+    for tier, key in list(so.tier_switches.items())[: so.tiers]:  # SHARP needs every switch of the tree
+        if not catalog.switch(key).in_network_reduction:
+            raise ConfigError(
+                f"NCCL_COLLNET_ENABLE: scale-out {tier} switch {key!r} has no in-network reduction (SHARP); "
+                "CollNet cannot run"
+            )
     if spec.domain_gpus != spec.gpus_per_node:
         raise ConfigError(
             "NCCL_COLLNET_ENABLE: CollNet on scale-up domains larger than a node (NVL72 racks) is not "
