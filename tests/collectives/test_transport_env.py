@@ -209,3 +209,18 @@ def test_nccl_algo_can_exclude_collnet_and_the_links_engine_refuses_it():
         ["collective", "-c", "h100-ib-2node", "-s", "1GiB", "--engine", "links", "--algo", "collnet_direct"],
     )
     assert bad.exit_code == 2
+
+
+def test_nvls_across_nodes_runs_only_with_collnet():
+    # tuning.cc disables flat NVLS across nodes unless CollNet is on. 16 x 8 H100, 8 GiB: with SHARP each
+    # node's 8 NICs carry S each way (8 x 49.15 = 393.2 GB/s algbw), so NVLS inside the node bounds it:
+    # algbw = 370.8 x 0.85 (nvlsEfficiency) x 7/8 = 275.8 GB/s; without SHARP NVLS-tree's NICs carry ~2 S:
+    # algbw = 8 x 49.15 / 2 = 196.6 GB/s.
+    spec = preset("h100-ib-2node", nodes=16)
+    default = formula_collective("all_reduce", 2**33, spec)
+    sharp = formula_collective("all_reduce", 2**33, spec, env=COLLNET)
+    assert "nvls" not in {c.algorithm for c in default.candidates}
+    assert default.algorithm == "nvls_tree"
+    assert default.algbw_bytes_per_s / 1e9 == pytest.approx(196.6, rel=0.01)
+    assert sharp.algorithm == "nvls"
+    assert sharp.algbw_bytes_per_s / 1e9 == pytest.approx(275.8, rel=0.01)

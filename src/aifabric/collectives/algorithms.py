@@ -13,7 +13,8 @@ ring           all_reduce, all_gather,          always (not on one torus domain)
                reduce_scatter
 tree           all_reduce                       several domains                            --
 nvls           all_reduce                       one NVSwitch domain with NVLS, g > 1,      --
-                                                NCCL enables it (release, arch, g)
+                                                NCCL enables it (release, arch, g); several
+                                                only with CollNet (SHARP)
 nvls_tree      all_reduce                       several such domains, g > 1, NCCL          --
                                                 enables it (release, nodes)
 hierarchical*  all_reduce                       several uniform domains, g > 1             hierarchical_plan
@@ -127,18 +128,20 @@ def _several_domains(comm: Communicator, tm: TierModel) -> bool:
 
 
 @cache
-def _nvls_enabled(version: str, row: str, nnodes: int, local_gpus: int) -> NvlsSupport:
-    return nvls_support(nccl_release(version), row, nnodes=nnodes, local_gpus=local_gpus)
+def _nvls_enabled(version: str, row: str, nnodes: int, local_gpus: int, collnet: bool) -> NvlsSupport:
+    return nvls_support(nccl_release(version), row, nnodes=nnodes, local_gpus=local_gpus, collnet=collnet)
 
 
 def _nvls(comm: Communicator, tm: TierModel) -> NvlsSupport:
-    """NCCL's NVLS / NVLS-tree enablement for this release, architecture, node count and local GPUs
+    """NCCL's NVLS / NVLS-tree enablement for this release, architecture, node count, local GPUs and CollNet
     (:func:`aifabric.catalog.nccl.nvls_support`: nvls.cc and tuning.cc)."""
-    return _nvls_enabled(tm.release.version, tm.tuning_row, comm.n_domains, comm.ranks_per_domain)
+    return _nvls_enabled(tm.release.version, tm.tuning_row, comm.n_domains, comm.ranks_per_domain, tm.collnet)
 
 
-def _nvls_one_domain(comm: Communicator, tm: TierModel) -> bool:
-    return tm.nvls and comm.ranks_per_domain > 1 and comm.n_domains == 1 and _nvls(comm, tm).nvls
+def _nvls_flat(comm: Communicator, tm: TierModel) -> bool:
+    """Flat NVLS: one domain, or several with CollNet (SHARP) and the same GPUs in each."""
+    several = comm.n_domains > 1 and tm.collnet and comm.uniform
+    return tm.nvls and comm.ranks_per_domain > 1 and (comm.n_domains == 1 or several) and _nvls(comm, tm).nvls
 
 
 def _nvls_several_domains(comm: Communicator, tm: TierModel) -> bool:
@@ -207,7 +210,7 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             nccl=False,
         ),
         AlgorithmSpec(Algorithm.TREE, _ALL_REDUCE, _several_domains, tree_cost),
-        AlgorithmSpec(Algorithm.NVLS, _ALL_REDUCE, _nvls_one_domain, nvls_cost, protocols=_SIMPLE),
+        AlgorithmSpec(Algorithm.NVLS, _ALL_REDUCE, _nvls_flat, nvls_cost, protocols=_SIMPLE),
         AlgorithmSpec(
             Algorithm.NVLS_TREE, _ALL_REDUCE, _nvls_several_domains, nvls_tree_cost, protocols=_SIMPLE
         ),
