@@ -65,7 +65,12 @@ def nvls_cost(
         return (
             f"NVLink SHARP: the NVSwitch reduces; algbw = {tm.intra_bytes_per_s / 1e9:.1f} GB/s x efficiency "
             f"{tm.nvls_efficiency} x (n-1)/n"
-            + (f"; SHARP switches reduce across {comm.n_domains} domains" if comm.n_domains > 1 else "")
+            + (
+                f"; SHARP switches reduce across {comm.n_domains} domains, each domain's NICs carrying S "
+                f"each way ({comm.min_ranks_per_domain * tm.nic_bytes_per_s / 1e9:.1f} GB/s)"
+                if comm.n_domains > 1
+                else ""
+            )
         )
 
     return make_cost(tm, Algorithm.NVLS, proto, lat, {net: message_bytes / alg}, net, why)
