@@ -121,26 +121,23 @@ def test_transport_settings_that_cannot_apply_are_refused():
         formula_collective("all_reduce", 2**20, H100_2, env={"NCCL_NET_GDR_LEVEL": "FAR"})
 
 
-def test_cli_env_transport():
-    runner = CliRunner()
-    out = runner.invoke(
-        app,
-        [
-            "collective",
-            "-c",
-            "h100-ib-2node",
-            "-s",
-            "4GiB",
-            "--nodes",
-            "1",
-            "--env",
-            "NCCL_P2P_DISABLE=1",
-            "--json",
-        ],
-    )
+@pytest.mark.parametrize(
+    ("nodes", "env", "busbw_gbps"),
+    [
+        (1, ["NCCL_P2P_DISABLE=1"], 38.4),  # SHM: Gen5 64 GB/s x 0.6
+        (1, ["NCCL_P2P_DISABLE=1", "NCCL_SHM_DISABLE=1"], 49.1),  # NIC loopback: 400G x 0.983 = 49.15
+        (2, ["NCCL_ALGO=Ring", "NCCL_NET_GDR_LEVEL=LOC"], 262.3),  # 8 x 49.15 x 0.667 (GDR off)
+        (16, ["NCCL_COLLNET_ENABLE=1"], 275.8 * 254 / 128),  # NVLS + SHARP: algbw 275.8, busbw x 2(n-1)/n
+    ],
+)
+def test_cli_env_transport(nodes, env, busbw_gbps):
+    args = ["collective", "-c", "h100-ib-2node", "-s", "8GiB", "--nodes", str(nodes), "--json"]
+    for item in env:
+        args += ["--env", item]
+    out = CliRunner().invoke(app, args)
     assert out.exit_code == 0, out.output
     (row,) = json.loads(out.stdout)
-    assert row["busbw_bytes_per_s"] / 1e9 == pytest.approx(38.4, rel=0.01)
+    assert row["busbw_bytes_per_s"] / 1e9 == pytest.approx(busbw_gbps, rel=0.01)
 
 
 # --- CollNet / SHARP -------------------------------------------------------------------------------------
