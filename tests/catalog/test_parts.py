@@ -122,3 +122,13 @@ def test_every_gpu_figure_is_stated_in_its_source(key):
 def test_every_nic_line_rate_is_stated_in_its_source(key):
     nic = catalog.nic(key)
     assert _stated(nic.line_rate_bytes_per_s * 8, nic.source, (1e9, 1e12)), key  # Gb/s or Tb/s
+
+
+def test_in_network_reduction_where_the_datasheet_says_sharp():
+    # QM8700 SHARPv2, QM9700 SHARPv3, Q3400 SHARPv4 (NVIDIA datasheets, in each source); Ethernet switches
+    # named here have no in-network reduction (CollNet needs it on every tier: collectives/nccl_env.py)
+    for key in ("quantum-qm8700", "quantum-2-qm9700", "quantum-x800-q3400"):
+        sw = catalog.switch(key)
+        assert sw.in_network_reduction and "SHARP" in sw.source, key
+    for key in ("spectrum-4-sn5600-400g", "spectrum-4-sn5600-800g", "tomahawk5-51t", "tomahawk6-102t"):
+        assert not catalog.switch(key).in_network_reduction, key

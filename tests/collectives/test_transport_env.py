@@ -4,6 +4,8 @@ the prediction through the transports and the algorithm registry (collectives/nc
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -221,3 +223,24 @@ def test_nvls_across_nodes_runs_only_with_collnet():
     assert default.algbw_bytes_per_s / 1e9 == pytest.approx(196.6, rel=0.01)
     assert sharp.algorithm == "nvls"
     assert sharp.algbw_bytes_per_s / 1e9 == pytest.approx(275.8, rel=0.01)
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(
+    nodes=st.integers(1, 8),
+    op=st.sampled_from(["all_reduce", "all_gather", "reduce_scatter", "broadcast"]),
+    log2_size=st.integers(3, 33),
+    cluster=st.sampled_from(["h100-ib-2node", "megatron-a100", "dgx-h100-superpod"]),
+)
+def test_a_slower_transport_is_never_faster(nodes, op, log2_size, cluster):
+    # Physical invariant: P2P disabled (SHM through host memory) and GDR off (a host copy at each end) each
+    # take a path with less bandwidth, more latency and no more protocols, so no collective gets faster.
+    spec = preset(cluster, nodes=nodes)
+    size = 2.0**log2_size
+
+    def t(env):
+        return formula_collective(op, size, spec, env=env).time_s
+
+    base = t(None)
+    assert t({"NCCL_P2P_DISABLE": "1"}) >= base * (1 - 1e-12)
+    assert t({"NCCL_NET_GDR_LEVEL": "LOC"}) >= base * (1 - 1e-12)
