@@ -1,5 +1,7 @@
 """The GPUs, NICs, scale-up links and switches people run: every part loads, with figures from datasheets."""
 
+import re
+
 import pytest
 
 from aifabric import catalog
@@ -93,3 +95,40 @@ def test_clusters_of_new_parts_validate():
     assert mi.scaleup_effective_bytes_per_s == pytest.approx(336e9)
     pcie = ClusterSpec.from_dict({"accelerator": "l40s", "nodes": 1, "scale_up": {"kind": "pcie"}})
     assert pcie.scaleup_link.key == "pcie-gen4"
+
+
+def _numbers(text: str) -> set[float]:
+    return {float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", text)}
+
+
+def _stated(value: float, text: str, scales: tuple[float, ...]) -> bool:
+    """``value`` (or value / scale) is written in ``text``, to 0.5%."""
+    return any(abs(n - value / k) <= 0.005 * value / k for n in _numbers(text) for k in scales)
+
+
+@pytest.mark.parametrize("key", ACCELERATORS)
+def test_every_gpu_figure_is_stated_in_its_source(key):
+    # the datasheet figures are written out in the entry's source: HBM capacity (GB, or GiB for TPU v4),
+    # HBM bandwidth (GB/s or TB/s), 16-bit peak (dense TFLOPS/PFLOPS, or the sparse figure, twice dense)
+    acc = catalog.accelerator(key)
+    src = acc.source
+    assert _stated(acc.hbm_capacity_bytes, src, (1e9, 2**30)), (key, "hbm_capacity")
+    assert _stated(acc.hbm_bandwidth_bytes_per_s, src, (1e9, 1e12)), (key, "hbm_bandwidth")
+    flops = acc.peak_bf16_flops
+    assert _stated(flops, src, (1e12, 1e15)) or _stated(2 * flops, src, (1e12, 1e15)), (key, "peak_bf16")
+
+
+@pytest.mark.parametrize("key", NICS)
+def test_every_nic_line_rate_is_stated_in_its_source(key):
+    nic = catalog.nic(key)
+    assert _stated(nic.line_rate_bytes_per_s * 8, nic.source, (1e9, 1e12)), key  # Gb/s or Tb/s
+
+
+def test_in_network_reduction_where_the_datasheet_says_sharp():
+    # QM8700 SHARPv2, QM9700 SHARPv3, Q3400 SHARPv4 (NVIDIA datasheets, in each source); Ethernet switches
+    # named here have no in-network reduction (CollNet needs it on every tier: collectives/nccl_env.py)
+    for key in ("quantum-qm8700", "quantum-2-qm9700", "quantum-x800-q3400"):
+        sw = catalog.switch(key)
+        assert sw.in_network_reduction and "SHARP" in sw.source, key
+    for key in ("spectrum-4-sn5600-400g", "spectrum-4-sn5600-800g", "tomahawk5-51t", "tomahawk6-102t"):
+        assert not catalog.switch(key).in_network_reduction, key

@@ -8,7 +8,7 @@ from aifabric.errors import ConfigError
 
 EXPECTED = {
     "ib-verbs", "roce-v2", "efa-srd", "gcp-tcpx", "gcp-tcpxo", "gcp-gib", "tcp-socket",
-    "p2p-nvlink", "p2p-pcie", "pcie-through-cpu", "shm",
+    "p2p-nvlink", "p2p-pcie", "pcie-through-cpu", "shm", "host-staging",
 }  # fmt: skip
 
 
@@ -32,6 +32,11 @@ def test_transport_figures_against_their_sources():
     assert transport("tcp-socket").gdr == "none" and transport("gcp-tcpxo").gdr == "required"
     # topo.h SM90_NVLINK_BW 20.6 of 25 GB/s per link
     assert transport("p2p-nvlink").aggregate_efficiency == pytest.approx(20.6 / 25)
+    # GDR off (NVIDIA/nccl #412): ~16 GB/s of HDR's ~24 with GDR; a host copy at each end,
+    # 2 x hwLat PCI 1.0 us
+    staging = transport("host-staging")
+    assert staging.aggregate_efficiency == pytest.approx(16 / 24, abs=1e-3)
+    assert staging.latency_s == pytest.approx(2.0e-6) and staging.gdr == "none"
 
 
 def test_unknown_transport_lists_known():
@@ -58,7 +63,10 @@ def test_nccl_env_parses_and_resolves_algo_proto():
     assert env.protocols("all_reduce") == {Protocol.LL, Protocol.SIMPLE}
     assert (env.min_nchannels, env.max_nchannels, env.ib_qps_per_connection) == (16, 32, 2)
     assert env.net_gdr_level is PathType.PXB
-    assert NcclEnv.from_mapping({}).algorithms("all_reduce") == frozenset(Algorithm)
+    # CollNet is off unless NCCL_COLLNET_ENABLE=1 (NCCL's default 0; tuning.cc: off when collnetEnable 0)
+    collnet = {Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN}
+    assert NcclEnv.from_mapping({}).algorithms("all_reduce") == frozenset(Algorithm) - collnet
+    assert NcclEnv.from_mapping({"NCCL_COLLNET_ENABLE": "1"}).algorithms("all_reduce") == frozenset(Algorithm)
 
 
 @pytest.mark.parametrize(

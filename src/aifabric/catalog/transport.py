@@ -32,6 +32,7 @@ __all__ = [
     "PathType",
     "TransportChoice",
     "TransportSpec",
+    "gdr_enabled",
     "nccl_algorithms",
     "nccl_enabled",
     "nccl_protocols",
@@ -226,6 +227,9 @@ class NcclEnv:
         ``NCCL_IB_QPS_PER_CONNECTION`` (NCCL default 1, ``net_ib/connect.cc``; 1..128 here).
     net_plugin : str or None
         ``NCCL_NET``: the network transport by NCCL name (``IB``, ``Socket``, a plugin's name).
+    collnet_enable : bool
+        ``NCCL_COLLNET_ENABLE=1``: CollNet (in-network reduction, SHARP) allowed. NCCL's default is 0 (NCCL
+        environment-variable docs; ``init.cc`` disables CollNet unless it is set and a CollNet plugin loads).
     """
 
     p2p_disable: bool = False
@@ -239,6 +243,7 @@ class NcclEnv:
     max_nchannels: int | None = None
     ib_qps_per_connection: int | None = None
     net_plugin: str | None = None
+    collnet_enable: bool = False
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, str]) -> NcclEnv:
@@ -275,13 +280,18 @@ class NcclEnv:
             max_nchannels=hi,
             ib_qps_per_connection=_count(env, "NCCL_IB_QPS_PER_CONNECTION", 1, 128),
             net_plugin=env.get("NCCL_NET"),
+            collnet_enable=bool(_flag(env, "NCCL_COLLNET_ENABLE")),
         )
 
     def algorithms(self, collective: str) -> frozenset[Algorithm]:
-        """Algorithms ``NCCL_ALGO`` leaves enabled for ``collective`` (all when unset, or NVLS off)."""
+        """Algorithms ``NCCL_ALGO`` leaves enabled for ``collective`` (all when unset), less NVLS when
+        ``NCCL_NVLS_ENABLE=0`` and CollNet unless ``NCCL_COLLNET_ENABLE=1`` (tuning.cc disables CollNet
+        Direct and Chain when ``collnetEnable == 0``)."""
         out = frozenset(Algorithm) if self.algo is None else nccl_algorithms(self.algo, collective)
         if self.nvls_enable == 0:
             out -= {Algorithm.NVLS, Algorithm.NVLS_TREE}
+        if not self.collnet_enable:
+            out -= {Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN}
         return out
 
     def protocols(self, collective: str) -> frozenset[Protocol]:
@@ -313,6 +323,28 @@ _NET_PLUGINS = {
     "tcpxo": "gcp-tcpxo",
     "gib": "gcp-gib",
 }
+
+
+def gdr_enabled(env: NcclEnv, spec: TransportSpec, nic_path: PathType | str) -> bool:
+    """Whether a network transport uses GPUDirect RDMA at GPU-NIC path ``nic_path`` (``paths.cc``).
+
+    GDR is on when the transport can use it (``gdr`` not ``none``) and ``nic_path <= NCCL_NET_GDR_LEVEL``
+    (default PXB: same PCIe switch or a chain of switches; PHB/SYS, through the CPU, stage in host memory).
+
+    Raises
+    ------
+    ConfigError
+        An unknown path type, or a transport that requires GDR (``gdr: required``) on a path beyond the level.
+    """
+    nic_p = PathType.parse(nic_path, "nic_path") if not isinstance(nic_path, PathType) else nic_path
+    gdr_level = env.net_gdr_level if env.net_gdr_level is not None else PathType.PXB
+    gdr_ok = nic_p <= gdr_level
+    if spec.gdr == "required" and not gdr_ok:
+        raise ConfigError(
+            f"nic_path: {spec.name} needs GPUDirect RDMA but the GPU-NIC path {nic_p.name} is beyond "
+            f"NCCL_NET_GDR_LEVEL {gdr_level.name}"
+        )
+    return spec.gdr != "none" and gdr_ok
 
 
 def resolve_transport(
@@ -374,12 +406,5 @@ def resolve_transport(
         known = ", ".join(["IB", *sorted(_NET_PLUGINS)])
         raise ConfigError(f"net plugin: unknown {name!r}; known: {known}")
     spec = transport(key)
-    gdr_level = env.net_gdr_level if env.net_gdr_level is not None else PathType.PXB
-    gdr_ok = nic_p <= gdr_level
-    if spec.gdr == "required" and not gdr_ok:
-        raise ConfigError(
-            f"nic_path: {spec.name} needs GPUDirect RDMA but the GPU-NIC path {nic_p.name} is beyond "
-            f"NCCL_NET_GDR_LEVEL {gdr_level.name}"
-        )
-    gdr = spec.gdr != "none" and gdr_ok
+    gdr = gdr_enabled(env, spec, nic_p)
     return TransportChoice(spec, gdr, f"NET ({why}); GDR {'on' if gdr else 'off'} at path {nic_p.name}")

@@ -164,7 +164,8 @@ def collective(
         typer.Option(
             "--env",
             help="formula engine: an NCCL variable as NAME=VALUE, repeatable (NCCL_ALGO, NCCL_PROTO, "
-            "NCCL_NVLS_ENABLE)",
+            "NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE, "
+            "NCCL_NET_GDR_LEVEL)",
         ),
     ] = None,
     trace: TraceOpt = None,

@@ -1,6 +1,8 @@
 """Port arithmetic of a rail-optimised Clos built at the oversubscription the spec asks for, at every tier.
 
-A tier with down:up ratio ``r`` on radix-``k`` switches uses ``u`` up ports and ``d = r u`` down ports,
+Each tier has its own switch and radix (``scale_out.switch`` for leaves, ``spine_switch``, ``core_switch``;
+ports counted at the per-plane link speed). A tier with down:up ratio ``r`` on radix-``k`` switches uses
+``u`` up ports and ``d = r u`` down ports,
 exactly, with ``d + u <= k`` (the largest such ``u``): 2:1 on 64 ports is 42 down / 21 up, 4:1 is 48 / 12
 (not 51 / 13, which is 3.92:1), 7:1 is 56 / 8. A ratio no integer split realises (1.37:1 on 64 ports) is
 refused with the nearest ratios that can be built.
@@ -46,7 +48,7 @@ class ClosShape:
     Attributes
     ----------
     radix : int
-        Ports per switch at the per-plane link speed.
+        Ports per leaf switch at the per-plane link speed.
     tiers : int
         1, 2 or 3 as built (a three-tier spec that fits one pod is built with 2).
     leaf_down, leaf_up : int
@@ -54,7 +56,7 @@ class ClosShape:
     n_leaves, n_spines, n_cores : int
         Switches per tier (one plane).
     spine_down, spine_up : int
-        Leaf-facing and core-facing ports per spine (three tiers; two tiers: spine_down = radix).
+        Leaf-facing and core-facing ports per spine (three tiers; two tiers: spine_down = spine_radix).
     leaves_per_pod, spines_per_pod, n_pods : int
         Three-tier grouping (two tiers: one pod holding every leaf and spine).
     rails : int
@@ -65,6 +67,8 @@ class ClosShape:
         GPU-facing ports cabled in one plane (the GPUs).
     requested : tuple of float
         The down:up ratio asked for at each built tier boundary, leaf first.
+    spine_radix, core_radix : int
+        Ports per spine and per core switch at the per-plane link speed.
     """
 
     radix: int
@@ -83,6 +87,8 @@ class ClosShape:
     nodes_per_su: int
     endpoints: int = 0
     requested: tuple[float, ...] = ()
+    spine_radix: int = 0
+    core_radix: int = 0
 
     @property
     def realised(self) -> tuple[float, ...]:
@@ -129,18 +135,32 @@ def exact_split(radix: int, ratio: float) -> tuple[int, int] | None:
     return None
 
 
-def _radix(spec: ClusterSpec) -> int:
+@dataclass(frozen=True)
+class Radix:
+    """Ports per switch of each tier at the per-plane link speed."""
+
+    leaf: int
+    spine: int
+    core: int
+
+
+def _radix(spec: ClusterSpec) -> Radix:
+    """Each tier's radix: ``scale_out.radix``, else its switch's ports x port speed / link speed."""
     so = spec.scale_out
     assert so is not None
-    sw = catalog.switch(so.switch)
     link_bps = spec.nic_line_rate_bytes_per_s / so.planes
-    radix = so.radix or int(sw.ports * sw.port_speed_bytes_per_s // link_bps)
-    if radix < 4:
-        raise ConfigError(
-            f"scale_out.switch: {so.switch!r} has too few ports at {link_bps * 8 / 1e9:g} Gb/s per link "
-            f"(radix {radix})"
-        )
-    return radix
+    out = {}
+    for tier, key in so.tier_switches.items():
+        sw = catalog.switch(key)
+        radix = so.radix or int(sw.ports * sw.port_speed_bytes_per_s // link_bps)
+        if radix < 4:
+            field = "switch" if tier == "leaf" else f"{tier}_switch"
+            raise ConfigError(
+                f"scale_out.{field}: {key!r} has too few ports at {link_bps * 8 / 1e9:g} Gb/s per link "
+                f"(radix {radix})"
+            )
+        out[tier] = radix
+    return Radix(**out)
 
 
 def clos_shape(spec: ClusterSpec) -> ClosShape:
@@ -190,7 +210,7 @@ def _units(spec: ClusterSpec, rails: int, leaf_down_max: int) -> tuple[int, int,
     return spec.n_gpus, 1, 1
 
 
-def _build(spec: ClusterSpec, radix: int, r1: float, r2: float, span: int = 32) -> ClosShape | str:
+def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32) -> ClosShape | str:
     """The shape with the fewest switches whose bisection is the requested one to 1%, or why none is.
 
     SU counts from the fewest that hold the GPUs to ``span`` more are tried (more SUs, fewer nodes each,
@@ -200,18 +220,21 @@ def _build(spec: ClusterSpec, radix: int, r1: float, r2: float, span: int = 32) 
     assert so is not None
     rails = (so.rails or spec.gpus_per_node) if so.rail_optimized else 1
     n = spec.n_gpus
+    k = radix.leaf
     if so.tiers == 1:
-        if (so.rail_optimized and n > radix * rails) or (not so.rail_optimized and n > radix):
-            return f"scale_out.tiers: {n} GPUs do not fit one tier of radix-{radix} switches"
-        n_leaves = math.ceil(n / radix) if not so.rail_optimized else rails
-        return ClosShape(radix, 1, radix, 0, n_leaves, 0, 0, 0, 0, n_leaves, 0, 1, rails, radix, n, ())
-    split = exact_split(radix, r1)
+        if (so.rail_optimized and n > k * rails) or (not so.rail_optimized and n > k):
+            return f"scale_out.tiers: {n} GPUs do not fit one tier of radix-{k} switches"
+        n_leaves = math.ceil(n / k) if not so.rail_optimized else rails
+        return ClosShape(
+            k, 1, k, 0, n_leaves, 0, 0, 0, 0, n_leaves, 0, 1, rails, k, n, (), radix.spine, radix.core
+        )
+    split = exact_split(k, r1)
     if split is None:
-        return f"scale_out.oversubscription: {r1:g}:1 is no integer split of {radix} ports"
+        return f"scale_out.oversubscription: {r1:g}:1 is no integer split of {k} ports"
     units, ppu, group = _units(spec, rails, split[0])
     m_max = split[0] // ppu
     if m_max < 1:
-        return f"scale_out.radix: {radix}-port leaves at {r1:g}:1 cannot hold one node's ports"
+        return f"scale_out.radix: {k}-port leaves at {r1:g}:1 cannot hold one node's ports"
     g0 = math.ceil(units / m_max)
     why = ""  # why the ratio failed (an SU or pod count that holds the GPUs but misses the ratio)
     size_why = ""  # why the size failed (pods, or their cap): another field than the ratio is at fault
@@ -221,12 +244,13 @@ def _build(spec: ClusterSpec, radix: int, r1: float, r2: float, span: int = 32) 
         u = math.ceil(m * ppu / r1 - 1e-9)
         n_leaves = n_groups * group
         if so.tiers == 2 or (n_leaves <= group and (so.pod_gpus is None or n <= so.pod_gpus)):
-            if n_leaves > radix:
+            if n_leaves > radix.spine:
                 if best is not None or n_groups > g0:
                     break  # more SUs only add leaves: the ratio, not the size, is what failed
                 return (
                     f"scale_out.tiers: {n} GPUs need {n_leaves} leaves, more than a two-tier Clos of "
-                    f"radix {radix} connects ({radix} leaves, {radix * m * ppu} GPUs); use tiers: 3"
+                    f"radix-{radix.spine} spines connects ({radix.spine} leaves, {radix.spine * m * ppu} "
+                    "GPUs); use tiers: 3"
                 )
             found: ClosShape | str = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
             if isinstance(found, ClosShape) and not _holds(found):
@@ -246,8 +270,14 @@ def _build(spec: ClusterSpec, radix: int, r1: float, r2: float, span: int = 32) 
     return (
         f"scale_out.oversubscription: {r1:g}:1"
         + (f" then {r2:g}:1" if so.tiers == 3 else "")
-        + f" cannot be built to 1% for {n} GPUs on radix-{radix} switches ({why})"
+        + f" cannot be built to 1% for {n} GPUs on radix-{_radix_text(radix)} switches ({why})"
     )
+
+
+def _radix_text(radix: Radix) -> str:
+    """``64`` when every tier has the same radix, else ``64/288`` (leaf/spine) or ``64/288/288``."""
+    ks = (radix.leaf, radix.spine, radix.core)
+    return str(ks[0]) if len(set(ks)) == 1 else "/".join(map(str, ks))
 
 
 def _switches(shape: ClosShape) -> int:
@@ -255,17 +285,34 @@ def _switches(shape: ClosShape) -> int:
 
 
 def _two_tier(
-    radix: int, rails: int, m: int, ppu: int, u: int, n_leaves: int, n: int, r1: float
+    radix: Radix, rails: int, m: int, ppu: int, u: int, n_leaves: int, n: int, r1: float
 ) -> ClosShape:
-    n_spines = math.ceil(n_leaves * u / radix)
+    n_spines = math.ceil(n_leaves * u / radix.spine)
     return ClosShape(
-        radix, 2, m * ppu, u, n_leaves, n_spines, 0, radix, 0, n_leaves, n_spines, 1, rails, m, n, (r1,)
+        radix.leaf,
+        2,
+        m * ppu,
+        u,
+        n_leaves,
+        n_spines,
+        0,
+        radix.spine,
+        0,
+        n_leaves,
+        n_spines,
+        1,
+        rails,
+        m,
+        n,
+        (r1,),
+        radix.spine,
+        radix.core,
     )
 
 
 def _three_tier(
     spec: ClusterSpec,
-    radix: int,
+    radix: Radix,
     rails: int,
     m: int,
     ppu: int,
@@ -279,9 +326,9 @@ def _three_tier(
     """Pods of whole SUs: the fewest pods whose bisection holds, else why none does."""
     so = spec.scale_out
     assert so is not None
-    split = exact_split(radix, r2)
+    split = exact_split(radix.spine, r2)
     if split is None:
-        return f"{r2:g}:1 is no integer split of {radix} ports"
+        return f"{r2:g}:1 is no integer split of {radix.spine} spine ports"
     lp_max = split[0] // group  # SUs per pod
     if so.pod_gpus is not None:
         lp_max = min(lp_max, so.pod_gpus // (m * ppu * group))
@@ -291,13 +338,13 @@ def _three_tier(
             f"{m * ppu * group} GPUs"
         )
     p0 = math.ceil(n_groups / lp_max)
-    if p0 > min(n_groups, radix):
+    if p0 > min(n_groups, radix.core):
         return (
-            f"scale_out.tiers: {n} GPUs need {p0} pods, more than a three-tier Clos of radix-{radix} "
-            f"switches connects ({radix} pods)"
+            f"scale_out.tiers: {n} GPUs need {p0} pods, more than a three-tier Clos of radix-{radix.core} "
+            f"cores connects ({radix.core} pods)"
         )
     why = "no pod count realises it"
-    for n_pods in range(p0, min(n_groups, radix) + 1):
+    for n_pods in range(p0, min(n_groups, radix.core) + 1):
         sus_per_pod = math.ceil(n_groups / n_pods)
         pods = math.ceil(n_groups / sus_per_pod)
         lp = sus_per_pod * group
@@ -306,9 +353,9 @@ def _three_tier(
             shape = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
         else:
             u2 = math.ceil(lp / r2 - 1e-9)
-            cores_per_group = math.ceil(pods * u2 / radix)
+            cores_per_group = math.ceil(pods * u2 / radix.core)
             shape = ClosShape(
-                radix,
+                radix.leaf,
                 3,
                 m * ppu,
                 u,
@@ -324,6 +371,8 @@ def _three_tier(
                 m,
                 n,
                 (r1, r2),
+                radix.spine,
+                radix.core,
             )
         if _holds(shape):
             return shape
@@ -342,13 +391,14 @@ def _holds(shape: ClosShape) -> bool:
     return spine_holds and abs(shape.bisection_links / shape.requested_bisection_links - 1) <= TOLERANCE
 
 
-def _nearest(spec: ClusterSpec, radix: int, r1: float, r2: float) -> str:
+def _nearest(spec: ClusterSpec, radix: Radix, r1: float, r2: float) -> str:
     """``; buildable ... 1.9:1, 2.1:1``: the buildable ratios (varying the failing tier) nearest the ask."""
     so = spec.scale_out
     assert so is not None
-    vary_spine = so.tiers == 3 and exact_split(radix, r1) is not None and r2 != 1.0
+    vary_spine = so.tiers == 3 and exact_split(radix.leaf, r1) is not None and r2 != 1.0
     target = r2 if vary_spine else r1
-    cands = sorted({d / u for u in range(1, radix) for d in range(u, radix - u + 1)})
+    k = radix.spine if vary_spine else radix.leaf
+    cands = sorted({d / u for u in range(1, k) for d in range(u, k - u + 1)})
     below = next(
         (x for x in reversed(cands) if x < target and _builds(spec, radix, r1, r2, x, vary_spine)), None
     )
@@ -358,6 +408,6 @@ def _nearest(spec: ClusterSpec, radix: int, r1: float, r2: float) -> str:
     return f"; buildable {tier} ratios nearest: {', '.join(found)}" if found else "; no ratio builds it"
 
 
-def _builds(spec: ClusterSpec, radix: int, r1: float, r2: float, x: float, vary_spine: bool) -> bool:
+def _builds(spec: ClusterSpec, radix: Radix, r1: float, r2: float, x: float, vary_spine: bool) -> bool:
     built = _build(spec, radix, r1, x, 4) if vary_spine else _build(spec, radix, x, r2, 4)
     return isinstance(built, ClosShape)

@@ -124,12 +124,12 @@ def _scale_out(topo: Topology) -> list[PartLine]:
     assert so is not None
     lines: list[PartLine] = []
     nic = catalog.nic(so.nic)
-    sw = catalog.switch(so.switch)
     n_nics = spec.n_gpus * so.nics_per_gpu
     lines.append(PartLine("scale-out", "nic", nic.name, n_nics, n_nics * nic.power_w))
-    for tier in ("leaf", "spine", "core"):
+    for tier, key in so.tier_switches.items():  # each tier's own part (scale_out.spine_switch, core_switch)
         c = topo.switch_counts[tier]
         if c:
+            sw = catalog.switch(key)
             lines.append(PartLine("scale-out", "switch", f"{tier}: {sw.name}", c, c * sw.power_w))
     link = spec.nic_line_rate_bytes_per_s / so.planes
     for tier_name, cables in topo.cable_counts.items():

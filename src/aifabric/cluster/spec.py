@@ -121,13 +121,20 @@ class ScaleOutSpec(_Strict):
 
     ``oversubscription`` gives down:up port ratios per tier boundary, leaf first (``[1]`` non-blocking
     two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core). ``planes`` splits each NIC into that
-    many independent fabrics (multi-plane designs). ``radix`` overrides the switch's port count at the
-    NIC's per-plane speed (default: switch ports x port speed / link speed, i.e. breakout counted).
+    many independent fabrics (multi-plane designs). ``switch`` is the leaf switch; ``spine_switch`` and
+    ``core_switch`` name other parts for the upper tiers (leaf QM9700, spine Q3400; default: ``switch``), each
+    with its own radix, watts and parts line. ``radix`` overrides every tier's port count at the NIC's
+    per-plane speed (default per tier: switch ports x port speed / link speed, i.e. breakout counted).
     ``nic_twin_port`` marks nodes whose NIC cages take twin-port modules (DGX H100: four OSFP cages, "a
     two-port transceiver to access all eight GPUs", DGX SuperPOD H100 RA, network fabrics).
     ``transport`` names how NCCL crosses the network (a net transport of ``catalog/data/transports.yaml``:
     ``ib-verbs``, ``roce-v2``, ``efa-srd``, ``gcp-tcpx``, ``gcp-tcpxo``, ``gcp-gib``, ``tcp-socket``); default
     the fabric's native one (:attr:`native_transport`).
+    ``nic_path`` is the PCIe distance from a GPU to its NIC as NCCL names it (``nvidia-smi topo -m``):
+    ``PIX`` (one PCIe switch, the default: HGX/DGX boards), ``PXB`` (several switches), ``PHB`` (through the
+    CPU's host bridge), ``SYS`` (across CPU sockets). NCCL uses GPUDirect RDMA up to ``NCCL_NET_GDR_LEVEL``
+    (default PXB); beyond it network bytes are staged in host memory
+    (:func:`aifabric.catalog.transport.gdr_enabled`).
     ``pod_gpus`` caps the GPUs of one three-tier pod (Meta's AI Zone: a two-stage Clos per zone, the
     ``oversubscription[1]`` aggregation layer between zones); default: as many as the spines' radix allows.
     Each ratio is built exactly at its tier (:mod:`aifabric.cluster.clos`) or the spec is refused.
@@ -138,6 +145,8 @@ class ScaleOutSpec(_Strict):
     nics_per_gpu: int = Field(default=1, ge=1, le=MAX_PORTS)
     fabric: Literal["infiniband", "ethernet"] = "infiniband"
     switch: SwitchKey = "quantum-2-qm9700"
+    spine_switch: SwitchKey | None = None
+    core_switch: SwitchKey | None = None
     radix: int | None = Field(default=None, ge=4, le=MAX_RADIX)
     tiers: int = Field(default=2, ge=1, le=3)
     rail_optimized: bool = True
@@ -149,6 +158,7 @@ class ScaleOutSpec(_Strict):
     pod_gpus: int | None = Field(default=None, ge=1)
     hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
     transport: str | None = None
+    nic_path: Literal["PIX", "PXB", "PHB", "SYS"] = "PIX"
 
     @field_validator("transport", mode="before")
     @classmethod
@@ -165,6 +175,12 @@ class ScaleOutSpec(_Strict):
         """The transport a fabric kind runs without a plugin: ``ib-verbs`` on InfiniBand, ``roce-v2`` on
         Ethernet (NCCL's NET/IB on both; ``catalog/data/transports.yaml``)."""
         return "roce-v2" if self.fabric == "ethernet" else "ib-verbs"
+
+    @property
+    def tier_switches(self) -> dict[str, str]:
+        """The switch of each tier, ``{"leaf": .., "spine": .., "core": ..}`` (catalogue keys)."""
+        spine = self.spine_switch or self.switch
+        return {"leaf": self.switch, "spine": spine, "core": self.core_switch or spine}
 
     @property
     def transport_key(self) -> str:
@@ -191,9 +207,11 @@ class ScaleOutSpec(_Strict):
                 f"nic_speed {self.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s is above what {self.nic} does "
                 f"({nic.line_rate_bytes_per_s * 8 / 1e9:g} Gb/s); pick a faster NIC"
             )
-        sw = catalog.switch(self.switch)
-        if sw.fabric != self.fabric:
-            raise ValueError(f"fabric is {self.fabric!r} but switch {self.switch!r} is an {sw.fabric} switch")
+        for tier, key in self.tier_switches.items():
+            sw = catalog.switch(key)
+            if sw.fabric != self.fabric:
+                field = "switch" if tier == "leaf" else f"{tier}_switch"
+                raise ValueError(f"fabric is {self.fabric!r} but {field} {key!r} is an {sw.fabric} switch")
         return self
 
     @field_validator("hop_latency_s", mode="before")

@@ -325,8 +325,11 @@ def build_topology(spec: ClusterSpec) -> Topology:
     if shape is not None:
         so = spec.scale_out
         assert so is not None
-        sw = catalog.switch(so.switch)
-        hop = so.hop_latency_s if so.hop_latency_s is not None else sw.latency_s
+        # a link's latency: the switch it climbs into (each tier its own part), or scale_out.hop_latency
+        hop, hop2, hop3 = (
+            so.hop_latency_s if so.hop_latency_s is not None else catalog.switch(key).latency_s
+            for key in so.tier_switches.values()
+        )
         link_cap = spec.nic_line_rate_bytes_per_s / planes
         node = gpus // spec.gpus_per_node
         local = gpus % spec.gpus_per_node
@@ -375,10 +378,10 @@ def build_topology(spec: ClusterSpec) -> Topology:
             next_dev += shape.n_cores
             nic_up[p], nic_down[p] = w.cables(gpus, base_leaf + leaf_of, link_cap, hop, 1, p)
             if shape.tiers >= 2:
-                up, down = w.cables(base_leaf + leaf_idx, base_spine + lus.ravel(), link_cap, hop, 2, p)
+                up, down = w.cables(base_leaf + leaf_idx, base_spine + lus.ravel(), link_cap, hop2, 2, p)
                 lu[p], ld[p] = up.reshape(lu.shape[1:]), down.reshape(lu.shape[1:])
             if shape.tiers == 3:
-                up, down = w.cables(base_spine + sp, base_core + suc.ravel(), link_cap, hop, 3, p)
+                up, down = w.cables(base_spine + sp, base_core + suc.ravel(), link_cap, hop3, 3, p)
                 sus[p], sud[p] = up.reshape(sus.shape[1:]), down.reshape(sus.shape[1:])
     a = w.a
     m = w.n

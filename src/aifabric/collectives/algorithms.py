@@ -13,7 +13,8 @@ ring           all_reduce, all_gather,          always (not on one torus domain)
                reduce_scatter
 tree           all_reduce                       several domains                            --
 nvls           all_reduce                       one NVSwitch domain with NVLS, g > 1,      --
-                                                NCCL enables it (release, arch, g)
+                                                NCCL enables it (release, arch, g); several
+                                                only with CollNet (SHARP)
 nvls_tree      all_reduce                       several such domains, g > 1, NCCL          --
                                                 enables it (release, nodes)
 hierarchical*  all_reduce                       several uniform domains, g > 1             hierarchical_plan
@@ -23,6 +24,10 @@ direct         all_to_all                       always                          
 chain          broadcast, reduce                always                                     ring_plan
 pat            all_gather, reduce_scatter       one rank per domain, several domains       --
 p2p            send_recv                        always (two ranks)                         p2p_plan
+collnet_direct all_reduce                       several uniform NVSwitch nodes of <= 8 GPUs, --
+                                                CollNet on (NCCL_COLLNET_ENABLE=1, SHARP
+                                                switches: TierModel.collnet)
+collnet_chain  all_reduce                       several uniform nodes, CollNet on          --
 torus          every collective                 one torus domain (and then only it)        --
 =============  ===============================  =========================================  ===========
 
@@ -40,6 +45,7 @@ import numpy as np
 from aifabric.catalog.nccl import NvlsSupport, nccl_release, nvls_support
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives import plan as plans
+from aifabric.collectives.collnet import collnet_chain_cost, collnet_direct_cost
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import Algorithm, Cost
 from aifabric.collectives.direct import direct_cost, p2p_cost
@@ -122,18 +128,20 @@ def _several_domains(comm: Communicator, tm: TierModel) -> bool:
 
 
 @cache
-def _nvls_enabled(version: str, row: str, nnodes: int, local_gpus: int) -> NvlsSupport:
-    return nvls_support(nccl_release(version), row, nnodes=nnodes, local_gpus=local_gpus)
+def _nvls_enabled(version: str, row: str, nnodes: int, local_gpus: int, collnet: bool) -> NvlsSupport:
+    return nvls_support(nccl_release(version), row, nnodes=nnodes, local_gpus=local_gpus, collnet=collnet)
 
 
 def _nvls(comm: Communicator, tm: TierModel) -> NvlsSupport:
-    """NCCL's NVLS / NVLS-tree enablement for this release, architecture, node count and local GPUs
+    """NCCL's NVLS / NVLS-tree enablement for this release, architecture, node count, local GPUs and CollNet
     (:func:`aifabric.catalog.nccl.nvls_support`: nvls.cc and tuning.cc)."""
-    return _nvls_enabled(tm.release.version, tm.tuning_row, comm.n_domains, comm.ranks_per_domain)
+    return _nvls_enabled(tm.release.version, tm.tuning_row, comm.n_domains, comm.ranks_per_domain, tm.collnet)
 
 
-def _nvls_one_domain(comm: Communicator, tm: TierModel) -> bool:
-    return tm.nvls and comm.ranks_per_domain > 1 and comm.n_domains == 1 and _nvls(comm, tm).nvls
+def _nvls_flat(comm: Communicator, tm: TierModel) -> bool:
+    """Flat NVLS: one domain, or several with CollNet (SHARP) and the same GPUs in each."""
+    several = comm.n_domains > 1 and tm.collnet and comm.uniform
+    return tm.nvls and comm.ranks_per_domain > 1 and (comm.n_domains == 1 or several) and _nvls(comm, tm).nvls
 
 
 def _nvls_several_domains(comm: Communicator, tm: TierModel) -> bool:
@@ -150,6 +158,24 @@ def _one_rank_per_domain(comm: Communicator, tm: TierModel) -> bool:
 
 def _across_nics(comm: Communicator, tm: TierModel) -> bool:
     return comm.n_domains > 1 and tm.nic_bytes_per_s > 0
+
+
+#: NCCL's CollNet Direct serves at most NCCL_MAX_DIRECT_ARITY + 1 = 8 local ranks (src/include/device.h).
+_COLLNET_DIRECT_MAX_LOCAL = 8
+
+
+def _collnet_chain(comm: Communicator, tm: TierModel) -> bool:
+    """CollNet on (``tm.collnet``), >= 2 nodes (NCCL_COLLNET_NODE_THRESHOLD, init.cc), same GPUs per node."""
+    return tm.collnet and comm.n_domains > 1 and comm.uniform and tm.nic_bytes_per_s > 0
+
+
+def _collnet_direct(comm: Communicator, tm: TierModel) -> bool:
+    """As :func:`_collnet_chain`, on NVSwitch nodes (tuning.cc: no Direct without) of <= 8 ranks."""
+    return (
+        _collnet_chain(comm, tm)
+        and tm.intra_kind == "nvlink"
+        and comm.ranks_per_domain <= _COLLNET_DIRECT_MAX_LOCAL
+    )
 
 
 #: Every algorithm aifabric knows, in the order the formula engine lists candidates.
@@ -184,7 +210,7 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             nccl=False,
         ),
         AlgorithmSpec(Algorithm.TREE, _ALL_REDUCE, _several_domains, tree_cost),
-        AlgorithmSpec(Algorithm.NVLS, _ALL_REDUCE, _nvls_one_domain, nvls_cost, protocols=_SIMPLE),
+        AlgorithmSpec(Algorithm.NVLS, _ALL_REDUCE, _nvls_flat, nvls_cost, protocols=_SIMPLE),
         AlgorithmSpec(
             Algorithm.NVLS_TREE, _ALL_REDUCE, _nvls_several_domains, nvls_tree_cost, protocols=_SIMPLE
         ),
@@ -206,6 +232,12 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
         AlgorithmSpec(Algorithm.PAT, _GATHER_SCATTER, _one_rank_per_domain, pat_cost, protocols=_SIMPLE),
         AlgorithmSpec(
             Algorithm.P2P, frozenset({Collective.SEND_RECV}), _always, p2p_cost, plans.p2p_plan, _SIMPLE
+        ),
+        AlgorithmSpec(
+            Algorithm.COLLNET_DIRECT, _ALL_REDUCE, _collnet_direct, collnet_direct_cost, protocols=_SIMPLE
+        ),
+        AlgorithmSpec(
+            Algorithm.COLLNET_CHAIN, _ALL_REDUCE, _collnet_chain, collnet_chain_cost, protocols=_SIMPLE
         ),
     )
 }

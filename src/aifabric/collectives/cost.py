@@ -25,7 +25,8 @@ class Algorithm(str, Enum):
     """Every collective algorithm aifabric knows; the value is the CLI's and ``NCCL_ALGO``-like name.
 
     NCCL's own algorithms (the rows of its tuning tables, :class:`aifabric.catalog.nccl.Algorithm`) keep
-    their values here (``ring``, ``tree``, ``nvls``, ``nvls_tree``, ``pat``); the others are algorithms
+    their values here (``ring``, ``tree``, ``nvls``, ``nvls_tree``, ``pat``, ``collnet_direct``,
+    ``collnet_chain``); the others are algorithms
     NCCL has no name for (``chain``, ``direct``, ``p2p``: what NCCL runs for broadcast/reduce, all_to_all
     and send/recv; ``hierarchical``, ``flat_ring``: textbook; ``torus``: TPU ICI).
     """
@@ -41,6 +42,8 @@ class Algorithm(str, Enum):
     P2P = "p2p"
     TORUS = "torus"
     PAT = "pat"
+    COLLNET_DIRECT = "collnet_direct"
+    COLLNET_CHAIN = "collnet_chain"
 
     @classmethod
     def parse(cls, value: str | Algorithm) -> Algorithm:

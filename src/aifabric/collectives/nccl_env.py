@@ -1,29 +1,61 @@
-"""What a stated NCCL environment leaves the formula engine to choose from.
+"""What a stated NCCL environment leaves the formula engine to choose from, and on which transports.
 
-``NCCL_ALGO``, ``NCCL_PROTO`` and ``NCCL_NVLS_ENABLE`` (parsed and validated by
+``NCCL_ALGO``, ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE`` and ``NCCL_COLLNET_ENABLE`` (parsed and validated by
 :class:`aifabric.catalog.transport.NcclEnv`, NCCL's ``parseList`` grammar) restrict the algorithms and
 protocols the tuner compares, as NCCL's ``src/graph/tuning.cc`` does: the default prediction is NCCL's
-default choice, a stated ``NCCL_ALGO`` gives the tuned one. The other ``NCCL_*`` variables NcclEnv reads
-(channels, P2P/SHM, GPUDirect level, QPs, plugin) change transports and channel counts that the formula
-engine does not model per variable yet; they are refused, not dropped.
+default choice, a stated ``NCCL_ALGO`` gives the tuned one (:func:`env_choice`).
+
+``NCCL_P2P_DISABLE``, ``NCCL_P2P_LEVEL``, ``NCCL_SHM_DISABLE`` and ``NCCL_NET_GDR_LEVEL`` (with the
+cluster's GPU-NIC path ``scale_out.nic_path``) choose the transports (:func:`aifabric.catalog.transport.
+resolve_transport`), and :func:`env_tiers` puts the chosen transports' catalogued bandwidth and latency in
+the tier model (``catalog/data/transports.yaml``, each figure with its source):
+
+==========================  ================================================================================
+inside a node: P2P          the cluster's scale-up link, unchanged
+inside a node: SHM          ``B_i = PCIe line rate per direction x e_shm``; NCCL's PCI latencies; no NVLS
+(P2P disabled or too far)   (bytes cross host memory: GPU -> host -> GPU over each GPU's PCIe link)
+inside a node: NET          ``B_i = B_o`` (each GPU's bytes leave and re-enter through its NIC); NET
+(P2P and SHM disabled)      latencies; no NVLS. A scale-up domain larger than a node (NVL72) has no SHM
+                            across trays: P2P disabled there always means NET
+across nodes, GDR off       ``B_o x e_staging`` and ``+ a_staging`` per network hop (a copy through host
+(nic_path > GDR level)      memory at each end); NCCL's tuner also drops LL128 (typeInter > PXB, tuning.cc)
+==========================  ================================================================================
+
+The other ``NCCL_*`` variables NcclEnv reads (channels, QPs, plugin) are refused, not dropped.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from aifabric import catalog
 from aifabric.catalog import nccl
-from aifabric.catalog.transport import NcclEnv
+from aifabric.catalog.transport import NcclEnv, PathType, gdr_enabled, resolve_transport, transport
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.cost import Algorithm
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol
+from aifabric.collectives.tiers import Protocol, TierModel
 from aifabric.errors import ConfigError
 
-__all__ = ["MODELLED_VARIABLES", "EnvChoice", "env_choice"]
+__all__ = ["MODELLED_VARIABLES", "EnvChoice", "TransportTiers", "env_choice", "env_tiers"]
 
 #: The variables the formula engine models.
-MODELLED_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE")
+MODELLED_VARIABLES = (
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_NVLS_ENABLE",
+    "NCCL_COLLNET_ENABLE",
+    "NCCL_P2P_DISABLE",
+    "NCCL_P2P_LEVEL",
+    "NCCL_SHM_DISABLE",
+    "NCCL_NET_GDR_LEVEL",
+)
+
+#: The variables that choose transports (:func:`env_tiers`).
+_TRANSPORT_VARIABLES = frozenset(
+    {"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_NET_GDR_LEVEL", "NCCL_COLLNET_ENABLE"}
+)
 
 #: NCCL's name of each registry algorithm NCCL_ALGO governs (broadcast/reduce: NCCL's ring, as a chain).
 _NCCL_NAME = {
@@ -33,6 +65,8 @@ _NCCL_NAME = {
     Algorithm.NVLS: nccl.Algorithm.NVLS,
     Algorithm.NVLS_TREE: nccl.Algorithm.NVLS_TREE,
     Algorithm.PAT: nccl.Algorithm.PAT,
+    Algorithm.COLLNET_DIRECT: nccl.Algorithm.COLLNET_DIRECT,
+    Algorithm.COLLNET_CHAIN: nccl.Algorithm.COLLNET_CHAIN,
 }
 
 
@@ -56,12 +90,7 @@ def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
         A variable the formula engine does not model (named, with those it takes), or a bad value
         (:meth:`NcclEnv.from_mapping`'s one-line errors).
     """
-    for name in env:
-        if name not in MODELLED_VARIABLES:
-            raise ConfigError(
-                f"{name}: the formula engine does not model this variable (it takes "
-                f"{', '.join(MODELLED_VARIABLES)})"
-            )
+    _check(env)
     parsed = NcclEnv.from_mapping(env)
     try:
         coll = nccl.Collective(op.value)
@@ -71,3 +100,129 @@ def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
     disabled = frozenset(a for a, name in _NCCL_NAME.items() if name not in enabled)
     protocols = None if parsed.proto is None else frozenset(Protocol(p.value) for p in parsed.protocols(coll))
     return EnvChoice(disabled, protocols)
+
+
+@dataclass(frozen=True)
+class TransportTiers:
+    """The tier model on the transports an environment and the cluster select, and whether GPUDirect RDMA
+    is on across nodes (off: NCCL's tuner runs no LL128 across nodes)."""
+
+    tiers: TierModel
+    gdr: bool
+
+
+def _check(env: Mapping[str, str]) -> None:
+    for name in env:
+        if name not in MODELLED_VARIABLES:
+            raise ConfigError(
+                f"{name}: the formula engine does not model this variable (it takes "
+                f"{', '.join(MODELLED_VARIABLES)})"
+            )
+
+
+def _gpu_path(spec: ClusterSpec) -> PathType:
+    """NCCL's path type between two GPUs of one node: NVL on NVLink, PHB through the CPU, else PXB."""
+    if spec.scale_up.kind == "nvswitch":
+        return PathType.NVL
+    return PathType.PHB if spec.scale_up.p2p_through_cpu else PathType.PXB
+
+
+def _shm_bytes_per_s(spec: ClusterSpec, tm: TierModel) -> float:
+    """SHM bandwidth per GPU per direction: the GPU's PCIe line rate x the SHM transport's efficiency."""
+    acc = spec.accelerator_spec
+    if not acc.pcie:
+        raise ConfigError(f"NCCL_P2P_DISABLE: accelerator {spec.accelerator!r} names no PCIe link for SHM")
+    line = catalog.scaleup(f"pcie-{acc.pcie}").per_gpu_per_direction_bytes_per_s
+    return line * transport("shm").aggregate_efficiency if tm.nccl else line
+
+
+def _intra(parsed: NcclEnv, spec: ClusterSpec, tm: TierModel) -> TierModel:
+    """``tm`` with the intra-node transport the environment selects (module docstring)."""
+    if spec.scale_up.kind == "torus":
+        raise ConfigError(
+            "NCCL_P2P_DISABLE: a TPU torus runs no NCCL transport; P2P/SHM settings do not apply"
+        )
+    if spec.scale_up.p2p_through_cpu and parsed.p2p_level is None:
+        # the spec states that P2P runs through the CPU (NCCL allows it to SYS on AMD CPUs, paths.cc, or
+        # with NCCL_P2P_LEVEL): that is the path the cluster's scale-up figures already model
+        parsed = replace(parsed, p2p_level=PathType.SYS)
+    choice = resolve_transport(parsed, same_node=True, gpu_path=_gpu_path(spec))
+    key = choice.transport.key
+    if key != "shm" and choice.transport.scope == "intra":
+        return tm  # P2P: the cluster's own scale-up link
+    if key == "shm" and spec.domain_gpus == spec.gpus_per_node:
+        return replace(tm, intra_bytes_per_s=_shm_bytes_per_s(spec, tm), intra_kind="pci", nvls=False)
+    if not tm.nic_bytes_per_s > 0:
+        raise ConfigError(
+            "NCCL_SHM_DISABLE: with P2P and SHM off, GPUs of one node talk through their NICs, and this "
+            "cluster has none"
+        )
+    return replace(tm, intra_bytes_per_s=tm.nic_bytes_per_s, intra_kind="net", nvls=False)
+
+
+def _collnet(spec: ClusterSpec) -> None:
+    """Refuse ``NCCL_COLLNET_ENABLE=1`` where CollNet cannot run (ConfigError naming why)."""
+    so = spec.scale_out
+    if so is None:
+        raise ConfigError(
+            "NCCL_COLLNET_ENABLE: CollNet reduces in the scale-out switches; this cluster has none"
+        )
+    for tier, key in list(so.tier_switches.items())[: so.tiers]:  # SHARP needs every switch of the tree
+        if not catalog.switch(key).in_network_reduction:
+            raise ConfigError(
+                f"NCCL_COLLNET_ENABLE: scale-out {tier} switch {key!r} has no in-network reduction (SHARP); "
+                "CollNet cannot run"
+            )
+    if spec.domain_gpus != spec.gpus_per_node:
+        raise ConfigError(
+            "NCCL_COLLNET_ENABLE: CollNet on scale-up domains larger than a node (NVL72 racks) is not "
+            "modelled"
+        )
+
+
+def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -> TransportTiers:
+    """``tm`` on the transports ``env`` and ``spec`` select (module docstring's table).
+
+    Without transport variables and with the default GPU-NIC path (PIX) ``tm`` is returned as is.
+
+    Raises
+    ------
+    ConfigError
+        A variable the formula engine does not model or a bad value (one line naming it); SHM/NET settings
+        on a TPU torus; P2P and SHM disabled on a cluster without NICs; a GDR-only plugin (TCPX) on a
+        GPU-NIC path beyond the GDR level; ``NCCL_COLLNET_ENABLE=1`` without SHARP switches.
+
+    Examples
+    --------
+    NCCL_P2P_DISABLE=1 on an H100 node: SHM through host memory, PCIe Gen5 64 GB/s x 0.6 = 38.4 GB/s:
+
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> spec = preset("h100-ib-2node")
+    >>> t = env_tiers({"NCCL_P2P_DISABLE": "1"}, spec, tier_model(spec)).tiers
+    >>> round(t.intra_bytes_per_s / 1e9, 1), t.intra_kind
+    (38.4, 'pci')
+    """
+    env = env or {}
+    so = spec.scale_out
+    if not any(name in _TRANSPORT_VARIABLES for name in env) and (so is None or so.nic_path == "PIX"):
+        return TransportTiers(tm, True)
+    _check(env)
+    parsed = NcclEnv.from_mapping(env)
+    gdr = True
+    if so is not None and tm.nic_bytes_per_s > 0:
+        net = transport(so.transport_key)
+        gdr = gdr_enabled(parsed, net, so.nic_path) or net.gdr == "none"
+        if not gdr:
+            staging = transport("host-staging")
+            tm = replace(
+                tm,
+                nic_bytes_per_s=tm.nic_bytes_per_s * (staging.aggregate_efficiency if tm.nccl else 1.0),
+                extra_inter_latency_s=tm.extra_inter_latency_s + staging.latency_s,
+            )
+    if parsed.p2p_disable or parsed.shm_disable or parsed.p2p_level is not None:
+        tm = _intra(parsed, spec, tm)
+    if parsed.collnet_enable:
+        _collnet(spec)
+        tm = replace(tm, collnet=True)
+    return TransportTiers(tm, gdr)

@@ -22,13 +22,19 @@ def nvls_algbw(tm: TierModel, g: int) -> float:
 def nvls_cost(
     op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel
 ) -> Cost | None:
-    """NVLS all_reduce on one domain: each GPU sends its buffer to the switch and reads the sum, seconds.
+    """NVLS all_reduce: each GPU sends its buffer to the NVSwitch and reads the sum, seconds.
 
     ::
 
         T = a_nvls + S / (B_i e (g - 1)/g)
 
-    with ``a_nvls`` NCCL's NVLS latency (25 us on NVLink) and ``e`` its nvlsEfficiency.
+    with ``a_nvls`` NCCL's NVLS latency (25 us on NVLink) and ``e`` its nvlsEfficiency. Across N > 1
+    domains NCCL runs flat NVLS only with CollNet (``tm.collnet``): each GPU heads ``S / g`` and the SHARP
+    switches reduce it, so a domain's NICs carry S each way (:mod:`aifabric.collectives.collnet`)::
+
+        algbw = min( B_i e (g - 1)/g ,  g_min B_o ),   T = a_nvls + a_o + S / algbw
+
+    (``a_o`` NCCL's NVLS NET latency; tuning.cc: ``latency = intraLat + interLat``).
 
     References
     ----------
@@ -49,14 +55,25 @@ def nvls_cost(
     g = comm.ranks_per_domain
     alg = nvls_algbw(tm, g)
     lat = hw_latency_s(tm, tm.intra_kind, "nvls", proto)
+    net = SCALE_UP
+    if comm.n_domains > 1:  # NVLS + CollNet: SHARP across domains
+        lat += hw_latency_s(tm, "net", "nvls", proto) + tm.extra_inter_latency_s
+        a_out = comm.min_ranks_per_domain * tm.nic_bytes_per_s
+        alg, net = (a_out, SCALE_OUT) if a_out < alg else (alg, SCALE_UP)
 
     def why() -> str:
         return (
             f"NVLink SHARP: the NVSwitch reduces; algbw = {tm.intra_bytes_per_s / 1e9:.1f} GB/s x efficiency "
             f"{tm.nvls_efficiency} x (n-1)/n"
+            + (
+                f"; SHARP switches reduce across {comm.n_domains} domains, each domain's NICs carrying S "
+                f"each way ({comm.min_ranks_per_domain * tm.nic_bytes_per_s / 1e9:.1f} GB/s)"
+                if comm.n_domains > 1
+                else ""
+            )
         )
 
-    return make_cost(tm, Algorithm.NVLS, proto, lat, {SCALE_UP: message_bytes / alg}, SCALE_UP, why)
+    return make_cost(tm, Algorithm.NVLS, proto, lat, {net: message_bytes / alg}, net, why)
 
 
 def nvls_tree_cost(

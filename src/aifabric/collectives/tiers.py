@@ -108,6 +108,7 @@ class TierModel:
     release: NcclRelease = field(default_factory=nccl_release)  # newest; read on first use, not at import
     tuning_row: str = "hopper"
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
+    collnet: bool = False  # CollNet (SHARP) on: NCCL_COLLNET_ENABLE=1, SHARP switches (nccl_env.env_tiers)
 
     @property
     def nccl(self) -> bool:

@@ -19,7 +19,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, AlgorithmSpec, Cost, applicable
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP
-from aifabric.collectives.nccl_env import env_choice
+from aifabric.collectives.nccl_env import env_choice, env_tiers
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
 from aifabric.engines.result import Candidate, CollectiveResult
@@ -34,9 +34,9 @@ PROTOCOLS = tuple(p.value for p in Protocol)
 def _protocols(
     entry: AlgorithmSpec, tm: TierModel, forced: Protocol | None, allowed: frozenset[Protocol] | None
 ) -> tuple[Protocol, ...]:
-    """The protocols ``entry`` runs with on this cluster (NCCL enables LL128 only on NVLink-class paths),
-    among those ``NCCL_PROTO`` allows (``allowed``; None: all)."""
-    out = _protocols_of(entry.algorithm, tm.efficiency == "nccl", tm.intra_kind == "pci", forced)
+    """The protocols ``entry`` runs with on this cluster (NCCL enables LL128 only on NVLink-class paths:
+    not over PCIe, SHM or NET inside a node), among those ``NCCL_PROTO`` allows (``allowed``; None: all)."""
+    out = _protocols_of(entry.algorithm, tm.efficiency == "nccl", tm.intra_kind in ("pci", "net"), forced)
     return out if allowed is None else tuple(p for p in out if p in allowed)
 
 
@@ -118,7 +118,9 @@ def formula_collective(
     env : mapping, optional
         NCCL environment variables (:data:`aifabric.collectives.nccl_env.MODELLED_VARIABLES`):
         ``NCCL_ALGO`` / ``NCCL_PROTO`` restrict the choice as NCCL does, ``NCCL_NVLS_ENABLE=0`` disables
-        NVLS and NVLS-tree; others are refused.
+        NVLS and NVLS-tree, ``NCCL_COLLNET_ENABLE=1`` allows CollNet on SHARP switches;
+        ``NCCL_P2P_DISABLE``, ``NCCL_P2P_LEVEL``, ``NCCL_SHM_DISABLE`` and ``NCCL_NET_GDR_LEVEL`` choose the
+        transports (:func:`aifabric.collectives.nccl_env.env_tiers`); others are refused.
     tiers : TierModel, optional
         Precomputed tier model (planners reuse one across calls).
 
@@ -162,6 +164,10 @@ def formula_collective(
         choice = env_choice(env, op)
         excluded |= choice.disabled
         allowed = choice.protocols
+    transports = env_tiers(env, spec, tm)
+    tm = transports.tiers
+    if not transports.gdr and comm.n_domains > 1:  # tuning.cc: no LL128 when typeInter > PXB
+        allowed = (frozenset(Protocol) if allowed is None else allowed) - {Protocol.LL128}
     n = comm.n_ranks
     if n == 1:
         return _one_rank(op, message_bytes, tm)

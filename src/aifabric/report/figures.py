@@ -73,9 +73,9 @@ def cluster_drawing(spec: ClusterSpec, topo: Topology | None) -> str:
             ("leaf", shape.n_leaves, f"{shape.rails} rail(s), {shape.leaf_down} down / {shape.leaf_up} up")
         )
         if shape.tiers >= 2:
-            rows.append(("spine", shape.n_spines, f"{shape.radix} ports"))
+            rows.append(("spine", shape.n_spines, f"{shape.spine_radix} ports"))
         if shape.tiers == 3:
-            rows.append(("core", shape.n_cores, f"{shape.radix} ports"))
+            rows.append(("core", shape.n_cores, f"{shape.core_radix} ports"))
     fig, ax = plt.subplots(figsize=(9, 1.3 * len(rows) + 0.6))
     colours = ("#4c72b0", "#55a868", "#c44e52", "#8172b2")
     centres: list[list[float]] = []
