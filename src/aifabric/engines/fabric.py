@@ -34,7 +34,7 @@ from aifabric.collectives.plan import CommPlan
 from aifabric.engines.flowsim import simulate_transfers
 from aifabric.engines.formula import formula_collective
 from aifabric.engines.result import CollectiveResult
-from aifabric.engines.routing import route
+from aifabric.engines.routing import route, spray_groups
 from aifabric.errors import ConfigError, NoRoute
 
 #: Independent flows (groups) above which the event-driven flow engine refuses, pointing to the links
@@ -83,6 +83,7 @@ def routing_bytes(
     routing: str = "spray",
     qps: int = 4,
     flowlets: int = 8,
+    aggregated: bool = False,
 ) -> float:
     """Estimate of the bytes routing and simulating transfers needs, from counts (no allocation).
 
@@ -93,13 +94,17 @@ def routing_bytes(
         bytes = f k (600 T + 100 u1 X + 600 (P_leaf (X - Y) + P_pod Y))
 
     for ``T`` transfers of which ``X`` cross leaves and ``Y`` cross pods, ``f`` = 1.5 for the flow engine
-    and 1 for links (constants: ``BYTES_PER_*`` above, measured).
+    and 1 for links (constants: ``BYTES_PER_*`` above, measured). Sprayed traffic ``aggregated`` on
+    spray groups (:class:`~aifabric.engines.routing.SprayGroups`) has no candidate tables (``u1`` term 0)
+    and one group row per leaf or pod instead of its paths (``P_leaf = P_pod = 1``).
     """
     shape = topo.shape
     k = {"qp": qps, "adaptive": flowlets}.get(routing, 1)
     u1 = shape.leaf_up if shape else 0
     u2 = shape.spine_up if shape else 0
-    p_leaf, p_pod = (u1, u1 * max(1, u2)) if routing == "spray" else (1, 1)
+    p_leaf, p_pod = (u1, u1 * max(1, u2)) if routing == "spray" and not aggregated else (1, 1)
+    if routing == "spray" and aggregated:
+        u1 = 0
     per = (
         BYTES_PER_TRANSFER * n_transfers
         + BYTES_PER_UPLINK_SLOT * u1 * n_cross_leaf
@@ -108,7 +113,9 @@ def routing_bytes(
     return (FLOW_ENGINE_FACTOR if engine == "flow" else 1.0) * k * per
 
 
-def _check_routing(topo: Topology, plans: list[CommPlan], engine: str, routing: str, qps: int) -> None:
+def _check_routing(
+    topo: Topology, plans: list[CommPlan], engine: str, routing: str, qps: int, *, aggregated: bool = False
+) -> None:
     """Refuse (ConfigError) plans whose routing would exceed the memory limit (:func:`routing_bytes`)."""
     t = x = y = 0
     for p in plans:
@@ -121,7 +128,7 @@ def _check_routing(topo: Topology, plans: list[CommPlan], engine: str, routing: 
             x += int(np.count_nonzero(cross))
             if topo.shape.tiers == 3:
                 y += int(np.count_nonzero(cross & (topo.pod_of_leaf[ls] != topo.pod_of_leaf[ld])))
-    need = routing_bytes(topo, t, x, y, engine=engine, routing=routing, qps=qps)
+    need = routing_bytes(topo, t, x, y, engine=engine, routing=routing, qps=qps, aggregated=aggregated)
     check_memory(f"routing {t:,} transfers ({routing}, {engine} engine)", need, "ranks")
 
 
@@ -244,11 +251,16 @@ def simulate_plans(
                 f"event source; limit {MAX_FLOW_GROUPS:,}); use --engine links for this traffic, or fewer "
                 "GPUs"
             )
-    _check_routing(topo, plans, engine, routing, qps)
-    cap = link_capacity(topo, efficiency)
+    groups = spray_groups(topo, link_alive) if routing == "spray" else None
+    _check_routing(topo, plans, engine, routing, qps, aggregated=groups is not None)
+    link_cap = link_capacity(topo, efficiency)
     if link_alive is not None:
-        cap = np.where(link_alive, cap, 0.0)
-    lat = topo.link_latency_s
+        link_cap = np.where(link_alive, link_cap, 0.0)
+    # Sprayed traffic on a regular healthy Clos is routed on groups of equally loaded links (exact, see
+    # routing.SprayGroups): the engines run on their rows and fold the results back onto the links.
+    cap = link_cap if groups is None else groups.capacity(link_cap)
+    lat = topo.link_latency_s if groups is None else groups.latency(topo.link_latency_s)
+    n_rows = cap.size
     # Route the k-th stages of all jobs together (they run at about the same time, so adaptive routing
     # sees all of their load), then keep one column block per (job, stage).
     cols_a, rows_a, vals_a = [], [], []
@@ -275,6 +287,7 @@ def simulate_plans(
             link_alive=link_alive,
             bytes_=byt,
             pxn=pxn,
+            aggregate=groups is not None,
         )
         sub_owner = owner[r.parent]
         csc = r.incidence.tocsc()
@@ -300,7 +313,7 @@ def simulate_plans(
             stage_info.append((j, k, ncol, ncol + m))
             ncol += m
     inc = sparse.csc_matrix(
-        (np.concatenate(vals_a), (np.concatenate(rows_a), np.concatenate(cols_a))), shape=(topo.n_links, ncol)
+        (np.concatenate(vals_a), (np.concatenate(rows_a), np.concatenate(cols_a))), shape=(n_rows, ncol)
     )
     bytes_all = np.concatenate(sub_bytes)
     job_all = np.concatenate(sub_job)
@@ -335,13 +348,34 @@ def simulate_plans(
         job_t = [float(res.job_end_time_s(j)) + _plan_latency(p, efficiency) for j, p in enumerate(plans)]
         time_s = max(job_t, default=0.0)
         peak = np.asarray(res.link_peak_utilisation)
+        if groups is not None:  # a member's peak: its group's load over the member's own capacity
+            peak = peak[: topo.n_links].copy()
+            row_load = res.link_peak_utilisation * np.where(np.isfinite(cap), cap, 0.0)
+            member_load = row_load[groups.member_row] / groups.size[groups.member_row - topo.n_links]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                member_util = np.where(
+                    link_cap[groups.member_link] > 0, member_load / link_cap[groups.member_link], 0.0
+                )
+            np.maximum.at(peak, groups.member_link, member_util)
+    if groups is not None:
+        link_bytes = groups.fold(link_bytes)
+    cap = link_cap
     ideal = time_s
     if compute_ideal and (routing != "spray" or engine != "links" or link_alive is not None):
         ideal = ideal_time(topo, plans, efficiency=efficiency)
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where(cap > 0, link_bytes / (cap * max(time_s, 1e-30)), 0.0)
     tops = _explain(
-        topo, inc, util, link_bytes, np.concatenate(sub_src), np.concatenate(sub_dst), job_all, plans, top
+        topo,
+        inc,
+        util,
+        link_bytes,
+        np.concatenate(sub_src),
+        np.concatenate(sub_dst),
+        job_all,
+        plans,
+        top,
+        None if groups is None else groups.group_of_link(),
     )
     names = [p.job for p in plans]
     if len(set(names)) < len(names):
@@ -505,14 +539,18 @@ def _explain(
     job: np.ndarray,
     plans: list[CommPlan],
     top: int,
+    group_row: np.ndarray | None = None,
 ) -> tuple[LinkReport, ...]:
+    """The ``top`` most utilised links and the flows that cross them (``group_row``: the row of each
+    link's spray group in ``inc``, -1 for none, when the incidence has group rows)."""
     if top <= 0:
         return ()
     order = np.argsort(-util, kind="stable")[:top]
     csr = inc.tocsr()
     out = []
     for link in order:
-        cols = csr.indices[csr.indptr[link] : csr.indptr[link + 1]]
+        rows = [int(link)] + ([] if group_row is None or group_row[link] < 0 else [int(group_row[link])])
+        cols = np.concatenate([csr.indices[csr.indptr[r] : csr.indptr[r + 1]] for r in rows])
         pairs = sorted({(int(job[c]), int(src[c]), int(dst[c])) for c in cols})
         names = tuple(
             f"{plans[j].job if len(plans) > 1 else 'gpu'}:{s}->{d}" if len(plans) > 1 else f"gpu {s}->{d}"
@@ -532,7 +570,9 @@ def _explain(
     return tuple(out)
 
 
-def _check_all_to_all(topo: Topology, gpus: np.ndarray, engine: str, routing: str, qps: int) -> None:
+def _check_all_to_all(
+    topo: Topology, gpus: np.ndarray, engine: str, routing: str, qps: int, link_alive: np.ndarray | None
+) -> None:
     """:func:`routing_bytes` of an all_to_all from rank counts per domain and pod, before its n^2 pairs
     exist: pairs across domains (n^2 - sum of squares of ranks per domain) are counted as crossing
     leaves (an upper bound), pairs across pods likewise."""
@@ -543,7 +583,10 @@ def _check_all_to_all(topo: Topology, gpus: np.ndarray, engine: str, routing: st
     if topo.shape is not None and topo.shape.tiers == 3:
         pods = np.bincount(topo.pod_of_leaf[topo.leaf_of_gpu[gpus]]).astype(float)
         y = n * n - float((pods * pods).sum())
-    need = routing_bytes(topo, n * (n - 1), x, y, engine=engine, routing=routing, qps=qps)
+    aggregated = routing == "spray" and spray_groups(topo, link_alive) is not None
+    need = routing_bytes(
+        topo, n * (n - 1), x, y, engine=engine, routing=routing, qps=qps, aggregated=aggregated
+    )
     check_memory(f"routing an all_to_all of {gpus.size:,} ranks ({routing}, {engine} engine)", need, "ranks")
 
 
@@ -604,7 +647,7 @@ def fabric_collective(
             engine=engine,
         )
     if op is Collective.ALL_TO_ALL:
-        _check_all_to_all(topo, gpus, engine, routing, qps)
+        _check_all_to_all(topo, gpus, engine, routing, qps, link_alive)
     algorithm, note = (
         (algorithm, "") if algorithm is not None else nccl_plan_choice(op, message_bytes, spec, comm)
     )

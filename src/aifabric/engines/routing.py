@@ -33,7 +33,7 @@ from scipy import sparse
 from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError, NoRoute
 
-__all__ = ["MAX_SEED", "POLICIES", "Routes", "hash64", "route"]
+__all__ = ["MAX_SEED", "POLICIES", "Routes", "SprayGroups", "hash64", "route", "spray_groups"]
 
 #: Largest seed: seeds are mixed into 64-bit hashes with multipliers below 2**20 (per-switch seeds), so
 #: seeds below 2**40 (with the engines' per-stage offsets added) never overflow.
@@ -74,6 +74,9 @@ class Routes:
         Fraction of the transfer's bytes the sub-flow carries (sums to 1 per transfer).
     policy : str
     seed : int
+    groups : SprayGroups or None
+        With ``aggregate=True`` on a fabric where it is exact: the incidence has one more row per group of
+        equally loaded links after the topology's links (see :class:`SprayGroups`); None otherwise.
     """
 
     incidence: sparse.csc_matrix
@@ -81,6 +84,152 @@ class Routes:
     share: np.ndarray
     policy: str
     seed: int
+    groups: SprayGroups | None = None
+
+
+@dataclass(frozen=True)
+class SprayGroups:
+    """Sets of fabric links that spraying on a healthy, regularly wired Clos always loads equally.
+
+    Spraying splits a transfer evenly over every equal-cost path. When every leaf is cabled to every spine
+    of its pod with the same number of cables, and every spine to every core of its group with the same
+    number (checked by :func:`spray_groups`), each sprayed transfer puts the same share of its bytes on
+    each of
+
+    - the uplinks of its source leaf and the downlinks into its destination leaf (leaf groups), and
+    - across pods, the spine-to-core links leaving its source pod and the core-to-spine links entering its
+      destination pod (pod groups),
+
+    per plane. A group ``g`` of ``n_g`` links then stands for them as one row of the incidence matrix with
+    weight ``pw`` (the plane's share) where the per-path matrix has ``pw / n_g`` on each member, so
+    ``A_paths = fold @ A_groups`` exactly, and ``load / n_g <= min(c)`` over the members is the group's
+    only constraint: its capacity is ``n_g min(c)``. Max-min rates, link bytes and utilisation are those of
+    the per-path model (tests/engines/test_spray_groups.py), with 2-4 incidence entries per transfer
+    instead of up to ``2 leaf_up spine_up`` (the aggregation of issue 12, item 6).
+
+    Attributes
+    ----------
+    n_links : int
+        Links of the topology; group ``g`` is row ``n_links + g``.
+    leaf_up, leaf_down : ndarray of int64, shape (planes, n_leaves)
+        Row of each leaf's uplink group and downlink group.
+    pod_up, pod_down : ndarray of int64, shape (planes, n_pods)
+        Row of each pod's spine-to-core and core-to-spine group (empty with two tiers).
+    member_row : ndarray of int64, shape (n_members,)
+        Row (``>= n_links``) of each member link, aligned with ``member_link``.
+    member_link : ndarray of int64, shape (n_members,)
+    size : ndarray of int64, shape (n_groups,)
+    """
+
+    n_links: int
+    leaf_up: np.ndarray
+    leaf_down: np.ndarray
+    pod_up: np.ndarray
+    pod_down: np.ndarray
+    member_row: np.ndarray
+    member_link: np.ndarray
+    size: np.ndarray
+
+    @property
+    def n_groups(self) -> int:
+        """Number of groups."""
+        return int(self.size.size)
+
+    @property
+    def n_rows(self) -> int:
+        """Rows of an aggregated incidence matrix: links, then groups."""
+        return self.n_links + self.n_groups
+
+    def group_of_link(self) -> np.ndarray:
+        """Row of the group of each link, -1 for links in no group; shape (n_links,)."""
+        out = np.full(self.n_links, -1, np.int64)
+        out[self.member_link] = self.member_row
+        return out
+
+    def capacity(self, link_capacity: np.ndarray) -> np.ndarray:
+        """Capacity of every row, shape (n_rows,): the links', then ``n_g min(c)`` per group."""
+        low = np.full(self.n_groups, np.inf)
+        np.minimum.at(low, self.member_row - self.n_links, link_capacity[self.member_link])
+        return np.concatenate([link_capacity, self.size * low])
+
+    def latency(self, link_latency: np.ndarray) -> np.ndarray:
+        """Latency of every row, shape (n_rows,): the links', then the members' mean per group (the
+        per-path weighted sum of latencies is ``pw`` times that mean, as with the group's one entry)."""
+        total = np.bincount(
+            self.member_row - self.n_links, weights=link_latency[self.member_link], minlength=self.n_groups
+        )
+        return np.concatenate([link_latency, total / self.size])
+
+    def fold(self, row_values: np.ndarray) -> np.ndarray:
+        """Per-link sums (bytes, loads) from per-row ones: a group's value is spread evenly over its
+        members. Shape (n_rows, ...) -> (n_links, ...)."""
+        out = np.array(row_values[: self.n_links], dtype=np.float64, copy=True)
+        share = row_values[self.member_row] / self.size[self.member_row - self.n_links]
+        np.add.at(out, self.member_link, share)
+        return out
+
+    def fold_matrix(self) -> sparse.csr_matrix:
+        """``fold`` as a sparse matrix, shape (n_links, n_rows): ``A_paths = fold_matrix @ A_groups``."""
+        eye = np.arange(self.n_links)
+        rows = np.concatenate([eye, self.member_link])
+        cols = np.concatenate([eye, self.member_row])
+        vals = np.concatenate(
+            [np.ones(self.n_links), 1.0 / self.size[self.member_row - self.n_links].astype(np.float64)]
+        )
+        return sparse.csr_matrix((vals, (rows, cols)), shape=(self.n_links, self.n_rows))
+
+
+def _even_cabling(far_end: np.ndarray, first: np.ndarray, width: int) -> bool:
+    """Each row ``i`` of ``far_end`` (switch -> the switch each of its uplinks reaches) reaches every switch
+    ``first[i] .. first[i] + width - 1`` the same number of times, and no other."""
+    n, k = far_end.shape
+    if n == 0 or k % width:
+        return False
+    offset = far_end - first[:, None]
+    if (offset < 0).any() or (offset >= width).any():
+        return False
+    counts = np.bincount((np.arange(n)[:, None] * width + offset).ravel(), minlength=n * width)
+    return bool((counts == k // width).all())
+
+
+def spray_groups(topo: Topology, link_alive: np.ndarray | None = None) -> SprayGroups | None:
+    """The groups of :class:`SprayGroups` if aggregating sprayed traffic is exact on ``topo``, else None.
+
+    Exact when the fabric has leaf-to-spine links, no fabric link has failed, every leaf is cabled evenly
+    to every spine of its pod (and nothing else) and every spine evenly to every core of its group.
+    """
+    shape = topo.shape
+    if shape is None or shape.tiers < 2 or topo.leaf_uplinks.size == 0:
+        return None
+    if link_alive is not None and not np.asarray(link_alive, bool)[topo.link_tier >= 2].all():
+        return None
+    spp = shape.spines_per_pod
+    if not _even_cabling(topo.leaf_uplink_spine, topo.pod_of_leaf * spp, spp):
+        return None
+    planes, n_leaves = topo.leaf_uplinks.shape[:2]
+    three = shape.tiers == 3
+    n_pods = shape.n_pods if three else 0
+    if three:
+        cpg = shape.n_cores // spp
+        group = np.arange(shape.n_spines) % spp
+        if shape.n_cores % spp or not _even_cabling(topo.spine_uplink_core, group * cpg, cpg):
+            return None
+    per_plane = 2 * n_leaves + 2 * n_pods
+    base = topo.n_links + per_plane * np.arange(planes)[:, None]
+    leaf_up = base + np.arange(n_leaves)[None, :]
+    leaf_down = leaf_up + n_leaves
+    pod_up = base + 2 * n_leaves + np.arange(n_pods)[None, :]
+    pod_down = pod_up + n_pods
+    rows = [np.repeat(leaf_up, shape.leaf_up, axis=1), np.repeat(leaf_down, shape.leaf_up, axis=1)]
+    links = [topo.leaf_uplinks.reshape(planes, -1), topo.leaf_downlinks.reshape(planes, -1)]
+    if three:
+        per_pod = spp * shape.spine_up  # spines of a pod are numbered pod * spp .. pod * spp + spp - 1
+        rows += [np.repeat(pod_up, per_pod, axis=1), np.repeat(pod_down, per_pod, axis=1)]
+        links += [topo.spine_uplinks.reshape(planes, -1), topo.spine_downlinks.reshape(planes, -1)]
+    member_row = np.concatenate([r.ravel() for r in rows])
+    member_link = np.concatenate([ln.ravel() for ln in links])
+    size = np.bincount(member_row - topo.n_links, minlength=planes * per_plane)
+    return SprayGroups(topo.n_links, leaf_up, leaf_down, pod_up, pod_down, member_row, member_link, size)
 
 
 class _Builder:
@@ -167,6 +316,7 @@ def route(
     pxn: bool | np.ndarray = True,
     link_alive: np.ndarray | None = None,
     bytes_: np.ndarray | None = None,
+    aggregate: bool = False,
 ) -> Routes:
     """Route transfers ``src[i] -> dst[i]`` (GPU ids) under ``policy``.
 
@@ -190,6 +340,10 @@ def route(
         False for failed links; routes avoid them.
     bytes_ : ndarray, optional
         Transfer sizes (adaptive routing balances bytes; default equal).
+    aggregate : bool
+        With ``spray``: put the fabric part of every transfer on the rows of :class:`SprayGroups` (one
+        per group of equally loaded links) instead of on every path, where :func:`spray_groups` says
+        that is exact; ``Routes.groups`` then describes the extra rows. Ignored by the other policies.
 
     Raises
     ------
@@ -210,6 +364,7 @@ def route(
     n = src.size
     alive = np.ones(topo.n_links, bool) if link_alive is None else np.asarray(link_alive, bool)
     k = {"qp": qps, "adaptive": flowlets}.get(policy, 1)
+    groups = spray_groups(topo, alive) if aggregate and policy == "spray" else None
     # sub-flows: transfer i -> columns i*k .. i*k+k-1
     parent = np.repeat(np.arange(n), k)
     qp = np.tile(np.arange(k), n)
@@ -238,9 +393,23 @@ def route(
             )
         pxn_sub = np.broadcast_to(np.asarray(pxn, dtype=bool), (n,))[parent]
         _route_scale_out(
-            topo, b, x, s[x], d[x], qp[x], policy, seed, polarized, pxn_sub[x], alive, w_bytes[x], has_su
+            topo,
+            b,
+            x,
+            s[x],
+            d[x],
+            qp[x],
+            policy,
+            seed,
+            polarized,
+            pxn_sub[x],
+            alive,
+            w_bytes[x],
+            has_su,
+            groups,
         )
-    return Routes(b.matrix(topo.n_links, ncol), parent, share, policy, seed)
+    n_rows = groups.n_rows if groups is not None else topo.n_links
+    return Routes(b.matrix(n_rows, ncol), parent, share, policy, seed, groups)
 
 
 def _check_alive(alive: np.ndarray, links: np.ndarray, s: np.ndarray, d: np.ndarray) -> None:
@@ -267,6 +436,7 @@ def _route_scale_out(
     alive: np.ndarray,
     w_bytes: np.ndarray,
     has_su: bool,
+    groups: SprayGroups | None = None,
 ) -> None:
     spec = topo.spec
     shape = topo.shape
@@ -314,6 +484,9 @@ def _route_scale_out(
         if not cross_leaf.any():
             continue
         ci = np.nonzero(cross_leaf)[0]
+        if groups is not None:
+            _route_groups(topo, b, groups, cols[ci], leaf_s[ci], leaf_d[ci], plane[ci], pw[ci])
+            continue
         _route_between_leaves(
             topo,
             b,
@@ -331,6 +504,27 @@ def _route_scale_out(
             w_bytes[ci] * pw[ci],
             seed,
         )
+
+
+def _route_groups(
+    topo: Topology,
+    b: _Builder,
+    groups: SprayGroups,
+    cols: np.ndarray,
+    leaf_s: np.ndarray,
+    leaf_d: np.ndarray,
+    plane: np.ndarray,
+    pw: np.ndarray,
+) -> None:
+    """Sprayed leaf-to-leaf transfers on the rows of ``groups``: the source leaf's uplinks, the
+    destination leaf's downlinks and, across pods, both pods' spine-core links (:class:`SprayGroups`)."""
+    b.add(groups.leaf_up[plane, leaf_s], cols, pw)
+    b.add(groups.leaf_down[plane, leaf_d], cols, pw)
+    pod_s, pod_d = topo.pod_of_leaf[leaf_s], topo.pod_of_leaf[leaf_d]
+    xp = pod_s != pod_d
+    if xp.any():
+        b.add(groups.pod_up[plane[xp], pod_s[xp]], cols[xp], pw[xp])
+        b.add(groups.pod_down[plane[xp], pod_d[xp]], cols[xp], pw[xp])
 
 
 def _route_between_leaves(
