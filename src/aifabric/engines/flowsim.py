@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import sparse
+from scipy.sparse import csgraph
 
 from aifabric.engines.maxmin import (
     _as_incidence,
@@ -41,9 +42,9 @@ __all__ = ["FlowSimResult", "Simulation", "simulate_transfers"]
 StageKey = tuple[int, int]
 """A stage is named by ``(job, stage)``."""
 
-_STAGE_START = "stage_start"  # payload: stage index
+_STAGE_START = "stage_start"  # payload: array of stage indices
 _READY = "ready"  # payload: array of group indices whose start latency has elapsed
-_STAGE_END = "stage_end"  # payload: stage index (end of fast-forwarded repetitions)
+_STAGE_END = "stage_end"  # payload: array of stage indices (end of fast-forwarded repetitions)
 _RATE_CACHE_FLOATS = 1 << 22  # rates kept for reuse, in all (32 MiB)
 
 
@@ -144,51 +145,64 @@ def _as_ids(values: ArrayLike | None, size: int, name: str, default: np.ndarray)
 
 def _stage_dependencies(
     keys: tuple[StageKey, ...], stage_deps: Mapping[StageKey, Iterable[StageKey]] | None
-) -> list[list[int]]:
-    """Dependency lists by stage index: the previous stage of the same job, unless ``stage_deps`` says.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Dependencies as edges ``(waiting[e], before[e])``, stage indices: each stage waits for the previous
+    stage of the same job, unless ``stage_deps`` says otherwise.
 
     Raises
     ------
     ValueError
-        If a key is unknown or the dependencies form a cycle.
+        If a key is unknown or the dependencies form a cycle (a strongly connected set of two or more
+        stages, or a stage waiting for itself: it would never start).
     """
+    n = len(keys)
+    job = np.fromiter((j for j, _ in keys), dtype=np.int64, count=n)
+    waiting = np.flatnonzero(job[1:] == job[:-1]) + 1
+    before = waiting - 1
+    if not stage_deps:
+        return waiting, before
     index: dict[tuple[int, ...], int] = {key: i for i, key in enumerate(keys)}
-    deps = [[i - 1] if i and keys[i - 1][0] == keys[i][0] else [] for i in range(len(keys))]
-    for key, before in (stage_deps or {}).items():
+    replaced, extra_w, extra_b = [], [], []
+    for key, after in stage_deps.items():
         if tuple(key) not in index:
             raise ValueError(f"stage_deps names stage {key!r} (job, stage), which has no transfers")
-        unknown = [b for b in before if tuple(b) not in index]
+        unknown = [b for b in after if tuple(b) not in index]
         if unknown:
             raise ValueError(f"stage {key!r} depends on {unknown[0]!r}, which has no transfers")
-        deps[index[tuple(key)]] = sorted({index[tuple(b)] for b in before})
-    # Kahn's algorithm, only to refuse cycles (a cycle would never start).
-    left = [len(d) for d in deps]
-    dependents: list[list[int]] = [[] for _ in keys]
-    for i, d in enumerate(deps):
-        for j in d:
-            dependents[j].append(i)
-    ready = [i for i, n in enumerate(left) if n == 0]
-    seen = 0
-    while ready:
-        i = ready.pop()
-        seen += 1
-        for k in dependents[i]:
-            left[k] -= 1
-            if left[k] == 0:
-                ready.append(k)
-    if seen != len(keys):
-        cyclic = [keys[i] for i, n in enumerate(left) if n > 0]
+        i = index[tuple(key)]
+        replaced.append(i)
+        for d in sorted({index[tuple(b)] for b in after}):
+            extra_w.append(i)
+            extra_b.append(d)
+    keep = ~np.isin(waiting, replaced)
+    waiting = np.concatenate([waiting[keep], np.array(extra_w, dtype=np.int64)])
+    before = np.concatenate([before[keep], np.array(extra_b, dtype=np.int64)])
+    graph = sparse.csr_matrix((np.ones(waiting.size), (before, waiting)), shape=(n, n))
+    _, label = csgraph.connected_components(graph, directed=True, connection="strong")
+    in_cycle = np.bincount(label)[label] > 1
+    in_cycle[waiting[waiting == before]] = True
+    if in_cycle.any():
+        cyclic = [keys[i] for i in np.flatnonzero(in_cycle)]
         raise ValueError(f"stage dependencies form a cycle through stages {cyclic[:6]}")
-    return deps
+    return waiting, before
 
 
-def _split_by(values: np.ndarray, items: np.ndarray) -> list[tuple[float, np.ndarray]]:
-    """``items`` grouped by equal ``values``, as ``(value, items)`` in increasing value order."""
-    order = np.argsort(values, kind="stable")
-    sorted_values = values[order]
-    cuts = np.flatnonzero(np.diff(sorted_values)) + 1
-    starts = np.concatenate([[0], cuts]).astype(np.intp)
-    return list(zip(sorted_values[starts].tolist(), np.split(items[order], cuts), strict=True))
+def _unique_pairs(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ``(first, second)`` pairs, sorted, shape (k, 2), and the index of each input's pair.
+
+    Optimisation: the pair is packed into one int64 when the ranges allow (a 1-D unique is several times
+    faster than ``np.unique(axis=0)``), else the rows are compared.
+    """
+    if first.size == 0:
+        return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    lo1, lo2 = int(first.min()), int(second.min())
+    span1, span2 = int(first.max()) - lo1 + 1, int(second.max()) - lo2 + 1
+    if span1 * span2 < 2**62:
+        packed, inverse = np.unique((first - lo1) * span2 + (second - lo2), return_inverse=True)
+        keys = np.column_stack([packed // span2 + lo1, packed % span2 + lo2])
+        return keys, inverse.reshape(-1)
+    keys, inverse = np.unique(np.column_stack([first, second]), axis=0, return_inverse=True)
+    return keys, inverse.reshape(-1)
 
 
 class Simulation:
@@ -220,6 +234,12 @@ class Simulation:
     stage_deps : mapping of (job, stage) to iterable of (job, stage), optional
         Stages that must be done before the keyed stage starts, replacing its default (the previous stage
         of the same job in increasing ``stage`` order; none for a job's first stage). May cross jobs.
+    dependency_delay_s : float, default 0.0
+        Seconds between the end of the last stage a stage depends on and its start: the time the sender
+        needs to learn that its previous step is complete. A transport starts a chained step when the
+        acknowledgement of the previous one's last byte is back, so pass the one-way latency of the way
+        back; with ``start_latency_s`` (the way there) a chained step then pays one round trip, not a
+        one-way latency (issue 12, item 5).
     tol : float, default 1e-9
         Relative tolerance for max-min ties and for transfers finishing "at the same time".
 
@@ -295,9 +315,13 @@ class Simulation:
         start_latency_s: float | np.ndarray = 0.0,
         stage_repeat: Mapping[StageKey, int] | None = None,
         stage_deps: Mapping[StageKey, Iterable[StageKey]] | None = None,
+        dependency_delay_s: float = 0.0,
         tol: float = 1e-9,
     ) -> None:
         self.tol = _check_tol(tol)
+        if not (np.isfinite(dependency_delay_s) and dependency_delay_s >= 0):
+            raise ValueError(f"dependency_delay_s must be finite and >= 0, got {dependency_delay_s!r}")
+        self.dependency_delay_s = float(dependency_delay_s)
         a_csr, a_csc = _as_incidence(incidence)
         n_links, n_transfers = a_csr.shape
         self.capacity = _as_vector(capacity_bytes_per_s, n_links, "capacity_bytes_per_s")
@@ -315,13 +339,10 @@ class Simulation:
         _check_routes(a_csc, self.capacity, size_t)
 
         # Stages, named (job, stage), sorted; groups scoped to their stage.
-        stage_keys, stage_of_t = np.unique(np.column_stack([job_t, stage_t]), axis=0, return_inverse=True)
-        stage_of_t = stage_of_t.reshape(-1)
-        self.stage_keys: tuple[StageKey, ...] = tuple((int(j), int(s)) for j, s in stage_keys)
-        group_keys, group_of_t = np.unique(
-            np.column_stack([stage_of_t, group_t]), axis=0, return_inverse=True
-        )
-        self.group_of_t = group_of_t.reshape(-1)
+        stage_keys, stage_of_t = _unique_pairs(job_t, stage_t)
+        self.stage_keys: tuple[StageKey, ...] = tuple(map(tuple, stage_keys.tolist()))
+        group_keys, group_of_t = _unique_pairs(stage_of_t, group_t)
+        self.group_of_t = group_of_t
         self.stage_of_g = group_keys[:, 0]
         n_groups, n_stages = group_keys.shape[0], len(self.stage_keys)
 
@@ -333,15 +354,20 @@ class Simulation:
         _check_bounded(self.g_csc, self.capacity, self.size_g, self.group_of_t)
 
         self.repeat = _stage_repeats(self.stage_keys, stage_repeat)
-        self.deps = _stage_dependencies(self.stage_keys, stage_deps)
-        self.dependents: list[list[int]] = [[] for _ in range(n_stages)]
-        for s, before in enumerate(self.deps):
-            for d in before:
-                self.dependents[d].append(s)
-        by_stage = np.argsort(self.stage_of_g, kind="stable")
-        cuts = np.cumsum(np.bincount(self.stage_of_g, minlength=n_stages))[:-1]
-        self.groups_of_stage = np.split(by_stage, cuts) if n_stages else []
-        self.ready_batches = [_split_by(latency_g[gs], gs) for gs in self.groups_of_stage]
+        waiting, before = _stage_dependencies(self.stage_keys, stage_deps)
+        self._dep_edges = (waiting, before)
+        # dependents of stage d: _dep_idx[_dep_ptr[d] : _dep_ptr[d + 1]] (CSR, for vectorised stage ends)
+        order = np.argsort(before, kind="stable")
+        self._dep_idx = waiting[order]
+        self._dep_ptr = np.zeros(n_stages + 1, dtype=np.int64)
+        np.cumsum(np.bincount(before, minlength=n_stages), out=self._dep_ptr[1:])
+        # Groups by stage, then by start latency: stage s holds _stage_groups[_stage_ptr[s] : _stage_ptr[s+1]]
+        # (one array for all stages: no Python object per stage).
+        by_stage = np.lexsort((latency_g, self.stage_of_g))
+        self._stage_groups = by_stage
+        self._stage_ptr = np.zeros(n_stages + 1, dtype=np.int64)
+        np.cumsum(np.bincount(self.stage_of_g, minlength=n_stages), out=self._stage_ptr[1:])
+        self._latency_sorted = latency_g[by_stage]
         self.link_bytes = np.asarray(a_csr @ (size_t * self.repeat[stage_of_t])).reshape(-1)
 
         # -- dynamic state -----------------------------------------------------------------------------------
@@ -357,9 +383,14 @@ class Simulation:
         self.rep_start_s = np.full(n_stages, np.nan)
         self.stage_start_s = np.full(n_stages, np.nan)
         self.stage_end_s = np.full(n_stages, np.nan)
-        self.deps_left = np.array([len(d) for d in self.deps], dtype=np.int64)
+        self.deps_left = np.bincount(waiting, minlength=n_stages).astype(np.int64)
         self.active_stage = np.zeros(n_stages, dtype=bool)
-        self.alone = np.zeros(n_stages, dtype=bool)  # no other stage active during the current repetition
+        self._n_active = 0
+        # A stage's repetition ran alone if no stage started while it ran and none was active when it
+        # began: _overlaps counts starts that found another stage active; _rep_mark[s] is its value when
+        # s's repetition started alone (-1 if it did not).
+        self._overlaps = 0
+        self._rep_mark = np.full(n_stages, -1, dtype=np.int64)
         self.stages_left = n_stages
         self.link_peak_utilisation = np.zeros(n_links)
         self._local_index = np.zeros(n_links, dtype=np.int64)  # scratch: global link -> index in a solve
@@ -370,8 +401,18 @@ class Simulation:
         self._new_movers = False  # a group started moving since the last solve
         self._lowest_leaver_rate = np.inf  # lowest rate of a group that finished since the last solve
         self._repetition_ended: list[int] = []
-        for first in np.flatnonzero(self.deps_left == 0):
-            self.schedule(0.0, _STAGE_START, int(first))
+        first = np.flatnonzero(self.deps_left == 0)
+        if first.size:
+            self.schedule(0.0, _STAGE_START, first)
+
+    @property
+    def deps(self) -> list[list[int]]:
+        """Indices of the stages each stage waits for, by stage index (sorted)."""
+        waiting, before = self._dep_edges
+        out: list[list[int]] = [[] for _ in self.stage_keys]
+        for w, b in sorted(zip(waiting.tolist(), before.tolist(), strict=True)):
+            out[w].append(b)
+        return out
 
     # -- the event loop --------------------------------------------------------------------------------------
     def schedule(self, time_s: float, kind: str, payload: int | np.ndarray) -> None:
@@ -420,33 +461,52 @@ class Simulation:
         while True:
             while self._heap and self._heap[0][0] <= self.now:
                 _, _, kind, payload = heapq.heappop(self._heap)
+                # optimisation: the payloads of all events of this kind due next, in one call
+                batches = [payload]
+                while self._heap and self._heap[0][0] <= self.now and self._heap[0][2] == kind:
+                    batches.append(heapq.heappop(self._heap)[3])
+                items = batches[0] if len(batches) == 1 else np.concatenate(batches)
                 if kind == _STAGE_START:
-                    self._start_stage(payload)
+                    self._start_stages(items)
                 elif kind == _READY:
-                    self._groups_ready(payload)
+                    self._groups_ready(items)
                 else:
-                    self._end_stage(payload)
+                    self._end_stages(items)
             if not self._repetition_ended:
                 return
             self._next_repetitions()
 
     # -- handlers --------------------------------------------------------------------------------------------
-    def _start_stage(self, s: int) -> None:
-        self.stage_start_s[s] = self.now
-        self.active_stage[s] = True
-        self._start_repetition(s)
+    def _start_stages(self, stages: np.ndarray) -> None:
+        self.stage_start_s[stages] = self.now
+        self.active_stage[stages] = True
+        self._n_active += stages.size
+        self._start_repetitions(stages)
 
-    def _start_repetition(self, s: int) -> None:
-        others = np.count_nonzero(self.active_stage) - 1
-        if others:
-            self.alone[self.active_stage] = False
+    def _groups_of_stage(self, s: int) -> np.ndarray:
+        return self._stage_groups[self._stage_ptr[s] : self._stage_ptr[s + 1]]
+
+    def _start_repetitions(self, stages: np.ndarray) -> None:
+        """Start a repetition of each of ``stages`` (already active): reset their groups and schedule them
+        to move after their start latency, one event per distinct latency."""
+        if self._n_active > 1:
+            self._overlaps += 1
+            self._rep_mark[stages] = -1
         else:
-            self.alone[s] = True
-        self.rep_start_s[s] = self.now
-        groups = self.groups_of_stage[s]
+            self._rep_mark[stages] = self._overlaps
+        self.rep_start_s[stages] = self.now
+        pos = _gather(self._stage_ptr, stages)
+        groups = self._stage_groups[pos]
         self.remaining[groups] = self.size_g[groups]
-        self.groups_left[s] = groups.size
-        for latency_s, batch in self.ready_batches[s]:
+        self.groups_left[stages] = self._stage_ptr[stages + 1] - self._stage_ptr[stages]
+        latency = self._latency_sorted[pos]
+        if latency.size and latency.min() == latency.max():
+            self.schedule(self.now + float(latency[0]), _READY, groups)
+            return
+        values, which = np.unique(latency, return_inverse=True)
+        order = np.argsort(which, kind="stable")
+        cuts = np.cumsum(np.bincount(which, minlength=values.size))[:-1]
+        for latency_s, batch in zip(values.tolist(), np.split(groups[order], cuts), strict=True):
             self.schedule(self.now + latency_s, _READY, batch)
 
     def _groups_ready(self, groups: np.ndarray) -> None:
@@ -468,37 +528,40 @@ class Simulation:
         self._rates_stale = True
         stages, counts = np.unique(self.stage_of_g[groups], return_counts=True)
         self.groups_left[stages] -= counts
-        for s in stages[self.groups_left[stages] == 0].tolist():
-            self.reps_done[s] += 1
-            if self.reps_done[s] == self.repeat[s]:
-                self._end_stage(s)
-            else:
-                self._repetition_ended.append(s)
+        done = stages[self.groups_left[stages] == 0]
+        self.reps_done[done] += 1
+        last = self.reps_done[done] == self.repeat[done]
+        if last.any():
+            self._end_stages(done[last])
+        self._repetition_ended += done[~last].tolist()
 
-    def _end_stage(self, s: int) -> None:
-        self.stage_end_s[s] = self.now
-        self.active_stage[s] = False
-        self.stages_left -= 1
-        for d in self.dependents[s]:
-            self.deps_left[d] -= 1
-            if self.deps_left[d] == 0:
-                self.schedule(self.now, _STAGE_START, d)
+    def _end_stages(self, stages: np.ndarray) -> None:
+        """End ``stages``; schedule the start of every stage whose last dependency they were."""
+        self.stage_end_s[stages] = self.now
+        self.active_stage[stages] = False
+        self._n_active -= stages.size
+        self.stages_left -= stages.size
+        waiting = self._dep_idx[_gather(self._dep_ptr, stages)]
+        if waiting.size:
+            np.subtract.at(self.deps_left, waiting, 1)
+            ready = np.unique(waiting[self.deps_left[waiting] == 0])
+            if ready.size:
+                self.schedule(self.now + self.dependency_delay_s, _STAGE_START, ready)
 
     def _next_repetitions(self) -> None:
         ended, self._repetition_ended = self._repetition_ended, []
-        if len(ended) == 1 and self.alone[ended[0]] and np.count_nonzero(self.active_stage) == 1:
+        if len(ended) == 1 and self._rep_mark[ended[0]] == self._overlaps and self._n_active == 1:
             # Optimisation (exact): the stage ran alone and nothing else is active, so no event can occur
             # until it ends and every remaining repetition is a copy of this one.
             s = ended[0]
             left = int(self.repeat[s] - self.reps_done[s])
             duration_s = self.now - self.rep_start_s[s]
-            self.group_end_s[self.groups_of_stage[s]] += left * duration_s
+            self.group_end_s[self._groups_of_stage(s)] += left * duration_s
             self.reps_done[s] = self.repeat[s]
             self.n_fast_forwarded_repeats += left
-            self.schedule(self.now + left * duration_s, _STAGE_END, s)
+            self.schedule(self.now + left * duration_s, _STAGE_END, np.array([s]))
             return
-        for s in ended:
-            self._start_repetition(s)
+        self._start_repetitions(np.array(ended, dtype=np.int64))
 
     # -- rates -----------------------------------------------------------------------------------------------
     def _solve_rates(self) -> None:
@@ -678,6 +741,7 @@ def simulate_transfers(
     start_latency_s: float | np.ndarray = 0.0,
     stage_repeat: Mapping[StageKey, int] | None = None,
     stage_deps: Mapping[StageKey, Iterable[StageKey]] | None = None,
+    dependency_delay_s: float = 0.0,
     tol: float = 1e-9,
 ) -> FlowSimResult:
     """Simulate staged transfers at max-min fair rates; times in seconds.
@@ -716,5 +780,6 @@ def simulate_transfers(
         start_latency_s=start_latency_s,
         stage_repeat=stage_repeat,
         stage_deps=stage_deps,
+        dependency_delay_s=dependency_delay_s,
         tol=tol,
     ).run()

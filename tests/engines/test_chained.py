@@ -1,0 +1,104 @@
+"""Chained (triggered) transfers in the fluid flow simulator: a ring whose every host chains its own
+steps, a serial all-to-all (peer by peer), and the acknowledgement a chained step waits for.
+
+Hand derivations: on a non-blocking star (one uplink and one downlink per host, all of capacity ``c``)
+a step in which every host sends ``S`` to one other host, and receives from one, loads every link with
+exactly one flow, so each flow runs at ``c`` and takes ``S / c``. A step starts ``L`` (start latency)
+after it is triggered and triggers the next ``D`` (dependency delay: the acknowledgement's way back)
+after it ends, so ``k`` chained steps take ``k (L + S / c) + (k - 1) D``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import sparse
+
+from aifabric.engines.flowsim import Simulation, simulate_transfers
+
+CAP = 50e9  # 400 Gb/s, bytes/s
+SIZE = 256 * 1024.0  # 256 KiB per ring neighbour (the issue's chained ring)
+LAT = 2e-6  # one way, s
+ACK = 2e-6  # the acknowledgement's way back, s
+
+
+def _star(src: np.ndarray, dst: np.ndarray, hosts: int) -> sparse.csc_matrix:
+    """Incidence of transfers on a star: link h is host h's uplink, hosts + h its downlink."""
+    m = src.size
+    rows = np.concatenate([src, hosts + dst])
+    cols = np.concatenate([np.arange(m), np.arange(m)])
+    return sparse.csc_matrix((np.ones(2 * m), (rows, cols)), shape=(2 * hosts, m))
+
+
+def test_chained_ring_of_128_hosts_255_steps() -> None:
+    hosts, steps = 128, 255
+    src = np.tile(np.arange(hosts), steps)
+    dst = (src + 1) % hosts
+    assert src.size == 32_640  # the issue's triggered flows
+    res = simulate_transfers(
+        np.full(src.size, SIZE),
+        _star(src, dst, hosts),
+        np.full(2 * hosts, CAP),
+        job=src,  # each host chains its own steps (htsim's send_done triggers)
+        stage=np.repeat(np.arange(steps), hosts),
+        start_latency_s=LAT,
+        dependency_delay_s=ACK,
+    )
+    expected = steps * (LAT + SIZE / CAP) + (steps - 1) * ACK
+    assert res.makespan_s == pytest.approx(expected, rel=1e-9)
+    # the last step of every host ends together; one max-min solve per distinct step, not per flow
+    assert res.job_end_s == pytest.approx(np.full(hosts, expected), rel=1e-9)
+    assert res.n_rate_solves + res.n_rate_reuses <= 2 * steps
+
+
+def test_serial_all_to_all_of_127_steps() -> None:
+    hosts = 128
+    shifts = np.arange(1, hosts)
+    src = np.tile(np.arange(hosts), shifts.size)
+    dst = (src + np.repeat(shifts, hosts)) % hosts  # step k: every host sends to the host k further on
+    res = simulate_transfers(
+        np.full(src.size, SIZE),
+        _star(src, dst, hosts),
+        np.full(2 * hosts, CAP),
+        stage=np.repeat(shifts, hosts),  # one job: step k starts when step k - 1 is done everywhere
+        start_latency_s=LAT,
+        dependency_delay_s=ACK,
+    )
+    k = shifts.size
+    assert res.makespan_s == pytest.approx(k * (LAT + SIZE / CAP) + (k - 1) * ACK, rel=1e-9)
+    # each link carried one flow of every step
+    assert res.link_bytes == pytest.approx(np.full(2 * hosts, k * SIZE))
+
+
+def test_a_chained_step_waits_a_round_trip_not_a_one_way_latency() -> None:
+    # 1 GB then 1 GB on a 1 GB/s link, 1 us each way: the second starts 1 us (the first one's ACK) after
+    # the first ends, then moves 1 us later: 2 x (1 us + 1 s) + 1 us.
+    res = simulate_transfers(
+        [1e9, 1e9], np.ones((1, 2)), [1e9], stage=[0, 1], start_latency_s=1e-6, dependency_delay_s=1e-6
+    )
+    assert res.stage_span_s(0, 1)[0] == pytest.approx(1 + 2e-6, rel=1e-12)
+    assert res.makespan_s == pytest.approx(2 * (1 + 1e-6) + 1e-6, rel=1e-12)
+    one_way = simulate_transfers([1e9, 1e9], np.ones((1, 2)), [1e9], stage=[0, 1], start_latency_s=1e-6)
+    assert res.makespan_s - one_way.makespan_s == pytest.approx(1e-6, rel=1e-9)
+
+
+def test_stages_started_at_one_instant_share_one_event() -> None:
+    # 64 one-transfer jobs of 3 chained stages each on private links: three solves in all
+    jobs, stages = 64, 3
+    job = np.repeat(np.arange(jobs), stages)
+    stage = np.tile(np.arange(stages), jobs)
+    a = sparse.csc_matrix((np.ones(job.size), (job, np.arange(job.size))), shape=(jobs, job.size))
+    res = simulate_transfers(np.full(job.size, 1e9), a, np.full(jobs, 1e9), job=job, stage=stage)
+    assert res.makespan_s == pytest.approx(3.0)
+    assert res.n_rate_solves + res.n_rate_reuses == stages
+
+
+@pytest.mark.parametrize("delay", [-1e-6, float("nan"), float("inf")])
+def test_bad_dependency_delay_is_refused(delay: float) -> None:
+    with pytest.raises(ValueError, match="dependency_delay_s"):
+        simulate_transfers([1.0], np.ones((1, 1)), [1.0], dependency_delay_s=delay)
+
+
+def test_a_stage_waiting_for_itself_is_a_cycle() -> None:
+    with pytest.raises(ValueError, match="cycle"):
+        Simulation([1.0], np.ones((1, 1)), [1.0], stage_deps={(0, 0): [(0, 0)]})
