@@ -265,6 +265,7 @@ def simulate_plans(
     # sees all of their load), then keep one column block per (job, stage).
     cols_a, rows_a, vals_a = [], [], []
     sub_bytes, sub_job, sub_stage, sub_group, sub_lat, sub_src, sub_dst = [], [], [], [], [], [], []
+    sub_rep = []
     repeats: dict[tuple[int, int], int] = {}
     stage_info = []
     ncol = 0
@@ -289,29 +290,30 @@ def simulate_plans(
             pxn=pxn,
             aggregate=groups is not None,
         )
-        sub_owner = owner[r.parent]
+        # Sub-flows come in transfer order (route's columns follow their parents), so each member's
+        # sub-flows are one contiguous block of columns: the stage is appended whole.
         csc = r.incidence.tocsc()
-        for j, st in members:
-            cols = np.nonzero(sub_owner == j)[0]
-            a = csc[:, cols].tocoo()
-            rows_a.append(a.row)
-            cols_a.append(a.col + ncol)
-            vals_a.append(a.data)
-            parent = r.parent[cols]
-            b = byt[parent] * r.share[cols]
-            m = b.size
-            sub_bytes.append(b)
-            sub_job.append(np.full(m, j))
-            sub_stage.append(np.full(m, k))
-            offset = int(np.nonzero(owner == j)[0][0])
-            sub_group.append(st.group[parent - offset])
-            own_lat = csc[:, cols].T @ lat
-            sub_lat.append(own_lat if plans[j].latency_s is None else np.zeros_like(own_lat))
-            sub_src.append(src[parent])
-            sub_dst.append(dst[parent])
+        parent = r.parent
+        sub_owner = owner[parent]
+        a = csc.tocoo()
+        rows_a.append(a.row)
+        cols_a.append(a.col + ncol)
+        vals_a.append(a.data)
+        sub_bytes.append(byt[parent] * r.share)
+        sub_job.append(sub_owner)
+        sub_stage.append(np.full(parent.size, k))
+        sub_group.append(np.concatenate([st.group for _, st in members])[parent])
+        charged = np.array([plans[j].latency_s is None for j, _ in members])
+        member_of = np.repeat(np.arange(len(members)), [st.n_transfers for _, st in members])[parent]
+        sub_lat.append(np.where(charged[member_of], csc.T @ lat, 0.0))
+        sub_rep.append(np.array([st.repeat for _, st in members], dtype=float)[member_of])
+        sub_src.append(src[parent])
+        sub_dst.append(dst[parent])
+        bounds = np.searchsorted(member_of, np.arange(len(members) + 1))
+        for i, (j, st) in enumerate(members):
             repeats[(j, k)] = st.repeat
-            stage_info.append((j, k, ncol, ncol + m))
-            ncol += m
+            stage_info.append((j, k, ncol + int(bounds[i]), ncol + int(bounds[i + 1])))
+        ncol += parent.size
     inc = sparse.csc_matrix(
         (np.concatenate(vals_a), (np.concatenate(rows_a), np.concatenate(cols_a))), shape=(n_rows, ncol)
     )
@@ -328,9 +330,7 @@ def simulate_plans(
         group_all = np.concatenate(sub_group)
         merge = len(plans) > 1 if merge_repeats is None else merge_repeats
         if merge:
-            reps = np.array(
-                [repeats[(int(j), int(k))] for j, k in zip(job_all, stage_all, strict=True)], dtype=float
-            )
+            reps = np.concatenate(sub_rep)
             sim_bytes, sim_lat, sim_repeat = bytes_all * reps, lat_all * reps, None
         else:
             sim_bytes, sim_lat, sim_repeat = bytes_all, lat_all, repeats
