@@ -255,15 +255,13 @@ class FluidResult:
 class _Entries:
     """(flow, hop) pairs flattened: the link each waits for, the link it came in by, the next entry."""
 
-    def __init__(self, paths: Sequence[Sequence[int]], n_links: int) -> None:
-        lengths = np.array([len(p) for p in paths], dtype=np.int64)
-        if (lengths < 1).any():
-            raise ConfigError(f"paths: flow {int(np.flatnonzero(lengths < 1)[0])} has an empty path")
-        self.link = np.concatenate([np.asarray(p, dtype=np.int64) for p in paths])
-        if self.link.min() < 0 or self.link.max() >= n_links:
-            raise ConfigError(f"paths: link ids must be in [0, {n_links}), got {int(self.link.max())}")
+    def __init__(self, link: np.ndarray, lengths: np.ndarray, n_links: int) -> None:
+        """From the concatenated paths ``link`` and the length of each flow's path."""
+        self.n_links = n_links
+        self.lengths = lengths
+        self.link = link
         self.flow = np.repeat(np.arange(lengths.size), lengths)
-        self.first = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        self.first = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
         self.last = self.first + lengths - 1
         self.hop = np.arange(self.link.size) - self.first[self.flow]
         self.prev_link = np.where(self.hop > 0, np.roll(self.link, 1), -1)
@@ -277,6 +275,28 @@ class _Entries:
         self.not_last = np.ones(self.link.size, dtype=bool)
         self.not_last[self.last] = False
         self.forward = np.flatnonzero(self.not_last)
+
+    @classmethod
+    def from_paths(cls, paths: Sequence[Sequence[int]], n_links: int) -> _Entries:
+        """Raises ConfigError for an empty path or a link id out of range."""
+        lengths = np.array([len(p) for p in paths], dtype=np.int64)
+        if (lengths < 1).any():
+            raise ConfigError(f"paths: flow {int(np.flatnonzero(lengths < 1)[0])} has an empty path")
+        link = np.concatenate([np.asarray(p, dtype=np.int64) for p in paths])
+        if link.min() < 0 or link.max() >= n_links:
+            raise ConfigError(f"paths: link ids must be in [0, {n_links}), got {int(link.max())}")
+        return cls(link, lengths, n_links)
+
+    def subset(self, keep: np.ndarray) -> _Entries:
+        """The entries of the flows where ``keep`` (bool, per flow) is True, flows renumbered in order."""
+        return _Entries(self.link[keep[self.flow]], self.lengths[keep], self.n_links)
+
+
+#: Steps between checks for finished flows to drop from the step's arrays, and the share of the flows
+#: still stepped that must have finished for a compaction (an optimisation: a finished flow has
+#: delivered everything, so it offers nothing, holds no queue and takes no part in any law).
+_COMPACT_EVERY = 32
+_COMPACT_SHARE = 0.25
 
 
 def simulate_fluid(
@@ -327,13 +347,19 @@ def simulate_fluid(
     start = np.zeros(n_flows) if start_s is None else np.asarray(start_s, dtype=np.float64).reshape(-1)
     if start.size != n_flows or not (np.isfinite(start).all() and (start >= 0).all()):
         raise ConfigError("start_s: one finite start time >= 0 per flow")
-    ent = _Entries(paths, n_links)
+    ent_all = _Entries.from_paths(paths, n_links)
+    ent = ent_all
     dt = cfg.dt_s
     line = cap[ent.link[ent.first]]
     path_cap = np.full(n_flows, np.inf)
     np.minimum.at(path_cap, ent.flow, cap[ent.link])
     ideal = size / path_cap
 
+    # Per-flow outputs, by flow id; the step works on the flows not finished yet (ids), see _COMPACT_EVERY.
+    end_all = np.full(n_flows, np.nan)
+    trimmed_all = np.zeros(n_flows)
+    ids = np.arange(n_flows)
+    flow_size, flow_start = size.copy(), start.copy()
     queue = np.zeros(ent.link.size)  # bytes waiting for entry's link (hop >= 1)
     left = size.copy()  # bytes the sender still has to send (retransmissions included)
     delivered = np.zeros(n_flows)
@@ -365,8 +391,25 @@ def simulate_fluid(
     max_steps = int(math.ceil(cfg.max_time_s / dt))
     step = 0
     while step < max_steps and np.isnan(end).any():
+        if step % _COMPACT_EVERY == 0:
+            done_flows = ~np.isnan(end)
+            if np.count_nonzero(done_flows) > _COMPACT_SHARE * end.size:
+                # optimisation: drop the finished flows from every per-flow and per-entry array
+                end_all[ids[done_flows]] = end[done_flows]
+                trimmed_all[ids[done_flows]] += trimmed[done_flows]
+                keep = ~done_flows
+                queue = queue[keep[ent.flow]]
+                ent = ent.subset(keep)
+                ids, flow_size, flow_start, left, delivered, sent, trimmed, end = (
+                    x[keep] for x in (ids, flow_size, flow_start, left, delivered, sent, trimmed, end)
+                )
+                line, bdp, window, receiver, max_window, rate, rt, alpha = (
+                    x[keep] for x in (line, bdp, window, receiver, max_window, rate, rt, alpha)
+                )
+                acked_hist, p_hist, rc_hist = (h[:, keep] for h in (acked_hist, p_hist, rc_hist))
+        n_live = end.size
         now = step * dt
-        active = (start <= now) & np.isnan(end)
+        active = (flow_start <= now) & np.isnan(end)
         # 1. offers
         in_flight = sent - acked_hist[step % ack_steps]
         if tr.congestion_control == "window":  # the receiver splits its grant among its active senders
@@ -391,21 +434,23 @@ def simulate_fluid(
             paused = blocked > 0.5
         share = np.divide(sendable, total, out=np.zeros(n_links), where=total > 0)
         served = offer * share[ent.link]
-        # 3. move
+        # 3. move: what an entry sent joins the queue of the next entry of its flow (the next one in the
+        # array: paths are contiguous), or is delivered at the last hop
         queue -= served * ent.is_inner
         left -= served[ent.first]
         sent += served[ent.first]
-        queue[ent.forward + 1] += served[ent.forward]
+        arrived = np.zeros(ent.link.size)
+        arrived[1:] = served[:-1]
+        arrived *= ent.is_inner
+        queue += arrived
         delivered += served[ent.last]
         # 4. trimming on lossy fabrics. A link's queue counts what it cannot send in the next step (the bytes
         # that arrived this step and leave in the next one are in transit, not queued).
         egress, backlog = _backlog(queue, ent, cap, dt, n_links)
-        nacked = np.zeros(n_flows)
+        nacked = np.zeros(n_live)
         if tr.trimming:
             over = np.maximum(egress - cap * dt - cfg.lossy_buffer_bytes, 0.0)
             if over.any():
-                arrived = np.zeros(ent.link.size)
-                arrived[ent.forward + 1] = served[ent.forward]
                 arrivals = np.bincount(ent.link, weights=arrived, minlength=n_links)
                 ratio = np.divide(
                     np.minimum(over, arrivals), arrivals, out=np.zeros(n_links), where=arrivals > 0
@@ -413,7 +458,7 @@ def simulate_fluid(
                 cut = arrived * ratio[ent.link]
                 link_trimmed += np.minimum(over, arrivals)
                 queue -= cut
-                nacked = np.bincount(ent.flow, weights=cut, minlength=n_flows).astype(np.float64)
+                nacked = np.bincount(ent.flow, weights=cut, minlength=n_live).astype(np.float64)
                 trimmed += nacked
                 left += nacked
                 sent -= nacked
@@ -438,7 +483,7 @@ def simulate_fluid(
             log_pass = np.bincount(
                 ent.inner_flow,
                 weights=np.log1p(-np.minimum(p_link[ent.inner_link], 1 - 1e-12)),
-                minlength=n_flows,
+                minlength=n_live,
             )
             slot = step % delay_steps
             p_old, rc_old = p_hist[slot].copy(), rc_hist[slot].copy()
@@ -449,21 +494,23 @@ def simulate_fluid(
             rate = np.clip(rate + d_rc * dt, floor, line)
             alpha = np.clip(alpha + d_alpha * dt, 0.0, 1.0)
         elif tr.congestion_control == "nscc":
-            window = _nscc_update(window, nacked, egress, cap, ent, n_flows, cfg, bdp, max_window)
+            window = _nscc_update(window, nacked, egress, cap, ent, n_live, cfg, bdp, max_window)
         # acknowledgements come back one base RTT after delivery
         acked_hist[step % ack_steps] = delivered
         step += 1
-        done = np.isnan(end) & (delivered >= size * (1 - 1e-9))
+        done = np.isnan(end) & (delivered >= flow_size * (1 - 1e-9))
         end[done] = step * dt
+    end_all[ids] = end
+    trimmed_all[ids] += trimmed
     return _result(
         tr,
         cfg,
-        ent,
+        ent_all,
         size,
         ideal,
         start,
-        end,
-        trimmed,
+        end_all,
+        trimmed_all,
         link_trimmed,
         busy_steps,
         pause_s,
