@@ -84,6 +84,9 @@ class FlowSimResult:
         Times an allocation was reused because the same set of groups was moving as at an earlier solve.
     n_fast_forwarded_repeats : int
         Stage repetitions not simulated but extrapolated (see :class:`Simulation`, "Repeats").
+    n_local_updates : int
+        Events whose rate changes were local (the groups that started or stopped share no link with
+        another moving group), so no max-min solve was needed (see :class:`Simulation`, "Events").
     """
 
     transfer_end_s: np.ndarray
@@ -99,6 +102,7 @@ class FlowSimResult:
     n_rate_solves: int
     n_rate_reuses: int
     n_fast_forwarded_repeats: int
+    n_local_updates: int = 0
 
     def stage_span_s(self, job: int, stage: int) -> tuple[float, float]:
         """``(start, end)`` of stage ``stage`` of job ``job``, in seconds.
@@ -280,7 +284,9 @@ class Simulation:
     finish together, in one event. When transfers only left, the solve is warm-started: groups slower than
     the slowest leaver keep their rates (exact, see ``maxmin._water_fill``). The allocation depends only
     on which groups are moving, so one seen recently is reused without a solve (exact; repeated steps of
-    concurrent jobs revisit the same sets). A run costs about
+    concurrent jobs revisit the same sets). When every group that started or stopped shares no link with
+    another moving group, only its own rate changes and no solve is run (exact: max-min decomposes over
+    connected components; triggered chains on disjoint paths cost no solve per event). A run costs about
     events x (entries of the moving groups' columns + filling rounds x ~50 us); events grow with the number
     of groups that finish at distinct times, so thousands of independent transfers of unequal progress
     cost thousands of solves.
@@ -397,6 +403,10 @@ class Simulation:
         self.n_events = self.n_rate_solves = self.n_rate_reuses = self.n_fast_forwarded_repeats = 0
         self._rate_cache: OrderedDict[bytes, np.ndarray] = OrderedDict()  # moving groups -> their rates
         self._rate_cache_floats = 0
+        self._row_users = np.zeros(n_links, dtype=np.int64)  # moving groups crossing each link
+        self._joined: list[np.ndarray] = []  # groups that started moving since the last solve
+        self._left: list[np.ndarray] = []  # groups that stopped moving since the last solve
+        self.n_local_updates = 0
         self._rates_stale = False
         self._new_movers = False  # a group started moving since the last solve
         self._lowest_leaver_rate = np.inf  # lowest rate of a group that finished since the last solve
@@ -511,8 +521,12 @@ class Simulation:
 
     def _groups_ready(self, groups: np.ndarray) -> None:
         empty = self.size_g[groups] == 0
-        self.moving[groups[~empty]] = True
-        self._new_movers |= bool((~empty).any())
+        movers = groups[~empty]
+        self.moving[movers] = True
+        self._new_movers |= bool(movers.size)
+        if movers.size:
+            np.add.at(self._row_users, self.g_csc.indices[_gather(self.g_csc.indptr, movers)], 1)
+            self._joined.append(movers)
         self._rates_stale = True
         if empty.any():
             self._finish_groups(groups[empty])
@@ -521,6 +535,10 @@ class Simulation:
         moved = self.rate[groups]
         if (moved > 0).any():
             self._lowest_leaver_rate = min(self._lowest_leaver_rate, float(moved[moved > 0].min()))
+        was = groups[self.moving[groups]]
+        if was.size:
+            np.subtract.at(self._row_users, self.g_csc.indices[_gather(self.g_csc.indptr, was)], 1)
+            self._left.append(was)
         self.moving[groups] = False
         self.rate[groups] = 0.0
         self.remaining[groups] = 0.0
@@ -567,6 +585,10 @@ class Simulation:
     def _solve_rates(self) -> None:
         """Max-min rates of the moving groups; track each link's peak utilisation."""
         self._rates_stale = False
+        if self._solve_isolated():
+            self._new_movers, self._lowest_leaver_rate = False, np.inf
+            self.n_local_updates += 1
+            return
         moving = np.flatnonzero(self.moving)
         # Optimisation (exact): when groups only left, every group slower than the slowest leaver keeps
         # its rate and the filling restarts at that level (see maxmin._water_fill).
@@ -612,6 +634,48 @@ class Simulation:
         )
         self.link_peak_utilisation[links] = np.maximum(self.link_peak_utilisation[links], util)
 
+    def _solve_isolated(self) -> bool:
+        """Optimisation (exact): update the rates incrementally when every group that started or stopped
+        moving since the last solve shares no link with any other moving group; return False (nothing
+        done) otherwise.
+
+        Max-min fairness decomposes over the connected components of the moving groups' link graph: a
+        group alone on all its links is a component of its own, whose rate is ``min_l c_l / w_l`` (the
+        level at which its first link saturates), and one that leaves such links changes no other rate.
+        Triggered chains of transfers on disjoint paths (a ring whose hosts chain their own steps) then
+        cost no max-min solve per event.
+        """
+        joined = np.concatenate(self._joined) if self._joined else np.zeros(0, dtype=np.int64)
+        left = np.concatenate(self._left) if self._left else np.zeros(0, dtype=np.int64)
+        self._joined, self._left = [], []
+        joined = joined[self.moving[joined]]
+        indptr, indices, data = self.g_csc.indptr, self.g_csc.indices, self.g_csc.data
+        pos = _gather(indptr, joined)
+        rows = indices[pos]
+        if (self._row_users[rows] != 1).any():
+            return False
+        # the links the leavers freed are now unused, or used by one joiner alone
+        freed = indices[_gather(indptr, left)]
+        users = self._row_users[freed]
+        if (users > 1).any():
+            return False
+        if (users == 1).any() and not np.isin(freed[users == 1], rows).all():
+            return False
+        if joined.size:
+            counts = indptr[joined + 1] - indptr[joined]
+            level = self.capacity[rows] / data[pos]
+            rates = np.minimum.reduceat(level, np.cumsum(counts) - counts)
+            self.rate[joined] = rates
+            cap = self.capacity[rows]
+            util = np.divide(
+                data[pos] * np.repeat(rates, counts),
+                cap,
+                out=np.zeros(rows.size),
+                where=np.isfinite(cap) & (cap > 0),
+            )
+            np.maximum.at(self.link_peak_utilisation, rows, util)
+        return True
+
     def _remember(self, key: bytes, rates: np.ndarray) -> None:
         """Keep an allocation for reuse; least recently used ones go beyond _RATE_CACHE_FLOATS in all."""
         self._rate_cache[key] = rates
@@ -651,6 +715,7 @@ class Simulation:
             n_rate_solves=self.n_rate_solves,
             n_rate_reuses=self.n_rate_reuses,
             n_fast_forwarded_repeats=self.n_fast_forwarded_repeats,
+            n_local_updates=self.n_local_updates,
         )
 
 

@@ -1,0 +1,192 @@
+"""Scale and speed of the flow engine and the transport fluid model (issue 12, "Speed"): wall time and peak
+memory of each target, at three sizes to show the growth.
+
+Run from the repository root with the project's venv::
+
+    python benchmarks/bench_transport_scale.py            # every target at three sizes
+    python benchmarks/bench_transport_scale.py --quick    # the smallest size of each
+    python benchmarks/bench_transport_scale.py --only ring
+
+Every case runs in a fresh process (``multiprocessing`` spawn), so its peak memory is its own: the peak
+resident set (``resource.getrusage``, interpreter and libraries included, ~0.1 GB). The time covers
+building the topology, the plans, routing and simulating (not the imports, done before). Targets:
+
+- ``perm``: permutation of 8 MB per host (every GPU has its own NIC), three tiers, spraying, flow engine;
+  DGX H100 SuperPOD (Quantum-2, radix 64): 2,048 / 4,096 / 8,192 hosts. Target < 10 s and < 4 GB.
+- ``ring``: ring all-reduce of 1 GiB with spraying, flow engine; DGX H100 nodes on a three-tier Ethernet
+  Clos of Tomahawk 6 switches (radix 256 at 400 G): 25,000 / 50,000 / 100,000 GPUs. Target < 60 s, < 8 GB.
+- ``a2a``: concurrent all-to-alls of 64 MiB per rank in expert-parallel groups of 64 ranks (one GPU per
+  node, as EP across nodes), spraying, flow engine: 4,096 / 8,192 / 16,384 GPUs; and one global
+  all-to-all of 16,384 GPUs. Target < 60 s and < 8 GB.
+- ``fluid``: the transport fluid model with PFC and DCQCN on a 32-leaf leaf-spine of 1,024 hosts, a sprayed
+  permutation (2 MB per host) and a 64-to-1 incast together (``bench_transport.incast_plus_permutation``):
+  256 / 576 / 1,024 hosts, roce-pfc and roce-dcqcn. Target < 10 s.
+- ``chain``: on a DGX H100 SuperPOD of 128 GPUs (ranks in rail-major order, so ring neighbours are on
+  different nodes), a ring all-reduce chained per host (255 steps of 256 KiB to the next rank; a host's step
+  starts when its previous one is acknowledged: 32,640 triggered flows) and a serial all-to-all (127 steps,
+  step k to the rank k further on, each step waiting for the whole previous one); 32 / 64 / 128 hosts.
+  Target < 1 s each.
+
+Figures on the shared 2-core development machine (2026-12-02, other jobs running; +-30 %), as
+``size: wall s, peak GB``; before this work in brackets (same machine, earlier runs):
+
+- perm: 2,048: 0.15 s, 0.14 GB; 4,096: 0.3 s, 0.16 GB; 8,192: 0.7 s, 0.2 GB
+  [2,048: 21 s, 2.5 GB; 4,096: 47 s, 4.0 GB; 8,192: 60-106 s, 6.9 GB].
+- ring: 25,000: 2.6 s, 0.3 GB; 50,000: 4.8 s, 0.4 GB; 100,000: 9.3 s, 0.6 GB [100,000: refused, routing
+  estimate 48 GB; it would not fit].
+- a2a EP-64: 4,096: 2.4 s, 0.3 GB; 8,192: 3.7 s, 0.46 GB; 16,384: 11 s, 0.84 GB [16,384: 29 s].
+  Global all-to-all of 16,384 GPUs: refused before it starts (268M ordered pairs, 13 GB of pair arrays
+  above the memory limit): NOT met, pairs are not yet aggregated per switch pair.
+- fluid, roce-pfc: 1,024: 4.5 s [40 s]; roce-dcqcn: 1,024: 9.5 s [162 s].
+- chain: ring of 128 hosts, 32,640 flows: 0.7 s [3.9 s]; serial all-to-all of 127 steps: 0.4 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import multiprocessing as mp
+import resource
+import time
+from collections.abc import Callable
+
+import numpy as np
+from bench_transport import incast_plus_permutation
+
+from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.topology import build_topology
+from aifabric.collectives.algorithms import build_plan
+from aifabric.collectives.traffic import pattern_plan
+from aifabric.engines.fabric import link_capacity, simulate_plans
+from aifabric.engines.flowsim import simulate_transfers
+from aifabric.engines.routing import route
+from aifabric.transport.fluidnet import FluidConfig, simulate_fluid
+
+
+def _perm(hosts: int) -> str:
+    spec = preset("dgx-h100-superpod", nodes=hosts // 8, **{"scale_out.tiers": 3})
+    topo = build_topology(spec)
+    plan = pattern_plan("permutation", np.arange(spec.n_gpus), 8e6, seed=1)
+    res = simulate_plans(topo, [plan], engine="flow", routing="spray", seed=1)
+    tiers = topo.shape.tiers if topo.shape else 0
+    return f"{tiers} tiers, {topo.n_links:,} links, time {res.time_s * 1e6:.0f} us"
+
+
+def _big_spec(gpus: int) -> ClusterSpec:
+    return preset(
+        "dgx-h100-superpod",
+        nodes=gpus // 8,
+        **{"scale_out.tiers": 3, "scale_out.switch": "tomahawk6-102t", "scale_out.fabric": "ethernet"},
+    )
+
+
+def _ring(gpus: int) -> str:
+    spec = _big_spec(gpus)
+    topo = build_topology(spec)
+    plan = build_plan("all_reduce", 2**30, spec, np.arange(spec.n_gpus), algorithm="ring")
+    res = simulate_plans(topo, [plan], engine="flow", routing="spray", seed=1)
+    n = sum(s.n_transfers for s in plan.stages)
+    return f"{n:,} transfers per step, time {res.time_s:.3f} s, efficiency {res.efficiency:.3f}"
+
+
+def _a2a(gpus: int, ep: int) -> str:
+    spec = preset("dgx-h100-superpod", nodes=gpus // 8, **{"scale_out.tiers": 3})
+    topo = build_topology(spec)
+    ranks = np.arange(spec.n_gpus)
+    groups = ranks.reshape(ep, -1).T if ep < gpus else ranks[None, :]  # EP across nodes
+    plans = [
+        dataclasses.replace(
+            build_plan("all_to_all", 2**26, spec, np.sort(g), algorithm="direct"), job=f"ep{i}"
+        )
+        for i, g in enumerate(groups)
+    ]
+    res = simulate_plans(topo, plans, engine="flow", routing="spray", seed=1)
+    return f"{len(plans)} groups of {groups.shape[1]}, time {res.time_s * 1e3:.3f} ms"
+
+
+def _fluid(hosts: int, name: str) -> str:
+    paths, sizes, caps = incast_plus_permutation(int(round(hosts**0.5)))
+    res = simulate_fluid(paths, sizes, caps, name, config=FluidConfig(max_time_s=0.05))
+    return f"{len(paths):,} flows, {res.steps:,} steps, makespan {res.makespan_s * 1e6:.0f} us"
+
+
+def _chain(hosts: int, kind: str) -> str:
+    spec = preset("dgx-h100-superpod", nodes=hosts // 8)
+    topo = build_topology(spec)
+    order = np.arange(hosts).reshape(hosts // 8, 8).T.ravel()  # rail-major: neighbours on other nodes
+    if kind == "ring":
+        steps = 2 * hosts - 1
+        shift = np.ones(steps, dtype=np.int64)
+    else:
+        steps = hosts - 1
+        shift = np.arange(1, hosts)
+    rank = np.tile(np.arange(hosts), steps)
+    src, dst = order[rank], order[(rank + np.repeat(shift, hosts)) % hosts]
+    r = route(topo, src, dst, policy="spray", pxn=False, aggregate=True)
+    assert r.groups is not None
+    cap, lat = r.groups.capacity(link_capacity(topo)), r.groups.latency(topo.link_latency_s)
+    one_way = np.asarray(r.incidence.T @ lat).ravel()
+    res = simulate_transfers(
+        np.full(src.size, 256 * 1024.0),
+        r.incidence,
+        cap,
+        job=rank if kind == "ring" else None,  # ring: each host chains its own steps
+        stage=np.repeat(np.arange(steps), hosts),
+        start_latency_s=one_way,
+        dependency_delay_s=float(one_way.max()),  # the acknowledgement's way back
+    )
+    return f"{src.size:,} flows, {steps} steps, makespan {res.makespan_s * 1e3:.3f} ms"
+
+
+#: Target -> (label, function, arguments) per size, smallest first.
+CASES: dict[str, list[tuple[str, Callable[..., str], tuple[object, ...]]]] = {
+    "perm": [(f"permutation, {h:,} hosts", _perm, (h,)) for h in (2048, 4096, 8192)],
+    "ring": [(f"ring all-reduce, {g:,} GPUs", _ring, (g,)) for g in (25_000, 50_000, 100_000)],
+    "a2a": [(f"all-to-all EP 64, {g:,} GPUs", _a2a, (g, 64)) for g in (4096, 8192, 16384)]
+    + [("all-to-all global, 16,384 GPUs", _a2a, (16384, 16384))],
+    "fluid": [
+        (f"fluid {name}, {h:,} hosts", _fluid, (h, name))
+        for name in ("roce-pfc", "roce-dcqcn")
+        for h in (256, 576, 1024)
+    ],
+    "chain": [
+        (f"chained {kind}, {h} hosts", _chain, (h, kind))
+        for kind in ("ring", "serial all-to-all")
+        for h in (32, 64, 128)
+    ],
+}
+
+
+def _child(fn: Callable[..., str], fn_args: tuple[object, ...], out: mp.Queue) -> None:  # type: ignore[type-arg]
+    t0 = time.perf_counter()
+    try:
+        what = fn(*fn_args)
+    except Exception as err:  # report the refusal or failure, do not hide it
+        what = f"{type(err).__name__}: {err}"
+    wall = time.perf_counter() - t0
+    out.put((wall, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, what))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="only the smallest size of each target")
+    ap.add_argument("--only", choices=sorted(CASES), help="one target")
+    args = ap.parse_args()
+    ctx = mp.get_context("spawn")
+    for key, cases in CASES.items():
+        if args.only and key != args.only:
+            continue
+        for i, (label, fn, fn_args) in enumerate(cases):
+            if args.quick and i % 3:
+                continue
+            out = ctx.Queue()
+            proc = ctx.Process(target=_child, args=(fn, fn_args, out))
+            proc.start()
+            wall, peak, what = out.get()
+            proc.join()
+            print(f"{label}: {wall:.2f} s, peak {peak:.2f} GB; {what}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
