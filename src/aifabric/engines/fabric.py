@@ -43,7 +43,10 @@ from aifabric.errors import ConfigError, NoRoute
 #: grows about as the square of the flows that run at once (events x active flows per solve): measured on
 #: one core of the project's 2-core machine, a uniform all-to-all on gb200-nvl72 of 55k flows took 5 s,
 #: 83k 17 s and 110k 90 s (``aifabric fabric uniform -c gb200-nvl72 -s "1 GiB" --engine flow --jobs 6|4|3``),
-#: so the limit keeps a run within about 20 s.
+#: so the limit keeps a run within about 20 s. Aggregating sprayed traffic (routing.SprayGroups) shrinks
+#: each flow's column, not the number of independent flows nor the events, so the limit stays: with
+#: spraying the same all-to-alls took 5 s (55k), 13 s (83k) and 44 s (110k) (2026-12-02, loaded machine).
+#: Flows that move in lock-step groups (rings, collectives, all-to-all stages) count once per group.
 MAX_FLOW_GROUPS = 64_000
 
 #: Peak bytes of routing and simulating one transfer (per sub-flow), measured with ``tracemalloc`` on
