@@ -11,6 +11,11 @@ only where their bandwidth models do.
 - ``flow``: max-min fair rates over the real links, event-driven as transfers finish
   (:mod:`aifabric.engines.flowsim`), with the routing policy's paths (:mod:`aifabric.engines.routing`).
 
+With ``spray`` on a regular Clos without failed fabric links both engines run on spray groups (one row
+per set of links spraying loads equally, :class:`~aifabric.engines.routing.SprayGroups`) and fold the
+results back onto the links: the same times, link bytes and utilisation, at a fraction of the memory
+(8,192 hosts, three tiers: 6.9 GB -> 0.2 GB).
+
 Link capacities are line rates scaled, with ``efficiency="nccl"`` (default), by what NCCL reaches: scale-up
 links by the NCCL per-link constant over the line rate (370.8/450 on H100), scale-out links by the NIC's
 payload efficiency, so that on an ideal fabric the three engines agree with the formula engine.

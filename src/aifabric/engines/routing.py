@@ -17,7 +17,10 @@ Policies (chosen per run; randomness is a seeded, deterministic hash, so a resul
 Paths: inside a scale-up domain GPU -> NVSwitch -> GPU. Across domains: (PXN: NVLink to the local GPU on the
 destination's rail when rails differ) -> NIC -> leaf -> [spine -> [core -> spine] -> leaf] -> NIC -> GPU.
 The result is a sparse incidence matrix (links x sub-flows) with the fraction of a sub-flow's rate that
-crosses each link, ready for :func:`aifabric.engines.maxmin.max_min_rates`.
+crosses each link, ready for :func:`aifabric.engines.maxmin.max_min_rates`. With ``aggregate=True``,
+sprayed traffic on a regular healthy Clos is put on one row per group of equally loaded links
+(:class:`SprayGroups`: a leaf's uplinks, its downlinks, a pod's spine-core links each way) instead of on
+every path: exact, and 2-4 entries per transfer instead of up to ``2 leaf_up spine_up``.
 
 References: C. Hopps, "Analysis of an Equal-Cost Multi-Path Algorithm", RFC 2992 (2000); Gangidi et al.,
 "RDMA over Ethernet for Distributed AI Training at Meta Scale", SIGCOMM 2024, doi:10.1145/3651890.3672233.
