@@ -7,8 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from aifabric import budget
+from aifabric.errors import ConfigError
 from aifabric.transport import fluidnet
 from aifabric.transport.fluidnet import TRANSPORTS, FluidConfig, FluidResult, simulate_fluid
+from aifabric.transport.params import dcqcn_preset
 from aifabric.transport.scenarios import sprayed_permutation, victim
 
 C400 = 50e9  # 400 Gb/s, bytes/s
@@ -82,3 +85,23 @@ def test_compaction_changes_nothing_on_the_victim_scenario(
     sizes[: len(sizes) // 2] /= 8  # half the incast ends early
     args = (list(sc.paths), sizes, sc.capacity_bytes_per_s, name)
     _same(_run(monkeypatch, True, *args), _run(monkeypatch, False, *args))
+
+
+def test_a_fluid_run_too_big_for_the_memory_limit_is_refused_with_its_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    paths, sizes, caps, _ = _mixed()
+    need = fluidnet.fluid_bytes(
+        len(paths), sum(len(p) for p in paths), caps.size, FluidConfig(), dcqcn_preset("conext16")
+    )
+    # by hand: 8 B x (24 x entries + (40 + 24 ack steps + 2 x 8 DCQCN steps) x flows + 30 x links):
+    # base RTT 12 us and feedback delay 4 us (conext16) in steps of 0.5 us
+    entries, flows = sum(len(p) for p in paths), len(paths)
+    assert need == 8 * (24 * entries + (40 + 24 + 2 * 8) * flows + 30 * caps.size)
+    monkeypatch.setenv(budget.ENV_VAR, "64KiB")
+    budget.set_memory_limit(None)
+    try:
+        with pytest.raises(ConfigError, match=r"^paths: the fluid model of 528 flows .* needs about"):
+            simulate_fluid(paths, sizes, caps, "roce-pfc")
+    finally:
+        budget.set_memory_limit(None)

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from aifabric.budget import check_memory
 from aifabric.errors import ConfigError
 from aifabric.transport.dcqcn import dcqcn_derivatives, red_probability
 from aifabric.transport.params import DcqcnParams, dcqcn_preset
@@ -51,6 +52,7 @@ __all__ = [
     "FluidResult",
     "LinkTrace",
     "Transport",
+    "fluid_bytes",
     "simulate_fluid",
     "transport",
 ]
@@ -331,7 +333,9 @@ def simulate_fluid(
     Raises
     ------
     ConfigError
-        Unknown transport, an empty path, a link id out of range, a non-positive size or capacity.
+        Unknown transport, an empty path, a link id out of range, a non-positive size or capacity, or
+        arrays that would exceed the memory limit of :mod:`aifabric.budget` (estimate:
+        :func:`fluid_bytes`, stated in the message), before anything is allocated.
     """
     tr = transport(transport_name)
     cfg = config or FluidConfig()
@@ -347,6 +351,13 @@ def simulate_fluid(
     start = np.zeros(n_flows) if start_s is None else np.asarray(start_s, dtype=np.float64).reshape(-1)
     if start.size != n_flows or not (np.isfinite(start).all() and (start >= 0).all()):
         raise ConfigError("start_s: one finite start time >= 0 per flow")
+    dcq = cfg.dcqcn or dcqcn_preset("conext16")
+    n_entries = sum(len(p) for p in paths)
+    check_memory(
+        f"the fluid model of {n_flows:,} flows over {n_entries:,} (flow, hop) entries",
+        fluid_bytes(n_flows, n_entries, n_links, cfg, dcq),
+        "paths",
+    )
     ent_all = _Entries.from_paths(paths, n_links)
     ent = ent_all
     dt = cfg.dt_s
@@ -382,7 +393,6 @@ def simulate_fluid(
     grant = cap * cfg.base_rtt_s if cfg.window_bytes is None else np.full(n_links, cfg.window_bytes)
     max_window = 1.5 * bdp if cfg.window_bytes is None else np.full(n_flows, 1.5 * cfg.window_bytes)
     rate = line.copy()
-    dcq = cfg.dcqcn or dcqcn_preset("conext16")
     delay_steps = max(1, round(dcq.feedback_delay_s / dt))
     p_hist = np.zeros((delay_steps, n_flows))
     rc_hist = np.tile(line, (delay_steps, 1))
@@ -520,6 +530,29 @@ def simulate_fluid(
         step,
         trace_rows,
     )
+
+
+#: Float64 arrays the step keeps or makes per (flow, hop) entry (the entry tables, queue, offer, served,
+#: moved and backlog copies), per flow (sender state, congestion control, outputs) and per link; counted
+#: from simulate_fluid's code, with one spare each for temporaries.
+_ARRAYS_PER_ENTRY = 24
+_ARRAYS_PER_FLOW = 40
+_ARRAYS_PER_LINK = 30
+
+
+def fluid_bytes(n_flows: int, n_entries: int, n_links: int, cfg: FluidConfig, dcq: DcqcnParams) -> float:
+    """Estimate of the bytes :func:`simulate_fluid` allocates, from counts (no allocation)::
+
+        8 (24 E + F (40 + A + 2 D) + 30 L)
+
+    for ``E`` (flow, hop) entries, ``F`` flows, ``L`` links, ``A = base_rtt / dt`` steps of acknowledgement
+    history and ``D = feedback_delay / dt`` steps of DCQCN feedback history per flow (the per-step trace
+    of ``trace_link`` comes on top: 32 B a step).
+    """
+    ack = max(1, round(cfg.base_rtt_s / cfg.dt_s))
+    delay = max(1, round(dcq.feedback_delay_s / cfg.dt_s))
+    per_flow = _ARRAYS_PER_FLOW + ack + 2 * delay
+    return 8.0 * (_ARRAYS_PER_ENTRY * n_entries + per_flow * n_flows + _ARRAYS_PER_LINK * n_links)
 
 
 def _backlog(
