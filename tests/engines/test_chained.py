@@ -13,7 +13,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import sparse
+from typer.testing import CliRunner
 
+from aifabric.cli.app import app
+from aifabric.engines import flowsim
 from aifabric.engines.flowsim import Simulation, simulate_transfers
 
 CAP = 50e9  # 400 Gb/s, bytes/s
@@ -131,3 +134,27 @@ def test_bad_dependency_delay_is_refused(delay: float) -> None:
 def test_a_stage_waiting_for_itself_is_a_cycle() -> None:
     with pytest.raises(ValueError, match="cycle"):
         Simulation([1.0], np.ones((1, 1)), [1.0], stage_deps={(0, 0): [(0, 0)]})
+
+
+def test_progress_reports_end_with_every_transfer_repetition_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(flowsim, "_PROGRESS_EVERY_S", 0.0)  # report at every event
+    reports: list[tuple[int, int]] = []
+    # 3 transfers: two in a stage repeated 4 times (fast-forwarded after the first), one after it
+    res = simulate_transfers(
+        [1e9, 1e9, 1e9],
+        np.eye(3),
+        [1e9, 1e9, 1e9],
+        stage=[0, 0, 1],
+        stage_repeat={(0, 0): 4},
+        progress=lambda done, total: reports.append((done, total)),
+    )
+    assert res.makespan_s == pytest.approx(5.0)
+    assert reports[-1] == (2 * 4 + 1, 2 * 4 + 1)
+    done = [d for d, _ in reports]
+    assert done == sorted(done) and len(reports) >= 3
+
+
+def test_fabric_cli_output_has_no_progress_bar_off_a_terminal() -> None:
+    r = CliRunner().invoke(app, ["fabric", "permutation", "-c", "h100-ib-2node", "-s", "1MB", "--json"])
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeElapsedColumn
 from rich.table import Table
 
 from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
@@ -14,6 +17,7 @@ from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.algorithms import plan_algorithms
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.traffic import PATTERNS
+from aifabric.engines.flowsim import Progress as ProgressReport
 from aifabric.engines.routing import POLICIES
 from aifabric.engines.scenario import run_scenario
 from aifabric.report.html import check_html_path, fabric_report, write_html
@@ -22,6 +26,22 @@ from aifabric.report.trace import check_trace_path, scenario_trace, write_trace
 from aifabric.units import format_bytes, one_size
 
 __all__ = ["fabric"]
+
+
+@contextmanager
+def _progress_bar() -> Iterator[ProgressReport | None]:
+    """A progress bar on stderr for long flow-engine runs; only on a terminal (never in pipes or tests)."""
+    if not err_console.is_terminal:
+        yield None
+        return
+    columns = ("{task.description}", BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("flow engine", total=None)
+
+        def report(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield report
 
 
 @handle_errors
@@ -95,22 +115,24 @@ def fabric(
         check_html_path(html)
     spec = resolve_cluster(cluster, nodes=nodes)
     s = one_size(size, "--size")
-    sc = run_scenario(
-        traffic,
-        s,
-        spec,
-        engine=engine,
-        routing=routing,
-        qps=qps,
-        polarized=polarized,
-        jobs=jobs,
-        job_nodes=job_nodes,
-        placement=placement,
-        algorithm=algo,
-        fail=fail,
-        seed=seed,
-        top=top,
-    )
+    with _progress_bar() as progress:
+        sc = run_scenario(
+            traffic,
+            s,
+            spec,
+            engine=engine,
+            routing=routing,
+            qps=qps,
+            polarized=polarized,
+            jobs=jobs,
+            job_nodes=job_nodes,
+            placement=placement,
+            algorithm=algo,
+            fail=fail,
+            seed=seed,
+            top=top,
+            progress=progress,
+        )
     topo, plans, res, tiers, n_job = sc.topology, sc.plans, sc.result, sc.tiers, sc.nodes_per_job
     if plot is not None:
         from aifabric.report.heatmap import utilisation_heatmap

@@ -36,7 +36,7 @@ from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, build_plan, d
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.plan import CommPlan
-from aifabric.engines.flowsim import simulate_transfers
+from aifabric.engines.flowsim import Progress, simulate_transfers
 from aifabric.engines.formula import formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.engines.routing import route, spray_groups
@@ -212,6 +212,7 @@ def simulate_plans(
     top: int = 8,
     compute_ideal: bool = True,
     merge_repeats: bool | None = None,
+    progress: Progress | None = None,
 ) -> FabricResult:
     """Run ``plans`` (one per job, concurrently) on ``topo`` with the ``links`` or ``flow`` engine.
 
@@ -240,6 +241,9 @@ def simulate_plans(
         (a job alone, whose repeats the simulator fast-forwards anyway); with several jobs it assumes
         the jobs' steps interleave smoothly (fluid), which is what lets 16 jobs x 2,000 steps run in
         seconds instead of simulating every step's events. Default: on when there are several jobs.
+    progress : callable, optional
+        Flow engine: ``progress(done, total)`` during the run
+        (:meth:`~aifabric.engines.flowsim.Simulation.run`); the links engine reports once, done.
 
     Raises
     ------
@@ -333,6 +337,8 @@ def simulate_plans(
         link_bytes, job_t = _links_engine(inc, bytes_all, cap, lat_all, stage_info, repeats, len(plans))
         job_t = [t + _plan_latency(p, efficiency) for t, p in zip(job_t, plans, strict=True)]
         time_s = max(job_t) if job_t else 0.0
+        if progress is not None:
+            progress(1, 1)
     else:
         stage_all = np.concatenate(sub_stage)
         group_all = np.concatenate(sub_group)
@@ -351,6 +357,7 @@ def simulate_plans(
             group=group_all,
             start_latency_s=sim_lat,
             stage_repeat=sim_repeat,
+            progress=progress,
         )
         link_bytes = np.asarray(res.link_bytes)
         job_t = [float(res.job_end_time_s(j)) + _plan_latency(p, efficiency) for j, p in enumerate(plans)]

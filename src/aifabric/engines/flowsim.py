@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import time
 from collections import OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,10 @@ _STAGE_START = "stage_start"  # payload: array of stage indices
 _READY = "ready"  # payload: array of group indices whose start latency has elapsed
 _STAGE_END = "stage_end"  # payload: array of stage indices (end of fast-forwarded repetitions)
 _RATE_CACHE_FLOATS = 1 << 22  # rates kept for reuse, in all (32 MiB)
+_PROGRESS_EVERY_S = 0.2  # wall seconds between progress reports
+
+Progress = Callable[[int, int], None]
+"""A progress report: ``(units done, units in all)``."""
 
 
 def _read_only(arr: np.ndarray) -> np.ndarray:
@@ -407,6 +412,8 @@ class Simulation:
         self._joined: list[np.ndarray] = []  # groups that started moving since the last solve
         self._left: list[np.ndarray] = []  # groups that stopped moving since the last solve
         self.n_local_updates = 0
+        self.units_done = 0  # group repetitions finished, for progress reports
+        self.units_total = int(np.sum(self.repeat[self.stage_of_g]))
         self._rates_stale = False
         self._new_movers = False  # a group started moving since the last solve
         self._lowest_leaver_rate = np.inf  # lowest rate of a group that finished since the last solve
@@ -460,10 +467,21 @@ class Simulation:
             self._solve_rates()
         self.n_events += 1
 
-    def run(self) -> FlowSimResult:
-        """Step until every stage is done and return the result."""
+    def run(self, progress: Progress | None = None) -> FlowSimResult:
+        """Step until every stage is done and return the result.
+
+        ``progress(done, total)``, if given, is called with the transfer repetitions finished so far and
+        their total, at most every ``_PROGRESS_EVERY_S`` seconds of wall time and once at the end (for a
+        progress bar on long runs).
+        """
+        last = time.monotonic()
         while self.stages_left:
             self.step()
+            if progress is not None and time.monotonic() - last >= _PROGRESS_EVERY_S:
+                progress(self.units_done, self.units_total)
+                last = time.monotonic()
+        if progress is not None:
+            progress(self.units_total, self.units_total)
         return self.result()
 
     def _settle(self) -> None:
@@ -544,6 +562,7 @@ class Simulation:
         self.remaining[groups] = 0.0
         self.group_end_s[groups] = self.now
         self._rates_stale = True
+        self.units_done += groups.size
         stages, counts = np.unique(self.stage_of_g[groups], return_counts=True)
         self.groups_left[stages] -= counts
         done = stages[self.groups_left[stages] == 0]
@@ -577,6 +596,7 @@ class Simulation:
             self.group_end_s[self._groups_of_stage(s)] += left * duration_s
             self.reps_done[s] = self.repeat[s]
             self.n_fast_forwarded_repeats += left
+            self.units_done += left * int(self._stage_ptr[s + 1] - self._stage_ptr[s])
             self.schedule(self.now + left * duration_s, _STAGE_END, np.array([s]))
             return
         self._start_repetitions(np.array(ended, dtype=np.int64))
@@ -808,11 +828,12 @@ def simulate_transfers(
     stage_deps: Mapping[StageKey, Iterable[StageKey]] | None = None,
     dependency_delay_s: float = 0.0,
     tol: float = 1e-9,
+    progress: Progress | None = None,
 ) -> FlowSimResult:
     """Simulate staged transfers at max-min fair rates; times in seconds.
 
-    Shorthand for ``Simulation(...).run()``; the parameters, the model (groups, stages, jobs, repeats)
-    and the errors are documented on :class:`Simulation`.
+    Shorthand for ``Simulation(...).run(progress)``; the parameters, the model (groups, stages, jobs,
+    repeats) and the errors are documented on :class:`Simulation`, ``progress`` on :meth:`Simulation.run`.
 
     Returns
     -------
@@ -847,4 +868,4 @@ def simulate_transfers(
         stage_deps=stage_deps,
         dependency_delay_s=dependency_delay_s,
         tol=tol,
-    ).run()
+    ).run(progress)

@@ -24,6 +24,7 @@ from aifabric.collectives.plan import CommPlan
 from aifabric.collectives.traffic import PATTERNS, pattern_plan
 from aifabric.engines.fabric import FabricResult, nccl_plan_choice, simulate_plans
 from aifabric.engines.failures import parse_failures
+from aifabric.engines.flowsim import Progress
 
 __all__ = ["JobTime", "Scenario", "run_scenario"]
 
@@ -91,6 +92,7 @@ def run_scenario(
     fail: str | None = None,
     seed: int = 0,
     top: int = 5,
+    progress: Progress | None = None,
 ) -> Scenario:
     """Simulate ``jobs`` equal jobs of ``traffic`` on ``spec``'s links.
 
@@ -103,7 +105,7 @@ def run_scenario(
         Bytes, > 0.
     spec : ClusterSpec
         A switched (Clos) cluster.
-    engine, routing, qps, polarized, seed, top
+    engine, routing, qps, polarized, seed, top, progress
         As :func:`~aifabric.engines.fabric.simulate_plans`.
     jobs, job_nodes, placement
         Equal jobs of ``job_nodes`` nodes (default: all nodes / jobs), placed by
@@ -159,6 +161,7 @@ def run_scenario(
         polarized=polarized,
         link_alive=parse_failures(topo, fail, seed=seed),
         top=top,
+        progress=progress,
     )
     tiers = {}
     for t in np.unique(topo.link_tier):
