@@ -140,14 +140,9 @@ def test_progress_reports_end_with_every_transfer_repetition_done(monkeypatch: p
     monkeypatch.setattr(flowsim, "_PROGRESS_EVERY_S", 0.0)  # report at every event
     reports: list[tuple[int, int]] = []
     # 3 transfers: two in a stage repeated 4 times (fast-forwarded after the first), one after it
-    res = simulate_transfers(
-        [1e9, 1e9, 1e9],
-        np.eye(3),
-        [1e9, 1e9, 1e9],
-        stage=[0, 0, 1],
-        stage_repeat={(0, 0): 4},
-        progress=lambda done, total: reports.append((done, total)),
-    )
+    res = Simulation(
+        [1e9, 1e9, 1e9], np.eye(3), [1e9, 1e9, 1e9], stage=[0, 0, 1], stage_repeat={(0, 0): 4}
+    ).run(lambda done, total: reports.append((done, total)))
     assert res.makespan_s == pytest.approx(5.0)
     assert reports[-1] == (2 * 4 + 1, 2 * 4 + 1)
     done = [d for d, _ in reports]

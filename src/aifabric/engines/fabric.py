@@ -36,7 +36,7 @@ from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, build_plan, d
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.plan import CommPlan
-from aifabric.engines.flowsim import Progress, simulate_transfers
+from aifabric.engines.flowsim import Progress, Simulation
 from aifabric.engines.formula import formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.engines.routing import route, spray_groups
@@ -348,7 +348,7 @@ def simulate_plans(
             sim_bytes, sim_lat, sim_repeat = bytes_all * reps, lat_all * reps, None
         else:
             sim_bytes, sim_lat, sim_repeat = bytes_all, lat_all, repeats
-        res = simulate_transfers(
+        res = Simulation(
             sim_bytes,
             inc,
             cap,
@@ -357,8 +357,7 @@ def simulate_plans(
             group=group_all,
             start_latency_s=sim_lat,
             stage_repeat=sim_repeat,
-            progress=progress,
-        )
+        ).run(progress)
         link_bytes = np.asarray(res.link_bytes)
         job_t = [float(res.job_end_time_s(j)) + _plan_latency(p, efficiency) for j, p in enumerate(plans)]
         time_s = max(job_t, default=0.0)

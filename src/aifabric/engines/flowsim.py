@@ -665,6 +665,8 @@ class Simulation:
         Triggered chains of transfers on disjoint paths (a ring whose hosts chain their own steps) then
         cost no max-min solve per event.
         """
+        if not self._joined and not self._left:
+            return True  # nothing started or stopped moving: the rates stand
         joined = np.concatenate(self._joined) if self._joined else np.zeros(0, dtype=np.int64)
         left = np.concatenate(self._left) if self._left else np.zeros(0, dtype=np.int64)
         self._joined, self._left = [], []
@@ -804,8 +806,10 @@ def _stage_repeats(keys: tuple[StageKey, ...], stage_repeat: Mapping[StageKey, i
     ValueError
         If a key is unknown or a count is not a positive integer.
     """
-    index: dict[tuple[int, ...], int] = {key: i for i, key in enumerate(keys)}
     repeat = np.ones(len(keys), dtype=np.int64)
+    if not stage_repeat:
+        return repeat
+    index: dict[tuple[int, ...], int] = {key: i for i, key in enumerate(keys)}
     for key, count in (stage_repeat or {}).items():
         if tuple(key) not in index:
             raise ValueError(f"stage_repeat names stage {key!r} (job, stage), which has no transfers")
@@ -828,12 +832,12 @@ def simulate_transfers(
     stage_deps: Mapping[StageKey, Iterable[StageKey]] | None = None,
     dependency_delay_s: float = 0.0,
     tol: float = 1e-9,
-    progress: Progress | None = None,
 ) -> FlowSimResult:
     """Simulate staged transfers at max-min fair rates; times in seconds.
 
-    Shorthand for ``Simulation(...).run(progress)``; the parameters, the model (groups, stages, jobs,
-    repeats) and the errors are documented on :class:`Simulation`, ``progress`` on :meth:`Simulation.run`.
+    Shorthand for ``Simulation(...).run()``; the parameters, the model (groups, stages, jobs, repeats)
+    and the errors are documented on :class:`Simulation` (whose :meth:`~Simulation.run` also reports
+    progress).
 
     Returns
     -------
@@ -868,4 +872,4 @@ def simulate_transfers(
         stage_deps=stage_deps,
         dependency_delay_s=dependency_delay_s,
         tol=tol,
-    ).run(progress)
+    ).run()

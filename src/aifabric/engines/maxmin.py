@@ -92,6 +92,8 @@ def _gather(indptr: np.ndarray, rows: np.ndarray) -> np.ndarray:
     concatenated."""
     if rows.size == 1:  # optimisation: the common round saturates one link
         return np.arange(indptr[rows[0]], indptr[rows[0] + 1])
+    if rows.size == 0:
+        return np.zeros(0, dtype=np.intp)
     starts = indptr[rows]
     lengths = indptr[rows + 1] - starts
     total = int(lengths.sum())
