@@ -28,18 +28,21 @@ preset and the catalogue, done before). Targets:
   step k to the rank k further on, each step waiting for the whole previous one); 32 / 64 / 128 hosts.
   Target < 1 s each.
 
-Figures on the shared 2-core development machine (2026-12-02, other jobs running; +-30 %), as
-``size: wall s, peak GB``; before this work in brackets (same machine, earlier runs):
+Figures on the shared 2-core development machine (2026-12-02, load average 3-9 from other jobs: expect
++-50 %), as ``size: wall s, peak GB``; before this work in brackets (same machine, earlier runs):
 
-- perm: 2,048: 0.15 s, 0.14 GB; 4,096: 0.3 s, 0.16 GB; 8,192: 0.7 s, 0.2 GB
-  [2,048: 21 s, 2.5 GB; 4,096: 47 s, 4.0 GB; 8,192: 60-106 s, 6.9 GB].
-- ring: 25,000: 2.6 s, 0.3 GB; 50,000: 4.8 s, 0.4 GB; 100,000: 9.3 s, 0.6 GB [100,000: refused, routing
-  estimate 48 GB; it would not fit].
-- a2a EP-64: 4,096: 2.4 s, 0.3 GB; 8,192: 3.7 s, 0.46 GB; 16,384: 11 s, 0.84 GB [16,384: 29 s].
-  Global all-to-all of 16,384 GPUs: refused before it starts (268M ordered pairs, 13 GB of pair arrays
-  above the memory limit): NOT met, pairs are not yet aggregated per switch pair.
-- fluid, roce-pfc: 1,024: 4.5 s [40 s]; roce-dcqcn: 1,024: 9.5 s [162 s].
-- chain: ring of 128 hosts, 32,640 flows: 0.7 s [3.9 s]; serial all-to-all of 127 steps: 0.4 s.
+- perm: 2,048: 0.05 s, 0.11 GB; 4,096: 0.08 s, 0.11 GB; 8,192: 0.18 s, 0.12 GB
+  [2,048: 21 s, 2.5 GB; 4,096: 47 s, 4.0 GB; 8,192: 60-106 s, 6.9 GB]. Growth ~linear.
+- ring: 25,000: 0.6 s, 0.24 GB; 50,000: 1.3 s, 0.38 GB; 100,000: 3.9 s, 0.65 GB [100,000: refused, routing
+  estimate 48 GB]. Growth ~linear (one group per channel: a handful of events).
+- a2a EP 64: 4,096: 0.8 s, 0.29 GB; 8,192: 2.1 s, 0.49 GB; 16,384: 9 s, 0.88 GB [16,384: 29 s]. Growth
+  ~n^1.6 (groups x the events their unequal finishing causes). Global all-to-all of 16,384 GPUs: refused
+  before it starts (268M ordered pairs, 13 GB of pair arrays, above the limit): NOT met, the plan's pairs
+  are not aggregated per switch pair.
+- fluid roce-pfc: 256: 1.1 s; 576: 2.2 s; 1,024: 2.9 s [1,024: 40 s]; roce-dcqcn: 256: 3.7 s; 576: 4.8 s;
+  1,024: 6.7 s [1,024: 162 s]; peak 0.15 GB. Same steps and makespans as before.
+- chain, ring: 32: 0.12 s; 64: 0.27 s; 128 (32,640 flows): 0.6 s [3.9 s, as one-transfer stages];
+  serial all-to-all: 32: 0.05 s; 64: 0.09 s; 128: 0.26 s. Growth ~flows.
 """
 
 from __future__ import annotations
