@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import sparse
 from typer.testing import CliRunner
 
@@ -153,3 +155,42 @@ def test_fabric_cli_output_has_no_progress_bar_off_a_terminal() -> None:
     r = CliRunner().invoke(app, ["fabric", "permutation", "-c", "h100-ib-2node", "-s", "1MB", "--json"])
     assert r.exit_code == 0, r.output
     assert r.stderr == ""
+
+
+@st.composite
+def _chained_workloads(draw: st.DrawFn) -> dict[str, object]:
+    """Random jobs of chained stages on a random sparse fabric: some transfers alone on their links,
+    some sharing, unequal sizes and latencies."""
+    n_links = draw(st.integers(2, 12))
+    n = draw(st.integers(1, 30))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    a = (rng.random((n_links, n)) < draw(st.sampled_from([0.1, 0.3]))).astype(float)
+    a[rng.integers(0, n_links, n), np.arange(n)] = 1.0  # every transfer crosses a link
+    return {
+        "bytes_per_transfer": rng.uniform(1e5, 1e7, n) * (rng.random(n) < 0.9),
+        "incidence": a,
+        "capacity_bytes_per_s": rng.uniform(1e9, 5e9, n_links),
+        "job": rng.integers(0, 4, n),
+        "stage": rng.integers(0, 4, n),
+        "start_latency_s": rng.choice([0.0, 1e-6, 3e-6], n),
+        "dependency_delay_s": float(rng.choice([0.0, 2e-6])),
+    }
+
+
+@settings(max_examples=60, deadline=None)
+@given(_chained_workloads())
+def test_local_rate_updates_equal_full_solves(workload: dict[str, object]) -> None:
+    fast = Simulation(**workload).run()  # type: ignore[arg-type]
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(Simulation, "_solve_isolated", _consume)
+        slow = Simulation(**workload).run()  # type: ignore[arg-type]
+    assert slow.n_local_updates == 0
+    np.testing.assert_allclose(fast.transfer_end_s, slow.transfer_end_s, rtol=1e-9)
+    np.testing.assert_allclose(fast.link_peak_utilisation, slow.link_peak_utilisation, rtol=1e-9, atol=1e-12)
+    assert (fast.link_peak_utilisation <= 1 + 1e-9).all()
+
+
+def _consume(sim: Simulation) -> bool:
+    """Stand-in for Simulation._solve_isolated that never updates locally (always a full solve)."""
+    sim._joined, sim._left = [], []
+    return False
