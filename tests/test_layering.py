@@ -3,7 +3,7 @@ and no module hides an import inside a function to dodge a cycle.
 
 The order, lowest first (a package may import its own layer and every layer below)::
 
-    units, errors, inputs, catalog  <  cluster  <  collectives  <  engines  <  training
+    units, errors, inputs, package_data, catalog  <  cluster  <  collectives  <  engines  <  training
         <  discovery, report, sweep  <  cli  <  the package root (aifabric/__init__, __main__)
 
 ``collectives`` holds the algorithm registry (cost functions and CommPlans); ``engines`` times CommPlans
@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "units": 0,
     "errors": 0,
     "inputs": 0,
+    "package_data": 0,
     "budget": 0,
     "catalog": 0,
     "cluster": 1,

@@ -17,11 +17,8 @@ Each refusal is a :class:`~aifabric.errors.ParseError` naming the file and the l
 above any real description (a cluster file is 4 levels deep, with no aliases) and far below what
 exhausts memory or the stack.
 
-The package's own data (the catalogue, presets) is not user input: :func:`load_package_yaml` reads it with
-libyaml's ``CSafeLoader`` where PyYAML was built with it (8x faster than the pure-Python loader above, which
-costs 0.2 s on ``nccl_releases.yaml`` alone, at every start-up). The test suite reads every shipped file with
-the limited loader too and asserts the same values (tests/test_shipped_yaml.py), so a shipped file cannot
-carry what a user file may not.
+The package's own data (the catalogue, presets) is not user input and is read by
+:func:`aifabric.package_data.load_package_yaml` instead, without these limits and much faster.
 """
 
 from __future__ import annotations
@@ -31,7 +28,6 @@ import math
 import os
 import re
 import stat
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +48,6 @@ __all__ = [
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
     "load_json",
-    "load_package_yaml",
     "load_yaml",
     "load_yaml_mapping",
     "load_yaml_mapping_text",
@@ -374,33 +369,6 @@ def load_yaml_text(text: str, source: str) -> Any:
     finally:
         if loader is not None:
             loader.dispose()
-
-
-#: The loader of the package's own YAML: libyaml's safe loader if PyYAML has it, else the pure-Python one.
-_PACKAGE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def load_package_yaml(package: str, resource: str) -> Any:
-    """The shipped YAML file ``resource`` of ``package`` (``"aifabric.catalog"``, ``"data/nics.yaml"``).
-
-    Trusted package data, read with libyaml's safe loader where available (plain ``yaml.safe_load``
-    semantics, no limits); user files go through :func:`load_yaml`. Every shipped file also passes
-    :func:`load_yaml_text` with the same result (a test), so the limits hold for it too.
-
-    Raises
-    ------
-    ParseError
-        If the file is not YAML (a broken package), naming the file and the line.
-    """
-    source = f"{package.removeprefix('aifabric.').replace('.', '/')}/{resource}"
-    text = resources.files(package).joinpath(resource).read_text(encoding="utf-8")
-    try:
-        return yaml.load(text, Loader=_PACKAGE_LOADER)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ParseError(f"malformed YAML: {problem}", line=line, source=source) from err
 
 
 def load_yaml_mapping(path: str | Path) -> dict[str, Any]:

@@ -26,7 +26,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aifabric.errors import ConfigError, ParseError
-from aifabric.inputs import load_package_yaml, load_yaml
+from aifabric.inputs import load_yaml
+from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_bandwidth, parse_bytes, parse_power, parse_time
 
 __all__ = [

@@ -30,7 +30,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_package_yaml
+from aifabric.package_data import load_package_yaml
 
 __all__ = [
     "Algorithm",

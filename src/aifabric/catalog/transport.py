@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from aifabric.catalog.nccl import Algorithm, Collective, Protocol
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_package_yaml
+from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_time
 
 __all__ = [

@@ -13,8 +13,8 @@ from functools import cache
 
 import numpy as np
 
+from aifabric.cluster.clos import clos_shape
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.topology import clos_shape
 from aifabric.errors import ConfigError
 
 __all__ = ["Communicator", "resolve_communicator"]

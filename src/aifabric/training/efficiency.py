@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_package_yaml
+from aifabric.package_data import load_package_yaml
 from aifabric.training.gemm import GemmTable, gemm_table
 
 __all__ = ["ComputeProfile", "compute_profile", "list_compute_profiles"]

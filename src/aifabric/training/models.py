@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_json, load_package_yaml, load_yaml_mapping
+from aifabric.inputs import load_json, load_yaml_mapping
+from aifabric.package_data import load_package_yaml
 
 __all__ = ["HF_CONFIG_KEYS", "BytesPerParam", "ModelSpec", "get_model", "list_models", "load_model"]
 

@@ -8,7 +8,7 @@ from typing import Any
 from aifabric.cluster.clos import clos_shape
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_package_yaml
+from aifabric.package_data import load_package_yaml
 
 __all__ = ["list_presets", "preset"]
 
