@@ -16,6 +16,9 @@ also refuses what ``yaml.safe_load`` lets through and the rest of the code canno
 Each refusal is a :class:`~aifabric.errors.ParseError` naming the file and the line. The limits are far
 above any real description (a cluster file is 4 levels deep, with no aliases) and far below what
 exhausts memory or the stack.
+
+The package's own data (the catalogue, presets) is not user input and is read by
+:func:`aifabric.package_data.load_package_yaml` instead, without these limits and much faster.
 """
 
 from __future__ import annotations

@@ -20,14 +20,14 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aifabric.errors import ConfigError, ParseError
-from aifabric.inputs import load_yaml, load_yaml_text
+from aifabric.inputs import load_yaml
+from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_bandwidth, parse_bytes, parse_power, parse_time
 
 __all__ = [
@@ -386,8 +386,7 @@ def _tables() -> dict[str, dict[str, _Entry]]:
     """Every family: shipped entries, then user files, then inline cluster parts."""
     tables: dict[str, dict[str, _Entry]] = {}
     for kind, (filename, _model) in _FILES.items():
-        text = resources.files("aifabric.catalog").joinpath("data", filename).read_text()
-        raw = load_yaml_text(text, f"catalog/data/{filename}")
+        raw = load_package_yaml("aifabric.catalog", f"data/{filename}")
         tables[kind] = {key: _validate(kind, key, entry, f"{filename}: ") for key, entry in raw.items()}
     for path in catalog_sources():
         for kind, key, entry in _sections(_read_user_file(path), f"{path}: "):

@@ -25,13 +25,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_yaml_text
+from aifabric.package_data import load_package_yaml
 
 __all__ = [
     "Algorithm",
@@ -173,8 +172,7 @@ def _version_tuple(version: str) -> tuple[int, ...]:
 
 @cache
 def _releases() -> dict[str, NcclRelease]:
-    text = resources.files("aifabric.catalog").joinpath("data", "nccl_releases.yaml").read_text()
-    raw: dict[str, Any] = load_yaml_text(text, "catalog/data/nccl_releases.yaml")
+    raw: dict[str, Any] = load_package_yaml("aifabric.catalog", "data/nccl_releases.yaml")
     out: dict[str, NcclRelease] = {}
     for version, entry in raw.items():
         try:

@@ -17,14 +17,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from functools import cache
-from importlib import resources
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aifabric.catalog.nccl import Algorithm, Collective, Protocol
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_yaml_text
+from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_time
 
 __all__ = [
@@ -96,8 +95,7 @@ class TransportSpec(BaseModel):
 
 @cache
 def _transports() -> dict[str, TransportSpec]:
-    text = resources.files("aifabric.catalog").joinpath("data", "transports.yaml").read_text()
-    raw: dict[str, Any] = load_yaml_text(text, "catalog/data/transports.yaml")
+    raw: dict[str, Any] = load_package_yaml("aifabric.catalog", "data/transports.yaml")
     try:
         return {key: TransportSpec.model_validate({"key": key, **entry}) for key, entry in raw.items()}
     except ValidationError as err:

@@ -39,8 +39,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from aifabric.catalog.nccl import NvlsSupport, nccl_release, nvls_support
 from aifabric.cluster.spec import ClusterSpec
@@ -58,6 +57,12 @@ from aifabric.collectives.ring import chain_cost, flat_ring_cost, ring_cost
 from aifabric.collectives.tiers import Protocol, TierModel, tier_model
 from aifabric.collectives.torus import torus_cost
 from aifabric.collectives.tree import tree_cost
+from aifabric.lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # loaded when a plan is built: the formula engine never needs numpy
 
 __all__ = [
     "ALGORITHMS",
@@ -73,7 +78,7 @@ __all__ = [
 
 CostFunction = Callable[[Collective, Protocol, float, Communicator, TierModel], Cost | None]
 AppliesFunction = Callable[[Communicator, TierModel], bool]
-PlanFunction = Callable[[Collective, float, ClusterSpec, np.ndarray], tuple[Stage, ...]]
+PlanFunction = Callable[[Collective, float, ClusterSpec, "np.ndarray"], tuple[Stage, ...]]
 
 _RING_OPS = frozenset({Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
 _ALL_REDUCE = frozenset({Collective.ALL_REDUCE})

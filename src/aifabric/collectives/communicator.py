@@ -10,12 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import TYPE_CHECKING
 
-import numpy as np
-
+from aifabric.cluster.clos import clos_shape
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.topology import clos_shape
 from aifabric.errors import ConfigError
+from aifabric.lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # loaded by from_gpus only: a contiguous communicator needs no numpy
 
 __all__ = ["Communicator", "resolve_communicator"]
 

@@ -30,12 +30,17 @@ takes ``(op, message_bytes, spec, gpus)`` (rank i on ``gpus[i]``) and returns th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from aifabric.budget import check_memory
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.ops import Collective
+from aifabric.lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # loaded when a plan is built: the formula engine never needs numpy
 
 __all__ = [
     "CommPlan",

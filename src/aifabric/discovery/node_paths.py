@@ -11,9 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-from scipy.optimize import linear_sum_assignment
-
+from aifabric.discovery.assignment import min_cost_assignment
 from aifabric.discovery.node_layout import NV_LINKS, NodeLayout
 from aifabric.discovery.nvsmi import PATH_ORDER, normalize_path_code
 
@@ -156,11 +154,8 @@ def nic_pairing(layout: NodeLayout) -> dict[str, GpuNicPath | None]:
         return {g: None for g in gpus}
     share = math.ceil(len(gpus) / len(nics))
     columns = [n for n in nics for _ in range(share)]
-    cost = np.array(
-        [[path_rank(layout.gpu_nic[(g, n)]) * 10 + k % share for k, n in enumerate(columns)] for g in gpus]
-    )
-    rows, cols = linear_sum_assignment(cost)
-    return {gpus[r]: gpu_nic_path(layout, gpus[r], columns[c]) for r, c in zip(rows, cols, strict=True)}
+    cost = [[path_rank(layout.gpu_nic[(g, n)]) * 10 + k % share for k, n in enumerate(columns)] for g in gpus]
+    return {gpus[r]: gpu_nic_path(layout, gpus[r], columns[c]) for r, c in min_cost_assignment(cost)}
 
 
 def numa_nodes(layout: NodeLayout) -> tuple[NumaNode, ...]:

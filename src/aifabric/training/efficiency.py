@@ -29,10 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_yaml_text
+from aifabric.package_data import load_package_yaml
 from aifabric.training.gemm import GemmTable, gemm_table
 
 __all__ = ["ComputeProfile", "compute_profile", "list_compute_profiles"]
@@ -160,8 +159,7 @@ _SHORT_GPU = {
 
 @cache
 def _profiles() -> dict[str, ComputeProfile]:
-    text = resources.files("aifabric.training").joinpath("presets/compute.yaml").read_text()
-    data = load_yaml_text(text, "training/presets/compute.yaml")
+    data = load_package_yaml("aifabric.training", "presets/compute.yaml")
     return {
         key: ComputeProfile(
             gemm_efficiency=float(entry["gemm_efficiency"]),

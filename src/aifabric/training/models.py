@@ -19,12 +19,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_json, load_yaml_mapping, load_yaml_text
+from aifabric.inputs import load_json, load_yaml_mapping
+from aifabric.package_data import load_package_yaml
 
 __all__ = ["HF_CONFIG_KEYS", "BytesPerParam", "ModelSpec", "get_model", "list_models", "load_model"]
 
@@ -604,8 +604,7 @@ _PRESET_NAMES: list[str] = []
 def _presets() -> dict[str, ModelSpec]:
     global _PRESETS
     if _PRESETS is None:
-        text = resources.files("aifabric.training").joinpath("presets/models.yaml").read_text()
-        data = load_yaml_text(text, "training/presets/models.yaml")
+        data = load_package_yaml("aifabric.training", "presets/models.yaml")
         entries = _index(data, "presets/models.yaml")
         built = {key: ModelSpec.from_dict(entry, name=key) for key, entry in data.items()}
         _PRESET_NAMES[:] = list(data)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from importlib import resources
 from typing import Any
 
+from aifabric.cluster.clos import clos_shape
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.topology import clos_shape
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_yaml_text
+from aifabric.package_data import load_package_yaml
 
 __all__ = ["list_presets", "preset"]
 
@@ -40,8 +40,7 @@ def preset(name: str, /, *, nodes: int | None = None, gpus: int | None = None, *
     names = list_presets()
     if name not in names:
         raise ConfigError(f"preset: unknown preset {name!r}; known: {', '.join(names)}")
-    text = resources.files("aifabric.cluster.presets").joinpath(f"{name}.yaml").read_text()
-    data = load_yaml_text(text, f"preset {name}")
+    data = load_package_yaml("aifabric.cluster.presets", f"{name}.yaml")
     if nodes is not None or gpus is not None:
         data.pop("nodes", None)
         data.pop("gpus", None)
