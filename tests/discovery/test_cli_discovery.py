@@ -160,14 +160,15 @@ def test_inspect_azure_ndv4_reads_cpu_vendor_and_pcie_cap() -> None:
     r = run("inspect", CASE_17, "--doc", "1")
     assert r.exit_code == 0, r.stderr
     out = " ".join(r.stdout.split())
-    assert "modelled as a100-sxm-80gb (from the file) with 400 Gb/s NICs (assumed)" in out
-    assert "cpu_vendor: amd" in out and "accelerator: a100-sxm-80gb" in out
+    # NDv4 = ND96asr_v4: 8 x A100 40GB SXM (case 17 header; Azure ND A100 v4 series page)
+    assert "modelled as a100-sxm-40gb (from the file) with 400 Gb/s NICs (assumed)" in out
+    assert "cpu_vendor: amd" in out and "accelerator: a100-sxm-40gb" in out
     assert "capped at 24 GB/s by its GPU-NIC PCIe path, Gen4 x16" in out
     assert "assume 400 Gb/s NICs" in out and "--nic-speed" in out
     fabric = float(re.search(r"2 nodes, NCCL_ALGO=Ring \(the fabric's figure\): ([\d.]+) GB/s", out).group(1))
     assert 182 <= fabric <= 200  # ~190 GB/s (case 17; DGX A100 8 x HDR: 192, NVIDIA/nccl #812)
     data = json.loads(run("inspect", CASE_17, "--json").stdout)
-    assert [n["accelerator"] for n in data] == ["a100-sxm-80gb", "h100-sxm"]
+    assert [n["accelerator"] for n in data] == ["a100-sxm-40gb", "h100-sxm"]
     assert [n["accelerator_source"] for n in data] == ["the file", "the file"]
     assert data[0]["rail_cap_bytes_per_s"] == 24e9 and data[0]["nic_speed_assumed"] is True
 

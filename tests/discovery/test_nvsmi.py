@@ -160,12 +160,18 @@ def test_missing_column_in_header(case_text: dict[str, str]) -> None:
     assert info.value.line is not None and info.value.line > HEADER_LINE_08
 
 
-def test_truncated_matrix_names_the_line(case_text: dict[str, str]) -> None:
+def test_matrix_cut_after_some_nic_rows_is_read_and_says_so(case_text: dict[str, str]) -> None:
+    """Issue 9 item 4: a partial matrix is scored on what is there (the GPU rows give every GPU-NIC path)."""
     lines = _case_lines(case_text)
     text = "\n".join(lines[: HEADER_LINE_08 + 10])  # header, 8 GPU rows, NIC0, NIC1
-    with pytest.raises(ParseError, match="NIC2") as info:
-        TopoMatrix.from_text(text)
-    assert info.value.line == HEADER_LINE_08 + 10
+    m = TopoMatrix.from_text(text)
+    assert m.nics == tuple(f"NIC{i}" for i in range(8))
+    assert m.path_type("NIC5", "GPU5") == "PIX" and m.path_type("GPU5", "NIC5") == "PIX"  # case 08 matrix
+    assert m.missing == (
+        "rows NIC2, NIC3, NIC4, NIC5, NIC6, NIC7 cut: GPU-NIC paths read from the GPU rows, NIC-to-NIC "
+        "paths unknown",
+    )
+    assert m.numa_affinity["GPU4"] == frozenset({1})  # the GPU rows kept their affinity columns
 
 
 def test_truncated_row_names_the_line(case_text: dict[str, str]) -> None:

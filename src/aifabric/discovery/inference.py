@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.errors import ConfigError, ParseError
+from aifabric.inputs import load_yaml_text
 from aifabric.units import parse_nic_bandwidth
 
 __all__ = [
@@ -64,6 +67,21 @@ _GPU_NAMES: tuple[tuple[str, str | None], ...] = (
 )
 
 
+@cache
+def _instance_names() -> tuple[tuple[str, str], ...]:
+    """(pattern, catalogue key) of every cloud instance type in ``catalog/data/cloud_instances.yaml``."""
+    where = "catalog/data/cloud_instances.yaml"
+    text = resources.files("aifabric.catalog").joinpath("data", "cloud_instances.yaml").read_text()
+    raw = load_yaml_text(text, where)
+    out = []
+    for key, entry in raw.items():
+        if not isinstance(entry, dict) or not {"pattern", "accelerator", "source"} <= set(entry):
+            raise ConfigError(f"{where}: {key}: needs pattern, accelerator and source")
+        catalog.accelerator(str(entry["accelerator"]))  # a key the catalogue knows, else ConfigError
+        out.append((rf"\b(?:{entry['pattern']})\b", str(entry["accelerator"])))
+    return tuple(out)
+
+
 def accelerator_from_name(name: str | None) -> str | None:
     """Catalogue key of a GPU as nccl-tests or people name it (``NVIDIA H100 80GB HBM3`` -> ``h100-sxm``).
 
@@ -94,7 +112,8 @@ class GpuMention:
 
 
 def accelerators_in_text(text: str) -> tuple[GpuMention, ...]:
-    """Every catalogued GPU model a text names, once each, in order of first appearance.
+    """Every catalogued GPU model a text names, once each, in order of first appearance: GPU names and cloud
+    instance types (``p4d.24xlarge`` -> ``a100-sxm-40gb``, ``catalog/data/cloud_instances.yaml``).
 
     Names the catalogue has no entry for (``V100`` SXM2, unknown parts) are skipped; where two patterns
     match at one place (``V100-PCIE`` and ``V100``) the more specific one counts.
@@ -106,7 +125,7 @@ def accelerators_in_text(text: str) -> tuple[GpuMention, ...]:
     [('a100-sxm-80gb', 1), ('h100-sxm', 2)]
     """
     found: list[tuple[int, int, int, str | None, str]] = []  # (start, pattern order, end, key, written)
-    for order, (pattern, key) in enumerate(_GPU_NAMES):
+    for order, (pattern, key) in enumerate((*_GPU_NAMES, *_instance_names())):
         for match in re.finditer(pattern, text, re.IGNORECASE):
             found.append((match.start(), order, match.end(), key, match.group(0)))
     found.sort()

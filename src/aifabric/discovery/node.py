@@ -26,6 +26,7 @@ Path type between a GPU and a NIC in an NCCL XML (NCCL's own rules, ``src/graph/
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -57,7 +58,7 @@ from aifabric.discovery.node_spec import (
     infer_node_spec,
     rail_cap,
 )
-from aifabric.discovery.node_warnings import Finding, layout_warnings
+from aifabric.discovery.node_warnings import Finding, layout_warnings, vm_signature
 from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.errors import ParseError
 from aifabric.units import parse_nic_bandwidth
@@ -213,7 +214,11 @@ def inspect_layout(
     spec, spec_data, spec_notes, findings = infer_node_spec(layout, accelerator, speed, groups)
     notes.extend(spec_notes)
     findings = layout_warnings(layout, nearest, pairing, speed) + findings
-    if not layout.affinity_known:
+    notes.extend(f"partial input: {m}" for m in layout.missing)
+    vm = vm_signature(layout)
+    if vm is not None:
+        findings.append(Finding("vm", vm))
+    elif not layout.affinity_known:
         findings.append(Finding("no_affinity", (
             "no CPU or NUMA affinity reported (typical of a VM): the PCIe layout shown may hide the real "
             "switches, and NCCL may need NCCL_TOPO_FILE (NVIDIA/nccl-tests #256; Azure/azhpc-images ships "
@@ -332,5 +337,25 @@ def inspect_node_text(
         layouts = [NodeLayout.from_matrix(TopoMatrix.from_text(text, source=source))]
     else:
         layouts = [NodeLayout.from_topology(t) for t in parse_nccl_topologies(text, source=source)]
-    named = accelerators_in_text(text) if gpu is None else ()
-    return [inspect_layout(lay, gpu=gpu, nic_speed=nic_speed, named=named) for lay in layouts]
+    lines = text.split("\n")
+    out = []
+    for lay, (low, high) in zip(layouts, _document_regions(text, [lay.line for lay in layouts]), strict=True):
+        own = accelerators_in_text("\n".join(lines[low:high])) if gpu is None else ()
+        named = tuple(dataclasses.replace(m, line=m.line + low) for m in own)
+        out.append(inspect_layout(lay, gpu=gpu, nic_speed=nic_speed, named=named))
+    return out
+
+
+def _document_regions(text: str, starts: list[int]) -> list[tuple[int, int]]:
+    """For each document starting at a 1-based line, the lines ``low+1 .. high`` whose GPU names are its own:
+    from after the previous document's ``</system>`` to its own (the comment above an XML names its
+    instance, ``p4d.24xlarge``); the last one to the end. One document owns the whole text."""
+    if len(starts) <= 1:
+        return [(0, line_count(text) + 1)] * len(starts)
+    lines = text.split("\n")
+    ends = []
+    for start in starts:
+        end = next((i + 1 for i in range(start - 1, len(lines)) if "</system>" in lines[i]), len(lines))
+        ends.append(end)
+    ends[-1] = len(lines) + 1
+    return [(ends[i - 1] if i else 0, ends[i]) for i in range(len(starts))]

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from aifabric.discovery.nccl_xml import GpuNode, NcclTopology, NicNode
-from aifabric.discovery.nvsmi import TopoMatrix
+from aifabric.discovery.nvsmi import AFFINITY_CUT, TopoMatrix
 
 __all__ = [
     "NV_LINKS",
@@ -93,6 +93,8 @@ class NodeLayout:
         Compute capability of the GPUs (NCCL dumps), e.g. 90.
     gpu_link_gt_per_s : float or None
         PCIe per-lane rate of the GPUs' own links (NCCL dumps), GT/s.
+    missing : tuple of str
+        What a partial input lacks (:attr:`TopoMatrix.missing`), one sentence each.
     """
 
     kind: str
@@ -117,6 +119,7 @@ class NodeLayout:
     nvlink_count: int | None = None
     gpu_sm: int | None = None
     gpu_link_gt_per_s: float | None = None
+    missing: tuple[str, ...] = ()
 
     # -- constructors ----------------------------------------------------------------------------------------
 
@@ -152,7 +155,8 @@ class NodeLayout:
             gpu_numa=gpu_numa,
             nic_numa=nic_numa,
             gpu_hint=hint,
-            affinity_known=affinity or not m.gpus,
+            affinity_known=affinity or not m.gpus or AFFINITY_CUT in m.missing,
+            missing=m.missing,
             line=m.line,
             source=m.source,
             nvlink_count=nv[-1] if nv else None,

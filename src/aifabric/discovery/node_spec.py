@@ -154,11 +154,14 @@ def infer_node_spec(
         not NV_LINKS.match(code) and normalize_path_code(code) not in GDR_PATHS
         for code in layout.gpu_links.values()
     )
-    if layout.hand_written and not groups and acc.nvlink:
+    if layout.kind == "nccl-xml" and not groups and acc.nvlink and n > 1:
+        # Vendor topology files (aws-ofi-nccl p4d/p5, Azure NDv4/NDv5) describe PCIe only and leave NVLink
+        # to NCCL's detection at run time; an SXM GPU always sits on its NVSwitch board (the GPU tells).
         one_mesh = True
         notes.append(
-            f"NVLink not in the file: {accelerator}'s NVSwitch board assumed ({acc.nvlink_links} links per "
-            "GPU)"
+            f"NVLink not in the file (topology files describe PCIe only; NCCL detects NVLink at run time): "
+            f"{accelerator}'s NVSwitch board assumed ({acc.nvlink_links} links per GPU); give --gpu for a "
+            "PCIe card"
         )
     if n > 1 and one_mesh and acc.nvlink:
         scale_up: dict[str, Any] = {"kind": "nvswitch"}

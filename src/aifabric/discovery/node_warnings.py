@@ -11,6 +11,7 @@ from aifabric.discovery.nvsmi import normalize_path_code
 __all__ = [
     "Finding",
     "layout_warnings",
+    "vm_signature",
 ]
 
 
@@ -90,3 +91,35 @@ def layout_warnings(
             "(nvidia-peermem or dma-buf missing), whatever the PCIe path"
         )))  # fmt: skip
     return out
+
+
+def vm_signature(layout: NodeLayout) -> str | None:
+    """Why ``layout`` looks like a virtual machine, or None.
+
+    A hypervisor passes each GPU and NIC through on its own virtual root port, so the guest sees a flattened
+    PCIe tree: every GPU-GPU and GPU-NIC path is ``PHB`` or ``SYS``, with no ``PIX``/``PXB`` switch and no
+    ``NV#`` link. Bare metal without PCIe switches shows that too (NVIDIA/nccl #1084, an A30 box), so a VM is
+    named only with a hypervisor-style host beside it: no CPU/NUMA affinity reported, or four GPUs or more
+    behind one single host bridge (every GPU-GPU path ``PHB``), which no 4-GPU server board wires without
+    a switch. Which paths NCCL sees then says nothing about the real board (NVIDIA/nccl-tests #256).
+    """
+    pairs = [c for (a, b), c in layout.gpu_links.items() if a < b] + list(layout.gpu_nic.values())
+    if len(layout.gpus) < 2 or not pairs:
+        return None
+    codes = {normalize_path_code(c) for c in pairs}
+    if not codes <= {"PHB", "SYS"}:
+        return None
+    gpu_codes = {normalize_path_code(c) for c in layout.gpu_links.values()}
+    if not layout.affinity_known:
+        host = "no CPU or NUMA affinity reported"
+    elif gpu_codes == {"PHB"} and len(layout.gpus) >= 4:
+        host = f"all {len(layout.gpus)} GPUs behind one host bridge"
+    else:
+        return None
+    return (
+        f"a virtual machine: every GPU-GPU and GPU-NIC path is {'/'.join(sorted(codes))} with no PCIe switch "
+        f"or NVLink visible (a flattened PCIe tree) and {host}; the hypervisor hides the real layout, GPU "
+        "peer-to-peer may be off (NCCL then goes through host memory) and GPUDirect RDMA cannot be judged: "
+        "give NCCL the cloud's topology file (NCCL_TOPO_FILE); H200 VMs reached ~55 GB/s without it, ~105 "
+        "with it, 459-489 on bare metal (NVIDIA/nccl-tests #256)"
+    )

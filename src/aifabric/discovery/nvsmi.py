@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from aifabric.discovery._text import decode, split_lines
 from aifabric.errors import ParseError
 
-__all__ = ["PATH_ORDER", "TopoMatrix", "normalize_path_code", "parse_cpulist"]
+__all__ = ["AFFINITY_CUT", "PATH_ORDER", "TopoMatrix", "normalize_path_code", "parse_cpulist"]
 
 #: PCIe/SMP path types from closest to farthest (nvidia-smi legend order); NVLink (``NV#``) is closer still.
 PATH_ORDER: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -60,6 +60,11 @@ _TRAILING_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
 #: Upper bound on CPU (or NUMA node) ids a cpulist may name; guards against absurd ranges in bad input.
 _MAX_CPU_ID = 1 << 16
+#: Most physical lines one matrix line may have been wrapped onto (a terminal 40 columns wide wraps the
+#: header of an 8-GPU, 8-NIC matrix onto 6).
+_MAX_WRAPS = 16
+#: What :attr:`TopoMatrix.missing` says when the affinity columns were cut.
+AFFINITY_CUT = "affinity columns cut: CPU/NUMA affinity unknown"
 
 
 def normalize_path_code(code: str) -> str:
@@ -173,6 +178,8 @@ class TopoMatrix:
         1-based line of the header row in the input.
     source : str or None
         File name or description of the input.
+    missing : tuple of str
+        What a partial matrix lacks, one sentence each (empty for a whole matrix).
 
     References
     ----------
@@ -189,6 +196,7 @@ class TopoMatrix:
     nic_names: dict[str, str] = field(hash=False)
     line: int = 1
     source: str | None = None
+    missing: tuple[str, ...] = ()
 
     # -- construction -----------------------------------------------------------------------------------
 
@@ -212,12 +220,18 @@ class TopoMatrix:
         -------
         TopoMatrix
 
+        A partial matrix is read for what it holds, and :attr:`missing` says what is not there: NIC rows cut
+        after the GPU rows (the GPU rows already give every GPU-NIC path), columns cut at the right (a
+        header or rows cut at a fixed width: the NICs whose column no GPU row reaches are dropped) and the
+        affinity columns cut. Lines wrapped by a terminal are joined: a line that does not start with a
+        device label continues the row above it (the header continues until the ``GPU0`` row).
+
         Raises
         ------
         ParseError
-            If no matrix is found, a row is missing, truncated or has an extra cell, a cell code is not
-            one the driver prints, the diagonal is not ``X``, or an affinity value is malformed. The
-            error names the 1-based line.
+            If no matrix is found, a GPU row is missing, a row has fewer cells than there are GPUs or an
+            extra cell, a cell code is not one the driver prints, the diagonal is not ``X``, or an affinity
+            value is malformed. The error names the 1-based line.
 
         References
         ----------
@@ -237,12 +251,13 @@ class TopoMatrix:
         lines = [_ANSI.sub("", raw).rstrip("\r") for raw in lines]
         first_error: ParseError | None = None
         for header_index in _header_candidates(lines):
+            header, last = _unwrap_header(lines, header_index)
             try:
-                devices, trailing = _parse_header(lines[header_index], header_index + 1, source)
+                devices, trailing, cut = _parse_header(header, header_index + 1, source)
             except ParseError as err:  # a sentence that starts with "GPU0 GPU1": keep looking
                 first_error = first_error or err
                 continue
-            return _parse_body(lines, header_index, devices, trailing, source)
+            return _parse_body(lines, header_index, last, devices, trailing, cut, source)
         if first_error is not None:
             raise first_error
         raise ParseError(
@@ -330,7 +345,37 @@ def _header_candidates(lines: list[str]) -> list[int]:
     return found
 
 
-def _parse_header(line: str, lineno: int, source: str | None) -> tuple[list[str], list[str]]:
+def _unwrap_header(lines: list[str], header_index: int) -> tuple[str, int]:
+    """The header line with the lines a terminal wrapped it onto joined back (up to the first row), and the
+    index of its last physical line."""
+    header, last = lines[header_index], header_index
+    while (
+        last + 1 < len(lines)
+        and last - header_index < _MAX_WRAPS
+        and lines[last + 1].strip()
+        and not _is_row(lines[last + 1])
+        and not _NIC_LEGEND.match(lines[last + 1])
+    ):
+        last += 1
+        header += lines[last]
+    return header, last
+
+
+def _is_row(line: str) -> bool:
+    """Whether ``line`` starts a matrix row: a device label, then a path code (``GPU1  NV18 ...``)."""
+    tokens = line.split()
+    return len(tokens) > 1 and bool(_DEVICE.match(tokens[0])) and _is_known_code(tokens[1])
+
+
+def _is_cut_name(token: str) -> bool:
+    """Whether ``token`` is the start of a device label or column name cut at the right (``NIC``, ``CP``)."""
+    return any(name.startswith(token) for name in ("GPU", "NIC", "mlx5_", *_TRAILING_COLUMNS)) or bool(
+        re.fullmatch(r"(?:GPU|NIC|mlx5_)\d*", token)
+    )
+
+
+def _parse_header(line: str, lineno: int, source: str | None) -> tuple[list[str], list[str], bool]:
+    """Devices, trailing column names, and whether the header was cut at the right."""
     tokens = line.split()
     n = 0
     while n < len(tokens) and _DEVICE.match(tokens[n]):
@@ -354,45 +399,131 @@ def _parse_header(line: str, lineno: int, source: str | None) -> tuple[list[str]
                 at += len(words)
                 break
         else:
+            tail = " ".join(rest[at:])
+            if len(rest) - at <= 2 and any(c.startswith(tail) for c in _TRAILING_COLUMNS):
+                return devices, trailing, True  # "CPU Aff", "NUMA": the line was cut there
+            if at == len(rest) - 1 and _is_cut_name(rest[at]):
+                return devices, trailing, True  # "NIC": a device label cut before its number
             raise ParseError(f"unknown column {rest[at]!r} in the matrix header", line=lineno, source=source)
-    return devices, trailing
+    return devices, trailing, False
+
+
+def _logical_rows(
+    lines: list[str], first: int, devices: list[str], width: int
+) -> tuple[list[tuple[int, str]], int]:
+    """The matrix rows from line index ``first``: ``(1-based line, text)`` with wrapped lines joined, and the
+    index of the first line after the matrix.
+
+    A row ends at a blank line or at a line that starts with a device label; a line that starts otherwise
+    continues the row above while that row is short of ``width`` tokens or the line after it starts a row.
+    """
+    labels = set(devices)
+    rows: list[tuple[int, str]] = []
+    index = first
+    while index < len(lines) and lines[index].strip():
+        tokens = lines[index].split()
+        if tokens[0] in labels or not rows:
+            rows.append((index + 1, lines[index]))
+        else:
+            lineno, text = rows[-1]
+            follows = index + 1 < len(lines) and lines[index + 1].split()[:1] != []
+            next_is_row = follows and lines[index + 1].split()[0] in labels
+            if len(text.split()) >= width and not next_is_row or index + 1 - lineno > _MAX_WRAPS:
+                break
+            rows[-1] = (lineno, text + lines[index])
+        index += 1
+    return rows, index
 
 
 def _parse_body(
     lines: list[str],
     header_index: int,
+    header_last: int,
     devices: list[str],
     trailing: list[str],
+    header_cut: bool,
     source: str | None,
 ) -> TopoMatrix:
-    n = len(devices)
-    links: dict[tuple[str, str], str] = {}
-    cpu_affinity: dict[str, frozenset[int] | None] = {}
-    numa_affinity: dict[str, frozenset[int] | None] = {}
-    gpu_numa_id: dict[str, int | None] = {}
     gpus = [d for d in devices if _is_gpu(d)]
     nics = [d for d in devices if not _is_gpu(d)]
     if devices != gpus + nics:
         raise ParseError("GPU columns must come before NIC columns", line=header_index + 1, source=source)
-
-    index = header_index + 1
-    for row, device in enumerate(devices):
-        if index >= len(lines) or not lines[index].strip():
+    rows, end = _logical_rows(lines, header_last + 1, devices, 1 + len(devices) + len(trailing))
+    by_device: dict[str, tuple[int, list[str]]] = {}
+    for at, (lineno, text) in enumerate(rows):
+        tokens = text.split()
+        expected = devices[at] if at < len(devices) else None
+        if tokens[0] != expected:
+            if expected in nics and tokens[0] not in devices:
+                break  # the NIC rows were cut: what follows is not the matrix
             raise ParseError(
-                f"matrix ends before the row of {device} ({row} of {n} rows read)",
-                line=min(index, len(lines) - 1) + 1,
+                f"expected the row of {expected or 'no more devices'}, found {tokens[0]!r}",
+                line=lineno,
                 source=source,
             )
-        lineno = index + 1
-        tokens = lines[index].split()
-        if tokens[0] != device:
-            raise ParseError(f"expected the row of {device}, found {tokens[0]!r}", line=lineno, source=source)
-        cells, extra = tokens[1 : n + 1], tokens[n + 1 :]
-        if len(cells) < n:
+        by_device[tokens[0]] = (lineno, tokens[1:])
+    for row, device in enumerate(gpus):
+        if device not in by_device:
+            at = (rows[-1][0] if rows else header_last + 1) + 1
             raise ParseError(
-                f"row {device} has {len(cells)} cells, the header has {n} devices", line=lineno, source=source
+                f"matrix ends before the row of {device} ({row} of {len(gpus)} GPU rows read)",
+                line=min(at, len(lines)),
+                source=source,
             )
-        for other, code in zip(devices, cells, strict=True):
+    # Columns cut at the right: the devices every GPU row reaches (never fewer than the GPUs). A row with
+    # values after fewer cells than devices lost a cell inside: that is an error, not a cut.
+    for device in gpus:
+        lineno, tokens = by_device[device]
+        cells = _cells_in(tokens, len(devices))
+        if cells < len(devices) and len(tokens) >= len(devices):
+            bad = tokens[cells]
+            raise ParseError(f"unknown path code {bad!r} in row {device}", line=lineno, source=source)
+        if cells < len(gpus) or (cells < len(devices) and len(tokens) > cells):
+            raise ParseError(
+                f"row {device} has {cells} cells, the header has {len(devices)} devices",
+                line=lineno,
+                source=source,
+            )
+    reach = {g: _cells_in(by_device[g][1], len(devices)) for g in gpus}
+    reached = min(reach.values())
+    if reached < len(devices) and max(reach.values()) != reached:  # one row cut, not the paste's width
+        device = min(gpus, key=lambda g: reach[g])
+        raise ParseError(
+            f"row {device} has {reached} cells, the header has {len(devices)} devices",
+            line=by_device[device][0],
+            source=source,
+        )
+    kept = devices[:reached]
+    missing = []
+    if reached < len(devices):
+        missing.append(f"columns {', '.join(devices[reached:])} cut: those NICs are not scored")
+    cut_rows = [d for d in nics[: max(0, reached - len(gpus))] if d not in by_device]
+    if cut_rows:
+        missing.append(
+            f"rows {', '.join(cut_rows)} cut: GPU-NIC paths read from the GPU rows, NIC-to-NIC paths unknown"
+        )
+    partial = reached < len(devices) or header_cut
+    short = any(len(by_device[g][1]) < len(devices) + len(trailing) for g in gpus)
+    if (partial or short) and (trailing or header_cut) or (cut_rows and not trailing):
+        missing.append(AFFINITY_CUT)
+        partial = True
+
+    links: dict[tuple[str, str], str] = {}
+    cpu_affinity: dict[str, frozenset[int] | None] = {}
+    numa_affinity: dict[str, frozenset[int] | None] = {}
+    gpu_numa_id: dict[str, int | None] = {}
+    for device in kept:
+        if device not in by_device:
+            continue
+        lineno, tokens = by_device[device]
+        given, extra = tokens[: len(kept)], tokens[len(devices) :]
+        if len(given) < len(kept):
+            raise ParseError(
+                f"row {device} has {len(given)} cells, the header has {len(kept)} devices",
+                line=lineno,
+                source=source,
+            )
+        for other, code in zip(kept, given, strict=True):
             if not _is_known_code(code):
                 raise ParseError(f"unknown path code {code!r} in row {device}", line=lineno, source=source)
             if (code == "X") != (other == device):
@@ -403,29 +534,44 @@ def _parse_body(
                 )
             links[(device, other)] = code
         if device in gpus:
-            values = _trailing_values(extra, trailing, device, lineno, source)
+            values = {} if partial else _trailing_values(extra, trailing, device, lineno, source)
             cpu_affinity[device] = _cpus(values.get("CPU Affinity"), lineno, source)
             numa_affinity[device] = _cpus(values.get("NUMA Affinity"), lineno, source)
             gpu_numa_id[device] = _numa_id(values.get("GPU NUMA ID"), lineno, source)
-        elif extra and len(extra) != len(trailing):
+        elif not partial and extra and len(extra) != len(trailing):
             raise ParseError(
-                f"row {device} has {len(extra)} values after its {n} cells, expected 0 or {len(trailing)}",
+                f"row {device} has {len(extra)} values after its {len(devices)} cells, expected 0 or "
+                f"{len(trailing)}",
                 line=lineno,
                 source=source,
             )
-        index += 1
+    for nic in kept[len(gpus) :]:  # a cut NIC row: its GPU cells mirror the GPU rows
+        for g in gpus:
+            links.setdefault((nic, g), links[(g, nic)])
+        links.setdefault((nic, nic), "X")
 
     return TopoMatrix(
         gpus=tuple(gpus),
-        nics=tuple(nics),
+        nics=tuple(kept[len(gpus) :]),
         links=links,
         cpu_affinity=cpu_affinity,
         numa_affinity=numa_affinity,
         gpu_numa_id=gpu_numa_id,
-        nic_names=_nic_legend(lines[index:], set(nics)),
+        nic_names=_nic_legend(lines[end:], set(kept[len(gpus) :])),
         line=header_index + 1,
         source=source,
+        missing=tuple(missing),
     )
+
+
+def _cells_in(tokens: list[str], n: int) -> int:
+    """How many of the first ``n`` tokens of a row are path codes (a row cut at the right has fewer)."""
+    count = 0
+    for token in tokens[:n]:
+        if not _is_known_code(token):
+            break
+        count += 1
+    return count
 
 
 def _is_gpu(device: str) -> bool:
