@@ -46,6 +46,7 @@ from aifabric.discovery.evidence import (
     apply_to_settings,
     contradicted_causes,
     evidence_causes,
+    mtu_payload_factor,
     net_transport,
     with_transport,
 )
@@ -55,6 +56,7 @@ from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
 from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.discovery.paste import parse_pasted
 from aifabric.discovery.perf_records import PerfResult, PerfRow
+from aifabric.discovery.regressions import Regression, regression_for
 from aifabric.engines.formula import PROTOCOLS, formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.errors import ParseError
@@ -73,6 +75,7 @@ __all__ = [
     "read_log",
 ]
 
+_BANNER = re.compile(r"NCCL version \d{1,4}\.\d{1,6}")
 _TITLE_VERSION = re.compile(r"\bNCCL[ :]+v?(\d{1,2}\.\d{1,3}\.\d{1,3})\b")
 #: Size from which a row counts as "large" whatever its latency share (nccl-tests' plateau region).
 LARGE_BYTES = 1 << 30
@@ -172,6 +175,15 @@ CAUSES: dict[str, str] = {
         "peer traffic); every intra-node hop is staged through the CPU (NVIDIA/nccl transport/p2p.cc; "
         "H200 VMs ~55 GB/s vs 459-489 bare metal, NVIDIA/nccl-tests #256)"
     ),
+    "small_mtu": (
+        "an active IB/RoCE MTU below 4096 B: every packet's headers take a larger share of the wire; the "
+        "cost is bounded by the payload efficiency (m / (m + h) against 4096 B: ~1.7 % at 2048 B, ~5 % for "
+        "RoCE on a 1500 B Ethernet MTU); raise the port and switch MTU (ibv_devinfo active_mtu)"
+    ),
+    "nccl_regression": (
+        "an NCCL release known for a bandwidth regression on this collective, algorithm and scale "
+        "(catalog/data/nccl_regressions.yaml): upgrade to the release that fixes it"
+    ),
     "pcie_root": (
         "PCIe-only node: busbw is bounded by what the CPU root complex forwards (9-11 GB/s for 4 x V100 "
         "Gen3, rcgsheffield/sheffield_hpc Bessemer CUDA page; NCCL maintainer in NVIDIA/nccl #1639) and by "
@@ -211,6 +223,14 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
         If ``key`` is not a cause.
     """
     text = CAUSES[key]
+    if comparison is not None and key == "nccl_regression":
+        found = comparison.regression
+        if found is not None:
+            text += f" [{found.describe()}]"
+    if comparison is not None and key == "small_mtu":
+        share = comparison.bounded_share(key)
+        if share is not None:
+            text += f" [MTU {comparison.info.mtu_bytes} B here: {share:.1%} of the NIC's payload rate]"
     if comparison is not None and key in ("network_settings", "ramp"):
         done = [f"{k}={v}" for k, v in comparison.settings.env.items()
                 if k in ("NCCL_MIN_CTAS", "NCCL_IB_QPS_PER_CONNECTION", "NCCL_MIN_NCHANNELS")]  # fmt: skip
@@ -395,6 +415,32 @@ class TableComparison:
     dropped: tuple[tuple[int, int], ...] = ()
     info: NcclInfo = field(default_factory=NcclInfo)
     net: TransportSpec | None = None
+    version_lines: tuple[Evidence, ...] = ()
+
+    @property
+    def possible_algorithms(self) -> frozenset[str]:
+        """The algorithms NCCL may have run: the one ``NCCL_ALGO`` forces, else all but those excluded
+        (``NCCL_NVLS_ENABLE=0``, NVLS unavailable in the INFO lines) and NVLS on a GPU without it."""
+        if self.settings.algorithm is not None:
+            return frozenset({str(self.settings.algorithm)})
+        out = {a.value for a in Algorithm} - {str(a) for a in self.settings.exclude}
+        if not self.spec.accelerator_spec.nvls:
+            out -= {Algorithm.NVLS.value, Algorithm.NVLS_TREE.value}
+        return frozenset(out)
+
+    @property
+    def regression(self) -> Regression | None:
+        """The known NCCL regression (:mod:`aifabric.discovery.regressions`) this run can have, if any: its
+        NCCL version is affected and nothing in the log rules out the algorithm it hits."""
+        return regression_for(self.nccl_version, self.op, self.n_nodes, self.possible_algorithms)
+
+    def bounded_share(self, key: str) -> float | None:
+        """Share of the predicted busbw a cause with a known size explains (the MTU: 1 - its payload factor,
+        :func:`~aifabric.discovery.evidence.mtu_payload_factor`); None for the others."""
+        nic = self.spec.nic_spec
+        if key == "small_mtu" and self.info.mtu_bytes is not None and self.n_nodes > 1 and nic is not None:
+            return 1.0 - mtu_payload_factor(self.info.mtu_bytes, nic.payload_efficiency)
+        return None
 
     @property
     def evidence(self) -> tuple[Evidence, ...]:
@@ -459,15 +505,24 @@ class TableComparison:
         count: dict[str, int] = {}
         large = {r.size_bytes for r in self.large_rows}
         for r in self.flagged_rows:
-            key = r.causes[0]
-            if r.size_bytes not in large:
-                continue
-            if key in NOT_FAULTS:
+            if r.size_bytes not in large or r.causes[0] in NOT_FAULTS:
                 continue
             gap = max(0.0, r.predicted_busbw_bytes_per_s - r.measured_busbw_bytes_per_s)
-            explained[key] = explained.get(key, 0.0) + gap
-            count[key] = count.get(key, 0) + 1
+            # A cause of known size (the MTU) explains its share; the first other cause the rest.
+            for key in r.causes:
+                share = self.bounded_share(key)
+                if share is not None:
+                    part = min(gap, share * r.predicted_busbw_bytes_per_s)
+                    explained[key] = explained.get(key, 0.0) + part
+                    count[key] = count.get(key, 0) + 1
+                    gap -= part
+            primary = next((k for k in r.causes if self.bounded_share(k) is None), None)
+            if primary is not None and gap > 0:
+                explained[primary] = explained.get(primary, 0.0) + gap
+                count[primary] = count.get(primary, 0) + 1
         shown = dict(evidence_causes(self.info, self.n_nodes))
+        if self.version_lines:
+            shown["nccl_regression"] = self.version_lines
         order = sorted(explained, key=lambda k: (-explained[k] / count[k], list(CAUSES).index(k)))
         return tuple(Finding(k, explained[k] / count[k], count[k], shown.get(k, ())) for k in order)
 
@@ -611,13 +666,16 @@ def _causes(
     large = row.size_bytes >= LARGE_BYTES or row.latency_share < 0.01
     if not large:
         return ("ramp", "network_settings") if multi else ("ramp",)
+    known = ("nccl_regression",) if ctx.regression is not None else ()
     if not multi:
-        return _node_causes(row, ctx)
+        return (*known, *_node_causes(row, ctx))
     found = tuple(key for key, _ in evidence_causes(ctx.info, ctx.n_nodes))
+    bounded = tuple(k for k in found if ctx.bounded_share(k) is not None)
+    found = (*known, *(k for k in found if k not in bounded))
     vm_hint = bool("NCCL_TOPO_FILE" in ctx.settings.env or re.search(r"\bVMs?\b", ctx.table.title or ""))
     ruled_out = contradicted_causes(ctx.info)
     guessed = tuple(k for k in _network_causes(1.0 + row.deviation, vm_hint) if k not in ruled_out)
-    return (*found, *(k for k in guessed if k not in found)) or ("network_settings",)
+    return (*found, *(k for k in guessed if k not in found), *bounded) or ("network_settings",)
 
 
 def _node_causes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
@@ -685,6 +743,7 @@ def compare_table(
     threshold: float = 0.15,
     place: str = "out_of_place",
     info: NcclInfo | None = None,
+    version_lines: tuple[Evidence, ...] = (),
 ) -> TableComparison:
     """Predict every row of ``table`` and compare (see the module docstring).
 
@@ -710,6 +769,8 @@ def compare_table(
         The run's ``NCCL INFO`` lines (:func:`parse_nccl_info`): NVLS unavailable rules NVLS out, a network
         other than NET/IB is predicted with its transport (:mod:`aifabric.discovery.evidence`), and the
         causes follow the evidence.
+    version_lines : tuple of Evidence
+        The log lines that give the NCCL version (the evidence of a known regression).
 
     Returns
     -------
@@ -768,7 +829,7 @@ def compare_table(
     if not rows:
         raise ParseError("no row has a positive time to compare", line=table.line, source=table.source)
     ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
-                          calibration, tuple(dropped), info, net)  # fmt: skip
+                          calibration, tuple(dropped), info, net, version_lines)  # fmt: skip
     final = []
     for i, cmp_row in enumerate(rows):
         prev = rows[i - 1] if i > 0 else None
@@ -790,7 +851,7 @@ def compare_table(
             )  # fmt: skip
         )
     return TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(final), place,
-                           threshold, calibration, tuple(dropped), info, net)  # fmt: skip
+                           threshold, calibration, tuple(dropped), info, net, version_lines)  # fmt: skip
 
 
 def _engine_op(table: PerfTable) -> str:
@@ -938,15 +999,24 @@ def compare_nccl_tests(
             table, cluster=cluster, gpu=gpu, nic_speed=nic_speed, text_before="\n".join(lines[:stop])
         )
         notes = (*counts.notes, *inferred)
+        versions = info.lines("version") or _version_lines(lines, start, stop)
         compared.append(compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                                       calibration=calibration, threshold=threshold, place=place,
-                                      info=info))  # fmt: skip
+                                      info=info, version_lines=versions))  # fmt: skip
     if not compared:
         first = skipped[0][1] if skipped else None
         raise ParseError(
             "no table with rows to compare (the tables hold only footers)", line=first, source=source
         )
     return NcclTestsComparison(source, tuple(compared), tuple(skipped))
+
+
+def _version_lines(lines: list[str], start: int, stop: int) -> tuple[Evidence, ...]:
+    """The last nccl-tests banner ``NCCL version 2.19.3+cuda12.2`` in ``lines[start:stop]``, as evidence."""
+    for index in range(stop - 1, start - 1, -1):
+        if _BANNER.search(lines[index][:400]):
+            return (Evidence(index + 1, lines[index].strip()[:200]),)
+    return ()
 
 
 def _bare(err: ParseError) -> str:

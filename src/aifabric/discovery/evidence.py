@@ -8,7 +8,8 @@
   ``NET/AWS Libfabric``, ``NET/GPUDirectTCPX``... is predicted with that transport's aggregate efficiency
   and latency from ``catalog/data/transports.yaml`` (:func:`with_transport`);
 * evidence-backed causes (:func:`evidence_causes`) and the causes the log contradicts
-  (:func:`contradicted_causes`).
+  (:func:`contradicted_causes`);
+* what an MTU below 4096 B costs (:func:`mtu_payload_factor`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "apply_to_settings",
     "contradicted_causes",
     "evidence_causes",
+    "mtu_payload_factor",
     "net_transport",
     "with_transport",
 ]
@@ -34,6 +36,29 @@ __all__ = [
 #: the one NET/IB is on when every NIC it lists has an Ethernet link layer (``mlx5_0:1/RoCE``).
 _DEFAULT_NET = "ib-verbs"
 _ROCE = "roce-v2"
+#: The MTU the catalogue's NIC payload efficiencies are stated for (ConnectX-7: "4096 B MTU payload over MTU
+#: + ~70 B headers", catalog/data/nics.yaml), bytes.
+FULL_MTU = 4096
+
+
+def mtu_payload_factor(mtu_bytes: float, nic_payload_efficiency: float) -> float:
+    """Share of the NIC's payload rate left at ``mtu_bytes`` against the 4096 B MTU the catalogue assumes.
+
+    Every packet carries ``h`` bytes of headers whatever its payload; the catalogue's payload efficiency
+    ``e`` at 4096 B gives ``h = 4096 (1/e - 1)`` (70.8 B for ConnectX-7's 0.983), so::
+
+        factor = [m / (m + h)] / e
+
+    IB MTU 2048 on ConnectX-7: 0.983; RoCE on a 1500 B Ethernet MTU (active RoCE MTU 1024): 0.952.
+
+    >>> round(mtu_payload_factor(2048, 0.983), 3), round(mtu_payload_factor(1024, 0.983), 3)
+    (0.983, 0.952)
+    """
+    if not 0 < nic_payload_efficiency <= 1 or not mtu_bytes > 0:
+        raise ValueError(f"need an MTU > 0 and an efficiency in (0, 1], got {mtu_bytes!r}, "
+                         f"{nic_payload_efficiency!r}")  # fmt: skip
+    headers = FULL_MTU * (1.0 / nic_payload_efficiency - 1.0)
+    return min(1.0, mtu_bytes / (mtu_bytes + headers) / nic_payload_efficiency)
 
 
 def apply_to_settings(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
@@ -132,7 +157,9 @@ def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evid
     * ``no_p2p`` (any node count): GPUs of a node connected through host shared memory (``via SHM``) and
       never ``via P2P``: NCCL found P2P unusable between them (``transport/p2p.cc`` canConnect) -- a VM
       without peer access, ACS redirecting peer traffic, or ``NCCL_P2P_DISABLE``;
-    * ``acs_iommu``: NCCL's own hint after a failed RDMA completion that ACS breaks GPUDirect RDMA.
+    * ``acs_iommu``: NCCL's own hint after a failed RDMA completion that ACS breaks GPUDirect RDMA;
+    * ``small_mtu``: the QPs (or ``ibv_devinfo``) run an active MTU below 4096 B (its cost is bounded:
+      :func:`mtu_payload_factor`).
 
     Only ``no_p2p`` applies to one node (no network in the run).
     """
@@ -145,6 +172,8 @@ def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evid
         return tuple(found)
     if "acs_hint" in info.evidence:
         found.append(("acs_iommu", info.lines("acs_hint")))
+    if info.mtu_bytes is not None and info.mtu_bytes < FULL_MTU:
+        found.append(("small_mtu", info.lines("mtu")))
     socket = info.network is not None and info.network.lower() == "socket"
     if socket:
         found.append(("net_socket", info.lines("network", "net_devices")))

@@ -26,7 +26,13 @@ The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases prin
 ``PXN Disabled as plugin is v4``                                        ``graph/paths.cc``
 ``NCCL_X set by environment to v``                                      ``param.cc``
 ``HINT: In many cases this error occurs when ACS is enabled ...``       ``net_ib/common.h``
+``NET/IB: NCCL Dev 0 IbDev 0 Port 1 qpn 219 mtu 5 LID 7 ...``           ``net_ib/connect.cc`` (``mtu`` is the
+                                                                        port's active ``ibv_mtu``: 1 = 256 B
+                                                                        ... 5 = 4096 B)
 ====================================================================  =======================================
+
+Besides INFO lines, ``ibv_devinfo`` output pasted into the log counts: its ``active_mtu: 2048 (4)`` line gives
+the MTU the same way (rdma-core ``ibv_devinfo``).
 
 Reading is one pass over the lines with anchored patterns on the text after ``NCCL INFO`` (linear time); an
 overlong line is cut at :data:`MAX_LINE_CHARS` before matching.
@@ -38,7 +44,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["MAX_LINE_CHARS", "Evidence", "NcclInfo", "parse_nccl_info"]
+__all__ = ["IBV_MTU_BYTES", "MAX_LINE_CHARS", "Evidence", "NcclInfo", "parse_nccl_info"]
 
 #: Characters of a line looked at (NCCL's longest INFO lines -- a ring of 1,024 ranks -- fit well within).
 MAX_LINE_CHARS = 8192
@@ -68,6 +74,10 @@ _PXN_OFF = re.compile(r"PXN Disabled")
 _ACS_HINT = re.compile(r"HINT: In many cases this error occurs when ACS is enabled")
 _ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set by environment to (\S{1,256})")
 _COMM_OLD = re.compile(r"rank \d{1,9} nranks (\d{1,9}) ")
+_QP_MTU = re.compile(r"qpn \d{1,12} mtu (\d)\b")
+_ACTIVE_MTU = re.compile(r"^\s*active_mtu:\s*(\d{3,4})\s*\((\d)\)")
+#: ``enum ibv_mtu`` (rdma-core ``verbs.h``): IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 -> bytes.
+IBV_MTU_BYTES = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
 _PLUGIN = re.compile(r"(?:Loaded net plugin|NET/Plugin: Loaded net plugin) ([^\r\n(]{1,64}?)\s*(?:\(|$)")
 
 
@@ -127,6 +137,8 @@ class NcclInfo:
         ``PXN Disabled`` printed, or ``NCCL_PXN_DISABLE=1`` set.
     env : dict
         ``NCCL_X set by environment to v``: name -> value.
+    mtu_bytes : int or None
+        The smallest active IB/RoCE MTU the QP lines (or ``ibv_devinfo``'s ``active_mtu``) show, bytes.
     evidence : dict
         Fact name -> the lines it came from (:class:`Evidence`), in log order.
     """
@@ -155,6 +167,7 @@ class NcclInfo:
     gdr_ring: bool | None = None
     pxn_disabled: bool = False
     env: dict[str, str] = field(default_factory=dict)
+    mtu_bytes: int | None = None
     evidence: dict[str, tuple[Evidence, ...]] = field(default_factory=dict)
 
     @property
@@ -205,6 +218,15 @@ class _Reader:
         self.gdr_off: dict[int, None] = {}
         self.env: dict[str, str] = {}
         self.counts = {"net": 0, "gdr": 0, "pxn": 0, "rings": 0}
+        self.mtu: int | None = None
+
+    def saw_mtu(self, mtu: int | None, ev: Evidence) -> None:
+        """Keep the smallest MTU seen, with the first line that showed it."""
+        if mtu is None:
+            return
+        if self.mtu is None or mtu < self.mtu:
+            self.mtu = mtu
+            self.evidence["mtu"] = [ev]
 
     def note(self, key: str, ev: Evidence, keep: int = 3) -> None:
         found = self.evidence.setdefault(key, [])
@@ -272,6 +294,8 @@ class _Reader:
             self.note("env", ev, keep=32)
             if (name, value) in (("NCCL_PXN_DISABLE", "1"), ("NCCL_P2P_PXN_LEVEL", "0")):
                 self.first("pxn_disabled", True, ev)
+        elif m := _QP_MTU.search(text):
+            self.saw_mtu(IBV_MTU_BYTES.get(int(m.group(1))), ev)
         elif m := _PLUGIN.search(text):
             self.first("plugin", m.group(1), ev)
         elif m := _COMM_OLD.search(text):
@@ -311,6 +335,7 @@ class _Reader:
             gdr_ring=gdr_ring,
             pxn_disabled=bool(v.get("pxn_disabled")),
             env=dict(self.env),
+            mtu_bytes=self.mtu,
             evidence={k: tuple(e) for k, e in self.evidence.items()},
         )
 
@@ -329,7 +354,8 @@ def parse_nccl_info(lines: Iterable[str], *, first_line: int = 1) -> NcclInfo:
     Parameters
     ----------
     lines : iterable of str
-        The log's lines (any other text is skipped: tables, prose, launcher output).
+        The log's lines (any other text is skipped: tables, prose, launcher output), ``ibv_devinfo``'s
+        ``active_mtu`` line excepted.
     first_line : int
         The 1-based number of the first line (for :class:`Evidence`).
 
@@ -355,6 +381,9 @@ def parse_nccl_info(lines: Iterable[str], *, first_line: int = 1) -> NcclInfo:
     for number, raw in enumerate(lines, start=first_line):
         at = raw.find(_MARK, 0, MAX_LINE_CHARS)
         if at < 0:
+            if m := _ACTIVE_MTU.match(raw[:200]):
+                mtu = IBV_MTU_BYTES.get(int(m.group(2)))
+                reader.saw_mtu(mtu if mtu == int(m.group(1)) else None, Evidence(number, raw.strip()[:200]))
             continue
         text = raw[at + len(_MARK) : MAX_LINE_CHARS].strip()
         reader.read(text, Evidence(number, text[:200]))
