@@ -24,6 +24,8 @@ CASES = (
     "case_08_b200_gke_a4_topo_and_2node_allgather.txt",
     "case_13_v100_pcie_4gpu_no_nvlink.txt",
     "case_17_azure_ndv4_ndv5_topology_xml.txt",
+    "case_21_aws_p4d_p5_nccl_topology_xml.txt",
+    "case_26_a30_pcie_two_nics_phb_no_pcie_switch.txt",
 )
 PARSERS: dict[str, Callable[[str | bytes], object]] = {
     "nvsmi": lambda text: TopoMatrix.from_text(text, source="fuzz"),

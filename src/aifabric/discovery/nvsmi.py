@@ -448,7 +448,14 @@ def _parse_body(
     nics = [d for d in devices if not _is_gpu(d)]
     if devices != gpus + nics:
         raise ParseError("GPU columns must come before NIC columns", line=header_index + 1, source=source)
+    if not gpus:
+        raise ParseError("the matrix header names no GPU", line=header_index + 1, source=source)
     rows, end = _logical_rows(lines, header_last + 1, devices, 1 + len(devices) + len(trailing))
+    after = lines[end].split()[:1] if end < len(lines) else []
+    if after and _is_gpu(after[0]) and after[0] not in devices:
+        raise ParseError(
+            f"row {after[0]} is not a device of the header (was the header cut?)", line=end + 1, source=source
+        )
     by_device: dict[str, tuple[int, list[str]]] = {}
     for at, (lineno, text) in enumerate(rows):
         tokens = text.split()
