@@ -39,3 +39,56 @@ def test_healthy_run_with_info_lines_is_fitted() -> None:
     tables = compare_nccl_tests(_log(_info(NVLS_OFF), 330.0)).tables
     fit = fit_calibration(tables)
     assert fit.calibration.intra_scale == 1.0
+
+
+def test_each_knob_comes_with_its_uncertainty(all_case_text: dict[str, str]) -> None:
+    # case_03 T7 (2 nodes, NCCL_ALGO=Ring): the network scale and the latency are determined, NVLink is not.
+    tables = compare_nccl_tests(all_case_text[CASE_03], tables=[7]).tables
+    fit = fit_calibration(tables)
+    assert fit.uncertainty["intra_scale"] is None  # not determined: no error quoted
+    for key in ("inter_scale", "latency_scale"):
+        error = fit.uncertainty[key]
+        assert error is not None and 0 < error < getattr(fit.calibration, key)
+    assert set(fit.to_dict()["uncertainty"]) == {"intra_scale", "inter_scale", "latency_scale",
+                                                 "extra_inter_latency_s"}  # fmt: skip
+
+
+def test_fit_reports_the_algorithm_and_protocol_the_rows_ran(all_case_text: dict[str, str]) -> None:
+    # T7 sets NCCL_ALGO=Ring: every fitted row is a ring row, whatever protocol NCCL picked per size.
+    (t7,) = compare_nccl_tests(all_case_text[CASE_03], tables=[7]).tables
+    fit = fit_calibration([t7])
+    assert fit.paths and all(path.startswith("ring/") for path in fit.paths)
+    assert sum(fit.paths.values()) == sum(r.used for r in fit.rows)
+    # a log saying NVLS is unavailable is fitted on the paths NCCL can run there (no NVLS)
+    tables = compare_nccl_tests(_log(_info(NVLS_OFF), 330.0)).tables
+    assert not any(p.startswith("nvls") for p in fit_calibration(tables).paths)
+
+
+def test_a_knob_at_the_bound_of_the_fit_is_reported(all_case_text: dict[str, str]) -> None:
+    # T7 reaches 392.7 GB/s on 8 x 400G: 49.1 GB/s per NIC, above the catalogue's ConnectX-7 payload rate
+    # (50 GB/s x 0.983, nics.yaml); the network scale stops at line rate (1/0.983) and says so.
+    tables = compare_nccl_tests(all_case_text[CASE_03], tables=[7]).tables
+    fit = fit_calibration(tables)
+    assert "inter_scale" in fit.at_bound
+    assert fit.calibration.inter_scale == pytest.approx(1 / 0.983, rel=2e-3)
+    assert "intra_scale" not in fit.at_bound  # not fitted, so never "at a bound"
+
+
+def test_non_finite_times_give_one_line(tmp_path: pytest.TempPathFactory) -> None:
+    from typer.testing import CliRunner
+
+    from aifabric.cli.app import app
+
+    rows = []
+    for line in _log([], 330.0).split("\n"):
+        parts = line.split()
+        if parts and parts[0].isdigit() and len(parts) > 9:
+            parts[5] = parts[9] = "nan"
+            line = "  ".join(parts)
+        rows.append(line)
+    path = tmp_path / "nan.txt"  # type: ignore[operator]
+    path.write_text("\n".join(rows))
+    result = CliRunner().invoke(app, ["calibrate", str(path)])
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "is not a number" in lines[0] and "Traceback" not in result.output

@@ -536,6 +536,15 @@ def calibrate(
         markup=True,
     )
     console.print("  " + ", ".join(_knob_text(fit, k) for k in PARAMETERS), highlight=False)
+    paths = ", ".join(f"{path} ({n} rows)" for path, n in fit.paths.items())
+    console.print(f"  fitted on rows run as: {paths}", highlight=False, markup=False)
+    for key in fit.at_bound:
+        console.print(
+            f"  warning: {key} ended at a bound of the fit: the rows wanted it further, so the model "
+            "(not the fabric) is the suspect; check the cluster and the log's settings",
+            highlight=False,
+            markup=False,
+        )
     held = fit.rms_held_out
     console.print(
         f"  residual RMS ln(model/measured): {fit.rms_fit:.3f} over {sum(r.used for r in fit.rows)} fitted "
@@ -569,9 +578,11 @@ def _knob_text(fit, key: str) -> str:  # noqa: ANN001  (a CalibrationFit; the mo
     if not fit.determined.get(key, True):
         kept = f"{NEUTRAL[key]:.1f}" if key.endswith("_scale") else f"{NEUTRAL[key] * 1e6:g} us"
         return f"{key} not determined (kept at {kept})"
+    error = fit.uncertainty.get(key)
     if key == "extra_inter_latency_s":
-        return f"extra_inter_latency {value * 1e6:.2f} us"
-    return f"{key} {value:.4f}"
+        plus = f" +/- {error * 1e6:.2f}" if error is not None else ""
+        return f"extra_inter_latency {value * 1e6:.2f}{plus} us"
+    return f"{key} {value:.4f}" + (f" +/- {error:.4f}" if error is not None else "")
 
 
 def _default_name(comparisons: Sequence[TableComparison]) -> str:

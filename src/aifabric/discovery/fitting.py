@@ -26,7 +26,20 @@ about 0.2 in all. It is kept at NCCL's value (:data:`NEUTRAL`), the others are r
 "not determined (kept at 1.0)" instead of quoting a value the prior chose.
 
 Bounds: latency scale 0.25-8, extra latency 0-200 us, bandwidth scales from 0.2 up to the line rate (a scale
-that made a 400 Gb/s NIC carry more than 50 GB/s, or NVLink more than its signalling rate, is refused).
+that made a 400 Gb/s NIC carry more than 50 GB/s, or NVLink more than its signalling rate, is refused). A
+fitted knob within 1 % of a bound (0.1 us for the extra latency) is reported (:attr:`CalibrationFit.at_bound`): the rows
+wanted it further, so the model, not the fabric, is the suspect.
+
+Each determined knob comes with its standard error (:attr:`CalibrationFit.uncertainty`), from the
+Gauss-Newton covariance at the solution, rows and prior together::
+
+    cov = s^2 (J^T J + diag(1 / width^2))^-1,     s^2 = sum(r_i^2) / max(1, n - p)
+
+with ``J`` the sensitivities of the weighted residuals to the free knobs (central differences), ``n`` rows
+and ``p`` free knobs; a scale's error is its value times the error of its logarithm. The rows are predicted
+with the algorithm and protocol the run used -- the log's ``NCCL_ALGO``/``NCCL_PROTO`` and INFO lines
+(NVLS unavailable), else the model's choice of NCCL's -- and the fit reports how many rows each took
+(:attr:`CalibrationFit.paths`), so that a profile fitted on Ring rows is not read as one for NVLS.
 """
 
 from __future__ import annotations
@@ -159,6 +172,12 @@ class CalibrationFit:
         on 1 GB rows) is kept at NCCL's value, :data:`NEUTRAL`, and reported as not determined.
     window : str
         The size window in words (``"64 MiB and up"``), empty without one.
+    uncertainty : dict
+        Standard error of each determined knob in its own units (scales, seconds); None where not determined.
+    at_bound : tuple of str
+        Fitted knobs within 1 % of a bound of the fit's box.
+    paths : dict
+        ``"ring/Simple"`` -> rows fitted that NCCL ran (or the model predicts it runs) that way.
     """
 
     calibration: Calibration
@@ -168,6 +187,9 @@ class CalibrationFit:
     n_evaluations: int
     determined: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(PARAMETERS, True))
     window: str = ""
+    uncertainty: dict[str, float | None] = field(default_factory=dict)
+    at_bound: tuple[str, ...] = ()
+    paths: dict[str, int] = field(default_factory=dict)
 
     @property
     def undetermined(self) -> tuple[str, ...]:
@@ -200,6 +222,9 @@ class CalibrationFit:
             "message": self.message,
             "n_evaluations": self.n_evaluations,
             "determined": dict(self.determined),
+            "uncertainty": dict(self.uncertainty),
+            "at_bound": list(self.at_bound),
+            "paths": dict(self.paths),
             "size_window": self.window or None,
             "rows": [r.to_dict() for r in self.rows],
         }
@@ -488,5 +513,41 @@ def fit_calibration(
         residual_rms=round(provisional.rms_fit, 6),
     )
     determined = {k: bool(ok) for k, ok in zip(PARAMETERS, seen, strict=True)}
+    errors = _uncertainty(weighted, x, seen)
+    paths: dict[str, int] = {}
+    for comp, i in used:
+        predicted = comp.rows[i].predicted
+        key = f"{predicted.algorithm}/{predicted.protocol}"
+        paths[key] = paths.get(key, 0) + 1
     return CalibrationFit(final, provisional.rows, provisional.success, provisional.message, evaluations,
-                          determined, window)  # fmt: skip
+                          determined, window, errors, _at_bound(x, seen, low, high), paths)  # fmt: skip
+
+
+def _uncertainty(weighted: Any, x: np.ndarray, free: np.ndarray) -> dict[str, float | None]:
+    """Standard error of each free knob, in its own units (see the module docstring); None for the others."""
+    out: dict[str, float | None] = dict.fromkeys(PARAMETERS, None)
+    index = np.flatnonzero(free)
+    if index.size == 0:
+        return out
+    r = weighted(x)
+    jac = np.empty((r.size, index.size))
+    for col, j in enumerate(index):
+        xp, xm = x.copy(), x.copy()
+        xp[j] += _FD_STEP[j]
+        xm[j] -= _FD_STEP[j]
+        jac[:, col] = (weighted(xp) - weighted(xm)) / (2 * _FD_STEP[j])
+    s2 = float(np.sum(r**2)) / max(1, r.size - index.size)
+    info = jac.T @ jac + np.diag(1.0 / _PRIOR_WIDTH[index] ** 2)
+    cov = s2 * np.linalg.inv(info)
+    for col, j in enumerate(index):
+        sigma = math.sqrt(max(0.0, float(cov[col, col])))
+        key = PARAMETERS[j]
+        out[key] = math.exp(x[j]) * sigma if key.endswith("_scale") else sigma * 1e-6
+    return out
+
+
+def _at_bound(x: np.ndarray, free: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[str, ...]:
+    """Free knobs within 1 % of the box (a scale within a factor 1.01, the extra latency within 0.1 us)."""
+    tolerance = np.array([0.01, 0.01, 0.01, 0.1])
+    near = (np.abs(x - low) <= tolerance) | (np.abs(high - x) <= tolerance)
+    return tuple(k for k, f, n in zip(PARAMETERS, free, near, strict=True) if f and n)
