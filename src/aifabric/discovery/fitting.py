@@ -27,8 +27,8 @@ about 0.2 in all. It is kept at NCCL's value (:data:`NEUTRAL`), the others are r
 
 Bounds: latency scale 0.25-8, extra latency 0-200 us, bandwidth scales from 0.2 up to the line rate (a scale
 that made a 400 Gb/s NIC carry more than 50 GB/s, or NVLink more than its signalling rate, is refused). A
-fitted knob within 1 % of a bound (0.1 us for the extra latency) is reported (:attr:`CalibrationFit.at_bound`): the rows
-wanted it further, so the model, not the fabric, is the suspect.
+fitted knob within 1 % of a bound (0.1 us for the extra latency) is reported
+(:attr:`CalibrationFit.at_bound`): the rows wanted it further, so the model, not the fabric, is the suspect.
 
 Each determined knob comes with its standard error (:attr:`CalibrationFit.uncertainty`), from the
 Gauss-Newton covariance at the solution, rows and prior together::
