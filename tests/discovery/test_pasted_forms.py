@@ -53,6 +53,7 @@ FORMS = [
     ("srun -N --ntasks-per-node", ["srun -N 4 --ntasks-per-node=8 ./all_reduce_perf -b 4G -e 4G",
                                    HEADER, ROW_16], (32, 4)),
     ("torchrun", ["torchrun --nnodes=2 --nproc_per_node=8 all_reduce_perf -b 4G", HEADER, ROW_16], (16, 2)),
+    ("-t 2 -g 4 command options", ["./all_reduce_perf -b 4G -e 4G -t 2 -g 4", HEADER, ROW_8], (8, None)),
     ("-g 8 header option", ["./all_reduce_perf -b 4G -e 4G -g 8",
                             "# nThread 1 nGpus 8 minBytes 4294967296 maxBytes 4294967296 step: 2(factor)",
                             HEADER, ROW_8], (8, None)),
@@ -101,6 +102,8 @@ PLAIN = [PARAMS.replace("nGpus 1", "nGpus 8"), HEADER, ROW_8, "# Out of bounds v
         ("syslog-like time and tag", lambda ls: [f"[10:00:01] [1,0]<stdout>:{x}" for x in ls]),
         ("CRLF", lambda ls: [f"{x}\r" for x in ls]),
         ("no header", lambda ls: [x for x in ls if not x.startswith("#       size")]),
+        ("wrapped at 60 columns", lambda ls: _wrap(ls, 60)),
+        ("wrapped at 80 columns, tagged", lambda ls: _wrap([f"[1,0]<stdout>:{x}" for x in ls], 80)),
     ],
 )
 def test_layouts(layout: str, transform) -> None:  # noqa: ANN001
@@ -110,8 +113,54 @@ def test_layouts(layout: str, transform) -> None:  # noqa: ANN001
     t = tables[0]
     assert t.n_ranks == 8 and len(t.rows) == 1
     assert t.rows[0].out_of_place is not None and t.rows[0].out_of_place.time_s == pytest.approx(15870e-6)
-    assert t.rows[0].line == 1 + next(i for i, x in enumerate(lines) if "4294967296    1073741824" in x)
+    assert t.rows[0].line == 1 + next(i for i, x in enumerate(lines) if "4294967296    " in x)
     assert t.avg_busbw_bytes_per_s == pytest.approx(473.6e9)
+    # the verdict of every layout: one DGX H100 at 473.6 GB/s is healthy (NVIDIA/nccl-tests #290); the same
+    # row at half the time's busbw (2x the time) is not, and its cause is a scale-up one
+    command = "./all_reduce_perf -b 4G -e 4G -g 8"
+    assert compare_nccl_tests("\n".join([command, *lines]) + "\n").tables[0].verdict == "healthy", layout
+    slow = transform([x.replace("15870", "31740").replace("15773", "31546") for x in PLAIN])
+    verdict = compare_nccl_tests("\n".join([command, *slow]) + "\n").tables[0].verdict
+    assert verdict in ("nvls_off", "nvlink_degraded"), layout
+
+
+def _wrap(lines: list[str], width: int) -> list[str]:
+    """``lines`` as a terminal ``width`` columns wide prints them (long lines cut into pieces)."""
+    out = []
+    for line in lines:
+        out += [line[i : i + width] for i in range(0, max(1, len(line)), width)]
+    return out
+
+
+# Each collective's table, rows built at the model's own time (healthy) and at 2x it (flagged): one node of
+# 8 H100 for every collective nccl-tests prints (issue 9 item 3).
+@pytest.mark.parametrize(
+    ("binary", "op", "redop", "root", "count_div"),
+    [
+        ("all_gather_perf", "all_gather", "none", -1, 32),
+        ("reduce_scatter_perf", "reduce_scatter", "sum", -1, 32),
+        ("alltoall_perf", "all_to_all", "none", -1, 4),
+        ("broadcast_perf", "broadcast", "none", 0, 4),
+        ("sendrecv_perf", "send_recv", "sum", -1, 4),
+    ],
+)
+def test_every_collective_table_gets_a_verdict(
+    binary: str, op: str, redop: str, root: int, count_div: int
+) -> None:
+    size = 1 << 30
+    lines = [f"$ ./{binary} -b 1G -e 1G -g 8", *(_rank(r, "host-a") for r in range(8)), HEADER]
+
+    def log(time_us: float) -> str:
+        row = (f"  {size}  {size // count_div}  float  {redop}  {root}  {time_us:.1f}  1.00  1.00  0  "
+               f"{time_us:.1f}  1.00  1.00  0")  # fmt: skip
+        return "\n".join([*lines, row]) + "\n"
+
+    probe = compare_nccl_tests(log(1000.0)).tables[0]
+    assert probe.op == op and probe.table.n_ranks == 8 and probe.n_nodes == 1
+    model_us = probe.rows[0].predicted.time_s * 1e6
+    assert compare_nccl_tests(log(model_us)).tables[0].verdict == "healthy"
+    slow = compare_nccl_tests(log(2 * model_us)).tables[0]
+    assert slow.rows[0].flagged and slow.verdict != "healthy"
 
 
 def test_several_tables_and_missing_in_place_half() -> None:

@@ -11,6 +11,12 @@ and result rows printed without their ``#  size  count  type ...`` header (the h
 not copied) get nccl-tests' own header, chosen by the number of fields of the first row (13: both halves;
 9: out-of-place only, as ``-z``/``blocking`` runs or a cut paste print). Line numbers in the tables and in
 errors are those of the pasted text.
+
+Lines a terminal wrapped at a fixed width ``W`` (the longest line of the paste) are joined back: a line of
+exactly ``W`` characters continues on the next when it is a result row with fewer than 13 fields and the two
+together have at most 13, or a ``#`` line (the header, the parameters) followed by a line that starts
+neither a ``#`` line, a row nor an NCCL log line. Pieces are joined as printed, so a field cut in two is
+whole again.
 """
 
 from __future__ import annotations
@@ -66,8 +72,7 @@ def parse_pasted(
         without header has a field count no nccl-tests table prints, or more than :data:`MAX_HEADERS`
         headers are missing.
     """
-    lines = [clean_line(raw.rstrip("\r")) for raw in decode(text, source).split("\n")]
-    origin = list(range(1, len(lines) + 1))  # pasted line of each line parsed
+    lines, origin = _unwrap([raw.rstrip("\r") for raw in decode(text, source).split("\n")])
     for _ in range(MAX_HEADERS + 1):
         try:
             tables = parse_nccl_tests("\n".join(lines), source, collective=collective)
@@ -83,6 +88,40 @@ def parse_pasted(
             continue
         return [_renumbered(t, origin) for t in tables]
     raise ParseError(f"more than {MAX_HEADERS} tables without a header", source=source)
+
+
+_ROW_FIELDS = 13  # the most fields an nccl-tests result row has (both halves)
+_LOG_LINE = re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL |NCCL (?:INFO|WARN)")
+
+
+def _unwrap(raw: list[str]) -> tuple[list[str], list[int]]:
+    """Cleaned lines with terminal-wrapped pieces joined (module docstring), and the pasted line of each."""
+    width = max((len(r) for r in raw), default=0)
+    lines: list[str] = []
+    origin: list[int] = []
+    i = 0
+    while i < len(raw):
+        line, start = clean_line(raw[i]), i + 1
+        while width >= 40 and len(raw[i]) == width and i + 1 < len(raw) and _continues(line, raw[i + 1]):
+            i += 1
+            line += raw[i]
+        lines.append(line)
+        origin.append(start)
+        i += 1
+    return lines, origin
+
+
+def _continues(line: str, nxt: str) -> bool:
+    """Whether ``nxt`` is the rest of ``line``, wrapped by a terminal (see the module docstring)."""
+    tokens, more = line.split(), nxt.split()
+    if not tokens or not more or clean_line(nxt) != nxt:  # a tag or timestamp starts a line of its own
+        return False
+    if tokens[0].isdigit():  # a result row: short of its fields, and the rest fits
+        return len(tokens) < _ROW_FIELDS and len(tokens) + len(more) - 1 <= _ROW_FIELDS
+    starts_row = more[0].isdigit() and len(more) >= 8
+    if tokens[0].startswith("#"):
+        return not more[0].startswith("#") and not starts_row and not _LOG_LINE.search(nxt)
+    return False
 
 
 def _moved(err: ParseError, origin: list[int]) -> ParseError:
