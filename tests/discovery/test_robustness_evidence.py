@@ -10,6 +10,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.discovery.test_evidence_compare import NVLS_OFF, _info, _log
+from tests.discovery.test_known_causes import BANNER_2193, DEVINFO_1024, QP_2048
 
 from aifabric.discovery.compare import compare_nccl_tests
 from aifabric.discovery.nccl_info import parse_nccl_info
@@ -26,6 +27,9 @@ HAND = (
     _log(_info(NVLS_OFF), 330.0),
     _log(_info(NVLS_OFF, gdr=False), 120.0),
     _log(_info(NVLS_OFF, network="Socket", gdr=False, nodes=4), 8.0, n_ranks=32, n_nodes=4),
+    # MTU 2048 on the QPs with GDR off (test_known_causes.py), and NCCL 2.19.3 on 8 nodes (NVIDIA/nccl #1112)
+    _log(_info(NVLS_OFF, QP_2048, DEVINFO_1024, gdr=False), 120.0),
+    _log([BANNER_2193], 104.0, n_ranks=64, n_nodes=8),
 )
 TAGS = ("[1,0]<stdout>:", "[0] ", "0: ", "2024-03-01T10:00:00Z ", "[10:00:01] ", "[default0]:")
 
