@@ -31,6 +31,9 @@ from aifabric.discovery.nvsmi import TopoMatrix
 
 from .conftest import CASE_01, CASE_03, CASE_08, CASE_13, CASE_17, CASE_31, DATA
 
+CASE_21 = "case_21_aws_p4d_p5_nccl_topology_xml.txt"
+CASE_26 = "case_26_a30_pcie_two_nics_phb_no_pcie_switch.txt"
+
 GOLDEN = Path(__file__).parent / "golden"
 REGENERATE = os.environ.get("AIFABRIC_REGENERATE_GOLDEN") == "1"
 
@@ -75,9 +78,9 @@ def _layouts(text: str, source: str) -> Any:
 #: (its hand-written logs are in test_nccl_info.py).
 PARSERS: dict[str, tuple[Callable[[str, str], Any], tuple[str, ...]]] = {
     "nccl_tests": (_tables, (CASE_01, CASE_03, CASE_08, CASE_13, CASE_31)),
-    "nccl_xml": (_xml, (CASE_17,)),
-    "nvsmi": (_nvsmi, (CASE_08,)),
-    "node_layout": (_layouts, (CASE_08, CASE_17)),
+    "nccl_xml": (_xml, (CASE_17, CASE_21)),
+    "nvsmi": (_nvsmi, (CASE_08, CASE_26)),
+    "node_layout": (_layouts, (CASE_08, CASE_17, CASE_21, CASE_26)),
 }
 CASES = [(parser, case) for parser, (_, cases) in PARSERS.items() for case in cases]
 
