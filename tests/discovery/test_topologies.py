@@ -291,3 +291,20 @@ def test_damaged_matrices_are_read_or_refused_in_one_line() -> None:
             assert len(node.layout.gpus) == 8  # both matrices have 8 GPUs: never fewer read silently
 
     run()
+
+
+def test_inspect_cli_scores_a_cut_matrix_and_says_what_is_missing(tmp_path) -> None:  # noqa: ANN001
+    import json
+
+    from typer.testing import CliRunner
+
+    from aifabric.cli.app import app
+
+    path = tmp_path / "cut.txt"
+    path.write_text("\n".join(_matrix_lines(CASE_08)[:9]) + "\n")  # the NIC rows cut
+    runner = CliRunner()
+    text = runner.invoke(app, ["inspect", str(path), "--gpu", "b200"])
+    assert text.exit_code == 0, text.output
+    assert "partial input: rows NIC0" in " ".join(text.output.split())
+    data = json.loads(runner.invoke(app, ["inspect", str(path), "--gpu", "b200", "--json"]).stdout)
+    assert data[0]["missing"] and data[0]["missing"][0].startswith("rows NIC0")

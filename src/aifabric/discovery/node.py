@@ -121,6 +121,7 @@ class NodeInspection:
             "line": lay.line,
             "gpus": list(lay.gpus),
             "nics": {n: lay.nic_names.get(n, n) for n in lay.nics},
+            "missing": list(lay.missing),
             "accelerator": self.accelerator,
             "nic_speed_bytes_per_s": self.nic_speed_bytes_per_s,
             "nvlink_groups": [

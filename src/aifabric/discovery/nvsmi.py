@@ -224,7 +224,7 @@ class TopoMatrix:
         after the GPU rows (the GPU rows already give every GPU-NIC path), columns cut at the right (a
         header or rows cut at a fixed width: the NICs whose column no GPU row reaches are dropped) and the
         affinity columns cut. Lines wrapped by a terminal are joined: a line that does not start with a
-        device label continues the row above it (the header continues until the ``GPU0`` row).
+        device label continues the row above it (the header continues until the first row).
 
         Raises
         ------
