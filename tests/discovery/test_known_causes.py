@@ -115,3 +115,51 @@ def test_regression_needs_the_nodes_it_was_seen_on() -> None:
     assert regression_for("2.19.3", "all_gather", 8, nvls) is None
     assert regression_for(None, "all_reduce", 8, nvls) is None
     assert regression_for("not a version", "all_reduce", 8, nvls) is None
+
+
+# -- a collapse is not blamed on the ramp --------------------------------------------------------------------
+
+
+def _vm_sweep(plateau_gb_s: float) -> str:
+    """One 8-GPU node swept 1 MiB .. 8 GiB whose busbw ramps (doubling per size) to ``plateau_gb_s``."""
+    header = (
+        "#       size         count      type   redop    root     time   algbw   busbw #wrong     time"
+        "   algbw   busbw #wrong"
+    )
+    ranks = [f"#  Rank {r:2d} Group  0 Pid {100 + r} on vm-1 device {r} [0x{r:02x}] NVIDIA H100 80GB HBM3"
+             for r in range(8)]  # fmt: skip
+    rows = []
+    for k in range(20, 34):
+        size = 1 << k
+        bus = min(plateau_gb_s, 3.0 * 2 ** (k - 20))
+        alg = bus / (2 * 7 / 8)
+        t = size / (alg * 1e9) * 1e6
+        rows.append(
+            f"{size} {size // 4} float sum -1 {t:.1f} {alg:.2f} {bus:.2f} 0 {t:.1f} {alg:.2f} {bus:.2f} 0"
+        )
+    return "\n".join(["./all_reduce_perf -b 1M -e 8G -g 8", *ranks, header, *rows]) + "\n"
+
+
+def test_a_vm_collapse_is_not_blamed_on_fewer_channels() -> None:
+    # NVIDIA/nccl-tests #256: an 8-GPU H200 VM without GPU peer-to-peer reaches ~55 GB/s busbw where bare
+    # metal reaches 459-489. The issue: the rows above 32 MB were blamed on "fewer channels" (the ramp), and
+    # NVLS off (which leaves the ~370 GB/s ring figure) was offered for 55 GB/s.
+    table = compare_nccl_tests(_vm_sweep(55.0)).tables[0]
+    assert table.verdict == "nvlink_degraded"
+    assert "VM without GPU peer-to-peer" in describe_cause("nvlink_degraded")
+    mid = [r for r in table.rows if 32 << 20 <= r.size_bytes < 1 << 30]
+    assert mid and all(r.causes[0] == "nvlink_degraded" for r in mid)
+    assert all("nvls_off" not in r.causes for r in table.rows)
+
+
+def test_a_healthy_sweep_keeps_the_ramp_on_mid_sizes() -> None:
+    # One DGX H100 at the 474 GB/s plateau (NVIDIA/nccl-tests #290): healthy; its slow mid sizes stay "ramp".
+    table = compare_nccl_tests(_vm_sweep(474.0)).tables[0]
+    assert table.verdict == "healthy"
+    assert all(r.causes[:1] in ((), ("ramp",), ("latency_local",), ("latency_model",)) for r in table.rows)
+
+
+def test_nvls_off_is_offered_at_the_ring_figure() -> None:
+    # ~370 GB/s on one H100 node is the ring figure: NVLS not in use (NCCL maintainer, nccl-tests #212, #309)
+    table = compare_nccl_tests(_vm_sweep(370.0)).tables[0]
+    assert table.verdict == "nvls_off"
