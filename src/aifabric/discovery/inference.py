@@ -12,7 +12,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.errors import ConfigError, ParseError
-from aifabric.inputs import load_yaml_text
+from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_nic_bandwidth
 
 __all__ = [
@@ -71,8 +70,9 @@ _GPU_NAMES: tuple[tuple[str, str | None], ...] = (
 def _instance_names() -> tuple[tuple[str, str], ...]:
     """(pattern, catalogue key) of every cloud instance type in ``catalog/data/cloud_instances.yaml``."""
     where = "catalog/data/cloud_instances.yaml"
-    text = resources.files("aifabric.catalog").joinpath("data", "cloud_instances.yaml").read_text()
-    raw = load_yaml_text(text, where)
+    raw = load_package_yaml("aifabric.catalog", "data/cloud_instances.yaml")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping of instance types")
     out = []
     for key, entry in raw.items():
         if not isinstance(entry, dict) or not {"pattern", "accelerator", "source"} <= set(entry):

@@ -13,10 +13,9 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_yaml_text
+from aifabric.package_data import load_package_yaml
 
 __all__ = ["Regression", "known_regressions", "regression_for", "version_key"]
 
@@ -75,9 +74,11 @@ def known_regressions() -> tuple[Regression, ...]:
     ConfigError
         If an entry lacks a field or names a version that is not one.
     """
-    text = resources.files("aifabric.catalog").joinpath("data", "nccl_regressions.yaml").read_text()
+    raw = load_package_yaml("aifabric.catalog", "data/nccl_regressions.yaml")
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{_WHERE}: expected a mapping of regressions")
     out = []
-    for key, entry in load_yaml_text(text, _WHERE).items():
+    for key, entry in raw.items():
         if not isinstance(entry, dict) or set(entry) != set(_FIELDS):
             raise ConfigError(f"{_WHERE}: {key}: needs exactly the fields {', '.join(_FIELDS)}")
         try:
