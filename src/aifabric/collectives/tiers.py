@@ -109,6 +109,8 @@ class TierModel:
     tuning_row: str = "hopper"
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
     collnet: bool = False  # CollNet (SHARP) on: NCCL_COLLNET_ENABLE=1, SHARP switches (nccl_env.env_tiers)
+    nics_per_gpu: int = 0  # scale-out NICs per GPU (0: no scale-out network)
+    nic_line_gbps: float = 0.0  # one NIC's line rate, GB/s per direction (what NCCL reads as its speed)
 
     @property
     def nccl(self) -> bool:
@@ -129,6 +131,8 @@ def tier_model(
     efficiency: str = "nccl",
     calibration: Any | None = None,
     nccl_version: str | None = None,
+    min_nchannels: int | None = None,
+    max_nchannels: int | None = None,
 ) -> TierModel:
     """The :class:`TierModel` of ``spec`` under a bandwidth convention and efficiency.
 
@@ -146,6 +150,10 @@ def tier_model(
     nccl_version : str, optional
         The NCCL release whose tuning tables apply (``"2.21.5"``, ``"2.21"``); default: the newest recorded
         (:func:`aifabric.catalog.nccl.nccl_release`).
+    min_nchannels, max_nchannels : int, optional
+        ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS``: bounds on the communicator's channels
+        (:func:`aifabric.catalog.nccl.comm_channels`), which set the channels a call runs on
+        (:func:`call_bandwidth`).
 
     Raises
     ------
@@ -202,30 +210,41 @@ def tier_model(
         hop_latency_s=link.hop_latency_s,
         release=release,
         tuning_row=(row := _tuning_row(release, acc.arch)),
-        channels=_comm_channels(spec, release, row),
+        channels=_comm_channels(spec, release, row, min_nchannels, max_nchannels),
+        nics_per_gpu=spec.scale_out.nics_per_gpu if spec.scale_out else 0,
+        nic_line_gbps=(
+            spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu / 1e9 if spec.scale_out else 0.0
+        ),
     )
 
 
-def _comm_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int, int]:
+def _comm_channels(
+    spec: ClusterSpec, release: NcclRelease, row: str, lo: int | None, hi: int | None
+) -> tuple[int, int]:
     """NCCL's communicator channels on one domain and across domains (:func:`~aifabric.catalog.nccl.
-    search_channels` then :func:`~aifabric.catalog.nccl.comm_channels`), from the GPU's NCCL scale-up
+    search_channels` then :func:`~aifabric.catalog.nccl.comm_channels`, which applies
+    ``NCCL_MIN_NCHANNELS`` ``lo`` / ``NCCL_MAX_NCHANNELS`` ``hi``), from the GPU's NCCL scale-up
     bandwidth and the node's NICs at line rate (NCCL reads a NIC's speed as its line rate)."""
     nics = spec.gpus_per_node * spec.scale_out.nics_per_gpu if spec.scale_out else 0
     per_nic = spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu if spec.scale_out else 0.0
-    return _channels(release.version, row, spec.scaleup_effective_bytes_per_s / 1e9, nics, per_nic / 1e9)
+    gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
+    return _channels(release.version, row, gpu_gbps, nics, per_nic / 1e9, lo, hi)
 
 
 @cache
-def _channels(version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float) -> tuple[int, int]:
+def _channels(
+    version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float, lo: int | None, hi: int | None
+) -> tuple[int, int]:
     release = nccl_release(version)
     if not gpu_gbps > 0:
         return 1, 1
+    bounds = {"min_nchannels": lo, "max_nchannels": hi}
     n, s = search_channels(release, row, gpu_gbps=gpu_gbps)
-    one = comm_channels(release, row, search_channels=n, nnodes=1, ring_bw_intra_gbps=s)
+    one = comm_channels(release, row, search_channels=n, nnodes=1, ring_bw_intra_gbps=s, **bounds)
     if nics < 1 or not nic_gbps > 0:
         return one, one
     n, s = search_channels(release, row, gpu_gbps=gpu_gbps, nnodes=2, nics_per_node=nics, nic_gbps=nic_gbps)
-    return one, comm_channels(release, row, search_channels=n, nnodes=2, ring_bw_intra_gbps=s)
+    return one, comm_channels(release, row, search_channels=n, nnodes=2, ring_bw_intra_gbps=s, **bounds)
 
 
 def _torus_dims(spec: ClusterSpec) -> tuple[int, ...]:

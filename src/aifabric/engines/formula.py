@@ -194,7 +194,7 @@ def formula_collective(
     if not evals:
         asked = f"{forced.value if forced else None}/{proto.value if proto else None}"
         raise ValueError(f"algorithm: no algorithm/protocol left for {op.value} (asked {asked})")
-    evals.sort(key=lambda e: e.time_s)
+    evals.sort(key=lambda e: e.tuner_time_s)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
     return _result(op, message_bytes, comm, tm, best, evals)
 
