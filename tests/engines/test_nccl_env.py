@@ -61,7 +61,8 @@ def test_nccl_algo_prefix_grammar_and_all_to_all_unaffected():
 @pytest.mark.parametrize(
     "env,match",
     [
-        ({"NCCL_MAX_NCHANNELS": "4"}, "NCCL_MAX_NCHANNELS: the formula engine does not model"),
+        ({"NCCL_NET": "Socket"}, "NCCL_NET: the formula engine does not model"),
+        ({"NCCL_MAX_NCHANNELS": "0"}, "NCCL_MAX_NCHANNELS: expected an integer in 1..64"),
         ({"NCCL_ALGO": "foo"}, "NCCL_ALGO: unknown name 'foo'"),
         ({"NCCL_NVLS_ENABLE": "7"}, "NCCL_NVLS_ENABLE"),
     ],
