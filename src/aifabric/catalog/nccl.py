@@ -449,12 +449,11 @@ def nvls_chunk_bytes(
     ...     channels=16, heads=8)
     (65536, 131072)
     """
-    algo = Algorithm(algorithm) if algorithm in {a.value for a in Algorithm} else None
-    if algo not in (Algorithm.NVLS, Algorithm.NVLS_TREE):
+    if algorithm not in (Algorithm.NVLS, Algorithm.NVLS_TREE):
         raise ConfigError(f"algorithm: NVLS chunking applies to nvls and nvls_tree, not {algorithm!r}")
     if channels < 1 or heads < 1:
         raise ConfigError(f"nvls chunking: channels and heads must be >= 1, got {channels} and {heads}")
-    if algo is Algorithm.NVLS:
+    if algorithm == Algorithm.NVLS:
         chunk, shrink = release.nvls_chunk_bytes, release.nvls_chunk_shrink
     else:
         chunk, shrink = release.nvls_tree_chunk_bytes, release.nvls_tree_chunk_shrink

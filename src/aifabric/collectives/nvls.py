@@ -4,8 +4,9 @@ domains (``nvls_tree``). Hopper and later NVSwitch systems only (``TierModel.nvl
 from __future__ import annotations
 
 import math
+from functools import cache
 
-from aifabric.catalog.nccl import nvls_channels, nvls_chunk_bytes, nvls_heads
+from aifabric.catalog.nccl import nccl_release, nvls_channels, nvls_chunk_bytes, nvls_heads
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.ops import Collective
@@ -39,11 +40,18 @@ def nvls_fill_bytes(tm: TierModel, message_bytes: float, comm: Communicator) -> 
     """
     if not tm.nccl:
         return 0.0
-    rel, g = tm.release, comm.ranks_per_domain
-    nc = nvls_channels(rel, tm.tuning_row, nnodes=1, local_gpus=g, nic_gbps=tm.nic_line_gbps)
-    heads = nvls_heads(rel, local_gpus=g)
+    rel = tm.release
+    nc, heads = _nvls_shape(rel.version, tm.tuning_row, comm.ranks_per_domain, tm.nic_line_gbps)
     chunk = nvls_chunk_bytes(rel, Algorithm.NVLS.value, message_bytes, channels=nc, heads=heads)
     return (rel.nvls_pipeline_stages - 1) * min(message_bytes, nc * heads * chunk)
+
+
+@cache
+def _nvls_shape(version: str, row: str, g: int, nic_gbps: float) -> tuple[int, int]:
+    """(NVLS channels, heads) of one domain of ``g`` ranks, once per release and shape."""
+    rel = nccl_release(version)
+    nc = nvls_channels(rel, row, nnodes=1, local_gpus=g, nic_gbps=nic_gbps)
+    return nc, nvls_heads(rel, local_gpus=g)
 
 
 def nvls_tree_cap(tm: TierModel, comm: Communicator) -> float:
