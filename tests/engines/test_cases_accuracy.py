@@ -80,9 +80,15 @@ TABLES = {
     "03 T2 4 nodes": Table(C03, 1, H100[4], ((16, 128), (KiB, MiB)), ((512 * MiB, 16 * 2**30),)),
     # case_03 T4: reporter B, 2 of the 8 nodes, defaults: NVLS-tree under the cap as T1
     "03 T4 2 nodes": Table(C03, 3, H100[2], (), ((512 * MiB, 8 * 2**30),)),
-    # case_03 T7: reporter B, 2 nodes, NCCL_ALGO=Ring (NCCL_MIN_CTAS=24: all channels from 1 MiB)
+    # case_03 T7: reporter B, 2 nodes, NCCL_ALGO=Ring NCCL_IB_QPS_PER_CONNECTION=2 (2 x 16 channels over 8
+    # NICs: the NICs are full either way) (NCCL_MIN_CTAS=24, not modelled: all channels from 1 MiB)
     "03 T7 2 nodes ring": Table(
-        C03, 6, H100[2], (), ((32 * MiB, 8 * 2**30),), (("env", {"NCCL_ALGO": "Ring"}),)
+        C03,
+        6,
+        H100[2],
+        (),
+        ((32 * MiB, 8 * 2**30),),
+        (("env", {"NCCL_ALGO": "Ring", "NCCL_IB_QPS_PER_CONNECTION": "2"}),),
     ),
     # case_13 RAW 1 (Sheffield Bessemer docs): 4 x V100 PCIe Gen3 through the CPU, NCCL 2.8.3
     "13 V100 PCIe": Table(C13, 0, preset("v100-pcie-4gpu"), ((8, 4096),), ((8 * MiB, 128 * MiB),)),
