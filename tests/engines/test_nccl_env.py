@@ -81,10 +81,8 @@ def test_cli_env():
     assert '"algorithm": "ring"' in ok.output
     for args in (
         ["--env", "NCCL_ALGO"],
-        [
-            "--env",
-            "NCCL_IB_QPS_PER_CONNECTION=2",
-        ],  # not modelled (NCCL_SHM_DISABLE is now: test_transport_env)
+        # not modelled (NCCL_SHM_DISABLE is now: test_transport_env; the QPs: test_nccl_env_channels)
+        ["--env", "NCCL_NET=IB"],
         ["--env", "NCCL_PROTO=LL", "--engine", "links"],
     ):
         bad = runner.invoke(app, ["collective", "-c", "h100-ib-2node", "-s", "1MiB", *args])
