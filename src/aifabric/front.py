@@ -12,7 +12,7 @@ Examples
 >>> import aifabric as af
 >>> r = af.collective_time("all_reduce", "1 GiB", "dgx-h100-superpod", ranks=8)
 >>> r.algorithm, round(r.busbw_bytes_per_s / 1e9)
-('nvls', 480)
+('nvls', 465)
 >>> r.to_pandas().columns.tolist()
 ['algorithm', 'protocol', 'time_s']
 """

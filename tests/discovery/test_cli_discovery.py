@@ -67,7 +67,9 @@ def test_compare_table_and_plot(tmp_path: Path) -> None:
 def test_compare_flags_with_causes_and_json() -> None:
     r = run("nccl-tests", "compare", CASE_03, "-t", "3")
     assert r.exit_code == 0, r.stderr
-    assert "flagged 4 rows, 1 GiB .. 8 GiB" in r.stdout and "adaptive routing" in r.stdout
+    # 2 GiB is -12.7 % (ring 365 GB/s vs 319 measured; NVLS-tree under NCCL's per-channel cap, 8 x 45.5 x
+    # 64/126 = 185 GB/s algbw, is slower there), below the 15 % flag: the fabric rows are 1, 4 and 8 GiB
+    assert "flagged 3 rows, 1 GiB .. 8 GiB" in r.stdout and "adaptive routing" in r.stdout
     r = run("nccl-tests", "compare", CASE_03, "-t", "6")  # bracketed text must survive the console markup
     assert "[this run already sets NCCL_MIN_CTAS=24, NCCL_IB_QPS_PER_CONNECTION=2]" in r.stdout
     r = run("nccl-tests", "compare", CASE_01, "--json", "--no-nvls")

@@ -61,7 +61,8 @@ def test_nccl_algo_prefix_grammar_and_all_to_all_unaffected():
 @pytest.mark.parametrize(
     "env,match",
     [
-        ({"NCCL_MAX_NCHANNELS": "4"}, "NCCL_MAX_NCHANNELS: the formula engine does not model"),
+        ({"NCCL_NET": "Socket"}, "NCCL_NET: the formula engine does not model"),
+        ({"NCCL_MAX_NCHANNELS": "0"}, "NCCL_MAX_NCHANNELS: expected an integer in 1..64"),
         ({"NCCL_ALGO": "foo"}, "NCCL_ALGO: unknown name 'foo'"),
         ({"NCCL_NVLS_ENABLE": "7"}, "NCCL_NVLS_ENABLE"),
     ],
@@ -80,10 +81,8 @@ def test_cli_env():
     assert '"algorithm": "ring"' in ok.output
     for args in (
         ["--env", "NCCL_ALGO"],
-        [
-            "--env",
-            "NCCL_IB_QPS_PER_CONNECTION=2",
-        ],  # not modelled (NCCL_SHM_DISABLE is now: test_transport_env)
+        # not modelled (NCCL_SHM_DISABLE is now: test_transport_env; the QPs: test_nccl_env_channels)
+        ["--env", "NCCL_NET=IB"],
         ["--env", "NCCL_PROTO=LL", "--engine", "links"],
     ):
         bad = runner.invoke(app, ["collective", "-c", "h100-ib-2node", "-s", "1MiB", *args])

@@ -46,6 +46,8 @@ __all__ = [
     "nccl_release",
     "nccl_release_versions",
     "nvls_channels",
+    "nvls_chunk_bytes",
+    "nvls_heads",
     "nvls_support",
     "protocol_costs",
     "protocol_for",
@@ -148,6 +150,13 @@ class NcclRelease(_Frozen):
     nvls_min_channels: int = Field(ge=1)
     nvls_multi_node_requires_collnet: bool
     nvls_tree_min_nodes: int = Field(ge=2)
+    nvls_chunk_bytes: int = Field(ge=1)
+    nvls_tree_chunk_bytes: int = Field(ge=1)
+    nvls_tree_chunk_bytes_from_4_nodes: int | None = None
+    nvls_chunk_shrink: tuple[tuple[int, int], ...]
+    nvls_tree_chunk_shrink: tuple[tuple[int, int], ...]
+    nvls_pipeline_stages: int = Field(ge=1)
+    nvls_max_arity: int = Field(ge=1)
     blackwell_nvls_tree_channels: tuple[BlackwellNvlsTreeRule, ...] = ()
     algorithms: dict[Collective, tuple[Algorithm, ...]]
     nvls_archs: tuple[str, ...]
@@ -402,6 +411,58 @@ def nvls_channels(release: NcclRelease, arch: str, *, nnodes: int, local_gpus: i
             continue
         return rule.channels
     return release.nvls_channels["blackwell_multi_node"]
+
+
+def nvls_heads(release: NcclRelease, *, local_gpus: int, nics_per_node: int = 0) -> int:
+    """NVLS heads per node: ``min(NCCL_MAX_NVLS_ARITY, local_gpus)`` on one node (search.cc forces every
+    GPU to be a head), and across nodes also at most one head per NIC (search.cc: the NVLS search only
+    pairs NICs with GPUs to find the heads); at least 1."""
+    heads = min(release.nvls_max_arity, local_gpus)
+    if nics_per_node > 0:
+        heads = min(heads, nics_per_node)
+    return max(1, heads)
+
+
+def nvls_chunk_bytes(
+    release: NcclRelease, algorithm: str, nbytes: float, *, channels: int, heads: int, nnodes: int = 1
+) -> int:
+    """The chunk one (channel, NVLS head) moves per pipeline step, bytes (``enqueue.cc``
+    calcCollChunking).
+
+    NVLS starts at ``nvls_chunk_bytes``; NVLS-tree at ``nvls_tree_chunk_bytes``, capped at
+    ``nvls_tree_chunk_bytes_from_4_nodes`` from 4 nodes on. Then, for each ``(k, c)`` of the algorithm's
+    shrink list in order: ``chunk = c`` while ``nbytes < k x channels x heads x chunk`` and ``chunk > c``.
+
+    Raises
+    ------
+    ConfigError
+        An algorithm other than ``nvls`` / ``nvls_tree``, or non-positive channels or heads.
+
+    Examples
+    --------
+    8 x H100 on one node, 16 channels x 8 heads: 512 MiB < 64 x 128 x 128 KiB = 1 GiB runs 64 KiB chunks.
+
+    >>> r = nccl_release("2.30.3")
+    >>> nvls_chunk_bytes(r, "nvls", 2**29, channels=16, heads=8), nvls_chunk_bytes(r, "nvls", 2**30,
+    ...     channels=16, heads=8)
+    (65536, 131072)
+    """
+    if algorithm not in (Algorithm.NVLS, Algorithm.NVLS_TREE):
+        raise ConfigError(f"algorithm: NVLS chunking applies to nvls and nvls_tree, not {algorithm!r}")
+    if channels < 1 or heads < 1:
+        raise ConfigError(f"nvls chunking: channels and heads must be >= 1, got {channels} and {heads}")
+    if algorithm == Algorithm.NVLS:
+        chunk, shrink = release.nvls_chunk_bytes, release.nvls_chunk_shrink
+    else:
+        chunk, shrink = release.nvls_tree_chunk_bytes, release.nvls_tree_chunk_shrink
+        cap = release.nvls_tree_chunk_bytes_from_4_nodes
+        if cap is not None and nnodes >= 4:
+            chunk = min(chunk, cap)
+    ops = channels * heads
+    for k, c in shrink:
+        if nbytes < k * ops * chunk and chunk > c:
+            chunk = c
+    return chunk
 
 
 def channels_for(

@@ -165,7 +165,7 @@ def collective(
             "--env",
             help="formula engine: an NCCL variable as NAME=VALUE, repeatable (NCCL_ALGO, NCCL_PROTO, "
             "NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE, "
-            "NCCL_NET_GDR_LEVEL)",
+            "NCCL_NET_GDR_LEVEL, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_IB_QPS_PER_CONNECTION)",
         ),
     ] = None,
     trace: TraceOpt = None,

@@ -73,6 +73,7 @@ class Cost:
     bottleneck: str
     explain: Callable[[], str]  # the sentence, formatted only for the result a user sees
     time_s: float  # latency_s + sum(bandwidth_s.values()), set by make_cost
+    tuner_time_s: float  # what NCCL's tuner costs it (time_s less what its tables do not see): the pick
 
     @property
     def why(self) -> str:
@@ -88,12 +89,17 @@ def make_cost(
     bandwidth_s: dict[str, float],
     bottleneck: str,
     why: Callable[[], str],
+    unseen_by_tuner_s: float = 0.0,
 ) -> Cost:
-    """A :class:`Cost`; the latency is dropped under ``efficiency="line_rate"`` (textbook arithmetic)."""
+    """A :class:`Cost`; the latency is dropped under ``efficiency="line_rate"`` (textbook arithmetic).
+
+    ``unseen_by_tuner_s``: the part of the bandwidth seconds that NCCL's tuner (``tuning.cc``) does not
+    model (an NVLS pipeline's fill); NCCL picks on ``tuner_time_s = time_s - unseen_by_tuner_s`` and
+    runs for ``time_s``.
+    """
     latency = latency_s if tm.efficiency == "nccl" else 0.0
-    return Cost(
-        algorithm, protocol, latency, bandwidth_s, bottleneck, why, latency + sum(bandwidth_s.values())
-    )
+    time = latency + sum(bandwidth_s.values())
+    return Cost(algorithm, protocol, latency, bandwidth_s, bottleneck, why, time, time - unseen_by_tuner_s)
 
 
 def scaleup_bound(tm: TierModel, comm: Communicator) -> float:

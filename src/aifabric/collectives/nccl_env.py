@@ -1,9 +1,14 @@
-"""What a stated NCCL environment leaves the formula engine to choose from, and on which transports.
+"""What a stated NCCL environment leaves the formula engine to choose from, the channels it runs, and
+on which transports.
 
 ``NCCL_ALGO``, ``NCCL_PROTO``, ``NCCL_NVLS_ENABLE`` and ``NCCL_COLLNET_ENABLE`` (parsed and validated by
 :class:`aifabric.catalog.transport.NcclEnv`, NCCL's ``parseList`` grammar) restrict the algorithms and
 protocols the tuner compares, as NCCL's ``src/graph/tuning.cc`` does: the default prediction is NCCL's
-default choice, a stated ``NCCL_ALGO`` gives the tuned one (:func:`env_choice`).
+default choice, a stated ``NCCL_ALGO`` gives the tuned one (:func:`env_choice`). ``NCCL_MIN_NCHANNELS`` /
+``NCCL_MAX_NCHANNELS`` bound the communicator's channels (``connect.cc``; :func:`aifabric.catalog.nccl.
+comm_channels`) and ``NCCL_IB_QPS_PER_CONNECTION`` sets the streams per NIC
+(:func:`aifabric.collectives.tiers.nic_stream_factor`); :func:`aifabric.collectives.tiers.tier_model`
+takes them (:class:`EnvChoice`).
 
 ``NCCL_P2P_DISABLE``, ``NCCL_P2P_LEVEL``, ``NCCL_SHM_DISABLE`` and ``NCCL_NET_GDR_LEVEL`` (with the
 cluster's GPU-NIC path ``scale_out.nic_path``) choose the transports (:func:`aifabric.catalog.transport.
@@ -21,7 +26,7 @@ across nodes, GDR off       ``B_o x e_staging`` and ``+ a_staging`` per network 
 (nic_path > GDR level)      memory at each end); NCCL's tuner also drops LL128 (typeInter > PXB, tuning.cc)
 ==========================  ================================================================================
 
-The other ``NCCL_*`` variables NcclEnv reads (channels, QPs, plugin) are refused, not dropped.
+The other ``NCCL_*`` variables NcclEnv reads (the network plugin) are refused, not dropped.
 """
 
 from __future__ import annotations
@@ -50,6 +55,9 @@ MODELLED_VARIABLES = (
     "NCCL_P2P_LEVEL",
     "NCCL_SHM_DISABLE",
     "NCCL_NET_GDR_LEVEL",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_IB_QPS_PER_CONNECTION",
 )
 
 #: The variables that choose transports (:func:`env_tiers`).
@@ -72,10 +80,21 @@ _NCCL_NAME = {
 
 @dataclass(frozen=True)
 class EnvChoice:
-    """The registry algorithms a stated environment disables, and the protocols it leaves (None: all)."""
+    """The registry algorithms a stated environment disables, the protocols it leaves (None: all), and the
+    channel bounds and QPs per connection it sets (None: NCCL's default)."""
 
     disabled: frozenset[Algorithm]
     protocols: frozenset[Protocol] | None
+    min_nchannels: int | None = None
+    max_nchannels: int | None = None
+    ib_qps_per_connection: int | None = None
+
+    @property
+    def shapes_tiers(self) -> bool:
+        """True when the environment changes the tier model (channels or QPs), not only the choice."""
+        return any(
+            v is not None for v in (self.min_nchannels, self.max_nchannels, self.ib_qps_per_connection)
+        )
 
 
 def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
@@ -92,14 +111,15 @@ def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
     """
     _check(env)
     parsed = NcclEnv.from_mapping(env)
+    bounds = (parsed.min_nchannels, parsed.max_nchannels, parsed.ib_qps_per_connection)
     try:
         coll = nccl.Collective(op.value)
     except ValueError:  # all_to_all, send_recv: not NCCL_ALGO/NCCL_PROTO collectives
-        return EnvChoice(frozenset(), None)
+        return EnvChoice(frozenset(), None, *bounds)
     enabled = parsed.algorithms(coll)
     disabled = frozenset(a for a, name in _NCCL_NAME.items() if name not in enabled)
     protocols = None if parsed.proto is None else frozenset(Protocol(p.value) for p in parsed.protocols(coll))
-    return EnvChoice(disabled, protocols)
+    return EnvChoice(disabled, protocols, *bounds)
 
 
 @dataclass(frozen=True)

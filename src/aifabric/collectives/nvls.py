@@ -4,19 +4,75 @@ domains (``nvls_tree``). Hopper and later NVSwitch systems only (``TierModel.nvl
 from __future__ import annotations
 
 import math
+from functools import cache
 
+from aifabric.catalog.nccl import nccl_release, nvls_channels, nvls_chunk_bytes, nvls_heads
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import Protocol, TierModel, hw_latency_s
 
-__all__ = ["nvls_algbw", "nvls_cost", "nvls_tree_cost"]
+__all__ = ["nvls_algbw", "nvls_cost", "nvls_fill_bytes", "nvls_tree_cost", "nvls_tree_cap"]
 
 
 def nvls_algbw(tm: TierModel, g: int) -> float:
     """algbw of NVLS inside a domain of g ranks, bytes/s: ``B_i e (g - 1)/g`` (e = NCCL's nvlsEfficiency;
     e (g-1)/g = 1 under ``efficiency="line_rate"``)."""
     return tm.intra_bytes_per_s * (tm.nvls_efficiency * (g - 1) / g if tm.nccl else 1.0)
+
+
+def nvls_fill_bytes(tm: TierModel, message_bytes: float, comm: Communicator) -> float:
+    """Bytes' worth of time NVLS spends filling and draining its pipeline on one domain, bytes.
+
+    NCCL runs a one-node NVLS all_reduce as ``k`` concurrent warp groups per channel
+    (``nvls_pipeline_stages``: scatter, reduce+multicast, gather; ``all_reduce.h``), each step moving one
+    chunk per (channel, head). A pipeline of ``k`` stages over ``L`` steps takes ``L + k - 1`` step times,
+    so on top of ``S / algbw`` it costs ``k - 1`` steps, each one loop of ``nc x h x chunk`` bytes (or the
+    whole message when it is smaller)::
+
+        fill = (k - 1) x min(S, nc x h x chunk)
+
+    ``nc`` NVLS channels (:func:`~aifabric.catalog.nccl.nvls_channels`), ``h`` heads
+    (:func:`~aifabric.catalog.nccl.nvls_heads`), ``chunk`` from ``enqueue.cc``
+    (:func:`~aifabric.catalog.nccl.nvls_chunk_bytes`). 0 under ``efficiency="line_rate"``.
+
+    8 x H100, 256 MiB: 64 KiB chunks, fill = 2 x 16 x 8 x 64 KiB = 16 MiB.
+    """
+    if not tm.nccl:
+        return 0.0
+    rel = tm.release
+    nc, heads = _nvls_shape(rel.version, tm.tuning_row, comm.ranks_per_domain, tm.nic_line_gbps)
+    chunk = nvls_chunk_bytes(rel, Algorithm.NVLS.value, message_bytes, channels=nc, heads=heads)
+    return (rel.nvls_pipeline_stages - 1) * min(message_bytes, nc * heads * chunk)
+
+
+@cache
+def _nvls_shape(version: str, row: str, g: int, nic_gbps: float) -> tuple[int, int]:
+    """(NVLS channels, heads) of one domain of ``g`` ranks, once per release and shape."""
+    rel = nccl_release(version)
+    nc = nvls_channels(rel, row, nnodes=1, local_gpus=g, nic_gbps=nic_gbps)
+    return nc, nvls_heads(rel, local_gpus=g)
+
+
+def nvls_tree_cap(tm: TierModel, comm: Communicator) -> float:
+    """NCCL's per-channel NVLS-tree ceiling as an algbw, bytes/s (inf where the release has none).
+
+    ``tuning.cc`` (2.28.3 on) bounds each NVLS-tree channel's bus bandwidth by ``perChMaxNVLSTreeBw``
+    (column 2 nodes or >= 3 nodes), over the NVLS graph's ``h`` channels (one per head), and converts
+    bus to algorithm bandwidth with ``nRanks / nsteps`` (``nsteps = 2 (n - 1)``)::
+
+        algbw <= h x perChMaxNVLSTreeBw x n / (2 (n - 1))
+
+    2 x 8 H100 (h = 8, 57.7 GB/s): 8 x 57.7 x 16/30 = 246.2 GB/s (case 03 T1 measured 250.2).
+    """
+    table = tm.release.per_channel_max_nvls_tree_bw
+    cap = 0.0 if table is None or not tm.nccl else table[tm.tuning_row][min(comm.n_domains, 3) - 1]
+    if cap <= 0:
+        return math.inf
+    g = comm.ranks_per_domain
+    heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=g * tm.nics_per_gpu)
+    n = comm.n_ranks
+    return heads * cap * 1e9 * n / (2 * (n - 1))
 
 
 def nvls_cost(
@@ -26,11 +82,13 @@ def nvls_cost(
 
     ::
 
-        T = a_nvls + S / (B_i e (g - 1)/g)
+        T = a_nvls + (S + fill) / (B_i e (g - 1)/g)
 
-    with ``a_nvls`` NCCL's NVLS latency (25 us on NVLink) and ``e`` its nvlsEfficiency. Across N > 1
-    domains NCCL runs flat NVLS only with CollNet (``tm.collnet``): each GPU heads ``S / g`` and the SHARP
-    switches reduce it, so a domain's NICs carry S each way (:mod:`aifabric.collectives.collnet`)::
+    with ``a_nvls`` NCCL's NVLS latency (25 us on NVLink), ``e`` its nvlsEfficiency and ``fill`` the
+    pipeline's fill and drain on one domain (:func:`nvls_fill_bytes`: 2 loops of 16 x 8 x 64 KiB below
+    1 GiB on 8 x H100). Across N > 1 domains NCCL runs flat NVLS only with CollNet (``tm.collnet``): each
+    GPU heads ``S / g`` and the SHARP switches reduce it, so a domain's NICs carry S each way
+    (:mod:`aifabric.collectives.collnet`); no fill is added there::
 
         algbw = min( B_i e (g - 1)/g ,  g_min B_o ),   T = a_nvls + a_o + S / algbw
 
@@ -38,7 +96,8 @@ def nvls_cost(
 
     References
     ----------
-    NVIDIA/nccl 2.30.7 ``src/graph/tuning.cc`` (nvlsEfficiency, NVLS latencies).
+    NVIDIA/nccl 2.30.7 ``src/graph/tuning.cc`` (nvlsEfficiency, NVLS latencies), ``src/enqueue.cc``
+    (chunk size), ``src/device/all_reduce.h`` (pipeline stages).
 
     Examples
     --------
@@ -50,7 +109,7 @@ def nvls_cost(
     >>> c = nvls_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 2**32, Communicator.contiguous(spec),
     ...               tier_model(spec))
     >>> round(2**32 / c.time_s * 14 / 8 / 1e9)
-    482
+    478
     """
     g = comm.ranks_per_domain
     alg = nvls_algbw(tm, g)
@@ -73,7 +132,9 @@ def nvls_cost(
             )
         )
 
-    return make_cost(tm, Algorithm.NVLS, proto, lat, {net: message_bytes / alg}, net, why)
+    fill = nvls_fill_bytes(tm, message_bytes, comm) / alg if comm.n_domains == 1 else 0.0
+    bw = {net: message_bytes / alg + fill}
+    return make_cost(tm, Algorithm.NVLS, proto, lat, bw, net, why, unseen_by_tuner_s=fill)
 
 
 def nvls_tree_cost(
@@ -81,10 +142,14 @@ def nvls_tree_cost(
 ) -> Cost | None:
     """NVLS inside each domain, a tree of domains over the NICs, pipelined, seconds.
 
-    Each domain's NICs carry S per direction on two domains and about 2 S beyond (the tree), so::
+    Each domain's NICs carry S per direction on two domains and about 2 S beyond (the tree), and NCCL
+    caps each NVLS-tree channel (:func:`nvls_tree_cap`, ``A_cap``), so::
 
-        algbw = min( B_i e (g - 1)/g ,  g_min B_o  (N = 2)  or  g_min B_o / 2  (N > 2) )
+        algbw = min( B_i e (g - 1)/g ,  g_min B_o  (N = 2)  or  g_min B_o / 2  (N > 2) ,  A_cap )
         T     = a_nvls + 2 log2(N) a_o + S / algbw
+
+    The tree's pipeline fill is not added: NCCL's NVLS-tree latency ``a_nvls + 2 log2(N) a_o`` (66.8 us on
+    2 nodes) already exceeds what case 03 leaves for latency and fill at 8 MiB (132.6 - 34 us).
 
     Examples
     --------
@@ -93,8 +158,8 @@ def nvls_tree_cost(
     >>> spec = preset("h100-ib-2node", nodes=4)
     >>> c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 2**32, Communicator.contiguous(spec),
     ...                    tier_model(spec))
-    >>> round(2**32 / sum(c.bandwidth_s.values()) / 1e9, 1), c.bottleneck  # 8 x 49.15 / 2
-    (196.6, 'scale-out')
+    >>> round(nvls_tree_cap(tier_model(spec), Communicator.contiguous(spec)) / 1e9, 1)  # 8 x 45.5 x 32/62
+    187.9
     """
     g, N = comm.ranks_per_domain, comm.n_domains  # noqa: N806
     ilat = hw_latency_s(tm, tm.intra_kind, "nvls_tree", proto)
@@ -102,13 +167,15 @@ def nvls_tree_cost(
     lat = ilat + 2 * math.log2(N) * olat
     a_in = nvls_algbw(tm, g)
     a_out = comm.min_ranks_per_domain * tm.nic_bytes_per_s * (1.0 if N <= 2 else 0.5)
-    alg = min(a_in, a_out)
-    net = SCALE_UP if a_in <= a_out else SCALE_OUT
+    a_cap = nvls_tree_cap(tm, comm)
+    alg = min(a_in, a_out, a_cap)
+    net = SCALE_UP if a_in <= min(a_out, a_cap) else SCALE_OUT
 
     def why() -> str:
+        cap = "" if math.isinf(a_cap) else f", NCCL's per-channel cap {a_cap / 1e9:.0f} GB/s algbw"
         return (
             f"NVLS in each node ({a_in / 1e9:.0f} GB/s algbw), tree across {N} nodes "
-            f"({a_out / 1e9:.0f} GB/s algbw)"
+            f"({a_out / 1e9:.0f} GB/s algbw{cap})"
         )
 
     return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, {net: message_bytes / alg}, net, why)

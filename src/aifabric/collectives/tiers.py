@@ -36,6 +36,7 @@ from aifabric.catalog.nccl import (
     search_channels,
     tuning_arch,
 )
+from aifabric.catalog.transport import TransportSpec, transport
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
@@ -46,6 +47,7 @@ __all__ = [
     "call_bandwidth",
     "hw_latency_s",
     "net_overhead_s",
+    "nic_stream_factor",
     "parse_protocol",
     "protocol_bandwidth",
     "ring_plateau_latency_factor",
@@ -109,6 +111,9 @@ class TierModel:
     tuning_row: str = "hopper"
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
     collnet: bool = False  # CollNet (SHARP) on: NCCL_COLLNET_ENABLE=1, SHARP switches (nccl_env.env_tiers)
+    default_channels: tuple[int, int] = (1, 1)  # the same without NCCL_MIN/MAX_NCHANNELS
+    nics_per_gpu: int = 0  # scale-out NICs per GPU (0: no scale-out network)
+    nic_line_gbps: float = 0.0  # one NIC's line rate, GB/s per direction (what NCCL reads as its speed)
 
     @property
     def nccl(self) -> bool:
@@ -129,6 +134,9 @@ def tier_model(
     efficiency: str = "nccl",
     calibration: Any | None = None,
     nccl_version: str | None = None,
+    min_nchannels: int | None = None,
+    max_nchannels: int | None = None,
+    ib_qps_per_connection: int | None = None,
 ) -> TierModel:
     """The :class:`TierModel` of ``spec`` under a bandwidth convention and efficiency.
 
@@ -146,6 +154,13 @@ def tier_model(
     nccl_version : str, optional
         The NCCL release whose tuning tables apply (``"2.21.5"``, ``"2.21"``); default: the newest recorded
         (:func:`aifabric.catalog.nccl.nccl_release`).
+    min_nchannels, max_nchannels : int, optional
+        ``NCCL_MIN_NCHANNELS`` / ``NCCL_MAX_NCHANNELS``: bounds on the communicator's channels
+        (:func:`aifabric.catalog.nccl.comm_channels`), which set the channels a call runs on
+        (:func:`call_bandwidth`).
+    ib_qps_per_connection : int, optional
+        ``NCCL_IB_QPS_PER_CONNECTION`` (NCCL's default 1): the streams each NIC carries
+        (:func:`nic_stream_factor`).
 
     Raises
     ------
@@ -184,6 +199,11 @@ def tier_model(
         raise ConfigError(f"calibration.extra_inter_latency: must be a finite number, got {extra!r}")
     _finite("scale_up.bandwidth", intra * intra_scale, positive=True)
     _finite("scale_out.nic_speed", nic * inter_scale)
+    row = _tuning_row(release, acc.arch)
+    channels = _comm_channels(spec, release, row, min_nchannels, max_nchannels)
+    if efficiency == "nccl" and so is not None:
+        per_node, qps = spec.gpus_per_node * so.nics_per_gpu, ib_qps_per_connection or 1
+        nic *= nic_stream_factor(transport(so.transport_key), channels[1], per_node, qps)
     return TierModel(
         intra_bytes_per_s=intra * intra_scale,
         nic_bytes_per_s=nic * inter_scale,
@@ -201,31 +221,60 @@ def tier_model(
         torus_dims=_torus_dims(spec) if spec.scale_up.kind == "torus" else (),
         hop_latency_s=link.hop_latency_s,
         release=release,
-        tuning_row=(row := _tuning_row(release, acc.arch)),
-        channels=_comm_channels(spec, release, row),
+        tuning_row=row,
+        channels=channels,
+        default_channels=_comm_channels(spec, release, row, None, None),
+        nics_per_gpu=spec.scale_out.nics_per_gpu if spec.scale_out else 0,
+        nic_line_gbps=(
+            spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu / 1e9 if spec.scale_out else 0.0
+        ),
     )
 
 
-def _comm_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int, int]:
+def nic_stream_factor(spec: TransportSpec, channels: int, nics_per_node: int, qps: int = 1) -> float:
+    """What share of its aggregate payload bandwidth a node's NICs reach with the streams NCCL opens.
+
+    Every channel of a ring or tree enters and leaves a node once, so each NIC carries
+    ``m = C q / n_NIC`` streams (``C`` channels across nodes, ``q`` = ``NCCL_IB_QPS_PER_CONNECTION`` QPs
+    per connection, ``net_ib``); one stream reaches at most ``e_s`` of line rate and all of them together
+    ``e_a`` (the transport's ``per_stream_efficiency`` / ``aggregate_efficiency``), so::
+
+        factor = min(e_a, m e_s) / e_a
+
+    (fewer channels than NICs leave NICs idle: ``m < 1``). InfiniBand, 24 channels over 8 NICs, 1 QP:
+    ``m = 3``, factor 1; RoCEv2 with 8 channels over 8 NICs: ``0.95 / 0.968 = 0.981``, 1 with 2 QPs.
+    """
+    m = channels * qps / max(1, nics_per_node)
+    return min(spec.aggregate_efficiency, m * spec.per_stream_efficiency) / spec.aggregate_efficiency
+
+
+def _comm_channels(
+    spec: ClusterSpec, release: NcclRelease, row: str, lo: int | None, hi: int | None
+) -> tuple[int, int]:
     """NCCL's communicator channels on one domain and across domains (:func:`~aifabric.catalog.nccl.
-    search_channels` then :func:`~aifabric.catalog.nccl.comm_channels`), from the GPU's NCCL scale-up
+    search_channels` then :func:`~aifabric.catalog.nccl.comm_channels`, which applies
+    ``NCCL_MIN_NCHANNELS`` ``lo`` / ``NCCL_MAX_NCHANNELS`` ``hi``), from the GPU's NCCL scale-up
     bandwidth and the node's NICs at line rate (NCCL reads a NIC's speed as its line rate)."""
     nics = spec.gpus_per_node * spec.scale_out.nics_per_gpu if spec.scale_out else 0
     per_nic = spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu if spec.scale_out else 0.0
-    return _channels(release.version, row, spec.scaleup_effective_bytes_per_s / 1e9, nics, per_nic / 1e9)
+    gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
+    return _channels(release.version, row, gpu_gbps, nics, per_nic / 1e9, lo, hi)
 
 
 @cache
-def _channels(version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float) -> tuple[int, int]:
+def _channels(
+    version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float, lo: int | None, hi: int | None
+) -> tuple[int, int]:
     release = nccl_release(version)
     if not gpu_gbps > 0:
         return 1, 1
+    bounds = {"min_nchannels": lo, "max_nchannels": hi}
     n, s = search_channels(release, row, gpu_gbps=gpu_gbps)
-    one = comm_channels(release, row, search_channels=n, nnodes=1, ring_bw_intra_gbps=s)
+    one = comm_channels(release, row, search_channels=n, nnodes=1, ring_bw_intra_gbps=s, **bounds)
     if nics < 1 or not nic_gbps > 0:
         return one, one
     n, s = search_channels(release, row, gpu_gbps=gpu_gbps, nnodes=2, nics_per_node=nics, nic_gbps=nic_gbps)
-    return one, comm_channels(release, row, search_channels=n, nnodes=2, ring_bw_intra_gbps=s)
+    return one, comm_channels(release, row, search_channels=n, nnodes=2, ring_bw_intra_gbps=s, **bounds)
 
 
 def _torus_dims(spec: ClusterSpec) -> tuple[int, ...]:
@@ -369,18 +418,22 @@ def call_bandwidth(
     :func:`~aifabric.catalog.nccl.channel_unit_bytes`; ``C`` the communicator's channels, ``tm.channels``),
     and each channel carries at most its protocol's per-channel cap ``c`` (:func:`_per_channel_cap`), so::
 
-        B_call = min(B, nc x c)
+        B_call = min(B min(1, C / C0), nc x c)
 
-    ``B`` is the protocol's bus bandwidth on all channels. ``algorithm`` is ``ring`` or ``tree``;
+    ``B`` is the protocol's bus bandwidth on all of NCCL's default ``C0`` channels (``tm.default_channels``);
+    ``NCCL_MAX_NCHANNELS`` below ``C0`` leaves ``C / C0`` of it (tuning.cc: ``busBw = nChannels x bw``),
+    ``NCCL_MIN_NCHANNELS`` above it raises only ``nc``. ``algorithm`` is ``ring`` or ``tree``;
     ``collective`` one NCCL costs (all_reduce, all_gather, reduce_scatter, broadcast, reduce). Under
     ``efficiency="line_rate"`` B is returned unchanged.
     """
     if not tm.nccl:
         return busbw_bytes_per_s
-    c = tm.channels[1 if n_domains > 1 else 0]
+    side = 1 if n_domains > 1 else 0
+    c, c0 = tm.channels[side], tm.default_channels[side]
     unit = _unit_bytes(tm.release.version, collective, algorithm, proto, n_ranks)
     nc = max(1, min(c, math.floor(message_bytes / unit)))
-    return min(busbw_bytes_per_s, nc * _per_channel_cap(tm, algorithm, proto, n_domains, c))
+    every = busbw_bytes_per_s * min(1.0, c / c0)
+    return min(every, nc * _per_channel_cap(tm, algorithm, proto, n_domains, c))
 
 
 @cache

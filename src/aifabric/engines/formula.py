@@ -120,7 +120,9 @@ def formula_collective(
         ``NCCL_ALGO`` / ``NCCL_PROTO`` restrict the choice as NCCL does, ``NCCL_NVLS_ENABLE=0`` disables
         NVLS and NVLS-tree, ``NCCL_COLLNET_ENABLE=1`` allows CollNet on SHARP switches;
         ``NCCL_P2P_DISABLE``, ``NCCL_P2P_LEVEL``, ``NCCL_SHM_DISABLE`` and ``NCCL_NET_GDR_LEVEL`` choose the
-        transports (:func:`aifabric.collectives.nccl_env.env_tiers`); others are refused.
+        transports (:func:`aifabric.collectives.nccl_env.env_tiers`), ``NCCL_MIN/MAX_NCHANNELS`` and
+        ``NCCL_IB_QPS_PER_CONNECTION`` go to :func:`~aifabric.collectives.tiers.tier_model`; others are
+        refused.
     tiers : TierModel, optional
         Precomputed tier model (planners reuse one across calls).
 
@@ -138,30 +140,38 @@ def formula_collective(
 
     Examples
     --------
-    8 x H100 in one node, 4 GiB all_reduce: NVLS, busbw ~ 480 GB/s (case 01 measured 473.6):
+    8 x H100 in one node, 4 GiB all_reduce: NVLS, busbw ~ 478 GB/s (case 01 measured 473.6):
 
     >>> from aifabric.cluster.presets import preset
     >>> r = formula_collective("all_reduce", 2**32, preset("h100-ib-2node", nodes=1))
     >>> r.algorithm, round(r.busbw_bytes_per_s / 1e9)
-    ('nvls', 482)
+    ('nvls', 478)
     """
     op = Collective.parse(op)
     if not message_bytes > 0 or message_bytes != message_bytes or message_bytes == float("inf"):
         raise ValueError(f"size: message size must be > 0 bytes, got {message_bytes!r}")
     comm = comm or Communicator.contiguous(spec)
+    choice = env_choice(env, op) if env else None
+    if tiers is not None and choice is not None and choice.shapes_tiers:
+        raise ConfigError(
+            "env: NCCL_MIN/MAX_NCHANNELS and NCCL_IB_QPS_PER_CONNECTION shape the tier model; pass them "
+            "without a precomputed tiers="
+        )
     tm = tiers or tier_model(
         spec,
         convention=convention,
         efficiency=efficiency,
         calibration=calibration,
         nccl_version=nccl_version,
+        min_nchannels=choice.min_nchannels if choice else None,
+        max_nchannels=choice.max_nchannels if choice else None,
+        ib_qps_per_connection=choice.ib_qps_per_connection if choice else None,
     )
     forced = None if algorithm is None else Algorithm.parse(algorithm)
     proto = None if protocol is None else parse_protocol(protocol)
     excluded = {Algorithm.parse(a) for a in exclude}
     allowed: frozenset[Protocol] | None = None
-    if env:
-        choice = env_choice(env, op)
+    if choice is not None:
         excluded |= choice.disabled
         allowed = choice.protocols
     transports = env_tiers(env, spec, tm)
@@ -194,7 +204,7 @@ def formula_collective(
     if not evals:
         asked = f"{forced.value if forced else None}/{proto.value if proto else None}"
         raise ValueError(f"algorithm: no algorithm/protocol left for {op.value} (asked {asked})")
-    evals.sort(key=lambda e: e.time_s)
+    evals.sort(key=lambda e: e.tuner_time_s)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
     return _result(op, message_bytes, comm, tm, best, evals)
 

@@ -1,0 +1,83 @@
+"""NVLS chunking per NCCL release (enqueue.cc), the one-node NVLS pipeline fill and the NVLS-tree cap."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from aifabric.catalog.nccl import nccl_release, nvls_chunk_bytes, nvls_heads
+from aifabric.cluster.presets import preset
+from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.nvls import nvls_cost, nvls_fill_bytes, nvls_tree_cap
+from aifabric.collectives.ops import Collective
+from aifabric.collectives.tiers import Protocol, tier_model
+from aifabric.errors import ConfigError
+
+MiB, GiB = 2**20, 2**30
+H100 = {n: preset("h100-ib-2node", nodes=n) for n in (1, 2, 4)}
+
+
+@pytest.mark.parametrize(
+    "version,algo,size,nodes,chunk",
+    [
+        # 2.30.3 NVLS, 16 channels x 8 heads = 128 concurrent ops, start 128 KiB (nvls.cc NVLS_CHUNKSIZE):
+        ("2.30.3", "nvls", GiB, 1, 131072),  # 1 GiB is not < 64 x 128 x 128 KiB = 1 GiB
+        ("2.30.3", "nvls", GiB // 2, 1, 65536),  # < 1 GiB
+        ("2.30.3", "nvls", 32 * MiB, 1, 32768),  # < 8 x 128 x 64 KiB = 64 MiB
+        ("2.30.3", "nvls", 4 * MiB, 1, 16384),  # < 2 x 128 x 32 KiB = 8 MiB
+        # 2.30.3 NVLS-tree: 128 KiB on 2 nodes, 64 KiB from 4 nodes (NVLSTREE_MAX_CHUNKSIZE default)
+        ("2.30.3", "nvls_tree", GiB, 2, 131072),  # not < 4 x 128 x 128 KiB = 64 MiB
+        ("2.30.3", "nvls_tree", 32 * MiB, 2, 65536),  # < 64 MiB, not < 1 x 128 x 64 KiB = 8 MiB
+        ("2.30.3", "nvls_tree", 4 * MiB, 2, 32768),  # < 8 MiB
+        ("2.30.3", "nvls_tree", GiB, 4, 65536),
+        # 2.18.1 NVLS-tree starts at the Simple step, 4 MiB / NCCL_STEPS 8 = 512 KiB, with no 4-node cap:
+        # 1 GiB < 32 x 128 x 512 KiB = 2 GiB -> 256 KiB, not < 16 x 128 x 256 KiB = 512 MiB
+        ("2.18.1", "nvls_tree", GiB, 2, 262144),
+        ("2.18.1", "nvls_tree", GiB, 4, 262144),
+        ("2.20.3", "nvls_tree", GiB, 4, 65536),  # the 4-node cap appears in 2.20
+    ],
+)
+def test_nvls_chunk_per_release(version: str, algo: str, size: int, nodes: int, chunk: int) -> None:
+    rel = nccl_release(version)
+    assert nvls_chunk_bytes(rel, algo, size, channels=16, heads=8, nnodes=nodes) == chunk
+
+
+def test_nvls_chunk_refuses_other_algorithms_and_heads_follow_the_arity() -> None:
+    rel = nccl_release("2.30.3")
+    with pytest.raises(ConfigError, match="NVLS chunking applies"):
+        nvls_chunk_bytes(rel, "ring", GiB, channels=16, heads=8)
+    with pytest.raises(ConfigError, match="channels and heads"):
+        nvls_chunk_bytes(rel, "nvls", GiB, channels=0, heads=8)
+    # NCCL_MAX_NVLS_ARITY: 8 before 2.21, 32 from 2.21 (device.h); one head per NIC across nodes
+    assert nvls_heads(nccl_release("2.18.1"), local_gpus=72) == 8
+    assert nvls_heads(rel, local_gpus=72) == 32
+    assert nvls_heads(rel, local_gpus=8, nics_per_node=4) == 4
+
+
+def test_one_node_nvls_fill_is_two_loops() -> None:
+    # 8 x H100: 16 NVLS channels x 8 heads; 3 warp groups (scatter, reduce+multicast, gather) fill in 2 loops.
+    spec, tm = H100[1], tier_model(H100[1])
+    comm = Communicator.contiguous(spec)
+    assert nvls_fill_bytes(tm, 256 * MiB, comm) == 2 * 16 * 8 * 65536  # 16 MiB
+    assert nvls_fill_bytes(tm, 4 * GiB, comm) == 2 * 16 * 8 * 131072  # 32 MiB
+    assert nvls_fill_bytes(tm, 1 * MiB, comm) == 2 * MiB  # smaller than one loop (2 MiB of 16 KiB chunks)
+    assert nvls_fill_bytes(tier_model(spec, efficiency="line_rate"), GiB, comm) == 0.0
+    # case 01, 128 MiB: T = 25 us + (128 + 16) MiB / 275.4 GB/s = 573 us (measured 613.3 us); the tuner
+    # (tuning.cc) sees no fill, so NCCL picks on 25 us + 128 MiB / 275.4 GB/s
+    c = nvls_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 128 * MiB, comm, tm)
+    assert c is not None
+    alg = tm.intra_bytes_per_s * 0.85 * 7 / 8
+    assert c.time_s == pytest.approx(25e-6 + 144 * MiB / alg, rel=1e-6)
+    assert c.time_s - c.tuner_time_s == pytest.approx(16 * MiB / alg, rel=1e-9)
+
+
+def test_nvls_tree_cap_from_2_28_3() -> None:
+    # tuning.cc perChMaxNVLSTreeBw (Hopper 57.7 GB/s on 2 nodes, 45.5 on >= 3) x 8 heads, to algbw with
+    # nRanks / (2 (nRanks - 1)): 2 nodes 8 x 57.7 x 16/30 = 246.2 GB/s (case 03 T1 measured 250.2), 4 nodes
+    # 8 x 45.5 x 32/62 = 187.9 GB/s (T2 measured 188.8); none before 2.28.3.
+    for nodes, cap in ((2, 8 * 57.7 * 16 / 30), (4, 8 * 45.5 * 32 / 62)):
+        comm = Communicator.contiguous(H100[nodes])
+        assert nvls_tree_cap(tier_model(H100[nodes]), comm) / 1e9 == pytest.approx(cap, rel=1e-9)
+    old = tier_model(H100[2], nccl_version="2.27.3")
+    assert math.isinf(nvls_tree_cap(old, Communicator.contiguous(H100[2])))
