@@ -45,9 +45,68 @@ def test_permutation_with_ecmp_is_slower_than_sprayed() -> None:
     assert times["ecmp"] > 1.5 * times["even"]
 
 
+def test_meta_story_names_a_winner_with_figures() -> None:
+    r = runner.invoke(app, ["transport", "meta", "--size", "256 kB", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert [row["transport"] for row in out["results"]] == ["roce-pfc", "roce-dcqcn-tuned", "receiver-driven"]
+    assert out["winner"] in {"roce-pfc", "roce-dcqcn-tuned", "receiver-driven"}
+    assert len(out["why"]) == 3 and "PFC pauses" in out["why"][0]
+    # receiver-driven admission: no pause, no victim (congestion-control.md Sec. 4)
+    assert out["results"][2]["pause_s"] == 0.0 and out["results"][2]["victims"] == []
+
+
+def test_serial_all_to_all_and_outputs_per_link(tmp_path) -> None:
+    out = tmp_path / "rates.png"
+    r = runner.invoke(
+        app,
+        [
+            "transport",
+            "all-to-all",
+            "--senders",
+            "8",
+            "-s",
+            "256 kB",
+            "--skew",
+            "4",
+            "-t",
+            "roce-pfc",
+            "--link",
+            "host1->switch",
+            "--plot",
+            str(out),
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    assert "busiest links" in r.stdout and "head-of-line blocking" in r.stdout
+    assert out.stat().st_size > 0
+    r = runner.invoke(
+        app, ["transport", "all-to-all", "--senders", "8", "-s", "256 kB", "--serial", "--json"]
+    )
+    row = json.loads(r.stdout)["results"][0]
+    # 7 x 5.12 us + 6 RTTs of 12 us (hand), against 35.84 us contention-free
+    assert row["makespan_s"] == pytest.approx(7 * 5.12e-6 + 6 * 12e-6, rel=0.06)
+    assert row["ideal_s"] == pytest.approx(7 * 5.12e-6)
+
+
+@pytest.mark.parametrize("scenario", ["mice", "checkpoint", "ring"])
+def test_other_scenarios_run(scenario: str) -> None:
+    r = runner.invoke(
+        app, ["transport", scenario, "--senders", "8", "-s", "256 kB", "-t", "uet-rccc", "--json"]
+    )
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.stdout)["results"][0]
+    assert row["makespan_s"] >= row["ideal_s"] * (1 - 1e-9)
+
+
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
+        (["transport", "incast", "--serial"], "error: --serial: only the all-to-all"),
+        (["transport", "ring", "--skew", "2"], "error: --skew: only the all-to-all and meta"),
+        (["transport", "all-to-all", "--skew", "0.5"], "error: --skew: must be"),
+        (["transport", "incast", "--link", "nowhere"], "error: --link: no link 'nowhere'"),
+        (["transport", "mice", "--mouse-size", "-1"], "error: --mouse-size:"),
         (["transport", "incast", "-t", "tcp"], "error: transport: unknown 'tcp'"),
         (["transport", "nope"], "error: scenario: unknown 'nope'"),
         (["transport", "incast", "--size", "10 GB"], "error: --size:"),
@@ -61,3 +120,41 @@ def test_bad_input_exit_2(args: list[str], needle: str) -> None:
     r = runner.invoke(app, args)
     assert r.exit_code == 2
     assert needle in r.stderr
+
+
+def test_fabric_and_collective_take_a_transport_on_the_flow_engine_only() -> None:
+    base = ["--cluster", "dgx-h100-superpod", "--nodes", "4", "-s", "4 MB"]
+    r = runner.invoke(app, ["fabric", "uniform", *base, "--transport", "roce-pfc", "--json"])
+    assert r.exit_code == 0, r.output
+    tr = json.loads(r.stdout)["transport"]
+    assert tr["name"] == "roce-pfc" and tr["pause_s"] > 0 and tr["paused_links"]
+    r = runner.invoke(app, ["collective", "all_reduce", *base, "--engine", "flow", "--transport", "ib"])
+    assert r.exit_code == 0, r.output
+    assert "transport ib (fluid queue model)" in r.stdout
+    r = runner.invoke(app, ["collective", "all_reduce", *base, "--engine", "links", "--transport", "ib"])
+    assert r.exit_code == 2
+    assert "error: transport (--transport): the links engine does not take this option" in r.stderr
+    r = runner.invoke(app, ["fabric", "uniform", *base, "--engine", "links", "--transport", "ib"])
+    assert r.exit_code == 2 and "the links engine does not use a transport model" in r.stderr
+    r = runner.invoke(app, ["fabric", "uniform", *base, "--transport", "tcp"])
+    assert r.exit_code == 2 and "error: transport: unknown 'tcp'" in r.stderr
+
+
+def test_progress_bar_on_long_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bar appears once a run has lasted _PROGRESS_AFTER_S (2 s); forced to 0 here, the run completes
+    and stdout keeps only the results."""
+    import aifabric.cli.transport as cli
+
+    monkeypatch.setattr(cli, "_PROGRESS_AFTER_S", 0.0)
+    seen: list[float] = []
+    real = cli._LazyProgress.update
+
+    def spy(self: cli._LazyProgress, label: str, fraction: float) -> None:
+        seen.append(fraction)
+        real(self, label, fraction)
+
+    monkeypatch.setattr(cli._LazyProgress, "update", spy)
+    r = runner.invoke(app, ["transport", "incast", "--senders", "64", "-s", "1 MB", "-t", "ib"])
+    assert r.exit_code == 0, r.output
+    assert seen and 0 < seen[0] < 1 and seen == sorted(seen)
+    assert "incast" in r.stdout

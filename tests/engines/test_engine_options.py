@@ -64,7 +64,8 @@ def test_the_front_door_refuses_an_option_and_lists_the_others():
         collective_time("all_reduce", 1e9, "h100-ib-2node", routing="ecmp")
     with pytest.raises(ValueError, match="^engine: unknown engine 'fast'"):
         check_engine_options("fast", [])
-    assert ENGINE_OPTIONS["links"] == ENGINE_OPTIONS["flow"]
+    # the flow engine takes what the links engine takes, and a transport model (aifabric.transport.wire)
+    assert ENGINE_OPTIONS["flow"] == ENGINE_OPTIONS["links"] | {"transport"}
 
 
 def test_the_front_door_refuses_an_algorithm_without_a_plan_on_the_links_engine():

@@ -48,6 +48,7 @@ FLAGS = {
     "env": "--env",
     "routing": "--routing",
     "seed": "--seed",
+    "transport": "--transport",
 }
 
 
@@ -149,6 +150,13 @@ def collective(
     seed: Annotated[
         int | None, typer.Option(help="links/flow engines: seed of random choices (ECMP hashes)")
     ] = None,
+    transport: Annotated[
+        str | None,
+        typer.Option(
+            help="flow engine only: run a transport's fluid queue model over the links (ib, roce-pfc, "
+            "roce-dcqcn, receiver-driven, uet-lossy, uet-rccc, ...; see 'aifabric transport --help')"
+        ),
+    ] = None,
     calibration: Annotated[
         Path | None, typer.Option(help="formula engine: calibration profile YAML from 'aifabric calibrate'")
     ] = None,
@@ -207,9 +215,14 @@ def collective(
         "env": _env(env) if env else None,
         "routing": routing,
         "seed": seed,
+        "transport": transport,
     }
     opts: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     _refuse_unused(engine.value, opts)  # before reading any file: what the engine does not use
+    if transport is not None:
+        from aifabric.transport.fluidnet import transport as known_transport  # lazy: start-up time
+
+        known_transport(transport)
     if calibration is not None:
         opts["calibration"] = load_calibration(calibration)
     results = [collective_time(op, s, spec, ranks=comm, engine=engine.value, **opts) for s in sizes]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
+import numpy as np
 import typer
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeElapsedColumn
 from rich.table import Table
@@ -14,6 +15,7 @@ from rich.table import Table
 from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cluster.topology import Topology
 from aifabric.collectives.algorithms import plan_algorithms
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.traffic import PATTERNS
@@ -23,6 +25,8 @@ from aifabric.engines.scenario import run_scenario
 from aifabric.report.html import check_html_path, fabric_report, write_html
 from aifabric.report.paths import check_plot_path
 from aifabric.report.trace import check_trace_path, scenario_trace, write_trace
+from aifabric.transport.fluidnet import transport as known_transport
+from aifabric.transport.wire import TransportRun
 from aifabric.units import format_bytes, one_size
 
 __all__ = ["fabric"]
@@ -68,6 +72,13 @@ def fabric(
         typer.Option(help="links (contention-free bound on real links) or flow (max-min fair, event-driven)"),
     ] = "flow",
     routing: Annotated[str, typer.Option(help=f"Load balancing: {', '.join(POLICIES)}")] = "ecmp",
+    transport: Annotated[
+        str | None,
+        typer.Option(
+            help="flow engine only: run a transport's fluid queue model (ib, roce-pfc, roce-dcqcn, "
+            "receiver-driven, uet-lossy, uet-rccc, ...) instead of max-min rates"
+        ),
+    ] = None,
     qps: Annotated[int, typer.Option(help="Queue pairs per connection for --routing qp", min=1, max=256)] = 4,
     polarized: Annotated[
         bool, typer.Option(help="Same ECMP hash seed in every switch (hash polarisation)")
@@ -113,6 +124,8 @@ def fabric(
         check_trace_path(trace)
     if html is not None:
         check_html_path(html)
+    if transport is not None:
+        known_transport(transport)
     spec = resolve_cluster(cluster, nodes=nodes)
     s = one_size(size, "--size")
     with _progress_bar() as progress:
@@ -132,6 +145,7 @@ def fabric(
             seed=seed,
             top=top,
             progress=progress,
+            transport=transport,
         )
     topo, plans, res, tiers, n_job = sc.topology, sc.plans, sc.result, sc.tiers, sc.nodes_per_job
     if plot is not None:
@@ -174,6 +188,7 @@ def fabric(
                 "failed_links": res.failed_links,
                 "algorithm": plans[0].algorithm if traffic not in PATTERNS else None,
                 "note": sc.notes[0] if sc.notes else None,
+                "transport": _transport_json(res.meta.get("transport"), topo),
             }
         )
         return
@@ -187,6 +202,8 @@ def fabric(
     )
     if traffic not in PATTERNS:
         console.print(f"algorithm {plans[0].algorithm}" + (f": {sc.notes[0]}" if sc.notes else ""))
+    if "transport" in res.meta:
+        console.print(literal(res.meta["transport"].summary()))
     per_job = sc.mean_job_efficiency
     console.print(
         f"completion {res.time_s * 1e3:.3f} ms; contention-free ideal {res.ideal_time_s * 1e3:.3f} ms "
@@ -229,3 +246,18 @@ def fabric(
         console.print(lt)
     if plot is not None:
         console.print(f"heatmap written to {plot}")
+
+
+def _transport_json(run: TransportRun | None, topo: Topology) -> dict[str, Any] | None:
+    """The transport run's figures (:class:`aifabric.transport.wire.TransportRun`), the paused links named."""
+    if run is None:
+        return None
+    paused = np.flatnonzero(run.link_pause_s > 0)
+    return {
+        "name": run.transport,
+        "pause_s": float(run.link_pause_s.sum()),
+        "paused_links": {topo.link_label(int(i)): float(run.link_pause_s[i]) for i in paused[:50]},
+        "peak_queue_bytes": float(run.link_peak_queue_bytes.max(initial=0.0)),
+        "victims": run.victims,
+        "retransmitted_bytes": run.retransmitted_bytes,
+    }

@@ -1,43 +1,241 @@
-"""``aifabric transport``: transports and congestion on a small fabric (incast, victim flow, permutation)."""
+"""``aifabric transport``: transports and congestion on a small fabric.
+
+Scenarios: incast, a victim flow, a (sprayed) permutation, MoE all-to-all (uniform, skewed, serial), elephants
+next to mice, the checkpoint burst on the front-end, a chained ring, and the Meta story (PFC only vs tuned
+DCQCN vs receiver-driven admission on one job).
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 import typer
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors, literal
 from aifabric.report.paths import check_plot_path
-from aifabric.transport.fluidnet import TRANSPORTS, FluidConfig, transport
+from aifabric.transport.fluidnet import TRANSPORTS, FluidConfig, FluidResult, transport
 from aifabric.transport.scenarios import (
     SCENARIOS,
     Scenario,
+    all_to_all,
+    chained_ring,
+    checkpoint_burst,
+    elephants_and_mice,
     incast,
     run_scenario,
     sprayed_permutation,
     victim,
 )
 from aifabric.transport.spraying import SPRAYING
+from aifabric.transport.story import META_TRANSPORTS, meta_job, story_rows, winner
 from aifabric.units import one_size, parse_nic_bandwidth
 
 __all__ = ["transport_command"]
 
+#: Options only some scenarios use (anything else is refused, not dropped).
+_USERS: dict[str, tuple[str, ...]] = {
+    "--spraying": ("permutation",),
+    "--skew": ("all-to-all", "meta"),
+    "--serial": ("all-to-all",),
+    "--steps": ("ring",),
+    "--targets": ("checkpoint",),
+    "--mouse-size": ("mice",),
+}
+_PROGRESS_AFTER_S = 2.0
+_TOP_LINKS = 5
+_VICTIMS_SHOWN = 5
 
-def _scenario(name: str, senders: int, size: float, rate: float, seed: int, spraying: str | None) -> Scenario:
-    if spraying is not None and name != "permutation":
-        raise ValueError(f"--spraying: only the permutation scenario sprays; {name} does not take it")
+
+def _refuse_unused(name: str, given: dict[str, bool]) -> None:
+    for flag, users in _USERS.items():
+        if given[flag] and name not in users:
+            raise ValueError(f"{flag}: only the {' and '.join(users)} scenario(s) take it; {name} does not")
+
+
+def _scenario(name: str, senders: int, size: float, rate: float, opts: dict[str, Any]) -> Scenario:
     if name == "incast":
         return incast(senders, size, rate)
     if name == "victim":
         return victim(senders // 2, senders - senders // 2, size, rate)
     if name == "permutation":
         return sprayed_permutation(
-            4, max(1, senders // 4), 4, size, rate, spraying=spraying or "even", seed=seed
+            4, max(1, senders // 4), 4, size, rate, spraying=opts["spraying"] or "even", seed=opts["seed"]
         )
+    if name == "all-to-all":
+        return all_to_all(max(2, senders), size, rate, skew=opts["skew"] or 1.0, serial=opts["serial"])
+    if name == "mice":
+        elephants = max(1, senders // 4)
+        return elephants_and_mice(elephants, size, max(1, senders - elephants), opts["mouse_size"], rate)
+    if name == "checkpoint":
+        return checkpoint_burst(senders, size, opts["targets"], rate, rate)
+    if name == "ring":
+        n = max(2, senders)
+        return chained_ring(n, opts["steps"] or 2 * (n - 1), size, rate)
+    if name == "meta":
+        return meta_job(max(2, senders), size, opts["skew"] or 4.0, rate)
     raise ValueError(f"scenario: unknown {name!r}; known: {', '.join(SCENARIOS)}")
+
+
+def _link(sc: Scenario, label: str | None) -> int:
+    if label is None:
+        return sc.watch_link
+    if label not in sc.link_labels:
+        shown = ", ".join(sc.link_labels[:6])
+        raise ValueError(f"--link: no link {label!r} in this scenario; its links are named like {shown}, ...")
+    return sc.link_labels.index(label)
+
+
+class _LazyProgress:
+    """A rich progress bar (stderr) that appears once a run has lasted ``_PROGRESS_AFTER_S`` seconds."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.t0 = time.monotonic()
+        self.bar: Progress | None = None
+        self.tasks: dict[str, Any] = {}
+
+    def update(self, label: str, fraction: float) -> None:
+        if not self.enabled or time.monotonic() - self.t0 < _PROGRESS_AFTER_S:
+            return
+        if self.bar is None:
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeElapsedColumn(),
+                transient=True,
+                console=console.__class__(stderr=True),
+            )
+            self.bar.start()
+        if label not in self.tasks:
+            self.tasks[label] = self.bar.add_task(label, total=1.0)
+        self.bar.update(self.tasks[label], completed=fraction)
+
+    def for_transport(self, name: str) -> Callable[[float], None]:
+        return lambda f: self.update(name, f)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _ideal_s(sc: Scenario) -> float:
+    """Contention-free lower bound: the busiest link's bytes at its capacity, or the slowest flow alone."""
+    load = sc.incidence() @ sc.bytes_per_flow
+    path_cap = np.array([sc.capacity_bytes_per_s[list(p)].min() for p in sc.paths])
+    start = sc.start_s if sc.start_s is not None else np.zeros(len(sc.paths))
+    return float(max((load / sc.capacity_bytes_per_s).max(), (start + sc.bytes_per_flow / path_cap).max()))
+
+
+def _links(sc: Scenario, res: FluidResult) -> list[dict[str, Any]]:
+    """The links with the most pause time, then the largest queues."""
+    score = res.link_pause_s / max(res.makespan_s, 1e-30) + res.link_peak_queue_bytes / 1e12
+    shown = (res.link_pause_s > 0) | (res.link_peak_queue_bytes >= 1.0)  # a byte or more queued
+    order = [int(i) for i in np.argsort(-score, kind="stable")[:_TOP_LINKS] if shown[i]]
+    congested = set(res.congested_links.tolist())
+    return [
+        {
+            "link": sc.link_labels[i],
+            "pause_s": float(res.link_pause_s[i]),
+            "peak_queue_bytes": float(res.link_peak_queue_bytes[i]),
+            "mean_queue_bytes": float(res.link_mean_queue_bytes[i]),
+            "congested": i in congested,
+        }
+        for i in order
+    ]
+
+
+def _victims(sc: Scenario, res: FluidResult) -> list[str]:
+    """Why each victim is one: the paused link it crosses, its slowdown, the congested root."""
+    roots = ", ".join(sc.link_labels[i] for i in res.congested_links) or "none"
+    out = []
+    for v in res.victims[:_VICTIMS_SHOWN].tolist():
+        paused = [link for link in sc.paths[v] if res.link_pause_s[link] > 0]
+        worst = max(paused, key=lambda link: res.link_pause_s[link])
+        out.append(
+            f"{sc.flow_labels[v]}: {res.slowdown[v]:.1f}x its contention-free time; it crosses "
+            f"{sc.link_labels[worst]} (paused {res.link_pause_s[worst] * 1e6:.0f} us) but none of the "
+            f"congested links ({roots}): head-of-line blocking"
+        )
+    if res.victims.size > _VICTIMS_SHOWN:
+        out.append(f"... and {res.victims.size - _VICTIMS_SHOWN} more")
+    return out
+
+
+def _row(name: str, sc: Scenario, res: FluidResult, ideal: float, watch: int) -> dict[str, Any]:
+    return {
+        "transport": name,
+        "makespan_s": res.makespan_s,
+        "ideal_s": ideal,
+        "victims": [sc.flow_labels[v] for v in res.victims],
+        "victims_why": _victims(sc, res),
+        "victim_slowdown": float(res.slowdown[-1]) if sc.name == "victim" else None,
+        "pause_s": float(res.link_pause_s.sum()),
+        "watch_link": sc.link_labels[watch],
+        "watch_peak_queue_bytes": float(res.link_peak_queue_bytes[watch]),
+        "watch_mean_queue_bytes": float(res.link_mean_queue_bytes[watch]),
+        "watch_pause_s": float(res.link_pause_s[watch]),
+        "retransmitted_bytes": float(res.trimmed_bytes.sum()),
+        "retransmitted_fraction": res.retransmission_fraction,
+        "congested_links": [sc.link_labels[link] for link in res.congested_links],
+        "links": _links(sc, res),
+        "flow_slowdown_median": float(np.nanmedian(res.slowdown)),
+        "flow_slowdown_max": float(np.nanmax(res.slowdown)),
+    }
+
+
+def _print(sc: Scenario, rows: list[dict[str, Any]], bytes_per_flow: float, link_rate: float) -> None:
+    console.print(
+        f"[bold]{literal(sc.name)}[/]: {len(sc.paths)} flows of {bytes_per_flow / 1e6:g} MB "
+        f"at {link_rate * 8 / 1e9:g} Gb/s (fluid queue model, time step 0.5 us)",
+        markup=True,
+    )
+    t = Table(show_edge=False)
+    watch = rows[0]["watch_link"]
+    for col in (
+        "transport",
+        "completion (us)",
+        "ideal (us)",
+        "victims",
+        "pause (us, all links)",
+        f"queue at {watch} peak/mean (KB)",
+        "FCT/ideal median/max",
+        "retransmitted",
+    ):
+        t.add_column(literal(col), justify="right")
+    for r in rows:
+        t.add_row(
+            r["transport"],
+            f"{r['makespan_s'] * 1e6:.1f}",
+            f"{r['ideal_s'] * 1e6:.1f}",
+            str(len(r["victims"])) if len(r["victims"]) > 3 else ", ".join(r["victims"]) or "-",
+            f"{r['pause_s'] * 1e6:.1f}",
+            f"{r['watch_peak_queue_bytes'] / 1e3:.0f} / {r['watch_mean_queue_bytes'] / 1e3:.0f}",
+            f"{r['flow_slowdown_median']:.2f} / {r['flow_slowdown_max']:.2f}",
+            f"{r['retransmitted_fraction']:.0%}",
+        )
+    console.print(t)
+    for r in rows:
+        if r["links"]:
+            lt = Table(title=literal(f"{r['transport']}: busiest links"), show_edge=False)
+            for col in ("link", "pause (us)", "queue peak/mean (KB)", "congested (root)"):
+                lt.add_column(col, justify="right")
+            for link in r["links"]:
+                lt.add_row(
+                    literal(link["link"]),
+                    f"{link['pause_s'] * 1e6:.1f}",
+                    f"{link['peak_queue_bytes'] / 1e3:.0f} / {link['mean_queue_bytes'] / 1e3:.0f}",
+                    "yes" if link["congested"] else "-",
+                )
+            console.print(lt)
+        for line in r["victims_why"]:
+            console.print(f"  victim under {r['transport']}: {literal(line)}")
 
 
 @handle_errors
@@ -51,96 +249,141 @@ def transport_command(
     ] = None,
     senders: Annotated[
         int,
-        typer.Option(help="Senders (incast: into one port; victim: split over two leaves)", min=1, max=4096),
+        typer.Option(
+            help="Hosts: incast senders into one port; victim: split over two leaves; all-to-all, ring, "
+            "meta: ranks; mice: a quarter elephants, the rest mice; checkpoint: writer nodes",
+            min=1,
+            max=4096,
+        ),
     ] = 16,
-    size: Annotated[str, typer.Option("--size", "-s", help="Bytes per flow, e.g. '2 MB'")] = "2 MB",
+    size: Annotated[
+        str,
+        typer.Option(
+            "--size", "-s", help="Bytes per flow (all-to-all: per peer; ring: per step; mice: per elephant)"
+        ),
+    ] = "2 MB",
     rate: Annotated[str, typer.Option(help="Link rate, one direction, e.g. '400 Gb/s'")] = "400 Gb/s",
     seed: Annotated[int, typer.Option(help="Seed of the permutation and of the entropy values", min=0)] = 0,
     spraying: Annotated[
         str | None, typer.Option(help=f"Permutation only: {', '.join(SPRAYING)} (default even)")
     ] = None,
+    skew: Annotated[
+        float | None,
+        typer.Option(
+            help="all-to-all, meta: the hot expert (host 0) gets SKEW x the bytes (default 1; meta 4)"
+        ),
+    ] = None,
+    serial: Annotated[
+        bool, typer.Option("--serial", help="all-to-all: peer by peer, each step after the previous ACK")
+    ] = False,
+    steps: Annotated[
+        int | None, typer.Option(help="ring: chained steps per host (default 2 (n - 1))", min=1, max=100_000)
+    ] = None,
+    targets: Annotated[
+        int | None, typer.Option(help="checkpoint: storage target ports (default 4)", min=1, max=4096)
+    ] = None,
+    mouse_size: Annotated[str | None, typer.Option(help="mice: bytes per mouse (default 64 KB)")] = None,
+    link: Annotated[
+        str | None,
+        typer.Option(
+            help="The link to report and plot, by label, e.g. 'switch->receiver' (default: the watched)"
+        ),
+    ] = None,
     plot: Annotated[
         Path | None,
-        typer.Option(help="Write the watched link's queue and throughput over time (first transport)"),
+        typer.Option(help="Write the link's queue, throughput and flow rates over time (first transport)"),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Run a scenario under one or more transports: completion against the contention-free time, victims of
-    PFC head-of-line blocking, pause time, queues, trimmed and retransmitted bytes.
+    PFC head-of-line blocking and why, pause time and queues per link, trimmed and retransmitted bytes.
 
-    Times in microseconds (JSON: seconds); sizes in bytes; rates per direction.
+    Times in microseconds (JSON: seconds); sizes in bytes; rates per direction. Exit code 2 on bad input.
     """
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario: unknown {scenario!r}; known: {', '.join(SCENARIOS)}")
+    given = {
+        "--spraying": spraying is not None,
+        "--skew": skew is not None,
+        "--serial": serial,
+        "--steps": steps is not None,
+        "--targets": targets is not None,
+        "--mouse-size": mouse_size is not None,
+    }
+    _refuse_unused(scenario, given)
     if plot is not None:
         check_plot_path(plot, "--plot")
-    names = transports or ["roce-pfc", "roce-dcqcn", "receiver-driven", "uet-lossy", "ib"]
+    if skew is not None and not (skew >= 1 and np.isfinite(skew)):
+        raise ValueError(f"--skew: must be a finite number >= 1, got {skew!r}")
+    default = list(META_TRANSPORTS) if scenario == "meta" else ["roce-pfc", "roce-dcqcn", "receiver-driven"]
+    names = transports or default + ([] if scenario == "meta" else ["uet-rccc", "uet-lossy", "ib"])
     for name in names:
         transport(name)
     bytes_per_flow = one_size(size, "--size")
     link_rate = parse_nic_bandwidth(rate, field="--rate")
-    sc = _scenario(scenario, senders, bytes_per_flow, link_rate, seed, spraying)
-    est_steps = float(sc.bytes_per_flow.sum() / link_rate / FluidConfig().dt_s)
-    if est_steps * len(sc.paths) > 1e8:
+    opts = {
+        "spraying": spraying,
+        "seed": seed,
+        "skew": skew,
+        "serial": serial,
+        "steps": steps,
+        "targets": targets or 4,
+        "mouse_size": one_size(mouse_size, "--mouse-size") if mouse_size is not None else 64e3,
+    }
+    sc = _scenario(scenario, senders, bytes_per_flow, link_rate, opts)
+    watch = _link(sc, link)
+    est_steps = _ideal_s(sc) / FluidConfig().dt_s
+    if est_steps * sum(len(p) for p in sc.paths) > 1e8:
         raise ValueError(
             f"--size: about {est_steps:.3g} steps x {len(sc.paths)} flows is too long a run; "
             "use a smaller size or fewer senders"
         )
+    ideal = _ideal_s(sc)
+    bar = _LazyProgress(enabled=not json_out)
     rows: list[dict[str, Any]] = []
-    for i, name in enumerate(names):
-        cfg = FluidConfig(trace_link=sc.watch_link if (plot is not None and i == 0) else None)
-        res = run_scenario(sc, name, cfg)
-        rows.append(
-            {
-                "transport": name,
-                "makespan_s": res.makespan_s,
-                "ideal_s": float(sc.bytes_per_flow.sum() / sc.capacity_bytes_per_s[sc.watch_link])
-                if scenario == "incast"
-                else float(np.max(res.flow_ideal_s)),
-                "victims": [sc.flow_labels[v] for v in res.victims],
-                "victim_slowdown": float(res.slowdown[-1]) if scenario == "victim" else None,
-                "pause_s": float(res.link_pause_s.sum()),
-                "watch_link": sc.link_labels[sc.watch_link],
-                "watch_peak_queue_bytes": float(res.link_peak_queue_bytes[sc.watch_link]),
-                "watch_mean_queue_bytes": float(res.link_mean_queue_bytes[sc.watch_link]),
-                "retransmitted_fraction": res.retransmission_fraction,
-                "congested_links": [sc.link_labels[link] for link in res.congested_links],
-            }
-        )
-        if res.trace is not None and plot is not None:
-            from aifabric.report.link_trace import link_trace_plot
+    results: dict[str, FluidResult] = {}
+    try:
+        for i, name in enumerate(names):
+            cfg = FluidConfig(trace_link=watch if (plot is not None and i == 0) else None)
+            res = run_scenario(sc, name, cfg, progress=bar.for_transport(name))
+            results[name] = res
+            rows.append(_row(name, sc, res, ideal, watch))
+            if res.trace is not None and plot is not None:
+                from aifabric.report.link_trace import link_trace_plot
 
-            link_trace_plot(res.trace, plot, title=f"{scenario}, {name}: {sc.link_labels[sc.watch_link]}")
+                link_trace_plot(res.trace, plot, title=f"{sc.name}, {name}: {sc.link_labels[watch]}")
+    finally:
+        bar.stop()
+    story = _story(sc, results) if scenario == "meta" else {}
     if json_out:
         emit_json(
-            {"scenario": scenario, "flows": len(sc.paths), "bytes_per_flow": bytes_per_flow, "results": rows}
+            {
+                "scenario": sc.name,
+                "flows": len(sc.paths),
+                "bytes_per_flow": bytes_per_flow,
+                "results": rows,
+                **story,
+            }
         )
         return
-    console.print(
-        f"[bold]{literal(scenario)}[/]: {len(sc.paths)} flows of {bytes_per_flow / 1e6:g} MB "
-        f"at {link_rate * 8 / 1e9:g} Gb/s "
-        "(fluid queue model, time step 0.5 us)",
-        markup=True,
-    )
-    t = Table(show_edge=False)
-    for col in (
-        "transport",
-        "completion (us)",
-        "ideal (us)",
-        "victims",
-        "pause (us, all links)",
-        f"queue at {sc.link_labels[sc.watch_link]} peak/mean (KB)",
-        "retransmitted",
-    ):
-        t.add_column(col, justify="right")
-    for r in rows:
-        t.add_row(
-            r["transport"],
-            f"{r['makespan_s'] * 1e6:.1f}",
-            f"{r['ideal_s'] * 1e6:.1f}",
-            ", ".join(r["victims"]) or "-",
-            f"{r['pause_s'] * 1e6:.1f}",
-            f"{r['watch_peak_queue_bytes'] / 1e3:.0f} / {r['watch_mean_queue_bytes'] / 1e3:.0f}",
-            f"{r['retransmitted_fraction']:.0%}",
+    _print(sc, rows, bytes_per_flow, link_rate)
+    if story:
+        console.print(
+            f"[bold]winner: {literal(story['winner'])}[/] -- {literal(story['reason'])}", markup=True
         )
-    console.print(t)
+        for line in story["why"]:
+            console.print(f"  {literal(line)}")
     if plot is not None:
-        console.print(f"time series of {sc.link_labels[sc.watch_link]} under {names[0]} written to {plot}")
+        console.print(f"time series of {sc.link_labels[watch]} under {names[0]} written to {plot}")
+
+
+def _story(sc: Scenario, results: dict[str, FluidResult]) -> dict[str, Any]:
+    """Who wins the Meta story and why (:mod:`aifabric.transport.story`), from the runs already made."""
+    rows = story_rows(sc, results)
+    win, reason = winner(rows)
+    return {
+        "winner": win.transport,
+        "reason": reason,
+        "why": [f"{r.transport}: {r.why}" for r in rows],
+        "cold_experts_done_s": {r.transport: r.cold_s for r in rows},
+    }

@@ -41,6 +41,7 @@ from aifabric.engines.formula import formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.engines.routing import route, spray_groups
 from aifabric.errors import ConfigError, NoRoute
+from aifabric.transport.wire import run_transport
 
 #: Independent flows (groups) above which the event-driven flow engine refuses, pointing to the links
 #: engine: each finishing flow is an event with a max-min solve (a 1,024-GPU uniform all-to-all is 1M flows,
@@ -213,6 +214,7 @@ def simulate_plans(
     compute_ideal: bool = True,
     merge_repeats: bool | None = None,
     progress: Progress | None = None,
+    transport: str | None = None,
 ) -> FabricResult:
     """Run ``plans`` (one per job, concurrently) on ``topo`` with the ``links`` or ``flow`` engine.
 
@@ -244,6 +246,10 @@ def simulate_plans(
     progress : callable, optional
         Flow engine: ``progress(done, total)`` during the run
         (:meth:`~aifabric.engines.flowsim.Simulation.run`); the links engine reports once, done.
+    transport : str, optional
+        Flow engine only: run the routed transfers under this transport's fluid queue model
+        (:func:`aifabric.transport.wire.run_transport`: queues, PFC pauses, ECN/DCQCN, credits, trimming)
+        instead of max-min fair rates; the run's pause, queue and retransmission figures go to ``meta``.
 
     Raises
     ------
@@ -255,6 +261,8 @@ def simulate_plans(
     """
     if engine not in ("links", "flow"):
         raise ConfigError(f"engine: unknown engine {engine!r}; use links or flow")
+    if transport is not None and engine != "flow":
+        raise ConfigError(f"transport: the {engine} engine does not use a transport model; use --engine flow")
     if engine == "flow":
         n_groups = sum(np.unique(st.group).size for p in plans for st in p.stages)
         if n_groups > MAX_FLOW_GROUPS:
@@ -263,7 +271,8 @@ def simulate_plans(
                 f"event source; limit {MAX_FLOW_GROUPS:,}); use --engine links for this traffic, or fewer "
                 "GPUs"
             )
-    groups = spray_groups(topo, link_alive) if routing == "spray" else None
+    # a transport's fluid model needs every sub-flow's own links, not groups of links
+    groups = spray_groups(topo, link_alive) if routing == "spray" and transport is None else None
     _check_routing(topo, plans, engine, routing, qps, aggregated=groups is not None)
     link_cap = link_capacity(topo, efficiency)
     if link_alive is not None:
@@ -333,12 +342,30 @@ def simulate_plans(
     job_all = np.concatenate(sub_job)
     lat_all = np.concatenate(sub_lat)
     peak = None
+    meta: dict[str, Any] = {}
     if engine == "links":
         link_bytes, job_t = _links_engine(inc, bytes_all, cap, lat_all, stage_info, repeats, len(plans))
         job_t = [t + _plan_latency(p, efficiency) for t, p in zip(job_t, plans, strict=True)]
         time_s = max(job_t) if job_t else 0.0
         if progress is not None:
             progress(1, 1)
+    elif transport is not None:  # the transport's fluid model over the same routed links
+        run = run_transport(
+            transport,
+            inc,
+            bytes_all,
+            cap,
+            topo.link_src,
+            topo.link_dst,
+            job=job_all,
+            stage=np.concatenate(sub_stage),
+            repeat=lambda j, k: repeats[(j, k)],
+            n_jobs=len(plans),
+        )
+        link_bytes = run.link_bytes
+        job_t = [t + _plan_latency(p, efficiency) for t, p in zip(run.job_time_s, plans, strict=True)]
+        time_s = max(job_t, default=0.0)
+        meta["transport"] = run
     else:
         stage_all = np.concatenate(sub_stage)
         group_all = np.concatenate(sub_group)
@@ -406,6 +433,7 @@ def simulate_plans(
         top_links=tops,
         failed_links=0 if link_alive is None else int((~np.asarray(link_alive)).sum()),
         link_peak_utilisation=peak,
+        meta=meta,
     )
 
 
@@ -618,6 +646,7 @@ def fabric_collective(
     topo: Topology | None = None,
     link_alive: np.ndarray | None = None,
     efficiency: str = "nccl",
+    transport: str | None = None,
 ) -> CollectiveResult:
     """Time one collective with the ``links`` or ``flow`` engine on the real topology.
 
@@ -675,6 +704,7 @@ def fabric_collective(
         qps=qps,
         link_alive=link_alive,
         efficiency=efficiency,
+        transport=transport,
     )
     t = res.time_s
     algbw = message_bytes / t if t > 0 else float("inf")
@@ -687,6 +717,7 @@ def fabric_collective(
         f"over {len(plan.stages)} stage(s); routing {routing} (seed {seed}); {res.efficiency:.0%} of the "
         "contention-free time"
         + (f"; hottest link {hot.label} at {hot.utilisation:.0%} carrying {hot.n_flows} flows" if hot else "")
+        + (f"; {res.meta['transport'].summary()}" if "transport" in res.meta else "")
         + note
     )
     return CollectiveResult(

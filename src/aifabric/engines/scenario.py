@@ -93,6 +93,7 @@ def run_scenario(
     seed: int = 0,
     top: int = 5,
     progress: Progress | None = None,
+    transport: str | None = None,
 ) -> Scenario:
     """Simulate ``jobs`` equal jobs of ``traffic`` on ``spec``'s links.
 
@@ -105,7 +106,7 @@ def run_scenario(
         Bytes, > 0.
     spec : ClusterSpec
         A switched (Clos) cluster.
-    engine, routing, qps, polarized, seed, top, progress
+    engine, routing, qps, polarized, seed, top, progress, transport
         As :func:`~aifabric.engines.fabric.simulate_plans`.
     jobs, job_nodes, placement
         Equal jobs of ``job_nodes`` nodes (default: all nodes / jobs), placed by
@@ -162,6 +163,7 @@ def run_scenario(
         link_alive=parse_failures(topo, fail, seed=seed),
         top=top,
         progress=progress,
+        transport=transport,
     )
     tiers = {}
     for t in np.unique(topo.link_tier):

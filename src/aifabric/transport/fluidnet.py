@@ -9,7 +9,9 @@ and per flow, the completion time, the bytes trimmed and retransmitted, and whet
 
 One step (all vectorised over (flow, hop) entries; ``cap dt`` is what a link can send in a step):
 
-1. Senders offer ``min(left, rate dt, window - in flight)``; an entry at hop k >= 1 offers its queue.
+1. Senders offer ``min(left, rate dt, window - in flight)`` (RCCC: ``min(left, rate dt, credit)``, the
+   credit growing by the receiver's ``cap dt / active senders`` each step, at most 1.5 BDP); an entry at
+   hop k >= 1 offers its queue. A chained flow starts one base RTT after its predecessor's last byte.
 2. Link ``l`` sends ``min(sum of offers, cap_l dt, allowance_l)``, shared in proportion to the offers
    (the fluid FIFO approximation). The allowance is 0 while PFC pauses the link, the free credit
    ``buffer - ingress`` on a credit-based link (InfiniBand), unbounded otherwise.
@@ -36,7 +38,7 @@ References
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,13 +70,18 @@ class Transport:
     flow_control : {"pfc", "credit", "none"}
         ``pfc``: XOFF/XON pauses (lossless Ethernet); ``credit``: the upstream sends only into free
         downstream buffer (InfiniBand, lossless); ``none``: best effort (lossy).
-    congestion_control : {"none", "dcqcn", "window", "nscc"}
+    congestion_control : {"none", "dcqcn", "window", "nscc", "rccc"}
         ``window``: the receiver grants (clear-to-send) a fixed in-flight budget, shared by its active
         senders (receiver-driven admission, Meta);
-        ``nscc``: a window cut by NACKs and queueing delay above target (UET NSCC, htsim ``uec.cpp``).
+        ``nscc``: a window cut by NACKs and queueing delay above target (UET NSCC, htsim ``uec.cpp``);
+        ``rccc``: the receiver issues credit at its own link's rate, split among its active senders; a
+        sender starts with one BDP of speculative credit and holds at most 1.5 BDP (UET RCCC, htsim
+        ``uec.cpp`` ``can_send_RCCC``/``initRccc``; congestion-control.md Sec. 3.5).
     trimming : bool
         A full queue trims payloads (the header reaches the receiver, which NACKs; UET).
     description : str
+    dcqcn_preset : str
+        The catalogue's DCQCN preset (``dcqcn`` only; :class:`FluidConfig` ``dcqcn`` overrides it).
     """
 
     name: str
@@ -82,6 +89,7 @@ class Transport:
     congestion_control: str
     trimming: bool
     description: str
+    dcqcn_preset: str = "conext16"
 
 
 #: The transports this model knows, by name (the CLI's ``--transport`` choices).
@@ -91,6 +99,14 @@ TRANSPORTS: dict[str, Transport] = {
         Transport("ib", "credit", "none", False, "InfiniBand: credit-based link flow control, lossless"),
         Transport("roce-pfc", "pfc", "none", False, "RoCEv2 with PFC only (Meta's production setting)"),
         Transport("roce-dcqcn", "pfc", "dcqcn", False, "RoCEv2 with PFC and DCQCN"),
+        Transport(
+            "roce-dcqcn-tuned",
+            "pfc",
+            "dcqcn",
+            False,
+            "RoCEv2 with PFC and DCQCN tuned for stability (R_AI 10 Mb/s, Kmax 1000 KB; CoNEXT'16)",
+            "conext16-stable",
+        ),
         Transport(
             "receiver-driven",
             "pfc",
@@ -102,6 +118,13 @@ TRANSPORTS: dict[str, Transport] = {
             "uet-lossy", "none", "nscc", True, "Ultra Ethernet: NSCC window over a lossy fabric with trimming"
         ),
         Transport("uet-lossless", "pfc", "nscc", False, "Ultra Ethernet: NSCC window over a PFC fabric"),
+        Transport(
+            "uet-rccc",
+            "none",
+            "rccc",
+            True,
+            "Ultra Ethernet: receiver credits (RCCC) paced at the receiver's line rate, lossy with trimming",
+        ),
     )
 }
 
@@ -133,7 +156,8 @@ class FluidConfig:
         (Broadcom/csg-htsim ``main_roce.cpp`` l.69, congestion-control.md Sec. 1.5).
     credit_buffer_bytes : float
         Receive buffer per link on a credit-based fabric; the default equals the PFC XOFF threshold so
-        that the two fabrics differ only by their mechanism [assumption].
+        that the two fabrics differ only by their mechanism [assumption]. It must cover one step of a
+        link's rate (``cap dt``) or the step discretisation caps the link (see :mod:`.wire`).
     lossy_buffer_bytes : float
         Egress buffer per link on a lossy fabric before trimming; default 15 x 4 KiB like XOFF [assumption].
     base_rtt_s : float
@@ -142,9 +166,9 @@ class FluidConfig:
         In-flight budget per receiver for ``window`` (Meta: channels x channel buffer) and the starting
         window per flow for ``nscc``; default one bandwidth-delay product of the link (rate x base RTT).
     dcqcn : DcqcnParams or None
-        DCQCN parameters (default: the ``conext16`` preset, whose RED profile (5-200 KB) marks before the
-        PFC thresholds pause, the paper's own assumption; its capacity is not used, each flow's line rate is
-        its first link's).
+        DCQCN parameters (default: the transport's preset, ``conext16`` for ``roce-dcqcn``, whose RED
+        profile (5-200 KB) marks before the PFC thresholds pause, the paper's own assumption; its
+        capacity is not used, each flow's line rate is its first link's).
     mss_bytes : float
         NSCC's segment, 4096 B (htsim ``uec.cpp``).
     max_time_s : float
@@ -187,13 +211,19 @@ class FluidConfig:
 
 @dataclass(frozen=True)
 class LinkTrace:
-    """Queue (bytes, egress of the link) and throughput (bytes/s) of one link, every step."""
+    """Queue (bytes, egress of the link), throughput and each flow's rate (bytes/s) on one link, every step.
+
+    ``flows`` are the ids of the flows that cross the link; ``flow_rate_bytes_per_s`` has shape
+    ``(n_steps, flows.size)``.
+    """
 
     link: int
     time_s: np.ndarray
     queue_bytes: np.ndarray
     throughput_bytes_per_s: np.ndarray
     paused: np.ndarray
+    flows: np.ndarray
+    flow_rate_bytes_per_s: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -225,6 +255,8 @@ class FluidResult:
     trace : LinkTrace or None
     steps : int
     flow_bytes : ndarray, shape (n_flows,)
+    flow_start_s : ndarray, shape (n_flows,)
+        When each flow started (a chained flow: its predecessor's end + one base RTT; inf if never).
     """
 
     transport: str
@@ -242,6 +274,7 @@ class FluidResult:
     steps: int
 
     flow_bytes: np.ndarray
+    flow_start_s: np.ndarray
 
     @property
     def retransmission_fraction(self) -> float:
@@ -250,8 +283,8 @@ class FluidResult:
 
     @property
     def slowdown(self) -> np.ndarray:
-        """Completion time of each flow over its contention-free time (>= 1)."""
-        return self.flow_end_s / self.flow_ideal_s
+        """Flow completion time (end - start) of each flow over its contention-free time (>= 1)."""
+        return (self.flow_end_s - self.flow_start_s) / self.flow_ideal_s
 
 
 class _Entries:
@@ -308,7 +341,9 @@ def simulate_fluid(
     transport_name: str,
     *,
     start_s: np.ndarray | Sequence[float] | None = None,
+    after: np.ndarray | Sequence[int] | None = None,
     config: FluidConfig | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> FluidResult:
     """Run flows over queues under a transport (module docstring) until all are delivered.
 
@@ -324,7 +359,14 @@ def simulate_fluid(
         A key of :data:`TRANSPORTS`.
     start_s : array_like, shape (n_flows,), optional
         When each flow starts (default 0).
+    after : array_like of int, shape (n_flows,), optional
+        A chained step: flow ``i`` waits for flow ``after[i]`` (-1: for none). It starts when its
+        predecessor's last byte is acknowledged, ``end[after[i]] + base_rtt_s`` (delivery plus the ACK's
+        round trip: the sender of the next step learns completion from the ACK, not from a one-way
+        latency), and not before its own ``start_s``.
     config : FluidConfig, optional
+    progress : callable, optional
+        Called with the fraction of bytes delivered (0 to 1) every 1,000 steps (for a progress bar).
 
     Returns
     -------
@@ -335,7 +377,8 @@ def simulate_fluid(
     ConfigError
         Unknown transport, an empty path, a link id out of range, a non-positive size or capacity, or
         arrays that would exceed the memory limit of :mod:`aifabric.budget` (estimate:
-        :func:`fluid_bytes`, stated in the message), before anything is allocated.
+        :func:`fluid_bytes`, stated in the message), before anything is allocated; a predecessor out of
+        range or a cycle of predecessors.
     """
     tr = transport(transport_name)
     cfg = config or FluidConfig()
@@ -351,7 +394,9 @@ def simulate_fluid(
     start = np.zeros(n_flows) if start_s is None else np.asarray(start_s, dtype=np.float64).reshape(-1)
     if start.size != n_flows or not (np.isfinite(start).all() and (start >= 0).all()):
         raise ConfigError("start_s: one finite start time >= 0 per flow")
-    dcq = cfg.dcqcn or dcqcn_preset("conext16")
+    dcq = cfg.dcqcn or dcqcn_preset(tr.dcqcn_preset)
+    pred_all = _predecessors(after, n_flows)
+    start = np.where(pred_all >= 0, np.inf, start)  # known once the predecessor is acknowledged
     n_entries = sum(len(p) for p in paths)
     check_memory(
         f"the fluid model of {n_flows:,} flows over {n_entries:,} (flow, hop) entries",
@@ -371,6 +416,12 @@ def simulate_fluid(
     trimmed_all = np.zeros(n_flows)
     ids = np.arange(n_flows)
     flow_size, flow_start = size.copy(), start.copy()
+    own_start = (
+        np.asarray(start_s, dtype=np.float64).reshape(-1) if start_s is not None else np.zeros(n_flows)
+    )
+    pred = pred_all.copy()
+    end_by_id = np.full(n_flows, np.nan)  # every finished flow's end, by id (chained flows read it)
+    start_by_id = start.copy()
     queue = np.zeros(ent.link.size)  # bytes waiting for entry's link (hop >= 1)
     left = size.copy()  # bytes the sender still has to send (retransmissions included)
     delivered = np.zeros(n_flows)
@@ -392,12 +443,19 @@ def simulate_fluid(
     receiver = ent.link[ent.last]
     grant = cap * cfg.base_rtt_s if cfg.window_bytes is None else np.full(n_links, cfg.window_bytes)
     max_window = 1.5 * bdp if cfg.window_bytes is None else np.full(n_flows, 1.5 * cfg.window_bytes)
+    credit = bdp.copy()  # RCCC: speculative start, one BDP
     rate = line.copy()
     delay_steps = max(1, round(dcq.feedback_delay_s / dt))
     p_hist = np.zeros((delay_steps, n_flows))
     rc_hist = np.tile(line, (delay_steps, 1))
     rt, alpha = line.copy(), np.ones(n_flows)
     trace_rows: list[tuple[float, float, float, bool]] = []
+    trace_rates: list[np.ndarray] = []
+    traced = np.flatnonzero(
+        np.bincount(ent_all.flow, weights=(ent_all.link == cfg.trace_link), minlength=n_flows)
+    )
+    traced_col = np.full(n_flows, -1)
+    traced_col[traced] = np.arange(traced.size)
     max_steps = int(math.ceil(cfg.max_time_s / dt))
     step = 0
     while step < max_steps and np.isnan(end).any():
@@ -413,6 +471,7 @@ def simulate_fluid(
                 ids, flow_size, flow_start, left, delivered, sent, trimmed, end = (
                     x[keep] for x in (ids, flow_size, flow_start, left, delivered, sent, trimmed, end)
                 )
+                own_start, pred, credit = (x[keep] for x in (own_start, pred, credit))
                 line, bdp, window, receiver, max_window, rate, rt, alpha = (
                     x[keep] for x in (line, bdp, window, receiver, max_window, rate, rt, alpha)
                 )
@@ -426,6 +485,11 @@ def simulate_fluid(
             senders = np.bincount(receiver, weights=active.astype(float), minlength=n_links)
             window = grant[receiver] / np.maximum(senders[receiver], 1.0)
         room = np.maximum(window - in_flight, 0.0)
+        if tr.congestion_control == "rccc":  # the receiver paces credit at its link's rate
+            senders = np.bincount(receiver, weights=active.astype(float), minlength=n_links)
+            grant_now = cap[receiver] * dt / np.maximum(senders[receiver], 1.0)
+            credit = np.minimum(credit + np.where(active, grant_now, 0.0), max_window)
+            room = credit
         offer0 = np.where(active, np.minimum(np.minimum(left, rate * dt), room), 0.0)
         offer = queue.copy()
         offer[ent.first] = offer0
@@ -449,6 +513,7 @@ def simulate_fluid(
         queue -= served * ent.is_inner
         left -= served[ent.first]
         sent += served[ent.first]
+        credit -= served[ent.first]
         arrived = np.zeros(ent.link.size)
         arrived[1:] = served[:-1]
         arrived *= ent.is_inner
@@ -487,6 +552,10 @@ def simulate_fluid(
         if cfg.trace_link is not None:
             link = cfg.trace_link
             trace_rows.append((now + dt, float(egress[link]), float(sendable[link] / dt), bool(paused[link])))
+            on_link = np.flatnonzero(ent.link == link)
+            row = np.zeros(traced.size)
+            row[traced_col[ids[ent.flow[on_link]]]] = served[on_link] / dt
+            trace_rates.append(row)
         # 6. congestion control
         if tr.congestion_control == "dcqcn":
             p_link = red_probability(egress, dcq.kmin_bytes, dcq.kmax_bytes, dcq.pmax)
@@ -508,8 +577,17 @@ def simulate_fluid(
         # acknowledgements come back one base RTT after delivery
         acked_hist[step % ack_steps] = delivered
         step += 1
+        if progress is not None and step % 1000 == 0:
+            progress(float((size.sum() - flow_size.sum() + delivered.sum()) / size.sum()))
         done = np.isnan(end) & (delivered >= flow_size * (1 - 1e-9))
         end[done] = step * dt
+        if done.any():
+            end_by_id[ids[done]] = step * dt
+            waiting = (pred >= 0) & np.isinf(flow_start)
+            ready = waiting & np.isfinite(end_by_id[np.maximum(pred, 0)])
+            if ready.any():
+                flow_start[ready] = np.maximum(own_start[ready], end_by_id[pred[ready]] + cfg.base_rtt_s)
+                start_by_id[ids[ready]] = flow_start[ready]
     end_all[ids] = end
     trimmed_all[ids] += trimmed
     return _result(
@@ -518,7 +596,7 @@ def simulate_fluid(
         ent_all,
         size,
         ideal,
-        start,
+        start_by_id,
         end_all,
         trimmed_all,
         link_trimmed,
@@ -529,6 +607,8 @@ def simulate_fluid(
         peak_in,
         step,
         trace_rows,
+        trace_rates,
+        traced,
     )
 
 
@@ -553,6 +633,22 @@ def fluid_bytes(n_flows: int, n_entries: int, n_links: int, cfg: FluidConfig, dc
     delay = max(1, round(dcq.feedback_delay_s / cfg.dt_s))
     per_flow = _ARRAYS_PER_FLOW + ack + 2 * delay
     return 8.0 * (_ARRAYS_PER_ENTRY * n_entries + per_flow * n_flows + _ARRAYS_PER_LINK * n_links)
+
+
+def _predecessors(after: np.ndarray | Sequence[int] | None, n_flows: int) -> np.ndarray:
+    """``after`` as an int array (-1: none), checked: in range, no flow after itself, no cycle."""
+    if after is None:
+        return np.full(n_flows, -1, dtype=np.int64)
+    pred = np.asarray(after, dtype=np.int64).reshape(-1)
+    if pred.size != n_flows or (pred < -1).any() or (pred >= n_flows).any():
+        raise ConfigError(f"after: one predecessor in [-1, {n_flows}) per flow")
+    cur = pred.copy()
+    for _ in range(n_flows + 1):  # follow every chain; a chain longer than n_flows is a cycle
+        alive = cur >= 0
+        if not alive.any():
+            return pred
+        cur[alive] = pred[cur[alive]]
+    raise ConfigError("after: the predecessors form a cycle")
 
 
 def _backlog(
@@ -608,6 +704,8 @@ def _result(
     peak_in: np.ndarray,
     steps: int,
     trace_rows: list[tuple[float, float, float, bool]],
+    trace_rates: list[np.ndarray],
+    traced: np.ndarray,
 ) -> FluidResult:
     n_flows = size.size
     switch_egress = np.bincount(ent.inner_link, minlength=busy_steps.size) > 0
@@ -621,7 +719,7 @@ def _result(
     trace = None
     if cfg.trace_link is not None and trace_rows:
         t, q, r, p = (np.array(col) for col in zip(*trace_rows, strict=True))
-        trace = LinkTrace(cfg.trace_link, t, q, r, p.astype(bool))
+        trace = LinkTrace(cfg.trace_link, t, q, r, p.astype(bool), traced, np.array(trace_rates))
     return FluidResult(
         transport=tr.name,
         flow_end_s=end,
@@ -637,4 +735,5 @@ def _result(
         trace=trace,
         steps=steps,
         flow_bytes=size,
+        flow_start_s=start,
     )

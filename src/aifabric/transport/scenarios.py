@@ -6,6 +6,7 @@ ordered path of link ids, bytes, start time), ready for :func:`aifabric.transpor
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,7 +16,18 @@ from aifabric.errors import ConfigError
 from aifabric.transport.fluidnet import FluidConfig, FluidResult, simulate_fluid
 from aifabric.transport.spraying import SPRAYING, ecmp_weights, ev_weights, even_weights, reps_weights
 
-__all__ = ["SCENARIOS", "Scenario", "incast", "run_scenario", "sprayed_permutation", "victim"]
+__all__ = [
+    "SCENARIOS",
+    "Scenario",
+    "all_to_all",
+    "chained_ring",
+    "checkpoint_burst",
+    "elephants_and_mice",
+    "incast",
+    "run_scenario",
+    "sprayed_permutation",
+    "victim",
+]
 
 
 @dataclass(frozen=True)
@@ -35,6 +47,11 @@ class Scenario:
         The message (transfer) each flow belongs to; sprayed messages have one flow per path.
     watch_link : int
         The link whose queue tells the story (the incast port).
+    start_s : ndarray or None, shape (n_flows,)
+        When each flow starts (None: all at 0).
+    after : ndarray of int or None, shape (n_flows,)
+        Chained steps: the flow each waits for (-1: none), see
+        :func:`~aifabric.transport.fluidnet.simulate_fluid`.
     """
 
     name: str
@@ -45,6 +62,8 @@ class Scenario:
     flow_labels: tuple[str, ...]
     message: np.ndarray
     watch_link: int
+    start_s: np.ndarray | None = None
+    after: np.ndarray | None = None
 
     def message_end_s(self, result: FluidResult | np.ndarray) -> np.ndarray:
         """When each message's last flow ended, s (from a result or an array of flow end times)."""
@@ -229,11 +248,194 @@ def sprayed_permutation(
     )
 
 
-SCENARIOS = ("incast", "victim", "permutation")
+def _star(hosts: int, rate: float) -> tuple[np.ndarray, tuple[str, ...]]:
+    """One switch and ``hosts`` hosts: link i is host i -> switch, link hosts + i is switch -> host i."""
+    labels = tuple(f"host{i}->switch" for i in range(hosts)) + tuple(f"switch->host{i}" for i in range(hosts))
+    return np.full(2 * hosts, float(rate)), labels
 
 
-def run_scenario(scenario: Scenario, transport_name: str, config: FluidConfig | None = None) -> FluidResult:
-    """:func:`simulate_fluid` of a scenario's flows under a transport."""
+def all_to_all(
+    hosts: int,
+    bytes_per_peer: float,
+    rate_bytes_per_s: float = 50e9,
+    *,
+    skew: float = 1.0,
+    serial: bool = False,
+) -> Scenario:
+    """MoE expert-parallel all-to-all on one non-blocking switch: every host sends to every other.
+
+    Host ``i`` sends ``bytes_per_peer`` to each peer, ``skew`` times that to host 0 (a hot expert: the
+    routed tokens are not uniform; ``skew = 1`` is uniform). ``serial`` sends peer by peer, step k to
+    host ``(i + k) mod n``, each step waiting for the previous one's acknowledgement (``after``); every
+    step is then a permutation (no receiver has two senders). Otherwise every flow starts at 0. Flow
+    ``i (n - 1) + k - 1`` is host i's step k. The watched link is the hot receiver's (switch -> host0).
+
+    Raises
+    ------
+    ConfigError
+        ``hosts`` < 2, a non-positive size or rate, ``skew`` < 1.
+    """
+    n = _check(hosts, "hosts", low=2)
+    _check_rate_size(rate_bytes_per_s, bytes_per_peer)
+    if not (skew >= 1 and np.isfinite(skew)):
+        raise ConfigError(f"skew must be a finite number >= 1, got {skew!r}")
+    caps, labels = _star(n, rate_bytes_per_s)
+    src = np.repeat(np.arange(n), n - 1)
+    step = np.tile(np.arange(1, n), n)
+    dst = (src + step) % n
+    sizes = np.where(dst == 0, skew, 1.0) * float(bytes_per_peer)
+    after = np.where(step > 1, np.arange(src.size) - 1, -1) if serial else None
+    kind = "serial" if serial else "at-once"
+    return Scenario(
+        f"all-to-all/{kind}" + (f"/skew{skew:g}" if skew != 1 else ""),
+        caps,
+        labels,
+        tuple((int(a), n + int(b)) for a, b in zip(src, dst, strict=True)),
+        sizes,
+        tuple(f"host{a}->host{b}" for a, b in zip(src, dst, strict=True)),
+        np.arange(src.size),
+        n,
+        after=after,
+    )
+
+
+def elephants_and_mice(
+    elephants: int,
+    elephant_bytes: float,
+    mice: int,
+    mouse_bytes: float,
+    rate_bytes_per_s: float = 50e9,
+) -> Scenario:
+    """Collective-sized elephants into one host, and mice to the same host spread over their run.
+
+    Hosts 0..E-1 each send ``elephant_bytes`` to the receiver (the last host) from t = 0; hosts E..E+M-1
+    each send one mouse of ``mouse_bytes``, mouse j starting at ``(j + 1) / (M + 1)`` of the elephants'
+    contention-free run ``E x elephant_bytes / rate``. The first E flows are the elephants, the rest the
+    mice; the mice's flow completion time over their ideal (``FluidResult.slowdown``) is what the queue
+    the elephants build costs them. Watched link: switch -> receiver.
+
+    Notes
+    -----
+    The fluid FIFO shares a port in proportion to the bytes each flow has queued there, so a mouse's last
+    bytes drain with time constant ``queue / C`` rather than leaving after the bytes ahead of them: the
+    mice's slowdown is exaggerated in proportion to the queue (ordering between transports holds; the
+    absolute factor under deep PFC queues is an upper bound).
+
+    Raises
+    ------
+    ConfigError
+        A count below 1, a non-positive size or rate.
+    """
+    e = _check(elephants, "elephants")
+    m = _check(mice, "mice")
+    _check_rate_size(rate_bytes_per_s, elephant_bytes)
+    _check_rate_size(rate_bytes_per_s, mouse_bytes)
+    n = e + m + 1
+    caps, labels = _star(n, rate_bytes_per_s)
+    rx = n + n - 1
+    run = e * float(elephant_bytes) / float(rate_bytes_per_s)
+    starts = np.concatenate([np.zeros(e), (np.arange(m) + 1) / (m + 1) * run])
+    return Scenario(
+        "elephants-and-mice",
+        caps,
+        labels,
+        tuple((i, rx) for i in range(e + m)),
+        np.concatenate([np.full(e, float(elephant_bytes)), np.full(m, float(mouse_bytes))]),
+        tuple(f"elephant{i}" for i in range(e)) + tuple(f"mouse{j}" for j in range(m)),
+        np.arange(e + m),
+        rx,
+        start_s=starts,
+    )
+
+
+def checkpoint_burst(
+    nodes: int,
+    bytes_per_node: float,
+    storage_targets: int,
+    nic_bytes_per_s: float = 50e9,
+    target_bytes_per_s: float = 50e9,
+) -> Scenario:
+    """Every node writes its checkpoint shard at once over the front-end: an incast onto the storage ports.
+
+    Node ``i`` writes ``bytes_per_node`` to target ``i mod storage_targets`` (the storage issue's sharding:
+    :func:`aifabric.storage.checkpoint.checkpoint_size` gives the bytes each writer holds). Links: node
+    NICs up, then the switch -> target ports (``target_bytes_per_s`` each). On a lossless fabric the burst
+    takes ``max over targets of (writers x bytes / target rate)`` against the NICs' ``bytes / nic rate``.
+    Watched link: the first target's port.
+
+    Raises
+    ------
+    ConfigError
+        A count below 1, a non-positive size or rate.
+    """
+    n = _check(nodes, "nodes")
+    t = _check(storage_targets, "storage_targets")
+    _check_rate_size(nic_bytes_per_s, bytes_per_node)
+    _check_rate_size(target_bytes_per_s, bytes_per_node)
+    caps = np.concatenate([np.full(n, float(nic_bytes_per_s)), np.full(t, float(target_bytes_per_s))])
+    labels = tuple(f"node{i}->frontend" for i in range(n)) + tuple(f"frontend->storage{j}" for j in range(t))
+    return Scenario(
+        "checkpoint-burst",
+        caps,
+        labels,
+        tuple((i, n + i % t) for i in range(n)),
+        np.full(n, float(bytes_per_node)),
+        tuple(f"node{i}->storage{i % t}" for i in range(n)),
+        np.arange(n),
+        n,
+    )
+
+
+def chained_ring(hosts: int, steps: int, bytes_per_step: float, rate_bytes_per_s: float = 50e9) -> Scenario:
+    """A ring collective run step by step: host i sends to host i+1 ``steps`` times, each step after the ACK
+    of its previous one (a ring all-reduce is ``2 (n - 1)`` steps of ``size / n``).
+
+    Flow ``i x steps + k`` is host i's step k. Every step is a permutation on one switch, so each takes
+    ``bytes / rate`` plus the acknowledgement's round trip before the next (``after``).
+
+    Raises
+    ------
+    ConfigError
+        ``hosts`` < 2, ``steps`` < 1, a non-positive size or rate.
+    """
+    n = _check(hosts, "hosts", low=2)
+    k = _check(steps, "steps")
+    _check_rate_size(rate_bytes_per_s, bytes_per_step)
+    caps, labels = _star(n, rate_bytes_per_s)
+    src = np.repeat(np.arange(n), k)
+    step = np.tile(np.arange(k), n)
+    after = np.where(step > 0, np.arange(src.size) - 1, -1)
+    return Scenario(
+        "chained-ring",
+        caps,
+        labels,
+        tuple((int(a), n + (int(a) + 1) % n) for a in src),
+        np.full(src.size, float(bytes_per_step)),
+        tuple(f"host{a} step{b}" for a, b in zip(src, step, strict=True)),
+        np.arange(src.size),
+        n + 1,
+        after=after,
+    )
+
+
+SCENARIOS = ("incast", "victim", "permutation", "all-to-all", "mice", "checkpoint", "ring", "meta")
+
+
+def run_scenario(
+    scenario: Scenario,
+    transport_name: str,
+    config: FluidConfig | None = None,
+    *,
+    progress: Callable[[float], None] | None = None,
+) -> FluidResult:
+    """:func:`simulate_fluid` of a scenario's flows (and start times, chained steps) under a transport."""
     return simulate_fluid(
-        scenario.paths, scenario.bytes_per_flow, scenario.capacity_bytes_per_s, transport_name, config=config
+        scenario.paths,
+        scenario.bytes_per_flow,
+        scenario.capacity_bytes_per_s,
+        transport_name,
+        start_s=scenario.start_s,
+        after=scenario.after,
+        config=config,
+        progress=progress,
     )

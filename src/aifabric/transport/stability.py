@@ -1,0 +1,201 @@
+"""DCQCN stability on one bottleneck: the phase margin of the linearised fluid model (CoNEXT'16 Sec. 4.2).
+
+The fluid model of :mod:`aifabric.transport.dcqcn` is linearised around its fixed point
+(:func:`~aifabric.transport.dcqcn.fixed_point`) for N equal flows. Per flow the state is
+``x = (R_T, R_C, alpha)`` (packets/s, packets/s, 1); the derivative ``f`` of
+:func:`~aifabric.transport.dcqcn.dcqcn_derivatives` depends on ``x`` now, on ``R_C(t - tau*)`` and on the
+marking probability ``p(t - tau*)``. Its Jacobians at the fixed point, by central differences, are
+
+    J = df/dx,   j_d = df/dR_C(t - tau*),   j_p = df/dp                       (3 x 3, 3, 3)
+
+and one flow's response of ``R_C`` to the delayed marking probability is
+
+    G(s) = e_RC^T (s I - J - j_d e_RC^T e^(-s tau*))^-1 j_p.
+
+The loop closes through the queue (``dq/dt = N R_C - C``, so ``dq = N dR_C / s``) and the RED slope
+``K = Pmax / (Kmax - Kmin)`` (per packet), delayed by ``tau*``. Breaking it at the marking probability,
+
+    L(s) = -N K G(s) e^(-s tau*) / s,
+
+whose Bode phase at the gain crossover ``|L(j w_c)| = 1`` gives the phase margin
+``PM = 180 deg + arg L(j w_c)`` (the lowest over all crossovers). ``PM > 0`` is stable (Bode criterion;
+``L`` has no right-half-plane pole: ``J`` is Hurwitz at the fixed points tested). This is the analysis of
+the paper's Appendix A (characteristic equation of R_C, Laplace transform, phase margin), done on the exact
+model instead of its Taylor-simplified linearisation, so the margins differ in value from the paper's
+figure, not in shape: non-monotonic in N, a dip of instability at tens of microseconds of delay
+(unstable at N = 10 with tau* = 85 us, stable at N = 2 and N = 64), and stable everywhere with
+R_AI = 10 Mb/s and Kmax = 1000 KB.
+
+When ``p* > Pmax`` the fixed point sits on RED's jump to 1 at Kmax: the slope is infinite, the model
+cannot be linearised, and the margin is reported as ``-inf`` (the queue hits Kmax and oscillates).
+
+References
+----------
+.. [1] Y. Zhu, M. Ghobadi, V. Misra and J. Padhye, "ECN or Delay: Lessons Learnt from Analysis of DCQCN and
+   TIMELY", CoNEXT 2016, doi:10.1145/2999572.2999593; jitupadhye-zz/rdma@e7e9160
+   ``conext2016/dcqcn-stability.tex``, ``conext2016/appendix.tex``, phase-margin data
+   ``conext2016/figures/pm_rai40_delay{50,100}.txt``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from aifabric.errors import ConfigError
+from aifabric.transport.dcqcn import dcqcn_derivatives, fixed_point
+from aifabric.transport.params import DcqcnParams
+
+__all__ = ["DcqcnMargin", "open_loop", "phase_margin", "stability_map"]
+
+
+@dataclass(frozen=True)
+class DcqcnMargin:
+    """Phase margin of N DCQCN flows on one bottleneck.
+
+    Attributes
+    ----------
+    n_flows : int
+    feedback_delay_s : float
+        tau*, seconds.
+    phase_margin_deg : float
+        ``180 + arg L(j w_c)`` in degrees; ``-inf`` when the fixed point is pinned at Kmax.
+    crossover_rad_per_s : float
+        w_c (NaN when pinned).
+    stable : bool
+        ``phase_margin_deg > 0``.
+    """
+
+    n_flows: int
+    feedback_delay_s: float
+    phase_margin_deg: float
+    crossover_rad_per_s: float
+    stable: bool
+
+
+def _jacobians(prm: DcqcnParams, n_flows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """``(J, j_d, j_p, K)`` at the fixed point, in packets (module docstring)."""
+    fp = fixed_point(prm, n_flows)
+    pkt = prm.packet_bytes
+    p = fp.marking_probability
+    rc = fp.rate_bytes_per_s
+    # R_T* from dR_C/dt = 0: R_T - R_C = alpha a / (tau (b + d)); obtained from the same function by
+    # evaluating the (R_T - R_C)-free and unit-gap terms, so no second copy of a, b, d is kept here.
+    _, drc_zero, _ = dcqcn_derivatives(
+        np.array([p]), np.array([rc]), np.array([rc]), np.array([rc]), np.array([fp.alpha]), prm
+    )
+    _, drc_unit, _ = dcqcn_derivatives(
+        np.array([p]), np.array([rc]), np.array([rc + pkt]), np.array([rc]), np.array([fp.alpha]), prm
+    )
+    rt = rc - float(drc_zero[0]) / float(drc_unit[0] - drc_zero[0]) * pkt
+    x0 = np.array([rt, rc, fp.alpha, rc, p])  # R_T, R_C, alpha, R_C(t - tau*), p(t - tau*)
+    scale = np.array([pkt, pkt, 1.0, pkt, 1.0])  # rates to packets/s
+
+    def f(x: np.ndarray) -> np.ndarray:
+        d_rt, d_rc, d_a = dcqcn_derivatives(
+            np.array([x[4]]), np.array([x[3]]), np.array([x[0]]), np.array([x[1]]), np.array([x[2]]), prm
+        )
+        return np.array([d_rt[0] / pkt, d_rc[0] / pkt, d_a[0]])
+
+    jac = np.empty((3, 5))
+    for k in range(5):
+        h = 1e-6 * (abs(x0[k]) if x0[k] != 0 else 1.0)
+        if k == 4:
+            h = min(h, 0.5 * p)
+        up, down = x0.copy(), x0.copy()
+        up[k] += h
+        down[k] -= h
+        jac[:, k] = (f(up) - f(down)) / (2 * h) * scale[k]
+    slope = prm.pmax / ((prm.kmax_bytes - prm.kmin_bytes) / pkt)
+    return jac[:, :3], jac[:, 3], jac[:, 4], slope
+
+
+def open_loop(prm: DcqcnParams, n_flows: int, omega_rad_per_s: np.ndarray) -> np.ndarray:
+    """``L(j w)`` of the linearised loop (module docstring) at the angular frequencies given.
+
+    Parameters
+    ----------
+    prm : DcqcnParams
+        Its ``feedback_delay_s`` is tau*.
+    n_flows : int
+    omega_rad_per_s : ndarray
+        Angular frequencies, rad/s, > 0.
+
+    Returns
+    -------
+    ndarray of complex, same shape as ``omega_rad_per_s``.
+
+    Raises
+    ------
+    ConfigError
+        If ``n_flows`` is not a positive integer, or the fixed point is pinned at Kmax (no slope).
+    """
+    fp = fixed_point(prm, n_flows)
+    if fp.pinned_at_kmax:
+        raise ConfigError(
+            f"n_flows: the fixed point of {n_flows} flows has p* = {fp.marking_probability:.3g} > "
+            f"pmax = {prm.pmax:g} (queue pinned at Kmax): no linearisation"
+        )
+    jac, j_d, j_p, slope = _jacobians(prm, n_flows)
+    w = np.asarray(omega_rad_per_s, dtype=np.float64)
+    s = 1j * w.reshape(-1)
+    delay = np.exp(-s * prm.feedback_delay_s)
+    e_rc = np.array([0.0, 1.0, 0.0])
+    mats = s[:, None, None] * np.eye(3) - jac[None] - delay[:, None, None] * np.outer(j_d, e_rc)[None]
+    rhs = np.broadcast_to(j_p.astype(complex)[:, None], (s.size, 3, 1))
+    g = np.linalg.solve(mats, rhs)[:, 1, 0]
+    return (-n_flows * slope * g * delay / s).reshape(w.shape)
+
+
+def phase_margin(prm: DcqcnParams, n_flows: int) -> DcqcnMargin:
+    """Phase margin of the linearised DCQCN loop (module docstring) for ``n_flows`` equal flows.
+
+    The Bode plot is sampled on 4,000 log-spaced frequencies from 1 to 1e8 rad/s (0.16 Hz to 16 MHz, around
+    the loop's time constants, microseconds to seconds); the phase is unwrapped from the low-frequency
+    integrator (-90 deg) and every gain crossover is refined by linear interpolation in log w.
+
+    Raises
+    ------
+    ConfigError
+        If ``n_flows`` is not a positive integer.
+
+    Examples
+    --------
+    dcqcn-stability.tex: at tau* = 85 us, N = 10 is unstable, N = 64 stable (the model code's parameters,
+    catalogue preset ``conext16-code``).
+
+    >>> from aifabric.transport.params import dcqcn_preset
+    >>> slow = dcqcn_preset("conext16-code").with_(feedback_delay_s=85e-6)
+    >>> phase_margin(slow, 10).stable, phase_margin(slow, 64).stable
+    (False, True)
+    """
+    fp = fixed_point(prm, n_flows)
+    tau = prm.feedback_delay_s
+    if fp.pinned_at_kmax:
+        return DcqcnMargin(n_flows, tau, -math.inf, math.nan, False)
+    w = np.logspace(0, 8, 4000)
+    loop = open_loop(prm, n_flows, w)
+    gain_db = 20 * np.log10(np.abs(loop))
+    phase = np.degrees(np.unwrap(np.angle(loop)))
+    phase += -360.0 * np.round((phase[0] + 90.0) / 360.0)  # the integrator's -90 deg at low frequency
+    cross = np.flatnonzero((gain_db[:-1] >= 0) & (gain_db[1:] < 0))
+    if not cross.size:  # the gain never falls through 0 dB in range: no crossover, infinite margin
+        return DcqcnMargin(n_flows, tau, math.inf, math.nan, True)
+    margins, omegas = [], []
+    lw = np.log(w)
+    for i in cross.tolist():
+        frac = gain_db[i] / (gain_db[i] - gain_db[i + 1])
+        margins.append(180.0 + phase[i] + frac * (phase[i + 1] - phase[i]))
+        omegas.append(math.exp(lw[i] + frac * (lw[i + 1] - lw[i])))
+    k = int(np.argmin(margins))
+    pm = float(margins[k])
+    return DcqcnMargin(n_flows, tau, pm, float(omegas[k]), pm > 0)
+
+
+def stability_map(prm: DcqcnParams, flows: list[int], delays_s: list[float]) -> np.ndarray:
+    """Phase margins (degrees) over a grid, shape ``(len(delays_s), len(flows))``: the paper's Fig. 10."""
+    return np.array(
+        [[phase_margin(prm.with_(feedback_delay_s=d), n).phase_margin_deg for n in flows] for d in delays_s]
+    )
