@@ -149,7 +149,7 @@ CASES: dict[str, list[Case]] = {
         for g in (25_000, 50_000, 100_000)
     ],
     "a2a": [(f"all-to-all EP 64, {g:,} GPUs", _a2a, (64,), (g,)) for g in (4096, 8192, 16384)]
-    + [("all-to-all global, 16,384 GPUs", _a2a, (16384,), (16384,))],
+    + [(f"all-to-all global, {g:,} GPUs", _a2a, (g,), (g,)) for g in (4096, 8192, 16384)],
     "fluid": [
         (f"fluid {name}, {h:,} hosts", _fluid, (h, name), None)
         for name in ("roce-pfc", "roce-dcqcn")
