@@ -64,7 +64,13 @@ BYTES_PER_UPLINK_SLOT = 100
 BYTES_PER_PATH = 600
 FLOW_ENGINE_FACTOR = 1.5
 
+#: Peak bytes per transfer of a sprayed run whose transfers are folded (:func:`fold_transfers`: the split
+#: and sorted copies, the plan, the ideal-time loads), measured as the peak resident set of the 4,096-GPU
+#: global all-to-all of ``benchmarks/bench_transport_scale.py --only a2a`` (16.8M transfers, 4.9 GB).
+BYTES_PER_FOLDED_TRANSFER = 290
+
 __all__ = [
+    "BYTES_PER_FOLDED_TRANSFER",
     "BYTES_PER_PATH",
     "BYTES_PER_TRANSFER",
     "BYTES_PER_UPLINK_SLOT",
@@ -214,17 +220,7 @@ def fold_transfers(
         src = np.concatenate([np.where(split, relay, src), src[idx]])  # network part, then NVLink hop
         dst = np.concatenate([dst, relay[idx]])
         bytes_, group, member = bytes_[keep], group[keep], member[keep]
-    keys = (bytes_.view(np.int64), dst, src, group, member)  # member last: the primary key
-    order = np.lexsort(keys)
-    sorted_keys = [k[order] for k in keys]
-    new = np.zeros(order.size, bool)
-    if order.size:
-        new[0] = True
-        for k_ in sorted_keys:
-            new[1:] |= k_[1:] != k_[:-1]
-    starts = np.nonzero(new)[0]
-    count = np.diff(np.append(starts, order.size)).astype(np.float64)
-    rep = order[starts]
+    rep, count = _first_of_equal(bytes_, dst, src, group, member)
     return FoldedTransfers(src[rep], dst[rep], bytes_[rep], group[rep], member[rep], count)
 
 
@@ -336,8 +332,9 @@ def simulate_plans(
     Raises
     ------
     ConfigError
-        Unknown engine or routing, or routing that would need more memory than the limit of
-        :mod:`aifabric.budget` (estimate: :func:`routing_bytes`).
+        Unknown engine or routing, or folding (``BYTES_PER_FOLDED_TRANSFER`` per transfer) or routing
+        that would need more memory than the limit of :mod:`aifabric.budget` (estimate:
+        :func:`routing_bytes` of the folded transfers).
     NoRoute
         A failure set disconnects two ranks that must talk (the message names them).
     """
@@ -366,6 +363,11 @@ def simulate_plans(
     # policy sprays and the path latency is not charged; identical transfers of one group counted once),
     # so the memory check and routing see the folded transfers.
     n_stages = max((len(p.stages) for p in plans), default=0)
+    if routing == "spray":
+        n_all = sum(st.n_transfers for p in plans for st in p.stages)
+        check_memory(
+            f"folding {n_all:,} sprayed transfers", BYTES_PER_FOLDED_TRANSFER * float(n_all), "ranks"
+        )
     folded = []
     for k in range(n_stages):
         members = [(j, p.stages[k]) for j, p in enumerate(plans) if k < len(p.stages)]
@@ -684,6 +686,38 @@ def _explain(
             )
         )
     return tuple(out)
+
+
+def _first_of_equal(
+    bytes_: np.ndarray, dst: np.ndarray, src: np.ndarray, group: np.ndarray, member: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the first of each set of equal rows, rows in the set), sets sorted by member, group,
+    source, destination, bytes. One int64 key per row (a sort of one array) when it fits, else lexsort."""
+    if bytes_.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    codes, sizes = [], []
+    for a in (bytes_, dst, src, group, member):
+        if a.dtype.kind == "f":  # sizes: usually one value
+            same = bool((a == a[0]).all())
+            inv = np.zeros(a.size, np.int64) if same else np.unique(a, return_inverse=True)[1]
+        else:
+            inv = a - a.min()
+        codes.append(inv)
+        sizes.append(int(inv.max()) + 1)
+    if float(np.prod(np.array(sizes, dtype=float))) < 2.0**62:
+        key = np.zeros(bytes_.size, np.int64)
+        for inv, size in zip(reversed(codes), reversed(sizes), strict=True):
+            key = key * size + inv
+        _, rep, count = np.unique(key, return_index=True, return_counts=True)
+        return rep, count.astype(np.float64)
+    order = np.lexsort(tuple(codes))  # member (last) is the primary key
+    new = np.zeros(order.size, bool)
+    new[0] = True
+    for inv in codes:
+        sorted_ = inv[order]
+        new[1:] |= sorted_[1:] != sorted_[:-1]
+    starts = np.nonzero(new)[0]
+    return order[starts], np.diff(np.append(starts, order.size)).astype(np.float64)
 
 
 def _check_all_to_all(
