@@ -66,8 +66,8 @@ FLOW_ENGINE_FACTOR = 1.5
 
 #: Peak bytes per transfer of a sprayed run whose transfers are folded (:func:`fold_transfers`: the split
 #: and sorted copies, the plan, the ideal-time loads), measured as the peak resident set of the 4,096-GPU
-#: global all-to-all of ``benchmarks/bench_transport_scale.py --only a2a`` (16.8M transfers, 4.9 GB).
-BYTES_PER_FOLDED_TRANSFER = 290
+#: global all-to-all of ``benchmarks/bench_transport_scale.py --only a2a`` (16.8M transfers, 5.3 GB).
+BYTES_PER_FOLDED_TRANSFER = 320
 
 __all__ = [
     "BYTES_PER_FOLDED_TRANSFER",
