@@ -36,9 +36,12 @@ Figures on the shared 2-core development machine (2026-12-02, load average 3-9 f
 - ring: 25,000: 0.6 s, 0.24 GB; 50,000: 1.3 s, 0.38 GB; 100,000: 3.9 s, 0.65 GB [100,000: refused, routing
   estimate 48 GB]. Growth ~linear (one group per channel: a handful of events).
 - a2a EP 64: 4,096: 0.8 s, 0.29 GB; 8,192: 2.1 s, 0.49 GB; 16,384: 9 s, 0.88 GB [16,384: 29 s]. Growth
-  ~n^1.6 (groups x the events their unequal finishing causes). Global all-to-all of 16,384 GPUs: refused
-  before it starts (268M ordered pairs, 13 GB of pair arrays, above the limit): NOT met, the plan's pairs
-  are not aggregated per switch pair.
+  ~n^1.6 (groups x the events their unequal finishing causes). Global all-to-all (sprayed transfers folded
+  before routing, ``engines.fabric.fold_transfers``: PXN pairs split at their relay, equal transfers
+  counted once, 8x fewer on DGX nodes; exact): 4,096: 88-158 s, 5.3 GB [refused, routing estimate ~30 GB];
+  8,192: refused after building its 67M pairs (45 s), folding estimated at 19.5 GB; 16,384: refused before
+  it starts (268M pairs, 13 GB of pair arrays). NOT met: the fold starts from the n^2 pairs of the plan;
+  building the folded transfers directly from the ranks per node (no pairs) is what 16k needs.
 - fluid roce-pfc: 256: 1.1 s; 576: 2.2 s; 1,024: 2.9 s [1,024: 40 s]; roce-dcqcn: 256: 3.7 s; 576: 4.8 s;
   1,024: 6.7 s [1,024: 162 s]; peak 0.15 GB. Same steps and makespans as before.
 - chain, ring: 32: 0.12 s; 64: 0.27 s; 128 (32,640 flows): 0.6 s [3.9 s, as one-transfer stages];
@@ -149,7 +152,7 @@ CASES: dict[str, list[Case]] = {
         for g in (25_000, 50_000, 100_000)
     ],
     "a2a": [(f"all-to-all EP 64, {g:,} GPUs", _a2a, (64,), (g,)) for g in (4096, 8192, 16384)]
-    + [("all-to-all global, 16,384 GPUs", _a2a, (16384,), (16384,))],
+    + [(f"all-to-all global, {g:,} GPUs", _a2a, (g,), (g,)) for g in (4096, 8192, 16384)],
     "fluid": [
         (f"fluid {name}, {h:,} hosts", _fluid, (h, name), None)
         for name in ("roce-pfc", "roce-dcqcn")

@@ -65,15 +65,23 @@ BYTES_PER_UPLINK_SLOT = 100
 BYTES_PER_PATH = 600
 FLOW_ENGINE_FACTOR = 1.5
 
+#: Peak bytes per transfer of a sprayed run whose transfers are folded (:func:`fold_transfers`: the split
+#: and sorted copies, the plan, the ideal-time loads), measured as the peak resident set of the 4,096-GPU
+#: global all-to-all of ``benchmarks/bench_transport_scale.py --only a2a`` (16.8M transfers, 5.3 GB).
+BYTES_PER_FOLDED_TRANSFER = 320
+
 __all__ = [
+    "BYTES_PER_FOLDED_TRANSFER",
     "BYTES_PER_PATH",
     "BYTES_PER_TRANSFER",
     "BYTES_PER_UPLINK_SLOT",
     "FLOW_ENGINE_FACTOR",
     "MAX_FLOW_GROUPS",
     "FabricResult",
+    "FoldedTransfers",
     "LinkReport",
     "fabric_collective",
+    "fold_transfers",
     "ideal_time",
     "link_capacity",
     "nccl_plan_choice",
@@ -123,22 +131,98 @@ def routing_bytes(
 
 
 def _check_routing(
-    topo: Topology, plans: list[CommPlan], engine: str, routing: str, qps: int, *, aggregated: bool = False
+    topo: Topology,
+    stages: list[FoldedTransfers],
+    engine: str,
+    routing: str,
+    qps: int,
+    *,
+    aggregated: bool = False,
 ) -> None:
-    """Refuse (ConfigError) plans whose routing would exceed the memory limit (:func:`routing_bytes`)."""
+    """Refuse (ConfigError) folded stages whose routing would exceed the memory limit
+    (:func:`routing_bytes`)."""
     t = x = y = 0
-    for p in plans:
-        for st in p.stages:
-            t += st.n_transfers
-            if topo.shape is None:
-                continue
-            ls, ld = topo.leaf_of_gpu[st.src], topo.leaf_of_gpu[st.dst]
-            cross = ls != ld
-            x += int(np.count_nonzero(cross))
-            if topo.shape.tiers == 3:
-                y += int(np.count_nonzero(cross & (topo.pod_of_leaf[ls] != topo.pod_of_leaf[ld])))
+    for st in stages:
+        t += st.src.size
+        if topo.shape is None:
+            continue
+        ls, ld = topo.leaf_of_gpu[st.src], topo.leaf_of_gpu[st.dst]
+        cross = ls != ld
+        x += int(np.count_nonzero(cross))
+        if topo.shape.tiers == 3:
+            y += int(np.count_nonzero(cross & (topo.pod_of_leaf[ls] != topo.pod_of_leaf[ld])))
     need = routing_bytes(topo, t, x, y, engine=engine, routing=routing, qps=qps, aggregated=aggregated)
-    check_memory(f"routing {t:,} transfers ({routing}, {engine} engine)", need, "ranks")
+    # only spraying folds transfers (fold_transfers): under another policy say that it would
+    g = topo.spec.gpus_per_node
+    hint = "" if routing == "spray" else f"; with --routing spray an all_to_all's pairs fold about {g}x"
+    check_memory(f"routing {t:,} transfers ({routing}, {engine} engine{hint})", need, "ranks")
+
+
+@dataclass(frozen=True)
+class FoldedTransfers:
+    """One stage's transfers after :func:`fold_transfers`. Arrays of shape (n_folded,).
+
+    ``count[i]`` identical transfers ``src[i] -> dst[i]`` of ``bytes_[i]`` each, in ``group[i]`` of the
+    stage's member ``member[i]`` (the index of the job's stage among the stage's members); sorted by member.
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    bytes_: np.ndarray
+    group: np.ndarray
+    member: np.ndarray
+    count: np.ndarray
+
+
+def fold_transfers(
+    topo: Topology,
+    src: np.ndarray,
+    dst: np.ndarray,
+    bytes_: np.ndarray,
+    group: np.ndarray,
+    member: np.ndarray,
+    split: np.ndarray,
+) -> FoldedTransfers:
+    """Transfers of one stage folded into fewer, without changing what the engines compute.
+
+    1. A transfer marked in ``split`` (bool, shape (n,)) that NCCL's PXN sends across rails (different
+       scale-up domains, different rails, on a rail-optimised fabric: the rule of
+       :func:`~aifabric.engines.routing.route`) is split at its relay ``r = s - rail(s) + rail(d)`` into
+       the NVLink hop ``s -> r`` and the network part ``r -> d``, both of the same bytes and group. Its
+       routed column is the sum of theirs when the network part does not depend on ``s`` (spraying: no
+       per-flow hash; the caller marks only such transfers) and its path latency is not charged (a plan
+       with its own ``latency_s``).
+    2. Identical transfers (same member, group, source, destination and bytes) become one with a
+       ``count``; its column is multiplied by ``count``.
+
+    A group moves as one flow whose column is ``sum_m A_m s_m / s_max`` (the flow engine's groups,
+    :func:`~aifabric.engines.flowsim.simulate_transfers`; the links engine adds ``A_m s_m``), and both
+    steps keep that sum and ``s_max``: link bytes, rates and times are those of the unfolded transfers.
+    A uniform all-to-all of ``N`` full nodes of ``g`` GPUs (``n = N g`` ranks) keeps ``N g (g - 1)``
+    NVLink transfers (count ``N``) and ``N (N - 1) g`` network ones (count ``g``) of its ``n (n - 1)``.
+
+    Raises nothing; arrays of shape (n,) in, a :class:`FoldedTransfers` out.
+    """
+    spec = topo.spec
+    shape = topo.shape
+    src = np.asarray(src, np.int64)
+    dst = np.asarray(dst, np.int64)
+    bytes_ = np.asarray(bytes_, np.float64)
+    group = np.asarray(group, np.int64)
+    member = np.asarray(member, np.int64)
+    split = np.asarray(split, bool) & ((src // spec.domain_gpus) != (dst // spec.domain_gpus))
+    has_su = bool(topo.gpu_up.size and topo.gpu_up[0] >= 0)
+    if split.any() and has_su and shape is not None and shape.rails == spec.gpus_per_node:
+        r_s, r_d = topo.rail_of(src), topo.rail_of(dst)
+        split &= r_s != r_d
+        relay = src - r_s + r_d
+        idx = np.nonzero(split)[0]
+        keep = np.concatenate([np.arange(src.size), idx])  # the split ones appear twice
+        src = np.concatenate([np.where(split, relay, src), src[idx]])  # network part, then NVLink hop
+        dst = np.concatenate([dst, relay[idx]])
+        bytes_, group, member = bytes_[keep], group[keep], member[keep]
+    rep, count = _first_of_equal(bytes_, dst, src, group, member)
+    return FoldedTransfers(src[rep], dst[rep], bytes_[rep], group[rep], member[rep], count)
 
 
 def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
@@ -254,8 +338,9 @@ def simulate_plans(
     Raises
     ------
     ConfigError
-        Unknown engine or routing, or routing that would need more memory than the limit of
-        :mod:`aifabric.budget` (estimate: :func:`routing_bytes`).
+        Unknown engine or routing, or folding (``BYTES_PER_FOLDED_TRANSFER`` per transfer) or routing
+        that would need more memory than the limit of :mod:`aifabric.budget` (estimate:
+        :func:`routing_bytes` of the folded transfers).
     NoRoute
         A failure set disconnects two ranks that must talk (the message names them).
     """
@@ -273,7 +358,6 @@ def simulate_plans(
             )
     # a transport's fluid model needs every sub-flow's own links, not groups of links
     groups = spray_groups(topo, link_alive) if routing == "spray" and transport is None else None
-    _check_routing(topo, plans, engine, routing, qps, aggregated=groups is not None)
     link_cap = link_capacity(topo, efficiency)
     if link_alive is not None:
         link_cap = np.where(link_alive, link_cap, 0.0)
@@ -284,20 +368,42 @@ def simulate_plans(
     n_rows = cap.size
     # Route the k-th stages of all jobs together (they run at about the same time, so adaptive routing
     # sees all of their load), then keep one column block per (job, stage).
+    # Fold each stage first (exact, see fold_transfers: PXN transfers split at their relay when the
+    # policy sprays and the path latency is not charged; identical transfers of one group counted once),
+    # so the memory check and routing see the folded transfers.
+    n_stages = max((len(p.stages) for p in plans), default=0)
+    if routing == "spray" and transport is None:
+        n_all = sum(st.n_transfers for p in plans for st in p.stages)
+        check_memory(
+            f"folding {n_all:,} sprayed transfers", BYTES_PER_FOLDED_TRANSFER * float(n_all), "ranks"
+        )
+    folded = []
+    for k in range(n_stages):
+        members = [(j, p.stages[k]) for j, p in enumerate(plans) if k < len(p.stages)]
+        member = np.repeat(np.arange(len(members)), [st.n_transfers for _, st in members])
+        src = np.concatenate([st.src for _, st in members])
+        dst = np.concatenate([st.dst for _, st in members])
+        byt = np.concatenate([st.bytes_ for _, st in members]).astype(np.float64)
+        grp = np.concatenate([st.group for _, st in members]).astype(np.int64)
+        # other policies place transfers by hash or in order, and a transport's fluid model runs every
+        # transfer on its own: kept as they are
+        if routing == "spray" and transport is None:
+            split = np.array([plans[j].pxn and plans[j].latency_s is not None for j, _ in members], bool)
+            fs = fold_transfers(topo, src, dst, byt, grp, member, split[member])
+        else:
+            fs = FoldedTransfers(src, dst, byt, grp, member, np.ones(src.size))
+        folded.append((members, fs))
+    _check_routing(topo, [f for _, f in folded], engine, routing, qps, aggregated=groups is not None)
     cols_a, rows_a, vals_a = [], [], []
     sub_bytes, sub_job, sub_stage, sub_group, sub_lat, sub_src, sub_dst = [], [], [], [], [], [], []
     sub_rep = []
     repeats: dict[tuple[int, int], int] = {}
     stage_info = []
     ncol = 0
-    n_stages = max((len(p.stages) for p in plans), default=0)
-    for k in range(n_stages):
-        members = [(j, p.stages[k]) for j, p in enumerate(plans) if k < len(p.stages)]
-        src = np.concatenate([st.src for _, st in members])
-        dst = np.concatenate([st.dst for _, st in members])
-        byt = np.concatenate([st.bytes_ for _, st in members])
-        owner = np.concatenate([np.full(st.n_transfers, j) for j, st in members])
-        pxn = np.concatenate([np.full(st.n_transfers, plans[j].pxn) for j, st in members])
+    for k, (members, fs) in enumerate(folded):
+        src, dst, byt = fs.src, fs.dst, fs.bytes_
+        owner = np.array([j for j, _ in members], dtype=np.int64)[fs.member]
+        pxn = np.array([plans[j].pxn for j, _ in members], dtype=bool)[fs.member]
         r = route(
             topo,
             src,
@@ -311,21 +417,21 @@ def simulate_plans(
             pxn=pxn,
             aggregate=groups is not None,
         )
-        # Sub-flows come in transfer order (route's columns follow their parents), so each member's
-        # sub-flows are one contiguous block of columns: the stage is appended whole.
+        # Sub-flows come in transfer order (route's columns follow their parents, folded transfers stay
+        # in member order), so each member's sub-flows are one contiguous block of columns.
         csc = r.incidence.tocsc()
         parent = r.parent
         sub_owner = owner[parent]
         a = csc.tocoo()
         rows_a.append(a.row)
         cols_a.append(a.col + ncol)
-        vals_a.append(a.data)
+        vals_a.append(a.data * fs.count[parent[a.col]])  # a folded transfer loads its links count times
         sub_bytes.append(byt[parent] * r.share)
         sub_job.append(sub_owner)
         sub_stage.append(np.full(parent.size, k))
-        sub_group.append(np.concatenate([st.group for _, st in members])[parent])
+        sub_group.append(fs.group[parent])
         charged = np.array([plans[j].latency_s is None for j, _ in members])
-        member_of = np.repeat(np.arange(len(members)), [st.n_transfers for _, st in members])[parent]
+        member_of = fs.member[parent]
         sub_lat.append(np.where(charged[member_of], csc.T @ lat, 0.0))
         sub_rep.append(np.array([st.repeat for _, st in members], dtype=float)[member_of])
         sub_src.append(src[parent])
@@ -612,12 +718,46 @@ def _explain(
     return tuple(out)
 
 
+def _first_of_equal(
+    bytes_: np.ndarray, dst: np.ndarray, src: np.ndarray, group: np.ndarray, member: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(index of the first of each set of equal rows, rows in the set), sets sorted by member, group,
+    source, destination, bytes. One int64 key per row (a sort of one array) when it fits, else lexsort."""
+    if bytes_.size == 0:
+        return np.zeros(0, np.int64), np.zeros(0)
+    codes, sizes = [], []
+    for a in (bytes_, dst, src, group, member):
+        if a.dtype.kind == "f":  # sizes: usually one value
+            same = bool((a == a[0]).all())
+            inv = np.zeros(a.size, np.int64) if same else np.unique(a, return_inverse=True)[1]
+        else:
+            inv = a - a.min()
+        codes.append(inv)
+        sizes.append(int(inv.max()) + 1)
+    if float(np.prod(np.array(sizes, dtype=float))) < 2.0**62:
+        key = np.zeros(bytes_.size, np.int64)
+        for inv, size in zip(reversed(codes), reversed(sizes), strict=True):
+            key = key * size + inv
+        _, rep, count = np.unique(key, return_index=True, return_counts=True)
+        return rep, count.astype(np.float64)
+    order = np.lexsort(tuple(codes))  # member (last) is the primary key
+    new = np.zeros(order.size, bool)
+    new[0] = True
+    for inv in codes:
+        sorted_ = inv[order]
+        new[1:] |= sorted_[1:] != sorted_[:-1]
+    starts = np.nonzero(new)[0]
+    return order[starts], np.diff(np.append(starts, order.size)).astype(np.float64)
+
+
 def _check_all_to_all(
     topo: Topology, gpus: np.ndarray, engine: str, routing: str, qps: int, link_alive: np.ndarray | None
 ) -> None:
-    """:func:`routing_bytes` of an all_to_all from rank counts per domain and pod, before its n^2 pairs
-    exist: pairs across domains (n^2 - sum of squares of ranks per domain) are counted as crossing
-    leaves (an upper bound), pairs across pods likewise."""
+    """:func:`routing_bytes` of an all_to_all from rank counts per domain, node and pod, before its n^2
+    pairs exist: pairs across domains (n^2 - sum of squares of ranks per domain) are counted as crossing
+    leaves (an upper bound), pairs across pods likewise. With ``spray`` the pairs are folded
+    (:func:`fold_transfers`): at most the sum of squares of ranks per node (NVLink hops and pairs inside
+    a node) plus ``nodes x n`` network transfers (one per source node and destination rank)."""
     n = float(gpus.size)
     dom = np.bincount(gpus // topo.spec.domain_gpus).astype(float)
     x = n * n - float((dom * dom).sum())
@@ -625,10 +765,14 @@ def _check_all_to_all(
     if topo.shape is not None and topo.shape.tiers == 3:
         pods = np.bincount(topo.pod_of_leaf[topo.leaf_of_gpu[gpus]]).astype(float)
         y = n * n - float((pods * pods).sum())
+    t = n * (n - 1)
+    if routing == "spray":
+        nodes = np.bincount(gpus // topo.spec.gpus_per_node).astype(float)
+        net = float(np.count_nonzero(nodes)) * n
+        t = min(t, float((nodes * nodes).sum()) + float((dom * dom).sum()) + net)
+        x, y = min(x, net), min(y, net)
     aggregated = routing == "spray" and spray_groups(topo, link_alive) is not None
-    need = routing_bytes(
-        topo, n * (n - 1), x, y, engine=engine, routing=routing, qps=qps, aggregated=aggregated
-    )
+    need = routing_bytes(topo, t, x, y, engine=engine, routing=routing, qps=qps, aggregated=aggregated)
     check_memory(f"routing an all_to_all of {gpus.size:,} ranks ({routing}, {engine} engine)", need, "ranks")
 
 
