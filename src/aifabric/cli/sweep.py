@@ -58,7 +58,7 @@ def sweep(
     ] = None,
     max_points: Annotated[
         int,
-        typer.Option(help="Refuse a grid (this shard's share) of more points than this (counted first)", min=1),
+        typer.Option(help="Refuse a grid (this shard's share) of more points (counted first)", min=1),
     ] = MAX_POINTS,
 ) -> None:
     """Evaluate every (cluster variant x collective x size) of a sweep file with the formula engine, and

@@ -251,7 +251,11 @@ def _check_type(field: str, value: Any, where: str) -> None:
     ann = _field_annotation(field)
     if ann is None:
         return
-    args = typing.get_args(ann) if isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union else ()
+    args = (
+        typing.get_args(ann)
+        if isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union
+        else ()
+    )
     kinds = [a for a in (args or (ann,)) if a is not type(None)]
     if not all(k in _PLAIN or typing.get_origin(k) is typing.Literal for k in kinds):
         return

@@ -240,9 +240,10 @@ def check_grid_size(
     if max_points is not None and n > max_points:
         sizes = " x ".join(str(len(v)) for _, v in spec.vary) or "1"
         per = spec.n_points // max(1, math.prod(len(v) for _, v in spec.vary))
+        of = f", shard {shard} of {n_shards}" if n_shards > 1 else ""
         raise ConfigError(
-            f"vary: the grid has {n:,} points to run ({sizes} variants x {per:,} per variant"
-            f"{f', shard {shard} of {n_shards}' if n_shards > 1 else ''}), above --max-points {max_points:,}; "
+            f"vary: the grid has {n:,} points to run ({sizes} variants x {per:,} per variant{of}), "
+            f"above --max-points {max_points:,}; "
             "shrink the grid, split it with --shards, or raise --max-points"
         )
     budget.check_memory(f"the sweep's {n:,} points", n * POINT_BYTES, "vary")
