@@ -25,6 +25,7 @@ a stable key (its parameters as sorted JSON), so a sweep can resume where it sto
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -243,26 +244,30 @@ def _field_annotation(field: str) -> Any:
     return None if info is None else info.annotation
 
 
+@functools.lru_cache(maxsize=256)
+def _adapter(field: str) -> TypeAdapter[Any] | None:
+    """A validator of the type of the plain (int, str, bool, literal) ``field``; None for other fields."""
+    ann = _field_annotation(field)
+    if ann is None:
+        return None
+    union = isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union
+    kinds = [a for a in (typing.get_args(ann) if union else (ann,)) if a is not type(None)]
+    if not all(k in _PLAIN or typing.get_origin(k) is typing.Literal for k in kinds):
+        return None
+    return TypeAdapter(ann)
+
+
 def _check_type(field: str, value: Any, where: str) -> None:
-    """Raise ConfigError when ``value`` has not the type of the plain (int, str, bool, literal) ``field``.
+    """Raise ConfigError when ``value`` has not the type of the plain (int, str, bool, literal) ``field``
+    (strict: no "16" for an integer, no True for a count; None where the field is optional).
 
     Only the type: a well-typed value that makes an infeasible cluster is the sweep's result for that point.
     """
-    ann = _field_annotation(field)
-    if ann is None:
-        return
-    args = (
-        typing.get_args(ann)
-        if isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union
-        else ()
-    )
-    kinds = [a for a in (args or (ann,)) if a is not type(None)]
-    if not all(k in _PLAIN or typing.get_origin(k) is typing.Literal for k in kinds):
-        return
-    if value is None and type(None) in args:
+    adapter = _adapter(field)
+    if adapter is None:
         return
     try:
-        TypeAdapter(ann).validate_python(value, strict=True)
+        adapter.validate_python(value, strict=True)
     except ValidationError as err:
         reason = err.errors()[0]["msg"]
         raise ConfigError(f"{where}: {value!r} is not valid for {field} ({reason})") from None
