@@ -123,3 +123,23 @@ def test_html_escapes_user_strings():
 def test_bad_input_names_the_field(call, needle):
     with pytest.raises((ConfigError, ValueError), match=needle):
         call()
+
+
+def test_a_cluster_answer_its_result_and_a_spec_are_taken_everywhere():
+    # the trial: af.cluster(...) passed on used to be read as a file name
+    c = af.cluster("dgx-h100-superpod", nodes=4)
+    by_name = af.collective_time("all_reduce", "1 GiB", "dgx-h100-superpod", nodes=4)
+    assert by_name.n_ranks == 32  # 4 nodes x 8 GPUs
+    for same in (c, c.result, c.result.spec):
+        assert af.collective_time("all_reduce", "1 GiB", same).time_s == by_name.time_s
+    f = af.fabric("all_reduce", c, size="64 MiB", engine="links")
+    assert (
+        f.to_dict()["time_s"]
+        == af.fabric("all_reduce", size="64 MiB", nodes=4, engine="links").to_dict()["time_s"]
+    )
+    assert af.cluster(c).n_gpus == 32
+
+
+def test_something_that_is_not_a_cluster_is_refused_naming_cluster():
+    with pytest.raises(ConfigError, match=r"^cluster: expected a preset name, .* got int$"):
+        af.collective_time("all_reduce", "1 GiB", 5)

@@ -25,12 +25,13 @@ from typing import Any
 
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.summary import summarize
+from aifabric.cluster.summary import ClusterSummary, summarize
 from aifabric.collectives.communicator import Communicator
 from aifabric.discovery.compare import read_log
 from aifabric.discovery.node import inspect_node_text
 from aifabric.engines.api import collective_time as _collective_time
 from aifabric.engines.scenario import run_scenario
+from aifabric.errors import ConfigError
 from aifabric.report.answer import Answer
 from aifabric.sweep.db import ResultDB
 from aifabric.sweep.grid import SweepSpec, load_sweep
@@ -44,7 +45,25 @@ from aifabric.units import format_bytes, one_size
 __all__ = ["cluster", "collective_time", "fabric", "inspect", "plan", "sweep", "train"]
 
 DEFAULT_CLUSTER = "dgx-h100-superpod"
-ClusterLike = ClusterSpec | str | Path
+ClusterLike = ClusterSpec | str | Path | Answer | ClusterSummary
+
+
+def _spec(cluster: ClusterLike, *, nodes: int | None = None, gpus: int | None = None) -> ClusterSpec:
+    """The ClusterSpec of a preset name, a cluster YAML path, a ClusterSpec, an :func:`cluster` answer or
+    its ``result`` (a ClusterSummary), resized to ``nodes`` / ``gpus`` when given.
+
+    Raises ConfigError naming ``cluster`` for anything else, or an unknown preset or file.
+    """
+    if isinstance(cluster, Answer):
+        cluster = cluster.result
+    if isinstance(cluster, ClusterSummary):
+        cluster = cluster.spec
+    if not isinstance(cluster, ClusterSpec | str | Path):
+        raise ConfigError(
+            f"cluster: expected a preset name, a cluster YAML path, a ClusterSpec or af.cluster(...), "
+            f"got {type(cluster).__name__}"
+        )
+    return resolve_cluster(cluster, nodes=nodes, gpus=gpus)
 
 
 def _bytes(size: float | str, name: str) -> float:
@@ -71,7 +90,7 @@ def cluster(
     >>> c.n_gpus, c.domain_gpus, c.tiers
     (256, 8, 2)
     """
-    spec = resolve_cluster(cluster, nodes=nodes, gpus=gpus)
+    spec = _spec(cluster, nodes=nodes, gpus=gpus)
 
     s = summarize(spec)
     rows = tuple(
@@ -114,11 +133,14 @@ def collective_time(
     *,
     ranks: int | Sequence[int] | Communicator | None = None,
     engine: str = "formula",
+    nodes: int | None = None,
     **options: Any,
 ) -> Answer:
     """Time one collective of ``size`` (bytes or ``"1 GiB"``, nccl-tests convention) on ``cluster``.
 
-    Wraps :func:`aifabric.engines.api.collective_time` (same ``ranks``, ``engine`` and ``options``);
+    ``cluster``: a preset name, a cluster YAML path, a ClusterSpec, or :func:`cluster`'s answer (or its
+    ``result``), resized to ``nodes`` when given. Wraps :func:`aifabric.engines.api.collective_time` (same
+    ``ranks``, ``engine`` and ``options``);
     ``result`` is a :class:`~aifabric.engines.result.CollectiveResult`. Rows: every (algorithm, protocol)
     the engine considered, fastest first.
 
@@ -128,8 +150,14 @@ def collective_time(
     >>> r = af.collective_time("all_gather", 2**30, "dgx-h100-superpod", ranks=16)
     >>> r.bottleneck, r.n_ranks
     ('scale-out', 16)
+    >>> c = af.cluster("dgx-h100-superpod", nodes=4)
+    >>> af.collective_time("all_reduce", "1 GiB", c).n_ranks
+    32
+    >>> af.collective_time("all_reduce", 1e9, nodes=2).n_ranks
+    16
     """
-    r = _collective_time(op, _bytes(size, "size"), cluster, ranks=ranks, engine=engine, **options)
+    spec = _spec(cluster, nodes=nodes)
+    r = _collective_time(op, _bytes(size, "size"), spec, ranks=ranks, engine=engine, **options)
     rows = tuple({"algorithm": c.algorithm, "protocol": c.protocol, "time_s": c.time_s} for c in r.candidates)
     headline = (
         ("time", f"{r.time_s * 1e6:,.1f} us"),
@@ -166,7 +194,7 @@ def fabric(
     ['link', 'tier', 'utilisation']
     """
 
-    spec = resolve_cluster(cluster, nodes=nodes)
+    spec = _spec(cluster, nodes=nodes)
     sc = run_scenario(traffic, _bytes(size, "size"), spec, **options)
     res = sc.result
     rows = tuple(
@@ -250,7 +278,7 @@ def train(
     1.0
     """
 
-    spec = resolve_cluster(cluster, nodes=nodes)
+    spec = _spec(cluster, nodes=nodes)
     spec_model = get_model(model)
     if dp is None:
         dp = data_parallel_degree(spec_model, spec.n_gpus, tp=tp, pp=pp, cp=cp, of="the cluster")
@@ -317,7 +345,7 @@ def plan(
     (3, True)
     """
 
-    spec = resolve_cluster(cluster, nodes=nodes)
+    spec = _spec(cluster, nodes=nodes)
     spec_model = get_model(model)
     sm = StepModel(spec_model, spec, options=options or StepOptions())
     res = _plan(spec_model, spec, global_batch, top=top, step_model=sm, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep)

@@ -13,6 +13,7 @@ import typer
 from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, err_console, handle_errors, literal
+from aifabric.errors import ConfigError
 from aifabric.report.paths import check_output_path
 
 __all__ = ["ChakraOpt", "check_chakra_folder", "import_chakra", "written"]
@@ -57,7 +58,8 @@ def import_chakra(
 ) -> None:
     """Read one rank's Chakra execution trace as a workload: its compute time and its communication calls,
     each timed on the cluster with the formula engine over its group (the trace's comm_group_size, else
-    every GPU; ranks placed in order). The total assumes no overlap of compute and communication: an upper
+    every GPU; ranks placed in order; a group larger than the cluster is refused).
+    The total assumes no overlap of compute and communication: an upper
     bound of the rank's time. Seconds; sizes in bytes (nccl-tests convention)."""
     from aifabric.cluster.resolve import resolve_cluster
     from aifabric.engines.api import collective_time
@@ -66,9 +68,16 @@ def import_chakra(
     spec = resolve_cluster(cluster, nodes=nodes)
     tr = read_et(trace)
     w = workload(tr)
+    need = max((c.group_size or 0 for c in w.calls), default=0)
+    if need > spec.n_gpus:
+        raise ConfigError(
+            f"--nodes: the trace {str(trace)!r} has {need} ranks (comm_group_size) but {spec.name} has "
+            f"{spec.n_gpus} GPUs; give a cluster of at least {need} GPUs "
+            f"(--nodes {-(-need // spec.gpus_per_node)})"
+        )
     calls: list[dict[str, Any]] = []
     for c in w.calls:
-        ranks = min(c.group_size or spec.n_gpus, spec.n_gpus)
+        ranks = c.group_size or spec.n_gpus
         r = collective_time(c.op, c.message_bytes, spec, ranks=ranks)
         calls.append(
             {"op": c.op, "message_bytes": c.message_bytes, "group": c.group, "ranks": ranks, "count": c.count,

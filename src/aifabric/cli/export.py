@@ -1,7 +1,8 @@
 """``aifabric export``: a cluster in another simulator's format (ASTRA-sim, htsim, SimAI).
 
 Exit codes: 0 written; 2 bad input (unknown format or cluster, a cluster the format cannot express, an
-output folder that cannot be created), one line on stderr.
+output folder that cannot be created, an option the format does not use, a connection matrix above the
+memory limit), one line on stderr.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import typer
 
 from aifabric.cli.common import console, handle_errors
 from aifabric.cluster.resolve import resolve_cluster
+from aifabric.errors import ConfigError
 from aifabric.interop.export import FORMATS, export_cluster
 from aifabric.units import one_size
 
@@ -32,13 +34,18 @@ def export(
         typer.Option(help="htsim only: also write this collective over every GPU as collective.cm"),
     ] = None,
     size: Annotated[
-        str, typer.Option("--size", "-s", help="Collective size (nccl-tests convention)")
-    ] = "1 GiB",
+        str | None,
+        typer.Option(
+            "--size", "-s", help="--collective only: its size (nccl-tests convention) [default: 1 GiB]"
+        ),
+    ] = None,
 ) -> None:
     """Write the cluster for another simulator: astra-sim (analytical network.yml + ns-3 topology.txt),
     htsim (fat-tree cluster.topo + hosts.csv, and --collective as collective.cm) or simai (topology.txt).
     Rates per direction; see docs/interop.md for each format and its source."""
+    if size is not None and collective is None:
+        raise ConfigError(f"--size: only --collective (--format htsim) takes a size; --format {fmt} does not")
     spec = resolve_cluster(cluster, nodes=nodes)
-    message_bytes = one_size(size, "--size") if collective is not None else None
+    message_bytes = one_size(size or "1 GiB", "--size") if collective is not None else None
     for path in export_cluster(spec, fmt, out, collective=collective, message_bytes=message_bytes):
         console.print(str(path), markup=False, highlight=False)

@@ -24,7 +24,7 @@ from rich.progress import (
 from aifabric.cli.common import console, err_console, handle_errors
 from aifabric.report.paths import check_output_path, check_plot_path
 from aifabric.sweep.grid import SweepSpec, load_sweep
-from aifabric.sweep.parallel import EXECUTORS, run_into_db
+from aifabric.sweep.parallel import EXECUTORS, MAX_POINTS, check_grid_size, run_into_db
 
 __all__ = ["sweep"]
 
@@ -56,6 +56,10 @@ def sweep(
         Path | None,
         typer.Option(help="Plot network watts against time, Pareto front per (op, size) (.png/.svg)"),
     ] = None,
+    max_points: Annotated[
+        int,
+        typer.Option(help="Refuse a grid (this shard's share) of more points (counted first)", min=1),
+    ] = MAX_POINTS,
 ) -> None:
     """Evaluate every (cluster variant x collective x size) of a sweep file with the formula engine, and
     every (cluster variant x model x layout) of its train section with the step model, into a SQLite
@@ -73,7 +77,9 @@ def sweep(
 
         check_html_path(html)
     spec = load_sweep(file)
-    total = sum(1 for i, _ in enumerate(spec.points()) if i % shards == shard)
+    if shard >= shards:
+        raise ValueError(f"--shard: {shard} of {shards} is not a valid shard")
+    total = check_grid_size(spec, max_points, shard=shard, n_shards=shards)
     with Progress(
         TextColumn("sweep"),
         BarColumn(),
@@ -103,6 +109,7 @@ def sweep(
             shard=shard,
             n_shards=shards,
             on_batch=advance,
+            max_points=max_points,
         )
         bar.advance(task, skipped)
     console.print(f"{ran} point(s) evaluated, {skipped} already in {db} (resumed); store: {db}", markup=False)

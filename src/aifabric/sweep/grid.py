@@ -15,20 +15,31 @@ A sweep file (YAML)::
       layouts: [{tp: 8, pp: 2, microbatch: 4}, {tp: 4, pp: 4, microbatch: 2}]
       global_batch: 1536                # sequences per step (default 1536)
 
-Without ``collectives`` and ``train``, the sweep times a 1 GiB all_reduce. A training point's ``op`` is
-``train:<model>`` and its ``message_bytes`` 0. Every point gets a stable key (its parameters as sorted
-JSON), so a sweep can resume where it stopped.
+A file needs ``collectives`` or ``train`` (or both), and every collective a non-empty ``sizes`` list; a
+size listed twice is timed once. The cluster must resolve and every vary value must have its field's type
+(``nodes: ["abc"]`` is refused before any evaluation); a well-typed variant that cannot be built is stored
+with its error. A training point's ``op`` is ``train:<model>`` and its ``message_bytes`` 0. Every point gets
+a stable key (its parameters as sorted JSON), so a sweep can resume where it stopped. The grid is counted
+(:attr:`SweepSpec.n_points`) without being expanded; :meth:`SweepSpec.iter_points` yields lazily.
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
+import math
+import types
+import typing
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aifabric.cluster.spec import check_field_path
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cluster.spec import ClusterSpec, check_field_path
 from aifabric.collectives.ops import Collective
 from aifabric.errors import AifabricError, ConfigError
 from aifabric.inputs import load_yaml_mapping
@@ -71,18 +82,28 @@ class SweepSpec:
     collectives: tuple[tuple[str, tuple[float, ...]], ...]
     train: tuple[tuple[tuple[str, Any], ...], ...] = ()
 
+    @property
+    def n_points(self) -> int:
+        """Points of the grid, counted without expanding it: the product of the vary lists' lengths times
+        (the collectives' sizes + the training jobs)."""
+        per_variant = sum(len(sizes) for _, sizes in self.collectives) + len(self.train)
+        return math.prod(len(v) for _, v in self.vary) * per_variant
+
     def points(self) -> list[SweepPoint]:
-        """Every (grid point, collective, size), then every (grid point, model, layout), grid-major."""
+        """Every point of :meth:`iter_points` in a list (count them first: :attr:`n_points`)."""
+        return list(self.iter_points())
+
+    def iter_points(self) -> Iterator[SweepPoint]:
+        """Every (grid point, collective, size), then every (grid point, model, layout), grid-major; lazily,
+        one point at a time (:attr:`n_points` of them)."""
         names = [k for k, _ in self.vary]
-        out: list[SweepPoint] = []
-        for values in itertools.product(*(v for _, v in self.vary)) if self.vary else [()]:
+        for values in itertools.product(*(v for _, v in self.vary)):
             changes = tuple(zip(names, values, strict=True))
             for op, sizes in self.collectives:
-                out.extend(SweepPoint(self.cluster, changes, op, s) for s in sizes)
-            out.extend(
+                yield from (SweepPoint(self.cluster, changes, op, s) for s in sizes)
+            yield from (
                 SweepPoint(self.cluster, changes, f"train:{dict(t)['model']}", 0.0, t) for t in self.train
             )
-        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, source: str = "sweep") -> SweepSpec:
@@ -100,6 +121,10 @@ class SweepSpec:
         vary_raw = data.get("vary") or {}
         if not isinstance(vary_raw, dict):
             raise ConfigError(f"{source}: vary: expected a mapping of field -> list of values")
+        try:
+            resolve_cluster(cluster)
+        except (AifabricError, ValueError) as err:
+            raise ConfigError(f"{source}: cluster: {cluster!r}: {err}") from None
         vary = []
         for field, values in vary_raw.items():
             if not isinstance(field, str) or not field:
@@ -112,24 +137,33 @@ class SweepSpec:
                 raise ConfigError(
                     f"{source}: vary.{field}: expected a non-empty list of values, got {values!r}"
                 )
-            vary.append((field, tuple(_value(v, f"{source}: vary.{field}") for v in values)))
+            checked = tuple(_value(v, f"{source}: vary.{field}") for v in values)
+            for j, v in enumerate(checked):
+                _check_type(field, v, f"{source}: vary.{field}[{j}]")
+            vary.append((field, tuple(dict.fromkeys(checked))))  # a value listed twice runs once
         train = _train(data.get("train"), source)
-        default = [] if train else [{"op": "all_reduce", "sizes": ["1 GiB"]}]
-        colls_raw = data.get("collectives") or default
-        if not isinstance(colls_raw, list):
-            raise ConfigError(f"{source}: collectives: expected a list of {{op, sizes}}")
-        colls = []
+        if data.get("collectives") is None and not train:
+            raise ConfigError(f"{source}: give collectives or train (or both); neither is in the file")
+        colls_raw = data.get("collectives", [])
+        if not isinstance(colls_raw, list) or (not colls_raw and not train):
+            raise ConfigError(f"{source}: collectives: expected a non-empty list of {{op, sizes}}")
+        colls: dict[str, dict[float, None]] = {}  # op -> its sizes, in order, each once
         for i, c in enumerate(colls_raw):
+            where = f"{source}: collectives[{i}]"
             if not isinstance(c, dict) or not isinstance(c.get("op"), str):
-                raise ConfigError(f"{source}: collectives[{i}]: expected {{op: <name>, sizes: [...]}}")
+                raise ConfigError(f"{where}: expected {{op: <name>, sizes: [...]}}")
+            unknown = sorted(map(str, set(c) - {"op", "sizes"}))
+            if unknown:
+                raise ConfigError(f"{where}: unknown field(s) {', '.join(unknown)}; known: op, sizes")
             op = Collective.parse(c["op"]).value
-            sizes = c.get("sizes") or ["1 GiB"]
-            if not isinstance(sizes, list) or not all(_scalar(x) and x is not None for x in sizes):
-                raise ConfigError(
-                    f"{source}: collectives[{i}].sizes: expected a list of sizes, got {sizes!r}"
-                )
-            colls.append((op, tuple(one_size(str(s), f"collectives[{i}].sizes") for s in sizes)))
-        return cls(cluster, tuple(vary), tuple(colls), train)
+            sizes = c.get("sizes")
+            if not isinstance(sizes, list) or not sizes:
+                raise ConfigError(f"{where}.sizes: expected a non-empty list of sizes, got {sizes!r}")
+            if not all(_scalar(x) and x is not None for x in sizes):
+                raise ConfigError(f"{where}.sizes: expected a list of sizes, got {sizes!r}")
+            for s in sizes:
+                colls.setdefault(op, {})[one_size(str(s), f"collectives[{i}].sizes")] = None
+        return cls(cluster, tuple(vary), tuple((op, tuple(s)) for op, s in colls.items()), train)
 
 
 #: Layout keys of a sweep's ``train.layouts`` entries (each an integer >= 1): the degrees and microbatch.
@@ -188,6 +222,55 @@ def _value(v: Any, where: str) -> Any:
     if isinstance(v, list) and all(_scalar(x) for x in v):
         return tuple(v)
     raise ConfigError(f"{where}: {v!r} is not a value (a number, a string, or a list of them)")
+
+
+#: Field types whose values :func:`_check_type` checks in the file (other fields, e.g. sizes with units and
+#: ratio tuples, go through their model's own parsing when the variant is built).
+_PLAIN = (int, str, bool)
+
+
+def _field_annotation(field: str) -> Any:
+    """The annotation of dotted ClusterSpec ``field`` (YAML names), or None for a field with an alias."""
+    model: Any = ClusterSpec
+    info = None
+    for part in field.split("."):
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return None
+        info = model.model_fields.get(part)
+        if info is None:
+            return None  # an aliased field (a size with a unit): checked when the variant is built
+        args = [a for a in typing.get_args(info.annotation) or (info.annotation,) if a is not type(None)]
+        model = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), None)
+    return None if info is None else info.annotation
+
+
+@functools.lru_cache(maxsize=256)
+def _adapter(field: str) -> TypeAdapter[Any] | None:
+    """A validator of the type of the plain (int, str, bool, literal) ``field``; None for other fields."""
+    ann = _field_annotation(field)
+    if ann is None:
+        return None
+    union = isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union
+    kinds = [a for a in (typing.get_args(ann) if union else (ann,)) if a is not type(None)]
+    if not all(k in _PLAIN or typing.get_origin(k) is typing.Literal for k in kinds):
+        return None
+    return TypeAdapter(ann)
+
+
+def _check_type(field: str, value: Any, where: str) -> None:
+    """Raise ConfigError when ``value`` has not the type of the plain (int, str, bool, literal) ``field``
+    (strict: no "16" for an integer, no True for a count; None where the field is optional).
+
+    Only the type: a well-typed value that makes an infeasible cluster is the sweep's result for that point.
+    """
+    adapter = _adapter(field)
+    if adapter is None:
+        return
+    try:
+        adapter.validate_python(value, strict=True)
+    except ValidationError as err:
+        reason = err.errors()[0]["msg"]
+        raise ConfigError(f"{where}: {value!r} is not valid for {field} ({reason})") from None
 
 
 def load_sweep(path: str | Path) -> SweepSpec:

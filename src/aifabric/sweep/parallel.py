@@ -16,8 +16,10 @@ the grid (``shard`` of ``n_shards``) into separate stores.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+import socket
 import sys
 import threading
 import time
@@ -33,7 +35,27 @@ from aifabric.sweep.grid import SweepPoint, SweepSpec
 from aifabric.sweep.runner import evaluate_point
 from aifabric.version import __version__
 
-__all__ = ["EXECUTORS", "RESULT_COLUMNS", "TRAIN_COLUMNS", "columns_for", "run_into_db"]
+__all__ = [
+    "EXECUTORS",
+    "MAX_POINTS",
+    "POINT_BYTES",
+    "RESULT_COLUMNS",
+    "TRAIN_COLUMNS",
+    "check_grid_size",
+    "columns_for",
+    "run_into_db",
+]
+
+#: Default cap on a sweep's points (``--max-points``): at ~50 us of model time per point
+#: (:mod:`aifabric.sweep.runner`) a million points is about a minute of one worker, and the driver's
+#: state for them (:data:`POINT_BYTES` each) about 300 MB; a larger grid must be asked for explicitly.
+MAX_POINTS = 1_000_000
+
+#: Driver memory per point, bytes: the point in the grid, to-do and batch lists (~80 B) and its stored
+#: hash in the resume set (~145 B), measured with tracemalloc on a 100,000-point grid (220 B with half
+#: the hashes stored), rounded up.
+POINT_BYTES = 300
+
 
 #: Typed result columns of a collective point (SI units), besides the varied fields.
 RESULT_COLUMNS: dict[str, type] = {
@@ -149,6 +171,28 @@ def _local(batches: list[list[SweepPoint]], workers: int, address: str | None) -
             yield fut.result()
 
 
+#: Seconds to wait for a Ray cluster's port to accept a TCP connection before ``--address`` is refused
+#: (ray.init itself retries for minutes against an address where nothing listens). A live head on a LAN
+#: answers a connect in milliseconds; 5 s leaves room for a slow WAN link.
+RAY_CONNECT_TIMEOUT_S = 5.0
+
+
+def _check_ray_address(address: str | None) -> None:
+    """Raise ConfigError unless a TCP connection to ``address`` (``host:port`` or ``ray://host:port``)
+    opens within :data:`RAY_CONNECT_TIMEOUT_S`. ``auto``, ``local`` and None are left to Ray."""
+    if address is None:
+        return
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep:
+        return
+    if not port.isdigit():
+        raise ConfigError(f"--address: {address!r} has no port number (host:port or ray://host:port)")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT_S).close()
+    except OSError:
+        raise ConfigError(f"--address: no Ray cluster at {address}") from None
+
+
 def _ray(batches: list[list[SweepPoint]], workers: int, address: str | None) -> Iterator[Rows]:
     try:
         import ray
@@ -156,9 +200,11 @@ def _ray(batches: list[list[SweepPoint]], workers: int, address: str | None) -> 
         raise ConfigError("--executor ray: ray is not installed (pip install 'aifabric[ray]')") from err
     started = not ray.is_initialized()
     if started:
+        _check_ray_address(address if address is not None else os.environ.get("RAY_ADDRESS"))
         local = address is None and "RAY_ADDRESS" not in os.environ
         ray.init(
             address=address,
+            logging_level=logging.ERROR,
             num_cpus=workers if local else None,
             include_dashboard=False,
             log_to_driver=False,
@@ -182,6 +228,28 @@ EXECUTORS: dict[str, Callable[[list[list[SweepPoint]], int, str | None], Iterato
 }
 
 
+def check_grid_size(
+    spec: SweepSpec, max_points: int | None = MAX_POINTS, *, shard: int = 0, n_shards: int = 1
+) -> int:
+    """Points of this shard of the grid (counted, not expanded: the grid's ``i % n_shards == shard``).
+
+    Raises ConfigError above ``max_points`` (None: no cap), or when the driver's state for them (points x
+    :data:`POINT_BYTES`) exceeds the memory limit (:func:`aifabric.budget.check_memory`).
+    """
+    n = len(range(shard, spec.n_points, n_shards))
+    if max_points is not None and n > max_points:
+        sizes = " x ".join(str(len(v)) for _, v in spec.vary) or "1"
+        per = spec.n_points // max(1, math.prod(len(v) for _, v in spec.vary))
+        of = f", shard {shard} of {n_shards}" if n_shards > 1 else ""
+        raise ConfigError(
+            f"vary: the grid has {n:,} points to run ({sizes} variants x {per:,} per variant{of}), "
+            f"above --max-points {max_points:,}; "
+            "shrink the grid, split it with --shards, or raise --max-points"
+        )
+    budget.check_memory(f"the sweep's {n:,} points", n * POINT_BYTES, "vary")
+    return n
+
+
 def run_into_db(
     spec: SweepSpec,
     db_path: str | Path,
@@ -193,6 +261,7 @@ def run_into_db(
     shard: int = 0,
     n_shards: int = 1,
     on_batch: Callable[[int], None] | None = None,
+    max_points: int | None = MAX_POINTS,
 ) -> tuple[int, int]:
     """Evaluate the points of ``spec`` not yet in the database; returns (evaluated now, skipped as done).
 
@@ -213,11 +282,14 @@ def run_into_db(
         Evaluate only the points ``i`` of the grid with ``i % n_shards == shard`` (one machine's share).
     on_batch : callable, optional
         Called with the number of points of each batch stored.
+    max_points : int, optional
+        Refuse a grid of more points (:func:`check_grid_size`); None: no cap but the memory limit.
 
     Raises
     ------
     ConfigError
-        An unknown executor, ``address`` without ``ray``, or ``ray`` not installed.
+        An unknown executor, ``address`` without ``ray``, ``ray`` not installed or no Ray cluster at
+        ``address``, or a grid above ``max_points`` or the memory limit.
     ValueError
         ``workers`` or ``batch`` < 1, a bad shard, or a file that is not a sweep database.
     """
@@ -232,7 +304,8 @@ def run_into_db(
         raise ValueError(f"--batch: must be >= 1, got {batch}")
     if not (n_shards >= 1 and 0 <= shard < n_shards):
         raise ValueError(f"--shard: {shard} of {n_shards} is not a valid shard")
-    points = [p for i, p in enumerate(spec.points()) if i % n_shards == shard]
+    check_grid_size(spec, max_points, shard=shard, n_shards=n_shards)
+    points = [p for i, p in enumerate(spec.iter_points()) if i % n_shards == shard]
     db = ResultDB(db_path, columns_for(spec))
     try:
         done = db.done()

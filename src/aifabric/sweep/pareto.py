@@ -39,7 +39,7 @@ def pareto_figure(
 ) -> Any:
     """A matplotlib Figure: ``y`` against ``x`` per (op, size) group, each group's Pareto front drawn.
 
-    Raises ValueError naming a column that does not exist.
+    Raises ValueError naming a column that does not exist, or when no point succeeded (nothing to plot).
     """
     for col in (x, y, "op", "message_bytes"):
         if col not in frame.columns:
@@ -49,7 +49,9 @@ def pareto_figure(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    ok = frame[frame["error"] == ""] if "error" in frame.columns else frame
+    ok = frame[frame["error"].fillna("") == ""] if "error" in frame.columns else frame
+    if ok.empty:
+        raise ValueError(f"--pareto: no successful points to plot ({len(frame)} point(s), all failed)")
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for (op, size), group in ok.groupby(["op", "message_bytes"]):
         gx, gy = group[x].to_numpy(float), group[y].to_numpy(float)
@@ -70,7 +72,8 @@ def pareto_plot(
 ) -> Path:
     """Write :func:`pareto_figure` to ``path`` (.png/.pdf/.svg); returns the path.
 
-    Raises ValueError for a path that cannot be written or a column that does not exist.
+    Raises ValueError for a path that cannot be written, a column that does not exist, or no successful
+    point.
     """
     p = check_plot_path(path, "--pareto")
     fig = pareto_figure(frame, x=x, y=y, title=title)
