@@ -290,9 +290,10 @@ class RowComparison:
     deviation : float
         ``measured busbw / predicted busbw - 1``: -0.2 is 20 % below the model.
     flagged : bool
-        More than the threshold below the prediction.
+        More than the threshold below the prediction with a fault as first cause that the verdict stands
+        on (:func:`_is_fault`); a row below the threshold for an artefact or a model limit gets a note.
     causes : tuple of str
-        Keys of :data:`CAUSES`, most likely first (flagged rows only).
+        Keys of :data:`CAUSES`, most likely first (rows more than the threshold below the model only).
     notes : tuple of str
         Rendered notes that are not faults (e.g. the 2-node tree aberration).
     """
@@ -495,7 +496,7 @@ class TableComparison:
 
     @property
     def flagged_rows(self) -> tuple[RowComparison, ...]:
-        """Rows more than the threshold below the model."""
+        """Rows more than the threshold below the model that carry a fault the verdict stands on."""
         return tuple(r for r in self.rows if r.flagged)
 
     @property
@@ -844,12 +845,17 @@ def compare_table(
         for i, r in enumerate(rows)
     ]
     plateau = _plateau_fault(rows, all_causes, ctx)
+    large = {r.size_bytes for r in ctx.large_rows}
     final = []
     for i, cmp_row in enumerate(rows):
-        flagged = cmp_row.deviation < -threshold
         causes = all_causes[i]
         if plateau is not None and causes[:1] == ("ramp",) and cmp_row.deviation <= plateau[1] + threshold:
             causes = (plateau[0], *causes)  # as far below the model as the plateau: the plateau's fault
+        # FLAG only a row that carries a diagnosis the verdict stands on (see :func:`_is_fault`).
+        flagged = _is_fault(cmp_row.size_bytes in large, causes, plateau is not None)
+        row_notes = _row_notes(cmp_row, ctx)
+        if causes and not flagged:
+            row_notes = (*row_notes, _below_note(causes[0], ctx))
         final.append(
             RowComparison(
                 cmp_row.size_bytes,
@@ -861,11 +867,24 @@ def compare_table(
                 cmp_row.deviation,
                 flagged,
                 causes,
-                _row_notes(cmp_row, ctx),
+                row_notes,
             )  # fmt: skip
         )
     return TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(final), place,
                            threshold, calibration, tuple(dropped), info, net, version_lines)  # fmt: skip
+
+
+def _is_fault(large: bool, causes: tuple[str, ...], collapse: bool) -> bool:
+    """Whether a row below the threshold is FLAGged: its first cause is a fault, not an artefact or a model
+    limit (:data:`NOT_FAULTS`), and the verdict stands on it -- a large-message row (what
+    :attr:`TableComparison.findings` counts) or any row of a run whose plateau collapsed. So a healthy
+    verdict has no FLAG row and a FLAG row always comes with a finding."""
+    return bool(causes) and causes[0] not in NOT_FAULTS and (large or collapse)
+
+
+def _below_note(cause: str, ctx: TableComparison) -> str:
+    """The note of a row below the threshold that is not a fault of the verdict (see :func:`_is_fault`)."""
+    return f"below the model, not a finding: {describe_cause(cause, ctx)}"
 
 
 def _plateau_fault(
