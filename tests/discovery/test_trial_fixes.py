@@ -39,3 +39,45 @@ def test_cli_flags_only_with_a_finding(path: Path) -> None:
         healthy = "verdict: healthy" in block
         assert healthy != bool(re.search(r"^\s+flagged ", block, flags=re.M)), block
         assert healthy != ("FLAG" in block), block
+
+
+CASE_01 = DATA / "case_01_dgx_h100_allreduce_single_node.txt"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["nccl-tests", "compare", CASE_01, "--algo", "nvls", "--no-nvls"],
+            "--algo nvls conflicts with --no-nvls",
+        ),
+        (["nccl-tests", "compare", CASE_01, "--cluster", "dgx-h100", "--gpu", "b200"], "--gpu: 'b200'"),
+        (
+            ["nccl-tests", "compare", CASE_01, "--cluster", "dgx-h100", "--nic-speed", "400 Gb/s"],
+            "--nic-speed",
+        ),
+        (
+            ["nccl-tests", "compare", CASE_01, "--cluster", "dgx-h100", "--gpus-per-node", "8"],
+            "--gpus-per-node",
+        ),
+        (
+            ["calibrate", CASE_01, "--cluster", "dgx-h100", "--gpu", "b200"],
+            "conflicts with --cluster dgx-h100",
+        ),
+        (["calibrate", CASE_01, "--name", ""], "--name: '' is empty"),
+    ],
+)
+def test_conflicting_or_empty_options_refused(args: list, message: str) -> None:
+    # an option the run would silently drop is refused: exit 2, one line naming it
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+
+
+def test_repeated_table_and_log_used_once() -> None:
+    out = runner.invoke(app, ["nccl-tests", "compare", str(CASE_01), "--table", "1", "--table", "1"])
+    assert out.exit_code == 0 and out.output.count("verdict:") == 1
+    once = runner.invoke(app, ["calibrate", str(CASE_01), "--json"])
+    twice = runner.invoke(app, ["calibrate", str(CASE_01), str(CASE_01), "--json"])
+    assert twice.exit_code == 0 and twice.output == once.output  # the same rows, fitted once

@@ -512,8 +512,10 @@ def calibrate(
         check_output_path(output, "--output")
     lo = parse_bytes(min_size, field="--min-size") if min_size else None
     hi = parse_bytes(max_size, field="--max-size") if max_size else None
+    if name is not None and not name.strip():
+        raise ValueError(f"--name: {name!r} is empty; give the profile a name or leave --name out")
     comparisons: list[TableComparison] = []
-    for log in logs:
+    for log in {log.resolve(): log for log in logs}.values():  # a file given twice is fitted once
         text, source = read_log(log)
         result = compare_nccl_tests(text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed,
                                     tables=table, collective=collective,

@@ -1024,6 +1024,7 @@ def compare_nccl_tests(
     >>> t.op, t.n_ranks, t.rows[0].predicted.algorithm, round(t.rows[0].deviation, 3)
     ('all_reduce', 2, 'ring', -0.017)
     """  # noqa: E501  (verbatim nccl-tests rows in the doctest)
+    _check_options(cluster, gpu, nic_speed, gpus_per_node, algorithm, no_nvls)
     text = nonempty_text(text, source, "the log is empty")
     try:
         parsed = parse_pasted(text, source, collective=collective)
@@ -1034,7 +1035,7 @@ def compare_nccl_tests(
         raise
     lines = text.split("\n")
     regions = _regions(lines, parsed)
-    wanted = list(range(1, len(parsed) + 1)) if not tables else list(tables)
+    wanted = list(range(1, len(parsed) + 1)) if not tables else list(dict.fromkeys(tables))  # once each
     for k in wanted:
         if not 1 <= k <= len(parsed):
             raise ValueError(f"--table: {k} is out of range; the log has {len(parsed)} table(s)")
@@ -1071,6 +1072,36 @@ def compare_nccl_tests(
             "no table with rows to compare (the tables hold only footers)", line=first, source=source
         )
     return NcclTestsComparison(source, tuple(compared), tuple(skipped))
+
+
+def _check_options(
+    cluster: object | None,
+    gpu: str | None,
+    nic_speed: str | None,
+    gpus_per_node: int | None,
+    algorithm: str | None,
+    no_nvls: bool,
+) -> None:
+    """Refuse option combinations one of which would be silently dropped.
+
+    ``gpu``, ``nic_speed`` and ``gpus_per_node`` describe the inferred cluster; a given ``cluster`` already
+    fixes them. Forcing NVLS or NVLSTree while excluding them asks for two opposite things.
+
+    Raises
+    ------
+    ValueError
+        Naming the two options that conflict.
+    """
+    if cluster is not None:
+        given = {"--gpu": gpu, "--nic-speed": nic_speed, "--gpus-per-node": gpus_per_node}
+        for flag, value in given.items():
+            if value is not None:
+                raise ValueError(
+                    f"{flag}: {value!r} describes the inferred cluster; it conflicts with --cluster "
+                    f"{cluster}, which fixes it (give one or the other)"
+                )
+    if no_nvls and algorithm in (Algorithm.NVLS, Algorithm.NVLS_TREE):
+        raise ValueError(f"--algo {algorithm} conflicts with --no-nvls")
 
 
 def _version_lines(lines: list[str], start: int, stop: int) -> tuple[Evidence, ...]:
