@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.discovery.compare import compare_nccl_tests
+from aifabric.discovery.fitting import fit_calibration
 from aifabric.errors import ParseError
 
 DATA = Path(__file__).parent / "data"
@@ -81,3 +82,23 @@ def test_repeated_table_and_log_used_once() -> None:
     once = runner.invoke(app, ["calibrate", str(CASE_01), "--json"])
     twice = runner.invoke(app, ["calibrate", str(CASE_01), str(CASE_01), "--json"])
     assert twice.exit_code == 0 and twice.output == once.output  # the same rows, fitted once
+
+
+@pytest.mark.parametrize("path", _logs(), ids=lambda p: p.name[:7])
+def test_calibrate_refuses_exactly_what_compare_calls_broken(path: Path) -> None:
+    # one rule for both commands: a table whose verdict is not healthy is not fitted (case_08, case_03 T3/T5)
+    for comp in compare_nccl_tests(path.read_text(), source=path.name).tables:
+        if comp.verdict == "healthy":
+            assert fit_calibration([comp]).rows
+        else:
+            with pytest.raises(ValueError, match=rf"table {comp.index}: not fitted: .*\({comp.verdict}: "):
+                fit_calibration([comp])
+
+
+def test_cli_calibrate_refuses_case_08() -> None:
+    result = runner.invoke(app, ["calibrate", str(DATA / "case_08_b200_gke_a4_topo_and_2node_allgather.txt")])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == (
+        "error: table 1: not fitted: the diagnosis found the run broken (network_settings: 130.9 GB/s below "
+        "the model over 4 large row(s)); fix it and measure again"
+    )

@@ -309,19 +309,25 @@ def _information(jacobian: np.ndarray) -> np.ndarray:
 
 
 def _refuse_broken(comparisons: Sequence[TableComparison]) -> None:
-    """Raise ValueError when a table's diagnosis found the run broken on the log's own evidence.
+    """Raise ValueError when a table's verdict (the rule ``nccl-tests compare`` prints) is not healthy.
 
-    A fault NCCL's INFO lines show (sockets instead of RDMA, GDR off, PXN off, fewer NICs used) would be
-    learnt as the fabric's figure and make every later prediction worse; the message names the cause and
-    the line.
+    A fault -- one NCCL's INFO lines show (sockets instead of RDMA, GDR off, PXN off, fewer NICs used) or a
+    large-message shortfall the diagnosis blames on the fabric or its settings -- would be learnt as the
+    fabric's figure and make every later prediction worse; the message names the cause and its line, or
+    the shortfall.
     """
     for comp in comparisons:
         for finding in comp.findings:
-            if finding.evidence:
-                raise ValueError(
-                    f"table {comp.index}: not fitted: the diagnosis found the run broken ({finding.cause}: "
-                    f"{finding.evidence[0]}); fix it and measure again"
-                )
+            why = (
+                str(finding.evidence[0])
+                if finding.evidence
+                else f"{finding.explained_bytes_per_s / 1e9:.1f} GB/s below the model over {finding.rows} "
+                "large row(s)"
+            )
+            raise ValueError(
+                f"table {comp.index}: not fitted: the diagnosis found the run broken ({finding.cause}: "
+                f"{why}); fix it and measure again"
+            )
 
 
 def fit_calibration(
@@ -353,9 +359,9 @@ def fit_calibration(
     Raises
     ------
     ValueError
-        If no row is left to fit, the size window is empty or reversed, a table's run is broken on the
-        evidence of its NCCL INFO lines (the cause and line are named), or the data or the model give a
-        non-finite value.
+        If no row is left to fit, the size window is empty or reversed, a table's verdict is not
+        healthy (the cause and its line or shortfall are named, as ``nccl-tests compare`` says), or the
+        data or the model give a non-finite value.
 
     Notes
     -----
