@@ -102,3 +102,19 @@ def test_cli_calibrate_refuses_case_08() -> None:
         "error: table 1: not fitted: the diagnosis found the run broken (network_settings: 130.9 GB/s below "
         "the model over 4 large row(s)); fix it and measure again"
     )
+
+
+def test_rank_count_contradicting_the_rank_lines_refused(tmp_path: Path) -> None:
+    # case_01 lists ranks 0-7 on one host: 16 ranks, from --ranks or NCCL's own print, is impossible
+    forced = runner.invoke(app, ["nccl-tests", "compare", str(CASE_01), "--ranks", "16"])
+    assert forced.exit_code == 2
+    assert forced.stderr.strip().endswith("--ranks 16 conflicts with the log's 8 rank lines (ranks 0-7)")
+    assert len(forced.stderr.strip().splitlines()) == 1
+    lines = CASE_01.read_text().split("\n")
+    first_rank = next(i for i, line in enumerate(lines) if re.match(r"#\s+Rank\s+0 ", line))
+    info = "host:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 16 nNodes 1 localRanks 8 localRank 0 MNNVL 0"
+    log = tmp_path / "nranks16.txt"
+    log.write_text("\n".join([*lines[:first_rank], info, *lines[first_rank:]]))
+    said = runner.invoke(app, ["nccl-tests", "compare", str(log)])
+    assert said.exit_code == 2
+    assert "NCCL INFO nRanks 16 conflicts with the log's 8 rank lines" in said.stderr

@@ -94,6 +94,28 @@ def ranks_from_bandwidths(table: PerfTable) -> int | None:
     return first if first == last and first >= 2 else None
 
 
+def _check_against_rank_lines(
+    table: PerfTable, partial: bool, ranks: int | None, info_ranks: int | None
+) -> None:
+    """Refuse a rank count that contradicts complete rank lines (``Rank 0`` .. ``Rank n-1``, one each).
+
+    Raises
+    ------
+    ParseError
+        Naming the option or NCCL's print and the count the rank lines give.
+    """
+    if partial or not table.ranks:
+        return
+    listed = len({r.rank for r in table.ranks})
+    for what, value in (("--ranks", ranks), ("NCCL INFO nRanks", info_ranks)):
+        if value is not None and value != listed:
+            raise ParseError(
+                f"{what} {value} conflicts with the log's {listed} rank lines (ranks 0-{listed - 1})",
+                line=table.line,
+                source=table.source,
+            )
+
+
 def resolve_counts(
     table: PerfTable,
     lines_before: Sequence[str] = (),
@@ -118,8 +140,9 @@ def resolve_counts(
     Raises
     ------
     ParseError
-        If the ranks cannot be told from the log (the message asks for ``--ranks``), or an override
-        contradicts itself (ranks not filling the nodes evenly).
+        If the ranks cannot be told from the log (the message asks for ``--ranks``), an override
+        contradicts itself (ranks not filling the nodes evenly), or ``--ranks`` or NCCL's ``nRanks``
+        contradicts complete rank lines.
     ValueError
         If an override is below 1.
     """
@@ -130,6 +153,7 @@ def resolve_counts(
     notes: list[str] = []
     partial = _incomplete_rank_lines(table)
     torch_ranks, torch_nodes = _torchrun(lines_before)
+    _check_against_rank_lines(table, partial, ranks, info.n_ranks)
     n_ranks = ranks or info.n_ranks
     if n_ranks is None and not partial:
         n_ranks = table.n_ranks
