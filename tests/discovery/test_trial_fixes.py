@@ -118,3 +118,13 @@ def test_rank_count_contradicting_the_rank_lines_refused(tmp_path: Path) -> None
     said = runner.invoke(app, ["nccl-tests", "compare", str(log)])
     assert said.exit_code == 2
     assert "NCCL INFO nRanks 16 conflicts with the log's 8 rank lines" in said.stderr
+
+
+def test_collective_contradicting_the_log_refused() -> None:
+    # case_01 is all_reduce_perf (redop sum, root -1): --collective all_gather would compare the wrong model
+    wrong = runner.invoke(app, ["nccl-tests", "compare", str(CASE_01), "--collective", "all_gather"])
+    assert wrong.exit_code == 2
+    assert "--collective all_gather conflicts with the log's all_reduce" in wrong.stderr
+    assert len(wrong.stderr.strip().splitlines()) == 1
+    same = runner.invoke(app, ["nccl-tests", "compare", str(CASE_01), "--collective", "all_reduce"])
+    assert same.exit_code == 0

@@ -328,7 +328,14 @@ def _read_table(
     if not rows:
         raise ParseError("the column header has no result rows below it", line=header + 1, source=source)
 
-    collective = override or resolve_collective(header, named, earlier, rows, columns, meta, source)
+    logged = resolve_collective(header, named, None, rows, columns, meta, source)
+    if override is not None and logged is not None and logged != override:
+        raise ParseError(
+            f"--collective {override} conflicts with the log's {logged} (named above or told by the columns)",
+            line=header + 1,
+            source=source,
+        )
+    collective = override or logged or resolve_collective(header, named, earlier, rows, columns, meta, source)
     n_ranks = meta.n_ranks if meta.n_ranks is not None else ranks_from_rows(collective, rows)
     table = PerfTable(
         title=meta.title,
