@@ -45,6 +45,20 @@ def test_permutation_with_ecmp_is_slower_than_sprayed() -> None:
     assert times["ecmp"] > 1.5 * times["even"]
 
 
+def test_sprayed_slowdown_is_against_the_nic_not_the_sum_of_spine_paths() -> None:
+    """A message sprayed over 4 spines still leaves through one 400 Gb/s NIC: 2 MB alone take 40 us, and
+    the sprayed permutation ends in 41.5 us (3 hops x 0.5 us step), so its slowdown is 41.5 / 40."""
+    r = runner.invoke(app, ["transport", "permutation", "-t", "ib", "-t", "ib", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)["results"]
+    assert len(rows) == 1  # -t ib -t ib runs once
+    (row,) = rows
+    assert row["ideal_s"] == pytest.approx(2e6 / 50e9)
+    assert row["makespan_s"] == pytest.approx(41.5e-6, rel=0.01)
+    assert row["flow_slowdown_median"] == pytest.approx(41.5 / 40, rel=0.01)
+    assert row["flow_slowdown_max"] == pytest.approx(41.5 / 40, rel=0.01)
+
+
 def test_meta_story_names_a_winner_with_figures() -> None:
     r = runner.invoke(app, ["transport", "meta", "--size", "256 kB", "--json"])
     assert r.exit_code == 0, r.output
@@ -110,6 +124,8 @@ def test_other_scenarios_run(scenario: str) -> None:
         (["transport", "incast", "-t", "tcp"], "error: transport: unknown 'tcp'"),
         (["transport", "nope"], "error: scenario: unknown 'nope'"),
         (["transport", "incast", "--size", "10 GB"], "error: --size:"),
+        # the mice dominate the run's length: the error names their option, not --size
+        (["transport", "mice", "--mouse-size", "1 TB"], "error: --mouse-size: about"),
         (["transport", "incast", "--rate", "400 GB/s"], "error: --rate:"),
         (["transport", "incast", "--plot", "x.txt"], "error: --plot:"),
         (["transport", "incast", "--spraying", "ev"], "error: --spraying: only the permutation"),

@@ -16,6 +16,7 @@ from aifabric.transport.scenarios import (
     elephants_and_mice,
     incast,
     run_scenario,
+    sprayed_permutation,
 )
 
 C400 = 50e9  # 400 Gb/s, bytes/s per direction
@@ -146,3 +147,11 @@ def test_memory_estimate_refuses_before_allocating(monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("AIFABRIC_MAX_MEMORY", "1 MB")
     with pytest.raises(ConfigError, match="paths: the fluid model of .* needs about"):
         run_scenario(all_to_all(64, 1e3), "ib")
+
+
+def test_message_ideal_counts_every_sub_flow_on_the_shared_nic() -> None:
+    """Sprayed evenly over 4 spines, each 2 MB message crosses its 400 Gb/s NIC whole: 2e6 / 50e9 = 40 us,
+    not the 10 us of one quarter at line rate (a flow's own ideal)."""
+    sc = sprayed_permutation(4, 2, 4, 2e6, 50e9, spraying="even")
+    assert np.allclose(sc.message_ideal_s(), 40e-6)
+    assert sc.message_ideal_s().size == 8  # one per sending host

@@ -185,8 +185,9 @@ def _row(name: str, sc: Scenario, res: FluidResult, ideal: float, watch: int) ->
         "retransmitted_fraction": res.retransmission_fraction,
         "congested_links": [sc.link_labels[link] for link in res.congested_links],
         "links": _links(sc, res),
-        "flow_slowdown_median": float(np.nanmedian(res.slowdown)),
-        "flow_slowdown_max": float(np.nanmax(res.slowdown)),
+        # per message (a sprayed transfer's sub-flows together), against its own bottleneck: the NIC
+        "flow_slowdown_median": float(np.nanmedian(sc.message_slowdown(res))),
+        "flow_slowdown_max": float(np.nanmax(sc.message_slowdown(res))),
     }
 
 
@@ -316,11 +317,14 @@ def transport_command(
     if skew is not None and not (skew >= 1 and np.isfinite(skew)):
         raise ValueError(f"--skew: must be a finite number >= 1, got {skew!r}")
     default = list(META_TRANSPORTS) if scenario == "meta" else ["roce-pfc", "roce-dcqcn", "receiver-driven"]
-    names = transports or default + ([] if scenario == "meta" else ["uet-rccc", "uet-lossy", "ib"])
+    names = list(
+        dict.fromkeys(transports or default + ([] if scenario == "meta" else ["uet-rccc", "uet-lossy", "ib"]))
+    )
     for name in names:
         transport(name)
     bytes_per_flow = one_size(size, "--size")
     link_rate = parse_nic_bandwidth(rate, field="--rate")
+    mouse_bytes = one_size(mouse_size, "--mouse-size") if mouse_size is not None else 64e3
     opts = {
         "spraying": spraying,
         "seed": seed,
@@ -328,14 +332,15 @@ def transport_command(
         "serial": serial,
         "steps": steps,
         "targets": targets or 4,
-        "mouse_size": one_size(mouse_size, "--mouse-size") if mouse_size is not None else 64e3,
+        "mouse_size": mouse_bytes,
     }
     sc = _scenario(scenario, senders, bytes_per_flow, link_rate, opts)
     watch = _link(sc, link)
     est_steps = _ideal_s(sc) / FluidConfig().dt_s
     if est_steps * sum(len(p) for p in sc.paths) > 1e8:
+        field = "--mouse-size" if scenario == "mice" and mouse_bytes > bytes_per_flow else "--size"
         raise ValueError(
-            f"--size: about {est_steps:.3g} steps x {len(sc.paths)} flows is too long a run; "
+            f"{field}: about {est_steps:.3g} steps x {len(sc.paths)} flows is too long a run; "
             "use a smaller size or fewer senders"
         )
     ideal = _ideal_s(sc)

@@ -72,6 +72,28 @@ class Scenario:
         np.maximum.at(out, self.message, ends)
         return out
 
+    def message_ideal_s(self) -> np.ndarray:
+        """Each message's contention-free time alone, s, shape (n_messages,).
+
+        ``max over links l of B(m, l) / C(l)``: the bytes ``B(m, l)`` message ``m`` puts through link ``l``
+        at that link's capacity ``C(l)``. A message sprayed over ``k`` spine paths crosses its sender's NIC
+        with all its bytes, so its ideal is ``bytes / NIC rate``, never ``bytes / (k x NIC rate)``.
+        """
+        n_msg = int(self.message.max()) + 1
+        flows = np.repeat(np.arange(len(self.paths)), [len(p) for p in self.paths])
+        links = np.concatenate([np.asarray(p, dtype=np.int64) for p in self.paths])
+        on_link = sparse.coo_matrix(
+            (self.bytes_per_flow[flows], (self.message[flows], links)),
+            shape=(n_msg, self.capacity_bytes_per_s.size),
+        ).tocsr()  # duplicates summed: B(m, l)
+        return np.asarray(on_link.multiply(1.0 / self.capacity_bytes_per_s).max(axis=1).todense()).ravel()
+
+    def message_slowdown(self, result: FluidResult) -> np.ndarray:
+        """Each message's completion (last flow's end - first flow's start) over :meth:`message_ideal_s`."""
+        first = np.full(int(self.message.max()) + 1, np.inf)
+        np.minimum.at(first, self.message, result.flow_start_s)
+        return (self.message_end_s(result) - first) / self.message_ideal_s()
+
     def incidence(self) -> sparse.csc_matrix:
         """Link x flow matrix (1 where a flow crosses a link), for the max-min flow engine."""
         rows = np.concatenate([np.asarray(p, dtype=np.int64) for p in self.paths])
