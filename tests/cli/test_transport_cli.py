@@ -174,3 +174,12 @@ def test_progress_bar_on_long_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     assert r.exit_code == 0, r.output
     assert seen and 0 < seen[0] < 1 and seen == sorted(seen)
     assert "incast" in r.stdout
+
+
+def test_a_fluid_run_too_long_for_the_cli_is_refused_with_its_size() -> None:
+    """1024 nodes sprayed under IB: about 6e9 step x (flow, hop) updates, minutes of work, refused at once."""
+    args = ["fabric", "all_reduce", "--nodes", "1024", "--routing", "spray", "--transport", "ib"]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2
+    assert "error: transport: the ib fluid model would take about" in r.stderr
+    assert "use fewer nodes, a smaller size, or no --transport" in r.stderr

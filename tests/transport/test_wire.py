@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import sparse
 
 from aifabric.cluster.presets import preset
 from aifabric.engines.api import collective_time
 from aifabric.engines.routing import route
 from aifabric.engines.scenario import run_scenario
 from aifabric.errors import ConfigError
-from aifabric.transport.wire import decompose_paths
+from aifabric.transport.wire import decompose_paths, fluid_work, run_transport
 
 SPEC = preset("dgx-h100-superpod", nodes=4)  # 32 GPUs, 8 rails: non-blocking rail-optimised leaves
 
@@ -69,3 +70,36 @@ def test_engines_that_do_not_use_a_transport_refuse_it() -> None:
         run_scenario("permutation", 1e6, SPEC, engine="links", transport="ib")
     with pytest.raises(ConfigError, match="transport: unknown 'tcp'"):
         run_scenario("permutation", 1e6, SPEC, engine="flow", transport="tcp")
+
+
+def _one_link_run(**kw: object) -> object:
+    """1 MB over one 400 Gb/s link: 20 us alone, 40 steps of 0.5 us x 1 (flow, hop) entry."""
+    inc = sparse.csc_matrix(np.ones((1, 1)))
+    one = np.zeros(1, dtype=np.int64)
+    return run_transport(
+        "ib",
+        inc,
+        np.array([1e6]),
+        np.array([50e9]),
+        one,
+        one + 1,
+        job=one,
+        stage=one,
+        repeat=lambda j, k: 1,
+        n_jobs=1,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def test_fluid_work_is_steps_times_entries_and_a_run_above_the_limit_is_refused() -> None:
+    # 2 MB on a 3-hop path at 50 GB/s: 40 us = 80 steps of 0.5 us, x 3 entries
+    assert fluid_work([[0, 1, 2]], np.array([2e6]), np.full(3, 50e9), 0.5e-6) == 240
+    with pytest.raises(ConfigError, match=r"about 40 step x \(flow, hop\) updates .* limit 39"):
+        _one_link_run(max_work=39)
+
+
+def test_a_transport_run_reports_progress_to_the_flow_engine_bar() -> None:
+    seen: list[tuple[int, int]] = []
+    _one_link_run(progress=lambda done, total: seen.append((done, total)))
+    assert seen and seen[-1] == (40, 40)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)

@@ -467,6 +467,7 @@ def simulate_plans(
             stage=np.concatenate(sub_stage),
             repeat=lambda j, k: repeats[(j, k)],
             n_jobs=len(plans),
+            progress=progress,
         )
         link_bytes = run.link_bytes
         job_t = [t + _plan_latency(p, efficiency) for t, p in zip(run.job_time_s, plans, strict=True)]

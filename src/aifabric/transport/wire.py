@@ -14,6 +14,11 @@ step does not wait for its predecessor's acknowledgement; a schedule whose steps
 flows (:func:`~aifabric.transport.fluidnet.simulate_fluid`, ``after``). A job's time is the sum of its
 stages'.
 
+Before anything runs, the work is estimated: per stage, ``ceil(T_k / dt) x E_k`` with ``T_k`` the stage's
+contention-free time (its busiest link's bytes at the link's capacity, or its slowest path alone; a lower
+bound of the steps the model takes) and ``E_k`` its (flow, hop) entries; a plan whose total exceeds
+``max_work`` (default :data:`MAX_FLUID_WORK`) is refused with the figure, never run silently for minutes.
+
 On a credit-based fabric the receive buffer is raised to two steps of the fastest link when the
 configured one is smaller (a floor of the step discretisation). This is a small-scale model (it steps
 every 0.5 us); its memory is checked before a run
@@ -31,9 +36,13 @@ from scipy import sparse
 from aifabric.errors import ConfigError
 from aifabric.transport.fluidnet import FluidConfig, simulate_fluid, transport
 
-__all__ = ["TransportRun", "decompose_paths", "run_transport"]
+__all__ = ["MAX_FLUID_WORK", "TransportRun", "decompose_paths", "fluid_work", "run_transport"]
 
 _EPS = 1e-9
+MAX_FLUID_WORK = 1e9
+"""Most (step x (flow, hop) entry) updates a transport run may take (module docstring): a CLI budget of
+about half a minute, the fluid model costing about 2.4e-8 s per update on one core (measured: ``aifabric
+fabric all_reduce --nodes 128 --routing spray --transport roce-pfc``, 2.2e8 updates in 5.4 s)."""
 
 
 def decompose_paths(
@@ -128,6 +137,34 @@ class TransportRun:
         )
 
 
+def fluid_work(
+    paths: list[list[int]], sizes: np.ndarray, capacity_bytes_per_s: np.ndarray, dt_s: float
+) -> float:
+    """Lower bound of one fluid run's work: ``ceil(T / dt) x E`` (module docstring), steps x entries.
+
+    Parameters
+    ----------
+    paths : list of list of int
+        Links of each flow.
+    sizes : ndarray, shape (n_flows,)
+        Bytes of each flow.
+    capacity_bytes_per_s : ndarray, shape (n_links,)
+    dt_s : float
+        The fluid model's time step, s.
+    """
+    cap = np.asarray(capacity_bytes_per_s, dtype=np.float64)
+    hops = np.array([len(p) for p in paths])
+    if hops.sum() == 0:
+        return 0.0
+    links = np.concatenate([np.asarray(p, dtype=np.int64) for p in paths])
+    flow = np.repeat(np.arange(len(paths)), hops)
+    load = np.bincount(links, weights=np.asarray(sizes, dtype=np.float64)[flow], minlength=cap.size)
+    path_cap = np.full(len(paths), np.inf)
+    np.minimum.at(path_cap, flow, cap[links])
+    t = max(float((load / cap).max()), float((sizes / path_cap).max()))
+    return float(np.ceil(round(t / dt_s, 9)) * hops.sum())  # round: 20 us / 0.5 us is 40 steps, not 41
+
+
 def run_transport(
     name: str,
     incidence: sparse.csc_matrix,
@@ -141,6 +178,8 @@ def run_transport(
     repeat: Callable[[int, int], int],
     n_jobs: int,
     config: FluidConfig | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    max_work: float = MAX_FLUID_WORK,
 ) -> TransportRun:
     """Run the routed columns under transport ``name``, stage by stage (module docstring).
 
@@ -159,11 +198,16 @@ def run_transport(
         ``repeat(job, stage)``: how many times the stage runs.
     n_jobs : int
     config : FluidConfig, optional
+    progress : callable, optional
+        ``progress(done, total)`` in units of estimated work (:func:`fluid_work`), as the flow engine's.
+    max_work : float
+        The most estimated work accepted (:data:`MAX_FLUID_WORK`).
 
     Raises
     ------
     ConfigError
-        Unknown transport, a run above the memory limit, or a column that is not a path DAG.
+        Unknown transport, a run above ``max_work`` or the memory limit, or a column that is not a path
+        DAG.
     """
     transport(name)
     inc = sparse.csc_matrix(incidence)
@@ -183,25 +227,31 @@ def run_transport(
     carried = np.zeros(n_links)
     retx = 0.0
     victims = 0
-    for k in np.unique(stage).tolist():
-        cols = np.flatnonzero(stage == k)
-        paths: list[list[int]] = []
-        sizes: list[float] = []
-        owner: list[int] = []
-        for c in cols.tolist():
-            lo, hi = inc.indptr[c], inc.indptr[c + 1]
-            reps = repeat(int(job[c]), int(k))
-            for path, w in decompose_paths(inc.indices[lo:hi], inc.data[lo:hi], link_src, link_dst):
-                paths.append(path)
-                sizes.append(float(bytes_per_column[c]) * w * reps)
-                owner.append(int(job[c]))
-        keep = np.array(sizes) > 0
-        if not keep.any():
+    stages = [
+        _stage_flows(inc, bytes_per_column, link_src, link_dst, job, stage, repeat, k)
+        for k in np.unique(stage).tolist()
+    ]
+    work = [fluid_work(p, s, sim_cap, cfg.dt_s) for p, s, _ in stages]
+    total = sum(work)
+    if total > max_work:
+        raise ConfigError(
+            f"transport: the {name} fluid model would take about {total:.3g} step x (flow, hop) updates "
+            f"(over {len(stages)} stage(s), limit {max_work:.3g}, about half a minute); use fewer nodes, a "
+            "smaller size, or no --transport"
+        )
+    done = 0.0
+    for (paths, sizes_a, owner_a), w in zip(stages, work, strict=True):
+        if not paths:
             continue
-        paths = [p for p, ok in zip(paths, keep, strict=True) if ok]
-        sizes_a = np.array(sizes)[keep]
-        owner_a = np.array(owner)[keep]
-        res = simulate_fluid(paths, sizes_a, sim_cap, name, config=cfg)
+
+        def report(fraction: float, base: float = done, w: float = w) -> None:
+            if progress is not None:
+                progress(int(base + fraction * w), int(total))
+
+        res = simulate_fluid(paths, sizes_a, sim_cap, name, config=cfg, progress=report)
+        done += w
+        if progress is not None:
+            progress(int(done), int(total))
         for j in np.unique(owner_a).tolist():
             job_time[j] += float(np.nanmax(res.flow_end_s[owner_a == j]))
         pause += res.link_pause_s
@@ -211,3 +261,29 @@ def run_transport(
         retx += float(res.trimmed_bytes.sum())
         victims += int(res.victims.size)
     return TransportRun(name, job_time.tolist(), pause, peak, carried, retx, victims)
+
+
+def _stage_flows(
+    inc: sparse.csc_matrix,
+    bytes_per_column: np.ndarray,
+    link_src: np.ndarray,
+    link_dst: np.ndarray,
+    job: np.ndarray,
+    stage: np.ndarray,
+    repeat: Callable[[int, int], int],
+    k: int,
+) -> tuple[list[list[int]], np.ndarray, np.ndarray]:
+    """Stage ``k``'s flows: ordered paths, bytes (a repeated stage as one transfer) and owning jobs."""
+    cols = np.flatnonzero(stage == k)
+    paths: list[list[int]] = []
+    sizes: list[float] = []
+    owner: list[int] = []
+    for c in cols.tolist():
+        lo, hi = inc.indptr[c], inc.indptr[c + 1]
+        reps = repeat(int(job[c]), int(k))
+        for path, w in decompose_paths(inc.indices[lo:hi], inc.data[lo:hi], link_src, link_dst):
+            if bytes_per_column[c] * w * reps > 0:
+                paths.append(path)
+                sizes.append(float(bytes_per_column[c]) * w * reps)
+                owner.append(int(job[c]))
+    return paths, np.array(sizes), np.array(owner, dtype=np.int64)
