@@ -183,3 +183,28 @@ def test_a_fluid_run_too_long_for_the_cli_is_refused_with_its_size() -> None:
     assert r.exit_code == 2
     assert "error: transport: the ib fluid model would take about" in r.stderr
     assert "use fewer nodes, a smaller size, or no --transport" in r.stderr
+
+
+@pytest.mark.parametrize("command", ["fabric", "collective"])
+def test_fabric_and_collective_feed_the_bar_from_the_transport_run(
+    command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bar (a terminal only) receives the fluid run's progress, through to done == total."""
+    import contextlib
+    from collections.abc import Iterator
+
+    import aifabric.cli.collective as cli_collective
+    import aifabric.cli.fabric as cli_fabric
+
+    seen: list[tuple[int, int]] = []
+
+    @contextlib.contextmanager
+    def spy_bar() -> Iterator[object]:
+        yield lambda done, total: seen.append((done, total))
+
+    monkeypatch.setattr(cli_collective if command == "collective" else cli_fabric, "progress_bar", spy_bar)
+    args = [command, "all_reduce", "--cluster", "dgx-h100-superpod", "--nodes", "4", "-s", "4 MB"]
+    extra = ["--engine", "flow"] if command == "collective" else []
+    r = runner.invoke(app, [*args, *extra, "--transport", "ib"])
+    assert r.exit_code == 0, r.output
+    assert seen and seen[-1][0] == seen[-1][1] > 0

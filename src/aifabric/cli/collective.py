@@ -10,7 +10,16 @@ import typer
 from rich.table import Table
 
 from aifabric.cli.chakra import ChakraOpt, check_chakra_folder, written
-from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
+from aifabric.cli.common import (
+    HtmlOpt,
+    TraceOpt,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+    literal,
+    progress_bar,
+)
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm
 from aifabric.collectives.communicator import resolve_communicator
@@ -225,7 +234,10 @@ def collective(
         known_transport(transport)
     if calibration is not None:
         opts["calibration"] = load_calibration(calibration)
-    results = [collective_time(op, s, spec, ranks=comm, engine=engine.value, **opts) for s in sizes]
+    with progress_bar() as progress:  # long flow-engine (and transport) runs show a bar on a terminal
+        if progress is not None and engine.value == "flow":
+            opts["progress"] = progress
+        results = [collective_time(op, s, spec, ranks=comm, engine=engine.value, **opts) for s in sizes]
     cal: Calibration | None = opts.get("calibration")
     if trace is not None:
         from aifabric.report.trace import collective_trace, write_trace  # lazy: start-up of `collective`

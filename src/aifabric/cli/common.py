@@ -10,13 +10,15 @@ import functools
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeElapsedColumn
 from rich.text import Text
 
 from aifabric import catalog
@@ -32,6 +34,7 @@ __all__ = [
     "err_console",
     "handle_errors",
     "literal",
+    "progress_bar",
     "use_catalog",
 ]
 
@@ -161,3 +164,20 @@ def use_catalog(files: list[Path] | None) -> None:
     if files:
         catalog.use_catalog_files(files)
     catalog.catalog_names("accelerator")
+
+
+@contextmanager
+def progress_bar() -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr for long flow-engine runs, fed ``report(done, total)``; only on a terminal
+    (never in pipes or tests)."""
+    if not err_console.is_terminal:
+        yield None
+        return
+    columns = ("{task.description}", BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("flow engine", total=None)
+
+        def report(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield report

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import numpy as np
 import typer
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeElapsedColumn
 from rich.table import Table
 
-from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
+from aifabric.cli.common import (
+    HtmlOpt,
+    TraceOpt,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+    literal,
+    progress_bar,
+)
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.topology import Topology
 from aifabric.collectives.algorithms import plan_algorithms
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.traffic import PATTERNS
-from aifabric.engines.flowsim import Progress as ProgressReport
 from aifabric.engines.routing import POLICIES
 from aifabric.engines.scenario import run_scenario
 from aifabric.report.html import check_html_path, fabric_report, write_html
@@ -30,22 +35,6 @@ from aifabric.transport.wire import TransportRun
 from aifabric.units import format_bytes, one_size
 
 __all__ = ["fabric"]
-
-
-@contextmanager
-def _progress_bar() -> Iterator[ProgressReport | None]:
-    """A progress bar on stderr for long flow-engine runs; only on a terminal (never in pipes or tests)."""
-    if not err_console.is_terminal:
-        yield None
-        return
-    columns = ("{task.description}", BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True) as bar:
-        task = bar.add_task("flow engine", total=None)
-
-        def report(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield report
 
 
 @handle_errors
@@ -128,7 +117,7 @@ def fabric(
         known_transport(transport)
     spec = resolve_cluster(cluster, nodes=nodes)
     s = one_size(size, "--size")
-    with _progress_bar() as progress:
+    with progress_bar() as progress:
         sc = run_scenario(
             traffic,
             s,

@@ -39,7 +39,7 @@ ENGINE_OPTIONS: dict[str, frozenset[str]] = {
         }
     ),
     "links": _TOPOLOGY_OPTIONS,
-    "flow": _TOPOLOGY_OPTIONS | {"transport"},
+    "flow": _TOPOLOGY_OPTIONS | {"transport", "progress"},
 }
 
 #: The engines' names.

@@ -792,6 +792,7 @@ def fabric_collective(
     link_alive: np.ndarray | None = None,
     efficiency: str = "nccl",
     transport: str | None = None,
+    progress: Progress | None = None,
 ) -> CollectiveResult:
     """Time one collective with the ``links`` or ``flow`` engine on the real topology.
 
@@ -850,6 +851,7 @@ def fabric_collective(
         link_alive=link_alive,
         efficiency=efficiency,
         transport=transport,
+        progress=progress,
     )
     t = res.time_s
     algbw = message_bytes / t if t > 0 else float("inf")
