@@ -32,6 +32,10 @@ def test_bad_sizes(bad):
 def test_zero_bandwidth_rejected():
     with pytest.raises(UnitError, match="bandwidth must be > 0"):
         parse_bandwidth("0 Gb/s")
+    # a bare zero or negative number: the value is the error, whatever its unit
+    for raw in ("0", "-5", "0.0"):
+        with pytest.raises(UnitError, match=f"bandwidth must be > 0, got '{raw}'"):
+            parse_bandwidth(raw)
 
 
 @given(st.floats(min_value=1e-3, max_value=1e6))

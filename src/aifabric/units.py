@@ -169,6 +169,11 @@ def parse_bandwidth(value: str | float | int, *, field: str = "bandwidth") -> fl
         m = re.fullmatch(
             _NUMBER + r"\s*(?P<pre>Ki|Mi|Gi|Ti|[kKMGTP]?)(?P<unit>B|b|bit|byte)(?:/s|ps|its/s|ytes/s)", raw
         )
+        bare = re.fullmatch(_NUMBER, raw)
+        if (
+            bare and not _number(bare["num"], field, raw) > 0
+        ):  # '0' or '-5': the value is the error, not the missing unit
+            raise UnitError(f"{field}: bandwidth must be > 0, got {value!r}")
         if not m:
             raise UnitError(
                 f"{field}: cannot read a bandwidth in {raw!r} (examples: '400 Gb/s' bits, '900 GB/s' bytes)"

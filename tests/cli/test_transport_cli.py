@@ -127,6 +127,7 @@ def test_other_scenarios_run(scenario: str) -> None:
         # the mice dominate the run's length: the error names their option, not --size
         (["transport", "mice", "--mouse-size", "1 TB"], "error: --mouse-size: about"),
         (["transport", "incast", "--rate", "400 GB/s"], "error: --rate:"),
+        (["transport", "incast", "--rate", "0"], "error: --rate: bandwidth must be > 0, got '0'"),
         (["transport", "incast", "--plot", "x.txt"], "error: --plot:"),
         (["transport", "incast", "--spraying", "ev"], "error: --spraying: only the permutation"),
         (["transport", "permutation", "--spraying", "random"], "error: spraying: unknown 'random'"),
@@ -208,3 +209,15 @@ def test_fabric_and_collective_feed_the_bar_from_the_transport_run(
     r = runner.invoke(app, [*args, *extra, "--transport", "ib"])
     assert r.exit_code == 0, r.output
     assert seen and seen[-1][0] == seen[-1][1] > 0
+
+
+def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch) -> None:
+    import aifabric.cli.transport as cli
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_scenario", interrupted)
+    r = runner.invoke(app, ["transport", "incast", "-t", "ib"])
+    assert r.exit_code == 130
+    assert r.stderr == "interrupted\n"

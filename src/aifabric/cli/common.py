@@ -86,7 +86,8 @@ TraceOpt = Annotated[
 
 
 def handle_errors(fn: F) -> F:
-    """Turn AifabricError / ValueError / OSError into ``error: <message>`` on stderr and exit code 2.
+    """Turn AifabricError / ValueError / OSError into ``error: <message>`` on stderr and exit code 2, and
+    Ctrl-C (KeyboardInterrupt) into ``interrupted`` and exit code 130.
 
     The message is one line: newlines become spaces, control characters are made visible and a message
     longer than :data:`MAX_ERROR_CHARS` is cut in its middle. An ``OSError`` is a file that could not be
@@ -102,6 +103,9 @@ def handle_errors(fn: F) -> F:
         except OSError as err:
             where = f"{err.filename}: " if err.filename else ""
             _fail(f"{where}{err.strerror or err}")
+        except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT (128 + 2)
+            print("interrupted", file=sys.stderr)
+            raise typer.Exit(code=130) from None
 
     return wrapper  # type: ignore[return-value]
 
