@@ -127,6 +127,9 @@ def test_other_scenarios_run(scenario: str) -> None:
         # the mice dominate the run's length: the error names their option, not --size
         (["transport", "mice", "--mouse-size", "1 TB"], "error: --mouse-size: about"),
         (["transport", "incast", "--rate", "400 GB/s"], "error: --rate:"),
+        # 0.5 us x 50e9 B/s = 25 kB: a smaller flow would read as 50,000x its ideal time
+        (["transport", "incast", "--size", "1 B"], "error: --size: 1 B is under one time step"),
+        (["transport", "mice", "--mouse-size", "1 kB"], "= 25000 B); use at least that"),
         (["transport", "incast", "--rate", "0"], "error: --rate: bandwidth must be > 0, got '0'"),
         (["transport", "incast", "--plot", "x.txt"], "error: --plot:"),
         (["transport", "incast", "--spraying", "ev"], "error: --spraying: only the permutation"),

@@ -325,6 +325,13 @@ def transport_command(
     bytes_per_flow = one_size(size, "--size")
     link_rate = parse_nic_bandwidth(rate, field="--rate")
     mouse_bytes = one_size(mouse_size, "--mouse-size") if mouse_size is not None else 64e3
+    step_bytes = link_rate * FluidConfig().dt_s  # the fluid model cannot resolve a flow under one step
+    for field, given_bytes in (("--size", bytes_per_flow), ("--mouse-size", mouse_bytes)):
+        if (field == "--size" or mouse_size is not None) and given_bytes < step_bytes:
+            raise ValueError(
+                f"{field}: {given_bytes:g} B is under one time step of the fluid model at --rate "
+                f"({FluidConfig().dt_s * 1e6:g} us x {link_rate:g} B/s = {step_bytes:g} B); use at least that"
+            )
     opts = {
         "spraying": spraying,
         "seed": seed,
