@@ -235,7 +235,7 @@ def collective(
     if calibration is not None:
         opts["calibration"] = load_calibration(calibration)
     with progress_bar() as progress:  # long flow-engine (and transport) runs show a bar on a terminal
-        if progress is not None and engine.value == "flow":
+        if progress is not None and engine.value != "formula":
             opts["progress"] = progress
         results = [collective_time(op, s, spec, ranks=comm, engine=engine.value, **opts) for s in sizes]
     cal: Calibration | None = opts.get("calibration")

@@ -21,7 +21,9 @@ from aifabric.engines.result import CollectiveResult
 
 __all__ = ["ENGINES", "ENGINE_OPTIONS", "check_engine_options", "collective_time"]
 
-_TOPOLOGY_OPTIONS = frozenset({"algorithm", "routing", "seed", "qps", "efficiency", "topo", "link_alive"})
+_TOPOLOGY_OPTIONS = frozenset(
+    {"algorithm", "routing", "seed", "qps", "efficiency", "topo", "link_alive", "progress"}
+)
 
 #: What each engine understands; anything else is refused, not dropped.
 ENGINE_OPTIONS: dict[str, frozenset[str]] = {
@@ -39,7 +41,7 @@ ENGINE_OPTIONS: dict[str, frozenset[str]] = {
         }
     ),
     "links": _TOPOLOGY_OPTIONS,
-    "flow": _TOPOLOGY_OPTIONS | {"transport", "progress"},
+    "flow": _TOPOLOGY_OPTIONS | {"transport"},
 }
 
 #: The engines' names.
