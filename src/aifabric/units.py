@@ -118,17 +118,24 @@ def parse_bytes(value: str | float | int, *, field: str = "size") -> float:
 
 
 def one_size(text: str, field: str) -> float:
-    """A message size from the command line: finite, at least 1 byte (see :func:`parse_bytes`).
+    """A message size from the command line: finite, a whole number of bytes, at least 1 (see
+    :func:`parse_bytes`). ``"1.5 GiB"`` is whole bytes; ``"1.5B"`` is not. A decimal prefix's rounding
+    (``1.1 GB`` = 1100000000.0000002 in binary floating point) is within ``1e-9`` relative and rounded.
 
     Raises UnitError naming ``field``.
 
     >>> one_size("1 GiB", "--size")
     1073741824.0
+    >>> one_size("1.1 GB", "--size")
+    1100000000.0
     """
     value = parse_bytes(text, field=field)  # NaN and infinity refused there
     if value < 1:
         raise UnitError(f"{field}: a message must be at least 1 byte, got {text!r}")
-    return value
+    whole = round(value)
+    if abs(value - whole) > 1e-9 * value:
+        raise UnitError(f"{field}: a message is a whole number of bytes, got {text!r} ({value:g} bytes)")
+    return float(whole)
 
 
 def parse_bandwidth(value: str | float | int, *, field: str = "bandwidth") -> float:

@@ -204,17 +204,25 @@ def nccl_release(version: str | None = None) -> NcclRelease:
     version : str or None
         ``"2.21.5"``, ``"v2.21.5-1"`` or ``"2.21"``; ``None`` is the newest recorded release. A version
         between two recorded releases has the tables of the earlier one (``"2.22.3"`` -> ``2.21.5``); a
-        version newer than all is the newest.
+        later patch of the newest recorded minor (``"2.30.7"``) has the newest's tables.
 
     Raises
     ------
     ConfigError
-        A malformed version, or one older than the oldest recorded release; the message lists the known ones.
+        A malformed version, one older than the oldest recorded release (the message lists the known ones),
+        or one of a minor series newer than the newest recorded release's (``"2.31.0"``, ``"3.0"``: tables
+        not read yet; the message names the newest).
     """
     table = _releases()
+    newest = next(reversed(table.values()))
     if version is None:
-        return next(reversed(table.values()))
+        return newest
     want = _version_tuple(version)
+    if want[:2] > newest.version_tuple[:2]:
+        raise ConfigError(
+            f"nccl version: {version!r} is newer than the newest recorded release {newest.version} (tables "
+            f"read through the {'.'.join(map(str, newest.version_tuple[:2]))} series)"
+        )
     if len(want) == 2:  # "2.21": the newest release of that minor
         want = (*want, 10**6)
     chosen = None

@@ -73,12 +73,15 @@ def _refuse_unused(engine: str, options: dict[str, Any]) -> None:
 
 
 def _env(items: list[str]) -> dict[str, str]:
-    """``["NCCL_ALGO=Ring", ...]`` as a mapping; ValueError naming an item that is not NAME=VALUE."""
+    """``["NCCL_ALGO=Ring", ...]`` as a mapping; ValueError naming an item that is not NAME=VALUE or a
+    variable given twice."""
     out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise ValueError(f"--env: expected NAME=VALUE, got {item!r}")
+        if name.strip() in out:
+            raise ValueError(f"--env: {name.strip()} given twice")
         out[name.strip()] = value.strip()
     return out
 

@@ -36,14 +36,21 @@ from dataclasses import dataclass, replace
 
 from aifabric import catalog
 from aifabric.catalog import nccl
-from aifabric.catalog.transport import NcclEnv, PathType, gdr_enabled, resolve_transport, transport
+from aifabric.catalog.transport import (
+    NcclEnv,
+    PathType,
+    gdr_enabled,
+    nccl_algorithms,
+    resolve_transport,
+    transport,
+)
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.cost import Algorithm
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import Protocol, TierModel
 from aifabric.errors import ConfigError
 
-__all__ = ["MODELLED_VARIABLES", "EnvChoice", "TransportTiers", "env_choice", "env_tiers"]
+__all__ = ["MODELLED_VARIABLES", "EnvChoice", "TransportTiers", "check_env", "env_choice", "env_tiers"]
 
 #: The variables the formula engine models.
 MODELLED_VARIABLES = (
@@ -120,6 +127,73 @@ def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
     disabled = frozenset(a for a, name in _NCCL_NAME.items() if name not in enabled)
     protocols = None if parsed.proto is None else frozenset(Protocol(p.value) for p in parsed.protocols(coll))
     return EnvChoice(disabled, protocols, *bounds)
+
+
+def _nvls_missing(spec: ClusterSpec) -> str:
+    """Why ``spec`` runs no NVLS (NVLink SHARP: in-switch reduction on an NVSwitch, tiers.py)."""
+    if spec.scale_up.kind != "nvswitch":
+        return f"{spec.name} has no NVSwitch"
+    return f"{spec.name}'s NVSwitch or accelerator {spec.accelerator!r} has no NVLink SHARP"
+
+
+def check_env(
+    env: Mapping[str, str],
+    spec: ClusterSpec,
+    op: Collective,
+    tm: TierModel,
+    *,
+    algorithm: Algorithm | None = None,
+    protocol: Protocol | None = None,
+    excluded: frozenset[Algorithm] = frozenset(),
+) -> None:
+    """Refuse an environment that cannot apply to ``spec`` or contradicts the engine's own options.
+
+    Raises
+    ------
+    ConfigError
+        One line naming both sides: NCCL variables on an accelerator whose collectives are not NCCL's
+        (XLA on TPUs; NVLS variables on RCCL, which has no NVLS); ``algorithm`` (``--algo``) outside
+        ``NCCL_ALGO`` or disabled by ``NCCL_NVLS_ENABLE=0``; ``protocol`` (``--proto``) outside
+        ``NCCL_PROTO``; NVLS excluded (``--no-nvls``) with ``NCCL_NVLS_ENABLE=1``; an ``NCCL_ALGO`` naming
+        only NVLS algorithms on a cluster without NVLS (the reason named).
+    """
+    if not env:
+        return
+    _check(env)
+    library = spec.accelerator_spec.collective_library
+    first = next(iter(env))
+    if library == "xla":
+        raise ConfigError(
+            f"{first}: {spec.name} runs XLA collectives on {spec.accelerator!r}, not NCCL; NCCL variables "
+            "do not apply"
+        )
+    parsed = NcclEnv.from_mapping(env)
+    nvls = {Algorithm.NVLS, Algorithm.NVLS_TREE}
+    if library == "rccl" and parsed.nvls_enable is not None:
+        raise ConfigError(f"NCCL_NVLS_ENABLE: {spec.accelerator!r} runs RCCL, which has no NVLS")
+    if parsed.nvls_enable == 1 and nvls & excluded:
+        raise ConfigError("--no-nvls (exclude nvls) conflicts with NCCL_NVLS_ENABLE=1")
+    try:
+        coll = nccl.Collective(op.value)
+    except ValueError:  # all_to_all, send_recv: NCCL_ALGO/NCCL_PROTO do not apply
+        return
+    if algorithm is not None:
+        named = _NCCL_NAME.get(algorithm)
+        if named is not None and parsed.algo is not None and named not in nccl_algorithms(parsed.algo, coll):
+            raise ConfigError(f"--algo {algorithm.value} conflicts with NCCL_ALGO={parsed.algo}")
+        if algorithm in nvls and parsed.nvls_enable == 0:
+            raise ConfigError(f"--algo {algorithm.value} conflicts with NCCL_NVLS_ENABLE=0")
+    if (
+        protocol is not None
+        and parsed.proto is not None
+        and nccl.Protocol(protocol.value) not in parsed.protocols(coll)
+    ):
+        raise ConfigError(f"--proto {protocol.value} conflicts with NCCL_PROTO={parsed.proto}")
+    if parsed.algo is not None and not tm.nvls:
+        asked = {a for a, name in _NCCL_NAME.items() if name in nccl_algorithms(parsed.algo, coll)}
+        if asked and asked <= nvls:
+            why = "RCCL has no NVLS" if library == "rccl" else _nvls_missing(spec)
+            raise ConfigError(f"NCCL_ALGO={parsed.algo}: {why}")
 
 
 @dataclass(frozen=True)

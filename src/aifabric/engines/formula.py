@@ -19,7 +19,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, AlgorithmSpec, Cost, applicable
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP
-from aifabric.collectives.nccl_env import env_choice, env_tiers
+from aifabric.collectives.nccl_env import check_env, env_choice, env_tiers
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
 from aifabric.engines.result import Candidate, CollectiveResult
@@ -171,6 +171,8 @@ def formula_collective(
     proto = None if protocol is None else parse_protocol(protocol)
     excluded = {Algorithm.parse(a) for a in exclude}
     allowed: frozenset[Protocol] | None = None
+    if env:
+        check_env(env, spec, op, tm, algorithm=forced, protocol=proto, excluded=frozenset(excluded))
     if choice is not None:
         excluded |= choice.disabled
         allowed = choice.protocols
