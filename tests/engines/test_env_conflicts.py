@@ -90,3 +90,14 @@ def test_nccl_versions_past_the_newest_recorded_series_are_refused():
         with pytest.raises(ConfigError, match="newer than the newest recorded release 2.30.3"):
             nccl_release(version)
     assert "'3.0' is newer than the newest recorded release 2.30.3" in _refused("--nccl-version", "3.0")
+
+
+@pytest.mark.parametrize("engine", ["formula", "links"])
+def test_one_rank_says_there_is_nothing_to_communicate(engine):
+    # one rank: no peer, no byte moves; the time is 0 by definition
+    r = runner.invoke(
+        app, ["collective", "-s", "1GiB", "-c", "h100-ib-2node", "--ranks", "1", "--engine", engine]
+    )
+    assert r.exit_code == 0, r.output
+    assert "1 rank," in r.stdout and "1 rank: nothing to communicate (time 0)" in r.stdout
+    assert "none/none" not in r.stdout

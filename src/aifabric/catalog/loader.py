@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from aifabric.errors import ConfigError, ParseError
+from aifabric.errors import ConfigError, ParseError, UnitError
 from aifabric.inputs import load_yaml
 from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_bandwidth, parse_bytes, parse_power, parse_time
@@ -54,6 +54,14 @@ __all__ = [
     "use_catalog_files",
     "system_power",
 ]
+
+
+def _rate(v: Any) -> float:
+    """A catalogue rate in bytes/s from a string with its unit; a bare number is refused, since nothing
+    says whether it counts bits or bytes per second (:func:`aifabric.units.parse_bandwidth`)."""
+    if isinstance(v, int | float) and not isinstance(v, bool):
+        raise UnitError(f"rate: '{v:g}' has no unit (e.g. '{v:g} Gb/s')")
+    return parse_bandwidth(v)
 
 
 class _Entry(BaseModel):
@@ -104,7 +112,7 @@ class AcceleratorSpec(_Entry):
     )
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        return None if v is None else parse_bandwidth(v)
+        return None if v is None else _rate(v)
 
 
 class ScaleUpSpec(_Entry):
@@ -128,7 +136,7 @@ class ScaleUpSpec(_Entry):
     )
     @classmethod
     def _bw(cls, v: Any) -> float:
-        return parse_bandwidth(v)
+        return _rate(v)
 
     @field_validator("hop_latency_s", mode="before")
     @classmethod
@@ -157,7 +165,7 @@ class NicSpec(_Entry):
     @field_validator("line_rate_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float:
-        return parse_bandwidth(v, field="speed")
+        return _rate(v)
 
     @field_validator("power_w", mode="before")
     @classmethod
@@ -188,7 +196,7 @@ class SwitchSpec(_Entry):
     @field_validator("port_speed_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float:
-        return parse_bandwidth(v, field="port_speed")
+        return _rate(v)
 
     @field_validator("power_w", mode="before")
     @classmethod
@@ -218,7 +226,7 @@ class OpticSpec(_Entry):
     @field_validator("speed_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float:
-        return parse_bandwidth(v, field="speed")
+        return _rate(v)
 
     @field_validator("power_w", mode="before")
     @classmethod
@@ -254,7 +262,7 @@ class StorageSystemSpec(_Entry):
     )
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        return None if v is None else parse_bandwidth(v)
+        return None if v is None else _rate(v)
 
 
 class SystemPowerSpec(_Entry):
@@ -363,6 +371,9 @@ def _validate(kind: str, key: str, entry: Any, where: str) -> _Entry:
             raise ConfigError(f"{label}: missing field {field!r}") from None
         if e["type"] == "extra_forbidden":
             raise ConfigError(f"{label}: unknown field {field!r}") from None
+        cause = e.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):  # a unit parser's line names its value: only the field is ours
+            raise ConfigError(f"{label}: {field}: {str(cause).partition(': ')[2]}") from None
         msg = e["msg"].removeprefix("Value error, ")
         raise ConfigError(f"{label}: {field}: {msg} (got {e.get('input')!r})") from None
     except ConfigError as err:  # a unit parser's own message

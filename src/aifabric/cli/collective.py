@@ -271,7 +271,8 @@ def collective(
         else "vendor scale-up figures used as per-GPU rates (both directions added)"
     )
     console.print(
-        f"[bold]{literal(r0.op)}[/] on {literal(spec.name)}: {comm.n_ranks} ranks, {comm.n_domains} "
+        f"[bold]{literal(r0.op)}[/] on {literal(spec.name)}: {comm.n_ranks} rank{'s' * (comm.n_ranks != 1)}, "
+        f"{comm.n_domains} "
         f"scale-up domain(s) of up to {comm.ranks_per_domain}; engine {r0.engine}; {conv_text}; "
         + (
             "ICI links at the documented rate, one hop latency per ring step"
@@ -286,6 +287,9 @@ def collective(
             f"x{cal.inter_scale:.3f}, latency x{cal.latency_scale:.3f}, "
             f"+{cal.extra_inter_latency_s * 1e6:.2f} us per network hop"
         )
+    if len(results) == 1 and r0.n_ranks == 1:
+        console.print(f"size {format_bytes(r0.message_bytes)}: {r0.explanation} (time 0)")
+        return
     if len(results) == 1:
         r = r0
         console.print(

@@ -831,7 +831,7 @@ def fabric_collective(
             busbw_bytes_per_s=0.0,
             network_time_s={},
             bottleneck="none",
-            explanation="one rank: nothing to communicate",
+            explanation="1 rank: nothing to communicate",
             convention=f"per_direction/{efficiency}",
             engine=engine,
         )

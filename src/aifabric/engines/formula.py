@@ -67,7 +67,7 @@ def _one_rank(op: Collective, message_bytes: float, tm: TierModel) -> Collective
         0.0,
         {},
         "none",
-        "one rank: nothing to communicate",
+        "1 rank: nothing to communicate",
         (),
         f"{tm.convention}/{tm.efficiency}",
     )
