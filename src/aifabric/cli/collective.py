@@ -120,7 +120,14 @@ def collective(
     cluster: Annotated[
         str, typer.Option("--cluster", "-c", help="Preset name or cluster YAML file")
     ] = "dgx-h100-superpod",
-    nodes: Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)] = None,
+    nodes: Annotated[
+        int | None,
+        typer.Option(
+            help="Resize the cluster to this many nodes (servers of gpus_per_node GPUs; on an NVL72 rack a "
+            "node is a compute tray of 4 GPUs and 18 trays make a rack)",
+            min=1,
+        ),
+    ] = None,
     ranks: Annotated[
         int | None, typer.Option(help="Ranks (first GPUs in order); default all GPUs", min=1)
     ] = None,

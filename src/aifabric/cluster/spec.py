@@ -388,7 +388,18 @@ class ClusterSpec(_Strict):
         if dom % self.gpus_per_node:
             raise ValueError(f"scale_up.gpus={dom} is not a multiple of gpus_per_node={self.gpus_per_node}")
         if n_gpus % dom:
-            raise ValueError(f"gpus={n_gpus} does not fill whole scale-up domains of scale_up.gpus={dom}")
+            per = dom // self.gpus_per_node
+            raise ValueError(
+                f"gpus={n_gpus}"
+                + (f" ({self.nodes} nodes x {self.gpus_per_node} GPUs)" if self.nodes is not None else "")
+                + f" does not fill whole scale-up domains of scale_up.gpus={dom}"
+                + (
+                    f"; a node is one tray of gpus_per_node={self.gpus_per_node} GPUs and {per} nodes make "
+                    f"one domain: give nodes as a multiple of {per}"
+                    if per > 1
+                    else ""
+                )
+            )
         acc = self.accelerator_spec
         su = self.scale_up
         if su.kind == "nvswitch" and dom > 1 and not (acc.nvlink or acc.scale_up_link) and su.link is None:
