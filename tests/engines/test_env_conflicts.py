@@ -53,7 +53,7 @@ def test_nvls_asked_on_a_cluster_without_nvswitch_says_why():
 def test_nccl_variables_on_a_tpu_torus_are_refused():
     line = _refused("-c", "tpu-v5p-pod", "--env", "NCCL_ALGO=Ring")
     assert line.endswith(
-        "NCCL_ALGO: tpu-v5p-pod runs XLA collectives on 'tpu-v5p', not NCCL; NCCL variables do not apply"
+        "NCCL_ALGO: a TPU torus (tpu-v5p-pod) runs XLA collectives, not NCCL; NCCL variables do not apply"
     )
 
 

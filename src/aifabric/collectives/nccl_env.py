@@ -163,9 +163,9 @@ def check_env(
     library = spec.accelerator_spec.collective_library
     first = next(iter(env))
     if library == "xla":
+        what = "a TPU torus" if spec.scale_up.kind == "torus" else f"{spec.accelerator!r}"
         raise ConfigError(
-            f"{first}: {spec.name} runs XLA collectives on {spec.accelerator!r}, not NCCL; NCCL variables "
-            "do not apply"
+            f"{first}: {what} ({spec.name}) runs XLA collectives, not NCCL; NCCL variables do not apply"
         )
     parsed = NcclEnv.from_mapping(env)
     nvls = {Algorithm.NVLS, Algorithm.NVLS_TREE}
