@@ -101,3 +101,20 @@ def test_one_rank_says_there_is_nothing_to_communicate(engine):
     assert r.exit_code == 0, r.output
     assert "1 rank," in r.stdout and "1 rank: nothing to communicate (time 0)" in r.stdout
     assert "none/none" not in r.stdout
+
+
+@pytest.mark.parametrize(
+    ("op", "algo", "said"),
+    [
+        # tuning.cc: Tree runs only all_reduce; NCCL has no tree all_gather and fails rather than fall back
+        ("all_gather", "Tree", "NCCL_ALGO=Tree: no algorithm it enables runs all_gather here"),
+        # init.cc: CollNet stays off unless NCCL_COLLNET_ENABLE=1
+        ("all_reduce", "CollnetDirect", "CollNet needs NCCL_COLLNET_ENABLE=1"),
+    ],
+)
+def test_nccl_algo_enabling_nothing_that_runs_is_refused(op, algo, said):
+    r = runner.invoke(
+        app, ["collective", op, "-s", "1MiB", "-c", "h100-ib-2node", "--env", f"NCCL_ALGO={algo}"]
+    )
+    assert r.exit_code == 2, r.output
+    assert len(r.stderr.strip().splitlines()) == 1 and said in r.stderr

@@ -206,6 +206,13 @@ def formula_collective(
     if not evals:
         asked = f"{forced.value if forced else None}/{proto.value if proto else None}"
         raise ValueError(f"algorithm: no algorithm/protocol left for {op.value} (asked {asked})")
+    if forced is None and env and "NCCL_ALGO" in env and not any(ALGORITHMS[e.algorithm].nccl for e in evals):
+        runs = sorted({e.algorithm.value for e in entries if e.nccl})
+        raise ConfigError(
+            f"NCCL_ALGO={env['NCCL_ALGO']}: no algorithm it enables runs {op.value} here (NCCL would fail); "
+            f"NCCL algorithms that do: {', '.join(runs) or 'none'}"
+            + ("; CollNet needs NCCL_COLLNET_ENABLE=1" if "collnet" in env["NCCL_ALGO"].lower() else "")
+        )
     evals.sort(key=lambda e: e.tuner_time_s)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
     return _result(op, message_bytes, comm, tm, best, evals)
