@@ -295,3 +295,35 @@ def test_pcie_cap_only_where_the_input_gives_link_speeds(b200: NodeInspection) -
     # nvidia-smi topo -m has no PCIe speeds: nothing is capped, the NIC figure stands
     assert b200.layout.gpu_nic_pcie == {} and b200.rail_cap_bytes_per_s is None
     assert b200.network_factor == 1.0
+
+
+CASE_21 = "case_21_aws_p4d_p5_nccl_topology_xml.txt"
+
+
+def test_p5_four_efa_nics_per_gpu_aggregate(case_text: dict[str, str]) -> None:
+    """AWS p5 (case 21 [S1]): 4 x 100 Gb/s EFA NICs under each H100's PCIe switch are one GPU's 400 Gb/s.
+
+    Hand derivation: a 2-node ring's busbw is bounded by g x the per-GPU network rate; per GPU
+    4 x 100 Gb/s x 0.96 (ConnectX-6-class payload efficiency, catalogue) = 48 GB/s, x 8 GPUs = 384 GB/s,
+    the same 3.2 Tb/s per node as Azure NDv5 (8 x 400 Gb/s x 0.983 = 393 GB/s); the
+    formula engine gives NDv5 380.66 GB/s, so p5 must land within a few % of it, not at 1 NIC's ~96 GB/s.
+    """
+    p5 = inspect_node_text(case_text[CASE_21], source=CASE_21)[0]
+    _, ndv5 = inspect_node_text(case_text[CASE_17], source=CASE_17)
+    assert p5.spec.scale_out is not None and p5.spec.scale_out.nics_per_gpu == 4
+    assert p5.spec.scale_out.nic_speed_bytes_per_s == pytest.approx(100e9 / 8)
+    assert p5.spec.nic_line_rate_bytes_per_s == pytest.approx(400e9 / 8)
+    assert p5.network_factor == pytest.approx(1.0)  # Gen4 x8 path per NIC (12 GB/s) carries one 100G NIC
+    two = {e.n_nodes: e.busbw_bytes_per_s for e in p5.expected if "Ring" in e.label and e.n_nodes == 2}[2]
+    ref = {e.n_nodes: e.busbw_bytes_per_s for e in ndv5.expected if "Ring" in e.label and e.n_nodes == 2}[2]
+    assert ref == pytest.approx(380.66e9, rel=1e-3)
+    assert two == pytest.approx(ref, rel=0.03)
+    assert two <= 8 * 4 * (100e9 / 8) * 0.96 * 1.0001  # g x 4 NICs x 12.5 GB/s x 0.96 = 384 GB/s
+
+
+def test_shared_nic_is_not_counted_twice(case_text: dict[str, str]) -> None:
+    """p4d (case 21 [S2]): 2 GPUs share 1 NIC under one PCIe switch; 4 NICs / 8 GPUs -> 1 NIC per GPU."""
+    p4d = inspect_node_text(case_text[CASE_21], source=CASE_21)[1]
+    assert p4d.spec.scale_out is not None and p4d.spec.scale_out.nics_per_gpu == 1
+    _, ndv5 = inspect_node_text(case_text[CASE_17], source=CASE_17)
+    assert ndv5.spec.scale_out is not None and ndv5.spec.scale_out.nics_per_gpu == 1

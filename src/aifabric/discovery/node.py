@@ -56,6 +56,7 @@ from aifabric.discovery.node_spec import (
     expected_busbw,
     gdr_network_factor,
     infer_node_spec,
+    local_nics_per_gpu,
     rail_cap,
 )
 from aifabric.discovery.node_warnings import Finding, layout_warnings, vm_signature
@@ -212,7 +213,9 @@ def inspect_layout(
         )
         nearest[g] = tuple(p for p in mine if path_rank(p.path) == path_rank(mine[0].path)) if mine else ()
     pairing = nic_pairing(layout)
-    spec, spec_data, spec_notes, findings = infer_node_spec(layout, accelerator, speed, groups)
+    spec, spec_data, spec_notes, findings = infer_node_spec(
+        layout, accelerator, speed, groups, local_nics_per_gpu(layout, nearest)
+    )
     notes.extend(spec_notes)
     findings = layout_warnings(layout, nearest, pairing, speed) + findings
     notes.extend(f"partial input: {m}" for m in layout.missing)
@@ -230,8 +233,10 @@ def inspect_layout(
             "hand-written NCCL topology file: no NVLinks or NIC speeds in it (NCCL adds them at run time); "
             "the catalogue's figures for the GPU are used"
         )
-    factor = gdr_network_factor(layout, pairing, spec.nic_effective_bytes_per_s)
-    cap = rail_cap(layout, pairing, spec.nic_effective_bytes_per_s)
+    # PCIe paths are per NIC: compare them with one NIC's effective rate, not the GPU's NICs together.
+    per_nic = spec.nic_effective_bytes_per_s / (spec.scale_out.nics_per_gpu if spec.scale_out else 1)
+    factor = gdr_network_factor(layout, pairing, per_nic)
+    cap = rail_cap(layout, pairing, per_nic)
     expected = expected_busbw(spec, factor)
     return NodeInspection(
         layout=layout,

@@ -33,6 +33,7 @@ __all__ = [
     "expected_busbw",
     "gdr_network_factor",
     "infer_node_spec",
+    "local_nics_per_gpu",
     "rail_cap",
 ]
 
@@ -135,10 +136,29 @@ def choose_accelerator(
     return DEFAULT_GPU, "default", [f"GPU model unknown ({how}): assumed {DEFAULT_GPU} (give --gpu)"]
 
 
+def local_nics_per_gpu(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]]) -> int:
+    """Scale-out NICs each GPU drives: ``min(min over GPUs of its local NICs, NICs // GPUs)``, at least 1.
+
+    A GPU's local NICs are its nearest ones when they sit under the GPU's own PCIe switch (PIX/PXB, the
+    paths NCCL uses GPUDirect RDMA on); NCCL drives all of them in parallel (AWS p5: 4 x 100 Gb/s EFA per
+    H100, 3200 Gb/s per instance; case 21). ``NICs // GPUs`` keeps a NIC shared by two GPUs of one switch
+    (p4d, DGX A100) from being counted twice.
+    """
+    if not layout.gpus or not nearest:
+        return 1
+    local = [sum(normalize_path_code(p.path) in GDR_PATHS for p in nearest.get(g, ())) for g in layout.gpus]
+    return max(1, min(min(local), len(layout.nics) // len(layout.gpus)))
+
+
 def infer_node_spec(
-    layout: NodeLayout, accelerator: str, speed: float, groups: tuple[NvlinkGroup, ...]
+    layout: NodeLayout,
+    accelerator: str,
+    speed: float,
+    groups: tuple[NvlinkGroup, ...],
+    nics_per_gpu: int = 1,
 ) -> tuple[ClusterSpec, dict[str, Any], list[str], list[Finding]]:
-    """A one-node ClusterSpec for ``layout`` with ``accelerator`` and NICs of ``speed`` bytes/s.
+    """A one-node ClusterSpec for ``layout`` with ``accelerator`` and ``nics_per_gpu`` NICs of ``speed``
+    bytes/s per GPU (:func:`local_nics_per_gpu`).
 
     Returns
     -------
@@ -200,6 +220,7 @@ def infer_node_spec(
         "scale_out": {
             "nic": nic_for_speed(speed),
             "nic_speed": f"{speed * 8 / 1e9:g} Gb/s",
+            "nics_per_gpu": nics_per_gpu,
             "fabric": layout.fabric or "infiniband",
             "switch": _switch(layout.fabric or "infiniband", speed),
             "tiers": 2,
@@ -209,6 +230,11 @@ def infer_node_spec(
         "cpu_vendor": layout.cpu_vendor or "intel",
         "description": f"one node read from {layout.source or 'the input'}",
     }
+    if nics_per_gpu > 1:
+        notes.append(
+            f"{nics_per_gpu} NICs under each GPU's PCIe switch: modelled as {nics_per_gpu} x "
+            f"{speed * 8 / 1e9:g} Gb/s per GPU"
+        )
     if layout.fabric is None and layout.nics:
         notes.append("NIC fabric not in the input: InfiniBand assumed")
     if layout.cpu_vendor is None:
@@ -229,7 +255,8 @@ def gdr_network_factor(
 
     A NIC's factor is the GDR one (:data:`NO_GDR_FACTOR` when traffic is staged in host memory), capped by the
     PCIe path to its GPU where the input gives link speeds: NCCL's path bandwidth over the NIC's effective
-    rate (a Gen4 x16 path, 24 GB/s, carries ~98 % of an HDR NIC and ~49 % of a 400 Gb/s one).
+    rate ``nic_effective_bytes_per_s`` (one NIC's, not a GPU's several together): a Gen4 x16 path, 24 GB/s,
+    carries ~98 % of an HDR NIC and ~49 % of a 400 Gb/s one.
     """
     used: dict[str, float] = {}
     for g, p in pairing.items():
