@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from aifabric.errors import ParseError
 
 
@@ -42,6 +44,29 @@ def split_lines(text: str, source: str | None) -> list[str]:
                     source=source,
                 )
     return lines
+
+
+#: A leading timestamp: ISO 8601 / log4j style, bracketed, or a bare clock time.
+_STAMP = re.compile(
+    r"^(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\s+"
+    r"|\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]\s*"
+    r"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]?\s+)"
+)
+#: A launcher tag: Open MPI ``--tag-output``, MPICH ``-prepend-rank``, Slurm ``srun -l``, torchrun.
+_TAG = re.compile(r"^(?:\[\d{1,6},\d{1,6}\]<std(?:out|err)>:|\[\d{1,6}\] |\[default\d{1,6}\]:|\s*\d{1,6}: )")
+
+
+def clean_line(line: str) -> str:
+    """``line`` without a leading timestamp and launcher tag, the forms :mod:`aifabric.discovery.paste` lists
+    (Open MPI ``[1,0]<stdout>:``, ``[0] ``, Slurm ``0: ``, ``[default0]:``).
+
+    >>> clean_line("[1,0]<stdout>:  4294967296  1073741824  float  sum  -1  15870")
+    '  4294967296  1073741824  float  sum  -1  15870'
+    >>> clean_line("2024-03-01T10:00:00.123Z 0: # nThread 1 nGpus 8")
+    '# nThread 1 nGpus 8'
+    """
+    line = _STAMP.sub("", line, count=1)
+    return _TAG.sub("", line, count=1)
 
 
 def line_count(text: str) -> int:

@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from aifabric.discovery._text import decode, split_lines
+from aifabric.discovery._text import clean_line, decode, split_lines
 from aifabric.errors import ParseError
 
 __all__ = ["AFFINITY_CUT", "PATH_ORDER", "TopoMatrix", "normalize_path_code", "parse_cpulist"]
@@ -206,7 +206,9 @@ class TopoMatrix:
 
         The header is the first line whose first token is ``GPU0`` followed by other device names or
         ``CPU Affinity``; lines before it are ignored. Columns may be separated by tabs or spaces, and
-        ANSI escape sequences (the driver underlines the header on a terminal) are removed.
+        ANSI escape sequences (the driver underlines the header on a terminal) are removed, then each line's
+        leading timestamp and launcher tag (as a job log prints them: :func:`~aifabric.discovery._text.
+        clean_line`, the same as ``nccl-tests compare``).
 
         Parameters
         ----------
@@ -248,7 +250,7 @@ class TopoMatrix:
         ([('GPU0', 'GPU1', 18)], [('NIC0', 'NODE')], {0})
         """
         lines = split_lines(decode(text, source), source)
-        lines = [_ANSI.sub("", raw).rstrip("\r") for raw in lines]
+        lines = [clean_line(_ANSI.sub("", raw).rstrip("\r")) for raw in lines]
         first_error: ParseError | None = None
         for header_index in _header_candidates(lines):
             header, last = _unwrap_header(lines, header_index)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from aifabric.discovery._text import decode
+from aifabric.discovery._text import clean_line, decode
 from aifabric.discovery.nccl_tests import PerfTable, parse_nccl_tests
 from aifabric.errors import ParseError
 
@@ -33,12 +33,6 @@ __all__ = ["MAX_HEADERS", "clean_line", "parse_pasted"]
 #: Headers supplied at most (each needs one more parse; beyond this the text is not a pasted log).
 MAX_HEADERS = 8
 
-_STAMP = re.compile(
-    r"^(?:\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\s+"
-    r"|\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]\s*"
-    r"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]?\s+)"
-)
-_TAG = re.compile(r"^(?:\[\d{1,6},\d{1,6}\]<std(?:out|err)>:|\[\d{1,6}\] |\[default\d{1,6}\]:|\s*\d{1,6}: )")
 _FULL = (
     "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
     "   busbw #wrong"
@@ -46,18 +40,6 @@ _FULL = (
 _HALF = "#       size         count      type   redop    root     time   algbw   busbw #wrong"
 _HEADERS = {13: _FULL, 9: _HALF}
 _MISSING = "a result row outside any table"
-
-
-def clean_line(line: str) -> str:
-    """``line`` without a leading timestamp and launcher tag (see the module docstring).
-
-    >>> clean_line("[1,0]<stdout>:  4294967296  1073741824  float  sum  -1  15870")
-    '  4294967296  1073741824  float  sum  -1  15870'
-    >>> clean_line("2024-03-01T10:00:00.123Z 0: # nThread 1 nGpus 8")
-    '# nThread 1 nGpus 8'
-    """
-    line = _STAMP.sub("", line, count=1)
-    return _TAG.sub("", line, count=1)
 
 
 def parse_pasted(
