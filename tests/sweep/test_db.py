@@ -128,8 +128,7 @@ def test_sigkill_at_ten_random_moments_loses_and_duplicates_nothing(tmp_path):
     stored = [0]
     for _ in range(10):
         # each kill lands once the store holds a random number of rows of this run (moments chosen by
-        # progress,
-        # not by a stopwatch, so a busy machine moves them in time but not in the sweep)
+        # progress, not by a stopwatch, so a busy machine moves them in time but not in the sweep)
         target = rng.randint(stored[-1] + 1, stored[-1] + max(1, (2000 - stored[-1]) // 4))
         proc = start(killed)
         _wait_for_rows(killed, proc, target)
