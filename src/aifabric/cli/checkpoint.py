@@ -7,7 +7,15 @@ from typing import Annotated, Any
 
 import typer
 
-from aifabric.cli.common import HtmlOpt, console, emit_json, err_console, handle_errors, literal
+from aifabric.cli.common import (
+    HtmlOpt,
+    check_outputs,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+    literal,
+)
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
@@ -102,10 +110,7 @@ def checkpoint(
 
     GB = 1e9 bytes; bandwidths per direction.
     """
-    if html is not None:
-        from aifabric.report.html import check_html_path  # lazy: start-up of `checkpoint`
-
-        check_html_path(html)
+    check_outputs(html=html)
     step_s = _duration(step_time, "--step-time") if step_time is not None else None
     mtbf_s = _duration(mtbf, "--mtbf") if mtbf is not None else None
     spec = resolve_cluster(cluster, nodes=nodes, gpus=gpus)

@@ -9,10 +9,11 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from aifabric.cli.chakra import ChakraOpt, check_chakra_folder, written
+from aifabric.cli.chakra import ChakraOpt, written
 from aifabric.cli.common import (
     HtmlOpt,
     TraceOpt,
+    check_outputs,
     console,
     emit_json,
     err_console,
@@ -205,16 +206,7 @@ def collective(
     Bandwidths are GB/s = 1e9 bytes/s. algbw = size / time and busbw = algbw x factor, as nccl-tests
     defines them; both are per rank and per direction under the default convention.
     """
-    if trace is not None:
-        from aifabric.report.trace import check_trace_path  # lazy: start-up of `collective`
-
-        check_trace_path(trace)
-    if chakra is not None:
-        check_chakra_folder(chakra)
-    if html is not None:
-        from aifabric.report.html import check_html_path  # lazy: start-up of `collective`
-
-        check_html_path(html)
+    check_outputs(trace=trace, html=html, chakra=chakra)
     spec = resolve_cluster(cluster, nodes=nodes)
     comm = resolve_communicator(spec, ranks)
     sizes = _sizes(size, min_size, max_size, factor)

@@ -29,6 +29,7 @@ __all__ = [
     "CatalogOption",
     "HtmlOpt",
     "TraceOpt",
+    "check_outputs",
     "console",
     "emit_json",
     "err_console",
@@ -185,3 +186,41 @@ def progress_bar() -> Iterator[Callable[[int, int], None] | None]:
             bar.update(task, completed=done, total=total)
 
         yield report
+
+
+def check_outputs(
+    *,
+    plot: Path | None = None,
+    trace: Path | None = None,
+    html: Path | None = None,
+    chakra: Path | None = None,
+    plot_option: str = "--plot",
+) -> None:
+    """Check, before any work is done, that every output a command was asked for can be written.
+
+    One place for the checks every answering command runs first: ``plot`` (.png/.pdf/.svg), ``trace``
+    (.json), ``html`` (.html), ``chakra`` (a folder for one file per rank). ``None`` means not asked.
+    The checkers are imported here, not at module level, to keep start-up light.
+
+    Raises
+    ------
+    ValueError
+        Naming the option and the path that cannot be written (see ``report.paths``, ``report.trace``,
+        ``report.html`` and ``cli.chakra``).
+    """
+    if plot is not None:
+        from aifabric.report.paths import check_plot_path
+
+        check_plot_path(plot, plot_option)
+    if trace is not None:
+        from aifabric.report.trace import check_trace_path
+
+        check_trace_path(trace)
+    if html is not None:
+        from aifabric.report.html import check_html_path
+
+        check_html_path(html)
+    if chakra is not None:
+        from aifabric.cli.chakra import check_chakra_folder
+
+        check_chakra_folder(chakra)

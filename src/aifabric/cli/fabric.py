@@ -12,6 +12,7 @@ from rich.table import Table
 from aifabric.cli.common import (
     HtmlOpt,
     TraceOpt,
+    check_outputs,
     console,
     emit_json,
     err_console,
@@ -27,9 +28,8 @@ from aifabric.collectives.ops import Collective
 from aifabric.collectives.traffic import PATTERNS
 from aifabric.engines.routing import POLICIES
 from aifabric.engines.scenario import run_scenario
-from aifabric.report.html import check_html_path, fabric_report, write_html
-from aifabric.report.paths import check_plot_path
-from aifabric.report.trace import check_trace_path, scenario_trace, write_trace
+from aifabric.report.html import fabric_report, write_html
+from aifabric.report.trace import scenario_trace, write_trace
 from aifabric.transport.fluidnet import transport as known_transport
 from aifabric.transport.wire import TransportRun
 from aifabric.units import format_bytes, one_size
@@ -107,12 +107,7 @@ def fabric(
 
     Times in seconds; bandwidths in GB/s (1e9 B/s) per direction; utilisation = bytes / (capacity x time).
     """
-    if plot is not None:
-        check_plot_path(plot, "--plot")
-    if trace is not None:
-        check_trace_path(trace)
-    if html is not None:
-        check_html_path(html)
+    check_outputs(plot=plot, trace=trace, html=html)
     if transport is not None:
         known_transport(transport)
     spec = resolve_cluster(cluster, nodes=nodes)

@@ -13,15 +13,24 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from aifabric.cli.chakra import ChakraOpt, check_chakra_folder, written
-from aifabric.cli.common import HtmlOpt, TraceOpt, console, emit_json, err_console, handle_errors, literal
+from aifabric.cli.chakra import ChakraOpt, written
+from aifabric.cli.common import (
+    HtmlOpt,
+    TraceOpt,
+    check_outputs,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+    literal,
+)
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.engines.routing import MAX_SEED
 from aifabric.errors import ConfigError, Infeasible
-from aifabric.report.html import check_html_path, plan_report, step_report, write_html
-from aifabric.report.step_plot import check_plot_path, plot_step_breakdown
-from aifabric.report.trace import check_trace_path, step_trace, write_trace
+from aifabric.report.html import plan_report, step_report, write_html
+from aifabric.report.step_plot import plot_step_breakdown
+from aifabric.report.trace import step_trace, write_trace
 from aifabric.training.fabric_step import FabricStep, fabric_step
 from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute, data_parallel_degree
 from aifabric.training.models import ModelSpec, load_model
@@ -283,14 +292,7 @@ def train(
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero, tp=tp, tp_overlap=tp_comm_overlap)
     _refuse_fabric_options(engine, placement, routing, jobs, seed)
-    if plot is not None:
-        check_plot_path(plot, "--plot")
-    if trace is not None:
-        check_trace_path(trace)
-    if html is not None:
-        check_html_path(html)
-    if chakra is not None:
-        check_chakra_folder(chakra)
+    check_outputs(plot=plot, trace=trace, html=html, chakra=chakra)
     opts = _options(
         flash_attention,
         overlap_grad_reduce,
@@ -479,10 +481,7 @@ def plan(
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, None, tp=tp, tp_overlap=tp_comm_overlap)
-    if plot is not None:
-        check_plot_path(plot, "--plot")
-    if html is not None:
-        check_html_path(html)
+    check_outputs(plot=plot, html=html)
     sm = StepModel(
         spec_model,
         spec,
