@@ -94,10 +94,11 @@ def test_a_fluid_run_too_big_for_the_memory_limit_is_refused_with_its_estimate(
     need = fluidnet.fluid_bytes(
         len(paths), sum(len(p) for p in paths), caps.size, FluidConfig(), dcqcn_preset("conext16")
     )
-    # by hand: 8 B x (24 x entries + (40 + 24 ack steps + 2 x 8 DCQCN steps) x flows + 30 x links):
-    # base RTT 12 us and feedback delay 4 us (conext16) in steps of 0.5 us
+    # by hand: 8 B x (24 x entries + (40 + 3 x 24 ack steps + 2 x 8 DCQCN steps) x flows + 30 x links):
+    # base RTT 12 us and feedback delay 4 us (conext16) in steps of 0.5 us; two RTTs of delivered bytes
+    # (acknowledgements) and one of NACKs
     entries, flows = sum(len(p) for p in paths), len(paths)
-    assert need == 8 * (24 * entries + (40 + 24 + 2 * 8) * flows + 30 * caps.size)
+    assert need == 8 * (24 * entries + (40 + 3 * 24 + 2 * 8) * flows + 30 * caps.size)
     monkeypatch.setenv(budget.ENV_VAR, "64KiB")
     budget.set_memory_limit(None)
     try:

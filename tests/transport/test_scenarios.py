@@ -88,10 +88,13 @@ def test_uniform_all_to_all_on_a_non_blocking_switch_is_contention_free() -> Non
 
 def test_mice_next_to_elephants_wait_for_the_queue_the_elephants_build() -> None:
     """8 elephants of 4 MB and 16 mice of 64 KB into one 400G port. The elephants' queue sets the mice's
-    completion time: PFC alone keeps ~ 8 x XOFF queued (measured peak 624 KB), RCCC one speculative BDP
-    (61 KB). Mice FCT / ideal (1.28 us), measured: PFC 160x (the fluid FIFO shares a port in proportion to
-    the queued bytes, so a small flow drains with time constant queue / C), RCCC 9.6x, receiver-driven
-    1.8x. The elephants finish together at 8 x 4 MB / C = 640 us (+ the mice's 1 MB: 660 us)."""
+    completion time: PFC alone keeps ~ 8 x XOFF queued (measured peak 624 KB, mean 480 KB). RCCC's
+    speculative first round trip fills the lossy buffer (one BDP, 600 KB: htsim's queue sizing with
+    trimming), then the first NACK ends speculation and the receiver's paced credit lets the queue drain
+    (measured mean 88 KB). Mice FCT / ideal (1.28 us), measured: PFC 160x (the fluid FIFO shares a port in
+    proportion to the queued bytes, so a small flow drains with time constant queue / C), RCCC 9.6x,
+    receiver-driven 1.8x. The elephants finish together at 8 x 4 MB / C = 640 us (+ the mice's 1 MB:
+    660 us)."""
     sc = elephants_and_mice(8, 4e6, 16, 64e3, C400)
     mice = slice(8, None)
     pfc = run_scenario(sc, "roce-pfc")
@@ -100,7 +103,8 @@ def test_mice_next_to_elephants_wait_for_the_queue_the_elephants_build() -> None
     total = (8 * 4e6 + 16 * 64e3) / C400
     for res in (pfc, rccc):
         assert res.makespan_s == pytest.approx(total, rel=0.05)
-    assert rccc.link_peak_queue_bytes[sc.watch_link] < 0.2 * pfc.link_peak_queue_bytes[sc.watch_link]
+    assert rccc.link_peak_queue_bytes[sc.watch_link] <= C400 * FluidConfig().base_rtt_s * (1 + 1e-9)
+    assert rccc.link_mean_queue_bytes[sc.watch_link] < 0.2 * pfc.link_mean_queue_bytes[sc.watch_link]
     assert np.median(rccc.slowdown[mice]) < 0.2 * np.median(pfc.slowdown[mice])
     assert np.median(rd.slowdown[mice]) < np.median(rccc.slowdown[mice])
 
@@ -128,7 +132,8 @@ def test_rccc_incast_keeps_the_last_hop_queue_at_the_speculative_window() -> Non
     res = run_scenario(sc, "uet-rccc")
     assert res.makespan_s == pytest.approx(64 * 1e6 / C400, rel=0.05)
     assert res.link_pause_s.sum() == 0.0
-    # the speculative burst trims (the lossy buffer is 61 KB) and is sent again once, then credits rule
+    # the speculative burst trims (the lossy buffer is one BDP, 600 KB) and is sent again once, then
+    # credits rule: measured 59 %
     assert 0 < res.retransmission_fraction < 0.7
 
 

@@ -16,8 +16,13 @@ One step (all vectorised over (flow, hop) entries; ``cap dt`` is what a link can
    (the fluid FIFO approximation). The allowance is 0 while PFC pauses the link, the free credit
    ``buffer - ingress`` on a credit-based link (InfiniBand), unbounded otherwise.
 3. What a link sent joins the flow's queue at its next hop, or is delivered at the last one.
-4. Lossy fabrics: an egress queue above its buffer trims the excess of this step's arrivals; the
-   sender learns it (a NACK) and sends those bytes again.
+4. Lossy fabrics: an egress queue above its buffer trims the excess of this step's arrivals. The
+   header (64 B of each 4 KiB) still crosses the trimming link, ahead of data in the next step; it
+   reaches the receiver, whose NACK reaches the sender one base RTT after the trim (UET packet trimming,
+   congestion-control.md Sec. 3.6; htsim ``processNack``): until then the bytes stay in flight and hold
+   the window, then they leave it and are sent again. A trimmed byte costs its sender's link twice and
+   the trimming link only its header, so a flow takes at least ``(size + trimmed) / line rate`` and a
+   link at least ``(bytes through it + headers) / capacity``.
 5. PFC: a link is paused while the bytes it brought into the downstream switch (its ingress queue)
    exceed XOFF, until they fall below XON (hysteresis, 802.1Qbb). The pause acts one step later, so the
    headroom must cover ``cap dt``; the run reports the peak ingress to compare with XOFF + headroom.
@@ -75,8 +80,9 @@ class Transport:
         senders (receiver-driven admission, Meta);
         ``nscc``: a window cut by NACKs and queueing delay above target (UET NSCC, htsim ``uec.cpp``);
         ``rccc``: the receiver issues credit at its own link's rate, split among its active senders; a
-        sender starts with one BDP of speculative credit and holds at most 1.5 BDP (UET RCCC, htsim
-        ``uec.cpp`` ``can_send_RCCC``/``initRccc``; congestion-control.md Sec. 3.5).
+        sender starts with one BDP of speculative credit, drops what is left of it at its first NACK
+        (``stopSpeculating``) and holds at most 1.5 BDP (UET RCCC, htsim ``uec.cpp``
+        ``can_send_RCCC``/``initRccc``; congestion-control.md Sec. 3.5).
     trimming : bool
         A full queue trims payloads (the header reaches the receiver, which NACKs; UET).
     description : str
@@ -158,8 +164,15 @@ class FluidConfig:
         Receive buffer per link on a credit-based fabric; the default equals the PFC XOFF threshold so
         that the two fabrics differ only by their mechanism [assumption]. It must cover one step of a
         link's rate (``cap dt``) or the step discretisation caps the link (see :mod:`.wire`).
-    lossy_buffer_bytes : float
-        Egress buffer per link on a lossy fabric before trimming; default 15 x 4 KiB like XOFF [assumption].
+    lossy_buffer_bytes : float or None
+        Egress buffer per link on a lossy fabric before trimming; default one bandwidth-delay product of
+        the link, ``capacity x base_rtt_s`` (htsim's automatic queue sizing with trimming,
+        ``DEFAULT_TRIMMING_QUEUESIZE_FACTOR = 1`` x BDP, ultraethernet/uet-htsim
+        ``htsim/sim/datacenter/main_uec.cpp`` l.40 and l.642-682): a full queue then delays by one RTT,
+        above NSCC's target of 0.75 RTT.
+    header_bytes : float
+        What is left of a trimmed packet: its header, 64 B (htsim ``main_uec.cpp``, congestion-control.md
+        Sec. 3.6). It still crosses the trimming link, ahead of data (its own traffic class).
     base_rtt_s : float
         Round trip without queueing: NSCC's reference network, 12 us (htsim ``uec.cpp`` initNsccParams).
     window_bytes : float or None
@@ -181,7 +194,8 @@ class FluidConfig:
     pfc_xoff_bytes: float = 15 * 4096.0
     pfc_xon_bytes: float = 12 * 4096.0
     credit_buffer_bytes: float = 15 * 4096.0
-    lossy_buffer_bytes: float = 15 * 4096.0
+    lossy_buffer_bytes: float | None = None
+    header_bytes: float = 64.0
     base_rtt_s: float = 12e-6
     window_bytes: float | None = None
     dcqcn: DcqcnParams | None = None
@@ -194,15 +208,23 @@ class FluidConfig:
             "dt_s",
             "pfc_xoff_bytes",
             "credit_buffer_bytes",
-            "lossy_buffer_bytes",
             "base_rtt_s",
+            "header_bytes",
             "mss_bytes",
         ):
             value = getattr(self, name)
             if not (value > 0 and math.isfinite(value)):
                 raise ConfigError(f"{name} must be a finite number > 0, got {value!r}")
+        if not self.header_bytes < self.mss_bytes:
+            raise ConfigError(f"header_bytes must be < mss_bytes, got {self.header_bytes!r}")
         if not 0 <= self.pfc_xon_bytes <= self.pfc_xoff_bytes:
             raise ConfigError(f"pfc_xon_bytes must be in [0, pfc_xoff_bytes], got {self.pfc_xon_bytes!r}")
+        if self.lossy_buffer_bytes is not None and not (
+            self.lossy_buffer_bytes > 0 and math.isfinite(self.lossy_buffer_bytes)
+        ):
+            raise ConfigError(
+                f"lossy_buffer_bytes must be a finite number > 0, got {self.lossy_buffer_bytes}"
+            )
         if self.window_bytes is not None and not self.window_bytes > 0:
             raise ConfigError(f"window_bytes must be > 0, got {self.window_bytes!r}")
         if not self.max_time_s > 0:
@@ -428,6 +450,8 @@ def simulate_fluid(
     sent = np.zeros(n_flows)
     trimmed = np.zeros(n_flows)
     link_trimmed = np.zeros(n_links)
+    lossy_buffer = cap * cfg.base_rtt_s if cfg.lossy_buffer_bytes is None else cfg.lossy_buffer_bytes
+    headers = np.zeros(n_links)  # headers of this step's trims: they cross the link in the next step
     end = np.full(n_flows, np.nan)
     paused = np.zeros(n_links, dtype=bool)
     ingress = np.zeros(n_links)
@@ -435,7 +459,11 @@ def simulate_fluid(
     peak_q, sum_q, peak_in = np.zeros(n_links), np.zeros(n_links), np.zeros(n_links)
     busy_steps = np.zeros(n_links)
     ack_steps = max(1, round(cfg.base_rtt_s / dt))
-    acked_hist = np.zeros((ack_steps, n_flows))
+    # delivered bytes of the last two base RTTs, by step: the sender's acknowledged bytes are the
+    # delivered ones of one RTT ago, and the bytes acknowledged over the last RTT their difference
+    deliv_hist = np.zeros((2 * ack_steps, n_flows))
+    nack_hist = np.zeros((ack_steps, n_flows))  # trimmed bytes whose NACK is on its way back
+    qa_until = np.zeros(n_flows)  # NSCC quick adapt: once per period, NACK cuts ignored until its end
     bdp = line * cfg.base_rtt_s
     window = np.full(n_flows, np.inf)
     if tr.congestion_control in ("window", "nscc"):
@@ -444,6 +472,7 @@ def simulate_fluid(
     grant = cap * cfg.base_rtt_s if cfg.window_bytes is None else np.full(n_links, cfg.window_bytes)
     max_window = 1.5 * bdp if cfg.window_bytes is None else np.full(n_flows, 1.5 * cfg.window_bytes)
     credit = bdp.copy()  # RCCC: speculative start, one BDP
+    speculating = np.ones(n_flows, dtype=bool)  # RCCC: until the first NACK
     rate = line.copy()
     delay_steps = max(1, round(dcq.feedback_delay_s / dt))
     p_hist = np.zeros((delay_steps, n_flows))
@@ -471,21 +500,36 @@ def simulate_fluid(
                 ids, flow_size, flow_start, left, delivered, sent, trimmed, end = (
                     x[keep] for x in (ids, flow_size, flow_start, left, delivered, sent, trimmed, end)
                 )
-                own_start, pred, credit = (x[keep] for x in (own_start, pred, credit))
+                own_start, pred, credit, qa_until, speculating = (
+                    x[keep] for x in (own_start, pred, credit, qa_until, speculating)
+                )
                 line, bdp, window, receiver, max_window, rate, rt, alpha = (
                     x[keep] for x in (line, bdp, window, receiver, max_window, rate, rt, alpha)
                 )
-                acked_hist, p_hist, rc_hist = (h[:, keep] for h in (acked_hist, p_hist, rc_hist))
+                deliv_hist, nack_hist, p_hist, rc_hist = (
+                    h[:, keep] for h in (deliv_hist, nack_hist, p_hist, rc_hist)
+                )
         n_live = end.size
         now = step * dt
         active = (flow_start <= now) & np.isnan(end)
+        # 0. NACKs back (one base RTT after the trim): the bytes leave the flight and are sent again
+        nacked = nack_hist[step % ack_steps].copy()
+        nack_hist[step % ack_steps] = 0.0
+        left += nacked
+        sent -= nacked
         # 1. offers
-        in_flight = sent - acked_hist[step % ack_steps]
+        acked = deliv_hist[(step + ack_steps) % (2 * ack_steps)]  # delivered one base RTT ago
+        in_flight = sent - acked
         if tr.congestion_control == "window":  # the receiver splits its grant among its active senders
             senders = np.bincount(receiver, weights=active.astype(float), minlength=n_links)
             window = grant[receiver] / np.maximum(senders[receiver], 1.0)
         room = np.maximum(window - in_flight, 0.0)
         if tr.congestion_control == "rccc":  # the receiver paces credit at its link's rate
+            # the first NACK ends speculation: the speculative credit left is dropped (htsim uec.cpp
+            # processNack -> stopSpeculating)
+            stop = speculating & (nacked > 0)
+            credit[stop] = np.minimum(credit[stop], 0.0)
+            speculating &= ~stop
             senders = np.bincount(receiver, weights=active.astype(float), minlength=n_links)
             grant_now = cap[receiver] * dt / np.maximum(senders[receiver], 1.0)
             credit = np.minimum(credit + np.where(active, grant_now, 0.0), max_window)
@@ -500,7 +544,7 @@ def simulate_fluid(
         elif tr.flow_control == "credit":
             allowance = np.maximum(cfg.credit_buffer_bytes - ingress, 0.0)  # ingress of the previous step
         total = np.bincount(ent.link, weights=offer, minlength=n_links)
-        wanted = np.minimum(total, cap * dt)
+        wanted = np.minimum(total, np.maximum(cap * dt - headers, 0.0))
         sendable = np.minimum(wanted, allowance)
         if tr.flow_control == "credit":  # out of credit for the fraction of the step it could not send
             blocked = np.divide(wanted - sendable, wanted, out=np.zeros(n_links), where=wanted > 0)
@@ -522,9 +566,9 @@ def simulate_fluid(
         # 4. trimming on lossy fabrics. A link's queue counts what it cannot send in the next step (the bytes
         # that arrived this step and leave in the next one are in transit, not queued).
         egress, backlog = _backlog(queue, ent, cap, dt, n_links)
-        nacked = np.zeros(n_live)
         if tr.trimming:
-            over = np.maximum(egress - cap * dt - cfg.lossy_buffer_bytes, 0.0)
+            over = np.maximum(egress - cap * dt - lossy_buffer, 0.0)
+            headers = np.zeros(n_links)
             if over.any():
                 arrivals = np.bincount(ent.link, weights=arrived, minlength=n_links)
                 ratio = np.divide(
@@ -532,11 +576,11 @@ def simulate_fluid(
                 )
                 cut = arrived * ratio[ent.link]
                 link_trimmed += np.minimum(over, arrivals)
+                headers = np.minimum(over, arrivals) * (cfg.header_bytes / cfg.mss_bytes)
                 queue -= cut
-                nacked = np.bincount(ent.flow, weights=cut, minlength=n_live).astype(np.float64)
-                trimmed += nacked
-                left += nacked
-                sent -= nacked
+                cut_flow = np.bincount(ent.flow, weights=cut, minlength=n_live).astype(np.float64)
+                trimmed += cut_flow
+                nack_hist[step % ack_steps] += cut_flow  # in flight until its NACK is back
                 egress, backlog = _backlog(queue, ent, cap, dt, n_links)
         # 5. PFC state for the next step: the ingress counter of a link is the backlog it brought in
         # (hop-0 entries hold no queue, so whole-array bincounts equal the inner ones)
@@ -573,9 +617,13 @@ def simulate_fluid(
             rate = np.clip(rate + d_rc * dt, floor, line)
             alpha = np.clip(alpha + d_alpha * dt, 0.0, 1.0)
         elif tr.congestion_control == "nscc":
-            window = _nscc_update(window, nacked, egress, cap, ent, n_live, cfg, bdp, max_window)
+            acked_last = acked - deliv_hist[step % (2 * ack_steps)]  # acknowledged over the last RTT
+            delay = np.bincount(ent.inner_flow, weights=(egress / cap)[ent.inner_link], minlength=n_live)
+            window, qa_until = _nscc_update(
+                window, _NsccSignals(nacked, acked_last, delay, now), qa_until, cfg, bdp, max_window
+            )
         # acknowledgements come back one base RTT after delivery
-        acked_hist[step % ack_steps] = delivered
+        deliv_hist[step % (2 * ack_steps)] = delivered
         step += 1
         if progress is not None and step % 1000 == 0:
             progress(float((size.sum() - flow_size.sum() + delivered.sum()) / size.sum()))
@@ -583,6 +631,10 @@ def simulate_fluid(
         end[done] = step * dt
         if done.any():
             end_by_id[ids[done]] = step * dt
+            # a finished flow's residue (at most 1e-9 of its size) leaves the network now, as compaction
+            # would drop it: a window law near its threshold must not see it
+            queue[done[ent.flow]] = 0.0
+            nack_hist[:, done] = 0.0
             waiting = (pred >= 0) & np.isinf(flow_start)
             ready = waiting & np.isfinite(end_by_id[np.maximum(pred, 0)])
             if ready.any():
@@ -623,15 +675,16 @@ _ARRAYS_PER_LINK = 30
 def fluid_bytes(n_flows: int, n_entries: int, n_links: int, cfg: FluidConfig, dcq: DcqcnParams) -> float:
     """Estimate of the bytes :func:`simulate_fluid` allocates, from counts (no allocation)::
 
-        8 (24 E + F (40 + A + 2 D) + 30 L)
+        8 (24 E + F (40 + 3 A + 2 D) + 30 L)
 
-    for ``E`` (flow, hop) entries, ``F`` flows, ``L`` links, ``A = base_rtt / dt`` steps of acknowledgement
-    history and ``D = feedback_delay / dt`` steps of DCQCN feedback history per flow (the per-step trace
-    of ``trace_link`` comes on top: 32 B a step).
+    for ``E`` (flow, hop) entries, ``F`` flows, ``L`` links, ``A = base_rtt / dt`` steps of history (two
+    round trips of delivered bytes for the acknowledgements, one of NACKs) and ``D = feedback_delay / dt``
+    steps of DCQCN feedback history per flow (the per-step trace of ``trace_link`` comes on top: 32 B a
+    step).
     """
     ack = max(1, round(cfg.base_rtt_s / cfg.dt_s))
     delay = max(1, round(dcq.feedback_delay_s / cfg.dt_s))
-    per_flow = _ARRAYS_PER_FLOW + ack + 2 * delay
+    per_flow = _ARRAYS_PER_FLOW + 3 * ack + 2 * delay
     return 8.0 * (_ARRAYS_PER_ENTRY * n_entries + per_flow * n_flows + _ARRAYS_PER_LINK * n_links)
 
 
@@ -660,31 +713,54 @@ def _backlog(
     return egress, queue * stays[ent.link]
 
 
+@dataclass(frozen=True)
+class _NsccSignals:
+    """What an NSCC sender learns in one step, per flow: bytes NACKed (trims whose NACK came back this
+    step), bytes acknowledged over the last base RTT, queueing delay along the path (s), and the time."""
+
+    nacked: np.ndarray
+    acked_last_rtt: np.ndarray
+    delay_s: np.ndarray
+    now_s: float
+
+
 def _nscc_update(
     window: np.ndarray,
-    nacked: np.ndarray,
-    egress: np.ndarray,
-    cap: np.ndarray,
-    ent: _Entries,
-    n_flows: int,
+    sig: _NsccSignals,
+    qa_until: np.ndarray,
     cfg: FluidConfig,
     bdp: np.ndarray,
     max_window: np.ndarray,
-) -> np.ndarray:
-    """NSCC's window law, spread over one base RTT per decision (htsim ``uec.cpp`` updateCwndOnAck_NSCC).
+) -> tuple[np.ndarray, np.ndarray]:
+    """NSCC's window law, spread over one base RTT per decision (htsim ``uec.cpp``, UETH commit of
+    congestion-control.md Sec. 3.4). Returns the new window and the end of each flow's quick-adapt period.
 
-    NACKed bytes come off the window at once; queueing delay along the path above the target (0.75 x base
-    RTT with trimming) cuts it by ``gamma (delay - target) / delay`` per RTT (gamma 0.8, at most a half);
-    below the target it grows by the fair increase ``5 MSS x scaling`` per RTT, ``scaling = BDP /
-    (100 Gb/s x 12 us)``.
+    - Increase only on acknowledged bytes: ``fair_increase`` adds ``fi x newly_acked`` to ``inc_bytes`` and
+      ``fulfill_adjustment`` adds ``inc_bytes / cwnd`` to the window, so over one RTT the window grows by
+      ``fi x min(acked / window, 1)``, ``fi = 5 MSS x scaling``, ``scaling = BDP / (100 Gb/s x 12 us)``.
+      A window whose bytes are not acknowledged does not grow.
+    - Decrease: queueing delay above the target (0.75 x base RTT with trimming) cuts the window by
+      ``gamma (delay - target) / delay`` per RTT (gamma 0.8, at most a half; ``multiplicative_decrease``,
+      taken here for any queue longer than the target, which an ECN threshold below it would mark).
+    - A NACK (``updateCwndOnNack_NSCC``) triggers quick adapt when the bytes acknowledged over the last
+      period are below ``max window / 2^qa_gate`` (qa_gate 3): the window falls to those bytes (at least one
+      MSS) and the NACKs of the bytes already in flight are ignored for the period, ``base RTT + target``.
+      Otherwise the window loses the NACKed bytes.
     """
-    delay = np.bincount(ent.inner_flow, weights=(egress / cap)[ent.inner_link], minlength=n_flows)
     target = 0.75 * cfg.base_rtt_s
     per_step = cfg.dt_s / cfg.base_rtt_s
+    delay = sig.delay_s
     cut = np.minimum(0.8 * np.maximum(delay - target, 0.0) / np.maximum(delay, 1e-30), 0.5)
-    grow = 5 * cfg.mss_bytes * bdp / (12.5e9 * 12e-6)
-    window = np.where(delay > target, window * (1 - cut * per_step), window + grow * per_step) - nacked
-    return np.clip(window, cfg.mss_bytes, max_window)
+    fair = 5 * cfg.mss_bytes * bdp / (12.5e9 * 12e-6)
+    grow = fair * np.minimum(sig.acked_last_rtt / window, 1.0)
+    window = np.where(delay > target, window * (1 - cut * per_step), window + grow * per_step)
+    nack = sig.nacked > 0
+    quiet = sig.now_s < qa_until  # NACKs of bytes in flight at the last quick adapt
+    qa = nack & ~quiet & (sig.acked_last_rtt < max_window / 8)
+    window = np.where(nack & ~quiet & ~qa, window - sig.nacked, window)
+    window = np.where(qa, sig.acked_last_rtt, window)
+    qa_until = np.where(qa, sig.now_s + cfg.base_rtt_s + target, qa_until)
+    return np.clip(window, cfg.mss_bytes, max_window), qa_until
 
 
 def _result(
