@@ -10,7 +10,7 @@ import pytest
 from aifabric.errors import ConfigError
 from aifabric.transport.dcqcn import fixed_point, queue_oscillation, simulate_dcqcn
 from aifabric.transport.params import dcqcn_preset
-from aifabric.transport.stability import open_loop, phase_margin, stability_map
+from aifabric.transport.stability import open_loop, paper_phase_margin, phase_margin, stability_map
 
 # The model code as the authors ran it (dcqcn2.m: Kmax 2000 KB, Pmax 0.1), catalogue preset conext16-code.
 CODE = dcqcn_preset("conext16-code")
@@ -29,8 +29,10 @@ def test_85us_unstable_at_10_flows_stable_at_2_and_64() -> None:
 
 def test_phase_margin_is_non_monotonic_in_flows_and_falls_with_delay() -> None:
     """The paper's figure (pm_rai40_delay{50,100}.txt): the margin dips, then rises with N ("increasingly
-    stable with larger number of flows"); at 100 us it is negative for small N and positive for large N
-    (paper: below 0 for N = 2..34, above from 36; here below for 2..~22). At 4 us every N is stable."""
+    stable with larger number of flows"); at 100 us it is negative for small N and positive for large N.
+    Paper: below 0 for N = 2..34, above from 36. The exact linearisation of the same model: below 0 for
+    N = 2..24, above from 25 (-0.17 deg at 24, +0.25 at 25). The gap is the paper's first-order Taylor
+    expansion in p (next test). At 4 us every N is stable."""
     flows = [2, 6, 10, 16, 30, 64, 100]
     pm = stability_map(CODE, flows, [4e-6, 50e-6, 100e-6])
     assert (pm[0] > 0).all()
@@ -38,6 +40,29 @@ def test_phase_margin_is_non_monotonic_in_flows_and_falls_with_delay() -> None:
     assert 0 < dip < len(flows) - 1  # the minimum is inside the range: non-monotonic
     assert (pm[2, : flows.index(16) + 1] < 0).all() and (pm[2, flows.index(64) :] > 0).all()
     assert (np.diff(pm, axis=0) < 0).all()  # more delay, less margin, for every N
+    slow = CODE.with_(feedback_delay_s=100e-6)
+    assert phase_margin(slow, 24).phase_margin_deg < 0 < phase_margin(slow, 25).phase_margin_deg
+
+
+# The published phase margins, degrees (jitupadhye-zz/rdma@e7e9160 conext2016/figures/pm_rai40_delay100.txt
+# and pm_rai40_delay50.txt: 40 Gb/s, R_AI 40 Mb/s, Kmin/Kmax 5/200 KB, Pmax 1 %, fluidmodel/dcqcn/stability.m)
+PUBLISHED = {
+    100e-6: {2: -10.099, 10: -17.925, 34: -0.21667, 36: 1.2794, 64: 15.625, 100: 23.142},
+    50e-6: {2: 8.2626, 10: -6.5844, 20: -0.95129, 36: 12.581, 64: 29.548, 100: 39.811},
+}
+
+
+@pytest.mark.parametrize("delay", sorted(PUBLISHED))
+def test_the_authors_linearisation_reproduces_the_published_figure(delay: float) -> None:
+    """The authors' characteristic equation (Appendix A: Taylor p*, (1 - p)^x to first order in p) gives
+    the figure's numbers to 0.05 deg; the zero crossing at 100 us lies between N = 34 and 36, as
+    published. The exact linearisation (test above) crosses at 25: with B = 10^4 packets, p* B is
+    20-300, where p / ((1 - p)^-B - 1) ~ p e^(-p B), not the 1/B - p/2 of the expansion."""
+    figure = dcqcn_preset("conext16").with_(pmax=0.01, feedback_delay_s=delay)
+    for n, published in PUBLISHED[delay].items():
+        assert paper_phase_margin(figure, n) == pytest.approx(published, abs=0.05), n
+    if delay == 100e-6:
+        assert paper_phase_margin(figure, 34) < 0 < paper_phase_margin(figure, 35)
 
 
 def test_smaller_additive_increase_stabilises_every_n_at_100us() -> None:

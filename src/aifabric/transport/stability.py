@@ -26,6 +26,15 @@ figure, not in shape: non-monotonic in N, a dip of instability at tens of micros
 (unstable at N = 10 with tau* = 85 us, stable at N = 2 and N = 64), and stable everywhere with
 R_AI = 10 Mb/s and Kmax = 1000 KB.
 
+The paper's own figure comes from a different linearisation: :func:`paper_open_loop` is the authors'
+characteristic equation of ``R_C`` (Appendix A), with the closed-form Taylor ``p*`` and every ``(1 - p)^x``
+expanded to first order in p. It reproduces the published phase margins (``pm_rai40_delay100.txt``: below
+zero up to N = 34, +1.28 deg at N = 36) to 0.05 deg. That expansion is not valid at the fixed point: the
+byte counter's term ``p / ((1 - p)^-B - 1)`` with ``B = 10 MB = 10^4`` packets is ``~ p e^(-p B)``, with
+``p* B`` between 20 and 300, not ``1/B - p/2``; and the Taylor ``p*`` is 15-60 % high. The exact
+linearisation (:func:`phase_margin`) keeps the paper's shape (the dip, the rise with N, the stable
+regions) but crosses zero at 100 us near N = 25 instead of 36.
+
 When ``p* > Pmax`` the fixed point sits on RED's jump to 1 at Kmax: the slope is infinite, the model
 cannot be linearised, and the margin is reported as ``-inf`` (the queue hits Kmax and oscillates).
 
@@ -34,7 +43,8 @@ References
 .. [1] Y. Zhu, M. Ghobadi, V. Misra and J. Padhye, "ECN or Delay: Lessons Learnt from Analysis of DCQCN and
    TIMELY", CoNEXT 2016, doi:10.1145/2999572.2999593; jitupadhye-zz/rdma@e7e9160
    ``conext2016/dcqcn-stability.tex``, ``conext2016/appendix.tex``, phase-margin data
-   ``conext2016/figures/pm_rai40_delay{50,100}.txt``.
+   ``conext2016/figures/pm_rai40_delay{50,100}.txt`` and the script that made them,
+   ``fluidmodel/dcqcn/stability.m``.
 """
 
 from __future__ import annotations
@@ -45,10 +55,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from aifabric.errors import ConfigError
-from aifabric.transport.dcqcn import dcqcn_derivatives, fixed_point
+from aifabric.transport.dcqcn import dcqcn_derivatives, fixed_point, taylor_marking_probability
 from aifabric.transport.params import DcqcnParams
 
-__all__ = ["DcqcnMargin", "open_loop", "phase_margin", "stability_map"]
+__all__ = [
+    "DcqcnMargin",
+    "open_loop",
+    "paper_open_loop",
+    "paper_phase_margin",
+    "phase_margin",
+    "stability_map",
+]
 
 
 @dataclass(frozen=True)
@@ -192,6 +209,84 @@ def phase_margin(prm: DcqcnParams, n_flows: int) -> DcqcnMargin:
     k = int(np.argmin(margins))
     pm = float(margins[k])
     return DcqcnMargin(n_flows, tau, pm, float(omegas[k]), pm > 0)
+
+
+def paper_open_loop(prm: DcqcnParams, n_flows: int, omega_rad_per_s: np.ndarray) -> np.ndarray:
+    """``L(j w)`` of the authors' linearisation (module docstring), packets and packets/s throughout.
+
+    At ``p = p*`` (Taylor closed form), ``R = C/N``, ``alpha* = 1 - (1 - p)^(tau' R)``,
+    ``R_T* = R (1 + (c + e) tau R_AI / a)`` and ``A = 1/B + 1/(T R)``, ``h = 1/2 + A/4``, ``K = N Pmax /
+    (Kmax - Kmin)``, the Laplace transform of Appendix A's ``d dR_C / dt`` reads
+
+        s R_C = e^(-s tau*) (k_p p + k_d R_C) + k_c R_C + k_t R_T + k_a alpha,
+
+    ``k_p = -R^2 alpha/2 - h R R_T + h R^2``, ``k_d = -p R alpha/2 - A R/2 + h p R``,
+    ``k_c = k_d + A R_T/2 - h p R_T``, ``k_t = A R/2 - h p R``, ``k_a = -p R^2/2``; with the queue
+    ``p = K R_C / s``, ``alpha = g R e^(-s tau*) p / (s + g R)`` and
+    ``(s + p R) R_T = (p R + A R_AI) R_C + e^(-s tau*) (u R_C + v K R_C / s)``,
+    ``u = -p R_T + p R + A R_AI - (1 + 2F + A/2) R_AI p``, ``v = -R R_T + R^2 - (1 + 2F + A/2) R_AI R``.
+    Collecting the delayed terms on the right,
+
+        L(s) = e^(-s tau*) [(s + pR)(K k_p + s k_d + K k_a g R / (s + g R)) + k_t (s u + K v)]
+               / (s [(s + p R)(k_c - s) + k_t (p R + A R_AI)]).
+
+    Raises
+    ------
+    ConfigError
+        If ``n_flows`` is not a positive integer.
+    """
+    p = taylor_marking_probability(prm, n_flows)  # checks n_flows
+    n = int(n_flows)
+    pkt = prm.packet_bytes
+    r = prm.capacity_bytes_per_s / pkt / n
+    r_ai, b_pk = prm.r_ai_bytes_per_s / pkt, prm.byte_counter_bytes / pkt
+    tau, t_rate, f, g = prm.cnp_interval_s, prm.rate_timer_s, prm.fast_recovery_steps, prm.g
+    ln1p = math.log1p(-p)
+    a = -math.expm1(tau * r * ln1p)
+    with np.errstate(over="ignore"):  # (1 - p)^-B overflows for large p B: the term -> 0
+        c = math.exp(f * b_pk * ln1p) * p / float(np.expm1(-b_pk * ln1p))
+        e = math.exp(f * t_rate * r * ln1p) * p / float(np.expm1(-t_rate * r * ln1p))
+    rt = r * (1 + (c + e) * tau * r_ai / a)
+    alpha = -math.expm1(prm.alpha_interval_s * r * ln1p)
+    big_a = 1 / b_pk + 1 / (t_rate * r)
+    h = 0.5 + big_a / 4
+    k = n * prm.pmax / ((prm.kmax_bytes - prm.kmin_bytes) / pkt)
+    k_p = -0.5 * r * r * alpha - h * r * rt + h * r * r
+    k_d = -0.5 * p * r * alpha - big_a / 2 * r + h * p * r
+    k_c = k_d + big_a / 2 * rt - h * p * rt
+    k_t = big_a / 2 * r - h * p * r
+    k_a = -0.5 * p * r * r
+    step = 1 + 2 * f + big_a / 2
+    u = -p * rt + p * r + big_a * r_ai - step * r_ai * p
+    v = -r * rt + r * r - step * r_ai * r
+    s = 1j * np.asarray(omega_rad_per_s, dtype=np.float64)
+    num = (s + p * r) * (k * k_p + s * k_d + k * k_a * g * r / (s + g * r)) + k_t * (s * u + k * v)
+    den = s * ((s + p * r) * (k_c - s) + k_t * (p * r + big_a * r_ai))
+    return np.asarray(np.exp(-s * prm.feedback_delay_s) * num / den)
+
+
+def paper_phase_margin(prm: DcqcnParams, n_flows: int) -> float:
+    """Phase margin (degrees) of :func:`paper_open_loop`, as the published figure computes it.
+
+    ``180 deg + arg L(j w_c)`` wrapped to (-180, 180] at each gain crossover of 4,000 log-spaced
+    frequencies from 1 to 1e8 rad/s (refined by interpolation in log w), the lowest one; ``inf`` without a
+    crossover. No pinning at Kmax: the figure ignores it.
+
+    Raises
+    ------
+    ConfigError
+        If ``n_flows`` is not a positive integer.
+    """
+    w = np.logspace(0, 8, 4000)
+    loop = paper_open_loop(prm, n_flows, w)
+    gain_db = 20 * np.log10(np.abs(loop))
+    phase = np.degrees(np.unwrap(np.angle(loop)))
+    cross = np.flatnonzero((gain_db[:-1] >= 0) & (gain_db[1:] < 0))
+    if not cross.size:
+        return math.inf
+    frac = gain_db[cross] / (gain_db[cross] - gain_db[cross + 1])
+    at = phase[cross] + frac * (phase[cross + 1] - phase[cross])
+    return float(np.min((at + 360.0) % 360.0 - 180.0))
 
 
 def stability_map(prm: DcqcnParams, flows: list[int], delays_s: list[float]) -> np.ndarray:
