@@ -147,7 +147,7 @@ def test_same_seed_same_result(meta_fabric):
 @settings(max_examples=25, deadline=None)
 @given(
     pattern=st.sampled_from(["permutation", "incast", "uniform"]),
-    routing=st.sampled_from(["ecmp", "pinning", "qp", "spray", "adaptive"]),
+    routing=st.sampled_from(["ecmp", "pinning", "qp", "spray", "adaptive", "spray-blind", "reps"]),
     seed=st.integers(0, 1000),
     nodes=st.sampled_from([4, 8, 16]),
 )

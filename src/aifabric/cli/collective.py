@@ -165,7 +165,11 @@ def collective(
     ] = None,
     engine: Annotated[Engine, typer.Option(help="formula, links or flow")] = Engine.formula,
     routing: Annotated[
-        str | None, typer.Option(help="links/flow engines only: ecmp, pinning, qp, spray (default), adaptive")
+        str | None,
+        typer.Option(
+            help="links/flow engines only: ecmp, pinning, qp, spray (default, the even split), adaptive, "
+            "spray-blind (64 entropy values hashed), reps (recycled entropy values)"
+        ),
     ] = None,
     seed: Annotated[
         int | None, typer.Option(help="links/flow engines: seed of random choices (ECMP hashes)")

@@ -26,7 +26,7 @@ from aifabric.cli.common import (
 )
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
-from aifabric.engines.routing import MAX_SEED
+from aifabric.engines.routing import MAX_SEED, POLICIES
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.report.html import plan_report, step_report, write_html
 from aifabric.report.step_plot import plot_step_breakdown
@@ -256,7 +256,7 @@ def train(
     ] = None,
     routing: Annotated[
         str | None,
-        typer.Option(help="Scale-out load balancing (ecmp, pinning, qp, spray, adaptive); flow/links only"),
+        typer.Option(help=f"Scale-out load balancing ({', '.join(POLICIES)}); flow/links only"),
     ] = None,
     jobs: Annotated[
         int | None,

@@ -39,7 +39,7 @@ from aifabric.collectives.plan import CommPlan
 from aifabric.engines.flowsim import Progress, Simulation
 from aifabric.engines.formula import formula_collective
 from aifabric.engines.result import CollectiveResult
-from aifabric.engines.routing import route, spray_groups
+from aifabric.engines.routing import route, spray_groups, subflows
 from aifabric.errors import ConfigError, NoRoute
 from aifabric.transport.wire import run_transport
 
@@ -104,7 +104,7 @@ def routing_bytes(
 ) -> float:
     """Estimate of the bytes routing and simulating transfers needs, from counts (no allocation).
 
-    With ``k`` sub-flows per transfer (``qps`` for ``qp``, ``flowlets`` for ``adaptive``, else 1), ``u1``
+    With ``k`` sub-flows per transfer (:func:`~aifabric.engines.routing.subflows`), ``u1``
     leaf and ``u2`` spine uplinks, and ``P`` paths per transfer (1; with ``spray`` ``u1`` within a pod and
     ``u1 u2`` across pods)::
 
@@ -116,7 +116,7 @@ def routing_bytes(
     and one group row per leaf or pod instead of its paths (``P_leaf = P_pod = 1``).
     """
     shape = topo.shape
-    k = {"qp": qps, "adaptive": flowlets}.get(routing, 1)
+    k = subflows(routing, qps, flowlets)
     u1 = shape.leaf_up if shape else 0
     u2 = shape.spine_up if shape else 0
     p_leaf, p_pod = (u1, u1 * max(1, u2)) if routing == "spray" and not aggregated else (1, 1)
@@ -308,7 +308,7 @@ def simulate_plans(
     plans : list of CommPlan
         One per job; jobs start together, each runs its stages in order.
     engine : {"links", "flow"}
-    routing : {"ecmp", "pinning", "qp", "spray", "adaptive"}
+    routing : {"ecmp", "pinning", "qp", "spray", "adaptive", "spray-blind", "reps"}
     seed : int
         Seed of every random choice (hash seeds, adaptive order); same seed, same result.
     qps : int

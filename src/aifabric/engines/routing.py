@@ -10,7 +10,15 @@ Policies (chosen per run; randomness is a seeded, deterministic hash, so a resul
 - ``qp``: QP scaling; each connection opens ``qps`` queue pairs, bytes split evenly, each hashed on its own
   (NCCL_IB_QPS_PER_CONNECTION; Meta's E-ECMP + QP scaling).
 - ``spray``: packet spraying; bytes spread evenly over every live equal-cost path (Ultra Ethernet, UET
-  1.0 technical preview, 2024).
+  1.0 technical preview, 2024). The exact even split: the ideal the two policies below approach.
+- ``spray-blind``: spraying as it is built: the sender spreads its packets evenly over :data:`ENTROPIES`
+  entropy values (EVs) and every switch hashes each EV like a flow, so a path carries the share of the EVs
+  that hash onto it (balls into bins: uneven for a finite EV set; :mod:`aifabric.transport.spraying`).
+- ``reps``: REPS (Bonato et al., "REPS: Recycled Entropy Packet Spraying", arXiv 2407.21625): the EVs of
+  ``spray-blind``, recycled for up to :data:`REPS_ROUNDS` rounds: an EV whose path's most loaded link is
+  loaded ``rho > 1`` times the endpoint bound (the busiest NIC link's bytes / capacity) is marked with
+  probability ``1 - 1/rho`` (the packets above capacity) and replaced by a fresh random EV; unmarked EVs
+  are kept.
 - ``adaptive``: per-flowlet adaptive routing: each flow cut into ``flowlets`` pieces, each sent on the
   least-loaded live uplink at the time it is placed (greedy, seeded order).
 
@@ -36,13 +44,32 @@ from scipy import sparse
 from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError, NoRoute
 
-__all__ = ["MAX_SEED", "POLICIES", "Routes", "SprayGroups", "hash64", "route", "spray_groups"]
+__all__ = [
+    "ENTROPIES",
+    "MAX_SEED",
+    "POLICIES",
+    "REPS_ROUNDS",
+    "Routes",
+    "SprayGroups",
+    "hash64",
+    "route",
+    "spray_groups",
+    "subflows",
+]
 
 #: Largest seed: seeds are mixed into 64-bit hashes with multipliers below 2**20 (per-switch seeds), so
 #: seeds below 2**40 (with the engines' per-stage offsets added) never overflow.
 MAX_SEED = 2**40 - 1
 
-POLICIES = ("ecmp", "pinning", "qp", "spray", "adaptive")
+POLICIES = ("ecmp", "pinning", "qp", "spray", "adaptive", "spray-blind", "reps")
+
+#: Entropy values a sender sprays over with ``spray-blind`` and ``reps``: htsim's default path entropy
+#: size, 64 (ultraethernet/uet-htsim@40ccb05 ``htsim/sim/datacenter/main_uec.cpp`` l.75).
+ENTROPIES = 64
+
+#: Recycling rounds of ``reps`` at most (it stops earlier once no EV is marked), as
+#: :func:`aifabric.transport.spraying.reps_weights`.
+REPS_ROUNDS = 32
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
@@ -306,6 +333,12 @@ def _least_loaded(
     return out
 
 
+def subflows(policy: str, qps: int = 4, flowlets: int = 8) -> int:
+    """Sub-flows per transfer under ``policy``: ``qps`` queue pairs (``qp``), ``flowlets`` (``adaptive``),
+    :data:`ENTROPIES` entropy values (``spray-blind``, ``reps``), else 1."""
+    return {"qp": qps, "adaptive": flowlets, "spray-blind": ENTROPIES, "reps": ENTROPIES}.get(policy, 1)
+
+
 def route(
     topo: Topology,
     src: np.ndarray,
@@ -327,7 +360,7 @@ def route(
     ----------
     topo : Topology
     src, dst : ndarray of int, shape (n,)
-    policy : {"ecmp", "pinning", "qp", "spray", "adaptive"}
+    policy : {"ecmp", "pinning", "qp", "spray", "adaptive", "spray-blind", "reps"}
     seed : int
         Hash seed (ECMP per-switch seeds derive from it; adaptive's placement order too).
     qps : int
@@ -361,22 +394,91 @@ def route(
         raise ConfigError(f"routing: qps and flowlets must be >= 1, got qps={qps}, flowlets={flowlets}")
     if not 0 <= seed <= MAX_SEED:
         raise ConfigError(f"seed: must be an integer from 0 to {MAX_SEED} (2**40 - 1), got {seed}")
-    spec = topo.spec
     src = np.asarray(src, dtype=np.int64)
     dst = np.asarray(dst, dtype=np.int64)
     n = src.size
     alive = np.ones(topo.n_links, bool) if link_alive is None else np.asarray(link_alive, bool)
-    k = {"qp": qps, "adaptive": flowlets}.get(policy, 1)
+    k = subflows(policy, qps, flowlets)
     groups = spray_groups(topo, alive) if aggregate and policy == "spray" else None
-    # sub-flows: transfer i -> columns i*k .. i*k+k-1
+    # sub-flows: transfer i -> columns i*k .. i*k+k-1; each one's hash key (its QP, flowlet or EV)
     parent = np.repeat(np.arange(n), k)
-    qp = np.tile(np.arange(k), n)
+    key = np.tile(np.arange(k), n)
+    weights = np.ones(n) if bytes_ is None else np.asarray(bytes_, float)
+    flags = (polarized, pxn, seed)
+    if policy == "reps":
+        return _reps(topo, src, dst, parent, key, weights, alive, flags)
+    share = np.full(parent.size, 1.0 / k)
+    return _route_subflows(topo, src, dst, parent, key, share, policy, weights, alive, flags, groups)
+
+
+def _reps(
+    topo: Topology,
+    src: np.ndarray,
+    dst: np.ndarray,
+    parent: np.ndarray,
+    key: np.ndarray,
+    weights: np.ndarray,
+    alive: np.ndarray,
+    flags: tuple[bool, bool | np.ndarray, int],
+) -> Routes:
+    """REPS recycling (module docstring) over ``spray-blind`` routes: at most :data:`REPS_ROUNDS` rounds,
+    each re-routing only the EVs it replaced."""
+    seed = flags[2]
+    rng = np.random.default_rng((seed, 0x5E95))
+    cap = topo.link_capacity_bytes_per_s
+    nic = np.zeros(topo.n_links, bool)
+    nic[np.concatenate([topo.nic_up.ravel(), topo.nic_down.ravel()])] = True
+    share = 1.0 / np.bincount(parent, minlength=weights.size)[parent]
+    col_bytes = weights[parent] * share
+    inc = _route_subflows(topo, src, dst, parent, key, share, "spray-blind", weights, alive, flags).incidence
+    fresh = int(key.max(initial=0)) + 1
+    for _ in range(REPS_ROUNDS):
+        link_time = (inc @ col_bytes) / cap
+        bound = float(link_time[nic].max(initial=0.0))
+        rho = inc.copy()
+        rho.data = link_time[inc.indices] / max(bound, 1e-300)
+        worst = np.asarray(rho.max(axis=0).todense()).ravel()
+        marked = np.flatnonzero(rng.random(key.size) < np.maximum(1.0 - 1.0 / np.maximum(worst, 1e-30), 0.0))
+        if not marked.size:
+            break
+        key = key.copy()
+        key[marked] = fresh + np.arange(marked.size)
+        fresh += marked.size
+        new = _route_subflows(
+            topo, src, dst, parent[marked], key[marked], share[marked], "spray-blind", weights, alive, flags
+        ).incidence
+        keep = np.ones(key.size)
+        keep[marked] = 0.0
+        place = sparse.csr_matrix(
+            (np.ones(marked.size), (np.arange(marked.size), marked)), (marked.size, key.size)
+        )
+        inc = sparse.csc_matrix(inc @ sparse.diags(keep) + new @ place)
+    return Routes(inc, parent, share, "reps", seed)
+
+
+def _route_subflows(
+    topo: Topology,
+    src: np.ndarray,
+    dst: np.ndarray,
+    parent: np.ndarray,
+    qp: np.ndarray,
+    share: np.ndarray,
+    policy: str,
+    weights: np.ndarray,
+    alive: np.ndarray,
+    flags: tuple[bool, bool | np.ndarray, int],
+    groups: SprayGroups | None = None,
+) -> Routes:
+    """The incidence of sub-flows ``parent`` (their transfers), carrying ``share`` of its bytes each, with
+    hash keys ``qp`` under ``policy``."""
+    polarized, pxn, seed = flags
+    spec = topo.spec
+    n = src.size
     s, d = src[parent], dst[parent]
-    share = np.full(n * k, 1.0 / k)
-    ncol = n * k
+    ncol = parent.size
     b = _Builder()
     cols = np.arange(ncol)
-    w_bytes = (np.ones(n) if bytes_ is None else np.asarray(bytes_, float))[parent] * share
+    w_bytes = weights[parent] * share
     same_dom = (s // spec.domain_gpus) == (d // spec.domain_gpus)
     has_su = bool(topo.gpu_up.size and topo.gpu_up[0] >= 0)
     if same_dom.any():
