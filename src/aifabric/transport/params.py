@@ -1,4 +1,4 @@
-"""Transport parameters from the catalogue (``catalog/data/transport.yaml``), in SI units.
+"""Congestion- and flow-control parameters (``catalog/data/congestion_control.yaml``), in SI units.
 
 Each preset names its source in the YAML; this module only reads and validates them.
 """
@@ -19,8 +19,12 @@ __all__ = ["DcqcnParams", "PfcConstants", "dcqcn_preset", "dcqcn_presets", "pfc_
 
 @cache
 def _data() -> dict[str, Any]:
-    text = resources.files("aifabric.catalog").joinpath("data/transport.yaml").read_text(encoding="utf-8")
-    data: dict[str, Any] = load_yaml_text(text, "catalog/data/transport.yaml")
+    text = (
+        resources.files("aifabric.catalog")
+        .joinpath("data/congestion_control.yaml")
+        .read_text(encoding="utf-8")
+    )
+    data: dict[str, Any] = load_yaml_text(text, "catalog/data/congestion_control.yaml")
     return data
 
 
