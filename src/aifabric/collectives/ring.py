@@ -152,7 +152,10 @@ def flat_ring_cost(
 
     ::
 
-        T = base + s a_o + f S / B_o,   s = 2 (n - 1) (all_reduce) or n - 1
+        T = base + s a_o + f S / (k B_o),   s = 2 (n - 1) (all_reduce) or n - 1
+
+    In rank order each NIC carries one hop's flow (the domain's last rank, or the domain's only one), so
+    a NIC that ``k = gpus_per_nic`` GPUs share gives that hop its whole rate ``k B_o``.
 
     Examples
     --------
@@ -168,7 +171,7 @@ def flat_ring_cost(
     steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1
     olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
     lat = base_latency_s(tm, "ring", proto) + steps * olat
-    nic = tm.nic_bytes_per_s
+    nic = tm.nic_bytes_per_s * tm.gpus_per_nic  # one hop per NIC crosses the network: its whole NIC
     t = _ring_bandwidth_s(op, message_bytes, n, nic)
 
     def why() -> str:
