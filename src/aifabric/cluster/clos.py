@@ -342,8 +342,7 @@ def _three_tier(
         lp_max = min(lp_max, so.pod_gpus // su_gpus)
     if lp_max < 1:
         return (
-            f"scale_out.pod_gpus: {so.pod_gpus} GPUs per pod cannot hold one scalable unit of "
-            f"{su_gpus} GPUs"
+            f"scale_out.pod_gpus: {so.pod_gpus} GPUs per pod cannot hold one scalable unit of {su_gpus} GPUs"
         )
     p0 = math.ceil(n_groups / lp_max)
     if p0 > min(n_groups, radix.core):

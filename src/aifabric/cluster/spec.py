@@ -206,7 +206,7 @@ class ScaleOutSpec(_Strict):
     def _consistent(self) -> ScaleOutSpec:
         if self.gpus_per_nic > 1 and self.nics_per_gpu > 1:
             raise ValueError(
-                f"scale_out.gpus_per_nic={self.gpus_per_nic} with nics_per_gpu={self.nics_per_gpu}: a NIC is "
+                f"gpus_per_nic={self.gpus_per_nic} with nics_per_gpu={self.nics_per_gpu}: a NIC is "
                 "shared by several GPUs or a GPU has several NICs, not both"
             )
         nic = catalog.nic(self.nic)
