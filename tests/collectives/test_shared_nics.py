@@ -108,6 +108,18 @@ def test_links_and_flow_engines_share_the_nic_by_placement():
         for engine in ("links", "flow"):
             r = collective_time("all_reduce", GIB, spec, ranks=gpus, algorithm="ring", engine=engine)
             assert r.time_s == pytest.approx(f.time_s, rel=0.02), (gpus, engine)
+        f = collective_time("all_to_all", GIB, spec, ranks=gpus, algorithm="direct", protocol="Simple")
+        links = collective_time("all_to_all", GIB, spec, ranks=gpus, algorithm="direct", engine="links")
+        assert links.time_s == pytest.approx(f.time_s, rel=0.02), gpus
+
+
+def test_one_rank_alone_on_a_shared_nic_sends_at_its_whole_rate():
+    # p4d: GPU 1 -> GPU 9 is alone on NIC 0 of both nodes: 12.5 GB/s x 0.59 (SRD) = 7.375 GB/s, not half
+    spec = preset("aws-p4d", nodes=2)
+    for engine in ("formula", "links"):
+        r = collective_time("send_recv", GIB, spec, ranks=[1, 9], algorithm="p2p", engine=engine)
+        assert r.busbw_bytes_per_s <= 12.5e9 * 0.59
+        assert r.busbw_bytes_per_s == pytest.approx(12.5e9 * 0.59, rel=0.01), engine
 
 
 _SHARES = st.sampled_from([1, 2, 4, 8])
