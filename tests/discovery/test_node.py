@@ -170,7 +170,9 @@ def test_a_nic_shared_by_two_gpus_warns_and_halves_the_network(
     assert len(shared) == 4 and all(w.code != "nic_behind_cpu" for w in node.warnings)
     assert "GPU0, GPU1" in shared[0].message and "200 Gb/s each" in shared[0].message
     assert node.pairing["GPU0"].nic == node.pairing["GPU1"].nic == "NIC0"
-    assert node.network_factor == pytest.approx(0.5)
+    # the sharing is in the spec (4 NICs of 2 GPUs each), so the layout costs nothing more on top of it
+    assert node.spec.scale_out is not None and node.spec.scale_out.gpus_per_nic == 2
+    assert node.spec.nics_per_node == 4 and node.network_factor == pytest.approx(1.0)
     fabric = {e.label: e for e in node.expected}["2 nodes, NCCL_ALGO=Ring (the fabric's figure)"]
     good = {e.label: e for e in b200.expected}["2 nodes, NCCL_ALGO=Ring (the fabric's figure)"]
     assert fabric.busbw_bytes_per_s == pytest.approx(good.busbw_bytes_per_s / 2, rel=0.01)
@@ -325,5 +327,7 @@ def test_shared_nic_is_not_counted_twice(case_text: dict[str, str]) -> None:
     """p4d (case 21 [S2]): 2 GPUs share 1 NIC under one PCIe switch; 4 NICs / 8 GPUs -> 1 NIC per GPU."""
     p4d = inspect_node_text(case_text[CASE_21], source=CASE_21)[1]
     assert p4d.spec.scale_out is not None and p4d.spec.scale_out.nics_per_gpu == 1
+    assert p4d.spec.scale_out.gpus_per_nic == 2 and p4d.spec.nics_per_node == 4  # the new field
+    assert any("4 NICs for 8 GPUs" in a for a in p4d.assumptions)
     _, ndv5 = inspect_node_text(case_text[CASE_17], source=CASE_17)
     assert ndv5.spec.scale_out is not None and ndv5.spec.scale_out.nics_per_gpu == 1

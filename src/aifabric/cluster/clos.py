@@ -7,6 +7,8 @@ exactly, with ``d + u <= k`` (the largest such ``u``): 2:1 on 64 ports is 42 dow
 (not 51 / 13, which is 3.92:1), 7:1 is 56 / 8. A ratio no integer split realises (1.37:1 on 64 ports) is
 refused with the nearest ratios that can be built.
 
+The endpoints are the nodes' NIC ports: one per GPU, or one per NIC that ``gpus_per_nic`` GPUs share
+(:attr:`~aifabric.cluster.spec.ClusterSpec.endpoints_per_node`); rail ``k`` is a node's ``k``-th of them.
 Leaves come in groups (one scalable unit (SU) = one leaf per rail). Nodes are spread evenly over the SUs
 and leaf uplinks cabled at ``ceil(ports used / r)``; three tiers group SUs into pods (Meta's AI Zones: a
 two-stage Clos per zone, an oversubscribed aggregation layer between zones) whose spines send
@@ -64,7 +66,7 @@ class ClosShape:
     nodes_per_su : int
         Nodes per scalable unit.
     endpoints : int
-        GPU-facing ports cabled in one plane (the GPUs).
+        NIC-facing ports cabled in one plane (the GPUs, or the shared NICs).
     requested : tuple of float
         The down:up ratio asked for at each built tier boundary, leaf first.
     spine_radix, core_radix : int
@@ -148,7 +150,7 @@ def _radix(spec: ClusterSpec) -> Radix:
     """Each tier's radix: ``scale_out.radix``, else its switch's ports x port speed / link speed."""
     so = spec.scale_out
     assert so is not None
-    link_bps = spec.nic_line_rate_bytes_per_s / so.planes
+    link_bps = spec.endpoint_line_rate_bytes_per_s / so.planes
     out = {}
     for tier, key in so.tier_switches.items():
         sw = catalog.switch(key)
@@ -202,12 +204,12 @@ def _units(spec: ClusterSpec, rails: int, leaf_down_max: int) -> tuple[int, int,
     """(units to place, leaf ports per unit, leaves per group): nodes per SU when rail-optimised."""
     so = spec.scale_out
     assert so is not None
-    g = spec.gpus_per_node
+    g = spec.endpoints_per_node
     if so.rail_optimized:
         return spec.n_nodes, max(1, g // rails), rails
     if leaf_down_max >= g:  # whole nodes per leaf where they fit, so a node's NICs share a leaf
         return spec.n_nodes, g, 1
-    return spec.n_gpus, 1, 1
+    return spec.n_endpoints, 1, 1
 
 
 def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32) -> ClosShape | str:
@@ -218,12 +220,12 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
     """
     so = spec.scale_out
     assert so is not None
-    rails = (so.rails or spec.gpus_per_node) if so.rail_optimized else 1
-    n = spec.n_gpus
+    rails = (so.rails or spec.endpoints_per_node) if so.rail_optimized else 1
+    n = spec.n_endpoints
     k = radix.leaf
     if so.tiers == 1:
         if (so.rail_optimized and n > k * rails) or (not so.rail_optimized and n > k):
-            return f"scale_out.tiers: {n} GPUs do not fit one tier of radix-{k} switches"
+            return f"scale_out.tiers: {n} {_ports(spec)} do not fit one tier of radix-{k} switches"
         n_leaves = math.ceil(n / k) if not so.rail_optimized else rails
         return ClosShape(
             k, 1, k, 0, n_leaves, 0, 0, 0, 0, n_leaves, 0, 1, rails, k, n, (), radix.spine, radix.core
@@ -248,9 +250,9 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
                 if best is not None or n_groups > g0:
                     break  # more SUs only add leaves: the ratio, not the size, is what failed
                 return (
-                    f"scale_out.tiers: {n} GPUs need {n_leaves} leaves, more than a two-tier Clos of "
-                    f"radix-{radix.spine} spines connects ({radix.spine} leaves, {radix.spine * m * ppu} "
-                    "GPUs); use tiers: 3"
+                    f"scale_out.tiers: {n} {_ports(spec)} need {n_leaves} leaves, more than a two-tier Clos "
+                    f"of radix-{radix.spine} spines connects ({radix.spine} leaves, {radix.spine * m * ppu} "
+                    f"{_ports(spec)}); use tiers: 3"
                 )
             found: ClosShape | str = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
             if isinstance(found, ClosShape) and not _holds(found):
@@ -270,8 +272,13 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
     return (
         f"scale_out.oversubscription: {r1:g}:1"
         + (f" then {r2:g}:1" if so.tiers == 3 else "")
-        + f" cannot be built to 1% for {n} GPUs on radix-{_radix_text(radix)} switches ({why})"
+        + f" cannot be built to 1% for {n} {_ports(spec)} on radix-{_radix_text(radix)} switches ({why})"
     )
+
+
+def _ports(spec: ClusterSpec) -> str:
+    """What the fabric's endpoints are, for messages: ``GPUs``, or ``shared NICs``."""
+    return "shared NICs" if spec.scale_out is not None and spec.scale_out.gpus_per_nic > 1 else "GPUs"
 
 
 def _radix_text(radix: Radix) -> str:
@@ -330,18 +337,18 @@ def _three_tier(
     if split is None:
         return f"{r2:g}:1 is no integer split of {radix.spine} spine ports"
     lp_max = split[0] // group  # SUs per pod
+    su_gpus = m * ppu * group * so.gpus_per_nic  # an SU's endpoints x the GPUs behind each
     if so.pod_gpus is not None:
-        lp_max = min(lp_max, so.pod_gpus // (m * ppu * group))
+        lp_max = min(lp_max, so.pod_gpus // su_gpus)
     if lp_max < 1:
         return (
-            f"scale_out.pod_gpus: {so.pod_gpus} GPUs per pod cannot hold one scalable unit of "
-            f"{m * ppu * group} GPUs"
+            f"scale_out.pod_gpus: {so.pod_gpus} GPUs per pod cannot hold one scalable unit of {su_gpus} GPUs"
         )
     p0 = math.ceil(n_groups / lp_max)
     if p0 > min(n_groups, radix.core):
         return (
-            f"scale_out.tiers: {n} GPUs need {p0} pods, more than a three-tier Clos of radix-{radix.core} "
-            f"cores connects ({radix.core} pods)"
+            f"scale_out.tiers: {n} {_ports(spec)} need {p0} pods, more than a three-tier Clos of "
+            f"radix-{radix.core} cores connects ({radix.core} pods)"
         )
     why = "no pod count realises it"
     for n_pods in range(p0, min(n_groups, radix.core) + 1):

@@ -4,6 +4,8 @@ Counting rules (stated so a reader can redo them by hand):
 
 - Scale-up: one line per domain with its NVSwitch power, ``GPUs x NVLink ports per GPU x W per port``
   (``catalog/data/power.yaml``; 0 W when the catalogue has no figure for the accelerator).
+- Scale-out NICs: ``nics_per_node`` per node (``gpus_per_node x nics_per_gpu / gpus_per_nic``: AWS p4d's 8
+  GPUs share 4 EFA NICs), one NIC-leaf cable per NIC port and plane.
 - Scale-out: every NIC-leaf, leaf-spine and spine-core cable is optical, unless
   ``scale_out.nic_to_leaf_copper`` (rack switches on copper, Meta's AI Zone) makes NIC-leaf cables passive
   copper (DAC, 0 W). Transceivers are counted per module, not per link end: a switch end takes twin-port
@@ -124,14 +126,14 @@ def _scale_out(topo: Topology) -> list[PartLine]:
     assert so is not None
     lines: list[PartLine] = []
     nic = catalog.nic(so.nic)
-    n_nics = spec.n_gpus * so.nics_per_gpu
+    n_nics = spec.n_nodes * spec.nics_per_node  # nics_per_gpu per GPU, or one per gpus_per_nic GPUs
     lines.append(PartLine("scale-out", "nic", nic.name, n_nics, n_nics * nic.power_w))
     for tier, key in so.tier_switches.items():  # each tier's own part (scale_out.spine_switch, core_switch)
         c = topo.switch_counts[tier]
         if c:
             sw = catalog.switch(key)
             lines.append(PartLine("scale-out", "switch", f"{tier}: {sw.name}", c, c * sw.power_w))
-    link = spec.nic_line_rate_bytes_per_s / so.planes
+    link = spec.endpoint_line_rate_bytes_per_s / so.planes
     for tier_name, cables in topo.cable_counts.items():
         if not cables:
             continue

@@ -84,7 +84,13 @@ def bandwidth_ladder(spec: ClusterSpec) -> list[LadderRung]:
                 "scale-out",
                 spec.nic_line_rate_bytes_per_s,
                 "per_direction",
-                f"payload {format_bandwidth(spec.nic_effective_bytes_per_s)}",
+                f"payload {format_bandwidth(spec.nic_effective_bytes_per_s)}"
+                + (
+                    f"; a 1/{spec.scale_out.gpus_per_nic} share of one "
+                    f"{spec.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NIC"
+                    if spec.scale_out.gpus_per_nic > 1
+                    else ""
+                ),
             )
         )
 

@@ -117,7 +117,12 @@ class ScaleUpDomainSpec(_Strict):
 
 
 class ScaleOutSpec(_Strict):
-    """The back-end scale-out fabric: one NIC per GPU wired into a two- or three-tier Clos.
+    """The back-end scale-out fabric: the nodes' NICs wired into a one-, two- or three-tier Clos.
+
+    A GPU has ``nics_per_gpu`` NICs of its own (1 on HGX/DGX; 2 or 4 on some nodes), or ``gpus_per_nic``
+    GPUs share one NIC (AWS p4d.24xlarge: 8 x A100 over 4 x 100 Gb/s EFA, ``gpus_per_nic: 2``; a node with
+    one NIC: ``gpus_per_nic: 8``); not both. A shared NIC is one leaf port that its GPUs reach over PCIe,
+    each GPU's share of it ``line rate / gpus_per_nic`` when all of them send.
 
     ``oversubscription`` gives down:up port ratios per tier boundary, leaf first (``[1]`` non-blocking
     two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core). ``planes`` splits each NIC into that
@@ -143,6 +148,7 @@ class ScaleOutSpec(_Strict):
     nic: NicKey = "connectx-7"
     nic_speed_bytes_per_s: float | None = Field(default=None, validation_alias="nic_speed")
     nics_per_gpu: int = Field(default=1, ge=1, le=MAX_PORTS)
+    gpus_per_nic: int = Field(default=1, ge=1, le=MAX_GPUS_PER_NODE)
     fabric: Literal["infiniband", "ethernet"] = "infiniband"
     switch: SwitchKey = "quantum-2-qm9700"
     spine_switch: SwitchKey | None = None
@@ -198,6 +204,11 @@ class ScaleOutSpec(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> ScaleOutSpec:
+        if self.gpus_per_nic > 1 and self.nics_per_gpu > 1:
+            raise ValueError(
+                f"gpus_per_nic={self.gpus_per_nic} with nics_per_gpu={self.nics_per_gpu}: a NIC is "
+                "shared by several GPUs or a GPU has several NICs, not both"
+            )
         nic = catalog.nic(self.nic)
         if (
             self.nic_speed_bytes_per_s is not None
@@ -420,6 +431,16 @@ class ClusterSpec(_Strict):
                 raise ValueError(
                     f"scale_out.oversubscription has {len(so.oversubscription)} ratios for {so.tiers} tiers"
                 )
+            if self.gpus_per_node % so.gpus_per_nic:
+                raise ValueError(
+                    f"scale_out.gpus_per_nic={so.gpus_per_nic} does not divide gpus_per_node="
+                    f"{self.gpus_per_node}: every NIC of a node serves the same number of GPUs"
+                )
+            if so.gpus_per_nic > 1 and so.rails is not None and so.rails > self.endpoints_per_node:
+                raise ValueError(
+                    f"scale_out.rails={so.rails} is more than the {self.endpoints_per_node} NIC ports of a "
+                    f"node (gpus_per_node={self.gpus_per_node} / gpus_per_nic={so.gpus_per_nic})"
+                )
             if so.pod_gpus is not None and so.pod_gpus % self.gpus_per_node:
                 raise ValueError(
                     f"scale_out.pod_gpus={so.pod_gpus} does not hold whole nodes of "
@@ -480,12 +501,44 @@ class ClusterSpec(_Strict):
         return None if self.scale_out is None else catalog.nic(self.scale_out.nic)
 
     @property
-    def nic_line_rate_bytes_per_s(self) -> float:
-        """Scale-out line rate per GPU, per direction, bytes/s (all NICs of one GPU added)."""
+    def nic_speed_bytes_per_s(self) -> float:
+        """One NIC's line rate, per direction, bytes/s (``nic_speed``, else the catalogue's); 0 without a
+        scale-out network."""
         if self.scale_out is None or self.nic_spec is None:
             return 0.0
-        per_nic = self.scale_out.nic_speed_bytes_per_s or self.nic_spec.line_rate_bytes_per_s
-        return per_nic * self.scale_out.nics_per_gpu
+        return self.scale_out.nic_speed_bytes_per_s or self.nic_spec.line_rate_bytes_per_s
+
+    @property
+    def nics_per_node(self) -> int:
+        """Scale-out NICs of one node: ``gpus_per_node x nics_per_gpu / gpus_per_nic`` (0 without a
+        scale-out network). AWS p4d.24xlarge: 8 x 1 / 2 = 4."""
+        so = self.scale_out
+        return 0 if so is None else self.gpus_per_node * so.nics_per_gpu // so.gpus_per_nic
+
+    @property
+    def endpoints_per_node(self) -> int:
+        """Leaf-attached endpoints of one node: one per GPU (all its ``nics_per_gpu`` NICs together, one
+        port per plane) or one per shared NIC, ``gpus_per_node / gpus_per_nic``."""
+        return self.gpus_per_node // (self.scale_out.gpus_per_nic if self.scale_out else 1)
+
+    @property
+    def n_endpoints(self) -> int:
+        """Leaf-attached endpoints of the cluster (:attr:`endpoints_per_node` x nodes)."""
+        return self.n_nodes * self.endpoints_per_node
+
+    @property
+    def endpoint_line_rate_bytes_per_s(self) -> float:
+        """One endpoint's line rate, per direction, bytes/s: ``nic_speed x nics_per_gpu`` (a shared NIC:
+        its own line rate). The capacity of its cable(s) to the leaf, all planes together."""
+        so = self.scale_out
+        return 0.0 if so is None else self.nic_speed_bytes_per_s * so.nics_per_gpu
+
+    @property
+    def nic_line_rate_bytes_per_s(self) -> float:
+        """Scale-out line rate per GPU, per direction, bytes/s: ``nic_speed x nics_per_gpu / gpus_per_nic``
+        (all NICs of one GPU added; a GPU's share of a NIC that ``gpus_per_nic`` GPUs share)."""
+        so = self.scale_out
+        return 0.0 if so is None else self.endpoint_line_rate_bytes_per_s / so.gpus_per_nic
 
     @property
     def nic_effective_bytes_per_s(self) -> float:

@@ -65,7 +65,7 @@ def bisection_bytes_per_s(topo: Topology) -> float:
     s = topo.shape
     if s is None:
         return 0.0
-    link = spec.nic_line_rate_bytes_per_s / topo.planes
+    link = spec.endpoint_line_rate_bytes_per_s / topo.planes
     p = topo.planes
     bounds = [spec.n_gpus / 2 * spec.nic_line_rate_bytes_per_s]
     if s.tiers >= 2:

@@ -23,6 +23,11 @@ spines each send ``u2`` uplinks to one group of cores (a folded Clos, Al-Fares e
           |     |
         GPU0  GPU1   of node 0, node 1, ...  (rail k = local GPU k)
 
+A NIC that ``gpus_per_nic`` GPUs share (AWS p4d: 2 A100 per 100 Gb/s EFA) is one cable to its leaf; its
+GPUs reach it over PCIe (not modelled: a PCIe Gen4 x16 path carries more than the NIC) and their
+``nic_up`` / ``nic_down`` entries name the same link, so their flows share it. The cable hangs off the
+NIC's first GPU's device id; rail ``k`` is the node's ``k``-th NIC.
+
 A route from GPU 0 of node 0 to GPU 0 of node 40 on 64-port switches (32 nodes per SU) climbs
 NIC -> leaf(SU0, rail 0) -> one of 32 spines -> leaf(SU1, rail 0) -> GPU: four links, two of them chosen
 among 32 equal-cost uplinks. Front-end and management networks are counted (parts, power, bandwidth per
@@ -83,7 +88,7 @@ class Topology:
     gpu_up, gpu_down : ndarray[int64], shape (n_gpus,)
         Scale-up link ids GPU -> its NVSwitch and back (-1 without a scale-up switch).
     nic_up, nic_down : ndarray[int64], shape (planes, n_gpus)
-        NIC -> leaf and leaf -> NIC link ids.
+        NIC -> leaf and leaf -> NIC link ids of each GPU's NIC (the same link for GPUs sharing a NIC).
     leaf_of_gpu : ndarray[int64], shape (n_gpus,)
         Leaf index (0-based within a plane).
     leaf_uplinks, leaf_downlinks : ndarray[int64], shape (planes, n_leaves, leaf_up)
@@ -145,9 +150,11 @@ class Topology:
         return gpu // self.spec.domain_gpus
 
     def rail_of(self, gpu: int | np.ndarray) -> int | np.ndarray:
-        """Rail of GPU ids (local index modulo the number of rails)."""
+        """Rail of GPU ids: the local index of the GPU's NIC modulo the number of rails (the GPU's own
+        local index when no NIC is shared)."""
         rails = self.shape.rails if self.shape else 1
-        return (gpu % self.spec.gpus_per_node) % rails
+        k = self.spec.scale_out.gpus_per_nic if self.spec.scale_out else 1
+        return ((gpu % self.spec.gpus_per_node) // k) % rails
 
     def link_label(self, link: int) -> str:
         """Human name of a directed link: ``leaf[3]->spine[7] (plane 0)``."""
@@ -259,7 +266,7 @@ def _counts(spec: ClusterSpec) -> _Counts:
     uplinks = 0
     if shape:
         uplinks = shape.n_leaves * shape.leaf_up + shape.n_spines * shape.spine_up
-        n_cables += planes * (n + uplinks)
+        n_cables += planes * (spec.n_endpoints + uplinks)
         n_devices += planes * (shape.n_leaves + shape.n_spines + shape.n_cores)
     return _Counts(has_su, shape, planes, n_cables, n_devices, uplinks)
 
@@ -330,15 +337,16 @@ def build_topology(spec: ClusterSpec) -> Topology:
             so.hop_latency_s if so.hop_latency_s is not None else catalog.switch(key).latency_s
             for key in so.tier_switches.values()
         )
-        link_cap = spec.nic_line_rate_bytes_per_s / planes
-        node = gpus // spec.gpus_per_node
-        local = gpus % spec.gpus_per_node
+        link_cap = spec.endpoint_line_rate_bytes_per_s / planes
+        ep_of_gpu = gpus // so.gpus_per_nic  # each GPU's endpoint (its NICs, or the NIC it shares)
+        eps = np.arange(spec.n_endpoints, dtype=np.int64)
         if so.rail_optimized:
-            rail = local % shape.rails
-            su = node // shape.nodes_per_su
-            leaf_of = su * shape.rails + rail
+            rail = (eps % spec.endpoints_per_node) % shape.rails
+            su = eps // spec.endpoints_per_node // shape.nodes_per_su
+            leaf_of_ep = su * shape.rails + rail
         else:
-            leaf_of = gpus // shape.leaf_down
+            leaf_of_ep = eps // shape.leaf_down
+        leaf_of = leaf_of_ep[ep_of_gpu]
         pod_of_leaf = np.arange(shape.n_leaves, dtype=np.int64) // shape.leaves_per_pod
         nic_up = np.empty((planes, n), np.int64)
         nic_down = np.empty((planes, n), np.int64)
@@ -376,7 +384,8 @@ def build_topology(spec: ClusterSpec) -> Topology:
             base_core = next_dev
             offsets.setdefault("core", base_core)
             next_dev += shape.n_cores
-            nic_up[p], nic_down[p] = w.cables(gpus, base_leaf + leaf_of, link_cap, hop, 1, p)
+            up, down = w.cables(eps * so.gpus_per_nic, base_leaf + leaf_of_ep, link_cap, hop, 1, p)
+            nic_up[p], nic_down[p] = up[ep_of_gpu], down[ep_of_gpu]
             if shape.tiers >= 2:
                 up, down = w.cables(base_leaf + leaf_idx, base_spine + lus.ravel(), link_cap, hop2, 2, p)
                 lu[p], ld[p] = up.reshape(lu.shape[1:]), down.reshape(lu.shape[1:])

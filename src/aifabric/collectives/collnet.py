@@ -28,7 +28,13 @@ from __future__ import annotations
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel, base_latency_s, hw_latency_s
+from aifabric.collectives.tiers import (
+    Protocol,
+    TierModel,
+    base_latency_s,
+    domain_nic_bytes_per_s,
+    hw_latency_s,
+)
 
 __all__ = ["collnet_chain_cost", "collnet_direct_cost"]
 
@@ -54,16 +60,17 @@ def _cost(
     proto: Protocol,
     factor: float,
 ) -> Cost:
-    """Pipelined: the slower of the scale-up share ``intra_bytes / B_i`` and the network's S / (g B_o)."""
-    g = comm.min_ranks_per_domain
-    t_out = message_bytes / (g * tm.nic_bytes_per_s * factor)
+    """Pipelined: the slower of the scale-up share ``intra_bytes / B_i`` and the network's S / B_node
+    (``g B_o``; shared NICs counted once, :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`)."""
+    node = domain_nic_bytes_per_s(tm, comm)
+    t_out = message_bytes / (node * factor)
     t_in = intra_bytes / (tm.intra_bytes_per_s * factor) if intra_bytes > 0 else 0.0
     net = SCALE_OUT if t_out >= t_in else SCALE_UP
 
     def why() -> str:
         return (
-            f"SHARP in the switches: each node sends S once and receives S once over its {g} NICs "
-            f"({g * tm.nic_bytes_per_s / 1e9:.1f} GB/s), {algorithm.value} inside the node"
+            f"SHARP in the switches: each node sends S once and receives S once over its NICs "
+            f"({node / 1e9:.1f} GB/s), {algorithm.value} inside the node"
         )
 
     return make_cost(tm, algorithm, proto, lat, {net: max(t_out, t_in)}, net, why)

@@ -45,6 +45,10 @@ class Communicator:
         Largest number of ranks in one three-tier pod (= n_ranks on two tiers).
     min_ranks_per_domain : int
         Smallest number of ranks in a domain the communicator uses (its NICs bound rings and trees).
+    min_nic_gpus_per_domain : int
+        The NICs the ranks of the sparsest domain reach, in GPUs' shares: NICs used x ``gpus_per_nic``
+        (``= min_ranks_per_domain`` when no NIC is shared). Ranks on 2 of the 8 GPUs of a p4d node (4 NICs,
+        2 GPUs each) reach 1 NIC (2 shares) when they share one, 2 NICs (4 shares) when they do not.
     gpus : tuple[int, ...] or None
         The GPU ids, when given explicitly.
     """
@@ -57,10 +61,13 @@ class Communicator:
     ranks_per_pod: int
     gpus: tuple[int, ...] | None = None
     min_ranks_per_domain: int = 0
+    min_nic_gpus_per_domain: int = 0
 
     def __post_init__(self) -> None:
         if self.min_ranks_per_domain <= 0:
             object.__setattr__(self, "min_ranks_per_domain", self.ranks_per_domain)
+        if self.min_nic_gpus_per_domain <= 0:
+            object.__setattr__(self, "min_nic_gpus_per_domain", self.min_ranks_per_domain)
 
     @property
     def uniform(self) -> bool:
@@ -90,8 +97,9 @@ class Communicator:
         per_su = min(n, max(1, su_gpus // stride))
         per_pod = min(n, max(1, pod_gpus // stride))
         n_dom = -(-n // per_dom)
-        last = n - per_dom * (n_dom - 1)
-        return cls(n, per_dom, n_dom, per_node, per_su, per_pod, None, min(per_dom, last))
+        last = min(per_dom, n - per_dom * (n_dom - 1))
+        nic_gpus = _strided_nic_gpus(spec, last, per_node, stride)
+        return cls(n, per_dom, n_dom, per_node, per_su, per_pod, None, last, nic_gpus)
 
     @classmethod
     def from_gpus(cls, spec: ClusterSpec, gpus: Sequence[int] | np.ndarray) -> Communicator:
@@ -127,7 +135,37 @@ class Communicator:
             per_pod,
             tuple(int(g) for g in arr),
             int(dom_counts.min()),
+            _placed_nic_gpus(spec, arr),
         )
+
+
+def _gpus_per_nic(spec: ClusterSpec) -> int:
+    return spec.scale_out.gpus_per_nic if spec.scale_out else 1
+
+
+def _strided_nic_gpus(spec: ClusterSpec, ranks: int, per_node: int, stride: int) -> int:
+    """NIC shares (NICs used x ``gpus_per_nic``) of ``ranks`` ranks at ``stride`` filling nodes of
+    ``per_node`` ranks: a node's ``r`` ranks on local GPUs ``0, s, .., (r-1) s`` use ``r`` NICs when
+    ``s >= k`` and ``floor((r-1) s / k) + 1`` when ``s < k`` (``k = gpus_per_nic``)."""
+    k = _gpus_per_nic(spec)
+    if k == 1:
+        return ranks
+
+    def nics(r: int) -> int:
+        return 0 if r == 0 else (r if stride >= k else (r - 1) * stride // k + 1)
+
+    full, rest = divmod(ranks, per_node)
+    return k * (full * nics(per_node) + nics(rest))
+
+
+def _placed_nic_gpus(spec: ClusterSpec, arr: np.ndarray) -> int:
+    """NIC shares (NICs used x ``gpus_per_nic``) of the domain whose ranks reach the fewest NICs."""
+    k = _gpus_per_nic(spec)
+    if k == 1:
+        return int(np.unique(arr // spec.domain_gpus, return_counts=True)[1].min())
+    nic = np.unique(arr // k)  # GPU ids of a node are consecutive and k divides gpus_per_node
+    _, per_domain = np.unique(nic * k // spec.domain_gpus, return_counts=True)
+    return int(per_domain.min()) * k
 
 
 @cache

@@ -6,7 +6,13 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import direct_all_to_all_time
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel, base_latency_s, hw_latency_s
+from aifabric.collectives.tiers import (
+    Protocol,
+    TierModel,
+    base_latency_s,
+    domain_nic_bytes_per_s,
+    hw_latency_s,
+)
 from aifabric.errors import ConfigError
 
 __all__ = ["direct_cost", "p2p_cost"]
@@ -26,7 +32,9 @@ def direct_cost(
                        S (n-n_pod)/n / (B_o / (r_1 r_2)) )
         lat = base + a_o (several domains) or a_i (one)
 
-    (:func:`~aifabric.collectives.costs.direct_all_to_all_time` for the first two terms.)
+    (:func:`~aifabric.collectives.costs.direct_all_to_all_time` for the first two terms.) ``B_o`` is a
+    rank's share of its domain's NICs, ``B_node / g_min``
+    (:func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`: a rank alone on a shared NIC has all of it).
 
     Examples
     --------
@@ -42,7 +50,8 @@ def direct_cost(
     """
     n, g = comm.n_ranks, comm.ranks_per_domain
     multi = comm.n_domains > 1
-    intra, nic = tm.intra_bytes_per_s, tm.nic_bytes_per_s
+    intra = tm.intra_bytes_per_s
+    nic = domain_nic_bytes_per_s(tm, comm) / comm.min_ranks_per_domain  # a rank's share of its NICs
     ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
     olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
     lat = base_latency_s(tm, "ring", proto) + (olat if multi else ilat)
@@ -72,7 +81,10 @@ def p2p_cost(
 
     ::
 
-        T = base + a + S / B,   (a, B) = (a_o, B_o) across domains, (a_i, B_i) inside one
+        T = base + a + S / B,   (a, B) = (a_o, B_node) across domains, (a_i, B_i) inside one
+
+    (``B_node``: the sender's NIC, whole when GPUs share it: only this rank sends,
+    :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`.)
 
     Raises
     ------
@@ -96,7 +108,7 @@ def p2p_cost(
     lat = base_latency_s(tm, "ring", proto) + hw_latency_s(tm, kind, "ring", proto)
     if multi:
         lat += tm.extra_inter_latency_s
-    b = tm.nic_bytes_per_s if multi else tm.intra_bytes_per_s
+    b = domain_nic_bytes_per_s(tm, comm) if multi else tm.intra_bytes_per_s  # a rank's NIC, all of it
     net = SCALE_OUT if multi else SCALE_UP
 
     def why() -> str:

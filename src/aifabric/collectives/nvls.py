@@ -10,7 +10,7 @@ from aifabric.catalog.nccl import nccl_release, nvls_channels, nvls_chunk_bytes,
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel, hw_latency_s
+from aifabric.collectives.tiers import Protocol, TierModel, domain_nic_bytes_per_s, hw_latency_s
 
 __all__ = ["nvls_algbw", "nvls_cost", "nvls_fill_bytes", "nvls_tree_cost", "nvls_tree_cap"]
 
@@ -70,7 +70,7 @@ def nvls_tree_cap(tm: TierModel, comm: Communicator) -> float:
     if cap <= 0:
         return math.inf
     g = comm.ranks_per_domain
-    heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=g * tm.nics_per_gpu)
+    heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
     n = comm.n_ranks
     return heads * cap * 1e9 * n / (2 * (n - 1))
 
@@ -90,9 +90,10 @@ def nvls_cost(
     GPU heads ``S / g`` and the SHARP switches reduce it, so a domain's NICs carry S each way
     (:mod:`aifabric.collectives.collnet`); no fill is added there::
 
-        algbw = min( B_i e (g - 1)/g ,  g_min B_o ),   T = a_nvls + a_o + S / algbw
+        algbw = min( B_i e (g - 1)/g ,  B_node ),   T = a_nvls + a_o + S / algbw
 
-    (``a_o`` NCCL's NVLS NET latency; tuning.cc: ``latency = intraLat + interLat``).
+    (``a_o`` NCCL's NVLS NET latency; tuning.cc: ``latency = intraLat + interLat``; ``B_node`` the
+    domain's NICs, :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`).
 
     References
     ----------
@@ -117,7 +118,7 @@ def nvls_cost(
     net = SCALE_UP
     if comm.n_domains > 1:  # NVLS + CollNet: SHARP across domains
         lat += hw_latency_s(tm, "net", "nvls", proto) + tm.extra_inter_latency_s
-        a_out = comm.min_ranks_per_domain * tm.nic_bytes_per_s
+        a_out = domain_nic_bytes_per_s(tm, comm)
         alg, net = (a_out, SCALE_OUT) if a_out < alg else (alg, SCALE_UP)
 
     def why() -> str:
@@ -126,7 +127,7 @@ def nvls_cost(
             f"{tm.nvls_efficiency} x (n-1)/n"
             + (
                 f"; SHARP switches reduce across {comm.n_domains} domains, each domain's NICs carrying S "
-                f"each way ({comm.min_ranks_per_domain * tm.nic_bytes_per_s / 1e9:.1f} GB/s)"
+                f"each way ({domain_nic_bytes_per_s(tm, comm) / 1e9:.1f} GB/s)"
                 if comm.n_domains > 1
                 else ""
             )
@@ -145,8 +146,10 @@ def nvls_tree_cost(
     Each domain's NICs carry S per direction on two domains and about 2 S beyond (the tree), and NCCL
     caps each NVLS-tree channel (:func:`nvls_tree_cap`, ``A_cap``), so::
 
-        algbw = min( B_i e (g - 1)/g ,  g_min B_o  (N = 2)  or  g_min B_o / 2  (N > 2) ,  A_cap )
+        algbw = min( B_i e (g - 1)/g ,  B_node  (N = 2)  or  B_node / 2  (N > 2) ,  A_cap )
         T     = a_nvls + 2 log2(N) a_o + S / algbw
+
+    (``B_node`` the NICs of the sparsest domain, :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`.)
 
     The tree's pipeline fill is not added: NCCL's NVLS-tree latency ``a_nvls + 2 log2(N) a_o`` (66.8 us on
     2 nodes) already exceeds what case 03 leaves for latency and fill at 8 MiB (132.6 - 34 us).
@@ -166,7 +169,7 @@ def nvls_tree_cost(
     olat = hw_latency_s(tm, "net", "nvls_tree", proto) + tm.extra_inter_latency_s
     lat = ilat + 2 * math.log2(N) * olat
     a_in = nvls_algbw(tm, g)
-    a_out = comm.min_ranks_per_domain * tm.nic_bytes_per_s * (1.0 if N <= 2 else 0.5)
+    a_out = domain_nic_bytes_per_s(tm, comm) * (1.0 if N <= 2 else 0.5)
     a_cap = nvls_tree_cap(tm, comm)
     alg = min(a_in, a_out, a_cap)
     net = SCALE_UP if a_in <= min(a_out, a_cap) else SCALE_OUT

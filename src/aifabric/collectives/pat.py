@@ -9,7 +9,13 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import ring_all_gather_time
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel, base_latency_s, hw_latency_s
+from aifabric.collectives.tiers import (
+    Protocol,
+    TierModel,
+    base_latency_s,
+    domain_nic_bytes_per_s,
+    hw_latency_s,
+)
 
 __all__ = ["pat_cost"]
 
@@ -23,9 +29,11 @@ def pat_cost(
     (0.85 in NCCL 2.23, 0.75 from 2.24; ``pat_bw_factor`` of ``tm.release``)::
 
         lat = base_pat + floor(log2 N) a_o / 3.5 + 2.8 us x n
-        T   = lat + (n - 1)/n S / (p_PAT B_o)
+        T   = lat + (n - 1)/n S / (p_PAT B_node)
 
-    with ``base_pat`` = 8 us and ``a_o`` NCCL's PAT network latency (14 us, Simple). Simple protocol only;
+    with ``B_node`` the NICs a rank's domain reaches (its NIC; a shared NIC whole when one rank uses it,
+    :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`), ``base_pat`` = 8 us and ``a_o`` NCCL's
+    PAT network latency (14 us, Simple). Simple protocol only;
     None for a release without PAT.
 
     References
@@ -53,7 +61,7 @@ def pat_cost(
         return None  # no PAT in this NCCL release (before 2.23)
     per_rank = rel.pat_latency_per_rank_us * 1e-6 * tm.latency_scale
     lat = base_latency_s(tm, "pat", proto) + math.floor(math.log2(N)) * olat / 3.5 + n * per_rank
-    bus = tm.nic_bytes_per_s * rel.pat_bw_factor
+    bus = domain_nic_bytes_per_s(tm, comm) * rel.pat_bw_factor
     t = ring_all_gather_time(message_bytes, n, bus)
 
     def why() -> str:

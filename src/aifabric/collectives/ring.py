@@ -20,6 +20,7 @@ from aifabric.collectives.tiers import (
     TierModel,
     base_latency_s,
     call_bandwidth,
+    domain_nic_bytes_per_s,
     hw_latency_s,
     net_overhead_s,
     protocol_bandwidth,
@@ -55,7 +56,7 @@ def _ring_like(
     if multi and op is Collective.ALL_REDUCE and proto is Protocol.SIMPLE and size / (16 * n) >= 64:
         lat *= ring_plateau_latency_factor(tm)
     up = scaleup_bound(tm, comm)
-    nic_agg = comm.min_ranks_per_domain * tm.nic_bytes_per_s
+    nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg) if multi else up
     net = SCALE_OUT if multi and nic_agg < up else SCALE_UP
     bus = protocol_bandwidth(
@@ -72,8 +73,8 @@ def _ring_like(
 
     def why() -> str:
         return (
-            f"{what} over {n} ranks: busbw = min(scale-up {up / 1e9:.1f}, {comm.min_ranks_per_domain} NICs x "
-            f"{tm.nic_bytes_per_s / 1e9:.2f}) GB/s"
+            f"{what} over {n} ranks: busbw = min(scale-up {up / 1e9:.1f}, a domain's NICs "
+            f"{nic_agg / 1e9:.2f}) GB/s"
             if multi
             else f"{what} over {n} ranks on scale-up at {up / 1e9:.1f} GB/s per GPU"
         )
@@ -89,12 +90,13 @@ def ring_cost(
     One ring per channel visits every domain; inside a domain its hops use scale-up, between domains one
     hop per channel crosses a NIC, so a domain's channels use the NICs of all its ranks::
 
-        B   = P( min(B_i g/(g-1), g_min B_o) )        across N > 1 domains (B_i on one domain)
+        B   = P( min(B_i g/(g-1), B_node) )           across N > 1 domains (B_i on one domain)
         lat = base + (s - s_o) max(a_i, ovh) + s_o a_o   (x 1.4 for a Simple all_reduce on its plateau)
         T   = lat + f S / B
 
     with ``s = 2(n-1)`` steps (all_reduce) or ``n-1``, ``s_o = 2(N-1)`` or ``N-1`` of them across the
-    network, ``f`` the nccl-tests factor (2(n-1)/n or (n-1)/n), ``g_min`` the fewest ranks in a domain,
+    network, ``f`` the nccl-tests factor (2(n-1)/n or (n-1)/n), ``B_node`` the NICs of the sparsest domain
+    (``g_min B_o``, or its shared NICs: :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`),
     ``P`` the protocol's bandwidth (:func:`~aifabric.collectives.tiers.protocol_bandwidth`), ``a_i, a_o``
     NCCL's per-hop latencies and ``ovh`` its per-step network overhead. ``B_i g/(g-1)`` is infinite for
     g = 1 (no byte crosses scale-up). Returns None when NCCL has no latency for the protocol on this tier.
@@ -150,7 +152,10 @@ def flat_ring_cost(
 
     ::
 
-        T = base + s a_o + f S / B_o,   s = 2 (n - 1) (all_reduce) or n - 1
+        T = base + s a_o + f S / (k B_o),   s = 2 (n - 1) (all_reduce) or n - 1
+
+    In rank order each NIC carries one hop's flow (the domain's last rank, or the domain's only one), so
+    a NIC that ``k = gpus_per_nic`` GPUs share gives that hop its whole rate ``k B_o``.
 
     Examples
     --------
@@ -166,7 +171,7 @@ def flat_ring_cost(
     steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1
     olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
     lat = base_latency_s(tm, "ring", proto) + steps * olat
-    nic = tm.nic_bytes_per_s
+    nic = tm.nic_bytes_per_s * tm.gpus_per_nic  # one hop per NIC crosses the network: its whole NIC
     t = _ring_bandwidth_s(op, message_bytes, n, nic)
 
     def why() -> str:

@@ -11,7 +11,9 @@ Bandwidths per GPU, per direction:
   figure (12 GB/s Gen3, / 1.2 when peer traffic crosses an Intel CPU);
 - scale-out ``B_o``: NIC line rate x payload efficiency (400 Gb/s x 0.983 = 49.15 GB/s for ConnectX-7),
   scaled for a non-native transport, whose extra per-hop latency joins ``extra_inter_latency_s``
-  (:attr:`aifabric.cluster.spec.ClusterSpec.nic_effective_bytes_per_s`).
+  (:attr:`aifabric.cluster.spec.ClusterSpec.nic_effective_bytes_per_s`); a GPU's share of a NIC that
+  ``gpus_per_nic`` GPUs share is ``1 / gpus_per_nic`` of it, so a node's GPUs together have its
+  ``nics_per_node`` NICs (:func:`domain_nic_bytes_per_s`).
 
 With ``efficiency="line_rate"`` latencies and protocol overheads are dropped and line rates used: the
 idealised figures of textbooks and of the seed lesson. With ``convention="bidirectional"`` a vendor's
@@ -38,6 +40,7 @@ from aifabric.catalog.nccl import (
 )
 from aifabric.catalog.transport import TransportSpec, transport
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.communicator import Communicator
 from aifabric.errors import ConfigError
 
 __all__ = [
@@ -45,6 +48,7 @@ __all__ = [
     "TierModel",
     "base_latency_s",
     "call_bandwidth",
+    "domain_nic_bytes_per_s",
     "hw_latency_s",
     "net_overhead_s",
     "nic_stream_factor",
@@ -114,6 +118,14 @@ class TierModel:
     default_channels: tuple[int, int] = (1, 1)  # the same without NCCL_MIN/MAX_NCHANNELS
     nics_per_gpu: int = 0  # scale-out NICs per GPU (0: no scale-out network)
     nic_line_gbps: float = 0.0  # one NIC's line rate, GB/s per direction (what NCCL reads as its speed)
+    gpus_per_nic: int = 1  # GPUs sharing one NIC (AWS p4d: 2); nic_bytes_per_s is one GPU's share
+
+    def nics_of(self, gpus: int) -> int:
+        """Scale-out NICs of ``gpus`` whole GPUs of a node: ``gpus x nics_per_gpu / gpus_per_nic``, at least
+        one where there is a network (8 x 1 / 2 = 4 on AWS p4d)."""
+        if self.nics_per_gpu < 1:
+            return 0
+        return max(1, gpus * self.nics_per_gpu // self.gpus_per_nic)
 
     @property
     def nccl(self) -> bool:
@@ -202,8 +214,8 @@ def tier_model(
     row = _tuning_row(release, acc.arch)
     channels = _comm_channels(spec, release, row, min_nchannels, max_nchannels)
     if efficiency == "nccl" and so is not None:
-        per_node, qps = spec.gpus_per_node * so.nics_per_gpu, ib_qps_per_connection or 1
-        nic *= nic_stream_factor(transport(so.transport_key), channels[1], per_node, qps)
+        qps = ib_qps_per_connection or 1
+        nic *= nic_stream_factor(transport(so.transport_key), channels[1], spec.nics_per_node, qps)
     return TierModel(
         intra_bytes_per_s=intra * intra_scale,
         nic_bytes_per_s=nic * inter_scale,
@@ -224,11 +236,24 @@ def tier_model(
         tuning_row=row,
         channels=channels,
         default_channels=_comm_channels(spec, release, row, None, None),
-        nics_per_gpu=spec.scale_out.nics_per_gpu if spec.scale_out else 0,
-        nic_line_gbps=(
-            spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu / 1e9 if spec.scale_out else 0.0
-        ),
+        nics_per_gpu=so.nics_per_gpu if so else 0,
+        nic_line_gbps=spec.nic_speed_bytes_per_s / 1e9,
+        gpus_per_nic=so.gpus_per_nic if so else 1,
     )
+
+
+def domain_nic_bytes_per_s(tm: TierModel, comm: Communicator) -> float:
+    """What the NICs of the communicator's sparsest domain carry per direction together, bytes/s.
+
+    Its ranks reach ``m`` NICs (``Communicator.min_nic_gpus_per_domain`` counts them in GPUs' shares,
+    ``m x gpus_per_nic``), each GPU's share ``B_o`` of a NIC::
+
+        B_node = min_nic_gpus_per_domain x B_o      (= g_min B_o when no NIC is shared)
+
+    8 x A100 over 4 x 100 Gb/s EFA (p4d), every GPU a rank: 8 x 12.5 / 2 x e = 4 NICs x 12.5 GB/s x e;
+    one rank per node: 2 x 6.25 x e = one NIC.
+    """
+    return comm.min_nic_gpus_per_domain * tm.nic_bytes_per_s
 
 
 def nic_stream_factor(spec: TransportSpec, channels: int, nics_per_node: int, qps: int = 1) -> float:
@@ -255,10 +280,9 @@ def _comm_channels(
     search_channels` then :func:`~aifabric.catalog.nccl.comm_channels`, which applies
     ``NCCL_MIN_NCHANNELS`` ``lo`` / ``NCCL_MAX_NCHANNELS`` ``hi``), from the GPU's NCCL scale-up
     bandwidth and the node's NICs at line rate (NCCL reads a NIC's speed as its line rate)."""
-    nics = spec.gpus_per_node * spec.scale_out.nics_per_gpu if spec.scale_out else 0
-    per_nic = spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu if spec.scale_out else 0.0
     gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
-    return _channels(release.version, row, gpu_gbps, nics, per_nic / 1e9, lo, hi)
+    nic_gbps = spec.nic_speed_bytes_per_s / 1e9
+    return _channels(release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps, lo, hi)
 
 
 @cache

@@ -13,6 +13,7 @@ from aifabric.collectives.tiers import (
     TierModel,
     base_latency_s,
     call_bandwidth,
+    domain_nic_bytes_per_s,
     hw_latency_s,
     protocol_bandwidth,
     tree_correction,
@@ -30,7 +31,7 @@ def tree_cost(
     children and sends to its parent, so a domain moves about 2 S per direction through its NICs and a
     GPU about 2 S through scale-up (the chain). The bandwidth is that of the slower of the two::
 
-        B   = P_tree( min(B_i, g_min B_o) )     (B_i infinite when g = 1: no chain)
+        B   = P_tree( min(B_i, B_node) )        (B_i infinite when g = 1: no chain)
         lat = base + 2 ((g - 1) a_i + log2(N) a_o)
         T   = lat + 2 S / (B c(S))               (algbw = B / 2, NCCL's tree model)
 
@@ -38,7 +39,9 @@ def tree_cost(
     256 MiB; 1 beyond): the tree's measured bandwidth shortfall at small and mid sizes, by which NCCL's
     tuner times it (:func:`~aifabric.collectives.tiers.tree_correction`).
 
-    ``P_tree`` is the tree's protocol efficiency (:func:`~aifabric.collectives.tiers.protocol_bandwidth`).
+    ``B_node`` is what the NICs of the sparsest domain carry (``g_min B_o``; a shared NIC counted once,
+    :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`). ``P_tree`` is the tree's protocol
+    efficiency (:func:`~aifabric.collectives.tiers.protocol_bandwidth`).
     NCCL itself times a tree on <= 2 nodes from the intra-node bandwidth alone; that lets a tree cross a
     NIC faster than the NIC, so here the NICs bound it on any number of domains.
 
@@ -65,7 +68,7 @@ def tree_cost(
         return None
     lat = base_latency_s(tm, "tree", proto) + 2 * ((g - 1) * ilat + math.log2(N) * olat)
     up = tm.intra_bytes_per_s if g > 1 else math.inf
-    nic_agg = comm.min_ranks_per_domain * tm.nic_bytes_per_s
+    nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg)
     bus = protocol_bandwidth(tm, proto, raw, N, tree=True)
     bus = call_bandwidth(tm, "tree", op.value, proto, message_bytes, comm.n_ranks, N, bus)

@@ -732,7 +732,7 @@ def _network_causes(ratio: float, vm_hint: bool = False) -> tuple[str, ...]:
 def _row_notes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
     notes = []
     if ctx.n_nodes == 2 and ctx.op == "all_reduce" and ctx.settings.algorithm != Algorithm.RING:
-        limit = ctx.comm.min_ranks_per_domain * ctx.spec.nic_effective_bytes_per_s
+        limit = ctx.comm.min_nic_gpus_per_domain * ctx.spec.nic_effective_bytes_per_s  # the node's NICs
         if row.measured_busbw_bytes_per_s > 1.02 * limit:
             notes.append(NOTES["two_node_tree"].format(limit=limit / 1e9))
     if row.deviation > ctx.threshold and row.outlier_ratio <= OUTLIER_RATIO:

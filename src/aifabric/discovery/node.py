@@ -56,6 +56,7 @@ from aifabric.discovery.node_spec import (
     expected_busbw,
     gdr_network_factor,
     infer_node_spec,
+    local_gpus_per_nic,
     local_nics_per_gpu,
     rail_cap,
 )
@@ -214,7 +215,7 @@ def inspect_layout(
         nearest[g] = tuple(p for p in mine if path_rank(p.path) == path_rank(mine[0].path)) if mine else ()
     pairing = nic_pairing(layout)
     spec, spec_data, spec_notes, findings = infer_node_spec(
-        layout, accelerator, speed, groups, local_nics_per_gpu(layout, nearest)
+        layout, accelerator, speed, groups, local_nics_per_gpu(layout, nearest), local_gpus_per_nic(layout)
     )
     notes.extend(spec_notes)
     findings = layout_warnings(layout, nearest, pairing, speed) + findings
@@ -234,8 +235,9 @@ def inspect_layout(
             "the catalogue's figures for the GPU are used"
         )
     # PCIe paths are per NIC: compare them with one NIC's effective rate, not the GPU's NICs together.
-    per_nic = spec.nic_effective_bytes_per_s / (spec.scale_out.nics_per_gpu if spec.scale_out else 1)
-    factor = gdr_network_factor(layout, pairing, per_nic)
+    so = spec.scale_out
+    per_nic = spec.nic_effective_bytes_per_s * (so.gpus_per_nic / so.nics_per_gpu if so else 1.0)
+    factor = gdr_network_factor(layout, pairing, per_nic, so.gpus_per_nic if so else 1)
     cap = rail_cap(layout, pairing, per_nic)
     expected = expected_busbw(spec, factor)
     return NodeInspection(

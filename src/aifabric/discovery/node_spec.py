@@ -33,6 +33,7 @@ __all__ = [
     "expected_busbw",
     "gdr_network_factor",
     "infer_node_spec",
+    "local_gpus_per_nic",
     "local_nics_per_gpu",
     "rail_cap",
 ]
@@ -150,15 +151,30 @@ def local_nics_per_gpu(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, 
     return max(1, min(min(local), len(layout.nics) // len(layout.gpus)))
 
 
+def local_gpus_per_nic(layout: NodeLayout) -> int:
+    """GPUs that share one scale-out NIC: 1 unless the layout shows fewer NICs than GPUs, then the
+    smallest divisor ``d`` of the GPU count with ``GPUs / d <= NICs`` (every NIC serving as many GPUs).
+
+    AWS p4d (case 21): 8 GPUs, 4 NICs -> 2; a node with one NIC -> 8; 8 GPUs over 3 NICs -> 4 (modelled
+    as 2 NICs: a third NIC cannot serve a whole share of 8 GPUs). A layout without NICs -> 1.
+    """
+    n, m = len(layout.gpus), len(layout.nics)
+    if m == 0 or m >= n:
+        return 1
+    return next(d for d in range(-(-n // m), n + 1) if n % d == 0)
+
+
 def infer_node_spec(
     layout: NodeLayout,
     accelerator: str,
     speed: float,
     groups: tuple[NvlinkGroup, ...],
     nics_per_gpu: int = 1,
+    gpus_per_nic: int = 1,
 ) -> tuple[ClusterSpec, dict[str, Any], list[str], list[Finding]]:
     """A one-node ClusterSpec for ``layout`` with ``accelerator`` and ``nics_per_gpu`` NICs of ``speed``
-    bytes/s per GPU (:func:`local_nics_per_gpu`).
+    bytes/s per GPU (:func:`local_nics_per_gpu`), or one NIC per ``gpus_per_nic`` GPUs
+    (:func:`local_gpus_per_nic`).
 
     Returns
     -------
@@ -221,6 +237,7 @@ def infer_node_spec(
             "nic": nic_for_speed(speed),
             "nic_speed": f"{speed * 8 / 1e9:g} Gb/s",
             "nics_per_gpu": nics_per_gpu,
+            "gpus_per_nic": gpus_per_nic,
             "fabric": layout.fabric or "infiniband",
             "switch": _switch(layout.fabric or "infiniband", speed),
             "tiers": 2,
@@ -234,6 +251,11 @@ def infer_node_spec(
         notes.append(
             f"{nics_per_gpu} NICs under each GPU's PCIe switch: modelled as {nics_per_gpu} x "
             f"{speed * 8 / 1e9:g} Gb/s per GPU"
+        )
+    if gpus_per_nic > 1:
+        notes.append(
+            f"{len(layout.nics)} NICs for {n} GPUs: modelled as one {speed * 8 / 1e9:g} Gb/s NIC shared by "
+            f"{gpus_per_nic} GPUs ({n // gpus_per_nic} NICs per node)"
         )
     if layout.fabric is None and layout.nics:
         notes.append("NIC fabric not in the input: InfiniBand assumed")
@@ -249,9 +271,14 @@ def _switch(fabric: str, speed: float) -> str:
 
 
 def gdr_network_factor(
-    layout: NodeLayout, pairing: dict[str, GpuNicPath | None], nic_effective_bytes_per_s: float = 0.0
+    layout: NodeLayout,
+    pairing: dict[str, GpuNicPath | None],
+    nic_effective_bytes_per_s: float = 0.0,
+    gpus_per_nic: int = 1,
 ) -> float:
-    """Share of ``g`` NICs' worth of bandwidth a node's rings get: distinct NICs used x their factor / g.
+    """Share of the modelled NICs' bandwidth a node's rings get: distinct NICs used x their factor / the
+    node's ``g / gpus_per_nic`` modelled NICs (``g`` GPUs; a shared NIC is already one per
+    ``gpus_per_nic`` GPUs in the spec, :func:`local_gpus_per_nic`).
 
     A NIC's factor is the GDR one (:data:`NO_GDR_FACTOR` when traffic is staged in host memory), capped by the
     PCIe path to its GPU where the input gives link speeds: NCCL's path bandwidth over the NIC's effective
@@ -267,7 +294,7 @@ def gdr_network_factor(
         if pcie is not None and nic_effective_bytes_per_s > 0:
             factor = min(factor, pcie[0] / nic_effective_bytes_per_s)
         used[p.nic] = min(used.get(p.nic, 1.0), factor)
-    return sum(used.values()) / max(1, len(layout.gpus))
+    return sum(used.values()) / max(1, len(layout.gpus) // gpus_per_nic)
 
 
 def rail_cap(

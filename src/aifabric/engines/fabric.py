@@ -226,7 +226,13 @@ def fold_transfers(
 
 
 def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
-    """Per-direction capacity of every link, bytes/s, under ``efficiency`` (``nccl`` or ``line_rate``)."""
+    """Per-direction capacity of every link, bytes/s, under ``efficiency`` (``nccl`` or ``line_rate``).
+
+    ``nccl``: scale-up links at NCCL's effective per-link bandwidth; scale-out links at the NIC's payload
+    efficiency on the cluster's transport, ``B_eff / B_line`` of
+    :attr:`~aifabric.cluster.spec.ClusterSpec.nic_effective_bytes_per_s` (``e_NIC x e_T / e_native``: 0.59
+    through EFA's SRD plugin), the efficiency the formula engine's ``B_o`` carries.
+    """
     cap = topo.link_capacity_bytes_per_s.copy()
     if efficiency == "line_rate":
         return cap
@@ -236,8 +242,8 @@ def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
     su = topo.link_tier == 0
     if su.any():
         cap[su] *= spec.scaleup_effective_bytes_per_s / spec.scaleup_line_rate_bytes_per_s
-    if spec.nic_spec is not None:
-        cap[~su] *= spec.nic_spec.payload_efficiency
+    if spec.nic_spec is not None and spec.nic_line_rate_bytes_per_s > 0:
+        cap[~su] *= spec.nic_effective_bytes_per_s / spec.nic_line_rate_bytes_per_s
     return cap
 
 
