@@ -1061,7 +1061,7 @@ def compare_nccl_tests(
         spec, inferred = infer_cluster(
             table, cluster=cluster, gpu=gpu, nic_speed=nic_speed, text_before="\n".join(lines[:stop])
         )
-        notes = (*counts.notes, *inferred)
+        notes = (*table.notes, *counts.notes, *inferred)
         versions = info.lines("version") or _version_lines(lines, start, stop)
         compared.append(compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                                       calibration=calibration, threshold=threshold, place=place,

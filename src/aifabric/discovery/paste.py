@@ -119,4 +119,5 @@ def _renumbered(table: PerfTable, origin: list[int]) -> PerfTable:
     if len(origin) == origin[-1]:  # nothing inserted
         return table
     rows = tuple(dataclasses.replace(r, line=origin[r.line - 1]) for r in table.rows)
-    return dataclasses.replace(table, line=origin[table.line - 1], rows=rows)
+    cut = origin[table.cut_line - 1] if table.cut_line is not None else None
+    return dataclasses.replace(table, line=origin[table.line - 1], rows=rows, cut_line=cut)

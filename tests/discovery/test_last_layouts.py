@@ -1,0 +1,102 @@
+"""The last pasted layouts of issue 9 (items 1-3 of the layout9 brief): hand-written logs, expected objects.
+
+Rows: the 4 GB all_reduce row of one DGX H100 (NVIDIA/nccl-tests #290: 15870 us, 270.63 GB/s algbw, 473.60
+busbw = 270.63 x 2 x 7 / 8) and a 2 GB row built the same way (8000 us: 2147483648 B / 8000 us = 268.44 GB/s,
+busbw 268.44 x 14 / 8 = 469.77).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from aifabric.discovery.compare import compare_nccl_tests
+from aifabric.discovery.nccl_tests import parse_nccl_tests
+from aifabric.discovery.paste import parse_pasted
+from aifabric.errors import ParseError
+
+HEADER = (
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw"
+    "   busbw #wrong"
+)
+ROW_2G = "  2147483648     536870912     float     sum      -1   8000.0  268.44  469.77      0   8000.0  268.44  469.77      0"  # noqa: E501
+ROW_4G = "  4294967296    1073741824     float     sum      -1    15870  270.63  473.60      0    15773  272.30  476.53      0"  # noqa: E501
+OUT_ONLY_4G = "  4294967296    1073741824     float     sum      -1    15870  270.63  473.60      0"
+COMMAND = "$ ./all_reduce_perf -b 2G -e 4G -f 2 -g 8"
+FOOTER = "# Avg bus bandwidth    : 471.685"
+
+
+def _log(*lines: str) -> str:
+    return "\n".join([COMMAND, HEADER, *lines, FOOTER]) + "\n"
+
+
+# -- item 1: rows without the in-place group under the full 13-column header ---------------------------------
+
+
+def test_out_of_place_rows_under_the_full_header_read_in_place_as_missing() -> None:
+    out_2g = ROW_2G[: ROW_2G.index("0   8000.0", 60) + 1]
+    (table,) = parse_nccl_tests(_log(out_2g, OUT_ONLY_4G))
+    assert [r.size_bytes for r in table.rows] == [2147483648, 4294967296]
+    assert all(r.in_place is None for r in table.rows)  # missing, not zero
+    half = table.rows[1].out_of_place
+    assert half is not None and half.time_s == pytest.approx(15870e-6) and half.busbw_bytes_per_s == 473.6e9
+    assert half.wrong == 0
+    assert table.n_ranks == 8  # busbw/algbw = 473.60/270.63 = 2 x 7 / 8 still pins 8 ranks
+    # the verdict: the same healthy single DGX H100 as the full row (NVIDIA/nccl-tests #290)
+    assert compare_nccl_tests(_log(out_2g, OUT_ONLY_4G)).tables[0].verdict == "healthy"
+    # in-place asked for: the out-of-place half is what there is
+    compared = compare_nccl_tests(_log(OUT_ONLY_4G), place="in_place").tables[0]
+    assert compared.rows[0].measured_time_s == pytest.approx(15870e-6)
+
+
+def test_a_row_of_mixed_halves_and_a_wrong_count_is_still_refused() -> None:
+    with pytest.raises(ParseError, match=r"line 3: row has 11 fields, the header has 13 columns"):
+        parse_nccl_tests(_log(OUT_ONLY_4G + "  15773  272.30"))
+
+
+# -- item 2: a row wrapped onto two lines --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("split_after", [1, 5, 6, 9, 12], ids=lambda n: f"after field {n}")
+def test_a_row_wrapped_at_a_space_is_joined_back(split_after: int) -> None:
+    fields = ROW_4G.split()
+    first, second = "  " + "   ".join(fields[:split_after]), "   ".join(fields[split_after:])
+    text = _log(ROW_2G, first, second)
+    (table,) = parse_pasted(text, "mail.txt")
+    assert [r.size_bytes for r in table.rows] == [2147483648, 4294967296]
+    row = table.rows[1]
+    assert row.line == 4  # the first of its two lines
+    assert row.out_of_place is not None and row.out_of_place.time_s == pytest.approx(15870e-6)
+    assert row.in_place is not None and row.in_place.busbw_bytes_per_s == 476.53e9
+    assert table.avg_busbw_bytes_per_s == 471.685e9
+    assert compare_nccl_tests(text).tables[0].verdict == "healthy"
+
+
+def test_two_whole_rows_are_never_joined() -> None:
+    (table,) = parse_nccl_tests(_log(ROW_2G, OUT_ONLY_4G, ROW_4G.replace("4294967296 ", "8589934592 ")))
+    assert len(table.rows) == 3 and table.rows[1].in_place is None
+
+
+# -- item 3: the last row cut mid-line -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cut", [20, 47, 70, 100])
+def test_the_last_row_cut_mid_line_is_dropped_with_a_note(cut: int) -> None:
+    text = "\n".join([COMMAND, HEADER, ROW_2G, ROW_4G[:cut]]) + "\n\n"
+    (table,) = parse_pasted(text, "cut.txt")
+    assert [r.size_bytes for r in table.rows] == [2147483648]
+    assert table.cut_line == 4
+    assert table.notes == ("line 4: last row cut mid-line (the copy stopped there): dropped",)
+    compared = compare_nccl_tests(text, source="cut.txt").tables[0]
+    assert "line 4: last row cut mid-line (the copy stopped there): dropped" in compared.assumptions
+    assert [r.size_bytes for r in compared.rows] == [2147483648]
+
+
+def test_a_cut_row_inside_the_text_is_still_an_error() -> None:
+    with pytest.raises(ParseError, match=r"line 4: row has 4 fields"):
+        parse_nccl_tests(_log(ROW_2G, ROW_4G[:50], ROW_4G))
+
+
+def test_the_cut_line_follows_the_paste_when_a_header_is_supplied() -> None:
+    # no header: parse_pasted supplies it, so the parser's line 3 is the paste's line 2
+    (table,) = parse_pasted("\n".join(["all_reduce_perf -g 8", ROW_2G, ROW_4G[:60]]))
+    assert table.cut_line == 3 and table.rows[0].line == 2
