@@ -7,9 +7,15 @@ busbw 268.44 x 14 / 8 = 469.77).
 
 from __future__ import annotations
 
-import pytest
+import re
+from pathlib import Path
 
+import pytest
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
 from aifabric.discovery.compare import compare_nccl_tests
+from aifabric.discovery.nccl_info import Evidence, parse_nccl_info
 from aifabric.discovery.nccl_tests import parse_nccl_tests
 from aifabric.discovery.paste import parse_pasted
 from aifabric.errors import ParseError
@@ -100,3 +106,50 @@ def test_the_cut_line_follows_the_paste_when_a_header_is_supplied() -> None:
     # no header: parse_pasted supplies it, so the parser's line 3 is the paste's line 2
     (table,) = parse_pasted("\n".join(["all_reduce_perf -g 8", ROW_2G, ROW_4G[:60]]))
     assert table.cut_line == 3 and table.rows[0].line == 2
+
+
+# -- item 5: INFO lines with impossible counts ---------------------------------------------------------------
+
+COMM = "node-a:101:130 [0] NCCL INFO comm 0x55d0 rank 0 nRanks {r} nNodes {n} localRanks {lr} localRank 0"
+
+
+@pytest.mark.parametrize(
+    ("ranks", "nodes", "local", "message"),
+    [
+        ("0", "1", "8", "nRanks 0 is not a rank count (1 to 131,072)"),
+        ("-16", "2", "8", "nRanks -16 is not a rank count (1 to 131,072)"),
+        ("1000000000000", "2", "8", "nRanks 1000000000000 is not a rank count (1 to 131,072)"),
+        ("16", "32", "8", "nNodes 32 is more than nRanks 16"),
+        ("16", "2", "64", "localRanks 64 is more than nRanks 16"),
+        ("16", "0", "8", "nNodes 0 is below 1"),
+        ("16", "2", "-1", "localRanks -1 is below 1"),
+    ],
+)
+def test_impossible_communicator_counts_name_the_line_and_value(
+    ranks: str, nodes: str, local: str, message: str, tmp_path: Path
+) -> None:
+    bad = COMM.format(r=ranks, n=nodes, lr=local)
+    info = parse_nccl_info(["NCCL INFO NCCL version 2.19.3", bad])  # reading never raises
+    assert info.n_ranks is None and info.n_nodes is None  # no count taken from it: never a guess
+    assert info.count_errors == (Evidence(2, message),)
+    text = "\n".join([COMMAND, bad, HEADER, ROW_4G, FOOTER]) + "\n"
+    with pytest.raises(ParseError, match=rf"^bad\.log:2: NCCL INFO {re.escape(message)}$"):
+        compare_nccl_tests(text, source="bad.log")
+    log = tmp_path / "bad.log"
+    log.write_text(text)
+    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(log)])
+    assert result.exit_code == 2
+    assert result.stderr.strip().count("\n") == 0 and f":2: NCCL INFO {message}" in result.stderr
+
+
+def test_old_nranks_print_is_checked_too() -> None:
+    info = parse_nccl_info(
+        ["h:1:1 [0] NCCL INFO comm 0x1 rank 0 nranks 0 cudaDev 0 busId 18000 - Init COMPLETE"]
+    )
+    assert info.count_errors == (Evidence(1, "nRanks 0 is not a rank count (1 to 131,072)"),)
+
+
+def test_possible_counts_after_an_impossible_one_are_still_read() -> None:
+    info = parse_nccl_info([COMM.format(r=0, n=1, lr=1), COMM.format(r=16, n=2, lr=8)])
+    assert (info.n_ranks, info.n_nodes, info.local_ranks) == (16, 2, 8)
+    assert len(info.count_errors) == 1
