@@ -7,16 +7,19 @@ busbw 268.44 x 14 / 8 = 469.77).
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+from tests.discovery.conftest import CASE_08
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.discovery.compare import compare_nccl_tests
 from aifabric.discovery.nccl_info import Evidence, parse_nccl_info
 from aifabric.discovery.nccl_tests import parse_nccl_tests
+from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.discovery.paste import parse_pasted
 from aifabric.errors import ParseError
 
@@ -153,3 +156,56 @@ def test_possible_counts_after_an_impossible_one_are_still_read() -> None:
     info = parse_nccl_info([COMM.format(r=0, n=1, lr=1), COMM.format(r=16, n=2, lr=8)])
     assert (info.n_ranks, info.n_nodes, info.local_ranks) == (16, 2, 8)
     assert len(info.count_errors) == 1
+
+
+# -- item 4: nvidia-smi topo -m cut after a GPU row ----------------------------------------------------------
+
+HEADER_LINE_08 = 34  # the "GPU0 GPU1 ..." header of case 08 (GKE A4, 8 x B200, 8 NICs, NV18 everywhere)
+
+
+def _case_08_up_to(case_text: dict[str, str], last_line: int, tail: str | None = None) -> str:
+    lines = case_text[CASE_08].split("\n")[:last_line]
+    return "\n".join([*lines, *([tail] if tail is not None else [])]) + "\n"
+
+
+def test_matrix_cut_after_a_gpu_row_is_scored_on_the_gpus_read(case_text: dict[str, str]) -> None:
+    m = TopoMatrix.from_text(_case_08_up_to(case_text, HEADER_LINE_08 + 4))  # GPU0..GPU3 rows, no legend
+    assert m.gpus == ("GPU0", "GPU1", "GPU2", "GPU3") and m.cut_gpus == ("GPU4", "GPU5", "GPU6", "GPU7")
+    assert m.nics == tuple(f"NIC{i}" for i in range(8))
+    # case 08 matrix: GPU0 NV18 to every GPU, PIX to NIC0/NIC1, NODE to NIC2/NIC3, SYS to NIC4-7
+    assert m.nvlink_pairs()[0] == ("GPU0", "GPU1", 18) and len(m.nvlink_pairs()) == 6  # 4 GPUs: 6 pairs
+    assert m.nearest_nics("GPU3")[:2] == [("NIC2", "PIX"), ("NIC3", "PIX")]
+    assert ("GPU0", "GPU5") not in m.links  # a cut GPU is in no link
+    assert m.missing == (
+        "rows GPU4, GPU5, GPU6, GPU7 cut (the matrix stops after GPU3): those GPUs are not scored; the node "
+        "is scored on the 4 GPUs read",
+        "rows NIC0, NIC1, NIC2, NIC3, NIC4, NIC5, NIC6, NIC7 cut: GPU-NIC paths read from the GPU rows, "
+        "NIC-to-NIC paths unknown",
+    )
+    assert m.cpu_affinity["GPU3"] == frozenset([*range(56), *range(112, 168)])
+
+
+def test_matrix_cut_inside_a_gpu_row_drops_that_row(case_text: dict[str, str]) -> None:
+    lines = case_text[CASE_08].split("\n")
+    text = _case_08_up_to(case_text, HEADER_LINE_08 + 5, lines[HEADER_LINE_08 + 5][:40])  # GPU5 cut
+    m = TopoMatrix.from_text(text)
+    assert m.gpus == tuple(f"GPU{i}" for i in range(5)) and m.cut_gpus == ("GPU5", "GPU6", "GPU7")
+
+
+def test_a_matrix_without_any_gpu_row_is_still_refused(case_text: dict[str, str]) -> None:
+    with pytest.raises(ParseError, match=r"line 35: matrix ends before the row of GPU0 \(0 of 8"):
+        TopoMatrix.from_text(_case_08_up_to(case_text, HEADER_LINE_08))
+
+
+def test_inspect_scores_a_cut_matrix_and_names_what_is_missing(
+    case_text: dict[str, str], tmp_path: Path
+) -> None:
+    path = tmp_path / "cut.txt"
+    path.write_text(_case_08_up_to(case_text, HEADER_LINE_08 + 4))
+    result = CliRunner().invoke(app, ["inspect", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    (node,) = json.loads(result.stdout)
+    assert node["gpus"] == ["GPU0", "GPU1", "GPU2", "GPU3"]
+    assert any("rows GPU4, GPU5, GPU6, GPU7 cut" in m for m in node["missing"])
+    # the 8 NICs are shared by the 8 GPUs of the node, 4 of them cut: one NIC per GPU, as the whole matrix
+    assert node["cluster_spec"]["scale_out"]["nics_per_gpu"] == 1

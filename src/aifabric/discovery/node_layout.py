@@ -95,6 +95,9 @@ class NodeLayout:
         PCIe per-lane rate of the GPUs' own links (NCCL dumps), GT/s.
     missing : tuple of str
         What a partial input lacks (:attr:`TopoMatrix.missing`), one sentence each.
+    cut_gpus : tuple of str
+        GPUs of the node whose matrix rows were cut (:attr:`TopoMatrix.cut_gpus`): not in :attr:`gpus`, but
+        sharing the node's NICs.
     """
 
     kind: str
@@ -120,6 +123,7 @@ class NodeLayout:
     gpu_sm: int | None = None
     gpu_link_gt_per_s: float | None = None
     missing: tuple[str, ...] = ()
+    cut_gpus: tuple[str, ...] = ()
 
     # -- constructors ----------------------------------------------------------------------------------------
 
@@ -157,6 +161,7 @@ class NodeLayout:
             gpu_hint=hint,
             affinity_known=affinity or not m.gpus or AFFINITY_CUT in m.missing,
             missing=m.missing,
+            cut_gpus=m.cut_gpus,
             line=m.line,
             source=m.source,
             nvlink_count=nv[-1] if nv else None,
