@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 from tests.discovery.conftest import CASE_08
+from tests.discovery.test_evidence_compare import NVLS_OFF, _info
+from tests.discovery.test_evidence_compare import _log as _info_log
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.discovery.compare import compare_nccl_tests
 from aifabric.discovery.nccl_info import Evidence, parse_nccl_info
 from aifabric.discovery.nccl_tests import parse_nccl_tests
@@ -209,3 +212,69 @@ def test_inspect_scores_a_cut_matrix_and_names_what_is_missing(
     assert any("rows GPU4, GPU5, GPU6, GPU7 cut" in m for m in node["missing"])
     # the 8 NICs are shared by the 8 GPUs of the node, 4 of them cut: one NIC per GPU, as the whole matrix
     assert node["cluster_spec"]["scale_out"]["nics_per_gpu"] == 1
+
+
+# -- item 7: compare passes the environment and transport the log shows --------------------------------------
+
+P2P_OFF = "node-a:101:101 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1"
+
+
+def _one_node_log(info: list[str], time_us: float) -> str:
+    """One node of 8 H100, 4 GB all_reduce at ``time_us`` (busbw = 4294967296 / t x 2 x 7 / 8)."""
+    algbw = 4294967296 / (time_us * 1e-6) / 1e9
+    row = (f"  4294967296  1073741824  float  sum  -1  {time_us:.1f}  {algbw:.2f}  {algbw * 1.75:.2f}  0  "
+           f"{time_us:.1f}  {algbw:.2f}  {algbw * 1.75:.2f}  0")  # fmt: skip
+    return "\n".join([COMMAND, *info, HEADER, row]) + "\n"
+
+
+def test_p2p_disable_in_the_env_echo_is_predicted_with_shm() -> None:
+    probe = compare_nccl_tests(_one_node_log([P2P_OFF], 100000.0)).tables[0]
+    assert "NCCL_P2P_DISABLE=1: predicted with it" in probe.settings.notes
+    assert "read from the log: NCCL_P2P_DISABLE line 2" in probe.settings.notes
+    # env_tiers: SHM through host memory, bounded by the H100's PCIe Gen5 x16 line rate (64 GB/s per
+    # direction), far below its NVLink (~470 GB/s busbw)
+    predicted = probe.rows[0].predicted
+    assert predicted.busbw_bytes_per_s < 64e9
+    at_model = _one_node_log([P2P_OFF], predicted.time_s * 1e6)
+    assert compare_nccl_tests(at_model).tables[0].verdict == "healthy"  # the user's own setting: no fault
+    # the same numbers without the env echo: far below an NVLink node (NVIDIA/nccl-tests #290: 473.6 GB/s)
+    plain = compare_nccl_tests(_one_node_log([], predicted.time_s * 1e6)).tables[0]
+    assert plain.verdict != "healthy" and plain.rows[0].flagged
+
+
+def test_algo_and_proto_echoed_by_nccl_are_used_and_their_lines_named() -> None:
+    info = [
+        "node-a:101:101 [0] NCCL INFO NCCL_ALGO set by environment to Ring",
+        "node-a:101:101 [0] NCCL INFO NCCL_PROTO set by environment to Simple",
+    ]
+    table = compare_nccl_tests(_one_node_log(info, 15870.0)).tables[0]
+    assert (table.rows[0].predicted.algorithm, table.rows[0].predicted.protocol) == ("ring", "Simple")
+    assert "read from the log: NCCL_ALGO line 2, NCCL_PROTO line 3" in table.settings.notes
+
+
+def test_socket_transport_from_info_is_predicted_with_tcp() -> None:
+    # Two nodes over NET/Socket: the prediction uses the catalogue's tcp-socket transport, and says which line
+    table = compare_nccl_tests(_info_log(_info(NVLS_OFF, network="Socket", gdr=False), 8.0)).tables[0]
+    assert table.net is not None and table.net.key == "tcp-socket"
+    assert any(n.startswith("the network ran over NET/Socket (line ") for n in table.assumptions)
+
+
+COLLNET_ON = "node-a:101:101 [0] NCCL INFO NCCL_COLLNET_ENABLE set by environment to 1"
+
+
+def test_collnet_enable_is_passed_where_the_switches_reduce() -> None:
+    table = compare_nccl_tests(_info_log(_info(NVLS_OFF, COLLNET_ON), 330.0)).tables[0]  # Quantum-2: SHARP
+    assert table.settings.engine_env == {"NCCL_COLLNET_ENABLE": "1"}
+    assert "NCCL_COLLNET_ENABLE=1: predicted with it" in table.settings.notes
+
+
+def test_collnet_enable_on_ethernet_switches_is_noted_not_applied() -> None:
+    spec = ClusterSpec.from_dict(
+        {"name": "roce", "nodes": 2, "accelerator": "h100-sxm",
+         "scale_out": {"nic": "connectx-7", "nic_speed": "400 Gb/s", "fabric": "ethernet",
+                       "switch": "spectrum-4-sn5600-800g"}}
+    )  # fmt: skip
+    table = compare_nccl_tests(_info_log(_info(NVLS_OFF, COLLNET_ON), 330.0), cluster=spec).tables[0]
+    (note,) = [n for n in table.settings.notes if n.startswith("NCCL_COLLNET_ENABLE=1: not applied")]
+    assert "'spectrum-4-sn5600-800g' has no in-network reduction (SHARP)" in note
+    assert table.settings.engine_env == {}

@@ -15,7 +15,11 @@ prose, so a commentary sentence that mentions ``NCCL_NVLS_ENABLE=0`` does not ch
 ``NCCL_PROTO=Simple``             ``protocols=("Simple",)`` (a list or ``^`` exclusion: the fastest allowed)
 ================================  ===========================================================================
 
-CollNet and PAT are not modelled; naming them is noted and ignored.
+The transport, CollNet, channel and QP variables (:data:`ENGINE_VARIABLES`: ``NCCL_P2P_DISABLE``,
+``NCCL_SHM_DISABLE``, ``NCCL_COLLNET_ENABLE``...) go to the engine as its ``env=``
+(:attr:`NcclSettings.engine_env`; :func:`aifabric.collectives.nccl_env.env_tiers`). ``NCCL_ALGO=CollNet*``
+and PAT are not modelled; naming them is noted and ignored. :func:`setting_lines` says which line each
+variable was read from.
 """
 
 from __future__ import annotations
@@ -26,10 +30,28 @@ from dataclasses import dataclass, field
 
 from aifabric.catalog.nccl import Algorithm, Collective, Protocol
 from aifabric.catalog.transport import nccl_algorithms, nccl_protocols
+from aifabric.discovery.nccl_info import Evidence
 from aifabric.engines.formula import PROTOCOLS
 from aifabric.errors import ConfigError
 
-__all__ = ["NcclSettings", "nccl_settings"]
+__all__ = ["ENGINE_VARIABLES", "NcclSettings", "nccl_settings", "setting_lines"]
+
+#: Variables passed to the formula engine as its ``env=``: the transports and CollNet
+#: (:func:`aifabric.collectives.nccl_env.env_tiers`), channel and QP counts
+#: (:func:`aifabric.collectives.tiers.tier_model`). ``NCCL_ALGO``, ``NCCL_PROTO`` and ``NCCL_NVLS_ENABLE`` are
+#: mapped onto ``algorithm``, ``exclude`` and ``protocols`` instead.
+ENGINE_VARIABLES = (
+    "NCCL_P2P_DISABLE",
+    "NCCL_P2P_LEVEL",
+    "NCCL_SHM_DISABLE",
+    "NCCL_NET_GDR_LEVEL",
+    "NCCL_COLLNET_ENABLE",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_IB_QPS_PER_CONNECTION",
+)
+#: Every variable that changes a prediction (those :meth:`NcclSettings.from_env` maps, and the engine's).
+_USED_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", *ENGINE_VARIABLES)
 
 # The engine's algorithms among NCCL's (catalog.nccl.Algorithm values), and those the engine does not model.
 _NCCL_ALGOS = ("ring", "tree", "nvls", "nvls_tree")
@@ -67,6 +89,11 @@ class NcclSettings:
     exclude: tuple[str, ...] = ()
     protocols: tuple[str, ...] = PROTOCOLS
     notes: tuple[str, ...] = ()
+
+    @property
+    def engine_env(self) -> dict[str, str]:
+        """The variables of :attr:`env` the engine takes as its ``env=`` (:data:`ENGINE_VARIABLES`)."""
+        return {name: value for name, value in self.env.items() if name in ENGINE_VARIABLES}
 
     @classmethod
     def from_env(cls, env: dict[str, str], op: str | None = None) -> NcclSettings:
@@ -179,3 +206,21 @@ def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None
             if value:
                 env[match.group(1)] = value
     return NcclSettings.from_env(env, op)
+
+
+def setting_lines(lines: Sequence[str], env: dict[str, str], *, first_line: int = 1) -> dict[str, Evidence]:
+    """The line each variable of ``env`` that changes a prediction was read from: the last of ``lines``
+    that sets it (``NAME=value`` or ``NAME set by environment to value``), as :class:`Evidence`.
+
+    >>> found = setting_lines(["x", "h:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1"],
+    ...                       {"NCCL_P2P_DISABLE": "1", "NCCL_DEBUG": "INFO"}, first_line=10)
+    >>> list(found), found["NCCL_P2P_DISABLE"].line
+    (['NCCL_P2P_DISABLE'], 11)
+    """
+    found: dict[str, Evidence] = {}
+    wanted = [name for name in env if name in _USED_VARIABLES]
+    for number, line in enumerate(lines, start=first_line):
+        for name in wanted:
+            if f"{name}=" in line or f"{name} set by environment" in line:
+                found[name] = Evidence(number, line.strip()[:200])
+    return found
