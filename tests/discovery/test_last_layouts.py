@@ -22,6 +22,8 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.discovery.compare import compare_nccl_tests
 from aifabric.discovery.nccl_info import Evidence, parse_nccl_info
 from aifabric.discovery.nccl_tests import parse_nccl_tests
+from aifabric.discovery.nccl_xml import NcclTopology
+from aifabric.discovery.node import inspect_node_text
 from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.discovery.paste import parse_pasted
 from aifabric.errors import ParseError
@@ -278,3 +280,61 @@ def test_collnet_enable_on_ethernet_switches_is_noted_not_applied() -> None:
     (note,) = [n for n in table.settings.notes if n.startswith("NCCL_COLLNET_ENABLE=1: not applied")]
     assert "'spectrum-4-sn5600-800g' has no in-network reduction (SHARP)" in note
     assert table.settings.engine_env == {}
+
+
+# -- item 6: VMs recognised from NCCL's topology XML ---------------------------------------------------------
+
+CASE_21 = "case_21_aws_p4d_p5_nccl_topology_xml.txt"
+# A hand-written NCCL_TOPO_DUMP_FILE of a 2 x H100 SXM VM (the layout of NVIDIA/nccl-tests #256's H200 VMs):
+# both GPUs and the NIC on the flattened root bus 00 of one <cpu>, no PCIe switch, no <nvlink> listed.
+VM_XML = """<system version="1">
+  <cpu numaid="0" affinity="ffffffff" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="143">
+    <pci busid="0000:00:04.0" class="0x030200" vendor="0x10de" device="0x2330" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="0" sm="90" rank="0" gdr="1"/>
+    </pci>
+    <pci busid="0000:00:05.0" class="0x030200" vendor="0x10de" device="0x2330" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="1" sm="90" rank="1" gdr="1"/>
+    </pci>
+    <pci busid="0000:00:06.0" class="0x020700" vendor="0x15b3" device="0x1021" link_speed="32.0 GT/s PCIe" link_width="16">
+      <nic><net name="mlx5_0" dev="0" speed="400000" port="1" gdr="1" maxconn="131072"/></nic>
+    </pci>
+  </cpu>
+</system>
+"""  # noqa: E501
+QEMU_PORT = (
+    '    <pci busid="0000:00:02.0" class="0x060400" vendor="0x1b36" device="0x000c" link_width="16"/>\n'
+)
+
+
+def _vm_finding(text: str, gpu: str | None = None) -> str | None:
+    (node,) = inspect_node_text(text, source="vm.xml", gpu=gpu)
+    return next((f.message for f in node.warnings if f.code == "vm"), None)
+
+
+def test_flattened_nvlink_gpus_without_nvlink_are_a_vm() -> None:
+    topology = NcclTopology.from_text(VM_XML)
+    assert all(g.pci_switch is None and not g.nvlinks for g in topology.gpus)
+    message = _vm_finding(VM_XML)  # sm=90: modelled as h100-sxm, an NVLink part
+    assert message is not None
+    assert message.startswith(
+        "a virtual machine (NCCL topology dump): all 2 GPUs, NVLink parts, hang directly off the CPU (no "
+        "PCIe switch, a flattened PCIe root) and the dump lists no NVLink"
+    )
+    assert "NCCL connects them through host memory (SHM, 'via SHM' in its INFO log)" in message
+    # the same layout with PCIe GPUs (no NVLink to miss) is a plain PCIe box, not a VM by this signature
+    assert _vm_finding(VM_XML, gpu="h100-pcie") is None
+
+
+def test_a_hypervisor_pci_vendor_names_the_vm() -> None:
+    text = VM_XML.replace("  </cpu>", QEMU_PORT + "  </cpu>")
+    topology = NcclTopology.from_text(text)
+    assert ("0000:00:02.0", "0x1b36") in topology.pci_vendors
+    message = _vm_finding(text, gpu="h100-pcie")
+    assert message is not None
+    assert "PCI devices with a hypervisor's vendor ID: 0000:00:02.0 (0x1b36 Red Hat QEMU)" in message
+
+
+def test_cloud_topology_files_are_not_called_vms(case_text: dict[str, str]) -> None:
+    # AWS p5 (case 21): GPUs under PCIe switches, no <nvlink> (NVSwitch): a Nitro instance, P2P works
+    for node in inspect_node_text(case_text[CASE_21], source=CASE_21):
+        assert not any(f.code == "vm" for f in node.warnings)
