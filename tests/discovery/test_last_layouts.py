@@ -90,6 +90,14 @@ def test_two_whole_rows_are_never_joined() -> None:
     assert len(table.rows) == 3 and table.rows[1].in_place is None
 
 
+def test_a_wrapped_first_row_without_header_gets_its_header() -> None:
+    fields = ROW_4G.split()
+    text = "\n".join([COMMAND, "  ".join(fields[:7]), "  ".join(fields[7:]), ROW_2G]) + "\n"
+    (table,) = parse_pasted(text, "mail.txt")
+    assert [(r.line, r.size_bytes) for r in table.rows] == [(2, 4294967296), (4, 2147483648)]
+    assert table.rows[0].in_place is not None and table.rows[0].in_place.time_s == pytest.approx(15773e-6)
+
+
 # -- item 3: the last row cut mid-line -----------------------------------------------------------------------
 
 
