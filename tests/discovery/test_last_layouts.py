@@ -262,6 +262,12 @@ def test_algo_and_proto_echoed_by_nccl_are_used_and_their_lines_named() -> None:
     assert "read from the log: NCCL_ALGO line 2, NCCL_PROTO line 3" in table.settings.notes
 
 
+def test_the_line_named_is_the_setting_not_prose() -> None:
+    prose = "Rerun later with NCCL_P2P_DISABLE=1 it was slower."  # commentary: sets nothing
+    table = compare_nccl_tests(_one_node_log([P2P_OFF, prose], 100000.0)).tables[0]
+    assert "read from the log: NCCL_P2P_DISABLE line 2" in table.settings.notes
+
+
 def test_socket_transport_from_info_is_predicted_with_tcp() -> None:
     # Two nodes over NET/Socket: the prediction uses the catalogue's tcp-socket transport, and says which line
     table = compare_nccl_tests(_info_log(_info(NVLS_OFF, network="Socket", gdr=False), 8.0)).tables[0]

@@ -166,6 +166,13 @@ def _is_env_line(stripped: str) -> bool:
     return bool(tokens) and all(_ENV_TOKEN.fullmatch(token) for token in tokens)
 
 
+def _is_setting_line(stripped: str) -> bool:
+    """A line whose ``NCCL_X=v`` counts: a ``=== title ===``, a launcher or ``*_perf`` command, or a line of
+    assignments only."""
+    command = not stripped.startswith("#") and _COMMAND.search(stripped) is not None
+    return stripped.startswith("===") or command or _is_env_line(stripped)
+
+
 def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None = None) -> NcclSettings:
     """The NCCL settings of one run, read from its title and the lines printed before its table.
 
@@ -192,9 +199,7 @@ def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None
     sources = [title] if title else []
     for line in lines:
         stripped = line.strip()
-        is_title = stripped.startswith("===")
-        command = not stripped.startswith("#") and _COMMAND.search(stripped) is not None
-        if is_title or command or _is_env_line(stripped):
+        if _is_setting_line(stripped):
             sources.append(stripped)
         else:
             info = _ENV_INFO.search(stripped)
@@ -210,7 +215,8 @@ def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None
 
 def setting_lines(lines: Sequence[str], env: dict[str, str], *, first_line: int = 1) -> dict[str, Evidence]:
     """The line each variable of ``env`` that changes a prediction was read from: the last of ``lines``
-    that sets it (``NAME=value`` or ``NAME set by environment to value``), as :class:`Evidence`.
+    that sets it (``NAME=value`` on a line :func:`nccl_settings` reads, or ``NAME set by environment to
+    value``), as :class:`Evidence`; prose that mentions a variable is not a source.
 
     >>> found = setting_lines(["x", "h:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1"],
     ...                       {"NCCL_P2P_DISABLE": "1", "NCCL_DEBUG": "INFO"}, first_line=10)
@@ -220,7 +226,9 @@ def setting_lines(lines: Sequence[str], env: dict[str, str], *, first_line: int 
     found: dict[str, Evidence] = {}
     wanted = [name for name in env if name in _USED_VARIABLES]
     for number, line in enumerate(lines, start=first_line):
+        stripped = line.strip()
+        setting = _is_setting_line(stripped)
         for name in wanted:
-            if f"{name}=" in line or f"{name} set by environment" in line:
-                found[name] = Evidence(number, line.strip()[:200])
+            if (setting and f"{name}=" in stripped) or f"{name} set by environment" in stripped:
+                found[name] = Evidence(number, stripped[:200])
     return found
