@@ -19,7 +19,9 @@ The transport, CollNet, channel and QP variables (:data:`ENGINE_VARIABLES`: ``NC
 ``NCCL_SHM_DISABLE``, ``NCCL_COLLNET_ENABLE``...) go to the engine as its ``env=``
 (:attr:`NcclSettings.engine_env`; :func:`aifabric.collectives.nccl_env.env_tiers`). ``NCCL_ALGO=CollNet*``
 and PAT are not modelled; naming them is noted and ignored. :func:`setting_lines` says which line each
-variable was read from.
+variable was read from. NCCL's ``N coll channels, N collnet channels, ...`` INFO line is not taken as CollNet
+enabled: recent releases print ``comm->nChannels`` in the collnet place whatever CollNet's state
+(NVIDIA/nccl ``init.cc``); only ``NCCL_COLLNET_ENABLE`` counts.
 """
 
 from __future__ import annotations
