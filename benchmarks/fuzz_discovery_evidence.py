@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.discovery import test_robustness_evidence as t  # noqa: E402
+from tests.discovery.test_robustness import SEEDS  # noqa: E402
 
 from aifabric.discovery.node import inspect_node_text  # noqa: E402
 
@@ -52,7 +53,11 @@ def main() -> None:
         "case_21_aws_p4d_p5_nccl_topology_xml.txt",
         "case_26_a30_pcie_two_nics_phb_no_pcie_switch.txt",
     )
-    texts = tuple((data / c).read_text(encoding="utf-8") for c in (*t.CASES, *topologies)) + t.HAND
+    texts = (
+        tuple((data / c).read_text(encoding="utf-8") for c in (*t.CASES, *topologies))
+        + t.HAND
+        + tuple(SEEDS.values())
+    )
     slowest = {"seconds": 0.0}
     targets = {
         "parse_pasted": lambda text: t.parse_pasted(text, "fuzz"),

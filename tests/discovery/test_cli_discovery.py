@@ -125,7 +125,22 @@ COMMANDS = {
 }
 
 
-@pytest.mark.parametrize("kind", ["truncated", "missing_column", "garbage", "unknown_collective", "empty"])
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_input_cut_at_its_end_is_read_and_the_cut_named(tmp_path: Path, command: str) -> None:
+    """Issue 9 (layout9 items 3 and 4): a file whose copy stopped inside a matrix row or a result row is read
+    for what it holds, and the output names what was cut (it used to be refused)."""
+    path = tmp_path / "truncated.txt"
+    path.write_bytes(_damaged("truncated", command))
+    r = run(*COMMANDS[command], path)
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stdout + r.stderr
+    if command == "inspect":  # cut inside GPU3's row: GPU0..GPU2 read
+        assert "rows GPU3, GPU4, GPU5, GPU6, GPU7 cut (the matrix stops after GPU2)" in r.stdout
+    if command == "compare":
+        assert re.search(r"line \d+: last row cut mid-line \(the copy stopped there\): dropped", r.stdout)
+
+
+@pytest.mark.parametrize("kind", ["missing_column", "garbage", "unknown_collective", "empty"])
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_damaged_input_is_one_line_with_a_line_number(tmp_path: Path, kind: str, command: str) -> None:
     path = tmp_path / f"{kind}.txt"

@@ -12,6 +12,8 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.discovery.conftest import CASE_08, read_case
+from tests.discovery.test_last_layouts import HEADER_LINE_08, QEMU_PORT, VM_XML
 
 from aifabric.discovery.nccl_tests import parse_nccl_tests
 from aifabric.discovery.nccl_xml import NcclTopology, extract_xml_documents, parse_nccl_topologies
@@ -27,6 +29,12 @@ CASES = (
     "case_21_aws_p4d_p5_nccl_topology_xml.txt",
     "case_26_a30_pcie_two_nics_phb_no_pcie_switch.txt",
 )
+# Hand-written forms of test_last_layouts.py: an NCCL dump of a VM (flattened root, a QEMU port) and a topo -m
+# matrix of case 08 cut after its GPU3 row.
+SEEDS = {
+    "vm_xml": VM_XML.replace("  </cpu>", QEMU_PORT + "  </cpu>"),
+    "cut_matrix": "\n".join(read_case(CASE_08).split("\n")[: HEADER_LINE_08 + 4]),
+}
 PARSERS: dict[str, Callable[[str | bytes], object]] = {
     "nvsmi": lambda text: TopoMatrix.from_text(text, source="fuzz"),
     "nccl_xml": lambda text: parse_nccl_topologies(text, source="fuzz"),
@@ -58,7 +66,8 @@ def _check(parser: str, damaged: str | bytes) -> None:
 
 @st.composite
 def damaged_case(draw: st.DrawFn, texts: dict[str, str]) -> str | bytes:
-    text = texts[draw(st.sampled_from(CASES))]
+    texts = {**texts, **SEEDS}
+    text = texts[draw(st.sampled_from((*CASES, *SEEDS)))]
     kinds = ["truncate", "drop_token", "swap_token", "drop_line", "double_line", "garbage", "bytes"]
     kind = draw(st.sampled_from(kinds))
     if kind == "truncate":

@@ -11,6 +11,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.discovery.test_evidence_compare import NVLS_OFF, _info, _log
 from tests.discovery.test_known_causes import BANNER_2193, DEVINFO_1024, QP_2048
+from tests.discovery.test_last_layouts import (
+    COLLNET_ON,
+    COMM,
+    COMMAND,
+    HEADER,
+    OUT_ONLY_4G,
+    P2P_OFF,
+    ROW_2G,
+    ROW_4G,
+)
 
 from aifabric.discovery.compare import compare_nccl_tests
 from aifabric.discovery.nccl_info import parse_nccl_info
@@ -23,6 +33,14 @@ CASES = (
     "case_13_v100_pcie_4gpu_no_nvlink.txt",
     "case_31_mi300x_single_node_rccl.txt",
 )
+
+
+def _split(row: str, after: int) -> list[str]:
+    """``row`` wrapped onto two lines at the space after field ``after``."""
+    fields = row.split()
+    return ["  ".join(fields[:after]), "  ".join(fields[after:])]
+
+
 HAND = (
     _log(_info(NVLS_OFF), 330.0),
     _log(_info(NVLS_OFF, gdr=False), 120.0),
@@ -30,7 +48,14 @@ HAND = (
     # MTU 2048 on the QPs with GDR off (test_known_causes.py), and NCCL 2.19.3 on 8 nodes (NVIDIA/nccl #1112)
     _log(_info(NVLS_OFF, QP_2048, DEVINFO_1024, gdr=False), 120.0),
     _log([BANNER_2193], 104.0, n_ranks=64, n_nodes=8),
+    # the last layouts (test_last_layouts.py): the env echo passed to the engine, an impossible count, rows
+    # with only the out-of-place group, a row wrapped onto two lines, a last row cut mid-line
+    _log(_info(NVLS_OFF, P2P_OFF, COLLNET_ON), 330.0),
+    _log(_info(NVLS_OFF, COMM.format(r=0, n=2, lr=8)), 330.0),
+    "\n".join([COMMAND, HEADER, OUT_ONLY_4G, *_split(ROW_4G, 6), ROW_2G, ROW_4G[:70]]),
 )
+
+
 TAGS = ("[1,0]<stdout>:", "[0] ", "0: ", "2024-03-01T10:00:00Z ", "[10:00:01] ", "[default0]:")
 
 

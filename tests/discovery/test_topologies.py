@@ -82,11 +82,12 @@ def test_lines_wrapped_by_a_terminal_give_the_whole_matrix(width: int) -> None:
     assert m.links == whole.links and m.numa_affinity == whole.numa_affinity
 
 
-def test_a_gpu_row_missing_is_still_refused_with_its_line() -> None:
+def test_gpu_rows_cut_are_named_not_read_silently() -> None:
+    # Issue 9 (layout9 item 4): a matrix that stops after a GPU row is scored on the rows read, and says so
     lines = _matrix_lines(CASE_08)
-    with pytest.raises(ParseError, match="GPU5") as info:
-        TopoMatrix.from_text("\n".join(lines[:6]))  # header + GPU0..GPU4
-    assert info.value.line is not None and info.value.line <= 7
+    m = TopoMatrix.from_text("\n".join(lines[:6]))  # header + GPU0..GPU4
+    assert m.gpus == tuple(f"GPU{i}" for i in range(5)) and m.cut_gpus == ("GPU5", "GPU6", "GPU7")
+    assert m.missing[0].startswith("rows GPU5, GPU6, GPU7 cut (the matrix stops after GPU4)")
 
 
 def test_one_row_cut_while_the_others_are_whole_is_an_error() -> None:
@@ -288,7 +289,10 @@ def test_damaged_matrices_are_read_or_refused_in_one_line() -> None:
             return
         for node in nodes:
             assert set(node.layout.nics) <= {f"NIC{i}" for i in range(8)}
-            assert len(node.layout.gpus) == 8  # both matrices have 8 GPUs: never fewer read silently
+            # both matrices have 8 GPUs: never fewer read silently (the rows cut are named)
+            gpus, cut = node.layout.gpus, node.layout.cut_gpus
+            assert len(gpus) + len(cut) == 8 and len(gpus) >= 1
+            assert not cut or any(m.startswith(f"rows {', '.join(cut)} cut") for m in node.layout.missing)
 
     run()
 

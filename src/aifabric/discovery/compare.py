@@ -51,7 +51,7 @@ from aifabric.discovery.evidence import (
     with_transport,
 )
 from aifabric.discovery.inference import infer_cluster
-from aifabric.discovery.nccl_env import NcclSettings, nccl_settings
+from aifabric.discovery.nccl_env import NcclSettings, nccl_settings, setting_lines
 from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
 from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.discovery.paste import parse_pasted
@@ -633,7 +633,7 @@ def _predict(
     for protocol in protocols:
         result = formula_collective(
             op, size, spec, comm, algorithm=settings.algorithm, protocol=protocol,
-            exclude=settings.exclude, calibration=calibration,
+            exclude=settings.exclude, calibration=calibration, env=settings.engine_env or None,
         )  # fmt: skip
         if best is None or result.time_s < best.time_s:
             best = result
@@ -653,6 +653,38 @@ def _check_algorithm(op: str, spec: ClusterSpec, comm: Communicator, settings: N
         )
         return NcclSettings(settings.env, None, settings.exclude, settings.protocols, (*settings.notes, note))
     return settings
+
+
+def _engine_env(op: str, spec: ClusterSpec, comm: Communicator, settings: NcclSettings) -> NcclSettings:
+    """``settings`` whose engine variables (:attr:`NcclSettings.engine_env`: ``NCCL_P2P_DISABLE``,
+    ``NCCL_COLLNET_ENABLE``...) the engine takes on this cluster, one by one; a variable it refuses (CollNet
+    without SHARP switches, a bad value) is left out with the engine's reason in a note."""
+    env = {name: value for name, value in settings.env.items() if name not in settings.engine_env}
+    notes = list(settings.notes)
+    for name, value in settings.engine_env.items():
+        trial = {**{k: v for k, v in env.items() if k in settings.engine_env}, name: value}
+        try:
+            formula_collective(
+                op, 1 << 20, spec, comm, algorithm=settings.algorithm, exclude=settings.exclude, env=trial
+            )
+        except ValueError as err:  # ConfigError included: one line naming the variable
+            notes.append(f"{name}={value}: not applied to the prediction ({err})")
+            continue
+        env[name] = value
+        notes.append(f"{name}={value}: predicted with it")
+    return NcclSettings(env, settings.algorithm, settings.exclude, settings.protocols, tuple(notes))
+
+
+def _with_sources(settings: NcclSettings, sources: dict[str, Evidence]) -> NcclSettings:
+    """``settings`` with a note naming the line each variable that changes the prediction was read from."""
+    if not sources:
+        return settings
+    read = ", ".join(
+        f"{name} line {ev.line}" for name, ev in sorted(sources.items(), key=lambda i: i[1].line)
+    )
+    note = f"read from the log: {read}"
+    return NcclSettings(settings.env, settings.algorithm, settings.exclude, settings.protocols,
+                        (*settings.notes, note))  # fmt: skip
 
 
 def _causes(
@@ -764,7 +796,9 @@ def compare_table(
     spec : ClusterSpec, optional
         The cluster, sized for the run (default: :func:`infer_cluster`).
     settings : NcclSettings, optional
-        The run's NCCL settings (default: none).
+        The run's NCCL settings (default: none). Its transport, CollNet, channel and QP variables
+        (:attr:`NcclSettings.engine_env`: ``NCCL_P2P_DISABLE``, ``NCCL_COLLNET_ENABLE``...) go to the engine
+        as ``env=``; one the engine refuses on this cluster is left out, with its reason in the notes.
     assumptions : sequence of str
         Notes on how ``spec`` was chosen, kept on the result.
     calibration : Calibration, optional
@@ -809,6 +843,7 @@ def compare_table(
         notes.append(comm_note)
     info = info if info is not None else NcclInfo()
     settings = _check_algorithm(op, spec, comm, apply_to_settings(settings or NcclSettings(), info))
+    settings = _engine_env(op, spec, comm, settings)
     net = net_transport(info) if n_nodes > 1 else None
     if net is not None:
         notes.append(f"the network ran over {net.nccl_name} ({info.lines('network')[0]}): predicted with "
@@ -1054,6 +1089,9 @@ def compare_nccl_tests(
         op = _engine_op(table)
         settings = nccl_settings(lines[start:stop], table.title, op)
         settings = _override(settings, algorithm, protocol, no_nvls)
+        settings = _with_sources(
+            settings, setting_lines(lines[start:stop], settings.env, first_line=start + 1)
+        )
         info = parse_nccl_info(lines[start:stop], first_line=start + 1)
         counts = resolve_counts(table, lines[start:stop], info, ranks=ranks, nodes=nodes,
                                 gpus_per_node=gpus_per_node)  # fmt: skip
@@ -1061,7 +1099,7 @@ def compare_nccl_tests(
         spec, inferred = infer_cluster(
             table, cluster=cluster, gpu=gpu, nic_speed=nic_speed, text_before="\n".join(lines[:stop])
         )
-        notes = (*counts.notes, *inferred)
+        notes = (*table.notes, *counts.notes, *inferred)
         versions = info.lines("version") or _version_lines(lines, start, stop)
         compared.append(compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                                       calibration=calibration, threshold=threshold, place=place,

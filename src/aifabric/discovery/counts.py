@@ -140,7 +140,8 @@ def resolve_counts(
     Raises
     ------
     ParseError
-        If the ranks cannot be told from the log (the message asks for ``--ranks``), an override
+        If NCCL's communicator line has an impossible count (:meth:`NcclInfo.check_counts`: its line and
+        value), the ranks cannot be told from the log (the message asks for ``--ranks``), an override
         contradicts itself (ranks not filling the nodes evenly), or ``--ranks`` or NCCL's ``nRanks``
         contradicts complete rank lines.
     ValueError
@@ -150,6 +151,7 @@ def resolve_counts(
         if value is not None and value < 1:
             raise ValueError(f"{name}: must be at least 1, got {value}")
     info = info or NcclInfo()
+    info.check_counts(table.source)
     notes: list[str] = []
     partial = _incomplete_rank_lines(table)
     torch_ranks, torch_nodes = _torchrun(lines_before)

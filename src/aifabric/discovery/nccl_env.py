@@ -15,7 +15,13 @@ prose, so a commentary sentence that mentions ``NCCL_NVLS_ENABLE=0`` does not ch
 ``NCCL_PROTO=Simple``             ``protocols=("Simple",)`` (a list or ``^`` exclusion: the fastest allowed)
 ================================  ===========================================================================
 
-CollNet and PAT are not modelled; naming them is noted and ignored.
+The transport, CollNet, channel and QP variables (:data:`ENGINE_VARIABLES`: ``NCCL_P2P_DISABLE``,
+``NCCL_SHM_DISABLE``, ``NCCL_COLLNET_ENABLE``...) go to the engine as its ``env=``
+(:attr:`NcclSettings.engine_env`; :func:`aifabric.collectives.nccl_env.env_tiers`). ``NCCL_ALGO=CollNet*``
+and PAT are not modelled; naming them is noted and ignored. :func:`setting_lines` says which line each
+variable was read from. NCCL's ``N coll channels, N collnet channels, ...`` INFO line is not taken as CollNet
+enabled: recent releases print ``comm->nChannels`` in the collnet place whatever CollNet's state
+(NVIDIA/nccl ``init.cc``); only ``NCCL_COLLNET_ENABLE`` counts.
 """
 
 from __future__ import annotations
@@ -26,10 +32,28 @@ from dataclasses import dataclass, field
 
 from aifabric.catalog.nccl import Algorithm, Collective, Protocol
 from aifabric.catalog.transport import nccl_algorithms, nccl_protocols
+from aifabric.discovery.nccl_info import Evidence
 from aifabric.engines.formula import PROTOCOLS
 from aifabric.errors import ConfigError
 
-__all__ = ["NcclSettings", "nccl_settings"]
+__all__ = ["ENGINE_VARIABLES", "NcclSettings", "nccl_settings", "setting_lines"]
+
+#: Variables passed to the formula engine as its ``env=``: the transports and CollNet
+#: (:func:`aifabric.collectives.nccl_env.env_tiers`), channel and QP counts
+#: (:func:`aifabric.collectives.tiers.tier_model`). ``NCCL_ALGO``, ``NCCL_PROTO`` and ``NCCL_NVLS_ENABLE`` are
+#: mapped onto ``algorithm``, ``exclude`` and ``protocols`` instead.
+ENGINE_VARIABLES = (
+    "NCCL_P2P_DISABLE",
+    "NCCL_P2P_LEVEL",
+    "NCCL_SHM_DISABLE",
+    "NCCL_NET_GDR_LEVEL",
+    "NCCL_COLLNET_ENABLE",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_IB_QPS_PER_CONNECTION",
+)
+#: Every variable that changes a prediction (those :meth:`NcclSettings.from_env` maps, and the engine's).
+_USED_VARIABLES = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", *ENGINE_VARIABLES)
 
 # The engine's algorithms among NCCL's (catalog.nccl.Algorithm values), and those the engine does not model.
 _NCCL_ALGOS = ("ring", "tree", "nvls", "nvls_tree")
@@ -67,6 +91,11 @@ class NcclSettings:
     exclude: tuple[str, ...] = ()
     protocols: tuple[str, ...] = PROTOCOLS
     notes: tuple[str, ...] = ()
+
+    @property
+    def engine_env(self) -> dict[str, str]:
+        """The variables of :attr:`env` the engine takes as its ``env=`` (:data:`ENGINE_VARIABLES`)."""
+        return {name: value for name, value in self.env.items() if name in ENGINE_VARIABLES}
 
     @classmethod
     def from_env(cls, env: dict[str, str], op: str | None = None) -> NcclSettings:
@@ -139,6 +168,13 @@ def _is_env_line(stripped: str) -> bool:
     return bool(tokens) and all(_ENV_TOKEN.fullmatch(token) for token in tokens)
 
 
+def _is_setting_line(stripped: str) -> bool:
+    """A line whose ``NCCL_X=v`` counts: a ``=== title ===``, a launcher or ``*_perf`` command, or a line of
+    assignments only."""
+    command = not stripped.startswith("#") and _COMMAND.search(stripped) is not None
+    return stripped.startswith("===") or command or _is_env_line(stripped)
+
+
 def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None = None) -> NcclSettings:
     """The NCCL settings of one run, read from its title and the lines printed before its table.
 
@@ -165,9 +201,7 @@ def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None
     sources = [title] if title else []
     for line in lines:
         stripped = line.strip()
-        is_title = stripped.startswith("===")
-        command = not stripped.startswith("#") and _COMMAND.search(stripped) is not None
-        if is_title or command or _is_env_line(stripped):
+        if _is_setting_line(stripped):
             sources.append(stripped)
         else:
             info = _ENV_INFO.search(stripped)
@@ -179,3 +213,24 @@ def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None
             if value:
                 env[match.group(1)] = value
     return NcclSettings.from_env(env, op)
+
+
+def setting_lines(lines: Sequence[str], env: dict[str, str], *, first_line: int = 1) -> dict[str, Evidence]:
+    """The line each variable of ``env`` that changes a prediction was read from: the last of ``lines``
+    that sets it (``NAME=value`` on a line :func:`nccl_settings` reads, or ``NAME set by environment to
+    value``), as :class:`Evidence`; prose that mentions a variable is not a source.
+
+    >>> found = setting_lines(["x", "h:1:1 [0] NCCL INFO NCCL_P2P_DISABLE set by environment to 1"],
+    ...                       {"NCCL_P2P_DISABLE": "1", "NCCL_DEBUG": "INFO"}, first_line=10)
+    >>> list(found), found["NCCL_P2P_DISABLE"].line
+    (['NCCL_P2P_DISABLE'], 11)
+    """
+    found: dict[str, Evidence] = {}
+    wanted = [name for name in env if name in _USED_VARIABLES]
+    for number, line in enumerate(lines, start=first_line):
+        stripped = line.strip()
+        setting = _is_setting_line(stripped)
+        for name in wanted:
+            if (setting and f"{name}=" in stripped) or f"{name} set by environment" in stripped:
+                found[name] = Evidence(number, stripped[:200])
+    return found

@@ -44,7 +44,17 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-__all__ = ["IBV_MTU_BYTES", "MAX_LINE_CHARS", "Evidence", "NcclInfo", "parse_nccl_info"]
+from aifabric.errors import ParseError
+
+__all__ = [
+    "IBV_MTU_BYTES",
+    "MAX_COMM_RANKS",
+    "MAX_LINE_CHARS",
+    "Evidence",
+    "NcclInfo",
+    "impossible_counts",
+    "parse_nccl_info",
+]
 
 #: Characters of a line looked at (NCCL's longest INFO lines -- a ring of 1,024 ranks -- fit well within).
 MAX_LINE_CHARS = 8192
@@ -63,7 +73,7 @@ _INTRA = re.compile(
 )
 _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:GPU \w{1,16} / )?HCA (\d{1,4})")
 _NVLS = re.compile(r"NVLS multicast support is (not )?available")
-_COMM = re.compile(r"nRanks (\d{1,9}) nNodes (\d{1,9}) localRanks (\d{1,9})")
+_COMM = re.compile(r"nRanks (-?\d{1,40}) nNodes (-?\d{1,40}) localRanks (-?\d{1,40})")
 _CHANNELS = re.compile(
     r"(\d{1,4}) coll channels, (?:(\d{1,4}) collnet channels, )?(?:(\d{1,4}) nvls channels, )?"
 )
@@ -73,7 +83,10 @@ _CONNECTED = re.compile(r"Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
 _PXN_OFF = re.compile(r"PXN Disabled")
 _ACS_HINT = re.compile(r"HINT: In many cases this error occurs when ACS is enabled")
 _ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set by environment to (\S{1,256})")
-_COMM_OLD = re.compile(r"rank \d{1,9} nranks (\d{1,9}) ")
+_COMM_OLD = re.compile(r"rank \d{1,9} nranks (-?\d{1,40}) ")
+#: Most ranks a communicator line may report: the bound of the rank lines above a table (131,072, above the
+#: largest single jobs reported, about 100,000 GPUs; :mod:`aifabric.discovery.perf_metadata`).
+MAX_COMM_RANKS = 1 << 17
 _QP_MTU = re.compile(r"qpn \d{1,12} mtu (\d)\b")
 _ACTIVE_MTU = re.compile(r"^\s*active_mtu:\s*(\d{3,4})\s*\((\d)\)")
 #: ``enum ibv_mtu`` (rdma-core ``verbs.h``): IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 -> bytes.
@@ -141,6 +154,9 @@ class NcclInfo:
         The smallest active IB/RoCE MTU the QP lines (or ``ibv_devinfo``'s ``active_mtu``) show, bytes.
     evidence : dict
         Fact name -> the lines it came from (:class:`Evidence`), in log order.
+    count_errors : tuple of Evidence
+        Communicator lines with counts NCCL cannot print (:func:`impossible_counts`), each with why; they
+        give no count. :meth:`check_counts` raises on the first.
     """
 
     version: str | None = None
@@ -169,6 +185,7 @@ class NcclInfo:
     env: dict[str, str] = field(default_factory=dict)
     mtu_bytes: int | None = None
     evidence: dict[str, tuple[Evidence, ...]] = field(default_factory=dict)
+    count_errors: tuple[Evidence, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -195,6 +212,18 @@ class NcclInfo:
             return False
         return None
 
+    def check_counts(self, source: str | None = None) -> None:
+        """Refuse a log whose communicator line has an impossible count.
+
+        Raises
+        ------
+        ParseError
+            Naming the line and the value (:attr:`count_errors`, the first one).
+        """
+        if self.count_errors:
+            bad = self.count_errors[0]
+            raise ParseError(f"NCCL INFO {bad.text}", line=bad.line, source=source)
+
     def lines(self, *facts: str) -> tuple[Evidence, ...]:
         """The evidence lines of ``facts`` (all facts when none is named), in log order, one per line."""
         keys = facts or tuple(self.evidence)
@@ -219,6 +248,15 @@ class _Reader:
         self.env: dict[str, str] = {}
         self.counts = {"net": 0, "gdr": 0, "pxn": 0, "rings": 0}
         self.mtu: int | None = None
+        self.count_errors: list[Evidence] = []
+
+    def saw_comm(self, ranks: int, nodes: int | None, local: int | None, ev: Evidence) -> None:
+        """Keep the first possible communicator counts; an impossible one is kept as a count error."""
+        problem = impossible_counts(ranks, nodes, local)
+        if problem is None:
+            self.first("comm", (ranks, nodes, local), ev)
+        elif len(self.count_errors) < 3:
+            self.count_errors.append(Evidence(ev.line, problem))
 
     def saw_mtu(self, mtu: int | None, ev: Evidence) -> None:
         """Keep the smallest MTU seen, with the first line that showed it."""
@@ -273,7 +311,7 @@ class _Reader:
         elif m := _NVLS.search(text):
             self.first("nvls", m.group(1) is None, ev)
         elif m := _COMM.search(text):
-            self.first("comm", (int(m.group(1)), int(m.group(2)), int(m.group(3))), ev)
+            self.saw_comm(int(m.group(1)), int(m.group(2)), int(m.group(3)), ev)
         elif m := _CHANNELS.search(text):
             self.first("channels", m.groups(), ev)
         elif _RING.search(text):
@@ -299,7 +337,7 @@ class _Reader:
         elif m := _PLUGIN.search(text):
             self.first("plugin", m.group(1), ev)
         elif m := _COMM_OLD.search(text):
-            self.first("comm", (int(m.group(1)), None, None), ev)
+            self.saw_comm(int(m.group(1)), None, None, ev)
 
     def result(self) -> NcclInfo:
         v = self.values
@@ -337,7 +375,29 @@ class _Reader:
             env=dict(self.env),
             mtu_bytes=self.mtu,
             evidence={k: tuple(e) for k, e in self.evidence.items()},
+            count_errors=tuple(self.count_errors),
         )
+
+
+def impossible_counts(ranks: int, nodes: int | None, local: int | None) -> str | None:
+    """Why NCCL cannot have printed ``nRanks ranks nNodes nodes localRanks local``, or None when it can.
+
+    A communicator has 1 to :data:`MAX_COMM_RANKS` ranks, 1 to nRanks nodes and 1 to nRanks local ranks
+    (NVIDIA/nccl ``init.cc``: nNodes counts the distinct hosts of the ranks, localRanks the ranks on one).
+
+    >>> impossible_counts(16, 2, 8) is None
+    True
+    >>> impossible_counts(8, 16, 8)
+    'nNodes 16 is more than nRanks 8'
+    """
+    if not 1 <= ranks <= MAX_COMM_RANKS:
+        return f"nRanks {ranks} is not a rank count (1 to {MAX_COMM_RANKS:,})"
+    for name, value in (("nNodes", nodes), ("localRanks", local)):
+        if value is not None and value < 1:
+            return f"{name} {value} is below 1"
+        if value is not None and value > ranks:
+            return f"{name} {value} is more than nRanks {ranks}"
+    return None
 
 
 def _str(value: object) -> str | None:
@@ -363,7 +423,8 @@ def parse_nccl_info(lines: Iterable[str], *, first_line: int = 1) -> NcclInfo:
     -------
     NcclInfo
         Empty (:attr:`NcclInfo.empty`) when no INFO line is there. Never raises on text: a line NCCL did not
-        print is skipped.
+        print is skipped, and a communicator line with impossible counts is kept in
+        :attr:`NcclInfo.count_errors` (:meth:`NcclInfo.check_counts` raises on it).
 
     Examples
     --------

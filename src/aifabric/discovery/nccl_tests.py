@@ -46,6 +46,7 @@ from aifabric.discovery.perf_metadata import Metadata
 from aifabric.discovery.perf_records import COLLECTIVES, PerfResult, PerfRow, RankInfo, RunParameters
 from aifabric.discovery.perf_rows import (
     AVG_LINE,
+    Columns,
     avg_busbw,
     clean_line,
     is_column_header,
@@ -114,6 +115,8 @@ class PerfTable:
         1-based line of the column header (of the footer for a fragment).
     source : str or None
         File name or description of the input.
+    cut_line : int or None
+        1-based line of a last row cut mid-line (the copy stopped there), dropped from :attr:`rows`.
 
     References
     ----------
@@ -136,6 +139,7 @@ class PerfTable:
     columns: tuple[str, ...]
     line: int
     source: str | None = None
+    cut_line: int | None = None
 
     @classmethod
     def from_text(
@@ -173,6 +177,13 @@ class PerfTable:
         return tables[0]
 
     @property
+    def notes(self) -> tuple[str, ...]:
+        """What was read other than as printed, one sentence each naming its line."""
+        if self.cut_line is None:
+            return ()
+        return (f"line {self.cut_line}: last row cut mid-line (the copy stopped there): dropped",)
+
+    @property
     def is_old_layout(self) -> bool:
         """True for the layout without ``root`` and ``#wrong`` (an ``error`` column instead)."""
         return "error" in self.columns
@@ -199,7 +210,8 @@ def parse_nccl_tests(
     A table starts at a ``#  size  count  type ...`` header and runs over its rows (blank, ``#`` and
     ``NCCL INFO``/``NCCL WARN`` lines in between are skipped) to the ``# Avg bus bandwidth`` footer or the
     first line that is not part of it. A footer without a table (a log whose rows were cut by its
-    publisher) gives a table with no rows. Metadata is read from the lines between the previous table and
+    publisher) gives a table with no rows. A row wrapped onto two lines is joined back, and a last row cut
+    mid-line is dropped (:attr:`PerfTable.cut_line`); see ``_next_row``. Metadata is read from the lines between the previous table and
     this one; see :class:`PerfTable` for where each field comes from.
 
     Parameters
@@ -301,8 +313,10 @@ def _read_table(
     columns = parse_columns(lines, header, source)
     meta = Metadata.read(lines, boundary, header, source)
     rows: list[PerfRow] = []
+    cut_line: int | None = None
     avg: float | None = None
     out_of_bounds: int | None = None
+    blank_redop = (override or named) == "hypercube"
     index = header + 1
     while index < len(lines):
         stripped = lines[index].strip()
@@ -323,8 +337,12 @@ def _read_table(
             continue
         if not stripped[0].isdigit():
             break
-        rows.append(parse_row(stripped, index + 1, columns, (override or named) == "hypercube", source))
-        index += 1
+        row, after = _next_row(lines, index, columns, blank_redop, source)
+        if row is None:
+            cut_line = index + 1
+        else:
+            rows.append(row)
+        index = after
     if not rows:
         raise ParseError("the column header has no result rows below it", line=header + 1, source=source)
 
@@ -353,8 +371,62 @@ def _read_table(
         columns=columns.names,
         line=header + 1,
         source=source,
+        cut_line=cut_line,
     )
     return table, index
+
+
+def _next_row(
+    lines: list[str], index: int, columns: Columns, blank_redop: bool, source: str | None
+) -> tuple[PerfRow | None, int]:
+    """The result row starting at 0-based ``index`` (None when dropped) and the index after it.
+
+    A row wrapped onto two lines (a terminal or an e-mail split it at a space) is joined back when the join
+    parses as a row and the second line alone does not, while the first alone does not either or holds only
+    the out-of-place half. The last line of the text, cut mid-row (the copy stopped there: fewer fields
+    than the header and not a row), is dropped (:attr:`PerfTable.cut_line`).
+
+    Raises
+    ------
+    ParseError
+        If the row does not parse and is neither wrapped nor the cut last line.
+    """
+    stripped, lineno = lines[index].strip(), index + 1
+    try:
+        row = parse_row(stripped, lineno, columns, blank_redop, source)
+    except ParseError:
+        joined = _wrapped_row(lines, index, columns, blank_redop, source)
+        if joined is not None:
+            return joined, index + 2
+        if len(stripped.split()) < columns.width and not any(line.strip() for line in lines[index + 1 :]):
+            return None, index + 1
+        raise
+    if row.in_place is None and len(columns.groups) == 2:  # the in-place half may be on the next line
+        joined = _wrapped_row(lines, index, columns, blank_redop, source)
+        if joined is not None:
+            return joined, index + 2
+    return row, index + 1
+
+
+def _wrapped_row(
+    lines: list[str], index: int, columns: Columns, blank_redop: bool, source: str | None
+) -> PerfRow | None:
+    """The row of lines ``index`` and ``index + 1`` joined at a space, when the second line alone is no row
+    and does not start a ``#`` or NCCL log line; else None."""
+    if index + 1 >= len(lines):
+        return None
+    rest = lines[index + 1].strip()
+    if not rest or rest.startswith("#") or "NCCL " in rest:
+        return None
+    try:
+        parse_row(rest, index + 2, columns, blank_redop, source)
+        return None  # a whole row of its own
+    except ParseError:
+        pass
+    try:
+        return parse_row(f"{lines[index].strip()} {rest}", index + 1, columns, blank_redop, source)
+    except ParseError:
+        return None
 
 
 def _fragment(

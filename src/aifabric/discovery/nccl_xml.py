@@ -36,7 +36,7 @@ import math
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypedDict
 from xml.parsers import expat
 
@@ -284,6 +284,9 @@ class NcclTopology:
         1-based line of ``<system>`` in the input.
     source : str or None
         File name or description of the input.
+    pci_vendors : tuple of (str, str)
+        ``(busid, vendor)`` of every ``pci`` element with a ``vendor`` attribute (PCI vendor ID as written,
+        lower case: ``0x10de`` NVIDIA, ``0x1b36`` a QEMU bridge...), in document order.
 
     References
     ----------
@@ -298,6 +301,7 @@ class NcclTopology:
     nics: tuple[NicNode, ...]
     line: int = 1
     source: str | None = None
+    pci_vendors: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_text(cls, text: str | bytes, source: str | None = None) -> NcclTopology:
@@ -542,6 +546,7 @@ class _Collected:
     switches: list[PciSwitch]
     gpus: list[GpuNode]
     nics: list[NicNode]
+    vendors: list[tuple[str, str]] = field(default_factory=list)
 
 
 def _parse_document(document: str, first_line: int, source: str | None) -> NcclTopology:
@@ -578,6 +583,7 @@ def _parse_document(document: str, first_line: int, source: str | None) -> NcclT
         nics=tuple(out.nics),
         line=first_line,
         source=source,
+        pci_vendors=tuple(out.vendors),
     )
 
 
@@ -607,6 +613,8 @@ def _pci(tree: _Tree, element: ET.Element, numaid: int | None, switch: str | Non
     if not busid:
         raise tree.error(element, "missing busid")
     pci_class = (element.get("class") or "").lower()
+    if element.get("vendor"):
+        out.vendors.append((busid, (element.get("vendor") or "").lower()[:16]))
     gpu = element.find("gpu")
     nic = element.find("nic")
     # NCCL's reader (topo.cc, kvDictPciClass) matches class prefixes: 0x03 GPU, 0x02 NIC, 0x0680xx

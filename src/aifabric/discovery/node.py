@@ -60,7 +60,7 @@ from aifabric.discovery.node_spec import (
     local_nics_per_gpu,
     rail_cap,
 )
-from aifabric.discovery.node_warnings import Finding, layout_warnings, vm_signature
+from aifabric.discovery.node_warnings import Finding, layout_warnings, vm_signature, xml_vm_signature
 from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.errors import ParseError
 from aifabric.units import parse_nic_bandwidth
@@ -220,7 +220,7 @@ def inspect_layout(
     notes.extend(spec_notes)
     findings = layout_warnings(layout, nearest, pairing, speed) + findings
     notes.extend(f"partial input: {m}" for m in layout.missing)
-    vm = vm_signature(layout)
+    vm = vm_signature(layout) or xml_vm_signature(layout, spec.accelerator_spec.nvlink_links > 0)
     if vm is not None:
         findings.append(Finding("vm", vm))
     elif not layout.affinity_known:

@@ -16,10 +16,24 @@ from aifabric.discovery.nccl_xml import GpuNode, NcclTopology, NicNode
 from aifabric.discovery.nvsmi import AFFINITY_CUT, TopoMatrix
 
 __all__ = [
+    "HYPERVISOR_PCI_VENDORS",
     "NV_LINKS",
     "NodeLayout",
     "pcie_gen",
 ]
+
+#: PCI vendor IDs of hypervisors' virtual devices (PCI ID Repository, https://pci-ids.ucw.cz/): a ``pci``
+#: element of an NCCL dump with one of them is a device the hypervisor made up (a QEMU root port, a virtio or
+#: VMware NIC). Amazon's 0x1d0f (ENA/EFA, Nitro) is left out: Nitro passes GPUs, NVLink and P2P through.
+HYPERVISOR_PCI_VENDORS = {
+    "0x1af4": "Red Hat virtio",
+    "0x1b36": "Red Hat QEMU",
+    "0x15ad": "VMware",
+    "0x1414": "Microsoft Hyper-V",
+    "0x5853": "XenSource",
+    "0x1ab8": "Parallels",
+    "0x80ee": "VirtualBox",
+}
 
 
 NV_LINKS = re.compile(r"^NV(\d+)$")
@@ -95,6 +109,15 @@ class NodeLayout:
         PCIe per-lane rate of the GPUs' own links (NCCL dumps), GT/s.
     missing : tuple of str
         What a partial input lacks (:attr:`TopoMatrix.missing`), one sentence each.
+    cut_gpus : tuple of str
+        GPUs of the node whose matrix rows were cut (:attr:`TopoMatrix.cut_gpus`): not in :attr:`gpus`, but
+        sharing the node's NICs.
+    hypervisor_pci : tuple of str
+        PCI devices of an NCCL dump whose vendor ID is a hypervisor's (:data:`HYPERVISOR_PCI_VENDORS`), as
+        ``"0000:00:02.0 (0x1b36 Red Hat QEMU)"``.
+    gpus_off_cpu : bool
+        An NCCL dump whose every GPU hangs directly off a ``<cpu>``, no PCIe switch above any (a flattened
+        PCIe root: what a hypervisor shows).
     """
 
     kind: str
@@ -120,6 +143,9 @@ class NodeLayout:
     gpu_sm: int | None = None
     gpu_link_gt_per_s: float | None = None
     missing: tuple[str, ...] = ()
+    cut_gpus: tuple[str, ...] = ()
+    hypervisor_pci: tuple[str, ...] = ()
+    gpus_off_cpu: bool = False
 
     # -- constructors ----------------------------------------------------------------------------------------
 
@@ -157,6 +183,7 @@ class NodeLayout:
             gpu_hint=hint,
             affinity_known=affinity or not m.gpus or AFFINITY_CUT in m.missing,
             missing=m.missing,
+            cut_gpus=m.cut_gpus,
             line=m.line,
             source=m.source,
             nvlink_count=nv[-1] if nv else None,
@@ -225,6 +252,12 @@ class NodeLayout:
             nvlink_count=max(nv_counts) if nv_counts else None,
             gpu_sm=one_sm,
             gpu_link_gt_per_s=max(gpu_speeds) if gpu_speeds else None,
+            hypervisor_pci=tuple(
+                f"{busid} ({vendor} {HYPERVISOR_PCI_VENDORS[vendor]})"
+                for busid, vendor in t.pci_vendors
+                if vendor in HYPERVISOR_PCI_VENDORS
+            ),
+            gpus_off_cpu=bool(gpus) and all(g.pci_switch is None for g in gpus),
         )
 
 

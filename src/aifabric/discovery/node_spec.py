@@ -143,12 +143,13 @@ def local_nics_per_gpu(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, 
     A GPU's local NICs are its nearest ones when they sit under the GPU's own PCIe switch (PIX/PXB, the
     paths NCCL uses GPUDirect RDMA on); NCCL drives all of them in parallel (AWS p5: 4 x 100 Gb/s EFA per
     H100, 3200 Gb/s per instance; case 21). ``NICs // GPUs`` keeps a NIC shared by two GPUs of one switch
-    (p4d, DGX A100) from being counted twice.
+    (p4d, DGX A100) from being counted twice; the GPUs of a partial matrix whose rows were cut
+    (:attr:`NodeLayout.cut_gpus`) count among the GPUs, as they share the NICs.
     """
     if not layout.gpus or not nearest:
         return 1
     local = [sum(normalize_path_code(p.path) in GDR_PATHS for p in nearest.get(g, ())) for g in layout.gpus]
-    return max(1, min(min(local), len(layout.nics) // len(layout.gpus)))
+    return max(1, min(min(local), len(layout.nics) // (len(layout.gpus) + len(layout.cut_gpus))))
 
 
 def local_gpus_per_nic(layout: NodeLayout) -> int:

@@ -12,6 +12,7 @@ __all__ = [
     "Finding",
     "layout_warnings",
     "vm_signature",
+    "xml_vm_signature",
 ]
 
 
@@ -122,4 +123,37 @@ def vm_signature(layout: NodeLayout) -> str | None:
         "peer-to-peer may be off (NCCL then goes through host memory) and GPUDirect RDMA cannot be judged: "
         "give NCCL the cloud's topology file (NCCL_TOPO_FILE); H200 VMs reached ~55 GB/s without it, ~105 "
         "with it, 459-489 on bare metal (NVIDIA/nccl-tests #256)"
+    )
+
+
+def xml_vm_signature(layout: NodeLayout, nvlink_gpu: bool) -> str | None:
+    """Why an NCCL topology dump looks like a virtual machine, or None (``nvlink_gpu``: the GPU model is an
+    NVLink part, SXM or NVL).
+
+    Two signatures, either one: PCI devices with a hypervisor's vendor ID (:data:`~aifabric.discovery.
+    node_layout.HYPERVISOR_PCI_VENDORS`: a QEMU root port, a virtio NIC), or NVLink GPUs that each hang
+    directly off the CPU with no PCIe switch above and no ``<nvlink>`` listed (NCCL lists the NVLinks it
+    finds, ``graph/xml.cc``; NVSwitch boards whose dump lists no NVLink still show their PCIe switches, AWS
+    p5). A GPU the hypervisor does not give peer access has no P2P path: NCCL connects it through host memory
+    (``via SHM``, ``transport/shm.cc``), at a fraction of NVLink. ACS does not show in the XML (NCCL's
+    ``ACS is enabled`` hint in the INFO log does: ``nccl-tests compare``).
+    """
+    if layout.kind != "nccl-xml" or len(layout.gpus) < 2:
+        return None
+    if layout.hypervisor_pci:
+        shown = ", ".join(layout.hypervisor_pci[:3]) + (" ..." if len(layout.hypervisor_pci) > 3 else "")
+        why = f"PCI devices with a hypervisor's vendor ID: {shown}"
+    elif layout.gpus_off_cpu and nvlink_gpu and layout.nvlink_count is None and not layout.hand_written:
+        why = (
+            f"all {len(layout.gpus)} GPUs, NVLink parts, hang directly off the CPU (no PCIe switch, a "
+            "flattened PCIe root) and the dump lists no NVLink"
+        )
+    else:
+        return None
+    return (
+        f"a virtual machine (NCCL topology dump): {why}; where the hypervisor gives the GPUs no peer-to-peer "
+        "path, NCCL connects them through host memory (SHM, 'via SHM' in its INFO log) instead of a direct "
+        "GPU-to-GPU path: check that the VM passes NVLink/P2P through and give NCCL the cloud's topology "
+        "file (NCCL_TOPO_FILE); H200 VMs reached ~55 GB/s without it, ~105 with it, 459-489 on bare metal "
+        "(NVIDIA/nccl-tests #256)"
     )

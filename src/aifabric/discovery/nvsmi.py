@@ -180,6 +180,8 @@ class TopoMatrix:
         File name or description of the input.
     missing : tuple of str
         What a partial matrix lacks, one sentence each (empty for a whole matrix).
+    cut_gpus : tuple of str
+        GPUs of the header whose rows were cut (the matrix stops after a GPU row): not in :attr:`gpus`.
 
     References
     ----------
@@ -197,6 +199,7 @@ class TopoMatrix:
     line: int = 1
     source: str | None = None
     missing: tuple[str, ...] = ()
+    cut_gpus: tuple[str, ...] = ()
 
     # -- construction -----------------------------------------------------------------------------------
 
@@ -222,8 +225,10 @@ class TopoMatrix:
         -------
         TopoMatrix
 
-        A partial matrix is read for what it holds, and :attr:`missing` says what is not there: NIC rows cut
-        after the GPU rows (the GPU rows already give every GPU-NIC path), columns cut at the right (a
+        A partial matrix is read for what it holds, and :attr:`missing` says what is not there: GPU rows cut
+        (the matrix stops after a GPU row, or inside the last one with nothing after it: the GPUs read are
+        kept, the others listed in :attr:`cut_gpus`), NIC rows cut after the GPU rows (the GPU rows already
+        give every GPU-NIC path), columns cut at the right (a
         header or rows cut at a fixed width: the NICs whose column no GPU row reaches are dropped) and the
         affinity columns cut. Lines wrapped by a terminal are joined: a line that does not start with a
         device label continues the row above it (the header continues until the first row).
@@ -231,7 +236,7 @@ class TopoMatrix:
         Raises
         ------
         ParseError
-            If no matrix is found, a GPU row is missing, a row has fewer cells than there are GPUs or an
+            If no matrix is found, no GPU row is read, a row has fewer cells than there are GPUs or an
             extra cell, a cell code is not one the driver prints, the diagonal is not ``X``, or an affinity
             value is malformed. The error names the 1-based line.
 
@@ -471,14 +476,8 @@ def _parse_body(
                 source=source,
             )
         by_device[tokens[0]] = (lineno, tokens[1:])
-    for row, device in enumerate(gpus):
-        if device not in by_device:
-            at = (rows[-1][0] if rows else header_last + 1) + 1
-            raise ParseError(
-                f"matrix ends before the row of {device} ({row} of {len(gpus)} GPU rows read)",
-                line=min(at, len(lines)),
-                source=source,
-            )
+    all_gpus = gpus
+    gpus, cut_gpus = _present_gpus(gpus, by_device, len(devices), lines[end:], header_last, source)
     # Columns cut at the right: the devices every GPU row reaches (never fewer than the GPUs). A row with
     # values after fewer cells than devices lost a cell inside: that is an error, not a cut.
     for device in gpus:
@@ -487,7 +486,7 @@ def _parse_body(
         if cells < len(devices) and len(tokens) >= len(devices):
             bad = tokens[cells]
             raise ParseError(f"unknown path code {bad!r} in row {device}", line=lineno, source=source)
-        if cells < len(gpus) or (cells < len(devices) and len(tokens) > cells):
+        if cells < len(all_gpus) or (cells < len(devices) and len(tokens) > cells):
             raise ParseError(
                 f"row {device} has {cells} cells, the header has {len(devices)} devices",
                 line=lineno,
@@ -504,9 +503,14 @@ def _parse_body(
         )
     kept = devices[:reached]
     missing = []
+    if cut_gpus:
+        missing.append(
+            f"rows {', '.join(cut_gpus)} cut (the matrix stops after {gpus[-1]}): those GPUs are not scored; "
+            f"the node is scored on the {len(gpus)} GPUs read"
+        )
     if reached < len(devices):
         missing.append(f"columns {', '.join(devices[reached:])} cut: those NICs are not scored")
-    cut_rows = [d for d in nics[: max(0, reached - len(gpus))] if d not in by_device]
+    cut_rows = [d for d in nics[: max(0, reached - len(all_gpus))] if d not in by_device]
     if cut_rows:
         missing.append(
             f"rows {', '.join(cut_rows)} cut: GPU-NIC paths read from the GPU rows, NIC-to-NIC paths unknown"
@@ -522,7 +526,7 @@ def _parse_body(
     numa_affinity: dict[str, frozenset[int] | None] = {}
     gpu_numa_id: dict[str, int | None] = {}
     for device in kept:
-        if device not in by_device:
+        if device not in by_device or device in cut_gpus:
             continue
         lineno, tokens = by_device[device]
         given, extra = tokens[: len(kept)], tokens[len(devices) :]
@@ -554,23 +558,63 @@ def _parse_body(
                 line=lineno,
                 source=source,
             )
-    for nic in kept[len(gpus) :]:  # a cut NIC row: its GPU cells mirror the GPU rows
+    for nic in kept[len(all_gpus) :]:  # a cut NIC row: its GPU cells mirror the GPU rows
         for g in gpus:
             links.setdefault((nic, g), links[(g, nic)])
         links.setdefault((nic, nic), "X")
 
+    if cut_gpus:
+        links = {
+            pair: code for pair, code in links.items() if pair[0] not in cut_gpus and pair[1] not in cut_gpus
+        }
     return TopoMatrix(
         gpus=tuple(gpus),
-        nics=tuple(kept[len(gpus) :]),
+        nics=tuple(kept[len(all_gpus) :]),
         links=links,
         cpu_affinity=cpu_affinity,
         numa_affinity=numa_affinity,
         gpu_numa_id=gpu_numa_id,
-        nic_names=_nic_legend(lines[end:], set(kept[len(gpus) :])),
+        nic_names=_nic_legend(lines[end:], set(kept[len(all_gpus) :])),
         line=header_index + 1,
         source=source,
         missing=tuple(missing),
+        cut_gpus=tuple(cut_gpus),
     )
+
+
+def _present_gpus(
+    gpus: list[str],
+    by_device: dict[str, tuple[int, list[str]]],
+    n_devices: int,
+    after: list[str],
+    header_last: int,
+    source: str | None,
+) -> tuple[list[str], list[str]]:
+    """The GPUs whose rows were read, and those cut: the matrix stopped after a GPU row, or in the middle of
+    its last row when nothing follows the matrix (that row, short of its ``n_devices`` cells, is cut too).
+
+    Raises
+    ------
+    ParseError
+        If no GPU row is read (there is nothing to score).
+    """
+    present = [g for g in gpus if g in by_device]
+    last = present[-1] if present else None
+    if (
+        last is not None
+        and list(by_device)[-1] == last
+        and len(present) > 1
+        and not any(line.strip() for line in after)
+        and _cells_in(by_device[last][1], n_devices) < _cells_in(by_device[present[0]][1], n_devices)
+    ):
+        present.pop()  # the copy stopped inside this row
+    if not present:
+        raise ParseError(
+            f"matrix ends before the row of {gpus[0]} (0 of {len(gpus)} GPU rows read)",
+            line=min(header_last + 2, header_last + 1 + len(after)),
+            source=source,
+        )
+    return present, gpus[len(present) :]
 
 
 def _cells_in(tokens: list[str], n: int) -> int:

@@ -9,14 +9,17 @@ log rather than from a terminal. Before parsing, each line loses
 
 and result rows printed without their ``#  size  count  type ...`` header (the header scrolled away or was
 not copied) get nccl-tests' own header, chosen by the number of fields of the first row (13: both halves;
-9: out-of-place only, as ``-z``/``blocking`` runs or a cut paste print). Line numbers in the tables and in
+9: out-of-place only, as ``-z``/``blocking`` runs or a cut paste print), or of its two lines when it was
+wrapped. Line numbers in the tables and in
 errors are those of the pasted text.
 
 Lines a terminal wrapped at a fixed width ``W`` (the longest line of the paste) are joined back: a line of
 exactly ``W`` characters continues on the next when it is a result row with fewer than 13 fields and the two
 together have at most 13, or a ``#`` line (the header, the parameters) followed by a line that starts
 neither a ``#`` line, a row nor an NCCL log line. Pieces are joined as printed, so a field cut in two is
-whole again.
+whole again. A row split at a space onto two lines of any width (an e-mail client, a narrow terminal), a row
+with only its out-of-place group and a last row cut mid-line are handled by the table reader
+(:func:`~aifabric.discovery.nccl_tests.parse_nccl_tests`).
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ def parse_pasted(
             if err.line is None or _MISSING not in str(err) or len(origin) - len(lines) > MAX_HEADERS:
                 raise _moved(err, origin) from None
             at = err.line - 1
-            header = _HEADERS.get(len(lines[at].split()))
+            header = _HEADERS.get(len(lines[at].split())) or _wrapped_header(lines, at)
             if header is None:
                 raise _moved(err, origin) from None
             lines.insert(at, header)
@@ -106,6 +109,13 @@ def _continues(line: str, nxt: str) -> bool:
     return False
 
 
+def _wrapped_header(lines: list[str], at: int) -> str | None:
+    """The header for a first row wrapped onto lines ``at`` and ``at + 1`` (their fields together 13 or 9)."""
+    if at + 1 >= len(lines) or not lines[at + 1].strip() or lines[at + 1].lstrip().startswith("#"):
+        return None
+    return _HEADERS.get(len(lines[at].split()) + len(lines[at + 1].split()))
+
+
 def _moved(err: ParseError, origin: list[int]) -> ParseError:
     if err.line is None or not 1 <= err.line <= len(origin):
         return err
@@ -119,4 +129,5 @@ def _renumbered(table: PerfTable, origin: list[int]) -> PerfTable:
     if len(origin) == origin[-1]:  # nothing inserted
         return table
     rows = tuple(dataclasses.replace(r, line=origin[r.line - 1]) for r in table.rows)
-    return dataclasses.replace(table, line=origin[table.line - 1], rows=rows)
+    cut = origin[table.cut_line - 1] if table.cut_line is not None else None
+    return dataclasses.replace(table, line=origin[table.line - 1], rows=rows, cut_line=cut)

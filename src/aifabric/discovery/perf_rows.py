@@ -2,8 +2,9 @@
 
 The layouts (NVIDIA, nccl-tests ``src/common.cu``): ``size count type redop root`` then one or two groups
 ``time algbw busbw #wrong`` (out-of-place, in-place); older builds print ``size count type redop`` and
-``time algbw busbw error``. Times are microseconds and bandwidths GB/s (1e9 B/s); they are converted here,
-once, to seconds and bytes/s.
+``time algbw busbw error``. A row may carry only the out-of-place group under a two-group header (builds and
+pastes that print no in-place half): its in-place half is missing (None), not zero. Times are microseconds
+and bandwidths GB/s (1e9 B/s); they are converted here, once, to seconds and bytes/s.
 """
 
 from __future__ import annotations
@@ -155,15 +156,18 @@ def _scaled(text: str, unit: Decimal) -> float:
 def parse_row(stripped: str, lineno: int, columns: Columns, blank_redop: bool, source: str | None) -> PerfRow:
     """One result row at 1-based ``lineno``; ``blank_redop`` when the binary leaves the operation empty.
 
+    A row with only the first group's fields under a two-group header is read with ``in_place=None``.
+
     Raises
     ------
     ParseError
         If the row has the wrong number of fields or a field of the wrong kind.
     """
     tokens: list[str | None] = list(stripped.split())
-    if blank_redop and "redop" in columns.params and len(tokens) == columns.width - 1:
+    half = columns.width - (len(columns.groups[1]) if len(columns.groups) == 2 else 0)
+    if blank_redop and "redop" in columns.params and len(tokens) in (columns.width - 1, half - 1):
         tokens.insert(columns.params.index("redop"), None)  # hypercube prints an empty operation
-    if len(tokens) != columns.width:
+    if len(tokens) not in (columns.width, half):
         raise ParseError(
             f"row has {len(tokens)} fields, the header has {columns.width} columns",
             line=lineno,
@@ -191,6 +195,8 @@ def parse_row(stripped: str, lineno: int, columns: Columns, blank_redop: bool, s
     results: dict[str, PerfResult] = {}
     position = len(columns.params)
     for group, place in zip(columns.groups, columns.places, strict=True):
+        if position == len(tokens):  # the out-of-place group alone: no in-place half printed
+            break
         values = tokens[position : position + len(group)]
         position += len(group)
         results[place] = _parse_result(group, values, fail)
