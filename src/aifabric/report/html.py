@@ -466,6 +466,8 @@ def nccl_tests_report(result: NcclTestsComparison, **inputs: Any) -> Report:
         )
         for c in result.tables
     ]
+    why += [f"table {c.index}: {c.describe(f.cause)}" for c in result.tables for f in c.findings
+            if f.cause == "unexplained_shortfall"]  # fmt: skip
     why += [f"assumed: {a}" for c in result.tables for a in c.assumptions]
     why += [f"table {i} (line {line}) skipped: {reason}" for i, line, reason in result.skipped]
     rows = tuple(
