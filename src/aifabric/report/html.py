@@ -435,6 +435,24 @@ def inspect_report(nodes: Sequence[NodeInspection], **inputs: Any) -> Report:
     )
 
 
+def _nccl_why(result: NcclTestsComparison) -> list[str]:
+    """The "why" lines of an nccl-tests report: each table's verdict and findings, what an unexplained
+    shortfall needs to be told apart, the assumptions and the tables skipped."""
+    why = [
+        f"table {c.index}: {c.verdict if c.findings else 'healthy'}; "
+        + "; ".join(
+            f"{f.cause}: {f.explained_bytes_per_s / 1e9:,.2f} GB/s below the model over {f.rows} large row(s)"
+            for f in c.findings
+        )
+        for c in result.tables
+    ]
+    why += [f"table {c.index}: {c.describe(f.cause)}" for c in result.tables for f in c.findings
+            if f.cause == "unexplained_shortfall"]  # fmt: skip
+    why += [f"assumed: {a}" for c in result.tables for a in c.assumptions]
+    why += [f"table {i} (line {line}) skipped: {reason}" for i, line, reason in result.skipped]
+    return why
+
+
 def nccl_tests_report(result: NcclTestsComparison, **inputs: Any) -> Report:
     """Report of ``aifabric nccl-tests compare --html``: measured against predicted busbw per row, the
     verdict of each table and its findings (GB/s = 1e9 bytes/s; deviation = measured / predicted - 1).
@@ -458,18 +476,7 @@ def nccl_tests_report(result: NcclTestsComparison, **inputs: Any) -> Report:
         ("deviation", "median deviation of the large messages", f"{comp.large_deviation:+.1%}"),
         ("verdict", "verdict", comp.verdict if comp.findings else "healthy"),
     )  # fmt: skip
-    why = [
-        f"table {c.index}: {c.verdict if c.findings else 'healthy'}; "
-        + "; ".join(
-            f"{f.cause}: {f.explained_bytes_per_s / 1e9:,.2f} GB/s below the model over {f.rows} large row(s)"
-            for f in c.findings
-        )
-        for c in result.tables
-    ]
-    why += [f"table {c.index}: {c.describe(f.cause)}" for c in result.tables for f in c.findings
-            if f.cause == "unexplained_shortfall"]  # fmt: skip
-    why += [f"assumed: {a}" for c in result.tables for a in c.assumptions]
-    why += [f"table {i} (line {line}) skipped: {reason}" for i, line, reason in result.skipped]
+    why = _nccl_why(result)
     rows = tuple(
         (
             str(c.index),
