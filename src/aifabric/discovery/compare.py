@@ -188,7 +188,7 @@ CAUSES: dict[str, str] = {
     ),
     "unexplained_shortfall": (
         "a large-message shortfall the log does not explain: no NCCL INFO line, setting or topology fact in "
-        "it points at a cause, and it is beyond what network settings recover (320 -> 391 GB/s, ~20 %, "
+        "it accounts for it, and it is beyond what network settings recover (320 -> 391 GB/s, ~20 %, "
         "NVIDIA/nccl-tests #309). To tell the causes apart, rerun with NCCL_DEBUG=INFO "
         "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH (the network plugin and transport of each connection, GPUDirect "
         "RDMA on or off, the channels and NICs used), read the active MTU with ibv_devinfo and the GPU-NIC "
