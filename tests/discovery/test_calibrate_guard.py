@@ -162,8 +162,10 @@ def test_cli_reports_each_knob_with_its_error_and_rows() -> None:
     data = json.loads(runner.invoke(app, ["calibrate", str(path), "-t", "7", "--json"]).stdout)
     assert data["fitted_on"]["inter_scale"] == [1 << k for k in range(29, 34)]
     assert data["fitted_on"]["latency_scale"] == [1 << 20]
+    assert data["knob_paths"] == {"inter_scale": ["ring/Simple"], "latency_scale": ["ring/LL128"],
+                                  "extra_inter_latency_s": ["ring/LL128"]}  # fmt: skip
     assert 0 < data["limited"]["latency_scale"] < 1
     assert data["uncertainty"]["inter_scale"] > 0
     text = runner.invoke(app, ["calibrate", str(path), "-t", "7"]).stdout
-    assert "inter_scale 1.0105 +/- 0.0057 (on 5 size(s), 512 MiB .. 8 GiB)" in text
+    assert "inter_scale 1.0105 +/- 0.0057 (on 5 size(s), 512 MiB .. 8 GiB, ring/Simple)" in text
     assert "latency_scale" in text and "of its fit: more would worsen the rows >= 64 MiB" in text

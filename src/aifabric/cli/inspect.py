@@ -599,7 +599,7 @@ def _knob_text(fit, key: str) -> str:  # noqa: ANN001  (a CalibrationFit; the mo
     sizes = fit.fitted_on.get(key, ())
     if sizes:
         span = _size(sizes[0]) if len(sizes) == 1 else f"{_size(sizes[0])} .. {_size(sizes[-1])}"
-        text += f" (on {len(sizes)} size(s), {span})"
+        text += f" (on {len(sizes)} size(s), {span}, {'+'.join(fit.knob_paths.get(key, ()))})"
     if key in fit.limited:
         text += f" [limited to {fit.limited[key]:.0%} of its fit: more would worsen the rows >= 64 MiB]"
     return text

@@ -211,6 +211,8 @@ class CalibrationFit:
     limited : dict
         Knobs scaled back so that no table's rows from 64 MiB fit worse than with NCCL's values: the fraction
         of the fitted step kept (0: back to NCCL's value, then not determined).
+    knob_paths : dict
+        For each determined knob, the NCCL algorithm/protocol pairs its rows ran (``"ring/Simple"``).
     """
 
     calibration: Calibration
@@ -225,6 +227,7 @@ class CalibrationFit:
     paths: dict[str, int] = field(default_factory=dict)
     fitted_on: dict[str, tuple[int, ...]] = field(default_factory=dict)
     limited: dict[str, float] = field(default_factory=dict)
+    knob_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def undetermined(self) -> tuple[str, ...]:
@@ -262,6 +265,7 @@ class CalibrationFit:
             "paths": dict(self.paths),
             "fitted_on": {k: list(v) for k, v in self.fitted_on.items()},
             "limited": dict(self.limited),
+            "knob_paths": {k: list(v) for k, v in self.knob_paths.items()},
             "size_window": self.window or None,
             "rows": [r.to_dict() for r in self.rows],
         }
@@ -478,6 +482,7 @@ class _Outcome:
     seen: np.ndarray
     errors: dict[str, float | None]
     fitted_on: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
     success: bool = True
     stages: list[tuple[np.ndarray, tuple[int, ...]]] = field(default_factory=list)  # (start, knobs freed)
@@ -497,6 +502,7 @@ def _run_stages(fitter: _Fitter, used: Sequence[tuple[TableComparison, int, str]
             out.seen[k] = True
             out.errors[PARAMETERS[k]] = errors[k]
             out.fitted_on[PARAMETERS[k]] = tuple(sorted({comp.rows[i].size_bytes for comp, i in rows}))
+            out.paths[PARAMETERS[k]] = tuple(sorted({_path(comp.rows[i]) for comp, i in rows}))
     return out
 
 
@@ -546,6 +552,7 @@ def _never_worse(fitter: _Fitter, out: _Outcome, large: Sequence[tuple[TableComp
                     out.seen[k] = False
                     out.errors[PARAMETERS[k]] = None
                     out.fitted_on.pop(PARAMETERS[k], None)
+                    out.paths.pop(PARAMETERS[k], None)
 
 
 def _stages(used: Sequence[tuple[TableComparison, int, str]]) -> list[tuple[tuple[int, ...], list[Any]]]:
@@ -705,13 +712,17 @@ def _assemble(
     paths: dict[str, int] = {}
     for comp, i, reason, _ in selected:
         if reason is None:
-            key = f"{comp.rows[i].predicted.algorithm}/{comp.rows[i].predicted.protocol}"
-            paths[key] = paths.get(key, 0) + 1
+            paths[_path(comp.rows[i])] = paths.get(_path(comp.rows[i]), 0) + 1
     determined = {k: bool(ok) for k, ok in zip(PARAMETERS, seen, strict=True)}
     message = "; ".join(outcome.messages) or "no row constrains any knob"
     return CalibrationFit(calibration, rows, outcome.success, message, fitter.evaluations, determined, window,
                           outcome.errors, _at_bound(outcome.x, seen, fitter.low, fitter.high), paths,
-                          outcome.fitted_on, outcome.limited)  # fmt: skip
+                          outcome.fitted_on, outcome.limited, outcome.paths)  # fmt: skip
+
+
+def _path(row: RowComparison) -> str:
+    """``"ring/Simple"``: the algorithm and protocol a row ran (or the model predicts NCCL runs)."""
+    return f"{row.predicted.algorithm}/{row.predicted.protocol}"
 
 
 def _at_bound(x: np.ndarray, free: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[str, ...]:
