@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.discovery.test_evidence_compare import NVLS_OFF, _info, _log
 
 from aifabric.discovery.compare import compare_nccl_tests
@@ -127,7 +132,10 @@ def test_calibrating_a_healthy_log_never_makes_its_large_messages_worse(
         ).tables
         before = [abs(r.deviation) for r in plain.rows if r.size_bytes >= 64 << 20]
         after = [abs(r.deviation) for r in calibrated.rows if r.size_bytes >= 64 << 20]
-        assert max(after, default=0.0) <= max(before, default=0.0) + 1e-9, (name, index)
+        assert max(after, default=0.0) <= max(before, default=0.0) + 1e-6, (
+            name,
+            index,
+        )  # profile rounded to 1e-6
 
 
 def test_case_01_plateau_fit_moves_only_the_scale_up_and_improves_4_gib(
@@ -169,3 +177,28 @@ def test_cli_reports_each_knob_with_its_error_and_rows() -> None:
     text = runner.invoke(app, ["calibrate", str(path), "-t", "7"]).stdout
     assert "inter_scale 1.0105 +/- 0.0057 (on 5 size(s), 512 MiB .. 8 GiB, ring/Simple)" in text
     assert "latency_scale" in text and "of its fit: more would worsen the rows >= 64 MiB" in text
+
+
+_T7 = compare_nccl_tests(
+    (Path(__file__).parent / "data" / CASE_03).read_text(encoding="utf-8"), tables=[7]
+).tables[0]
+
+
+@settings(max_examples=12)
+@given(st.lists(st.floats(0.7, 1.3), min_size=len(_T7.rows), max_size=len(_T7.rows)))
+def test_no_measurement_can_make_the_large_messages_worse(factors: list[float]) -> None:
+    # Property (issue 9, item 6): whatever the rows measure, the profile fitted on them leaves the worst
+    # error over the rows >= 64 MiB no larger than NCCL's constants leave it. case_03 T7's rows with every
+    # measured time scaled by a factor in 0.7-1.3 (its 1-8 MB rows are 2x the model: the real spread).
+    rows = tuple(
+        dataclasses.replace(r, measured_time_s=r.measured_time_s * f, other_time_s=None)
+        for r, f in zip(_T7.rows, factors, strict=True)
+    )
+    table = dataclasses.replace(_T7, rows=rows)
+    fit = fit_calibration([table])
+    large = [r for r in rows if r.size_bytes >= 64 << 20]
+    before = max(abs(r.predicted.time_s / r.measured_time_s - 1) for r in large)
+    after = max(
+        abs(table.predict(r.size_bytes, fit.calibration).time_s / r.measured_time_s - 1) for r in large
+    )
+    assert after <= before + 1e-6
