@@ -125,17 +125,15 @@ def test_calibrating_a_healthy_log_never_makes_its_large_messages_worse(
         (plain,) = compare_nccl_tests(all_case_text[name], tables=[index]).tables
         try:
             fit = fit_calibration([plain])
-        except ValueError as err:  # only a table with no row in any regime may be refused
+        except ValueError as err:  # a healthy table is never refused
             raise AssertionError(f"{name} T{index}: {err}") from err
         (calibrated,) = compare_nccl_tests(
             all_case_text[name], tables=[index], calibration=fit.calibration
         ).tables
         before = [abs(r.deviation) for r in plain.rows if r.size_bytes >= 64 << 20]
         after = [abs(r.deviation) for r in calibrated.rows if r.size_bytes >= 64 << 20]
-        assert max(after, default=0.0) <= max(before, default=0.0) + 1e-6, (
-            name,
-            index,
-        )  # profile rounded to 1e-6
+        worse = max(after, default=0.0) - max(before, default=0.0)
+        assert worse <= 1e-6, (name, index)  # 1e-6: the profile's knobs are rounded to 6 decimals
 
 
 def test_case_01_plateau_fit_moves_only_the_scale_up_and_improves_4_gib(
