@@ -44,12 +44,19 @@ def test_t7_fit_parameters_and_residuals(t7_fit: CalibrationFit) -> None:
     assert t7_fit.success
     assert cal.intra_scale == pytest.approx(1.0, abs=0.01)  # a NIC-bound ring says nothing about NVLink
     assert 0.95 <= cal.inter_scale <= 1.0 / 0.983 + 1e-6  # at most the wire: 8 x 400 Gb/s = 400 GB/s
-    assert 1.0 < cal.latency_scale < 2.0  # T7's 1-8 MB rows take ~2x NCCL's ring latency
+    assert 1.0 < cal.latency_scale < 2.0  # T7's 1 MB row takes ~2x NCCL's ring latency
     assert cal.residual_rms == pytest.approx(t7_fit.rms_fit, abs=1e-6)
-    before = sum(abs(r.before_time_s / r.measured_time_s - 1) for r in t7_fit.rows)
-    after = sum(abs(r.after_time_s / r.measured_time_s - 1) for r in t7_fit.rows)
-    assert after < 0.7 * before
-    assert all(r.used for r in t7_fit.rows) and len(t7_fit.rows) == 14
+    used = [r for r in t7_fit.rows if r.used]
+    before = sum(abs(r.before_time_s / r.measured_time_s - 1) for r in used)
+    after = sum(abs(r.after_time_s / r.measured_time_s - 1) for r in used)
+    assert after < 0.9 * before
+    # Each knob on its own regime (issue 9): the network scale on the plateau (512 MB .. 8 GB, within 5 % of
+    # 392.7 GB/s), the latency on the one row that is > 90 % latency (1 MB); the ramp (2 .. 256 MB) fits
+    # nothing.
+    assert len(t7_fit.rows) == 14
+    assert t7_fit.fitted_on["inter_scale"] == tuple(1 << k for k in range(29, 34))
+    assert t7_fit.fitted_on["latency_scale"] == (MB,)
+    assert {r.size_bytes for r in t7_fit.rows if r.reason == "ramp"} == {1 << k for k in range(21, 29)}
 
 
 @pytest.mark.parametrize(("index", "nodes", "peak"), [(6, 8, 391.37e9), (2, 4, 365.84e9)])
@@ -99,10 +106,14 @@ def test_cross_size_h100_two_nodes(case_text: dict[str, str]) -> None:
     small_fit, large_fit = _split_fits(case_text, CASE_03, 1)
     for r in (r for r in small_fit.rows if r.size_bytes >= GB):
         assert r.after_time_s == pytest.approx(r.measured_time_s, rel=0.15)
+    # Rows above 1 MB of T1 hold no latency row (none is > 90 % latency): they say nothing about latency,
+    # so the small messages keep NCCL's prediction exactly (within 21 %: the 512 B row is 20.8 % slow).
+    assert not large_fit.determined["latency_scale"] and "latency_scale" not in large_fit.fitted_on
     small_rows = [r for r in large_fit.rows if r.size_bytes <= 64 * 1024 and r.reason != "outlier"]
     assert len(small_rows) >= 10
     for r in small_rows:
-        assert r.after_time_s == pytest.approx(r.measured_time_s, rel=0.20)
+        assert r.after_time_s == pytest.approx(r.before_time_s, rel=1e-9)
+        assert r.after_time_s == pytest.approx(r.measured_time_s, rel=0.21)
 
 
 def test_profile_round_trips_and_the_engine_accepts_it(t7_fit: CalibrationFit, tmp_path) -> None:  # noqa: ANN001

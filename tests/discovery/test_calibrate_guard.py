@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.discovery.test_evidence_compare import NVLS_OFF, _info, _log
 
 from aifabric.discovery.compare import compare_nccl_tests
 from aifabric.discovery.fitting import fit_calibration
+from aifabric.errors import ParseError
 
 CASE_01 = "case_01_dgx_h100_allreduce_single_node.txt"
 CASE_03 = "case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt"
@@ -65,12 +71,13 @@ def test_fit_reports_the_algorithm_and_protocol_the_rows_ran(all_case_text: dict
 
 
 def test_a_knob_at_the_bound_of_the_fit_is_reported(all_case_text: dict[str, str]) -> None:
-    # T7 reaches 392.7 GB/s on 8 x 400G: 49.1 GB/s per NIC, above the catalogue's ConnectX-7 payload rate
-    # (50 GB/s x 0.983, nics.yaml); the network scale stops at line rate (1/0.983) and says so.
+    # T7 reaches 392.7 GB/s on 8 x 400G: 49.1 GB/s per NIC, at the catalogue's ConnectX-7 payload rate
+    # (50 GB/s x 0.983 = 49.15, nics.yaml); its plateau rows (512 MB .. 8 GB) run 0.3-3.6 % faster than the
+    # model, so the network scale ends within 1 % of line rate (1/0.983) and says so.
     tables = compare_nccl_tests(all_case_text[CASE_03], tables=[7]).tables
     fit = fit_calibration(tables)
     assert "inter_scale" in fit.at_bound
-    assert fit.calibration.inter_scale == pytest.approx(1 / 0.983, rel=2e-3)
+    assert 1.003 <= fit.calibration.inter_scale <= 1 / 0.983 + 1e-6
     assert "intra_scale" not in fit.at_bound  # not fitted, so never "at a bound"
 
 
@@ -92,3 +99,104 @@ def test_non_finite_times_give_one_line(tmp_path: pytest.TempPathFactory) -> Non
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and "is not a number" in lines[0] and "Traceback" not in result.output
+
+
+def _healthy_tables(texts: dict[str, str]) -> list[tuple[str, int]]:
+    """(case, table) of every table of the shared logs that compare calls healthy."""
+    out = []
+    for name, text in texts.items():
+        try:
+            tables = compare_nccl_tests(text, source=name).tables
+        except ParseError:  # topology files and figures without a table
+            continue
+        out.extend((name, t.index) for t in tables if t.verdict == "healthy")
+    return out
+
+
+def test_calibrating_a_healthy_log_never_makes_its_large_messages_worse(
+    all_case_text: dict[str, str],
+) -> None:
+    # Issue 9: calibrating case_01 on itself took 4 GiB from -1.7 % to +4.1 % (intra_scale pulled by mid-size
+    # rows). For every healthy shared table, a profile fitted on it leaves no row >= 64 MiB further from the
+    # measurement than NCCL's constants did.
+    healthy = _healthy_tables(all_case_text)
+    assert len(healthy) >= 9  # case 01, case 03 T1/T2/T4/T6/T7, case 13 x 3, case 31
+    for name, index in healthy:
+        (plain,) = compare_nccl_tests(all_case_text[name], tables=[index]).tables
+        try:
+            fit = fit_calibration([plain])
+        except ValueError as err:  # a healthy table is never refused
+            raise AssertionError(f"{name} T{index}: {err}") from err
+        (calibrated,) = compare_nccl_tests(
+            all_case_text[name], tables=[index], calibration=fit.calibration
+        ).tables
+        before = [abs(r.deviation) for r in plain.rows if r.size_bytes >= 64 << 20]
+        after = [abs(r.deviation) for r in calibrated.rows if r.size_bytes >= 64 << 20]
+        worse = max(after, default=0.0) - max(before, default=0.0)
+        assert worse <= 1e-6, (name, index)  # 1e-6: the profile's knobs are rounded to 6 decimals
+
+
+def test_case_01_plateau_fit_moves_only_the_scale_up_and_improves_4_gib(
+    all_case_text: dict[str, str],
+) -> None:
+    # One DGX H100 (NVIDIA/nccl-tests #290): 474 GB/s at 4 GiB, 383 at 128 MB. The scale-up figure is fitted
+    # on the plateau rows (1-4 GiB, within 5 % of the peak), not on the ramp (128-512 MiB), so the 4 GiB
+    # row gets closer, not further (it was -0.9 % -> +2.0 % with the ramp rows in the fit).
+    (plain,) = compare_nccl_tests(all_case_text[CASE_01]).tables
+    fit = fit_calibration([plain])
+    assert fit.fitted_on == {"intra_scale": (1 << 30, 1 << 31, 1 << 32)}
+    assert fit.undetermined == ("inter_scale", "latency_scale", "extra_inter_latency_s")
+    error = fit.uncertainty["intra_scale"]
+    assert error is not None and 0 < error < 0.01
+    (calibrated,) = compare_nccl_tests(all_case_text[CASE_01], calibration=fit.calibration).tables
+    assert abs(calibrated.rows[-1].deviation) <= abs(plain.rows[-1].deviation)
+    assert {r.reason for r in fit.rows if not r.used} == {"ramp"}
+
+
+def test_cli_reports_each_knob_with_its_error_and_rows() -> None:
+    # case_03 T7 (2 nodes, Ring): the network scale on the five plateau rows 512 MiB .. 8 GiB, the latency on
+    # the 1 MiB row only, cut back so that the rows >= 64 MiB stay no worse (the 64 MiB row is 2.5 % fast).
+    import json
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from aifabric.cli.app import app
+
+    path = Path(__file__).parent / "data" / CASE_03
+    runner = CliRunner()
+    data = json.loads(runner.invoke(app, ["calibrate", str(path), "-t", "7", "--json"]).stdout)
+    assert data["fitted_on"]["inter_scale"] == [1 << k for k in range(29, 34)]
+    assert data["fitted_on"]["latency_scale"] == [1 << 20]
+    assert data["knob_paths"] == {"inter_scale": ["ring/Simple"], "latency_scale": ["ring/LL128"],
+                                  "extra_inter_latency_s": ["ring/LL128"]}  # fmt: skip
+    assert 0 < data["limited"]["latency_scale"] < 1
+    assert data["uncertainty"]["inter_scale"] > 0
+    text = runner.invoke(app, ["calibrate", str(path), "-t", "7"]).stdout
+    assert "inter_scale 1.0105 +/- 0.0057 (on 5 size(s), 512 MiB .. 8 GiB, ring/Simple)" in text
+    assert "latency_scale" in text and "of its fit: more would worsen the rows >= 64 MiB" in text
+
+
+_T7 = compare_nccl_tests(
+    (Path(__file__).parent / "data" / CASE_03).read_text(encoding="utf-8"), tables=[7]
+).tables[0]
+
+
+@settings(max_examples=12)
+@given(st.lists(st.floats(0.7, 1.3), min_size=len(_T7.rows), max_size=len(_T7.rows)))
+def test_no_measurement_can_make_the_large_messages_worse(factors: list[float]) -> None:
+    # Property (issue 9, item 6): whatever the rows measure, the profile fitted on them leaves the worst
+    # error over the rows >= 64 MiB no larger than NCCL's constants leave it. case_03 T7's rows with every
+    # measured time scaled by a factor in 0.7-1.3 (its 1-8 MB rows are 2x the model: the real spread).
+    rows = tuple(
+        dataclasses.replace(r, measured_time_s=r.measured_time_s * f, other_time_s=None)
+        for r, f in zip(_T7.rows, factors, strict=True)
+    )
+    table = dataclasses.replace(_T7, rows=rows)
+    fit = fit_calibration([table])
+    large = [r for r in rows if r.size_bytes >= 64 << 20]
+    before = max(abs(r.predicted.time_s / r.measured_time_s - 1) for r in large)
+    after = max(
+        abs(table.predict(r.size_bytes, fit.calibration).time_s / r.measured_time_s - 1) for r in large
+    )
+    assert after <= before + 1e-6

@@ -272,7 +272,6 @@ def test_cause_texts_cite_public_sources_not_test_names() -> None:
     ("ratio", "vm", "first", "absent"),
     [
         (0.82, False, "network_settings", ("no_gdr", "acs_iommu", "vm_pcie")),  # 18 % short: settings only
-        (0.65, False, "network_settings", ("no_gdr", "acs_iommu")),  # 35 %: still no GDR suspicion
         (0.40, False, "no_gdr", ("vm_pcie",)),  # 60 % short: GDR/ACS first, settings last
         (0.15, True, "vm_pcie", ()),  # 85 % short on VMs: the hidden PCIe layout
     ],
@@ -283,6 +282,16 @@ def test_network_causes_are_ordered_by_how_well_the_shortfall_fits(ratio, vm, fi
     causes = _network_causes(ratio, vm_hint=vm)
     assert causes[0] == first
     assert not set(absent) & set(causes)
+
+
+def test_a_shortfall_no_source_reports_for_any_cause_gets_none() -> None:
+    # 35 % short (case 08's 260 of ~392 GB/s): beyond the ~20 % network settings were shown to recover
+    # (320 -> 391 GB/s, NVIDIA/nccl-tests #309) and short of the 2-8x of GDR off (NVIDIA/nccl #412): issue 9
+    # asks for no cause the log does not support, not the nearest one.
+    from aifabric.discovery.compare import _network_causes
+
+    assert _network_causes(0.65) == ()
+    assert _network_causes(0.65, vm_hint=True) == ()
 
 
 def test_untuned_runs_do_not_suggest_gdr(case_text: dict[str, str]) -> None:

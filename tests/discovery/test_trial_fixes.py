@@ -99,8 +99,8 @@ def test_cli_calibrate_refuses_case_08() -> None:
     result = runner.invoke(app, ["calibrate", str(DATA / "case_08_b200_gke_a4_topo_and_2node_allgather.txt")])
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        "error: table 1: not fitted: the diagnosis found the run broken (network_settings: 130.9 GB/s below "
-        "the model over 4 large row(s)); fix it and measure again"
+        "error: table 1: not fitted: the diagnosis found the run broken (unexplained_shortfall: 130.9 GB/s "
+        "below the model over 4 large row(s)); fix it and measure again"
     )
 
 

@@ -500,13 +500,15 @@ def calibrate(
     """Fit a calibration profile (bandwidth scales per tier, latency scale, extra network latency) to
     nccl-tests logs.
 
-    Bounded least squares on the log of the time ratio of every row (scipy least_squares), robust to a few
-    odd rows; one-off outliers are left out. The profile is YAML for `aifabric collective --calibration FILE`
-    and `aifabric nccl-tests compare --calibration FILE`. Residuals are ln(model/measured). Exit codes: 0 ok,
-    2 bad input.
+    Each knob on the rows it governs: scale-up on single-node plateau rows (>= 64 MiB, within 5 % of the
+    peak), scale-out on multi-node plateau rows, latency on small-message rows (> 90 % latency); mid-size
+    ramp rows and one-off outliers fit nothing, and no table's rows >= 64 MiB may end worse than with NCCL's
+    constants. Bounded least squares on the log of the time ratio (scipy least_squares). The profile is
+    YAML for `aifabric collective --calibration FILE` and `aifabric nccl-tests compare --calibration FILE`.
+    Residuals are ln(model/measured). Exit codes: 0 ok, 2 bad input.
     """
-    from aifabric.discovery.calibrate import Calibration, save_calibration
-    from aifabric.discovery.fitting import PARAMETERS, fit_calibration
+    from aifabric.discovery.calibrate import save_calibration
+    from aifabric.discovery.fitting import fit_calibration
 
     if output is not None:
         check_output_path(output, "--output")
@@ -531,6 +533,14 @@ def calibrate(
     if json_out:
         emit_json(fit.to_dict())
         return
+    _render_fit(fit, output)
+
+
+def _render_fit(fit, output: Path | None) -> None:  # noqa: ANN001  (a CalibrationFit, imported lazily)
+    """The fitted profile in words: each knob with its error and rows, warnings, every row, the YAML."""
+    from aifabric.discovery.calibrate import Calibration
+    from aifabric.discovery.fitting import PARAMETERS
+
     cal = fit.calibration
     console.print(
         f"[bold]calibration[/] {escape(cal.name)}: fitted on {escape(cal.source)}",
@@ -583,8 +593,16 @@ def _knob_text(fit, key: str) -> str:  # noqa: ANN001  (a CalibrationFit; the mo
     error = fit.uncertainty.get(key)
     if key == "extra_inter_latency_s":
         plus = f" +/- {error * 1e6:.2f}" if error is not None else ""
-        return f"extra_inter_latency {value * 1e6:.2f}{plus} us"
-    return f"{key} {value:.4f}" + (f" +/- {error:.4f}" if error is not None else "")
+        text = f"extra_inter_latency {value * 1e6:.2f}{plus} us"
+    else:
+        text = f"{key} {value:.4f}" + (f" +/- {error:.4f}" if error is not None else "")
+    sizes = fit.fitted_on.get(key, ())
+    if sizes:
+        span = _size(sizes[0]) if len(sizes) == 1 else f"{_size(sizes[0])} .. {_size(sizes[-1])}"
+        text += f" (on {len(sizes)} size(s), {span}, {'+'.join(fit.knob_paths.get(key, ()))})"
+    if key in fit.limited:
+        text += f" [limited to {fit.limited[key]:.0%} of its fit: more would worsen the rows >= 64 MiB]"
+    return text
 
 
 def _default_name(comparisons: Sequence[TableComparison]) -> str:

@@ -18,8 +18,12 @@ time - 1``; it is computed from the times, so rows whose busbw prints as 0.00 st
 flagged row gets (:func:`_causes`): a one-off outlier (out-of-place and in-place more than 1.5x apart) or an
 isolated dip first; then by regime -- latency-bound rows (latency over half the model time), mid-size rows
 (below 1 GiB and latency over 1 %), and the large-message plateau, where one node points at NVLS or NVLink
-and several nodes at the causes whose reported shortfall fits the row's (:func:`_network_causes`): network
-settings for 5-55 % below the model, GDR/ACS problems only beyond 40 % below it, a VM beyond 65 %.
+and several nodes at the causes the log shows (NCCL's INFO lines, :mod:`aifabric.discovery.evidence`, or a
+known NCCL regression) or, without such lines, the one cause whose reported shortfall alone fits the row's
+(:func:`_network_causes`: network settings for up to 20 % below the model; GDR/ACS problems beyond 40 %, a VM
+beyond 65 %, which the numbers alone do not tell apart). A shortfall nothing in the log explains is an
+``unexplained_shortfall``: its text gives the fraction of the model's ceiling measured and the evidence that
+would tell the causes apart (:func:`describe_cause`).
 
 Rows whose time is 0 (or not finite) cannot be compared; they are kept in
 :attr:`TableComparison.dropped` and the CLI says so.
@@ -61,6 +65,7 @@ from aifabric.engines.formula import PROTOCOLS, formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.errors import ParseError
 from aifabric.inputs import read_input_text
+from aifabric.units import format_bytes
 
 __all__ = [
     "CAUSES",
@@ -181,6 +186,14 @@ CAUSES: dict[str, str] = {
         "cost is bounded by the payload efficiency (m / (m + h) against 4096 B: ~1.7 % at 2048 B, ~5 % for "
         "RoCE on a 1500 B Ethernet MTU); raise the port and switch MTU (ibv_devinfo active_mtu)"
     ),
+    "unexplained_shortfall": (
+        "a large-message shortfall the log does not explain: no NCCL INFO line, setting or topology fact in "
+        "it accounts for it, and it is beyond what network settings recover (320 -> 391 GB/s, ~20 %, "
+        "NVIDIA/nccl-tests #309). To tell the causes apart, rerun with NCCL_DEBUG=INFO "
+        "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH (the network plugin and transport of each connection, GPUDirect "
+        "RDMA on or off, the channels and NICs used), read the active MTU with ibv_devinfo and the GPU-NIC "
+        "paths with nvidia-smi topo -m"
+    ),
     "nccl_regression": (
         "an NCCL release known for a bandwidth regression on this collective, algorithm and scale "
         "(catalog/data/nccl_regressions.yaml): upgrade to the release that fixes it"
@@ -192,18 +205,20 @@ CAUSES: dict[str, str] = {
     ),
 }
 #: Measured/predicted busbw ratios our sources report for each multi-node plateau cause: (lowest, highest,
-#: typical). Network settings: 320 of 391-400 GB/s on 8 H100 nodes (NVIDIA/nccl-tests #309); no GPUDirect
-#: RDMA and ACS/IOMMU redirection: 2-8x lower (NVIDIA/nccl #412, #489, #2409), so not offered for a shortfall
-#: under 40 %; a VM hiding the PCIe layout: ~55-105 of 459-489 GB/s (NVIDIA/nccl-tests #256).
+#: typical). Network settings: 320 of 391-400 GB/s on 8 H100 nodes, lifted to 391 by NCCL_MIN_CTAS,
+#: NCCL_IB_QPS_PER_CONNECTION and adaptive routing (NVIDIA/nccl-tests #309): the largest shortfall they were
+#: shown to recover is 320/400 = 0.80 of the ceiling; no GPUDirect RDMA and ACS/IOMMU redirection: 2-8x
+#: lower (NVIDIA/nccl #412, #489, #2409), so not offered for a shortfall under 40 %; a VM hiding the PCIe
+#: layout: ~55-105 of 459-489 GB/s (NVIDIA/nccl-tests #256).
 _SHORTFALL: dict[str, tuple[float, float, float]] = {
-    "network_settings": (0.45, 1.0, 0.82),
+    "network_settings": (0.80, 1.0, 0.82),
     "no_gdr": (0.0, 0.6, 0.3),
     "acs_iommu": (0.0, 0.6, 0.3),
     "vm_pcie": (0.0, 0.35, 0.15),
 }
-#: Measured/predicted busbw below which a plateau is a collapse rather than a tuning shortfall: the lowest
-#: ratio our sources report for network settings (:data:`_SHORTFALL`).
-_COLLAPSE = _SHORTFALL["network_settings"][0]
+#: Measured/predicted busbw below which a plateau is a collapse rather than a shortfall: the smallest loss our
+#: sources report for GDR off, sockets or a VM, 2x (2-8x, NVIDIA/nccl #412, #489; NVIDIA/nccl-tests #256).
+_COLLAPSE = 0.5
 #: Notes on rows that are not faults.
 NOTES: dict[str, str] = {
     "two_node_tree": (
@@ -227,6 +242,8 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
         If ``key`` is not a cause.
     """
     text = CAUSES[key]
+    if comparison is not None and key == "unexplained_shortfall":
+        text += f" [{_shortfall_facts(comparison)}]"
     if comparison is not None and key == "nccl_regression":
         found = comparison.regression
         if found is not None:
@@ -241,6 +258,30 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
         if done:
             text += f" [this run already sets {', '.join(done)}]"
     return text
+
+
+def _shortfall_facts(comparison: TableComparison) -> str:
+    """What the log does show about a shortfall it does not explain: the measured fraction of the model's
+    ceiling at the largest size (and the NICs that ceiling stands for), and how far above the model the
+    small messages are when they point at another network path (``latency_net`` rows)."""
+    big = max(comparison.large_rows, key=lambda r: r.size_bytes)
+    fraction = big.measured_busbw_bytes_per_s / big.predicted_busbw_bytes_per_s
+    spec = comparison.spec
+    ceiling = f"the model's {big.predicted_busbw_bytes_per_s / 1e9:.0f} GB/s"
+    if comparison.n_nodes > 1 and spec.scale_out is not None and spec.nic_line_rate_bytes_per_s > 0:
+        nics = spec.gpus_per_node * spec.scale_out.nics_per_gpu
+        per_nic = spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu
+        ceiling += f" ceiling of {nics} x {per_nic * 8 / 1e9:.0f}G NICs per node"
+    measured = big.measured_busbw_bytes_per_s / 1e9
+    out = f"measured {measured:.0f} GB/s busbw at {format_bytes(big.size_bytes)}: {fraction:.0%} of {ceiling}"
+    rows = comparison.rows
+    slow = sorted(r.measured_time_s / r.predicted.time_s for r in rows if r.causes[:1] == ("latency_net",))
+    if slow:
+        out += (
+            f"; {len(slow)} small-message row(s) take {slow[len(slow) // 2]:.0f}x the model's latency: "
+            "another network path than NCCL's NET/IB (a plugin or sockets) may carry the run"
+        )
+    return out
 
 
 # -- reading a log -------------------------------------------------------------------------------------------
@@ -531,6 +572,10 @@ class TableComparison:
         order = sorted(explained, key=lambda k: (-explained[k] / count[k], list(CAUSES).index(k)))
         return tuple(Finding(k, explained[k] / count[k], count[k], shown.get(k, ())) for k in order)
 
+    def describe(self, cause: str) -> str:
+        """The text of ``cause`` for this run (:func:`describe_cause`)."""
+        return describe_cause(cause, self)
+
     @property
     def verdict(self) -> str:
         """``"healthy"``, or the cause of the first :attr:`findings`."""
@@ -567,6 +612,7 @@ class TableComparison:
                     "cause": f.cause,
                     "explained_bytes_per_s": f.explained_bytes_per_s,
                     "rows": f.rows,
+                    "text": self.describe(f.cause),
                     "evidence": [{"line": e.line, "text": e.text} for e in f.evidence],
                 }
                 for f in self.findings
@@ -701,18 +747,39 @@ def _causes(
             return ("latency_model",)
         return ("latency_net",) if multi else ("latency_local",)
     large = row.size_bytes >= LARGE_BYTES or row.latency_share < 0.01
-    if not large:
-        return ("ramp", "network_settings") if multi else ("ramp",)
+    if not large:  # network settings as the alternative only within the shortfall they recover
+        settings = (
+            ("network_settings",)
+            if multi and 1.0 + row.deviation >= _SHORTFALL["network_settings"][0]
+            else ()
+        )
+        return ("ramp", *settings)
     known = ("nccl_regression",) if ctx.regression is not None else ()
     if not multi:
         return (*known, *_node_causes(row, ctx))
+    return _plateau_network_causes(row, ctx, known)
+
+
+def _plateau_network_causes(
+    row: RowComparison, ctx: TableComparison, known: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Causes of a multi-node plateau row the log supports, most likely first.
+
+    The causes NCCL's INFO lines show and a known regression (``known``) come first; then the causes the
+    shortfall alone points at (:func:`_network_causes`, less those the log contradicts), but only when the
+    numbers single one out -- or a VM is named in the title or by ``NCCL_TOPO_FILE`` -- since several
+    candidates that fit equally are a guess the log does not support; a cause of bounded size (the MTU)
+    comes last, explaining its share. With nothing supported, ``unexplained_shortfall``.
+    """
     found = tuple(key for key, _ in evidence_causes(ctx.info, ctx.n_nodes))
     bounded = tuple(k for k in found if ctx.bounded_share(k) is not None)
     found = (*known, *(k for k in found if k not in bounded))
     vm_hint = bool("NCCL_TOPO_FILE" in ctx.settings.env or re.search(r"\bVMs?\b", ctx.table.title or ""))
     ruled_out = contradicted_causes(ctx.info)
-    guessed = tuple(k for k in _network_causes(1.0 + row.deviation, vm_hint) if k not in ruled_out)
-    return (*found, *(k for k in guessed if k not in found), *bounded) or ("network_settings",)
+    fits = tuple(k for k in _network_causes(1.0 + row.deviation, vm_hint) if k not in ruled_out)
+    supported = ("vm_pcie",) if vm_hint and "vm_pcie" in fits else fits if len(fits) == 1 else ()
+    named = (*found, *(k for k in supported if k not in found))
+    return (*(named or ("unexplained_shortfall",)), *bounded)
 
 
 def _node_causes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
@@ -741,11 +808,14 @@ def _network_causes(ratio: float, vm_hint: bool = False) -> tuple[str, ...]:
 
     Each cause is offered only inside the range of shortfalls our sources report for it
     (:data:`_SHORTFALL`) and ranked by how far ``ratio`` is from its typical value (log scale); a VM in the
-    title or an ``NCCL_TOPO_FILE`` makes the VM cause count as the better fit. Outside every range, the
-    nearest cause.
+    title or an ``NCCL_TOPO_FILE`` makes the VM cause count as the better fit. Outside every range, none:
+    a shortfall no source reports for any of them (between 0.6 and 0.8 of the model) is not blamed on the
+    nearest.
 
     >>> _network_causes(0.82), _network_causes(0.4), _network_causes(0.15, vm_hint=True)[0]
     (('network_settings',), ('no_gdr', 'acs_iommu'), 'vm_pcie')
+    >>> _network_causes(0.67)
+    ()
     """
     ratio = max(ratio, 1e-6)
 
@@ -756,8 +826,6 @@ def _network_causes(ratio: float, vm_hint: bool = False) -> tuple[str, ...]:
 
     order = list(_SHORTFALL)
     inside = [k for k in order if _SHORTFALL[k][0] <= ratio <= _SHORTFALL[k][1]]
-    if not inside:
-        return (min(order, key=distance),)
     return tuple(sorted(inside, key=lambda k: (distance(k), order.index(k))))
 
 
@@ -929,8 +997,8 @@ def _plateau_fault(
     None otherwise (healthy, only artefacts and model limits, or a plateau within the network-settings
     range).
 
-    A collapse is a plateau below :data:`_COLLAPSE` of the model: beyond the shortfall any setting explains
-    (``network_settings`` reaches 0.45, :data:`_SHORTFALL`), the 2-8x losses of GDR off, sockets or a VM.
+    A collapse is a plateau below :data:`_COLLAPSE` of the model: the 2-8x losses of GDR off, sockets or a
+    VM, far beyond the ~20 % network settings explain (:data:`_SHORTFALL`).
     A mid-size row as far below the model as such a plateau (within the threshold) is given its fault
     first: the ramp explains mid-size rows some tens of per cent below a bandwidth model (383 of 474 GB/s at
     128 MB on one DGX H100, NVIDIA/nccl-tests #290), not the collapse the plateau shows.

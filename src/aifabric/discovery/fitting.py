@@ -1,29 +1,41 @@
-"""Fit a calibration profile to measured nccl-tests tables.
+"""Fit a calibration profile to measured nccl-tests tables, each knob on the rows that constrain it.
 
 The formula engine's tier model has four knobs a profile sets
 (:class:`~aifabric.discovery.calibrate.Calibration`): ``intra_scale`` and ``inter_scale`` multiply the
 scale-up and scale-out bandwidths, ``latency_scale`` multiplies NCCL's latency constants and
-``extra_inter_latency_s`` adds to every network hop. :func:`fit_calibration` chooses them by bounded
-non-linear least squares (``scipy.optimize.least_squares``) on the log of the time ratio of every row:
+``extra_inter_latency_s`` adds to every network hop. A knob is fitted only on the size regime whose time it
+governs (:func:`regime`), so that rows the model is known to get wrong for another reason cannot pull it:
+
+* **plateau** rows -- at least 64 MiB (:data:`PLATEAU_MIN_BYTES`) and within 5 % of the table's highest busbw
+  there (:data:`PLATEAU_BAND`): the bandwidth a link sustains. ``intra_scale`` is fitted on the plateau rows
+  of single-node tables only, ``inter_scale`` on those of multi-node tables only (scale-up is never moved by
+  multi-node data);
+* **latency** rows -- more than 90 % of NCCL's model time is latency (:data:`LATENCY_SHARE`), the small
+  messages:
+  ``latency_scale``, and ``extra_inter_latency_s`` when a multi-node table has such rows, fitted with the
+  bandwidths already fixed;
+* **ramp** rows -- the rest, where NCCL runs fewer channels or another protocol than at its peak (the
+  ``ramp`` cause of :data:`~aifabric.discovery.compare.CAUSES`): they fit nothing and are reported so.
+
+Each stage is a bounded non-linear least squares (``scipy.optimize.least_squares``) on the log of the time
+ratio of its rows::
 
     r_i = ln( t_model(size_i; theta) / t_measured_i ),     theta = (ln s_intra, ln s_inter, ln s_lat, a_extra)
 
-Log-time residuals weigh a 25 us row and a 40 ms row alike, so one fit covers latency and bandwidth. Each
-residual is weighted by how clearly its row belongs to one regime, ``max(0.2, (2 s - 1)^2)`` with ``s`` the
-latency share of NCCL's model time: rows at the latency/bandwidth crossover, where the model is least right
-and a row can be matched by trading latency against bandwidth, count a fifth. A robust loss (``soft_l1``,
-scale 0.1, i.e. ~10 %) keeps a few poorly modelled rows from dragging the fit, and a weak prior pulls every
-knob towards NCCL's own constants (scales 1, no extra latency) with a width of a factor e (and 20 us): a knob
-the rows cannot see -- the NVLink scale on a NIC-bound ring, the latency on 1 GB rows -- stays at NCCL's value
-instead of wandering to a bound. Rows that are one-off outliers (out-of-place and in-place more than 1.5x
-apart) or isolated dips are left out; a size window (``min_size_bytes``/``max_size_bytes``) holds the rest out
-so that the fit can be checked on them.
+with a robust loss (``soft_l1``, scale 0.1, i.e. ~10 %) and a weak prior that pulls every knob towards NCCL's
+own constants (scales 1, no extra latency) with a width of a factor e (and 20 us). The rows are predicted
+with the algorithm and protocol the run used -- the log's ``NCCL_ALGO``/``NCCL_PROTO`` and INFO lines (NVLS
+unavailable), else the model's choice of NCCL's -- and the fit reports how many rows each took
+(:attr:`CalibrationFit.paths`) and the sizes each knob was fitted on (:attr:`CalibrationFit.fitted_on`).
+Rows that are one-off outliers (out-of-place and in-place more than 1.5x apart) or isolated dips are left
+out; a size window (``min_size_bytes``/``max_size_bytes``) holds the rest out so that the fit can be checked
+on them.
 
-After the fit, the information the rows carry on each knob (the sum of the squared sensitivities of the
-weighted residuals, Gauss-Newton) is compared with the prior's: below 5 % of it (:data:`DETERMINED_INFO`),
-a knob is one the rows cannot determine -- changing it by a factor e moves their log-times by less than
-about 0.2 in all. It is kept at NCCL's value (:data:`NEUTRAL`), the others are refitted, and the report says
-"not determined (kept at 1.0)" instead of quoting a value the prior chose.
+After a stage, the information its rows carry on each of its knobs (the sum of the squared sensitivities of
+the residuals, Gauss-Newton) is compared with the prior's: below 5 % of it (:data:`DETERMINED_INFO`), a knob
+is one the rows cannot determine -- the scale-out figure of a 2-node NVLSTree plateau bound by NVLink --
+and it is kept at NCCL's value (:data:`NEUTRAL`), the others refitted, and the report says "not determined
+(kept at 1.0)" instead of quoting a value the prior chose.
 
 Bounds: latency scale 0.25-8, extra latency 0-200 us, bandwidth scales from 0.2 up to the line rate (a scale
 that made a 400 Gb/s NIC carry more than 50 GB/s, or NVLink more than its signalling rate, is refused). A
@@ -31,15 +43,12 @@ fitted knob within 1 % of a bound (0.1 us for the extra latency) is reported
 (:attr:`CalibrationFit.at_bound`): the rows wanted it further, so the model, not the fabric, is the suspect.
 
 Each determined knob comes with its standard error (:attr:`CalibrationFit.uncertainty`), from the
-Gauss-Newton covariance at the solution, rows and prior together::
+Gauss-Newton covariance at the solution over its stage's rows and the prior::
 
     cov = s^2 (J^T J + diag(1 / width^2))^-1,     s^2 = sum(r_i^2) / max(1, n - p)
 
-with ``J`` the sensitivities of the weighted residuals to the free knobs (central differences), ``n`` rows
-and ``p`` free knobs; a scale's error is its value times the error of its logarithm. The rows are predicted
-with the algorithm and protocol the run used -- the log's ``NCCL_ALGO``/``NCCL_PROTO`` and INFO lines
-(NVLS unavailable), else the model's choice of NCCL's -- and the fit reports how many rows each took
-(:attr:`CalibrationFit.paths`), so that a profile fitted on Ring rows is not read as one for NVLS.
+with ``J`` the sensitivities of the residuals to the stage's knobs (central differences), ``n`` rows and
+``p`` knobs; a scale's error is its value times the error of its logarithm.
 """
 
 from __future__ import annotations
@@ -53,15 +62,19 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from aifabric.discovery.calibrate import Calibration
-from aifabric.discovery.compare import TableComparison
+from aifabric.discovery.compare import RowComparison, TableComparison
 
 __all__ = [
     "DETERMINED_INFO",
+    "LATENCY_SHARE",
     "NEUTRAL",
     "PARAMETERS",
+    "PLATEAU_BAND",
+    "PLATEAU_MIN_BYTES",
     "CalibrationFit",
     "FitRow",
     "fit_calibration",
+    "regime",
     "size_window",
 ]
 
@@ -79,6 +92,17 @@ NEUTRAL: dict[str, float] = {
 }
 #: A knob is "determined" when the rows' information on it is at least this fraction of the prior's.
 DETERMINED_INFO = 0.05
+#: Smallest size of a plateau row, bytes: below it NCCL still ramps its channels and protocol (one DGX H100:
+#: 383 GB/s at 128 MB against 474 at 4 GB, NVIDIA/nccl-tests #290), so the rows say little about a link.
+PLATEAU_MIN_BYTES = 64 << 20
+#: A row from :data:`PLATEAU_MIN_BYTES` is on the plateau when its busbw is at least this fraction of the
+#: table's highest there: within the few per cent nccl-tests' two halves of a plateau row differ by (at most
+#: 3 % in NVIDIA/nccl-tests #309's seven tables), where a ramp row is 10-20 % below (#290).
+PLATEAU_BAND = 0.95
+#: A row is a latency row when more than this share of NCCL's model time is latency: its bandwidth term is
+#: then under a tenth of the time, so even the mid-size ramp's bandwidth error (busbw at half the plateau,
+#: NVIDIA/nccl-tests #290, #309) moves it by under 10 % and cannot pass for latency.
+LATENCY_SHARE = 0.9
 _FD_STEP = np.array([0.05, 0.05, 0.05, 1.0])  # finite-difference steps of the sensitivity, optimiser units
 
 
@@ -115,7 +139,9 @@ class FitRow:
     used : bool
         Whether the row entered the fit.
     reason : str or None
-        Why it did not (``outlier``, ``dip``, ``held out``).
+        Why it did not (``outlier``, ``dip``, ``held out``, ``ramp``: a mid-size row fits nothing).
+    regime : str
+        ``plateau``, ``latency`` or ``ramp`` (:func:`regime`).
     """
 
     table_index: int
@@ -127,6 +153,7 @@ class FitRow:
     after_time_s: float
     used: bool
     reason: str | None = None
+    regime: str = ""
 
     @property
     def residual(self) -> float:
@@ -146,6 +173,7 @@ class FitRow:
             "residual_log": self.residual,
             "used": self.used,
             "reason": self.reason,
+            "regime": self.regime,
         }
 
 
@@ -178,6 +206,13 @@ class CalibrationFit:
         Fitted knobs within 1 % of a bound of the fit's box.
     paths : dict
         ``"ring/Simple"`` -> rows fitted that NCCL ran (or the model predicts it runs) that way.
+    fitted_on : dict
+        For each determined knob, the sizes (bytes) of the rows it was fitted on.
+    limited : dict
+        Knobs scaled back so that no table's rows from 64 MiB fit worse than with NCCL's values: the fraction
+        of the fitted step kept (0: back to NCCL's value, then not determined).
+    knob_paths : dict
+        For each determined knob, the NCCL algorithm/protocol pairs its rows ran (``"ring/Simple"``).
     """
 
     calibration: Calibration
@@ -190,6 +225,9 @@ class CalibrationFit:
     uncertainty: dict[str, float | None] = field(default_factory=dict)
     at_bound: tuple[str, ...] = ()
     paths: dict[str, int] = field(default_factory=dict)
+    fitted_on: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    limited: dict[str, float] = field(default_factory=dict)
+    knob_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def undetermined(self) -> tuple[str, ...]:
@@ -225,19 +263,12 @@ class CalibrationFit:
             "uncertainty": dict(self.uncertainty),
             "at_bound": list(self.at_bound),
             "paths": dict(self.paths),
+            "fitted_on": {k: list(v) for k, v in self.fitted_on.items()},
+            "limited": dict(self.limited),
+            "knob_paths": {k: list(v) for k, v in self.knob_paths.items()},
             "size_window": self.window or None,
             "rows": [r.to_dict() for r in self.rows],
         }
-
-
-def _regime_weight(latency_share: float) -> float:
-    """Weight of a row's residual: ``max(0.2, (2 s - 1)^2)`` for a latency share ``s`` of the model time.
-
-    1 for a row that is all latency or all bandwidth, 0.2 at the crossover (s = 1/2), where an alpha-beta
-    model is least right (NCCL switches protocol and ramps its channels there) and where a row can be fitted
-    by trading latency against bandwidth -- a trade that would spoil both ends.
-    """
-    return max(0.2, (2.0 * latency_share - 1.0) ** 2)
 
 
 def _bounds(comparisons: Sequence[TableComparison]) -> tuple[np.ndarray, np.ndarray]:
@@ -259,22 +290,49 @@ def _bounds(comparisons: Sequence[TableComparison]) -> tuple[np.ndarray, np.ndar
     return _BOUNDS_LOW.copy(), np.maximum(high, _BOUNDS_LOW + 1e-6)
 
 
+def _plateau_peak(comparison: TableComparison) -> float:
+    """Highest measured busbw of a table's rows of at least :data:`PLATEAU_MIN_BYTES` that are not one-off
+    outliers, bytes/s (0 without such rows)."""
+    return max(
+        (r.measured_busbw_bytes_per_s for r in comparison.rows
+         if r.size_bytes >= PLATEAU_MIN_BYTES and r.outlier_ratio <= 1.5 and "outlier" not in r.causes),
+        default=0.0,
+    )  # fmt: skip
+
+
+def regime(row: RowComparison, peak_bytes_per_s: float) -> str:
+    """The size regime of a row, which says what it can constrain (see the module docstring).
+
+    ``"plateau"``: at least :data:`PLATEAU_MIN_BYTES` and within :data:`PLATEAU_BAND` of the table's highest
+    busbw there (``peak_bytes_per_s``); ``"latency"``: more than :data:`LATENCY_SHARE` of NCCL's model time is
+    latency; ``"ramp"`` otherwise (fits nothing).
+    """
+    big = row.size_bytes >= PLATEAU_MIN_BYTES
+    if big and row.measured_busbw_bytes_per_s >= PLATEAU_BAND * peak_bytes_per_s:
+        return "plateau"
+    return "latency" if row.latency_share > LATENCY_SHARE else "ramp"
+
+
 def _selection(
     comparison: TableComparison, min_size_bytes: float | None, max_size_bytes: float | None
-) -> list[tuple[int, str | None]]:
-    """(row index, reason it is left out or None) for every row of a table."""
-    out: list[tuple[int, str | None]] = []
+) -> list[tuple[int, str | None, str]]:
+    """(row index, reason it is left out or None, regime) for every row of a table."""
+    peak = _plateau_peak(comparison)
+    out: list[tuple[int, str | None, str]] = []
     for i, row in enumerate(comparison.rows):
+        kind = regime(row, peak)
+        reason: str | None = None
         if "outlier" in row.causes or row.outlier_ratio > 1.5:
-            out.append((i, "outlier"))
+            reason = "outlier"
         elif "dip" in row.causes:
-            out.append((i, "dip"))
+            reason = "dip"
         elif (min_size_bytes is not None and row.size_bytes < min_size_bytes) or (
             max_size_bytes is not None and row.size_bytes > max_size_bytes
         ):
-            out.append((i, "held out"))
-        else:
-            out.append((i, None))
+            reason = "held out"
+        elif kind == "ramp":
+            reason = "ramp"
+        out.append((i, reason, kind))
     return out
 
 
@@ -303,9 +361,10 @@ def size_window(min_size_bytes: float | None, max_size_bytes: float | None) -> s
     return f"{_bytes(min_size_bytes)} to {_bytes(max_size_bytes)}"
 
 
-def _information(jacobian: np.ndarray) -> np.ndarray:
-    """The rows' Gauss-Newton information on each knob, relative to the prior's (1 / width^2)."""
-    return np.sum(jacobian**2, axis=0) * _PRIOR_WIDTH**2
+def _information(jacobian: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """The rows' Gauss-Newton information on each knob of ``free`` (the jacobian's columns), relative to the
+    prior's (1 / width^2)."""
+    return np.sum(jacobian**2, axis=0) * _PRIOR_WIDTH[free] ** 2
 
 
 def _refuse_broken(comparisons: Sequence[TableComparison]) -> None:
@@ -338,7 +397,8 @@ def fit_calibration(
     name: str = "calibration",
     source: str | None = None,
 ) -> CalibrationFit:
-    """Fit ``intra_scale``, ``inter_scale``, ``latency_scale`` and ``extra_inter_latency_s`` to measured rows.
+    """Fit ``intra_scale``, ``inter_scale``, ``latency_scale`` and ``extra_inter_latency_s``, each on the rows
+    of the regime that constrains it (see the module docstring).
 
     Parameters
     ----------
@@ -355,6 +415,7 @@ def fit_calibration(
     Returns
     -------
     CalibrationFit
+        Every knob no row constrains is kept at NCCL's value and reported as not determined.
 
     Raises
     ------
@@ -365,81 +426,210 @@ def fit_calibration(
 
     Notes
     -----
-    Only the knobs the rows determine are fitted; with multi-node tables only, ``intra_scale`` stays 1
-    (scale-up is never moved by network-bound data).
-
     Fitted on case_03 T7 (2 x 8 H100, 8 x 400G IB, ``NCCL_ALGO=Ring``), the profile predicts the 8-node T6 and
     the 4-node T2 at >= 1 GB within 10 % (``tests/discovery/test_calibrate.py`` states the figures). The
     mid-size rows of those logs remain the model's weakest region (the ``ramp`` cause of
-    :data:`~aifabric.discovery.compare.CAUSES`).
+    :data:`~aifabric.discovery.compare.CAUSES`); they fit nothing.
     """
     if not comparisons:
         raise ValueError("comparisons: give at least one compared table")
     _refuse_broken(comparisons)
-    # Multi-node rows alone never move the scale-up figure: a NIC-bound run says nothing about NVLink.
-    multi_only = all(c.n_nodes > 1 for c in comparisons)
+    selected = _select(comparisons, min_size_bytes, max_size_bytes)
+    used = [(comp, i, kind) for comp, i, reason, kind in selected if reason is None]
+    fitter = _Fitter(*_bounds(comparisons))
+    outcome = _run_stages(fitter, used)
+    big = PLATEAU_MIN_BYTES
+    large = [
+        (c, i) for c, i, why, _ in selected if why not in ("outlier", "dip") and c.rows[i].size_bytes >= big
+    ]
+    _never_worse(fitter, outcome, large)
+    window = size_window(min_size_bytes, max_size_bytes)
+    return _assemble(comparisons, selected, outcome, fitter, name=name, source=source, window=window)
+
+
+def _select(
+    comparisons: Sequence[TableComparison], min_size_bytes: float | None, max_size_bytes: float | None
+) -> list[tuple[TableComparison, int, str | None, str]]:
+    """Every row of the tables: ``(comparison, row index, reason it is left out or None, regime)``.
+
+    Raises
+    ------
+    ValueError
+        If the window is reversed, no row is left once outliers, dips and the window are taken out, or a
+        fitted row's measured time is not a positive finite number.
+    """
     if min_size_bytes is not None and max_size_bytes is not None and max_size_bytes < min_size_bytes:
         raise ValueError(f"size window: max {max_size_bytes:g} B is below min {min_size_bytes:g} B")
-    selected: list[tuple[TableComparison, int, str | None]] = []
-    for comp in comparisons:
-        for i, reason in _selection(comp, min_size_bytes, max_size_bytes):
-            selected.append((comp, i, reason))
-    used = [(comp, i) for comp, i, reason in selected if reason is None]
-    if not used:
+    selected = [
+        (comp, i, reason, kind)
+        for comp in comparisons
+        for i, reason, kind in _selection(comp, min_size_bytes, max_size_bytes)
+    ]
+    if all(reason in ("outlier", "dip", "held out") for *_, reason, _ in selected):
         raise ValueError("no row left to fit: every row is an outlier or outside the size window")
-    measured = np.array([comp.rows[i].measured_time_s for comp, i in used])
+    measured = np.array([comp.rows[i].measured_time_s for comp, i, reason, _ in selected if reason is None])
     if not (np.isfinite(measured).all() and (measured > 0).all()):
         raise ValueError("calibration: a measured time is not a positive finite number; nothing was fitted")
-    weights = np.array([_regime_weight(comp.rows[i].latency_share) for comp, i in used])
-    low, high = _bounds(comparisons)
-    neutral = np.array(
-        [math.log(NEUTRAL[k]) if k.endswith("_scale") else NEUTRAL[k] * 1e6 for k in PARAMETERS]
-    )
-    evaluations = 0
+    return selected
 
-    def weighted(x: np.ndarray) -> np.ndarray:
-        nonlocal evaluations
-        evaluations += 1
+
+@dataclass
+class _Outcome:
+    """What the stages found: the knobs (optimiser units), which are determined, their errors, the sizes each
+    was fitted on, and the optimiser's word."""
+
+    x: np.ndarray
+    seen: np.ndarray
+    errors: dict[str, float | None]
+    fitted_on: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+    success: bool = True
+    stages: list[tuple[np.ndarray, tuple[int, ...]]] = field(default_factory=list)  # (start, knobs freed)
+    limited: dict[str, float] = field(default_factory=dict)
+
+
+def _run_stages(fitter: _Fitter, used: Sequence[tuple[TableComparison, int, str]]) -> _Outcome:
+    """Fit every stage (:func:`_stages`) in turn, each from the knobs the previous ones left."""
+    out = _Outcome(fitter.neutral.copy(), np.zeros(len(PARAMETERS), dtype=bool), dict.fromkeys(PARAMETERS))
+    for knobs, rows in _stages(used):
+        out.stages.append((out.x.copy(), knobs))
+        out.x, result, determined, errors = fitter.fit_stage(out.x, knobs, rows)
+        out.success = out.success and bool(result is None or result.success)
+        what = "not determined" if result is None else str(result.message)
+        out.messages.append(f"{'+'.join(PARAMETERS[k] for k in knobs)}: {what}")
+        for k in determined:
+            out.seen[k] = True
+            out.errors[PARAMETERS[k]] = errors[k]
+            out.fitted_on[PARAMETERS[k]] = tuple(sorted({comp.rows[i].size_bytes for comp, i in rows}))
+            out.paths[PARAMETERS[k]] = tuple(sorted({_path(comp.rows[i]) for comp, i in rows}))
+    return out
+
+
+def _large_excess(fitter: _Fitter, large: Sequence[tuple[TableComparison, int]], x: np.ndarray) -> float:
+    """How much the worst ``|model / measured - 1|`` of each table's ``large`` rows grew from NCCL's values
+    to knobs ``x`` (the largest growth over the tables; <= 0 when no table got worse)."""
+    if not large:
+        return 0.0
+    before = np.abs(np.expm1(fitter.residuals(large, fitter.neutral)))
+    after = np.abs(np.expm1(fitter.residuals(large, x)))
+    tables = {id(comp) for comp, _ in large}
+    worst = -math.inf
+    for t in tables:
+        mask = np.array([id(comp) == t for comp, _ in large])
+        worst = max(worst, float(after[mask].max() - before[mask].max()))
+    return worst
+
+
+def _never_worse(fitter: _Fitter, out: _Outcome, large: Sequence[tuple[TableComparison, int]]) -> None:
+    """Scale back the stages, last first, until no table's rows from :data:`PLATEAU_MIN_BYTES` fit worse
+    than with NCCL's values: a knob its own regime's rows want further than the large messages allow is a
+    limit of the model there (a latency scale fitted on mid-size LL128 rows lengthening 64 MiB rows), not a
+    figure of the fabric. A stage's step from where it started is shortened by bisection (to 1/1024);
+    :attr:`_Outcome.limited` records the fraction kept of each knob so limited, 0 dropping the stage (its
+    knobs go back to NCCL's values and count as not determined)."""
+    tolerance = 1e-9
+    for start, knobs in reversed(out.stages):
+        if _large_excess(fitter, large, out.x) <= tolerance:
+            return
+        step = out.x - start
+        keep = 0.0
+        if _large_excess(fitter, large, start) <= tolerance:
+            low, high = 0.0, 1.0
+            for _ in range(10):
+                mid = 0.5 * (low + high)
+                low, high = (
+                    (mid, high)
+                    if _large_excess(fitter, large, start + mid * step) <= tolerance
+                    else (low, mid)
+                )
+            keep = low
+        out.x = start + keep * step
+        for k in knobs:
+            if out.seen[k]:
+                out.limited[PARAMETERS[k]] = keep
+                if keep == 0.0:
+                    out.seen[k] = False
+                    out.errors[PARAMETERS[k]] = None
+                    out.fitted_on.pop(PARAMETERS[k], None)
+                    out.paths.pop(PARAMETERS[k], None)
+
+
+def _stages(used: Sequence[tuple[TableComparison, int, str]]) -> list[tuple[tuple[int, ...], list[Any]]]:
+    """The fit's stages: (indices of the knobs it frees, its rows ``(comparison, row index)``), in order.
+
+    Scale-up on single-node plateau rows, scale-out on multi-node plateau rows, then the latency scale (and
+    the extra network latency, with multi-node rows) on the latency rows with both bandwidths fixed; a stage
+    without rows is left out, its knobs kept at NCCL's values.
+    """
+    single = [(c, i) for c, i, kind in used if kind == "plateau" and c.n_nodes == 1]
+    multi = [(c, i) for c, i, kind in used if kind == "plateau" and c.n_nodes > 1]
+    latency = [(c, i) for c, i, kind in used if kind == "latency"]
+    stages: list[tuple[tuple[int, ...], list[Any]]] = []
+    if single:
+        stages.append(((0,), single))
+    if multi:
+        stages.append(((1,), multi))
+    if latency:
+        stages.append(((2, 3) if any(c.n_nodes > 1 for c, _ in latency) else (2,), latency))
+    return stages
+
+
+class _Fitter:
+    """Bounded least squares of one stage at a time on ``ln(model / measured)`` with NCCL's values as a weak
+    prior (see the module docstring); counts the model evaluations of all rows."""
+
+    def __init__(self, low: np.ndarray, high: np.ndarray) -> None:
+        self.low, self.high = low, high
+        self.neutral = np.array(
+            [math.log(NEUTRAL[k]) if k.endswith("_scale") else NEUTRAL[k] * 1e6 for k in PARAMETERS]
+        )
+        self.evaluations = 0
+
+    def residuals(self, rows: Sequence[tuple[TableComparison, int]], x: np.ndarray) -> np.ndarray:
+        """``ln(model / measured)`` of ``rows`` at knobs ``x`` (optimiser units)."""
+        self.evaluations += 1
         knobs = _knobs(x)
-        model = np.array([comp.predict(comp.rows[i].size_bytes, knobs).time_s for comp, i in used])
-        return weights * np.log(model / measured)
+        model = np.array([comp.predict(comp.rows[i].size_bytes, knobs).time_s for comp, i in rows])
+        measured = np.array([comp.rows[i].measured_time_s for comp, i in rows])
+        return np.log(model / measured)
 
-    def solve(free: np.ndarray) -> tuple[np.ndarray, Any]:
-        """Fit the ``free`` knobs, the others kept at NCCL's values."""
+    def jacobian(
+        self, rows: Sequence[tuple[TableComparison, int]], x: np.ndarray, index: np.ndarray
+    ) -> np.ndarray:
+        """Sensitivities of the residuals to the knobs ``index`` (central differences: a knob at a bound or
+        a kink still shows)."""
+        jac = np.empty((len(rows), index.size))
+        for col, j in enumerate(index):
+            xp, xm = x.copy(), x.copy()
+            xp[j] += _FD_STEP[j]
+            xm[j] -= _FD_STEP[j]
+            jac[:, col] = (self.residuals(rows, xp) - self.residuals(rows, xm)) / (2 * _FD_STEP[j])
+        return jac
+
+    def solve(
+        self, x: np.ndarray, free: np.ndarray, rows: Sequence[tuple[TableComparison, int]]
+    ) -> tuple[np.ndarray, Any]:
+        """Fit the knobs ``free`` (indices) on ``rows``, the others kept at ``x``."""
 
         def full(z: np.ndarray) -> np.ndarray:
-            x = neutral.copy()
-            x[free] = z
-            return x
+            out = x.copy()
+            out[free] = z
+            return out
 
         def residuals(z: np.ndarray) -> np.ndarray:
-            x = full(z)
-            prior = (x - neutral) / _PRIOR_WIDTH
-            return np.concatenate([weighted(x), prior[free]])
+            prior = (full(z) - self.neutral) / _PRIOR_WIDTH
+            return np.concatenate([self.residuals(rows, full(z)), prior[free]])
 
-        lo, hi = low[free], high[free]
-        # Two starts, NCCL's constants and twice its latencies: the selection of the fastest algorithm and
-        # protocol makes the cost piecewise smooth, with a local minimum on each side of a protocol switch.
-        # The extra latency starts just inside its bound (trf stalls on a start that sits on one).
-        starts = []
-        for lat in (0.0, math.log(2.0)):
-            x0 = np.array([0.0, 0.0, lat, 1.0])[free]
-            starts.append(np.clip(x0, lo + 1e-9, hi - 1e-9))
-        if not free[2]:
-            starts = starts[:1]
+        lo, hi = self.low[free], self.high[free]
+        # Latency: two starts, NCCL's constants and twice its latencies (the choice of the fastest protocol
+        # makes the cost piecewise smooth, a local minimum on each side of a protocol switch). The extra
+        # latency starts just inside its bound (trf stalls on a start that sits on one).
+        lats = (0.0, math.log(2.0)) if 2 in free else (0.0,)
+        starts = [np.clip(np.array([0.0, 0.0, lat, 1.0])[free], lo + 1e-9, hi - 1e-9) for lat in lats]
         try:
-            fits = [
-                least_squares(
-                    residuals,
-                    x0=x0,
-                    bounds=(lo, hi),
-                    loss="soft_l1",
-                    f_scale=0.1,
-                    diff_step=1e-3,
-                    max_nfev=200,
-                )  # fmt: skip
-                for x0 in starts
-            ]
+            fits = [least_squares(residuals, x0=x0, bounds=(lo, hi), loss="soft_l1", f_scale=0.1,
+                                  diff_step=1e-3, max_nfev=200) for x0 in starts]  # fmt: skip
         except ValueError as err:  # SciPy: "Residuals are not finite in the initial point" and the like
             raise ValueError(
                 f"calibration: the model gave a non-finite time for a fitted row ({err}); nothing was fitted"
@@ -447,109 +637,92 @@ def fit_calibration(
         best = min(fits, key=lambda r: r.cost)
         return full(best.x), best
 
-    free = np.ones(len(PARAMETERS), dtype=bool)
-    free[0] = not multi_only
-    x, result = solve(free)
-    # Which knobs the rows determine: their information on each, relative to the prior's, at the solution.
-    jacobian = np.empty((len(used), len(PARAMETERS)))
-    for j, step in enumerate(_FD_STEP):  # central differences: a knob at a bound or a kink still shows
-        xp, xm = x.copy(), x.copy()
-        xp[j] += step
-        xm[j] -= step
-        jacobian[:, j] = (weighted(xp) - weighted(xm)) / (2 * step)
-    seen = _information(jacobian) >= DETERMINED_INFO
-    seen[0] = bool(seen[0]) and not multi_only
-    if not seen.all():
-        if seen.any():
-            x, result = solve(seen)
-        else:
-            x = neutral.copy()
-    knobs = _knobs(x)
-    fit_rows = []
-    for comp, i, reason in selected:
-        row = comp.rows[i]
-        fit_rows.append(
-            FitRow(
-                table_index=comp.index,
-                source=comp.table.source,
-                size_bytes=row.size_bytes,
-                line=row.line,
-                measured_time_s=row.measured_time_s,
-                before_time_s=row.predicted.time_s,
-                after_time_s=comp.predict(row.size_bytes, knobs).time_s,
-                used=reason is None,
-                reason=reason,
-            )
-        )
-    described = source or "; ".join(
-        sorted(
-            {
-                f"{c.table.source or 'log'} table {c.index} ({c.n_nodes} node(s), {c.n_ranks} ranks)"
-                for c in comparisons
-            }
-        )
-    )
-    window = size_window(min_size_bytes, max_size_bytes)
+    def fit_stage(
+        self, x: np.ndarray, knobs: tuple[int, ...], rows: Sequence[tuple[TableComparison, int]]
+    ) -> tuple[np.ndarray, Any, tuple[int, ...], dict[int, float]]:
+        """Fit one stage: its knobs on its rows, then keep at NCCL's value each knob the rows do not
+        determine (information below :data:`DETERMINED_INFO` of the prior's) and refit the rest.
+
+        Returns the knobs (all), the optimiser's result (None when nothing was determined), the determined
+        knobs and their standard errors in their own units.
+        """
+        free = np.array(knobs)
+        fitted, result = self.solve(x, free, rows)
+        seen = _information(self.jacobian(rows, fitted, free), free) >= DETERMINED_INFO
+        if not seen.all():
+            free = free[seen]
+            if free.size == 0:
+                return x, None, (), {}
+            fitted, result = self.solve(x, free, rows)
+        return fitted, result, tuple(int(k) for k in free), self.uncertainty(rows, fitted, free)
+
+    def uncertainty(
+        self, rows: Sequence[tuple[TableComparison, int]], x: np.ndarray, free: np.ndarray
+    ) -> dict[int, float]:
+        """Standard error of each knob of ``free`` on ``rows``, in its own units (module docstring)."""
+        r = self.residuals(rows, x)
+        jac = self.jacobian(rows, x, free)
+        s2 = float(np.sum(r**2)) / max(1, r.size - free.size)
+        cov = s2 * np.linalg.inv(jac.T @ jac + np.diag(1.0 / _PRIOR_WIDTH[free] ** 2))
+        out = {}
+        for col, j in enumerate(free):
+            sigma = math.sqrt(max(0.0, float(cov[col, col])))
+            out[int(j)] = math.exp(x[j]) * sigma if PARAMETERS[j].endswith("_scale") else sigma * 1e-6
+        return out
+
+
+def _assemble(
+    comparisons: Sequence[TableComparison],
+    selected: Sequence[tuple[TableComparison, int, str | None, str]],
+    outcome: _Outcome,
+    fitter: _Fitter,
+    *,
+    name: str,
+    source: str | None,
+    window: str,
+) -> CalibrationFit:
+    """The :class:`CalibrationFit` of the stages' ``outcome``: every row before and after, the profile, what
+    is known of each knob."""
+    knobs = _knobs(outcome.x)
+    seen = outcome.seen
+    rows = tuple(
+        FitRow(comp.index, comp.table.source, comp.rows[i].size_bytes, comp.rows[i].line,
+               comp.rows[i].measured_time_s, comp.rows[i].predicted.time_s,
+               comp.predict(comp.rows[i].size_bytes, knobs).time_s, reason is None, reason, kind)
+        for comp, i, reason, kind in selected
+    )  # fmt: skip
     kept = [k for k, ok in zip(PARAMETERS, seen, strict=True) if not ok]
+    described = source or "; ".join(
+        sorted({f"{c.table.source or 'log'} table {c.index} ({c.n_nodes} node(s), {c.n_ranks} ranks)"
+                for c in comparisons})
+    )  # fmt: skip
     described += (f", sizes {window}" if window else "") + (
         f"; not determined (kept): {', '.join(kept)}" if kept else ""
     )
-    provisional = CalibrationFit(
-        Calibration(
-            intra_scale=knobs.intra_scale,
-            inter_scale=knobs.inter_scale,
-            latency_scale=knobs.latency_scale,
-            extra_inter_latency_s=knobs.extra_inter_latency_s,
-            name=name,
-            source=described,
-        ),
-        tuple(fit_rows),
-        bool(result.success),
-        str(result.message),
-        evaluations,
+    rms = CalibrationFit._rms([r.residual for r in rows if r.used]) or 0.0
+    calibration = Calibration(
+        intra_scale=round(knobs.intra_scale, 6),
+        inter_scale=round(knobs.inter_scale, 6),
+        latency_scale=round(knobs.latency_scale, 6),
+        extra_inter_latency_s=round(knobs.extra_inter_latency_s, 12),
+        name=name,
+        source=described,
+        residual_rms=round(rms, 6),
     )
-    cal = provisional.calibration
-    final = Calibration(
-        intra_scale=round(cal.intra_scale, 6),
-        inter_scale=round(cal.inter_scale, 6),
-        latency_scale=round(cal.latency_scale, 6),
-        extra_inter_latency_s=round(cal.extra_inter_latency_s, 12),
-        name=cal.name,
-        source=cal.source,
-        residual_rms=round(provisional.rms_fit, 6),
-    )
-    determined = {k: bool(ok) for k, ok in zip(PARAMETERS, seen, strict=True)}
-    errors = _uncertainty(weighted, x, seen)
     paths: dict[str, int] = {}
-    for comp, i in used:
-        predicted = comp.rows[i].predicted
-        key = f"{predicted.algorithm}/{predicted.protocol}"
-        paths[key] = paths.get(key, 0) + 1
-    return CalibrationFit(final, provisional.rows, provisional.success, provisional.message, evaluations,
-                          determined, window, errors, _at_bound(x, seen, low, high), paths)  # fmt: skip
+    for comp, i, reason, _ in selected:
+        if reason is None:
+            paths[_path(comp.rows[i])] = paths.get(_path(comp.rows[i]), 0) + 1
+    determined = {k: bool(ok) for k, ok in zip(PARAMETERS, seen, strict=True)}
+    message = "; ".join(outcome.messages) or "no row constrains any knob"
+    return CalibrationFit(calibration, rows, outcome.success, message, fitter.evaluations, determined, window,
+                          outcome.errors, _at_bound(outcome.x, seen, fitter.low, fitter.high), paths,
+                          outcome.fitted_on, outcome.limited, outcome.paths)  # fmt: skip
 
 
-def _uncertainty(weighted: Any, x: np.ndarray, free: np.ndarray) -> dict[str, float | None]:
-    """Standard error of each free knob, in its own units (see the module docstring); None for the others."""
-    out: dict[str, float | None] = dict.fromkeys(PARAMETERS, None)
-    index = np.flatnonzero(free)
-    if index.size == 0:
-        return out
-    r = weighted(x)
-    jac = np.empty((r.size, index.size))
-    for col, j in enumerate(index):
-        xp, xm = x.copy(), x.copy()
-        xp[j] += _FD_STEP[j]
-        xm[j] -= _FD_STEP[j]
-        jac[:, col] = (weighted(xp) - weighted(xm)) / (2 * _FD_STEP[j])
-    s2 = float(np.sum(r**2)) / max(1, r.size - index.size)
-    info = jac.T @ jac + np.diag(1.0 / _PRIOR_WIDTH[index] ** 2)
-    cov = s2 * np.linalg.inv(info)
-    for col, j in enumerate(index):
-        sigma = math.sqrt(max(0.0, float(cov[col, col])))
-        key = PARAMETERS[j]
-        out[key] = math.exp(x[j]) * sigma if key.endswith("_scale") else sigma * 1e-6
-    return out
+def _path(row: RowComparison) -> str:
+    """``"ring/Simple"``: the algorithm and protocol a row ran (or the model predicts NCCL runs)."""
+    return f"{row.predicted.algorithm}/{row.predicted.protocol}"
 
 
 def _at_bound(x: np.ndarray, free: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[str, ...]:

@@ -435,6 +435,40 @@ def inspect_report(nodes: Sequence[NodeInspection], **inputs: Any) -> Report:
     )
 
 
+def _nccl_headline(result: NcclTestsComparison) -> tuple[tuple[str, str, str], ...]:
+    """The headline of an nccl-tests report: the first table's run, its largest row and its verdict."""
+    comp = result.tables[0]
+    big = comp.large_rows[-1]
+    return (
+        ("tables", "tables compared", str(len(result.tables))),
+        ("run", "run", f"{comp.op}, {comp.n_ranks} ranks on {comp.n_nodes} node(s)"),
+        ("measured-busbw", f"measured busbw at {format_bytes(big.size_bytes)}",
+         f"{big.measured_busbw_bytes_per_s / 1e9:,.2f} GB/s"),
+        ("predicted-busbw", "predicted busbw (formula engine)",
+         f"{big.predicted_busbw_bytes_per_s / 1e9:,.2f} GB/s"),
+        ("deviation", "median deviation of the large messages", f"{comp.large_deviation:+.1%}"),
+        ("verdict", "verdict", comp.verdict if comp.findings else "healthy"),
+    )  # fmt: skip
+
+
+def _nccl_why(result: NcclTestsComparison) -> list[str]:
+    """The "why" lines of an nccl-tests report: each table's verdict and findings, what an unexplained
+    shortfall needs to be told apart, the assumptions and the tables skipped."""
+    why = [
+        f"table {c.index}: {c.verdict if c.findings else 'healthy'}; "
+        + "; ".join(
+            f"{f.cause}: {f.explained_bytes_per_s / 1e9:,.2f} GB/s below the model over {f.rows} large row(s)"
+            for f in c.findings
+        )
+        for c in result.tables
+    ]
+    why += [f"table {c.index}: {c.describe(f.cause)}" for c in result.tables for f in c.findings
+            if f.cause == "unexplained_shortfall"]  # fmt: skip
+    why += [f"assumed: {a}" for c in result.tables for a in c.assumptions]
+    why += [f"table {i} (line {line}) skipped: {reason}" for i, line, reason in result.skipped]
+    return why
+
+
 def nccl_tests_report(result: NcclTestsComparison, **inputs: Any) -> Report:
     """Report of ``aifabric nccl-tests compare --html``: measured against predicted busbw per row, the
     verdict of each table and its findings (GB/s = 1e9 bytes/s; deviation = measured / predicted - 1).
@@ -447,27 +481,7 @@ def nccl_tests_report(result: NcclTestsComparison, **inputs: Any) -> Report:
     if not result.tables:
         raise ValueError("nccl-tests compare: no table was compared, nothing to report")
     comp = result.tables[0]
-    big = comp.large_rows[-1]
-    headline = (
-        ("tables", "tables compared", str(len(result.tables))),
-        ("run", "run", f"{comp.op}, {comp.n_ranks} ranks on {comp.n_nodes} node(s)"),
-        ("measured-busbw", f"measured busbw at {format_bytes(big.size_bytes)}",
-         f"{big.measured_busbw_bytes_per_s / 1e9:,.2f} GB/s"),
-        ("predicted-busbw", "predicted busbw (formula engine)",
-         f"{big.predicted_busbw_bytes_per_s / 1e9:,.2f} GB/s"),
-        ("deviation", "median deviation of the large messages", f"{comp.large_deviation:+.1%}"),
-        ("verdict", "verdict", comp.verdict if comp.findings else "healthy"),
-    )  # fmt: skip
-    why = [
-        f"table {c.index}: {c.verdict if c.findings else 'healthy'}; "
-        + "; ".join(
-            f"{f.cause}: {f.explained_bytes_per_s / 1e9:,.2f} GB/s below the model over {f.rows} large row(s)"
-            for f in c.findings
-        )
-        for c in result.tables
-    ]
-    why += [f"assumed: {a}" for c in result.tables for a in c.assumptions]
-    why += [f"table {i} (line {line}) skipped: {reason}" for i, line, reason in result.skipped]
+    why = _nccl_why(result)
     rows = tuple(
         (
             str(c.index),
@@ -488,7 +502,7 @@ def nccl_tests_report(result: NcclTestsComparison, **inputs: Any) -> Report:
         title=f"nccl-tests {comp.op} against the model on {comp.spec.name}",
         spec=comp.spec,
         topology=_topology(comp.spec),
-        headline=headline,
+        headline=_nccl_headline(result),
         why=tuple(why),
         figures=(
             ("busbw against size, measured and predicted", figure_svg(comparison_figure(result.tables))),
