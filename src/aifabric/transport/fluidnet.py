@@ -279,6 +279,9 @@ class FluidResult:
     flow_bytes : ndarray, shape (n_flows,)
     flow_start_s : ndarray, shape (n_flows,)
         When each flow started (a chained flow: its predecessor's end + one base RTT; inf if never).
+    flow_sojourn_s : ndarray, shape (n_flows,)
+        The FIFO wait ahead of each flow's first byte when it started: ``sum over its path's switch
+        egresses of queue / link rate`` (0 if it never started).
     """
 
     transport: str
@@ -297,11 +300,26 @@ class FluidResult:
 
     flow_bytes: np.ndarray
     flow_start_s: np.ndarray
+    flow_sojourn_s: np.ndarray
 
     @property
     def retransmission_fraction(self) -> float:
         """Bytes sent again / bytes of the flows (0 on lossless fabrics)."""
         return float(self.trimmed_bytes.sum() / self.flow_bytes.sum())
+
+    @property
+    def fifo_fct_s(self) -> np.ndarray:
+        """Each flow's completion time in a FIFO queue, s: ``sojourn + size / rate``.
+
+        A flow that finishes before the queue it meets changes (a mouse behind elephants) waits for the
+        bytes ahead of it, ``queue / drain rate`` per switch egress (the sojourn time,
+        :attr:`flow_sojourn_s`), and its own bytes follow at its contention-free rate (``size / rate`` =
+        :attr:`flow_ideal_s`). The fluid model's own FCT (``flow_end_s - flow_start_s``) drains a queue in
+        proportion to the bytes each flow holds there, so a mouse's last bytes leave with time constant
+        ``queue / C`` rather than after the bytes ahead of them: an upper bound for a mouse, the right
+        share for an elephant.
+        """
+        return self.flow_sojourn_s + self.flow_ideal_s
 
     @property
     def slowdown(self) -> np.ndarray:
@@ -318,7 +336,7 @@ class _Entries:
         self.lengths = lengths
         self.link = link
         self.flow = np.repeat(np.arange(lengths.size), lengths)
-        self.first = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+        self.first = (np.cumsum(lengths) - lengths).astype(np.int64)
         self.last = self.first + lengths - 1
         self.hop = np.arange(self.link.size) - self.first[self.flow]
         self.prev_link = np.where(self.hop > 0, np.roll(self.link, 1), -1)
@@ -349,11 +367,154 @@ class _Entries:
         return _Entries(self.link[keep[self.flow]], self.lengths[keep], self.n_links)
 
 
-#: Steps between checks for finished flows to drop from the step's arrays, and the share of the flows
-#: still stepped that must have finished for a compaction (an optimisation: a finished flow has
-#: delivered everything, so it offers nothing, holds no queue and takes no part in any law).
+#: Finished flows are dropped from the step's arrays (an optimisation: a finished flow has delivered
+#: everything, so it offers nothing, holds no queue and takes no part in any law) when flows start, before
+#: a jump, and every ``_COMPACT_EVERY`` steps once ``_COMPACT_SHARE`` of the stepped flows are done.
 _COMPACT_EVERY = 32
 _COMPACT_SHARE = 0.25
+#: Quiet steps are taken at once (module docstring, "Time"); False steps every ``dt`` (the reference).
+_JUMPS = True
+#: A DCQCN sender is settled (its rate held through a jump) while its current and target rates are within
+#: this fraction of its line rate, and a jump ends before its rate could drift by as much.
+_SETTLED = 1e-6
+#: Fields of :class:`_Flows` per stepped flow (1-D), and its histories (rows of steps x flows).
+_FLOW_FIELDS = (
+    "ids",
+    "size",
+    "line",
+    "bdp",
+    "receiver",
+    "max_window",
+    "left",
+    "delivered",
+    "sent",
+    "end",
+    "credit",
+    "window",
+    "rate",
+    "rt",
+    "alpha",
+)
+_HIST_FIELDS = ("acked_hist", "p_hist", "rc_hist")
+
+
+@dataclass
+class _Flows:
+    """The flows being stepped (started, not dropped): their entries, queues and per-flow state.
+
+    ``ids`` are the flows' ids; ``size``, ``line``, ``bdp``, ``receiver`` and ``max_window`` are fixed per
+    flow; the rest is the senders' state (bytes in bytes, rates in bytes/s); ``acked_hist`` holds the
+    delivered bytes of the last base RTT of steps, ``p_hist`` and ``rc_hist`` DCQCN's delayed feedback.
+    """
+
+    ent: _Entries
+    queue: np.ndarray
+    ids: np.ndarray
+    size: np.ndarray
+    line: np.ndarray
+    bdp: np.ndarray
+    receiver: np.ndarray
+    max_window: np.ndarray
+    left: np.ndarray
+    delivered: np.ndarray
+    sent: np.ndarray
+    end: np.ndarray
+    credit: np.ndarray
+    window: np.ndarray
+    rate: np.ndarray
+    rt: np.ndarray
+    alpha: np.ndarray
+    acked_hist: np.ndarray
+    p_hist: np.ndarray
+    rc_hist: np.ndarray
+
+    def subset(self, keep: np.ndarray) -> _Flows:
+        """The flows where ``keep`` (bool, per stepped flow) is True, in order."""
+        return _Flows(
+            self.ent.subset(keep),
+            self.queue[keep[self.ent.flow]],
+            *(getattr(self, f)[keep] for f in _FLOW_FIELDS),
+            *(getattr(self, h)[:, keep] for h in _HIST_FIELDS),
+        )
+
+    def joined(self, other: _Flows) -> _Flows:
+        """These flows followed by ``other``'s."""
+        ent = _Entries(
+            np.concatenate([self.ent.link, other.ent.link]),
+            np.concatenate([self.ent.lengths, other.ent.lengths]),
+            self.ent.n_links,
+        )
+        return _Flows(
+            ent,
+            np.concatenate([self.queue, other.queue]),
+            *(np.concatenate([getattr(self, f), getattr(other, f)]) for f in _FLOW_FIELDS),
+            *(np.hstack([getattr(self, h), getattr(other, h)]) for h in _HIST_FIELDS),
+        )
+
+
+@dataclass
+class _Links:
+    """Per-link state and statistics (bytes, seconds, steps), shape (n_links,) each."""
+
+    paused: np.ndarray
+    ingress: np.ndarray
+    backlog: np.ndarray  # egress queue after the last step's service
+    pause_s: np.ndarray
+    peak_q: np.ndarray
+    sum_q: np.ndarray
+    peak_in: np.ndarray
+    busy_steps: np.ndarray
+    trimmed: np.ndarray
+
+    @classmethod
+    def zeros(cls, n_links: int) -> _Links:
+        return cls(np.zeros(n_links, dtype=bool), *(np.zeros(n_links) for _ in range(8)))
+
+
+@dataclass
+class _Trace:
+    """The sampled link's rows (time, queue, throughput, paused) and its flows' rates, one per step."""
+
+    link: int
+    traced: np.ndarray  # ids of the flows crossing the link
+    column: np.ndarray  # by flow id: its column in a rates row (-1: not traced)
+    rows: list[tuple[float, float, float, bool]]
+    rates: list[np.ndarray]
+
+
+@dataclass
+class _Run:
+    """One run: inputs, per-flow outcomes by flow id, link state and the clock (``step`` steps of ``dt``)."""
+
+    tr: Transport
+    cfg: FluidConfig
+    dcq: DcqcnParams
+    cap: np.ndarray
+    ent_all: _Entries
+    size: np.ndarray
+    line: np.ndarray
+    own_start: np.ndarray
+    pred: np.ndarray
+    succ_ptr: np.ndarray  # successors of flow i: succ[succ_ptr[i]:succ_ptr[i + 1]]
+    succ: np.ndarray
+    start: np.ndarray  # inf until known (a chained flow: its predecessor's end + base RTT)
+    end: np.ndarray
+    trimmed: np.ndarray
+    sojourn: np.ndarray
+    waiting: np.ndarray  # not stepped yet
+    links: _Links
+    trace: _Trace | None
+    ack_steps: int
+    delay_steps: int
+    max_steps: int
+    next_start: float = math.inf
+    open_flows: int = 0
+    done_bytes: float = 0.0
+    step: int = 0
+
+    @property
+    def dt(self) -> float:
+        return self.cfg.dt_s
 
 
 def simulate_fluid(
@@ -402,6 +563,40 @@ def simulate_fluid(
         :func:`fluid_bytes`, stated in the message), before anything is allocated; a predecessor out of
         range or a cycle of predecessors.
     """
+    run = _new_run(paths, bytes_per_flow, capacity_bytes_per_s, transport_name, start_s, after, config)
+    fl = _new_flows(run, np.empty(0, dtype=np.int64))
+    checked = 0
+    while run.step < run.max_steps and run.open_flows:
+        before = run.step
+        if run.next_start <= run.step * run.dt:
+            fl = _start_due(run, fl)
+        elif run.step - checked >= _COMPACT_EVERY:
+            checked = run.step
+            if np.count_nonzero(~np.isnan(fl.end)) > _COMPACT_SHARE * fl.ids.size:
+                fl = fl.subset(np.isnan(fl.end))
+        n = _quiet_steps(run, fl) if _JUMPS else 0
+        if n > 1:
+            if _COMPACT_SHARE <= 1.0:
+                fl = fl.subset(np.isnan(fl.end))
+            _jump(run, fl, n)
+        else:
+            _fine_step(run, fl)
+        if progress is not None and run.step // 1000 > before // 1000:
+            live = np.isnan(fl.end)
+            progress(float((run.done_bytes + fl.delivered[live].sum()) / run.size.sum()))
+    return _result(run)
+
+
+def _new_run(
+    paths: Sequence[Sequence[int]],
+    bytes_per_flow: np.ndarray | Sequence[float],
+    capacity_bytes_per_s: np.ndarray | Sequence[float],
+    transport_name: str,
+    start_s: np.ndarray | Sequence[float] | None,
+    after: np.ndarray | Sequence[int] | None,
+    config: FluidConfig | None,
+) -> _Run:
+    """The inputs checked (see :func:`simulate_fluid`, Raises) and a run at time 0, no flow stepped yet."""
     tr = transport(transport_name)
     cfg = config or FluidConfig()
     cap = np.asarray(capacity_bytes_per_s, dtype=np.float64).reshape(-1)
@@ -413,255 +608,358 @@ def simulate_fluid(
         raise ConfigError(f"paths: {len(paths)} paths for {n_flows} flows")
     if not (np.isfinite(size).all() and (size > 0).all()):
         raise ConfigError("bytes_per_flow: every flow needs a finite size > 0")
-    start = np.zeros(n_flows) if start_s is None else np.asarray(start_s, dtype=np.float64).reshape(-1)
-    if start.size != n_flows or not (np.isfinite(start).all() and (start >= 0).all()):
+    own = np.zeros(n_flows) if start_s is None else np.asarray(start_s, dtype=np.float64).reshape(-1)
+    if own.size != n_flows or not (np.isfinite(own).all() and (own >= 0).all()):
         raise ConfigError("start_s: one finite start time >= 0 per flow")
     dcq = cfg.dcqcn or dcqcn_preset(tr.dcqcn_preset)
-    pred_all = _predecessors(after, n_flows)
-    start = np.where(pred_all >= 0, np.inf, start)  # known once the predecessor is acknowledged
+    pred = _predecessors(after, n_flows)
     n_entries = sum(len(p) for p in paths)
     check_memory(
         f"the fluid model of {n_flows:,} flows over {n_entries:,} (flow, hop) entries",
         fluid_bytes(n_flows, n_entries, n_links, cfg, dcq),
         "paths",
     )
-    ent_all = _Entries.from_paths(paths, n_links)
-    ent = ent_all
-    dt = cfg.dt_s
-    line = cap[ent.link[ent.first]]
-    path_cap = np.full(n_flows, np.inf)
-    np.minimum.at(path_cap, ent.flow, cap[ent.link])
-    ideal = size / path_cap
+    ent = _Entries.from_paths(paths, n_links)
+    start = np.where(pred >= 0, np.inf, own)  # known once the predecessor is acknowledged
+    chained = np.flatnonzero(pred >= 0)
+    kids = chained[np.argsort(pred[chained], kind="stable")]
+    succ_ptr = np.concatenate([[0], np.cumsum(np.bincount(pred[chained], minlength=n_flows))])
+    run = _Run(
+        tr, cfg, dcq, cap, ent, size, cap[ent.link[ent.first]], own, pred, succ_ptr, kids, start,
+        np.full(n_flows, np.nan), np.zeros(n_flows), np.zeros(n_flows), np.ones(n_flows, dtype=bool),
+        _Links.zeros(n_links), _new_trace(ent, cfg.trace_link, n_flows),
+        ack_steps=max(1, round(cfg.base_rtt_s / cfg.dt_s)),
+        delay_steps=max(1, round(dcq.feedback_delay_s / cfg.dt_s)),
+        max_steps=int(math.ceil(cfg.max_time_s / cfg.dt_s)),
+    )  # fmt: skip
+    run.next_start = float(start.min())
+    run.open_flows = n_flows
+    return run
 
-    # Per-flow outputs, by flow id; the step works on the flows not finished yet (ids), see _COMPACT_EVERY.
-    end_all = np.full(n_flows, np.nan)
-    trimmed_all = np.zeros(n_flows)
-    ids = np.arange(n_flows)
-    flow_size, flow_start = size.copy(), start.copy()
-    own_start = (
-        np.asarray(start_s, dtype=np.float64).reshape(-1) if start_s is not None else np.zeros(n_flows)
-    )
-    pred = pred_all.copy()
-    end_by_id = np.full(n_flows, np.nan)  # every finished flow's end, by id (chained flows read it)
-    start_by_id = start.copy()
-    queue = np.zeros(ent.link.size)  # bytes waiting for entry's link (hop >= 1)
-    left = size.copy()  # bytes the sender still has to send (retransmissions included)
-    delivered = np.zeros(n_flows)
-    sent = np.zeros(n_flows)
-    trimmed = np.zeros(n_flows)
-    link_trimmed = np.zeros(n_links)
-    lossy_buffer = cap * cfg.base_rtt_s if cfg.lossy_buffer_bytes is None else cfg.lossy_buffer_bytes
-    headers = np.zeros(n_links)  # headers of this step's trims: they cross the link in the next step
-    end = np.full(n_flows, np.nan)
-    paused = np.zeros(n_links, dtype=bool)
-    ingress = np.zeros(n_links)
-    pause_s = np.zeros(n_links)
-    peak_q, sum_q, peak_in = np.zeros(n_links), np.zeros(n_links), np.zeros(n_links)
-    busy_steps = np.zeros(n_links)
-    ack_steps = max(1, round(cfg.base_rtt_s / dt))
-    # delivered bytes of the last two base RTTs, by step: the sender's acknowledged bytes are the
-    # delivered ones of one RTT ago, and the bytes acknowledged over the last RTT their difference
-    deliv_hist = np.zeros((2 * ack_steps, n_flows))
-    nack_hist = np.zeros((ack_steps, n_flows))  # trimmed bytes whose NACK is on its way back
-    qa_until = np.zeros(n_flows)  # NSCC quick adapt: once per period, NACK cuts ignored until its end
+
+def _new_trace(ent: _Entries, link: int | None, n_flows: int) -> _Trace | None:
+    """The sampling of ``link`` (None: none)."""
+    if link is None:
+        return None
+    traced = np.flatnonzero(np.bincount(ent.flow, weights=(ent.link == link), minlength=n_flows))
+    column = np.full(n_flows, -1)
+    column[traced] = np.arange(traced.size)
+    return _Trace(link, traced, column, [], [])
+
+
+def _ranges(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The indices ``first[i] .. first[i] + lengths[i] - 1`` of every i, concatenated."""
+    offset = np.cumsum(lengths) - lengths
+    return np.repeat(first - offset, lengths) + np.arange(int(lengths.sum()))
+
+
+def _new_flows(run: _Run, ids: np.ndarray) -> _Flows:
+    """Flows ``ids`` as they start: nothing sent, line rate, the congestion controls' initial state.
+
+    DCQCN's reaction point starts at line rate with alpha 1 (Zhu et al. 2015, Sec. 3.1), NSCC at its
+    starting window, RCCC with one BDP of speculative credit; a flow's state starts when the flow does.
+    """
+    cfg, all_ent = run.cfg, run.ent_all
+    lengths = all_ent.lengths[ids]
+    ent = _Entries(all_ent.link[_ranges(all_ent.first[ids], lengths)], lengths, all_ent.n_links)
+    size, line = run.size[ids], run.line[ids]
     bdp = line * cfg.base_rtt_s
-    window = np.full(n_flows, np.inf)
-    if tr.congestion_control in ("window", "nscc"):
-        window = np.full(n_flows, cfg.window_bytes) if cfg.window_bytes is not None else bdp.copy()
-    receiver = ent.link[ent.last]
-    grant = cap * cfg.base_rtt_s if cfg.window_bytes is None else np.full(n_links, cfg.window_bytes)
-    max_window = 1.5 * bdp if cfg.window_bytes is None else np.full(n_flows, 1.5 * cfg.window_bytes)
-    credit = bdp.copy()  # RCCC: speculative start, one BDP
-    speculating = np.ones(n_flows, dtype=bool)  # RCCC: until the first NACK
-    rate = line.copy()
-    delay_steps = max(1, round(dcq.feedback_delay_s / dt))
-    p_hist = np.zeros((delay_steps, n_flows))
-    rc_hist = np.tile(line, (delay_steps, 1))
-    rt, alpha = line.copy(), np.ones(n_flows)
-    trace_rows: list[tuple[float, float, float, bool]] = []
-    trace_rates: list[np.ndarray] = []
-    traced = np.flatnonzero(
-        np.bincount(ent_all.flow, weights=(ent_all.link == cfg.trace_link), minlength=n_flows)
+    receiver = all_ent.link[all_ent.last[ids]]
+    window = np.full(ids.size, np.inf)
+    if run.tr.congestion_control in ("window", "nscc"):
+        window = np.full(ids.size, cfg.window_bytes) if cfg.window_bytes is not None else bdp.copy()
+    max_window = 1.5 * bdp if cfg.window_bytes is None else np.full(ids.size, 1.5 * cfg.window_bytes)
+    zeros = np.zeros(ids.size)
+    return _Flows(
+        ent, np.zeros(ent.link.size), ids, size, line, bdp, receiver, max_window, size.copy(), zeros,
+        zeros.copy(), np.full(ids.size, np.nan), bdp.copy(), window, line.copy(), line.copy(),
+        np.ones(ids.size), np.zeros((run.ack_steps, ids.size)), np.zeros((run.delay_steps, ids.size)),
+        np.tile(line, (run.delay_steps, 1)),
+    )  # fmt: skip
+
+
+def _start_due(run: _Run, fl: _Flows) -> _Flows:
+    """The stepped flows with every flow whose start has come added (finished ones dropped).
+
+    Each new flow's FIFO sojourn is noted: the queue ahead of its first byte at each switch egress of its
+    path over that link's rate, ``sum_l q_l / C_l``.
+    """
+    due = np.flatnonzero(run.waiting & (run.start <= run.step * run.dt))
+    run.waiting[due] = False
+    new = _new_flows(run, due)
+    wait = (run.links.backlog / run.cap)[new.ent.inner_link]
+    run.sojourn[due] = np.bincount(new.ent.inner_flow, weights=wait, minlength=due.size)
+    later = run.start[run.waiting]
+    run.next_start = float(later.min()) if later.size else math.inf
+    if _COMPACT_SHARE <= 1.0:
+        fl = fl.subset(np.isnan(fl.end))
+    return fl.joined(new)
+
+
+def _fine_step(run: _Run, fl: _Flows) -> None:
+    """One step of ``dt`` (module docstring, 1-6), then the flows it finished."""
+    offer = _offers(run, fl)
+    served, sendable, arrived = _serve(run, fl, offer)
+    egress, backlog, nacked = _trim(run, fl, arrived)
+    egress = _link_state(run, fl, egress, backlog, sendable)
+    if run.trace is not None:
+        _sample(run, fl, served, 1)
+    _control(run, fl, egress, nacked)
+    fl.acked_hist[run.step % run.ack_steps] = fl.delivered  # acknowledged one base RTT later
+    run.step += 1
+    _finish(run, fl)
+
+
+def _offers(run: _Run, fl: _Flows) -> np.ndarray:
+    """1. What each entry offers its link this step: the sender's ``min(left, rate dt, room)`` at hop 0,
+    the queue at later hops."""
+    tr, dt, n_links = run.tr, run.dt, run.cap.size
+    active = np.isnan(fl.end)
+    in_flight = fl.sent - fl.acked_hist[run.step % run.ack_steps]
+    if tr.congestion_control == "window":  # the receiver splits its grant among its active senders
+        grant = run.cfg.window_bytes or run.cap[fl.receiver] * run.cfg.base_rtt_s
+        senders = np.bincount(fl.receiver, weights=active.astype(float), minlength=n_links)
+        fl.window = grant / np.maximum(senders[fl.receiver], 1.0)
+    room = np.maximum(fl.window - in_flight, 0.0)
+    if tr.congestion_control == "rccc":  # the receiver paces credit at its link's rate
+        senders = np.bincount(fl.receiver, weights=active.astype(float), minlength=n_links)
+        grant_now = run.cap[fl.receiver] * dt / np.maximum(senders[fl.receiver], 1.0)
+        fl.credit = np.minimum(fl.credit + np.where(active, grant_now, 0.0), fl.max_window)
+        room = fl.credit
+    offer0 = np.where(active, np.minimum(np.minimum(fl.left, fl.rate * dt), room), 0.0)
+    offer = fl.queue.copy()
+    offer[fl.ent.first] = offer0
+    return offer
+
+
+def _serve(run: _Run, fl: _Flows, offer: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """2-3. Each link serves its offers in proportion (up to ``cap dt`` and its allowance) and what it sent
+    moves one hop on (the next entry of the flow: paths are contiguous) or is delivered.
+
+    Returns the bytes each entry sent, each link's total and each entry's arrivals.
+    """
+    ln, cap_dt, ent, n_links = run.links, run.cap * run.dt, fl.ent, run.cap.size
+    allowance = np.full(n_links, np.inf)
+    if run.tr.flow_control == "pfc":
+        allowance[ln.paused] = 0.0
+    elif run.tr.flow_control == "credit":  # the free credit after the previous step's ingress
+        allowance = np.maximum(run.cfg.credit_buffer_bytes - ln.ingress, 0.0)
+    total = np.bincount(ent.link, weights=offer, minlength=n_links)
+    wanted = np.minimum(total, cap_dt)
+    sendable = np.minimum(wanted, allowance)
+    if run.tr.flow_control == "credit":  # out of credit for the fraction of the step it could not send
+        blocked = np.divide(wanted - sendable, wanted, out=np.zeros(n_links), where=wanted > 0)
+        ln.pause_s += blocked * run.dt
+        ln.paused = blocked > 0.5
+    share = np.divide(sendable, total, out=np.zeros(n_links), where=total > 0)
+    served = offer * share[ent.link]
+    fl.queue -= served * ent.is_inner
+    fl.left -= served[ent.first]
+    fl.sent += served[ent.first]
+    fl.credit -= served[ent.first]
+    arrived = np.zeros(ent.link.size)
+    arrived[1:] = served[:-1]
+    arrived *= ent.is_inner
+    fl.queue += arrived
+    fl.delivered += served[ent.last]
+    return served, sendable, arrived
+
+
+def _trim(run: _Run, fl: _Flows, arrived: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """4. Lossy fabrics trim what a queue cannot hold. A link's queue counts what it cannot send in the
+    next step (bytes that arrived this step and leave in the next one are in transit, not queued).
+
+    Returns each link's egress queue, each entry's backlog (:func:`_backlog`) and the bytes NACKed per flow.
+    """
+    cfg, cap, dt, ent, n_links = run.cfg, run.cap, run.dt, fl.ent, run.cap.size
+    egress, backlog = _backlog(fl.queue, ent, cap, dt, n_links)
+    nacked = np.zeros(fl.ids.size)
+    if run.tr.trimming:
+        over = np.maximum(egress - cap * dt - cfg.lossy_buffer_bytes, 0.0)
+        if over.any():
+            arrivals = np.bincount(ent.link, weights=arrived, minlength=n_links)
+            ratio = np.divide(np.minimum(over, arrivals), arrivals, out=np.zeros(n_links), where=arrivals > 0)
+            cut = arrived * ratio[ent.link]
+            run.links.trimmed += np.minimum(over, arrivals)
+            fl.queue -= cut
+            nacked = np.bincount(ent.flow, weights=cut, minlength=fl.ids.size).astype(np.float64)
+            run.trimmed[fl.ids] += nacked
+            fl.left += nacked
+            fl.sent -= nacked
+            egress, backlog = _backlog(fl.queue, ent, cap, dt, n_links)
+    return egress, backlog, nacked
+
+
+def _link_state(
+    run: _Run, fl: _Flows, egress: np.ndarray, backlog: np.ndarray, sendable: np.ndarray
+) -> np.ndarray:
+    """5. PFC state for the next step and the links' statistics; returns each link's queue after service.
+
+    The ingress counter of a link is the backlog it brought in (hop-0 entries hold no queue, so
+    whole-array bincounts equal the inner ones).
+    """
+    ln, cfg, cap_dt, n_links = run.links, run.cfg, run.cap * run.dt, run.cap.size
+    ln.ingress = np.bincount(fl.ent.prev_bin, weights=backlog, minlength=n_links + 1)[:n_links].astype(float)
+    if run.tr.flow_control == "pfc":
+        ln.paused = np.where(ln.paused, ln.ingress > cfg.pfc_xon_bytes, ln.ingress > cfg.pfc_xoff_bytes)
+        ln.pause_s[ln.paused] += run.dt
+    egress = np.maximum(egress - cap_dt, 0.0)
+    np.maximum(ln.peak_q, egress, out=ln.peak_q)
+    np.maximum(ln.peak_in, ln.ingress, out=ln.peak_in)
+    ln.sum_q += egress
+    ln.busy_steps += sendable >= 0.999 * cap_dt
+    ln.backlog = egress
+    return egress
+
+
+def _sample(run: _Run, fl: _Flows, served: np.ndarray, n: int) -> None:
+    """The traced link's row for this step (``n`` equal rows: a jump)."""
+    tr, ln = run.trace, run.links
+    assert tr is not None
+    link, t0 = tr.link, run.step * run.dt
+    throughput = float(served[fl.ent.link == link].sum()) / run.dt
+    tr.rows.extend(
+        (t0 + (k + 1) * run.dt, float(ln.backlog[link]), throughput, bool(ln.paused[link])) for k in range(n)
     )
-    traced_col = np.full(n_flows, -1)
-    traced_col[traced] = np.arange(traced.size)
-    max_steps = int(math.ceil(cfg.max_time_s / dt))
-    step = 0
-    while step < max_steps and np.isnan(end).any():
-        if step % _COMPACT_EVERY == 0:
-            done_flows = ~np.isnan(end)
-            if np.count_nonzero(done_flows) > _COMPACT_SHARE * end.size:
-                # optimisation: drop the finished flows from every per-flow and per-entry array
-                end_all[ids[done_flows]] = end[done_flows]
-                trimmed_all[ids[done_flows]] += trimmed[done_flows]
-                keep = ~done_flows
-                queue = queue[keep[ent.flow]]
-                ent = ent.subset(keep)
-                ids, flow_size, flow_start, left, delivered, sent, trimmed, end = (
-                    x[keep] for x in (ids, flow_size, flow_start, left, delivered, sent, trimmed, end)
-                )
-                own_start, pred, credit, qa_until, speculating = (
-                    x[keep] for x in (own_start, pred, credit, qa_until, speculating)
-                )
-                line, bdp, window, receiver, max_window, rate, rt, alpha = (
-                    x[keep] for x in (line, bdp, window, receiver, max_window, rate, rt, alpha)
-                )
-                deliv_hist, nack_hist, p_hist, rc_hist = (
-                    h[:, keep] for h in (deliv_hist, nack_hist, p_hist, rc_hist)
-                )
-        n_live = end.size
-        now = step * dt
-        active = (flow_start <= now) & np.isnan(end)
-        # 0. NACKs back (one base RTT after the trim): the bytes leave the flight and are sent again
-        nacked = nack_hist[step % ack_steps].copy()
-        nack_hist[step % ack_steps] = 0.0
-        left += nacked
-        sent -= nacked
-        # 1. offers
-        acked = deliv_hist[(step + ack_steps) % (2 * ack_steps)]  # delivered one base RTT ago
-        in_flight = sent - acked
-        if tr.congestion_control == "window":  # the receiver splits its grant among its active senders
-            senders = np.bincount(receiver, weights=active.astype(float), minlength=n_links)
-            window = grant[receiver] / np.maximum(senders[receiver], 1.0)
-        room = np.maximum(window - in_flight, 0.0)
-        if tr.congestion_control == "rccc":  # the receiver paces credit at its link's rate
-            # the first NACK ends speculation: the speculative credit left is dropped (htsim uec.cpp
-            # processNack -> stopSpeculating)
-            stop = speculating & (nacked > 0)
-            credit[stop] = np.minimum(credit[stop], 0.0)
-            speculating &= ~stop
-            senders = np.bincount(receiver, weights=active.astype(float), minlength=n_links)
-            grant_now = cap[receiver] * dt / np.maximum(senders[receiver], 1.0)
-            credit = np.minimum(credit + np.where(active, grant_now, 0.0), max_window)
-            room = credit
-        offer0 = np.where(active, np.minimum(np.minimum(left, rate * dt), room), 0.0)
-        offer = queue.copy()
-        offer[ent.first] = offer0
-        # 2. allowance and service
-        allowance = np.full(n_links, np.inf)
-        if tr.flow_control == "pfc":
-            allowance[paused] = 0.0
-        elif tr.flow_control == "credit":
-            allowance = np.maximum(cfg.credit_buffer_bytes - ingress, 0.0)  # ingress of the previous step
-        total = np.bincount(ent.link, weights=offer, minlength=n_links)
-        wanted = np.minimum(total, np.maximum(cap * dt - headers, 0.0))
-        sendable = np.minimum(wanted, allowance)
-        if tr.flow_control == "credit":  # out of credit for the fraction of the step it could not send
-            blocked = np.divide(wanted - sendable, wanted, out=np.zeros(n_links), where=wanted > 0)
-            pause_s += blocked * dt
-            paused = blocked > 0.5
-        share = np.divide(sendable, total, out=np.zeros(n_links), where=total > 0)
-        served = offer * share[ent.link]
-        # 3. move: what an entry sent joins the queue of the next entry of its flow (the next one in the
-        # array: paths are contiguous), or is delivered at the last hop
-        queue -= served * ent.is_inner
-        left -= served[ent.first]
-        sent += served[ent.first]
-        credit -= served[ent.first]
-        arrived = np.zeros(ent.link.size)
-        arrived[1:] = served[:-1]
-        arrived *= ent.is_inner
-        queue += arrived
-        delivered += served[ent.last]
-        # 4. trimming on lossy fabrics. A link's queue counts what it cannot send in the next step (the bytes
-        # that arrived this step and leave in the next one are in transit, not queued).
-        egress, backlog = _backlog(queue, ent, cap, dt, n_links)
-        if tr.trimming:
-            over = np.maximum(egress - cap * dt - lossy_buffer, 0.0)
-            headers = np.zeros(n_links)
-            if over.any():
-                arrivals = np.bincount(ent.link, weights=arrived, minlength=n_links)
-                ratio = np.divide(
-                    np.minimum(over, arrivals), arrivals, out=np.zeros(n_links), where=arrivals > 0
-                )
-                cut = arrived * ratio[ent.link]
-                link_trimmed += np.minimum(over, arrivals)
-                headers = np.minimum(over, arrivals) * (cfg.header_bytes / cfg.mss_bytes)
-                queue -= cut
-                cut_flow = np.bincount(ent.flow, weights=cut, minlength=n_live).astype(np.float64)
-                trimmed += cut_flow
-                nack_hist[step % ack_steps] += cut_flow  # in flight until its NACK is back
-                egress, backlog = _backlog(queue, ent, cap, dt, n_links)
-        # 5. PFC state for the next step: the ingress counter of a link is the backlog it brought in
-        # (hop-0 entries hold no queue, so whole-array bincounts equal the inner ones)
-        ingress = np.bincount(ent.prev_bin, weights=backlog, minlength=n_links + 1)[:n_links].astype(float)
-        if tr.flow_control == "pfc":
-            paused = np.where(paused, ingress > cfg.pfc_xon_bytes, ingress > cfg.pfc_xoff_bytes)
-            pause_s[paused] += dt
-        egress = np.maximum(egress - cap * dt, 0.0)
-        np.maximum(peak_q, egress, out=peak_q)
-        np.maximum(peak_in, ingress, out=peak_in)
-        sum_q += egress
-        busy_steps += sendable >= 0.999 * cap * dt
-        if cfg.trace_link is not None:
-            link = cfg.trace_link
-            trace_rows.append((now + dt, float(egress[link]), float(sendable[link] / dt), bool(paused[link])))
-            on_link = np.flatnonzero(ent.link == link)
-            row = np.zeros(traced.size)
-            row[traced_col[ids[ent.flow[on_link]]]] = served[on_link] / dt
-            trace_rates.append(row)
-        # 6. congestion control
-        if tr.congestion_control == "dcqcn":
-            p_link = red_probability(egress, dcq.kmin_bytes, dcq.kmax_bytes, dcq.pmax)
-            log_pass = np.bincount(
-                ent.inner_flow,
-                weights=np.log1p(-np.minimum(p_link[ent.inner_link], 1 - 1e-12)),
-                minlength=n_live,
-            )
-            slot = step % delay_steps
-            p_old, rc_old = p_hist[slot].copy(), rc_hist[slot].copy()
-            p_hist[slot], rc_hist[slot] = -np.expm1(log_pass), rate
-            d_rt, d_rc, d_alpha = dcqcn_derivatives(p_old, rc_old, rt, rate, alpha, dcq)
-            floor = dcq.packet_bytes / dcq.cnp_interval_s
-            rt = np.clip(rt + d_rt * dt, floor, line)
-            rate = np.clip(rate + d_rc * dt, floor, line)
-            alpha = np.clip(alpha + d_alpha * dt, 0.0, 1.0)
-        elif tr.congestion_control == "nscc":
-            acked_last = acked - deliv_hist[step % (2 * ack_steps)]  # acknowledged over the last RTT
-            delay = np.bincount(ent.inner_flow, weights=(egress / cap)[ent.inner_link], minlength=n_live)
-            window, qa_until = _nscc_update(
-                window, _NsccSignals(nacked, acked_last, delay, now), qa_until, cfg, bdp, max_window
-            )
-        # acknowledgements come back one base RTT after delivery
-        deliv_hist[step % (2 * ack_steps)] = delivered
-        step += 1
-        if progress is not None and step % 1000 == 0:
-            progress(float((size.sum() - flow_size.sum() + delivered.sum()) / size.sum()))
-        done = np.isnan(end) & (delivered >= flow_size * (1 - 1e-9))
-        end[done] = step * dt
-        if done.any():
-            end_by_id[ids[done]] = step * dt
-            # a finished flow's residue (at most 1e-9 of its size) leaves the network now, as compaction
-            # would drop it: a window law near its threshold must not see it
-            queue[done[ent.flow]] = 0.0
-            nack_hist[:, done] = 0.0
-            waiting = (pred >= 0) & np.isinf(flow_start)
-            ready = waiting & np.isfinite(end_by_id[np.maximum(pred, 0)])
-            if ready.any():
-                flow_start[ready] = np.maximum(own_start[ready], end_by_id[pred[ready]] + cfg.base_rtt_s)
-                start_by_id[ids[ready]] = flow_start[ready]
-    end_all[ids] = end
-    trimmed_all[ids] += trimmed
-    return _result(
-        tr,
-        cfg,
-        ent_all,
-        size,
-        ideal,
-        start_by_id,
-        end_all,
-        trimmed_all,
-        link_trimmed,
-        busy_steps,
-        pause_s,
-        peak_q,
-        sum_q,
-        peak_in,
-        step,
-        trace_rows,
-        trace_rates,
-        traced,
-    )
+    on_link = np.flatnonzero(fl.ent.link == link)
+    row = np.zeros(tr.traced.size)
+    row[tr.column[fl.ids[fl.ent.flow[on_link]]]] = served[on_link] / run.dt
+    tr.rates.extend([row] * n)
+
+
+def _control(run: _Run, fl: _Flows, egress: np.ndarray, nacked: np.ndarray) -> None:
+    """6. Congestion control: DCQCN's fluid equations with the marking ``1 - prod(1 - p_l)`` over the path
+    (seen one feedback delay later), or NSCC's window law."""
+    cc, dcq, dt, ent = run.tr.congestion_control, run.dcq, run.dt, fl.ent
+    if cc == "dcqcn":
+        p_link = red_probability(egress, dcq.kmin_bytes, dcq.kmax_bytes, dcq.pmax)
+        log_pass = np.bincount(
+            ent.inner_flow,
+            weights=np.log1p(-np.minimum(p_link[ent.inner_link], 1 - 1e-12)),
+            minlength=fl.ids.size,
+        )
+        slot = run.step % run.delay_steps
+        p_old, rc_old = fl.p_hist[slot].copy(), fl.rc_hist[slot].copy()
+        fl.p_hist[slot], fl.rc_hist[slot] = -np.expm1(log_pass), fl.rate
+        d_rt, d_rc, d_alpha = dcqcn_derivatives(p_old, rc_old, fl.rt, fl.rate, fl.alpha, dcq)
+        floor = dcq.packet_bytes / dcq.cnp_interval_s
+        fl.rt = np.clip(fl.rt + d_rt * dt, floor, fl.line)
+        fl.rate = np.clip(fl.rate + d_rc * dt, floor, fl.line)
+        fl.alpha = np.clip(fl.alpha + d_alpha * dt, 0.0, 1.0)
+    elif cc == "nscc":
+        fl.window = _nscc_update(
+            fl.window, nacked, egress, run.cap, ent, fl.ids.size, run.cfg, fl.bdp, fl.max_window
+        )
+
+
+def _finish(run: _Run, fl: _Flows) -> None:
+    """Flows that delivered their bytes end now; their successors' starts become known (in one batch)."""
+    done = np.isnan(fl.end) & (fl.delivered >= fl.size * (1 - 1e-9))
+    if not done.any():
+        return
+    now = run.step * run.dt
+    fl.end[done] = now
+    ids = fl.ids[done]
+    run.end[ids] = now
+    run.open_flows -= ids.size
+    run.done_bytes += float(fl.size[done].sum())
+    kids = run.succ[_ranges(run.succ_ptr[ids], run.succ_ptr[ids + 1] - run.succ_ptr[ids])]
+    if kids.size:
+        run.start[kids] = np.maximum(run.own_start[kids], run.end[run.pred[kids]] + run.cfg.base_rtt_s)
+        run.next_start = min(run.next_start, float(run.start[kids].min()))
+
+
+def _next_start_step(run: _Run) -> int:
+    """The first step at which a waiting flow starts (``start <= step dt``), or ``max_steps``."""
+    if not math.isfinite(run.next_start):
+        return run.max_steps
+    s = math.ceil(run.next_start / run.dt)
+    while s > 0 and run.next_start <= (s - 1) * run.dt:
+        s -= 1
+    while run.next_start > s * run.dt:
+        s += 1
+    return min(s, run.max_steps)
+
+
+def _quiet_steps(run: _Run, fl: _Flows) -> int:
+    """How many steps from now can be taken at once, exactly as single steps would take them (0 or 1: none).
+
+    Idle (no flow stepped, no pause, no ingress): until the next start. Steady (congestion control none or
+    DCQCN with no mark pending and every rate settled; every link below its rate and allowance, no queue
+    beyond one step, no pause; every flow's pipeline full, so each hop holds and passes on exactly its
+    sender's ``rate dt`` per step): until the next start, or until a sender is one full step from its last
+    bytes (its last steps and the drain are single steps). Finished flows (residues) do not count.
+    """
+    ln = run.links
+    if ln.paused.any() or ln.ingress.any():
+        return 0
+    horizon = _next_start_step(run) - run.step
+    live = np.isnan(fl.end)
+    if fl.ids.size > live.sum() and _COMPACT_SHARE > 1.0:
+        return 0  # finished flows stay stepped (no compaction): their residues move step by step
+    if not live.any():
+        return horizon
+    if run.tr.congestion_control not in ("none", "dcqcn"):
+        return 0
+    o = fl.rate * run.dt
+    inner = fl.ent.inner
+    on_live = live[fl.ent.inner_flow]
+    full = np.abs(fl.queue[inner] - o[fl.ent.inner_flow])[on_live] <= 1e-9 * o[fl.ent.inner_flow][on_live]
+    if not full.all() or (fl.left[live] < 2 * o[live]).any():
+        return 0
+    offer = fl.queue.copy()
+    offer[fl.ent.first] = np.where(live, o, 0.0)
+    total = np.bincount(fl.ent.link, weights=offer, minlength=run.cap.size)
+    limit = run.cap * run.dt
+    if run.tr.flow_control == "credit":
+        limit = np.minimum(limit, run.cfg.credit_buffer_bytes)
+    if (total > limit).any():
+        return 0
+    n = min(horizon, int(np.floor(fl.left[live] / o[live]).min()) - 1)
+    if run.tr.congestion_control == "dcqcn":
+        n = min(n, _settled_steps(run, fl, live))
+    return n
+
+
+def _settled_steps(run: _Run, fl: _Flows, live: np.ndarray) -> int:
+    """Steps DCQCN's senders hold their rates within ``_SETTLED`` (0: a mark pending or a rate recovering)."""
+    tol = _SETTLED * fl.line[live]
+    if fl.p_hist[:, live].any() or (fl.line[live] - fl.rate[live] > tol).any():
+        return 0
+    if (fl.line[live] - fl.rt[live] > tol).any():
+        return 0
+    zeros = np.zeros(int(live.sum()))
+    _, d_rc, _ = dcqcn_derivatives(zeros, fl.rate[live], fl.rt[live], fl.rate[live], fl.alpha[live], run.dcq)
+    drift = float(np.abs(d_rc).max()) * run.dt
+    return run.max_steps if drift == 0 else int(min(tol.min() / drift, run.max_steps))
+
+
+def _jump(run: _Run, fl: _Flows, n: int) -> None:
+    """``n`` quiet steps at once (:func:`_quiet_steps`): every sender sends ``rate dt`` per step, every hop
+    passes it on, the last delivers it; queues, pauses and marks stay at zero.
+
+    DCQCN's alpha decays as ``n`` steps of its law would (with no mark: ``alpha -> a + (alpha - a)
+    (1 - g dt / tau_alpha)^n``, ``a`` its no-mark limit); rates are held (settled). The acknowledgement
+    history is read only by window transports, which never jump while flows are stepped.
+    """
+    dt, ln = run.dt, run.links
+    o = fl.rate * dt
+    offer = fl.queue.copy()
+    offer[fl.ent.first] = o
+    total = np.bincount(fl.ent.link, weights=offer, minlength=run.cap.size)
+    ln.busy_steps += n * (total >= 0.999 * run.cap * dt)
+    fl.left -= n * o
+    fl.sent += n * o
+    fl.delivered += n * o
+    if run.tr.congestion_control == "dcqcn" and fl.ids.size:
+        dcq = run.dcq
+        _, _, d_alpha = dcqcn_derivatives(np.zeros(fl.ids.size), fl.rate, fl.rt, fl.rate, fl.alpha, dcq)
+        limit = fl.alpha + d_alpha * dcq.alpha_interval_s / dcq.g
+        fl.alpha = np.clip(limit + (fl.alpha - limit) * (1 - dcq.g * dt / dcq.alpha_interval_s) ** n, 0, 1)
+        fl.rc_hist[:] = fl.rate
+    if run.trace is not None:
+        _sample(run, fl, offer, n)
+    run.step += n
 
 
 #: Float64 arrays the step keeps or makes per (flow, hop) entry (the entry tables, queue, offer, served,
@@ -763,53 +1061,41 @@ def _nscc_update(
     return np.clip(window, cfg.mss_bytes, max_window), qa_until
 
 
-def _result(
-    tr: Transport,
-    cfg: FluidConfig,
-    ent: _Entries,
-    size: np.ndarray,
-    ideal: np.ndarray,
-    start: np.ndarray,
-    end: np.ndarray,
-    trimmed: np.ndarray,
-    link_trimmed: np.ndarray,
-    busy_steps: np.ndarray,
-    pause_s: np.ndarray,
-    peak_q: np.ndarray,
-    sum_q: np.ndarray,
-    peak_in: np.ndarray,
-    steps: int,
-    trace_rows: list[tuple[float, float, float, bool]],
-    trace_rates: list[np.ndarray],
-    traced: np.ndarray,
-) -> FluidResult:
-    n_flows = size.size
-    switch_egress = np.bincount(ent.inner_link, minlength=busy_steps.size) > 0
-    congested = (switch_egress & (busy_steps > 0.25 * max(steps, 1))) | (link_trimmed > 0)
-    on_paused = np.bincount(ent.flow, weights=(pause_s > 0)[ent.link].astype(float), minlength=n_flows) > 0
+def _result(run: _Run) -> FluidResult:
+    """The outcome (:class:`FluidResult`): victims and roots from the links' statistics, the trace."""
+    ent, ln, steps, end, start = run.ent_all, run.links, run.step, run.end, run.start
+    n_flows = run.size.size
+    path_cap = np.full(n_flows, np.inf)
+    np.minimum.at(path_cap, ent.flow, run.cap[ent.link])
+    ideal = run.size / path_cap
+    switch_egress = np.bincount(ent.inner_link, minlength=run.cap.size) > 0
+    congested = (switch_egress & (ln.busy_steps > 0.25 * max(steps, 1))) | (ln.trimmed > 0)
+    on_paused = np.bincount(ent.flow, weights=(ln.pause_s > 0)[ent.link].astype(float), minlength=n_flows) > 0
     on_congested = (
         np.bincount(ent.inner_flow, weights=congested[ent.inner_link].astype(float), minlength=n_flows) > 0
     )
     slowed = (end - start) > 1.1 * ideal
     victims = np.flatnonzero(on_paused & ~on_congested & slowed)
     trace = None
-    if cfg.trace_link is not None and trace_rows:
-        t, q, r, p = (np.array(col) for col in zip(*trace_rows, strict=True))
-        trace = LinkTrace(cfg.trace_link, t, q, r, p.astype(bool), traced, np.array(trace_rates))
+    if run.trace is not None and run.trace.rows:
+        tr = run.trace
+        t, q, r, p = (np.array(col) for col in zip(*tr.rows, strict=True))
+        trace = LinkTrace(tr.link, t, q, r, p.astype(bool), tr.traced, np.array(tr.rates))
     return FluidResult(
-        transport=tr.name,
+        transport=run.tr.name,
         flow_end_s=end,
         flow_ideal_s=ideal,
-        trimmed_bytes=trimmed,
-        link_pause_s=pause_s,
-        link_peak_queue_bytes=peak_q,
-        link_mean_queue_bytes=sum_q / max(steps, 1),
-        link_peak_ingress_bytes=peak_in,
+        trimmed_bytes=run.trimmed,
+        link_pause_s=ln.pause_s,
+        link_peak_queue_bytes=ln.peak_q,
+        link_mean_queue_bytes=ln.sum_q / max(steps, 1),
+        link_peak_ingress_bytes=ln.peak_in,
         victims=victims,
         congested_links=np.flatnonzero(congested),
         makespan_s=float(np.nanmax(end)) if np.isfinite(end).any() else math.nan,
         trace=trace,
         steps=steps,
-        flow_bytes=size,
+        flow_bytes=run.size,
         flow_start_s=start,
+        flow_sojourn_s=run.sojourn,
     )
