@@ -339,7 +339,7 @@ class _Entries:
         self.first = (np.cumsum(lengths) - lengths).astype(np.int64)
         self.last = self.first + lengths - 1
         self.hop = np.arange(self.link.size) - self.first[self.flow]
-        self.prev_link = np.where(self.hop > 0, np.roll(self.link, 1), -1)
+        self.prev_link = np.where(self.hop > 0, np.concatenate([[-1], self.link[:-1]]), -1)
         self.inner = np.flatnonzero(self.hop > 0)
         # optimisation: the gathers the step repeats, done once
         self.inner_link = self.link[self.inner]
@@ -576,7 +576,7 @@ def simulate_fluid(
                 fl = fl.subset(np.isnan(fl.end))
         n = _quiet_steps(run, fl) if _JUMPS else 0
         if n > 1:
-            if _COMPACT_SHARE <= 1.0:
+            if _COMPACT_SHARE <= 1.0 and not np.isnan(fl.end).all():
                 fl = fl.subset(np.isnan(fl.end))
             _jump(run, fl, n)
         else:
@@ -884,11 +884,10 @@ def _next_start_step(run: _Run) -> int:
 def _quiet_steps(run: _Run, fl: _Flows) -> int:
     """How many steps from now can be taken at once, exactly as single steps would take them (0 or 1: none).
 
-    Idle (no flow stepped, no pause, no ingress): until the next start. Steady (congestion control none or
-    DCQCN with no mark pending and every rate settled; every link below its rate and allowance, no queue
-    beyond one step, no pause; every flow's pipeline full, so each hop holds and passes on exactly its
-    sender's ``rate dt`` per step): until the next start, or until a sender is one full step from its last
-    bytes (its last steps and the drain are single steps). Finished flows (residues) do not count.
+    Idle (no flow stepped, no pause, no ingress): until the next start. Steady (:func:`_steady_service`;
+    congestion control none, or DCQCN with no mark pending and every rate settled): until the next start,
+    or until a sender is one step of its rate from its last bytes (its last steps and the drain are single
+    steps).
     """
     ln = run.links
     if ln.paused.any() or ln.ingress.any():
@@ -901,24 +900,50 @@ def _quiet_steps(run: _Run, fl: _Flows) -> int:
         return horizon
     if run.tr.congestion_control not in ("none", "dcqcn"):
         return 0
-    o = fl.rate * run.dt
-    inner = fl.ent.inner
-    on_live = live[fl.ent.inner_flow]
-    full = np.abs(fl.queue[inner] - o[fl.ent.inner_flow])[on_live] <= 1e-9 * o[fl.ent.inner_flow][on_live]
-    if not full.all() or (fl.left[live] < 2 * o[live]).any():
+    steady = _steady_service(run, fl, live)
+    if steady is None:
         return 0
-    offer = fl.queue.copy()
-    offer[fl.ent.first] = np.where(live, o, 0.0)
-    total = np.bincount(fl.ent.link, weights=offer, minlength=run.cap.size)
-    limit = run.cap * run.dt
-    if run.tr.flow_control == "credit":
-        limit = np.minimum(limit, run.cfg.credit_buffer_bytes)
-    if (total > limit).any():
-        return 0
-    n = min(horizon, int(np.floor(fl.left[live] / o[live]).min()) - 1)
+    o, sent = fl.rate[live] * run.dt, steady[1][fl.ent.first][live]
+    n = min(horizon, int(np.floor((fl.left[live] - o) / sent).min()))
     if run.tr.congestion_control == "dcqcn":
         n = min(n, _settled_steps(run, fl, live))
     return n
+
+
+def _steady_service(run: _Run, fl: _Flows, live: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The sendable bytes per link and sent bytes per entry of a steady step, the same in every step until
+    a flow starts or a sender runs short; None if the stepped flows are not steady.
+
+    Steady: every sender (``live``; finished flows' residues do not count) has at least two steps of its
+    rate left and offers ``rate dt``; every link that carries a hop beyond the first serves all it is
+    offered (within its rate and allowance); a link that carries only first hops may serve a share (the
+    senders keep the rest: no queue); every flow's pipeline is full, each hop holding what its sender
+    sends per step, so it passes on exactly that. Then no queue builds beyond one step, no link pauses
+    and nothing is marked.
+    """
+    ent, dt = fl.ent, run.dt
+    o = fl.rate * dt
+    if (fl.left[live] < 2 * o[live]).any():
+        return None
+    offer = fl.queue.copy()
+    offer[ent.first] = np.where(live, o, 0.0)
+    total = np.bincount(ent.link, weights=offer, minlength=run.cap.size)
+    limit = run.cap * dt
+    if run.tr.flow_control == "credit":
+        limit = np.minimum(limit, run.cfg.credit_buffer_bytes)
+    sendable = np.minimum(total, limit)
+    inner_total = np.bincount(ent.inner_link, weights=offer[ent.inner], minlength=run.cap.size)
+    if (inner_total > 0).any() and (total[inner_total > 0] > limit[inner_total > 0]).any():
+        return None
+    share = np.divide(sendable, total, out=np.ones(run.cap.size), where=total > 0)
+    sent = offer * share[ent.link]
+    per_step = sent[ent.first][ent.inner_flow]
+    on_live = live[ent.inner_flow]
+    if not (np.abs(fl.queue[ent.inner] - per_step)[on_live] <= 1e-9 * per_step[on_live]).all():
+        return None
+    if run.tr.flow_control == "credit" and (np.minimum(total, run.cap * dt) > sendable).any():
+        return None  # out of credit: counted as pause time step by step
+    return sendable, sent
 
 
 def _settled_steps(run: _Run, fl: _Flows, live: np.ndarray) -> int:
@@ -935,22 +960,21 @@ def _settled_steps(run: _Run, fl: _Flows, live: np.ndarray) -> int:
 
 
 def _jump(run: _Run, fl: _Flows, n: int) -> None:
-    """``n`` quiet steps at once (:func:`_quiet_steps`): every sender sends ``rate dt`` per step, every hop
-    passes it on, the last delivers it; queues, pauses and marks stay at zero.
+    """``n`` quiet steps at once (:func:`_quiet_steps`): every sender sends its steady share of ``rate dt``
+    per step, every later hop passes it on, the last delivers it; queues, pauses and marks stay at zero.
 
     DCQCN's alpha decays as ``n`` steps of its law would (with no mark: ``alpha -> a + (alpha - a)
     (1 - g dt / tau_alpha)^n``, ``a`` its no-mark limit); rates are held (settled). The acknowledgement
     history is read only by window transports, which never jump while flows are stepped.
     """
     dt, ln = run.dt, run.links
-    o = fl.rate * dt
-    offer = fl.queue.copy()
-    offer[fl.ent.first] = o
-    total = np.bincount(fl.ent.link, weights=offer, minlength=run.cap.size)
-    ln.busy_steps += n * (total >= 0.999 * run.cap * dt)
-    fl.left -= n * o
-    fl.sent += n * o
-    fl.delivered += n * o
+    steady = _steady_service(run, fl, np.isnan(fl.end)) if fl.ids.size else None
+    sendable, sent = steady if steady is not None else (np.zeros(run.cap.size), np.zeros(0))
+    ln.busy_steps += n * (sendable >= 0.999 * run.cap * dt)
+    per_step = sent[fl.ent.first]
+    fl.left -= n * per_step
+    fl.sent += n * per_step
+    fl.delivered += n * per_step
     if run.tr.congestion_control == "dcqcn" and fl.ids.size:
         dcq = run.dcq
         _, _, d_alpha = dcqcn_derivatives(np.zeros(fl.ids.size), fl.rate, fl.rt, fl.rate, fl.alpha, dcq)
@@ -958,7 +982,7 @@ def _jump(run: _Run, fl: _Flows, n: int) -> None:
         fl.alpha = np.clip(limit + (fl.alpha - limit) * (1 - dcq.g * dt / dcq.alpha_interval_s) ** n, 0, 1)
         fl.rc_hist[:] = fl.rate
     if run.trace is not None:
-        _sample(run, fl, offer, n)
+        _sample(run, fl, sent, n)
     run.step += n
 
 
