@@ -339,17 +339,14 @@ class _Entries:
         self.first = (np.cumsum(lengths) - lengths).astype(np.int64)
         self.last = self.first + lengths - 1
         self.hop = np.arange(self.link.size) - self.first[self.flow]
-        self.prev_link = np.where(self.hop > 0, np.concatenate([[-1], self.link[:-1]]), -1)
-        self.inner = np.flatnonzero(self.hop > 0)
+        inner = self.hop > 0
+        prev_link = np.concatenate([[n_links], self.link[:-1]]) if link.size else link
+        self.inner = np.flatnonzero(inner)
         # optimisation: the gathers the step repeats, done once
         self.inner_link = self.link[self.inner]
-        self.inner_prev = self.prev_link[self.inner]
         self.inner_flow = self.flow[self.inner]
-        self.is_inner = (self.hop > 0).astype(np.float64)
-        self.prev_bin = np.where(self.hop > 0, self.prev_link, n_links)  # hop 0 counts in a spare bin
-        self.not_last = np.ones(self.link.size, dtype=bool)
-        self.not_last[self.last] = False
-        self.forward = np.flatnonzero(self.not_last)
+        self.is_inner = inner.astype(np.float64)
+        self.prev_bin = np.where(inner, prev_link, n_links)  # hop 0 counts in a spare bin
 
     @classmethod
     def from_paths(cls, paths: Sequence[Sequence[int]], n_links: int) -> _Entries:
@@ -437,18 +434,20 @@ class _Flows:
             *(getattr(self, h)[:, keep] for h in _HIST_FIELDS),
         )
 
-    def joined(self, other: _Flows) -> _Flows:
-        """These flows followed by ``other``'s."""
+    def joined(self, other: _Flows, keep: np.ndarray | None = None) -> _Flows:
+        """These flows (those where ``keep``, default all) followed by ``other``'s."""
+        keep = np.ones(self.ids.size, dtype=bool) if keep is None else keep
+        on_kept = keep[self.ent.flow]
         ent = _Entries(
-            np.concatenate([self.ent.link, other.ent.link]),
-            np.concatenate([self.ent.lengths, other.ent.lengths]),
+            np.concatenate([self.ent.link[on_kept], other.ent.link]),
+            np.concatenate([self.ent.lengths[keep], other.ent.lengths]),
             self.ent.n_links,
         )
         return _Flows(
             ent,
-            np.concatenate([self.queue, other.queue]),
-            *(np.concatenate([getattr(self, f), getattr(other, f)]) for f in _FLOW_FIELDS),
-            *(np.hstack([getattr(self, h), getattr(other, h)]) for h in _HIST_FIELDS),
+            np.concatenate([self.queue[on_kept], other.queue]),
+            *(np.concatenate([getattr(self, f)[keep], getattr(other, f)]) for f in _FLOW_FIELDS),
+            *(np.hstack([getattr(self, h)[:, keep], getattr(other, h)]) for h in _HIST_FIELDS),
         )
 
 
@@ -574,11 +573,15 @@ def simulate_fluid(
             checked = run.step
             if np.count_nonzero(~np.isnan(fl.end)) > _COMPACT_SHARE * fl.ids.size:
                 fl = fl.subset(np.isnan(fl.end))
-        n = _quiet_steps(run, fl) if _JUMPS else 0
-        if n > 1:
-            if _COMPACT_SHARE <= 1.0 and not np.isnan(fl.end).all():
-                fl = fl.subset(np.isnan(fl.end))
-            _jump(run, fl, n)
+        if _JUMPS and _COMPACT_SHARE <= 1.0 and _may_be_quiet(run, fl):
+            fl = fl.subset(np.isnan(fl.end))  # finished flows would hold an epoch back
+        idle = _idle_steps(run, fl) if _JUMPS else 0
+        epoch = _epoch(run, fl) if _JUMPS and not idle else None
+        if idle > 1:
+            _advance_idle(run, idle)
+        elif epoch is not None:
+            _advance(run, fl, epoch)
+            _finish(run, fl)
         else:
             _fine_step(run, fl)
         if progress is not None and run.step // 1000 > before // 1000:
@@ -691,8 +694,8 @@ def _start_due(run: _Run, fl: _Flows) -> _Flows:
     run.sojourn[due] = np.bincount(new.ent.inner_flow, weights=wait, minlength=due.size)
     later = run.start[run.waiting]
     run.next_start = float(later.min()) if later.size else math.inf
-    if _COMPACT_SHARE <= 1.0:
-        fl = fl.subset(np.isnan(fl.end))
+    if _COMPACT_SHARE <= 1.0 and not np.isnan(fl.end).all():
+        return fl.joined(new, keep=np.isnan(fl.end))
     return fl.joined(new)
 
 
@@ -881,69 +884,209 @@ def _next_start_step(run: _Run) -> int:
     return min(s, run.max_steps)
 
 
-def _quiet_steps(run: _Run, fl: _Flows) -> int:
-    """How many steps from now can be taken at once, exactly as single steps would take them (0 or 1: none).
-
-    Idle (no flow stepped, no pause, no ingress): until the next start. Steady (:func:`_steady_service`;
-    congestion control none, or DCQCN with no mark pending and every rate settled): until the next start,
-    or until a sender is one step of its rate from its last bytes (its last steps and the drain are single
-    steps).
-    """
+def _may_be_quiet(run: _Run, fl: _Flows) -> bool:
+    """Finished flows are stepped while the cheap conditions of an idle gap or an epoch hold."""
     ln = run.links
-    if ln.paused.any() or ln.ingress.any():
-        return 0
-    horizon = _next_start_step(run) - run.step
-    live = np.isnan(fl.end)
-    if fl.ids.size > live.sum() and _COMPACT_SHARE > 1.0:
-        return 0  # finished flows stay stepped (no compaction): their residues move step by step
-    if not live.any():
-        return horizon
-    if run.tr.congestion_control not in ("none", "dcqcn"):
-        return 0
-    steady = _steady_service(run, fl, live)
-    if steady is None:
-        return 0
-    o, sent = fl.rate[live] * run.dt, steady[1][fl.ent.first][live]
-    n = min(horizon, int(np.floor((fl.left[live] - o) / sent).min()))
-    if run.tr.congestion_control == "dcqcn":
-        n = min(n, _settled_steps(run, fl, live))
-    return n
+    if ln.paused.any() or ln.ingress.any() or np.isnan(fl.end).all():
+        return False
+    return run.tr.congestion_control in ("none", "dcqcn") or not np.isnan(fl.end).any()
 
 
-def _steady_service(run: _Run, fl: _Flows, live: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The sendable bytes per link and sent bytes per entry of a steady step, the same in every step until
-    a flow starts or a sender runs short; None if the stepped flows are not steady.
+def _idle_steps(run: _Run, fl: _Flows) -> int:
+    """Steps until the next start when nothing is stepped, no link is paused and no ingress is held (0:
+    not idle)."""
+    ln = run.links
+    if fl.ids.size or ln.paused.any() or ln.ingress.any():
+        return 0
+    return _next_start_step(run) - run.step
 
-    Steady: every sender (``live``; finished flows' residues do not count) has at least two steps of its
-    rate left and offers ``rate dt``; every link that carries a hop beyond the first serves all it is
-    offered (within its rate and allowance); a link that carries only first hops may serve a share (the
-    senders keep the rest: no queue); every flow's pipeline is full, each hop holding what its sender
-    sends per step, so it passes on exactly that. Then no queue builds beyond one step, no link pauses
-    and nothing is marked.
+
+@dataclass(frozen=True)
+class _Epoch:
+    """Quiet steps to take at once (:func:`_epoch`): each sender's sends (``per_step`` for ``full`` steps,
+    then ``rest`` once, then nothing; ``full`` inf: through the epoch), the epoch's length ``n``, and the
+    steps where some link's load changes (``marks``, from 0) with each link's load from there on
+    (``loads``, rows) and each entry's sends (``sends``, rows)."""
+
+    per_step: np.ndarray
+    full: np.ndarray
+    rest: np.ndarray
+    n: int
+    marks: np.ndarray
+    loads: np.ndarray
+    sends: np.ndarray
+
+
+#: Most load changes one epoch tracks (an epoch ends at the next one): bounds an epoch's work.
+_EPOCH_MARKS = 64
+
+
+def _epoch(run: _Run, fl: _Flows) -> _Epoch | None:
+    """The quiet steps ahead, or None (take one fine step).
+
+    Quiet: congestion control none, or DCQCN with no mark pending and every rate settled
+    (:func:`_settled_steps`); no pause, no ingress held, no finished flow stepped; and in every step of the
+    epoch every link that carries a hop beyond the first serves all it is offered (within its rate and
+    allowance), so nothing queues beyond one step, nothing pauses and nothing is marked. A link that carries
+    only first hops may serve a share of its senders' offers (the senders keep the rest). Every hop then
+    passes on what the hop before it sent one step earlier, and a sender sends ``min(left, rate dt)`` per
+    step (its share of it on a shared first hop), so every flow's course is known in closed form
+    (:func:`_sends`). The epoch ends at the next start, at the first end (successors' starts become known),
+    before a shared first hop's offers change, or before a link would be offered more than it serves.
     """
-    ent, dt = fl.ent, run.dt
-    o = fl.rate * dt
-    if (fl.left[live] < 2 * o[live]).any():
+    ln, dt, ent = run.links, run.dt, fl.ent
+    if run.tr.congestion_control not in ("none", "dcqcn") or not fl.ids.size:
         return None
+    if ln.paused.any() or ln.ingress.any() or not np.isnan(fl.end).all():
+        return None
+    o = fl.rate * dt
     offer = fl.queue.copy()
-    offer[ent.first] = np.where(live, o, 0.0)
+    offer[ent.first] = np.minimum(fl.left, o)
     total = np.bincount(ent.link, weights=offer, minlength=run.cap.size)
     limit = run.cap * dt
     if run.tr.flow_control == "credit":
         limit = np.minimum(limit, run.cfg.credit_buffer_bytes)
-    sendable = np.minimum(total, limit)
-    inner_total = np.bincount(ent.inner_link, weights=offer[ent.inner], minlength=run.cap.size)
-    if (inner_total > 0).any() and (total[inner_total > 0] > limit[inner_total > 0]).any():
+    inner = np.bincount(ent.inner_link, minlength=run.cap.size) > 0
+    share = np.divide(limit, total, out=np.ones(run.cap.size), where=total > limit)
+    shared = share < 1
+    if (shared & inner).any() or (shared & (limit < run.cap * dt)).any():
+        return None  # a queue builds, or a credit fabric runs out of credit (pause time, step by step)
+    s = share[ent.link[ent.first]]
+    alone = s == 1
+    if (~alone & (fl.left < o)).any():
+        return None  # a sender at its last bytes on a shared first hop: its offer changes the shares
+    per_step = o * s
+    full = np.where(alone, np.floor(fl.left / o), np.inf)
+    rest = np.where(alone, fl.left - full * o, 0.0)
+    n = _next_start_step(run) - run.step
+    if (~alone).any():
+        n = min(n, int(np.floor((fl.left - o) / per_step)[~alone].min()) + 1)
+    n = min(n, int(_end_steps(fl, per_step, full, rest).min()))
+    if run.tr.congestion_control == "dcqcn":
+        n = min(n, _settled_steps(run, fl, np.ones(fl.ids.size, dtype=bool)))
+    return _epoch_loads(run, fl, per_step, full, rest, n, limit, inner)
+
+
+def _epoch_loads(
+    run: _Run,
+    fl: _Flows,
+    per_step: np.ndarray,
+    full: np.ndarray,
+    rest: np.ndarray,
+    n: int,
+    limit: np.ndarray,
+    inner: np.ndarray,
+) -> _Epoch | None:
+    """The epoch of ``n`` steps cut before its first overload (or its ``_EPOCH_MARKS``-th load change), with
+    its loads; None if fewer than 2 steps remain."""
+    ent = fl.ent
+    if n < 2:
         return None
-    share = np.divide(sendable, total, out=np.ones(run.cap.size), where=total > 0)
-    sent = offer * share[ent.link]
-    per_step = sent[ent.first][ent.inner_flow]
-    on_live = live[ent.inner_flow]
-    if not (np.abs(fl.queue[ent.inner] - per_step)[on_live] <= 1e-9 * per_step[on_live]).all():
+    hops = ent.hop.astype(float)
+    at = np.concatenate([np.arange(int(hops.max()) + 1), hops + full[ent.flow], hops + full[ent.flow] + 1])
+    marks = np.unique(at[np.isfinite(at) & (at < n)]).astype(np.int64)
+    if marks.size > _EPOCH_MARKS:
+        n, marks = int(marks[_EPOCH_MARKS]), marks[:_EPOCH_MARKS]
+    sends = _sends(fl, per_step, full, rest, marks)
+    rows = np.repeat(np.arange(marks.size), ent.link.size) * run.cap.size + np.tile(ent.link, marks.size)
+    loads = np.bincount(rows, weights=sends.ravel(), minlength=marks.size * run.cap.size)
+    loads = loads.reshape(marks.size, run.cap.size)
+    over = np.flatnonzero((loads[:, inner] > limit[inner]).any(axis=1))
+    if over.size:
+        n, marks, loads, sends = int(marks[over[0]]), marks[: over[0]], loads[: over[0]], sends[: over[0]]
+    if n < 2:
         return None
-    if run.tr.flow_control == "credit" and (np.minimum(total, run.cap * dt) > sendable).any():
-        return None  # out of credit: counted as pause time step by step
-    return sendable, sent
+    return _Epoch(per_step, full, rest, n, marks, loads, sends)
+
+
+def _sends(fl: _Flows, per_step: np.ndarray, full: np.ndarray, rest: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """What each entry sends in steps ``t`` (0: now) of an epoch, shape (t.size, n_entries): a hop ``k``
+    sends the queue of hop ``k - t`` while ``t < k`` (what was in the pipeline), then what the sender sent
+    ``k`` steps earlier."""
+    ent = fl.ent
+    t = np.asarray(t, dtype=np.int64)[:, None]
+    pipeline = fl.queue[np.arange(ent.link.size) - np.minimum(t, ent.hop)]
+    sender_step = t - ent.hop
+    f = ent.flow
+    sent = np.where(sender_step < full[f], per_step[f], np.where(sender_step == full[f], rest[f], 0.0))
+    return np.where(sender_step < 0, pipeline, sent)
+
+
+def _sender_total(per_step: np.ndarray, full: np.ndarray, rest: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """Bytes each sender sends in its first ``m`` steps of an epoch."""
+    return np.minimum(m, full) * per_step + np.where(m > full, rest, 0.0)
+
+
+def _end_steps(fl: _Flows, per_step: np.ndarray, full: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """Steps from now until each flow has delivered all but ``1e-9`` of its bytes, its end (inf: not in
+    this epoch). The last hop delivers the pipeline first (the queue of the last hop, then the one before),
+    then the sender's bytes from step ``h - 1`` on."""
+    ent = fl.ent
+    need = fl.size * (1 - 1e-9) - fl.delivered
+    inner_q = np.where(ent.hop > 0, fl.queue, 0.0)
+    behind = np.cumsum(inner_q[::-1])[::-1]  # from each entry to the end of the array
+    tail = np.append(behind, 0.0)[ent.last + 1]
+    from_here = behind - tail[ent.flow]  # the pipeline from this hop to the last
+    depth = ent.lengths - 1
+    steps = np.full(fl.ids.size, np.inf)
+    done_in_pipe = (ent.hop > 0) & (from_here >= need[ent.flow])
+    np.minimum.at(steps, ent.flow[done_in_pipe], (depth[ent.flow] - ent.hop + 1)[done_in_pipe])
+    left = need - from_here[ent.first + np.minimum(depth, 1)] * (depth > 0)
+    m = np.where(left <= full * per_step, np.ceil(left / per_step), full + 1)
+    reach = _sender_total(per_step, full, rest, m) >= left
+    return np.where(np.isfinite(steps), steps, np.where(reach, depth + m, np.inf))
+
+
+def _advance(run: _Run, fl: _Flows, ep: _Epoch) -> None:
+    """Take an epoch's ``n`` steps at once: senders, pipelines and deliveries in closed form, the links'
+    busy steps and the trace per load change; queues, pauses and marks stay at zero.
+
+    DCQCN's alpha decays as ``n`` steps of its law would (no mark: ``alpha -> a + (alpha - a)
+    (1 - g dt / tau_alpha)^n``, ``a`` its no-mark limit); rates are held (settled). The acknowledgement
+    history is read only by window transports, which never take an epoch.
+    """
+    ent, n, dt = fl.ent, ep.n, run.dt
+    last_send = _sends(fl, ep.per_step, ep.full, ep.rest, np.array([n - 1]))[0]
+    delivered = _delivered_by(fl, ep, n)
+    sender = _sender_total(ep.per_step, ep.full, ep.rest, np.full(fl.ids.size, float(n)))
+    fl.queue = np.where(ent.hop > 0, np.concatenate([[0.0], last_send[:-1]]), 0.0)
+    fl.left = fl.left - sender
+    fl.sent = fl.sent + sender
+    fl.delivered = fl.delivered + delivered
+    lengths = np.diff(np.append(ep.marks, n))
+    busy = ep.loads >= 0.999 * run.cap * dt
+    run.links.busy_steps += lengths @ busy
+    if run.tr.congestion_control == "dcqcn":
+        dcq = run.dcq
+        _, _, d_alpha = dcqcn_derivatives(np.zeros(fl.ids.size), fl.rate, fl.rt, fl.rate, fl.alpha, dcq)
+        limit = fl.alpha + d_alpha * dcq.alpha_interval_s / dcq.g
+        fl.alpha = np.clip(limit + (fl.alpha - limit) * (1 - dcq.g * dt / dcq.alpha_interval_s) ** n, 0, 1)
+        fl.rc_hist[:] = fl.rate
+    for length, sends in zip(lengths.tolist(), ep.sends, strict=True):
+        if run.trace is not None:
+            _sample(run, fl, sends, length)
+        run.step += length
+
+
+def _delivered_by(fl: _Flows, ep: _Epoch, n: int) -> np.ndarray:
+    """Bytes each flow's last hop delivers in the epoch's ``n`` steps: the pipeline's last ``min(n, h - 1)``
+    hops' queues, then the sender's first ``n - (h - 1)`` steps."""
+    ent = fl.ent
+    depth = ent.lengths - 1
+    in_reach = (ent.hop > 0) & (ent.hop >= (depth - n + 1)[ent.flow])
+    pipe = np.bincount(ent.flow, weights=np.where(in_reach, fl.queue, 0.0), minlength=fl.ids.size)
+    m = np.maximum(n - depth, 0).astype(float)
+    return pipe + _sender_total(ep.per_step, ep.full, ep.rest, m)
+
+
+def _advance_idle(run: _Run, n: int) -> None:
+    """``n`` steps with nothing stepped."""
+    if run.trace is not None:
+        tr = run.trace
+        t0 = run.step * run.dt
+        tr.rows.extend((t0 + (k + 1) * run.dt, 0.0, 0.0, False) for k in range(n))
+        tr.rates.extend([np.zeros(tr.traced.size)] * n)
+    run.step += n
 
 
 def _settled_steps(run: _Run, fl: _Flows, live: np.ndarray) -> int:
@@ -957,33 +1100,6 @@ def _settled_steps(run: _Run, fl: _Flows, live: np.ndarray) -> int:
     _, d_rc, _ = dcqcn_derivatives(zeros, fl.rate[live], fl.rt[live], fl.rate[live], fl.alpha[live], run.dcq)
     drift = float(np.abs(d_rc).max()) * run.dt
     return run.max_steps if drift == 0 else int(min(tol.min() / drift, run.max_steps))
-
-
-def _jump(run: _Run, fl: _Flows, n: int) -> None:
-    """``n`` quiet steps at once (:func:`_quiet_steps`): every sender sends its steady share of ``rate dt``
-    per step, every later hop passes it on, the last delivers it; queues, pauses and marks stay at zero.
-
-    DCQCN's alpha decays as ``n`` steps of its law would (with no mark: ``alpha -> a + (alpha - a)
-    (1 - g dt / tau_alpha)^n``, ``a`` its no-mark limit); rates are held (settled). The acknowledgement
-    history is read only by window transports, which never jump while flows are stepped.
-    """
-    dt, ln = run.dt, run.links
-    steady = _steady_service(run, fl, np.isnan(fl.end)) if fl.ids.size else None
-    sendable, sent = steady if steady is not None else (np.zeros(run.cap.size), np.zeros(0))
-    ln.busy_steps += n * (sendable >= 0.999 * run.cap * dt)
-    per_step = sent[fl.ent.first]
-    fl.left -= n * per_step
-    fl.sent += n * per_step
-    fl.delivered += n * per_step
-    if run.tr.congestion_control == "dcqcn" and fl.ids.size:
-        dcq = run.dcq
-        _, _, d_alpha = dcqcn_derivatives(np.zeros(fl.ids.size), fl.rate, fl.rt, fl.rate, fl.alpha, dcq)
-        limit = fl.alpha + d_alpha * dcq.alpha_interval_s / dcq.g
-        fl.alpha = np.clip(limit + (fl.alpha - limit) * (1 - dcq.g * dt / dcq.alpha_interval_s) ** n, 0, 1)
-        fl.rc_hist[:] = fl.rate
-    if run.trace is not None:
-        _sample(run, fl, sent, n)
-    run.step += n
 
 
 #: Float64 arrays the step keeps or makes per (flow, hop) entry (the entry tables, queue, offer, served,
