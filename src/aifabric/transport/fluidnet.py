@@ -580,8 +580,8 @@ def simulate_fluid(
         if idle > 1:
             _advance_idle(run, idle)
         elif epoch is not None:
-            _advance(run, fl, epoch)
-            _finish(run, fl)
+            fl = _start_inside(run, *epoch)
+            _advance(run, fl, epoch[1])
         else:
             _fine_step(run, fl)
         if progress is not None and run.step // 1000 > before // 1000:
@@ -679,6 +679,17 @@ def _new_flows(run: _Run, ids: np.ndarray) -> _Flows:
         np.ones(ids.size), np.zeros((run.ack_steps, ids.size)), np.zeros((run.delay_steps, ids.size)),
         np.tile(line, (run.delay_steps, 1)),
     )  # fmt: skip
+
+
+def _start_inside(run: _Run, fl: _Flows, ep: _Epoch) -> _Flows:
+    """``fl`` (an epoch's flows): those that start inside the epoch leave the waiting set (no queue ahead
+    of them: their sojourn is 0)."""
+    new = fl.ids[ep.offset > 0]
+    if new.size:
+        run.waiting[new] = False
+        later = run.start[run.waiting]
+        run.next_start = float(later.min()) if later.size else math.inf
+    return fl
 
 
 def _start_due(run: _Run, fl: _Flows) -> _Flows:
@@ -855,15 +866,17 @@ def _control(run: _Run, fl: _Flows, egress: np.ndarray, nacked: np.ndarray) -> N
         )
 
 
-def _finish(run: _Run, fl: _Flows) -> None:
-    """Flows that delivered their bytes end now; their successors' starts become known (in one batch)."""
-    done = np.isnan(fl.end) & (fl.delivered >= fl.size * (1 - 1e-9))
+def _finish(run: _Run, fl: _Flows, at_step: np.ndarray | None = None) -> None:
+    """Flows that delivered their bytes end (now, or at their ``at_step``, NaN: not ended); their
+    successors' starts become known, in one batch."""
+    if at_step is None:
+        at_step = np.where(np.isnan(fl.end) & (fl.delivered >= fl.size * (1 - 1e-9)), run.step, np.nan)
+    done = ~np.isnan(at_step)
     if not done.any():
         return
-    now = run.step * run.dt
-    fl.end[done] = now
+    fl.end[done] = at_step[done] * run.dt
     ids = fl.ids[done]
-    run.end[ids] = now
+    run.end[ids] = fl.end[done]
     run.open_flows -= ids.size
     run.done_bytes += float(fl.size[done].sum())
     kids = run.succ[_ranges(run.succ_ptr[ids], run.succ_ptr[ids + 1] - run.succ_ptr[ids])]
@@ -903,111 +916,151 @@ def _idle_steps(run: _Run, fl: _Flows) -> int:
 
 @dataclass(frozen=True)
 class _Epoch:
-    """Quiet steps to take at once (:func:`_epoch`): each sender's sends (``per_step`` for ``full`` steps,
-    then ``rest`` once, then nothing; ``full`` inf: through the epoch), the epoch's length ``n``, and the
-    steps where some link's load changes (``marks``, from 0) with each link's load from there on
-    (``loads``, rows) and each entry's sends (``sends``, rows)."""
+    """Quiet steps to take at once (:func:`_epoch`), for the stepped flows and those starting inside it.
 
+    Each sender sends nothing for ``offset`` steps (a flow starting inside the epoch), then ``per_step``
+    for ``full`` steps (inf: through the epoch), ``rest`` once, then nothing. ``ends``: steps from now to
+    each flow's end (inf: not inside). ``marks``: the steps (from 0) where some link's load changes, with
+    each entry's sends (``sends``) and each link's load (``loads``) from there on, one row per mark.
+    """
+
+    offset: np.ndarray
     per_step: np.ndarray
     full: np.ndarray
     rest: np.ndarray
+    ends: np.ndarray
     n: int
     marks: np.ndarray
-    loads: np.ndarray
     sends: np.ndarray
+    loads: np.ndarray
 
 
 #: Most load changes one epoch tracks (an epoch ends at the next one): bounds an epoch's work.
 _EPOCH_MARKS = 64
 
 
-def _epoch(run: _Run, fl: _Flows) -> _Epoch | None:
-    """The quiet steps ahead, or None (take one fine step).
+def _epoch(run: _Run, fl: _Flows) -> tuple[_Flows, _Epoch] | None:
+    """The quiet steps ahead, with the stepped flows and those that start inside them; None: take one fine
+    step.
 
     Quiet: congestion control none, or DCQCN with no mark pending and every rate settled
     (:func:`_settled_steps`); no pause, no ingress held, no finished flow stepped; and in every step of the
-    epoch every link that carries a hop beyond the first serves all it is offered (within its rate and
-    allowance), so nothing queues beyond one step, nothing pauses and nothing is marked. A link that carries
-    only first hops may serve a share of its senders' offers (the senders keep the rest). Every hop then
-    passes on what the hop before it sent one step earlier, and a sender sends ``min(left, rate dt)`` per
-    step (its share of it on a shared first hop), so every flow's course is known in closed form
-    (:func:`_sends`). The epoch ends at the next start, at the first end (successors' starts become known),
-    before a shared first hop's offers change, or before a link would be offered more than it serves.
+    epoch every link serves all it is offered (within its rate and allowance), so nothing queues beyond one
+    step, nothing pauses and nothing is marked; a link that carries only first hops may serve a share of
+    its senders' offers (the senders keep the rest). Every hop then passes on what the hop before it sent
+    one step earlier, and a sender sends ``min(left, rate dt)`` per step (its share of it on a shared first
+    hop), so every flow's course is known in closed form (:func:`_sends`), and so are its end and its
+    successors' starts (one base RTT later). The epoch ends before a successor could start, before a
+    shared first hop's offers change (no flow joins it inside), or before a link would be offered more
+    than it serves.
     """
-    ln, dt, ent = run.links, run.dt, fl.ent
+    ln = run.links
     if run.tr.congestion_control not in ("none", "dcqcn") or not fl.ids.size:
         return None
     if ln.paused.any() or ln.ingress.any() or not np.isnan(fl.end).all():
         return None
-    o = fl.rate * dt
-    offer = fl.queue.copy()
-    offer[ent.first] = np.minimum(fl.left, o)
-    total = np.bincount(ent.link, weights=offer, minlength=run.cap.size)
-    limit = run.cap * dt
+    limit = run.cap * run.dt
     if run.tr.flow_control == "credit":
         limit = np.minimum(limit, run.cfg.credit_buffer_bytes)
-    inner = np.bincount(ent.inner_link, minlength=run.cap.size) > 0
+    offer = fl.queue.copy()
+    offer[fl.ent.first] = np.minimum(fl.left, fl.rate * run.dt)
+    total = np.bincount(fl.ent.link, weights=offer, minlength=run.cap.size)
+    inner = np.bincount(fl.ent.inner_link, minlength=run.cap.size) > 0
     share = np.divide(limit, total, out=np.ones(run.cap.size), where=total > limit)
     shared = share < 1
-    if (shared & inner).any() or (shared & (limit < run.cap * dt)).any():
+    if (shared & inner).any() or (shared & (limit < run.cap * run.dt)).any():
         return None  # a queue builds, or a credit fabric runs out of credit (pause time, step by step)
-    s = share[ent.link[ent.first]]
+    n = run.max_steps - run.step
+    if run.tr.congestion_control == "dcqcn":
+        n = min(n, _settled_steps(run, fl))
+    due = np.empty(0, dtype=np.int64)
+    if shared.any():
+        n = min(n, _next_start_step(run) - run.step)
+    else:
+        due = _starting_within(run, n)
+    for _ in range(2):  # a second pass without the flows that would start after the epoch's end
+        merged = fl.joined(_new_flows(run, due[0])) if due.size else fl
+        offset = (
+            np.concatenate([np.zeros(fl.ids.size), due[1] - run.step]) if due.size else np.zeros(fl.ids.size)
+        )
+        ep = _epoch_course(run, merged, offset, share, n, limit)
+        if ep is None:
+            return None
+        late = offset >= ep.n
+        if not late.any():
+            return merged, ep
+        due = due[:, ~late[fl.ids.size :]]
+    return None
+
+
+def _starting_within(run: _Run, n: int) -> np.ndarray:
+    """The waiting flows that start within ``n`` steps: their ids and start steps, shape (2, k)."""
+    if run.next_start > (run.step + n) * run.dt:
+        return np.empty((2, 0), dtype=np.int64)
+    ids = np.flatnonzero(run.waiting & (run.start < (run.step + n) * run.dt))
+    start = run.start[ids]
+    s = np.ceil(start / run.dt).astype(np.int64)  # the first step with start <= step dt, as the fine step
+    s -= start <= (s - 1) * run.dt
+    s += start > s * run.dt
+    inside = s < run.step + n
+    return np.stack([ids[inside], s[inside]])
+
+
+def _epoch_course(
+    run: _Run, fl: _Flows, offset: np.ndarray, share: np.ndarray, n: int, limit: np.ndarray
+) -> _Epoch | None:
+    """The senders' courses, the flows' ends and the epoch's length (at most ``n``) and load changes; None
+    if fewer than 2 steps."""
+    o = fl.rate * run.dt
+    s = share[fl.ent.link[fl.ent.first]]
     alone = s == 1
     if (~alone & (fl.left < o)).any():
         return None  # a sender at its last bytes on a shared first hop: its offer changes the shares
     per_step = o * s
     full = np.where(alone, np.floor(fl.left / o), np.inf)
     rest = np.where(alone, fl.left - full * o, 0.0)
-    n = _next_start_step(run) - run.step
     if (~alone).any():
         n = min(n, int(np.floor((fl.left - o) / per_step)[~alone].min()) + 1)
-    n = min(n, int(_end_steps(fl, per_step, full, rest).min()))
+    ends = _end_steps(fl, offset, per_step, full, rest)
+    n = min(n, int(min(ends.min() + math.floor(run.cfg.base_rtt_s / run.dt), n)))
+    if fl.ids.size == run.open_flows:  # the run stops at its last end
+        n = min(n, int(min(ends.max(), n)))
     if run.tr.congestion_control == "dcqcn":
-        n = min(n, _settled_steps(run, fl, np.ones(fl.ids.size, dtype=bool)))
-    return _epoch_loads(run, fl, per_step, full, rest, n, limit, inner)
-
-
-def _epoch_loads(
-    run: _Run,
-    fl: _Flows,
-    per_step: np.ndarray,
-    full: np.ndarray,
-    rest: np.ndarray,
-    n: int,
-    limit: np.ndarray,
-    inner: np.ndarray,
-) -> _Epoch | None:
-    """The epoch of ``n`` steps cut before its first overload (or its ``_EPOCH_MARKS``-th load change), with
-    its loads; None if fewer than 2 steps remain."""
-    ent = fl.ent
+        n = min(n, _settled_steps(run, fl))
     if n < 2:
         return None
-    hops = ent.hop.astype(float)
-    at = np.concatenate([np.arange(int(hops.max()) + 1), hops + full[ent.flow], hops + full[ent.flow] + 1])
+    ent = fl.ent
+    start = ent.hop + offset[ent.flow]
+    at = np.concatenate(
+        [np.arange(int(ent.hop.max()) + 1), start, start + full[ent.flow], start + full[ent.flow] + 1]
+    )
     marks = np.unique(at[np.isfinite(at) & (at < n)]).astype(np.int64)
     if marks.size > _EPOCH_MARKS:
         n, marks = int(marks[_EPOCH_MARKS]), marks[:_EPOCH_MARKS]
-    sends = _sends(fl, per_step, full, rest, marks)
+    sends = _sends(fl, offset, per_step, full, rest, marks)
     rows = np.repeat(np.arange(marks.size), ent.link.size) * run.cap.size + np.tile(ent.link, marks.size)
     loads = np.bincount(rows, weights=sends.ravel(), minlength=marks.size * run.cap.size)
     loads = loads.reshape(marks.size, run.cap.size)
-    over = np.flatnonzero((loads[:, inner] > limit[inner]).any(axis=1))
+    served_all = share == 1
+    over = np.flatnonzero((loads[:, served_all] > limit[served_all]).any(axis=1))
     if over.size:
-        n, marks, loads, sends = int(marks[over[0]]), marks[: over[0]], loads[: over[0]], sends[: over[0]]
+        n, marks, sends, loads = int(marks[over[0]]), marks[: over[0]], sends[: over[0]], loads[: over[0]]
     if n < 2:
         return None
-    return _Epoch(per_step, full, rest, n, marks, loads, sends)
+    return _Epoch(offset, per_step, full, rest, ends, n, marks, sends, loads)
 
 
-def _sends(fl: _Flows, per_step: np.ndarray, full: np.ndarray, rest: np.ndarray, t: np.ndarray) -> np.ndarray:
+def _sends(
+    fl: _Flows, offset: np.ndarray, per_step: np.ndarray, full: np.ndarray, rest: np.ndarray, t: np.ndarray
+) -> np.ndarray:
     """What each entry sends in steps ``t`` (0: now) of an epoch, shape (t.size, n_entries): a hop ``k``
-    sends the queue of hop ``k - t`` while ``t < k`` (what was in the pipeline), then what the sender sent
-    ``k`` steps earlier."""
+    sends the queue of hop ``k - t`` while ``t < k`` (what was in the pipeline; nothing for a flow not
+    started), then what its sender sent ``k`` steps earlier."""
     ent = fl.ent
     t = np.asarray(t, dtype=np.int64)[:, None]
     pipeline = fl.queue[np.arange(ent.link.size) - np.minimum(t, ent.hop)]
-    sender_step = t - ent.hop
     f = ent.flow
+    sender_step = t - ent.hop - offset[f]
     sent = np.where(sender_step < full[f], per_step[f], np.where(sender_step == full[f], rest[f], 0.0))
     return np.where(sender_step < 0, pipeline, sent)
 
@@ -1017,16 +1070,18 @@ def _sender_total(per_step: np.ndarray, full: np.ndarray, rest: np.ndarray, m: n
     return np.minimum(m, full) * per_step + np.where(m > full, rest, 0.0)
 
 
-def _end_steps(fl: _Flows, per_step: np.ndarray, full: np.ndarray, rest: np.ndarray) -> np.ndarray:
+def _end_steps(
+    fl: _Flows, offset: np.ndarray, per_step: np.ndarray, full: np.ndarray, rest: np.ndarray
+) -> np.ndarray:
     """Steps from now until each flow has delivered all but ``1e-9`` of its bytes, its end (inf: not in
     this epoch). The last hop delivers the pipeline first (the queue of the last hop, then the one before),
-    then the sender's bytes from step ``h - 1`` on."""
+    then the sender's bytes, ``h - 1`` steps after it sends them."""
     ent = fl.ent
     need = fl.size * (1 - 1e-9) - fl.delivered
-    inner_q = np.where(ent.hop > 0, fl.queue, 0.0)
-    behind = np.cumsum(inner_q[::-1])[::-1]  # from each entry to the end of the array
-    tail = np.append(behind, 0.0)[ent.last + 1]
-    from_here = behind - tail[ent.flow]  # the pipeline from this hop to the last
+    behind = np.cumsum(np.where(ent.hop > 0, fl.queue, 0.0)[::-1])[::-1]  # from each entry to the array's end
+    from_here = (
+        behind - np.append(behind, 0.0)[ent.last + 1][ent.flow]
+    )  # the pipeline from here to the last hop
     depth = ent.lengths - 1
     steps = np.full(fl.ids.size, np.inf)
     done_in_pipe = (ent.hop > 0) & (from_here >= need[ent.flow])
@@ -1034,49 +1089,45 @@ def _end_steps(fl: _Flows, per_step: np.ndarray, full: np.ndarray, rest: np.ndar
     left = need - from_here[ent.first + np.minimum(depth, 1)] * (depth > 0)
     m = np.where(left <= full * per_step, np.ceil(left / per_step), full + 1)
     reach = _sender_total(per_step, full, rest, m) >= left
-    return np.where(np.isfinite(steps), steps, np.where(reach, depth + m, np.inf))
+    return np.where(np.isfinite(steps), steps, np.where(reach, offset + depth + m, np.inf))
 
 
 def _advance(run: _Run, fl: _Flows, ep: _Epoch) -> None:
     """Take an epoch's ``n`` steps at once: senders, pipelines and deliveries in closed form, the links'
-    busy steps and the trace per load change; queues, pauses and marks stay at zero.
+    busy steps and the trace per load change, then the flows that ended inside it (at their own steps);
+    queues, pauses and marks stay at zero.
 
-    DCQCN's alpha decays as ``n`` steps of its law would (no mark: ``alpha -> a + (alpha - a)
-    (1 - g dt / tau_alpha)^n``, ``a`` its no-mark limit); rates are held (settled). The acknowledgement
-    history is read only by window transports, which never take an epoch.
+    DCQCN's alpha decays as the steps of its law would since each flow started (no mark: ``alpha -> a +
+    (alpha - a) (1 - g dt / tau_alpha)^m``, ``a`` its no-mark limit); rates are held (settled). The
+    acknowledgement history is read only by window transports, which never take an epoch.
     """
     ent, n, dt = fl.ent, ep.n, run.dt
-    last_send = _sends(fl, ep.per_step, ep.full, ep.rest, np.array([n - 1]))[0]
-    delivered = _delivered_by(fl, ep, n)
-    sender = _sender_total(ep.per_step, ep.full, ep.rest, np.full(fl.ids.size, float(n)))
+    last_send = _sends(fl, ep.offset, ep.per_step, ep.full, ep.rest, np.array([n - 1]))[0]
+    sending = np.maximum(n - ep.offset, 0.0)
+    depth = ent.lengths - 1
+    in_reach = (ent.hop > 0) & (ent.hop >= (depth - n + 1)[ent.flow])
+    pipe = np.bincount(ent.flow, weights=np.where(in_reach, fl.queue, 0.0), minlength=fl.ids.size)
+    delivered = pipe + _sender_total(ep.per_step, ep.full, ep.rest, np.maximum(sending - depth, 0.0))
+    sender = _sender_total(ep.per_step, ep.full, ep.rest, sending)
     fl.queue = np.where(ent.hop > 0, np.concatenate([[0.0], last_send[:-1]]), 0.0)
     fl.left = fl.left - sender
     fl.sent = fl.sent + sender
     fl.delivered = fl.delivered + delivered
     lengths = np.diff(np.append(ep.marks, n))
-    busy = ep.loads >= 0.999 * run.cap * dt
-    run.links.busy_steps += lengths @ busy
+    run.links.busy_steps += lengths @ (ep.loads >= 0.999 * run.cap * dt)
     if run.tr.congestion_control == "dcqcn":
         dcq = run.dcq
         _, _, d_alpha = dcqcn_derivatives(np.zeros(fl.ids.size), fl.rate, fl.rt, fl.rate, fl.alpha, dcq)
         limit = fl.alpha + d_alpha * dcq.alpha_interval_s / dcq.g
-        fl.alpha = np.clip(limit + (fl.alpha - limit) * (1 - dcq.g * dt / dcq.alpha_interval_s) ** n, 0, 1)
+        decay = (1 - dcq.g * dt / dcq.alpha_interval_s) ** sending
+        fl.alpha = np.clip(limit + (fl.alpha - limit) * decay, 0, 1)
         fl.rc_hist[:] = fl.rate
+    step0 = run.step
     for length, sends in zip(lengths.tolist(), ep.sends, strict=True):
         if run.trace is not None:
             _sample(run, fl, sends, length)
         run.step += length
-
-
-def _delivered_by(fl: _Flows, ep: _Epoch, n: int) -> np.ndarray:
-    """Bytes each flow's last hop delivers in the epoch's ``n`` steps: the pipeline's last ``min(n, h - 1)``
-    hops' queues, then the sender's first ``n - (h - 1)`` steps."""
-    ent = fl.ent
-    depth = ent.lengths - 1
-    in_reach = (ent.hop > 0) & (ent.hop >= (depth - n + 1)[ent.flow])
-    pipe = np.bincount(ent.flow, weights=np.where(in_reach, fl.queue, 0.0), minlength=fl.ids.size)
-    m = np.maximum(n - depth, 0).astype(float)
-    return pipe + _sender_total(ep.per_step, ep.full, ep.rest, m)
+    _finish(run, fl, np.where(ep.ends <= n, step0 + ep.ends, np.nan))
 
 
 def _advance_idle(run: _Run, n: int) -> None:
@@ -1089,15 +1140,12 @@ def _advance_idle(run: _Run, n: int) -> None:
     run.step += n
 
 
-def _settled_steps(run: _Run, fl: _Flows, live: np.ndarray) -> int:
+def _settled_steps(run: _Run, fl: _Flows) -> int:
     """Steps DCQCN's senders hold their rates within ``_SETTLED`` (0: a mark pending or a rate recovering)."""
-    tol = _SETTLED * fl.line[live]
-    if fl.p_hist[:, live].any() or (fl.line[live] - fl.rate[live] > tol).any():
+    tol = _SETTLED * fl.line
+    if fl.p_hist.any() or (fl.line - fl.rate > tol).any() or (fl.line - fl.rt > tol).any():
         return 0
-    if (fl.line[live] - fl.rt[live] > tol).any():
-        return 0
-    zeros = np.zeros(int(live.sum()))
-    _, d_rc, _ = dcqcn_derivatives(zeros, fl.rate[live], fl.rt[live], fl.rate[live], fl.alpha[live], run.dcq)
+    _, d_rc, _ = dcqcn_derivatives(np.zeros(fl.ids.size), fl.rate, fl.rt, fl.rate, fl.alpha, run.dcq)
     drift = float(np.abs(d_rc).max()) * run.dt
     return run.max_steps if drift == 0 else int(min(tol.min() / drift, run.max_steps))
 
