@@ -62,7 +62,7 @@ from bench_transport import incast_plus_permutation
 
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.topology import build_topology
+from aifabric.cluster.topology import Topology, build_topology
 from aifabric.collectives.algorithms import build_plan
 from aifabric.collectives.traffic import pattern_plan
 from aifabric.engines.fabric import link_capacity, simulate_plans
@@ -107,18 +107,24 @@ def _fluid(spec: None, hosts: int, name: str) -> str:
     return f"{len(paths):,} flows, {res.steps:,} steps, makespan {res.makespan_s * 1e6:.0f} us"
 
 
+def _chain_schedule(hosts: int, kind: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Sources, destinations and ranks of every step of a chained ring or serial all-to-all, step-major
+    per rank (flow ``r x steps + k`` is rank r's step k), and the number of steps."""
+    order = np.arange(hosts).reshape(hosts // 8, 8).T.ravel()  # rail-major: neighbours on other nodes
+    if kind == "ring":
+        steps, shift = 2 * hosts - 1, np.ones(2 * hosts - 1, dtype=np.int64)
+    else:
+        steps, shift = hosts - 1, np.arange(1, hosts)
+    rank = np.repeat(np.arange(hosts), steps)
+    dst = order[(rank + np.tile(shift, hosts)) % hosts]
+    return order[rank], dst, rank, steps
+
+
 def _chain(spec: ClusterSpec, kind: str) -> str:
     hosts = spec.n_gpus
     topo = build_topology(spec)
-    order = np.arange(hosts).reshape(hosts // 8, 8).T.ravel()  # rail-major: neighbours on other nodes
-    if kind == "ring":
-        steps = 2 * hosts - 1
-        shift = np.ones(steps, dtype=np.int64)
-    else:
-        steps = hosts - 1
-        shift = np.arange(1, hosts)
-    rank = np.tile(np.arange(hosts), steps)
-    src, dst = order[rank], order[(rank + np.repeat(shift, hosts)) % hosts]
+    src, dst, rank, steps = _chain_schedule(hosts, kind)
+    step = np.tile(np.arange(steps), hosts)
     r = route(topo, src, dst, policy="spray", pxn=False, aggregate=True)
     assert r.groups is not None
     cap, lat = r.groups.capacity(link_capacity(topo)), r.groups.latency(topo.link_latency_s)
@@ -128,11 +134,46 @@ def _chain(spec: ClusterSpec, kind: str) -> str:
         r.incidence,
         cap,
         job=rank if kind == "ring" else None,  # ring: each host chains its own steps
-        stage=np.repeat(np.arange(steps), hosts),
+        stage=step,
         start_latency_s=one_way,
         dependency_delay_s=float(one_way.max()),  # the acknowledgement's way back
     )
     return f"{src.size:,} flows, {steps} steps, makespan {res.makespan_s * 1e3:.3f} ms"
+
+
+def _sprayed_paths(topo: Topology, src: np.ndarray, dst: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+    """Each transfer's path over spray groups (``route(aggregate=True)``: a leaf's uplinks as one link of
+    their summed capacity, exact while spraying loads them equally and no member queues) in path order:
+    the sender's link, the up groups, the down groups, the rest; and the capacities of links and groups."""
+    r = route(topo, src, dst, policy="spray", pxn=False, aggregate=True)
+    g = r.groups
+    assert g is not None
+    inc = r.incidence.tocsc()
+    rows = inc.indices
+    col = np.repeat(np.arange(inc.shape[1]), np.diff(inc.indptr))
+    rank_of = np.full(g.n_rows, 5)  # a link after the fabric (the receiver's)
+    for key, group_rows in enumerate((g.leaf_up, g.pod_up, g.pod_down, g.leaf_down), start=1):
+        rank_of[group_rows.ravel()] = key
+    real = rows < g.n_links
+    first = real & (topo.link_src[np.where(real, rows, 0)] == src[col])
+    order = np.lexsort((np.where(first, 0, rank_of[rows]), col))
+    return np.split(rows[order], np.cumsum(np.diff(inc.indptr))[:-1]), g.capacity(link_capacity(topo))
+
+
+def _chain_fluid(spec: ClusterSpec, kind: str, transport: str) -> str:
+    hosts = spec.n_gpus
+    topo = build_topology(spec)
+    src, dst, _, steps = _chain_schedule(hosts, kind)
+    paths, cap = _sprayed_paths(topo, src, dst)
+    after = np.where(np.arange(src.size) % steps > 0, np.arange(src.size) - 1, -1)  # the rank's previous step
+    cfg = FluidConfig(credit_buffer_bytes=2 * float(cap.max()) * FluidConfig().dt_s)  # as transport.wire
+    t0, c0 = time.perf_counter(), time.process_time()
+    res = simulate_fluid(paths, np.full(src.size, 256 * 1024.0), cap, transport, after=after, config=cfg)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return (
+        f"{src.size:,} flows, {res.steps:,} steps of dt, makespan {res.makespan_s * 1e3:.3f} ms, deepest "
+        f"queue {res.link_peak_queue_bytes.max() / 1e3:.0f} KB; fluid model {wall:.2f} s ({cpu:.2f} s CPU)"
+    )
 
 
 def _spec(gpus: int, tiers: int = 3, switch: str | None = None) -> ClusterSpec:
@@ -160,6 +201,12 @@ CASES: dict[str, list[Case]] = {
     ],
     "chain": [
         (f"chained {kind}, {h} hosts", _chain, (kind,), (h, 2))
+        for kind in ("ring", "serial all-to-all")
+        for h in (32, 64, 128)
+    ]
+    + [
+        (f"chained {kind}, {h} hosts, fluid {name}", _chain_fluid, (kind, name), (h, 2))
+        for name in ("ib", "roce-dcqcn")
         for kind in ("ring", "serial all-to-all")
         for h in (32, 64, 128)
     ],

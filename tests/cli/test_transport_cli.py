@@ -103,6 +103,15 @@ def test_serial_all_to_all_and_outputs_per_link(tmp_path) -> None:
     assert row["ideal_s"] == pytest.approx(7 * 5.12e-6)
 
 
+def test_mice_report_their_fifo_completion_next_to_the_fluid_one() -> None:
+    """Mice behind the elephants' PFC queue: the FIFO estimate (sojourn + size / rate) is at least the
+    mouse's own transfer time and below the fluid model's proportional-FIFO completion (an upper bound)."""
+    r = runner.invoke(app, ["transport", "mice", "--senders", "8", "-t", "roce-pfc", "--json"])
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.stdout)["results"][0]
+    assert 64e3 / 50e9 <= row["mice_fct_fifo_median_s"] < row["mice_fct_fluid_median_s"]
+
+
 @pytest.mark.parametrize("scenario", ["mice", "checkpoint", "ring"])
 def test_other_scenarios_run(scenario: str) -> None:
     r = runner.invoke(

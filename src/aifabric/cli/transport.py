@@ -188,6 +188,20 @@ def _row(name: str, sc: Scenario, res: FluidResult, ideal: float, watch: int) ->
         # per message (a sprayed transfer's sub-flows together), against its own bottleneck: the NIC
         "flow_slowdown_median": float(np.nanmedian(sc.message_slowdown(res))),
         "flow_slowdown_max": float(np.nanmax(sc.message_slowdown(res))),
+        **_mice(sc, res),
+    }
+
+
+def _mice(sc: Scenario, res: FluidResult) -> dict[str, float]:
+    """The mice's median completion: the fluid model's (proportional FIFO, an upper bound) and the FIFO
+    one (sojourn behind the queue they meet + size / rate), s; empty for other scenarios."""
+    if sc.name != "elephants-and-mice":
+        return {}
+    mice = np.array([label.startswith("mouse") for label in sc.flow_labels])
+    fluid = (res.flow_end_s - res.flow_start_s)[mice]
+    return {
+        "mice_fct_fluid_median_s": float(np.nanmedian(fluid)),
+        "mice_fct_fifo_median_s": float(np.median(res.fifo_fct_s[mice])),
     }
 
 
@@ -222,6 +236,13 @@ def _print(sc: Scenario, rows: list[dict[str, Any]], bytes_per_flow: float, link
             f"{r['retransmitted_fraction']:.0%}",
         )
     console.print(t)
+    for r in rows:
+        if "mice_fct_fifo_median_s" in r:
+            console.print(
+                f"{r['transport']}: mice FCT median {r['mice_fct_fifo_median_s'] * 1e6:.1f} us in FIFO "
+                f"(sojourn + size / rate), {r['mice_fct_fluid_median_s'] * 1e6:.1f} us fluid (upper bound)",
+                markup=False,
+            )
     for r in rows:
         if r["links"]:
             lt = Table(title=literal(f"{r['transport']}: busiest links"), show_edge=False)

@@ -32,6 +32,25 @@ One step (all vectorised over (flow, hop) entries; ``cap dt`` is what a link can
 Propagation delay is not modelled hop by hop (a byte moves at most one hop per step); acknowledgements
 return ``base_rtt`` after delivery, which is what windows see.
 
+Time. Only started, unfinished flows are stepped: a flow joins when its start comes (a chained flow's is
+known once its predecessor ends; the flows that become ready join together, vectorised), with its
+sender's congestion control in its initial state (DCQCN at line rate with alpha 1, NSCC at its starting
+window); a flow not started yet neither sends nor reacts to marks. Steps of ``dt`` are taken one by one
+only while something can change in a way the equations above decide step by step: a queue beyond one
+step of service, a pause, a mark, a DCQCN rate off its line rate, a window or credit law. Otherwise the
+model moves in closed form (an optimisation, exact): with nothing stepped, to the next start; and with
+nothing queued (every link that carries a hop beyond the first offered at most what it serves in every
+step ahead), every hop passes on what the hop before it sent one step earlier and every sender sends
+``min(left, rate dt)`` (its share of it on a first hop its own sub-flows over-offer), so the flows' bytes,
+ends and successors' starts follow from their sizes (:func:`_epoch`): such an epoch runs to the first
+step where a link would be offered more than it serves, or until a successor could start. The results
+are those of single steps on the same grid of ``dt`` (ends, pauses, queues, traces; a settled DCQCN
+rate, which single steps let drift by up to 1e-6 of the line rate with no mark, is held): tested in
+tests/transport/test_fluid_epochs.py.
+
+A mouse's completion in a FIFO queue is estimated apart (:attr:`FluidResult.fifo_fct_s`): the fluid FIFO
+drains a port in proportion to queued bytes, an upper bound for a flow that arrives behind a queue.
+
 References
 ----------
 .. [1] congestion-control.md, Sec. 2.3 (flow-level approximation of PFC pause spreading and head-of-line
@@ -870,11 +889,15 @@ def _finish(run: _Run, fl: _Flows, at_step: np.ndarray | None = None) -> None:
     """Flows that delivered their bytes end (now, or at their ``at_step``, NaN: not ended); their
     successors' starts become known, in one batch."""
     if at_step is None:
-        at_step = np.where(np.isnan(fl.end) & (fl.delivered >= fl.size * (1 - 1e-9)), run.step, np.nan)
-    done = ~np.isnan(at_step)
-    if not done.any():
-        return
-    fl.end[done] = at_step[done] * run.dt
+        done = np.isnan(fl.end) & (fl.delivered >= fl.size * (1 - 1e-9))
+        if not done.any():
+            return
+        fl.end[done] = run.step * run.dt
+    else:
+        done = ~np.isnan(at_step)
+        if not done.any():
+            return
+        fl.end[done] = at_step[done] * run.dt
     ids = fl.ids[done]
     run.end[ids] = fl.end[done]
     run.open_flows -= ids.size
@@ -900,9 +923,20 @@ def _next_start_step(run: _Run) -> int:
 def _may_be_quiet(run: _Run, fl: _Flows) -> bool:
     """Finished flows are stepped while the cheap conditions of an idle gap or an epoch hold."""
     ln = run.links
-    if ln.paused.any() or ln.ingress.any() or np.isnan(fl.end).all():
+    live = np.isnan(fl.end)
+    if ln.paused.any() or ln.ingress.any() or live.all():
         return False
-    return run.tr.congestion_control in ("none", "dcqcn") or not np.isnan(fl.end).any()
+    if not live.any():
+        return True
+    return run.tr.congestion_control == "none" or (
+        run.tr.congestion_control == "dcqcn" and not _recovering(fl, live)
+    )
+
+
+def _recovering(fl: _Flows, live: np.ndarray) -> bool:
+    """Some DCQCN sender's current or target rate is off its line rate by more than ``_SETTLED``."""
+    tol = _SETTLED * fl.line[live]
+    return bool((fl.line[live] - fl.rate[live] > tol).any() or (fl.line[live] - fl.rt[live] > tol).any())
 
 
 def _idle_steps(run: _Run, fl: _Flows) -> int:
@@ -958,6 +992,8 @@ def _epoch(run: _Run, fl: _Flows) -> tuple[_Flows, _Epoch] | None:
     if run.tr.congestion_control not in ("none", "dcqcn") or not fl.ids.size:
         return None
     if ln.paused.any() or ln.ingress.any() or not np.isnan(fl.end).all():
+        return None
+    if run.tr.congestion_control == "dcqcn" and _recovering(fl, np.ones(fl.ids.size, dtype=bool)):
         return None
     limit = run.cap * run.dt
     if run.tr.flow_control == "credit":
@@ -1143,7 +1179,7 @@ def _advance_idle(run: _Run, n: int) -> None:
 def _settled_steps(run: _Run, fl: _Flows) -> int:
     """Steps DCQCN's senders hold their rates within ``_SETTLED`` (0: a mark pending or a rate recovering)."""
     tol = _SETTLED * fl.line
-    if fl.p_hist.any() or (fl.line - fl.rate > tol).any() or (fl.line - fl.rt > tol).any():
+    if _recovering(fl, np.ones(fl.ids.size, dtype=bool)) or fl.p_hist.any():
         return 0
     _, d_rc, _ = dcqcn_derivatives(np.zeros(fl.ids.size), fl.rate, fl.rt, fl.rate, fl.alpha, run.dcq)
     drift = float(np.abs(d_rc).max()) * run.dt

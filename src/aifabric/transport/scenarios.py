@@ -340,8 +340,9 @@ def elephants_and_mice(
     -----
     The fluid FIFO shares a port in proportion to the bytes each flow has queued there, so a mouse's last
     bytes drain with time constant ``queue / C`` rather than leaving after the bytes ahead of them: the
-    mice's slowdown is exaggerated in proportion to the queue (ordering between transports holds; the
-    absolute factor under deep PFC queues is an upper bound).
+    mice's fluid slowdown is exaggerated in proportion to the queue (an upper bound). Their FIFO
+    completion, the sojourn behind the queue they meet plus ``size / rate``, is
+    ``FluidResult.fifo_fct_s`` (the CLI reports both).
 
     Raises
     ------
