@@ -519,7 +519,7 @@ class _Run:
     end: np.ndarray
     trimmed: np.ndarray
     sojourn: np.ndarray
-    waiting: np.ndarray  # not stepped yet
+    pending: np.ndarray  # ids of the flows not stepped yet whose start is known
     links: _Links
     trace: _Trace | None
     ack_steps: int
@@ -648,7 +648,7 @@ def _new_run(
     succ_ptr = np.concatenate([[0], np.cumsum(np.bincount(pred[chained], minlength=n_flows))])
     run = _Run(
         tr, cfg, dcq, cap, ent, size, cap[ent.link[ent.first]], own, pred, succ_ptr, kids, start,
-        np.full(n_flows, np.nan), np.zeros(n_flows), np.zeros(n_flows), np.ones(n_flows, dtype=bool),
+        np.full(n_flows, np.nan), np.zeros(n_flows), np.zeros(n_flows), np.flatnonzero(pred < 0),
         _Links.zeros(n_links), _new_trace(ent, cfg.trace_link, n_flows),
         ack_steps=max(1, round(cfg.base_rtt_s / cfg.dt_s)),
         delay_steps=max(1, round(dcq.feedback_delay_s / cfg.dt_s)),
@@ -701,14 +701,18 @@ def _new_flows(run: _Run, ids: np.ndarray) -> _Flows:
 
 
 def _start_inside(run: _Run, fl: _Flows, ep: _Epoch) -> _Flows:
-    """``fl`` (an epoch's flows): those that start inside the epoch leave the waiting set (no queue ahead
+    """``fl`` (an epoch's flows): those that start inside the epoch leave the pending set (no queue ahead
     of them: their sojourn is 0)."""
     new = fl.ids[ep.offset > 0]
     if new.size:
-        run.waiting[new] = False
-        later = run.start[run.waiting]
-        run.next_start = float(later.min()) if later.size else math.inf
+        _leave_pending(run, np.isin(run.pending, new))
     return fl
+
+
+def _leave_pending(run: _Run, leaving: np.ndarray) -> None:
+    """The pending flows where ``leaving`` (bool, per pending flow) start to be stepped."""
+    run.pending = run.pending[~leaving]
+    run.next_start = float(run.start[run.pending].min()) if run.pending.size else math.inf
 
 
 def _start_due(run: _Run, fl: _Flows) -> _Flows:
@@ -717,13 +721,12 @@ def _start_due(run: _Run, fl: _Flows) -> _Flows:
     Each new flow's FIFO sojourn is noted: the queue ahead of its first byte at each switch egress of its
     path over that link's rate, ``sum_l q_l / C_l``.
     """
-    due = np.flatnonzero(run.waiting & (run.start <= run.step * run.dt))
-    run.waiting[due] = False
+    now = run.start[run.pending] <= run.step * run.dt
+    due = np.sort(run.pending[now])
+    _leave_pending(run, now)
     new = _new_flows(run, due)
     wait = (run.links.backlog / run.cap)[new.ent.inner_link]
     run.sojourn[due] = np.bincount(new.ent.inner_flow, weights=wait, minlength=due.size)
-    later = run.start[run.waiting]
-    run.next_start = float(later.min()) if later.size else math.inf
     if _COMPACT_SHARE <= 1.0 and not np.isnan(fl.end).all():
         return fl.joined(new, keep=np.isnan(fl.end))
     return fl.joined(new)
@@ -905,6 +908,7 @@ def _finish(run: _Run, fl: _Flows, at_step: np.ndarray | None = None) -> None:
     kids = run.succ[_ranges(run.succ_ptr[ids], run.succ_ptr[ids + 1] - run.succ_ptr[ids])]
     if kids.size:
         run.start[kids] = np.maximum(run.own_start[kids], run.end[run.pred[kids]] + run.cfg.base_rtt_s)
+        run.pending = np.concatenate([run.pending, kids])
         run.next_start = min(run.next_start, float(run.start[kids].min()))
 
 
@@ -1033,7 +1037,7 @@ def _starting_within(run: _Run, n: int) -> np.ndarray:
     """The waiting flows that start within ``n`` steps: their ids and start steps, shape (2, k)."""
     if run.next_start > (run.step + n) * run.dt:
         return np.empty((2, 0), dtype=np.int64)
-    ids = np.flatnonzero(run.waiting & (run.start < (run.step + n) * run.dt))
+    ids = np.sort(run.pending[run.start[run.pending] < (run.step + n) * run.dt])
     start = run.start[ids]
     s = np.ceil(start / run.dt).astype(np.int64)  # the first step with start <= step dt, as the fine step
     s -= start <= (s - 1) * run.dt
