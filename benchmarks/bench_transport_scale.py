@@ -26,7 +26,12 @@ preset and the catalogue, done before). Targets:
   different nodes), a ring all-reduce chained per host (255 steps of 256 KiB to the next rank; a host's step
   starts when its previous one is acknowledged: 32,640 triggered flows) and a serial all-to-all (127 steps,
   step k to the rank k further on, each step waiting for the whole previous one); 32 / 64 / 128 hosts.
-  Target < 1 s each.
+  Target < 1 s each. The same two schedules under the transport fluid model (``ib`` and ``roce-dcqcn``):
+  each transfer one flow over the spray groups of ``route(aggregate=True)`` (a leaf's uplinks as one
+  link of their summed capacity: exact while spraying loads them equally and nothing queues, which the
+  deepest queue, 0 KB, confirms), each rank's step after its own previous one's acknowledgement (``after``:
+  the fluid model chains flows one to one, so the all-to-all's steps are per rank, not a barrier); the
+  credit buffer covers two steps of the fastest link, as :mod:`aifabric.transport.wire` sets it.
 
 Figures on the shared 2-core development machine (2026-12-02, load average 3-9 from other jobs: expect
 +-50 %), as ``size: wall s, peak GB``; before this work in brackets (same machine, earlier runs):
@@ -46,6 +51,13 @@ Figures on the shared 2-core development machine (2026-12-02, load average 3-9 f
   1,024: 6.7 s [1,024: 162 s]; peak 0.15 GB. Same steps and makespans as before.
 - chain, ring: 32: 0.12 s; 64: 0.27 s; 128 (32,640 flows): 0.6 s [3.9 s, as one-transfer stages];
   serial all-to-all: 32: 0.05 s; 64: 0.09 s; 128: 0.26 s. Growth ~flows.
+- chain under the fluid model, 128 hosts, time of ``simulate_fluid`` as CPU s (wall s at load average
+  9-11 on the 2 cores, i.e. ~3.5x): ring ib 0.27 (1.0), roce-dcqcn 0.33 (1.2); serial all-to-all ib 0.21
+  (0.8), roce-dcqcn 0.25 (0.8) [ring 10.8 / 26.0 CPU s (49 / 109 s wall), all-to-all 3.6 / 7.1 CPU s (15 /
+  26 s wall): every flow stepped every 0.5 us]. Same steps and makespans (ring 9,708 steps, 4.854 ms; all-
+  to-all 4,738 steps, 2.369 ms). The model moves in closed-form epochs while nothing queues (269 epochs
+  and 17 single steps for the ring); growth ~flows. 32 / 64 hosts: ring 0.05 / 0.12 CPU s (ib), 0.06 / 0.14
+  (roce-dcqcn); all-to-all 0.03 / 0.06 (ib), 0.03 / 0.07 (roce-dcqcn).
 """
 
 from __future__ import annotations

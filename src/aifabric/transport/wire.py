@@ -21,8 +21,8 @@ bound of the steps the model takes) and ``E_k`` its (flow, hop) entries; a plan 
 
 On a credit-based fabric the receive buffer is raised to two steps of the fastest link when the
 configured one is smaller (a floor of the step discretisation). This is a small-scale model (it steps
-every 0.5 us); its memory is checked before a run
-(:func:`~aifabric.transport.fluidnet.fluid_bytes`).
+every 0.5 us while anything queues; quiet stretches move in closed form and cost less than the work
+estimate counts); its memory is checked before a run (:func:`~aifabric.transport.fluidnet.fluid_bytes`).
 """
 
 from __future__ import annotations
