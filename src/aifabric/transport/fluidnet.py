@@ -410,8 +410,10 @@ _FLOW_FIELDS = (
     "rate",
     "rt",
     "alpha",
+    "qa_until",
+    "speculating",
 )
-_HIST_FIELDS = ("acked_hist", "p_hist", "rc_hist")
+_HIST_FIELDS = ("deliv_hist", "nack_hist", "p_hist", "rc_hist")
 
 
 @dataclass
@@ -419,8 +421,11 @@ class _Flows:
     """The flows being stepped (started, not dropped): their entries, queues and per-flow state.
 
     ``ids`` are the flows' ids; ``size``, ``line``, ``bdp``, ``receiver`` and ``max_window`` are fixed per
-    flow; the rest is the senders' state (bytes in bytes, rates in bytes/s); ``acked_hist`` holds the
-    delivered bytes of the last base RTT of steps, ``p_hist`` and ``rc_hist`` DCQCN's delayed feedback.
+    flow; the rest is the senders' state (bytes in bytes, rates in bytes/s; ``qa_until``: the end of
+    NSCC's quick-adapt period, s; ``speculating``: RCCC before its first NACK). ``deliv_hist`` holds the
+    delivered bytes of the last two base RTTs of steps (the acknowledged bytes are those of one RTT ago),
+    ``nack_hist`` the trimmed bytes whose NACK is on its way back, ``p_hist`` and ``rc_hist`` DCQCN's
+    delayed feedback.
     """
 
     ent: _Entries
@@ -440,7 +445,10 @@ class _Flows:
     rate: np.ndarray
     rt: np.ndarray
     alpha: np.ndarray
-    acked_hist: np.ndarray
+    qa_until: np.ndarray
+    speculating: np.ndarray
+    deliv_hist: np.ndarray
+    nack_hist: np.ndarray
     p_hist: np.ndarray
     rc_hist: np.ndarray
 
@@ -483,10 +491,11 @@ class _Links:
     peak_in: np.ndarray
     busy_steps: np.ndarray
     trimmed: np.ndarray
+    headers: np.ndarray  # headers of this step's trims: they cross the link in the next step
 
     @classmethod
     def zeros(cls, n_links: int) -> _Links:
-        return cls(np.zeros(n_links, dtype=bool), *(np.zeros(n_links) for _ in range(8)))
+        return cls(np.zeros(n_links, dtype=bool), *(np.zeros(n_links) for _ in range(9)))
 
 
 @dataclass
@@ -695,8 +704,9 @@ def _new_flows(run: _Run, ids: np.ndarray) -> _Flows:
     return _Flows(
         ent, np.zeros(ent.link.size), ids, size, line, bdp, receiver, max_window, size.copy(), zeros,
         zeros.copy(), np.full(ids.size, np.nan), bdp.copy(), window, line.copy(), line.copy(),
-        np.ones(ids.size), np.zeros((run.ack_steps, ids.size)), np.zeros((run.delay_steps, ids.size)),
-        np.tile(line, (run.delay_steps, 1)),
+        np.ones(ids.size), zeros.copy(), np.ones(ids.size, dtype=bool),
+        np.zeros((2 * run.ack_steps, ids.size)), np.zeros((run.ack_steps, ids.size)),
+        np.zeros((run.delay_steps, ids.size)), np.tile(line, (run.delay_steps, 1)),
     )  # fmt: skip
 
 
@@ -733,31 +743,46 @@ def _start_due(run: _Run, fl: _Flows) -> _Flows:
 
 
 def _fine_step(run: _Run, fl: _Flows) -> None:
-    """One step of ``dt`` (module docstring, 1-6), then the flows it finished."""
-    offer = _offers(run, fl)
+    """One step of ``dt`` (module docstring, 1-6), then the flows it finished.
+
+    First the NACKs that come back this step (one base RTT after their trims): those bytes leave the flight
+    and are sent again. The acknowledged bytes are the ones delivered one base RTT ago.
+    """
+    slot = run.step % run.ack_steps
+    nacked = fl.nack_hist[slot].copy()
+    fl.nack_hist[slot] = 0.0
+    fl.left += nacked
+    fl.sent -= nacked
+    acked = fl.deliv_hist[(run.step + run.ack_steps) % (2 * run.ack_steps)]
+    offer = _offers(run, fl, nacked, acked)
     served, sendable, arrived = _serve(run, fl, offer)
-    egress, backlog, nacked = _trim(run, fl, arrived)
+    egress, backlog = _trim(run, fl, arrived)
     egress = _link_state(run, fl, egress, backlog, sendable)
     if run.trace is not None:
         _sample(run, fl, served, 1)
-    _control(run, fl, egress, nacked)
-    fl.acked_hist[run.step % run.ack_steps] = fl.delivered  # acknowledged one base RTT later
+    _control(run, fl, egress, nacked, acked)
+    fl.deliv_hist[run.step % (2 * run.ack_steps)] = fl.delivered  # acknowledged one base RTT later
     run.step += 1
     _finish(run, fl)
 
 
-def _offers(run: _Run, fl: _Flows) -> np.ndarray:
+def _offers(run: _Run, fl: _Flows, nacked: np.ndarray, acked: np.ndarray) -> np.ndarray:
     """1. What each entry offers its link this step: the sender's ``min(left, rate dt, room)`` at hop 0,
-    the queue at later hops."""
+    the queue at later hops (``nacked``: bytes NACKed this step, ``acked``: bytes acknowledged, per flow)."""
     tr, dt, n_links = run.tr, run.dt, run.cap.size
     active = np.isnan(fl.end)
-    in_flight = fl.sent - fl.acked_hist[run.step % run.ack_steps]
+    in_flight = fl.sent - acked
     if tr.congestion_control == "window":  # the receiver splits its grant among its active senders
         grant = run.cfg.window_bytes or run.cap[fl.receiver] * run.cfg.base_rtt_s
         senders = np.bincount(fl.receiver, weights=active.astype(float), minlength=n_links)
         fl.window = grant / np.maximum(senders[fl.receiver], 1.0)
     room = np.maximum(fl.window - in_flight, 0.0)
     if tr.congestion_control == "rccc":  # the receiver paces credit at its link's rate
+        # the first NACK ends speculation: the speculative credit left is dropped (htsim uec.cpp
+        # processNack -> stopSpeculating)
+        stop = fl.speculating & (nacked > 0)
+        fl.credit[stop] = np.minimum(fl.credit[stop], 0.0)
+        fl.speculating &= ~stop
         senders = np.bincount(fl.receiver, weights=active.astype(float), minlength=n_links)
         grant_now = run.cap[fl.receiver] * dt / np.maximum(senders[fl.receiver], 1.0)
         fl.credit = np.minimum(fl.credit + np.where(active, grant_now, 0.0), fl.max_window)
@@ -781,7 +806,7 @@ def _serve(run: _Run, fl: _Flows, offer: np.ndarray) -> tuple[np.ndarray, np.nda
     elif run.tr.flow_control == "credit":  # the free credit after the previous step's ingress
         allowance = np.maximum(run.cfg.credit_buffer_bytes - ln.ingress, 0.0)
     total = np.bincount(ent.link, weights=offer, minlength=n_links)
-    wanted = np.minimum(total, cap_dt)
+    wanted = np.minimum(total, np.maximum(cap_dt - ln.headers, 0.0))  # trimmed headers go first
     sendable = np.minimum(wanted, allowance)
     if run.tr.flow_control == "credit":  # out of credit for the fraction of the step it could not send
         blocked = np.divide(wanted - sendable, wanted, out=np.zeros(n_links), where=wanted > 0)
@@ -801,29 +826,32 @@ def _serve(run: _Run, fl: _Flows, offer: np.ndarray) -> tuple[np.ndarray, np.nda
     return served, sendable, arrived
 
 
-def _trim(run: _Run, fl: _Flows, arrived: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _trim(run: _Run, fl: _Flows, arrived: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """4. Lossy fabrics trim what a queue cannot hold. A link's queue counts what it cannot send in the
-    next step (bytes that arrived this step and leave in the next one are in transit, not queued).
+    next step (bytes that arrived this step and leave in the next one are in transit, not queued). The
+    trimmed bytes stay in flight until their NACK is back (one base RTT); their headers cross the link in
+    the next step.
 
-    Returns each link's egress queue, each entry's backlog (:func:`_backlog`) and the bytes NACKed per flow.
+    Returns each link's egress queue and each entry's backlog (:func:`_backlog`).
     """
     cfg, cap, dt, ent, n_links = run.cfg, run.cap, run.dt, fl.ent, run.cap.size
     egress, backlog = _backlog(fl.queue, ent, cap, dt, n_links)
-    nacked = np.zeros(fl.ids.size)
     if run.tr.trimming:
-        over = np.maximum(egress - cap * dt - cfg.lossy_buffer_bytes, 0.0)
+        buffer = cap * cfg.base_rtt_s if cfg.lossy_buffer_bytes is None else cfg.lossy_buffer_bytes
+        over = np.maximum(egress - cap * dt - buffer, 0.0)
+        run.links.headers = np.zeros(n_links)
         if over.any():
             arrivals = np.bincount(ent.link, weights=arrived, minlength=n_links)
             ratio = np.divide(np.minimum(over, arrivals), arrivals, out=np.zeros(n_links), where=arrivals > 0)
             cut = arrived * ratio[ent.link]
             run.links.trimmed += np.minimum(over, arrivals)
+            run.links.headers = np.minimum(over, arrivals) * (cfg.header_bytes / cfg.mss_bytes)
             fl.queue -= cut
-            nacked = np.bincount(ent.flow, weights=cut, minlength=fl.ids.size).astype(np.float64)
-            run.trimmed[fl.ids] += nacked
-            fl.left += nacked
-            fl.sent -= nacked
+            cut_flow = np.bincount(ent.flow, weights=cut, minlength=fl.ids.size).astype(np.float64)
+            run.trimmed[fl.ids] += cut_flow
+            fl.nack_hist[run.step % run.ack_steps] += cut_flow  # in flight until its NACK is back
             egress, backlog = _backlog(fl.queue, ent, cap, dt, n_links)
-    return egress, backlog, nacked
+    return egress, backlog
 
 
 def _link_state(
@@ -863,9 +891,10 @@ def _sample(run: _Run, fl: _Flows, served: np.ndarray, n: int) -> None:
     tr.rates.extend([row] * n)
 
 
-def _control(run: _Run, fl: _Flows, egress: np.ndarray, nacked: np.ndarray) -> None:
+def _control(run: _Run, fl: _Flows, egress: np.ndarray, nacked: np.ndarray, acked: np.ndarray) -> None:
     """6. Congestion control: DCQCN's fluid equations with the marking ``1 - prod(1 - p_l)`` over the path
-    (seen one feedback delay later), or NSCC's window law."""
+    (seen one feedback delay later), or NSCC's window law (from the NACKs, the bytes acknowledged over the
+    last base RTT and the queueing delay along the path)."""
     cc, dcq, dt, ent = run.tr.congestion_control, run.dcq, run.dt, fl.ent
     if cc == "dcqcn":
         p_link = red_probability(egress, dcq.kmin_bytes, dcq.kmax_bytes, dcq.pmax)
@@ -883,9 +912,10 @@ def _control(run: _Run, fl: _Flows, egress: np.ndarray, nacked: np.ndarray) -> N
         fl.rate = np.clip(fl.rate + d_rc * dt, floor, fl.line)
         fl.alpha = np.clip(fl.alpha + d_alpha * dt, 0.0, 1.0)
     elif cc == "nscc":
-        fl.window = _nscc_update(
-            fl.window, nacked, egress, run.cap, ent, fl.ids.size, run.cfg, fl.bdp, fl.max_window
-        )
+        acked_last = acked - fl.deliv_hist[run.step % (2 * run.ack_steps)]  # over the last RTT
+        delay = np.bincount(ent.inner_flow, weights=(egress / run.cap)[ent.inner_link], minlength=fl.ids.size)
+        sig = _NsccSignals(nacked, acked_last, delay, run.step * dt)
+        fl.window, fl.qa_until = _nscc_update(fl.window, sig, fl.qa_until, run.cfg, fl.bdp, fl.max_window)
 
 
 def _finish(run: _Run, fl: _Flows, at_step: np.ndarray | None = None) -> None:
@@ -901,6 +931,10 @@ def _finish(run: _Run, fl: _Flows, at_step: np.ndarray | None = None) -> None:
         if not done.any():
             return
         fl.end[done] = at_step[done] * run.dt
+    # a finished flow's residue (at most 1e-9 of its size) leaves the network now, as compaction would
+    # drop it: a window law near its threshold must not see it
+    fl.queue[done[fl.ent.flow]] = 0.0
+    fl.nack_hist[:, done] = 0.0
     ids = fl.ids[done]
     run.end[ids] = fl.end[done]
     run.open_flows -= ids.size
@@ -928,7 +962,7 @@ def _may_be_quiet(run: _Run, fl: _Flows) -> bool:
     """Finished flows are stepped while the cheap conditions of an idle gap or an epoch hold."""
     ln = run.links
     live = np.isnan(fl.end)
-    if ln.paused.any() or ln.ingress.any() or live.all():
+    if ln.paused.any() or ln.ingress.any() or ln.headers.any() or live.all():
         return False
     if not live.any():
         return True
@@ -947,7 +981,7 @@ def _idle_steps(run: _Run, fl: _Flows) -> int:
     """Steps until the next start when nothing is stepped, no link is paused and no ingress is held (0:
     not idle)."""
     ln = run.links
-    if fl.ids.size or ln.paused.any() or ln.ingress.any():
+    if fl.ids.size or ln.paused.any() or ln.ingress.any() or ln.headers.any():
         return 0
     return _next_start_step(run) - run.step
 
@@ -993,9 +1027,9 @@ def _epoch(run: _Run, fl: _Flows) -> tuple[_Flows, _Epoch] | None:
     than it serves.
     """
     ln = run.links
-    if run.tr.congestion_control not in ("none", "dcqcn") or not fl.ids.size:
+    if run.tr.congestion_control not in ("none", "dcqcn") or run.tr.trimming or not fl.ids.size:
         return None
-    if ln.paused.any() or ln.ingress.any() or not np.isnan(fl.end).all():
+    if ln.paused.any() or ln.ingress.any() or ln.headers.any() or not np.isnan(fl.end).all():
         return None
     if run.tr.congestion_control == "dcqcn" and _recovering(fl, np.ones(fl.ids.size, dtype=bool)):
         return None
