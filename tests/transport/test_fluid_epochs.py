@@ -100,6 +100,9 @@ def test_desynchronised_chains_with_mixed_path_lengths(monkeypatch: pytest.Monke
         fine, fast = _both(monkeypatch, paths, sizes, caps, name, after=after, start_s=start)
         _same(fine, fast)
         assert np.isfinite(fast.flow_end_s).all()
+        with monkeypatch.context() as m:  # many flows waiting: the epoch is first bounded by the stepped ones
+            m.setattr(fluidnet, "_FEW_PENDING", 0)
+            _same(fine, simulate_fluid(paths, sizes, caps, name, after=after, start_s=start))
 
 
 @settings(max_examples=15, deadline=None)

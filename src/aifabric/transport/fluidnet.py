@@ -1009,6 +1009,9 @@ class _Epoch:
 
 #: Most load changes one epoch tracks (an epoch ends at the next one): bounds an epoch's work.
 _EPOCH_MARKS = 64
+#: Waiting flows per stepped flow above which an epoch is first bounded by the stepped flows alone, so that
+#: only the few starting within it are built (an optimisation).
+_FEW_PENDING = 4
 
 
 def _epoch(run: _Run, fl: _Flows) -> tuple[_Flows, _Epoch] | None:
@@ -1047,23 +1050,25 @@ def _epoch(run: _Run, fl: _Flows) -> tuple[_Flows, _Epoch] | None:
     n = run.max_steps - run.step
     if run.tr.congestion_control == "dcqcn":
         n = min(n, _settled_steps(run, fl))
-    due = np.empty(0, dtype=np.int64)
     if shared.any():
         n = min(n, _next_start_step(run) - run.step)
-    else:
-        due = _starting_within(run, n)
-    for _ in range(2):  # a second pass without the flows that would start after the epoch's end
+    if run.pending.size > _FEW_PENDING * max(fl.ids.size, 16) and not shared.any():
+        # many flows waiting: only those starting within the stepped flows' own epoch can join it
+        alone = _epoch_course(run, fl, np.zeros(fl.ids.size), share, n, limit)
+        if alone is None:
+            return None
+        n = alone.n
+    due = _starting_within(run, n) if not shared.any() else np.empty((2, 0), dtype=np.int64)
+    for _ in range(2):  # with the flows that start inside; again without any that would start after its end
         merged = fl.joined(_new_flows(run, due[0])) if due.size else fl
-        offset = (
-            np.concatenate([np.zeros(fl.ids.size), due[1] - run.step]) if due.size else np.zeros(fl.ids.size)
-        )
+        offset = np.concatenate([np.zeros(fl.ids.size), due[1] - run.step])
         ep = _epoch_course(run, merged, offset, share, n, limit)
         if ep is None:
             return None
         late = offset >= ep.n
         if not late.any():
             return merged, ep
-        due = due[:, ~late[fl.ids.size :]]
+        due, n = due[:, ~late[fl.ids.size :]], ep.n
     return None
 
 
