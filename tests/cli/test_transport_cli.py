@@ -112,6 +112,16 @@ def test_mice_report_their_fifo_completion_next_to_the_fluid_one() -> None:
     assert 64e3 / 50e9 <= row["mice_fct_fifo_median_s"] < row["mice_fct_fluid_median_s"]
 
 
+def test_a_chained_ring_of_128_hosts_runs() -> None:
+    """2 (n - 1) = 254 chained steps of 256 KiB per host (32,512 flows, 128 at a time): by hand a step sends
+    in 11 steps of 0.5 us (10.49 rounded up) plus one across the switch, 6 us, and the next starts the
+    12 us ACK later: 254 x 18 - 12 us = 4,560 us, plus up to a step where a start lands on a step boundary."""
+    r = runner.invoke(app, ["transport", "ring", "--senders", "128", "-s", "256 KiB", "-t", "ib", "--json"])
+    assert r.exit_code == 0, r.output
+    row = json.loads(r.stdout)["results"][0]
+    assert 4560e-6 - 1e-12 <= row["makespan_s"] <= 4560e-6 + 253 * 0.5e-6
+
+
 @pytest.mark.parametrize("scenario", ["mice", "checkpoint", "ring"])
 def test_other_scenarios_run(scenario: str) -> None:
     r = runner.invoke(
