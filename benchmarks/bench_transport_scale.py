@@ -51,13 +51,15 @@ Figures on the shared 2-core development machine (2026-12-02, load average 3-9 f
   1,024: 6.7 s [1,024: 162 s]; peak 0.15 GB. Same steps and makespans as before.
 - chain, ring: 32: 0.12 s; 64: 0.27 s; 128 (32,640 flows): 0.6 s [3.9 s, as one-transfer stages];
   serial all-to-all: 32: 0.05 s; 64: 0.09 s; 128: 0.26 s. Growth ~flows.
-- chain under the fluid model, 128 hosts, time of ``simulate_fluid`` as CPU s (wall s at load average
-  9-11 on the 2 cores, i.e. ~3.5x): ring ib 0.27 (1.0), roce-dcqcn 0.33 (1.2); serial all-to-all ib 0.21
-  (0.8), roce-dcqcn 0.25 (0.8) [ring 10.8 / 26.0 CPU s (49 / 109 s wall), all-to-all 3.6 / 7.1 CPU s (15 /
-  26 s wall): every flow stepped every 0.5 us]. Same steps and makespans (ring 9,708 steps, 4.854 ms; all-
-  to-all 4,738 steps, 2.369 ms). The model moves in closed-form epochs while nothing queues (269 epochs
-  and 17 single steps for the ring); growth ~flows. 32 / 64 hosts: ring 0.05 / 0.12 CPU s (ib), 0.06 / 0.14
-  (roce-dcqcn); all-to-all 0.03 / 0.06 (ib), 0.03 / 0.07 (roce-dcqcn).
+- chain under the fluid model (2026-12-02 03:40, load average 3), wall s of ``simulate_fluid`` (CPU s the
+  same): 128 hosts: ring ib 0.32, roce-dcqcn 0.33; serial all-to-all ib 0.23, roce-dcqcn 0.25 [before, at
+  load 9, as CPU s (wall): ring 10.8 (49) / 26.0 (109), all-to-all 3.6 (15) / 7.1 (26); every flow stepped
+  every 0.5 us]. Same steps and makespans (ring 9,708 steps, 4.854 ms; all-to-all 4,738 steps,
+  2.369 ms). The model moves in closed-form epochs while nothing queues (269 epochs and 17 single steps
+  for the ring). 32 / 64 hosts: ring 0.05 / 0.11 (ib), 0.06 / 0.13 (roce-dcqcn); all-to-all 0.03 / 0.07
+  (ib), 0.03 / 0.08 (roce-dcqcn): growth ~flows. The fluid ring's makespan exceeds the flow engine's
+  (4.85 vs 1.63 ms) by its acknowledgement: one base RTT of 12 us per step (NSCC's reference network)
+  against the flow engine's one-way path latency, and the 0.5 us grid.
 """
 
 from __future__ import annotations

@@ -538,6 +538,7 @@ class _Run:
     open_flows: int = 0
     done_bytes: float = 0.0
     step: int = 0
+    retry_at: int = 0  # no epoch is looked for before this step
 
     @property
     def dt(self) -> float:
@@ -601,10 +602,12 @@ def simulate_fluid(
             checked = run.step
             if np.count_nonzero(~np.isnan(fl.end)) > _COMPACT_SHARE * fl.ids.size:
                 fl = fl.subset(np.isnan(fl.end))
-        if _JUMPS and _COMPACT_SHARE <= 1.0 and _may_be_quiet(run, fl):
+        ln = run.links
+        calm = _JUMPS and not (ln.paused.any() or ln.ingress.any() or ln.headers.any())
+        if calm and _COMPACT_SHARE <= 1.0 and _may_be_quiet(run, fl):
             fl = fl.subset(np.isnan(fl.end))  # finished flows would hold an epoch back
-        idle = _idle_steps(run, fl) if _JUMPS else 0
-        epoch = _epoch(run, fl) if _JUMPS and not idle else None
+        idle = _idle_steps(run, fl) if calm else 0
+        epoch = _epoch(run, fl) if calm and not idle and run.step >= run.retry_at else None
         if idle > 1:
             _advance_idle(run, idle)
         elif epoch is not None:
@@ -1035,6 +1038,7 @@ def _epoch(run: _Run, fl: _Flows) -> tuple[_Flows, _Epoch] | None:
     if ln.paused.any() or ln.ingress.any() or ln.headers.any() or not np.isnan(fl.end).all():
         return None
     if run.tr.congestion_control == "dcqcn" and _recovering(fl, np.ones(fl.ids.size, dtype=bool)):
+        run.retry_at = run.step + _COMPACT_EVERY  # a rate recovers over many steps: look again later
         return None
     limit = run.cap * run.dt
     if run.tr.flow_control == "credit":
