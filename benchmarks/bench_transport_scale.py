@@ -101,7 +101,7 @@ def _ring(spec: ClusterSpec) -> str:
     return f"{n:,} transfers per step, time {res.time_s:.3f} s, efficiency {res.efficiency:.3f}"
 
 
-def _a2a(spec: ClusterSpec, ep: int) -> str:
+def _a2a(spec: ClusterSpec, ep: int, routing: str = "spray") -> str:
     topo = build_topology(spec)
     ranks = np.arange(spec.n_gpus)
     groups = ranks.reshape(ep, -1).T if ep < spec.n_gpus else ranks[None, :]  # EP across nodes
@@ -111,7 +111,7 @@ def _a2a(spec: ClusterSpec, ep: int) -> str:
         )
         for i, g in enumerate(groups)
     ]
-    res = simulate_plans(topo, plans, engine="flow", routing="spray", seed=1)
+    res = simulate_plans(topo, plans, engine="flow", routing=routing, seed=1)
     return f"{len(plans)} groups of {groups.shape[1]}, time {res.time_s * 1e3:.3f} ms"
 
 
@@ -207,7 +207,8 @@ CASES: dict[str, list[Case]] = {
         for g in (25_000, 50_000, 100_000)
     ],
     "a2a": [(f"all-to-all EP 64, {g:,} GPUs", _a2a, (64,), (g,)) for g in (4096, 8192, 16384)]
-    + [(f"all-to-all global, {g:,} GPUs", _a2a, (g,), (g,)) for g in (4096, 8192, 16384)],
+    + [(f"all-to-all global, {g:,} GPUs", _a2a, (g,), (g,)) for g in (4096, 8192, 16384)]
+    + [(f"all-to-all global ECMP, {g:,} GPUs", _a2a, (g, "ecmp"), (g,)) for g in (1024, 2048, 4096)],
     "fluid": [
         (f"fluid {name}, {h:,} hosts", _fluid, (h, name), None)
         for name in ("roce-pfc", "roce-dcqcn")

@@ -52,7 +52,7 @@ from aifabric.collectives.hierarchical import hierarchical_cost
 from aifabric.collectives.nvls import nvls_cost, nvls_tree_cost
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.pat import pat_cost
-from aifabric.collectives.plan import CommPlan, Stage
+from aifabric.collectives.plan import AllPairsStage, CommPlan, Stage
 from aifabric.collectives.ring import chain_cost, flat_ring_cost, ring_cost
 from aifabric.collectives.tiers import Protocol, TierModel, tier_model
 from aifabric.collectives.torus import torus_cost
@@ -78,7 +78,7 @@ __all__ = [
 
 CostFunction = Callable[[Collective, Protocol, float, Communicator, TierModel], Cost | None]
 AppliesFunction = Callable[[Communicator, TierModel], bool]
-PlanFunction = Callable[[Collective, float, ClusterSpec, "np.ndarray"], tuple[Stage, ...]]
+PlanFunction = Callable[[Collective, float, ClusterSpec, "np.ndarray"], tuple[Stage | AllPairsStage, ...]]
 
 _RING_OPS = frozenset({Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
 _ALL_REDUCE = frozenset({Collective.ALL_REDUCE})

@@ -30,6 +30,7 @@ takes ``(op, message_bytes, spec, gpus)`` (rank i on ``gpus[i]``) and returns th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from aifabric.budget import check_memory
@@ -43,6 +44,7 @@ else:
     np = lazy_module("numpy")  # loaded when a plan is built: the formula engine never needs numpy
 
 __all__ = [
+    "AllPairsStage",
     "CommPlan",
     "Stage",
     "check_pairs",
@@ -74,6 +76,70 @@ class Stage:
         """Transfers per repeat."""
         return int(self.src.size)
 
+    @property
+    def bytes_total(self) -> float:
+        """Bytes of one repeat, all transfers."""
+        return float(self.bytes_.sum())
+
+
+@dataclass(frozen=True, eq=False)
+class AllPairsStage:
+    """Every rank of ``ranks`` sends ``bytes_per_pair`` to every other rank at once, one group (a uniform
+    all-to-all), held as its ranks: the ``n (n - 1)`` pair arrays of :class:`Stage` (``src``, ``dst``,
+    ``bytes_``, ``group``, in the order of :func:`direct_plan`) are built only when read, after
+    :func:`check_pairs`. The topology engines route it from its ranks per node and leaf without the pairs
+    (:mod:`aifabric.engines.allpairs`), which is what lets a global all-to-all of 16,384 GPUs run.
+    """
+
+    ranks: np.ndarray
+    bytes_per_pair: float
+    repeat: int = 1
+    label: str = "all-to-all"
+
+    @property
+    def n_transfers(self) -> int:
+        """Transfers per repeat: ``n (n - 1)``."""
+        n = int(self.ranks.size)
+        return n * (n - 1)
+
+    @property
+    def bytes_total(self) -> float:
+        """Bytes of one repeat: ``n (n - 1)`` x bytes per pair."""
+        return self.n_transfers * float(self.bytes_per_pair)
+
+    @cached_property
+    def pairs(self) -> Stage:
+        """The stage as pair arrays. Raises ConfigError above the memory limit (:func:`check_pairs`)."""
+        gpus = np.asarray(self.ranks, np.int64)
+        n = int(gpus.size)
+        check_pairs(n, "the all_to_all")
+        src = np.repeat(gpus, n)
+        dst = np.tile(gpus, n)
+        keep = src != dst
+        m = int(keep.sum())
+        grp = np.zeros(m, np.int64)
+        return Stage(src[keep], dst[keep], np.full(m, self.bytes_per_pair), grp, self.repeat, self.label)
+
+    @property
+    def src(self) -> np.ndarray:
+        """Source of every pair, shape (n (n - 1),)."""
+        return self.pairs.src
+
+    @property
+    def dst(self) -> np.ndarray:
+        """Destination of every pair, shape (n (n - 1),)."""
+        return self.pairs.dst
+
+    @property
+    def bytes_(self) -> np.ndarray:
+        """Bytes of every pair, shape (n (n - 1),)."""
+        return self.pairs.bytes_
+
+    @property
+    def group(self) -> np.ndarray:
+        """Group of every pair (all 0), shape (n (n - 1),)."""
+        return self.pairs.group
+
 
 @dataclass(frozen=True)
 class CommPlan:
@@ -83,7 +149,7 @@ class CommPlan:
     algorithm: str
     message_bytes: float
     n_ranks: int
-    stages: tuple[Stage, ...]
+    stages: tuple[Stage | AllPairsStage, ...]
     job: str = "job0"
     meta: dict[str, object] = field(default_factory=dict)
     pxn: bool = True  # cross-rail hops relay over NVLink (NCCL PXN); raw traffic patterns use their own NIC
@@ -92,7 +158,7 @@ class CommPlan:
     @property
     def total_bytes(self) -> float:
         """Bytes sent over all stages and repeats (every transfer counted once)."""
-        return float(sum(s.bytes_.sum() * s.repeat for s in self.stages))
+        return float(sum(s.bytes_total * s.repeat for s in self.stages))
 
 
 def _by_domain(spec: ClusterSpec, gpus: np.ndarray) -> tuple[np.ndarray, int]:
@@ -165,20 +231,11 @@ def check_pairs(n: int, what: str) -> None:
 
 def direct_plan(
     op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
-) -> tuple[Stage, ...]:
-    """all_to_all: every rank sends S/n to every other rank at once (one stage).
-
-    Raises ConfigError when the n^2 pairs would exceed the memory limit (:func:`check_pairs`).
-    """
+) -> tuple[AllPairsStage, ...]:
+    """all_to_all: every rank sends S/n to every other rank at once (one stage, held as its ranks:
+    :class:`AllPairsStage`, whose pairs are built, after :func:`check_pairs`, only when read)."""
     n = int(gpus.size)
-    check_pairs(n, "the all_to_all")
-    src = np.repeat(gpus, n)
-    dst = np.tile(gpus, n)
-    keep = src != dst
-    m = int(keep.sum())
-    return (
-        Stage(src[keep], dst[keep], np.full(m, message_bytes / n), np.zeros(m, np.int64), 1, "all-to-all"),
-    )
+    return (AllPairsStage(np.asarray(gpus, np.int64).copy(), message_bytes / n, 1, "all-to-all"),)
 
 
 def p2p_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray) -> tuple[Stage, ...]:

@@ -35,11 +35,19 @@ from aifabric.cluster.topology import TIER_NAMES, Topology, cached_topology
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, build_plan, default_plan_algorithm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
-from aifabric.collectives.plan import CommPlan
+from aifabric.collectives.plan import AllPairsStage, CommPlan, Stage
+from aifabric.engines.allpairs import (
+    PER_PAIR_POLICIES,
+    AllPairsColumns,
+    all_pairs_columns,
+    all_pairs_entries,
+    per_pair_columns,
+    per_pair_entries,
+)
 from aifabric.engines.flowsim import Progress, Simulation
 from aifabric.engines.formula import formula_collective
 from aifabric.engines.result import CollectiveResult
-from aifabric.engines.routing import route, spray_groups, subflows
+from aifabric.engines.routing import SprayGroups, route, spray_groups, subflows
 from aifabric.errors import ConfigError, NoRoute
 from aifabric.transport.wire import run_transport
 
@@ -70,7 +78,21 @@ FLOW_ENGINE_FACTOR = 1.5
 #: global all-to-all of ``benchmarks/bench_transport_scale.py --only a2a`` (16.8M transfers, 5.3 GB).
 BYTES_PER_FOLDED_TRANSFER = 320
 
+#: Peak bytes per incidence entry of an all-pairs stage routed from its ranks (:func:`all_pairs_bytes`):
+#: the entry in COO, CSC and the flow engine's copies, and the columns' arrays. Measured with
+#: ``tracemalloc`` around ``simulate_plans`` (flow engine, spray) of the global all-to-all of
+#: ``benchmarks/bench_transport_scale.py``: 155 B per entry at 4,096 GPUs (195k entries), 143 B at 16,384
+#: (2.45M entries, 0.35 GB).
+BYTES_PER_ALL_PAIRS_ENTRY = 160
+
+#: Bytes that routing one chunk of an all-pairs stage's pairs may take under a per-pair policy
+#: (:func:`~aifabric.engines.allpairs.per_pair_columns`): the chunk's size is set from it with
+#: :func:`routing_bytes`, so the pairs' routes never exist all at once (a design bound, not a measurement).
+CHUNK_ROUTING_BYTES = 256 * 2**20
+
 __all__ = [
+    "BYTES_PER_ALL_PAIRS_ENTRY",
+    "CHUNK_ROUTING_BYTES",
     "BYTES_PER_FOLDED_TRANSFER",
     "BYTES_PER_PATH",
     "BYTES_PER_TRANSFER",
@@ -80,6 +102,7 @@ __all__ = [
     "FabricResult",
     "FoldedTransfers",
     "LinkReport",
+    "all_pairs_bytes",
     "fabric_collective",
     "fold_transfers",
     "ideal_time",
@@ -138,9 +161,10 @@ def _check_routing(
     qps: int,
     *,
     aggregated: bool = False,
+    extra_bytes: float = 0.0,
 ) -> None:
-    """Refuse (ConfigError) folded stages whose routing would exceed the memory limit
-    (:func:`routing_bytes`)."""
+    """Refuse (ConfigError) folded stages whose routing (:func:`routing_bytes`), plus ``extra_bytes``
+    (all-pairs stages routed from their ranks, :func:`all_pairs_bytes`), would exceed the memory limit."""
     t = x = y = 0
     for st in stages:
         t += st.src.size
@@ -151,7 +175,9 @@ def _check_routing(
         x += int(np.count_nonzero(cross))
         if topo.shape.tiers == 3:
             y += int(np.count_nonzero(cross & (topo.pod_of_leaf[ls] != topo.pod_of_leaf[ld])))
-    need = routing_bytes(topo, t, x, y, engine=engine, routing=routing, qps=qps, aggregated=aggregated)
+    need = extra_bytes + routing_bytes(
+        topo, t, x, y, engine=engine, routing=routing, qps=qps, aggregated=aggregated
+    )
     # only spraying folds transfers (fold_transfers): under another policy say that it would
     g = topo.spec.gpus_per_node
     hint = "" if routing == "spray" else f"; with --routing spray an all_to_all's pairs fold about {g}x"
@@ -223,6 +249,203 @@ def fold_transfers(
         bytes_, group, member = bytes_[keep], group[keep], member[keep]
     rep, count = _first_of_equal(bytes_, dst, src, group, member)
     return FoldedTransfers(src[rep], dst[rep], bytes_[rep], group[rep], member[rep], count)
+
+
+def _n_groups(st: Stage | AllPairsStage) -> int:
+    """Flow groups of a stage (an all-pairs stage is one), without building an all-pairs stage's pairs."""
+    return 1 if isinstance(st, AllPairsStage) else int(np.unique(st.group).size)
+
+
+def _direct_all_pairs(plans: list[CommPlan], routing: str, transport: str | None) -> set[tuple[int, int]]:
+    """(job, stage) of the all-pairs stages routed from their ranks (:mod:`aifabric.engines.allpairs`):
+    a policy that routes every pair on its own (``PER_PAIR_POLICIES``), no transport model, and the
+    plan's latency charged once (path latencies unused)."""
+    if routing not in PER_PAIR_POLICIES or transport is not None:
+        return set()
+    return {
+        (j, k)
+        for j, p in enumerate(plans)
+        if p.latency_s is not None
+        for k, st in enumerate(p.stages)
+        if isinstance(st, AllPairsStage)
+    }
+
+
+def all_pairs_bytes(
+    topo: Topology,
+    ranks: np.ndarray,
+    *,
+    pxn: bool,
+    routing: str = "spray",
+    grouped: bool = True,
+    qps: int = 4,
+) -> float:
+    """Estimate of the bytes an all-pairs stage routed from its ranks needs, from counts (no pair arrays):
+    ``BYTES_PER_ALL_PAIRS_ENTRY`` x the entries of its columns, sprayed on spray groups (``grouped``:
+    :func:`~aifabric.engines.allpairs.all_pairs_entries`) or routed pair by pair in chunks
+    (:func:`~aifabric.engines.allpairs.per_pair_entries`, plus the routing of one chunk: at most
+    ``CHUNK_ROUTING_BYTES``)."""
+    if routing == "spray" and grouped:
+        return BYTES_PER_ALL_PAIRS_ENTRY * all_pairs_entries(topo, ranks, pxn=pxn)
+    k = subflows(routing, qps)
+    entries = per_pair_entries(topo, ranks, pxn=pxn, subflows=k)
+    pairs = float(np.unique(np.asarray(ranks)).size) ** 2
+    chunk = min(
+        CHUNK_ROUTING_BYTES,
+        routing_bytes(topo, pairs, pairs, pairs, engine="links", routing=routing, qps=qps),
+    )
+    return BYTES_PER_ALL_PAIRS_ENTRY * entries + chunk
+
+
+def _chunk_pairs(topo: Topology, routing: str, qps: int) -> int:
+    """Pairs per chunk of :func:`~aifabric.engines.allpairs.per_pair_columns`: ``CHUNK_ROUTING_BYTES`` over
+    the routing bytes of one pair crossing pods (:func:`routing_bytes`, links engine), at least 1,024."""
+    one = routing_bytes(topo, 1, 1, 1, engine="links", routing=routing, qps=qps)
+    return max(1024, int(CHUNK_ROUTING_BYTES // max(one, 1.0)))
+
+
+def _fold_stage(
+    topo: Topology,
+    plans: list[CommPlan],
+    k: int,
+    members: list[tuple[int, Stage | AllPairsStage]],
+    direct: set[tuple[int, int]],
+    routing: str,
+    transport: str | None,
+) -> FoldedTransfers:
+    """The k-th stage's transfers of the members not in ``direct``, folded when sprayed without a
+    transport model (:func:`fold_transfers`; other policies place transfers by hash or in order, and a
+    transport's fluid model runs every transfer on its own: kept as they are). ``member`` indexes
+    ``members``."""
+    idx = [i for i, (j, _) in enumerate(members) if (j, k) not in direct]
+    sts = [members[i][1] for i in idx]
+    member = np.repeat(np.array(idx, dtype=np.int64), [st.n_transfers for st in sts])
+    if not sts:
+        empty = np.zeros(0, np.int64)
+        return FoldedTransfers(empty, empty, np.zeros(0), empty, empty, np.zeros(0))
+    src = np.concatenate([st.src for st in sts])
+    dst = np.concatenate([st.dst for st in sts])
+    byt = np.concatenate([st.bytes_ for st in sts]).astype(np.float64)
+    grp = np.concatenate([st.group for st in sts]).astype(np.int64)
+    if routing == "spray" and transport is None:
+        split = np.array(
+            [
+                plans[members[i][0]].pxn and plans[members[i][0]].latency_s is not None
+                for i in range(len(members))
+            ],
+            bool,
+        )
+        return fold_transfers(topo, src, dst, byt, grp, member, split[member])
+    return FoldedTransfers(src, dst, byt, grp, member, np.ones(src.size))
+
+
+@dataclass(frozen=True)
+class _RouteOptions:
+    """What :func:`~aifabric.engines.routing.route` needs besides the transfers."""
+
+    policy: str
+    seed: int
+    qps: int
+    polarized: bool
+    link_alive: np.ndarray | None
+    groups: SprayGroups | None
+
+
+def _all_pairs_stage_columns(
+    topo: Topology, ranks: np.ndarray, pxn: bool, opt: _RouteOptions
+) -> tuple[AllPairsColumns, float]:
+    """An all-pairs stage's columns and the share of a pair's bytes each carries: from its ranks on spray
+    groups, else its pairs routed in chunks (:mod:`aifabric.engines.allpairs`)."""
+    if opt.policy == "spray" and opt.groups is not None:
+        return all_pairs_columns(topo, opt.groups, ranks, pxn=pxn), 1.0
+    return per_pair_columns(
+        topo,
+        ranks,
+        policy=opt.policy,
+        seed=opt.seed,
+        qps=opt.qps,
+        polarized=opt.polarized,
+        pxn=pxn,
+        link_alive=opt.link_alive,
+        chunk_pairs=_chunk_pairs(topo, opt.policy, opt.qps),
+    )
+
+
+@dataclass(frozen=True)
+class _StageColumns:
+    """One stage's routed columns, sorted by member: ``incidence`` (n_rows, m) with each folded
+    transfer's count applied, and per column its bytes, member, group, charged path latency, source and
+    destination."""
+
+    incidence: sparse.csc_matrix
+    bytes_: np.ndarray
+    member: np.ndarray
+    group: np.ndarray
+    latency: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+
+
+def _stage_columns(
+    topo: Topology,
+    plans: list[CommPlan],
+    k: int,
+    members: list[tuple[int, Stage | AllPairsStage]],
+    fs: FoldedTransfers,
+    direct: set[tuple[int, int]],
+    opt: _RouteOptions,
+    row_latency: np.ndarray,
+) -> _StageColumns:
+    """Route the folded transfers ``fs`` of stage ``k`` and add the columns of its ``direct`` all-pairs
+    members (:func:`~aifabric.engines.allpairs.all_pairs_columns`), in member order."""
+    pxn = np.array([plans[j].pxn for j, _ in members], dtype=bool)[fs.member]
+    r = route(
+        topo,
+        fs.src,
+        fs.dst,
+        policy=opt.policy,
+        seed=opt.seed,
+        qps=opt.qps,
+        polarized=opt.polarized,
+        link_alive=opt.link_alive,
+        bytes_=fs.bytes_,
+        pxn=pxn,
+        aggregate=opt.groups is not None,
+    )
+    csc, parent = r.incidence.tocsc(), r.parent
+    member = fs.member[parent]
+    charged = np.array([plans[j].latency_s is None for j, _ in members])[member]
+    parts = [
+        (
+            csc @ sparse.diags(fs.count[parent]),  # a folded transfer loads its links count times
+            fs.bytes_[parent] * r.share,
+            member,
+            fs.group[parent],
+            np.where(charged, csc.T @ row_latency, 0.0),
+            fs.src[parent],
+            fs.dst[parent],
+        )
+    ]
+    for i, (j, st) in enumerate(members):
+        if (j, k) in direct and isinstance(st, AllPairsStage):
+            ap, share = _all_pairs_stage_columns(topo, st.ranks, plans[j].pxn, opt)
+            m = ap.src.size
+            zero = np.zeros(m)
+            parts.append(
+                (
+                    ap.incidence,
+                    np.full(m, st.bytes_per_pair * share),
+                    np.full(m, i),
+                    zero.astype(np.int64),
+                    zero,
+                    ap.src,
+                    ap.dst,
+                )
+            )
+    cat = [np.concatenate([part[f] for part in parts]) for f in range(1, 7)]
+    order = np.argsort(cat[1], kind="stable")
+    inc = sparse.hstack([part[0] for part in parts], format="csc")[:, order]
+    return _StageColumns(inc, *(a[order] for a in cat))
 
 
 def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
@@ -355,7 +578,7 @@ def simulate_plans(
     if transport is not None and engine != "flow":
         raise ConfigError(f"transport: the {engine} engine does not use a transport model; use --engine flow")
     if engine == "flow":
-        n_groups = sum(np.unique(st.group).size for p in plans for st in p.stages)
+        n_groups = sum(_n_groups(st) for p in plans for st in p.stages)
         if n_groups > MAX_FLOW_GROUPS:
             raise ConfigError(
                 f"engine: the flow engine would track {n_groups:,} independent flows (each its own max-min "
@@ -376,30 +599,43 @@ def simulate_plans(
     # sees all of their load), then keep one column block per (job, stage).
     # Fold each stage first (exact, see fold_transfers: PXN transfers split at their relay when the
     # policy sprays and the path latency is not charged; identical transfers of one group counted once),
-    # so the memory check and routing see the folded transfers.
+    # so the memory check and routing see the folded transfers. Uniform all-to-alls sprayed on groups are
+    # folded from their ranks, without their pairs (engines.allpairs).
     n_stages = max((len(p.stages) for p in plans), default=0)
+    direct = _direct_all_pairs(plans, routing, transport)
+    direct_bytes = 0.0
+    for j, k in direct:
+        st = plans[j].stages[k]
+        if isinstance(st, AllPairsStage):
+            pxn = plans[j].pxn
+            direct_bytes += all_pairs_bytes(
+                topo, st.ranks, pxn=pxn, routing=routing, grouped=groups is not None, qps=qps
+            )
     if routing == "spray" and transport is None:
-        n_all = sum(st.n_transfers for p in plans for st in p.stages)
+        n_all = sum(
+            st.n_transfers
+            for j, p in enumerate(plans)
+            for k, st in enumerate(p.stages)
+            if (j, k) not in direct
+        )
         check_memory(
-            f"folding {n_all:,} sprayed transfers", BYTES_PER_FOLDED_TRANSFER * float(n_all), "ranks"
+            f"folding {n_all:,} sprayed transfers",
+            BYTES_PER_FOLDED_TRANSFER * float(n_all) + direct_bytes,
+            "ranks",
         )
     folded = []
     for k in range(n_stages):
         members = [(j, p.stages[k]) for j, p in enumerate(plans) if k < len(p.stages)]
-        member = np.repeat(np.arange(len(members)), [st.n_transfers for _, st in members])
-        src = np.concatenate([st.src for _, st in members])
-        dst = np.concatenate([st.dst for _, st in members])
-        byt = np.concatenate([st.bytes_ for _, st in members]).astype(np.float64)
-        grp = np.concatenate([st.group for _, st in members]).astype(np.int64)
-        # other policies place transfers by hash or in order, and a transport's fluid model runs every
-        # transfer on its own: kept as they are
-        if routing == "spray" and transport is None:
-            split = np.array([plans[j].pxn and plans[j].latency_s is not None for j, _ in members], bool)
-            fs = fold_transfers(topo, src, dst, byt, grp, member, split[member])
-        else:
-            fs = FoldedTransfers(src, dst, byt, grp, member, np.ones(src.size))
-        folded.append((members, fs))
-    _check_routing(topo, [f for _, f in folded], engine, routing, qps, aggregated=groups is not None)
+        folded.append((members, _fold_stage(topo, plans, k, members, direct, routing, transport)))
+    _check_routing(
+        topo,
+        [f for _, f in folded],
+        engine,
+        routing,
+        qps,
+        aggregated=groups is not None,
+        extra_bytes=direct_bytes,
+    )
     cols_a, rows_a, vals_a = [], [], []
     sub_bytes, sub_job, sub_stage, sub_group, sub_lat, sub_src, sub_dst = [], [], [], [], [], [], []
     sub_rep = []
@@ -407,46 +643,25 @@ def simulate_plans(
     stage_info = []
     ncol = 0
     for k, (members, fs) in enumerate(folded):
-        src, dst, byt = fs.src, fs.dst, fs.bytes_
-        owner = np.array([j for j, _ in members], dtype=np.int64)[fs.member]
-        pxn = np.array([plans[j].pxn for j, _ in members], dtype=bool)[fs.member]
-        r = route(
-            topo,
-            src,
-            dst,
-            policy=routing,
-            seed=seed + 7919 * k,
-            qps=qps,
-            polarized=polarized,
-            link_alive=link_alive,
-            bytes_=byt,
-            pxn=pxn,
-            aggregate=groups is not None,
-        )
-        # Sub-flows come in transfer order (route's columns follow their parents, folded transfers stay
-        # in member order), so each member's sub-flows are one contiguous block of columns.
-        csc = r.incidence.tocsc()
-        parent = r.parent
-        sub_owner = owner[parent]
-        a = csc.tocoo()
+        r = _RouteOptions(routing, seed + 7919 * k, qps, polarized, link_alive, groups)
+        blk = _stage_columns(topo, plans, k, members, fs, direct, r, lat)
+        a = blk.incidence.tocoo()
         rows_a.append(a.row)
         cols_a.append(a.col + ncol)
-        vals_a.append(a.data * fs.count[parent[a.col]])  # a folded transfer loads its links count times
-        sub_bytes.append(byt[parent] * r.share)
-        sub_job.append(sub_owner)
-        sub_stage.append(np.full(parent.size, k))
-        sub_group.append(fs.group[parent])
-        charged = np.array([plans[j].latency_s is None for j, _ in members])
-        member_of = fs.member[parent]
-        sub_lat.append(np.where(charged[member_of], csc.T @ lat, 0.0))
-        sub_rep.append(np.array([st.repeat for _, st in members], dtype=float)[member_of])
-        sub_src.append(src[parent])
-        sub_dst.append(dst[parent])
-        bounds = np.searchsorted(member_of, np.arange(len(members) + 1))
+        vals_a.append(a.data)
+        sub_bytes.append(blk.bytes_)
+        sub_job.append(np.array([j for j, _ in members], dtype=np.int64)[blk.member])
+        sub_stage.append(np.full(blk.member.size, k))
+        sub_group.append(blk.group)
+        sub_lat.append(blk.latency)
+        sub_rep.append(np.array([st.repeat for _, st in members], dtype=float)[blk.member])
+        sub_src.append(blk.src)
+        sub_dst.append(blk.dst)
+        bounds = np.searchsorted(blk.member, np.arange(len(members) + 1))
         for i, (j, st) in enumerate(members):
             repeats[(j, k)] = st.repeat
             stage_info.append((j, k, ncol + int(bounds[i]), ncol + int(bounds[i + 1])))
-        ncol += parent.size
+        ncol += blk.member.size
     inc = sparse.csc_matrix(
         (np.concatenate(vals_a), (np.concatenate(rows_a), np.concatenate(cols_a))), shape=(n_rows, ncol)
     )
@@ -551,7 +766,13 @@ def simulate_plans(
 
 
 def _spray_stage(
-    topo: Topology, cap: np.ndarray, src: np.ndarray, dst: np.ndarray, byt: np.ndarray, pxn: np.ndarray
+    topo: Topology,
+    cap: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    byt: np.ndarray,
+    pxn: np.ndarray,
+    extra: tuple[SprayGroups, np.ndarray] | None = None,
 ) -> tuple[float, np.ndarray]:
     """(time of the most loaded link, path latency of each transfer) of one stage sprayed on a healthy fabric.
 
@@ -560,10 +781,23 @@ def _spray_stage(
     the cores, spine down from the cores) and divide by that switch's uplink capacity; access links
     (GPU-NVSwitch, PXN relays, NIC-leaf) are added link by link. Exactly the links engine with
     ``routing="spray"``, without a per-path incidence matrix (a 16k-GPU random ring has ~100M paths).
+    ``extra``: the loads, bytes per row of the spray groups, of traffic routed from ranks
+    (:mod:`aifabric.engines.allpairs`), added to the transfers'.
     """
     spec = topo.spec
     shape = topo.shape
     loads = np.zeros(topo.n_links)
+    # bytes per leaf up/down and per pod up/down, of one plane, divided by the switches' uplinks below
+    fabric = [np.zeros(shape.n_leaves), np.zeros(shape.n_leaves)] if shape else []
+    fabric += [np.zeros(shape.n_pods), np.zeros(shape.n_pods)] if shape and shape.tiers == 3 else []
+    if extra is not None and shape is not None:
+        groups, rows = extra
+        loads += rows[: topo.n_links]
+        fabric[0] += rows[groups.leaf_up].max(axis=0)
+        fabric[1] += rows[groups.leaf_down].max(axis=0)
+        if shape.tiers == 3:
+            fabric[2] += rows[groups.pod_up].max(axis=0) / shape.spines_per_pod
+            fabric[3] += rows[groups.pod_down].max(axis=0) / shape.spines_per_pod
     lat_of = topo.link_latency_s
     same = (src // spec.domain_gpus) == (dst // spec.domain_gpus)
     np.add.at(loads, topo.gpu_up[src[same]], byt[same])
@@ -571,7 +805,6 @@ def _spray_stage(
     latency = np.zeros(src.size)
     latency[same] = lat_of[topo.gpu_up[src[same]]] + lat_of[topo.gpu_down[dst[same]]]
     x = ~same
-    ratios = []
     if x.any() and shape is not None:
         s, d, b = src[x], dst[x], byt[x]
         nic_src = s
@@ -590,50 +823,83 @@ def _spray_stage(
             np.add.at(loads, topo.nic_up[p, nic_src], b / planes)
             np.add.at(loads, topo.nic_down[p, d], b / planes)
         path_lat += lat_of[topo.nic_up[0, nic_src]] + lat_of[topo.nic_down[0, d]]
-        leaf_s, leaf_d = topo.leaf_of_gpu[nic_src], topo.leaf_of_gpu[d]
-        xl = leaf_s != leaf_d
-        if xl.any():
-            link_cap = float(cap[topo.link_tier == 2].min())
-            path_lat[xl] += 2 * float(lat_of[topo.link_tier == 2].max())
-            up = np.bincount(leaf_s[xl], b[xl], shape.n_leaves) / planes
-            down = np.bincount(leaf_d[xl], b[xl], shape.n_leaves) / planes
-            ratios += [up.max() / (shape.leaf_up * link_cap), down.max() / (shape.leaf_up * link_cap)]
-            if shape.tiers == 3:
-                pod_s, pod_d = topo.pod_of_leaf[leaf_s], topo.pod_of_leaf[leaf_d]
-                xp = xl & (pod_s != pod_d)
-                if xp.any():
-                    core_cap = float(cap[topo.link_tier == 3].min())
-                    path_lat[xp] += 2 * float(lat_of[topo.link_tier == 3].max())
-                    per_spine = shape.spines_per_pod * planes
-                    sup = np.bincount(pod_s[xp], b[xp], shape.n_pods) / per_spine
-                    sdn = np.bincount(pod_d[xp], b[xp], shape.n_pods) / per_spine
-                    ratios += [
-                        sup.max() / (shape.spine_up * core_cap),
-                        sdn.max() / (shape.spine_up * core_cap),
-                    ]
+        path_lat += _add_fabric_bytes(topo, fabric, topo.leaf_of_gpu[nic_src], topo.leaf_of_gpu[d], b)
         latency[x] = path_lat
     with np.errstate(divide="ignore", invalid="ignore"):
         access = np.where(loads > 0, loads / cap, 0.0)
-    return max([float(access.max(initial=0.0)), *ratios]), latency
+    return max([float(access.max(initial=0.0)), *_fabric_ratios(topo, cap, fabric)]), latency
+
+
+def _add_fabric_bytes(
+    topo: Topology, fabric: list[np.ndarray], leaf_s: np.ndarray, leaf_d: np.ndarray, b: np.ndarray
+) -> np.ndarray:
+    """Add sprayed transfers' bytes to ``fabric`` (per plane: leaf up, leaf down, and with three tiers
+    pod up and down per spine of the pod); returns their fabric path latency, s."""
+    shape = topo.shape
+    assert shape is not None
+    lat_of = topo.link_latency_s
+    path_lat = np.zeros(b.size)
+    xl = leaf_s != leaf_d
+    if not xl.any():
+        return path_lat
+    planes = topo.planes
+    path_lat[xl] += 2 * float(lat_of[topo.link_tier == 2].max())
+    fabric[0] += np.bincount(leaf_s[xl], b[xl], shape.n_leaves) / planes
+    fabric[1] += np.bincount(leaf_d[xl], b[xl], shape.n_leaves) / planes
+    if shape.tiers == 3:
+        pod_s, pod_d = topo.pod_of_leaf[leaf_s], topo.pod_of_leaf[leaf_d]
+        xp = xl & (pod_s != pod_d)
+        if xp.any():
+            path_lat[xp] += 2 * float(lat_of[topo.link_tier == 3].max())
+            per_spine = shape.spines_per_pod * planes
+            fabric[2] += np.bincount(pod_s[xp], b[xp], shape.n_pods) / per_spine
+            fabric[3] += np.bincount(pod_d[xp], b[xp], shape.n_pods) / per_spine
+    return path_lat
+
+
+def _fabric_ratios(topo: Topology, cap: np.ndarray, fabric: list[np.ndarray]) -> list[float]:
+    """Seconds each loaded direction of ``fabric`` (:func:`_add_fabric_bytes`) needs: the bytes per
+    switch over its uplinks' capacity (leaf: ``leaf_up`` links of tier 2; spine: ``spine_up`` of tier 3)."""
+    shape = topo.shape
+    out = []
+    for i, per_switch in enumerate(fabric):
+        if shape is None or not per_switch.any():
+            continue
+        tier, width = (2, shape.leaf_up) if i < 2 else (3, shape.spine_up)
+        out.append(float(per_switch.max()) / (width * float(cap[topo.link_tier == tier].min())))
+    return out
 
 
 def ideal_time(topo: Topology, plans: list[CommPlan], *, efficiency: str = "nccl") -> float:
     """Contention-free time of ``plans`` on a healthy ``topo`` (links engine, spraying), seconds.
 
     The k-th stages of all jobs are loaded together, as in the links engine. Capacities are per direction,
-    scaled by ``efficiency`` (:func:`link_capacity`). Raises ConfigError for an unknown efficiency.
+    scaled by ``efficiency`` (:func:`link_capacity`). All-pairs stages of plans that charge their own
+    latency are loaded from their ranks (:mod:`aifabric.engines.allpairs`) where the fabric has spray
+    groups. Raises ConfigError for an unknown efficiency.
     """
     cap = link_capacity(topo, efficiency)
+    groups = spray_groups(topo)
+    direct = _direct_all_pairs(plans, "spray", None) if groups is not None else set()
     job_t = [0.0] * len(plans)
     for k in range(max((len(p.stages) for p in plans), default=0)):
         members = [(j, p.stages[k]) for j, p in enumerate(plans) if k < len(p.stages)]
-        src = np.concatenate([st.src for _, st in members])
-        dst = np.concatenate([st.dst for _, st in members])
-        byt = np.concatenate([st.bytes_ for _, st in members])
-        pxn = np.concatenate([np.full(st.n_transfers, plans[j].pxn) for j, st in members])
-        step, lat = _spray_stage(topo, cap, src, dst, byt, pxn)
+        extra = None
+        if groups is not None and any((j, k) in direct for j, _ in members):
+            rows = np.zeros(groups.n_rows)
+            for j, st in members:
+                if (j, k) in direct and isinstance(st, AllPairsStage):
+                    inc = all_pairs_columns(topo, groups, st.ranks, pxn=plans[j].pxn).incidence
+                    rows += np.asarray(inc.sum(axis=1)).ravel() * st.bytes_per_pair
+            extra = (groups, rows)
+        rest = [(j, st) for j, st in members if (j, k) not in direct]
+        src = np.concatenate([st.src for _, st in rest] + [np.zeros(0, np.int64)])
+        dst = np.concatenate([st.dst for _, st in rest] + [np.zeros(0, np.int64)])
+        byt = np.concatenate([st.bytes_ for _, st in rest] + [np.zeros(0)])
+        pxn = np.concatenate([np.full(st.n_transfers, plans[j].pxn) for j, st in rest] + [np.zeros(0, bool)])
+        step, lat = _spray_stage(topo, cap, src, dst, byt, pxn, extra)
         start = 0
-        for j, st in members:
+        for j, st in rest:
             own = (
                 float(lat[start : start + st.n_transfers].max(initial=0.0))
                 if plans[j].latency_s is None
@@ -641,6 +907,9 @@ def ideal_time(topo: Topology, plans: list[CommPlan], *, efficiency: str = "nccl
             )
             start += st.n_transfers
             job_t[j] += st.repeat * (step + own)
+        for j, st in members:
+            if (j, k) in direct:
+                job_t[j] += st.repeat * step
     return max((t + _plan_latency(p, efficiency) for t, p in zip(job_t, plans, strict=True)), default=0.0)
 
 
@@ -760,11 +1029,18 @@ def _first_of_equal(
 def _check_all_to_all(
     topo: Topology, gpus: np.ndarray, engine: str, routing: str, qps: int, link_alive: np.ndarray | None
 ) -> None:
-    """:func:`routing_bytes` of an all_to_all from rank counts per domain, node and pod, before its n^2
-    pairs exist: pairs across domains (n^2 - sum of squares of ranks per domain) are counted as crossing
-    leaves (an upper bound), pairs across pods likewise. With ``spray`` the pairs are folded
-    (:func:`fold_transfers`): at most the sum of squares of ranks per node (NVLink hops and pairs inside
-    a node) plus ``nodes x n`` network transfers (one per source node and destination rank)."""
+    """Refuse (ConfigError naming ``ranks``) an all_to_all whose routing would exceed the memory limit,
+    estimated before its plan exists. Under a policy that routes pairs on their own it is routed from its
+    ranks (:func:`all_pairs_bytes`). Under ``adaptive`` every pair is routed: :func:`routing_bytes` from
+    rank counts per domain and pod, pairs across domains (n^2 - sum of squares of ranks per domain)
+    counted as crossing leaves (an upper bound), pairs across pods likewise."""
+    what = f"routing an all_to_all of {gpus.size:,} ranks ({routing}, {engine} engine)"
+    if routing in PER_PAIR_POLICIES:
+        grouped = spray_groups(topo, link_alive) is not None
+        check_memory(
+            what, all_pairs_bytes(topo, gpus, pxn=True, routing=routing, grouped=grouped, qps=qps), "ranks"
+        )
+        return
     n = float(gpus.size)
     dom = np.bincount(gpus // topo.spec.domain_gpus).astype(float)
     x = n * n - float((dom * dom).sum())
@@ -773,14 +1049,8 @@ def _check_all_to_all(
         pods = np.bincount(topo.pod_of_leaf[topo.leaf_of_gpu[gpus]]).astype(float)
         y = n * n - float((pods * pods).sum())
     t = n * (n - 1)
-    if routing == "spray":
-        nodes = np.bincount(gpus // topo.spec.gpus_per_node).astype(float)
-        net = float(np.count_nonzero(nodes)) * n
-        t = min(t, float((nodes * nodes).sum()) + float((dom * dom).sum()) + net)
-        x, y = min(x, net), min(y, net)
-    aggregated = routing == "spray" and spray_groups(topo, link_alive) is not None
-    need = routing_bytes(topo, t, x, y, engine=engine, routing=routing, qps=qps, aggregated=aggregated)
-    check_memory(f"routing an all_to_all of {gpus.size:,} ranks ({routing}, {engine} engine)", need, "ranks")
+    need = routing_bytes(topo, t, x, y, engine=engine, routing=routing, qps=qps)
+    check_memory(what, need, "ranks")
 
 
 def fabric_collective(

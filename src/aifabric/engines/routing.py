@@ -36,6 +36,7 @@ References: C. Hopps, "Analysis of an Equal-Cost Multi-Path Algorithm", RFC 2992
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -292,8 +293,11 @@ def _pick(alive: np.ndarray, h: np.ndarray) -> np.ndarray:
     counts = alive.sum(axis=1)
     safe = np.maximum(counts, 1)
     target = (h % safe.astype(np.uint64)).astype(np.int64)
-    csum = np.cumsum(alive, axis=1)
-    idx = (csum > target[:, None]).argmax(axis=1)
+    idx = target.copy()  # a row with every entry True: the target-th entry itself
+    part = np.nonzero(counts < alive.shape[1])[0]
+    if part.size:
+        csum = np.cumsum(alive[part], axis=1)
+        idx[part] = (csum > target[part, None]).argmax(axis=1)
     return np.where(counts > 0, idx, -1)
 
 
@@ -669,22 +673,31 @@ def _route_between_leaves(
         else d % shape.leaf_down
     )
     rng = np.random.default_rng(seed + 17)
+
     # ---- viability of each uplink slot j (n, u1)
+    # viability depends on the switches only: computed once per distinct (plane, leaves or pods)
+    def live_down(p: np.ndarray, ls: np.ndarray, ld: np.ndarray) -> np.ndarray:
+        down = topo.leaf_downlinks[p[:, None], ld[:, None], np.arange(u1)[None, :]]
+        return _has_live_down(lus[ld], lus[ls], alive[down])
+
     if shape.tiers < 3:
-        viable = alive[up_links] & _has_live_down(dst_slots_spine, spine_of, alive[down_links_all])
+        viable = alive[up_links] & _per_unique(live_down, plane, leaf_s, leaf_d)
     else:
         viable = alive[up_links].copy()
         sp_idx = np.nonzero(same_pod)[0]
         if sp_idx.size:
-            viable[sp_idx] &= _has_live_down(
-                dst_slots_spine[sp_idx], spine_of[sp_idx], alive[down_links_all[sp_idx]]
-            )
+            viable[sp_idx] &= _per_unique(live_down, plane[sp_idx], leaf_s[sp_idx], leaf_d[sp_idx])
         xp = np.nonzero(~same_pod)[0]
         if xp.size:
             group_of_slot = np.arange(u1) % shape.spines_per_pod
-            viable[xp] &= _cross_pod_group_ok(topo, plane[xp], leaf_d[xp], pod_s[xp], pod_d[xp], alive)[
-                :, group_of_slot
-            ]
+            ok = _per_unique(
+                lambda p, ld, ps, pd: _cross_pod_group_ok(topo, p, ld, ps, pd, alive),
+                plane[xp],
+                leaf_d[xp],
+                pod_s[xp],
+                pod_d[xp],
+            )
+            viable[xp] &= ok[:, group_of_slot]
     none = ~viable.any(axis=1)
     if none.any():
         i = int(np.nonzero(none)[0][0])
@@ -751,6 +764,17 @@ def _route_between_leaves(
             dst_slots_spine[xp],
             down_links_all[xp],
         )
+
+
+def _per_unique(fn: Callable[..., np.ndarray], *keys: np.ndarray) -> np.ndarray:
+    """``fn(*keys)`` for rows that depend on their keys only: evaluated once per distinct row of keys
+    (non-negative int arrays of one length) and copied back to every row. Exact; the viability tables
+    of a switch pair then cost once per pair of switches, not once per flow."""
+    if keys[0].size == 0:
+        return fn(*keys)
+    code = np.ravel_multi_index(keys, tuple(int(k.max()) + 1 for k in keys))
+    _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    return fn(*(k[first] for k in keys))[inv.reshape(-1)]
 
 
 def _has_live_down(dst_slots_spine: np.ndarray, spine_of: np.ndarray, down_alive: np.ndarray) -> np.ndarray:
@@ -831,10 +855,18 @@ def _route_cross_pod(
     core = topo.spine_uplink_core[spine]
     core_d = topo.spine_uplink_core[spd]
     dnl = topo.spine_downlinks[plane[:, None], spd[:, None], np.arange(u2)[None, :]]
-    reach = np.zeros((m, u2), bool)
-    for k in range(u2):
-        reach |= (core == core_d[:, k : k + 1]) & alive[dnl[:, k]][:, None]
-    viable = alive[upl] & reach
+
+    def live_core(p: np.ndarray, sp_s: np.ndarray, sp_d: np.ndarray) -> np.ndarray:
+        """(k, u2): uplink j of spine ``sp_s`` reaches a core with a live cable down to ``sp_d``."""
+        up = topo.spine_uplinks[p[:, None], sp_s[:, None], np.arange(u2)[None, :]]
+        c_s, c_d = topo.spine_uplink_core[sp_s], topo.spine_uplink_core[sp_d]
+        dn = topo.spine_downlinks[p[:, None], sp_d[:, None], np.arange(u2)[None, :]]
+        reach = np.zeros((sp_s.size, u2), bool)
+        for k in range(u2):
+            reach |= (c_s == c_d[:, k : k + 1]) & alive[dn[:, k]][:, None]
+        return alive[up] & reach
+
+    viable = _per_unique(live_core, plane, spine, spd)
     h2 = slot_d.astype(np.uint64) if policy == "pinning" else hash64(base_h, sw_seed(4))
     j2 = _pick(viable, h2)
     if (j2 < 0).any():
