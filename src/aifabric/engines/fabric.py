@@ -271,6 +271,25 @@ def _direct_all_pairs(plans: list[CommPlan], routing: str, transport: str | None
     }
 
 
+def _check_all_pairs(
+    topo: Topology, plans: list[CommPlan], direct: set[tuple[int, int]], routing: str, grouped: bool, qps: int
+) -> float:
+    """Bytes the ``direct`` all-pairs stages need (:func:`all_pairs_bytes`); ConfigError naming ``ranks``
+    with the figure when they exceed the memory limit."""
+    need, pairs = 0.0, 0
+    for j, k in direct:
+        st = plans[j].stages[k]
+        if isinstance(st, AllPairsStage):
+            need += all_pairs_bytes(
+                topo, st.ranks, pxn=plans[j].pxn, routing=routing, grouped=grouped, qps=qps
+            )
+            pairs += st.n_transfers
+    if direct:
+        what = f"routing {len(direct)} all_to_all stage(s) of {pairs:,} pairs from their ranks ({routing})"
+        check_memory(what, need, "ranks")
+    return need
+
+
 def all_pairs_bytes(
     topo: Topology,
     ranks: np.ndarray,
@@ -603,14 +622,7 @@ def simulate_plans(
     # folded from their ranks, without their pairs (engines.allpairs).
     n_stages = max((len(p.stages) for p in plans), default=0)
     direct = _direct_all_pairs(plans, routing, transport)
-    direct_bytes = 0.0
-    for j, k in direct:
-        st = plans[j].stages[k]
-        if isinstance(st, AllPairsStage):
-            pxn = plans[j].pxn
-            direct_bytes += all_pairs_bytes(
-                topo, st.ranks, pxn=pxn, routing=routing, grouped=groups is not None, qps=qps
-            )
+    direct_bytes = _check_all_pairs(topo, plans, direct, routing, groups is not None, qps)
     if routing == "spray" and transport is None:
         n_all = sum(
             st.n_transfers
