@@ -41,16 +41,16 @@ Figures on the shared 2-core development machine (2026-12-02, load average 3-9 f
   [2,048: 21 s, 2.5 GB; 4,096: 47 s, 4.0 GB; 8,192: 60-106 s, 6.9 GB]. Growth ~linear.
 - ring: 25,000: 0.6 s, 0.24 GB; 50,000: 1.3 s, 0.38 GB; 100,000: 3.9 s, 0.65 GB [100,000: refused, routing
   estimate 48 GB]. Growth ~linear (one group per channel: a handful of events).
-- a2a EP 64: 4,096: 0.4 s, 0.12 GB; 8,192: 1.0 s, 0.21 GB; 16,384: 5.1 s, 0.80 GB [16,384: 29 s]. Growth
-  ~n^1.6 (groups x the events their unequal finishing causes). Global all-to-all, routed from its ranks
-  (``engines.allpairs``: the plan holds its ranks, not its n^2 pairs; sprayed on spray groups, one column
-  per pair of leaves; exact against the pair-by-pair fold): 4,096: 0.23 s, 0.13 GB; 8,192: 0.5 s,
-  0.20 GB; 16,384: 2.8 s, 0.47 GB [4,096: 88-158 s, 5.3 GB; 8,192 and 16,384 refused at 19.5 GB and
-  13 GB]. Growth ~n^1.5 (ranks x the leaves they reach).
+- a2a EP 64: 4,096: 0.3-0.4 s, 0.12 GB; 8,192: 1.0 s, 0.21 GB; 16,384: 5.1-5.3 s, 0.81 GB [16,384: 29 s].
+  Growth ~n^1.6 (groups x the events their unequal finishing causes). Global all-to-all, routed from its
+  ranks (``engines.allpairs``: the plan holds its ranks, not its n^2 pairs; sprayed on spray groups, one
+  column per pair of leaves; exact against the pair-by-pair fold): 4,096: 0.13-0.23 s, 0.13 GB; 8,192:
+  0.3-0.5 s, 0.20 GB; 16,384: 1.1-2.8 s, 0.47 GB [4,096: 88-158 s, 5.3 GB; 8,192 and 16,384 refused at
+  19.5 GB and 13 GB]. Growth ~n^1.5 (ranks x the leaves they reach).
 - a2a global under per-flow ECMP (pairs hashed in chunks of ~60k, as ``route`` hashes them, and summed
-  per leaf pair; switch-pair viability tables computed once per switch pair): 1,024: 2.7 s, 0.21 GB;
-  2,048: 15.7 s, 0.27 GB; 4,096: 79 s, 0.43 GB [2,048: refused, routing estimate 27 GB]. Growth ~pairs
-  (every pair is hashed: ~5 us each).
+  per leaf pair; switch-pair viability tables computed once per switch pair): 1,024: 1.4-2.7 s, 0.21 GB;
+  2,048: 9-16 s, 0.27 GB; 4,096: 46-79 s, 0.43 GB [2,048: refused, routing estimate 27 GB]. Growth ~pairs
+  (every pair is hashed: ~3-5 us each).
 - fluid roce-pfc: 256: 1.1 s; 576: 2.2 s; 1,024: 2.9 s [1,024: 40 s]; roce-dcqcn: 256: 3.7 s; 576: 4.8 s;
   1,024: 6.7 s [1,024: 162 s]; peak 0.15 GB. Same steps and makespans as before.
 - chain, ring: 32: 0.12 s; 64: 0.27 s; 128 (32,640 flows): 0.6 s [3.9 s, as one-transfer stages];

@@ -308,9 +308,8 @@ def per_pair_columns(
     sub-flows' (all of ``1/k`` of a pair's bytes, ``k`` sub-flows per pair), so blocks of equal bytes
     summed are exact, and memory grows with the links each block uses, not with pairs.
 
-    Returns the columns (unweighted sums of sub-flow columns, on the topology's links) and the share of a
-    pair's bytes each carries (``1/k``). Raises ConfigError for a policy not in the list, NoRoute as
-    route does.
+    Returns the columns (sums of sub-flow columns, on the topology's links) and the share of a pair's
+    bytes each carries (``1/k``). Raises ConfigError for another policy, NoRoute as route does.
     """
     if policy not in PER_PAIR_POLICIES:
         raise ConfigError(

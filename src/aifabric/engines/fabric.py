@@ -798,18 +798,7 @@ def _spray_stage(
     """
     spec = topo.spec
     shape = topo.shape
-    loads = np.zeros(topo.n_links)
-    # bytes per leaf up/down and per pod up/down, of one plane, divided by the switches' uplinks below
-    fabric = [np.zeros(shape.n_leaves), np.zeros(shape.n_leaves)] if shape else []
-    fabric += [np.zeros(shape.n_pods), np.zeros(shape.n_pods)] if shape and shape.tiers == 3 else []
-    if extra is not None and shape is not None:
-        groups, rows = extra
-        loads += rows[: topo.n_links]
-        fabric[0] += rows[groups.leaf_up].max(axis=0)
-        fabric[1] += rows[groups.leaf_down].max(axis=0)
-        if shape.tiers == 3:
-            fabric[2] += rows[groups.pod_up].max(axis=0) / shape.spines_per_pod
-            fabric[3] += rows[groups.pod_down].max(axis=0) / shape.spines_per_pod
+    loads, fabric = _loads_of_rows(topo, extra)
     lat_of = topo.link_latency_s
     same = (src // spec.domain_gpus) == (dst // spec.domain_gpus)
     np.add.at(loads, topo.gpu_up[src[same]], byt[same])
@@ -840,6 +829,26 @@ def _spray_stage(
     with np.errstate(divide="ignore", invalid="ignore"):
         access = np.where(loads > 0, loads / cap, 0.0)
     return max([float(access.max(initial=0.0)), *_fabric_ratios(topo, cap, fabric)]), latency
+
+
+def _loads_of_rows(
+    topo: Topology, extra: tuple[SprayGroups, np.ndarray] | None
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Per-link loads and the per-plane fabric bytes of :func:`_add_fabric_bytes` (leaf up, leaf down,
+    and with three tiers pod up and down per spine of the pod) of loads on spray-group rows, or zeros."""
+    shape = topo.shape
+    loads = np.zeros(topo.n_links)
+    fabric = [np.zeros(shape.n_leaves), np.zeros(shape.n_leaves)] if shape else []
+    fabric += [np.zeros(shape.n_pods), np.zeros(shape.n_pods)] if shape and shape.tiers == 3 else []
+    if extra is not None and shape is not None:
+        groups, rows = extra
+        loads += rows[: topo.n_links]
+        fabric[0] += rows[groups.leaf_up].max(axis=0)
+        fabric[1] += rows[groups.leaf_down].max(axis=0)
+        if shape.tiers == 3:
+            fabric[2] += rows[groups.pod_up].max(axis=0) / shape.spines_per_pod
+            fabric[3] += rows[groups.pod_down].max(axis=0) / shape.spines_per_pod
+    return loads, fabric
 
 
 def _add_fabric_bytes(
