@@ -41,6 +41,7 @@ __all__ = [
     "SystemPowerSpec",
     "accelerator",
     "add_parts",
+    "catalog_generation",
     "catalog_names",
     "catalog_sources",
     "dci",
@@ -423,6 +424,22 @@ def _check_references(tables: dict[str, dict[str, _Entry]]) -> None:
                 )
 
 
+_generation = 0
+
+
+def _invalidate() -> None:
+    """Forget the merged tables and count a new catalogue generation."""
+    global _generation
+    _tables.cache_clear()
+    _generation += 1
+
+
+def catalog_generation() -> int:
+    """A number that changes whenever the catalogue may have (a ``--catalog`` file, inline parts, a
+    reload): caches of figures derived from catalogue parts key on it so that they never go stale."""
+    return _generation
+
+
 def _load(kind: str) -> dict[str, Any]:
     return _tables()[kind]
 
@@ -435,12 +452,12 @@ def use_catalog_files(paths: Iterable[str | Path]) -> None:
     added = [f for p in paths for f in _yaml_files(Path(p), "--catalog")]
     before = list(_explicit)
     _explicit.extend(f for f in added if f not in _explicit)
-    _tables.cache_clear()
+    _invalidate()
     try:
         _tables()
     except ConfigError:
         _explicit[:] = before  # a bad file does not stay in the catalogue
-        _tables.cache_clear()
+        _invalidate()
         raise
 
 
@@ -472,12 +489,12 @@ def add_parts(parts: Mapping[str, Any], source: str = "cluster") -> None:
             )
     if new:
         _inline.append((where, dict(parts)))
-        _tables.cache_clear()
+        _invalidate()
         try:
             _tables()  # cross-references (an accelerator's scale-up link) checked now
         except ConfigError:
             _inline.pop()
-            _tables.cache_clear()
+            _invalidate()
             raise
 
 
@@ -485,7 +502,7 @@ def reload_catalog() -> None:
     """Forget ``--catalog`` files and inline parts and re-read the user sources (config folder, env)."""
     _explicit.clear()
     _inline.clear()
-    _tables.cache_clear()
+    _invalidate()
 
 
 def _get(kind: str, key: str) -> Any:

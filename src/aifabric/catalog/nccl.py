@@ -159,6 +159,8 @@ class NcclRelease(_Frozen):
     nvls_max_arity: int = Field(ge=1)
     blackwell_nvls_tree_channels: tuple[BlackwellNvlsTreeRule, ...] = ()
     algorithms: dict[Collective, tuple[Algorithm, ...]]
+    collnet_gather_scatter_ppn_correction: tuple[float, float] | None = None
+    collnet_gather_scatter_inter_factor: float | None = Field(default=None, gt=0, le=1)
     nvls_archs: tuple[str, ...]
 
     @property

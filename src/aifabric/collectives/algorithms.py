@@ -24,8 +24,8 @@ direct         all_to_all                       always                          
 chain          broadcast, reduce                always                                     ring_plan
 pat            all_gather, reduce_scatter       one rank per domain, several domains       --
 p2p            send_recv                        always (two ranks)                         p2p_plan
-collnet_direct all_reduce                       several uniform NVSwitch nodes of <= 8 GPUs, --
-                                                CollNet on (NCCL_COLLNET_ENABLE=1, SHARP
+collnet_direct all_reduce, all_gather,          several uniform NVSwitch nodes of <= 8 GPUs, --
+               reduce_scatter (NCCL >= 2.20.3)  CollNet on (NCCL_COLLNET_ENABLE=1, SHARP
                                                 switches: TierModel.collnet)
 collnet_chain  all_reduce                       several uniform nodes, CollNet on          --
 torus          every collective                 one torus domain (and then only it)        --
@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
 
-from aifabric.catalog.nccl import NvlsSupport, nccl_release, nvls_support
+from aifabric.catalog import nccl
+from aifabric.catalog.nccl import NvlsSupport, nccl_release, nccl_release_versions, nvls_support
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives import plan as plans
 from aifabric.collectives.collnet import collnet_chain_cost, collnet_direct_cost
@@ -74,6 +75,7 @@ __all__ = [
     "build_plan",
     "default_plan_algorithm",
     "plan_algorithms",
+    "release_note",
 ]
 
 CostFunction = Callable[[Collective, Protocol, float, Communicator, TierModel], Cost | None]
@@ -108,6 +110,9 @@ class AlgorithmSpec:
         False for a textbook algorithm NCCL never picks by itself (timed only when asked for).
     exclusive : bool
         When it applies, nothing else does (a TPU torus runs no NCCL algorithm).
+    release_gated : bool
+        NCCL runs it for a collective only from the release whose tuning tables cost it for that collective
+        (``NcclRelease.algorithms``: CollNet Direct all_gather / reduce_scatter from 2.20.3).
     """
 
     algorithm: Algorithm
@@ -118,6 +123,7 @@ class AlgorithmSpec:
     protocols: frozenset[Protocol] = _ALL_PROTOCOLS
     nccl: bool = True
     exclusive: bool = False
+    release_gated: bool = False
 
 
 def _always(comm: Communicator, tm: TierModel) -> bool:
@@ -239,7 +245,12 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             Algorithm.P2P, frozenset({Collective.SEND_RECV}), _always, p2p_cost, plans.p2p_plan, _SIMPLE
         ),
         AlgorithmSpec(
-            Algorithm.COLLNET_DIRECT, _ALL_REDUCE, _collnet_direct, collnet_direct_cost, protocols=_SIMPLE
+            Algorithm.COLLNET_DIRECT,
+            _RING_OPS,
+            _collnet_direct,
+            collnet_direct_cost,
+            protocols=_SIMPLE,
+            release_gated=True,
         ),
         AlgorithmSpec(
             Algorithm.COLLNET_CHAIN, _ALL_REDUCE, _collnet_chain, collnet_chain_cost, protocols=_SIMPLE
@@ -250,9 +261,35 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
 
 def applicable(op: Collective, comm: Communicator, tm: TierModel) -> list[AlgorithmSpec]:
     """The algorithms that serve ``op`` and apply on ``comm`` and ``tm``, in registry order."""
-    serving = [a for a in ALGORITHMS.values() if op in a.ops and a.applies(comm, tm)]
+    serving = [
+        a
+        for a in ALGORITHMS.values()
+        if op in a.ops and a.applies(comm, tm) and release_note(a.algorithm, op, tm) is None
+    ]
     exclusive = [a for a in serving if a.exclusive]
     return exclusive[:1] if exclusive else serving
+
+
+def release_note(algorithm: Algorithm, op: Collective, tm: TierModel) -> str | None:
+    """Why ``tm.release`` does not run ``algorithm`` for ``op`` (one line), or None when it does or the
+    algorithm is not release-gated (:attr:`AlgorithmSpec.release_gated`)."""
+    if not ALGORITHMS[algorithm].release_gated:
+        return None
+    return _release_note(tm.release.version, algorithm, op)
+
+
+@cache
+def _release_note(version: str, algorithm: Algorithm, op: Collective) -> str | None:
+    name, coll = nccl.Algorithm(algorithm.value), nccl.Collective(op.value)
+    costed = nccl_release(version).algorithms.get(coll, ())
+    if name in costed:
+        return None
+    runs = [v for v in nccl_release_versions() if name in nccl_release(v).algorithms.get(coll, ())]
+    since = f" (NCCL runs it from {runs[0]} on)" if runs else ""
+    return (
+        f"algorithm: NCCL {version} has no {algorithm.value} {op.value}{since}; its tuning.cc costs "
+        f"{', '.join(a.value for a in costed)}"
+    )
 
 
 def plan_algorithms() -> tuple[Algorithm, ...]:

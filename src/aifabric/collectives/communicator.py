@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
 from aifabric.cluster.clos import clos_shape
@@ -68,6 +68,21 @@ class Communicator:
             object.__setattr__(self, "min_ranks_per_domain", self.ranks_per_domain)
         if self.min_nic_gpus_per_domain <= 0:
             object.__setattr__(self, "min_nic_gpus_per_domain", self.min_ranks_per_domain)
+
+    @cached_property
+    def shape(self) -> tuple[int, int, int, int, int, int, int, int]:
+        """Every count of the summary (all fields but ``gpus``): what cost models read, so a key for what
+        they derive from a communicator (:meth:`aifabric.collectives.tiers.TierModel.memo`)."""
+        return (
+            self.n_ranks,
+            self.ranks_per_domain,
+            self.n_domains,
+            self.ranks_per_node,
+            self.ranks_per_su,
+            self.ranks_per_pod,
+            self.min_ranks_per_domain,
+            self.min_nic_gpus_per_domain,
+        )
 
     @property
     def uniform(self) -> bool:

@@ -38,9 +38,7 @@ def hierarchical_cost(
     """
     g, N = comm.ranks_per_domain, comm.n_domains  # noqa: N806
     t_in, t_out = hierarchical_all_reduce_time(message_bytes, g, N, tm.intra_bytes_per_s, tm.nic_bytes_per_s)
-    ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
-    olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
-    lat = base_latency_s(tm, "ring", proto) + 2 * (g - 1) * ilat + 2 * (N - 1) * olat
+    lat = tm.memo(("hierarchical", proto, g, N), lambda: _latency_s(proto, g, N, tm))
     net = SCALE_OUT if t_out > t_in else SCALE_UP
 
     def why() -> str:
@@ -50,3 +48,10 @@ def hierarchical_cost(
         )
 
     return make_cost(tm, Algorithm.HIERARCHICAL, proto, lat, {SCALE_UP: t_in, SCALE_OUT: t_out}, net, why)
+
+
+def _latency_s(proto: Protocol, g: int, N: int, tm: TierModel) -> float:  # noqa: N803
+    """``base + 2 (g - 1) a_i + 2 (N - 1) a_o`` of :func:`hierarchical_cost`, seconds."""
+    ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
+    olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
+    return base_latency_s(tm, "ring", proto) + 2 * (g - 1) * ilat + 2 * (N - 1) * olat

@@ -267,11 +267,9 @@ def _collnet(spec: ClusterSpec) -> None:
                 f"NCCL_COLLNET_ENABLE: scale-out {tier} switch {key!r} has no in-network reduction (SHARP); "
                 "CollNet cannot run"
             )
-    if spec.domain_gpus != spec.gpus_per_node:
-        raise ConfigError(
-            "NCCL_COLLNET_ENABLE: CollNet on scale-up domains larger than a node (NVL72 racks) is not "
-            "modelled"
-        )
+    # A scale-up domain larger than a node (an NVL72 rack of trays) is one node to NCCL: init.cc counts
+    # nodes as the distinct first ranks of the ring graphs, which span the NVLink (MNNVL) clique, so
+    # CollNet runs across racks as across HGX nodes (flat NVLS with SHARP across racks, tuning.cc).
 
 
 def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -> TransportTiers:

@@ -4,6 +4,7 @@ domains (``nvls_tree``). Hopper and later NVSwitch systems only (``TierModel.nvl
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import cache
 
 from aifabric.catalog.nccl import nccl_release, nvls_channels, nvls_chunk_bytes, nvls_heads
@@ -87,10 +88,16 @@ def nvls_cost(
     with ``a_nvls`` NCCL's NVLS latency (25 us on NVLink), ``e`` its nvlsEfficiency and ``fill`` the
     pipeline's fill and drain on one domain (:func:`nvls_fill_bytes`: 2 loops of 16 x 8 x 64 KiB below
     1 GiB on 8 x H100). Across N > 1 domains NCCL runs flat NVLS only with CollNet (``tm.collnet``): each
-    GPU heads ``S / g`` and the SHARP switches reduce it, so a domain's NICs carry S each way
-    (:mod:`aifabric.collectives.collnet`); no fill is added there::
+    NVLS head sends and receives its share of S through its NIC and the SHARP switches reduce it, so a
+    domain's heads' NICs carry S each way (:mod:`aifabric.collectives.collnet`); no fill is added there::
 
-        algbw = min( B_i e (g - 1)/g ,  B_node ),   T = a_nvls + a_o + S / algbw
+        algbw = min( B_i e (g - 1)/g ,  min(B_node, h B_nic) ),   T = a_nvls + a_o + S / algbw
+
+    ``h`` the NVLS heads per domain (:func:`~aifabric.catalog.nccl.nvls_heads`: at most
+    ``NCCL_MAX_NVLS_ARITY``, 8 before NCCL 2.21.5 and 32 from it, and one per NIC), each on one NIC of
+    ``B_nic = gpus_per_nic B_o``. An NVL72 rack is one node to NCCL (its ring graphs span the NVLink
+    clique), so across racks only its ``h`` heads' NICs carry SHARP traffic: 32 of 72 on 2.30 (NVLS bounds
+    it), 8 on 2.20 (the NICs do: 8 x 49.15 = 393.2 GB/s).
 
     (``a_o`` NCCL's NVLS NET latency; tuning.cc: ``latency = intraLat + interLat``; ``B_node`` the
     domain's NICs, :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`).
@@ -116,9 +123,11 @@ def nvls_cost(
     alg = nvls_algbw(tm, g)
     lat = hw_latency_s(tm, tm.intra_kind, "nvls", proto)
     net = SCALE_UP
-    if comm.n_domains > 1:  # NVLS + CollNet: SHARP across domains
+    heads, a_out = 0, math.inf
+    if comm.n_domains > 1:  # NVLS + CollNet: SHARP across domains, through the NVLS heads' NICs
         lat += hw_latency_s(tm, "net", "nvls", proto) + tm.extra_inter_latency_s
-        a_out = domain_nic_bytes_per_s(tm, comm)
+        heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
+        a_out = min(domain_nic_bytes_per_s(tm, comm), heads * tm.nic_bytes_per_s * tm.gpus_per_nic)
         alg, net = (a_out, SCALE_OUT) if a_out < alg else (alg, SCALE_UP)
 
     def why() -> str:
@@ -126,8 +135,8 @@ def nvls_cost(
             f"NVLink SHARP: the NVSwitch reduces; algbw = {tm.intra_bytes_per_s / 1e9:.1f} GB/s x efficiency "
             f"{tm.nvls_efficiency} x (n-1)/n"
             + (
-                f"; SHARP switches reduce across {comm.n_domains} domains, each domain's NICs carrying S "
-                f"each way ({domain_nic_bytes_per_s(tm, comm) / 1e9:.1f} GB/s)"
+                f"; SHARP switches reduce across {comm.n_domains} domains, each domain's NICs (at most "
+                f"{heads} NVLS heads') carrying S each way ({a_out / 1e9:.1f} GB/s)"
                 if comm.n_domains > 1
                 else ""
             )
@@ -164,6 +173,14 @@ def nvls_tree_cost(
     >>> round(nvls_tree_cap(tier_model(spec), Communicator.contiguous(spec)) / 1e9, 1)  # 8 x 45.5 x 32/62
     187.9
     """
+    lat, alg, net, why = tm.memo(("nvls_tree", proto, comm.shape), lambda: _nvls_tree_shape(proto, comm, tm))
+    return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, {net: message_bytes / alg}, net, why)
+
+
+def _nvls_tree_shape(
+    proto: Protocol, comm: Communicator, tm: TierModel
+) -> tuple[float, float, str, Callable[[], str]]:
+    """(latency, algbw, bottleneck network, why) of :func:`nvls_tree_cost`: none depends on the size."""
     g, N = comm.ranks_per_domain, comm.n_domains  # noqa: N806
     ilat = hw_latency_s(tm, tm.intra_kind, "nvls_tree", proto)
     olat = hw_latency_s(tm, "net", "nvls_tree", proto) + tm.extra_inter_latency_s
@@ -181,4 +198,4 @@ def nvls_tree_cost(
             f"({a_out / 1e9:.0f} GB/s algbw{cap})"
         )
 
-    return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, {net: message_bytes / alg}, net, why)
+    return lat, alg, net, why

@@ -38,12 +38,17 @@ class Collective(str, Enum):
         """
         if isinstance(value, Collective):
             return value
+        if isinstance(value, str) and value in _BY_VALUE:  # hot path: the canonical name
+            return _BY_VALUE[value]
         key = str(value).strip().lower().replace("-", "").replace("_", "")
         for member in cls:
             if member.value.replace("_", "") == key:
                 return member
         known = ", ".join(m.value for m in cls)
         raise ValueError(f"collective: unknown collective {value!r}; known: {known}")
+
+
+_BY_VALUE: dict[str, Collective] = {m.value: m for m in Collective}
 
 
 def busbw_factor(op: Collective | str, n_ranks: int) -> float:

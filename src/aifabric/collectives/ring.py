@@ -10,16 +10,18 @@ per-direction bytes/s) and a :class:`~aifabric.collectives.communicator.Communic
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost, scaleup_bound
 from aifabric.collectives.costs import pipelined_chain_time, ring_all_gather_time, ring_all_reduce_time
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import (
+    CallChannels,
     Protocol,
     TierModel,
     base_latency_s,
-    call_bandwidth,
+    call_channels,
     domain_nic_bytes_per_s,
     hw_latency_s,
     net_overhead_s,
@@ -39,10 +41,20 @@ def _ring_bandwidth_s(op: Collective, size: float, n: int, bus: float) -> float:
     return pipelined_chain_time(size, n, bus)
 
 
-def _ring_like(
-    algorithm: Algorithm, op: Collective, proto: Protocol, size: float, comm: Communicator, tm: TierModel
-) -> Cost | None:
-    n, N = comm.n_ranks, comm.n_domains  # noqa: N806  (N domains, as in NCCL)
+class _RingShape(NamedTuple):
+    """What a ring's cost reads that does not depend on the size (kept in :meth:`TierModel.memo`)."""
+
+    latency_s: float
+    plateau_latency_s: float  # x NCCL's plateau factor (Simple all_reduce across domains; else latency_s)
+    up: float  # scale-up bound, bytes/s
+    nic_agg: float  # the sparsest domain's NICs, bytes/s
+    net: str
+    channels: CallChannels
+
+
+def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierModel) -> _RingShape | None:
+    """None when NCCL has no latency for ``proto`` on this tier."""
+    n, N, g = comm.n_ranks, comm.n_domains, comm.ranks_per_domain  # noqa: N806
     multi = N > 1
     ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
     olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
@@ -53,9 +65,9 @@ def _ring_like(
     two = 2 if op is Collective.ALL_REDUCE else 1
     nsteps, ninter = two * (n - 1), two * (N - 1)
     lat = base_latency_s(tm, "ring", proto) + (nsteps - ninter) * ilat + ninter * olat
-    if multi and op is Collective.ALL_REDUCE and proto is Protocol.SIMPLE and size / (16 * n) >= 64:
-        lat *= ring_plateau_latency_factor(tm)
-    up = scaleup_bound(tm, comm)
+    on_plateau = multi and op is Collective.ALL_REDUCE and proto is Protocol.SIMPLE
+    plateau = lat * ring_plateau_latency_factor(tm) if on_plateau else lat
+    up = scaleup_bound(tm, g, N)
     nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg) if multi else up
     net = SCALE_OUT if multi and nic_agg < up else SCALE_UP
@@ -66,9 +78,23 @@ def _ring_like(
         N,
         tree=False,
         all_reduce=op in (Collective.ALL_REDUCE, Collective.REDUCE),
-        one_rank_per_domain=comm.ranks_per_domain < 2,
+        one_rank_per_domain=g < 2,
     )
-    bus = call_bandwidth(tm, "ring", op.value, proto, size, n, N, bus)
+    return _RingShape(lat, plateau, up, nic_agg, net, call_channels(tm, "ring", op.value, proto, n, N, bus))
+
+
+def _ring_like(
+    algorithm: Algorithm, op: Collective, proto: Protocol, size: float, comm: Communicator, tm: TierModel
+) -> Cost | None:
+    n, N = comm.n_ranks, comm.n_domains  # noqa: N806
+    shape = tm.memo(("ring", op, proto, comm.shape), lambda: _ring_shape(op, proto, comm, tm))
+    if shape is None:
+        return None
+    multi = N > 1
+    plateau = multi and op is Collective.ALL_REDUCE and proto is Protocol.SIMPLE and size / (16 * n) >= 64
+    lat = shape.plateau_latency_s if plateau else shape.latency_s
+    bus = shape.channels.bandwidth(size)
+    up, nic_agg, net = shape.up, shape.nic_agg, shape.net
     what = "chain" if algorithm is Algorithm.CHAIN else "ring"
 
     def why() -> str:
@@ -169,8 +195,7 @@ def flat_ring_cost(
     """
     n = comm.n_ranks
     steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1
-    olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
-    lat = base_latency_s(tm, "ring", proto) + steps * olat
+    lat = tm.memo(("flat_ring", proto, steps), lambda: _flat_ring_latency_s(proto, steps, tm))
     nic = tm.nic_bytes_per_s * tm.gpus_per_nic  # one hop per NIC crosses the network: its whole NIC
     t = _ring_bandwidth_s(op, message_bytes, n, nic)
 
@@ -178,3 +203,9 @@ def flat_ring_cost(
         return f"flat ring: every one of the {n} hops crosses a NIC at {nic / 1e9:.2f} GB/s"
 
     return make_cost(tm, Algorithm.FLAT_RING, proto, lat, {SCALE_OUT: t}, SCALE_OUT, why)
+
+
+def _flat_ring_latency_s(proto: Protocol, steps: int, tm: TierModel) -> float:
+    """``base + s a_o`` of :func:`flat_ring_cost`, seconds."""
+    olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
+    return base_latency_s(tm, "ring", proto) + steps * olat

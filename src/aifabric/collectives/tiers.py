@@ -24,10 +24,12 @@ lesson does; the default ``per_direction`` halves it.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from functools import cache
-from typing import Any
+from functools import cache, cached_property, lru_cache, wraps
+from typing import Any, NamedTuple, ParamSpec, TypeVar
 
+from aifabric.catalog.loader import catalog_generation
 from aifabric.catalog.nccl import (
     NcclRelease,
     Protocol,
@@ -44,10 +46,12 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.errors import ConfigError
 
 __all__ = [
+    "CallChannels",
     "Protocol",
     "TierModel",
     "base_latency_s",
     "call_bandwidth",
+    "call_channels",
     "domain_nic_bytes_per_s",
     "hw_latency_s",
     "net_overhead_s",
@@ -72,6 +76,8 @@ def parse_protocol(value: str | Protocol) -> Protocol:
             return member
     raise ValueError(f"protocol: unknown {value!r}; known: {', '.join(p.value for p in Protocol)}")
 
+
+_T = TypeVar("_T")
 
 _COLUMN = {Protocol.LL: 0, Protocol.LL128: 1, Protocol.SIMPLE: 2}
 
@@ -132,6 +138,27 @@ class TierModel:
         """True when NCCL's efficiencies and latencies apply (``efficiency="nccl"``)."""
         return self.efficiency == "nccl"
 
+    @cached_property
+    def _memo(self) -> dict[Hashable, Any]:
+        # Optimisation: the size-independent terms cost functions derive from this model (see memo()).
+        return {}
+
+    def memo(self, key: Hashable, build: Callable[[], _T]) -> _T:
+        """``build()``, computed once per ``key`` for this model and kept.
+
+        Optimisation for planners, which time one model at many sizes: a cost function keeps here what
+        depends only on the model and its key (latencies, protocol bandwidth, channel plan), never
+        anything that depends on the message size. The model is frozen, so what is kept never goes
+        stale; :func:`dataclasses.replace` makes a new model with an empty memo. ``key`` must name the
+        cost function and every argument ``build`` reads besides the model.
+        """
+        memo = self._memo
+        try:
+            return memo[key]
+        except KeyError:
+            value = memo[key] = build()
+            return value
+
 
 def _finite(field: str, value: float, *, positive: bool = False) -> None:
     """Refuse a NaN, infinite or negative figure (zero too when ``positive``); ConfigError names ``field``."""
@@ -139,6 +166,29 @@ def _finite(field: str, value: float, *, positive: bool = False) -> None:
         raise ConfigError(f"{field}: must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
 
 
+_P = ParamSpec("_P")
+
+
+def _shared_per_catalogue(build: Callable[_P, TierModel]) -> Callable[_P, TierModel]:
+    """``build`` with its models shared per (catalogue generation, arguments): a catalogue change
+    (:func:`aifabric.catalog.loader.catalog_generation`) may change any figure of a spec, so it starts
+    afresh; arguments that cannot be hashed (a mutable calibration object) build a new model each time."""
+
+    @lru_cache(maxsize=512)
+    def shared(generation: int, args: tuple[Any, ...], options: tuple[tuple[str, Any], ...]) -> TierModel:
+        return build(*args, **dict(options))
+
+    @wraps(build)
+    def tier_model(*args: _P.args, **kwargs: _P.kwargs) -> TierModel:
+        try:
+            return shared(catalog_generation(), args, tuple(kwargs.items()))
+        except TypeError:  # an unhashable argument (build's own errors are ConfigErrors)
+            return build(*args, **kwargs)
+
+    return tier_model
+
+
+@_shared_per_catalogue
 def tier_model(
     spec: ClusterSpec,
     *,
@@ -179,6 +229,12 @@ def tier_model(
     ConfigError
         If ``convention`` or ``efficiency`` is not one of the names above, or ``nccl_version`` is malformed
         or older than the recorded releases.
+
+    Notes
+    -----
+    Optimisation (:func:`_shared_per_catalogue`): the model of one (spec, arguments) is built once per
+    catalogue generation and shared, with its :meth:`TierModel.memo`, by every call that asks for it
+    (an unhashable ``calibration`` is built each time); ``tier_model.__wrapped__`` builds a new one.
     """
     if convention not in ("per_direction", "bidirectional"):
         raise ConfigError(f"convention: unknown {convention!r}; use per_direction or bidirectional")
@@ -425,6 +481,46 @@ def _per_channel_cap(tm: TierModel, algorithm: str, proto: Protocol, n_domains: 
     return math.inf
 
 
+class CallChannels(NamedTuple):
+    """The size-independent part of :func:`call_bandwidth`: ``bandwidth(S) = min(every, nc(S) x cap)`` with
+    ``nc(S) = clamp(floor(S / unit), 1, channels)``; ``every`` is None under ``efficiency="line_rate"``
+    (the bus bandwidth ``bus`` unchanged at every size)."""
+
+    bus: float  # the protocol's bus bandwidth on all of NCCL's default channels, bytes/s
+    every: float | None  # B min(1, C / C0), bytes/s; None: line_rate
+    unit: float  # bytes a channel needs before enqueue.cc keeps it
+    channels: int  # C, the communicator's channels
+    cap: float  # one channel's cap with this protocol, bytes/s
+
+    def bandwidth(self, message_bytes: float) -> float:
+        """Bus bandwidth of one call of ``message_bytes``, bytes/s (:func:`call_bandwidth`)."""
+        if self.every is None:
+            return self.bus
+        nc = max(1, min(self.channels, math.floor(message_bytes / self.unit)))
+        return min(self.every, nc * self.cap)
+
+
+def call_channels(
+    tm: TierModel,
+    algorithm: str,
+    collective: str,
+    proto: Protocol,
+    n_ranks: int,
+    n_domains: int,
+    busbw_bytes_per_s: float,
+) -> CallChannels:
+    """What :func:`call_bandwidth` reads that does not depend on the message size (cost functions keep
+    it in :meth:`TierModel.memo`)."""
+    if not tm.nccl:
+        return CallChannels(busbw_bytes_per_s, None, 1.0, 1, math.inf)
+    side = 1 if n_domains > 1 else 0
+    c, c0 = tm.channels[side], tm.default_channels[side]
+    unit = _unit_bytes(tm.release.version, collective, algorithm, proto, n_ranks)
+    every = busbw_bytes_per_s * min(1.0, c / c0)
+    cap = _per_channel_cap(tm, algorithm, proto, n_domains, c)
+    return CallChannels(busbw_bytes_per_s, every, unit, c, cap)
+
+
 def call_bandwidth(
     tm: TierModel,
     algorithm: str,
@@ -448,16 +544,11 @@ def call_bandwidth(
     ``NCCL_MAX_NCHANNELS`` below ``C0`` leaves ``C / C0`` of it (tuning.cc: ``busBw = nChannels x bw``),
     ``NCCL_MIN_NCHANNELS`` above it raises only ``nc``. ``algorithm`` is ``ring`` or ``tree``;
     ``collective`` one NCCL costs (all_reduce, all_gather, reduce_scatter, broadcast, reduce). Under
-    ``efficiency="line_rate"`` B is returned unchanged.
+    ``efficiency="line_rate"`` B is returned unchanged. The size-independent terms are
+    :func:`call_channels`; this is ``call_channels(...).bandwidth(S)``.
     """
-    if not tm.nccl:
-        return busbw_bytes_per_s
-    side = 1 if n_domains > 1 else 0
-    c, c0 = tm.channels[side], tm.default_channels[side]
-    unit = _unit_bytes(tm.release.version, collective, algorithm, proto, n_ranks)
-    nc = max(1, min(c, math.floor(message_bytes / unit)))
-    every = busbw_bytes_per_s * min(1.0, c / c0)
-    return min(every, nc * _per_channel_cap(tm, algorithm, proto, n_domains, c))
+    plan = call_channels(tm, algorithm, collective, proto, n_ranks, n_domains, busbw_bytes_per_s)
+    return plan.bandwidth(message_bytes)
 
 
 @cache

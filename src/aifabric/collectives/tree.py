@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import double_binary_tree_all_reduce_time
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import (
+    CallChannels,
     Protocol,
     TierModel,
     base_latency_s,
-    call_bandwidth,
+    call_channels,
     domain_nic_bytes_per_s,
     hw_latency_s,
     protocol_bandwidth,
@@ -61,7 +63,34 @@ def tree_cost(
     >>> round(2**30 / c.time_s / 1e9, 1), c.bottleneck
     (22.6, 'scale-out')
     """
-    g, N = comm.ranks_per_domain, comm.n_domains  # noqa: N806  (N domains, as in NCCL)
+    N = comm.n_domains  # noqa: N806  (N domains, as in NCCL)
+    shape = tm.memo(("tree", op, proto, comm.shape), lambda: _tree_shape(op, proto, comm, tm))
+    if shape is None:
+        return None
+    bus = shape.channels.bandwidth(message_bytes)
+    t = double_binary_tree_all_reduce_time(message_bytes, N, bus) / tree_correction(tm, proto, message_bytes)
+    raw = shape.raw
+
+    def why() -> str:
+        return (
+            f"double binary tree across {N} domains, algbw = 0.5 x {raw / 1e9:.1f} GB/s x protocol efficiency"
+        )
+
+    return make_cost(tm, Algorithm.TREE, proto, shape.latency_s, {shape.net: t}, shape.net, why)
+
+
+class _TreeShape(NamedTuple):
+    """What a tree's cost reads that does not depend on the size (kept in :meth:`TierModel.memo`)."""
+
+    latency_s: float
+    raw: float  # min(B_i, B_node), bytes/s
+    net: str
+    channels: CallChannels
+
+
+def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierModel) -> _TreeShape | None:
+    """None when NCCL has no latency for ``proto`` on this tier."""
+    n, N, g = comm.n_ranks, comm.n_domains, comm.ranks_per_domain  # noqa: N806
     ilat = hw_latency_s(tm, tm.intra_kind, "tree", proto)
     olat = hw_latency_s(tm, "net", "tree", proto) + tm.extra_inter_latency_s
     if math.isnan(ilat):
@@ -71,13 +100,5 @@ def tree_cost(
     nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg)
     bus = protocol_bandwidth(tm, proto, raw, N, tree=True)
-    bus = call_bandwidth(tm, "tree", op.value, proto, message_bytes, comm.n_ranks, N, bus)
     net = SCALE_OUT if nic_agg < up else SCALE_UP
-    t = double_binary_tree_all_reduce_time(message_bytes, N, bus) / tree_correction(tm, proto, message_bytes)
-
-    def why() -> str:
-        return (
-            f"double binary tree across {N} domains, algbw = 0.5 x {raw / 1e9:.1f} GB/s x protocol efficiency"
-        )
-
-    return make_cost(tm, Algorithm.TREE, proto, lat, {net: t}, net, why)
+    return _TreeShape(lat, raw, net, call_channels(tm, "tree", op.value, proto, n, N, bus))

@@ -15,11 +15,19 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
+from aifabric.catalog.loader import catalog_generation
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, AlgorithmSpec, Cost, applicable
+from aifabric.collectives.algorithms import (
+    ALGORITHMS,
+    Algorithm,
+    AlgorithmSpec,
+    Cost,
+    applicable,
+    release_note,
+)
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP
-from aifabric.collectives.nccl_env import check_env, env_choice, env_tiers
+from aifabric.collectives.nccl_env import TransportTiers, check_env, env_choice, env_tiers
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
 from aifabric.engines.result import Candidate, CollectiveResult
@@ -38,6 +46,20 @@ def _protocols(
     not over PCIe, SHM or NET inside a node), among those ``NCCL_PROTO`` allows (``allowed``; None: all)."""
     out = _protocols_of(entry.algorithm, tm.efficiency == "nccl", tm.intra_kind in ("pci", "net"), forced)
     return out if allowed is None else tuple(p for p in out if p in allowed)
+
+
+def _runs(
+    entries: list[AlgorithmSpec],
+    tm: TierModel,
+    forced: Protocol | None,
+    allowed: frozenset[Protocol] | None,
+    excluded: set[Algorithm],
+) -> tuple[tuple[AlgorithmSpec, Protocol], ...]:
+    """The (algorithm, protocol) pairs to time: ``entries`` less ``excluded``, each with its
+    :func:`_protocols`."""
+    return tuple(
+        (e, p) for e in entries if e.algorithm not in excluded for p in _protocols(e, tm, forced, allowed)
+    )
 
 
 @cache
@@ -176,16 +198,23 @@ def formula_collective(
     if choice is not None:
         excluded |= choice.disabled
         allowed = choice.protocols
-    transports = env_tiers(env, spec, tm)
+    if env:  # the transports an environment selects, once per tier model (env_tiers is pure)
+        env_key = ("env_tiers", frozenset(env.items()), spec, catalog_generation())
+        transports: TransportTiers = tm.memo(env_key, lambda: env_tiers(env, spec, tm))
+    else:
+        transports = env_tiers(None, spec, tm)
     tm = transports.tiers
     if not transports.gdr and comm.n_domains > 1:  # tuning.cc: no LL128 when typeInter > PXB
         allowed = (frozenset(Protocol) if allowed is None else allowed) - {Protocol.LL128}
     n = comm.n_ranks
     if n == 1:
         return _one_rank(op, message_bytes, tm)
-    entries = applicable(op, comm, tm)
+    entries = tm.memo(("applicable", op, comm.shape), lambda: applicable(op, comm, tm))
     if forced is not None:
         if forced not in {e.algorithm for e in entries}:
+            note = release_note(forced, op, tm) if op in ALGORITHMS[forced].ops else None
+            if note is not None:
+                raise ValueError(note)
             possible = ", ".join(e.algorithm.value for e in entries)
             raise ValueError(
                 f"algorithm: {forced.value!r} does not apply to {op.value} on this communicator; possible: "
@@ -196,21 +225,17 @@ def formula_collective(
         raise ConfigError(
             "scale_out: the communicator spans several scale-up domains but the cluster has no NIC"
         )
-    evals = [
-        c
-        for e in entries
-        if e.algorithm not in excluded
-        for p in _protocols(e, tm, proto, allowed)
-        if (c := e.cost(op, p, message_bytes, comm, tm)) is not None
-    ]
+    key = ("runs", op, comm.shape, forced, proto, allowed, frozenset(excluded))
+    runs = tm.memo(key, lambda: _runs(entries, tm, proto, allowed, excluded))
+    evals = [c for e, p in runs if (c := e.cost(op, p, message_bytes, comm, tm)) is not None]
     if not evals:
         asked = f"{forced.value if forced else None}/{proto.value if proto else None}"
         raise ValueError(f"algorithm: no algorithm/protocol left for {op.value} (asked {asked})")
     if forced is None and env and "NCCL_ALGO" in env and not any(ALGORITHMS[e.algorithm].nccl for e in evals):
-        runs = sorted({e.algorithm.value for e in entries if e.nccl})
+        nccl_runs = sorted({e.algorithm.value for e in entries if e.nccl})
         raise ConfigError(
             f"NCCL_ALGO={env['NCCL_ALGO']}: no algorithm it enables runs {op.value} here (NCCL would fail); "
-            f"NCCL algorithms that do: {', '.join(runs) or 'none'}"
+            f"NCCL algorithms that do: {', '.join(nccl_runs) or 'none'}"
             + ("; CollNet needs NCCL_COLLNET_ENABLE=1" if "collnet" in env["NCCL_ALGO"].lower() else "")
         )
     evals.sort(key=lambda e: e.tuner_time_s)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
