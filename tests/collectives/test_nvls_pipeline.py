@@ -1,4 +1,4 @@
-"""NVLS chunking per NCCL release (enqueue.cc), the one-node NVLS pipeline fill and the NVLS-tree cap."""
+"""NVLS chunking per NCCL release (enqueue.cc), the NVLS and NVLS-tree pipeline fill and the NVLS-tree cap."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 from aifabric.catalog.nccl import nccl_release, nvls_chunk_bytes, nvls_heads
 from aifabric.cluster.presets import preset
 from aifabric.collectives.communicator import Communicator
-from aifabric.collectives.nvls import nvls_cost, nvls_fill_bytes, nvls_tree_cap
+from aifabric.collectives.cost import Algorithm
+from aifabric.collectives.nvls import nvls_cost, nvls_fill_bytes, nvls_tree_cap, nvls_tree_cost
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import Protocol, tier_model
 from aifabric.errors import ConfigError
@@ -81,3 +82,24 @@ def test_nvls_tree_cap_from_2_28_3() -> None:
         assert nvls_tree_cap(tier_model(H100[nodes]), comm) / 1e9 == pytest.approx(cap, rel=1e-9)
     old = tier_model(H100[2], nccl_version="2.27.3")
     assert math.isinf(nvls_tree_cap(old, Communicator.contiguous(H100[2])))
+
+
+def test_nvls_tree_fill_is_two_loops_of_its_own_chunks() -> None:
+    # NVLS-tree runs the same on-node stages (all_reduce.h: scatter, NVLS reduce, gather) in each node, on
+    # NVLS-tree chunks (enqueue.cc): 2 x 8 H100, 16 channels x 8 heads (one per NIC) = 128 concurrent ops.
+    tree = Algorithm.NVLS_TREE
+    tm2, comm2 = tier_model(H100[2]), Communicator.contiguous(H100[2])
+    assert nvls_fill_bytes(tm2, 256 * MiB, comm2, tree) == 2 * 128 * 131072  # 32 MiB: 128 KiB chunks
+    assert nvls_fill_bytes(tm2, 32 * MiB, comm2, tree) == 2 * 128 * 65536  # < 4 x 128 x 128 KiB = 64 MiB
+    assert nvls_fill_bytes(tm2, 4 * MiB, comm2, tree) == 2 * 4 * MiB  # 32 KiB chunks: one 4 MiB loop = S
+    # from 4 nodes NCCL caps the chunk at 64 KiB (NCCL_NVLSTREE_MAX_CHUNKSIZE default): 16 MiB at 1 GiB
+    tm4, comm4 = tier_model(H100[4]), Communicator.contiguous(H100[4])
+    assert nvls_fill_bytes(tm4, GiB, comm4, tree) == 2 * 128 * 65536
+    # case 03 T1 (NVIDIA/nccl-tests #309), 128 MiB: 25 + 2 x 20.9 us + (128 + 32) MiB / 246.2 GB/s
+    # = 748.3 us (measured 748.3 us); NCCL's tuner does not see the 32 MiB fill
+    cap = 8 * 57.7e9 * 16 / 30
+    c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 128 * MiB, comm2, tm2)
+    assert c is not None
+    assert c.time_s == pytest.approx(66.8e-6 + 160 * MiB / cap, rel=1e-6)
+    assert c.time_s * 1e6 == pytest.approx(748.3, abs=0.1)
+    assert c.time_s - c.tuner_time_s == pytest.approx(32 * MiB / cap, rel=1e-9)

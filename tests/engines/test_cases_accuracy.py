@@ -72,14 +72,20 @@ TABLES = {
     # 8 B (68.5 us: first call) and 256 B (94.4 us: one-off) are outliers the maintainers discount.
     # 64 KiB-4 MiB: tree with NCCL's treeCorrectionFactor (512 KiB and 1 MiB: see MISSED); 1-32 KiB: tree/LL
     # on the channels enqueue.cc gives the call (1 KiB-4 KiB: 1 of 16, 32 KiB: 8), each at llMaxBw / 16.
-    # >= 512 MiB: NVLS-tree under NCCL's per-channel cap (8 heads x 57.7 GB/s x 16/30 = 246 GB/s algbw).
+    # >= 16 MiB: NVLS-tree under NCCL's per-channel cap (8 heads x 57.7 GB/s x 16/30 = 246 GB/s algbw) plus
+    # the on-node NVLS pipeline's fill, 2 loops of 16 channels x 8 heads x chunk (64 KiB chunks below 64 MiB,
+    # 128 KiB from 64 MiB; nvls.nvls_fill_bytes): 128 MiB = 66.8 us + (128 + 32) MiB / 246.2 GB/s = 748.3 us
+    # (measured 748.3 us); 8 MiB: see MISSED.
     "03 T1 2 nodes": Table(
-        C03, 0, H100[2], ((16, 128), (KiB, 256 * KiB), (2 * MiB, 4 * MiB)), ((512 * MiB, 16 * 2**30),)
+        C03, 0, H100[2], ((16, 128), (KiB, 256 * KiB), (2 * MiB, 4 * MiB)), ((16 * MiB, 16 * 2**30),)
     ),
-    # case_03 T2: reporter A, 4 nodes, defaults (1-32 KiB: channel reduction as T1)
-    "03 T2 4 nodes": Table(C03, 1, H100[4], ((16, 128), (KiB, MiB)), ((512 * MiB, 16 * 2**30),)),
-    # case_03 T4: reporter B, 2 of the 8 nodes, defaults: NVLS-tree under the cap as T1
-    "03 T4 2 nodes": Table(C03, 3, H100[2], (), ((512 * MiB, 8 * 2**30),)),
+    # case_03 T2: reporter A, 4 nodes, defaults (1-32 KiB: channel reduction as T1); >= 32 MiB NVLS-tree with
+    # 64 KiB chunks (NVLSTREE_MAX_CHUNKSIZE from 4 nodes): 32 MiB = 108.6 us + (32 + 16) MiB / 187.9 GB/s
+    # = 376.5 us (measured 376.0 us)
+    "03 T2 4 nodes": Table(C03, 1, H100[4], ((16, 128), (KiB, MiB)), ((32 * MiB, 16 * 2**30),)),
+    # case_03 T4: reporter B, 2 of the 8 nodes, defaults: NVLS-tree under the cap with its fill, as T1
+    # (8 MiB, one loop of 16 x 8 x 64 KiB: 66.8 + 3 x 34.1 us = 169.0 us, measured 151.6 us)
+    "03 T4 2 nodes": Table(C03, 3, H100[2], (), ((8 * MiB, 8 * 2**30),)),
     # case_03 T7: reporter B, 2 nodes, NCCL_ALGO=Ring NCCL_IB_QPS_PER_CONNECTION=2 (2 x 16 channels over 8
     # NICs: the NICs are full either way) (NCCL_MIN_CTAS=24, not modelled: all channels from 1 MiB)
     "03 T7 2 nodes ring": Table(
@@ -98,22 +104,26 @@ TABLES = {
 
 #: Points no sourced mechanism reaches yet (measured, predicted, what is missing); not asserted.
 MISSED = {
-    "03 T1/T4 2 nodes, 8-256 MiB": "NVLS-tree busbw T1 118.6-392.4, T4 103.8-388.3 vs 155.9-435.0 "
-    "(T1 +31/+37/+32/+37/+22/+11 % at 8-256 MiB, T4 +50..+12 %): the tree's pipeline fill is missing. "
-    "NVLS-tree runs 4 warp groups below a root (all_reduce.h: scatter, reduce+send up, receive+multicast, "
-    "gather) on 128 KiB chunks (64 KiB below 64 MiB, enqueue.cc); adding a 3-loop fill (3 x 16 x 8 x chunk) "
-    "on top of NCCL's NVLS-tree latency (25 + 2 x 20.9 us) overshoots (T1 -35/-22/-12/-14/-8/-6 %) and "
-    "lowers the latency a case-03 calibration fits (tests/discovery/test_calibrate.py), while it brings the "
-    "4-node T2 32-256 MiB within 11 %; how much of the tuner's latency is fill is unsourced. Checked and "
-    "not binding: the NET bytes in flight (NCCL_STEPS 8 x 64 KiB per channel and head over a 2 x 5 us "
-    "round trip = 52 GB/s, x 16 channels per NIC, far above its 49 GB/s)",
-    "03 T1/T2 2 and 4 nodes, 512 B": "time 32.4/56.4 us vs 25.6/36.0 us (-21/-36 %): one channel already; "
-    "the tree/LL bandwidth term is 0.2 us, no sourced mechanism adds 7-20 us at this one size",
-    "03 T1 2 nodes, 512 KiB-1 MiB": "time 77.7/71.9 us vs 54.0/59.4 us (-31/-17 %): tree/LL128 on all 16 "
-    "channels (floor(S / (640 x 8)) >= 16), channel reduction does not reach it",
+    "03 T1 2 nodes, 8 MiB": "busbw 118.6 vs 93.1 (time 132.6 vs 169.0 us, +27 %): 8 MiB is one loop of "
+    "16 channels x 8 heads x 64 KiB, where the 2-loop NVLS pipeline fill (nvls.nvls_fill_bytes) is 2 x S; "
+    "reporter A's nodes fill ~1 loop at one loop, ~1.5 at two (16 MiB) and 2 from four (32 MiB on), reporter "
+    "B's (T4) 1.5 / 2 / 2 (its 8 MiB, 151.6 us, is asserted). No sourced mechanism makes the fill grow with "
+    "the loop count (the stages run the same chunk at the same rate however many loops follow); T1's "
+    "2 -> 4 -> 8 MiB slope (~115 GB/s) may also be tree/LL128 running on, which NCCL's tuner (2.26 and 2.30 "
+    "tables alike) does not pick at 8 MiB",
+    "03 T1/T2 2 and 4 nodes, 512 B": "time 32.4/56.4 us vs 25.6/36.0 us (-21/-36 %): out-of-place stalls "
+    "right after the 256 B one (94.4/107.5 us); the in-place halves, 26.3/36.7 us, are within 3 % of the "
+    "model",
+    "03 T1 2 nodes, 512 KiB-1 MiB": "time 77.7/71.9 us vs 54.0/59.4 us (-31/-17 %; in-place 70.3/71.5): the "
+    "time steps up by ~23 us at 512 KiB and stays flat to 2 MiB, the shape of NVLS-tree's latency; NCCL "
+    "2.30's tuner keeps tree/LL128 to 4 MiB (2.26.2's would switch at 1 MiB, see T2 8-16 MiB)",
     "03 T2 4 nodes, 2-4 MiB": "time 191/151 us vs 87/98 us (-54/-35 %): tree/LL128 on all channels",
-    "03 T2 4 nodes, 8-256 MiB": "busbw 74.8-294.2 vs 131.3/178.5 (tree/LL128, 8-16 MiB) and "
-    "226.4-338.3 (NVLS-tree, 32-256 MiB) (+76..+15 %): the same missing NVLS-tree fill",
+    "03 T2 4 nodes, 8-16 MiB": "busbw 74.8/125.2 vs 131.3/178.5 (tree/LL128, +76/+43 %): NCCL 2.30's tuner "
+    "keeps tree/LL128 (its NVLS-tree latency 25 + 4 x 20.9 us); the run (NCCL 2.26.2, whose tables price "
+    "NVLS-tree at 25 + 4 x 14 us) looks like NVLS-tree with its fill: 81 + 44.6 + 89.3 = 215 us at 8 MiB "
+    "(measured 217.3). Timing case 03 with 2.26.2's tables (kernel unchanged 2.23.4-2.29, so its 2.28.3 cap "
+    "still binds) closes these and T1 1 MiB but puts T2 128-256 MiB at +12/+11 % busbw (the VM run is "
+    "slower than the cap there), so the tables stay the newest's",
     "03 T3/T5 reporter B, 4-8 nodes": "busbw ~320-325 at >= 2 GiB vs 379-390 (+17..+20 %): the maintainers "
     "attribute it to that fabric (adaptive routing, QPs); no fabric fact in the case to model it",
     "03 T7 2 nodes ring, 1-16 MiB": "157 us at 1 MiB vs 81 us: reporter B's per-call overhead "

@@ -22,37 +22,51 @@ def nvls_algbw(tm: TierModel, g: int) -> float:
     return tm.intra_bytes_per_s * (tm.nvls_efficiency * (g - 1) / g if tm.nccl else 1.0)
 
 
-def nvls_fill_bytes(tm: TierModel, message_bytes: float, comm: Communicator) -> float:
-    """Bytes' worth of time NVLS spends filling and draining its pipeline on one domain, bytes.
+def nvls_fill_bytes(
+    tm: TierModel, message_bytes: float, comm: Communicator, algorithm: Algorithm = Algorithm.NVLS
+) -> float:
+    """Bytes' worth of time an NVLS pipeline spends filling and draining, bytes.
 
-    NCCL runs a one-node NVLS all_reduce as ``k`` concurrent warp groups per channel
-    (``nvls_pipeline_stages``: scatter, reduce+multicast, gather; ``all_reduce.h``), each step moving one
+    NCCL runs NVLS on each domain as ``k`` concurrent warp groups per channel
+    (``nvls_pipeline_stages``: scatter, NVLS reduce, gather; ``all_reduce.h``), each step moving one
     chunk per (channel, head). A pipeline of ``k`` stages over ``L`` steps takes ``L + k - 1`` step times,
     so on top of ``S / algbw`` it costs ``k - 1`` steps, each one loop of ``nc x h x chunk`` bytes (or the
     whole message when it is smaller)::
 
         fill = (k - 1) x min(S, nc x h x chunk)
 
-    ``nc`` NVLS channels (:func:`~aifabric.catalog.nccl.nvls_channels`), ``h`` heads
-    (:func:`~aifabric.catalog.nccl.nvls_heads`), ``chunk`` from ``enqueue.cc``
-    (:func:`~aifabric.catalog.nccl.nvls_chunk_bytes`). 0 under ``efficiency="line_rate"``.
+    ``algorithm``: ``NVLS`` (one domain) or ``NVLS_TREE``: in every domain of the tree the same on-node
+    stages run (``all_reduce.h`` NVLS_TREE: scatter, NVLS reduce, gather), with the tree's network hops
+    and the receive+multicast group between reduce and gather, whose transit NCCL's NVLS-tree latency
+    (``2 log2(N) a_o``) prices. Case 03 (2 x 8 H100) bears the 2 loops out at both chunk sizes (64 KiB
+    below 64 MiB, 128 KiB above), which no size-independent latency could. ``nc`` NVLS
+    channels (:func:`~aifabric.catalog.nccl.nvls_channels`), ``h`` heads
+    (:func:`~aifabric.catalog.nccl.nvls_heads`: at most one per NIC across domains), ``chunk`` from
+    ``enqueue.cc`` (:func:`~aifabric.catalog.nccl.nvls_chunk_bytes`, NVLS-tree's from its own start and
+    shrink rules). 0 under ``efficiency="line_rate"``.
 
-    8 x H100, 256 MiB: 64 KiB chunks, fill = 2 x 16 x 8 x 64 KiB = 16 MiB.
+    8 x H100, NVLS, 256 MiB: 64 KiB chunks, fill = 2 x 16 x 8 x 64 KiB = 16 MiB; 2 x 8 H100, NVLS-tree,
+    256 MiB: 128 KiB chunks, fill = 2 x 16 x 8 x 128 KiB = 32 MiB.
     """
     if not tm.nccl:
         return 0.0
     rel = tm.release
-    nc, heads = _nvls_shape(rel.version, tm.tuning_row, comm.ranks_per_domain, tm.nic_line_gbps)
-    chunk = nvls_chunk_bytes(rel, Algorithm.NVLS.value, message_bytes, channels=nc, heads=heads)
+    tree = algorithm is Algorithm.NVLS_TREE
+    g, nnodes = comm.ranks_per_domain, comm.n_domains if tree else 1
+    nics = tm.nics_of(g) if tree else 0  # across domains: one head per NIC
+    nc, heads = _nvls_shape(rel.version, tm.tuning_row, g, tm.nic_line_gbps, nnodes, nics)
+    chunk = nvls_chunk_bytes(rel, algorithm.value, message_bytes, channels=nc, heads=heads, nnodes=nnodes)
     return (rel.nvls_pipeline_stages - 1) * min(message_bytes, nc * heads * chunk)
 
 
 @cache
-def _nvls_shape(version: str, row: str, g: int, nic_gbps: float) -> tuple[int, int]:
-    """(NVLS channels, heads) of one domain of ``g`` ranks, once per release and shape."""
+def _nvls_shape(
+    version: str, row: str, g: int, nic_gbps: float, nnodes: int = 1, nics_per_node: int = 0
+) -> tuple[int, int]:
+    """(NVLS channels, heads) of ``nnodes`` domains of ``g`` ranks, once per release and shape."""
     rel = nccl_release(version)
-    nc = nvls_channels(rel, row, nnodes=1, local_gpus=g, nic_gbps=nic_gbps)
-    return nc, nvls_heads(rel, local_gpus=g)
+    nc = nvls_channels(rel, row, nnodes=nnodes, local_gpus=g, nic_gbps=nic_gbps)
+    return nc, nvls_heads(rel, local_gpus=g, nics_per_node=nics_per_node)
 
 
 def nvls_tree_cap(tm: TierModel, comm: Communicator) -> float:
@@ -156,12 +170,12 @@ def nvls_tree_cost(
     caps each NVLS-tree channel (:func:`nvls_tree_cap`, ``A_cap``), so::
 
         algbw = min( B_i e (g - 1)/g ,  B_node  (N = 2)  or  B_node / 2  (N > 2) ,  A_cap )
-        T     = a_nvls + 2 log2(N) a_o + S / algbw
+        T     = a_nvls + 2 log2(N) a_o + (S + fill) / algbw
 
     (``B_node`` the NICs of the sparsest domain, :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`.)
-
-    The tree's pipeline fill is not added: NCCL's NVLS-tree latency ``a_nvls + 2 log2(N) a_o`` (66.8 us on
-    2 nodes) already exceeds what case 03 leaves for latency and fill at 8 MiB (132.6 - 34 us).
+    ``fill`` is the on-domain NVLS pipeline's fill and drain (:func:`nvls_fill_bytes` with NVLS-tree's
+    chunks: 2 loops of 16 x 8 x 128 KiB from 64 MiB on 2 x 8 H100, of 64 KiB chunks from 4 nodes);
+    NCCL's tuner does not see it (``Cost.tuner_time_s``), as for one-domain NVLS.
 
     Examples
     --------
@@ -174,7 +188,9 @@ def nvls_tree_cost(
     187.9
     """
     lat, alg, net, why = tm.memo(("nvls_tree", proto, comm.shape), lambda: _nvls_tree_shape(proto, comm, tm))
-    return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, {net: message_bytes / alg}, net, why)
+    fill = nvls_fill_bytes(tm, message_bytes, comm, Algorithm.NVLS_TREE) / alg
+    bw = {net: message_bytes / alg + fill}
+    return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, bw, net, why, unseen_by_tuner_s=fill)
 
 
 def _nvls_tree_shape(
