@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from aifabric.catalog.nccl import nccl_release, nvls_chunk_bytes, nvls_heads
 from aifabric.cluster.presets import preset
@@ -103,3 +105,21 @@ def test_nvls_tree_fill_is_two_loops_of_its_own_chunks() -> None:
     assert c.time_s == pytest.approx(66.8e-6 + 160 * MiB / cap, rel=1e-6)
     assert c.time_s * 1e6 == pytest.approx(748.3, abs=0.1)
     assert c.time_s - c.tuner_time_s == pytest.approx(32 * MiB / cap, rel=1e-9)
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(
+    size=st.floats(min_value=1.0, max_value=2.0**36),
+    nodes=st.sampled_from((1, 2, 4)),
+    version=st.sampled_from(("2.18.1", "2.25.1", "2.30.3")),
+)
+def test_fill_follows_enqueue_chunking_at_every_size(size: float, nodes: int, version: str) -> None:
+    # The precomputed loop steps (nvls._loop_steps) give enqueue.cc's chunk at any size:
+    # fill = (k - 1) x min(S, nc x h x chunk(S)), 16 channels x 8 heads on H100 nodes of 8 GPUs and 8 NICs.
+    spec = H100[nodes]
+    tm, comm = tier_model(spec, nccl_version=version), Communicator.contiguous(spec)
+    rel = nccl_release(version)
+    algo = Algorithm.NVLS if nodes == 1 else Algorithm.NVLS_TREE
+    chunk = nvls_chunk_bytes(rel, algo.value, size, channels=16, heads=8, nnodes=nodes)
+    want = (rel.nvls_pipeline_stages - 1) * min(size, 128 * chunk)
+    assert nvls_fill_bytes(tm, size, comm, algo) == pytest.approx(want, rel=1e-12)

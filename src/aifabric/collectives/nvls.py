@@ -4,6 +4,7 @@ domains (``nvls_tree``). Hopper and later NVSwitch systems only (``TierModel.nvl
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Callable
 from functools import cache
 
@@ -50,23 +51,46 @@ def nvls_fill_bytes(
     """
     if not tm.nccl:
         return 0.0
-    rel = tm.release
     tree = algorithm is Algorithm.NVLS_TREE
     g, nnodes = comm.ranks_per_domain, comm.n_domains if tree else 1
     nics = tm.nics_of(g) if tree else 0  # across domains: one head per NIC
-    nc, heads = _nvls_shape(rel.version, tm.tuning_row, g, tm.nic_line_gbps, nnodes, nics)
-    chunk = nvls_chunk_bytes(rel, algorithm.value, message_bytes, channels=nc, heads=heads, nnodes=nnodes)
-    return (rel.nvls_pipeline_stages - 1) * min(message_bytes, nc * heads * chunk)
+    starts, loops, extra = _loop_steps(
+        tm.release.version, tm.tuning_row, tree, g, tm.nic_line_gbps, nnodes, nics
+    )
+    return extra * min(message_bytes, loops[bisect_right(starts, message_bytes) - 1])
 
 
 @cache
-def _nvls_shape(
-    version: str, row: str, g: int, nic_gbps: float, nnodes: int = 1, nics_per_node: int = 0
-) -> tuple[int, int]:
-    """(NVLS channels, heads) of ``nnodes`` domains of ``g`` ranks, once per release and shape."""
+def _loop_steps(
+    version: str, row: str, tree: bool, g: int, nic_gbps: float, nnodes: int, nics_per_node: int
+) -> tuple[tuple[float, ...], tuple[float, ...], int]:
+    """NVLS (``tree``: NVLS-tree) loop bytes ``nc x h x chunk(S)`` as a step function of the size, once per
+    release and shape (keyed by plain values: hashing them is the per-call cost).
+
+    Returns ``(starts, loops, k - 1)``: ``loops[i]`` applies from ``starts[i]`` bytes (``starts[0] = 0``)
+    to the next start. ``enqueue.cc`` shrinks the chunk while ``S < m x nc x h x c`` for the listed
+    ``(m, c)``, so the chunk only changes at sizes ``m x nc x h x c'`` with ``c'`` a start or shrunk chunk;
+    :func:`~aifabric.catalog.nccl.nvls_chunk_bytes` is evaluated at each of those.
+    """
     rel = nccl_release(version)
     nc = nvls_channels(rel, row, nnodes=nnodes, local_gpus=g, nic_gbps=nic_gbps)
-    return nc, nvls_heads(rel, local_gpus=g, nics_per_node=nics_per_node)
+    heads = nvls_heads(rel, local_gpus=g, nics_per_node=nics_per_node)
+    ops = nc * heads
+    algorithm = Algorithm.NVLS_TREE if tree else Algorithm.NVLS
+    shrink = rel.nvls_tree_chunk_shrink if tree else rel.nvls_chunk_shrink
+    chunks = {rel.nvls_tree_chunk_bytes if tree else rel.nvls_chunk_bytes, *(c for _, c in shrink)}
+    if tree and rel.nvls_tree_chunk_bytes_from_4_nodes is not None:
+        chunks.add(rel.nvls_tree_chunk_bytes_from_4_nodes)
+    starts: list[float] = []
+    loops: list[float] = []
+    for size in sorted({0.0, *(float(m * ops * c) for m, _ in shrink for c in chunks)}):
+        loop = float(
+            ops * nvls_chunk_bytes(rel, algorithm.value, size, channels=nc, heads=heads, nnodes=nnodes)
+        )
+        if not loops or loop != loops[-1]:
+            starts.append(size)
+            loops.append(loop)
+    return tuple(starts), tuple(loops), rel.nvls_pipeline_stages - 1
 
 
 def nvls_tree_cap(tm: TierModel, comm: Communicator) -> float:
