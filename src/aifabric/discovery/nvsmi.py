@@ -255,21 +255,7 @@ class TopoMatrix:
         ([('GPU0', 'GPU1', 18)], [('NIC0', 'NODE')], {0})
         """
         lines = split_lines(decode(text, source), source)
-        lines = [clean_line(_ANSI.sub("", raw).rstrip("\r")) for raw in lines]
-        first_error: ParseError | None = None
-        for header_index in _header_candidates(lines):
-            header, last = _unwrap_header(lines, header_index)
-            try:
-                devices, trailing, cut = _parse_header(header, header_index + 1, source)
-            except ParseError as err:  # a sentence that starts with "GPU0 GPU1": keep looking
-                first_error = first_error or err
-                continue
-            return _parse_body(lines, header_index, last, devices, trailing, cut, source)
-        if first_error is not None:
-            raise first_error
-        raise ParseError(
-            "no nvidia-smi topo -m matrix found (expected a header line starting with GPU0)", source=source
-        )
+        return _parse_first_matrix([clean_line(_ANSI.sub("", raw).rstrip("\r")) for raw in lines], source)
 
     # -- queries ----------------------------------------------------------------------------------------
 
@@ -336,6 +322,30 @@ class TopoMatrix:
 
 
 # -- parsing helpers ----------------------------------------------------------------------------------------
+
+
+def _parse_first_matrix(lines: list[str], source: str | None) -> TopoMatrix:
+    """The first matrix of the cleaned ``lines`` whose header parses.
+
+    Raises
+    ------
+    ParseError
+        The first header's error if no header parses, or "no matrix found" if no line looks like one.
+    """
+    first_error: ParseError | None = None
+    for header_index in _header_candidates(lines):
+        header, last = _unwrap_header(lines, header_index)
+        try:
+            devices, trailing, cut = _parse_header(header, header_index + 1, source)
+        except ParseError as err:  # a sentence that starts with "GPU0 GPU1": keep looking
+            first_error = first_error or err
+            continue
+        return _parse_body(lines, header_index, last, devices, trailing, cut, source)
+    if first_error is not None:
+        raise first_error
+    raise ParseError(
+        "no nvidia-smi topo -m matrix found (expected a header line starting with GPU0)", source=source
+    )
 
 
 def _header_candidates(lines: list[str]) -> list[int]:
@@ -451,18 +461,82 @@ def _parse_body(
     header_cut: bool,
     source: str | None,
 ) -> TopoMatrix:
+    """Read the rows under a parsed header (``lines[header_index:header_last + 1]``) into a matrix.
+
+    What a partial matrix keeps and the errors raised are those of :meth:`TopoMatrix.from_text`.
+    """
+    all_gpus, nics = _split_devices(devices, header_index + 1, source)
+    rows, end = _logical_rows(lines, header_last + 1, devices, 1 + len(devices) + len(trailing))
+    _check_next_row(lines, end, devices, source)
+    by_device = _rows_by_device(rows, devices, nics, source)
+    gpus, cut_gpus = _present_gpus(all_gpus, by_device, len(devices), lines[end:], header_last, source)
+    reached = _reached_columns(gpus, len(all_gpus), by_device, devices, source)
+    missing, partial = _missing_parts(
+        gpus, cut_gpus, nics, by_device, devices, trailing, reached=reached, header_cut=header_cut
+    )
+    kept = devices[:reached]
+    links, cpu_affinity, numa_affinity, gpu_numa_id = _read_rows(
+        kept, gpus, cut_gpus, by_device, devices, trailing, partial=partial, source=source
+    )
+    kept_nics = kept[len(all_gpus) :]
+    _mirror_cut_nic_rows(links, kept_nics, gpus)
+    if cut_gpus:
+        links = {
+            pair: code for pair, code in links.items() if pair[0] not in cut_gpus and pair[1] not in cut_gpus
+        }
+    return TopoMatrix(
+        gpus=tuple(gpus),
+        nics=tuple(kept_nics),
+        links=links,
+        cpu_affinity=cpu_affinity,
+        numa_affinity=numa_affinity,
+        gpu_numa_id=gpu_numa_id,
+        nic_names=_nic_legend(lines[end:], set(kept_nics)),
+        line=header_index + 1,
+        source=source,
+        missing=tuple(missing),
+        cut_gpus=tuple(cut_gpus),
+    )
+
+
+def _split_devices(devices: list[str], lineno: int, source: str | None) -> tuple[list[str], list[str]]:
+    """The GPU and NIC labels of the header, in order.
+
+    Raises
+    ------
+    ParseError
+        If a GPU column follows a NIC column, or the header names no GPU.
+    """
     gpus = [d for d in devices if _is_gpu(d)]
     nics = [d for d in devices if not _is_gpu(d)]
     if devices != gpus + nics:
-        raise ParseError("GPU columns must come before NIC columns", line=header_index + 1, source=source)
+        raise ParseError("GPU columns must come before NIC columns", line=lineno, source=source)
     if not gpus:
-        raise ParseError("the matrix header names no GPU", line=header_index + 1, source=source)
-    rows, end = _logical_rows(lines, header_last + 1, devices, 1 + len(devices) + len(trailing))
+        raise ParseError("the matrix header names no GPU", line=lineno, source=source)
+    return gpus, nics
+
+
+def _check_next_row(lines: list[str], end: int, devices: list[str], source: str | None) -> None:
+    """Refuse a GPU row just after the matrix that the header does not name (the header was cut)."""
     after = lines[end].split()[:1] if end < len(lines) else []
     if after and _is_gpu(after[0]) and after[0] not in devices:
         raise ParseError(
             f"row {after[0]} is not a device of the header (was the header cut?)", line=end + 1, source=source
         )
+
+
+def _rows_by_device(
+    rows: list[tuple[int, str]], devices: list[str], nics: list[str], source: str | None
+) -> dict[str, tuple[int, list[str]]]:
+    """Device label -> ``(1-based line, tokens after the label)``, rows in header order.
+
+    Reading stops quietly where the NIC rows were cut (a line that names no device follows).
+
+    Raises
+    ------
+    ParseError
+        If a row is out of header order or names another device.
+    """
     by_device: dict[str, tuple[int, list[str]]] = {}
     for at, (lineno, text) in enumerate(rows):
         tokens = text.split()
@@ -476,17 +550,33 @@ def _parse_body(
                 source=source,
             )
         by_device[tokens[0]] = (lineno, tokens[1:])
-    all_gpus = gpus
-    gpus, cut_gpus = _present_gpus(gpus, by_device, len(devices), lines[end:], header_last, source)
-    # Columns cut at the right: the devices every GPU row reaches (never fewer than the GPUs). A row with
-    # values after fewer cells than devices lost a cell inside: that is an error, not a cut.
+    return by_device
+
+
+def _reached_columns(
+    gpus: list[str],
+    n_header_gpus: int,
+    by_device: dict[str, tuple[int, list[str]]],
+    devices: list[str],
+    source: str | None,
+) -> int:
+    """How many device columns every GPU row reaches: columns cut at the right (never fewer than the GPUs).
+
+    A row with values after fewer cells than devices lost a cell inside: that is an error, not a cut.
+
+    Raises
+    ------
+    ParseError
+        If a row has an unknown code among its cells, fewer cells than the header's GPUs, or fewer cells
+        than the other rows (one row cut, not the paste's width).
+    """
     for device in gpus:
         lineno, tokens = by_device[device]
         cells = _cells_in(tokens, len(devices))
         if cells < len(devices) and len(tokens) >= len(devices):
             bad = tokens[cells]
             raise ParseError(f"unknown path code {bad!r} in row {device}", line=lineno, source=source)
-        if cells < len(all_gpus) or (cells < len(devices) and len(tokens) > cells):
+        if cells < n_header_gpus or (cells < len(devices) and len(tokens) > cells):
             raise ParseError(
                 f"row {device} has {cells} cells, the header has {len(devices)} devices",
                 line=lineno,
@@ -501,7 +591,23 @@ def _parse_body(
             line=by_device[device][0],
             source=source,
         )
-    kept = devices[:reached]
+    return reached
+
+
+def _missing_parts(
+    gpus: list[str],
+    cut_gpus: list[str],
+    nics: list[str],
+    by_device: dict[str, tuple[int, list[str]]],
+    devices: list[str],
+    trailing: list[str],
+    *,
+    reached: int,
+    header_cut: bool,
+) -> tuple[list[str], bool]:
+    """What a partial matrix lacks (one sentence each, :attr:`TopoMatrix.missing`), and whether its
+    affinity columns are unreadable (``partial``)."""
+    n_header_gpus = len(devices) - len(nics)
     missing = []
     if cut_gpus:
         missing.append(
@@ -510,7 +616,7 @@ def _parse_body(
         )
     if reached < len(devices):
         missing.append(f"columns {', '.join(devices[reached:])} cut: those NICs are not scored")
-    cut_rows = [d for d in nics[: max(0, reached - len(all_gpus))] if d not in by_device]
+    cut_rows = [d for d in nics[: max(0, reached - n_header_gpus)] if d not in by_device]
     if cut_rows:
         missing.append(
             f"rows {', '.join(cut_rows)} cut: GPU-NIC paths read from the GPU rows, NIC-to-NIC paths unknown"
@@ -520,7 +626,27 @@ def _parse_body(
     if (partial or short) and (trailing or header_cut) or (cut_rows and not trailing):
         missing.append(AFFINITY_CUT)
         partial = True
+    return missing, partial
 
+
+def _read_rows(
+    kept: list[str],
+    gpus: list[str],
+    cut_gpus: list[str],
+    by_device: dict[str, tuple[int, list[str]]],
+    devices: list[str],
+    trailing: list[str],
+    *,
+    partial: bool,
+    source: str | None,
+) -> tuple[
+    dict[tuple[str, str], str],
+    dict[str, frozenset[int] | None],
+    dict[str, frozenset[int] | None],
+    dict[str, int | None],
+]:
+    """The cells of the rows read over the ``kept`` columns, and each GPU's CPU affinity, NUMA affinity and
+    GPU NUMA ID (all None when ``partial``)."""
     links: dict[tuple[str, str], str] = {}
     cpu_affinity: dict[str, frozenset[int] | None] = {}
     numa_affinity: dict[str, frozenset[int] | None] = {}
@@ -529,23 +655,8 @@ def _parse_body(
         if device not in by_device or device in cut_gpus:
             continue
         lineno, tokens = by_device[device]
-        given, extra = tokens[: len(kept)], tokens[len(devices) :]
-        if len(given) < len(kept):
-            raise ParseError(
-                f"row {device} has {len(given)} cells, the header has {len(kept)} devices",
-                line=lineno,
-                source=source,
-            )
-        for other, code in zip(kept, given, strict=True):
-            if not _is_known_code(code):
-                raise ParseError(f"unknown path code {code!r} in row {device}", line=lineno, source=source)
-            if (code == "X") != (other == device):
-                raise ParseError(
-                    f"row {device}, column {other}: {code!r} ('X' marks the diagonal only)",
-                    line=lineno,
-                    source=source,
-                )
-            links[(device, other)] = code
+        links.update(_row_cells(device, tokens[: len(kept)], kept, lineno, source))
+        extra = tokens[len(devices) :]
         if device in gpus:
             values = {} if partial else _trailing_values(extra, trailing, device, lineno, source)
             cpu_affinity[device] = _cpus(values.get("CPU Affinity"), lineno, source)
@@ -558,28 +669,46 @@ def _parse_body(
                 line=lineno,
                 source=source,
             )
-    for nic in kept[len(all_gpus) :]:  # a cut NIC row: its GPU cells mirror the GPU rows
+    return links, cpu_affinity, numa_affinity, gpu_numa_id
+
+
+def _row_cells(
+    device: str, given: list[str], kept: list[str], lineno: int, source: str | None
+) -> dict[tuple[str, str], str]:
+    """``(device, other) -> code`` for the cells ``given`` of one row under the ``kept`` columns.
+
+    Raises
+    ------
+    ParseError
+        If the row has fewer cells than columns, a code is not one the driver prints, or ``X`` is off the
+        diagonal (or missing from it).
+    """
+    if len(given) < len(kept):
+        raise ParseError(
+            f"row {device} has {len(given)} cells, the header has {len(kept)} devices",
+            line=lineno,
+            source=source,
+        )
+    links: dict[tuple[str, str], str] = {}
+    for other, code in zip(kept, given, strict=True):
+        if not _is_known_code(code):
+            raise ParseError(f"unknown path code {code!r} in row {device}", line=lineno, source=source)
+        if (code == "X") != (other == device):
+            raise ParseError(
+                f"row {device}, column {other}: {code!r} ('X' marks the diagonal only)",
+                line=lineno,
+                source=source,
+            )
+        links[(device, other)] = code
+    return links
+
+
+def _mirror_cut_nic_rows(links: dict[tuple[str, str], str], nics: list[str], gpus: list[str]) -> None:
+    """Fill in the rows of NICs that were cut: their GPU cells mirror the GPU rows, their diagonal is X."""
+    for nic in nics:
         for g in gpus:
             links.setdefault((nic, g), links[(g, nic)])
         links.setdefault((nic, nic), "X")
-
-    if cut_gpus:
-        links = {
-            pair: code for pair, code in links.items() if pair[0] not in cut_gpus and pair[1] not in cut_gpus
-        }
-    return TopoMatrix(
-        gpus=tuple(gpus),
-        nics=tuple(kept[len(all_gpus) :]),
-        links=links,
-        cpu_affinity=cpu_affinity,
-        numa_affinity=numa_affinity,
-        gpu_numa_id=gpu_numa_id,
-        nic_names=_nic_legend(lines[end:], set(kept[len(all_gpus) :])),
-        line=header_index + 1,
-        source=source,
-        missing=tuple(missing),
-        cut_gpus=tuple(cut_gpus),
-    )
 
 
 def _present_gpus(
