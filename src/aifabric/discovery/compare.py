@@ -900,6 +900,24 @@ def compare_table(
     op = _engine_op(table)
     if not table.rows:
         raise ParseError("the table has no rows to compare", line=table.line, source=table.source)
+    spec, comm, settings, info, net, notes = _prepare(table, op, spec, settings, info, assumptions)
+    effective = with_transport(calibration, net, spec)
+    rows, dropped = _measured_rows(table, op, spec, comm, settings, effective, place)
+    ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
+                          calibration, tuple(dropped), info, net, version_lines)  # fmt: skip
+    return dataclasses.replace(ctx, rows=_diagnosed_rows(ctx))
+
+
+def _prepare(
+    table: PerfTable,
+    op: str,
+    spec: ClusterSpec | None,
+    settings: NcclSettings | None,
+    info: NcclInfo | None,
+    assumptions: Sequence[str],
+) -> tuple[ClusterSpec, Communicator, NcclSettings, NcclInfo, TransportSpec | None, list[str]]:
+    """The cluster (inferred when not given), communicator, settings the engine takes, INFO lines and
+    network transport a table is predicted with, and the notes on each choice."""
     notes = list(assumptions)
     if spec is None:
         spec, inferred = infer_cluster(table)
@@ -916,16 +934,38 @@ def compare_table(
     if net is not None:
         notes.append(f"the network ran over {net.nccl_name} ({info.lines('network')[0]}): predicted with "
                      f"{net.name}, {net.aggregate_efficiency:.2f} of line rate")  # fmt: skip
-    effective = with_transport(calibration, net, spec)
+    return spec, comm, settings, info, net, notes
+
+
+def _measured_rows(
+    table: PerfTable,
+    op: str,
+    spec: ClusterSpec,
+    comm: Communicator,
+    settings: NcclSettings,
+    calibration: Any | None,
+    place: str,
+) -> tuple[list[RowComparison], list[tuple[int, int]]]:
+    """Each row with a positive, finite time, predicted and compared (not yet diagnosed), and the
+    ``(size_bytes, line)`` of the rows dropped.
+
+    The measured busbw is ``size / time * busbw_factor(op, n_ranks)`` and the deviation
+    ``predicted time / measured time - 1``.
+
+    Raises
+    ------
+    ParseError
+        If no row has a positive time.
+    """
     rows: list[RowComparison] = []
     dropped: list[tuple[int, int]] = []
-    factor = busbw_factor(op, n_ranks)
+    factor = busbw_factor(op, table.n_ranks or spec.n_gpus)
     for row in table.rows:
         measured, other = _measure(row, place)
         if not measured.time_s > 0 or not math.isfinite(measured.time_s):
             dropped.append((row.size_bytes, row.line))
             continue
-        predicted = _predict(op, row.size_bytes, spec, comm, settings, effective)
+        predicted = _predict(op, row.size_bytes, spec, comm, settings, calibration)
         rows.append(
             RowComparison(
                 size_bytes=row.size_bytes,
@@ -939,15 +979,23 @@ def compare_table(
         )
     if not rows:
         raise ParseError("no row has a positive time to compare", line=table.line, source=table.source)
-    ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
-                          calibration, tuple(dropped), info, net, version_lines)  # fmt: skip
+    return rows, dropped
+
+
+def _diagnosed_rows(ctx: TableComparison) -> tuple[RowComparison, ...]:
+    """The rows of ``ctx`` with their causes, FLAG and notes.
+
+    A row more than the threshold below the model gets its causes (:func:`_causes`); a mid-size row as far
+    below the model as a collapsed plateau (:func:`_plateau_fault`) gets the plateau's fault first.
+    """
+    rows, threshold = ctx.rows, ctx.threshold
     all_causes = [
         _causes(r, rows[i - 1] if i > 0 else None, rows[i + 1] if i + 1 < len(rows) else None, ctx)
         if r.deviation < -threshold
         else ()
         for i, r in enumerate(rows)
     ]
-    plateau = _plateau_fault(rows, all_causes, ctx)
+    plateau = _plateau_fault(list(rows), all_causes, ctx)
     large = {r.size_bytes for r in ctx.large_rows}
     final = []
     for i, cmp_row in enumerate(rows):
@@ -973,8 +1021,7 @@ def compare_table(
                 row_notes,
             )  # fmt: skip
         )
-    return TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(final), place,
-                           threshold, calibration, tuple(dropped), info, net, version_lines)  # fmt: skip
+    return tuple(final)
 
 
 def _is_fault(large: bool, causes: tuple[str, ...], collapse: bool) -> bool:
@@ -1129,14 +1176,58 @@ def compare_nccl_tests(
     """  # noqa: E501  (verbatim nccl-tests rows in the doctest)
     _check_options(cluster, gpu, nic_speed, gpus_per_node, algorithm, no_nvls)
     text = nonempty_text(text, source, "the log is empty")
+    parsed = _parse_tables(text, source, collective)
+    options = _TableOptions(cluster, gpu, nic_speed, algorithm, protocol, no_nvls, calibration, threshold,
+                            place, ranks, nodes, gpus_per_node)  # fmt: skip
+    compared, skipped = _compare_tables(parsed, text.split("\n"), tables, options, source)
+    return NcclTestsComparison(source, tuple(compared), tuple(skipped))
+
+
+@dataclass(frozen=True)
+class _TableOptions:
+    """The options of :func:`compare_nccl_tests` that apply to each table it compares."""
+
+    cluster: ClusterSpec | str | Path | None
+    gpu: str | None
+    nic_speed: str | None
+    algorithm: str | None
+    protocol: str | None
+    no_nvls: bool
+    calibration: Any | None
+    threshold: float
+    place: str
+    ranks: int | None
+    nodes: int | None
+    gpus_per_node: int | None
+
+
+def _parse_tables(text: str, source: str | None, collective: str | None) -> list[PerfTable]:
+    """The tables of a log; when none is found, the error says how far the parser read."""
     try:
-        parsed = parse_pasted(text, source, collective=collective)
+        return parse_pasted(text, source, collective=collective)
     except ParseError as err:
         if err.line is None:  # nothing found: say how far the parser read
             n = line_count(text)
             raise ParseError(f"{_bare(err)} (read to the end, {n} lines)", line=n, source=source) from err
         raise
-    lines = text.split("\n")
+
+
+def _compare_tables(
+    parsed: Sequence[PerfTable],
+    lines: list[str],
+    tables: Sequence[int] | None,
+    options: _TableOptions,
+    source: str | None,
+) -> tuple[list[TableComparison], list[tuple[int, int, str]]]:
+    """Compare the tables asked for (default: all), and list the footer-only tables skipped.
+
+    Raises
+    ------
+    ValueError
+        If a table number is out of range.
+    ParseError
+        If a table asked for has no rows, or no table has rows.
+    """
     regions = _regions(lines, parsed)
     wanted = list(range(1, len(parsed) + 1)) if not tables else list(dict.fromkeys(tables))  # once each
     for k in wanted:
@@ -1153,31 +1244,38 @@ def compare_nccl_tests(
                 )
             skipped.append((k, table.line, "no rows (only its footer was published)"))
             continue
-        start, stop = regions[k - 1]
-        op = _engine_op(table)
-        settings = nccl_settings(lines[start:stop], table.title, op)
-        settings = _override(settings, algorithm, protocol, no_nvls)
-        settings = _with_sources(
-            settings, setting_lines(lines[start:stop], settings.env, first_line=start + 1)
-        )
-        info = parse_nccl_info(lines[start:stop], first_line=start + 1)
-        counts = resolve_counts(table, lines[start:stop], info, ranks=ranks, nodes=nodes,
-                                gpus_per_node=gpus_per_node)  # fmt: skip
-        table = dataclasses.replace(table, n_ranks=counts.n_ranks, n_nodes=counts.n_nodes)
-        spec, inferred = infer_cluster(
-            table, cluster=cluster, gpu=gpu, nic_speed=nic_speed, text_before="\n".join(lines[:stop])
-        )
-        notes = (*table.notes, *counts.notes, *inferred)
-        versions = info.lines("version") or _version_lines(lines, start, stop)
-        compared.append(compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
-                                      calibration=calibration, threshold=threshold, place=place,
-                                      info=info, version_lines=versions))  # fmt: skip
+        compared.append(_compare_one(k, table, lines, regions[k - 1], options))
     if not compared:
         first = skipped[0][1] if skipped else None
         raise ParseError(
             "no table with rows to compare (the tables hold only footers)", line=first, source=source
         )
-    return NcclTestsComparison(source, tuple(compared), tuple(skipped))
+    return compared, skipped
+
+
+def _compare_one(
+    k: int, table: PerfTable, lines: list[str], region: tuple[int, int], options: _TableOptions
+) -> TableComparison:
+    """Compare table number ``k`` with what the log says before it (``lines[region[0]:region[1]]``: its
+    settings, INFO lines and counts) and the cluster given or inferred from the log up to it."""
+    start, stop = region
+    op = _engine_op(table)
+    settings = nccl_settings(lines[start:stop], table.title, op)
+    settings = _override(settings, options.algorithm, options.protocol, options.no_nvls)
+    settings = _with_sources(settings, setting_lines(lines[start:stop], settings.env, first_line=start + 1))
+    info = parse_nccl_info(lines[start:stop], first_line=start + 1)
+    counts = resolve_counts(table, lines[start:stop], info, ranks=options.ranks, nodes=options.nodes,
+                            gpus_per_node=options.gpus_per_node)  # fmt: skip
+    table = dataclasses.replace(table, n_ranks=counts.n_ranks, n_nodes=counts.n_nodes)
+    spec, inferred = infer_cluster(
+        table, cluster=options.cluster, gpu=options.gpu, nic_speed=options.nic_speed,
+        text_before="\n".join(lines[:stop]),
+    )  # fmt: skip
+    notes = (*table.notes, *counts.notes, *inferred)
+    versions = info.lines("version") or _version_lines(lines, start, stop)
+    return compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
+                         calibration=options.calibration, threshold=options.threshold, place=options.place,
+                         info=info, version_lines=versions)  # fmt: skip
 
 
 def _check_options(
