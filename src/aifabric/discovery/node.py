@@ -196,30 +196,90 @@ def inspect_layout(
     if not layout.gpus:
         raise ParseError("the topology lists no GPU", line=layout.line, source=layout.source)
     accelerator, accelerator_source, notes = choose_accelerator(layout, gpu, named)
-    assumed_speed = False
-    if nic_speed is not None:
-        speed = parse_nic_bandwidth(nic_speed, field="--nic-speed")
-    elif layout.nic_speed_bytes_per_s:
-        speed = layout.nic_speed_bytes_per_s
-    else:
-        speed = parse_nic_bandwidth(DEFAULT_NIC_SPEED, field="--nic-speed")
-        assumed_speed = True
-        notes.append(f"NIC speed not in the input: {DEFAULT_NIC_SPEED} assumed (give --nic-speed)")
+    speed, assumed_speed = _nic_speed(layout, nic_speed, notes)
     groups = nvlink_groups(layout)
     paths = tuple(gpu_nic_path(layout, g, n) for g in layout.gpus for n in layout.nics)
+    nearest = _nearest_paths(layout, paths)
+    pairing = nic_pairing(layout)
+    spec, spec_data, findings = _spec_and_findings(
+        layout, accelerator, speed, groups, nearest, pairing, notes
+    )
+    factor, cap = _network_limits(layout, pairing, spec)
+    return NodeInspection(
+        layout=layout,
+        accelerator=accelerator,
+        nic_speed_bytes_per_s=speed,
+        nvlink_groups=groups,
+        nearest=nearest,
+        pairing=pairing,
+        paths=paths,
+        numa=numa_nodes(layout),
+        spec=spec,
+        spec_data=spec_data,
+        network_factor=factor,
+        expected=expected_busbw(spec, factor),
+        warnings=tuple(findings),
+        assumptions=tuple(notes),
+        accelerator_source=accelerator_source,
+        nic_speed_assumed=assumed_speed,
+        rail_cap_bytes_per_s=cap[0] if cap else None,
+        rail_cap_link=cap[1] if cap else None,
+    )
+
+
+def _nic_speed(layout: NodeLayout, nic_speed: str | None, notes: list[str]) -> tuple[float, bool]:
+    """The speed of each NIC, bytes/s: ``nic_speed`` if given, else the layout's, else
+    :data:`DEFAULT_NIC_SPEED` (noted in ``notes``); and whether it was assumed.
+
+    Raises
+    ------
+    ConfigError
+        If ``nic_speed`` is not a NIC speed.
+    """
+    if nic_speed is not None:
+        return parse_nic_bandwidth(nic_speed, field="--nic-speed"), False
+    if layout.nic_speed_bytes_per_s:
+        return layout.nic_speed_bytes_per_s, False
+    speed = parse_nic_bandwidth(DEFAULT_NIC_SPEED, field="--nic-speed")
+    notes.append(f"NIC speed not in the input: {DEFAULT_NIC_SPEED} assumed (give --nic-speed)")
+    return speed, True
+
+
+def _nearest_paths(layout: NodeLayout, paths: tuple[GpuNicPath, ...]) -> dict[str, tuple[GpuNicPath, ...]]:
+    """GPU -> its paths to the NICs of the closest path type, in NIC order (empty without NICs)."""
     nearest: dict[str, tuple[GpuNicPath, ...]] = {}
     for g in layout.gpus:
         mine = sorted(
             (p for p in paths if p.gpu == g), key=lambda p: (path_rank(p.path), layout.nics.index(p.nic))
         )
         nearest[g] = tuple(p for p in mine if path_rank(p.path) == path_rank(mine[0].path)) if mine else ()
-    pairing = nic_pairing(layout)
+    return nearest
+
+
+def _spec_and_findings(
+    layout: NodeLayout,
+    accelerator: str,
+    speed: float,
+    groups: tuple[NvlinkGroup, ...],
+    nearest: dict[str, tuple[GpuNicPath, ...]],
+    pairing: dict[str, GpuNicPath | None],
+    notes: list[str],
+) -> tuple[ClusterSpec, dict[str, Any], list[Finding]]:
+    """The node's one-node spec (:func:`infer_node_spec`), the mapping it was built from and every layout
+    finding, layout warnings first; assumptions and what a partial input lacks go to ``notes``."""
     spec, spec_data, spec_notes, findings = infer_node_spec(
         layout, accelerator, speed, groups, local_nics_per_gpu(layout, nearest), local_gpus_per_nic(layout)
     )
     notes.extend(spec_notes)
     findings = layout_warnings(layout, nearest, pairing, speed) + findings
     notes.extend(f"partial input: {m}" for m in layout.missing)
+    _host_findings(layout, spec, findings, notes)
+    return spec, spec_data, findings
+
+
+def _host_findings(layout: NodeLayout, spec: ClusterSpec, findings: list[Finding], notes: list[str]) -> None:
+    """Add what the layout says of its host to ``findings`` (a VM, no affinity) and ``notes`` (a
+    hand-written NCCL topology file)."""
     vm = vm_signature(layout) or xml_vm_signature(layout, spec.accelerator_spec.nvlink_links > 0)
     if vm is not None:
         findings.append(Finding("vm", vm))
@@ -234,32 +294,20 @@ def inspect_layout(
             "hand-written NCCL topology file: no NVLinks or NIC speeds in it (NCCL adds them at run time); "
             "the catalogue's figures for the GPU are used"
         )
-    # PCIe paths are per NIC: compare them with one NIC's effective rate, not the GPU's NICs together.
+
+
+def _network_limits(
+    layout: NodeLayout, pairing: dict[str, GpuNicPath | None], spec: ClusterSpec
+) -> tuple[float, tuple[float, str] | None]:
+    """The GPUDirect network factor of the node and its rail cap (bytes/s and the link), if any.
+
+    PCIe paths are per NIC: they are compared with one NIC's effective rate, ``nic_effective_bytes_per_s
+    * gpus_per_nic / nics_per_gpu``, not the GPU's NICs together.
+    """
     so = spec.scale_out
     per_nic = spec.nic_effective_bytes_per_s * (so.gpus_per_nic / so.nics_per_gpu if so else 1.0)
     factor = gdr_network_factor(layout, pairing, per_nic, so.gpus_per_nic if so else 1)
-    cap = rail_cap(layout, pairing, per_nic)
-    expected = expected_busbw(spec, factor)
-    return NodeInspection(
-        layout=layout,
-        accelerator=accelerator,
-        nic_speed_bytes_per_s=speed,
-        nvlink_groups=groups,
-        nearest=nearest,
-        pairing=pairing,
-        paths=paths,
-        numa=numa_nodes(layout),
-        spec=spec,
-        spec_data=spec_data,
-        network_factor=factor,
-        expected=expected,
-        warnings=tuple(findings),
-        assumptions=tuple(notes),
-        accelerator_source=accelerator_source,
-        nic_speed_assumed=assumed_speed,
-        rail_cap_bytes_per_s=cap[0] if cap else None,
-        rail_cap_link=cap[1] if cap else None,
-    )
+    return factor, rail_cap(layout, pairing, per_nic)
 
 
 def detect_format(text: str) -> str:
@@ -332,6 +380,25 @@ def inspect_node_text(
     if fmt not in ("auto", "nvidia-smi", "nccl-xml"):
         raise ValueError(f"--format: use auto, nvidia-smi or nccl-xml, got {fmt!r}")
     text = nonempty_text(text, source, "the file is empty")
+    layouts = _read_layouts(text, fmt, source)
+    lines = text.split("\n")
+    out = []
+    for lay, (low, high) in zip(layouts, _document_regions(text, [lay.line for lay in layouts]), strict=True):
+        own = accelerators_in_text("\n".join(lines[low:high])) if gpu is None else ()
+        named = tuple(dataclasses.replace(m, line=m.line + low) for m in own)
+        out.append(inspect_layout(lay, gpu=gpu, nic_speed=nic_speed, named=named))
+    return out
+
+
+def _read_layouts(text: str, fmt: str, source: str | None) -> list[NodeLayout]:
+    """The node layouts of ``text`` in format ``fmt`` (``auto``: :func:`detect_format`).
+
+    Raises
+    ------
+    ParseError
+        If the text holds neither format (hinting at ``nccl-tests compare`` for an nccl-tests log), or the
+        matrix/XML is malformed.
+    """
     kind = detect_format(text) if fmt == "auto" else fmt
     if kind == "unknown":
         n = line_count(text)
@@ -344,16 +411,8 @@ def inspect_node_text(
             source=source,
         )
     if kind == "nvidia-smi":
-        layouts = [NodeLayout.from_matrix(TopoMatrix.from_text(text, source=source))]
-    else:
-        layouts = [NodeLayout.from_topology(t) for t in parse_nccl_topologies(text, source=source)]
-    lines = text.split("\n")
-    out = []
-    for lay, (low, high) in zip(layouts, _document_regions(text, [lay.line for lay in layouts]), strict=True):
-        own = accelerators_in_text("\n".join(lines[low:high])) if gpu is None else ()
-        named = tuple(dataclasses.replace(m, line=m.line + low) for m in own)
-        out.append(inspect_layout(lay, gpu=gpu, nic_speed=nic_speed, named=named))
-    return out
+        return [NodeLayout.from_matrix(TopoMatrix.from_text(text, source=source))]
+    return [NodeLayout.from_topology(t) for t in parse_nccl_topologies(text, source=source)]
 
 
 def _document_regions(text: str, starts: list[int]) -> list[tuple[int, int]]:
