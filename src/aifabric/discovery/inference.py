@@ -230,21 +230,58 @@ def infer_cluster(
         raise ParseError(
             "the log does not say how many ranks ran this table", line=table.line, source=table.source
         )
-    notes: list[str] = []
     if cluster is not None:
-        base = resolve_cluster(cluster)
-        nodes = n_nodes or -(-n_ranks // base.gpus_per_node)
-        spec = resolve_cluster(base, nodes=nodes)
-        if n_ranks > spec.n_gpus:
-            raise ConfigError(
-                f"cluster: {spec.name} has {spec.n_gpus} GPUs on {nodes} node(s); the log ran {n_ranks} ranks"
-            )
-        if n_nodes and n_ranks != n_nodes * spec.gpus_per_node:
-            notes.append(
-                f"the log ran {n_ranks} ranks on {n_nodes} nodes; {spec.name} has {spec.gpus_per_node} "
-                "GPUs per node"
-            )
-        return spec, tuple(notes)
+        return _resized_cluster(cluster, n_ranks, n_nodes)
+    return _inferred_cluster(table, n_ranks, n_nodes, gpu=gpu, nic_speed=nic_speed, text_before=text_before)
+
+
+def _resized_cluster(
+    cluster: ClusterSpec | str | Path, n_ranks: int, n_nodes: int | None
+) -> tuple[ClusterSpec, tuple[str, ...]]:
+    """``cluster`` resized to the table's nodes (default: enough nodes for ``n_ranks``), with a note when the
+    ranks do not fill its nodes.
+
+    Raises
+    ------
+    ConfigError
+        If ``cluster`` is invalid or has fewer GPUs than ``n_ranks``.
+    """
+    notes: list[str] = []
+    base = resolve_cluster(cluster)
+    nodes = n_nodes or -(-n_ranks // base.gpus_per_node)
+    spec = resolve_cluster(base, nodes=nodes)
+    if n_ranks > spec.n_gpus:
+        raise ConfigError(
+            f"cluster: {spec.name} has {spec.n_gpus} GPUs on {nodes} node(s); the log ran {n_ranks} ranks"
+        )
+    if n_nodes and n_ranks != n_nodes * spec.gpus_per_node:
+        notes.append(
+            f"the log ran {n_ranks} ranks on {n_nodes} nodes; {spec.name} has {spec.gpus_per_node} "
+            "GPUs per node"
+        )
+    return spec, tuple(notes)
+
+
+def _inferred_cluster(
+    table: PerfTable,
+    n_ranks: int,
+    n_nodes: int | None,
+    *,
+    gpu: str | None,
+    nic_speed: str | None,
+    text_before: str,
+) -> tuple[ClusterSpec, tuple[str, ...]]:
+    """A cluster of ``n_nodes`` (default: nodes of up to 8 GPUs) holding ``n_ranks`` GPUs, from the log, the
+    options and the defaults, with every guess in the notes.
+
+    Raises
+    ------
+    ParseError
+        If the ranks do not fill the nodes evenly.
+    ConfigError
+        If ``gpu`` or ``nic_speed`` is invalid.
+    """
+    notes: list[str] = []
     if n_nodes is None:
         n_nodes = 1 if n_ranks <= 8 else -(-n_ranks // 8)
         notes.append(f"node count not in the log: assumed {n_nodes} node(s) of up to 8 GPUs")
@@ -254,24 +291,7 @@ def infer_cluster(
             line=table.line,
             source=table.source,
         )
-    accelerator = gpu
-    if accelerator is None:
-        accelerator = accelerator_from_name(table.gpu_name)
-        if accelerator is None:
-            found, written = _gpu_from_text(text_before)
-            if found is not None:
-                accelerator = found
-                notes.append(
-                    f"GPU model not in the rank lines: {written!r} read from the text above the table"
-                )
-        if accelerator is None:
-            accelerator = DEFAULT_GPU
-            what = (
-                f"GPU {table.gpu_name!r} not in the catalogue"
-                if table.gpu_name
-                else "GPU model not in the log"
-            )
-            notes.append(f"{what}: assumed {DEFAULT_GPU} (give --gpu)")
+    accelerator = gpu if gpu is not None else _table_accelerator(table, text_before, notes)
     speed_text = nic_speed or DEFAULT_NIC_SPEED
     speed = parse_nic_bandwidth(speed_text, field="--nic-speed")
     if n_nodes > 1 and nic_speed is None:
@@ -290,3 +310,21 @@ def infer_cluster(
             "no NVLink: GPU peer traffic assumed to cross the CPU root complex (PCIe P2P through the CPU)"
         )
     return ClusterSpec.from_dict(data, source="inferred cluster"), tuple(notes)
+
+
+def _table_accelerator(table: PerfTable, text_before: str, notes: list[str]) -> str:
+    """The catalogue key of the table's GPU: from its rank lines, else the text above it, else
+    :data:`DEFAULT_GPU`; a guess is noted in ``notes``."""
+    accelerator = accelerator_from_name(table.gpu_name)
+    if accelerator is None:
+        found, written = _gpu_from_text(text_before)
+        if found is not None:
+            accelerator = found
+            notes.append(f"GPU model not in the rank lines: {written!r} read from the text above the table")
+    if accelerator is None:
+        accelerator = DEFAULT_GPU
+        what = (
+            f"GPU {table.gpu_name!r} not in the catalogue" if table.gpu_name else "GPU model not in the log"
+        )
+        notes.append(f"{what}: assumed {DEFAULT_GPU} (give --gpu)")
+    return accelerator
