@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from aifabric.discovery._text import decode, split_lines
 from aifabric.discovery.perf_collective import (
@@ -261,6 +262,22 @@ def parse_nccl_tests(
     """  # noqa: E501  (verbatim nccl-tests rows in the doctest)
     override = canonical_argument(collective) if collective is not None else None
     lines = [clean_line(raw) for raw in split_lines(decode(text, source), source)]
+    tables = _scan_tables(lines, override, source)
+    if not tables:
+        raise ParseError(
+            "no nccl-tests result table found (expected a '#  size  count  type ...' header)", source=source
+        )
+    return tables
+
+
+def _scan_tables(lines: list[str], override: str | None, source: str | None) -> list[PerfTable]:
+    """Every table of the cleaned ``lines`` in order, footer-only fragments included (none: empty).
+
+    Raises
+    ------
+    ParseError
+        If a table is malformed or a result row stands outside any table.
+    """
     tables: list[PerfTable] = []
     boundary = 0  # first line after the previous table: metadata above a table is read from here on
     earlier: str | None = None  # the last binary named above ``boundary``
@@ -288,10 +305,6 @@ def parse_nccl_tests(
                 source=source,
             )
         index += 1
-    if not tables:
-        raise ParseError(
-            "no nccl-tests result table found (expected a '#  size  count  type ...' header)", source=source
-        )
     return tables
 
 
@@ -312,11 +325,57 @@ def _read_table(
     """
     columns = parse_columns(lines, header, source)
     meta = Metadata.read(lines, boundary, header, source)
+    body = _read_body(lines, header, columns, (override or named) == "hypercube", source)
+    rows = body.rows
+    collective = _table_collective(header, rows, columns, meta, override, named, earlier, source)
+    n_ranks = meta.n_ranks if meta.n_ranks is not None else ranks_from_rows(collective, rows)
+    table = PerfTable(
+        title=meta.title,
+        collective=collective,
+        n_ranks=n_ranks,
+        n_nodes=meta.n_nodes,
+        gpu_name=meta.gpu_name,
+        nccl_version=meta.nccl_version,
+        cuda_version=meta.cuda_version,
+        rows=tuple(rows),
+        ranks=meta.ranks,
+        parameters=meta.parameters,
+        avg_busbw_bytes_per_s=body.avg_busbw_bytes_per_s,
+        out_of_bounds=body.out_of_bounds,
+        columns=columns.names,
+        line=header + 1,
+        source=source,
+        cut_line=body.cut_line,
+    )
+    return table, body.end
+
+
+class _Body(NamedTuple):
+    """What lies under a table's header: its rows, the line of a last row cut mid-line (1-based), the
+    footer's average busbw (bytes/s), the out-of-bounds count, and the index of the first line after."""
+
+    rows: list[PerfRow]
+    cut_line: int | None
+    avg_busbw_bytes_per_s: float | None
+    out_of_bounds: int | None
+    end: int
+
+
+def _read_body(
+    lines: list[str], header: int, columns: Columns, blank_redop: bool, source: str | None
+) -> _Body:
+    """Read the rows under the header at ``header`` to the ``# Avg bus bandwidth`` footer or the first line
+    that is not part of the table (blank, ``#`` and NCCL log lines in between are skipped).
+
+    Raises
+    ------
+    ParseError
+        If a row is malformed or the header has no rows below it.
+    """
     rows: list[PerfRow] = []
     cut_line: int | None = None
     avg: float | None = None
     out_of_bounds: int | None = None
-    blank_redop = (override or named) == "hypercube"
     index = header + 1
     while index < len(lines):
         stripped = lines[index].strip()
@@ -345,7 +404,27 @@ def _read_table(
         index = after
     if not rows:
         raise ParseError("the column header has no result rows below it", line=header + 1, source=source)
+    return _Body(rows, cut_line, avg, out_of_bounds, index)
 
+
+def _table_collective(
+    header: int,
+    rows: list[PerfRow],
+    columns: Columns,
+    meta: Metadata,
+    override: str | None,
+    named: str | None,
+    earlier: str | None,
+    source: str | None,
+) -> str | None:
+    """The table's collective: ``override``, else the one the binary named above it or the columns tell,
+    else the one ``earlier`` names.
+
+    Raises
+    ------
+    ParseError
+        If ``override`` contradicts what the log tells.
+    """
     logged = resolve_collective(header, named, None, rows, columns, meta, source)
     if override is not None and logged is not None and logged != override:
         raise ParseError(
@@ -353,27 +432,7 @@ def _read_table(
             line=header + 1,
             source=source,
         )
-    collective = override or logged or resolve_collective(header, named, earlier, rows, columns, meta, source)
-    n_ranks = meta.n_ranks if meta.n_ranks is not None else ranks_from_rows(collective, rows)
-    table = PerfTable(
-        title=meta.title,
-        collective=collective,
-        n_ranks=n_ranks,
-        n_nodes=meta.n_nodes,
-        gpu_name=meta.gpu_name,
-        nccl_version=meta.nccl_version,
-        cuda_version=meta.cuda_version,
-        rows=tuple(rows),
-        ranks=meta.ranks,
-        parameters=meta.parameters,
-        avg_busbw_bytes_per_s=avg,
-        out_of_bounds=out_of_bounds,
-        columns=columns.names,
-        line=header + 1,
-        source=source,
-        cut_line=cut_line,
-    )
-    return table, index
+    return override or logged or resolve_collective(header, named, earlier, rows, columns, meta, source)
 
 
 def _next_row(
