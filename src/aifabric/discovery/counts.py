@@ -156,6 +156,27 @@ def resolve_counts(
     partial = _incomplete_rank_lines(table)
     torch_ranks, torch_nodes = _torchrun(lines_before)
     _check_against_rank_lines(table, partial, ranks, info.n_ranks)
+    n_ranks = _rank_count(table, info, partial, torch_ranks, ranks, notes)
+    n_nodes = _node_count(table, info, partial, torch_nodes, n_ranks, nodes, gpus_per_node, notes)
+    return Counts(n_ranks, n_nodes, tuple(notes))
+
+
+def _rank_count(
+    table: PerfTable,
+    info: NcclInfo,
+    partial: bool,
+    torch_ranks: int | None,
+    ranks: int | None,
+    notes: list[str],
+) -> int:
+    """The rank count: ``--ranks``, NCCL's ``nRanks``, complete rank lines, the launcher, the numbers (a
+    guess the incomplete rank lines contradict is dropped; one they do not is noted in ``notes``).
+
+    Raises
+    ------
+    ParseError
+        If no source tells the ranks (the message asks for ``--ranks``).
+    """
     n_ranks = ranks or info.n_ranks
     if n_ranks is None and not partial:
         n_ranks = table.n_ranks
@@ -173,6 +194,27 @@ def resolve_counts(
             else "the log does not say how many ranks ran this table"
         )
         raise ParseError(f"{why}; give --ranks (and --nodes)", line=table.line, source=table.source)
+    return n_ranks
+
+
+def _node_count(
+    table: PerfTable,
+    info: NcclInfo,
+    partial: bool,
+    torch_nodes: int | None,
+    n_ranks: int,
+    nodes: int | None,
+    gpus_per_node: int | None,
+    notes: list[str],
+) -> int | None:
+    """The node count: ``--nodes``, NCCL's, complete rank lines', the launcher's, else ``n_ranks`` over
+    ``--gpus-per-node`` or NCCL's ``localRanks`` (rounded up, noted in ``notes``); None if nothing tells.
+
+    Raises
+    ------
+    ParseError
+        If ``n_ranks`` does not fill the nodes evenly.
+    """
     n_nodes = nodes or info.n_nodes
     if n_nodes is None and not partial:
         n_nodes = table.n_nodes
@@ -189,4 +231,4 @@ def resolve_counts(
             line=table.line,
             source=table.source,
         )
-    return Counts(n_ranks, n_nodes, tuple(notes))
+    return n_nodes
