@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from aifabric import catalog
+from aifabric.catalog import AcceleratorSpec
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import Algorithm
 from aifabric.discovery.calibrate import Calibration
@@ -185,12 +186,25 @@ def infer_node_spec(
     acc = catalog.accelerator(accelerator)
     notes: list[str] = []
     findings: list[Finding] = []
+    scale_up = _scale_up(layout, acc, accelerator, groups, notes, findings)
+    data = _node_spec_data(layout, accelerator, scale_up, speed, nics_per_gpu, gpus_per_nic)
+    notes.extend(_scale_out_notes(layout, speed, nics_per_gpu, gpus_per_nic))
+    return ClusterSpec.from_dict(data, source="inspected node"), data, notes, findings
+
+
+def _scale_up(
+    layout: NodeLayout,
+    acc: AcceleratorSpec,
+    accelerator: str,
+    groups: tuple[NvlinkGroup, ...],
+    notes: list[str],
+    findings: list[Finding],
+) -> dict[str, Any]:
+    """The ``scale_up`` mapping of the node: an NVSwitch when NVLink joins every GPU in one full mesh (or a
+    topology file leaves NVLink out for an NVLink GPU), else PCIe; assumptions go to ``notes``, layout
+    findings to ``findings``."""
     n = len(layout.gpus)
     one_mesh = len(groups) == 1 and len(groups[0].gpus) == n and groups[0].full_mesh
-    peer_through_cpu = any(
-        not NV_LINKS.match(code) and normalize_path_code(code) not in GDR_PATHS
-        for code in layout.gpu_links.values()
-    )
     if layout.kind == "nccl-xml" and not groups and acc.nvlink and n > 1:
         # Vendor topology files (aws-ofi-nccl p4d/p5, Azure NDv4/NDv5) describe PCIe only and leave NVLink
         # to NCCL's detection at run time; an SXM GPU always sits on its NVSwitch board (the GPU tells).
@@ -200,38 +214,65 @@ def infer_node_spec(
             f"{accelerator}'s NVSwitch board assumed ({acc.nvlink_links} links per GPU); give --gpu for a "
             "PCIe card"
         )
-    if n > 1 and one_mesh and acc.nvlink:
-        scale_up: dict[str, Any] = {"kind": "nvswitch"}
-        links = groups[0].link_counts if groups else ()
-        if acc.nvlink_links and links and links[0] < acc.nvlink_links:
-            notes.append(
-                f"the matrix shows NV{links[0]} but {accelerator} has {acc.nvlink_links} links: modelled "
-                "with the catalogue's"
-            )
-    else:
-        scale_up = {
-            "kind": "pcie",
-            "link": f"pcie-{acc.pcie}" if acc.pcie else "pcie-gen4",
-            "p2p_through_cpu": peer_through_cpu,
-        }
-        if groups and acc.nvlink:
-            findings.append(Finding("nvlink_partial", (
-                f"NVLink joins only {'; '.join('+'.join(g.gpus) for g in groups)}: rings that span all "
-                "GPUs cross PCIe between the groups, so the node is modelled as PCIe-bound"
-            )))  # fmt: skip
-        elif groups and not acc.nvlink:
+    if not (n > 1 and one_mesh and acc.nvlink):
+        if groups and not acc.nvlink:
             notes.append(
                 f"the input shows NVLink but {accelerator} has none in the catalogue: modelled as PCIe"
             )
-        if n > 1 and peer_through_cpu:
-            findings.append(Finding("pcie_p2p_cpu", (
-                "GPU-to-GPU traffic crosses the CPU root complex (PHB/NODE/SYS between GPUs): busbw is "
-                "bounded by what the CPU forwards (9-11 GB/s for 4 x V100 Gen3, reference sec. 7.7)"
-            )))  # fmt: skip
-    data: dict[str, Any] = {
+        scale_up, pcie_findings = _pcie_scale_up(layout, acc, groups)
+        findings.extend(pcie_findings)
+        return scale_up
+    links = groups[0].link_counts if groups else ()
+    if acc.nvlink_links and links and links[0] < acc.nvlink_links:
+        notes.append(
+            f"the matrix shows NV{links[0]} but {accelerator} has {acc.nvlink_links} links: modelled "
+            "with the catalogue's"
+        )
+    return {"kind": "nvswitch"}
+
+
+def _pcie_scale_up(
+    layout: NodeLayout, acc: AcceleratorSpec, groups: tuple[NvlinkGroup, ...]
+) -> tuple[dict[str, Any], list[Finding]]:
+    """The PCIe ``scale_up`` mapping of a node without one NVLink mesh, and its findings: NVLink joining only
+    some GPUs, and GPU peer traffic crossing the CPU root complex."""
+    findings: list[Finding] = []
+    peer_through_cpu = any(
+        not NV_LINKS.match(code) and normalize_path_code(code) not in GDR_PATHS
+        for code in layout.gpu_links.values()
+    )
+    if groups and acc.nvlink:
+        findings.append(Finding("nvlink_partial", (
+            f"NVLink joins only {'; '.join('+'.join(g.gpus) for g in groups)}: rings that span all "
+            "GPUs cross PCIe between the groups, so the node is modelled as PCIe-bound"
+        )))  # fmt: skip
+    if len(layout.gpus) > 1 and peer_through_cpu:
+        findings.append(Finding("pcie_p2p_cpu", (
+            "GPU-to-GPU traffic crosses the CPU root complex (PHB/NODE/SYS between GPUs): busbw is "
+            "bounded by what the CPU forwards (9-11 GB/s for 4 x V100 Gen3, reference sec. 7.7)"
+        )))  # fmt: skip
+    scale_up = {
+        "kind": "pcie",
+        "link": f"pcie-{acc.pcie}" if acc.pcie else "pcie-gen4",
+        "p2p_through_cpu": peer_through_cpu,
+    }
+    return scale_up, findings
+
+
+def _node_spec_data(
+    layout: NodeLayout,
+    accelerator: str,
+    scale_up: dict[str, Any],
+    speed: float,
+    nics_per_gpu: int,
+    gpus_per_nic: int,
+) -> dict[str, Any]:
+    """The one-node ClusterSpec mapping: ``nics_per_gpu`` NICs of ``speed`` bytes/s per GPU (or one per
+    ``gpus_per_nic`` GPUs) on a two-tier fabric, InfiniBand and an Intel CPU unless the layout says."""
+    return {
         "name": f"{Path(layout.source).name if layout.source else 'node'} ({layout.kind})",
         "accelerator": accelerator,
-        "gpus_per_node": max(1, n),
+        "gpus_per_node": max(1, len(layout.gpus)),
         "nodes": 1,
         "scale_up": scale_up,
         "scale_out": {
@@ -248,6 +289,12 @@ def infer_node_spec(
         "cpu_vendor": layout.cpu_vendor or "intel",
         "description": f"one node read from {layout.source or 'the input'}",
     }
+
+
+def _scale_out_notes(layout: NodeLayout, speed: float, nics_per_gpu: int, gpus_per_nic: int) -> list[str]:
+    """The assumptions :func:`_node_spec_data` makes about the NICs, fabric and CPU, in words."""
+    n = len(layout.gpus)
+    notes = []
     if nics_per_gpu > 1:
         notes.append(
             f"{nics_per_gpu} NICs under each GPU's PCIe switch: modelled as {nics_per_gpu} x "
@@ -262,7 +309,7 @@ def infer_node_spec(
         notes.append("NIC fabric not in the input: InfiniBand assumed")
     if layout.cpu_vendor is None:
         notes.append("CPU vendor not in the input: Intel assumed (NCCL's network overheads)")
-    return ClusterSpec.from_dict(data, source="inspected node"), data, notes, findings
+    return notes
 
 
 def _switch(fabric: str, speed: float) -> str:
