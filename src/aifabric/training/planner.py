@@ -33,7 +33,7 @@ from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute
 from aifabric.training.memory import MemoryBreakdown
 from aifabric.training.models import ModelSpec
-from aifabric.training.step import NETWORKS, PARTS, StepModel, StepOptions, StepTime
+from aifabric.training.step import NETWORKS, PARTS, CommItem, StepModel, StepOptions, StepTime
 
 __all__ = [
     "MIN_TOKENS_PER_CP_RANK",
@@ -110,6 +110,19 @@ def compare(faster: StepTime, slower: StepTime) -> Comparison:
     nets = {net: eb[net] - ea[net] for net in NETWORKS}
     grown = sorted(((v, k) for k, v in parts.items() if v > 0), reverse=True)
     blamed = max(nets, key=nets.get) if nets and max(nets.values()) > 0 else None  # type: ignore[arg-type]
+    text = _parts_text(a, b, delta, parts, grown)
+    top_part = grown[0][1] if grown else None
+    if top_part in _COMM_PARTS:
+        text += _comm_text(a, b, top_part)
+    elif blamed is not None and nets[blamed] > 0.1 * max(delta, 1e-12):
+        text += f". Exposed communication grows most on {blamed} (+{nets[blamed]:.3f} s per step)"
+    return Comparison(a, b, delta, parts, nets, blamed, text + ".")
+
+
+def _parts_text(
+    a: StepTime, b: StepTime, delta: float, parts: dict[str, float], grown: list[tuple[float, str]]
+) -> str:
+    """The headline sentence of :func:`compare`: how much slower, and which parts grew (top 3) and shrank."""
     word = "slower" if delta >= 0 else "faster"
     text = (
         f"{b.layout.describe()} is {abs(delta) / a.step_s:.1%} {word} than {a.layout.describe()} "
@@ -120,49 +133,51 @@ def compare(faster: StepTime, slower: StepTime) -> Comparison:
         shrunk = sorted(((v, k) for k, v in parts.items() if v < 0))
         if shrunk:
             text += "; " + ", ".join(f"{_PART_LABEL[k]} {v:.3f} s" for v, k in shrunk[:2])
-    top_part = grown[0][1] if grown else None
-    if top_part in _COMM_PARTS:
-        dim_nets = {
-            net: b.comm_s(top_part, net, exposed_only=True) - a.comm_s(top_part, net, exposed_only=True)
-            for net in NETWORKS
-        }
-        net = max(dim_nets, key=dim_nets.get)  # type: ignore[arg-type]
-        groups = [c for c in b.comms if c.dim == top_part]
-        span = max(groups, key=lambda c: c.n_domains) if groups else None
-        text += (
-            f". The extra {top_part.upper()} time is on the {net} network "
-            f"(+{dim_nets[net]:.3f} s exposed per step)"
-        )
-        if span is not None:
-            a_items = [c for c in a.comms if c.dim == top_part]
-            ref = max(a_items, key=lambda c: c.n_domains) if a_items else None
-            if top_part == "pp":
-                # The pipeline's p2p is between two adjacent stages, whatever pp is: say so, not
-                # "a group of 2".
-                where = (
-                    "crosses scale-up domains" if span.n_domains > 1 else "stays inside one scale-up domain"
-                )
-                text += (
-                    f": PP send/recv between adjacent stages (pp={b.layout.pp}) {where}, "
-                    f"{span.algorithm} {span.op} at {span.time_s * 1e3:.2f} ms per call"
-                )
-                if ref is not None:
-                    text += (
-                        f" (vs {ref.time_s * 1e3:.2f} ms with pp={a.layout.pp} "
-                        f"v={a.layout.virtual_pipeline_stages})"
-                    )
-            else:
-                text += (
-                    f": the {top_part.upper()} group of {span.n_ranks} ranks spans {span.n_domains} scale-up "
-                    f"domain(s), {span.algorithm} {span.op} at {span.time_s * 1e3:.2f} ms per call"
-                )
-                if ref is not None:
-                    text += (
-                        f" (vs {ref.n_ranks} ranks in {ref.n_domains} domain(s), {ref.time_s * 1e3:.2f} ms)"
-                    )
-    elif blamed is not None and nets[blamed] > 0.1 * max(delta, 1e-12):
-        text += f". Exposed communication grows most on {blamed} (+{nets[blamed]:.3f} s per step)"
-    return Comparison(a, b, delta, parts, nets, blamed, text + ".")
+    return text
+
+
+def _comm_text(a: StepTime, b: StepTime, top_part: str) -> str:
+    """Where the communication part that grew most went: its network and its widest group in each layout."""
+    dim_nets = {
+        net: b.comm_s(top_part, net, exposed_only=True) - a.comm_s(top_part, net, exposed_only=True)
+        for net in NETWORKS
+    }
+    net = max(dim_nets, key=dim_nets.get)  # type: ignore[arg-type]
+    text = (
+        f". The extra {top_part.upper()} time is on the {net} network "
+        f"(+{dim_nets[net]:.3f} s exposed per step)"
+    )
+    span = _widest_group(b, top_part)
+    if span is None:
+        return text
+    ref = _widest_group(a, top_part)
+    if top_part == "pp":
+        return text + _pp_span_text(a, b, span, ref)
+    text += (
+        f": the {top_part.upper()} group of {span.n_ranks} ranks spans {span.n_domains} scale-up "
+        f"domain(s), {span.algorithm} {span.op} at {span.time_s * 1e3:.2f} ms per call"
+    )
+    if ref is not None:
+        text += f" (vs {ref.n_ranks} ranks in {ref.n_domains} domain(s), {ref.time_s * 1e3:.2f} ms)"
+    return text
+
+
+def _widest_group(st: StepTime, dim: str) -> CommItem | None:
+    """The communicator of ``dim`` in ``st`` that spans the most scale-up domains, if any."""
+    groups = [c for c in st.comms if c.dim == dim]
+    return max(groups, key=lambda c: c.n_domains) if groups else None
+
+
+def _pp_span_text(a: StepTime, b: StepTime, span: CommItem, ref: CommItem | None) -> str:
+    """The pipeline's p2p is between two adjacent stages, whatever pp is: say so, not "a group of 2"."""
+    where = "crosses scale-up domains" if span.n_domains > 1 else "stays inside one scale-up domain"
+    text = (
+        f": PP send/recv between adjacent stages (pp={b.layout.pp}) {where}, "
+        f"{span.algorithm} {span.op} at {span.time_s * 1e3:.2f} ms per call"
+    )
+    if ref is not None:
+        text += f" (vs {ref.time_s * 1e3:.2f} ms with pp={a.layout.pp} v={a.layout.virtual_pipeline_stages})"
+    return text
 
 
 @dataclass(frozen=True)
@@ -360,6 +375,36 @@ def candidate_layouts(
     and dp x cp; b x dp divides the batch; v > 1 needs pp > 1, m divisible by pp and l >= pp v. Sequence
     parallelism is on whenever tp > 1. A degree in ``forced`` is the only value tried.
     """
+    for t, c, p, d in _degree_grid(model, n_gpus, forced, max_cp=max_cp, uneven=uneven):
+        eps = _ep_degrees(model, forced, d * c)
+        for b in microbatch_sizes:
+            if global_batch_size % (b * d):
+                continue
+            m = global_batch_size // (b * d)
+            for v in virtual_stages:
+                if not _interleaving_fits(v, p, m, model.n_layers, uneven):
+                    continue
+                for e, rc, z in itertools.product(eps, recompute, zero_stages):
+                    yield ParallelLayout(
+                        tp=t,
+                        pp=p,
+                        dp=d,
+                        ep=e,
+                        cp=c,
+                        sequence_parallel=t > 1,
+                        virtual_pipeline_stages=v,
+                        zero_stage=z,
+                        microbatch_size=b,
+                        global_batch_size=global_batch_size,
+                        recompute=rc,
+                        order=order,
+                    )
+
+
+def _degree_grid(
+    model: ModelSpec, n_gpus: int, forced: dict[str, int], *, max_cp: int, uneven: bool
+) -> Iterator[tuple[int, int, int, int]]:
+    """Every (tp, cp, pp, dp) whose product is ``n_gpus``, by the rules of :func:`candidate_layouts`."""
     l = model.n_layers  # noqa: E741
     tps = [forced["tp"]] if "tp" in forced else _divisors(n_gpus)
     for t in tps:
@@ -377,35 +422,115 @@ def candidate_layouts(
                 d = rest_c // p
                 if "dp" in forced and d != forced["dp"]:
                     continue
-                eps = [1]
-                if model.is_moe:
-                    eps = (
-                        [forced["ep"]]
-                        if "ep" in forced
-                        else [x for x in _divisors(model.n_experts) if (d * c) % x == 0]
-                    )
-                for b in microbatch_sizes:
-                    if global_batch_size % (b * d):
-                        continue
-                    m = global_batch_size // (b * d)
-                    for v in virtual_stages:
-                        if v > 1 and (p == 1 or m % p or l < p * v or (not uneven and l % (p * v))):
-                            continue
-                        for e, rc, z in itertools.product(eps, recompute, zero_stages):
-                            yield ParallelLayout(
-                                tp=t,
-                                pp=p,
-                                dp=d,
-                                ep=e,
-                                cp=c,
-                                sequence_parallel=t > 1,
-                                virtual_pipeline_stages=v,
-                                zero_stage=z,
-                                microbatch_size=b,
-                                global_batch_size=global_batch_size,
-                                recompute=rc,
-                                order=order,
-                            )
+                yield t, c, p, d
+
+
+def _ep_degrees(model: ModelSpec, forced: dict[str, int], dp_cp: int) -> list[int]:
+    """The expert-parallel degrees tried: 1 for a dense model, else the forced one or each divisor of the
+    experts that divides dp x cp (``dp_cp``)."""
+    if not model.is_moe:
+        return [1]
+    if "ep" in forced:
+        return [forced["ep"]]
+    return [x for x in _divisors(model.n_experts) if dp_cp % x == 0]
+
+
+def _interleaving_fits(v: int, p: int, m: int, n_layers: int, uneven: bool) -> bool:
+    """Whether ``v`` virtual stages fit: v > 1 needs pp > 1, m divisible by pp and l >= pp v (and pp v
+    dividing l unless ``uneven``)."""
+    l = n_layers  # noqa: E741
+    return not (v > 1 and (p == 1 or m % p or l < p * v or (not uneven and l % (p * v))))
+
+
+_BEST_BY_KEYS = ("tp", "pp", "cp", "ep", "recompute")
+
+
+@dataclass
+class _Search:
+    """Running state of one search: the ``top`` fastest on a heap, the rejections, the best per degree.
+
+    ``smallest`` is the least memory need (and its layout) of the candidates that did not fit.
+    """
+
+    top: int
+    heap: list[tuple[float, int, ParallelLayout]] = field(default_factory=list)
+    rejected: Counter[str] = field(default_factory=Counter)
+    best_by: dict[str, dict[object, tuple[float, ParallelLayout]]] = field(
+        default_factory=lambda: {k: {} for k in _BEST_BY_KEYS}
+    )
+    evaluated: int = 0
+    feasible: int = 0
+    smallest: tuple[MemoryBreakdown, ParallelLayout] | None = None
+
+    def time_one(self, sm: StepModel, lay: ParallelLayout) -> None:
+        """Time ``lay``; count it as rejected (and why) or keep its step time."""
+        self.evaluated += 1
+        try:
+            step = sm.step_seconds(lay)
+        except Infeasible as err:
+            self.rejected["does not fit in memory"] += 1
+            need = getattr(err, "memory", None)
+            if need is not None and (
+                self.smallest is None or need.total_bytes < self.smallest[0].total_bytes
+            ):
+                self.smallest = (need, lay)
+            return
+        except ConfigError as err:
+            self.rejected[_reason(str(err))] += 1
+            return
+        self.feasible += 1
+        self._keep(step, lay)
+
+    def _keep(self, step: float, lay: ParallelLayout) -> None:
+        """Push a feasible layout onto the heap of the fastest and update the best step per degree."""
+        item = (-step, self.feasible, lay)
+        if len(self.heap) < self.top:
+            heapq.heappush(self.heap, item)
+        elif -step > self.heap[0][0]:
+            heapq.heapreplace(self.heap, item)
+        values = (lay.tp, lay.pp, lay.cp, lay.ep, lay.recompute.value)
+        for key, val in zip(_BEST_BY_KEYS, values, strict=True):
+            got = self.best_by[key].get(val)
+            if got is None or step < got[0]:
+                self.best_by[key][val] = (step, lay)
+
+    def fastest(self) -> list[ParallelLayout]:
+        """The kept layouts, fastest first (ties in the order they were found)."""
+        return [lay for _, _, lay in sorted(self.heap, key=lambda x: (-x[0], x[1]))]
+
+
+def _check_plan_args(global_batch_size: int, top: int) -> None:
+    """Refuse a global batch or ``top`` that is not a positive integer."""
+    if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int) or global_batch_size < 1:
+        raise ConfigError(f"global_batch_size must be an integer >= 1, got {global_batch_size!r}")
+    if top < 1:
+        raise ConfigError(f"top must be >= 1, got {top!r}")
+
+
+def _no_layout(
+    search: _Search,
+    model: ModelSpec,
+    spec: ClusterSpec,
+    global_batch_size: int,
+    forced: dict[str, int],
+    hbm_capacity_bytes: float,
+) -> Infeasible:
+    """The error of a search that kept no layout: what was tried, the top reasons, the least memory seen."""
+    reasons = (
+        "; ".join(f"{k}: {v}" for k, v in search.rejected.most_common(4)) or "no layout divides the GPUs"
+    )
+    what = ", ".join(f"{k}={v}" for k, v in forced.items())
+    memory = ""
+    if search.smallest is not None:
+        need, lay = search.smallest
+        memory = (
+            f"; the smallest memory need seen is {need.total_bytes / 1e9:.1f} GB per GPU "
+            f"({lay.describe()}), the GPU has {hbm_capacity_bytes / 1e9:.0f} GB of HBM"
+        )
+    return Infeasible(
+        f"no feasible layout for {model.name} on {spec.n_gpus} GPUs of {spec.name} with global batch "
+        f"{global_batch_size}{' and ' + what if what else ''} ({search.evaluated} tried; {reasons}){memory}"
+    )
 
 
 def plan(
@@ -470,18 +595,14 @@ def plan(
     Infeasible
         If no layout fits; the message counts the reasons.
     """
-    if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int) or global_batch_size < 1:
-        raise ConfigError(f"global_batch_size must be an integer >= 1, got {global_batch_size!r}")
-    if top < 1:
-        raise ConfigError(f"top must be >= 1, got {top!r}")
+    _check_plan_args(global_batch_size, top)
     t0 = time.perf_counter()
     sm = step_model or StepModel(model, spec, options=options, tiers=tiers)
-    n = spec.n_gpus
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
     _check_forced(model, spec, forced)
     candidates = candidate_layouts(
         model,
-        n,
+        spec.n_gpus,
         global_batch_size,
         forced=forced,
         microbatch_sizes=microbatch_sizes,
@@ -492,67 +613,21 @@ def plan(
         order=order,
         uneven=sm.options.uneven_stages,
     )
-    heap: list[tuple[float, int, ParallelLayout]] = []
-    rejected: Counter[str] = Counter()
-    best_by: dict[str, dict[object, tuple[float, ParallelLayout]]] = {
-        k: {} for k in ("tp", "pp", "cp", "ep", "recompute")
-    }
-    evaluated = feasible = 0
-    smallest: tuple[MemoryBreakdown, ParallelLayout] | None = None  # least memory of those that did not fit
+    search = _Search(top)
     for lay in candidates:
-        evaluated += 1
-        try:
-            step = sm.step_seconds(lay)
-        except Infeasible as err:
-            rejected["does not fit in memory"] += 1
-            need = getattr(err, "memory", None)
-            if need is not None and (smallest is None or need.total_bytes < smallest[0].total_bytes):
-                smallest = (need, lay)
-            continue
-        except ConfigError as err:
-            rejected[_reason(str(err))] += 1
-            continue
-        feasible += 1
-        item = (-step, feasible, lay)
-        if len(heap) < top:
-            heapq.heappush(heap, item)
-        elif -step > heap[0][0]:
-            heapq.heapreplace(heap, item)
-        for key, val in (
-            ("tp", lay.tp),
-            ("pp", lay.pp),
-            ("cp", lay.cp),
-            ("ep", lay.ep),
-            ("recompute", lay.recompute.value),
-        ):
-            got = best_by[key].get(val)
-            if got is None or step < got[0]:
-                best_by[key][val] = (step, lay)
-    if not heap:
-        reasons = "; ".join(f"{k}: {v}" for k, v in rejected.most_common(4)) or "no layout divides the GPUs"
-        what = ", ".join(f"{k}={v}" for k, v in forced.items())
-        memory = ""
-        if smallest is not None:
-            need, lay = smallest
-            memory = (
-                f"; the smallest memory need seen is {need.total_bytes / 1e9:.1f} GB per GPU "
-                f"({lay.describe()}), the GPU has {sm.hbm_capacity_bytes / 1e9:.0f} GB of HBM"
-            )
-        raise Infeasible(
-            f"no feasible layout for {model.name} on {n} GPUs of {spec.name} with global batch "
-            f"{global_batch_size}{' and ' + what if what else ''} ({evaluated} tried; {reasons}){memory}"
-        )
-    ranked = tuple(sm.evaluate(lay) for _, _, lay in sorted(heap, key=lambda x: (-x[0], x[1])))
+        search.time_one(sm, lay)
+    if not search.heap:
+        raise _no_layout(search, model, spec, global_batch_size, forced, sm.hbm_capacity_bytes)
     return PlanResult(
         model=model.name,
         cluster=spec.name,
-        n_gpus=n,
+        n_gpus=spec.n_gpus,
         global_batch_size=global_batch_size,
-        ranked=ranked,
-        n_evaluated=evaluated,
-        n_feasible=feasible,
-        rejected=dict(rejected),
+        ranked=tuple(sm.evaluate(lay) for lay in search.fastest()),
+        n_evaluated=search.evaluated,
+        n_feasible=search.feasible,
+        rejected=dict(search.rejected),
         elapsed_s=time.perf_counter() - t0,
-        best_by=best_by,
+        best_by=search.best_by,
         constraints=forced,
     )
