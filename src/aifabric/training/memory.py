@@ -384,9 +384,46 @@ def memory_breakdown(
     """
     layout.validate(model)
     p, v = layout.pp, layout.virtual_pipeline_stages
-    first, last, most, fewest = _stage_moe_counts(
+    stage_moe = _stage_moe_counts(
         model.n_layers, model.first_dense_layers, model.moe_layer_freq, model.is_moe, p, v
     )
+    weights, grads, optim, dense_params, expert_params = _heaviest_stage_state(model, layout, stage_moe)
+    params = dense_params + expert_params
+    first = stage_moe[0]
+    per_stage = model.n_layers // p
+    units = in_flight_layer_microbatches(layout, model.n_layers)
+    layer_act = _first_stage_layer_act(model, layout, first, units, flash_attention)
+    in_flight = units / per_stage
+    other = _other_act(model, layout, first, flash_attention)
+    if layout.zero_stage >= 3:
+        other += _zero3_gathered(model, layout, dense_params, expert_params, zero3_prefetch_layers)
+
+    return MemoryBreakdown(
+        weight_bytes=weights,
+        gradient_bytes=grads,
+        optimizer_bytes=optim,
+        layer_activation_bytes=layer_act,
+        other_activation_bytes=other,
+        params_per_gpu=params,
+        in_flight_microbatches=in_flight,
+        gpu_hbm_bytes=None if gpu_hbm_bytes is None else float(gpu_hbm_bytes),
+    )
+
+
+def _heaviest_stage_state(
+    model: ModelSpec, layout: ParallelLayout, stage_moe: tuple[int, int, int, int]
+) -> tuple[float, float, float, float, float]:
+    """Model state of the pipeline stage that holds the most: (weights, grads, optimizer) bytes and its
+    (dense, expert) parameters per GPU.
+
+        weights = P_gpu x 2 / (D if ZeRO-3), gradients = P_gpu x 4 / (D if ZeRO >= 2),
+        optimizer = P_gpu x 12 / (D if ZeRO >= 1)
+
+    with D = dp x cp for dense weights, dp x cp / ep for experts. ``stage_moe`` is the MoE-layer count of
+    the (first, last, most, fewest) stages from :func:`_stage_moe_counts`; the middle ones count when pp > 2.
+    """
+    first, last, most, fewest = stage_moe
+    p = layout.pp
     bpp = model.bytes_per_param
     zero = layout.zero_stage
     d_dense = layout.dp * layout.cp
@@ -407,23 +444,30 @@ def memory_breakdown(
         if best is None or w + g + o > best[0] + best[1] + best[2]:
             best = (w, g, o, dense, expert)
     assert best is not None  # candidates is never empty
-    weights, grads, optim, dense_params, expert_params = best
-    params = dense_params + expert_params
+    return best
 
-    # Activations of the first stage.
-    per_stage = model.n_layers // p
-    units = in_flight_layer_microbatches(layout, model.n_layers)
+
+def _first_stage_layer_act(
+    model: ModelSpec, layout: ParallelLayout, first: int, units: float, flash: bool
+) -> float:
+    """Layer activations of the first stage, bytes: ``units`` in-flight layer-microbatches, each the mean
+    per-layer activation of a stage with ``first`` MoE layers."""
+    per_stage = model.n_layers // layout.pp
     mode = layout.recompute
-    flash = flash_attention
     dense_act = _layer_act(model, layout, mode, False, flash) if first < per_stage else 0.0
     moe_act = _layer_act(model, layout, mode, True, flash) if first else 0.0
-    layer_act = units * ((per_stage - first) * dense_act + first * moe_act) / per_stage
+    return units * ((per_stage - first) * dense_act + first * moe_act) / per_stage
 
+
+def _other_act(model: ModelSpec, layout: ParallelLayout, first: int, flash: bool) -> float:
+    """Activations outside the layers, bytes: embedding dropout mask, output layer (pp = 1), and the layer
+    being recomputed under full recomputation."""
+    p = layout.pp
+    per_stage = model.n_layers // p
     h = model.hidden_size
     tokens = layout.microbatch_size * model.seq_len / layout.cp
     t = layout.tp
     sp_div = t if layout.sequence_parallel else 1
-    in_flight = units / per_stage
     other = 0.0
     if model.dropout:
         other += min(p, layout.n_microbatches) * tokens * h / sp_div  # input-embedding dropout mask
@@ -436,23 +480,21 @@ def memory_breakdown(
         if first:
             working = max(working, _layer_act(model, layout, Recompute.NONE, True, flash))
         other += working
+    return other
 
-    if zero >= 3:
-        # the gathered parameters of the computing layer and the prefetched ones, beyond the local shard
-        in_flight_layers = min(1 + zero3_prefetch_layers, per_stage)
-        unsharded = dense_params * (1 - 1 / d_dense) + expert_params * (1 - 1 / max(1, d_expert))
-        other += in_flight_layers * bpp.weights * unsharded / per_stage
 
-    return MemoryBreakdown(
-        weight_bytes=weights,
-        gradient_bytes=grads,
-        optimizer_bytes=optim,
-        layer_activation_bytes=layer_act,
-        other_activation_bytes=other,
-        params_per_gpu=params,
-        in_flight_microbatches=in_flight,
-        gpu_hbm_bytes=None if gpu_hbm_bytes is None else float(gpu_hbm_bytes),
-    )
+def _zero3_gathered(
+    model: ModelSpec, layout: ParallelLayout, dense_params: float, expert_params: float, prefetch_layers: int
+) -> float:
+    """ZeRO-3: the gathered parameters of the computing layer and the prefetched ones beyond the local
+    shard, bytes: min(1 + prefetch, l/pp) x w x (P_dense (1 - 1/D) + P_expert (1 - 1/D_e)) / (l/pp),
+    w the bytes per weight."""
+    per_stage = model.n_layers // layout.pp
+    d_dense = layout.dp * layout.cp
+    d_expert = d_dense // layout.ep
+    in_flight_layers = min(1 + prefetch_layers, per_stage)
+    unsharded = dense_params * (1 - 1 / d_dense) + expert_params * (1 - 1 / max(1, d_expert))
+    return in_flight_layers * model.bytes_per_param.weights * unsharded / per_stage
 
 
 @dataclass(frozen=True)
