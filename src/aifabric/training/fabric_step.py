@@ -35,7 +35,7 @@ import numpy as np
 
 from aifabric.cluster.placement import place_jobs
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.topology import cached_topology
+from aifabric.cluster.topology import Topology, cached_topology
 from aifabric.collectives.algorithms import build_plan
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.plan import CommPlan
@@ -195,6 +195,30 @@ def fabric_step(
     Infeasible
         If the layout does not fit in memory.
     """
+    job_nodes = _job_nodes(layout, spec, jobs=jobs, engine=engine)
+    job_spec = spec.with_changes(nodes=job_nodes, gpus=None) if spec.n_nodes != job_nodes else spec
+    formula_sm = StepModel(model, job_spec, options=options)
+    formula = formula_sm.evaluate(layout)
+    topo = cached_topology(spec)
+    placed = place_jobs(topo, [job_nodes] * jobs, policy=placement, seed=seed)
+    traffic = [
+        step_traffic(formula_sm, layout, spec, np.asarray(g), job=f"job{j}") for j, g in enumerate(placed)
+    ]
+    slowdowns, formula_s, results = _dim_slowdowns(
+        formula_sm, topo, traffic, engine=engine, routing=routing, seed=seed
+    )
+    steps = tuple(
+        StepModel(model, job_spec, options=options, slowdown=slow).evaluate(layout)
+        if any(k > 1.0 for k in slow.values())
+        else formula
+        for slow in slowdowns
+    )
+    return FabricStep(steps, formula, tuple(slowdowns), formula_s, results, placement, routing, engine)
+
+
+def _job_nodes(layout: ParallelLayout, spec: ClusterSpec, *, jobs: int, engine: str) -> int:
+    """Nodes of one job, after refusing what :func:`fabric_step` cannot time (its ConfigErrors but the
+    placement's, the routing's and the layout's own)."""
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise ConfigError(f"jobs must be an integer >= 1, got {jobs!r}")
     if engine not in ("flow", "links"):
@@ -215,14 +239,21 @@ def fabric_step(
             f"each job is tp x pp x dp x cp = {layout.n_gpus} GPUs and a job gets the cluster's GPUs / jobs "
             "(lower --dp or --jobs)"
         )
-    job_spec = spec.with_changes(nodes=job_nodes, gpus=None) if spec.n_nodes != job_nodes else spec
-    formula_sm = StepModel(model, job_spec, options=options)
-    formula = formula_sm.evaluate(layout)
-    topo = cached_topology(spec)
-    placed = place_jobs(topo, [job_nodes] * jobs, policy=placement, seed=seed)
-    traffic = [
-        step_traffic(formula_sm, layout, spec, np.asarray(g), job=f"job{j}") for j, g in enumerate(placed)
-    ]
+    return job_nodes
+
+
+def _dim_slowdowns(
+    formula_sm: StepModel,
+    topo: Topology,
+    traffic: list[dict[str, _Traffic]],
+    *,
+    engine: str,
+    routing: str,
+    seed: int,
+) -> tuple[list[dict[str, float]], dict[str, float], dict[str, FabricResult]]:
+    """Run each dimension's traffic of every job at once: per job and dimension the slowdown
+    max(1, fabric time / formula time of one group alone); the formula times; the fabric results."""
+    jobs = len(traffic)
     slowdowns: list[dict[str, float]] = [{} for _ in range(jobs)]
     formula_s: dict[str, float] = {}
     results: dict[str, FabricResult] = {}
@@ -234,10 +265,4 @@ def fabric_step(
             t_job = max(t for name, t in res.job_time_s.items() if name.startswith(f"job{j}/"))
             # the formula engine's group alone is the reference: the fabric only ever adds time
             slowdowns[j][dim] = max(1.0, t_job / formula_s[dim])
-    steps = tuple(
-        StepModel(model, job_spec, options=options, slowdown=slow).evaluate(layout)
-        if any(k > 1.0 for k in slow.values())
-        else formula
-        for slow in slowdowns
-    )
-    return FabricStep(steps, formula, tuple(slowdowns), formula_s, results, placement, routing, engine)
+    return slowdowns, formula_s, results
