@@ -223,6 +223,12 @@ class ModelSpec:
     expert_matmul_params: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self._check_fields()
+        self._resolve_shapes()
+        self._count_params()
+
+    def _check_fields(self) -> None:
+        """Refuse a field of the wrong type or range; turn a ``bytes_per_param`` mapping into its class."""
         if not isinstance(self.name, str) or not self.name:
             raise ConfigError(f"name must be a non-empty string, got {self.name!r}")
         for f in _INT_FIELDS:
@@ -244,6 +250,9 @@ class ModelSpec:
         elif not isinstance(self.bytes_per_param, BytesPerParam):
             raise ConfigError(f"bytes_per_param must be a BytesPerParam, got {self.bytes_per_param!r}")
 
+    def _resolve_shapes(self) -> None:
+        """Fill the defaults (KV heads = heads, head dim = h / a, FFN = 4 h, expert FFN = FFN) after
+        checking that heads, experts and dense layers agree."""
         h, a = self.hidden_size, self.n_heads
         kv = a if self.n_kv_heads is None else self.n_kv_heads
         if a % kv:
@@ -280,13 +289,23 @@ class ModelSpec:
         _set(self, "ffn_size", ffn)
         _set(self, "expert_ffn_size", fe if self.n_experts else 0)
 
-        q_dim, kv_dim = a * d, kv * d
+    def _count_params(self) -> None:
+        """The parameter counts of each part of a layer, the embeddings and the output layer."""
+        h, d, kv, ffn, fe = (
+            self.hidden_size,
+            self.head_size,
+            self.kv_heads,
+            self.ffn_size,
+            self.expert_ffn_size,
+        )
+        q_dim, kv_dim = self.n_heads * d, kv * d
         attn_mm = 2 * h * q_dim + 2 * h * kv_dim
         mlp_mats = 3 if self.gated_mlp else 2
 
         def mlp_bias(width: int) -> int:
             return ((2 * width if self.gated_mlp else width) + h) if self.bias else 0
 
+        _set = object.__setattr__
         _set(self, "attention_matmul_params", attn_mm)
         _set(self, "attention_params", attn_mm + ((q_dim + 2 * kv_dim + h) if self.bias else 0))
         _set(self, "norm_params", 2 * h if self.norm == "layernorm" else h)
@@ -423,46 +442,10 @@ class ModelSpec:
             raise ConfigError(
                 f"model {name!r}: a config.json must hold an object, got {type(config).__name__}"
             )
-        values: dict[str, Any] = {}
-        for key, fld in HF_CONFIG_KEYS.items():
-            if config.get(key) is not None and fld not in values:
-                values[fld] = config[key]
-        values["seq_len_source"] = "--seq-len"
-        if seq_len is None:
-            seq_len, values["seq_len_source"] = _hf_training_seq_len(config)
-        if seq_len is not None:
-            values["seq_len"] = seq_len
-        required: tuple[str, ...] = ("n_layers", "hidden_size", "n_heads", "vocab_size", "seq_len")
-        if not config.get("n_routed_experts") or config.get("first_k_dense_replace"):
-            required += ("ffn_hidden_size",)  # a dense MLP somewhere: its width is not guessed
-        missing = [k for k in required if k not in values]
-        if missing:
-            keys = {f: k for k, f in reversed(HF_CONFIG_KEYS.items())}
-            raise ConfigError(
-                f"model {name!r}: config.json has no {', '.join(keys.get(m, m) for m in missing)}"
-                + (" (give --seq-len)" if "seq_len" in missing else "")
-            )
+        values = _hf_sizes(config, name=name, seq_len=seq_len)
         model_type = str(config.get("model_type", "")).lower()
-        act = str(config.get("hidden_act", config.get("activation_function", ""))).lower()
-        values["gated_mlp"] = act in ("silu", "swiglu", "swish")
-        values["norm"] = "rmsnorm" if "rms_norm_eps" in config else "layernorm"
-        values["bias"] = bool(config.get("attention_bias") or config.get("mlp_bias") or model_type == "gpt2")
-        values["dropout"] = any(
-            float(config.get(k) or 0) > 0 for k in ("attention_dropout", "hidden_dropout")
-        )
-        values["learned_position_embeddings"] = model_type == "gpt2"
-        values.setdefault("tied_embeddings", model_type == "gpt2")
-        notes = ""
-        if values.get("n_experts"):
-            values.setdefault("expert_ffn_hidden_size", values.get("ffn_hidden_size"))
-        if config.get("kv_lora_rank"):
-            values.pop("head_dim", None)
-            values.pop("n_kv_heads", None)
-            notes = (
-                "MLA approximated as MHA: multi-head latent attention (kv_lora_rank, q_lora_rank, "
-                "qk_nope_head_dim, qk_rope_head_dim, v_head_dim not read) modelled as multi-head "
-                "attention of width hidden_size / n_heads"
-            )
+        _hf_architecture(config, model_type, values)
+        notes = _hf_drop_mla(config, values)
         values["source"] = source or f"Hugging Face config.json ({model_type or 'unknown type'})"
         values["notes"] = notes
         return cls.from_dict(values, name=name)
@@ -495,6 +478,60 @@ class ModelSpec:
         if key not in entries:
             raise ConfigError(f"{path}: no model {name!r}; models: {sorted(data)}")
         return cls.from_dict(entries[key][1], name=entries[key][0])
+
+
+def _hf_sizes(config: Mapping[str, Any], *, name: str, seq_len: int | None) -> dict[str, Any]:
+    """The fields of :data:`HF_CONFIG_KEYS` a config.json gives, and the training sequence length (with
+    ``seq_len_source``); a required one missing is refused, named by its config.json key."""
+    values: dict[str, Any] = {}
+    for key, fld in HF_CONFIG_KEYS.items():
+        if config.get(key) is not None and fld not in values:
+            values[fld] = config[key]
+    values["seq_len_source"] = "--seq-len"
+    if seq_len is None:
+        seq_len, values["seq_len_source"] = _hf_training_seq_len(config)
+    if seq_len is not None:
+        values["seq_len"] = seq_len
+    required: tuple[str, ...] = ("n_layers", "hidden_size", "n_heads", "vocab_size", "seq_len")
+    if not config.get("n_routed_experts") or config.get("first_k_dense_replace"):
+        required += ("ffn_hidden_size",)  # a dense MLP somewhere: its width is not guessed
+    missing = [k for k in required if k not in values]
+    if missing:
+        keys = {f: k for k, f in reversed(HF_CONFIG_KEYS.items())}
+        raise ConfigError(
+            f"model {name!r}: config.json has no {', '.join(keys.get(m, m) for m in missing)}"
+            + (" (give --seq-len)" if "seq_len" in missing else "")
+        )
+    return values
+
+
+def _hf_architecture(config: Mapping[str, Any], model_type: str, values: dict[str, Any]) -> None:
+    """Add to ``values`` what a config.json implies rather than states: a SiLU activation means a gated
+    MLP, ``rms_norm_eps`` an RMSNorm; biases, dropout, GPT-2's learned positions and tied embeddings; the
+    expert width defaults to the MLP width."""
+    act = str(config.get("hidden_act", config.get("activation_function", ""))).lower()
+    values["gated_mlp"] = act in ("silu", "swiglu", "swish")
+    values["norm"] = "rmsnorm" if "rms_norm_eps" in config else "layernorm"
+    values["bias"] = bool(config.get("attention_bias") or config.get("mlp_bias") or model_type == "gpt2")
+    values["dropout"] = any(float(config.get(k) or 0) > 0 for k in ("attention_dropout", "hidden_dropout"))
+    values["learned_position_embeddings"] = model_type == "gpt2"
+    values.setdefault("tied_embeddings", model_type == "gpt2")
+    if values.get("n_experts"):
+        values.setdefault("expert_ffn_hidden_size", values.get("ffn_hidden_size"))
+
+
+def _hf_drop_mla(config: Mapping[str, Any], values: dict[str, Any]) -> str:
+    """DeepSeek's multi-head latent attention (``kv_lora_rank``) as multi-head attention of width
+    hidden_size / n_heads: drop the head width and KV heads from ``values``; the note to record, or ""."""
+    if not config.get("kv_lora_rank"):
+        return ""
+    values.pop("head_dim", None)
+    values.pop("n_kv_heads", None)
+    return (
+        "MLA approximated as MHA: multi-head latent attention (kv_lora_rank, q_lora_rank, "
+        "qk_nope_head_dim, qk_rope_head_dim, v_head_dim not read) modelled as multi-head "
+        "attention of width hidden_size / n_heads"
+    )
 
 
 def _hf_training_seq_len(config: Mapping[str, Any]) -> tuple[int | None, str]:
