@@ -22,6 +22,8 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aifabric.errors import ConfigError
 from aifabric.training.layout import Recompute
 from aifabric.training.models import ModelSpec
@@ -157,6 +159,48 @@ def active_param_count(model: ModelSpec) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ FLOPs
+def _megatron_full(B: int, s: int, l: int, h: int, V: int) -> float:  # noqa: N803, E741 - the paper's symbols
+    """Full recomputation (Eq. 3 of Narayanan et al.: forward, backward = 2 x forward, and a second
+    forward)::
+
+        F_full = 96 B s l h^2 (1 + s / (6 h) + V / (16 l h))
+    """
+    return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
+
+
+def _megatron_selective(B: int, s: int, l: int, h: int, V: int) -> float:  # noqa: N803, E741
+    """Selective recomputation (model FLOPs + one more forward of the attention scores, 4 B s^2 h per
+    layer)::
+
+        F_selective = 72 B s l h^2 (1 + 2 s / (9 h) + V / (12 l h))
+
+    This counts what Megatron-LM's selective recomputation reruns in the backward pass: the "core
+    attention" (Q K^T, softmax, dropout, attention over V), one forward of 4 B s^2 h matmul FLOPs per
+    layer. Korthikanti et al. (App. A, as quoted by a secondary source) print 72 B s l h^2 (1 + s/(3h) +
+    V/(12 l h)) instead, whose ratio to the model FLOPs, about 1 + s/(6h), is the figure the formula note
+    cites from their Sec. 6.3. That expression adds 12 B s^2 h per layer, three forwards of the attention
+    core, and exceeds the full-recomputation count of Eq. 3 once s > 3h (long sequences), which cannot be;
+    we use the count above. For the paper's own models (s = 2048, h >= 6144) the two differ by < 4 %.
+    """
+    return 72 * B * s * l * h * h * (1 + 2 * s / (9 * h) + V / (12 * l * h))
+
+
+def _megatron_none(B: int, s: int, l: int, h: int, V: int) -> float:  # noqa: N803, E741
+    """No recomputation (model FLOPs; Korthikanti et al., App. A)::
+
+    F_none = 72 B s l h^2 (1 + s / (6 h) + V / (12 l h))
+    """
+    return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
+
+
+#: The closed form of each recomputation mode, called with (B, s, l, h, V).
+_MEGATRON_FORMS: dict[Recompute, Callable[[int, int, int, int, int], float]] = {
+    Recompute.FULL: _megatron_full,
+    Recompute.SELECTIVE: _megatron_selective,
+    Recompute.NONE: _megatron_none,
+}
+
+
 def megatron_gpt_flops_per_iteration(
     batch_size: int,
     seq_len: int,
@@ -168,33 +212,16 @@ def megatron_gpt_flops_per_iteration(
 ) -> float:
     """FLOPs of one training iteration of a GPT model, the Megatron-LM closed forms.
 
-    Full recomputation (Eq. 3 of [1]: forward, backward = 2 x forward, and a second forward)::
-
-        F_full      = 96 B s l h^2 (1 + s / (6 h) + V / (16 l h))
-
-    No recomputation (model FLOPs; [2], App. A)::
-
-        F_none      = 72 B s l h^2 (1 + s / (6 h) + V / (12 l h))
-
-    Selective recomputation (model FLOPs + one more forward of the attention scores, 4 B s^2 h per layer)::
-
-        F_selective = 72 B s l h^2 (1 + 2 s / (9 h) + V / (12 l h))
-
-    Per layer, the forward pass costs 24 B s h^2 + 4 B s^2 h (QKV 6, attention scores 2 s/h, attention
-    over V 2 s/h, output projection 2, MLP 16, all times B s h^2); the logit layer 2 B s h V forward.
+    F_full = 96 B s l h^2 (1 + s / (6 h) + V / (16 l h)) (:func:`_megatron_full`), F_none = 72 B s l h^2
+    (1 + s / (6 h) + V / (12 l h)) (:func:`_megatron_none`), F_selective = 72 B s l h^2 (1 + 2 s / (9 h)
+    + V / (12 l h)) (:func:`_megatron_selective`, which says why not the form printed in [2]). Per layer,
+    the forward pass costs 24 B s h^2 + 4 B s^2 h (QKV 6, attention scores 2 s/h, attention over V 2 s/h,
+    output projection 2, MLP 16, all times B s h^2); the logit layer 2 B s h V forward.
 
     Parameters
     ----------
-    batch_size : int
-        B, global batch size in sequences.
-    seq_len : int
-        s, sequence length in tokens.
-    n_layers : int
-        l, transformer layers.
-    hidden_size : int
-        h, hidden size.
-    vocab_size : int
-        V, vocabulary size.
+    batch_size, seq_len, n_layers, hidden_size, vocab_size : int
+        B (global batch, sequences), s (tokens), l (transformer layers), h (hidden size), V (vocabulary).
     recompute : {"full", "selective", "none"}, default "full"
         Activation recomputation.
 
@@ -207,16 +234,6 @@ def megatron_gpt_flops_per_iteration(
     ------
     ConfigError
         If a size is not positive or ``recompute`` is unknown.
-
-    Notes
-    -----
-    The selective form counts what Megatron-LM's selective recomputation reruns in the backward pass: the
-    "core attention" (Q K^T, softmax, dropout, attention over V), one forward of 4 B s^2 h matmul FLOPs per
-    layer. Korthikanti et al. (App. A, as quoted by a secondary source) print 72 B s l h^2 (1 + s/(3h) +
-    V/(12 l h)) instead, whose ratio to the model FLOPs, about 1 + s/(6h), is the figure the formula note
-    cites from their Sec. 6.3. That expression adds 12 B s^2 h per layer, three forwards of the attention
-    core, and exceeds the full-recomputation count of Eq. 3 once s > 3h (long sequences), which cannot be;
-    we use the count above. For the paper's own models (s = 2048, h >= 6144) the two differ by < 4 %.
 
     References
     ----------
@@ -237,13 +254,8 @@ def megatron_gpt_flops_per_iteration(
         hidden_size=hidden_size,
         vocab_size=vocab_size,
     )
-    mode = Recompute.parse(recompute)
-    B, s, l, h, V = batch_size, seq_len, n_layers, hidden_size, vocab_size  # noqa: N806, E741 - the paper's symbols
-    if mode is Recompute.FULL:
-        return 96 * B * s * l * h * h * (1 + s / (6 * h) + V / (16 * l * h))
-    if mode is Recompute.SELECTIVE:
-        return 72 * B * s * l * h * h * (1 + 2 * s / (9 * h) + V / (12 * l * h))
-    return 72 * B * s * l * h * h * (1 + s / (6 * h) + V / (12 * l * h))
+    form = _MEGATRON_FORMS[Recompute.parse(recompute)]
+    return form(batch_size, seq_len, n_layers, hidden_size, vocab_size)
 
 
 def attention_core_forward_flops_per_token(model: ModelSpec, *, seq_len: int | None = None) -> float:
