@@ -324,7 +324,20 @@ class ParallelLayout:
         ...
         aifabric.errors.ConfigError: tp x pp x dp x cp = 8 x 2 x 2 x 1 = 32, but n_gpus = 64
         """
-        t, p, d, c, e, v = self.tp, self.pp, self.dp, self.cp, self.ep, self.virtual_pipeline_stages
+        self._check_heads(model)
+        t, p, d, c = self.tp, self.pp, self.dp, self.cp
+        if n_gpus is not None and t * p * d * c != n_gpus:
+            raise ConfigError(
+                f"tp x pp x dp x cp = {t} x {p} x {d} x {c} = {t * p * d * c}, but n_gpus = {n_gpus}"
+            )
+        self._check_batch_and_stages(model)
+        if self.ep > 1:
+            self._check_experts(model)
+        self._check_sequence(model)
+
+    def _check_heads(self, model: ModelSpec) -> None:
+        """tp divides the attention heads and the KV heads."""
+        t = self.tp
         if model.n_heads % t:
             raise ConfigError(f"tp={t} does not divide n_heads={model.n_heads} of model {model.name!r}")
         if model.kv_heads % t:
@@ -332,10 +345,11 @@ class ParallelLayout:
                 f"tp={t} does not divide n_kv_heads={model.n_kv_heads} of model {model.name!r} "
                 "(each TP rank needs whole KV heads)"
             )
-        if n_gpus is not None and t * p * d * c != n_gpus:
-            raise ConfigError(
-                f"tp x pp x dp x cp = {t} x {p} x {d} x {c} = {t * p * d * c}, but n_gpus = {n_gpus}"
-            )
+
+    def _check_batch_and_stages(self, model: ModelSpec) -> None:
+        """The batch divides into microbatch x dp, the layers into pp x v stages, and v > 1 needs pp > 1
+        and m divisible by pp."""
+        p, d, v = self.pp, self.dp, self.virtual_pipeline_stages
         b, gbs = self.microbatch_size, self.global_batch
         if gbs % (b * d):
             raise ConfigError(
@@ -355,17 +369,21 @@ class ParallelLayout:
                     f"interleaved schedule (virtual_pipeline_stages={v}): n_microbatches={m} is not "
                     f"divisible by pp={p}"
                 )
-        if e > 1:
-            if not model.is_moe:
-                raise ConfigError(f"ep={e} but model {model.name!r} has no experts")
-            if model.n_experts % e:
-                raise ConfigError(
-                    f"ep={e} does not divide the {model.n_experts} experts of model {model.name!r}"
-                )
-            if (d * c) % e:
-                raise ConfigError(f"ep={e} does not divide dp x cp = {d} x {c} = {d * c}")
-            self._check_expert_order()
-        s = model.seq_len
+
+    def _check_experts(self, model: ModelSpec) -> None:
+        """ep > 1: the model has experts, ep divides them and dp x cp, and the order keeps groups together."""
+        e, d, c = self.ep, self.dp, self.cp
+        if not model.is_moe:
+            raise ConfigError(f"ep={e} but model {model.name!r} has no experts")
+        if model.n_experts % e:
+            raise ConfigError(f"ep={e} does not divide the {model.n_experts} experts of model {model.name!r}")
+        if (d * c) % e:
+            raise ConfigError(f"ep={e} does not divide dp x cp = {d} x {c} = {d * c}")
+        self._check_expert_order()
+
+    def _check_sequence(self, model: ModelSpec) -> None:
+        """cp > 1 needs s divisible by 2 cp; sequence parallelism needs s / cp divisible by tp."""
+        s, c, t = model.seq_len, self.cp, self.tp
         if c > 1 and s % (2 * c):
             raise ConfigError(
                 f"seq_len={s} is not divisible by 2 x cp = {2 * c} (load-balanced context parallelism)"
