@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
+from typing import NamedTuple
 
 import numpy as np
 
@@ -309,95 +310,29 @@ def build_topology(spec: ClusterSpec) -> Topology:
     """
     n = spec.n_gpus
     c = _counts(spec)
-    has_su, shape, planes, n_cables, n_devices = c.has_su, c.shape, c.planes, c.n_cables, c.n_devices
     check_memory(f"the topology of {spec.n_gpus:,} GPUs", topology_bytes(spec), "gpus")
-    w = _LinkWriter(n_cables, n_devices, planes)
+    w = _LinkWriter(c.n_cables, c.n_devices, c.planes)
     gpus = np.arange(n, dtype=np.int64)
     offsets = {"gpu": 0}
     next_dev = n
-    empty2 = np.full((planes, 0, 0), -1, np.int64)
     gpu_up = gpu_down = np.full(n, -1, np.int64)
-    if has_su:
+    if c.has_su:
         offsets["nvswitch"] = next_dev
         nvs = next_dev + gpus // spec.domain_gpus
         next_dev += spec.n_domains
         gpu_up, gpu_down = w.cables(
             gpus, nvs, spec.scaleup_line_rate_bytes_per_s, spec.scaleup_link.hop_latency_s, 0
         )
-    nic_up = nic_down = np.full((planes, n), -1, np.int64)
-    leaf_of = np.full(n, -1, np.int64)
-    lu = ld = sus = sud = empty2
-    lus = suc = np.zeros((0, 0), np.int64)
-    pod_of_leaf = np.zeros(0, np.int64)
-    if shape is not None:
-        so = spec.scale_out
-        assert so is not None
-        # a link's latency: the switch it climbs into (each tier its own part), or scale_out.hop_latency
-        hop, hop2, hop3 = (
-            so.hop_latency_s if so.hop_latency_s is not None else catalog.switch(key).latency_s
-            for key in so.tier_switches.values()
-        )
-        link_cap = spec.endpoint_line_rate_bytes_per_s / planes
-        ep_of_gpu = gpus // so.gpus_per_nic  # each GPU's endpoint (its NICs, or the NIC it shares)
-        eps = np.arange(spec.n_endpoints, dtype=np.int64)
-        if so.rail_optimized:
-            rail = (eps % spec.endpoints_per_node) % shape.rails
-            su = eps // spec.endpoints_per_node // shape.nodes_per_su
-            leaf_of_ep = su * shape.rails + rail
-        else:
-            leaf_of_ep = eps // shape.leaf_down
-        leaf_of = leaf_of_ep[ep_of_gpu]
-        pod_of_leaf = np.arange(shape.n_leaves, dtype=np.int64) // shape.leaves_per_pod
-        nic_up = np.empty((planes, n), np.int64)
-        nic_down = np.empty((planes, n), np.int64)
-        if shape.tiers >= 2:
-            lu = np.empty((planes, shape.n_leaves, shape.leaf_up), np.int64)
-            ld = np.empty_like(lu)
-            leaf_idx = np.repeat(np.arange(shape.n_leaves), shape.leaf_up)
-            j = np.tile(np.arange(shape.leaf_up), shape.n_leaves)
-            if shape.tiers == 2:
-                # round-robin: uplink j of leaf L goes to spine (L*leaf_up + j) mod n_spines ... spread evenly
-                lus = ((j + leaf_idx * shape.leaf_up) % shape.n_spines).reshape(shape.n_leaves, shape.leaf_up)
-            else:
-                pod = leaf_idx // shape.leaves_per_pod
-                lus = (pod * shape.spines_per_pod + j % shape.spines_per_pod).reshape(
-                    shape.n_leaves, shape.leaf_up
-                )
-        if shape.tiers == 3:
-            sus = np.empty((planes, shape.n_spines, shape.spine_up), np.int64)
-            sud = np.empty_like(sus)
-            sp = np.repeat(np.arange(shape.n_spines), shape.spine_up)
-            j2 = np.tile(np.arange(shape.spine_up), shape.n_spines)
-            group = sp % shape.spines_per_pod
-            pod = sp // shape.spines_per_pod
-            cores_per_group = shape.n_cores // shape.spines_per_pod
-            suc = (group * cores_per_group + (pod * shape.spine_up + j2) % cores_per_group).reshape(
-                shape.n_spines, shape.spine_up
-            )
-        for p in range(planes):
-            base_leaf = next_dev
-            offsets.setdefault("leaf", base_leaf)
-            next_dev += shape.n_leaves
-            base_spine = next_dev
-            offsets.setdefault("spine", base_spine)
-            next_dev += shape.n_spines
-            base_core = next_dev
-            offsets.setdefault("core", base_core)
-            next_dev += shape.n_cores
-            up, down = w.cables(eps * so.gpus_per_nic, base_leaf + leaf_of_ep, link_cap, hop, 1, p)
-            nic_up[p], nic_down[p] = up[ep_of_gpu], down[ep_of_gpu]
-            if shape.tiers >= 2:
-                up, down = w.cables(base_leaf + leaf_idx, base_spine + lus.ravel(), link_cap, hop2, 2, p)
-                lu[p], ld[p] = up.reshape(lu.shape[1:]), down.reshape(lu.shape[1:])
-            if shape.tiers == 3:
-                up, down = w.cables(base_spine + sp, base_core + suc.ravel(), link_cap, hop3, 3, p)
-                sus[p], sud[p] = up.reshape(sus.shape[1:]), down.reshape(sus.shape[1:])
+    if c.shape is None:
+        scale_out = _no_scale_out(n, c.planes)
+    else:
+        scale_out, next_dev = _cable_scale_out(spec, c.shape, w, c.planes, next_dev, offsets)
     a = w.a
     m = w.n
-    assert next_dev == n_devices and m == 2 * n_cables
+    assert next_dev == c.n_devices and m == 2 * c.n_cables
     return Topology(
         spec=spec,
-        shape=shape,
+        shape=c.shape,
         n_devices=next_dev,
         link_src=a["src"][:m],
         link_dst=a["dst"][:m],
@@ -407,19 +342,141 @@ def build_topology(spec: ClusterSpec) -> Topology:
         link_plane=a["plane"][:m],
         gpu_up=gpu_up,
         gpu_down=gpu_down,
-        nic_up=nic_up,
-        nic_down=nic_down,
-        leaf_of_gpu=leaf_of,
-        leaf_uplinks=lu,
-        leaf_downlinks=ld,
-        leaf_uplink_spine=lus,
-        spine_uplinks=sus,
-        spine_downlinks=sud,
-        spine_uplink_core=suc,
-        pod_of_leaf=pod_of_leaf,
         link_reverse=a["rev"][:m],
         device_offsets=offsets,
+        **scale_out._asdict(),
     )
+
+
+class _ScaleOut(NamedTuple):
+    """The scale-out arrays of a :class:`Topology` (the fields of the same names)."""
+
+    nic_up: np.ndarray
+    nic_down: np.ndarray
+    leaf_of_gpu: np.ndarray
+    leaf_uplinks: np.ndarray
+    leaf_downlinks: np.ndarray
+    leaf_uplink_spine: np.ndarray
+    spine_uplinks: np.ndarray
+    spine_downlinks: np.ndarray
+    spine_uplink_core: np.ndarray
+    pod_of_leaf: np.ndarray
+
+
+def _no_scale_out(n: int, planes: int) -> _ScaleOut:
+    """The scale-out arrays of a cluster without a scale-out fabric: -1 ids, empty tables."""
+    nic = np.full((planes, n), -1, np.int64)
+    empty2 = np.full((planes, 0, 0), -1, np.int64)
+    none2 = np.zeros((0, 0), np.int64)
+    return _ScaleOut(
+        nic,
+        nic,
+        np.full(n, -1, np.int64),
+        empty2,
+        empty2,
+        none2,
+        empty2,
+        empty2,
+        none2,
+        np.zeros(0, np.int64),
+    )
+
+
+def _leaf_of_endpoint(spec: ClusterSpec, shape: ClosShape) -> np.ndarray:
+    """Each endpoint's leaf: rail-optimised, NIC k of every node of a scalable unit on that unit's rail-k
+    leaf; otherwise consecutive endpoints fill each leaf's downlinks."""
+    assert spec.scale_out is not None
+    eps = np.arange(spec.n_endpoints, dtype=np.int64)
+    if spec.scale_out.rail_optimized:
+        rail = (eps % spec.endpoints_per_node) % shape.rails
+        su = eps // spec.endpoints_per_node // shape.nodes_per_su
+        return su * shape.rails + rail
+    return eps // shape.leaf_down
+
+
+def _leaf_spine_wiring(shape: ClosShape) -> tuple[np.ndarray, np.ndarray]:
+    """The leaf of each leaf uplink (flat) and the spine each uplink reaches, (n_leaves, leaf_up)."""
+    leaf_idx = np.repeat(np.arange(shape.n_leaves), shape.leaf_up)
+    j = np.tile(np.arange(shape.leaf_up), shape.n_leaves)
+    if shape.tiers == 2:
+        # round-robin: uplink j of leaf L goes to spine (L*leaf_up + j) mod n_spines ... spread evenly
+        return leaf_idx, ((j + leaf_idx * shape.leaf_up) % shape.n_spines).reshape(
+            shape.n_leaves, shape.leaf_up
+        )
+    pod = leaf_idx // shape.leaves_per_pod
+    return leaf_idx, (pod * shape.spines_per_pod + j % shape.spines_per_pod).reshape(
+        shape.n_leaves, shape.leaf_up
+    )
+
+
+def _spine_core_wiring(shape: ClosShape) -> tuple[np.ndarray, np.ndarray]:
+    """The spine of each spine uplink (flat) and the core each uplink reaches, (n_spines, spine_up)."""
+    sp = np.repeat(np.arange(shape.n_spines), shape.spine_up)
+    j2 = np.tile(np.arange(shape.spine_up), shape.n_spines)
+    group = sp % shape.spines_per_pod
+    pod = sp // shape.spines_per_pod
+    cores_per_group = shape.n_cores // shape.spines_per_pod
+    suc = (group * cores_per_group + (pod * shape.spine_up + j2) % cores_per_group).reshape(
+        shape.n_spines, shape.spine_up
+    )
+    return sp, suc
+
+
+def _cable_scale_out(
+    spec: ClusterSpec, shape: ClosShape, w: _LinkWriter, planes: int, next_dev: int, offsets: dict[str, int]
+) -> tuple[_ScaleOut, int]:
+    """Cable every plane of the scale-out fabric (NIC-leaf, leaf-spine, spine-core) into ``w``, adding the
+    first leaf, spine and core ids to ``offsets``; the arrays and the next free device id."""
+    so = spec.scale_out
+    assert so is not None
+    n = spec.n_gpus
+    # a link's latency: the switch it climbs into (each tier its own part), or scale_out.hop_latency
+    hop, hop2, hop3 = (
+        so.hop_latency_s if so.hop_latency_s is not None else catalog.switch(key).latency_s
+        for key in so.tier_switches.values()
+    )
+    link_cap = spec.endpoint_line_rate_bytes_per_s / planes
+    # each GPU's endpoint (its NICs, or the NIC it shares)
+    ep_of_gpu = np.arange(n, dtype=np.int64) // so.gpus_per_nic
+    eps = np.arange(spec.n_endpoints, dtype=np.int64)
+    leaf_of_ep = _leaf_of_endpoint(spec, shape)
+    out = _no_scale_out(n, planes)._replace(
+        nic_up=np.empty((planes, n), np.int64),
+        nic_down=np.empty((planes, n), np.int64),
+        leaf_of_gpu=leaf_of_ep[ep_of_gpu],
+        pod_of_leaf=np.arange(shape.n_leaves, dtype=np.int64) // shape.leaves_per_pod,
+    )
+    lu, sus = out.leaf_uplinks, out.spine_uplinks
+    if shape.tiers >= 2:
+        lu = np.empty((planes, shape.n_leaves, shape.leaf_up), np.int64)
+        leaf_idx, lus = _leaf_spine_wiring(shape)
+        out = out._replace(leaf_uplinks=lu, leaf_downlinks=np.empty_like(lu), leaf_uplink_spine=lus)
+    if shape.tiers == 3:
+        sus = np.empty((planes, shape.n_spines, shape.spine_up), np.int64)
+        sp, suc = _spine_core_wiring(shape)
+        out = out._replace(spine_uplinks=sus, spine_downlinks=np.empty_like(sus), spine_uplink_core=suc)
+    for p in range(planes):
+        base_leaf = next_dev
+        offsets.setdefault("leaf", base_leaf)
+        next_dev += shape.n_leaves
+        base_spine = next_dev
+        offsets.setdefault("spine", base_spine)
+        next_dev += shape.n_spines
+        base_core = next_dev
+        offsets.setdefault("core", base_core)
+        next_dev += shape.n_cores
+        up, down = w.cables(eps * so.gpus_per_nic, base_leaf + leaf_of_ep, link_cap, hop, 1, p)
+        out.nic_up[p], out.nic_down[p] = up[ep_of_gpu], down[ep_of_gpu]
+        if shape.tiers >= 2:
+            up, down = w.cables(base_leaf + leaf_idx, base_spine + lus.ravel(), link_cap, hop2, 2, p)
+            out.leaf_uplinks[p], out.leaf_downlinks[p] = up.reshape(lu.shape[1:]), down.reshape(lu.shape[1:])
+        if shape.tiers == 3:
+            up, down = w.cables(base_spine + sp, base_core + suc.ravel(), link_cap, hop3, 3, p)
+            out.spine_uplinks[p], out.spine_downlinks[p] = (
+                up.reshape(sus.shape[1:]),
+                down.reshape(sus.shape[1:]),
+            )
+    return out, next_dev
 
 
 @lru_cache(maxsize=8)
