@@ -45,84 +45,15 @@ def headlines(s: ClusterSummary) -> list[Headline]:
     >>> round(h["scale-up domain bandwidth"].value / 1e12, 1), h["scale-up domain bandwidth"].network
     (129.6, 'scale-up')
     """
-    spec = s.spec
     out = [
         Headline("GPUs", float(s.n_gpus), "count", "cluster", "accelerators in the cluster"),
         Headline(
             "fast-domain size", float(s.domain_gpus), "count", "scale-up", "GPUs joined by the scale-up link"
         ),
     ]
-    up = next((r for r in s.rungs if r.network == "scale-up"), None)
-    if up is not None:
-        out.append(
-            Headline(
-                "scale-up domain bandwidth",
-                up.documented_bytes_per_s * s.domain_gpus,
-                "bandwidth",
-                "scale-up",
-                f"{s.domain_gpus} GPUs x {up.documented_bytes_per_s / 1e12:.3g} TB/s {up.level}, "
-                "both directions "
-                "added, inside one domain (not the data centre)",
-            )
-        )
-        out.append(
-            Headline(
-                "scale-up per GPU",
-                up.documented_bytes_per_s,
-                "bandwidth",
-                "scale-up",
-                f"{up.level} per GPU, both directions added "
-                f"({up.per_direction_bytes_per_s / 1e9:.4g} GB/s each way)",
-            )
-        )
-        if up.per_direction_bytes_per_s != up.documented_bytes_per_s:
-            out.append(
-                Headline(
-                    "scale-up per GPU, one direction",
-                    up.per_direction_bytes_per_s,
-                    "bandwidth",
-                    "scale-up",
-                    f"{up.level} per GPU, one direction",
-                )
-            )
-    if spec.scale_out is not None:
-        nic = spec.nic_line_rate_bytes_per_s
-        out.append(
-            Headline(
-                "scale-out per GPU",
-                nic,
-                "bandwidth",
-                "scale-out",
-                f"NIC line rate per GPU, one direction ({nic * 8 / 1e9:g} Gb/s)",
-            )
-        )
-        out.append(
-            Headline(
-                "scale-out total",
-                nic * s.n_gpus,
-                "bandwidth",
-                "scale-out",
-                "all NICs added, one direction",
-            )
-        )
-        out.append(
-            Headline(
-                "far-end bandwidth (bisection)",
-                s.bisection_bytes_per_s,
-                "bandwidth",
-                "scale-out",
-                "one half of the GPUs to the other, one direction",
-            )
-        )
-        out.append(
-            Headline(
-                "far-end bandwidth per GPU",
-                s.bisection_bytes_per_s / (s.n_gpus / 2),
-                "bandwidth",
-                "scale-out",
-                "bisection / (N/2), one direction",
-            )
-        )
+    out += _scale_up_headlines(s)
+    if s.spec.scale_out is not None:
+        out += _scale_out_headlines(s)
     fe = next((r for r in s.rungs if r.network == "front-end"), None)
     if fe is not None:
         out.append(
@@ -133,6 +64,76 @@ def headlines(s: ClusterSummary) -> list[Headline]:
             Headline("power", s.power.total_watts, "power", "cluster", "GPUs, hosts and every network")
         )
     return out
+
+
+def _scale_up_headlines(s: ClusterSummary) -> list[Headline]:
+    """The scale-up domain's bandwidth, per domain and per GPU (both directions added, and one where the
+    documented figure adds both); none without a scale-up rung."""
+    up = next((r for r in s.rungs if r.network == "scale-up"), None)
+    if up is None:
+        return []
+    out = [
+        Headline(
+            "scale-up domain bandwidth",
+            up.documented_bytes_per_s * s.domain_gpus,
+            "bandwidth",
+            "scale-up",
+            f"{s.domain_gpus} GPUs x {up.documented_bytes_per_s / 1e12:.3g} TB/s {up.level}, "
+            "both directions "
+            "added, inside one domain (not the data centre)",
+        ),
+        Headline(
+            "scale-up per GPU",
+            up.documented_bytes_per_s,
+            "bandwidth",
+            "scale-up",
+            f"{up.level} per GPU, both directions added "
+            f"({up.per_direction_bytes_per_s / 1e9:.4g} GB/s each way)",
+        ),
+    ]
+    if up.per_direction_bytes_per_s != up.documented_bytes_per_s:
+        out.append(
+            Headline(
+                "scale-up per GPU, one direction",
+                up.per_direction_bytes_per_s,
+                "bandwidth",
+                "scale-up",
+                f"{up.level} per GPU, one direction",
+            )
+        )
+    return out
+
+
+def _scale_out_headlines(s: ClusterSummary) -> list[Headline]:
+    """The scale-out NIC rate per GPU and in all, and the bisection bandwidth in all and per GPU."""
+    nic = s.spec.nic_line_rate_bytes_per_s
+    bisection = s.bisection_bytes_per_s
+    return [
+        Headline(
+            "scale-out per GPU",
+            nic,
+            "bandwidth",
+            "scale-out",
+            f"NIC line rate per GPU, one direction ({nic * 8 / 1e9:g} Gb/s)",
+        ),
+        Headline(
+            "scale-out total", nic * s.n_gpus, "bandwidth", "scale-out", "all NICs added, one direction"
+        ),
+        Headline(
+            "far-end bandwidth (bisection)",
+            bisection,
+            "bandwidth",
+            "scale-out",
+            "one half of the GPUs to the other, one direction",
+        ),
+        Headline(
+            "far-end bandwidth per GPU",
+            bisection / (s.n_gpus / 2),
+            "bandwidth",
+            "scale-out",
+            "bisection / (N/2), one direction",
+        ),
+    ]
 
 
 @dataclass(frozen=True)
