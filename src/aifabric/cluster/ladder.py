@@ -51,71 +51,86 @@ def bandwidth_ladder(spec: ClusterSpec) -> list[LadderRung]:
     """
     acc = spec.accelerator_spec
     rungs = [_rung("HBM", "memory", acc.hbm_bandwidth_bytes_per_s, "per_direction", "memory read bandwidth")]
-    if acc.ici_bandwidth_bidirectional_bytes_per_s:
-        rungs.append(
-            _rung(
-                "ICI",
-                "scale-up",
-                acc.ici_bandwidth_bidirectional_bytes_per_s,
-                "bidirectional",
-                f"{acc.ici_topology or 'torus'}; time at the bidirectional figure is a lower bound",
-            )
-        )
-    elif spec.domain_gpus > 1:
-        link = spec.scaleup_link
-        rungs.append(
-            _rung(
-                link.name.split(" (")[0],
-                "scale-up",
-                spec.scaleup_line_rate_bytes_per_s * 2,
-                "bidirectional",
-                f"domain of {spec.domain_gpus}; NCCL reaches "
-                f"{format_bandwidth(spec.scaleup_effective_bytes_per_s)} per direction",
-            )
-        )
-    if acc.dcn_bandwidth_bytes_per_s:
-        rungs.append(
-            _rung("DCN", "scale-out", acc.dcn_bandwidth_bytes_per_s, "per_direction", "data-centre network")
-        )
-    elif spec.scale_out is not None:
-        rungs.append(
-            _rung(
-                f"NIC ({spec.nic_spec.name if spec.nic_spec else ''})",
-                "scale-out",
-                spec.nic_line_rate_bytes_per_s,
-                "per_direction",
-                f"payload {format_bandwidth(spec.nic_effective_bytes_per_s)}"
-                + (
-                    f"; a 1/{spec.scale_out.gpus_per_nic} share of one "
-                    f"{spec.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NIC"
-                    if spec.scale_out.gpus_per_nic > 1
-                    else ""
-                ),
-            )
-        )
-
-    if spec.front_end is not None and spec.front_end.nics_per_node:
-        fe = spec.front_end
-        speed = fe.nic_speed_bytes_per_s or catalog.nic(fe.nic).line_rate_bytes_per_s
-        rungs.append(
-            _rung(
-                "front-end",
-                "front-end",
-                speed * fe.nics_per_node / spec.gpus_per_node,
-                "per_direction",
-                f"{fe.nics_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {spec.gpus_per_node} GPUs",
-            )
-        )
-    if spec.management is not None and spec.management.ports_per_node:
-        mg = spec.management
-        speed = catalog.nic(mg.nic).line_rate_bytes_per_s
-        rungs.append(
-            _rung(
-                "management",
-                "management",
-                speed * mg.ports_per_node / spec.gpus_per_node,
-                "per_direction",
-                "BMC port per node, shared by its GPUs",
-            )
-        )
+    for network_rung in (_scale_up_rung, _scale_out_rung, _front_end_rung, _management_rung):
+        rung = network_rung(spec)
+        if rung is not None:
+            rungs.append(rung)
     return rungs
+
+
+def _scale_up_rung(spec: ClusterSpec) -> LadderRung | None:
+    """A TPU's ICI, else the scale-up link of a domain of more than one GPU."""
+    acc = spec.accelerator_spec
+    if acc.ici_bandwidth_bidirectional_bytes_per_s:
+        return _rung(
+            "ICI",
+            "scale-up",
+            acc.ici_bandwidth_bidirectional_bytes_per_s,
+            "bidirectional",
+            f"{acc.ici_topology or 'torus'}; time at the bidirectional figure is a lower bound",
+        )
+    if spec.domain_gpus > 1:
+        link = spec.scaleup_link
+        return _rung(
+            link.name.split(" (")[0],
+            "scale-up",
+            spec.scaleup_line_rate_bytes_per_s * 2,
+            "bidirectional",
+            f"domain of {spec.domain_gpus}; NCCL reaches "
+            f"{format_bandwidth(spec.scaleup_effective_bytes_per_s)} per direction",
+        )
+    return None
+
+
+def _scale_out_rung(spec: ClusterSpec) -> LadderRung | None:
+    """A TPU's DCN, else the NIC line rate per GPU (a share of one NIC where GPUs share it)."""
+    acc = spec.accelerator_spec
+    if acc.dcn_bandwidth_bytes_per_s:
+        return _rung(
+            "DCN", "scale-out", acc.dcn_bandwidth_bytes_per_s, "per_direction", "data-centre network"
+        )
+    if spec.scale_out is None:
+        return None
+    return _rung(
+        f"NIC ({spec.nic_spec.name if spec.nic_spec else ''})",
+        "scale-out",
+        spec.nic_line_rate_bytes_per_s,
+        "per_direction",
+        f"payload {format_bandwidth(spec.nic_effective_bytes_per_s)}"
+        + (
+            f"; a 1/{spec.scale_out.gpus_per_nic} share of one "
+            f"{spec.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NIC"
+            if spec.scale_out.gpus_per_nic > 1
+            else ""
+        ),
+    )
+
+
+def _front_end_rung(spec: ClusterSpec) -> LadderRung | None:
+    """The front-end NICs of a node, shared by its GPUs."""
+    fe = spec.front_end
+    if fe is None or not fe.nics_per_node:
+        return None
+    speed = fe.nic_speed_bytes_per_s or catalog.nic(fe.nic).line_rate_bytes_per_s
+    return _rung(
+        "front-end",
+        "front-end",
+        speed * fe.nics_per_node / spec.gpus_per_node,
+        "per_direction",
+        f"{fe.nics_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {spec.gpus_per_node} GPUs",
+    )
+
+
+def _management_rung(spec: ClusterSpec) -> LadderRung | None:
+    """The BMC ports of a node, shared by its GPUs."""
+    mg = spec.management
+    if mg is None or not mg.ports_per_node:
+        return None
+    speed = catalog.nic(mg.nic).line_rate_bytes_per_s
+    return _rung(
+        "management",
+        "management",
+        speed * mg.ports_per_node / spec.gpus_per_node,
+        "per_direction",
+        "BMC port per node, shared by its GPUs",
+    )
