@@ -382,7 +382,27 @@ class ClusterSpec(_Strict):
 
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:
+        """Refuse a spec whose sizes, domains, scale-up or scale-out do not agree (ValueError, named)."""
         catalog.accelerator(self.accelerator)
+        n_gpus = self._checked_n_gpus()
+        dom = self.domain_gpus
+        self._check_domains(n_gpus)
+        self._check_scale_up()
+        if self.sites is not None and self.n_domains % self.sites.count:
+            raise ValueError(
+                f"sites.count={self.sites.count} does not split the {self.n_domains} scale-up domains evenly"
+            )
+        if self.scale_out is not None:
+            self._check_scale_out(self.scale_out)
+        elif n_gpus > dom:
+            raise ValueError(
+                f"scale_out is null but the {n_gpus} GPUs span {n_gpus // dom} scale-up domains: they "
+                "could not talk"
+            )
+        return self
+
+    def _checked_n_gpus(self) -> int:
+        """The GPU count, from ``gpus`` or ``nodes``, after checking the two agree and fill whole nodes."""
         if self.nodes is None and self.gpus is None:
             raise ValueError("give 'nodes' or 'gpus'")
         n_gpus = self.gpus if self.gpus is not None else self.nodes * self.gpus_per_node  # type: ignore[operator]
@@ -395,6 +415,10 @@ class ClusterSpec(_Strict):
                 f"nodes={self.nodes} x gpus_per_node={self.gpus_per_node} = "
                 f"{self.nodes * self.gpus_per_node}, not gpus={self.gpus}"
             )
+        return n_gpus
+
+    def _check_domains(self, n_gpus: int) -> None:
+        """A scale-up domain is whole nodes, and the GPUs fill whole domains."""
         dom = self.domain_gpus
         if dom % self.gpus_per_node:
             raise ValueError(f"scale_up.gpus={dom} is not a multiple of gpus_per_node={self.gpus_per_node}")
@@ -411,6 +435,10 @@ class ClusterSpec(_Strict):
                     else ""
                 )
             )
+
+    def _check_scale_up(self) -> None:
+        """An NVSwitch domain needs NVLink (or a given link); a torus's dimensions hold the domain."""
+        dom = self.domain_gpus
         acc = self.accelerator_spec
         su = self.scale_up
         if su.kind == "nvswitch" and dom > 1 and not (acc.nvlink or acc.scale_up_link) and su.link is None:
@@ -421,37 +449,28 @@ class ClusterSpec(_Strict):
                 raise ValueError(
                     f"scale_up.torus_dims {list(su.torus_dims)} hold {prod} chips, not the domain's {dom}"
                 )
-        if self.sites is not None and self.n_domains % self.sites.count:
+
+    def _check_scale_out(self, so: ScaleOutSpec) -> None:
+        """The oversubscription ratios match the tiers; NICs, rails and pods divide the nodes."""
+        if len(so.oversubscription) not in (1, so.tiers - 1 if so.tiers > 1 else 1, so.tiers):
             raise ValueError(
-                f"sites.count={self.sites.count} does not split the {self.n_domains} scale-up domains evenly"
+                f"scale_out.oversubscription has {len(so.oversubscription)} ratios for {so.tiers} tiers"
             )
-        if self.scale_out is not None:
-            so = self.scale_out
-            if len(so.oversubscription) not in (1, so.tiers - 1 if so.tiers > 1 else 1, so.tiers):
-                raise ValueError(
-                    f"scale_out.oversubscription has {len(so.oversubscription)} ratios for {so.tiers} tiers"
-                )
-            if self.gpus_per_node % so.gpus_per_nic:
-                raise ValueError(
-                    f"scale_out.gpus_per_nic={so.gpus_per_nic} does not divide gpus_per_node="
-                    f"{self.gpus_per_node}: every NIC of a node serves the same number of GPUs"
-                )
-            if so.gpus_per_nic > 1 and so.rails is not None and so.rails > self.endpoints_per_node:
-                raise ValueError(
-                    f"scale_out.rails={so.rails} is more than the {self.endpoints_per_node} NIC ports of a "
-                    f"node (gpus_per_node={self.gpus_per_node} / gpus_per_nic={so.gpus_per_nic})"
-                )
-            if so.pod_gpus is not None and so.pod_gpus % self.gpus_per_node:
-                raise ValueError(
-                    f"scale_out.pod_gpus={so.pod_gpus} does not hold whole nodes of "
-                    f"gpus_per_node={self.gpus_per_node}"
-                )
-        elif n_gpus > dom:
+        if self.gpus_per_node % so.gpus_per_nic:
             raise ValueError(
-                f"scale_out is null but the {n_gpus} GPUs span {n_gpus // dom} scale-up domains: they "
-                "could not talk"
+                f"scale_out.gpus_per_nic={so.gpus_per_nic} does not divide gpus_per_node="
+                f"{self.gpus_per_node}: every NIC of a node serves the same number of GPUs"
             )
-        return self
+        if so.gpus_per_nic > 1 and so.rails is not None and so.rails > self.endpoints_per_node:
+            raise ValueError(
+                f"scale_out.rails={so.rails} is more than the {self.endpoints_per_node} NIC ports of a "
+                f"node (gpus_per_node={self.gpus_per_node} / gpus_per_nic={so.gpus_per_nic})"
+            )
+        if so.pod_gpus is not None and so.pod_gpus % self.gpus_per_node:
+            raise ValueError(
+                f"scale_out.pod_gpus={so.pod_gpus} does not hold whole nodes of "
+                f"gpus_per_node={self.gpus_per_node}"
+            )
 
     # --- derived figures -------------------------------------------------------------------------
     @property
