@@ -40,7 +40,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import NamedTuple
 
 import numpy as np
 
@@ -344,42 +343,28 @@ def build_topology(spec: ClusterSpec) -> Topology:
         gpu_down=gpu_down,
         link_reverse=a["rev"][:m],
         device_offsets=offsets,
-        **scale_out._asdict(),
+        **scale_out,
     )
 
 
-class _ScaleOut(NamedTuple):
-    """The scale-out arrays of a :class:`Topology` (the fields of the same names)."""
-
-    nic_up: np.ndarray
-    nic_down: np.ndarray
-    leaf_of_gpu: np.ndarray
-    leaf_uplinks: np.ndarray
-    leaf_downlinks: np.ndarray
-    leaf_uplink_spine: np.ndarray
-    spine_uplinks: np.ndarray
-    spine_downlinks: np.ndarray
-    spine_uplink_core: np.ndarray
-    pod_of_leaf: np.ndarray
-
-
-def _no_scale_out(n: int, planes: int) -> _ScaleOut:
-    """The scale-out arrays of a cluster without a scale-out fabric: -1 ids, empty tables."""
+def _no_scale_out(n: int, planes: int) -> dict[str, np.ndarray]:
+    """The scale-out arrays of a :class:`Topology` (by field name) without a scale-out fabric: -1 ids,
+    empty tables."""
     nic = np.full((planes, n), -1, np.int64)
     empty2 = np.full((planes, 0, 0), -1, np.int64)
     none2 = np.zeros((0, 0), np.int64)
-    return _ScaleOut(
-        nic,
-        nic,
-        np.full(n, -1, np.int64),
-        empty2,
-        empty2,
-        none2,
-        empty2,
-        empty2,
-        none2,
-        np.zeros(0, np.int64),
-    )
+    return {
+        "nic_up": nic,
+        "nic_down": nic,
+        "leaf_of_gpu": np.full(n, -1, np.int64),
+        "leaf_uplinks": empty2,
+        "leaf_downlinks": empty2,
+        "leaf_uplink_spine": none2,
+        "spine_uplinks": empty2,
+        "spine_downlinks": empty2,
+        "spine_uplink_core": none2,
+        "pod_of_leaf": np.zeros(0, np.int64),
+    }
 
 
 def _leaf_of_endpoint(spec: ClusterSpec, shape: ClosShape) -> np.ndarray:
@@ -424,7 +409,7 @@ def _spine_core_wiring(shape: ClosShape) -> tuple[np.ndarray, np.ndarray]:
 
 def _cable_scale_out(
     spec: ClusterSpec, shape: ClosShape, w: _LinkWriter, planes: int, next_dev: int, offsets: dict[str, int]
-) -> tuple[_ScaleOut, int]:
+) -> tuple[dict[str, np.ndarray], int]:
     """Cable every plane of the scale-out fabric (NIC-leaf, leaf-spine, spine-core) into ``w``, adding the
     first leaf, spine and core ids to ``offsets``; the arrays and the next free device id."""
     so = spec.scale_out
@@ -440,21 +425,21 @@ def _cable_scale_out(
     ep_of_gpu = np.arange(n, dtype=np.int64) // so.gpus_per_nic
     eps = np.arange(spec.n_endpoints, dtype=np.int64)
     leaf_of_ep = _leaf_of_endpoint(spec, shape)
-    out = _no_scale_out(n, planes)._replace(
-        nic_up=np.empty((planes, n), np.int64),
-        nic_down=np.empty((planes, n), np.int64),
-        leaf_of_gpu=leaf_of_ep[ep_of_gpu],
-        pod_of_leaf=np.arange(shape.n_leaves, dtype=np.int64) // shape.leaves_per_pod,
-    )
-    lu, sus = out.leaf_uplinks, out.spine_uplinks
+    out = _no_scale_out(n, planes)
+    out["nic_up"] = nic_up = np.empty((planes, n), np.int64)
+    out["nic_down"] = nic_down = np.empty((planes, n), np.int64)
+    out["leaf_of_gpu"] = leaf_of_ep[ep_of_gpu]
+    out["pod_of_leaf"] = np.arange(shape.n_leaves, dtype=np.int64) // shape.leaves_per_pod
     if shape.tiers >= 2:
-        lu = np.empty((planes, shape.n_leaves, shape.leaf_up), np.int64)
-        leaf_idx, lus = _leaf_spine_wiring(shape)
-        out = out._replace(leaf_uplinks=lu, leaf_downlinks=np.empty_like(lu), leaf_uplink_spine=lus)
+        out["leaf_uplinks"] = lu = np.empty((planes, shape.n_leaves, shape.leaf_up), np.int64)
+        out["leaf_downlinks"] = ld = np.empty_like(lu)
+        leaf_idx, out["leaf_uplink_spine"] = _leaf_spine_wiring(shape)
+        lus = out["leaf_uplink_spine"]
     if shape.tiers == 3:
-        sus = np.empty((planes, shape.n_spines, shape.spine_up), np.int64)
-        sp, suc = _spine_core_wiring(shape)
-        out = out._replace(spine_uplinks=sus, spine_downlinks=np.empty_like(sus), spine_uplink_core=suc)
+        out["spine_uplinks"] = sus = np.empty((planes, shape.n_spines, shape.spine_up), np.int64)
+        out["spine_downlinks"] = sud = np.empty_like(sus)
+        sp, out["spine_uplink_core"] = _spine_core_wiring(shape)
+        suc = out["spine_uplink_core"]
     for p in range(planes):
         base_leaf = next_dev
         offsets.setdefault("leaf", base_leaf)
@@ -466,16 +451,13 @@ def _cable_scale_out(
         offsets.setdefault("core", base_core)
         next_dev += shape.n_cores
         up, down = w.cables(eps * so.gpus_per_nic, base_leaf + leaf_of_ep, link_cap, hop, 1, p)
-        out.nic_up[p], out.nic_down[p] = up[ep_of_gpu], down[ep_of_gpu]
+        nic_up[p], nic_down[p] = up[ep_of_gpu], down[ep_of_gpu]
         if shape.tiers >= 2:
             up, down = w.cables(base_leaf + leaf_idx, base_spine + lus.ravel(), link_cap, hop2, 2, p)
-            out.leaf_uplinks[p], out.leaf_downlinks[p] = up.reshape(lu.shape[1:]), down.reshape(lu.shape[1:])
+            lu[p], ld[p] = up.reshape(lu.shape[1:]), down.reshape(lu.shape[1:])
         if shape.tiers == 3:
             up, down = w.cables(base_spine + sp, base_core + suc.ravel(), link_cap, hop3, 3, p)
-            out.spine_uplinks[p], out.spine_downlinks[p] = (
-                up.reshape(sus.shape[1:]),
-                down.reshape(sus.shape[1:]),
-            )
+            sus[p], sud[p] = up.reshape(sus.shape[1:]), down.reshape(sus.shape[1:])
     return out, next_dev
 
 
