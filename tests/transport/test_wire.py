@@ -87,6 +87,7 @@ def _one_link_run(**kw: object) -> object:
         stage=one,
         repeat=lambda j, k: 1,
         n_jobs=1,
+        latency_s=np.array([0.6e-6]),
         **kw,  # type: ignore[arg-type]
     )
 

@@ -244,4 +244,5 @@ def _transport_json(run: TransportRun | None, topo: Topology) -> dict[str, Any] 
         "peak_queue_bytes": float(run.link_peak_queue_bytes.max(initial=0.0)),
         "victims": run.victims,
         "retransmitted_bytes": run.retransmitted_bytes,
+        "base_rtt_s": dict(zip(("min", "median", "max"), run.rtt_s, strict=True)),
     }

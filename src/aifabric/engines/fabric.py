@@ -700,6 +700,7 @@ def simulate_plans(
             stage=np.concatenate(sub_stage),
             repeat=lambda j, k: repeats[(j, k)],
             n_jobs=len(plans),
+            latency_s=topo.link_latency_s,
             progress=progress,
         )
         link_bytes = run.link_bytes

@@ -11,7 +11,8 @@ One step (all vectorised over (flow, hop) entries; ``cap dt`` is what a link can
 
 1. Senders offer ``min(left, rate dt, window - in flight)`` (RCCC: ``min(left, rate dt, credit)``, the
    credit growing by the receiver's ``cap dt / active senders`` each step, at most 1.5 BDP); an entry at
-   hop k >= 1 offers its queue. A chained flow starts one base RTT after its predecessor's last byte.
+   hop k >= 1 offers its queue. A chained flow starts one base RTT (its own) after its predecessor's last
+   byte.
 2. Link ``l`` sends ``min(sum of offers, cap_l dt, allowance_l)``, shared in proportion to the offers
    (the fluid FIFO approximation). The allowance is 0 while PFC pauses the link, the free credit
    ``buffer - ingress`` on a credit-based link (InfiniBand), unbounded otherwise.
@@ -30,7 +31,9 @@ One step (all vectorised over (flow, hop) entries; ``cap dt`` is what a link can
    ``1 - prod(1 - p_l)`` over the path; window control from queueing delay and NACKs).
 
 Propagation delay is not modelled hop by hop (a byte moves at most one hop per step); acknowledgements
-return ``base_rtt`` after delivery, which is what windows see.
+return one base RTT after delivery, which is what windows see. The base RTT is a flow's own: its path's
+on a fabric (``rtt_s``, :func:`aifabric.transport.wire.path_rtt`), else the configured one (12 us, NSCC's
+reference network).
 
 Time. Only started, unfinished flows are stepped: a flow joins when its start comes (a chained flow's is
 known once its predecessor ends; the flows that become ready join together, vectorised), with its
@@ -194,6 +197,8 @@ class FluidConfig:
         Sec. 3.6). It still crosses the trimming link, ahead of data (its own traffic class).
     base_rtt_s : float
         Round trip without queueing: NSCC's reference network, 12 us (htsim ``uec.cpp`` initNsccParams).
+        Used for every flow unless :func:`simulate_fluid` gets each flow's own (``rtt_s``: on a fabric,
+        its path's).
     window_bytes : float or None
         In-flight budget per receiver for ``window`` (Meta: channels x channel buffer) and the starting
         window per flow for ``nscc``; default one bandwidth-delay product of the link (rate x base RTT).
@@ -412,6 +417,9 @@ _FLOW_FIELDS = (
     "alpha",
     "qa_until",
     "speculating",
+    "rtt",
+    "ack",
+    "fb",
 )
 _HIST_FIELDS = ("deliv_hist", "nack_hist", "p_hist", "rc_hist")
 
@@ -422,10 +430,12 @@ class _Flows:
 
     ``ids`` are the flows' ids; ``size``, ``line``, ``bdp``, ``receiver`` and ``max_window`` are fixed per
     flow; the rest is the senders' state (bytes in bytes, rates in bytes/s; ``qa_until``: the end of
-    NSCC's quick-adapt period, s; ``speculating``: RCCC before its first NACK). ``deliv_hist`` holds the
-    delivered bytes of the last two base RTTs of steps (the acknowledged bytes are those of one RTT ago),
-    ``nack_hist`` the trimmed bytes whose NACK is on its way back, ``p_hist`` and ``rc_hist`` DCQCN's
-    delayed feedback.
+    NSCC's quick-adapt period, s; ``speculating``: RCCC before its first NACK; ``rtt``: the flow's base
+    RTT, s, ``ack`` and ``fb`` the steps of it and of its DCQCN feedback delay). The histories are ring
+    buffers over steps shared by all flows, each flow reading its own delay back: ``deliv_hist`` (rows: two
+    of the run's largest ``ack``) the delivered bytes (the acknowledged bytes are those of ``ack`` steps
+    ago), ``nack_hist`` (the largest ``ack``) the trimmed bytes whose NACK is on its way back, ``p_hist``
+    and ``rc_hist`` (the largest ``fb``) DCQCN's delayed feedback.
     """
 
     ent: _Entries
@@ -447,6 +457,9 @@ class _Flows:
     alpha: np.ndarray
     qa_until: np.ndarray
     speculating: np.ndarray
+    rtt: np.ndarray
+    ack: np.ndarray
+    fb: np.ndarray
     deliv_hist: np.ndarray
     nack_hist: np.ndarray
     p_hist: np.ndarray
@@ -524,15 +537,18 @@ class _Run:
     pred: np.ndarray
     succ_ptr: np.ndarray  # successors of flow i: succ[succ_ptr[i]:succ_ptr[i + 1]]
     succ: np.ndarray
-    start: np.ndarray  # inf until known (a chained flow: its predecessor's end + base RTT)
+    start: np.ndarray  # inf until known (a chained flow: its predecessor's end + its base RTT)
     end: np.ndarray
     trimmed: np.ndarray
     sojourn: np.ndarray
     pending: np.ndarray  # ids of the flows not stepped yet whose start is known
     links: _Links
     trace: _Trace | None
-    ack_steps: int
-    delay_steps: int
+    rtt: np.ndarray  # base RTT of each flow, s
+    ack: np.ndarray  # steps of it (>= 1)
+    fb: np.ndarray  # steps of its DCQCN feedback delay (>= 1)
+    ack_rows: int  # the largest ack: rows of the NACK history (two of it: delivered bytes)
+    delay_rows: int  # the largest fb: rows of DCQCN's feedback history
     max_steps: int
     next_start: float = math.inf
     open_flows: int = 0
@@ -555,6 +571,7 @@ def simulate_fluid(
     after: np.ndarray | Sequence[int] | None = None,
     config: FluidConfig | None = None,
     progress: Callable[[float], None] | None = None,
+    rtt_s: np.ndarray | Sequence[float] | None = None,
 ) -> FluidResult:
     """Run flows over queues under a transport (module docstring) until all are delivered.
 
@@ -572,12 +589,19 @@ def simulate_fluid(
         When each flow starts (default 0).
     after : array_like of int, shape (n_flows,), optional
         A chained step: flow ``i`` waits for flow ``after[i]`` (-1: for none). It starts when its
-        predecessor's last byte is acknowledged, ``end[after[i]] + base_rtt_s`` (delivery plus the ACK's
+        predecessor's last byte is acknowledged, ``end[after[i]] + rtt[i]`` (delivery plus the ACK's
         round trip: the sender of the next step learns completion from the ACK, not from a one-way
         latency), and not before its own ``start_s``.
     config : FluidConfig, optional
     progress : callable, optional
         Called with the fraction of bytes delivered (0 to 1) every 1,000 steps (for a progress bar).
+    rtt_s : array_like, shape (n_flows,), optional
+        Each flow's base round trip, s, > 0 (on a fabric: its path's, :func:`aifabric.transport.wire.path_rtt`).
+        Default: ``config.base_rtt_s`` for every flow, and DCQCN's feedback delay from its parameters.
+        Given, a flow's own RTT sets its ACK delay (chained starts, acknowledged bytes), its NACK delay,
+        its bandwidth-delay product (NSCC and RCCC windows, receiver grants), NSCC's delay target, and its
+        DCQCN feedback delay (a mark reaches the receiver and its CNP comes back: one round trip); the
+        lossy buffer (default) is one BDP at the run's largest RTT.
 
     Returns
     -------
@@ -591,7 +615,7 @@ def simulate_fluid(
         :func:`fluid_bytes`, stated in the message), before anything is allocated; a predecessor out of
         range or a cycle of predecessors.
     """
-    run = _new_run(paths, bytes_per_flow, capacity_bytes_per_s, transport_name, start_s, after, config)
+    run = _new_run(paths, bytes_per_flow, capacity_bytes_per_s, transport_name, start_s, after, config, rtt_s)
     fl = _new_flows(run, np.empty(0, dtype=np.int64))
     checked = 0
     while run.step < run.max_steps and run.open_flows:
@@ -629,6 +653,7 @@ def _new_run(
     start_s: np.ndarray | Sequence[float] | None,
     after: np.ndarray | Sequence[int] | None,
     config: FluidConfig | None,
+    rtt_s: np.ndarray | Sequence[float] | None = None,
 ) -> _Run:
     """The inputs checked (see :func:`simulate_fluid`, Raises) and a run at time 0, no flow stepped yet."""
     tr = transport(transport_name)
@@ -647,10 +672,11 @@ def _new_run(
         raise ConfigError("start_s: one finite start time >= 0 per flow")
     dcq = cfg.dcqcn or dcqcn_preset(tr.dcqcn_preset)
     pred = _predecessors(after, n_flows)
+    rtt, feedback = _round_trips(rtt_s, n_flows, cfg, dcq)
     n_entries = sum(len(p) for p in paths)
     check_memory(
         f"the fluid model of {n_flows:,} flows over {n_entries:,} (flow, hop) entries",
-        fluid_bytes(n_flows, n_entries, n_links, cfg, dcq),
+        fluid_bytes(n_flows, n_entries, n_links, cfg, dcq, max_rtt_s=None if rtt_s is None else float(rtt.max())),
         "paths",
     )
     ent = _Entries.from_paths(paths, n_links)
@@ -658,17 +684,40 @@ def _new_run(
     chained = np.flatnonzero(pred >= 0)
     kids = chained[np.argsort(pred[chained], kind="stable")]
     succ_ptr = np.concatenate([[0], np.cumsum(np.bincount(pred[chained], minlength=n_flows))])
+    ack, fb = _steps_of(rtt, cfg.dt_s), _steps_of(feedback, cfg.dt_s)
     run = _Run(
         tr, cfg, dcq, cap, ent, size, cap[ent.link[ent.first]], own, pred, succ_ptr, kids, start,
         np.full(n_flows, np.nan), np.zeros(n_flows), np.zeros(n_flows), np.flatnonzero(pred < 0),
-        _Links.zeros(n_links), _new_trace(ent, cfg.trace_link, n_flows),
-        ack_steps=max(1, round(cfg.base_rtt_s / cfg.dt_s)),
-        delay_steps=max(1, round(dcq.feedback_delay_s / cfg.dt_s)),
+        _Links.zeros(n_links), _new_trace(ent, cfg.trace_link, n_flows), rtt, ack, fb,
+        ack_rows=int(ack.max(initial=1)), delay_rows=int(fb.max(initial=1)),
         max_steps=int(math.ceil(cfg.max_time_s / cfg.dt_s)),
     )  # fmt: skip
     run.next_start = float(start.min())
     run.open_flows = n_flows
     return run
+
+
+def _round_trips(
+    rtt_s: np.ndarray | Sequence[float] | None, n_flows: int, cfg: FluidConfig, dcq: DcqcnParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each flow's base RTT and DCQCN feedback delay, s (see :func:`simulate_fluid`, ``rtt_s``).
+
+    Raises
+    ------
+    ConfigError
+        If ``rtt_s`` is not one finite value > 0 per flow.
+    """
+    if rtt_s is None:
+        return np.full(n_flows, cfg.base_rtt_s), np.full(n_flows, dcq.feedback_delay_s)
+    rtt = np.asarray(rtt_s, dtype=np.float64).reshape(-1)
+    if rtt.size != n_flows or not (np.isfinite(rtt).all() and (rtt > 0).all()):
+        raise ConfigError("rtt_s: one finite round trip > 0 per flow")
+    return rtt, rtt
+
+
+def _steps_of(delay_s: np.ndarray, dt_s: float) -> np.ndarray:
+    """Whole steps of each delay, at least one: ``max(1, round(delay / dt))``."""
+    return np.maximum(np.round(delay_s / dt_s), 1).astype(np.int64)
 
 
 def _new_trace(ent: _Entries, link: int | None, n_flows: int) -> _Trace | None:
@@ -696,8 +745,8 @@ def _new_flows(run: _Run, ids: np.ndarray) -> _Flows:
     cfg, all_ent = run.cfg, run.ent_all
     lengths = all_ent.lengths[ids]
     ent = _Entries(all_ent.link[_ranges(all_ent.first[ids], lengths)], lengths, all_ent.n_links)
-    size, line = run.size[ids], run.line[ids]
-    bdp = line * cfg.base_rtt_s
+    size, line, rtt = run.size[ids], run.line[ids], run.rtt[ids]
+    bdp = line * rtt
     receiver = all_ent.link[all_ent.last[ids]]
     window = np.full(ids.size, np.inf)
     if run.tr.congestion_control in ("window", "nscc"):
@@ -707,9 +756,9 @@ def _new_flows(run: _Run, ids: np.ndarray) -> _Flows:
     return _Flows(
         ent, np.zeros(ent.link.size), ids, size, line, bdp, receiver, max_window, size.copy(), zeros,
         zeros.copy(), np.full(ids.size, np.nan), bdp.copy(), window, line.copy(), line.copy(),
-        np.ones(ids.size), zeros.copy(), np.ones(ids.size, dtype=bool),
-        np.zeros((2 * run.ack_steps, ids.size)), np.zeros((run.ack_steps, ids.size)),
-        np.zeros((run.delay_steps, ids.size)), np.tile(line, (run.delay_steps, 1)),
+        np.ones(ids.size), zeros.copy(), np.ones(ids.size, dtype=bool), rtt, run.ack[ids], run.fb[ids],
+        np.zeros((2 * run.ack_rows, ids.size)), np.zeros((run.ack_rows, ids.size)),
+        np.zeros((run.delay_rows, ids.size)), np.tile(line, (run.delay_rows, 1)),
     )  # fmt: skip
 
 
@@ -748,15 +797,15 @@ def _start_due(run: _Run, fl: _Flows) -> _Flows:
 def _fine_step(run: _Run, fl: _Flows) -> None:
     """One step of ``dt`` (module docstring, 1-6), then the flows it finished.
 
-    First the NACKs that come back this step (one base RTT after their trims): those bytes leave the flight
-    and are sent again. The acknowledged bytes are the ones delivered one base RTT ago.
+    First the NACKs that come back this step (one base RTT of their flow after their trims): those bytes
+    leave the flight and are sent again. The acknowledged bytes are the ones delivered one base RTT ago.
     """
-    slot = run.step % run.ack_steps
+    slot = run.step % run.ack_rows
     nacked = fl.nack_hist[slot].copy()
     fl.nack_hist[slot] = 0.0
     fl.left += nacked
     fl.sent -= nacked
-    acked = fl.deliv_hist[(run.step + run.ack_steps) % (2 * run.ack_steps)]
+    acked = _delivered_ago(run, fl, 1)
     offer = _offers(run, fl, nacked, acked)
     served, sendable, arrived = _serve(run, fl, offer)
     egress, backlog = _trim(run, fl, arrived)
@@ -764,9 +813,16 @@ def _fine_step(run: _Run, fl: _Flows) -> None:
     if run.trace is not None:
         _sample(run, fl, served, 1)
     _control(run, fl, egress, nacked, acked)
-    fl.deliv_hist[run.step % (2 * run.ack_steps)] = fl.delivered  # acknowledged one base RTT later
+    fl.deliv_hist[run.step % (2 * run.ack_rows)] = fl.delivered  # acknowledged one base RTT later
     run.step += 1
     _finish(run, fl)
+
+
+def _delivered_ago(run: _Run, fl: _Flows, rtts: int) -> np.ndarray:
+    """Each stepped flow's delivered bytes ``rtts`` (1 or 2) of its own base RTTs of steps ago (0 before
+    it started): the ring's row ``(step - rtts x ack) mod (2 x ack_rows)`` of the flow's column."""
+    rows = (run.step - rtts * fl.ack) % (2 * run.ack_rows)
+    return fl.deliv_hist[rows, np.arange(fl.ids.size)]
 
 
 def _offers(run: _Run, fl: _Flows, nacked: np.ndarray, acked: np.ndarray) -> np.ndarray:
@@ -776,7 +832,7 @@ def _offers(run: _Run, fl: _Flows, nacked: np.ndarray, acked: np.ndarray) -> np.
     active = np.isnan(fl.end)
     in_flight = fl.sent - acked
     if tr.congestion_control == "window":  # the receiver splits its grant among its active senders
-        grant = run.cfg.window_bytes or run.cap[fl.receiver] * run.cfg.base_rtt_s
+        grant = run.cfg.window_bytes or run.cap[fl.receiver] * fl.rtt
         senders = np.bincount(fl.receiver, weights=active.astype(float), minlength=n_links)
         fl.window = grant / np.maximum(senders[fl.receiver], 1.0)
     room = np.maximum(fl.window - in_flight, 0.0)
@@ -832,15 +888,15 @@ def _serve(run: _Run, fl: _Flows, offer: np.ndarray) -> tuple[np.ndarray, np.nda
 def _trim(run: _Run, fl: _Flows, arrived: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """4. Lossy fabrics trim what a queue cannot hold. A link's queue counts what it cannot send in the
     next step (bytes that arrived this step and leave in the next one are in transit, not queued). The
-    trimmed bytes stay in flight until their NACK is back (one base RTT); their headers cross the link in
-    the next step.
+    trimmed bytes stay in flight until their NACK is back (one base RTT of their flow); their headers cross
+    the link in the next step. The default buffer is one BDP at the run's largest base RTT.
 
     Returns each link's egress queue and each entry's backlog (:func:`_backlog`).
     """
     cfg, cap, dt, ent, n_links = run.cfg, run.cap, run.dt, fl.ent, run.cap.size
     egress, backlog = _backlog(fl.queue, ent, cap, dt, n_links)
     if run.tr.trimming:
-        buffer = cap * cfg.base_rtt_s if cfg.lossy_buffer_bytes is None else cfg.lossy_buffer_bytes
+        buffer = cap * float(run.rtt.max()) if cfg.lossy_buffer_bytes is None else cfg.lossy_buffer_bytes
         over = np.maximum(egress - cap * dt - buffer, 0.0)
         run.links.headers = np.zeros(n_links)
         if over.any():
@@ -852,7 +908,8 @@ def _trim(run: _Run, fl: _Flows, arrived: np.ndarray) -> tuple[np.ndarray, np.nd
             fl.queue -= cut
             cut_flow = np.bincount(ent.flow, weights=cut, minlength=fl.ids.size).astype(np.float64)
             run.trimmed[fl.ids] += cut_flow
-            fl.nack_hist[run.step % run.ack_steps] += cut_flow  # in flight until its NACK is back
+            back = (run.step + fl.ack) % run.ack_rows  # in flight until its NACK is back
+            fl.nack_hist[back, np.arange(fl.ids.size)] += cut_flow
             egress, backlog = _backlog(fl.queue, ent, cap, dt, n_links)
     return egress, backlog
 
@@ -906,8 +963,9 @@ def _control(run: _Run, fl: _Flows, egress: np.ndarray, nacked: np.ndarray, acke
             weights=np.log1p(-np.minimum(p_link[ent.inner_link], 1 - 1e-12)),
             minlength=fl.ids.size,
         )
-        slot = run.step % run.delay_steps
-        p_old, rc_old = fl.p_hist[slot].copy(), fl.rc_hist[slot].copy()
+        cols, slot = np.arange(fl.ids.size), run.step % run.delay_rows
+        old = (run.step - fl.fb) % run.delay_rows  # the feedback of one delay (of this flow) ago
+        p_old, rc_old = fl.p_hist[old, cols], fl.rc_hist[old, cols]
         fl.p_hist[slot], fl.rc_hist[slot] = -np.expm1(log_pass), fl.rate
         d_rt, d_rc, d_alpha = dcqcn_derivatives(p_old, rc_old, fl.rt, fl.rate, fl.alpha, dcq)
         floor = dcq.packet_bytes / dcq.cnp_interval_s
@@ -915,10 +973,12 @@ def _control(run: _Run, fl: _Flows, egress: np.ndarray, nacked: np.ndarray, acke
         fl.rate = np.clip(fl.rate + d_rc * dt, floor, fl.line)
         fl.alpha = np.clip(fl.alpha + d_alpha * dt, 0.0, 1.0)
     elif cc == "nscc":
-        acked_last = acked - fl.deliv_hist[run.step % (2 * run.ack_steps)]  # over the last RTT
+        acked_last = acked - _delivered_ago(run, fl, 2)  # over the last RTT
         delay = np.bincount(ent.inner_flow, weights=(egress / run.cap)[ent.inner_link], minlength=fl.ids.size)
         sig = _NsccSignals(nacked, acked_last, delay, run.step * dt)
-        fl.window, fl.qa_until = _nscc_update(fl.window, sig, fl.qa_until, run.cfg, fl.bdp, fl.max_window)
+        fl.window, fl.qa_until = _nscc_update(
+            fl.window, sig, fl.qa_until, run.cfg, fl.bdp, fl.max_window, fl.rtt
+        )
 
 
 def _finish(run: _Run, fl: _Flows, at_step: np.ndarray | None = None) -> None:
@@ -944,7 +1004,7 @@ def _finish(run: _Run, fl: _Flows, at_step: np.ndarray | None = None) -> None:
     run.done_bytes += float(fl.size[done].sum())
     kids = run.succ[_ranges(run.succ_ptr[ids], run.succ_ptr[ids + 1] - run.succ_ptr[ids])]
     if kids.size:
-        run.start[kids] = np.maximum(run.own_start[kids], run.end[run.pred[kids]] + run.cfg.base_rtt_s)
+        run.start[kids] = np.maximum(run.own_start[kids], run.end[run.pred[kids]] + run.rtt[kids])
         run.pending = np.concatenate([run.pending, kids])
         run.next_start = min(run.next_start, float(run.start[kids].min()))
 
@@ -1105,7 +1165,7 @@ def _epoch_course(
     if (~alone).any():
         n = min(n, int(np.floor((fl.left - o) / per_step)[~alone].min()) + 1)
     ends = _end_steps(fl, offset, per_step, full, rest)
-    n = min(n, int(min(ends.min() + math.floor(run.cfg.base_rtt_s / run.dt), n)))
+    n = min(n, int(min(ends.min() + math.floor(float(run.rtt.min()) / run.dt), n)))
     if fl.ids.size == run.open_flows:  # the run stops at its last end
         n = min(n, int(min(ends.max(), n)))
     if run.tr.congestion_control == "dcqcn":
@@ -1241,7 +1301,15 @@ _ARRAYS_PER_FLOW = 40
 _ARRAYS_PER_LINK = 30
 
 
-def fluid_bytes(n_flows: int, n_entries: int, n_links: int, cfg: FluidConfig, dcq: DcqcnParams) -> float:
+def fluid_bytes(
+    n_flows: int,
+    n_entries: int,
+    n_links: int,
+    cfg: FluidConfig,
+    dcq: DcqcnParams,
+    *,
+    max_rtt_s: float | None = None,
+) -> float:
     """Estimate of the bytes :func:`simulate_fluid` allocates, from counts (no allocation)::
 
         8 (24 E + F (40 + 3 A + 2 D) + 30 L)
@@ -1249,10 +1317,12 @@ def fluid_bytes(n_flows: int, n_entries: int, n_links: int, cfg: FluidConfig, dc
     for ``E`` (flow, hop) entries, ``F`` flows, ``L`` links, ``A = base_rtt / dt`` steps of history (two
     round trips of delivered bytes for the acknowledgements, one of NACKs) and ``D = feedback_delay / dt``
     steps of DCQCN feedback history per flow (the per-step trace of ``trace_link`` comes on top: 32 B a
-    step).
+    step). With per-flow round trips (``max_rtt_s``: the largest, s), ``A`` and ``D`` are its steps (a
+    flow's DCQCN feedback delay is then its RTT).
     """
-    ack = max(1, round(cfg.base_rtt_s / cfg.dt_s))
-    delay = max(1, round(dcq.feedback_delay_s / cfg.dt_s))
+    rtt = cfg.base_rtt_s if max_rtt_s is None else max_rtt_s
+    ack = max(1, round(rtt / cfg.dt_s))
+    delay = max(1, round((dcq.feedback_delay_s if max_rtt_s is None else max_rtt_s) / cfg.dt_s))
     per_flow = _ARRAYS_PER_FLOW + 3 * ack + 2 * delay
     return 8.0 * (_ARRAYS_PER_ENTRY * n_entries + per_flow * n_flows + _ARRAYS_PER_LINK * n_links)
 
@@ -1300,8 +1370,9 @@ def _nscc_update(
     cfg: FluidConfig,
     bdp: np.ndarray,
     max_window: np.ndarray,
+    rtt: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """NSCC's window law, spread over one base RTT per decision (htsim ``uec.cpp``, UETH commit of
+    """NSCC's window law, spread over one base RTT (``rtt``, each flow's, s) per decision (htsim ``uec.cpp``, UETH commit of
     congestion-control.md Sec. 3.4). Returns the new window and the end of each flow's quick-adapt period.
 
     - Increase only on acknowledged bytes: ``fair_increase`` adds ``fi x newly_acked`` to ``inc_bytes`` and
@@ -1316,8 +1387,8 @@ def _nscc_update(
       MSS) and the NACKs of the bytes already in flight are ignored for the period, ``base RTT + target``.
       Otherwise the window loses the NACKed bytes.
     """
-    target = 0.75 * cfg.base_rtt_s
-    per_step = cfg.dt_s / cfg.base_rtt_s
+    target = 0.75 * rtt
+    per_step = cfg.dt_s / rtt
     delay = sig.delay_s
     cut = np.minimum(0.8 * np.maximum(delay - target, 0.0) / np.maximum(delay, 1e-30), 0.5)
     fair = 5 * cfg.mss_bytes * bdp / (12.5e9 * 12e-6)
@@ -1328,7 +1399,7 @@ def _nscc_update(
     qa = nack & ~quiet & (sig.acked_last_rtt < max_window / 8)
     window = np.where(nack & ~quiet & ~qa, window - sig.nacked, window)
     window = np.where(qa, sig.acked_last_rtt, window)
-    qa_until = np.where(qa, sig.now_s + cfg.base_rtt_s + target, qa_until)
+    qa_until = np.where(qa, sig.now_s + rtt + target, qa_until)
     return np.clip(window, cfg.mss_bytes, max_window), qa_until
 
 

@@ -19,6 +19,10 @@ contention-free time (its busiest link's bytes at the link's capacity, or its sl
 bound of the steps the model takes) and ``E_k`` its (flow, hop) entries; a plan whose total exceeds
 ``max_work`` (default :data:`MAX_FLUID_WORK`) is refused with the figure, never run silently for minutes.
 
+Every flow's base round trip is its path's (:func:`path_rtt`), from the same link latencies the flow engine
+charges (the catalogue's switch latency of each tier), not the fluid model's 12 us default: it sets the
+ACK wait of chained steps, NACK delays, BDP windows and DCQCN's feedback delay of that flow.
+
 On a credit-based fabric the receive buffer is raised to two steps of the fastest link when the
 configured one is smaller (a floor of the step discretisation). This is a small-scale model (it steps
 every 0.5 us while anything queues; quiet stretches move in closed form and cost less than the work
@@ -36,7 +40,7 @@ from scipy import sparse
 from aifabric.errors import ConfigError
 from aifabric.transport.fluidnet import FluidConfig, simulate_fluid, transport
 
-__all__ = ["MAX_FLUID_WORK", "TransportRun", "decompose_paths", "fluid_work", "run_transport"]
+__all__ = ["MAX_FLUID_WORK", "TransportRun", "decompose_paths", "fluid_work", "path_rtt", "run_transport"]
 
 _EPS = 1e-9
 MAX_FLUID_WORK = 1e9
@@ -117,6 +121,9 @@ class TransportRun:
     retransmitted_bytes : float
     victims : int
         Flows slowed by a pause without crossing a congested link (summed over stages).
+    rtt_s : tuple of float
+        The flows' base round trips (:func:`path_rtt`): min, median and max over every path of every
+        stage, s (0 each without flows).
     """
 
     transport: str
@@ -126,11 +133,14 @@ class TransportRun:
     link_bytes: np.ndarray
     retransmitted_bytes: float
     victims: int
+    rtt_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
     def summary(self) -> str:
-        """One line: the transport, pause time, the deepest queue, victims and retransmitted bytes."""
+        """One line: the transport, base RTTs, pause time, the deepest queue, victims, retransmitted bytes."""
+        lo, mid, hi = (t * 1e6 for t in self.rtt_s)
         return (
-            f"transport {self.transport} (fluid queue model): pause {self.link_pause_s.sum() * 1e6:.1f} us "
+            f"transport {self.transport} (fluid queue model): base RTT {lo:.2f}/{mid:.2f}/{hi:.2f} us "
+            f"(min/median/max), pause {self.link_pause_s.sum() * 1e6:.1f} us "
             f"over {int((self.link_pause_s > 0).sum())} links, deepest queue "
             f"{self.link_peak_queue_bytes.max(initial=0.0) / 1e3:.0f} KB, {self.victims} victim flow(s) of "
             f"head-of-line blocking, {self.retransmitted_bytes / 1e6:.3g} MB retransmitted"
@@ -165,6 +175,56 @@ def fluid_work(
     return float(np.ceil(round(t / dt_s, 9)) * hops.sum())  # round: 20 us / 0.5 us is 40 steps, not 41
 
 
+def path_rtt(
+    paths: list[list[int]],
+    latency_s: np.ndarray,
+    capacity_bytes_per_s: np.ndarray,
+    mtu_bytes: float,
+    ack_bytes: float,
+) -> np.ndarray:
+    """Each path's base round trip (no queueing), s::
+
+        RTT = sum over the path's links l of ( 2 lat_l + (mtu + ack) / C_l )
+
+    the data packet one way (each link's latency, and one MTU serialised per hop: store and forward) and
+    its acknowledgement back over the same cables (a cable's two directions have the same latency and
+    rate). ``lat_l`` is the link latency the flow engine charges (:attr:`Topology.link_latency_s`: the
+    catalogue's latency of the switch the link climbs into, per tier), so the flow engine's one-way path
+    latency is ``sum lat_l``. Not counted: cable propagation (the catalogue has no cable lengths per tier)
+    and the NIC's latency (the catalogue's is NCCL's ``hwLat``, which the plan's NCCL latency charges once
+    per operation).
+
+    Parameters
+    ----------
+    paths : list of list of int
+        Links of each path.
+    latency_s, capacity_bytes_per_s : ndarray, shape (n_links,)
+        Per link, s and bytes/s (> 0 on every link a path crosses).
+    mtu_bytes, ack_bytes : float
+        The data packet (the fluid model's MSS, 4 KiB) and the acknowledgement (a header, 64 B).
+
+    Returns
+    -------
+    ndarray, shape (n_paths,)
+
+    Examples
+    --------
+    Two hops of 0.6 us at 400 Gb/s (50e9 B/s): 2 x 2 x 0.6 + 2 x 4160 / 50e9 s = 2.5664 us.
+
+    >>> rtt = path_rtt([[0, 1]], np.array([0.6e-6, 0.6e-6]), np.array([50e9, 50e9]), 4096.0, 64.0)
+    >>> round(float(rtt[0]) * 1e6, 4)
+    2.5664
+    """
+    hops = np.array([len(p) for p in paths], dtype=np.int64)
+    if not hops.size:
+        return np.zeros(0)
+    links = np.concatenate([np.asarray(p, dtype=np.int64) for p in paths])
+    per_link = 2 * np.asarray(latency_s, dtype=np.float64) + (mtu_bytes + ack_bytes) / np.asarray(
+        capacity_bytes_per_s, dtype=np.float64
+    )
+    return np.bincount(np.repeat(np.arange(hops.size), hops), weights=per_link[links], minlength=hops.size)
+
+
 def run_transport(
     name: str,
     incidence: sparse.csc_matrix,
@@ -177,6 +237,7 @@ def run_transport(
     stage: np.ndarray,
     repeat: Callable[[int, int], int],
     n_jobs: int,
+    latency_s: np.ndarray,
     config: FluidConfig | None = None,
     progress: Callable[[int, int], None] | None = None,
     max_work: float = MAX_FLUID_WORK,
@@ -197,6 +258,8 @@ def run_transport(
     repeat : callable
         ``repeat(job, stage)``: how many times the stage runs.
     n_jobs : int
+    latency_s : ndarray, shape (n_links,)
+        Each link's latency, s (the flow engine's): every flow's base RTT is its path's (:func:`path_rtt`).
     config : FluidConfig, optional
     progress : callable, optional
         ``progress(done, total)`` in units of estimated work (:func:`fluid_work`), as the flow engine's.
@@ -227,6 +290,7 @@ def run_transport(
     carried = np.zeros(n_links)
     retx = 0.0
     victims = 0
+    rtts: list[np.ndarray] = []
     stages = [
         _stage_flows(inc, bytes_per_column, link_src, link_dst, job, stage, repeat, k)
         for k in np.unique(stage).tolist()
@@ -248,7 +312,9 @@ def run_transport(
             if progress is not None:
                 progress(int(base + fraction * w), int(total))
 
-        res = simulate_fluid(paths, sizes_a, sim_cap, name, config=cfg, progress=report)
+        rtt = path_rtt(paths, latency_s, sim_cap, cfg.mss_bytes, cfg.header_bytes)
+        rtts.append(rtt)
+        res = simulate_fluid(paths, sizes_a, sim_cap, name, config=cfg, progress=report, rtt_s=rtt)
         done += w
         if progress is not None:
             progress(int(done), int(total))
@@ -260,7 +326,9 @@ def run_transport(
             carried[p] += b
         retx += float(res.trimmed_bytes.sum())
         victims += int(res.victims.size)
-    return TransportRun(name, job_time.tolist(), pause, peak, carried, retx, victims)
+    every = np.concatenate(rtts) if rtts else np.zeros(1)
+    spread = (float(every.min()), float(np.median(every)), float(every.max()))
+    return TransportRun(name, job_time.tolist(), pause, peak, carried, retx, victims, spread)
 
 
 def _stage_flows(
