@@ -596,7 +596,8 @@ def simulate_fluid(
     progress : callable, optional
         Called with the fraction of bytes delivered (0 to 1) every 1,000 steps (for a progress bar).
     rtt_s : array_like, shape (n_flows,), optional
-        Each flow's base round trip, s, > 0 (on a fabric: its path's, :func:`aifabric.transport.wire.path_rtt`).
+        Each flow's base round trip, s, > 0 (on a fabric: its path's,
+        :func:`aifabric.transport.wire.path_rtt`).
         Default: ``config.base_rtt_s`` for every flow, and DCQCN's feedback delay from its parameters.
         Given, a flow's own RTT sets its ACK delay (chained starts, acknowledged bytes), its NACK delay,
         its bandwidth-delay product (NSCC and RCCC windows, receiver grants), NSCC's delay target, and its
@@ -676,7 +677,9 @@ def _new_run(
     n_entries = sum(len(p) for p in paths)
     check_memory(
         f"the fluid model of {n_flows:,} flows over {n_entries:,} (flow, hop) entries",
-        fluid_bytes(n_flows, n_entries, n_links, cfg, dcq, max_rtt_s=None if rtt_s is None else float(rtt.max())),
+        fluid_bytes(
+            n_flows, n_entries, n_links, cfg, dcq, max_rtt_s=None if rtt_s is None else float(rtt.max(initial=0.0))
+        ),
         "paths",
     )
     ent = _Entries.from_paths(paths, n_links)
@@ -1372,8 +1375,9 @@ def _nscc_update(
     max_window: np.ndarray,
     rtt: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """NSCC's window law, spread over one base RTT (``rtt``, each flow's, s) per decision (htsim ``uec.cpp``, UETH commit of
-    congestion-control.md Sec. 3.4). Returns the new window and the end of each flow's quick-adapt period.
+    """NSCC's window law, spread over one base RTT (``rtt``: each flow's, s) per decision (htsim
+    ``uec.cpp``, UETH commit of congestion-control.md Sec. 3.4). Returns the new window and the end of each
+    flow's quick-adapt period.
 
     - Increase only on acknowledged bytes: ``fair_increase`` adds ``fi x newly_acked`` to ``inc_bytes`` and
       ``fulfill_adjustment`` adds ``inc_bytes / cwnd`` to the window, so over one RTT the window grows by
