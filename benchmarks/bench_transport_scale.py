@@ -32,7 +32,9 @@ preset and the catalogue, done before). Targets:
   link of their summed capacity: exact while spraying loads them equally and nothing queues, which the
   deepest queue, 0 KB, confirms), each rank's step after its own previous one's acknowledgement (``after``:
   the fluid model chains flows one to one, so the all-to-all's steps are per rank, not a barrier); the
-  credit buffer covers two steps of the fastest link, as :mod:`aifabric.transport.wire` sets it.
+  credit buffer covers two steps of the fastest link and each flow's base RTT is its path's
+  (:func:`~aifabric.transport.wire.path_rtt`, on the groups' latencies), as :mod:`aifabric.transport.wire`
+  sets them.
 
 Figures on the shared 2-core development machine (2026-12-02, load average 3-9 from other jobs: expect
 +-50 %), as ``size: wall s, peak GB``; before this work in brackets (same machine, earlier runs):
@@ -61,9 +63,14 @@ Figures on the shared 2-core development machine (2026-12-02, load average 3-9 f
   every 0.5 us]. Same steps and makespans (ring 9,708 steps, 4.854 ms; all-to-all 4,738 steps,
   2.369 ms). The model moves in closed-form epochs while nothing queues (269 epochs and 17 single steps
   for the ring). 32 / 64 hosts: ring 0.05 / 0.11 (ib), 0.06 / 0.13 (roce-dcqcn); all-to-all 0.03 / 0.07
-  (ib), 0.03 / 0.08 (roce-dcqcn): growth ~flows. The fluid ring's makespan exceeds the flow engine's
-  (4.85 vs 1.63 ms) by its acknowledgement: one base RTT of 12 us per step (NSCC's reference network)
-  against the flow engine's one-way path latency, and the 0.5 us grid.
+  (ib), 0.03 / 0.08 (roce-dcqcn): growth ~flows. With each flow's base RTT from its path (2026-12-02
+  04:12, load average ~8, so CPU s; issue 12): 128 hosts, ring 4,332 steps, 2.166 ms (ib and roce-dcqcn;
+  was 4.854 ms with the fixed 12 us), CPU 0.36 (ib) / 0.51 (roce-dcqcn); serial all-to-all 2,049 steps,
+  1.024 ms (was 2.369), CPU 0.67 / 0.76 (the paths' different RTTs desynchronise the ranks' chains: more
+  epochs). Against the flow engine (ring 1.625 ms, all-to-all 0.867 ms) the fluid ring pays 2.1 us more
+  per step: the 0.5 us grid (a byte moves one hop per step, the sender's last step and the start rounded
+  up) and an MTU serialised per hop, no longer 12 us of ACK against the one-way latency (4.85 vs 1.63
+  ms before).
 """
 
 from __future__ import annotations
@@ -87,6 +94,7 @@ from aifabric.engines.fabric import link_capacity, simulate_plans
 from aifabric.engines.flowsim import simulate_transfers
 from aifabric.engines.routing import route
 from aifabric.transport.fluidnet import FluidConfig, simulate_fluid
+from aifabric.transport.wire import path_rtt
 
 
 def _perm(spec: ClusterSpec) -> str:
@@ -159,10 +167,13 @@ def _chain(spec: ClusterSpec, kind: str) -> str:
     return f"{src.size:,} flows, {steps} steps, makespan {res.makespan_s * 1e3:.3f} ms"
 
 
-def _sprayed_paths(topo: Topology, src: np.ndarray, dst: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+def _sprayed_paths(
+    topo: Topology, src: np.ndarray, dst: np.ndarray
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     """Each transfer's path over spray groups (``route(aggregate=True)``: a leaf's uplinks as one link of
     their summed capacity, exact while spraying loads them equally and no member queues) in path order:
-    the sender's link, the up groups, the down groups, the rest; and the capacities of links and groups."""
+    the sender's link, the up groups, the down groups, the rest; the capacities and latencies of links and
+    groups."""
     r = route(topo, src, dst, policy="spray", pxn=False, aggregate=True)
     g = r.groups
     assert g is not None
@@ -175,18 +186,22 @@ def _sprayed_paths(topo: Topology, src: np.ndarray, dst: np.ndarray) -> tuple[li
     real = rows < g.n_links
     first = real & (topo.link_src[np.where(real, rows, 0)] == src[col])
     order = np.lexsort((np.where(first, 0, rank_of[rows]), col))
-    return np.split(rows[order], np.cumsum(np.diff(inc.indptr))[:-1]), g.capacity(link_capacity(topo))
+    paths = np.split(rows[order], np.cumsum(np.diff(inc.indptr))[:-1])
+    return paths, g.capacity(link_capacity(topo)), g.latency(topo.link_latency_s)
 
 
 def _chain_fluid(spec: ClusterSpec, kind: str, transport: str) -> str:
     hosts = spec.n_gpus
     topo = build_topology(spec)
     src, dst, _, steps = _chain_schedule(hosts, kind)
-    paths, cap = _sprayed_paths(topo, src, dst)
+    paths, cap, lat = _sprayed_paths(topo, src, dst)
     after = np.where(np.arange(src.size) % steps > 0, np.arange(src.size) - 1, -1)  # the rank's previous step
     cfg = FluidConfig(credit_buffer_bytes=2 * float(cap.max()) * FluidConfig().dt_s)  # as transport.wire
+    rtt = path_rtt([p.tolist() for p in paths], lat, cap, cfg.mss_bytes, cfg.header_bytes)  # as wire
     t0, c0 = time.perf_counter(), time.process_time()
-    res = simulate_fluid(paths, np.full(src.size, 256 * 1024.0), cap, transport, after=after, config=cfg)
+    res = simulate_fluid(
+        paths, np.full(src.size, 256 * 1024.0), cap, transport, after=after, config=cfg, rtt_s=rtt
+    )
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     return (
         f"{src.size:,} flows, {res.steps:,} steps of dt, makespan {res.makespan_s * 1e3:.3f} ms, deepest "

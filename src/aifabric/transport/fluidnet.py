@@ -549,6 +549,7 @@ class _Run:
     fb: np.ndarray  # steps of its DCQCN feedback delay (>= 1)
     ack_rows: int  # the largest ack: rows of the NACK history (two of it: delivered bytes)
     delay_rows: int  # the largest fb: rows of DCQCN's feedback history
+    quiet_after_end: np.ndarray  # steps after a flow's end before a successor of it could start
     max_steps: int
     next_start: float = math.inf
     open_flows: int = 0
@@ -675,11 +676,10 @@ def _new_run(
     pred = _predecessors(after, n_flows)
     rtt, feedback = _round_trips(rtt_s, n_flows, cfg, dcq)
     n_entries = sum(len(p) for p in paths)
+    longest = None if rtt_s is None else float(rtt.max(initial=0.0))
     check_memory(
         f"the fluid model of {n_flows:,} flows over {n_entries:,} (flow, hop) entries",
-        fluid_bytes(
-            n_flows, n_entries, n_links, cfg, dcq, max_rtt_s=None if rtt_s is None else float(rtt.max(initial=0.0))
-        ),
+        fluid_bytes(n_flows, n_entries, n_links, cfg, dcq, max_rtt_s=longest),
         "paths",
     )
     ent = _Entries.from_paths(paths, n_links)
@@ -693,6 +693,7 @@ def _new_run(
         np.full(n_flows, np.nan), np.zeros(n_flows), np.zeros(n_flows), np.flatnonzero(pred < 0),
         _Links.zeros(n_links), _new_trace(ent, cfg.trace_link, n_flows), rtt, ack, fb,
         ack_rows=int(ack.max(initial=1)), delay_rows=int(fb.max(initial=1)),
+        quiet_after_end=_quiet_after_end(rtt, pred, cfg.dt_s),
         max_steps=int(math.ceil(cfg.max_time_s / cfg.dt_s)),
     )  # fmt: skip
     run.next_start = float(start.min())
@@ -716,6 +717,16 @@ def _round_trips(
     if rtt.size != n_flows or not (np.isfinite(rtt).all() and (rtt > 0).all()):
         raise ConfigError("rtt_s: one finite round trip > 0 per flow")
     return rtt, rtt
+
+
+def _quiet_after_end(rtt: np.ndarray, pred: np.ndarray, dt_s: float) -> np.ndarray:
+    """Per flow, whole steps after its end before any successor could start: ``floor(min RTT of its
+    successors / dt)`` (a successor starts its own RTT after its predecessor's end); a flow without
+    successors: its own RTT's steps (an epoch bound, as without successors)."""
+    chained = np.flatnonzero(pred >= 0)
+    kid_rtt = np.full(rtt.size, np.inf)
+    np.minimum.at(kid_rtt, pred[chained], rtt[chained])
+    return np.floor(np.where(np.isinf(kid_rtt), rtt, kid_rtt) / dt_s)
 
 
 def _steps_of(delay_s: np.ndarray, dt_s: float) -> np.ndarray:
@@ -1168,7 +1179,7 @@ def _epoch_course(
     if (~alone).any():
         n = min(n, int(np.floor((fl.left - o) / per_step)[~alone].min()) + 1)
     ends = _end_steps(fl, offset, per_step, full, rest)
-    n = min(n, int(min(ends.min() + math.floor(float(run.rtt.min()) / run.dt), n)))
+    n = min(n, int(min((ends + run.quiet_after_end[fl.ids]).min(), n)))
     if fl.ids.size == run.open_flows:  # the run stops at its last end
         n = min(n, int(min(ends.max(), n)))
     if run.tr.congestion_control == "dcqcn":
