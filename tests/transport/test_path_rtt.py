@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
 from aifabric.cluster.topology import Topology, build_topology
+from aifabric.engines.api import collective_time
 from aifabric.engines.fabric import link_capacity
 from aifabric.engines.flowsim import simulate_transfers
 from aifabric.engines.routing import route
@@ -141,3 +142,19 @@ def test_a_chained_flow_waits_for_its_own_round_trip() -> None:
     )
     np.testing.assert_allclose(res.flow_start_s, [0, 2e-6, 0, 6e-6], atol=1e-12)
     np.testing.assert_allclose(res.flow_end_s, [1e-6, 3e-6, 1e-6, 7e-6], atol=1e-12)
+
+
+def test_a_collective_under_a_transport_states_its_base_rtts() -> None:
+    """A ring all-reduce on 4 DGX H100 nodes: ring neighbours over NVLink (2 x 0.6 us hops) and across
+    nodes on one rail (NIC -> leaf -> NIC, 2 x 0.13 us hops); the result's dict carries them (as
+    ``collective --json``)."""
+    spec = preset("dgx-h100-superpod", nodes=4)
+    res = collective_time(
+        "all_reduce", 1e6, spec, engine="flow", routing="spray", algorithm="ring", transport="ib"
+    )
+    rtt = res.to_dict()["extra"]["transport"]["base_rtt_s"]
+    topo = build_topology(spec)
+    cap = link_capacity(topo)
+    nic, nvl = topo.nic_up[0, 0], topo.gpu_up[0]
+    assert rtt["min"] == pytest.approx(2 * (2 * QM9700 + (MTU + ACK) / cap[nic]), rel=1e-9)  # 0.69 us
+    assert rtt["max"] == pytest.approx(2 * (2 * 0.6e-6 + (MTU + ACK) / cap[nvl]), rel=1e-9)  # 2.42 us

@@ -237,12 +237,5 @@ def _transport_json(run: TransportRun | None, topo: Topology) -> dict[str, Any] 
     if run is None:
         return None
     paused = np.flatnonzero(run.link_pause_s > 0)
-    return {
-        "name": run.transport,
-        "pause_s": float(run.link_pause_s.sum()),
-        "paused_links": {topo.link_label(int(i)): float(run.link_pause_s[i]) for i in paused[:50]},
-        "peak_queue_bytes": float(run.link_peak_queue_bytes.max(initial=0.0)),
-        "victims": run.victims,
-        "retransmitted_bytes": run.retransmitted_bytes,
-        "base_rtt_s": dict(zip(("min", "median", "max"), run.rtt_s, strict=True)),
-    }
+    paused_links = {topo.link_label(int(i)): float(run.link_pause_s[i]) for i in paused[:50]}
+    return run.to_dict() | {"paused_links": paused_links}

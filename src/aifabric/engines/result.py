@@ -91,4 +91,6 @@ class CollectiveResult:
                     for lr in fabric.top_links
                 ],
             }
+            if "transport" in fabric.meta:  # the fluid model's figures (transport.wire.TransportRun)
+                out["extra"]["transport"] = fabric.meta["transport"].to_dict()
         return out

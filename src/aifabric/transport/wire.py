@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -134,6 +135,18 @@ class TransportRun:
     retransmitted_bytes: float
     victims: int
     rtt_s: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The run's figures, JSON-ready (SI units): name, pause, deepest queue, victims, retransmitted
+        bytes and the flows' base RTTs (min, median, max)."""
+        return {
+            "name": self.transport,
+            "pause_s": float(self.link_pause_s.sum()),
+            "peak_queue_bytes": float(self.link_peak_queue_bytes.max(initial=0.0)),
+            "victims": self.victims,
+            "retransmitted_bytes": self.retransmitted_bytes,
+            "base_rtt_s": dict(zip(("min", "median", "max"), self.rtt_s, strict=True)),
+        }
 
     def summary(self) -> str:
         """One line: the transport, base RTTs, pause time, the deepest queue, victims, retransmitted bytes."""
