@@ -16,7 +16,8 @@ from aifabric.engines.fabric import link_capacity
 from aifabric.engines.flowsim import simulate_transfers
 from aifabric.engines.routing import route
 from aifabric.errors import ConfigError
-from aifabric.transport.fluidnet import FluidConfig, simulate_fluid
+from aifabric.transport.fluidnet import FluidConfig, fluid_bytes, simulate_fluid
+from aifabric.transport.params import dcqcn_preset
 from aifabric.transport.wire import decompose_paths, path_rtt
 
 MTU, ACK = 4096.0, 64.0  # the fluid model's MSS and header (FluidConfig defaults)
@@ -158,3 +159,10 @@ def test_a_collective_under_a_transport_states_its_base_rtts() -> None:
     nic, nvl = topo.nic_up[0, 0], topo.gpu_up[0]
     assert rtt["min"] == pytest.approx(2 * (2 * QM9700 + (MTU + ACK) / cap[nic]), rel=1e-9)  # 0.69 us
     assert rtt["max"] == pytest.approx(2 * (2 * 0.6e-6 + (MTU + ACK) / cap[nvl]), rel=1e-9)  # 2.42 us
+
+
+def test_the_memory_estimate_counts_the_longest_round_trip() -> None:
+    """By hand: with per-flow RTTs of at most 2 us, A = D = 2 / 0.5 = 4 steps of history (a flow's DCQCN
+    feedback delay is its RTT), so 8 B x (24 E + (40 + 3 x 4 + 2 x 4) F + 30 L)."""
+    got = fluid_bytes(10, 30, 5, FluidConfig(), dcqcn_preset("conext16"), max_rtt_s=2e-6)
+    assert got == 8.0 * (24 * 30 + 60 * 10 + 30 * 5)
