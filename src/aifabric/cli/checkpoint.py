@@ -19,7 +19,7 @@ from aifabric.cli.common import (
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
-from aifabric.storage.checkpoint import checkpoint_size, checkpoint_time
+from aifabric.storage.checkpoint import CheckpointResult, CheckpointSize, checkpoint_size, checkpoint_time
 from aifabric.storage.dataload import data_loading
 from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s
 from aifabric.units import format_bytes, format_time, parse_bytes, parse_time
@@ -117,13 +117,7 @@ def checkpoint(
     spec = _with_storage(spec, storage, storage_units, storage_read, storage_write)
     n = _n_params(model, params)
     _check_bytes_per_param(weight_bytes, optimizer_bytes)
-    if spec.n_gpus % (tp * pp):
-        raise ConfigError(f"--tp {tp} x --pp {pp} does not divide the cluster's {spec.n_gpus} GPUs")
-    if dp is not None and spec.n_gpus % (tp * pp * dp):
-        raise ConfigError(
-            f"--dp {dp}: --tp {tp} x --pp {pp} x --dp {dp} = {tp * pp * dp} does not divide the cluster's "
-            f"{spec.n_gpus} GPUs"
-        )
+    _check_degrees(spec, tp, pp, dp)
     size = checkpoint_size(
         n,
         tp=tp,
@@ -134,44 +128,15 @@ def checkpoint(
         optimizer_bytes_per_param=optimizer_bytes,
     )
     res = checkpoint_time(spec, size, gds=gds)
-    out: dict[str, Any] = {
-        "cluster": spec.name,
-        "gpus": spec.n_gpus,
-        "params": n,
-        "bytes_per_param": size.bytes_per_param,
-        "checkpoint_bytes": size.total_bytes,
-        "writer_gpus": size.writer_gpus,
-        "writer_nodes": res.writer_nodes,
-        "write": res.write.__dict__,
-        "restore": res.restore.__dict__,
-        "async_copy_s": res.async_copy_s,
-        "async_drain": res.async_drain.__dict__,
-    }
+    out = _checkpoint_dict(spec, n, size, res)
     if step_s is not None:
         if not step_s > 0:
             raise ConfigError(f"--step-time must be > 0, got {step_time!r}")
         out["async_drain_steps"] = res.drain_steps(step_s)
     if mtbf_s is not None:
-        m = mtbf_s
-        if not m > 0:
+        if not mtbf_s > 0:
             raise ConfigError(f"--mtbf must be > 0, got {mtbf!r}")
-        for mode, cost, floor in (
-            ("sync", res.write.seconds, 0.0),
-            (
-                "async",
-                res.async_copy_s,
-                max(res.async_drain.seconds, step_s or 0.0),
-            ),  # drain done, whole steps
-        ):
-            tau = max(young_daly_interval_s(cost, m), floor)
-            out[f"interval_{mode}_s"] = tau
-            # Young/Daly is first order in cost/MTBF: an interval no longer than one write is outside it
-            out[f"young_daly_holds_{mode}"] = tau > cost
-            out[f"goodput_lost_{mode}"] = (
-                goodput_lost_fraction(tau, cost, m, res.restore.seconds)
-                if tau > 0
-                else res.restore.seconds / m
-            )
+        out.update(_intervals(res, mtbf_s, step_s))
     if data_per_step is not None:
         if step_s is None:
             raise ConfigError("--data-per-step needs --step-time")
@@ -187,6 +152,63 @@ def checkpoint(
         emit_json(out)
         return
     _render(out)
+
+
+def _check_degrees(spec: ClusterSpec, tp: int, pp: int, dp: int | None) -> None:
+    """ConfigError when tp x pp (x dp, if given) does not divide the cluster's GPUs."""
+    if spec.n_gpus % (tp * pp):
+        raise ConfigError(f"--tp {tp} x --pp {pp} does not divide the cluster's {spec.n_gpus} GPUs")
+    if dp is not None and spec.n_gpus % (tp * pp * dp):
+        raise ConfigError(
+            f"--dp {dp}: --tp {tp} x --pp {pp} x --dp {dp} = {tp * pp * dp} does not divide the cluster's "
+            f"{spec.n_gpus} GPUs"
+        )
+
+
+def _checkpoint_dict(
+    spec: ClusterSpec, n: float, size: CheckpointSize, res: CheckpointResult
+) -> dict[str, Any]:
+    """Size, writers, write, restore and asynchronous copy/drain of the checkpoint (bytes, seconds)."""
+    return {
+        "cluster": spec.name,
+        "gpus": spec.n_gpus,
+        "params": n,
+        "bytes_per_param": size.bytes_per_param,
+        "checkpoint_bytes": size.total_bytes,
+        "writer_gpus": size.writer_gpus,
+        "writer_nodes": res.writer_nodes,
+        "write": res.write.__dict__,
+        "restore": res.restore.__dict__,
+        "async_copy_s": res.async_copy_s,
+        "async_drain": res.async_drain.__dict__,
+    }
+
+
+def _intervals(res: CheckpointResult, mtbf_s: float, step_s: float | None) -> dict[str, Any]:
+    """Young/Daly interval, whether it holds and the goodput lost, for synchronous and asynchronous saves.
+
+    The cost is the write (sync) or the copy to host (async); an async interval is at least the drain and
+    one step. Without an interval (tau = 0) the loss is restore / MTBF.
+    """
+    out: dict[str, Any] = {}
+    for mode, cost, floor in (
+        ("sync", res.write.seconds, 0.0),
+        (
+            "async",
+            res.async_copy_s,
+            max(res.async_drain.seconds, step_s or 0.0),
+        ),  # drain done, whole steps
+    ):
+        tau = max(young_daly_interval_s(cost, mtbf_s), floor)
+        out[f"interval_{mode}_s"] = tau
+        # Young/Daly is first order in cost/MTBF: an interval no longer than one write is outside it
+        out[f"young_daly_holds_{mode}"] = tau > cost
+        out[f"goodput_lost_{mode}"] = (
+            goodput_lost_fraction(tau, cost, mtbf_s, res.restore.seconds)
+            if tau > 0
+            else res.restore.seconds / mtbf_s
+        )
+    return out
 
 
 def _with_storage(

@@ -13,7 +13,7 @@ from aifabric.cluster.power import optics_whatif
 from aifabric.cluster.presets import list_presets
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.summary import summarize
+from aifabric.cluster.summary import ClusterSummary, summarize
 from aifabric.errors import ConfigError
 
 __all__ = ["cluster_app"]
@@ -84,29 +84,7 @@ def show(
     spec = resolve_cluster(cluster, nodes=nodes, **changes)
     s = summarize(spec)
     if json_out:
-        emit_json(
-            {
-                "name": spec.name,
-                "gpus": s.n_gpus,
-                "nodes": s.n_nodes,
-                "scale_up_domain_gpus": s.domain_gpus,
-                "networks": [r.__dict__ for r in s.rungs],
-                "ratios": s.ratios,
-                "oversubscription": s.oversubscription,
-                "realised_oversubscription": s.realised_oversubscription,
-                "requested_bisection_bytes_per_s": s.requested_bisection_bytes_per_s,
-                "tiers": s.tiers,
-                "front_end_oversubscription": spec.front_end.oversubscription if spec.front_end else None,
-                "bisection_bytes_per_s": s.bisection_bytes_per_s,
-                "headlines": [h.__dict__ for h in headlines(s)],
-                "parts": [p.__dict__ for p in s.inventory.lines],
-                "watts": s.inventory.watts_by_network,
-                "compute_watts": s.power.compute_watts if s.power else 0.0,
-                "total_watts": s.power.total_watts if s.power else s.inventory.total_watts,
-                "optics_watts": s.inventory.optics_watts,
-                "optics_share": s.power.optics_share if s.power else 0.0,
-            }
-        )
+        emit_json(_summary_json(spec, s))
         return
     chips = "chips" if spec.accelerator_spec.arch == "tpu" else "GPUs"
     console.print(
@@ -117,6 +95,41 @@ def show(
     )
     if spec.description:
         console.print(spec.description.strip())
+    _print_bandwidths(s, chips)
+    _print_fabric(spec, s)
+    if not s.inventory.lines:
+        console.print("parts and power: no switched networks in this description (torus links only)")
+        return
+    _print_power(s)
+
+
+def _summary_json(spec: ClusterSpec, s: ClusterSummary) -> dict[str, Any]:
+    """The ``--json`` document of a cluster summary (bandwidths in bytes/s per direction, power in W)."""
+    return {
+        "name": spec.name,
+        "gpus": s.n_gpus,
+        "nodes": s.n_nodes,
+        "scale_up_domain_gpus": s.domain_gpus,
+        "networks": [r.__dict__ for r in s.rungs],
+        "ratios": s.ratios,
+        "oversubscription": s.oversubscription,
+        "realised_oversubscription": s.realised_oversubscription,
+        "requested_bisection_bytes_per_s": s.requested_bisection_bytes_per_s,
+        "tiers": s.tiers,
+        "front_end_oversubscription": spec.front_end.oversubscription if spec.front_end else None,
+        "bisection_bytes_per_s": s.bisection_bytes_per_s,
+        "headlines": [h.__dict__ for h in headlines(s)],
+        "parts": [p.__dict__ for p in s.inventory.lines],
+        "watts": s.inventory.watts_by_network,
+        "compute_watts": s.power.compute_watts if s.power else 0.0,
+        "total_watts": s.power.total_watts if s.power else s.inventory.total_watts,
+        "optics_watts": s.inventory.optics_watts,
+        "optics_share": s.power.optics_share if s.power else 0.0,
+    }
+
+
+def _print_bandwidths(s: ClusterSummary, chips: str) -> None:
+    """The headline numbers with their networks, the bandwidth per accelerator of each network, the ratios."""
     h = Table(title="Headline numbers and the network each belongs to", show_edge=False)
     for col in ("figure", "value", "network", "what it is"):
         h.add_column(col)
@@ -148,6 +161,10 @@ def show(
     console.print(
         "ratios of per-direction bandwidth: " + ", ".join(f"{a}/{b} = {x:.1f}x" for a, b, x in s.ratios)
     )
+
+
+def _print_fabric(spec: ClusterSpec, s: ClusterSummary) -> None:
+    """The scale-out Clos (tiers, oversubscription asked and built, bisection) and the front-end."""
     if s.tiers:
         rail = "rail-optimised " if spec.scale_out and spec.scale_out.rail_optimized else ""
         per_tier = ", ".join(
@@ -170,9 +187,11 @@ def show(
             f"front-end: {fe.nics_per_node} x {literal(fe.nic)} per node; leaf oversubscription (down:up) "
             f"{fe.oversubscription:g}:1 (storage and checkpoint traffic share the leaf uplinks)"
         )
-    if not s.inventory.lines:
-        console.print("parts and power: no switched networks in this description (torus links only)")
-        return
+
+
+def _print_power(s: ClusterSummary) -> None:
+    """Parts and power per network, the whole cluster's power with the optics share, and the optics
+    what-ifs (co-packaged, linear pluggables)."""
     p = Table(title="Parts and power", show_edge=False)
     for col in ("network", "item", "part", "count", "kW"):
         p.add_column(col)

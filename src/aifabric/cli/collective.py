@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -28,6 +28,11 @@ from aifabric.collectives.tiers import Protocol
 from aifabric.discovery.calibrate import Calibration, load_calibration
 from aifabric.engines.api import ENGINE_OPTIONS, collective_time
 from aifabric.units import format_bytes, one_size
+
+if TYPE_CHECKING:
+    from aifabric.cluster.spec import ClusterSpec
+    from aifabric.collectives.communicator import Communicator
+    from aifabric.engines.result import CollectiveResult
 
 __all__ = ["collective"]
 
@@ -214,11 +219,6 @@ def collective(
     spec = resolve_cluster(cluster, nodes=nodes)
     comm = resolve_communicator(spec, ranks)
     sizes = _sizes(size, min_size, max_size, factor)
-    if routing is not None:
-        from aifabric.engines.routing import POLICIES  # lazy: scipy.sparse, for start-up time
-
-        if routing not in POLICIES:
-            raise ValueError(f"--routing: unknown routing policy {routing!r}; known: {', '.join(POLICIES)}")
     given: dict[str, Any] = {
         "algorithm": None if algo is None else Algorithm(algo.value),
         "protocol": None if proto is None else Protocol(proto.value),
@@ -227,24 +227,71 @@ def collective(
         "efficiency": efficiency,
         "calibration": calibration,
         "nccl_version": nccl_version,
-        "env": _env(env) if env else None,
+        "env": env,
         "routing": routing,
         "seed": seed,
         "transport": transport,
     }
+    opts = _engine_options(engine.value, given)
+    results = _run(op, sizes, spec, comm, engine.value, opts)
+    html_inputs = dict(
+        op=op, cluster=cluster, nodes=nodes, ranks=ranks, engine=engine.value, algo=algo, proto=proto
+    )
+    _write_files(results, op, comm, spec, trace=trace, chakra=chakra, html=html, html_inputs=html_inputs)
+    if json_out:
+        emit_json([r.to_dict() for r in results])
+        return
+    _print_results(results, spec, comm, opts.get("calibration"))
+
+
+def _engine_options(engine: str, given: dict[str, Any]) -> dict[str, Any]:
+    """The engine options given (None dropped), checked and loaded.
+
+    ``given["env"]`` is the raw ``--env`` list and ``given["calibration"]`` a path; the result holds the
+    mapping and the loaded :class:`Calibration`. ValueError naming the flag of an unknown routing policy,
+    a malformed ``--env`` item or an option the engine does not take, checked before any file is read.
+    """
+    routing = given["routing"]
+    if routing is not None:
+        from aifabric.engines.routing import POLICIES  # lazy: scipy.sparse, for start-up time
+
+        if routing not in POLICIES:
+            raise ValueError(f"--routing: unknown routing policy {routing!r}; known: {', '.join(POLICIES)}")
+    given = {**given, "env": _env(given["env"]) if given["env"] else None}
     opts: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
-    _refuse_unused(engine.value, opts)  # before reading any file: what the engine does not use
-    if transport is not None:
+    _refuse_unused(engine, opts)  # before reading any file: what the engine does not use
+    if given["transport"] is not None:
         from aifabric.transport.fluidnet import transport as known_transport  # lazy: start-up time
 
-        known_transport(transport)
-    if calibration is not None:
-        opts["calibration"] = load_calibration(calibration)
-    with progress_bar() as progress:  # long flow-engine (and transport) runs show a bar on a terminal
-        if progress is not None and engine.value != "formula":
-            opts["progress"] = progress
-        results = [collective_time(op, s, spec, ranks=comm, engine=engine.value, **opts) for s in sizes]
-    cal: Calibration | None = opts.get("calibration")
+        known_transport(given["transport"])
+    if given["calibration"] is not None:
+        opts["calibration"] = load_calibration(given["calibration"])
+    return opts
+
+
+def _run(
+    op: str, sizes: list[float], spec: ClusterSpec, comm: Communicator, engine: str, opts: dict[str, Any]
+) -> list[CollectiveResult]:
+    """Time ``op`` at each size; long flow-engine (and transport) runs show a bar on a terminal."""
+    with progress_bar() as progress:
+        run_opts = dict(opts)
+        if progress is not None and engine != "formula":
+            run_opts["progress"] = progress
+        return [collective_time(op, s, spec, ranks=comm, engine=engine, **run_opts) for s in sizes]
+
+
+def _write_files(
+    results: list[CollectiveResult],
+    op: str,
+    comm: Communicator,
+    spec: ClusterSpec,
+    *,
+    trace: Path | None,
+    chakra: Path | None,
+    html: Path | None,
+    html_inputs: dict[str, Any],
+) -> None:
+    """Write the --trace, --chakra and --html files asked for, each announced on stderr."""
     if trace is not None:
         from aifabric.report.trace import collective_trace, write_trace  # lazy: start-up of `collective`
 
@@ -258,15 +305,28 @@ def collective(
     if html is not None:
         from aifabric.report.html import collective_report, write_html
 
-        inputs = dict(
-            op=op, cluster=cluster, nodes=nodes, ranks=ranks, engine=engine.value, algo=algo, proto=proto
-        )
-        write_html(collective_report(results, spec, **inputs), html)
+        write_html(collective_report(results, spec, **html_inputs), html)
         err_console.print(f"report written to {html}", markup=False, highlight=False)
-    if json_out:
-        emit_json([r.to_dict() for r in results])
-        return
+
+
+def _print_results(
+    results: list[CollectiveResult], spec: ClusterSpec, comm: Communicator, cal: Calibration | None
+) -> None:
+    """The header, then one size's detail (or its zero-time note for one rank) or the sweep's table."""
+    _print_header(results[0], spec, comm, cal)
     r0 = results[0]
+    if len(results) == 1 and r0.n_ranks == 1:
+        console.print(f"size {format_bytes(r0.message_bytes)}: {r0.explanation} (time 0)")
+    elif len(results) == 1:
+        _print_one(r0)
+    else:
+        _print_sweep(results)
+
+
+def _print_header(
+    r0: CollectiveResult, spec: ClusterSpec, comm: Communicator, cal: Calibration | None
+) -> None:
+    """What ran on what, under which convention and efficiency, and the calibration applied if any."""
     conv, eff = r0.convention.split("/")
     conv_text = (
         "bandwidths per direction"
@@ -290,24 +350,26 @@ def collective(
             f"x{cal.inter_scale:.3f}, latency x{cal.latency_scale:.3f}, "
             f"+{cal.extra_inter_latency_s * 1e6:.2f} us per network hop"
         )
-    if len(results) == 1 and r0.n_ranks == 1:
-        console.print(f"size {format_bytes(r0.message_bytes)}: {r0.explanation} (time 0)")
-        return
-    if len(results) == 1:
-        r = r0
-        console.print(
-            f"size {format_bytes(r.message_bytes)}: time {r.time_s * 1e6:.2f} us, algbw "
-            f"{r.algbw_bytes_per_s / 1e9:.2f} GB/s, busbw {r.busbw_bytes_per_s / 1e9:.2f} GB/s "
-            f"({r.algorithm}/{r.protocol})"
-        )
-        shares = (
-            ", ".join(f"{k} {v * 1e6:.1f} us ({v / r.time_s:.0%})" for k, v in r.network_time_s.items())
-            if r.time_s
-            else "-"
-        )
-        console.print(f"time attributed to the limiting network: {shares or '-'}; bottleneck: {r.bottleneck}")
-        console.print(f"why: {r.explanation}")
-        return
+
+
+def _print_one(r: CollectiveResult) -> None:
+    """One size: time and bandwidths, the time attributed to each network, the bottleneck and why."""
+    console.print(
+        f"size {format_bytes(r.message_bytes)}: time {r.time_s * 1e6:.2f} us, algbw "
+        f"{r.algbw_bytes_per_s / 1e9:.2f} GB/s, busbw {r.busbw_bytes_per_s / 1e9:.2f} GB/s "
+        f"({r.algorithm}/{r.protocol})"
+    )
+    shares = (
+        ", ".join(f"{k} {v * 1e6:.1f} us ({v / r.time_s:.0%})" for k, v in r.network_time_s.items())
+        if r.time_s
+        else "-"
+    )
+    console.print(f"time attributed to the limiting network: {shares or '-'}; bottleneck: {r.bottleneck}")
+    console.print(f"why: {r.explanation}")
+
+
+def _print_sweep(results: list[CollectiveResult]) -> None:
+    """The nccl-tests-like table of a sweep, one row per size, then why at the largest size."""
     table = Table(title=None, show_edge=False)
     for col in (
         "size (B)",

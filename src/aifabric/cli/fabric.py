@@ -27,7 +27,7 @@ from aifabric.collectives.algorithms import plan_algorithms
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.traffic import PATTERNS
 from aifabric.engines.routing import POLICIES
-from aifabric.engines.scenario import run_scenario
+from aifabric.engines.scenario import Scenario, run_scenario
 from aifabric.report.html import fabric_report, write_html
 from aifabric.report.trace import scenario_trace, write_trace
 from aifabric.transport.fluidnet import transport as known_transport
@@ -131,17 +131,8 @@ def fabric(
             progress=progress,
             transport=transport,
         )
-    topo, plans, res, tiers, n_job = sc.topology, sc.plans, sc.result, sc.tiers, sc.nodes_per_job
     if plot is not None:
-        from aifabric.report.heatmap import utilisation_heatmap
-
-        utilisation_heatmap(
-            topo,
-            res.link_utilisation,
-            plot,
-            title=f"{traffic} on {spec.name}, {engine}/{routing}, {placement}, seed {seed}",
-        )
-    rows = [(j.job, j.n_ranks, j.time_s, j.busbw_bytes_per_s) for j in sc.jobs]
+        _plot(sc, plot)
     if trace is not None:
         write_trace(scenario_trace(sc), trace)
         err_console.print(f"trace written to {trace}", markup=False, highlight=False)
@@ -152,40 +143,64 @@ def fabric(
         write_html(fabric_report(sc, **inputs, jobs=jobs, placement=placement, fail=fail, seed=seed), html)
         err_console.print(f"report written to {html}", markup=False, highlight=False)
     if json_out:
-        emit_json(
-            {
-                "traffic": traffic,
-                "message_bytes": s,
-                "bytes_per": "flow" if traffic in PATTERNS else "rank (nccl-tests size)",
-                "cluster": spec.name,
-                "engine": engine,
-                "routing": routing,
-                "placement": placement,
-                "seed": seed,
-                "time_s": res.time_s,
-                "ideal_time_s": res.ideal_time_s,
-                "efficiency": res.efficiency,
-                "mean_job_efficiency": sc.mean_job_efficiency,
-                "jobs": [{"job": j, "ranks": n, "time_s": t, "busbw_bytes_per_s": b} for j, n, t, b in rows],
-                "tiers": {k: {"mean_utilisation": a, "max_utilisation": b} for k, (a, b) in tiers.items()},
-                "top_links": [lr.__dict__ for lr in res.top_links],
-                "failed_links": res.failed_links,
-                "algorithm": plans[0].algorithm if traffic not in PATTERNS else None,
-                "note": sc.notes[0] if sc.notes else None,
-                "transport": _transport_json(res.meta.get("transport"), topo),
-            }
-        )
+        emit_json(_scenario_json(sc, s))
         return
+    _print_summary(sc, s, jobs=jobs, qps=qps)
+    _print_tables(sc)
+    if plot is not None:
+        console.print(f"heatmap written to {plot}")
+
+
+def _plot(sc: Scenario, plot: Path) -> None:
+    """Write the link-utilisation heatmap per tier to ``plot``."""
+    from aifabric.report.heatmap import utilisation_heatmap
+
+    utilisation_heatmap(
+        sc.topology,
+        sc.result.link_utilisation,
+        plot,
+        title=f"{sc.traffic} on {sc.spec.name}, {sc.engine}/{sc.routing}, {sc.placement}, seed {sc.seed}",
+    )
+
+
+def _job_rows(sc: Scenario) -> list[tuple[str, int, float, float]]:
+    """(job, ranks, time (s), busbw (bytes/s)) of each job."""
+    return [(j.job, j.n_ranks, j.time_s, j.busbw_bytes_per_s) for j in sc.jobs]
+
+
+def _scenario_json(sc: Scenario, s: float) -> dict[str, Any]:
+    """The ``--json`` document of a scenario run at ``s`` bytes (times in s, bandwidths in bytes/s,
+    utilisation as fractions)."""
+    res, traffic = sc.result, sc.traffic
+    return {
+        "traffic": traffic,
+        "message_bytes": s,
+        "bytes_per": "flow" if traffic in PATTERNS else "rank (nccl-tests size)",
+        "cluster": sc.spec.name,
+        **sc.run_fields(),
+        "jobs": [{"job": j, "ranks": n, "time_s": t, "busbw_bytes_per_s": b} for j, n, t, b in _job_rows(sc)],
+        "tiers": {k: {"mean_utilisation": a, "max_utilisation": b} for k, (a, b) in sc.tiers.items()},
+        "top_links": [lr.__dict__ for lr in res.top_links],
+        "failed_links": res.failed_links,
+        "algorithm": sc.plans[0].algorithm if traffic not in PATTERNS else None,
+        "note": sc.notes[0] if sc.notes else None,
+        "transport": _transport_json(res.meta.get("transport"), sc.topology),
+    }
+
+
+def _print_summary(sc: Scenario, s: float, *, jobs: int, qps: int) -> None:
+    """What ran where, the algorithm and transport, and completion against the contention-free ideal."""
+    res, traffic, spec, routing = sc.result, sc.traffic, sc.spec, sc.routing
     size_text = f"{format_bytes(s)} {'per flow' if traffic in PATTERNS else '(nccl-tests size)'}"
     console.print(
         f"[bold]{literal(traffic)}[/] of {size_text} on {literal(spec.name)} ({spec.n_gpus} GPUs): {jobs} "
-        f"job(s) of {n_job} nodes, placement {placement}; engine {engine}, routing "
+        f"job(s) of {sc.nodes_per_job} nodes, placement {sc.placement}; engine {sc.engine}, routing "
         f"{routing}{f' ({qps} QPs)' if routing == 'qp' else ''}, seed "
-        f"{seed}" + (f"; {res.failed_links} directed links failed" if res.failed_links else ""),
+        f"{sc.seed}" + (f"; {res.failed_links} directed links failed" if res.failed_links else ""),
         markup=True,
     )
     if traffic not in PATTERNS:
-        console.print(f"algorithm {plans[0].algorithm}" + (f": {sc.notes[0]}" if sc.notes else ""))
+        console.print(f"algorithm {sc.plans[0].algorithm}" + (f": {sc.notes[0]}" if sc.notes else ""))
     if "transport" in res.meta:
         console.print(literal(res.meta["transport"].summary()))
     per_job = sc.mean_job_efficiency
@@ -194,31 +209,35 @@ def fabric(
         f"(links engine, spraying, no failures); efficiency {res.efficiency:.1%} of ideal for the slowest job"
         + (f", {per_job:.1%} mean over the {len(res.job_time_s)} jobs" if len(res.job_time_s) > 1 else "")
     )
-    if len(plans) > 1 and engine == "flow":
+    if len(sc.plans) > 1 and sc.engine == "flow":
         console.print(
             "several jobs: each job's repeated steps run as one fluid transfer (see simulate_plans "
             "merge_repeats)"
         )
+
+
+def _print_tables(sc: Scenario) -> None:
+    """The per-job table, utilisation per tier, and the most loaded links with the flows that load them."""
     t = Table(show_edge=False)
     for col in (
         "job",
         "ranks",
         "time (ms)",
-        "busbw per rank (GB/s)" if traffic not in PATTERNS else "GB/s per GPU",
+        "busbw per rank (GB/s)" if not sc.is_pattern else "GB/s per GPU",
     ):
         t.add_column(col, justify="right")
-    for job, n, tt, b in rows:
+    for job, n, tt, b in _job_rows(sc):
         t.add_row(job, str(n), f"{tt * 1e3:.3f}", f"{b / 1e9:.2f}")
     console.print(t)
     console.print(
         "utilisation per tier, over links that carried traffic (the heatmap's means count every link): "
-        + ", ".join(f"{k} mean {a:.0%} max {b:.0%}" for k, (a, b) in tiers.items())
+        + ", ".join(f"{k} mean {a:.0%} max {b:.0%}" for k, (a, b) in sc.tiers.items())
     )
-    if res.top_links:
+    if sc.result.top_links:
         lt = Table(title="Most loaded links and why", show_edge=False)
         for col in ("link", "tier", "utilisation", "GB carried", "flows", "which flows"):
             lt.add_column(col)
-        for lr in res.top_links:
+        for lr in sc.result.top_links:
             lt.add_row(
                 lr.label,
                 lr.tier,
@@ -228,8 +247,6 @@ def fabric(
                 ", ".join(lr.flows) + (" ..." if lr.n_flows > len(lr.flows) else ""),
             )
         console.print(lt)
-    if plot is not None:
-        console.print(f"heatmap written to {plot}")
 
 
 def _transport_json(run: TransportRun | None, topo: Topology) -> dict[str, Any] | None:

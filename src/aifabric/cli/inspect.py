@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import yaml
@@ -150,6 +150,8 @@ def _report_written(path: Path) -> None:
 
 
 def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
+    """One inspected node: its layout, NVLink, GPU-NIC paths, NUMA, ClusterSpec YAML, expected busbw, and
+    its warnings and assumptions."""
     lay = node.layout
     what = "nvidia-smi topo -m" if lay.kind == "nvidia-smi" else "NCCL topology XML"
     origin = {"--gpu": "given", "the file": "from the file", "the layout": "guessed from the layout",
@@ -161,34 +163,9 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
         f"NICs{' (assumed)' if node.nic_speed_assumed else ''}",
         markup=True,
     )
-    if not node.nvlink_groups:
-        console.print("NVLink: none in the input")
-    for g in node.nvlink_groups:
-        counts = ", ".join(f"NV{c}" for c in g.link_counts)
-        shape = "full mesh (NVSwitch)" if g.full_mesh else "partial"
-        console.print(f"NVLink group {'+'.join(g.gpus)}: {len(g.pairs)} pairs, {counts}; {shape}")
-        if not g.full_mesh or len(g.link_counts) > 1:
-            console.print("  pairs: " + ", ".join(f"{a}-{b} NV{c}" for a, b, c in g.pairs))
+    _render_nvlink(node)
     if lay.nics:
-        t = Table(show_edge=False, title="GPU to NIC (GPUDirect RDMA: PIX/PXB good; PHB/NODE/SYS degrade it)")
-        for col in ("GPU", "NUMA", "nearest NIC(s)", "path", "paired NIC", "GDR", *lay.nics):
-            t.add_column(col)
-        for g in lay.gpus:
-            near = node.nearest.get(g, ())
-            p = node.pairing.get(g)
-            cells = [
-                Text(node.path(g, n).path, style="green" if node.path(g, n).gdr else "red") for n in lay.nics
-            ]
-            t.add_row(
-                g,
-                str(lay.gpu_numa.get(g, "")) if lay.gpu_numa.get(g) is not None else "-",
-                ", ".join(f"{x.nic} ({x.nic_name})" if x.nic_name != x.nic else x.nic for x in near),
-                near[0].path if near else "-",
-                p.nic if p else "-",
-                ("yes" if p.gdr else Text("no", style="red")) if p else "-",
-                *cells,
-            )
-        console.print(t)
+        console.print(_nic_table(node))
     numa = "; ".join(
         f"node {n.node if n.node is not None else '?'}: {', '.join(n.gpus) or 'no GPU'}"
         + (f" + {', '.join(n.nics)}" if n.nics else "")
@@ -199,6 +176,51 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
     console.print(
         yaml.safe_dump(node.spec_data, sort_keys=False, default_flow_style=None).rstrip(), markup=False
     )
+    _render_expected(node)
+    for w in node.warnings:
+        console.print(f"[yellow]warning[/] ({w.code}): {escape(w.message)}", highlight=False, markup=True)
+    for a in node.assumptions:
+        console.print(f"assumed: {escape(a)}", highlight=False, markup=True)
+
+
+def _render_nvlink(node) -> None:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
+    """The node's NVLink groups: pairs, link counts, full mesh or partial (then each pair)."""
+    if not node.nvlink_groups:
+        console.print("NVLink: none in the input")
+    for g in node.nvlink_groups:
+        counts = ", ".join(f"NV{c}" for c in g.link_counts)
+        shape = "full mesh (NVSwitch)" if g.full_mesh else "partial"
+        console.print(f"NVLink group {'+'.join(g.gpus)}: {len(g.pairs)} pairs, {counts}; {shape}")
+        if not g.full_mesh or len(g.link_counts) > 1:
+            console.print("  pairs: " + ", ".join(f"{a}-{b} NV{c}" for a, b, c in g.pairs))
+
+
+def _nic_table(node) -> Table:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
+    """GPU to NIC: NUMA node, nearest NICs, the PCIe path, the paired NIC, GPUDirect RDMA, each NIC's path."""
+    lay = node.layout
+    t = Table(show_edge=False, title="GPU to NIC (GPUDirect RDMA: PIX/PXB good; PHB/NODE/SYS degrade it)")
+    for col in ("GPU", "NUMA", "nearest NIC(s)", "path", "paired NIC", "GDR", *lay.nics):
+        t.add_column(col)
+    for g in lay.gpus:
+        near = node.nearest.get(g, ())
+        p = node.pairing.get(g)
+        cells = [
+            Text(node.path(g, n).path, style="green" if node.path(g, n).gdr else "red") for n in lay.nics
+        ]
+        t.add_row(
+            g,
+            str(lay.gpu_numa.get(g, "")) if lay.gpu_numa.get(g) is not None else "-",
+            ", ".join(f"{x.nic} ({x.nic_name})" if x.nic_name != x.nic else x.nic for x in near),
+            near[0].path if near else "-",
+            p.nic if p else "-",
+            ("yes" if p.gdr else Text("no", style="red")) if p else "-",
+            *cells,
+        )
+    return t
+
+
+def _render_expected(node) -> None:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
+    """Expected all_reduce busbw on the node and across nodes, with what caps or assumes it."""
     console.print(f"Expected all_reduce busbw at {_size(node.expected[0].message_bytes)}:")
     for e in node.expected:
         console.print(f"  {e.label}: {_gbps(e.busbw_bytes_per_s)} GB/s ({e.algorithm}/{e.protocol})")
@@ -216,10 +238,6 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
             f"  (the across-node figures assume {node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NICs: the "
             "input does not give their speed; use --nic-speed)"
         )
-    for w in node.warnings:
-        console.print(f"[yellow]warning[/] ({w.code}): {escape(w.message)}", highlight=False, markup=True)
-    for a in node.assumptions:
-        console.print(f"assumed: {escape(a)}", highlight=False, markup=True)
 
 
 # -- nccl-tests compare --------------------------------------------------------------------------------------
@@ -314,6 +332,19 @@ def compare(
         calibration=_calibration(calibration), threshold=threshold, place=place.value.replace("-", "_"),
         ranks=ranks, nodes=nodes, gpus_per_node=gpus_per_node,
     )  # fmt: skip
+    _write_comparison_files(result, plot=plot, html=html, log=log, cluster=cluster)
+    if json_out:
+        emit_json(result.to_dict())
+        return
+    _render_comparison(result)
+    if plot is not None:
+        console.print(f"plot: {escape(str(plot))}", markup=True)
+
+
+def _write_comparison_files(
+    result: NcclTestsComparison, *, plot: Path | None, html: Path | None, log: Path, cluster: str | None
+) -> None:
+    """Write the --plot (busbw against size) and --html report asked for."""
     if plot is not None:
         from aifabric.report.nccl_plot import plot_comparisons
 
@@ -323,12 +354,6 @@ def compare(
         from aifabric.report.html import nccl_tests_report, write_html
 
         _report_written(write_html(nccl_tests_report(result, log=log, cluster=cluster), html))
-    if json_out:
-        emit_json(result.to_dict())
-        return
-    _render_comparison(result)
-    if plot is not None:
-        console.print(f"plot: {escape(str(plot))}", markup=True)
 
 
 def _settings_text(comp: TableComparison) -> str:
@@ -347,6 +372,8 @@ def _ranges(rows: Sequence) -> str:  # noqa: ANN001
 
 
 def _render_table(comp: TableComparison) -> None:
+    """One compared table: what ran and the model used, the rows, the large-message summary, the rows not
+    compared, the flagged rows with their causes, notes and the verdict."""
     t = comp.table
     head = f"[bold]Table {comp.index}[/] (line {t.line})" + (f": {escape(t.title)}" if t.title else "")
     console.print(head, highlight=False, markup=True)
@@ -366,6 +393,27 @@ def _render_table(comp: TableComparison) -> None:
         console.print(f"  assumed: {escape(a)}", highlight=False, markup=True)
     for ev in comp.evidence:
         console.print(f"  NCCL said: {escape(str(ev))}", highlight=False, markup=True)
+    console.print(_rows_table(comp))
+    big = comp.large_rows
+    console.print(
+        f"  large messages ({_ranges(big)}): measured {_gbps(big[-1].measured_busbw_bytes_per_s)} vs "
+        f"predicted {_gbps(big[-1].predicted_busbw_bytes_per_s)} GB/s at {_size(big[-1].size_bytes)}; "
+        f"median deviation {comp.large_deviation:+.1%}",
+        highlight=False,
+    )
+    _render_dropped(comp)
+    _render_flagged(comp)
+    notes: dict[str, list] = {}
+    for r in comp.rows:
+        for n in r.notes:
+            notes.setdefault(n, []).append(r)
+    for n, rows in notes.items():
+        console.print(f"  note ({_ranges(rows)}): {escape(n)}", highlight=False, markup=True)
+    _render_verdict(comp)
+
+
+def _rows_table(comp: TableComparison) -> Table:
+    """Measured against predicted, row by row: time (us), busbw (GB/s), deviation, algorithm, flag."""
     tab = Table(show_edge=False)
     for col in (
         "size",
@@ -384,14 +432,11 @@ def _render_table(comp: TableComparison) -> None:
                     _gbps(r.measured_busbw_bytes_per_s), _gbps(r.predicted_busbw_bytes_per_s),
                     f"{r.deviation:+.1%}", f"{r.predicted.algorithm}/{r.predicted.protocol}",
                     mark)  # fmt: skip
-    console.print(tab)
-    big = comp.large_rows
-    console.print(
-        f"  large messages ({_ranges(big)}): measured {_gbps(big[-1].measured_busbw_bytes_per_s)} vs "
-        f"predicted {_gbps(big[-1].predicted_busbw_bytes_per_s)} GB/s at {_size(big[-1].size_bytes)}; "
-        f"median deviation {comp.large_deviation:+.1%}",
-        highlight=False,
-    )
+    return tab
+
+
+def _render_dropped(comp: TableComparison) -> None:
+    """The rows not compared: nccl-tests printed time 0 for them."""
     if comp.dropped:
         sizes = [_size(size) for size, _ in comp.dropped]
         lines = [line for _, line in comp.dropped]
@@ -403,6 +448,11 @@ def _render_table(comp: TableComparison) -> None:
             highlight=False,
             markup=True,
         )
+
+
+def _render_flagged(comp: TableComparison) -> None:
+    """The flagged rows grouped by their likeliest cause, then the alternatives in the order the rows rank
+    them."""
     by_cause: dict[str, list] = {}
     for r in comp.flagged_rows:
         by_cause.setdefault(r.causes[0], []).append(r)
@@ -416,13 +466,6 @@ def _render_table(comp: TableComparison) -> None:
                       f"{escape(describe_cause(key, comp))}", highlight=False, markup=True)  # fmt: skip
         for other in others:
             console.print(f"    or: {escape(describe_cause(other, comp))}", highlight=False, markup=True)
-    notes: dict[str, list] = {}
-    for r in comp.rows:
-        for n in r.notes:
-            notes.setdefault(n, []).append(r)
-    for n, rows in notes.items():
-        console.print(f"  note ({_ranges(rows)}): {escape(n)}", highlight=False, markup=True)
-    _render_verdict(comp)
 
 
 def _render_verdict(comp: TableComparison) -> None:
@@ -516,14 +559,9 @@ def calibrate(
     hi = parse_bytes(max_size, field="--max-size") if max_size else None
     if name is not None and not name.strip():
         raise ValueError(f"--name: {name!r} is empty; give the profile a name or leave --name out")
-    comparisons: list[TableComparison] = []
-    for log in {log.resolve(): log for log in logs}.values():  # a file given twice is fitted once
-        text, source = read_log(log)
-        result = compare_nccl_tests(text, source=source, cluster=cluster, gpu=gpu, nic_speed=nic_speed,
-                                    tables=table, collective=collective,
-                                    place=place.value.replace("-", "_"), ranks=ranks, nodes=nodes,
-                                    gpus_per_node=gpus_per_node)  # fmt: skip
-        comparisons.extend(result.tables)
+    comparisons = _compare_logs(logs, cluster=cluster, gpu=gpu, nic_speed=nic_speed, tables=table,
+                                collective=collective, place=place.value.replace("-", "_"), ranks=ranks,
+                                nodes=nodes, gpus_per_node=gpus_per_node)  # fmt: skip
     fit = fit_calibration(
         comparisons, min_size_bytes=lo, max_size_bytes=hi, name=name or _default_name(comparisons)
     )
@@ -534,6 +572,16 @@ def calibrate(
         emit_json(fit.to_dict())
         return
     _render_fit(fit, output)
+
+
+def _compare_logs(logs: list[Path], **options: Any) -> list[TableComparison]:
+    """Every table of the logs compared with the model (``options`` as :func:`compare_nccl_tests` takes
+    them); a file given twice is read once."""
+    comparisons: list[TableComparison] = []
+    for log in {log.resolve(): log for log in logs}.values():
+        text, source = read_log(log)
+        comparisons.extend(compare_nccl_tests(text, source=source, **options).tables)
+    return comparisons
 
 
 def _render_fit(fit, output: Path | None) -> None:  # noqa: ANN001  (a CalibrationFit, imported lazily)

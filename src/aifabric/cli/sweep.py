@@ -8,7 +8,7 @@ Exit codes: 0 done; 2 bad input (sweep file, executor, shard, output paths), one
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import (
@@ -66,6 +66,22 @@ def sweep(
     store: one row per point keyed by a hash of the point, typed columns (SI units: s, bytes, bytes/s per
     direction, W). Killed at any moment, rerun the same command to resume: finished batches
     are kept, none is stored twice. A variant that cannot be built is stored with its error."""
+    _check_outputs(db, parquet=parquet, csv=csv, pareto=pareto, html=html)
+    spec = load_sweep(file)
+    if shard >= shards:
+        raise ValueError(f"--shard: {shard} of {shards} is not a valid shard")
+    total = check_grid_size(spec, max_points, shard=shard, n_shards=shards)
+    run = dict(workers=workers, executor=executor, batch=batch, address=address, shard=shard, n_shards=shards)
+    ran, skipped = _run_with_bar(spec, db, total, max_points=max_points, **run)
+    console.print(f"{ran} point(s) evaluated, {skipped} already in {db} (resumed); store: {db}", markup=False)
+    if any(p is not None for p in (parquet, csv, pareto, html)):
+        _exports(spec, db, file, parquet=parquet, csv=csv, pareto=pareto, html=html)
+
+
+def _check_outputs(
+    db: Path, *, parquet: Path | None, csv: Path | None, pareto: Path | None, html: Path | None
+) -> None:
+    """Every output path checked before any work: the store, the exports, the plot and the report."""
     check_output_path(db, "--db")
     for path, option in ((parquet, "--parquet"), (csv, "--csv")):
         if path is not None:
@@ -76,10 +92,11 @@ def sweep(
         from aifabric.report.html import check_html_path
 
         check_html_path(html)
-    spec = load_sweep(file)
-    if shard >= shards:
-        raise ValueError(f"--shard: {shard} of {shards} is not a valid shard")
-    total = check_grid_size(spec, max_points, shard=shard, n_shards=shards)
+
+
+def _run_with_bar(spec: SweepSpec, db: Path, total: int, **run: Any) -> tuple[int, int]:
+    """Run the grid into the store (``run``: :func:`run_into_db`'s options) behind a progress bar with the
+    points/s rate on an interactive stderr; (points evaluated, points already stored)."""
     with Progress(
         TextColumn("sweep"),
         BarColumn(),
@@ -99,22 +116,9 @@ def sweep(
             speed = bar.tasks[0].speed
             bar.update(task, rate=f"{speed:,.0f} points/s" if speed else "")
 
-        ran, skipped = run_into_db(
-            spec,
-            db,
-            workers=workers,
-            executor=executor,
-            batch=batch,
-            address=address,
-            shard=shard,
-            n_shards=shards,
-            on_batch=advance,
-            max_points=max_points,
-        )
+        ran, skipped = run_into_db(spec, db, on_batch=advance, **run)
         bar.advance(task, skipped)
-    console.print(f"{ran} point(s) evaluated, {skipped} already in {db} (resumed); store: {db}", markup=False)
-    if any(p is not None for p in (parquet, csv, pareto, html)):
-        _exports(spec, db, file, parquet=parquet, csv=csv, pareto=pareto, html=html)
+    return ran, skipped
 
 
 def _exports(

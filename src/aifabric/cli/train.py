@@ -26,6 +26,7 @@ from aifabric.cli.common import (
 )
 from aifabric.cluster.placement import PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.engines.routing import MAX_SEED, POLICIES
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.report.html import plan_report, step_report, write_html
@@ -34,7 +35,7 @@ from aifabric.report.trace import step_trace, write_trace
 from aifabric.training.fabric_step import FabricStep, fabric_step
 from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute, data_parallel_degree
 from aifabric.training.models import ModelSpec, load_model
-from aifabric.training.planner import PlanResult, compare
+from aifabric.training.planner import Comparison, PlanResult, compare
 from aifabric.training.planner import plan as plan_layouts
 from aifabric.training.step import PARTS, StepModel, StepOptions, StepTime
 from aifabric.units import format_bytes
@@ -305,9 +306,8 @@ def train(
     n_jobs = jobs or 1
     if spec.n_gpus % n_jobs:
         raise ConfigError(f"--jobs {n_jobs} does not divide the {spec.n_gpus} GPUs of the cluster")
-    job_gpus = spec.n_gpus // n_jobs
     if dp is None:
-        dp = data_parallel_degree(spec_model, job_gpus, tp=tp, pp=pp, cp=cp, of="a job")
+        dp = data_parallel_degree(spec_model, spec.n_gpus // n_jobs, tp=tp, pp=pp, cp=cp, of="a job")
     layout = ParallelLayout(
         tp=tp,
         pp=pp,
@@ -322,22 +322,58 @@ def train(
         sequence_parallel=sequence_parallel and tp > 1,
         order=order,
     )
-    fs: FabricStep | None = None
-    if engine is EngineChoice.formula:
-        st = _evaluate(StepModel(spec_model, spec, options=opts), layout)
-    else:
-        fs = fabric_step(
-            spec_model,
-            layout,
-            spec,
-            jobs=n_jobs,
-            placement=placement or "packed",
-            routing=routing or "ecmp",
-            engine=engine.value,
-            seed=seed or 0,
-            options=opts,
+    st, fs = _run_step(
+        spec_model, spec, opts, layout, engine, jobs=n_jobs, placement=placement, routing=routing, seed=seed
+    )
+    _write_step_files(st, plot=plot, trace=trace, chakra=chakra)
+    if html is not None:
+        write_html(
+            step_report(st, spec, model=model, cluster=cluster, nodes=nodes, layout=layout.describe()), html
         )
-        st = fs.steps[0]
+        err_console.print(f"report written to {html}", markup=False, highlight=False)
+    seq_from = "--seq-len" if seq_len is not None else spec_model.seq_len_source or "the model's seq_len"
+    if json_out:
+        emit_json(_step_dict(st, seq_from, fs))
+        return
+    _print_step(st, seq_from, fs)
+    if fs is not None:
+        console.print(fs.summary(), markup=False, highlight=False)
+    if plot is not None:
+        console.print(f"plot: {plot}", markup=False, highlight=False)
+
+
+def _run_step(
+    model: ModelSpec,
+    spec: ClusterSpec,
+    opts: StepOptions,
+    layout: ParallelLayout,
+    engine: EngineChoice,
+    *,
+    jobs: int,
+    placement: str | None,
+    routing: str | None,
+    seed: int | None,
+) -> tuple[StepTime, FabricStep | None]:
+    """The step of the layout, by the formula engine or on the placed fabric (then its first job's step
+    and the :class:`FabricStep`)."""
+    if engine is EngineChoice.formula:
+        return _evaluate(StepModel(model, spec, options=opts), layout), None
+    fs = fabric_step(
+        model,
+        layout,
+        spec,
+        jobs=jobs,
+        placement=placement or "packed",
+        routing=routing or "ecmp",
+        engine=engine.value,
+        seed=seed or 0,
+        options=opts,
+    )
+    return fs.steps[0], fs
+
+
+def _write_step_files(st: StepTime, *, plot: Path | None, trace: Path | None, chakra: Path | None) -> None:
+    """Write the --plot, --trace and --chakra files asked for (the trace announced on stderr)."""
     if plot is not None:
         plot_step_breakdown([st], plot, option="--plot")
     if trace is not None:
@@ -347,24 +383,16 @@ def train(
         from aifabric.interop.chakra import export_ranks, step_nodes
 
         written(export_ranks(step_nodes(st), st.n_gpus, chakra))
-    if html is not None:
-        write_html(
-            step_report(st, spec, model=model, cluster=cluster, nodes=nodes, layout=layout.describe()), html
-        )
-        err_console.print(f"report written to {html}", markup=False, highlight=False)
-    seq_from = "--seq-len" if seq_len is not None else spec_model.seq_len_source or "the model's seq_len"
-    if json_out:
-        out = st.to_dict()
-        out["seq_len_source"] = seq_from
-        if fs is not None:
-            out["fabric"] = _fabric_dict(fs)
-        emit_json(out)
-        return
-    _print_step(st, seq_from, fs)
+
+
+def _step_dict(st: StepTime, seq_from: str, fs: FabricStep | None) -> dict[str, object]:
+    """The ``--json`` document of a step: the step's figures, where its sequence length came from, and the
+    fabric's figures when a fabric engine ran."""
+    out = st.to_dict()
+    out["seq_len_source"] = seq_from
     if fs is not None:
-        console.print(fs.summary(), markup=False, highlight=False)
-    if plot is not None:
-        console.print(f"plot: {plot}", markup=False, highlight=False)
+        out["fabric"] = _fabric_dict(fs)
+    return out
 
 
 def _evaluate(sm: StepModel, layout: ParallelLayout) -> StepTime:
@@ -379,6 +407,7 @@ def _evaluate(sm: StepModel, layout: ParallelLayout) -> StepTime:
 
 
 def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None) -> None:
+    """The step's headline, its critical path, its communications, and its compute and memory notes."""
     console.print(
         f"[bold]{literal(st.model)}[/] on {st.n_gpus} GPUs of {literal(st.cluster)}: "
         f"{literal(st.layout.describe())}",
@@ -398,6 +427,16 @@ def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None) -> No
         if sec > 0:
             t.add_row(part, f"{sec:.4f}", f"{sec / st.step_s:.1%}")
     console.print(t)
+    console.print(_comms_table(st, fs))
+    nets = ", ".join(
+        f"{k}: {v['exposed']:.3f} s exposed, {v['hidden']:.3f} s hidden" for k, v in st.network_s.items()
+    )
+    console.print(f"networks per step: {nets}")
+    _print_compute(st)
+
+
+def _comms_table(st: StepTime, fs: FabricStep | None) -> Table:
+    """One row per communication of the step: size, calls, time per call, algorithm, exposed and hidden."""
     engine = (
         "formula engine" if fs is None else f"{fs.engine} engine: DP, PP and EP slowed by the placed fabric"
     )
@@ -429,11 +468,11 @@ def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None) -> No
             f"{item.exposed_s:.4f}",
             f"{item.hidden_s:.4f}",
         )
-    console.print(c)
-    nets = ", ".join(
-        f"{k}: {v['exposed']:.3f} s exposed, {v['hidden']:.3f} s hidden" for k, v in st.network_s.items()
-    )
-    console.print(f"networks per step: {nets}")
+    return c
+
+
+def _print_compute(st: StepTime) -> None:
+    """Memory, the compute profile with its source and caution, and the step's notes."""
     console.print(f"memory: {st.memory.summary()}")
     console.print(
         f"{st.compute.summary()}; memory-bound work at {st.compute.hbm_efficiency:.1%} of HBM bandwidth",
@@ -496,13 +535,7 @@ def plan(
         ),
     )
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
-    res = plan_layouts(
-        spec_model, spec, global_batch, top=top, step_model=sm, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep
-    )
-    comparison = None
-    if forced:
-        free = plan_layouts(spec_model, spec, global_batch, top=1, step_model=sm)
-        comparison = compare(free.best, res.best)
+    res, comparison = _search(sm, global_batch, top, forced)
     why = res.why(sm)
     seq_from = "--seq-len" if seq_len is not None else spec_model.seq_len_source or "the model's seq_len"
     if plot is not None:
@@ -520,14 +553,34 @@ def plan(
         f"sequence length {spec_model.seq_len:,} tokens (from {seq_from})", markup=False, highlight=False
     )
     console.print(why)
+    _print_comparison(forced, comparison)
+    if plot is not None:
+        console.print(f"plot: {plot}", markup=False, highlight=False)
+
+
+def _search(
+    sm: StepModel, global_batch: int, top: int, forced: dict[str, int]
+) -> tuple[PlanResult, Comparison | None]:
+    """The ``top`` fastest layouts with the ``forced`` degrees, and, when some are forced, the comparison of
+    the unconstrained winner with the best forced layout."""
+    tp, pp, dp, cp, ep = (forced.get(k) for k in ("tp", "pp", "dp", "cp", "ep"))
+    res = plan_layouts(
+        sm.model, sm.spec, global_batch, top=top, step_model=sm, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep
+    )
+    if not forced:
+        return res, None
+    free = plan_layouts(sm.model, sm.spec, global_batch, top=1, step_model=sm)
+    return res, compare(free.best, res.best)
+
+
+def _print_comparison(forced: dict[str, int], comparison: Comparison | None) -> None:
+    """The forced degrees against the unconstrained winner, and the network that makes the difference."""
     if comparison is not None:
         console.print(
             f"[bold]forced {literal(', '.join(f'{k}={v}' for k, v in forced.items()))}[/]: "
             f"{literal(comparison.text)}",
             markup=True,
         )
-    if plot is not None:
-        console.print(f"plot: {plot}", markup=False, highlight=False)
 
 
 def _plan_dict(res: PlanResult, why: str, comparison) -> dict:

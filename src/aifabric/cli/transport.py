@@ -322,8 +322,6 @@ def transport_command(
 
     Times in microseconds (JSON: seconds); sizes in bytes; rates per direction. Exit code 2 on bad input.
     """
-    if scenario not in SCENARIOS:
-        raise ValueError(f"scenario: unknown {scenario!r}; known: {', '.join(SCENARIOS)}")
     given = {
         "--spraying": spraying is not None,
         "--skew": skew is not None,
@@ -332,27 +330,9 @@ def transport_command(
         "--targets": targets is not None,
         "--mouse-size": mouse_size is not None,
     }
-    _refuse_unused(scenario, given)
-    if plot is not None:
-        check_plot_path(plot, "--plot")
-    if skew is not None and not (skew >= 1 and np.isfinite(skew)):
-        raise ValueError(f"--skew: must be a finite number >= 1, got {skew!r}")
-    default = list(META_TRANSPORTS) if scenario == "meta" else ["roce-pfc", "roce-dcqcn", "receiver-driven"]
-    names = list(
-        dict.fromkeys(transports or default + ([] if scenario == "meta" else ["uet-rccc", "uet-lossy", "ib"]))
-    )
-    for name in names:
-        transport(name)
-    bytes_per_flow = one_size(size, "--size")
-    link_rate = parse_nic_bandwidth(rate, field="--rate")
-    mouse_bytes = one_size(mouse_size, "--mouse-size") if mouse_size is not None else 64e3
-    step_bytes = link_rate * FluidConfig().dt_s  # the fluid model cannot resolve a flow under one step
-    for field, given_bytes in (("--size", bytes_per_flow), ("--mouse-size", mouse_bytes)):
-        if (field == "--size" or mouse_size is not None) and given_bytes < step_bytes:
-            raise ValueError(
-                f"{field}: {given_bytes:g} B is under one time step of the fluid model at --rate "
-                f"({FluidConfig().dt_s * 1e6:g} us x {link_rate:g} B/s = {step_bytes:g} B); use at least that"
-            )
+    _check_options(scenario, given, skew, plot)
+    names = _transport_names(scenario, transports)
+    bytes_per_flow, link_rate, mouse_bytes = _rates_and_sizes(size, rate, mouse_size)
     opts = {
         "spraying": spraying,
         "seed": seed,
@@ -364,31 +344,8 @@ def transport_command(
     }
     sc = _scenario(scenario, senders, bytes_per_flow, link_rate, opts)
     watch = _link(sc, link)
-    est_steps = _ideal_s(sc) / FluidConfig().dt_s
-    # the model steps the flows that have started and not finished: a chain's flows one at a time
-    at_once = len(sc.paths) if sc.after is None else int(np.count_nonzero(sc.after < 0))
-    if est_steps * sum(len(p) for p in sc.paths) * at_once / len(sc.paths) > 1e8:
-        field = "--mouse-size" if scenario == "mice" and mouse_bytes > bytes_per_flow else "--size"
-        raise ValueError(
-            f"{field}: about {est_steps:.3g} steps x {at_once} flows at once is too long a run; "
-            "use a smaller size or fewer senders"
-        )
-    ideal = _ideal_s(sc)
-    bar = _LazyProgress(enabled=not json_out)
-    rows: list[dict[str, Any]] = []
-    results: dict[str, FluidResult] = {}
-    try:
-        for i, name in enumerate(names):
-            cfg = FluidConfig(trace_link=watch if (plot is not None and i == 0) else None)
-            res = run_scenario(sc, name, cfg, progress=bar.for_transport(name))
-            results[name] = res
-            rows.append(_row(name, sc, res, ideal, watch))
-            if res.trace is not None and plot is not None:
-                from aifabric.report.link_trace import link_trace_plot
-
-                link_trace_plot(res.trace, plot, title=f"{sc.name}, {name}: {sc.link_labels[watch]}")
-    finally:
-        bar.stop()
+    _refuse_long_run(sc, "--mouse-size" if scenario == "mice" and mouse_bytes > bytes_per_flow else "--size")
+    rows, results = _run_all(sc, names, watch, plot, show_progress=not json_out)
     story = _story(sc, results) if scenario == "meta" else {}
     if json_out:
         emit_json(
@@ -403,13 +360,92 @@ def transport_command(
         return
     _print(sc, rows, bytes_per_flow, link_rate)
     if story:
-        console.print(
-            f"[bold]winner: {literal(story['winner'])}[/] -- {literal(story['reason'])}", markup=True
-        )
-        for line in story["why"]:
-            console.print(f"  {literal(line)}")
+        _print_story(story)
     if plot is not None:
         console.print(f"time series of {sc.link_labels[watch]} under {names[0]} written to {plot}")
+
+
+def _check_options(scenario: str, given: dict[str, bool], skew: float | None, plot: Path | None) -> None:
+    """ValueError for an unknown scenario, an option it does not take, an unwritable --plot or a --skew
+    under 1."""
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario: unknown {scenario!r}; known: {', '.join(SCENARIOS)}")
+    _refuse_unused(scenario, given)
+    if plot is not None:
+        check_plot_path(plot, "--plot")
+    if skew is not None and not (skew >= 1 and np.isfinite(skew)):
+        raise ValueError(f"--skew: must be a finite number >= 1, got {skew!r}")
+
+
+def _transport_names(scenario: str, transports: list[str] | None) -> list[str]:
+    """The transports to run, each known, in order without repeats (default: the Meta story's for meta, the
+    lossless, lossy and receiver-driven ones otherwise)."""
+    default = list(META_TRANSPORTS) if scenario == "meta" else ["roce-pfc", "roce-dcqcn", "receiver-driven"]
+    names = list(
+        dict.fromkeys(transports or default + ([] if scenario == "meta" else ["uet-rccc", "uet-lossy", "ib"]))
+    )
+    for name in names:
+        transport(name)
+    return names
+
+
+def _rates_and_sizes(size: str, rate: str, mouse_size: str | None) -> tuple[float, float, float]:
+    """(bytes per flow, link rate in bytes/s, bytes per mouse); ValueError for a size under one time step of
+    the fluid model (rate x dt bytes), which it cannot resolve."""
+    bytes_per_flow = one_size(size, "--size")
+    link_rate = parse_nic_bandwidth(rate, field="--rate")
+    mouse_bytes = one_size(mouse_size, "--mouse-size") if mouse_size is not None else 64e3
+    step_bytes = link_rate * FluidConfig().dt_s  # the fluid model cannot resolve a flow under one step
+    for field, given_bytes in (("--size", bytes_per_flow), ("--mouse-size", mouse_bytes)):
+        if (field == "--size" or mouse_size is not None) and given_bytes < step_bytes:
+            raise ValueError(
+                f"{field}: {given_bytes:g} B is under one time step of the fluid model at --rate "
+                f"({FluidConfig().dt_s * 1e6:g} us x {link_rate:g} B/s = {step_bytes:g} B); use at least that"
+            )
+    return bytes_per_flow, link_rate, mouse_bytes
+
+
+def _refuse_long_run(sc: Scenario, field: str) -> None:
+    """ValueError naming ``field`` when steps x hops x flows at once (the model's work) exceeds 1e8."""
+    est_steps = _ideal_s(sc) / FluidConfig().dt_s
+    # the model steps the flows that have started and not finished: a chain's flows one at a time
+    at_once = len(sc.paths) if sc.after is None else int(np.count_nonzero(sc.after < 0))
+    if est_steps * sum(len(p) for p in sc.paths) * at_once / len(sc.paths) > 1e8:
+        raise ValueError(
+            f"{field}: about {est_steps:.3g} steps x {at_once} flows at once is too long a run; "
+            "use a smaller size or fewer senders"
+        )
+
+
+def _run_all(
+    sc: Scenario, names: list[str], watch: int, plot: Path | None, *, show_progress: bool
+) -> tuple[list[dict[str, Any]], dict[str, FluidResult]]:
+    """Run the scenario under each transport: the table rows and the results by name; the first run traces
+    the watched link and plots it when --plot is given."""
+    ideal = _ideal_s(sc)
+    bar = _LazyProgress(enabled=show_progress)
+    rows: list[dict[str, Any]] = []
+    results: dict[str, FluidResult] = {}
+    try:
+        for i, name in enumerate(names):
+            cfg = FluidConfig(trace_link=watch if (plot is not None and i == 0) else None)
+            res = run_scenario(sc, name, cfg, progress=bar.for_transport(name))
+            results[name] = res
+            rows.append(_row(name, sc, res, ideal, watch))
+            if res.trace is not None and plot is not None:
+                from aifabric.report.link_trace import link_trace_plot
+
+                link_trace_plot(res.trace, plot, title=f"{sc.name}, {name}: {sc.link_labels[watch]}")
+    finally:
+        bar.stop()
+    return rows, results
+
+
+def _print_story(story: dict[str, Any]) -> None:
+    """The Meta story's winner, its reason, and why for each transport."""
+    console.print(f"[bold]winner: {literal(story['winner'])}[/] -- {literal(story['reason'])}", markup=True)
+    for line in story["why"]:
+        console.print(f"  {literal(line)}")
 
 
 def _story(sc: Scenario, results: dict[str, FluidResult]) -> dict[str, Any]:

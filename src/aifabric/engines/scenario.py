@@ -67,6 +67,22 @@ class Scenario:
         """True for a traffic pattern (sizes per flow), False for a collective (nccl-tests size)."""
         return self.traffic in PATTERNS
 
+    def run_fields(self) -> dict[str, object]:
+        """How the scenario ran and its headline figures, as the JSON documents give them: engine,
+        routing, placement, seed, completion and ideal time (s), efficiency (ideal / completion) and mean
+        job efficiency."""
+        res = self.result
+        return {
+            "engine": self.engine,
+            "routing": self.routing,
+            "placement": self.placement,
+            "seed": self.seed,
+            "time_s": res.time_s,
+            "ideal_time_s": res.ideal_time_s,
+            "efficiency": res.efficiency,
+            "mean_job_efficiency": self.mean_job_efficiency,
+        }
+
     @property
     def mean_job_efficiency(self) -> float:
         """Mean over jobs of ideal time / job time (1.0 with no job times)."""
