@@ -22,6 +22,7 @@ from aifabric.collectives.tiers import (
     TierModel,
     base_latency_s,
     call_channels,
+    channel_share,
     domain_nic_bytes_per_s,
     hw_latency_s,
     net_overhead_s,
@@ -74,7 +75,7 @@ def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     bus = protocol_bandwidth(
         tm,
         proto,
-        raw,
+        raw * channel_share(tm, N),
         N,
         tree=False,
         all_reduce=op in (Collective.ALL_REDUCE, Collective.REDUCE),
@@ -116,7 +117,7 @@ def ring_cost(
     One ring per channel visits every domain; inside a domain its hops use scale-up, between domains one
     hop per channel crosses a NIC, so a domain's channels use the NICs of all its ranks::
 
-        B   = P( min(B_i g/(g-1), B_node) )           across N > 1 domains (B_i on one domain)
+        B   = P( min(B_i g/(g-1), B_node) x s_C )     across N > 1 domains (B_i on one domain)
         lat = base + (s - s_o) max(a_i, ovh) + s_o a_o   (x 1.4 for a Simple all_reduce on its plateau)
         T   = lat + f S / B
 
@@ -124,7 +125,9 @@ def ring_cost(
     network, ``f`` the nccl-tests factor (2(n-1)/n or (n-1)/n), ``B_node`` the NICs of the sparsest domain
     (``g_min B_o``, or its shared NICs: :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`),
     ``P`` the protocol's bandwidth (:func:`~aifabric.collectives.tiers.protocol_bandwidth`), ``a_i, a_o``
-    NCCL's per-hop latencies and ``ovh`` its per-step network overhead. ``B_i g/(g-1)`` is infinite for
+    NCCL's per-hop latencies and ``ovh`` its per-step network overhead. ``s_C = min(1, C / C0)``
+    (:func:`~aifabric.collectives.tiers.channel_share`) and the call's own channels
+    (:func:`~aifabric.collectives.tiers.call_bandwidth`) apply as NCCL has them. ``B_i g/(g-1)`` is infinite for
     g = 1 (no byte crosses scale-up). Returns None when NCCL has no latency for the protocol on this tier.
 
     References

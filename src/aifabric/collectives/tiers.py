@@ -52,6 +52,7 @@ __all__ = [
     "base_latency_s",
     "call_bandwidth",
     "call_channels",
+    "channel_share",
     "domain_nic_bytes_per_s",
     "hw_latency_s",
     "net_overhead_s",
@@ -122,6 +123,7 @@ class TierModel:
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
     collnet: bool = False  # CollNet (SHARP) on: NCCL_COLLNET_ENABLE=1, SHARP switches (nccl_env.env_tiers)
     default_channels: tuple[int, int] = (1, 1)  # the same without NCCL_MIN/MAX_NCHANNELS
+    ll_channels: tuple[int, int] = (1, 1)  # the GPU's channels whatever its NICs (:func:`_ll_channels`)
     nics_per_gpu: int = 0  # scale-out NICs per GPU (0: no scale-out network)
     nic_line_gbps: float = 0.0  # one NIC's line rate, GB/s per direction (what NCCL reads as its speed)
     gpus_per_nic: int = 1  # GPUs sharing one NIC (AWS p4d: 2); nic_bytes_per_s is one GPU's share
@@ -292,6 +294,7 @@ def tier_model(
         tuning_row=row,
         channels=channels,
         default_channels=_comm_channels(spec, release, row, None, None),
+        ll_channels=_ll_channels(spec, release, row),
         nics_per_gpu=so.nics_per_gpu if so else 0,
         nic_line_gbps=spec.nic_speed_bytes_per_s / 1e9,
         gpus_per_nic=so.gpus_per_nic if so else 1,
@@ -339,6 +342,17 @@ def _comm_channels(
     gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
     nic_gbps = spec.nic_speed_bytes_per_s / 1e9
     return _channels(release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps, lo, hi)
+
+
+def _ll_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int, int]:
+    """The channels over which a GPU's LL rate ``llMaxBw`` is spread (:func:`_per_channel_cap`): NCCL's
+    default search for this GPU on one domain and across domains with one NIC per GPU at the fastest
+    speed NCCL's inter-node search tries (``search_speeds_inter[row][0]``), so that neither the node's
+    NICs nor ``NCCL_MIN/MAX_NCHANNELS`` change them. 8 x H100 (370.8 GB/s): (24, 16), the channels of
+    the DGX H100 nodes NCCL's LL figures come from (case 03)."""
+    gpus = max(1, spec.domain_gpus)
+    top = release.search_speeds_inter[row][0]
+    return _channels(release.version, row, spec.scaleup_effective_bytes_per_s / 1e9, gpus, top, None, None)
 
 
 @cache
@@ -462,15 +476,20 @@ def protocol_bandwidth(
     return busbw_bytes_per_s
 
 
-def _per_channel_cap(tm: TierModel, algorithm: str, proto: Protocol, n_domains: int, channels: int) -> float:
+def _per_channel_cap(tm: TierModel, algorithm: str, proto: Protocol, n_domains: int) -> float:
     """What one channel of ``algorithm`` carries at most with ``proto``, bytes/s (tuning.cc's caps):
-    LL ``llMaxBw / C`` (the GPU's LL cap shared by its ``C`` channels); ring LL128
-    ``perChMaxRingLL128Bw``; tree LL128 ``perChMaxTreeLL128Bw``; tree Simple ``perChMaxTreeBw``; ring
-    Simple: no cap (inf). Columns: 1 node, 2 nodes, >= 3 nodes."""
+    LL ``llMaxBw / C_gpu``; ring LL128 ``perChMaxRingLL128Bw``; tree LL128 ``perChMaxTreeLL128Bw``; tree
+    Simple ``perChMaxTreeBw``; ring Simple: no cap (inf). Columns: 1 node, 2 nodes, >= 3 nodes.
+
+    tuning.cc caps LL on the whole call (``busBw = min(llMaxBw, ...)``); at run time a channel's LL rate
+    is set by the channel (its threads and the protocol's 8-byte flagged stores), not by how many channels
+    the communicator has. ``C_gpu`` is the GPU's channels whatever its NICs or ``NCCL_MIN/MAX_NCHANNELS``
+    (``tm.ll_channels``, :func:`_ll_channels`), so fewer NICs or fewer channels never give a channel more.
+    """
     rel = tm.release
     col = min(n_domains, 3) - 1
     if proto is Protocol.LL:
-        return _ll_max(tm, n_domains) / channels
+        return _ll_max(tm, n_domains) / tm.ll_channels[0 if n_domains <= 1 else 1]
     if proto is Protocol.LL128:
         table = rel.per_channel_max_ring_ll128_bw
         if algorithm == "tree":
@@ -486,8 +505,8 @@ class CallChannels(NamedTuple):
     ``nc(S) = clamp(floor(S / unit), 1, channels)``; ``every`` is None under ``efficiency="line_rate"``
     (the bus bandwidth ``bus`` unchanged at every size)."""
 
-    bus: float  # the protocol's bus bandwidth on all of NCCL's default channels, bytes/s
-    every: float | None  # B min(1, C / C0), bytes/s; None: line_rate
+    bus: float  # the protocol's bus bandwidth on the communicator's channels (NCCL's tuner), bytes/s
+    every: float | None  # bus, bytes/s; None: line_rate
     unit: float  # bytes a channel needs before enqueue.cc keeps it
     channels: int  # C, the communicator's channels
     cap: float  # one channel's cap with this protocol, bytes/s
@@ -513,12 +532,20 @@ def call_channels(
     it in :meth:`TierModel.memo`)."""
     if not tm.nccl:
         return CallChannels(busbw_bytes_per_s, None, 1.0, 1, math.inf)
-    side = 1 if n_domains > 1 else 0
-    c, c0 = tm.channels[side], tm.default_channels[side]
+    c = tm.channels[1 if n_domains > 1 else 0]
     unit = _unit_bytes(tm.release.version, collective, algorithm, proto, n_ranks)
-    every = busbw_bytes_per_s * min(1.0, c / c0)
-    cap = _per_channel_cap(tm, algorithm, proto, n_domains, c)
-    return CallChannels(busbw_bytes_per_s, every, unit, c, cap)
+    cap = _per_channel_cap(tm, algorithm, proto, n_domains)
+    return CallChannels(busbw_bytes_per_s, busbw_bytes_per_s, unit, c, cap)
+
+
+def channel_share(tm: TierModel, n_domains: int) -> float:
+    """``min(1, C / C0)``: the share of the raw bandwidth NCCL's tuner gives ``C`` communicator channels
+    (``tm.channels``) out of the ``C0`` its search finds (``tm.default_channels``; tuning.cc ``busBw =
+    nChannels x bw``: ``NCCL_MAX_NCHANNELS`` below ``C0`` leaves ``C / C0``); 1 under ``line_rate``."""
+    if not tm.nccl:
+        return 1.0
+    side = 1 if n_domains > 1 else 0
+    return min(1.0, tm.channels[side] / tm.default_channels[side])
 
 
 def call_bandwidth(
@@ -538,11 +565,12 @@ def call_bandwidth(
     :func:`~aifabric.catalog.nccl.channel_unit_bytes`; ``C`` the communicator's channels, ``tm.channels``),
     and each channel carries at most its protocol's per-channel cap ``c`` (:func:`_per_channel_cap`), so::
 
-        B_call = min(B min(1, C / C0), nc x c)
+        B_call = min(B, nc x c)
 
-    ``B`` is the protocol's bus bandwidth on all of NCCL's default ``C0`` channels (``tm.default_channels``);
-    ``NCCL_MAX_NCHANNELS`` below ``C0`` leaves ``C / C0`` of it (tuning.cc: ``busBw = nChannels x bw``),
-    ``NCCL_MIN_NCHANNELS`` above it raises only ``nc``. ``algorithm`` is ``ring`` or ``tree``;
+    ``B`` is the protocol's bus bandwidth on the communicator's channels, NCCL's tuner figure: the caller
+    applies the protocol (:func:`protocol_bandwidth`) to the raw bandwidth times :func:`channel_share`, as
+    tuning.cc does (``busBw = nChannels x bw``, then ``min(llMaxBw, busBw x f)``); ``NCCL_MIN_NCHANNELS``
+    above the default raises only ``nc``. ``algorithm`` is ``ring`` or ``tree``;
     ``collective`` one NCCL costs (all_reduce, all_gather, reduce_scatter, broadcast, reduce). Under
     ``efficiency="line_rate"`` B is returned unchanged. The size-independent terms are
     :func:`call_channels`; this is ``call_channels(...).bandwidth(S)``.

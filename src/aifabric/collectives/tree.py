@@ -15,6 +15,7 @@ from aifabric.collectives.tiers import (
     TierModel,
     base_latency_s,
     call_channels,
+    channel_share,
     domain_nic_bytes_per_s,
     hw_latency_s,
     protocol_bandwidth,
@@ -33,7 +34,7 @@ def tree_cost(
     children and sends to its parent, so a domain moves about 2 S per direction through its NICs and a
     GPU about 2 S through scale-up (the chain). The bandwidth is that of the slower of the two::
 
-        B   = P_tree( min(B_i, B_node) )        (B_i infinite when g = 1: no chain)
+        B   = P_tree( min(B_i, B_node) x s_C )  (B_i infinite when g = 1: no chain)
         lat = base + 2 ((g - 1) a_i + log2(N) a_o)
         T   = lat + 2 S / (B c(S))               (algbw = B / 2, NCCL's tree model)
 
@@ -43,7 +44,9 @@ def tree_cost(
 
     ``B_node`` is what the NICs of the sparsest domain carry (``g_min B_o``; a shared NIC counted once,
     :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`). ``P_tree`` is the tree's protocol
-    efficiency (:func:`~aifabric.collectives.tiers.protocol_bandwidth`).
+    efficiency (:func:`~aifabric.collectives.tiers.protocol_bandwidth`); ``s_C = min(1, C / C0)``
+    (:func:`~aifabric.collectives.tiers.channel_share`); the call runs on its own channels
+    (:func:`~aifabric.collectives.tiers.call_bandwidth`).
     NCCL itself times a tree on <= 2 nodes from the intra-node bandwidth alone; that lets a tree cross a
     NIC faster than the NIC, so here the NICs bound it on any number of domains.
 
@@ -99,6 +102,6 @@ def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     up = tm.intra_bytes_per_s if g > 1 else math.inf
     nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg)
-    bus = protocol_bandwidth(tm, proto, raw, N, tree=True)
+    bus = protocol_bandwidth(tm, proto, raw * channel_share(tm, N), N, tree=True)
     net = SCALE_OUT if nic_agg < up else SCALE_UP
     return _TreeShape(lat, raw, net, call_channels(tm, "tree", op.value, proto, n, N, bus))
