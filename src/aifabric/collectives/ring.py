@@ -128,7 +128,8 @@ def ring_cost(
     NCCL's per-hop latencies and ``ovh`` its per-step network overhead. ``s_C = min(1, C / C0)``
     (:func:`~aifabric.collectives.tiers.channel_share`) and the call's own channels
     (:func:`~aifabric.collectives.tiers.call_bandwidth`) apply as NCCL has them. ``B_i g/(g-1)`` is
-    infinite for g = 1 (no byte crosses scale-up). Returns None when NCCL has no latency for the protocol on this tier.
+    infinite for g = 1 (no byte crosses scale-up). Returns None when NCCL has no latency for the protocol
+    on this tier.
 
     References
     ----------
