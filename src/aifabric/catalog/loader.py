@@ -121,7 +121,10 @@ class ScaleUpSpec(_Entry):
 
     ``per_gpu_bidirectional_bytes_per_s`` is the vendor's figure (both directions added);
     ``per_gpu_per_direction_bytes_per_s`` is half of it. ``nccl_effective_per_link_bytes_per_s`` is the
-    per-link, per-direction bandwidth NCCL's tuner assumes (protocol overhead included).
+    per-link, per-direction bandwidth NCCL's tuner assumes (protocol overhead included). ``topology`` is
+    ``switch`` (every GPU reaches any peer at its whole bandwidth: NVSwitch, PCIe switch, ICI) or
+    ``full_mesh`` (one direct link to each peer: AMD Infinity Fabric, 7 xGMI links per GPU in an 8-GPU
+    node), with its source in the entry's ``source``.
     """
 
     per_gpu_bidirectional_bytes_per_s: float = Field(gt=0, validation_alias="per_gpu_bidirectional")
@@ -131,6 +134,7 @@ class ScaleUpSpec(_Entry):
     nvls_efficiency: float = 0.0
     hop_latency_s: float = Field(ge=0, validation_alias="hop_latency")
     p2p_through_cpu_overhead: float = 1.0
+    topology: Literal["switch", "full_mesh"] = "switch"
 
     @field_validator(
         "per_gpu_bidirectional_bytes_per_s", "nccl_effective_per_link_bytes_per_s", mode="before"

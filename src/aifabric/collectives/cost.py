@@ -12,7 +12,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import NamedTuple
 
-from aifabric.collectives.tiers import Protocol, TierModel
+from aifabric.collectives.tiers import Protocol, TierModel, scaleup_bytes_per_s
 
 __all__ = ["SCALE_OUT", "SCALE_UP", "Algorithm", "Cost", "make_cost", "scaleup_bound"]
 
@@ -108,9 +108,12 @@ def scaleup_bound(tm: TierModel, ranks_per_domain: int, n_domains: int) -> float
     Across domains a GPU forwards over scale-up only the (g - 1)/g of its ring hops that stay in the domain
     (one hop per channel leaves through a NIC), so scale-up bounds busbw at ``B_i g / (g - 1)``; with one
     rank per domain (g = 1) no byte crosses scale-up and the bound is infinite. On one domain: ``B_i``.
-    ``g`` is ``ranks_per_domain``, the most ranks of the communicator in one domain.
+    ``g`` is ``ranks_per_domain``, the most ranks of the communicator in one domain; ``B_i`` is what the
+    scale-up gives ``g`` ranks (:func:`~aifabric.collectives.tiers.scaleup_bytes_per_s`: all of it on a
+    switch, ``g - 1`` links on a full mesh).
     """
-    if n_domains <= 1:
-        return tm.intra_bytes_per_s
     g = ranks_per_domain
-    return tm.intra_bytes_per_s * g / (g - 1) if g > 1 else math.inf
+    intra = scaleup_bytes_per_s(tm, g)
+    if n_domains <= 1:
+        return intra
+    return intra * g / (g - 1) if g > 1 else math.inf

@@ -12,6 +12,7 @@ from aifabric.collectives.tiers import (
     base_latency_s,
     domain_nic_bytes_per_s,
     hw_latency_s,
+    scaleup_bytes_per_s,
 )
 from aifabric.errors import ConfigError
 
@@ -50,7 +51,7 @@ def direct_cost(
     """
     n, g = comm.n_ranks, comm.ranks_per_domain
     multi = comm.n_domains > 1
-    intra = tm.intra_bytes_per_s
+    intra = scaleup_bytes_per_s(tm, g)  # a full mesh: one link to each of the g - 1 peers
     nic = domain_nic_bytes_per_s(tm, comm) / comm.min_ranks_per_domain  # a rank's share of its NICs
     ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
     olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
@@ -108,7 +109,8 @@ def p2p_cost(
     lat = base_latency_s(tm, "ring", proto) + hw_latency_s(tm, kind, "ring", proto)
     if multi:
         lat += tm.extra_inter_latency_s
-    b = domain_nic_bytes_per_s(tm, comm) if multi else tm.intra_bytes_per_s  # a rank's NIC, all of it
+    # a rank's NIC, all of it; or its scale-up to one peer (one link of a full mesh)
+    b = domain_nic_bytes_per_s(tm, comm) if multi else scaleup_bytes_per_s(tm, 2)
     net = SCALE_OUT if multi else SCALE_UP
 
     def why() -> str:

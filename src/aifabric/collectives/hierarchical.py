@@ -7,7 +7,7 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import hierarchical_all_reduce_time
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel, base_latency_s, hw_latency_s
+from aifabric.collectives.tiers import Protocol, TierModel, base_latency_s, hw_latency_s, scaleup_bytes_per_s
 
 __all__ = ["hierarchical_cost"]
 
@@ -37,7 +37,9 @@ def hierarchical_cost(
     0.89
     """
     g, N = comm.ranks_per_domain, comm.n_domains  # noqa: N806
-    t_in, t_out = hierarchical_all_reduce_time(message_bytes, g, N, tm.intra_bytes_per_s, tm.nic_bytes_per_s)
+    t_in, t_out = hierarchical_all_reduce_time(
+        message_bytes, g, N, scaleup_bytes_per_s(tm, g), tm.nic_bytes_per_s
+    )
     lat = tm.memo(("hierarchical", proto, g, N), lambda: _latency_s(proto, g, N, tm))
     net = SCALE_OUT if t_out > t_in else SCALE_UP
 

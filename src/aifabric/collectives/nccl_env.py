@@ -245,13 +245,15 @@ def _intra(parsed: NcclEnv, spec: ClusterSpec, tm: TierModel) -> TierModel:
     if key != "shm" and choice.transport.scope == "intra":
         return tm  # P2P: the cluster's own scale-up link
     if key == "shm" and spec.domain_gpus == spec.gpus_per_node:
-        return replace(tm, intra_bytes_per_s=_shm_bytes_per_s(spec, tm), intra_kind="pci", nvls=False)
+        return replace(
+            tm, intra_bytes_per_s=_shm_bytes_per_s(spec, tm), intra_kind="pci", nvls=False, mesh_links=0
+        )
     if not tm.nic_bytes_per_s > 0:
         raise ConfigError(
             "NCCL_SHM_DISABLE: with P2P and SHM off, GPUs of one node talk through their NICs, and this "
             "cluster has none"
         )
-    return replace(tm, intra_bytes_per_s=tm.nic_bytes_per_s, intra_kind="net", nvls=False)
+    return replace(tm, intra_bytes_per_s=tm.nic_bytes_per_s, intra_kind="net", nvls=False, mesh_links=0)
 
 
 def _collnet(spec: ClusterSpec) -> None:

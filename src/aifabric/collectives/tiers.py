@@ -60,6 +60,7 @@ __all__ = [
     "parse_protocol",
     "protocol_bandwidth",
     "ring_plateau_latency_factor",
+    "scaleup_bytes_per_s",
     "tier_model",
     "tree_correction",
 ]
@@ -123,6 +124,7 @@ class TierModel:
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
     collnet: bool = False  # CollNet (SHARP) on: NCCL_COLLNET_ENABLE=1, SHARP switches (nccl_env.env_tiers)
     default_channels: tuple[int, int] = (1, 1)  # the same without NCCL_MIN/MAX_NCHANNELS
+    mesh_links: int = 0  # links per GPU of a full-mesh scale-up (catalogue topology full_mesh); 0: a switch
     ll_channels: tuple[int, int] = (1, 1)  # the GPU's channels whatever its NICs (:func:`_ll_channels`)
     nics_per_gpu: int = 0  # scale-out NICs per GPU (0: no scale-out network)
     nic_line_gbps: float = 0.0  # one NIC's line rate, GB/s per direction (what NCCL reads as its speed)
@@ -295,6 +297,7 @@ def tier_model(
         channels=channels,
         default_channels=_comm_channels(spec, release, row, None, None),
         ll_channels=_ll_channels(spec, release, row),
+        mesh_links=link.links_per_gpu if link.topology == "full_mesh" else 0,
         nics_per_gpu=so.nics_per_gpu if so else 0,
         nic_line_gbps=spec.nic_speed_bytes_per_s / 1e9,
         gpus_per_nic=so.gpus_per_nic if so else 1,
@@ -313,6 +316,23 @@ def domain_nic_bytes_per_s(tm: TierModel, comm: Communicator) -> float:
     one rank per node: 2 x 6.25 x e = one NIC.
     """
     return comm.min_nic_gpus_per_domain * tm.nic_bytes_per_s
+
+
+def scaleup_bytes_per_s(tm: TierModel, ranks_per_domain: int) -> float:
+    """What a GPU's scale-up gives a communicator with ``g`` ranks in its domain, bytes/s per direction.
+
+    A switch gives any set of peers the GPU's whole ``B_i`` (``tm.intra_bytes_per_s``). A full mesh of
+    ``L`` links per GPU (``tm.mesh_links``) gives one link per peer::
+
+        B(g) = B_i min(g - 1, L) / L        (g >= 2; one link for g = 1, which crosses none)
+
+    a ring over ``g`` GPUs of the mesh runs ``g - 1`` link-disjoint directed rings (one link per hop per
+    ring), an all-to-all one link per peer, a transfer between two GPUs one link. 8 x MI300X (7 xGMI links
+    x 48 GB/s usable): 2 ranks 48 GB/s, 4 ranks 144, 8 ranks 336 GB/s.
+    """
+    if tm.mesh_links < 1:
+        return tm.intra_bytes_per_s
+    return tm.intra_bytes_per_s * min(max(ranks_per_domain - 1, 1), tm.mesh_links) / tm.mesh_links
 
 
 def nic_stream_factor(spec: TransportSpec, channels: int, nics_per_node: int, qps: int = 1) -> float:

@@ -19,6 +19,7 @@ from aifabric.collectives.tiers import (
     domain_nic_bytes_per_s,
     hw_latency_s,
     protocol_bandwidth,
+    scaleup_bytes_per_s,
     tree_correction,
 )
 
@@ -99,7 +100,7 @@ def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     if math.isnan(ilat):
         return None
     lat = base_latency_s(tm, "tree", proto) + 2 * ((g - 1) * ilat + math.log2(N) * olat)
-    up = tm.intra_bytes_per_s if g > 1 else math.inf
+    up = scaleup_bytes_per_s(tm, g) if g > 1 else math.inf
     nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg)
     bus = protocol_bandwidth(tm, proto, raw * channel_share(tm, N), N, tree=True)
