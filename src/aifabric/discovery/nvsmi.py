@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from aifabric.discovery._text import clean_line, decode, split_lines
+from aifabric.discovery._text import clean_lines, decode, split_lines
 from aifabric.errors import ParseError
 
 __all__ = ["AFFINITY_CUT", "PATH_ORDER", "TopoMatrix", "normalize_path_code", "parse_cpulist"]
@@ -255,7 +255,7 @@ class TopoMatrix:
         ([('GPU0', 'GPU1', 18)], [('NIC0', 'NODE')], {0})
         """
         lines = split_lines(decode(text, source), source)
-        return _parse_first_matrix([clean_line(_ANSI.sub("", raw).rstrip("\r")) for raw in lines], source)
+        return _parse_first_matrix(clean_lines([_ANSI.sub("", raw).rstrip("\r") for raw in lines]), source)
 
     # -- queries ----------------------------------------------------------------------------------------
 
