@@ -1152,7 +1152,8 @@ def compare_nccl_tests(
     place : {"out_of_place", "in_place"}
         Which half of each row to compare.
     ranks, nodes, gpus_per_node : int, optional
-        Override the log's rank and node counts (:func:`~aifabric.discovery.counts.resolve_counts`).
+        The rank and node counts where the log does not give them; refused where it gives others
+        (:func:`~aifabric.discovery.counts.resolve_counts`).
 
     Returns
     -------

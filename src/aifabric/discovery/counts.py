@@ -12,8 +12,11 @@ nodes
     ``--nodes``; NCCL's ``nNodes``; the parser's hosts (unless the rank lines are incomplete); ``torchrun
     --nnodes``; ranks / ``--gpus-per-node``; ranks / NCCL's ``localRanks``.
 
-When the ranks cannot be told, :func:`resolve_counts` raises a :class:`ParseError` asking for ``--ranks``;
-it never assumes one rank.
+The sources must agree: ``--ranks``, ``nRanks`` and the table's count (when its rank lines are complete);
+``--nodes``, ``nNodes``, the table's hosts, ``torchrun --nnodes`` and ranks / ``--gpus-per-node``. Two that
+differ are refused naming both (and the log's line), never one silently preferred; ranks / ``localRanks``
+is only a fallback (NCCL prints the local count of one rank). When the ranks cannot be told,
+:func:`resolve_counts` raises a :class:`ParseError` asking for ``--ranks``; it never assumes one rank.
 """
 
 from __future__ import annotations
@@ -141,9 +144,9 @@ def resolve_counts(
     ------
     ParseError
         If NCCL's communicator line has an impossible count (:meth:`NcclInfo.check_counts`: its line and
-        value), the ranks cannot be told from the log (the message asks for ``--ranks``), an override
-        contradicts itself (ranks not filling the nodes evenly), or ``--ranks`` or NCCL's ``nRanks``
-        contradicts complete rank lines.
+        value), the ranks cannot be told from the log (the message asks for ``--ranks``), two sources of a
+        count disagree (module docstring; both named), ``--gpus-per-node`` does not divide the ranks, or
+        the ranks do not fill the nodes evenly (naming where each count came from).
     ValueError
         If an override is below 1.
     """
