@@ -57,9 +57,9 @@ def test_out_of_place_rows_under_the_full_header_read_in_place_as_missing() -> N
     assert table.n_ranks == 8  # busbw/algbw = 473.60/270.63 = 2 x 7 / 8 still pins 8 ranks
     # the verdict: the same healthy single DGX H100 as the full row (NVIDIA/nccl-tests #290)
     assert compare_nccl_tests(_log(out_2g, OUT_ONLY_4G)).tables[0].verdict == "healthy"
-    # in-place asked for: the out-of-place half is what there is
-    compared = compare_nccl_tests(_log(OUT_ONLY_4G), place="in_place").tables[0]
-    assert compared.rows[0].measured_time_s == pytest.approx(15870e-6)
+    # in-place asked for: refused, never answered with the out-of-place half (issue 9, new-user trial)
+    with pytest.raises(ParseError, match=r"line 2: --place in-place: no row of the table prints an in-place"):
+        compare_nccl_tests(_log(OUT_ONLY_4G), place="in_place")
 
 
 def test_a_row_of_mixed_halves_and_a_wrong_count_is_still_refused() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import typer
 
@@ -112,10 +113,51 @@ def _app_for(argv: list[str]) -> typer.Typer:
     return build_app([first]) if first is not None else build_app()
 
 
+def repeated_option(command: Any, argv: list[str]) -> str | None:
+    """Why ``argv`` is refused for an option that takes one value given more than once (Click keeps the
+    last one silently), or None. ``command`` is the root Click command (Typer's vendored Click, so read by
+    its attributes); the words naming subcommands lead to the one run.
+
+    >>> import typer
+    >>> one = typer.Typer()
+    >>> @one.command()
+    ... def run(gpu: str = "h100") -> None: ...
+    >>> repeated_option(typer.main.get_command(one), ["--gpu", "h100", "--gpu=b200"])
+    "--gpu: given 2 times ('h100', 'b200'); give it once"
+    """
+    single: dict[str, str] = {}
+    for name in [None, *argv]:
+        if name is not None:
+            if name not in getattr(command, "commands", {}):
+                continue
+            command = command.commands[name]
+        for param in command.params:
+            if param.param_type_name == "option" and not (param.multiple or param.count or param.is_flag):
+                single.update((opt, param.opts[-1]) for opt in param.opts if opt.startswith("--"))
+    seen: dict[str, list[str]] = {}
+    for index, word in enumerate(argv[: argv.index("--") if "--" in argv else len(argv)]):
+        opt, eq, value = word.partition("=")
+        if opt in single:
+            given = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
+            seen.setdefault(single[opt], []).append(given)
+    for opt, values in seen.items():
+        if len(values) > 1:
+            return f"{opt}: given {len(values)} times {tuple(values)}; give it once"
+    return None
+
+
 def main() -> None:
     """Console-script entry point: usage errors become one line on stderr and exit code 2."""
+    argv = sys.argv[1:]
+    if argv[:1] == ["--version"]:  # answered before any command is built (start-up time)
+        print(f"aifabric {__version__}")
+        sys.exit(0)
+    chosen = _app_for(argv)
+    if (repeat := repeated_option(typer.main.get_command(chosen), argv)) is not None:
+        print(f"error: {repeat}", file=sys.stderr)
+        sys.exit(2)
     try:
-        rc = _app_for(sys.argv[1:])(standalone_mode=False)
+        rc = chosen(standalone_mode=False)
         sys.exit(rc if isinstance(rc, int) else 0)
     except typer.Exit as err:
         sys.exit(getattr(err, "exit_code", 0))

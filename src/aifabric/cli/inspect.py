@@ -307,8 +307,12 @@ def compare(
     plot: Annotated[
         Path | None, typer.Option(help="Write a PNG of busbw against size, measured and predicted")
     ] = None,
-    ranks: Annotated[int | None, typer.Option(help="Ranks of the run (overrides the log)", min=1)] = None,
-    nodes: Annotated[int | None, typer.Option(help="Nodes of the run (overrides the log)", min=1)] = None,
+    ranks: Annotated[
+        int | None, typer.Option(help="Ranks of the run (must agree with the log)", min=1)
+    ] = None,
+    nodes: Annotated[
+        int | None, typer.Option(help="Nodes of the run (must agree with the log)", min=1)
+    ] = None,
     gpus_per_node: Annotated[
         int | None, typer.Option(help="GPUs (ranks) per node, when the log does not say", min=1)
     ] = None,
@@ -533,8 +537,8 @@ def calibrate(
     ] = None,
     place: Annotated[Place, typer.Option(help="Which half of each row to fit")] = Place.out_of_place,
     name: Annotated[str | None, typer.Option(help="Name of the profile")] = None,
-    ranks: Annotated[int | None, typer.Option(help="Ranks of the runs (overrides the logs)", min=1)] = None,
-    nodes: Annotated[int | None, typer.Option(help="Nodes of the runs (overrides the logs)", min=1)] = None,
+    ranks: Annotated[int | None, typer.Option(help="Ranks (must agree with the logs)", min=1)] = None,
+    nodes: Annotated[int | None, typer.Option(help="Nodes (must agree with the logs)", min=1)] = None,
     gpus_per_node: Annotated[
         int | None, typer.Option(help="GPUs (ranks) per node, when the logs do not say", min=1)
     ] = None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from aifabric.errors import ParseError
 
@@ -52,8 +53,18 @@ _STAMP = re.compile(
     r"|\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]\s*"
     r"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]?\s+)"
 )
-#: A launcher tag: Open MPI ``--tag-output``, MPICH ``-prepend-rank``, Slurm ``srun -l``, torchrun.
-_TAG = re.compile(r"^(?:\[\d{1,6},\d{1,6}\]<std(?:out|err)>:|\[\d{1,6}\] |\[default\d{1,6}\]:|\s*\d{1,6}: )")
+#: A launcher tag: Open MPI ``--tag-output``, MPICH ``-prepend-rank``, Slurm ``srun -l``, torchrun,
+#: ``kubectl logs --prefix`` (``[pod/<pod>/<container>] ``).
+_TAG = re.compile(
+    r"^(?:\[\d{1,6},\d{1,6}\]<std(?:out|err)>:|\[\d{1,6}\] |\[default\d{1,6}\]:|\s*\d{1,6}: "
+    r"|\[pod/[A-Za-z0-9.-]{1,253}/[A-Za-z0-9.-]{1,63}\] )"
+)
+#: A host name in front of a line, as ``pdsh`` and ``clush`` print it (``gpu-node-01: ``): a DNS label or name
+#: (RFC 1123) followed by a colon and a space.
+_HOST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9.-]{0,252}): ")
+#: Lines a host name must start before it counts as a launcher prefix: ``pdsh`` prefixes every line a host
+#: prints, while a word such as ``NOTE: `` heads a line or two of prose.
+HOST_PREFIX_MIN_LINES = 3
 
 
 def clean_line(line: str) -> str:
@@ -67,6 +78,28 @@ def clean_line(line: str) -> str:
     """
     line = _STAMP.sub("", line, count=1)
     return _TAG.sub("", line, count=1)
+
+
+def clean_lines(lines: list[str]) -> list[str]:
+    """Each of ``lines`` through :func:`clean_line`, and without a ``pdsh``/``clush`` host prefix
+    (``gpu-node-01: ``) where that host name starts at least :data:`HOST_PREFIX_MIN_LINES` lines.
+
+    A name heading fewer lines (``NOTE: ``, ``CASE: ``) stays: only a name repeated as a launcher repeats it
+    is taken for one, so real content is not eaten.
+
+    >>> clean_lines(["n1: # nThread 1", "n1:   8  2  float", "n1: # Avg", "NOTE: kept"])
+    ['# nThread 1', '  8  2  float', '# Avg', 'NOTE: kept']
+    """
+    cleaned = [clean_line(line) for line in lines]
+    heads = [_HOST.match(line) for line in cleaned]
+    counts = Counter(match.group(1) for match in heads if match)
+    hosts = {name for name, count in counts.items() if count >= HOST_PREFIX_MIN_LINES}
+    if not hosts:
+        return cleaned
+    return [
+        clean_line(line[match.end() :]) if match and match.group(1) in hosts else line
+        for line, match in zip(cleaned, heads, strict=True)
+    ]
 
 
 def line_count(text: str) -> int:

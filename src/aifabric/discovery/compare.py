@@ -639,14 +639,15 @@ class NcclTestsComparison:
         }
 
 
-def _measure(row: PerfRow, place: str) -> tuple[PerfResult, PerfResult | None]:
-    first, second = (
-        (row.out_of_place, row.in_place) if place == "out_of_place" else (row.in_place, row.out_of_place)
-    )
-    if first is None:
-        first, second = second, None
-    assert first is not None  # the parser never yields a row without a result
-    return first, second
+def _measure(row: PerfRow, place: str) -> tuple[PerfResult | None, PerfResult | None]:
+    """The half of ``row`` to compare and the other one. The in-place half, asked for, is None where the row
+    has none (never the out-of-place one in its stead); the out-of-place default falls back to the
+    in-place half of a row printing only that."""
+    if place == "in_place":
+        return row.in_place, row.out_of_place
+    if row.out_of_place is None:
+        return row.in_place, None
+    return row.out_of_place, row.in_place
 
 
 def _communicator(op: str, spec: ClusterSpec, n_ranks: int, n_nodes: int) -> tuple[Communicator, str | None]:
@@ -962,7 +963,7 @@ def _measured_rows(
     factor = busbw_factor(op, table.n_ranks or spec.n_gpus)
     for row in table.rows:
         measured, other = _measure(row, place)
-        if not measured.time_s > 0 or not math.isfinite(measured.time_s):
+        if measured is None or not measured.time_s > 0 or not math.isfinite(measured.time_s):
             dropped.append((row.size_bytes, row.line))
             continue
         predicted = _predict(op, row.size_bytes, spec, comm, settings, calibration)
@@ -976,6 +977,12 @@ def _measured_rows(
                 predicted=predicted,
                 deviation=predicted.time_s / measured.time_s - 1.0,
             )
+        )
+    if place == "in_place" and all(row.in_place is None for row in table.rows):
+        raise ParseError(
+            "--place in-place: no row of the table prints an in-place time (compare out-of-place)",
+            line=table.line,
+            source=table.source,
         )
     if not rows:
         raise ParseError("no row has a positive time to compare", line=table.line, source=table.source)
@@ -1145,7 +1152,8 @@ def compare_nccl_tests(
     place : {"out_of_place", "in_place"}
         Which half of each row to compare.
     ranks, nodes, gpus_per_node : int, optional
-        Override the log's rank and node counts (:func:`~aifabric.discovery.counts.resolve_counts`).
+        The rank and node counts where the log does not give them; refused where it gives others
+        (:func:`~aifabric.discovery.counts.resolve_counts`).
 
     Returns
     -------
@@ -1180,6 +1188,7 @@ def compare_nccl_tests(
     options = _TableOptions(cluster, gpu, nic_speed, algorithm, protocol, no_nvls, calibration, threshold,
                             place, ranks, nodes, gpus_per_node)  # fmt: skip
     compared, skipped = _compare_tables(parsed, text.split("\n"), tables, options, source)
+    _check_used(nic_speed, compared)
     return NcclTestsComparison(source, tuple(compared), tuple(skipped))
 
 
@@ -1276,6 +1285,22 @@ def _compare_one(
     return compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                          calibration=options.calibration, threshold=options.threshold, place=options.place,
                          info=info, version_lines=versions)  # fmt: skip
+
+
+def _check_used(nic_speed: str | None, compared: list[TableComparison]) -> None:
+    """Refuse ``--nic-speed`` when no compared table crosses a network (every one ran on one node).
+
+    Raises
+    ------
+    ValueError
+        Naming the option, its value and the tables' lines.
+    """
+    if nic_speed is not None and all(t.table.n_nodes == 1 for t in compared):
+        lines = ", ".join(str(t.table.line) for t in compared)
+        raise ValueError(
+            f"--nic-speed: {nic_speed!r} is unused: every table compared ran on one node (line {lines}), "
+            "over NVLink only"
+        )
 
 
 def _check_options(

@@ -12,8 +12,11 @@ nodes
     ``--nodes``; NCCL's ``nNodes``; the parser's hosts (unless the rank lines are incomplete); ``torchrun
     --nnodes``; ranks / ``--gpus-per-node``; ranks / NCCL's ``localRanks``.
 
-When the ranks cannot be told, :func:`resolve_counts` raises a :class:`ParseError` asking for ``--ranks``;
-it never assumes one rank.
+The sources must agree: ``--ranks``, ``nRanks`` and the table's count (when its rank lines are complete);
+``--nodes``, ``nNodes``, the table's hosts, ``torchrun --nnodes`` and ranks / ``--gpus-per-node``. Two that
+differ are refused naming both (and the log's line), never one silently preferred; ranks / ``localRanks``
+is only a fallback (NCCL prints the local count of one rank). When the ranks cannot be told,
+:func:`resolve_counts` raises a :class:`ParseError` asking for ``--ranks``; it never assumes one rank.
 """
 
 from __future__ import annotations
@@ -141,9 +144,9 @@ def resolve_counts(
     ------
     ParseError
         If NCCL's communicator line has an impossible count (:meth:`NcclInfo.check_counts`: its line and
-        value), the ranks cannot be told from the log (the message asks for ``--ranks``), an override
-        contradicts itself (ranks not filling the nodes evenly), or ``--ranks`` or NCCL's ``nRanks``
-        contradicts complete rank lines.
+        value), the ranks cannot be told from the log (the message asks for ``--ranks``), two sources of a
+        count disagree (module docstring; both named), ``--gpus-per-node`` does not divide the ranks, or
+        the ranks do not fill the nodes evenly (naming where each count came from).
     ValueError
         If an override is below 1.
     """
@@ -152,34 +155,12 @@ def resolve_counts(
             raise ValueError(f"{name}: must be at least 1, got {value}")
     info = info or NcclInfo()
     info.check_counts(table.source)
-    notes: list[str] = []
     partial = _incomplete_rank_lines(table)
     torch_ranks, torch_nodes = _torchrun(lines_before)
     _check_against_rank_lines(table, partial, ranks, info.n_ranks)
-    n_ranks = _rank_count(table, info, partial, torch_ranks, ranks, notes)
-    n_nodes = _node_count(table, info, partial, torch_nodes, n_ranks, nodes, gpus_per_node, notes)
-    return Counts(n_ranks, n_nodes, tuple(notes))
-
-
-def _rank_count(
-    table: PerfTable,
-    info: NcclInfo,
-    partial: bool,
-    torch_ranks: int | None,
-    ranks: int | None,
-    notes: list[str],
-) -> int:
-    """The rank count: ``--ranks``, NCCL's ``nRanks``, complete rank lines, the launcher, the numbers (a
-    guess the incomplete rank lines contradict is dropped; one they do not is noted in ``notes``).
-
-    Raises
-    ------
-    ParseError
-        If no source tells the ranks (the message asks for ``--ranks``).
-    """
-    n_ranks = ranks or info.n_ranks
-    if n_ranks is None and not partial:
-        n_ranks = table.n_ranks
+    given = _Given(table, info, partial, torch_nodes)
+    n_ranks, rank_source = given.first_ranks(ranks)
+    notes: list[str] = []
     if n_ranks is None:
         n_ranks = torch_ranks or ranks_from_bandwidths(table)
         if partial and n_ranks is not None and n_ranks <= max(r.rank for r in table.ranks):
@@ -187,6 +168,7 @@ def _rank_count(
         if partial and n_ranks is not None:
             notes.append(f"rank lines incomplete (highest rank {max(r.rank for r in table.ranks)}): "
                          f"{n_ranks} ranks from the launcher or the numbers")  # fmt: skip
+        rank_source = _Count("the launcher or the numbers", n_ranks, table.line)
     if n_ranks is None:
         why = (
             f"the rank lines list {len(table.ranks)} of at least {max(r.rank for r in table.ranks) + 1} ranks"
@@ -194,41 +176,110 @@ def _rank_count(
             else "the log does not say how many ranks ran this table"
         )
         raise ParseError(f"{why}; give --ranks (and --nodes)", line=table.line, source=table.source)
-    return n_ranks
+    n_nodes, node_source = given.first_nodes(nodes, rank_source, gpus_per_node, notes)
+    if n_nodes is not None and n_ranks % n_nodes:
+        raise ParseError(
+            f"{n_ranks} ranks ({rank_source.label}) do not fill {n_nodes} nodes evenly "
+            f"({node_source.label}); aifabric models nodes of equal size{_ask_for(ranks, nodes)}",
+            line=node_source.line or rank_source.line,
+            source=table.source,
+        )
+    return Counts(n_ranks, n_nodes, tuple(notes))
 
 
-def _node_count(
-    table: PerfTable,
-    info: NcclInfo,
-    partial: bool,
-    torch_nodes: int | None,
-    n_ranks: int,
-    nodes: int | None,
-    gpus_per_node: int | None,
-    notes: list[str],
-) -> int | None:
-    """The node count: ``--nodes``, NCCL's, complete rank lines', the launcher's, else ``n_ranks`` over
-    ``--gpus-per-node`` or NCCL's ``localRanks`` (rounded up, noted in ``notes``); None if nothing tells.
+def _ask_for(ranks: int | None, nodes: int | None) -> str:
+    """The advice to give the counts the user has not given (none when both were)."""
+    missing = [flag for flag, value in (("--ranks", ranks), ("--nodes", nodes)) if value is None]
+    return f"; give {' and '.join(missing)} to model a subset" if missing else ""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Count:
+    """One source's count: what it is (``--nodes``, ``NCCL INFO nNodes 3``), the value, the log line."""
+
+    label: str
+    value: int | None
+    line: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Given:
+    """The counts the log's sources give for a table, checked against the options for agreement."""
+
+    table: PerfTable
+    info: NcclInfo
+    partial: bool
+    torch_nodes: int | None
+
+    def _info_line(self) -> int | None:
+        found = self.info.evidence.get("comm", ())
+        return found[0].line if found else None
+
+    def first_ranks(self, ranks: int | None) -> tuple[int | None, _Count]:
+        """The first of ``--ranks``, NCCL's ``nRanks``, the table's count; refuse two that disagree."""
+        line = self._info_line()
+        sources = [
+            _Count(f"--ranks {ranks}", ranks),
+            _Count(f"NCCL INFO nRanks {self.info.n_ranks} at line {line}", self.info.n_ranks, line),
+            _Count(
+                f"the log's {self.table.n_ranks} ranks above line {self.table.line}",
+                None if self.partial else self.table.n_ranks,
+                self.table.line,
+            ),  # fmt: skip
+        ]
+        return _agreed(sources, self.table.source)
+
+    def first_nodes(
+        self, nodes: int | None, ranks: _Count, gpus_per_node: int | None, notes: list[str]
+    ) -> tuple[int | None, _Count]:
+        """The first of ``--nodes``, NCCL's ``nNodes``, the table's hosts, ``torchrun --nnodes``, ranks /
+        ``--gpus-per-node`` (all refused when two disagree), else ranks / NCCL's ``localRanks``."""
+        line = self._info_line()
+        info, table, n_ranks = self.info, self.table, ranks.value or 0
+        if gpus_per_node and n_ranks % gpus_per_node:
+            raise ParseError(
+                f"--gpus-per-node {gpus_per_node} does not divide {n_ranks} ranks ({ranks.label})",
+                line=ranks.line,
+                source=table.source,
+            )
+        sources = [
+            _Count(f"--nodes {nodes}", nodes),
+            _Count(f"NCCL INFO nNodes {info.n_nodes} at line {line}", info.n_nodes, line),
+            _Count(
+                f"the log's {table.n_nodes} node(s) above line {table.line}",
+                None if self.partial else table.n_nodes,
+                table.line,
+            ),  # fmt: skip
+            _Count(f"torchrun --nnodes {self.torch_nodes}", self.torch_nodes),
+            _Count(
+                f"{n_ranks} ranks / --gpus-per-node {gpus_per_node}",
+                n_ranks // gpus_per_node if gpus_per_node else None,
+            ),  # fmt: skip
+        ]
+        n_nodes, chosen = _agreed(sources, table.source)
+        local = info.local_ranks
+        if n_nodes is None and local:
+            n_nodes = -(-n_ranks // local)
+            chosen = _Count(f"{n_ranks} ranks / NCCL localRanks {local} at line {line}", n_nodes, line)
+        if chosen is sources[-1] or (chosen.value is not None and chosen not in sources):
+            notes.append(f"{chosen.label} = {n_nodes} node(s)")
+        return n_nodes, chosen
+
+
+def _agreed(sources: list[_Count], source: str | None) -> tuple[int | None, _Count]:
+    """The first given count of ``sources`` and where it came from.
 
     Raises
     ------
     ParseError
-        If ``n_ranks`` does not fill the nodes evenly.
+        When two given counts differ, naming both and the log's line.
     """
-    n_nodes = nodes or info.n_nodes
-    if n_nodes is None and not partial:
-        n_nodes = table.n_nodes
-    n_nodes = n_nodes or torch_nodes
-    if n_nodes is None and gpus_per_node:
-        n_nodes = -(-n_ranks // gpus_per_node)
-        notes.append(f"{n_ranks} ranks / --gpus-per-node {gpus_per_node} = {n_nodes} node(s)")
-    if n_nodes is None and info.local_ranks:
-        n_nodes = -(-n_ranks // info.local_ranks)
-        notes.append(f"{n_ranks} ranks / NCCL localRanks {info.local_ranks} = {n_nodes} node(s)")
-    if n_nodes is not None and n_ranks % n_nodes:
-        raise ParseError(
-            f"{n_ranks} ranks do not fill {n_nodes} nodes evenly; give --ranks and --nodes",
-            line=table.line,
-            source=table.source,
-        )
-    return n_nodes
+    given = [count for count in sources if count.value is not None]
+    if not given:
+        return None, _Count("unknown", None)
+    first = given[0]
+    for other in given[1:]:
+        if other.value != first.value:
+            line = other.line or first.line
+            raise ParseError(f"{first.label} conflicts with {other.label}", line=line, source=source)
+    return first.value, first

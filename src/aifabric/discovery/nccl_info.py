@@ -48,6 +48,7 @@ from aifabric.errors import ParseError
 
 __all__ = [
     "IBV_MTU_BYTES",
+    "MAX_CHANNELS",
     "MAX_COMM_RANKS",
     "MAX_LINE_CHARS",
     "Evidence",
@@ -73,21 +74,24 @@ _INTRA = re.compile(
 )
 _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:GPU \w{1,16} / )?HCA (\d{1,4})")
 _NVLS = re.compile(r"NVLS multicast support is (not )?available")
-_COMM = re.compile(r"nRanks (-?\d{1,40}) nNodes (-?\d{1,40}) localRanks (-?\d{1,40})")
+_COMM = re.compile(r"nRanks (-?\d+) nNodes (-?\d+) localRanks (-?\d+)")
 _CHANNELS = re.compile(
-    r"(\d{1,4}) coll channels, (?:(\d{1,4}) collnet channels, )?(?:(\d{1,4}) nvls channels, )?"
+    r"(?<![\w-])(-?\d+) coll channels, (?:(-?\d+) collnet channels, )?(?:(-?\d+) nvls channels, )?"
 )
+#: Most channels NCCL prints for one kind: ``MAXCHANNELS`` (NVIDIA/nccl ``src/include/device.h``), 32 up to
+#: 2.24 and 64 from 2.25 (catalogue ``nccl_releases.yaml``, ``max_channels``).
+MAX_CHANNELS = 64
 _RING = re.compile(r"Channel \d{1,4}/\d{1,4} :(?: +\d{1,9})+\s*$")
 _TREES = re.compile(r"Trees \[\d")
 _CONNECTED = re.compile(r"Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
 _PXN_OFF = re.compile(r"PXN Disabled")
 _ACS_HINT = re.compile(r"HINT: In many cases this error occurs when ACS is enabled")
 _ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set by environment to (\S{1,256})")
-_COMM_OLD = re.compile(r"rank \d{1,9} nranks (-?\d{1,40}) ")
+_COMM_OLD = re.compile(r"rank \d{1,9} nranks (-?\d+) ")
 #: Most ranks a communicator line may report: the bound of the rank lines above a table (131,072, above the
 #: largest single jobs reported, about 100,000 GPUs; :mod:`aifabric.discovery.perf_metadata`).
 MAX_COMM_RANKS = 1 << 17
-_QP_MTU = re.compile(r"qpn \d{1,12} mtu (\d)\b")
+_QP_MTU = re.compile(r"qpn \d{1,12} mtu (-?\d+)\b")
 _ACTIVE_MTU = re.compile(r"^\s*active_mtu:\s*(\d{3,4})\s*\((\d)\)")
 #: ``enum ibv_mtu`` (rdma-core ``verbs.h``): IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 -> bytes.
 IBV_MTU_BYTES = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
@@ -155,8 +159,9 @@ class NcclInfo:
     evidence : dict
         Fact name -> the lines it came from (:class:`Evidence`), in log order.
     count_errors : tuple of Evidence
-        Communicator lines with counts NCCL cannot print (:func:`impossible_counts`), each with why; they
-        give no count. :meth:`check_counts` raises on the first.
+        Lines with counts NCCL cannot print, each with why: communicator counts (:func:`impossible_counts`,
+        or over 18 digits), channel counts outside 0 to :data:`MAX_CHANNELS`, a QP ``mtu`` outside
+        ``enum ibv_mtu``. They give no value; :meth:`check_counts` raises on the first.
     """
 
     version: str | None = None
@@ -250,12 +255,46 @@ class _Reader:
         self.mtu: int | None = None
         self.count_errors: list[Evidence] = []
 
-    def saw_comm(self, ranks: int, nodes: int | None, local: int | None, ev: Evidence) -> None:
+    def saw_comm(self, ev: Evidence, ranks: str, nodes: str | None = None, local: str | None = None) -> None:
         """Keep the first possible communicator counts; an impossible one is kept as a count error."""
-        problem = impossible_counts(ranks, nodes, local)
+        named = (("nRanks", ranks), ("nNodes", nodes), ("localRanks", local))
+        problem = _overlong(named)
         if problem is None:
-            self.first("comm", (ranks, nodes, local), ev)
-        elif len(self.count_errors) < 3:
+            counts = (int(ranks), _int(nodes), _int(local))
+            problem = impossible_counts(*counts)
+            if problem is None:
+                self.first("comm", counts, ev)
+                return
+        self.value_error(ev, problem)
+
+    def saw_channels(self, ev: Evidence, coll: str, collnet: str | None, nvls: str | None) -> None:
+        """Keep the first channel counts NCCL can print (1 to :data:`MAX_CHANNELS` coll channels, 0 to it of
+        the others); another is kept as a count error."""
+        named = (("coll channels", coll), ("collnet channels", collnet), ("nvls channels", nvls))
+        problem = _overlong(named)
+        for name, value in named if problem is None else ():
+            low = 1 if name == "coll channels" else 0
+            if value is not None and not low <= int(value) <= MAX_CHANNELS:
+                problem = (
+                    f"{value} {name} is not a channel count ({low} to NCCL's MAXCHANNELS {MAX_CHANNELS})"
+                )
+                break
+        if problem is None:
+            self.first("channels", (coll, collnet, nvls), ev)
+        else:
+            self.value_error(ev, problem)
+
+    def saw_qp_mtu(self, ev: Evidence, code: str) -> None:
+        """Keep the MTU of a QP line; a code outside ``enum ibv_mtu`` (1 to 5) is kept as a count error."""
+        mtu = IBV_MTU_BYTES.get(int(code)) if len(code) <= _MAX_DIGITS else None
+        if mtu is None:
+            self.value_error(ev, f"mtu {_shown(code)} is not an ibv_mtu code (1 to 5: 256 to 4096 bytes)")
+        else:
+            self.saw_mtu(mtu, ev)
+
+    def value_error(self, ev: Evidence, problem: str) -> None:
+        """Keep why a line's value is one NCCL cannot print (the first three)."""
+        if len(self.count_errors) < 3:
             self.count_errors.append(Evidence(ev.line, problem))
 
     def saw_mtu(self, mtu: int | None, ev: Evidence) -> None:
@@ -311,9 +350,9 @@ class _Reader:
         elif m := _NVLS.search(text):
             self.first("nvls", m.group(1) is None, ev)
         elif m := _COMM.search(text):
-            self.saw_comm(int(m.group(1)), int(m.group(2)), int(m.group(3)), ev)
+            self.saw_comm(ev, *m.groups())
         elif m := _CHANNELS.search(text):
-            self.first("channels", m.groups(), ev)
+            self.saw_channels(ev, *m.groups())
         elif _RING.search(text):
             self.counts["rings"] += 1
             self.note("rings", ev, keep=1)
@@ -333,11 +372,11 @@ class _Reader:
             if (name, value) in (("NCCL_PXN_DISABLE", "1"), ("NCCL_P2P_PXN_LEVEL", "0")):
                 self.first("pxn_disabled", True, ev)
         elif m := _QP_MTU.search(text):
-            self.saw_mtu(IBV_MTU_BYTES.get(int(m.group(1))), ev)
+            self.saw_qp_mtu(ev, m.group(1))
         elif m := _PLUGIN.search(text):
             self.first("plugin", m.group(1), ev)
         elif m := _COMM_OLD.search(text):
-            self.saw_comm(int(m.group(1)), None, None, ev)
+            self.saw_comm(ev, m.group(1))
 
     def result(self) -> NcclInfo:
         v = self.values
@@ -397,6 +436,23 @@ def impossible_counts(ranks: int, nodes: int | None, local: int | None) -> str |
             return f"{name} {value} is below 1"
         if value is not None and value > ranks:
             return f"{name} {value} is more than nRanks {ranks}"
+    return None
+
+
+#: Digits a printed count may have before it is refused unread (NCCL prints C ``int``s: at most 10 digits).
+_MAX_DIGITS = 18
+
+
+def _shown(digits: str) -> str:
+    """``digits`` as a message shows them: cut to 12 and their number given when longer than 20."""
+    return digits if len(digits) <= 20 else f"{digits[:12]}... ({len(digits.lstrip('-'))} digits)"
+
+
+def _overlong(named: tuple[tuple[str, str | None], ...]) -> str | None:
+    """Why one of ``(name, digits)`` is no count NCCL prints (over :data:`_MAX_DIGITS` digits), or None."""
+    for name, digits in named:
+        if digits is not None and len(digits.lstrip("-")) > _MAX_DIGITS:
+            return f"{name} {_shown(digits)} is not a count NCCL prints"
     return None
 
 

@@ -36,7 +36,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from aifabric.discovery._text import decode, split_lines
+from aifabric.discovery._text import clean_lines, decode, split_lines
 from aifabric.discovery.perf_collective import (
     canonical_argument,
     nearest_binary,
@@ -261,7 +261,7 @@ def parse_nccl_tests(
     8
     """  # noqa: E501  (verbatim nccl-tests rows in the doctest)
     override = canonical_argument(collective) if collective is not None else None
-    lines = [clean_line(raw) for raw in split_lines(decode(text, source), source)]
+    lines = clean_lines([clean_line(raw) for raw in split_lines(decode(text, source), source)])
     tables = _scan_tables(lines, override, source)
     if not tables:
         raise ParseError(

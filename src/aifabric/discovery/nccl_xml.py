@@ -674,17 +674,45 @@ def _net(tree: _Tree, net: ET.Element) -> NetDevice:
     name = net.get("name")
     if not name:
         raise tree.error(net, "missing name")
-    speed_mbps = _float(tree, net, "speed")
+    speed_mbps = _net_speed(tree, net)
     return NetDevice(
         name=name,
         dev=_int(tree, net, "dev"),
-        # Mb/s -> bytes/s, per direction; NCCL treats speed <= 0 as unknown.
-        speed_bytes_per_s=speed_mbps * 1e6 / 8 if speed_mbps and speed_mbps > 0 else None,
+        speed_bytes_per_s=speed_mbps * 1e6 / 8 if speed_mbps is not None else None,  # Mb/s -> bytes/s
         port=_int(tree, net, "port"),
         gdr=_bool(tree, net, "gdr"),
         guid=net.get("guid"),
         maxconn=_int(tree, net, "maxconn"),
     )
+
+
+#: ``speed`` NCCL writes for a NIC that does not report one (NVIDIA/nccl ``src/graph/topo.cc``,
+#: ``ncclTopoAddNet``: "if (mbps <= 0) mbps = 10000; // Some NICs define speed = -1").
+UNKNOWN_NET_SPEED = -1.0
+#: Fastest ``speed`` a ``<net>`` may carry, Mb/s: a 1.6 Tb/s port (IEEE 802.3dj, the fastest Ethernet; IB
+#: XDR is 800 Gb/s) fused eight to a device (NCCL NIC fusion, ``NCCL_NET_MAX_DEVS_PER_NIC``: 4 up to the
+#: v11 plugin API, 8 in ``src/include/net/net_v12.h``).
+MAX_NET_SPEED_MBPS = 8 * 1_600_000
+
+
+def _net_speed(tree: _Tree, net: ET.Element) -> float | None:
+    """The ``speed`` of ``<net>``, Mb/s per direction; None when absent or NCCL's unknown (-1).
+
+    Raises
+    ------
+    ParseError
+        Naming ``speed``, its value and the line, for a value no NIC reports (0, below 0 other than -1,
+        above :data:`MAX_NET_SPEED_MBPS`), NaN or text.
+    """
+    speed = _float(tree, net, "speed")
+    if speed is None or speed == UNKNOWN_NET_SPEED:
+        return None
+    if not 0 < speed <= MAX_NET_SPEED_MBPS:
+        raise tree.error(
+            net,
+            f"speed={net.get('speed')!r} is not a NIC speed (Mb/s, 1 to {MAX_NET_SPEED_MBPS:,}; -1: unknown)",
+        )
+    return speed
 
 
 class _Placement(TypedDict):

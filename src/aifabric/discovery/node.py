@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.discovery._text import clean_line, line_count, nonempty_text
+from aifabric.discovery._text import clean_lines, line_count, nonempty_text
 from aifabric.discovery.inference import (
     DEFAULT_NIC_SPEED,
     GpuMention,
@@ -315,13 +315,13 @@ def detect_format(text: str) -> str:
     ``unknown``.
 
     The one that appears first wins when both do. A matrix line may carry a job log's timestamp and launcher
-    tag (:func:`~aifabric.discovery._text.clean_line`), as :meth:`TopoMatrix.from_text` reads it.
+    tag (:func:`~aifabric.discovery._text.clean_lines`), as :meth:`TopoMatrix.from_text` reads it.
 
     >>> detect_format("\\tGPU0\\tGPU1\\tCPU Affinity\\n"), detect_format("<system version='1'></system>")
     ('nvidia-smi', 'nccl-xml')
     """
     xml = re.search(r"^[ \t]*<system\b", text, re.MULTILINE)
-    cleaned = "\n".join(clean_line(line) for line in text.split("\n"))
+    cleaned = "\n".join(clean_lines(text.split("\n")))
     smi = re.search(r"^[ \t]*(?:\x1b\[[0-9;]*m)*GPU0(?:[ \t]|\x1b|$)", cleaned, re.MULTILINE)
     if xml and (not smi or text.count("\n", 0, xml.start()) < cleaned.count("\n", 0, smi.start())):
         return "nccl-xml"

@@ -42,7 +42,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from aifabric.discovery._text import clean_line, decode, split_lines
+from aifabric.discovery._text import clean_lines, decode, split_lines
 from aifabric.errors import ParseError
 
 __all__ = ["AFFINITY_CUT", "PATH_ORDER", "TopoMatrix", "normalize_path_code", "parse_cpulist"]
@@ -237,8 +237,8 @@ class TopoMatrix:
         ------
         ParseError
             If no matrix is found, no GPU row is read, a row has fewer cells than there are GPUs or an
-            extra cell, a cell code is not one the driver prints, the diagonal is not ``X``, or an affinity
-            value is malformed. The error names the 1-based line.
+            extra cell, a cell code is not one the driver prints, the diagonal is not ``X``, the two cells
+            of a pair differ, or an affinity value is malformed. The error names the 1-based line.
 
         References
         ----------
@@ -255,7 +255,7 @@ class TopoMatrix:
         ([('GPU0', 'GPU1', 18)], [('NIC0', 'NODE')], {0})
         """
         lines = split_lines(decode(text, source), source)
-        return _parse_first_matrix([clean_line(_ANSI.sub("", raw).rstrip("\r")) for raw in lines], source)
+        return _parse_first_matrix(clean_lines([_ANSI.sub("", raw).rstrip("\r") for raw in lines]), source)
 
     # -- queries ----------------------------------------------------------------------------------------
 
@@ -479,6 +479,7 @@ def _parse_body(
         kept, gpus, cut_gpus, by_device, devices, trailing, partial=partial, source=source
     )
     kept_nics = kept[len(all_gpus) :]
+    _check_symmetric(links, by_device, source)
     _mirror_cut_nic_rows(links, kept_nics, gpus)
     if cut_gpus:
         links = {
@@ -709,6 +710,29 @@ def _mirror_cut_nic_rows(links: dict[tuple[str, str], str], nics: list[str], gpu
         for g in gpus:
             links.setdefault((nic, g), links[(g, nic)])
         links.setdefault((nic, nic), "X")
+
+
+def _check_symmetric(
+    links: dict[tuple[str, str], str], by_device: dict[str, tuple[int, list[str]]], source: str | None
+) -> None:
+    """Refuse a matrix whose two cells of a pair differ: the path between two devices is one path, and
+    ``nvidia-smi topo -m`` prints it in both (``SOC`` and ``SYS`` are the same code).
+
+    Raises
+    ------
+    ParseError
+        Naming both cells, at the line of the later row, the earlier row's line in the message.
+    """
+    for (a, b), code in links.items():
+        mirror = links.get((b, a))
+        if mirror is not None and normalize_path_code(mirror) != normalize_path_code(code):
+            first, second = sorted(((by_device[a][0], a, b, code), (by_device[b][0], b, a, mirror)))
+            raise ParseError(
+                f"row {second[1]}, column {second[2]}: {second[3]!r}, but row {first[1]}, column {first[2]} "
+                f"(line {first[0]}): {first[3]!r}; the matrix is not symmetric (edited or corrupted?)",
+                line=second[0],
+                source=source,
+            )
 
 
 def _present_gpus(
