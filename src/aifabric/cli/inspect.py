@@ -584,18 +584,23 @@ def _render_fit(fit, output: Path | None) -> None:  # noqa: ANN001  (a Calibrati
 
 
 def _knob_text(fit, key: str) -> str:  # noqa: ANN001  (a CalibrationFit; the module is imported lazily)
-    from aifabric.discovery.fitting import NEUTRAL
+    from aifabric.discovery.fitting import MIN_ROWS, NEUTRAL
 
     value = getattr(fit.calibration, key)
     if not fit.determined.get(key, True):
         kept = f"{NEUTRAL[key]:.1f}" if key.endswith("_scale") else f"{NEUTRAL[key] * 1e6:g} us"
-        return f"{key} not determined (kept at {kept})"
-    error = fit.uncertainty.get(key)
+        few = fit.few_rows.get(key)
+        why = f"; {few} row(s) of its regime, needs {MIN_ROWS}" if few else ""
+        return f"{key} not determined (kept at {kept}{why})"
+    # at a bound the rows wanted the knob further: a standard error about the bound means nothing
+    error = None if key in fit.at_bound else fit.uncertainty.get(key)
     if key == "extra_inter_latency_s":
         plus = f" +/- {error * 1e6:.2f}" if error is not None else ""
         text = f"extra_inter_latency {value * 1e6:.2f}{plus} us"
     else:
         text = f"{key} {value:.4f}" + (f" +/- {error:.4f}" if error is not None else "")
+    if key in fit.at_bound:
+        text += " (at bound)"
     sizes = fit.fitted_on.get(key, ())
     if sizes:
         span = _size(sizes[0]) if len(sizes) == 1 else f"{_size(sizes[0])} .. {_size(sizes[-1])}"
