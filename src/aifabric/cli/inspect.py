@@ -434,8 +434,11 @@ def _render_verdict(comp: TableComparison) -> None:
         return
     console.print(f"  [red]verdict: {escape(comp.verdict)}[/]", highlight=False, markup=True)
     for f in comp.findings:
-        console.print(f"    {escape(f.cause)}: {_gbps(f.explained_bytes_per_s)} GB/s below the model on "
+        side = "above" if f.cause == "log_contradiction" else "below"
+        console.print(f"    {escape(f.cause)}: {_gbps(f.explained_bytes_per_s)} GB/s {side} the model on "
                       f"average over {f.rows} large row(s)", highlight=False, markup=True)  # fmt: skip
+        if f.cause == "log_contradiction":
+            console.print(f"      {escape(describe_cause(f.cause, comp))}", highlight=False, markup=True)
         for ev in f.evidence:
             console.print(f"      evidence {escape(str(ev))}", highlight=False, markup=True)
 

@@ -11,11 +11,15 @@ governs (:func:`regime`), so that rows the model is known to get wrong for anoth
   of single-node tables only, ``inter_scale`` on those of multi-node tables only (scale-up is never moved by
   multi-node data);
 * **latency** rows -- more than 90 % of NCCL's model time is latency (:data:`LATENCY_SHARE`), the small
-  messages:
-  ``latency_scale``, and ``extra_inter_latency_s`` when a multi-node table has such rows, fitted with the
-  bandwidths already fixed;
+  messages: ``latency_scale`` on those of single-node tables, ``extra_inter_latency_s`` on those of
+  multi-node tables (NCCL's latency constants also time the scale-up steps, so a latency seen across nodes
+  moves only the network term: a two-node fit leaves a node's prediction unchanged at every size), each
+  fitted with the bandwidths already fixed;
 * **ramp** rows -- the rest, where NCCL runs fewer channels or another protocol than at its peak (the
   ``ramp`` cause of :data:`~aifabric.discovery.compare.CAUSES`): they fit nothing and are reported so.
+
+A knob is fitted only on at least :data:`MIN_ROWS` rows of its regime (fewer: "not determined", the rows
+reported as ``too few``); when no knob has enough, the fit is refused ("nothing to fit: ...").
 
 Each stage is a bounded non-linear least squares (``scipy.optimize.least_squares``) on the log of the time
 ratio of its rows::
@@ -146,8 +150,7 @@ class FitRow:
         Whether the row entered the fit.
     reason : str or None
         Why it did not (``outlier``, ``dip``, ``held out``, ``ramp``: a mid-size row fits nothing;
-        ``too few``:
-        its regime has fewer than :data:`MIN_ROWS` rows).
+        ``too few``: its regime has fewer than :data:`MIN_ROWS` rows).
     regime : str
         ``plateau``, ``latency`` or ``ramp`` (:func:`regime`).
     """
