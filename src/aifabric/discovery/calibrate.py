@@ -24,7 +24,18 @@ import yaml
 from aifabric.errors import ConfigError
 from aifabric.inputs import load_yaml_mapping_text, read_yaml_text
 
-__all__ = ["Calibration", "load_calibration", "save_calibration"]
+__all__ = ["FIT_BOUNDS", "Calibration", "load_calibration", "save_calibration"]
+
+#: The box :func:`aifabric.discovery.fitting.fit_calibration` fits each knob in (its module docstring): a
+#: bandwidth scale 0.2-5 (further capped at line rate per cluster), the latency scale 0.25-8, the extra
+#: network latency 0-200 us. A profile read from a file with a value outside it was not fitted (a
+#: hand-edited ``intra_scale: 0.01`` would predict NVLink at 1 %) and is refused.
+FIT_BOUNDS: dict[str, tuple[float, float]] = {
+    "intra_scale": (0.2, 5.0),
+    "inter_scale": (0.2, 5.0),
+    "latency_scale": (0.25, 8.0),
+    "extra_inter_latency_s": (0.0, 200e-6),
+}
 
 
 @dataclass(frozen=True)
@@ -68,7 +79,7 @@ def load_calibration(path: str | Path) -> Calibration:
 
     Numbers must be numbers (``5e-6`` written without a dot is accepted): ``inter_scale: banana`` and
     ``intra_scale: true`` (a bool is not a number) are refused, as is a missing value (``latency_scale:``)
-    other than for ``residual_rms``.
+    other than for ``residual_rms``; a knob outside :data:`FIT_BOUNDS` (``intra_scale: 0.01``) is refused.
     """
     p = Path(path)
     text = read_yaml_text(p)
@@ -102,6 +113,14 @@ def load_calibration(path: str | Path) -> Calibration:
             values[key] = number
         else:
             values[key] = "" if value is None else str(value)
+    for key, (low, high) in FIT_BOUNDS.items():
+        number = values.get(key)
+        if isinstance(number, float) and not low * (1 - 1e-6) <= number <= high * (1 + 1e-6):
+            line = _line_of(text, key)
+            raise ConfigError(
+                f"{p}{f':{line}' if line else ''}: calibration {key}: {number!r} is outside the range a fit "
+                f"gives ({low:g}..{high:g}); refit with 'aifabric calibrate' instead of editing the profile"
+            )
     try:
         return Calibration(**values)  # type: ignore[arg-type]
     except ConfigError as err:

@@ -65,7 +65,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from aifabric.discovery.calibrate import Calibration
+from aifabric.discovery.calibrate import FIT_BOUNDS, Calibration
 from aifabric.discovery.compare import RowComparison, TableComparison
 
 __all__ = [
@@ -83,8 +83,14 @@ __all__ = [
     "size_window",
 ]
 
-_BOUNDS_LOW = np.array([math.log(0.2), math.log(0.2), math.log(0.25), 0.0])
-_BOUNDS_HIGH = np.array([math.log(5.0), math.log(5.0), math.log(8.0), 200.0])
+_BOUNDS_LOW = np.array(
+    [math.log(FIT_BOUNDS[k][0]) for k in ("intra_scale", "inter_scale", "latency_scale")]
+    + [FIT_BOUNDS["extra_inter_latency_s"][0] * 1e6]
+)
+_BOUNDS_HIGH = np.array(
+    [math.log(FIT_BOUNDS[k][1]) for k in ("intra_scale", "inter_scale", "latency_scale")]
+    + [FIT_BOUNDS["extra_inter_latency_s"][1] * 1e6]
+)
 _PRIOR_WIDTH = np.array([1.0, 1.0, 1.0, 20.0])  # ln-units for the scales, microseconds for the extra latency
 #: The knobs, in the order of the optimiser's vector, and the value each is kept at when the rows cannot see
 #: it.
