@@ -62,13 +62,15 @@ def mtu_payload_factor(mtu_bytes: float, nic_payload_efficiency: float) -> float
 
 
 def apply_to_settings(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
-    """``settings`` with what the INFO lines rule out: NVLS and NVLSTree when NVLS multicast is unavailable.
+    """``settings`` with what the INFO lines rule out: NVLS and NVLSTree when NVLS multicast is unavailable,
+    and CollNet when ``NCCL_COLLNET_ENABLE`` is set but nothing shows it ran (:func:`_collnet_unproven`).
 
     >>> from aifabric.discovery.nccl_info import parse_nccl_info
     >>> info = parse_nccl_info(["h:1:1 [0] NCCL INFO NVLS multicast support is not available on dev 0"])
     >>> apply_to_settings(NcclSettings(), info).exclude
     ('nvls', 'nvls_tree')
     """
+    settings = _collnet_unproven(settings, info)
     if info.nvls_available is not False:
         return settings
     exclude = (*settings.exclude, *(a for a in ("nvls", "nvls_tree") if a not in settings.exclude))
@@ -76,6 +78,28 @@ def apply_to_settings(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
     where = info.lines("nvls")[0]
     note = f"NVLS multicast not available ({where}): NVLS and NVLSTree excluded"
     return NcclSettings(settings.env, algorithm, exclude, settings.protocols, (*settings.notes, note))
+
+
+def _collnet_unproven(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
+    """``settings`` without ``NCCL_COLLNET_ENABLE`` when the lines do not show CollNet set up
+    (:attr:`NcclInfo.collnet_shown`): enabled is not ran -- NCCL silently falls back when the collnet plugin
+    is missing or cannot create its SHARP job -- so the prediction is what NCCL runs without it.
+
+    >>> s = apply_to_settings(NcclSettings({"NCCL_COLLNET_ENABLE": "1"}), NcclInfo())
+    >>> s.env, s.notes[-1][:48]
+    ({}, 'NCCL_COLLNET_ENABLE=1: not applied to the predic')
+    """
+    value = settings.env.get("NCCL_COLLNET_ENABLE")
+    if value is None or value.strip() == "0" or info.collnet_shown:
+        return settings
+    env = {k: v for k, v in settings.env.items() if k != "NCCL_COLLNET_ENABLE"}
+    note = (
+        f"NCCL_COLLNET_ENABLE={value}: not applied to the prediction (enabled is not ran: no 'Loaded collnet "
+        "plugin' line and no collnet channel count in the log shows CollNet set up)"
+    )
+    return NcclSettings(
+        env, settings.algorithm, settings.exclude, settings.protocols, (*settings.notes, note)
+    )
 
 
 def net_transport(info: NcclInfo) -> TransportSpec | None:
