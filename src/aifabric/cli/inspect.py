@@ -335,7 +335,7 @@ def _settings_text(comp: TableComparison) -> str:
     s = comp.settings
     shown = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_CTAS", "NCCL_IB_QPS_PER_CONNECTION",
              "NCCL_NET_GDR_LEVEL", "NCCL_TOPO_FILE", "NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE",
-             "NCCL_IB_DISABLE")  # fmt: skip
+             "NCCL_IB_DISABLE", "NCCL_IB_HCA")  # fmt: skip
     parts = [f"{k}={v}" for k, v in s.env.items() if k in shown]
     mapped = "; ".join(s.notes)
     return (", ".join(parts) or "NCCL defaults") + (f" ({mapped})" if mapped else "")

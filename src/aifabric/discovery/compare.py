@@ -515,6 +515,15 @@ class TableComparison:
         return self.table.nccl_version or self.info.version or (found.group(1) if found else None)
 
     @property
+    def shown_causes(self) -> tuple[tuple[str, tuple[Evidence, ...]], ...]:
+        """Causes the INFO lines show, with their lines (:func:`evidence_causes`), on this run's ranks per
+        node and the modelled node's NICs."""
+        per_node = self.n_ranks // self.n_nodes if self.n_nodes > 1 else None
+        out = self.spec.scale_out
+        nics = round(self.spec.gpus_per_node * out.nics_per_gpu) if out is not None else None
+        return evidence_causes(self.info, self.n_nodes, per_node, nics)
+
+    @property
     def n_ranks(self) -> int:
         """Ranks of the run."""
         return self.comm.n_ranks
@@ -586,7 +595,7 @@ class TableComparison:
             if primary is not None and gap > 0:
                 explained[primary] = explained.get(primary, 0.0) + gap
                 count[primary] = count.get(primary, 0) + 1
-        shown = dict(evidence_causes(self.info, self.n_nodes))
+        shown = dict(self.shown_causes)
         if self.version_lines:
             shown["nccl_regression"] = self.version_lines
         order = sorted(explained, key=lambda k: (-explained[k] / count[k], list(CAUSES).index(k)))
@@ -791,7 +800,7 @@ def _plateau_network_causes(
     candidates that fit equally are a guess the log does not support; a cause of bounded size (the MTU)
     comes last, explaining its share. With nothing supported, ``unexplained_shortfall``.
     """
-    found = tuple(key for key, _ in evidence_causes(ctx.info, ctx.n_nodes))
+    found = tuple(key for key, _ in ctx.shown_causes)
     bounded = tuple(k for k in found if ctx.bounded_share(k) is not None)
     found = (*known, *(k for k in found if k not in bounded))
     vm_hint = bool("NCCL_TOPO_FILE" in ctx.settings.env or re.search(r"\bVMs?\b", ctx.table.title or ""))

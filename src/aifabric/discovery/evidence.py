@@ -167,7 +167,9 @@ def with_transport(calibration: Any | None, net: TransportSpec | None, spec: Clu
     )
 
 
-def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evidence, ...]], ...]:
+def evidence_causes(
+    info: NcclInfo, n_nodes: int, local_ranks: int | None = None, node_nics: int | None = None
+) -> tuple[tuple[str, tuple[Evidence, ...]], ...]:
     """Causes of a network shortfall the INFO lines show, each with its lines (keys of ``compare.CAUSES``).
 
     * ``net_socket``: the network ran over ``NET/Socket`` (TCP through host memory);
@@ -175,8 +177,11 @@ def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evid
       offered with sockets, which never use it);
     * ``pxn_off``: PXN disabled (``NCCL_PXN_DISABLE=1``, ``PXN Disabled``, ``use ring PXN 0`` with a rail
       layout that needs it is not told apart: the line is named);
-    * ``one_nic``: the connections used fewer NICs than NCCL listed, or ``NCCL_IB_HCA`` left fewer NICs
-      than local ranks (a node built with fewer NICs than GPUs, AWS p4d, is not flagged for that alone).
+    * ``one_nic``: the connections used fewer NICs than NCCL listed, or NCCL was given fewer NICs (``NET/IB :
+      Using [0]mlx5_0 ... [3]mlx5_3`` or an ``NCCL_IB_HCA`` list) than both the ranks per node (``localRanks``
+      or, without it, ``local_ranks`` from the rank lines) and the NICs the modelled node has
+      (``node_nics``): a node built with fewer NICs than GPUs, modelled so, is not flagged for that alone
+      (:func:`_nic_subset`).
 
     * ``no_p2p`` (any node count): GPUs of a node connected through host shared memory (``via SHM``) and
       never ``via P2P``: NCCL found P2P unusable between them (``transport/p2p.cc`` canConnect) -- a VM
@@ -205,13 +210,32 @@ def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evid
         found.append(("no_gdr", info.lines("gdr_off")))
     if info.pxn is False:
         found.append(("pxn_off", info.lines("pxn_disabled", "ring_flags")))
-    listed = len(info.net_devices)
-    used = len(info.net_devices_used)
-    subset = "NCCL_IB_HCA" in info.env and listed < (info.local_ranks or 0)
-    if not socket and ((used and used < listed) or subset):
-        ev = info.lines("net_devices", "env") or info.lines("network")
-        found.append(("one_nic", ev))
+    subset = _nic_subset(info, info.local_ranks or local_ranks, node_nics)
+    if not socket and subset:
+        found.append(("one_nic", subset))
     return tuple(found)
+
+
+def _hca_count(value: str | None) -> int:
+    """NICs an ``NCCL_IB_HCA`` value names (``mlx5_0,mlx5_1`` or ``=mlx5_0:1``); 0 for an exclusion list
+    (``^mlx5_4``: what is left is not known) or none."""
+    if not value or value.lstrip().startswith("^"):
+        return 0
+    return len([name for name in value.lstrip("=").split(",") if name.strip()])
+
+
+def _nic_subset(info: NcclInfo, local_ranks: int | None, node_nics: int | None) -> tuple[Evidence, ...]:
+    """The lines showing NCCL used fewer NICs than the node offers, or () (see :func:`evidence_causes`)."""
+    hca = [e for e in info.lines("env") if "NCCL_IB_HCA" in e.text]
+    listed = len(info.net_devices) or _hca_count(info.env.get("NCCL_IB_HCA"))
+    used = len(info.net_devices_used)
+    if used and used < len(info.net_devices):
+        return (*info.lines("net_devices"), *hca)
+    seen = max(listed, used)  # connections on more NICs than listed: the listing is not the whole set
+    limits = [n for n in (local_ranks, node_nics) if n]
+    if seen and limits and seen < min(limits):
+        return (*hca, *info.lines("net_devices")) or info.lines("network")
+    return ()
 
 
 def contradicted_causes(info: NcclInfo) -> frozenset[str]:
