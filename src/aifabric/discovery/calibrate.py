@@ -114,11 +114,11 @@ def load_calibration(path: str | Path) -> Calibration:
         else:
             values[key] = "" if value is None else str(value)
     for key, (low, high) in FIT_BOUNDS.items():
-        number = values.get(key)
-        if isinstance(number, float) and not low * (1 - 1e-6) <= number <= high * (1 + 1e-6):
+        given = values.get(key)
+        if isinstance(given, float) and not low * (1 - 1e-6) <= given <= high * (1 + 1e-6):
             line = _line_of(text, key)
             raise ConfigError(
-                f"{p}{f':{line}' if line else ''}: calibration {key}: {number!r} is outside the range a fit "
+                f"{p}{f':{line}' if line else ''}: calibration {key}: {given!r} is outside the range a fit "
                 f"gives ({low:g}..{high:g}); refit with 'aifabric calibrate' instead of editing the profile"
             )
     try:
