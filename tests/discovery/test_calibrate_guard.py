@@ -209,9 +209,8 @@ def test_too_few_rows_to_fit_anything_is_refused_with_the_reason(all_case_text: 
     assert len(lines) == 1 and "nothing to fit: 1 row(s), no plateau or latency row" in lines[0]
 
 
-_T7 = compare_nccl_tests(
-    (Path(__file__).parent / "data" / CASE_03).read_text(encoding="utf-8"), tables=[7]
-).tables[0]
+_T7_TEXT = (Path(__file__).parent / "data" / CASE_03).read_text(encoding="utf-8")
+_T7 = compare_nccl_tests(_T7_TEXT, tables=[7]).tables[0]
 
 
 @settings(max_examples=12)
@@ -232,3 +231,29 @@ def test_no_measurement_can_make_the_large_messages_worse(factors: list[float]) 
         abs(table.predict(r.size_bytes, fit.calibration).time_s / r.measured_time_s - 1) for r in large
     )
     assert after <= before + 1e-6
+
+
+def test_a_profile_records_its_hardware_and_is_refused_on_other_hardware(tmp_path: Path) -> None:
+    # case_03 T7 ran on H100 SXM with ConnectX-7 NICs (NVIDIA/nccl-tests #309): the profile says so, and its
+    # network scale is not applied to a GB200 NVL72 (another GPU) -- exit 2, one line naming both.
+    from typer.testing import CliRunner
+
+    from aifabric.cli.app import app
+    from aifabric.discovery.calibrate import load_calibration, save_calibration
+    from aifabric.errors import ConfigError
+
+    fit = fit_calibration(compare_nccl_tests(_T7_TEXT, tables=[7]).tables)
+    assert (fit.calibration.gpu, fit.calibration.nic) == ("h100-sxm", "connectx-7")
+    path = save_calibration(fit.calibration, tmp_path / "t7.yaml")
+    assert load_calibration(path) == fit.calibration
+    result = CliRunner().invoke(
+        app, ["collective", "all_reduce", "-c", "gb200-nvl72", "--size", "1GiB", "--calibration", str(path)]
+    )
+    assert result.exit_code == 2
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "fitted on gpu h100-sxm, this cluster has gb200" in lines[0]
+    spec = preset("h100-ib-2node")
+    other_nic = spec.with_changes(**{"scale_out.nic": "connectx-8"})
+    with pytest.raises(ConfigError, match="fitted on nic connectx-7, this cluster has connectx-8"):
+        formula_collective("all_reduce", 1 << 30, other_nic, calibration=fit.calibration)
+    assert formula_collective("all_reduce", 1 << 30, spec, calibration=fit.calibration).time_s > 0

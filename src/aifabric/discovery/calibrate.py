@@ -8,6 +8,8 @@ A profile is a YAML mapping::
     latency_scale: 1.0        # x NCCL's latency constants
     extra_inter_latency_s: 0  # added per network hop, seconds
     source: what it was fitted on
+    gpu: h100-sxm             # the hardware it was fitted on (catalogue keys); the engine refuses
+    nic: connectx-7           #   to apply it to another GPU or NIC
 
 The fit itself is :func:`aifabric.discovery.fitting.fit_calibration`.
 """
@@ -40,7 +42,12 @@ FIT_BOUNDS: dict[str, tuple[float, float]] = {
 
 @dataclass(frozen=True)
 class Calibration:
-    """Multipliers on the tier model (dimensionless) and an extra per-hop latency (s)."""
+    """Multipliers on the tier model (dimensionless) and an extra per-hop latency (s).
+
+    ``gpu`` and ``nic`` are the catalogue keys of the hardware the profile was fitted on (empty: not
+    recorded, or several); the engine refuses it on a cluster with another
+    (:func:`aifabric.collectives.tiers.tier_model`): a scale fitted on H100 NVLink says nothing of B200's.
+    """
 
     intra_scale: float = 1.0
     inter_scale: float = 1.0
@@ -49,6 +56,8 @@ class Calibration:
     name: str = "calibration"
     source: str = ""
     residual_rms: float | None = None
+    gpu: str = ""
+    nic: str = ""
 
     def __post_init__(self) -> None:
         for field in _NUMBERS:

@@ -139,6 +139,8 @@ class TransportCalibration:
     inter_scale: float
     latency_scale: float
     extra_inter_latency_s: float
+    gpu: str = ""
+    nic: str = ""
 
 
 def with_transport(calibration: Any | None, net: TransportSpec | None, spec: ClusterSpec) -> Any | None:
@@ -164,6 +166,8 @@ def with_transport(calibration: Any | None, net: TransportSpec | None, spec: Clu
         inter_scale=get("inter_scale", 1.0) * net.aggregate_efficiency / spec.nic_spec.payload_efficiency,
         latency_scale=get("latency_scale", 1.0),
         extra_inter_latency_s=get("extra_inter_latency_s", 0.0) + max(0.0, net.latency_s - ib.latency_s),
+        gpu=str(getattr(calibration, "gpu", "") or ""),
+        nic=str(getattr(calibration, "nic", "") or ""),
     )
 
 

@@ -765,6 +765,7 @@ def _assemble(
         name=name,
         source=described,
         residual_rms=round(rms, 6),
+        **_hardware(comparisons),
     )
     paths: dict[str, int] = {}
     for comp, i, reason, _ in selected:
@@ -775,6 +776,14 @@ def _assemble(
     return CalibrationFit(calibration, rows, outcome.success, message, fitter.evaluations, determined, window,
                           outcome.errors, _at_bound(outcome.x, seen, fitter.low, fitter.high), paths,
                           outcome.fitted_on, outcome.limited, outcome.paths, outcome.few_rows)  # fmt: skip
+
+
+def _hardware(comparisons: Sequence[TableComparison]) -> dict[str, str]:
+    """The catalogue keys of the GPU and (with multi-node tables) the NIC the tables ran on, recorded in the
+    profile so that the engine refuses it elsewhere; empty where the tables disagree."""
+    gpus = {c.spec.accelerator for c in comparisons}
+    nics = {c.spec.scale_out.nic for c in comparisons if c.n_nodes > 1 and c.spec.scale_out is not None}
+    return {"gpu": gpus.pop() if len(gpus) == 1 else "", "nic": nics.pop() if len(nics) == 1 else ""}
 
 
 def _path(row: RowComparison) -> str:
