@@ -57,3 +57,10 @@ def test_a_node_built_with_fewer_nics_is_not_flagged_for_that_alone() -> None:
     # an exclusion list leaves an unknown number of NICs: not evidence of a subset
     excluded = parse_nccl_info(["h:1:1 [0] NCCL INFO NCCL_IB_HCA set by environment to ^mlx5_4"])
     assert "one_nic" not in dict(evidence_causes(excluded, 2, local_ranks=8, node_nics=8))
+
+
+def test_a_few_connection_lines_alone_do_not_show_a_subset() -> None:
+    # a pasted excerpt with one channel line on NIC 0 (and GDR off for HCA 0) says nothing of how many NICs
+    # NCCL had: not the NIC-subset cause
+    info = parse_nccl_info(["h:1:1 [0] NCCL INFO Channel 00/0 : 7[7] -> 8[0] [send] via NET/IB/0"])
+    assert "one_nic" not in dict(evidence_causes(info, 2, local_ranks=8, node_nics=8))

@@ -235,7 +235,9 @@ def _nic_subset(info: NcclInfo, local_ranks: int | None, node_nics: int | None) 
     used = len(info.net_devices_used)
     if used and used < len(info.net_devices):
         return (*info.lines("net_devices"), *hca)
-    seen = max(listed, used)  # connections on more NICs than listed: the listing is not the whole set
+    # connections on more NICs than listed: the listing is not the whole set; connections alone (a pasted
+    # excerpt of a few channel lines) do not show how many NICs NCCL had
+    seen = max(listed, used) if listed else 0
     limits = [n for n in (local_ranks, node_nics) if n]
     if seen and limits and seen < min(limits):
         return (*hca, *info.lines("net_devices")) or info.lines("network")
