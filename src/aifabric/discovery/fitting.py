@@ -441,9 +441,10 @@ def fit_calibration(
     Raises
     ------
     ValueError
-        If no row is left to fit, the size window is empty or reversed, a table's verdict is not
-        healthy (the cause and its line or shortfall are named, as ``nccl-tests compare`` says), or the
-        data or the model give a non-finite value.
+        If no row is left to fit, the size window is empty or reversed, no knob has :data:`MIN_ROWS`
+        rows of its regime ("nothing to fit: ..."), a table's verdict is not healthy (the cause and its
+        line or shortfall are named, as ``nccl-tests compare`` says), or the data or the model give a
+        non-finite value.
 
     Notes
     -----
