@@ -196,7 +196,10 @@ def test_inspect_azure_ndv4_reads_cpu_vendor_and_pcie_cap() -> None:
         ("inter_scale: banana", ("inter_scale", "must be a number", "'banana'", ":3:")),
         ("intra_scale: true", ("intra_scale", "must be a number", "True", ":3:")),
         ("latency_scale:", ("latency_scale", "must be a number", ":3:")),
-        ("inter_scale: 500", ("inter_scale", "outside 0.01..100", ":3:")),
+        ("inter_scale: 500", ("inter_scale", "outside the range a fit gives (0.2..5)", ":3:")),
+        # issue 9: a hand-edited profile outside the fit's box is refused, naming the field and value
+        ("intra_scale: 0.01", ("intra_scale: 0.01 is outside the range a fit gives (0.2..5)", ":3:")),
+        ("extra_inter_latency_s: 0.001", ("extra_inter_latency_s: 0.001", "(0..0.0002)", ":3:")),
     ],
 )
 def test_bad_calibration_field_is_named_with_its_line(

@@ -276,12 +276,38 @@ def test_socket_transport_from_info_is_predicted_with_tcp() -> None:
 
 
 COLLNET_ON = "node-a:101:101 [0] NCCL INFO NCCL_COLLNET_ENABLE set by environment to 1"
+# NVIDIA/nccl src/plugin/net.cc: "NET/Plugin: Loaded collnet plugin %s (v8)" (the HPC-X SHARP plugin)
+SHARP = "node-a:101:101 [0] NCCL INFO NET/Plugin: Loaded collnet plugin SHARP (v8)"
 
 
 def test_collnet_enable_is_passed_where_the_switches_reduce() -> None:
-    table = compare_nccl_tests(_info_log(_info(NVLS_OFF, COLLNET_ON), 330.0)).tables[0]  # Quantum-2: SHARP
+    # with the SHARP plugin line: CollNet was set up, on Quantum-2 switches that reduce
+    table = compare_nccl_tests(_info_log(_info(NVLS_OFF, COLLNET_ON, SHARP), 330.0)).tables[0]
+    assert table.info.collnet_plugin == "SHARP"
     assert table.settings.engine_env == {"NCCL_COLLNET_ENABLE": "1"}
     assert "NCCL_COLLNET_ENABLE=1: predicted with it" in table.settings.notes
+
+
+@pytest.mark.parametrize(
+    "channels",
+    [
+        [],  # no channel line at all
+        # NCCL >= 2.19 prints nChannels in the collnet place: equal counts say nothing (NVIDIA/nccl init.cc)
+        [
+            "node-a:101:130 [0] NCCL INFO 16 coll channels, 16 collnet channels, 0 nvls channels, 16 p2p "
+            "channels"
+        ],  # fmt: skip
+    ],
+)
+def test_collnet_enabled_is_not_collnet_ran(channels: list[str]) -> None:
+    # issue 9: NCCL_COLLNET_ENABLE=1 alone made the prediction use CollNet (516 GB/s against the 392.7 of
+    # case_03 T7's Ring figure); without evidence it ran, predict what NCCL runs without it
+    table = compare_nccl_tests(_info_log(_info(NVLS_OFF, COLLNET_ON, *channels), 330.0)).tables[0]
+    assert table.settings.engine_env == {}
+    assert any(n.startswith("NCCL_COLLNET_ENABLE=1: not applied to the prediction (enabled is not ran")
+               for n in table.settings.notes)  # fmt: skip
+    assert all(not r.predicted.algorithm.startswith("collnet") for r in table.rows)
+    assert table.verdict == "healthy"
 
 
 def test_collnet_enable_on_ethernet_switches_is_noted_not_applied() -> None:
@@ -290,7 +316,7 @@ def test_collnet_enable_on_ethernet_switches_is_noted_not_applied() -> None:
          "scale_out": {"nic": "connectx-7", "nic_speed": "400 Gb/s", "fabric": "ethernet",
                        "switch": "spectrum-4-sn5600-800g"}}
     )  # fmt: skip
-    table = compare_nccl_tests(_info_log(_info(NVLS_OFF, COLLNET_ON), 330.0), cluster=spec).tables[0]
+    table = compare_nccl_tests(_info_log(_info(NVLS_OFF, COLLNET_ON, SHARP), 330.0), cluster=spec).tables[0]
     (note,) = [n for n in table.settings.notes if n.startswith("NCCL_COLLNET_ENABLE=1: not applied")]
     assert "'spectrum-4-sn5600-800g' has no in-network reduction (SHARP)" in note
     assert table.settings.engine_env == {}

@@ -364,7 +364,7 @@ def _settings_text(comp: TableComparison) -> str:
     s = comp.settings
     shown = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_NVLS_ENABLE", "NCCL_MIN_CTAS", "NCCL_IB_QPS_PER_CONNECTION",
              "NCCL_NET_GDR_LEVEL", "NCCL_TOPO_FILE", "NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE",
-             "NCCL_IB_DISABLE")  # fmt: skip
+             "NCCL_IB_DISABLE", "NCCL_IB_HCA")  # fmt: skip
     parts = [f"{k}={v}" for k, v in s.env.items() if k in shown]
     mapped = "; ".join(s.notes)
     return (", ".join(parts) or "NCCL defaults") + (f" ({mapped})" if mapped else "")
@@ -481,8 +481,11 @@ def _render_verdict(comp: TableComparison) -> None:
         return
     console.print(f"  [red]verdict: {escape(comp.verdict)}[/]", highlight=False, markup=True)
     for f in comp.findings:
-        console.print(f"    {escape(f.cause)}: {_gbps(f.explained_bytes_per_s)} GB/s below the model on "
+        side = "above" if f.cause == "log_contradiction" else "below"
+        console.print(f"    {escape(f.cause)}: {_gbps(f.explained_bytes_per_s)} GB/s {side} the model on "
                       f"average over {f.rows} large row(s)", highlight=False, markup=True)  # fmt: skip
+        if f.cause == "log_contradiction":
+            console.print(f"      {escape(describe_cause(f.cause, comp))}", highlight=False, markup=True)
         for ev in f.evidence:
             console.print(f"      evidence {escape(str(ev))}", highlight=False, markup=True)
 
@@ -636,18 +639,23 @@ def _render_fit(fit, output: Path | None) -> None:  # noqa: ANN001  (a Calibrati
 
 
 def _knob_text(fit, key: str) -> str:  # noqa: ANN001  (a CalibrationFit; the module is imported lazily)
-    from aifabric.discovery.fitting import NEUTRAL
+    from aifabric.discovery.fitting import MIN_ROWS, NEUTRAL
 
     value = getattr(fit.calibration, key)
     if not fit.determined.get(key, True):
         kept = f"{NEUTRAL[key]:.1f}" if key.endswith("_scale") else f"{NEUTRAL[key] * 1e6:g} us"
-        return f"{key} not determined (kept at {kept})"
-    error = fit.uncertainty.get(key)
+        few = fit.few_rows.get(key)
+        why = f"; {few} row(s) of its regime, needs {MIN_ROWS}" if few else ""
+        return f"{key} not determined (kept at {kept}{why})"
+    # at a bound the rows wanted the knob further: a standard error about the bound means nothing
+    error = None if key in fit.at_bound else fit.uncertainty.get(key)
     if key == "extra_inter_latency_s":
         plus = f" +/- {error * 1e6:.2f}" if error is not None else ""
         text = f"extra_inter_latency {value * 1e6:.2f}{plus} us"
     else:
         text = f"{key} {value:.4f}" + (f" +/- {error:.4f}" if error is not None else "")
+    if key in fit.at_bound:
+        text += " (at bound)"
     sizes = fit.fitted_on.get(key, ())
     if sizes:
         span = _size(sizes[0]) if len(sizes) == 1 else f"{_size(sizes[0])} .. {_size(sizes[-1])}"

@@ -192,6 +192,29 @@ def _shared_per_catalogue(build: Callable[_P, TierModel]) -> Callable[_P, TierMo
     return tier_model
 
 
+def _check_hardware(calibration: object | None, spec: ClusterSpec) -> None:
+    """Refuse a profile fitted on another GPU or NIC than the cluster's (its ``gpu``/``nic`` catalogue keys,
+    empty when not recorded): its scales describe that hardware's links, not these.
+
+    Raises
+    ------
+    ConfigError
+        Naming the profile, the hardware it was fitted on and the cluster's.
+    """
+    if calibration is None:
+        return
+    name = getattr(calibration, "name", "calibration")
+    gpu = str(getattr(calibration, "gpu", "") or "")
+    if gpu and gpu != spec.accelerator:
+        raise ConfigError(f"calibration {name!r}: fitted on gpu {gpu}, this cluster has {spec.accelerator}; "
+                          "refit it with 'aifabric calibrate' on this hardware")  # fmt: skip
+    nic = str(getattr(calibration, "nic", "") or "")
+    has = spec.scale_out.nic if spec.scale_out is not None else nic
+    if nic and nic != has:
+        raise ConfigError(f"calibration {name!r}: fitted on nic {nic}, this cluster has {has}; "
+                          "refit it with 'aifabric calibrate' on this hardware")  # fmt: skip
+
+
 @_shared_per_catalogue
 def tier_model(
     spec: ClusterSpec,
@@ -231,8 +254,9 @@ def tier_model(
     Raises
     ------
     ConfigError
-        If ``convention`` or ``efficiency`` is not one of the names above, or ``nccl_version`` is malformed
-        or older than the recorded releases.
+        If ``convention`` or ``efficiency`` is not one of the names above, ``nccl_version`` is malformed
+        or older than the recorded releases, or ``calibration`` was fitted on another GPU or NIC
+        (:func:`_check_hardware`).
 
     Notes
     -----
@@ -264,6 +288,7 @@ def tier_model(
         inter_scale = float(getattr(calibration, "inter_scale", 1.0))
         lat_scale = float(getattr(calibration, "latency_scale", 1.0))
         extra = float(getattr(calibration, "extra_inter_latency_s", 0.0))
+    _check_hardware(calibration, spec)
     _finite("calibration.intra_scale", intra_scale, positive=True)
     _finite("calibration.inter_scale", inter_scale, positive=True)
     _finite("calibration.latency_scale", lat_scale)

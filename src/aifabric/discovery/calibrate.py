@@ -8,6 +8,8 @@ A profile is a YAML mapping::
     latency_scale: 1.0        # x NCCL's latency constants
     extra_inter_latency_s: 0  # added per network hop, seconds
     source: what it was fitted on
+    gpu: h100-sxm             # the hardware it was fitted on (catalogue keys); the engine refuses
+    nic: connectx-7           #   to apply it to another GPU or NIC
 
 The fit itself is :func:`aifabric.discovery.fitting.fit_calibration`.
 """
@@ -24,12 +26,28 @@ import yaml
 from aifabric.errors import ConfigError
 from aifabric.inputs import load_yaml_mapping_text, read_yaml_text
 
-__all__ = ["Calibration", "load_calibration", "save_calibration"]
+__all__ = ["FIT_BOUNDS", "Calibration", "load_calibration", "save_calibration"]
+
+#: The box :func:`aifabric.discovery.fitting.fit_calibration` fits each knob in (its module docstring): a
+#: bandwidth scale 0.2-5 (further capped at line rate per cluster), the latency scale 0.25-8, the extra
+#: network latency 0-200 us. A profile read from a file with a value outside it was not fitted (a
+#: hand-edited ``intra_scale: 0.01`` would predict NVLink at 1 %) and is refused.
+FIT_BOUNDS: dict[str, tuple[float, float]] = {
+    "intra_scale": (0.2, 5.0),
+    "inter_scale": (0.2, 5.0),
+    "latency_scale": (0.25, 8.0),
+    "extra_inter_latency_s": (0.0, 200e-6),
+}
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Multipliers on the tier model (dimensionless) and an extra per-hop latency (s)."""
+    """Multipliers on the tier model (dimensionless) and an extra per-hop latency (s).
+
+    ``gpu`` and ``nic`` are the catalogue keys of the hardware the profile was fitted on (empty: not
+    recorded, or several); the engine refuses it on a cluster with another
+    (:func:`aifabric.collectives.tiers.tier_model`): a scale fitted on H100 NVLink says nothing of B200's.
+    """
 
     intra_scale: float = 1.0
     inter_scale: float = 1.0
@@ -38,6 +56,8 @@ class Calibration:
     name: str = "calibration"
     source: str = ""
     residual_rms: float | None = None
+    gpu: str = ""
+    nic: str = ""
 
     def __post_init__(self) -> None:
         for field in _NUMBERS:
@@ -68,7 +88,7 @@ def load_calibration(path: str | Path) -> Calibration:
 
     Numbers must be numbers (``5e-6`` written without a dot is accepted): ``inter_scale: banana`` and
     ``intra_scale: true`` (a bool is not a number) are refused, as is a missing value (``latency_scale:``)
-    other than for ``residual_rms``.
+    other than for ``residual_rms``; a knob outside :data:`FIT_BOUNDS` (``intra_scale: 0.01``) is refused.
     """
     p = Path(path)
     text = read_yaml_text(p)
@@ -102,6 +122,14 @@ def load_calibration(path: str | Path) -> Calibration:
             values[key] = number
         else:
             values[key] = "" if value is None else str(value)
+    for key, (low, high) in FIT_BOUNDS.items():
+        given = values.get(key)
+        if isinstance(given, float) and not low * (1 - 1e-6) <= given <= high * (1 + 1e-6):
+            line = _line_of(text, key)
+            raise ConfigError(
+                f"{p}{f':{line}' if line else ''}: calibration {key}: {given!r} is outside the range a fit "
+                f"gives ({low:g}..{high:g}); refit with 'aifabric calibrate' instead of editing the profile"
+            )
     try:
         return Calibration(**values)  # type: ignore[arg-type]
     except ConfigError as err:

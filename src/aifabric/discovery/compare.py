@@ -45,6 +45,7 @@ from aifabric.collectives.algorithms import Algorithm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.discovery._text import line_count, nonempty_text
+from aifabric.discovery.contradiction import Contradiction, find_contradiction
 from aifabric.discovery.counts import resolve_counts
 from aifabric.discovery.evidence import (
     apply_to_settings,
@@ -186,6 +187,12 @@ CAUSES: dict[str, str] = {
         "cost is bounded by the payload efficiency (m / (m + h) against 4096 B: ~1.7 % at 2048 B, ~5 % for "
         "RoCE on a 1500 B Ethernet MTU); raise the port and switch MTU (ibv_devinfo active_mtu)"
     ),
+    "log_contradiction": (
+        "the log contradicts itself: the run measured far above what a setting or NCCL INFO line of the log "
+        "allows, so the setting did not take effect (exported where NCCL did not read it, overridden by a "
+        "config file or container) or the line is not this run's; check the environment NCCL printed with "
+        "NCCL_DEBUG=INFO (NCCL_X set by environment) and measure again"
+    ),
     "unexplained_shortfall": (
         "a large-message shortfall the log does not explain: no NCCL INFO line, setting or topology fact in "
         "it accounts for it, and it is beyond what network settings recover (320 -> 391 GB/s, ~20 %, "
@@ -242,6 +249,8 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
         If ``key`` is not a cause.
     """
     text = CAUSES[key]
+    if comparison is not None and key == "log_contradiction" and comparison.contradiction is not None:
+        text += f" [{comparison.contradiction.describe()}]"
     if comparison is not None and key == "unexplained_shortfall":
         text += f" [{_shortfall_facts(comparison)}]"
     if comparison is not None and key == "nccl_regression":
@@ -445,6 +454,10 @@ class TableComparison:
         What the run's ``NCCL INFO`` lines say (empty without them).
     net : TransportSpec or None
         The network transport the INFO lines say ran, when it is not the NIC's own NET/IB (predicted with it).
+    version_lines : tuple of Evidence
+        The log lines that give the NCCL version.
+    contradiction : Contradiction or None
+        The fact of the log the measured plateau disproves (:mod:`aifabric.discovery.contradiction`).
     """
 
     index: int
@@ -462,6 +475,7 @@ class TableComparison:
     info: NcclInfo = field(default_factory=NcclInfo)
     net: TransportSpec | None = None
     version_lines: tuple[Evidence, ...] = ()
+    contradiction: Contradiction | None = None
 
     @property
     def possible_algorithms(self) -> frozenset[str]:
@@ -499,6 +513,15 @@ class TableComparison:
         """NCCL version: the banner, else the INFO lines, else one the title names (``NCCL 2.8.3``)."""
         found = _TITLE_VERSION.search(self.table.title or "")
         return self.table.nccl_version or self.info.version or (found.group(1) if found else None)
+
+    @property
+    def shown_causes(self) -> tuple[tuple[str, tuple[Evidence, ...]], ...]:
+        """Causes the INFO lines show, with their lines (:func:`evidence_causes`), on this run's ranks per
+        node and the modelled node's NICs."""
+        per_node = self.n_ranks // self.n_nodes if self.n_nodes > 1 else None
+        out = self.spec.scale_out
+        nics = round(self.spec.gpus_per_node * out.nics_per_gpu) if out is not None else None
+        return evidence_causes(self.info, self.n_nodes, per_node, nics)
 
     @property
     def n_ranks(self) -> int:
@@ -546,7 +569,13 @@ class TableComparison:
         first.
 
         The plateau is what a fabric is judged on; smaller rows keep their flags and causes but make no
-        finding. Artefacts and model limits (:data:`NOT_FAULTS`) are left out, so a healthy run has none."""
+        finding. Artefacts and model limits (:data:`NOT_FAULTS`) are left out, so a healthy run has none.
+        A plateau far above what the log allows (:attr:`contradiction`) is the ``log_contradiction`` finding,
+        its bandwidth the mean measured busbw above the model over the large rows."""
+        if self.contradiction is not None:
+            above = [r.measured_busbw_bytes_per_s - r.predicted_busbw_bytes_per_s for r in self.large_rows]
+            return (Finding("log_contradiction", sum(above) / len(above), len(above),
+                            self.contradiction.evidence),)  # fmt: skip
         explained: dict[str, float] = {}
         count: dict[str, int] = {}
         large = {r.size_bytes for r in self.large_rows}
@@ -566,7 +595,7 @@ class TableComparison:
             if primary is not None and gap > 0:
                 explained[primary] = explained.get(primary, 0.0) + gap
                 count[primary] = count.get(primary, 0) + 1
-        shown = dict(evidence_causes(self.info, self.n_nodes))
+        shown = dict(self.shown_causes)
         if self.version_lines:
             shown["nccl_regression"] = self.version_lines
         order = sorted(explained, key=lambda k: (-explained[k] / count[k], list(CAUSES).index(k)))
@@ -772,7 +801,7 @@ def _plateau_network_causes(
     candidates that fit equally are a guess the log does not support; a cause of bounded size (the MTU)
     comes last, explaining its share. With nothing supported, ``unexplained_shortfall``.
     """
-    found = tuple(key for key, _ in evidence_causes(ctx.info, ctx.n_nodes))
+    found = tuple(key for key, _ in ctx.shown_causes)
     bounded = tuple(k for k in found if ctx.bounded_share(k) is not None)
     found = (*known, *(k for k in found if k not in bounded))
     vm_hint = bool("NCCL_TOPO_FILE" in ctx.settings.env or re.search(r"\bVMs?\b", ctx.table.title or ""))
@@ -1266,12 +1295,14 @@ def _compare_one(
     k: int, table: PerfTable, lines: list[str], region: tuple[int, int], options: _TableOptions
 ) -> TableComparison:
     """Compare table number ``k`` with what the log says before it (``lines[region[0]:region[1]]``: its
-    settings, INFO lines and counts) and the cluster given or inferred from the log up to it."""
+    settings, INFO lines and counts) and the cluster given or inferred from the log up to it; a plateau far
+    above what those allow is marked with the fact it disproves (:func:`find_contradiction`)."""
     start, stop = region
     op = _engine_op(table)
     settings = nccl_settings(lines[start:stop], table.title, op)
     settings = _override(settings, options.algorithm, options.protocol, options.no_nvls)
-    settings = _with_sources(settings, setting_lines(lines[start:stop], settings.env, first_line=start + 1))
+    sources = setting_lines(lines[start:stop], settings.env, first_line=start + 1)
+    settings = _with_sources(settings, sources)
     info = parse_nccl_info(lines[start:stop], first_line=start + 1)
     counts = resolve_counts(table, lines[start:stop], info, ranks=options.ranks, nodes=options.nodes,
                             gpus_per_node=options.gpus_per_node)  # fmt: skip
@@ -1282,9 +1313,10 @@ def _compare_one(
     )  # fmt: skip
     notes = (*table.notes, *counts.notes, *inferred)
     versions = info.lines("version") or _version_lines(lines, start, stop)
-    return compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
+    comp = compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                          calibration=options.calibration, threshold=options.threshold, place=options.place,
                          info=info, version_lines=versions)  # fmt: skip
+    return dataclasses.replace(comp, contradiction=find_contradiction(comp, sources))
 
 
 def _check_used(nic_speed: str | None, compared: list[TableComparison]) -> None:

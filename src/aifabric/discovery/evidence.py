@@ -62,13 +62,15 @@ def mtu_payload_factor(mtu_bytes: float, nic_payload_efficiency: float) -> float
 
 
 def apply_to_settings(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
-    """``settings`` with what the INFO lines rule out: NVLS and NVLSTree when NVLS multicast is unavailable.
+    """``settings`` with what the INFO lines rule out: NVLS and NVLSTree when NVLS multicast is unavailable,
+    and CollNet when ``NCCL_COLLNET_ENABLE`` is set but nothing shows it ran (:func:`_collnet_unproven`).
 
     >>> from aifabric.discovery.nccl_info import parse_nccl_info
     >>> info = parse_nccl_info(["h:1:1 [0] NCCL INFO NVLS multicast support is not available on dev 0"])
     >>> apply_to_settings(NcclSettings(), info).exclude
     ('nvls', 'nvls_tree')
     """
+    settings = _collnet_unproven(settings, info)
     if info.nvls_available is not False:
         return settings
     exclude = (*settings.exclude, *(a for a in ("nvls", "nvls_tree") if a not in settings.exclude))
@@ -76,6 +78,28 @@ def apply_to_settings(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
     where = info.lines("nvls")[0]
     note = f"NVLS multicast not available ({where}): NVLS and NVLSTree excluded"
     return NcclSettings(settings.env, algorithm, exclude, settings.protocols, (*settings.notes, note))
+
+
+def _collnet_unproven(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
+    """``settings`` without ``NCCL_COLLNET_ENABLE`` when the lines do not show CollNet set up
+    (:attr:`NcclInfo.collnet_shown`): enabled is not ran -- NCCL silently falls back when the collnet plugin
+    is missing or cannot create its SHARP job -- so the prediction is what NCCL runs without it.
+
+    >>> s = apply_to_settings(NcclSettings({"NCCL_COLLNET_ENABLE": "1"}), NcclInfo())
+    >>> s.env, s.notes[-1][:48]
+    ({}, 'NCCL_COLLNET_ENABLE=1: not applied to the predic')
+    """
+    value = settings.env.get("NCCL_COLLNET_ENABLE")
+    if value is None or value.strip() == "0" or info.collnet_shown:
+        return settings
+    env = {k: v for k, v in settings.env.items() if k != "NCCL_COLLNET_ENABLE"}
+    note = (
+        f"NCCL_COLLNET_ENABLE={value}: not applied to the prediction (enabled is not ran: no 'Loaded collnet "
+        "plugin' line and no collnet channel count in the log shows CollNet set up)"
+    )
+    return NcclSettings(
+        env, settings.algorithm, settings.exclude, settings.protocols, (*settings.notes, note)
+    )
 
 
 def net_transport(info: NcclInfo) -> TransportSpec | None:
@@ -115,6 +139,8 @@ class TransportCalibration:
     inter_scale: float
     latency_scale: float
     extra_inter_latency_s: float
+    gpu: str = ""
+    nic: str = ""
 
 
 def with_transport(calibration: Any | None, net: TransportSpec | None, spec: ClusterSpec) -> Any | None:
@@ -140,10 +166,14 @@ def with_transport(calibration: Any | None, net: TransportSpec | None, spec: Clu
         inter_scale=get("inter_scale", 1.0) * net.aggregate_efficiency / spec.nic_spec.payload_efficiency,
         latency_scale=get("latency_scale", 1.0),
         extra_inter_latency_s=get("extra_inter_latency_s", 0.0) + max(0.0, net.latency_s - ib.latency_s),
+        gpu=str(getattr(calibration, "gpu", "") or ""),
+        nic=str(getattr(calibration, "nic", "") or ""),
     )
 
 
-def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evidence, ...]], ...]:
+def evidence_causes(
+    info: NcclInfo, n_nodes: int, local_ranks: int | None = None, node_nics: int | None = None
+) -> tuple[tuple[str, tuple[Evidence, ...]], ...]:
     """Causes of a network shortfall the INFO lines show, each with its lines (keys of ``compare.CAUSES``).
 
     * ``net_socket``: the network ran over ``NET/Socket`` (TCP through host memory);
@@ -151,8 +181,11 @@ def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evid
       offered with sockets, which never use it);
     * ``pxn_off``: PXN disabled (``NCCL_PXN_DISABLE=1``, ``PXN Disabled``, ``use ring PXN 0`` with a rail
       layout that needs it is not told apart: the line is named);
-    * ``one_nic``: the connections used fewer NICs than NCCL listed, or ``NCCL_IB_HCA`` left fewer NICs
-      than local ranks (a node built with fewer NICs than GPUs, AWS p4d, is not flagged for that alone).
+    * ``one_nic``: the connections used fewer NICs than NCCL listed, or NCCL was given fewer NICs (``NET/IB :
+      Using [0]mlx5_0 ... [3]mlx5_3`` or an ``NCCL_IB_HCA`` list) than both the ranks per node (``localRanks``
+      or, without it, ``local_ranks`` from the rank lines) and the NICs the modelled node has
+      (``node_nics``): a node built with fewer NICs than GPUs, modelled so, is not flagged for that alone
+      (:func:`_nic_subset`).
 
     * ``no_p2p`` (any node count): GPUs of a node connected through host shared memory (``via SHM``) and
       never ``via P2P``: NCCL found P2P unusable between them (``transport/p2p.cc`` canConnect) -- a VM
@@ -181,13 +214,34 @@ def evidence_causes(info: NcclInfo, n_nodes: int) -> tuple[tuple[str, tuple[Evid
         found.append(("no_gdr", info.lines("gdr_off")))
     if info.pxn is False:
         found.append(("pxn_off", info.lines("pxn_disabled", "ring_flags")))
-    listed = len(info.net_devices)
-    used = len(info.net_devices_used)
-    subset = "NCCL_IB_HCA" in info.env and listed < (info.local_ranks or 0)
-    if not socket and ((used and used < listed) or subset):
-        ev = info.lines("net_devices", "env") or info.lines("network")
-        found.append(("one_nic", ev))
+    subset = _nic_subset(info, info.local_ranks or local_ranks, node_nics)
+    if not socket and subset:
+        found.append(("one_nic", subset))
     return tuple(found)
+
+
+def _hca_count(value: str | None) -> int:
+    """NICs an ``NCCL_IB_HCA`` value names (``mlx5_0,mlx5_1`` or ``=mlx5_0:1``); 0 for an exclusion list
+    (``^mlx5_4``: what is left is not known) or none."""
+    if not value or value.lstrip().startswith("^"):
+        return 0
+    return len([name for name in value.lstrip("=").split(",") if name.strip()])
+
+
+def _nic_subset(info: NcclInfo, local_ranks: int | None, node_nics: int | None) -> tuple[Evidence, ...]:
+    """The lines showing NCCL used fewer NICs than the node offers, or () (see :func:`evidence_causes`)."""
+    hca = [e for e in info.lines("env") if "NCCL_IB_HCA" in e.text]
+    listed = len(info.net_devices) or _hca_count(info.env.get("NCCL_IB_HCA"))
+    used = len(info.net_devices_used)
+    if used and used < len(info.net_devices):
+        return (*info.lines("net_devices"), *hca)
+    # connections on more NICs than listed: the listing is not the whole set; connections alone (a pasted
+    # excerpt of a few channel lines) do not show how many NICs NCCL had
+    seen = max(listed, used) if listed else 0
+    limits = [n for n in (local_ranks, node_nics) if n]
+    if seen and limits and seen < min(limits):
+        return (*hca, *info.lines("net_devices")) or info.lines("network")
+    return ()
 
 
 def contradicted_causes(info: NcclInfo) -> frozenset[str]:

@@ -11,11 +11,15 @@ governs (:func:`regime`), so that rows the model is known to get wrong for anoth
   of single-node tables only, ``inter_scale`` on those of multi-node tables only (scale-up is never moved by
   multi-node data);
 * **latency** rows -- more than 90 % of NCCL's model time is latency (:data:`LATENCY_SHARE`), the small
-  messages:
-  ``latency_scale``, and ``extra_inter_latency_s`` when a multi-node table has such rows, fitted with the
-  bandwidths already fixed;
+  messages: ``latency_scale`` on those of single-node tables, ``extra_inter_latency_s`` on those of
+  multi-node tables (NCCL's latency constants also time the scale-up steps, so a latency seen across nodes
+  moves only the network term: a two-node fit leaves a node's prediction unchanged at every size), each
+  fitted with the bandwidths already fixed;
 * **ramp** rows -- the rest, where NCCL runs fewer channels or another protocol than at its peak (the
   ``ramp`` cause of :data:`~aifabric.discovery.compare.CAUSES`): they fit nothing and are reported so.
+
+A knob is fitted only on at least :data:`MIN_ROWS` rows of its regime (fewer: "not determined", the rows
+reported as ``too few``); when no knob has enough, the fit is refused ("nothing to fit: ...").
 
 Each stage is a bounded non-linear least squares (``scipy.optimize.least_squares``) on the log of the time
 ratio of its rows::
@@ -61,12 +65,13 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
-from aifabric.discovery.calibrate import Calibration
+from aifabric.discovery.calibrate import FIT_BOUNDS, Calibration
 from aifabric.discovery.compare import RowComparison, TableComparison
 
 __all__ = [
     "DETERMINED_INFO",
     "LATENCY_SHARE",
+    "MIN_ROWS",
     "NEUTRAL",
     "PARAMETERS",
     "PLATEAU_BAND",
@@ -78,8 +83,14 @@ __all__ = [
     "size_window",
 ]
 
-_BOUNDS_LOW = np.array([math.log(0.2), math.log(0.2), math.log(0.25), 0.0])
-_BOUNDS_HIGH = np.array([math.log(5.0), math.log(5.0), math.log(8.0), 200.0])
+_BOUNDS_LOW = np.array(
+    [math.log(FIT_BOUNDS[k][0]) for k in ("intra_scale", "inter_scale", "latency_scale")]
+    + [FIT_BOUNDS["extra_inter_latency_s"][0] * 1e6]
+)
+_BOUNDS_HIGH = np.array(
+    [math.log(FIT_BOUNDS[k][1]) for k in ("intra_scale", "inter_scale", "latency_scale")]
+    + [FIT_BOUNDS["extra_inter_latency_s"][1] * 1e6]
+)
 _PRIOR_WIDTH = np.array([1.0, 1.0, 1.0, 20.0])  # ln-units for the scales, microseconds for the extra latency
 #: The knobs, in the order of the optimiser's vector, and the value each is kept at when the rows cannot see
 #: it.
@@ -92,6 +103,11 @@ NEUTRAL: dict[str, float] = {
 }
 #: A knob is "determined" when the rows' information on it is at least this fraction of the prior's.
 DETERMINED_INFO = 0.05
+#: Fewest rows of its own regime a knob is fitted on: one more than the knobs of its stage, so that at least
+#: one degree of freedom is left for the residual variance its standard error is scaled by (module
+#: docstring); a knob fitted on one row matches it exactly and its quoted error is made up (issue 9: case_03
+#: T7's single 1 MiB latency row set a latency scale that moved one node's 1 KiB prediction by 14 %).
+MIN_ROWS = 2
 #: Smallest size of a plateau row, bytes: below it NCCL still ramps its channels and protocol (one DGX H100:
 #: 383 GB/s at 128 MB against 474 at 4 GB, NVIDIA/nccl-tests #290), so the rows say little about a link.
 PLATEAU_MIN_BYTES = 64 << 20
@@ -139,7 +155,8 @@ class FitRow:
     used : bool
         Whether the row entered the fit.
     reason : str or None
-        Why it did not (``outlier``, ``dip``, ``held out``, ``ramp``: a mid-size row fits nothing).
+        Why it did not (``outlier``, ``dip``, ``held out``, ``ramp``: a mid-size row fits nothing;
+        ``too few``: its regime has fewer than :data:`MIN_ROWS` rows).
     regime : str
         ``plateau``, ``latency`` or ``ramp`` (:func:`regime`).
     """
@@ -213,6 +230,8 @@ class CalibrationFit:
         of the fitted step kept (0: back to NCCL's value, then not determined).
     knob_paths : dict
         For each determined knob, the NCCL algorithm/protocol pairs its rows ran (``"ring/Simple"``).
+    few_rows : dict
+        Knobs not determined because their regime had rows, but fewer than :data:`MIN_ROWS`: knob -> rows.
     """
 
     calibration: Calibration
@@ -228,6 +247,7 @@ class CalibrationFit:
     fitted_on: dict[str, tuple[int, ...]] = field(default_factory=dict)
     limited: dict[str, float] = field(default_factory=dict)
     knob_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    few_rows: dict[str, int] = field(default_factory=dict)
 
     @property
     def undetermined(self) -> tuple[str, ...]:
@@ -266,6 +286,7 @@ class CalibrationFit:
             "fitted_on": {k: list(v) for k, v in self.fitted_on.items()},
             "limited": dict(self.limited),
             "knob_paths": {k: list(v) for k, v in self.knob_paths.items()},
+            "few_rows": dict(self.few_rows),
             "size_window": self.window or None,
             "rows": [r.to_dict() for r in self.rows],
         }
@@ -420,9 +441,10 @@ def fit_calibration(
     Raises
     ------
     ValueError
-        If no row is left to fit, the size window is empty or reversed, a table's verdict is not
-        healthy (the cause and its line or shortfall are named, as ``nccl-tests compare`` says), or the
-        data or the model give a non-finite value.
+        If no row is left to fit, the size window is empty or reversed, no knob has :data:`MIN_ROWS`
+        rows of its regime ("nothing to fit: ..."), a table's verdict is not healthy (the cause and its
+        line or shortfall are named, as ``nccl-tests compare`` says), or the data or the model give a
+        non-finite value.
 
     Notes
     -----
@@ -435,9 +457,18 @@ def fit_calibration(
         raise ValueError("comparisons: give at least one compared table")
     _refuse_broken(comparisons)
     selected = _select(comparisons, min_size_bytes, max_size_bytes)
+    few = too_few_rows([(comp, i, kind) for comp, i, reason, kind in selected if reason is None])
+    if few:  # rows of a regime too thin to fit its knob fit nothing, and say so
+        selected = [
+            (c, i, "too few" if why is None and _knob_of(c, kind) in few else why, kind)
+            for c, i, why, kind in selected
+        ]
     used = [(comp, i, kind) for comp, i, reason, kind in selected if reason is None]
+    if not used:
+        raise ValueError(_nothing_to_fit(few, len(selected)))
     fitter = _Fitter(*_bounds(comparisons))
     outcome = _run_stages(fitter, used)
+    outcome.few_rows = few
     big = PLATEAU_MIN_BYTES
     large = [
         (c, i) for c, i, why, _ in selected if why not in ("outlier", "dip") and c.rows[i].size_bytes >= big
@@ -445,6 +476,16 @@ def fit_calibration(
     _never_worse(fitter, outcome, large)
     window = size_window(min_size_bytes, max_size_bytes)
     return _assemble(comparisons, selected, outcome, fitter, name=name, source=source, window=window)
+
+
+def _nothing_to_fit(few: dict[str, int], rows: int) -> str:
+    """Why no knob can be fitted on ``rows`` rows: each regime's rows against :data:`MIN_ROWS`."""
+    found = ", ".join(f"{n} row(s) for {k}" for k, n in few.items()) or "no plateau or latency row"
+    return (
+        f"nothing to fit: {rows} row(s), {found}; a knob needs at least {MIN_ROWS} rows of its own regime "
+        f"(plateau rows >= {_bytes(PLATEAU_MIN_BYTES)} within {1 - PLATEAU_BAND:.0%} of the peak, or "
+        "latency-bound small messages); measure a wider size range (nccl-tests -b 8 -e 8G -f 2)"
+    )
 
 
 def _select(
@@ -487,6 +528,7 @@ class _Outcome:
     success: bool = True
     stages: list[tuple[np.ndarray, tuple[int, ...]]] = field(default_factory=list)  # (start, knobs freed)
     limited: dict[str, float] = field(default_factory=dict)
+    few_rows: dict[str, int] = field(default_factory=dict)
 
 
 def _run_stages(fitter: _Fitter, used: Sequence[tuple[TableComparison, int, str]]) -> _Outcome:
@@ -558,21 +600,37 @@ def _never_worse(fitter: _Fitter, out: _Outcome, large: Sequence[tuple[TableComp
 def _stages(used: Sequence[tuple[TableComparison, int, str]]) -> list[tuple[tuple[int, ...], list[Any]]]:
     """The fit's stages: (indices of the knobs it frees, its rows ``(comparison, row index)``), in order.
 
-    Scale-up on single-node plateau rows, scale-out on multi-node plateau rows, then the latency scale (and
-    the extra network latency, with multi-node rows) on the latency rows with both bandwidths fixed; a stage
-    without rows is left out, its knobs kept at NCCL's values.
+    Scale-up on single-node plateau rows, scale-out on multi-node plateau rows, the latency scale on
+    single-node latency rows, then the extra network latency on multi-node latency rows (every bandwidth and
+    the latency scale fixed). NCCL's latency constants also time the scale-up steps, so a latency seen on
+    multi-node rows moves only the network term: a two-node fit leaves a node's prediction unchanged at
+    every size. A stage with fewer than :data:`MIN_ROWS` rows is left out, its knobs kept at NCCL's values.
     """
     single = [(c, i) for c, i, kind in used if kind == "plateau" and c.n_nodes == 1]
     multi = [(c, i) for c, i, kind in used if kind == "plateau" and c.n_nodes > 1]
-    latency = [(c, i) for c, i, kind in used if kind == "latency"]
-    stages: list[tuple[tuple[int, ...], list[Any]]] = []
-    if single:
-        stages.append(((0,), single))
-    if multi:
-        stages.append(((1,), multi))
-    if latency:
-        stages.append(((2, 3) if any(c.n_nodes > 1 for c, _ in latency) else (2,), latency))
-    return stages
+    node_latency = [(c, i) for c, i, kind in used if kind == "latency" and c.n_nodes == 1]
+    net_latency = [(c, i) for c, i, kind in used if kind == "latency" and c.n_nodes > 1]
+    candidates = [((0,), single), ((1,), multi), ((2,), node_latency), ((3,), net_latency)]
+    return [(knobs, rows) for knobs, rows in candidates if len(rows) >= MIN_ROWS]
+
+
+def _knob_of(comp: TableComparison, kind: str) -> str | None:
+    """The knob a row of regime ``kind`` of table ``comp`` is fitted for (None for a ramp row)."""
+    if kind == "plateau":
+        return "intra_scale" if comp.n_nodes == 1 else "inter_scale"
+    if kind == "latency":
+        return "latency_scale" if comp.n_nodes == 1 else "extra_inter_latency_s"
+    return None
+
+
+def too_few_rows(used: Sequence[tuple[TableComparison, int, str]]) -> dict[str, int]:
+    """Knobs whose regime has some rows, but fewer than :data:`MIN_ROWS`: knob -> its rows."""
+    count = dict.fromkeys(PARAMETERS, 0)
+    for comp, _, kind in used:
+        knob = _knob_of(comp, kind)
+        if knob is not None:
+            count[knob] += 1
+    return {k: n for k, n in count.items() if 0 < n < MIN_ROWS}
 
 
 class _Fitter:
@@ -708,6 +766,7 @@ def _assemble(
         name=name,
         source=described,
         residual_rms=round(rms, 6),
+        **_hardware(comparisons),
     )
     paths: dict[str, int] = {}
     for comp, i, reason, _ in selected:
@@ -717,7 +776,15 @@ def _assemble(
     message = "; ".join(outcome.messages) or "no row constrains any knob"
     return CalibrationFit(calibration, rows, outcome.success, message, fitter.evaluations, determined, window,
                           outcome.errors, _at_bound(outcome.x, seen, fitter.low, fitter.high), paths,
-                          outcome.fitted_on, outcome.limited, outcome.paths)  # fmt: skip
+                          outcome.fitted_on, outcome.limited, outcome.paths, outcome.few_rows)  # fmt: skip
+
+
+def _hardware(comparisons: Sequence[TableComparison]) -> dict[str, str]:
+    """The catalogue keys of the GPU and (with multi-node tables) the NIC the tables ran on, recorded in the
+    profile so that the engine refuses it elsewhere; empty where the tables disagree."""
+    gpus = {c.spec.accelerator for c in comparisons}
+    nics = {c.spec.scale_out.nic for c in comparisons if c.n_nodes > 1 and c.spec.scale_out is not None}
+    return {"gpu": gpus.pop() if len(gpus) == 1 else "", "nic": nics.pop() if len(nics) == 1 else ""}
 
 
 def _path(row: RowComparison) -> str:

@@ -95,6 +95,8 @@ _QP_MTU = re.compile(r"qpn \d{1,12} mtu (-?\d+)\b")
 _ACTIVE_MTU = re.compile(r"^\s*active_mtu:\s*(\d{3,4})\s*\((\d)\)")
 #: ``enum ibv_mtu`` (rdma-core ``verbs.h``): IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 -> bytes.
 IBV_MTU_BYTES = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
+# "NET/Plugin: Loaded collnet plugin SHARP (v8)" (NVIDIA/nccl src/plugin/net.cc, every plugin version)
+_COLLNET_PLUGIN = re.compile(r"Loaded collnet plugin ([^\r\n(]{1,64}?)\s*(?:\(|$)")
 _PLUGIN = re.compile(r"(?:Loaded net plugin|NET/Plugin: Loaded net plugin) ([^\r\n(]{1,64}?)\s*(?:\(|$)")
 
 
@@ -122,6 +124,8 @@ class NcclInfo:
         ``"GPUDirectTCPX"``...): from ``Using network`` or, failing that, from the connections.
     plugin : str or None
         The external net plugin loaded, if one says so.
+    collnet_plugin : str or None
+        The CollNet plugin loaded (``SHARP``), if one says so.
     net_devices : tuple of str
         NICs listed by ``NET/IB : Using`` or ``NET/Socket : Using`` (``mlx5_0:1``, ``eth0``).
     link_layers : tuple of str
@@ -167,6 +171,7 @@ class NcclInfo:
     version: str | None = None
     network: str | None = None
     plugin: str | None = None
+    collnet_plugin: str | None = None
     net_devices: tuple[str, ...] = ()
     link_layers: tuple[str, ...] = ()
     net_connections: int = 0
@@ -206,6 +211,14 @@ class NcclInfo:
         if self.gdr_ring is not None:
             return self.gdr_ring
         return False if self.gdr_disabled_hcas else None
+
+    @property
+    def collnet_shown(self) -> bool:
+        """Whether the lines show CollNet set up: a collnet plugin loaded, or a collnet channel count that
+        differs from the coll channels (NCCL >= 2.19 prints ``comm->nChannels`` in the collnet place, so an
+        equal count says nothing; older releases print ``collNetChannels``, NVIDIA/nccl ``init.cc``)."""
+        channels = self.collnet_channels is not None and self.collnet_channels > 0
+        return self.collnet_plugin is not None or (channels and self.collnet_channels != self.coll_channels)
 
     @property
     def pxn(self) -> bool | None:
@@ -373,6 +386,8 @@ class _Reader:
                 self.first("pxn_disabled", True, ev)
         elif m := _QP_MTU.search(text):
             self.saw_qp_mtu(ev, m.group(1))
+        elif m := _COLLNET_PLUGIN.search(text):
+            self.first("collnet_plugin", m.group(1), ev)
         elif m := _PLUGIN.search(text):
             self.first("plugin", m.group(1), ev)
         elif m := _COMM_OLD.search(text):
@@ -391,6 +406,7 @@ class _Reader:
             version=_str(v.get("version")),
             network=_str(v.get("network")),
             plugin=_str(v.get("plugin")),
+            collnet_plugin=_str(v.get("collnet_plugin")),
             net_devices=tuple(dict.fromkeys(self.devices)),
             link_layers=tuple(dict.fromkeys(self.layers)),
             net_connections=self.counts["net"],
