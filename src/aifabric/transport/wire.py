@@ -32,7 +32,7 @@ estimate counts); its memory is checked before a run (:func:`~aifabric.transport
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -290,11 +290,6 @@ def run_transport(
     n_links = inc.shape[0]
     cap = np.asarray(capacity_bytes_per_s, dtype=np.float64)
     cfg = config or FluidConfig()
-    # the credit buffer covers two steps of the fastest link (NVLink, 800G), so that the step
-    # discretisation never caps a link below its rate on a credit-based fabric [modelling floor]
-    floor = 2 * float(cap.max(initial=0.0)) * cfg.dt_s
-    if cfg.credit_buffer_bytes < floor:
-        cfg = replace(cfg, credit_buffer_bytes=floor)
     live = cap > 0
     sim_cap = np.where(live, cap, 1.0)  # failed links carry no path; a placeholder keeps the model valid
     job_time = np.zeros(n_jobs)
