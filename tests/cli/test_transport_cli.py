@@ -285,3 +285,31 @@ def test_memory_is_refused_from_counts_naming_the_option() -> None:
     )
     assert r.exit_code == 2
     assert r.stderr.startswith("error: --senders: 89,700 flows over 179,400 (flow, hop) entries needs about")
+
+
+def test_a_collective_sweep_under_a_transport_is_refused_on_its_whole_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 12: the default sweep (8 B-16 GiB) ran for minutes, each size under the limit alone. The sweep's
+    work is the sum over its sizes, estimated before any size runs: a limit above either size's work but
+    below their sum refuses the sweep and runs nothing."""
+    import aifabric.transport.wire as wire
+    from aifabric.cluster.resolve import resolve_cluster
+    from aifabric.engines.api import collective_time
+    from aifabric.transport.wire import probe_fluid_work
+
+    spec = resolve_cluster("dgx-h100-superpod", nodes=4)
+    kw = {"engine": "flow", "transport": "ib", "routing": "spray"}
+    works = [
+        probe_fluid_work(lambda s=s: collective_time("all_reduce", s, spec, **kw))[0] for s in (16e6, 32e6)
+    ]
+    assert all(w > 0 for w in works)
+    ran: list[object] = []
+    monkeypatch.setattr(wire, "simulate_fluid", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(wire, "MAX_FLUID_WORK", 1.01 * max(works))
+    args = ["collective", "all_reduce", "--nodes", "4", "--engine", "flow", "--transport", "ib"]
+    r = runner.invoke(app, [*args, "--routing", "spray", "-b", "16MB", "-e", "32MB", "-f", "2"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("error: --max: the ib fluid model would take more than") and not ran
+    r = runner.invoke(app, [*args, "-e", "2GiB"])  # the default 8 B start: 29 sizes
+    assert r.exit_code == 2 and "over the sweep's 29 size(s)" in r.stderr
