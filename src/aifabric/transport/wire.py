@@ -24,7 +24,8 @@ charges (the catalogue's switch latency of each tier), not the fluid model's 12 
 ACK wait of chained steps, NACK delays, BDP windows and DCQCN's feedback delay of that flow.
 
 On a credit-based fabric the receive buffer is raised to two steps of the fastest link when the
-configured one is smaller (a floor of the step discretisation). This is a small-scale model (it steps
+configured one is smaller (a floor of the step discretisation, applied to every fluid run by
+:func:`~aifabric.transport.fluidnet.with_step_floor`). This is a small-scale model (it steps
 every 0.5 us while anything queues; quiet stretches move in closed form and cost less than the work
 estimate counts); its memory is checked before a run (:func:`~aifabric.transport.fluidnet.fluid_bytes`).
 """
