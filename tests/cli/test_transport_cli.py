@@ -243,3 +243,73 @@ def test_ctrl_c_is_one_line_and_exit_130(monkeypatch: pytest.MonkeyPatch) -> Non
     r = runner.invoke(app, ["transport", "incast", "-t", "ib"])
     assert r.exit_code == 130
     assert r.stderr == "interrupted\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        # 4096 x 4095 = 16.8M flows, each host's NIC 4095 x 2 MB / 50e9 B/s = 0.164 s = 3.28e5 steps
+        (
+            ["all-to-all", "--senders", "4096"],
+            "error: --senders: about 3.28e+05 steps of 0.5 us x 16,773,120",
+        ),
+        # 100,000 chained steps of 2 MB at 50e9 B/s: 4 s = 8e6 steps, 4096 flows at once
+        (["ring", "--senders", "4096", "--steps", "100000"], "error: --senders: about 8e+06 steps"),
+        (["ring", "--steps", "100000"], "error: --steps: about 8e+06 steps of 0.5 us x 16 flows"),
+        # 16 x 2 MB into one port at 1e-9 Gb/s (0.125 B/s): 2.56e8 s = 5.12e14 steps; the rate, not the
+        # size, makes the run long
+        (["incast", "--rate", "1e-9 Gb/s"], "error: --rate: about 5.12e+14 steps"),
+    ],
+)
+def test_long_runs_are_refused_from_counts_before_building(
+    args: list[str], needle: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12: the estimate comes from counts, before the 16.8M-flow scenario is built (building raises)."""
+    import aifabric.cli.transport as cli
+
+    def never(*a: object, **k: object) -> None:
+        raise AssertionError("built before the estimate")
+
+    for name in ("all_to_all", "chained_ring"):
+        monkeypatch.setattr(cli, name, never)
+    r = runner.invoke(app, ["transport", *args, "-t", "ib"])
+    assert r.exit_code == 2, r.output
+    assert needle in r.stderr and "too long a run" in r.stderr
+
+
+def test_memory_is_refused_from_counts_naming_the_option() -> None:
+    """300 ranks all-to-all: 89,700 flows, 179,400 entries; fluid arrays plus the scenario's objects exceed
+    100 MB, so the refusal names --senders, not the model's internal 'paths'."""
+    r = runner.invoke(
+        app, ["--max-memory", "100MB", "transport", "all-to-all", "--senders", "300", "-s", "30 kB"]
+    )
+    assert r.exit_code == 2
+    assert r.stderr.startswith("error: --senders: 89,700 flows over 179,400 (flow, hop) entries needs about")
+
+
+def test_a_collective_sweep_under_a_transport_is_refused_on_its_whole_work(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 12: the default sweep (8 B-16 GiB) ran for minutes, each size under the limit alone. The sweep's
+    work is the sum over its sizes, estimated before any size runs: a limit above either size's work but
+    below their sum refuses the sweep and runs nothing."""
+    import aifabric.transport.wire as wire
+    from aifabric.cluster.resolve import resolve_cluster
+    from aifabric.engines.api import collective_time
+    from aifabric.transport.wire import probe_fluid_work
+
+    spec = resolve_cluster("dgx-h100-superpod", nodes=4)
+    kw = {"engine": "flow", "transport": "ib", "routing": "spray"}
+    works = [
+        probe_fluid_work(lambda s=s: collective_time("all_reduce", s, spec, **kw))[0] for s in (16e6, 32e6)
+    ]
+    assert all(w > 0 for w in works)
+    ran: list[object] = []
+    monkeypatch.setattr(wire, "simulate_fluid", lambda *a, **k: ran.append(a))
+    monkeypatch.setattr(wire, "MAX_FLUID_WORK", 1.01 * max(works))
+    args = ["collective", "all_reduce", "--nodes", "4", "--engine", "flow", "--transport", "ib"]
+    r = runner.invoke(app, [*args, "--routing", "spray", "-b", "16MB", "-e", "32MB", "-f", "2"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("error: --max: the ib fluid model would take more than") and not ran
+    r = runner.invoke(app, [*args, "-e", "2GiB"])  # the default 8 B start: 29 sizes
+    assert r.exit_code == 2 and "over the sweep's 29 size(s)" in r.stderr

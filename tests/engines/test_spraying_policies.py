@@ -74,3 +74,36 @@ def test_cli_takes_the_policies_and_refuses_unknown_ones_listing_them() -> None:
         assert bad.exit_code == 2
         assert len(bad.stderr.strip().splitlines()) == 1
         assert all(name in bad.stderr for name in POLICIES)
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (
+            ["--routing", "ecmp", "--qps", "8"],
+            "error: --qps: only --routing qp use(s) it; routing ecmp does not",
+        ),
+        (
+            ["--routing", "spray", "--polarized"],
+            "error: --polarized: only --routing ecmp or qp or adaptive or ",
+        ),
+        (["--routing", "pinning", "--polarized"], "routing pinning does not"),
+    ],
+)
+def test_cli_refuses_a_routing_option_its_policy_does_not_use(args: list[str], line: str) -> None:
+    """Issue 12: an option the routing policy ignores is refused in one line, not dropped."""
+    r = CliRunner().invoke(app, ["fabric", "all_reduce", "--nodes", "4", *args])
+    assert r.exit_code == 2
+    assert len(r.stderr.strip().splitlines()) == 1 and line in r.stderr
+
+
+def test_cli_takes_qps_and_polarized_where_they_are_used() -> None:
+    for args in (["--routing", "qp", "--qps", "8"], ["--routing", "ecmp", "--polarized"]):
+        r = CliRunner().invoke(app, ["fabric", "all_reduce", "--nodes", "4", "-s", "1MB", *args])
+        assert r.exit_code == 0, r.stderr
+    assert (
+        "(8 QPs)"
+        in CliRunner()
+        .invoke(app, ["fabric", "all_reduce", "--nodes", "4", "--routing", "qp", "--qps", "8"])
+        .stdout
+    )

@@ -8,7 +8,7 @@ import pytest
 
 from aifabric.errors import ConfigError
 from aifabric.storage.checkpoint import checkpoint_size
-from aifabric.transport.fluidnet import FluidConfig, simulate_fluid
+from aifabric.transport.fluidnet import FluidConfig, simulate_fluid, with_step_floor
 from aifabric.transport.scenarios import (
     all_to_all,
     chained_ring,
@@ -160,3 +160,24 @@ def test_message_ideal_counts_every_sub_flow_on_the_shared_nic() -> None:
     sc = sprayed_permutation(4, 2, 4, 2e6, 50e9, spraying="even")
     assert np.allclose(sc.message_ideal_s(), 40e-6)
     assert sc.message_ideal_s().size == 8  # one per sending host
+
+
+@pytest.mark.parametrize("senders", [16, 64, 256])
+def test_sprayed_permutation_ib_agrees_with_roce_pfc(senders: int) -> None:
+    """Issue 12: on a non-blocking sprayed permutation (4 leaves, 4 spines, 2 MB per host at 400 Gb/s)
+    credits and PFC never engage, so InfiniBand and RoCE-PFC finish within 1% of each other and near the
+    contention-free 2e6 / 50e9 = 40 us. The leaf->spine trunks carry senders/4 x 400G / 4 each: above the
+    default 61 KB credit buffer per 0.5 us step from 64 senders on, which capped ib at 262 us for 256
+    senders before every run got the step-discretisation floor (``with_step_floor``)."""
+    sc = sprayed_permutation(4, senders // 4, 4, 2e6, 50e9, spraying="even")
+    ends = {t: float(sc.message_end_s(run_scenario(sc, t)).max()) for t in ("ib", "roce-pfc")}
+    assert ends["ib"] == pytest.approx(ends["roce-pfc"], rel=0.01)
+    assert 40e-6 <= ends["ib"] < 1.05 * 40e-6
+
+
+def test_every_run_gets_the_credit_step_floor() -> None:
+    """Two 0.5 us steps of an 800 GB/s trunk (2 x 800e9 x 0.5e-6 = 800 kB) replace a smaller buffer; a larger
+    configured one is kept."""
+    cap = np.array([50e9, 800e9])
+    assert with_step_floor(FluidConfig(), cap).credit_buffer_bytes == pytest.approx(800e3)
+    assert with_step_floor(FluidConfig(credit_buffer_bytes=1e6), cap).credit_buffer_bytes == 1e6

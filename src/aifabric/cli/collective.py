@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -113,6 +115,33 @@ def _sizes(size: str | None, min_size: str | None, max_size: str | None, factor:
                 f"{MAX_SWEEP_ROWS} sizes"
             )
     return out
+
+
+def _sweep(
+    sizes: list[float], run: Callable[[float], CollectiveResult], transport: str | None, field: str
+) -> list[CollectiveResult]:
+    """``run`` of every size; under a transport, the fluid work of the whole sweep is estimated first (each
+    size probed, :func:`~aifabric.transport.wire.probe_fluid_work`, largest first so that a sweep over the
+    limit stops probing early) and refused above ``MAX_FLUID_WORK`` before any size runs."""
+    if transport is None:
+        return [run(s) for s in sizes]
+    from aifabric.transport.wire import MAX_FLUID_WORK, probe_fluid_work  # lazy: start-up time
+
+    done: dict[int, CollectiveResult] = {}
+    total = 0.0
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        work, result = probe_fluid_work(partial(run, sizes[i]))
+        total += work
+        if result is not None:
+            done[i] = result
+        if total > MAX_FLUID_WORK:
+            raise ValueError(
+                f"{field}: the {transport} fluid model would take more than {total:.3g} step x (flow, hop) "
+                f"updates over the sweep's {len(sizes)} size(s) (limit {MAX_FLUID_WORK:.3g}, about half a "
+                "minute); sweep fewer or smaller sizes (--min, --max, --factor, or one --size) or drop "
+                "--transport"
+            )
+    return [done[i] if i in done else run(s) for i, s in enumerate(sizes)]
 
 
 @handle_errors
@@ -277,7 +306,12 @@ def _run(
         run_opts = dict(opts)
         if progress is not None and engine != "formula":
             run_opts["progress"] = progress
-        return [collective_time(op, s, spec, ranks=comm, engine=engine, **run_opts) for s in sizes]
+        return _sweep(
+            sizes,
+            lambda s: collective_time(op, s, spec, ranks=comm, engine=engine, **run_opts),
+            opts.get("transport"),
+            "--size" if len(sizes) == 1 else "--max",
+        )
 
 
 def _write_files(

@@ -26,7 +26,7 @@ from aifabric.cluster.topology import Topology
 from aifabric.collectives.algorithms import plan_algorithms
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.traffic import PATTERNS
-from aifabric.engines.routing import POLICIES
+from aifabric.engines.routing import POLICIES, refuse_unused_options
 from aifabric.engines.scenario import Scenario, run_scenario
 from aifabric.report.html import fabric_report, write_html
 from aifabric.report.trace import scenario_trace, write_trace
@@ -68,7 +68,10 @@ def fabric(
             "receiver-driven, uet-lossy, uet-rccc, ...) instead of max-min rates"
         ),
     ] = None,
-    qps: Annotated[int, typer.Option(help="Queue pairs per connection for --routing qp", min=1, max=256)] = 4,
+    qps: Annotated[
+        int | None,
+        typer.Option(help="Queue pairs per connection for --routing qp (default 4)", min=1, max=256),
+    ] = None,
     polarized: Annotated[
         bool, typer.Option(help="Same ECMP hash seed in every switch (hash polarisation)")
     ] = False,
@@ -108,6 +111,9 @@ def fabric(
     Times in seconds; bandwidths in GB/s (1e9 B/s) per direction; utilisation = bytes / (capacity x time).
     """
     check_outputs(plot=plot, trace=trace, html=html)
+    refuse_unused_options(
+        routing, [o for o, on in (("--qps", qps is not None), ("--polarized", polarized)) if on]
+    )
     if transport is not None:
         known_transport(transport)
     spec = resolve_cluster(cluster, nodes=nodes)
@@ -119,7 +125,7 @@ def fabric(
             spec,
             engine=engine,
             routing=routing,
-            qps=qps,
+            qps=qps or 4,
             polarized=polarized,
             jobs=jobs,
             job_nodes=job_nodes,
@@ -145,7 +151,7 @@ def fabric(
     if json_out:
         emit_json(_scenario_json(sc, s))
         return
-    _print_summary(sc, s, jobs=jobs, qps=qps)
+    _print_summary(sc, s, jobs=jobs, qps=qps or 4)
     _print_tables(sc)
     if plot is not None:
         console.print(f"heatmap written to {plot}")

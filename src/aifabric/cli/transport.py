@@ -10,16 +10,18 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import numpy as np
 import typer
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from aifabric.budget import check_memory
 from aifabric.cli.common import console, emit_json, handle_errors, literal
 from aifabric.report.paths import check_plot_path
-from aifabric.transport.fluidnet import TRANSPORTS, FluidConfig, FluidResult, transport
+from aifabric.transport.fluidnet import TRANSPORTS, FluidConfig, FluidResult, fluid_bytes, transport
+from aifabric.transport.params import dcqcn_preset
 from aifabric.transport.scenarios import (
     SCENARIOS,
     Scenario,
@@ -48,6 +50,8 @@ _USERS: dict[str, tuple[str, ...]] = {
     "--mouse-size": ("mice",),
 }
 _PROGRESS_AFTER_S = 2.0
+_MAX_FLOW_STEPS = 1e8  # flow-hop updates a CLI run may take (~a minute of numpy at ~1e6-1e7 updates/s)
+_SCENARIO_BYTES_PER_FLOW = 400.0  # path tuple, label, list slots: 160-190 B measured (tracemalloc), x2
 _TOP_LINKS = 5
 _VICTIMS_SHOWN = 5
 
@@ -80,6 +84,83 @@ def _scenario(name: str, senders: int, size: float, rate: float, opts: dict[str,
     if name == "meta":
         return meta_job(max(2, senders), size, opts["skew"] or 4.0, rate)
     raise ValueError(f"scenario: unknown {name!r}; known: {', '.join(SCENARIOS)}")
+
+
+class _Counts(NamedTuple):
+    """What a scenario's fluid run holds and steps: flows, (flow, hop) entries, links, the flows stepped at
+    once (a chain's flows one at a time) and the contention-free time, s."""
+
+    flows: int
+    entries: int
+    links: int
+    at_once: int
+    ideal_s: float
+
+
+def _all_to_all_counts(senders: int, size: float, rate: float, opts: dict[str, Any]) -> _Counts:
+    """:func:`all_to_all` on one switch: n (n - 1) two-hop flows; the hot receiver takes (n - 1) skew size."""
+    n = max(2, senders)
+    flows = n * (n - 1)
+    skew = opts["skew"] or (4.0 if opts.get("meta") else 1.0)
+    return _Counts(flows, 2 * flows, 2 * n, n if opts["serial"] else flows, (n - 1) * skew * size / rate)
+
+
+def _ring_counts(senders: int, size: float, rate: float, opts: dict[str, Any]) -> _Counts:
+    """:func:`chained_ring`: n hosts x k chained steps, n flows at once, k size / rate end to end."""
+    n = max(2, senders)
+    k = opts["steps"] or 2 * (n - 1)
+    return _Counts(n * k, 2 * n * k, 2 * n, n, k * size / rate)
+
+
+#: Scenarios whose flow count grows faster than --senders, counted before anything is built.
+_COUNTS: dict[str, Callable[[int, float, float, dict[str, Any]], _Counts]] = {
+    "all-to-all": _all_to_all_counts,
+    "meta": lambda n, size, rate, opts: _all_to_all_counts(n, size, rate, {**opts, "meta": True}),
+    "ring": _ring_counts,
+}
+
+
+def _built_counts(sc: Scenario) -> _Counts:
+    """The counts of a scenario already built (the linear ones)."""
+    at_once = len(sc.paths) if sc.after is None else int(np.count_nonzero(sc.after < 0))
+    entries = sum(len(p) for p in sc.paths)
+    return _Counts(len(sc.paths), entries, sc.capacity_bytes_per_s.size, at_once, _ideal_s(sc))
+
+
+def _culprit(scenario: str, senders: int, size: float, rate: float, opts: dict[str, Any]) -> str:
+    """The option that makes a run long: the one grown most over its default (16 senders, 2 MB, 400 Gb/s,
+    64 kB mice, 2 (n - 1) ring steps)."""
+    grown = {"--senders": senders / 16, "--size": size / 2e6, "--rate": 50e9 / rate}
+    if scenario == "mice":
+        grown["--mouse-size"] = opts["mouse_size"] / 64e3
+    if opts["steps"] is not None:
+        grown["--steps"] = opts["steps"] / (2 * (max(2, senders) - 1))
+    return max(grown, key=lambda k: grown[k])
+
+
+def _refuse_large(c: _Counts, names: list[str], culprit: str) -> None:
+    """Refuse a run above ``_MAX_FLOW_STEPS`` (steps x entries stepped at once) or the memory limit.
+
+    Memory: the fluid model's arrays (:func:`fluid_bytes`, the largest over ``names``' DCQCN presets) plus
+    ``_SCENARIO_BYTES_PER_FLOW`` for the scenario's own per-flow Python objects (path tuple, label).
+    """
+    steps = c.ideal_s / FluidConfig().dt_s
+    work = steps * c.entries * c.at_once / max(c.flows, 1)
+    if work > _MAX_FLOW_STEPS:
+        raise ValueError(
+            f"{culprit}: about {steps:.3g} steps of {FluidConfig().dt_s * 1e6:g} us x {c.at_once:,} flows at "
+            f"once ({work:.3g} flow-hop updates, above {_MAX_FLOW_STEPS:.0e}) is too long a run; use a "
+            "smaller --size, a faster --rate, fewer --senders or --steps"
+        )
+    cfg = FluidConfig()
+    fluid = max(
+        fluid_bytes(c.flows, c.entries, c.links, cfg, dcqcn_preset(transport(n).dcqcn_preset)) for n in names
+    )
+    check_memory(
+        f"{c.flows:,} flows over {c.entries:,} (flow, hop) entries",
+        fluid + _SCENARIO_BYTES_PER_FLOW * c.flows,
+        culprit if culprit in ("--senders", "--steps") else "--senders",
+    )
 
 
 def _link(sc: Scenario, label: str | None) -> int:
@@ -342,9 +423,12 @@ def transport_command(
         "targets": targets or 4,
         "mouse_size": mouse_bytes,
     }
+    culprit = _culprit(scenario, senders, bytes_per_flow, link_rate, opts)
+    if scenario in _COUNTS:  # flows grow faster than --senders: refuse from counts, before building
+        _refuse_large(_COUNTS[scenario](senders, bytes_per_flow, link_rate, opts), names, culprit)
     sc = _scenario(scenario, senders, bytes_per_flow, link_rate, opts)
     watch = _link(sc, link)
-    _refuse_long_run(sc, "--mouse-size" if scenario == "mice" and mouse_bytes > bytes_per_flow else "--size")
+    _refuse_large(_built_counts(sc), names, culprit)
     rows, results = _run_all(sc, names, watch, plot, show_progress=not json_out)
     story = _story(sc, results) if scenario == "meta" else {}
     if json_out:
@@ -403,18 +487,6 @@ def _rates_and_sizes(size: str, rate: str, mouse_size: str | None) -> tuple[floa
                 f"({FluidConfig().dt_s * 1e6:g} us x {link_rate:g} B/s = {step_bytes:g} B); use at least that"
             )
     return bytes_per_flow, link_rate, mouse_bytes
-
-
-def _refuse_long_run(sc: Scenario, field: str) -> None:
-    """ValueError naming ``field`` when steps x hops x flows at once (the model's work) exceeds 1e8."""
-    est_steps = _ideal_s(sc) / FluidConfig().dt_s
-    # the model steps the flows that have started and not finished: a chain's flows one at a time
-    at_once = len(sc.paths) if sc.after is None else int(np.count_nonzero(sc.after < 0))
-    if est_steps * sum(len(p) for p in sc.paths) * at_once / len(sc.paths) > 1e8:
-        raise ValueError(
-            f"{field}: about {est_steps:.3g} steps x {at_once} flows at once is too long a run; "
-            "use a smaller size or fewer senders"
-        )
 
 
 def _run_all(

@@ -36,7 +36,7 @@ References: C. Hopps, "Analysis of an Equal-Cost Multi-Path Algorithm", RFC 2992
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +63,26 @@ __all__ = [
 MAX_SEED = 2**40 - 1
 
 POLICIES = ("ecmp", "pinning", "qp", "spray", "adaptive", "spray-blind", "reps")
+
+#: Routing options and the policies that use them (anything else is refused, not dropped): QPs per
+#: connection only for ``qp``; one hash seed in every switch only where a switch hashes (``spray`` splits
+#: evenly, ``pinning`` follows the destination's slot).
+POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
+    "--qps": ("qp",),
+    "--polarized": ("ecmp", "qp", "adaptive", "spray-blind", "reps"),
+}
+
+
+def refuse_unused_options(policy: str, given: Iterable[str]) -> None:
+    """Raise ConfigError naming the first option of ``given`` that ``policy`` does not use
+    (:data:`POLICY_OPTIONS`)."""
+    for option in given:
+        users = POLICY_OPTIONS[option]
+        if policy not in users:
+            raise ConfigError(
+                f"{option}: only --routing {' or '.join(users)} use(s) it; routing {policy} does not"
+            )
+
 
 #: Entropy values a sender sprays over with ``spray-blind`` and ``reps``: htsim's default path entropy
 #: size, 64 (ultraethernet/uet-htsim@40ccb05 ``htsim/sim/datacenter/main_uec.cpp`` l.75).

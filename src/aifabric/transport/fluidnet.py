@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -184,8 +184,8 @@ class FluidConfig:
         (Broadcom/csg-htsim ``main_roce.cpp`` l.69, congestion-control.md Sec. 1.5).
     credit_buffer_bytes : float
         Receive buffer per link on a credit-based fabric; the default equals the PFC XOFF threshold so
-        that the two fabrics differ only by their mechanism [assumption]. It must cover one step of a
-        link's rate (``cap dt``) or the step discretisation caps the link (see :mod:`.wire`).
+        that the two fabrics differ only by their mechanism [assumption]. Every run raises it to the
+        step-discretisation floor ``2 max(cap) dt`` (:func:`with_step_floor`).
     lossy_buffer_bytes : float or None
         Egress buffer per link on a lossy fabric before trimming; default one bandwidth-delay product of
         the link, ``capacity x base_rtt_s`` (htsim's automatic queue sizing with trimming,
@@ -659,10 +659,10 @@ def _new_run(
 ) -> _Run:
     """The inputs checked (see :func:`simulate_fluid`, Raises) and a run at time 0, no flow stepped yet."""
     tr = transport(transport_name)
-    cfg = config or FluidConfig()
     cap = np.asarray(capacity_bytes_per_s, dtype=np.float64).reshape(-1)
     if cap.size == 0 or not (np.isfinite(cap).all() and (cap > 0).all()):
         raise ConfigError("capacity_bytes_per_s: every link needs a finite capacity > 0")
+    cfg = with_step_floor(config or FluidConfig(), cap)
     size = np.asarray(bytes_per_flow, dtype=np.float64).reshape(-1)
     n_flows, n_links = size.size, cap.size
     if len(paths) != n_flows:
@@ -732,6 +732,21 @@ def _quiet_after_end(rtt: np.ndarray, pred: np.ndarray, dt_s: float) -> np.ndarr
 def _steps_of(delay_s: np.ndarray, dt_s: float) -> np.ndarray:
     """Whole steps of each delay, at least one: ``max(1, round(delay / dt))``."""
     return np.maximum(np.round(delay_s / dt_s), 1).astype(np.int64)
+
+
+def with_step_floor(cfg: FluidConfig, capacity_bytes_per_s: np.ndarray) -> FluidConfig:
+    """``cfg`` with its credit buffer raised to the step-discretisation floor ``2 max(cap) dt``.
+
+    A credit-based link can move no more per step than its receive buffer holds, so a buffer below one
+    step of the fastest link (an aggregated leaf->spine trunk, NVLink, 800G) caps that link below its
+    rate; two steps leave a step of credit in flight [modelling floor, not a hardware figure]. Every run
+    of :func:`simulate_fluid` goes through here, so the floor holds on every path; a larger configured
+    buffer is kept.
+    """
+    floor = 2.0 * float(np.max(capacity_bytes_per_s, initial=0.0)) * cfg.dt_s
+    if cfg.credit_buffer_bytes >= floor:
+        return cfg
+    return replace(cfg, credit_buffer_bytes=floor)
 
 
 def _new_trace(ent: _Entries, link: int | None, n_flows: int) -> _Trace | None:

@@ -24,7 +24,8 @@ charges (the catalogue's switch latency of each tier), not the fluid model's 12 
 ACK wait of chained steps, NACK delays, BDP windows and DCQCN's feedback delay of that flow.
 
 On a credit-based fabric the receive buffer is raised to two steps of the fastest link when the
-configured one is smaller (a floor of the step discretisation). This is a small-scale model (it steps
+configured one is smaller (a floor of the step discretisation, applied to every fluid run by
+:func:`~aifabric.transport.fluidnet.with_step_floor`). This is a small-scale model (it steps
 every 0.5 us while anything queues; quiet stretches move in closed form and cost less than the work
 estimate counts); its memory is checked before a run (:func:`~aifabric.transport.fluidnet.fluid_bytes`).
 """
@@ -32,8 +33,9 @@ estimate counts); its memory is checked before a run (:func:`~aifabric.transport
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy import sparse
@@ -41,13 +43,49 @@ from scipy import sparse
 from aifabric.errors import ConfigError
 from aifabric.transport.fluidnet import FluidConfig, simulate_fluid, transport
 
-__all__ = ["MAX_FLUID_WORK", "TransportRun", "decompose_paths", "fluid_work", "path_rtt", "run_transport"]
+__all__ = [
+    "MAX_FLUID_WORK",
+    "TransportRun",
+    "decompose_paths",
+    "fluid_work",
+    "path_rtt",
+    "probe_fluid_work",
+    "run_transport",
+]
 
 _EPS = 1e-9
 MAX_FLUID_WORK = 1e9
 """Most (step x (flow, hop) entry) updates a transport run may take (module docstring): a CLI budget of
 about half a minute, the fluid model costing about 2.4e-8 s per update on one core (measured: ``aifabric
 fabric all_reduce --nodes 128 --routing spray --transport roce-pfc``, 2.2e8 updates in 5.4 s)."""
+
+_T = TypeVar("_T")
+_PROBING: ContextVar[bool] = ContextVar("fluid_work_probing", default=False)
+
+
+class _Probed(Exception):
+    """Raised by :func:`run_transport` under :func:`probe_fluid_work`: its estimated work, nothing run."""
+
+    def __init__(self, work: float) -> None:
+        super().__init__(work)
+        self.work = work
+
+
+def probe_fluid_work(call: Callable[[], _T]) -> tuple[float, _T | None]:
+    """The work a call's transport run would take, estimated without running it.
+
+    Within the probe :func:`run_transport` stops once its work (:func:`fluid_work`, summed over stages) is
+    known, before its own ``max_work`` check, so a sweep can add its sizes' work up front and refuse the
+    whole. Returns ``(work, None)`` when the call reached a transport run, ``(0.0, result)`` when it ran to
+    the end without one (its result, to be reused rather than computed again).
+    """
+    token = _PROBING.set(True)
+    try:
+        return 0.0, call()
+    except _Probed as probed:
+        return probed.work, None
+    finally:
+        _PROBING.reset(token)
 
 
 def decompose_paths(
@@ -290,11 +328,6 @@ def run_transport(
     n_links = inc.shape[0]
     cap = np.asarray(capacity_bytes_per_s, dtype=np.float64)
     cfg = config or FluidConfig()
-    # the credit buffer covers two steps of the fastest link (NVLink, 800G), so that the step
-    # discretisation never caps a link below its rate on a credit-based fabric [modelling floor]
-    floor = 2 * float(cap.max(initial=0.0)) * cfg.dt_s
-    if cfg.credit_buffer_bytes < floor:
-        cfg = replace(cfg, credit_buffer_bytes=floor)
     live = cap > 0
     sim_cap = np.where(live, cap, 1.0)  # failed links carry no path; a placeholder keeps the model valid
     job_time = np.zeros(n_jobs)
@@ -310,6 +343,8 @@ def run_transport(
     ]
     work = [fluid_work(p, s, sim_cap, cfg.dt_s) for p, s, _ in stages]
     total = sum(work)
+    if _PROBING.get():
+        raise _Probed(total)
     if total > max_work:
         raise ConfigError(
             f"transport: the {name} fluid model would take about {total:.3g} step x (flow, hop) updates "
