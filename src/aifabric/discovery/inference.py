@@ -284,7 +284,7 @@ def _inferred_cluster(
     notes: list[str] = []
     if n_nodes is None:
         n_nodes = 1 if n_ranks <= 8 else -(-n_ranks // 8)
-        notes.append(f"node count not in the log: assumed {n_nodes} node(s) of up to 8 GPUs")
+        notes.append(f"node count not in the log: assumed {n_nodes} node(s) of up to 8 GPUs (give --nodes)")
     if n_ranks % n_nodes:
         raise ParseError(
             f"{n_ranks} ranks do not fill {n_nodes} nodes evenly; give --cluster",
