@@ -25,6 +25,7 @@ __all__ = [
     "one_size",
     "parse_bandwidth",
     "parse_bytes",
+    "parse_line_rate",
     "parse_nic_bandwidth",
     "parse_power",
     "parse_time",
@@ -36,6 +37,12 @@ _NUMBER = r"(?P<num>[-+]?(?:\d+(?:[.,_]\d+)*|\.\d+)(?:[eE][-+]?\d+)?)"
 
 #: Highest per-direction NIC rate aifabric accepts without complaint, bits/s (ConnectX-9 is 1.6 Tb/s).
 MAX_PLAUSIBLE_NIC_BITS_PER_S = 1.6e12
+
+
+#: Largest message a rank can pass to a collective, bytes (1 TiB). NCCL takes device buffers, so a rank's
+#: message lives in one GPU's memory: at most 288 GB of HBM3e (B300, MI355X datasheets), or 624 GB on a
+#: GH200 counting its Grace's 480 GB LPDDR5X (NVIDIA GH200 datasheet). 1 TiB is above every one of them.
+MAX_MESSAGE_BYTES = 2.0**40
 
 
 class Direction(str, Enum):
@@ -118,9 +125,10 @@ def parse_bytes(value: str | float | int, *, field: str = "size") -> float:
 
 
 def one_size(text: str, field: str) -> float:
-    """A message size from the command line: finite, a whole number of bytes, at least 1 (see
-    :func:`parse_bytes`). ``"1.5 GiB"`` is whole bytes; ``"1.5B"`` is not. A decimal prefix's rounding
-    (``1.1 GB`` = 1100000000.0000002 in binary floating point) is within ``1e-9`` relative and rounded.
+    """A message size from the command line: finite, a whole number of bytes, at least 1 and at most
+    :data:`MAX_MESSAGE_BYTES` (see :func:`parse_bytes`). ``"1.5 GiB"`` is whole bytes; ``"1.5B"`` is not.
+    A decimal prefix's rounding (``1.1 GB`` = 1100000000.0000002 in binary floating point) is within
+    ``1e-9`` relative and rounded.
 
     Raises UnitError naming ``field``.
 
@@ -132,6 +140,11 @@ def one_size(text: str, field: str) -> float:
     value = parse_bytes(text, field=field)  # NaN and infinity refused there
     if value < 1:
         raise UnitError(f"{field}: a message must be at least 1 byte, got {text!r}")
+    if value > MAX_MESSAGE_BYTES:
+        raise UnitError(
+            f"{field}: {text!r} is above 1 TiB, more than any GPU's memory (288 GB HBM on B300/MI355X, "
+            "624 GB on GH200 with its LPDDR5X), where a rank's message must fit"
+        )
     whole = round(value)
     if abs(value - whole) > 1e-9 * value:
         raise UnitError(f"{field}: a message is a whole number of bytes, got {text!r} ({value:g} bytes)")
@@ -192,6 +205,31 @@ def parse_bandwidth(value: str | float | int, *, field: str = "bandwidth") -> fl
     if not out > 0:
         raise UnitError(f"{field}: bandwidth must be > 0, got {value!r}")
     return out
+
+
+def parse_line_rate(value: str | float | int, *, field: str = "speed") -> float:
+    """Parse a port's per-direction line rate, written in bits per second, into bytes/s.
+
+    Every NIC, switch and transceiver datasheet quotes its line rate in bits per second ("400 Gb/s",
+    "400GbE", "NDR 400 Gb/s"), so a byte unit ("400 GB/s", i.e. 3.2 Tb/s) is the bits/bytes mix-up and
+    is refused rather than read eight times too fast.
+
+    Raises
+    ------
+    UnitError
+        If the value cannot be read (:func:`parse_bandwidth`) or carries a byte unit.
+
+    Examples
+    --------
+    >>> parse_line_rate("400 Gb/s")
+    50000000000.0
+    """
+    if isinstance(value, str) and re.search(r"(B/s|Bps|bytes?/s)\s*$", value.strip()):
+        raise UnitError(
+            f"{field}: line rates are quoted in bits per second, got {value!r}; "
+            f"write {value.strip().replace('B', 'b')!r} if that is the datasheet figure"
+        )
+    return parse_bandwidth(value, field=field)
 
 
 def parse_nic_bandwidth(value: str | float | int, *, field: str = "nic_speed") -> float:

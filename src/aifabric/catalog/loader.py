@@ -18,7 +18,7 @@ ones. A cluster YAML may define new parts inline in a ``parts:`` section of the 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -28,7 +28,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from aifabric.errors import ConfigError, ParseError, UnitError
 from aifabric.inputs import load_yaml
 from aifabric.package_data import load_package_yaml
-from aifabric.units import parse_bandwidth, parse_bytes, parse_power, parse_time
+from aifabric.units import (
+    parse_bandwidth,
+    parse_bytes,
+    parse_line_rate,
+    parse_nic_bandwidth,
+    parse_power,
+    parse_time,
+)
 
 __all__ = [
     "AcceleratorSpec",
@@ -57,12 +64,25 @@ __all__ = [
 ]
 
 
-def _rate(v: Any) -> float:
+def _rate(v: Any, parse: Callable[[Any], float] = parse_bandwidth) -> float:
     """A catalogue rate in bytes/s from a string with its unit; a bare number is refused, since nothing
     says whether it counts bits or bytes per second (:func:`aifabric.units.parse_bandwidth`)."""
     if isinstance(v, int | float) and not isinstance(v, bool):
         raise UnitError(f"rate: '{v:g}' has no unit (e.g. '{v:g} Gb/s')")
-    return parse_bandwidth(v)
+    return parse(v)
+
+
+def _line_rate(v: Any) -> float:
+    """A port's line rate (NIC, switch port, transceiver): bits per second as every datasheet quotes it,
+    a byte unit refused (:func:`aifabric.units.parse_line_rate`)."""
+    return _rate(v, parse_line_rate)
+
+
+def _nic_rate(v: Any) -> float:
+    """A NIC's line rate: :func:`_line_rate`, and at most the fastest NIC made
+    (:func:`aifabric.units.parse_nic_bandwidth`: ConnectX-9, 1.6 Tb/s)."""
+    _line_rate(v)
+    return parse_nic_bandwidth(v, field="speed")
 
 
 class _Entry(BaseModel):
@@ -170,7 +190,7 @@ class NicSpec(_Entry):
     @field_validator("line_rate_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float:
-        return _rate(v)
+        return _nic_rate(v)
 
     @field_validator("power_w", mode="before")
     @classmethod
@@ -201,7 +221,7 @@ class SwitchSpec(_Entry):
     @field_validator("port_speed_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float:
-        return _rate(v)
+        return _line_rate(v)
 
     @field_validator("power_w", mode="before")
     @classmethod
@@ -231,7 +251,7 @@ class OpticSpec(_Entry):
     @field_validator("speed_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float:
-        return _rate(v)
+        return _line_rate(v)
 
     @field_validator("power_w", mode="before")
     @classmethod

@@ -94,11 +94,14 @@ def _env(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _sizes(size: str | None, min_size: str | None, max_size: str | None, factor: int) -> list[float]:
+def _sizes(size: str | None, min_size: str | None, max_size: str | None, factor: int | None) -> list[float]:
     if size is not None:
         if min_size is not None or max_size is not None:
             raise ValueError("--size: give one size, or a sweep with --min/--max, not both")
+        if factor is not None:
+            raise ValueError(f"--factor: {factor} is for sweeps (--min/--max), not with --size")
         return [one_size(size, "--size")]
+    factor = 2 if factor is None else factor
     lo = one_size(min_size or "8 B", "--min")
     hi = one_size(max_size or "16 GiB", "--max")
     if hi < lo:
@@ -176,7 +179,9 @@ def collective(
     max_size: Annotated[
         str | None, typer.Option("--max", "-e", help="Sweep end size (default 16 GiB)")
     ] = None,
-    factor: Annotated[int, typer.Option("--factor", "-f", help="Sweep multiplication factor")] = 2,
+    factor: Annotated[
+        int | None, typer.Option("--factor", "-f", help="Sweep multiplication factor (default 2)")
+    ] = None,
     algo: Annotated[
         AlgoChoice | None,
         typer.Option("--algo", help="Force an algorithm (links/flow engines: those with a transfer plan)"),

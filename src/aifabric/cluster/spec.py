@@ -218,12 +218,29 @@ class ScaleOutSpec(_Strict):
                 f"nic_speed {self.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s is above what {self.nic} does "
                 f"({nic.line_rate_bytes_per_s * 8 / 1e9:g} Gb/s); pick a faster NIC"
             )
+        self._link_fits_leaf((self.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s) * self.nics_per_gpu)
         for tier, key in self.tier_switches.items():
             sw = catalog.switch(key)
             if sw.fabric != self.fabric:
                 field = "switch" if tier == "leaf" else f"{tier}_switch"
                 raise ValueError(f"fabric is {self.fabric!r} but {field} {key!r} is an {sw.fabric} switch")
         return self
+
+    def _link_fits_leaf(self, endpoint_bytes_per_s: float) -> None:
+        """Refuse a NIC link faster than its leaf switch port, but for a twin-port module on two ports.
+
+        A link of one plane is ``endpoint rate / planes`` (as :func:`aifabric.cluster.clos._radix` counts
+        it). An OSFP twin-port module carries two links (NVIDIA's 2x400G and 2x800G twin-port OSFP
+        transceivers), so a link of exactly two leaf ports (1.6 Tb/s on two 800 Gb/s ports) is cabled as
+        two; any other speed above the leaf port's cannot be.
+        """
+        link = endpoint_bytes_per_s / self.planes
+        port = catalog.switch(self.switch).port_speed_bytes_per_s
+        if link > port * 1.0001 and abs(link / port - 2.0) > 1e-6:
+            raise ValueError(
+                f"nic {self.nic!r} at {link * 8 / 1e9:g} Gb/s per plane is faster than the "
+                f"{port * 8 / 1e9:g} Gb/s ports of leaf switch {self.switch!r}"
+            )
 
     @field_validator("hop_latency_s", mode="before")
     @classmethod

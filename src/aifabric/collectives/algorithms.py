@@ -73,6 +73,7 @@ __all__ = [
     "Protocol",
     "applicable",
     "build_plan",
+    "collnet_release_note",
     "default_plan_algorithm",
     "plan_algorithms",
     "release_note",
@@ -271,25 +272,36 @@ def applicable(op: Collective, comm: Communicator, tm: TierModel) -> list[Algori
 
 
 def release_note(algorithm: Algorithm, op: Collective, tm: TierModel) -> str | None:
-    """Why ``tm.release`` does not run ``algorithm`` for ``op`` (one line), or None when it does or the
-    algorithm is not release-gated (:attr:`AlgorithmSpec.release_gated`)."""
+    """Why ``tm.release`` does not run ``algorithm`` for ``op`` (one line naming the release the user
+    stated and the table it uses), or None when it does or the algorithm is not release-gated
+    (:attr:`AlgorithmSpec.release_gated`)."""
     if not ALGORITHMS[algorithm].release_gated:
         return None
-    return _release_note(tm.release.version, algorithm, op)
+    return _release_note(tm.nccl_version, tm.release.version, algorithm, op)
 
 
 @cache
-def _release_note(version: str, algorithm: Algorithm, op: Collective) -> str | None:
+def _release_note(asked: str, version: str, algorithm: Algorithm, op: Collective) -> str | None:
     name, coll = nccl.Algorithm(algorithm.value), nccl.Collective(op.value)
     costed = nccl_release(version).algorithms.get(coll, ())
     if name in costed:
         return None
     runs = [v for v in nccl_release_versions() if name in nccl_release(v).algorithms.get(coll, ())]
     since = f" (NCCL runs it from {runs[0]} on)" if runs else ""
+    label = version if asked.lstrip("v") in ("", version) else f"{asked} (tuning tables of {version})"
     return (
-        f"algorithm: NCCL {version} has no {algorithm.value} {op.value}{since}; its tuning.cc costs "
+        f"algorithm: NCCL {label} has no {algorithm.value} {op.value}{since}; its tuning.cc costs "
         f"{', '.join(a.value for a in costed)}"
     )
+
+
+def collnet_release_note(op: Collective, tm: TierModel) -> str | None:
+    """Why CollNet does not run ``op`` on ``tm``'s NCCL release (:func:`release_note` of the first
+    release-gated CollNet algorithm for ``op``), or None when the release has it or ``op`` has none."""
+    for algo in (Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN):
+        if op in ALGORITHMS[algo].ops and (note := release_note(algo, op, tm)) is not None:
+            return note
+    return None
 
 
 def plan_algorithms() -> tuple[Algorithm, ...]:

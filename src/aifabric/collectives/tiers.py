@@ -120,6 +120,7 @@ class TierModel:
     torus_dims: tuple[int, ...] = ()
     hop_latency_s: float = 0.0
     release: NcclRelease = field(default_factory=nccl_release)  # newest; read on first use, not at import
+    nccl_version: str = ""  # the release the user stated ("" = newest); ``release`` is the table it uses
     tuning_row: str = "hopper"
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
     collnet: bool = False  # CollNet (SHARP) on: NCCL_COLLNET_ENABLE=1, SHARP switches (nccl_env.env_tiers)
@@ -318,6 +319,7 @@ def tier_model(
         torus_dims=_torus_dims(spec) if spec.scale_up.kind == "torus" else (),
         hop_latency_s=link.hop_latency_s,
         release=release,
+        nccl_version=nccl_version or "",
         tuning_row=row,
         channels=channels,
         default_channels=_comm_channels(spec, release, row, None, None),

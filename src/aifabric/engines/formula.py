@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -23,6 +24,7 @@ from aifabric.collectives.algorithms import (
     AlgorithmSpec,
     Cost,
     applicable,
+    collnet_release_note,
     release_note,
 )
 from aifabric.collectives.communicator import Communicator
@@ -37,6 +39,9 @@ __all__ = ["PROTOCOLS", "TierModel", "formula_collective", "tier_model"]
 
 #: NCCL's protocol names, in NCCL's column order.
 PROTOCOLS = tuple(p.value for p in Protocol)
+
+
+_COLLNET = frozenset({Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN})
 
 
 def _protocols(
@@ -236,11 +241,34 @@ def formula_collective(
         raise ConfigError(
             f"NCCL_ALGO={env['NCCL_ALGO']}: no algorithm it enables runs {op.value} here (NCCL would fail); "
             f"NCCL algorithms that do: {', '.join(nccl_runs) or 'none'}"
-            + ("; CollNet needs NCCL_COLLNET_ENABLE=1" if "collnet" in env["NCCL_ALGO"].lower() else "")
+            + (_collnet_hint(op, tm) if "collnet" in env["NCCL_ALGO"].lower() else "")
         )
     evals.sort(key=lambda e: e.tuner_time_s)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
-    return _result(op, message_bytes, comm, tm, best, evals)
+    result = _result(op, message_bytes, comm, tm, best, evals)
+    unused = _collnet_unused(op, tm, evals) if forced is None else None
+    return result if unused is None else replace(result, explanation=f"{result.explanation}. {unused}")
+
+
+def _collnet_hint(op: Collective, tm: TierModel) -> str:
+    """Why an ``NCCL_ALGO`` naming CollNet leaves nothing to run: CollNet off, or off on this release."""
+    if not tm.collnet:
+        return "; CollNet needs NCCL_COLLNET_ENABLE=1"
+    note = collnet_release_note(op, tm)
+    return "" if note is None else f"; CollNet: {note.removeprefix('algorithm: ')}"
+
+
+def _collnet_unused(op: Collective, tm: TierModel, evals: list[Cost]) -> str | None:
+    """A note for ``NCCL_COLLNET_ENABLE=1`` on a release without CollNet for ``op`` (NCCL then runs
+    another algorithm without saying so), or None."""
+    if not tm.collnet or any(e.algorithm in _COLLNET for e in evals):
+        return None
+    note = collnet_release_note(op, tm)
+    return (
+        None
+        if note is None
+        else f"NCCL_COLLNET_ENABLE=1 has no effect here: {note.removeprefix('algorithm: ')}"
+    )
 
 
 def _result(

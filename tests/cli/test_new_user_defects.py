@@ -1,0 +1,206 @@
+"""Input defects a new-user trial found (issue 8): each is exit code 2 and one line naming the field, or a
+note in the result where NCCL would silently do something else."""
+
+import textwrap
+
+import pytest
+from typer.testing import CliRunner
+
+from aifabric import catalog
+from aifabric.cli.app import app
+from aifabric.units import MAX_MESSAGE_BYTES, UnitError, one_size, parse_line_rate
+
+runner = CliRunner()
+
+NIC = """
+nics:
+  n1:
+    name: user NIC
+    speed: {speed}
+    power: 20 W
+    payload_efficiency: 0.95
+    latency: 2 us
+    source: "test part: the user's own datasheet"
+"""
+
+SWITCH = """
+switches:
+  s1:
+    name: user switch
+    fabric: infiniband
+    ports: 64
+    port_speed: {speed}
+    power: 1500 W
+    latency: 0.2 us
+    source: "test part: the user's own datasheet"
+"""
+
+CLUSTER = """
+name: user-pod
+accelerator: h100-sxm
+nodes: 2
+scale_out: {{nic: {nic}, switch: {switch}}}
+"""
+
+
+@pytest.fixture(autouse=True)
+def _fresh_catalog(monkeypatch, tmp_path):
+    monkeypatch.delenv("AIFABRIC_CATALOG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
+    catalog.reload_catalog()
+    yield
+    catalog.reload_catalog()
+
+
+def refused(args: list[str], *needles: str) -> str:
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.stdout
+    line = r.stderr.strip()
+    assert len(line.splitlines()) == 1, line
+    for needle in needles:
+        assert needle in line, line
+    return line
+
+
+def write(tmp_path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return str(path)
+
+
+# --- 1. line rates are bits per second -------------------------------------------------------------
+
+
+def test_parse_line_rate_reads_bits_and_refuses_bytes():
+    assert parse_line_rate("400 Gb/s") == 50e9  # 400e9 bits/s / 8
+    assert parse_line_rate("1.6 Tb/s") == 200e9
+    for typo in ("400 GB/s", "400 GBps", "50 bytes/s"):
+        with pytest.raises(UnitError, match="port_speed: line rates are quoted in bits per second"):
+            parse_line_rate(typo, field="port_speed")
+
+
+@pytest.mark.parametrize(
+    ("template", "field"), [(NIC, "nics.n1: speed"), (SWITCH, "switches.s1: port_speed")]
+)
+def test_catalogue_refuses_a_byte_unit_on_a_line_rate(tmp_path, template, field):
+    parts = write(tmp_path, "parts.yaml", template.format(speed="400 GB/s"))
+    refused(
+        ["--catalog", parts, "collective", "-c", "h100-ib-2node", "-s", "1GiB"],
+        field,
+        "bits per second",
+        "'400 Gb/s'",
+    )
+
+
+def test_catalogue_refuses_a_nic_faster_than_any_made(tmp_path):
+    parts = write(tmp_path, "parts.yaml", NIC.format(speed="3.2 Tb/s"))
+    refused(
+        ["--catalog", parts, "collective", "-c", "h100-ib-2node", "-s", "1GiB"], "nics.n1: speed", "3.2 Tb/s"
+    )
+
+
+def test_nic_faster_than_its_leaf_port_is_refused(tmp_path):
+    # 1,200 Gb/s NIC on QM9700's 400 Gb/s ports (NVIDIA QM9700 datasheet: 64 x NDR 400 Gb/s): not cabled.
+    parts = write(tmp_path, "parts.yaml", NIC.format(speed="1200 Gb/s"))
+    cluster = write(tmp_path, "pod.yaml", CLUSTER.format(nic="n1", switch="quantum-2-qm9700"))
+    refused(
+        ["--catalog", parts, "collective", "-c", cluster, "-s", "1GiB"],
+        "scale_out",
+        "1200 Gb/s",
+        "faster than the 400 Gb/s ports",
+        "quantum-2-qm9700",
+    )
+
+
+def test_nic_at_its_leaf_port_speed_or_a_twin_port_module_runs(tmp_path):
+    ok = write(tmp_path, "ok.yaml", CLUSTER.format(nic="connectx-7", switch="quantum-2-qm9700"))
+    assert runner.invoke(app, ["collective", "-c", ok, "-s", "1GiB"]).exit_code == 0
+    # rubin-nvl72: ConnectX-9 at 1.6 Tb/s on two 800 Gb/s Q3400 ports (a twin-port module), radix 72.
+    assert runner.invoke(app, ["collective", "-c", "rubin-nvl72", "-s", "1GiB"]).exit_code == 0
+
+
+# --- 2. --factor belongs to sweeps ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("factor", ["1", "0", "-2", "4"])
+def test_factor_with_one_size_is_refused(factor):
+    refused(
+        ["collective", "-c", "h100-ib-2node", "-s", "1GiB", "--factor", factor],
+        f"--factor: {factor} is for sweeps (--min/--max)",
+    )
+
+
+def test_factor_in_a_sweep_still_works():
+    r = runner.invoke(app, ["collective", "-c", "h100-ib-2node", "-b", "1MiB", "-e", "16MiB", "-f", "4"])
+    assert r.exit_code == 0, r.stderr
+    assert "4194304" in r.stdout and "16777216" in r.stdout  # 1, 4, 16 MiB
+
+
+# --- 3. sizes above any GPU's memory ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [(["-s", "1e30B"], "--size"), (["-b", "1MiB", "-e", "1PB"], "--max"), (["-b", "2TiB"], "--min")],
+)
+def test_absurd_sizes_are_refused(args, field):
+    refused(["collective", "-c", "h100-ib-2node", *args], f"{field}:", "above 1 TiB", "GPU's memory")
+
+
+def test_message_bound_is_inclusive_and_above_the_largest_gpu():
+    # 288 GB HBM3e (B300 datasheet), the largest accelerator memory in the catalogue, is a valid message.
+    assert one_size("288 GB", "--size") == 288e9
+    assert one_size("1 TiB", "--size") == MAX_MESSAGE_BYTES
+    with pytest.raises(UnitError, match="above 1 TiB"):
+        one_size("1099511627777 B", "--size")
+
+
+# --- 4. CollNet messages name the user's release ------------------------------------------------------
+
+COLLNET = ["collective", "all_gather", "-c", "dgx-h100-superpod", "--nodes", "4", "-s", "1GiB"]
+
+
+def test_nccl_algo_collnet_with_collnet_enabled_names_the_release_not_the_variable():
+    # NCCL runs CollNet Direct all_gather from 2.20.3 on (catalogue nccl_releases.yaml, tuning.cc).
+    line = refused(
+        [
+            *COLLNET,
+            "--env",
+            "NCCL_COLLNET_ENABLE=1",
+            "--env",
+            "NCCL_ALGO=CollNetDirect",
+            "--nccl-version",
+            "2.19.3",
+        ],
+        "NCCL_ALGO=CollNetDirect",
+        "NCCL 2.19.3 (tuning tables of 2.19.1) has no collnet_direct all_gather",
+        "from 2.20.3 on",
+    )
+    assert "needs NCCL_COLLNET_ENABLE" not in line
+
+
+def test_nccl_algo_collnet_without_enable_still_says_to_enable_it():
+    refused([*COLLNET, "--env", "NCCL_ALGO=CollNetDirect"], "CollNet needs NCCL_COLLNET_ENABLE=1")
+
+
+def test_forced_collnet_names_the_users_version_and_the_table():
+    refused(
+        [*COLLNET, "--algo", "collnet_direct", "--nccl-version", "2.19.3"],
+        "NCCL 2.19.3 (tuning tables of 2.19.1) has no collnet_direct all_gather",
+    )
+
+
+def test_release_version_stated_exactly_is_named_once():
+    refused(
+        [*COLLNET, "--algo", "collnet_direct", "--nccl-version", "2.19.1"],
+        "NCCL 2.19.1 has no collnet_direct all_gather",
+    )
+
+
+def test_collnet_enable_on_an_older_release_says_collnet_is_not_used():
+    r = runner.invoke(app, [*COLLNET, "--env", "NCCL_COLLNET_ENABLE=1", "--nccl-version", "2.19.3"])
+    assert r.exit_code == 0, r.stderr
+    assert "NCCL_COLLNET_ENABLE=1 has no effect here: NCCL 2.19.3 (tuning tables of 2.19.1)" in r.stdout
+    newer = runner.invoke(app, [*COLLNET, "--env", "NCCL_COLLNET_ENABLE=1", "--nccl-version", "2.21.5"])
+    assert newer.exit_code == 0, newer.stderr
+    assert "has no effect" not in newer.stdout
