@@ -1,13 +1,14 @@
 """Input defects a new-user trial found (issue 8): each is exit code 2 and one line naming the field, or a
 note in the result where NCCL would silently do something else."""
 
+import sys
 import textwrap
 
 import pytest
 from typer.testing import CliRunner
 
 from aifabric import catalog
-from aifabric.cli.app import app
+from aifabric.cli.app import app, main
 from aifabric.units import MAX_MESSAGE_BYTES, UnitError, one_size, parse_line_rate
 
 runner = CliRunner()
@@ -204,3 +205,32 @@ def test_collnet_enable_on_an_older_release_says_collnet_is_not_used():
     newer = runner.invoke(app, [*COLLNET, "--env", "NCCL_COLLNET_ENABLE=1", "--nccl-version", "2.21.5"])
     assert newer.exit_code == 0, newer.stderr
     assert "has no effect" not in newer.stdout
+
+
+# --- 6. minor ---------------------------------------------------------------------------------------
+
+
+def test_next_best_lists_other_algorithm_protocol_pairs_once():
+    chosen = "ring/Simple"
+    r = runner.invoke(app, ["collective", "-c", "aws-p4d", "-s", "1GiB"])
+    assert r.exit_code == 0, r.stderr
+    why = next(line for line in r.stdout.splitlines() if line.startswith("why:"))
+    assert why.startswith(f"why: {chosen}:")
+    listed = [item.rsplit(" ", 2)[0] for item in why.split("Next best: ")[1].split(", ")]
+    assert chosen not in listed and len(listed) == len(set(listed)) == 3
+
+
+def test_catalog_that_is_not_a_regular_file():
+    refused(["--catalog", "/dev/null", "collective", "-s", "1GiB"], "'/dev/null' is not a regular file")
+
+
+def test_catalog_after_the_command_says_where_it_goes(tmp_path, monkeypatch, capsys):
+    parts = write(tmp_path, "parts.yaml", NIC.format(speed="400 Gb/s"))
+    monkeypatch.setattr(
+        sys, "argv", ["aifabric", "collective", "-c", "aws-p4d", "-s", "1GiB", "--catalog", parts]
+    )
+    with pytest.raises(SystemExit) as exc:
+        main()
+    assert exc.value.code == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "No such option: --catalog" in line and "go before the command" in line

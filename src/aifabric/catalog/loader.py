@@ -354,8 +354,10 @@ def _config_dir() -> Path:
 def _yaml_files(path: Path, origin: str) -> list[Path]:
     if path.is_dir():
         return sorted(p for p in path.iterdir() if p.suffix in (".yaml", ".yml"))
-    if not path.is_file():
+    if not path.exists():
         raise ConfigError(f"{origin}: catalogue file {str(path)!r} does not exist")
+    if not path.is_file():
+        raise ConfigError(f"{origin}: catalogue file {str(path)!r} is not a regular file")
     return [path]
 
 

@@ -146,6 +146,10 @@ def repeated_option(command: Any, argv: list[str]) -> str | None:
     return None
 
 
+#: The options of ``aifabric`` itself (:func:`_root`), refused after a command's name.
+_ROOT_OPTIONS = frozenset({"--catalog", "--max-memory"})
+
+
 def main() -> None:
     """Console-script entry point: usage errors become one line on stderr and exit code 2."""
     argv = sys.argv[1:]
@@ -170,6 +174,10 @@ def main() -> None:
             print(ctx.get_help())
             sys.exit(0)
         message = err.format_message() if hasattr(err, "format_message") else str(err)
+        if "No such option" in message and _ROOT_OPTIONS.intersection(sys.argv[1:]):
+            message += (
+                "; aifabric's own options go before the command (aifabric --catalog FILE collective ...)"
+            )
         where = (
             f" (aifabric {ctx.command_path.removeprefix('aifabric').strip()})"
             if ctx is not None and ctx.command_path.strip() != "aifabric"

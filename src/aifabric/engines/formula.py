@@ -271,6 +271,16 @@ def _collnet_unused(op: Collective, tm: TierModel, evals: list[Cost]) -> str | N
     )
 
 
+def _next_best(best: Cost, evals: list[Cost], n: int = 3) -> list[tuple[tuple[Algorithm, Protocol], Cost]]:
+    """The ``n`` fastest (algorithm, protocol) pairs other than ``best``'s, each once (its fastest cost):
+    several costs of one pair (e.g. ring/Simple over both NIC paths) name it once."""
+    seen: dict[tuple[Algorithm, Protocol], Cost] = {}
+    for e in evals:
+        seen.setdefault((e.algorithm, e.protocol), e)
+    seen.pop((best.algorithm, best.protocol), None)
+    return list(seen.items())[:n]
+
+
 def _result(
     op: Collective, message_bytes: float, comm: Communicator, tm: TierModel, best: Cost, evals: list[Cost]
 ) -> CollectiveResult:
@@ -283,7 +293,7 @@ def _result(
         nets[inter] = nets.get(inter, 0.0) + best.latency_s
     bottleneck = best.bottleneck if best.latency_s < 0.5 * t else "latency"
     others = [
-        f"{_ALGO_NAME[e.algorithm]}/{_PROTO_NAME[e.protocol]} {e.time_s * 1e6:.1f} us" for e in evals[1:4]
+        f"{_ALGO_NAME[a]}/{_PROTO_NAME[p]} {e.time_s * 1e6:.1f} us" for (a, p), e in _next_best(best, evals)
     ]
     explanation = (
         f"{_ALGO_NAME[best.algorithm]}/{_PROTO_NAME[best.protocol]}: {best.why}; latency "
