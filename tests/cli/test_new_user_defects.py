@@ -113,10 +113,10 @@ def test_nic_faster_than_its_leaf_port_is_refused(tmp_path):
     )
 
 
-def test_nic_at_its_leaf_port_speed_or_a_twin_port_module_runs(tmp_path):
+def test_nic_at_its_leaf_port_speed_or_with_a_stated_radix_runs(tmp_path):
     ok = write(tmp_path, "ok.yaml", CLUSTER.format(nic="connectx-7", switch="quantum-2-qm9700"))
     assert runner.invoke(app, ["collective", "-c", ok, "-s", "1GiB"]).exit_code == 0
-    # rubin-nvl72: ConnectX-9 at 1.6 Tb/s on two 800 Gb/s Q3400 ports (a twin-port module), radix 72.
+    # rubin-nvl72: ConnectX-9 at 1.6 Tb/s on 800 Gb/s Q3400 ports, its radix (72 links) stated.
     assert runner.invoke(app, ["collective", "-c", "rubin-nvl72", "-s", "1GiB"]).exit_code == 0
 
 

@@ -227,19 +227,19 @@ class ScaleOutSpec(_Strict):
         return self
 
     def _link_fits_leaf(self, endpoint_bytes_per_s: float) -> None:
-        """Refuse a NIC link faster than its leaf switch port, but for a twin-port module on two ports.
+        """Refuse a NIC link faster than its leaf switch's ports, unless ``radix`` states how many such
+        links a switch takes (rubin-nvl72: 1.6 Tb/s links on 800 Gb/s Q3400 ports, radix 72).
 
         A link of one plane is ``endpoint rate / planes`` (as :func:`aifabric.cluster.clos._radix` counts
-        it). An OSFP twin-port module carries two links (NVIDIA's 2x400G and 2x800G twin-port OSFP
-        transceivers), so a link of exactly two leaf ports (1.6 Tb/s on two 800 Gb/s ports) is cabled as
-        two; any other speed above the leaf port's cannot be.
+        it); without ``radix`` the leaf's radix is derived from its port speed, which the link must fit.
         """
         link = endpoint_bytes_per_s / self.planes
         port = catalog.switch(self.switch).port_speed_bytes_per_s
-        if link > port * 1.0001 and abs(link / port - 2.0) > 1e-6:
+        if self.radix is None and link > port * 1.0001:
             raise ValueError(
                 f"nic {self.nic!r} at {link * 8 / 1e9:g} Gb/s per plane is faster than the "
-                f"{port * 8 / 1e9:g} Gb/s ports of leaf switch {self.switch!r}"
+                f"{port * 8 / 1e9:g} Gb/s ports of leaf switch {self.switch!r} (give radix if a "
+                "link takes several ports)"
             )
 
     @field_validator("hop_latency_s", mode="before")

@@ -288,7 +288,8 @@ def _release_note(asked: str, version: str, algorithm: Algorithm, op: Collective
         return None
     runs = [v for v in nccl_release_versions() if name in nccl_release(v).algorithms.get(coll, ())]
     since = f" (NCCL runs it from {runs[0]} on)" if runs else ""
-    label = version if asked.lstrip("v") in ("", version) else f"{asked} (tuning tables of {version})"
+    exact = asked.lstrip("v") in ("", version) or asked.count(".") < 2  # "2.19": that series' newest
+    label = version if exact else f"{asked} (tuning tables of {version})"
     return (
         f"algorithm: NCCL {label} has no {algorithm.value} {op.value}{since}; its tuning.cc costs "
         f"{', '.join(a.value for a in costed)}"
