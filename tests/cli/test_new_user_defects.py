@@ -36,13 +36,6 @@ switches:
     source: "test part: the user's own datasheet"
 """
 
-CLUSTER = """
-name: user-pod
-accelerator: h100-sxm
-nodes: 2
-scale_out: {{nic: {nic}, switch: {switch}}}
-"""
-
 
 @pytest.fixture(autouse=True)
 def _fresh_catalog(monkeypatch, tmp_path):
@@ -98,26 +91,6 @@ def test_catalogue_refuses_a_nic_faster_than_any_made(tmp_path):
     refused(
         ["--catalog", parts, "collective", "-c", "h100-ib-2node", "-s", "1GiB"], "nics.n1: speed", "3.2 Tb/s"
     )
-
-
-def test_nic_faster_than_its_leaf_port_is_refused(tmp_path):
-    # 1,200 Gb/s NIC on QM9700's 400 Gb/s ports (NVIDIA QM9700 datasheet: 64 x NDR 400 Gb/s): not cabled.
-    parts = write(tmp_path, "parts.yaml", NIC.format(speed="1200 Gb/s"))
-    cluster = write(tmp_path, "pod.yaml", CLUSTER.format(nic="n1", switch="quantum-2-qm9700"))
-    refused(
-        ["--catalog", parts, "collective", "-c", cluster, "-s", "1GiB"],
-        "scale_out",
-        "1200 Gb/s",
-        "faster than the 400 Gb/s ports",
-        "quantum-2-qm9700",
-    )
-
-
-def test_nic_at_its_leaf_port_speed_or_with_a_stated_radix_runs(tmp_path):
-    ok = write(tmp_path, "ok.yaml", CLUSTER.format(nic="connectx-7", switch="quantum-2-qm9700"))
-    assert runner.invoke(app, ["collective", "-c", ok, "-s", "1GiB"]).exit_code == 0
-    # rubin-nvl72: ConnectX-9 at 1.6 Tb/s on 800 Gb/s Q3400 ports, its radix (72 links) stated.
-    assert runner.invoke(app, ["collective", "-c", "rubin-nvl72", "-s", "1GiB"]).exit_code == 0
 
 
 # --- 2. --factor belongs to sweeps ------------------------------------------------------------------

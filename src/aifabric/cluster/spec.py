@@ -218,29 +218,12 @@ class ScaleOutSpec(_Strict):
                 f"nic_speed {self.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s is above what {self.nic} does "
                 f"({nic.line_rate_bytes_per_s * 8 / 1e9:g} Gb/s); pick a faster NIC"
             )
-        self._link_fits_leaf((self.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s) * self.nics_per_gpu)
         for tier, key in self.tier_switches.items():
             sw = catalog.switch(key)
             if sw.fabric != self.fabric:
                 field = "switch" if tier == "leaf" else f"{tier}_switch"
                 raise ValueError(f"fabric is {self.fabric!r} but {field} {key!r} is an {sw.fabric} switch")
         return self
-
-    def _link_fits_leaf(self, endpoint_bytes_per_s: float) -> None:
-        """Refuse a NIC link faster than its leaf switch's ports, unless ``radix`` states how many such
-        links a switch takes (rubin-nvl72: 1.6 Tb/s links on 800 Gb/s Q3400 ports, radix 72).
-
-        A link of one plane is ``endpoint rate / planes`` (as :func:`aifabric.cluster.clos._radix` counts
-        it); without ``radix`` the leaf's radix is derived from its port speed, which the link must fit.
-        """
-        link = endpoint_bytes_per_s / self.planes
-        port = catalog.switch(self.switch).port_speed_bytes_per_s
-        if self.radix is None and link > port * 1.0001:
-            raise ValueError(
-                f"nic {self.nic!r} at {link * 8 / 1e9:g} Gb/s per plane is faster than the "
-                f"{port * 8 / 1e9:g} Gb/s ports of leaf switch {self.switch!r} (give radix if a "
-                "link takes several ports)"
-            )
 
     @field_validator("hop_latency_s", mode="before")
     @classmethod
