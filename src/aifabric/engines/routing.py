@@ -74,8 +74,22 @@ POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
 
 
 def refuse_unused_options(policy: str, given: Iterable[str]) -> None:
-    """Raise ConfigError naming the first option of ``given`` that ``policy`` does not use
-    (:data:`POLICY_OPTIONS`)."""
+    """Refuse the routing options in ``given`` that ``policy`` does not use.
+
+    Parameters
+    ----------
+    policy : str
+        A routing policy name (:data:`POLICIES`).
+    given : iterable of str
+        The CLI options the user gave, keys of :data:`POLICY_OPTIONS` (e.g. ``"--qps"``, ``"--polarized"``).
+
+    Raises
+    ------
+    ConfigError
+        Naming the first option of ``given`` that ``policy`` does not use and the policies that do.
+    KeyError
+        For an option that is not in :data:`POLICY_OPTIONS` (a programming error, not user input).
+    """
     for option in given:
         users = POLICY_OPTIONS[option]
         if policy not in users:
