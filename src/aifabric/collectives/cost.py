@@ -81,6 +81,9 @@ class Cost(NamedTuple):
         return self.explain()
 
 
+_tuple_new = tuple.__new__
+
+
 def make_cost(
     tm: TierModel,
     algorithm: Algorithm,
@@ -99,7 +102,9 @@ def make_cost(
     """
     latency = latency_s if tm.efficiency == "nccl" else 0.0
     time = latency + sum(bandwidth_s.values())
-    return Cost(algorithm, protocol, latency, bandwidth_s, bottleneck, why, time, time - unseen_by_tuner_s)
+    # Optimisation: tuple.__new__ skips the NamedTuple's Python-level __new__ (a candidate per call each).
+    values = (algorithm, protocol, latency, bandwidth_s, bottleneck, why, time, time - unseen_by_tuner_s)
+    return _tuple_new(Cost, values)
 
 
 def scaleup_bound(tm: TierModel, ranks_per_domain: int, n_domains: int) -> float:

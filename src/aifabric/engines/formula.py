@@ -32,7 +32,7 @@ from aifabric.collectives.cost import SCALE_OUT, SCALE_UP
 from aifabric.collectives.nccl_env import TransportTiers, check_env, env_choice, env_tiers
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
-from aifabric.engines.result import Candidate, CollectiveResult
+from aifabric.engines.result import Candidate, CollectiveResult, assemble
 from aifabric.errors import ConfigError
 
 __all__ = ["PROTOCOLS", "TierModel", "formula_collective", "tier_model"]
@@ -79,6 +79,8 @@ def _protocols_of(
 #: Names of the enums' members (a dict lookup: faster than ``.value`` in the hot path of planners).
 _ALGO_NAME = {a: a.value for a in Algorithm}
 _PROTO_NAME = {p: p.value for p in Protocol}
+#: ``ring/LL``... for every (algorithm, protocol): the explanation names up to four per call.
+_PAIR_NAME = {(a, p): f"{a.value}/{p.value}" for a in Algorithm for p in Protocol}
 
 
 def _one_rank(op: Collective, message_bytes: float, tm: TierModel) -> CollectiveResult:
@@ -272,18 +274,39 @@ def _collnet_unused(op: Collective, tm: TierModel, evals: list[Cost]) -> str | N
 
 
 def _next_best(best: Cost, evals: list[Cost], n: int = 3) -> list[tuple[tuple[Algorithm, Protocol], Cost]]:
-    """The ``n`` fastest (algorithm, protocol) pairs other than ``best``'s, each once (its fastest cost):
-    several costs of one pair (e.g. ring/Simple over both NIC paths) name it once."""
-    seen: dict[tuple[Algorithm, Protocol], Cost] = {}
+    """The ``n`` fastest (algorithm, protocol) pairs other than ``best``'s, each once (its fastest cost, the
+    first in ``evals``, fastest first): several costs of one pair (e.g. ring/Simple over both NIC paths)
+    name it once."""
+    seen = {(best.algorithm, best.protocol)}
+    out: list[tuple[tuple[Algorithm, Protocol], Cost]] = []
     for e in evals:
-        seen.setdefault((e.algorithm, e.protocol), e)
-    seen.pop((best.algorithm, best.protocol), None)
-    return list(seen.items())[:n]
+        pair = (e.algorithm, e.protocol)
+        if pair not in seen:
+            seen.add(pair)
+            out.append((pair, e))
+            if len(out) == n:
+                break
+    return out
+
+
+def _explanation(best: Cost, evals: list[Cost]) -> str:
+    """Why ``best``, its latency and bandwidth seconds, and the next best pairs with their times."""
+    others = [f"{_PAIR_NAME[pair]} {e.time_s * 1e6:.1f} us" for pair, e in _next_best(best, evals)]
+    return (
+        f"{_PAIR_NAME[best.algorithm, best.protocol]}: {best.why}; latency "
+        f"{best.latency_s * 1e6:.1f} us + bandwidth {sum(best.bandwidth_s.values()) * 1e6:.1f} us"
+        + (f". Next best: {', '.join(others)}" if others else "")
+    )
 
 
 def _result(
     op: Collective, message_bytes: float, comm: Communicator, tm: TierModel, best: Cost, evals: list[Cost]
 ) -> CollectiveResult:
+    """The :class:`CollectiveResult` of ``best`` among ``evals`` (fastest first).
+
+    Optimisation: the result and its candidates are built with :func:`~aifabric.engines.result.assemble`
+    (one per call, ~10 candidates: the largest share of a call's time with the generated ``__init__``).
+    """
     n = comm.n_ranks
     t = best.time_s
     algbw = message_bytes / t if t > 0 else math.inf
@@ -291,31 +314,35 @@ def _result(
     if best.latency_s > 0:
         inter = SCALE_OUT if comm.n_domains > 1 else SCALE_UP
         nets[inter] = nets.get(inter, 0.0) + best.latency_s
-    bottleneck = best.bottleneck if best.latency_s < 0.5 * t else "latency"
-    others = [
-        f"{_ALGO_NAME[a]}/{_PROTO_NAME[p]} {e.time_s * 1e6:.1f} us" for (a, p), e in _next_best(best, evals)
-    ]
-    explanation = (
-        f"{_ALGO_NAME[best.algorithm]}/{_PROTO_NAME[best.protocol]}: {best.why}; latency "
-        f"{best.latency_s * 1e6:.1f} us + bandwidth {sum(best.bandwidth_s.values()) * 1e6:.1f} us"
-        + (f". Next best: {', '.join(others)}" if others else "")
+    candidates = tuple(
+        [
+            assemble(
+                Candidate,
+                {
+                    "algorithm": _ALGO_NAME[e.algorithm],
+                    "protocol": _PROTO_NAME[e.protocol],
+                    "time_s": e.time_s,
+                },
+            )
+            for e in evals
+        ]
     )
-    return CollectiveResult(
-        op=op.value,
-        message_bytes=float(message_bytes),
-        n_ranks=n,
-        algorithm=_ALGO_NAME[best.algorithm],
-        protocol=_PROTO_NAME[best.protocol],
-        time_s=t,
-        latency_s=best.latency_s,
-        algbw_bytes_per_s=algbw,
-        busbw_bytes_per_s=algbw * busbw_factor(op, n),
-        network_time_s=nets,
-        bottleneck=bottleneck,
-        explanation=explanation,
-        candidates=tuple(
-            Candidate(_ALGO_NAME[e.algorithm], _PROTO_NAME[e.protocol], e.time_s) for e in evals
-        ),
-        convention=f"{tm.convention}/{tm.efficiency}",
-        engine="formula",
-    )
+    values = {
+        "op": op.value,
+        "message_bytes": float(message_bytes),
+        "n_ranks": n,
+        "algorithm": _ALGO_NAME[best.algorithm],
+        "protocol": _PROTO_NAME[best.protocol],
+        "time_s": t,
+        "latency_s": best.latency_s,
+        "algbw_bytes_per_s": algbw,
+        "busbw_bytes_per_s": algbw * busbw_factor(op, n),
+        "network_time_s": nets,
+        "bottleneck": best.bottleneck if best.latency_s < 0.5 * t else "latency",
+        "explanation": _explanation(best, evals),
+        "candidates": candidates,
+        "convention": f"{tm.convention}/{tm.efficiency}",
+        "engine": "formula",
+        "extra": {},
+    }
+    return assemble(CollectiveResult, values)
