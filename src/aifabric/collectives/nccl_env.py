@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from aifabric import catalog
 from aifabric.catalog import nccl
@@ -50,7 +51,15 @@ from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import Protocol, TierModel
 from aifabric.errors import ConfigError
 
-__all__ = ["MODELLED_VARIABLES", "EnvChoice", "TransportTiers", "check_env", "env_choice", "env_tiers"]
+__all__ = [
+    "MODELLED_VARIABLES",
+    "EnvChoice",
+    "TransportTiers",
+    "check_env",
+    "env_choice",
+    "env_tiers",
+    "parse_env",
+]
 
 #: The variables the formula engine models.
 MODELLED_VARIABLES = (
@@ -109,6 +118,7 @@ def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
 
     Algorithms NCCL does not name (direct all_to_all, p2p, the textbook ones) are never disabled;
     ``NCCL_ALGO`` / ``NCCL_PROTO`` do not apply to all_to_all and send_recv (NCCL runs them as p2p).
+    Optimisation: worked out once per (environment, collective) (:func:`_choice`, as :func:`parse_env`).
 
     Raises
     ------
@@ -116,8 +126,13 @@ def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
         A variable the formula engine does not model (named, with those it takes), or a bad value
         (:meth:`NcclEnv.from_mapping`'s one-line errors).
     """
-    _check(env)
-    parsed = NcclEnv.from_mapping(env)
+    parsed = parse_env(env)
+    return _choice(parsed, op)
+
+
+@lru_cache(maxsize=1024)
+def _choice(parsed: NcclEnv, op: Collective) -> EnvChoice:
+    """:func:`env_choice` of a read environment (pure: NcclEnv and EnvChoice are frozen)."""
     bounds = (parsed.min_nchannels, parsed.max_nchannels, parsed.ib_qps_per_connection)
     try:
         coll = nccl.Collective(op.value)
@@ -127,6 +142,34 @@ def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
     disabled = frozenset(a for a, name in _NCCL_NAME.items() if name not in enabled)
     protocols = None if parsed.proto is None else frozenset(Protocol(p.value) for p in parsed.protocols(coll))
     return EnvChoice(disabled, protocols, *bounds)
+
+
+def parse_env(env: Mapping[str, str]) -> NcclEnv:
+    """``env`` checked (every variable modelled, :data:`MODELLED_VARIABLES`) and read
+    (:meth:`NcclEnv.from_mapping`).
+
+    Optimisation: the formula engine reads the environment on every call (:func:`env_choice`,
+    :func:`check_env`, :func:`env_tiers`); :meth:`NcclEnv.from_mapping` is pure and order-free and
+    :class:`NcclEnv` frozen, so one reading is kept per distinct set of (name, value type, value)
+    (:func:`_read`: the type too, as ``1 == True`` but ``str(True)`` is no NCCL flag; an error is raised
+    again on every call, never kept).
+
+    Raises
+    ------
+    ConfigError
+        A variable the formula engine does not model (named, with those it takes), or a bad value.
+    """
+    _check(env)
+    try:
+        items = frozenset([(name, type(value), value) for name, value in env.items()])
+    except TypeError:  # a value that cannot be hashed: read each time (from_mapping names it)
+        return NcclEnv.from_mapping(env)
+    return _read(items)
+
+
+@lru_cache(maxsize=256)
+def _read(items: frozenset[tuple[str, type, str]]) -> NcclEnv:
+    return NcclEnv.from_mapping({name: value for name, _, value in items})
 
 
 def _nvls_missing(spec: ClusterSpec) -> str:
@@ -167,7 +210,7 @@ def check_env(
         raise ConfigError(
             f"{first}: {what} ({spec.name}) runs XLA collectives, not NCCL; NCCL variables do not apply"
         )
-    parsed = NcclEnv.from_mapping(env)
+    parsed = parse_env(env)
     nvls = {Algorithm.NVLS, Algorithm.NVLS_TREE}
     if library == "rccl" and parsed.nvls_enable is not None:
         raise ConfigError(f"NCCL_NVLS_ENABLE: {spec.accelerator!r} runs RCCL, which has no NVLS")
@@ -301,8 +344,7 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     so = spec.scale_out
     if not any(name in _TRANSPORT_VARIABLES for name in env) and (so is None or so.nic_path == "PIX"):
         return TransportTiers(tm, True)
-    _check(env)
-    parsed = NcclEnv.from_mapping(env)
+    parsed = parse_env(env)
     gdr = True
     if so is not None and tm.nic_bytes_per_s > 0:
         net = transport(so.transport_key)
