@@ -177,20 +177,41 @@ _P = ParamSpec("_P")
 def _shared_per_catalogue(build: Callable[_P, TierModel]) -> Callable[_P, TierModel]:
     """``build`` with its models shared per (catalogue generation, arguments): a catalogue change
     (:func:`aifabric.catalog.loader.catalog_generation`) may change any figure of a spec, so it starts
-    afresh; arguments that cannot be hashed (a mutable calibration object) build a new model each time."""
+    afresh; arguments that cannot be hashed (a mutable calibration object) build a new model each time.
+
+    Optimisation: hashing a spec (a pydantic model hashes its nested parts on every call) was the largest
+    cost of a call that did not pass ``tiers=``; the models of the last few positional arguments
+    (the spec) are found again by their identity first (``recent``, which keeps those arguments alive so
+    that their ids stay theirs), then by value (``shared``)."""
 
     @lru_cache(maxsize=512)
     def shared(generation: int, args: tuple[Any, ...], options: tuple[tuple[str, Any], ...]) -> TierModel:
         return build(*args, **dict(options))
 
+    recent: dict[Hashable, tuple[tuple[Any, ...], TierModel]] = {}
+
     @wraps(build)
     def tier_model(*args: _P.args, **kwargs: _P.kwargs) -> TierModel:
+        generation = catalog_generation()
+        options = tuple(kwargs.items())
         try:
-            return shared(catalog_generation(), args, tuple(kwargs.items()))
+            key = (generation, tuple(map(id, args)), options)
+            hit = recent.get(key)
+            if hit is not None:
+                return hit[1]
+            model = shared(generation, args, options)
         except TypeError:  # an unhashable argument (build's own errors are ConfigErrors)
             return build(*args, **kwargs)
+        if len(recent) >= _RECENT_MODELS:
+            recent.clear()
+        recent[key] = (args, model)
+        return model
 
     return tier_model
+
+
+#: Specs whose models :func:`_shared_per_catalogue` finds by identity.
+_RECENT_MODELS = 64
 
 
 def _check_hardware(calibration: object | None, spec: ClusterSpec) -> None:
