@@ -14,6 +14,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import replace
 from functools import cache
+from operator import attrgetter
 from typing import Any
 
 from aifabric.catalog.loader import catalog_generation
@@ -42,6 +43,9 @@ PROTOCOLS = tuple(p.value for p in Protocol)
 
 
 _COLLNET = frozenset({Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN})
+
+#: The sort key of candidates: ``Cost.tuner_time_s`` (a C getter, not a lambda per candidate).
+_TUNER_TIME = attrgetter("tuner_time_s")
 
 
 def _protocols(
@@ -103,11 +107,11 @@ def _one_rank(op: Collective, message_bytes: float, tm: TierModel) -> Collective
 
 
 def _pick(evals: list[Cost], forced: bool) -> Cost:
-    """The fastest NCCL algorithm (any algorithm when one was forced)."""
+    """The fastest NCCL algorithm (any algorithm when one was forced); ``evals`` fastest first."""
     if not forced:
-        nccl_like = [e for e in evals if ALGORITHMS[e.algorithm].nccl]
-        if nccl_like:
-            return nccl_like[0]
+        for e in evals:
+            if ALGORITHMS[e.algorithm].nccl:
+                return e
     return evals[0]
 
 
@@ -245,7 +249,7 @@ def formula_collective(
             f"NCCL algorithms that do: {', '.join(nccl_runs) or 'none'}"
             + (_collnet_hint(op, tm) if "collnet" in env["NCCL_ALGO"].lower() else "")
         )
-    evals.sort(key=lambda e: e.tuner_time_s)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
+    evals.sort(key=_TUNER_TIME)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
     result = _result(op, message_bytes, comm, tm, best, evals)
     unused = _collnet_unused(op, tm, evals) if forced is None else None
@@ -305,7 +309,8 @@ def _result(
     """The :class:`CollectiveResult` of ``best`` among ``evals`` (fastest first).
 
     Optimisation: the result and its candidates are built with :func:`~aifabric.engines.result.assemble`
-    (one per call, ~10 candidates: the largest share of a call's time with the generated ``__init__``).
+    and :meth:`~aifabric.engines.result.Candidate.of` (a result and ~10 candidates per call: with the
+    generated ``__init__`` they were the largest share of a call's time).
     """
     n = comm.n_ranks
     t = best.time_s
@@ -315,17 +320,7 @@ def _result(
         inter = SCALE_OUT if comm.n_domains > 1 else SCALE_UP
         nets[inter] = nets.get(inter, 0.0) + best.latency_s
     candidates = tuple(
-        [
-            assemble(
-                Candidate,
-                {
-                    "algorithm": _ALGO_NAME[e.algorithm],
-                    "protocol": _PROTO_NAME[e.protocol],
-                    "time_s": e.time_s,
-                },
-            )
-            for e in evals
-        ]
+        [Candidate.of(_ALGO_NAME[e.algorithm], _PROTO_NAME[e.protocol], e.time_s) for e in evals]
     )
     values = {
         "op": op.value,

@@ -27,6 +27,10 @@ def assemble(cls: type[_D], values: dict[str, Any]) -> _D:
     """
     if values.keys() != _FIELDS[cls]:
         raise TypeError(f"{cls.__name__}: fields {sorted(values)} given, {sorted(_FIELDS[cls])} expected")
+    return _frozen_new(cls, values)
+
+
+def _frozen_new(cls: type[_D], values: dict[str, Any]) -> _D:
     obj = _new(cls)
     _set(obj, "__dict__", values)
     return obj
@@ -39,6 +43,12 @@ class Candidate:
     algorithm: str
     protocol: str
     time_s: float
+
+    @classmethod
+    def of(cls, algorithm: str, protocol: str, time_s: float) -> Candidate:
+        """``Candidate(algorithm, protocol, time_s)``, built as :func:`assemble` builds (the formula engine
+        makes ~10 per call)."""
+        return _frozen_new(cls, {"algorithm": algorithm, "protocol": protocol, "time_s": time_s})
 
 
 @dataclass(frozen=True)
