@@ -10,9 +10,10 @@ import typer
 
 from aifabric import __version__, budget
 from aifabric.cli.common import CatalogOption, use_catalog
+from aifabric.cli.overview import command_help
 from aifabric.errors import AifabricError
 
-__all__ = ["COMMANDS", "app", "build_app", "main"]
+__all__ = ["COMMANDS", "app", "build_app", "main", "overview_app"]
 
 app: typer.Typer  # the whole app, built on first access by the module's __getattr__ (tests, --help)
 
@@ -77,8 +78,8 @@ def _root(
         raise typer.Exit(code=2) from None
 
 
-def build_app(names: list[str] | None = None) -> typer.Typer:
-    """The Typer app with the commands ``names`` (default: all of :data:`COMMANDS`)."""
+def _root_app() -> typer.Typer:
+    """The app with its own options and no command yet."""
     new = typer.Typer(
         name="aifabric",
         help="Model, simulate and plan the networks of AI clusters. "
@@ -87,6 +88,12 @@ def build_app(names: list[str] | None = None) -> typer.Typer:
         pretty_exceptions_enable=False,
     )
     new.callback()(_root)
+    return new
+
+
+def build_app(names: list[str] | None = None) -> typer.Typer:
+    """The Typer app with the commands ``names`` (default: all of :data:`COMMANDS`)."""
+    new = _root_app()
     for name in names if names is not None else list(COMMANDS):
         module, attr, kind = COMMANDS[name]
         obj = getattr(importlib.import_module(module), attr)
@@ -106,11 +113,36 @@ def __getattr__(name: str) -> typer.Typer:
     raise AttributeError(name)
 
 
+def overview_app() -> typer.Typer | None:
+    """The app ``aifabric --help`` (or no argument) shows: every command with its help, read from source
+    (:func:`aifabric.cli.overview.command_help`) and none imported; None when a help cannot be read so.
+
+    Typer lists commands before groups, so the stand-ins are added in that order; none of them runs.
+    """
+    helps = {name: command_help(module, attr) for name, (module, attr, _) in COMMANDS.items()}
+    if any(text is None for text in helps.values()):
+        return None
+    new = _root_app()
+    for kind in ("command", "group"):
+        for name, (_, _, of_kind) in COMMANDS.items():
+            if of_kind == kind:
+                new.command(name, help=helps[name])(_stand_in)
+    return new
+
+
+def _stand_in() -> None:
+    """A command of :func:`overview_app`: its help is shown, it never runs."""
+
+
 def _app_for(argv: list[str]) -> typer.Typer:
     """Only the command named on the command line (the first word that is one; options such as
-    ``--catalog FILE`` may come before it), else every command (for --help and errors)."""
+    ``--catalog FILE`` may come before it), else the overview for ``--help`` or no argument (start-up
+    time), else every command (for errors)."""
     first = next((a for a in argv if a in COMMANDS), None)
-    return build_app([first]) if first is not None else build_app()
+    if first is not None:
+        return build_app([first])
+    overview = overview_app() if argv in ([], ["--help"]) else None
+    return overview if overview is not None else build_app()
 
 
 def repeated_option(command: Any, argv: list[str]) -> str | None:
