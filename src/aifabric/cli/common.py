@@ -13,17 +13,22 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TimeElapsedColumn
 from rich.text import Text
 
 from aifabric import catalog
 from aifabric.errors import AifabricError
 from aifabric.inputs import printable
+from aifabric.lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    from rich import progress
+else:
+    progress = lazy_module("rich.progress")  # flow-engine runs on a terminal only: not at start-up
 
 __all__ = [
     "CatalogOption",
@@ -178,8 +183,13 @@ def progress_bar() -> Iterator[Callable[[int, int], None] | None]:
     if not err_console.is_terminal:
         yield None
         return
-    columns = ("{task.description}", BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True) as bar:
+    columns = (
+        "{task.description}",
+        progress.BarColumn(),
+        progress.TaskProgressColumn(),
+        progress.TimeElapsedColumn(),
+    )
+    with progress.Progress(*columns, console=err_console, transient=True) as bar:
         task = bar.add_task("flow engine", total=None)
 
         def report(done: int, total: int) -> None:
