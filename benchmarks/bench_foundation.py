@@ -3,12 +3,23 @@
 Run: ``python benchmarks/bench_foundation.py``. Prints a table of times and peak memory. The formula
 rows are CPU time per call (``time.process_time``: the machine is shared), best and median of ``--runs``
 runs of ``--calls`` calls, next to the figures measured the same way before the formula engine kept its
-size-independent terms per tier model (commit 3348072, same 2-core machine, best of 4 runs).
+size-independent terms per tier model (commit 3348072, same 2-core machine, best of 4 runs) and before
+it built its results without the dataclasses' ``__init__``, found recent specs' tier models by identity
+and read an NCCL environment once per mapping (commit 1536bbb).
+
+Figures of commit 1536bbb and of the change after it, measured alternately on the same 2-core machine
+under a load average of ~10 (best of 3 x 40 runs of 100 calls each, CPU us per call)::
+
+    1536bbb   reused 46.3  cold 49.6  env 97.6
+    after     reused 43.4  cold 44.7  env 44.6
+
+``env`` is the cold call with ``NCCL_ALGO=ring,tree NCCL_PROTO=Simple,LL128``.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import time
 import tracemalloc
@@ -19,7 +30,11 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.engines.formula import formula_collective, tier_model
 
 #: Best CPU us per call at 32,768 GPUs before the per-tier-model memo (commit 3348072), this benchmark.
-_BEFORE_US = {"reused": 76.9, "cold": 101.3}
+_BEFORE_US = {"reused": 76.9, "cold": 101.3, "env": math.nan}
+#: The same before the result, tier-model and environment caches of commit 1536bbb's successor (docstring).
+_BEFORE_1536BBB_US = {"reused": 46.3, "cold": 49.6, "env": 97.6}
+#: The NCCL environment of the ``env`` row: the tuned choice a sweep states.
+_ENV = {"NCCL_ALGO": "ring,tree", "NCCL_PROTO": "Simple,LL128"}
 
 
 def main() -> None:
@@ -32,9 +47,10 @@ def main() -> None:
     comm = Communicator.contiguous(spec)
     tm = tier_model(spec)
     rows = []
-    for label, kwargs, before in (
-        ("formula all_reduce 1 GiB (tier model reused)", {"tiers": tm}, _BEFORE_US["reused"]),
-        ("formula all_reduce 1 GiB (cold)", {}, _BEFORE_US["cold"]),
+    for label, kwargs, key in (
+        ("formula all_reduce 1 GiB (tier model reused)", {"tiers": tm}, "reused"),
+        ("formula all_reduce 1 GiB (cold)", {}, "cold"),
+        ("formula all_reduce 1 GiB (cold, NCCL env)", {"env": _ENV}, "env"),
     ):
         formula_collective("all_reduce", 2**30, spec, comm, **kwargs)
         per_call = []
@@ -43,7 +59,10 @@ def main() -> None:
             for _ in range(args.calls):
                 formula_collective("all_reduce", 2**30, spec, comm, **kwargs)
             per_call.append((time.process_time() - t0) / args.calls * 1e6)
-        rows.append((f"{label}, best", min(per_call), f"us/call CPU (before: {before:.0f})"))
+        before = f"before: 1536bbb {_BEFORE_1536BBB_US[key]:.0f}" + (
+            f", 3348072 {_BEFORE_US[key]:.0f}" if math.isfinite(_BEFORE_US[key]) else ""
+        )
+        rows.append((f"{label}, best", min(per_call), f"us/call CPU ({before})"))
         rows.append((f"{label}, median", statistics.median(per_call), "us/call CPU"))
     tracemalloc.start()
     t0 = time.perf_counter()
