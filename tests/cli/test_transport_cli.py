@@ -172,7 +172,7 @@ def test_fabric_and_collective_take_a_transport_on_the_flow_engine_only() -> Non
     assert "transport ib (fluid queue model)" in r.stdout
     r = runner.invoke(app, ["collective", "all_reduce", *base, "--engine", "links", "--transport", "ib"])
     assert r.exit_code == 2
-    assert "error: transport (--transport): the links engine does not take this option" in r.stderr
+    assert "error: --transport: the links engine does not take this option" in r.stderr
     r = runner.invoke(app, ["fabric", "uniform", *base, "--engine", "links", "--transport", "ib"])
     assert r.exit_code == 2 and "the links engine does not use a transport model" in r.stderr
     r = runner.invoke(app, ["fabric", "uniform", *base, "--transport", "tcp"])

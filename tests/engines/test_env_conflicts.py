@@ -36,7 +36,7 @@ def _refused(*args: str) -> str:
         (("--algo", "nvls", "--env", "NCCL_NVLS_ENABLE=0"), "--algo nvls conflicts with NCCL_NVLS_ENABLE=0"),
         (
             ("--no-nvls", "--env", "NCCL_NVLS_ENABLE=1"),
-            "--no-nvls (exclude nvls) conflicts with NCCL_NVLS_ENABLE=1",
+            "--no-nvls conflicts with NCCL_NVLS_ENABLE=1",
         ),
         (("--env", "NCCL_ALGO=Ring", "--env", "NCCL_ALGO=Tree"), "--env: NCCL_ALGO given twice"),
     ],

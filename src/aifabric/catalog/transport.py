@@ -59,17 +59,32 @@ class PathType(IntEnum):
 
     @classmethod
     def parse(cls, value: str | int, field: str) -> PathType:
-        """A path type by name (``"PXB"``) or NCCL's old integer levels (paths.cc ``levelsOldToNew``:
-        0 LOC, 1 PIX, 2 PXB, 3 PHB, 4 and above SYS). Raises ConfigError naming ``field``."""
+        """A path type by name (``"PXB"``, any of LOC .. SYS as NCCL's ``ncclGetLevel`` compares them) or
+        NCCL's old integer levels, 0 to 5 (``src/graph/paths.cc`` ``levelsOldToNew``: 0 LOC, 1 PIX,
+        2 PXB, 3 PHB, 4 and 5 SYS).
+
+        Raises
+        ------
+        ConfigError
+            Naming ``field`` and the value: an unknown name, or a number above 5 (NCCL clamps one to
+            SYS without a word; a level of 99 is a typo, not a request for SYS).
+        """
         text = str(value).strip()
+        old = (cls.LOC, cls.PIX, cls.PXB, cls.PHB, cls.SYS, cls.SYS)
+        known = ", ".join(p.name for p in cls if p <= cls.SYS)
         if text.isdigit():
-            old = (cls.LOC, cls.PIX, cls.PXB, cls.PHB, cls.SYS)
-            return old[min(int(text), len(old) - 1)]
+            if int(text) >= len(old):
+                raise ConfigError(
+                    f"{field}: level {text} is out of range; NCCL takes {known} or the old levels "
+                    f"0-{len(old) - 1}"
+                )
+            return old[int(text)]
         try:
             return cls[text.upper()]
         except KeyError:
-            known = ", ".join(p.name for p in cls if p <= cls.SYS)
-            raise ConfigError(f"{field}: unknown path type {value!r}; known: {known} or 0-4") from None
+            raise ConfigError(
+                f"{field}: unknown path type {value!r}; known: {known} or 0-{len(old) - 1}"
+            ) from None
 
 
 class TransportSpec(BaseModel):

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from aifabric import __version__, budget
-from aifabric.cli.common import CatalogOption, use_catalog
+from aifabric.cli.common import CatalogOption, quiet_broken_pipe, use_catalog
 from aifabric.cli.overview import command_help
 from aifabric.errors import AifabricError
 
@@ -183,7 +183,16 @@ _ROOT_OPTIONS = frozenset({"--catalog", "--max-memory"})
 
 
 def main() -> None:
-    """Console-script entry point: usage errors become one line on stderr and exit code 2."""
+    """Console-script entry point: usage errors become one line on stderr and exit code 2; output cut
+    short by its reader (``aifabric ... | head -1``) ends quietly with the shell's SIGPIPE code, 141."""
+    try:
+        _main()
+    except BrokenPipeError:
+        sys.exit(quiet_broken_pipe())
+
+
+def _main() -> None:
+    """:func:`main` less its broken-pipe handling."""
     argv = sys.argv[1:]
     if argv[:1] == ["--version"]:  # answered before any command is built (start-up time)
         print(f"aifabric {__version__}")

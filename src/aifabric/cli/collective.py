@@ -21,10 +21,11 @@ from aifabric.cli.common import (
     err_console,
     handle_errors,
     literal,
+    options_as_typed,
     progress_bar,
 )
 from aifabric.cluster.resolve import resolve_cluster
-from aifabric.collectives.algorithms import ALGORITHMS, Algorithm
+from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorithms
 from aifabric.collectives.communicator import resolve_communicator
 from aifabric.collectives.tiers import Protocol
 from aifabric.discovery.calibrate import Calibration, load_calibration
@@ -70,14 +71,33 @@ FLAGS = {
 
 
 def _refuse_unused(engine: str, options: dict[str, Any]) -> None:
-    """ValueError naming the first option (and its flag) the engine does not take, and the flags it takes."""
-    unknown = sorted(set(options) - ENGINE_OPTIONS[engine])
+    """ValueError naming the first option the engine does not take by its flag, and the flags it takes;
+    then the option conflicts of :func:`_refuse_conflicts`."""
+    unknown = sorted(FLAGS[o] for o in set(options) - ENGINE_OPTIONS[engine])
     if unknown:
         takes = ", ".join(sorted(FLAGS[o] for o in ENGINE_OPTIONS[engine] if o in FLAGS))
+        raise ValueError(f"{unknown[0]}: the {engine} engine does not take this option (it takes {takes})")
+    _refuse_conflicts(engine, options)
+
+
+def _refuse_conflicts(engine: str, options: dict[str, Any]) -> None:
+    """ValueError naming both options when one contradicts another: ``--algo`` NVLS or NVLS-tree with
+    ``--no-nvls``; an ``--algo`` without a transfer plan on the links and flow engines; ``--seed`` under a
+    routing policy that makes no random choice (:data:`aifabric.engines.routing.POLICY_OPTIONS`; the
+    default routing of the collective command is ``spray``)."""
+    algo = options.get("algorithm")
+    if algo is not None and algo in (options.get("exclude") or ()):
+        raise ValueError(f"--algo {algo.value} conflicts with --no-nvls (which disables it)")
+    if algo is not None and engine != "formula" and ALGORITHMS[algo].plan is None:
+        known = ", ".join(a.value for a in plan_algorithms())
         raise ValueError(
-            f"{unknown[0]} ({FLAGS[unknown[0]]}): the {engine} engine does not take this option "
-            f"(it takes {takes})"
+            f"--algo {algo.value}: no transfer-level plan; the {engine} engine runs {known} "
+            "(use --engine formula)"
         )
+    if engine != "formula" and "seed" in options:
+        from aifabric.engines.routing import refuse_unused_options  # lazy: scipy.sparse, for start-up time
+
+        refuse_unused_options(options.get("routing", "spray"), ["--seed"])
 
 
 def _env(items: list[str]) -> dict[str, str]:
@@ -267,7 +287,8 @@ def collective(
         "transport": transport,
     }
     opts = _engine_options(engine.value, given)
-    results = _run(op, sizes, spec, comm, engine.value, opts)
+    with options_as_typed(FLAGS):
+        results = _run(op, sizes, spec, comm, engine.value, opts)
     html_inputs = dict(
         op=op, cluster=cluster, nodes=nodes, ranks=ranks, engine=engine.value, algo=algo, proto=proto
     )

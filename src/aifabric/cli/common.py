@@ -9,8 +9,9 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
@@ -31,6 +32,7 @@ else:
     progress = lazy_module("rich.progress")  # flow-engine runs on a terminal only: not at start-up
 
 __all__ = [
+    "BROKEN_PIPE_EXIT",
     "CatalogOption",
     "HtmlOpt",
     "TraceOpt",
@@ -40,6 +42,8 @@ __all__ = [
     "err_console",
     "handle_errors",
     "literal",
+    "quiet_broken_pipe",
+    "options_as_typed",
     "progress_bar",
     "use_catalog",
 ]
@@ -104,6 +108,8 @@ def handle_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:  # the reader left (``... --json | head -1``): not an input error
+            raise typer.Exit(code=quiet_broken_pipe()) from None
         except (AifabricError, ValueError) as err:
             _fail(str(err))
         except OSError as err:
@@ -114,6 +120,44 @@ def handle_errors(fn: F) -> F:
             raise typer.Exit(code=130) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+@contextmanager
+def options_as_typed(flags: Mapping[str, str]) -> Iterator[None]:
+    """Errors raised inside name an engine's field (``algorithm: 'nvls' does not apply ...``): re-raise
+    them as ValueError naming the option as the user typed it (``--algo: 'nvls' does not apply ...``).
+
+    ``flags`` maps a field name to its command-line option; a message that does not start with one of
+    them is re-raised unchanged.
+
+    >>> with options_as_typed({"algorithm": "--algo"}):
+    ...     raise ValueError("algorithm: 'x' is unknown")
+    Traceback (most recent call last):
+    ...
+    ValueError: --algo: 'x' is unknown
+    """
+    try:
+        yield
+    except (AifabricError, ValueError) as err:
+        field, sep, rest = str(err).partition(":")
+        if sep and field in flags:
+            raise ValueError(f"{flags[field]}:{rest}") from None
+        raise
+
+
+#: Exit code after the reader of stdout went away: the shell's code for a death by SIGPIPE (128 + 13), as
+#: ``yes | head -1`` gives.
+BROKEN_PIPE_EXIT = 141
+
+
+def quiet_broken_pipe() -> int:
+    """Point stdout at /dev/null, so that nothing still buffered (nor the interpreter's flush at exit)
+    raises again, and return :data:`BROKEN_PIPE_EXIT`: the standard way out for a command whose output
+    reader closed early (Python docs, "Note on SIGPIPE" in the ``signal`` module)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return BROKEN_PIPE_EXIT
 
 
 def _fail(message: str) -> NoReturn:

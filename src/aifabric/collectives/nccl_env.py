@@ -214,8 +214,9 @@ def check_env(
     nvls = {Algorithm.NVLS, Algorithm.NVLS_TREE}
     if library == "rccl" and parsed.nvls_enable is not None:
         raise ConfigError(f"NCCL_NVLS_ENABLE: {spec.accelerator!r} runs RCCL, which has no NVLS")
+    _check_ib_only(parsed, spec)
     if parsed.nvls_enable == 1 and nvls & excluded:
-        raise ConfigError("--no-nvls (exclude nvls) conflicts with NCCL_NVLS_ENABLE=1")
+        raise ConfigError("--no-nvls conflicts with NCCL_NVLS_ENABLE=1")
     try:
         coll = nccl.Collective(op.value)
     except ValueError:  # all_to_all, send_recv: NCCL_ALGO/NCCL_PROTO do not apply
@@ -237,6 +238,24 @@ def check_env(
         if asked and asked <= nvls:
             why = "RCCL has no NVLS" if library == "rccl" else _nvls_missing(spec)
             raise ConfigError(f"NCCL_ALGO={parsed.algo}: {why}")
+
+
+def _check_ib_only(parsed: NcclEnv, spec: ClusterSpec) -> None:
+    """Refuse ``NCCL_IB_QPS_PER_CONNECTION`` where NCCL's IB transport (``src/transport/net_ib``, which
+    reads it; InfiniBand and RoCE) carries no bytes: a cluster without a scale-out network, or one whose
+    network runs a plugin or sockets (EFA, TCPX/TCPXO, gIB, NET/Socket), named with its transport."""
+    if parsed.ib_qps_per_connection is None:
+        return
+    if spec.scale_out is None:
+        raise ConfigError(
+            f"NCCL_IB_QPS_PER_CONNECTION: {spec.name} has no scale-out network; the variable does not apply"
+        )
+    net = transport(spec.scale_out.transport_key)
+    if net.nccl_name != "NET/IB":
+        raise ConfigError(
+            f"NCCL_IB_QPS_PER_CONNECTION: {spec.name}'s network runs {net.name} ({net.nccl_name}), not "
+            "NCCL's IB transport (NET/IB); the variable does not apply"
+        )
 
 
 @dataclass(frozen=True)

@@ -65,11 +65,13 @@ MAX_SEED = 2**40 - 1
 POLICIES = ("ecmp", "pinning", "qp", "spray", "adaptive", "spray-blind", "reps")
 
 #: Routing options and the policies that use them (anything else is refused, not dropped): QPs per
-#: connection only for ``qp``; one hash seed in every switch only where a switch hashes (``spray`` splits
-#: evenly, ``pinning`` follows the destination's slot).
+#: connection only for ``qp``; one hash seed in every switch, and a seed of the random choices, only where
+#: a switch hashes or a sender picks at random (``spray`` splits evenly, ``pinning`` follows the
+#: destination's slot: neither makes a random choice).
 POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
     "--qps": ("qp",),
     "--polarized": ("ecmp", "qp", "adaptive", "spray-blind", "reps"),
+    "--seed": ("ecmp", "qp", "adaptive", "spray-blind", "reps"),
 }
 
 
