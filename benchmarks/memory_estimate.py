@@ -28,6 +28,8 @@ CASES = [
     (512, "all_to_all", "links", "qp", 256),
     (512, "all_reduce", "links", "spray", 4096),
     (512, "all_reduce", "flow", "ecmp", 4096),
+    (16, "all_to_all", "flow", "reps", 128),
+    (64, "all_to_all", "flow", "reps", 64),
 ]
 
 

@@ -158,7 +158,7 @@ def test_out_of_range_seed_is_one_line(seed):
         ],
     )
     assert r.exit_code == 2 and r.stderr.strip().splitlines() == [
-        f"error: seed: must be an integer from 0 to {2**40 - 1} (2**40 - 1), got {seed}"
+        f"error: --seed: must be an integer from 0 to {2**40 - 1} (2**40 - 1), got {seed}"
     ]
 
 

@@ -47,7 +47,7 @@ from aifabric.engines.allpairs import (
 from aifabric.engines.flowsim import Progress, Simulation
 from aifabric.engines.formula import formula_collective
 from aifabric.engines.result import CollectiveResult
-from aifabric.engines.routing import SprayGroups, route, spray_groups, subflows
+from aifabric.engines.routing import Routes, SprayGroups, equal_subflows, route, spray_groups, subflows
 from aifabric.errors import ConfigError, NoRoute
 from aifabric.transport.wire import run_transport
 
@@ -73,6 +73,18 @@ BYTES_PER_UPLINK_SLOT = 100
 BYTES_PER_PATH = 600
 FLOW_ENGINE_FACTOR = 1.5
 
+#: Peak bytes per sub-flow (entropy value) of a ``reps`` run, either engine, and more per sub-flow that
+#: crosses pods (two more links, more recycling rounds): REPS recycles EVs by the load of every path, so
+#: all of a stage's ``64 T`` EVs are routed at once (a few incidence entries each, their keys, shares and
+#: marks), then each transfer's EVs on one path fold into one column (:func:`_fold_subflows`), so the
+#: engines see far fewer. Measured with ``tracemalloc`` (``benchmarks/memory_estimate.py``,
+#: ``benchmarks/bench_reps.py``, 2026-12-02): per EV 190 B on a 128-GPU all_to_all (1.04M EVs, 197 MB),
+#: 313-349 B on 32-64 ranks across 256-512 GPUs, 690 B across pods (megatron-a100, three tiers, 90% of
+#: 9,120 pairs across pods, 403 MB), 137-150 B on 256-512-rank ring all_reduces (one stage's EVs at a
+#: time). The fit is 0.9-1.7x of the all_to_alls and 2.2-2.3x of the rings.
+BYTES_PER_REPS_SUBFLOW = 320
+BYTES_PER_REPS_POD_SUBFLOW = 420
+
 #: Peak bytes per transfer of a sprayed run whose transfers are folded (:func:`fold_transfers`: the split
 #: and sorted copies, the plan, the ideal-time loads), measured as the peak resident set of the 4,096-GPU
 #: global all-to-all of ``benchmarks/bench_transport_scale.py --only a2a`` (16.8M transfers, 5.3 GB).
@@ -95,6 +107,8 @@ __all__ = [
     "CHUNK_ROUTING_BYTES",
     "BYTES_PER_FOLDED_TRANSFER",
     "BYTES_PER_PATH",
+    "BYTES_PER_REPS_POD_SUBFLOW",
+    "BYTES_PER_REPS_SUBFLOW",
     "BYTES_PER_TRANSFER",
     "BYTES_PER_UPLINK_SLOT",
     "FLOW_ENGINE_FACTOR",
@@ -136,10 +150,14 @@ def routing_bytes(
     for ``T`` transfers of which ``X`` cross leaves and ``Y`` cross pods, ``f`` = 1.5 for the flow engine
     and 1 for links (constants: ``BYTES_PER_*`` above, measured). Sprayed traffic ``aggregated`` on
     spray groups (:class:`~aifabric.engines.routing.SprayGroups`) has no candidate tables (``u1`` term 0)
-    and one group row per leaf or pod instead of its paths (``P_leaf = P_pod = 1``).
+    and one group row per leaf or pod instead of its paths (``P_leaf = P_pod = 1``). Under ``reps``
+    (every EV routed at once, then folded) it is ``k (BYTES_PER_REPS_SUBFLOW T + BYTES_PER_REPS_POD_SUBFLOW
+    Y)`` for either engine.
     """
     shape = topo.shape
     k = subflows(routing, qps, flowlets)
+    if routing == "reps":
+        return k * (BYTES_PER_REPS_SUBFLOW * n_transfers + BYTES_PER_REPS_POD_SUBFLOW * n_cross_pod)
     u1 = shape.leaf_up if shape else 0
     u2 = shape.spine_up if shape else 0
     p_leaf, p_pod = (u1, u1 * max(1, u2)) if routing == "spray" and not aggregated else (1, 1)
@@ -368,6 +386,9 @@ class _RouteOptions:
     polarized: bool
     link_alive: np.ndarray | None
     groups: SprayGroups | None
+    #: Fold a transfer's sub-flows on one path into one column (:func:`_fold_subflows`): exact for the
+    #: links and max-min flow engines; a transport's fluid model runs every sub-flow on its own.
+    fold: bool = True
 
 
 def _all_pairs_stage_columns(
@@ -431,13 +452,16 @@ def _stage_columns(
         pxn=pxn,
         aggregate=opt.groups is not None,
     )
-    csc, parent = r.incidence.tocsc(), r.parent
+    csc, parent, sub_share, mult = (
+        _fold_subflows(r) if opt.fold else (r.incidence.tocsc(), r.parent, r.share, np.ones(r.parent.size))
+    )
     member = fs.member[parent]
     charged = np.array([plans[j].latency_s is None for j, _ in members])[member]
     parts = [
         (
-            csc @ sparse.diags(fs.count[parent]),  # a folded transfer loads its links count times
-            fs.bytes_[parent] * r.share,
+            # a folded transfer loads its links count times, a column of equal sub-flows mult times
+            csc @ sparse.diags(fs.count[parent] * mult),
+            fs.bytes_[parent] * sub_share,
             member,
             fs.group[parent],
             np.where(charged, csc.T @ row_latency, 0.0),
@@ -465,6 +489,17 @@ def _stage_columns(
     order = np.argsort(cat[1], kind="stable")
     inc = sparse.hstack([part[0] for part in parts], format="csc")[:, order]
     return _StageColumns(inc, *(a[order] for a in cat))
+
+
+def _fold_subflows(r: Routes) -> tuple[sparse.csc_matrix, np.ndarray, np.ndarray, np.ndarray]:
+    """``r``'s incidence, parents, shares and each column's multiplicity, the sub-flows of one transfer
+    on one path folded into one column when the policy makes several per transfer
+    (:func:`~aifabric.engines.routing.equal_subflows`: exact; each column keeps one sub-flow's share)."""
+    csc = r.incidence.tocsc()
+    if r.parent.size == 0 or r.parent.size == np.unique(r.parent).size:
+        return csc, r.parent, r.share, np.ones(r.parent.size)
+    keep, mult = equal_subflows(csc, r.parent)
+    return csc[:, keep], r.parent[keep], r.share[keep], mult
 
 
 def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
@@ -655,7 +690,7 @@ def simulate_plans(
     stage_info = []
     ncol = 0
     for k, (members, fs) in enumerate(folded):
-        r = _RouteOptions(routing, seed + 7919 * k, qps, polarized, link_alive, groups)
+        r = _RouteOptions(routing, seed + 7919 * k, qps, polarized, link_alive, groups, transport is None)
         blk = _stage_columns(topo, plans, k, members, fs, direct, r, lat)
         a = blk.incidence.tocoo()
         rows_a.append(a.row)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from scipy import sparse
@@ -52,6 +53,7 @@ __all__ = [
     "REPS_ROUNDS",
     "Routes",
     "SprayGroups",
+    "equal_subflows",
     "hash64",
     "route",
     "spray_groups",
@@ -470,30 +472,141 @@ def _reps(
     nic[np.concatenate([topo.nic_up.ravel(), topo.nic_down.ravel()])] = True
     share = 1.0 / np.bincount(parent, minlength=weights.size)[parent]
     col_bytes = weights[parent] * share
-    inc = _route_subflows(topo, src, dst, parent, key, share, "spray-blind", weights, alive, flags).incidence
+    blind = partial(_blind_incidence, topo, src, dst, weights=weights, alive=alive, flags=flags)
+    inc = blind(parent, key, share)
     fresh = int(key.max(initial=0)) + 1
     for _ in range(REPS_ROUNDS):
         link_time = (inc @ col_bytes) / cap
         bound = float(link_time[nic].max(initial=0.0))
-        rho = inc.copy()
-        rho.data = link_time[inc.indices] / max(bound, 1e-300)
-        worst = np.asarray(rho.max(axis=0).todense()).ravel()
+        worst = _column_max(inc, link_time) / max(bound, 1e-300)
         marked = np.flatnonzero(rng.random(key.size) < np.maximum(1.0 - 1.0 / np.maximum(worst, 1e-30), 0.0))
         if not marked.size:
             break
         key = key.copy()
         key[marked] = fresh + np.arange(marked.size)
         fresh += marked.size
-        new = _route_subflows(
-            topo, src, dst, parent[marked], key[marked], share[marked], "spray-blind", weights, alive, flags
-        ).incidence
-        keep = np.ones(key.size)
-        keep[marked] = 0.0
-        place = sparse.csr_matrix(
-            (np.ones(marked.size), (np.arange(marked.size), marked)), (marked.size, key.size)
-        )
-        inc = sparse.csc_matrix(inc @ sparse.diags(keep) + new @ place)
+        inc = _replace_columns(inc, marked, blind(parent[marked], key[marked], share[marked]))
     return Routes(inc, parent, share, "reps", seed)
+
+
+#: Sub-flows routed at once by :func:`_blind_incidence`: routing works on arrays of a few entries per
+#: sub-flow, which stay in the CPU caches in chunks of this size (a million at once ran 2x slower).
+BLIND_CHUNK = 2**16
+
+
+def _blind_incidence(
+    topo: Topology,
+    src: np.ndarray,
+    dst: np.ndarray,
+    parent: np.ndarray,
+    key: np.ndarray,
+    share: np.ndarray,
+    *,
+    weights: np.ndarray,
+    alive: np.ndarray,
+    flags: tuple[bool, bool | np.ndarray, int],
+) -> sparse.csc_matrix:
+    """The ``spray-blind`` incidence of sub-flows ``parent`` with EVs ``key``, routed :data:`BLIND_CHUNK`
+    at a time (each EV is hashed on its own, so chunks route as the whole would)."""
+    parts = [
+        _route_subflows(
+            topo, src, dst, parent[a : a + BLIND_CHUNK], key[a : a + BLIND_CHUNK],
+            share[a : a + BLIND_CHUNK], "spray-blind", weights, alive, flags,
+        ).incidence
+        for a in range(0, parent.size, BLIND_CHUNK)
+    ]  # fmt: skip
+    if len(parts) == 1:
+        return parts[0]
+    return sparse.hstack(parts, format="csc") if parts else sparse.csc_matrix((topo.n_links, 0))
+
+
+def _replace_columns(inc: sparse.csc_matrix, cols: np.ndarray, new: sparse.csc_matrix) -> sparse.csc_matrix:
+    """``inc`` with its columns ``cols`` (sorted, distinct) replaced by the columns of ``new`` in order,
+    each entry moved to its place (no sparse products: one pass over the entries)."""
+    count = np.diff(inc.indptr)
+    count[cols] = np.diff(new.indptr)
+    ptr = np.zeros(count.size + 1, dtype=np.int64)
+    np.cumsum(count, out=ptr[1:])
+    rows = np.empty(int(ptr[-1]), dtype=inc.indices.dtype)
+    vals = np.empty(int(ptr[-1]))
+    old_col = np.repeat(np.arange(count.size), np.diff(inc.indptr))
+    kept = np.ones(count.size, bool)
+    kept[cols] = False
+    e = np.flatnonzero(kept[old_col])
+    at = ptr[old_col[e]] + e - inc.indptr[old_col[e]]
+    rows[at], vals[at] = inc.indices[e], inc.data[e]
+    new_col = np.repeat(np.arange(cols.size), np.diff(new.indptr))
+    at = ptr[cols[new_col]] + np.arange(new_col.size) - new.indptr[new_col]
+    rows[at], vals[at] = new.indices, new.data
+    return sparse.csc_matrix((vals, rows, ptr), shape=inc.shape)
+
+
+def equal_subflows(incidence: sparse.csc_matrix, parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sub-flows of one transfer that cross the same links with the same weights, found to fold them.
+
+    Sub-flows on one path (EVs of ``spray-blind`` or ``reps`` that hash onto it, QPs, flowlets) are
+    interchangeable: a column standing for ``m`` of them with ``m`` times their incidence and one's bytes
+    puts the same load on every link, and leaves a flow group's column (its members' columns weighted by
+    bytes) and its largest member unchanged, so max-min rates and completion times are those of the
+    unfolded sub-flows. Each column's links (and weights, where one is not 1) are laid out as a padded
+    row; rows are grouped by a 64-bit linear hash of them and their parent (multipliers from
+    :func:`hash64`), then compared whole with their group's first: a collision is never folded.
+
+    Parameters
+    ----------
+    incidence : scipy.sparse.csc_matrix, shape (n_rows, n_subflows)
+    parent : ndarray of int, shape (n_subflows,)
+        The transfer of each sub-flow; only sub-flows of one transfer are folded.
+
+    Returns
+    -------
+    keep : ndarray of int64, shape (n_kept,)
+        The columns that stand for the others (the first of each set, in column order).
+    multiplicity : ndarray of float64, shape (n_kept,)
+        How many sub-flows each kept column stands for (sums to ``n_subflows``).
+    """
+    inc = incidence.tocsc()
+    inc.sort_indices()
+    ncol, ptr = inc.shape[1], inc.indptr
+    nnz = np.diff(ptr)
+    width = int(nnz.max(initial=0))
+    col = np.repeat(np.arange(ncol), nnz)
+    at = np.arange(col.size) + (col * width - ptr[col])  # entry -> its place in a padded row
+    links = np.full(ncol * width, -1, np.int32)  # each column's links, padded: rows compare directly
+    links[at] = inc.indices
+    rows = [links.reshape(ncol, width)]
+    if not (inc.data == 1.0).all():  # weights other than 1 (a plane's share): compared too
+        weights = np.zeros(ncol * width)
+        weights[at] = inc.data
+        rows.append(weights.view(np.uint64).reshape(ncol, width))
+    mix = hash64(np.arange(1, 2 * width + 2))  # per-position multipliers: a linear hash of each row
+    with np.errstate(over="ignore"):
+        key = np.asarray(parent, np.uint64) * mix[-1]
+        for i, r in enumerate(rows):
+            for j in range(width):
+                key += r[:, j].astype(np.uint64) * mix[i * width + j]
+    order = np.argsort(key, kind="stable")
+    same = np.zeros(ncol, bool)
+    same[1:] = key[order][1:] == key[order][:-1]
+    rep = np.empty(ncol, np.int64)
+    rep[order] = order[np.maximum.accumulate(np.where(same, 0, np.arange(ncol)))]
+    # checked against the representative: a hash collision keeps its column
+    equal = parent == parent[rep]
+    for r in rows:
+        equal &= (r == r[rep]).all(axis=1)
+    rep[~equal] = np.flatnonzero(~equal)
+    keep = np.flatnonzero(rep == np.arange(ncol))
+    multiplicity = np.bincount(rep, minlength=ncol)[keep].astype(np.float64)
+    return keep, multiplicity
+
+
+def _column_max(inc: sparse.csc_matrix, values: np.ndarray) -> np.ndarray:
+    """Largest of ``values`` over each column's rows of ``inc`` (0 for an empty column; ``values`` >= 0)."""
+    out = np.zeros(inc.shape[1])
+    filled = np.flatnonzero(np.diff(inc.indptr))
+    if filled.size:
+        out[filled] = np.maximum.reduceat(values[inc.indices], inc.indptr[filled])
+    return out
 
 
 def _route_subflows(
