@@ -110,3 +110,55 @@ def test_output_cut_short_by_its_reader_exits_quietly():
         rc = proc.wait(timeout=120)
     assert err == ""
     assert rc == BROKEN_PIPE_EXIT
+
+
+def fabric_refused(*args: str) -> str:
+    r = runner.invoke(app, ["fabric", "-c", "h100-ib-2node", "-s", "1MB", *args])
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    return lines[0]
+
+
+def test_fabric_seed_where_nothing_is_random_is_refused():
+    line = fabric_refused("all_reduce", "--routing", "spray", "--seed", "3")
+    assert line.startswith("error: --seed: nothing in this run is random (--routing spray")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["all_reduce", "--routing", "ecmp", "--seed", "3"],  # hashes
+        ["permutation", "--routing", "spray", "--seed", "3"],  # a random derangement
+        ["all_reduce", "--routing", "spray", "--placement", "random", "--seed", "3"],
+        ["all_reduce", "--routing", "spray", "--fail", "fabric:0.25", "--seed", "3"],
+    ],
+)
+def test_fabric_seed_is_taken_where_something_draws_on_it(args):
+    r = runner.invoke(app, ["fabric", "-c", "h100-ib-2node", "-s", "1MB", "--engine", "links", *args])
+    assert r.exit_code == 0, r.stderr
+
+
+def test_fabric_algo_with_a_traffic_pattern_is_refused():
+    assert fabric_refused("permutation", "--algo", "ring").startswith(
+        "error: --algo ring: permutation is a traffic pattern, not a collective"
+    )
+
+
+def test_fabric_engine_refusals_name_the_option():
+    line = fabric_refused("all_reduce", "--engine", "links", "--transport", "ib")
+    assert line.startswith("error: --transport: the links engine does not use a transport model")
+    assert fabric_refused("all_reduce", "--algo", "pat").startswith("error: --algo: 'pat' has no")
+
+
+def test_train_seed_where_nothing_is_random_is_refused():
+    base = ["train", "-c", "h100-ib-2node", "-m", "megatron-gpt-1.7b", "--tp", "8", "--global-batch", "16"]
+    r = runner.invoke(app, [*base, "--engine", "links", "--routing", "spray", "--seed", "3"])
+    assert r.exit_code == 2
+    assert r.stderr.startswith(
+        "error: --seed: nothing in this step is random (--routing spray, --placement packed)"
+    )
+    r = runner.invoke(
+        app, [*base, "--engine", "links", "--routing", "spray", "--placement", "random", "--seed", "3"]
+    )
+    assert r.exit_code == 0, r.stderr

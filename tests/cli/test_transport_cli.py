@@ -204,7 +204,7 @@ def test_a_fluid_run_too_long_for_the_cli_is_refused_with_its_size() -> None:
     args = ["fabric", "all_reduce", "--nodes", "1024", "--routing", "spray", "--transport", "ib"]
     r = runner.invoke(app, args)
     assert r.exit_code == 2
-    assert "error: transport: the ib fluid model would take about" in r.stderr
+    assert "error: --transport: the ib fluid model would take about" in r.stderr
     assert "use fewer nodes, a smaller size, or no --transport" in r.stderr
 
 

@@ -18,15 +18,16 @@ from aifabric.cli.common import (
     err_console,
     handle_errors,
     literal,
+    options_as_typed,
     progress_bar,
 )
-from aifabric.cluster.placement import PLACEMENTS
+from aifabric.cluster.placement import PLACEMENTS, RANDOM_PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.topology import Topology
 from aifabric.collectives.algorithms import plan_algorithms
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.traffic import PATTERNS
-from aifabric.engines.routing import POLICIES, refuse_unused_options
+from aifabric.engines.routing import POLICIES, POLICY_OPTIONS, refuse_unused_options
 from aifabric.engines.scenario import Scenario, run_scenario
 from aifabric.report.html import fabric_report, write_html
 from aifabric.report.trace import scenario_trace, write_trace
@@ -92,8 +93,13 @@ def fabric(
         str | None, typer.Option(help="Failures, e.g. 'fabric:0.05', 'spine:3', 'link:120'")
     ] = None,
     seed: Annotated[
-        int, typer.Option(help="Seed of hashes, placement and failures", min=0, max=2**32 - 1)
-    ] = 0,
+        int | None,
+        typer.Option(
+            help="Seed of hashes, random placement, permutation traffic and failures (default 0)",
+            min=0,
+            max=2**32 - 1,
+        ),
+    ] = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -114,11 +120,13 @@ def fabric(
     refuse_unused_options(
         routing, [o for o, on in (("--qps", qps is not None), ("--polarized", polarized)) if on]
     )
+    _refuse_unused(traffic, routing, placement, fail, algo=algo, seed=seed)
+    seed = seed or 0
     if transport is not None:
         known_transport(transport)
     spec = resolve_cluster(cluster, nodes=nodes)
     s = one_size(size, "--size")
-    with progress_bar() as progress:
+    with progress_bar() as progress, options_as_typed(_FLAGS):
         sc = run_scenario(
             traffic,
             s,
@@ -155,6 +163,43 @@ def fabric(
     _print_tables(sc)
     if plot is not None:
         console.print(f"heatmap written to {plot}")
+
+
+#: The command-line option of each field named by the engines' errors.
+_FLAGS = {
+    "algorithm": "--algo",
+    "engine": "--engine",
+    "routing": "--routing",
+    "transport": "--transport",
+    "placement": "--placement",
+    "seed": "--seed",
+    "size": "--size",
+}
+
+#: The random traffic pattern: besides a hashing routing policy (``POLICY_OPTIONS["--seed"]``), a random
+#: placement (``RANDOM_PLACEMENTS``) and failures (cables drawn at random), what draws on the seed.
+_RANDOM_PATTERNS = ("permutation",)
+
+
+def _refuse_unused(
+    traffic: str, routing: str, placement: str, fail: str | None, *, algo: str | None, seed: int | None
+) -> None:
+    """ValueError naming ``--algo`` given with a traffic pattern (it decomposes collectives only), or
+    ``--seed`` given where nothing is random: a routing that hashes nothing, a placement and traffic
+    that are not random, and no ``--fail``."""
+    if algo is not None and traffic in PATTERNS:
+        raise ValueError(
+            f"--algo {algo}: {traffic} is a traffic pattern, not a collective; --algo chooses how a "
+            "collective is decomposed"
+        )
+    if seed is None or fail or placement in RANDOM_PLACEMENTS or traffic in _RANDOM_PATTERNS:
+        return
+    if routing not in POLICY_OPTIONS["--seed"]:
+        raise ValueError(
+            f"--seed: nothing in this run is random (--routing {routing}, --placement {placement}, "
+            f"{traffic}, no --fail); it applies to --routing {' or '.join(POLICY_OPTIONS['--seed'])}, "
+            f"--placement {' or '.join(RANDOM_PLACEMENTS)}, permutation traffic or --fail"
+        )
 
 
 def _plot(sc: Scenario, plot: Path) -> None:

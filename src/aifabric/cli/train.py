@@ -24,10 +24,10 @@ from aifabric.cli.common import (
     handle_errors,
     literal,
 )
-from aifabric.cluster.placement import PLACEMENTS
+from aifabric.cluster.placement import PLACEMENTS, RANDOM_PLACEMENTS
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.engines.routing import MAX_SEED, POLICIES
+from aifabric.engines.routing import MAX_SEED, POLICIES, POLICY_OPTIONS
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.report.html import plan_report, step_report, write_html
 from aifabric.report.step_plot import plot_step_breakdown
@@ -157,15 +157,29 @@ class EngineChoice(str, Enum):
     links = "links"
 
 
+#: The flow/links engines' placement and routing when --placement / --routing are not given.
+_FABRIC_PLACEMENT = "packed"
+_FABRIC_ROUTING = "ecmp"
+
+
 def _refuse_fabric_options(
     engine: EngineChoice, placement: str | None, routing: str | None, jobs: int | None, seed: int | None
 ) -> None:
-    """Placement, routing, jobs and seed are flow/links options: the formula engine refuses them."""
+    """Placement, routing, jobs and seed are flow/links options: the formula engine refuses them; a seed
+    is refused where nothing draws on it (a routing that hashes nothing and a placement that is not
+    random)."""
     options = (("placement", placement), ("routing", routing), ("jobs", jobs), ("seed", seed))
     given = [name for name, value in options if value is not None]
     if engine is EngineChoice.formula and given:
         raise ConfigError(
             f"--{given[0]}: the formula engine does not take this option (use --engine flow or links)"
+        )
+    route, place = routing or _FABRIC_ROUTING, placement or _FABRIC_PLACEMENT
+    if seed is not None and route not in POLICY_OPTIONS["--seed"] and place not in RANDOM_PLACEMENTS:
+        raise ConfigError(
+            f"--seed: nothing in this step is random (--routing {route}, --placement {place}); it applies "
+            f"to --routing {' or '.join(POLICY_OPTIONS['--seed'])} or --placement "
+            f"{' or '.join(RANDOM_PLACEMENTS)}"
         )
 
 
@@ -363,8 +377,8 @@ def _run_step(
         layout,
         spec,
         jobs=jobs,
-        placement=placement or "packed",
-        routing=routing or "ecmp",
+        placement=placement or _FABRIC_PLACEMENT,
+        routing=routing or _FABRIC_ROUTING,
         engine=engine.value,
         seed=seed or 0,
         options=opts,

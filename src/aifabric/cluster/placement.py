@@ -23,7 +23,7 @@ import numpy as np
 from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError
 
-__all__ = ["PLACEMENTS", "place_jobs"]
+__all__ = ["PLACEMENTS", "RANDOM_PLACEMENTS", "place_jobs"]
 
 
 def _zone_nodes(topo: Topology) -> int:
@@ -168,3 +168,5 @@ _POLICIES: dict[str, Callable[[Topology, list[int], np.random.Generator], list[n
     "spread": _spread,
 }
 PLACEMENTS = tuple(_POLICIES)
+#: The placements that draw on the seed (a random choice among nodes); the others are deterministic.
+RANDOM_PLACEMENTS = ("fragmented", "random")
