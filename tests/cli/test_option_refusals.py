@@ -14,12 +14,17 @@ from aifabric.cli.common import BROKEN_PIPE_EXIT
 runner = CliRunner()
 
 
-def refused(*args: str) -> str:
-    r = runner.invoke(app, ["collective", "--size", "1GiB", *args])
+def one_line_refusal(argv: list[str]) -> str:
+    """The one stderr line of ``aifabric argv``, which must exit 2."""
+    r = runner.invoke(app, argv)
     assert r.exit_code == 2, r.output
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     return lines[0]
+
+
+def refused(*args: str) -> str:
+    return one_line_refusal(["collective", "--size", "1GiB", *args])
 
 
 @pytest.mark.parametrize("level", ["99", "6", "-1", "PXQ"])
@@ -113,11 +118,7 @@ def test_output_cut_short_by_its_reader_exits_quietly():
 
 
 def fabric_refused(*args: str) -> str:
-    r = runner.invoke(app, ["fabric", "-c", "h100-ib-2node", "-s", "1MB", *args])
-    assert r.exit_code == 2, r.output
-    lines = r.stderr.strip().splitlines()
-    assert len(lines) == 1, r.stderr
-    return lines[0]
+    return one_line_refusal(["fabric", "-c", "h100-ib-2node", "-s", "1MB", *args])
 
 
 def test_fabric_seed_where_nothing_is_random_is_refused():
