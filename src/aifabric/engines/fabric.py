@@ -1176,6 +1176,57 @@ def _check_all_to_all(
     check_memory(what, need, "ranks")
 
 
+def _check_wired_scale_up(spec: ClusterSpec) -> None:
+    """Refuse (ConfigError naming ``engine``) a torus scale-up of more than one GPU: the links and flow
+    engines do not wire a torus link by link."""
+    if spec.scale_up.kind == "torus" and spec.domain_gpus > 1:
+        raise ConfigError(
+            f"engine: the links and flow engines do not wire a torus link by link ({spec.name!r} has a "
+            f"{spec.scale_up.kind} scale-up); use --engine formula"
+        )
+
+
+def _one_rank_result(op: Collective, message_bytes: float, efficiency: str, engine: str) -> CollectiveResult:
+    """The result of a collective over one rank: nothing to communicate, zero time and bandwidth."""
+    return CollectiveResult(
+        op=op.value,
+        message_bytes=float(message_bytes),
+        n_ranks=1,
+        algorithm="none",
+        protocol="none",
+        time_s=0.0,
+        latency_s=0.0,
+        algbw_bytes_per_s=0.0,
+        busbw_bytes_per_s=0.0,
+        network_time_s={},
+        bottleneck="none",
+        explanation="1 rank: nothing to communicate",
+        convention=f"per_direction/{efficiency}",
+        engine=engine,
+    )
+
+
+def _tier_bytes(topo: Topology, res: FabricResult) -> dict[int, float]:
+    """Bytes the run moved over the links of each tier (tier index -> bytes)."""
+    return {
+        int(tier): float(res.link_bytes[topo.link_tier == tier].sum()) for tier in np.unique(topo.link_tier)
+    }
+
+
+def _fabric_explanation(plan: CommPlan, routing: str, seed: int, res: FabricResult, note: str) -> str:
+    """One line on what ran: the plan's transfers and stages, the routing, the share of the contention-free
+    time, the hottest link, the transport model's summary (when one ran) and ``note``."""
+    hot = res.top_links[0] if res.top_links else None
+    return (
+        f"{plan.algorithm} decomposed into {sum(s.n_transfers for s in plan.stages)} transfers per step "
+        f"over {len(plan.stages)} stage(s); routing {routing} (seed {seed}); {res.efficiency:.0%} of the "
+        "contention-free time"
+        + (f"; hottest link {hot.label} at {hot.utilisation:.0%} carrying {hot.n_flows} flows" if hot else "")
+        + (f"; {res.meta['transport'].summary()}" if "transport" in res.meta else "")
+        + note
+    )
+
+
 def fabric_collective(
     op: Collective | str,
     message_bytes: float,
@@ -1210,30 +1261,11 @@ def fabric_collective(
         disconnect two ranks (named in the message).
     """
     op = Collective.parse(op)
-    if spec.scale_up.kind == "torus" and spec.domain_gpus > 1:
-        raise ConfigError(
-            f"engine: the links and flow engines do not wire a torus link by link ({spec.name!r} has a "
-            f"{spec.scale_up.kind} scale-up); use --engine formula"
-        )
+    _check_wired_scale_up(spec)
     topo = topo or cached_topology(spec)
     gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
     if gpus.size == 1:
-        return CollectiveResult(
-            op=op.value,
-            message_bytes=float(message_bytes),
-            n_ranks=1,
-            algorithm="none",
-            protocol="none",
-            time_s=0.0,
-            latency_s=0.0,
-            algbw_bytes_per_s=0.0,
-            busbw_bytes_per_s=0.0,
-            network_time_s={},
-            bottleneck="none",
-            explanation="1 rank: nothing to communicate",
-            convention=f"per_direction/{efficiency}",
-            engine=engine,
-        )
+        return _one_rank_result(op, message_bytes, efficiency, engine)
     if op is Collective.ALL_TO_ALL:
         _check_all_to_all(topo, gpus, engine, routing, qps, link_alive)
     algorithm, note = (
@@ -1254,18 +1286,7 @@ def fabric_collective(
     )
     t = res.time_s
     algbw = message_bytes / t if t > 0 else float("inf")
-    tier_bytes = {}
-    for tier in np.unique(topo.link_tier):
-        tier_bytes[int(tier)] = float(res.link_bytes[topo.link_tier == tier].sum())
     hot = res.top_links[0] if res.top_links else None
-    why = (
-        f"{plan.algorithm} decomposed into {sum(s.n_transfers for s in plan.stages)} transfers per step "
-        f"over {len(plan.stages)} stage(s); routing {routing} (seed {seed}); {res.efficiency:.0%} of the "
-        "contention-free time"
-        + (f"; hottest link {hot.label} at {hot.utilisation:.0%} carrying {hot.n_flows} flows" if hot else "")
-        + (f"; {res.meta['transport'].summary()}" if "transport" in res.meta else "")
-        + note
-    )
     return CollectiveResult(
         op=op.value,
         message_bytes=float(message_bytes),
@@ -1280,10 +1301,10 @@ def fabric_collective(
             ("scale-up" if hot.tier == TIER_NAMES[0] else "scale-out") if hot else "scale-out": t
         },
         bottleneck=hot.tier if hot else "none",
-        explanation=why,
+        explanation=_fabric_explanation(plan, routing, seed, res, note),
         convention=f"per_direction/{efficiency}",
         engine=engine,
-        extra={"fabric": res, "tier_bytes": tier_bytes},
+        extra={"fabric": res, "tier_bytes": _tier_bytes(topo, res)},
     )
 
 
