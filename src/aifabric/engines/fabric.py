@@ -663,7 +663,7 @@ def _plan_columns(
 @dataclass(frozen=True)
 class _EngineRun:
     """What an engine gives back: bytes per row (per link or spray-group row), each job's time (s) with
-    its plan's latency, peak utilisation per link (flow engine without a transport model; else None) and
+    its plan's latency, peak utilisation per row (flow engine without a transport model; else None) and
     the run's ``meta``."""
 
     link_bytes: np.ndarray
