@@ -8,10 +8,10 @@ to the others: a ring runs k - 1 link-disjoint directed rings, a transfer betwee
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.clusters import mi300x_node
 
 from aifabric.catalog.loader import scaleup
 from aifabric.cluster.presets import preset
-from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.tiers import scaleup_bytes_per_s, tier_model
 from aifabric.engines.formula import formula_collective
@@ -20,21 +20,8 @@ GIB = 2**30
 LINK = 48e9  # usable per xGMI link per direction (catalog/data/scaleup.yaml, AMD ROCm xGMI blog)
 
 
-def _mi300x() -> ClusterSpec:
-    # the same node as tests/engines/test_cases_accuracy.py _mi300x_node (case 31)
-    return ClusterSpec.model_validate(
-        {
-            "name": "mi300x-1node",
-            "accelerator": "mi300x",
-            "gpus_per_node": 8,
-            "nodes": 1,
-            "scale_up": {"kind": "nvswitch", "link": "infinity-fabric-mi300"},
-        }
-    )
-
-
 def _run(collective: str, ranks: int, size: float = 4 * GIB):
-    spec = _mi300x()
+    spec = mi300x_node()
     return formula_collective(collective, size, spec, Communicator.from_gpus(spec, list(range(ranks))))
 
 
@@ -82,7 +69,7 @@ def test_a_switch_gives_two_gpus_its_whole_bandwidth():
 def test_mesh_bounds_and_more_ranks_more_links(ranks, collective):
     # busbw over k ranks of the mesh never exceeds their k - 1 links, and a larger subset never has less
     # scale-up per GPU.
-    tm = tier_model(_mi300x())
+    tm = tier_model(mi300x_node())
     assert scaleup_bytes_per_s(tm, ranks) == pytest.approx((ranks - 1) * LINK)
     assert scaleup_bytes_per_s(tm, ranks) >= scaleup_bytes_per_s(tm, ranks - 1)
     r = _run(collective, ranks, GIB)

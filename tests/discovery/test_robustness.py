@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.damage import token_spans
 from tests.discovery.conftest import CASE_08, read_case
 from tests.discovery.test_last_layouts import HEADER_LINE_08, QEMU_PORT, VM_XML
 
@@ -73,7 +74,7 @@ def damaged_case(draw: st.DrawFn, texts: dict[str, str]) -> str | bytes:
     if kind == "truncate":
         return text[: draw(st.integers(0, len(text)))]
     if kind == "drop_token":
-        tokens = list(_token_spans(text))
+        tokens = list(token_spans(text))
         start, end = tokens[draw(st.integers(0, len(tokens) - 1))]
         return text[:start] + text[end:]
     lines = text.split("\n")
@@ -96,18 +97,6 @@ def damaged_case(draw: st.DrawFn, texts: dict[str, str]) -> str | bytes:
     raw = text.encode()
     position = draw(st.integers(0, len(raw)))
     return raw[:position] + draw(st.binary(min_size=1, max_size=8)) + raw[position:]
-
-
-def _token_spans(text: str) -> list[tuple[int, int]]:
-    spans, start = [], None
-    for i, char in enumerate(text + " "):
-        if char.isspace():
-            if start is not None:
-                spans.append((start, i))
-                start = None
-        elif start is None:
-            start = i
-    return spans
 
 
 @pytest.mark.parametrize("parser", sorted(PARSERS))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.clusters import mi300x_node
 
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
@@ -30,20 +31,6 @@ MiB = 2**20
 @cache
 def _tables(name: str) -> list[PerfTable]:
     return parse_nccl_tests((DATA / name).read_text(), source=name)
-
-
-def _mi300x_node() -> ClusterSpec:
-    # case_31: 8 x MI300X, xGMI full mesh; modelled as one scale-up domain of 7 x 48 GB/s usable per GPU
-    # (catalogue link infinity-fabric-mi300, AMD ROCm blog [S2]); RCCL's tables are NCCL's Hopper row.
-    return ClusterSpec.model_validate(
-        {
-            "name": "mi300x-1node",
-            "accelerator": "mi300x",
-            "gpus_per_node": 8,
-            "nodes": 1,
-            "scale_up": {"kind": "nvswitch", "link": "infinity-fabric-mi300"},
-        }
-    )
 
 
 @dataclass(frozen=True)
@@ -99,7 +86,7 @@ TABLES = {
     # case_13 RAW 1 (Sheffield Bessemer docs): 4 x V100 PCIe Gen3 through the CPU, NCCL 2.8.3
     "13 V100 PCIe": Table(C13, 0, preset("v100-pcie-4gpu"), ((8, 4096),), ((8 * MiB, 128 * MiB),)),
     # case_31 [S1] (hpc-ai-envs PR #30): 8 x MI300X, rccl-tests, one 8 MB row
-    "31 MI300X": Table(C31, 0, _mi300x_node(), (), ((8 * MiB, 8 * MiB),)),
+    "31 MI300X": Table(C31, 0, mi300x_node(), (), ((8 * MiB, 8 * MiB),)),
 }
 
 #: Points no sourced mechanism reaches yet (measured, predicted, what is missing); not asserted.

@@ -8,12 +8,12 @@ within 1 GiB."""
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from tests.clusters import small_clos
 
 from aifabric.budget import set_memory_limit
 from aifabric.cluster.presets import preset
@@ -35,25 +35,11 @@ from aifabric.errors import ConfigError
 FAST = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@functools.lru_cache(maxsize=32)
-def _topology(tiers: int, nodes: int, planes: int, rail: bool, over: float) -> Topology | None:
-    overrides = {
-        "scale_out.tiers": tiers,
-        "scale_out.radix": 8,
-        "scale_out.planes": planes,
-        "scale_out.rail_optimized": rail,
-        "scale_out.oversubscription": [1.0, over] if tiers == 3 else [over],
-    }
-    try:
-        return build_topology(preset("dgx-h100-superpod", nodes=nodes, **overrides))
-    except (ConfigError, ValueError):
-        return None
-
-
 @st.composite
 def all_to_alls(draw: st.DrawFn) -> tuple[Topology, list[CommPlan]]:
     """One or two concurrent direct all-to-alls on random GPU subsets of a small Clos."""
-    topo = _topology(
+    topo = small_clos(
+        8,
         draw(st.sampled_from([2, 3])),
         draw(st.sampled_from([2, 4, 8])),
         draw(st.sampled_from([1, 2])),
@@ -116,7 +102,7 @@ def test_a_full_node_all_to_all_folds_to_nvlink_hops_and_one_transfer_per_rail()
     # 4 DGX H100 nodes (g = 8, N = 4, n = 32): N g (g-1) = 224 NVLink hops (count N = 4: one per
     # destination node plus the node's own pair) and N (N-1) g = 96 network transfers (count g = 8),
     # 320 instead of n (n-1) = 992; the counts add up to the per-pair hop uses (hand derivation).
-    topo = _topology(2, 4, 1, True, 1.0)
+    topo = small_clos(8, 2, 4, 1, True, 1.0)
     assert topo is not None
     plan = build_plan("all_to_all", 1e6, topo.spec, np.arange(32), algorithm="direct")
     st_ = plan.stages[0]
@@ -134,7 +120,7 @@ def test_a_full_node_all_to_all_folds_to_nvlink_hops_and_one_transfer_per_rail()
 def test_ecmp_is_not_folded() -> None:
     # per-flow hashing puts each pair on its own path, so folding would not be exact: under ECMP every
     # pair is routed as it is (link bytes of the per-pair routes, same hash seed)
-    topo = _topology(2, 4, 1, True, 1.0)
+    topo = small_clos(8, 2, 4, 1, True, 1.0)
     assert topo is not None
     plan = build_plan("all_to_all", 1e6, topo.spec, np.arange(32), algorithm="direct")
     st_ = plan.stages[0]
@@ -205,7 +191,7 @@ def test_full_dgx_nodes_load_by_hand() -> None:
     # 4 DGX H100 nodes (g = 8, N = 4, n = 32, b bytes per pair), PXN: each GPU's NVLink up-link carries its
     # g - 1 pairs inside the node and (g - 1)(N - 1) relay hops, N (g - 1) b in all; each NIC up-link carries
     # g pairs to each of the N - 1 ranks of its rail in other nodes, (n - g) b (hand derivation)
-    topo = _topology(2, 4, 1, True, 1.0)
+    topo = small_clos(8, 2, 4, 1, True, 1.0)
     assert topo is not None
     b = 1e6 / 32
     plan = build_plan("all_to_all", 1e6, topo.spec, np.arange(32), algorithm="direct")

@@ -4,12 +4,11 @@ no link above its capacity, on small random Clos fabrics (two and three tiers, o
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from tests.clusters import small_clos
 
 from aifabric.cluster.presets import preset
 from aifabric.cluster.topology import Topology, build_topology
@@ -18,29 +17,13 @@ from aifabric.engines.fabric import link_capacity, routing_bytes, simulate_plans
 from aifabric.engines.flowsim import simulate_transfers
 from aifabric.engines.maxmin import max_min_rates
 from aifabric.engines.routing import route, spray_groups
-from aifabric.errors import ConfigError
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@functools.lru_cache(maxsize=64)
-def _topology(radix: int, tiers: int, nodes: int, planes: int, rail: bool, over: float) -> Topology | None:
-    overrides = {
-        "scale_out.tiers": tiers,
-        "scale_out.radix": radix,
-        "scale_out.planes": planes,
-        "scale_out.rail_optimized": rail,
-        "scale_out.oversubscription": [1.0, over] if tiers == 3 else [over],
-    }
-    try:
-        return build_topology(preset("dgx-h100-superpod", nodes=nodes, **overrides))
-    except (ConfigError, ValueError):
-        return None
-
-
 @st.composite
 def fabrics_and_pairs(draw: st.DrawFn) -> tuple[Topology, np.ndarray, np.ndarray]:
-    topo = _topology(
+    topo = small_clos(
         draw(st.sampled_from([8, 16])),
         draw(st.sampled_from([2, 3])),
         draw(st.sampled_from([2, 4, 8, 16])),
@@ -110,7 +93,7 @@ def test_fluid_completion_times_agree(case: tuple[Topology, np.ndarray, np.ndarr
 
 
 def test_a_failed_fabric_link_falls_back_to_per_path_spraying() -> None:
-    topo = _topology(16, 3, 16, 1, True, 1.0)
+    topo = small_clos(16, 3, 16, 1, True, 1.0)
     assert topo is not None and topo.shape is not None and topo.shape.tiers == 3
     alive = np.ones(topo.n_links, bool)
     assert spray_groups(topo, alive) is not None  # nothing failed
@@ -130,7 +113,7 @@ def test_a_failed_fabric_link_falls_back_to_per_path_spraying() -> None:
 def test_plans_report_per_link_bytes_and_the_flows_of_a_grouped_link() -> None:
     # Permutation on a three-tier fabric: the bytes of every link are those of per-path spraying, and the
     # most loaded fabric links are named with their flows, as without aggregation.
-    topo = _topology(16, 3, 16, 1, True, 1.0)
+    topo = small_clos(16, 3, 16, 1, True, 1.0)
     assert topo is not None
     plan = pattern_plan("permutation", np.arange(topo.spec.n_gpus), 1e6, seed=3)
     res = simulate_plans(topo, [plan], engine="flow", routing="spray", top=400)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.damage import token_spans
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.discovery.calibrate import load_calibration
@@ -48,18 +49,6 @@ EDGE_TOKENS = (
 BOMB = "".join(f"{n}: &{n} [{', '.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcde", "bcdef", strict=True))
 
 
-def _tokens(text: str) -> list[tuple[int, int]]:
-    spans, start = [], None
-    for i, char in enumerate(text + " "):
-        if char.isspace():
-            if start is not None:
-                spans.append((start, i))
-                start = None
-        elif start is None:
-            start = i
-    return spans
-
-
 @st.composite
 def damaged(draw: st.DrawFn, texts: tuple[str, ...]) -> str | bytes:
     """One real text damaged once (or twice: a damaged text damaged again)."""
@@ -82,7 +71,7 @@ def _damage(draw: st.DrawFn, text: str) -> str | bytes:
     if kind == "truncate":
         return text[: draw(st.integers(0, len(text)))]
     if kind in ("drop_token", "swap_token"):
-        spans = _tokens(text) or [(0, 0)]
+        spans = token_spans(text) or [(0, 0)]
         start, end = draw(st.sampled_from(spans))
         new = "" if kind == "drop_token" else draw(st.sampled_from(EDGE_TOKENS))
         return text[:start] + new + text[end:]

@@ -18,6 +18,7 @@ import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.sweep.grids import GRID, OPS
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -25,20 +26,6 @@ from aifabric.sweep.db import ResultDB
 from aifabric.sweep.grid import SweepSpec
 from aifabric.sweep.parallel import columns_for, run_into_db
 from aifabric.sweep.pareto import pareto_mask
-
-SIZES = ["1 KiB", "32 KiB", "1 MiB", "32 MiB", "1 GiB"]
-OPS = ("all_reduce", "all_gather", "all_to_all", "reduce_scatter", "broadcast")
-GRID = {
-    "cluster": "dgx-h100-superpod",
-    "vary": {
-        "nodes": [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
-        "scale_out.nic": ["connectx-7", "connectx-8"],
-    },
-    "collectives": [
-        {"op": op, "sizes": SIZES}
-        for op in ("all_reduce", "all_gather", "all_to_all", "reduce_scatter", "broadcast")
-    ],
-}  # 10 x 2 variants x 5 ops x 5 sizes = 500 points
 
 
 def _yaml(tmp_path: Path) -> Path:

@@ -11,6 +11,7 @@ import os
 
 import pandas as pd
 import pytest
+from tests.sweep.grids import GRID
 
 from aifabric.sweep.db import ResultDB
 from aifabric.sweep.grid import SweepSpec
@@ -22,19 +23,6 @@ except ImportError:  # CI installs the `test` extra, which holds ray: there the 
     if os.environ.get("CI") == "true":
         raise
     pytest.skip("needs ray (pip install -e '.[test]')", allow_module_level=True)
-
-GRID = {
-    "cluster": "dgx-h100-superpod",
-    "vary": {
-        "nodes": [4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048],
-        "scale_out.nic": ["connectx-7", "connectx-8"],
-    },
-    "collectives": [
-        {"op": op, "sizes": ["1 KiB", "32 KiB", "1 MiB", "32 MiB", "1 GiB"]}
-        for op in ("all_reduce", "all_gather", "all_to_all", "reduce_scatter", "broadcast")
-    ],
-}
-
 
 #: Seconds after which a hung Ray (a worker that never starts, a lost raylet) ends the test run with every
 #: thread's traceback instead of hanging CI; the module takes about 20 s on 2 cores.

@@ -625,6 +625,71 @@ def protocol_costs(
     ConfigError
         An algorithm other than ring or tree, a collective tree does not serve, or bad counts.
     """
+    t = _tune_inputs(
+        release,
+        collective,
+        algorithm,
+        nranks=nranks,
+        nnodes=nnodes,
+        arch=arch,
+        channels=channels,
+        bw_gbps=bw_intra_gbps if nnodes <= 2 else bw_inter_gbps,
+        intra_hw=intra_hw,
+        cpu=cpu,
+    )
+    cost = _ring_cost if t.algo is Algorithm.RING else _tree_cost
+    return {proto: cost(t, proto) for proto in Protocol}
+
+
+@dataclass(frozen=True)
+class _TuneInputs:
+    """What :func:`protocol_costs`'s per-protocol formulas read: the release, the collective and algorithm,
+    the architecture row and node column of the release's tables, ``ll_max_bw`` (GB/s), ranks per node,
+    the bus bandwidth (channels x per-channel GB/s), the ring's steps and inter-node steps, the network
+    overhead (us) and the intra-node hardware (``nvlink`` or ``pci``)."""
+
+    release: NcclRelease
+    coll: Collective
+    algo: Algorithm
+    row: str
+    col: int
+    ll_max: float
+    ppn: float
+    bus: float
+    channels: int
+    nranks: int
+    nnodes: int
+    nsteps: int
+    n_inter: int
+    overhead: float
+    intra_hw: str
+
+    def latencies_us(self, proto: Protocol) -> tuple[float, float, float]:
+        """(intra-node hop, network hop, base) latencies of the algorithm and ``proto``, us."""
+        i = _PROTO_INDEX[proto]
+        r = self.release
+        return (
+            r.hw_latency_us[self.intra_hw][self.algo][i],
+            r.hw_latency_us["net"][self.algo][i],
+            r.base_latency_us[self.algo][i],
+        )
+
+
+def _tune_inputs(
+    release: NcclRelease,
+    collective: str,
+    algorithm: str,
+    *,
+    nranks: int,
+    nnodes: int,
+    arch: str,
+    channels: int,
+    bw_gbps: float,
+    intra_hw: str,
+    cpu: str,
+) -> _TuneInputs:
+    """Check :func:`protocol_costs`'s arguments and gather what its formulas read (``bw_gbps``: the
+    per-channel bandwidth, GB/s). Raises ConfigError as :func:`protocol_costs`."""
     coll, algo = _check_applies(release, collective, algorithm)
     if algo not in (Algorithm.RING, Algorithm.TREE):
         raise ConfigError(f"algorithm: protocol costs are modelled for ring and tree, not {algo}")
@@ -638,10 +703,6 @@ def protocol_costs(
     row = tuning_arch(release, arch)
     col = _node_column(nnodes)
     ll_row = row if nnodes == 1 else ("ampere" if cpu == "amd" else "volta")
-    ll_max = release.ll_max_bw[ll_row][col]
-    ppn = nranks / nnodes
-    bw = bw_intra_gbps if nnodes <= 2 else bw_inter_gbps
-    bus = channels * bw
     if coll is Collective.ALL_REDUCE:
         nsteps, n_inter = 2 * (nranks - 1), 2 * (nnodes - 1)
     elif coll in (Collective.ALL_GATHER, Collective.REDUCE_SCATTER):
@@ -649,53 +710,73 @@ def protocol_costs(
     else:
         nsteps, n_inter = nranks, nnodes - 1
     overhead = 0.0 if nnodes == 1 else release.net_overhead_us.get(cpu, release.net_overhead_us["other"])
-    out: dict[Protocol, ProtocolCost] = {}
-    for proto in Protocol:
-        i = _PROTO_INDEX[proto]
-        intra = release.hw_latency_us[intra_hw][algo][i]
-        net = release.hw_latency_us["net"][algo][i]
-        base = release.base_latency_us[algo][i]
-        if algo is Algorithm.RING:
-            if proto is Protocol.LL:
-                f = release.ring_ll_bw_factor
-                if nnodes == 1 and coll not in (Collective.ALL_REDUCE, Collective.REDUCE):
-                    f = release.ring_ll_bw_factor_single_node_other
-                bus_p = min(ll_max, bus * f)
-            elif proto is Protocol.LL128:
-                f = release.ring_ll128_bw_factor_one_gpu_per_node if ppn < 2 else release.ring_ll128_bw_factor
-                bus_p = min(bus * f, channels * release.per_channel_max_ring_ll128_bw[row][col])
-            else:
-                bus_p = bus
-            algbw = bus_p * nranks / nsteps
-            step = max(intra, overhead * (3 if proto is Protocol.SIMPLE else 1))
-            lat = base + (nsteps - n_inter) * step + n_inter * net
-            plateau = proto is Protocol.SIMPLE and nnodes > 1 and coll is Collective.ALL_REDUCE
-            out[proto] = ProtocolCost(
-                proto,
-                lat * 1e-6,
-                algbw * 1e9,
-                plateau_factor=release.ring_plateau_latency_factor[row] if plateau else 1.0,
-                plateau_min_bytes=(
-                    release.ring_plateau_min_bytes_per_channel_rank * channels * nranks
-                    if plateau
-                    else math.inf
-                ),
-            )
-        else:
-            tree = min(bus * release.tree_bw_factor, channels * release.per_channel_max_tree_bw[row][col])
-            if proto is Protocol.LL:
-                bus_p = min(tree / release.tree_ll_bw_divisor, ll_max)
-            elif proto is Protocol.LL128:
-                # 2.18.1 caps tree LL128 with its single per-channel LL128 figure (tuning.cc:173)
-                cap = release.per_channel_max_tree_ll128_bw or release.per_channel_max_ring_ll128_bw
-                f = release.tree_ll128_bw_factor[0 if nnodes == 1 else 1]
-                bus_p = min(tree * f, channels * cap[row][col])
-            else:
-                bus_p = tree
-            algbw = bus_p * 0.5
-            lat = base + 2 * ((ppn - 1) * intra + math.log2(nnodes) * net)
-            out[proto] = ProtocolCost(proto, lat * 1e-6, algbw * 1e9, release.tree_correction_factor[proto])
-    return out
+    return _TuneInputs(
+        release,
+        coll,
+        algo,
+        row,
+        col,
+        release.ll_max_bw[ll_row][col],
+        nranks / nnodes,
+        channels * bw_gbps,
+        channels,
+        nranks,
+        nnodes,
+        nsteps,
+        n_inter,
+        overhead,
+        intra_hw,
+    )
+
+
+def _ring_cost(t: _TuneInputs, proto: Protocol) -> ProtocolCost:
+    """Ring's cost under ``proto`` (formulas: :func:`protocol_costs`), with the Simple all_reduce latency
+    plateau across nodes."""
+    release = t.release
+    intra, net, base = t.latencies_us(proto)
+    if proto is Protocol.LL:
+        f = release.ring_ll_bw_factor
+        if t.nnodes == 1 and t.coll not in (Collective.ALL_REDUCE, Collective.REDUCE):
+            f = release.ring_ll_bw_factor_single_node_other
+        bus_p = min(t.ll_max, t.bus * f)
+    elif proto is Protocol.LL128:
+        f = release.ring_ll128_bw_factor_one_gpu_per_node if t.ppn < 2 else release.ring_ll128_bw_factor
+        bus_p = min(t.bus * f, t.channels * release.per_channel_max_ring_ll128_bw[t.row][t.col])
+    else:
+        bus_p = t.bus
+    algbw = bus_p * t.nranks / t.nsteps
+    step = max(intra, t.overhead * (3 if proto is Protocol.SIMPLE else 1))
+    lat = base + (t.nsteps - t.n_inter) * step + t.n_inter * net
+    plateau = proto is Protocol.SIMPLE and t.nnodes > 1 and t.coll is Collective.ALL_REDUCE
+    return ProtocolCost(
+        proto,
+        lat * 1e-6,
+        algbw * 1e9,
+        plateau_factor=release.ring_plateau_latency_factor[t.row] if plateau else 1.0,
+        plateau_min_bytes=(
+            release.ring_plateau_min_bytes_per_channel_rank * t.channels * t.nranks if plateau else math.inf
+        ),
+    )
+
+
+def _tree_cost(t: _TuneInputs, proto: Protocol) -> ProtocolCost:
+    """Tree's (all_reduce) cost under ``proto`` (formulas: :func:`protocol_costs`), with the release's
+    size correction of the bandwidth."""
+    release = t.release
+    intra, net, base = t.latencies_us(proto)
+    tree = min(t.bus * release.tree_bw_factor, t.channels * release.per_channel_max_tree_bw[t.row][t.col])
+    if proto is Protocol.LL:
+        bus_p = min(tree / release.tree_ll_bw_divisor, t.ll_max)
+    elif proto is Protocol.LL128:
+        # 2.18.1 caps tree LL128 with its single per-channel LL128 figure (tuning.cc:173)
+        cap = release.per_channel_max_tree_ll128_bw or release.per_channel_max_ring_ll128_bw
+        f = release.tree_ll128_bw_factor[0 if t.nnodes == 1 else 1]
+        bus_p = min(tree * f, t.channels * cap[t.row][t.col])
+    else:
+        bus_p = tree
+    algbw = bus_p * 0.5
+    lat = base + 2 * ((t.ppn - 1) * intra + math.log2(t.nnodes) * net)
+    return ProtocolCost(proto, lat * 1e-6, algbw * 1e9, release.tree_correction_factor[proto])
 
 
 def protocol_for(

@@ -331,6 +331,29 @@ def _three_tier(
     r2: float,
 ) -> ClosShape | str:
     """Pods of whole SUs: the fewest pods whose bisection holds, else why none does."""
+    p0 = _fewest_pods(spec, radix, m, ppu, n_groups, group, n, r2)
+    if isinstance(p0, str):
+        return p0
+    why = "no pod count realises it"
+    for n_pods in range(p0, min(n_groups, radix.core) + 1):
+        sus_per_pod = math.ceil(n_groups / n_pods)
+        pods = math.ceil(n_groups / sus_per_pod)
+        n_leaves = n_groups * group
+        if pods == 1:
+            shape = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
+        else:
+            shape = _pod_shape(radix, rails, m, ppu, u, n_leaves, sus_per_pod * group, pods, n, r1, r2)
+        if _holds(shape):
+            return shape
+    return why
+
+
+def _fewest_pods(
+    spec: ClusterSpec, radix: Radix, m: int, ppu: int, n_groups: int, group: int, n: int, r2: float
+) -> int | str:
+    """The fewest pods of whole SUs (``n_groups`` SUs of ``group`` leaves) that hold the SUs: a pod holds
+    as many as its spines' ``r2`` split of downlinks serves and ``scale_out.pod_gpus`` allows. Else why
+    none does: no integer split, a pod smaller than one SU, or more pods than the cores connect."""
     so = spec.scale_out
     assert so is not None
     split = exact_split(radix.spine, r2)
@@ -350,40 +373,47 @@ def _three_tier(
             f"scale_out.tiers: {n} {_ports(spec)} need {p0} pods, more than a three-tier Clos of "
             f"radix-{radix.core} cores connects ({radix.core} pods)"
         )
-    why = "no pod count realises it"
-    for n_pods in range(p0, min(n_groups, radix.core) + 1):
-        sus_per_pod = math.ceil(n_groups / n_pods)
-        pods = math.ceil(n_groups / sus_per_pod)
-        lp = sus_per_pod * group
-        n_leaves = n_groups * group
-        if pods == 1:
-            shape = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
-        else:
-            u2 = math.ceil(lp / r2 - 1e-9)
-            cores_per_group = math.ceil(pods * u2 / radix.core)
-            shape = ClosShape(
-                radix.leaf,
-                3,
-                m * ppu,
-                u,
-                n_leaves,
-                u * pods,
-                cores_per_group * u,
-                lp,
-                u2,
-                lp,
-                u,
-                pods,
-                rails,
-                m,
-                n,
-                (r1, r2),
-                radix.spine,
-                radix.core,
-            )
-        if _holds(shape):
-            return shape
-    return why
+    return p0
+
+
+def _pod_shape(
+    radix: Radix,
+    rails: int,
+    m: int,
+    ppu: int,
+    u: int,
+    n_leaves: int,
+    lp: int,
+    pods: int,
+    n: int,
+    r1: float,
+    r2: float,
+) -> ClosShape:
+    """A three-tier Clos of ``pods`` pods of ``lp`` leaves each and ``u`` spines per pod (one per leaf
+    uplink): each spine has ``lp`` leaf-facing ports and ``u2 = ceil(lp / r2)`` core-facing ones (``r2``:
+    the spine tier's down:up ratio), under ``ceil(pods u2 / core radix)`` cores per spine position."""
+    u2 = math.ceil(lp / r2 - 1e-9)
+    cores_per_group = math.ceil(pods * u2 / radix.core)
+    return ClosShape(
+        radix.leaf,
+        3,
+        m * ppu,
+        u,
+        n_leaves,
+        u * pods,
+        cores_per_group * u,
+        lp,
+        u2,
+        lp,
+        u,
+        pods,
+        rails,
+        m,
+        n,
+        (r1, r2),
+        radix.spine,
+        radix.core,
+    )
 
 
 def _holds(shape: ClosShape) -> bool:

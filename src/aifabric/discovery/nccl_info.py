@@ -41,7 +41,7 @@ overlong line is cut at :data:`MAX_LINE_CHARS` before matching.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from aifabric.errors import ParseError
@@ -328,70 +328,98 @@ class _Reader:
             self.values[key] = value
         self.note(key, ev)
 
-    def read(self, text: str, ev: Evidence) -> None:  # noqa: C901, PLR0912 (one branch per INFO format)
-        if m := _VERSION.search(text):
-            self.first("version", m.group(1), ev)
-        elif m := _CONNECTION.search(text):
-            self.counts["net"] += 1
-            self.used.add(int(m.group(5)))
-            self.first("network", m.group(4).strip(), ev)
-            if m.group(7):
-                self.counts["gdr"] += 1
-                self.note("gdr_on", ev, keep=1)
-            else:
-                self.note("gdr_off", ev)
-            if m.group(6) is not None:
-                self.counts["pxn"] += 1
-                self.note("pxn", ev)
-        elif m := _INTRA.search(text):
-            self.intra.setdefault(f"{m.group(1)}/{m.group(2)}", None)
-            self.note("intra", ev, keep=2)
-        elif m := _NETWORK.search(text):
-            self.values["network"] = m.group(1)
-            self.note("network", ev)
-        elif m := _NET_DEVICES.search(text):
-            for dev in _NET_DEVICE.finditer(m.group(2)):
-                self.devices.append(dev.group(1))
-                if dev.group(2):
-                    self.layers.append(dev.group(2))
-            self.values.setdefault("network", m.group(1))
-            self.note("net_devices", ev)
-        elif m := _GDR_HCA.search(text):
-            if m.group(1) == "Disabled":
-                self.gdr_off.setdefault(int(m.group(2)), None)
-                self.note("gdr_off", ev)
-        elif m := _NVLS.search(text):
-            self.first("nvls", m.group(1) is None, ev)
-        elif m := _COMM.search(text):
-            self.saw_comm(ev, *m.groups())
-        elif m := _CHANNELS.search(text):
-            self.saw_channels(ev, *m.groups())
-        elif _RING.search(text):
-            self.counts["rings"] += 1
-            self.note("rings", ev, keep=1)
-        elif _TREES.search(text):
-            self.first("trees", True, ev)
-        elif m := _CONNECTED.search(text):
-            if m.group(1) is not None:
-                self.first("ring_flags", (m.group(1) == "1", m.group(2) == "1"), ev)
-        elif _PXN_OFF.search(text):
+    def read(self, text: str, ev: Evidence) -> None:
+        """Take what one INFO line says: the taker of the first pattern of :data:`_TAKERS` it matches."""
+        for pattern, take in _TAKERS:
+            if m := pattern.search(text):
+                take(self, m, ev)
+                return
+
+    # -- one taker per INFO format (see _TAKERS) ------------------------------------------------------------
+    def take_version(self, m: re.Match[str], ev: Evidence) -> None:
+        self.first("version", m.group(1), ev)
+
+    def take_connection(self, m: re.Match[str], ev: Evidence) -> None:
+        """A network connection: its device, network, GDR and PXN (counted)."""
+        self.counts["net"] += 1
+        self.used.add(int(m.group(5)))
+        self.first("network", m.group(4).strip(), ev)
+        if m.group(7):
+            self.counts["gdr"] += 1
+            self.note("gdr_on", ev, keep=1)
+        else:
+            self.note("gdr_off", ev)
+        if m.group(6) is not None:
+            self.counts["pxn"] += 1
+            self.note("pxn", ev)
+
+    def take_intra(self, m: re.Match[str], ev: Evidence) -> None:
+        self.intra.setdefault(f"{m.group(1)}/{m.group(2)}", None)
+        self.note("intra", ev, keep=2)
+
+    def take_network(self, m: re.Match[str], ev: Evidence) -> None:
+        self.values["network"] = m.group(1)
+        self.note("network", ev)
+
+    def take_net_devices(self, m: re.Match[str], ev: Evidence) -> None:
+        """The NET/IB device list: each device, and its link layer where given."""
+        for dev in _NET_DEVICE.finditer(m.group(2)):
+            self.devices.append(dev.group(1))
+            if dev.group(2):
+                self.layers.append(dev.group(2))
+        self.values.setdefault("network", m.group(1))
+        self.note("net_devices", ev)
+
+    def take_gdr_hca(self, m: re.Match[str], ev: Evidence) -> None:
+        if m.group(1) == "Disabled":
+            self.gdr_off.setdefault(int(m.group(2)), None)
+            self.note("gdr_off", ev)
+
+    def take_nvls(self, m: re.Match[str], ev: Evidence) -> None:
+        self.first("nvls", m.group(1) is None, ev)
+
+    def take_comm(self, m: re.Match[str], ev: Evidence) -> None:
+        self.saw_comm(ev, *m.groups())
+
+    def take_channels(self, m: re.Match[str], ev: Evidence) -> None:
+        self.saw_channels(ev, *m.groups())
+
+    def take_ring(self, m: re.Match[str], ev: Evidence) -> None:
+        self.counts["rings"] += 1
+        self.note("rings", ev, keep=1)
+
+    def take_trees(self, m: re.Match[str], ev: Evidence) -> None:
+        self.first("trees", True, ev)
+
+    def take_connected(self, m: re.Match[str], ev: Evidence) -> None:
+        if m.group(1) is not None:
+            self.first("ring_flags", (m.group(1) == "1", m.group(2) == "1"), ev)
+
+    def take_pxn_off(self, m: re.Match[str], ev: Evidence) -> None:
+        self.first("pxn_disabled", True, ev)
+
+    def take_acs_hint(self, m: re.Match[str], ev: Evidence) -> None:
+        self.first("acs_hint", True, ev)
+
+    def take_env(self, m: re.Match[str], ev: Evidence) -> None:
+        """An NCCL environment variable set by the user; the two that turn PXN off say so."""
+        name, value = m.group(1), m.group(2).rstrip(".")
+        self.env[name] = value
+        self.note("env", ev, keep=32)
+        if (name, value) in (("NCCL_PXN_DISABLE", "1"), ("NCCL_P2P_PXN_LEVEL", "0")):
             self.first("pxn_disabled", True, ev)
-        elif _ACS_HINT.search(text):
-            self.first("acs_hint", True, ev)
-        elif m := _ENV.search(text):
-            name, value = m.group(1), m.group(2).rstrip(".")
-            self.env[name] = value
-            self.note("env", ev, keep=32)
-            if (name, value) in (("NCCL_PXN_DISABLE", "1"), ("NCCL_P2P_PXN_LEVEL", "0")):
-                self.first("pxn_disabled", True, ev)
-        elif m := _QP_MTU.search(text):
-            self.saw_qp_mtu(ev, m.group(1))
-        elif m := _COLLNET_PLUGIN.search(text):
-            self.first("collnet_plugin", m.group(1), ev)
-        elif m := _PLUGIN.search(text):
-            self.first("plugin", m.group(1), ev)
-        elif m := _COMM_OLD.search(text):
-            self.saw_comm(ev, m.group(1))
+
+    def take_qp_mtu(self, m: re.Match[str], ev: Evidence) -> None:
+        self.saw_qp_mtu(ev, m.group(1))
+
+    def take_collnet_plugin(self, m: re.Match[str], ev: Evidence) -> None:
+        self.first("collnet_plugin", m.group(1), ev)
+
+    def take_plugin(self, m: re.Match[str], ev: Evidence) -> None:
+        self.first("plugin", m.group(1), ev)
+
+    def take_comm_old(self, m: re.Match[str], ev: Evidence) -> None:
+        self.saw_comm(ev, m.group(1))
 
     def result(self) -> NcclInfo:
         v = self.values
@@ -432,6 +460,31 @@ class _Reader:
             evidence={k: tuple(e) for k, e in self.evidence.items()},
             count_errors=tuple(self.count_errors),
         )
+
+
+#: What each INFO format says, in the order tried: the first pattern a line matches takes it (the order
+#: matters where two formats could match one line).
+_TAKERS: tuple[tuple[re.Pattern[str], Callable[[_Reader, re.Match[str], Evidence], None]], ...] = (
+    (_VERSION, _Reader.take_version),
+    (_CONNECTION, _Reader.take_connection),
+    (_INTRA, _Reader.take_intra),
+    (_NETWORK, _Reader.take_network),
+    (_NET_DEVICES, _Reader.take_net_devices),
+    (_GDR_HCA, _Reader.take_gdr_hca),
+    (_NVLS, _Reader.take_nvls),
+    (_COMM, _Reader.take_comm),
+    (_CHANNELS, _Reader.take_channels),
+    (_RING, _Reader.take_ring),
+    (_TREES, _Reader.take_trees),
+    (_CONNECTED, _Reader.take_connected),
+    (_PXN_OFF, _Reader.take_pxn_off),
+    (_ACS_HINT, _Reader.take_acs_hint),
+    (_ENV, _Reader.take_env),
+    (_QP_MTU, _Reader.take_qp_mtu),
+    (_COLLNET_PLUGIN, _Reader.take_collnet_plugin),
+    (_PLUGIN, _Reader.take_plugin),
+    (_COMM_OLD, _Reader.take_comm_old),
+)
 
 
 def impossible_counts(ranks: int, nodes: int | None, local: int | None) -> str | None:

@@ -193,54 +193,28 @@ class NodeLayout:
     def from_topology(cls, t: NcclTopology) -> NodeLayout:
         """Read a parsed NCCL topology XML document."""
         gpus = t.gpus
-        labels = [f"GPU{g.dev}" if g.dev is not None else f"GPU{i}" for i, g in enumerate(gpus)]
-        if len(set(labels)) != len(labels):
-            labels = [f"GPU{i}" for i in range(len(gpus))]
+        labels = _xml_gpu_labels(gpus)
         nics = [n for n in t.nics if n.busid is not None or n.nets]
         nic_labels = [f"NIC{i}" for i in range(len(nics))]
+        named_gpus = list(zip(gpus, labels, strict=True))
+        named_nics = list(zip(nics, nic_labels, strict=True))
         tree = _PciTree(t)
-        gpu_nic = {
-            (gl, nl): tree.path(g.pci_switch, g.numaid, n.pci_switch, n.numaid)
-            for g, gl in zip(gpus, labels, strict=True)
-            for n, nl in zip(nics, nic_labels, strict=True)
-        }
-        gpu_nic_pcie = {}
-        for g, gl in zip(gpus, labels, strict=True):
-            for n, nl in zip(nics, nic_labels, strict=True):
-                bw = tree.bandwidth(g, n)
-                if bw is not None:
-                    gpu_nic_pcie[(gl, nl)] = bw
+        gpu_nic, gpu_nic_pcie = _xml_gpu_nic(tree, named_gpus, named_nics)
         gpu_links = _xml_gpu_links(gpus, labels, tree)
-        speeds = [sum(net.speed_bytes_per_s or 0.0 for net in n.nets) for n in nics]
-        speeds = [s for s in speeds if s > 0]
-        classes = {(n.pci_class or "").lower()[:6] for n in nics}
-        fabric = "infiniband" if classes == {"0x0207"} else "ethernet" if classes == {"0x0200"} else None
-        nv_counts = [
-            int(code[2:]) for code in gpu_links.values() if NV_LINKS.match(code) and int(code[2:]) > 0
-        ]
         gpu_speeds = [g.link_speed_gt_per_s for g in gpus if g.link_speed_gt_per_s]
-        sms = {g.sm for g in gpus if g.sm is not None}
-        one_sm = next(iter(sms)) if len(sms) == 1 else None
-        nic_gdr: dict[str, bool | None] = {}
-        for n, nl in zip(nics, nic_labels, strict=True):
-            flags = [net.gdr for net in n.nets if net.gdr is not None]
-            nic_gdr[nl] = all(flags) if flags else None
         return cls(
             kind="nccl-xml",
             gpus=tuple(labels),
             nics=tuple(nic_labels),
-            nic_names={
-                nl: (n.nets[0].name if n.nets else (n.busid or nl))
-                for n, nl in zip(nics, nic_labels, strict=True)
-            },
+            nic_names={nl: (n.nets[0].name if n.nets else (n.busid or nl)) for n, nl in named_nics},
             gpu_links=gpu_links,
             gpu_nic=gpu_nic,
-            gpu_numa={gl: g.numaid for g, gl in zip(gpus, labels, strict=True)},
-            nic_numa={nl: n.numaid for n, nl in zip(nics, nic_labels, strict=True)},
-            gpu_gdr={gl: g.gdr for g, gl in zip(gpus, labels, strict=True)},
-            nic_gdr=nic_gdr,
-            nic_speed_bytes_per_s=max(speeds) if speeds else None,
-            fabric=fabric,
+            gpu_numa={gl: g.numaid for g, gl in named_gpus},
+            nic_numa={nl: n.numaid for n, nl in named_nics},
+            gpu_gdr={gl: g.gdr for g, gl in named_gpus},
+            nic_gdr={nl: _xml_nic_gdr(n) for n, nl in named_nics},
+            nic_speed_bytes_per_s=_xml_nic_speed(nics),
+            fabric=_xml_fabric(nics),
             gpu_hint=_xml_gpu_hint(gpus),
             cpu_vendor=_xml_cpu_vendor(t),
             hand_written=not any(g.sm is not None or g.nvlinks for g in gpus)
@@ -249,14 +223,10 @@ class NodeLayout:
             line=t.line,
             source=t.source,
             gpu_nic_pcie=gpu_nic_pcie,
-            nvlink_count=max(nv_counts) if nv_counts else None,
-            gpu_sm=one_sm,
+            nvlink_count=_xml_nvlink_count(gpu_links),
+            gpu_sm=_xml_one_sm(gpus),
             gpu_link_gt_per_s=max(gpu_speeds) if gpu_speeds else None,
-            hypervisor_pci=tuple(
-                f"{busid} ({vendor} {HYPERVISOR_PCI_VENDORS[vendor]})"
-                for busid, vendor in t.pci_vendors
-                if vendor in HYPERVISOR_PCI_VENDORS
-            ),
+            hypervisor_pci=_xml_hypervisor_pci(t),
             gpus_off_cpu=bool(gpus) and all(g.pci_switch is None for g in gpus),
         )
 
@@ -351,3 +321,71 @@ def _xml_cpu_vendor(t: NcclTopology) -> str | None:
     if vendors == {"AuthenticAMD"}:
         return "amd"
     return "arm" if arches and arches <= {"arm64", "aarch64"} else None
+
+
+def _xml_gpu_labels(gpus: tuple[GpuNode, ...]) -> list[str]:
+    """``GPU<dev>`` for each GPU (``GPU<index>`` where the dump gives no ``dev``), or ``GPU<index>`` for all
+    when two labels would be the same."""
+    labels = [f"GPU{g.dev}" if g.dev is not None else f"GPU{i}" for i, g in enumerate(gpus)]
+    if len(set(labels)) != len(labels):
+        labels = [f"GPU{i}" for i in range(len(gpus))]
+    return labels
+
+
+def _xml_gpu_nic(
+    tree: _PciTree, named_gpus: list[tuple[GpuNode, str]], named_nics: list[tuple[NicNode, str]]
+) -> tuple[dict[tuple[str, str], str], dict[tuple[str, str], tuple[float, str]]]:
+    """For each (GPU, NIC) label pair: NCCL's path type (:meth:`_PciTree.path`), and, where known, the
+    PCIe bandwidth of the path (:meth:`_PciTree.bandwidth`: bytes/s and its description)."""
+    gpu_nic = {
+        (gl, nl): tree.path(g.pci_switch, g.numaid, n.pci_switch, n.numaid)
+        for g, gl in named_gpus
+        for n, nl in named_nics
+    }
+    gpu_nic_pcie = {}
+    for g, gl in named_gpus:
+        for n, nl in named_nics:
+            bw = tree.bandwidth(g, n)
+            if bw is not None:
+                gpu_nic_pcie[(gl, nl)] = bw
+    return gpu_nic, gpu_nic_pcie
+
+
+def _xml_nic_gdr(nic: NicNode) -> bool | None:
+    """True when every net of the NIC that says so supports GPUDirect RDMA (None: none says)."""
+    flags = [net.gdr for net in nic.nets if net.gdr is not None]
+    return all(flags) if flags else None
+
+
+def _xml_nic_speed(nics: list[NicNode]) -> float | None:
+    """The fastest NIC's speed, bytes/s (the sum of its nets' speeds; None when no NIC gives one)."""
+    speeds = [sum(net.speed_bytes_per_s or 0.0 for net in n.nets) for n in nics]
+    speeds = [s for s in speeds if s > 0]
+    return max(speeds) if speeds else None
+
+
+def _xml_fabric(nics: list[NicNode]) -> str | None:
+    """``infiniband`` (PCI class 0x0207) or ``ethernet`` (0x0200) when all NICs agree, else None."""
+    classes = {(n.pci_class or "").lower()[:6] for n in nics}
+    return "infiniband" if classes == {"0x0207"} else "ethernet" if classes == {"0x0200"} else None
+
+
+def _xml_nvlink_count(gpu_links: dict[tuple[str, str], str]) -> int | None:
+    """The most NVLinks between two GPUs (``NV<count>`` codes; None when no pair has NVLink)."""
+    nv_counts = [int(code[2:]) for code in gpu_links.values() if NV_LINKS.match(code) and int(code[2:]) > 0]
+    return max(nv_counts) if nv_counts else None
+
+
+def _xml_one_sm(gpus: tuple[GpuNode, ...]) -> int | None:
+    """The GPUs' compute capability when they all give the same one, else None."""
+    sms = {g.sm for g in gpus if g.sm is not None}
+    return next(iter(sms)) if len(sms) == 1 else None
+
+
+def _xml_hypervisor_pci(t: NcclTopology) -> tuple[str, ...]:
+    """``busid (vendor name)`` of each PCI device whose vendor ID is a hypervisor's."""
+    return tuple(
+        f"{busid} ({vendor} {HYPERVISOR_PCI_VENDORS[vendor]})"
+        for busid, vendor in t.pci_vendors
+        if vendor in HYPERVISOR_PCI_VENDORS
+    )

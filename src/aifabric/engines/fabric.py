@@ -23,7 +23,7 @@ payload efficiency, so that on an ideal fabric the three engines agree with the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -566,6 +566,245 @@ class FabricResult:
         return min(1.0, self.ideal_time_s / self.time_s) if self.time_s > 0 else 1.0
 
 
+def _check_engine(engine: str, transport: str | None, plans: list[CommPlan]) -> None:
+    """Refuse (ConfigError naming ``engine`` or ``transport``) an unknown engine, a transport model outside
+    the flow engine, or a flow-engine run of more than ``MAX_FLOW_GROUPS`` independent flows."""
+    if engine not in ("links", "flow"):
+        raise ConfigError(f"engine: unknown engine {engine!r}; use links or flow")
+    if transport is not None and engine != "flow":
+        raise ConfigError(f"transport: the {engine} engine does not use a transport model; use --engine flow")
+    if engine == "flow":
+        n_groups = sum(_n_groups(st) for p in plans for st in p.stages)
+        if n_groups > MAX_FLOW_GROUPS:
+            raise ConfigError(
+                f"engine: the flow engine would track {n_groups:,} independent flows (each its own max-min "
+                f"event source; limit {MAX_FLOW_GROUPS:,}); use --engine links for this traffic, or fewer "
+                "GPUs"
+            )
+
+
+def _fold_plans(
+    topo: Topology, plans: list[CommPlan], engine: str, opt: _RouteOptions, transport: str | None
+) -> tuple[list[tuple[list[tuple[int, Stage | AllPairsStage]], FoldedTransfers]], set[tuple[int, int]]]:
+    """Each stage index's members (job, stage) and their folded transfers, and the (job, stage) of the
+    all-pairs stages routed from their ranks.
+
+    Fold each stage first (exact, see :func:`fold_transfers`: PXN transfers split at their relay when the
+    policy sprays and the path latency is not charged; identical transfers of one group counted once), so
+    the memory check and routing see the folded transfers. Uniform all-to-alls sprayed on groups are folded
+    from their ranks, without their pairs (:mod:`aifabric.engines.allpairs`).
+
+    Raises
+    ------
+    ConfigError
+        Folding (``BYTES_PER_FOLDED_TRANSFER`` per transfer) or routing (:func:`routing_bytes`) that would
+        need more memory than the limit of :mod:`aifabric.budget`.
+    """
+    routing, grouped = opt.policy, opt.groups is not None
+    n_stages = max((len(p.stages) for p in plans), default=0)
+    direct = _direct_all_pairs(plans, routing, transport)
+    direct_bytes = _check_all_pairs(topo, plans, direct, routing, grouped, opt.qps)
+    if routing == "spray" and transport is None:
+        n_all = sum(
+            st.n_transfers
+            for j, p in enumerate(plans)
+            for k, st in enumerate(p.stages)
+            if (j, k) not in direct
+        )
+        check_memory(
+            f"folding {n_all:,} sprayed transfers",
+            BYTES_PER_FOLDED_TRANSFER * float(n_all) + direct_bytes,
+            "ranks",
+        )
+    folded = []
+    for k in range(n_stages):
+        members = [(j, p.stages[k]) for j, p in enumerate(plans) if k < len(p.stages)]
+        folded.append((members, _fold_stage(topo, plans, k, members, direct, routing, transport)))
+    _check_routing(
+        topo, [f for _, f in folded], engine, routing, opt.qps, aggregated=grouped, extra_bytes=direct_bytes
+    )
+    return folded, direct
+
+
+@dataclass(frozen=True)
+class _PlanColumns:
+    """Every routed column of a run, stages one after another: ``incidence`` (n_rows, n_cols);
+    ``repeats`` maps (job, stage) to the stage's repeats; ``stage_info`` lists (job, stage, first column,
+    end column); then per column its bytes, job, stage, group, charged path latency (s), stage repeats,
+    source and destination."""
+
+    incidence: sparse.csc_matrix
+    repeats: dict[tuple[int, int], int]
+    stage_info: list[tuple[int, int, int, int]]
+    bytes_: np.ndarray
+    job: np.ndarray
+    stage: np.ndarray
+    group: np.ndarray
+    latency: np.ndarray
+    repeat: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+
+
+def _plan_columns(
+    topo: Topology,
+    plans: list[CommPlan],
+    engine: str,
+    opt: _RouteOptions,
+    transport: str | None,
+    row_latency: np.ndarray,
+) -> _PlanColumns:
+    """Fold (:func:`_fold_plans`) and route the plans' stages into one incidence of ``row_latency.size``
+    rows. The k-th stages of all jobs are routed together (they run at about the same time, so adaptive
+    routing sees all of their load), with seed ``opt.seed + 7919 k``, then kept as one column block per
+    (job, stage). Raises as :func:`_fold_plans`."""
+    folded, direct = _fold_plans(topo, plans, engine, opt, transport)
+    parts: list[tuple[np.ndarray, ...]] = []
+    repeats: dict[tuple[int, int], int] = {}
+    stage_info = []
+    ncol = 0
+    for k, (members, fs) in enumerate(folded):
+        r = replace(opt, seed=opt.seed + 7919 * k)
+        blk = _stage_columns(topo, plans, k, members, fs, direct, r, row_latency)
+        a = blk.incidence.tocoo()
+        job = np.array([j for j, _ in members], dtype=np.int64)[blk.member]
+        rep = np.array([st.repeat for _, st in members], dtype=float)[blk.member]
+        stage = np.full(blk.member.size, k)
+        parts.append(
+            (
+                a.data,
+                a.row,
+                a.col + ncol,
+                blk.bytes_,
+                job,
+                stage,
+                blk.group,
+                blk.latency,
+                rep,
+                blk.src,
+                blk.dst,
+            )
+        )
+        bounds = np.searchsorted(blk.member, np.arange(len(members) + 1))
+        for i, (j, st) in enumerate(members):
+            repeats[(j, k)] = st.repeat
+            stage_info.append((j, k, ncol + int(bounds[i]), ncol + int(bounds[i + 1])))
+        ncol += blk.member.size
+    vals, rows, cols, *per_column = (np.concatenate([part[f] for part in parts]) for f in range(11))
+    inc = sparse.csc_matrix((vals, (rows, cols)), shape=(row_latency.size, ncol))
+    return _PlanColumns(inc, repeats, stage_info, *per_column)
+
+
+@dataclass(frozen=True)
+class _EngineRun:
+    """What an engine gives back: bytes per row (per link or spray-group row), each job's time (s) with
+    its plan's latency, peak utilisation per row (flow engine without a transport model; else None) and
+    the run's ``meta``."""
+
+    link_bytes: np.ndarray
+    job_time_s: list[float]
+    peak: np.ndarray | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _run_links(
+    cols: _PlanColumns, cap: np.ndarray, plans: list[CommPlan], efficiency: str, progress: Progress | None
+) -> _EngineRun:
+    """The links engine (:func:`_links_engine`) on the routed columns; ``progress`` is told once, done.
+    Raises NoRoute when a transfer crosses a failed link."""
+    link_bytes, job_t = _links_engine(
+        cols.incidence, cols.bytes_, cap, cols.latency, cols.stage_info, cols.repeats, len(plans)
+    )
+    job_t = [t + _plan_latency(p, efficiency) for t, p in zip(job_t, plans, strict=True)]
+    if progress is not None:
+        progress(1, 1)
+    return _EngineRun(link_bytes, job_t)
+
+
+def _run_transport_model(
+    transport: str,
+    cols: _PlanColumns,
+    cap: np.ndarray,
+    topo: Topology,
+    plans: list[CommPlan],
+    efficiency: str,
+    progress: Progress | None,
+) -> _EngineRun:
+    """The transport's fluid model (:func:`~aifabric.transport.wire.run_transport`) over the same routed
+    links; its run goes to ``meta["transport"]``."""
+    run = run_transport(
+        transport,
+        cols.incidence,
+        cols.bytes_,
+        cap,
+        topo.link_src,
+        topo.link_dst,
+        job=cols.job,
+        stage=cols.stage,
+        repeat=lambda j, k: cols.repeats[(j, k)],
+        n_jobs=len(plans),
+        latency_s=topo.link_latency_s,
+        progress=progress,
+    )
+    job_t = [t + _plan_latency(p, efficiency) for t, p in zip(run.job_time_s, plans, strict=True)]
+    return _EngineRun(run.link_bytes, job_t, meta={"transport": run})
+
+
+def _run_flow(
+    cols: _PlanColumns,
+    cap: np.ndarray,
+    plans: list[CommPlan],
+    efficiency: str,
+    merge_repeats: bool | None,
+    progress: Progress | None,
+) -> _EngineRun:
+    """The max-min flow engine (:class:`~aifabric.engines.flowsim.Simulation`) on the routed columns, with
+    its peak utilisation per row. With ``merge_repeats`` (default: several jobs) each repeated stage runs
+    as one transfer of all its steps' bytes and latencies (see :func:`simulate_plans`)."""
+    merge = len(plans) > 1 if merge_repeats is None else merge_repeats
+    if merge:
+        sim_bytes, sim_lat, sim_repeat = cols.bytes_ * cols.repeat, cols.latency * cols.repeat, None
+    else:
+        sim_bytes, sim_lat, sim_repeat = cols.bytes_, cols.latency, cols.repeats
+    res = Simulation(
+        sim_bytes,
+        cols.incidence,
+        cap,
+        job=cols.job,
+        stage=cols.stage,
+        group=cols.group,
+        start_latency_s=sim_lat,
+        stage_repeat=sim_repeat,
+    ).run(progress)
+    job_t = [float(res.job_end_time_s(j)) + _plan_latency(p, efficiency) for j, p in enumerate(plans)]
+    return _EngineRun(np.asarray(res.link_bytes), job_t, np.asarray(res.link_peak_utilisation))
+
+
+def _member_peak(
+    topo: Topology, groups: SprayGroups, row_peak: np.ndarray, cap: np.ndarray, link_cap: np.ndarray
+) -> np.ndarray:
+    """Peak utilisation per link from per-row peaks on spray groups: a member's peak is its group's load
+    (peak x row capacity ``cap``, bytes/s) shared evenly over the group, over the member's own capacity
+    ``link_cap`` (0 where that is 0), or the link's own row's peak if higher."""
+    peak = np.asarray(row_peak)[: topo.n_links].copy()
+    row_load = row_peak * np.where(np.isfinite(cap), cap, 0.0)
+    member_load = row_load[groups.member_row] / groups.size[groups.member_row - topo.n_links]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        member_util = np.where(
+            link_cap[groups.member_link] > 0, member_load / link_cap[groups.member_link], 0.0
+        )
+    np.maximum.at(peak, groups.member_link, member_util)
+    return peak
+
+
+def _job_names(plans: list[CommPlan]) -> list[str]:
+    """Each plan's job name, or ``job0``, ``job1``... when two plans share a name."""
+    names = [p.job for p in plans]
+    if len(set(names)) < len(names):
+        names = [f"job{j}" for j in range(len(plans))]
+    return names
+
+
 def simulate_plans(
     topo: Topology,
     plans: list[CommPlan],
@@ -627,18 +866,7 @@ def simulate_plans(
     NoRoute
         A failure set disconnects two ranks that must talk (the message names them).
     """
-    if engine not in ("links", "flow"):
-        raise ConfigError(f"engine: unknown engine {engine!r}; use links or flow")
-    if transport is not None and engine != "flow":
-        raise ConfigError(f"transport: the {engine} engine does not use a transport model; use --engine flow")
-    if engine == "flow":
-        n_groups = sum(_n_groups(st) for p in plans for st in p.stages)
-        if n_groups > MAX_FLOW_GROUPS:
-            raise ConfigError(
-                f"engine: the flow engine would track {n_groups:,} independent flows (each its own max-min "
-                f"event source; limit {MAX_FLOW_GROUPS:,}); use --engine links for this traffic, or fewer "
-                "GPUs"
-            )
+    _check_engine(engine, transport, plans)
     # a transport's fluid model needs every sub-flow's own links, not groups of links
     groups = spray_groups(topo, link_alive) if routing == "spray" and transport is None else None
     link_cap = link_capacity(topo, efficiency)
@@ -648,168 +876,41 @@ def simulate_plans(
     # routing.SprayGroups): the engines run on their rows and fold the results back onto the links.
     cap = link_cap if groups is None else groups.capacity(link_cap)
     lat = topo.link_latency_s if groups is None else groups.latency(topo.link_latency_s)
-    n_rows = cap.size
-    # Route the k-th stages of all jobs together (they run at about the same time, so adaptive routing
-    # sees all of their load), then keep one column block per (job, stage).
-    # Fold each stage first (exact, see fold_transfers: PXN transfers split at their relay when the
-    # policy sprays and the path latency is not charged; identical transfers of one group counted once),
-    # so the memory check and routing see the folded transfers. Uniform all-to-alls sprayed on groups are
-    # folded from their ranks, without their pairs (engines.allpairs).
-    n_stages = max((len(p.stages) for p in plans), default=0)
-    direct = _direct_all_pairs(plans, routing, transport)
-    direct_bytes = _check_all_pairs(topo, plans, direct, routing, groups is not None, qps)
-    if routing == "spray" and transport is None:
-        n_all = sum(
-            st.n_transfers
-            for j, p in enumerate(plans)
-            for k, st in enumerate(p.stages)
-            if (j, k) not in direct
-        )
-        check_memory(
-            f"folding {n_all:,} sprayed transfers",
-            BYTES_PER_FOLDED_TRANSFER * float(n_all) + direct_bytes,
-            "ranks",
-        )
-    folded = []
-    for k in range(n_stages):
-        members = [(j, p.stages[k]) for j, p in enumerate(plans) if k < len(p.stages)]
-        folded.append((members, _fold_stage(topo, plans, k, members, direct, routing, transport)))
-    _check_routing(
-        topo,
-        [f for _, f in folded],
-        engine,
-        routing,
-        qps,
-        aggregated=groups is not None,
-        extra_bytes=direct_bytes,
-    )
-    cols_a, rows_a, vals_a = [], [], []
-    sub_bytes, sub_job, sub_stage, sub_group, sub_lat, sub_src, sub_dst = [], [], [], [], [], [], []
-    sub_rep = []
-    repeats: dict[tuple[int, int], int] = {}
-    stage_info = []
-    ncol = 0
-    for k, (members, fs) in enumerate(folded):
-        r = _RouteOptions(routing, seed + 7919 * k, qps, polarized, link_alive, groups, transport is None)
-        blk = _stage_columns(topo, plans, k, members, fs, direct, r, lat)
-        a = blk.incidence.tocoo()
-        rows_a.append(a.row)
-        cols_a.append(a.col + ncol)
-        vals_a.append(a.data)
-        sub_bytes.append(blk.bytes_)
-        sub_job.append(np.array([j for j, _ in members], dtype=np.int64)[blk.member])
-        sub_stage.append(np.full(blk.member.size, k))
-        sub_group.append(blk.group)
-        sub_lat.append(blk.latency)
-        sub_rep.append(np.array([st.repeat for _, st in members], dtype=float)[blk.member])
-        sub_src.append(blk.src)
-        sub_dst.append(blk.dst)
-        bounds = np.searchsorted(blk.member, np.arange(len(members) + 1))
-        for i, (j, st) in enumerate(members):
-            repeats[(j, k)] = st.repeat
-            stage_info.append((j, k, ncol + int(bounds[i]), ncol + int(bounds[i + 1])))
-        ncol += blk.member.size
-    inc = sparse.csc_matrix(
-        (np.concatenate(vals_a), (np.concatenate(rows_a), np.concatenate(cols_a))), shape=(n_rows, ncol)
-    )
-    bytes_all = np.concatenate(sub_bytes)
-    job_all = np.concatenate(sub_job)
-    lat_all = np.concatenate(sub_lat)
-    peak = None
-    meta: dict[str, Any] = {}
+    opt = _RouteOptions(routing, seed, qps, polarized, link_alive, groups, transport is None)
+    cols = _plan_columns(topo, plans, engine, opt, transport, lat)
     if engine == "links":
-        link_bytes, job_t = _links_engine(inc, bytes_all, cap, lat_all, stage_info, repeats, len(plans))
-        job_t = [t + _plan_latency(p, efficiency) for t, p in zip(job_t, plans, strict=True)]
-        time_s = max(job_t) if job_t else 0.0
-        if progress is not None:
-            progress(1, 1)
-    elif transport is not None:  # the transport's fluid model over the same routed links
-        run = run_transport(
-            transport,
-            inc,
-            bytes_all,
-            cap,
-            topo.link_src,
-            topo.link_dst,
-            job=job_all,
-            stage=np.concatenate(sub_stage),
-            repeat=lambda j, k: repeats[(j, k)],
-            n_jobs=len(plans),
-            latency_s=topo.link_latency_s,
-            progress=progress,
-        )
-        link_bytes = run.link_bytes
-        job_t = [t + _plan_latency(p, efficiency) for t, p in zip(run.job_time_s, plans, strict=True)]
-        time_s = max(job_t, default=0.0)
-        meta["transport"] = run
+        run = _run_links(cols, cap, plans, efficiency, progress)
+    elif transport is not None:
+        run = _run_transport_model(transport, cols, cap, topo, plans, efficiency, progress)
     else:
-        stage_all = np.concatenate(sub_stage)
-        group_all = np.concatenate(sub_group)
-        merge = len(plans) > 1 if merge_repeats is None else merge_repeats
-        if merge:
-            reps = np.concatenate(sub_rep)
-            sim_bytes, sim_lat, sim_repeat = bytes_all * reps, lat_all * reps, None
-        else:
-            sim_bytes, sim_lat, sim_repeat = bytes_all, lat_all, repeats
-        res = Simulation(
-            sim_bytes,
-            inc,
-            cap,
-            job=job_all,
-            stage=stage_all,
-            group=group_all,
-            start_latency_s=sim_lat,
-            stage_repeat=sim_repeat,
-        ).run(progress)
-        link_bytes = np.asarray(res.link_bytes)
-        job_t = [float(res.job_end_time_s(j)) + _plan_latency(p, efficiency) for j, p in enumerate(plans)]
-        time_s = max(job_t, default=0.0)
-        peak = np.asarray(res.link_peak_utilisation)
-        if groups is not None:  # a member's peak: its group's load over the member's own capacity
-            peak = peak[: topo.n_links].copy()
-            row_load = res.link_peak_utilisation * np.where(np.isfinite(cap), cap, 0.0)
-            member_load = row_load[groups.member_row] / groups.size[groups.member_row - topo.n_links]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                member_util = np.where(
-                    link_cap[groups.member_link] > 0, member_load / link_cap[groups.member_link], 0.0
-                )
-            np.maximum.at(peak, groups.member_link, member_util)
+        run = _run_flow(cols, cap, plans, efficiency, merge_repeats, progress)
+    peak, link_bytes = run.peak, run.link_bytes
     if groups is not None:
+        peak = None if peak is None else _member_peak(topo, groups, peak, cap, link_cap)
         link_bytes = groups.fold(link_bytes)
-    cap = link_cap
+    time_s = max(run.job_time_s, default=0.0)
     ideal = time_s
     if compute_ideal and (routing != "spray" or engine != "links" or link_alive is not None):
         ideal = ideal_time(topo, plans, efficiency=efficiency)
     with np.errstate(divide="ignore", invalid="ignore"):
-        util = np.where(cap > 0, link_bytes / (cap * max(time_s, 1e-30)), 0.0)
+        util = np.where(link_cap > 0, link_bytes / (link_cap * max(time_s, 1e-30)), 0.0)
+    group_row = None if groups is None else groups.group_of_link()
     tops = _explain(
-        topo,
-        inc,
-        util,
-        link_bytes,
-        np.concatenate(sub_src),
-        np.concatenate(sub_dst),
-        job_all,
-        plans,
-        top,
-        None if groups is None else groups.group_of_link(),
+        topo, cols.incidence, util, link_bytes, cols.src, cols.dst, cols.job, plans, top, group_row
     )
-    names = [p.job for p in plans]
-    if len(set(names)) < len(names):
-        names = [f"job{j}" for j in range(len(plans))]
     return FabricResult(
         engine=engine,
         routing=routing,
         seed=seed,
         time_s=time_s,
-        job_time_s=dict(zip(names, job_t, strict=True)),
+        job_time_s=dict(zip(_job_names(plans), run.job_time_s, strict=True)),
         ideal_time_s=ideal,
         link_bytes=link_bytes,
         link_utilisation=util,
         top_links=tops,
         failed_links=0 if link_alive is None else int((~np.asarray(link_alive)).sum()),
         link_peak_utilisation=peak,
-        meta=meta,
+        meta=run.meta,
     )
 
 
@@ -1110,6 +1211,57 @@ def _check_all_to_all(
     check_memory(what, need, "ranks")
 
 
+def _check_wired_scale_up(spec: ClusterSpec) -> None:
+    """Refuse (ConfigError naming ``engine``) a torus scale-up of more than one GPU: the links and flow
+    engines do not wire a torus link by link."""
+    if spec.scale_up.kind == "torus" and spec.domain_gpus > 1:
+        raise ConfigError(
+            f"engine: the links and flow engines do not wire a torus link by link ({spec.name!r} has a "
+            f"{spec.scale_up.kind} scale-up); use --engine formula"
+        )
+
+
+def _one_rank_result(op: Collective, message_bytes: float, efficiency: str, engine: str) -> CollectiveResult:
+    """The result of a collective over one rank: nothing to communicate, zero time and bandwidth."""
+    return CollectiveResult(
+        op=op.value,
+        message_bytes=float(message_bytes),
+        n_ranks=1,
+        algorithm="none",
+        protocol="none",
+        time_s=0.0,
+        latency_s=0.0,
+        algbw_bytes_per_s=0.0,
+        busbw_bytes_per_s=0.0,
+        network_time_s={},
+        bottleneck="none",
+        explanation="1 rank: nothing to communicate",
+        convention=f"per_direction/{efficiency}",
+        engine=engine,
+    )
+
+
+def _tier_bytes(topo: Topology, res: FabricResult) -> dict[int, float]:
+    """Bytes the run moved over the links of each tier (tier index -> bytes)."""
+    return {
+        int(tier): float(res.link_bytes[topo.link_tier == tier].sum()) for tier in np.unique(topo.link_tier)
+    }
+
+
+def _fabric_explanation(plan: CommPlan, routing: str, seed: int, res: FabricResult, note: str) -> str:
+    """One line on what ran: the plan's transfers and stages, the routing, the share of the contention-free
+    time, the hottest link, the transport model's summary (when one ran) and ``note``."""
+    hot = res.top_links[0] if res.top_links else None
+    return (
+        f"{plan.algorithm} decomposed into {sum(s.n_transfers for s in plan.stages)} transfers per step "
+        f"over {len(plan.stages)} stage(s); routing {routing} (seed {seed}); {res.efficiency:.0%} of the "
+        "contention-free time"
+        + (f"; hottest link {hot.label} at {hot.utilisation:.0%} carrying {hot.n_flows} flows" if hot else "")
+        + (f"; {res.meta['transport'].summary()}" if "transport" in res.meta else "")
+        + note
+    )
+
+
 def fabric_collective(
     op: Collective | str,
     message_bytes: float,
@@ -1144,30 +1296,11 @@ def fabric_collective(
         disconnect two ranks (named in the message).
     """
     op = Collective.parse(op)
-    if spec.scale_up.kind == "torus" and spec.domain_gpus > 1:
-        raise ConfigError(
-            f"engine: the links and flow engines do not wire a torus link by link ({spec.name!r} has a "
-            f"{spec.scale_up.kind} scale-up); use --engine formula"
-        )
+    _check_wired_scale_up(spec)
     topo = topo or cached_topology(spec)
     gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
     if gpus.size == 1:
-        return CollectiveResult(
-            op=op.value,
-            message_bytes=float(message_bytes),
-            n_ranks=1,
-            algorithm="none",
-            protocol="none",
-            time_s=0.0,
-            latency_s=0.0,
-            algbw_bytes_per_s=0.0,
-            busbw_bytes_per_s=0.0,
-            network_time_s={},
-            bottleneck="none",
-            explanation="1 rank: nothing to communicate",
-            convention=f"per_direction/{efficiency}",
-            engine=engine,
-        )
+        return _one_rank_result(op, message_bytes, efficiency, engine)
     if op is Collective.ALL_TO_ALL:
         _check_all_to_all(topo, gpus, engine, routing, qps, link_alive)
     algorithm, note = (
@@ -1188,18 +1321,7 @@ def fabric_collective(
     )
     t = res.time_s
     algbw = message_bytes / t if t > 0 else float("inf")
-    tier_bytes = {}
-    for tier in np.unique(topo.link_tier):
-        tier_bytes[int(tier)] = float(res.link_bytes[topo.link_tier == tier].sum())
     hot = res.top_links[0] if res.top_links else None
-    why = (
-        f"{plan.algorithm} decomposed into {sum(s.n_transfers for s in plan.stages)} transfers per step "
-        f"over {len(plan.stages)} stage(s); routing {routing} (seed {seed}); {res.efficiency:.0%} of the "
-        "contention-free time"
-        + (f"; hottest link {hot.label} at {hot.utilisation:.0%} carrying {hot.n_flows} flows" if hot else "")
-        + (f"; {res.meta['transport'].summary()}" if "transport" in res.meta else "")
-        + note
-    )
     return CollectiveResult(
         op=op.value,
         message_bytes=float(message_bytes),
@@ -1214,10 +1336,10 @@ def fabric_collective(
             ("scale-up" if hot.tier == TIER_NAMES[0] else "scale-out") if hot else "scale-out": t
         },
         bottleneck=hot.tier if hot else "none",
-        explanation=why,
+        explanation=_fabric_explanation(plan, routing, seed, res, note),
         convention=f"per_direction/{efficiency}",
         engine=engine,
-        extra={"fabric": res, "tier_bytes": tier_bytes},
+        extra={"fabric": res, "tier_bytes": _tier_bytes(topo, res)},
     )
 
 

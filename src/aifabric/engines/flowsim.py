@@ -336,35 +336,53 @@ class Simulation:
         a_csr, a_csc = _as_incidence(incidence)
         n_links, n_transfers = a_csr.shape
         self.capacity = _as_vector(capacity_bytes_per_s, n_links, "capacity_bytes_per_s")
-        size_t = _as_vector(bytes_per_transfer, n_transfers, "bytes_per_transfer")
-        if np.ndim(start_latency_s) == 0:
-            start_latency_s = np.full(n_transfers, start_latency_s, dtype=np.float64)
-        latency_t = _as_vector(start_latency_s, n_transfers, "start_latency_s")
-        for name, vec in (("bytes_per_transfer", size_t), ("start_latency_s", latency_t)):
-            if not np.isfinite(vec).all():
-                raise ValueError(f"{name} must be finite; entry {int(np.argmin(np.isfinite(vec)))} is inf")
+        size_t, latency_t = _transfer_vectors(bytes_per_transfer, start_latency_s, n_transfers)
         zeros = np.zeros(n_transfers, dtype=np.int64)
         job_t = _as_ids(job, n_transfers, "job", zeros)
         stage_t = _as_ids(stage, n_transfers, "stage", zeros)
         group_t = _as_ids(group, n_transfers, "group", np.arange(n_transfers, dtype=np.int64))
         _check_routes(a_csc, self.capacity, size_t)
+        stage_of_t, latency_g = self._index_groups(a_csc, job_t, stage_t, group_t, size_t, latency_t)
+        self.repeat = _stage_repeats(self.stage_keys, stage_repeat)
+        waiting = self._index_dependencies(stage_deps)
+        self._index_stage_groups(latency_g)
+        self.link_bytes = np.asarray(a_csr @ (size_t * self.repeat[stage_of_t])).reshape(-1)
+        self._reset_state(n_links, waiting)
+        first = np.flatnonzero(self.deps_left == 0)
+        if first.size:
+            self.schedule(0.0, _STAGE_START, first)
 
-        # Stages, named (job, stage), sorted; groups scoped to their stage.
+    def _index_groups(
+        self,
+        a_csc: sparse.csc_matrix,
+        job_t: np.ndarray,
+        stage_t: np.ndarray,
+        group_t: np.ndarray,
+        size_t: np.ndarray,
+        latency_t: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Name the stages (job, stage), sorted, and the groups, scoped to their stage; set each group's
+        size (bytes of its largest member) and incidence. Returns each transfer's stage index and each
+        group's start latency (s, its members' largest). Raises ValueError for a group whose every link has
+        infinite capacity."""
         stage_keys, stage_of_t = _unique_pairs(job_t, stage_t)
         self.stage_keys: tuple[StageKey, ...] = tuple(map(tuple, stage_keys.tolist()))
         group_keys, group_of_t = _unique_pairs(stage_of_t, group_t)
         self.group_of_t = group_of_t
         self.stage_of_g = group_keys[:, 0]
-        n_groups, n_stages = group_keys.shape[0], len(self.stage_keys)
-
+        n_groups = group_keys.shape[0]
         self.size_g = np.zeros(n_groups)
         np.maximum.at(self.size_g, self.group_of_t, size_t)
         latency_g = np.zeros(n_groups)
         np.maximum.at(latency_g, self.group_of_t, latency_t)
         self.g_csc = _group_incidence(a_csc, size_t, self.group_of_t, self.size_g)
         _check_bounded(self.g_csc, self.capacity, self.size_g, self.group_of_t)
+        return stage_of_t, latency_g
 
-        self.repeat = _stage_repeats(self.stage_keys, stage_repeat)
+    def _index_dependencies(self, stage_deps: Mapping[StageKey, Iterable[StageKey]] | None) -> np.ndarray:
+        """Index the stage dependencies (:func:`_stage_dependencies`, which raises ValueError for an
+        unknown stage or a cycle); returns the waiting stage of each dependency edge."""
+        n_stages = len(self.stage_keys)
         waiting, before = _stage_dependencies(self.stage_keys, stage_deps)
         self._dep_edges = (waiting, before)
         # dependents of stage d: _dep_idx[_dep_ptr[d] : _dep_ptr[d + 1]] (CSR, for vectorised stage ends)
@@ -372,16 +390,23 @@ class Simulation:
         self._dep_idx = waiting[order]
         self._dep_ptr = np.zeros(n_stages + 1, dtype=np.int64)
         np.cumsum(np.bincount(before, minlength=n_stages), out=self._dep_ptr[1:])
-        # Groups by stage, then by start latency: stage s holds _stage_groups[_stage_ptr[s] : _stage_ptr[s+1]]
-        # (one array for all stages: no Python object per stage).
+        return waiting
+
+    def _index_stage_groups(self, latency_g: np.ndarray) -> None:
+        """Groups by stage, then by start latency (``latency_g``, s): stage s holds
+        ``_stage_groups[_stage_ptr[s] : _stage_ptr[s+1]]`` (one array for all stages: no Python object per
+        stage)."""
+        n_stages = len(self.stage_keys)
         by_stage = np.lexsort((latency_g, self.stage_of_g))
         self._stage_groups = by_stage
         self._stage_ptr = np.zeros(n_stages + 1, dtype=np.int64)
         np.cumsum(np.bincount(self.stage_of_g, minlength=n_stages), out=self._stage_ptr[1:])
         self._latency_sorted = latency_g[by_stage]
-        self.link_bytes = np.asarray(a_csr @ (size_t * self.repeat[stage_of_t])).reshape(-1)
 
-        # -- dynamic state -----------------------------------------------------------------------------------
+    def _reset_state(self, n_links: int, waiting: np.ndarray) -> None:
+        """The dynamic state at time 0: nothing moving, no event, every stage waiting for its
+        ``waiting`` dependencies (the waiting stage of each dependency edge)."""
+        n_groups, n_stages = self.size_g.size, len(self.stage_keys)
         self.now = 0.0
         self._heap: list[tuple[float, int, str, Any]] = []  # payload: a stage index or group indices
         self._seq = itertools.count()
@@ -418,9 +443,6 @@ class Simulation:
         self._new_movers = False  # a group started moving since the last solve
         self._lowest_leaver_rate = np.inf  # lowest rate of a group that finished since the last solve
         self._repetition_ended: list[int] = []
-        first = np.flatnonzero(self.deps_left == 0)
-        if first.size:
-            self.schedule(0.0, _STAGE_START, first)
 
     @property
     def deps(self) -> list[list[int]]:
@@ -796,6 +818,21 @@ def _check_bounded(
             f"transfers {_few(transfers)} cross only links of infinite capacity; their rate would be "
             "unbounded"
         )
+
+
+def _transfer_vectors(
+    bytes_per_transfer: np.ndarray, start_latency_s: float | np.ndarray, n_transfers: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes and start latency (s) of each transfer, shape (n_transfers,) each; a scalar latency applies
+    to every transfer. Raises ValueError for a wrong shape or a non-finite entry."""
+    size_t = _as_vector(bytes_per_transfer, n_transfers, "bytes_per_transfer")
+    if np.ndim(start_latency_s) == 0:
+        start_latency_s = np.full(n_transfers, start_latency_s, dtype=np.float64)
+    latency_t = _as_vector(start_latency_s, n_transfers, "start_latency_s")
+    for name, vec in (("bytes_per_transfer", size_t), ("start_latency_s", latency_t)):
+        if not np.isfinite(vec).all():
+            raise ValueError(f"{name} must be finite; entry {int(np.argmin(np.isfinite(vec)))} is inf")
+    return size_t, latency_t
 
 
 def _stage_repeats(keys: tuple[StageKey, ...], stage_repeat: Mapping[StageKey, int] | None) -> np.ndarray:

@@ -92,6 +92,71 @@ class Scenario:
         return float(np.mean([res.ideal_time_s / t for t in res.job_time_s.values()]))
 
 
+def _collective_plan(
+    traffic: str, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray, algorithm: str | None
+) -> tuple[CommPlan, str]:
+    """One job's collective plan over ``gpus`` with ``algorithm`` (default: what NCCL's tuner picks,
+    :func:`~aifabric.engines.fabric.nccl_plan_choice`), and the tuner's note ("" when none)."""
+    comm = Communicator.from_gpus(spec, gpus)
+    chosen, note = (
+        (algorithm, "")
+        if algorithm is not None
+        else nccl_plan_choice(Collective.parse(traffic), message_bytes, spec, comm)
+    )
+    return build_plan(traffic, message_bytes, spec, gpus, algorithm=chosen), note
+
+
+def _job_plans(
+    traffic: str,
+    message_bytes: float,
+    spec: ClusterSpec,
+    placed: list[np.ndarray],
+    algorithm: str | None,
+    seed: int,
+) -> tuple[list[CommPlan], list[str]]:
+    """The plan of each placed job (named ``job0``, ``job1``...; a pattern seeded ``seed + j``) and the
+    first job's note on the algorithm NCCL's tuner would run, if any."""
+    plans = []
+    notes: list[str] = []
+    for j, g in enumerate(placed):
+        if traffic in PATTERNS:
+            p = pattern_plan(traffic, g, message_bytes, seed=seed + j, job=f"job{j}")
+        else:
+            plan, note = _collective_plan(traffic, message_bytes, spec, g, algorithm)
+            notes += [note.removeprefix("; ")] if note and not notes else []
+            p = dataclasses.replace(plan, job=f"job{j}")
+        plans.append(p)
+    return plans, notes
+
+
+def _tier_utilisation(topo: Topology, res: FabricResult) -> dict[str, tuple[float, float]]:
+    """Tier name -> (mean, max) utilisation over the links of that tier that carried bytes."""
+    tiers = {}
+    for t in np.unique(topo.link_tier):
+        sel = (topo.link_tier == t) & (res.link_bytes > 0)
+        if sel.any():
+            tiers[TIER_NAMES[int(t)]] = (
+                float(res.link_utilisation[sel].mean()),
+                float(res.link_utilisation[sel].max()),
+            )
+    return tiers
+
+
+def _job_times(traffic: str, plans: list[CommPlan], res: FabricResult) -> tuple[JobTime, ...]:
+    """Each job's completion time (s; the run's makespan for a job without its own) and bus bandwidth
+    (bytes/s per direction: nccl-tests busbw for a collective, bytes / time / ranks for a pattern)."""
+    rows = []
+    for p in plans:
+        t = res.job_time_s.get(p.job, res.time_s)
+        bus = (
+            p.message_bytes / t / p.n_ranks
+            if traffic in PATTERNS
+            else p.message_bytes / t * busbw_factor(p.op, p.n_ranks)
+        )
+        rows.append(JobTime(p.job, p.n_ranks, t, bus))
+    return tuple(rows)
+
+
 def run_scenario(
     traffic: str,
     message_bytes: float,
@@ -151,23 +216,7 @@ def run_scenario(
     if n_job < 1:
         raise ValueError(f"--jobs: {jobs} jobs do not fit {spec.n_nodes} nodes")
     placed = place_jobs(topo, [n_job] * jobs, policy=placement, seed=seed)
-    plans = []
-    notes: list[str] = []
-    for j, g in enumerate(placed):
-        if traffic in PATTERNS:
-            p = pattern_plan(traffic, g, message_bytes, seed=seed + j, job=f"job{j}")
-        else:
-            comm = Communicator.from_gpus(spec, g)
-            chosen, note = (
-                (algorithm, "")
-                if algorithm is not None
-                else nccl_plan_choice(Collective.parse(traffic), message_bytes, spec, comm)
-            )
-            notes += [note.removeprefix("; ")] if note and not notes else []
-            p = dataclasses.replace(
-                build_plan(traffic, message_bytes, spec, g, algorithm=chosen), job=f"job{j}"
-            )
-        plans.append(p)
+    plans, notes = _job_plans(traffic, message_bytes, spec, placed, algorithm, seed)
     res = simulate_plans(
         topo,
         plans,
@@ -181,23 +230,6 @@ def run_scenario(
         progress=progress,
         transport=transport,
     )
-    tiers = {}
-    for t in np.unique(topo.link_tier):
-        sel = (topo.link_tier == t) & (res.link_bytes > 0)
-        if sel.any():
-            tiers[TIER_NAMES[int(t)]] = (
-                float(res.link_utilisation[sel].mean()),
-                float(res.link_utilisation[sel].max()),
-            )
-    rows = []
-    for p in plans:
-        t = res.job_time_s.get(p.job, res.time_s)
-        bus = (
-            p.message_bytes / t / p.n_ranks
-            if traffic in PATTERNS
-            else p.message_bytes / t * busbw_factor(p.op, p.n_ranks)
-        )
-        rows.append(JobTime(p.job, p.n_ranks, t, bus))
     return Scenario(
         traffic=traffic,
         message_bytes=float(message_bytes),
@@ -205,8 +237,8 @@ def run_scenario(
         topology=topo,
         plans=tuple(plans),
         result=res,
-        jobs=tuple(rows),
-        tiers=tiers,
+        jobs=_job_times(traffic, plans, res),
+        tiers=_tier_utilisation(topo, res),
         engine=engine,
         routing=routing,
         placement=placement,

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from aifabric.cluster.topology import Topology
-from aifabric.report.paths import check_plot_path, make_parent
+from aifabric.report.paths import check_plot_path, save_figure
 
 __all__ = ["tier_matrices", "utilisation_heatmap"]
 
@@ -56,11 +56,5 @@ def utilisation_heatmap(topo: Topology, util: np.ndarray, path: str | Path, *, t
         fig.colorbar(im, ax=axes[0].tolist(), label="utilisation (bytes / capacity x time)")
     fig.suptitle(title, fontsize=10)
     p = check_plot_path(path)
-    make_parent(p, "--plot")
-    try:
-        fig.savefig(p, dpi=110)
-    except OSError as err:
-        raise ValueError(f"--plot: cannot write {str(p)!r}: {err.strerror}") from err
-    finally:
-        plt.close(fig)
+    save_figure(fig, p, "--plot", 110)
     return p

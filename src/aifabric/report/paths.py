@@ -8,8 +8,12 @@ import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["PLOT_FORMATS", "check_output_path", "check_plot_path", "make_parent"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["PLOT_FORMATS", "check_output_path", "check_plot_path", "make_parent", "save_figure"]
 
 #: File formats plots can be written in (by extension).
 PLOT_FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
@@ -170,3 +174,22 @@ def make_parent(p: Path, option: str) -> None:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise ValueError(f"{option}: cannot create the folder {str(p.parent)!r}: {err.strerror}") from err
+
+
+def save_figure(fig: Figure, p: Path, option: str, dpi: int) -> None:
+    """Write ``fig`` to ``p`` at ``dpi`` dots per inch, creating its folders, and close it (written or not).
+
+    Raises
+    ------
+    ValueError
+        Naming ``option``, when the folder cannot be created or the file cannot be written.
+    """
+    import matplotlib.pyplot as plt  # lazy: plotting stays out of the CLI's start-up
+
+    try:
+        make_parent(p, option)
+        fig.savefig(p, dpi=dpi)
+    except OSError as err:
+        raise ValueError(f"{option}: cannot write {str(p)!r}: {err.strerror}") from err
+    finally:
+        plt.close(fig)

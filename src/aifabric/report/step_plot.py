@@ -9,7 +9,7 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
-from aifabric.report.paths import PLOT_FORMATS, check_plot_path, make_parent
+from aifabric.report.paths import PLOT_FORMATS, check_plot_path, save_figure
 from aifabric.training.step import PARTS, StepTime
 
 __all__ = ["PLOT_FORMATS", "check_plot_path", "plot_step_breakdown"]
@@ -93,13 +93,7 @@ def plot_step_breakdown(
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.tick_params(axis="x", labelsize=8)
     fig.tight_layout()
-    try:
-        make_parent(out, option)
-        fig.savefig(out, dpi=120)
-    except OSError as err:
-        raise ValueError(f"{option}: cannot write {str(out)!r}: {err.strerror}") from err
-    finally:
-        plt.close(fig)
+    save_figure(fig, out, option, 120)
     return out
 
 

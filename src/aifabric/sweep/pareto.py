@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from aifabric.report.paths import check_plot_path, make_parent
+from aifabric.report.paths import check_plot_path, save_figure
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -77,13 +77,5 @@ def pareto_plot(
     """
     p = check_plot_path(path, "--pareto")
     fig = pareto_figure(frame, x=x, y=y, title=title)
-    import matplotlib.pyplot as plt
-
-    make_parent(p, "--pareto")
-    try:
-        fig.savefig(p, dpi=110)
-    except OSError as err:
-        raise ValueError(f"--pareto: cannot write {str(p)!r}: {err.strerror}") from err
-    finally:
-        plt.close(fig)
+    save_figure(fig, p, "--pareto", 110)
     return p

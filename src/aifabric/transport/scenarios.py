@@ -115,6 +115,42 @@ def _check_rate_size(rate: float, size: float) -> None:
         raise ConfigError(f"bytes_per_flow must be a finite number > 0, got {size!r}")
 
 
+def _one_flow_each(
+    name: str,
+    capacity_bytes_per_s: np.ndarray,
+    link_labels: tuple[str, ...],
+    paths: tuple[tuple[int, ...], ...],
+    bytes_per_flow: np.ndarray,
+    flow_labels: tuple[str, ...],
+    watch_link: int,
+    *,
+    start_s: np.ndarray | None = None,
+    after: np.ndarray | None = None,
+) -> Scenario:
+    """A :class:`Scenario` whose every message is one flow (flow i is message i); arguments as its
+    attributes."""
+    return Scenario(
+        name,
+        capacity_bytes_per_s,
+        link_labels,
+        paths,
+        bytes_per_flow,
+        flow_labels,
+        np.arange(len(paths)),
+        watch_link,
+        start_s=start_s,
+        after=after,
+    )
+
+
+def _chained_steps(hosts: int, steps: int, first: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every host's ``steps`` steps numbered from ``first``, host by host: (sending host, step number, the
+    flow each step waits for: the same host's previous step, -1 for the first), shape (hosts x steps,)."""
+    src = np.repeat(np.arange(hosts), steps)
+    step = np.tile(np.arange(first, first + steps), hosts)
+    return src, step, np.where(step > first, np.arange(src.size) - 1, -1)
+
+
 def incast(n_senders: int, bytes_per_flow: float, rate_bytes_per_s: float = 50e9) -> Scenario:
     """``n_senders`` hosts on one switch each send ``bytes_per_flow`` to one receiver port.
 
@@ -123,14 +159,13 @@ def incast(n_senders: int, bytes_per_flow: float, rate_bytes_per_s: float = 50e9
     n = _check(n_senders, "n_senders")
     _check_rate_size(rate_bytes_per_s, bytes_per_flow)
     labels = tuple(f"host{i}->switch" for i in range(n)) + ("switch->receiver",)
-    return Scenario(
+    return _one_flow_each(
         "incast",
         np.full(n + 1, float(rate_bytes_per_s)),
         labels,
         tuple((i, n) for i in range(n)),
         np.full(n, float(bytes_per_flow)),
         tuple(f"host{i}->receiver" for i in range(n)),
-        np.arange(n),
         n,
     )
 
@@ -170,9 +205,8 @@ def victim(
         + tuple(f"B{j}->R" for j in range(near))
         + (f"A{far}->W (victim)",)
     )
-    n = far + near + 1
-    return Scenario(
-        "victim", caps, labels, paths, np.full(n, float(bytes_per_flow)), flows, np.arange(n), to_r
+    return _one_flow_each(
+        "victim", caps, labels, paths, np.full(len(paths), float(bytes_per_flow)), flows, to_r
     )
 
 
@@ -219,45 +253,23 @@ def sprayed_permutation(
     _check_rate_size(rate_bytes_per_s, bytes_per_flow)
     if spraying not in SPRAYING:
         raise ConfigError(f"spraying: unknown {spraying!r}; known: {', '.join(SPRAYING)}")
-    hosts = n_leaf * per
-    dst = _cross_leaf_permutation(hosts, per, np.random.default_rng(seed))
-    c = float(rate_bytes_per_s)
-    up_c = per * c / n_spine
-    h_up, h_down = 0, hosts
-    l_up = 2 * hosts
-    s_down = l_up + n_leaf * n_spine
-    caps = np.concatenate([np.full(2 * hosts, c), np.full(2 * n_leaf * n_spine, up_c)])
-    src_leaf, dst_leaf = np.arange(hosts) // per, dst // per
-
-    def path_load(w: np.ndarray) -> np.ndarray:
-        up = np.zeros((n_leaf, n_spine))
-        down = np.zeros((n_leaf, n_spine))
-        np.add.at(up, src_leaf, w * c)
-        np.add.at(down, dst_leaf, w * c)
-        return np.maximum(up[src_leaf], down[dst_leaf]) / up_c
-
+    fabric = _LeafSpine(n_leaf, per, n_spine, float(rate_bytes_per_s))
+    dst = _cross_leaf_permutation(fabric.hosts, per, np.random.default_rng(seed))
     weights = {
-        "ecmp": lambda: ecmp_weights(hosts, n_spine, seed),
-        "ev": lambda: ev_weights(hosts, n_spine, entropies, seed),
-        "reps": lambda: reps_weights(hosts, n_spine, entropies, path_load, seed=seed),
-        "even": lambda: even_weights(hosts, n_spine),
+        "ecmp": lambda: ecmp_weights(fabric.hosts, n_spine, seed),
+        "ev": lambda: ev_weights(fabric.hosts, n_spine, entropies, seed),
+        "reps": lambda: reps_weights(fabric.hosts, n_spine, entropies, fabric.spine_load(dst), seed=seed),
+        "even": lambda: even_weights(fabric.hosts, n_spine),
     }[spraying]()
-    labels = (
-        tuple(f"host{i}->leaf" for i in range(hosts))
-        + tuple(f"leaf->host{i}" for i in range(hosts))
-        + tuple(f"leaf{i}->spine{s}" for i in range(n_leaf) for s in range(n_spine))
-        + tuple(f"spine{s}->leaf{i}" for i in range(n_leaf) for s in range(n_spine))
-    )
     paths, flows, message, sizes = [], [], [], []
-    for src in range(hosts):
+    for src in range(fabric.hosts):
         d = int(dst[src])
         for s in np.flatnonzero(weights[src] > 0).tolist():
-            paths.append(
-                (h_up + src, l_up + (src // per) * n_spine + s, s_down + (d // per) * n_spine + s, h_down + d)
-            )
+            paths.append(fabric.path(src, d, s))
             flows.append(f"host{src}->host{d} via spine{s}")
             message.append(src)
             sizes.append(float(bytes_per_flow) * weights[src, s])
+    caps, labels = fabric.links()
     return Scenario(
         f"permutation/{spraying}",
         caps,
@@ -266,8 +278,73 @@ def sprayed_permutation(
         np.array(sizes),
         tuple(flows),
         np.array(message),
-        l_up,
+        fabric.first_uplink,
     )
+
+
+@dataclass(frozen=True)
+class _LeafSpine:
+    """A non-blocking leaf-spine: ``n_leaf`` leaves of ``per`` hosts, NICs of ``rate`` bytes/s per
+    direction, ``n_spine`` spines. Links, in this order: host -> leaf, leaf -> host (``rate``), then
+    leaf -> spine and spine -> leaf (:attr:`up_c` each), leaf-major."""
+
+    n_leaf: int
+    per: int
+    n_spine: int
+    rate: float
+
+    @property
+    def hosts(self) -> int:
+        """Hosts on the fabric."""
+        return self.n_leaf * self.per
+
+    @property
+    def up_c(self) -> float:
+        """Capacity of one leaf -> spine or spine -> leaf link, bytes/s: ``per x rate / n_spine``."""
+        return self.per * self.rate / self.n_spine
+
+    @property
+    def first_uplink(self) -> int:
+        """Link id of leaf 0 -> spine 0."""
+        return 2 * self.hosts
+
+    def links(self) -> tuple[np.ndarray, tuple[str, ...]]:
+        """Capacity (bytes/s per direction) and label of every link."""
+        hosts, n_leaf, n_spine = self.hosts, self.n_leaf, self.n_spine
+        caps = np.concatenate([np.full(2 * hosts, self.rate), np.full(2 * n_leaf * n_spine, self.up_c)])
+        labels = (
+            tuple(f"host{i}->leaf" for i in range(hosts))
+            + tuple(f"leaf->host{i}" for i in range(hosts))
+            + tuple(f"leaf{i}->spine{s}" for i in range(n_leaf) for s in range(n_spine))
+            + tuple(f"spine{s}->leaf{i}" for i in range(n_leaf) for s in range(n_spine))
+        )
+        return caps, labels
+
+    def path(self, src: int, dst: int, spine: int) -> tuple[int, int, int, int]:
+        """Link ids from host ``src`` up through ``spine`` and down to host ``dst``."""
+        l_up, per, n_spine = self.first_uplink, self.per, self.n_spine
+        s_down = l_up + self.n_leaf * n_spine
+        return (
+            src,
+            l_up + (src // per) * n_spine + spine,
+            s_down + (dst // per) * n_spine + spine,
+            self.hosts + dst,
+        )
+
+    def spine_load(self, dst: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+        """REPS's load of each host's path through each spine, for host i sending to ``dst[i]``: from
+        weights (hosts, n_spine), the busier of the path's uplink and downlink as a share of ``up_c``, with
+        every host sending at ``rate``."""
+        src_leaf, dst_leaf = np.arange(self.hosts) // self.per, dst // self.per
+
+        def path_load(w: np.ndarray) -> np.ndarray:
+            up = np.zeros((self.n_leaf, self.n_spine))
+            down = np.zeros((self.n_leaf, self.n_spine))
+            np.add.at(up, src_leaf, w * self.rate)
+            np.add.at(down, dst_leaf, w * self.rate)
+            return np.maximum(up[src_leaf], down[dst_leaf]) / self.up_c
+
+        return path_load
 
 
 def _star(hosts: int, rate: float) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -302,22 +379,19 @@ def all_to_all(
     if not (skew >= 1 and np.isfinite(skew)):
         raise ConfigError(f"skew must be a finite number >= 1, got {skew!r}")
     caps, labels = _star(n, rate_bytes_per_s)
-    src = np.repeat(np.arange(n), n - 1)
-    step = np.tile(np.arange(1, n), n)
+    src, step, chain = _chained_steps(n, n - 1, 1)
     dst = (src + step) % n
     sizes = np.where(dst == 0, skew, 1.0) * float(bytes_per_peer)
-    after = np.where(step > 1, np.arange(src.size) - 1, -1) if serial else None
     kind = "serial" if serial else "at-once"
-    return Scenario(
+    return _one_flow_each(
         f"all-to-all/{kind}" + (f"/skew{skew:g}" if skew != 1 else ""),
         caps,
         labels,
         tuple((int(a), n + int(b)) for a, b in zip(src, dst, strict=True)),
         sizes,
         tuple(f"host{a}->host{b}" for a, b in zip(src, dst, strict=True)),
-        np.arange(src.size),
         n,
-        after=after,
+        after=chain if serial else None,
     )
 
 
@@ -358,14 +432,13 @@ def elephants_and_mice(
     rx = n + n - 1
     run = e * float(elephant_bytes) / float(rate_bytes_per_s)
     starts = np.concatenate([np.zeros(e), (np.arange(m) + 1) / (m + 1) * run])
-    return Scenario(
+    return _one_flow_each(
         "elephants-and-mice",
         caps,
         labels,
         tuple((i, rx) for i in range(e + m)),
         np.concatenate([np.full(e, float(elephant_bytes)), np.full(m, float(mouse_bytes))]),
         tuple(f"elephant{i}" for i in range(e)) + tuple(f"mouse{j}" for j in range(m)),
-        np.arange(e + m),
         rx,
         start_s=starts,
     )
@@ -397,14 +470,13 @@ def checkpoint_burst(
     _check_rate_size(target_bytes_per_s, bytes_per_node)
     caps = np.concatenate([np.full(n, float(nic_bytes_per_s)), np.full(t, float(target_bytes_per_s))])
     labels = tuple(f"node{i}->frontend" for i in range(n)) + tuple(f"frontend->storage{j}" for j in range(t))
-    return Scenario(
+    return _one_flow_each(
         "checkpoint-burst",
         caps,
         labels,
         tuple((i, n + i % t) for i in range(n)),
         np.full(n, float(bytes_per_node)),
         tuple(f"node{i}->storage{i % t}" for i in range(n)),
-        np.arange(n),
         n,
     )
 
@@ -425,17 +497,14 @@ def chained_ring(hosts: int, steps: int, bytes_per_step: float, rate_bytes_per_s
     k = _check(steps, "steps")
     _check_rate_size(rate_bytes_per_s, bytes_per_step)
     caps, labels = _star(n, rate_bytes_per_s)
-    src = np.repeat(np.arange(n), k)
-    step = np.tile(np.arange(k), n)
-    after = np.where(step > 0, np.arange(src.size) - 1, -1)
-    return Scenario(
+    src, step, after = _chained_steps(n, k, 0)
+    return _one_flow_each(
         "chained-ring",
         caps,
         labels,
         tuple((int(a), n + (int(a) + 1) % n) for a in src),
         np.full(src.size, float(bytes_per_step)),
         tuple(f"host{a} step{b}" for a, b in zip(src, step, strict=True)),
-        np.arange(src.size),
         n + 1,
         after=after,
     )

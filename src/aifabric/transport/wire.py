@@ -34,14 +34,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
 from scipy import sparse
 
 from aifabric.errors import ConfigError
-from aifabric.transport.fluidnet import FluidConfig, simulate_fluid, transport
+from aifabric.transport.fluidnet import FluidConfig, FluidResult, simulate_fluid, transport
 
 __all__ = [
     "MAX_FLUID_WORK",
@@ -325,18 +325,9 @@ def run_transport(
     """
     transport(name)
     inc = sparse.csc_matrix(incidence)
-    n_links = inc.shape[0]
     cap = np.asarray(capacity_bytes_per_s, dtype=np.float64)
     cfg = config or FluidConfig()
-    live = cap > 0
-    sim_cap = np.where(live, cap, 1.0)  # failed links carry no path; a placeholder keeps the model valid
-    job_time = np.zeros(n_jobs)
-    pause = np.zeros(n_links)
-    peak = np.zeros(n_links)
-    carried = np.zeros(n_links)
-    retx = 0.0
-    victims = 0
-    rtts: list[np.ndarray] = []
+    sim_cap = np.where(cap > 0, cap, 1.0)  # failed links carry no path; a placeholder keeps the model valid
     stages = [
         _stage_flows(inc, bytes_per_column, link_src, link_dst, job, stage, repeat, k)
         for k in np.unique(stage).tolist()
@@ -351,6 +342,7 @@ def run_transport(
             f"(over {len(stages)} stage(s), limit {max_work:.3g}, about half a minute); use fewer nodes, a "
             "smaller size, or no --transport"
         )
+    tally = _Tally.empty(n_jobs, inc.shape[0])
     done = 0.0
     for (paths, sizes_a, owner_a), w in zip(stages, work, strict=True):
         if not paths:
@@ -361,22 +353,60 @@ def run_transport(
                 progress(int(base + fraction * w), int(total))
 
         rtt = path_rtt(paths, latency_s, sim_cap, cfg.mss_bytes, cfg.header_bytes)
-        rtts.append(rtt)
         res = simulate_fluid(paths, sizes_a, sim_cap, name, config=cfg, progress=report, rtt_s=rtt)
         done += w
         if progress is not None:
             progress(int(done), int(total))
-        for j in np.unique(owner_a).tolist():
-            job_time[j] += float(np.nanmax(res.flow_end_s[owner_a == j]))
-        pause += res.link_pause_s
-        np.maximum(peak, res.link_peak_queue_bytes, out=peak)
-        for p, b in zip(paths, sizes_a, strict=True):
-            carried[p] += b
-        retx += float(res.trimmed_bytes.sum())
-        victims += int(res.victims.size)
-    every = np.concatenate(rtts) if rtts else np.zeros(1)
-    spread = (float(every.min()), float(np.median(every)), float(every.max()))
-    return TransportRun(name, job_time.tolist(), pause, peak, carried, retx, victims, spread)
+        tally.add(res, paths, sizes_a, owner_a, rtt)
+    return tally.run(name)
+
+
+@dataclass
+class _Tally:
+    """Figures of :func:`run_transport` summed over its stages: per job its time (s), per link its pause
+    (s), deepest queue and carried bytes, the retransmitted bytes, the victims and each stage's path RTTs."""
+
+    job_time: np.ndarray
+    pause: np.ndarray
+    peak: np.ndarray
+    carried: np.ndarray
+    retx: float = 0.0
+    victims: int = 0
+    rtts: list[np.ndarray] = field(default_factory=list)
+
+    @classmethod
+    def empty(cls, n_jobs: int, n_links: int) -> _Tally:
+        """Nothing yet, for ``n_jobs`` jobs on ``n_links`` links."""
+        return cls(np.zeros(n_jobs), np.zeros(n_links), np.zeros(n_links), np.zeros(n_links))
+
+    def add(
+        self,
+        res: FluidResult,
+        paths: list[list[int]],
+        sizes: np.ndarray,
+        owner: np.ndarray,
+        rtt: np.ndarray,
+    ) -> None:
+        """Add one stage's fluid result: each job's time is its last flow's end; pauses add up, the
+        deepest queue is kept; ``paths`` carry ``sizes`` bytes; ``rtt``, the paths' base RTTs (s)."""
+        self.rtts.append(rtt)
+        for j in np.unique(owner).tolist():
+            self.job_time[j] += float(np.nanmax(res.flow_end_s[owner == j]))
+        self.pause += res.link_pause_s
+        np.maximum(self.peak, res.link_peak_queue_bytes, out=self.peak)
+        for p, b in zip(paths, sizes, strict=True):
+            self.carried[p] += b
+        self.retx += float(res.trimmed_bytes.sum())
+        self.victims += int(res.victims.size)
+
+    def run(self, name: str) -> TransportRun:
+        """The run of transport ``name``: the tallies and the min, median and max RTT (0 each without
+        flows)."""
+        every = np.concatenate(self.rtts) if self.rtts else np.zeros(1)
+        spread = (float(every.min()), float(np.median(every)), float(every.max()))
+        return TransportRun(
+            name, self.job_time.tolist(), self.pause, self.peak, self.carried, self.retx, self.victims, spread
+        )
 
 
 def _stage_flows(

@@ -1,0 +1,43 @@
+"""Clusters that several test modules build: small Clos fabrics of DGX H100 nodes drawn by the property
+tests, and the single MI300X node of case 31."""
+
+from __future__ import annotations
+
+import functools
+
+from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.topology import Topology, build_topology
+from aifabric.errors import ConfigError
+
+
+@functools.lru_cache(maxsize=64)
+def small_clos(radix: int, tiers: int, nodes: int, planes: int, rail: bool, over: float) -> Topology | None:
+    """DGX H100 SuperPOD ``nodes`` on a Clos of ``tiers`` tiers of ``radix``-port switches, ``planes``
+    planes, rail-optimised or not, oversubscribed ``over`` at the top tier; None when the preset refuses
+    the combination (ConfigError or ValueError)."""
+    overrides = {
+        "scale_out.tiers": tiers,
+        "scale_out.radix": radix,
+        "scale_out.planes": planes,
+        "scale_out.rail_optimized": rail,
+        "scale_out.oversubscription": [1.0, over] if tiers == 3 else [over],
+    }
+    try:
+        return build_topology(preset("dgx-h100-superpod", nodes=nodes, **overrides))
+    except (ConfigError, ValueError):
+        return None
+
+
+def mi300x_node() -> ClusterSpec:
+    """One node of 8 x MI300X, xGMI full mesh (case_31): one scale-up domain of 7 x 48 GB/s usable per GPU
+    (catalogue link infinity-fabric-mi300, AMD ROCm blog [S2]); RCCL's tables are NCCL's Hopper row."""
+    return ClusterSpec.model_validate(
+        {
+            "name": "mi300x-1node",
+            "accelerator": "mi300x",
+            "gpus_per_node": 8,
+            "nodes": 1,
+            "scale_up": {"kind": "nvswitch", "link": "infinity-fabric-mi300"},
+        }
+    )
