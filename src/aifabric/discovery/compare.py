@@ -414,11 +414,11 @@ class Finding:
         ``"below"``."""
         return "above" if self.cause == "log_contradiction" else "below"
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict, SI units (without the cause's text, which needs its table)."""
-        evidence = [{"line": e.line, "text": e.text} for e in self.evidence]
+    def to_dict(self, text: str) -> dict[str, Any]:
+        """JSON-ready dict, SI units; ``text`` is the cause's text for its table (:func:`describe_cause`)."""
         return {"cause": self.cause, "gap_bytes_per_s": self.gap_bytes_per_s, "side": self.side,
-                "rows": self.rows, "evidence": evidence}  # fmt: skip
+                "rows": self.rows, "text": text,
+                "evidence": [{"line": e.line, "text": e.text} for e in self.evidence]}  # fmt: skip
 
 
 # -- one table -----------------------------------------------------------------------------------------------
@@ -654,7 +654,7 @@ class TableComparison:
             "calibration": getattr(self.calibration, "name", None),
             "large_deviation": self.large_deviation,
             "verdict": self.verdict,
-            "findings": [{**f.to_dict(), "text": self.describe(f.cause)} for f in self.findings],
+            "findings": [f.to_dict(self.describe(f.cause)) for f in self.findings],
             "rows": [r.to_dict() for r in self.rows],
             "dropped_rows": [{"size_bytes": size, "line": line} for size, line in self.dropped],
             "topology_line": self.topology_line,

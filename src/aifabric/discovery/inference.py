@@ -13,15 +13,17 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aifabric import catalog
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.errors import ConfigError, ParseError
 from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_nic_bandwidth
+
+if TYPE_CHECKING:  # annotations only: inspect (topologies) need not load the nccl-tests parser
+    from aifabric.discovery.nccl_tests import PerfTable
 
 __all__ = [
     "DEFAULT_GPU",
