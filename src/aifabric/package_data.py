@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -134,8 +135,6 @@ def _write(entry: Path | None, stamp: str, data: Any) -> None:
         return
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
-        import tempfile  # only when an entry is written (start-up time)
-
         fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
