@@ -43,7 +43,11 @@ def test_a_repeated_row_out_of_order_is_said_in_text_and_json(tmp_path: Path) ->
     text = runner.invoke(app, ["nccl-tests", "compare", str(log)]).stdout
     said = "out of order (line 56): 256 MiB comes after 4 GiB (line 55) and repeats the size of line 51"
     assert said in text
-    data = json.loads(runner.invoke(app, ["nccl-tests", "compare", str(log), "--json"]).stdout)
+    page = tmp_path / "repeat.html"
+    data = json.loads(
+        runner.invoke(app, ["nccl-tests", "compare", str(log), "--json", "--html", str(page)]).stdout
+    )
+    assert "table 1: line 56 out of order" in page.read_text()
     rows = data["tables"][0]["out_of_order_rows"]
     assert rows == [{"size_bytes": 1 << 28, "line": 56, "after_line": 55, "repeats_line": 51}]
 
