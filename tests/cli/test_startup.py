@@ -108,3 +108,16 @@ def test_the_whole_app_still_has_every_command() -> None:
 
     names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
     assert names == set(APP_COMMANDS)
+
+
+@pytest.mark.parametrize("name", ["inspect-topo", "inspect-xml"])
+def test_inspect_loads_no_nccl_tests_reader(name: str) -> None:
+    # issue 9: inspect paid ~50 ms for discovery.compare when compare and inspect shared cli/inspect.py
+    seen, stdout = _run(COMMANDS[name])
+    modules = set(seen["modules"])
+    assert seen["code"] == 0 and json.loads(stdout)
+    assert {
+        "aifabric.cli.nccl_tests",
+        "aifabric.discovery.compare",
+        "aifabric.discovery.nccl_tests",
+    }.isdisjoint(modules)

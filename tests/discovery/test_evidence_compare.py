@@ -123,7 +123,7 @@ def test_findings_ranked_by_bandwidth_explained() -> None:
     table = compare_nccl_tests(_log(_info(*extra, gdr=False), 100.0)).tables[0]
     causes = table.rows[-1].causes
     assert causes[:2] == ("no_gdr", "pxn_off")
-    explained = [f.explained_bytes_per_s for f in table.findings]
+    explained = [f.gap_bytes_per_s for f in table.findings]
     assert explained == sorted(explained, reverse=True)
 
 

@@ -56,9 +56,9 @@ def test_small_mtu_explains_only_its_share_and_ranks_after_the_main_cause() -> N
     share = 1 - mtu_payload_factor(2048, 0.983)
     rows = [r for r in table.large_rows if r.flagged]
     predicted = sum(r.predicted_busbw_bytes_per_s for r in rows) / len(rows)
-    assert mtu.explained_bytes_per_s == pytest.approx(share * predicted, rel=1e-6)
+    assert mtu.gap_bytes_per_s == pytest.approx(share * predicted, rel=1e-6)
     assert "qpn 219 mtu 4" in mtu.evidence[0].text
-    assert table.findings[0].explained_bytes_per_s > 10 * mtu.explained_bytes_per_s
+    assert table.findings[0].gap_bytes_per_s > 10 * mtu.gap_bytes_per_s
     assert "MTU 2048 B here: 1.7%" in describe_cause("small_mtu", table)
 
 

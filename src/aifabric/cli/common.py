@@ -55,10 +55,14 @@ class _LiteralConsole(Console):
     Markup is off unless a call asks for it (``console.print(..., markup=True)``, whose input-derived
     parts go through :func:`literal`), so a cluster named ``[/]`` prints as ``[/]``; and every string it
     renders, table cells included, has its control characters and escape sequences made visible
-    (:func:`aifabric.inputs.printable`) so that a name from a file cannot drive the terminal.
+    (:func:`aifabric.inputs.printable`) so that a name from a file cannot drive the terminal. Piped (no
+    colour system), strings are not highlighted: rich's highlighter only adds colours, and its regexes
+    cost start-up time (issue 9).
     """
 
     def render_str(self, text: str, **kwargs: Any) -> Text:
+        if self.color_system is None:  # piped: highlighting would only add styles nobody sees (start-up)
+            kwargs["highlight"] = False
         return super().render_str(printable(text), **kwargs)
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 
 from aifabric.errors import ParseError
+from aifabric.inputs import read_input_text
 
 
 def decode(text: str | bytes, source: str | None) -> str:
@@ -113,3 +115,23 @@ def _utf8(data: bytes, source: str | None, message: str) -> str:
     except UnicodeDecodeError as err:
         line = data[: err.start].count(b"\n") + 1
         raise ParseError(f"{message} ({err.reason})", line=line, source=source) from err
+
+
+def read_log(path: str | Path) -> tuple[str, str]:
+    """Read a text file for the discovery front doors; returns ``(text, source)``.
+
+    The file is refused before it is read if it is not a regular file or is larger than
+    :func:`aifabric.inputs.max_input_bytes` (64 MiB unless ``AIFABRIC_MAX_INPUT_BYTES`` says otherwise).
+
+    Raises
+    ------
+    ParseError
+        If the file is empty (line 1) or not UTF-8 (the line of the first bad byte).
+    ConfigError
+        If the file cannot be read, is not a regular file or is too large.
+    """
+    source = str(path)
+    text = read_input_text(path)
+    if not text.strip():
+        raise ParseError(f"the file is empty ({len(text.encode())} bytes)", line=1, source=source)
+    return text, source

@@ -44,7 +44,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import Algorithm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
-from aifabric.discovery._text import line_count, nonempty_text
+from aifabric.discovery._text import line_count, nonempty_text, read_log
 from aifabric.discovery.contradiction import Contradiction, find_contradiction
 from aifabric.discovery.counts import resolve_counts
 from aifabric.discovery.evidence import (
@@ -59,13 +59,13 @@ from aifabric.discovery.inference import infer_cluster
 from aifabric.discovery.nccl_env import NcclSettings, nccl_settings, setting_lines
 from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
 from aifabric.discovery.nccl_tests import PerfTable
+from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.discovery.paste import parse_pasted
 from aifabric.discovery.perf_records import PerfResult, PerfRow
 from aifabric.discovery.regressions import Regression, regression_for
 from aifabric.engines.formula import PROTOCOLS, formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.errors import ParseError
-from aifabric.inputs import read_input_text
 from aifabric.units import format_bytes
 
 __all__ = [
@@ -102,6 +102,9 @@ _OPS: dict[str, str | None] = {
     "scatter": None,
 }
 
+#: The unexplained shortfall's last ask, left out when the log's own file holds the matrix
+#: (:attr:`TableComparison.topology_line`).
+_ASK_TOPOLOGY = " and the GPU-NIC paths with nvidia-smi topo -m"
 #: Likely causes of a row far below the prediction, as our sources name them. Keys are stable (tests and
 #: JSON use them); texts cite the source.
 CAUSES: dict[str, str] = {
@@ -198,8 +201,7 @@ CAUSES: dict[str, str] = {
         "it accounts for it, and it is beyond what network settings recover (320 -> 391 GB/s, ~20 %, "
         "NVIDIA/nccl-tests #309). To tell the causes apart, rerun with NCCL_DEBUG=INFO "
         "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH (the network plugin and transport of each connection, GPUDirect "
-        "RDMA on or off, the channels and NICs used), read the active MTU with ibv_devinfo and the GPU-NIC "
-        "paths with nvidia-smi topo -m"
+        "RDMA on or off, the channels and NICs used), read the active MTU with ibv_devinfo" + _ASK_TOPOLOGY
     ),
     "nccl_regression": (
         "an NCCL release known for a bandwidth regression on this collective, algorithm and scale "
@@ -252,6 +254,11 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
     if comparison is not None and key == "log_contradiction" and comparison.contradiction is not None:
         text += f" [{comparison.contradiction.describe()}]"
     if comparison is not None and key == "unexplained_shortfall":
+        if comparison.topology_line is not None:
+            where = f"nvidia-smi topo -m at line {comparison.topology_line}"
+            text = text.removesuffix(_ASK_TOPOLOGY) + (
+                f" (the GPU-NIC paths are in this file: {where}, read by aifabric inspect)"
+            )
         text += f" [{_shortfall_facts(comparison)}]"
     if comparison is not None and key == "nccl_regression":
         found = comparison.regression
@@ -291,29 +298,6 @@ def _shortfall_facts(comparison: TableComparison) -> str:
             "another network path than NCCL's NET/IB (a plugin or sockets) may carry the run"
         )
     return out
-
-
-# -- reading a log -------------------------------------------------------------------------------------------
-
-
-def read_log(path: str | Path) -> tuple[str, str]:
-    """Read a text file for the discovery front doors; returns ``(text, source)``.
-
-    The file is refused before it is read if it is not a regular file or is larger than
-    :func:`aifabric.inputs.max_input_bytes` (64 MiB unless ``AIFABRIC_MAX_INPUT_BYTES`` says otherwise).
-
-    Raises
-    ------
-    ParseError
-        If the file is empty (line 1) or not UTF-8 (the line of the first bad byte).
-    ConfigError
-        If the file cannot be read, is not a regular file or is too large.
-    """
-    source = str(path)
-    text = read_input_text(path)
-    if not text.strip():
-        raise ParseError(f"the file is empty ({len(text.encode())} bytes)", line=1, source=source)
-    return text, source
 
 
 # -- one row -------------------------------------------------------------------------------------------------
@@ -401,24 +385,40 @@ NOT_FAULTS = frozenset({"outlier", "dip", "latency_model", "latency_local", "ram
 
 @dataclass(frozen=True)
 class Finding:
-    """One cause of a run's shortfall, with the bandwidth it explains and the log lines behind it.
+    """One cause of a run's shortfall (or the log's contradiction), with the busbw gap it stands for and the
+    log lines behind it.
 
     Attributes
     ----------
     cause : str
         Key of :data:`CAUSES`.
-    explained_bytes_per_s : float
-        Mean, over the rows it is the first cause of, of predicted minus measured busbw, bytes/s.
+    gap_bytes_per_s : float
+        Mean busbw gap over the rows it stands on, bytes/s, >= 0: predicted minus measured over the rows it
+        is the first cause of (a cause of known size, the MTU, its share of it), the bandwidth it explains;
+        ``unexplained_shortfall`` explains nothing, the gap is the shortfall left; for ``log_contradiction``
+        measured minus predicted over the large rows (:attr:`side` ``"above"``).
     rows : int
-        Rows it is the first cause of.
+        Rows it stands on.
     evidence : tuple of Evidence
         ``NCCL INFO`` lines that show it (empty when the cause is inferred from the numbers alone).
     """
 
     cause: str
-    explained_bytes_per_s: float
+    gap_bytes_per_s: float
     rows: int
     evidence: tuple[Evidence, ...] = ()
+
+    @property
+    def side(self) -> str:
+        """Where the measurement is against the model: ``"above"`` for ``log_contradiction``, else
+        ``"below"``."""
+        return "above" if self.cause == "log_contradiction" else "below"
+
+    def to_dict(self, text: str) -> dict[str, Any]:
+        """JSON-ready dict, SI units; ``text`` is the cause's text for its table (:func:`describe_cause`)."""
+        return {"cause": self.cause, "gap_bytes_per_s": self.gap_bytes_per_s, "side": self.side,
+                "rows": self.rows, "text": text,
+                "evidence": [{"line": e.line, "text": e.text} for e in self.evidence]}  # fmt: skip
 
 
 # -- one table -----------------------------------------------------------------------------------------------
@@ -458,6 +458,9 @@ class TableComparison:
         The log lines that give the NCCL version.
     contradiction : Contradiction or None
         The fact of the log the measured plateau disproves (:mod:`aifabric.discovery.contradiction`).
+    topology_line : int or None
+        Line of the ``nvidia-smi topo -m`` matrix the log's file also holds (a job that printed its node's
+        topology), None without one: the advice then does not ask for it.
     """
 
     index: int
@@ -476,6 +479,7 @@ class TableComparison:
     net: TransportSpec | None = None
     version_lines: tuple[Evidence, ...] = ()
     contradiction: Contradiction | None = None
+    topology_line: int | None = None
 
     @property
     def possible_algorithms(self) -> frozenset[str]:
@@ -559,6 +563,20 @@ class TableComparison:
                         with_transport(chosen, self.net, self.spec))  # fmt: skip
 
     @property
+    def out_of_order(self) -> tuple[tuple[RowComparison, RowComparison, RowComparison | None], ...]:
+        """``(row, row before it, first earlier row of its size or None)`` for each row not larger than the
+        row printed before it. nccl-tests prints one run's sizes in increasing order (``-b`` to ``-e`` by
+        ``-f`` or ``-i``), so such a row is a second run pasted under the first or a line repeated; it is
+        compared as printed, and said."""
+        out = []
+        first: dict[int, RowComparison] = {}
+        for before, row in zip(self.rows, self.rows[1:], strict=False):
+            first.setdefault(before.size_bytes, before)
+            if row.size_bytes <= before.size_bytes:
+                out.append((row, before, first.get(row.size_bytes)))
+        return tuple(out)
+
+    @property
     def flagged_rows(self) -> tuple[RowComparison, ...]:
         """Rows more than the threshold below the model that carry a fault the verdict stands on."""
         return tuple(r for r in self.rows if r.flagged)
@@ -636,18 +654,19 @@ class TableComparison:
             "calibration": getattr(self.calibration, "name", None),
             "large_deviation": self.large_deviation,
             "verdict": self.verdict,
-            "findings": [
-                {
-                    "cause": f.cause,
-                    "explained_bytes_per_s": f.explained_bytes_per_s,
-                    "rows": f.rows,
-                    "text": self.describe(f.cause),
-                    "evidence": [{"line": e.line, "text": e.text} for e in f.evidence],
-                }
-                for f in self.findings
-            ],  # fmt: skip
+            "findings": [f.to_dict(self.describe(f.cause)) for f in self.findings],
             "rows": [r.to_dict() for r in self.rows],
             "dropped_rows": [{"size_bytes": size, "line": line} for size, line in self.dropped],
+            "topology_line": self.topology_line,
+            "out_of_order_rows": [
+                {
+                    "size_bytes": r.size_bytes,
+                    "line": r.line,
+                    "after_line": b.line,
+                    "repeats_line": f.line if f is not None else None,
+                }
+                for r, b, f in self.out_of_order
+            ],  # fmt: skip
         }
 
 
@@ -1218,7 +1237,21 @@ def compare_nccl_tests(
                             place, ranks, nodes, gpus_per_node)  # fmt: skip
     compared, skipped = _compare_tables(parsed, text.split("\n"), tables, options, source)
     _check_used(nic_speed, compared)
+    topology = _topology_line(text, source)
+    if topology is not None:
+        compared = [dataclasses.replace(c, topology_line=topology) for c in compared]
     return NcclTestsComparison(source, tuple(compared), tuple(skipped))
+
+
+def _topology_line(text: str, source: str | None) -> int | None:
+    """Line of the first ``nvidia-smi topo -m`` matrix in the log's text (:meth:`TopoMatrix.from_text`), or
+    None when there is none or it cannot be read."""
+    if "GPU0" not in text:  # every matrix header starts with it
+        return None
+    try:
+        return TopoMatrix.from_text(text, source).line
+    except ParseError:
+        return None
 
 
 @dataclass(frozen=True)

@@ -401,7 +401,7 @@ def _refuse_broken(comparisons: Sequence[TableComparison]) -> None:
             why = (
                 str(finding.evidence[0])
                 if finding.evidence
-                else f"{finding.explained_bytes_per_s / 1e9:.1f} GB/s below the model over {finding.rows} "
+                else f"{finding.gap_bytes_per_s / 1e9:.1f} GB/s {finding.side} the model over {finding.rows} "
                 "large row(s)"
             )
             raise ValueError(

@@ -13,15 +13,17 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aifabric import catalog
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.errors import ConfigError, ParseError
 from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_nic_bandwidth
+
+if TYPE_CHECKING:  # annotations only: inspect (topologies) need not load the nccl-tests parser
+    from aifabric.discovery.nccl_tests import PerfTable
 
 __all__ = [
     "DEFAULT_GPU",
@@ -64,6 +66,9 @@ _GPU_NAMES: tuple[tuple[str, str | None], ...] = (
     (r"\bV100[- ]SXM2[- ]32GB\b", "v100-sxm2-32gb"),
     (r"\bV100\b", None),  # other V100s (SXM2 16 GB): no catalogue entry
 )
+#: The model name every match of a :data:`_GPU_NAMES` pattern holds (the word after its ``\b``), lower
+#: case: a text without it cannot match, and is not scanned (:func:`_may_name`).
+_GPU_WORDS: dict[str, str] = {p: re.match(r"\\b([A-Z0-9]+)", p)[1].lower() for p, _ in _GPU_NAMES}  # type: ignore[index]
 
 
 @cache
@@ -125,7 +130,10 @@ def accelerators_in_text(text: str) -> tuple[GpuMention, ...]:
     [('a100-sxm-80gb', 1), ('h100-sxm', 2)]
     """
     found: list[tuple[int, int, int, str | None, str]] = []  # (start, pattern order, end, key, written)
+    lowered = text.lower() if text.isascii() else None
     for order, (pattern, key) in enumerate((*_GPU_NAMES, *_instance_names())):
+        if not _may_name(pattern, lowered):
+            continue
         for match in re.finditer(pattern, text, re.IGNORECASE):
             found.append((match.start(), order, match.end(), key, match.group(0)))
     found.sort()
@@ -181,8 +189,18 @@ def _node_spec_dict(
     }
 
 
+def _may_name(pattern: str, lowered: str | None) -> bool:
+    """False when ``pattern`` (of :data:`_GPU_NAMES`) cannot match a text whose lower case is ``lowered``
+    (an ASCII text without the pattern's model name): a whole-text regex scan saved; None: unknown."""
+    word = _GPU_WORDS.get(pattern)
+    return lowered is None or word is None or word in lowered
+
+
 def _gpu_from_text(text_before: str) -> tuple[str | None, str | None]:
+    lowered = text_before.lower() if text_before.isascii() else None
     for pattern, key in _GPU_NAMES:
+        if not _may_name(pattern, lowered):
+            continue
         match = re.search(pattern, text_before, re.IGNORECASE)
         if match:
             return key, match.group(0)

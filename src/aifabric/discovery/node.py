@@ -114,6 +114,15 @@ class NodeInspection:
                 return p
         raise KeyError(f"no pair {gpu}-{nic}")
 
+    def nics_by_path(self, gpu: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """The NICs of ``gpu`` grouped by path type, nearest type first (:func:`path_rank`), each group in
+        the layout's NIC order; empty for a GPU the node does not have."""
+        by_path: dict[str, list[str]] = {}
+        for p in self.paths:
+            if p.gpu == gpu:
+                by_path.setdefault(p.path, []).append(p.nic)
+        return tuple((path, tuple(by_path[path])) for path in sorted(by_path, key=path_rank))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, SI units."""
         lay = self.layout

@@ -457,7 +457,7 @@ def _nccl_why(result: NcclTestsComparison) -> list[str]:
     why = [
         f"table {c.index}: {c.verdict if c.findings else 'healthy'}; "
         + "; ".join(
-            f"{f.cause}: {f.explained_bytes_per_s / 1e9:,.2f} GB/s below the model over {f.rows} large row(s)"
+            f"{f.cause}: {f.gap_bytes_per_s / 1e9:,.2f} GB/s {f.side} the model over {f.rows} large row(s)"
             for f in c.findings
         )
         for c in result.tables
@@ -465,6 +465,10 @@ def _nccl_why(result: NcclTestsComparison) -> list[str]:
     why += [f"table {c.index}: {c.describe(f.cause)}" for c in result.tables for f in c.findings
             if f.cause == "unexplained_shortfall"]  # fmt: skip
     why += [f"assumed: {a}" for c in result.tables for a in c.assumptions]
+    why += [f"table {c.index}: line {r.line} out of order: {format_bytes(r.size_bytes)} after "
+            f"{format_bytes(b.size_bytes)} (line {b.line}), a second run or a repeated line; compared as "
+            "printed"
+            for c in result.tables for r, b, _ in c.out_of_order]  # fmt: skip
     why += [f"table {i} (line {line}) skipped: {reason}" for i, line, reason in result.skipped]
     return why
 
