@@ -12,7 +12,14 @@ from aifabric.catalog.nccl import nccl_release, nvls_chunk_bytes, nvls_heads
 from aifabric.cluster.presets import preset
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import Algorithm
-from aifabric.collectives.nvls import nvls_cost, nvls_fill_bytes, nvls_tree_cap, nvls_tree_cost
+from aifabric.collectives.nvls import (
+    nvls_algbw,
+    nvls_cost,
+    nvls_fill_bytes,
+    nvls_tree_cap,
+    nvls_tree_cost,
+    nvls_tree_kernel_cap,
+)
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import Protocol, tier_model
 from aifabric.errors import ConfigError
@@ -84,6 +91,33 @@ def test_nvls_tree_cap_from_2_28_3() -> None:
         assert nvls_tree_cap(tier_model(H100[nodes]), comm) / 1e9 == pytest.approx(cap, rel=1e-9)
     old = tier_model(H100[2], nccl_version="2.27.3")
     assert math.isinf(nvls_tree_cap(old, Communicator.contiguous(H100[2])))
+
+
+def test_nvls_tree_kernel_cap_bounds_releases_whose_tuner_lacks_it() -> None:
+    # NCCL 2.26.2 (case 03's log; the 2.25.1 tables) runs the NVLS-tree kernel of 2.28.3 (all_reduce.h: the
+    # same warp groups and counts since 2.21.5; enqueue.cc: the same chunks), whose per-channel ceiling
+    # 2.28.3 first tabulates: the time is bounded by it, the 2.26.2 tuner picks without it.
+    spec = H100[2]
+    tm, comm = tier_model(spec, nccl_version="2.26.2"), Communicator.contiguous(spec)
+    cap = 8 * 57.7e9 * 16 / 30  # 246.2 GB/s algbw
+    assert math.isinf(nvls_tree_cap(tm, comm))
+    assert nvls_tree_kernel_cap(tm, comm) == pytest.approx(cap, rel=1e-9)
+    # Case 03 T1 (NVIDIA/nccl-tests #309), 16 GiB: 25 + 2 x 14 us + (16 GiB + 32 MiB fill) / 246.2 GB/s
+    # = 69973 us, busbw 460 GB/s (measured 68652 us, 469.2); without the ceiling 515 GB/s (+10 %)
+    c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 16 * GiB, comm, tm)
+    assert c is not None
+    assert c.time_s == pytest.approx(53e-6 + (16 * GiB + 32 * MiB) / cap, rel=1e-6)
+    assert c.time_s * 1e6 == pytest.approx(69973, rel=1e-4)
+    # the tuner sees 53 us + S / min(NVLS in the node, the node's 8 NICs of 49.15 GB/s), no fill, no ceiling
+    tuner_alg = min(nvls_algbw(tm, 8), 8 * tm.nic_bytes_per_s)
+    assert c.tuner_time_s == pytest.approx(53e-6 + 16 * GiB / tuner_alg, rel=1e-6)
+    # a release before 2.21.5 (512 KiB chunks, another kernel) has no known ceiling
+    assert math.isinf(nvls_tree_kernel_cap(tier_model(spec, nccl_version="2.20.3"), comm))
+    # a B200 reads the Blackwell row of 2.28.3 (96 GB/s on 2 nodes) whatever row its release tunes with
+    b200 = spec.model_copy(update={"accelerator": "b200"})
+    old = tier_model(b200, nccl_version="2.21.5")  # no Blackwell row: tuned as Hopper
+    assert old.tuning_row == "hopper"
+    assert nvls_tree_kernel_cap(old, comm) == pytest.approx(8 * 96e9 * 16 / 30, rel=1e-9)
 
 
 def test_nvls_tree_fill_is_two_loops_of_its_own_chunks() -> None:
