@@ -129,8 +129,9 @@ def nvls_tree_kernel_cap(tm: TierModel, comm: Communicator) -> float:
 
     :func:`nvls_tree_cap`'s formula on the table of the release that describes the kernel
     (:func:`~aifabric.catalog.nccl.nvls_tree_kernel_bw`: 2.28.3's for 2.21.5-2.27, whose tuners have no
-    ceiling), in its row for the GPU. Case 03 ran NCCL 2.26.2: its 2-node plateau, 469 GB/s busbw, is
-    2.28.3's 246.2 GB/s algbw, not the 515 GB/s the NICs and NVLS would allow. inf where none is known.
+    ceiling), in its row for the GPU. Case 03 ran NCCL 2.26.2: its 2-node plateau, 250.2 GB/s algbw
+    (469 busbw), is 2.28.3's 246.2 GB/s, not the 276 GB/s (515 busbw) NVLS in the node would allow. inf
+    where none is known.
     """
     found = nvls_tree_kernel_bw(tm.release)
     if found is None:
@@ -281,8 +282,8 @@ def _nvls_tree_shape(
 
     def why() -> str:
         cap = "" if math.isinf(a_cap) else f", NCCL's per-channel cap {a_cap / 1e9:.0f} GB/s algbw"
-        if tuner_alg != alg:
-            cap += f" (NCCL {tm.release.version}'s tuner does not know it)"
+        if tuner_alg != alg:  # the kernel's cap, from a later release's table
+            cap += f", which NCCL {tm.nccl_version or tm.release.version}'s tuner does not know"
         return (
             f"NVLS in each node ({a_in / 1e9:.0f} GB/s algbw), tree across {N} nodes "
             f"({a_out / 1e9:.0f} GB/s algbw{cap})"
