@@ -157,3 +157,24 @@ def test_fill_follows_enqueue_chunking_at_every_size(size: float, nodes: int, ve
     chunk = nvls_chunk_bytes(rel, algo.value, size, channels=16, heads=8, nnodes=nodes)
     want = (rel.nvls_pipeline_stages - 1) * min(size, 128 * chunk)
     assert nvls_fill_bytes(tm, size, comm, algo) == pytest.approx(want, rel=1e-12)
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(
+    size=st.floats(min_value=1.0, max_value=2.0**36),
+    nodes=st.sampled_from((2, 4)),
+    version=st.sampled_from(("2.20.3", "2.21.5", "2.26.2", "2.27.3", "2.28.3", "2.30.3")),
+)
+def test_kernel_ceiling_bounds_the_time_and_the_tuner_sees_its_own_tables(
+    size: float, nodes: int, version: str
+) -> None:
+    # Whatever the release: the time never beats the kernel's ceiling, S / A_cap + latency <= T, and the
+    # tuner's time is latency + S / min(NVLS in the node, the NICs, the ceiling its own tables hold).
+    spec = H100[nodes]
+    tm, comm = tier_model(spec, nccl_version=version), Communicator.contiguous(spec)
+    c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, size, comm, tm)
+    assert c is not None
+    assert c.time_s >= c.latency_s + size / nvls_tree_kernel_cap(tm, comm) * (1 - 1e-12)
+    a_out = 8 * tm.nic_bytes_per_s * (1.0 if nodes == 2 else 0.5)
+    tuner_alg = min(nvls_algbw(tm, 8), a_out, nvls_tree_cap(tm, comm))
+    assert c.tuner_time_s == pytest.approx(c.latency_s + size / tuner_alg, rel=1e-9)
