@@ -12,7 +12,14 @@ from aifabric.catalog.nccl import nccl_release, nvls_chunk_bytes, nvls_heads
 from aifabric.cluster.presets import preset
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import Algorithm
-from aifabric.collectives.nvls import nvls_cost, nvls_fill_bytes, nvls_tree_cap, nvls_tree_cost
+from aifabric.collectives.nvls import (
+    nvls_algbw,
+    nvls_cost,
+    nvls_fill_bytes,
+    nvls_tree_cap,
+    nvls_tree_cost,
+    nvls_tree_kernel_cap,
+)
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import Protocol, tier_model
 from aifabric.errors import ConfigError
@@ -86,6 +93,33 @@ def test_nvls_tree_cap_from_2_28_3() -> None:
     assert math.isinf(nvls_tree_cap(old, Communicator.contiguous(H100[2])))
 
 
+def test_nvls_tree_kernel_cap_bounds_releases_whose_tuner_lacks_it() -> None:
+    # NCCL 2.26.2 (case 03's log; the 2.25.1 tables) runs the NVLS-tree kernel of 2.28.3 (all_reduce.h: the
+    # same warp groups and counts since 2.21.5; enqueue.cc: the same chunks), whose per-channel ceiling
+    # 2.28.3 first tabulates: the time is bounded by it, the 2.26.2 tuner picks without it.
+    spec = H100[2]
+    tm, comm = tier_model(spec, nccl_version="2.26.2"), Communicator.contiguous(spec)
+    cap = 8 * 57.7e9 * 16 / 30  # 246.2 GB/s algbw
+    assert math.isinf(nvls_tree_cap(tm, comm))
+    assert nvls_tree_kernel_cap(tm, comm) == pytest.approx(cap, rel=1e-9)
+    # Case 03 T1 (NVIDIA/nccl-tests #309), 16 GiB: 25 + 2 x 14 us + (16 GiB + 32 MiB fill) / 246.2 GB/s
+    # = 69973 us, busbw 460 GB/s (measured 68652 us, 469.2); without the ceiling 515 GB/s (+10 %)
+    c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 16 * GiB, comm, tm)
+    assert c is not None
+    assert c.time_s == pytest.approx(53e-6 + (16 * GiB + 32 * MiB) / cap, rel=1e-6)
+    assert c.time_s * 1e6 == pytest.approx(69973, rel=1e-4)
+    # the tuner sees 53 us + S / min(NVLS in the node, the node's 8 NICs of 49.15 GB/s), no fill, no ceiling
+    tuner_alg = min(nvls_algbw(tm, 8), 8 * tm.nic_bytes_per_s)
+    assert c.tuner_time_s == pytest.approx(53e-6 + 16 * GiB / tuner_alg, rel=1e-6)
+    # a release before 2.21.5 (512 KiB chunks, another kernel) has no known ceiling
+    assert math.isinf(nvls_tree_kernel_cap(tier_model(spec, nccl_version="2.20.3"), comm))
+    # a B200 reads the Blackwell row of 2.28.3 (96 GB/s on 2 nodes) whatever row its release tunes with
+    b200 = spec.model_copy(update={"accelerator": "b200"})
+    old = tier_model(b200, nccl_version="2.21.5")  # no Blackwell row: tuned as Hopper
+    assert old.tuning_row == "hopper"
+    assert nvls_tree_kernel_cap(old, comm) == pytest.approx(8 * 96e9 * 16 / 30, rel=1e-9)
+
+
 def test_nvls_tree_fill_is_two_loops_of_its_own_chunks() -> None:
     # NVLS-tree runs the same on-node stages (all_reduce.h: scatter, NVLS reduce, gather) in each node, on
     # NVLS-tree chunks (enqueue.cc): 2 x 8 H100, 16 channels x 8 heads (one per NIC) = 128 concurrent ops.
@@ -123,3 +157,24 @@ def test_fill_follows_enqueue_chunking_at_every_size(size: float, nodes: int, ve
     chunk = nvls_chunk_bytes(rel, algo.value, size, channels=16, heads=8, nnodes=nodes)
     want = (rel.nvls_pipeline_stages - 1) * min(size, 128 * chunk)
     assert nvls_fill_bytes(tm, size, comm, algo) == pytest.approx(want, rel=1e-12)
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(
+    size=st.floats(min_value=1.0, max_value=2.0**36),
+    nodes=st.sampled_from((2, 4)),
+    version=st.sampled_from(("2.20.3", "2.21.5", "2.26.2", "2.27.3", "2.28.3", "2.30.3")),
+)
+def test_kernel_ceiling_bounds_the_time_and_the_tuner_sees_its_own_tables(
+    size: float, nodes: int, version: str
+) -> None:
+    # Whatever the release: the time never beats the kernel's ceiling, S / A_cap + latency <= T, and the
+    # tuner's time is latency + S / min(NVLS in the node, the NICs, the ceiling its own tables hold).
+    spec = H100[nodes]
+    tm, comm = tier_model(spec, nccl_version=version), Communicator.contiguous(spec)
+    c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, size, comm, tm)
+    assert c is not None
+    assert c.time_s >= c.latency_s + size / nvls_tree_kernel_cap(tm, comm) * (1 - 1e-12)
+    a_out = 8 * tm.nic_bytes_per_s * (1.0 if nodes == 2 else 0.5)
+    tuner_alg = min(nvls_algbw(tm, 8), a_out, nvls_tree_cap(tm, comm))
+    assert c.tuner_time_s == pytest.approx(c.latency_s + size / tuner_alg, rel=1e-9)

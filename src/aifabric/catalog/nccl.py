@@ -49,6 +49,7 @@ __all__ = [
     "nvls_chunk_bytes",
     "nvls_heads",
     "nvls_support",
+    "nvls_tree_kernel_bw",
     "protocol_costs",
     "protocol_for",
     "search_channels",
@@ -162,6 +163,7 @@ class NcclRelease(_Frozen):
     collnet_gather_scatter_ppn_correction: tuple[float, float] | None = None
     collnet_gather_scatter_inter_factor: float | None = Field(default=None, gt=0, le=1)
     nvls_archs: tuple[str, ...]
+    nvls_tree_kernel_bw_from: str | None = None
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -236,6 +238,23 @@ def nccl_release(version: str | None = None) -> NcclRelease:
             f"nccl version: {version!r} is older than the catalogue's releases; known: {', '.join(table)}"
         )
     return chosen
+
+
+def nvls_tree_kernel_bw(release: NcclRelease) -> tuple[NcclRelease, dict[str, Triple]] | None:
+    """The per-channel ceiling of the NVLS-tree kernel ``release`` runs, and the release whose table gives it.
+
+    NCCL's tuner bounds each NVLS-tree channel by ``perChMaxNVLSTreeBws`` (GB/s, rows by architecture,
+    columns 1 / 2 / >= 3 nodes) from 2.28.3 on, a measured figure of the kernel, not a change of it: the
+    NVLS-tree kernel of 2.21.5-2.27 (``all_reduce.h`` warp groups and counts, ``enqueue.cc`` chunk rules) is
+    2.28.3's. Such a release names the release whose table describes its kernel
+    (``nvls_tree_kernel_bw_from``); its own tuner does not see that ceiling. ``None``: neither has one.
+    """
+    source = release if release.per_channel_max_nvls_tree_bw is not None else None
+    if source is None and release.nvls_tree_kernel_bw_from is not None:
+        source = nccl_release(release.nvls_tree_kernel_bw_from)
+    if source is None or source.per_channel_max_nvls_tree_bw is None:
+        return None
+    return source, source.per_channel_max_nvls_tree_bw
 
 
 def tuning_arch(release: NcclRelease, arch: str) -> str:

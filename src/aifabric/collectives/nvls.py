@@ -8,13 +8,28 @@ from bisect import bisect_right
 from collections.abc import Callable
 from functools import cache
 
-from aifabric.catalog.nccl import nccl_release, nvls_channels, nvls_chunk_bytes, nvls_heads
+from aifabric.catalog.nccl import (
+    nccl_release,
+    nvls_channels,
+    nvls_chunk_bytes,
+    nvls_heads,
+    nvls_tree_kernel_bw,
+    tuning_arch,
+)
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import Protocol, TierModel, domain_nic_bytes_per_s, hw_latency_s
+from aifabric.errors import ConfigError
 
-__all__ = ["nvls_algbw", "nvls_cost", "nvls_fill_bytes", "nvls_tree_cost", "nvls_tree_cap"]
+__all__ = [
+    "nvls_algbw",
+    "nvls_cost",
+    "nvls_fill_bytes",
+    "nvls_tree_cap",
+    "nvls_tree_cost",
+    "nvls_tree_kernel_cap",
+]
 
 
 def nvls_algbw(tm: TierModel, g: int) -> float:
@@ -94,7 +109,8 @@ def _loop_steps(
 
 
 def nvls_tree_cap(tm: TierModel, comm: Communicator) -> float:
-    """NCCL's per-channel NVLS-tree ceiling as an algbw, bytes/s (inf where the release has none).
+    """NCCL's per-channel NVLS-tree ceiling as its tuner sees it, as an algbw, bytes/s (inf where the
+    release's tables have none).
 
     ``tuning.cc`` (2.28.3 on) bounds each NVLS-tree channel's bus bandwidth by ``perChMaxNVLSTreeBw``
     (column 2 nodes or >= 3 nodes), over the NVLS graph's ``h`` channels (one per head), and converts
@@ -105,7 +121,33 @@ def nvls_tree_cap(tm: TierModel, comm: Communicator) -> float:
     2 x 8 H100 (h = 8, 57.7 GB/s): 8 x 57.7 x 16/30 = 246.2 GB/s (case 03 T1 measured 250.2).
     """
     table = tm.release.per_channel_max_nvls_tree_bw
-    cap = 0.0 if table is None or not tm.nccl else table[tm.tuning_row][min(comm.n_domains, 3) - 1]
+    return _cap_algbw(tm, comm, None if table is None else table[tm.tuning_row])
+
+
+def nvls_tree_kernel_cap(tm: TierModel, comm: Communicator) -> float:
+    """The same ceiling for the kernel the release runs, bytes/s: what bounds its time.
+
+    :func:`nvls_tree_cap`'s formula on the table of the release that describes the kernel
+    (:func:`~aifabric.catalog.nccl.nvls_tree_kernel_bw`: 2.28.3's for 2.21.5-2.27, whose tuners have no
+    ceiling), in its row for the GPU. Case 03 ran NCCL 2.26.2: its 2-node plateau, 250.2 GB/s algbw
+    (469 busbw), is 2.28.3's 246.2 GB/s, not the 276 GB/s (515 busbw) NVLS in the node would allow. inf
+    where none is known.
+    """
+    found = nvls_tree_kernel_bw(tm.release)
+    if found is None:
+        return math.inf
+    source, table = found
+    try:
+        row = tuning_arch(source, tm.arch)
+    except ConfigError:  # not an NVIDIA GPU: the row the model tunes it with
+        row = tm.tuning_row
+    return _cap_algbw(tm, comm, table.get(row))
+
+
+def _cap_algbw(tm: TierModel, comm: Communicator, row: tuple[float, float, float] | None) -> float:
+    """``h x row[column] x n / (2 (n - 1))`` bytes/s (:func:`nvls_tree_cap`); inf for no row, a 0 entry or
+    ``efficiency="line_rate"``."""
+    cap = 0.0 if row is None or not tm.nccl else row[min(comm.n_domains, 3) - 1]
     if cap <= 0:
         return math.inf
     g = comm.ranks_per_domain
@@ -190,8 +232,8 @@ def nvls_tree_cost(
 ) -> Cost | None:
     """NVLS inside each domain, a tree of domains over the NICs, pipelined, seconds.
 
-    Each domain's NICs carry S per direction on two domains and about 2 S beyond (the tree), and NCCL
-    caps each NVLS-tree channel (:func:`nvls_tree_cap`, ``A_cap``), so::
+    Each domain's NICs carry S per direction on two domains and about 2 S beyond (the tree), and the
+    NVLS-tree kernel tops out per channel (:func:`nvls_tree_kernel_cap`, ``A_cap``), so::
 
         algbw = min( B_i e (g - 1)/g ,  B_node  (N = 2)  or  B_node / 2  (N > 2) ,  A_cap )
         T     = a_nvls + 2 log2(N) a_o + (S + fill) / algbw
@@ -199,7 +241,9 @@ def nvls_tree_cost(
     (``B_node`` the NICs of the sparsest domain, :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`.)
     ``fill`` is the on-domain NVLS pipeline's fill and drain (:func:`nvls_fill_bytes` with NVLS-tree's
     chunks: 2 loops of 16 x 8 x 128 KiB from 64 MiB on 2 x 8 H100, of 64 KiB chunks from 4 nodes);
-    NCCL's tuner does not see it (``Cost.tuner_time_s``), as for one-domain NVLS.
+    NCCL's tuner does not see it (``Cost.tuner_time_s``), as for one-domain NVLS. A release whose tuner
+    has no ceiling (2.21.5-2.27: :func:`nvls_tree_cap` is inf) picks on ``algbw`` without ``A_cap``, so its
+    tuner does not see ``S / algbw - S / algbw_tuner`` either.
 
     Examples
     --------
@@ -211,31 +255,38 @@ def nvls_tree_cost(
     >>> round(nvls_tree_cap(tier_model(spec), Communicator.contiguous(spec)) / 1e9, 1)  # 8 x 45.5 x 32/62
     187.9
     """
-    lat, alg, net, why = tm.memo(("nvls_tree", proto, comm.shape), lambda: _nvls_tree_shape(proto, comm, tm))
+    lat, alg, tuner_alg, net, why = tm.memo(
+        ("nvls_tree", proto, comm.shape), lambda: _nvls_tree_shape(proto, comm, tm)
+    )
     fill = nvls_fill_bytes(tm, message_bytes, comm, Algorithm.NVLS_TREE) / alg
     bw = {net: message_bytes / alg + fill}
-    return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, bw, net, why, unseen_by_tuner_s=fill)
+    unseen = fill + (message_bytes / alg - message_bytes / tuner_alg if tuner_alg != alg else 0.0)
+    return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, bw, net, why, unseen_by_tuner_s=unseen)
 
 
 def _nvls_tree_shape(
     proto: Protocol, comm: Communicator, tm: TierModel
-) -> tuple[float, float, str, Callable[[], str]]:
-    """(latency, algbw, bottleneck network, why) of :func:`nvls_tree_cost`: none depends on the size."""
+) -> tuple[float, float, float, str, Callable[[], str]]:
+    """(latency, algbw, the algbw NCCL's tuner sees, bottleneck network, why) of :func:`nvls_tree_cost`:
+    none depends on the size."""
     g, N = comm.ranks_per_domain, comm.n_domains  # noqa: N806
     ilat = hw_latency_s(tm, tm.intra_kind, "nvls_tree", proto)
     olat = hw_latency_s(tm, "net", "nvls_tree", proto) + tm.extra_inter_latency_s
     lat = ilat + 2 * math.log2(N) * olat
     a_in = nvls_algbw(tm, g)
     a_out = domain_nic_bytes_per_s(tm, comm) * (1.0 if N <= 2 else 0.5)
-    a_cap = nvls_tree_cap(tm, comm)
+    a_cap = nvls_tree_kernel_cap(tm, comm)
     alg = min(a_in, a_out, a_cap)
+    tuner_alg = min(a_in, a_out, nvls_tree_cap(tm, comm))
     net = SCALE_UP if a_in <= min(a_out, a_cap) else SCALE_OUT
 
     def why() -> str:
         cap = "" if math.isinf(a_cap) else f", NCCL's per-channel cap {a_cap / 1e9:.0f} GB/s algbw"
+        if tuner_alg != alg:  # the kernel's cap, from a later release's table
+            cap += f", which NCCL {tm.nccl_version or tm.release.version}'s tuner does not know"
         return (
             f"NVLS in each node ({a_in / 1e9:.0f} GB/s algbw), tree across {N} nodes "
             f"({a_out / 1e9:.0f} GB/s algbw{cap})"
         )
 
-    return lat, alg, net, why
+    return lat, alg, tuner_alg, net, why
