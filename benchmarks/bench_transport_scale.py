@@ -228,6 +228,10 @@ CASES: dict[str, list[Case]] = {
     "a2a": [(f"all-to-all EP 64, {g:,} GPUs", _a2a, (64,), (g,)) for g in (4096, 8192, 16384)]
     + [(f"all-to-all global, {g:,} GPUs", _a2a, (g,), (g,)) for g in (4096, 8192, 16384)]
     + [(f"all-to-all global ECMP, {g:,} GPUs", _a2a, (g, "ecmp"), (g,)) for g in (1024, 2048, 4096)],
+    "blind": [
+        (f"all-to-all global spray-blind, {g:,} GPUs", _a2a, (g, "spray-blind"), (g,))
+        for g in (512, 1024, 2048)
+    ],
     "fluid": [
         (f"fluid {name}, {h:,} hosts", _fluid, (h, name), None)
         for name in ("roce-pfc", "roce-dcqcn")
@@ -253,13 +257,13 @@ def _child(case: Case, out: mp.Queue) -> None:  # type: ignore[type-arg]
     spec = _spec(*spec_args) if spec_args is not None else None  # type: ignore[arg-type]
     if spec is not None:
         build_plan("all_reduce", 1e6, spec, np.arange(min(spec.n_gpus, 16)), algorithm="ring")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         what = fn(spec, *fn_args)
     except Exception as err:  # report the refusal or failure, do not hide it
         what = f"{type(err).__name__}: {err}"
-    wall = time.perf_counter() - t0
-    out.put((wall, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, what))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    out.put((wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, what))
 
 
 def main() -> None:
@@ -277,9 +281,9 @@ def main() -> None:
             out = ctx.Queue()
             proc = ctx.Process(target=_child, args=(case, out))
             proc.start()
-            wall, peak, what = out.get()
+            wall, cpu, peak, what = out.get()
             proc.join()
-            print(f"{case[0]}: {wall:.2f} s, peak {peak:.2f} GB; {what}", flush=True)
+            print(f"{case[0]}: {wall:.2f} s ({cpu:.2f} s CPU), peak {peak:.2f} GB; {what}", flush=True)
 
 
 if __name__ == "__main__":
