@@ -20,6 +20,8 @@ preset and the catalogue, done before). Targets:
   node, as EP across nodes), spraying, flow engine: 4,096 / 8,192 / 16,384 GPUs; and one global
   all-to-all of 4,096 / 8,192 / 16,384 GPUs. Target < 60 s and < 8 GB. Also the global all-to-all under
   per-flow ECMP: 1,024 / 2,048 / 4,096 GPUs.
+- ``blind``: the global all-to-all under ``spray-blind`` (each pair's 64 entropy values hashed at every
+  switch, as ``route`` hashes them, summed per leaf pair): 512 / 1,024 / 2,048 GPUs, flow engine.
 - ``fluid``: the transport fluid model with PFC and DCQCN on a 32-leaf leaf-spine of 1,024 hosts, a sprayed
   permutation (2 MB per host) and a 64-to-1 incast together (``bench_transport.incast_plus_permutation``):
   256 / 576 / 1,024 hosts, roce-pfc and roce-dcqcn. Target < 10 s.
@@ -53,6 +55,18 @@ Figures on the shared 2-core development machine (2026-12-02, load average 3-9 f
   per leaf pair; switch-pair viability tables computed once per switch pair): 1,024: 1.4-2.7 s, 0.21 GB;
   2,048: 9-16 s, 0.27 GB; 4,096: 46-79 s, 0.43 GB [2,048: refused, routing estimate 27 GB]. Growth ~pairs
   (every pair is hashed: ~3-5 us each).
+- blind (2026-12-02 06:10-06:25, load average 10-13 on 2 cores: wall is 4-10x CPU, so CPU s are the figure):
+  512: 6.2 s CPU (54-65 s wall), 0.14 GB; 1,024: 30 s CPU (242 s wall), 0.26 GB. Before (main at 1536bbb,
+  same load, same command on ``route``'s old per-sub-flow tables): 512: 17.7 s CPU (225 s wall); the
+  closing note of issue 12 (lighter load): 128 / 512 / 2,048 GPUs 4 / 48 / > 200 s wall. Same columns
+  bit for bit (``route`` for every policy, two and three tiers, one and two planes, failed uplinks).
+  Growth ~pairs x 64 (every entropy value of every pair is hashed at every switch: ~0.2-0.5 us CPU per
+  sub-flow here), so 2,048 GPUs (268M sub-flows) is ~2 min of CPU, not seconds: what is left is
+  per-sub-flow numpy work (hashes, picks, the sparse build), each pass over ~130k sub-flows per chunk.
+  Changes: each hop's choice picked from a table per distinct switch row (plane and leaves; leaf and
+  spine) instead of an (n, uplinks) array per sub-flow; a pair's ends mixed into the hash once (the
+  running combination of ``hash64``), the switch tiers' hashes from one shared state; chunks summed per
+  leaf pair by counting, merged amortised (was one sparse sum over the whole total per chunk).
 - fluid roce-pfc: 256: 1.1 s; 576: 2.2 s; 1,024: 2.9 s [1,024: 40 s]; roce-dcqcn: 256: 3.7 s; 576: 4.8 s;
   1,024: 6.7 s [1,024: 162 s]; peak 0.15 GB. Same steps and makespans as before.
 - chain, ring: 32: 0.12 s; 64: 0.27 s; 128 (32,640 flows): 0.6 s [3.9 s, as one-transfer stages];
@@ -228,6 +242,10 @@ CASES: dict[str, list[Case]] = {
     "a2a": [(f"all-to-all EP 64, {g:,} GPUs", _a2a, (64,), (g,)) for g in (4096, 8192, 16384)]
     + [(f"all-to-all global, {g:,} GPUs", _a2a, (g,), (g,)) for g in (4096, 8192, 16384)]
     + [(f"all-to-all global ECMP, {g:,} GPUs", _a2a, (g, "ecmp"), (g,)) for g in (1024, 2048, 4096)],
+    "blind": [
+        (f"all-to-all global spray-blind, {g:,} GPUs", _a2a, (g, "spray-blind"), (g,))
+        for g in (512, 1024, 2048)
+    ],
     "fluid": [
         (f"fluid {name}, {h:,} hosts", _fluid, (h, name), None)
         for name in ("roce-pfc", "roce-dcqcn")
@@ -253,13 +271,13 @@ def _child(case: Case, out: mp.Queue) -> None:  # type: ignore[type-arg]
     spec = _spec(*spec_args) if spec_args is not None else None  # type: ignore[arg-type]
     if spec is not None:
         build_plan("all_reduce", 1e6, spec, np.arange(min(spec.n_gpus, 16)), algorithm="ring")
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         what = fn(spec, *fn_args)
     except Exception as err:  # report the refusal or failure, do not hide it
         what = f"{type(err).__name__}: {err}"
-    wall = time.perf_counter() - t0
-    out.put((wall, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, what))
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    out.put((wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 1e9, what))
 
 
 def main() -> None:
@@ -277,9 +295,9 @@ def main() -> None:
             out = ctx.Queue()
             proc = ctx.Process(target=_child, args=(case, out))
             proc.start()
-            wall, peak, what = out.get()
+            wall, cpu, peak, what = out.get()
             proc.join()
-            print(f"{case[0]}: {wall:.2f} s, peak {peak:.2f} GB; {what}", flush=True)
+            print(f"{case[0]}: {wall:.2f} s ({cpu:.2f} s CPU), peak {peak:.2f} GB; {what}", flush=True)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 
 Scenarios: incast, a victim flow, a (sprayed) permutation, MoE all-to-all (uniform, skewed, serial), elephants
 next to mice, the checkpoint burst on the front-end, a chained ring, and the Meta story (PFC only vs tuned
-DCQCN vs receiver-driven admission on one job).
+DCQCN vs receiver-driven admission on one job); and ``stability``, DCQCN's phase margin against the number of
+flows and the feedback delay (:mod:`aifabric.cli.transport_stability`, no fluid run).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from rich.table import Table
 
 from aifabric.budget import check_memory
 from aifabric.cli.common import console, emit_json, handle_errors, literal
+from aifabric.cli.transport_stability import stability_scenario
 from aifabric.report.paths import check_plot_path
 from aifabric.transport.fluidnet import TRANSPORTS, FluidConfig, FluidResult, fluid_bytes, transport
 from aifabric.transport.params import dcqcn_preset
@@ -48,6 +50,21 @@ _USERS: dict[str, tuple[str, ...]] = {
     "--steps": ("ring",),
     "--targets": ("checkpoint",),
     "--mouse-size": ("mice",),
+    "--flows": ("stability",),
+    "--delay": ("stability",),
+    "--dcqcn": ("stability",),
+}
+#: Every scenario the command runs: the fluid ones, and the DCQCN stability analysis (no fluid run).
+_SCENARIOS = (*SCENARIOS, "stability")
+#: The fluid run's options (parameter name -> flag), which the stability scenario refuses when given.
+_FLUID_OPTIONS = {
+    "transports": "--transport",
+    "senders": "--senders",
+    "size": "--size",
+    "rate": "--rate",
+    "seed": "--seed",
+    "link": "--link",
+    "plot": "--plot",
 }
 _PROGRESS_AFTER_S = 2.0
 _MAX_FLOW_STEPS = 1e8  # flow-hop updates a CLI run may take (~a minute of numpy at ~1e6-1e7 updates/s)
@@ -343,7 +360,8 @@ def _print(sc: Scenario, rows: list[dict[str, Any]], bytes_per_flow: float, link
 
 @handle_errors
 def transport_command(
-    scenario: Annotated[str, typer.Argument(help=f"Traffic: {', '.join(SCENARIOS)}")] = "victim",
+    ctx: typer.Context,
+    scenario: Annotated[str, typer.Argument(help=f"Traffic: {', '.join(_SCENARIOS)}")] = "victim",
     transports: Annotated[
         list[str] | None,
         typer.Option(
@@ -396,10 +414,30 @@ def transport_command(
         Path | None,
         typer.Option(help="Write the link's queue, throughput and flow rates over time (first transport)"),
     ] = None,
+    flows: Annotated[
+        int | None,
+        typer.Option(
+            help="stability: the most flows on the bottleneck, N = 1..FLOWS, at most 1,000 (default 100)",
+        ),
+    ] = None,
+    delay: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="stability: control-loop feedback delay, e.g. '85 us' (repeatable; default 50 and 100 us)"
+        ),
+    ] = None,
+    dcqcn: Annotated[
+        str | None,
+        typer.Option(
+            help="stability: DCQCN preset of the catalogue (default conext16-code, the model as the authors "
+            "ran it; conext16-figure: the published figure's parameters)"
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Run a scenario under one or more transports: completion against the contention-free time, victims of
-    PFC head-of-line blocking and why, pause time and queues per link, trimmed and retransmitted bytes.
+    PFC head-of-line blocking and why, pause time and queues per link, trimmed and retransmitted bytes. The
+    ``stability`` scenario instead gives DCQCN's phase margin against flows and feedback delay.
 
     Times in microseconds (JSON: seconds); sizes in bytes; rates per direction. Exit code 2 on bad input.
     """
@@ -410,8 +448,15 @@ def transport_command(
         "--steps": steps is not None,
         "--targets": targets is not None,
         "--mouse-size": mouse_size is not None,
+        "--flows": flows is not None,
+        "--delay": delay is not None,
+        "--dcqcn": dcqcn is not None,
     }
     _check_options(scenario, given, skew, plot)
+    if scenario == "stability":
+        _refuse_fluid_options(ctx)
+        stability_scenario(flows, delay, dcqcn, json_out=json_out)
+        return
     names = _transport_names(scenario, transports)
     bytes_per_flow, link_rate, mouse_bytes = _rates_and_sizes(size, rate, mouse_size)
     opts = {
@@ -452,13 +497,22 @@ def transport_command(
 def _check_options(scenario: str, given: dict[str, bool], skew: float | None, plot: Path | None) -> None:
     """ValueError for an unknown scenario, an option it does not take, an unwritable --plot or a --skew
     under 1."""
-    if scenario not in SCENARIOS:
-        raise ValueError(f"scenario: unknown {scenario!r}; known: {', '.join(SCENARIOS)}")
+    if scenario not in _SCENARIOS:
+        raise ValueError(f"scenario: unknown {scenario!r}; known: {', '.join(_SCENARIOS)}")
     _refuse_unused(scenario, given)
     if plot is not None:
         check_plot_path(plot, "--plot")
     if skew is not None and not (skew >= 1 and np.isfinite(skew)):
         raise ValueError(f"--skew: must be a finite number >= 1, got {skew!r}")
+
+
+def _refuse_fluid_options(ctx: typer.Context) -> None:
+    """ValueError naming the first fluid-run option given on the command line (the stability scenario
+    runs no fluid model: an option it would drop is refused)."""
+    for name, flag in _FLUID_OPTIONS.items():
+        source = ctx.get_parameter_source(name)  # Typer's own Click: compared by name
+        if source is not None and source.name != "DEFAULT":
+            raise ValueError(f"{flag}: the stability scenario runs no fluid model and does not take it")
 
 
 def _transport_names(scenario: str, transports: list[str] | None) -> list[str]:

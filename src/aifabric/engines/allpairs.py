@@ -53,6 +53,14 @@ __all__ = [
 #: entropy values by the load of all paths, so their pairs are not independent.
 PER_PAIR_POLICIES = ("ecmp", "qp", "pinning", "spray", "spray-blind")
 
+#: Summed columns of routed chunks held before they are merged into the total (a design bound: the
+#: merge is linear in the entries, so merging when the held entries exceed the total's keeps the sum
+#: linear in all entries; 4M entries ~ 100 MB as COO).
+_MERGE_ENTRIES = 4_000_000
+#: Largest (link, block) table a chunk's columns are summed in by counting (8M float64 cells, 64 MB; a
+#: design bound), above which they are summed by sorting.
+_DENSE_SUM_CELLS = 8_000_000
+
 
 @dataclass(frozen=True)
 class AllPairsColumns:
@@ -319,6 +327,7 @@ def per_pair_columns(
     n, n_gpus = ranks.size, topo.spec.n_gpus
     n_blocks = _n_leaves(topo) ** 2 + int(topo.spec.n_gpus // topo.spec.domain_gpus + 1)
     acc = sparse.csc_matrix((topo.n_links, n_blocks))
+    parts: list[sparse.coo_matrix] = []
     first = np.full(n_blocks, np.iinfo(np.int64).max)
     share = 1.0
     step = max(1, chunk_pairs // max(n, 1))
@@ -340,14 +349,33 @@ def per_pair_columns(
         )
         block = _pair_block(topo, src, dst, pxn)
         np.minimum.at(first, block, src * n_gpus + dst)
-        one_hot = sparse.csr_matrix(
-            (np.ones(r.parent.size), (np.arange(r.parent.size), block[r.parent])),
-            shape=(r.parent.size, n_blocks),
-        )
-        acc = acc + (r.incidence @ one_hot).tocsc()
+        parts.append(_block_sums(r.incidence.tocoo(), block[r.parent], (topo.n_links, n_blocks)))
+        if sum(p.nnz for p in parts) > max(_MERGE_ENTRIES, acc.nnz):  # each entry merged O(1) times
+            acc, parts = _summed([acc.tocoo(), *parts], acc.shape), []
         share = float(r.share[0]) if r.share.size else share
+    acc = _summed([acc.tocoo(), *parts], acc.shape)
     used = np.nonzero(first < np.iinfo(np.int64).max)[0]
     return AllPairsColumns(acc[:, used], first[used] // n_gpus, first[used] % n_gpus), share
+
+
+def _block_sums(inc: sparse.coo_matrix, col_block: np.ndarray, shape: tuple[int, int]) -> sparse.coo_matrix:
+    """``inc`` (rows x sub-flows) with its columns summed per block (``col_block``: each column's), shape
+    ``shape``: by a dense count over (row, block of the chunk) when that table is small (no sort), else
+    by the conversion to CSC."""
+    blocks, local = np.unique(col_block, return_inverse=True)
+    space = shape[0] * blocks.size
+    if space > _DENSE_SUM_CELLS:
+        return sparse.csc_matrix((inc.data, (inc.row, col_block[inc.col])), shape).tocoo()
+    sums = np.bincount(inc.row * blocks.size + local.reshape(-1)[inc.col], inc.data, space)
+    nz = np.flatnonzero(sums)
+    return sparse.coo_matrix((sums[nz], (nz // blocks.size, blocks[nz % blocks.size])), shape)
+
+
+def _summed(parts: list[sparse.coo_matrix], shape: tuple[int, int]) -> sparse.csc_matrix:
+    """The sum of sparse matrices of one ``shape`` (duplicates summed in the conversion to CSC)."""
+    rows = np.concatenate([p.row for p in parts])
+    cols = np.concatenate([p.col for p in parts])
+    return sparse.csc_matrix((np.concatenate([p.data for p in parts]), (rows, cols)), shape)
 
 
 def _n_leaves(topo: Topology) -> int:

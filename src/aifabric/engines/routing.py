@@ -112,20 +112,22 @@ REPS_ROUNDS = 32
 _M64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
-def hash64(*keys: np.ndarray | int | np.integer) -> np.ndarray:
+def hash64(*keys: np.ndarray | int | np.integer, state: np.ndarray | None = None) -> np.ndarray:
     """Deterministic 64-bit mix of integer arrays (splitmix64 finaliser over a running combination).
 
     Uniform enough for ECMP studies (Steele, Lea & Flood, "Fast splittable pseudorandom number generators",
-    OOPSLA 2014). Returns uint64 array.
+    OOPSLA 2014). ``state`` continues an earlier combination: ``hash64(c, state=hash64(a, b))`` equals
+    ``hash64(a, b, c)``, so keys shared by many rows (a pair's ends under its 64 entropy values) are
+    mixed once. Returns uint64 array.
     """
     with np.errstate(over="ignore"):
-        h: np.uint64 | np.ndarray = np.uint64(0x9E3779B97F4A7C15)
+        h: np.uint64 | np.ndarray = np.uint64(0x9E3779B97F4A7C15) if state is None else state
         for k in keys:
-            x = np.asarray(k).astype(np.uint64)
-            h = (h ^ x) * np.uint64(0xBF58476D1CE4E5B9)
-            h = h ^ (h >> np.uint64(31))
-            h = h * np.uint64(0x94D049BB133111EB)
-            h = h ^ (h >> np.uint64(29))
+            h = h ^ np.asarray(k).astype(np.uint64)  # a new array: ``state`` is not written
+            h *= np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(31)
+            h *= np.uint64(0x94D049BB133111EB)
+            h ^= h >> np.uint64(29)
         return np.asarray(h, dtype=np.uint64)
 
 
@@ -324,19 +326,6 @@ class _Builder:
         c = np.concatenate(self.cols)
         v = np.concatenate(self.vals)
         return sparse.csc_matrix((v, (r, c)), shape=(n_links, n_cols))
-
-
-def _pick(alive: np.ndarray, h: np.ndarray) -> np.ndarray:
-    """Index of the (h mod count)-th True in each row of ``alive`` (n, k); -1 where a row has none."""
-    counts = alive.sum(axis=1)
-    safe = np.maximum(counts, 1)
-    target = (h % safe.astype(np.uint64)).astype(np.int64)
-    idx = target.copy()  # a row with every entry True: the target-th entry itself
-    part = np.nonzero(counts < alive.shape[1])[0]
-    if part.size:
-        csum = np.cumsum(alive[part], axis=1)
-        idx[part] = (csum > target[part, None]).argmax(axis=1)
-    return np.where(counts > 0, idx, -1)
 
 
 def _least_loaded(
@@ -650,16 +639,16 @@ def _route_subflows(
                 "scale-out network"
             )
         pxn_sub = np.broadcast_to(np.asarray(pxn, dtype=bool), (n,))[parent]
+        # the 5-tuple's hash hash64(s, d, qp, seed): the ends mixed once per transfer, not per sub-flow
+        base_h = hash64(qp[x], np.int64(seed), state=hash64(src, dst)[parent[x]])
         _route_scale_out(
             topo,
             b,
             x,
             s[x],
             d[x],
-            qp[x],
             policy,
-            seed,
-            polarized,
+            _SwitchHash(hash64(base_h), seed, polarized),
             pxn_sub[x],
             alive,
             w_bytes[x],
@@ -686,16 +675,16 @@ def _route_scale_out(
     cols: np.ndarray,
     s: np.ndarray,
     d: np.ndarray,
-    qp: np.ndarray,
     policy: str,
-    seed: int,
-    polarized: bool,
+    hop: _SwitchHash,
     pxn: np.ndarray,
     alive: np.ndarray,
     w_bytes: np.ndarray,
     has_su: bool,
     groups: SprayGroups | None = None,
 ) -> None:
+    """Sub-flows ``s -> d`` across domains (``hop``: their hashes at each switch): PXN relay, plane, NIC
+    links and the leaf-to-leaf part."""
     spec = topo.spec
     shape = topo.shape
     assert shape is not None
@@ -712,11 +701,6 @@ def _route_scale_out(
             b.add(topo.gpu_up[s[ci]], cols[ci], 1.0)
             b.add(topo.gpu_down[relay[ci]], cols[ci], 1.0)
             nic_src = np.where(cross, relay, s)
-
-    def sw_seed(tag: int) -> int:
-        return seed if polarized else seed * 1_000_003 + tag * 7919
-
-    base_h = hash64(s, d, qp, np.int64(seed))
     # plane choice
     planes = topo.planes
     if planes == 1 or policy != "spray":
@@ -725,7 +709,7 @@ def _route_scale_out(
         elif policy == "pinning":
             plane = d % planes
         else:
-            plane = (hash64(base_h, sw_seed(1)) % np.uint64(planes)).astype(np.int64)
+            plane = (hop.at(1) % np.uint64(planes)).astype(np.int64)
         plane_w = [(plane, np.ones(m))]
     else:
         plane_w = [(np.full(m, p), np.full(m, 1.0 / planes)) for p in range(planes)]
@@ -755,13 +739,34 @@ def _route_scale_out(
             leaf_d[ci],
             plane[ci],
             pw[ci],
-            base_h[ci],
+            hop.rows(ci),
             policy,
-            sw_seed,
             alive,
             w_bytes[ci] * pw[ci],
-            seed,
         )
+
+
+@dataclass(frozen=True)
+class _SwitchHash:
+    """Each sub-flow's hash at every switch: ``hash64(base_h, seed of the switch tier)``, from
+    ``state = hash64(base_h)`` computed once (:func:`hash64`'s running combination: the same values).
+
+    A tier's seed is ``seed * 1,000,003 + 7,919 tag`` (tags 1 plane, 2 leaf up, 3 spine down, 4 spine
+    up, 5 core down, 6 spine down across pods), or ``seed`` in every tier when ``polarized``.
+    """
+
+    state: np.ndarray
+    seed: int
+    polarized: bool
+
+    def at(self, tag: int) -> np.ndarray:
+        """uint64 hash of every sub-flow at the switch tier ``tag``."""
+        tier_seed = self.seed if self.polarized else self.seed * 1_000_003 + tag * 7919
+        return hash64(tier_seed, state=self.state)
+
+    def rows(self, idx: np.ndarray) -> _SwitchHash:
+        """The hashes of the sub-flows ``idx`` only."""
+        return _SwitchHash(self.state[idx], self.seed, self.polarized)
 
 
 def _route_groups(
@@ -795,103 +800,58 @@ def _route_between_leaves(
     leaf_d: np.ndarray,
     plane: np.ndarray,
     pw: np.ndarray,
-    base_h: np.ndarray,
+    hop: _SwitchHash,
     policy: str,
-    sw_seed,
     alive: np.ndarray,
     w: np.ndarray,
-    seed: int,
 ) -> None:
+    """Sub-flows from leaf ``leaf_s`` to leaf ``leaf_d`` on ``plane``: sprayed over every viable uplink,
+    or one uplink each (hash, pinned slot or least loaded), then down (or across pods) likewise. The
+    uplink tables depend on (plane, leaves) only: built once per distinct triple, not per sub-flow."""
     shape = topo.shape
     assert shape is not None
-    lus = topo.leaf_uplink_spine  # (L, u1) spine index
-    m = s.size
     u1 = shape.leaf_up
-    up_links = topo.leaf_uplinks[plane[:, None], leaf_s[:, None], np.arange(u1)[None, :]]  # (m, u1)
-    spine_of = lus[leaf_s]  # (m, u1)
-    pod_s, pod_d = topo.pod_of_leaf[leaf_s], topo.pod_of_leaf[leaf_d]
-    same_pod = (pod_s == pod_d) if shape.tiers == 3 else np.ones(m, bool)
-    # candidate down cables at the destination leaf: slots of leaf_d whose spine == chosen spine
-    dst_slots_spine = lus[leaf_d]  # (m, u1)
-    down_links_all = topo.leaf_downlinks[
-        plane[:, None], leaf_d[:, None], np.arange(u1)[None, :]
-    ]  # spine->leaf_d
-    slot_d = (
-        (d // topo.spec.gpus_per_node) % max(1, shape.nodes_per_su)
-        if shape.rails > 1
-        else d % shape.leaf_down
-    )
-    rng = np.random.default_rng(seed + 17)
-
-    # ---- viability of each uplink slot j (n, u1)
-    # viability depends on the switches only: computed once per distinct (plane, leaves or pods)
-    def live_down(p: np.ndarray, ls: np.ndarray, ld: np.ndarray) -> np.ndarray:
-        down = topo.leaf_downlinks[p[:, None], ld[:, None], np.arange(u1)[None, :]]
-        return _has_live_down(lus[ld], lus[ls], alive[down])
-
-    if shape.tiers < 3:
-        viable = alive[up_links] & _per_unique(live_down, plane, leaf_s, leaf_d)
-    else:
-        viable = alive[up_links].copy()
-        sp_idx = np.nonzero(same_pod)[0]
-        if sp_idx.size:
-            viable[sp_idx] &= _per_unique(live_down, plane[sp_idx], leaf_s[sp_idx], leaf_d[sp_idx])
-        xp = np.nonzero(~same_pod)[0]
-        if xp.size:
-            group_of_slot = np.arange(u1) % shape.spines_per_pod
-            ok = _per_unique(
-                lambda p, ld, ps, pd: _cross_pod_group_ok(topo, p, ld, ps, pd, alive),
-                plane[xp],
-                leaf_d[xp],
-                pod_s[xp],
-                pod_d[xp],
-            )
-            viable[xp] &= ok[:, group_of_slot]
-    none = ~viable.any(axis=1)
+    first, inv = _group_rows(plane, leaf_s, leaf_d)
+    viable_u = _leaf_pair_viable(topo, plane[first], leaf_s[first], leaf_d[first], alive)
+    none = (viable_u.sum(axis=1) == 0)[inv]
     if none.any():
         i = int(np.nonzero(none)[0][0])
         raise NoRoute(
             f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: every equal-cost path through the spines has a "
             "failed link"
         )
+    up_u = topo.leaf_uplinks[plane[first][:, None], leaf_s[first][:, None], np.arange(u1)[None, :]]
+    pod_d = topo.pod_of_leaf[leaf_d]
+    same_pod = (topo.pod_of_leaf[leaf_s] == pod_d) if shape.tiers == 3 else np.ones(s.size, bool)
     if policy == "spray":
+        viable = viable_u[inv]
         wj = viable / viable.sum(axis=1, keepdims=True) * pw[:, None]  # (m, u1)
         rows, jj = np.nonzero(viable)
-        b.add(up_links[rows, jj], cols[rows], wj[rows, jj])
-        _spray_down(
-            topo,
-            b,
-            cols,
-            rows,
-            jj,
-            wj[rows, jj],
-            spine_of,
-            dst_slots_spine,
-            down_links_all,
-            alive,
-            same_pod,
-            plane,
-            leaf_d,
-            pod_d,
-        )
+        b.add(up_u[inv[rows], jj], cols[rows], wj[rows, jj])
+        _spray_down(topo, b, cols, rows, jj, wj[rows, jj], alive, same_pod, plane, leaf_s, leaf_d, pod_d)
         return
+    slot_d = (
+        (d // topo.spec.gpus_per_node) % max(1, shape.nodes_per_su)
+        if shape.rails > 1
+        else d % shape.leaf_down
+    ).astype(np.uint64)
     if policy == "pinning":
-        h = slot_d.astype(np.uint64)
-        j = _pick(viable, h)
+        j = _pick_in(viable_u, inv, slot_d)
     elif policy == "adaptive":
-        j = _least_loaded(viable, up_links, np.zeros(topo.n_links), w, leaf_s, rng)
+        rng = np.random.default_rng(hop.seed + 17)
+        j = _least_loaded(viable_u[inv], up_u[inv], np.zeros(topo.n_links), w, leaf_s, rng)
     else:
-        j = _pick(viable, hash64(base_h, sw_seed(2)))
-    rows = np.arange(m)
-    b.add(up_links[rows, j], cols, pw)
-    spine = spine_of[rows, j]
+        j = _pick_in(viable_u, inv, hop.at(2))
+    b.add(up_u[inv, j], cols, pw)
+    spine = topo.leaf_uplink_spine[leaf_s, j]
     # same pod / two tiers: spine -> leaf_d over one of the parallel cables
-    sp_rows = np.nonzero(same_pod)[0]
-    if sp_rows.size:
-        cand = (dst_slots_spine[sp_rows] == spine[sp_rows, None]) & alive[down_links_all[sp_rows]]
-        hh = slot_d[sp_rows].astype(np.uint64) if policy == "pinning" else hash64(base_h[sp_rows], sw_seed(3))
-        jd = _pick(cand, hh)
-        b.add(down_links_all[sp_rows, jd], cols[sp_rows], pw[sp_rows])
+    sp = np.nonzero(same_pod)[0]
+    if sp.size:
+        hh = slot_d[sp] if policy == "pinning" else hop.rows(sp).at(3)
+        jd = _pick_by_key(
+            lambda p, ld, sw: _down_cables(topo, alive, p, ld, sw), (plane[sp], leaf_d[sp], spine[sp]), hh
+        )
+        b.add(topo.leaf_downlinks[plane[sp], leaf_d[sp], jd], cols[sp], pw[sp])
     xp = np.nonzero(~same_pod)[0]
     if xp.size:
         _route_cross_pod(
@@ -905,25 +865,80 @@ def _route_between_leaves(
             leaf_d[xp],
             pod_d[xp],
             pw[xp],
-            base_h[xp],
+            hop.rows(xp),
             policy,
-            sw_seed,
             alive,
             slot_d[xp],
-            dst_slots_spine[xp],
-            down_links_all[xp],
         )
 
 
-def _per_unique(fn: Callable[..., np.ndarray], *keys: np.ndarray) -> np.ndarray:
-    """``fn(*keys)`` for rows that depend on their keys only: evaluated once per distinct row of keys
-    (non-negative int arrays of one length) and copied back to every row. Exact; the viability tables
-    of a switch pair then cost once per pair of switches, not once per flow."""
+def _leaf_pair_viable(
+    topo: Topology, plane: np.ndarray, leaf_s: np.ndarray, leaf_d: np.ndarray, alive: np.ndarray
+) -> np.ndarray:
+    """(k, u1): uplink slot j of ``leaf_s`` on ``plane`` is live and leads to ``leaf_d`` over live links
+    (a live cable down from its spine in the same pod; across pods, a live path through its spine group)."""
+    shape = topo.shape
+    assert shape is not None
+    u1 = shape.leaf_up
+    lus = topo.leaf_uplink_spine
+    slots = np.arange(u1)[None, :]
+    viable = alive[topo.leaf_uplinks[plane[:, None], leaf_s[:, None], slots]]
+    pod_s, pod_d = topo.pod_of_leaf[leaf_s], topo.pod_of_leaf[leaf_d]
+    same_pod = (pod_s == pod_d) if shape.tiers == 3 else np.ones(plane.size, bool)
+    sp = np.nonzero(same_pod)[0]
+    if sp.size:
+        down = topo.leaf_downlinks[plane[sp, None], leaf_d[sp, None], slots]
+        viable[sp] &= _has_live_down(lus[leaf_d[sp]], lus[leaf_s[sp]], alive[down])
+    xp = np.nonzero(~same_pod)[0]
+    if xp.size:
+        ok = _cross_pod_group_ok(topo, plane[xp], leaf_d[xp], pod_s[xp], pod_d[xp], alive)
+        viable[xp] &= ok[:, np.arange(u1) % shape.spines_per_pod]
+    return viable
+
+
+def _down_cables(
+    topo: Topology, alive: np.ndarray, plane: np.ndarray, leaf: np.ndarray, spine: np.ndarray
+) -> np.ndarray:
+    """(k, u1): downlink slot j of ``leaf`` on ``plane`` comes from ``spine`` and is live."""
+    u1 = topo.leaf_uplink_spine.shape[1]
+    down = topo.leaf_downlinks[plane[:, None], leaf[:, None], np.arange(u1)[None, :]]
+    return (topo.leaf_uplink_spine[leaf] == spine[:, None]) & alive[down]
+
+
+def _group_rows(*keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first, inv): a representative row of every distinct row of ``keys`` (non-negative int arrays of one
+    length) and each row's distinct row, so ``f(*(k[first] for k in keys))[inv]`` is ``f(*keys)`` for a
+    row-wise ``f`` of the keys only. A direct table when the keys span at most ~4 codes per row (no sort),
+    else :func:`numpy.unique`."""
     if keys[0].size == 0:
-        return fn(*keys)
-    code = np.ravel_multi_index(keys, tuple(int(k.max()) + 1 for k in keys))
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    dims = tuple(int(k.max()) + 1 for k in keys)
+    code = np.ravel_multi_index(keys, dims)
+    space = int(np.prod(dims, dtype=np.float64))
+    if space <= 4 * code.size + 65_536:
+        rep = np.full(space, -1, np.int64)
+        rep[code] = np.arange(code.size)  # any row of a code will do: its keys are the code's
+        present = rep >= 0
+        return rep[present], (np.cumsum(present) - 1)[code]
     _, first, inv = np.unique(code, return_index=True, return_inverse=True)
-    return fn(*(k[first] for k in keys))[inv.reshape(-1)]
+    return first, inv.reshape(-1)
+
+
+def _pick_in(table: np.ndarray, row: np.ndarray, h: np.ndarray) -> np.ndarray:
+    """Index of the (h mod count)-th True entry of each sub-flow's row ``row`` of ``table`` (k, width), -1
+    where that row has none (the table is not copied per sub-flow)."""
+    counts = table.sum(axis=1)
+    order = np.argsort(~table, axis=1, kind="stable")  # a row's True entries first, in order
+    c = counts[row]
+    target = (h % np.maximum(c, 1).astype(np.uint64)).astype(np.int64)
+    return np.where(c > 0, order[row, target], -1)
+
+
+def _pick_by_key(table: Callable[..., np.ndarray], keys: tuple[np.ndarray, ...], h: np.ndarray) -> np.ndarray:
+    """:func:`_pick_in` on ``table(*keys)`` for a ``table`` whose rows depend on their keys only: built
+    once per distinct row of keys (:func:`_group_rows`), not per sub-flow. Exact."""
+    first, inv = _group_rows(*keys)
+    return _pick_in(table(*(k[first] for k in keys)), inv, h)
 
 
 def _has_live_down(dst_slots_spine: np.ndarray, spine_of: np.ndarray, down_alive: np.ndarray) -> np.ndarray:
@@ -987,48 +1002,47 @@ def _route_cross_pod(
     leaf_d: np.ndarray,
     pod_d: np.ndarray,
     pw: np.ndarray,
-    base_h: np.ndarray,
+    hop: _SwitchHash,
     policy: str,
-    sw_seed,
     alive: np.ndarray,
     slot_d: np.ndarray,
-    dst_slots_spine: np.ndarray,
-    down_links_all: np.ndarray,
 ) -> None:
-    sp, u2, cpg = _spine_core_tables(topo)
-    m = s.size
-    rows = np.arange(m)
-    g = spine % sp
-    spd = pod_d * sp + g
-    upl = topo.spine_uplinks[plane[:, None], spine[:, None], np.arange(u2)[None, :]]
-    core = topo.spine_uplink_core[spine]
-    core_d = topo.spine_uplink_core[spd]
-    dnl = topo.spine_downlinks[plane[:, None], spd[:, None], np.arange(u2)[None, :]]
+    """Hashed (or pinned) sub-flows from ``spine`` up to a core, down to the spine of the same group in
+    ``pod_d``, down to ``leaf_d``; each choice among the live equal-cost links of its switch."""
+    sp, u2, _ = _spine_core_tables(topo)
+    spd = pod_d * sp + spine % sp
+    k2 = np.arange(u2)[None, :]
 
     def live_core(p: np.ndarray, sp_s: np.ndarray, sp_d: np.ndarray) -> np.ndarray:
         """(k, u2): uplink j of spine ``sp_s`` reaches a core with a live cable down to ``sp_d``."""
-        up = topo.spine_uplinks[p[:, None], sp_s[:, None], np.arange(u2)[None, :]]
+        up = topo.spine_uplinks[p[:, None], sp_s[:, None], k2]
         c_s, c_d = topo.spine_uplink_core[sp_s], topo.spine_uplink_core[sp_d]
-        dn = topo.spine_downlinks[p[:, None], sp_d[:, None], np.arange(u2)[None, :]]
+        dn = topo.spine_downlinks[p[:, None], sp_d[:, None], k2]
         reach = np.zeros((sp_s.size, u2), bool)
         for k in range(u2):
             reach |= (c_s == c_d[:, k : k + 1]) & alive[dn[:, k]][:, None]
         return alive[up] & reach
 
-    viable = _per_unique(live_core, plane, spine, spd)
-    h2 = slot_d.astype(np.uint64) if policy == "pinning" else hash64(base_h, sw_seed(4))
-    j2 = _pick(viable, h2)
+    def core_down(p: np.ndarray, sp_d: np.ndarray, core: np.ndarray) -> np.ndarray:
+        """(k, u2): downlink j to ``sp_d`` comes from ``core`` and is live."""
+        dn = topo.spine_downlinks[p[:, None], sp_d[:, None], k2]
+        return (topo.spine_uplink_core[sp_d] == core[:, None]) & alive[dn]
+
+    pinned = policy == "pinning"
+    j2 = _pick_by_key(live_core, (plane, spine, spd), slot_d if pinned else hop.at(4))
     if (j2 < 0).any():
         i = int(np.nonzero(j2 < 0)[0][0])
         raise NoRoute(f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: no live core path")
-    b.add(upl[rows, j2], cols, pw)
-    c = core[rows, j2]
-    cand = (core_d == c[:, None]) & alive[dnl]
-    jd = _pick(cand, hash64(base_h, sw_seed(5)) if policy != "pinning" else slot_d.astype(np.uint64))
-    b.add(dnl[rows, jd], cols, pw)
-    cand2 = (dst_slots_spine == spd[:, None]) & alive[down_links_all]
-    jl = _pick(cand2, hash64(base_h, sw_seed(6)) if policy != "pinning" else slot_d.astype(np.uint64))
-    b.add(down_links_all[rows, jl], cols, pw)
+    b.add(topo.spine_uplinks[plane, spine, j2], cols, pw)
+    c = topo.spine_uplink_core[spine, j2]
+    jd = _pick_by_key(core_down, (plane, spd, c), slot_d if pinned else hop.at(5))
+    b.add(topo.spine_downlinks[plane, spd, jd], cols, pw)
+    jl = _pick_by_key(
+        lambda p, ld, sw: _down_cables(topo, alive, p, ld, sw),
+        (plane, leaf_d, spd),
+        slot_d if pinned else hop.at(6),
+    )
+    b.add(topo.leaf_downlinks[plane, leaf_d, jl], cols, pw)
 
 
 def _spray_down(
@@ -1038,24 +1052,24 @@ def _spray_down(
     rows: np.ndarray,
     jj: np.ndarray,
     w: np.ndarray,
-    spine_of: np.ndarray,
-    dst_slots_spine: np.ndarray,
-    down_links_all: np.ndarray,
     alive: np.ndarray,
     same_pod: np.ndarray,
     plane: np.ndarray,
+    leaf_s: np.ndarray,
     leaf_d: np.ndarray,
     pod_d: np.ndarray,
 ) -> None:
     """Spread each (flow, uplink) share evenly over the live next hops down to the destination leaf."""
-    spine = spine_of[rows, jj]
+    spine = topo.leaf_uplink_spine[leaf_s[rows], jj]
     sp_mask = same_pod[rows]
     r1, s1, w1 = rows[sp_mask], spine[sp_mask], w[sp_mask]
     if r1.size:
-        cand = (dst_slots_spine[r1] == s1[:, None]) & alive[down_links_all[r1]]
+        cand = _down_cables(topo, alive, plane[r1], leaf_d[r1], s1)
         frac = cand / cand.sum(axis=1, keepdims=True)
         rr, kk = np.nonzero(cand)
-        b.add(down_links_all[r1[rr], kk], cols[r1[rr]], (w1[:, None] * frac)[rr, kk])
+        b.add(
+            topo.leaf_downlinks[plane[r1[rr]], leaf_d[r1[rr]], kk], cols[r1[rr]], (w1[:, None] * frac)[rr, kk]
+        )
     r2, s2, w2 = rows[~sp_mask], spine[~sp_mask], w[~sp_mask]
     if r2.size:
         sp, u2, cpg = _spine_core_tables(topo)
@@ -1081,7 +1095,7 @@ def _spray_down(
         r3, k3 = np.nonzero(cand)
         b.add(dnl[rr[r3], k3], cols[r2[rr[r3]]], (wk[:, None] * fr)[r3, k3])
         # spine_d -> leaf_d
-        cand2 = (dst_slots_spine[r2] == spd[:, None]) & alive[down_links_all[r2]]
+        cand2 = _down_cables(topo, alive, pl, leaf_d[r2], spd)
         fr2 = cand2 / np.maximum(cand2.sum(axis=1, keepdims=True), 1)
         r4, k4 = np.nonzero(cand2)
-        b.add(down_links_all[r2[r4], k4], cols[r2[r4]], (w2[:, None] * fr2)[r4, k4])
+        b.add(topo.leaf_downlinks[pl[r4], leaf_d[r2[r4]], k4], cols[r2[r4]], (w2[:, None] * fr2)[r4, k4])

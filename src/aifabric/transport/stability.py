@@ -60,11 +60,15 @@ from aifabric.transport.params import DcqcnParams
 
 __all__ = [
     "DcqcnMargin",
+    "MarginSweep",
+    "margin_sweep",
     "open_loop",
     "paper_open_loop",
     "paper_phase_margin",
+    "paper_stability_map",
     "phase_margin",
     "stability_map",
+    "unstable_runs",
 ]
 
 
@@ -293,4 +297,72 @@ def stability_map(prm: DcqcnParams, flows: list[int], delays_s: list[float]) -> 
     """Phase margins (degrees) over a grid, shape ``(len(delays_s), len(flows))``: the paper's Fig. 10."""
     return np.array(
         [[phase_margin(prm.with_(feedback_delay_s=d), n).phase_margin_deg for n in flows] for d in delays_s]
+    )
+
+
+def paper_stability_map(prm: DcqcnParams, flows: list[int], delays_s: list[float]) -> np.ndarray:
+    """:func:`paper_phase_margin` over a grid, degrees, shape ``(len(delays_s), len(flows))``."""
+    return np.array([[paper_phase_margin(prm.with_(feedback_delay_s=d), n) for n in flows] for d in delays_s])
+
+
+def unstable_runs(flows: list[int], margins_deg: np.ndarray) -> list[tuple[int, int]]:
+    """The runs of consecutive entries of ``flows`` whose margin is not positive (unstable, or pinned at
+    Kmax: ``-inf``), as ``(first N, last N)``, in order.
+
+    >>> unstable_runs([1, 2, 3, 4, 5], np.array([1.0, -2.0, -1.0, 0.5, -0.1]))
+    [(2, 3), (5, 5)]
+    """
+    bad = ~(np.asarray(margins_deg) > 0)
+    runs: list[tuple[int, int]] = []
+    for i in np.flatnonzero(bad).tolist():
+        if runs and i > 0 and bad[i - 1]:
+            runs[-1] = (runs[-1][0], flows[i])
+        else:
+            runs.append((flows[i], flows[i]))
+    return runs
+
+
+@dataclass(frozen=True)
+class MarginSweep:
+    """Phase margins of N = 1 .. ``max_flows`` DCQCN flows on one bottleneck at several feedback delays.
+
+    Attributes
+    ----------
+    flows : list of int
+        N, 1 .. max_flows.
+    delays_s : list of float
+        tau*, seconds.
+    exact_deg, paper_deg : ndarray, shape (len(delays_s), len(flows))
+        :func:`phase_margin` (exact linearisation; ``-inf`` pinned at Kmax) and :func:`paper_phase_margin`
+        (the authors' Taylor linearisation), degrees.
+    """
+
+    flows: list[int]
+    delays_s: list[float]
+    exact_deg: np.ndarray
+    paper_deg: np.ndarray
+
+    def stable_from(self, margins_deg: np.ndarray) -> int | None:
+        """The least N from which every larger N of the sweep is stable (None: the largest is not)."""
+        runs = unstable_runs(self.flows, margins_deg)
+        if not runs:
+            return self.flows[0]
+        last = runs[-1][1]
+        return None if last == self.flows[-1] else last + 1
+
+
+def margin_sweep(prm: DcqcnParams, max_flows: int, delays_s: list[float]) -> MarginSweep:
+    """Both linearisations' phase margins for N = 1 .. ``max_flows`` at each delay (the paper's Fig. 10
+    axes: flows and control-loop delay).
+
+    Raises
+    ------
+    ConfigError
+        If ``max_flows`` < 1 or a delay is outside [0, 1) s (:class:`DcqcnParams`).
+    """
+    if max_flows < 1:
+        raise ConfigError(f"max_flows: must be >= 1, got {max_flows}")
+    flows = list(range(1, int(max_flows) + 1))
+    return MarginSweep(
+        flows, list(delays_s), stability_map(prm, flows, delays_s), paper_stability_map(prm, flows, delays_s)
     )
