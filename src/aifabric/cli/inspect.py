@@ -482,7 +482,7 @@ def _render_verdict(comp: TableComparison) -> None:
     console.print(f"  [red]verdict: {escape(comp.verdict)}[/]", highlight=False, markup=True)
     for f in comp.findings:
         side = "above" if f.cause == "log_contradiction" else "below"
-        console.print(f"    {escape(f.cause)}: {_gbps(f.explained_bytes_per_s)} GB/s {side} the model on "
+        console.print(f"    {escape(f.cause)}: {_gbps(f.explained_bytes_per_s)} GB/s {side} {f.reference} on "
                       f"average over {f.rows} large row(s)", highlight=False, markup=True)  # fmt: skip
         if f.cause == "log_contradiction":
             console.print(f"      {escape(describe_cause(f.cause, comp))}", highlight=False, markup=True)

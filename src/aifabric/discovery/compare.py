@@ -53,6 +53,7 @@ from aifabric.discovery.evidence import (
     evidence_causes,
     mtu_payload_factor,
     net_transport,
+    transport_devices,
     with_transport,
 )
 from aifabric.discovery.inference import infer_cluster
@@ -257,6 +258,8 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
         found = comparison.regression
         if found is not None:
             text += f" [{found.describe()}]"
+    if comparison is not None and key == "net_socket" and comparison.net is not None:
+        text += f" [{_socket_facts(comparison)}]"
     if comparison is not None and key == "small_mtu":
         share = comparison.bounded_share(key)
         if share is not None:
@@ -267,6 +270,17 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
         if done:
             text += f" [this run already sets {', '.join(done)}]"
     return text
+
+
+def _socket_facts(comparison: TableComparison) -> str:
+    """The figures of a socket run at its largest size: the model over the cluster's NICs, over the sockets
+    NCCL used, and the measurement (below the socket model: the interfaces carry less than the NIC line
+    rate the socket model assumes for them)."""
+    big = max(comparison.large_rows, key=lambda r: r.size_bytes)
+    ib, sock = comparison.without_transport(big.size_bytes), big.predicted_busbw_bytes_per_s
+    return (f"at {format_bytes(big.size_bytes)} the model gives {ib / 1e9:.0f} GB/s busbw over the cluster's "
+            f"NICs and {sock / 1e9:.0f} over {comparison.net.nccl_name if comparison.net else 'sockets'}; "
+            f"measured {big.measured_busbw_bytes_per_s / 1e9:.0f}")  # fmt: skip
 
 
 def _shortfall_facts(comparison: TableComparison) -> str:
@@ -413,12 +427,16 @@ class Finding:
         Rows it is the first cause of.
     evidence : tuple of Evidence
         ``NCCL INFO`` lines that show it (empty when the cause is inferred from the numbers alone).
+    reference : str
+        What the bandwidth is measured against, in words: the model, or for a socket run (predicted over
+        its sockets) the model over the cluster's NICs.
     """
 
     cause: str
     explained_bytes_per_s: float
     rows: int
     evidence: tuple[Evidence, ...] = ()
+    reference: str = "the model"
 
 
 # -- one table -----------------------------------------------------------------------------------------------
@@ -555,8 +573,14 @@ class TableComparison:
         ``calibration`` replaces the table's own profile (None keeps it).
         """
         chosen = self.calibration if calibration is None else calibration
+        devices = transport_devices(self.info, self.net)
         return _predict(self.op, size_bytes, self.spec, self.comm, self.settings,
-                        with_transport(chosen, self.net, self.spec))  # fmt: skip
+                        with_transport(chosen, self.net, self.spec, devices))  # fmt: skip
+
+    def without_transport(self, size_bytes: float) -> float:
+        """Predicted busbw at ``size_bytes`` over the cluster's own NICs (NET/IB), without the transport the
+        INFO lines name (:attr:`net`), bytes/s."""
+        return dataclasses.replace(self, net=None).predict(size_bytes).busbw_bytes_per_s
 
     @property
     def flagged_rows(self) -> tuple[RowComparison, ...]:
@@ -571,7 +595,10 @@ class TableComparison:
         The plateau is what a fabric is judged on; smaller rows keep their flags and causes but make no
         finding. Artefacts and model limits (:data:`NOT_FAULTS`) are left out, so a healthy run has none.
         A plateau far above what the log allows (:attr:`contradiction`) is the ``log_contradiction`` finding,
-        its bandwidth the mean measured busbw above the model over the large rows."""
+        its bandwidth the mean measured busbw above the model over the large rows. A socket run
+        (``net_socket`` first) is predicted over its sockets already: the cause explains the shortfall
+        against the cluster's NICs (:meth:`without_transport` minus measured), not against its own
+        prediction."""
         if self.contradiction is not None:
             above = [r.measured_busbw_bytes_per_s - r.predicted_busbw_bytes_per_s for r in self.large_rows]
             return (Finding("log_contradiction", sum(above) / len(above), len(above),
@@ -592,6 +619,8 @@ class TableComparison:
                     count[key] = count.get(key, 0) + 1
                     gap -= part
             primary = next((k for k in r.causes if self.bounded_share(k) is None), None)
+            if primary == "net_socket" and self.net is not None:  # sockets already in the model: the whole
+                gap = self.without_transport(r.size_bytes) - r.measured_busbw_bytes_per_s  # NET/IB shortfall
             if primary is not None and gap > 0:
                 explained[primary] = explained.get(primary, 0.0) + gap
                 count[primary] = count.get(primary, 0) + 1
@@ -599,7 +628,13 @@ class TableComparison:
         if self.version_lines:
             shown["nccl_regression"] = self.version_lines
         order = sorted(explained, key=lambda k: (-explained[k] / count[k], list(CAUSES).index(k)))
-        return tuple(Finding(k, explained[k] / count[k], count[k], shown.get(k, ())) for k in order)
+        return tuple(Finding(k, explained[k] / count[k], count[k], shown.get(k, ()), self._reference(k))
+                     for k in order)  # fmt: skip
+
+    def _reference(self, cause: str) -> str:
+        """What a finding's bandwidth is measured against (:attr:`Finding.reference`)."""
+        socket = cause == "net_socket" and self.net is not None
+        return "the model over the cluster's NICs" if socket else "the model"
 
     def describe(self, cause: str) -> str:
         """The text of ``cause`` for this run (:func:`describe_cause`)."""
@@ -641,6 +676,7 @@ class TableComparison:
                     "cause": f.cause,
                     "explained_bytes_per_s": f.explained_bytes_per_s,
                     "rows": f.rows,
+                    "reference": f.reference,
                     "text": self.describe(f.cause),
                     "evidence": [{"line": e.line, "text": e.text} for e in f.evidence],
                 }
@@ -931,7 +967,7 @@ def compare_table(
     if not table.rows:
         raise ParseError("the table has no rows to compare", line=table.line, source=table.source)
     spec, comm, settings, info, net, notes = _prepare(table, op, spec, settings, info, assumptions)
-    effective = with_transport(calibration, net, spec)
+    effective = with_transport(calibration, net, spec, transport_devices(info, net))
     rows, dropped = _measured_rows(table, op, spec, comm, settings, effective, place)
     ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
                           calibration, tuple(dropped), info, net, version_lines)  # fmt: skip
@@ -962,9 +998,21 @@ def _prepare(
     settings = _engine_env(op, spec, comm, settings)
     net = net_transport(info) if n_nodes > 1 else None
     if net is not None:
-        notes.append(f"the network ran over {net.nccl_name} ({info.lines('network')[0]}): predicted with "
-                     f"{net.name}, {net.aggregate_efficiency:.2f} of line rate")  # fmt: skip
+        notes.append(_transport_note(net, info, spec))
     return spec, comm, settings, info, net, notes
+
+
+def _transport_note(net: TransportSpec, info: NcclInfo, spec: ClusterSpec) -> str:
+    """How the network transport the INFO lines name is predicted, in words."""
+    note = (f"the network ran over {net.nccl_name} ({info.lines('network')[0]}): predicted with {net.name}, "
+            f"{net.aggregate_efficiency:.2f} of line rate")  # fmt: skip
+    devices = transport_devices(info, net)
+    if devices is not None and devices < spec.nics_per_node:
+        names = ", ".join(info.net_devices)
+        note += (f", over the {devices} interface(s) NCCL listed ({names}, {info.lines('net_devices')[0]}) "
+                 f"instead of the node's {spec.nics_per_node} NICs, each at the NIC's line rate (an upper "
+                 "bound: the log does not give the interface's speed)")  # fmt: skip
+    return note
 
 
 def _measured_rows(
