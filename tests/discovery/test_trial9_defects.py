@@ -100,3 +100,45 @@ def test_slow_socket_run_explains_the_shortfall_against_the_nics() -> None:
     assert "over NET/Socket; measured 12" in table.describe("net_socket")
     out = runner.invoke(app, ["nccl-tests", "compare", str(TRIAL / "i_socket_slow.log")], terminal_width=200)
     assert "GB/s below the model over the cluster's NICs" in out.output
+
+
+# -- defect 3: the node count is never guessed ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "ranks"),
+    [
+        ("nohdr_rows_only.log", 8),  # rows only: ranks from busbw/algbw, nothing says where they ran
+        ("t1_norank.log", 16),  # nThread 1 nGpus 1 and 16 ranks: 16 processes on unknown hosts
+        ("mpirun_np_only.log", 16),  # mpirun -np 16 alone: no -H, -N or --npernode
+    ],
+)
+def test_no_source_for_the_nodes_asks_for_them(name: str, ranks: int) -> None:
+    line = _refused(["nccl-tests", "compare", str(TRIAL / name)])
+    assert f"does not say how many nodes ran its {ranks} ranks" in line and "give --nodes" in line
+    assert f"{name}:" in line  # with the line number of the table
+    given = runner.invoke(
+        app, ["nccl-tests", "compare", str(TRIAL / name), "--nodes", "1" if ranks == 8 else "2"]
+    )
+    assert given.exit_code == 0, given.output
+
+
+def test_one_process_driving_every_rank_is_one_node() -> None:
+    # norank.log: no rank lines, "# nThread 1 nGpus 8" and busbw/algbw pinning 8 ranks: one process drives
+    # all 8 GPUs (nccl-tests starts the same -t x -g in every process), so one node -- said, not assumed
+    table = _table("norank.log")
+    assert table.n_nodes == 1
+    assert any(n.startswith("one process drives all 8 ranks") for n in table.assumptions)
+    assert not any("assumed 1 node" in n for n in table.assumptions)
+
+
+# -- defect 4: a launcher line the table's own numbers contradict --------------------------------------------
+
+
+def test_launcher_line_contradicting_the_table_is_refused() -> None:
+    # srun -N 4 --ntasks-per-node=8 = 32 ranks, but busbw/algbw of the rows = 2 x 15 / 16: 16 ranks
+    line = _refused(["nccl-tests", "compare", str(TRIAL / "srun_conflict.log")])
+    assert "the launcher line 1 (srun -N 4 --ntasks-per-node=8" in line
+    assert "32 ranks conflicts with busbw/algbw of the row at line" in line and "16 ranks" in line
+    line = _refused(["nccl-tests", "compare", str(TRIAL / "i_socket_fast.log"), "--ranks", "32"])
+    assert "--ranks 32 conflicts with" in line

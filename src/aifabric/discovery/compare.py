@@ -1353,7 +1353,7 @@ def _compare_one(
     settings = _with_sources(settings, sources)
     info = parse_nccl_info(lines[start:stop], first_line=start + 1)
     counts = resolve_counts(table, lines[start:stop], info, ranks=options.ranks, nodes=options.nodes,
-                            gpus_per_node=options.gpus_per_node)  # fmt: skip
+                            gpus_per_node=options.gpus_per_node, first_line=start + 1)  # fmt: skip
     table = dataclasses.replace(table, n_ranks=counts.n_ranks, n_nodes=counts.n_nodes)
     spec, inferred = infer_cluster(
         table, cluster=options.cluster, gpu=options.gpu, nic_speed=options.nic_speed,

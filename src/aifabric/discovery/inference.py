@@ -271,20 +271,26 @@ def _inferred_cluster(
     nic_speed: str | None,
     text_before: str,
 ) -> tuple[ClusterSpec, tuple[str, ...]]:
-    """A cluster of ``n_nodes`` (default: nodes of up to 8 GPUs) holding ``n_ranks`` GPUs, from the log, the
-    options and the defaults, with every guess in the notes.
+    """A cluster of ``n_nodes`` holding ``n_ranks`` GPUs, from the log, the options and the defaults, with
+    every guess in the notes. The node count is never guessed: one rank is one node; more need a count.
 
     Raises
     ------
     ParseError
-        If the ranks do not fill the nodes evenly.
+        If the node count is unknown for more than one rank (asking for ``--nodes``), or the ranks do not
+        fill the nodes evenly.
     ConfigError
         If ``gpu`` or ``nic_speed`` is invalid.
     """
     notes: list[str] = []
-    if n_nodes is None:
-        n_nodes = 1 if n_ranks <= 8 else -(-n_ranks // 8)
-        notes.append(f"node count not in the log: assumed {n_nodes} node(s) of up to 8 GPUs (give --nodes)")
+    if n_nodes is None and n_ranks > 1:
+        raise ParseError(
+            f"the log does not say how many nodes ran its {n_ranks} ranks (no rank lines with hosts, NCCL "
+            "INFO nNodes, or launcher line giving hosts or ranks per node); give --nodes or --gpus-per-node",
+            line=table.line,
+            source=table.source,
+        )
+    n_nodes = n_nodes or 1
     if n_ranks % n_nodes:
         raise ParseError(
             f"{n_ranks} ranks do not fill {n_nodes} nodes evenly; give --cluster",
