@@ -142,3 +142,33 @@ def test_launcher_line_contradicting_the_table_is_refused() -> None:
     assert "32 ranks conflicts with busbw/algbw of the row at line" in line and "16 ranks" in line
     line = _refused(["nccl-tests", "compare", str(TRIAL / "i_socket_fast.log"), "--ranks", "32"])
     assert "--ranks 32 conflicts with" in line
+
+
+# -- defect 5: options contradicting the log -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--gpu", "v100-pcie-32gb"], "--gpu: 'v100-pcie-32gb' conflicts with the log's 8 ranks run on "
+                                      "'NVIDIA H100 80GB HBM3' (h100-sxm"),
+        (["--gpu", "h100-pcie"], "--gpu: 'h100-pcie' conflicts with the log's 8 ranks"),
+        (["-c", "gb200-nvl72"], "--cluster: gb200-nvl72 has gb200 GPUs; the log's 8 ranks run on "
+                                "'NVIDIA H100 80GB HBM3'"),
+    ],
+)  # fmt: skip
+def test_gpu_or_cluster_other_than_the_logs_is_refused(args: list[str], message: str) -> None:
+    line = _refused(["nccl-tests", "compare", str(TRIAL / "h100.log"), *args])
+    assert message in line, line
+
+
+def test_gpu_the_log_names_is_accepted() -> None:
+    out = runner.invoke(app, ["nccl-tests", "compare", str(TRIAL / "h100.log"), "--gpu", "h100-sxm"])
+    assert out.exit_code == 0, out.output
+
+
+def test_forced_nvls_on_gpus_without_it_is_refused_as_unusable() -> None:
+    # case 13: 4 x V100 PCIe, no NVLink at all, so no NVLS (catalogue accelerators.yaml nvls: false)
+    case_13 = Path(__file__).parent / "data" / "case_13_v100_pcie_4gpu_no_nvlink.txt"
+    line = _refused(["nccl-tests", "compare", str(case_13), "--algo", "nvls"])
+    assert line.startswith("error: --algo nvls: unusable: v100-pcie-32gb has no NVLink SHARP"), line

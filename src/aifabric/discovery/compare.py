@@ -1359,12 +1359,29 @@ def _compare_one(
         table, cluster=options.cluster, gpu=options.gpu, nic_speed=options.nic_speed,
         text_before="\n".join(lines[:stop]),
     )  # fmt: skip
+    _check_forced_nvls(options.algorithm, spec, table)
     notes = (*table.notes, *counts.notes, *inferred)
     versions = info.lines("version") or _version_lines(lines, start, stop)
     comp = compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                          calibration=options.calibration, threshold=options.threshold, place=options.place,
                          info=info, version_lines=versions)  # fmt: skip
     return dataclasses.replace(comp, contradiction=find_contradiction(comp, sources))
+
+
+def _check_forced_nvls(algorithm: str | None, spec: ClusterSpec, table: PerfTable) -> None:
+    """Refuse ``--algo nvls``/``nvls_tree`` on GPUs without NVLink SHARP: NCCL never runs it there, so the
+    option would be unused (a log's own ``NCCL_ALGO`` falls back instead, as NCCL does).
+
+    Raises
+    ------
+    ValueError
+        Naming the option and the GPU.
+    """
+    if algorithm in (Algorithm.NVLS, Algorithm.NVLS_TREE) and not spec.accelerator_spec.nvls:
+        raise ValueError(
+            f"--algo {algorithm}: unusable: {spec.accelerator} has no NVLink SHARP (NVLS), so NCCL never "
+            f"runs {algorithm} on the table at line {table.line}"
+        )
 
 
 def _check_used(nic_speed: str | None, compared: list[TableComparison]) -> None:
