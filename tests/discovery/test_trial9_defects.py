@@ -172,3 +172,18 @@ def test_forced_nvls_on_gpus_without_it_is_refused_as_unusable() -> None:
     case_13 = Path(__file__).parent / "data" / "case_13_v100_pcie_4gpu_no_nvlink.txt"
     line = _refused(["nccl-tests", "compare", str(case_13), "--algo", "nvls"])
     assert line.startswith("error: --algo nvls: unusable: v100-pcie-32gb has no NVLink SHARP"), line
+
+
+# -- defect 10: no cause without evidence ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("index", [3, 5])
+def test_network_settings_without_a_supporting_line_are_unexplained(index: int) -> None:
+    # case_03 T3 (8 nodes, ~320 GB/s) and T5 (4 nodes, ~325): no INFO line in the log; the maintainer's
+    # settings (NVIDIA/nccl-tests #309) stay the alternative, never the verdict
+    case_03 = Path(__file__).parent / "data" / "case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt"
+    table = compare_nccl_tests(case_03.read_text(), tables=[index]).tables[0]
+    assert table.verdict == "unexplained_shortfall"
+    assert [f.cause for f in table.findings] == ["unexplained_shortfall"]
+    assert all(f.evidence == () for f in table.findings)
+    assert all(r.causes[1:] == ("network_settings",) for r in table.flagged_rows if r.size_bytes >= 1 << 32)
