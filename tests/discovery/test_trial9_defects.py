@@ -174,7 +174,7 @@ def test_forced_nvls_on_gpus_without_it_is_refused_as_unusable() -> None:
     assert line.startswith("error: --algo nvls: unusable: v100-pcie-32gb has no NVLink SHARP"), line
 
 
-# -- defect 10: no cause without evidence ---------------------------------------------------------------------
+# -- defect 10: no cause without evidence --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("index", [3, 5])
