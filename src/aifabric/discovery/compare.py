@@ -845,7 +845,9 @@ def _plateau_network_causes(
     vm_hint = bool("NCCL_TOPO_FILE" in ctx.settings.env or re.search(r"\bVMs?\b", ctx.table.title or ""))
     ruled_out = contradicted_causes(ctx.info)
     fits = tuple(k for k in _network_causes(1.0 + row.deviation, vm_hint) if k not in ruled_out)
-    supported = ("vm_pcie",) if vm_hint and "vm_pcie" in fits else fits if len(fits) == 1 else ()
+    supported: tuple[str, ...] = (
+        ("vm_pcie",) if vm_hint and "vm_pcie" in fits else fits if len(fits) == 1 else ()
+    )
     # no log line shows network settings (adaptive routing, QPs, CTAs) off: they stay an alternative only
     settings = tuple(k for k in supported if k == "network_settings")
     supported = tuple(k for k in supported if k != "network_settings")
