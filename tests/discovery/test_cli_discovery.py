@@ -261,8 +261,10 @@ def test_compare_says_which_rows_it_could_not_compare(tmp_path: Path) -> None:
 
 
 def test_compare_causes_fit_the_shortfall_and_cite_public_sources() -> None:
-    # T3: 8 nodes at ~320 of ~390 GB/s, 15-20 % below the model: network settings, not a 2-8x GDR loss
+    # T3: 8 nodes at ~320 of ~390 GB/s, 15-20 % below the model: network settings as the alternative of an
+    # unexplained shortfall (no INFO line shows them off), never a 2-8x GDR loss
     r = run("nccl-tests", "compare", CASE_03, "-t", "3")
     assert r.exit_code == 0, r.stderr
-    assert "adaptive routing" in r.stdout and "GPUDirect" not in r.stdout
+    assert "verdict: unexplained_shortfall" in r.stdout
+    assert "or: network settings: adaptive routing" in r.stdout and "no_gdr" not in r.stdout
     assert not re.search(r"case_?\d|\bT\d/T\d\b", r.stdout)

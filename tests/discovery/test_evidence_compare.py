@@ -135,12 +135,15 @@ CASES = [
      "NVIDIA/nccl-tests #309, maintainer: T1 2 nodes ~469 GB/s 'looks good'"),
     ("case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt", 2, 32, 4, "all_reduce", "2.26.2", "healthy",
      "#309, maintainer: 4 nodes at ~366 GB/s is 'a good number'"),
-    ("case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt", 3, 64, 8, "all_reduce", None, "network_settings",
-     "#309, maintainer: 8 nodes at ~320 GB/s; NCCL_MIN_CTAS=24, QPS_PER_CONNECTION=2 and AR reach 391"),
+    ("case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt", 3, 64, 8, "all_reduce", None, "unexplained_shortfall",
+     "#309, maintainer: 8 nodes at ~320 GB/s; NCCL_MIN_CTAS=24, QPS_PER_CONNECTION=2 and AR reach 391 -- a "
+     "suggestion, and the log has no INFO line showing those settings off (issue 9 trial, defect 10): "
+     "network settings are the alternative, not the verdict"),
     ("case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt", 4, 16, 2, "all_reduce", None, "healthy",
      "#309: 2 of the 8 nodes, defaults: the 2-node tree figure"),
-    ("case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt", 5, 32, 4, "all_reduce", None, "network_settings",
-     "#309: defaults on reporter B's fabric, which the T6 settings lift to 391 GB/s"),
+    ("case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt", 5, 32, 4, "all_reduce", None, "unexplained_shortfall",
+     "#309: defaults on reporter B's fabric, which the T6 settings lift to 391 GB/s; no INFO line shows the "
+     "settings off (issue 9 trial, defect 10): network settings are the alternative, not the verdict"),
     ("case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt", 6, 64, 8, "all_reduce", None, "healthy",
      "#309: 391 GB/s with the maintainer's settings"),
     ("case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt", 7, 16, 2, "all_reduce", None, "healthy",

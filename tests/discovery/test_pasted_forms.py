@@ -21,6 +21,8 @@ HEADER = (
 ROW_8 = "  4294967296    1073741824     float     sum      -1    15870  270.63  473.60      0    15773  272.30  476.53      0"  # noqa: E501
 # 72 ranks: algbw 186.74 GB/s, busbw = 186.74 x 2 x 71 / 72 = 368.29
 ROW_72 = "  4294967296    1073741824     float     sum      -1  23000.0  186.74  368.29      0  23000.0  186.74  368.29      0"  # noqa: E501
+# 32 ranks: busbw = 186.74 x 2 x 31 / 32 = 361.81
+ROW_32 = "  4294967296    1073741824     float     sum      -1  23000.0  186.74  361.81      0  23000.0  186.74  361.81      0"  # noqa: E501
 # 16 ranks: busbw = 186.74 x 2 x 15 / 16 = 350.14
 ROW_16 = "  4294967296    1073741824     float     sum      -1  23000.0  186.74  350.14      0  23000.0  186.74  350.14      0"  # noqa: E501
 PARAMS = (
@@ -51,12 +53,20 @@ FORMS = [
     ("mpirun -np with hosts", ["$ mpirun -np 16 -H a:8,b:8 ./build/all_reduce_perf -b 4G -e 4G -g 1",
                                HEADER, ROW_16], (16, 2)),
     ("srun -N --ntasks-per-node", ["srun -N 4 --ntasks-per-node=8 ./all_reduce_perf -b 4G -e 4G",
-                                   HEADER, ROW_16], (32, 4)),
+                                   HEADER, ROW_32], (32, 4)),
+    ("mpirun -np -N", ["mpirun -np 16 -N 8 ./all_reduce_perf -b 4G", HEADER, ROW_16], (16, 2)),
+    ("mpirun --npernode", ["mpirun -np 16 --npernode 8 ./all_reduce_perf -b 4G", HEADER, ROW_16], (16, 2)),
+    ("mpirun --map-by ppr", ["mpirun -np 16 --map-by ppr:8:node ./all_reduce_perf", HEADER, ROW_16], (16, 2)),
+    ("srun -n --ntasks-per-node", ["srun -n 16 --ntasks-per-node=8 ./all_reduce_perf", HEADER, ROW_16],
+     (16, 2)),
+    ("mpirun -H a:8,b:8", ["mpirun -H a:8,b:8 ./all_reduce_perf -b 4G", HEADER, ROW_16], (16, 2)),
     ("torchrun", ["torchrun --nnodes=2 --nproc_per_node=8 all_reduce_perf -b 4G", HEADER, ROW_16], (16, 2)),
-    ("-t 2 -g 4 command options", ["./all_reduce_perf -b 4G -e 4G -t 2 -g 4", HEADER, ROW_8], (8, None)),
+    # one process (no launcher) drives every rank: its -t x -g or nThread x nGpus = the ranks -> one node
+    ("-t 2 -g 4 command options", ["./all_reduce_perf -b 4G -e 4G -t 2 -g 4", HEADER, ROW_8], (8, 1)),
     ("-g 8 header option", ["./all_reduce_perf -b 4G -e 4G -g 8",
                             "# nThread 1 nGpus 8 minBytes 4294967296 maxBytes 4294967296 step: 2(factor)",
-                            HEADER, ROW_8], (8, None)),
+                            HEADER, ROW_8], (8, 1)),
+    ("mpirun -np, nothing per node", ["mpirun -np 16 ./all_reduce_perf -b 4G", HEADER, ROW_16], (16, None)),
 ]  # fmt: skip
 
 

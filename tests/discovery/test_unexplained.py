@@ -62,13 +62,15 @@ def test_evidence_still_names_its_cause_and_numbers_alone_do_not() -> None:
     assert all(r.causes == ("unexplained_shortfall",) for r in bare.flagged_rows)
 
 
-def test_a_settings_sized_shortfall_keeps_its_cause() -> None:
+def test_a_settings_sized_shortfall_offers_them_only_as_the_alternative() -> None:
     # Network settings took 8 H100 nodes from 320 to 391 GB/s (NVIDIA/nccl-tests #309): a plateau 17 % below
-    # the model is theirs; one 30 % below is beyond what they were shown to recover, and nothing else in the
-    # log (NET/IB with GDR, NVLS unavailable) names a cause.
+    # the model fits them, but no INFO line shows them off, so it is unexplained with the settings as the
+    # alternative (issue 9 trial, defect 10); one 30 % below is beyond what they were shown to recover, and
+    # nothing else in the log (NET/IB with GDR, NVLS unavailable) names a cause.
     model = compare_nccl_tests(_log(_info(NVLS_OFF), 300.0)).tables[0].rows[-1].predicted_busbw_bytes_per_s
     tuned = compare_nccl_tests(_log(_info(NVLS_OFF), 0.83 * model / 1e9)).tables[0]
-    assert tuned.verdict == "network_settings"
+    assert tuned.verdict == "unexplained_shortfall"
+    assert tuned.rows[-1].causes == ("unexplained_shortfall", "network_settings")
     low = compare_nccl_tests(_log(_info(NVLS_OFF), 0.70 * model / 1e9)).tables[0]
     assert low.verdict == "unexplained_shortfall"
     assert "70% of the model's" in low.describe("unexplained_shortfall")

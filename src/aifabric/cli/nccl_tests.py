@@ -309,7 +309,7 @@ def _render_verdict(comp: TableComparison) -> None:
         return
     console.print(f"  [red]verdict: {escape(comp.verdict)}[/]", highlight=False, markup=True)
     for f in comp.findings:
-        console.print(f"    {escape(f.cause)}: {gbps_text(f.gap_bytes_per_s)} GB/s {f.side} the model on "
+        console.print(f"    {escape(f.cause)}: {gbps_text(f.gap_bytes_per_s)} GB/s {f.side} {f.reference} on "
                       f"average over {f.rows} large row(s)", highlight=False, markup=True)  # fmt: skip
         if f.cause == "log_contradiction":
             console.print(f"      {escape(describe_cause(f.cause, comp))}", highlight=False, markup=True)

@@ -53,6 +53,7 @@ from aifabric.discovery.evidence import (
     evidence_causes,
     mtu_payload_factor,
     net_transport,
+    transport_devices,
     with_transport,
 )
 from aifabric.discovery.inference import infer_cluster
@@ -198,8 +199,8 @@ CAUSES: dict[str, str] = {
     ),
     "unexplained_shortfall": (
         "a large-message shortfall the log does not explain: no NCCL INFO line, setting or topology fact in "
-        "it accounts for it, and it is beyond what network settings recover (320 -> 391 GB/s, ~20 %, "
-        "NVIDIA/nccl-tests #309). To tell the causes apart, rerun with NCCL_DEBUG=INFO "
+        "it accounts for it (network settings recover up to ~20 %, 320 -> 391 GB/s, NVIDIA/nccl-tests #309, "
+        "but nothing in the log shows them off). To tell the causes apart, rerun with NCCL_DEBUG=INFO "
         "NCCL_DEBUG_SUBSYS=INIT,NET,GRAPH (the network plugin and transport of each connection, GPUDirect "
         "RDMA on or off, the channels and NICs used), read the active MTU with ibv_devinfo" + _ASK_TOPOLOGY
     ),
@@ -264,6 +265,8 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
         found = comparison.regression
         if found is not None:
             text += f" [{found.describe()}]"
+    if comparison is not None and key == "net_socket" and comparison.net is not None:
+        text += f" [{_socket_facts(comparison)}]"
     if comparison is not None and key == "small_mtu":
         share = comparison.bounded_share(key)
         if share is not None:
@@ -274,6 +277,17 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
         if done:
             text += f" [this run already sets {', '.join(done)}]"
     return text
+
+
+def _socket_facts(comparison: TableComparison) -> str:
+    """The figures of a socket run at its largest size: the model over the cluster's NICs, over the sockets
+    NCCL used, and the measurement (below the socket model: the interfaces carry less than the NIC line
+    rate the socket model assumes for them)."""
+    big = max(comparison.large_rows, key=lambda r: r.size_bytes)
+    ib, sock = comparison.without_transport(big.size_bytes), big.predicted_busbw_bytes_per_s
+    return (f"at {format_bytes(big.size_bytes)} the model gives {ib / 1e9:.0f} GB/s busbw over the cluster's "
+            f"NICs and {sock / 1e9:.0f} over {comparison.net.nccl_name if comparison.net else 'sockets'}; "
+            f"measured {big.measured_busbw_bytes_per_s / 1e9:.0f}")  # fmt: skip
 
 
 def _shortfall_facts(comparison: TableComparison) -> str:
@@ -401,12 +415,16 @@ class Finding:
         Rows it stands on.
     evidence : tuple of Evidence
         ``NCCL INFO`` lines that show it (empty when the cause is inferred from the numbers alone).
+    reference : str
+        What the bandwidth is measured against, in words: the model, or for a socket run (predicted over
+        its sockets) the model over the cluster's NICs.
     """
 
     cause: str
     gap_bytes_per_s: float
     rows: int
     evidence: tuple[Evidence, ...] = ()
+    reference: str = "the model"
 
     @property
     def side(self) -> str:
@@ -417,7 +435,7 @@ class Finding:
     def to_dict(self, text: str) -> dict[str, Any]:
         """JSON-ready dict, SI units; ``text`` is the cause's text for its table (:func:`describe_cause`)."""
         return {"cause": self.cause, "gap_bytes_per_s": self.gap_bytes_per_s, "side": self.side,
-                "rows": self.rows, "text": text,
+                "rows": self.rows, "reference": self.reference, "text": text,
                 "evidence": [{"line": e.line, "text": e.text} for e in self.evidence]}  # fmt: skip
 
 
@@ -559,8 +577,14 @@ class TableComparison:
         ``calibration`` replaces the table's own profile (None keeps it).
         """
         chosen = self.calibration if calibration is None else calibration
+        devices = transport_devices(self.info, self.net)
         return _predict(self.op, size_bytes, self.spec, self.comm, self.settings,
-                        with_transport(chosen, self.net, self.spec))  # fmt: skip
+                        with_transport(chosen, self.net, self.spec, devices))  # fmt: skip
+
+    def without_transport(self, size_bytes: float) -> float:
+        """Predicted busbw at ``size_bytes`` over the cluster's own NICs (NET/IB), without the transport the
+        INFO lines name (:attr:`net`), bytes/s."""
+        return dataclasses.replace(self, net=None).predict(size_bytes).busbw_bytes_per_s
 
     @property
     def out_of_order(self) -> tuple[tuple[RowComparison, RowComparison, RowComparison | None], ...]:
@@ -589,7 +613,10 @@ class TableComparison:
         The plateau is what a fabric is judged on; smaller rows keep their flags and causes but make no
         finding. Artefacts and model limits (:data:`NOT_FAULTS`) are left out, so a healthy run has none.
         A plateau far above what the log allows (:attr:`contradiction`) is the ``log_contradiction`` finding,
-        its bandwidth the mean measured busbw above the model over the large rows."""
+        its bandwidth the mean measured busbw above the model over the large rows. A socket run
+        (``net_socket`` first) is predicted over its sockets already: the cause explains the shortfall
+        against the cluster's NICs (:meth:`without_transport` minus measured), not against its own
+        prediction."""
         if self.contradiction is not None:
             above = [r.measured_busbw_bytes_per_s - r.predicted_busbw_bytes_per_s for r in self.large_rows]
             return (Finding("log_contradiction", sum(above) / len(above), len(above),
@@ -610,6 +637,8 @@ class TableComparison:
                     count[key] = count.get(key, 0) + 1
                     gap -= part
             primary = next((k for k in r.causes if self.bounded_share(k) is None), None)
+            if primary == "net_socket" and self.net is not None:  # sockets already in the model: the whole
+                gap = self.without_transport(r.size_bytes) - r.measured_busbw_bytes_per_s  # NET/IB shortfall
             if primary is not None and gap > 0:
                 explained[primary] = explained.get(primary, 0.0) + gap
                 count[primary] = count.get(primary, 0) + 1
@@ -617,7 +646,13 @@ class TableComparison:
         if self.version_lines:
             shown["nccl_regression"] = self.version_lines
         order = sorted(explained, key=lambda k: (-explained[k] / count[k], list(CAUSES).index(k)))
-        return tuple(Finding(k, explained[k] / count[k], count[k], shown.get(k, ())) for k in order)
+        return tuple(Finding(k, explained[k] / count[k], count[k], shown.get(k, ()), self._reference(k))
+                     for k in order)  # fmt: skip
+
+    def _reference(self, cause: str) -> str:
+        """What a finding's bandwidth is measured against (:attr:`Finding.reference`)."""
+        socket = cause == "net_socket" and self.net is not None
+        return "the model over the cluster's NICs" if socket else "the model"
 
     def describe(self, cause: str) -> str:
         """The text of ``cause`` for this run (:func:`describe_cause`)."""
@@ -818,7 +853,9 @@ def _plateau_network_causes(
     shortfall alone points at (:func:`_network_causes`, less those the log contradicts), but only when the
     numbers single one out -- or a VM is named in the title or by ``NCCL_TOPO_FILE`` -- since several
     candidates that fit equally are a guess the log does not support; a cause of bounded size (the MTU)
-    comes last, explaining its share. With nothing supported, ``unexplained_shortfall``.
+    comes last, explaining its share. With nothing supported, ``unexplained_shortfall``; network settings
+    (adaptive routing, QPs per connection, CTAs), which no log line shows, are never named on the numbers
+    alone: they follow ``unexplained_shortfall`` as an alternative where the shortfall fits them.
     """
     found = tuple(key for key, _ in ctx.shown_causes)
     bounded = tuple(k for k in found if ctx.bounded_share(k) is not None)
@@ -826,9 +863,14 @@ def _plateau_network_causes(
     vm_hint = bool("NCCL_TOPO_FILE" in ctx.settings.env or re.search(r"\bVMs?\b", ctx.table.title or ""))
     ruled_out = contradicted_causes(ctx.info)
     fits = tuple(k for k in _network_causes(1.0 + row.deviation, vm_hint) if k not in ruled_out)
-    supported = ("vm_pcie",) if vm_hint and "vm_pcie" in fits else fits if len(fits) == 1 else ()
+    supported: tuple[str, ...] = (
+        ("vm_pcie",) if vm_hint and "vm_pcie" in fits else fits if len(fits) == 1 else ()
+    )
+    # no log line shows network settings (adaptive routing, QPs, CTAs) off: they stay an alternative only
+    settings = tuple(k for k in supported if k == "network_settings")
+    supported = tuple(k for k in supported if k != "network_settings")
     named = (*found, *(k for k in supported if k not in found))
-    return (*(named or ("unexplained_shortfall",)), *bounded)
+    return (*(named or ("unexplained_shortfall", *settings)), *bounded)
 
 
 def _node_causes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
@@ -950,7 +992,7 @@ def compare_table(
     if not table.rows:
         raise ParseError("the table has no rows to compare", line=table.line, source=table.source)
     spec, comm, settings, info, net, notes = _prepare(table, op, spec, settings, info, assumptions)
-    effective = with_transport(calibration, net, spec)
+    effective = with_transport(calibration, net, spec, transport_devices(info, net))
     rows, dropped = _measured_rows(table, op, spec, comm, settings, effective, place)
     ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
                           calibration, tuple(dropped), info, net, version_lines)  # fmt: skip
@@ -981,9 +1023,21 @@ def _prepare(
     settings = _engine_env(op, spec, comm, settings)
     net = net_transport(info) if n_nodes > 1 else None
     if net is not None:
-        notes.append(f"the network ran over {net.nccl_name} ({info.lines('network')[0]}): predicted with "
-                     f"{net.name}, {net.aggregate_efficiency:.2f} of line rate")  # fmt: skip
+        notes.append(_transport_note(net, info, spec))
     return spec, comm, settings, info, net, notes
+
+
+def _transport_note(net: TransportSpec, info: NcclInfo, spec: ClusterSpec) -> str:
+    """How the network transport the INFO lines name is predicted, in words."""
+    note = (f"the network ran over {net.nccl_name} ({info.lines('network')[0]}): predicted with {net.name}, "
+            f"{net.aggregate_efficiency:.2f} of line rate")  # fmt: skip
+    devices = transport_devices(info, net)
+    if devices is not None and devices < spec.nics_per_node:
+        names = ", ".join(info.net_devices)
+        note += (f", over the {devices} interface(s) NCCL listed ({names}, {info.lines('net_devices')[0]}) "
+                 f"instead of the node's {spec.nics_per_node} NICs, each at the NIC's line rate (an upper "
+                 "bound: the log does not give the interface's speed)")  # fmt: skip
+    return note
 
 
 def _measured_rows(
@@ -1338,18 +1392,35 @@ def _compare_one(
     settings = _with_sources(settings, sources)
     info = parse_nccl_info(lines[start:stop], first_line=start + 1)
     counts = resolve_counts(table, lines[start:stop], info, ranks=options.ranks, nodes=options.nodes,
-                            gpus_per_node=options.gpus_per_node)  # fmt: skip
+                            gpus_per_node=options.gpus_per_node, first_line=start + 1)  # fmt: skip
     table = dataclasses.replace(table, n_ranks=counts.n_ranks, n_nodes=counts.n_nodes)
     spec, inferred = infer_cluster(
         table, cluster=options.cluster, gpu=options.gpu, nic_speed=options.nic_speed,
         text_before="\n".join(lines[:stop]),
     )  # fmt: skip
+    _check_forced_nvls(options.algorithm, spec, table)
     notes = (*table.notes, *counts.notes, *inferred)
     versions = info.lines("version") or _version_lines(lines, start, stop)
     comp = compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                          calibration=options.calibration, threshold=options.threshold, place=options.place,
                          info=info, version_lines=versions)  # fmt: skip
     return dataclasses.replace(comp, contradiction=find_contradiction(comp, sources))
+
+
+def _check_forced_nvls(algorithm: str | None, spec: ClusterSpec, table: PerfTable) -> None:
+    """Refuse ``--algo nvls``/``nvls_tree`` on GPUs without NVLink SHARP: NCCL never runs it there, so the
+    option would be unused (a log's own ``NCCL_ALGO`` falls back instead, as NCCL does).
+
+    Raises
+    ------
+    ValueError
+        Naming the option and the GPU.
+    """
+    if algorithm in (Algorithm.NVLS, Algorithm.NVLS_TREE) and not spec.accelerator_spec.nvls:
+        raise ValueError(
+            f"--algo {algorithm}: unusable: {spec.accelerator} has no NVLink SHARP (NVLS), so NCCL never "
+            f"runs {algorithm} on the table at line {table.line}"
+        )
 
 
 def _check_used(nic_speed: str | None, compared: list[TableComparison]) -> None:

@@ -9,10 +9,14 @@ ranks
     alone says at least 72, not 1); ``torchrun --nnodes N --nproc_per_node M``; busbw/algbw of the largest
     row where the printed precision pins one integer.
 nodes
-    ``--nodes``; NCCL's ``nNodes``; the parser's hosts (unless the rank lines are incomplete); ``torchrun
-    --nnodes``; ranks / ``--gpus-per-node``; ranks / NCCL's ``localRanks``.
+    ``--nodes``; NCCL's ``nNodes``; the parser's hosts (rank lines, ``mpirun -H``, ``srun -N``, processes /
+    ``-N``/``--npernode``/``--map-by ppr:N:node``/``--ntasks-per-node``; unless the rank lines are
+    incomplete); ``torchrun --nnodes``; one process driving every rank (``nThread`` x ``nGpus`` = the ranks);
+    ranks / ``--gpus-per-node``; ranks / NCCL's ``localRanks``. Nothing else: a count none of these gives
+    is asked for, never guessed.
 
-The sources must agree: ``--ranks``, ``nRanks`` and the table's count (when its rank lines are complete);
+The sources must agree: ``--ranks``, ``nRanks``, the table's count (when its rank lines are complete; a
+count from the launcher line is named by that line) and the ranks busbw/algbw pins;
 ``--nodes``, ``nNodes``, the table's hosts, ``torchrun --nnodes`` and ranks / ``--gpus-per-node``. Two that
 differ are refused naming both (and the log's line), never one silently preferred; ranks / ``localRanks``
 is only a fallback (NCCL prints the local count of one rank). When the ranks cannot be told,
@@ -28,6 +32,7 @@ from collections.abc import Sequence
 
 from aifabric.discovery.nccl_info import NcclInfo
 from aifabric.discovery.nccl_tests import PerfTable
+from aifabric.discovery.perf_metadata import BINARY, launcher_line
 from aifabric.errors import ParseError
 
 __all__ = ["Counts", "resolve_counts"]
@@ -127,6 +132,7 @@ def resolve_counts(
     ranks: int | None = None,
     nodes: int | None = None,
     gpus_per_node: int | None = None,
+    first_line: int = 1,
 ) -> Counts:
     """The ranks and nodes of ``table`` (module docstring for the order of the sources).
 
@@ -139,6 +145,8 @@ def resolve_counts(
         The run's NCCL INFO lines.
     ranks, nodes, gpus_per_node : int, optional
         The user's ``--ranks``, ``--nodes`` and ``--gpus-per-node``: they override the log.
+    first_line : int
+        1-based line number of ``lines_before[0]`` in the log (for messages).
 
     Raises
     ------
@@ -158,7 +166,7 @@ def resolve_counts(
     partial = _incomplete_rank_lines(table)
     torch_ranks, torch_nodes = _torchrun(lines_before)
     _check_against_rank_lines(table, partial, ranks, info.n_ranks)
-    given = _Given(table, info, partial, torch_nodes)
+    given = _Given(table, info, partial, torch_nodes, lines_before, _launcher_label(lines_before, first_line))
     n_ranks, rank_source = given.first_ranks(ranks)
     notes: list[str] = []
     if n_ranks is None:
@@ -193,6 +201,39 @@ def _ask_for(ranks: int | None, nodes: int | None) -> str:
     return f"; give {' and '.join(missing)} to model a subset" if missing else ""
 
 
+def _launcher_label(lines: Sequence[str], first_line: int) -> str | None:
+    """``launcher line N (its text)`` for the last launcher command above the table, or None."""
+    index = launcher_line(list(lines))
+    if index is None:
+        return None
+    return f"the launcher line {first_line + index} ({lines[index].strip()[:80]})"
+
+
+def _command_ranks(lines: Sequence[str]) -> int | None:
+    """Ranks one process drives by the last ``*_perf`` command above the table run without a launcher
+    (``./all_reduce_perf -t 2 -g 4``: ``-t`` x ``-g``, each 1 when not given), or None."""
+    if launcher_line(list(lines)) is not None:
+        return None
+    for line in reversed(lines):
+        binary = BINARY.search(line)
+        if binary and not line.lstrip().startswith("#"):
+            args = line[binary.end() :]
+            flags = [re.search(rf"(?<!\S){f}\s*(\d{{1,6}})(?!\S)", args) for f in ("-t", "-g")]
+            return math.prod(int(m.group(1)) if m else 1 for m in flags)
+    return None
+
+
+def _one_process(table: PerfTable, lines: Sequence[str], n_ranks: int) -> int | None:
+    """1 when one process drives every rank: ``nThread`` x ``nGpus`` of the header, or ``-t`` x ``-g`` of a
+    command run without a launcher, equals the ranks (nccl-tests starts the same threads and GPUs in every
+    process, so there is no second process and no second node)."""
+    p = table.parameters
+    per_process = p.n_threads * p.n_gpus if p is not None and p.n_threads and p.n_gpus else None
+    if n_ranks < 2:
+        return None
+    return 1 if n_ranks in (per_process, _command_ranks(lines)) else None
+
+
 @dataclasses.dataclass(frozen=True)
 class _Count:
     """One source's count: what it is (``--nodes``, ``NCCL INFO nNodes 3``), the value, the log line."""
@@ -210,6 +251,8 @@ class _Given:
     info: NcclInfo
     partial: bool
     torch_nodes: int | None
+    lines: Sequence[str] = ()
+    launcher: str | None = None
 
     def _info_line(self) -> int | None:
         found = self.info.evidence.get("comm", ())
@@ -217,17 +260,19 @@ class _Given:
 
     def first_ranks(self, ranks: int | None) -> tuple[int | None, _Count]:
         """The first of ``--ranks``, NCCL's ``nRanks``, the table's count; refuse two that disagree."""
-        line = self._info_line()
+        line, table = self._info_line(), self.table
+        listed = f"the log's {table.n_ranks} ranks above line {table.line}"
+        if self.launcher is not None and not table.ranks:
+            listed = f"{self.launcher}: {table.n_ranks} ranks"
+        ratio = None if self.partial else ranks_from_bandwidths(table)
+        last = table.rows[-1].line if table.rows else table.line
         sources = [
             _Count(f"--ranks {ranks}", ranks),
             _Count(f"NCCL INFO nRanks {self.info.n_ranks} at line {line}", self.info.n_ranks, line),
-            _Count(
-                f"the log's {self.table.n_ranks} ranks above line {self.table.line}",
-                None if self.partial else self.table.n_ranks,
-                self.table.line,
-            ),  # fmt: skip
+            _Count(listed, None if self.partial else table.n_ranks, table.line),
+            _Count(f"busbw/algbw of the row at line {last}: {ratio} ranks", ratio, last),
         ]
-        return _agreed(sources, self.table.source)
+        return _agreed(sources, table.source)
 
     def first_nodes(
         self, nodes: int | None, ranks: _Count, gpus_per_node: int | None, notes: list[str]
@@ -252,6 +297,11 @@ class _Given:
             ),  # fmt: skip
             _Count(f"torchrun --nnodes {self.torch_nodes}", self.torch_nodes),
             _Count(
+                f"one process drives all {n_ranks} ranks (nThread x nGpus or -t x -g above line "
+                f"{table.line})",
+                _one_process(table, self.lines, n_ranks),
+            ),  # fmt: skip
+            _Count(
                 f"{n_ranks} ranks / --gpus-per-node {gpus_per_node}",
                 n_ranks // gpus_per_node if gpus_per_node else None,
             ),  # fmt: skip
@@ -261,7 +311,7 @@ class _Given:
         if n_nodes is None and local:
             n_nodes = -(-n_ranks // local)
             chosen = _Count(f"{n_ranks} ranks / NCCL localRanks {local} at line {line}", n_nodes, line)
-        if chosen is sources[-1] or (chosen.value is not None and chosen not in sources):
+        if chosen in sources[-2:] or (chosen.value is not None and chosen not in sources):
             notes.append(f"{chosen.label} = {n_nodes} node(s)")
         return n_nodes, chosen
 

@@ -6,7 +6,8 @@
   NVLS and NVLSTree, as NCCL itself does (``transport/nvls.cc`` sets ``nvlsSupport = 0``);
 * a network transport other than the cluster's NIC (:func:`net_transport`): a run over ``NET/Socket``,
   ``NET/AWS Libfabric``, ``NET/GPUDirectTCPX``... is predicted with that transport's aggregate efficiency
-  and latency from ``catalog/data/transports.yaml`` (:func:`with_transport`);
+  and latency from ``catalog/data/transports.yaml`` (:func:`with_transport`), a socket run over the
+  interfaces NCCL listed (:func:`transport_devices`);
 * evidence-backed causes (:func:`evidence_causes`) and the causes the log contradicts
   (:func:`contradicted_causes`);
 * what an MTU below 4096 B costs (:func:`mtu_payload_factor`).
@@ -29,6 +30,7 @@ __all__ = [
     "evidence_causes",
     "mtu_payload_factor",
     "net_transport",
+    "transport_devices",
     "with_transport",
 ]
 
@@ -36,6 +38,7 @@ __all__ = [
 #: the one NET/IB is on when every NIC it lists has an Ethernet link layer (``mlx5_0:1/RoCE``).
 _DEFAULT_NET = "ib-verbs"
 _ROCE = "roce-v2"
+_SOCKET = "tcp-socket"
 #: The MTU the catalogue's NIC payload efficiencies are stated for (ConnectX-7: "4096 B MTU payload over MTU
 #: + ~70 B headers", catalog/data/nics.yaml), bytes.
 FULL_MTU = 4096
@@ -124,14 +127,34 @@ def net_transport(info: NcclInfo) -> TransportSpec | None:
     return None
 
 
+def transport_devices(info: NcclInfo, net: TransportSpec | None) -> int | None:
+    """Interfaces a socket transport ran over: the devices of NCCL's ``NET/Socket : Using [0]eth0 ...`` line
+    (``net_socket.cc`` lists every interface it uses there) or, when more, those the connections name
+    (``via NET/Socket/3``); None when not sockets or the log names none.
+
+    >>> from aifabric.discovery.nccl_info import parse_nccl_info
+    >>> info = parse_nccl_info(["h:1:1 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0>",
+    ...                         "h:1:1 [0] NCCL INFO Using network Socket"])
+    >>> transport_devices(info, net_transport(info))
+    1
+    """
+    if net is None or net.key != _SOCKET or (info.network or "").lower() != "socket":
+        return None
+    # connections on more devices than listed: the listing is not the whole set (as for NICs, _nic_subset)
+    return max(len(info.net_devices), len(info.net_devices_used)) or None
+
+
 @dataclass(frozen=True)
 class TransportCalibration:
     """A calibration profile with a network transport folded in (what the engine's ``calibration`` reads).
 
-    ``inter_scale`` is the profile's times ``transport.aggregate_efficiency / nic.payload_efficiency``: the
-    NIC's payload rate becomes the transport's (line rate x aggregate efficiency); ``extra_inter_latency_s``
-    adds ``transport.latency - NET/IB latency`` to every network step (NCCL's hwLat[NET] plus the plugin's
-    own cost; both latencies from ``transports.yaml``).
+    ``inter_scale`` is the profile's times ``transport.aggregate_efficiency / nic.payload_efficiency`` times
+    ``min(1, devices / NICs per node)``: the NIC's payload rate becomes the transport's (line rate x aggregate
+    efficiency), on the interfaces the transport ran over (a socket run over one ``eth0`` of a node with
+    eight NICs has one interface, each assumed at the node NIC's line rate -- an upper bound: the log does
+    not give the interface's speed); ``extra_inter_latency_s`` adds ``transport.latency - NET/IB latency``
+    to every network step (NCCL's hwLat[NET] plus the plugin's own cost; both latencies from
+    ``transports.yaml``).
     """
 
     name: str
@@ -143,27 +166,34 @@ class TransportCalibration:
     nic: str = ""
 
 
-def with_transport(calibration: Any | None, net: TransportSpec | None, spec: ClusterSpec) -> Any | None:
-    """``calibration`` with transport ``net`` applied (:class:`TransportCalibration`); unchanged when ``net``
-    is None or the cluster has no NIC.
+def with_transport(
+    calibration: Any | None, net: TransportSpec | None, spec: ClusterSpec, devices: int | None = None
+) -> Any | None:
+    """``calibration`` with transport ``net`` applied (:class:`TransportCalibration`) over ``devices``
+    interfaces of each node (None: all its NICs); unchanged when ``net`` is None or the cluster has no NIC.
 
     >>> from aifabric.cluster.spec import ClusterSpec
     >>> spec = ClusterSpec.from_dict({"name": "x", "nodes": 2, "accelerator": "h100-sxm"})
     >>> cal = with_transport(None, transport("tcp-socket"), spec)
     >>> round(cal.extra_inter_latency_s * 1e6, 1)
     34.2
+    >>> one = with_transport(None, transport("tcp-socket"), spec, devices=1)
+    >>> round(cal.inter_scale / one.inter_scale, 3) == spec.nics_per_node
+    True
     """
     if net is None or spec.nic_spec is None:
         return calibration
     ib = transport(_DEFAULT_NET)
+    share = min(1.0, devices / spec.nics_per_node) if devices and spec.nics_per_node else 1.0
 
     def get(key: str, default: float) -> float:
         return float(getattr(calibration, key, default)) if calibration is not None else default
 
+    scale = get("inter_scale", 1.0) * net.aggregate_efficiency / spec.nic_spec.payload_efficiency * share
     return TransportCalibration(
         name=f"{getattr(calibration, 'name', 'model')} + {net.key}",
         intra_scale=get("intra_scale", 1.0),
-        inter_scale=get("inter_scale", 1.0) * net.aggregate_efficiency / spec.nic_spec.payload_efficiency,
+        inter_scale=scale,
         latency_scale=get("latency_scale", 1.0),
         extra_inter_latency_s=get("extra_inter_latency_s", 0.0) + max(0.0, net.latency_s - ib.latency_s),
         gpu=str(getattr(calibration, "gpu", "") or ""),

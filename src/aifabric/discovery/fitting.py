@@ -401,8 +401,8 @@ def _refuse_broken(comparisons: Sequence[TableComparison]) -> None:
             why = (
                 str(finding.evidence[0])
                 if finding.evidence
-                else f"{finding.gap_bytes_per_s / 1e9:.1f} GB/s {finding.side} the model over {finding.rows} "
-                "large row(s)"
+                else f"{finding.gap_bytes_per_s / 1e9:.1f} GB/s {finding.side} {finding.reference} "
+                f"over {finding.rows} large row(s)"
             )
             raise ValueError(
                 f"table {comp.index}: not fitted: the diagnosis found the run broken ({finding.cause}: "

@@ -240,7 +240,8 @@ def infer_cluster(
     ParseError
         If the table does not say how many ranks it ran on, or its ranks do not fill its nodes evenly.
     ConfigError
-        If ``cluster``, ``gpu`` or ``nic_speed`` is invalid, or the cluster is too small for the ranks.
+        If ``cluster``, ``gpu`` or ``nic_speed`` is invalid, names another GPU than the log's rank lines, or
+        the cluster is too small for the ranks.
     """
 
     n_ranks, n_nodes = table.n_ranks, table.n_nodes
@@ -248,13 +249,35 @@ def infer_cluster(
         raise ParseError(
             "the log does not say how many ranks ran this table", line=table.line, source=table.source
         )
+    _check_log_gpu(table, cluster, gpu)
     if cluster is not None:
-        return _resized_cluster(cluster, n_ranks, n_nodes)
+        return _resized_cluster(cluster, n_ranks, n_nodes, table.gpu_name)
     return _inferred_cluster(table, n_ranks, n_nodes, gpu=gpu, nic_speed=nic_speed, text_before=text_before)
 
 
+def _check_log_gpu(table: PerfTable, cluster: ClusterSpec | str | Path | None, gpu: str | None) -> None:
+    """Refuse a ``--gpu`` or ``--cluster`` whose GPU is not the one the log's rank lines name.
+
+    Raises
+    ------
+    ConfigError
+        Naming the option's GPU and the log's.
+    """
+    logged = accelerator_from_name(table.gpu_name)
+    if logged is None or (gpu is None and cluster is None):
+        return
+    where = (f"the log's {table.n_ranks} ranks run on {table.gpu_name!r} ({logged}, rank lines above line "
+             f"{table.line})")  # fmt: skip
+    if gpu is not None and gpu != logged:
+        raise ConfigError(f"--gpu: {gpu!r} conflicts with {where}")
+    if cluster is not None:
+        base = resolve_cluster(cluster)
+        if base.accelerator != logged:
+            raise ConfigError(f"--cluster: {base.name} has {base.accelerator} GPUs; {where}")
+
+
 def _resized_cluster(
-    cluster: ClusterSpec | str | Path, n_ranks: int, n_nodes: int | None
+    cluster: ClusterSpec | str | Path, n_ranks: int, n_nodes: int | None, gpu_name: str | None = None
 ) -> tuple[ClusterSpec, tuple[str, ...]]:
     """``cluster`` resized to the table's nodes (default: enough nodes for ``n_ranks``), with a note when the
     ranks do not fill its nodes.
@@ -267,11 +290,13 @@ def _resized_cluster(
     notes: list[str] = []
     base = resolve_cluster(cluster)
     nodes = n_nodes or -(-n_ranks // base.gpus_per_node)
-    spec = resolve_cluster(base, nodes=nodes)
+    ran = f"the log ran {n_ranks} ranks" + (f" on {gpu_name!r}" if gpu_name else "")
+    try:
+        spec = resolve_cluster(base, nodes=nodes)
+    except ConfigError as err:
+        raise ConfigError(f"cluster: {base.name} cannot be sized to {ran} on {nodes} node(s): {err}") from err
     if n_ranks > spec.n_gpus:
-        raise ConfigError(
-            f"cluster: {spec.name} has {spec.n_gpus} GPUs on {nodes} node(s); the log ran {n_ranks} ranks"
-        )
+        raise ConfigError(f"cluster: {spec.name} has {spec.n_gpus} GPUs on {nodes} node(s); {ran}")
     if n_nodes and n_ranks != n_nodes * spec.gpus_per_node:
         notes.append(
             f"the log ran {n_ranks} ranks on {n_nodes} nodes; {spec.name} has {spec.gpus_per_node} "
@@ -289,20 +314,26 @@ def _inferred_cluster(
     nic_speed: str | None,
     text_before: str,
 ) -> tuple[ClusterSpec, tuple[str, ...]]:
-    """A cluster of ``n_nodes`` (default: nodes of up to 8 GPUs) holding ``n_ranks`` GPUs, from the log, the
-    options and the defaults, with every guess in the notes.
+    """A cluster of ``n_nodes`` holding ``n_ranks`` GPUs, from the log, the options and the defaults, with
+    every guess in the notes. The node count is never guessed: one rank is one node; more need a count.
 
     Raises
     ------
     ParseError
-        If the ranks do not fill the nodes evenly.
+        If the node count is unknown for more than one rank (asking for ``--nodes``), or the ranks do not
+        fill the nodes evenly.
     ConfigError
         If ``gpu`` or ``nic_speed`` is invalid.
     """
     notes: list[str] = []
-    if n_nodes is None:
-        n_nodes = 1 if n_ranks <= 8 else -(-n_ranks // 8)
-        notes.append(f"node count not in the log: assumed {n_nodes} node(s) of up to 8 GPUs (give --nodes)")
+    if n_nodes is None and n_ranks > 1:
+        raise ParseError(
+            f"the log does not say how many nodes ran its {n_ranks} ranks (no rank lines with hosts, NCCL "
+            "INFO nNodes, or launcher line giving hosts or ranks per node); give --nodes or --gpus-per-node",
+            line=table.line,
+            source=table.source,
+        )
+    n_nodes = n_nodes or 1
     if n_ranks % n_nodes:
         raise ParseError(
             f"{n_ranks} ranks do not fill {n_nodes} nodes evenly; give --cluster",

@@ -1,10 +1,11 @@
 """The NCCL environment a logged run used, and what it means for the formula engine.
 
 nccl-tests logs carry their NCCL settings in the launcher command (``mpirun -x NCCL_ALGO=Ring ...``), in
-``export NCCL_X=v`` lines, in ``NCCL INFO NCCL_X set by environment to v`` lines and, in our case files, in
-the ``=== title ===`` of each table. :func:`nccl_settings` reads only those setting-bearing lines -- never
-prose, so a commentary sentence that mentions ``NCCL_NVLS_ENABLE=0`` does not change a prediction -- and
-:class:`NcclSettings` maps the ones that steer NCCL's choice of algorithm onto the engine:
+``export NCCL_X=v`` lines, in ``NCCL INFO NCCL_X set by environment to v.`` lines (NCCL's closing period
+dropped) and, in our case files, in the ``=== title ===`` of each table. :func:`nccl_settings` reads only
+those setting-bearing lines -- never prose, so a commentary sentence that mentions ``NCCL_NVLS_ENABLE=0``
+does not change a prediction -- and :class:`NcclSettings` maps the ones that steer NCCL's choice of
+algorithm onto the engine:
 
 ================================  ===========================================================================
 ``NCCL_ALGO=Ring``                ``algorithm="ring"`` (one name forces it)
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 
 from aifabric.catalog.nccl import Algorithm, Collective, Protocol
 from aifabric.catalog.transport import nccl_algorithms, nccl_protocols
-from aifabric.discovery.nccl_info import Evidence
+from aifabric.discovery.nccl_info import Evidence, env_setting
 from aifabric.engines.formula import PROTOCOLS
 from aifabric.errors import ConfigError
 
@@ -61,7 +62,6 @@ _UNMODELLED_ALGOS = frozenset({Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN
 _ENV = re.compile(r"(?<![\w-])(NCCL_[A-Z0-9_]+)=([^\s'\"]+)")
 # Regexes here run on every line of a log: each is linear (a variable name starts where no name character
 # precedes it; an ``NCCL_X=v`` line is checked token by token, not by a nested repetition that backtracks).
-_ENV_INFO = re.compile(r"(?<![A-Z0-9_])(NCCL_[A-Z0-9_]+) set by environment to (\S+)")
 _ENV_TOKEN = re.compile(r"NCCL_[A-Z0-9_]+=\S+")
 _COMMAND = re.compile(
     r"(?<![\w-])(?:mpirun|mpiexec|srun|orterun|[A-Za-z][A-Za-z0-9_]*_perf(?:_mpi)?)(?![\w-])"
@@ -204,9 +204,9 @@ def nccl_settings(lines: Sequence[str], title: str | None = None, op: str | None
         if _is_setting_line(stripped):
             sources.append(stripped)
         else:
-            info = _ENV_INFO.search(stripped)
+            info = env_setting(stripped)
             if info:
-                env[info.group(1)] = info.group(2)
+                env[info[0]] = info[1]
     for text in sources:
         for match in _ENV.finditer(text):
             value = match.group(2).rstrip(",;)")

@@ -53,6 +53,7 @@ __all__ = [
     "MAX_LINE_CHARS",
     "Evidence",
     "NcclInfo",
+    "env_setting",
     "impossible_counts",
     "parse_nccl_info",
 ]
@@ -86,7 +87,7 @@ _TREES = re.compile(r"Trees \[\d")
 _CONNECTED = re.compile(r"Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
 _PXN_OFF = re.compile(r"PXN Disabled")
 _ACS_HINT = re.compile(r"HINT: In many cases this error occurs when ACS is enabled")
-_ENV = re.compile(r"(NCCL_[A-Z0-9_]{1,64}) set by environment to (\S{1,256})")
+_ENV = re.compile(r"(?<![A-Z0-9_])(NCCL_[A-Z0-9_]{1,64}) set by environment to (\S{1,256})")
 _COMM_OLD = re.compile(r"rank \d{1,9} nranks (-?\d+) ")
 #: Most ranks a communicator line may report: the bound of the rank lines above a table (131,072, above the
 #: largest single jobs reported, about 100,000 GPUs; :mod:`aifabric.discovery.perf_metadata`).
@@ -98,6 +99,21 @@ IBV_MTU_BYTES = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
 # "NET/Plugin: Loaded collnet plugin SHARP (v8)" (NVIDIA/nccl src/plugin/net.cc, every plugin version)
 _COLLNET_PLUGIN = re.compile(r"Loaded collnet plugin ([^\r\n(]{1,64}?)\s*(?:\(|$)")
 _PLUGIN = re.compile(r"(?:Loaded net plugin|NET/Plugin: Loaded net plugin) ([^\r\n(]{1,64}?)\s*(?:\(|$)")
+
+
+def env_setting(text: str) -> tuple[str, str] | None:
+    """The variable and value of an ``NCCL_X set by environment to v.`` line, or None.
+
+    NCCL prints the line as ``"%s set by environment to %s."`` (NVIDIA/nccl ``src/misc/param.cc``,
+    ``ncclLoadParam`` and ``initEnv``): the one period NCCL appends is not part of the value.
+
+    >>> env_setting("h:1:1 [0] NCCL INFO NCCL_NET_GDR_LEVEL set by environment to LOC.")
+    ('NCCL_NET_GDR_LEVEL', 'LOC')
+    >>> env_setting("NCCL INFO NCCL_P2P_DISABLE set by environment to 1") is None
+    False
+    """
+    m = _ENV.search(text)
+    return None if m is None else (m.group(1), m.group(2).removesuffix("."))
 
 
 @dataclass(frozen=True)
@@ -403,7 +419,7 @@ class _Reader:
 
     def take_env(self, m: re.Match[str], ev: Evidence) -> None:
         """An NCCL environment variable set by the user; the two that turn PXN off say so."""
-        name, value = m.group(1), m.group(2).rstrip(".")
+        name, value = m.group(1), m.group(2).removesuffix(".")  # as env_setting
         self.env[name] = value
         self.note("env", ev, keep=32)
         if (name, value) in (("NCCL_PXN_DISABLE", "1"), ("NCCL_P2P_PXN_LEVEL", "0")):

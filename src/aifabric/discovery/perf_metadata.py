@@ -16,6 +16,8 @@ from aifabric.errors import ParseError
 __all__ = [
     "BINARY",
     "Metadata",
+    "launcher_line",
+    "launcher_per_node",
 ]
 
 BINARY = re.compile(r"(?<![\w-])([A-Za-z][A-Za-z0-9_]*?)_perf(?:_mpi)?(?![\w-])")
@@ -65,12 +67,13 @@ class Metadata:
         hosts = {rank.host for rank in ranks}
         n_ranks = len({rank.rank for rank in ranks}) or None
         n_nodes = len(hosts) or None
+        processes = _launcher_processes(command)
         if n_nodes is None:
-            n_nodes = _launcher_nodes(command) or _text_nodes(local_text)
-        if n_ranks is None:
-            processes = _launcher_processes(command)
-            if processes is not None:
-                n_ranks = processes * threads * gpus_per_process
+            n_nodes = (
+                _launcher_nodes(command) or _per_node_nodes(command, processes) or _text_nodes(local_text)
+            )
+        if n_ranks is None and processes is not None:
+            n_ranks = processes * threads * gpus_per_process
         if n_ranks is None:
             n_ranks = _text_ranks(local_text, n_nodes)
         names = {rank.gpu_name for rank in ranks}
@@ -207,6 +210,16 @@ def _run_parameters(region: list[str]) -> RunParameters | None:
     return found
 
 
+def launcher_line(lines: list[str]) -> int | None:
+    """0-based index of the last ``mpirun``/``mpiexec``/``srun``/``orterun`` command line in ``lines``, or
+    None (a line of a ``\\``-continued command counts where its launcher word is)."""
+    found = None
+    for index, line in enumerate(lines):
+        if _LAUNCHER.search(line) and not line.lstrip().startswith("#"):
+            found = index
+    return found
+
+
 def _launcher_command(region: list[str]) -> str:
     """The last ``mpirun``/``srun`` command in the region, with ``\\`` continuations joined."""
     joined: list[str] = []
@@ -265,10 +278,45 @@ def _launcher_nodes(command: str) -> int | None:
     return None
 
 
+#: Processes per node: Open MPI ``--npernode``/``--map-by ppr:N:node`` (and ``-N``, mpirun(1)), srun's
+#: ``--ntasks-per-node``, MPICH/Intel MPI ``-ppn``.
+_PER_NODE = (
+    re.compile(r"(?<!\S)(?:--npernode|-npernode|--ntasks-per-node|-ppn|--ppn)[\s=](\d{1,6})(?!\S)"),
+    re.compile(r"(?<!\S)--map-by[\s=]ppr:(\d{1,6}):node(?![\w-])"),
+)
+_MPIRUN_N = re.compile(r"(?<!\S)-N[\s=]?(\d{1,6})(?!\S)")
+
+
+def launcher_per_node(command: str) -> int | None:
+    """Processes per node a launcher command starts (:data:`_PER_NODE`; mpirun's ``-N``, not srun's, which
+    counts nodes), or None.
+
+    >>> launcher_per_node("mpirun -np 16 -N 8 ./all_reduce_perf -g 1"), launcher_per_node("srun -N 2 x")
+    (8, None)
+    """
+    head = _launcher_options(command)
+    for pattern in _PER_NODE:
+        match = pattern.search(head)
+        if match:
+            return int(match.group(1)) or None
+    match = _MPIRUN_N.search(head)
+    if match and "srun" not in head:
+        return int(match.group(1)) or None
+    return None
+
+
+def _per_node_nodes(command: str, processes: int | None) -> int | None:
+    """Nodes = processes / processes per node, when the launcher gives both and they divide."""
+    per_node = launcher_per_node(command)
+    if processes is None or per_node is None or processes % per_node:
+        return None
+    return processes // per_node or None
+
+
 def _text_nodes(text: str) -> int | None:
     for pattern in (
         r"\b(\d{1,6})\s+of\s+the\s+\d{1,6}\s+nodes\b",
-        r"\b(\d{1,6})\s+nodes?\b",
+        r"\b(\d{1,6})\s+nodes?(?![\w-])",  # "2 nodes", not "-g 8 node-a:101" (a host name)
     ):
         match = re.search(pattern, text, re.IGNORECASE)
         if match and int(match.group(1)) > 0:

@@ -457,7 +457,8 @@ def _nccl_why(result: NcclTestsComparison) -> list[str]:
     why = [
         f"table {c.index}: {c.verdict if c.findings else 'healthy'}; "
         + "; ".join(
-            f"{f.cause}: {f.gap_bytes_per_s / 1e9:,.2f} GB/s {f.side} the model over {f.rows} large row(s)"
+            f"{f.cause}: {f.gap_bytes_per_s / 1e9:,.2f} GB/s {f.side} {f.reference} "
+            f"over {f.rows} large row(s)"
             for f in c.findings
         )
         for c in result.tables
