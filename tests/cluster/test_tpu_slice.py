@@ -1,8 +1,10 @@
 """TPU slices: Google's shapes per generation, wraparound per axis, the default shape of a chip count."""
 
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from aifabric import catalog
@@ -17,6 +19,7 @@ V5E = catalog.scaleup("tpu-v5e-ici").slices
 V5P_POD = (16, 20, 28)
 V5E_POD = (16, 16, 1)
 runner = CliRunner()
+PRESETS = Path(__file__).resolve().parents[2] / "src" / "aifabric" / "cluster" / "presets"
 
 
 @pytest.mark.parametrize(
@@ -73,16 +76,8 @@ def test_a_chip_count_no_slice_holds_is_refused_with_the_sizes():
 
 
 def test_cluster_yaml_slice_field():
-    v5e = {
-        "name": "v5e-slice",
-        "accelerator": "tpu-v5e",
-        "gpus_per_node": 8,
-        "gpus": 256,
-        "scale_up": {"kind": "torus", "gpus": 256, "torus_dims": [16, 16, 1], "slice": "8x16"},
-        "scale_out": None,
-        "front_end": None,
-        "management": None,
-    }
+    v5e = yaml.safe_load((PRESETS / "tpu-v5e-pod.yaml").read_text())  # the file, then a slice in it
+    v5e["scale_up"]["slice"] = "8x16"
     assert ClusterSpec.from_dict(v5e).scale_up.slice == (8, 16)
     with pytest.raises(ConfigError, match="scale_up.slice: 8x12 is no tpu-v5e slice"):
         ClusterSpec.from_dict({**v5e, "scale_up": {**v5e["scale_up"], "slice": [8, 12]}})

@@ -24,21 +24,6 @@ def run(op: str, size: float, spec: ClusterSpec, ranks: int):
     return formula_collective(op, size, spec, Communicator.contiguous(spec, ranks))
 
 
-def v5e_pod() -> ClusterSpec:
-    return ClusterSpec.from_dict(
-        {
-            "name": "v5e-pod",
-            "accelerator": "tpu-v5e",
-            "gpus_per_node": 8,
-            "gpus": 256,
-            "scale_up": {"kind": "torus", "gpus": 256, "torus_dims": [16, 16, 1]},
-            "scale_out": None,
-            "front_end": None,
-            "management": None,
-        }
-    )
-
-
 def test_v5p_4x4x4_cube_all_reduce_of_1_gib():
     # A whole cube: a ring (wraparound) on all three axes. Each phase (reduce-scatter, all-gather) moves
     # (n-1)/n S over the chip's 6 links of 100 GB/s at once: 2 x 63/64 x 2^30 / 600e9 = 3523.2 us; latency
@@ -64,7 +49,7 @@ def test_v5e_8x8_mesh_against_the_16x16_torus():
     # 8x8 slice: both axes lines of 8 (no wraparound below 16 chips). Order x then y: x carries
     # 7/8 x 8/64 = 7/64, y 7/8 x 64/64 = 56/64; the mirror order the other way round; half each:
     # 63/128 S / b per axis. All-reduce = 2 phases; latency 2 x (7 + 7) hops against 2 x (8 + 8).
-    spec = v5e_pod()
+    spec = preset("tpu-v5e-pod")
     small = run("all_reduce", GIB, spec, 64)
     full = run("all_reduce", GIB, spec, 256)
     assert small.time_s == pytest.approx(2 * 63 / 128 * GIB / V5E_LINK + 28 * US)
