@@ -43,6 +43,7 @@ __all__ = [
     "NicSpec",
     "OpticSpec",
     "ScaleUpSpec",
+    "SliceRules",
     "StorageSystemSpec",
     "SwitchSpec",
     "SystemPowerSpec",
@@ -136,6 +137,23 @@ class AcceleratorSpec(_Entry):
         return None if v is None else _rate(v)
 
 
+class SliceRules(BaseModel):
+    """The slices a TPU generation's pod is cut into (:mod:`aifabric.cluster.tpu_slice` reads them).
+
+    ``shapes`` are shapes Google lists (chips per axis, ``AxB`` or ``AxBxC``, any orientation), each a
+    mesh with no wraparound unless an axis has ``wrap_at`` chips; ``cube`` (v4, v5p, Ironwood: 4) also
+    allows every shape of whole ``cube x cube x cube`` blocks, a torus on every axis (the optical circuit
+    switches close the rings); ``max_chips`` bounds a single slice. Sources in ``source``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    shapes: tuple[tuple[int, ...], ...]
+    cube: int | None = Field(default=None, ge=2)
+    wrap_at: int | None = Field(default=None, ge=2)
+    max_chips: int = Field(ge=1)
+    source: str = Field(min_length=5)
+
+
 class ScaleUpSpec(_Entry):
     """A scale-up link family (NVLink generation, PCIe generation, TPU ICI).
 
@@ -144,7 +162,8 @@ class ScaleUpSpec(_Entry):
     per-link, per-direction bandwidth NCCL's tuner assumes (protocol overhead included). ``topology`` is
     ``switch`` (every GPU reaches any peer at its whole bandwidth: NVSwitch, PCIe switch, ICI) or
     ``full_mesh`` (one direct link to each peer: AMD Infinity Fabric, 7 xGMI links per GPU in an 8-GPU
-    node), with its source in the entry's ``source``.
+    node), with its source in the entry's ``source``. ``slices`` (a TPU ICI) gives the slice shapes of
+    its pods (:class:`SliceRules`).
     """
 
     per_gpu_bidirectional_bytes_per_s: float = Field(gt=0, validation_alias="per_gpu_bidirectional")
@@ -155,6 +174,7 @@ class ScaleUpSpec(_Entry):
     hop_latency_s: float = Field(ge=0, validation_alias="hop_latency")
     p2p_through_cpu_overhead: float = 1.0
     topology: Literal["switch", "full_mesh"] = "switch"
+    slices: SliceRules | None = None
 
     @field_validator(
         "per_gpu_bidirectional_bytes_per_s", "nccl_effective_per_link_bytes_per_s", mode="before"

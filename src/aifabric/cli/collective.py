@@ -25,6 +25,7 @@ from aifabric.cli.common import (
     progress_bar,
 )
 from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cluster.tpu_slice import spec_slice, with_slice
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorithms
 from aifabric.collectives.communicator import resolve_communicator
 from aifabric.collectives.tiers import Protocol
@@ -189,6 +190,14 @@ def collective(
     ranks: Annotated[
         int | None, typer.Option(help="Ranks (first GPUs in order); default all GPUs", min=1)
     ] = None,
+    slice_: Annotated[
+        str | None,
+        typer.Option(
+            "--slice",
+            help="TPU clusters: the slice the ranks run on, chips per axis (4x4x8 on v5p, 8x16 on v5e); "
+            "default: the whole pod, else the most cube-like slice of --ranks",
+        ),
+    ] = None,
     size: Annotated[
         str | None,
         typer.Option("--size", "-s", help="One message size, e.g. '1 GB', '4GiB' (nccl-tests convention)"),
@@ -271,7 +280,10 @@ def collective(
     """
     check_outputs(trace=trace, html=html, chakra=chakra)
     spec = resolve_cluster(cluster, nodes=nodes)
+    if slice_ is not None:
+        spec, ranks = with_slice(spec, slice_, ranks)
     comm = resolve_communicator(spec, ranks)
+    tpu = spec_slice(spec, comm.n_ranks) if comm.n_domains == 1 else None  # refused here, before any run
     sizes = _sizes(size, min_size, max_size, factor)
     given: dict[str, Any] = {
         "algorithm": None if algo is None else Algorithm(algo.value),
@@ -294,8 +306,11 @@ def collective(
     )
     _write_files(results, op, comm, spec, trace=trace, chakra=chakra, html=html, html_inputs=html_inputs)
     if json_out:
-        emit_json([r.to_dict() for r in results])
+        echo = {} if tpu is None else {"slice": tpu.label, "slice_wraparound": list(tpu.wrap)}
+        emit_json([{**r.to_dict(), **echo} for r in results])
         return
+    if tpu is not None:
+        console.print(f"TPU slice {tpu.describe()}", markup=False, highlight=False)
     _print_results(results, spec, comm, opts.get("calibration"))
 
 

@@ -31,6 +31,7 @@ from pydantic import (
 
 from aifabric import catalog
 from aifabric.catalog.transport import transport
+from aifabric.cluster.tpu_slice import domain_torus_dims, parse_slice, slice_of
 from aifabric.errors import ConfigError
 from aifabric.inputs import load_yaml_mapping
 from aifabric.units import parse_bandwidth, parse_nic_bandwidth, parse_time
@@ -89,6 +90,8 @@ class ScaleUpDomainSpec(_Strict):
     overrides the vendor's per-GPU figure; ``bandwidth_convention`` says whether that figure adds both
     directions (vendors' NVLink convention, the default) or is per direction. ``p2p_through_cpu`` marks
     PCIe machines whose GPU-to-GPU traffic crosses the CPU root complex (NCCL path PHB/SYS).
+    ``torus_dims`` is a torus domain's shape (a TPU pod, ``[16, 20, 28]``); ``slice`` the TPU slice a job
+    runs on (``4x4x8`` or ``[4, 4, 8]``), one of the generation's shapes (:mod:`aifabric.cluster.tpu_slice`).
     """
 
     kind: Literal["nvswitch", "pcie", "torus"] = "nvswitch"
@@ -98,6 +101,12 @@ class ScaleUpDomainSpec(_Strict):
     bandwidth_convention: Literal["bidirectional", "per_direction"] = "bidirectional"
     p2p_through_cpu: bool = False
     torus_dims: tuple[PositiveInt, PositiveInt, PositiveInt] | None = None
+    slice: tuple[PositiveInt, ...] | None = None
+
+    @field_validator("slice", mode="before")
+    @classmethod
+    def _slice(cls, v: Any) -> tuple[int, ...] | None:
+        return None if v is None else parse_slice(v, "scale_up.slice")
 
     @field_validator("bandwidth_bytes_per_s", mode="before")
     @classmethod
@@ -449,6 +458,21 @@ class ClusterSpec(_Strict):
                 raise ValueError(
                     f"scale_up.torus_dims {list(su.torus_dims)} hold {prod} chips, not the domain's {dom}"
                 )
+        if su.slice is not None:
+            self._check_slice(su.slice)
+
+    def _check_slice(self, dims: tuple[int, ...]) -> None:
+        """A slice is cut from a TPU torus whose link lists slice shapes, and is one of them."""
+        if self.scale_up.kind != "torus":
+            raise ValueError(
+                f"scale_up.slice: only a TPU torus is cut into slices (kind is {self.scale_up.kind})"
+            )
+        rules = self.scaleup_link.slices
+        if rules is None:
+            raise ValueError(f"scale_up.slice: the {self.scaleup_link.key} link lists no slice shapes")
+        axes = len(rules.shapes[0])
+        pod = domain_torus_dims(self.scale_up.torus_dims, self.domain_gpus, axes)
+        slice_of(rules, dims, pod, what=self.accelerator, field="scale_up.slice")
 
     def _check_scale_out(self, so: ScaleOutSpec) -> None:
         """The oversubscription ratios match the tiers; NICs, rails and pods divide the nodes."""

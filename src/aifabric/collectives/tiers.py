@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache, wraps
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
-from aifabric.catalog.loader import catalog_generation
+from aifabric.catalog.loader import SliceRules, catalog_generation
 from aifabric.catalog.nccl import (
     NcclRelease,
     Protocol,
@@ -42,6 +42,7 @@ from aifabric.catalog.nccl import (
 )
 from aifabric.catalog.transport import TransportSpec, transport
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.tpu_slice import domain_torus_dims
 from aifabric.collectives.communicator import Communicator
 from aifabric.errors import ConfigError
 
@@ -118,6 +119,8 @@ class TierModel:
     latency_scale: float = 1.0
     extra_inter_latency_s: float = 0.0
     torus_dims: tuple[int, ...] = ()
+    torus_slice: tuple[int, ...] = ()  # the slice the cluster names (scale_up.slice); () = by rank count
+    slice_rules: SliceRules | None = None  # the TPU generation's slice shapes (catalogue ``slices``)
     hop_latency_s: float = 0.0
     release: NcclRelease = field(default_factory=nccl_release)  # newest; read on first use, not at import
     nccl_version: str = ""  # the release the user stated ("" = newest); ``release`` is the table it uses
@@ -338,6 +341,8 @@ def tier_model(
         latency_scale=lat_scale,
         extra_inter_latency_s=extra + (spec.transport_extra_latency_s if efficiency == "nccl" else 0.0),
         torus_dims=_torus_dims(spec) if spec.scale_up.kind == "torus" else (),
+        torus_slice=tuple(spec.scale_up.slice or ()),
+        slice_rules=link.slices,
         hop_latency_s=link.hop_latency_s,
         release=release,
         nccl_version=nccl_version or "",
@@ -440,20 +445,11 @@ def _channels(
 
 
 def _torus_dims(spec: ClusterSpec) -> tuple[int, ...]:
-    """The torus shape: given, or the most cubic factorisation of the domain size."""
-    if spec.scale_up.torus_dims:
-        return tuple(spec.scale_up.torus_dims)
-    n = spec.domain_gpus
-    best = (n, 1, 1)
-    for a in range(1, int(round(n ** (1 / 3))) + 2):
-        if n % a:
-            continue
-        for b in range(a, int(math.isqrt(n // a)) + 1):
-            if (n // a) % b == 0:
-                c = n // a // b
-                if max(a, b, c) < max(best):
-                    best = (a, b, c)
-    return tuple(sorted(best))
+    """The domain's torus shape (:func:`~aifabric.cluster.tpu_slice.domain_torus_dims`): given, or the
+    most cubic (most square for a 2D generation's ICI) factorisation of the domain size."""
+    rules = spec.scaleup_link.slices
+    axes = len(rules.shapes[0]) if rules is not None else 3
+    return domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, axes)
 
 
 def hw_latency_s(tm: TierModel, kind: str, row: str, proto: Protocol) -> float:

@@ -1,0 +1,260 @@
+"""TPU slices: the sub-torus shapes a pod is cut into, and which of their axes wrap around.
+
+A TPU job runs on a slice, not a whole pod: a box of chips (``4x4x8`` on v5p, ``8x16`` on v5e) whose axes
+are rings (wraparound, a torus axis) or lines (no wraparound, a mesh axis). The shapes Google allows and
+the wraparound rules are catalogue data (:class:`aifabric.catalog.loader.SliceRules`, sources there):
+
+- v4, v5p, Ironwood: the sub-cube shapes ``2x2x1``, ``2x2x2``, ``2x2x4``, ``2x4x4`` (mesh on every axis),
+  or whole ``4x4x4`` cubes (every axis a multiple of 4, up to the largest slice), a torus on every axis:
+  the optical circuit switches close the rings of whole cubes only;
+- v5e, v6e: 2D shapes ``1x1`` to ``16x16``; an axis wraps only at the full 16 chips (``8x16``: the long
+  axis is a ring, the short one a line).
+
+Given only a chip count, the shape is the most cube-like allowed one (Cloud TPU docs, "TPU types and
+topologies": the default topology of a chip count is the most cube-like).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+from aifabric.catalog.loader import SliceRules
+from aifabric.errors import ConfigError
+
+if TYPE_CHECKING:
+    from aifabric.cluster.spec import ClusterSpec
+
+__all__ = [
+    "TpuSlice",
+    "allowed_shapes",
+    "default_slice",
+    "domain_torus_dims",
+    "parse_slice",
+    "resolve_slice",
+    "slice_of",
+    "spec_slice",
+    "with_slice",
+]
+
+#: Largest axis a cube-built slice may have (xpk's generator stops at 256 chips per axis).
+_MAX_AXIS = 256
+
+
+@dataclass(frozen=True)
+class TpuSlice:
+    """A slice: chips per axis (``dims``, as the user or Google writes them) and wraparound per axis."""
+
+    dims: tuple[int, ...]
+    wrap: tuple[bool, ...]
+
+    @property
+    def chips(self) -> int:
+        """Chips in the slice: the product of ``dims``."""
+        return math.prod(self.dims)
+
+    @property
+    def label(self) -> str:
+        """``4x4x8``."""
+        return "x".join(map(str, self.dims))
+
+    @property
+    def axes(self) -> tuple[tuple[int, bool], ...]:
+        """``(chips, wraps)`` of every axis of more than one chip (an axis of one chip has no link)."""
+        return tuple((d, w) for d, w in zip(self.dims, self.wrap, strict=True) if d > 1)
+
+    def describe(self) -> str:
+        """``4x4x8 (torus 4, torus 4, torus 8)``, ``8x16 (mesh 8, torus 16)``."""
+        kinds = ", ".join(f"{'torus' if w else 'mesh'} {d}" for d, w in self.axes) or "one chip"
+        return f"{self.label} ({kinds})"
+
+
+def parse_slice(value: str | Sequence[int], field: str = "--slice") -> tuple[int, ...]:
+    """``"4x4x8"`` or ``[4, 4, 8]`` as chips per axis; ConfigError naming ``field`` and the value."""
+    parts = value.lower().split("x") if isinstance(value, str) else list(value)
+    try:
+        dims = tuple(int(str(p).strip()) for p in parts)
+    except ValueError:
+        dims = ()
+    if not 2 <= len(dims) <= 3 or min(dims) < 1:
+        raise ConfigError(f"{field}: expected chips per axis as AxB or AxBxC (e.g. 4x4x8), got {value!r}")
+    return dims
+
+
+def domain_torus_dims(declared: Sequence[int] | None, chips: int, axes: int = 3) -> tuple[int, ...]:
+    """A scale-up domain's torus shape: ``declared`` (``scale_up.torus_dims``), else the most cubic
+    (``axes`` = 3) or most square (``axes`` = 2, then a trailing 1) factorisation of its ``chips``."""
+    if declared:
+        return tuple(int(d) for d in declared)
+    best = (1, 1, chips)
+    for a in range(1, chips + 1) if axes == 3 else (1,):
+        if a**3 > chips:
+            break
+        if chips % a:
+            continue
+        for b in range(a, math.isqrt(chips // a) + 1):
+            if (chips // a) % b == 0 and max(a, b, chips // a // b) < max(best):
+                best = (a, b, chips // a // b)
+    return tuple(sorted(best)) if axes == 3 else (best[1], best[2], 1)
+
+
+def _rank(rules: SliceRules) -> int:
+    """Axes of the generation's slices: 3 (v4, v5p, Ironwood) or 2 (v5e, v6e)."""
+    return len(rules.shapes[0])
+
+
+def _fits(shape: tuple[int, ...], pod_dims: tuple[int, ...]) -> bool:
+    """The shape's sorted axes each fit the pod's (sorted, largest ``len(shape)`` axes)."""
+    pod = sorted(sorted(pod_dims)[-len(shape) :]) if len(pod_dims) >= len(shape) else []
+    return len(pod) == len(shape) and all(a <= b for a, b in zip(sorted(shape), pod, strict=True))
+
+
+@cache
+def allowed_shapes(rules: SliceRules, pod_dims: tuple[int, ...]) -> dict[tuple[int, ...], tuple[int, ...]]:
+    """Every slice shape of ``rules`` that fits a pod of ``pod_dims``: sorted axes -> the shape as written.
+
+    Listed shapes, and with ``rules.cube`` every ``A <= B <= C`` of multiples of the cube edge up to
+    ``rules.max_chips`` chips (AI-Hypercomputer/xpk ``generate_tpu_topologies``).
+    """
+    out = {tuple(sorted(s)): tuple(s) for s in rules.shapes if math.prod(s) <= rules.max_chips}
+    if rules.cube:
+        c = rules.cube
+        cubes = rules.max_chips // c**3
+        top = _MAX_AXIS // c
+        for i in range(1, top + 1):
+            for j in range(i, top + 1):
+                for k in range(j, min(top, cubes // (i * j)) + 1):
+                    out[(c * i, c * j, c * k)] = (c * i, c * j, c * k)
+    return {k: v for k, v in out.items() if _fits(k, pod_dims)}
+
+
+def _wraps(rules: SliceRules, dims: tuple[int, ...]) -> tuple[bool, ...]:
+    """Wraparound per axis: every axis of a slice of whole cubes; an axis of ``wrap_at`` chips."""
+    whole_cubes = rules.cube is not None and all(d % rules.cube == 0 for d in dims)
+    return tuple(whole_cubes or (rules.wrap_at is not None and d == rules.wrap_at) for d in dims)
+
+
+def _shapes_text(rules: SliceRules, shapes: dict[tuple[int, ...], tuple[int, ...]]) -> str:
+    listed = ", ".join("x".join(map(str, s)) for s in rules.shapes if tuple(sorted(s)) in shapes)
+    if not rules.cube:
+        return listed
+    return f"{listed}, or whole {rules.cube}x{rules.cube}x{rules.cube} cubes up to {rules.max_chips} chips"
+
+
+def slice_of(
+    rules: SliceRules, dims: Sequence[int], pod_dims: tuple[int, ...], *, what: str, field: str = "--slice"
+) -> TpuSlice:
+    """The slice ``dims`` of a pod of ``pod_dims``, checked against ``rules`` (``what`` names the chip).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field``: the wrong number of axes, a shape that does not fit the pod, or one Google does
+        not allow (the allowed shapes listed).
+    """
+    dims = tuple(int(d) for d in dims)
+    label = "x".join(map(str, dims))
+    if len(dims) != _rank(rules):
+        form = "AxBxC" if _rank(rules) == 3 else "AxB"
+        raise ConfigError(f"{field}: {what} slices have {_rank(rules)} axes ({form}), got {label}")
+    if not _fits(dims, pod_dims):
+        pod = "x".join(map(str, pod_dims))
+        raise ConfigError(f"{field}: {label} does not fit the {pod} torus of one scale-up domain")
+    shapes = allowed_shapes(rules, pod_dims)
+    if tuple(sorted(dims)) not in shapes:
+        raise ConfigError(f"{field}: {label} is no {what} slice; slices: {_shapes_text(rules, shapes)}")
+    return TpuSlice(dims, _wraps(rules, dims))
+
+
+def default_slice(
+    rules: SliceRules, chips: int, pod_dims: tuple[int, ...], *, what: str, field: str = "ranks"
+) -> TpuSlice:
+    """The most cube-like allowed slice of ``chips`` chips (smallest largest axis, then smallest next).
+
+    Raises ConfigError naming ``field`` and listing the slice sizes when no slice holds ``chips``.
+    """
+    shapes = allowed_shapes(rules, pod_dims)
+    fits = sorted((k for k in shapes if math.prod(k) == chips), key=lambda k: tuple(sorted(k, reverse=True)))
+    if not fits:
+        sizes = sorted({math.prod(k) for k in shapes})
+        shown = ", ".join(map(str, sizes[:12])) + (f", ... {sizes[-1]}" if len(sizes) > 12 else "")
+        raise ConfigError(
+            f"{field}: {chips} chips make no {what} slice; slices hold {shown} chips "
+            f"(shapes: {_shapes_text(rules, shapes)}); give --slice AxB{'xC' * (_rank(rules) == 3)}"
+        )
+    dims = shapes[fits[0]]
+    return TpuSlice(dims, _wraps(rules, dims))
+
+
+def resolve_slice(
+    rules: SliceRules | None,
+    chips: int,
+    pod_dims: tuple[int, ...],
+    given: Sequence[int] | None = None,
+    *,
+    what: str,
+) -> TpuSlice:
+    """The slice a communicator of ``chips`` chips runs on.
+
+    ``given`` (``scale_up.slice`` / ``--slice``) when set, which must hold ``chips``; else the whole
+    domain's torus (``pod_dims``, every axis a ring: the cluster as its file describes it) when ``chips``
+    fills it; else the default slice of ``chips`` (:func:`default_slice`).
+
+    Raises
+    ------
+    ConfigError
+        A given slice of another size, a slice asked of a link without slice rules (``rules`` None), or
+        what :func:`slice_of` and :func:`default_slice` raise.
+    """
+    if not given and chips == math.prod(pod_dims):
+        return TpuSlice(tuple(pod_dims), tuple(d > 1 for d in pod_dims))
+    if not given and chips == 1:
+        return TpuSlice((1,), (False,))  # one chip: no link, whatever the generation lists
+    if rules is None:
+        raise ConfigError(
+            f"ranks: {chips} of the {math.prod(pod_dims)} chips of a {what} torus: its scale-up link gives "
+            "no slice shapes (catalogue 'slices'); run on the whole domain"
+        )
+    if not given:
+        return default_slice(rules, chips, pod_dims, what=what)
+    sl = slice_of(rules, given, pod_dims, what=what, field="scale_up.slice")
+    if sl.chips != chips:
+        raise ConfigError(
+            f"ranks: {chips} ranks on the {sl.label} slice of {sl.chips} chips; give --ranks {sl.chips}"
+        )
+    return sl
+
+
+def spec_slice(spec: ClusterSpec, chips: int) -> TpuSlice | None:
+    """The slice ``chips`` ranks of a TPU cluster run on (:func:`resolve_slice` with the cluster's
+    ``scale_up.slice``, torus and slice rules); None off a torus or beyond one domain."""
+    if spec.scale_up.kind != "torus" or chips > spec.domain_gpus:
+        return None
+    rules = spec.scaleup_link.slices
+    pod = domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, len(rules.shapes[0]) if rules else 3)
+    return resolve_slice(rules, chips, pod, spec.scale_up.slice, what=spec.accelerator)
+
+
+def with_slice(spec: ClusterSpec, value: str, ranks: int | None) -> tuple[ClusterSpec, int]:
+    """``spec`` cut to the slice ``value`` (``--slice 4x4x8``) and the slice's chips, the ranks it runs.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``--slice``: a cluster that is no TPU torus, a malformed or disallowed shape
+        (:func:`slice_of`), or ``ranks`` given and not the slice's chips.
+    """
+    dims = parse_slice(value, "--slice")
+    if spec.scale_up.kind != "torus" or spec.scaleup_link.slices is None:
+        raise ConfigError(
+            f"--slice: {spec.name} is no TPU torus with slice shapes (scale_up.kind {spec.scale_up.kind})"
+        )
+    rules = spec.scaleup_link.slices
+    pod = domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, len(rules.shapes[0]))
+    sl = slice_of(rules, dims, pod, what=spec.accelerator)
+    if ranks is not None and ranks != sl.chips:
+        raise ConfigError(f"--slice: {sl.label} holds {sl.chips} chips but --ranks is {ranks}")
+    return spec.with_changes(**{"scale_up.slice": list(dims)}), sl.chips
