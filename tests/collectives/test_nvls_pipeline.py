@@ -178,3 +178,16 @@ def test_kernel_ceiling_bounds_the_time_and_the_tuner_sees_its_own_tables(
     a_out = 8 * tm.nic_bytes_per_s * (1.0 if nodes == 2 else 0.5)
     tuner_alg = min(nvls_algbw(tm, 8), a_out, nvls_tree_cap(tm, comm))
     assert c.tuner_time_s == pytest.approx(c.latency_s + size / tuner_alg, rel=1e-9)
+
+
+def test_nvls_tree_2_26_2_has_no_size_ramp_on_4_nodes() -> None:
+    # NCCL 2.26.2 enqueue.cc: getAlgoInfo sets nc = comm->nvlsChannels for NVLS-tree at every size (the
+    # ring/tree channel reduction skips it); calcCollChunking caps the NVLS-tree chunk at 64 KiB from 4 nodes
+    # (NVLSTREE_MAX_CHUNKSIZE -2) and shrinks it only below 1 x 16 x 8 x 64 KiB = 8 MiB. So from 8 MiB the
+    # fill is flat, 2 loops x 16 x 8 x 64 KiB = 16 MiB, and case 03 T2's 32-512 MiB hump is not a size ramp.
+    spec = H100[4]
+    tm, comm = tier_model(spec, nccl_version="2.26.2"), Communicator.contiguous(spec)
+    sizes = [2**k for k in range(23, 35)]  # 8 MiB .. 16 GiB
+    assert {nvls_fill_bytes(tm, s, comm, Algorithm.NVLS_TREE) for s in sizes} == {16 * MiB}
+    rel = tm.release
+    assert {nvls_chunk_bytes(rel, "nvls_tree", s, channels=16, heads=8, nnodes=4) for s in sizes} == {65536}

@@ -99,8 +99,8 @@ TABLES = {
     ),
     # case_03 T2 as logged: NVLS-tree from 8 MiB (2.26.2's tuner: 25 + 4 x 14 us, no ceiling), 64 KiB chunks
     # from 4 nodes: 8 MiB = 81 us + (8 + 16) MiB / 187.9 GB/s = 215.0 us (measured 217.3); 128-256 MiB: see
-    # MISSED; from 2 GiB the model picks ring (+5..+7 %), while the measured 365 GB/s plateau is NVLS-tree's
-    # ceiling (187.9 x 62/32 = 364 GB/s busbw): this tuner's NVLS-tree pricing is not modelled term by term
+    # MISSED; from 1 GiB the model picks ring (+2..+7 %), as 2.26.2's own tuner does (see MISSED '03 T2 4
+    # nodes as logged (2.26.2), >= 1 GiB'), while the measured 365 GB/s plateau is also NVLS-tree's ceiling
     "03 T2 4 nodes, 2.26.2": Table(
         C03,
         1,
@@ -128,8 +128,19 @@ MISSED = {
     "70.3/71.5), tree/LL128, as NCCL 2.30's tuner keeps it to 4 MiB; as logged (2.26.2) 1 MiB is NVLS-tree, "
     "65.8 us (-9 %, asserted), and 512 KiB stays tree/LL128 (NVLS-tree 53 + 1.9 us in the tuner's eyes vs "
     "tree/LL128 54.0 us): the measured step of ~23 us at 512 KiB, the shape of NVLS-tree's latency, "
-    "is NVLS-tree picked one size earlier than either table set picks it",
-    "03 T2 4 nodes, 2-4 MiB": "time 191/151 us vs 87/98 us (-54/-35 %): tree/LL128 on all channels",
+    "is NVLS-tree picked one size earlier than either table set picks it. 2.26.2's tuning.cc gives no "
+    "other reading: LL128 is on by default for sm90 with NVLink (NCCL_PROTO unset), tree LL128 is busBw x "
+    "120/128 under nChannels x perChMaxTreeLL128Bw with treeCorrectionFactor .6 at 512 KiB (logSize 13), "
+    "all in the model; its NVLS-tree term on 2 nodes (8 heads x min(bwIntra, bwInter <= 48 GB/s) x 5/6 "
+    "<= 320 GB/s, see '03 T2 ... >= 1 GiB') prices 512 KiB at >= 53 + 1.6 us, still above tree/LL128",
+    "03 T2 4 nodes, 2-4 MiB": "time 191/151 us vs 87/98 us (-54/-35 %): tree/LL128 on all channels, as "
+    "2.26.2's tuner picks too (LL128 is on by default on sm90 with NVLink and NIC paths <= PXN, "
+    "tuning.cc; tree LL128 busBw x 120/128 capped per channel, treeCorrectionFactor .6/.8 at 2/4 MiB). The "
+    "measured 4 MiB (151.1 us; 2 MiB in place 132.2, out of place 191.3 > the 4 MiB time) is NVLS-tree's "
+    "cost (148.0 us forced), i.e. NCCL switched to NVLS-tree by 4 MiB: its tuner would need > 242 GB/s "
+    "algbw for NVLS-tree to beat tree/LL128 there, above the <= 160 GB/s its own NVLS-tree term gives on "
+    "8 NICs (see '>= 1 GiB'); forcing NCCL_PROTO=^LL128 instead breaks the asserted 256 KiB-1 MiB "
+    "latencies (NVLS-tree 85-98 us vs 68-82 measured)",
     "03 T2 4 nodes, 8-16 MiB": "newest tables: busbw 74.8/125.2 vs 131.3/178.5 (tree/LL128, +76/+43 %): "
     "NCCL 2.30's tuner keeps tree/LL128 (NVLS-tree at 25 + 4 x 20.9 us and under its ceiling); as logged "
     "(2.26.2: 25 + 4 x 14 us, no ceiling in its tuner) NVLS-tree, 215.0/259.6 us vs 217.3/259.6 measured: "
@@ -137,9 +148,24 @@ MISSED = {
     "03 T2 4 nodes as logged (2.26.2), 128-256 MiB": "busbw 262.5/294.2 vs 293.9/325.2 (+12/+11 %; newest "
     "tables +9/+9 %, asserted): after 81 us at 187.9 GB/s the run spends beyond the model's 16 MiB fill "
     "(2 loops of 16 x 8 x 64 KiB) 0 us at 8-16 MiB, 27/52/106/169 us at 32-256 MiB, 81 us at 512 MiB and "
-    "nothing from 1 GiB: a hump on these VMs (NCCL_TOPO_FILE) that no NCCL fact explains. 2.28.9 raised "
+    "nothing from 1 GiB: a hump on these VMs (NCCL_TOPO_FILE) that no NCCL fact explains. Not a size ramp "
+    "in 2.26.2's enqueue.cc: getAlgoInfo sets nc = comm->nvlsChannels for NVLS/NVLS-tree at every size "
+    "(the ring/tree 'nc--' channel reduction skips them), and calcCollChunking's NVLS-tree chunk from 4 "
+    "nodes is min(nvlsChunkSize, 64 KiB) (NVLSTREE_MAX_CHUNKSIZE default -2), shrunk only below 1 x 16 x 8 "
+    "x 64 KiB = 8 MiB; nLoops = ceil(S / 8 MiB) only grows with S. 2.28.9 raised "
     "NVLS-tree's NET latency from 14 to 20.9 us in tuning.cc alone (no kernel change); with it 128-256 MiB "
     "would pass and T1 2-4 MiB fail (+21/+25 %), so each table set keeps its own release's figure",
+    "03 T2 4 nodes as logged (2.26.2), >= 1 GiB": "asserted (ring, +2.1..+7.0 %; forced NVLS-tree would "
+    "be -0.6..-1.3 %), not moved to NVLS-tree: 2.26.2's tuning.cc prices NVLS-tree, term by term, as "
+    "algbw = nChannels x min(bwIntra, bwInter / 2 beyond 2 nodes) x 5/6 (its bus-to-alg ratio for "
+    "NVLS/NVLS-tree; ring's is nRanks / nsteps = 32/62), latency 25 + 2 log2(4) x 14 us: with the NVLS "
+    "graph's 8 heads at <= 48 GB/s (sm90SpeedArrayInter) that is <= 160 GB/s, against ring's 8 x 45 GB/s "
+    "search graph x 32/62 = 186 GB/s, so 2.26.2 itself runs ring at these sizes unless the VMs' ring graph "
+    "is below 310 GB/s bus. Applying the 5/6 term to the model's NVLS-tree tuner figure picks tree/LL128 at "
+    "8-16 MiB (+76/+43 %, measured there matches NVLS-tree to 1 %) and ring from 128 MiB (+15/+12 %): it "
+    "breaks asserted points and fixes none, so the tuner stays as it is. The 365 plateau is also what a "
+    "ring on the default 16 channels would give if it lost 7 % to T7's 24 CTAs x 2 QPs (392.7, the "
+    "maintainer: NCCL_MIN_CTAS=24 'may push above 380'); no case measures default-channel ring at 4 nodes",
     "03 T3/T5 reporter B, 4-8 nodes": "busbw ~320-325 at >= 2 GiB vs 379-390 (+17..+20 %): the maintainers "
     "attribute it to that fabric (adaptive routing, QPs); no fabric fact in the case to model it",
     "03 T7 2 nodes ring, 1-16 MiB": "157 us at 1 MiB vs 81 us (ring/LL128): reporter B's per-call floor. "
