@@ -69,39 +69,93 @@ _HOST = re.compile(r"^([A-Za-z0-9][A-Za-z0-9.-]{0,252}): ")
 HOST_PREFIX_MIN_LINES = 3
 
 
+#: Prefixes stripped from one line at most (a timestamp, a launcher tag, a host, in any order: ``kubectl logs
+#: --prefix --timestamps`` puts the tag before the timestamp, a timestamped job log puts it after).
+MAX_PREFIXES = 4
+
+
 def clean_line(line: str) -> str:
-    """``line`` without a leading timestamp and launcher tag, the forms :mod:`aifabric.discovery.paste` lists
-    (Open MPI ``[1,0]<stdout>:``, ``[0] ``, Slurm ``0: ``, ``[default0]:``).
+    """``line`` without its leading timestamps and launcher tags, in any order, the forms
+    :mod:`aifabric.discovery.paste` lists (Open MPI ``[1,0]<stdout>:``, ``[0] ``, Slurm ``0: ``,
+    ``[default0]:``, ``[pod/<pod>/<container>] ``).
 
     >>> clean_line("[1,0]<stdout>:  4294967296  1073741824  float  sum  -1  15870")
     '  4294967296  1073741824  float  sum  -1  15870'
     >>> clean_line("2024-03-01T10:00:00.123Z 0: # nThread 1 nGpus 8")
     '# nThread 1 nGpus 8'
+    >>> clean_line("[pod/x/y] 2026-12-02T05:00:00Z    8    2  float")
+    '8    2  float'
     """
-    line = _STAMP.sub("", line, count=1)
-    return _TAG.sub("", line, count=1)
+    return split_prefix(line, frozenset())[1]
 
 
-def clean_lines(lines: list[str]) -> list[str]:
-    """Each of ``lines`` through :func:`clean_line`, and without a ``pdsh``/``clush`` host prefix
-    (``gpu-node-01: ``) where that host name starts at least :data:`HOST_PREFIX_MIN_LINES` lines.
+def split_prefix(line: str, hosts: frozenset[str]) -> tuple[str, str]:
+    """``line`` as (its stream, its content): the launcher tags and ``hosts`` names in front of it, joined by
+    a space (timestamps are not part of the stream: they change every line), and the line without them.
+
+    >>> split_prefix("node001: [1,0]<stdout>: 2024-03-01 10:00:00 # nThread 1", frozenset({"node001"}))
+    ('node001 [1,0]<stdout>:', '# nThread 1')
+    """
+    stream: list[str] = []
+    for _ in range(MAX_PREFIXES):
+        probe = line.lstrip(" ") if stream else line  # a tag's own space may come before a timestamp
+        stamp = _STAMP.match(probe)
+        if stamp is not None:
+            line = probe[stamp.end() :]
+            continue
+        tag = _TAG.match(line)
+        host = _HOST.match(line)
+        if tag is not None:
+            stream.append(tag.group(0).strip())
+            line = line[tag.end() :]
+        elif host is not None and host.group(1) in hosts:
+            stream.append(host.group(1))
+            line = line[host.end() :]
+        else:
+            break
+    return " ".join(stream), line
+
+
+def prefixed_lines(lines: list[str]) -> list[tuple[str, str]]:
+    """Each of ``lines`` as (its stream, its content) (:func:`split_prefix`), where a ``pdsh``/``clush``
+    host prefix (``gpu-node-01: ``, ``10.0.0.1: ``) counts only when that host name starts at least
+    :data:`HOST_PREFIX_MIN_LINES` lines.
 
     A name heading fewer lines (``NOTE: ``, ``CASE: ``) stays: only a name repeated as a launcher repeats it
     is taken for one, so real content is not eaten.
+    """
+    heads = [_HOST.match(clean_line(line)) for line in lines]
+    counts = Counter(match.group(1) for match in heads if match)
+    hosts = frozenset(name for name, count in counts.items() if count >= HOST_PREFIX_MIN_LINES)
+    return [split_prefix(line, hosts) for line in lines]
+
+
+def clean_lines(lines: list[str]) -> list[str]:
+    """Each of ``lines`` without its prefixes (:func:`prefixed_lines`).
 
     >>> clean_lines(["n1: # nThread 1", "n1:   8  2  float", "n1: # Avg", "NOTE: kept"])
     ['# nThread 1', '  8  2  float', '# Avg', 'NOTE: kept']
     """
-    cleaned = [clean_line(line) for line in lines]
-    heads = [_HOST.match(line) for line in cleaned]
-    counts = Counter(match.group(1) for match in heads if match)
-    hosts = {name for name, count in counts.items() if count >= HOST_PREFIX_MIN_LINES}
-    if not hosts:
-        return cleaned
-    return [
-        clean_line(line[match.end() :]) if match and match.group(1) in hosts else line
-        for line, match in zip(cleaned, heads, strict=True)
-    ]
+    return [content for _, content in prefixed_lines(lines)]
+
+
+def demultiplexed(lines: list[str]) -> list[int]:
+    """The order to read ``lines`` in so that each launcher stream (kubectl pod, MPI rank, host) is read
+    whole: 0-based indices, the streams in the order they first print, each line in its stream's order.
+
+    A line without a prefix continues the stream of the line above it (a terminal-wrapped piece, a line
+    printed without a tag). Another pod's or rank's lines printed between the rows of a table then no longer
+    split it. Text of one stream (or none) keeps its order.
+
+    >>> demultiplexed(["[0] a", "[1] x", "[0] b", "c", "[1] y"])
+    [0, 2, 3, 1, 4]
+    """
+    streams: dict[str, list[int]] = {}
+    current = ""
+    for index, (stream, _) in enumerate(prefixed_lines(lines)):
+        current = stream or current
+        streams.setdefault(current, []).append(index)
+    return [index for members in streams.values() for index in members]
 
 
 def line_count(text: str) -> int:

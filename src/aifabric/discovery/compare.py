@@ -86,6 +86,12 @@ _BANNER = re.compile(r"NCCL version \d{1,4}\.\d{1,6}")
 _TITLE_VERSION = re.compile(r"\bNCCL[ :]+v?(\d{1,2}\.\d{1,3}\.\d{1,3})\b")
 #: Size from which a row counts as "large" whatever its latency share (nccl-tests' plateau region).
 LARGE_BYTES = 1 << 30
+#: Rows of one table modelled at most: nccl-tests' default sweep (factor 2, 8 B .. 16 GiB) prints 32 rows and
+#: a fine ``-i`` step a few hundred; the rows beyond are not worth a prediction each and are noted as skipped.
+MAX_ROWS_MODELLED = 2048
+#: Tables of one log compared at most without ``--table`` (a sweep log of a few dozen runs stays whole); the
+#: tables beyond are listed as skipped, with the option that picks them.
+MAX_TABLES_COMPARED = 256
 #: out-of-place / in-place time ratio above which a row is a one-off outlier rather than a measurement.
 OUTLIER_RATIO = 1.5
 
@@ -991,12 +997,27 @@ def compare_table(
     op = _engine_op(table)
     if not table.rows:
         raise ParseError("the table has no rows to compare", line=table.line, source=table.source)
-    spec, comm, settings, info, net, notes = _prepare(table, op, spec, settings, info, assumptions)
+    table, capped = _capped(table)
+    spec, comm, settings, info, net, notes = _prepare(
+        table, op, spec, settings, info, (*assumptions, *capped)
+    )
     effective = with_transport(calibration, net, spec, transport_devices(info, net))
     rows, dropped = _measured_rows(table, op, spec, comm, settings, effective, place)
     ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
                           calibration, tuple(dropped), info, net, version_lines)  # fmt: skip
     return dataclasses.replace(ctx, rows=_diagnosed_rows(ctx))
+
+
+def _capped(table: PerfTable) -> tuple[PerfTable, tuple[str, ...]]:
+    """``table`` cut to its first :data:`MAX_ROWS_MODELLED` rows, and a note naming the rows left out."""
+    if len(table.rows) <= MAX_ROWS_MODELLED:
+        return table, ()
+    rest = table.rows[MAX_ROWS_MODELLED:]
+    note = (
+        f"{len(table.rows):,} rows: the first {MAX_ROWS_MODELLED:,} modelled, the other {len(rest):,} "
+        f"(lines {rest[0].line}-{rest[-1].line}) skipped (more than a sweep prints)"
+    )
+    return dataclasses.replace(table, rows=table.rows[:MAX_ROWS_MODELLED]), (note,)
 
 
 def _prepare(
@@ -1062,13 +1083,17 @@ def _measured_rows(
     """
     rows: list[RowComparison] = []
     dropped: list[tuple[int, int]] = []
+    predictions: dict[int, CollectiveResult] = {}
     factor = busbw_factor(op, table.n_ranks or spec.n_gpus)
     for row in table.rows:
         measured, other = _measure(row, place)
         if measured is None or not measured.time_s > 0 or not math.isfinite(measured.time_s):
             dropped.append((row.size_bytes, row.line))
             continue
-        predicted = _predict(op, row.size_bytes, spec, comm, settings, calibration)
+        predicted = predictions.get(row.size_bytes)
+        if predicted is None:  # one model evaluation per size: a log may repeat a size many times
+            predicted = predictions[row.size_bytes] = _predict(op, row.size_bytes, spec, comm, settings,
+                                                               calibration)  # fmt: skip
         rows.append(
             RowComparison(
                 size_bytes=row.size_bytes,
@@ -1362,6 +1387,11 @@ def _compare_tables(
     skipped: list[tuple[int, int, str]] = []
     for k in wanted:
         table = parsed[k - 1]
+        if not tables and len(compared) >= MAX_TABLES_COMPARED:
+            skipped.append(
+                (k, table.line, f"beyond the first {MAX_TABLES_COMPARED} tables compared (--table {k})")
+            )
+            continue
         if not table.rows:
             if tables:
                 raise ParseError(
@@ -1396,7 +1426,7 @@ def _compare_one(
     table = dataclasses.replace(table, n_ranks=counts.n_ranks, n_nodes=counts.n_nodes)
     spec, inferred = infer_cluster(
         table, cluster=options.cluster, gpu=options.gpu, nic_speed=options.nic_speed,
-        text_before="\n".join(lines[:stop]),
+        text_before=lambda: _prose_above(lines, stop),
     )  # fmt: skip
     _check_forced_nvls(options.algorithm, spec, table)
     notes = (*table.notes, *counts.notes, *inferred)
@@ -1421,6 +1451,12 @@ def _check_forced_nvls(algorithm: str | None, spec: ClusterSpec, table: PerfTabl
             f"--algo {algorithm}: unusable: {spec.accelerator} has no NVLink SHARP (NVLS), so NCCL never "
             f"runs {algorithm} on the table at line {table.line}"
         )
+
+
+def _prose_above(lines: list[str], stop: int) -> str:
+    """``lines[:stop]`` joined without NCCL's own log lines (they name no GPU model; a debug log is mostly
+    them), the text searched for a GPU name when the rank lines give none."""
+    return "\n".join(line for line in lines[:stop] if "NCCL INFO" not in line and "NCCL WARN" not in line)
 
 
 def _check_used(nic_speed: str | None, compared: list[TableComparison]) -> None:

@@ -10,6 +10,7 @@ the CPU otherwise (as the ``v100-pcie-4gpu`` preset). Every guess comes back as 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -213,7 +214,7 @@ def infer_cluster(
     cluster: ClusterSpec | str | Path | None = None,
     gpu: str | None = None,
     nic_speed: str | None = None,
-    text_before: str = "",
+    text_before: str | Callable[[], str] = "",
 ) -> tuple[ClusterSpec, tuple[str, ...]]:
     """The cluster a table ran on: ``cluster`` resized to the table's nodes, or one inferred from the log.
 
@@ -227,8 +228,9 @@ def infer_cluster(
         Catalogue key of the accelerator (overrides the log).
     nic_speed : str, optional
         NIC speed per GPU, e.g. ``"400 Gb/s"`` (default :data:`DEFAULT_NIC_SPEED`).
-    text_before : str
-        Text above the table, searched for a GPU name when the rank lines give none.
+    text_before : str or callable returning str
+        Text above the table, searched for a GPU name when the rank lines give none; a callable is called
+        only then (a long log need not be joined for every table).
 
     Returns
     -------
@@ -312,7 +314,7 @@ def _inferred_cluster(
     *,
     gpu: str | None,
     nic_speed: str | None,
-    text_before: str,
+    text_before: str | Callable[[], str],
 ) -> tuple[ClusterSpec, tuple[str, ...]]:
     """A cluster of ``n_nodes`` holding ``n_ranks`` GPUs, from the log, the options and the defaults, with
     every guess in the notes. The node count is never guessed: one rank is one node; more need a count.
@@ -361,12 +363,12 @@ def _inferred_cluster(
     return ClusterSpec.from_dict(data, source="inferred cluster"), tuple(notes)
 
 
-def _table_accelerator(table: PerfTable, text_before: str, notes: list[str]) -> str:
+def _table_accelerator(table: PerfTable, text_before: str | Callable[[], str], notes: list[str]) -> str:
     """The catalogue key of the table's GPU: from its rank lines, else the text above it, else
     :data:`DEFAULT_GPU`; a guess is noted in ``notes``."""
     accelerator = accelerator_from_name(table.gpu_name)
     if accelerator is None:
-        found, written = _gpu_from_text(text_before)
+        found, written = _gpu_from_text(text_before if isinstance(text_before, str) else text_before())
         if found is not None:
             accelerator = found
             notes.append(f"GPU model not in the rank lines: {written!r} read from the text above the table")

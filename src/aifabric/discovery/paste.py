@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from aifabric.discovery._text import clean_line, decode
+from aifabric.discovery._text import clean_line, clean_lines, decode, demultiplexed
 from aifabric.discovery.nccl_tests import PerfTable, parse_nccl_tests
 from aifabric.errors import ParseError
 
@@ -57,7 +57,9 @@ def parse_pasted(
         without header has a field count no nccl-tests table prints, or more than :data:`MAX_HEADERS`
         headers are missing.
     """
-    lines, origin = _unwrap([raw.rstrip("\r") for raw in decode(text, source).split("\n")])
+    pasted = [raw.rstrip("\r") for raw in decode(text, source).split("\n")]
+    order = demultiplexed(pasted)
+    lines, origin = _unwrap([pasted[i] for i in order], [i + 1 for i in order])
     for _ in range(MAX_HEADERS + 1):
         try:
             tables = parse_nccl_tests("\n".join(lines), source, collective=collective)
@@ -71,7 +73,9 @@ def parse_pasted(
             lines.insert(at, header)
             origin.insert(at, origin[at])
             continue
-        return [_renumbered(t, origin) for t in tables]
+        if origin == list(range(1, len(origin) + 1)):  # nothing inserted or reordered
+            return tables
+        return sorted((_renumbered(t, origin) for t in tables), key=lambda table: table.line)
     raise ParseError(f"more than {MAX_HEADERS} tables without a header", source=source)
 
 
@@ -79,14 +83,16 @@ _ROW_FIELDS = 13  # the most fields an nccl-tests result row has (both halves)
 _LOG_LINE = re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL |NCCL (?:INFO|WARN)")
 
 
-def _unwrap(raw: list[str]) -> tuple[list[str], list[int]]:
-    """Cleaned lines with terminal-wrapped pieces joined (module docstring), and the pasted line of each."""
+def _unwrap(raw: list[str], numbers: list[int]) -> tuple[list[str], list[int]]:
+    """Cleaned lines with terminal-wrapped pieces joined (module docstring), and the pasted line of each
+    (``numbers``: the pasted line of each of ``raw``)."""
     width = max((len(r) for r in raw), default=0)
+    cleaned = clean_lines(raw)
     lines: list[str] = []
     origin: list[int] = []
     i = 0
     while i < len(raw):
-        line, start = clean_line(raw[i]), i + 1
+        line, start = cleaned[i], numbers[i]
         while width >= 40 and len(raw[i]) == width and i + 1 < len(raw) and _continues(line, raw[i + 1]):
             i += 1
             line += raw[i]
@@ -126,8 +132,6 @@ def _moved(err: ParseError, origin: list[int]) -> ParseError:
 
 
 def _renumbered(table: PerfTable, origin: list[int]) -> PerfTable:
-    if len(origin) == origin[-1]:  # nothing inserted
-        return table
     rows = tuple(dataclasses.replace(r, line=origin[r.line - 1]) for r in table.rows)
     cut = origin[table.cut_line - 1] if table.cut_line is not None else None
     return dataclasses.replace(table, line=origin[table.line - 1], rows=rows, cut_line=cut)
