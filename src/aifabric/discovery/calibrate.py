@@ -10,12 +10,19 @@ A profile is a YAML mapping::
     source: what it was fitted on
     gpu: h100-sxm             # the hardware it was fitted on (catalogue keys); the engine refuses
     nic: connectx-7           #   to apply it to another GPU or NIC
+    fitted_paths:             # the algorithm/protocol each knob was fitted on: applied to those only
+      inter_scale: [ring/Simple]
+
+A knob listed under ``fitted_paths`` moves only the predictions NCCL's model runs on one of its paths (an
+``intra_scale`` fitted on Ring rows leaves NVLS rows as the model has them, :func:`for_path`); a profile
+without ``fitted_paths`` (written by hand, or before they were recorded) applies to every prediction.
 
 The fit itself is :func:`aifabric.discovery.fitting.fit_calibration`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from dataclasses import dataclass
@@ -26,7 +33,16 @@ import yaml
 from aifabric.errors import ConfigError
 from aifabric.inputs import load_yaml_mapping_text, read_yaml_text
 
-__all__ = ["FIT_BOUNDS", "Calibration", "load_calibration", "save_calibration"]
+__all__ = ["FIT_BOUNDS", "Calibration", "for_path", "load_calibration", "save_calibration"]
+
+#: The value of each knob that changes nothing (NCCL's own constants).
+_NEUTRAL: dict[str, float] = {
+    "intra_scale": 1.0,
+    "inter_scale": 1.0,
+    "latency_scale": 1.0,
+    "extra_inter_latency_s": 0.0,
+}
+_PATH = re.compile(r"^[a-z_]{1,32}/(?:LL|LL128|Simple)$")
 
 #: The box :func:`aifabric.discovery.fitting.fit_calibration` fits each knob in (its module docstring): a
 #: bandwidth scale 0.2-5 (further capped at line rate per cluster), the latency scale 0.25-8, the extra
@@ -58,6 +74,7 @@ class Calibration:
     residual_rms: float | None = None
     gpu: str = ""
     nic: str = ""
+    fitted_paths: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         for field in _NUMBERS:
@@ -72,6 +89,60 @@ class Calibration:
             raise ConfigError(
                 f"calibration extra_inter_latency_s: {self.extra_inter_latency_s!r} is outside 0..0.1 s"
             )
+
+
+def for_path(calibration: Calibration, path: str) -> Calibration | None:
+    """``calibration`` for a prediction NCCL's model runs on ``path`` (``"nvls/Simple"``): the knobs fitted
+    on other paths put back to NCCL's values; None when no knob then moves (use no profile). A profile
+    without :attr:`Calibration.fitted_paths` applies whole.
+
+    >>> cal = Calibration(intra_scale=0.9, latency_scale=1.2,
+    ...                   fitted_paths=(("intra_scale", ("ring/Simple",)), ("latency_scale", ("ring/LL",))))
+    >>> for_path(cal, "ring/Simple").intra_scale, for_path(cal, "ring/Simple").latency_scale
+    (0.9, 1.0)
+    >>> for_path(cal, "nvls/Simple") is None
+    True
+    """
+    if not calibration.fitted_paths:
+        return calibration
+    fitted = dict(calibration.fitted_paths)
+    knob = {k: getattr(calibration, k) if path in fitted.get(k, ()) else v for k, v in _NEUTRAL.items()}
+    if knob == _NEUTRAL:
+        return None
+    return dataclasses.replace(
+        calibration,
+        intra_scale=knob["intra_scale"],
+        inter_scale=knob["inter_scale"],
+        latency_scale=knob["latency_scale"],
+        extra_inter_latency_s=knob["extra_inter_latency_s"],
+    )
+
+
+def _fitted_paths(value: object, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The ``fitted_paths`` mapping of a profile file: knob -> list of ``algorithm/protocol``.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``where`` and the knob or path that is not one.
+    """
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: calibration fitted_paths must map knobs to paths, got {value!r}")
+    out = []
+    for knob, paths in value.items():
+        if knob not in _NEUTRAL:
+            raise ConfigError(
+                f"{where}: calibration fitted_paths: {knob!r} is not a knob ({', '.join(_NEUTRAL)})"
+            )
+        if not isinstance(paths, list) or not all(isinstance(p, str) and _PATH.match(p) for p in paths):
+            raise ConfigError(
+                f"{where}: calibration fitted_paths {knob}: {paths!r} is not a list of algorithm/protocol "
+                "(ring/Simple)"
+            )
+        out.append((str(knob), tuple(paths)))
+    return tuple(out)
 
 
 _NUMBERS = ("intra_scale", "inter_scale", "latency_scale", "extra_inter_latency_s", "residual_rms")
@@ -120,6 +191,8 @@ def load_calibration(path: str | Path) -> Calibration:
                 what = "a finite number" if number is not None else "a number"
                 raise ConfigError(f"{where}: calibration {key} must be {what}, got {value!r}")
             values[key] = number
+        elif key == "fitted_paths":
+            values[key] = _fitted_paths(value, where)
         else:
             values[key] = "" if value is None else str(value)
     for key, (low, high) in FIT_BOUNDS.items():
@@ -143,7 +216,7 @@ def load_calibration(path: str | Path) -> Calibration:
 def save_calibration(cal: Calibration, path: str | Path) -> Path:
     """Write ``cal`` as YAML; returns the path."""
     p = Path(path)
-    p.write_text(
-        yaml.safe_dump({k: getattr(cal, k) for k in Calibration.__dataclass_fields__}, sort_keys=False)
-    )
+    data = {k: getattr(cal, k) for k in Calibration.__dataclass_fields__}
+    data["fitted_paths"] = {knob: list(paths) for knob, paths in cal.fitted_paths}
+    p.write_text(yaml.safe_dump(data, sort_keys=False))
     return p

@@ -45,6 +45,7 @@ from aifabric.collectives.algorithms import Algorithm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.discovery._text import line_count, nonempty_text, read_log
+from aifabric.discovery.calibrate import Calibration, for_path
 from aifabric.discovery.contradiction import Contradiction, find_contradiction
 from aifabric.discovery.counts import resolve_counts
 from aifabric.discovery.evidence import (
@@ -584,8 +585,9 @@ class TableComparison:
         """
         chosen = self.calibration if calibration is None else calibration
         devices = transport_devices(self.info, self.net)
-        return _predict(self.op, size_bytes, self.spec, self.comm, self.settings,
-                        with_transport(chosen, self.net, self.spec, devices))  # fmt: skip
+        return _calibrated(
+            self.op, size_bytes, self.spec, self.comm, self.settings, chosen, self.net, devices
+        )
 
     def without_transport(self, size_bytes: float) -> float:
         """Predicted busbw at ``size_bytes`` over the cluster's own NICs (NET/IB), without the transport the
@@ -775,6 +777,34 @@ def _predict(
             best = result
     assert best is not None
     return best
+
+
+def _calibrated(
+    op: str,
+    size: float,
+    spec: ClusterSpec,
+    comm: Communicator,
+    settings: NcclSettings,
+    calibration: Any | None,
+    net: TransportSpec | None,
+    devices: int | None = None,
+) -> CollectiveResult:
+    """The prediction at ``size`` with ``calibration`` applied only to the path it was fitted on, and the
+    network transport ``net`` over ``devices`` interfaces (:func:`with_transport`).
+
+    A profile that records the algorithm/protocol of each knob (:attr:`Calibration.fitted_paths`) moves a
+    prediction only where NCCL's model, without the profile, runs one of them (:func:`for_path`), and then
+    on that same path: a Ring-fitted ``intra_scale`` leaves NVLS rows as the model has them. Other profiles
+    apply to every prediction.
+    """
+    if not isinstance(calibration, Calibration) or not calibration.fitted_paths:
+        return _predict(op, size, spec, comm, settings, with_transport(calibration, net, spec, devices))
+    base = _predict(op, size, spec, comm, settings, with_transport(None, net, spec, devices))
+    own = for_path(calibration, f"{base.algorithm}/{base.protocol}")
+    if own is None:
+        return base
+    pinned = dataclasses.replace(settings, algorithm=base.algorithm, protocols=(base.protocol,))
+    return _predict(op, size, spec, comm, pinned, with_transport(own, net, spec, devices))
 
 
 def _check_algorithm(op: str, spec: ClusterSpec, comm: Communicator, settings: NcclSettings) -> NcclSettings:
@@ -1001,8 +1031,8 @@ def compare_table(
     spec, comm, settings, info, net, notes = _prepare(
         table, op, spec, settings, info, (*assumptions, *capped)
     )
-    effective = with_transport(calibration, net, spec, transport_devices(info, net))
-    rows, dropped = _measured_rows(table, op, spec, comm, settings, effective, place)
+    devices = transport_devices(info, net)
+    rows, dropped = _measured_rows(table, op, spec, comm, settings, calibration, net, devices, place)
     ctx = TableComparison(index, table, op, spec, comm, settings, tuple(notes), tuple(rows), place, threshold,
                           calibration, tuple(dropped), info, net, version_lines)  # fmt: skip
     return dataclasses.replace(ctx, rows=_diagnosed_rows(ctx))
@@ -1068,6 +1098,8 @@ def _measured_rows(
     comm: Communicator,
     settings: NcclSettings,
     calibration: Any | None,
+    net: TransportSpec | None,
+    devices: int | None,
     place: str,
 ) -> tuple[list[RowComparison], list[tuple[int, int]]]:
     """Each row with a positive, finite time, predicted and compared (not yet diagnosed), and the
@@ -1092,8 +1124,8 @@ def _measured_rows(
             continue
         predicted = predictions.get(row.size_bytes)
         if predicted is None:  # one model evaluation per size: a log may repeat a size many times
-            predicted = predictions[row.size_bytes] = _predict(op, row.size_bytes, spec, comm, settings,
-                                                               calibration)  # fmt: skip
+            predicted = predictions[row.size_bytes] = _calibrated(op, row.size_bytes, spec, comm, settings,
+                                                                  calibration, net, devices)  # fmt: skip
         rows.append(
             RowComparison(
                 size_bytes=row.size_bytes,

@@ -767,6 +767,7 @@ def _assemble(
         source=described,
         residual_rms=round(rms, 6),
         **_hardware(comparisons),
+        fitted_paths=tuple(sorted(outcome.paths.items())),
     )
     paths: dict[str, int] = {}
     for comp, i, reason, _ in selected:
