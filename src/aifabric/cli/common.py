@@ -88,7 +88,11 @@ def literal(text: object) -> str:
 #: ``--html FILE``: a self-contained HTML report (aifabric.report.html).
 HtmlOpt = Annotated[
     Path | None,
-    typer.Option("--html", help="Write a self-contained HTML report (.html; no network needed to view it)"),
+    typer.Option(
+        "--html",
+        help="Write a self-contained HTML report (.html; no network needed to view it); folders missing above "
+        "it are created",
+    ),
 ]
 #: ``--trace FILE``: Chrome/Perfetto trace JSON (aifabric.report.trace).
 TraceOpt = Annotated[

@@ -63,6 +63,7 @@ from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
 from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.discovery.paste import parse_pasted
+from aifabric.discovery.perf_collective import odd_size_row
 from aifabric.discovery.perf_records import PerfResult, PerfRow
 from aifabric.discovery.regressions import Regression, regression_for
 from aifabric.engines.formula import PROTOCOLS, formula_collective
@@ -554,13 +555,14 @@ class TableComparison:
 
     @property
     def n_ranks(self) -> int:
-        """Ranks of the run."""
-        return self.comm.n_ranks
+        """Ranks of the run: the table's (a sendrecv of 8 ranks is modelled as its slowest pair, and still
+        ran on 8), else the communicator's."""
+        return self.table.n_ranks or self.comm.n_ranks
 
     @property
     def n_nodes(self) -> int:
-        """Nodes (scale-up domains) the run spanned."""
-        return self.comm.n_domains
+        """Nodes (scale-up domains) the run spanned: the table's, else the communicator's."""
+        return self.table.n_nodes or self.comm.n_domains
 
     @property
     def large_rows(self) -> tuple[RowComparison, ...]:
@@ -1139,7 +1141,7 @@ def _measured_rows(
         )
     if place == "in_place" and all(row.in_place is None for row in table.rows):
         raise ParseError(
-            "--place in-place: no row of the table prints an in-place time (compare out-of-place)",
+            "--place in-place: no row of the table prints an in-place time (use --place out-of-place)",
             line=table.line,
             source=table.source,
         )
@@ -1233,6 +1235,15 @@ def _plateau_fault(
 
 
 def _engine_op(table: PerfTable) -> str:
+    odd = odd_size_row(list(table.rows)) if table.collective is None else None
+    if odd is not None:
+        row, ratio, common = odd
+        raise ParseError(
+            f"size {row.size_bytes} and count {row.count} ({row.dtype}): size / (count x type size) is "
+            f"{ratio:g} where every other row gives {common} (a repeated or mistyped size or count?)",
+            line=row.line,
+            source=table.source,
+        )
     if table.collective is None:
         raise ParseError(
             "cannot tell the collective of this table from the log (all_gather and alltoall, gather and "

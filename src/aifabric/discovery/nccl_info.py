@@ -75,14 +75,16 @@ _INTRA = re.compile(
 )
 _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:GPU \w{1,16} / )?HCA (\d{1,4})")
 _NVLS = re.compile(r"NVLS multicast support is (not )?available")
-_COMM = re.compile(r"nRanks (-?\d+) nNodes (-?\d+) localRanks (-?\d+)")
+_COMM = re.compile(r"(?:\brank (-?\d+) )?nRanks (-?\d+) nNodes (-?\d+) localRanks (-?\d+)")
 _CHANNELS = re.compile(
     r"(?<![\w-])(-?\d+) coll channels, (?:(-?\d+) collnet channels, )?(?:(-?\d+) nvls channels, )?"
 )
 #: Most channels NCCL prints for one kind: ``MAXCHANNELS`` (NVIDIA/nccl ``src/include/device.h``), 32 up to
 #: 2.24 and 64 from 2.25 (catalogue ``nccl_releases.yaml``, ``max_channels``).
 MAX_CHANNELS = 64
-_RING = re.compile(r"Channel \d{1,4}/\d{1,4} :(?: +\d{1,9})+\s*$")
+#: A ring: ``Channel c/n :`` and the ranks in order, ``c`` the channel and ``n`` the channel count
+#: (NVIDIA/nccl ``init.cc``, ``"Channel %02d/%02d :"`` of ``comm->nChannels``).
+_RING = re.compile(r"Channel (\d{1,19})/(\d{1,19}) :(?: +\d{1,9})+\s*$")
 _TREES = re.compile(r"Trees \[\d")
 _CONNECTED = re.compile(r"Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
 _PXN_OFF = re.compile(r"PXN Disabled")
@@ -284,13 +286,18 @@ class _Reader:
         self.mtu: int | None = None
         self.count_errors: list[Evidence] = []
 
-    def saw_comm(self, ev: Evidence, ranks: str, nodes: str | None = None, local: str | None = None) -> None:
-        """Keep the first possible communicator counts; an impossible one is kept as a count error."""
-        named = (("nRanks", ranks), ("nNodes", nodes), ("localRanks", local))
+    def saw_comm(
+        self, ev: Evidence, rank: str | None, ranks: str, nodes: str | None = None, local: str | None = None
+    ) -> None:
+        """Keep the first possible communicator counts; an impossible one (a ``rank`` not below nRanks
+        included) is kept as a count error."""
+        named = (("rank", rank), ("nRanks", ranks), ("nNodes", nodes), ("localRanks", local))
         problem = _overlong(named)
         if problem is None:
             counts = (int(ranks), _int(nodes), _int(local))
             problem = impossible_counts(*counts)
+            if problem is None and rank is not None and not 0 <= int(rank) < counts[0]:
+                problem = f"rank {rank} is not one of nRanks {ranks} (0 to {counts[0] - 1})"
             if problem is None:
                 self.first("comm", counts, ev)
                 return
@@ -312,6 +319,20 @@ class _Reader:
             self.first("channels", (coll, collnet, nvls), ev)
         else:
             self.value_error(ev, problem)
+
+    def saw_ring(self, ev: Evidence, channel: str, count: str) -> None:
+        """Count a ring line whose channel is one of at most :data:`MAX_CHANNELS`; else a count error."""
+        if (
+            len(channel) > _MAX_DIGITS
+            or len(count) > _MAX_DIGITS
+            or not 0 <= int(channel) < int(count) <= MAX_CHANNELS
+        ):
+            self.value_error(
+                ev, f"Channel {channel}/{count} is not a channel of at most NCCL's MAXCHANNELS {MAX_CHANNELS}"
+            )
+            return
+        self.counts["rings"] += 1
+        self.note("rings", ev, keep=1)
 
     def saw_qp_mtu(self, ev: Evidence, code: str) -> None:
         """Keep the MTU of a QP line; a code outside ``enum ibv_mtu`` (1 to 5) is kept as a count error."""
@@ -401,8 +422,7 @@ class _Reader:
         self.saw_channels(ev, *m.groups())
 
     def take_ring(self, m: re.Match[str], ev: Evidence) -> None:
-        self.counts["rings"] += 1
-        self.note("rings", ev, keep=1)
+        self.saw_ring(ev, *m.groups())
 
     def take_trees(self, m: re.Match[str], ev: Evidence) -> None:
         self.first("trees", True, ev)
@@ -435,7 +455,7 @@ class _Reader:
         self.first("plugin", m.group(1), ev)
 
     def take_comm_old(self, m: re.Match[str], ev: Evidence) -> None:
-        self.saw_comm(ev, m.group(1))
+        self.saw_comm(ev, None, m.group(1))
 
     def result(self) -> NcclInfo:
         v = self.values

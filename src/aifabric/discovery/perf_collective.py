@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 
 from aifabric.discovery.perf_metadata import BINARY, Metadata
 from aifabric.discovery.perf_records import COLLECTIVES, DTYPE_BYTES, PerfRow
@@ -18,6 +19,7 @@ from aifabric.errors import ParseError
 __all__ = [
     "canonical_argument",
     "nearest_binary",
+    "odd_size_row",
     "ranks_from_rows",
     "resolve_collective",
 ]
@@ -124,6 +126,28 @@ def _size_ratio(rows: list[PerfRow]) -> int | None:
             return None
         ratios.add(int(ratio))
     return ratios.pop() if len(ratios) == 1 else None
+
+
+def odd_size_row(rows: list[PerfRow]) -> tuple[PerfRow, float, int] | None:
+    """The one row whose ``size / (count x typesize)`` differs from the ratio every other row shares (a
+    repeated or mistyped size or count), with its ratio and the others'; None otherwise.
+
+    nccl-tests prints ``count = size / typesize`` divided by the same factor on every row of a run (1, or the
+    rank count for the gathering collectives, ``src/*.cu`` ``GetCollByteCount``).
+    """
+    ratios: list[tuple[PerfRow, float]] = []
+    for row in rows:
+        width = DTYPE_BYTES.get(row.dtype)
+        if width is not None and row.count > 0:
+            ratios.append((row, row.size_bytes / (row.count * width)))
+    if len(ratios) < 3:
+        return None
+    counts = Counter(ratio for _, ratio in ratios)
+    (common, n_common), *rest = counts.most_common()
+    if len(rest) != 1 or rest[0][1] != 1 or common != int(common):
+        return None
+    row, ratio = next((row, ratio) for row, ratio in ratios if ratio != common)
+    return row, ratio, int(common)
 
 
 def _bus_factor(rows: list[PerfRow]) -> tuple[float, float] | None:
