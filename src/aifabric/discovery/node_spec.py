@@ -23,7 +23,7 @@ from aifabric.discovery.inference import (
 )
 from aifabric.discovery.node_layout import NV_LINKS, NodeLayout, pcie_gen
 from aifabric.discovery.node_paths import GDR_PATHS, NO_GDR_FACTOR, GpuNicPath, NvlinkGroup
-from aifabric.discovery.node_warnings import Finding
+from aifabric.discovery.node_warnings import Finding, xml_vm_signature
 from aifabric.discovery.nvsmi import normalize_path_code
 from aifabric.engines.formula import formula_collective
 
@@ -201,11 +201,19 @@ def _scale_up(
     findings: list[Finding],
 ) -> dict[str, Any]:
     """The ``scale_up`` mapping of the node: an NVSwitch when NVLink joins every GPU in one full mesh (or a
-    topology file leaves NVLink out for an NVLink GPU), else PCIe; assumptions go to ``notes``, layout
-    findings to ``findings``."""
+    topology file leaves NVLink out for an NVLink GPU, unless it is a VM's dump: GPUs off the CPU,
+    :func:`~aifabric.discovery.node_warnings.xml_vm_signature`), else PCIe; assumptions go to ``notes``,
+    layout findings to ``findings``."""
     n = len(layout.gpus)
     one_mesh = len(groups) == 1 and len(groups[0].gpus) == n and groups[0].full_mesh
-    if layout.kind == "nccl-xml" and not groups and acc.nvlink and n > 1:
+    vm = layout.kind == "nccl-xml" and not groups and xml_vm_signature(layout, True) is not None
+    if vm:
+        notes.append(
+            "NVLink not in the dump and the GPUs hang directly off the CPU (a VM): no NVSwitch board "
+            "assumed; modelled as PCIe through the CPU (a VM that passes NVLink through: inspect the "
+            "cloud's topology file instead)"
+        )
+    if layout.kind == "nccl-xml" and not groups and acc.nvlink and n > 1 and not vm:
         # Vendor topology files (aws-ofi-nccl p4d/p5, Azure NDv4/NDv5) describe PCIe only and leave NVLink
         # to NCCL's detection at run time; an SXM GPU always sits on its NVSwitch board (the GPU tells).
         one_mesh = True
