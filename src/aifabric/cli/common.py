@@ -90,8 +90,8 @@ HtmlOpt = Annotated[
     Path | None,
     typer.Option(
         "--html",
-        help="Write a self-contained HTML report (.html; no network needed to view it); folders missing above "
-        "it are created",
+        help="Write a self-contained HTML report (.html; no network needed to view it); missing folders "
+        "above it are created",
     ),
 ]
 #: ``--trace FILE``: Chrome/Perfetto trace JSON (aifabric.report.trace).
