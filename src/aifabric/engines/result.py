@@ -39,7 +39,7 @@ def _frozen_new(cls: type[_D], values: dict[str, Any]) -> _D:
 @dataclass(frozen=True)
 class Candidate:
     """One (algorithm, protocol) the engine considered, with its time in seconds; ``nccl_runs``: whether
-    NCCL runs the algorithm (False for aifabric's hierarchical and flat_ring, which only ``--algo`` forces)."""
+    NCCL runs the algorithm (False for aifabric's hierarchical and flat_ring, only forced with ``--algo``)."""
 
     algorithm: str
     protocol: str
