@@ -2,6 +2,7 @@
 and the value."""
 
 import pytest
+from tests.cli.refusal import refused
 from typer.testing import CliRunner
 
 from aifabric.catalog.nccl import check_release_has_arch, nccl_release
@@ -18,16 +19,6 @@ nodes: 2
 scale_up: {kind: nvswitch}
 scale_out: {nic: connectx-7, nic_speed: 400 Gb/s}
 """
-
-
-def refused(args: list[str], *needles: str) -> str:
-    r = runner.invoke(app, args)
-    assert r.exit_code == 2, r.stdout
-    line = r.stderr.strip()
-    assert len(line.splitlines()) == 1, line
-    for needle in needles:
-        assert needle in line, line
-    return line
 
 
 @pytest.mark.parametrize("version", ["2.18.1", "2.24.3", "2.24"])
