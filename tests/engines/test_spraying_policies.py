@@ -85,7 +85,7 @@ def test_cli_takes_the_policies_and_refuses_unknown_ones_listing_them() -> None:
         ),
         (
             ["--routing", "spray", "--polarized"],
-            "error: --polarized: only --routing ecmp or qp or adaptive or ",
+            "error: --polarized: used only by --routing ecmp, qp, adaptive, ",
         ),
         (["--routing", "pinning", "--polarized"], "routing pinning does not"),
     ],
