@@ -137,9 +137,11 @@ def one_size(text: str, field: str) -> float:
     >>> one_size("1.1 GB", "--size")
     1100000000.0
     """
+    if str(text).strip().startswith("-"):
+        raise UnitError(f"{field}: a message must be > 0 bytes (at least 1 byte), got {text!r}")
     value = parse_bytes(text, field=field)  # NaN and infinity refused there
     if value < 1:
-        raise UnitError(f"{field}: a message must be at least 1 byte, got {text!r}")
+        raise UnitError(f"{field}: a message must be > 0 bytes (at least 1 byte), got {text!r}")
     if value > MAX_MESSAGE_BYTES:
         raise UnitError(
             f"{field}: {text!r} is above 1 TiB, more than any GPU's memory (288 GB HBM on B300/MI355X, "

@@ -5,6 +5,7 @@ import sys
 import textwrap
 
 import pytest
+from tests.cli.refusal import refused
 from typer.testing import CliRunner
 
 from aifabric import catalog
@@ -44,16 +45,6 @@ def _fresh_catalog(monkeypatch, tmp_path):
     catalog.reload_catalog()
     yield
     catalog.reload_catalog()
-
-
-def refused(args: list[str], *needles: str) -> str:
-    r = runner.invoke(app, args)
-    assert r.exit_code == 2, r.stdout
-    line = r.stderr.strip()
-    assert len(line.splitlines()) == 1, line
-    for needle in needles:
-        assert needle in line, line
-    return line
 
 
 def write(tmp_path, name: str, text: str) -> str:

@@ -59,7 +59,7 @@ def test_ib_qps_without_a_network_is_refused_and_on_ib_is_taken():
 @pytest.mark.parametrize("routing", [[], ["--routing", "spray"], ["--routing", "pinning"]])
 def test_seed_under_a_routing_without_random_choices_is_refused(routing):
     line = refused("-c", "h100-ib-2node", "--engine", "links", *routing, "--seed", "3")
-    assert line.startswith("error: --seed: only --routing ecmp") and "spray-blind or reps" in line
+    assert line.startswith("error: --seed: used only by --routing ecmp") and "spray-blind, reps" in line
 
 
 def test_seed_under_hashing_routing_is_taken():

@@ -81,11 +81,11 @@ def test_cli_takes_the_policies_and_refuses_unknown_ones_listing_them() -> None:
     [
         (
             ["--routing", "ecmp", "--qps", "8"],
-            "error: --qps: only --routing qp use(s) it; routing ecmp does not",
+            "error: --qps: used only by --routing qp; routing ecmp does not use it",
         ),
         (
             ["--routing", "spray", "--polarized"],
-            "error: --polarized: only --routing ecmp or qp or adaptive or ",
+            "error: --polarized: used only by --routing ecmp, qp, adaptive, ",
         ),
         (["--routing", "pinning", "--polarized"], "routing pinning does not"),
     ],

@@ -278,6 +278,38 @@ def tuning_arch(release: NcclRelease, arch: str) -> str:
     return rows[idx]
 
 
+def check_release_has_arch(
+    version: str | None, release: NcclRelease, arch: str, gpu: str, *, field: str = "nccl version"
+) -> None:
+    """Refuse an NCCL release older than the GPU: one whose tuning tables have no row for ``arch``.
+
+    A release's ``architectures`` are the rows of its ``src/graph/tuning.cc`` tables (``nccl_releases.yaml``,
+    read at each tag): Blackwell (sm_100) first appears in v2.25.1; Volta, Ampere and Hopper are in every
+    recorded release. Rubin is tuned with the Blackwell row and Ada with the Ampere row
+    (:func:`tuning_arch`); GPUs NCCL does not tune (AMD under RCCL, TPU) are not checked. ``version`` None
+    (the newest release) is never refused. ``field`` names the input in the message (``--nccl-version`` on
+    the command line). The engines take any recorded release (what-if studies of the tables); the CLI checks.
+
+    Raises
+    ------
+    ConfigError
+        ``release`` has no row for ``arch``; the message names the version, the GPU and the first release
+        with the row.
+    """
+    key = {"rubin": "blackwell", "ada": "ampere"}.get(arch.lower(), arch.lower())
+    if (
+        version is None
+        or key not in ("volta", "ampere", "hopper", "blackwell")
+        or key in release.architectures
+    ):
+        return
+    first = next(r.version for r in _releases().values() if key in r.architectures)
+    raise ConfigError(
+        f"{field}: {version!r} predates the {arch} GPU {gpu!r}: NCCL's tuning tables (tuning.cc) have a "
+        f"{key} row from {first}; use --nccl-version {first} or newer"
+    )
+
+
 def _node_column(nnodes: int) -> int:
     """Column of the per-node tables: 1 node, 2 nodes, >= 3 nodes (tuning.cc ``index2``)."""
     if nnodes < 1:

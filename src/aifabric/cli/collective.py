@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
+from aifabric.catalog.nccl import check_release_has_arch, nccl_release
 from aifabric.cli.chakra import ChakraOpt, written
 from aifabric.cli.common import (
     HtmlOpt,
@@ -299,6 +300,10 @@ def collective(
         "transport": transport,
     }
     opts = _engine_options(engine.value, given)
+    if nccl_version is not None:
+        arch = spec.accelerator_spec.arch
+        release = nccl_release(nccl_version)
+        check_release_has_arch(nccl_version, release, arch, spec.accelerator, field="--nccl-version")
     with options_as_typed(FLAGS):
         results = _run(op, sizes, spec, comm, engine.value, opts)
     html_inputs = dict(

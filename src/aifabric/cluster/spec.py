@@ -604,16 +604,21 @@ class ClusterSpec(_Strict):
 
     @property
     def transport_extra_latency_s(self) -> float:
-        """Per network hop, what the scale-out transport costs above the fabric's native one, seconds.
+        """Per network hop, what the scale-out path costs above the fabric's native transport, seconds.
 
-        NCCL's ``hwLat[NET]`` is that of its native NET/IB transport; a plugin or socket path adds the
-        difference of the catalogued latencies (``transport.latency - native.latency``, >= 0).
+        NCCL's ``hwLat[NET]`` is that of its native NET/IB transport. A network step cannot take less than
+        the transport's own latency nor the NIC's own latency (``nics.yaml``), so the hop latency is
+        ``L_net = max(transport.latency, nic.latency)`` and the extra over NCCL's figure is
+        ``max(0, L_net - native.latency)`` (``catalog/data/transports.yaml``). The shipped NICs' latencies are
+        at or below their transports', so only a plugin, a socket path or a slower user NIC adds time.
         """
         so = self.scale_out
-        if so is None or so.transport_key == so.native_transport:
+        if so is None:
             return 0.0
-        extra = transport(so.transport_key).latency_s - transport(so.native_transport).latency_s
-        return max(0.0, extra)
+        net = transport(so.transport_key).latency_s
+        if self.nic_spec is not None:
+            net = max(net, self.nic_spec.latency_s)
+        return max(0.0, net - transport(so.native_transport).latency_s)
 
     @property
     def scaleup_line_rate_bytes_per_s(self) -> float:

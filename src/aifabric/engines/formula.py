@@ -85,6 +85,8 @@ _ALGO_NAME = {a: a.value for a in Algorithm}
 _PROTO_NAME = {p: p.value for p in Protocol}
 #: ``ring/LL``... for every (algorithm, protocol): the explanation names up to four per call.
 _PAIR_NAME = {(a, p): f"{a.value}/{p.value}" for a in Algorithm for p in Protocol}
+#: Whether NCCL runs each algorithm (``AlgorithmSpec.nccl``): hierarchical and flat_ring are aifabric's.
+_NCCL_RUNS = {a: spec.nccl for a, spec in ALGORITHMS.items()}
 
 
 def _one_rank(op: Collective, message_bytes: float, tm: TierModel) -> CollectiveResult:
@@ -294,12 +296,24 @@ def _next_best(best: Cost, evals: list[Cost], n: int = 3) -> list[tuple[tuple[Al
 
 
 def _explanation(best: Cost, evals: list[Cost]) -> str:
-    """Why ``best``, its latency and bandwidth seconds, and the next best pairs with their times."""
-    others = [f"{_PAIR_NAME[pair]} {e.time_s * 1e6:.1f} us" for pair, e in _next_best(best, evals)]
+    """Why ``best``, its latency and bandwidth seconds, and the next best pairs with their times.
+
+    When ``best`` is NCCL's pick, the next best are NCCL algorithms; faster algorithms NCCL does not run
+    (hierarchical) are named apart, with the option that forces them.
+    """
+    nccl = _NCCL_RUNS[best.algorithm]
+    ranked = [e for e in evals if _NCCL_RUNS[e.algorithm]] if nccl else evals
+    others = [f"{_PAIR_NAME[pair]} {e.time_s * 1e6:.1f} us" for pair, e in _next_best(best, ranked)]
+    faster = [e for e in evals if nccl and not _NCCL_RUNS[e.algorithm] and e.time_s < best.time_s]
+    unrun = [
+        f"{_PAIR_NAME[pair]} {e.time_s * 1e6:.1f} us (force it with --algo {pair[0].value})"
+        for pair, e in _next_best(best, faster)
+    ]
     return (
         f"{_PAIR_NAME[best.algorithm, best.protocol]}: {best.why}; latency "
         f"{best.latency_s * 1e6:.1f} us + bandwidth {sum(best.bandwidth_s.values()) * 1e6:.1f} us"
         + (f". Next best: {', '.join(others)}" if others else "")
+        + (f". Faster but not run by NCCL: {', '.join(unrun)}" if unrun else "")
     )
 
 
@@ -320,7 +334,10 @@ def _result(
         inter = SCALE_OUT if comm.n_domains > 1 else SCALE_UP
         nets[inter] = nets.get(inter, 0.0) + best.latency_s
     candidates = tuple(
-        [Candidate.of(_ALGO_NAME[e.algorithm], _PROTO_NAME[e.protocol], e.time_s) for e in evals]
+        [
+            Candidate.of(_ALGO_NAME[e.algorithm], _PROTO_NAME[e.protocol], e.time_s, _NCCL_RUNS[e.algorithm])
+            for e in evals
+        ]
     )
     values = {
         "op": op.value,

@@ -38,17 +38,21 @@ def _frozen_new(cls: type[_D], values: dict[str, Any]) -> _D:
 
 @dataclass(frozen=True)
 class Candidate:
-    """One (algorithm, protocol) the engine considered, with its time in seconds."""
+    """One (algorithm, protocol) the engine considered, with its time in seconds; ``nccl_runs``: whether
+    NCCL runs the algorithm (False for aifabric's hierarchical and flat_ring, only forced with ``--algo``)."""
 
     algorithm: str
     protocol: str
     time_s: float
+    nccl_runs: bool = True
 
     @classmethod
-    def of(cls, algorithm: str, protocol: str, time_s: float) -> Candidate:
-        """``Candidate(algorithm, protocol, time_s)``, built as :func:`assemble` builds (the formula engine
-        makes ~10 per call)."""
-        return _frozen_new(cls, {"algorithm": algorithm, "protocol": protocol, "time_s": time_s})
+    def of(cls, algorithm: str, protocol: str, time_s: float, nccl_runs: bool = True) -> Candidate:
+        """``Candidate(algorithm, protocol, time_s, nccl_runs)``, built as :func:`assemble` builds (the
+        formula engine makes ~10 per call)."""
+        return _frozen_new(
+            cls, {"algorithm": algorithm, "protocol": protocol, "time_s": time_s, "nccl_runs": nccl_runs}
+        )
 
 
 @dataclass(frozen=True)

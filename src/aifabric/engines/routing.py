@@ -65,6 +65,8 @@ __all__ = [
 MAX_SEED = 2**40 - 1
 
 POLICIES = ("ecmp", "pinning", "qp", "spray", "adaptive", "spray-blind", "reps")
+#: The routing policy the links and flow engines use when none is given.
+DEFAULT_POLICY = "spray"
 
 #: Routing options and the policies that use them (anything else is refused, not dropped): QPs per
 #: connection only for ``qp``; one hash seed in every switch, and a seed of the random choices, only where
@@ -97,8 +99,10 @@ def refuse_unused_options(policy: str, given: Iterable[str]) -> None:
     for option in given:
         users = POLICY_OPTIONS[option]
         if policy not in users:
+            default = " (the default)" if policy == DEFAULT_POLICY else ""
             raise ConfigError(
-                f"{option}: only --routing {' or '.join(users)} use(s) it; routing {policy} does not"
+                f"{option}: used only by --routing {', '.join(users)}; "
+                f"routing {policy}{default} does not use it"
             )
 
 
@@ -375,7 +379,7 @@ def route(
     src: np.ndarray,
     dst: np.ndarray,
     *,
-    policy: str = "spray",
+    policy: str = DEFAULT_POLICY,
     seed: int = 0,
     qps: int = 4,
     flowlets: int = 8,
