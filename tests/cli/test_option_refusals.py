@@ -101,11 +101,13 @@ def test_refusals_never_name_internal_fields(args, said):
         assert internal not in line, line
 
 
-def test_output_cut_short_by_its_reader_exits_quietly():
-    # `aifabric collective ... --json | head -1`: the reader is gone before anything is written
+@pytest.mark.parametrize("extra", [["--json"], []])
+def test_output_cut_short_by_its_reader_exits_quietly(extra):
+    # `aifabric collective ... [--json] | head -1`: the reader is gone before anything is written; text
+    # (printed by rich, whose own handler exits 1) and JSON end the same way
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     code = "from aifabric.cli.app import main; main()"
-    args = ["collective", "-c", "h100-ib-2node", "--json"]
+    args = ["collective", "-c", "h100-ib-2node", *extra]
     with subprocess.Popen(
         [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
     ) as proc:

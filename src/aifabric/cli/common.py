@@ -65,6 +65,12 @@ class _LiteralConsole(Console):
             kwargs["highlight"] = False
         return super().render_str(printable(text), **kwargs)
 
+    def on_broken_pipe(self) -> None:
+        """The reader of stdout left (``aifabric ... | head -1``): end quietly with the same code as a
+        ``--json`` run, :data:`BROKEN_PIPE_EXIT` (rich's own handler exits 1)."""
+        self.quiet = True
+        raise SystemExit(quiet_broken_pipe())
+
 
 # Wide tables when piped (files, CI logs); prose is never hard-wrapped.
 console = _LiteralConsole(width=None if sys.stdout.isatty() else 180, soft_wrap=True, markup=False)
