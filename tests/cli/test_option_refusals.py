@@ -165,3 +165,9 @@ def test_train_seed_where_nothing_is_random_is_refused():
         app, [*base, "--engine", "links", "--routing", "spray", "--placement", "random", "--seed", "3"]
     )
     assert r.exit_code == 0, r.stderr
+
+
+def test_nodes_too_many_for_the_clos_names_nodes():
+    # 2,097,152 nodes x 8 GPUs need 16,384 pods; a three-tier Clos of radix-64 cores joins 64 (clos.py)
+    line = refused("all_reduce", "--nodes", "2097152")
+    assert line.startswith("error: --nodes 2097152: 16777216 GPUs need 16384 pods"), line

@@ -280,7 +280,8 @@ def collective(
     defines them; both are per rank and per direction under the default convention.
     """
     check_outputs(trace=trace, html=html, chakra=chakra)
-    spec = resolve_cluster(cluster, nodes=nodes)
+    with options_as_typed({} if nodes is None else {"scale_out.tiers": f"--nodes {nodes}"}):
+        spec = resolve_cluster(cluster, nodes=nodes)  # a Clos too big for --nodes names --nodes
     if slice_ is not None:
         spec, ranks = with_slice(spec, slice_, ranks)
     comm = resolve_communicator(spec, ranks)
