@@ -202,7 +202,8 @@ def collective(
         typer.Option(
             "--slice",
             help="TPU clusters: the slice the ranks run on, chips per axis (4x4x8 on v5p, 8x16 on v5e); "
-            "default: the whole pod, else the most cube-like slice of --ranks",
+            "default: scale_up.slice, else the whole pod (the largest slice if the pod is bigger), "
+            "else the most cube-like slice of --ranks",
         ),
     ] = None,
     size: Annotated[
