@@ -26,7 +26,13 @@ from aifabric.cli.common import (
     progress_bar,
 )
 from aifabric.cluster.resolve import resolve_cluster
-from aifabric.cluster.tpu_slice import spec_slice, with_slice
+from aifabric.cluster.tpu_slice import (
+    check_torus_options,
+    default_run,
+    spec_slice,
+    torus_sizes,
+    with_slice,
+)
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorithms
 from aifabric.collectives.communicator import resolve_communicator
 from aifabric.collectives.tiers import Protocol
@@ -196,7 +202,8 @@ def collective(
         typer.Option(
             "--slice",
             help="TPU clusters: the slice the ranks run on, chips per axis (4x4x8 on v5p, 8x16 on v5e); "
-            "default: the whole pod, else the most cube-like slice of --ranks",
+            "default: scale_up.slice, else the whole pod (the largest slice if the pod is bigger), "
+            "else the most cube-like slice of --ranks",
         ),
     ] = None,
     size: Annotated[
@@ -282,11 +289,17 @@ def collective(
     check_outputs(trace=trace, html=html, chakra=chakra)
     with options_as_typed({} if nodes is None else {"scale_out.tiers": f"--nodes {nodes}"}):
         spec = resolve_cluster(cluster, nodes=nodes)  # a Clos too big for --nodes names --nodes
+    note = None
     if slice_ is not None:
         spec, ranks = with_slice(spec, slice_, ranks)
+    elif ranks is None:
+        spec, ranks, note = default_run(spec, pair=op == "send_recv")
     comm = resolve_communicator(spec, ranks)
-    tpu = spec_slice(spec, comm.n_ranks) if comm.n_domains == 1 else None  # refused here, before any run
+    tpu = spec_slice(spec, comm.n_ranks, pair=op == "send_recv") if comm.n_domains == 1 else None
     sizes = _sizes(size, min_size, max_size, factor)
+    if tpu is not None:  # refused here, before any run
+        check_torus_options(None if proto is None else proto.value, convention)
+        sizes = torus_sizes(spec, sizes, "--size" if size else "--max" if max_size else None)
     given: dict[str, Any] = {
         "algorithm": None if algo is None else Algorithm(algo.value),
         "protocol": None if proto is None else Protocol(proto.value),
@@ -317,6 +330,8 @@ def collective(
         return
     if tpu is not None:
         console.print(f"TPU slice {tpu.describe()}", markup=False, highlight=False)
+        if note:
+            console.print(f"Note: {note}", markup=False, highlight=False)
     _print_results(results, spec, comm, opts.get("calibration"))
 
 

@@ -458,6 +458,13 @@ class ClusterSpec(_Strict):
                 raise ValueError(
                     f"scale_up.torus_dims {list(su.torus_dims)} hold {prod} chips, not the domain's {dom}"
                 )
+        rules = self.scaleup_link.slices if su.kind == "torus" else None
+        flat = rules is not None and len(rules.shapes[0]) == 2  # a 2-D generation (v5e, v6e)
+        if flat and rules and su.torus_dims is not None and sum(d > 1 for d in su.torus_dims) > 2:
+            raise ValueError(
+                f"scale_up.torus_dims: {self.accelerator} is a 2-D torus of at most {rules.max_chips} chips "
+                f"(AxBx1), got {list(su.torus_dims)}"
+            )
         if su.slice is not None:
             self._check_slice(su.slice)
 

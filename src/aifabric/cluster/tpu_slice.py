@@ -24,19 +24,25 @@ from typing import TYPE_CHECKING
 
 from aifabric.catalog.loader import SliceRules
 from aifabric.errors import ConfigError
+from aifabric.units import format_bytes
 
 if TYPE_CHECKING:
     from aifabric.cluster.spec import ClusterSpec
 
 __all__ = [
+    "PAIR",
     "TpuSlice",
     "allowed_shapes",
+    "default_run",
     "default_slice",
+    "check_torus_options",
     "domain_torus_dims",
+    "largest_slice",
     "parse_slice",
     "resolve_slice",
     "slice_of",
     "spec_slice",
+    "torus_sizes",
     "with_slice",
 ]
 
@@ -70,6 +76,10 @@ class TpuSlice:
         """``4x4x8 (torus 4, torus 4, torus 8)``, ``8x16 (mesh 8, torus 16)``."""
         kinds = ", ".join(f"{'torus' if w else 'mesh'} {d}" for d, w in self.axes) or "one chip"
         return f"{self.label} ({kinds})"
+
+
+#: Two neighbouring chips, one ICI link each way: where send/recv runs (no slice shape, p2p only).
+PAIR = TpuSlice((2,), (False,))
 
 
 def parse_slice(value: str | Sequence[int], field: str = "--slice") -> tuple[int, ...]:
@@ -210,7 +220,13 @@ def resolve_slice(
         what :func:`slice_of` and :func:`default_slice` raise.
     """
     if not given and chips == math.prod(pod_dims):
-        return TpuSlice(tuple(pod_dims), tuple(d > 1 for d in pod_dims))
+        dims = (
+            tuple(pod_dims[: _rank(rules)])
+            if rules and not any(d > 1 for d in pod_dims[_rank(rules) :])
+            else ()
+        )
+        dims = dims or tuple(pod_dims)  # a 2-D generation's pod is written AxBx1: 2 axes reported
+        return TpuSlice(dims, tuple(d > 1 for d in dims))
     if not given and chips == 1:
         return TpuSlice((1,), (False,))  # one chip: no link, whatever the generation lists
     if rules is None:
@@ -228,14 +244,65 @@ def resolve_slice(
     return sl
 
 
-def spec_slice(spec: ClusterSpec, chips: int) -> TpuSlice | None:
+def spec_slice(spec: ClusterSpec, chips: int, *, pair: bool = False) -> TpuSlice | None:
     """The slice ``chips`` ranks of a TPU cluster run on (:func:`resolve_slice` with the cluster's
-    ``scale_up.slice``, torus and slice rules); None off a torus or beyond one domain."""
+    ``scale_up.slice``, torus and slice rules); None off a torus or beyond one domain.
+
+    ``pair`` (send/recv): two neighbouring chips joined by one ICI link each way, :data:`PAIR`, for
+    point-to-point only; ConfigError naming ``ranks`` for any other count.
+    """
     if spec.scale_up.kind != "torus" or chips > spec.domain_gpus:
         return None
+    if pair:
+        if chips != 2:
+            raise ConfigError(
+                f"ranks: send_recv on a TPU runs between 2 neighbouring chips (one ICI link each way); "
+                f"give --ranks 2 or no --ranks/--slice, got {chips}"
+            )
+        return PAIR
     rules = spec.scaleup_link.slices
     pod = domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, len(rules.shapes[0]) if rules else 3)
+    if rules is not None and not spec.scale_up.slice and chips == math.prod(pod) > rules.max_chips:
+        big = largest_slice(rules, pod, what=spec.accelerator)
+        whole = "x".join(map(str, pod))
+        raise ConfigError(
+            f"ranks: {chips} chips (the whole {whole} pod) make no {spec.accelerator} slice; "
+            f"the largest holds {big.chips} chips ({big.label}): give --ranks {big.chips} or fewer"
+        )
     return resolve_slice(rules, chips, pod, spec.scale_up.slice, what=spec.accelerator)
+
+
+def largest_slice(rules: SliceRules, pod_dims: tuple[int, ...], *, what: str) -> TpuSlice:
+    """The most cube-like of the largest slices of ``rules`` that fit a pod of ``pod_dims``
+    (v5p: ``16x16x24``, 6,144 chips, Cloud TPU v5p docs' largest single slice)."""
+    most = max(math.prod(k) for k in allowed_shapes(rules, pod_dims))
+    return default_slice(rules, most, pod_dims, what=what)
+
+
+def default_run(spec: ClusterSpec, *, pair: bool = False) -> tuple[ClusterSpec, int | None, str | None]:
+    """What a TPU run takes when neither ``--ranks`` nor ``--slice`` is given: ``(spec, ranks, note)``.
+
+    ``pair`` (send/recv): 2 ranks, a neighbouring pair (:data:`PAIR`). ``scale_up.slice`` set: its chips
+    (the YAML slice sets the ranks as ``--slice`` does). A pod larger than the generation's largest slice
+    (v5p: 8,960 chips, largest slice 6,144): the largest slice, with a note saying so. Otherwise
+    ``(spec, None, None)``: the cluster's default communicator.
+    """
+    rules = spec.scaleup_link.slices if spec.scale_up.kind == "torus" else None
+    if rules is None or spec.n_gpus > spec.domain_gpus:
+        return spec, None, None
+    if pair:
+        return spec, PAIR.chips, None
+    if spec.scale_up.slice:
+        return spec, math.prod(spec.scale_up.slice), None
+    pod = domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, _rank(rules))
+    if math.prod(pod) <= rules.max_chips:
+        return spec, None, None
+    big = largest_slice(rules, pod, what=spec.accelerator)
+    note = (
+        f"the {spec.domain_gpus}-chip pod is more than one {spec.accelerator} slice (at most "
+        f"{rules.max_chips} chips): running on the largest slice, {big.label}; --slice or --ranks to choose"
+    )
+    return spec.with_changes(**{"scale_up.slice": list(big.dims)}), big.chips, note
 
 
 def with_slice(spec: ClusterSpec, value: str, ranks: int | None) -> tuple[ClusterSpec, int]:
@@ -258,3 +325,47 @@ def with_slice(spec: ClusterSpec, value: str, ranks: int | None) -> tuple[Cluste
     if ranks is not None and ranks != sl.chips:
         raise ConfigError(f"--slice: {sl.label} holds {sl.chips} chips but --ranks is {ranks}")
     return spec.with_changes(**{"scale_up.slice": list(dims)}), sl.chips
+
+
+#: The protocols a TPU torus has: XLA moves whole messages over ICI, no NCCL LL/LL128 (``torus_cost``).
+TORUS_PROTOCOLS = ("Simple",)
+
+
+def check_torus_options(proto: str | None, convention: str | None) -> None:
+    """Refuse the NCCL-only options on a TPU slice: ``--proto`` other than Simple, and ``--convention
+    bidirectional`` (NVLink vendor arithmetic: both directions added, busbw above the chip's ICI).
+
+    Raises ConfigError naming the option and value.
+    """
+    if proto is not None and proto not in TORUS_PROTOCOLS:
+        raise ConfigError(
+            f"--proto: {proto} does not apply on a TPU torus; possible: {', '.join(TORUS_PROTOCOLS)}"
+        )
+    if convention == "bidirectional":
+        raise ConfigError(
+            "--convention: bidirectional is NVLink vendor arithmetic (both directions added); a TPU torus "
+            "reports per_direction only"
+        )
+
+
+def torus_sizes(spec: ClusterSpec, sizes: list[float], field: str | None) -> list[float]:
+    """The message sizes (bytes, nccl-tests sizes) that fit one chip's HBM (catalogue ``hbm_capacity``),
+    where a rank's message must fit.
+
+    ``field`` names the option that gave the largest size (``--size``, ``--max``): a size over the HBM is
+    refused; None (the sweep's default top, 16 GiB): the sweep stops at the HBM (``--min`` above it
+    refused).
+
+    Raises ConfigError naming ``field`` and the HBM.
+    """
+    hbm = spec.accelerator_spec.hbm_capacity_bytes
+    kept = [s for s in sizes if s <= hbm]
+    if field is None and kept:
+        return kept
+    if len(kept) < len(sizes):
+        big = max(sizes) if field else min(sizes)
+        raise ConfigError(
+            f"{field or '--min'}: {format_bytes(big)} is more than the {format_bytes(hbm)} HBM of one "
+            f"{spec.accelerator} chip, where a rank's message must fit"
+        )
+    return sizes
