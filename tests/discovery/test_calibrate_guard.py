@@ -24,8 +24,9 @@ CASE_13 = "case_13_v100_pcie_4gpu_no_nvlink.txt"
 @pytest.mark.parametrize("index", [7])
 def test_two_node_fit_leaves_the_single_node_prediction(index: int, all_case_text: dict[str, str]) -> None:
     # case_03 T7 (2 nodes, Ring): network-bound rows say nothing about NVLink (T1, NVLSTree, determines no
-    # knob at all and is refused: tests/discovery/test_calibrate_nothing.py). The regression: a T1-like fit scaled NVLink to 0.78 and one DGX H100 (474 GB/s, case 01,
-    # NVIDIA/nccl-tests #290) was then predicted at 376 GB/s.
+    # knob at all and is refused: tests/discovery/test_calibrate_nothing.py). The regression: a
+    # T1-like fit scaled NVLink to 0.78 and one DGX H100 (474 GB/s, case 01, NVIDIA/nccl-tests #290) was
+    # then predicted at 376 GB/s.
     tables = compare_nccl_tests(all_case_text[CASE_03], tables=[index]).tables
     fit = fit_calibration(tables, name=f"case_03 T{index}")
     assert fit.calibration.intra_scale == 1.0

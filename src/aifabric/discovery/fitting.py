@@ -226,8 +226,8 @@ class CalibrationFit:
     fitted_on : dict
         For each determined knob, the sizes (bytes) of the rows it was fitted on.
     limited : dict
-        Knobs scaled back so that the worst row from 64 MiB (all tables) fits no worse than with NCCL's values: the fraction
-        of the fitted step kept (0: back to NCCL's value, then not determined).
+        Knobs scaled back so that the worst row from 64 MiB (all tables) fits no worse than with NCCL's
+        values: the fraction of the fitted step kept (0: back to NCCL's value, then not determined).
     knob_paths : dict
         For each determined knob, the NCCL algorithm/protocol pairs its rows ran (``"ring/Simple"``).
     few_rows : dict
@@ -593,8 +593,9 @@ def _never_worse(fitter: _Fitter, out: _Outcome, large: Sequence[tuple[TableComp
     """Scale back the stages, last first, until the worst row from :data:`PLATEAU_MIN_BYTES`, over all the
     tables together, fits no worse than with NCCL's values (taken table by table, tables that disagree --
     one faster than the model, one slower -- vetoed every move, and a mix fitted less than its parts): a
-    knob its own regime's rows want further than the large messages allow is a limit of the model there (a latency scale fitted on mid-size LL128 rows lengthening 64 MiB rows), not a
-    figure of the fabric. A stage's step from where it started is shortened by bisection (to 1/1024);
+    knob its own regime's rows want further than the large messages allow is a limit of the model there
+    (a latency scale fitted on mid-size LL128 rows lengthening 64 MiB rows), not a figure of the fabric.
+    A stage's step from where it started is shortened by bisection (to 1/1024);
     :attr:`_Outcome.limited` records the fraction kept of each knob so limited, 0 dropping the stage (its
     knobs go back to NCCL's values and count as not determined)."""
     tolerance = 1e-9
