@@ -75,12 +75,15 @@ def test_t7_profile_predicts_other_node_counts(
 
 
 @pytest.mark.parametrize("index", [3, 5])
-def test_untuned_runs_are_flagged_not_fitted(
+def test_untuned_runs_are_explained_by_the_default_not_fitted(
     case_text: dict[str, str], t7_fit: CalibrationFit, index: int
 ) -> None:
+    # With T7's (Ring) profile the untuned 4-8 node runs stay > 15 % below the ring's prediction: the
+    # calibration does not absorb them. Within the threshold of NVLSTree's, NCCL's default there (case_03
+    # README: ~320-366 GB/s with defaults), they are not a fault (issue 9, trial 9 defect 10).
     comp = compare_nccl_tests(case_text[CASE_03], tables=[index], calibration=t7_fit.calibration).tables[0]
     largest = max(comp.rows, key=lambda r: r.size_bytes)
-    assert largest.flagged and largest.causes[:2] == ("unexplained_shortfall", "network_settings")
+    assert not largest.flagged and largest.causes[:2] == ("nccl_default", "network_settings")
     assert largest.deviation < -0.15
 
 
