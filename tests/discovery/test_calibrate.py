@@ -75,12 +75,15 @@ def test_t7_profile_predicts_other_node_counts(
 
 
 @pytest.mark.parametrize("index", [3, 5])
-def test_untuned_runs_are_flagged_not_fitted(
+def test_untuned_runs_are_explained_by_the_default_not_fitted(
     case_text: dict[str, str], t7_fit: CalibrationFit, index: int
 ) -> None:
+    # With T7's (Ring) profile the untuned 4-8 node runs stay > 15 % below the ring's prediction: the
+    # calibration does not absorb them. Within the threshold of NVLSTree's, NCCL's default there (case_03
+    # README: ~320-366 GB/s with defaults), they are not a fault (issue 9, trial 9 defect 10).
     comp = compare_nccl_tests(case_text[CASE_03], tables=[index], calibration=t7_fit.calibration).tables[0]
     largest = max(comp.rows, key=lambda r: r.size_bytes)
-    assert largest.flagged and largest.causes[:2] == ("unexplained_shortfall", "network_settings")
+    assert not largest.flagged and largest.causes[:2] == ("nccl_default", "network_settings")
     assert largest.deviation < -0.15
 
 
@@ -106,17 +109,19 @@ def test_cross_size_v100(case_text: dict[str, str]) -> None:
 
 
 def test_cross_size_h100_two_nodes(case_text: dict[str, str]) -> None:
-    small_fit, large_fit = _split_fits(case_text, CASE_03, 1)
-    for r in (r for r in small_fit.rows if r.size_bytes >= GB):
-        assert r.after_time_s == pytest.approx(r.measured_time_s, rel=0.15)
-    # Rows above 1 MB of T1 hold no latency row (none is > 90 % latency): they say nothing about latency,
-    # so the small messages keep NCCL's prediction exactly (within 21 %: the 512 B row is 20.8 % slow).
-    assert not large_fit.determined["latency_scale"] and "latency_scale" not in large_fit.fitted_on
-    small_rows = [r for r in large_fit.rows if r.size_bytes <= 64 * 1024 and r.reason != "outlier"]
-    assert len(small_rows) >= 10
+    # T1 (2 nodes, defaults, NVLSTree) determines no knob in either half (its plateau is NVLink-bound, and no
+    # row above 1 MB is > 90 % latency): both are refused (issue 9, trial 9 defect 6), so every size keeps
+    # NCCL's prediction -- within 15 % from 1 GB, within 21 % at <= 64 KiB (the 512 B row is 20.8 % slow).
+    (table,) = compare_nccl_tests(case_text[CASE_03], tables=[1]).tables
+    for window in ({"max_size_bytes": MB}, {"min_size_bytes": MB + 1}):
+        with pytest.raises(ValueError, match="^nothing to fit: intra_scale: no single-node plateau row"):
+            fit_calibration([table], **window)
+    for r in (r for r in table.rows if r.size_bytes >= GB):
+        assert r.predicted.time_s == pytest.approx(r.measured_time_s, rel=0.15)
+    small_rows = [r for r in table.rows if r.size_bytes <= 64 * 1024 and r.size_bytes not in (8, 256)]
+    assert len(small_rows) >= 10  # 8 B and 256 B: one-off outliers (out-of-place 68.5 and 94.4 us)
     for r in small_rows:
-        assert r.after_time_s == pytest.approx(r.before_time_s, rel=1e-9)
-        assert r.after_time_s == pytest.approx(r.measured_time_s, rel=0.21)
+        assert r.predicted.time_s == pytest.approx(r.measured_time_s, rel=0.21)
 
 
 def test_profile_round_trips_and_the_engine_accepts_it(t7_fit: CalibrationFit, tmp_path) -> None:  # noqa: ANN001

@@ -68,8 +68,12 @@ def test_compare_flags_with_causes_and_json() -> None:
     r = run("nccl-tests", "compare", CASE_03, "-t", "3")
     assert r.exit_code == 0, r.stderr
     # 2 GiB is -12.7 % (ring 365 GB/s vs 319 measured; NVLS-tree under NCCL's per-channel cap, 8 x 45.5 x
-    # 64/126 = 185 GB/s algbw, is slower there), below the 15 % flag: the fabric rows are 1, 4 and 8 GiB
-    assert "flagged 3 rows, 1 GiB .. 8 GiB" in r.stdout and "adaptive routing" in r.stdout
+    # 64/126 = 185 GB/s algbw, is slower there), below the 15 % flag. 4 and 8 GiB (320-321 GB/s) are within
+    # the threshold of the model's NVLSTree (360-362) .. ring (379-386) range for NCCL's default: the case's
+    # expected default on 4-8 nodes is ~320-366 GB/s (case_03 README, NVIDIA/nccl-tests #309), so only 1 GiB
+    # (287 GB/s, below both) is the fabric row (issue 9, trial 9 defect 10).
+    assert "flagged 1 GiB" in r.stdout and "adaptive routing" in r.stdout
+    assert "the model's range for NCCL's default at this size: nvls_tree 360 .. ring 379 GB/s" in r.stdout
     r = run("nccl-tests", "compare", CASE_03, "-t", "6")  # bracketed text must survive the console markup
     assert "[this run already sets NCCL_MIN_CTAS=24, NCCL_IB_QPS_PER_CONNECTION=2]" in r.stdout
     r = run("nccl-tests", "compare", CASE_01, "--json", "--no-nvls")
@@ -88,7 +92,7 @@ def test_calibrate_writes_a_profile_the_other_commands_accept(tmp_path: Path) ->
     r = run("nccl-tests", "compare", CASE_03, "-t", "6", "--calibration", profile)
     assert r.exit_code == 0, r.stderr
     assert "calibration h100-sxm x16 from case_03" in r.stdout
-    r = run("calibrate", CASE_03, "-t", "1", "--max-size", "1MiB")
+    r = run("calibrate", CASE_03, "-t", "2", "--max-size", "1MiB")  # T1 determines nothing (refused)
     assert r.exit_code == 0, r.stderr
     assert "held out" in r.stdout and "latency_scale:" in r.stdout  # profile printed without -o
 
@@ -102,7 +106,10 @@ def _damaged(kind: str, command: str) -> bytes:
     if kind == "truncated":  # cut inside a matrix row / inside a result row
         if command == "inspect":
             return matrix[: matrix.index("GPU3    NV18") + 20].encode()
-        return log[: log.index("   268435456      67108864     float") + 40].encode()
+        cut = "   268435456      67108864     float"
+        # calibrate: cut in T2 (T1 alone, 2-node NVLSTree, determines no knob and is refused)
+        at = log.index(cut, log.index(cut) + 1) if command == "calibrate" else log.index(cut)
+        return log[: at + 40].encode()
     if kind == "missing_column":  # one cell of a matrix row lost / one column of a result row lost
         if command == "inspect":
             row = "GPU2    NV18    NV18     X      NV18    NV18    NV18    NV18    NV18    NODE"

@@ -162,15 +162,19 @@ def test_case03_small_message_latency(
 
 
 @pytest.mark.parametrize("index", [3, 5])
-def test_untuned_8_and_4_node_runs_are_flagged_with_network_settings_as_the_alternative(
+def test_untuned_8_and_4_node_runs_are_within_the_default_range_with_network_settings_as_the_alternative(
     case_text: dict[str, str], index: int
 ) -> None:
-    # T3 (8 nodes, ~320 GB/s) and T5 (4 nodes, ~325): the maintainer attributes them to network settings
-    # (adaptive routing, NCCL_MIN_CTAS, QPs per connection); T6 with those settings reached 391. The log has
-    # no INFO line showing them off, so the shortfall is unexplained and the settings its alternative.
+    # T3 (8 nodes, ~320 GB/s) and T5 (4 nodes, ~325) at >= 4 GiB: the case README expects ~320-366 GB/s on
+    # 4-8 nodes with NCCL's defaults (NVLSTree; the model: 360-362) and ~390 at best (ring, or T6's settings).
+    # Within the threshold of the default's range, they are not flagged (issue 9, trial 9 defect 10); the
+    # maintainer's network settings (adaptive routing, NCCL_MIN_CTAS, QPs per connection) stay the
+    # alternative. T6 with those settings reached 391.
     comp = _table(case_text, CASE_03, index)
     for row in (r for r in comp.rows if r.size_bytes >= 4 * GB):
-        assert row.flagged and row.causes == ("unexplained_shortfall", "network_settings")
+        assert not row.flagged and row.causes == ("nccl_default", "network_settings")
+        span = "the model's range for NCCL's default at this size: nvls_tree 36"
+        assert any(n.startswith(span) for n in row.notes)
     tuned = _table(case_text, CASE_03, 6)
     assert not any(r.flagged for r in tuned.rows if r.size_bytes >= GB)
     assert "already sets NCCL_MIN_CTAS=24" in describe_cause("network_settings", tuned)
@@ -299,4 +303,4 @@ def test_untuned_runs_do_not_suggest_gdr(case_text: dict[str, str]) -> None:
     for index in (3, 5):
         comp = _table(case_text, CASE_03, index)
         big = [r for r in comp.rows if r.size_bytes >= 4 * GB]
-        assert big and all(r.causes == ("unexplained_shortfall", "network_settings") for r in big)
+        assert big and all(r.causes == ("nccl_default", "network_settings") for r in big)

@@ -177,10 +177,11 @@ def test_forced_nvls_on_gpus_without_it_is_refused_as_unusable() -> None:
 # -- defect 10: no cause without evidence --------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("index", [3, 5])
+@pytest.mark.parametrize("index", [3])
 def test_network_settings_without_a_supporting_line_are_unexplained(index: int) -> None:
-    # case_03 T3 (8 nodes, ~320 GB/s) and T5 (4 nodes, ~325): no INFO line in the log; the maintainer's
-    # settings (NVIDIA/nccl-tests #309) stay the alternative, never the verdict
+    # case_03 T3 (8 nodes, 287 GB/s at 1 GiB, below the default's range): no INFO line in the log; the
+    # maintainer's settings (NVIDIA/nccl-tests #309) stay the alternative, never the verdict. (T5, inside
+    # the default's range, is healthy: tests/discovery/test_evidence_compare.py.)
     case_03 = Path(__file__).parent / "data" / "case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt"
     table = compare_nccl_tests(case_03.read_text(), tables=[index]).tables[0]
     assert table.verdict == "unexplained_shortfall"

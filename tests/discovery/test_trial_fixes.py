@@ -84,12 +84,21 @@ def test_repeated_table_and_log_used_once() -> None:
     assert twice.exit_code == 0 and twice.output == once.output  # the same rows, fitted once
 
 
+#: Healthy tables whose rows determine no knob (2-node NVLSTree: NVLink-bound plateau): refused, "nothing
+#: to fit" (issue 9, trial 9 defect 6).
+_DETERMINE_NOTHING = {("case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt", 1),
+                      ("case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt", 4)}  # fmt: skip
+
+
 @pytest.mark.parametrize("path", _logs(), ids=lambda p: p.name[:7])
 def test_calibrate_refuses_exactly_what_compare_calls_broken(path: Path) -> None:
     # one rule for both commands: a table whose verdict is not healthy is not fitted (case_08, case_03 T3/T5)
     for comp in compare_nccl_tests(path.read_text(), source=path.name).tables:
         if comp.verdict == "healthy" and len(comp.rows) == 1:  # case_31: one 8 MiB row constrains nothing
             with pytest.raises(ValueError, match=r"^nothing to fit: 1 row\(s\)"):
+                fit_calibration([comp])
+        elif comp.verdict == "healthy" and (path.name, comp.index) in _DETERMINE_NOTHING:
+            with pytest.raises(ValueError, match=r"^nothing to fit: intra_scale: "):  # issue 9, defect 6
                 fit_calibration([comp])
         elif comp.verdict == "healthy":
             assert fit_calibration([comp]).rows

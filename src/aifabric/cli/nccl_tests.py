@@ -379,7 +379,7 @@ def calibrate(
 
     Each knob on the rows it governs: scale-up on single-node plateau rows (>= 64 MiB, within 5 % of the
     peak), scale-out on multi-node plateau rows, latency on small-message rows (> 90 % latency); mid-size
-    ramp rows and one-off outliers fit nothing, and no table's rows >= 64 MiB may end worse than with NCCL's
+    ramp rows and one-off outliers fit nothing, and the worst row >= 64 MiB may not end worse than with NCCL's
     constants. Bounded least squares on the log of the time ratio (scipy least_squares). The profile is
     YAML for `aifabric collective --calibration FILE` and `aifabric nccl-tests compare --calibration FILE`.
     Residuals are ln(model/measured). Exit codes: 0 ok, 2 bad input.

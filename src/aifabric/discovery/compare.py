@@ -140,6 +140,12 @@ CAUSES: dict[str, str] = {
         "per-operation overhead above NCCL's latency constants: launch and synchronisation cost, or an older "
         "NCCL whose constants were larger (reference note, header)"
     ),
+    "nccl_default": (
+        "NCCL's default algorithm: within the threshold of the model's prediction for an algorithm NCCL's "
+        "default runs at these sizes; the model predicts the fastest, and which one NCCL's tuner picks at a "
+        "size depends on its release (4 H100 nodes with defaults: ~320-366 GB/s against 390 for the ring, "
+        "NVIDIA/nccl-tests #309); not a fault of the fabric"
+    ),
     "ramp": (
         "mid-size row: NCCL runs fewer channels or another protocol than at its peak and busbw ramps up to "
         "the plateau only near 1 GB (one H100 node: 383 GB/s at 128 MB vs 474 at 4 GB, NVIDIA/nccl-tests "
@@ -245,6 +251,7 @@ NOTES: dict[str, str] = {
         "maintainer, NVIDIA/nccl-tests #309, #196)"
     ),
     "above": "measured above the model by more than the threshold",
+    "default_range": ("the model's range for NCCL's default at this size: {span}"),
 }
 
 
@@ -402,7 +409,7 @@ class RowComparison:
 
 #: First causes that are not faults of the machine: measurement artefacts and the model's own limits (the
 #: mid-size ramp and per-call overheads its constants leave out).
-NOT_FAULTS = frozenset({"outlier", "dip", "latency_model", "latency_local", "ramp"})
+NOT_FAULTS = frozenset({"outlier", "dip", "latency_model", "latency_local", "ramp", "nccl_default"})
 
 
 @dataclass(frozen=True)
@@ -1157,11 +1164,17 @@ def _diagnosed_rows(ctx: TableComparison) -> tuple[RowComparison, ...]:
     below the model as a collapsed plateau (:func:`_plateau_fault`) gets the plateau's fault first.
     """
     rows, threshold = ctx.rows, ctx.threshold
+    ranges = {r.size_bytes: _default_range(r, ctx) for r in rows if r.deviation < -threshold}
+    inside = {size for size, span in ranges.items() if span is not None}
     all_causes = [
         _causes(r, rows[i - 1] if i > 0 else None, rows[i + 1] if i + 1 < len(rows) else None, ctx)
         if r.deviation < -threshold
         else ()
         for i, r in enumerate(rows)
+    ]
+    all_causes = [  # a figure NCCL's default explains: that first, the other suspects after it
+        ("nccl_default", *c[1:]) if r.size_bytes in inside and c[0] not in NOT_FAULTS else c
+        for r, c in zip(rows, all_causes, strict=True)
     ]
     plateau = _plateau_fault(list(rows), all_causes, ctx)
     large = {r.size_bytes for r in ctx.large_rows}
@@ -1173,6 +1186,8 @@ def _diagnosed_rows(ctx: TableComparison) -> tuple[RowComparison, ...]:
         # FLAG only a row that carries a diagnosis the verdict stands on (see :func:`_is_fault`).
         flagged = _is_fault(cmp_row.size_bytes in large, causes, plateau is not None)
         row_notes = _row_notes(cmp_row, ctx)
+        if causes[:1] == ("nccl_default",):
+            row_notes = (*row_notes, NOTES["default_range"].format(span=ranges[cmp_row.size_bytes]))
         if causes and not flagged:
             row_notes = (*row_notes, _below_note(causes[0], ctx))
         final.append(
@@ -1190,6 +1205,36 @@ def _diagnosed_rows(ctx: TableComparison) -> tuple[RowComparison, ...]:
             )  # fmt: skip
         )
     return tuple(final)
+
+
+def _default_range(row: RowComparison, ctx: TableComparison) -> str | None:
+    """The model's range for NCCL's default at ``row``'s size, as text, when the measured busbw lies in it
+    (within the threshold below its low end); None otherwise or when ``NCCL_ALGO`` forces one algorithm.
+
+    With NCCL's defaults the model predicts the fastest algorithm; the algorithms it picks for the table's
+    bandwidth-bound rows (Simple protocol, latency at most half the time: :func:`_causes` calls a row with
+    more latency-bound) are those NCCL's tuner switches between there, and the
+    size at which it switches depends on the NCCL release's tuning (case_03 T5, NCCL 2.26.2 on 4 H100 nodes:
+    325 GB/s where the case's expected default range is ~320-366 GB/s and the model's ring gives 390,
+    NVLSTree 362; NVIDIA/nccl-tests #309). A figure within that range is not a fault of the fabric.
+    """
+    if ctx.settings.algorithm is not None:
+        return None
+    algorithms = {
+        r.predicted.algorithm for r in ctx.rows if r.latency_share <= 0.5 and r.predicted.protocol == "Simple"
+    }
+    if len(algorithms) < 2 or row.predicted.algorithm not in algorithms:
+        return None
+    busbw = {str(row.predicted.algorithm): row.predicted_busbw_bytes_per_s}
+    for algorithm in algorithms - {row.predicted.algorithm}:
+        forced = dataclasses.replace(ctx.settings, algorithm=algorithm)
+        busbw[str(algorithm)] = (
+            dataclasses.replace(ctx, settings=forced).predict(row.size_bytes).busbw_bytes_per_s
+        )
+    low = min(busbw.values())
+    if row.measured_busbw_bytes_per_s < (1.0 - ctx.threshold) * low:
+        return None
+    return " .. ".join(f"{a} {b / 1e9:.0f}" for a, b in sorted(busbw.items(), key=lambda i: i[1])) + " GB/s"
 
 
 def _is_fault(large: bool, causes: tuple[str, ...], collapse: bool) -> bool:

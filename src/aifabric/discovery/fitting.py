@@ -226,8 +226,8 @@ class CalibrationFit:
     fitted_on : dict
         For each determined knob, the sizes (bytes) of the rows it was fitted on.
     limited : dict
-        Knobs scaled back so that no table's rows from 64 MiB fit worse than with NCCL's values: the fraction
-        of the fitted step kept (0: back to NCCL's value, then not determined).
+        Knobs scaled back so that the worst row from 64 MiB (all tables) fits no worse than with NCCL's
+        values: the fraction of the fitted step kept (0: back to NCCL's value, then not determined).
     knob_paths : dict
         For each determined knob, the NCCL algorithm/protocol pairs its rows ran (``"ring/Simple"``).
     few_rows : dict
@@ -455,6 +455,7 @@ def fit_calibration(
     """
     if not comparisons:
         raise ValueError("comparisons: give at least one compared table")
+    _refuse_mixed_gpus(comparisons)
     _refuse_broken(comparisons)
     selected = _select(comparisons, min_size_bytes, max_size_bytes)
     few = too_few_rows([(comp, i, kind) for comp, i, reason, kind in selected if reason is None])
@@ -474,6 +475,8 @@ def fit_calibration(
         (c, i) for c, i, why, _ in selected if why not in ("outlier", "dip") and c.rows[i].size_bytes >= big
     ]
     _never_worse(fitter, outcome, large)
+    if not outcome.seen.any():
+        raise ValueError(_nothing_determined(outcome))
     window = size_window(min_size_bytes, max_size_bytes)
     return _assemble(comparisons, selected, outcome, fitter, name=name, source=source, window=window)
 
@@ -486,6 +489,34 @@ def _nothing_to_fit(few: dict[str, int], rows: int) -> str:
         f"(plateau rows >= {_bytes(PLATEAU_MIN_BYTES)} within {1 - PLATEAU_BAND:.0%} of the peak, or "
         "latency-bound small messages); measure a wider size range (nccl-tests -b 8 -e 8G -f 2)"
     )
+
+
+def _refuse_mixed_gpus(comparisons: Sequence[TableComparison]) -> None:
+    """Raise ValueError when the tables ran on different GPUs: a profile's knobs scale one GPU's links."""
+    gpus = sorted({c.spec.accelerator for c in comparisons})
+    if len(gpus) > 1:
+        raise ValueError(
+            f"gpu: the logs ran on different GPUs ({', '.join(gpus)}); a profile is fitted for one GPU, "
+            "calibrate each GPU's logs separately"
+        )
+
+
+def _nothing_determined(outcome: _Outcome) -> str:
+    """Why the stages determined no knob, knob by knob: too few rows of its regime, no row of it, rows that
+    do not constrain it, or a fit the large messages refused (:func:`_never_worse`)."""
+    staged = {PARAMETERS[k] for _, knobs in outcome.stages for k in knobs}
+    why = []
+    for knob, regime_rows in zip(PARAMETERS, _REGIMES, strict=True):
+        if knob in outcome.few_rows:
+            why.append(f"{knob}: {outcome.few_rows[knob]} row(s) of its regime, needs {MIN_ROWS}")
+        elif outcome.limited.get(knob) == 0.0:
+            big = _bytes(PLATEAU_MIN_BYTES)
+            why.append(f"{knob}: dropped, it made the rows >= {big} worse than NCCL's values")
+        elif knob in staged:
+            why.append(f"{knob}: its rows do not constrain it")
+        else:
+            why.append(f"{knob}: no {regime_rows} row")
+    return "nothing to fit: " + "; ".join(why)
 
 
 def _select(
@@ -549,25 +580,22 @@ def _run_stages(fitter: _Fitter, used: Sequence[tuple[TableComparison, int, str]
 
 
 def _large_excess(fitter: _Fitter, large: Sequence[tuple[TableComparison, int]], x: np.ndarray) -> float:
-    """How much the worst ``|model / measured - 1|`` of each table's ``large`` rows grew from NCCL's values
-    to knobs ``x`` (the largest growth over the tables; <= 0 when no table got worse)."""
+    """How much the worst ``|model / measured - 1|`` over all the ``large`` rows (every table's together) grew
+    from NCCL's values to knobs ``x`` (<= 0 when it did not)."""
     if not large:
         return 0.0
     before = np.abs(np.expm1(fitter.residuals(large, fitter.neutral)))
     after = np.abs(np.expm1(fitter.residuals(large, x)))
-    tables = {id(comp) for comp, _ in large}
-    worst = -math.inf
-    for t in tables:
-        mask = np.array([id(comp) == t for comp, _ in large])
-        worst = max(worst, float(after[mask].max() - before[mask].max()))
-    return worst
+    return float(after.max() - before.max())
 
 
 def _never_worse(fitter: _Fitter, out: _Outcome, large: Sequence[tuple[TableComparison, int]]) -> None:
-    """Scale back the stages, last first, until no table's rows from :data:`PLATEAU_MIN_BYTES` fit worse
-    than with NCCL's values: a knob its own regime's rows want further than the large messages allow is a
-    limit of the model there (a latency scale fitted on mid-size LL128 rows lengthening 64 MiB rows), not a
-    figure of the fabric. A stage's step from where it started is shortened by bisection (to 1/1024);
+    """Scale back the stages, last first, until the worst row from :data:`PLATEAU_MIN_BYTES`, over all the
+    tables together, fits no worse than with NCCL's values (taken table by table, tables that disagree --
+    one faster than the model, one slower -- vetoed every move, and a mix fitted less than its parts): a
+    knob its own regime's rows want further than the large messages allow is a limit of the model there
+    (a latency scale fitted on mid-size LL128 rows lengthening 64 MiB rows), not a figure of the fabric.
+    A stage's step from where it started is shortened by bisection (to 1/1024);
     :attr:`_Outcome.limited` records the fraction kept of each knob so limited, 0 dropping the stage (its
     knobs go back to NCCL's values and count as not determined)."""
     tolerance = 1e-9
@@ -595,6 +623,10 @@ def _never_worse(fitter: _Fitter, out: _Outcome, large: Sequence[tuple[TableComp
                     out.errors[PARAMETERS[k]] = None
                     out.fitted_on.pop(PARAMETERS[k], None)
                     out.paths.pop(PARAMETERS[k], None)
+
+
+#: The rows each knob of :data:`PARAMETERS` is fitted on (see :func:`_stages`).
+_REGIMES = ("single-node plateau", "multi-node plateau", "single-node latency", "multi-node latency")
 
 
 def _stages(used: Sequence[tuple[TableComparison, int, str]]) -> list[tuple[tuple[int, ...], list[Any]]]:

@@ -83,6 +83,31 @@ def _fit(layout: NodeLayout, key: str) -> tuple[int, str]:
     return score, why
 
 
+def _refuse_impossible_nvlink(layout: NodeLayout, gpu: str) -> None:
+    """Raise ValueError when ``--gpu`` names a GPU that cannot have the NVLink count the layout shows.
+
+    ``NVk`` between two GPUs is k NVLinks; a GPU has at most its catalogue ``nvlink_links`` (A100 SXM 12,
+    H100 SXM 18, V100 SXM2 6: the datasheets the catalogue cites). A GPU without NVLink in the catalogue
+    may still carry a bridge between two cards (A30, H100 NVL datasheets), so it is refused only when a GPU
+    has NVLink to more than one peer.
+    """
+    acc = catalog.accelerator(gpu)
+    count = layout.nvlink_count
+    if count is None or count <= acc.nvlink_links:
+        return
+    peers: dict[str, int] = {}
+    for (a, _), code in layout.gpu_links.items():
+        if NV_LINKS.match(code) and int(code[2:]) > 0:
+            peers[a] = peers.get(a, 0) + 1
+    if not acc.nvlink and max(peers.values(), default=0) <= 1:
+        return
+    has = f"{acc.nvlink_links} NVLinks per GPU (NV{acc.nvlink_links} at most)" if acc.nvlink else "no NVLink"
+    raise ValueError(
+        f"--gpu: {gpu} has {has}, but the matrix (line {layout.line}) shows NV{count} ({count} NVLinks) "
+        f"between GPUs; give the GPU the node has, or leave --gpu out"
+    )
+
+
 def choose_accelerator(
     layout: NodeLayout, gpu: str | None, named: tuple[GpuMention, ...] = ()
 ) -> tuple[str, str, list[str]]:
@@ -94,7 +119,7 @@ def choose_accelerator(
     (an A100 named beside NV18 links) does not override the layout's own guess.
     """
     if gpu is not None:
-        catalog.accelerator(gpu)
+        _refuse_impossible_nvlink(layout, gpu)
         return gpu, "--gpu", []
     where = f"{Path(layout.source).name}" if layout.source else "the file"
     if named:
