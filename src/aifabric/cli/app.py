@@ -51,6 +51,7 @@ def _max_memory(value: str | None) -> str | None:
     """Set this run's memory limit (None: the environment's or the default), see :mod:`aifabric.budget`."""
     try:
         budget.set_memory_limit(value)
+        budget.memory_limit_bytes()  # a bad AIFABRIC_MAX_MEMORY is refused up front, as --max-memory is
     except AifabricError as err:
         print(f"error: {err}", file=sys.stderr)
         raise typer.Exit(code=2) from None

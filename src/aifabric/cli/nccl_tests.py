@@ -309,8 +309,13 @@ def _render_verdict(comp: TableComparison) -> None:
         return
     console.print(f"  [red]verdict: {escape(comp.verdict)}[/]", highlight=False, markup=True)
     for f in comp.findings:
-        console.print(f"    {escape(f.cause)}: {gbps_text(f.gap_bytes_per_s)} GB/s {f.side} {f.reference} on "
-                      f"average over {f.rows} large row(s)", highlight=False, markup=True)  # fmt: skip
+        if f.cause == "wrong_results":
+            console.print(
+                f"    {escape(f.cause)}: {escape(describe_cause(f.cause))}", highlight=False, markup=True
+            )
+        else:
+            console.print(f"    {escape(f.cause)}: {gbps_text(f.gap_bytes_per_s)} GB/s {f.side} {f.reference} "
+                          f"on average over {f.rows} large row(s)", highlight=False, markup=True)  # fmt: skip
         if f.cause == "log_contradiction":
             console.print(f"      {escape(describe_cause(f.cause, comp))}", highlight=False, markup=True)
         for ev in f.evidence:

@@ -117,6 +117,12 @@ _ASK_TOPOLOGY = " and the GPU-NIC paths with nvidia-smi topo -m"
 #: Likely causes of a row far below the prediction, as our sources name them. Keys are stable (tests and
 #: JSON use them); texts cite the source.
 CAUSES: dict[str, str] = {
+    "wrong_results": (
+        "nccl-tests' own check failed: the collective returned wrong elements (a non-zero #wrong column or "
+        "'Out of bounds values : N FAILED', NVIDIA/nccl-tests src/common.cu), so the run is faulty whatever "
+        "its bandwidth; suspect the GPUs, NVLink or the network corrupting data (dmesg Xid, NIC counters) and "
+        "rerun the size that failed"
+    ),
     "outlier": (
         "one-off outlier: out-of-place and in-place times differ by more than 1.5x at this size; a warm-up "
         "or first-call artefact, not the fabric (seen at 8 B and 256 B in NVIDIA/nccl-tests #309)"
@@ -267,6 +273,8 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
         If ``key`` is not a cause.
     """
     text = CAUSES[key]
+    if comparison is not None and key == "wrong_results":
+        text += " [" + "; ".join(str(e) for e in comparison.wrong_evidence) + "]"
     if comparison is not None and key == "log_contradiction" and comparison.contradiction is not None:
         text += f" [{comparison.contradiction.describe()}]"
     if comparison is not None and key == "unexplained_shortfall":
@@ -633,7 +641,28 @@ class TableComparison:
         its bandwidth the mean measured busbw above the model over the large rows. A socket run
         (``net_socket`` first) is predicted over its sockets already: the cause explains the shortfall
         against the cluster's NICs (:meth:`without_transport` minus measured), not against its own
-        prediction."""
+        prediction. A run whose own check failed (:attr:`wrong_evidence`) has the ``wrong_results`` finding
+        first, whatever its bandwidth (gap 0: it explains no bandwidth, it voids the measurement)."""
+        wrong = self.wrong_evidence
+        failed = (Finding("wrong_results", 0.0, len(wrong), wrong),) if wrong else ()
+        return failed + self._bandwidth_findings()
+
+    @property
+    def wrong_evidence(self) -> tuple[Evidence, ...]:
+        """The lines where nccl-tests' own check failed: each row half with a non-zero ``#wrong`` count,
+        then an ``# Out of bounds values : N FAILED`` footer with N > 0 (NVIDIA/nccl-tests src/common.cu)."""
+        out = []
+        for row in self.table.rows:
+            for place, half in (("out-of-place", row.out_of_place), ("in-place", row.in_place)):
+                if half is not None and half.wrong:
+                    out.append(Evidence(row.line, f"#wrong {half.wrong} ({place}, {row.size_bytes} B)"))
+        t = self.table
+        if t.out_of_bounds and t.out_of_bounds_line is not None:
+            out.append(Evidence(t.out_of_bounds_line, f"Out of bounds values : {t.out_of_bounds} FAILED"))
+        return tuple(out)
+
+    def _bandwidth_findings(self) -> tuple[Finding, ...]:
+        """The findings of the bandwidth alone (see :attr:`findings`)."""
         if self.contradiction is not None:
             above = [r.measured_busbw_bytes_per_s - r.predicted_busbw_bytes_per_s for r in self.large_rows]
             return (Finding("log_contradiction", sum(above) / len(above), len(above),

@@ -109,7 +109,7 @@ class PerfTable:
     avg_busbw_bytes_per_s : float or None
         ``# Avg bus bandwidth`` footer, bytes/s: the mean busbw over all rows (not a peak).
     out_of_bounds : int or None
-        ``# Out of bounds values`` footer.
+        ``# Out of bounds values`` footer: elements nccl-tests' own check found wrong (``N OK``/``N FAILED``).
     columns : tuple of str
         Column names of the header (``size``, ``count``, ..., ``#wrong``); empty for a fragment.
     line : int
@@ -118,6 +118,8 @@ class PerfTable:
         File name or description of the input.
     cut_line : int or None
         1-based line of a last row cut mid-line (the copy stopped there), dropped from :attr:`rows`.
+    out_of_bounds_line : int or None
+        1-based line of the ``# Out of bounds values`` footer.
 
     References
     ----------
@@ -141,6 +143,7 @@ class PerfTable:
     line: int
     source: str | None = None
     cut_line: int | None = None
+    out_of_bounds_line: int | None = None
 
     @classmethod
     def from_text(
@@ -346,6 +349,7 @@ def _read_table(
         line=header + 1,
         source=source,
         cut_line=body.cut_line,
+        out_of_bounds_line=body.out_of_bounds_line,
     )
     return table, body.end
 
@@ -359,6 +363,7 @@ class _Body(NamedTuple):
     avg_busbw_bytes_per_s: float | None
     out_of_bounds: int | None
     end: int
+    out_of_bounds_line: int | None = None
 
 
 def _read_body(
@@ -376,6 +381,7 @@ def _read_body(
     cut_line: int | None = None
     avg: float | None = None
     out_of_bounds: int | None = None
+    out_of_bounds_line: int | None = None
     index = header + 1
     while index < len(lines):
         stripped = lines[index].strip()
@@ -389,7 +395,7 @@ def _read_body(
                 break
             match = _OUT_OF_BOUNDS.match(stripped)
             if match:
-                out_of_bounds = int(match.group(1))
+                out_of_bounds, out_of_bounds_line = int(match.group(1)), index + 1
             elif is_column_header(stripped) or starts_new_run(stripped):
                 break
             index += 1
@@ -404,7 +410,7 @@ def _read_body(
         index = after
     if not rows:
         raise ParseError("the column header has no result rows below it", line=header + 1, source=source)
-    return _Body(rows, cut_line, avg, out_of_bounds, index)
+    return _Body(rows, cut_line, avg, out_of_bounds, index, out_of_bounds_line)
 
 
 def _table_collective(
@@ -493,11 +499,11 @@ def _fragment(
 ) -> PerfTable:
     """A table whose rows were cut: only the ``# Avg bus bandwidth`` footer and the lines above remain."""
     meta = Metadata.read(lines, boundary, footer, source)
-    out_of_bounds = None
-    for line in lines[boundary:footer]:
-        match = _OUT_OF_BOUNDS.match(line.strip())
+    out_of_bounds = out_of_bounds_line = None
+    for k in range(boundary, footer):
+        match = _OUT_OF_BOUNDS.match(lines[k].strip())
         if match:
-            out_of_bounds = int(match.group(1))
+            out_of_bounds, out_of_bounds_line = int(match.group(1)), k + 1
     return PerfTable(
         title=meta.title,
         collective=collective,
@@ -514,4 +520,5 @@ def _fragment(
         columns=(),
         line=footer + 1,
         source=source,
+        out_of_bounds_line=out_of_bounds_line,
     )
