@@ -67,7 +67,7 @@ def test_non_finite_bandwidth_is_refused(field: str, value: str) -> None:
     assert err.value.line == 18 and f"{field} {value!r}" in str(err.value)
 
 
-# -- D7: AIFABRIC_MAX_MEMORY is checked like --max-memory -----------------------------------------------------
+# -- D7: AIFABRIC_MAX_MEMORY is checked like --max-memory --------------------------------------------------
 
 
 @pytest.mark.parametrize("value", ["abc", "-5"])

@@ -314,8 +314,9 @@ def _render_verdict(comp: TableComparison) -> None:
                 f"    {escape(f.cause)}: {escape(describe_cause(f.cause))}", highlight=False, markup=True
             )
         else:
-            console.print(f"    {escape(f.cause)}: {gbps_text(f.gap_bytes_per_s)} GB/s {f.side} {f.reference} "
-                          f"on average over {f.rows} large row(s)", highlight=False, markup=True)  # fmt: skip
+            gap = gbps_text(f.gap_bytes_per_s)
+            console.print(f"    {escape(f.cause)}: {gap} GB/s {f.side} {f.reference} on average over "
+                          f"{f.rows} large row(s)", highlight=False, markup=True)  # fmt: skip
         if f.cause == "log_contradiction":
             console.print(f"      {escape(describe_cause(f.cause, comp))}", highlight=False, markup=True)
         for ev in f.evidence:

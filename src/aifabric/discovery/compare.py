@@ -120,8 +120,8 @@ CAUSES: dict[str, str] = {
     "wrong_results": (
         "nccl-tests' own check failed: the collective returned wrong elements (a non-zero #wrong column or "
         "'Out of bounds values : N FAILED', NVIDIA/nccl-tests src/common.cu), so the run is faulty whatever "
-        "its bandwidth; suspect the GPUs, NVLink or the network corrupting data (dmesg Xid, NIC counters) and "
-        "rerun the size that failed"
+        "its bandwidth; suspect the GPUs, NVLink or the network corrupting data (dmesg Xid, NIC counters) "
+        "and rerun the size that failed"
     ),
     "outlier": (
         "one-off outlier: out-of-place and in-place times differ by more than 1.5x at this size; a warm-up "
