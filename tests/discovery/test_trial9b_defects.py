@@ -1,4 +1,4 @@
-"""Defects D1, D5 and D7 of the issue-9 re-trial (trial 9b), one test each.
+"""Defects D1-D5 and D7 of the issue-9 re-trial (trial 9b), one test each.
 
 Inputs: ``data/trial9/wrong17.log`` (see its README) and hand-written lines.
 """
@@ -76,3 +76,39 @@ def test_bad_max_memory_variable_exits_2(value: str) -> None:
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "AIFABRIC_MAX_MEMORY" in lines[0] and value in lines[0], result.stderr
+
+
+# -- D2, D3, D4: rank lines that contradict each other or the run parameters ---------------------------------
+
+
+def _ok_text() -> str:
+    return WRONG.read_text().replace("465.25     17", "465.25      0").replace("17 FAILED", "0 OK")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "words"),
+    [
+        # D2: rank 4 an A100 among H100s
+        ("device  4 [0x19] NVIDIA H100 80GB HBM3", "device  4 [0x19] NVIDIA A100-SXM4-80GB", 8,
+         ["'NVIDIA A100-SXM4-80GB'", "rank 4", "mixed GPU models"]),
+        # D3: one process cannot drive 99,999,999 GPUs when 8 rank lines (0-7) list the whole run
+        ("nGpus 8 ", "nGpus 99999999 ", 1, ["nGpus 99999999", "rank lines list 8"]),
+        # D4: rank 1 printed twice (device 1, then device 2), rank 2 missing
+        ("Rank  2 Group  0 Pid 295203 on    <host-A> device  2",
+         "Rank  1 Group  0 Pid 295203 on    <host-A> device  2",
+         6, ["rank 1 appears twice, at lines 5 and 6"]),
+    ],
+)  # fmt: skip
+def test_contradictory_rank_lines_are_refused(old: str, new: str, line: int, words: list[str]) -> None:
+    text = _ok_text()
+    assert old in text
+    with pytest.raises(ParseError) as err:
+        parse_nccl_tests(text.replace(old, new, 1))
+    assert err.value.line == line and all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_identical_repeated_rank_line_and_consistent_ngpus_are_read() -> None:
+    lines = _ok_text().split("\n")
+    lines.insert(5, lines[4])  # the rank 1 line pasted twice, same values
+    table = parse_nccl_tests("\n".join(lines))[0]
+    assert table.n_ranks == 8 and table.gpu_name == "NVIDIA H100 80GB HBM3"

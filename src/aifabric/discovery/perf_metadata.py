@@ -54,13 +54,15 @@ class Metadata:
         Raises
         ------
         ParseError
-            If a rank line is malformed or the rank lines describe too many ranks.
+            If a rank line is malformed or repeated, the rank lines name two GPU models or describe too
+            many ranks, or one process drives more GPUs than the complete rank lines list.
         """
         title, title_start = _title(lines, boundary, stop)
         region = lines[boundary:stop]
         local_text = " ".join(line.strip() for line in lines[title_start:stop])
         ranks = _rank_lines(region, boundary, source)
         parameters = _run_parameters(region)
+        _check_gpus_per_process(region, boundary, parameters, ranks, source)
         command = _launcher_command(region)
         gpus_per_process = (parameters.n_gpus if parameters else None) or _flag(command, "-g") or 1
         threads = (parameters.n_threads if parameters else None) or _flag(command, "-t") or 1
@@ -118,30 +120,87 @@ def _title(lines: list[str], boundary: int, stop: int) -> tuple[str | None, int]
 
 def _rank_lines(region: list[str], offset: int, source: str | None) -> tuple[RankInfo, ...]:
     ranks: dict[int, RankInfo] = {}
+    seen: dict[int, int] = {}  # rank -> 1-based line of its ``# Rank`` line
     expanded = 0  # RankInfo objects made from condensed lines, repeats included
     for i, line in enumerate(region):
         stripped = line.strip()
         match = _RANK.match(stripped)
         if match:
-            rank = int(match.group(1))
-            ranks.setdefault(
-                rank,
-                RankInfo(
-                    rank=rank,
-                    host=match.group(4),
-                    device=int(match.group(5)),
-                    bus_id=match.group(6).strip() or None,
-                    gpu_name=match.group(7).rstrip() or None,
-                    pid=int(match.group(3)),
-                    group=int(match.group(2)) if match.group(2) is not None else None,
-                ),
+            info = RankInfo(
+                rank=int(match.group(1)),
+                host=match.group(4),
+                device=int(match.group(5)),
+                bus_id=match.group(6).strip() or None,
+                gpu_name=match.group(7).rstrip() or None,
+                pid=int(match.group(3)),
+                group=int(match.group(2)) if match.group(2) is not None else None,
             )
+            _check_rank_line(info, ranks, seen, offset + i + 1, source)
+            seen.setdefault(info.rank, offset + i + 1)
+            ranks.setdefault(info.rank, info)
         elif _RANKS_LINE.match(stripped):
             infos = _condensed_ranks(stripped, offset + i + 1, source, _MAX_RANKS - expanded)
             expanded += len(infos)
             for info in infos:
                 ranks.setdefault(info.rank, info)
     return tuple(ranks[rank] for rank in sorted(ranks))
+
+
+def _check_gpus_per_process(
+    region: list[str],
+    offset: int,
+    parameters: RunParameters | None,
+    ranks: tuple[RankInfo, ...],
+    source: str | None,
+) -> None:
+    """Refuse ``# nThread T nGpus G`` when one process alone (T x G ranks) would drive more ranks than the
+    rank lines list, and those lines are complete (ranks 0..n-1: nccl-tests prints one per rank).
+
+    Raises
+    ------
+    ParseError
+        Naming the ``# nThread`` line.
+    """
+    if parameters is None or not ranks or ranks[-1].rank != len(ranks) - 1:
+        return
+    per_process = (parameters.n_threads or 1) * (parameters.n_gpus or 1)
+    if per_process <= len(ranks):
+        return
+    lineno = max(offset + i + 1 for i, line in enumerate(region) if re.match(r"#\s*nThread\s", line.strip()))
+    raise ParseError(
+        f"nThread {parameters.n_threads} x nGpus {parameters.n_gpus} = {per_process:,} ranks in one process, "
+        f"but the rank lines list {len(ranks)}",
+        line=lineno,
+        source=source,
+    )
+
+
+def _check_rank_line(
+    info: RankInfo, ranks: dict[int, RankInfo], seen: dict[int, int], lineno: int, source: str | None
+) -> None:
+    """Refuse a ``# Rank`` line at 1-based ``lineno`` that repeats an earlier rank with other values, or
+    names another GPU model than the earlier rank lines (nccl-tests prints one line per rank, once).
+
+    Raises
+    ------
+    ParseError
+        Naming the line (and for a repeated rank, the earlier one).
+    """
+    earlier = ranks.get(info.rank)
+    if earlier is not None and earlier != info and info.rank in seen:
+        raise ParseError(
+            f"rank {info.rank} appears twice, at lines {seen[info.rank]} and {lineno}, with other values",
+            line=lineno,
+            source=source,
+        )
+    models = {r.gpu_name for r in ranks.values() if r.gpu_name is not None}
+    if info.gpu_name is not None and models and info.gpu_name not in models:
+        raise ParseError(
+            f"GPU model {info.gpu_name!r} of rank {info.rank} differs from the other ranks' "
+            f"{sorted(models)[0]!r}: mixed GPU models are not supported",
+            line=lineno,
+            source=source,
+        )
 
 
 def _condensed_ranks(stripped: str, lineno: int, source: str | None, limit: int) -> list[RankInfo]:
