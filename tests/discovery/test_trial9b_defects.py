@@ -112,3 +112,35 @@ def test_identical_repeated_rank_line_and_consistent_ngpus_are_read() -> None:
     lines.insert(5, lines[4])  # the rank 1 line pasted twice, same values
     table = parse_nccl_tests("\n".join(lines))[0]
     assert table.n_ranks == 8 and table.gpu_name == "NVIDIA H100 80GB HBM3"
+
+
+def _all_nvlink_matrix(n: int) -> str:
+    """An ``nvidia-smi topo -m`` of ``n`` GPUs all joined by NV18, CPU affinity 0-55, NUMA 0."""
+    header = "\t" + "\t".join(f"GPU{i}" for i in range(n)) + "\tCPU Affinity\tNUMA Affinity"
+    rows = [
+        f"GPU{i}\t" + "\t".join("X" if i == j else "NV18" for j in range(n)) + "\t0-55\t0" for i in range(n)
+    ]
+    return "\n".join([header, *rows]) + "\n"
+
+
+def test_matrix_of_more_gpus_than_a_node_holds_is_refused_at_its_header(tmp_path: Path) -> None:
+    # D6: 2,000 GPU columns took 34 s and 1.2 GB before a message about scale_out.tiers; one node's topology
+    # holds at most NCCL_TOPO_MAX_NODES = 256 GPUs (src/graph/topo.h)
+    path = tmp_path / "topo300.txt"
+    path.write_text(_all_nvlink_matrix(300))
+    result = CliRunner().invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 2
+    assert (
+        "topo300.txt:1: the matrix header names 300 GPUs; one node's matrix holds at most 256"
+        in result.output
+    )
+
+
+def test_node_too_big_for_the_two_node_fabric_names_the_input(tmp_path: Path) -> None:
+    # D6: 200 GPUs in one node need 200 rails of leaves, more than a two-tier Clos of radix 64 joins
+    path = tmp_path / "topo200.txt"
+    path.write_text(_all_nvlink_matrix(200))
+    result = CliRunner().invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 2
+    assert "topo200.txt: the node it describes cannot be wired: 200 GPUs need 200 leaves" in result.output
+    assert "scale_out.tiers" not in result.output

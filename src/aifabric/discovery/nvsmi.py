@@ -63,6 +63,9 @@ _MAX_CPU_ID = 1 << 16
 #: Most physical lines one matrix line may have been wrapped onto (a terminal 40 columns wide wraps the
 #: header of an 8-GPU, 8-NIC matrix onto 6).
 _MAX_WRAPS = 16
+#: The most GPUs one node's matrix may show: NCCL's limit on nodes of one type in a node's topology,
+#: ``NCCL_TOPO_MAX_NODES`` = 256 (NVIDIA/nccl ``src/graph/topo.h``, 2.18-2.2x releases).
+MAX_MATRIX_GPUS = 256
 #: What :attr:`TopoMatrix.missing` says when the affinity columns were cut.
 AFFINITY_CUT = "affinity columns cut: CPU/NUMA affinity unknown"
 
@@ -506,10 +509,18 @@ def _split_devices(devices: list[str], lineno: int, source: str | None) -> tuple
     Raises
     ------
     ParseError
-        If a GPU column follows a NIC column, or the header names no GPU.
+        If a GPU column follows a NIC column, the header names no GPU, or more than
+        :data:`MAX_MATRIX_GPUS`.
     """
     gpus = [d for d in devices if _is_gpu(d)]
     nics = [d for d in devices if not _is_gpu(d)]
+    if len(gpus) > MAX_MATRIX_GPUS:
+        raise ParseError(
+            f"the matrix header names {len(gpus):,} GPUs; one node's matrix holds at most {MAX_MATRIX_GPUS} "
+            "(NCCL_TOPO_MAX_NODES)",
+            line=lineno,
+            source=source,
+        )
     if devices != gpus + nics:
         raise ParseError("GPU columns must come before NIC columns", line=lineno, source=source)
     if not gpus:
