@@ -15,7 +15,8 @@ from aifabric.discovery.compare import compare_nccl_tests
 from aifabric.discovery.nccl_tests import parse_nccl_tests
 from aifabric.errors import ParseError
 
-WRONG = Path(__file__).parent / "data" / "trial9" / "wrong17.log"
+DATA = Path(__file__).parent / "data" / "trial9"
+WRONG = DATA / "wrong17.log"
 runner = CliRunner()
 
 
@@ -144,3 +145,14 @@ def test_node_too_big_for_the_two_node_fabric_names_the_input(tmp_path: Path) ->
     assert result.exit_code == 2
     assert "topo200.txt: the node it describes cannot be wired: 200 GPUs need 200 leaves" in result.output
     assert "scale_out.tiers" not in result.output
+
+
+@pytest.mark.parametrize("count", ["-7", "0", "19"])
+def test_nvlink_count_outside_what_a_gpu_has_is_refused(tmp_path: Path, count: str) -> None:
+    # D8: a GPU has at most 18 NVLinks (H100 SXM, B200); -7 was read silently as "NVLink: none"
+    text = (DATA / "nvlink_negative.xml").read_text().replace('count="-7"', f'count="{count}"')
+    path = tmp_path / "topo.xml"
+    path.write_text(text)
+    result = runner.invoke(app, ["inspect", str(path)])
+    assert result.exit_code == 2
+    assert f"topo.xml:5: <nvlink>: count={count} NVLinks: a GPU has 1 to 18 links" in result.output

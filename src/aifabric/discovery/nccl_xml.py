@@ -652,11 +652,18 @@ def _gpu(
     )
 
 
+#: The most NVLinks one ``<nvlink>`` element may count: the most a GPU has, 18 (H100 SXM, B200: NVIDIA
+#: Hopper and Blackwell architecture whitepapers).
+_MAX_NVLINKS = 18
+
+
 def _nvlink(tree: _Tree, link: ET.Element) -> NvLink:
     target = link.get("target")
     count = _int(tree, link, "count")
     if not target or count is None:
         raise tree.error(link, "an nvlink needs a target and a count")
+    if not 1 <= count <= _MAX_NVLINKS:
+        raise tree.error(link, f"count={count} NVLinks: a GPU has 1 to {_MAX_NVLINKS} links to one target")
     return NvLink(target=target, count=count, tclass=link.get("tclass"))
 
 
