@@ -316,8 +316,11 @@ def test_cpulist_repeating_a_wide_range_is_merged() -> None:
 def test_topo_header_with_many_columns_is_linear() -> None:
     with pytest.raises(ParseError, match="a column appears twice"):
         TopoMatrix.from_text("GPU0 GPU1 " + "CPU Affinity " * 75_000 + "\n")
-    with pytest.raises(ParseError, match="matrix ends before the row of GPU0"):
+    # refused at the header: more GPUs than one node's topology holds (NCCL_TOPO_MAX_NODES 256)
+    with pytest.raises(ParseError, match="names 100,000 GPUs; one node's matrix holds at most 256"):
         TopoMatrix.from_text(" ".join(f"GPU{i}" for i in range(100_000)) + "\n")
+    with pytest.raises(ParseError, match="matrix ends before the row of GPU0"):
+        TopoMatrix.from_text(" ".join(f"GPU{i}" for i in range(256)) + "\n")
 
 
 def test_unclosed_system_tags_are_linear() -> None:
