@@ -211,11 +211,7 @@ def formula_collective(
     if choice is not None:
         excluded |= choice.disabled
         allowed = choice.protocols
-    if env:  # the transports an environment selects, once per tier model (env_tiers is pure)
-        env_key = ("env_tiers", frozenset(env.items()), spec, catalog_generation())
-        transports: TransportTiers = tm.memo(env_key, lambda: env_tiers(env, spec, tm))
-    else:
-        transports = env_tiers(None, spec, tm)
+    transports = _env_transports(env, spec, tm)
     tm = transports.tiers
     if not transports.gdr and comm.n_domains > 1:  # tuning.cc: no LL128 when typeInter > PXB
         allowed = (frozenset(Protocol) if allowed is None else allowed) - {Protocol.LL128}
@@ -224,16 +220,7 @@ def formula_collective(
         return _one_rank(op, message_bytes, tm)
     entries = tm.memo(("applicable", op, comm.shape), lambda: applicable(op, comm, tm))
     if forced is not None:
-        if forced not in {e.algorithm for e in entries}:
-            note = release_note(forced, op, tm) if op in ALGORITHMS[forced].ops else None
-            if note is not None:
-                raise ValueError(note)
-            possible = ", ".join(e.algorithm.value for e in entries)
-            raise ValueError(
-                f"algorithm: {forced.value!r} does not apply to {op.value} on this communicator; possible: "
-                f"{possible}"
-            )
-        entries = [ALGORITHMS[forced]]
+        entries = [_forced_entry(forced, op, entries, tm)]
     if comm.n_domains > 1 and tm.nic_bytes_per_s <= 0:
         raise ConfigError(
             "scale_out: the communicator spans several scale-up domains but the cluster has no NIC"
@@ -256,6 +243,38 @@ def formula_collective(
     result = _result(op, message_bytes, comm, tm, best, evals)
     unused = _collnet_unused(op, tm, evals) if forced is None else None
     return result if unused is None else replace(result, explanation=f"{result.explanation}. {unused}")
+
+
+def _env_transports(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -> TransportTiers:
+    """The transports ``env`` selects (:func:`~aifabric.collectives.nccl_env.env_tiers`), computed once per
+    tier model and environment (``env_tiers`` is pure, so the memo is exact)."""
+    if not env:
+        return env_tiers(None, spec, tm)
+    env_key = ("env_tiers", frozenset(env.items()), spec, catalog_generation())
+    return tm.memo(env_key, lambda: env_tiers(env, spec, tm))
+
+
+def _forced_entry(
+    forced: Algorithm, op: Collective, entries: list[AlgorithmSpec], tm: TierModel
+) -> AlgorithmSpec:
+    """The registry entry of an algorithm the user forced.
+
+    Raises
+    ------
+    ValueError
+        If ``forced`` is not among the ``entries`` applicable to ``op`` here: the release's note when its
+        NCCL release lacks it, else the algorithms that do apply.
+    """
+    if forced not in {e.algorithm for e in entries}:
+        note = release_note(forced, op, tm) if op in ALGORITHMS[forced].ops else None
+        if note is not None:
+            raise ValueError(note)
+        possible = ", ".join(e.algorithm.value for e in entries)
+        raise ValueError(
+            f"algorithm: {forced.value!r} does not apply to {op.value} on this communicator; possible: "
+            f"{possible}"
+        )
+    return ALGORITHMS[forced]
 
 
 def _collnet_hint(op: Collective, tm: TierModel) -> str:
