@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -50,6 +50,7 @@ __all__ = [
     "nvls_heads",
     "nvls_support",
     "nvls_tree_kernel_bw",
+    "nvls_tree_net_steps",
     "protocol_costs",
     "protocol_for",
     "search_channels",
@@ -164,6 +165,7 @@ class NcclRelease(_Frozen):
     collnet_gather_scatter_inter_factor: float | None = Field(default=None, gt=0, le=1)
     nvls_archs: tuple[str, ...]
     nvls_tree_kernel_bw_from: str | None = None
+    nvls_tree_latency_steps: Literal["log2", "linear"] = "log2"
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -482,6 +484,17 @@ def nvls_heads(release: NcclRelease, *, local_gpus: int, nics_per_node: int = 0)
     if nics_per_node > 0:
         heads = min(heads, nics_per_node)
     return max(1, heads)
+
+
+def nvls_tree_net_steps(release: NcclRelease, nnodes: int) -> int:
+    """How many NET latencies NCCL's tuner charges an NVLS-tree all_reduce across ``nnodes`` nodes
+    (tuning.cc): ``2 x log2i(nnodes)`` (floor of log2) from 2.19.1, ``2 x (nnodes - 1)`` on 2.18
+    (``release.nvls_tree_latency_steps``: ``log2`` / ``linear``); 0 on one node."""
+    if nnodes <= 1:
+        return 0
+    if release.nvls_tree_latency_steps == "linear":
+        return 2 * (nnodes - 1)
+    return 2 * (nnodes.bit_length() - 1)
 
 
 def nvls_chunk_bytes(

@@ -14,12 +14,19 @@ from aifabric.catalog.nccl import (
     nvls_chunk_bytes,
     nvls_heads,
     nvls_tree_kernel_bw,
+    nvls_tree_net_steps,
     tuning_arch,
 )
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel, domain_nic_bytes_per_s, hw_latency_s
+from aifabric.collectives.tiers import (
+    Protocol,
+    TierModel,
+    base_latency_s,
+    domain_nic_bytes_per_s,
+    hw_latency_s,
+)
 from aifabric.errors import ConfigError
 
 __all__ = [
@@ -165,7 +172,8 @@ def nvls_cost(
 
         T = a_nvls + (S + fill) / (B_i e (g - 1)/g)
 
-    with ``a_nvls`` NCCL's NVLS latency (25 us on NVLink), ``e`` its nvlsEfficiency and ``fill`` the
+    with ``a_nvls`` NCCL's NVLS latency, baseLat + NVLink hwLat (0 + 25 us on 2.30, 23 + 0 us on 2.18:
+    tuning.cc), ``e`` its nvlsEfficiency and ``fill`` the
     pipeline's fill and drain on one domain (:func:`nvls_fill_bytes`: 2 loops of 16 x 8 x 64 KiB below
     1 GiB on 8 x H100). Across N > 1 domains NCCL runs flat NVLS only with CollNet (``tm.collnet``): each
     NVLS head sends and receives its share of S through its NIC and the SHARP switches reduce it, so a
@@ -201,7 +209,7 @@ def nvls_cost(
     """
     g = comm.ranks_per_domain
     alg = nvls_algbw(tm, g)
-    lat = hw_latency_s(tm, tm.intra_kind, "nvls", proto)
+    lat = base_latency_s(tm, "nvls", proto) + hw_latency_s(tm, tm.intra_kind, "nvls", proto)
     net = SCALE_UP
     heads, a_out = 0, math.inf
     if comm.n_domains > 1:  # NVLS + CollNet: SHARP across domains, through the NVLS heads' NICs
@@ -236,7 +244,11 @@ def nvls_tree_cost(
     NVLS-tree kernel tops out per channel (:func:`nvls_tree_kernel_cap`, ``A_cap``), so::
 
         algbw = min( B_i e (g - 1)/g ,  B_node  (N = 2)  or  B_node / 2  (N > 2) ,  A_cap )
-        T     = a_nvls + 2 log2(N) a_o + (S + fill) / algbw
+        T     = a_nvls + k(N) a_o + (S + fill) / algbw
+
+    (``a_nvls`` = NCCL's baseLat + NVLink hwLat of NVLS-tree: 23 + 0 us on 2.18, 0 + 23/25 us from 2.19;
+    ``k(N)`` its NET latency steps, :func:`nvls_tree_net_steps`: 2 floor(log2 N) from 2.19, 2 (N - 1)
+    on 2.18.)
 
     (``B_node`` the NICs of the sparsest domain, :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`.)
     ``fill`` is the on-domain NVLS pipeline's fill and drain (:func:`nvls_fill_bytes` with NVLS-tree's
@@ -270,9 +282,9 @@ def _nvls_tree_shape(
     """(latency, algbw, the algbw NCCL's tuner sees, bottleneck network, why) of :func:`nvls_tree_cost`:
     none depends on the size."""
     g, N = comm.ranks_per_domain, comm.n_domains  # noqa: N806
-    ilat = hw_latency_s(tm, tm.intra_kind, "nvls_tree", proto)
+    ilat = base_latency_s(tm, "nvls_tree", proto) + hw_latency_s(tm, tm.intra_kind, "nvls_tree", proto)
     olat = hw_latency_s(tm, "net", "nvls_tree", proto) + tm.extra_inter_latency_s
-    lat = ilat + 2 * math.log2(N) * olat
+    lat = ilat + nvls_tree_net_steps(tm.release, N) * olat
     a_in = nvls_algbw(tm, g)
     a_out = domain_nic_bytes_per_s(tm, comm) * (1.0 if N <= 2 else 0.5)
     a_cap = nvls_tree_kernel_cap(tm, comm)
