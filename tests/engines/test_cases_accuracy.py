@@ -11,6 +11,8 @@ release's tuner ("as logged"), its kernel bounded by what later releases measure
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -35,6 +37,45 @@ def _tables(name: str) -> list[PerfTable]:
 
 
 @dataclass(frozen=True)
+class Point:
+    """One measured size of a table given as busbw only (case 20): time (s) and busbw (B/s)."""
+
+    time_s: float
+    busbw_bytes_per_s: float
+
+
+#: case 20's markdown rows: ``| 65K | 2.72 |`` (size label, in-place busbw GB/s).
+_MD_ROW = re.compile(r"^\|\s*(\d+)([KMG])\s*\|\s*([\d.]+)\s*\|", re.MULTILINE)
+_MD_UNIT = {"K": KiB, "M": MiB, "G": 2**30}
+
+
+@cache
+def _md_sweeps(name: str) -> list[list[tuple[int, float]]]:
+    """The markdown tables of case 20, one list of (size in bytes, in-place busbw in B/s) per table. The
+    labels are powers of two rounded ([S5]: 65K = 65536, 132K = 131072, 524K = 524288, 33M = 2^25), so a
+    size is the power of two nearest the label (65 x 1024 -> 2^16)."""
+    blocks = (DATA / name).read_text().split("=== RAW DATA")[1:]
+    return [
+        [(2 ** round(math.log2(int(m[1]) * _MD_UNIT[m[2]])), float(m[3]) * 1e9) for m in _MD_ROW.finditer(b)]
+        for b in blocks
+    ]
+
+
+def _vm(accelerator: str, gpus: int) -> ClusterSpec:
+    """One Azure VM of case 20: ``gpus`` GPUs on one NVSwitch domain (the run is one process on the VM's
+    GPUs only; the GB200 tray's 4 GPUs are the communicator, not the rack)."""
+    return ClusterSpec.model_validate(
+        {
+            "name": f"azure-{accelerator}",
+            "accelerator": accelerator,
+            "gpus_per_node": gpus,
+            "nodes": 1,
+            "scale_up": {"kind": "nvswitch"},
+        }
+    )
+
+
+@dataclass(frozen=True)
 class Table:
     """One table of a case, the cluster it ran on and the sizes asserted (bytes, inclusive ranges)."""
 
@@ -50,6 +91,7 @@ H100 = {n: preset("h100-ib-2node", nodes=n) for n in (1, 2, 4)}
 C01 = "case_01_dgx_h100_allreduce_single_node.txt"
 C03 = "case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt"
 C13 = "case_13_v100_pcie_4gpu_no_nvlink.txt"
+C20 = "case_20_azure_benchmarking_guide_single_node_busbw.txt"
 C31 = "case_31_mi300x_single_node_rccl.txt"
 
 TABLES = {
@@ -111,6 +153,56 @@ TABLES = {
     ),
     # case_13 RAW 1 (Sheffield Bessemer docs): 4 x V100 PCIe Gen3 through the CPU, NCCL 2.8.3
     "13 V100 PCIe": Table(C13, 0, preset("v100-pcie-4gpu"), ((8, 4096),), ((8 * MiB, 128 * MiB),)),
+    # case_20 [S2] (Azure benchmarking guide): 8 x H100 SXM one VM, NCCL_ALGO=NVLS, NCCL 2.18.5, in-place
+    # busbw only (time = S / algbw, algbw = busbw x 8/14). 2.18's NVLS latency is its baseLat, 23 us (hwLat
+    # 0): 1 KiB = 23.0 us (measured 25.6 us, -10 %); 128 MiB = 23 + (128 + 16 fill) MiB / (370.8 GB/s x .85
+    # x 7/8 = 275.8 GB/s) = 570.5 us (measured 586.3, busbw +2.8 %). 16 KiB-1 MiB: see MISSED
+    "20 H100 NVLS 2.18.5": Table(
+        C20,
+        1,
+        _vm("h100-sxm", 8),
+        ((KiB, 8 * KiB), (2 * MiB, 4 * MiB)),
+        ((8 * MiB, 8 * 2**30),),
+        (("nccl_version", "2.18.5"), ("env", {"NCCL_ALGO": "NVLS"})),
+    ),
+    # case_20 [S3]: 8 x H200 one VM, NCCL_ALGO=NVLS, NCCL 2.20.5 (NVLS latency 0 + 23 us hwLat from 2.19):
+    # 1 MiB = 23 + 11.4 us = 34.4 us (measured 34.6); 8 GiB = 23 + (8 GiB + 16 MiB) / 275.8 GB/s
+    # = 31292 us (measured 31319, busbw +0.1 %). 1-256 KiB: see MISSED
+    "20 H200 NVLS 2.20.5": Table(
+        C20,
+        2,
+        _vm("h200-sxm", 8),
+        ((512 * KiB, 4 * MiB),),
+        ((8 * MiB, 8 * 2**30),),
+        (("nccl_version", "2.20.5"), ("env", {"NCCL_ALGO": "NVLS"})),
+    ),
+    # case_20 [S4]: a GB200 tray's 4 GPUs, NCCL_ALGO=Ring, NCCL 2.25.1: ring/Simple at NCCL's Blackwell
+    # NVLink figure, 18 x 40.1 GB/s = 721.8 GB/s (topo.h SM100_NVLINK_BW, NVIDIA/nccl#1807), algbw 721.8 x
+    # 4/6 = 481.2 GB/s: 8 GiB = (8.4 + 6 x 3.4) us + 8 GiB / 481.2 GB/s = 17880 us (measured 18959, busbw
+    # +6.0 %). 8 MiB (ring/LL128, +11.9 %) and 64 MiB (+8.6 %) pass between missed sizes: see MISSED
+    "20 GB200 tray ring 2.25.1": Table(
+        C20,
+        3,
+        _vm("gb200", 4),
+        (),
+        ((8 * MiB, 8 * MiB), (64 * MiB, 64 * MiB), (2 * 2**30, 8 * 2**30)),
+        (("nccl_version", "2.25.1"), ("env", {"NCCL_ALGO": "Ring"})),
+    ),
+    # case_20 [S1]: 8 x A100 SXM4 80GB one VM, NCCL 2.18.5, labelled NVLS (the script's default). A100 has
+    # no NVLS, and 2.18.5 then has no algorithm (enqueue.cc getAlgoInfo: "no algorithm/protocol
+    # available", which the model repeats: tests/collectives/test_nvls_latency.py), so what ran is not
+    # NCCL_ALGO=NVLS on 2.18.5; ring is what every reading leaves (2.19-2.23's ring backup, or Ring
+    # forced), and from 256 MiB ring runs Simple under any of them. Asserted there, as NCCL_ALGO=Ring:
+    # ring/Simple at 12 x 20 GB/s = 240 GB/s, algbw 240 x 8/14 = 137.1 GB/s: 8 GiB = (8.4 + 14 x 3.4) us
+    # + 8 GiB / 137.1 GB/s = 62691 us (measured 64912, busbw +3.5 %). Below 256 MiB: see MISSED
+    "20 A100 as ring 2.18.5": Table(
+        C20,
+        0,
+        _vm("a100-sxm-80gb", 8),
+        (),
+        ((256 * MiB, 8 * 2**30),),
+        (("nccl_version", "2.18.5"), ("env", {"NCCL_ALGO": "Ring"})),
+    ),
     # case_31 [S1] (hpc-ai-envs PR #30): 8 x MI300X, rccl-tests, one 8 MB row
     "31 MI300X": Table(C31, 0, mi300x_node(), (), ((8 * MiB, 8 * MiB),)),
 }
@@ -181,17 +273,27 @@ MISSED = {
 }
 
 
+def _measured(t: Table) -> tuple[str, list[tuple[int, Any]]]:
+    """(collective, [(size, measured point)]) of a table: nccl-tests rows (out of place), or case 20's
+    busbw-only all_reduce sweeps (in place), their time S / algbw with algbw = busbw x n / (2 (n - 1))."""
+    if t.case != C20:
+        table = _tables(t.case)[t.index]
+        return table.collective, [(row.size_bytes, row.out_of_place) for row in table.rows]
+    n = t.spec.n_gpus
+    sweep = _md_sweeps(t.case)[t.index]
+    return "all_reduce", [(s, Point(s / (bw * n / (2 * (n - 1))), bw)) for s, bw in sweep]
+
+
 def _rows() -> list[Any]:
     out = []
     for key, t in TABLES.items():
-        table = _tables(t.case)[t.index]
-        for row in table.rows:
-            size, m = row.size_bytes, row.out_of_place
+        collective, points = _measured(t)
+        for size, m in points:
             assert m is not None
             lat = any(lo <= size <= hi for lo, hi in t.latency_sizes)
             bw = any(lo <= size <= hi for lo, hi in t.bandwidth_sizes)
             if lat or bw:
-                out.append(pytest.param(key, table.collective, size, m, lat, id=f"{key} {size} B"))
+                out.append(pytest.param(key, collective, size, m, lat, id=f"{key} {size} B"))
     return out
 
 

@@ -166,6 +166,7 @@ class NcclRelease(_Frozen):
     nvls_archs: tuple[str, ...]
     nvls_tree_kernel_bw_from: str | None = None
     nvls_tree_latency_steps: Literal["log2", "linear"] = "log2"
+    ring_backup: bool = False
 
     @property
     def version_tuple(self) -> tuple[int, ...]:

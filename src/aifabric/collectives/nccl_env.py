@@ -198,7 +198,9 @@ def check_env(
         (XLA on TPUs; NVLS variables on RCCL, which has no NVLS); ``algorithm`` (``--algo``) outside
         ``NCCL_ALGO`` or disabled by ``NCCL_NVLS_ENABLE=0``; ``protocol`` (``--proto``) outside
         ``NCCL_PROTO``; NVLS excluded (``--no-nvls``) with ``NCCL_NVLS_ENABLE=1``; an ``NCCL_ALGO`` naming
-        only NVLS algorithms on a cluster without NVLS (the reason named).
+        only NVLS algorithms on a cluster without NVLS (the reason named), as NCCL fails there ("no
+        algorithm/protocol available", 2.18 enqueue.cc, 2.24.3 on); releases with ``ring_backup``
+        (2.19.1-2.23.4) run ring instead (the formula engine's ring backup).
     """
     if not env:
         return
@@ -233,11 +235,14 @@ def check_env(
         and nccl.Protocol(protocol.value) not in parsed.protocols(coll)
     ):
         raise ConfigError(f"--proto {protocol.value} conflicts with NCCL_PROTO={parsed.proto}")
-    if parsed.algo is not None and not tm.nvls:
+    if parsed.algo is not None and not tm.nvls and not tm.release.ring_backup:
         asked = {a for a, name in _NCCL_NAME.items() if name in nccl_algorithms(parsed.algo, coll)}
         if asked and asked <= nvls:
             why = "RCCL has no NVLS" if library == "rccl" else _nvls_missing(spec)
-            raise ConfigError(f"NCCL_ALGO={parsed.algo}: {why}")
+            raise ConfigError(
+                f"NCCL_ALGO={parsed.algo}: {why}; NCCL {tm.release.version}'s tuner then has no algorithm "
+                "('no algorithm/protocol available')"
+            )
 
 
 def _check_ib_only(parsed: NcclEnv, spec: ClusterSpec) -> None:

@@ -228,6 +228,10 @@ def formula_collective(
     key = ("runs", op, comm.shape, forced, proto, allowed, frozenset(excluded))
     runs = tm.memo(key, lambda: _runs(entries, tm, proto, allowed, excluded))
     evals = [c for e, p in runs if (c := e.cost(op, p, message_bytes, comm, tm)) is not None]
+    backup = None
+    if forced is None and env and "NCCL_ALGO" in env and not any(_NCCL_RUNS[e.algorithm] for e in evals):
+        ring, backup = _ring_backup(op, message_bytes, comm, tm, entries, proto, allowed, env["NCCL_ALGO"])
+        evals = ring or evals
     if not evals:
         asked = f"{forced.value if forced else None}/{proto.value if proto else None}"
         raise ValueError(f"algorithm: no algorithm/protocol left for {op.value} (asked {asked})")
@@ -241,8 +245,45 @@ def formula_collective(
     evals.sort(key=_TUNER_TIME)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
     result = _result(op, message_bytes, comm, tm, best, evals)
-    unused = _collnet_unused(op, tm, evals) if forced is None else None
+    unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
     return result if unused is None else replace(result, explanation=f"{result.explanation}. {unused}")
+
+
+#: NCCL's ring in the registry: ring for all_reduce / all_gather / reduce_scatter, a chain for
+#: broadcast / reduce (NCCL's ring algorithm, pipelined along the ring).
+_NCCL_RING = (Algorithm.RING, Algorithm.CHAIN)
+
+
+def _ring_backup(
+    op: Collective,
+    message_bytes: float,
+    comm: Communicator,
+    tm: TierModel,
+    entries: list[AlgorithmSpec],
+    proto: Protocol | None,
+    allowed: frozenset[Protocol] | None,
+    algo_env: str,
+) -> tuple[list[Cost], str | None]:
+    """NCCL's ring backup when ``NCCL_ALGO`` leaves ``op`` no algorithm that runs here: the ring costs
+    and the note saying why, on releases with ``ring_backup`` (2.19.1-2.23.4); ``([], None)`` on the
+    others, whose NCCL fails (2.18 enqueue.cc, 2.24.3 on: "no algorithm/protocol available").
+
+    Source: NCCL v2.19.1-v2.23.4 ``src/graph/tuning.cc`` ncclTopoTuneModel: when every (algorithm,
+    protocol) of a collective has zero bandwidth after ``algoEnable``, "at least set ring algo
+    available": ``bandwidths[c][RING][p] = ringbdw[c][p]`` for every protocol, the tuner then times ring
+    as usual. The protocols kept are those ``NCCL_PROTO`` allows (2.22.3 on zero ``ringbdw`` of a disabled
+    protocol; 2.19-2.21 restored those too, not modelled).
+    """
+    if not tm.release.ring_backup:
+        return [], None
+    ring = [e for e in entries if e.algorithm in _NCCL_RING]
+    runs = _runs(ring, tm, proto, allowed, set())
+    evals = [c for e, p in runs if (c := e.cost(op, p, message_bytes, comm, tm)) is not None]
+    note = (
+        f"NCCL_ALGO={algo_env} leaves {op.value} no algorithm here, so NCCL {tm.release.version} runs ring "
+        "instead (tuning.cc: 'at least set ring algo available', its ringbdw)"
+    )
+    return evals, note
 
 
 def _env_transports(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -> TransportTiers:
