@@ -258,6 +258,36 @@ MISSED = {
     "breaks asserted points and fixes none, so the tuner stays as it is. The 365 plateau is also what a "
     "ring on the default 16 channels would give if it lost 7 % to T7's 24 CTAs x 2 QPs (392.7, the "
     "maintainer: NCCL_MIN_CTAS=24 'may push above 380'); no case measures default-channel ring at 4 nodes",
+    "20 H100 NVLS 2.18.5, 16 KiB-1 MiB": "time 30.2/33.5/42.2/42.5/42.2/43.0/42.0 us vs 23.2-34.4 us "
+    "(busbw +30/+44/+78/+74/+63/+50/+22 %): the measured time climbs from 25.6 us (1-2 KiB) to a ~42 us "
+    "shelf from 64 KiB to 2 MiB, then 57 us at 4 MiB (asserted from 2 MiB). 2.18.5's tuner prices NVLS "
+    "at 23 us flat (tuning.cc: baseLat 23, hwLat 0); "
+    "enqueue.cc getAlgoInfo gives NVLS nvlsChannels at every size (no channel reduction) and "
+    "calcCollChunking 16 KiB chunks below 2 x 16 x 8 x 32 KiB = 8 MiB, so one loop is 16 x 8 x 16 KiB = "
+    "2 MiB: the shelf ends where the second loop starts, but no release fact prices a partly filled "
+    "loop at ~42 us (H200 on 2.20.5 runs the same sizes at ~31 us)",
+    "20 H200 NVLS 2.20.5, 1-256 KiB": "time 29.9-31.2 us vs 23.0-25.9 us (-17..-23 %; busbw +20..+35 %): "
+    "2.20.5's tuner prices NVLS at hwLat[NVLINK][NVLS][Simple] = 23 us (baseLat 0; tuning.cc, "
+    "latencies = intraLat on one node); the measured floor is ~30 us flat to 512 KiB (asserted from 512 "
+    "KiB, where the bandwidth term joins). No 2.20.5 fact adds the ~7 us",
+    "20 GB200 tray ring 2.25.1, 1 KiB-4 MiB": "time 15.4-17.8 us (1-512 KiB), 19.5/28.5/43.0 us "
+    "(1-4 MiB) vs ring/LL 10.4-13.0 and 15.8/21.4/32.5 us (busbw +24..+53 %): 2.25.1's tuner prices "
+    "ring/LL at 6.6 + 6 x 0.6 = 10.2 us (tuning.cc baseLat/hwLat, the same Ring LL figures as Hopper) and "
+    "LL at min(llMaxBw, busBw / 4); the tray measures ~5 us more per call and an LL slope of ~134 GB/s "
+    "algbw (1-4 MiB) against the model's 188. Not checked: 2.25.1's Blackwell llMaxBw row and LL "
+    "channels on a 4-GPU NVL domain",
+    "20 GB200 tray ring 2.25.1, 16 MiB-1 GiB": "busbw 331/423/551/574/594/619/647 vs 398/511/598/654/"
+    "686/704/713 (+20/+21/+9/+14/+16/+14/+10 %; 64 MiB passes, asserted): ring/LL128 then ring/Simple at "
+    "NCCL's 18 x 40.1 = 721.8 GB/s (topo.h SM100_NVLINK_BW, the bound the case names); the measured ramp "
+    "reaches 680 only at 8 GiB (-6 % of the model, asserted), a slower approach than ring/Simple's 28.8 "
+    "us latency gives. No 2.25.1 chunking or channel fact found for it (getAlgoInfo's ring channel "
+    "reduction stops at nc x nt x threadThreshold, far below 16 MiB)",
+    "20 A100 labelled NVLS 2.18.5, 1 KiB-128 MiB": "not the run the file labels: 2.18.5 has no algorithm "
+    "for NCCL_ALGO=NVLS on A100 (enqueue.cc: 'no algorithm/protocol available'; refused by the model), "
+    "and 2.19-2.23's ring backup would run ring/LL at small sizes (15.5 us at 1 KiB). Measured: a 42-45 "
+    "us floor from 1 to 256 KiB (busbw 0.04-10.1), Simple's shape, yet below ring/Simple's 8.4 + 14 x 3.4 "
+    "= 56.0 us; 4-128 MiB busbw 71-174 vs ring's 99-227 (+29..+55 %). What ran (release, protocol) is "
+    "not printed [S1]; from 256 MiB every reading is ring/Simple (asserted)",
     "03 T3/T5 reporter B, 4-8 nodes": "busbw ~320-325 at >= 2 GiB vs 379-390 (+17..+20 %): the maintainers "
     "attribute it to that fabric (adaptive routing, QPs); no fabric fact in the case to model it",
     "03 T7 2 nodes ring, 1-16 MiB": "157 us at 1 MiB vs 81 us (ring/LL128): reporter B's per-call floor. "
@@ -311,4 +341,6 @@ def test_case_point(key: str, collective: str, size: int, measured: Any, latency
 def test_every_table_is_read() -> None:
     # The copied files hold the tables the rows cite (a parser change must not drop one silently).
     assert [len(_tables(c)) for c in (C01, C03, C13, C31)] == [1, 7, 3, 1]
-    assert len(_rows()) >= 93
+    # case 20: four markdown sweeps of 24 sizes each, 1 KiB-8 GiB, every label a distinct power of two
+    assert [[s for s, _ in sweep] for sweep in _md_sweeps(C20)] == [[2**k for k in range(10, 34)]] * 4
+    assert len(_rows()) >= 189
