@@ -118,3 +118,26 @@ def test_nccl_algo_enabling_nothing_that_runs_is_refused(op, algo, said):
     )
     assert r.exit_code == 2, r.output
     assert len(r.stderr.strip().splitlines()) == 1 and said in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("version", "refused"),
+    [
+        # v2.18.5 enqueue.cc getAlgoInfo: "Error : no algorithm/protocol available" (case 20 [S1], A100)
+        ("2.18.5", True),
+        # v2.20.5 tuning.cc: "at least set ring algo available": ring, said in the explanation
+        ("2.20.5", False),
+        # v2.24.3 enqueue.cc: the error again ("NCCL_ALGO was set to NVLS")
+        ("2.24.3", True),
+    ],
+)
+def test_nccl_algo_nvls_on_a100_follows_the_release(version, refused):
+    args = ["collective", "all_reduce", "-s", "1KiB", "-c", "megatron-a100", "--nodes", "1"]
+    r = runner.invoke(app, [*args, "--env", "NCCL_ALGO=NVLS", "--nccl-version", version])
+    if refused:
+        assert r.exit_code == 2, r.output
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and "NCCL_ALGO=NVLS" in lines[0] and f"NCCL {version}'s tuner" in lines[0]
+    else:
+        assert r.exit_code == 0, r.output
+        assert "(ring/LL)" in r.stdout and f"so NCCL {version} runs ring instead" in r.stdout

@@ -239,8 +239,9 @@ def check_env(
         asked = {a for a, name in _NCCL_NAME.items() if name in nccl_algorithms(parsed.algo, coll)}
         if asked and asked <= nvls:
             why = "RCCL has no NVLS" if library == "rccl" else _nvls_missing(spec)
+            version = tm.nccl_version or tm.release.version
             raise ConfigError(
-                f"NCCL_ALGO={parsed.algo}: {why}; NCCL {tm.release.version}'s tuner then has no algorithm "
+                f"NCCL_ALGO={parsed.algo}: {why}; NCCL {version}'s tuner then has no algorithm "
                 "('no algorithm/protocol available')"
             )
 

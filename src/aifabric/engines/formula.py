@@ -279,9 +279,10 @@ def _ring_backup(
     ring = [e for e in entries if e.algorithm in _NCCL_RING]
     runs = _runs(ring, tm, proto, allowed, set())
     evals = [c for e, p in runs if (c := e.cost(op, p, message_bytes, comm, tm)) is not None]
+    version = tm.nccl_version or tm.release.version
     note = (
-        f"NCCL_ALGO={algo_env} leaves {op.value} no algorithm here, so NCCL {tm.release.version} runs ring "
-        "instead (tuning.cc: 'at least set ring algo available', its ringbdw)"
+        f"NCCL_ALGO={algo_env} leaves {op.value} no algorithm here, so NCCL {version} runs ring instead "
+        "(tuning.cc: 'at least set ring algo available', its ringbdw)"
     )
     return evals, note
 
