@@ -41,3 +41,17 @@ def mi300x_node() -> ClusterSpec:
             "scale_up": {"kind": "nvswitch", "link": "infinity-fabric-mi300"},
         }
     )
+
+
+def nvswitch_node(accelerator: str, gpus: int) -> ClusterSpec:
+    """One node (or cloud VM) of ``gpus`` ``accelerator`` GPUs on one NVSwitch domain, no scale-out: a
+    single-VM nccl-tests run (case 20: one process on the VM's GPUs; a GB200 tray's 4 GPUs, not its rack)."""
+    return ClusterSpec.model_validate(
+        {
+            "name": f"{accelerator}-node",
+            "accelerator": accelerator,
+            "gpus_per_node": gpus,
+            "nodes": 1,
+            "scale_up": {"kind": "nvswitch"},
+        }
+    )

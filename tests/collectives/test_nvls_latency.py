@@ -6,24 +6,16 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.clusters import nvswitch_node
 
 from aifabric.catalog.nccl import nccl_release, nvls_tree_net_steps
 from aifabric.cluster.presets import preset
-from aifabric.cluster.spec import ClusterSpec
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import ConfigError
 
 KiB = 2**10
 H100 = preset("h100-ib-2node", nodes=1)
-A100 = ClusterSpec.model_validate(
-    {
-        "name": "a100-vm",
-        "accelerator": "a100-sxm-80gb",
-        "gpus_per_node": 8,
-        "nodes": 1,
-        "scale_up": {"kind": "nvswitch"},
-    }
-)
+A100 = nvswitch_node("a100-sxm-80gb", 8)  # case 20 [S1]: ND A100 v4, one VM
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.clusters import mi300x_node
+from tests.clusters import mi300x_node, nvswitch_node
 
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
@@ -59,20 +59,6 @@ def _md_sweeps(name: str) -> list[list[tuple[int, float]]]:
         [(2 ** round(math.log2(int(m[1]) * _MD_UNIT[m[2]])), float(m[3]) * 1e9) for m in _MD_ROW.finditer(b)]
         for b in blocks
     ]
-
-
-def _vm(accelerator: str, gpus: int) -> ClusterSpec:
-    """One Azure VM of case 20: ``gpus`` GPUs on one NVSwitch domain (the run is one process on the VM's
-    GPUs only; the GB200 tray's 4 GPUs are the communicator, not the rack)."""
-    return ClusterSpec.model_validate(
-        {
-            "name": f"azure-{accelerator}",
-            "accelerator": accelerator,
-            "gpus_per_node": gpus,
-            "nodes": 1,
-            "scale_up": {"kind": "nvswitch"},
-        }
-    )
 
 
 @dataclass(frozen=True)
@@ -160,7 +146,7 @@ TABLES = {
     "20 H100 NVLS 2.18.5": Table(
         C20,
         1,
-        _vm("h100-sxm", 8),
+        nvswitch_node("h100-sxm", 8),
         ((KiB, 8 * KiB), (2 * MiB, 4 * MiB)),
         ((8 * MiB, 8 * 2**30),),
         (("nccl_version", "2.18.5"), ("env", {"NCCL_ALGO": "NVLS"})),
@@ -171,7 +157,7 @@ TABLES = {
     "20 H200 NVLS 2.20.5": Table(
         C20,
         2,
-        _vm("h200-sxm", 8),
+        nvswitch_node("h200-sxm", 8),
         ((512 * KiB, 4 * MiB),),
         ((8 * MiB, 8 * 2**30),),
         (("nccl_version", "2.20.5"), ("env", {"NCCL_ALGO": "NVLS"})),
@@ -183,7 +169,7 @@ TABLES = {
     "20 GB200 tray ring 2.25.1": Table(
         C20,
         3,
-        _vm("gb200", 4),
+        nvswitch_node("gb200", 4),
         (),
         ((8 * MiB, 8 * MiB), (64 * MiB, 64 * MiB), (2 * 2**30, 8 * 2**30)),
         (("nccl_version", "2.25.1"), ("env", {"NCCL_ALGO": "Ring"})),
@@ -198,7 +184,7 @@ TABLES = {
     "20 A100 as ring 2.18.5": Table(
         C20,
         0,
-        _vm("a100-sxm-80gb", 8),
+        nvswitch_node("a100-sxm-80gb", 8),
         (),
         ((256 * MiB, 8 * 2**30),),
         (("nccl_version", "2.18.5"), ("env", {"NCCL_ALGO": "Ring"})),
