@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.clusters import nvswitch_node
 
-from aifabric.catalog.nccl import nccl_release, nvls_tree_net_steps
+from aifabric.catalog.nccl import nccl_release, nvls_tree_net_steps, ring_backup
 from aifabric.cluster.presets import preset
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import ConfigError
@@ -93,3 +93,34 @@ def test_nccl_algo_nvls_without_nvls_runs_ring_on_releases_with_the_backup(versi
     env = {"NCCL_ALGO": "NVLS", "NCCL_PROTO": "Simple"}
     big = formula_collective("all_reduce", 2**30, A100, nccl_version=version, env=env)
     assert (big.algorithm, big.protocol) == ("ring", "Simple")
+
+
+@pytest.mark.parametrize(
+    ("version", "all_reduce", "kept"),
+    [
+        # v2.18.5 tuning.cc: "Never disable ring for non-allreduce operations"; all_reduce: the error
+        ("2.18.5", False, True),
+        ("2.18.5", True, False),
+        # v2.19.1-v2.23.4: "at least set ring algo available", any collective
+        ("2.19.1", True, True),
+        ("2.22.3", True, True),
+        ("2.23.4", False, True),
+        # v2.24.3 on: enqueue.cc "no algorithm/protocol available for function ..."
+        ("2.24.3", False, False),
+        ("2.30.3", True, False),
+    ],
+)
+def test_ring_backup_per_release(version: str, all_reduce: bool, kept: bool) -> None:
+    assert ring_backup(nccl_release(version), all_reduce=all_reduce) is kept
+
+
+def test_nccl_algo_tree_all_gather_runs_ring_on_2_18() -> None:
+    # tuning.cc v2.18.5: NCCL_ALGO=Tree leaves all_gather's ring on (NCCL runs all_gather as ring only);
+    # the same call on 2.30.3 is refused (NCCL fails: tests/engines/test_env_conflicts.py)
+    env, two = {"NCCL_ALGO": "Tree"}, preset("h100-ib-2node")
+    r = formula_collective("all_gather", 2**20, two, nccl_version="2.18.5", env=env)
+    plain = formula_collective("all_gather", 2**20, two, nccl_version="2.18.5")
+    assert r.algorithm == "ring" and r.time_s == plain.time_s
+    assert "so NCCL 2.18.5 runs ring instead (tuning.cc: 'Never disable ring')" in r.explanation
+    with pytest.raises(ConfigError, match="NCCL_ALGO=Tree: no algorithm it enables runs all_gather"):
+        formula_collective("all_gather", 2**20, two, nccl_version="2.30.3", env=env)

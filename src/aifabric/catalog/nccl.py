@@ -51,6 +51,7 @@ __all__ = [
     "nvls_support",
     "nvls_tree_kernel_bw",
     "nvls_tree_net_steps",
+    "ring_backup",
     "protocol_costs",
     "protocol_for",
     "search_channels",
@@ -166,7 +167,7 @@ class NcclRelease(_Frozen):
     nvls_archs: tuple[str, ...]
     nvls_tree_kernel_bw_from: str | None = None
     nvls_tree_latency_steps: Literal["log2", "linear"] = "log2"
-    ring_backup: bool = False
+    ring_backup: Literal["none", "not_all_reduce", "any"] = "none"
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
@@ -496,6 +497,15 @@ def nvls_tree_net_steps(release: NcclRelease, nnodes: int) -> int:
     if release.nvls_tree_latency_steps == "linear":
         return 2 * (nnodes - 1)
     return 2 * (nnodes.bit_length() - 1)
+
+
+def ring_backup(release: NcclRelease, *, all_reduce: bool) -> bool:
+    """Whether NCCL runs ring for a collective that ``NCCL_ALGO`` leaves no algorithm
+    (``release.ring_backup``): ``not_all_reduce`` (2.17-2.18 tuning.cc: "Never disable ring for
+    non-allreduce operations"; an all_reduce fails, enqueue.cc "no algorithm/protocol available"),
+    ``any`` (2.19.1-2.23.4 tuning.cc: "at least set ring algo available", ring back at
+    ``comm->ringbdw``), ``none`` (2.24.3 on: the error)."""
+    return release.ring_backup == "any" or (release.ring_backup == "not_all_reduce" and not all_reduce)
 
 
 def nvls_chunk_bytes(

@@ -199,8 +199,8 @@ def check_env(
         ``NCCL_ALGO`` or disabled by ``NCCL_NVLS_ENABLE=0``; ``protocol`` (``--proto``) outside
         ``NCCL_PROTO``; NVLS excluded (``--no-nvls``) with ``NCCL_NVLS_ENABLE=1``; an ``NCCL_ALGO`` naming
         only NVLS algorithms on a cluster without NVLS (the reason named), as NCCL fails there ("no
-        algorithm/protocol available", 2.18 enqueue.cc, 2.24.3 on); releases with ``ring_backup``
-        (2.19.1-2.23.4) run ring instead (the formula engine's ring backup).
+        algorithm/protocol available", 2.18 enqueue.cc, 2.24.3 on), unless the release runs ring instead
+        (:func:`aifabric.catalog.nccl.ring_backup`; the formula engine's ring backup).
     """
     if not env:
         return
@@ -235,7 +235,11 @@ def check_env(
         and nccl.Protocol(protocol.value) not in parsed.protocols(coll)
     ):
         raise ConfigError(f"--proto {protocol.value} conflicts with NCCL_PROTO={parsed.proto}")
-    if parsed.algo is not None and not tm.nvls and not tm.release.ring_backup:
+    if (
+        parsed.algo is not None
+        and not tm.nvls
+        and not nccl.ring_backup(tm.release, all_reduce=op is Collective.ALL_REDUCE)
+    ):
         asked = {a for a, name in _NCCL_NAME.items() if name in nccl_algorithms(parsed.algo, coll)}
         if asked and asked <= nvls:
             why = "RCCL has no NVLS" if library == "rccl" else _nvls_missing(spec)

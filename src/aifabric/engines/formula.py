@@ -18,6 +18,7 @@ from operator import attrgetter
 from typing import Any
 
 from aifabric.catalog.loader import catalog_generation
+from aifabric.catalog.nccl import ring_backup
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import (
     ALGORITHMS,
@@ -265,24 +266,26 @@ def _ring_backup(
     algo_env: str,
 ) -> tuple[list[Cost], str | None]:
     """NCCL's ring backup when ``NCCL_ALGO`` leaves ``op`` no algorithm that runs here: the ring costs
-    and the note saying why, on releases with ``ring_backup`` (2.19.1-2.23.4); ``([], None)`` on the
-    others, whose NCCL fails (2.18 enqueue.cc, 2.24.3 on: "no algorithm/protocol available").
+    and the note saying why, on releases that run ring then (:func:`~aifabric.catalog.nccl.ring_backup`);
+    ``([], None)`` on the others, whose NCCL fails ("no algorithm/protocol available").
 
     Source: NCCL v2.19.1-v2.23.4 ``src/graph/tuning.cc`` ncclTopoTuneModel: when every (algorithm,
     protocol) of a collective has zero bandwidth after ``algoEnable``, "at least set ring algo
     available": ``bandwidths[c][RING][p] = ringbdw[c][p]`` for every protocol, the tuner then times ring
-    as usual. The protocols kept are those ``NCCL_PROTO`` allows (2.22.3 on zero ``ringbdw`` of a disabled
-    protocol; 2.19-2.21 restored those too, not modelled).
+    as usual; v2.17-v2.18: "Never disable ring for non-allreduce operations". The protocols kept are
+    those ``NCCL_PROTO`` allows (2.22.3 on zero ``ringbdw`` of a disabled protocol; 2.19-2.21 restored
+    those too, not modelled).
     """
-    if not tm.release.ring_backup:
+    if not ring_backup(tm.release, all_reduce=op is Collective.ALL_REDUCE):
         return [], None
     ring = [e for e in entries if e.algorithm in _NCCL_RING]
     runs = _runs(ring, tm, proto, allowed, set())
     evals = [c for e, p in runs if (c := e.cost(op, p, message_bytes, comm, tm)) is not None]
     version = tm.nccl_version or tm.release.version
+    why = "'at least set ring algo available'" if tm.release.ring_backup == "any" else "'Never disable ring'"
     note = (
         f"NCCL_ALGO={algo_env} leaves {op.value} no algorithm here, so NCCL {version} runs ring instead "
-        "(tuning.cc: 'at least set ring algo available', its ringbdw)"
+        f"(tuning.cc: {why})"
     )
     return evals, note
 
