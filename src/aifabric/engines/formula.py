@@ -283,9 +283,10 @@ def _ring_backup(
     evals = [c for e, p in runs if (c := e.cost(op, p, message_bytes, comm, tm)) is not None]
     version = tm.nccl_version or tm.release.version
     why = "'at least set ring algo available'" if tm.release.ring_backup == "any" else "'Never disable ring'"
+    hint = _collnet_hint(op, tm) if "collnet" in algo_env.lower() else ""
     note = (
-        f"NCCL_ALGO={algo_env} leaves {op.value} no algorithm here, so NCCL {version} runs ring instead "
-        f"(tuning.cc: {why})"
+        f"NCCL_ALGO={algo_env} leaves {op.value} no algorithm here{hint}; so NCCL {version} runs ring "
+        f"instead (tuning.cc: {why})"
     )
     return evals, note
 
