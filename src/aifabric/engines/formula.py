@@ -153,7 +153,9 @@ def formula_collective(
         tables apply; default the newest recorded).
     env : mapping, optional
         NCCL environment variables (:data:`aifabric.collectives.nccl_env.MODELLED_VARIABLES`):
-        ``NCCL_ALGO`` / ``NCCL_PROTO`` restrict the choice as NCCL does, ``NCCL_NVLS_ENABLE=0`` disables
+        ``NCCL_ALGO`` / ``NCCL_PROTO`` restrict the choice as NCCL does (an ``NCCL_ALGO`` that leaves the
+        collective nothing runs ring where that release does, :func:`~aifabric.catalog.nccl.ring_backup`,
+        and is refused elsewhere, as NCCL fails), ``NCCL_NVLS_ENABLE=0`` disables
         NVLS and NVLS-tree, ``NCCL_COLLNET_ENABLE=1`` allows CollNet on SHARP switches;
         ``NCCL_P2P_DISABLE``, ``NCCL_P2P_LEVEL``, ``NCCL_SHM_DISABLE`` and ``NCCL_NET_GDR_LEVEL`` choose the
         transports (:func:`aifabric.collectives.nccl_env.env_tiers`), ``NCCL_MIN/MAX_NCHANNELS`` and
