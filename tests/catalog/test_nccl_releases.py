@@ -205,15 +205,16 @@ def test_nvls_tree_kernel_ceiling_per_release():
     # v2.28.3 src/graph/tuning.cc perChMaxNVLSTreeBws first tabulates the NVLS-tree kernel's per-channel
     # ceiling ("NVLSTree Tuning Fixes. Update tuning data for H100"); the kernel (src/device/all_reduce.h
     # RunWorkColl NVLS_TREE warp groups, enqueue.cc chunk rules) is the same from v2.21.5, so 2.21.5-2.27
-    # releases run under 2.28.3's table; from 2.28.3 each release has its own; before 2.21.5 none is known.
-    for version in ("2.21.5", "2.26.2", "2.27.7"):
+    # releases run under 2.28.3's table; from 2.28.3 each release has its own. Before 2.21.5 the chunk is
+    # larger (512 KiB stepSize) but the warp groups are the same lines (bcast 4, reduce 5/7, scatter and
+    # gather the rest; src/collectives/device/all_reduce.h to 2.18, src/device/ from 2.19): 2.28.3's table.
+    for version in ("2.18.1", "2.19.3", "2.20.3", "2.21.5", "2.26.2", "2.27.7"):
         found = nvls_tree_kernel_bw(nccl_release(version))
         assert found is not None and found[0].version == "2.28.3"
         assert found[1]["hopper"] == (0.0, 57.7, 45.5)
         assert nccl_release(version).per_channel_max_nvls_tree_bw is None  # the tuner does not know it
     newest = nccl_release()
     assert nvls_tree_kernel_bw(newest) == (newest, newest.per_channel_max_nvls_tree_bw)
-    assert nvls_tree_kernel_bw(nccl_release("2.20.3")) is None
     for version in nccl_release_versions():  # every named source has the table
         named = nccl_release(version).nvls_tree_kernel_bw_from
         assert named is None or nccl_release(named).per_channel_max_nvls_tree_bw is not None
