@@ -115,7 +115,8 @@ def test_nvls_tree_kernel_cap_bounds_releases_whose_tuner_lacks_it() -> None:
     # 4, reduce 5/7, scatter and gather the rest, the same lines 2.18.1-2.28.3): 2.28.3's ceiling is the one
     # known for it too (case 24: NCCL 2.19.3, 2 nodes ~430 GB/s busbw, below it)
     for version in ("2.18.5", "2.19.3", "2.20.3"):
-        assert nvls_tree_kernel_cap(tier_model(spec, nccl_version=version), comm) == pytest.approx(cap, rel=1e-9)
+        old_tm = tier_model(spec, nccl_version=version)
+        assert nvls_tree_kernel_cap(old_tm, comm) == pytest.approx(cap, rel=1e-9)
     # a B200 reads the Blackwell row of 2.28.3 (96 GB/s on 2 nodes) whatever row its release tunes with
     b200 = spec.model_copy(update={"accelerator": "b200"})
     old = tier_model(b200, nccl_version="2.21.5")  # no Blackwell row: tuned as Hopper

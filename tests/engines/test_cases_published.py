@@ -1,0 +1,184 @@
+"""The formula engine against the shared cases that publish figures without nccl-tests tables (24, 28, 08).
+
+Cases 24 and 28 state busbw figures in words ("~430", "~N/(N-1) x 48 GB/s"); each becomes a point here, with
+the case's words as its source, asserted within 10 % (issue 8: >= 64 MiB; the figures are approximate).
+Case 08's table is run through the gIB plugin, whose efficiency the catalogue takes from that very table
+(``transports.yaml`` gcp-gib, 260 / 400 GB/s): its plateau is no independent check and is not asserted here
+(the discovery tests keep it as ``unexplained_shortfall``); what the case adds is the split-worker layout.
+Points no sourced mechanism reaches are listed in ``MISSED`` (measured, predicted, what is missing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.engines.formula import formula_collective
+
+GiB = 2**30
+
+#: An H100 cluster of case 24: the case 03 nodes (8 x H100 SXM, 8 x ConnectX-7 400G, one per GPU, PIX) on
+#: RoCE: ``scale_out.fabric: ethernet`` with an Ethernet leaf, whose native transport is ``roce-v2`` (NCCL's
+#: NET/IB on an Ethernet port, ``NCCL_IB_GID_INDEX=3`` picking the RoCEv2 GID; transports.yaml).
+ROCE = {"scale_out.fabric": "ethernet", "scale_out.switch": "spectrum-4-sn5600-400g"}
+
+
+def h100_roce(nodes: int) -> ClusterSpec:
+    """``nodes`` x 8 H100 with 8 x 400G RoCE (case 24 [S1])."""
+    return preset("h100-ib-2node", nodes=nodes, **ROCE)
+
+
+def gcp_a4(nodes: int, gpus_per_node: int = 8) -> ClusterSpec:
+    """GCP a4-highgpu-8g as NCCL sees it (case 08): B200 on NVSwitch, one CX-7 400G RoCE NIC per GPU (PIX in
+    the topo matrix), through the gIB plugin; ``gpus_per_node`` 4 is one of two pods a node is split into,
+    with its 4 GPUs' NICs (NCCL counts each pod as a node: it tells nodes apart by host hash)."""
+    return ClusterSpec.model_validate(
+        {
+            "name": "gcp-a4",
+            "accelerator": "b200",
+            "gpus_per_node": gpus_per_node,
+            "nodes": nodes,
+            "scale_up": {"kind": "nvswitch"},
+            "scale_out": {
+                "nic": "connectx-7",
+                "fabric": "ethernet",
+                "switch": "spectrum-4-sn5600-400g",
+                "transport": "gcp-gib",
+            },
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Point:
+    """One published busbw figure: the cluster, the call and the figure (bytes/s), the case's words."""
+
+    source: str
+    spec: ClusterSpec
+    collective: str
+    size: int
+    busbw: float
+    options: tuple[tuple[str, Any], ...] = ()
+
+
+C24 = "case_24_h100_roce_2_vs_4_nodes_nvls.txt"
+C28 = "case_28_alltoall_busbw_expectations.txt"
+V2193 = (("nccl_version", "2.19.3"),)
+
+POINTS = {
+    # case 24 [S1] (NVIDIA/nccl #1221): 2 x 8 H100, 8 x 400G RoCE, NCCL 2.19.3, all_reduce_perf -b 4G -e 8G:
+    # "upgraded from 330GB to 430GB" with NVLS. NVLS-tree in each node (276 GB/s algbw) and across the 2
+    # nodes' 8 NICs (393 GB/s), under the NVLS-tree kernel's per-channel ceiling (2.28.3's table: the same
+    # warp groups since 2.18, nvls.nvls_tree_kernel_cap): 8 x 57.7 x 16/30 = 246.2 GB/s algbw, plus 2.19's
+    # fill of 2 loops of 16 x 8 x 512 KiB: 4 GiB = 51 us + (4 GiB + 128 MiB) / 246.2 GB/s, busbw 446.3
+    # (+3.8 %); 8 GiB 453.8 (+5.5 %)
+    "24 S1 2 nodes NVLS 4 GiB": Point(f"{C24} [S1]", h100_roce(2), "all_reduce", 4 * GiB, 430e9, V2193),
+    "24 S1 2 nodes NVLS 8 GiB": Point(f"{C24} [S1]", h100_roce(2), "all_reduce", 8 * GiB, 430e9, V2193),
+    # case 28 [S1]/[S2] (NVIDIA/nccl-tests #130, #267): alltoall across N nodes, one 400G NIC per GPU,
+    # "~N/(N-1) x 48 GB/s": 2 nodes ~96, 6 ~58, 16 ~51. nccl-tests' busbw is algbw (n-1)/n over n = 8N ranks,
+    # and each rank's NIC carries S (n-8)/n: busbw = 49.15 x (n-1)/(n-8) = 92.2 / 57.7 / 52.0 GB/s
+    "28 S1 2 nodes": Point(f"{C28} [S1]", preset("h100-ib-2node", nodes=2), "all_to_all", GiB, 96e9),
+    "28 S1 6 nodes": Point(f"{C28} [S1]", preset("h100-ib-2node", nodes=6), "all_to_all", GiB, 58e9),
+    "28 S1 16 nodes": Point(f"{C28} [S1]", preset("h100-ib-2node", nodes=16), "all_to_all", GiB, 51e9),
+    # case 28 [S1]: "If you have one GPU per node the BusBw should be the NIC BW"; [S2]: CX-7 at NDR rate
+    # "should achieve up to 48-49GB/s per NIC" (48.5): one H100 per node, 2 nodes, 49.05 GB/s
+    "28 S1 one GPU per node": Point(
+        f"{C28} [S1][S2]", preset("h100-ib-2node", nodes=2, gpus_per_node=1), "all_to_all", GiB, 48.5e9
+    ),
+}
+
+#: Figures no sourced mechanism reaches yet (measured, predicted, what is missing); not asserted.
+MISSED = {
+    "24 S1 2 nodes, NCCL_NVLS_ENABLE=0": "~330 GB/s busbw vs 389.7/391.4 at 4/8 GiB (ring/Simple over the "
+    "8 NICs, +18 %), as on InfiniBand (case 03: ring 392.7 at 2 nodes); NCCL uses the same NET/IB transport "
+    "on RoCE (one NIC payload efficiency, ConnectX-7 0.983), and the case's own estimate, ~40 GB/s per rail, "
+    "names no mechanism: the RoCE MTU (1024 B on a 1500 B Ethernet MTU, 4096 B on jumbo frames: 0.93 vs "
+    "0.98 payload) is not in the case, and nothing else in it lowers a rail",
+    "24 S1 4 nodes, NVLS on or off": "~320 GB/s busbw vs 386.0/389.6 at 4/8 GiB (+21 %): NCCL 2.19.3 runs "
+    "ring either way, as the model does (asserted): its tuner prices NVLS-tree beyond 2 nodes at bwInter / 2 "
+    "(tuning.cc), 351.8 GB/s forced here, below ring; the ring's level is case 03's InfiniBand one (365 at "
+    "4 nodes, 2.26.2); the ~15 % RoCE loss is the same missing mechanism as at 2 nodes without NVLS",
+    "24 S2 8 x 2 x 200G RoCE, 2 and 4 nodes": "310 / 180 GB/s busbw vs 446.3 / 386.0 (NVLS-tree / ring on "
+    "16 x 200G ports, the same node bandwidth): a shortfall whose cause the thread does not establish "
+    "(the reporter's NVLSTree runs hang at >= 4 nodes; the maintainer only warns that 2-node NVLS-tree "
+    "figures are not comparable with > 2 nodes)",
+    "28 S4 16 x 8 H20": "'20+' GB/s busbw vs ~51 expected (the maintainer: 'not the expected behavior'); "
+    "root cause not in the thread, and the catalogue has no H20",
+    "08 small messages 1-64 KiB": "all_gather 246-320 us (out of place) vs 23.7-44.9 us (ring/LL, LL128): "
+    "the gIB plugin's per-operation cost is not published; transports.yaml keeps NCCL's NET/IB latency "
+    "(5 us) for gcp-gib, marked as such. 128 KiB-1 GiB stay 0.9-1.8 ms (16 MiB: 1479 us vs 109 us), so "
+    "every row below 2 GiB is off by the same unexplained per-call time",
+    "08 split workers, average busbw": "4 workers x 4 GPUs 22.2 vs 2 x 8 59.4 (2.67x); the model, told the "
+    "layout, gives 57.8 vs 106.5 (1.84x) over the same 1 KiB-8 GiB sizes: its plateau halves exactly "
+    "(asserted), but its 2 x 8 small and mid sizes are 5-10x faster than measured (above), which lowers "
+    "the average ratio; the misaligned placement (11.2) needs the pods' GPU-NIC paths, which are not "
+    "published",
+    "08 2 x 8 plateau": "260 GB/s busbw (2-8 GiB) vs 263.4: reproduced by construction (gcp-gib's "
+    "aggregate_efficiency 0.65 is this figure over 8 x 50 GB/s), not an independent check; the authors "
+    "do not explain the 0.65 (discovery: unexplained_shortfall)",
+}
+
+
+@pytest.mark.parametrize("key", list(POINTS))
+def test_published_point(key: str) -> None:
+    p = POINTS[key]
+    r = formula_collective(p.collective, p.size, p.spec, **dict(p.options))
+    assert r.busbw_bytes_per_s == pytest.approx(p.busbw, rel=0.10)
+
+
+@pytest.mark.parametrize("size", [4 * GiB, 8 * GiB])
+def test_24_nvls_helps_on_two_nodes_and_not_on_four(size: int) -> None:
+    # case 24 [S1]: NCCL_NVLS_ENABLE=0 -> 1 raises 2 nodes from ~330 to ~430 (NVLS-tree) and leaves 4 nodes at
+    # "same busbw 320GB". NCCL 2.19.3 allows NVLS-tree at 4 nodes (no node limit in tuning.cc or enqueue.cc;
+    # [S2]'s hang is a fault), but its tuner halves NVLS-tree's network bandwidth beyond 2 nodes
+    # (bwInter / 2), so ring wins there and NVLS changes nothing.
+    off = {"NCCL_NVLS_ENABLE": "0"}
+    two_on = formula_collective("all_reduce", size, h100_roce(2), nccl_version="2.19.3")
+    two_off = formula_collective("all_reduce", size, h100_roce(2), nccl_version="2.19.3", env=off)
+    assert (two_on.algorithm, two_off.algorithm) == ("nvls_tree", "ring")
+    assert two_on.busbw_bytes_per_s > 1.1 * two_off.busbw_bytes_per_s
+    four_on = formula_collective("all_reduce", size, h100_roce(4), nccl_version="2.19.3")
+    four_off = formula_collective("all_reduce", size, h100_roce(4), nccl_version="2.19.3", env=off)
+    assert four_on.algorithm == four_off.algorithm == "ring"
+    assert four_on.time_s == four_off.time_s
+    forced = formula_collective(
+        "all_reduce", size, h100_roce(4), nccl_version="2.19.3", algorithm="nvls_tree"
+    )
+    assert forced.time_s > four_on.time_s
+
+
+def test_24_roce_is_named_by_the_fabric() -> None:
+    # An Ethernet scale-out runs NCCL's NET/IB as RoCEv2 (transports.yaml roce-v2), with InfiniBand's NIC
+    # figures: the same model as case 03's nodes, which is why the ~15 % RoCE loss stays in MISSED.
+    roce, ib = h100_roce(2), preset("h100-ib-2node", nodes=2)
+    assert roce.scale_out is not None and roce.scale_out.transport_key == "roce-v2"
+    assert roce.nic_effective_bytes_per_s == ib.nic_effective_bytes_per_s
+
+
+@pytest.mark.parametrize("nodes", [2, 3, 4, 6, 8, 16, 32])
+def test_28_alltoall_busbw_is_the_nic_over_the_remote_share(nodes: int) -> None:
+    # case 28 [S1]: the network part sets the time; a rank sends S (n - 8)/n through its NIC, so
+    # busbw = algbw (n-1)/n = B_nic (n-1)/(n-8) with n = 8 N: ~2x the NIC at 2 nodes, falling towards 1x.
+    spec = preset("h100-ib-2node", nodes=nodes)
+    n = 8 * nodes
+    r = formula_collective("all_to_all", 4 * GiB, spec)
+    expected = spec.nic_effective_bytes_per_s * (n - 1) / (n - 8)
+    assert r.busbw_bytes_per_s == pytest.approx(expected, rel=0.01)  # the ring-latency term: < 0.1 %
+
+
+def test_08_split_workers_halve_the_plateau() -> None:
+    # case 08: 4 workers x 4 GPUs on the same 2 nodes: NCCL sees 4 nodes of 4 ranks, each with its 4 GPUs'
+    # NICs, so every ring crosses 4 NICs per "node" instead of 8: the large-message busbw halves (the authors:
+    # "giving up NVLink-local aggregation"; average busbw 22.2 vs 59.4, see MISSED for the average).
+    whole = formula_collective("all_gather", 8 * GiB, gcp_a4(2), nccl_version="2.26.6")
+    split = formula_collective("all_gather", 8 * GiB, gcp_a4(4, gpus_per_node=4), nccl_version="2.26.6")
+    assert whole.algorithm == split.algorithm == "ring"
+    assert whole.busbw_bytes_per_s / split.busbw_bytes_per_s == pytest.approx(2.0, rel=0.01)
+
+
+def test_every_missed_point_names_measured_and_predicted() -> None:
+    assert all(" vs " in why for why in MISSED.values())
