@@ -3,8 +3,9 @@
 Cases 24 and 28 state busbw figures in words ("~430", "~N/(N-1) x 48 GB/s"); each becomes a point here, with
 the case's words as its source, asserted within 10 % (issue 8: >= 64 MiB; the figures are approximate).
 Case 08's table is run through the gIB plugin, whose efficiency the catalogue takes from that very table
-(``transports.yaml`` gcp-gib, 260 / 400 GB/s): its plateau is no independent check and is not asserted here
-(the discovery tests keep it as ``unexplained_shortfall``); what the case adds is the split-worker layout.
+and dstack's A4 page (``transports.yaml`` gcp-gib, 260 / 400 GB/s): its plateau is no independent check and is
+not asserted here (the discovery tests keep it as ``unexplained_shortfall``); what the case adds is the
+split-worker layout.
 Points no sourced mechanism reaches are listed in ``MISSED`` (measured, predicted, what is missing).
 """
 
@@ -100,7 +101,9 @@ MISSED = {
     "0.98 payload) is not in the case, and nothing else in it lowers a rail",
     "24 S1 4 nodes, NVLS on or off": "~320 GB/s busbw vs 386.0/389.6 at 4/8 GiB (+21 %): NCCL 2.19.3 runs "
     "ring either way, as the model does (asserted): its tuner prices NVLS-tree beyond 2 nodes at bwInter / 2 "
-    "(tuning.cc), 351.8 GB/s forced here, below ring; the ring's level is case 03's InfiniBand one (365 at "
+    "(tuning.cc), 351.8 GB/s forced here (with 2.19.1's 512 KiB chunk: 2.19.3 moves 64 KiB from 4 nodes, "
+    "enqueue.cc, which the 2.19.1 tables the model uses for 2.19.3 do not record), below ring; the "
+    "ring's level is case 03's InfiniBand one (365 at "
     "4 nodes, 2.26.2); the ~15 % RoCE loss is the same missing mechanism as at 2 nodes without NVLS",
     "24 S2 8 x 2 x 200G RoCE, 2 and 4 nodes": "310 / 180 GB/s busbw vs 446.3 / 386.0 (NVLS-tree / ring on "
     "16 x 200G ports, the same node bandwidth): a shortfall whose cause the thread does not establish "
