@@ -250,8 +250,10 @@ def nvls_tree_kernel_bw(release: NcclRelease) -> tuple[NcclRelease, dict[str, Tr
     NCCL's tuner bounds each NVLS-tree channel by ``perChMaxNVLSTreeBws`` (GB/s, rows by architecture,
     columns 1 / 2 / >= 3 nodes) from 2.28.3 on, a measured figure of the kernel, not a change of it: the
     NVLS-tree kernel of 2.21.5-2.27 (``all_reduce.h`` warp groups and counts, ``enqueue.cc`` chunk rules) is
-    2.28.3's. Such a release names the release whose table describes its kernel
-    (``nvls_tree_kernel_bw_from``); its own tuner does not see that ceiling. ``None``: neither has one.
+    2.28.3's, and that of 2.18.1-2.20 has the same warp groups with a larger chunk (512 KiB), the table
+    known for it (case 24: NCCL 2.19.3, 2 nodes ~430 GB/s busbw, under it). Such a release names the release
+    whose table describes its kernel (``nvls_tree_kernel_bw_from``); its own tuner does not see that
+    ceiling. ``None``: neither has one.
     """
     source = release if release.per_channel_max_nvls_tree_bw is not None else None
     if source is None and release.nvls_tree_kernel_bw_from is not None:

@@ -135,7 +135,7 @@ def nvls_tree_kernel_cap(tm: TierModel, comm: Communicator) -> float:
     """The same ceiling for the kernel the release runs, bytes/s: what bounds its time.
 
     :func:`nvls_tree_cap`'s formula on the table of the release that describes the kernel
-    (:func:`~aifabric.catalog.nccl.nvls_tree_kernel_bw`: 2.28.3's for 2.21.5-2.27, whose tuners have no
+    (:func:`~aifabric.catalog.nccl.nvls_tree_kernel_bw`: 2.28.3's for 2.18-2.27, whose tuners have no
     ceiling), in its row for the GPU. Case 03 ran NCCL 2.26.2: its 2-node plateau, 250.2 GB/s algbw
     (469 busbw), is 2.28.3's 246.2 GB/s, not the 276 GB/s (515 busbw) NVLS in the node would allow. inf
     where none is known.
@@ -254,7 +254,7 @@ def nvls_tree_cost(
     ``fill`` is the on-domain NVLS pipeline's fill and drain (:func:`nvls_fill_bytes` with NVLS-tree's
     chunks: 2 loops of 16 x 8 x 128 KiB from 64 MiB on 2 x 8 H100, of 64 KiB chunks from 4 nodes);
     NCCL's tuner does not see it (``Cost.tuner_time_s``), as for one-domain NVLS. A release whose tuner
-    has no ceiling (2.21.5-2.27: :func:`nvls_tree_cap` is inf) picks on ``algbw`` without ``A_cap``, so its
+    has no ceiling (2.18-2.27: :func:`nvls_tree_cap` is inf) picks on ``algbw`` without ``A_cap``, so its
     tuner does not see ``S / algbw - S / algbw_tuner`` either.
 
     Examples
