@@ -389,6 +389,19 @@ class ClusterSpec(_Strict):
             data["parts"] = _register_parts(data["parts"], "cluster")
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _torus_scale_out_given(cls, data: Any) -> Any:
+        """A TPU torus must say what joins its pods: the default scale-out (an InfiniBand Clos of NCCL
+        NICs) is no TPU network (TPU pods meet over the data-centre network, DCN)."""
+        su = data.get("scale_up") if isinstance(data, dict) else None
+        if isinstance(su, dict) and su.get("kind") == "torus" and "scale_out" not in data:
+            raise ValueError(
+                "scale_out: missing on a TPU torus (scale_up.kind torus); write 'scale_out: null' for one "
+                "pod on its ICI alone, or a scale_out section (nic, switch) for the DCN that joins pods"
+            )
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:
         """Refuse a spec whose sizes, domains, scale-up or scale-out do not agree (ValueError, named)."""

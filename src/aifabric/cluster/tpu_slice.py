@@ -216,9 +216,17 @@ def resolve_slice(
     Raises
     ------
     ConfigError
-        A given slice of another size, a slice asked of a link without slice rules (``rules`` None), or
-        what :func:`slice_of` and :func:`default_slice` raise.
+        A given slice of another size, a slice asked of a link without slice rules (``rules`` None), the
+        whole pod when it is more than the largest slice (v5p: 8,960 chips, a slice at most 6,144: Cloud
+        TPU v5p docs), or what :func:`slice_of` and :func:`default_slice` raise.
     """
+    if not given and rules is not None and chips == math.prod(pod_dims) > rules.max_chips:
+        big = largest_slice(rules, pod_dims, what=what)
+        whole = "x".join(map(str, pod_dims))
+        raise ConfigError(
+            f"ranks: {chips} chips (the whole {whole} pod) make no {what} slice; "
+            f"the largest holds {big.chips} chips ({big.label}): give --ranks {big.chips} or fewer"
+        )
     if not given and chips == math.prod(pod_dims):
         dims = (
             tuple(pod_dims[: _rank(rules)])
@@ -262,13 +270,6 @@ def spec_slice(spec: ClusterSpec, chips: int, *, pair: bool = False) -> TpuSlice
         return PAIR
     rules = spec.scaleup_link.slices
     pod = domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, len(rules.shapes[0]) if rules else 3)
-    if rules is not None and not spec.scale_up.slice and chips == math.prod(pod) > rules.max_chips:
-        big = largest_slice(rules, pod, what=spec.accelerator)
-        whole = "x".join(map(str, pod))
-        raise ConfigError(
-            f"ranks: {chips} chips (the whole {whole} pod) make no {spec.accelerator} slice; "
-            f"the largest holds {big.chips} chips ({big.label}): give --ranks {big.chips} or fewer"
-        )
     return resolve_slice(rules, chips, pod, spec.scale_up.slice, what=spec.accelerator)
 
 
@@ -281,6 +282,9 @@ def largest_slice(rules: SliceRules, pod_dims: tuple[int, ...], *, what: str) ->
 
 def default_run(spec: ClusterSpec, *, pair: bool = False) -> tuple[ClusterSpec, int | None, str | None]:
     """What a TPU run takes when neither ``--ranks`` nor ``--slice`` is given: ``(spec, ranks, note)``.
+
+    The one place the default slice is decided: the CLI (``aifabric collective``) and the Python API
+    (:func:`aifabric.engines.formula.formula_collective` without a communicator) both call it.
 
     ``pair`` (send/recv): 2 ranks, a neighbouring pair (:data:`PAIR`). ``scale_up.slice`` set: its chips
     (the YAML slice sets the ranks as ``--slice`` does). A pod larger than the generation's largest slice

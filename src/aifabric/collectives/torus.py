@@ -163,15 +163,16 @@ def torus_cost(
 
     Examples
     --------
-    TPU v5p pod 16x20x28, 600 GB/s per direction, 1 us per hop: 2 x (8 + 10 + 14) = 64 hop steps:
+    TPU v5p, its largest slice 16x16x24 (6,144 chips), 540 GB/s per direction, 1 us per hop:
+    ``2 x 6143/6144 x 1e9 / 540e9`` + 2 x (8 + 8 + 12) = 56 hop steps:
 
     >>> from aifabric.cluster.presets import preset
     >>> from aifabric.collectives.tiers import tier_model
     >>> spec = preset("tpu-v5p-pod")
-    >>> c = torus_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 1e9, Communicator.contiguous(spec),
+    >>> c = torus_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 1e9, Communicator.contiguous(spec, 6144),
     ...                tier_model(spec))
     >>> round(c.time_s * 1e6, 1)
-    3397.0
+    3759.1
     """
     n = comm.n_ranks
     b = tm.intra_bytes_per_s / (2 * max(1, sum(1 for d in tm.torus_dims if d > 1)))
