@@ -143,11 +143,14 @@ class SliceRules(BaseModel):
     ``shapes`` are shapes Google lists (chips per axis, ``AxB`` or ``AxBxC``, any orientation), each a
     mesh with no wraparound unless an axis has ``wrap_at`` chips; ``cube`` (v4, v5p, Ironwood: 4) also
     allows every shape of whole ``cube x cube x cube`` blocks, a torus on every axis (the optical circuit
-    switches close the rings); ``max_chips`` bounds a single slice. Sources in ``source``.
+    switches close the rings); ``max_chips`` bounds a single slice; ``twisted`` (v4, v5p): its
+    ``k x k x 2k`` and ``k x 2k x 2k`` slices may be wired as twisted tori (:mod:`aifabric.cluster.twisted`).
+    Sources in ``source``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     shapes: tuple[tuple[int, ...], ...]
+    twisted: bool = False
     cube: int | None = Field(default=None, ge=2)
     wrap_at: int | None = Field(default=None, ge=2)
     max_chips: int = Field(ge=1)

@@ -23,6 +23,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from aifabric.catalog.loader import SliceRules
+from aifabric.cluster.twisted import TWIST_RULE, twist_ok
 from aifabric.errors import ConfigError
 from aifabric.units import format_bytes
 
@@ -39,11 +40,14 @@ __all__ = [
     "domain_torus_dims",
     "largest_slice",
     "parse_slice",
+    "plain_slice",
     "resolve_slice",
     "slice_of",
     "spec_slice",
     "torus_sizes",
+    "twist_slice",
     "with_slice",
+    "with_twist",
 ]
 
 #: Largest axis a cube-built slice may have (xpk's generator stops at 256 chips per axis).
@@ -52,10 +56,12 @@ _MAX_AXIS = 256
 
 @dataclass(frozen=True)
 class TpuSlice:
-    """A slice: chips per axis (``dims``, as the user or Google writes them) and wraparound per axis."""
+    """A slice: chips per axis (``dims``, as the user or Google writes them), wraparound per axis, and
+    whether its wraparound links are twisted (:mod:`aifabric.cluster.twisted`)."""
 
     dims: tuple[int, ...]
     wrap: tuple[bool, ...]
+    twisted: bool = False
 
     @property
     def chips(self) -> int:
@@ -73,7 +79,9 @@ class TpuSlice:
         return tuple((d, w) for d, w in zip(self.dims, self.wrap, strict=True) if d > 1)
 
     def describe(self) -> str:
-        """``4x4x8 (torus 4, torus 4, torus 8)``, ``8x16 (mesh 8, torus 16)``."""
+        """``4x4x8 (torus 4, torus 4, torus 8)``, ``8x16 (mesh 8, torus 16)``, ``4x4x8 (twisted torus)``."""
+        if self.twisted:
+            return f"{self.label} (twisted torus)"
         kinds = ", ".join(f"{'torus' if w else 'mesh'} {d}" for d, w in self.axes) or "one chip"
         return f"{self.label} ({kinds})"
 
@@ -199,6 +207,27 @@ def default_slice(
     return TpuSlice(dims, _wraps(rules, dims))
 
 
+def twist_slice(rules: SliceRules | None, sl: TpuSlice, *, what: str) -> TpuSlice:
+    """``sl`` wired as a twisted torus (``scale_up.twisted`` / ``--twisted``).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``scale_up.twisted``: a generation whose slices are never twisted (catalogue
+        ``slices.twisted``: v4 and v5p only), or a shape no twisted torus takes (:data:`TWIST_RULE`).
+    """
+    if rules is None or not rules.twisted:
+        raise ConfigError(
+            f"scale_up.twisted: {what} slices are never twisted (twisted tori: TPU v4 and v5p); "
+            "drop --twisted"
+        )
+    if not twist_ok(sl.dims):
+        raise ConfigError(
+            f"scale_up.twisted: the {sl.label} slice cannot be twisted; twisted tori are {TWIST_RULE}"
+        )
+    return TpuSlice(sl.dims, sl.wrap, twisted=True)
+
+
 def resolve_slice(
     rules: SliceRules | None,
     chips: int,
@@ -206,8 +235,25 @@ def resolve_slice(
     given: Sequence[int] | None = None,
     *,
     what: str,
+    twisted: bool = False,
 ) -> TpuSlice:
-    """The slice a communicator of ``chips`` chips runs on.
+    """The slice a communicator of ``chips`` chips runs on, twisted (:func:`twist_slice`) if ``twisted``.
+
+    Raises ConfigError: see :func:`plain_slice` and :func:`twist_slice`.
+    """
+    sl = plain_slice(rules, chips, pod_dims, given, what=what)
+    return twist_slice(rules, sl, what=what) if twisted else sl
+
+
+def plain_slice(
+    rules: SliceRules | None,
+    chips: int,
+    pod_dims: tuple[int, ...],
+    given: Sequence[int] | None = None,
+    *,
+    what: str,
+) -> TpuSlice:
+    """The slice a communicator of ``chips`` chips runs on, untwisted.
 
     ``given`` (``scale_up.slice`` / ``--slice``) when set, which must hold ``chips``; else the whole
     domain's torus (``pod_dims``, every axis a ring: the cluster as its file describes it) when ``chips``
@@ -270,7 +316,9 @@ def spec_slice(spec: ClusterSpec, chips: int, *, pair: bool = False) -> TpuSlice
         return PAIR
     rules = spec.scaleup_link.slices
     pod = domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, len(rules.shapes[0]) if rules else 3)
-    return resolve_slice(rules, chips, pod, spec.scale_up.slice, what=spec.accelerator)
+    return resolve_slice(
+        rules, chips, pod, spec.scale_up.slice, what=spec.accelerator, twisted=spec.scale_up.twisted
+    )
 
 
 def largest_slice(rules: SliceRules, pod_dims: tuple[int, ...], *, what: str) -> TpuSlice:
@@ -329,6 +377,17 @@ def with_slice(spec: ClusterSpec, value: str, ranks: int | None) -> tuple[Cluste
     if ranks is not None and ranks != sl.chips:
         raise ConfigError(f"--slice: {sl.label} holds {sl.chips} chips but --ranks is {ranks}")
     return spec.with_changes(**{"scale_up.slice": list(dims)}), sl.chips
+
+
+def with_twist(spec: ClusterSpec) -> ClusterSpec:
+    """``spec`` with its slice wired as a twisted torus (``--twisted``: ``scale_up.twisted: true``).
+
+    Raises ConfigError naming ``--twisted`` on a cluster that is no TPU torus; the twist itself is checked
+    where the slice is known (:func:`twist_slice`, naming ``scale_up.twisted``).
+    """
+    if spec.scale_up.kind != "torus":
+        raise ConfigError(f"--twisted: {spec.name} is no TPU torus (scale_up.kind {spec.scale_up.kind})")
+    return spec.with_changes(**{"scale_up.twisted": True})
 
 
 #: The protocols a TPU torus has: XLA moves whole messages over ICI, no NCCL LL/LL128 (``torus_cost``).
