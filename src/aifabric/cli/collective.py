@@ -449,7 +449,7 @@ def _print_header(
         f"{comm.n_domains} "
         f"scale-up domain(s) of up to {comm.ranks_per_domain}; engine {r0.engine}; {conv_text}; "
         + (
-            "ICI links at the documented rate, one hop latency per ring step"
+            "ICI links at the JAX scaling book's one-way rate per link, one hop latency per ring step"
             if spec.scale_up.kind == "torus"
             else ("NCCL-effective bandwidths and latencies" if eff == "nccl" else "line rates, no latency")
         ),

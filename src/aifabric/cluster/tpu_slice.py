@@ -40,7 +40,6 @@ __all__ = [
     "domain_torus_dims",
     "largest_slice",
     "parse_slice",
-    "plain_slice",
     "resolve_slice",
     "slice_of",
     "spec_slice",
@@ -235,25 +234,8 @@ def resolve_slice(
     given: Sequence[int] | None = None,
     *,
     what: str,
-    twisted: bool = False,
 ) -> TpuSlice:
-    """The slice a communicator of ``chips`` chips runs on, twisted (:func:`twist_slice`) if ``twisted``.
-
-    Raises ConfigError: see :func:`plain_slice` and :func:`twist_slice`.
-    """
-    sl = plain_slice(rules, chips, pod_dims, given, what=what)
-    return twist_slice(rules, sl, what=what) if twisted else sl
-
-
-def plain_slice(
-    rules: SliceRules | None,
-    chips: int,
-    pod_dims: tuple[int, ...],
-    given: Sequence[int] | None = None,
-    *,
-    what: str,
-) -> TpuSlice:
-    """The slice a communicator of ``chips`` chips runs on, untwisted.
+    """The slice a communicator of ``chips`` chips runs on, untwisted (:func:`twist_slice` twists it).
 
     ``given`` (``scale_up.slice`` / ``--slice``) when set, which must hold ``chips``; else the whole
     domain's torus (``pod_dims``, every axis a ring: the cluster as its file describes it) when ``chips``
@@ -316,9 +298,8 @@ def spec_slice(spec: ClusterSpec, chips: int, *, pair: bool = False) -> TpuSlice
         return PAIR
     rules = spec.scaleup_link.slices
     pod = domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, len(rules.shapes[0]) if rules else 3)
-    return resolve_slice(
-        rules, chips, pod, spec.scale_up.slice, what=spec.accelerator, twisted=spec.scale_up.twisted
-    )
+    sl = resolve_slice(rules, chips, pod, spec.scale_up.slice, what=spec.accelerator)
+    return twist_slice(rules, sl, what=spec.accelerator) if spec.scale_up.twisted else sl
 
 
 def largest_slice(rules: SliceRules, pod_dims: tuple[int, ...], *, what: str) -> TpuSlice:

@@ -12,7 +12,7 @@ import math
 from functools import cache
 from itertools import permutations
 
-from aifabric.cluster.tpu_slice import TpuSlice, resolve_slice
+from aifabric.cluster.tpu_slice import TpuSlice, resolve_slice, twist_slice
 from aifabric.cluster.twisted import twisted_distances
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_UP, Algorithm, Cost, make_cost
@@ -168,10 +168,14 @@ def torus_slice(tm: TierModel, n_ranks: int) -> TpuSlice:
     """The slice ``n_ranks`` ranks run on (:func:`aifabric.cluster.tpu_slice.resolve_slice`), memoised."""
     return tm.memo(
         ("torus_slice", n_ranks),
-        lambda: resolve_slice(
-            tm.slice_rules, n_ranks, tm.torus_dims, tm.torus_slice, what="TPU", twisted=tm.torus_twisted
-        ),
+        lambda: _slice_of(tm, n_ranks),
     )
+
+
+def _slice_of(tm: TierModel, n_ranks: int) -> TpuSlice:
+    """:func:`~aifabric.cluster.tpu_slice.resolve_slice`, twisted when the cluster says so."""
+    sl = resolve_slice(tm.slice_rules, n_ranks, tm.torus_dims, tm.torus_slice, what="TPU")
+    return twist_slice(tm.slice_rules, sl, what="TPU") if tm.torus_twisted else sl
 
 
 def torus_cost(
