@@ -162,7 +162,10 @@ class ScaleUpSpec(_Entry):
 
     ``per_gpu_bidirectional_bytes_per_s`` is the vendor's figure (both directions added);
     ``per_gpu_per_direction_bytes_per_s`` is half of it. ``nccl_effective_per_link_bytes_per_s`` is the
-    per-link, per-direction bandwidth NCCL's tuner assumes (protocol overhead included). ``topology`` is
+    per-link, per-direction bandwidth NCCL's tuner assumes (protocol overhead included); on a TPU ICI link,
+    which no NCCL drives, the per-link one-way rate collectives get (the JAX scaling book's "ICI BW/link
+    (one-way)", bytes/s per direction per link), the vendor's per-chip figure staying the line rate.
+    ``topology`` is
     ``switch`` (every GPU reaches any peer at its whole bandwidth: NVSwitch, PCIe switch, ICI) or
     ``full_mesh`` (one direct link to each peer: AMD Infinity Fabric, 7 xGMI links per GPU in an 8-GPU
     node), with its source in the entry's ``source``. ``slices`` (a TPU ICI) gives the slice shapes of
