@@ -38,17 +38,18 @@ def _write(tmp_path: Path, d: dict) -> str:
 
 
 def test_send_recv_runs_on_a_neighbouring_pair():
-    # One v5p ICI link: 1200 GB/s both ways / 2 / 6 links = 100 GB/s per direction (Cloud TPU v5p docs);
-    # T = S / b + 1 hop of 1 us.
+    # One v5p ICI link: 9e10 B/s per direction (JAX scaling book tpus.md, ICI BW/link one-way; Google's
+    # 1200 GB/s both ways / 2 / 6 links = 100 GB/s is the wire rate); T = S / b + 1 hop of 1 us.
     for extra in ([], ["--ranks", "2"]):
         r = _run("send_recv", "-c", "tpu-v5p-pod", "-s", "1GB", "--json", *extra)
         assert r.exit_code == 0, r.output
         out = json.loads(r.stdout)[0]
         assert out["n_ranks"] == 2 and out["slice"] == "2"
-        assert out["time_s"] == pytest.approx(1e9 / 100e9 + 1e-6)
-    # v5e: 400 / 2 / 4 = 50 GB/s per link per direction (Cloud TPU v5e docs).
+        assert out["time_s"] == pytest.approx(1e9 / 90e9 + 1e-6)
+    # v5e: 4.5e10 B/s per link per direction (JAX scaling book, ICI BW/link one-way; the Cloud TPU v5e
+    # docs' 400 / 2 / 4 = 50 GB/s is the wire rate).
     r = _run("send_recv", "-c", "tpu-v5e-pod", "-s", "1GB", "--json")
-    assert json.loads(r.stdout)[0]["time_s"] == pytest.approx(1e9 / 50e9 + 1e-6)
+    assert json.loads(r.stdout)[0]["time_s"] == pytest.approx(1e9 / 45e9 + 1e-6)
 
 
 @pytest.mark.parametrize("extra", [["--ranks", "4"], ["--slice", "2x2x1"]])

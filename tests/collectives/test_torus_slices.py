@@ -15,8 +15,11 @@ from aifabric.collectives.torus import slice_all_gather_s, slice_all_to_all_s
 from aifabric.engines.formula import formula_collective
 
 GIB = 2**30
-V5P_LINK = 100e9  # 1,200 GB/s bidirectional per chip / 2 directions / 6 links (catalogue tpu-v5p-ici)
-V5E_LINK = 50e9  # 400 GB/s bidirectional per chip / 2 / 4 links (catalogue tpu-v5e-ici)
+# One ICI link, one direction: the JAX scaling book's "ICI BW/link (one-way)" (tpus.md, corrected 2025-02-08,
+# commit 7e97132): v5p 9e10, v5e 4.5e10 B/s, 0.9 of Google's per-chip figures split over the links
+# (1,200 GB/s / 2 / 6 = 100e9; 400 GB/s / 2 / 4 = 50e9), which these tests used before.
+V5P_LINK = 90e9
+V5E_LINK = 45e9
 US = 1e-6  # one ICI hop (catalogue hop_latency)
 
 
@@ -26,7 +29,7 @@ def run(op: str, size: float, spec: ClusterSpec, ranks: int):
 
 def test_v5p_4x4x4_cube_all_reduce_of_1_gib():
     # A whole cube: a ring (wraparound) on all three axes. Each phase (reduce-scatter, all-gather) moves
-    # (n-1)/n S over the chip's 6 links of 100 GB/s at once: 2 x 63/64 x 2^30 / 600e9 = 3523.2 us; latency
+    # (n-1)/n S over the chip's 6 links of 90 GB/s at once: 2 x 63/64 x 2^30 / 540e9 = 3914.7 us; latency
     # 2 phases x (2 + 2 + 2) hops x 1 us = 12 us.
     r = run("all_reduce", GIB, preset("tpu-v5p-pod"), 64)
     assert "4x4x4 (torus 4, torus 4, torus 4)" in r.explanation
@@ -34,10 +37,10 @@ def test_v5p_4x4x4_cube_all_reduce_of_1_gib():
 
 
 def test_v5p_2x2x1_mesh_all_reduce_of_1_gib():
-    # Below a cube there is no wraparound: two lines of 2 chips, one link each (100 GB/s one way). Half the
+    # Below a cube there is no wraparound: two lines of 2 chips, one link each (90 GB/s one way). Half the
     # data goes x then y, half y then x. Per phase, axis x carries 1/2 x (1/2 x 2/4) (first) + 1/2 x
     # (1/2 x 4/4) (second) = 3/8 S in time units of its single link, as does y: 3/8 S / b. All-reduce:
-    # 2 x 3/8 x 2^30 / 100e9 = 8053.1 us, twice a torus of the same shape (3/16 S / b per phase); latency
+    # 2 x 3/8 x 2^30 / 90e9 = 8947.8 us, twice a torus of the same shape (3/16 S / b per phase); latency
     # 2 phases x (1 + 1) hops.
     r = run("all_reduce", GIB, preset("tpu-v5p-pod"), 4)
     assert "2x2x1 (mesh 2, mesh 2)" in r.explanation
@@ -45,7 +48,7 @@ def test_v5p_2x2x1_mesh_all_reduce_of_1_gib():
 
 
 def test_v5e_8x8_mesh_against_the_16x16_torus():
-    # v5e, b = 50 GB/s. 16x16 pod: both axes rings, per phase (n-1)/n S / (4 b) = 255/1024 S / b.
+    # v5e, b = 45 GB/s. 16x16 pod: both axes rings, per phase (n-1)/n S / (4 b) = 255/1024 S / b.
     # 8x8 slice: both axes lines of 8 (no wraparound below 16 chips). Order x then y: x carries
     # 7/8 x 8/64 = 7/64, y 7/8 x 64/64 = 56/64; the mirror order the other way round; half each:
     # 63/128 S / b per axis. All-reduce = 2 phases; latency 2 x (7 + 7) hops against 2 x (8 + 8).
@@ -113,6 +116,6 @@ def test_bigger_slice_of_the_same_kind_never_faster_per_byte(i, j):
 @pytest.mark.parametrize("ranks", [4, 8, 16, 32, 64, 128, 256])
 @pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast"])
 def test_v5p_slice_busbw_within_the_chips_links(op, ranks):
-    # busbw never above the chip's ICI bandwidth on the slice's axes: 6 x 100 GB/s on a torus slice.
+    # busbw never above the chip's ICI bandwidth on the slice's axes: 6 x 90 GB/s on a torus slice.
     r = run(op, GIB, preset("tpu-v5p-pod"), ranks)
     assert r.busbw_bytes_per_s <= 6 * V5P_LINK * (1 + 1e-9)

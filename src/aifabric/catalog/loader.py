@@ -143,11 +143,14 @@ class SliceRules(BaseModel):
     ``shapes`` are shapes Google lists (chips per axis, ``AxB`` or ``AxBxC``, any orientation), each a
     mesh with no wraparound unless an axis has ``wrap_at`` chips; ``cube`` (v4, v5p, Ironwood: 4) also
     allows every shape of whole ``cube x cube x cube`` blocks, a torus on every axis (the optical circuit
-    switches close the rings); ``max_chips`` bounds a single slice. Sources in ``source``.
+    switches close the rings); ``max_chips`` bounds a single slice; ``twisted`` (v4, v5p): its
+    ``k x k x 2k`` and ``k x 2k x 2k`` slices may be wired as twisted tori (:mod:`aifabric.cluster.twisted`).
+    Sources in ``source``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     shapes: tuple[tuple[int, ...], ...]
+    twisted: bool = False
     cube: int | None = Field(default=None, ge=2)
     wrap_at: int | None = Field(default=None, ge=2)
     max_chips: int = Field(ge=1)
@@ -159,7 +162,10 @@ class ScaleUpSpec(_Entry):
 
     ``per_gpu_bidirectional_bytes_per_s`` is the vendor's figure (both directions added);
     ``per_gpu_per_direction_bytes_per_s`` is half of it. ``nccl_effective_per_link_bytes_per_s`` is the
-    per-link, per-direction bandwidth NCCL's tuner assumes (protocol overhead included). ``topology`` is
+    per-link, per-direction bandwidth NCCL's tuner assumes (protocol overhead included); on a TPU ICI link,
+    which no NCCL drives, the per-link one-way rate collectives get (the JAX scaling book's "ICI BW/link
+    (one-way)", bytes/s per direction per link), the vendor's per-chip figure staying the line rate.
+    ``topology`` is
     ``switch`` (every GPU reaches any peer at its whole bandwidth: NVSwitch, PCIe switch, ICI) or
     ``full_mesh`` (one direct link to each peer: AMD Infinity Fabric, 7 xGMI links per GPU in an 8-GPU
     node), with its source in the entry's ``source``. ``slices`` (a TPU ICI) gives the slice shapes of

@@ -32,6 +32,7 @@ from aifabric.cluster.tpu_slice import (
     spec_slice,
     torus_sizes,
     with_slice,
+    with_twist,
 )
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorithms
 from aifabric.collectives.communicator import resolve_communicator
@@ -206,6 +207,14 @@ def collective(
             "else the most cube-like slice of --ranks",
         ),
     ] = None,
+    twisted: Annotated[
+        bool,
+        typer.Option(
+            "--twisted",
+            help="TPU v4/v5p: wire the slice as a twisted torus (scale_up.twisted; shapes k x k x 2k and "
+            "k x 2k x 2k, k a multiple of 4: 4x4x8, 4x8x8, ...)",
+        ),
+    ] = False,
     size: Annotated[
         str | None,
         typer.Option("--size", "-s", help="One message size, e.g. '1 GB', '4GiB' (nccl-tests convention)"),
@@ -290,6 +299,8 @@ def collective(
     with options_as_typed({} if nodes is None else {"scale_out.tiers": f"--nodes {nodes}"}):
         spec = resolve_cluster(cluster, nodes=nodes)  # a Clos too big for --nodes names --nodes
     note = None
+    if twisted:
+        spec = with_twist(spec)
     if slice_ is not None:
         spec, ranks = with_slice(spec, slice_, ranks)
     elif ranks is None:
@@ -325,7 +336,11 @@ def collective(
     )
     _write_files(results, op, comm, spec, trace=trace, chakra=chakra, html=html, html_inputs=html_inputs)
     if json_out:
-        echo = {} if tpu is None else {"slice": tpu.label, "slice_wraparound": list(tpu.wrap)}
+        echo = (
+            {}
+            if tpu is None
+            else {"slice": tpu.label, "slice_wraparound": list(tpu.wrap), "slice_twisted": tpu.twisted}
+        )
         emit_json([{**r.to_dict(), **echo} for r in results])
         return
     if tpu is not None:
@@ -434,7 +449,7 @@ def _print_header(
         f"{comm.n_domains} "
         f"scale-up domain(s) of up to {comm.ranks_per_domain}; engine {r0.engine}; {conv_text}; "
         + (
-            "ICI links at the documented rate, one hop latency per ring step"
+            "ICI links at the JAX scaling book's one-way rate per link, one hop latency per ring step"
             if spec.scale_up.kind == "torus"
             else ("NCCL-effective bandwidths and latencies" if eff == "nccl" else "line rates, no latency")
         ),

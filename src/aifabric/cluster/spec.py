@@ -31,7 +31,7 @@ from pydantic import (
 
 from aifabric import catalog
 from aifabric.catalog.transport import transport
-from aifabric.cluster.tpu_slice import domain_torus_dims, parse_slice, slice_of
+from aifabric.cluster.tpu_slice import TpuSlice, domain_torus_dims, parse_slice, slice_of, twist_slice
 from aifabric.errors import ConfigError
 from aifabric.inputs import load_yaml_mapping
 from aifabric.units import parse_bandwidth, parse_nic_bandwidth, parse_time
@@ -91,7 +91,8 @@ class ScaleUpDomainSpec(_Strict):
     directions (vendors' NVLink convention, the default) or is per direction. ``p2p_through_cpu`` marks
     PCIe machines whose GPU-to-GPU traffic crosses the CPU root complex (NCCL path PHB/SYS).
     ``torus_dims`` is a torus domain's shape (a TPU pod, ``[16, 20, 28]``); ``slice`` the TPU slice a job
-    runs on (``4x4x8`` or ``[4, 4, 8]``), one of the generation's shapes (:mod:`aifabric.cluster.tpu_slice`).
+    runs on (``4x4x8`` or ``[4, 4, 8]``), one of the generation's shapes (:mod:`aifabric.cluster.tpu_slice`);
+    ``twisted`` wires that slice as a twisted torus (TPU v4, v5p; :mod:`aifabric.cluster.twisted`).
     """
 
     kind: Literal["nvswitch", "pcie", "torus"] = "nvswitch"
@@ -102,6 +103,7 @@ class ScaleUpDomainSpec(_Strict):
     p2p_through_cpu: bool = False
     torus_dims: tuple[PositiveInt, PositiveInt, PositiveInt] | None = None
     slice: tuple[PositiveInt, ...] | None = None
+    twisted: bool = False
 
     @field_validator("slice", mode="before")
     @classmethod
@@ -389,6 +391,19 @@ class ClusterSpec(_Strict):
             data["parts"] = _register_parts(data["parts"], "cluster")
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _torus_scale_out_given(cls, data: Any) -> Any:
+        """A TPU torus must say what joins its pods: the default scale-out (an InfiniBand Clos of NCCL
+        NICs) is no TPU network (TPU pods meet over the data-centre network, DCN)."""
+        su = data.get("scale_up") if isinstance(data, dict) else None
+        if isinstance(su, dict) and su.get("kind") == "torus" and "scale_out" not in data:
+            raise ValueError(
+                "scale_out: missing on a TPU torus (scale_up.kind torus); write 'scale_out: null' for one "
+                "pod on its ICI alone, or a scale_out section (nic, switch) for the DCN that joins pods"
+            )
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:
         """Refuse a spec whose sizes, domains, scale-up or scale-out do not agree (ValueError, named)."""
@@ -467,6 +482,8 @@ class ClusterSpec(_Strict):
             )
         if su.slice is not None:
             self._check_slice(su.slice)
+        if su.twisted:
+            self._check_twisted(su.slice)
 
     def _check_slice(self, dims: tuple[int, ...]) -> None:
         """A slice is cut from a TPU torus whose link lists slice shapes, and is one of them."""
@@ -480,6 +497,20 @@ class ClusterSpec(_Strict):
         axes = len(rules.shapes[0])
         pod = domain_torus_dims(self.scale_up.torus_dims, self.domain_gpus, axes)
         slice_of(rules, dims, pod, what=self.accelerator, field="scale_up.slice")
+
+    def _check_twisted(self, dims: tuple[int, ...] | None) -> None:
+        """A twisted torus needs a TPU generation that twists (catalogue ``slices.twisted``) and, when the
+        slice is given, a shape that twists (:func:`~aifabric.cluster.tpu_slice.twist_slice`)."""
+        if self.scale_up.kind != "torus":
+            raise ValueError(f"scale_up.twisted: only a TPU torus is twisted (kind is {self.scale_up.kind})")
+        rules = self.scaleup_link.slices
+        if rules is None or not rules.twisted or dims is not None:
+            try:
+                twist_slice(
+                    rules, TpuSlice(tuple(dims or ()), (True,) * len(dims or ())), what=self.accelerator
+                )
+            except ConfigError as e:
+                raise ValueError(str(e)) from None
 
     def _check_scale_out(self, so: ScaleOutSpec) -> None:
         """The oversubscription ratios match the tiers; NICs, rails and pods divide the nodes."""

@@ -23,6 +23,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from aifabric.catalog.loader import SliceRules
+from aifabric.cluster.twisted import TWIST_RULE, twist_ok
 from aifabric.errors import ConfigError
 from aifabric.units import format_bytes
 
@@ -43,7 +44,9 @@ __all__ = [
     "slice_of",
     "spec_slice",
     "torus_sizes",
+    "twist_slice",
     "with_slice",
+    "with_twist",
 ]
 
 #: Largest axis a cube-built slice may have (xpk's generator stops at 256 chips per axis).
@@ -52,10 +55,12 @@ _MAX_AXIS = 256
 
 @dataclass(frozen=True)
 class TpuSlice:
-    """A slice: chips per axis (``dims``, as the user or Google writes them) and wraparound per axis."""
+    """A slice: chips per axis (``dims``, as the user or Google writes them), wraparound per axis, and
+    whether its wraparound links are twisted (:mod:`aifabric.cluster.twisted`)."""
 
     dims: tuple[int, ...]
     wrap: tuple[bool, ...]
+    twisted: bool = False
 
     @property
     def chips(self) -> int:
@@ -73,7 +78,9 @@ class TpuSlice:
         return tuple((d, w) for d, w in zip(self.dims, self.wrap, strict=True) if d > 1)
 
     def describe(self) -> str:
-        """``4x4x8 (torus 4, torus 4, torus 8)``, ``8x16 (mesh 8, torus 16)``."""
+        """``4x4x8 (torus 4, torus 4, torus 8)``, ``8x16 (mesh 8, torus 16)``, ``4x4x8 (twisted torus)``."""
+        if self.twisted:
+            return f"{self.label} (twisted torus)"
         kinds = ", ".join(f"{'torus' if w else 'mesh'} {d}" for d, w in self.axes) or "one chip"
         return f"{self.label} ({kinds})"
 
@@ -199,6 +206,27 @@ def default_slice(
     return TpuSlice(dims, _wraps(rules, dims))
 
 
+def twist_slice(rules: SliceRules | None, sl: TpuSlice, *, what: str) -> TpuSlice:
+    """``sl`` wired as a twisted torus (``scale_up.twisted`` / ``--twisted``).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``scale_up.twisted``: a generation whose slices are never twisted (catalogue
+        ``slices.twisted``: v4 and v5p only), or a shape no twisted torus takes (:data:`TWIST_RULE`).
+    """
+    if rules is None or not rules.twisted:
+        raise ConfigError(
+            f"scale_up.twisted: {what} slices are never twisted (twisted tori: TPU v4 and v5p); "
+            "drop --twisted"
+        )
+    if not twist_ok(sl.dims):
+        raise ConfigError(
+            f"scale_up.twisted: the {sl.label} slice cannot be twisted; twisted tori are {TWIST_RULE}"
+        )
+    return TpuSlice(sl.dims, sl.wrap, twisted=True)
+
+
 def resolve_slice(
     rules: SliceRules | None,
     chips: int,
@@ -207,7 +235,7 @@ def resolve_slice(
     *,
     what: str,
 ) -> TpuSlice:
-    """The slice a communicator of ``chips`` chips runs on.
+    """The slice a communicator of ``chips`` chips runs on, untwisted (:func:`twist_slice` twists it).
 
     ``given`` (``scale_up.slice`` / ``--slice``) when set, which must hold ``chips``; else the whole
     domain's torus (``pod_dims``, every axis a ring: the cluster as its file describes it) when ``chips``
@@ -216,9 +244,17 @@ def resolve_slice(
     Raises
     ------
     ConfigError
-        A given slice of another size, a slice asked of a link without slice rules (``rules`` None), or
-        what :func:`slice_of` and :func:`default_slice` raise.
+        A given slice of another size, a slice asked of a link without slice rules (``rules`` None), the
+        whole pod when it is more than the largest slice (v5p: 8,960 chips, a slice at most 6,144: Cloud
+        TPU v5p docs), or what :func:`slice_of` and :func:`default_slice` raise.
     """
+    if not given and rules is not None and chips == math.prod(pod_dims) > rules.max_chips:
+        big = largest_slice(rules, pod_dims, what=what)
+        whole = "x".join(map(str, pod_dims))
+        raise ConfigError(
+            f"ranks: {chips} chips (the whole {whole} pod) make no {what} slice; "
+            f"the largest holds {big.chips} chips ({big.label}): give --ranks {big.chips} or fewer"
+        )
     if not given and chips == math.prod(pod_dims):
         dims = (
             tuple(pod_dims[: _rank(rules)])
@@ -262,14 +298,8 @@ def spec_slice(spec: ClusterSpec, chips: int, *, pair: bool = False) -> TpuSlice
         return PAIR
     rules = spec.scaleup_link.slices
     pod = domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, len(rules.shapes[0]) if rules else 3)
-    if rules is not None and not spec.scale_up.slice and chips == math.prod(pod) > rules.max_chips:
-        big = largest_slice(rules, pod, what=spec.accelerator)
-        whole = "x".join(map(str, pod))
-        raise ConfigError(
-            f"ranks: {chips} chips (the whole {whole} pod) make no {spec.accelerator} slice; "
-            f"the largest holds {big.chips} chips ({big.label}): give --ranks {big.chips} or fewer"
-        )
-    return resolve_slice(rules, chips, pod, spec.scale_up.slice, what=spec.accelerator)
+    sl = resolve_slice(rules, chips, pod, spec.scale_up.slice, what=spec.accelerator)
+    return twist_slice(rules, sl, what=spec.accelerator) if spec.scale_up.twisted else sl
 
 
 def largest_slice(rules: SliceRules, pod_dims: tuple[int, ...], *, what: str) -> TpuSlice:
@@ -281,6 +311,9 @@ def largest_slice(rules: SliceRules, pod_dims: tuple[int, ...], *, what: str) ->
 
 def default_run(spec: ClusterSpec, *, pair: bool = False) -> tuple[ClusterSpec, int | None, str | None]:
     """What a TPU run takes when neither ``--ranks`` nor ``--slice`` is given: ``(spec, ranks, note)``.
+
+    The one place the default slice is decided: the CLI (``aifabric collective``) and the Python API
+    (:func:`aifabric.engines.formula.formula_collective` without a communicator) both call it.
 
     ``pair`` (send/recv): 2 ranks, a neighbouring pair (:data:`PAIR`). ``scale_up.slice`` set: its chips
     (the YAML slice sets the ranks as ``--slice`` does). A pod larger than the generation's largest slice
@@ -325,6 +358,17 @@ def with_slice(spec: ClusterSpec, value: str, ranks: int | None) -> tuple[Cluste
     if ranks is not None and ranks != sl.chips:
         raise ConfigError(f"--slice: {sl.label} holds {sl.chips} chips but --ranks is {ranks}")
     return spec.with_changes(**{"scale_up.slice": list(dims)}), sl.chips
+
+
+def with_twist(spec: ClusterSpec) -> ClusterSpec:
+    """``spec`` with its slice wired as a twisted torus (``--twisted``: ``scale_up.twisted: true``).
+
+    Raises ConfigError naming ``--twisted`` on a cluster that is no TPU torus; the twist itself is checked
+    where the slice is known (:func:`twist_slice`, naming ``scale_up.twisted``).
+    """
+    if spec.scale_up.kind != "torus":
+        raise ConfigError(f"--twisted: {spec.name} is no TPU torus (scale_up.kind {spec.scale_up.kind})")
+    return spec.with_changes(**{"scale_up.twisted": True})
 
 
 #: The protocols a TPU torus has: XLA moves whole messages over ICI, no NCCL LL/LL128 (``torus_cost``).

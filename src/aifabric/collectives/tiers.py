@@ -120,6 +120,7 @@ class TierModel:
     extra_inter_latency_s: float = 0.0
     torus_dims: tuple[int, ...] = ()
     torus_slice: tuple[int, ...] = ()  # the slice the cluster names (scale_up.slice); () = by rank count
+    torus_twisted: bool = False  # the slice wired as a twisted torus (scale_up.twisted)
     slice_rules: SliceRules | None = None  # the TPU generation's slice shapes (catalogue ``slices``)
     hop_latency_s: float = 0.0
     release: NcclRelease = field(default_factory=nccl_release)  # newest; read on first use, not at import
@@ -342,6 +343,7 @@ def tier_model(
         extra_inter_latency_s=extra + (spec.transport_extra_latency_s if efficiency == "nccl" else 0.0),
         torus_dims=_torus_dims(spec) if spec.scale_up.kind == "torus" else (),
         torus_slice=tuple(spec.scale_up.slice or ()),
+        torus_twisted=spec.scale_up.twisted,
         slice_rules=link.slices,
         hop_latency_s=link.hop_latency_s,
         release=release,

@@ -1211,13 +1211,14 @@ def _check_all_to_all(
     check_memory(what, need, "ranks")
 
 
-def _check_wired_scale_up(spec: ClusterSpec) -> None:
-    """Refuse (ConfigError naming ``engine``) a torus scale-up of more than one GPU: the links and flow
-    engines do not wire a torus link by link."""
+def _check_wired_scale_up(spec: ClusterSpec, engine: str) -> None:
+    """Refuse (one ConfigError line naming ``engine``, the one asked, and what runs it: the formula
+    engine) a torus scale-up of more than one GPU: the links and flow engines do not wire a torus link by
+    link."""
     if spec.scale_up.kind == "torus" and spec.domain_gpus > 1:
         raise ConfigError(
-            f"engine: the links and flow engines do not wire a torus link by link ({spec.name!r} has a "
-            f"{spec.scale_up.kind} scale-up); use --engine formula"
+            f"engine: the links and flow engines do not wire a torus link by link (--engine {engine} asked; "
+            f"{spec.name!r} has a TPU ICI torus scale-up); use --engine formula, which times TPU slices"
         )
 
 
@@ -1296,7 +1297,7 @@ def fabric_collective(
         disconnect two ranks (named in the message).
     """
     op = Collective.parse(op)
-    _check_wired_scale_up(spec)
+    _check_wired_scale_up(spec, engine)
     topo = topo or cached_topology(spec)
     gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
     if gpus.size == 1:

@@ -20,6 +20,7 @@ from typing import Any
 from aifabric.catalog.loader import catalog_generation
 from aifabric.catalog.nccl import ring_backup
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.tpu_slice import default_run
 from aifabric.collectives.algorithms import (
     ALGORITHMS,
     Algorithm,
@@ -143,7 +144,9 @@ def formula_collective(
         Size in bytes, as nccl-tests counts it (:mod:`aifabric.collectives.ops`). Must be > 0.
     spec : ClusterSpec
     comm : Communicator, optional
-        Default: every GPU of the cluster.
+        Default: every GPU of the cluster; on a TPU pod larger than its largest slice (v5p: 8,960 chips, a
+        slice at most 16x16x24) the largest slice, as the CLI runs it
+        (:func:`aifabric.cluster.tpu_slice.default_run`); send_recv on a TPU: two neighbouring chips.
     algorithm, protocol : str, optional
         Force one (like ``NCCL_ALGO`` / ``NCCL_PROTO``); default: the fastest.
     exclude : tuple of str
@@ -188,7 +191,9 @@ def formula_collective(
     op = Collective.parse(op)
     if not message_bytes > 0 or message_bytes != message_bytes or message_bytes == float("inf"):
         raise ValueError(f"size: message size must be > 0 bytes, got {message_bytes!r}")
-    comm = comm or Communicator.contiguous(spec)
+    if comm is None:  # the CLI's default run: a TPU pod above its largest slice runs on that slice
+        spec, ranks, _ = default_run(spec, pair=op is Collective.SEND_RECV)
+        comm = Communicator.contiguous(spec, ranks)
     choice = env_choice(env, op) if env else None
     if tiers is not None and choice is not None and choice.shapes_tiers:
         raise ConfigError(

@@ -209,7 +209,7 @@ def run_scenario(
     if spec.scale_up.kind == "torus":
         raise ValueError(
             f"--cluster: {spec.name} is a torus (TPU ICI); the links/flow engines model switched Clos "
-            "fabrics only"
+            "fabrics only: time its collectives with aifabric collective --engine formula"
         )
     topo = build_topology(spec)
     n_job = job_nodes or spec.n_nodes // jobs
