@@ -241,6 +241,64 @@ def _check_hardware(calibration: object | None, spec: ClusterSpec) -> None:
                           "refit it with 'aifabric calibrate' on this hardware")  # fmt: skip
 
 
+def _tier_bandwidths(spec: ClusterSpec, convention: str, efficiency: str) -> tuple[float, float]:
+    """Per-GPU, per-direction scale-up and NIC bandwidths (bytes/s) that ``efficiency`` reads: NCCL's
+    effective constants (``"nccl"``) or line rates (``"line_rate"``); the scale-up figure doubled under
+    ``convention="bidirectional"`` (the seed lesson's arithmetic). Before any calibration or NIC stream
+    factor (:func:`tier_model`).
+
+    Raises ConfigError naming ``convention`` or ``efficiency`` when it is not one of those names.
+    """
+    if convention not in ("per_direction", "bidirectional"):
+        raise ConfigError(f"convention: unknown {convention!r}; use per_direction or bidirectional")
+    if efficiency not in ("nccl", "line_rate"):
+        raise ConfigError(f"efficiency: unknown {efficiency!r}; use nccl or line_rate")
+    if efficiency == "nccl":
+        intra = spec.scaleup_effective_bytes_per_s
+        nic = spec.nic_effective_bytes_per_s
+    else:
+        intra = spec.scaleup_line_rate_bytes_per_s
+        nic = spec.nic_line_rate_bytes_per_s
+    if convention == "bidirectional":
+        intra *= 2
+    return intra, nic
+
+
+class _Calibration(NamedTuple):
+    """A fitted profile's factors (:func:`_calibration_factors`): scale-up, scale-out and latency scales
+    (dimensionless) and the extra inter-domain latency (s)."""
+
+    intra_scale: float
+    inter_scale: float
+    latency_scale: float
+    extra_inter_latency_s: float
+
+
+def _calibration_factors(calibration: object | None, spec: ClusterSpec) -> _Calibration:
+    """The factors of ``calibration`` (1, 1, 1 and 0 s without one; a missing attribute reads as its
+    neutral value), checked: fitted on the hardware of ``spec`` (:func:`_check_hardware`), scales finite
+    (bandwidth scales > 0), the latency offset finite (it may be slightly negative).
+
+    Raises ConfigError naming the field.
+    """
+    factors = _Calibration(1.0, 1.0, 1.0, 0.0)
+    if calibration is not None:
+        factors = _Calibration(
+            float(getattr(calibration, "intra_scale", 1.0)),
+            float(getattr(calibration, "inter_scale", 1.0)),
+            float(getattr(calibration, "latency_scale", 1.0)),
+            float(getattr(calibration, "extra_inter_latency_s", 0.0)),
+        )
+    _check_hardware(calibration, spec)
+    _finite("calibration.intra_scale", factors.intra_scale, positive=True)
+    _finite("calibration.inter_scale", factors.inter_scale, positive=True)
+    _finite("calibration.latency_scale", factors.latency_scale)
+    extra = factors.extra_inter_latency_s
+    if not math.isfinite(extra):  # a fitted offset: may be slightly negative, never NaN or infinite
+        raise ConfigError(f"calibration.extra_inter_latency: must be a finite number, got {extra!r}")
+    return factors
+
+
 @_shared_per_catalogue
 def tier_model(
     spec: ClusterSpec,
@@ -290,36 +348,13 @@ def tier_model(
     catalogue generation and shared, with its :meth:`TierModel.memo`, by every call that asks for it
     (an unhashable ``calibration`` is built each time); ``tier_model.__wrapped__`` builds a new one.
     """
-    if convention not in ("per_direction", "bidirectional"):
-        raise ConfigError(f"convention: unknown {convention!r}; use per_direction or bidirectional")
-    if efficiency not in ("nccl", "line_rate"):
-        raise ConfigError(f"efficiency: unknown {efficiency!r}; use nccl or line_rate")
+    intra, nic = _tier_bandwidths(spec, convention, efficiency)
     link = spec.scaleup_link
-    if efficiency == "nccl":
-        intra = spec.scaleup_effective_bytes_per_s
-        nic = spec.nic_effective_bytes_per_s
-    else:
-        intra = spec.scaleup_line_rate_bytes_per_s
-        nic = spec.nic_line_rate_bytes_per_s
-    if convention == "bidirectional":
-        intra *= 2
     so = spec.scale_out
     os_ = list(so.oversubscription) + [1.0, 1.0] if so else [1.0, 1.0]
     acc = spec.accelerator_spec
     release = nccl_release(nccl_version)
-    intra_scale = inter_scale = lat_scale = 1.0
-    extra = 0.0
-    if calibration is not None:
-        intra_scale = float(getattr(calibration, "intra_scale", 1.0))
-        inter_scale = float(getattr(calibration, "inter_scale", 1.0))
-        lat_scale = float(getattr(calibration, "latency_scale", 1.0))
-        extra = float(getattr(calibration, "extra_inter_latency_s", 0.0))
-    _check_hardware(calibration, spec)
-    _finite("calibration.intra_scale", intra_scale, positive=True)
-    _finite("calibration.inter_scale", inter_scale, positive=True)
-    _finite("calibration.latency_scale", lat_scale)
-    if not math.isfinite(extra):  # a fitted offset: may be slightly negative, never NaN or infinite
-        raise ConfigError(f"calibration.extra_inter_latency: must be a finite number, got {extra!r}")
+    intra_scale, inter_scale, lat_scale, extra = _calibration_factors(calibration, spec)
     _finite("scale_up.bandwidth", intra * intra_scale, positive=True)
     _finite("scale_out.nic_speed", nic * inter_scale)
     row = _tuning_row(release, acc.arch)

@@ -32,7 +32,7 @@ from aifabric.collectives.algorithms import (
 )
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP
-from aifabric.collectives.nccl_env import TransportTiers, check_env, env_choice, env_tiers
+from aifabric.collectives.nccl_env import EnvChoice, TransportTiers, check_env, env_choice, env_tiers
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
 from aifabric.engines.result import Candidate, CollectiveResult, assemble
@@ -195,21 +195,7 @@ def formula_collective(
         spec, ranks, _ = default_run(spec, pair=op is Collective.SEND_RECV)
         comm = Communicator.contiguous(spec, ranks)
     choice = env_choice(env, op) if env else None
-    if tiers is not None and choice is not None and choice.shapes_tiers:
-        raise ConfigError(
-            "env: NCCL_MIN/MAX_NCHANNELS and NCCL_IB_QPS_PER_CONNECTION shape the tier model; pass them "
-            "without a precomputed tiers="
-        )
-    tm = tiers or tier_model(
-        spec,
-        convention=convention,
-        efficiency=efficiency,
-        calibration=calibration,
-        nccl_version=nccl_version,
-        min_nchannels=choice.min_nchannels if choice else None,
-        max_nchannels=choice.max_nchannels if choice else None,
-        ib_qps_per_connection=choice.ib_qps_per_connection if choice else None,
-    )
+    tm = _call_tiers(spec, choice, tiers, convention, efficiency, calibration, nccl_version)
     forced = None if algorithm is None else Algorithm.parse(algorithm)
     proto = None if protocol is None else parse_protocol(protocol)
     excluded = {Algorithm.parse(a) for a in exclude}
@@ -243,13 +229,8 @@ def formula_collective(
     if not evals:
         asked = f"{forced.value if forced else None}/{proto.value if proto else None}"
         raise ValueError(f"algorithm: no algorithm/protocol left for {op.value} (asked {asked})")
-    if forced is None and env and "NCCL_ALGO" in env and not any(ALGORITHMS[e.algorithm].nccl for e in evals):
-        nccl_runs = sorted({e.algorithm.value for e in entries if e.nccl})
-        raise ConfigError(
-            f"NCCL_ALGO={env['NCCL_ALGO']}: no algorithm it enables runs {op.value} here (NCCL would fail); "
-            f"NCCL algorithms that do: {', '.join(nccl_runs) or 'none'}"
-            + (_collnet_hint(op, tm) if "collnet" in env["NCCL_ALGO"].lower() else "")
-        )
+    if forced is None and env and "NCCL_ALGO" in env:
+        _check_nccl_algo_runs(env["NCCL_ALGO"], op, entries, evals, tm)
     evals.sort(key=_TUNER_TIME)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
     result = _result(op, message_bytes, comm, tm, best, evals)
@@ -296,6 +277,53 @@ def _ring_backup(
         f"instead (tuning.cc: {why})"
     )
     return evals, note
+
+
+def _call_tiers(
+    spec: ClusterSpec,
+    choice: EnvChoice | None,
+    tiers: TierModel | None,
+    convention: str,
+    efficiency: str,
+    calibration: Any | None,
+    nccl_version: str | None,
+) -> TierModel:
+    """The tier model a call runs on: ``tiers`` when given, else :func:`tier_model` of ``spec`` with the
+    environment's ``NCCL_MIN/MAX_NCHANNELS`` and ``NCCL_IB_QPS_PER_CONNECTION`` (``choice``).
+
+    Raises ConfigError when ``tiers`` is given with those variables, which shape the tier model.
+    """
+    if tiers is not None and choice is not None and choice.shapes_tiers:
+        raise ConfigError(
+            "env: NCCL_MIN/MAX_NCHANNELS and NCCL_IB_QPS_PER_CONNECTION shape the tier model; pass them "
+            "without a precomputed tiers="
+        )
+    return tiers or tier_model(
+        spec,
+        convention=convention,
+        efficiency=efficiency,
+        calibration=calibration,
+        nccl_version=nccl_version,
+        min_nchannels=choice.min_nchannels if choice else None,
+        max_nchannels=choice.max_nchannels if choice else None,
+        ib_qps_per_connection=choice.ib_qps_per_connection if choice else None,
+    )
+
+
+def _check_nccl_algo_runs(
+    nccl_algo: str, op: Collective, entries: list[AlgorithmSpec], evals: list[Cost], tm: TierModel
+) -> None:
+    """Refuse an ``NCCL_ALGO`` that leaves no NCCL algorithm among the costed runs ``evals`` (NCCL would
+    fail the call): ConfigError naming the variable, its value and the NCCL algorithms of ``entries`` that
+    do run ``op`` (with the CollNet hint when the value names CollNet)."""
+    if any(ALGORITHMS[e.algorithm].nccl for e in evals):
+        return
+    nccl_runs = sorted({e.algorithm.value for e in entries if e.nccl})
+    raise ConfigError(
+        f"NCCL_ALGO={nccl_algo}: no algorithm it enables runs {op.value} here (NCCL would fail); "
+        f"NCCL algorithms that do: {', '.join(nccl_runs) or 'none'}"
+        + (_collnet_hint(op, tm) if "collnet" in nccl_algo.lower() else "")
+    )
 
 
 def _env_transports(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -> TransportTiers:

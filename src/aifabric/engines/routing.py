@@ -816,14 +816,7 @@ def _route_between_leaves(
     assert shape is not None
     u1 = shape.leaf_up
     first, inv = _group_rows(plane, leaf_s, leaf_d)
-    viable_u = _leaf_pair_viable(topo, plane[first], leaf_s[first], leaf_d[first], alive)
-    none = (viable_u.sum(axis=1) == 0)[inv]
-    if none.any():
-        i = int(np.nonzero(none)[0][0])
-        raise NoRoute(
-            f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: every equal-cost path through the spines has a "
-            "failed link"
-        )
+    viable_u = _viable_uplinks(topo, plane[first], leaf_s[first], leaf_d[first], alive, s, d, inv)
     up_u = topo.leaf_uplinks[plane[first][:, None], leaf_s[first][:, None], np.arange(u1)[None, :]]
     pod_d = topo.pod_of_leaf[leaf_d]
     same_pod = (topo.pod_of_leaf[leaf_s] == pod_d) if shape.tiers == 3 else np.ones(s.size, bool)
@@ -834,18 +827,8 @@ def _route_between_leaves(
         b.add(up_u[inv[rows], jj], cols[rows], wj[rows, jj])
         _spray_down(topo, b, cols, rows, jj, wj[rows, jj], alive, same_pod, plane, leaf_s, leaf_d, pod_d)
         return
-    slot_d = (
-        (d // topo.spec.gpus_per_node) % max(1, shape.nodes_per_su)
-        if shape.rails > 1
-        else d % shape.leaf_down
-    ).astype(np.uint64)
-    if policy == "pinning":
-        j = _pick_in(viable_u, inv, slot_d)
-    elif policy == "adaptive":
-        rng = np.random.default_rng(hop.seed + 17)
-        j = _least_loaded(viable_u[inv], up_u[inv], np.zeros(topo.n_links), w, leaf_s, rng)
-    else:
-        j = _pick_in(viable_u, inv, hop.at(2))
+    slot_d = _pinned_slot(topo, d)
+    j = _pick_uplink(topo, policy, viable_u, up_u, inv, slot_d, hop, w, leaf_s)
     b.add(up_u[inv, j], cols, pw)
     spine = topo.leaf_uplink_spine[leaf_s, j]
     # same pod / two tiers: spine -> leaf_d over one of the parallel cables
@@ -874,6 +857,64 @@ def _route_between_leaves(
             alive,
             slot_d[xp],
         )
+
+
+def _viable_uplinks(
+    topo: Topology,
+    plane: np.ndarray,
+    leaf_s: np.ndarray,
+    leaf_d: np.ndarray,
+    alive: np.ndarray,
+    s: np.ndarray,
+    d: np.ndarray,
+    inv: np.ndarray,
+) -> np.ndarray:
+    """(k, u1) :func:`_leaf_pair_viable` of the distinct (plane, leaf pair) rows, refusing a pair with no
+    viable uplink: :class:`NoRoute` names the first sub-flow ``s[i] -> d[i]`` whose row (``inv[i]``) has
+    none."""
+    viable_u = _leaf_pair_viable(topo, plane, leaf_s, leaf_d, alive)
+    none = (viable_u.sum(axis=1) == 0)[inv]
+    if none.any():
+        i = int(np.nonzero(none)[0][0])
+        raise NoRoute(
+            f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: every equal-cost path through the spines has a "
+            "failed link"
+        )
+    return viable_u
+
+
+def _pinned_slot(topo: Topology, d: np.ndarray) -> np.ndarray:
+    """uint64 key that pins a sub-flow to its destination: the destination node's slot in its scalable
+    unit on a rail-optimised fabric (``rails > 1``), else the destination's port on its leaf."""
+    shape = topo.shape
+    assert shape is not None
+    return (
+        (d // topo.spec.gpus_per_node) % max(1, shape.nodes_per_su)
+        if shape.rails > 1
+        else d % shape.leaf_down
+    ).astype(np.uint64)
+
+
+def _pick_uplink(
+    topo: Topology,
+    policy: str,
+    viable_u: np.ndarray,
+    up_u: np.ndarray,
+    inv: np.ndarray,
+    slot_d: np.ndarray,
+    hop: _SwitchHash,
+    w: np.ndarray,
+    leaf_s: np.ndarray,
+) -> np.ndarray:
+    """Each sub-flow's one uplink slot among the viable ones of its row ``inv`` of ``viable_u``: the
+    pinned slot (``pinning``), the least loaded by bytes ``w`` at its source leaf (``adaptive``, seeded by
+    ``hop.seed + 17``), else the hash at the leaf-up tier (``ecmp``, ``qp``)."""
+    if policy == "pinning":
+        return _pick_in(viable_u, inv, slot_d)
+    if policy == "adaptive":
+        rng = np.random.default_rng(hop.seed + 17)
+        return _least_loaded(viable_u[inv], up_u[inv], np.zeros(topo.n_links), w, leaf_s, rng)
+    return _pick_in(viable_u, inv, hop.at(2))
 
 
 def _leaf_pair_viable(
