@@ -4,6 +4,7 @@ import pytest
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
+from aifabric.cli.collective import FLAGS
 from aifabric.cluster.presets import preset
 from aifabric.collectives.communicator import Communicator
 from aifabric.engines.api import ENGINE_OPTIONS, check_engine_options, collective_time
@@ -77,3 +78,42 @@ def test_fabric_collective_takes_no_unknown_keyword():
     spec = preset("h100-ib-2node")
     with pytest.raises(TypeError, match="protocol"):
         fabric_collective("all_reduce", 1e9, spec, Communicator.contiguous(spec), protocol="LL")  # type: ignore[call-arg]
+
+
+#: A value each flag takes (a file a refusal must not open: the refusal comes before any file is read).
+FLAG_VALUES = {
+    "--algo": ("--algo", "ring"),
+    "--proto": ("--proto", "Simple"),
+    "--no-nvls": ("--no-nvls",),
+    "--convention": ("--convention", "bidirectional"),
+    "--efficiency": ("--efficiency", "line_rate"),
+    "--calibration": ("--calibration", "missing.yaml"),
+    "--nccl-version": ("--nccl-version", "2.21.5"),
+    "--env": ("--env", "NCCL_ALGO=Ring"),
+    "--routing": ("--routing", "ecmp"),
+    "--seed": ("--seed", "3"),
+    "--transport": ("--transport", "ib"),
+}
+
+
+def _dropped():
+    for engine, takes in ENGINE_OPTIONS.items():
+        for option, flag in sorted(FLAGS.items()):
+            if option not in takes:
+                yield pytest.param(engine, flag, id=f"{engine} {flag}")
+
+
+@pytest.mark.parametrize("engine,flag", list(_dropped()))
+def test_every_option_an_engine_does_not_take_exits_2_naming_it(engine, flag):
+    # ENGINE_OPTIONS x the CLI's flags: every pair the engine does not take (links: --proto, --convention,
+    # --no-nvls, --calibration, --nccl-version, --env, --transport; flow: the same less --transport;
+    # formula: --routing, --seed, --transport) is one line naming it, exit 2
+    r = run("collective", "all_reduce", "-c", "h100-ib-2node", "--size", "1GiB", "--engine", engine,
+            *FLAG_VALUES[flag])  # fmt: skip
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith(f"error: {flag}: the {engine} engine does not take this option (it takes ")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_every_flag_has_a_value_here():
+    assert set(FLAG_VALUES) == set(FLAGS.values())
