@@ -81,6 +81,28 @@ def test_algbw_across_domains_is_bounded_by_the_ranks_nics(case, size, efficienc
     assert r.algbw_bytes_per_s <= bound * (1 + 1e-9), (r.algorithm, r.protocol)
 
 
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(
+    case=clusters(),
+    slot=st.integers(min_value=0, max_value=71),
+    size=st.floats(min_value=1.0, max_value=1e11),
+    efficiency=st.sampled_from(["nccl", "line_rate"]),
+)
+def test_busbw_of_one_rank_per_domain_is_bounded_by_its_nic(case, slot, size, efficiency):
+    # One rank in each domain: every byte a rank sends or receives crosses its own NIC (B_o), the slowest
+    # network it crosses, and nothing else. busbw = algbw x busbw_factor, and the algbw bound above with
+    # g_min = 1 gives busbw <= B_o for every collective: all_reduce B_o N / (2 (N-1)) x 2 (N-1)/N,
+    # all_gather / reduce_scatter / all_to_all B_o n / (n-1) x (n-1)/n, broadcast / reduce / send_recv B_o.
+    spec, _, op = case
+    g = spec.domain_gpus
+    domains = 2 if op is Collective.SEND_RECV else spec.n_gpus // g  # a send_recv pairs two ranks
+    comm = Communicator.from_gpus(spec, [d * g + slot % g for d in range(domains)])
+    tm = tier_model(spec, efficiency=efficiency)
+    r = formula_collective(op, size, spec, comm, efficiency=efficiency)
+    assert comm.n_domains == comm.n_ranks >= 2
+    assert r.busbw_bytes_per_s <= tm.nic_bytes_per_s * (1 + 1e-9), (r.algorithm, r.protocol)
+
+
 @settings(max_examples=120, deadline=None, derandomize=True)
 @given(
     name=st.sampled_from([*CLUSTERS, "v100-pcie-4gpu", "tpu-v5p-pod"]),
