@@ -69,3 +69,23 @@ def test_flow_engine_agrees_too(algo, n):
         f = collective_time("all_reduce", size, spec, ranks=n, algorithm=algo, protocol="Simple")
         flow = collective_time("all_reduce", size, spec, ranks=n, algorithm=algo, engine="flow")
         assert flow.time_s == pytest.approx(f.time_s, rel=0.02), (algo, n, size)
+
+
+def _other_ops():
+    for algo in plan_algorithms():
+        for op in sorted(ALGORITHMS[algo].ops, key=lambda o: o.value)[1:]:
+            for n in GPUS:
+                if algo is Algorithm.FLAT_RING and n == 8:
+                    continue  # needs several domains
+                yield pytest.param(algo, op, n, id=f"{algo.value}-{op.value}-{n}")
+
+
+@pytest.mark.parametrize("algo,op,n", list(_other_ops()))
+def test_every_collective_of_a_planned_algorithm_agrees_too(algo, op, n):
+    # The test above runs each algorithm's first collective; its other ones (ring and flat_ring all_reduce
+    # and reduce_scatter, chain reduce) are held to the same 2 % at the same sizes and GPU counts
+    spec = preset("dgx-h100-superpod", nodes=max(1, n // 8))
+    for size in SIZES:
+        f = collective_time(op, size, spec, ranks=n, algorithm=algo, protocol="Simple")
+        links = collective_time(op, size, spec, ranks=n, algorithm=algo, engine="links")
+        assert links.time_s == pytest.approx(f.time_s, rel=0.02), (algo, op, n, size)
