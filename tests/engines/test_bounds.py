@@ -204,3 +204,27 @@ def test_one_gpu_per_node_ring_is_bounded_by_its_nic():
     assert r.busbw_bytes_per_s / GB == pytest.approx(49.15, rel=0.01)  # latency < 1 % at 16 GiB
     assert r.bottleneck == "scale-out"
     assert math.isclose(sum(r.network_time_s.values()), r.time_s)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(
+    nodes=st.integers(min_value=2, max_value=6),
+    data=st.data(),
+    op=st.sampled_from([o for o in OPS if o != "send_recv"]),
+    size=st.floats(min_value=1.0, max_value=1e11),
+    efficiency=st.sampled_from(["nccl", "line_rate"]),
+)
+def test_algbw_with_shared_nics_is_bounded_by_the_nodes_nics(nodes, data, op, size, efficiency):
+    # Shared NICs (the random clusters above give each GPU its own): AWS p4d.24xlarge, 8 x A100 and 400 Gb/s
+    # EFA as 4 x 100 Gb/s (AWS EC2 P4 page), two GPUs per NIC. However few of a node's GPUs are ranks, the
+    # node has 4 x 12.5 = 50 GB/s of line rate per direction: algbw <= 50 GB/s x the traffic factor of the
+    # module docstring (line rate: the payload efficiency only lowers it).
+    spec = preset("aws-p4d", nodes=nodes)
+    gpus = data.draw(st.lists(st.integers(0, spec.n_gpus - 1), min_size=2, max_size=48, unique=True))
+    comm = Communicator.from_gpus(spec, gpus)
+    if comm.n_domains < 2:
+        return
+    r = formula_collective(op, size, spec, comm, efficiency=efficiency)
+    g_min = comm.min_ranks_per_domain
+    bound = 4 * 12.5 * GB * nic_factor(Collective(op), comm.n_ranks, comm.n_domains, g_min)
+    assert r.algbw_bytes_per_s <= bound * (1 + 1e-9), (r.algorithm, r.protocol)
