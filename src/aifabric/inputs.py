@@ -29,9 +29,10 @@ import os
 import re
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
+from pydantic import BeforeValidator
 from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
 from yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
@@ -192,6 +193,31 @@ def printable(text: object) -> str:
     """
     cleaned = _ANSI.sub("", str(text))
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", cleaned)
+
+
+def whole_number(value: Any) -> Any:
+    """``value`` unless it is a YAML boolean or a float: ValueError ``expected an integer, got true``.
+
+    Pydantic's lax mode reads ``true`` as 1 and ``2.0`` as 2, so ``nodes: true`` would build a one-node
+    cluster; a count in a file is written as an integer. Other values (an int, a digit string) go on to
+    pydantic's own integer check.
+    """
+    if isinstance(value, bool):
+        raise ValueError(f"expected an integer, got {str(value).lower()}")
+    if isinstance(value, float):
+        raise ValueError(f"expected an integer, got {value!r}")
+    return value
+
+
+def got_suffix(message: str, got: Any) -> str:
+    """`` (got VALUE)`` to append to a validation ``message``, or "" when the message already shows the value
+    (as Python writes it, or a boolean as YAML does: ``got true``)."""
+    said = repr(got) in message or (isinstance(got, bool) and f"got {str(got).lower()}" in message)
+    return "" if said else f" (got {got!r})"
+
+
+#: An integer field of a file (cluster spec, catalogue part): booleans and floats refused (:func:`whole_number`).
+Int = Annotated[int, BeforeValidator(whole_number)]
 
 
 # -- YAML ----------------------------------------------------------------------------------------------------

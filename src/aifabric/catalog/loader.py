@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from aifabric.errors import ConfigError, ParseError, UnitError
-from aifabric.inputs import load_yaml
+from aifabric.inputs import Int, got_suffix, load_yaml
 from aifabric.package_data import load_package_yaml
 from aifabric.units import (
     parse_bandwidth,
@@ -109,7 +109,7 @@ class AcceleratorSpec(_Entry):
     hbm_capacity_bytes: float = Field(gt=0, validation_alias="hbm_capacity")
     hbm_bandwidth_bytes_per_s: float = Field(gt=0, validation_alias="hbm_bandwidth")
     nvlink: str | None = None
-    nvlink_links: int = 0
+    nvlink_links: Int = 0
     pcie: str | None = None
     nvls: bool = False
     ici_bandwidth_bidirectional_bytes_per_s: float | None = Field(
@@ -117,7 +117,7 @@ class AcceleratorSpec(_Entry):
     )
     dcn_bandwidth_bytes_per_s: float | None = Field(default=None, validation_alias="dcn_bandwidth")
     ici_topology: str | None = None
-    chips_per_pod: int | None = None
+    chips_per_pod: Int | None = None
     scale_up_link: str | None = None
     collective_library: Literal["nccl", "rccl", "xla"] = "nccl"
 
@@ -151,9 +151,9 @@ class SliceRules(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     shapes: tuple[tuple[int, ...], ...]
     twisted: bool = False
-    cube: int | None = Field(default=None, ge=2)
-    wrap_at: int | None = Field(default=None, ge=2)
-    max_chips: int = Field(ge=1)
+    cube: Int | None = Field(default=None, ge=2)
+    wrap_at: Int | None = Field(default=None, ge=2)
+    max_chips: Int = Field(ge=1)
     source: str = Field(min_length=5)
 
 
@@ -173,7 +173,7 @@ class ScaleUpSpec(_Entry):
     """
 
     per_gpu_bidirectional_bytes_per_s: float = Field(gt=0, validation_alias="per_gpu_bidirectional")
-    links_per_gpu: int = Field(ge=1)
+    links_per_gpu: Int = Field(ge=1)
     nccl_effective_per_link_bytes_per_s: float = Field(gt=0, validation_alias="nccl_effective_per_link")
     in_switch_reduction: bool = False
     nvls_efficiency: float = 0.0
@@ -208,7 +208,7 @@ class NicSpec(_Entry):
     """A NIC, DPU or BMC port. ``line_rate_bytes_per_s`` is per direction (vendor's bits/s / 8)."""
 
     line_rate_bytes_per_s: float = Field(gt=0, validation_alias="speed")
-    ports: int = 1
+    ports: Int = 1
     power_w: float = Field(ge=0, validation_alias="power")
     payload_efficiency: float = Field(gt=0, le=1)
     latency_s: float = Field(ge=0, validation_alias="latency")
@@ -238,7 +238,7 @@ class SwitchSpec(_Entry):
     """A packet switch: ``ports`` of ``port_speed_bytes_per_s`` each (per direction)."""
 
     fabric: str
-    ports: int = Field(ge=2)
+    ports: Int = Field(ge=2)
     port_speed_bytes_per_s: float = Field(gt=0, validation_alias="port_speed")
     power_w: float = Field(ge=0, validation_alias="power")
     latency_s: float = Field(ge=0, validation_alias="latency")
@@ -271,8 +271,8 @@ class OpticSpec(_Entry):
     speed_bytes_per_s: float = Field(gt=0, validation_alias="speed")
     power_w: float = Field(ge=0, validation_alias="power")
     kind: str = "pluggable"
-    links: int = Field(default=1, ge=1)
-    lasers: int = Field(default=0, ge=0)
+    links: Int = Field(default=1, ge=1)
+    lasers: Int = Field(default=0, ge=0)
 
     @field_validator("speed_bytes_per_s", mode="before")
     @classmethod
@@ -323,7 +323,7 @@ class SystemPowerSpec(_Entry):
     cpu_per_node_w: float = Field(ge=0, validation_alias="cpu_per_node")
     node_max_w: float | None = Field(default=None, ge=0, validation_alias="node_max")
     nvlink_port_w: float = Field(default=0.0, ge=0, validation_alias="nvlink_port")
-    nvlink_ports_per_gpu: int = Field(default=0, ge=0)
+    nvlink_ports_per_gpu: Int = Field(default=0, ge=0)
 
     @field_validator("gpu_w", "cpu_per_node_w", "node_max_w", "nvlink_port_w", mode="before")
     @classmethod
@@ -428,7 +428,7 @@ def _validate(kind: str, key: str, entry: Any, where: str) -> _Entry:
         if isinstance(cause, ConfigError):  # a unit parser's line names its value: only the field is ours
             raise ConfigError(f"{label}: {field}: {str(cause).partition(': ')[2]}") from None
         msg = e["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"{label}: {field}: {msg} (got {e.get('input')!r})") from None
+        raise ConfigError(f"{label}: {field}: {msg}{got_suffix(msg, e.get('input'))}") from None
     except ConfigError as err:  # a unit parser's own message
         raise ConfigError(f"{label}: {err}") from None
 

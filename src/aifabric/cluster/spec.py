@@ -23,7 +23,6 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PositiveInt,
     ValidationError,
     field_validator,
     model_validator,
@@ -33,7 +32,7 @@ from aifabric import catalog
 from aifabric.catalog.transport import transport
 from aifabric.cluster.tpu_slice import TpuSlice, domain_torus_dims, parse_slice, slice_of, twist_slice
 from aifabric.errors import ConfigError
-from aifabric.inputs import load_yaml_mapping
+from aifabric.inputs import Int, got_suffix, load_yaml_mapping
 from aifabric.units import parse_bandwidth, parse_nic_bandwidth, parse_time
 
 __all__ = [
@@ -75,6 +74,8 @@ def _known(kind: str) -> AfterValidator:
 
 
 NicKey = Annotated[str, _known("nic")]
+#: A positive integer of a file (a torus axis, a slice axis): booleans and floats refused.
+PosInt = Annotated[Int, Field(gt=0)]
 SwitchKey = Annotated[str, _known("switch")]
 
 
@@ -96,13 +97,13 @@ class ScaleUpDomainSpec(_Strict):
     """
 
     kind: Literal["nvswitch", "pcie", "torus"] = "nvswitch"
-    gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
+    gpus: Int | None = Field(default=None, ge=1, le=MAX_GPUS)
     link: str | None = None
     bandwidth_bytes_per_s: float | None = Field(default=None, validation_alias="bandwidth")
     bandwidth_convention: Literal["bidirectional", "per_direction"] = "bidirectional"
     p2p_through_cpu: bool = False
-    torus_dims: tuple[PositiveInt, PositiveInt, PositiveInt] | None = None
-    slice: tuple[PositiveInt, ...] | None = None
+    torus_dims: tuple[PosInt, PosInt, PosInt] | None = None
+    slice: tuple[PosInt, ...] | None = None
     twisted: bool = False
 
     @field_validator("slice", mode="before")
@@ -158,21 +159,21 @@ class ScaleOutSpec(_Strict):
 
     nic: NicKey = "connectx-7"
     nic_speed_bytes_per_s: float | None = Field(default=None, validation_alias="nic_speed")
-    nics_per_gpu: int = Field(default=1, ge=1, le=MAX_PORTS)
-    gpus_per_nic: int = Field(default=1, ge=1, le=MAX_GPUS_PER_NODE)
+    nics_per_gpu: Int = Field(default=1, ge=1, le=MAX_PORTS)
+    gpus_per_nic: Int = Field(default=1, ge=1, le=MAX_GPUS_PER_NODE)
     fabric: Literal["infiniband", "ethernet"] = "infiniband"
     switch: SwitchKey = "quantum-2-qm9700"
     spine_switch: SwitchKey | None = None
     core_switch: SwitchKey | None = None
-    radix: int | None = Field(default=None, ge=4, le=MAX_RADIX)
-    tiers: int = Field(default=2, ge=1, le=3)
+    radix: Int | None = Field(default=None, ge=4, le=MAX_RADIX)
+    tiers: Int = Field(default=2, ge=1, le=3)
     rail_optimized: bool = True
-    rails: int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
+    rails: Int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
     oversubscription: tuple[float, ...] = (1.0,)
-    planes: int = Field(default=1, ge=1, le=MAX_PORTS)
+    planes: Int = Field(default=1, ge=1, le=MAX_PORTS)
     nic_to_leaf_copper: bool = False
     nic_twin_port: bool = False
-    pod_gpus: int | None = Field(default=None, ge=1)
+    pod_gpus: Int | None = Field(default=None, ge=1)
     hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
     transport: str | None = None
     nic_path: Literal["PIX", "PXB", "PHB", "SYS"] = "PIX"
@@ -269,7 +270,7 @@ class FrontEndSpec(_Strict):
     """Front-end Ethernet per node (storage, data loading, checkpoints, users), often through a DPU."""
 
     nic: NicKey = "bluefield-3"
-    nics_per_node: int = Field(default=1, ge=0, le=MAX_PORTS)
+    nics_per_node: Int = Field(default=1, ge=0, le=MAX_PORTS)
     nic_speed_bytes_per_s: float | None = Field(default=None, validation_alias="nic_speed")
     switch: SwitchKey = "spectrum-4-sn5600-400g"
     oversubscription: float = Field(default=1.0, ge=1.0, le=MAX_RADIX, allow_inf_nan=False)
@@ -295,10 +296,10 @@ class ManagementSpec(_Strict):
     """
 
     nic: NicKey = "bmc-1g"
-    ports_per_node: int = Field(default=1, ge=0, le=MAX_PORTS)
+    ports_per_node: Int = Field(default=1, ge=0, le=MAX_PORTS)
     switch: SwitchKey = "sn2201-mgmt"
     aggregation: SwitchKey = "sn4600-frontend"
-    nodes_per_rack: int | None = Field(default=None, ge=1)
+    nodes_per_rack: Int | None = Field(default=None, ge=1)
 
 
 class StorageSpec(_Strict):
@@ -309,7 +310,7 @@ class StorageSpec(_Strict):
     """
 
     system: str = "ddn-ai400x2-turbo"
-    units: int | None = Field(default=None, ge=1)
+    units: Int | None = Field(default=None, ge=1)
     aggregate_read_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_read")
     aggregate_write_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_write")
 
@@ -336,7 +337,7 @@ class SitesSpec(_Strict):
     ``transport`` a catalogue key of :func:`aifabric.catalog.dci` (Spectrum-XGS by default).
     """
 
-    count: int = Field(default=2, ge=2)
+    count: Int = Field(default=2, ge=2)
     distance_km: float = Field(gt=0)
     dci_bandwidth_bytes_per_s: float = Field(validation_alias="dci_bandwidth")
     transport: str = "spectrum-xgs"
@@ -364,9 +365,9 @@ class ClusterSpec(_Strict):
 
     name: str = "cluster"
     accelerator: str
-    gpus_per_node: int = Field(default=8, ge=1, le=MAX_GPUS_PER_NODE)
-    nodes: int | None = Field(default=None, ge=1, le=MAX_GPUS)
-    gpus: int | None = Field(default=None, ge=1, le=MAX_GPUS)
+    gpus_per_node: Int = Field(default=8, ge=1, le=MAX_GPUS_PER_NODE)
+    nodes: Int | None = Field(default=None, ge=1, le=MAX_GPUS)
+    gpus: Int | None = Field(default=None, ge=1, le=MAX_GPUS)
     # Factories, not instances: the defaults' catalogue keys are checked when a spec is built, after user
     # catalogue files are read, never at import.
     scale_up: ScaleUpDomainSpec = Field(default_factory=ScaleUpDomainSpec)
@@ -813,7 +814,7 @@ def format_validation_error(err: ValidationError, source: str | None = None) -> 
         if named and (loc.startswith(named[1]) or last.startswith(named[1])):
             msg = msg[named.end() :]
         got = e.get("input")
-        show = "" if isinstance(got, dict | list) or got is None or repr(got) in msg else f" (got {got!r})"
+        show = "" if isinstance(got, dict | list) or got is None else got_suffix(msg, got)
         field_first = not e["loc"] and re.match(r"[a-z_]+\.[\w.]+[=: ]", msg)  # names its own field
         lines.append(f"{msg}{show}" if field_first else f"{loc}: {msg}{show}")
     prefix = f"{source}: " if source else ""
