@@ -466,6 +466,7 @@ class ClusterSpec(_Strict):
         dom = self.domain_gpus
         acc = self.accelerator_spec
         su = self.scale_up
+        self._check_torus_kind()
         if su.kind == "nvswitch" and dom > 1 and not (acc.nvlink or acc.scale_up_link) and su.link is None:
             raise ValueError(f"scale_up.kind: {self.accelerator!r} has no NVLink; use kind: pcie")
         if su.kind == "torus" and su.torus_dims is not None:
@@ -485,6 +486,20 @@ class ClusterSpec(_Strict):
             self._check_slice(su.slice)
         if su.twisted:
             self._check_twisted(su.slice)
+
+    def _check_torus_kind(self) -> None:
+        """A TPU's chips meet over their ICI torus, and only a TPU has one: a TPU in an NVSwitch or PCIe
+        domain would run NCCL over its ICI and CX-7 NICs, a GPU in a torus XLA's torus collectives."""
+        kind = self.scale_up.kind
+        if self.accelerator_spec.arch == "tpu" and kind != "torus":
+            raise ValueError(
+                f"scale_up.kind: {self.accelerator} is a TPU, whose chips meet over their ICI torus; write "
+                f"scale_up: {{kind: torus}} (got {kind})"
+            )
+        if self.accelerator_spec.arch != "tpu" and kind == "torus":
+            raise ValueError(
+                f"scale_up.kind: torus is a TPU's ICI; {self.accelerator} is a GPU: use nvswitch or pcie"
+            )
 
     def _check_slice(self, dims: tuple[int, ...]) -> None:
         """A slice is cut from a TPU torus whose link lists slice shapes, and is one of them."""
