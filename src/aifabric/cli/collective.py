@@ -29,6 +29,7 @@ from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.tpu_slice import (
     check_torus_options,
     default_run,
+    refuse_nccl_options,
     spec_slice,
     torus_sizes,
     with_slice,
@@ -298,6 +299,8 @@ def collective(
     check_outputs(trace=trace, html=html, chakra=chakra)
     with options_as_typed({} if nodes is None else {"scale_out.tiers": f"--nodes {nodes}"}):
         spec = resolve_cluster(cluster, nodes=nodes)  # a Clos too big for --nodes names --nodes
+    nccl_only = {"--no-nvls": no_nvls, "--nccl-version": nccl_version is not None}
+    refuse_nccl_options(spec, {**nccl_only, "--calibration": calibration is not None})
     note = None
     if twisted:
         spec = with_twist(spec)

@@ -37,6 +37,7 @@ __all__ = [
     "default_run",
     "default_slice",
     "check_torus_options",
+    "refuse_nccl_options",
     "domain_torus_dims",
     "largest_slice",
     "parse_slice",
@@ -389,6 +390,20 @@ def check_torus_options(proto: str | None, convention: str | None) -> None:
         raise ConfigError(
             "--convention: bidirectional is NVLink vendor arithmetic (both directions added); a TPU torus "
             "reports per_direction only"
+        )
+
+
+def refuse_nccl_options(spec: ClusterSpec, given: dict[str, bool]) -> None:
+    """Refuse the options that only NCCL reads (``{"--no-nvls": True, ...}``, each given or not) on a TPU
+    torus, which runs XLA's collectives: they would be ignored, as ``--env`` NCCL variables are refused
+    (:func:`aifabric.collectives.nccl_env.check_env`).
+
+    Raises ConfigError naming the first option given.
+    """
+    named = [flag for flag, on in given.items() if on]
+    if spec.scale_up.kind == "torus" and named:
+        raise ConfigError(
+            f"{named[0]}: a TPU torus ({spec.name}) runs XLA collectives, not NCCL; NCCL options do not apply"
         )
 
 
