@@ -45,7 +45,7 @@ from aifabric.engines.allpairs import (
     per_pair_entries,
 )
 from aifabric.engines.flowsim import Progress, Simulation
-from aifabric.engines.formula import formula_collective
+from aifabric.engines.formula import check_forced_algorithm, formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.engines.routing import Routes, SprayGroups, equal_subflows, route, spray_groups, subflows
 from aifabric.errors import ConfigError, NoRoute
@@ -1304,6 +1304,8 @@ def fabric_collective(
         return _one_rank_result(op, message_bytes, efficiency, engine)
     if op is Collective.ALL_TO_ALL:
         _check_all_to_all(topo, gpus, engine, routing, qps, link_alive)
+    if algorithm is not None:
+        check_forced_algorithm(op, algorithm, spec, comm)
     algorithm, note = (
         (algorithm, "") if algorithm is not None else nccl_plan_choice(op, message_bytes, spec, comm)
     )

@@ -38,7 +38,7 @@ from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier
 from aifabric.engines.result import Candidate, CollectiveResult, assemble
 from aifabric.errors import ConfigError
 
-__all__ = ["PROTOCOLS", "TierModel", "formula_collective", "tier_model"]
+__all__ = ["PROTOCOLS", "TierModel", "check_forced_algorithm", "formula_collective", "tier_model"]
 
 #: NCCL's protocol names, in NCCL's column order.
 PROTOCOLS = tuple(p.value for p in Protocol)
@@ -333,6 +333,20 @@ def _env_transports(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierMo
         return env_tiers(None, spec, tm)
     env_key = ("env_tiers", frozenset(env.items()), spec, catalog_generation())
     return tm.memo(env_key, lambda: env_tiers(env, spec, tm))
+
+
+def check_forced_algorithm(
+    op: Collective | str, algorithm: Algorithm | str, spec: ClusterSpec, comm: Communicator
+) -> None:
+    """Refuse an algorithm forced on ``op`` that does not apply to ``comm`` on ``spec``, as the formula
+    engine does (:func:`_forced_entry`: the NCCL release's note, else the algorithms that apply), so that
+    the links and flow engines refuse it with the same line before building a plan.
+
+    Raises ValueError ``algorithm: 'hierarchical' does not apply to all_reduce ...; possible: ring``.
+    """
+    op = Collective.parse(op)
+    tm = tier_model(spec)
+    _forced_entry(Algorithm.parse(algorithm), op, applicable(op, comm, tm), tm)
 
 
 def _forced_entry(
