@@ -544,6 +544,11 @@ class ClusterSpec(_Strict):
                 f"scale_out.rails={so.rails} is more than the {self.endpoints_per_node} NIC ports of a "
                 f"node (gpus_per_node={self.gpus_per_node} / gpus_per_nic={so.gpus_per_nic})"
             )
+        if so.rail_optimized and so.rails is not None and self.endpoints_per_node % so.rails:
+            raise ValueError(
+                f"scale_out.rails: {so.rails} does not divide the {self.endpoints_per_node} NIC ports of a "
+                f"node (gpus_per_node={self.gpus_per_node}): each rail takes the same number of a node's ports"
+            )
         if so.pod_gpus is not None and so.pod_gpus % self.gpus_per_node:
             raise ValueError(
                 f"scale_out.pod_gpus={so.pod_gpus} does not hold whole nodes of "
