@@ -22,6 +22,7 @@ from aifabric.cli.common import (
     err_console,
     handle_errors,
     literal,
+    named_option,
     options_as_typed,
     progress_bar,
 )
@@ -330,7 +331,8 @@ def collective(
     opts = _engine_options(engine.value, given)
     if nccl_version is not None:
         arch = spec.accelerator_spec.arch
-        release = nccl_release(nccl_version)
+        with options_as_typed({"nccl version": "--nccl-version"}):
+            release = nccl_release(nccl_version)
         check_release_has_arch(nccl_version, release, arch, spec.accelerator, field="--nccl-version")
     with options_as_typed(FLAGS):
         results = _run(op, sizes, spec, comm, engine.value, opts)
@@ -372,9 +374,11 @@ def _engine_options(engine: str, given: dict[str, Any]) -> dict[str, Any]:
     if given["transport"] is not None:
         from aifabric.transport.fluidnet import transport as known_transport  # lazy: start-up time
 
-        known_transport(given["transport"])
+        with options_as_typed({"transport": "--transport"}):
+            known_transport(given["transport"])
     if given["calibration"] is not None:
-        opts["calibration"] = load_calibration(given["calibration"])
+        with named_option("--calibration"):
+            opts["calibration"] = load_calibration(given["calibration"])
     return opts
 
 

@@ -42,6 +42,7 @@ __all__ = [
     "err_console",
     "handle_errors",
     "literal",
+    "named_option",
     "quiet_broken_pipe",
     "options_as_typed",
     "progress_bar",
@@ -157,6 +158,26 @@ def options_as_typed(flags: Mapping[str, str]) -> Iterator[None]:
         if sep and field in flags:
             raise ValueError(f"{flags[field]}:{rest}") from None
         raise
+
+
+@contextmanager
+def named_option(flag: str) -> Iterator[None]:
+    """Errors raised inside (a file that cannot be read, a bad value) re-raised as ValueError led by
+    ``flag``, the option that gave the input (``--calibration: file '/x.yaml': No such file ...``), unless
+    the message already starts with it.
+
+    >>> with named_option("--calibration"):
+    ...     raise ValueError("file '/x.yaml': No such file or directory")
+    Traceback (most recent call last):
+    ...
+    ValueError: --calibration: file '/x.yaml': No such file or directory
+    """
+    try:
+        yield
+    except (AifabricError, ValueError) as err:
+        if str(err).startswith(f"{flag}:"):
+            raise
+        raise ValueError(f"{flag}: {err}") from None
 
 
 #: Exit code after the reader of stdout went away: the shell's code for a death by SIGPIPE (128 + 13), as

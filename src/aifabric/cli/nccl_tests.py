@@ -19,7 +19,15 @@ from rich.console import RenderableType
 from rich.markup import escape
 from rich.text import Text
 
-from aifabric.cli.common import HtmlOpt, check_outputs, console, emit_json, err_console, handle_errors
+from aifabric.cli.common import (
+    HtmlOpt,
+    check_outputs,
+    console,
+    emit_json,
+    err_console,
+    handle_errors,
+    named_option,
+)
 from aifabric.cli.tables import fitted_table, gbps_text, size_text
 from aifabric.discovery.compare import (
     CAUSES,
@@ -73,7 +81,8 @@ def _calibration(path: Path | None):  # noqa: ANN202
         return None
     from aifabric.discovery.calibrate import load_calibration
 
-    return load_calibration(path)
+    with named_option("--calibration"):
+        return load_calibration(path)
 
 
 @nccl_tests_app.command("compare")
