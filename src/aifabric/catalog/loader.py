@@ -449,21 +449,23 @@ def _sections(data: Mapping[str, Any], where: str) -> Iterable[tuple[str, str, A
 def _tables() -> dict[str, dict[str, _Entry]]:
     """Every family: shipped entries, then user files, then inline cluster parts."""
     tables: dict[str, dict[str, _Entry]] = {}
+    origin: dict[tuple[str, str], str] = {}  # (family, key) -> "file: " the part was last read from
     for kind, (filename, _model) in _FILES.items():
         raw = load_package_yaml("aifabric.catalog", f"data/{filename}")
         tables[kind] = {key: _validate(kind, key, entry, f"{filename}: ") for key, entry in raw.items()}
-    for path in catalog_sources():
-        for kind, key, entry in _sections(_read_user_file(path), f"{path}: "):
-            tables[kind][key] = _validate(kind, key, entry, f"{path}: ")
-    for where, parts in _inline:
+        origin.update({(kind, key): f"{filename}: " for key in raw})
+    user = [(f"{path}: ", _read_user_file(path)) for path in catalog_sources()]
+    for where, parts in user + list(_inline):
         for kind, key, entry in _sections(parts, where):
             tables[kind][key] = _validate(kind, key, entry, where)
-    _check_references(tables)
+            origin[kind, key] = where
+    _check_references(tables, origin)
     return tables
 
 
-def _check_references(tables: dict[str, dict[str, _Entry]]) -> None:
-    """An accelerator's ``nvlink`` / ``scale_up_link`` must name a scale-up link of the catalogue."""
+def _check_references(tables: dict[str, dict[str, _Entry]], origin: Mapping[tuple[str, str], str]) -> None:
+    """An accelerator's ``nvlink`` / ``scale_up_link`` must name a scale-up link of the catalogue; the
+    error names the file the accelerator came from (``origin``: ``"file: "`` by family and key)."""
     links = tables["scaleup"]
     for acc in tables["accelerator"].values():
         assert isinstance(acc, AcceleratorSpec)
@@ -471,8 +473,8 @@ def _check_references(tables: dict[str, dict[str, _Entry]]) -> None:
             ref = getattr(acc, field)
             if ref is not None and ref not in links:
                 raise ConfigError(
-                    f"accelerators.{acc.key}: {field} {ref!r} is not a scale-up link; "
-                    f"known: {', '.join(sorted(links))}"
+                    f"{origin.get(('accelerator', acc.key), '')}accelerators.{acc.key}: {field} {ref!r} is "
+                    f"not a scale-up link; known: {', '.join(sorted(links))}"
                 )
 
 
