@@ -241,7 +241,14 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             chain_cost,
             plans.ring_plan,
         ),
-        AlgorithmSpec(Algorithm.PAT, _GATHER_SCATTER, _one_rank_per_domain, pat_cost, protocols=_SIMPLE),
+        AlgorithmSpec(
+            Algorithm.PAT,
+            _GATHER_SCATTER,
+            _one_rank_per_domain,
+            pat_cost,
+            protocols=_SIMPLE,
+            release_gated=True,  # NCCL 2.23 on (nccl_releases.yaml: pat_bw_factor null before)
+        ),
         AlgorithmSpec(
             Algorithm.P2P, frozenset({Collective.SEND_RECV}), _always, p2p_cost, plans.p2p_plan, _SIMPLE
         ),

@@ -226,11 +226,11 @@ def formula_collective(
     if forced is None and env and "NCCL_ALGO" in env and not any(_NCCL_RUNS[e.algorithm] for e in evals):
         ring, backup = _ring_backup(op, message_bytes, comm, tm, entries, proto, allowed, env["NCCL_ALGO"])
         evals = ring or evals
+    if forced is None and env and "NCCL_ALGO" in env:  # before "nothing left": NCCL_ALGO is the cause
+        _check_nccl_algo_runs(env["NCCL_ALGO"], op, entries, evals, tm)
     if not evals:
         asked = f"{forced.value if forced else None}/{proto.value if proto else None}"
         raise ValueError(f"algorithm: no algorithm/protocol left for {op.value} (asked {asked})")
-    if forced is None and env and "NCCL_ALGO" in env:
-        _check_nccl_algo_runs(env["NCCL_ALGO"], op, entries, evals, tm)
     evals.sort(key=_TUNER_TIME)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
     result = _result(op, message_bytes, comm, tm, best, evals)
