@@ -282,9 +282,9 @@ def collective(
         list[str] | None,
         typer.Option(
             "--env",
-            help="formula engine: an NCCL variable as NAME=VALUE, repeatable (NCCL_ALGO, NCCL_PROTO, "
-            "NCCL_NVLS_ENABLE, NCCL_COLLNET_ENABLE, NCCL_P2P_DISABLE, NCCL_P2P_LEVEL, NCCL_SHM_DISABLE, "
-            "NCCL_NET_GDR_LEVEL, NCCL_MIN_NCHANNELS, NCCL_MAX_NCHANNELS, NCCL_IB_QPS_PER_CONNECTION)",
+            help="formula engine: an NCCL variable as NAME=VALUE (NCCL_ALGO=Ring), repeatable; NAME is "
+            "NCCL_ and one of: ALGO, PROTO, NVLS_ENABLE, COLLNET_ENABLE, P2P_DISABLE, P2P_LEVEL, "
+            "SHM_DISABLE, NET_GDR_LEVEL, MIN_NCHANNELS, MAX_NCHANNELS, IB_QPS_PER_CONNECTION",
         ),
     ] = None,
     trace: TraceOpt = None,
@@ -334,7 +334,7 @@ def collective(
         with options_as_typed({"nccl version": "--nccl-version"}):
             release = nccl_release(nccl_version)
         check_release_has_arch(nccl_version, release, arch, spec.accelerator, field="--nccl-version")
-    with options_as_typed(FLAGS):
+    with options_as_typed({**FLAGS, "ranks": "--ranks"}):
         results = _run(op, sizes, spec, comm, engine.value, opts)
     html_inputs = dict(
         op=op, cluster=cluster, nodes=nodes, ranks=ranks, engine=engine.value, algo=algo, proto=proto
