@@ -76,13 +76,8 @@ MAX_YAML_ALIASES = 1_000
 #: Most nodes a YAML file may expand to once every alias is replaced by its value.
 MAX_YAML_NODES = 100_000
 
-# C0 controls but tab and newline, DEL, C1 controls (0x9b is the one-byte CSI), and the escape sequences
-# they start: what a terminal would act on instead of print.
-_ANSI = re.compile(
-    r"\x1b\][^\x07\x1b]{0,256}(?:\x07|\x1b\\)"  # OSC: window title, hyperlink (ends with BEL or ESC \)
-    r"|\x1b\[[0-?]{0,64}[ -/]{0,16}[@-~]"  # CSI: colour, cursor, erase
-    r"|\x1b[@-Z\\-_]"  # the other two-character sequences
-)
+# C0 controls but tab and newline, DEL, C1 controls (0x9b is the one-byte CSI): what a terminal would act on
+# instead of print (ESC starts colour, cursor and window-title sequences).
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
@@ -182,17 +177,36 @@ def read_input_text(path: str | Path, *, limit: int | None = None) -> str:
 
 
 def printable(text: object) -> str:
-    """``text`` with terminal escape sequences removed and other control characters shown as ``\\xNN``.
+    """``text`` with every control character shown as ``\\xNN`` (ESC as ``\\x1b``), tabs and newlines kept.
 
-    Names read from input files (clusters, nodes, GPUs, collectives in logs) go through this before they
-    reach a terminal, so an ESC in a file cannot move the cursor, recolour or retitle the terminal.
-    Tabs and newlines are kept.
+    The one helper for every output edge: names read from input files (clusters, nodes, GPUs, collectives
+    in logs) go through it before they reach a terminal, an HTML report or a figure, so an ESC in a file
+    cannot move the cursor, recolour or retitle the terminal, and what the file held stays visible.
 
     >>> printable("gpu\\x1b[31mred\\x07")
-    'gpured\\\\x07'
+    'gpu\\\\x1b[31mred\\\\x07'
     """
-    cleaned = _ANSI.sub("", str(text))
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", cleaned)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", str(text))
+
+
+def printable_figure(fig: Any) -> Any:
+    """A matplotlib figure with every text in it passed through :func:`printable`, returned for saving.
+
+    Called right before a figure is written (SVG for a report, PNG for ``--plot``): titles, labels,
+    legends and fixed tick labels (a cluster or log name with an ESC would otherwise reach the file raw,
+    and matplotlib warns "Glyph 27 missing" on stderr). Duck-typed, so this module does not import
+    matplotlib.
+    """
+    for artist in fig.findobj(lambda a: callable(getattr(a, "set_text", None))):
+        text = artist.get_text()
+        if isinstance(text, str) and _CONTROL.search(text):
+            artist.set_text(printable(text))
+    for ax in fig.get_axes():
+        for axis in (ax.xaxis, ax.yaxis):
+            fmt = axis.get_major_formatter()
+            if isinstance(getattr(fmt, "seq", None), list):  # FixedFormatter: labels given as strings
+                fmt.seq = [printable(t) for t in fmt.seq]
+    return fig
 
 
 def whole_number(value: Any) -> Any:

@@ -432,7 +432,7 @@ def test_write_error_during_output_is_one_line(tmp_path: Path, monkeypatch: pyte
 # -- 5. names from input files are printed literally ---------------------------------------------------------
 
 NASTY = "[/]\\e[31mRED\\e]0;title\\a[bold]x"  # YAML escapes: ESC [31m (colour), ESC ]0;..BEL (window title)
-SHOWN = "[/]RED[bold]x"  # both sequences removed, the brackets printed as written
+SHOWN = "[/]\\x1b[31mRED\\x1b]0;title\\x07[bold]x"  # README: control characters shown as \xNN, brackets as written
 
 
 @pytest.mark.parametrize(
@@ -472,7 +472,7 @@ def test_collective_names_from_logs_print_literally(tmp_path: Path) -> None:
 
 
 def test_literal_and_printable() -> None:
-    assert printable("a\x1b[31mb\x1b]0;t\x07c\x00d\te\n") == "abc\\x00d\te\n"
+    assert printable("a\x1b[31mb\x1b]0;t\x07c\x00d\te\n") == "a\\x1b[31mb\\x1b]0;t\\x07c\\x00d\te\n"
     assert literal("[bold]x") == "\\[bold]x"
 
 

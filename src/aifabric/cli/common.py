@@ -87,7 +87,7 @@ def literal(text: object) -> str:
     that ``[/]`` or ``[bold]`` in a name print as written.
 
     >>> literal("[/]x\x1b[2J")
-    '\\\\[/]x'
+    '\\\\[/]x\\\\x1b[2J'
     """
     return escape(printable(text))
 

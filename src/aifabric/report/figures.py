@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aifabric.inputs import printable_figure
 from aifabric.report.heatmap import tier_matrices
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def _svg(fig: Any) -> str:
     plt = _pyplot()
     buf = io.StringIO()
     try:
-        fig.savefig(buf, format="svg")
+        printable_figure(fig).savefig(buf, format="svg")
     finally:
         plt.close(fig)
     text = buf.getvalue()

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from aifabric.cluster.summary import summarize
 from aifabric.cluster.topology import Topology, cached_topology
+from aifabric.inputs import printable
 from aifabric.report.figures import cluster_drawing, figure_svg, step_bars, tier_heatmaps
 from aifabric.report.nccl_plot import comparison_figure
 from aifabric.report.paths import check_output_path
@@ -108,6 +109,7 @@ def render_html(report: Report) -> str:
         loader=jinja2.PackageLoader("aifabric.report", "templates"),
         autoescape=True,
         undefined=jinja2.StrictUndefined,
+        finalize=_printable_value,
     )
     return env.get_template("report.html.j2").render(
         kind=report.kind,
@@ -123,6 +125,16 @@ def render_html(report: Report) -> str:
         rows=report.rows[:_MAX_ROWS],
         inputs=report.inputs,
     )
+
+
+def _printable_value(value: Any) -> Any:
+    """Every value the template prints, control characters shown as ``\\xNN``
+    (:func:`aifabric.inputs.printable`); markup (the inline SVG) stays markup."""
+    import markupsafe  # jinja2's own dependency, imported with it (lazily, as jinja2 is)
+
+    if isinstance(value, markupsafe.Markup):
+        return markupsafe.Markup(printable(value))
+    return printable(value) if isinstance(value, str) else value
 
 
 def check_html_path(path: str | Path, option: str = "--html") -> Path:

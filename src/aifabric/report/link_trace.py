@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from aifabric.inputs import printable_figure
 from aifabric.report.paths import check_plot_path, make_parent
 from aifabric.transport.fluidnet import LinkTrace
 
@@ -53,6 +54,6 @@ def link_trace_plot(trace: LinkTrace, path: str | Path, *, title: str = "") -> P
     ax_r.legend(loc="upper right", fontsize="x-small")
     fig.suptitle(title or f"link {trace.link}")
     fig.tight_layout()
-    fig.savefig(p)
+    printable_figure(fig).savefig(p)
     plt.close(fig)
     return p

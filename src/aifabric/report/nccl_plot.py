@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aifabric.inputs import printable_figure
+
 if TYPE_CHECKING:  # the comparison objects are only read here
     from aifabric.discovery.compare import TableComparison
 
@@ -47,7 +49,7 @@ def plot_comparisons(comparisons: Sequence[TableComparison], path: str | Path, *
     """
     fig = comparison_figure(comparisons)
     out = Path(path)
-    fig.savefig(out, dpi=dpi)
+    printable_figure(fig).savefig(out, dpi=dpi)
     import matplotlib.pyplot as plt
 
     plt.close(fig)

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from aifabric.inputs import printable_figure
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -188,7 +190,7 @@ def save_figure(fig: Figure, p: Path, option: str, dpi: int) -> None:
 
     try:
         make_parent(p, option)
-        fig.savefig(p, dpi=dpi)
+        printable_figure(fig).savefig(p, dpi=dpi)
     except OSError as err:
         raise ValueError(f"{option}: cannot write {str(p)!r}: {err.strerror}") from err
     finally:
