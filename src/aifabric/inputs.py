@@ -230,7 +230,7 @@ def got_suffix(message: str, got: Any) -> str:
     return "" if said else f" (got {got!r})"
 
 
-#: An integer field of a file (cluster spec, catalogue part): booleans and floats refused (:func:`whole_number`).
+#: An integer field of a file (cluster spec, catalogue part): booleans, floats refused (:func:`whole_number`).
 Int = Annotated[int, BeforeValidator(whole_number)]
 
 

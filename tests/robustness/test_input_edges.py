@@ -432,7 +432,7 @@ def test_write_error_during_output_is_one_line(tmp_path: Path, monkeypatch: pyte
 # -- 5. names from input files are printed literally ---------------------------------------------------------
 
 NASTY = "[/]\\e[31mRED\\e]0;title\\a[bold]x"  # YAML escapes: ESC [31m (colour), ESC ]0;..BEL (window title)
-SHOWN = "[/]\\x1b[31mRED\\x1b]0;title\\x07[bold]x"  # README: control characters shown as \xNN, brackets as written
+SHOWN = "[/]\\x1b[31mRED\\x1b]0;title\\x07[bold]x"  # README: controls shown as \xNN, brackets as written
 
 
 @pytest.mark.parametrize(

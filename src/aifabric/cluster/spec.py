@@ -547,7 +547,8 @@ class ClusterSpec(_Strict):
         if so.rail_optimized and so.rails is not None and self.endpoints_per_node % so.rails:
             raise ValueError(
                 f"scale_out.rails: {so.rails} does not divide the {self.endpoints_per_node} NIC ports of a "
-                f"node (gpus_per_node={self.gpus_per_node}): each rail takes the same number of a node's ports"
+                f"node (gpus_per_node={self.gpus_per_node}): each rail takes the same number of a "
+                "node's ports"
             )
         if so.pod_gpus is not None and so.pod_gpus % self.gpus_per_node:
             raise ValueError(
