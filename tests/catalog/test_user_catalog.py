@@ -52,13 +52,7 @@ management: null
 """
 
 
-@pytest.fixture(autouse=True)
-def _fresh_catalog(monkeypatch, tmp_path):
-    monkeypatch.delenv("AIFABRIC_CATALOG", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    catalog.reload_catalog()
-    yield
-    catalog.reload_catalog()
+pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 
 
 @pytest.fixture

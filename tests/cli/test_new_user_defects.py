@@ -8,7 +8,6 @@ import pytest
 from tests.cli.refusal import refused
 from typer.testing import CliRunner
 
-from aifabric import catalog
 from aifabric.cli.app import app, main
 from aifabric.units import MAX_MESSAGE_BYTES, UnitError, one_size, parse_line_rate
 
@@ -38,13 +37,7 @@ switches:
 """
 
 
-@pytest.fixture(autouse=True)
-def _fresh_catalog(monkeypatch, tmp_path):
-    monkeypatch.delenv("AIFABRIC_CATALOG", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    catalog.reload_catalog()
-    yield
-    catalog.reload_catalog()
+pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 
 
 def write(tmp_path, name: str, text: str) -> str:

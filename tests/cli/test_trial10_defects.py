@@ -10,7 +10,6 @@ import pytest
 from tests.cli.refusal import refused
 from typer.testing import CliRunner
 
-from aifabric import catalog
 from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
@@ -22,13 +21,7 @@ runner = CliRunner()
 H100 = "name: trial\naccelerator: h100-sxm\ngpus_per_node: 8\nnodes: 2\n"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_catalog(monkeypatch, tmp_path):
-    monkeypatch.delenv("AIFABRIC_CATALOG", raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "no-config"))
-    catalog.reload_catalog()
-    yield
-    catalog.reload_catalog()
+pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 
 
 def write(tmp_path: Path, name: str, text: str) -> str:

@@ -334,7 +334,7 @@ def collective(
         with options_as_typed({"nccl version": "--nccl-version"}):
             release = nccl_release(nccl_version)
         check_release_has_arch(nccl_version, release, arch, spec.accelerator, field="--nccl-version")
-    with options_as_typed({**FLAGS, "ranks": "--ranks"}):
+    with options_as_typed(FLAGS):
         results = _run(op, sizes, spec, comm, engine.value, opts)
     html_inputs = dict(
         op=op, cluster=cluster, nodes=nodes, ranks=ranks, engine=engine.value, algo=algo, proto=proto
@@ -377,7 +377,7 @@ def _engine_options(engine: str, given: dict[str, Any]) -> dict[str, Any]:
         with options_as_typed({"transport": "--transport"}):
             known_transport(given["transport"])
     if given["calibration"] is not None:
-        with named_option("--calibration"):
+        with named_option("--calibration", given["calibration"]):
             opts["calibration"] = load_calibration(given["calibration"])
     return opts
 

@@ -161,10 +161,10 @@ def options_as_typed(flags: Mapping[str, str]) -> Iterator[None]:
 
 
 @contextmanager
-def named_option(flag: str) -> Iterator[None]:
+def named_option(flag: str, path: str | Path | None = None) -> Iterator[None]:
     """Errors raised inside (a file that cannot be read, a bad value) re-raised as ValueError led by
     ``flag``, the option that gave the input (``--calibration: file '/x.yaml': No such file ...``), unless
-    the message already starts with it.
+    the message already starts with the flag or with the file ``path`` it read (``/x.yaml:3: ...``).
 
     >>> with named_option("--calibration"):
     ...     raise ValueError("file '/x.yaml': No such file or directory")
@@ -175,7 +175,7 @@ def named_option(flag: str) -> Iterator[None]:
     try:
         yield
     except (AifabricError, ValueError) as err:
-        if str(err).startswith(f"{flag}:"):
+        if str(err).startswith((f"{flag}:", f"{path}:" if path is not None else f"{flag}:")):
             raise
         raise ValueError(f"{flag}: {err}") from None
 

@@ -81,7 +81,7 @@ def _calibration(path: Path | None):  # noqa: ANN202
         return None
     from aifabric.discovery.calibrate import load_calibration
 
-    with named_option("--calibration"):
+    with named_option("--calibration", path):
         return load_calibration(path)
 
 

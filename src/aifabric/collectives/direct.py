@@ -103,7 +103,7 @@ def p2p_cost(
     20.0
     """
     if comm.n_ranks != 2:
-        raise ConfigError(f"ranks: send_recv needs exactly 2 ranks (--ranks 2), got {comm.n_ranks}")
+        raise ConfigError(f"send_recv: needs exactly 2 ranks (--ranks 2), got {comm.n_ranks}")
     multi = comm.n_domains > 1
     kind = "net" if multi else tm.intra_kind
     lat = base_latency_s(tm, "ring", proto) + hw_latency_s(tm, kind, "ring", proto)

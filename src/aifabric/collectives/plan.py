@@ -241,7 +241,7 @@ def direct_plan(
 def p2p_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray) -> tuple[Stage, ...]:
     """send_recv: rank 0 sends S to rank 1. Raises ValueError unless there are exactly two ranks."""
     if gpus.size != 2:
-        raise ValueError(f"ranks: send_recv needs exactly 2 ranks (--ranks 2), got {gpus.size}")
+        raise ValueError(f"send_recv: needs exactly 2 ranks (--ranks 2), got {gpus.size}")
     return (Stage(gpus[:1], gpus[1:], np.array([message_bytes]), np.zeros(1, np.int64), 1, "send"),)
 
 

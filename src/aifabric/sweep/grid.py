@@ -252,6 +252,7 @@ def _adapter(field: str) -> TypeAdapter[Any] | None:
         return None
     union = isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union
     kinds = [a for a in (typing.get_args(ann) if union else (ann,)) if a is not type(None)]
+    kinds = [typing.get_args(k)[0] if typing.get_origin(k) is typing.Annotated else k for k in kinds]  # Int
     if not all(k in _PLAIN or typing.get_origin(k) is typing.Literal for k in kinds):
         return None
     return TypeAdapter(ann)
