@@ -163,6 +163,25 @@ def _cap_algbw(tm: TierModel, comm: Communicator, row: tuple[float, float, float
     return heads * cap * 1e9 * n / (2 * (n - 1))
 
 
+def _heads_nic_bytes_per_s(tm: TierModel, comm: Communicator) -> float:
+    """What a domain's NVLS heads' NICs carry per direction together across domains, bytes/s.
+
+    Only NVLS head ranks talk to other domains: ``connect.cc`` (``connectNvls``) gives a rank tree
+    up/down peers only where it is a head (``heads[node] == rank``), and NVLS+CollNet sends only from
+    head ranks (``nvls.out``); each head is the first GPU of one NVLS graph channel, one per NIC
+    (``nvls_heads``). So::
+
+        B_heads = min(B_node, h x gpus_per_nic x B_o)
+
+    ``B_node`` the sparsest domain's NICs (:func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`),
+    ``h`` the heads (:func:`~aifabric.catalog.nccl.nvls_heads`). 8 x H100, 8 NICs: h = 8, B_node.
+    32-GPU domain with 32 x 200 Gb/s NICs on NCCL 2.20 (h = 8): 8 x 24.6 = 196.6 GB/s.
+    """
+    g = comm.ranks_per_domain
+    heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
+    return min(domain_nic_bytes_per_s(tm, comm), heads * tm.nic_bytes_per_s * tm.gpus_per_nic)
+
+
 def nvls_cost(
     op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel
 ) -> Cost | None:
@@ -215,7 +234,7 @@ def nvls_cost(
     if comm.n_domains > 1:  # NVLS + CollNet: SHARP across domains, through the NVLS heads' NICs
         lat += hw_latency_s(tm, "net", "nvls", proto) + tm.extra_inter_latency_s
         heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
-        a_out = min(domain_nic_bytes_per_s(tm, comm), heads * tm.nic_bytes_per_s * tm.gpus_per_nic)
+        a_out = _heads_nic_bytes_per_s(tm, comm)
         alg, net = (a_out, SCALE_OUT) if a_out < alg else (alg, SCALE_UP)
 
     def why() -> str:
@@ -240,10 +259,12 @@ def nvls_tree_cost(
 ) -> Cost | None:
     """NVLS inside each domain, a tree of domains over the NICs, pipelined, seconds.
 
-    Each domain's NICs carry S per direction on two domains and about 2 S beyond (the tree), and the
-    NVLS-tree kernel tops out per channel (:func:`nvls_tree_kernel_cap`, ``A_cap``), so::
+    Each domain's NVLS heads' NICs carry S per direction on two domains and about 2 S beyond (the
+    tree: ``connect.cc`` gives tree peers to head ranks only, one head per NIC), and the NVLS-tree
+    kernel tops out per channel (:func:`nvls_tree_kernel_cap`, ``A_cap``), so::
 
-        algbw = min( B_i e (g - 1)/g ,  B_node  (N = 2)  or  B_node / 2  (N > 2) ,  A_cap )
+        B_heads = min(B_node, h gpus_per_nic B_o)      (:func:`_heads_nic_bytes_per_s`)
+        algbw = min( B_i e (g - 1)/g ,  B_heads  (N = 2)  or  B_heads / 2  (N > 2) ,  A_cap )
         T     = a_nvls + k(N) a_o + (S + fill) / algbw
 
     (``a_nvls`` = NCCL's baseLat + NVLink hwLat of NVLS-tree: 23 + 0 us on 2.18, 0 + 23/25 us from 2.19;
@@ -286,7 +307,8 @@ def _nvls_tree_shape(
     olat = hw_latency_s(tm, "net", "nvls_tree", proto) + tm.extra_inter_latency_s
     lat = ilat + nvls_tree_net_steps(tm.release, N) * olat
     a_in = nvls_algbw(tm, g)
-    a_out = domain_nic_bytes_per_s(tm, comm) * (1.0 if N <= 2 else 0.5)
+    a_out = _heads_nic_bytes_per_s(tm, comm) * (1.0 if N <= 2 else 0.5)
+    heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
     a_cap = nvls_tree_kernel_cap(tm, comm)
     alg = min(a_in, a_out, a_cap)
     tuner_alg = min(a_in, a_out, nvls_tree_cap(tm, comm))
@@ -297,8 +319,8 @@ def _nvls_tree_shape(
         if tuner_alg != alg:  # the kernel's cap, from a later release's table
             cap += f", which NCCL {tm.nccl_version or tm.release.version}'s tuner does not know"
         return (
-            f"NVLS in each node ({a_in / 1e9:.0f} GB/s algbw), tree across {N} nodes "
-            f"({a_out / 1e9:.0f} GB/s algbw{cap})"
+            f"NVLS in each node ({a_in / 1e9:.0f} GB/s algbw), tree across {N} nodes through its "
+            f"{heads} NVLS heads' NICs ({a_out / 1e9:.0f} GB/s algbw{cap})"
         )
 
     return lat, alg, tuner_alg, net, why
