@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aifabric.catalog.nccl import nccl_release, nvls_chunk_bytes, nvls_heads
+from aifabric.catalog.nccl import nccl_release, nvls_chunk_bytes, nvls_heads, nvls_tree_start_chunk
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
@@ -247,3 +247,47 @@ def test_nvls_tree_heads_cap_leaves_eight_nic_h100_nodes_alone() -> None:
         alg = min(nvls_algbw(tm, 8), a_out, nvls_tree_kernel_cap(tm, comm))
         fill = nvls_fill_bytes(tm, 16 * GiB, comm, Algorithm.NVLS_TREE)
         assert c.time_s == pytest.approx(c.latency_s + (16 * GiB + fill) / alg, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "arch,nodes,ppn,nic_gbps,near,chunk",
+    [
+        # nvls.cc ncclNvlsTreeSm100Tuning (2.30.3): min(nvlsChunkSize, nvlsTreeMaxChunkSize)
+        ("blackwell", 2, 72, 50, True, 65536),  # 2 nodes, nicBw >= 48, ppn >= 16: max 64 KiB
+        ("blackwell", 2, 4, 50, True, 262144),  # ppn <= 4: 256 KiB both
+        ("blackwell", 2, 8, 50, False, 131072),  # ppn 8 beyond PXB: max 128 KiB
+        ("blackwell", 3, 72, 50, True, 65536),  # nicBw in [48, 96), NIC within PXB: 64 KiB
+        ("blackwell", 3, 72, 50, False, 131072),  # ... beyond PXB: 128 KiB
+        ("blackwell", 4, 72, 50, False, 131072),  # no 4-node fallback: the tuning set the max
+        ("blackwell", 4, 8, 100, True, 262144),  # nicBw >= 96, ppn <= 8: 256 KiB
+        ("blackwell", 4, 72, 100, True, 65536),  # nicBw >= 96, ppn >= 32: 64 KiB
+        ("blackwell", 4, 72, 25, True, 65536),  # nicBw < 48: no branch, 64 KiB from 4 nodes
+        ("blackwell", 3, 72, 25, True, 131072),  # ... and NCCL_NVLS_CHUNKSIZE below 4
+        ("hopper", 2, 8, 50, True, 131072),  # Hopper: no SM100 tuning
+        ("hopper", 4, 8, 50, True, 65536),
+    ],
+)
+def test_nvls_tree_start_chunk_follows_sm100_tuning(
+    arch: str, nodes: int, ppn: int, nic_gbps: float, near: bool, chunk: int
+) -> None:
+    rel = nccl_release("2.30.3")
+    got = nvls_tree_start_chunk(rel, arch, nnodes=nodes, local_gpus=ppn, nic_gbps=nic_gbps, near_nic=near)
+    assert got == chunk
+
+
+def test_nvl72_nvls_tree_fill_is_nccls_own_loops() -> None:
+    # GB200 NVL72 racks (one NCCL node each: 72 GPUs, 32 heads = NCCL_MAX_NVLS_ARITY, 400 Gb/s NICs = 50 GB/s,
+    # GPU-NIC path PIX), NCCL 2.30.3, 1 GiB: 2 racks run 32 NVLS channels x 64 KiB, 3 racks 24 x 64 KiB
+    # (nvls.cc ncclNvlsTreeSm100Tuning); 1 GiB is above every shrink threshold (4 x ops x 64 KiB <= 1 GiB
+    # does not apply: chunk is not > 64 KiB). fill = 2 loops: 2 x 32 x 32 x 64 KiB = 128 MiB; 2 x 24 x 32 x
+    # 64 KiB = 96 MiB. Before, the model ran 128 KiB chunks on 2 racks: 256 MiB, 0.5 ms.
+    spec = preset("gb200-nvl72")
+    tm = tier_model(spec)
+    for racks, channels in ((2, 32), (3, 24)):
+        comm = Communicator.contiguous(spec, 72 * racks)
+        fill = nvls_fill_bytes(tm, GiB, comm, Algorithm.NVLS_TREE)
+        assert fill == 2 * channels * 32 * 65536
+        c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, GiB, comm, tm)
+        assert c is not None
+        assert f"{2 * channels * 32 * 65536 / MiB:.0f} MiB" in c.why
+        assert f"{channels} channels x 32 heads x 64 KiB" in c.why

@@ -15,6 +15,7 @@ from aifabric.catalog.nccl import (
     nvls_heads,
     nvls_tree_kernel_bw,
     nvls_tree_net_steps,
+    nvls_tree_start_chunk,
     tuning_arch,
 )
 from aifabric.collectives.communicator import Communicator
@@ -77,14 +78,21 @@ def nvls_fill_bytes(
     g, nnodes = comm.ranks_per_domain, comm.n_domains if tree else 1
     nics = tm.nics_of(g) if tree else 0  # across domains: one head per NIC
     starts, loops, extra = _loop_steps(
-        tm.release.version, tm.tuning_row, tree, g, tm.nic_line_gbps, nnodes, nics
+        tm.release.version, tm.tuning_row, tree, g, tm.nic_line_gbps, nnodes, nics, tm.nic_near
     )
     return extra * min(message_bytes, loops[bisect_right(starts, message_bytes) - 1])
 
 
 @cache
 def _loop_steps(
-    version: str, row: str, tree: bool, g: int, nic_gbps: float, nnodes: int, nics_per_node: int
+    version: str,
+    row: str,
+    tree: bool,
+    g: int,
+    nic_gbps: float,
+    nnodes: int,
+    nics_per_node: int,
+    near_nic: bool = True,
 ) -> tuple[tuple[float, ...], tuple[float, ...], int]:
     """NVLS (``tree``: NVLS-tree) loop bytes ``nc x h x chunk(S)`` as a step function of the size, once per
     release and shape (keyed by plain values: hashing them is the per-call cost).
@@ -100,15 +108,17 @@ def _loop_steps(
     ops = nc * heads
     algorithm = Algorithm.NVLS_TREE if tree else Algorithm.NVLS
     shrink = rel.nvls_tree_chunk_shrink if tree else rel.nvls_chunk_shrink
-    chunks = {rel.nvls_tree_chunk_bytes if tree else rel.nvls_chunk_bytes, *(c for _, c in shrink)}
-    if tree and rel.nvls_tree_chunk_bytes_from_4_nodes is not None:
-        chunks.add(rel.nvls_tree_chunk_bytes_from_4_nodes)
+    start = (
+        nvls_tree_start_chunk(rel, row, nnodes=nnodes, local_gpus=g, nic_gbps=nic_gbps, near_nic=near_nic)
+        if tree
+        else None
+    )
+    chunks = {start or rel.nvls_chunk_bytes, *(c for _, c in shrink)}
     starts: list[float] = []
     loops: list[float] = []
     for size in sorted({0.0, *(float(m * ops * c) for m, _ in shrink for c in chunks)}):
-        loop = float(
-            ops * nvls_chunk_bytes(rel, algorithm.value, size, channels=nc, heads=heads, nnodes=nnodes)
-        )
+        chunk = nvls_chunk_bytes(rel, algorithm.value, size, channels=nc, heads=heads, start=start)
+        loop = float(ops * chunk)
         if not loops or loop != loops[-1]:
             starts.append(size)
             loops.append(loop)
@@ -291,10 +301,31 @@ def nvls_tree_cost(
     lat, alg, tuner_alg, net, why = tm.memo(
         ("nvls_tree", proto, comm.shape), lambda: _nvls_tree_shape(proto, comm, tm)
     )
-    fill = nvls_fill_bytes(tm, message_bytes, comm, Algorithm.NVLS_TREE) / alg
+    fill_bytes = nvls_fill_bytes(tm, message_bytes, comm, Algorithm.NVLS_TREE)
+    fill = fill_bytes / alg
     bw = {net: message_bytes / alg + fill}
     unseen = fill + (message_bytes / alg - message_bytes / tuner_alg if tuner_alg != alg else 0.0)
-    return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, bw, net, why, unseen_by_tuner_s=unseen)
+
+    def why_fill() -> str:
+        if fill_bytes <= 0:
+            return why()
+        g, loops = comm.ranks_per_domain, tm.release.nvls_pipeline_stages - 1
+        nc = nvls_channels(
+            tm.release, tm.tuning_row, nnodes=comm.n_domains, local_gpus=g, nic_gbps=tm.nic_line_gbps
+        )
+        heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
+        chunk = fill_bytes / loops / (nc * heads)
+        loop = (
+            "the whole message (under one loop)"
+            if fill_bytes >= loops * message_bytes
+            else f"{nc} channels x {heads} heads x {chunk / 1024:.0f} KiB chunks"
+        )
+        return (
+            f"{why()}; pipeline fill and drain {fill_bytes / 2**20:.3g} MiB ({fill * 1e6:.0f} us): "
+            f"{loops} loops of {loop}"
+        )
+
+    return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, bw, net, why_fill, unseen_by_tuner_s=unseen)
 
 
 def _nvls_tree_shape(
