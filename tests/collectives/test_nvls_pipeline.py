@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aifabric.catalog.nccl import nccl_release, nvls_chunk_bytes, nvls_heads
+from aifabric.catalog.nccl import nccl_release, nvls_chunk_bytes, nvls_heads, nvls_tree_start_chunk
 from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import Algorithm
 from aifabric.collectives.nvls import (
@@ -21,7 +22,7 @@ from aifabric.collectives.nvls import (
     nvls_tree_kernel_cap,
 )
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, tier_model
+from aifabric.collectives.tiers import Protocol, TierModel, tier_model
 from aifabric.errors import ConfigError
 
 MiB, GiB = 2**20, 2**30
@@ -195,3 +196,98 @@ def test_nvls_tree_2_26_2_has_no_size_ramp_on_4_nodes() -> None:
     assert {nvls_fill_bytes(tm, s, comm, Algorithm.NVLS_TREE) for s in sizes} == {16 * MiB}
     rel = tm.release
     assert {nvls_chunk_bytes(rel, "nvls_tree", s, channels=16, heads=8, nnodes=4) for s in sizes} == {65536}
+
+
+def _wide_domains(version: str) -> tuple[TierModel, Communicator]:
+    """8 x 8 H100 in 2 NVLink domains of 32 GPUs, one 200 Gb/s ConnectX-7 per GPU (32 NICs a domain)."""
+    spec = ClusterSpec.from_dict(
+        {
+            "accelerator": "h100-sxm",
+            "gpus_per_node": 8,
+            "nodes": 8,
+            "scale_up": {"kind": "nvswitch", "gpus": 32},
+            "scale_out": {
+                "nic": "connectx-7",
+                "nic_speed": "200 Gb/s",
+                "fabric": "infiniband",
+                "switch": "quantum-2-qm9700",
+                "tiers": 2,
+            },
+        }
+    )
+    return tier_model(spec, nccl_version=version), Communicator.contiguous(spec)
+
+
+def test_nvls_tree_crosses_domains_through_its_heads_nics_only() -> None:
+    # connect.cc connectNvls (2.20.3): a rank gets NVLS tree up/down peers only where it is a head
+    # (heads[node] == rank), one head per NVLS graph channel, each on its own NIC; NCCL_MAX_NVLS_ARITY is 8
+    # on 2.20. A 32-GPU domain with 32 x 200 Gb/s NICs (24.575 GB/s each, 200/8 x 0.983) crosses on 8 of
+    # them: 8 x 24.575 = 196.6 GB/s algbw on 2 domains, not the 32 NICs' 786.4 GB/s. NVLS+CollNet (nvls_cost)
+    # uses the same 8 NICs.
+    tm, comm = _wide_domains("2.20.3")
+    assert comm.n_domains == 2 and comm.ranks_per_domain == 32
+    heads_bw = 8 * 200e9 / 8 * 0.983
+    assert tm.nic_bytes_per_s * tm.gpus_per_nic == pytest.approx(200e9 / 8 * 0.983, rel=1e-3)
+    c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 16 * GiB, comm, tm)
+    assert c is not None
+    fill = nvls_fill_bytes(tm, 16 * GiB, comm, Algorithm.NVLS_TREE)
+    assert c.time_s - c.latency_s == pytest.approx((16 * GiB + fill) / heads_bw, rel=2e-3)
+    assert "8 NVLS heads' NICs" in c.why
+
+
+def test_nvls_tree_heads_cap_leaves_eight_nic_h100_nodes_alone() -> None:
+    # 8 x H100 with 8 x 400 Gb/s NICs: 8 heads = 8 NICs, the cap is the node's NICs (unchanged).
+    for nodes in (2, 4):
+        tm, comm = tier_model(H100[nodes]), Communicator.contiguous(H100[nodes])
+        heads = nvls_heads(tm.release, local_gpus=8, nics_per_node=8)
+        assert heads == 8
+        c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 16 * GiB, comm, tm)
+        assert c is not None
+        a_out = 8 * tm.nic_bytes_per_s * (1.0 if nodes == 2 else 0.5)
+        alg = min(nvls_algbw(tm, 8), a_out, nvls_tree_kernel_cap(tm, comm))
+        fill = nvls_fill_bytes(tm, 16 * GiB, comm, Algorithm.NVLS_TREE)
+        assert c.time_s == pytest.approx(c.latency_s + (16 * GiB + fill) / alg, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "arch,nodes,ppn,nic_gbps,near,chunk",
+    [
+        # nvls.cc ncclNvlsTreeSm100Tuning (2.30.3): min(nvlsChunkSize, nvlsTreeMaxChunkSize)
+        ("blackwell", 2, 72, 50, True, 65536),  # 2 nodes, nicBw >= 48, ppn >= 16: max 64 KiB
+        ("blackwell", 2, 4, 50, True, 262144),  # ppn <= 4: 256 KiB both
+        ("blackwell", 2, 8, 50, False, 131072),  # ppn 8 beyond PXB: max 128 KiB
+        ("blackwell", 3, 72, 50, True, 65536),  # nicBw in [48, 96), NIC within PXB: 64 KiB
+        ("blackwell", 3, 72, 50, False, 131072),  # ... beyond PXB: 128 KiB
+        ("blackwell", 4, 72, 50, False, 131072),  # no 4-node fallback: the tuning set the max
+        ("blackwell", 4, 8, 100, True, 262144),  # nicBw >= 96, ppn <= 8: 256 KiB
+        ("blackwell", 4, 72, 100, True, 65536),  # nicBw >= 96, ppn >= 32: 64 KiB
+        ("blackwell", 4, 72, 25, True, 65536),  # nicBw < 48: no branch, 64 KiB from 4 nodes
+        ("blackwell", 3, 72, 25, True, 131072),  # ... and NCCL_NVLS_CHUNKSIZE below 4
+        ("hopper", 2, 8, 50, True, 131072),  # Hopper: no SM100 tuning
+        ("hopper", 4, 8, 50, True, 65536),
+    ],
+)
+def test_nvls_tree_start_chunk_follows_sm100_tuning(
+    arch: str, nodes: int, ppn: int, nic_gbps: float, near: bool, chunk: int
+) -> None:
+    rel = nccl_release("2.30.3")
+    got = nvls_tree_start_chunk(rel, arch, nnodes=nodes, local_gpus=ppn, nic_gbps=nic_gbps, near_nic=near)
+    assert got == chunk
+
+
+def test_nvl72_nvls_tree_fill_is_nccls_own_loops() -> None:
+    # GB200 NVL72 racks (one NCCL node each: 72 GPUs, 32 heads = NCCL_MAX_NVLS_ARITY, 400 Gb/s NICs = 50 GB/s,
+    # GPU-NIC path PIX), NCCL 2.30.3, 1 GiB: 2 racks run 32 NVLS channels x 64 KiB, 3 racks 24 x 64 KiB
+    # (nvls.cc ncclNvlsTreeSm100Tuning); 1 GiB is above every shrink threshold (4 x ops x 64 KiB <= 1 GiB
+    # does not apply: chunk is not > 64 KiB). fill = 2 loops: 2 x 32 x 32 x 64 KiB = 128 MiB; 2 x 24 x 32 x
+    # 64 KiB = 96 MiB. Before, the model ran 128 KiB chunks on 2 racks: 256 MiB, 0.5 ms.
+    spec = preset("gb200-nvl72")
+    tm = tier_model(spec)
+    for racks, channels in ((2, 32), (3, 24)):
+        comm = Communicator.contiguous(spec, 72 * racks)
+        fill = nvls_fill_bytes(tm, GiB, comm, Algorithm.NVLS_TREE)
+        assert fill == 2 * channels * 32 * 65536
+        c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, GiB, comm, tm)
+        assert c is not None
+        assert f"{2 * channels * 32 * 65536 / MiB:.0f} MiB" in c.why
+        assert f"{channels} channels x 32 heads x 64 KiB" in c.why

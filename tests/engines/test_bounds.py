@@ -228,3 +228,34 @@ def test_algbw_with_shared_nics_is_bounded_by_the_nodes_nics(nodes, data, op, si
     g_min = comm.min_ranks_per_domain
     bound = 4 * 12.5 * GB * nic_factor(Collective(op), comm.n_ranks, comm.n_domains, g_min)
     assert r.algbw_bytes_per_s <= bound * (1 + 1e-9), (r.algorithm, r.protocol)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    name=st.sampled_from(["gb200-nvl72", "rubin-nvl72"]),
+    racks=st.integers(min_value=3, max_value=12),
+    more=st.integers(min_value=1, max_value=8),
+    size=st.floats(min_value=2.0**20, max_value=2.0**36),
+)
+def test_more_nvl72_racks_are_never_faster_per_byte(name, racks, more, size):
+    # NVL72 racks of 18 four-GPU trays, one NCCL node each, all_reduce on NVLS-tree's ground: from 3 racks
+    # NCCL 2.30 runs one NVLS-tree configuration (nvls.cc ncclNvlsTreeSm100Tuning: 24 channels x 64 KiB on
+    # GB200's 400G NICs, 32 x 64 KiB on Rubin's 1.6T), so the same fill, and more racks only add tree depth
+    # and NIC bytes. (2 racks run 32 channels on GB200: NCCL's own configuration, a 4/3 larger fill; see
+    # test_nvl72_nvls_tree_fill_is_nccls_own_loops.)
+    base = preset(name)
+    g = base.domain_gpus
+    spec = preset(name, gpus=(racks + more) * g)
+    small = formula_collective("all_reduce", size, spec, Communicator.contiguous(spec, racks * g))
+    large = formula_collective("all_reduce", size, spec, Communicator.contiguous(spec))
+    assert large.time_s >= small.time_s * (1 - 1e-9), (small.algorithm, large.algorithm)
+
+
+def test_nvl72_one_gib_all_reduce_slows_with_racks():
+    # The trial's repro (gb200-nvl72, 1 GiB): 216, 288, 360, 576 ranks; before fix10a 288 ranks (2338 us) beat
+    # 216 (2488 us): 128 KiB chunks below 4 racks, 64 KiB from 4, the fallback NCCL applies only where
+    # ncclNvlsTreeSm100Tuning sets no maximum (nvls.cc 2.30.3); NCCL's 64 KiB on every rack count now.
+    spec = preset("gb200-nvl72")
+    times = [formula_collective("all_reduce", 2**30, spec, Communicator.contiguous(spec, n)).time_s
+             for n in (216, 288, 360, 576)]  # fmt: skip
+    assert times == sorted(times)

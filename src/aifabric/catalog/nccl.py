@@ -51,6 +51,7 @@ __all__ = [
     "nvls_support",
     "nvls_tree_kernel_bw",
     "nvls_tree_net_steps",
+    "nvls_tree_start_chunk",
     "ring_backup",
     "protocol_costs",
     "protocol_for",
@@ -104,6 +105,32 @@ class BlackwellNvlsTreeRule(_Frozen):
     min_nic_gbps: float
     max_local_gpus: int | None = None
     channels: int = Field(ge=1)
+
+
+class BlackwellNvlsTreeChunkRule(_Frozen):
+    """One branch of ``nvls.cc`` ncclNvlsTreeSm100Tuning: NVLS chunk and NVLS-tree max chunk, bytes, for
+    nodes, NIC GB/s per GPU (``min_nic_gbps <= bw < below_nic_gbps``), GPUs per node and whether the
+    GPU-NIC path is within PXB (``near_nic``: ``gpuToNicPathType <= PATH_PXB``)."""
+
+    nodes: int | None = None
+    min_nic_gbps: float
+    below_nic_gbps: float | None = None
+    min_local_gpus: int | None = None
+    max_local_gpus: int | None = None
+    near_nic: bool | None = None
+    chunk: int = Field(ge=1)
+    tree_max_chunk: int = Field(ge=1)
+
+    def matches(self, *, nnodes: int, nic_gbps: float, local_gpus: int, near_nic: bool) -> bool:
+        """Whether this branch applies (every given condition holds)."""
+        return (
+            (self.nodes is None or self.nodes == nnodes)
+            and nic_gbps >= self.min_nic_gbps
+            and (self.below_nic_gbps is None or nic_gbps < self.below_nic_gbps)
+            and (self.min_local_gpus is None or local_gpus >= self.min_local_gpus)
+            and (self.max_local_gpus is None or local_gpus <= self.max_local_gpus)
+            and (self.near_nic is None or self.near_nic == near_nic)
+        )
 
 
 class NcclRelease(_Frozen):
@@ -161,6 +188,7 @@ class NcclRelease(_Frozen):
     nvls_pipeline_stages: int = Field(ge=1)
     nvls_max_arity: int = Field(ge=1)
     blackwell_nvls_tree_channels: tuple[BlackwellNvlsTreeRule, ...] = ()
+    blackwell_nvls_tree_chunks: tuple[BlackwellNvlsTreeChunkRule, ...] = ()
     algorithms: dict[Collective, tuple[Algorithm, ...]]
     collnet_gather_scatter_ppn_correction: tuple[float, float] | None = None
     collnet_gather_scatter_inter_factor: float | None = Field(default=None, gt=0, le=1)
@@ -480,6 +508,26 @@ def nvls_channels(release: NcclRelease, arch: str, *, nnodes: int, local_gpus: i
     return release.nvls_channels["blackwell_multi_node"]
 
 
+def nvls_tree_start_chunk(
+    release: NcclRelease, arch: str, *, nnodes: int, local_gpus: int, nic_gbps: float, near_nic: bool
+) -> int:
+    """The chunk NVLS-tree starts from before enqueue.cc shrinks it, bytes:
+    ``min(comm->nvlsChunkSize, comm->nvlsTreeMaxChunkSize)`` (``enqueue.cc`` calcCollChunking).
+
+    Blackwell across nodes (``nvls.cc`` ncclNvlsTreeSm100Tuning, 2.30 on): the first
+    ``blackwell_nvls_tree_chunks`` branch that matches sets both; otherwise (or no branch) the release's
+    ``nvls_tree_chunk_bytes``, capped at ``nvls_tree_chunk_bytes_from_4_nodes`` from 4 nodes
+    (``NCCL_NVLSTREE_MAX_CHUNKSIZE`` default -2). GB200 NVL72 racks (72 GPUs, 400 Gb/s = 50 GB/s NICs) on
+    2.30: 2 racks 64 KiB (ppn >= 16); from 3 racks 128 KiB, 64 KiB when the NIC is within PXB.
+    """
+    if nnodes > 1 and tuning_arch(release, arch) == "blackwell":
+        for rule in release.blackwell_nvls_tree_chunks:
+            if rule.matches(nnodes=nnodes, nic_gbps=nic_gbps, local_gpus=local_gpus, near_nic=near_nic):
+                return min(rule.chunk, rule.tree_max_chunk)
+    chunk, cap = release.nvls_tree_chunk_bytes, release.nvls_tree_chunk_bytes_from_4_nodes
+    return min(chunk, cap) if cap is not None and nnodes >= 4 else chunk
+
+
 def nvls_heads(release: NcclRelease, *, local_gpus: int, nics_per_node: int = 0) -> int:
     """NVLS heads per node: ``min(NCCL_MAX_NVLS_ARITY, local_gpus)`` on one node (search.cc forces every
     GPU to be a head), and across nodes also at most one head per NIC (search.cc: the NVLS search only
@@ -511,13 +559,21 @@ def ring_backup(release: NcclRelease, *, all_reduce: bool) -> bool:
 
 
 def nvls_chunk_bytes(
-    release: NcclRelease, algorithm: str, nbytes: float, *, channels: int, heads: int, nnodes: int = 1
+    release: NcclRelease,
+    algorithm: str,
+    nbytes: float,
+    *,
+    channels: int,
+    heads: int,
+    nnodes: int = 1,
+    start: int | None = None,
 ) -> int:
     """The chunk one (channel, NVLS head) moves per pipeline step, bytes (``enqueue.cc``
     calcCollChunking).
 
     NVLS starts at ``nvls_chunk_bytes``; NVLS-tree at ``nvls_tree_chunk_bytes``, capped at
-    ``nvls_tree_chunk_bytes_from_4_nodes`` from 4 nodes on. Then, for each ``(k, c)`` of the algorithm's
+    ``nvls_tree_chunk_bytes_from_4_nodes`` from 4 nodes on, or at ``start`` where given
+    (:func:`nvls_tree_start_chunk`). Then, for each ``(k, c)`` of the algorithm's
     shrink list in order: ``chunk = c`` while ``nbytes < k x channels x heads x chunk`` and ``chunk > c``.
 
     Raises
@@ -543,7 +599,9 @@ def nvls_chunk_bytes(
     else:
         chunk, shrink = release.nvls_tree_chunk_bytes, release.nvls_tree_chunk_shrink
         cap = release.nvls_tree_chunk_bytes_from_4_nodes
-        if cap is not None and nnodes >= 4:
+        if start is not None:
+            chunk = start
+        elif cap is not None and nnodes >= 4:
             chunk = min(chunk, cap)
     ops = channels * heads
     for k, c in shrink:

@@ -647,20 +647,26 @@ class ClusterSpec(_Strict):
     def nic_effective_bytes_per_s(self) -> float:
         """Scale-out payload bandwidth per GPU, per direction, bytes/s.
 
-        ``line rate x e_NIC x e_T / e_native``: the NIC's payload efficiency ``e_NIC`` holds on the fabric's
-        native transport; another transport (a plugin, TCP sockets) scales it by the ratio of the two
-        transports' aggregate efficiencies (``catalog/data/transports.yaml``, each with its source).
+        One efficiency chain, the payload share of line rate on the transport in use::
+
+            B_eff = line rate x e_NIC                   on the fabric's native transport
+            B_eff = line rate x min(e_NIC, e_T)         on any other (a plugin, TCP sockets)
+
+        ``e_NIC`` the NIC's framing bound (``nics.yaml`` payload_efficiency: MTU payload over MTU + headers),
+        what NCCL's own NET/IB reaches on InfiniBand and RoCE alike (case 03's nodes; published case 24
+        holds RoCE to IB's figure). ``e_T`` another transport's aggregate efficiency (``transports.yaml``),
+        measured end to end as nccl-tests busbw over the NICs' line rate: it already holds the NIC's framing,
+        so nothing may beat it (the former ``e_NIC x e_T / e_native`` did: 0.983 x 0.55 / 0.968 = 0.559 on
+        tcp-socket). The streams a communicator opens may reach less
+        (:func:`aifabric.collectives.tiers.nic_stream_factor`). ConnectX-7 at 400 Gb/s: 50 x 0.983 = 49.15
+        GB/s on ib-verbs, 50 x 0.55 = 27.5 on tcp-socket; at 200 Gb/s on gcp-tcpxo 25 x 0.94 = 23.5.
         """
         if self.nic_spec is None or self.scale_out is None:
             return 0.0
-        so = self.scale_out
-        ratio = 1.0
-        if so.transport_key != so.native_transport:
-            ratio = (
-                transport(so.transport_key).aggregate_efficiency
-                / transport(so.native_transport).aggregate_efficiency
-            )
-        return self.nic_line_rate_bytes_per_s * self.nic_spec.payload_efficiency * ratio
+        so, e_nic = self.scale_out, self.nic_spec.payload_efficiency
+        if so.transport_key == so.native_transport:
+            return self.nic_line_rate_bytes_per_s * e_nic
+        return self.nic_line_rate_bytes_per_s * min(e_nic, transport(so.transport_key).aggregate_efficiency)
 
     @property
     def transport_extra_latency_s(self) -> float:

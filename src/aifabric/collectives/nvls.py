@@ -15,6 +15,7 @@ from aifabric.catalog.nccl import (
     nvls_heads,
     nvls_tree_kernel_bw,
     nvls_tree_net_steps,
+    nvls_tree_start_chunk,
     tuning_arch,
 )
 from aifabric.collectives.communicator import Communicator
@@ -77,14 +78,21 @@ def nvls_fill_bytes(
     g, nnodes = comm.ranks_per_domain, comm.n_domains if tree else 1
     nics = tm.nics_of(g) if tree else 0  # across domains: one head per NIC
     starts, loops, extra = _loop_steps(
-        tm.release.version, tm.tuning_row, tree, g, tm.nic_line_gbps, nnodes, nics
+        tm.release.version, tm.tuning_row, tree, g, tm.nic_line_gbps, nnodes, nics, tm.nic_near
     )
     return extra * min(message_bytes, loops[bisect_right(starts, message_bytes) - 1])
 
 
 @cache
 def _loop_steps(
-    version: str, row: str, tree: bool, g: int, nic_gbps: float, nnodes: int, nics_per_node: int
+    version: str,
+    row: str,
+    tree: bool,
+    g: int,
+    nic_gbps: float,
+    nnodes: int,
+    nics_per_node: int,
+    near_nic: bool = True,
 ) -> tuple[tuple[float, ...], tuple[float, ...], int]:
     """NVLS (``tree``: NVLS-tree) loop bytes ``nc x h x chunk(S)`` as a step function of the size, once per
     release and shape (keyed by plain values: hashing them is the per-call cost).
@@ -100,15 +108,17 @@ def _loop_steps(
     ops = nc * heads
     algorithm = Algorithm.NVLS_TREE if tree else Algorithm.NVLS
     shrink = rel.nvls_tree_chunk_shrink if tree else rel.nvls_chunk_shrink
-    chunks = {rel.nvls_tree_chunk_bytes if tree else rel.nvls_chunk_bytes, *(c for _, c in shrink)}
-    if tree and rel.nvls_tree_chunk_bytes_from_4_nodes is not None:
-        chunks.add(rel.nvls_tree_chunk_bytes_from_4_nodes)
+    start = (
+        nvls_tree_start_chunk(rel, row, nnodes=nnodes, local_gpus=g, nic_gbps=nic_gbps, near_nic=near_nic)
+        if tree
+        else None
+    )
+    chunks = {start or rel.nvls_chunk_bytes, *(c for _, c in shrink)}
     starts: list[float] = []
     loops: list[float] = []
     for size in sorted({0.0, *(float(m * ops * c) for m, _ in shrink for c in chunks)}):
-        loop = float(
-            ops * nvls_chunk_bytes(rel, algorithm.value, size, channels=nc, heads=heads, nnodes=nnodes)
-        )
+        chunk = nvls_chunk_bytes(rel, algorithm.value, size, channels=nc, heads=heads, start=start)
+        loop = float(ops * chunk)
         if not loops or loop != loops[-1]:
             starts.append(size)
             loops.append(loop)
@@ -163,6 +173,25 @@ def _cap_algbw(tm: TierModel, comm: Communicator, row: tuple[float, float, float
     return heads * cap * 1e9 * n / (2 * (n - 1))
 
 
+def _heads_nic_bytes_per_s(tm: TierModel, comm: Communicator) -> float:
+    """What a domain's NVLS heads' NICs carry per direction together across domains, bytes/s.
+
+    Only NVLS head ranks talk to other domains: ``connect.cc`` (``connectNvls``) gives a rank tree
+    up/down peers only where it is a head (``heads[node] == rank``), and NVLS+CollNet sends only from
+    head ranks (``nvls.out``); each head is the first GPU of one NVLS graph channel, one per NIC
+    (``nvls_heads``). So::
+
+        B_heads = min(B_node, h x gpus_per_nic x B_o)
+
+    ``B_node`` the sparsest domain's NICs (:func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`),
+    ``h`` the heads (:func:`~aifabric.catalog.nccl.nvls_heads`). 8 x H100, 8 NICs: h = 8, B_node.
+    32-GPU domain with 32 x 200 Gb/s NICs on NCCL 2.20 (h = 8): 8 x 24.6 = 196.6 GB/s.
+    """
+    g = comm.ranks_per_domain
+    heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
+    return min(domain_nic_bytes_per_s(tm, comm), heads * tm.nic_bytes_per_s * tm.gpus_per_nic)
+
+
 def nvls_cost(
     op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel
 ) -> Cost | None:
@@ -215,7 +244,7 @@ def nvls_cost(
     if comm.n_domains > 1:  # NVLS + CollNet: SHARP across domains, through the NVLS heads' NICs
         lat += hw_latency_s(tm, "net", "nvls", proto) + tm.extra_inter_latency_s
         heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
-        a_out = min(domain_nic_bytes_per_s(tm, comm), heads * tm.nic_bytes_per_s * tm.gpus_per_nic)
+        a_out = _heads_nic_bytes_per_s(tm, comm)
         alg, net = (a_out, SCALE_OUT) if a_out < alg else (alg, SCALE_UP)
 
     def why() -> str:
@@ -240,10 +269,12 @@ def nvls_tree_cost(
 ) -> Cost | None:
     """NVLS inside each domain, a tree of domains over the NICs, pipelined, seconds.
 
-    Each domain's NICs carry S per direction on two domains and about 2 S beyond (the tree), and the
-    NVLS-tree kernel tops out per channel (:func:`nvls_tree_kernel_cap`, ``A_cap``), so::
+    Each domain's NVLS heads' NICs carry S per direction on two domains and about 2 S beyond (the
+    tree: ``connect.cc`` gives tree peers to head ranks only, one head per NIC), and the NVLS-tree
+    kernel tops out per channel (:func:`nvls_tree_kernel_cap`, ``A_cap``), so::
 
-        algbw = min( B_i e (g - 1)/g ,  B_node  (N = 2)  or  B_node / 2  (N > 2) ,  A_cap )
+        B_heads = min(B_node, h gpus_per_nic B_o)      (:func:`_heads_nic_bytes_per_s`)
+        algbw = min( B_i e (g - 1)/g ,  B_heads  (N = 2)  or  B_heads / 2  (N > 2) ,  A_cap )
         T     = a_nvls + k(N) a_o + (S + fill) / algbw
 
     (``a_nvls`` = NCCL's baseLat + NVLink hwLat of NVLS-tree: 23 + 0 us on 2.18, 0 + 23/25 us from 2.19;
@@ -270,10 +301,31 @@ def nvls_tree_cost(
     lat, alg, tuner_alg, net, why = tm.memo(
         ("nvls_tree", proto, comm.shape), lambda: _nvls_tree_shape(proto, comm, tm)
     )
-    fill = nvls_fill_bytes(tm, message_bytes, comm, Algorithm.NVLS_TREE) / alg
+    fill_bytes = nvls_fill_bytes(tm, message_bytes, comm, Algorithm.NVLS_TREE)
+    fill = fill_bytes / alg
     bw = {net: message_bytes / alg + fill}
     unseen = fill + (message_bytes / alg - message_bytes / tuner_alg if tuner_alg != alg else 0.0)
-    return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, bw, net, why, unseen_by_tuner_s=unseen)
+
+    def why_fill() -> str:
+        if fill_bytes <= 0:
+            return why()
+        g, loops = comm.ranks_per_domain, tm.release.nvls_pipeline_stages - 1
+        nc = nvls_channels(
+            tm.release, tm.tuning_row, nnodes=comm.n_domains, local_gpus=g, nic_gbps=tm.nic_line_gbps
+        )
+        heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
+        chunk = fill_bytes / loops / (nc * heads)
+        loop = (
+            "the whole message (under one loop)"
+            if fill_bytes >= loops * message_bytes
+            else f"{nc} channels x {heads} heads x {chunk / 1024:.0f} KiB chunks"
+        )
+        return (
+            f"{why()}; pipeline fill and drain {fill_bytes / 2**20:.3g} MiB ({fill * 1e6:.0f} us): "
+            f"{loops} loops of {loop}"
+        )
+
+    return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, bw, net, why_fill, unseen_by_tuner_s=unseen)
 
 
 def _nvls_tree_shape(
@@ -286,7 +338,8 @@ def _nvls_tree_shape(
     olat = hw_latency_s(tm, "net", "nvls_tree", proto) + tm.extra_inter_latency_s
     lat = ilat + nvls_tree_net_steps(tm.release, N) * olat
     a_in = nvls_algbw(tm, g)
-    a_out = domain_nic_bytes_per_s(tm, comm) * (1.0 if N <= 2 else 0.5)
+    a_out = _heads_nic_bytes_per_s(tm, comm) * (1.0 if N <= 2 else 0.5)
+    heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
     a_cap = nvls_tree_kernel_cap(tm, comm)
     alg = min(a_in, a_out, a_cap)
     tuner_alg = min(a_in, a_out, nvls_tree_cap(tm, comm))
@@ -297,8 +350,8 @@ def _nvls_tree_shape(
         if tuner_alg != alg:  # the kernel's cap, from a later release's table
             cap += f", which NCCL {tm.nccl_version or tm.release.version}'s tuner does not know"
         return (
-            f"NVLS in each node ({a_in / 1e9:.0f} GB/s algbw), tree across {N} nodes "
-            f"({a_out / 1e9:.0f} GB/s algbw{cap})"
+            f"NVLS in each node ({a_in / 1e9:.0f} GB/s algbw), tree across {N} nodes through its "
+            f"{heads} NVLS heads' NICs ({a_out / 1e9:.0f} GB/s algbw{cap})"
         )
 
     return lat, alg, tuner_alg, net, why

@@ -134,6 +134,7 @@ class TierModel:
     nics_per_gpu: int = 0  # scale-out NICs per GPU (0: no scale-out network)
     nic_line_gbps: float = 0.0  # one NIC's line rate, GB/s per direction (what NCCL reads as its speed)
     gpus_per_nic: int = 1  # GPUs sharing one NIC (AWS p4d: 2); nic_bytes_per_s is one GPU's share
+    nic_near: bool = True  # GPU-NIC path within PXB (NCCL's typeInter <= PATH_PXB: scale_out.nic_path)
 
     def nics_of(self, gpus: int) -> int:
         """Scale-out NICs of ``gpus`` whole GPUs of a node: ``gpus x nics_per_gpu / gpus_per_nic``, at least
@@ -391,6 +392,7 @@ def tier_model(
         nics_per_gpu=so.nics_per_gpu if so else 0,
         nic_line_gbps=spec.nic_speed_bytes_per_s / 1e9,
         gpus_per_nic=so.gpus_per_nic if so else 1,
+        nic_near=so is None or so.nic_path in ("PIX", "PXB"),
     )
 
 

@@ -507,8 +507,8 @@ def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
 
     ``nccl``: scale-up links at NCCL's effective per-link bandwidth; scale-out links at the NIC's payload
     efficiency on the cluster's transport, ``B_eff / B_line`` of
-    :attr:`~aifabric.cluster.spec.ClusterSpec.nic_effective_bytes_per_s` (``e_NIC x e_T / e_native``: 0.59
-    through EFA's SRD plugin), the efficiency the formula engine's ``B_o`` carries.
+    :attr:`~aifabric.cluster.spec.ClusterSpec.nic_effective_bytes_per_s` (``min(e_NIC, e_T)`` off the
+    native transport: 0.59 through EFA's SRD plugin), the efficiency the formula engine's ``B_o`` carries.
     """
     cap = topo.link_capacity_bytes_per_s.copy()
     if efficiency == "line_rate":
