@@ -25,14 +25,26 @@ def _h100(gpus_per_nic: int, nodes: int = 2):
 
 def test_two_node_tree_on_four_shared_nics_is_bounded_by_them():
     # 2 nodes x 8 H100, 4 x 400G per node (2 GPUs per NIC): B_node = 4 x 49.15 = 196.6 GB/s per direction.
-    # NCCL's double binary tree moves ~2 S through a node's NICs each way (tree.py), so
-    #   algbw <= B_node / 2 = 98.3 GB/s,  busbw = algbw x 2 (n-1)/n <= 98.3 x 30/16 = 184.3 GB/s;
-    # Simple's tree factor 0.92 leaves 169.6 GB/s, less the latency at 1 GiB.
+    # On two domains each node is one tree's root and the other's leaf, so NCCL's double binary tree moves
+    # S through a node's NICs each way (tree.py; NVIDIA/nccl #527: busbw 57.17 on 2 p4d, 31.77 on 3):
+    #   algbw <= B_node = 196.6 GB/s; NVLink's 370.8 / 2 x 0.92 (Simple) = 170.6 sets it, under the NICs.
     r = formula_collective("all_reduce", GIB, _h100(2), algorithm="tree")
-    assert r.algbw_bytes_per_s <= 4 * CX7 / 2
-    assert r.busbw_bytes_per_s <= 4 * CX7 / 2 * 30 / 16
-    assert r.busbw_bytes_per_s == pytest.approx(4 * CX7 / 2 * 30 / 16 * 0.92, rel=0.01)
-    assert r.bottleneck == "scale-out"
+    assert r.algbw_bytes_per_s <= 4 * CX7
+    assert r.busbw_bytes_per_s == pytest.approx(370.8e9 / 2 * 30 / 16 * 0.92, rel=0.02)
+    assert r.bottleneck == "scale-up"
+    # 2 x 400G per node (4 GPUs per NIC): B_node = 98.3 GB/s bounds and sets it: 98.3 x 0.92 = 90.4 GB/s
+    half = formula_collective("all_reduce", GIB, _h100(4), algorithm="tree")
+    assert half.algbw_bytes_per_s <= 2 * CX7
+    assert half.algbw_bytes_per_s == pytest.approx(2 * CX7 * 0.92, rel=0.01)
+    assert half.bottleneck == "scale-out"
+    # 3 nodes: an inner node of a tree moves ~2 S each way (Sanders, Speck & Traeff 2009):
+    #   algbw <= B_node / 2 = 98.3 GB/s,  busbw = algbw x 2 (n-1)/n <= 98.3 x 46/24 = 188.4 GB/s;
+    # Simple's tree factor 0.92 leaves 173.3 GB/s, less the latency at 1 GiB.
+    three = formula_collective("all_reduce", GIB, _h100(2, nodes=3), algorithm="tree")
+    assert three.algbw_bytes_per_s <= 4 * CX7 / 2
+    assert three.busbw_bytes_per_s <= 4 * CX7 / 2 * 46 / 24
+    assert three.busbw_bytes_per_s == pytest.approx(4 * CX7 / 2 * 46 / 24 * 0.92, rel=0.01)
+    assert three.bottleneck == "scale-out"
     # with a NIC per GPU (B_node = 393.2 GB/s) NVLink's 370.8 GB/s sets the same tree instead:
     # 370.8 / 2 x 30/16 x 0.92 = 319.8 GB/s, less the latency
     full = formula_collective("all_reduce", GIB, _h100(1), algorithm="tree")

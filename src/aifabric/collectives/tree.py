@@ -33,9 +33,12 @@ def tree_cost(
 
     Each of the two trees reduces then broadcasts half of the buffer; an inner node receives from two
     children and sends to its parent, so a domain moves about 2 S per direction through its NICs and a
-    GPU about 2 S through scale-up (the chain). The bandwidth is that of the slower of the two::
+    GPU about 2 S through scale-up (the chain). On two domains there is no inner node: each domain is one
+    tree's root and the other's leaf, and its NICs carry S / 2 up and S / 2 down per tree, S per direction
+    (a ring: 2 (n - 1) / n S), so the NICs count twice (``k = 2`` when N = 2, else 1). The bandwidth is
+    that of the slower of the two::
 
-        B   = P_tree( min(B_i, B_node) x s_C )  (B_i infinite when g = 1: no chain)
+        B   = P_tree( min(B_i, k B_node) x s_C )  (B_i infinite when g = 1: no chain)
         lat = base + 2 ((g - 1) a_i + log2(N) a_o)
         T   = lat + 2 S / (B c(S))               (algbw = B / 2, NCCL's tree model)
 
@@ -48,8 +51,10 @@ def tree_cost(
     efficiency (:func:`~aifabric.collectives.tiers.protocol_bandwidth`); ``s_C = min(1, C / C0)``
     (:func:`~aifabric.collectives.tiers.channel_share`); the call runs on its own channels
     (:func:`~aifabric.collectives.tiers.call_bandwidth`).
-    NCCL itself times a tree on <= 2 nodes from the intra-node bandwidth alone; that lets a tree cross a
-    NIC faster than the NIC, so here the NICs bound it on any number of domains.
+    NCCL itself times a tree on <= 2 nodes from the intra-node bandwidth alone; here the NICs bound it on
+    any number of domains, at S per direction on two (the maintainers: on 2 nodes the tree's busbw
+    "can exceed the actual available peak BW", NVIDIA/nccl-tests #22; 4 x p4d at 1 GiB: busbw 57.17 on 2
+    nodes, 31.77 on 3, NVIDIA/nccl #527).
 
     References
     ----------
@@ -57,15 +62,19 @@ def tree_cost(
 
     Examples
     --------
-    Two nodes of one H100 each (one 400G NIC, 49.15 GB/s): algbw <= 49.15 / 2 x 0.92 (Simple) = 22.6 GB/s:
+    Nodes of one H100 each (one 400G NIC, 49.15 GB/s): on two, algbw <= 2 x 49.15 / 2 x 0.92 (Simple) =
+    45.2 GB/s (45.1 with the latency); on three, 49.15 / 2 x 0.92 = 22.6 GB/s:
 
     >>> from aifabric.cluster.presets import preset
     >>> from aifabric.collectives.tiers import tier_model
-    >>> spec = preset("h100-ib-2node")
-    >>> comm = Communicator.from_gpus(spec, [0, 8])
-    >>> c = tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 2**30, comm, tier_model(spec))
-    >>> round(2**30 / c.time_s / 1e9, 1), c.bottleneck
-    (22.6, 'scale-out')
+    >>> spec = preset("h100-ib-2node", nodes=3)
+    >>> tm = tier_model(spec)
+    >>> def algbw(gpus):
+    ...     comm = Communicator.from_gpus(spec, gpus)
+    ...     c = tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 2**30, comm, tm)
+    ...     return round(2**30 / c.time_s / 1e9, 1), c.bottleneck
+    >>> algbw([0, 8]), algbw([0, 8, 16])
+    ((45.1, 'scale-out'), (22.6, 'scale-out'))
     """
     N = comm.n_domains  # noqa: N806  (N domains, as in NCCL)
     shape = tm.memo(("tree", op, proto, comm.shape), lambda: _tree_shape(op, proto, comm, tm))
@@ -101,7 +110,7 @@ def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
         return None
     lat = base_latency_s(tm, "tree", proto) + 2 * ((g - 1) * ilat + math.log2(N) * olat)
     up = scaleup_bytes_per_s(tm, g) if g > 1 else math.inf
-    nic_agg = domain_nic_bytes_per_s(tm, comm)
+    nic_agg = domain_nic_bytes_per_s(tm, comm) * (2.0 if N == 2 else 1.0)  # S, not 2 S, on two domains
     raw = min(up, nic_agg)
     bus = protocol_bandwidth(tm, proto, raw * channel_share(tm, N), N, tree=True)
     net = SCALE_OUT if nic_agg < up else SCALE_UP

@@ -1,0 +1,177 @@
+"""The formula engine against public nccl-tests results that are not among the shared cases (blind check).
+
+Each point is one row (or one stated figure) of a public thread whose hardware is stated: GPU, GPUs per node,
+nodes, NICs; the comment gives the thread and the quoted row (size, time us, busbw GB/s). Tolerance: the
+blind check's bar, 15 % on busbw at >= 64 MiB and on time at small sizes. The model runs the log's NCCL
+release when the catalogue has it, else the newest recorded tables (said per point).
+Two of these threads are also calibration sources of the catalogue and are marked so: the efa-srd
+transport's efficiency 0.59 is nccl #527's 4-node row, its latency 17.7 us dstack #3961's 8 B row; those
+two rows reproduce by construction and are kept as such, the other rows of the threads are checks.
+Points the model misses are in ``MISSED`` (measured, predicted, what is missing); not asserted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.engines.formula import formula_collective
+
+MiB = 2**20
+GiB = 2**30
+
+
+def a100_4xhdr(nodes: int) -> ClusterSpec:
+    """``nodes`` x 8 A100-SXM4-40GB with 4 x HDR 200 Gb/s InfiniBand (ConnectX-6) per node, two GPUs per
+    NIC (NVIDIA/nccl-tests #119: "8x NVIDIA A100 SXM4 40G GPU, and 4x Mellanox HDR Infiniband cards")."""
+    return ClusterSpec.model_validate(
+        {
+            "name": "a100-4xhdr",
+            "accelerator": "a100-sxm-40gb",
+            "gpus_per_node": 8,
+            "nodes": nodes,
+            "scale_up": {"kind": "nvswitch"},
+            "scale_out": {"nic": "connectx-6", "gpus_per_nic": 2, "switch": "quantum-qm8700"},
+        }
+    )
+
+
+def h20_ndr(nodes: int) -> ClusterSpec:
+    """``nodes`` x 8 H20 (NVLink 4, NVSwitch) with one ConnectX-7 NDR 400G per GPU (NVIDIA/nccl #1244: "2
+    nodes, 16 H20 GPUs, 16 cx7 NICs (IB NDR)")."""
+    return ClusterSpec.model_validate(
+        {
+            "name": "h20-ndr",
+            "accelerator": "h20",
+            "gpus_per_node": 8,
+            "nodes": nodes,
+            "scale_up": {"kind": "nvswitch"},
+            "scale_out": {"nic": "connectx-7"},
+        }
+    )
+
+
+def p6_b200(nodes: int) -> ClusterSpec:
+    """AWS p6-b200.48xlarge: 8 x B200 on NVSwitch, 3,200 Gb/s EFA (cloud_instances.yaml p6-b200, AWS EC2 P6
+    page), NCCL over SRD (aws-ofi-nccl). The catalogue has no 400 Gb/s EFA interface: 2 x 200 Gb/s efa-v3
+    per GPU give the same 400 Gb/s per GPU; the asserted rows are latency-bound (8-256 B)."""
+    return ClusterSpec.model_validate(
+        {
+            "name": "p6-b200",
+            "accelerator": "b200",
+            "gpus_per_node": 8,
+            "nodes": nodes,
+            "scale_up": {"kind": "nvswitch"},
+            "scale_out": {
+                "nic": "efa-v3",
+                "nics_per_gpu": 2,
+                "fabric": "ethernet",
+                "switch": "spectrum-4-sn5600-400g",
+                "transport": "efa-srd",
+            },
+        }
+    )
+
+
+@dataclass(frozen=True)
+class Point:
+    """One public row: the cluster, the call, the measured time (s) and busbw (bytes/s)."""
+
+    url: str
+    spec: ClusterSpec
+    collective: str
+    size: int
+    time_s: float
+    busbw: float
+    latency: bool  # True: time asserted (small size); False: busbw asserted
+    options: tuple[tuple[str, Any], ...] = ()
+
+
+NT119 = "https://github.com/NVIDIA/nccl-tests/issues/119"
+N527 = "https://github.com/NVIDIA/nccl/issues/527"
+N1244 = "https://github.com/NVIDIA/nccl/issues/1244"
+DS3961 = "https://github.com/dstackai/dstack/pull/3961"
+NVLS_TREE_2215 = (("nccl_version", "2.21.5"), ("env", {"NCCL_ALGO": "NVLSTree"}))
+A100_3, H20_2 = a100_4xhdr(3), h20_ndr(2)
+
+POINTS = {
+    # nccl-tests #119: 3 x 8 A100-SXM4-40GB, 4 x HDR per node, NCCL release not printed (newest tables);
+    # "131072008 32768002 float sum -1 2604.6 50.32 96.45" (the maintainer: "24GB/s is the peak performance
+    # per 200G NIC ... 96GB/s is the target"). Ring/Simple on 4 NICs: 86.4 (-10.4 %; plateau 95.8 at 8 GiB)
+    "119 A100 3 nodes 125 MiB": Point(NT119, A100_3, "all_reduce", 131072008, 2604.6e-6, 96.45e9, False),
+    # "133169160 ... 2666.0 49.95 95.74": 86.6 (-9.6 %)
+    "119 A100 3 nodes 127 MiB": Point(NT119, A100_3, "all_reduce", 133169160, 2666.0e-6, 95.74e9, False),
+    # nccl #527: p4d.24xlarge ("p4dn"), NCCL 2.9.9 (older than the catalogue: newest tables), 1 GiB rows
+    # "1 1073741824 ... 8142.6 131.87 230.77": one node, ring on NVSwitch: 238.3 (+3.3 %)
+    "527 p4d 1 node": Point(N527, preset("aws-p4d", nodes=1), "all_reduce", GiB, 8142.6e-6, 230.77e9, False),
+    # "2 1073741824 ... 35215 30.49 57.17": the double binary tree on 2 nodes, each node one tree's root and
+    # the other's leaf, carries S per direction through its NICs (ring: 2 (n-1)/n S): 50.7 (-11.3 %); was
+    # 29.4 (ring; tree 25.4) while the tree was bounded at 2 S on 2 nodes too
+    "527 p4d 2 nodes": Point(N527, preset("aws-p4d", nodes=2), "all_reduce", GiB, 35215e-6, 57.17e9, False),
+    # "3 1073741824 ... 64782 16.57 31.77": ring 29.35 (-7.6 %)
+    "527 p4d 3 nodes": Point(N527, preset("aws-p4d", nodes=3), "all_reduce", GiB, 64782e-6, 31.77e9, False),
+    # "4 1073741824 ... 70253 15.28 29.61": 29.29 (-1.1 %): CALIBRATION, efa-srd's 0.59 is this row
+    "527 p4d 4 nodes (calibration)": Point(
+        N527, preset("aws-p4d", nodes=4), "all_reduce", GiB, 70253e-6, 29.61e9, False
+    ),
+    # nccl #1244: 2 x 8 H20, 8 x CX-7 NDR per node, NCCL 2.21.5, NCCL_ALGO=NVLSTree: "4 1 float sum -1 47.54",
+    # "64 16 ... 46.30", "512 128 ... 46.58": NVLS-tree latency 53.0 us (+11.5/+14.5/+13.8 %)
+    "1244 H20 NVLSTree 4 B": Point(N1244, H20_2, "all_reduce", 4, 47.54e-6, 0.0, True, NVLS_TREE_2215),
+    "1244 H20 NVLSTree 64 B": Point(N1244, H20_2, "all_reduce", 64, 46.30e-6, 0.0, True, NVLS_TREE_2215),
+    "1244 H20 NVLSTree 512 B": Point(N1244, H20_2, "all_reduce", 512, 46.58e-6, 0.0, True, NVLS_TREE_2215),
+    # dstack #3961: 2 x p6-b200, release not printed (newest tables): "8 2 float sum -1 50.58": CALIBRATION
+    # (efa-srd's 17.7 us latency is this row); "128 32 ... 56.27" and "256 64 ... 57.14": tree/LL 50.8/51.0
+    # us (-9.7/-10.7 %)
+    "3961 p6-b200 8 B (calibration)": Point(DS3961, p6_b200(2), "all_reduce", 8, 50.58e-6, 0.0, True),
+    "3961 p6-b200 128 B": Point(DS3961, p6_b200(2), "all_reduce", 128, 56.27e-6, 0.0, True),
+    "3961 p6-b200 256 B": Point(DS3961, p6_b200(2), "all_reduce", 256, 57.14e-6, 0.0, True),
+}
+
+#: Public rows the model misses (measured, predicted, what is missing); not asserted.
+MISSED = {
+    "coreweave/nccl-tests PR #43, GB200 NVL72 rack (72 ranks), all_reduce 512 MiB-8 GiB": "busbw 586.06/"
+    "681.17/757.78/839.16/834.57 vs 857/939/987/1012/1013 (NVLS; +46..+21 %; ring forced 707 at 8 GiB, "
+    "below the measured 835, so NVLS ran): measured NVLS algbw 423-425 GB/s at 4-8 GiB vs the model's 513 "
+    "(the H100 NVLS figure scaled to NVLink 5). The release is not printed; no sourced NVLink-5 "
+    "NVSwitch multicast/reduction rate for a 72-GPU domain is in the catalogue "
+    "(https://github.com/coreweave/nccl-tests/pull/43)",
+    "nccl #1244 H20 2 nodes default, 1 MiB and 128-512 MiB": "time 121.8 us at 1 MiB vs 65.8 (NVLS-tree, "
+    "-46 %); busbw 227.14/244.88/312.75 at 128/256/512 MiB vs 342.6/-/424.7 (+51/+36 %); 8 MiB (107.38 vs "
+    "101.3) and 64 MiB (268.90 vs 272.4) agree. The reporter's release for these rows is not stated "
+    "(the 2.21.5 run is NVLSTree forced); the 128 MiB dip below 64 MiB names no mechanism in the thread",
+    "nccl #2409 H100 2 x 8, 8 x CX-7 400G RoCE, NCCL 2.31.2": "busbw 216.5 (1 GiB) / 231 (8 GiB) vs "
+    "441.1/458.9 (NVLS-tree): the reporter measures one GPU pair at 13.1 GB/s (sendrecv_perf) while "
+    "perftest reaches line rate on the same rail; a host or driver limit outside NCCL's model, not a "
+    "fabric figure (https://github.com/NVIDIA/nccl/issues/2409)",
+    "dgx-spark-playbooks PR #103, 2 x GB10, one 200G QSFP": "all_reduce 8-64 KiB 35.15/31.67/39.56/67.93 "
+    "us vs 12.8-17.3 us (ring/LL over NET/IB): the transport of these rows (RoCE vs sockets, MTU) is "
+    "what the PR is about and not stated per table (https://github.com/NVIDIA/dgx-spark-playbooks/pull/103)",
+}
+
+
+@pytest.mark.parametrize("key", list(POINTS))
+def test_public_point(key: str) -> None:
+    p = POINTS[key]
+    r = formula_collective(p.collective, p.size, p.spec, **dict(p.options))
+    if p.latency:
+        assert r.time_s == pytest.approx(p.time_s, rel=0.15)
+    else:
+        assert r.busbw_bytes_per_s == pytest.approx(p.busbw, rel=0.15)
+
+
+def test_527_two_nodes_run_the_tree_and_three_the_ring() -> None:
+    # nccl #527: busbw 57.17 on 2 nodes, 31.77 on 3 at 1 GiB: the tree's 2-node advantage (S per direction
+    # through a node's NICs instead of the ring's 2 (n-1)/n S) is gone from 3 nodes, where an inner node of
+    # a tree carries 2 S (Sanders, Speck & Traeff 2009).
+    two = formula_collective("all_reduce", GiB, preset("aws-p4d", nodes=2))
+    three = formula_collective("all_reduce", GiB, preset("aws-p4d", nodes=3))
+    assert (two.algorithm, three.algorithm) == ("tree", "ring")
+    assert two.busbw_bytes_per_s > 1.5 * three.busbw_bytes_per_s
+
+
+def test_every_missed_point_names_measured_and_predicted() -> None:
+    assert all(" vs " in why for why in MISSED.values())
