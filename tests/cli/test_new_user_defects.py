@@ -163,7 +163,9 @@ def test_collnet_enable_on_an_older_release_says_collnet_is_not_used():
 
 
 def test_next_best_lists_other_algorithm_protocol_pairs_once():
-    chosen = "ring/Simple"
+    # 2 x p4d at 1 GiB: the tree (S per direction through the NICs on two nodes; NVIDIA/nccl #527 measured
+    # busbw 57.17 there, the ring's twice)
+    chosen = "tree/Simple"
     r = runner.invoke(app, ["collective", "-c", "aws-p4d", "-s", "1GiB"])
     assert r.exit_code == 0, r.stderr
     why = next(line for line in r.stdout.splitlines() if line.startswith("why:"))

@@ -54,7 +54,8 @@ def tree_cost(
     NCCL itself times a tree on <= 2 nodes from the intra-node bandwidth alone; here the NICs bound it on
     any number of domains, at S per direction on two (the maintainers: on 2 nodes the tree's busbw
     "can exceed the actual available peak BW", NVIDIA/nccl-tests #22; 4 x p4d at 1 GiB: busbw 57.17 on 2
-    nodes, 31.77 on 3, NVIDIA/nccl #527).
+    nodes, 31.77 on 3, NVIDIA/nccl #527; NCCL 2.30.3's ``tuning.cc`` doubles ``bwInter`` for the NVLS
+    tree on <= 2 nodes, "Handle 2 node case of NVLSTree", the same two-domain tree).
 
     References
     ----------
