@@ -220,3 +220,46 @@ def test_a_broken_file_in_the_environment_is_one_line_not_a_traceback(tmp_path, 
 
     with pytest.raises(ConfigError, match=r"^\S+bad.yaml: switches.acme-sw64: missing field 'port_speed'$"):
         preset("lesson")
+
+
+@pytest.mark.parametrize(
+    ("links", "expected"),
+    [
+        ("1000", "nvlink_links: 1000 is outside 1..18"),  # ran before at busbw 18613 GB/s
+        ("0", "nvlink_links: 0 is outside 1..18"),  # fell back to 12 silently
+        ("-3", "nvlink_links: -3 is outside 1..18"),  # was "scale_up.bandwidth: ... got -6e10"
+    ],
+)
+def test_nvlink_links_outside_the_generation_is_refused_naming_file_part_and_field(tmp_path, links, expected):
+    """NVLink 4 GPUs have 18 links (NVIDIA H100 datasheet, NVLink page; ``scaleup.nvlink4.links_per_gpu``):
+    a user file giving h100-sxm another count outside 1..18 is refused with the file, the part and the
+    field (fix11b)."""
+    cat = tmp_path / "cat.yaml"
+    cat.write_text(
+        "accelerators:\n  h100-sxm:\n    name: H100\n    arch: hopper\n    peak_bf16_flops: 989e12\n"
+        "    hbm_capacity: 80 GB\n    hbm_bandwidth: 3350 GB/s\n    nvlink: nvlink4\n"
+        f"    nvlink_links: {links}\n    nvls: true\n    source: 'my notes here'\n"
+    )
+    try:
+        result = runner.invoke(
+            app, ["--catalog", str(cat), "collective", "all_reduce", "-c", "h100-ib-2node", "-s", "1GB"]
+        )
+    finally:
+        catalog.reload_catalog()
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: {cat}: accelerators.h100-sxm: {expected}, the links per GPU of nvlink4 "
+        "(scaleup.nvlink4.links_per_gpu)"
+    ]
+
+
+def test_nvlink_links_on_a_part_without_nvlink_is_refused(tmp_path):
+    f = tmp_path / "u.yaml"
+    f.write_text(
+        "accelerators:\n  a1: {name: A, arch: hopper, peak_bf16_flops: 1e15, hbm_capacity: 1 GB, "
+        "hbm_bandwidth: 1 TB/s, nvlink_links: 4, source: 'my notes here'}\n"
+    )
+    with pytest.raises(
+        ConfigError, match=r"u.yaml: accelerators.a1: nvlink_links: 4 on a part without nvlink"
+    ):
+        catalog.use_catalog_files([f])

@@ -464,18 +464,39 @@ def _tables() -> dict[str, dict[str, _Entry]]:
 
 
 def _check_references(tables: dict[str, dict[str, _Entry]], origin: Mapping[tuple[str, str], str]) -> None:
-    """An accelerator's ``nvlink`` / ``scale_up_link`` must name a scale-up link of the catalogue; the
-    error names the file the accelerator came from (``origin``: ``"file: "`` by family and key)."""
+    """An accelerator's ``nvlink`` / ``scale_up_link`` must name a scale-up link of the catalogue, and its
+    ``nvlink_links`` fit that link (:func:`_check_nvlink_links`); the error names the file the accelerator
+    came from (``origin``: ``"file: "`` by family and key)."""
     links = tables["scaleup"]
     for acc in tables["accelerator"].values():
         assert isinstance(acc, AcceleratorSpec)
+        label = f"{origin.get(('accelerator', acc.key), '')}accelerators.{acc.key}"
         for field in ("nvlink", "scale_up_link"):
             ref = getattr(acc, field)
             if ref is not None and ref not in links:
                 raise ConfigError(
-                    f"{origin.get(('accelerator', acc.key), '')}accelerators.{acc.key}: {field} {ref!r} is "
-                    f"not a scale-up link; known: {', '.join(sorted(links))}"
+                    f"{label}: {field} {ref!r} is not a scale-up link; known: {', '.join(sorted(links))}"
                 )
+        nvlink = None if acc.nvlink is None else links[acc.nvlink]
+        assert nvlink is None or isinstance(nvlink, ScaleUpSpec)
+        _check_nvlink_links(acc, nvlink, label)
+
+
+def _check_nvlink_links(acc: AcceleratorSpec, nvlink: ScaleUpSpec | None, label: str) -> None:
+    """``nvlink_links`` (NVLinks per GPU): 1 to the ``links_per_gpu`` of the part's NVLink generation
+    (NVIDIA datasheets and NVLink page: NVLink 2 (V100) 6 links, NVLink 3 (A100) 12, NVLink 4 (H100) and
+    NVLink 5 (B200/GB200) 18; a part may have fewer, as the H800's 8), and 0 on a part without NVLink.
+
+    Raises ConfigError ``file: accelerators.key: nvlink_links: VALUE ...``.
+    """
+    n = acc.nvlink_links
+    if nvlink is None and n != 0:
+        raise ConfigError(f"{label}: nvlink_links: {n} on a part without nvlink (give nvlink, or 0)")
+    if nvlink is not None and not 1 <= n <= nvlink.links_per_gpu:
+        raise ConfigError(
+            f"{label}: nvlink_links: {n} is outside 1..{nvlink.links_per_gpu}, the links per GPU of "
+            f"{nvlink.key} (scaleup.{nvlink.key}.links_per_gpu)"
+        )
 
 
 _generation = 0
