@@ -32,11 +32,11 @@ from aifabric.cluster.tpu_slice import (
     default_run,
     refuse_nccl_options,
     spec_slice,
-    torus_sizes,
     with_slice,
     with_twist,
 )
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorithms
+from aifabric.collectives.buffers import sizes_within_hbm
 from aifabric.collectives.communicator import resolve_communicator
 from aifabric.collectives.tiers import Protocol
 from aifabric.discovery.calibrate import Calibration, load_calibration
@@ -314,7 +314,8 @@ def collective(
     sizes = _sizes(size, min_size, max_size, factor)
     if tpu is not None:  # refused here, before any run
         check_torus_options(None if proto is None else proto.value, convention)
-        sizes = torus_sizes(spec, sizes, "--size" if size else "--max" if max_size else None)
+    field = "--size" if size else "--max" if max_size else None
+    sizes = sizes_within_hbm(op, sizes, comm.n_ranks, spec, field)
     given: dict[str, Any] = {
         "algorithm": None if algo is None else Algorithm(algo.value),
         "protocol": None if proto is None else Protocol(proto.value),

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING
 from aifabric.catalog.loader import SliceRules
 from aifabric.cluster.twisted import TWIST_RULE, twist_ok
 from aifabric.errors import ConfigError
-from aifabric.units import format_bytes
 
 if TYPE_CHECKING:
     from aifabric.cluster.spec import ClusterSpec
@@ -44,7 +43,6 @@ __all__ = [
     "resolve_slice",
     "slice_of",
     "spec_slice",
-    "torus_sizes",
     "twist_slice",
     "with_slice",
     "with_twist",
@@ -405,26 +403,3 @@ def refuse_nccl_options(spec: ClusterSpec, given: dict[str, bool]) -> None:
         raise ConfigError(
             f"{named[0]}: a TPU torus ({spec.name}) runs XLA collectives, not NCCL; NCCL options do not apply"
         )
-
-
-def torus_sizes(spec: ClusterSpec, sizes: list[float], field: str | None) -> list[float]:
-    """The message sizes (bytes, nccl-tests sizes) that fit one chip's HBM (catalogue ``hbm_capacity``),
-    where a rank's message must fit.
-
-    ``field`` names the option that gave the largest size (``--size``, ``--max``): a size over the HBM is
-    refused; None (the sweep's default top, 16 GiB): the sweep stops at the HBM (``--min`` above it
-    refused).
-
-    Raises ConfigError naming ``field`` and the HBM.
-    """
-    hbm = spec.accelerator_spec.hbm_capacity_bytes
-    kept = [s for s in sizes if s <= hbm]
-    if field is None and kept:
-        return kept
-    if len(kept) < len(sizes):
-        big = max(sizes) if field else min(sizes)
-        raise ConfigError(
-            f"{field or '--min'}: {format_bytes(big)} is more than the {format_bytes(hbm)} HBM of one "
-            f"{spec.accelerator} chip, where a rank's message must fit"
-        )
-    return sizes

@@ -14,6 +14,7 @@ from typing import Any
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorithms
+from aifabric.collectives.buffers import check_fits_hbm
 from aifabric.collectives.communicator import Communicator, resolve_communicator
 from aifabric.collectives.ops import Collective
 from aifabric.engines.formula import formula_collective
@@ -97,8 +98,9 @@ def collective_time(
     Raises
     ------
     ConfigError, ValueError
-        Bad cluster, communicator, size or option (an option the engine does not take, an algorithm with
-        no transfer-level plan on the links/flow engines); the message names it.
+        Bad cluster, communicator, size (one a rank's buffer cannot hold in HBM even in place:
+        :func:`aifabric.collectives.buffers.check_fits_hbm`) or option (an option the engine does not
+        take, an algorithm with no transfer-level plan on the links/flow engines); the message names it.
 
     Examples
     --------
@@ -118,6 +120,8 @@ def collective_time(
     comm = resolve_communicator(spec, ranks)
     if engine == "formula":
         return formula_collective(op, message_bytes, spec, comm, **options)
+    if message_bytes > 0:  # a bad size is the engine's to name
+        check_fits_hbm(op, message_bytes, comm.n_ranks, spec)
     from aifabric.engines.fabric import fabric_collective  # lazy: scipy.sparse, for CLI start-up time
 
     return fabric_collective(op, message_bytes, spec, comm, engine=engine, **options)

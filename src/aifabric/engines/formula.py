@@ -30,6 +30,7 @@ from aifabric.collectives.algorithms import (
     collnet_release_note,
     release_note,
 )
+from aifabric.collectives.buffers import check_fits_hbm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP
 from aifabric.collectives.nccl_env import EnvChoice, TransportTiers, check_env, env_choice, env_tiers
@@ -134,6 +135,7 @@ def formula_collective(
     nccl_version: str | None = None,
     env: Mapping[str, str] | None = None,
     tiers: TierModel | None = None,
+    hbm_check: bool = True,
 ) -> CollectiveResult:
     """Time one collective with the formula engine (see the module docstring).
 
@@ -166,6 +168,11 @@ def formula_collective(
         refused.
     tiers : TierModel, optional
         Precomputed tier model (planners reuse one across calls).
+    hbm_check : bool
+        Refuse a size whose buffer a rank cannot hold in HBM even in place, as the ``collective`` command
+        does (default). False times a logical message larger than one buffer (the lesson's 140 GB gradient
+        of a 70B model on 80 GB GPUs, which frameworks all-reduce in buckets; training layouts, whose
+        memory the training model checks itself).
 
     Returns
     -------
@@ -176,8 +183,9 @@ def formula_collective(
     ValueError
         If ``message_bytes <= 0``, or the algorithm/protocol is unknown or not applicable.
     ConfigError
-        If the communicator spans several scale-up domains of a cluster without NICs, or ``env`` holds a
-        variable not modelled or a bad value.
+        If a rank's buffer cannot fit one accelerator's HBM even in place
+        (:func:`aifabric.collectives.buffers.check_fits_hbm`), the communicator spans several scale-up
+        domains of a cluster without NICs, or ``env`` holds a variable not modelled or a bad value.
 
     Examples
     --------
@@ -194,6 +202,8 @@ def formula_collective(
     if comm is None:  # the CLI's default run: a TPU pod above its largest slice runs on that slice
         spec, ranks, _ = default_run(spec, pair=op is Collective.SEND_RECV)
         comm = Communicator.contiguous(spec, ranks)
+    if hbm_check:
+        check_fits_hbm(op, message_bytes, comm.n_ranks, spec)
     choice = env_choice(env, op) if env else None
     tm = _call_tiers(spec, choice, tiers, convention, efficiency, calibration, nccl_version)
     forced = None if algorithm is None else Algorithm.parse(algorithm)
