@@ -297,63 +297,76 @@ def collective(
     Bandwidths are GB/s = 1e9 bytes/s. algbw = size / time and busbw = algbw x factor, as nccl-tests
     defines them; both are per rank and per direction under the default convention.
     """
-    check_outputs(trace=trace, html=html, chakra=chakra)
-    with options_as_typed({} if nodes is None else {"scale_out.tiers": f"--nodes {nodes}"}):
-        spec = resolve_cluster(cluster, nodes=nodes)  # a Clos too big for --nodes names --nodes
-    nccl_only = {"--no-nvls": no_nvls, "--nccl-version": nccl_version is not None}
-    refuse_nccl_options(spec, {**nccl_only, "--calibration": calibration is not None})
-    note = None
-    if twisted:
-        spec = with_twist(spec)
-    if slice_ is not None:
-        spec, ranks = with_slice(spec, slice_, ranks)
-    elif ranks is None:
-        spec, ranks, note = default_run(spec, pair=op == "send_recv")
-    comm = resolve_communicator(spec, ranks)
-    tpu = spec_slice(spec, comm.n_ranks, pair=op == "send_recv") if comm.n_domains == 1 else None
-    sizes = _sizes(size, min_size, max_size, factor)
-    if tpu is not None:  # refused here, before any run
-        check_torus_options(None if proto is None else proto.value, convention)
-    field = "--size" if size else "--max" if max_size else None
-    sizes = sizes_within_hbm(op, sizes, comm.n_ranks, spec, field)
-    given: dict[str, Any] = {
-        "algorithm": None if algo is None else Algorithm(algo.value),
-        "protocol": None if proto is None else Protocol(proto.value),
-        "exclude": (Algorithm.NVLS, Algorithm.NVLS_TREE) if no_nvls else None,
-        "convention": convention,
-        "efficiency": efficiency,
-        "calibration": calibration,
-        "nccl_version": nccl_version,
-        "env": env,
-        "routing": routing,
-        "seed": seed,
-        "transport": transport,
-    }
-    opts = _engine_options(engine.value, given)
-    if nccl_version is not None:
-        arch = spec.accelerator_spec.arch
-        with options_as_typed({"nccl version": "--nccl-version"}):
-            release = nccl_release(nccl_version)
-        check_release_has_arch(nccl_version, release, arch, spec.accelerator, field="--nccl-version")
-    with options_as_typed(FLAGS):
-        results = _run(op, sizes, spec, comm, engine.value, opts)
-    html_inputs = dict(
-        op=op, cluster=cluster, nodes=nodes, ranks=ranks, engine=engine.value, algo=algo, proto=proto
-    )
-    _write_files(results, op, comm, spec, trace=trace, chakra=chakra, html=html, html_inputs=html_inputs)
-    if json_out:
-        echo = (
-            {}
-            if tpu is None
-            else {"slice": tpu.label, "slice_wraparound": list(tpu.wrap), "slice_twisted": tpu.twisted}
+    with options_as_typed(_typed_fields(ranks, twisted)):  # engine, cluster, ranks: the options typed
+        check_outputs(trace=trace, html=html, chakra=chakra)
+        with options_as_typed({} if nodes is None else {"scale_out.tiers": f"--nodes {nodes}"}):
+            spec = resolve_cluster(cluster, nodes=nodes)  # a Clos too big for --nodes names --nodes
+        nccl_only = {"--no-nvls": no_nvls, "--nccl-version": nccl_version is not None}
+        refuse_nccl_options(spec, {**nccl_only, "--calibration": calibration is not None})
+        note = None
+        if twisted:
+            spec = with_twist(spec)
+        if slice_ is not None:
+            spec, ranks = with_slice(spec, slice_, ranks)
+        elif ranks is None:
+            spec, ranks, note = default_run(spec, pair=op == "send_recv")
+        comm = resolve_communicator(spec, ranks)
+        tpu = spec_slice(spec, comm.n_ranks, pair=op == "send_recv") if comm.n_domains == 1 else None
+        sizes = _sizes(size, min_size, max_size, factor)
+        if tpu is not None:  # refused here, before any run
+            check_torus_options(None if proto is None else proto.value, convention)
+        field = "--size" if size else "--max" if max_size else None
+        sizes = sizes_within_hbm(op, sizes, comm.n_ranks, spec, field)
+        given: dict[str, Any] = {
+            "algorithm": None if algo is None else Algorithm(algo.value),
+            "protocol": None if proto is None else Protocol(proto.value),
+            "exclude": (Algorithm.NVLS, Algorithm.NVLS_TREE) if no_nvls else None,
+            "convention": convention,
+            "efficiency": efficiency,
+            "calibration": calibration,
+            "nccl_version": nccl_version,
+            "env": env,
+            "routing": routing,
+            "seed": seed,
+            "transport": transport,
+        }
+        opts = _engine_options(engine.value, given)
+        if nccl_version is not None:
+            arch = spec.accelerator_spec.arch
+            with options_as_typed({"nccl version": "--nccl-version"}):
+                release = nccl_release(nccl_version)
+            check_release_has_arch(nccl_version, release, arch, spec.accelerator, field="--nccl-version")
+        with options_as_typed(FLAGS):
+            results = _run(op, sizes, spec, comm, engine.value, opts)
+        html_inputs = dict(
+            op=op, cluster=cluster, nodes=nodes, ranks=ranks, engine=engine.value, algo=algo, proto=proto
         )
-        emit_json([{**r.to_dict(), **echo} for r in results])
-        return
-    if tpu is not None:
-        console.print(f"TPU slice {tpu.describe()}", markup=False, highlight=False)
-        if note:
-            console.print(f"Note: {note}", markup=False, highlight=False)
-    _print_results(results, spec, comm, opts.get("calibration"))
+        _write_files(results, op, comm, spec, trace=trace, chakra=chakra, html=html, html_inputs=html_inputs)
+        if json_out:
+            echo = (
+                {}
+                if tpu is None
+                else {"slice": tpu.label, "slice_wraparound": list(tpu.wrap), "slice_twisted": tpu.twisted}
+            )
+            emit_json([{**r.to_dict(), **echo} for r in results])
+            return
+        if tpu is not None:
+            console.print(f"TPU slice {tpu.describe()}", markup=False, highlight=False)
+            if note:
+                console.print(f"Note: {note}", markup=False, highlight=False)
+        _print_results(results, spec, comm, opts.get("calibration"))
+
+
+def _typed_fields(ranks: int | None, twisted: bool) -> dict[str, str]:
+    """The fields errors name (``cluster:``, ``engine:``, ``ranks:``, ``scale_up.twisted:``) mapped to
+    the options the user typed; ``ranks`` and ``scale_up.twisted`` only when the option was given (else
+    they are the default run's or the cluster file's)."""
+    typed = {"cluster": "--cluster", "engine": "--engine"}
+    if ranks is not None:
+        typed["ranks"] = "--ranks"
+    if twisted:
+        typed["scale_up.twisted"] = "--twisted"
+    return typed
 
 
 def _engine_options(engine: str, given: dict[str, Any]) -> dict[str, Any]:

@@ -492,9 +492,16 @@ class ClusterSpec(_Strict):
         domain would run NCCL over its ICI and CX-7 NICs, a GPU in a torus XLA's torus collectives."""
         kind = self.scale_up.kind
         if self.accelerator_spec.arch == "tpu" and kind != "torus":
+            got = (
+                "scale_up missing"
+                if "scale_up" not in self.model_fields_set
+                else "scale_up.kind missing"
+                if "kind" not in self.scale_up.model_fields_set
+                else f"got {kind}"
+            )
             raise ValueError(
                 f"scale_up.kind: {self.accelerator} is a TPU, whose chips meet over their ICI torus; write "
-                f"scale_up: {{kind: torus}} (got {kind})"
+                f"scale_up: {{kind: torus}} ({got})"
             )
         if self.accelerator_spec.arch != "tpu" and kind == "torus":
             raise ValueError(

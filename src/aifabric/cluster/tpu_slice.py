@@ -178,7 +178,10 @@ def slice_of(
         raise ConfigError(f"{field}: {what} slices have {_rank(rules)} axes ({form}), got {label}")
     if not _fits(dims, pod_dims):
         pod = "x".join(map(str, pod_dims))
-        raise ConfigError(f"{field}: {label} does not fit the {pod} torus of one scale-up domain")
+        raise ConfigError(
+            f"{field}: {label} does not fit the {pod} torus of one scale-up domain ({math.prod(pod_dims)} "
+            "chips); a larger pod is the cluster's scale_up.gpus (chips per torus) and scale_up.torus_dims"
+        )
     shapes = allowed_shapes(rules, pod_dims)
     if tuple(sorted(dims)) not in shapes:
         raise ConfigError(f"{field}: {label} is no {what} slice; slices: {_shapes_text(rules, shapes)}")
