@@ -96,7 +96,7 @@ def test_catalogue_part_refuses_a_boolean_count(tmp_path):
 
 def test_tpu_without_a_torus_is_refused(tmp_path):
     path = write(tmp_path, "t.yaml", "name: t\naccelerator: tpu-v5p\ngpus_per_node: 4\nnodes: 2\n")
-    refused(collective(path), "t.yaml: scale_up.kind: tpu-v5p is a TPU", "kind: torus", "(got nvswitch)")
+    refused(collective(path), "t.yaml: scale_up.kind: tpu-v5p is a TPU", "kind: torus", "(scale_up missing)")
 
 
 def test_gpu_in_a_torus_is_refused(tmp_path):

@@ -135,6 +135,8 @@ def _sizes(size: str | None, min_size: str | None, max_size: str | None, factor:
     factor = 2 if factor is None else factor
     lo = one_size(min_size or "8 B", "--min")
     hi = one_size(max_size or "16 GiB", "--max")
+    if hi < lo and max_size is None:
+        raise ValueError(f"--min: {min_size!r} is above the sweep's default top, 16 GiB; give --max")
     if hi < lo:
         raise ValueError(f"--max: {max_size!r} is below --min {min_size!r}")
     if factor < 2:
