@@ -1,7 +1,6 @@
 """Input defects of a re-trial (fix11b): message sizes a GPU's HBM cannot hold, and the names refusals give
 (the option as typed; what the cluster file lacks). Each refusal is exit code 2 and one line."""
 
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,12 @@ runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 
 
-def write(tmp_path: Path, name: str, text: str) -> str:
-    p = tmp_path / name
-    p.write_text(textwrap.dedent(text))
+def tpu_file(tmp_path: Path, scale_up: str, scale_out: str = "null") -> str:
+    """A 128-chip tpu-v5p cluster file ``t.yaml`` with the ``scale_up`` line given ("" for none)."""
+    p = tmp_path / "t.yaml"
+    p.write_text(
+        f"name: t\naccelerator: tpu-v5p\ngpus_per_node: 4\ngpus: 128\n{scale_up}scale_out: {scale_out}\n"
+    )
     return str(p)
 
 
@@ -106,18 +108,7 @@ def test_a_bad_cluster_names_the_option():
 
 
 def test_a_twist_from_the_file_keeps_the_field(tmp_path):
-    path = write(
-        tmp_path,
-        "t.yaml",
-        """\
-        name: t
-        accelerator: tpu-v5p
-        gpus_per_node: 4
-        gpus: 128
-        scale_up: {kind: torus, gpus: 128, torus_dims: [4, 4, 8], twisted: true}
-        scale_out: null
-        """,
-    )
+    path = tpu_file(tmp_path, "scale_up: {kind: torus, gpus: 128, torus_dims: [4, 4, 8], twisted: true}\n")
     refused(["collective", "-c", path, "-s", "1GB", "--slice", "4x4x4"], "scale_up.twisted: the 4x4x4 slice")
 
 
@@ -127,25 +118,14 @@ def test_a_twist_from_the_file_keeps_the_field(tmp_path):
      ("scale_up: {kind: nvswitch}\n", "(got nvswitch)")],
 )  # fmt: skip
 def test_a_tpu_file_says_what_its_scale_up_lacks(tmp_path, scale_up, said):
-    text = "name: t\naccelerator: tpu-v5p\ngpus_per_node: 4\ngpus: 128\n" + scale_up + "scale_out: null\n"
-    path = write(tmp_path, "t.yaml", text)
+    path = tpu_file(tmp_path, scale_up)
     refused(["collective", "-c", path, "-s", "1GB"], "t.yaml: scale_up.kind: tpu-v5p is a TPU", said)
 
 
 def test_a_slice_bigger_than_the_domain_says_to_set_the_pod(tmp_path):
     """scale_up.gpus defaults to gpus_per_node (4 chips: a 1x2x2 torus): 4x4x8 cannot be cut from it."""
-    path = write(
-        tmp_path,
-        "t.yaml",
-        """\
-        name: t
-        accelerator: tpu-v5p
-        gpus_per_node: 4
-        gpus: 128
-        scale_up: {kind: torus}
-        scale_out: {nic: connectx-7, fabric: infiniband, switch: quantum-2-qm9700, tiers: 2}
-        """,
-    )
+    ib = "{nic: connectx-7, fabric: infiniband, switch: quantum-2-qm9700, tiers: 2}"
+    path = tpu_file(tmp_path, "scale_up: {kind: torus}\n", ib)
     refused(
         ["collective", "-c", path, "-s", "1GB", "--slice", "4x4x8"],
         "--slice: 4x4x8 does not fit the 1x2x2 torus of one scale-up domain (4 chips)",
