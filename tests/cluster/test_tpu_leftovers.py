@@ -178,8 +178,8 @@ def test_twisted_all_reduce_keeps_its_bandwidth_and_shortens_its_latency():
 @pytest.mark.parametrize(
     ("args", "needles"),
     [
-        (["-c", "tpu-v5p-pod", "--slice", "4x4x4", "--twisted"], ["scale_up.twisted", "4x4x4", "2A=B=C"]),
-        (["-c", "tpu-v5e-pod", "--twisted"], ["scale_up.twisted", "tpu-v5e", "never twisted"]),
+        (["-c", "tpu-v5p-pod", "--slice", "4x4x4", "--twisted"], ["--twisted: ", "4x4x4", "2A=B=C"]),
+        (["-c", "tpu-v5e-pod", "--twisted"], ["--twisted: ", "tpu-v5e", "never twisted"]),
         (["-c", "h100-ib-2node", "--twisted"], ["--twisted", "no TPU torus"]),
     ],
 )
@@ -257,7 +257,7 @@ def test_links_and_flow_refuse_a_torus_naming_the_engine_and_the_formula(engine)
         f"--engine {engine}",
         "use --engine formula",
     )
-    assert line.startswith("error: engine:")
+    assert line.startswith("error: --engine:")
     spec = preset("tpu-v5e-pod")
     with pytest.raises(ConfigError, match=f"engine: .*--engine {engine} asked.*--engine formula"):
         fabric_collective("all_reduce", 1e6, spec, Communicator.contiguous(spec, 16), engine=engine)

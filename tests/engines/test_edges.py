@@ -111,7 +111,7 @@ def test_zero_or_nan_bandwidth_scales_are_refused(calibration, field):
 
 def test_links_engine_refuses_a_torus_naming_the_engine():
     r = CliRunner().invoke(app, ["collective", "all_reduce", "-c", "tpu-v5p-pod", "--engine", "links"])
-    assert r.exit_code == 2 and r.stderr.startswith("error: engine: the links and flow engines")
+    assert r.exit_code == 2 and r.stderr.startswith("error: --engine: the links and flow engines")
 
 
 @pytest.fixture

@@ -135,7 +135,7 @@ def formula_collective(
     nccl_version: str | None = None,
     env: Mapping[str, str] | None = None,
     tiers: TierModel | None = None,
-    hbm_check: bool = True,
+    hbm_check: bool = False,
 ) -> CollectiveResult:
     """Time one collective with the formula engine (see the module docstring).
 
@@ -169,10 +169,12 @@ def formula_collective(
     tiers : TierModel, optional
         Precomputed tier model (planners reuse one across calls).
     hbm_check : bool
-        Refuse a size whose buffer a rank cannot hold in HBM even in place, as the ``collective`` command
-        does (default). False times a logical message larger than one buffer (the lesson's 140 GB gradient
-        of a 70B model on 80 GB GPUs, which frameworks all-reduce in buckets; training layouts, whose
-        memory the training model checks itself).
+        True: refuse a size whose buffer a rank cannot hold in HBM even in place, as the ``collective``
+        command and :func:`aifabric.engines.api.collective_time` do
+        (:func:`aifabric.collectives.buffers.check_fits_hbm`). False (default): time the size as one
+        logical message, as the engine's callers need (the lesson's 140 GB gradient of a 70B model on
+        80 GB GPUs, which frameworks all-reduce in buckets; training layouts, whose memory the training
+        model checks itself; the model's invariants, checked over sizes up to 100 GB).
 
     Returns
     -------
@@ -183,8 +185,8 @@ def formula_collective(
     ValueError
         If ``message_bytes <= 0``, or the algorithm/protocol is unknown or not applicable.
     ConfigError
-        If a rank's buffer cannot fit one accelerator's HBM even in place
-        (:func:`aifabric.collectives.buffers.check_fits_hbm`), the communicator spans several scale-up
+        If ``hbm_check`` and a rank's buffer cannot fit one accelerator's HBM even in place, the
+        communicator spans several scale-up
         domains of a cluster without NICs, or ``env`` holds a variable not modelled or a bad value.
 
     Examples
