@@ -119,7 +119,7 @@ def collective_time(
     spec = resolve_cluster(cluster)
     comm = resolve_communicator(spec, ranks)
     if engine == "formula":
-        return formula_collective(op, message_bytes, spec, comm, hbm_check=True, **options)
+        return formula_collective(op, message_bytes, spec, comm, **options)
     if message_bytes > 0:  # a bad size is the engine's to name
         check_fits_hbm(op, message_bytes, comm.n_ranks, spec)
     from aifabric.engines.fabric import fabric_collective  # lazy: scipy.sparse, for CLI start-up time

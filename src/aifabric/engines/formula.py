@@ -135,7 +135,7 @@ def formula_collective(
     nccl_version: str | None = None,
     env: Mapping[str, str] | None = None,
     tiers: TierModel | None = None,
-    hbm_check: bool = False,
+    hbm_check: bool = True,
 ) -> CollectiveResult:
     """Time one collective with the formula engine (see the module docstring).
 
@@ -169,12 +169,10 @@ def formula_collective(
     tiers : TierModel, optional
         Precomputed tier model (planners reuse one across calls).
     hbm_check : bool
-        True: refuse a size whose buffer a rank cannot hold in HBM even in place, as the ``collective``
-        command and :func:`aifabric.engines.api.collective_time` do
-        (:func:`aifabric.collectives.buffers.check_fits_hbm`). False (default): time the size as one
-        logical message, as the engine's callers need (the lesson's 140 GB gradient of a 70B model on
-        80 GB GPUs, which frameworks all-reduce in buckets; training layouts, whose memory the training
-        model checks itself; the model's invariants, checked over sizes up to 100 GB).
+        True (default): refuse a size whose buffer a rank cannot hold in HBM even in place, as the
+        ``collective`` command does (:func:`aifabric.collectives.buffers.check_fits_hbm`). False: time the
+        size as one logical message (the lesson's 140 GB gradient of a 70B model on 80 GB GPUs, which
+        frameworks all-reduce in buckets; training layouts, whose memory the training model checks itself).
 
     Returns
     -------

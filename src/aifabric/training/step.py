@@ -701,7 +701,9 @@ class StepModel:
         key = (op, message_bytes, comm)
         res = self._coll.get(key)
         if res is None:
-            res = formula_collective(op, message_bytes, self.spec, comm, tiers=self.tiers)
+            res = formula_collective(  # memory is this model's own check (options.check_memory)
+                op, message_bytes, self.spec, comm, tiers=self.tiers, hbm_check=False
+            )
             self._coll[key] = res
         return res
 
