@@ -291,3 +291,29 @@ def test_nvl72_nvls_tree_fill_is_nccls_own_loops() -> None:
         assert c is not None
         assert f"{2 * channels * 32 * 65536 / MiB:.0f} MiB" in c.why
         assert f"{channels} channels x 32 heads x 64 KiB" in c.why
+
+
+def test_nvls_tree_node_count_order_follows_nccls_own_loops() -> None:
+    # Re-trial fix11a: 64 MiB all_reduce runs slower on 2 GB200 racks than on 3 (449.0 vs 385.3 us) and on 3
+    # H100 nodes than on 4 (596.8 vs 555.1 us). Both orders are NCCL's own chunk/channel rules, not a defect:
+    # - 2 racks: nvls.cc ncclNvlsTreeSm100Tuning (2.30) runs 32 NVLS-tree channels on 2 nodes, 24 from 3, so a
+    #   loop is 32 x 32 heads x 64 KiB = 64 MiB (the whole message) against 24 x 32 x 64 KiB = 48 MiB;
+    # - 3 H100 nodes: NCCL_NVLSTREE_MAX_CHUNKSIZE's default caps the chunk at 64 KiB from 4 nodes only
+    #   (enqueue.cc calcCollChunking), so 3 nodes fill 2 x 16 x 8 x 128 KiB = 32 MiB, 4 nodes 16 MiB.
+    # The fill is k - 1 = 2 steps of min(S, loop) even when one loop holds the whole message: case 03 T2
+    # (4 x 8 H100, 2.26.2) measured 217.3 us at 8 MiB = exactly one loop, the model 215.0 us with 8 + 16 MiB
+    # (test_cases_accuracy '03 T2 4 nodes, 2.26.2'); a fill capped at S would give 170 us (-22 %).
+    spec = preset("gb200-nvl72")
+    tm = tier_model(spec)
+    comm = Communicator.contiguous(spec, 144)
+    assert nvls_fill_bytes(tm, 64 * MiB, comm, Algorithm.NVLS_TREE) == 2 * 64 * MiB
+    c = nvls_tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 64 * MiB, comm, tm)
+    assert c is not None
+    assert (
+        "2 loops of the whole message (one loop of 32 channels x 32 heads x 64 KiB chunks = 64 MiB" in c.why
+    )
+    assert nvls_fill_bytes(tm, 64 * MiB, Communicator.contiguous(spec, 216), Algorithm.NVLS_TREE) == 96 * MiB
+    for nodes, chunk in ((3, 131072), (4, 65536)):
+        h100 = preset("dgx-h100-superpod", nodes=nodes)
+        fill = nvls_fill_bytes(tier_model(h100), 64 * MiB, Communicator.contiguous(h100), Algorithm.NVLS_TREE)
+        assert fill == 2 * 16 * 8 * chunk

@@ -116,9 +116,19 @@ def scaleup_bound(tm: TierModel, ranks_per_domain: int, n_domains: int) -> float
     ``g`` is ``ranks_per_domain``, the most ranks of the communicator in one domain; ``B_i`` is what the
     scale-up gives ``g`` ranks (:func:`~aifabric.collectives.tiers.scaleup_bytes_per_s`: all of it on a
     switch, ``g - 1`` links on a full mesh).
+
+    No credit (``B_i`` across domains too) where scale-up is the GPU's PCIe link (``intra_kind == "pci"``:
+    a PCIe-only node, or SHM through the host under ``NCCL_P2P_DISABLE``/``NCCL_P2P_LEVEL``): the GPU
+    reaches its NIC over that same x16 link (GPUDirect RDMA, or staged through host memory), so the link
+    carries the NIC hop as well as the g - 1 intra hops, one hop per ring step either way. On NVLink the
+    NIC hop leaves through PCIe, not NVLink, and the credit stands.
     """
     g = ranks_per_domain
     intra = scaleup_bytes_per_s(tm, g)
     if n_domains <= 1:
         return intra
-    return intra * g / (g - 1) if g > 1 else math.inf
+    if g <= 1:
+        return math.inf
+    if tm.intra_kind == "pci":
+        return intra
+    return intra * g / (g - 1)

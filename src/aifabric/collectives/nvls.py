@@ -74,13 +74,21 @@ def nvls_fill_bytes(
     """
     if not tm.nccl:
         return 0.0
+    loop, extra = _loop_bytes(tm, message_bytes, comm, algorithm)
+    return extra * min(message_bytes, loop)
+
+
+def _loop_bytes(
+    tm: TierModel, message_bytes: float, comm: Communicator, algorithm: Algorithm
+) -> tuple[float, int]:
+    """``(nc x h x chunk(S), k - 1)`` of :func:`nvls_fill_bytes`: one loop's bytes and the fill's steps."""
     tree = algorithm is Algorithm.NVLS_TREE
     g, nnodes = comm.ranks_per_domain, comm.n_domains if tree else 1
     nics = tm.nics_of(g) if tree else 0  # across domains: one head per NIC
     starts, loops, extra = _loop_steps(
         tm.release.version, tm.tuning_row, tree, g, tm.nic_line_gbps, nnodes, nics, tm.nic_near
     )
-    return extra * min(message_bytes, loops[bisect_right(starts, message_bytes) - 1])
+    return loops[bisect_right(starts, message_bytes) - 1], extra
 
 
 @cache
@@ -309,21 +317,19 @@ def nvls_tree_cost(
     def why_fill() -> str:
         if fill_bytes <= 0:
             return why()
-        g, loops = comm.ranks_per_domain, tm.release.nvls_pipeline_stages - 1
+        g = comm.ranks_per_domain
         nc = nvls_channels(
             tm.release, tm.tuning_row, nnodes=comm.n_domains, local_gpus=g, nic_gbps=tm.nic_line_gbps
         )
         heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
-        chunk = fill_bytes / loops / (nc * heads)
-        loop = (
-            "the whole message (under one loop)"
-            if fill_bytes >= loops * message_bytes
-            else f"{nc} channels x {heads} heads x {chunk / 1024:.0f} KiB chunks"
+        loop, loops = _loop_bytes(tm, message_bytes, comm, Algorithm.NVLS_TREE)
+        shape = f"{nc} channels x {heads} heads x {loop / (nc * heads) / 1024:.0f} KiB chunks"
+        what = (
+            f"{loops} loops of the whole message (one loop of {shape} = {loop / 2**20:.3g} MiB holds it all)"
+            if loop >= message_bytes
+            else f"{loops} loops of {shape}"
         )
-        return (
-            f"{why()}; pipeline fill and drain {fill_bytes / 2**20:.3g} MiB ({fill * 1e6:.0f} us): "
-            f"{loops} loops of {loop}"
-        )
+        return f"{why()}; pipeline fill and drain {fill_bytes / 2**20:.3g} MiB ({fill * 1e6:.0f} us): {what}"
 
     return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, bw, net, why_fill, unseen_by_tuner_s=unseen)
 
