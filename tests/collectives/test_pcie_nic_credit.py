@@ -12,6 +12,7 @@ from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.cost import scaleup_bound
 from aifabric.collectives.tiers import tier_model
+from aifabric.engines.api import collective_time
 from aifabric.engines.formula import formula_collective
 
 GiB = 2**30
@@ -75,3 +76,15 @@ def test_more_pcie_nodes_are_never_faster_for_a_ring(nodes, more, size):
     small = formula_collective("all_reduce", size, _l40s(nodes), algorithm="ring", protocol="Simple")
     large = formula_collective("all_reduce", size, _l40s(nodes + more), algorithm="ring", protocol="Simple")
     assert large.time_s >= small.time_s * (1 - 1e-9)
+
+
+def test_links_engine_routes_the_nic_hop_over_the_pcie_link():
+    # The links engine routes a PCIe-only GPU's NIC traffic over its own x16 link (engines/routing.py), so
+    # per link it finds the formula's bound: 2 x 8 L40S, 1 GiB ring all_reduce, within the engines' 2 %
+    # (tests/engines/test_agreement.py); before, the links engine gave 2 nodes the 8/7 credit (73.7 ms)
+    spec = _l40s(2)
+    f = collective_time("all_reduce", GiB, spec, algorithm="ring", protocol="Simple")
+    links = collective_time("all_reduce", GiB, spec, algorithm="ring", engine="links")
+    assert links.time_s == pytest.approx(f.time_s, rel=0.02)
+    one = collective_time("all_reduce", GiB, _l40s(1), algorithm="ring", engine="links")
+    assert links.time_s > one.time_s

@@ -689,10 +689,8 @@ def _route_scale_out(
 ) -> None:
     """Sub-flows ``s -> d`` across domains (``hop``: their hashes at each switch): PXN relay, plane, NIC
     links and the leaf-to-leaf part."""
-    spec = topo.spec
-    shape = topo.shape
+    spec, shape, m = topo.spec, topo.shape, s.size
     assert shape is not None
-    m = s.size
     # PXN relay: same node GPU on the destination's rail
     nic_src = s.copy()
     if pxn.any() and has_su and shape.rails == spec.gpus_per_node:
@@ -705,6 +703,8 @@ def _route_scale_out(
             b.add(topo.gpu_up[s[ci]], cols[ci], 1.0)
             b.add(topo.gpu_down[relay[ci]], cols[ci], 1.0)
             nic_src = np.where(cross, relay, s)
+    if has_su and spec.scale_up.kind == "pcie":
+        _pcie_nic_hop(topo, b, cols, nic_src, s, d, alive)
     # plane choice
     planes = topo.planes
     if planes == 1 or policy != "spray":
@@ -748,6 +748,24 @@ def _route_scale_out(
             alive,
             w_bytes[ci] * pw[ci],
         )
+
+
+def _pcie_nic_hop(
+    topo: Topology,
+    b: _Builder,
+    cols: np.ndarray,
+    nic_src: np.ndarray,
+    s: np.ndarray,
+    d: np.ndarray,
+    alive: np.ndarray,
+) -> None:
+    """A PCIe-only node's GPUs reach their NICs over their own x16 link (GPUDirect RDMA), the scale-up link,
+    which therefore carries the NIC hop too: ``nic_src``'s link up, ``d``'s link down
+    (:func:`aifabric.collectives.cost.scaleup_bound`)."""
+    _check_alive(alive, topo.gpu_up[nic_src], s, d)
+    _check_alive(alive, topo.gpu_down[d], s, d)
+    b.add(topo.gpu_up[nic_src], cols, 1.0)
+    b.add(topo.gpu_down[d], cols, 1.0)
 
 
 @dataclass(frozen=True)
