@@ -27,6 +27,7 @@ from aifabric.collectives.tiers import (
     base_latency_s,
     domain_nic_bytes_per_s,
     hw_latency_s,
+    tree_nic_traffic,
 )
 from aifabric.errors import ConfigError
 
@@ -344,7 +345,7 @@ def _nvls_tree_shape(
     olat = hw_latency_s(tm, "net", "nvls_tree", proto) + tm.extra_inter_latency_s
     lat = ilat + nvls_tree_net_steps(tm.release, N) * olat
     a_in = nvls_algbw(tm, g)
-    a_out = _heads_nic_bytes_per_s(tm, comm) * (1.0 if N <= 2 else 0.5)
+    a_out = _heads_nic_bytes_per_s(tm, comm) / tree_nic_traffic(N)
     heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
     a_cap = nvls_tree_kernel_cap(tm, comm)
     alg = min(a_in, a_out, a_cap)

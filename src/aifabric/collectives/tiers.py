@@ -55,6 +55,7 @@ __all__ = [
     "call_channels",
     "channel_share",
     "domain_nic_bytes_per_s",
+    "tree_nic_traffic",
     "hw_latency_s",
     "net_overhead_s",
     "nic_stream_factor",
@@ -394,6 +395,21 @@ def tier_model(
         gpus_per_nic=so.gpus_per_nic if so else 1,
         nic_near=so is None or so.nic_path in ("PIX", "PXB"),
     )
+
+
+def tree_nic_traffic(n_domains: int) -> float:
+    """Bytes a domain's NICs carry per direction per byte of an all_reduce run as NCCL's double binary
+    tree (tree, NVLS-tree) across ``n_domains`` domains: 1 on two (each domain is one tree's root and the
+    other's leaf: S / 2 up and S / 2 down per tree), 2 beyond (an inner node receives from two children
+    and sends to its parent in one tree, and is a leaf of the other). Dimensionless.
+
+    Source: the double binary tree of NCCL 2.4 (NVIDIA developer blog "Massively Scale Your Deep Learning
+    Training with NCCL 2.4"); NCCL 2.30.3 ``tuning.cc`` doubles ``bwInter`` of NVLS-tree on <= 2 nodes.
+
+    >>> tree_nic_traffic(2), tree_nic_traffic(16)
+    (1.0, 2.0)
+    """
+    return 1.0 if n_domains == 2 else 2.0
 
 
 def domain_nic_bytes_per_s(tm: TierModel, comm: Communicator) -> float:

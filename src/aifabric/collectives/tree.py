@@ -21,6 +21,7 @@ from aifabric.collectives.tiers import (
     protocol_bandwidth,
     scaleup_bytes_per_s,
     tree_correction,
+    tree_nic_traffic,
 )
 
 __all__ = ["tree_cost"]
@@ -111,7 +112,7 @@ def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
         return None
     lat = base_latency_s(tm, "tree", proto) + 2 * ((g - 1) * ilat + math.log2(N) * olat)
     up = scaleup_bytes_per_s(tm, g) if g > 1 else math.inf
-    nic_agg = domain_nic_bytes_per_s(tm, comm) * (2.0 if N == 2 else 1.0)  # S, not 2 S, on two domains
+    nic_agg = domain_nic_bytes_per_s(tm, comm) * 2 / tree_nic_traffic(N)  # algbw = B / 2 below
     raw = min(up, nic_agg)
     bus = protocol_bandwidth(tm, proto, raw * channel_share(tm, N), N, tree=True)
     net = SCALE_OUT if nic_agg < up else SCALE_UP
