@@ -100,7 +100,9 @@ class AcceleratorSpec(_Entry):
     tensor cores), ``hbm_capacity_bytes``, ``hbm_bandwidth_bytes_per_s``, ``nvlink`` (key of a
     :class:`ScaleUpSpec` or None), ``nvlink_links``, ``pcie`` (generation key), ``scale_up_link`` (the
     scale-up link of a part without NVLink: AMD Infinity Fabric, TPU ICI; a :class:`ScaleUpSpec` key),
-    ``collective_library`` (``nccl``, ``rccl`` or ``xla``).
+    ``collective_library`` (``nccl``, ``rccl`` or ``xla``), ``peer_to_peer`` (False where the driver
+    exposes no GPU peer-to-peer, GeForce cards: NCCL then moves bytes between GPUs of a node through host
+    memory, SHM).
     """
 
     arch: str
@@ -120,6 +122,7 @@ class AcceleratorSpec(_Entry):
     chips_per_pod: Int | None = None
     scale_up_link: str | None = None
     collective_library: Literal["nccl", "rccl", "xla"] = "nccl"
+    peer_to_peer: bool = True
 
     @field_validator("hbm_capacity_bytes", mode="before")
     @classmethod

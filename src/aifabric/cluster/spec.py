@@ -94,6 +94,10 @@ class ScaleUpDomainSpec(_Strict):
     ``torus_dims`` is a torus domain's shape (a TPU pod, ``[16, 20, 28]``); ``slice`` the TPU slice a job
     runs on (``4x4x8`` or ``[4, 4, 8]``), one of the generation's shapes (:mod:`aifabric.cluster.tpu_slice`);
     ``twisted`` wires that slice as a twisted torus (TPU v4, v5p; :mod:`aifabric.cluster.twisted`).
+    ``peer_to_peer`` says whether the driver lets GPUs of a PCIe node reach each other's memory (default:
+    the accelerator's catalogue entry, False on GeForce cards); without it NCCL moves bytes through host
+    memory (SHM). ``true`` on a GeForce card states a driver that enables P2P (tinygrad's open kernel
+    modules).
     """
 
     kind: Literal["nvswitch", "pcie", "torus"] = "nvswitch"
@@ -105,6 +109,7 @@ class ScaleUpDomainSpec(_Strict):
     torus_dims: tuple[PosInt, PosInt, PosInt] | None = None
     slice: tuple[PosInt, ...] | None = None
     twisted: bool = False
+    peer_to_peer: bool | None = None
 
     @field_validator("slice", mode="before")
     @classmethod
@@ -486,6 +491,10 @@ class ClusterSpec(_Strict):
             self._check_slice(su.slice)
         if su.twisted:
             self._check_twisted(su.slice)
+        if su.peer_to_peer is not None and su.kind != "pcie":
+            raise ValueError(
+                f"scale_up.peer_to_peer: only GPUs on PCIe (kind: pcie) lack peer-to-peer, kind is {su.kind}"
+            )
 
     def _check_torus_kind(self) -> None:
         """A TPU's chips meet over their ICI torus, and only a TPU has one: a TPU in an NVSwitch or PCIe
@@ -704,19 +713,32 @@ class ClusterSpec(_Strict):
         return self.scaleup_link.per_gpu_per_direction_bytes_per_s
 
     @property
+    def peer_to_peer(self) -> bool:
+        """Whether GPUs of a node reach each other's memory: ``scale_up.peer_to_peer``, else the
+        accelerator's (False on GeForce cards, whose driver exposes no peer-to-peer)."""
+        su = self.scale_up.peer_to_peer
+        return self.accelerator_spec.peer_to_peer if su is None else su
+
+    @property
     def scaleup_effective_bytes_per_s(self) -> float:
         """Scale-up bandwidth per GPU per direction that NCCL achieves (its per-link constants), bytes/s.
 
         With an explicit ``scale_up.bandwidth`` the ratio effective/line of the catalogue link is applied.
-        PCIe machines whose P2P traffic crosses the CPU pay NCCL's INTEL_P2P_OVERHEAD (x 6/5).
+        A PCIe node without GPU peer-to-peer (:attr:`peer_to_peer`) runs NCCL's SHM transport: the PCIe
+        line rate x SHM's efficiency (``transports.yaml`` shm), as ``NCCL_P2P_DISABLE=1`` does.
+        PCIe machines whose P2P traffic crosses an Intel CPU's root complex pay NCCL's INTEL_P2P_OVERHEAD
+        (x 6/5); NCCL charges it on Intel x86 CPUs only (``search.cc`` ``followPath``: path PHB, CPU arch
+        x86, vendor Intel), so P2P through an AMD root complex runs at the PCIe figure.
         """
+        if self.scale_up.kind == "pcie" and not self.peer_to_peer:
+            return self.scaleup_line_rate_bytes_per_s * transport("shm").aggregate_efficiency
         link = self.scaleup_link
         acc = self.accelerator_spec
         links = acc.nvlink_links if (acc.nvlink_links and link.key == acc.nvlink) else link.links_per_gpu
         eff = link.nccl_effective_bytes_per_s(links)
         if self.scale_up.bandwidth_bytes_per_s is not None:
             eff = self.scaleup_line_rate_bytes_per_s * eff / link.per_gpu_per_direction_bytes_per_s
-        if self.scale_up.p2p_through_cpu:
+        if self.scale_up.p2p_through_cpu and self.cpu_vendor == "intel":
             eff /= link.p2p_through_cpu_overhead
         return eff
 
