@@ -55,10 +55,10 @@ _STAMP = re.compile(
     r"|\[\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]\s*"
     r"|\[?\d\d:\d\d:\d\d(?:[.,]\d{1,9})?\]?\s+)"
 )
-#: A launcher tag: Open MPI ``--tag-output``, MPICH ``-prepend-rank``, Slurm ``srun -l``, torchrun,
-#: ``kubectl logs --prefix`` (``[pod/<pod>/<container>] ``).
+#: A launcher tag: Open MPI ``--tag-output`` (indented too, as a list item's code block quotes it), MPICH
+#: ``-prepend-rank``, Slurm ``srun -l``, torchrun, ``kubectl logs --prefix`` (``[pod/<pod>/<container>] ``).
 _TAG = re.compile(
-    r"^(?:\[\d{1,6},\d{1,6}\]<std(?:out|err)>:|\[\d{1,6}\] |\[default\d{1,6}\]:|\s*\d{1,6}: "
+    r"^(?:\s*\[\d{1,6},\d{1,6}\]<std(?:out|err)>:|\[\d{1,6}\] |\[default\d{1,6}\]:|\s*\d{1,6}: "
     r"|\[pod/[A-Za-z0-9.-]{1,253}/[A-Za-z0-9.-]{1,63}\] )"
 )
 #: A host name in front of a line, as ``pdsh`` and ``clush`` print it (``gpu-node-01: ``): a DNS label or name

@@ -43,7 +43,7 @@ from aifabric.discovery.perf_collective import (
     ranks_from_rows,
     resolve_collective,
 )
-from aifabric.discovery.perf_metadata import Metadata
+from aifabric.discovery.perf_metadata import Metadata, complete_rank_lines
 from aifabric.discovery.perf_records import COLLECTIVES, PerfResult, PerfRow, RankInfo, RunParameters
 from aifabric.discovery.perf_rows import (
     AVG_LINE,
@@ -120,6 +120,9 @@ class PerfTable:
         1-based line of a last row cut mid-line (the copy stopped there), dropped from :attr:`rows`.
     out_of_bounds_line : int or None
         1-based line of the ``# Out of bounds values`` footer.
+    header_supplied : bool
+        True when the rows had no column header above them (the copy starts mid-table) and
+        :func:`~aifabric.discovery.paste.parse_pasted` read them with nccl-tests' own header.
 
     References
     ----------
@@ -144,6 +147,7 @@ class PerfTable:
     source: str | None = None
     cut_line: int | None = None
     out_of_bounds_line: int | None = None
+    header_supplied: bool = False
 
     @classmethod
     def from_text(
@@ -183,9 +187,23 @@ class PerfTable:
     @property
     def notes(self) -> tuple[str, ...]:
         """What was read other than as printed, one sentence each naming its line."""
-        if self.cut_line is None:
-            return ()
-        return (f"line {self.cut_line}: last row cut mid-line (the copy stopped there): dropped",)
+        notes: list[str] = []
+        if self.header_supplied:
+            notes.append(
+                f"line {self.line}: rows without their column header (the copy starts mid-table): read with "
+                f"nccl-tests' header '{' '.join(self.columns)}'"
+            )
+        if self.ranks and not complete_rank_lines(self.ranks):
+            listed = ", ".join(str(rank.rank) for rank in self.ranks[:4]) + (
+                ", ..." if len(self.ranks) > 4 else ""
+            )
+            notes.append(
+                f"the rank lines list rank(s) {listed} only, not 0 to n-1 (a partial copy): "
+                "ranks and hosts are not counted from them"
+            )
+        if self.cut_line is not None:
+            notes.append(f"line {self.cut_line}: last row cut mid-line (the copy stopped there): dropped")
+        return tuple(notes)
 
     @property
     def is_old_layout(self) -> bool:
@@ -268,9 +286,30 @@ def parse_nccl_tests(
     tables = _scan_tables(lines, override, source)
     if not tables:
         raise ParseError(
-            "no nccl-tests result table found (expected a '#  size  count  type ...' header)", source=source
+            "no nccl-tests result table found (expected a '#  size  count  type ...' header)"
+            + _no_table_reason(lines),
+            source=source,
         )
     return tables
+
+
+_FAILURE = re.compile(
+    r"\bTest (?:CUDA |NCCL |HIP )?failure\b|\bNCCL (?:WARN|ERROR)\b.*\b(?:failed|error)\b", re.I
+)
+_RUN_HEADER = re.compile(r"^#\s*(?:nThread\s|Using devices|Rank\s+\d|Collective test starting)")
+
+
+def _no_table_reason(lines: list[str]) -> str:
+    """Why a text holds no table, when it tells: the first nccl-tests failure line (``Test CUDA failure
+    common.cu:986 'invalid device ordinal'``), else the last line of a run's header that the text stops
+    after; empty otherwise."""
+    for index, line in enumerate(lines):
+        if _FAILURE.search(line):
+            return f"; the run failed at line {index + 1}: {line.strip()[:160]!r}"
+    heads = [index for index, line in enumerate(lines) if _RUN_HEADER.match(line.strip())]
+    if heads:
+        return f"; the text stops after the run's header (line {heads[-1] + 1}), before its result table"
+    return ""
 
 
 def _scan_tables(lines: list[str], override: str | None, source: str | None) -> list[PerfTable]:
@@ -330,6 +369,8 @@ def _read_table(
     meta = Metadata.read(lines, boundary, header, source)
     body = _read_body(lines, header, columns, (override or named) == "hypercube", source)
     rows = body.rows
+    concluded, end = _concluded(lines, body.end, source)
+    named = named or (None if override else concluded)
     collective = _table_collective(header, rows, columns, meta, override, named, earlier, source)
     n_ranks = meta.n_ranks if meta.n_ranks is not None else ranks_from_rows(collective, rows)
     table = PerfTable(
@@ -351,7 +392,23 @@ def _read_table(
         cut_line=body.cut_line,
         out_of_bounds_line=body.out_of_bounds_line,
     )
-    return table, body.end
+    return table, end
+
+
+_CONCLUDED = re.compile(r"^#\s*Collective test concluded:\s*(\S+)")
+
+
+def _concluded(lines: list[str], end: int, source: str | None) -> tuple[str | None, int]:
+    """The collective named by a ``# Collective test concluded: alltoall_perf`` line just after a table (the
+    footer of nccl-tests >= 2.14 and rccl-tests; only ``#`` and blank lines between), and the index after
+    it; (None, ``end``) when there is none."""
+    index = end
+    while index < len(lines) and lines[index].strip() in ("", "#"):
+        index += 1
+    match = _CONCLUDED.match(lines[index].strip()) if index < len(lines) else None
+    if match is None:
+        return None, end
+    return nearest_binary(lines, index, index + 1, source), index + 1
 
 
 class _Body(NamedTuple):
@@ -408,7 +465,7 @@ def _read_body(
         else:
             rows.append(row)
         index = after
-    if not rows:
+    if not rows and cut_line is None:  # a table whose only row was cut keeps its header (no rows)
         raise ParseError("the column header has no result rows below it", line=header + 1, source=source)
     return _Body(rows, cut_line, avg, out_of_bounds, index, out_of_bounds_line)
 

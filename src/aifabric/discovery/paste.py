@@ -134,4 +134,8 @@ def _moved(err: ParseError, origin: list[int]) -> ParseError:
 def _renumbered(table: PerfTable, origin: list[int]) -> PerfTable:
     rows = tuple(dataclasses.replace(r, line=origin[r.line - 1]) for r in table.rows)
     cut = origin[table.cut_line - 1] if table.cut_line is not None else None
-    return dataclasses.replace(table, line=origin[table.line - 1], rows=rows, cut_line=cut)
+    # a supplied header is numbered as the row below it: the only two lines that share a pasted line
+    supplied = table.line < len(origin) and origin[table.line - 1] == origin[table.line]
+    return dataclasses.replace(
+        table, line=origin[table.line - 1], rows=rows, cut_line=cut, header_supplied=supplied
+    )

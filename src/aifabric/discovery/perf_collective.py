@@ -18,6 +18,7 @@ from aifabric.errors import ParseError
 
 __all__ = [
     "canonical_argument",
+    "fitting_collectives",
     "nearest_binary",
     "odd_size_row",
     "ranks_from_rows",
@@ -98,7 +99,7 @@ def resolve_collective(
 
 def _fits(collective: str, rows: list[PerfRow], columns: Columns) -> bool:
     """Whether the ``redop`` and ``root`` columns (new layout only) are what ``collective`` prints."""
-    if "root" not in columns.params or "redop" not in columns.params:
+    if "root" not in columns.params or "redop" not in columns.params or not rows:
         return True
     redops = {row.redop for row in rows}
     roots = {row.root for row in rows}
@@ -167,8 +168,10 @@ def _bus_factor(rows: list[PerfRow]) -> tuple[float, float] | None:
 
 
 def _collective_from_columns(rows: list[PerfRow], columns: Columns, n_ranks: int | None) -> str | None:
-    if "redop" not in columns.params:
+    if not rows:
         return None
+    if "redop" not in columns.params:
+        return _old_broadcast(rows, columns)
     redops = {row.redop for row in rows}
     if None in redops or (len(redops) > 1 and "none" in redops):
         return None
@@ -191,6 +194,44 @@ def _collective_from_columns(rows: list[PerfRow], columns: Columns, n_ranks: int
     if not reducing and rooted and ratio == 1:
         return "broadcast"
     return None  # all_gather vs alltoall, gather vs scatter: the columns cannot tell
+
+
+def _old_broadcast(rows: list[PerfRow], columns: Columns) -> str | None:
+    """Broadcast for the old layout's ``size count type root`` columns (no ``redop``: only broadcast printed a
+    root without an operation; reduce printed both, as in microsoft/superbenchmark's nccl_broadcast.log and
+    nccl_reduce.log), when a root >= 0 and size = count x typesize say so; else None."""
+    rooted = "root" in columns.params and all(row.root is not None and row.root >= 0 for row in rows)
+    return "broadcast" if rooted and _size_ratio(rows) == 1 else None
+
+
+def fitting_collectives(rows: list[PerfRow], params: tuple[str, ...]) -> tuple[str, ...]:
+    """The collectives whose printed columns the rows fit: the operation (a reduction, ``none`` or blank),
+    the root (>= 0 or -1, where printed) and size = count x typesize (1, or n for the gathering ones).
+
+    >>> from aifabric.discovery.perf_records import PerfRow
+    >>> row = PerfRow(2048, 512, "float", "sum", -1, None, None, 1)
+    >>> fitting_collectives([row], ("size", "count", "type", "redop", "root"))
+    ('all_reduce', 'sendrecv')
+    """
+    redops = {row.redop for row in rows}
+    ratio = _size_ratio(rows)
+    out = []
+    for collective in sorted(COLLECTIVES):
+        if "redop" in params:
+            if redops == {None}:
+                redop_ok = collective not in _REDUCING  # hypercube; the old alltoall/all_gather
+            else:
+                redop_ok = ("none" in redops) != (collective in _REDUCING) and collective != "hypercube"
+            if not redop_ok:
+                continue
+        if "root" in params:
+            rooted = all(row.root is not None and row.root >= 0 for row in rows)
+            if rooted != (collective in _ROOTED):
+                continue
+        if ratio is not None and (ratio == 1) == (collective in _SIZE_IS_N_COUNTS):
+            continue  # size = count x typesize for one rank of a gathering collective only
+        out.append(collective)
+    return tuple(out)
 
 
 def ranks_from_rows(collective: str | None, rows: list[PerfRow]) -> int | None:

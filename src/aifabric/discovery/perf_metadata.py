@@ -16,6 +16,8 @@ from aifabric.errors import ParseError
 __all__ = [
     "BINARY",
     "Metadata",
+    "complete_rank_lines",
+    "version_from_code",
     "launcher_line",
     "launcher_per_node",
 ]
@@ -28,6 +30,11 @@ _RANK = re.compile(
 _RANKS_LINE = re.compile(r"^#\s*Ranks\s+\d{1,9}\s*-\s*\d{1,9}\s+on\s+\S")
 _RANKS_SEGMENT = re.compile(r"[Rr]anks\s+(\d{1,9})\s*-\s*(\d{1,9})\s+on\s+([^\s,;]+)([^;]*)")
 _VERSION = re.compile(r"NCCL version\s+(\d{1,4}(?:\.\d{1,6}){1,3})(?:\+cuda(\d{1,4}(?:\.\d{1,4})*))?")
+#: ``RCCL version : 2.28.3-gfx1151-rccl:a188cf2`` (rccl-tests with NCCL_DEBUG=VERSION).
+_RCCL_VERSION = re.compile(r"^RCCL version\s*:\s*(\d{1,4}(?:\.\d{1,6}){1,3})")
+#: ``# nccl-tests version 2.20.0 (b4d5bee) nccl-headers=23102 nccl-library=23102`` (nccl-tests >= 2.14):
+#: the library's NCCL_VERSION_CODE.
+_LIBRARY_CODE = re.compile(r"\b[nr]ccl-library=(\d{4,6})\b")
 _LAUNCHER = re.compile(r"(?<![\w-])(mpirun|mpiexec|srun|orterun)(?![\w-])")
 #: Most ranks the rank lines above one table may describe (131,072: above the largest single jobs reported,
 #: about 100,000 GPUs). A condensed line ``Ranks 0-N on h`` expands to N objects, so this bounds the cost.
@@ -66,9 +73,9 @@ class Metadata:
         command = _launcher_command(region)
         gpus_per_process = (parameters.n_gpus if parameters else None) or _flag(command, "-g") or 1
         threads = (parameters.n_threads if parameters else None) or _flag(command, "-t") or 1
-        hosts = {rank.host for rank in ranks}
-        n_ranks = len({rank.rank for rank in ranks}) or None
-        n_nodes = len(hosts) or None
+        counted = ranks if complete_rank_lines(ranks) else ()  # a partial copy counts neither
+        n_ranks = len(counted) or None
+        n_nodes = len({rank.host for rank in counted}) or None
         processes = _launcher_processes(command)
         if n_nodes is None:
             n_nodes = (
@@ -76,24 +83,56 @@ class Metadata:
             )
         if n_ranks is None and processes is not None:
             n_ranks = processes * threads * gpus_per_process
+        if n_ranks is None and not command:
+            n_ranks, n_nodes = _bare_command_counts(region, n_nodes)
         if n_ranks is None:
             n_ranks = _text_ranks(local_text, n_nodes)
         names = {rank.gpu_name for rank in ranks}
-        version = None
-        for line in region:
-            match = _VERSION.search(line)
-            if match:
-                version = match
+        nccl_version, cuda_version = _nccl_version(region)
         return cls(
             title=title,
             ranks=ranks,
             n_ranks=n_ranks,
             n_nodes=n_nodes,
             gpu_name=names.pop() if len(names) == 1 else None,
-            nccl_version=version.group(1) if version else None,
-            cuda_version=version.group(2) if version else None,
+            nccl_version=nccl_version,
+            cuda_version=cuda_version,
             parameters=parameters,
         )
+
+
+def complete_rank_lines(ranks: tuple[RankInfo, ...]) -> bool:
+    """True when the rank lines list ranks 0..n-1 with none missing (nccl-tests prints one per rank); a copy
+    that kept a few of them (``#  Rank 71 ...`` alone) does not tell the rank or host count."""
+    return bool(ranks) and ranks[-1].rank == len(ranks) - 1
+
+
+def version_from_code(code: int) -> str:
+    """The release of an ``NCCL_VERSION_CODE``: X*1000 + Y*100 + Z up to 2.8, X*10000 + Y*100 + Z after
+    (NVIDIA/nccl ``src/nccl.h.in``, macro ``NCCL_VERSION``).
+
+    >>> version_from_code(23102), version_from_code(2708), version_from_code(22803)
+    ('2.31.2', '2.7.8', '2.28.3')
+    """
+    major, rest = divmod(code, 10000) if code >= 10000 else divmod(code, 1000)
+    return f"{major}.{rest // 100}.{rest % 100}"
+
+
+def _nccl_version(region: list[str]) -> tuple[str | None, str | None]:
+    """(NCCL release, CUDA version) from the last ``NCCL version 2.26.2+cuda12.8`` line of the region, else
+    the last ``RCCL version : 2.28.3`` line, else the last ``nccl-library=23102`` code of the nccl-tests
+    version line; (None, None) when none is there."""
+    found: tuple[str | None, str | None] = (None, None)
+    for pattern in (_LIBRARY_CODE, _RCCL_VERSION, _VERSION):  # later patterns take precedence
+        for line in region:
+            match = pattern.search(line.strip())
+            if match is None:
+                continue
+            if pattern is _LIBRARY_CODE:
+                found = (version_from_code(int(match.group(1))), None)
+            else:
+                found = (match.group(1), match.group(2) if pattern is _VERSION else None)
+    return found
 
 
 def _title(lines: list[str], boundary: int, stop: int) -> tuple[str | None, int]:
@@ -161,7 +200,7 @@ def _check_gpus_per_process(
     ParseError
         Naming the ``# nThread`` line.
     """
-    if parameters is None or not ranks or ranks[-1].rank != len(ranks) - 1:
+    if parameters is None or not complete_rank_lines(ranks):
         return
     per_process = (parameters.n_threads or 1) * (parameters.n_gpus or 1)
     if per_process <= len(ranks):
@@ -294,6 +333,18 @@ def _launcher_command(region: list[str]) -> str:
         joined.append(pending)
     commands = [line for line in joined if _LAUNCHER.search(line) and not line.startswith("#")]
     return commands[-1] if commands else ""
+
+
+def _bare_command_counts(region: list[str], n_nodes: int | None) -> tuple[int | None, int | None]:
+    """(ranks, nodes) of an nccl-tests binary run without a launcher (``./build/sendrecv_perf -g 2``): one
+    process on one host driving threads (``-t``) x GPUs per thread (``-g``); (None, ``n_nodes``) when no such
+    command line with ``-t`` or ``-g`` is in the region."""
+    commands = [line.strip() for line in region if BINARY.search(line) and not line.lstrip().startswith("#")]
+    command = commands[-1] if commands else ""
+    gpus, threads = _flag(command, "-g"), _flag(command, "-t")
+    if gpus is None and threads is None:
+        return None, n_nodes
+    return (gpus or 1) * (threads or 1), n_nodes or 1
 
 
 def _flag(command: str, flag: str) -> int | None:

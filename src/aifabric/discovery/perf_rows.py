@@ -36,7 +36,7 @@ _TIME = re.compile(rf"^(\()?({_NUMBER})(\))?$")
 _COUNT = re.compile(r"^\d{1,20}$")
 _ROOT = re.compile(r"^-?\d{1,9}$")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
-_PREFIX = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")  # mpirun --tag-output, srun -l
+_PREFIX = re.compile(r"^\s*(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )")  # mpirun --tag-output, srun -l
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 AVG_LINE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S*)")
 _GIGA = Decimal(10) ** 9  # GB/s -> bytes/s (nccl-tests: 1 GB = 1e9 B)
@@ -164,8 +164,13 @@ def parse_row(stripped: str, lineno: int, columns: Columns, blank_redop: bool, s
     """
     tokens: list[str | None] = list(stripped.split())
     half = columns.width - (len(columns.groups[1]) if len(columns.groups) == 2 else 0)
-    if blank_redop and "redop" in columns.params and len(tokens) in (columns.width - 1, half - 1):
-        tokens.insert(columns.params.index("redop"), None)  # hypercube prints an empty operation
+    if "redop" in columns.params and len(tokens) in (columns.width - 1, half - 1):
+        at = columns.params.index("redop")
+        # hypercube prints an empty operation, and so did the old layout's alltoall (no root column; the
+        # field after the type is then the time)
+        old_blank = "root" not in columns.params and tokens[at - 1] in DTYPE_BYTES
+        if blank_redop or (old_blank and at < len(tokens) and _FLOAT.match(tokens[at] or "")):
+            tokens.insert(at, None)
     if len(tokens) not in (columns.width, half):
         raise ParseError(
             f"row has {len(tokens)} fields, the header has {columns.width} columns",
