@@ -264,15 +264,22 @@ def _rows_table(comp: TableComparison) -> RenderableType:
 
 
 def _render_dropped(comp: TableComparison) -> None:
-    """The rows not compared: nccl-tests printed time 0 for them."""
-    if comp.dropped:
-        sizes = [size_text(size) for size, _ in comp.dropped]
-        lines = [line for _, line in comp.dropped]
+    """The rows not compared: 0 bytes (nccl-tests' empty calls), or a time nccl-tests printed as 0."""
+    empty = [(size, line) for size, line in comp.dropped if size == 0]
+    timeless = [(size, line) for size, line in comp.dropped if size != 0]
+    for dropped, why in (
+        (empty, "of 0 bytes: nccl-tests calls the collective with nothing to move"),
+        (timeless, f"with time 0: nccl-tests printed no usable {comp.place.replace('_', '-')} time for them"),
+    ):
+        if not dropped:
+            continue
+        sizes = [size_text(size) for size, _ in dropped]
+        lines = [line for _, line in dropped]
         which = sizes[0] if len(sizes) == 1 else f"{sizes[0]} .. {sizes[-1]}"
         where = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]}-{lines[-1]}"
+        head, tail = why.split(":", 1)
         console.print(
-            f"  [yellow]not compared[/]: {len(sizes)} row(s) with time 0 ({which}, {where}): nccl-tests "
-            f"printed no usable {comp.place.replace('_', '-')} time for them",
+            f"  [yellow]not compared[/]: {len(sizes)} row(s) {head} ({which}, {where}):{tail}",
             highlight=False,
             markup=True,
         )

@@ -63,7 +63,7 @@ from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
 from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.discovery.paste import parse_pasted
-from aifabric.discovery.perf_collective import odd_size_row
+from aifabric.discovery.perf_collective import fitting_collectives, odd_size_row
 from aifabric.discovery.perf_records import PerfResult, PerfRow
 from aifabric.discovery.regressions import Regression, regression_for
 from aifabric.engines.formula import PROTOCOLS, formula_collective
@@ -1157,7 +1157,12 @@ def _measured_rows(
     factor = busbw_factor(op, table.n_ranks or spec.n_gpus)
     for row in table.rows:
         measured, other = _measure(row, place)
-        if measured is None or not measured.time_s > 0 or not math.isfinite(measured.time_s):
+        if (
+            row.size_bytes == 0
+            or measured is None
+            or not measured.time_s > 0
+            or not math.isfinite(measured.time_s)
+        ):
             dropped.append((row.size_bytes, row.line))
             continue
         predicted = predictions.get(row.size_bytes)
@@ -1319,9 +1324,13 @@ def _engine_op(table: PerfTable) -> str:
             source=table.source,
         )
     if table.collective is None:
+        params = tuple(name for name in table.columns if name in ("size", "count", "type", "redop", "root"))
+        fits = fitting_collectives(list(table.rows), params)
+        which = (
+            f"its columns fit {', '.join(fits[:-1])} and {fits[-1]}" if len(fits) > 1 else "no binary named"
+        )
         raise ParseError(
-            "cannot tell the collective of this table from the log (all_gather and alltoall, gather and "
-            "scatter print the same columns); give --collective",
+            f"cannot tell the collective of this table from the log ({which}); give --collective",
             line=table.line,
             source=table.source,
         )
@@ -1509,20 +1518,29 @@ def _compare_tables(
                 (k, table.line, f"beyond the first {MAX_TABLES_COMPARED} tables compared (--table {k})")
             )
             continue
-        if not table.rows:
+        reason = _not_comparable(table, options)
+        if reason is not None:
             if tables:
-                raise ParseError(
-                    f"table {k} has no rows (only its footer was published)", line=table.line, source=source
-                )
-            skipped.append((k, table.line, "no rows (only its footer was published)"))
+                raise ParseError(f"table {k}: {reason}", line=table.line, source=source)
+            skipped.append((k, table.line, reason))
             continue
         compared.append(_compare_one(k, table, lines, regions[k - 1], options))
     if not compared:
         first = skipped[0][1] if skipped else None
-        raise ParseError(
-            "no table with rows to compare (the tables hold only footers)", line=first, source=source
-        )
+        reasons = "; ".join(dict.fromkeys(reason for _, _, reason in skipped))
+        raise ParseError(f"no table to compare ({reasons})", line=first, source=source)
     return compared, skipped
+
+
+def _not_comparable(table: PerfTable, options: _TableOptions) -> str | None:
+    """Why a table cannot be compared (no rows; one rank), or None."""
+    if not table.rows and table.cut_line is not None:
+        return f"no rows (its only row was cut mid-line at line {table.cut_line})"
+    if not table.rows:
+        return "no rows (only its footer was published)"
+    if (options.ranks or table.n_ranks) == 1:
+        return "one rank: nothing crosses a link, busbw is 0 by definition (nccl-tests doc/PERFORMANCE.md)"
+    return None
 
 
 def _compare_one(

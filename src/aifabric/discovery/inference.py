@@ -56,6 +56,7 @@ _GPU_NAMES: tuple[tuple[str, str | None], ...] = (
     (r"\bH20\b", "h20"),
     (r"\bA100[- ]?(?:80GB[- ])?PCI[Ee][- ]?80GB|\bA100 80GB PCI[Ee]", "a100-pcie-80gb"),
     (r"\bA100[- ]?PCI[Ee]", "a100-pcie-40gb"),
+    (r"\bA100[- ]SXM4?[- ]40GB\b", "a100-sxm-40gb"),  # rank lines: "A100-SXM4-40GB"
     (r"\bA100\b", "a100-sxm-80gb"),
     (r"\bA30\b", "a30"),
     (r"\bA40\b", "a40"),
@@ -63,6 +64,11 @@ _GPU_NAMES: tuple[tuple[str, str | None], ...] = (
     (r"\bMI355X\b", "mi355x"),
     (r"\bMI325X\b", "mi325x"),
     (r"\bMI300X\b", "mi300x"),
+    (r"\bGB10\b", "gb10"),
+    (r"\bRTX PRO 6000\b", "rtx-pro-6000-blackwell"),
+    (r"\bRTX 6000 Ada\b", "rtx-6000-ada"),
+    (r"\bRTX[- ]?5090\b", "rtx-5090"),
+    (r"\bRTX[- ]?4090\b", "rtx-4090"),
     (r"\bV100[- ]?PCI[Ee]", "v100-pcie-32gb"),
     (r"\bV100[- ]SXM2[- ]32GB\b", "v100-sxm2-32gb"),
     (r"\bV100\b", None),  # other V100s (SXM2 16 GB): no catalogue entry
