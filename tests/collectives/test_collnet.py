@@ -92,12 +92,13 @@ def test_nvls_with_sharp_across_nvl72_racks():
     # NCCL counts an NVL72 rack as one node (init.cc: nodes = distinct first ranks of the ring graphs, which
     # span the NVLink clique), so with CollNet it runs flat NVLS across racks (tuning.cc). 2.30: each rack's
     # h = min(NCCL_MAX_NVLS_ARITY 32, 72 GPUs, 72 NICs) = 32 heads carry S each way through their NICs,
-    # 32 x 49.15 = 1572.8 GB/s, so NVLS in the rack binds: algbw = 721.8 x 0.74 x 71/72 = 526.7 GB/s;
-    # latency hwLat[NVLink][NVLS] 25 + hwLat[NET][NVLS] 18 = 43 us (nccl_releases.yaml 2.30.3).
+    # 32 x 49.15 = 1572.8 GB/s, so NVLS in the rack binds: algbw = 721.8 x 0.74 x 31/32 = 517.4 GB/s (the
+    # one-node NVLS graph has h = 32 channels, one head each: search.cc; tuning.cc (h - 1)/h); latency
+    # hwLat[NVLink][NVLS] 25 + hwLat[NET][NVLS] 18 = 43 us (nccl_releases.yaml 2.30.3).
     r = _racks("2.30")
     assert r.algorithm == "nvls" and r.bottleneck == "scale-up"
     assert r.latency_s * 1e6 == pytest.approx(43.0, abs=0.01)
-    assert 16 * GIB / (r.time_s - r.latency_s) == pytest.approx(721.8e9 * 0.74 * 71 / 72, rel=1e-3)
+    assert 16 * GIB / (r.time_s - r.latency_s) == pytest.approx(721.8e9 * 0.74 * 31 / 32, rel=1e-3)
     assert "nvls" not in {c.algorithm for c in formula_collective("all_reduce", 16 * GIB, RACKS).candidates}
     assert "collnet_direct" not in {c.algorithm for c in r.candidates}  # > 8 local ranks (device.h arity 7)
 
