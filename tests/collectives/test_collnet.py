@@ -105,7 +105,8 @@ def test_nvls_with_sharp_across_nvl72_racks():
 
 def test_nvls_with_sharp_on_nvl72_is_bounded_by_the_heads_nics_before_nccl_2_21():
     # NCCL 2.20 (device.h NCCL_MAX_NVLS_ARITY 8): 8 heads per rack, so only 8 NICs carry SHARP traffic:
-    # algbw = 8 x 49.15 = 393.2 GB/s < NVLS's 526.7. NVLS-tree crosses racks on the same 8 heads' NICs
+    # algbw = 8 x 49.15 = 393.2 GB/s < NVLS's 721.8 x 0.74 x 7/8 = 467.4 (8 heads). NVLS-tree crosses racks
+    # on the same 8 heads' NICs
     # (connect.cc connectNvls: tree peers only for head ranks; tuning.cc 2.20.3 l.176-177: both read the NVLS
     # graph's bwInter over its 8 channels), so it is no wider, and NVLS with SHARP keeps the pick (this test
     # asserted nvls_tree while the model gave NVLS-tree all 72 NICs: fix10a item 1).
