@@ -139,7 +139,7 @@ POINTS = {
     ),
     # nccl #2140: NCCL 2.30.4, one node, the reporter's peak all_reduce figures (size not stated; taken at
     # 8 GiB, on the plateau): 8 x B300 "busbw: 695 -> 845 GB/s" (NVLS off -> on), 8 x H100 "370 -> 480".
-    # NVLS: 721.8 x 0.74 x 7/8 = 467.4 algbw (fill 2 x 32 x 8 x 128 KiB) -> 812.0 (-3.9 %); H100 480.4
+    # NVLS: 721.8 x 0.74 x 7/8 = 467.4 algbw (fill 2 x 24 x 8 x 128 KiB) -> 812.0 (-3.9 %); H100 480.4
     # (+0.1 %). NVLS off (NCCL_NVLS_ENABLE=0): ring/Simple 719.9 (+3.6 %) and 370.3 (+0.1 %)
     "2140 B300 NVLS": Point(
         N2140, nvswitch_node("b300", 8), "all_reduce", 8 * GiB, 8 * GiB / 483e9, 845e9, False, V2304
