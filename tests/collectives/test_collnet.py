@@ -92,19 +92,21 @@ def test_nvls_with_sharp_across_nvl72_racks():
     # NCCL counts an NVL72 rack as one node (init.cc: nodes = distinct first ranks of the ring graphs, which
     # span the NVLink clique), so with CollNet it runs flat NVLS across racks (tuning.cc). 2.30: each rack's
     # h = min(NCCL_MAX_NVLS_ARITY 32, 72 GPUs, 72 NICs) = 32 heads carry S each way through their NICs,
-    # 32 x 49.15 = 1572.8 GB/s, so NVLS in the rack binds: algbw = 721.8 x 0.74 x 71/72 = 526.7 GB/s;
-    # latency hwLat[NVLink][NVLS] 25 + hwLat[NET][NVLS] 18 = 43 us (nccl_releases.yaml 2.30.3).
+    # 32 x 49.15 = 1572.8 GB/s, so NVLS in the rack binds: algbw = 721.8 x 0.74 x 31/32 = 517.4 GB/s (the
+    # one-node NVLS graph has h = 32 channels, one head each: search.cc; tuning.cc (h - 1)/h); latency
+    # hwLat[NVLink][NVLS] 25 + hwLat[NET][NVLS] 18 = 43 us (nccl_releases.yaml 2.30.3).
     r = _racks("2.30")
     assert r.algorithm == "nvls" and r.bottleneck == "scale-up"
     assert r.latency_s * 1e6 == pytest.approx(43.0, abs=0.01)
-    assert 16 * GIB / (r.time_s - r.latency_s) == pytest.approx(721.8e9 * 0.74 * 71 / 72, rel=1e-3)
+    assert 16 * GIB / (r.time_s - r.latency_s) == pytest.approx(721.8e9 * 0.74 * 31 / 32, rel=1e-3)
     assert "nvls" not in {c.algorithm for c in formula_collective("all_reduce", 16 * GIB, RACKS).candidates}
     assert "collnet_direct" not in {c.algorithm for c in r.candidates}  # > 8 local ranks (device.h arity 7)
 
 
 def test_nvls_with_sharp_on_nvl72_is_bounded_by_the_heads_nics_before_nccl_2_21():
     # NCCL 2.20 (device.h NCCL_MAX_NVLS_ARITY 8): 8 heads per rack, so only 8 NICs carry SHARP traffic:
-    # algbw = 8 x 49.15 = 393.2 GB/s < NVLS's 526.7. NVLS-tree crosses racks on the same 8 heads' NICs
+    # algbw = 8 x 49.15 = 393.2 GB/s < NVLS's 721.8 x 0.74 x 7/8 = 467.4 (8 heads). NVLS-tree crosses racks
+    # on the same 8 heads' NICs
     # (connect.cc connectNvls: tree peers only for head ranks; tuning.cc 2.20.3 l.176-177: both read the NVLS
     # graph's bwInter over its 8 channels), so it is no wider, and NVLS with SHARP keeps the pick (this test
     # asserted nvls_tree while the model gave NVLS-tree all 72 NICs: fix10a item 1).

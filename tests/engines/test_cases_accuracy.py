@@ -274,14 +274,19 @@ MISSED = {
     "(1-4 MiB) vs ring/LL 10.4-13.0 and 15.8/21.4/32.5 us (busbw +24..+53 %): 2.25.1's tuner prices "
     "ring/LL at 6.6 + 6 x 0.6 = 10.2 us (tuning.cc baseLat/hwLat, the same Ring LL figures as Hopper) and "
     "LL at min(llMaxBw, busBw / 4); the tray measures ~5 us more per call and an LL slope of ~134 GB/s "
-    "algbw (1-4 MiB) against the model's 188. Not checked: 2.25.1's Blackwell llMaxBw row and LL "
-    "channels on a 4-GPU NVL domain",
+    "algbw (1-4 MiB) against the model's 188: LL at 2.25.1's Blackwell llMaxBw, 2 x Hopper's 141 = 282 GB/s "
+    "busbw on one node (tuning.cc llMaxBws, the same row through 2.30.7), over the tray's 32 ring channels "
+    "(8.8 GB/s each); no release tabulates a measured Blackwell LL figure to bound the kernel with",
     "20 GB200 tray ring 2.25.1, 16 MiB-1 GiB": "busbw 331/423/551/574/594/619/647 vs 398/511/598/654/"
     "686/704/713 (+20/+21/+9/+14/+16/+14/+10 %; 64 MiB passes, asserted): ring/LL128 then ring/Simple at "
     "NCCL's 18 x 40.1 = 721.8 GB/s (topo.h SM100_NVLINK_BW, the bound the case names); the measured ramp "
     "reaches 680 only at 8 GiB (-6 % of the model, asserted), a slower approach than ring/Simple's 28.8 "
-    "us latency gives. No 2.25.1 chunking or channel fact found for it (getAlgoInfo's ring channel "
-    "reduction stops at nc x nt x threadThreshold, far below 16 MiB)",
+    "us latency gives: the measured busbw of each size step rises with size, 600 (64->128 MiB), 614, 646, "
+    "678, 688 (1->2 GiB), 680, 686 (4->8 GiB), which no size-independent latency gives. No 2.25.1 chunking "
+    "or channel fact found for it (getAlgoInfo's ring channel reduction stops at nc x nt x "
+    "threadThreshold, far below 16 MiB; calcCollChunking leaves ring/Simple's chunk alone); the later "
+    "releases' measured Blackwell ring LL128 per-channel caps (34.5 GB/s on 2.29.2, 40 on 2.30.3, 73.4 "
+    "before) do not bind the tray's 32 channels at 8-16 MiB (32 x 34.5 = 1104 > 0.92 x 721.8)",
     "20 A100 labelled NVLS 2.18.5, 1 KiB-128 MiB": "not the run the file labels: 2.18.5 has no algorithm "
     "for NCCL_ALGO=NVLS on A100 (enqueue.cc: 'no algorithm/protocol available'; refused by the model), "
     "and 2.19-2.23's ring backup would run ring/LL at small sizes (15.5 us at 1 KiB). Measured: a 42-45 "

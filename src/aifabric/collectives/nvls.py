@@ -42,9 +42,20 @@ __all__ = [
 
 
 def nvls_algbw(tm: TierModel, g: int) -> float:
-    """algbw of NVLS inside a domain of g ranks, bytes/s: ``B_i e (g - 1)/g`` (e = NCCL's nvlsEfficiency;
-    e (g-1)/g = 1 under ``efficiency="line_rate"``)."""
-    return tm.intra_bytes_per_s * (tm.nvls_efficiency * (g - 1) / g if tm.nccl else 1.0)
+    """algbw of NVLS inside a domain of g ranks, bytes/s: ``B_i e (h - 1)/h``.
+
+    ``e`` is NCCL's nvlsEfficiency and ``h`` the domain's NVLS heads, ``min(g, NCCL_MAX_NVLS_ARITY)``
+    (:func:`~aifabric.catalog.nccl.nvls_heads`): search.cc gives the one-node NVLS graph exactly that
+    many channels, one head each, and tuning.cc (2.28.3 on) prices NVLS at ``bwIntra e (nChannels - 1) /
+    nChannels``. ``h = g`` up to 32 GPUs (8 before 2.21.5); an NVL72 rack has 32 heads for 72 ranks, so
+    ``(h - 1)/h`` is 31/32, not 71/72. ``e (h - 1)/h`` = 1 under ``efficiency="line_rate"``.
+
+    8 x H100 (h = 8): 370.8 x 0.85 x 7/8 = 275.8 GB/s; 72 x GB200 (h = 32): 721.8 x 0.74 x 31/32 = 517.4.
+    """
+    if not tm.nccl:
+        return tm.intra_bytes_per_s
+    h = nvls_heads(tm.release, local_gpus=g)
+    return tm.intra_bytes_per_s * tm.nvls_efficiency * (h - 1) / h
 
 
 def nvls_fill_bytes(
@@ -208,16 +219,18 @@ def nvls_cost(
 
     ::
 
-        T = a_nvls + (S + fill) / (B_i e (g - 1)/g)
+        T = a_nvls + (S + fill) / (B_i e (h - 1)/h)
 
-    with ``a_nvls`` NCCL's NVLS latency, baseLat + NVLink hwLat (0 + 25 us on 2.30, 23 + 0 us on 2.18:
+    with ``B_i e (h - 1)/h`` the domain's NVLS algbw (:func:`nvls_algbw`; there ``h`` is the domain's NVLS
+    heads without the one-per-NIC limit),
+    ``a_nvls`` NCCL's NVLS latency, baseLat + NVLink hwLat (0 + 25 us on 2.30, 23 + 0 us on 2.18:
     tuning.cc), ``e`` its nvlsEfficiency and ``fill`` the
     pipeline's fill and drain on one domain (:func:`nvls_fill_bytes`: 2 loops of 16 x 8 x 64 KiB below
     1 GiB on 8 x H100). Across N > 1 domains NCCL runs flat NVLS only with CollNet (``tm.collnet``): each
     NVLS head sends and receives its share of S through its NIC and the SHARP switches reduce it, so a
     domain's heads' NICs carry S each way (:mod:`aifabric.collectives.collnet`); no fill is added there::
 
-        algbw = min( B_i e (g - 1)/g ,  min(B_node, h B_nic) ),   T = a_nvls + a_o + S / algbw
+        algbw = min( B_i e (h - 1)/h ,  min(B_node, h B_nic) ),   T = a_nvls + a_o + S / algbw
 
     ``h`` the NVLS heads per domain (:func:`~aifabric.catalog.nccl.nvls_heads`: at most
     ``NCCL_MAX_NVLS_ARITY``, 8 before NCCL 2.21.5 and 32 from it, and one per NIC), each on one NIC of
@@ -259,7 +272,7 @@ def nvls_cost(
     def why() -> str:
         return (
             f"NVLink SHARP: the NVSwitch reduces; algbw = {tm.intra_bytes_per_s / 1e9:.1f} GB/s x efficiency "
-            f"{tm.nvls_efficiency} x (n-1)/n"
+            f"{tm.nvls_efficiency} x (h-1)/h, h = {nvls_heads(tm.release, local_gpus=g)} NVLS heads"
             + (
                 f"; SHARP switches reduce across {comm.n_domains} domains, each domain's NICs (at most "
                 f"{heads} NVLS heads') carrying S each way ({a_out / 1e9:.1f} GB/s)"
@@ -283,7 +296,7 @@ def nvls_tree_cost(
     kernel tops out per channel (:func:`nvls_tree_kernel_cap`, ``A_cap``), so::
 
         B_heads = min(B_node, h gpus_per_nic B_o)      (:func:`_heads_nic_bytes_per_s`)
-        algbw = min( B_i e (g - 1)/g ,  B_heads  (N = 2)  or  B_heads / 2  (N > 2) ,  A_cap )
+        algbw = min( B_i e (h - 1)/h ,  B_heads  (N = 2)  or  B_heads / 2  (N > 2) ,  A_cap )
         T     = a_nvls + k(N) a_o + (S + fill) / algbw
 
     (``a_nvls`` = NCCL's baseLat + NVLink hwLat of NVLS-tree: 23 + 0 us on 2.18, 0 + 23/25 us from 2.19;
