@@ -125,6 +125,23 @@ def fsdp(dp: int, b: int, gbs: int, recompute: str, **more: Any) -> dict[str, An
     return dict(dp=dp, microbatch_size=b, global_batch_size=gbs, zero_stage=3, recompute=recompute, **more)
 
 
+def megatron(
+    tp: int, pp: int, dp: int, v: int, b: int, gbs: int, cp: int = 1, zero: int = 1
+) -> dict[str, Any]:
+    """A Megatron-LM layout: sequence parallelism on, the distributed optimizer (ZeRO-1) unless ``zero``."""
+    return dict(
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        virtual_pipeline_stages=v,
+        sequence_parallel=True,
+        microbatch_size=b,
+        global_batch_size=gbs,
+        zero_stage=zero,
+    )
+
+
 #: The A100 profile for the 40 GB part (compute.yaml has the 80 GB one: same die, clocks and tensor cores).
 A100_40GB_OPTS = {"compute": compute_profile("a100-sxm-80gb")}
 
@@ -268,16 +285,7 @@ MISSED: dict[str, tuple[Row, str]] = {
         Row(
             get_model("gpt3-175b"),
             h100(512),
-            dict(
-                tp=4,
-                pp=8,
-                dp=16,
-                virtual_pipeline_stages=6,
-                sequence_parallel=True,
-                microbatch_size=2,
-                global_batch_size=2048,
-                zero_stage=1,
-            ),
+            megatron(4, 8, 16, 6, 2, 2048),
             782,
             _MEGATRON_FP8,
         ),
@@ -288,17 +296,7 @@ MISSED: dict[str, tuple[Row, str]] = {
         Row(
             LLAMA3_70B,
             h100(64),
-            dict(
-                tp=4,
-                pp=4,
-                cp=2,
-                dp=2,
-                virtual_pipeline_stages=5,
-                sequence_parallel=True,
-                microbatch_size=1,
-                global_batch_size=128,
-                zero_stage=1,
-            ),
+            megatron(4, 4, 2, 5, 1, 128, cp=2),
             1533,
             _MEGATRON_FP8,
         ),
@@ -310,17 +308,7 @@ MISSED: dict[str, tuple[Row, str]] = {
         Row(
             LLAMA3_405B,
             h100(1024),
-            dict(
-                tp=8,
-                pp=8,
-                cp=2,
-                dp=8,
-                virtual_pipeline_stages=8,
-                sequence_parallel=True,
-                microbatch_size=1,
-                global_batch_size=512,
-                zero_stage=1,
-            ),
+            megatron(8, 8, 8, 8, 1, 512, cp=2),
             302,
             _MEGATRON_FP8,
         ),
@@ -355,16 +343,7 @@ MISSED: dict[str, tuple[Row, str]] = {
         Row(
             LLAMA3_405B,
             gb200_racks(4),
-            dict(
-                tp=4,
-                pp=16,
-                dp=4,
-                virtual_pipeline_stages=4,
-                sequence_parallel=True,
-                microbatch_size=1,
-                global_batch_size=1536,
-                zero_stage=1,
-            ),
+            megatron(4, 16, 4, 4, 1, 1536),
             813,
             _MEGATRON_FP8,
         ),
@@ -382,15 +361,7 @@ MISSED: dict[str, tuple[Row, str]] = {
         Row(
             LLAMA3_405B,
             h100(8192, **{"scale_out.tiers": 3}),
-            dict(
-                tp=8,
-                pp=16,
-                dp=64,
-                sequence_parallel=True,
-                microbatch_size=1,
-                global_batch_size=2048,
-                zero_stage=2,
-            ),
+            megatron(8, 16, 64, 1, 1, 2048, zero=2),
             0.43,
             {"tp_comm_overlap": True},
             "mfu",
@@ -401,15 +372,7 @@ MISSED: dict[str, tuple[Row, str]] = {
         Row(
             LLAMA3_405B,
             h100(16384, **{"scale_out.tiers": 3}),
-            dict(
-                tp=8,
-                pp=16,
-                dp=128,
-                sequence_parallel=True,
-                microbatch_size=1,
-                global_batch_size=2048,
-                zero_stage=2,
-            ),
+            megatron(8, 16, 128, 1, 1, 2048, zero=2),
             0.41,
             {"tp_comm_overlap": True},
             "mfu",
