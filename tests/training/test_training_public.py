@@ -21,7 +21,7 @@ Sources
 - foundation-model-stack/fms-fsdp ``README.md`` @0d31998: 128 A100, 400 Gb/s per node, "token/gpu/sec".
 - NVIDIA/NeMo ``docs/source/performance/performance_summary.md`` @070a0bb (NeMo 24.07, DGX-H100, FP8).
 - NVIDIA-NeMo/Megatron-Bridge ``docs/performance-summary-archive.md`` @0a25f91, "25.09 NeMo Container"
-  (DGX-H100, DGX-GB200, FP8).
+  and "25.11 NeMo Container" (DGX-H100, DGX-GB200, FP8).
 - Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783, Table 4 (BF16 MFU on 8,192 and 16,384 H100).
 """
 
