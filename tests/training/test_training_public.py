@@ -1,0 +1,421 @@
+"""The step model against published training throughput it was never built on (ZeRO-3/FSDP, TP/PP/CP).
+
+Each row is one line of a public table: model, GPU, GPU count, layout (TP/PP/CP/DP, VP, ZeRO stage or
+FSDP), global and micro batch, sequence length, precision, and the measured tokens/s per GPU (or MFU).
+The comment above each group names the table; the row's last field quotes its figure. Tolerance: 15 %.
+No constant was set from these tables; every row runs the model's defaults for its software (FlashAttention,
+overlapped gradient reduction, ZeRO-3 prefetch of one layer), with the memory check off only where the
+GPU's capacity is not what the table's machine had (stated per group).
+
+Rows the model misses by more than 15 % are in ``MISSED`` with the measured and predicted figures and the
+mechanism the model lacks; they are run (so they stay valid layouts) but not asserted.
+
+Sources
+-------
+- mosaicml/llm-foundry ``scripts/train/benchmarking/README.md`` @061f2c7, "MPT Training Benchmarks":
+  tables "A100 80GB with 1600 Gbps node-node interconnect (RoCE)", "A100 40GB with 1600 Gbps ...",
+  "H100 80GB BF16"; PyTorch FSDP FULL_SHARD (ZeRO-3), column "Throughput (T/s/GPU)".
+- pytorch/torchtitan ``docs/performance.md`` @0413364 (Llama 3 on 64 A100 80GB, FSDP2) and @eaea6f6
+  (Llama 3.1 on H100 96GB HBM2e at a 500 W power limit, Grand Teton, 400 Gb/s per GPU), column "WPS" or
+  "TPS/GPU".
+- foundation-model-stack/fms-fsdp ``README.md`` @0d31998: 128 A100, 400 Gb/s per node, "token/gpu/sec".
+- NVIDIA/NeMo ``docs/source/performance/performance_summary.md`` @070a0bb (NeMo 24.07, DGX-H100, FP8).
+- NVIDIA-NeMo/Megatron-Bridge ``docs/performance-summary-archive.md`` @0a25f91, "25.09 NeMo Container"
+  and "25.11 NeMo Container" (DGX-H100, DGX-GB200, FP8).
+- Llama Team, "The Llama 3 Herd of Models", arXiv:2407.21783, Table 4 (BF16 MFU on 8,192 and 16,384 H100).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import pytest
+
+from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.package_data import load_package_yaml
+from aifabric.training import ParallelLayout, StepModel, get_model
+from aifabric.training.efficiency import compute_profile
+from aifabric.training.models import ModelSpec
+from aifabric.training.step import StepOptions
+
+DATA = Path(__file__).parent / "data"
+
+
+class Row(NamedTuple):
+    """One published line: model, cluster, layout and options, and the measured figure."""
+
+    model: ModelSpec
+    cluster: Callable[[], ClusterSpec]
+    layout: dict[str, Any]
+    measured: float
+    options: dict[str, Any] = {}
+    metric: str = "tokens_per_s_per_gpu"  # or "mfu"
+
+
+def predict(row: Row) -> float:
+    """The model's figure for ``row``, in the unit of its ``metric``."""
+    spec = row.cluster()
+    step = StepModel(row.model, spec, options=StepOptions(**row.options)).evaluate(
+        ParallelLayout(**row.layout)
+    )
+    return step.mfu if row.metric == "mfu" else step.tokens_per_s / spec.n_gpus
+
+
+def mpt(n_layers: int, hidden: int, heads: int, seq_len: int) -> ModelSpec:
+    """An MPT model of llm-foundry (``scripts/train/yamls/pretrain/mpt-*.yaml``): GeLU MLP of width 4h, no
+    biases, LayerNorm, ALiBi (no position embeddings), tied embeddings, vocabulary 50,368, no dropout. The
+    table's NumParams column checks the shape (70b: 64.86 B; 12 l h^2 + V h = 64.84 B)."""
+    return ModelSpec(
+        name=f"mpt-{n_layers}x{hidden}",
+        n_layers=n_layers,
+        hidden_size=hidden,
+        n_heads=heads,
+        vocab_size=50368,
+        seq_len=seq_len,
+        tied_embeddings=True,
+        dropout=False,
+    )
+
+
+MPT_70B, MPT_30B, MPT_13B, MPT_7B = (80, 8192, 64), (48, 7168, 56), (40, 5120, 40), (32, 4096, 32)
+LLAMA3_8B, LLAMA3_70B, LLAMA3_405B = get_model("llama3-8b"), get_model("llama3-70b"), get_model("llama3-405b")
+# Llama 2 34B shape (codellama/CodeLlama-34b-hf config.json: hidden 8192, 48 layers, 64 heads, 8 KV heads,
+# SwiGLU 22,016; vocabulary 32,000 as Llama 2), the "34b" of fms-fsdp.
+LLAMA2_34B = dataclasses.replace(
+    ModelSpec.from_yaml(DATA / "llama2-70b.yaml"), name="llama2-34b", n_layers=48, ffn_hidden_size=22016
+)
+
+
+def a100(gpus: int) -> Callable[[], ClusterSpec]:
+    """DGX A100 80 GB nodes, 8 x 200 Gb/s per node (MosaicML's "1600 Gbps node-node", there RoCE)."""
+    return lambda: preset("megatron-a100", gpus=gpus)
+
+
+def a100_40gb(gpus: int) -> Callable[[], ClusterSpec]:
+    """As :func:`a100` with the 40 GB part (same GA100 die and clocks)."""
+    return lambda: preset("megatron-a100", gpus=gpus, **{"accelerator": "a100-sxm-40gb"})
+
+
+def h100(gpus: int, **changes: Any) -> Callable[[], ClusterSpec]:
+    """DGX H100 nodes, 8 x 400 Gb/s InfiniBand per node."""
+    return lambda: preset("dgx-h100-superpod", gpus=gpus, **changes)
+
+
+def gb200_racks(racks: int, gpus_per_rack: int = 64) -> Callable[[], ClusterSpec]:
+    """GB200 NVL72 racks, ``gpus_per_rack`` of each in the job as one NVLink domain. The tables' GPU counts
+    (64, 128, 256) are multiples of 64, not 72, and the gb200-nvl72 preset refuses a job on part of a rack,
+    so each rack enters as a 64-GPU domain (16 trays of 4, one NIC per GPU)."""
+    data = load_package_yaml("aifabric.cluster.presets", "gb200-nvl72.yaml")
+    gpus = racks * gpus_per_rack
+    return lambda: ClusterSpec.from_dict(
+        {**data, "gpus": gpus, "scale_up": {"kind": "nvswitch", "gpus": gpus_per_rack}}
+    )
+
+
+def fms_cluster() -> ClusterSpec:
+    return ClusterSpec.from_yaml(DATA / "fms-fsdp-a100-400g.yaml")
+
+
+def fsdp(dp: int, b: int, gbs: int, recompute: str, **more: Any) -> dict[str, Any]:
+    """A ZeRO-3 / FSDP FULL_SHARD layout over ``dp`` GPUs."""
+    return dict(dp=dp, microbatch_size=b, global_batch_size=gbs, zero_stage=3, recompute=recompute, **more)
+
+
+def megatron(
+    tp: int, pp: int, dp: int, v: int, b: int, gbs: int, cp: int = 1, zero: int = 1
+) -> dict[str, Any]:
+    """A Megatron-LM layout: sequence parallelism on, the distributed optimizer (ZeRO-1) unless ``zero``."""
+    return dict(
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        virtual_pipeline_stages=v,
+        sequence_parallel=True,
+        microbatch_size=b,
+        global_batch_size=gbs,
+        zero_stage=zero,
+    )
+
+
+#: The A100 profile for the 40 GB part (compute.yaml has the 80 GB one: same die, clocks and tensor cores).
+A100_40GB_OPTS = {"compute": compute_profile("a100-sxm-80gb")}
+
+ROWS: dict[str, Row] = {
+    # llm-foundry, A100 80GB table: Model | SeqLen | #GPUs | MicroBatchSize | GradAccum | GlobalBatchSize |
+    # Activation Checkpointing | Throughput (T/s/GPU).
+    "llm-foundry A100-80GB mpt-70b 2048 64 GPUs b8 AC": Row(
+        mpt(*MPT_70B, 2048), a100(64), fsdp(64, 8, 2048, "full"), 410
+    ),  # model 409
+    "llm-foundry A100-80GB mpt-30b 2048 8 GPUs b3 AC": Row(
+        mpt(*MPT_30B, 2048), a100(8), fsdp(8, 3, 504, "full"), 916
+    ),  # model 867
+    "llm-foundry A100-80GB mpt-13b 2048 8 GPUs b2 no AC": Row(
+        mpt(*MPT_13B, 2048), a100(8), fsdp(8, 2, 48, "none"), 2262
+    ),  # model 2529
+    "llm-foundry A100-80GB mpt-7b 2048 8 GPUs b6 no AC": Row(
+        mpt(*MPT_7B, 2048), a100(8), fsdp(8, 6, 96, "none"), 4641
+    ),  # model 4965
+    # llm-foundry, A100 40GB table (bf16 PURE, FULL_SHARD, AC on).
+    "llm-foundry A100-40GB mpt-70b 2048 128 GPUs b4": Row(
+        mpt(*MPT_70B, 2048), a100_40gb(128), fsdp(128, 4, 512, "full"), 376, A100_40GB_OPTS
+    ),  # model 400
+    "llm-foundry A100-40GB mpt-30b 2048 32 GPUs b4": Row(
+        mpt(*MPT_30B, 2048), a100_40gb(32), fsdp(32, 4, 128, "full"), 857, A100_40GB_OPTS
+    ),  # model 857
+    "llm-foundry A100-40GB mpt-13b 2048 64 GPUs b16": Row(
+        mpt(*MPT_13B, 2048), a100_40gb(64), fsdp(64, 16, 1024, "full"), 1976, A100_40GB_OPTS
+    ),  # model 1989
+    "llm-foundry A100-40GB mpt-7b 2048 128 GPUs b18": Row(
+        mpt(*MPT_7B, 2048), a100_40gb(128), fsdp(128, 18, 2304, "full"), 3623, A100_40GB_OPTS
+    ),  # model 3751
+    # torchtitan @0413364 "Llama 3 performance numbers": FSDP2 on 64 A100 80GB, local batch 1 (global 64),
+    # sequence 8,192: "| 70B | 1 | full | 331 | 51.7% |".
+    "torchtitan Llama 3 70B 64 A100 FSDP b1 full AC": Row(LLAMA3_70B, a100(64), fsdp(64, 1, 64, "full"), 331),
+    # model 341
+    # fms-fsdp README: "| 34b | 128 * A100 | FSDP | True | 8 | **772 token/gpu/sec** |" (sequence 4,096).
+    "fms-fsdp Llama 2 34B 128 A100 FSDP b8 AC": Row(LLAMA2_34B, fms_cluster, fsdp(128, 8, 1024, "full"), 772),
+    # model 741
+}
+
+_NO_MEM = {"check_memory": False}
+_MEGATRON_FP8 = {"fp8": True, "tp_comm_overlap": True, "check_memory": False}
+
+#: Why the H100 rows miss (shared by every H100 and FP8 row below).
+H100_RATE = (
+    "the A100 FSDP rows of the same tables agree within 12 % while every H100 row is 30-66 % fast, and "
+    "the step's DP and memory-bound parts are under 10 % of it: the H100 runs its GEMMs and attention "
+    "core at the MAMF figure of compute.yaml (0.80 of peak, the best shape of a search on torch 2.7), "
+    "which these runs did not sustain; no sustained training-time H100 GEMM measurement is recorded"
+)
+TITAN_H100 = (
+    "torchtitan's H100s are 96 GB HBM2e parts (2.4 TB/s) at a 500 W power limit ('peak between SXM and "
+    "NVL'), the catalogue's h100-sxm is the 700 W HBM3 part; eager mode (torch.compile adds 16 %); "
+    "'selective' AC is torchtitan's op policy, see the A100 8B row"
+)
+FP8 = (
+    "FP8 linear GEMMs run at the FP8 peak x the BF16 gemm_efficiency (no FP8 GEMM efficiency recorded) "
+    "and Transformer Engine's cast and amax kernels are not charged"
+)
+LLAMA3 = (
+    "Table 4 gives no interleaving degree (v = 1 here: bubble (p - 1) / m = 15/32 of the microbatches); "
+    "the paper accumulates fp32 gradients over the microbatches and reduce-scatters them once per step, "
+    "where zero_stage 2 charges a reduce-scatter per microbatch (4.0 s of 15.5 s on 8,192 GPUs). As "
+    "zero_stage 1 the model gives 0.468 (v = 1) to 0.602 (v = 4) on 8,192 GPUs and 0.352 to 0.535 on "
+    "16,384: above the measurement once the pipeline is interleaved, like the other H100 rows"
+)
+
+MISSED: dict[str, tuple[Row, str]] = {
+    # ---- H100, BF16, FSDP: every H100 row is predicted 30-100 % fast while the A100 rows above agree.
+    "llm-foundry H100 mpt-70b 2048 64 GPUs b8 AC": (
+        Row(mpt(*MPT_70B, 2048), h100(64), fsdp(64, 8, 2048, "full"), 1039),
+        f"1039 vs 1386 (+33 %); {H100_RATE}",
+    ),
+    "llm-foundry H100 mpt-70b 2048 32 GPUs b2 AC": (
+        Row(mpt(*MPT_70B, 2048), h100(32), fsdp(32, 2, 1024, "full"), 882),
+        f"882 vs 1296 (+47 %); {H100_RATE}",
+    ),
+    "llm-foundry H100 mpt-30b 2048 32 GPUs b14 AC": (
+        Row(mpt(*MPT_30B, 2048), h100(32), fsdp(32, 14, 1344, "full"), 2308),
+        f"2308 vs 2997 (+30 %); {H100_RATE}",
+    ),
+    "llm-foundry H100 mpt-13b 2048 64 GPUs b2 no AC": (
+        Row(mpt(*MPT_13B, 2048), h100(64), fsdp(64, 2, 128, "none"), 4800),
+        f"4800 vs 7975 (+66 %); {H100_RATE}",
+    ),
+    "llm-foundry H100 mpt-7b 2048 8 GPUs b6 no AC": (
+        Row(mpt(*MPT_7B, 2048), h100(8), fsdp(8, 6, 48, "none"), 10643),
+        f"10643 vs 16287 (+53 %); {H100_RATE}",
+    ),
+    "llm-foundry H100 mpt-7b 8192 8 GPUs b8 AC": (
+        Row(mpt(*MPT_7B, 8192), h100(8), fsdp(8, 8, 128, "full"), 6935),
+        f"6935 vs 10567 (+52 %); {H100_RATE}",
+    ),
+    # torchtitan @eaea6f6 Table 1 / Table 3: "| FSDP | 5,762 | 82.4 |" (8 GPUs), "| FSDP | 5,605 | 67.0 |"
+    # (128 GPUs); Llama 3.1 8B, local batch 2, sequence 8,192, selective AC, eager, BF16. 96 GB H100.
+    "torchtitan Llama 3.1 8B 8 H100 FSDP b2 selective": (
+        Row(LLAMA3_8B, h100(8), fsdp(8, 2, 16, "selective"), 5762, _NO_MEM),
+        f"5762 vs 11567 (+101 %); {H100_RATE}; {TITAN_H100}",
+    ),
+    "torchtitan Llama 3.1 8B 128 H100 FSDP b2 selective": (
+        Row(LLAMA3_8B, h100(128), fsdp(128, 2, 256, "selective"), 5605, _NO_MEM),
+        f"5605 vs 11555 (+106 %); {H100_RATE}; {TITAN_H100}",
+    ),
+    # torchtitan @eaea6f6 Table 5: Llama 3.1 405B, 512 GPUs (FSDP 8, TP 8, PP 8), local batch 32, global
+    # 256, full AC, Float8 + AsyncTP: "| 1F1B | 100 |", "| Interleaved 1F1B | 128 |".
+    "torchtitan Llama 3.1 405B 512 H100 FSDP8 TP8 PP8 1F1B fp8": (
+        Row(
+            LLAMA3_405B,
+            h100(512),
+            fsdp(8, 1, 256, "full", tp=8, pp=8, sequence_parallel=True),
+            100,
+            _MEGATRON_FP8,
+        ),
+        "100 vs 107 (+7 %), not asserted: the agreement comes from the model charging ZeRO-3's per-layer "
+        "gathers and reduce-scatters on every microbatch (19.9 s exposed of 38.3 s), while PyTorch's "
+        "pipeline schedule runs FSDP without resharding between microbatches and reduces gradients on the "
+        "last one only (torch.distributed.pipelining); as ZeRO-1 (once per step) the model gives 285 "
+        f"(+185 %): {FP8}; {H100_RATE}; {TITAN_H100}",
+    ),
+    # torchtitan @eaea6f6 Table 2: Llama 3.1 8B, 8 GPUs, local batch 1, full AC, Float8 + compile:
+    # "| FSDP 1, CP 8 | 262144 | 548 |".
+    "torchtitan Llama 3.1 8B 8 H100 CP8 262,144 tokens fp8": (
+        Row(
+            dataclasses.replace(LLAMA3_8B, seq_len=262144),
+            h100(8),
+            fsdp(1, 1, 1, "full", cp=8),
+            548,
+            {"fp8": True, "check_memory": False},
+        ),
+        (
+            "548 vs 1350 (+146 %): at 262,144 tokens the attention core is about 90 % of the FLOPs and the "
+            "model runs it at gemm_efficiency over the full-sequence count (1.6 x peak on the causal work); "
+            "the FlashAttention-3 paper (arXiv:2407.08608, abstract): 'FlashAttention-2 achieving only 35% "
+            "utilization on the H100'. An attention-core efficiency by kernel and sequence is not modelled "
+            f"(step.py, Not modelled); {TITAN_H100}"
+        ),
+    ),
+    # ---- NeMo / Megatron-Bridge, DGX-H100, FP8 (Transformer Engine, TP overlap, distributed optimizer).
+    # NeMo 24.07: "| GPT3-175B | 512 | 2048 | 2 | 2048 | 4 | 8 | 1 | 6 | 782 | 842 |".
+    "NeMo 24.07 GPT-3 175B 512 H100 TP4 PP8 VP6 fp8": (
+        Row(
+            get_model("gpt3-175b"),
+            h100(512),
+            megatron(4, 8, 16, 6, 2, 2048),
+            782,
+            _MEGATRON_FP8,
+        ),
+        f"782 vs 1107 (+42 %); {FP8}; {H100_RATE}",
+    ),
+    # NeMo 24.07: "| LLAMA3-70B | 64 | 128 | 1 | 8192 | 4 | 4 | 2 | 5 | 1533 | 738 |".
+    "NeMo 24.07 Llama 3 70B 64 H100 TP4 PP4 CP2 VP5 fp8": (
+        Row(
+            LLAMA3_70B,
+            h100(64),
+            megatron(4, 4, 2, 5, 1, 128, cp=2),
+            1533,
+            _MEGATRON_FP8,
+        ),
+        f"1533 vs 2249 (+47 %); {FP8}; {H100_RATE}",
+    ),
+    # Megatron-Bridge 25.09, DGX-H100: "| LLAMA3.1_405B | 1024 | 512 | 1 | 8192 | 0 | 8 | 8 | 2 | 8 | 1 | 64 |
+    # 302 | 763 |".
+    "Megatron-Bridge 25.09 Llama 3.1 405B 1024 H100 TP8 PP8 CP2 VP8 fp8": (
+        Row(
+            LLAMA3_405B,
+            h100(1024),
+            megatron(8, 8, 8, 8, 1, 512, cp=2),
+            302,
+            _MEGATRON_FP8,
+        ),
+        f"302 vs 410 (+36 %); {FP8}; {H100_RATE}",
+    ),
+    # Megatron-Bridge 25.09, DGX-H100: "| LLAMA3_8B | 8 | 128 | 1 | 8192 | 8 | 1 | 1 | 1 | n/a | 1 | 16 |
+    # 14079 | 725 |" (FSDP 8).
+    "Megatron-Bridge 25.09 Llama 3 8B 8 H100 FSDP fp8": (
+        Row(LLAMA3_8B, h100(8), fsdp(8, 1, 128, "none"), 14079, {"fp8": True, "check_memory": False}),
+        f"14079 vs 18010 (+28 %); {FP8}; {H100_RATE}",
+    ),
+    # Megatron-Bridge 25.09, DGX-GB200: "| LLAMA3_70B | 64 | 128 | 2 | 8192 | 64 (0) | 1 (2) | 1 (4) | 1 |
+    # 1 (5) | 1 | 1 (16) | 3986 (3546) |": FSDP over 64 GPUs of one NVL72 rack.
+    "Megatron-Bridge 25.09 Llama 3 70B 64 GB200 FSDP fp8": (
+        Row(
+            LLAMA3_70B,
+            gb200_racks(1),
+            fsdp(64, 2, 128, "none"),
+            3986,
+            {"fp8": True, "check_memory": False},
+        ),
+        (
+            f"3986 vs 6146 (+54 %); {FP8} (GB200: 0.73 of the 5 PFLOP/s FP8 peak); memory not checked: the "
+            "table gives no recompute or offload setting, and the model's 392 GB of activations without "
+            "recompute cannot be what ran"
+        ),
+    ),
+    # Megatron-Bridge 25.11, DGX-GB200 (performance-summary-archive.md, "25.11 NeMo Container"):
+    # "| LLAMA3.1_405B | 256 | FP8-CS | 1536 | 1 | 8192 | 0 | 4 | 16 | 1 | 4 | 1 | 384 | 813 | 2053 |" and
+    # "| LLAMA3_70B | 64 | FP8-CS | 256 | 2 | 8192 | 64 | 1 | 1 | 1 | 1 | 1 | 2 | 4312 | 1937 |".
+    "Megatron-Bridge 25.11 Llama 3.1 405B 256 GB200 (4 racks) TP4 PP16 VP4 fp8": (
+        Row(
+            LLAMA3_405B,
+            gb200_racks(4),
+            megatron(4, 16, 4, 4, 1, 1536),
+            813,
+            _MEGATRON_FP8,
+        ),
+        f"813 vs 971 (+19 %); {FP8}. As BF16 the model gives 585: it credits FP8 with x1.66 where the "
+        "tables' FP8 rows sit at about x1.2-1.4 of what the model's BF16 gives",
+    ),
+    "Megatron-Bridge 25.11 Llama 3 70B 64 GB200 FSDP fp8": (
+        Row(LLAMA3_70B, gb200_racks(1), fsdp(64, 2, 256, "none"), 4312, {"fp8": True, "check_memory": False}),
+        f"4312 vs 6151 (+43 %); {FP8}. As BF16 the model gives 3633 (-16 %)",
+    ),
+    # ---- Llama 3 paper, Table 4: "8,192 | 8 | 1 | 16 | 64 | 8,192 | 32 | 16M | 430 | 43%",
+    # "16,384 | 8 | 1 | 16 | 128 | 8,192 | 16 | 16M | 400 | 41%", "16,384 | 8 | 16 | 16 | 8 | 131,072 | 16 |
+    # 16M | 380 | 38%" (TP, CP, PP, DP, sequence, batch per DP rank, tokens per batch, TFLOPs/GPU, BF16 MFU).
+    "Llama 3 Table 4, 405B on 8,192 H100, TP8 PP16 DP64": (
+        Row(
+            LLAMA3_405B,
+            h100(8192, **{"scale_out.tiers": 3}),
+            megatron(8, 16, 64, 1, 1, 2048, zero=2),
+            0.43,
+            {"tp_comm_overlap": True},
+            "mfu",
+        ),
+        f"MFU 0.43 vs 0.352 (-18 %); {LLAMA3}",
+    ),
+    "Llama 3 Table 4, 405B on 16,384 H100, TP8 PP16 DP128": (
+        Row(
+            LLAMA3_405B,
+            h100(16384, **{"scale_out.tiers": 3}),
+            megatron(8, 16, 128, 1, 1, 2048, zero=2),
+            0.41,
+            {"tp_comm_overlap": True},
+            "mfu",
+        ),
+        f"MFU 0.41 vs 0.281 (-32 %); {LLAMA3}",
+    ),
+    # ---- A100 rows just outside the bar.
+    # llm-foundry A100 40GB: "| 70b | 2048 | 64 | a100_40gb | 35.87 | ... | 2 | 1 | 128 | ... | 276 |".
+    "llm-foundry A100-40GB mpt-70b 2048 64 GPUs b2": (
+        Row(mpt(*MPT_70B, 2048), a100_40gb(64), fsdp(64, 2, 128, "full"), 276, A100_40GB_OPTS),
+        (
+            "276 vs 387 (+40 %): the same model on 128 GPUs at b4 agrees (+6 %, asserted above); here MFU "
+            "falls from 48.9 to 35.9 % while the model's exposed ZeRO-3 time stays under 7 % of the step. "
+            "The run holds 70B / 64 parameter shards and full-AC activations on a 40 GB part; what slows "
+            "it (allocator retries near the capacity, FSDP's all-gather rate limit) is not in the model "
+            "and not identified"
+        ),
+    ),
+    # torchtitan @0413364: "| 8B | 1 | selective op | 2973 | 58.2% |" (64 A100, FSDP2, sequence 8,192).
+    "torchtitan Llama 3 8B 64 A100 FSDP b1 selective op": (
+        Row(LLAMA3_8B, a100(64), fsdp(64, 1, 64, "selective"), 2973),
+        (
+            "2973 vs 3420 (+15.0 %): torchtitan's 'selective op' AC saves the SDPA output and every "
+            "other matmul output and recomputes the rest (torchtitan activation checkpoint _save_list); the "
+            "model's 'selective' recomputes the attention core only, so the run's recomputed matmuls and "
+            "element-wise ops are not charged"
+        ),
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_public_row_within_15_percent(name: str) -> None:
+    row = ROWS[name]
+    assert predict(row) == pytest.approx(row.measured, rel=0.15)
+
+
+@pytest.mark.parametrize("name", list(MISSED))
+def test_missed_row_still_runs_and_says_what_it_misses(name: str) -> None:
+    row, why = MISSED[name]
+    assert predict(row) > 0
+    assert " vs " in why
+
+
+def test_enough_public_rows() -> None:
+    assert len(ROWS) + len(MISSED) >= 15
