@@ -115,6 +115,7 @@ TCPX_RUN = (
 )
 TREE = (("env", {"NCCL_ALGO": "Tree"}),)
 NO_NVLS_2273 = (("nccl_version", "2.27.3"), ("env", {"NCCL_NVLS_ENABLE": "0"}))
+TREE_NO_NVLS_2273 = (("nccl_version", "2.27.3"), ("env", {"NCCL_NVLS_ENABLE": "0", "NCCL_ALGO": "Tree"}))
 #: nccl #1218's run: 16 channels, one QP per connection.
 RUN_1218 = (
     ("env", {"NCCL_MIN_NCHANNELS": "16", "NCCL_MAX_NCHANNELS": "16", "NCCL_IB_QPS_PER_CONNECTION": "1"}),
@@ -183,6 +184,16 @@ POINTS = {
     "1801 GB200 3 x NVL8 ring": Point(
         N1801, gb200_partitions(8), "all_reduce", 16 * GiB, 0.0, 393.66e9, False, NO_NVLS_2273
     ),
+    # the same partitions with NCCL_ALGO=Tree: on 3 nodes NCCL's trees are chains (trees.cc ncclGetBtree:
+    # the root has one child), 1.5 S per direction through a partition's NICs instead of the ring's
+    # 2 (n-1)/n S. NVL4 "234.43": 221.0 (-5.8 %); before the 3-node trees, 165.7 (-29 %)
+    "1801 GB200 3 x NVL4 tree": Point(
+        N1801, gb200_partitions(4), "all_reduce", 16 * GiB, 0.0, 234.43e9, False, TREE_NO_NVLS_2273
+    ),
+    # NVL8 "485.68": 461.5 (-5.0 %); before, 346.3 (-29 %)
+    "1801 GB200 3 x NVL8 tree": Point(
+        N1801, gb200_partitions(8), "all_reduce", 16 * GiB, 0.0, 485.68e9, False, TREE_NO_NVLS_2273
+    ),
     # nccl #1218: 32 x 8 H100 over 8 x 400G RoCE, 16 channels, release not printed (newest tables): all_reduce
     # 2 GiB "340GB" busbw: NVLS-tree 354.2 (+4.2 %)
     "1218 H100 RoCE 32 nodes all_reduce 2 GiB": Point(
@@ -216,15 +227,6 @@ MISSED = {
         "formula. No public per-generation EFA latency to make the transport's latency depend on the NIC "
         "(https://github.com/aws/aws-k8s-tester/pull/585)"
     ),
-    "nccl #1801 GB200 3 partitions, NCCL_ALGO=Tree, 16 GiB": (
-        "busbw 234.43 (NVL4) / 485.68 (NVL8) vs 165.7/346.3 (-29 %): on 3 nodes NCCL's double binary tree "
-        "(src/graph/trees.cc ncclGetBtree: the root has one child, so 3 ranks form a chain; ncclGetDtree "
-        "shifts the second tree by one) puts at most 3 tree edges on a node, 1.5 S per direction, not the 2"
-        " S the model uses beyond 2 nodes: 1.833/1.5 = 1.22 x the ring (measured 1.19 and 1.23). Not "
-        "changed here: NCCL's own tuner (tuning.cc, tree ratio 0.5) still picks ring on 3 nodes, as this "
-        "thread's default run and nccl #527's 3 x p4d show, and the model picks by its own times; the "
-        "change needs the selection to follow NCCL's tuner model while the time follows the trees"
-    ),
     "nccl #1218, 32 x 8 H100 RoCE all_gather 2 GiB": (
         "busbw 200 vs 330.3 (ring, +65 %) while all_reduce on the same run agrees (340 vs 354): all_gather "
         "is a ring of 256 ranks over one QP per connection (NCCL_IB_QPS_PER_CONNECTION=1) across a two-tier"
@@ -232,6 +234,18 @@ MISSED = {
         "fabric (leaves, spines, hashing) for the flow engine to place them"
     ),
 }
+
+
+def test_three_partitions_run_the_ring_though_the_tree_is_faster() -> None:
+    # nccl #1801: by default NCCL 2.27.3 runs ring on the 3 partitions (196.72 / 393.66) though the forced
+    # tree reaches 234.43 / 485.68: its tuner (tuning.cc: bwInter at the tree's ratio 0.5 beyond 2 nodes)
+    # counts 2 S per direction where its 3-node trees carry 1.5 S. The model picks on the tuner's time.
+    spec = gb200_partitions(4)
+    run = dict(NO_NVLS_2273)
+    default = formula_collective("all_reduce", 16 * GiB, spec, **run)
+    tree = formula_collective("all_reduce", 16 * GiB, spec, **dict(TREE_NO_NVLS_2273))
+    assert default.algorithm == "ring"
+    assert tree.busbw_bytes_per_s > 1.1 * default.busbw_bytes_per_s
 
 
 def test_one_rank_per_node_is_bounded_by_its_own_nic() -> None:
