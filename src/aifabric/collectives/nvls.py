@@ -28,6 +28,7 @@ from aifabric.collectives.tiers import (
     domain_nic_bytes_per_s,
     hw_latency_s,
     tree_nic_traffic,
+    tuner_tree_nic_traffic,
 )
 from aifabric.errors import ConfigError
 
@@ -291,12 +292,14 @@ def nvls_tree_cost(
 ) -> Cost | None:
     """NVLS inside each domain, a tree of domains over the NICs, pipelined, seconds.
 
-    Each domain's NVLS heads' NICs carry S per direction on two domains and about 2 S beyond (the
-    tree: ``connect.cc`` gives tree peers to head ranks only, one head per NIC), and the NVLS-tree
+    Each domain's NVLS heads' NICs carry S per direction on two domains, 1.5 S on three and 2 S from four
+    (NCCL's double binary tree, :func:`~aifabric.collectives.tiers.tree_nic_traffic`; ``connect.cc`` gives
+    tree peers to head ranks only, one head per NIC; NCCL's tuner counts 2 S on three too,
+    :func:`~aifabric.collectives.tiers.tuner_tree_nic_traffic`), and the NVLS-tree
     kernel tops out per channel (:func:`nvls_tree_kernel_cap`, ``A_cap``), so::
 
         B_heads = min(B_node, h gpus_per_nic B_o)      (:func:`_heads_nic_bytes_per_s`)
-        algbw = min( B_i e (h - 1)/h ,  B_heads  (N = 2)  or  B_heads / 2  (N > 2) ,  A_cap )
+        algbw = min( B_i e (h - 1)/h ,  B_heads / r(N)  (r = 1, 1.5, 2 on 2, 3, >= 4 domains) ,  A_cap )
         T     = a_nvls + k(N) a_o + (S + fill) / algbw
 
     (``a_nvls`` = NCCL's baseLat + NVLink hwLat of NVLS-tree: 23 + 0 us on 2.18, 0 + 23/25 us from 2.19;
@@ -358,16 +361,17 @@ def _nvls_tree_shape(
     olat = hw_latency_s(tm, "net", "nvls_tree", proto) + tm.extra_inter_latency_s
     lat = ilat + nvls_tree_net_steps(tm.release, N) * olat
     a_in = nvls_algbw(tm, g)
-    a_out = _heads_nic_bytes_per_s(tm, comm) / tree_nic_traffic(N)
+    heads_bw = _heads_nic_bytes_per_s(tm, comm)
+    a_out = heads_bw / tree_nic_traffic(N)
     heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
-    a_cap = nvls_tree_kernel_cap(tm, comm)
+    a_cap, tuner_cap = nvls_tree_kernel_cap(tm, comm), nvls_tree_cap(tm, comm)
     alg = min(a_in, a_out, a_cap)
-    tuner_alg = min(a_in, a_out, nvls_tree_cap(tm, comm))
+    tuner_alg = min(a_in, heads_bw / tuner_tree_nic_traffic(N), tuner_cap)
     net = SCALE_UP if a_in <= min(a_out, a_cap) else SCALE_OUT
 
     def why() -> str:
         cap = "" if math.isinf(a_cap) else f", NCCL's per-channel cap {a_cap / 1e9:.0f} GB/s algbw"
-        if tuner_alg != alg:  # the kernel's cap, from a later release's table
+        if tuner_cap != a_cap:  # the kernel's cap, from a later release's table
             cap += f", which NCCL {tm.nccl_version or tm.release.version}'s tuner does not know"
         return (
             f"NVLS in each node ({a_in / 1e9:.0f} GB/s algbw), tree across {N} nodes through its "

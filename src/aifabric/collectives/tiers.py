@@ -44,6 +44,7 @@ from aifabric.catalog.transport import TransportSpec, transport
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.tpu_slice import domain_torus_dims
 from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.nccl_trees import dtree_max_edges
 from aifabric.errors import ConfigError
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "channel_share",
     "domain_nic_bytes_per_s",
     "tree_nic_traffic",
+    "tuner_tree_nic_traffic",
     "hw_latency_s",
     "net_overhead_s",
     "nic_stream_factor",
@@ -399,14 +401,30 @@ def tier_model(
 
 def tree_nic_traffic(n_domains: int) -> float:
     """Bytes a domain's NICs carry per direction per byte of an all_reduce run as NCCL's double binary
-    tree (tree, NVLS-tree) across ``n_domains`` domains: 1 on two (each domain is one tree's root and the
-    other's leaf: S / 2 up and S / 2 down per tree), 2 beyond (an inner node receives from two children
-    and sends to its parent in one tree, and is a leaf of the other). Dimensionless.
+    tree (tree, NVLS-tree) across ``n_domains`` domains: half the most tree edges a domain has in the two
+    trees (:func:`~aifabric.collectives.nccl_trees.dtree_max_edges`, each edge S / 2 each way): 1 on two
+    (each domain one tree's root and the other's leaf), 1.5 on three (NCCL's root has one child: each tree
+    is a chain, a domain the middle of one and an end of the other), 2 from four (an inner node receives
+    from two children and sends to its parent in one tree, and is a leaf of the other). Dimensionless;
+    2 on one domain (no NIC is crossed; callers do not divide by it there).
 
-    Source: the double binary tree of NCCL 2.4 (NVIDIA developer blog "Massively Scale Your Deep Learning
-    Training with NCCL 2.4"); NCCL 2.30.3 ``tuning.cc`` doubles ``bwInter`` of NVLS-tree on <= 2 nodes.
+    Source: NCCL ``src/graph/trees.cc`` (``ncclGetBtree``, ``ncclGetDtree``); the double binary tree of
+    NCCL 2.4 (NVIDIA developer blog "Massively Scale Your Deep Learning Training with NCCL 2.4"). NCCL's
+    tuner assumes 2 beyond two nodes (:func:`tuner_tree_nic_traffic`).
 
-    >>> tree_nic_traffic(2), tree_nic_traffic(16)
+    >>> tree_nic_traffic(2), tree_nic_traffic(3), tree_nic_traffic(16)
+    (1.0, 1.5, 2.0)
+    """
+    return dtree_max_edges(n_domains) / 2 if n_domains >= 2 else 2.0
+
+
+def tuner_tree_nic_traffic(n_domains: int) -> float:
+    """:func:`tree_nic_traffic` as NCCL's tuner counts it when it picks an algorithm: 1 on two domains, 2
+    beyond. NCCL ``tuning.cc`` (2.18 to 2.30) times a tree on > 2 nodes from ``bwInter`` at the tree's
+    algbw ratio 0.5 (NVLS-tree: ``bwInter / 2``), whatever the node count, so on three nodes it still sees
+    2 S per direction where its trees carry 1.5 S. Dimensionless.
+
+    >>> tuner_tree_nic_traffic(2), tuner_tree_nic_traffic(3)
     (1.0, 2.0)
     """
     return 1.0 if n_domains == 2 else 2.0

@@ -22,6 +22,7 @@ from aifabric.collectives.tiers import (
     scaleup_bytes_per_s,
     tree_correction,
     tree_nic_traffic,
+    tuner_tree_nic_traffic,
 )
 
 __all__ = ["tree_cost"]
@@ -33,11 +34,15 @@ def tree_cost(
     """Double binary tree all_reduce across N domains, a chain of g ranks inside each, seconds.
 
     Each of the two trees reduces then broadcasts half of the buffer; an inner node receives from two
-    children and sends to its parent, so a domain moves about 2 S per direction through its NICs and a
-    GPU about 2 S through scale-up (the chain). On two domains there is no inner node: each domain is one
-    tree's root and the other's leaf, and its NICs carry S / 2 up and S / 2 down per tree, S per direction
-    (a ring: 2 (n - 1) / n S), so the NICs count twice (``k = 2`` when N = 2, else 1). The bandwidth is
-    that of the slower of the two::
+    children and sends to its parent, so from four domains a domain moves 2 S per direction through its
+    NICs and a GPU about 2 S through scale-up (the chain). On two domains there is no inner node: each
+    domain is one tree's root and the other's leaf, and its NICs carry S / 2 up and S / 2 down per tree,
+    S per direction (a ring: 2 (n - 1) / n S); on three, NCCL's trees are chains (its root has one
+    child) and a domain carries at most 1.5 S. So the NICs count ``k = 2 / r(N)`` times, ``r(N)`` =
+    :func:`~aifabric.collectives.tiers.tree_nic_traffic` (1, 1.5, 2). NCCL's tuner counts ``r = 2`` on
+    three domains as on more (:func:`~aifabric.collectives.tiers.tuner_tree_nic_traffic`): it picks on
+    that time (``Cost.tuner_time_s``) and the tree runs for this one. The bandwidth is that of the slower
+    of the two::
 
         B   = P_tree( min(B_i, k B_node) x s_C )  (B_i infinite when g = 1: no chain)
         lat = base + 2 ((g - 1) a_i + log2(N) a_o)
@@ -65,7 +70,7 @@ def tree_cost(
     Examples
     --------
     Nodes of one H100 each (one 400G NIC, 49.15 GB/s): on two, algbw <= 2 x 49.15 / 2 x 0.92 (Simple) =
-    45.2 GB/s (45.1 with the latency); on three, 49.15 / 2 x 0.92 = 22.6 GB/s:
+    45.2 GB/s (45.1 with the latency); on three (chains, 1.5 S), 49.15 / 1.5 x 0.92 = 30.1 GB/s:
 
     >>> from aifabric.cluster.presets import preset
     >>> from aifabric.collectives.tiers import tier_model
@@ -76,14 +81,18 @@ def tree_cost(
     ...     c = tree_cost(Collective.ALL_REDUCE, Protocol.SIMPLE, 2**30, comm, tm)
     ...     return round(2**30 / c.time_s / 1e9, 1), c.bottleneck
     >>> algbw([0, 8]), algbw([0, 8, 16])
-    ((45.1, 'scale-out'), (22.6, 'scale-out'))
+    ((45.1, 'scale-out'), (30.1, 'scale-out'))
     """
     N = comm.n_domains  # noqa: N806  (N domains, as in NCCL)
     shape = tm.memo(("tree", op, proto, comm.shape), lambda: _tree_shape(op, proto, comm, tm))
     if shape is None:
         return None
-    bus = shape.channels.bandwidth(message_bytes)
-    t = double_binary_tree_all_reduce_time(message_bytes, N, bus) / tree_correction(tm, proto, message_bytes)
+    corr = tree_correction(tm, proto, message_bytes)
+    t = double_binary_tree_all_reduce_time(message_bytes, N, shape.channels.bandwidth(message_bytes)) / corr
+    unseen = 0.0  # what the tuner does not see: negative on 3 domains, where it counts 2 S for 1.5 S
+    if shape.tuner_channels is not shape.channels:
+        tuned = shape.tuner_channels.bandwidth(message_bytes)
+        unseen = t - double_binary_tree_all_reduce_time(message_bytes, N, tuned) / corr
     raw = shape.raw
 
     def why() -> str:
@@ -91,7 +100,7 @@ def tree_cost(
             f"double binary tree across {N} domains, algbw = 0.5 x {raw / 1e9:.1f} GB/s x protocol efficiency"
         )
 
-    return make_cost(tm, Algorithm.TREE, proto, shape.latency_s, {shape.net: t}, shape.net, why)
+    return make_cost(tm, Algorithm.TREE, proto, shape.latency_s, {shape.net: t}, shape.net, why, unseen)
 
 
 class _TreeShape(NamedTuple):
@@ -101,6 +110,7 @@ class _TreeShape(NamedTuple):
     raw: float  # min(B_i, B_node), bytes/s
     net: str
     channels: CallChannels
+    tuner_channels: CallChannels  # as NCCL's tuner sees them (tuner_tree_nic_traffic): the pick
 
 
 def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierModel) -> _TreeShape | None:
@@ -112,8 +122,15 @@ def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
         return None
     lat = base_latency_s(tm, "tree", proto) + 2 * ((g - 1) * ilat + math.log2(N) * olat)
     up = scaleup_bytes_per_s(tm, g) if g > 1 else math.inf
-    nic_agg = domain_nic_bytes_per_s(tm, comm) * 2 / tree_nic_traffic(N)  # algbw = B / 2 below
+    node = domain_nic_bytes_per_s(tm, comm) * 2  # algbw = B / 2 below
+    nic_agg, tuner_agg = node / tree_nic_traffic(N), node / tuner_tree_nic_traffic(N)
     raw = min(up, nic_agg)
-    bus = protocol_bandwidth(tm, proto, raw * channel_share(tm, N), N, tree=True)
     net = SCALE_OUT if nic_agg < up else SCALE_UP
-    return _TreeShape(lat, raw, net, call_channels(tm, "tree", op.value, proto, n, N, bus))
+
+    def channels(raw_bw: float) -> CallChannels:
+        bus = protocol_bandwidth(tm, proto, raw_bw * channel_share(tm, N), N, tree=True)
+        return call_channels(tm, "tree", op.value, proto, n, N, bus)
+
+    chans = channels(raw)
+    tuner = chans if tuner_agg == nic_agg else channels(min(up, tuner_agg))
+    return _TreeShape(lat, raw, net, chans, tuner)
