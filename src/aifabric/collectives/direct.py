@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import direct_all_to_all_time
@@ -30,8 +32,13 @@ def direct_cost(
     or spine (``r_1 r_2``) uplinks::
 
         T = lat + max( S (g-1)/n / B_i,  S (n-g_min)/n / B_o,  S (n-n_su)/n / (B_o / r_1),
-                       S (n-n_pod)/n / (B_o / (r_1 r_2)) )
+                       S (n-n_pod)/n / (B_o / (r_1 r_2)),  T_pcie )
         lat = base + a_o (several domains) or a_i (one)
+
+    On a PCIe-only node a rank reaches its peers and its NIC over its one x16 link (``B_pcie``,
+    ``tm.nic_hop_bytes_per_s``), which carries both shares in turn: ``T_pcie = S (h-1)/n / B_i +
+    S (n-h)/n / B_pcie``, the larger for ``h = g`` and ``h = g_min`` (elsewhere the NIC hop leaves over a
+    link of its own: no such term).
 
     (:func:`~aifabric.collectives.costs.direct_all_to_all_time` for the first two terms.) ``B_o`` is a
     rank's share of its domain's NICs, ``B_node / g_min``
@@ -66,13 +73,24 @@ def direct_cost(
         if tm.spine_oversubscription > 1 and comm.ranks_per_pod < n:
             r = tm.leaf_oversubscription * tm.spine_oversubscription
             t_out = max(t_out, message_bytes * (n - comm.ranks_per_pod) / n / (nic / r))
-        t_all = max(t_all, t_out)
+        t_all = max(t_all, t_out, _pcie_link_s(message_bytes, comm, intra, tm.nic_hop_bytes_per_s))
     net = SCALE_OUT if multi and t_out >= t_in else SCALE_UP
 
     def why() -> str:
         return f"pairwise all-to-all: {g - 1} peers on scale-up, {n - g} across NICs, both at once"
 
     return make_cost(tm, Algorithm.DIRECT, proto, lat, {net: t_all}, net, why)
+
+
+def _pcie_link_s(message_bytes: float, comm: Communicator, intra: float, link: float) -> float:
+    """``T_pcie`` of :func:`direct_cost`: a rank's scale-up and NIC shares in turn over its x16 link, the
+    larger for the fullest and the sparsest domain; 0 where the NIC hop has a link of its own (``link``
+    infinite)."""
+    if link == math.inf:
+        return 0.0
+    n = comm.n_ranks
+    return max(message_bytes * ((h - 1) / intra + (n - h) / link) / n
+               for h in (comm.ranks_per_domain, comm.min_ranks_per_domain))  # fmt: skip
 
 
 def p2p_cost(

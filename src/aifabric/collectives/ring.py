@@ -185,7 +185,9 @@ def flat_ring_cost(
         T = base + s a_o + f S / (k B_o),   s = 2 (n - 1) (all_reduce) or n - 1
 
     In rank order each NIC carries one hop's flow (the domain's last rank, or the domain's only one), so
-    a NIC that ``k = gpus_per_nic`` GPUs share gives that hop its whole rate ``k B_o``.
+    a NIC that ``k = gpus_per_nic`` GPUs share gives that hop its whole rate ``k B_o``; on a PCIe-only
+    node the hop first crosses the GPU's own x16 link (``B_pcie``, ``tm.nic_hop_bytes_per_s``), so the hop
+    runs at ``min(k B_o, B_pcie)``.
 
     Examples
     --------
@@ -200,7 +202,8 @@ def flat_ring_cost(
     n = comm.n_ranks
     steps = 2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1
     lat = tm.memo(("flat_ring", proto, steps), lambda: _flat_ring_latency_s(proto, steps, tm))
-    nic = tm.nic_bytes_per_s * tm.gpus_per_nic  # one hop per NIC crosses the network: its whole NIC
+    # one hop per NIC crosses the network: its whole NIC, after the GPU's x16 link on a PCIe-only node
+    nic = min(tm.nic_bytes_per_s * tm.gpus_per_nic, tm.nic_hop_bytes_per_s)
     t = _ring_bandwidth_s(op, message_bytes, n, nic)
 
     def why() -> str:

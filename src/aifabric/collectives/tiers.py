@@ -138,6 +138,10 @@ class TierModel:
     nic_line_gbps: float = 0.0  # one NIC's line rate, GB/s per direction (what NCCL reads as its speed)
     gpus_per_nic: int = 1  # GPUs sharing one NIC (AWS p4d: 2); nic_bytes_per_s is one GPU's share
     nic_near: bool = True  # GPU-NIC path within PXB (NCCL's typeInter <= PATH_PXB: scale_out.nic_path)
+    node_nics: int = 0  # scale-out NICs of one node (ClusterSpec.nics_per_node)
+    nic_transport: TransportSpec | None = None  # the transport whose streams nic_stream_factor counts
+    nic_qps: int = 1  # NCCL_IB_QPS_PER_CONNECTION
+    nic_hop_bytes_per_s: float = math.inf  # the link a GPU reaches its NIC over, if it caps it (PCIe-only)
 
     def nics_of(self, gpus: int) -> int:
         """Scale-out NICs of ``gpus`` whole GPUs of a node: ``gpus x nics_per_gpu / gpus_per_nic``, at least
@@ -363,9 +367,11 @@ def tier_model(
     _finite("scale_out.nic_speed", nic * inter_scale)
     row = _tuning_row(release, acc.arch)
     channels = _comm_channels(spec, release, row, min_nchannels, max_nchannels)
+    net, qps = None, ib_qps_per_connection or 1
+    search = _comm_channels(spec, release, row, None, None)
     if efficiency == "nccl" and so is not None:
-        qps = ib_qps_per_connection or 1
-        nic *= nic_stream_factor(transport(so.transport_key), channels[1], spec.nics_per_node, qps)
+        net = transport(so.transport_key)
+        nic *= nic_stream_factor(net, channels[1], spec.nics_per_node, qps, search[1])
     return TierModel(
         intra_bytes_per_s=intra * intra_scale,
         nic_bytes_per_s=nic * inter_scale,
@@ -389,13 +395,17 @@ def tier_model(
         nccl_version=nccl_version or "",
         tuning_row=row,
         channels=channels,
-        default_channels=_comm_channels(spec, release, row, None, None),
+        default_channels=search,
         ll_channels=_ll_channels(spec, release, row),
         mesh_links=link.links_per_gpu if link.topology == "full_mesh" else 0,
         nics_per_gpu=so.nics_per_gpu if so else 0,
         nic_line_gbps=spec.nic_speed_bytes_per_s / 1e9,
         gpus_per_nic=so.gpus_per_nic if so else 1,
         nic_near=so is None or so.nic_path in ("PIX", "PXB"),
+        node_nics=spec.nics_per_node,
+        nic_transport=net,
+        nic_qps=qps,
+        nic_hop_bytes_per_s=intra * intra_scale if spec.scale_up.kind == "pcie" else math.inf,
     )
 
 
@@ -433,15 +443,29 @@ def tuner_tree_nic_traffic(n_domains: int) -> float:
 def domain_nic_bytes_per_s(tm: TierModel, comm: Communicator) -> float:
     """What the NICs of the communicator's sparsest domain carry per direction together, bytes/s.
 
-    Its ranks reach ``m`` NICs (``Communicator.min_nic_gpus_per_domain`` counts them in GPUs' shares,
-    ``m x gpus_per_nic``), each GPU's share ``B_o`` of a NIC::
+    Its ranks reach ``k`` NICs (``Communicator.min_nic_gpus_per_domain`` counts them in GPUs' shares,
+    ``k x gpus_per_nic / nics_per_gpu``), each GPU's share ``B_o`` of a NIC. ``B_o`` holds the stream factor
+    of a node whose channels spread over all its ``K`` NICs (:func:`nic_stream_factor`, ``f(K)``); the same
+    channels spread over the ``k <= K`` NICs the ranks reach fill more of them, ``f(k)``. On a
+    PCIe-only node every byte a rank sends to its NIC first crosses the rank's own x16 link (GPUDirect RDMA,
+    ``B_pcie = tm.nic_hop_bytes_per_s``; unbounded elsewhere)::
 
-        B_node = min_nic_gpus_per_domain x B_o      (= g_min B_o when no NIC is shared)
+        B_node = min( min_nic_gpus_per_domain x B_o x f(k) / f(K),  g_min B_pcie )
 
     8 x A100 over 4 x 100 Gb/s EFA (p4d), every GPU a rank: 8 x 12.5 / 2 x e = 4 NICs x 12.5 GB/s x e;
-    one rank per node: 2 x 6.25 x e = one NIC.
+    one rank per node: 2 x 6.25 x e = one NIC. 8 x L40S (PCIe Gen4, 2 channels) with 8 x 400G NICs, one
+    rank per node: f(8) = 1/4, f(1) = 1: the rank's own NIC, 49.15 GB/s, then its x16 link, 24.0 GB/s.
     """
-    return comm.min_nic_gpus_per_domain * tm.nic_bytes_per_s
+    shares = comm.min_nic_gpus_per_domain
+    total = shares * tm.nic_bytes_per_s
+    net = tm.nic_transport
+    if net is not None and tm.node_nics > 0:
+        reached = min(tm.node_nics, max(1, shares * tm.nics_per_gpu // tm.gpus_per_nic))
+        c, c0 = tm.channels[1], tm.default_channels[1]
+        total *= nic_stream_factor(net, c, reached, tm.nic_qps, c0) / nic_stream_factor(
+            net, c, tm.node_nics, tm.nic_qps, c0
+        )
+    return min(total, comm.min_ranks_per_domain * tm.nic_hop_bytes_per_s)
 
 
 def scaleup_bytes_per_s(tm: TierModel, ranks_per_domain: int) -> float:
@@ -461,21 +485,30 @@ def scaleup_bytes_per_s(tm: TierModel, ranks_per_domain: int) -> float:
     return tm.intra_bytes_per_s * min(max(ranks_per_domain - 1, 1), tm.mesh_links) / tm.mesh_links
 
 
-def nic_stream_factor(spec: TransportSpec, channels: int, nics_per_node: int, qps: int = 1) -> float:
+def nic_stream_factor(
+    spec: TransportSpec, channels: int, nics_per_node: int, qps: int = 1, search_channels: int | None = None
+) -> float:
     """What share of its aggregate payload bandwidth a node's NICs reach with the streams NCCL opens.
 
-    Every channel of a ring or tree enters and leaves a node once, so each NIC carries
-    ``m = C q / n_NIC`` streams (``C`` channels across nodes, ``q`` = ``NCCL_IB_QPS_PER_CONNECTION`` QPs
-    per connection, ``net_ib``); one stream reaches at most ``e_s`` of line rate and all of them together
-    ``e_a`` (the transport's ``per_stream_efficiency`` / ``aggregate_efficiency``), so::
+    Every channel of a ring or tree enters and leaves a node once, over one NIC. ``C`` channels across
+    nodes (``channels``) fill ``min(n_NIC, C)`` of the node's ``n_NIC`` NICs, each with ``m = C q /
+    min(n_NIC, C)`` streams (``q`` = ``NCCL_IB_QPS_PER_CONNECTION`` QPs per connection, ``net_ib``: a
+    channel's QPs stay on its NIC). One stream reaches at most ``e_s`` of line rate and all of a NIC's
+    together ``e_a`` (the transport's ``per_stream_efficiency`` / ``aggregate_efficiency``), so::
 
-        factor = min(e_a, m e_s) / e_a
+        factor = min(1, C' / n_NIC) x min(e_a, m e_s) / e_a,    C' = max(C, C0)
 
-    (fewer channels than NICs leave NICs idle: ``m < 1``). InfiniBand, 24 channels over 8 NICs, 1 QP:
-    ``m = 3``, factor 1; RoCEv2 with 8 channels over 8 NICs: ``0.95 / 0.968 = 0.981``, 1 with 2 QPs.
+    The NICs left idle count the channels of NCCL's own search, ``C0`` (``search_channels``; default
+    ``C``): ``NCCL_MAX_NCHANNELS`` below it already leaves ``C / C0`` of the bandwidth to the tuner
+    (:func:`channel_share`), which must not be charged twice. InfiniBand, 24 channels over 8 NICs, 1 QP:
+    ``m = 3``, factor 1; RoCEv2 with 8 channels over 8 NICs: ``0.95 / 0.968 = 0.981``, 1 with 2 QPs;
+    2 channels over 8 NICs (a PCIe node): 1/4 of them at one stream each.
     """
-    m = channels * qps / max(1, nics_per_node)
-    return min(spec.aggregate_efficiency, m * spec.per_stream_efficiency) / spec.aggregate_efficiency
+    nics = max(1, nics_per_node)
+    used = min(nics, channels)
+    idle = min(1.0, max(channels, search_channels or channels) / nics)
+    m = channels * qps / max(1, used)
+    return idle * min(spec.aggregate_efficiency, m * spec.per_stream_efficiency) / spec.aggregate_efficiency
 
 
 def _comm_channels(

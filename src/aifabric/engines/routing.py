@@ -833,6 +833,12 @@ def _route_between_leaves(
     shape = topo.shape
     assert shape is not None
     u1 = shape.leaf_up
+    if u1 == 0:  # a one-tier fabric: its leaves have no uplinks
+        raise NoRoute(
+            f"GPU {int(s[0])} and GPU {int(d[0])} sit on different leaves of a one-tier fabric (rail "
+            f"{int(topo.rail_of(int(s[0])))} and {int(topo.rail_of(int(d[0])))}) and no scale-up relay "
+            "reaches the destination's rail; use scale_out.tiers: 2 or rail_optimized: false"
+        )
     first, inv = _group_rows(plane, leaf_s, leaf_d)
     viable_u = _viable_uplinks(topo, plane[first], leaf_s[first], leaf_d[first], alive, s, d, inv)
     up_u = topo.leaf_uplinks[plane[first][:, None], leaf_s[first][:, None], np.arange(u1)[None, :]]
