@@ -205,6 +205,21 @@ def test_announcement_counts_past_model_names():
     assert claims[3].per_gpu
 
 
+@pytest.mark.parametrize("text", ["-130 TB/s of NVLink", "\u2212130 TB/s", "a (-5 MW) site"])
+def test_a_figure_with_a_minus_sign_is_refused(text):
+    """A minus sign before a figure is kept: "-130 TB/s" is refused, never read as 130 TB/s."""
+    with pytest.raises(ValueError, match="is negative"):
+        extract_claims(text)
+
+
+def test_a_hyphen_between_figures_is_no_minus_sign():
+    """ "100-400 Gb/s" and "H100-800 Gb/s": a hyphen joins words or a range: 400, 800 Gb/s."""
+    assert [c.text for c in extract_claims("100-400 Gb/s, H100-800 Gb/s, 72-GPU racks")] == [
+        "400 Gb/s",
+        "800 Gb/s",
+    ]
+
+
 def test_announcement_nvlink_per_direction_matches():
     # trial item 8: NVLink 5 is 1.8 TB/s per GPU both directions = 900 GB/s each way (catalogue)
     s = summarize(preset("gb200-nvl72", gpus=72))

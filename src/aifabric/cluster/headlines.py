@@ -156,6 +156,7 @@ _UNITS = {
     "kw": (1e3, "power"),
 }
 _CLAIM = re.compile(
+    r"(?P<sign>(?<![\w.,-])[-\u2212])?"  # a minus sign, kept: "-130 TB/s" is not 130 TB/s
     r"(?<![\w.,])(?P<num>\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)"  # not the 100 of "H100"
     r"(?:\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W)\b(?P<per>\s+per\s+(?:GPU|accelerator|chip)\b)?"
     r"|\s+(?:[A-Za-z][\w-]*\s+)?(?P<count>GPUs?|accelerators?|chips?)\b)",  # "72 B200 GPUs": a model between
@@ -169,9 +170,18 @@ def extract_claims(text: str) -> list[Claim]:
     --------
     >>> [(c.kind, c.value) for c in extract_claims("72 GPUs, 130 TB/s of NVLink, 800 Gb/s per GPU")]
     [('count', 72.0), ('bandwidth', 130000000000000.0), ('bandwidth', 100000000000.0)]
+
+    Raises
+    ------
+    ValueError
+        A figure written with a minus sign ("-130 TB/s"): no bandwidth, count or power is below 0.
     """
     out: list[Claim] = []
     for m in _CLAIM.finditer(text):
+        if m["sign"]:
+            raise ValueError(
+                f"announcement: {m[0]!r} is negative; no bandwidth, GPU count or power is below 0"
+            )
         num = float(m["num"].replace(",", ""))
         if m["count"]:
             out.append(Claim(m[0], num, "count"))
