@@ -15,6 +15,7 @@ from aifabric.cli.common import (
     err_console,
     handle_errors,
     literal,
+    non_finite_at,
 )
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
@@ -41,21 +42,65 @@ def _n_params(model: str | None, params: float | None) -> float:
 
 
 def _duration(text: str, option: str) -> float:
-    """Seconds from ``'2.8 h'``; a bare number is refused (seconds or hours?), as spec fields do."""
+    """Seconds > 0 from ``'2.8 h'``; a bare number is refused (seconds or hours?), as spec fields do.
+
+    One rule for a duration that cannot be an interval: ``-1s`` and ``0s`` are both refused as not > 0.
+    """
     try:
         float(text)
     except ValueError:
-        return parse_time(text, field=option)
+        raw = text.strip()
+        negative = raw.startswith("-")
+        seconds = parse_time(raw[1:] if negative else raw, field=option) * (-1.0 if negative else 1.0)
+        if not seconds > 0:
+            raise ConfigError(f"{option} must be > 0, got {text!r}") from None
+        return seconds
     raise ConfigError(f"{option}: {text!r} has no unit; write it with one, e.g. '{text} h' or '{text} s'")
 
 
 def _check_bytes_per_param(weight_bytes: float, optimizer_bytes: float) -> None:
-    """Finite byte figures whose sum is > 0 (a checkpoint of 0 B is no checkpoint)."""
+    """Finite byte figures >= 0 whose sum is finite and > 0 (a checkpoint of 0 B is no checkpoint)."""
     for option, v in (("--weight-bytes", weight_bytes), ("--optimizer-bytes", optimizer_bytes)):
         if not math.isfinite(v):
             raise ConfigError(f"{option} must be a finite number of bytes per parameter, got {v!r}")
-    if not weight_bytes + optimizer_bytes > 0:
+        if v < 0:
+            raise ConfigError(f"{option} must be >= 0 bytes per parameter, got {v!r}")
+    total = weight_bytes + optimizer_bytes
+    if not math.isfinite(total):
+        raise ConfigError(
+            f"--weight-bytes {weight_bytes:g} + --optimizer-bytes {optimizer_bytes:g} is not a finite number "
+            "of bytes per parameter"
+        )
+    if not total > 0:
         raise ConfigError("--weight-bytes + --optimizer-bytes must be > 0 (nothing would be saved)")
+
+
+#: The inputs each derived figure comes from, by the first part of its key (default: the size's inputs).
+_INPUTS_OF = {
+    "async_drain_steps": "--step-time",
+    "interval": "--mtbf and --step-time",
+    "goodput": "--mtbf",
+    "data_loading": "--data-per-step and --step-time",
+}
+
+
+def _check_finite(out: dict[str, Any]) -> None:
+    """ConfigError naming the inputs when a derived figure (size, a time, an interval) is not finite:
+    each input was finite, their product, sum or quotient was not."""
+    where = non_finite_at(out)
+    if where is not None:
+        size = (
+            f"--params/--model x (--weight-bytes + --optimizer-bytes) = {out['params']:g} parameters x "
+            f"{out['bytes_per_param']:g} B/param, over the storage's bandwidth"
+        )
+        inputs = next((v for k, v in _INPUTS_OF.items() if where.startswith(k)), size)
+        raise ConfigError(f"checkpoint: {where} is not a finite number; it comes from {inputs}")
+
+
+def _one_resize(nodes: int | None, gpus: int | None) -> None:
+    """--nodes and --gpus both resize the cluster: one of them, not both."""
+    if nodes is not None and gpus is not None:
+        raise ConfigError(f"--nodes {nodes} and --gpus {gpus} both resize the cluster; give only one of them")
 
 
 @handle_errors
@@ -76,10 +121,10 @@ def checkpoint(
         int, typer.Option(help="ZeRO stage (>= 1: distributed optimizer, all GPUs write)", min=0, max=3)
     ] = 1,
     weight_bytes: Annotated[
-        float, typer.Option(help="Saved weight bytes per parameter (bf16: 2)", min=0)
+        float, typer.Option(help="Saved weight bytes per parameter (bf16: 2), >= 0")
     ] = 2.0,
     optimizer_bytes: Annotated[
-        float, typer.Option(help="Saved optimizer bytes per parameter (fp32 master + Adam m, v: 12)", min=0)
+        float, typer.Option(help="Saved optimizer bytes per parameter (fp32 master + Adam m, v: 12), >= 0")
     ] = 12.0,
     storage: Annotated[
         str | None, typer.Option(help="Storage system (catalogue key), overrides the spec's")
@@ -111,12 +156,13 @@ def checkpoint(
     GB = 1e9 bytes; bandwidths per direction.
     """
     check_outputs(html=html)
+    _one_resize(nodes, gpus)
+    _check_bytes_per_param(weight_bytes, optimizer_bytes)
     step_s = _duration(step_time, "--step-time") if step_time is not None else None
     mtbf_s = _duration(mtbf, "--mtbf") if mtbf is not None else None
     spec = resolve_cluster(cluster, nodes=nodes, gpus=gpus)
     spec = _with_storage(spec, storage, storage_units, storage_read, storage_write)
     n = _n_params(model, params)
-    _check_bytes_per_param(weight_bytes, optimizer_bytes)
     _check_degrees(spec, tp, pp, dp)
     size = checkpoint_size(
         n,
@@ -130,18 +176,15 @@ def checkpoint(
     res = checkpoint_time(spec, size, gds=gds)
     out = _checkpoint_dict(spec, n, size, res)
     if step_s is not None:
-        if not step_s > 0:
-            raise ConfigError(f"--step-time must be > 0, got {step_time!r}")
         out["async_drain_steps"] = res.drain_steps(step_s)
     if mtbf_s is not None:
-        if not mtbf_s > 0:
-            raise ConfigError(f"--mtbf must be > 0, got {mtbf!r}")
         out.update(_intervals(res, mtbf_s, step_s))
     if data_per_step is not None:
         if step_s is None:
             raise ConfigError("--data-per-step needs --step-time")
         d = data_loading(spec, parse_bytes(data_per_step, field="--data-per-step"), step_s)
         out["data_loading"] = {**d.__dict__, "share": d.share}
+    _check_finite(out)
     if html is not None:
         from aifabric.report.html import checkpoint_report, write_html
 

@@ -42,6 +42,7 @@ __all__ = [
     "err_console",
     "handle_errors",
     "literal",
+    "non_finite_at",
     "named_option",
     "quiet_broken_pipe",
     "options_as_typed",
@@ -215,11 +216,11 @@ def emit_json(data: Any) -> None:
     try:
         text = json.dumps(data, indent=2, default=float, allow_nan=False)
     except ValueError:
-        raise ValueError(f"the result holds a non-finite number at {_non_finite(data) or '?'}") from None
+        raise ValueError(f"the result holds a non-finite number at {non_finite_at(data) or '?'}") from None
     print(text)
 
 
-def _non_finite(data: Any, path: str = "") -> str | None:
+def non_finite_at(data: Any, path: str = "") -> str | None:
     """The dotted path of the first NaN or infinity in ``data``, iteratively (no recursion limit)."""
     stack: list[tuple[str, Any]] = [(path, data)]
     while stack:

@@ -1,0 +1,105 @@
+"""Input defects a new-user trial found (trial 12, #6-#10 and the minor ones): each test runs one command,
+its docstring holds the command, what it printed and what it does now."""
+
+import json
+
+import pytest
+from tests.cli.refusal import refused
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
+
+runner = CliRunner()
+
+pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
+
+
+# -- #8, #9: a --fail that names nothing; a model file that is no model file --------------------------------
+
+
+def test_an_empty_failure_is_refused():
+    """``aifabric fabric all_reduce --nodes 16 --fail ''`` exited 0 and ran with no failure, where
+    ``--fail foo:1`` is refused. Now: exit 2, one line naming --fail and the empty value."""
+    refused(["fabric", "all_reduce", "--nodes", "16", "--fail", ""], "--fail")
+
+
+def test_a_model_file_that_is_not_yaml_or_json_is_named_as_a_file(tmp_path):
+    """``aifabric train -m empty.txt`` (an existing file) printed ``model: no preset named 'empty.txt';
+    presets: ...`` (a 400-character list of presets). Now: exit 2, one line saying the file exists but a
+    model file is .yaml/.yml or a config.json, naming the file."""
+    path = tmp_path / "model.txt"
+    path.write_text("")
+    line = refused(["train", "-m", str(path)], "model.txt")
+    assert "no preset named" not in line
+
+
+# -- #6, #7, #10: values that overflow or lose their sign ---------------------------------------------------
+
+
+def test_checkpoint_bytes_per_parameter_that_overflow_are_refused():
+    """``aifabric checkpoint --nodes 16 -m llama3-70b --storage ddn-ai400x2-turbo --storage-units 4
+    --weight-bytes 1e308 --optimizer-bytes 1e308`` exited 0 and printed ``checkpoint inf PB = 70.55 B params
+    x inf B/param`` and ``write (sync) inf s``: each is finite, their sum is not. Now: exit 2, one line
+    naming --weight-bytes/--optimizer-bytes."""
+    args = ["checkpoint", "--nodes", "16", "-m", "llama3-70b", "--storage", "ddn-ai400x2-turbo"]
+    args += ["--storage-units", "4", "--weight-bytes", "1e308", "--optimizer-bytes", "1e308"]
+    refused(args, "bytes")
+
+
+def test_checkpoint_nan_weight_bytes_is_not_called_negative():
+    """``aifabric checkpoint --nodes 16 -m llama3-70b --weight-bytes nan`` printed ``Invalid value for
+    '--weight-bytes': Input should be greater than or equal to 0``: nan is not below 0. Now: exit 2, one
+    line saying the value is not a finite number (as ``--weight-bytes inf`` does)."""
+    line = refused(
+        ["checkpoint", "--nodes", "16", "-m", "llama3-70b", "--weight-bytes", "nan"], "--weight-bytes"
+    )
+    assert "finite" in line
+
+
+def test_announcement_keeps_the_sign_of_a_figure():
+    """``aifabric announcement '72 GPUs with -130 TB/s of NVLink'`` exited 0 with ``130 TB/s | matches``: the
+    minus sign was dropped and a negative bandwidth verified. Now: exit 2 naming '-130 TB/s', or no claim of
+    130 TB/s reported as matching."""
+    r = runner.invoke(app, ["announcement", "72 GPUs with -130 TB/s of NVLink", "--json"])
+    if r.exit_code == 2:
+        return
+    claims = json.loads(r.stdout)
+    assert not [c for c in claims if "TB/s" in c["claim"] and c["status"] == "matches"], claims
+
+
+# -- minor: checkpoint's one rule per option --------------------------------------------------------------
+
+CKPT = ["checkpoint", "--nodes", "16", "-m", "llama3-70b", "--storage", "ddn-ai400x2-turbo"]
+CKPT += ["--storage-units", "4"]
+
+
+def test_checkpoint_overflowing_size_names_its_inputs():
+    """``--params 1e300 --weight-bytes 1e10``: both finite, the size 1e310 B is not. The refusal names the
+    options the figure comes from."""
+    args = ["checkpoint", "--nodes", "16", "--params", "1e300", "--weight-bytes", "1e10"]
+    refused([*args, "--storage", "ddn-ai400x2-turbo", "--storage-units", "4"], "--params", "--weight-bytes")
+
+
+def test_checkpoint_a_tiny_step_time_names_step_time():
+    """``--step-time 1e-320s``: the drain over a step is not finite; the refusal names --step-time."""
+    refused([*CKPT, "--step-time", "1e-320s"], "--step-time", "not a finite number")
+
+
+@pytest.mark.parametrize("value", ["-1s", "0s", "-2 h"])
+@pytest.mark.parametrize("option", ["--step-time", "--mtbf"])
+def test_checkpoint_a_duration_that_is_not_positive_gets_one_rule(option, value):
+    """``--step-time -1s`` said ``duration must be >= 0`` while ``--step-time 0s`` said ``must be > 0``: one
+    rule now, ``> 0``, for both and for --mtbf."""
+    line = refused([*CKPT, option, value], option, "> 0", value)
+    assert ">= 0" not in line
+
+
+def test_checkpoint_negative_weight_bytes_says_at_least_zero():
+    """``--weight-bytes -1``: still refused as below 0, by the same check that refuses nan and inf."""
+    refused([*CKPT, "--weight-bytes", "-1"], "--weight-bytes", ">= 0")
+
+
+def test_checkpoint_nodes_and_gpus_are_one_or_the_other():
+    """``checkpoint --nodes 16 --gpus 7`` said ``gpus=7 does not fill whole nodes``: it took --gpus and
+    dropped --nodes. Both resize the cluster; now: only one may be given."""
+    refused([*CKPT, "--gpus", "7"], "--nodes", "--gpus", "only one")
