@@ -103,3 +103,31 @@ def test_checkpoint_nodes_and_gpus_are_one_or_the_other():
     """``checkpoint --nodes 16 --gpus 7`` said ``gpus=7 does not fill whole nodes``: it took --gpus and
     dropped --nodes. Both resize the cluster; now: only one may be given."""
     refused([*CKPT, "--gpus", "7"], "--nodes", "--gpus", "only one")
+
+
+# -- #8: one reading of --fail for the fabric and the management network ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [("", "empty value"), ("spine:1,", "empty item"), ("spine", "KIND:ARG"), ("router:1", "unknown")],
+)
+@pytest.mark.parametrize("command", [["fabric", "all_reduce", "--nodes", "16"], ["cluster", "mgmt"]])
+def test_fail_is_read_the_same_by_fabric_and_mgmt(command, value, needle):
+    """``fabric --fail ''`` ran with no failure while ``cluster mgmt --fail ''`` was refused. Both read
+    --fail with one parser now (:func:`aifabric.cluster.fail_items.fail_items`) and refuse the same way."""
+    refused([*command, "--fail", value], "--fail", needle)
+
+
+def test_fail_items_are_comma_separated_or_repeated_in_both():
+    """``--fail a,b`` and ``--fail a --fail b`` are the same failures, in the fabric and in mgmt."""
+    mgmt = ["cluster", "mgmt", "--nodes", "16", "--json"]
+    one = runner.invoke(app, [*mgmt, "--fail", "mgmt-rack:0,mgmt-rack:1"])
+    two = runner.invoke(app, [*mgmt, "--fail", "mgmt-rack:0", "--fail", "mgmt-rack:1"])
+    assert one.exit_code == two.exit_code == 0, (one.stderr, two.stderr)
+    assert one.stdout == two.stdout
+    fab = ["fabric", "all_reduce", "--nodes", "16", "--size", "64MiB", "--json"]
+    one = runner.invoke(app, [*fab, "--fail", "spine:0,fabric:5%"])
+    two = runner.invoke(app, [*fab, "--fail", "spine:0", "--fail", "fabric:5%"])
+    assert one.exit_code == two.exit_code == 0, (one.stderr, two.stderr)
+    assert json.loads(one.stdout)["failed_links"] == json.loads(two.stdout)["failed_links"] > 0

@@ -242,7 +242,8 @@ def mgmt(
     fail: Annotated[
         list[str] | None,
         typer.Option(
-            help="Failed devices, KIND:INDEX or KIND:* (leaf, spine, core, host, mgmt-rack, mgmt-agg, bmc)"
+            help="Failed devices, KIND:INDEX or KIND:*, comma-separated or repeated (leaf, spine, core, "
+            "host, mgmt-rack, mgmt-agg, bmc)"
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
@@ -257,7 +258,7 @@ def mgmt(
     use_catalog(catalog_files)
     spec = resolve_cluster(cluster, nodes=nodes)
     topo = build_topology(spec)
-    rep = management_reachability(topo, fail or [])
+    rep = management_reachability(topo, fail or ())
     watts = inventory(topo).watts_by_network.get("management", 0.0)
     sh = rep.shape
     if json_out:

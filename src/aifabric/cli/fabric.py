@@ -90,7 +90,10 @@ def fabric(
         ),
     ] = None,
     fail: Annotated[
-        str | None, typer.Option(help="Failures, e.g. 'fabric:0.05', 'spine:3', 'link:120'")
+        list[str] | None,
+        typer.Option(
+            help="Failures, KIND:ARG, comma-separated or repeated, e.g. 'fabric:0.05', 'spine:3', 'link:120'"
+        ),
     ] = None,
     seed: Annotated[
         int | None,
@@ -120,7 +123,8 @@ def fabric(
     refuse_unused_options(
         routing, [o for o, on in (("--qps", qps is not None), ("--polarized", polarized)) if on]
     )
-    _refuse_unused(traffic, routing, placement, fail, algo=algo, seed=seed)
+    failures = ",".join(fail) if fail else None  # one text: parse_failures reads comma-separated items
+    _refuse_unused(traffic, routing, placement, failures, algo=algo, seed=seed)
     seed = seed or 0
     if transport is not None:
         known_transport(transport)
@@ -139,7 +143,7 @@ def fabric(
             job_nodes=job_nodes,
             placement=placement,
             algorithm=algo,
-            fail=fail,
+            fail=failures,
             seed=seed,
             top=top,
             progress=progress,
@@ -154,7 +158,9 @@ def fabric(
         inputs = dict(
             traffic=traffic, cluster=cluster, nodes=nodes, size=size, engine=engine, routing=routing
         )
-        write_html(fabric_report(sc, **inputs, jobs=jobs, placement=placement, fail=fail, seed=seed), html)
+        write_html(
+            fabric_report(sc, **inputs, jobs=jobs, placement=placement, fail=failures, seed=seed), html
+        )
         err_console.print(f"report written to {html}", markup=False, highlight=False)
     if json_out:
         emit_json(_scenario_json(sc, s))

@@ -19,7 +19,6 @@ A BMC is reachable when a path from a management server avoids every failed devi
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from aifabric import catalog
+from aifabric.cluster.fail_items import fail_items
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError
@@ -184,19 +184,15 @@ class ManagementReport:
 
 def _parse_failures(g: nx.Graph, failures: Iterable[str]) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
-    for item in failures:
-        m = re.fullmatch(r"\s*([a-z-]+):(\*|\d+)\s*", item)
-        if not m or m[1] not in KINDS:
-            raise ConfigError(
-                f"--fail: cannot read {item!r}; use KIND:INDEX or KIND:* with KIND in {', '.join(KINDS)}"
-            )
-        kind, idx = m[1], m[2]
+    for kind, idx in fail_items(failures, KINDS):
+        if idx != "*" and not idx.isdigit():
+            raise ConfigError(f"--fail: cannot read '{kind}:{idx}'; the index is a whole number or *")
         if idx == "*":
             hit = [v for v in g if v[0] == kind]
         else:
             hit = [(kind, int(idx))] if (kind, int(idx)) in g else []
         if not hit:
-            raise ConfigError(f"--fail: no device {item!r} in this cluster")
+            raise ConfigError(f"--fail: no device {kind}:{idx} in this cluster")
         out.extend(hit)
     return list(dict.fromkeys(out))  # a device named twice fails once
 

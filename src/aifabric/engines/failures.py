@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from aifabric.cluster.fail_items import fail_items
 from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError
 
@@ -11,12 +12,14 @@ __all__ = ["parse_failures"]
 
 _TIERS = {"nic": 1, "leaf-spine": 2, "spine-core": 3, "fabric": -1}
 _SWITCH = {"leaf": "leaf", "spine": "spine", "core": "core"}
+_KINDS = (*_TIERS, "link", *_SWITCH)
 
 
 def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.ndarray | None:
     """Live-link mask (True = up) from a failure description, or None for no failures.
 
-    Forms, comma-separated:
+    Forms, comma-separated (read by :func:`~aifabric.cluster.fail_items.fail_items`, as the management
+    network's ``--fail`` is):
     ``fabric:5%`` or ``fabric:0.05`` (5 % of leaf-spine and spine-core cables, seeded), ``leaf-spine:10%``,
     ``spine-core:3`` (3 cables: a whole number >= 1 is a count), ``nic:2``, ``link:123`` (one cable: the
     directed link and its reverse), ``spine:4`` / ``leaf:0`` / ``core:1`` (every link of that switch).
@@ -24,16 +27,16 @@ def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.nda
     Raises
     ------
     ConfigError
-        For an unreadable item, naming it.
+        For an empty text or an unreadable item, naming it.
     """
-    if not text:
+    if text is None:
         return None
+    items = fail_items(text, _KINDS)
     alive = np.ones(topo.n_links, bool)
     rng = np.random.default_rng(seed)
     n_cables = topo.n_links
-    for item in (x.strip() for x in text.split(",") if x.strip()):
-        kind, _, arg = item.partition(":")
-        arg = arg.strip()
+    for kind, arg in items:
+        item = f"{kind}:{arg}"
         if kind in _TIERS:
             tiers = (2, 3) if kind == "fabric" else (_TIERS[kind],)
             cand = np.nonzero(np.isin(topo.link_tier, tiers) & (topo.link_src < topo.link_dst))[0]
@@ -55,11 +58,6 @@ def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.nda
                 raise ConfigError(f"--fail: this fabric has no {kind} switches")
             dev = off + idx
             alive &= ~((topo.link_src == dev) | (topo.link_dst == dev))
-        else:
-            raise ConfigError(
-                f"--fail: unknown failure kind {kind!r}; use fabric, leaf-spine, spine-core, nic, link, "
-                "leaf, spine, core"
-            )
     return alive
 
 
