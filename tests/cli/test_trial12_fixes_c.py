@@ -131,3 +131,17 @@ def test_fail_items_are_comma_separated_or_repeated_in_both():
     two = runner.invoke(app, [*fab, "--fail", "spine:0", "--fail", "fabric:5%"])
     assert one.exit_code == two.exit_code == 0, (one.stderr, two.stderr)
     assert json.loads(one.stdout)["failed_links"] == json.loads(two.stdout)["failed_links"] > 0
+
+
+def test_a_model_folder_is_named_as_a_folder(tmp_path):
+    """``train -m DIR``: an existing folder is not looked up among the presets either."""
+    line = refused(["train", "-m", str(tmp_path)], "is a folder", "config.json")
+    assert "no preset named" not in line
+
+
+def test_a_preset_name_wins_over_a_file_of_that_name(tmp_path, monkeypatch):
+    """A file named ``llama3-8b`` in the working folder does not hide the preset of that name."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "llama3-8b").write_text("")
+    r = runner.invoke(app, ["train", "-m", "llama3-8b", "--nodes", "16", "--json"])
+    assert "not a model file" not in r.stderr

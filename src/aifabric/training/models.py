@@ -629,9 +629,23 @@ def load_model(ref: str, *, seq_len: int | None = None) -> ModelSpec:
         if not path.is_file():
             raise ConfigError(f"model: no such file {ref!r}")
         model = ModelSpec.from_yaml(path)
+    elif ref.lower() not in _presets() and _exists(path):
+        kind = "a folder" if path.is_dir() else "a file"
+        raise ConfigError(
+            f"model: {ref!r} is {kind}, not a model file: a model file is a .yaml/.yml model or a Hugging "
+            "Face config.json (or give a preset name)"
+        )
     else:
         model = get_model(ref)
     return model if seq_len is None else dataclasses.replace(model, seq_len=seq_len)
+
+
+def _exists(path: Path) -> bool:
+    """Whether ``path`` names something on disk (False for a name the file system cannot hold)."""
+    try:
+        return path.exists()
+    except OSError:  # a name too long for the file system: not a file, so a preset name to look up
+        return False
 
 
 _PRESETS: dict[str, ModelSpec] | None = None
