@@ -145,3 +145,21 @@ def test_a_preset_name_wins_over_a_file_of_that_name(tmp_path, monkeypatch):
     (tmp_path / "llama3-8b").write_text("")
     r = runner.invoke(app, ["train", "-m", "llama3-8b", "--nodes", "16", "--json"])
     assert "not a model file" not in r.stderr
+
+
+# -- minor: train's refusals name its options -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "needles", "fields"),
+    [
+        (["-B", "1"], ["-B/--global-batch=1", "-b/--microbatch"], ["global_batch_size", "microbatch_size"]),
+        (["--nodes", "1", "--dp", "3"], ["--nodes"], ["n_gpus"]),
+        (["--nodes", "1", "--virtual-stages", "2"], ["--virtual-stages"], ["virtual_pipeline_stages"]),
+    ],
+)
+def test_train_refusals_name_the_options(args, needles, fields):
+    """``train -B 1`` said ``global_batch_size=1 is not divisible by microbatch_size x dp``, ``--dp 3``
+    said ``but n_gpus = 8``: fields of the layout, not options of the command. Now the options."""
+    line = refused(["train", *args], *needles)
+    assert not [f for f in fields if f in line], line

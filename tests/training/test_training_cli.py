@@ -66,11 +66,12 @@ def test_plan_text_says_why():
         (("train", *GPT3, "--tp", "5", "--pp", "8"), "tp=5 does not divide n_heads=96"),
         (
             ("train", *GPT3, "--tp", "8", "--pp", "8", "--dp", "8"),
-            "tp x pp x dp x cp = 8 x 8 x 8 x 1 = 512, but n_gpus = 1024",
+            # the command names the option, not the layout's field (trial 12): n_gpus -> --nodes
+            "tp x pp x dp x cp = 8 x 8 x 8 x 1 = 512, but the GPUs of --nodes = 1024",
         ),
         (
             ("train", *GPT3, "--tp", "8", "--pp", "8", "--global-batch", "1000", "--microbatch", "4"),
-            "global_batch_size=1000 is not divisible by microbatch_size x dp = 4 x 16 = 64",
+            "-B/--global-batch=1000 is not divisible by -b/--microbatch x dp = 4 x 16 = 64",
         ),
         (
             ("train", *GPT3, "--tp", "1", "--pp", "1", "--global-batch", "1024", "--recompute", "none"),

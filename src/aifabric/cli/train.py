@@ -6,6 +6,9 @@ does not split into microbatches, a layout that does not fit in memory), one lin
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -369,21 +372,53 @@ def _run_step(
     seed: int | None,
 ) -> tuple[StepTime, FabricStep | None]:
     """The step of the layout, by the formula engine or on the placed fabric (then its first job's step
-    and the :class:`FabricStep`)."""
-    if engine is EngineChoice.formula:
-        return _evaluate(StepModel(model, spec, options=opts), layout), None
-    fs = fabric_step(
-        model,
-        layout,
-        spec,
-        jobs=jobs,
-        placement=placement or _FABRIC_PLACEMENT,
-        routing=routing or _FABRIC_ROUTING,
-        engine=engine.value,
-        seed=seed or 0,
-        options=opts,
-    )
+    and the :class:`FabricStep`); a refusal names the options, not the layout's fields."""
+    with _named_as_options():
+        if engine is EngineChoice.formula:
+            return _evaluate(StepModel(model, spec, options=opts), layout), None
+        fs = fabric_step(
+            model,
+            layout,
+            spec,
+            jobs=jobs,
+            placement=placement or _FABRIC_PLACEMENT,
+            routing=routing or _FABRIC_ROUTING,
+            engine=engine.value,
+            seed=seed or 0,
+            options=opts,
+        )
     return fs.steps[0], fs
+
+
+#: Layout fields whose command-line option has another name, as a refusal of ``train`` names them.
+_OPTION_OF = {
+    "global_batch_size": "-B/--global-batch",
+    "microbatch_size": "-b/--microbatch",
+    "virtual_pipeline_stages": "--virtual-stages",
+    "n_gpus": "the GPUs of --nodes",
+}
+#: A quoted name (a model's, left alone) or one of the fields above, as a whole word.
+_FIELD = re.compile(r"'[^']*'|\b(" + "|".join(_OPTION_OF) + r")\b")
+
+
+@contextmanager
+def _named_as_options() -> Iterator[None]:
+    """A layout refusal raised inside is re-raised with each field replaced by the option that sets it
+    (``global_batch_size=1`` -> ``-B/--global-batch=1``); quoted names are left as they are.
+
+    >>> with _named_as_options():
+    ...     raise ConfigError("global_batch_size=1 is not divisible by microbatch_size x dp = 1 x 8 = 8")
+    Traceback (most recent call last):
+    ...
+    aifabric.errors.ConfigError: -B/--global-batch=1 is not divisible by -b/--microbatch x dp = 1 x 8 = 8
+    """
+    try:
+        yield
+    except ConfigError as err:
+        text = _FIELD.sub(lambda m: _OPTION_OF[m[1]] if m[1] else m[0], str(err))
+        if text == str(err):
+            raise
+        raise ConfigError(text) from err
 
 
 def _write_step_files(st: StepTime, *, plot: Path | None, trace: Path | None, chakra: Path | None) -> None:
