@@ -163,3 +163,31 @@ def test_train_refusals_name_the_options(args, needles, fields):
     said ``but n_gpus = 8``: fields of the layout, not options of the command. Now the options."""
     line = refused(["train", *args], *needles)
     assert not [f for f in fields if f in line], line
+
+
+# -- minor: the collectives a reduced two-rank table may be -----------------------------------------------
+
+TWO_GPU_SUM_LOG = """\
+# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1
+#
+# Using devices
+#  Rank  0 Group  0 Pid  1 on node1 device  0 [0x1b] NVIDIA H100 80GB HBM3
+#  Rank  1 Group  0 Pid  2 on node1 device  1 [0x1b] NVIDIA H100 80GB HBM3
+#
+#                                                     out-of-place                       in-place
+#    size       count   type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong
+#     (B)  (elements)                            (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)
+ 1073741824  268435456  float    sum      -1   5822.0  184.43  184.43      0   5822.0  184.43  184.43      0
+# Out of bounds values : 0 OK
+# Avg bus bandwidth    : 184
+"""
+
+
+def test_a_two_rank_sum_table_names_only_the_collectives_it_fits(tmp_path):
+    """A 2-GPU table of ``sum -1`` rows with count = size / 4 (float): all_reduce or sendrecv (nccl-tests
+    prints count = size / word for both). The trial saw all_gather/alltoall named as lookalikes; those print
+    redop ``none`` and count = size / (ranks x word). Pinned: the refusal names the two it fits, not them."""
+    path = tmp_path / "nt2.log"
+    path.write_text(TWO_GPU_SUM_LOG)
+    line = refused(["nccl-tests", "compare", str(path)], "all_reduce", "sendrecv", "--collective")
+    assert "all_gather" not in line and "alltoall" not in line
