@@ -163,6 +163,7 @@ def _shrunk_fill_words(tm: TierModel, message_bytes: float, comm: Communicator, 
         return ""
     version, row = tm.release.version, tm.tuning_row
     nics = tm.nics_of(g)
+    extra = tm.release.nvls_pipeline_stages - 1
 
     def loop_at(m: int) -> float:
         starts, loops, _ = _loop_steps(version, row, True, g, tm.nic_line_gbps, m, nics, tm.nic_near)
@@ -177,10 +178,11 @@ def _shrunk_fill_words(tm: TierModel, message_bytes: float, comm: Communicator, 
         nc = nvls_channels(tm.release, row, nnodes=nodes, local_gpus=g, nic_gbps=tm.nic_line_gbps)
         return f"{nc} channels x {loop_bytes / (nc * heads) / 1024:.0f} KiB"
 
+    smaller = extra * (loop_at(m) - loop) / 2**20
     return (
         f"; NCCL {version}'s NVLS-tree rules (nvls.cc, enqueue.cc) run {shape(n_nodes, loop)} chunks on "
-        f"{n_nodes} nodes but {shape(m, loop_at(m))} on {m}: a smaller fill, so this call can beat the "
-        "same message on fewer nodes"
+        f"{n_nodes} nodes but {shape(m, loop_at(m))} on {m}: a fill {smaller:.3g} MiB smaller, the one term "
+        "by which more nodes can be faster than fewer nodes"
     )
 
 
