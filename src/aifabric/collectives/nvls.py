@@ -146,6 +146,46 @@ def _loop_steps(
     return tuple(starts), tuple(loops), rel.nvls_pipeline_stages - 1
 
 
+#: Node counts at which NCCL's NVLS-tree channels or chunk change (nvls.cc ncclNvlsTuning and
+#: ncclNvlsTreeSm100Tuning: ``nNodes == 2`` rules, ``treeMaxChunkSize`` 64 KiB from ``nNodes >= 4``).
+_NVLS_TREE_RULE_NODES = (2, 3)
+
+
+def _shrunk_fill_words(tm: TierModel, message_bytes: float, comm: Communicator, loop: float) -> str:
+    """Where NCCL's NVLS-tree configuration gives this node count a smaller loop (so a smaller fill) than a
+    smaller node count, for a ``why``: the channels and chunk each has, and that this call can therefore
+    beat the same message on fewer nodes (the exception to "more ranks are never faster per byte");
+    empty otherwise. Fewer channels or a smaller chunk per node count are NCCL's own rules
+    (``src/transport/nvls.cc`` ncclNvlsTuning / ncclNvlsTreeSm100Tuning, ``enqueue.cc``)."""
+    g, n_nodes = comm.ranks_per_domain, comm.n_domains
+    fewer = [m for m in _NVLS_TREE_RULE_NODES if m < n_nodes]
+    if not fewer:
+        return ""
+    version, row = tm.release.version, tm.tuning_row
+    nics = tm.nics_of(g)
+    extra = tm.release.nvls_pipeline_stages - 1
+
+    def loop_at(m: int) -> float:
+        starts, loops, _ = _loop_steps(version, row, True, g, tm.nic_line_gbps, m, nics, tm.nic_near)
+        return loops[bisect_right(starts, message_bytes) - 1]
+
+    m = max(reversed(fewer), key=loop_at)  # the nearest of the largest loops
+    if loop_at(m) <= loop:
+        return ""
+    heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=nics)
+
+    def shape(nodes: int, loop_bytes: float) -> str:
+        nc = nvls_channels(tm.release, row, nnodes=nodes, local_gpus=g, nic_gbps=tm.nic_line_gbps)
+        return f"{nc} channels x {loop_bytes / (nc * heads) / 1024:.0f} KiB"
+
+    smaller = extra * (loop_at(m) - loop) / 2**20
+    return (
+        f"; NCCL {version}'s NVLS-tree rules (nvls.cc, enqueue.cc) run {shape(n_nodes, loop)} chunks on "
+        f"{n_nodes} nodes but {shape(m, loop_at(m))} on {m}: a fill {smaller:.3g} MiB smaller, the one term "
+        "by which more nodes can be faster than fewer nodes"
+    )
+
+
 def nvls_tree_cap(tm: TierModel, comm: Communicator) -> float:
     """NCCL's per-channel NVLS-tree ceiling as its tuner sees it, as an algbw, bytes/s (inf where the
     release's tables have none).
@@ -346,7 +386,8 @@ def nvls_tree_cost(
             if loop >= message_bytes
             else f"{loops} loops of {shape}"
         )
-        return f"{why()}; pipeline fill and drain {fill_bytes / 2**20:.3g} MiB ({fill * 1e6:.0f} us): {what}"
+        fill_words = f"pipeline fill and drain {fill_bytes / 2**20:.3g} MiB ({fill * 1e6:.0f} us): {what}"
+        return f"{why()}; {fill_words}{_shrunk_fill_words(tm, message_bytes, comm, loop)}"
 
     return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, bw, net, why_fill, unseen_by_tuner_s=unseen)
 

@@ -28,6 +28,7 @@ from aifabric.collectives.tiers import (
     net_overhead_s,
     protocol_bandwidth,
     ring_plateau_latency_factor,
+    scaleup_bytes_per_s,
 )
 
 __all__ = ["chain_cost", "flat_ring_cost", "ring_cost"]
@@ -100,13 +101,26 @@ def _ring_like(
 
     def why() -> str:
         return (
-            f"{what} over {n} ranks: busbw = min(scale-up {up / 1e9:.1f}, a domain's NICs "
-            f"{nic_agg / 1e9:.2f}) GB/s"
+            f"{what} over {n} ranks: busbw = min(scale-up {up / 1e9:.1f}{_credit_words(tm, comm, up)}, "
+            f"a domain's NICs {nic_agg / 1e9:.2f}) GB/s"
             if multi
             else f"{what} over {n} ranks on scale-up at {up / 1e9:.1f} GB/s per GPU"
         )
 
     return make_cost(tm, algorithm, proto, lat, {net: _ring_bandwidth_s(op, size, n, bus)}, net, why)
+
+
+def _credit_words(tm: TierModel, comm: Communicator, up: float) -> str:
+    """How the scale-up bound across domains exceeds the GPU's scale-up (:func:`~aifabric.collectives.cost.
+    scaleup_bound`), for a ``why``: `` (= 370.8 x 8/7: ...)``; empty where it does not."""
+    g = comm.ranks_per_domain
+    intra = scaleup_bytes_per_s(tm, g)
+    if math.isinf(up) or up <= intra:
+        return ""
+    return (
+        f" (= {intra / 1e9:.1f} x {g}/{g - 1}: one hop in {g} leaves through a NIC, so a GPU's scale-up "
+        f"carries {g - 1}/{g} of its bytes)"
+    )
 
 
 def ring_cost(
