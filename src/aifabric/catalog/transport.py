@@ -368,10 +368,13 @@ def resolve_transport(
     nic_path: PathType | str = PathType.PIX,
     fabric: Literal["infiniband", "ethernet"] = "infiniband",
     net_plugin: str | None = None,
+    peer_access: bool = True,
 ) -> TransportChoice:
     """Which transport NCCL uses between two GPUs (``src/transport.cc`` order P2P, SHM, NET; ``paths.cc``).
 
-    Same node: P2P when ``NCCL_P2P_DISABLE`` is not 1 and ``gpu_path <= NCCL_P2P_LEVEL`` (default PXB):
+    Same node: P2P when the GPUs have peer access (``peer_access``: ``cudaDeviceCanAccessPeer``, which
+    ``p2p.cc`` p2pCanConnect checks; GeForce cards have none), ``NCCL_P2P_DISABLE`` is not 1 and
+    ``gpu_path <= NCCL_P2P_LEVEL`` (default PXB):
     over NVLink for NVL/NVB, over PCIe for PIX/PXB, through the CPU for PHB/SYS; else SHM unless
     ``NCCL_SHM_DISABLE=1``; else the network (loopback through the NIC). Across nodes: the network
     transport of ``net_plugin`` (``NCCL_NET`` wins; default IB verbs, RoCEv2 on an Ethernet fabric), with
@@ -396,6 +399,8 @@ def resolve_transport(
         level = env.p2p_level if env.p2p_level is not None else PathType.PXB
         if env.p2p_disable:
             why = "NCCL_P2P_DISABLE=1"
+        elif not peer_access:
+            why = "no peer access between these GPUs"
         elif gpu_p <= level:
             key = (
                 "p2p-nvlink"
