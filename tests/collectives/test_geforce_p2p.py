@@ -6,6 +6,7 @@ import pytest
 from aifabric import catalog
 from aifabric.catalog.transport import NcclEnv, resolve_transport
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.engines.api import collective_time
 from aifabric.engines.formula import formula_collective
 
 GIB = 2**30
@@ -67,3 +68,14 @@ def test_rtx_5090_four_gpus_against_the_published_figure():
     # both directions), not modelled: 38.3 (+37 %).
     r = formula_collective("all_reduce", 8 * GIB, _box("rtx-5090", 4))
     assert r.busbw_bytes_per_s == pytest.approx(35e9, rel=0.10)
+
+
+@pytest.mark.parametrize("engine", ["links", "flow"])
+def test_every_engine_times_a_geforce_node_on_shm(engine: str):
+    # ClusterSpec.scaleup_effective_bytes_per_s carries the SHM rate (19.2 GB/s on Gen4), so the links and
+    # flow engines' scale-up links agree with the formula engine (ring, one node, bandwidth bound)
+    spec = _box("rtx-4090", 4)
+    assert spec.scaleup_effective_bytes_per_s == pytest.approx(19.2e9)
+    formula = collective_time("all_reduce", GIB, spec, engine="formula")
+    other = collective_time("all_reduce", GIB, spec, engine=engine)
+    assert other.busbw_bytes_per_s == pytest.approx(formula.busbw_bytes_per_s, rel=0.02)
