@@ -13,12 +13,14 @@ from aifabric.catalog.nccl import (
     nccl_release,
     nccl_release_versions,
     nvls_channels,
+    nvls_chunk_bytes,
     nvls_support,
     nvls_tree_kernel_bw,
     protocol_costs,
     protocol_for,
     tuning_arch,
 )
+from aifabric.discovery.regressions import known_regressions, regression_for
 from aifabric.errors import ConfigError
 
 
@@ -218,3 +220,46 @@ def test_nvls_tree_kernel_ceiling_per_release():
     for version in nccl_release_versions():  # every named source has the table
         named = nccl_release(version).nvls_tree_kernel_bw_from
         assert named is None or nccl_release(named).per_channel_max_nvls_tree_bw is not None
+
+
+def test_v2_19_3_entry_read_from_its_tag():
+    # git diff v2.19.1-1 v2.19.3-1: src/graph/tuning.cc and src/graph/connect.cc unchanged; search.cc:844
+    # sm90SpeedArrayInter gains 22.0; enqueue.cc:1372 computeColl NVLS_TREE
+    # 'if (nNodes >= 4) chunkSize = 65536'.
+    # v2.19.4-1 changes none of these files' tables (p2p scheduling and proxy fixes only).
+    old, new = nccl_release("2.19.1"), nccl_release("2.19.3")
+    assert new.version == "2.19.3" and new.tag == "v2.19.3-1"
+    assert nccl_release("2.19.4").version == "2.19.3"
+    for field in ("base_latency_us", "hw_latency_us", "ll_max_bw", "per_channel_max_tree_bw", "algorithms"):
+        assert getattr(new, field) == getattr(old, field)
+    assert new.channel_doubling_below == old.channel_doubling_below == 17  # connect.cc:410 2*nCh <= 32
+    assert new.search_speeds_inter["hopper"][:8] == (48, 45, 42, 40, 30, 24, 22, 20)
+    assert 22 not in old.search_speeds_inter["hopper"]
+    assert old.nvls_tree_chunk_bytes_from_4_nodes is None and new.nvls_tree_chunk_bytes_from_4_nodes == 65536
+
+
+@pytest.mark.parametrize(("version", "nodes", "chunk"), [
+    ("2.19.1", 4, 524288),  # stepSize 4 MiB / 8: no node rule before 2.19.3
+    ("2.19.3", 3, 524288),  # the rule starts at 4 nodes
+    ("2.19.3", 4, 65536),
+    ("2.19.3", 8, 65536),
+])  # fmt: skip
+def test_v2_19_3_nvls_tree_chunk_from_four_nodes(version: str, nodes: int, chunk: int) -> None:
+    # 8 GiB on 16 channels x 8 heads: above every shrink threshold (32 x 128 x 512 KiB = 2 GiB), so the chunk
+    # is the start chunk: 512 KiB, or 64 KiB from 4 nodes on 2.19.3 (enqueue.cc:1372)
+    r = nccl_release(version)
+    assert nvls_chunk_bytes(r, "nvls_tree", 8 * 2**30, channels=16, heads=8, nnodes=nodes) == chunk
+
+
+def test_the_2_19_chunk_regression_starts_where_the_release_rule_does():
+    # nccl_regressions.yaml nvlstree-chunk-2.19 is the 64 KiB chunk of enqueue.cc (NVIDIA/nccl PR #1112):
+    # every affected release has the chunk rule, the release before has none, and the regression needs
+    # the rule's 4 nodes ('nNodes >= 4').
+    (reg,) = [r for r in known_regressions() if r.key == "nvlstree-chunk-2.19"]
+    assert reg.min_nodes == 4
+    for version in (reg.first, reg.last):
+        assert nccl_release(version).nvls_tree_chunk_bytes_from_4_nodes == 65536
+    assert nccl_release("2.19.1").nvls_tree_chunk_bytes_from_4_nodes is None
+    nvls = {"ring", "tree", "nvls_tree"}
+    assert regression_for("2.19.3", "all_reduce", 3, nvls) is None
+    assert regression_for("2.19.3", "all_reduce", 4, nvls) is not None

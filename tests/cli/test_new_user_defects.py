@@ -120,16 +120,17 @@ COLLNET = ["collective", "all_gather", "-c", "dgx-h100-superpod", "--nodes", "4"
 
 def test_nccl_algo_collnet_with_collnet_enabled_names_the_release_not_the_variable():
     # NCCL runs CollNet Direct all_gather from 2.20.3 on (catalogue nccl_releases.yaml, tuning.cc). On
-    # 2.19.3 NCCL_ALGO=CollNetDirect leaves all_gather no bandwidth, and v2.19.3 tuning.cc then sets ring
-    # back ("at least set ring algo available"), so NCCL runs ring: the explanation names the release.
+    # 2.19.4 (2.19.3's tables) NCCL_ALGO=CollNetDirect leaves all_gather no bandwidth, and tuning.cc then
+    # sets ring back ("at least set ring algo available"), so NCCL runs ring: the explanation names the
+    # release.
     args = [*COLLNET, "--env", "NCCL_COLLNET_ENABLE=1", "--env", "NCCL_ALGO=CollNetDirect"]
-    r = runner.invoke(app, [*args, "--nccl-version", "2.19.3"])
+    r = runner.invoke(app, [*args, "--nccl-version", "2.19.4"])
     assert r.exit_code == 0, r.output
     out = " ".join(r.stdout.split())
     assert "NCCL_ALGO=CollNetDirect" in out and "(ring/" in out, out
-    assert "NCCL 2.19.3 (tuning tables of 2.19.1) has no collnet_direct all_gather" in out, out
+    assert "NCCL 2.19.4 (tuning tables of 2.19.3) has no collnet_direct all_gather" in out, out
     assert "from 2.20.3 on" in out and "needs NCCL_COLLNET_ENABLE" not in out, out
-    assert "so NCCL 2.19.3 runs ring instead" in out, out
+    assert "so NCCL 2.19.4 runs ring instead" in out, out
 
 
 def test_nccl_algo_collnet_without_enable_still_says_to_enable_it():
@@ -138,8 +139,8 @@ def test_nccl_algo_collnet_without_enable_still_says_to_enable_it():
 
 def test_forced_collnet_names_the_users_version_and_the_table():
     refused(
-        [*COLLNET, "--algo", "collnet_direct", "--nccl-version", "2.19.3"],
-        "NCCL 2.19.3 (tuning tables of 2.19.1) has no collnet_direct all_gather",
+        [*COLLNET, "--algo", "collnet_direct", "--nccl-version", "2.19.4"],
+        "NCCL 2.19.4 (tuning tables of 2.19.3) has no collnet_direct all_gather",
     )
 
 
@@ -151,9 +152,9 @@ def test_release_version_stated_exactly_is_named_once():
 
 
 def test_collnet_enable_on_an_older_release_says_collnet_is_not_used():
-    r = runner.invoke(app, [*COLLNET, "--env", "NCCL_COLLNET_ENABLE=1", "--nccl-version", "2.19.3"])
+    r = runner.invoke(app, [*COLLNET, "--env", "NCCL_COLLNET_ENABLE=1", "--nccl-version", "2.19.4"])
     assert r.exit_code == 0, r.stderr
-    assert "NCCL_COLLNET_ENABLE=1 has no effect here: NCCL 2.19.3 (tuning tables of 2.19.1)" in r.stdout
+    assert "NCCL_COLLNET_ENABLE=1 has no effect here: NCCL 2.19.4 (tuning tables of 2.19.3)" in r.stdout
     newer = runner.invoke(app, [*COLLNET, "--env", "NCCL_COLLNET_ENABLE=1", "--nccl-version", "2.21.5"])
     assert newer.exit_code == 0, newer.stderr
     assert "has no effect" not in newer.stdout

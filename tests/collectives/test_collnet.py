@@ -51,8 +51,9 @@ def test_nccl_2_20_to_2_26_model():
 
 
 def test_refused_before_nccl_2_20_and_for_collnet_chain():
-    # src/device/all_gather.h has no NCCL_ALGO_COLLNET_DIRECT kernel before v2.20.3
-    with pytest.raises(ValueError, match=r"NCCL 2\.19\.1 has no collnet_direct all_gather .*from 2\.20\.3"):
+    # src/device/all_gather.h has no NCCL_ALGO_COLLNET_DIRECT kernel before v2.20.3 ("2.19": its newest
+    # recorded release, 2.19.3)
+    with pytest.raises(ValueError, match=r"NCCL 2\.19\.3 has no collnet_direct all_gather .*from 2\.20\.3"):
         _run("all_gather", GIB, version="2.19", algorithm="collnet_direct")
     assert "collnet_direct" not in {
         c.algorithm for c in _run("reduce_scatter", GIB, version="2.19").candidates

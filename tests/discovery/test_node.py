@@ -331,3 +331,17 @@ def test_shared_nic_is_not_counted_twice(case_text: dict[str, str]) -> None:
     assert any("4 NICs for 8 GPUs" in a for a in p4d.assumptions)
     _, ndv5 = inspect_node_text(case_text[CASE_17], source=CASE_17)
     assert ndv5.spec.scale_out is not None and ndv5.spec.scale_out.nics_per_gpu == 1
+
+
+def test_geforce_node_says_it_has_no_peer_to_peer() -> None:
+    # Four GPUs on PCIe behind one switch (PXB), no NICs, named RTX 4090: GeForce has no peer access
+    # ('GeForce cards do not support P2P', NVIDIA/nccl-tests #287), so the node runs SHM through host
+    # memory: Gen4 32 GB/s x 0.6 = 19.2 GB/s per GPU (transports.yaml shm), and inspect says why.
+    four = [f"GPU{i}" for i in range(4)]
+    rows = ["\t".join([a, *("X" if a == b else "PXB" for b in four)]) for a in four]
+    text = "\n".join(["\t" + "\t".join(four), *rows]) + "\n"
+    (node,) = inspect_node_text(text, gpu="rtx-4090")
+    assert any(w.code == "no_peer_to_peer" for w in node.warnings)
+    assert node.expected[0].busbw_bytes_per_s == pytest.approx(19.2e9, rel=0.02)
+    (pro,) = inspect_node_text(text, gpu="rtx-6000-ada")
+    assert not any(w.code == "no_peer_to_peer" for w in pro.warnings)

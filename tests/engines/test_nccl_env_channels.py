@@ -34,8 +34,9 @@ def test_max_nchannels_leaves_its_share_of_the_channels():
 def test_min_nchannels_raises_the_channels_and_the_streams_per_nic():
     # 8 x H100 with two 400G RoCEv2 NICs per GPU (16 per node, as "8 dual-port CX7" in case 24): NCCL runs
     # 16 channels across nodes, one stream per NIC, which reaches RoCE's one-stream 0.95 of the 0.968 all
-    # streams reach (transports.yaml): 2 x 50 GB/s x 0.983 (CX-7 payload) x 0.95 / 0.968 = 96.47 GB/s per
-    # GPU. NCCL_MIN_NCHANNELS=32 (connect.cc copies channels up to it) puts 2 streams on each NIC: 98.3.
+    # streams reach (transports.yaml): 2 x 50 GB/s x 0.9804 (CX-7 payload under RoCEv2 framing, 4096 / 4178)
+    # x 0.95 / 0.968 = 96.22 GB/s per GPU. NCCL_MIN_NCHANNELS=32 (connect.cc copies channels up to it) puts
+    # 2 streams on each NIC: 98.04.
     spec = ClusterSpec.model_validate(
         {
             "name": "h100-2nic",
@@ -53,8 +54,8 @@ def test_min_nchannels_raises_the_channels_and_the_streams_per_nic():
     )
     default, raised = tier_model(spec), tier_model(spec, min_nchannels=32)
     assert (default.channels[1], raised.channels[1]) == (16, 32)
-    assert default.nic_bytes_per_s / 1e9 == pytest.approx(100 * 0.983 * 0.95 / 0.968, rel=1e-3)
-    assert raised.nic_bytes_per_s / 1e9 == pytest.approx(98.3, rel=1e-3)
+    assert default.nic_bytes_per_s / 1e9 == pytest.approx(100 * 4096 / 4178 * 0.95 / 0.968, rel=1e-3)
+    assert raised.nic_bytes_per_s / 1e9 == pytest.approx(100 * 4096 / 4178, rel=1e-3)
     # above NCCL's default the links are already full: more channels do not add NVLink bandwidth
     assert _busbw(ONE_NODE, {"NCCL_MIN_NCHANNELS": "32"}) == pytest.approx(_busbw(ONE_NODE, {}), rel=1e-9)
 

@@ -101,6 +101,23 @@ class TransportSpec(BaseModel):
     aggregate_efficiency: float = Field(gt=0, le=1)
     gdr: Literal["required", "optional", "none"]
     source: str = Field(min_length=10)
+    mtu_bytes: int | None = Field(default=None, gt=0)
+    header_bytes: int | None = Field(default=None, ge=0)
+
+    @property
+    def framing_efficiency(self) -> float:
+        """The payload share of a full packet on the wire, ``mtu / (mtu + header_bytes)``: the ceiling its
+        headers put on any NIC that speaks this transport (1.0 where the catalogue gives no framing).
+
+        RoCEv2 at a 4096 B RoCE MTU: 82 B per packet (Ethernet preamble and SFD 8, header 14, FCS 4,
+        inter-frame gap 12; IPv4 20; UDP 8; InfiniBand BTH 12 and ICRC 4), 4096 / 4178 = 0.9804.
+
+        >>> [round(transport(k).framing_efficiency, 4) for k in ("roce-v2", "ib-verbs")]
+        [0.9804, 0.9937]
+        """
+        if self.mtu_bytes is None or self.header_bytes is None:
+            return 1.0
+        return self.mtu_bytes / (self.mtu_bytes + self.header_bytes)
 
     @field_validator("latency_s", mode="before")
     @classmethod
@@ -368,10 +385,13 @@ def resolve_transport(
     nic_path: PathType | str = PathType.PIX,
     fabric: Literal["infiniband", "ethernet"] = "infiniband",
     net_plugin: str | None = None,
+    peer_access: bool = True,
 ) -> TransportChoice:
     """Which transport NCCL uses between two GPUs (``src/transport.cc`` order P2P, SHM, NET; ``paths.cc``).
 
-    Same node: P2P when ``NCCL_P2P_DISABLE`` is not 1 and ``gpu_path <= NCCL_P2P_LEVEL`` (default PXB):
+    Same node: P2P when the GPUs have peer access (``peer_access``: ``cudaDeviceCanAccessPeer``, which
+    ``p2p.cc`` p2pCanConnect checks; GeForce cards have none), ``NCCL_P2P_DISABLE`` is not 1 and
+    ``gpu_path <= NCCL_P2P_LEVEL`` (default PXB):
     over NVLink for NVL/NVB, over PCIe for PIX/PXB, through the CPU for PHB/SYS; else SHM unless
     ``NCCL_SHM_DISABLE=1``; else the network (loopback through the NIC). Across nodes: the network
     transport of ``net_plugin`` (``NCCL_NET`` wins; default IB verbs, RoCEv2 on an Ethernet fabric), with
@@ -396,6 +416,8 @@ def resolve_transport(
         level = env.p2p_level if env.p2p_level is not None else PathType.PXB
         if env.p2p_disable:
             why = "NCCL_P2P_DISABLE=1"
+        elif not peer_access:
+            why = "no peer access between these GPUs"
         elif gpu_p <= level:
             key = (
                 "p2p-nvlink"

@@ -18,7 +18,9 @@ the tier model (``catalog/data/transports.yaml``, each figure with its source):
 ==========================  ================================================================================
 inside a node: P2P          the cluster's scale-up link, unchanged
 inside a node: SHM          ``B_i = PCIe line rate per direction x e_shm``; NCCL's PCI latencies; no NVLS
-(P2P disabled or too far)   (bytes cross host memory: GPU -> host -> GPU over each GPU's PCIe link)
+(P2P disabled, too far, or  (bytes cross host memory: GPU -> host -> GPU over each GPU's PCIe link). A GPU
+GPUs without peer access)   without peer access (``peer_to_peer: false``, GeForce) runs SHM with or without
+                            ``NCCL_P2P_DISABLE``: there is no P2P to disable
 inside a node: NET          ``B_i = B_o`` (each GPU's bytes leave and re-enter through its NIC); NET
 (P2P and SHM disabled)      latencies; no NVLS. A scale-up domain larger than a node (NVL72) has no SHM
                             across trays: P2P disabled there always means NET
@@ -275,6 +277,7 @@ class TransportTiers:
 
     tiers: TierModel
     gdr: bool
+    note: str | None = None
 
 
 def _check(env: Mapping[str, str]) -> None:
@@ -312,7 +315,8 @@ def _intra(parsed: NcclEnv, spec: ClusterSpec, tm: TierModel) -> TierModel:
         # the spec states that P2P runs through the CPU (NCCL allows it to SYS on AMD CPUs, paths.cc, or
         # with NCCL_P2P_LEVEL): that is the path the cluster's scale-up figures already model
         parsed = replace(parsed, p2p_level=PathType.SYS)
-    choice = resolve_transport(parsed, same_node=True, gpu_path=_gpu_path(spec))
+    peer = spec.peer_to_peer
+    choice = resolve_transport(parsed, same_node=True, gpu_path=_gpu_path(spec), peer_access=peer)
     key = choice.transport.key
     if key != "shm" and choice.transport.scope == "intra":
         return tm  # P2P: the cluster's own scale-up link
@@ -371,7 +375,9 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     """
     env = env or {}
     so = spec.scale_out
-    if not any(name in _TRANSPORT_VARIABLES for name in env) and (so is None or so.nic_path == "PIX"):
+    peer = spec.peer_to_peer
+    stated = any(name in _TRANSPORT_VARIABLES for name in env)
+    if not stated and peer and (so is None or so.nic_path == "PIX"):
         return TransportTiers(tm, True)
     parsed = parse_env(env)
     gdr = True
@@ -385,9 +391,23 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
                 nic_bytes_per_s=tm.nic_bytes_per_s * (staging.aggregate_efficiency if tm.nccl else 1.0),
                 extra_inter_latency_s=tm.extra_inter_latency_s + staging.latency_s,
             )
-    if parsed.p2p_disable or parsed.shm_disable or parsed.p2p_level is not None:
+    note = None
+    if parsed.p2p_disable or parsed.shm_disable or parsed.p2p_level is not None or not peer:
         tm = _intra(parsed, spec, tm)
+        note = None if peer or spec.gpus_per_node < 2 else _no_peer_note(spec, tm)
     if parsed.collnet_enable:
         _collnet(spec)
         tm = replace(tm, collnet=True)
-    return TransportTiers(tm, gdr)
+    return TransportTiers(tm, gdr, note)
+
+
+def _no_peer_note(spec: ClusterSpec, tm: TierModel) -> str:
+    """Why a node of GPUs without peer access runs SHM (or NET), one sentence for the explanation."""
+    acc = spec.accelerator_spec
+    how = "SHM through host memory" if tm.intra_kind == "pci" else "the network (SHM disabled)"
+    return (
+        f"{acc.name} has no GPU peer-to-peer (GeForce: accelerators.yaml peer_to_peer, or the cluster's "
+        "scale_up.peer_to_peer), so NCCL's P2P "
+        f"transport cannot connect and GPUs of one node talk over {how}: "
+        f"{tm.intra_bytes_per_s / 1e9:.1f} GB/s per GPU per direction"
+    )

@@ -287,8 +287,8 @@ def _spec_and_findings(
 
 
 def _host_findings(layout: NodeLayout, spec: ClusterSpec, findings: list[Finding], notes: list[str]) -> None:
-    """Add what the layout says of its host to ``findings`` (a VM, no affinity) and ``notes`` (a
-    hand-written NCCL topology file)."""
+    """Add what the layout says of its host to ``findings`` (a VM, no affinity, GPUs without peer access)
+    and ``notes`` (a hand-written NCCL topology file)."""
     vm = vm_signature(layout) or xml_vm_signature(layout, spec.accelerator_spec.nvlink_links > 0)
     if vm is not None:
         findings.append(Finding("vm", vm))
@@ -297,6 +297,13 @@ def _host_findings(layout: NodeLayout, spec: ClusterSpec, findings: list[Finding
             "no CPU or NUMA affinity reported (typical of a VM): the PCIe layout shown may hide the real "
             "switches, and NCCL may need NCCL_TOPO_FILE (NVIDIA/nccl-tests #256; Azure/azhpc-images ships "
             "such files)"
+        )))  # fmt: skip
+    acc = spec.accelerator_spec
+    if not spec.peer_to_peer and len(layout.gpus) > 1:
+        findings.append(Finding("no_peer_to_peer", (
+            f"{acc.name} has no GPU peer-to-peer (GeForce: 'GeForce cards do not support P2P', "
+            "NVIDIA/nccl-tests #287): NCCL's P2P transport cannot connect, GPUs of this node talk over SHM "
+            "through host memory (the expected figures above), and NCCL_P2P_DISABLE changes nothing"
         )))  # fmt: skip
     if layout.hand_written:
         notes.append(

@@ -245,7 +245,8 @@ def formula_collective(
     best = _pick(evals, forced is not None)
     result = _result(op, message_bytes, comm, tm, best, evals)
     unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
-    return result if unused is None else replace(result, explanation=f"{result.explanation}. {unused}")
+    notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused) if s]
+    return replace(result, explanation=". ".join([result.explanation, *notes])) if notes else result
 
 
 #: NCCL's ring in the registry: ring for all_reduce / all_gather / reduce_scatter, a chain for
