@@ -58,6 +58,9 @@ class ComputeProfile:
     gemm_table : GemmTable, optional
         Measured GEMM throughput by shape (:mod:`aifabric.training.gemm`); None: every GEMM runs at
         ``gemm_efficiency``.
+    fp8_gemm_efficiency : float, optional
+        Dense FP8 (E4M3) matrix-multiply throughput as a fraction of the datasheet FP8 peak, in (0, 1];
+        None: not measured (FP8 GEMMs then run at ``gemm_efficiency`` of the FP8 peak, an upper bound).
 
     Raises
     ------
@@ -72,10 +75,13 @@ class ComputeProfile:
     sm_count: int = 0
     comm_sms: int = 0
     gemm_table: GemmTable | None = None
+    fp8_gemm_efficiency: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("gemm_efficiency", "hbm_efficiency"):
+        for name in ("gemm_efficiency", "hbm_efficiency", "fp8_gemm_efficiency"):
             value = getattr(self, name)
+            if value is None and name == "fp8_gemm_efficiency":
+                continue
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
                 raise ConfigError(f"{name} must be in (0, 1], got {value!r}")
         if self.sm_count < 0 or self.comm_sms < 0 or (self.sm_count and self.comm_sms >= self.sm_count):
@@ -157,6 +163,11 @@ _SHORT_GPU = {
 }
 
 
+def _optional_float(value: object) -> float | None:
+    """``float(value)``, or None when the entry leaves the field out."""
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
 @cache
 def _profiles() -> dict[str, ComputeProfile]:
     data = load_package_yaml("aifabric.training", "presets/compute.yaml")
@@ -169,6 +180,7 @@ def _profiles() -> dict[str, ComputeProfile]:
             sm_count=int(entry.get("sm_count", 0)),
             comm_sms=int(entry.get("comm_sms", 0)),
             gemm_table=gemm_table(entry["gemm_table"]) if "gemm_table" in entry else None,
+            fp8_gemm_efficiency=_optional_float(entry.get("fp8_gemm_efficiency")),
         )
         for key, entry in data.items()
     }
