@@ -1246,9 +1246,16 @@ class StepModel:
         combinations a common framework refuses."""
         notes = [self.model.notes] if self.model.notes else []
         if self.options.fp8:
+            measured = self.compute.fp8_gemm_efficiency
+            rate = (
+                f"{measured:.1%} of the FP8 peak (measured)"
+                if measured
+                else "the BF16 gemm_efficiency x the FP8 peak (no FP8 measurement: optimistic)"
+            )
             notes.append(
-                "FP8: the linear GEMMs run at the FP8 peak; MFU is against the BF16 peak "
-                f"({self.peak_flops / 1e12:.0f} TFLOP/s), as Megatron-LM and Transformer Engine report it"
+                f"FP8: the linear GEMMs run at {rate}, Transformer Engine's casts at HBM speed; MFU is "
+                f"against the BF16 peak ({self.peak_flops / 1e12:.0f} TFLOP/s), as Megatron-LM and "
+                "Transformer Engine report it"
             )
         if lay.zero_stage >= 2 and lay.pp > 1:
             notes.append(
