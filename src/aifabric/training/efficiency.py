@@ -18,6 +18,16 @@ measured table of GEMM throughput by shape (``gemm_table``, :mod:`aifabric.train
 weight GEMMs of a step run at their own shapes' measured throughput, and the MAMF figure times only the
 attention core. No such table is recorded for the A100, so its Table 1 rows keep the fixed-shape figure.
 
+One source measures the other figures the same way on every GPU it covers: Microsoft's Azure
+AI-benchmarking-guide (``Azure_Results/ND_*_results.md``). Its HBM figures are BabelStream; the profiles use
+its "Mul" kernel (b = x c, the kernel of Mu Li's A100 figure, which it reproduces: 1.61 TB/s). Its GEMMs are
+cuBLASLt at m = n = k = 8192 with random data after 10,000 warm-up iterations, so the clock is the one the
+power limit sustains on real data; it publishes FP8 for Hopper and Blackwell, which sets
+``fp8_gemm_efficiency`` (H100 0.65, GB200 0.58 of the FP8 peak, against 0.80 and 0.73 for BF16 searches:
+FP8 buys x1.62 on an H100, not the datasheet's x2). Its A100 FP16 figure (253.7 TFLOP/s, 0.81) is not used
+for ``gemm_efficiency``: it would put three asserted A100 training rows 16-22 % high
+(``tests/training/test_training_public.py``), and it gives no BF16 figure for the other GPUs to match.
+
 Examples
 --------
 >>> p = compute_profile("a100-sxm-80gb")
