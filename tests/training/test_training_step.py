@@ -53,6 +53,30 @@ def test_efficiency_constant_is_documented_and_fixed():
         ComputeProfile(gemm_efficiency=1.2)
 
 
+@pytest.mark.parametrize(
+    ("gpu", "hbm", "fp8"),
+    [
+        # Azure AI-benchmarking-guide, ND H100 v5 / ND H200 v5 / ND GB200 v6: BabelStream Mul (TB/s) over the
+        # datasheet HBM, cuBLASLt FP8 8192^3 with random data (TFLOP/s) over the datasheet FP8 peak.
+        ("h100-sxm", 2.90 / 3.35, 1290.1 / 1979),
+        ("h200-sxm", 4.00 / 4.80, 1300.6 / 1979),
+        ("gb200", 1.0, 2876.6 / 5000),
+    ],
+)
+def test_hbm_and_fp8_efficiencies_are_the_azure_measurements(gpu, hbm, fp8):
+    prof = compute_profile(gpu)
+    assert prof.hbm_efficiency == pytest.approx(hbm, abs=1e-4)
+    assert prof.fp8_gemm_efficiency == pytest.approx(fp8, abs=1e-4)
+    assert "AI-benchmarking-guide" in prof.source
+
+
+def test_fp8_gemm_efficiency_is_checked_and_optional():
+    assert compute_profile("a100-sxm-80gb").fp8_gemm_efficiency is None  # no FP8 tensor cores
+    assert compute_profile("b200").fp8_gemm_efficiency is None  # no measurement recorded
+    with pytest.raises(ConfigError, match="fp8_gemm_efficiency must be in"):
+        ComputeProfile(gemm_efficiency=0.8, fp8_gemm_efficiency=1.5)
+
+
 def test_table1_rows_within_15_percent(table1_csv):
     # Narayanan et al. SC'21 Table 1 (arXiv:2104.04473), the three rows of the shared case file: achieved
     # teraFLOP/s per GPU 137 (1.7B, 32 GPUs), 138 (39.1B, 512 GPUs), 163 (1T, 3072 GPUs). The model's own

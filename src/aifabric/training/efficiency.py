@@ -18,6 +18,16 @@ measured table of GEMM throughput by shape (``gemm_table``, :mod:`aifabric.train
 weight GEMMs of a step run at their own shapes' measured throughput, and the MAMF figure times only the
 attention core. No such table is recorded for the A100, so its Table 1 rows keep the fixed-shape figure.
 
+One source measures the other figures the same way on every GPU it covers: Microsoft's Azure
+AI-benchmarking-guide (``Azure_Results/ND_*_results.md``). Its HBM figures are BabelStream; the profiles use
+its "Mul" kernel (b = x c, the kernel of Mu Li's A100 figure, which it reproduces: 1.61 TB/s). Its GEMMs are
+cuBLASLt at m = n = k = 8192 with random data after 10,000 warm-up iterations, so the clock is the one the
+power limit sustains on real data; it publishes FP8 for Hopper and Blackwell, which sets
+``fp8_gemm_efficiency`` (H100 0.65, GB200 0.58 of the FP8 peak, against 0.80 and 0.73 for BF16 searches:
+FP8 buys x1.62 on an H100, not the datasheet's x2). Its A100 FP16 figure (253.7 TFLOP/s, 0.81) is not used
+for ``gemm_efficiency``: it would put three asserted A100 training rows 16-22 % high
+(``tests/training/test_training_public.py``), and it gives no BF16 figure for the other GPUs to match.
+
 Examples
 --------
 >>> p = compute_profile("a100-sxm-80gb")
@@ -58,6 +68,9 @@ class ComputeProfile:
     gemm_table : GemmTable, optional
         Measured GEMM throughput by shape (:mod:`aifabric.training.gemm`); None: every GEMM runs at
         ``gemm_efficiency``.
+    fp8_gemm_efficiency : float, optional
+        Dense FP8 (E4M3) matrix-multiply throughput as a fraction of the datasheet FP8 peak, in (0, 1];
+        None: not measured (FP8 GEMMs then run at ``gemm_efficiency`` of the FP8 peak, an upper bound).
 
     Raises
     ------
@@ -72,10 +85,13 @@ class ComputeProfile:
     sm_count: int = 0
     comm_sms: int = 0
     gemm_table: GemmTable | None = None
+    fp8_gemm_efficiency: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("gemm_efficiency", "hbm_efficiency"):
+        for name in ("gemm_efficiency", "hbm_efficiency", "fp8_gemm_efficiency"):
             value = getattr(self, name)
+            if value is None and name == "fp8_gemm_efficiency":
+                continue
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
                 raise ConfigError(f"{name} must be in (0, 1], got {value!r}")
         if self.sm_count < 0 or self.comm_sms < 0 or (self.sm_count and self.comm_sms >= self.sm_count):
@@ -157,6 +173,11 @@ _SHORT_GPU = {
 }
 
 
+def _optional_float(value: object) -> float | None:
+    """``float(value)``, or None when the entry leaves the field out."""
+    return None if value is None else float(value)  # type: ignore[arg-type]
+
+
 @cache
 def _profiles() -> dict[str, ComputeProfile]:
     data = load_package_yaml("aifabric.training", "presets/compute.yaml")
@@ -169,6 +190,7 @@ def _profiles() -> dict[str, ComputeProfile]:
             sm_count=int(entry.get("sm_count", 0)),
             comm_sms=int(entry.get("comm_sms", 0)),
             gemm_table=gemm_table(entry["gemm_table"]) if "gemm_table" in entry else None,
+            fp8_gemm_efficiency=_optional_float(entry.get("fp8_gemm_efficiency")),
         )
         for key, entry in data.items()
     }

@@ -114,6 +114,7 @@ _SLOWED = ("dp", "ep", "pp")
 #: Critical-path parts of a step, in the order they are reported and plotted.
 PARTS = ("compute", "memory-bound", "tp", "cp", "ep", "pp", "bubble", "dp", "optimizer")
 _ACT_BYTES = 2  # 16-bit activations
+_FP8_CAST_BYTES = 4  # Transformer Engine cast_transpose: read 2, write the cast 1 and its transpose 1
 _ADAM_BYTES_PER_PARAM = 30  # read grad 4 + master 4 + m 4 + v 4, write master 4 + m 4 + v 4 + bf16 weight 2
 
 
@@ -160,9 +161,10 @@ class StepOptions:
         load-imbalance factor of the EP all-to-all (:func:`ep_load_imbalance`).
     fp8 : bool, default False
         Transformer Engine FP8: the layers' linear GEMMs run at the catalogue's dense FP8 peak x
-        ``gemm_efficiency`` (the BF16 measurement: no FP8 GEMM efficiency is recorded); the attention core and
-        the output layer stay in BF16, as in Megatron-LM with ``--fp8-format``. Memory is counted as BF16
-        (an upper bound). MFU stays against the BF16 peak (Llama 3's "BF16 MFU").
+        ``ComputeProfile.fp8_gemm_efficiency`` (measured; ``gemm_efficiency`` where none is recorded), and
+        Transformer Engine's cast kernels move their bytes (:meth:`StepModel._fp8_cast_bytes`); the
+        attention core and the output layer stay in BF16, as in Megatron-LM with ``--fp8-format``. Memory is
+        counted as BF16 (an upper bound). MFU stays against the BF16 peak (Llama 3's "BF16 MFU").
     gemm_shapes : bool, optional
         Time each weight GEMM from its (m, n, k) shape on the GPU's measured GEMM table
         (``ComputeProfile.gemm_table``, :mod:`aifabric.training.gemm`): small hidden sizes, narrow TP
@@ -667,7 +669,8 @@ class StepModel:
                     f"fp8: the {spec.accelerator} has no FP8 tensor cores (no peak_fp8_flops in the "
                     "catalogue)"
                 )
-            self.linear_flops_per_s = acc.peak_fp8_flops * self.compute.gemm_efficiency
+            fp8_eff = self.compute.fp8_gemm_efficiency or self.compute.gemm_efficiency
+            self.linear_flops_per_s = acc.peak_fp8_flops * fp8_eff
         self.hbm_bytes_per_s = acc.hbm_bandwidth_bytes_per_s * self.compute.hbm_efficiency
         self.gemm_table = self._gemm_table(spec.accelerator)
         if self.gemm_table is None and self.compute.gemm_table is not None:  # what ran is what is reported
@@ -878,6 +881,37 @@ class StepModel:
             scores = (13 if m.dropout else 8) * m.n_heads / t * m.seq_len
         return hidden + mlp + scores, scores
 
+    def _fp8_cast_bytes(self, layout: ParallelLayout, moe: bool) -> tuple[float, float]:
+        """Forward and backward HBM bytes per token of one layer's FP8 casts on one GPU (0 without FP8).
+
+        Transformer Engine feeds every FP8 GEMM through ``nvte_cast_transpose``: it reads the 16-bit tensor
+        (2 bytes an element), writes the FP8 cast (1) and its transpose (1, for the weight-gradient GEMM:
+        Hopper's FP8 tensor cores take only the TN layout) and updates the amax in the same pass, 4 bytes
+        an element. Forward casts the four GEMM inputs: QKV and FC1 (h wide, on the sequence shard with
+        sequence parallelism), the projection (a d_head / t) and FC2 (f / t). Backward casts the four
+        output gradients: QKV ((a + 2 a_kv) d_head / t), FC1 (f / t, 2 f / t gated), projection and FC2
+        (h, on the shard with sequence parallelism). MoE layers cast FC1 and FC2 per routed slot
+        (top-k + shared experts). Weight casts (once per step with Megatron-LM's
+        ``is_first_microbatch``) and the extra amax read of current scaling are not charged.
+
+        References: NVIDIA/TransformerEngine ``transformer_engine/common/include/transformer_engine/
+        transpose.h`` (``nvte_cast_transpose``: "casts the input and produces 2 results ... the cast ...
+        the transposed result of the cast"), ``common/transpose/cast_transpose.cu`` (the amax in the
+        same kernel).
+        """
+        if not self.options.fp8:
+            return 0.0, 0.0
+        m, t = self.model, layout.tp
+        t_sp = t if layout.sequence_parallel else 1
+        width = m.n_heads * m.head_size
+        f = m.expert_ffn_size if moe else m.ffn_size
+        slots = (m.top_k + m.n_shared_experts) if moe else 1
+        fc1_out = (2 if m.gated_mlp else 1) * f
+        fwd = m.hidden_size / t_sp + width / t + slots * (m.hidden_size / t_sp + f / t)
+        bwd = (width + 2 * m.kv_heads * m.head_size) / t + m.hidden_size / t_sp
+        bwd += slots * (fc1_out / t + m.hidden_size / t_sp)
+        return _FP8_CAST_BYTES * fwd, _FP8_CAST_BYTES * bwd
+
     def _two_per_layer(
         self,
         acc: _Acc,
@@ -987,12 +1021,23 @@ class StepModel:
             ew_fwd if rec is Recompute.FULL else st.layers * scores if rec is Recompute.SELECTIVE else 0.0
         )
         logit_bytes = 8.0 * m.vocab_size / t
+        cast_fwd, cast_bwd = self._stage_cast_bytes(st)
+        if rec is Recompute.FULL:
+            cast_bwd += cast_fwd
         return ComputeTimes(
             gemm_fwd=lin_s + core_s + logit_s,
             gemm_bwd=lin_bwd_s + 2 * core_s + extra_s + logit_bwd_s,
-            mem_fwd=(ew_fwd + logit_bytes) * tokens / self.hbm_bytes_per_s,
-            mem_bwd=(2 * ew_fwd + ew_extra + 2 * logit_bytes) * tokens / self.hbm_bytes_per_s,
+            mem_fwd=(ew_fwd + cast_fwd + logit_bytes) * tokens / self.hbm_bytes_per_s,
+            mem_bwd=(2 * ew_fwd + ew_extra + cast_bwd + 2 * logit_bytes) * tokens / self.hbm_bytes_per_s,
         )
+
+    def _stage_cast_bytes(self, st: StageView) -> tuple[float, float]:
+        """Forward and backward FP8 cast bytes per token of the stage's layers (:meth:`_fp8_cast_bytes`)."""
+        fwd, bwd = (st.n_dense * x for x in self._fp8_cast_bytes(st.layout, False))
+        if st.n_moe:
+            moe_fwd, moe_bwd = self._fp8_cast_bytes(st.layout, True)
+            fwd, bwd = fwd + st.n_moe * moe_fwd, bwd + st.n_moe * moe_bwd
+        return fwd, bwd
 
     def tp_term(self, st: StageView, comp: ComputeTimes) -> PassTimes:
         """TP seconds per microbatch: 2 all-reduces per layer each way on b s h / c elements (or, with
@@ -1201,9 +1246,16 @@ class StepModel:
         combinations a common framework refuses."""
         notes = [self.model.notes] if self.model.notes else []
         if self.options.fp8:
+            measured = self.compute.fp8_gemm_efficiency
+            rate = (
+                f"{measured:.1%} of the FP8 peak (measured)"
+                if measured
+                else "the BF16 gemm_efficiency x the FP8 peak (no FP8 measurement: optimistic)"
+            )
             notes.append(
-                "FP8: the linear GEMMs run at the FP8 peak; MFU is against the BF16 peak "
-                f"({self.peak_flops / 1e12:.0f} TFLOP/s), as Megatron-LM and Transformer Engine report it"
+                f"FP8: the linear GEMMs run at {rate}, Transformer Engine's casts at HBM speed; MFU is "
+                f"against the BF16 peak ({self.peak_flops / 1e12:.0f} TFLOP/s), as Megatron-LM and "
+                "Transformer Engine report it"
             )
         if lay.zero_stage >= 2 and lay.pp > 1:
             notes.append(
