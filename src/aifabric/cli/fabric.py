@@ -180,6 +180,7 @@ _FLAGS = {
     "placement": "--placement",
     "seed": "--seed",
     "size": "--size",
+    "ranks": "--nodes",  # the ranks of each job are its nodes' GPUs (--nodes, --jobs, --job-nodes)
 }
 
 #: The random traffic pattern: besides a hashing routing policy (``POLICY_OPTIONS["--seed"]``), a random

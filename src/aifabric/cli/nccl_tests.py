@@ -331,9 +331,10 @@ def _render_verdict(comp: TableComparison) -> None:
             )
         else:
             gap = gbps_text(f.gap_bytes_per_s)
+            rows = "row(s)" if f.cause == "above_links" else "large row(s)"
             console.print(f"    {escape(f.cause)}: {gap} GB/s {f.side} {f.reference} on average over "
-                          f"{f.rows} large row(s)", highlight=False, markup=True)  # fmt: skip
-        if f.cause == "log_contradiction":
+                          f"{f.rows} {rows}", highlight=False, markup=True)  # fmt: skip
+        if f.cause in ("log_contradiction", "above_links"):
             console.print(f"      {escape(describe_cause(f.cause, comp))}", highlight=False, markup=True)
         for ev in f.evidence:
             console.print(f"      evidence {escape(str(ev))}", highlight=False, markup=True)

@@ -77,7 +77,7 @@ def direct_cost(
     net = SCALE_OUT if multi and t_out >= t_in else SCALE_UP
 
     def why() -> str:
-        return f"pairwise all-to-all: {g - 1} peers on scale-up, {n - g} across NICs, both at once"
+        return f"pairwise all-to-all: {g - 1} peers on {tm.scale_up_words}, {n - g} across NICs, both at once"
 
     return make_cost(tm, Algorithm.DIRECT, proto, lat, {net: t_all}, net, why)
 
@@ -132,6 +132,7 @@ def p2p_cost(
     net = SCALE_OUT if multi else SCALE_UP
 
     def why() -> str:
-        return f"one point-to-point transfer over {'a NIC' if multi else 'scale-up'} at {b / 1e9:.1f} GB/s"
+        over = "a NIC" if multi else tm.scale_up_words
+        return f"one point-to-point transfer over {over} at {b / 1e9:.1f} GB/s"
 
     return make_cost(tm, Algorithm.P2P, proto, lat, {net: message_bytes / b}, net, why)

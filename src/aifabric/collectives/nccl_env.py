@@ -225,6 +225,11 @@ def check_env(
         coll = nccl.Collective(op.value)
     except ValueError:  # all_to_all, send_recv: NCCL_ALGO/NCCL_PROTO do not apply
         return
+    if parsed.proto is not None and not parsed.protocols(coll):
+        raise ConfigError(
+            f"NCCL_PROTO={parsed.proto}: disables every protocol (LL, LL128, Simple) for {op.value}; "
+            "NCCL would fail ('no algorithm/protocol available')"
+        )
     if algorithm is not None:
         named = _NCCL_NAME.get(algorithm)
         if named is not None and parsed.algo is not None and named not in nccl_algorithms(parsed.algo, coll):
@@ -322,14 +327,35 @@ def _intra(parsed: NcclEnv, spec: ClusterSpec, tm: TierModel) -> TierModel:
         return tm  # P2P: the cluster's own scale-up link
     if key == "shm" and spec.domain_gpus == spec.gpus_per_node:
         return replace(
-            tm, intra_bytes_per_s=_shm_bytes_per_s(spec, tm), intra_kind="pci", nvls=False, mesh_links=0
+            tm,
+            intra_bytes_per_s=_shm_bytes_per_s(spec, tm),
+            intra_kind="pci",
+            nvls=False,
+            mesh_links=0,
+            intra_transport=f"SHM through host memory: {_p2p_off(parsed)}",
         )
     if not tm.nic_bytes_per_s > 0:
         raise ConfigError(
             "NCCL_SHM_DISABLE: with P2P and SHM off, GPUs of one node talk through their NICs, and this "
             "cluster has none"
         )
-    return replace(tm, intra_bytes_per_s=tm.nic_bytes_per_s, intra_kind="net", nvls=False, mesh_links=0)
+    return replace(
+        tm,
+        intra_bytes_per_s=tm.nic_bytes_per_s,
+        intra_kind="net",
+        nvls=False,
+        mesh_links=0,
+        intra_transport=f"NET through the NICs: {_p2p_off(parsed)}, NCCL_SHM_DISABLE=1",
+    )
+
+
+def _p2p_off(parsed: NcclEnv) -> str:
+    """The setting that turns P2P off, as the user wrote it."""
+    if parsed.p2p_disable:
+        return "NCCL_P2P_DISABLE=1"
+    if parsed.p2p_level is not None:
+        return f"NCCL_P2P_LEVEL={parsed.p2p_level.name}"
+    return "GPU peer-to-peer unusable on this path"
 
 
 def _collnet(spec: ClusterSpec) -> None:

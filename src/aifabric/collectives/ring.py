@@ -101,10 +101,10 @@ def _ring_like(
 
     def why() -> str:
         return (
-            f"{what} over {n} ranks: busbw = min(scale-up {up / 1e9:.1f}{_credit_words(tm, comm, up)}, "
-            f"a domain's NICs {nic_agg / 1e9:.2f}) GB/s"
+            f"{what} over {n} ranks: busbw = min({tm.scale_up_words} {up / 1e9:.1f}"
+            f"{_credit_words(tm, comm, up)}, a domain's NICs {nic_agg / 1e9:.2f}) GB/s"
             if multi
-            else f"{what} over {n} ranks on scale-up at {up / 1e9:.1f} GB/s per GPU"
+            else f"{what} over {n} ranks on {tm.scale_up_words} at {up / 1e9:.1f} GB/s per GPU"
         )
 
     return make_cost(tm, algorithm, proto, lat, {net: _ring_bandwidth_s(op, size, n, bus)}, net, why)

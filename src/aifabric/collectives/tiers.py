@@ -142,6 +142,13 @@ class TierModel:
     nic_transport: TransportSpec | None = None  # the transport whose streams nic_stream_factor counts
     nic_qps: int = 1  # NCCL_IB_QPS_PER_CONNECTION
     nic_hop_bytes_per_s: float = math.inf  # the link a GPU reaches its NIC over, if it caps it (PCIe-only)
+    #: The transport GPUs of a node use and why, when it is not the scale-up link's own P2P ("": P2P)
+    intra_transport: str = ""
+
+    @property
+    def scale_up_words(self) -> str:
+        """``"scale-up"``, with the transport in brackets when it is not P2P (explanations' wording)."""
+        return f"scale-up ({self.intra_transport})" if self.intra_transport else "scale-up"
 
     def nics_of(self, gpus: int) -> int:
         """Scale-out NICs of ``gpus`` whole GPUs of a node: ``gpus x nics_per_gpu / gpus_per_nic``, at least
@@ -406,7 +413,22 @@ def tier_model(
         nic_transport=net,
         nic_qps=qps,
         nic_hop_bytes_per_s=intra * intra_scale if spec.scale_up.kind == "pcie" else math.inf,
+        intra_transport=_intra_transport(spec),
     )
+
+
+def _intra_transport(spec: ClusterSpec) -> str:
+    """NCCL's transport inside a node when it is not P2P: SHM on a PCIe node whose GPUs have no
+    peer-to-peer (:attr:`~aifabric.cluster.spec.ClusterSpec.peer_to_peer`, as
+    :attr:`~aifabric.cluster.spec.ClusterSpec.scaleup_effective_bytes_per_s` models it), else ""."""
+    if spec.scale_up.kind != "pcie" or spec.peer_to_peer:
+        return ""
+    why = (
+        "scale_up.peer_to_peer: false"
+        if spec.scale_up.peer_to_peer is False
+        else f"the {spec.accelerator_spec.name} driver exposes no GPU peer-to-peer"
+    )
+    return f"SHM through host memory: {why}"
 
 
 def tree_nic_traffic(n_domains: int) -> float:

@@ -58,6 +58,7 @@ from aifabric.discovery.evidence import (
     with_transport,
 )
 from aifabric.discovery.inference import infer_cluster
+from aifabric.discovery.line_rate import LinkBound, link_bound
 from aifabric.discovery.nccl_env import NcclSettings, nccl_settings, setting_lines
 from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
 from aifabric.discovery.nccl_tests import PerfTable
@@ -211,6 +212,14 @@ CAUSES: dict[str, str] = {
         "cost is bounded by the payload efficiency (m / (m + h) against 4096 B: ~1.7 % at 2048 B, ~5 % for "
         "RoCE on a 1500 B Ethernet MTU); raise the port and switch MTU (ibv_devinfo active_mtu)"
     ),
+    "above_links": (
+        "measured faster than the links the collective crosses can carry: each rank receives at least its "
+        "result (all_reduce, broadcast, reduce, send_recv) or the others' share (all_gather, "
+        "reduce_scatter, all_to_all) at no more than its scale-up and NIC line rates "
+        "(aifabric.discovery.line_rate); the row is a broken measurement (a timer, -c 0 with few "
+        "iterations, a size or rank count other than the header's, a row from another run), not a fast "
+        "fabric: measure it again with -c 1"
+    ),
     "log_contradiction": (
         "the log contradicts itself: the run measured far above what a setting or NCCL INFO line of the log "
         "allows, so the setting did not take effect (exported where NCCL did not read it, overridden by a "
@@ -257,6 +266,7 @@ NOTES: dict[str, str] = {
         "maintainer, NVIDIA/nccl-tests #309, #196)"
     ),
     "above": "measured above the model by more than the threshold",
+    "above_links": "measured above what the links can carry ({bound}): not a possible measurement",
     "default_range": ("the model's range for NCCL's default at this size: {span}"),
 }
 
@@ -275,6 +285,8 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
     text = CAUSES[key]
     if comparison is not None and key == "wrong_results":
         text += " [" + "; ".join(str(e) for e in comparison.wrong_evidence) + "]"
+    if comparison is not None and key == "above_links" and comparison.bound is not None:
+        text += f" [the links allow {comparison.bound.describe()}{_assumed_gpu(comparison)}]"
     if comparison is not None and key == "log_contradiction" and comparison.contradiction is not None:
         text += f" [{comparison.contradiction.describe()}]"
     if comparison is not None and key == "unexplained_shortfall":
@@ -300,6 +312,12 @@ def describe_cause(key: str, comparison: TableComparison | None = None) -> str:
         if done:
             text += f" [this run already sets {', '.join(done)}]"
     return text
+
+
+def _assumed_gpu(comparison: TableComparison) -> str:
+    """``"; on an assumed GPU: give --gpu"`` when the log names no GPU model, else ``""``."""
+    assumed = any(a.startswith("GPU model not in the log") for a in comparison.assumptions)
+    return f" on the assumed {comparison.spec.accelerator}; give --gpu if it ran elsewhere" if assumed else ""
 
 
 def _socket_facts(comparison: TableComparison) -> str:
@@ -451,9 +469,9 @@ class Finding:
 
     @property
     def side(self) -> str:
-        """Where the measurement is against the model: ``"above"`` for ``log_contradiction``, else
-        ``"below"``."""
-        return "above" if self.cause == "log_contradiction" else "below"
+        """Where the measurement is against the model: ``"above"`` for ``log_contradiction`` and
+        ``above_links``, else ``"below"``."""
+        return "above" if self.cause in ("log_contradiction", "above_links") else "below"
 
     def to_dict(self, text: str) -> dict[str, Any]:
         """JSON-ready dict, SI units; ``text`` is the cause's text for its table (:func:`describe_cause`)."""
@@ -645,7 +663,30 @@ class TableComparison:
         first, whatever its bandwidth (gap 0: it explains no bandwidth, it voids the measurement)."""
         wrong = self.wrong_evidence
         failed = (Finding("wrong_results", 0.0, len(wrong), wrong),) if wrong else ()
-        return failed + self._bandwidth_findings()
+        return failed + self._above_links() + self._bandwidth_findings()
+
+    @property
+    def bound(self) -> LinkBound | None:
+        """The busbw no row of this run can exceed on the cluster's links (:func:`link_bound`)."""
+        return link_bound(self.op, self.n_ranks, self.spec)
+
+    def _above_links(self) -> tuple[Finding, ...]:
+        """The ``above_links`` finding: the rows measured above :attr:`bound`, its bandwidth the mean busbw
+        above the bound, each row's line as evidence; none when every row is within it."""
+        bound = self.bound
+        if bound is None:
+            return ()
+        limit = bound.busbw_bytes_per_s
+        above = [r for r in self.rows if r.measured_busbw_bytes_per_s > limit]
+        if not above:
+            return ()
+        gap = sum(r.measured_busbw_bytes_per_s - limit for r in above) / len(above)
+        evidence = tuple(
+            Evidence(r.line, f"{r.size_bytes} B: busbw {r.measured_busbw_bytes_per_s / 1e9:.2f} "
+                     f"GB/s, above the links' {limit / 1e9:.0f} GB/s")
+            for r in above
+        )  # fmt: skip
+        return (Finding("above_links", gap, len(above), evidence, self._reference("above_links")),)
 
     @property
     def wrong_evidence(self) -> tuple[Evidence, ...]:
@@ -698,6 +739,8 @@ class TableComparison:
     def _reference(self, cause: str) -> str:
         """What a finding's bandwidth is measured against (:attr:`Finding.reference`)."""
         socket = cause == "net_socket" and self.net is not None
+        if cause == "above_links":
+            return "the links' line rate"
         return "the model over the cluster's NICs" if socket else "the model"
 
     def describe(self, cause: str) -> str:
@@ -905,7 +948,12 @@ def _causes(
             return ("latency_model",)
         return ("latency_net",) if multi else ("latency_local",)
     large = row.size_bytes >= LARGE_BYTES or row.latency_share < 0.01
-    if not large:  # network settings as the alternative only within the shortfall they recover
+    # A mid-size row ramps up to the plateau the run reaches at larger sizes. A run whose largest rows are
+    # themselves mid-size shows no plateau to ramp to: one of those rows as far below the model as a
+    # collapse (_COLLAPSE: 2x, beyond the tens of per cent the ramp explains, 383 of 474 GB/s at 128 MB,
+    # NVIDIA/nccl-tests #290) gets a plateau's causes, as the verdict stands on it.
+    collapsed = 1.0 + row.deviation < _COLLAPSE and row.size_bytes in {r.size_bytes for r in ctx.large_rows}
+    if not large and not collapsed:
         settings = (
             ("network_settings",)
             if multi and 1.0 + row.deviation >= _SHORTFALL["network_settings"][0]
@@ -1000,7 +1048,10 @@ def _row_notes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
         limit = ctx.comm.min_nic_gpus_per_domain * ctx.spec.nic_effective_bytes_per_s  # the node's NICs
         if row.measured_busbw_bytes_per_s > 1.02 * limit:
             notes.append(NOTES["two_node_tree"].format(limit=limit / 1e9))
-    if row.deviation > ctx.threshold and row.outlier_ratio <= OUTLIER_RATIO:
+    bound = ctx.bound
+    if bound is not None and row.measured_busbw_bytes_per_s > bound.busbw_bytes_per_s:
+        notes.append(NOTES["above_links"].format(bound=bound.describe()))
+    elif row.deviation > ctx.threshold and row.outlier_ratio <= OUTLIER_RATIO:
         notes.append(NOTES["above"])
     return tuple(notes)
 

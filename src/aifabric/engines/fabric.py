@@ -102,9 +102,19 @@ BYTES_PER_ALL_PAIRS_ENTRY = 160
 #: :func:`routing_bytes`, so the pairs' routes never exist all at once (a design bound, not a measurement).
 CHUNK_ROUTING_BYTES = 256 * 2**20
 
+#: Sub-flows of uniform all-to-alls a run routes one by one at most (pairs x sub-flows per pair,
+#: :func:`~aifabric.engines.routing.subflows`, under a policy of ``PER_PAIR_POLICIES`` off spray groups:
+#: :func:`~aifabric.engines.allpairs.per_pair_columns`). Routing and summing take ~1.2 us per sub-flow,
+#: measured with ``aifabric fabric all_to_all --nodes 256`` (ECMP, 4.19M pairs in 5.1 s on a 2-core
+#: host), and grow with the square of the ranks: 2^24 (4,096 ranks under ECMP, 512 DGX nodes) is ~20 s,
+#: 8,192 ranks four times that. A design bound, so that a command answers or refuses at once instead of
+#: running for minutes without output.
+MAX_PAIRS_ROUTED = 2**24
+
 __all__ = [
     "BYTES_PER_ALL_PAIRS_ENTRY",
     "CHUNK_ROUTING_BYTES",
+    "MAX_PAIRS_ROUTED",
     "BYTES_PER_FOLDED_TRANSFER",
     "BYTES_PER_PATH",
     "BYTES_PER_REPS_POD_SUBFLOW",
@@ -303,9 +313,38 @@ def _check_all_pairs(
             )
             pairs += st.n_transfers
     if direct:
+        if not (routing == "spray" and grouped):
+            check_pairs_routed(pairs, routing, subflows(routing, qps))
         what = f"routing {len(direct)} all_to_all stage(s) of {pairs:,} pairs from their ranks ({routing})"
         check_memory(what, need, "ranks")
     return need
+
+
+def check_pairs_routed(pairs: int, routing: str, per_pair: int) -> None:
+    """Refuse (ConfigError naming ``ranks``) all-to-all ``pairs`` routed one by one under ``routing`` in
+    ``per_pair`` sub-flows each, above :data:`MAX_PAIRS_ROUTED` sub-flows, with what answers instead."""
+    if pairs * per_pair > MAX_PAIRS_ROUTED:
+        each = f" of {per_pair} sub-flows" if per_pair > 1 else ""
+        raise ConfigError(
+            f"ranks: the all_to_all has {pairs:,} pairs{each} to route one by one under {routing}, above "
+            f"the {MAX_PAIRS_ROUTED:,} sub-flows (~20 s) this engine routes; use fewer nodes, --routing "
+            "spray (pairs folded from their ranks), or aifabric collective all_to_all --engine formula"
+        )
+
+
+def _all_pairs_upper_bytes(topo: Topology, gpus: np.ndarray, engine: str, routing: str, qps: int) -> float:
+    """Upper bound of the bytes routing every pair of a uniform all-to-all over ``gpus`` takes
+    (:func:`routing_bytes`), from rank counts per domain and pod, before its pairs exist: pairs across
+    domains (n^2 - the sum of squares of ranks per domain) counted as crossing leaves, pairs across pods
+    likewise."""
+    n = float(np.unique(gpus).size)
+    dom = np.bincount(gpus // topo.spec.domain_gpus).astype(float)
+    x = n * n - float((dom * dom).sum())
+    y = 0.0
+    if topo.shape is not None and topo.shape.tiers == 3:
+        pods = np.bincount(topo.pod_of_leaf[topo.leaf_of_gpu[gpus]]).astype(float)
+        y = n * n - float((pods * pods).sum())
+    return routing_bytes(topo, n * (n - 1), x, y, engine=engine, routing=routing, qps=qps)
 
 
 def all_pairs_bytes(
@@ -604,6 +643,7 @@ def _fold_plans(
     n_stages = max((len(p.stages) for p in plans), default=0)
     direct = _direct_all_pairs(plans, routing, transport)
     direct_bytes = _check_all_pairs(topo, plans, direct, routing, grouped, opt.qps)
+    _check_pairs_to_route(topo, plans, direct, engine, opt)
     if routing == "spray" and transport is None:
         n_all = sum(
             st.n_transfers
@@ -624,6 +664,27 @@ def _fold_plans(
         topo, [f for _, f in folded], engine, routing, opt.qps, aggregated=grouped, extra_bytes=direct_bytes
     )
     return folded, direct
+
+
+def _check_pairs_to_route(
+    topo: Topology, plans: list[CommPlan], direct: set[tuple[int, int]], engine: str, opt: _RouteOptions
+) -> None:
+    """Refuse (ConfigError naming ``ranks``), before their pairs exist, the all-pairs stages routed pair by
+    pair (not in ``direct``) whose routing would exceed the memory limit (:func:`_all_pairs_upper_bytes`).
+    Sprayed stages fold first and are checked folded."""
+    if opt.policy == "spray":
+        return
+    stages = [
+        st
+        for j, p in enumerate(plans)
+        for k, st in enumerate(p.stages)
+        if isinstance(st, AllPairsStage) and (j, k) not in direct
+    ]
+    if stages:
+        need = sum(_all_pairs_upper_bytes(topo, st.ranks, engine, opt.policy, opt.qps) for st in stages)
+        pairs = sum(st.n_transfers for st in stages)
+        what = f"routing {pairs:,} all_to_all pairs one by one ({opt.policy}, {engine} engine)"
+        check_memory(what, need, "ranks")
 
 
 @dataclass(frozen=True)
@@ -1195,20 +1256,13 @@ def _check_all_to_all(
     what = f"routing an all_to_all of {gpus.size:,} ranks ({routing}, {engine} engine)"
     if routing in PER_PAIR_POLICIES:
         grouped = spray_groups(topo, link_alive) is not None
+        if not (routing == "spray" and grouped):
+            check_pairs_routed(gpus.size * (gpus.size - 1), routing, subflows(routing, qps))
         check_memory(
             what, all_pairs_bytes(topo, gpus, pxn=True, routing=routing, grouped=grouped, qps=qps), "ranks"
         )
         return
-    n = float(gpus.size)
-    dom = np.bincount(gpus // topo.spec.domain_gpus).astype(float)
-    x = n * n - float((dom * dom).sum())
-    y = 0.0
-    if topo.shape is not None and topo.shape.tiers == 3:
-        pods = np.bincount(topo.pod_of_leaf[topo.leaf_of_gpu[gpus]]).astype(float)
-        y = n * n - float((pods * pods).sum())
-    t = n * (n - 1)
-    need = routing_bytes(topo, t, x, y, engine=engine, routing=routing, qps=qps)
-    check_memory(what, need, "ranks")
+    check_memory(what, _all_pairs_upper_bytes(topo, gpus, engine, routing, qps), "ranks")
 
 
 def _check_wired_scale_up(spec: ClusterSpec, engine: str) -> None:

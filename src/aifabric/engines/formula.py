@@ -239,8 +239,7 @@ def formula_collective(
     if forced is None and env and "NCCL_ALGO" in env:  # before "nothing left": NCCL_ALGO is the cause
         _check_nccl_algo_runs(env["NCCL_ALGO"], op, entries, evals, tm)
     if not evals:
-        asked = f"{forced.value if forced else None}/{proto.value if proto else None}"
-        raise ValueError(f"algorithm: no algorithm/protocol left for {op.value} (asked {asked})")
+        raise ValueError(_nothing_left(op, forced, proto, allowed, env))
     evals.sort(key=_TUNER_TIME)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
     result = _result(op, message_bytes, comm, tm, best, evals)
@@ -358,6 +357,31 @@ def check_forced_algorithm(
     op = Collective.parse(op)
     tm = tier_model(spec)
     _forced_entry(Algorithm.parse(algorithm), op, applicable(op, comm, tm), tm)
+
+
+def _nothing_left(
+    op: Collective,
+    forced: Algorithm | None,
+    proto: Protocol | None,
+    allowed: frozenset[Protocol] | None,
+    env: Mapping[str, str] | None,
+) -> str:
+    """The one line refusing a call that leaves no algorithm/protocol: it names what the user gave that
+    removed them (``--algo`` / ``--proto``, else ``NCCL_PROTO`` and the protocols it and the transports
+    leave, else ``NCCL_ALGO``)."""
+    asked = [f"--algo {forced.value}"] if forced else []
+    asked += [f"--proto {proto.value}"] if proto else []
+    if asked:
+        return f"{' '.join(asked)}: no algorithm/protocol left for {op.value} with these choices"
+    env = env or {}
+    left = ", ".join(sorted(p.value for p in allowed)) if allowed is not None else "all"
+    for name in ("NCCL_PROTO", "NCCL_ALGO"):
+        if name in env:
+            return (
+                f"{name}={env[name]}: no algorithm/protocol left for {op.value} (protocols left: "
+                f"{left or 'none'}; LL128 needs GPUDirect RDMA across nodes)"
+            )
+    return f"algorithm: no algorithm/protocol left for {op.value} (protocols left: {left or 'none'})"
 
 
 def _forced_entry(
