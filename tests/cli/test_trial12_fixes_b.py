@@ -120,7 +120,7 @@ def test_a_large_fabric_all_to_all_is_refused_or_answers():
         # 8,192 ranks: 67,100,672 pairs routed one by one under ECMP, 4x the bound
         ([], ("--nodes", "67,100,672 pairs", f"{MAX_PAIRS_ROUTED:,}", "--engine formula", "--routing spray")),
         # 4,096 ranks: within the bound under ECMP, but 4 sub-flows per pair under qp
-        (["--nodes", "512", "--routing", "qp"], ("--nodes", "16,773,120 pairs of 4 sub-flows")),
+        (["--nodes", "512", "--routing", "qp"], ("--nodes", "16,773,120 pairs of 4 routes")),
     ],
 )
 def test_an_all_to_all_routed_pair_by_pair_is_refused_above_its_bound(extra, needles):

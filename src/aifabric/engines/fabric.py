@@ -102,13 +102,14 @@ BYTES_PER_ALL_PAIRS_ENTRY = 160
 #: :func:`routing_bytes`, so the pairs' routes never exist all at once (a design bound, not a measurement).
 CHUNK_ROUTING_BYTES = 256 * 2**20
 
-#: Sub-flows of uniform all-to-alls a run routes one by one at most (pairs x sub-flows per pair,
-#: :func:`~aifabric.engines.routing.subflows`, under a policy of ``PER_PAIR_POLICIES`` off spray groups:
+#: Routes of uniform all-to-alls a run routes one by one at most (pairs x routes per pair: sub-flows, or
+#: paths under spray, :func:`_routes_per_pair`; a policy of ``PER_PAIR_POLICIES`` off spray groups:
 #: :func:`~aifabric.engines.allpairs.per_pair_columns`). Routing and summing take ~1.2 us per sub-flow,
 #: measured with ``aifabric fabric all_to_all --nodes 256`` (ECMP, 4.19M pairs in 5.1 s on a 2-core
-#: host), and grow with the square of the ranks: 2^24 (4,096 ranks under ECMP, 512 DGX nodes) is ~20 s,
-#: 8,192 ranks four times that. A design bound, so that a command answers or refuses at once instead of
-#: running for minutes without output.
+#: host), ~3.3 us per sprayed path (``--nodes 64 --routing spray --fail fabric:0.05``: 262k pairs x 32
+#: paths in 28 s), and grow with the square of the ranks: 2^24 (4,096 ranks under ECMP, 512 DGX nodes)
+#: is ~20 s (~55 s sprayed), 8,192 ranks four times that. A design bound, so that a command answers or
+#: refuses at once instead of running for minutes without output.
 MAX_PAIRS_ROUTED = 2**24
 
 __all__ = [
@@ -314,7 +315,7 @@ def _check_all_pairs(
             pairs += st.n_transfers
     if direct:
         if not (routing == "spray" and grouped):
-            check_pairs_routed(pairs, routing, subflows(routing, qps))
+            check_pairs_routed(pairs, routing, _routes_per_pair(topo, routing, qps))
         what = f"routing {len(direct)} all_to_all stage(s) of {pairs:,} pairs from their ranks ({routing})"
         check_memory(what, need, "ranks")
     return need
@@ -322,14 +323,26 @@ def _check_all_pairs(
 
 def check_pairs_routed(pairs: int, routing: str, per_pair: int) -> None:
     """Refuse (ConfigError naming ``ranks``) all-to-all ``pairs`` routed one by one under ``routing`` in
-    ``per_pair`` sub-flows each, above :data:`MAX_PAIRS_ROUTED` sub-flows, with what answers instead."""
-    if pairs * per_pair > MAX_PAIRS_ROUTED:
-        each = f" of {per_pair} sub-flows" if per_pair > 1 else ""
-        raise ConfigError(
-            f"ranks: the all_to_all has {pairs:,} pairs{each} to route one by one under {routing}, above "
-            f"the {MAX_PAIRS_ROUTED:,} sub-flows (~20 s) this engine routes; use fewer nodes, --routing "
-            "spray (pairs folded from their ranks), or aifabric collective all_to_all --engine formula"
-        )
+    ``per_pair`` routes each (:func:`_routes_per_pair`), above :data:`MAX_PAIRS_ROUTED` routes, with what
+    answers instead."""
+    if pairs * per_pair <= MAX_PAIRS_ROUTED:
+        return
+    each = f" of {per_pair} routes" if per_pair > 1 else ""
+    spray = "spray on a fabric without failed links" if routing == "spray" else "--routing spray"
+    raise ConfigError(
+        f"ranks: the all_to_all has {pairs:,} pairs{each} to route one by one under {routing}, above the "
+        f"{MAX_PAIRS_ROUTED:,} routes this engine takes; use fewer nodes, {spray} (pairs "
+        "folded from their ranks), or aifabric collective all_to_all --engine formula"
+    )
+
+
+def _routes_per_pair(topo: Topology, routing: str, qps: int) -> int:
+    """Routes one pair of an all-to-all takes when routed on its own: its sub-flows
+    (:func:`~aifabric.engines.routing.subflows`), or under ``spray`` every path (``u1`` leaf uplinks x
+    ``u2`` spine uplinks, as :func:`routing_bytes` counts them across pods)."""
+    if routing == "spray" and topo.shape is not None:
+        return topo.shape.leaf_up * max(1, topo.shape.spine_up)
+    return subflows(routing, qps)
 
 
 def _all_pairs_upper_bytes(topo: Topology, gpus: np.ndarray, engine: str, routing: str, qps: int) -> float:
@@ -1257,7 +1270,7 @@ def _check_all_to_all(
     if routing in PER_PAIR_POLICIES:
         grouped = spray_groups(topo, link_alive) is not None
         if not (routing == "spray" and grouped):
-            check_pairs_routed(gpus.size * (gpus.size - 1), routing, subflows(routing, qps))
+            check_pairs_routed(gpus.size * (gpus.size - 1), routing, _routes_per_pair(topo, routing, qps))
         check_memory(
             what, all_pairs_bytes(topo, gpus, pxn=True, routing=routing, grouped=grouped, qps=qps), "ranks"
         )

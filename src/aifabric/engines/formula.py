@@ -377,9 +377,11 @@ def _nothing_left(
     left = ", ".join(sorted(p.value for p in allowed)) if allowed is not None else "all"
     for name in ("NCCL_PROTO", "NCCL_ALGO"):
         if name in env:
+            # tuning.cc: no LL128 across nodes without GPUDirect RDMA, the one protocol the model removes
+            gdr = "; LL128 runs across nodes only with GPUDirect RDMA" if not left else ""
             return (
                 f"{name}={env[name]}: no algorithm/protocol left for {op.value} (protocols left: "
-                f"{left or 'none'}; LL128 needs GPUDirect RDMA across nodes)"
+                f"{left or 'none'}{gdr})"
             )
     return f"algorithm: no algorithm/protocol left for {op.value} (protocols left: {left or 'none'})"
 
