@@ -27,6 +27,7 @@ from aifabric.collectives.tiers import (
     hw_latency_s,
     net_overhead_s,
     protocol_bandwidth,
+    ring_exit_gpus,
     ring_plateau_latency_factor,
     scaleup_bytes_per_s,
 )
@@ -69,7 +70,7 @@ def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     lat = base_latency_s(tm, "ring", proto) + (nsteps - ninter) * ilat + ninter * olat
     on_plateau = multi and op is Collective.ALL_REDUCE and proto is Protocol.SIMPLE
     plateau = lat * ring_plateau_latency_factor(tm) if on_plateau else lat
-    up = scaleup_bound(tm, g, N)
+    up = scaleup_bound(tm, g, N, exit_gpus=ring_exit_gpus(tm, comm))
     nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg) if multi else up
     net = SCALE_OUT if multi and nic_agg < up else SCALE_UP
