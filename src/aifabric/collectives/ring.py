@@ -113,9 +113,13 @@ def _ring_like(
 
 def _credit_words(tm: TierModel, comm: Communicator, up: float) -> str:
     """How the scale-up bound across domains exceeds the GPU's scale-up (:func:`~aifabric.collectives.cost.
-    scaleup_bound`), for a ``why``: `` (= 370.8 x 8/7: ...)``; empty where it does not."""
+    scaleup_bound`), for a ``why``: `` (= 370.8 x 8/7: ...)``; why it does not where NICs are shared; else
+    empty."""
     g = comm.ranks_per_domain
     intra = scaleup_bytes_per_s(tm, g)
+    exits = ring_exit_gpus(tm, comm)
+    if comm.n_domains > 1 and 1 < exits < g and tm.intra_kind != "pci":
+        return f" (rings leave from {exits} of {g} GPUs, one per shared NIC: the others carry every channel)"
     if math.isinf(up) or up <= intra:
         return ""
     return (
