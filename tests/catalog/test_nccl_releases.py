@@ -263,3 +263,30 @@ def test_the_2_19_chunk_regression_starts_where_the_release_rule_does():
     nvls = {"ring", "tree", "nvls_tree"}
     assert regression_for("2.19.3", "all_reduce", 3, nvls) is None
     assert regression_for("2.19.3", "all_reduce", 4, nvls) is not None
+
+
+@pytest.mark.parametrize(("version", "nodes", "nvls_gbps", "chunk"), [
+    ("2.19.1", 2, 100.0, 131072),  # v2.19.1-1 enqueue.cc:1360: maxChunkSize = 131072, no bandwidth rule
+    ("2.19.3", 1, 100.0, 131072),  # v2.19.3-1 enqueue.cc:1361: only when nNodes > 1
+    ("2.19.3", 2, 100.0, 32768),  # ... and bandwidths[AllReduce][NVLS][Simple] < 150: maxChunkSize = 32768
+    ("2.19.3", 2, 150.0, 131072),  # not below 150
+    ("2.19.3", 2, None, 131072),  # the tuner's figure unknown: no cap
+    ("2.30.3", 4, 149.0, 32768),  # v2.30.3-1 enqueue.cc:2164, the same rule over nvlsChunkSize (128 KiB)
+    ("2.30.3", 4, 400.0, 131072),
+])  # fmt: skip
+def test_multi_node_nvls_chunk_below_150_gbps(
+    version: str, nodes: int, nvls_gbps: float | None, chunk: int
+) -> None:
+    # 8 GiB on 16 channels x 8 heads: above every NVLS shrink threshold (64 x 128 x 128 KiB = 1 GiB), so the
+    # chunk is the start chunk
+    r = nccl_release(version)
+    got = nvls_chunk_bytes(r, "nvls", 8 * 2**30, channels=16, heads=8, nnodes=nodes, nvls_gbps=nvls_gbps)
+    assert got == chunk
+
+
+def test_multi_node_nvls_chunk_rule_from_2_19_3_on() -> None:
+    # every catalogued release from v2.19.3-1 carries enqueue.cc's rule (32 KiB below 150 GB/s), none before
+    for version in nccl_release_versions():
+        r = nccl_release(version)
+        rule = (r.nvls_multi_node_chunk_bytes, r.nvls_multi_node_chunk_below_gbps)
+        assert rule == ((32768, 150) if r.version_tuple >= (2, 19, 3) else (None, None)), version

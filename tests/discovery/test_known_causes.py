@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from tests.discovery.test_evidence_compare import NVLS_OFF, _info, _log
 
+from aifabric.catalog.transport import transport
 from aifabric.discovery.compare import compare_nccl_tests, describe_cause
 from aifabric.discovery.evidence import mtu_payload_factor
 from aifabric.discovery.nccl_info import parse_nccl_info
@@ -39,6 +40,20 @@ def test_mtu_payload_factor_from_the_catalogue_efficiency() -> None:
         mtu_payload_factor(0, 0.983)
 
 
+def test_mtu_payload_factor_from_the_roce_framing() -> None:
+    # RoCEv2 on the wire per packet: Ethernet preamble+SFD 8, header 14, FCS 4, inter-frame gap 12 (IEEE
+    # 802.3), IPv4 20 (RFC 791), UDP 8 (RFC 768), BTH 12 and ICRC 4 (IBTA Vol. 1 Annex A17) = 82 B
+    roce = transport("roce-v2")
+    assert (roce.mtu_bytes, roce.header_bytes) == (4096, 8 + 14 + 4 + 12 + 20 + 8 + 12 + 4)
+    for mtu in (1024, 2048):
+        expected = (mtu / (mtu + 82)) / (4096 / (4096 + 82))
+        assert mtu_payload_factor(mtu, 0.983, framing=roce) == pytest.approx(expected)
+    assert mtu_payload_factor(4096, 0.983, framing=roce) == pytest.approx(1.0)
+    # a transport without framing data falls back to the NIC's efficiency
+    efa = transport("efa-srd")
+    assert mtu_payload_factor(2048, 0.983, framing=efa) == mtu_payload_factor(2048, 0.983)
+
+
 def test_small_mtu_alone_never_flags_a_healthy_run() -> None:
     # Case 24 [S1]: 2 nodes x 8 H100, NVLS unavailable, ~330 GB/s: healthy whatever the MTU (it costs < 2 %).
     table = compare_nccl_tests(_log(_info(NVLS_OFF, QP_2048), 330.0)).tables[0]
@@ -46,20 +61,21 @@ def test_small_mtu_alone_never_flags_a_healthy_run() -> None:
 
 
 def test_small_mtu_explains_only_its_share_and_ranks_after_the_main_cause() -> None:
-    # GDR off (120 GB/s, NVIDIA/nccl #412) on ports at MTU 2048: no_gdr explains most of the gap, the MTU
-    # its 1.7 % of the predicted busbw, with the QP line as evidence.
+    # GDR off (120 GB/s, NVIDIA/nccl #412) on RoCE ports (mlx5_0:1/RoCE) at MTU 2048: no_gdr explains most of
+    # the gap, the MTU its 1.9 % of the predicted busbw (RoCEv2 framing, 82 B per packet), with the QP line
+    # as evidence.
     table = compare_nccl_tests(_log(_info(NVLS_OFF, QP_2048, gdr=False), 120.0)).tables[0]
     assert table.verdict == "no_gdr"
     causes = [f.cause for f in table.findings]
     assert causes == ["no_gdr", "small_mtu"]
     mtu = table.findings[1]
-    share = 1 - mtu_payload_factor(2048, 0.983)
+    share = 1 - (2048 / (2048 + 82)) / (4096 / (4096 + 82))
     rows = [r for r in table.large_rows if r.flagged]
     predicted = sum(r.predicted_busbw_bytes_per_s for r in rows) / len(rows)
     assert mtu.gap_bytes_per_s == pytest.approx(share * predicted, rel=1e-6)
     assert "qpn 219 mtu 4" in mtu.evidence[0].text
     assert table.findings[0].gap_bytes_per_s > 10 * mtu.gap_bytes_per_s
-    assert "MTU 2048 B here: 1.7%" in describe_cause("small_mtu", table)
+    assert "MTU 2048 B here: 1.9%" in describe_cause("small_mtu", table)
 
 
 def test_mtu_4096_is_no_cause() -> None:

@@ -183,6 +183,8 @@ class NcclRelease(_Frozen):
     nvls_chunk_bytes: int = Field(ge=1)
     nvls_tree_chunk_bytes: int = Field(ge=1)
     nvls_tree_chunk_bytes_from_4_nodes: int | None = None
+    nvls_multi_node_chunk_bytes: int | None = Field(default=None, ge=1)
+    nvls_multi_node_chunk_below_gbps: float | None = Field(default=None, gt=0)
     nvls_chunk_shrink: tuple[tuple[int, int], ...]
     nvls_tree_chunk_shrink: tuple[tuple[int, int], ...]
     nvls_pipeline_stages: int = Field(ge=1)
@@ -567,13 +569,17 @@ def nvls_chunk_bytes(
     heads: int,
     nnodes: int = 1,
     start: int | None = None,
+    nvls_gbps: float | None = None,
 ) -> int:
     """The chunk one (channel, NVLS head) moves per pipeline step, bytes (``enqueue.cc``
     calcCollChunking).
 
-    NVLS starts at ``nvls_chunk_bytes``; NVLS-tree at ``nvls_tree_chunk_bytes``, capped at
-    ``nvls_tree_chunk_bytes_from_4_nodes`` from 4 nodes on, or at ``start`` where given
-    (:func:`nvls_tree_start_chunk`). Then, for each ``(k, c)`` of the algorithm's
+    NVLS starts at ``nvls_chunk_bytes``, capped at ``nvls_multi_node_chunk_bytes`` (32 KiB, NCCL 2.19.3
+    on) across nodes when NCCL's tuner prices NVLS all_reduce below ``nvls_multi_node_chunk_below_gbps``
+    (150): ``nvls_gbps`` is that figure, ``comm->bandwidths[ncclFuncAllReduce][NCCL_ALGO_NVLS]
+    [NCCL_PROTO_SIMPLE]``, the tuner's NVLS algbw in GB/s (None: not known, no cap). NVLS-tree starts at
+    ``nvls_tree_chunk_bytes``, capped at ``nvls_tree_chunk_bytes_from_4_nodes`` from 4 nodes on, or at
+    ``start`` where given (:func:`nvls_tree_start_chunk`). Then, for each ``(k, c)`` of the algorithm's
     shrink list in order: ``chunk = c`` while ``nbytes < k x channels x heads x chunk`` and ``chunk > c``.
 
     Raises
@@ -589,13 +595,18 @@ def nvls_chunk_bytes(
     >>> nvls_chunk_bytes(r, "nvls", 2**29, channels=16, heads=8), nvls_chunk_bytes(r, "nvls", 2**30,
     ...     channels=16, heads=8)
     (65536, 131072)
+
+    Across 2 nodes with NVLS priced at 120 GB/s: 32 KiB from the start.
+
+    >>> nvls_chunk_bytes(r, "nvls", 2**30, channels=16, heads=8, nnodes=2, nvls_gbps=120.0)
+    32768
     """
     if algorithm not in (Algorithm.NVLS, Algorithm.NVLS_TREE):
         raise ConfigError(f"algorithm: NVLS chunking applies to nvls and nvls_tree, not {algorithm!r}")
     if channels < 1 or heads < 1:
         raise ConfigError(f"nvls chunking: channels and heads must be >= 1, got {channels} and {heads}")
     if algorithm == Algorithm.NVLS:
-        chunk, shrink = release.nvls_chunk_bytes, release.nvls_chunk_shrink
+        chunk, shrink = _nvls_start_chunk(release, nnodes, nvls_gbps), release.nvls_chunk_shrink
     else:
         chunk, shrink = release.nvls_tree_chunk_bytes, release.nvls_tree_chunk_shrink
         cap = release.nvls_tree_chunk_bytes_from_4_nodes
@@ -607,6 +618,19 @@ def nvls_chunk_bytes(
     for k, c in shrink:
         if nbytes < k * ops * chunk and chunk > c:
             chunk = c
+    return chunk
+
+
+def _nvls_start_chunk(release: NcclRelease, nnodes: int, nvls_gbps: float | None) -> int:
+    """NVLS's chunk before the size shrinks it: ``nvls_chunk_bytes``, or across nodes the release's
+    ``nvls_multi_node_chunk_bytes`` when the tuner's NVLS algbw ``nvls_gbps`` is below its threshold."""
+    chunk, small, below = (
+        release.nvls_chunk_bytes,
+        release.nvls_multi_node_chunk_bytes,
+        release.nvls_multi_node_chunk_below_gbps,
+    )
+    if nnodes > 1 and small is not None and below is not None and nvls_gbps is not None and nvls_gbps < below:
+        return min(chunk, small)
     return chunk
 
 

@@ -107,21 +107,40 @@ def make_cost(
     return _tuple_new(Cost, values)
 
 
-def scaleup_bound(tm: TierModel, ranks_per_domain: int, n_domains: int) -> float:
+def scaleup_bound(
+    tm: TierModel, ranks_per_domain: int, n_domains: int, *, exit_gpus: int | None = None
+) -> float:
     """Bus bandwidth the scale-up network allows a ring that also crosses domains, bytes/s per direction.
 
-    Across domains a GPU forwards over scale-up only the (g - 1)/g of its ring hops that stay in the domain
-    (one hop per channel leaves through a NIC), so scale-up bounds busbw at ``B_i g / (g - 1)``; with one
-    rank per domain (g = 1) no byte crosses scale-up and the bound is infinite. On one domain: ``B_i``.
-    ``g`` is ``ranks_per_domain``, the most ranks of the communicator in one domain; ``B_i`` is what the
-    scale-up gives ``g`` ranks (:func:`~aifabric.collectives.tiers.scaleup_bytes_per_s`: all of it on a
-    switch, ``g - 1`` links on a full mesh).
+    In each ring channel one GPU of a domain, the exit, sends to its NIC instead of over scale-up; every
+    other GPU forwards its hop over scale-up. A GPU that exits in ``e`` of the ``C`` channels sends
+    ``1 - e/C`` of the ring's bytes over scale-up, so the busiest GPU (the one exiting least) bounds
+    busbw at::
+
+        B_up = B_i / (1 - min_i e_i / C)
+
+    NCCL's graph search (``search.cc``, ``ncclTopoSearchRecNet``/``ncclTopoSearchRecGpu``) starts a ring
+    channel at a GPU nearest its NIC and sorts the candidates for the last GPU by their path to that NIC,
+    so the channel leaves from the other GPU next to the same NIC; channels rotate over the NICs (and are
+    duplicated with the same order). With a NIC per GPU (``exit_gpus >= g``, the default) each of the
+    ``g`` GPUs exits in ``C/g`` channels: ``B_up = B_i g / (g - 1)``. With shared NICs (AWS p4d: 4 NICs
+    for 8 GPUs, ``exit_gpus`` = 4 < 8) only one GPU per NIC ever exits; the others (the entries at least)
+    have ``e = 0`` and carry every channel's bytes over scale-up: ``B_up = B_i``. PXN does not change this:
+    a GPU that reaches a NIC through a peer (``PATH_PXN``) sends its NIC-bound bytes to that peer over
+    NVLink, so exiting there saves it no scale-up bytes. With one rank per domain (g = 1) no byte crosses
+    scale-up and the bound is infinite. On one domain: ``B_i``. ``g`` is ``ranks_per_domain``, the most
+    ranks of the communicator in one domain; ``B_i`` is what the scale-up gives ``g`` ranks
+    (:func:`~aifabric.collectives.tiers.scaleup_bytes_per_s`: all of it on a switch, ``g - 1`` links on a
+    full mesh); ``exit_gpus`` the distinct GPUs of a domain its ring channels leave from
+    (:func:`~aifabric.collectives.tiers.ring_exit_gpus`).
 
     No credit (``B_i`` across domains too) where scale-up is the GPU's PCIe link (``intra_kind == "pci"``:
     a PCIe-only node, or SHM through the host under ``NCCL_P2P_DISABLE``/``NCCL_P2P_LEVEL``): the GPU
     reaches its NIC over that same x16 link (GPUDirect RDMA, or staged through host memory), so the link
     carries the NIC hop as well as the g - 1 intra hops, one hop per ring step either way. On NVLink the
     NIC hop leaves through PCIe, not NVLink, and the credit stands.
+
+    8 x H100, 8 NICs, 2 nodes: 370.8 x 8/7 = 423.8 GB/s; 8 x A100 over 4 shared NICs (p4d): B_i.
     """
     g = ranks_per_domain
     intra = scaleup_bytes_per_s(tm, g)
@@ -129,6 +148,6 @@ def scaleup_bound(tm: TierModel, ranks_per_domain: int, n_domains: int) -> float
         return intra
     if g <= 1:
         return math.inf
-    if tm.intra_kind == "pci":
+    if tm.intra_kind == "pci" or (exit_gpus is not None and exit_gpus < g):
         return intra
     return intra * g / (g - 1)

@@ -19,7 +19,8 @@ takes ``(op, message_bytes, spec, gpus)`` (rank i on ``gpus[i]``) and returns th
   GPU ("channel"), each visiting every node; in node ``i`` channel ``c`` enters at local GPU
   ``(c - i) mod g`` and leaves from the GPU before it, so every node-crossing hop stays on one rail and a
   node's g channels use its g NICs. A step moves S/(n g) per hop per channel (all_reduce: 2(n-1) steps;
-  all_gather/reduce_scatter: n-1).
+  all_gather/reduce_scatter: n-1). Where ranks share NICs (``gpus_per_nic``), one channel per NIC enters
+  at the NIC's first rank and leaves from its last, as NCCL's search does (:func:`_shared_nic_ring_stage`).
 - :func:`hierarchical_plan`: ring reduce-scatter inside each domain (g-1 steps of S/g), ring all-reduce of
   the shards across domains on every rail at once (2(N-1) steps of S/(g N)), ring all-gather inside.
 - :func:`flat_ring_plan`: one ring in rank order, every hop a transfer of S/n (all_reduce: 2(n-1) steps).
@@ -187,7 +188,8 @@ def _uniform(spec: ClusterSpec, gpus: np.ndarray) -> bool:
 
 
 def _ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str) -> Stage:
-    """Multi-channel ring over a (N, g) matrix of GPUs; see the module docstring."""
+    """Multi-channel ring over a (N, g) matrix of GPUs whose ranks have a NIC each; see the module
+    docstring."""
     n_dom, g = mat.shape
     srcs, dsts, groups = [], [], []
     i = np.arange(n_dom)
@@ -270,9 +272,41 @@ def ring_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.
         label = "ring (one channel)"
         return (Stage(order, np.roll(order, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, label),)
     mat, _ = _by_domain(spec, gpus)
-    if chain:  # every link carries S once
-        return (_ring_stage(mat, s, 1, "chain"),)
-    return (_ring_stage(mat, s / n, steps, "ring step"),)
+    k = spec.scale_out.gpus_per_nic if spec.scale_out is not None else 1
+    chunk, repeat, label = (s, 1, "chain") if chain else (s / n, steps, "ring step")  # chain: S once per link
+    if mat.shape[0] > 1 and _shares_nics(mat[0], k):
+        return (_shared_nic_ring_stage(mat, chunk, repeat, label, k),)
+    return (_ring_stage(mat, chunk, repeat, label),)
+
+
+def _shares_nics(row: np.ndarray, gpus_per_nic: int) -> bool:
+    """Two ranks of a domain (``row``: its GPU ids) share a NIC (``gpus_per_nic`` consecutive GPUs each)."""
+    return gpus_per_nic > 1 and np.unique(row // gpus_per_nic).size < row.size
+
+
+def _shared_nic_ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str, k: int) -> Stage:
+    """NCCL's rings across domains whose ranks share NICs (``k`` GPUs per NIC), over a (N, g) matrix.
+
+    One channel per NIC the domain's ranks reach (``search.cc`` rotates channels over the NICs): it enters
+    every domain at the NIC's first rank and leaves from its last (the last GPU is sorted by its path to the
+    channel's NIC), the others in between in increasing order, the same in every domain, so the hop between
+    domains stays on the NIC's rail. A NIC with one rank leaves from the rank after it. The ranks that never
+    leave forward every channel over scale-up (:func:`~aifabric.collectives.cost.scaleup_bound`).
+    """
+    n_dom, g = mat.shape
+    nic = mat[0] // k
+    firsts = np.flatnonzero(np.r_[True, nic[1:] != nic[:-1]])
+    lasts = np.r_[firsts[1:] - 1, g - 1]
+    srcs, dsts, groups = [], [], []
+    for c, (entry, last) in enumerate(zip(firsts, lasts, strict=True)):
+        exit_ = last if last != entry else (entry + 1) % g
+        middle = [j for j in (np.arange(1, g) + entry) % g if j != exit_]
+        seq = mat[:, [entry, *middle, exit_]].ravel()  # the ring visiting domains in order
+        srcs.append(seq)
+        dsts.append(np.roll(seq, -1))
+        groups.append(np.full(seq.size, c))
+    src, dst, grp = np.concatenate(srcs), np.concatenate(dsts), np.concatenate(groups)
+    return Stage(src, dst, np.full(src.size, chunk_bytes / firsts.size), grp, repeat, label)
 
 
 def hierarchical_plan(

@@ -27,6 +27,7 @@ from aifabric.collectives.tiers import (
     hw_latency_s,
     net_overhead_s,
     protocol_bandwidth,
+    ring_exit_gpus,
     ring_plateau_latency_factor,
     scaleup_bytes_per_s,
 )
@@ -69,7 +70,7 @@ def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     lat = base_latency_s(tm, "ring", proto) + (nsteps - ninter) * ilat + ninter * olat
     on_plateau = multi and op is Collective.ALL_REDUCE and proto is Protocol.SIMPLE
     plateau = lat * ring_plateau_latency_factor(tm) if on_plateau else lat
-    up = scaleup_bound(tm, g, N)
+    up = scaleup_bound(tm, g, N, exit_gpus=ring_exit_gpus(tm, comm))
     nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg) if multi else up
     net = SCALE_OUT if multi and nic_agg < up else SCALE_UP
@@ -112,9 +113,13 @@ def _ring_like(
 
 def _credit_words(tm: TierModel, comm: Communicator, up: float) -> str:
     """How the scale-up bound across domains exceeds the GPU's scale-up (:func:`~aifabric.collectives.cost.
-    scaleup_bound`), for a ``why``: `` (= 370.8 x 8/7: ...)``; empty where it does not."""
+    scaleup_bound`), for a ``why``: `` (= 370.8 x 8/7: ...)``; why it does not where NICs are shared; else
+    empty."""
     g = comm.ranks_per_domain
     intra = scaleup_bytes_per_s(tm, g)
+    exits = ring_exit_gpus(tm, comm)
+    if comm.n_domains > 1 and 1 < exits < g and tm.intra_kind != "pci":
+        return f" (rings leave from {exits} of {g} GPUs, one per shared NIC: the others carry every channel)"
     if math.isinf(up) or up <= intra:
         return ""
     return (

@@ -63,6 +63,7 @@ __all__ = [
     "nic_stream_factor",
     "parse_protocol",
     "protocol_bandwidth",
+    "ring_exit_gpus",
     "ring_plateau_latency_factor",
     "scaleup_bytes_per_s",
     "tier_model",
@@ -488,6 +489,21 @@ def domain_nic_bytes_per_s(tm: TierModel, comm: Communicator) -> float:
             net, c, tm.node_nics, tm.nic_qps, c0
         )
     return min(total, comm.min_ranks_per_domain * tm.nic_hop_bytes_per_s)
+
+
+def ring_exit_gpus(tm: TierModel, comm: Communicator) -> int:
+    """Distinct GPUs of a domain that NCCL's ring channels leave the domain from.
+
+    A ring channel enters a node at a GPU nearest its NIC and leaves from the next GPU nearest the same NIC
+    (``search.cc``: the last GPU is sorted by its path to the channel's NIC), one exit GPU per NIC: with a
+    NIC per rank every rank exits (``g``); with NICs that ``gpus_per_nic`` ranks share, as many GPUs as
+    the NICs the ranks reach (``min_nic_gpus_per_domain / gpus_per_nic``). 8 x A100 on 4 shared NICs
+    (p4d): 4 of 8.
+    """
+    g = comm.ranks_per_domain
+    if tm.gpus_per_nic <= 1:
+        return g
+    return min(g, max(1, comm.min_nic_gpus_per_domain // tm.gpus_per_nic))
 
 
 def scaleup_bytes_per_s(tm: TierModel, ranks_per_domain: int) -> float:

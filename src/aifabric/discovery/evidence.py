@@ -44,24 +44,44 @@ _SOCKET = "tcp-socket"
 FULL_MTU = 4096
 
 
-def mtu_payload_factor(mtu_bytes: float, nic_payload_efficiency: float) -> float:
-    """Share of the NIC's payload rate left at ``mtu_bytes`` against the 4096 B MTU the catalogue assumes.
+def mtu_payload_factor(
+    mtu_bytes: float, nic_payload_efficiency: float, *, framing: TransportSpec | None = None
+) -> float:
+    """Share of the NIC's payload rate left at ``mtu_bytes`` against the full MTU ``M`` it is stated for.
 
-    Every packet carries ``h`` bytes of headers whatever its payload; the catalogue's payload efficiency
-    ``e`` at 4096 B gives ``h = 4096 (1/e - 1)`` (70.8 B for ConnectX-7's 0.983), so::
+    Every packet carries ``h`` bytes of headers whatever its payload ``m``, so the payload share of the wire
+    is ``m / (m + h)`` and::
 
-        factor = [m / (m + h)] / e
+        factor = [m / (m + h)] / [M / (M + h)]
 
-    IB MTU 2048 on ConnectX-7: 0.983; RoCE on a 1500 B Ethernet MTU (active RoCE MTU 1024): 0.951.
+    ``h`` and ``M`` are the transport's framing where the catalogue gives it (``framing.header_bytes`` and
+    ``framing.mtu_bytes``, ``catalog/data/transports.yaml``): RoCEv2 82 B per 4096 B packet (Ethernet
+    preamble and SFD 8, header 14, FCS 4, inter-frame gap 12; IPv4 20; UDP 8; BTH 12; ICRC 4). Without one,
+    ``h`` comes from the NIC's payload efficiency ``e`` at ``M = 4096`` B, ``h = M (1/e - 1)`` (70.8 B for
+    ConnectX-7's 0.983), which also counts losses that are not per packet.
 
+    ConnectX-7's efficiency: IB MTU 2048 0.983, 1024 0.951. RoCEv2 framing: 2048 0.981, 1024 0.944.
+
+    >>> from aifabric.catalog.transport import transport
     >>> round(mtu_payload_factor(2048, 0.983), 3), round(mtu_payload_factor(1024, 0.983), 3)
     (0.983, 0.951)
+    >>> roce = transport("roce-v2")
+    >>> [round(mtu_payload_factor(m, 0.983, framing=roce), 3) for m in (2048, 1024)]
+    [0.981, 0.944]
     """
     if not 0 < nic_payload_efficiency <= 1 or not mtu_bytes > 0:
         raise ValueError(f"need an MTU > 0 and an efficiency in (0, 1], got {mtu_bytes!r}, "
                          f"{nic_payload_efficiency!r}")  # fmt: skip
-    headers = FULL_MTU * (1.0 / nic_payload_efficiency - 1.0)
-    return min(1.0, mtu_bytes / (mtu_bytes + headers) / nic_payload_efficiency)
+    full, headers = _framing(nic_payload_efficiency, framing)
+    return min(1.0, (mtu_bytes / (mtu_bytes + headers)) / (full / (full + headers)))
+
+
+def _framing(nic_payload_efficiency: float, framing: TransportSpec | None) -> tuple[float, float]:
+    """``(M, h)`` of :func:`mtu_payload_factor`: the transport's full MTU and header bytes per packet, else
+    4096 B and the headers the NIC's payload efficiency implies."""
+    if framing is not None and framing.mtu_bytes is not None and framing.header_bytes is not None:
+        return float(framing.mtu_bytes), float(framing.header_bytes)
+    return float(FULL_MTU), FULL_MTU * (1.0 / nic_payload_efficiency - 1.0)
 
 
 def apply_to_settings(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
