@@ -10,6 +10,8 @@ routes each one (README, "Where the engines differ").
 import pytest
 
 from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.topology import build_topology
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorithms
 from aifabric.engines.api import collective_time
 
@@ -89,3 +91,58 @@ def test_every_collective_of_a_planned_algorithm_agrees_too(algo, op, n):
         f = collective_time(op, size, spec, ranks=n, algorithm=algo, protocol="Simple")
         links = collective_time(op, size, spec, ranks=n, algorithm=algo, engine="links")
         assert links.time_s == pytest.approx(f.time_s, rel=0.02), (algo, op, n, size)
+
+
+def test_gdr_off_stages_nic_bytes_in_host_memory_in_both_engines():
+    # 2 x 8 H100, nic_path SYS (beyond NCCL's default NCCL_NET_GDR_LEVEL PXB, paths.cc): every NIC's bytes
+    # cross host memory, at 0.667 of the GPUDirect rate (host-staging, NVIDIA/nccl #412). 1 GiB ring
+    # all_reduce, 16 ranks: 2 x 15/16 x 2^30 B over 8 NICs x 49.15 GB/s x 0.667 = 262.3 GB/s -> 7.677 ms,
+    # plus the ring's Simple latency (a 2.0 us host copy per network hop included). Before the links engine
+    # staged nothing: 5.30 ms, 33 % faster.
+    spec = preset("h100-ib-2node").with_changes(**{"scale_out.nic_path": "SYS"})
+    f = collective_time("all_reduce", 2**30, spec, algorithm="ring", protocol="Simple")
+    links = collective_time("all_reduce", 2**30, spec, algorithm="ring", engine="links")
+    bound_s = 2 * 15 / 16 * 2**30 / (8 * 49.15e9 * 0.667)
+    assert f.time_s == pytest.approx(bound_s + f.latency_s, rel=1e-3)
+    assert links.time_s == pytest.approx(f.time_s, rel=0.02)
+    assert links.bottleneck == "nic-leaf"
+
+
+def _l40s_one_gpu_nodes(nodes: int) -> ClusterSpec:
+    # one L40S per node (PCIe Gen4 x16, no NVLink: L40S datasheet) and one ConnectX-7 400G
+    return ClusterSpec.model_validate(
+        {
+            "name": "l40s-1",
+            "accelerator": "l40s",
+            "gpus_per_node": 1,
+            "nodes": nodes,
+            "scale_up": {"kind": "pcie"},
+            "scale_out": {
+                "nic": "connectx-7",
+                "fabric": "infiniband",
+                "switch": "quantum-2-qm9700",
+                "tiers": 2,
+            },
+        }
+    )
+
+
+def test_one_gpu_pcie_nodes_bound_the_nic_hop_by_the_x16_link_in_both_engines():
+    # 4 x 1 L40S: each GPU reaches its NIC over its own PCIe Gen4 x16 link, 24.0 GB/s effective (the
+    # model's L40S figure; the NIC's 49.15 GB/s is not the limit). 1 GiB ring all_reduce, 4 ranks:
+    # 2 x 3/4 x 2^30 B / 24.0 GB/s = 67.11 ms plus the ring's Simple latency. Before, a one-GPU node had no
+    # tier-0 link in the links engine's topology: 32.90 ms at the NIC rate, 51 % faster.
+    spec = _l40s_one_gpu_nodes(4)
+    f = collective_time("all_reduce", 2**30, spec, algorithm="ring", protocol="Simple")
+    links = collective_time("all_reduce", 2**30, spec, algorithm="ring", engine="links")
+    bound_s = 2 * 3 / 4 * 2**30 / 24.0e9
+    assert f.time_s == pytest.approx(bound_s + f.latency_s, rel=1e-3)
+    assert links.time_s == pytest.approx(f.time_s, rel=0.02)
+
+
+def test_a_one_gpu_pcie_node_has_its_x16_link_and_no_scale_up_domain():
+    topo = build_topology(_l40s_one_gpu_nodes(4))
+    assert (topo.gpu_up >= 0).all() and (topo.gpu_down >= 0).all()
+    assert topo.link_capacity_bytes_per_s[topo.gpu_up[0]] == pytest.approx(32e9)  # PCIe Gen4 x16 line rate
+    assert topo.switch_counts["scale-up domain"] == 0
+

@@ -4,7 +4,9 @@ Devices are numbered: GPUs ``0 .. n_gpus-1`` first, then one scale-up switch per
 switches of each plane tier by tier (leaves, spines, cores). Every cable is two directed links; link ``i``
 has a per-direction capacity (bytes/s), a latency (s), a network and a tier:
 
-    tier 0  GPU <-> scale-up switch (NVSwitch)        network "scale-up"
+    tier 0  GPU <-> scale-up switch (NVSwitch; on a    network "scale-up"
+            PCIe-only node the GPU's x16 link, one GPU
+            per node included)
     tier 1  GPU's NIC <-> leaf                        network "scale-out"
     tier 2  leaf <-> spine                            network "scale-out"
     tier 3  spine <-> core                            network "scale-out"
@@ -177,7 +179,10 @@ class Topology:
         s = self.shape
         p = self.planes
         return {
-            "scale-up domain": self.spec.n_domains if self.gpu_up[0] >= 0 else 0,
+            # a one-GPU PCIe node's x16 link (a tier-0 link) is no scale-up domain
+            "scale-up domain": self.spec.n_domains
+            if self.gpu_up[0] >= 0 and self.spec.domain_gpus > 1
+            else 0,
             "leaf": (s.n_leaves * p) if s else 0,
             "spine": (s.n_spines * p) if s else 0,
             "core": (s.n_cores * p) if s else 0,
@@ -258,7 +263,7 @@ class _Counts:
 def _counts(spec: ClusterSpec) -> _Counts:
     """Cables, devices and uplink slots of ``spec``'s topology, from port arithmetic only."""
     n = spec.n_gpus
-    has_su = spec.domain_gpus > 1 and spec.scale_up.kind != "torus"
+    has_su = _has_gpu_links(spec)
     shape = clos_shape(spec) if spec.scale_out is not None else None
     planes = spec.scale_out.planes if spec.scale_out else 1
     n_cables = n if has_su else 0
@@ -269,6 +274,17 @@ def _counts(spec: ClusterSpec) -> _Counts:
         n_cables += planes * (spec.n_endpoints + uplinks)
         n_devices += planes * (shape.n_leaves + shape.n_spines + shape.n_cores)
     return _Counts(has_su, shape, planes, n_cables, n_devices, uplinks)
+
+
+def _has_gpu_links(spec: ClusterSpec) -> bool:
+    """Whether each GPU has a tier-0 link: on a scale-up domain of several GPUs (not a torus, which is not
+    wired link by link), and on a PCIe-only node of one GPU with NICs, whose GPU reaches its NIC over its
+    own x16 link (GPUDirect RDMA through the PCIe switch or root port), the link that bounds its NIC hop
+    as it does on a node of several PCIe GPUs (:func:`aifabric.collectives.tiers.domain_nic_bytes_per_s`,
+    ``B_pcie``)."""
+    if spec.scale_up.kind == "torus":
+        return False
+    return spec.domain_gpus > 1 or (spec.scale_up.kind == "pcie" and spec.scale_out is not None)
 
 
 def topology_bytes(spec: ClusterSpec) -> float:

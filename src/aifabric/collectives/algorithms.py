@@ -50,6 +50,7 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import Algorithm, Cost
 from aifabric.collectives.direct import direct_cost, p2p_cost
 from aifabric.collectives.hierarchical import hierarchical_cost
+from aifabric.collectives.nccl_env import env_tiers
 from aifabric.collectives.nvls import nvls_cost, nvls_tree_cost
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.pat import pat_cost
@@ -381,9 +382,11 @@ def _plan_latency_s(
     entry: AlgorithmSpec, op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
 ) -> float:
     """The latency the formula engine charges ``entry`` with the Simple protocol (what the links and flow
-    engines run), seconds; 0 for one rank."""
+    engines run) on the transports the default environment selects (:func:`~aifabric.collectives.nccl_env.
+    env_tiers`: a host copy per network hop with GPUDirect RDMA off), seconds; 0 for one rank."""
     if gpus.size < 2:
         return 0.0
     comm = Communicator.from_gpus(spec, gpus)
-    cost = entry.cost(op, Protocol.SIMPLE, message_bytes, comm, tier_model(spec))
+    tm = env_tiers(None, spec, tier_model(spec)).tiers
+    cost = entry.cost(op, Protocol.SIMPLE, message_bytes, comm, tm)
     return cost.latency_s if cost is not None else 0.0

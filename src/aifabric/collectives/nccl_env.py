@@ -60,7 +60,9 @@ __all__ = [
     "check_env",
     "env_choice",
     "env_tiers",
+    "host_staging_efficiency",
     "parse_env",
+    "stages_in_host",
 ]
 
 #: The variables the formula engine models.
@@ -408,8 +410,7 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     parsed = parse_env(env)
     gdr = True
     if so is not None and tm.nic_bytes_per_s > 0:
-        net = transport(so.transport_key)
-        gdr = gdr_enabled(parsed, net, so.nic_path) or net.gdr == "none"
+        gdr = not stages_in_host(parsed, spec)
         if not gdr:
             staging = transport("host-staging")
             tm = replace(
@@ -425,6 +426,41 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
         _collnet(spec)
         tm = replace(tm, collnet=True)
     return TransportTiers(tm, gdr, note)
+
+
+def stages_in_host(env: NcclEnv, spec: ClusterSpec) -> bool:
+    """Whether NCCL's network transport copies ``spec``'s NIC traffic through host memory under ``env``:
+    a transport that can use GPUDirect RDMA on a GPU-NIC path (``scale_out.nic_path``) beyond
+    ``NCCL_NET_GDR_LEVEL`` (default PXB, ``paths.cc``; :func:`aifabric.catalog.transport.gdr_enabled`).
+    A transport without GDR (sockets) already carries its host copies in its catalogued efficiency.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> h100 = preset("h100-ib-2node")
+    >>> stages_in_host(parse_env({}), h100.with_changes(**{"scale_out.nic_path": "SYS"}))
+    True
+    """
+    so = spec.scale_out
+    if so is None:
+        return False
+    net = transport(so.transport_key)
+    return not (gdr_enabled(env, net, so.nic_path) or net.gdr == "none")
+
+
+def host_staging_efficiency(spec: ClusterSpec) -> float:
+    """The fraction of a NIC's GPUDirect bandwidth its bytes keep when the default environment stages them
+    in host memory (:func:`stages_in_host`): the ``host-staging`` transport's aggregate efficiency (0.667,
+    NVIDIA/nccl #412, ``catalog/data/transports.yaml``), else 1. The links and flow engines scale the NIC
+    links by it, as :func:`env_tiers` scales the formula engine's ``B_o``.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> h100 = preset("h100-ib-2node")
+    >>> sys_path = h100.with_changes(**{"scale_out.nic_path": "SYS"})
+    >>> host_staging_efficiency(h100), host_staging_efficiency(sys_path)
+    (1.0, 0.667)
+    """
+    if not stages_in_host(parse_env({}), spec):
+        return 1.0
+    return transport("host-staging").aggregate_efficiency
 
 
 def _no_peer_note(spec: ClusterSpec, tm: TierModel) -> str:

@@ -34,6 +34,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import TIER_NAMES, Topology, cached_topology
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, build_plan, default_plan_algorithm
 from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.nccl_env import host_staging_efficiency
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.plan import AllPairsStage, CommPlan, Stage
 from aifabric.engines.allpairs import (
@@ -560,7 +561,10 @@ def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
     ``nccl``: scale-up links at NCCL's effective per-link bandwidth; scale-out links at the NIC's payload
     efficiency on the cluster's transport, ``B_eff / B_line`` of
     :attr:`~aifabric.cluster.spec.ClusterSpec.nic_effective_bytes_per_s` (``min(e_NIC, e_T)`` off the
-    native transport: 0.59 through EFA's SRD plugin), the efficiency the formula engine's ``B_o`` carries.
+    native transport: 0.59 through EFA's SRD plugin), the efficiency the formula engine's ``B_o`` carries;
+    with GPUDirect RDMA off (``nic_path`` beyond NCCL's default ``NCCL_NET_GDR_LEVEL``) every NIC's bytes
+    are staged in host memory, so its NIC links carry ``e_staging`` of that
+    (:func:`~aifabric.collectives.nccl_env.host_staging_efficiency`, as the formula engine's ``B_o``).
     """
     cap = topo.link_capacity_bytes_per_s.copy()
     if efficiency == "line_rate":
@@ -573,6 +577,7 @@ def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
         cap[su] *= spec.scaleup_effective_bytes_per_s / spec.scaleup_line_rate_bytes_per_s
     if spec.nic_spec is not None and spec.nic_line_rate_bytes_per_s > 0:
         cap[~su] *= spec.nic_effective_bytes_per_s / spec.nic_line_rate_bytes_per_s
+        cap[topo.link_tier == 1] *= host_staging_efficiency(spec)
     return cap
 
 
