@@ -14,6 +14,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import build_topology
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorithms
 from aifabric.engines.api import collective_time
+from aifabric.engines.routing import pxn_relays_possible
 
 SIZES = (1024, 2**20, 2**30)
 GPUS = (8, 64, 512, 4096)
@@ -146,3 +147,30 @@ def test_a_one_gpu_pcie_node_has_its_x16_link_and_no_scale_up_domain():
     assert topo.link_capacity_bytes_per_s[topo.gpu_up[0]] == pytest.approx(32e9)  # PCIe Gen4 x16 line rate
     assert topo.switch_counts["scale-up domain"] == 0
 
+
+def _l40s_8_gpu_nodes(nodes: int) -> ClusterSpec:
+    return _l40s_one_gpu_nodes(nodes).with_changes(gpus_per_node=8)
+
+
+def test_pcie_all_to_all_crosses_each_gpus_x16_link_once_per_byte():
+    # 2 x 8 L40S, 1 GiB direct all_to_all: each GPU sends 7/16 S to its node's GPUs and 8/16 S through its
+    # own NIC, all over its x16 link (24.0 GB/s effective): 15/16 x 2^30 / 24.0 GB/s = 41.94 ms plus the
+    # direct plan's latency. No PXN relay on PCIe (NCCL relays only through a GPU reached over NVLink,
+    # paths.cc), so no GPU's link carries another's network bytes: the folded all-pairs columns (links,
+    # spraying) and per-pair routes (flow, ECMP) agree. The formula engine is 4.2 % slower here (it charges
+    # the ring's 2 channels to the NICs, README).
+    spec = _l40s_8_gpu_nodes(2)
+    f = collective_time("all_to_all", 2**30, spec, algorithm="direct", protocol="Simple")
+    links = collective_time("all_to_all", 2**30, spec, algorithm="direct", engine="links")
+    flow = collective_time("all_to_all", 2**30, spec, algorithm="direct", engine="flow", routing="ecmp")
+    assert links.time_s == pytest.approx(15 / 16 * 2**30 / 24.0e9 + f.latency_s, rel=1e-3)
+    assert flow.time_s == pytest.approx(links.time_s, rel=1e-6)
+    one_gpu = _l40s_one_gpu_nodes(4)  # 3/4 S through each GPU's x16 link and NIC: the x16 link bounds it
+    f1 = collective_time("all_to_all", 2**30, one_gpu, algorithm="direct", protocol="Simple")
+    links1 = collective_time("all_to_all", 2**30, one_gpu, algorithm="direct", engine="links")
+    assert links1.time_s == pytest.approx(f1.time_s, rel=0.02)
+
+
+def test_pxn_relays_only_over_nvlink():
+    assert pxn_relays_possible(build_topology(preset("h100-ib-2node")))
+    assert not pxn_relays_possible(build_topology(_l40s_8_gpu_nodes(2)))

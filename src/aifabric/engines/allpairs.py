@@ -5,7 +5,8 @@ to every other, one group) moves as one flow in the engines, whose column is the
 (:func:`~aifabric.engines.fabric.fold_transfers`). Sprayed on the groups of a healthy regular Clos
 (:class:`~aifabric.engines.routing.SprayGroups`), a pair's column is its access links (NVLink hops, the
 NIC up-link of the GPU that sends it on the network, the destination's NIC down-link, each plane
-``1/P``) plus a fabric part that depends only on the two leaves (and pods). So the pairs sum, exactly, to
+``1/P``, and on PCIe-only nodes those two GPUs' x16 links, all planes) plus a fabric part that depends
+only on the two leaves (and pods). So the pairs sum, exactly, to
 
 - the NVLink transfers of the fold: the pairs inside a scale-up domain, and with PXN the hop ``s -> r``
   from each rank to its node's GPU ``r`` on rail ``q``, counted once per destination on rail ``q`` in
@@ -34,7 +35,7 @@ import numpy as np
 from scipy import sparse
 
 from aifabric.cluster.topology import Topology
-from aifabric.engines.routing import SprayGroups, route
+from aifabric.engines.routing import SprayGroups, pcie_nic_hops, pxn_relays_possible, route
 from aifabric.errors import ConfigError
 
 __all__ = [
@@ -82,10 +83,9 @@ def _rail(topo: Topology, gpus: np.ndarray) -> np.ndarray:
 
 
 def pxn_relays(topo: Topology, pxn: bool) -> bool:
-    """Whether cross-rail pairs relay over NVLink to the destination's rail (route's PXN rule)."""
-    shape = topo.shape
-    has_su = bool(topo.gpu_up.size and topo.gpu_up[0] >= 0)
-    return pxn and has_su and shape is not None and shape.rails == topo.spec.gpus_per_node
+    """Whether cross-rail pairs relay over NVLink to the destination's rail (route's PXN rule,
+    :func:`~aifabric.engines.routing.pxn_relays_possible`)."""
+    return pxn and pxn_relays_possible(topo)
 
 
 def all_pairs_columns(
@@ -221,6 +221,10 @@ def _leaf_pair_columns(
         rows += fabric + pods
         cols += [xl, xl] + ([xl[xp], xl[xp]] if xp.size else [])
         vals += [total[xl] / planes] * 2 + ([total[xl[xp]] / planes] * 2 if xp.size else [])
+    if pcie_nic_hops(topo):  # every plane's NIC bytes first cross the GPU's own x16 link
+        rows += [topo.gpu_up[x[ui]], topo.gpu_down[ranks[di]]]
+        cols += [up_col, down_col]
+        vals += [uv, dv]
     inc = sparse.csc_matrix(
         (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))),
         shape=(groups.n_rows, blocks.size),
@@ -259,7 +263,7 @@ def all_pairs_entries(topo: Topology, ranks: np.ndarray, *, pxn: bool) -> float:
     NVLink pairs inside domains and PXN hops (2 each), plus, per plane, every sender's and every
     destination's NIC entries, one per leaf holding ranks it exchanges with, and 4 per leaf pair."""
     nv, nic, blocks = _entry_counts(topo, ranks, pxn)
-    return 2 * nv + topo.planes * (nic + 4 * blocks)
+    return 2 * nv + (topo.planes + pcie_nic_hops(topo)) * nic + topo.planes * 4 * blocks
 
 
 def per_pair_entries(topo: Topology, ranks: np.ndarray, *, pxn: bool, subflows: int) -> float:
@@ -272,7 +276,8 @@ def per_pair_entries(topo: Topology, ranks: np.ndarray, *, pxn: bool, subflows: 
     if shape is not None:
         fabric = 2.0 * (shape.leaf_up + (shape.spine_up * shape.spines_per_pod if shape.tiers == 3 else 0))
     n = float(np.unique(np.asarray(ranks)).size)
-    return min(2 * nv + topo.planes * (nic + fabric * blocks), 8.0 * subflows * n * (n - 1))
+    nics = (topo.planes + pcie_nic_hops(topo)) * nic
+    return min(2 * nv + nics + topo.planes * fabric * blocks, 8.0 * subflows * n * (n - 1))
 
 
 def _entry_counts(topo: Topology, ranks: np.ndarray, pxn: bool) -> tuple[float, float, float]:

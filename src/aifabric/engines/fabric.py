@@ -48,7 +48,15 @@ from aifabric.engines.allpairs import (
 from aifabric.engines.flowsim import Progress, Simulation
 from aifabric.engines.formula import check_forced_algorithm, formula_collective
 from aifabric.engines.result import CollectiveResult
-from aifabric.engines.routing import Routes, SprayGroups, equal_subflows, route, spray_groups, subflows
+from aifabric.engines.routing import (
+    Routes,
+    SprayGroups,
+    equal_subflows,
+    pxn_relays_possible,
+    route,
+    spray_groups,
+    subflows,
+)
 from aifabric.errors import ConfigError, NoRoute
 from aifabric.transport.wire import run_transport
 
@@ -260,15 +268,13 @@ def fold_transfers(
     Raises nothing; arrays of shape (n,) in, a :class:`FoldedTransfers` out.
     """
     spec = topo.spec
-    shape = topo.shape
     src = np.asarray(src, np.int64)
     dst = np.asarray(dst, np.int64)
     bytes_ = np.asarray(bytes_, np.float64)
     group = np.asarray(group, np.int64)
     member = np.asarray(member, np.int64)
     split = np.asarray(split, bool) & ((src // spec.domain_gpus) != (dst // spec.domain_gpus))
-    has_su = bool(topo.gpu_up.size and topo.gpu_up[0] >= 0)
-    if split.any() and has_su and shape is not None and shape.rails == spec.gpus_per_node:
+    if split.any() and pxn_relays_possible(topo):
         r_s, r_d = topo.rail_of(src), topo.rail_of(dst)
         split &= r_s != r_d
         relay = src - r_s + r_d

@@ -55,6 +55,8 @@ __all__ = [
     "SprayGroups",
     "equal_subflows",
     "hash64",
+    "pcie_nic_hops",
+    "pxn_relays_possible",
     "route",
     "spray_groups",
     "subflows",
@@ -656,7 +658,6 @@ def _route_subflows(
             pxn_sub[x],
             alive,
             w_bytes[x],
-            has_su,
             groups,
         )
     n_rows = groups.n_rows if groups is not None else topo.n_links
@@ -684,16 +685,15 @@ def _route_scale_out(
     pxn: np.ndarray,
     alive: np.ndarray,
     w_bytes: np.ndarray,
-    has_su: bool,
     groups: SprayGroups | None = None,
 ) -> None:
     """Sub-flows ``s -> d`` across domains (``hop``: their hashes at each switch): PXN relay, plane, NIC
     links and the leaf-to-leaf part."""
-    spec, shape, m = topo.spec, topo.shape, s.size
+    shape, m = topo.shape, s.size
     assert shape is not None
     # PXN relay: same node GPU on the destination's rail
     nic_src = s.copy()
-    if pxn.any() and has_su and shape.rails == spec.gpus_per_node:
+    if pxn.any() and pxn_relays_possible(topo):
         r_s, r_d = topo.rail_of(s), topo.rail_of(d)
         cross = (r_s != r_d) & pxn
         if cross.any():
@@ -703,7 +703,7 @@ def _route_scale_out(
             b.add(topo.gpu_up[s[ci]], cols[ci], 1.0)
             b.add(topo.gpu_down[relay[ci]], cols[ci], 1.0)
             nic_src = np.where(cross, relay, s)
-    if has_su and spec.scale_up.kind == "pcie":
+    if pcie_nic_hops(topo):
         _pcie_nic_hop(topo, b, cols, nic_src, s, d, alive)
     # plane choice
     planes = topo.planes
@@ -748,6 +748,23 @@ def _route_scale_out(
             alive,
             w_bytes[ci] * pw[ci],
         )
+
+
+def pcie_nic_hops(topo: Topology) -> bool:
+    """Whether a GPU reaches its NIC over its own PCIe x16 link, a tier-0 link of the topology (PCIe-only
+    nodes, one GPU per node included; GPUDirect RDMA), so that its NIC hop loads that link too."""
+    return topo.spec.scale_up.kind == "pcie" and bool(topo.gpu_up.size and topo.gpu_up[0] >= 0)
+
+
+def pxn_relays_possible(topo: Topology) -> bool:
+    """Whether a cross-rail transfer can relay to its destination's rail inside its node (NCCL PXN): the
+    node's GPUs have scale-up links over NVLink and one rail each. NCCL relays only through a GPU
+    "connected to us through NVLink" (``src/graph/paths.cc``, v2.26.2-1 line 678: ``paths[GPU][g].type
+    <= PATH_NVL``), so never on PCIe-only nodes, whose GPUs reach their own NIC."""
+    spec, shape = topo.spec, topo.shape
+    has_su = bool(topo.gpu_up.size and topo.gpu_up[0] >= 0)
+    nvlink = spec.scale_up.kind != "pcie"
+    return has_su and nvlink and shape is not None and shape.rails == spec.gpus_per_node
 
 
 def _pcie_nic_hop(
