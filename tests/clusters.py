@@ -55,3 +55,23 @@ def nvswitch_node(accelerator: str, gpus: int) -> ClusterSpec:
             "scale_up": {"kind": "nvswitch"},
         }
     )
+
+
+def l40s_nodes(nodes: int, gpus_per_node: int = 8) -> ClusterSpec:
+    """``nodes`` PCIe-only nodes of ``gpus_per_node`` L40S (PCIe Gen4 x16, no NVLink: L40S datasheet), one
+    ConnectX-7 400G per GPU on a two-tier InfiniBand fabric, as the presets."""
+    return ClusterSpec.model_validate(
+        {
+            "name": "l40s",
+            "accelerator": "l40s",
+            "gpus_per_node": gpus_per_node,
+            "nodes": nodes,
+            "scale_up": {"kind": "pcie"},
+            "scale_out": {
+                "nic": "connectx-7",
+                "fabric": "infiniband",
+                "switch": "quantum-2-qm9700",
+                "tiers": 2,
+            },
+        }
+    )

@@ -7,6 +7,7 @@ nodes than on 1 (busbw 27.42 > the 24.0 GB/s PCIe link)."""
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.clusters import l40s_nodes
 
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
@@ -21,21 +22,7 @@ LOC = {"NCCL_P2P_LEVEL": "LOC"}  # SHM through the host inside the node (nccl_en
 
 def _l40s(nodes: int) -> ClusterSpec:
     # 8 x L40S per node (PCIe Gen4 x16, no NVLink: L40S datasheet), 8 x ConnectX-7 400G, as the presets
-    return ClusterSpec.model_validate(
-        {
-            "name": "l40s",
-            "accelerator": "l40s",
-            "gpus_per_node": 8,
-            "nodes": nodes,
-            "scale_up": {"kind": "pcie"},
-            "scale_out": {
-                "nic": "connectx-7",
-                "fabric": "infiniband",
-                "switch": "quantum-2-qm9700",
-                "tiers": 2,
-            },
-        }
-    )
+    return l40s_nodes(nodes)
 
 
 def test_l40s_two_nodes_are_not_faster_than_one():

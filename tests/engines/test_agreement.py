@@ -8,6 +8,7 @@ routes each one (README, "Where the engines differ").
 """
 
 import pytest
+from tests.clusters import l40s_nodes
 
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
@@ -111,21 +112,7 @@ def test_gdr_off_stages_nic_bytes_in_host_memory_in_both_engines():
 
 def _l40s_one_gpu_nodes(nodes: int) -> ClusterSpec:
     # one L40S per node (PCIe Gen4 x16, no NVLink: L40S datasheet) and one ConnectX-7 400G
-    return ClusterSpec.model_validate(
-        {
-            "name": "l40s-1",
-            "accelerator": "l40s",
-            "gpus_per_node": 1,
-            "nodes": nodes,
-            "scale_up": {"kind": "pcie"},
-            "scale_out": {
-                "nic": "connectx-7",
-                "fabric": "infiniband",
-                "switch": "quantum-2-qm9700",
-                "tiers": 2,
-            },
-        }
-    )
+    return l40s_nodes(nodes, gpus_per_node=1)
 
 
 def test_one_gpu_pcie_nodes_bound_the_nic_hop_by_the_x16_link_in_both_engines():
@@ -148,10 +135,6 @@ def test_a_one_gpu_pcie_node_has_its_x16_link_and_no_scale_up_domain():
     assert topo.switch_counts["scale-up domain"] == 0
 
 
-def _l40s_8_gpu_nodes(nodes: int) -> ClusterSpec:
-    return _l40s_one_gpu_nodes(nodes).with_changes(gpus_per_node=8)
-
-
 def test_pcie_all_to_all_crosses_each_gpus_x16_link_once_per_byte():
     # 2 x 8 L40S, 1 GiB direct all_to_all: each GPU sends 7/16 S to its node's GPUs and 8/16 S through its
     # own NIC, all over its x16 link (24.0 GB/s effective): 15/16 x 2^30 / 24.0 GB/s = 41.94 ms plus the
@@ -159,7 +142,7 @@ def test_pcie_all_to_all_crosses_each_gpus_x16_link_once_per_byte():
     # paths.cc), so no GPU's link carries another's network bytes: the folded all-pairs columns (links,
     # spraying) and per-pair routes (flow, ECMP) agree. The formula engine is 4.2 % slower here (it charges
     # the ring's 2 channels to the NICs, README).
-    spec = _l40s_8_gpu_nodes(2)
+    spec = l40s_nodes(2)
     f = collective_time("all_to_all", 2**30, spec, algorithm="direct", protocol="Simple")
     links = collective_time("all_to_all", 2**30, spec, algorithm="direct", engine="links")
     flow = collective_time("all_to_all", 2**30, spec, algorithm="direct", engine="flow", routing="ecmp")
@@ -173,4 +156,4 @@ def test_pcie_all_to_all_crosses_each_gpus_x16_link_once_per_byte():
 
 def test_pxn_relays_only_over_nvlink():
     assert pxn_relays_possible(build_topology(preset("h100-ib-2node")))
-    assert not pxn_relays_possible(build_topology(_l40s_8_gpu_nodes(2)))
+    assert not pxn_relays_possible(build_topology(l40s_nodes(2)))
