@@ -30,15 +30,17 @@ __all__ = ["checkpoint"]
 
 def _n_params(model: str | None, params: float | None) -> float:
     if (model is None) == (params is None):
-        raise ConfigError("give exactly one of --model (a preset) or --params (a count, e.g. 70e9)")
+        raise ConfigError(
+            "give exactly one of --model (a preset or model file) or --params (a count, e.g. 70e9)"
+        )
     if params is not None:
         if not (math.isfinite(params) and params > 0):
             raise ConfigError(f"--params must be a finite count > 0, got {params!r}")
         return params
     from aifabric.training.flops import param_count
-    from aifabric.training.models import get_model
+    from aifabric.training.models import load_model  # train's reader: presets, model YAML, config.json
 
-    return float(param_count(get_model(str(model))))
+    return float(param_count(load_model(str(model))))
 
 
 def _duration(text: str, option: str) -> float:
@@ -47,7 +49,7 @@ def _duration(text: str, option: str) -> float:
     One rule for a duration that cannot be an interval: ``-1s`` and ``0s`` are both refused as not > 0.
     """
     try:
-        float(text)
+        bare = float(text)
     except ValueError:
         raw = text.strip()
         negative = raw.startswith("-")
@@ -55,6 +57,8 @@ def _duration(text: str, option: str) -> float:
         if not seconds > 0:
             raise ConfigError(f"{option} must be > 0, got {text!r}") from None
         return seconds
+    if not math.isfinite(bare):  # no unit makes nan or inf a duration: hint at none
+        raise ConfigError(f"{option} must be a finite duration with a unit (e.g. '2.8 h'), got {text!r}")
     raise ConfigError(f"{option}: {text!r} has no unit; write it with one, e.g. '{text} h' or '{text} s'")
 
 
@@ -108,7 +112,9 @@ def checkpoint(
     cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
     nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes", min=1)] = None,
     gpus: Annotated[int | None, typer.Option(help="Resize to this many GPUs", min=1)] = None,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model preset, e.g. llama3-70b")] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", "-m", help="Model preset (e.g. llama3-70b) or model file")
+    ] = None,
     params: Annotated[
         float | None, typer.Option(help="Parameter count instead of --model, e.g. 70e9")
     ] = None,

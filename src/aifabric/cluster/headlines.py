@@ -12,6 +12,7 @@ verifiable, never silently accepted.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -163,6 +164,19 @@ _CLAIM = re.compile(
 )
 
 
+def _figure(m: re.Match[str]) -> float:
+    """The number of one matched claim; ValueError naming the claim when it is below 0, 0 or not finite
+    ("1e400" overflows to infinity): no link, GPU count or power is any of those."""
+    if m["sign"]:
+        raise ValueError(f"announcement: {m[0]!r} is negative; no bandwidth, GPU count or power is below 0")
+    num = float(m["num"].replace(",", ""))
+    if not math.isfinite(num):
+        raise ValueError(f"announcement: {m[0]!r} is not a finite number (it overflows a float)")
+    if num == 0:
+        raise ValueError(f"announcement: {m[0]!r} is zero; no bandwidth, GPU count or power is 0")
+    return num
+
+
 def extract_claims(text: str) -> list[Claim]:
     """Numbers with units in ``text``: bandwidths (bits when the unit has a lower-case b), GPU counts, power.
 
@@ -174,15 +188,12 @@ def extract_claims(text: str) -> list[Claim]:
     Raises
     ------
     ValueError
-        A figure written with a minus sign ("-130 TB/s"): no bandwidth, count or power is below 0.
+        A figure written with a minus sign ("-130 TB/s"), zero or not finite ("1e400 TB/s"): no bandwidth,
+        count or power is below 0, 0 or infinite.
     """
     out: list[Claim] = []
     for m in _CLAIM.finditer(text):
-        if m["sign"]:
-            raise ValueError(
-                f"announcement: {m[0]!r} is negative; no bandwidth, GPU count or power is below 0"
-            )
-        num = float(m["num"].replace(",", ""))
+        num = _figure(m)
         if m["count"]:
             out.append(Claim(m[0], num, "count"))
             continue

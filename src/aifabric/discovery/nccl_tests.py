@@ -233,7 +233,7 @@ def parse_nccl_tests(
     ``NCCL INFO``/``NCCL WARN`` lines in between are skipped) to the ``# Avg bus bandwidth`` footer or the
     first line that is not part of it. A footer without a table (a log whose rows were cut by its
     publisher) gives a table with no rows. A row wrapped onto two lines is joined back, and a last row cut
-    mid-line is dropped (:attr:`PerfTable.cut_line`); see ``_next_row``. Metadata is read from the lines between the previous table and
+    mid-line is dropped (:attr:`PerfTable.cut_line`); see ``_next_row``. A tab reads as a space. Metadata is read from the lines between the previous table and
     this one; see :class:`PerfTable` for where each field comes from.
 
     Parameters
@@ -282,7 +282,9 @@ def parse_nccl_tests(
     8
     """  # noqa: E501  (verbatim nccl-tests rows in the doctest)
     override = canonical_argument(collective) if collective is not None else None
-    lines = clean_lines([clean_line(raw) for raw in split_lines(decode(text, source), source)])
+    # nccl-tests prints spaces; a paste through a spreadsheet or chat tool leaves tabs: whitespace either way
+    raw_lines = split_lines(decode(text, source).replace("\t", " "), source)
+    lines = clean_lines([clean_line(raw) for raw in raw_lines])
     tables = _scan_tables(lines, override, source)
     if not tables:
         raise ParseError(

@@ -230,6 +230,8 @@ def _parse_result(
         # the time is the source, but a corrupt field (inf, nan, 1e309 overflowing) is a corrupt row
         if not _FLOAT.match(text) or text.startswith("-") or not math.isfinite(float(text)):
             raise fail(f"{name} {text!r} is not a finite bandwidth in GB/s")
+    if time_us == 0 and float(algbw_text) > 0:  # nccl-tests: algbw = size / time, so no bytes in 0 us
+        raise fail(f"time {time_text!r} us with algbw {algbw_text} GB/s: data moved in no time")
     wrong: int | None = None
     error: float | None = None
     if len(group) == 4:

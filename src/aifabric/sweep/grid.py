@@ -17,10 +17,11 @@ A sweep file (YAML)::
 
 A file needs ``collectives`` or ``train`` (or both), and every collective a non-empty ``sizes`` list; a
 size listed twice is timed once. The cluster must resolve and every vary value must have its field's type
-(``nodes: ["abc"]`` is refused before any evaluation); a well-typed variant that cannot be built is stored
-with its error. A training point's ``op`` is ``train:<model>`` and its ``message_bytes`` 0. Every point gets
-a stable key (its parameters as sorted JSON), so a sweep can resume where it stopped. The grid is counted
-(:attr:`SweepSpec.n_points`) without being expanded; :meth:`SweepSpec.iter_points` yields lazily.
+and bounds (``nodes: ["abc"]`` and ``nodes: [0]`` are refused before any evaluation); a well-typed variant
+that cannot be built is stored with its error. A training point's ``op`` is ``train:<model>`` and its
+``message_bytes`` 0. Every point gets a stable key (its parameters as sorted JSON), so a sweep can resume
+where it stopped. The grid is counted (:attr:`SweepSpec.n_points`) without being expanded;
+:meth:`SweepSpec.iter_points` yields lazily.
 """
 
 from __future__ import annotations
@@ -229,8 +230,9 @@ def _value(v: Any, where: str) -> Any:
 _PLAIN = (int, str, bool)
 
 
-def _field_annotation(field: str) -> Any:
-    """The annotation of dotted ClusterSpec ``field`` (YAML names), or None for a field with an alias."""
+def _field_info(field: str) -> Any:
+    """The pydantic FieldInfo of dotted ClusterSpec ``field`` (YAML names), or None for a field with an
+    alias."""
     model: Any = ClusterSpec
     info = None
     for part in field.split("."):
@@ -241,28 +243,32 @@ def _field_annotation(field: str) -> Any:
             return None  # an aliased field (a size with a unit): checked when the variant is built
         args = [a for a in typing.get_args(info.annotation) or (info.annotation,) if a is not type(None)]
         model = next((a for a in args if isinstance(a, type) and issubclass(a, BaseModel)), None)
-    return None if info is None else info.annotation
+    return info
 
 
 @functools.lru_cache(maxsize=256)
 def _adapter(field: str) -> TypeAdapter[Any] | None:
-    """A validator of the type of the plain (int, str, bool, literal) ``field``; None for other fields."""
-    ann = _field_annotation(field)
-    if ann is None:
+    """A validator of the type and bounds (``nodes >= 1``) of the plain (int, str, bool, literal) ``field``;
+    None for other fields."""
+    info = _field_info(field)
+    if info is None:
         return None
+    ann = info.annotation
     union = isinstance(ann, types.UnionType) or typing.get_origin(ann) is typing.Union
     kinds = [a for a in (typing.get_args(ann) if union else (ann,)) if a is not type(None)]
     kinds = [typing.get_args(k)[0] if typing.get_origin(k) is typing.Annotated else k for k in kinds]  # Int
     if not all(k in _PLAIN or typing.get_origin(k) is typing.Literal for k in kinds):
         return None
-    return TypeAdapter(ann)
+    return TypeAdapter(typing.Annotated[(ann, *info.metadata)] if info.metadata else ann)
 
 
 def _check_type(field: str, value: Any, where: str) -> None:
     """Raise ConfigError when ``value`` has not the type of the plain (int, str, bool, literal) ``field``
-    (strict: no "16" for an integer, no True for a count; None where the field is optional).
+    or is outside its bounds (strict: no "16" for an integer, no True for a count, no 0 nodes; None where
+    the field is optional).
 
-    Only the type: a well-typed value that makes an infeasible cluster is the sweep's result for that point.
+    Only the field itself: a well-typed value in bounds that makes an infeasible cluster is the sweep's
+    result for that point.
     """
     adapter = _adapter(field)
     if adapter is None:
