@@ -318,6 +318,14 @@ def _render_flagged(comp: TableComparison) -> None:
 
 def _render_verdict(comp: TableComparison) -> None:
     """The table's verdict: healthy, or its findings by bandwidth explained, each with NCCL's own lines."""
+    if comp.verdict == "inconclusive":
+        console.print(
+            "  [yellow]verdict: inconclusive[/]: the log's GPU is not in the catalogue and another was "
+            "modelled; a fault verdict needs the machine it ran on (give --gpu or --cluster)",
+            highlight=False,
+            markup=True,
+        )
+        return
     if not comp.findings:
         console.print(
             "  [green]verdict: healthy[/] (no large-message shortfall)", highlight=False, markup=True

@@ -57,7 +57,7 @@ from aifabric.discovery.evidence import (
     transport_devices,
     with_transport,
 )
-from aifabric.discovery.inference import infer_cluster
+from aifabric.discovery.inference import gpu_unmodelled, infer_cluster
 from aifabric.discovery.line_rate import LinkBound, link_bound
 from aifabric.discovery.nccl_env import NcclSettings, nccl_settings, setting_lines
 from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
@@ -665,7 +665,16 @@ class TableComparison:
         first, whatever its bandwidth (gap 0: it explains no bandwidth, it voids the measurement)."""
         wrong = self.wrong_evidence
         failed = (Finding("wrong_results", 0.0, len(wrong), wrong),) if wrong else ()
+        if self.gpu_unmodelled:  # a fault read off another GPU than the log names is no finding
+            return failed
         return failed + self._above_links() + self._bandwidth_findings()
+
+    @property
+    def gpu_unmodelled(self) -> bool:
+        """Whether the log names a GPU the catalogue lacks and another was predicted on
+        (:func:`~aifabric.discovery.inference.gpu_unmodelled`): the rows are compared, but no fault is read
+        off a machine the log does not describe."""
+        return gpu_unmodelled(self.assumptions)
 
     @property
     def bound(self) -> LinkBound | None:
@@ -751,9 +760,12 @@ class TableComparison:
 
     @property
     def verdict(self) -> str:
-        """``"healthy"``, or the cause of the first :attr:`findings`."""
+        """``"healthy"``, the cause of the first :attr:`findings`, or ``"inconclusive"`` on a GPU the
+        catalogue lacks (:attr:`gpu_unmodelled`) whose run passed its own check."""
         found = self.findings
-        return found[0].cause if found else "healthy"
+        if found:
+            return found[0].cause
+        return "inconclusive" if self.gpu_unmodelled else "healthy"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, SI units."""

@@ -10,7 +10,7 @@ the CPU otherwise (as the ``v100-pcie-4gpu`` preset). Every guess comes back as 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -299,6 +299,11 @@ def _resized_cluster(
     base = resolve_cluster(cluster)
     nodes = n_nodes or -(-n_ranks // base.gpus_per_node)
     ran = f"the log ran {n_ranks} ranks" + (f" on {gpu_name!r}" if gpu_name else "")
+    if n_ranks > nodes * base.gpus_per_node:  # the ranks' own count, before any resize changes it
+        raise ConfigError(
+            f"cluster: {ran} on {nodes} node(s); {nodes} node(s) of {base.name} hold "
+            f"{nodes * base.gpus_per_node} GPUs (gpus_per_node={base.gpus_per_node})"
+        )
     try:
         spec = resolve_cluster(base, nodes=nodes)
     except ConfigError as err:
@@ -381,7 +386,26 @@ def _table_accelerator(table: PerfTable, text_before: str | Callable[[], str], n
     if accelerator is None:
         accelerator = DEFAULT_GPU
         what = (
-            f"GPU {table.gpu_name!r} not in the catalogue" if table.gpu_name else "GPU model not in the log"
+            f"GPU {table.gpu_name!r}{UNMODELLED_GPU}"
+            if table.gpu_name
+            else "GPU model not in the log: assumed "
         )
-        notes.append(f"{what}: assumed {DEFAULT_GPU} (give --gpu)")
+        notes.append(f"{what}{DEFAULT_GPU} (give --gpu)")
     return accelerator
+
+
+#: What a note of :func:`_table_accelerator` holds when the log names a GPU the catalogue lacks.
+UNMODELLED_GPU = " not in the catalogue: assumed "
+
+
+def gpu_unmodelled(notes: Sequence[str]) -> bool:
+    """Whether ``notes`` say the log names a GPU the catalogue lacks and the default was predicted on
+    instead (no --gpu or --cluster): the model is then known to be another machine than the log's. A log
+    that names no GPU says nothing against the default, and is not counted.
+
+    >>> gpu_unmodelled(["GPU 'Tesla T4' not in the catalogue: assumed h100-sxm (give --gpu)"])
+    True
+    >>> gpu_unmodelled(["GPU model not in the log: assumed h100-sxm (give --gpu)"])
+    False
+    """
+    return any(UNMODELLED_GPU in n for n in notes)

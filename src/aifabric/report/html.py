@@ -459,7 +459,7 @@ def _nccl_headline(result: NcclTestsComparison) -> tuple[tuple[str, str, str], .
         ("predicted-busbw", "predicted busbw (formula engine)",
          f"{big.predicted_busbw_bytes_per_s / 1e9:,.2f} GB/s"),
         ("deviation", "median deviation of the large messages", f"{comp.large_deviation:+.1%}"),
-        ("verdict", "verdict", comp.verdict if comp.findings else "healthy"),
+        ("verdict", "verdict", comp.verdict),
     )  # fmt: skip
 
 
@@ -467,7 +467,7 @@ def _nccl_why(result: NcclTestsComparison) -> list[str]:
     """The "why" lines of an nccl-tests report: each table's verdict and findings, what an unexplained
     shortfall needs to be told apart, the assumptions and the tables skipped."""
     why = [
-        f"table {c.index}: {c.verdict if c.findings else 'healthy'}; "
+        f"table {c.index}: {c.verdict}; "
         + "; ".join(
             f"{f.cause}: {f.gap_bytes_per_s / 1e9:,.2f} GB/s {f.side} {f.reference} "
             f"over {f.rows} large row(s)"

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import annotated_types
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from aifabric.cluster.resolve import resolve_cluster
@@ -259,7 +260,8 @@ def _adapter(field: str) -> TypeAdapter[Any] | None:
     kinds = [typing.get_args(k)[0] if typing.get_origin(k) is typing.Annotated else k for k in kinds]  # Int
     if not all(k in _PLAIN or typing.get_origin(k) is typing.Literal for k in kinds):
         return None
-    return TypeAdapter(typing.Annotated[(ann, *info.metadata)] if info.metadata else ann)
+    bounds = [m for m in info.metadata if isinstance(m, annotated_types.BaseMetadata)]  # ge=1, not validators
+    return TypeAdapter(typing.Annotated[(ann, *bounds)] if bounds else ann)
 
 
 def _check_type(field: str, value: Any, where: str) -> None:
