@@ -495,6 +495,11 @@ class ClusterSpec(_Strict):
             raise ValueError(
                 f"scale_up.peer_to_peer: only GPUs on PCIe (kind: pcie) lack peer-to-peer, kind is {su.kind}"
             )
+        if su.p2p_through_cpu and su.kind != "pcie":
+            raise ValueError(
+                "scale_up.p2p_through_cpu: only GPUs on PCIe (kind: pcie) meet through the CPU, kind is "
+                f"{su.kind}"
+            )
 
     def _check_torus_kind(self) -> None:
         """A TPU's chips meet over their ICI torus, and only a TPU has one: a TPU in an NVSwitch or PCIe
