@@ -91,9 +91,14 @@ def test_torus_with_a_data_centre_network_times_every_collective(op):
 
 
 def test_single_domain_all_to_all_has_no_network_term():
-    # 4 x V100 PCIe, no NIC: each GPU sends 3/4 of S over PCIe at 12/1.2 = 10 GB/s: 1e9 x 0.75 / 10e9 = 75 ms
-    r = formula_collective("all_to_all", 1e9, preset("v100-pcie-4gpu"))
-    assert r.time_s == pytest.approx(0.075, rel=1e-3)
+    # 4 x V100 PCIe through an Intel CPU, no NIC: SHM (the GPUs' path PHB is beyond NCCL's default P2P level
+    # PXB, paths.cc), each GPU sends 3/4 of S at Gen3 16 GB/s x 0.6 = 9.6 GB/s: 1e9 x 0.75 / 9.6e9 = 78.1 ms;
+    # with P2P through the CPU (NCCL_P2P_LEVEL=SYS) at 12/1.2 = 10 GB/s: 75 ms
+    spec = preset("v100-pcie-4gpu")
+    r = formula_collective("all_to_all", 1e9, spec)
+    assert r.time_s == pytest.approx(0.078125, rel=1e-3)
+    p2p = formula_collective("all_to_all", 1e9, spec, env={"NCCL_P2P_LEVEL": "SYS"})
+    assert p2p.time_s == pytest.approx(0.075, rel=1e-3)
 
 
 @pytest.mark.parametrize(

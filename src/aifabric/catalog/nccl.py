@@ -198,6 +198,9 @@ class NcclRelease(_Frozen):
     nvls_tree_kernel_bw_from: str | None = None
     nvls_tree_latency_steps: Literal["log2", "linear"] = "log2"
     ring_backup: Literal["none", "not_all_reduce", "any"] = "none"
+    #: paths.cc ncclTopoCheckP2p: NCCL's default P2P level is PXB (SYS on an x86 AMD host); from 2.23 SYS only
+    #: while the host has at most this many GPUs (None: at any count)
+    p2p_sys_amd_max_gpus: int | None = Field(default=None, ge=1)
 
     @property
     def version_tuple(self) -> tuple[int, ...]:

@@ -318,12 +318,11 @@ def _intra(parsed: NcclEnv, spec: ClusterSpec, tm: TierModel) -> TierModel:
         raise ConfigError(
             "NCCL_P2P_DISABLE: a TPU torus runs no NCCL transport; P2P/SHM settings do not apply"
         )
-    if spec.scale_up.p2p_through_cpu and parsed.p2p_level is None:
-        # the spec states that P2P runs through the CPU (NCCL allows it to SYS on AMD CPUs, paths.cc, or
-        # with NCCL_P2P_LEVEL): that is the path the cluster's scale-up figures already model
-        parsed = replace(parsed, p2p_level=PathType.SYS)
+    level = parsed.p2p_level if parsed.p2p_level is not None else _default_p2p_level(spec, tm)
     peer = spec.peer_to_peer
-    choice = resolve_transport(parsed, same_node=True, gpu_path=_gpu_path(spec), peer_access=peer)
+    choice = resolve_transport(
+        replace(parsed, p2p_level=level), same_node=True, gpu_path=_gpu_path(spec), peer_access=peer
+    )
     key = choice.transport.key
     if key != "shm" and choice.transport.scope == "intra":
         return tm  # P2P: the cluster's own scale-up link
@@ -334,7 +333,7 @@ def _intra(parsed: NcclEnv, spec: ClusterSpec, tm: TierModel) -> TierModel:
             intra_kind="pci",
             nvls=False,
             mesh_links=0,
-            intra_transport=f"SHM through host memory: {_p2p_off(parsed)}",
+            intra_transport=f"SHM through host memory: {_p2p_off(parsed, spec, level)}",
         )
     if not tm.nic_bytes_per_s > 0:
         raise ConfigError(
@@ -347,16 +346,33 @@ def _intra(parsed: NcclEnv, spec: ClusterSpec, tm: TierModel) -> TierModel:
         intra_kind="net",
         nvls=False,
         mesh_links=0,
-        intra_transport=f"NET through the NICs: {_p2p_off(parsed)}, NCCL_SHM_DISABLE=1",
+        intra_transport=f"NET through the NICs: {_p2p_off(parsed, spec, level)}, NCCL_SHM_DISABLE=1",
     )
 
 
-def _p2p_off(parsed: NcclEnv) -> str:
-    """The setting that turns P2P off, as the user wrote it."""
+def _default_p2p_level(spec: ClusterSpec, tm: TierModel) -> PathType:
+    """NCCL's P2P level between GPUs of a node when ``NCCL_P2P_LEVEL`` is not set: PXB ("By default don't
+    use P2P across CPU Host Bridges and further apart"), SYS on an x86 AMD host (from 2.23 only with at
+    most two GPUs: the release's ``p2p_sys_amd_max_gpus``). Source: ``src/graph/paths.cc``
+    ``ncclTopoCheckP2p`` (v2.18.1-1 to v2.30.7-1), which counts the node's GPUs (the cluster's
+    ``gpus_per_node`` here)."""
+    most = tm.release.p2p_sys_amd_max_gpus
+    if spec.cpu_vendor == "amd" and (most is None or spec.gpus_per_node <= most):
+        return PathType.SYS
+    return PathType.PXB
+
+
+def _p2p_off(parsed: NcclEnv, spec: ClusterSpec, level: PathType) -> str:
+    """The setting that turns P2P off, as the user wrote it, or why NCCL's default leaves it off."""
     if parsed.p2p_disable:
         return "NCCL_P2P_DISABLE=1"
     if parsed.p2p_level is not None:
         return f"NCCL_P2P_LEVEL={parsed.p2p_level.name}"
+    if spec.peer_to_peer:
+        return (
+            f"the GPUs meet through the CPU (path {_gpu_path(spec).name}), beyond NCCL's default P2P level "
+            f"{level.name} (paths.cc; NCCL_P2P_LEVEL=SYS allows it)"
+        )
     return "GPU peer-to-peer unusable on this path"
 
 
@@ -404,8 +420,9 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     env = env or {}
     so = spec.scale_out
     peer = spec.peer_to_peer
+    through_cpu = spec.scale_up.p2p_through_cpu  # beyond NCCL's default P2P level on most hosts
     stated = any(name in _TRANSPORT_VARIABLES for name in env)
-    if not stated and peer and (so is None or so.nic_path == "PIX"):
+    if not stated and peer and not through_cpu and (so is None or so.nic_path == "PIX"):
         return TransportTiers(tm, True)
     parsed = parse_env(env)
     gdr = True
@@ -419,7 +436,7 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
                 extra_inter_latency_s=tm.extra_inter_latency_s + staging.latency_s,
             )
     note = None
-    if parsed.p2p_disable or parsed.shm_disable or parsed.p2p_level is not None or not peer:
+    if parsed.p2p_disable or parsed.shm_disable or parsed.p2p_level is not None or not peer or through_cpu:
         tm = _intra(parsed, spec, tm)
         note = None if peer or spec.gpus_per_node < 2 else _no_peer_note(spec, tm)
     if parsed.collnet_enable:
