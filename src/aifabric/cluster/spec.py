@@ -741,6 +741,13 @@ class ClusterSpec(_Strict):
         """
         if self.scale_up.kind == "pcie" and not self.peer_to_peer:
             return self.scaleup_line_rate_bytes_per_s * transport("shm").aggregate_efficiency
+        return self.p2p_effective_bytes_per_s
+
+    @property
+    def p2p_effective_bytes_per_s(self) -> float:
+        """:attr:`scaleup_effective_bytes_per_s` of GPUs that reach each other's memory (NCCL's P2P transport
+        over the scale-up link), whatever :attr:`peer_to_peer` says; on PCIe also what a GPU's x16 link
+        carries to its NIC (GPUDirect RDMA needs no GPU peer), bytes/s."""
         link = self.scaleup_link
         acc = self.accelerator_spec
         links = acc.nvlink_links if (acc.nvlink_links and link.key == acc.nvlink) else link.links_per_gpu

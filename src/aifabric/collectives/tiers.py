@@ -413,9 +413,21 @@ def tier_model(
         node_nics=spec.nics_per_node,
         nic_transport=net,
         nic_qps=qps,
-        nic_hop_bytes_per_s=intra * intra_scale if spec.scale_up.kind == "pcie" else math.inf,
+        nic_hop_bytes_per_s=_nic_hop_bytes_per_s(spec, convention, efficiency) * intra_scale,
         intra_transport=_intra_transport(spec),
     )
+
+
+def _nic_hop_bytes_per_s(spec: ClusterSpec, convention: str, efficiency: str) -> float:
+    """The link a GPU of a PCIe-only node reaches its NIC over, before calibration (bytes/s, doubled under
+    ``convention="bidirectional"`` as :func:`_tier_bandwidths`): the GPU's own x16 link at NCCL's P2P figure
+    (:attr:`~aifabric.cluster.spec.ClusterSpec.p2p_effective_bytes_per_s`) or its line rate, whether or
+    not its GPUs reach each other (SHM joins two GPUs through host memory, not a GPU and its NIC; a missing
+    GPUDirect RDMA is the GDR path's, ``scale_out.nic_path``). Unbounded on NVLink and torus nodes."""
+    if spec.scale_up.kind != "pcie":
+        return math.inf
+    hop = spec.p2p_effective_bytes_per_s if efficiency == "nccl" else spec.scaleup_line_rate_bytes_per_s
+    return hop * (2 if convention == "bidirectional" else 1)
 
 
 def _intra_transport(spec: ClusterSpec) -> str:
