@@ -33,6 +33,7 @@ __all__ = [
     "TransportSpec",
     "gdr_enabled",
     "nccl_algorithms",
+    "nccl_names",
     "nccl_enabled",
     "nccl_protocols",
     "resolve_transport",
@@ -205,6 +206,19 @@ def nccl_enabled(value: str, names: Mapping[str, Any], collective: str, *, field
         if target is None or target is coll:
             enabled = result
     return enabled
+
+
+def nccl_names(value: str, collective: str) -> bool:
+    """Whether an ``NCCL_ALGO`` / ``NCCL_PROTO`` value has an entry for ``collective`` (one without a
+    prefix, or with its prefix): NCCL's ``parseList`` then sets every one of the collective's flags to on
+    or off, LL128's default (``pEnable == 2``, tuning.cc) included; other collectives keep their defaults.
+    Read after :func:`nccl_enabled` has checked the value."""
+    coll = Collective(collective)
+    for entry in value.strip().strip("'\"").split(";"):
+        prefix, sep, _ = entry.partition(":")
+        if not sep or _FUNC_NAMES.get(prefix.strip().lower()) is coll:
+            return True
+    return False
 
 
 def nccl_algorithms(value: str, collective: str) -> frozenset[Algorithm]:

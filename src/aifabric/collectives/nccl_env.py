@@ -44,6 +44,7 @@ from aifabric.catalog.transport import (
     PathType,
     gdr_enabled,
     nccl_algorithms,
+    nccl_names,
     resolve_transport,
     transport,
 )
@@ -144,7 +145,8 @@ def _choice(parsed: NcclEnv, op: Collective) -> EnvChoice:
         return EnvChoice(frozenset(), None, *bounds)
     enabled = parsed.algorithms(coll)
     disabled = frozenset(a for a, name in _NCCL_NAME.items() if name not in enabled)
-    protocols = None if parsed.proto is None else frozenset(Protocol(p.value) for p in parsed.protocols(coll))
+    stated = parsed.proto is not None and nccl_names(parsed.proto, coll)
+    protocols = frozenset(Protocol(p.value) for p in parsed.protocols(coll)) if stated else None
     return EnvChoice(disabled, protocols, *bounds)
 
 

@@ -54,9 +54,13 @@ _TUNER_TIME = attrgetter("tuner_time_s")
 def _protocols(
     entry: AlgorithmSpec, tm: TierModel, forced: Protocol | None, allowed: frozenset[Protocol] | None
 ) -> tuple[Protocol, ...]:
-    """The protocols ``entry`` runs with on this cluster (NCCL enables LL128 only on NVLink-class paths:
-    not over PCIe, SHM or NET inside a node), among those ``NCCL_PROTO`` allows (``allowed``; None: all)."""
-    out = _protocols_of(entry.algorithm, tm.efficiency == "nccl", tm.intra_kind in ("pci", "net"), forced)
+    """The protocols ``entry`` runs with on this cluster, among those ``NCCL_PROTO`` allows (``allowed``;
+    None: NCCL_PROTO does not name this collective). NCCL enables LL128 by default only on NVLink-class paths
+    (not over PCIe, SHM or NET inside a node); a protocol list that names the collective, or a forced
+    protocol, states LL128 on or off and NCCL runs what is stated (tuning.cc: the rule is applied only
+    while ``pEnable == 2``, NCCL's default, v2.18.1-1 to v2.30.7-1)."""
+    pci = tm.intra_kind in ("pci", "net") and allowed is None
+    out = _protocols_of(entry.algorithm, tm.efficiency == "nccl", pci, forced)
     return out if allowed is None else tuple(p for p in out if p in allowed)
 
 
@@ -80,7 +84,8 @@ def _protocols_of(
 ) -> tuple[Protocol, ...]:
     wanted = [forced] if forced is not None else (list(Protocol) if nccl else [Protocol.SIMPLE])
     allowed = ALGORITHMS[algorithm].protocols
-    return tuple(p for p in wanted if p in allowed and not (p is Protocol.LL128 and pci))
+    default_off = pci and forced is None  # LL128 off by NCCL's default only: a forced protocol is stated
+    return tuple(p for p in wanted if p in allowed and not (p is Protocol.LL128 and default_off))
 
 
 #: Names of the enums' members (a dict lookup: faster than ``.value`` in the hot path of planners).
