@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -55,13 +56,18 @@ def test_case_13_table_1_alone_fits_scale_up_and_latency() -> None:
     assert fit.determined["intra_scale"] and fit.determined["latency_scale"]
 
 
-def test_case_13_tables_that_disagree_are_refused_with_the_reason(tmp_path: Path) -> None:
-    # case_13's three tables plateau at 9.40 and 11.18 GB/s (NCCL 2.8.3 vs 2.4.2, the case README): a common
-    # scale-up makes the worst large row worse, so it is dropped -- and said, not written as a profile.
-    code, lines, out = _calibrate(str(CASE_13), tmp_path=tmp_path)
-    assert code == 2 and len(lines) == 1, lines
-    assert lines[0].startswith("error: nothing to fit: intra_scale: dropped, it made the rows >= 64 MiB")
-    assert not out.exists()
+def test_case_13_tables_that_disagree_keep_the_worst_large_row_no_worse() -> None:
+    # case_13's three tables plateau at 9.40 and 11.18 GB/s (NCCL 2.8.3 vs 2.4.2, the case README) around
+    # the model's SHM figure, 9.58 (the GPUs' path PHB is beyond NCCL's default P2P level PXB, paths.cc
+    # v2.9.6-1 on): a common scale-up is kept only where the worst error over all their rows >= 64 MiB does
+    # not grow (the guard of test_tables_that_each_fit_a_knob_still_fit_it_together). Against P2P through
+    # the CPU (10.0 GB/s, NCCL <= 2.8's default on Intel) the same tables had intra_scale dropped.
+    fit = fit_calibration(compare_nccl_tests(CASE_13.read_text(encoding="utf-8")).tables)
+    large = [r for r in fit.rows if r.size_bytes >= 64 * 2**20]
+    assert len(large) == 6  # 64 and 128 MiB of each table
+    before = max(abs(math.log(r.before_time_s / r.measured_time_s)) for r in large)
+    after = max(abs(math.log(r.after_time_s / r.measured_time_s)) for r in large)
+    assert after <= before + 1e-9
 
 
 def test_logs_of_different_gpus_are_refused_naming_both(tmp_path: Path) -> None:

@@ -134,11 +134,13 @@ def test_case13_v100_pcie_largest_sizes_within_10pct(case_text: dict[str, str], 
 
 
 def test_case13_v100_old_nccl_is_outside_10pct_and_says_so(case_text: dict[str, str]) -> None:
-    # RAW DATA 3 ran NCCL 2.4.2 and reached 11.18 GB/s: the model (10.0) is 10.7 % low there. Recorded so
-    # that a change to the PCIe model shows up; not one of the targets.
+    # RAW DATA 3 ran NCCL 2.4.2 and reached 11.18 GB/s: the model (the newest release's default: SHM, as the
+    # GPUs' path PHB is beyond NCCL's default P2P level PXB on Intel since 2.9.6, paths.cc; 9.6 GB/s) is
+    # 14.3 % low there (10.7 % with P2P through the CPU, 10.0 GB/s, the default of NCCL <= 2.8 on Intel).
+    # Recorded so that a change to the PCIe model shows up; not one of the targets.
     comp = _table(case_text, CASE_13, 3)
     row = max(comp.rows, key=lambda r: r.size_bytes)
-    assert _busbw_error(row) == pytest.approx(-0.107, abs=0.01)
+    assert _busbw_error(row) == pytest.approx(-0.143, abs=0.01)
     assert not row.flagged  # the measurement is above the model: never flagged
 
 

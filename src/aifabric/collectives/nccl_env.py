@@ -331,7 +331,7 @@ def _intra(parsed: NcclEnv, spec: ClusterSpec, tm: TierModel) -> TierModel:
     if key == "shm" and spec.domain_gpus == spec.gpus_per_node:
         return replace(
             tm,
-            intra_bytes_per_s=_shm_bytes_per_s(spec, tm),
+            intra_bytes_per_s=_shm_bytes_per_s(spec, tm) * tm.intra_scale,
             intra_kind="pci",
             nvls=False,
             mesh_links=0,

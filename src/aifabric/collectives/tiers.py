@@ -121,6 +121,7 @@ class TierModel:
     efficiency: str  # "nccl" or "line_rate"
     convention: str  # "per_direction" or "bidirectional"
     latency_scale: float = 1.0
+    intra_scale: float = 1.0  # a calibration's scale-up factor, in intra_bytes_per_s (and in SHM, nccl_env)
     extra_inter_latency_s: float = 0.0
     torus_dims: tuple[int, ...] = ()
     torus_slice: tuple[int, ...] = ()  # the slice the cluster names (scale_up.slice); () = by rank count
@@ -393,6 +394,7 @@ def tier_model(
         efficiency=efficiency,
         convention=convention,
         latency_scale=lat_scale,
+        intra_scale=intra_scale,
         extra_inter_latency_s=extra + (spec.transport_extra_latency_s if efficiency == "nccl" else 0.0),
         torus_dims=_torus_dims(spec) if spec.scale_up.kind == "torus" else (),
         torus_slice=tuple(spec.scale_up.slice or ()),
