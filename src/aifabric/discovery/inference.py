@@ -367,11 +367,24 @@ def _inferred_cluster(
         speed,
         name=f"{n_nodes} x {n_ranks // n_nodes} {accelerator}",
     )
+    spec = ClusterSpec.from_dict(data, source="inferred cluster")
     if data["scale_up"]["kind"] == "pcie":
-        notes.append(
-            "no NVLink: GPU peer traffic assumed to cross the CPU root complex (PCIe P2P through the CPU)"
-        )
-    return ClusterSpec.from_dict(data, source="inferred cluster"), tuple(notes)
+        notes.append(_pcie_note(spec))
+    return spec, tuple(notes)
+
+
+def _pcie_note(spec: ClusterSpec) -> str:
+    """The assumption a PCIe node is inferred with, and the transport NCCL runs between its GPUs there:
+    SHM through host memory, as the GPUs either have no peer-to-peer (GeForce: accelerators.yaml
+    ``peer_to_peer``) or meet through an Intel CPU (path PHB), beyond NCCL's default P2P level PXB
+    (``src/graph/paths.cc`` ncclTopoCheckP2p; :mod:`aifabric.collectives.nccl_env`)."""
+    shm = "GPUs of a node exchange bytes through host memory (NCCL's SHM transport"
+    if not spec.peer_to_peer:
+        return f"no NVLink, and {spec.accelerator_spec.name} has no GPU peer-to-peer: {shm})"
+    return (
+        "no NVLink: GPUs assumed to meet through the CPU root complex of an Intel host, beyond NCCL's "
+        f"default P2P level: {shm}; NCCL_P2P_LEVEL=SYS would run P2P)"
+    )
 
 
 def _table_accelerator(table: PerfTable, text_before: str | Callable[[], str], notes: list[str]) -> str:
