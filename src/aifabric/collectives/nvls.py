@@ -7,6 +7,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable
 from functools import cache
+from typing import NamedTuple
 
 from aifabric.catalog.nccl import (
     nccl_release,
@@ -151,38 +152,61 @@ def _loop_steps(
 _NVLS_TREE_RULE_NODES = (2, 3)
 
 
+class _FillRules(NamedTuple):
+    """The size-independent part of a ``why``'s fill words for one communicator shape: this node count's
+    channels and heads, and per smaller node count of NCCL's NVLS-tree rules its channels and loop steps."""
+
+    channels: int
+    heads: int
+    fewer: tuple[tuple[int, int, tuple[float, ...], tuple[float, ...]], ...]  # (m, nc, starts, loops)
+
+
+def _fill_rules(tm: TierModel, comm: Communicator) -> _FillRules:
+    """:class:`_FillRules` of ``comm`` on ``tm``, kept in the tier model's memo (none depends on the size).
+
+    Optimisation: built once per shape, so a ``why`` costs bisects and formatting per call."""
+
+    def build() -> _FillRules:
+        g, n_nodes = comm.ranks_per_domain, comm.n_domains
+        rel, row, nics = tm.release, tm.tuning_row, tm.nics_of(g)
+
+        def channels(nodes: int) -> int:
+            return nvls_channels(rel, row, nnodes=nodes, local_gpus=g, nic_gbps=tm.nic_line_gbps)
+
+        fewer = []
+        for m in (m for m in _NVLS_TREE_RULE_NODES if m < n_nodes):
+            starts, loops, _ = _loop_steps(rel.version, row, True, g, tm.nic_line_gbps, m, nics, tm.nic_near)
+            fewer.append((m, channels(m), starts, loops))
+        heads = nvls_heads(rel, local_gpus=g, nics_per_node=nics)
+        return _FillRules(channels(n_nodes), heads, tuple(fewer))
+
+    return tm.memo(("nvls_tree_fill_rules", comm.shape), build)
+
+
 def _shrunk_fill_words(tm: TierModel, message_bytes: float, comm: Communicator, loop: float) -> str:
     """Where NCCL's NVLS-tree configuration gives this node count a smaller loop (so a smaller fill) than a
     smaller node count, for a ``why``: the channels and chunk each has, and that this call can therefore
     beat the same message on fewer nodes (the exception to "more ranks are never faster per byte");
     empty otherwise. Fewer channels or a smaller chunk per node count are NCCL's own rules
     (``src/transport/nvls.cc`` ncclNvlsTuning / ncclNvlsTreeSm100Tuning, ``enqueue.cc``)."""
-    g, n_nodes = comm.ranks_per_domain, comm.n_domains
-    fewer = [m for m in _NVLS_TREE_RULE_NODES if m < n_nodes]
-    if not fewer:
+    rules = _fill_rules(tm, comm)
+    if not rules.fewer:
         return ""
-    version, row = tm.release.version, tm.tuning_row
-    nics = tm.nics_of(g)
-    extra = tm.release.nvls_pipeline_stages - 1
-
-    def loop_at(m: int) -> float:
-        starts, loops, _ = _loop_steps(version, row, True, g, tm.nic_line_gbps, m, nics, tm.nic_near)
-        return loops[bisect_right(starts, message_bytes) - 1]
-
-    m = max(reversed(fewer), key=loop_at)  # the nearest of the largest loops
-    if loop_at(m) <= loop:
+    at = [(loops[bisect_right(starts, message_bytes) - 1], m, nc) for m, nc, starts, loops in rules.fewer]
+    bigger, m, nc_m = max(reversed(at), key=lambda a: a[0])  # the nearest of the largest loops
+    if bigger <= loop:
         return ""
-    heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=nics)
+    n_nodes, heads, extra = comm.n_domains, rules.heads, tm.release.nvls_pipeline_stages - 1
 
-    def shape(nodes: int, loop_bytes: float) -> str:
-        nc = nvls_channels(tm.release, row, nnodes=nodes, local_gpus=g, nic_gbps=tm.nic_line_gbps)
+    def shape(nc: int, loop_bytes: float) -> str:
         return f"{nc} channels x {loop_bytes / (nc * heads) / 1024:.0f} KiB"
 
-    smaller = extra * (loop_at(m) - loop) / 2**20
+    smaller = extra * (bigger - loop) / 2**20
+    here = shape(rules.channels, loop)
     return (
-        f"; NCCL {version}'s NVLS-tree rules (nvls.cc, enqueue.cc) run {shape(n_nodes, loop)} chunks on "
-        f"{n_nodes} nodes but {shape(m, loop_at(m))} on {m}: a fill {smaller:.3g} MiB smaller, the one term "
-        "by which more nodes can be faster than fewer nodes"
+        f"; NCCL {tm.release.version}'s NVLS-tree rules (nvls.cc, enqueue.cc) run {here} "
+        f"chunks on {n_nodes} nodes but {shape(nc_m, bigger)} on {m}: a fill {smaller:.3g} MiB smaller, the "
+        "one term by which more nodes can be faster than fewer nodes"
     )
 
 
@@ -374,11 +398,8 @@ def nvls_tree_cost(
     def why_fill() -> str:
         if fill_bytes <= 0:
             return why()
-        g = comm.ranks_per_domain
-        nc = nvls_channels(
-            tm.release, tm.tuning_row, nnodes=comm.n_domains, local_gpus=g, nic_gbps=tm.nic_line_gbps
-        )
-        heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
+        rules = _fill_rules(tm, comm)
+        nc, heads = rules.channels, rules.heads
         loop, loops = _loop_bytes(tm, message_bytes, comm, Algorithm.NVLS_TREE)
         shape = f"{nc} channels x {heads} heads x {loop / (nc * heads) / 1024:.0f} KiB chunks"
         what = (
