@@ -10,6 +10,8 @@ jobs, decompose each job's traffic into a :class:`~aifabric.collectives.plan.Com
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +27,7 @@ from aifabric.collectives.traffic import PATTERNS, pattern_plan
 from aifabric.engines.fabric import FabricResult, nccl_plan_choice, simulate_plans
 from aifabric.engines.failures import parse_failures
 from aifabric.engines.flowsim import Progress
+from aifabric.errors import NoRoute
 
 __all__ = ["JobTime", "Scenario", "run_scenario"]
 
@@ -157,6 +160,17 @@ def _job_times(traffic: str, plans: list[CommPlan], res: FabricResult) -> tuple[
     return tuple(rows)
 
 
+@contextmanager
+def _named_failures(fail: str | None) -> Iterator[None]:
+    """A :class:`NoRoute` raised under ``--fail`` names the failures that left no route."""
+    try:
+        yield
+    except NoRoute as e:
+        if fail is None:
+            raise
+        raise NoRoute(f"--fail {fail!r} leaves no route: {e}") from None
+
+
 def run_scenario(
     traffic: str,
     message_bytes: float,
@@ -217,19 +231,20 @@ def run_scenario(
         raise ValueError(f"--jobs: {jobs} jobs do not fit {spec.n_nodes} nodes")
     placed = place_jobs(topo, [n_job] * jobs, policy=placement, seed=seed)
     plans, notes = _job_plans(traffic, message_bytes, spec, placed, algorithm, seed)
-    res = simulate_plans(
-        topo,
-        plans,
-        engine=engine,
-        routing=routing,
-        seed=seed,
-        qps=qps,
-        polarized=polarized,
-        link_alive=parse_failures(topo, fail, seed=seed),
-        top=top,
-        progress=progress,
-        transport=transport,
-    )
+    with _named_failures(fail):
+        res = simulate_plans(
+            topo,
+            plans,
+            engine=engine,
+            routing=routing,
+            seed=seed,
+            qps=qps,
+            polarized=polarized,
+            link_alive=parse_failures(topo, fail, seed=seed),
+            top=top,
+            progress=progress,
+            transport=transport,
+        )
     return Scenario(
         traffic=traffic,
         message_bytes=float(message_bytes),
