@@ -31,7 +31,7 @@ from scipy import sparse
 
 from aifabric.budget import check_memory
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.topology import TIER_NAMES, Topology, cached_topology
+from aifabric.cluster.topology import Topology, cached_topology
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, build_plan, default_plan_algorithm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.nccl_env import host_staging_efficiency
@@ -1227,7 +1227,7 @@ def _explain(
             LinkReport(
                 int(link),
                 topo.link_label(int(link)),
-                TIER_NAMES[int(topo.link_tier[link])],
+                topo.tier_name(int(topo.link_tier[link])),
                 float(util[link]),
                 float(link_bytes[link]),
                 len(pairs),
@@ -1414,7 +1414,7 @@ def fabric_collective(
         algbw_bytes_per_s=algbw,
         busbw_bytes_per_s=algbw * busbw_factor(op, comm.n_ranks),
         network_time_s={
-            ("scale-up" if hot.tier == TIER_NAMES[0] else "scale-out") if hot else "scale-out": t
+            ("scale-up" if hot.tier == topo.tier_name(0) else "scale-out") if hot else "scale-out": t
         },
         bottleneck=hot.tier if hot else "none",
         explanation=_fabric_explanation(plan, routing, seed, res, note),

@@ -22,7 +22,8 @@ def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.nda
     network's ``--fail`` is):
     ``fabric:5%`` or ``fabric:0.05`` (5 % of leaf-spine and spine-core cables, seeded), ``leaf-spine:10%``,
     ``spine-core:3`` (3 cables: a whole number >= 1 is a count), ``nic:2``, ``link:123`` (one cable: the
-    directed link and its reverse), ``spine:4`` / ``leaf:0`` / ``core:1`` (every link of that switch; ``spine:*`` every spine).
+    directed link and its reverse), ``spine:4`` / ``leaf:0`` / ``core:1`` (every link of that switch;
+    ``spine:*`` every spine).
 
     Raises
     ------

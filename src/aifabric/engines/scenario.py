@@ -18,7 +18,7 @@ import numpy as np
 
 from aifabric.cluster.placement import place_jobs
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.topology import TIER_NAMES, Topology, build_topology
+from aifabric.cluster.topology import Topology, build_topology
 from aifabric.collectives.algorithms import build_plan
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
@@ -138,7 +138,7 @@ def _tier_utilisation(topo: Topology, res: FabricResult) -> dict[str, tuple[floa
     for t in np.unique(topo.link_tier):
         sel = (topo.link_tier == t) & (res.link_bytes > 0)
         if sel.any():
-            tiers[TIER_NAMES[int(t)]] = (
+            tiers[topo.tier_name(int(t))] = (
                 float(res.link_utilisation[sel].mean()),
                 float(res.link_utilisation[sel].max()),
             )
