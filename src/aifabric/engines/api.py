@@ -129,15 +129,11 @@ def collective_time(
 
 
 def _check_one_tier_route(op: Collective, spec: ClusterSpec, comm: Communicator) -> None:
-    """Refuse, as the links and flow engines do (:func:`~aifabric.engines.routing.check_one_tier_pairs`), an
+    """Refuse, as the links and flow engines do (:func:`~aifabric.engines.fabric.check_one_tier_route`), an
     all_to_all whose ranks meet on no leaf of a one-tier fabric: the formula engine would time a collective
     the topology cannot carry."""
     if op is not Collective.ALL_TO_ALL or spec.scale_out is None or spec.scale_out.tiers != 1:
         return
-    import numpy as np  # lazy, as below: only a one-tier fabric builds its topology here
+    from aifabric.engines.fabric import check_one_tier_route  # lazy, as above: only a one-tier fabric
 
-    from aifabric.cluster.topology import cached_topology
-    from aifabric.engines.routing import check_one_tier_pairs
-
-    gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
-    check_one_tier_pairs(cached_topology(spec), gpus)
+    check_one_tier_route(spec, comm)

@@ -51,6 +51,7 @@ from aifabric.engines.result import CollectiveResult
 from aifabric.engines.routing import (
     Routes,
     SprayGroups,
+    check_one_tier_pairs,
     equal_subflows,
     pxn_relays_possible,
     route,
@@ -137,6 +138,7 @@ __all__ = [
     "FoldedTransfers",
     "LinkReport",
     "all_pairs_bytes",
+    "check_one_tier_route",
     "fabric_collective",
     "fold_transfers",
     "ideal_time",
@@ -1267,6 +1269,14 @@ def _first_of_equal(
         new[1:] |= sorted_[1:] != sorted_[:-1]
     starts = np.nonzero(new)[0]
     return order[starts], np.diff(np.append(starts, order.size)).astype(np.float64)
+
+
+def check_one_tier_route(spec: ClusterSpec, comm: Communicator) -> None:
+    """Refuse (:class:`NoRoute`, the links engine's line) the all_to_all of ``comm`` where two of its ranks
+    sit on leaves of a one-tier fabric that no spine or PXN relay joins
+    (:func:`~aifabric.engines.routing.check_one_tier_pairs`); the formula engine's check."""
+    gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
+    check_one_tier_pairs(cached_topology(spec), gpus)
 
 
 def _check_all_to_all(

@@ -841,8 +841,8 @@ def one_tier_no_route(topo: Topology, s: int, d: int) -> NoRoute:
 def check_one_tier_pairs(topo: Topology, gpus: np.ndarray) -> None:
     """Refuse (:func:`one_tier_no_route`) ``gpus`` exchanging with every other one (an all_to_all) when
     two of them in different domains sit on leaves no spine joins, after the PXN relay
-    :func:`_route_across_domains` takes (to the source node's GPU on the destination's rail, where rails =
-    GPUs per node). Nothing to refuse on a fabric with spines."""
+    :func:`_route_across_domains` takes (to the source node's GPU on the destination's rail,
+    :func:`pxn_relays_possible`). Nothing to refuse on a fabric with spines."""
     shape = topo.shape
     if shape is None or shape.leaf_up != 0:
         return
@@ -850,7 +850,7 @@ def check_one_tier_pairs(topo: Topology, gpus: np.ndarray) -> None:
     keep = topo.domain_of(s) != topo.domain_of(d)
     s, d = s[keep], d[keep]
     src = s
-    if topo.gpu_up.size and topo.gpu_up[0] >= 0 and shape.rails == topo.spec.gpus_per_node:
+    if pxn_relays_possible(topo):
         src = s - topo.rail_of(s) + topo.rail_of(d)
     apart = np.nonzero(topo.leaf_of_gpu[src] != topo.leaf_of_gpu[d])[0]
     if apart.size:
