@@ -59,11 +59,24 @@ __all__ = [
     "cached_topology",
     "clos_shape",
     "index_dtype",
+    "scale_up_hub",
     "topology_bytes",
 ]
 
 NETWORKS = ("scale-up", "scale-out", "front-end", "management")
 TIER_NAMES = ("gpu-nvswitch", "nic-leaf", "leaf-spine", "spine-core")
+# The device a scale-up domain's GPUs meet at, by ``scale_up.kind``: NVSwitch, or on a PCIe node the
+# host's PCIe switches and root complex (NCCL's P2P/SHM path); a kind not named here is NVSwitch.
+_SCALE_UP_HUB = {"pcie": "pcie"}
+
+
+def scale_up_hub(kind: str) -> str:
+    """Name of the device a scale-up domain of ``kind`` meets at: ``nvswitch``, or ``pcie`` on PCIe.
+
+    >>> scale_up_hub("pcie"), scale_up_hub("nvswitch")
+    ('pcie', 'nvswitch')
+    """
+    return _SCALE_UP_HUB.get(kind, "nvswitch")
 
 
 @dataclass(frozen=True, eq=False)
@@ -173,6 +186,13 @@ class Topology:
                 name, base = n, off
         return f"{name}[{dev - base}]"
 
+    def tier_name(self, tier: int) -> str:
+        """Name of link tier ``tier``: :data:`TIER_NAMES`, tier 0 named for this cluster's scale-up device
+        (``gpu-pcie`` on a PCIe node)."""
+        if tier == 0:
+            return f"gpu-{scale_up_hub(self.spec.scale_up.kind)}"
+        return TIER_NAMES[tier]
+
     @cached_property
     def switch_counts(self) -> dict[str, int]:
         """Switches per tier over all planes: ``{"nvswitch": .., "leaf": .., "spine": .., "core": ..}``."""
@@ -194,7 +214,7 @@ class Topology:
         ``spine-core``."""
         out = {}
         for tier in (1, 2, 3):
-            out[TIER_NAMES[tier]] = int(np.count_nonzero(self.link_tier == tier)) // 2
+            out[self.tier_name(tier)] = int(np.count_nonzero(self.link_tier == tier)) // 2
         return out
 
 
@@ -332,7 +352,7 @@ def build_topology(spec: ClusterSpec) -> Topology:
     next_dev = n
     gpu_up = gpu_down = np.full(n, -1, np.int64)
     if c.has_su:
-        offsets["nvswitch"] = next_dev
+        offsets[scale_up_hub(spec.scale_up.kind)] = next_dev
         nvs = next_dev + gpus // spec.domain_gpus
         next_dev += spec.n_domains
         gpu_up, gpu_down = w.cables(

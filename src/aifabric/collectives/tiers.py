@@ -55,6 +55,7 @@ __all__ = [
     "call_bandwidth",
     "call_channels",
     "channel_share",
+    "channel_share_note",
     "domain_nic_bytes_per_s",
     "tree_nic_traffic",
     "tuner_tree_nic_traffic",
@@ -768,6 +769,21 @@ def channel_share(tm: TierModel, n_domains: int) -> float:
         return 1.0
     side = 1 if n_domains > 1 else 0
     return min(1.0, tm.channels[side] / tm.default_channels[side])
+
+
+def channel_share_note(tm: TierModel, n_domains: int) -> str:
+    """``; NCCL_MAX_NCHANNELS: C of the C0 channels ...`` when :func:`channel_share` is below 1, else empty:
+    the why of a time that a channel cap scales (each channel carries ``1 / C0`` of the raw bandwidth,
+    ``C0`` growing with the node's NICs)."""
+    share = channel_share(tm, n_domains)
+    if share >= 1.0:
+        return ""
+    side = 1 if n_domains > 1 else 0
+    return (
+        f"; NCCL_MAX_NCHANNELS runs {tm.channels[side]} of the {tm.default_channels[side]} channels NCCL's "
+        f"search gives these NICs, each 1/{tm.default_channels[side]} of it (tuning.cc busBw = nChannels x "
+        f"bw): x {share:.2f}"
+    )
 
 
 def call_bandwidth(

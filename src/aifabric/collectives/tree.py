@@ -16,6 +16,7 @@ from aifabric.collectives.tiers import (
     base_latency_s,
     call_channels,
     channel_share,
+    channel_share_note,
     domain_nic_bytes_per_s,
     hw_latency_s,
     protocol_bandwidth,
@@ -98,6 +99,7 @@ def tree_cost(
     def why() -> str:
         return (
             f"double binary tree across {N} domains, algbw = 0.5 x {raw / 1e9:.1f} GB/s x protocol efficiency"
+            + channel_share_note(tm, N)
         )
 
     return make_cost(tm, Algorithm.TREE, proto, shape.latency_s, {shape.net: t}, shape.net, why, unseen)

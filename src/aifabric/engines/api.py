@@ -119,9 +119,21 @@ def collective_time(
     spec = resolve_cluster(cluster)
     comm = resolve_communicator(spec, ranks)
     if engine == "formula":
+        _check_one_tier_route(Collective.parse(op), spec, comm)
         return formula_collective(op, message_bytes, spec, comm, **options)
     if message_bytes > 0:  # a bad size is the engine's to name
         check_fits_hbm(op, message_bytes, comm.n_ranks, spec)
     from aifabric.engines.fabric import fabric_collective  # lazy: scipy.sparse, for CLI start-up time
 
     return fabric_collective(op, message_bytes, spec, comm, engine=engine, **options)
+
+
+def _check_one_tier_route(op: Collective, spec: ClusterSpec, comm: Communicator) -> None:
+    """Refuse, as the links and flow engines do (:func:`~aifabric.engines.fabric.check_one_tier_route`), an
+    all_to_all whose ranks meet on no leaf of a one-tier fabric: the formula engine would time a collective
+    the topology cannot carry."""
+    if op is not Collective.ALL_TO_ALL or spec.scale_out is None or spec.scale_out.tiers != 1:
+        return
+    from aifabric.engines.fabric import check_one_tier_route  # lazy, as above: only a one-tier fabric
+
+    check_one_tier_route(spec, comm)

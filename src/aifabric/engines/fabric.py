@@ -31,7 +31,7 @@ from scipy import sparse
 
 from aifabric.budget import check_memory
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.topology import TIER_NAMES, Topology, cached_topology
+from aifabric.cluster.topology import Topology, cached_topology
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, build_plan, default_plan_algorithm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.nccl_env import host_staging_efficiency
@@ -51,6 +51,7 @@ from aifabric.engines.result import CollectiveResult
 from aifabric.engines.routing import (
     Routes,
     SprayGroups,
+    check_one_tier_pairs,
     equal_subflows,
     pxn_relays_possible,
     route,
@@ -137,6 +138,7 @@ __all__ = [
     "FoldedTransfers",
     "LinkReport",
     "all_pairs_bytes",
+    "check_one_tier_route",
     "fabric_collective",
     "fold_transfers",
     "ideal_time",
@@ -1227,7 +1229,7 @@ def _explain(
             LinkReport(
                 int(link),
                 topo.link_label(int(link)),
-                TIER_NAMES[int(topo.link_tier[link])],
+                topo.tier_name(int(topo.link_tier[link])),
                 float(util[link]),
                 float(link_bytes[link]),
                 len(pairs),
@@ -1267,6 +1269,14 @@ def _first_of_equal(
         new[1:] |= sorted_[1:] != sorted_[:-1]
     starts = np.nonzero(new)[0]
     return order[starts], np.diff(np.append(starts, order.size)).astype(np.float64)
+
+
+def check_one_tier_route(spec: ClusterSpec, comm: Communicator) -> None:
+    """Refuse (:class:`NoRoute`, the links engine's line) the all_to_all of ``comm`` where two of its ranks
+    sit on leaves of a one-tier fabric that no spine or PXN relay joins
+    (:func:`~aifabric.engines.routing.check_one_tier_pairs`); the formula engine's check."""
+    gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
+    check_one_tier_pairs(cached_topology(spec), gpus)
 
 
 def _check_all_to_all(
@@ -1414,7 +1424,7 @@ def fabric_collective(
         algbw_bytes_per_s=algbw,
         busbw_bytes_per_s=algbw * busbw_factor(op, comm.n_ranks),
         network_time_s={
-            ("scale-up" if hot.tier == TIER_NAMES[0] else "scale-out") if hot else "scale-out": t
+            ("scale-up" if hot.tier == topo.tier_name(0) else "scale-out") if hot else "scale-out": t
         },
         bottleneck=hot.tier if hot else "none",
         explanation=_fabric_explanation(plan, routing, seed, res, note),

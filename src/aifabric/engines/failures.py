@@ -22,7 +22,8 @@ def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.nda
     network's ``--fail`` is):
     ``fabric:5%`` or ``fabric:0.05`` (5 % of leaf-spine and spine-core cables, seeded), ``leaf-spine:10%``,
     ``spine-core:3`` (3 cables: a whole number >= 1 is a count), ``nic:2``, ``link:123`` (one cable: the
-    directed link and its reverse), ``spine:4`` / ``leaf:0`` / ``core:1`` (every link of that switch).
+    directed link and its reverse), ``spine:4`` / ``leaf:0`` / ``core:1`` (every link of that switch;
+    ``spine:*`` every spine).
 
     Raises
     ------
@@ -47,18 +48,21 @@ def parse_failures(topo: Topology, text: str | None, *, seed: int = 0) -> np.nda
             link = _index(item, arg, n_cables, "link")
             _kill_cables(topo, alive, np.array([link]))
         elif kind in _SWITCH:
-            off = topo.device_offsets.get(kind)
-            count = (
-                {"leaf": topo.shape.n_leaves, "spine": topo.shape.n_spines, "core": topo.shape.n_cores}[kind]
-                if topo.shape
-                else 0
-            )
-            idx = _index(item, arg, count, kind)
-            if off is None:
-                raise ConfigError(f"--fail: this fabric has no {kind} switches")
-            dev = off + idx
-            alive &= ~((topo.link_src == dev) | (topo.link_dst == dev))
+            alive &= ~_switch_links(topo, item, kind, arg)
     return alive
+
+
+def _switch_links(topo: Topology, item: str, kind: str, arg: str) -> np.ndarray:
+    """Mask of every link of switch ``kind:arg``; ``arg`` ``*`` is every switch of that kind (as the
+    management network's ``--fail`` reads it)."""
+    off = topo.device_offsets.get(kind)
+    shape = topo.shape
+    count = {"leaf": shape.n_leaves, "spine": shape.n_spines, "core": shape.n_cores}[kind] if shape else 0
+    idx = np.arange(count) if arg == "*" else np.array([_index(item, arg, count, kind)])
+    if off is None or count == 0:
+        raise ConfigError(f"--fail: this fabric has no {kind} switches")
+    dev = off + idx
+    return np.isin(topo.link_src, dev) | np.isin(topo.link_dst, dev)
 
 
 def _count(item: str, arg: str, available: int) -> int:
@@ -86,7 +90,9 @@ def _index(item: str, arg: str, count: int, what: str) -> int:
     try:
         idx = int(arg)
     except ValueError:
-        raise ConfigError(f"--fail: cannot read {item!r} ({what} index must be a whole number)") from None
+        raise ConfigError(
+            f"--fail: cannot read {item!r} ({what} index must be a whole number or *)"
+        ) from None
     if not 0 <= idx < count:
         raise ConfigError(f"--fail: {what} {idx} does not exist (this fabric has {count})")
     return idx

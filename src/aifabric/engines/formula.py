@@ -469,7 +469,27 @@ def _explanation(best: Cost, evals: list[Cost]) -> str:
         f"{_PAIR_NAME[best.algorithm, best.protocol]}: {best.why}; latency "
         f"{best.latency_s * 1e6:.1f} us + bandwidth {sum(best.bandwidth_s.values()) * 1e6:.1f} us"
         + (f". Next best: {', '.join(others)}" if others else "")
+        + _tuner_blind(best, [e for _, e in _next_best(best, ranked)] if nccl else [])
         + (f". Faster but not run by NCCL: {', '.join(unrun)}" if unrun else "")
+    )
+
+
+def _tuner_blind(best: Cost, runners_up: list[Cost]) -> str:
+    """Why NCCL's pick ``best`` stands though a runner-up it also runs is faster: its tuner prices ``best``
+    below them, blind to what ``best`` pays that its tables do not hold (the NVLS pipeline fill).
+
+    NCCL picks on ``ncclTopoGetAlgoTime`` (src/graph/tuning.cc, v2.26.2-1): ``lat * latCount + nBytes /
+    (1000 * bw)``, with no pipeline fill term; ``Cost.tuner_time_s`` is that price. Empty when no runner-up
+    is faster.
+    """
+    faster = [e for e in runners_up if e.time_s < best.time_s and best.tuner_time_s <= e.tuner_time_s]
+    if not faster:
+        return ""
+    names = ", ".join(f"{_PAIR_NAME[e.algorithm, e.protocol]} {e.tuner_time_s * 1e6:.1f} us" for e in faster)
+    return (
+        f". NCCL runs {_PAIR_NAME[best.algorithm, best.protocol]} though it is slower: NCCL's tuner prices "
+        f"it at {best.tuner_time_s * 1e6:.1f} us (below {names}); the tuner (ncclTopoGetAlgoTime, tuning.cc) "
+        f"does not see the pipeline fill ({(best.time_s - best.tuner_time_s) * 1e6:.1f} us)"
     )
 
 

@@ -829,6 +829,34 @@ def _route_groups(
         b.add(groups.pod_down[plane[xp], pod_d[xp]], cols[xp], pw[xp])
 
 
+def one_tier_no_route(topo: Topology, s: int, d: int) -> NoRoute:
+    """The refusal of a flow ``s -> d`` whose ends sit on different leaves of a one-tier fabric."""
+    return NoRoute(
+        f"GPU {s} and GPU {d} sit on different leaves of a one-tier fabric (rail "
+        f"{int(topo.rail_of(s))} and {int(topo.rail_of(d))}) and no scale-up relay "
+        "reaches the destination's rail; use scale_out.tiers: 2 or rail_optimized: false"
+    )
+
+
+def check_one_tier_pairs(topo: Topology, gpus: np.ndarray) -> None:
+    """Refuse (:func:`one_tier_no_route`) ``gpus`` exchanging with every other one (an all_to_all) when
+    two of them in different domains sit on leaves no spine joins, after the PXN relay
+    :func:`_route_across_domains` takes (to the source node's GPU on the destination's rail,
+    :func:`pxn_relays_possible`). Nothing to refuse on a fabric with spines."""
+    shape = topo.shape
+    if shape is None or shape.leaf_up != 0:
+        return
+    s, d = (a.ravel() for a in np.meshgrid(gpus, gpus, indexing="ij"))
+    keep = topo.domain_of(s) != topo.domain_of(d)
+    s, d = s[keep], d[keep]
+    src = s
+    if pxn_relays_possible(topo):
+        src = s - topo.rail_of(s) + topo.rail_of(d)
+    apart = np.nonzero(topo.leaf_of_gpu[src] != topo.leaf_of_gpu[d])[0]
+    if apart.size:
+        raise one_tier_no_route(topo, int(s[apart[0]]), int(d[apart[0]]))
+
+
 def _route_between_leaves(
     topo: Topology,
     b: _Builder,
@@ -851,11 +879,7 @@ def _route_between_leaves(
     assert shape is not None
     u1 = shape.leaf_up
     if u1 == 0:  # a one-tier fabric: its leaves have no uplinks
-        raise NoRoute(
-            f"GPU {int(s[0])} and GPU {int(d[0])} sit on different leaves of a one-tier fabric (rail "
-            f"{int(topo.rail_of(int(s[0])))} and {int(topo.rail_of(int(d[0])))}) and no scale-up relay "
-            "reaches the destination's rail; use scale_out.tiers: 2 or rail_optimized: false"
-        )
+        raise one_tier_no_route(topo, int(s[0]), int(d[0]))
     first, inv = _group_rows(plane, leaf_s, leaf_d)
     viable_u = _viable_uplinks(topo, plane[first], leaf_s[first], leaf_d[first], alive, s, d, inv)
     up_u = topo.leaf_uplinks[plane[first][:, None], leaf_s[first][:, None], np.arange(u1)[None, :]]

@@ -10,13 +10,15 @@ jobs, decompose each job's traffic into a :class:`~aifabric.collectives.plan.Com
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
 from aifabric.cluster.placement import place_jobs
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.cluster.topology import TIER_NAMES, Topology, build_topology
+from aifabric.cluster.topology import Topology, build_topology
 from aifabric.collectives.algorithms import build_plan
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
@@ -25,6 +27,7 @@ from aifabric.collectives.traffic import PATTERNS, pattern_plan
 from aifabric.engines.fabric import FabricResult, nccl_plan_choice, simulate_plans
 from aifabric.engines.failures import parse_failures
 from aifabric.engines.flowsim import Progress
+from aifabric.errors import NoRoute
 
 __all__ = ["JobTime", "Scenario", "run_scenario"]
 
@@ -135,7 +138,7 @@ def _tier_utilisation(topo: Topology, res: FabricResult) -> dict[str, tuple[floa
     for t in np.unique(topo.link_tier):
         sel = (topo.link_tier == t) & (res.link_bytes > 0)
         if sel.any():
-            tiers[TIER_NAMES[int(t)]] = (
+            tiers[topo.tier_name(int(t))] = (
                 float(res.link_utilisation[sel].mean()),
                 float(res.link_utilisation[sel].max()),
             )
@@ -155,6 +158,17 @@ def _job_times(traffic: str, plans: list[CommPlan], res: FabricResult) -> tuple[
         )
         rows.append(JobTime(p.job, p.n_ranks, t, bus))
     return tuple(rows)
+
+
+@contextmanager
+def _named_failures(fail: str | None) -> Iterator[None]:
+    """A :class:`NoRoute` raised under ``--fail`` names the failures that left no route."""
+    try:
+        yield
+    except NoRoute as e:
+        if fail is None:
+            raise
+        raise NoRoute(f"--fail {fail!r} leaves no route: {e}") from None
 
 
 def run_scenario(
@@ -217,19 +231,20 @@ def run_scenario(
         raise ValueError(f"--jobs: {jobs} jobs do not fit {spec.n_nodes} nodes")
     placed = place_jobs(topo, [n_job] * jobs, policy=placement, seed=seed)
     plans, notes = _job_plans(traffic, message_bytes, spec, placed, algorithm, seed)
-    res = simulate_plans(
-        topo,
-        plans,
-        engine=engine,
-        routing=routing,
-        seed=seed,
-        qps=qps,
-        polarized=polarized,
-        link_alive=parse_failures(topo, fail, seed=seed),
-        top=top,
-        progress=progress,
-        transport=transport,
-    )
+    with _named_failures(fail):
+        res = simulate_plans(
+            topo,
+            plans,
+            engine=engine,
+            routing=routing,
+            seed=seed,
+            qps=qps,
+            polarized=polarized,
+            link_alive=parse_failures(topo, fail, seed=seed),
+            top=top,
+            progress=progress,
+            transport=transport,
+        )
     return Scenario(
         traffic=traffic,
         message_bytes=float(message_bytes),
