@@ -395,7 +395,7 @@ def nvls_tree_cost(
     bw = {net: message_bytes / alg + fill}
     unseen = fill + (message_bytes / alg - message_bytes / tuner_alg if tuner_alg != alg else 0.0)
 
-    def why_fill() -> str:
+    def words() -> str:
         if fill_bytes <= 0:
             return why()
         rules = _fill_rules(tm, comm)
@@ -409,6 +409,9 @@ def nvls_tree_cost(
         )
         fill_words = f"pipeline fill and drain {fill_bytes / 2**20:.3g} MiB ({fill * 1e6:.0f} us): {what}"
         return f"{why()}; {fill_words}{_shrunk_fill_words(tm, message_bytes, comm, loop)}"
+
+    def why_fill() -> str:  # kept per shape and size: planners and sweeps ask again (optimisation)
+        return tm.memo(("nvls_tree_why", proto, comm.shape, float(message_bytes)), words)
 
     return make_cost(tm, Algorithm.NVLS_TREE, proto, lat, bw, net, why_fill, unseen_by_tuner_s=unseen)
 
