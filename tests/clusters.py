@@ -4,6 +4,9 @@ tests, and the single MI300X node of case 31."""
 from __future__ import annotations
 
 import functools
+from pathlib import Path
+
+import yaml
 
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
@@ -75,3 +78,24 @@ def l40s_nodes(nodes: int, gpus_per_node: int = 8) -> ClusterSpec:
             },
         }
     )
+
+
+def geforce_yaml(tmp_path: Path, name: str, gpus_per_node: int, nodes: int, **scale_up: object) -> str:
+    """A cluster YAML of RTX 4090 nodes on PCIe (ConnectX-7 400G, one-tier InfiniBand); its path."""
+    spec = {
+        "name": name,
+        "accelerator": "rtx-4090",
+        "gpus_per_node": gpus_per_node,
+        "nodes": nodes,
+        "scale_up": {"kind": "pcie", **scale_up},
+        "scale_out": {
+            "nic": "connectx-7",
+            "nic_speed": "400 Gb/s",
+            "fabric": "infiniband",
+            "switch": "quantum-2-qm9700",
+            "tiers": 1,
+        },
+    }
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)

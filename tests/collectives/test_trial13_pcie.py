@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from tests.cli.refusal import refused
+from tests.clusters import geforce_yaml
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -25,27 +26,6 @@ def first_row(*args: str) -> dict:
     return json.loads(r.stdout)[0]
 
 
-def geforce(tmp_path: Path, name: str, gpus_per_node: int, nodes: int, **scale_up: object) -> str:
-    """A cluster YAML of RTX 4090 nodes on PCIe (ConnectX-7 400G, one-tier InfiniBand); its path."""
-    spec = {
-        "name": name,
-        "accelerator": "rtx-4090",
-        "gpus_per_node": gpus_per_node,
-        "nodes": nodes,
-        "scale_up": {"kind": "pcie", **scale_up},
-        "scale_out": {
-            "nic": "connectx-7",
-            "nic_speed": "400 Gb/s",
-            "fabric": "infiniband",
-            "switch": "quantum-2-qm9700",
-            "tiers": 1,
-        },
-    }
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return str(path)
-
-
 def test_peer_to_peer_does_not_bound_the_nic_of_a_one_gpu_node(tmp_path):
     """``aifabric collective all_reduce -c rtx1.yaml --size 1GiB`` (4 nodes of 1 x RTX 4090, no GPU peer on
     any node) printed 84015.4 us, "busbw = min(scale-up inf, a domain's NICs 19.20) GB/s": the NIC hop is
@@ -54,8 +34,10 @@ def test_peer_to_peer_does_not_bound_the_nic_of_a_one_gpu_node(tmp_path):
     used, the GPU reaches its NIC over its x16 link either way. Expected: peer_to_peer changes nothing on a
     one-GPU node (a missing GPUDirect RDMA, if that is the mechanism meant, belongs to the GDR path:
     ``nic_path``/``NCCL_NET_GDR_LEVEL``, with its own source)."""
-    no_p2p = first_row("all_reduce", "-c", geforce(tmp_path, "rtx1", 1, 4), "--size", "1GiB")
-    p2p = first_row("all_reduce", "-c", geforce(tmp_path, "rtx1p", 1, 4, peer_to_peer=True), "--size", "1GiB")
+    no_p2p = first_row("all_reduce", "-c", geforce_yaml(tmp_path, "rtx1", 1, 4), "--size", "1GiB")
+    p2p = first_row(
+        "all_reduce", "-c", geforce_yaml(tmp_path, "rtx1p", 1, 4, peer_to_peer=True), "--size", "1GiB"
+    )
     assert no_p2p["time_s"] == pytest.approx(p2p["time_s"], rel=0.01), no_p2p["explanation"]
 
 
@@ -67,7 +49,7 @@ def test_an_explicit_ll128_runs_on_a_pcie_node(tmp_path):
     ``if (pEnable == 2 && p == NCCL_PROTO_LL128)`` "Enable LL128 by default only on
     Volta/Ampere/Hopper/Blackwell+NVLink"; a stated NCCL_PROTO=LL128 sets pEnable = 1 and LL128 runs.
     Expected: exit 0 with protocol LL128, as NCCL runs it."""
-    cluster = geforce(tmp_path, "rtxp2p", 8, 1, peer_to_peer=True)
+    cluster = geforce_yaml(tmp_path, "rtxp2p", 8, 1, peer_to_peer=True)
     args = ["collective", "all_reduce", "-c", cluster, "--size", "1GiB", "--env", "NCCL_PROTO=LL128"]
     r = runner.invoke(app, [*args, "--json"])
     assert r.exit_code == 0, r.stderr
@@ -106,7 +88,7 @@ def test_gpus_meeting_through_the_cpu_run_shm_by_default(tmp_path, cpu_vendor):
     9.40 GB/s busbw) reads 9.58 GB/s with SHM (+1.9 %) against the 9.98 GB/s (+6.2 %) modelled now.
     Expected: the default equals the NCCL_P2P_LEVEL=PXB time for 8 GPUs on both vendors."""
     path = tmp_path / "rtxcpu.yaml"
-    spec = yaml.safe_load(Path(geforce(tmp_path, "rtxcpu", 8, 1, peer_to_peer=True)).read_text())
+    spec = yaml.safe_load(Path(geforce_yaml(tmp_path, "rtxcpu", 8, 1, peer_to_peer=True)).read_text())
     spec["scale_up"]["p2p_through_cpu"] = True
     spec["cpu_vendor"] = cpu_vendor
     path.write_text(yaml.safe_dump(spec))
@@ -172,7 +154,7 @@ def test_nccl_p2p_level_sys_runs_p2p_through_the_cpu():
 def test_an_nccl_proto_for_another_collective_keeps_ll128_off_on_pcie(tmp_path):
     """tuning.cc parseList: an entry with another collective's prefix leaves all_reduce's flags at their
     defaults, LL128's ``pEnable == 2`` included, so LL128 stays off over PCIe for all_reduce."""
-    spec = ClusterSpec.from_yaml(geforce(tmp_path, "rtxo", 8, 1, peer_to_peer=True))
+    spec = ClusterSpec.from_yaml(geforce_yaml(tmp_path, "rtxo", 8, 1, peer_to_peer=True))
     r = formula_collective("all_reduce", 2**30, spec, env={"NCCL_PROTO": "allgather:LL128"})
     assert r.protocol != "LL128"
     assert all(c.protocol != "LL128" for c in r.candidates), r.candidates

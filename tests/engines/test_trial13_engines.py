@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 from tests.cli.refusal import refused
+from tests.clusters import geforce_yaml
 from tests.engines.test_one_tier_rails import SPEC as ONE_TIER_RAILS
 from typer.testing import CliRunner
 
@@ -27,27 +28,6 @@ def first_row(*args: str) -> dict:
     return json.loads(r.stdout)[0]
 
 
-def geforce(tmp_path: Path, name: str, gpus_per_node: int, nodes: int, **scale_up: object) -> str:
-    """A cluster YAML of RTX 4090 nodes on PCIe (ConnectX-7 400G, one-tier InfiniBand); its path."""
-    spec = {
-        "name": name,
-        "accelerator": "rtx-4090",
-        "gpus_per_node": gpus_per_node,
-        "nodes": nodes,
-        "scale_up": {"kind": "pcie", **scale_up},
-        "scale_out": {
-            "nic": "connectx-7",
-            "nic_speed": "400 Gb/s",
-            "fabric": "infiniband",
-            "switch": "quantum-2-qm9700",
-            "tiers": 1,
-        },
-    }
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return str(path)
-
-
 @pytest.mark.parametrize("engine", ["links", "flow"])
 def test_a_pcie_node_has_no_nvswitch_in_the_explanation(tmp_path, engine):
     """``aifabric collective all_reduce -c rtx.yaml --size 1GiB --engine links`` (8 x RTX 4090 on PCIe, no
@@ -60,7 +40,7 @@ def test_a_pcie_node_has_no_nvswitch_in_the_explanation(tmp_path, engine):
             "collective",
             "all_reduce",
             "-c",
-            geforce(tmp_path, "rtx", 8, 1),
+            geforce_yaml(tmp_path, "rtx", 8, 1),
             "--size",
             "1GiB",
             "--engine",
