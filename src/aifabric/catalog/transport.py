@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -208,6 +208,7 @@ def nccl_enabled(value: str, names: Mapping[str, Any], collective: str, *, field
     return enabled
 
 
+@lru_cache(maxsize=256)  # pure in its strings; a call per collective timed (optimisation)
 def nccl_names(value: str, collective: str) -> bool:
     """Whether an ``NCCL_ALGO`` / ``NCCL_PROTO`` value has an entry for ``collective`` (one without a
     prefix, or with its prefix): NCCL's ``parseList`` then sets every one of the collective's flags to on
@@ -221,11 +222,13 @@ def nccl_names(value: str, collective: str) -> bool:
     return False
 
 
+@lru_cache(maxsize=256)  # pure in its strings; a call per collective timed (optimisation)
 def nccl_algorithms(value: str, collective: str) -> frozenset[Algorithm]:
     """Algorithms an ``NCCL_ALGO`` value enables for ``collective`` (:func:`nccl_enabled`)."""
     return nccl_enabled(value, _ALGO_NAMES, collective, field="NCCL_ALGO")
 
 
+@lru_cache(maxsize=256)  # pure in its strings; a call per collective timed (optimisation)
 def nccl_protocols(value: str, collective: str) -> frozenset[Protocol]:
     """Protocols an ``NCCL_PROTO`` value enables for ``collective`` (:func:`nccl_enabled`)."""
     return nccl_enabled(value, _PROTO_NAMES, collective, field="NCCL_PROTO")
