@@ -1,0 +1,210 @@
+"""The formula engine against a second set of public single-node results, none among the shared cases.
+
+Each point is one row (or one stated figure) of a public log or thread about ONE node whose hardware is
+stated; the comment gives the source and the quoted row (size, time us, busbw GB/s). Tolerance: the blind
+check's bar, 15 % on busbw at >= 64 MiB, and at mid sizes where asserted. The model runs the log's NCCL
+release (the nccl-tests header's ``nccl-library`` number) when the catalogue has it, else the newest
+recorded tables (said per point).
+
+The richest source is waynehacking8/nccl-collectives-bench: 4 (and 2, 6) of the 8 H100 of one NV18 board
+(``topology_host.txt``), NCCL 2.29.2 (``nccl-library=22902``), one process driving the GPUs (``-g 4``),
+all_reduce / all_gather / reduce_scatter from 8 B to 8 GiB, and a run with ``NCCL_DEBUG_SUBSYS=TUNING`` that
+prints what NCCL picked (ring at 2 and 4 GPUs, NVLS at 6 for 256 MiB-8 GiB): the model picks the same.
+No constant was set from these sources. Points the model misses are in ``MISSED`` (measured, predicted,
+what is missing); not asserted.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tests.engines.test_cases_public import Point  # one public row, as the multi-node threads have it
+from tests.engines.test_cases_public_node import hgx, one_node
+
+from aifabric.engines.formula import formula_collective
+
+MiB = 2**20
+GiB = 2**30
+
+WH = "https://github.com/waynehacking8/nccl-collectives-bench/blob/main/results/"
+WH_AR, WH_AG, WH_RS = WH + "all_reduce.txt", WH + "all_gather.txt", WH + "reduce_scatter.txt"
+WH_SCALE = WH + "scaling_attributed/report.md"
+N1281 = "https://github.com/NVIDIA/nccl/issues/1281"
+N2169 = "https://github.com/NVIDIA/nccl/issues/2169"
+
+H100 = hgx("h100-sxm")
+#: 2, 4 and 6 of the 8 H100 of one NVSwitch board (nccl-collectives-bench topology_host.txt: NV18 all pairs)
+H100_OF = {n: one_node("h100-sxm", n, {"kind": "nvswitch"}) for n in (2, 4, 6)}
+V2292 = (("nccl_version", "2.29.2"),)
+
+
+def _wh(url: str, collective: str, size: int, time_us: float, busbw_gbs: float) -> Point:
+    """One out-of-place row of nccl-collectives-bench's 4-GPU sweeps (NCCL 2.29.2, -g 4)."""
+    return Point(url, H100_OF[4], collective, size, time_us * 1e-6, busbw_gbs * 1e9, False, V2292)
+
+
+def _wh_peak(gpus: int, busbw_gbs: float, algo: str | None) -> Point:
+    """A peak of nccl-collectives-bench's scaling table (all_reduce 256 MiB-8 GiB, NCCL 2.29.2): the 8 GiB
+    row, under ``NCCL_ALGO=algo`` (None: NCCL's own choice)."""
+    env = (("env", {"NCCL_ALGO": algo}),) if algo else ()
+    return Point(WH_SCALE, H100_OF[gpus], "all_reduce", 8 * GiB, 0.0, busbw_gbs * 1e9, False, (*V2292, *env))
+
+
+POINTS = {
+    # nccl-collectives-bench all_reduce.txt, 4 x H100: "33554432 ... 176.20 190.44 285.66", "67108864 ...
+    # 325.86 205.95 308.92", "134217728 ... 617.77 ... 325.89", "268435456 ... 1181.43 ... 340.82",
+    # "536870912 ... 2311.72 ... 348.36", "1073741824 ... 4511.11 ... 357.03", "2147483648 ... 8923.11 ...
+    # 361.00", "4294967296 ... 17735.5 ... 363.25", "8589934592 ... 35168.9 ... 366.37": ring/Simple
+    # 305.9/335.2/352.1/361.2/366.0/368.4/369.6/370.2/370.5 (+7.1/+8.5/+8.0/+6.0/+5.0/+3.2/+2.4/+1.9/+1.1 %)
+    **{
+        f"wh H100 x4 all_reduce {size // MiB} MiB": _wh(WH_AR, "all_reduce", size, t, bw)
+        for size, t, bw in (
+            (32 * MiB, 176.20, 285.66),
+            (64 * MiB, 325.86, 308.92),
+            (128 * MiB, 617.77, 325.89),
+            (256 * MiB, 1181.43, 340.82),
+            (512 * MiB, 2311.72, 348.36),
+            (GiB, 4511.11, 357.03),
+            (2 * GiB, 8923.11, 361.00),
+            (4 * GiB, 17735.5, 363.25),
+            (8 * GiB, 35168.9, 366.37),
+        )
+    },
+    # all_gather.txt: "536870912 ... 1268.09 423.37 317.53", "1073741824 ... 2475.82 ... 325.27",
+    # "2147483648 ... 4819.87 ... 334.16", "4294967296 ... 9479.24 ... 339.82", "8589934592 ... 18732.3 ...
+    # 343.92": ring/Simple 364.6/367.7/369.2/370.0/370.4 (+14.8/+13.0/+10.5/+8.9/+7.7 %)
+    **{
+        f"wh H100 x4 all_gather {size // MiB} MiB": _wh(WH_AG, "all_gather", size, t, bw)
+        for size, t, bw in (
+            (512 * MiB, 1268.09, 317.53),
+            (GiB, 2475.82, 325.27),
+            (2 * GiB, 4819.87, 334.16),
+            (4 * GiB, 9479.24, 339.82),
+            (8 * GiB, 18732.3, 343.92),
+        )
+    },
+    # reduce_scatter.txt: "1073741824 ... 2439.07 440.23 330.17", "2147483648 ... 4741.30 ... 339.70",
+    # "4294967296 ... 9440.67 ... 341.21", "8589934592 ... 18389.0 ... 350.34": ring/Simple
+    # 367.7/369.2/370.0/370.4 (+11.4/+8.7/+8.4/+5.7 %)
+    **{
+        f"wh H100 x4 reduce_scatter {size // MiB} MiB": _wh(WH_RS, "reduce_scatter", size, t, bw)
+        for size, t, bw in (
+            (GiB, 2439.07, 330.17),
+            (2 * GiB, 4741.30, 339.70),
+            (4 * GiB, 9440.67, 341.21),
+            (8 * GiB, 18389.0, 350.34),
+        )
+    },
+    # scaling_attributed/report.md, all_reduce peak busbw (256 MB-8 GB, the TUNING log naming the
+    # algorithm): 2 GPUs auto (RING) 347, Ring 348; 4 GPUs auto (RING) 365, Ring 365, NVLS 376; 6 GPUs auto
+    # (NVLS) 443, Ring 367, NVLS 443. Model at 8 GiB: 370.6/370.6, 370.5/370.5/353.6, 436.1/370.4/436.1
+    # (+6.8/+6.5, +1.5/+1.5/-5.9, -1.5/+0.9/-1.5 %), picking ring, ring, NVLS as NCCL did
+    "wh H100 x2 all_reduce auto": _wh_peak(2, 347, None),
+    "wh H100 x2 all_reduce Ring": _wh_peak(2, 348, "Ring"),
+    "wh H100 x4 all_reduce auto peak": _wh_peak(4, 365, None),
+    "wh H100 x4 all_reduce Ring peak": _wh_peak(4, 365, "Ring"),
+    "wh H100 x4 all_reduce NVLS peak": _wh_peak(4, 376, "NVLS"),
+    "wh H100 x6 all_reduce auto": _wh_peak(6, 443, None),
+    "wh H100 x6 all_reduce Ring": _wh_peak(6, 367, "Ring"),
+    "wh H100 x6 all_reduce NVLS": _wh_peak(6, 443, "NVLS"),
+    # nccl #2169: 4 x H100 80GB HBM3 of one node ("Node1"), NCCL 2.30.4, alltoall_perf -b 500M -R1 with
+    # NCCL_ALGO=Ring NCCL_PROTO=Simple: "524288000 32768000 float none -1 1097.14 477.87 358.40": pairwise
+    # direct over NVSwitch 366.7 (+2.3 %)
+    "2169 H100 x4 all_to_all 500 MiB": Point(
+        N2169,
+        H100_OF[4],
+        "all_to_all",
+        524288000,
+        1097.14e-6,
+        358.40e9,
+        False,
+        (("nccl_version", "2.30.4"), ("env", {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"})),
+    ),  # fmt: skip
+    # nccl #1281: "the result of nccl-tests on H100, reducescatter's busbw is 360GBps, and allgather's
+    # busbw is 350GBps" (NVLink figures: one 8-GPU board; size and release not given: 8 GiB, newest
+    # tables): ring/Simple 370.2 (+2.8 % / +5.8 %)
+    "1281 H100 reduce_scatter": Point(N1281, H100, "reduce_scatter", 8 * GiB, 0.0, 360e9, False),
+    "1281 H100 all_gather": Point(N1281, H100, "all_gather", 8 * GiB, 0.0, 350e9, False),
+}
+
+
+@pytest.mark.parametrize("key", list(POINTS))
+def test_public_node_point(key: str) -> None:
+    assert abs(POINTS[key].relative_error()) <= 0.15
+
+
+@pytest.mark.parametrize(("gpus", "algorithm"), [(2, "ring"), (4, "ring"), (6, "nvls")])
+def test_the_model_picks_what_nccls_tuning_log_printed(gpus: int, algorithm: str) -> None:
+    # nccl-collectives-bench g{2,4,6}_auto.log (NCCL 2.29.2, NCCL_DEBUG_SUBSYS=TUNING): "AllReduce: ...
+    # Bytes -> Algo RING proto SIMPLE" on 2 and 4 of the board's H100, "Algo NVLS proto SIMPLE" on 6, for
+    # every size from 256 MiB to 8 GiB.
+    for size in (256 * MiB, GiB, 8 * GiB):
+        r = formula_collective("all_reduce", size, H100_OF[gpus], nccl_version="2.29.2")
+        assert (r.algorithm, r.protocol) == (algorithm, "Simple")
+
+
+#: Public single-node rows the model misses (measured, predicted, what is missing); not asserted.
+MISSED = {
+    "nccl-collectives-bench, 4 x H100, all_reduce 4/8/16 MiB (NCCL 2.29.2)": (
+        "busbw 144.94/200.12/246.47 (43.41/62.88/102.10 us) vs 104.0/160.8/221.3 (-28/-20/-10 %): the "
+        "model's tuner prices NVLS at 25 us + S / (B_i e (h-1)/h) and runs it below ~20 MB, where its own "
+        "ring gives 143.5/202.0/260.3 (-1/+1/+6 %), the measured curve. The TUNING log prints ring only "
+        "for 256 MiB-8 GiB; tuning.cc 2.29.2 prices NVLS at nChannels x bwIntra x e x (nChannels-1)/"
+        "nChannels x 2, times nRanks/nsteps, with the NVLS graph's nChannels and bwIntra for 4 of 8 GPUs "
+        "from search.cc, which the catalogue does not record"
+    ),
+    "nccl-collectives-bench, 4 x H100, all_gather 8-256 MiB and reduce_scatter 8-512 MiB": (
+        "all_gather busbw 110.2/186.6/229.3/258.2/287.4/305.5 vs 176.9/239.5/291.0/326.1/347.0/358.5 "
+        "(+60/+28/+27/+26/+21/+17 %); reduce_scatter 146.7/201.3/238.0/266.0/289.7/303.6/316.6 vs 176.9/"
+        "239.5/291.0/326.1/347.0/358.5/364.6 (+21/+19/+22/+23/+20/+18/+15 %). The same-size all_reduce "
+        "agrees (+5..+8 % from 32 MiB), so the ring's rate holds: an all_gather of S moves half the bytes "
+        "per rank, its pipeline is half as deep, and NCCL's chunking (enqueue.cc calcCollChunking: chunk "
+        "and channel count from the per-rank bytes) costs more than the tuner's latency the model adds"
+    ),
+    "nccl-collectives-bench, 4 x H100 (-g 4, one process), 8 B-1 MiB": (
+        "time all_reduce 8 B / 1 KiB / 64 KiB / 1 MiB 22.72/23.67/26.20/27.03 us vs 10.2/10.5/14.4/21.4 "
+        "(ring/LL); all_gather 64 B 16.98 vs 8.4, reduce_scatter 64 B 21.70 vs 8.4. symmetric/report.md: "
+        "the eager floor is 23-25 us on 2.18 and 2.29 and 16.1 us under CUDA Graph (-G 1) at 8 B, 'the "
+        "floor is host-side launch overhead' (one thread launches the four GPUs' kernels); no source "
+        "gives a per-launch figure to add"
+    ),
+    "nccl-collectives-bench scaling_attributed, 2 x H100, NCCL_ALGO=NVLS, 256 MiB-8 GiB": (
+        "peak busbw 207 vs 157.4 (-24 %): the model's NVLS on h = 2 heads is B_i e (h-1)/h = 370.8 x 0.85 "
+        "/ 2; the measured rate says two heads lose less than half (4 and 6 GPUs agree: 376 vs 353.6, 443 "
+        "vs 436.1)"
+    ),
+    "nccl #2169, 4 x H100, alltoall 500 MiB with -R2 -x2 (NCCL 2.30.4)": (
+        "busbw 120.77 (3256 us) vs 366.7 (the -R1 run of the same thread, 358.40, agrees): the "
+        "issue's drop above 512 MB under symmetric registration; that code path is not modelled"
+    ),
+    "nccl-tests #268, 2 x H100 on NVLink (HGX), sendrecv_perf 4K-4G, release not printed": (
+        "busbw 'increases from 80 to 180 GB/s but seems to plateau' vs 369.3 at 1 GiB / 370.4 at 4 GiB "
+        "(p2p/Simple at NCCL's 18 x 20.6 GB/s): NCCL runs send/recv on p2pnChannelsPerPeer channels "
+        "(paths.cc ncclTopoComputeP2pChannels: pow2Up(min(nChannels, 2 x path bw / NVLink bw))), each CTA "
+        "splitting its warps between the send and the receive of the pair (enqueue.cc p2p scheduling); the "
+        "model times a send/recv pair at the collective ring's full bandwidth, which "
+        "tests/collectives/test_full_mesh.py asserts (370.8 GB/s for 2 x H100): the per-channel p2p rate "
+        "that would replace it has no sourced figure yet"
+    ),
+    "nccl-tests #314, 8 x H20-3e (-g 8, one process), alltoall 1/2/4 MiB": (
+        "time 58.14/58.94/59.35 us vs 14.3/16.8/21.7 (direct): flat in size, one thread enqueues the "
+        "8 x 14 sends and receives; DeepEP #303's 8 x H20 with a process per GPU runs alltoall in 10.6 us"
+    ),
+    "nccl #2094, 8 x H100 (one machine), all_reduce 1-32 KiB, NCCL 2.28/2.29.7": (
+        "time 34.57/33.40/32.51/32.89/32.41/33.56 us vs 15.3/15.6/16.2/17.4/19.9/24.8 (ring/LL, 2.29.7 "
+        "tables); the issue does not say which of the two releases the quoted table ran, nor how the "
+        "eight ranks were launched"
+    ),
+    "nccl-tests #333, B200 (8-GPU board), all_reduce -R 2 (symmetric memory, NCCL v2.27_sym_memory)": (
+        "time at 8 B 'around 9us' on 2 GPUs, 22 us on 4 GPUs vs 7.8 / 10.2 (ring/LL, 2.27.3 tables: -13 % / "
+        "-54 %): the symmetric-memory kernels (-R 2) are a code path of 2.27 whose latency the tuning "
+        "tables do not describe, so the 2-GPU agreement is not counted either"
+    ),
+    "nccl-tests #331, 2 x A100-SXM-64GB (Leonardo node, NVLink 3), sendrecv_perf, NCCL 2.22.3": (
+        "busbw peak 71-73 GB/s vs no prediction: the catalogue has no A100-SXM-64GB nor a point-to-point "
+        "NVLink mesh of 4 links per GPU pair (4 x 20 GB/s = 80, -10 % would be the ring figure)"
+    ),
+}
+
+
+def test_every_missed_point_names_measured_and_predicted() -> None:
+    assert all(" vs " in why for why in MISSED.values())
