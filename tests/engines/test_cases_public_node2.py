@@ -10,6 +10,7 @@ The richest source is waynehacking8/nccl-collectives-bench: 4 (and 2, 6) of the 
 (``topology_host.txt``), NCCL 2.29.2 (``nccl-library=22902``), one process driving the GPUs (``-g 4``),
 all_reduce / all_gather / reduce_scatter from 8 B to 8 GiB, and a run with ``NCCL_DEBUG_SUBSYS=TUNING`` that
 prints what NCCL picked (ring at 2 and 4 GPUs, NVLS at 6 for 256 MiB-8 GiB): the model picks the same.
+hisohara/ai-scripts gives rccl-tests all_reduce on one node of 8 MI300X and of 8 MI325X (xGMI mesh).
 No constant was set from these sources. Points the model misses are in ``MISSED`` (measured, predicted,
 what is missing); not asserted.
 """
@@ -17,6 +18,7 @@ what is missing); not asserted.
 from __future__ import annotations
 
 import pytest
+from tests.clusters import mi300x_node
 from tests.engines.test_cases_public import Point  # one public row, as the multi-node threads have it
 from tests.engines.test_cases_public_node import hgx, one_node
 
@@ -30,11 +32,15 @@ WH_AR, WH_AG, WH_RS = WH + "all_reduce.txt", WH + "all_gather.txt", WH + "reduce
 WH_SCALE = WH + "scaling_attributed/report.md"
 N1281 = "https://github.com/NVIDIA/nccl/issues/1281"
 N2169 = "https://github.com/NVIDIA/nccl/issues/2169"
+HISO = "https://github.com/hisohara/ai-scripts/blob/main/training/01_rccl-smoketest/README.md"
 
 H100 = hgx("h100-sxm")
 #: 2, 4 and 6 of the 8 H100 of one NVSwitch board (nccl-collectives-bench topology_host.txt: NV18 all pairs)
 H100_OF = {n: one_node("h100-sxm", n, {"kind": "nvswitch"}) for n in (2, 4, 6)}
 V2292 = (("nccl_version", "2.29.2"),)
+#: 8 x MI300X / MI325X, xGMI full mesh, 7 x 48 GB/s per GPU (catalogue infinity-fabric-mi300)
+MI300X = mi300x_node()
+MI325X = MI300X.model_copy(update={"accelerator": "mi325x"})
 
 
 def _wh(url: str, collective: str, size: int, time_us: float, busbw_gbs: float) -> Point:
@@ -119,6 +125,40 @@ POINTS = {
         False,
         (("nccl_version", "2.30.4"), ("env", {"NCCL_ALGO": "Ring", "NCCL_PROTO": "Simple"})),
     ),  # fmt: skip
+    # hisohara/ai-scripts rccl-smoketest README, "AAC8 Kubernetes": 8 x MI300X of one node, a process per
+    # GPU (mpirun -np 8 ... -g 1), rccl-tests develop:a7809b3 (RCCL release not printed: newest tables,
+    # NCCL's Hopper row): "8388608 ... 84.78 98.95 173.16", "67108864 ... 432.5 155.15 271.51",
+    # "134217728 ... 800.3 ... 293.50", "268435456 ... 1540.4 ... 304.96", "536870912 ... 3027.1 ...
+    # 310.37", "1073741824 ... 5990.7 ... 313.66", "2147483648 ... 11940 ... 314.75", "4294967296 ... 23841
+    # ... 315.26", "8589934592 ... 47617 ... 315.69": ring over 7 xGMI links 166.7/289.6/311.1/323.1/
+    # 329.4/332.7/334.3/335.2/335.6 (-3.8/+6.7/+6.0/+5.9/+6.1/+6.1/+6.2/+6.3/+6.3 %); "1024 256 float sum
+    # -1 13.67": ring/LL 15.36 us (+12.3 %)
+    "hiso MI300X x8 1 KiB": Point(HISO, MI300X, "all_reduce", 1024, 13.67e-6, 0.0, True),
+    **{
+        f"hiso MI300X x8 {size // MiB} MiB": Point(
+            HISO, MI300X, "all_reduce", size, t * 1e-6, bw * 1e9, False
+        )
+        for size, t, bw in (
+            (8 * MiB, 84.78, 173.16),
+            (64 * MiB, 432.5, 271.51),
+            (128 * MiB, 800.3, 293.50),
+            (256 * MiB, 1540.4, 304.96),
+            (512 * MiB, 3027.1, 310.37),
+            (GiB, 5990.7, 313.66),
+            (2 * GiB, 11940, 314.75),
+            (4 * GiB, 23841, 315.26),
+            (8 * GiB, 47617, 315.69),
+        )
+    },
+    # same README, "AAC11 MI325X Slurm", 1-node with NCCL_ALGO=Ring (ROCm 6.4.1): "4294967296 ... 23719
+    # 181.07 316.88", "8589934592 ... 47217 ... 318.37", "17179869184 ... 94222 ... 319.08": ring 335.2/
+    # 335.6/335.8 (+5.8/+5.4/+5.2 %)
+    **{
+        f"hiso MI325X x8 ring {size // GiB} GiB": Point(
+            HISO, MI325X, "all_reduce", size, t * 1e-6, bw * 1e9, False, (("env", {"NCCL_ALGO": "Ring"}),)
+        )
+        for size, t, bw in ((4 * GiB, 23719, 316.88), (8 * GiB, 47217, 318.37), (16 * GiB, 94222, 319.08))
+    },
     # nccl #1281: "the result of nccl-tests on H100, reducescatter's busbw is 360GBps, and allgather's
     # busbw is 350GBps" (NVLink figures: one 8-GPU board; size and release not given: 8 GiB, newest
     # tables): ring/Simple 370.2 (+2.8 % / +5.8 %)
@@ -171,6 +211,12 @@ MISSED = {
         "peak busbw 207 vs 157.4 (-24 %): the model's NVLS on h = 2 heads is B_i e (h-1)/h = 370.8 x 0.85 "
         "/ 2; the measured rate says two heads lose less than half (4 and 6 GPUs agree: 376 vs 353.6, 443 "
         "vs 436.1)"
+    ),
+    "hisohara/ai-scripts, 8 x MI300X (AAC8, a process per GPU), all_reduce 8 B-256 KiB (RCCL)": (
+        "time 16 B / 8 KiB / 64 KiB / 256 KiB 16.32/13.76/14.25/17.46 us vs 15.0/17.9/26.4/26.4 (NCCL's "
+        "ring/LL tables): flat at 13.7-14.3 us from 1 KiB to 64 KiB, below any NCCL ring; RCCL has "
+        "small-message all_reduce kernels of its own (one-shot reduction, as ROCm/rccl PR #929 brought to "
+        "MI250X), whose latency NCCL's tuning tables do not describe; 8-256 B take 17-23 us"
     ),
     "nccl #2169, 4 x H100, alltoall 500 MiB with -R2 -x2 (NCCL 2.30.4)": (
         "busbw 120.77 (3256 us) vs 366.7 (the -R1 run of the same thread, 358.40, agrees): the "
