@@ -48,6 +48,11 @@ def _wh(url: str, collective: str, size: int, time_us: float, busbw_gbs: float) 
     return Point(url, H100_OF[4], collective, size, time_us * 1e-6, busbw_gbs * 1e9, False, V2292)
 
 
+def _wh_sweep(url: str, collective: str, rows: tuple[tuple[int, float, float], ...]) -> dict[str, Point]:
+    """Rows ``(size, time us, busbw GB/s)`` of one nccl-collectives-bench 4-GPU sweep, keyed by size."""
+    return {f"wh H100 x4 {collective} {s // MiB} MiB": _wh(url, collective, s, t, bw) for s, t, bw in rows}
+
+
 def _wh_peak(gpus: int, busbw_gbs: float, algo: str | None) -> Point:
     """A peak of nccl-collectives-bench's scaling table (all_reduce 256 MiB-8 GiB, NCCL 2.29.2): the 8 GiB
     row, under ``NCCL_ALGO=algo`` (None: NCCL's own choice)."""
@@ -61,9 +66,10 @@ POINTS = {
     # "536870912 ... 2311.72 ... 348.36", "1073741824 ... 4511.11 ... 357.03", "2147483648 ... 8923.11 ...
     # 361.00", "4294967296 ... 17735.5 ... 363.25", "8589934592 ... 35168.9 ... 366.37": ring/Simple
     # 305.9/335.2/352.1/361.2/366.0/368.4/369.6/370.2/370.5 (+7.1/+8.5/+8.0/+6.0/+5.0/+3.2/+2.4/+1.9/+1.1 %)
-    **{
-        f"wh H100 x4 all_reduce {size // MiB} MiB": _wh(WH_AR, "all_reduce", size, t, bw)
-        for size, t, bw in (
+    **_wh_sweep(
+        WH_AR,
+        "all_reduce",
+        (
             (32 * MiB, 176.20, 285.66),
             (64 * MiB, 325.86, 308.92),
             (128 * MiB, 617.77, 325.89),
@@ -73,33 +79,35 @@ POINTS = {
             (2 * GiB, 8923.11, 361.00),
             (4 * GiB, 17735.5, 363.25),
             (8 * GiB, 35168.9, 366.37),
-        )
-    },
+        ),
+    ),
     # all_gather.txt: "536870912 ... 1268.09 423.37 317.53", "1073741824 ... 2475.82 ... 325.27",
     # "2147483648 ... 4819.87 ... 334.16", "4294967296 ... 9479.24 ... 339.82", "8589934592 ... 18732.3 ...
     # 343.92": ring/Simple 364.6/367.7/369.2/370.0/370.4 (+14.8/+13.0/+10.5/+8.9/+7.7 %)
-    **{
-        f"wh H100 x4 all_gather {size // MiB} MiB": _wh(WH_AG, "all_gather", size, t, bw)
-        for size, t, bw in (
+    **_wh_sweep(
+        WH_AG,
+        "all_gather",
+        (
             (512 * MiB, 1268.09, 317.53),
             (GiB, 2475.82, 325.27),
             (2 * GiB, 4819.87, 334.16),
             (4 * GiB, 9479.24, 339.82),
             (8 * GiB, 18732.3, 343.92),
-        )
-    },
+        ),
+    ),
     # reduce_scatter.txt: "1073741824 ... 2439.07 440.23 330.17", "2147483648 ... 4741.30 ... 339.70",
     # "4294967296 ... 9440.67 ... 341.21", "8589934592 ... 18389.0 ... 350.34": ring/Simple
     # 367.7/369.2/370.0/370.4 (+11.4/+8.7/+8.4/+5.7 %)
-    **{
-        f"wh H100 x4 reduce_scatter {size // MiB} MiB": _wh(WH_RS, "reduce_scatter", size, t, bw)
-        for size, t, bw in (
+    **_wh_sweep(
+        WH_RS,
+        "reduce_scatter",
+        (
             (GiB, 2439.07, 330.17),
             (2 * GiB, 4741.30, 339.70),
             (4 * GiB, 9440.67, 341.21),
             (8 * GiB, 18389.0, 350.34),
-        )
-    },
+        ),
+    ),
     # scaling_attributed/report.md, all_reduce peak busbw (256 MB-8 GB, the TUNING log naming the
     # algorithm): 2 GPUs auto (RING) 347, Ring 348; 4 GPUs auto (RING) 365, Ring 365, NVLS 376; 6 GPUs auto
     # (NVLS) 443, Ring 367, NVLS 443. Model at 8 GiB: 370.6/370.6, 370.5/370.5/353.6, 436.1/370.4/436.1
