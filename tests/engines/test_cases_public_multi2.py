@@ -1,0 +1,142 @@
+"""The formula engine against more public multi-node nccl-tests/rccl-tests results (blind, second set).
+
+Machines no other test covers: MI300X over AMD Pollara 400 (AINIC) RoCE at 2 nodes, GB300 trays over
+ConnectX-8 RoCE, A100 with one GPU per node over HDR InfiniBand, DGX A100 on 8 x 100 Gb/s NICs, AWS
+p6-b300 over EFA. Each point is one row (or one stated figure) of a public thread whose hardware is stated;
+the comment gives the thread, the quoted row (size, time us, busbw GB/s) and the model's figure. Tolerance:
+the blind check's bar, 15 % on busbw at >= 64 MiB and on time at small sizes. The model runs the run's NCCL
+release when the thread states it and the catalogue has it, else the newest recorded tables (said per
+thread). None of these threads is a calibration source of the catalogue.
+Points the model misses are in ``MISSED`` (measured, predicted, what is missing); not asserted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.engines.test_cases_public import Point  # one public row, as the other blind checks have it
+
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.communicator import Communicator
+from aifabric.engines.formula import formula_collective
+
+MiB = 2**20
+GiB = 2**30
+ROCE = {"fabric": "ethernet", "switch": "spectrum-4-sn5600-400g"}
+
+
+def _nodes(accelerator: str, nodes: int, scale_out: dict[str, Any], **scale_up: str) -> ClusterSpec:
+    """``nodes`` x 8 ``accelerator`` on one scale-up domain each (NVSwitch, or the ``link`` given), with the
+    given scale-out."""
+    spec = {"accelerator": accelerator, "gpus_per_node": 8, "nodes": nodes, "name": accelerator}
+    spec |= {"scale_up": {"kind": "nvswitch", **scale_up}, "scale_out": scale_out}
+    return ClusterSpec.model_validate(spec)
+
+
+def mi300x_ainic(nodes: int) -> ClusterSpec:
+    """8 x MI300X on the xGMI mesh (catalogue link infinity-fabric-mi300) with one AMD Pensando Pollara 400
+    per GPU on RoCE (ROCm/rccl #2078: "Add support for AMD AINIC", ``RCCL_AINIC_ROCE=1``, 16 ranks on
+    ``-H NODE-49:8,NODE-51:8``)."""
+    return _nodes("mi300x", nodes, {"nic": "amd-pollara-400", **ROCE}, link="infinity-fabric-mi300")
+
+
+def gb300_trays(nodes: int) -> ClusterSpec:
+    """GB300 compute trays of 4 GPUs, one 800 Gb/s ConnectX-8 per GPU on RoCE (NVIDIA/aicr #1413: "ConnectX-8
+    RoCE, 8 GPUs = 4/node x 2 nodes", "NCCL IB over all 8 rocep* RoCE devices")."""
+    spec = {"accelerator": "gb300", "gpus_per_node": 4, "nodes": nodes, "name": "gb300"}
+    spec |= {"scale_up": {"kind": "nvswitch"}, "scale_out": {"nic": "connectx-8", **ROCE}}
+    return ClusterSpec.model_validate(spec)
+
+
+def a100_hdr(nodes: int) -> ClusterSpec:
+    """8 x A100-SXM4-80GB per node on HDR 200 Gb/s InfiniBand (NVIDIA/nccl-tests #150: "8 A100 80GB gpus",
+    "an infiniband HDR network")."""
+    return _nodes("a100-sxm-80gb", nodes, {"nic": "connectx-6", "switch": "quantum-qm8700"})
+
+
+R2078 = "https://github.com/ROCm/rccl/pull/2078"
+AICR = "https://github.com/NVIDIA/aicr/issues/1413"
+NT150 = "https://github.com/NVIDIA/nccl-tests/issues/150"
+MI2 = mi300x_ainic(2)
+
+
+def _ainic(size: int, time_us: float, busbw: float) -> Point:
+    return Point(R2078, MI2, "all_reduce", size, time_us * 1e-6, busbw * 1e9, False)
+
+
+POINTS = {
+    # ROCm/rccl #2078: 2 x 8 MI300X, one Pollara 400 per GPU, RCCL default algorithm, release not printed
+    # (newest tables); ring/Simple over 8 x 400G per node: busbw = 8 x 50 x 0.96 (roce-v2) x NCCL's factors.
+    # "2147483648 ... 11186 191.99 359.98": 377.4 (+4.8 %)
+    "2078 MI300X AINIC 2 GiB": _ainic(2 * GiB, 11186, 359.98),
+    # "4294967296 ... 22410 191.65 359.35": 380.7 (+5.9 %)
+    "2078 MI300X AINIC 4 GiB": _ainic(4 * GiB, 22410, 359.35),
+    # "8589934592 ... 44734 192.02 360.04": 382.3 (+6.2 %)
+    "2078 MI300X AINIC 8 GiB": _ainic(8 * GiB, 44734, 360.04),
+    # "17179869184 ... 89235 192.52 360.98": 383.2 (+6.1 %)
+    "2078 MI300X AINIC 16 GiB": _ainic(16 * GiB, 89235, 360.98),
+}
+
+
+@pytest.mark.parametrize("key", list(POINTS))
+def test_public_multi_node_point(key: str) -> None:
+    assert abs(POINTS[key].relative_error()) <= 0.15
+
+
+#: Public rows the model misses (measured, predicted, what is missing); not asserted.
+MISSED = {
+    "NVIDIA/aicr #1413, 2 x 4 GB300 over ConnectX-8 RoCE, all_reduce 8 GiB (NCCL 2.29)": (
+        "busbw 387 ('Peak busbw ~ 387 GB/s (8 GB messages)') vs 579.7 (tree/Simple, +50 %): the measured "
+        "figure is the ring's (forced ring: 391.1, +1.0 %), so NCCL ran ring; the thread's run settings "
+        "(NVLS/MNNVL and algorithm variables of its 'working config') are not in the stored excerpt, and "
+        "NCCL 2.29's tuner on 4-GPU Blackwell trays across nodes picks tree in the model"
+    ),
+    "NVIDIA/aicr #1413 (same run), average over the 1 KiB-8 GiB sweep": (
+        "'avg 134 GB/s across the 1K->8G sweep' vs not modelled: an average over a sweep, not one row"
+    ),
+    "NVIDIA/nccl-tests #150, 2 nodes x 1 A100 over HDR, all_reduce 8-64 B": (
+        "time 19.90/20.67/19.16/19.36 us vs 12.0 (ring/LL, -40 %): with one rank per node NCCL (tuning.cc "
+        "since 2.23: 'With ppn=1 latencies are fully exposed, use the Tree network latency') charges the "
+        "tree's NET latency 5.0 us per inter-node step, not the ring's 2.7; the release is not printed"
+    ),
+    "NVIDIA/nccl #812, 2 x DGX A100 on 8 x 100 Gb/s ('standard DGX A100 platform, each node has 8 x "
+    "100Gbps NICs'), NCCL_ALGO=Ring all_reduce 8-128 B (NCCL 2.16.5)": (
+        "time 93.12/93.30/92.96/93.05/93.62 us vs 40.0 (ring/LL, -57 %); 2.16.5 predates the catalogue's "
+        "releases (newest tables). A maintainer asks whether GPUDirect RDMA is on and whether the fabric "
+        "is RoCE: a host-staged path (no GDR) adds a copy per step that the run's settings do not state"
+    ),
+    "NVIDIA/nccl #812 (same run), NCCL_ALGO=Ring plateau": (
+        "busbw 60 ('you're only getting 60GB/s from Ring - that seems a little low for 8x100Gbit/s "
+        "NICs') vs 95.9 (+60 %): the maintainer calls the figure low for the hardware; GDR and fabric "
+        "unstated"
+    ),
+    "awslabs/awsome-distributed-ai #1255, 2 x p6-b300.48xlarge (8 x B300, 16 EFA per node: 4 x efa-v3 "
+    "per GPU for 800 Gb/s) all_reduce 8 MiB (NCCL 2.31.2)": (
+        "time 174.3 us (8 MiB / 48.13 GB/s algbw; busbw 90.24) vs 103.8 (tree/LL128, -40 %): the efa-srd "
+        "transport's efficiency 0.59 and latency 17.7 us come from p4dn (bandwidth) and p6-b200 (8 B "
+        "rows); no public figure gives SRD's per-message cost at mid sizes on EFAv4"
+    ),
+}
+
+
+def test_a_ring_figure_on_gb300_trays_is_the_nics() -> None:
+    # NVIDIA/aicr #1413: 387 GB/s busbw at 8 GiB is what 4 GPUs x 800 Gb/s reach by ring (forced ring:
+    # 4 x 100 GB/s x 0.983 framing, under the NICs' 400 GB/s per tray).
+    r = formula_collective("all_reduce", 8 * GiB, gb300_trays(2), env={"NCCL_ALGO": "Ring"})
+    assert r.algorithm == "ring"
+    assert abs(r.busbw_bytes_per_s / 387e9 - 1) <= 0.15
+    assert r.busbw_bytes_per_s <= 4 * 800e9 / 8  # a tray's four NICs at line rate
+
+
+def test_one_rank_per_node_latency_is_at_least_two_network_hops() -> None:
+    # nccl-tests #150: a 2-rank all_reduce across two nodes crosses the network twice (reduce, then
+    # broadcast back), so its time is at least two NIC latencies (connectx-6: 2.7 us each) plus NCCL's
+    # base latency.
+    spec = a100_hdr(2)
+    r = formula_collective("all_reduce", 8, spec, Communicator.from_gpus(spec, [0, 8]))
+    assert r.time_s >= 2 * 2.7e-6 + 6.6e-6
+
+
+def test_every_missed_point_names_measured_and_predicted() -> None:
+    assert all(" vs " in why for why in MISSED.values())
