@@ -184,9 +184,11 @@ MISSED = {
     ),
     "NVIDIA/nccl #812, 2 x DGX A100 on 8 x 100 Gb/s ('standard DGX A100 platform, each node has 8 x "
     "100Gbps NICs'), NCCL_ALGO=Ring all_reduce 8-128 B (NCCL 2.16.5)": (
-        "time 93.12/93.30/92.96/93.05/93.62 us vs 40.0 (ring/LL, -57 %); 2.16.5 predates the catalogue's "
-        "releases (newest tables). A maintainer asks whether GPUDirect RDMA is on and whether the fabric "
-        "is RoCE: a host-staged path (no GDR) adds a copy per step that the run's settings do not state"
+        "time 93.12/93.30/92.96/93.05/93.62 us vs 40.0 (ring/LL, -57 %); with the DGX A100's AMD EPYC "
+        "7742 hosts (datasheet; tuning.cc getNetOverhead 2 us per intra-node step of an inter-node ring, "
+        "cpu_vendor: amd) 68.0 (-27 %). 2.16.5 predates the catalogue's releases (newest tables). A "
+        "maintainer asks whether GPUDirect RDMA is on and whether the fabric is RoCE: a host-staged path "
+        "(no GDR) adds a copy per step that the run's settings do not state"
     ),
     "NVIDIA/nccl #812 (same run), NCCL_ALGO=Ring plateau": (
         "busbw 60 ('you're only getting 60GB/s from Ring - that seems a little low for 8x100Gbit/s "
