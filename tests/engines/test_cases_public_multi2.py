@@ -6,10 +6,10 @@ node over HDR, GB300 trays over ConnectX-8 RoCE, DGX A100 on 8 x 100 Gb/s NICs, 
 H100 VMs across two racks, AWS p6-b300 over EFA. Each point is one row (or one stated figure) of a public
 thread whose hardware is stated; the comment gives the thread, the quoted row (size, time us, busbw GB/s)
 and the model's figure. Tolerance: the blind check's bar, 15 % on busbw at >= 64 MiB and on time at small
-sizes. The model runs the run's NCCL
-release when the thread states it and the catalogue has it, else the newest recorded tables (said per
-thread). None of these threads is a calibration source of the catalogue (the gcp-tcpxo latency comes from
-dstack's A3 Mega page; the A3 Mega rows here are an independent run that checks it).
+sizes. The model runs the run's NCCL release when the thread states it and the catalogue has it, else the
+newest recorded tables (said per thread). None of these threads is a calibration source of the catalogue
+(the gcp-tcpxo latency comes from dstack's A3 Mega page; the A3 Mega rows here are an independent run that
+checks it).
 Points the model misses are in ``MISSED`` (measured, predicted, what is missing); not asserted.
 """
 
