@@ -164,6 +164,9 @@ class NcclRelease(_Frozen):
     ring_plateau_min_bytes_per_channel_rank: float = Field(gt=0)
     ring_plateau_latency_factor: dict[str, float]
     net_overhead_us: dict[str, float]
+    #: tuning.cc from 2.23.4: with one rank per node (ppn = 1) every algorithm's inter-node latency is the
+    #: Tree row's NET latency ("latencies are fully exposed"); before, each algorithm's own row
+    ppn1_tree_net_latency: bool = False
     pat_bw_factor: float | None = None
     pat_latency_per_rank_us: float | None = None
     thread_threshold: dict[Protocol, int]

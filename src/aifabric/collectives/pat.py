@@ -15,6 +15,7 @@ from aifabric.collectives.tiers import (
     base_latency_s,
     domain_nic_bytes_per_s,
     hw_latency_s,
+    net_latency_row,
 )
 
 __all__ = ["pat_cost"]
@@ -56,7 +57,8 @@ def pat_cost(
     """
     n, N = comm.n_ranks, comm.n_domains  # noqa: N806  (N domains, as in NCCL)
     rel = tm.release
-    olat = hw_latency_s(tm, "net", "pat", proto) + tm.extra_inter_latency_s
+    olat = hw_latency_s(tm, "net", net_latency_row(tm, "pat", comm.ranks_per_domain), proto)
+    olat += tm.extra_inter_latency_s
     if math.isnan(olat) or rel.pat_bw_factor is None or rel.pat_latency_per_rank_us is None:
         return None  # no PAT in this NCCL release (before 2.23)
     per_rank = rel.pat_latency_per_rank_us * 1e-6 * tm.latency_scale

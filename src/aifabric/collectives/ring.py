@@ -25,6 +25,7 @@ from aifabric.collectives.tiers import (
     channel_share,
     domain_nic_bytes_per_s,
     hw_latency_s,
+    net_latency_row,
     net_overhead_s,
     protocol_bandwidth,
     ring_exit_gpus,
@@ -60,7 +61,7 @@ def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     n, N, g = comm.n_ranks, comm.n_domains, comm.ranks_per_domain  # noqa: N806
     multi = N > 1
     ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
-    olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
+    olat = hw_latency_s(tm, "net", net_latency_row(tm, "ring", g), proto) + tm.extra_inter_latency_s
     if math.isnan(ilat):
         return None
     if multi:

@@ -60,6 +60,7 @@ __all__ = [
     "tree_nic_traffic",
     "tuner_tree_nic_traffic",
     "hw_latency_s",
+    "net_latency_row",
     "net_overhead_s",
     "nic_stream_factor",
     "parse_protocol",
@@ -622,6 +623,13 @@ def hw_latency_s(tm: TierModel, kind: str, row: str, proto: Protocol) -> float:
         return tm.hop_latency_s * tm.latency_scale
     values = tm.release.hw_latency_us[kind].get(row)  # type: ignore[call-overload]
     return math.nan if values is None else values[_COLUMN[proto]] * 1e-6 * tm.latency_scale
+
+
+def net_latency_row(tm: TierModel, row: str, ranks_per_domain: int) -> str:
+    """The NCCL ``hwLat[NET]`` row an algorithm's inter-node steps pay: ``row``, or ``tree`` when the
+    release exposes one-rank-per-node latencies (tuning.cc from 2.23.4: ``interLat = ppn == 1 ?
+    hwLat[NET][TREE][p] : hwLat[NET][a][p]``) and each node (domain) holds one rank."""
+    return "tree" if ranks_per_domain == 1 and tm.release.ppn1_tree_net_latency else row
 
 
 def base_latency_s(tm: TierModel, row: str, proto: Protocol) -> float:
