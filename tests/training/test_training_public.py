@@ -7,8 +7,8 @@ No constant was set from these tables; every row runs the model's defaults for i
 overlapped gradient reduction, ZeRO-3 prefetch of one layer), with the memory check off only where the
 GPU's capacity is not what the table's machine had or the table gives no recompute setting (stated per
 group). Since the H100 and GB200 profiles charge the power limit (gpu-fryer's sustained GEMM) and the H100's
-attention core runs at FlashAttention-2's measured rate (``aifabric.training.efficiency``), every H100 row
-moved 5-33 % down; the A100 rows did not move (no limit charged, no attention figure recorded).
+attention core runs at FlashAttention-2's measured rate (``aifabric.training.efficiency``), the compute-bound
+H100 rows moved 4-33 % down; the A100 rows did not move (no limit charged, no attention figure recorded).
 
 Rows the model misses by more than 15 % are in ``MISSED`` with the measured and predicted figures and the
 mechanism the model lacks; they are run (so they stay valid layouts) but not asserted.
@@ -275,14 +275,14 @@ ROWS: dict[str, Row] = {
 H100_RATE = (
     "the step now holds the H100's 16-bit GEMMs at the clock its 700 W limit sustains on random data "
     "(x 730 / 794.5: huggingface/gpu-fryer's sustained cuBLAS 8192^3 against the MAMF short run) and runs "
-    "the attention core at FlashAttention-2's measured 327.9 TFLOP/s (Azure ND H100 v5), which took 5-33 % "
-    "off every H100 row; the A100 rows of the same tables, where neither applies (gpu-fryer's sustained "
-    "A100 figure, 270, is above the profile's 230), still agree within 12 %. What is left is not the "
-    "network: llm-foundry's 13b at 2,048 tokens, b2, runs 4,792 T/s/GPU on 8 GPUs (NVLink only) and 4,800 "
-    "on 64, and the table's HFU is 40-58 % for every size from 760m to 70b (~400-570 TFLOP/s sustained), "
-    "where the model's compute runs at ~620-730. The H100 table sits under the README's 'TODO: Update "
-    "tables with torch 2.0 after next Composer release' (torch 1.13, whose CUDA 11 cuBLAS predates "
-    "Hopper-specific kernels): a software rate per release is not modelled"
+    "the attention core at FlashAttention-2's measured 327.9 TFLOP/s (Azure ND H100 v5), which took 4-33 % "
+    "off the compute-bound H100 rows; the A100 rows of the same tables, where neither applies (gpu-fryer's "
+    "sustained A100 figure, 270, is above the profile's 230), still agree within 12 %. What is left is not "
+    "the network: llm-foundry's 13b at 2,048 tokens, b2, runs 4,792 T/s/GPU on 8 GPUs (NVLink only) and "
+    "4,800 on 64, and the table's HFU at 2,048 tokens is 35-59 % for every size from 760m to 70b (about "
+    "350-580 TFLOP/s), where the model's compute runs at 660-720. The H100 table sits under the README's "
+    "'TODO: Update tables with torch 2.0 after next Composer release': early Hopper software, and a "
+    "software rate per release is not modelled"
 )
 TITAN_H100 = (
     "torchtitan's H100s are 96 GB HBM2e parts (2.4 TB/s) at a 500 W power limit ('peak between SXM and "
