@@ -52,7 +52,12 @@ def test_step_rates_follow_the_profile():
     )
     fast = StepModel(get_model("llama3-8b"), spec, options=StepOptions(compute=bare, check_memory=False))
     slow = StepModel(get_model("llama3-8b"), spec, options=StepOptions(check_memory=False))
-    assert slow.evaluate(lay).step_s > fast.evaluate(lay).step_s
+    step = slow.evaluate(lay)
+    assert step.step_s > fast.evaluate(lay).step_s
+    reported = step.to_dict()["compute_profile"]
+    assert reported["power_limit_ratio"] == pytest.approx(730 / 794.5, rel=1e-3)
+    assert reported["attention_core_efficiency"] == pytest.approx(327.9 * 12 / 7 / 989, rel=2e-3)
+    assert "held at 91.9% of those rates by the power limit" in reported["summary"]
 
 
 @pytest.mark.parametrize("field", ["sustained_gemm_efficiency", "attention_efficiency"])

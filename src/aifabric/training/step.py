@@ -521,6 +521,8 @@ class StepTime:
             ],
             "compute_profile": {
                 "gemm_efficiency": self.compute.gemm_efficiency,
+                "power_limit_ratio": self.compute.power_limit_ratio,
+                "attention_core_efficiency": self.compute.attention_core_efficiency,
                 "hbm_efficiency": self.compute.hbm_efficiency,
                 "source": self.compute.source,
                 "summary": self.compute.summary(),
