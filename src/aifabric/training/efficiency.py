@@ -169,7 +169,8 @@ class ComputeProfile:
         backward recomputes the scores (its benchmark counts 2.5 F for it, 3.5 F in all) and a causal
         kernel skips the blocks above the diagonal, half of them: it takes 3.5 (F / 2) / X seconds at a
         measured rate X, so the counted 3 F run at 3 X / 1.75 = 12 X / 7. Causal blocks on the diagonal
-        run a little slower than full ones (an upper bound, then). Can exceed 1: a rate per counted FLOP.
+        run a little slower than full ones (an upper bound, then). A figure measured on the causal kernel
+        converts the same way: the benchmark halves its count there. Can exceed 1: a rate per counted FLOP.
 
         >>> round(compute_profile("h100-sxm").attention_core_efficiency, 3)  # 327.9 TFLOP/s, FA2
         0.568
