@@ -125,9 +125,12 @@ def test_step_uses_the_shapes_on_h100_and_refuses_them_without_a_table():
     shaped, flat = StepModel(model, spec), StepModel(model, spec, options=StepOptions(gemm_shapes=False))
     assert shaped.gemm_table is H100 and flat.gemm_table is None
     rates = shaped.gemm_rates(lay, 8192.0)
-    # t = 8 slices the layer to (8192 x 4096) by (4096 x 768): 71-72 % of peak, not the flat 80.3 %
-    assert 0.6 < rates.dense_fwd / H100_PEAK < 0.78
-    assert rates.dense_fwd == pytest.approx(pass_flops_per_s(H100, layer_gemms(model, 8192.0, 8)))
+    # t = 8 slices the layer to (8192 x 4096) by (4096 x 768): 71-72 % of peak in the table's short runs,
+    # not the flat 80.3 %; the step runs them at the 700 W limit: x 730 / 794.5 (gpu-fryer's sustained
+    # cuBLAS 8192^3 against the MAMF short run, ComputeProfile.power_limit_ratio).
+    table_rate = pass_flops_per_s(H100, layer_gemms(model, 8192.0, 8))
+    assert 0.6 < table_rate / H100_PEAK < 0.78
+    assert rates.dense_fwd == pytest.approx(table_rate * 0.7381 / 0.8033)
     assert shaped.evaluate(lay).step_s > flat.evaluate(lay).step_s
     with pytest.raises(ConfigError, match="gemm_shapes: no measured GEMM table for 'a100-sxm-80gb'"):
         StepModel(model, preset("megatron-a100", gpus=8), options=StepOptions(gemm_shapes=True))

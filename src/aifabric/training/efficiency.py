@@ -28,6 +28,17 @@ FP8 buys x1.62 on an H100, not the datasheet's x2). Its A100 FP16 figure (253.7 
 for ``gemm_efficiency``: it would put three asserted A100 training rows 16-22 % high
 (``tests/training/test_training_public.py``), and it gives no BF16 figure for the other GPUs to match.
 
+Two more measurements close part of the gap between Hopper's short-run figures and what training runs
+sustain. (1) The power limit: a GEMM on random data held for minutes runs at the clock the board's power
+limit allows, below the clock of a short benchmark; huggingface/gpu-fryer's sustained cuBLAS 8192^3 BF16
+figures (H100 SXM ~730, GB200 ~1550, A100 SXM ~270 TFLOP/s) set ``sustained_gemm_efficiency``, and every
+short-run 16-bit rate is scaled by :attr:`ComputeProfile.power_limit_ratio` (H100: 730 / 794.5 = 0.919; the
+A100's 230 is already below its sustained 270, so 1). (2) The attention core: FlashAttention-2 reaches a
+third of the H100's peak (Azure: 327.9 TFLOP/s forward + backward at d = 128, s = 8,192; "FlashAttention-2
+achieving only 35% utilization on the H100", Shah et al. 2024, arXiv:2407.08608), not the 80 % of a large
+GEMM; ``attention_efficiency`` records it and :attr:`ComputeProfile.attention_core_efficiency` converts it to
+the step's count (0.568 of peak on the H100 for the causal kernel).
+
 Examples
 --------
 >>> p = compute_profile("a100-sxm-80gb")
@@ -71,6 +82,14 @@ class ComputeProfile:
     fp8_gemm_efficiency : float, optional
         Dense FP8 (E4M3) matrix-multiply throughput as a fraction of the datasheet FP8 peak, in (0, 1];
         None: not measured (FP8 GEMMs then run at ``gemm_efficiency`` of the FP8 peak, an upper bound).
+    sustained_gemm_efficiency : float, optional
+        Dense 16-bit GEMM throughput on random data held for a minute or more (the clock the power limit
+        sustains), as a fraction of the peak, in (0, 1]; None: not measured (no power limit charged). See
+        :attr:`power_limit_ratio`.
+    attention_efficiency : float, optional
+        Measured FlashAttention forward + backward throughput (head width 128, no causal mask, the
+        benchmark's own FLOP count: 3.5 forwards of 4 s^2 a d) as a fraction of the 16-bit peak, in (0, 1];
+        None: the attention core runs at ``gemm_efficiency``. See :attr:`attention_core_efficiency`.
 
     Raises
     ------
@@ -86,11 +105,13 @@ class ComputeProfile:
     comm_sms: int = 0
     gemm_table: GemmTable | None = None
     fp8_gemm_efficiency: float | None = None
+    sustained_gemm_efficiency: float | None = None
+    attention_efficiency: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("gemm_efficiency", "hbm_efficiency", "fp8_gemm_efficiency"):
+        for name in ("gemm_efficiency", "hbm_efficiency", *_OPTIONAL_FRACTIONS):
             value = getattr(self, name)
-            if value is None and name == "fp8_gemm_efficiency":
+            if value is None and name in _OPTIONAL_FRACTIONS:
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
                 raise ConfigError(f"{name} must be in (0, 1], got {value!r}")
@@ -112,6 +133,51 @@ class ComputeProfile:
         0.182
         """
         return self.comm_sms / self.sm_count if self.sm_count else 0.0
+
+    @property
+    def power_limit_ratio(self) -> float:
+        """r = min(1, sustained_gemm_efficiency / gemm_efficiency): the share of the short-run GEMM rate the
+        power limit lets a long run keep; 1 when no sustained figure is recorded.
+
+        A GEMM on random data switches more transistors per cycle than the short benchmarks that set
+        ``gemm_efficiency`` and the GEMM table can heat the part to; when the board reaches its power limit
+        the driver lowers the SM clock (Horace He, "Strangely, Matrix Multiplications on GPUs Run Faster
+        When Given 'Predictable' Data!", thonking.ai, 2024: A100 8192^3 at 295 TFLOP/s on zeros, 257 on
+        randn; "matmuls on the H100 are primarily not compute or bandwidth limited, they are power
+        limited"). A training step multiplies random-like data for hours, so every 16-bit tensor-core rate
+        measured in a short run is scaled by r (:class:`~aifabric.training.step.StepModel`). The
+        sustained figure is huggingface/gpu-fryer's (README, reference table: cuBLAS 8192^3 on random
+        data for 60 s or more). On the A100 it is above the profile's figure (270 against 230 TFLOP/s), so
+        r = 1 there.
+
+        >>> round(compute_profile("h100-sxm").power_limit_ratio, 3)  # 730 / 794.5 TFLOP/s
+        0.919
+        >>> compute_profile("a100-sxm-80gb").power_limit_ratio
+        1.0
+        """
+        if self.sustained_gemm_efficiency is None:
+            return 1.0
+        return min(1.0, self.sustained_gemm_efficiency / self.gemm_efficiency)
+
+    @property
+    def attention_core_efficiency(self) -> float:
+        """The attention core's rate over the Megatron-LM count, as a fraction of the peak, before the
+        power limit: (12 / 7) x ``attention_efficiency``, or ``gemm_efficiency`` when none is measured.
+
+        The step counts 3 F per layer (forward F = 4 s a d per token over the whole sequence, backward
+        2 F, :func:`~aifabric.training.flops.attention_core_forward_flops_per_token`). FlashAttention's
+        backward recomputes the scores (its benchmark counts 2.5 F for it, 3.5 F in all) and a causal
+        kernel skips the blocks above the diagonal, half of them: it takes 3.5 (F / 2) / X seconds at a
+        measured rate X, so the counted 3 F run at 3 X / 1.75 = 12 X / 7. Causal blocks on the diagonal
+        run a little slower than full ones (an upper bound, then). A figure measured on the causal kernel
+        converts the same way: the benchmark halves its count there. Can exceed 1: a rate per counted FLOP.
+
+        >>> round(compute_profile("h100-sxm").attention_core_efficiency, 3)  # 327.9 TFLOP/s, FA2
+        0.568
+        """
+        if self.attention_efficiency is None:
+            return self.gemm_efficiency
+        return 12.0 / 7.0 * self.attention_efficiency
 
     @property
     def upper_bound(self) -> bool:
@@ -145,11 +211,25 @@ class ComputeProfile:
         'compute at 73.7% of peak (A100 GEMM, Mu Li transformers-benchmarks)'
         >>> compute_profile("h100-sxm").summary().split(";")[0]
         'weight GEMMs by shape (measured table gemm_h100_sm90.csv)'
+        >>> compute_profile("h100-sxm").summary().split("; ")[-1]
+        'held at 91.9% of those rates by the power limit (sustained random-data GEMM)'
         """
         flat = f"{self.gemm_efficiency:.1%} of peak ({self.short_source})"
-        if self.gemm_table is not None:
-            return f"weight GEMMs by shape (measured table {self.gemm_table.name}); attention core at {flat}"
-        return f"compute at {flat}"
+        if self.attention_efficiency is not None:
+            core = f"attention core at FlashAttention-2's measured {self.attention_efficiency:.1%} of peak"
+            text = f"compute at {flat}; {core}"
+            if self.gemm_table is not None:
+                text = f"weight GEMMs by shape (measured table {self.gemm_table.name}); {core}"
+        elif self.gemm_table is not None:
+            text = f"weight GEMMs by shape (measured table {self.gemm_table.name}); attention core at {flat}"
+        else:
+            text = f"compute at {flat}"
+        if self.power_limit_ratio < 1.0:
+            text += (
+                f"; held at {self.power_limit_ratio:.1%} of those rates by the power limit (sustained "
+                "random-data GEMM)"
+            )
+        return text
 
     def caution(self) -> str | None:
         """A warning when the GEMM figure is an upper bound (:attr:`upper_bound`) and no measured table
@@ -162,6 +242,9 @@ class ComputeProfile:
             "optimistic"
         )
 
+
+#: Fields of a profile that an entry may leave out (None: not measured).
+_OPTIONAL_FRACTIONS = ("fp8_gemm_efficiency", "sustained_gemm_efficiency", "attention_efficiency")
 
 # Catalogue key -> the name people use, for one-line summaries.
 _SHORT_GPU = {
@@ -190,7 +273,7 @@ def _profiles() -> dict[str, ComputeProfile]:
             sm_count=int(entry.get("sm_count", 0)),
             comm_sms=int(entry.get("comm_sms", 0)),
             gemm_table=gemm_table(entry["gemm_table"]) if "gemm_table" in entry else None,
-            fp8_gemm_efficiency=_optional_float(entry.get("fp8_gemm_efficiency")),
+            **{name: _optional_float(entry.get(name)) for name in _OPTIONAL_FRACTIONS},
         )
         for key, entry in data.items()
     }

@@ -8,11 +8,14 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
   :func:`~aifabric.training.flops.layer_forward_flops_per_token`, backward = 2 x forward, full recomputation
   adds a forward, selective adds the attention core) run at ``peak x gemm_efficiency``, or, where the GPU
   has a measured GEMM table, each weight GEMM at the measured throughput of its (m, n, k) shape
-  (:mod:`aifabric.training.gemm`, ``StepOptions.gemm_shapes``); memory-bound
+  (:mod:`aifabric.training.gemm`, ``StepOptions.gemm_shapes``); the attention core runs at the GPU's
+  measured FlashAttention-2 rate where one is recorded
+  (:attr:`~aifabric.training.efficiency.ComputeProfile.attention_core_efficiency`); every 16-bit rate
+  measured in a short run is scaled down to what the board's power limit sustains on random data
+  (:attr:`~aifabric.training.efficiency.ComputeProfile.power_limit_ratio`: 0.919 on the H100); memory-bound
   element-wise work (norms, residual adds, dropout, activation functions, softmax over the attention scores
-  unless flash attention keeps them on chip) moves its bytes at ``hbm_bandwidth x hbm_efficiency``. Both
-  efficiencies are measured constants of the GPU (:mod:`aifabric.training.efficiency`), the same for every
-  model.
+  unless flash attention keeps them on chip) moves its bytes at ``hbm_bandwidth x hbm_efficiency``. All
+  are measured constants of the GPU (:mod:`aifabric.training.efficiency`), the same for every model.
 - **TP** (Megatron): per layer and microbatch 2 all-reduces forward and 2 backward on b s h / c elements, or,
   with sequence parallelism, 2 all-gathers + 2 reduce-scatters each way; full recomputation repeats the
   forward ones. On the critical path, unless ``tp_comm_overlap`` (Megatron's userbuffers) hides them behind
@@ -45,7 +48,8 @@ on the real cluster, with the group of rank 0 placed on GPUs by the layout's ``o
 
 Not modelled: the TP collectives of the embedding and logit layers; GEMM shapes on GPUs without a measured
 table (A100, Blackwell: small per-GPU GEMMs run as fast as large ones there); an attention-core efficiency by
-head dimension and sequence; learned-router imbalance beyond the uniform
+kernel, head dimension and sequence (one FlashAttention-2 figure per GPU, at d = 128 and s = 8,192, stands for
+every run: Transformer Engine's cuDNN kernel on Hopper is faster); learned-router imbalance beyond the uniform
 bound and DeepSeek's node-limited routing; several groups sharing a node's NICs at the same time; the
 pipeline send/recv overlapping compute; stragglers, data loading and checkpoints.
 
@@ -170,7 +174,7 @@ class StepOptions:
         (``ComputeProfile.gemm_table``, :mod:`aifabric.training.gemm`): small hidden sizes, narrow TP
         slices and the logit layer then run slower than a large square product. None (default): when the
         accelerator has a table (H100, H200); True: required (refused without a table); False: every GEMM
-        at ``gemm_efficiency``. The attention core stays at ``gemm_efficiency``.
+        at ``gemm_efficiency``. The attention core keeps its own rate (``attention_flops_per_s``).
     """
 
     flash_attention: bool = True
@@ -517,6 +521,8 @@ class StepTime:
             ],
             "compute_profile": {
                 "gemm_efficiency": self.compute.gemm_efficiency,
+                "power_limit_ratio": self.compute.power_limit_ratio,
+                "attention_core_efficiency": self.compute.attention_core_efficiency,
                 "hbm_efficiency": self.compute.hbm_efficiency,
                 "source": self.compute.source,
                 "summary": self.compute.summary(),
@@ -661,16 +667,19 @@ class StepModel:
         acc = spec.accelerator_spec
         self.compute = self.options.compute or compute_profile(spec.accelerator)
         self.peak_flops = acc.peak_bf16_flops
-        self.gemm_flops_per_s = acc.peak_bf16_flops * self.compute.gemm_efficiency
+        limit = self.compute.power_limit_ratio  # short-run 16-bit rates -> what the power limit sustains
+        self.short_run_gemm_flops_per_s = acc.peak_bf16_flops * self.compute.gemm_efficiency
+        self.gemm_flops_per_s = self.short_run_gemm_flops_per_s * limit
         self.linear_flops_per_s = self.gemm_flops_per_s  # the layers' linear GEMMs: BF16, or FP8 below
+        self.attention_flops_per_s = acc.peak_bf16_flops * self.compute.attention_core_efficiency * limit
         if self.options.fp8:
             if acc.peak_fp8_flops is None:
                 raise ConfigError(
                     f"fp8: the {spec.accelerator} has no FP8 tensor cores (no peak_fp8_flops in the "
                     "catalogue)"
                 )
-            fp8_eff = self.compute.fp8_gemm_efficiency or self.compute.gemm_efficiency
-            self.linear_flops_per_s = acc.peak_fp8_flops * fp8_eff
+            fp8_eff = self.compute.fp8_gemm_efficiency or self.compute.gemm_efficiency * limit
+            self.linear_flops_per_s = acc.peak_fp8_flops * fp8_eff  # Azure's FP8 figure is sustained
         self.hbm_bytes_per_s = acc.hbm_bandwidth_bytes_per_s * self.compute.hbm_efficiency
         self.gemm_table = self._gemm_table(spec.accelerator)
         if self.gemm_table is None and self.compute.gemm_table is not None:  # what ran is what is reported
@@ -959,9 +968,11 @@ class StepModel:
 
         With a measured table (:attr:`gemm_table`): the table's throughput of the products' shapes
         (:func:`~aifabric.training.gemm.layer_gemms`, :func:`~aifabric.training.gemm.backward_gemms`,
-        combined by :func:`~aifabric.training.gemm.pass_flops_per_s`), the layers' scaled by the FP8 / BF16
-        peak ratio with ``options.fp8``; the logit layer is (T x h) by (h x V / t). Without one: the layers
-        at ``linear_flops_per_s``, the logit layer at ``gemm_flops_per_s``.
+        combined by :func:`~aifabric.training.gemm.pass_flops_per_s`). The table is a short run, so each
+        rate is scaled by ``linear_flops_per_s / short_run_gemm_flops_per_s``: the power-limit ratio in BF16,
+        the measured (sustained) FP8 rate over the short-run BF16 one with ``options.fp8``; the logit layer,
+        (T x h) by (h x V / t), always BF16, by the power-limit ratio. Without a table: the layers at
+        ``linear_flops_per_s``, the logit layer at ``gemm_flops_per_s``.
         """
         table = self.gemm_table
         if table is None:
@@ -971,7 +982,8 @@ class StepModel:
         got = self._rates.get(key)
         if got is None:
             m, t = self.model, layout.tp
-            scale = self.linear_flops_per_s / self.gemm_flops_per_s
+            scale = self.linear_flops_per_s / self.short_run_gemm_flops_per_s  # the table is a short run
+            logit_scale = self.gemm_flops_per_s / self.short_run_gemm_flops_per_s
             rates: list[float] = []
             for moe in (False, True) if m.is_moe else (False,):
                 fwd = layer_gemms(m, tokens, t, moe=moe, ep=layout.ep)
@@ -980,7 +992,7 @@ class StepModel:
             if not m.is_moe:
                 rates += rates
             logit = [Gemm(tokens, m.vocab_size / t, m.hidden_size)]
-            rates += [pass_flops_per_s(table, logit), pass_flops_per_s(table, backward_gemms(logit))]
+            rates += [logit_scale * pass_flops_per_s(table, g) for g in (logit, backward_gemms(logit))]
             got = self._rates[key] = GemmRates(*rates)
         return got
 
@@ -990,7 +1002,8 @@ class StepModel:
         GEMMs: each layer's weight-GEMM FLOPs ((layer - attention core) FLOPs x tokens / t) at the rate of
         its kind and pass (:meth:`gemm_rates`: by shape from the measured table, or ``peak x
         gemm_efficiency``, the FP8 peak with ``options.fp8``), backward 2 x forward FLOPs; the attention
-        core at ``peak x gemm_efficiency``, backward 2 x forward; plus the recomputed forward (full) or
+        core at ``attention_flops_per_s`` (peak x ``attention_core_efficiency`` x ``power_limit_ratio``),
+        backward 2 x forward; plus the recomputed forward (full) or
         attention core (selective); the logit layer 2 V h per token forward, 4 V h backward. With a
         capacity factor c every expert computes its capacity, c x tokens x k / E slots, dropped tokens'
         slots padded (Fedus et al. 2022, Sec. 2.2): the routed experts' GEMMs are c x 2 k P_expert per
@@ -1009,7 +1022,7 @@ class StepModel:
             lin_moe += (cf - 1) * 2 * m.top_k * m.expert_matmul_params * tokens / t
         lin_s = st.n_dense * lin_dense / rate.dense_fwd + st.n_moe * lin_moe / rate.moe_fwd
         lin_bwd_s = 2 * (st.n_dense * lin_dense / rate.dense_bwd + st.n_moe * lin_moe / rate.moe_bwd)
-        core_s = st.layers * core_layer / self.gemm_flops_per_s
+        core_s = st.layers * core_layer / self.attention_flops_per_s
         extra_s = lin_s + core_s if rec is Recompute.FULL else core_s if rec is Recompute.SELECTIVE else 0.0
         logit_flops = 2.0 * m.vocab_size * h * tokens / t  # last stage only; never recomputed
         logit_s, logit_bwd_s = logit_flops / rate.logit_fwd, 2 * logit_flops / rate.logit_bwd
@@ -1084,7 +1097,7 @@ class StepModel:
             self.collective("all_gather", kv_bytes, comm),
             self.collective("reduce_scatter", kv_bytes, comm),
         )
-        core_fwd = self._f_core * st.tokens / t / self.gemm_flops_per_s
+        core_fwd = self._f_core * st.tokens / t / self.attention_flops_per_s
         n_ag_bwd = 1 if lay.recompute in (Recompute.FULL, Recompute.SELECTIVE) else 0
         f = self.contention
         fwd = st.layers * overlapped_s(ag.time_s, core_fwd, f)
