@@ -156,12 +156,15 @@ TABLES = {
     # case_20 [S2] (Azure benchmarking guide): 8 x H100 SXM one VM, NCCL_ALGO=NVLS, NCCL 2.18.5, in-place
     # busbw only (time = S / algbw, algbw = busbw x 8/14). 2.18's NVLS latency is its baseLat, 23 us (hwLat
     # 0): 1 KiB = 23.0 us (measured 25.6 us, -10 %); 128 MiB = 23 + (128 + 16 fill) MiB / (370.8 GB/s x .85
-    # x 7/8 = 275.8 GB/s) = 570.5 us (measured 586.3, busbw +2.8 %). 16 KiB-1 MiB: see MISSED
+    # x 7/8 = 275.8 GB/s) = 570.5 us (measured 586.3, busbw +2.8 %). Below one loop (16 x 8 x 16 KiB = 2
+    # MiB) 2.18's kernel fills channel 0 first (nvls.nvls_channel_load_bytes): 16 KiB loads it as 256 KiB
+    # spread would, 23 + 3 x 256 KiB / 275.8 GB/s = 25.9 us (measured 30.2, -14.2 %), 128 KiB-1 MiB load it
+    # as the full loop, 45.8 us (measured 42.0-43.0, +7..+9 %). 64 KiB: see MISSED
     "20 H100 NVLS 2.18.5": Table(
         C20,
         1,
         nvswitch_node("h100-sxm", 8),
-        ((KiB, 8 * KiB), (2 * MiB, 4 * MiB)),
+        ((KiB, 32 * KiB), (128 * KiB, 4 * MiB)),
         ((8 * MiB, 8 * 2**30),),
         (("nccl_version", "2.18.5"), ("env", {"NCCL_ALGO": "NVLS"})),
     ),
@@ -258,14 +261,18 @@ MISSED = {
     "breaks asserted points and fixes none, so the tuner stays as it is. The 365 plateau is also what a "
     "ring on the default 16 channels would give if it lost 7 % to T7's 24 CTAs x 2 QPs (392.7, the "
     "maintainer: NCCL_MIN_CTAS=24 'may push above 380'); no case measures default-channel ring at 4 nodes",
-    "20 H100 NVLS 2.18.5, 16 KiB-1 MiB": "time 30.2/33.5/42.2/42.5/42.2/43.0/42.0 us vs 23.2-34.4 us "
-    "(busbw +30/+44/+78/+74/+63/+50/+22 %): the measured time climbs from 25.6 us (1-2 KiB) to a ~42 us "
-    "shelf from 64 KiB to 2 MiB, then 57 us at 4 MiB (asserted from 2 MiB). 2.18.5's tuner prices NVLS "
-    "at 23 us flat (tuning.cc: baseLat 23, hwLat 0); "
-    "enqueue.cc getAlgoInfo gives NVLS nvlsChannels at every size (no channel reduction) and "
-    "calcCollChunking 16 KiB chunks below 2 x 16 x 8 x 32 KiB = 8 MiB, so one loop is 16 x 8 x 16 KiB = "
-    "2 MiB: the shelf ends where the second loop starts, but no release fact prices a partly filled "
-    "loop at ~42 us (H200 on 2.20.5 runs the same sizes at ~31 us)",
+    "20 H100 NVLS 2.18.5, 64 KiB": "time 42.2 us vs 34.4 us (-18.5 %; busbw +22.5 %). 2.18.5's kernel "
+    "(src/collectives/device/all_reduce.h NVLS Simple: offset = gridOffset + bid x nHeads x chunkSize) fills "
+    "a partial loop channel by channel, 16 KiB per head below 8 MiB (enqueue.cc computeColl: maxChunkSize "
+    "131072, shrunk to 16 KiB while nBytes < 2 x 16 x 8 x 32 KiB), so 16 KiB-2 MiB load channel 0 with "
+    "16-128 KiB, priced as that load spread over all 16 channels (nvls.nvls_channel_load_bytes; 16-32 KiB "
+    "and 128 KiB-1 MiB pass, asserted). Measured, the busiest channel's time is not its bytes alone: 64 KiB "
+    "(4 heads x 16 KiB on channel 0) takes 42.2 us, as long as 128 KiB (8 heads) at 42.5, while 2.20.5 on "
+    "H200, which spreads the same 1 MiB as 64 KiB per channel and 8 KiB per head (all_reduce.h "
+    "work->oneNode, lastChunkCount = rest / nHeads, new in 2.20.3), takes 34.6 us, the model's 34.4: the "
+    "step with 16 KiB chunks on 4 heads is no per-byte term. 2.18.5 runs all 16 CTAs at every size "
+    "(getAlgoInfo: nc = comm->nvlsChannels = NCCL_NVLS_NCHANNELS 16, nvls.cc), empty slices still wait "
+    "and post (prims_simple.h genericOp), so the idle channels add no size dependence",
     "20 H200 NVLS 2.20.5, 1-256 KiB": "time 29.9-31.2 us vs 23.0-25.9 us (-17..-23 %; busbw +20..+35 %): "
     "2.20.5's tuner prices NVLS at hwLat[NVLINK][NVLS][Simple] = 23 us (baseLat 0; tuning.cc, "
     "latencies = intraLat on one node); the measured floor is ~30 us flat to 512 KiB (asserted from 512 "
