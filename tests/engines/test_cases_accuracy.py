@@ -276,7 +276,13 @@ MISSED = {
     "20 H200 NVLS 2.20.5, 1-256 KiB": "time 29.9-31.2 us vs 23.0-25.9 us (-17..-23 %; busbw +20..+35 %): "
     "2.20.5's tuner prices NVLS at hwLat[NVLINK][NVLS][Simple] = 23 us (baseLat 0; tuning.cc, "
     "latencies = intraLat on one node); the measured floor is ~30 us flat to 512 KiB (asserted from 512 "
-    "KiB, where the bandwidth term joins). No 2.20.5 fact adds the ~7 us",
+    "KiB, where the bandwidth term joins). No 2.20.5 fact adds the ~7 us. Checked: 2.20.5 enqueue.cc "
+    "spreads S over countPerChannels = S / 16 rounded up to NCCL_SIMPLE_ALIGNMENT (enqueue.h, 32 x 8 x 16 "
+    "= 4 KiB) and launches only the channels that get work (nChannels = DIVUP(count, countPerChannels)): "
+    "1 channel at 1-4 KiB, all 16 from 64 KiB, while the measured floor stays flat (29.9-31.2 us) across "
+    "that range, so the extra time is no per-channel cost; its last loop's chunk is rest / nHeads "
+    "(computeCollLastChunkInfo). 2.18.5 on H100 (channel-first kernel, all 16 CTAs, see '20 H100 ... 64 "
+    "KiB') measures 25.6 us at 1 KiB against the same 23 us tuner figure",
     "20 GB200 tray ring 2.25.1, 1 KiB-4 MiB": "time 15.4-17.8 us (1-512 KiB), 19.5/28.5/43.0 us "
     "(1-4 MiB) vs ring/LL 10.4-13.0 and 15.8/21.4/32.5 us (busbw +24..+53 %): 2.25.1's tuner prices "
     "ring/LL at 6.6 + 6 x 0.6 = 10.2 us (tuning.cc baseLat/hwLat, the same Ring LL figures as Hopper) and "
@@ -293,7 +299,16 @@ MISSED = {
     "or channel fact found for it (getAlgoInfo's ring channel reduction stops at nc x nt x "
     "threadThreshold, far below 16 MiB; calcCollChunking leaves ring/Simple's chunk alone); the later "
     "releases' measured Blackwell ring LL128 per-channel caps (34.5 GB/s on 2.29.2, 40 on 2.30.3, 73.4 "
-    "before) do not bind the tray's 32 channels at 8-16 MiB (32 x 34.5 = 1104 > 0.92 x 721.8)",
+    "before) do not bind the tray's 32 channels at 8-16 MiB (32 x 34.5 = 1104 > 0.92 x 721.8). Also "
+    "checked in 2.25.1: P2P read is Ampere-only (paths.cc ncclTopoCheckP2p: read = 1 only when both "
+    "GPUs' cudaCompCap == 80; p2p.cc NCCL_P2P_READ_ENABLE default -2 keeps it), so the tray's rings write; "
+    "ring/Simple's chunk is stepSize x chunkSteps = 4 MiB / 8 x 4 = 2 MiB (calcCollChunking leaves it), a "
+    "loop 32 x 4 x 2 MiB = 256 MiB, and runRing (all_reduce.h) shrinks a partial loop's chunk to rest / "
+    "nranks on every channel. A per-loop cost (nLoops x 2(n-1) steps) would keep the marginal rate "
+    "constant beyond 256 MiB, yet the measured per-doubling busbw keeps rising past it (646 for 256->512 "
+    "MiB, 678, 688 for 1->2 GiB); at 16 MiB a 2-slice step (SlicePerChunk = 4/2) moves 64 KiB slices, "
+    "2.9 us each at 721.8/32 GB/s per channel, so a handshake up to a slice's time hides behind the other "
+    "slice (per step max(2 t, t + L)): no pipelining term slows the 16-256 MiB single loops either",
     "20 A100 labelled NVLS 2.18.5, 1 KiB-128 MiB": "not the run the file labels: 2.18.5 has no algorithm "
     "for NCCL_ALGO=NVLS on A100 (enqueue.cc: 'no algorithm/protocol available'; refused by the model), "
     "and 2.19-2.23's ring backup would run ring/LL at small sizes (15.5 us at 1 KiB). Measured: a 42-45 "
