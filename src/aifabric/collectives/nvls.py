@@ -108,7 +108,7 @@ def nvls_channel_load_bytes(tm: TierModel, message_bytes: float, comm: Communica
     so channel 0 carries ``h x chunk`` of it while later channels idle, and the call lasts as long as a
     loop all channels carry::
 
-        S_load = nc x (floor(S / loop) x h x chunk + min(S mod loop, h x chunk)),   loop = nc x h x chunk
+        S_load = floor(S / loop) x loop + nc x min(S mod loop, h x chunk),   loop = nc x h x chunk
 
     From 2.20.3 (``work->oneNode``) each channel moves ``S / nc`` and ``S_load = S``; so too across domains
     and without NCCL. 8 x H100 on 2.18.5 (16 x 8 x 16 KiB loops below 8 MiB): 64 KiB -> 16 x 64 KiB = 1
@@ -120,7 +120,7 @@ def nvls_channel_load_bytes(tm: TierModel, message_bytes: float, comm: Communica
     g = comm.ranks_per_domain
     nc = nvls_channels(tm.release, tm.tuning_row, nnodes=1, local_gpus=g, nic_gbps=tm.nic_line_gbps)
     full, rest = divmod(message_bytes, loop)
-    return nc * (full * loop / nc + min(rest, loop / nc))
+    return full * loop + nc * min(rest, loop / nc)
 
 
 def _loop_bytes(
