@@ -19,25 +19,30 @@ A100 = nvswitch_node("a100-sxm-80gb", 8)  # case 20 [S1]: ND A100 v4, one VM
 
 
 @pytest.mark.parametrize(
-    ("version", "latency_us"),
+    ("version", "latency_us", "load_kib"),
     [
-        # v2.18.5 tuning.cc: baseLat[NVLS][Simple] = 23.0, hwLat[NVLINK][NVLS][Simple] = 0
-        ("2.18.5", 23.0),
-        # v2.20.5: baseLat 0, hwLat[NVLINK][NVLS][Simple] = 23
-        ("2.20.5", 23.0),
+        # v2.18.5 tuning.cc: baseLat[NVLS][Simple] = 23.0, hwLat[NVLINK][NVLS][Simple] = 0; its kernel fills
+        # channel 0 first (all_reduce.h offset = gridOffset + bid x nHeads x chunkSize): 1 KiB on 1 of 16
+        # channels lasts as long as 16 KiB spread over all of them
+        ("2.18.5", 23.0, 16),
+        # v2.20.5: baseLat 0, hwLat[NVLINK][NVLS][Simple] = 23; work->oneNode spreads S over the channels
+        ("2.20.5", 23.0, 1),
         # v2.30.3: baseLat 0, hwLat[NVLINK][NVLS][Simple] = 25
-        ("2.30.3", 25.0),
+        ("2.30.3", 25.0, 1),
     ],
 )
-def test_one_node_nvls_latency_is_base_plus_hw_latency(version: str, latency_us: float) -> None:
+def test_one_node_nvls_latency_is_base_plus_hw_latency(
+    version: str, latency_us: float, load_kib: int
+) -> None:
     # 8 x H100, 1 KiB: algbw = 18 x 20.6 GB/s (topo.h SM90_NVLINK_BW, catalogue scaleup.yaml) x .85
-    # (nvlsEfficiency, Hopper) x 7/8 = 275.8 GB/s; the pipeline fill is 2 x min(S, 16 x 8 x chunk) = 2 KiB
-    # (nvls_fill_bytes), so T = a + 3 KiB / 275.8 GB/s = a + 11.1 ns. On 2.18.5: 23 us + 11.1 ns = 23.011 us
-    # (case 20 [S2] measured 25.6 us at 1 KiB); before the fix 2.18's 23 us sat in baseLat, charged 0 us.
+    # (nvlsEfficiency, Hopper) x 7/8 = 275.8 GB/s; the pipeline fill is 2 x min(L, 16 x 8 x chunk) = 2 L
+    # (nvls_fill_bytes) with L the channel load (nvls_channel_load_bytes), so T = a + 3 L / 275.8 GB/s: on
+    # 2.20.5 23 us + 11.1 ns, on 2.18.5 23 us + 178 ns = 23.18 us (case 20 [S2] measured 25.6 us at 1 KiB);
+    # before the fix 2.18's 23 us sat in baseLat, charged 0 us.
     r = formula_collective("all_reduce", KiB, H100, nccl_version=version, algorithm="nvls")
     algbw = 18 * 20.6e9 * 0.85 * 7 / 8
     assert r.latency_s == pytest.approx(latency_us * 1e-6)
-    assert r.time_s == pytest.approx(latency_us * 1e-6 + 3 * KiB / algbw, rel=1e-9)
+    assert r.time_s == pytest.approx(latency_us * 1e-6 + 3 * load_kib * KiB / algbw, rel=1e-9)
 
 
 @pytest.mark.parametrize(

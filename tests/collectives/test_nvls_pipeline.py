@@ -15,6 +15,7 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import Algorithm
 from aifabric.collectives.nvls import (
     nvls_algbw,
+    nvls_channel_load_bytes,
     nvls_cost,
     nvls_fill_bytes,
     nvls_tree_cap,
@@ -317,3 +318,39 @@ def test_nvls_tree_node_count_order_follows_nccls_own_loops() -> None:
         h100 = preset("dgx-h100-superpod", nodes=nodes)
         fill = nvls_fill_bytes(tier_model(h100), 64 * MiB, Communicator.contiguous(h100), Algorithm.NVLS_TREE)
         assert fill == 2 * 16 * 8 * chunk
+
+
+@pytest.mark.parametrize(
+    "version,size,load",
+    [
+        # 2.18.5 all_reduce.h NVLS (one node): offset = gridOffset + bid x nHeads x chunkSize, 16 KiB chunks
+        # below 8 MiB, so a 16 x 8 x 16 KiB = 2 MiB loop puts 128 KiB on each channel, channel 0 first
+        ("2.18.5", 1024, 16 * 1024),  # 1 KiB on channel 0 alone: as 16 x 1 KiB spread
+        ("2.18.5", 64 * 1024, MiB),  # 4 of channel 0's 8 heads
+        ("2.18.5", 128 * 1024, 2 * MiB),  # channel 0 full: as long as the whole loop
+        ("2.18.5", MiB, 2 * MiB),
+        ("2.18.5", 3 * MiB, 4 * MiB),  # one loop, then 1 MiB of the next on channels 0-7
+        ("2.18.5", 16 * MiB, 16 * MiB),  # whole loops (32 KiB chunks, 4 MiB loops)
+        # 2.20.3 on (work->oneNode): each channel moves S / nChannels
+        ("2.20.5", 64 * 1024, 64 * 1024),
+        ("2.30.3", 1024, 1024),
+    ],
+)
+def test_partial_nvls_loop_loads_channels_as_the_release_fills_them(
+    version: str, size: int, load: int
+) -> None:
+    tm, comm = tier_model(H100[1], nccl_version=version), Communicator.contiguous(H100[1])
+    assert nvls_channel_load_bytes(tm, size, comm) == load
+    # across nodes NVLS-tree's own work split applies: the load is the message
+    tm2, comm2 = tier_model(H100[2], nccl_version=version), Communicator.contiguous(H100[2])
+    assert nvls_channel_load_bytes(tm2, size, comm2) == size
+
+
+@settings(derandomize=True, max_examples=60, deadline=None)
+@given(size=st.floats(min_value=1.0, max_value=2.0**34))
+def test_busiest_channel_load_lies_between_the_message_and_its_next_loop(size: float) -> None:
+    # Invariant: filling channels first never moves less than S, nor more than S rounded up to whole loops.
+    tm, comm = tier_model(H100[1], nccl_version="2.18.5"), Communicator.contiguous(H100[1])
+    loop = 128 * nvls_chunk_bytes(nccl_release("2.18.5"), "nvls", size, channels=16, heads=8)
+    load = nvls_channel_load_bytes(tm, size, comm)
+    assert size * (1 - 1e-12) <= load <= math.ceil(size / loop) * loop * (1 + 1e-12)

@@ -156,12 +156,15 @@ TABLES = {
     # case_20 [S2] (Azure benchmarking guide): 8 x H100 SXM one VM, NCCL_ALGO=NVLS, NCCL 2.18.5, in-place
     # busbw only (time = S / algbw, algbw = busbw x 8/14). 2.18's NVLS latency is its baseLat, 23 us (hwLat
     # 0): 1 KiB = 23.0 us (measured 25.6 us, -10 %); 128 MiB = 23 + (128 + 16 fill) MiB / (370.8 GB/s x .85
-    # x 7/8 = 275.8 GB/s) = 570.5 us (measured 586.3, busbw +2.8 %). 16 KiB-1 MiB: see MISSED
+    # x 7/8 = 275.8 GB/s) = 570.5 us (measured 586.3, busbw +2.8 %). Below one loop (16 x 8 x 16 KiB = 2
+    # MiB) 2.18's kernel fills channel 0 first (nvls.nvls_channel_load_bytes): 16 KiB loads it as 256 KiB
+    # spread would, 23 + 3 x 256 KiB / 275.8 GB/s = 25.9 us (measured 30.2, -14.2 %), 128 KiB-1 MiB load it
+    # as the full loop, 45.8 us (measured 42.0-43.0, +7..+9 %). 64 KiB: see MISSED
     "20 H100 NVLS 2.18.5": Table(
         C20,
         1,
         nvswitch_node("h100-sxm", 8),
-        ((KiB, 8 * KiB), (2 * MiB, 4 * MiB)),
+        ((KiB, 32 * KiB), (128 * KiB, 4 * MiB)),
         ((8 * MiB, 8 * 2**30),),
         (("nccl_version", "2.18.5"), ("env", {"NCCL_ALGO": "NVLS"})),
     ),
@@ -279,18 +282,28 @@ MISSED = {
     "breaks asserted points and fixes none, so the tuner stays as it is. The 365 plateau is also what a "
     "ring on the default 16 channels would give if it lost 7 % to T7's 24 CTAs x 2 QPs (392.7, the "
     "maintainer: NCCL_MIN_CTAS=24 'may push above 380'); no case measures default-channel ring at 4 nodes",
-    "20 H100 NVLS 2.18.5, 16 KiB-1 MiB": "time 30.2/33.5/42.2/42.5/42.2/43.0/42.0 us vs 23.2-34.4 us "
-    "(busbw +30/+44/+78/+74/+63/+50/+22 %): the measured time climbs from 25.6 us (1-2 KiB) to a ~42 us "
-    "shelf from 64 KiB to 2 MiB, then 57 us at 4 MiB (asserted from 2 MiB). 2.18.5's tuner prices NVLS "
-    "at 23 us flat (tuning.cc: baseLat 23, hwLat 0); "
-    "enqueue.cc getAlgoInfo gives NVLS nvlsChannels at every size (no channel reduction) and "
-    "calcCollChunking 16 KiB chunks below 2 x 16 x 8 x 32 KiB = 8 MiB, so one loop is 16 x 8 x 16 KiB = "
-    "2 MiB: the shelf ends where the second loop starts, but no release fact prices a partly filled "
-    "loop at ~42 us (H200 on 2.20.5 runs the same sizes at ~31 us)",
+    "20 H100 NVLS 2.18.5, 64 KiB": "time 42.2 us vs 34.4 us (-18.5 %; busbw +22.5 %). 2.18.5's kernel "
+    "(src/collectives/device/all_reduce.h NVLS Simple: offset = gridOffset + bid x nHeads x chunkSize) fills "
+    "a partial loop channel by channel, 16 KiB per head below 8 MiB (enqueue.cc computeColl: maxChunkSize "
+    "131072, shrunk to 16 KiB while nBytes < 2 x 16 x 8 x 32 KiB), so 16 KiB-2 MiB load channel 0 with "
+    "16-128 KiB, priced as that load spread over all 16 channels (nvls.nvls_channel_load_bytes; 16-32 KiB "
+    "and 128 KiB-1 MiB pass, asserted). Measured, the busiest channel's time is not its bytes alone: 64 KiB "
+    "(4 heads x 16 KiB on channel 0) takes 42.2 us, as long as 128 KiB (8 heads) at 42.5, while 2.20.5 on "
+    "H200, which spreads the same 1 MiB as 64 KiB per channel and 8 KiB per head (all_reduce.h "
+    "work->oneNode, lastChunkCount = rest / nHeads, new in 2.20.3), takes 34.6 us, the model's 34.4: the "
+    "step with 16 KiB chunks on 4 heads is no per-byte term. 2.18.5 runs all 16 CTAs at every size "
+    "(getAlgoInfo: nc = comm->nvlsChannels = NCCL_NVLS_NCHANNELS 16, nvls.cc), empty slices still wait "
+    "and post (prims_simple.h genericOp), so the idle channels add no size dependence",
     "20 H200 NVLS 2.20.5, 1-256 KiB": "time 29.9-31.2 us vs 23.0-25.9 us (-17..-23 %; busbw +20..+35 %): "
     "2.20.5's tuner prices NVLS at hwLat[NVLINK][NVLS][Simple] = 23 us (baseLat 0; tuning.cc, "
     "latencies = intraLat on one node); the measured floor is ~30 us flat to 512 KiB (asserted from 512 "
-    "KiB, where the bandwidth term joins). No 2.20.5 fact adds the ~7 us",
+    "KiB, where the bandwidth term joins). No 2.20.5 fact adds the ~7 us. Checked: 2.20.5 enqueue.cc "
+    "spreads S over countPerChannels = S / 16 rounded up to NCCL_SIMPLE_ALIGNMENT (enqueue.h, 32 x 8 x 16 "
+    "= 4 KiB) and launches only the channels that get work (nChannels = DIVUP(count, countPerChannels)): "
+    "1 channel at 1-4 KiB, all 16 from 64 KiB, while the measured floor stays flat (29.9-31.2 us) across "
+    "that range, so the extra time is no per-channel cost; its last loop's chunk is rest / nHeads "
+    "(computeCollLastChunkInfo). 2.18.5 on H100 (channel-first kernel, all 16 CTAs, see '20 H100 ... 64 "
+    "KiB') measures 25.6 us at 1 KiB against the same 23 us tuner figure",
     "20 GB200 tray ring 2.25.1, 1 KiB-4 MiB": "time 15.4-17.8 us (1-512 KiB), 19.5/28.5/43.0 us "
     "(1-4 MiB) vs ring/LL 10.4-13.0 and 15.8/21.4/32.5 us (busbw +24..+53 %): 2.25.1's tuner prices "
     "ring/LL at 6.6 + 6 x 0.6 = 10.2 us (tuning.cc baseLat/hwLat, the same Ring LL figures as Hopper) and "
@@ -307,7 +320,16 @@ MISSED = {
     "or channel fact found for it (getAlgoInfo's ring channel reduction stops at nc x nt x "
     "threadThreshold, far below 16 MiB; calcCollChunking leaves ring/Simple's chunk alone); the later "
     "releases' measured Blackwell ring LL128 per-channel caps (34.5 GB/s on 2.29.2, 40 on 2.30.3, 73.4 "
-    "before) do not bind the tray's 32 channels at 8-16 MiB (32 x 34.5 = 1104 > 0.92 x 721.8)",
+    "before) do not bind the tray's 32 channels at 8-16 MiB (32 x 34.5 = 1104 > 0.92 x 721.8). Also "
+    "checked in 2.25.1: P2P read is Ampere-only (paths.cc ncclTopoCheckP2p: read = 1 only when both "
+    "GPUs' cudaCompCap == 80; p2p.cc NCCL_P2P_READ_ENABLE default -2 keeps it), so the tray's rings write; "
+    "ring/Simple's chunk is stepSize x chunkSteps = 4 MiB / 8 x 4 = 2 MiB (calcCollChunking leaves it), a "
+    "loop 32 x 4 x 2 MiB = 256 MiB, and runRing (all_reduce.h) shrinks a partial loop's chunk to rest / "
+    "nranks on every channel. A per-loop cost (nLoops x 2(n-1) steps) would keep the marginal rate "
+    "constant beyond 256 MiB, yet the measured per-doubling busbw keeps rising past it (646 for 256->512 "
+    "MiB, 678, 688 for 1->2 GiB); at 16 MiB a 2-slice step (SlicePerChunk = 4/2) moves 64 KiB slices, "
+    "2.9 us each at 721.8/32 GB/s per channel, so a handshake up to a slice's time hides behind the other "
+    "slice (per step max(2 t, t + L)): no pipelining term slows the 16-256 MiB single loops either",
     "20 A100 labelled NVLS 2.18.5, 1 KiB-128 MiB": "not the run the file labels: 2.18.5 has no algorithm "
     "for NCCL_ALGO=NVLS on A100 (enqueue.cc: 'no algorithm/protocol available'; refused by the model), "
     "and 2.19-2.23's ring backup would run ring/LL at small sizes (15.5 us at 1 KiB). Measured: a 42-45 "

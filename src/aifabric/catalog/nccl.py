@@ -191,6 +191,7 @@ class NcclRelease(_Frozen):
     nvls_chunk_shrink: tuple[tuple[int, int], ...]
     nvls_tree_chunk_shrink: tuple[tuple[int, int], ...]
     nvls_pipeline_stages: int = Field(ge=1)
+    nvls_one_node_channel_first: bool = False
     nvls_max_arity: int = Field(ge=1)
     blackwell_nvls_tree_channels: tuple[BlackwellNvlsTreeRule, ...] = ()
     blackwell_nvls_tree_chunks: tuple[BlackwellNvlsTreeChunkRule, ...] = ()

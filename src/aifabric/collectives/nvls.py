@@ -35,6 +35,7 @@ from aifabric.errors import ConfigError
 
 __all__ = [
     "nvls_algbw",
+    "nvls_channel_load_bytes",
     "nvls_cost",
     "nvls_fill_bytes",
     "nvls_tree_cap",
@@ -61,7 +62,11 @@ def nvls_algbw(tm: TierModel, g: int) -> float:
 
 
 def nvls_fill_bytes(
-    tm: TierModel, message_bytes: float, comm: Communicator, algorithm: Algorithm = Algorithm.NVLS
+    tm: TierModel,
+    message_bytes: float,
+    comm: Communicator,
+    algorithm: Algorithm = Algorithm.NVLS,
+    load_bytes: float | None = None,
 ) -> float:
     """Bytes' worth of time an NVLS pipeline spends filling and draining, bytes.
 
@@ -72,6 +77,9 @@ def nvls_fill_bytes(
     whole message when it is smaller)::
 
         fill = (k - 1) x min(S, nc x h x chunk)
+
+    (``load_bytes``: ``S`` replaced by the busiest channel's load, :func:`nvls_channel_load_bytes`, the
+    chunk still ``enqueue.cc``'s for ``S``.)
 
     ``algorithm``: ``NVLS`` (one domain) or ``NVLS_TREE``: in every domain of the tree the same on-node
     stages run (``all_reduce.h`` NVLS_TREE: scatter, NVLS reduce, gather), with the tree's network hops
@@ -89,7 +97,30 @@ def nvls_fill_bytes(
     if not tm.nccl:
         return 0.0
     loop, extra = _loop_bytes(tm, message_bytes, comm, algorithm)
-    return extra * min(message_bytes, loop)
+    return extra * min(message_bytes if load_bytes is None else load_bytes, loop)
+
+
+def nvls_channel_load_bytes(tm: TierModel, message_bytes: float, comm: Communicator) -> float:
+    """The message whose even spread loads every NVLS channel as much as S loads the busiest one, bytes.
+
+    Before NCCL 2.20.3 the one-node NVLS kernel fills a partial loop channel by channel
+    (``nvls_one_node_channel_first``; ``all_reduce.h``: loop offset ``gridOffset + bid x nHeads x chunk``),
+    so channel 0 carries ``h x chunk`` of it while later channels idle, and the call lasts as long as a
+    loop all channels carry::
+
+        S_load = floor(S / loop) x loop + nc x min(S mod loop, h x chunk),   loop = nc x h x chunk
+
+    From 2.20.3 (``work->oneNode``) each channel moves ``S / nc`` and ``S_load = S``; so too across domains
+    and without NCCL. 8 x H100 on 2.18.5 (16 x 8 x 16 KiB loops below 8 MiB): 64 KiB -> 16 x 64 KiB = 1
+    MiB, 128 KiB-2 MiB -> 2 MiB.
+    """
+    if not (tm.nccl and tm.release.nvls_one_node_channel_first) or comm.n_domains > 1:
+        return message_bytes
+    loop, _ = _loop_bytes(tm, message_bytes, comm, Algorithm.NVLS)
+    g = comm.ranks_per_domain
+    nc = nvls_channels(tm.release, tm.tuning_row, nnodes=1, local_gpus=g, nic_gbps=tm.nic_line_gbps)
+    full, rest = divmod(message_bytes, loop)
+    return full * loop + nc * min(rest, loop / nc)
 
 
 def _loop_bytes(
@@ -344,11 +375,24 @@ def nvls_cost(
                 if comm.n_domains > 1
                 else ""
             )
+            + _channel_first_words(tm, message_bytes, load)
         )
 
-    fill = nvls_fill_bytes(tm, message_bytes, comm) / alg if comm.n_domains == 1 else 0.0
-    bw = {net: message_bytes / alg + fill}
-    return make_cost(tm, Algorithm.NVLS, proto, lat, bw, net, why, unseen_by_tuner_s=fill)
+    load = nvls_channel_load_bytes(tm, message_bytes, comm)
+    fill = nvls_fill_bytes(tm, message_bytes, comm, load_bytes=load) / alg if comm.n_domains == 1 else 0.0
+    unseen = fill + (load - message_bytes) / alg  # the fill and the idle channels of a partial loop
+    bw = {net: load / alg + fill}
+    return make_cost(tm, Algorithm.NVLS, proto, lat, bw, net, why, unseen_by_tuner_s=unseen)
+
+
+def _channel_first_words(tm: TierModel, message_bytes: float, load: float) -> str:
+    """The ``why`` clause of :func:`nvls_channel_load_bytes` where the busiest channel's load is not S's."""
+    if load == message_bytes:
+        return ""
+    return (
+        f"; NCCL {tm.nccl_version or tm.release.version}'s kernel fills a partial loop channel by channel "
+        f"(all_reduce.h): its busiest carries what {load / 2**20:.3g} MiB spread over all would"
+    )
 
 
 def nvls_tree_cost(
