@@ -179,9 +179,10 @@ class NodeLayout:
             near = {gpu_numa[g] for g in m.gpus if gpu_nic[(g, n)] != "SYS" and gpu_numa[g] is not None}
             nic_numa[n] = near.pop() if len(near) == 1 else None
         nv = sorted({int(c[2:]) for c in gpu_links.values() if NV_LINKS.match(c)})
+        hint: tuple[str | None, str]
         if nv and c2c and nv[-1] in _NV_GRACE:
-            key, board = _NV_GRACE[nv[-1]]
-            hint = (key, f"NV{nv[-1]} between GPUs whose memory is a NUMA node (GPU NUMA ID): {board}")
+            grace, board = _NV_GRACE[nv[-1]]
+            hint = (grace, f"NV{nv[-1]} between GPUs whose memory is a NUMA node (GPU NUMA ID): {board}")
         elif nv:
             key, board = _NV_GPU.get(nv[-1], (None, ""))
             hint = (key, f"NV{nv[-1]} between GPUs" + (f": {board}" if board else ""))
