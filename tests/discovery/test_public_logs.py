@@ -106,6 +106,14 @@ EXPECTED: dict[str, tuple[Read, ...]] = {
     "rtx4090_g8_one_process_first_row_cut.log": (
         Read(0, (0, 0.0), (0, 0.0), "all_reduce", 8, 1, "NVIDIA GeForce RTX 4090"),
     ),
+    # -c 0 (validation: 0): N/A errors; NCCL WARN lines and the NCCL version between rank lines and header
+    "broadcast_c0_socket_v100_warn_lines_cut.log": (
+        Read(1, (8, 0.0), (8, 0.0), "broadcast", 2, 2, "Tesla V100-PCIE-16GB", "2.9.6"),
+    ),
+    # "`# Using devices": a markdown backtick glued to the first line; rank lines without Group
+    "backtick_v100_sxm3_g4_old_layout_cut.log": (
+        Read(4, (8, 0.0), (64, 0.0), "all_reduce", 4, 1, "Tesla V100-SXM3-32GB"),
+    ),
     # a markdown page took every leading '#': header, rank line and column header read without it
     "hash_stripped_blocking_one_rank_a10g_cut.log": (
         Read(0, (0, 0.0), (0, 0.0), "all_reduce", 1, 1, "NVIDIA A10G"),

@@ -173,3 +173,15 @@ def test_tree_two_nodes_once_the_node_count_is_given() -> None:
     assert (table.spec.n_nodes, table.spec.gpus_per_node) == (2, 1)
     assert table.settings.algorithm == "tree" and table.settings.env["NCCL_ALGO"] == "Tree"
     assert table.rows[-1].measured_busbw_bytes_per_s / 1e9 == pytest.approx(41.31, abs=0.01)
+
+
+def test_socket_broadcast_row_names_the_socket_latency() -> None:
+    # NVIDIA/nccl-tests #82: NCCL_IB_DISABLE=1 over eth0, 2 x 1 V100-PCIE; 8 B in 45.82 us out-of-place.
+    (table,) = compare_nccl_tests(
+        (PUBLIC / "broadcast_c0_socket_v100_warn_lines_cut.log").read_text(encoding="utf-8")
+    ).tables
+    assert (table.op, table.spec.n_nodes) == ("broadcast", 2)
+    assert table.settings.env["NCCL_IB_DISABLE"] == "1"
+    (row,) = table.rows
+    assert row.measured_time_s == pytest.approx(45.82e-6)
+    assert row.predicted.time_s < row.measured_time_s and row.causes[0] == "latency_net"
