@@ -28,6 +28,7 @@ TOPOLOGIES: dict[str, tuple[int, int, tuple[int, int], dict[str, tuple[str, str]
     "topo_h100_mlx5_named_columns.txt": (8, 10, (28, 18), {"GPU4": ("mlx5_4", "PIX")}),
     "topo_gb200_4gpu_numa_lists_cut.txt": (3, 6, (3, 18), {"GPU2": ("NIC2", "SYS")}),
     "topo_dgx_a100_nv12_12nic_cut.txt": (5, 12, (10, 12), {"GPU4": ("NIC6", "PXB")}),
+    "topo_h100_9nic_nic_rows_cut.txt": (8, 9, (28, 18), {"GPU0": ("NIC8", "PIX"), "GPU7": ("NIC1", "PIX")}),
 }
 #: Outputs ``inspect`` does not read, and its one line.
 NOT_TOPOLOGIES = {"rocm_smi_showtopo_mi300x_xgmi.txt": "2: this is rocm-smi output (AMD GPUs"}
@@ -185,3 +186,11 @@ def test_socket_broadcast_row_names_the_socket_latency() -> None:
     (row,) = table.rows
     assert row.measured_time_s == pytest.approx(45.82e-6)
     assert row.predicted.time_s < row.measured_time_s and row.causes[0] == "latency_net"
+
+
+def test_copy_cut_in_a_row_label_keeps_the_rows_above() -> None:
+    # NVIDIA/nccl #1453: the stored copy stops at "NIC" (the label of row NIC6); NIC0 is SYS to every GPU.
+    node = _node("topo_h100_9nic_nic_rows_cut.txt")
+    assert any(a.startswith("partial input: rows NIC6, NIC7, NIC8 cut") for a in node.assumptions)
+    assert node.layout.nic_numa["NIC5"] == 0 and node.layout.nic_numa["NIC0"] is None
+    assert "NIC0" not in {p.nic for p in node.pairing.values() if p is not None}

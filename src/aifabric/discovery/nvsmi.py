@@ -400,6 +400,13 @@ def _is_row(line: str) -> bool:
     return len(tokens) > 1 and bool(_DEVICE.match(tokens[0])) and _is_known_code(tokens[1])
 
 
+def _cut_label(tokens: list[str], labels: set[str], after: list[str]) -> bool:
+    """Whether a matrix line is the start of a row label cut where the copy stops: one token that begins a
+    device name (``NIC``, ``GPU1``) but is none, with nothing after it (the last line, or a blank next)."""
+    last = not after or not after[0].strip()
+    return last and len(tokens) == 1 and tokens[0] not in labels and _is_cut_name(tokens[0])
+
+
 def _is_cut_name(token: str) -> bool:
     """Whether ``token`` is the start of a device label or column name cut at the right (``NIC``, ``CP``)."""
     return any(name.startswith(token) for name in ("GPU", "NIC", "mlx5_", *_TRAILING_COLUMNS)) or bool(
@@ -455,6 +462,8 @@ def _logical_rows(
     index = first
     while index < len(lines) and lines[index].strip():
         tokens = lines[index].split()
+        if _cut_label(tokens, labels, lines[index + 1 : index + 2]):
+            break  # the copy stops in the next row's label ("NIC" of NIC6): that row and those after are cut
         if tokens[0] in labels or not rows:
             rows.append((index + 1, lines[index]))
         else:
