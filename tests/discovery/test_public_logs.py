@@ -83,6 +83,41 @@ EXPECTED: dict[str, tuple[Read, ...]] = {
     ),
     "reduce_scatter_zero_rows_cut.log": (Read(7, (0, 0.0), (256, 0.01), "reduce_scatter", 8, None),),
     "bfloat16_rows_headerless_cut.log": (Read(11, (1024, 0.34), (1048576, 184.34), "all_reduce", 8, None),),
+    # rccl-tests 2.17.9 -g 8 in one container: two runs, rccl-library=22707 read as the release 2.27.7
+    "rccl_g8_radeon_allreduce_alltoall.log": (
+        Read(29, (4, 0.0), (1073741824, 402.55), "all_reduce", 8, 1, "AMD Radeon Graphics", "2.27.7"),
+        Read(25, (0, 0.0), (134217728, 322.22), "alltoall", 8, 1, "AMD Radeon Graphics", "2.27.7"),
+    ),
+    # mpirun -np 2 --ngpus 8 --datatype all: 12 types x 3 sizes, 16 rank lines on 2 hosts, UCX WARN above
+    "h200_2x8_datatype_all_fp8_rows.log": (
+        Read(36, (10737418240, 389.40), (42949672960, 363.85), "all_reduce", 16, 2, "NVIDIA H200", "2.30.4"),
+    ),
+    # two processes of a build without MPI=1 printing into one terminal: their rows interleave (256 then 8)
+    "two_processes_rows_interleaved_cut.log": (Read(10, (8, 0.0), (1024, 0.02), None, None, None),),
+    "two_processes_tails_interleaved.log": (
+        Read(3, (134217728, 4.51), (268435456, 4.86), None, None, None),
+        Read(1, (268435456, 4.52), (268435456, 4.52), None, None, None),
+    ),
+    # mpirun.mpich -np 16 ... -g 1: the ranks from -np, the nodes not said (no hosts, no per-node count)
+    "rccl_mi250x_16r_mpich_error_column_cut.log": (Read(8, (8, 0.0), (1024, 0.06), "all_reduce", 16, None),),
+    "tree_2node_hostfile_no_rank_lines_cut.log": (
+        Read(5, (2097152, 18.53), (33554432, 41.31), "all_reduce", 2, None),
+    ),
+    "rtx4090_g8_one_process_first_row_cut.log": (
+        Read(0, (0, 0.0), (0, 0.0), "all_reduce", 8, 1, "NVIDIA GeForce RTX 4090"),
+    ),
+    # -c 0 (validation: 0): N/A errors; NCCL WARN lines and the NCCL version between rank lines and header
+    "broadcast_c0_socket_v100_warn_lines_cut.log": (
+        Read(1, (8, 0.0), (8, 0.0), "broadcast", 2, 2, "Tesla V100-PCIE-16GB", "2.9.6"),
+    ),
+    # "`# Using devices": a markdown backtick glued to the first line; rank lines without Group
+    "backtick_v100_sxm3_g4_old_layout_cut.log": (
+        Read(4, (8, 0.0), (64, 0.0), "all_reduce", 4, 1, "Tesla V100-SXM3-32GB"),
+    ),
+    # a markdown page took every leading '#': header, rank line and column header read without it
+    "hash_stripped_blocking_one_rank_a10g_cut.log": (
+        Read(0, (0, 0.0), (0, 0.0), "all_reduce", 1, 1, "NVIDIA A10G"),
+    ),
 }
 
 #: Logs without a result table and the reason the error gives.
@@ -91,6 +126,19 @@ NO_TABLE = {
     "rccl_mi300x_enroot_header_only.log": "stops after the run's header (line 14)",
     "v100_efa_nccl246_info_header.log": "stops after the run's header (line 6)",
     "hypercube_cuda_failure_5090.log": 'failed at line 8: "localhost: Test CUDA failure common.cu:986',
+    "two_processes_headers_interleaved_cut.log": "stops after the run's header (line 10)",
+    "a100_pcie_g8_blank_host_header_cut.log": "stops after the run's header (line 12)",
+}
+
+#: Logs whose table cannot be read, and the one line that says why.
+UNREADABLE = {
+    # '#'-less column header whose units line was cut: nothing below it
+    "hash_stripped_old_layout_8r_header_cut.log": "15: the column header has no result rows below it",
+    # mpirun -np 2 of a build without MPI=1: each process printed its own header, both as rank 0
+    "two_runs_rank0_on_two_hosts_v100_cut.log": (
+        "9: rank 0 appears twice, at lines 8 and 9, with other values, on two hosts: each process ran a job "
+        r"of its own \(an nccl-tests build without MPI=1"
+    ),
 }
 
 
@@ -107,7 +155,15 @@ def _busbw(table: PerfTable, index: int) -> tuple[int, float]:
 
 
 def test_every_public_log_is_covered() -> None:
-    assert {p.name for p in PUBLIC.glob("*.log")} == set(EXPECTED) | set(NO_TABLE)
+    assert {p.name for p in PUBLIC.glob("*.log")} == set(EXPECTED) | set(NO_TABLE) | set(UNREADABLE)
+
+
+@pytest.mark.parametrize(("name", "reason"), sorted(UNREADABLE.items()))
+def test_unreadable_log_says_why_in_one_line(name: str, reason: str) -> None:
+    with pytest.raises(ParseError, match=reason):
+        _parsed(name)
+    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(PUBLIC / name)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -133,6 +133,12 @@ CAUSES: dict[str, str] = {
         "switching algorithm or protocol at this size, or a warm-up artefact (8 MB rows in "
         "NVIDIA/nccl-tests #309); do not fit it"
     ),
+    "type_bound": (
+        "data-type bound: the same size in another data type of this run (nccl-tests -d all) is within the "
+        "model, so the links carried those bytes at the model's rate and do not hold this row back; the "
+        "GPU's reduction of this type is slower, and the model has no per-type cost (2 x 8 H200, NCCL "
+        "2.30.4: all_reduce at 10 GiB 389 GB/s busbw in int8, uint8 and fp8, 485 GB/s in float)"
+    ),
     "latency_net": (
         "per-operation latency above NCCL's model: a network plugin or socket transport (GCP TCPXO ~123 us "
         "for an 8 B all_reduce, dstackai/dstack GCP example; the gIB plugin ~250-300 us at 1-64 KB, "
@@ -436,7 +442,9 @@ class RowComparison:
 
 #: First causes that are not faults of the machine: measurement artefacts and the model's own limits (the
 #: mid-size ramp and per-call overheads its constants leave out).
-NOT_FAULTS = frozenset({"outlier", "dip", "latency_model", "latency_local", "ramp", "nccl_default"})
+NOT_FAULTS = frozenset(
+    {"outlier", "dip", "latency_model", "latency_local", "ramp", "nccl_default", "type_bound"}
+)
 
 
 @dataclass(frozen=True)
@@ -636,13 +644,19 @@ class TableComparison:
         """``(row, row before it, first earlier row of its size or None)`` for each row not larger than the
         row printed before it. nccl-tests prints one run's sizes in increasing order (``-b`` to ``-e`` by
         ``-f`` or ``-i``), so such a row is a second run pasted under the first or a line repeated; it is
-        compared as printed, and said."""
+        compared as printed, and said. A row whose data type or operation differs from the row before starts
+        the next sweep of ``-d all`` / ``-o all`` (nccl-tests loops types, then operations, around the size
+        sweep: ``AllReduceRunTest`` in ``src/all_reduce.cu``), and is in order; a size seen again is looked up
+        within its own sweep."""
+        sweep = {row.line: (row.dtype, row.redop) for row in self.table.rows}
         out = []
-        first: dict[int, RowComparison] = {}
+        first: dict[tuple[object, int], RowComparison] = {}
         for before, row in zip(self.rows, self.rows[1:], strict=False):
-            first.setdefault(before.size_bytes, before)
+            first.setdefault((sweep.get(before.line), before.size_bytes), before)
+            if sweep.get(row.line) != sweep.get(before.line):
+                continue
             if row.size_bytes <= before.size_bytes:
-                out.append((row, before, first.get(row.size_bytes)))
+                out.append((row, before, first.get((sweep.get(row.line), row.size_bytes))))
         return tuple(out)
 
     @property
@@ -1275,6 +1289,7 @@ def _diagnosed_rows(ctx: TableComparison) -> tuple[RowComparison, ...]:
         ("nccl_default", *c[1:]) if r.size_bytes in inside and c[0] not in NOT_FAULTS else c
         for r, c in zip(rows, all_causes, strict=True)
     ]
+    all_causes = _type_bound(rows, all_causes, ctx)
     plateau = _plateau_fault(list(rows), all_causes, ctx)
     large = {r.size_bytes for r in ctx.large_rows}
     final = []
@@ -1304,6 +1319,21 @@ def _diagnosed_rows(ctx: TableComparison) -> tuple[RowComparison, ...]:
             )  # fmt: skip
         )
     return tuple(final)
+
+
+def _type_bound(
+    rows: tuple[RowComparison, ...], causes: list[tuple[str, ...]], ctx: TableComparison
+) -> list[tuple[str, ...]]:
+    """``causes`` with ``type_bound`` first for each row below the model whose size another data type of
+    the table (``-d all``) moved within the threshold: the same run, links and size, so the bytes on the
+    wire are not what is slow (:data:`CAUSES`). Artefacts and model limits keep their own cause."""
+    dtype = {row.line: row.dtype for row in ctx.table.rows}
+    fine = {(r.size_bytes, dtype.get(r.line)) for r in rows if r.deviation >= -ctx.threshold}
+    out = []
+    for r, c in zip(rows, causes, strict=True):
+        other = any(size == r.size_bytes and kind != dtype.get(r.line) for size, kind in fine)
+        out.append(("type_bound", *c) if c and c[0] not in NOT_FAULTS and other else c)
+    return out
 
 
 def _default_range(row: RowComparison, ctx: TableComparison) -> str | None:

@@ -284,7 +284,7 @@ def parse_nccl_tests(
     override = canonical_argument(collective) if collective is not None else None
     # nccl-tests prints spaces; a paste through a spreadsheet or chat tool leaves tabs: whitespace either way
     raw_lines = split_lines(decode(text, source).replace("\t", " "), source)
-    lines = clean_lines([clean_line(raw) for raw in raw_lines])
+    lines = _comment_marks_restored(clean_lines([clean_line(raw) for raw in raw_lines]))
     tables = _scan_tables(lines, override, source)
     if not tables:
         raise ParseError(
@@ -293,6 +293,25 @@ def parse_nccl_tests(
             source=source,
         )
     return tables
+
+
+#: The lines nccl-tests starts with ``#`` (``src/common.cu``), as they read once a renderer took the ``#``
+#: away: GitHub markdown outside a code fence turns ``# text`` into a heading and drops the mark.
+_UNMARKED = re.compile(
+    r"^\s*(?:nThread\s+\d+\s+nGpus\s|Using devices\s*$|Rank\s+\d+\s+(?:Group\s+\d+\s+)?Pid\s"
+    r"|size\s+count\s+type\s|\(B\)\s+\(elements\)|out-of-place\s+in-place\s*$|Blocking Enabled:"
+    r"|Out of bounds values\s*:|Avg bus bandwidth\s*:|Collective test (?:starting|concluded):)"
+)
+
+
+def _comment_marks_restored(lines: list[str]) -> list[str]:
+    """``lines`` with the ``#`` put back on the nccl-tests lines that lost it (:data:`_UNMARKED`), so a log
+    pasted into a markdown page reads as printed.
+
+    >>> _comment_marks_restored(["  size  count  type  redop", " nThread 1 nGpus 1 minBytes 8", "  8  2"])
+    ['#  size  count  type  redop', '# nThread 1 nGpus 1 minBytes 8', '  8  2']
+    """
+    return [f"#{line}" if _UNMARKED.match(line) else line for line in lines]
 
 
 _FAILURE = re.compile(

@@ -41,9 +41,26 @@ NV_LINKS = re.compile(r"^NV(\d+)$")
 _SM_GPU = {70: "v100-pcie-32gb", 80: "a100-sxm-80gb", 90: "h100-sxm", 100: "b200"}
 # NVLinks per GPU pair in nvidia-smi -> the board it usually is.
 _NV_GPU = {18: ("h100-sxm", "an H100/H200/B200 SXM board"), 12: ("a100-sxm-80gb", "an A100 SXM board")}
+#: The same on a Grace board, where GPU memory is a NUMA node of the OS (coherent NVLink-C2C to the CPU).
+_NV_GRACE = {18: ("gb200", "a Grace Blackwell tray, GB200 (GB300 prints the same)")}
+_GRACE_KEYS = frozenset(key for key, _ in _NV_GRACE.values())
 # PCIe per-lane rate (GT/s) -> NCCL's per-lane speed in units of 100 Mb/s (``kvDictPciGen``, ``topo.cc``) and
 # the generation; a link's bandwidth is width x that / 80 GB/s (reference note sec. 3.1).
 _PCI_LANE = {2.5: (15, 1), 5.0: (30, 2), 8.0: (60, 3), 16.0: (120, 4), 32.0: (240, 5), 64.0: (480, 6)}
+
+
+def _gpu_numa(affinity: frozenset[int] | None, own: int | None, c2c: bool) -> int | None:
+    """The NUMA node of a GPU's CPU: its one ``NUMA Affinity`` node; on a Grace board (``c2c``) the lowest
+    node of a longer list, as the CPUs' nodes come first and the GPUs' memory nodes after them (a GB200 tray
+    prints ``0,3-9,11-17`` with GPU NUMA ID 2 for GPU0, ``1,19-25,27-33`` with 18 for GPU2); else the GPU NUMA
+    ID.
+
+    >>> _gpu_numa(frozenset({0, 3, 4}), 2, True), _gpu_numa(frozenset({1}), None, False)
+    (0, 1)
+    """
+    if affinity and (len(affinity) == 1 or c2c):
+        return min(affinity)
+    return own
 
 
 def pcie_gen(gt_per_s: float | None) -> int | None:
@@ -146,6 +163,7 @@ class NodeLayout:
     cut_gpus: tuple[str, ...] = ()
     hypervisor_pci: tuple[str, ...] = ()
     gpus_off_cpu: bool = False
+    c2c: bool = False
 
     # -- constructors ----------------------------------------------------------------------------------------
 
@@ -154,16 +172,18 @@ class NodeLayout:
         """Read a parsed ``nvidia-smi topo -m`` matrix."""
         gpu_links = {(a, b): m.link(a, b) for a in m.gpus for b in m.gpus if a != b}
         gpu_nic = {(g, n): m.path_type(g, n) for g in m.gpus for n in m.nics}
-        gpu_numa: dict[str, int | None] = {}
-        for g in m.gpus:
-            nodes = m.numa_affinity.get(g)
-            gpu_numa[g] = min(nodes) if nodes and len(nodes) == 1 else m.gpu_numa_id.get(g)
+        c2c = any(v is not None for v in m.gpu_numa_id.values())
+        gpu_numa = {g: _gpu_numa(m.numa_affinity.get(g), m.gpu_numa_id.get(g), c2c) for g in m.gpus}
         nic_numa: dict[str, int | None] = {}
         for n in m.nics:  # a NIC shares the NUMA node of any GPU it reaches without crossing the SMP link
             near = {gpu_numa[g] for g in m.gpus if gpu_nic[(g, n)] != "SYS" and gpu_numa[g] is not None}
             nic_numa[n] = near.pop() if len(near) == 1 else None
         nv = sorted({int(c[2:]) for c in gpu_links.values() if NV_LINKS.match(c)})
-        if nv:
+        hint: tuple[str | None, str]
+        if nv and c2c and nv[-1] in _NV_GRACE:
+            grace, board = _NV_GRACE[nv[-1]]
+            hint = (grace, f"NV{nv[-1]} between GPUs whose memory is a NUMA node (GPU NUMA ID): {board}")
+        elif nv:
             key, board = _NV_GPU.get(nv[-1], (None, ""))
             hint = (key, f"NV{nv[-1]} between GPUs" + (f": {board}" if board else ""))
         else:
@@ -187,6 +207,8 @@ class NodeLayout:
             line=m.line,
             source=m.source,
             nvlink_count=nv[-1] if nv else None,
+            c2c=c2c,
+            cpu_vendor="arm" if hint[0] in _GRACE_KEYS else None,  # Grace: Arm Neoverse V2 cores
         )
 
     @classmethod

@@ -130,10 +130,21 @@ def nvlink_groups(layout: NodeLayout) -> tuple[NvlinkGroup, ...]:
     return tuple(sorted(groups, key=lambda g: order[g.gpus[0]]))
 
 
+#: Why a Grace board's SYS path still carries GPUDirect RDMA (:attr:`NodeLayout.c2c`).
+C2C_GDR = (
+    "SYS: nvidia-smi does not see NVLink-C2C and prints SYS for every NIC of a Grace board; NCCL 2.27+ "
+    "reaches a NIC of the GPU's own CPU through C2C with GPUDirect RDMA (NCCL_NET_GDR_C2C, default 1, "
+    "0 in 2.26: ncclTopoCheckGdr in src/graph/paths.cc); a NIC of the other CPU stays SYS, without it"
+)
+
+
 def gpu_nic_path(layout: NodeLayout, gpu: str, nic: str) -> GpuNicPath:
-    """The path type between ``gpu`` and ``nic`` and its GPUDirect RDMA verdict (:func:`gdr_verdict`)."""
+    """The path type between ``gpu`` and ``nic`` and its GPUDirect RDMA verdict (:func:`gdr_verdict`; a
+    Grace board's SYS paths: :data:`C2C_GDR`)."""
     path = layout.gpu_nic[(gpu, nic)]
     ok, reason = gdr_verdict(path)
+    if layout.c2c and normalize_path_code(path) == "SYS":
+        ok, reason = True, C2C_GDR
     if ok and (layout.gpu_gdr.get(gpu) is False or layout.nic_gdr.get(nic) is False):
         ok, reason = (
             False,

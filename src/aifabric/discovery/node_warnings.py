@@ -67,7 +67,7 @@ def layout_warnings(
                 f"{best.path}: {best.nic} is taken by another GPU; GPUDirect RDMA "
                 f"{'still works' if p.gdr else 'is lost'} for {g}"
             )))  # fmt: skip
-        elif normalize_path_code(p.path) == "SYS" and layout.nics:
+        elif normalize_path_code(p.path) == "SYS" and layout.nics and not layout.c2c:
             out.append(Finding("far_nic", (
                 f"{g}'s NIC {p.nic} ({p.nic_name}) is on the other CPU socket (SYS): its traffic crosses the "
                 "inter-socket link"

@@ -54,6 +54,11 @@ PATH_ORDER: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
 # between CPU sockets". They are kept as printed in TopoMatrix.links and normalised only for ranking.
 _LEGACY_CODES = {"SOC": "SYS"}
 _NVLINK = re.compile(r"^NV(\d{1,4})$")
+#: The banner of ``rocm-smi --showtopo`` (AMD), whose GPU-by-GPU tables look like a matrix header.
+_ROCM_SMI = "ROCm System Management Interface"
+_CODE = r"X|NV\d{1,4}|PIX|PXB|PHB|NODE|SYS|SOC"
+#: Two cells a paste glued together (``PIXNODE``: the tab between them lost; a published B200 matrix).
+_GLUED = re.compile(rf"^({_CODE})({_CODE})$")
 _DEVICE = re.compile(r"^[A-Za-z][\w.:-]*\d$")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _TRAILING_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
@@ -344,6 +349,14 @@ def _parse_first_matrix(lines: list[str], source: str | None) -> TopoMatrix:
             first_error = first_error or err
             continue
         return _parse_body(lines, header_index, last, devices, trailing, cut, source)
+    at = next((i for i, line in enumerate(lines) if _ROCM_SMI in line), None)
+    if at is not None:
+        raise ParseError(
+            "this is rocm-smi output (AMD GPUs: weights, hops and XGMI link types), not nvidia-smi topo -m; "
+            "inspect reads nvidia-smi topo -m or an NCCL topology XML",
+            line=at + 1,
+            source=source,
+        )
     if first_error is not None:
         raise first_error
     raise ParseError(
@@ -385,6 +398,13 @@ def _is_row(line: str) -> bool:
     """Whether ``line`` starts a matrix row: a device label, then a path code (``GPU1  NV18 ...``)."""
     tokens = line.split()
     return len(tokens) > 1 and bool(_DEVICE.match(tokens[0])) and _is_known_code(tokens[1])
+
+
+def _cut_label(tokens: list[str], labels: set[str], after: list[str]) -> bool:
+    """Whether a matrix line is the start of a row label cut where the copy stops: one token that begins a
+    device name (``NIC``, ``GPU1``) but is none, with nothing after it (the last line, or a blank next)."""
+    last = not after or not after[0].strip()
+    return last and len(tokens) == 1 and tokens[0] not in labels and _is_cut_name(tokens[0])
 
 
 def _is_cut_name(token: str) -> bool:
@@ -442,6 +462,8 @@ def _logical_rows(
     index = first
     while index < len(lines) and lines[index].strip():
         tokens = lines[index].split()
+        if _cut_label(tokens, labels, lines[index + 1 : index + 2]):
+            break  # the copy stops in the next row's label ("NIC" of NIC6): that row and those after are cut
         if tokens[0] in labels or not rows:
             rows.append((index + 1, lines[index]))
         else:
@@ -551,7 +573,7 @@ def _rows_by_device(
     """
     by_device: dict[str, tuple[int, list[str]]] = {}
     for at, (lineno, text) in enumerate(rows):
-        tokens = text.split()
+        tokens = _unglued(text.split())
         expected = devices[at] if at < len(devices) else None
         if tokens[0] != expected:
             if expected in nics and tokens[0] not in devices:
@@ -563,6 +585,20 @@ def _rows_by_device(
             )
         by_device[tokens[0]] = (lineno, tokens[1:])
     return by_device
+
+
+def _unglued(tokens: list[str]) -> list[str]:
+    """``tokens`` with each pair of cell codes a paste glued together split apart (``PIXNODE`` -> ``PIX``,
+    ``NODE``). The split is unique: every code starts with a letter and ``NV#`` ends at its digits.
+
+    >>> _unglued(["GPU5", "NV18", "PIXNODE", "0-191"])
+    ['GPU5', 'NV18', 'PIX', 'NODE', '0-191']
+    """
+    out: list[str] = []
+    for token in tokens:
+        glued = _GLUED.match(token)
+        out.extend(glued.groups() if glued else (token,))
+    return out
 
 
 def _reached_columns(

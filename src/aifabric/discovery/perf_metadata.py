@@ -214,6 +214,14 @@ def _check_gpus_per_process(
     )
 
 
+#: Why one rank number on two hosts: each process ran its own job (nccl-tests #182, #27: the maintainers'
+#: answer is to rebuild with MPI=1).
+_SEPARATE_JOBS = (
+    ", on two hosts: each process ran a job of its own (an nccl-tests build without MPI=1 under mpirun "
+    "prints one header per process); rebuild with make MPI=1"
+)
+
+
 def _check_rank_line(
     info: RankInfo, ranks: dict[int, RankInfo], seen: dict[int, int], lineno: int, source: str | None
 ) -> None:
@@ -227,8 +235,10 @@ def _check_rank_line(
     """
     earlier = ranks.get(info.rank)
     if earlier is not None and earlier != info and info.rank in seen:
+        apart = bool(earlier.host and info.host) and earlier.host != info.host
         raise ParseError(
-            f"rank {info.rank} appears twice, at lines {seen[info.rank]} and {lineno}, with other values",
+            f"rank {info.rank} appears twice, at lines {seen[info.rank]} and {lineno}, with other values"
+            + (_SEPARATE_JOBS if apart else ""),
             line=lineno,
             source=source,
         )
