@@ -37,7 +37,7 @@ from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
-__all__ = ["TOLERANCE", "ClosShape", "clos_shape", "exact_split"]
+__all__ = ["TOLERANCE", "ClosShape", "clos_shape", "even_spread", "exact_split"]
 
 TOLERANCE = 0.01
 """Largest relative gap between realised and requested bisection a built fabric may have."""
@@ -291,10 +291,29 @@ def _switches(shape: ClosShape) -> int:
     return shape.n_leaves + shape.n_spines + shape.n_cores
 
 
+def even_spread(uplinks: int, fewest: int) -> int:
+    """The fewest switches, at least ``fewest``, over which each lower switch spreads its ``uplinks`` evenly.
+
+    A Clos cables every lower switch to every upper switch of its group with the same number of links
+    (Al-Fares et al. 2008 [1]_; ECMP then splits a leaf's traffic evenly), so the upper count divides the
+    uplinks: the smallest divisor of ``uplinks`` >= ``fewest`` (``uplinks`` itself always is one).
+    NVIDIA's DGX SuperPOD (B300, XDR) RA, Table 3, builds so: 32 leaves of 72 x 800G uplinks on 144-port
+    Q3400 spines need ceil(32 x 72 / 144) = 16 spines by ports, and get 18 (72 / 16 is no integer).
+
+    Examples
+    --------
+    >>> even_spread(72, 16), even_spread(72, 32), even_spread(32, 16), even_spread(21, 8)
+    (18, 36, 16, 21)
+    """
+    if uplinks < 1 or fewest > uplinks:
+        raise ValueError(f"no even spread of {uplinks} uplinks over at least {fewest} switches")
+    return next(d for d in range(max(1, fewest), uplinks + 1) if uplinks % d == 0)
+
+
 def _two_tier(
     radix: Radix, rails: int, m: int, ppu: int, u: int, n_leaves: int, n: int, r1: float
 ) -> ClosShape:
-    n_spines = math.ceil(n_leaves * u / radix.spine)
+    n_spines = even_spread(u, math.ceil(n_leaves * u / radix.spine))
     return ClosShape(
         radix.leaf,
         2,
