@@ -224,10 +224,11 @@ MISSED = {
     "the file system's peak write; the model caps at the peak. What is missing: the writer's efficiency "
     "(torch.save serialisation, file-per-rank metadata, Lustre striping), which no second source sizes",
     "Meta 24K-GPU RoCE cluster (glennklockwood.com 'Meta's H100 clusters'; Gangidi et al. SIGCOMM'24)": "8 "
-    "AI zones x 3,072 GPUs at 1:7 aggregation vs 11 pods of <= 2,234 GPUs predicted (cluster file: 3,072 "
-    "DGX-like nodes, 128 x 400G leaves, tiers 3, oversubscription 1:1,7:1, pod_gpus 3072): a pod of 48 "
-    "leaves needs 48 / 7 = 6.86 uplinks per spine, realised 7:1 only to 2 %, outside the 1 % the Clos "
-    "builder allows; Meta's rack (RTSW) and zone (CTSW) port splits are not published to the port",
+    "pods x 3,072 GPUs (192 racks of 2 Grand Teton nodes each), T0-T1 undersubscribed 2:1 and T1-T2 7:1 vs "
+    "11 pods of <= 2,234 GPUs predicted for the nearest expressible build (cluster file: 3,072 nodes, 128 x "
+    "400G leaves, tiers 3, oversubscription 1:1,7:1, pod_gpus 3072). Missing: a leaf ratio below 1:1 "
+    "('1:2' is refused: ratios must be >= 1), the Arista 7800 cluster switch's radix (not in the "
+    "catalogue), and 7:1 over 192 leaves per pod (192 / 7 uplinks) is outside the builder's 1 % tolerance",
     "DGX SuperPOD (GB200) RA: 'Each SU requires a TDP of 1.2 MW' (8 NVL72 racks)": "1,200 kW vs 998.7 kW "
     "predicted (`aifabric cluster show gb200-nvl72`, 576 GPUs): the SU figure is a facility budget that "
     "includes storage, UFM and management servers and cooling distribution units, none of which the "
