@@ -15,7 +15,8 @@ two-stage Clos per zone, an oversubscribed aggregation layer between zones) whos
 ``ceil(leaves per pod / r2)`` uplinks each to their group of cores. Among the SU and pod counts that fit,
 the fewest switches whose realised bisection is the requested one to 1% wins:
 
-    requested bisection = N / (2 r1 r2) links        (r2 = 1 for two tiers or one pod)
+    requested bisection = min(N, N / (r1 r2)) / 2 links     (r2 = 1 for two tiers or one pod; r < 1
+                                                             undersubscribes a tier)
     realised bisection  = min(N, leaves x u1, spines x u2) / 2 links
 
 A three-tier fabric that fits in one pod is built as two tiers: a core tier would carry nothing.
@@ -114,8 +115,9 @@ class ClosShape:
 
     @property
     def requested_bisection_links(self) -> float:
-        """N / (2 prod r): the bisection the requested ratios give, links of one plane."""
-        return self.endpoints / 2 / math.prod(self.requested)
+        """min(N, N / prod r) / 2: the bisection the requested ratios give, links of one plane (an
+        undersubscribed tier, r < 1, leaves the NICs binding: no bisection exceeds N / 2)."""
+        return min(self.endpoints, self.endpoints / math.prod(self.requested)) / 2
 
 
 def exact_split(radix: int, ratio: float) -> tuple[int, int] | None:
@@ -125,11 +127,16 @@ def exact_split(radix: int, ratio: float) -> tuple[int, int] | None:
 
     Examples
     --------
+    A ratio below 1 undersubscribes the tier, more ports up than down (Meta's 24K-GPU clusters run T0-T1 at
+    1:2, glennklockwood.com "Meta's H100 clusters"):
+
     >>> exact_split(64, 2.0), exact_split(64, 4.0), exact_split(64, 7.0), exact_split(64, 1.37)
     ((42, 21), (48, 12), (56, 8), None)
+    >>> exact_split(64, 0.5)
+    (21, 42)
     """
-    if ratio < 1:
-        raise ValueError(f"ratio must be >= 1, got {ratio!r}")
+    if not ratio > 0:
+        raise ValueError(f"ratio must be > 0, got {ratio!r}")
     for up in range(int(radix // (ratio + 1)), 0, -1):
         down = ratio * up
         if abs(down - round(down)) < 1e-9 and round(down) + up <= radix:
