@@ -19,7 +19,6 @@ from aifabric.cli.app import app
 from aifabric.cluster.power import cluster_power
 from aifabric.cluster.presets import preset
 from aifabric.cluster.resolve import resolve_cluster
-from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.summary import summarize
 from aifabric.cluster.topology import build_topology
 from aifabric.collectives.scale_across import fibre_delay_s
@@ -59,6 +58,25 @@ scale_out:
   rail_optimized: true
 front_end: {nic: bluefield-3, nics_per_node: 2}
 management: {nic: bmc-1g}
+"""
+
+# Meta's 24K-GPU cluster: 3,072 nodes of 8 H100, one rack switch per 2 nodes at 1:2, pods of 3,072 GPUs
+META_24K = """\
+name: meta-24k
+accelerator: h100-sxm
+gpus_per_node: 8
+nodes: 3072
+scale_up: {kind: nvswitch}
+scale_out:
+  nic: connectx-7
+  fabric: infiniband
+  switch: quantum-2-qm9700
+  spine_switch: quantum-x800-q3400
+  core_switch: quantum-x800-q3400
+  tiers: 3
+  rail_optimized: false
+  oversubscription: ["1:2", "48:7"]
+  pod_gpus: 3072
 """
 
 # DGX B200: 8 x ConnectX-7 400G for the compute fabric, 2 x BlueField-3 for storage (DGX B200 user guide)
@@ -135,7 +153,7 @@ def test_dgx_b300_twin_plane_superpod_table(tmp_path, sus, leaves, spines):
     assert [(x.count, x.links) for x in node_end if x.network == "scale-out"] == [(512 * sus, 1024 * sus)]
 
 
-def test_meta_24k_pods_with_undersubscribed_rack_switches():
+def test_meta_24k_pods_with_undersubscribed_rack_switches(tmp_path):
     # glennklockwood.com "Meta's H100 clusters" (from Meta's 2024 blog and the Llama 3 paper): 24,576 H100
     # in 3,072 Grand Teton nodes, 1,536 racks of 2 nodes, 8 pods of 3,072 GPUs (192 racks); "T0-T1 links
     # are undersubscribed by 2:1", "T1-T2 links are oversubscribed by 7:1". By hand: one rack switch (RTSW)
@@ -143,25 +161,7 @@ def test_meta_24k_pods_with_undersubscribed_rack_switches():
     # uplink) of 192 down ports each; 7:1 over 192 ports is 192 / 28 = 48:7 (6.86:1), what the file asks.
     # Cross-pod bandwidth per GPU: 2 x 50 GB/s / (48/7) = 14.58 GB/s. The cluster switch (an Arista 7800,
     # not in the catalogue) is stood in for by a 288-port-at-400G Q3400: only its radix (>= 220) matters.
-    spec = ClusterSpec.from_dict(
-        {
-            "accelerator": "h100-sxm",
-            "gpus_per_node": 8,
-            "nodes": 3072,
-            "scale_up": {"kind": "nvswitch"},
-            "scale_out": {
-                "nic": "connectx-7",
-                "fabric": "infiniband",
-                "switch": "quantum-2-qm9700",
-                "spine_switch": "quantum-x800-q3400",
-                "core_switch": "quantum-x800-q3400",
-                "tiers": 3,
-                "rail_optimized": False,
-                "oversubscription": ["1:2", "48:7"],
-                "pod_gpus": 3072,
-            },
-        }
-    )
+    spec = resolve_cluster(_file(tmp_path, META_24K, "meta.yaml"))
     shape = build_topology(spec).shape
     assert shape is not None
     assert (shape.n_leaves, shape.leaf_down, shape.leaf_up) == (1536, 16, 32)
