@@ -128,10 +128,11 @@ def test_cli_max_memory_option_names_the_figure_and_the_option():
 
 
 def test_all_to_all_routing_too_big_is_refused_up_front():
-    # 576 GB200 ranks sprayed over 32 spines: ~15 GB of routing tables per pair (died past 4 GB before);
-    # folded (engines.fabric.fold_transfers) at most ~127k transfers, ~150 MB: refused under 64 MiB
+    # 576 GB200 ranks sprayed over the spines: ~15 GB of routing tables per pair (died past 4 GB before).
+    # Each leaf's 24 uplinks spread evenly over 12 spines (clos.even_spread), so sprayed traffic folds onto
+    # spray groups (engines.routing.spray_groups): ~15 MB, refused under 8 MiB
     r = CliRunner().invoke(
-        app, ["--max-memory", "64MiB", "collective", "all_to_all", "-c", "gb200-nvl72", "--engine", "links"]
+        app, ["--max-memory", "8MiB", "collective", "all_to_all", "-c", "gb200-nvl72", "--engine", "links"]
     )
     assert r.exit_code == 2
     assert (

@@ -18,7 +18,8 @@ MIXED = BASE.with_changes(**{"scale_out.spine_switch": "quantum-x800-q3400"})
 def test_spine_radix_comes_from_the_spine_switch():
     # Leaf QM9700: 64 x 400G -> 1:1 split 32 down / 32 up; 32 nodes per SU (one leaf per rail), 512 nodes ->
     # 16 SUs x 8 rails = 128 leaves. Spine Q3400: 144 x 800G = 288 ports at 400G (breakout), so one spine
-    # tier connects up to 288 leaves: 128 leaves x 32 uplinks / 288 = 14.2 -> 15 spines.
+    # tier connects up to 288 leaves: 128 leaves x 32 uplinks / 288 = 14.2 -> 15 spines by ports, and 16 so
+    # that each leaf cables its 32 uplinks evenly, 2 to every spine (clos.even_spread; 32 / 15 is no integer).
     shape = clos_shape(MIXED)
     assert (shape.radix, shape.spine_radix) == (64, 288)
     assert (shape.tiers, shape.n_leaves, shape.leaf_down, shape.leaf_up, shape.n_spines) == (
@@ -26,7 +27,7 @@ def test_spine_radix_comes_from_the_spine_switch():
         128,
         32,
         32,
-        15,
+        16,
     )
     # with QM9700 spines (radix 64) two tiers connect at most 64 leaves: refused, naming the spine radix
     with pytest.raises(ConfigError, match="more than a two-tier Clos of radix-64 spines"):
@@ -34,14 +35,14 @@ def test_spine_radix_comes_from_the_spine_switch():
 
 
 def test_parts_and_watts_per_tier():
-    # 128 leaves x 1,720 W (QM9700 datasheet) + 15 spines x 14,000 W (Q3400 catalogue entry)
+    # 128 leaves x 1,720 W (QM9700 datasheet) + 16 spines x the Q3400 catalogue entry's watts
     topo = build_topology(MIXED)
     lines = {ln.part: ln for ln in inventory(topo).lines if ln.network == "scale-out" and ln.item == "switch"}
     leaf = lines[f"leaf: {catalog.switch('quantum-2-qm9700').name}"]
     spine = lines[f"spine: {catalog.switch('quantum-x800-q3400').name}"]
     assert (leaf.count, leaf.watts) == (128, 128 * 1720.0)
-    assert (spine.count, spine.watts) == (15, 15 * 14000.0)
-    assert topo.switch_counts["spine"] == 15
+    assert (spine.count, spine.watts) == (16, 16 * catalog.switch("quantum-x800-q3400").power_w)
+    assert topo.switch_counts["spine"] == 16
 
 
 def test_three_tiers_core_switch_and_fabric_check():

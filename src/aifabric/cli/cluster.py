@@ -58,7 +58,10 @@ def show(
     tiers: Annotated[int | None, typer.Option(help="Scale-out tiers (1-3)", min=1, max=3)] = None,
     oversubscription: Annotated[
         str | None,
-        typer.Option(help="Down:up ratio per tier boundary, leaf first, comma-separated: '2:1' or '1:1,7:1'"),
+        typer.Option(
+            help="Down:up ratio per tier boundary, leaf first, comma-separated: '2:1' or '1:1,7:1' ('1:2' "
+            "undersubscribes)"
+        ),
     ] = None,
     pod_gpus: Annotated[int | None, typer.Option(help="Cap on GPUs per three-tier pod (zone)", min=1)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,

@@ -15,7 +15,8 @@ two-stage Clos per zone, an oversubscribed aggregation layer between zones) whos
 ``ceil(leaves per pod / r2)`` uplinks each to their group of cores. Among the SU and pod counts that fit,
 the fewest switches whose realised bisection is the requested one to 1% wins:
 
-    requested bisection = N / (2 r1 r2) links        (r2 = 1 for two tiers or one pod)
+    requested bisection = min(N, N / (r1 r2)) / 2 links     (r2 = 1 for two tiers or one pod; r < 1
+                                                             undersubscribes a tier)
     realised bisection  = min(N, leaves x u1, spines x u2) / 2 links
 
 A three-tier fabric that fits in one pod is built as two tiers: a core tier would carry nothing.
@@ -37,7 +38,7 @@ from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
-__all__ = ["TOLERANCE", "ClosShape", "clos_shape", "exact_split"]
+__all__ = ["TOLERANCE", "ClosShape", "clos_shape", "even_spread", "exact_split"]
 
 TOLERANCE = 0.01
 """Largest relative gap between realised and requested bisection a built fabric may have."""
@@ -114,8 +115,9 @@ class ClosShape:
 
     @property
     def requested_bisection_links(self) -> float:
-        """N / (2 prod r): the bisection the requested ratios give, links of one plane."""
-        return self.endpoints / 2 / math.prod(self.requested)
+        """min(N, N / prod r) / 2: the bisection the requested ratios give, links of one plane (an
+        undersubscribed tier, r < 1, leaves the NICs binding: no bisection exceeds N / 2)."""
+        return min(self.endpoints, self.endpoints / math.prod(self.requested)) / 2
 
 
 def exact_split(radix: int, ratio: float) -> tuple[int, int] | None:
@@ -125,11 +127,16 @@ def exact_split(radix: int, ratio: float) -> tuple[int, int] | None:
 
     Examples
     --------
+    A ratio below 1 undersubscribes the tier, more ports up than down (Meta's 24K-GPU clusters run T0-T1 at
+    1:2, glennklockwood.com "Meta's H100 clusters"):
+
     >>> exact_split(64, 2.0), exact_split(64, 4.0), exact_split(64, 7.0), exact_split(64, 1.37)
     ((42, 21), (48, 12), (56, 8), None)
+    >>> exact_split(64, 0.5)
+    (21, 42)
     """
-    if ratio < 1:
-        raise ValueError(f"ratio must be >= 1, got {ratio!r}")
+    if not ratio > 0:
+        raise ValueError(f"ratio must be > 0, got {ratio!r}")
     for up in range(int(radix // (ratio + 1)), 0, -1):
         down = ratio * up
         if abs(down - round(down)) < 1e-9 and round(down) + up <= radix:
@@ -291,10 +298,29 @@ def _switches(shape: ClosShape) -> int:
     return shape.n_leaves + shape.n_spines + shape.n_cores
 
 
+def even_spread(uplinks: int, fewest: int) -> int:
+    """The fewest switches, at least ``fewest``, over which each lower switch spreads its ``uplinks`` evenly.
+
+    A Clos cables every lower switch to every upper switch of its group with the same number of links
+    (Al-Fares et al. 2008 [1]_; ECMP then splits a leaf's traffic evenly), so the upper count divides the
+    uplinks: the smallest divisor of ``uplinks`` >= ``fewest`` (``uplinks`` itself always is one).
+    NVIDIA's DGX SuperPOD (B300, XDR) RA, Table 3, builds so: 32 leaves of 72 x 800G uplinks on 144-port
+    Q3400 spines need ceil(32 x 72 / 144) = 16 spines by ports, and get 18 (72 / 16 is no integer).
+
+    Examples
+    --------
+    >>> even_spread(72, 16), even_spread(72, 32), even_spread(32, 16), even_spread(21, 8)
+    (18, 36, 16, 21)
+    """
+    if uplinks < 1 or fewest > uplinks:
+        raise ValueError(f"no even spread of {uplinks} uplinks over at least {fewest} switches")
+    return next(d for d in range(max(1, fewest), uplinks + 1) if uplinks % d == 0)
+
+
 def _two_tier(
     radix: Radix, rails: int, m: int, ppu: int, u: int, n_leaves: int, n: int, r1: float
 ) -> ClosShape:
-    n_spines = math.ceil(n_leaves * u / radix.spine)
+    n_spines = even_spread(u, math.ceil(n_leaves * u / radix.spine))
     return ClosShape(
         radix.leaf,
         2,

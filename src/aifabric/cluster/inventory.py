@@ -10,7 +10,10 @@ Counting rules (stated so a reader can redo them by hand):
   ``scale_out.nic_to_leaf_copper`` (rack switches on copper, Meta's AI Zone) makes NIC-leaf cables passive
   copper (DAC, 0 W). Transceivers are counted per module, not per link end: a switch end takes twin-port
   modules (OSFP 2x400G: one module per two links) when the catalogue has one at twice the link speed; a
-  node end takes them when ``scale_out.nic_twin_port`` (DGX H100), else one module per NIC link.
+  node end takes them when ``scale_out.nic_twin_port`` (DGX H100) or when each NIC port is split over two
+  planes (one 2x400G module in the NIC's single 800G cage feeds both planes' leaves: DGX SuperPOD B300 RA,
+  "each GPU has 2x 400GbE connectivity through two different planes", 512 node-leaf cables per 512
+  GPUs), else one module per NIC link.
 - Front-end: ``front_end.nics_per_node`` ports per node on leaf switches of ``switch`` ports split
   down:up by ``front_end.oversubscription``, plus spines for the uplinks (two tiers); optics as above.
 - Management: BMC ports on per-rack switches with two uplinks each to two aggregation switches
@@ -143,7 +146,8 @@ def _scale_out(topo: Topology) -> list[PartLine]:
                 dac = catalog.optic("dac-copper")
                 lines.append(PartLine("scale-out", "copper", f"{tier_name}: {dac.name}", cables, 0.0))
                 continue
-            lines.append(_optic_line("scale-out", "node end", cables, link, twin=so.nic_twin_port))
+            twin = so.nic_twin_port or so.planes == 2  # one NIC cage feeds both planes
+            lines.append(_optic_line("scale-out", "node end", cables, link, twin=twin))
             lines.append(_optic_line("scale-out", "leaf end", cables, link, twin=True))
         else:
             lower, upper = tier_name.split("-")

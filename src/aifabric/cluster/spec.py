@@ -142,7 +142,8 @@ class ScaleOutSpec(_Strict):
     each GPU's share of it ``line rate / gpus_per_nic`` when all of them send.
 
     ``oversubscription`` gives down:up port ratios per tier boundary, leaf first (``[1]`` non-blocking
-    two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core). ``planes`` splits each NIC into that
+    two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core; ``'1:2'`` undersubscribes a tier, twice
+    the ports up as down: Meta's rack switches). ``planes`` splits each NIC into that
     many independent fabrics (multi-plane designs). ``switch`` is the leaf switch; ``spine_switch`` and
     ``core_switch`` name other parts for the upper tiers (leaf QM9700, spine Q3400; default: ``switch``), each
     with its own radix, watts and parts line. ``radix`` overrides every tier's port count at the NIC's
@@ -265,8 +266,8 @@ class ScaleOutSpec(_Strict):
             fx /= b
             if not math.isfinite(fx) or fx > MAX_RADIX:
                 raise ValueError(f"{x!r}: a down:up ratio must be a finite number <= {MAX_RADIX}")
-            if not fx >= 1.0:
-                raise ValueError(f"{x!r}: a down:up ratio must be >= 1")
+            if not fx * MAX_RADIX >= 1.0:  # below 1:1 undersubscribes (Meta's 24K clusters: T0-T1 at 1:2)
+                raise ValueError(f"{x!r}: a down:up ratio must be >= 1:{MAX_RADIX}")
             out.append(fx)
         return tuple(out)
 

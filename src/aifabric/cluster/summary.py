@@ -37,11 +37,12 @@ class ClusterSummary:
 
     @property
     def requested_bisection_bytes_per_s(self) -> float:
-        """N B / (2 prod r): the bisection the requested ratios give, bytes/s per direction."""
+        """N B min(1, 1 / prod r) / 2: the bisection the requested ratios give, bytes/s per direction (an
+        undersubscribed tier, r < 1, leaves the NICs binding)."""
         ratio = 1.0
         for r in self.oversubscription:
             ratio *= r
-        return self.n_gpus * self.spec.nic_line_rate_bytes_per_s / 2 / ratio
+        return self.n_gpus * self.spec.nic_line_rate_bytes_per_s / 2 / max(1.0, ratio)
 
     @property
     def ratios(self) -> list[tuple[str, str, float]]:
