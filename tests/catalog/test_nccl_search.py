@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aifabric.catalog.nccl import comm_channels, nccl_release, nccl_release_versions, search_channels
+from aifabric.catalog.nccl import (
+    comm_channels,
+    nccl_release,
+    nccl_release_versions,
+    nvls_search,
+    nvls_tuner_algbw,
+    search_channels,
+)
 from aifabric.errors import ConfigError
 
 
@@ -70,3 +77,25 @@ def test_search_channels_fit_the_links(version, arch, gbps):
     n, s = search_channels(r, arch, gpu_gbps=gbps)
     assert 1 <= n <= r.max_channels // 2
     assert n * s <= gbps + 1e-9 or n == 1
+
+
+@pytest.mark.parametrize(("gpus", "graph"), [(8, (8, 40.0)), (6, (6, 50.0)), (4, (4, 60.0)), (2, (2, 60.0))])
+def test_one_node_nvls_graph_books_two_speeds_on_the_head(gpus, graph):
+    # search.cc ncclTopoSearchTryNvls (2.29.2): per channel 2 x speed on the head's NVSwitch link, 1 x on
+    # every other GPU's; one channel per head (minChannels = maxChannels = nGPUs on one node), so a head's
+    # 370.8 GB/s link carries (h + 1) x speed: 9 x 40 = 360 (50 would need 450), 7 x 50 = 350, 5 x 60 = 300
+    # (60 is sm90SpeedArrayIntra's first speed).
+    assert nvls_search(nccl_release("2.29.2"), "hopper", gpu_gbps=370.8, local_gpus=gpus) == graph
+
+
+def test_nvls_tuner_price_follows_each_release_formula():
+    # tuning.cc 2.28.3 on: nChannels x bwIntra x nvlsEfficiency x (nChannels - 1)/nChannels x 2 (AllReduce)
+    # x nRanks / nsteps; 8 x H100: 8 x 40 x 0.85 x 7/8 x 2 x 8/14 = 272.0, 4 of them 4 x 60 x 0.85 x 3/4 x 2
+    # x 4/6 = 204.0. 2.19-2.27: ratio 5/6 on nChannels x bwIntra (8 x 40 x 5/6 = 266.7); 2.18.1: .75 (240.0).
+    def price(version: str, gpus: int) -> float:
+        return nvls_tuner_algbw(nccl_release(version), "hopper", gpu_gbps=370.8, local_gpus=gpus)
+
+    assert price("2.29.2", 8) == pytest.approx(272.0)
+    assert price("2.29.2", 4) == pytest.approx(204.0)
+    assert price("2.27.3", 8) == pytest.approx(8 * 40 * 5 / 6)
+    assert price("2.18.1", 8) == pytest.approx(240.0)

@@ -48,10 +48,12 @@ __all__ = [
     "nvls_channels",
     "nvls_chunk_bytes",
     "nvls_heads",
+    "nvls_search",
     "nvls_support",
     "nvls_tree_kernel_bw",
     "nvls_tree_net_steps",
     "nvls_tree_start_chunk",
+    "nvls_tuner_algbw",
     "ring_backup",
     "protocol_costs",
     "protocol_for",
@@ -153,6 +155,7 @@ class NcclRelease(_Frozen):
     per_channel_max_tree_bw: dict[str, Triple]
     per_channel_max_nvls_tree_bw: dict[str, Triple] | None = None
     nvls_efficiency: dict[str, float] | None = None
+    nvls_tuner_ratio: float | None = Field(default=None, gt=0, le=1)
     ring_ll_bw_factor: float = Field(gt=0, le=1)
     ring_ll_bw_factor_single_node_other: float = Field(gt=0, le=1)
     ring_ll128_bw_factor: float = Field(gt=0, le=1)
@@ -545,6 +548,45 @@ def nvls_heads(release: NcclRelease, *, local_gpus: int, nics_per_node: int = 0)
     if nics_per_node > 0:
         heads = min(heads, nics_per_node)
     return max(1, heads)
+
+
+def nvls_search(release: NcclRelease, arch: str, *, gpu_gbps: float, local_gpus: int) -> tuple[int, float]:
+    """The one-node NVLS graph NCCL's topology search finds: ``(channels, GB/s per channel)``.
+
+    ``src/graph/search.cc`` (2.18-2.30): on one node the NVLS search must find ``h`` channels, one per head
+    (``minChannels = maxChannels = min(NCCL_MAX_NVLS_ARITY, nGPUs)``, :func:`nvls_heads`), and
+    ``ncclTopoSearchTryNvls`` books, per channel of speed ``s``, ``2 s`` on the head's NVSwitch link and
+    ``s`` on every other GPU's, each way; over the ``h`` channels a head's link carries ``(h + 1) s``. So
+    the speed is the highest of ``search_speeds_intra`` with::
+
+        (h + 1) s <= gpu_gbps
+
+    (``ncclTopoDupChannels`` leaves NVLS graphs alone). 8 x H100 (370.8 GB/s): 8 x 40; 4 of them: 4 x 60
+    (the first speed, 5 x 60 = 300); 6: 6 x 50.
+    """
+    heads = nvls_heads(release, local_gpus=local_gpus)
+    speeds = release.search_speeds_intra[tuning_arch(release, arch)]
+    fits = [s for s in speeds if (heads + 1) * s <= gpu_gbps]
+    return heads, fits[0] if fits else speeds[-1]
+
+
+def nvls_tuner_algbw(release: NcclRelease, arch: str, *, gpu_gbps: float, local_gpus: int) -> float:
+    """What NCCL's tuner prices a one-node NVLS all_reduce at, as an algbw, GB/s.
+
+    ``src/graph/tuning.cc`` on the :func:`nvls_search` graph (``h`` channels of ``s`` GB/s), ``n`` ranks:
+
+        2.28.3 on:  h s e (h - 1)/h x 2 x n / (2 (n - 1))   (nvlsEfficiency e; "AllReduce pipelines two
+                    operations"; busBw x nRanks / nsteps)
+        2.18-2.27:  h s r                                   (``nvls_tuner_ratio`` r: .75 on 2.18.1, 5/6 on)
+
+    8 x H100 on 2.29.2: 8 x 40 x 0.85 x 7/8 x 8/7 = 272.0; 4 of them: 4 x 60 x 0.85 = 204.0.
+    """
+    heads, speed = nvls_search(release, arch, gpu_gbps=gpu_gbps, local_gpus=local_gpus)
+    if release.nvls_efficiency is None:
+        return heads * speed * (release.nvls_tuner_ratio or 0.0)
+    eff = release.nvls_efficiency.get(tuning_arch(release, arch), 0.0)
+    n = max(2, local_gpus)
+    return heads * speed * eff * (heads - 1) / heads * n / (n - 1)
 
 
 def nvls_tree_net_steps(release: NcclRelease, nnodes: int) -> int:

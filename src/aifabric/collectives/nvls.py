@@ -17,6 +17,7 @@ from aifabric.catalog.nccl import (
     nvls_tree_kernel_bw,
     nvls_tree_net_steps,
     nvls_tree_start_chunk,
+    nvls_tuner_algbw,
     tuning_arch,
 )
 from aifabric.collectives.communicator import Communicator
@@ -51,7 +52,8 @@ def nvls_algbw(tm: TierModel, g: int) -> float:
     (:func:`~aifabric.catalog.nccl.nvls_heads`): search.cc gives the one-node NVLS graph exactly that
     many channels, one head each, and tuning.cc (2.28.3 on) prices NVLS at ``bwIntra e (nChannels - 1) /
     nChannels``. ``h = g`` up to 32 GPUs (8 before 2.21.5); an NVL72 rack has 32 heads for 72 ranks, so
-    ``(h - 1)/h`` is 31/32, not 71/72. ``e (h - 1)/h`` = 1 under ``efficiency="line_rate"``.
+    ``(h - 1)/h`` is 31/32, not 71/72. ``e (h - 1)/h`` = 1 under ``efficiency="line_rate"``. What NCCL's
+    tuner prices it at, from its own NVLS graph, is :func:`nvls_tuner_price`.
 
     8 x H100 (h = 8): 370.8 x 0.85 x 7/8 = 275.8 GB/s; 72 x GB200 (h = 32): 721.8 x 0.74 x 31/32 = 517.4.
     """
@@ -318,7 +320,8 @@ def nvls_cost(
         T = a_nvls + (S + fill) / (B_i e (h - 1)/h)
 
     with ``B_i e (h - 1)/h`` the domain's NVLS algbw (:func:`nvls_algbw`; there ``h`` is the domain's NVLS
-    heads without the one-per-NIC limit),
+    heads without the one-per-NIC limit); NCCL's tuner picks on ``a_nvls + S / A_tuner`` instead, its
+    price on its own NVLS graph (:func:`nvls_tuner_price`: 272 GB/s on 8 x H100, 204 on 4),
     ``a_nvls`` NCCL's NVLS latency, baseLat + NVLink hwLat (0 + 25 us on 2.30, 23 + 0 us on 2.18:
     tuning.cc), ``e`` its nvlsEfficiency and ``fill`` the
     pipeline's fill and drain on one domain (:func:`nvls_fill_bytes`: 2 loops of 16 x 8 x 64 KiB below
@@ -380,7 +383,10 @@ def nvls_cost(
 
     load = nvls_channel_load_bytes(tm, message_bytes, comm)
     fill = nvls_fill_bytes(tm, message_bytes, comm, load_bytes=load) / alg if comm.n_domains == 1 else 0.0
-    unseen = fill + (load - message_bytes) / alg  # the fill and the idle channels of a partial loop
+    # NCCL's tuner prices S alone, on one domain at its own NVLS price: the fill, the idle channels of a
+    # partial loop and the gap between its price and the NVLS rate go unseen
+    price = nvls_tuner_price(tm, g) if comm.n_domains == 1 else 0.0
+    unseen = load / alg + fill - message_bytes / (price if price > 0 else alg)
     bw = {net: load / alg + fill}
     return make_cost(tm, Algorithm.NVLS, proto, lat, bw, net, why, unseen_by_tuner_s=unseen)
 
@@ -393,6 +399,21 @@ def _channel_first_words(tm: TierModel, message_bytes: float, load: float) -> st
         f"; NCCL {tm.nccl_version or tm.release.version}'s kernel fills a partial loop channel by channel "
         f"(all_reduce.h): its busiest carries what {load / 2**20:.3g} MiB spread over all would"
     )
+
+
+def nvls_tuner_price(tm: TierModel, g: int) -> float:
+    """The algbw NCCL's tuner prices one-domain NVLS all_reduce of ``g`` GPUs at, bytes/s (0: no figure, or
+    ``efficiency="line_rate"``): :func:`~aifabric.catalog.nccl.nvls_tuner_algbw` on the NVLS graph
+    NCCL's search finds for this GPU's scale-up (``tm.intra_bytes_per_s``).
+
+    NCCL picks on this price and runs at :func:`nvls_algbw`: on 4 of 8 H100 (2.29.2) it prices NVLS at
+    204 GB/s (4 x 60 x 0.85) below the ring's 247 (370.8 x 4/6) and runs ring, as its TUNING log prints,
+    though NVLS runs at 236 (376 busbw measured with NCCL_ALGO=NVLS, nccl-collectives-bench).
+    """
+    if not tm.nccl:
+        return 0.0
+    gbps = tm.intra_bytes_per_s / 1e9
+    return nvls_tuner_algbw(tm.release, tm.tuning_row, gpu_gbps=gbps, local_gpus=g) * 1e9
 
 
 def nvls_tree_cost(
