@@ -606,14 +606,17 @@ class ClusterSpec(_Strict):
 
     @property
     def scaleup_link(self) -> catalog.ScaleUpSpec:
-        """The scale-up link family (explicit, else the accelerator's NVLink, else its PCIe generation)."""
+        """The scale-up link family: explicit (``scale_up.link``), else on ``kind: pcie`` the accelerator's
+        PCIe generation, else its NVLink (or vendor link), else its PCIe generation.
+
+        ``kind: pcie`` says the GPUs of a node meet over PCIe, whatever links the part has: an SXM part whose
+        NVLink a node does not wire or expose (a VM hiding it: discovery models such nodes so) sends its
+        peer traffic over its PCIe x16 link (PCIe 5.0: 32 GT/s x 16 x 128/130 = 63 GB/s per direction,
+        PCI-SIG), never at NVLink's rate."""
         acc = self.accelerator_spec
-        key = (
-            self.scale_up.link
-            or acc.nvlink
-            or acc.scale_up_link
-            or (f"pcie-{acc.pcie}" if acc.pcie else None)
-        )
+        pcie = f"pcie-{acc.pcie}" if acc.pcie else None
+        own = pcie if self.scale_up.kind == "pcie" else None
+        key = self.scale_up.link or own or acc.nvlink or acc.scale_up_link or pcie
         if key is None and acc.arch == "tpu":
             key = "tpu-v5p-ici"
         if key is None:

@@ -25,7 +25,9 @@ inside a node: NET          ``B_i = B_o`` (each GPU's bytes leave and re-enter t
 (P2P and SHM disabled)      latencies; no NVLS. A scale-up domain larger than a node (NVL72) has no SHM
                             across trays: P2P disabled there always means NET
 across nodes, GDR off       ``B_o x e_staging`` and ``+ a_staging`` per network hop (a copy through host
-(nic_path > GDR level)      memory at each end); NCCL's tuner also drops LL128 (typeInter > PXB, tuning.cc)
+(nic_path > GDR level)      memory at each end), and every per-channel cap of a stage across nodes (tree,
+                            NVLS-tree) ``x e_staging`` (:func:`aifabric.collectives.tiers.net_stage_cap`);
+                            NCCL's tuner also drops LL128 (typeInter > PXB, tuning.cc)
 ==========================  ================================================================================
 
 The other ``NCCL_*`` variables NcclEnv reads (the network plugin) are refused, not dropped.
@@ -432,9 +434,11 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
         gdr = not stages_in_host(parsed, spec)
         if not gdr:
             staging = transport("host-staging")
-            tm = replace(
+            kept = staging.aggregate_efficiency if tm.nccl else 1.0
+            tm = replace(  # the NICs' rate and the network stages' per-channel caps alike (net_stage_cap)
                 tm,
-                nic_bytes_per_s=tm.nic_bytes_per_s * (staging.aggregate_efficiency if tm.nccl else 1.0),
+                nic_bytes_per_s=tm.nic_bytes_per_s * kept,
+                net_staging=kept,
                 extra_inter_latency_s=tm.extra_inter_latency_s + staging.latency_s,
             )
     note = None

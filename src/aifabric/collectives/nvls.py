@@ -29,6 +29,7 @@ from aifabric.collectives.tiers import (
     base_latency_s,
     domain_nic_bytes_per_s,
     hw_latency_s,
+    net_stage_cap,
     tree_nic_traffic,
     tuner_tree_nic_traffic,
 )
@@ -280,15 +281,16 @@ def nvls_tree_kernel_cap(tm: TierModel, comm: Communicator) -> float:
 
 
 def _cap_algbw(tm: TierModel, comm: Communicator, row: tuple[float, float, float] | None) -> float:
-    """``h x row[column] x n / (2 (n - 1))`` bytes/s (:func:`nvls_tree_cap`); inf for no row, a 0 entry or
-    ``efficiency="line_rate"``."""
+    """``h x row[column] x n / (2 (n - 1))`` bytes/s (:func:`nvls_tree_cap`), the channel's ceiling staged
+    like its NICs' bytes when GPUDirect RDMA is off (:func:`~aifabric.collectives.tiers.net_stage_cap`);
+    inf for no row, a 0 entry or ``efficiency="line_rate"``."""
     cap = 0.0 if row is None or not tm.nccl else row[min(comm.n_domains, 3) - 1]
     if cap <= 0:
         return math.inf
     g = comm.ranks_per_domain
     heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
     n = comm.n_ranks
-    return heads * cap * 1e9 * n / (2 * (n - 1))
+    return heads * net_stage_cap(tm, cap * 1e9, comm.n_domains) * n / (2 * (n - 1))
 
 
 def _heads_nic_bytes_per_s(tm: TierModel, comm: Communicator) -> float:

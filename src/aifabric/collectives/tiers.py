@@ -62,6 +62,7 @@ __all__ = [
     "hw_latency_s",
     "net_latency_row",
     "net_overhead_s",
+    "net_stage_cap",
     "nic_stream_factor",
     "parse_protocol",
     "protocol_bandwidth",
@@ -146,6 +147,10 @@ class TierModel:
     nic_transport: TransportSpec | None = None  # the transport whose streams nic_stream_factor counts
     nic_qps: int = 1  # NCCL_IB_QPS_PER_CONNECTION
     nic_hop_bytes_per_s: float = math.inf  # the link a GPU reaches its NIC over, if it caps it (PCIe-only)
+    #: The fraction of its GPUDirect rate a network stage keeps when its bytes stage in host memory (GDR
+    #: off: 0.667, ``host-staging``); set with ``nic_bytes_per_s`` by :func:`~aifabric.collectives.nccl_env.
+    #: env_tiers`, read by the per-channel caps of stages that cross the NICs (:func:`net_stage_cap`)
+    net_staging: float = 1.0
     #: The transport GPUs of a node use and why, when it is not the scale-up link's own P2P ("": P2P)
     intra_transport: str = ""
 
@@ -720,15 +725,40 @@ def _per_channel_cap(tm: TierModel, algorithm: str, proto: Protocol, n_domains: 
     rel = tm.release
     col = min(n_domains, 3) - 1
     if proto is Protocol.LL:
-        return _ll_max(tm, n_domains) / tm.ll_channels[0 if n_domains <= 1 else 1]
-    if proto is Protocol.LL128:
+        cap = _ll_max(tm, n_domains) / tm.ll_channels[0 if n_domains <= 1 else 1]
+    elif proto is Protocol.LL128:
         table = rel.per_channel_max_ring_ll128_bw
         if algorithm == "tree":
             table = rel.per_channel_max_tree_ll128_bw or table
-        return table[tm.tuning_row][col] * 1e9
-    if algorithm == "tree":
-        return rel.per_channel_max_tree_bw[tm.tuning_row][col] * 1e9
-    return math.inf
+        cap = table[tm.tuning_row][col] * 1e9
+    elif algorithm == "tree":
+        cap = rel.per_channel_max_tree_bw[tm.tuning_row][col] * 1e9
+    else:
+        return math.inf
+    return net_stage_cap(tm, cap, n_domains)
+
+
+def net_stage_cap(tm: TierModel, cap_bytes_per_s: float, n_domains: int) -> float:
+    """A per-channel ceiling of NCCL's tuning tables (``perCh*Bw``, ``llMaxBw``) for a call across
+    ``n_domains`` domains, with the network's bytes staged in host memory, bytes/s::
+
+        cap' = cap x e_staging     (n_domains > 1; e_staging = tm.net_staging, 1 with GPUDirect RDMA)
+
+    The tables are measured with GPUDirect RDMA; across domains each channel's bytes cross the NICs, and
+    without GDR each one is written to and read back from host memory on the way (NCCL's net transport
+    puts its buffers in host memory: ``net.cc``), so a channel moves ``e_staging`` of what it moved with
+    GDR, whichever of its NIC or its own pipeline bounded it: NVIDIA/nccl #412 measured 16 of 24 GB/s
+    per HDR NIC (0.667, ``catalog/data/transports.yaml`` ``host-staging``). Inside one domain nothing
+    crosses a NIC: ``cap`` unchanged.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.collectives.nccl_env import env_tiers
+    >>> spec = preset("h100-ib-2node")
+    >>> off = env_tiers({"NCCL_NET_GDR_LEVEL": "LOC"}, spec, tier_model(spec)).tiers
+    >>> net_stage_cap(off, 57.7e9, 2) / 1e9, net_stage_cap(off, 57.7e9, 1) / 1e9
+    (38.4859, 57.7)
+    """
+    return cap_bytes_per_s * (tm.net_staging if n_domains > 1 else 1.0)
 
 
 class CallChannels(NamedTuple):
