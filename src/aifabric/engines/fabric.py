@@ -47,7 +47,7 @@ from aifabric.engines.allpairs import (
 )
 from aifabric.engines.flowsim import Progress, Simulation
 from aifabric.engines.formula import check_forced_algorithm, formula_collective
-from aifabric.engines.result import CollectiveResult
+from aifabric.engines.result import CollectiveResult, bottleneck
 from aifabric.engines.routing import (
     Routes,
     SprayGroups,
@@ -1413,6 +1413,7 @@ def fabric_collective(
     t = res.time_s
     algbw = message_bytes / t if t > 0 else float("inf")
     hot = res.top_links[0] if res.top_links else None
+    latency_s = _plan_latency(plan, efficiency)
     return CollectiveResult(
         op=op.value,
         message_bytes=float(message_bytes),
@@ -1420,13 +1421,13 @@ def fabric_collective(
         algorithm=plan.algorithm,
         protocol="Simple",
         time_s=t,
-        latency_s=0.0,
+        latency_s=latency_s,
         algbw_bytes_per_s=algbw,
         busbw_bytes_per_s=algbw * busbw_factor(op, comm.n_ranks),
         network_time_s={
             ("scale-up" if hot.tier == topo.tier_name(0) else "scale-out") if hot else "scale-out": t
         },
-        bottleneck=hot.tier if hot else "none",
+        bottleneck=bottleneck(hot.tier if hot else "none", latency_s, t),
         explanation=_fabric_explanation(plan, routing, seed, res, note),
         convention=f"per_direction/{efficiency}",
         engine=engine,

@@ -36,7 +36,7 @@ from aifabric.collectives.cost import SCALE_OUT, SCALE_UP
 from aifabric.collectives.nccl_env import EnvChoice, TransportTiers, check_env, env_choice, env_tiers
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
-from aifabric.engines.result import Candidate, CollectiveResult, assemble
+from aifabric.engines.result import Candidate, CollectiveResult, assemble, bottleneck
 from aifabric.errors import ConfigError
 
 __all__ = ["PROTOCOLS", "TierModel", "check_forced_algorithm", "formula_collective", "tier_model"]
@@ -49,6 +49,8 @@ _COLLNET = frozenset({Algorithm.COLLNET_DIRECT, Algorithm.COLLNET_CHAIN})
 
 #: The sort key of candidates: ``Cost.tuner_time_s`` (a C getter, not a lambda per candidate).
 _TUNER_TIME = attrgetter("tuner_time_s")
+#: The sort key of the next best: ``Cost.time_s``, the time the product predicts.
+_TIME = attrgetter("time_s")
 
 
 def _protocols(
@@ -436,12 +438,15 @@ def _collnet_unused(op: Collective, tm: TierModel, evals: list[Cost]) -> str | N
 
 
 def _next_best(best: Cost, evals: list[Cost], n: int = 3) -> list[tuple[tuple[Algorithm, Protocol], Cost]]:
-    """The ``n`` fastest (algorithm, protocol) pairs other than ``best``'s, each once (its fastest cost, the
-    first in ``evals``, fastest first): several costs of one pair (e.g. ring/Simple over both NIC paths)
-    name it once."""
+    """The ``n`` fastest (algorithm, protocol) pairs other than ``best``'s, fastest first, each once at its
+    fastest cost: several costs of one pair (e.g. ring/Simple over both NIC paths) name it once.
+
+    ``evals`` may come in NCCL's tuner order (``Cost.tuner_time_s``); they are ranked here on ``time_s``,
+    the time the explanation prints.
+    """
     seen = {(best.algorithm, best.protocol)}
     out: list[tuple[tuple[Algorithm, Protocol], Cost]] = []
-    for e in evals:
+    for e in sorted(evals, key=_TIME):
         pair = (e.algorithm, e.protocol)
         if pair not in seen:
             seen.add(pair)
@@ -526,7 +531,7 @@ def _result(
         "algbw_bytes_per_s": algbw,
         "busbw_bytes_per_s": algbw * busbw_factor(op, n),
         "network_time_s": nets,
-        "bottleneck": best.bottleneck if best.latency_s < 0.5 * t else "latency",
+        "bottleneck": bottleneck(best.bottleneck, best.latency_s, t),
         "explanation": _explanation(best, evals),
         "candidates": candidates,
         "convention": f"{tm.convention}/{tm.efficiency}",

@@ -1,0 +1,114 @@
+"""Reporting and CLI defects a new-user trial found (session 8): each test runs one command; its docstring
+holds the command, what it printed and what the product now does."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from tests.cli.refusal import refused
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
+
+runner = CliRunner()
+
+pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
+
+#: examples/cluster.yaml: 32 x 8 H100 on RoCE, rail-optimised, ConnectX-7 400 Gb/s, GPUDirect RDMA (PIX).
+EXAMPLE = Path(__file__).parents[2] / "examples" / "cluster.yaml"
+
+
+def _cluster(tmp_path: Path, name: str, **scale_out: object) -> str:
+    """examples/cluster.yaml, non-blocking (1:1), with ``scale_out`` fields replaced; returns its path."""
+    spec = yaml.safe_load(EXAMPLE.read_text())
+    spec["name"] = name
+    spec["scale_out"].update({"oversubscription": ["1:1"], **scale_out})
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def _json(args: list[str]) -> dict:
+    """``aifabric ARGS --json``'s one result; asserts exit 0."""
+    r = runner.invoke(app, [*args, "--json"])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    return out[0] if isinstance(out, list) else out
+
+
+def test_next_best_is_listed_fastest_first(tmp_path):
+    """``aifabric collective all_reduce -c my200.yaml --nodes 2 -s 8MiB`` (examples/cluster.yaml at 1:1 with
+    ``nic_speed: 200 Gb/s``) printed "Next best: nvls_tree/Simple 195.1 us, tree/Simple 153.9 us, ring/LL128
+    162.4 us": the slowest named first. ``_next_best`` (engines/formula.py) documents its input as "fastest
+    first". Expected: the next-best times in increasing order."""
+    path = _cluster(tmp_path, "nic200", nic_speed="200 Gb/s")
+    why = _json(["collective", "all_reduce", "-c", path, "--nodes", "2", "-s", "8MiB"])["explanation"]
+    listed = why.split("Next best: ")[1].split(". ")[0]
+    times = [float(t) for t in re.findall(r"([\d.]+) us", listed)]
+    assert len(times) >= 2, why
+    assert times == sorted(times), listed
+
+
+def test_links_engine_names_latency_as_the_bottleneck_of_a_tiny_message():
+    """``aifabric collective all_reduce --nodes 2 -s 8 --engine links`` printed "time 131.60 us ...
+    bottleneck: nic-leaf" and "hottest link gpu[0]->leaf[0] at 0%": a link at 0% named as what limits the
+    run. The formula engine on the same algorithm and protocol (``--algo ring --proto Simple``) gives the same
+    131.60 us and "bottleneck: latency" (131.6 us of NCCL's ring latency, 0.0 us of bandwidth). Expected:
+    the links engine names latency too when its time is NCCL's latency."""
+    links = _json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--engine", "links"])
+    ring_simple = ["--algo", "ring", "--proto", "Simple"]
+    formula = _json(["collective", "all_reduce", "--nodes", "2", "-s", "8", *ring_simple])
+    assert links["time_s"] == pytest.approx(formula["time_s"], rel=1e-6)
+    assert formula["bottleneck"] == "latency"
+    assert links["bottleneck"] == "latency", links["bottleneck"]
+
+
+def test_links_engine_reports_the_latency_it_charges():
+    """``aifabric collective all_reduce --nodes 2 -s 8 --engine links --json`` gave "time_s": 1.316e-04 and
+    "latency_s": 0.0. The README: a plan "carries its algorithm's NCCL latency ..., which the links/flow
+    engines charge once"; here it is the whole 131.6 us (the formula engine's ring/Simple: latency_s
+    1.316e-04, bandwidth 0.0 us). Expected: latency_s is the latency charged, ~ time_s for 8 bytes."""
+    links = _json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--engine", "links"])
+    assert links["latency_s"] == pytest.approx(links["time_s"], rel=0.01), links
+
+
+def test_fabric_send_recv_refusal_names_an_option_fabric_takes():
+    """``aifabric fabric send_recv --nodes 2`` printed "error: send_recv: needs exactly 2 ranks (--ranks 2),
+    got 16"; ``aifabric fabric --help`` has no --ranks (``fabric send_recv --nodes 2 --ranks 2`` exits 2 with
+    "No such option: --ranks"). A refusal must tell the user what to type. Expected: fabric takes --ranks, or
+    the line names a way fabric has (e.g. --job-nodes, or collective send_recv --ranks 2 --engine flow)."""
+    line = refused(["fabric", "send_recv", "--nodes", "2"], "send_recv")
+    takes_ranks = runner.invoke(app, ["fabric", "send_recv", "--nodes", "2", "--ranks", "2"]).exit_code == 0
+    assert takes_ranks or "--ranks 2)" not in line, line
+
+
+def test_transport_skew_overflow_names_skew():
+    """``aifabric transport all-to-all --skew 1e300`` printed "error: --senders: about 1.2e+303 steps of
+    0.5 us x 240 flows at once ... is too long a run": it blames --senders (the default 16) for what
+    --skew 1e300 asked. Expected: exit 2 naming --skew and its value."""
+    line = refused(["transport", "all-to-all", "--skew", "1e300"], "--skew")
+    assert not line.startswith("error: --senders"), line
+
+
+def test_checkpoint_refuses_a_model_no_cluster_can_hold():
+    """``aifabric checkpoint --nodes 16 --params 1e30 --storage ddn-ai400x2-turbo --storage-units 4`` printed
+    "checkpoint 1.4e+16 PB = 1e+21 B params x 14 B/param" and a write of 4.375e+19 s, exit 0. The 128 H100s
+    hold 128 x 80 GB = 10.24 TB of HBM, and the state checkpointed (weights and optimizer, 14 B/param) is
+    the state they train; `collective` refuses a message above one GPU's memory (--size 1e30: "above 1 TiB,
+    more than any GPU's memory"). Expected: exit 2 naming --params and the memory it needs."""
+    refused(
+        ["checkpoint", "--nodes", "16", "--params", "1e30", "--storage", "ddn-ai400x2-turbo"]
+        + ["--storage-units", "4"],
+        "--params",
+    )
+
+
+def test_scale_across_refuses_a_distance_no_fibre_spans():
+    """``aifabric scale-across --distance 1e9`` printed "256 GPUs over 2 sites 1e+09 km apart" and "DP across
+    the sites costs 1e+04 s per step", exit 0. Two sites on Earth are at most half its circumference apart,
+    20,037 km (WGS-84); a billion km is 6.7 astronomical units. --distance 0 and nan are refused with one line
+    (sites.distance_km). Expected: exit 2 naming --distance (or sites.distance_km) and the value."""
+    line = refused(["scale-across", "--distance", "1e9"])
+    assert "distance" in line, line
