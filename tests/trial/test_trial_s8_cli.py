@@ -112,3 +112,31 @@ def test_scale_across_refuses_a_distance_no_fibre_spans():
     (sites.distance_km). Expected: exit 2 naming --distance (or sites.distance_km) and the value."""
     line = refused(["scale-across", "--distance", "1e9"])
     assert "distance" in line, line
+
+
+@pytest.mark.parametrize("value", ["-1 MB", "0 MB", "0", "nan MB"])
+def test_checkpoint_refuses_a_data_per_step_that_is_no_size(value):
+    """``aifabric checkpoint ... --step-time 5s --data-per-step "0 MB"`` printed "data loading: 0 GB/s
+    needed", exit 0, while "-1 MB" said "size must be >= 0 bytes": a step that reads nothing loads no data.
+    Expected: exit 2, one line naming --data-per-step and the value, for every size that is not > 0."""
+    args = ["checkpoint", "--nodes", "16", "-m", "llama3-70b", "--storage", "ddn-ai400x2-turbo"]
+    refused(
+        [*args, "--storage-units", "4", "--step-time", "5s", "--data-per-step", value],
+        "--data-per-step",
+        value,
+    )
+
+
+def test_flow_engine_charges_and_names_latency_as_the_links_engine_does():
+    """The flow engine adds the same NCCL latency once (README): for 8 bytes it is the whole time, so its
+    latency_s is ~ time_s and its bottleneck is latency, by the formula engine's rule."""
+    flow = _json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--engine", "flow"])
+    assert flow["latency_s"] == pytest.approx(flow["time_s"], rel=0.01), flow
+    assert flow["bottleneck"] == "latency", flow["bottleneck"]
+
+
+def test_links_engine_names_the_loaded_tier_for_a_large_message():
+    """1 GiB over 2 nodes: bandwidth, not latency, sets the time; the links engine names the tier it loads."""
+    links = _json(["collective", "all_reduce", "--nodes", "2", "-s", "1GiB", "--engine", "links"])
+    assert links["latency_s"] < 0.1 * links["time_s"], links
+    assert links["bottleneck"] != "latency", links["bottleneck"]

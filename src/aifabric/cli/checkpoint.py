@@ -20,7 +20,13 @@ from aifabric.cli.common import (
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
-from aifabric.storage.checkpoint import CheckpointResult, CheckpointSize, checkpoint_size, checkpoint_time
+from aifabric.storage.checkpoint import (
+    CheckpointResult,
+    CheckpointSize,
+    check_state_fits,
+    checkpoint_size,
+    checkpoint_time,
+)
 from aifabric.storage.dataload import data_loading
 from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s
 from aifabric.units import format_bytes, format_time, parse_bytes, parse_time
@@ -60,6 +66,17 @@ def _duration(text: str, option: str) -> float:
     if not math.isfinite(bare):  # no unit makes nan or inf a duration: hint at none
         raise ConfigError(f"{option} must be a finite duration with a unit (e.g. '2.8 h'), got {text!r}")
     raise ConfigError(f"{option}: {text!r} has no unit; write it with one, e.g. '{text} h' or '{text} s'")
+
+
+def _data_bytes(text: str) -> float:
+    """Bytes > 0 read per training step from ``'64 MB'``; one rule, ``> 0``, for ``-1 MB``, ``0`` and
+    ``nan``, each refused naming --data-per-step and the value (a step that reads nothing loads no data)."""
+    raw = text.strip()
+    negative = raw.startswith("-")
+    value = parse_bytes(raw[1:] if negative else raw, field="--data-per-step") * (-1.0 if negative else 1.0)
+    if not (value > 0 and math.isfinite(value)):
+        raise ConfigError(f"--data-per-step must be a finite size > 0 bytes per step, got {text!r}")
+    return value
 
 
 def _check_bytes_per_param(weight_bytes: float, optimizer_bytes: float) -> None:
@@ -179,6 +196,7 @@ def checkpoint(
         weight_bytes_per_param=weight_bytes,
         optimizer_bytes_per_param=optimizer_bytes,
     )
+    check_state_fits(spec, size, "--params" if params is not None else f"--model {model}")
     res = checkpoint_time(spec, size, gds=gds)
     out = _checkpoint_dict(spec, n, size, res)
     if step_s is not None:
@@ -188,7 +206,7 @@ def checkpoint(
     if data_per_step is not None:
         if step_s is None:
             raise ConfigError("--data-per-step needs --step-time")
-        d = data_loading(spec, parse_bytes(data_per_step, field="--data-per-step"), step_s)
+        d = data_loading(spec, _data_bytes(data_per_step), step_s)
         out["data_loading"] = {**d.__dict__, "share": d.share}
     _check_finite(out)
     if html is not None:

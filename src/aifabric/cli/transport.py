@@ -146,8 +146,10 @@ def _built_counts(sc: Scenario) -> _Counts:
 
 def _culprit(scenario: str, senders: int, size: float, rate: float, opts: dict[str, Any]) -> str:
     """The option that makes a run long: the one grown most over its default (16 senders, 2 MB, 400 Gb/s,
-    64 kB mice, 2 (n - 1) ring steps)."""
+    64 kB mice, 2 (n - 1) ring steps, a skew of 1 for all-to-all and 4 for meta)."""
     grown = {"--senders": senders / 16, "--size": size / 2e6, "--rate": 50e9 / rate}
+    if opts["skew"] is not None:  # the hot receiver's bytes, so the run's length, grow with it
+        grown["--skew"] = opts["skew"] / (4.0 if scenario == "meta" else 1.0)
     if scenario == "mice":
         grown["--mouse-size"] = opts["mouse_size"] / 64e3
     if opts["steps"] is not None:
@@ -167,7 +169,8 @@ def _refuse_large(c: _Counts, names: list[str], culprit: str) -> None:
         raise ValueError(
             f"{culprit}: about {steps:.3g} steps of {FluidConfig().dt_s * 1e6:g} us x {c.at_once:,} flows at "
             f"once ({work:.3g} flow-hop updates, above {_MAX_FLOW_STEPS:.0e}) is too long a run; use a "
-            "smaller --size, a faster --rate, fewer --senders or --steps"
+            + ("smaller --skew or --size" if culprit == "--skew" else "smaller --size")
+            + ", a faster --rate, fewer --senders or --steps"
         )
     cfg = FluidConfig()
     fluid = max(

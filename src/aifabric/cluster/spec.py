@@ -61,6 +61,10 @@ MAX_GPUS = 2**24
 MAX_GPUS_PER_NODE = 4096
 MAX_RADIX = 8192
 MAX_PORTS = 64
+#: The farthest two sites on Earth can be apart, km: half the equator of the WGS-84 ellipsoid, pi x a with
+#: a = 6,378.137 km (NIMA TR8350.2, WGS-84), 20,037.5 km, above every geodesic between two points on Earth
+#: (antipodes on the equator are 20,003.9 km apart over the poles).
+MAX_SITE_DISTANCE_KM = 20_037.5
 
 
 def _known(kind: str) -> AfterValidator:
@@ -337,14 +341,15 @@ class StorageSpec(_Strict):
 
 
 class SitesSpec(_Strict):
-    """Scale-across: the cluster's GPUs split evenly over ``count`` sites ``distance_km`` apart.
+    """Scale-across: the cluster's GPUs split evenly over ``count`` sites ``distance_km`` apart (at most
+    :data:`MAX_SITE_DISTANCE_KM`, half the Earth's circumference).
 
     ``dci_bandwidth`` is each site's data-centre interconnect, one direction (e.g. "100 Tb/s");
     ``transport`` a catalogue key of :func:`aifabric.catalog.dci` (Spectrum-XGS by default).
     """
 
     count: Int = Field(default=2, ge=2)
-    distance_km: float = Field(gt=0)
+    distance_km: float = Field(gt=0, le=MAX_SITE_DISTANCE_KM)
     dci_bandwidth_bytes_per_s: float = Field(validation_alias="dci_bandwidth")
     transport: str = "spectrum-xgs"
 

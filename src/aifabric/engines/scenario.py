@@ -119,6 +119,7 @@ def _job_plans(
 ) -> tuple[list[CommPlan], list[str]]:
     """The plan of each placed job (named ``job0``, ``job1``...; a pattern seeded ``seed + j``) and the
     first job's note on the algorithm NCCL's tuner would run, if any."""
+    _check_pair_jobs(traffic, placed)
     plans = []
     notes: list[str] = []
     for j, g in enumerate(placed):
@@ -130,6 +131,20 @@ def _job_plans(
             p = dataclasses.replace(plan, job=f"job{j}")
         plans.append(p)
     return plans, notes
+
+
+def _check_pair_jobs(traffic: str, placed: list[np.ndarray]) -> None:
+    """Refuse ``send_recv`` on jobs that are not a pair of GPUs, saying what times a pair: a send_recv is
+    between two ranks, and the fabric command places jobs of whole nodes (``--nodes``, ``--job-nodes``),
+    so it runs one only where a job is two GPUs. ``aifabric collective send_recv --ranks 2`` times one
+    pair; the ``permutation`` pattern loads the whole fabric with pairs."""
+    sizes = sorted({int(g.size) for g in placed})
+    if traffic not in PATTERNS and Collective.parse(traffic) is Collective.SEND_RECV and sizes != [2]:
+        raise ValueError(
+            f"send_recv: a pair of ranks, but fabric's jobs are whole nodes ({sizes[-1]} GPUs a job here); "
+            "time one pair with aifabric collective send_recv --ranks 2 --engine flow, or pairs across the "
+            "fabric with aifabric fabric permutation"
+        )
 
 
 def _tier_utilisation(topo: Topology, res: FabricResult) -> dict[str, tuple[float, float]]:

@@ -28,9 +28,11 @@ from dataclasses import dataclass
 
 from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.errors import ConfigError
 from aifabric.storage.paths import Transfer, node_path, transfer_time
+from aifabric.units import format_bytes
 
-__all__ = ["CheckpointResult", "CheckpointSize", "checkpoint_size", "checkpoint_time"]
+__all__ = ["CheckpointResult", "CheckpointSize", "check_state_fits", "checkpoint_size", "checkpoint_time"]
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,31 @@ class CheckpointResult:
         if not step_time_s > 0:
             raise ValueError(f"step_time_s must be > 0, got {step_time_s!r}")
         return self.async_drain.seconds / step_time_s
+
+
+def check_state_fits(spec: ClusterSpec, size: CheckpointSize, field: str = "n_params") -> None:
+    """Refuse a checkpoint of more state than the job's GPUs can hold: ConfigError naming ``field``.
+
+    The state a checkpoint saves (weights and optimizer, ``S = P (w + m)`` bytes) is the state the job
+    trains, held in its GPUs' memory: this model writes it from there (write: GPU memory -> storage; async:
+    copy GPU -> host of what each GPU holds). Whatever the sharding (ZeRO-3 holds ``S / N`` per GPU, the
+    least), ``N`` GPUs hold at most ``N x HBM``:
+
+        S <= job GPUs x hbm_capacity      (128 H100 x 80 GB = 10.24 TB: at most 731 B params at 14 B/param)
+
+    ``collective`` refuses a message above one GPU's HBM by the same rule
+    (:func:`aifabric.collectives.buffers.check_fits_hbm`). A ``size`` that is not finite is left to the
+    caller, which names the inputs it overflows from.
+    """
+    hbm = spec.accelerator_spec.hbm_capacity_bytes
+    held = size.job_gpus * hbm
+    if math.isfinite(size.total_bytes) and size.total_bytes > held:
+        raise ConfigError(
+            f"{field}: {size.n_params:g} parameters x {size.bytes_per_param:g} B/param = "
+            f"{format_bytes(size.total_bytes)} of weights and optimizer state is more than the "
+            f"{format_bytes(held)} of HBM of the job's {size.job_gpus} GPUs ({format_bytes(hbm)} each "
+            f"{spec.accelerator}) that hold it while they train and write it"
+        )
 
 
 def checkpoint_time(spec: ClusterSpec, size: CheckpointSize, *, gds: bool = True) -> CheckpointResult:
