@@ -11,6 +11,8 @@ from tests.cli.refusal import refused
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
+from aifabric.cluster.presets import preset
+from aifabric.errors import ConfigError
 
 runner = CliRunner()
 
@@ -140,3 +142,12 @@ def test_links_engine_names_the_loaded_tier_for_a_large_message():
     links = _json(["collective", "all_reduce", "--nodes", "2", "-s", "1GiB", "--engine", "links"])
     assert links["latency_s"] < 0.1 * links["time_s"], links
     assert links["bottleneck"] != "latency", links["bottleneck"]
+
+
+def test_a_cluster_file_with_sites_farther_apart_than_earth_allows_is_refused():
+    """The bound is the spec's, so a cluster file meets it too: 20,037.5 km (half the WGS-84 equator, pi x
+    6,378.137 km) is the farthest two sites can be apart; 20,000 km (two nearly antipodal sites) is taken."""
+    dci = {"dci_bandwidth": "100 Tb/s"}
+    assert preset("dgx-h100-superpod", nodes=64, sites={"distance_km": 20_000, **dci}).sites is not None
+    with pytest.raises(ConfigError, match=r"sites\.distance_km: 30000\.0 km is farther"):
+        preset("dgx-h100-superpod", nodes=64, sites={"distance_km": 30_000, **dci})

@@ -349,7 +349,7 @@ class SitesSpec(_Strict):
     """
 
     count: Int = Field(default=2, ge=2)
-    distance_km: float = Field(gt=0, le=MAX_SITE_DISTANCE_KM)
+    distance_km: float = Field(gt=0)
     dci_bandwidth_bytes_per_s: float = Field(validation_alias="dci_bandwidth")
     transport: str = "spectrum-xgs"
 
@@ -357,6 +357,16 @@ class SitesSpec(_Strict):
     @classmethod
     def _bw(cls, v: Any) -> float:
         return parse_bandwidth(_with_unit(v, "sites.dci_bandwidth", "100 Tb/s"), field="sites.dci_bandwidth")
+
+    @field_validator("distance_km")
+    @classmethod
+    def _on_earth(cls, v: float) -> float:
+        if v > MAX_SITE_DISTANCE_KM:
+            raise ValueError(
+                f"{v!r} km is farther than two sites on Earth can be apart ({MAX_SITE_DISTANCE_KM:,} km, "
+                "half the equator)"
+            )
+        return v
 
     @field_validator("transport")
     @classmethod
