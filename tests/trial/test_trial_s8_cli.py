@@ -1,13 +1,11 @@
 """Reporting and CLI defects a new-user trial found (session 8): each test runs one command; its docstring
 holds the command, what it printed and what the product now does."""
 
-import json
 import re
-from pathlib import Path
 
 import pytest
-import yaml
 from tests.cli.refusal import refused
+from tests.trial.commands import example_cluster, result_json
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -18,35 +16,14 @@ runner = CliRunner()
 
 pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 
-#: examples/cluster.yaml: 32 x 8 H100 on RoCE, rail-optimised, ConnectX-7 400 Gb/s, GPUDirect RDMA (PIX).
-EXAMPLE = Path(__file__).parents[2] / "examples" / "cluster.yaml"
-
-
-def _cluster(tmp_path: Path, name: str, **scale_out: object) -> str:
-    """examples/cluster.yaml, non-blocking (1:1), with ``scale_out`` fields replaced; returns its path."""
-    spec = yaml.safe_load(EXAMPLE.read_text())
-    spec["name"] = name
-    spec["scale_out"].update({"oversubscription": ["1:1"], **scale_out})
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return str(path)
-
-
-def _json(args: list[str]) -> dict:
-    """``aifabric ARGS --json``'s one result; asserts exit 0."""
-    r = runner.invoke(app, [*args, "--json"])
-    assert r.exit_code == 0, r.stdout + r.stderr
-    out = json.loads(r.stdout)
-    return out[0] if isinstance(out, list) else out
-
 
 def test_next_best_is_listed_fastest_first(tmp_path):
     """``aifabric collective all_reduce -c my200.yaml --nodes 2 -s 8MiB`` (examples/cluster.yaml at 1:1 with
     ``nic_speed: 200 Gb/s``) printed "Next best: nvls_tree/Simple 195.1 us, tree/Simple 153.9 us, ring/LL128
     162.4 us": the slowest named first. ``_next_best`` (engines/formula.py) documents its input as "fastest
     first". Expected: the next-best times in increasing order."""
-    path = _cluster(tmp_path, "nic200", nic_speed="200 Gb/s")
-    why = _json(["collective", "all_reduce", "-c", path, "--nodes", "2", "-s", "8MiB"])["explanation"]
+    path = example_cluster(tmp_path, "nic200", nic_speed="200 Gb/s")
+    why = result_json(["collective", "all_reduce", "-c", path, "--nodes", "2", "-s", "8MiB"])["explanation"]
     listed = why.split("Next best: ")[1].split(". ")[0]
     times = [float(t) for t in re.findall(r"([\d.]+) us", listed)]
     assert len(times) >= 2, why
@@ -59,9 +36,9 @@ def test_links_engine_names_latency_as_the_bottleneck_of_a_tiny_message():
     run. The formula engine on the same algorithm and protocol (``--algo ring --proto Simple``) gives the same
     131.60 us and "bottleneck: latency" (131.6 us of NCCL's ring latency, 0.0 us of bandwidth). Expected:
     the links engine names latency too when its time is NCCL's latency."""
-    links = _json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--engine", "links"])
+    links = result_json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--engine", "links"])
     ring_simple = ["--algo", "ring", "--proto", "Simple"]
-    formula = _json(["collective", "all_reduce", "--nodes", "2", "-s", "8", *ring_simple])
+    formula = result_json(["collective", "all_reduce", "--nodes", "2", "-s", "8", *ring_simple])
     assert links["time_s"] == pytest.approx(formula["time_s"], rel=1e-6)
     assert formula["bottleneck"] == "latency"
     assert links["bottleneck"] == "latency", links["bottleneck"]
@@ -72,7 +49,7 @@ def test_links_engine_reports_the_latency_it_charges():
     "latency_s": 0.0. The README: a plan "carries its algorithm's NCCL latency ..., which the links/flow
     engines charge once"; here it is the whole 131.6 us (the formula engine's ring/Simple: latency_s
     1.316e-04, bandwidth 0.0 us). Expected: latency_s is the latency charged, ~ time_s for 8 bytes."""
-    links = _json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--engine", "links"])
+    links = result_json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--engine", "links"])
     assert links["latency_s"] == pytest.approx(links["time_s"], rel=0.01), links
 
 
@@ -132,14 +109,14 @@ def test_checkpoint_refuses_a_data_per_step_that_is_no_size(value):
 def test_flow_engine_charges_and_names_latency_as_the_links_engine_does():
     """The flow engine adds the same NCCL latency once (README): for 8 bytes it is the whole time, so its
     latency_s is ~ time_s and its bottleneck is latency, by the formula engine's rule."""
-    flow = _json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--engine", "flow"])
+    flow = result_json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--engine", "flow"])
     assert flow["latency_s"] == pytest.approx(flow["time_s"], rel=0.01), flow
     assert flow["bottleneck"] == "latency", flow["bottleneck"]
 
 
 def test_links_engine_names_the_loaded_tier_for_a_large_message():
     """1 GiB over 2 nodes: bandwidth, not latency, sets the time; the links engine names the tier it loads."""
-    links = _json(["collective", "all_reduce", "--nodes", "2", "-s", "1GiB", "--engine", "links"])
+    links = result_json(["collective", "all_reduce", "--nodes", "2", "-s", "1GiB", "--engine", "links"])
     assert links["latency_s"] < 0.1 * links["time_s"], links
     assert links["bottleneck"] != "latency", links["bottleneck"]
 

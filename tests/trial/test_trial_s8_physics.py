@@ -1,11 +1,9 @@
 """Physics defects a new-user trial found: each test runs one command; its docstring holds the command,
 what it printed and what the physics (or NCCL) says it should do."""
 
-import json
-from pathlib import Path
-
 import pytest
 import yaml
+from tests.trial.commands import EXAMPLE, example_cluster, result_json
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -13,27 +11,6 @@ from aifabric.cli.app import app
 runner = CliRunner()
 
 pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
-
-#: examples/cluster.yaml: 32 x 8 H100 on RoCE, rail-optimised, ConnectX-7 400 Gb/s, GPUDirect RDMA (PIX).
-EXAMPLE = Path(__file__).parents[2] / "examples" / "cluster.yaml"
-
-
-def _cluster(tmp_path: Path, name: str, **scale_out: object) -> str:
-    """examples/cluster.yaml, non-blocking (1:1), with ``scale_out`` fields replaced; returns its path."""
-    spec = yaml.safe_load(EXAMPLE.read_text())
-    spec["name"] = name
-    spec["scale_out"].update({"oversubscription": ["1:1"], **scale_out})
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return str(path)
-
-
-def _json(args: list[str]) -> dict:
-    """``aifabric ARGS --json``'s one result; asserts exit 0."""
-    r = runner.invoke(app, [*args, "--json"])
-    assert r.exit_code == 0, r.stdout + r.stderr
-    out = json.loads(r.stdout)
-    return out[0] if isinstance(out, list) else out
 
 
 def test_nvls_tree_stages_network_bytes_in_host_memory_when_gpudirect_is_off():
@@ -45,8 +22,8 @@ def test_nvls_tree_stages_network_bytes_in_host_memory_when_gpudirect_is_off():
     ring 7358 us). NVLS-tree's inter-node tree crosses the same NICs, and the run is 100% scale-out bound:
     its time must grow by about 1/0.667 too (at least x 1.3, leaving room for the latency share)."""
     base = ["collective", "all_reduce", "--nodes", "2", "-s", "1GB"]
-    on = _json(base)
-    off = _json([*base, "--env", "NCCL_NET_GDR_LEVEL=LOC"])
+    on = result_json(base)
+    off = result_json([*base, "--env", "NCCL_NET_GDR_LEVEL=LOC"])
     assert on["bottleneck"] == "scale-out"
     assert off["time_s"] >= 1.3 * on["time_s"], (on["algorithm"], on["time_s"], off["time_s"])
 
@@ -62,15 +39,19 @@ def test_more_nic_bandwidth_is_never_slower_for_a_fixed_algorithm(tmp_path):
     than the plan it passed over. The product's rule "more bandwidth is never slower" therefore holds for
     each fixed algorithm/protocol (forced or as a candidate), and where the default is slower on the faster
     NICs its explanation says NCCL runs a pick slower than the next best, naming that one's time."""
-    paths = {speed: _cluster(tmp_path, f"nic{speed}", nic_speed=f"{speed} Gb/s") for speed in (200, 400)}
+    paths = {
+        speed: example_cluster(tmp_path, f"nic{speed}", nic_speed=f"{speed} Gb/s") for speed in (200, 400)
+    }
     base = ["collective", "all_reduce", "--nodes", "2", "-s", "8MiB"]
-    runs = {speed: _json([*base, "-c", path]) for speed, path in paths.items()}
+    runs = {speed: result_json([*base, "-c", path]) for speed, path in paths.items()}
     pairs = {s: run["candidates"] for s, run in runs.items()}
     times = {s: {(c["algorithm"], c["protocol"]): c["time_s"] for c in cands} for s, cands in pairs.items()}
     for pair, slow_nic_s in times[200].items():
         assert times[400][pair] <= slow_nic_s * 1.0001, (pair, slow_nic_s, times[400][pair])
     for algo, proto in (("nvls_tree", "Simple"), ("tree", "LL128"), ("ring", "LL128")):
-        forced = {s: _json([*base, "-c", p, "--algo", algo, "--proto", proto]) for s, p in paths.items()}
+        forced = {
+            s: result_json([*base, "-c", p, "--algo", algo, "--proto", proto]) for s, p in paths.items()
+        }
         assert {r["algorithm"] for r in forced.values()} == {algo}, forced
         assert forced[400]["time_s"] <= forced[200]["time_s"] * 1.0001, (algo, proto, forced)
     fast, slow = runs[400], runs[200]
@@ -99,7 +80,7 @@ def test_a_pcie_scale_up_never_runs_at_nvlink_rate(tmp_path):
     path.write_text(yaml.safe_dump(spec))
     args = ["collective", "all_reduce", "-c", str(path), "--ranks", "8", "-s", "1GiB"]
     for engine in ("formula", "links"):
-        busbw = _json([*args, "--engine", engine])["busbw_bytes_per_s"]
+        busbw = result_json([*args, "--engine", engine])["busbw_bytes_per_s"]
         assert busbw <= 64e9, (engine, busbw)
     shown = runner.invoke(app, ["cluster", "show", str(path)])
     assert shown.exit_code == 0, shown.stdout + shown.stderr
