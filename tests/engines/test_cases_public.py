@@ -206,7 +206,11 @@ MISSED = {
     "not bind: not ~8 NICs. What caps the 8 head trays' tree traffic at ~430 GB/s (~54 GB/s a tray, 13 "
     "GB/s a head NIC) and the 12x larger a (the tree's depth in the pipeline: 2.26.2's all_reduce.h "
     "NVLS_TREE passes each chunk up and down floor(log2 20) = 4 levels, where case 03's 2 x 8 H100 bears "
-    "out 2 loops on 2 nodes) is not in the README or a sourced figure "
+    "out 2 loops on 2 nodes) is not in the README or a sourced figure. The a is a ring's order: ring/LL128 "
+    "forced predicts 150/245/360/469/553/607 (latency 5.56 ms over 2 x 1439 steps; 2.26.2's ring graph is "
+    "15 channels x 48 GB/s, search.cc stopping at nChannels x bwInter = 720 = totalBw), the 512 MiB row "
+    "to 1 %, but its 607 at 16 GiB is over the measured 406 and 2.26.2's tuner prices NVLS-tree (32 x 20 "
+    "x 5/6 = 533 algbw) above the ring (720 x 1440/2878 = 360), so which algorithm ran is not settled "
     "(https://github.com/coreweave/nccl-tests#gb200)",
     "nccl #1455 H100 NVLS 2-3 GPUs": "busbw 'about 365-370 GBps when gpus from 2 to 4' with NCCL_ALGO=NVLS "
     "vs 157.1/279.0 (NVLS 370.8 x 0.85 x (h-1)/h; -57/-24 %), ring's figure (369.8); what the release (not "
