@@ -86,19 +86,20 @@ TABLES = {
     "01 1 node": Table(C01, 0, H100[1], (), ((128 * MiB, 2**32),)),
     # case_03 T1 (NVIDIA/nccl-tests #309, reporter A): 2 XE9680 nodes, 8 x CX-7 400G, defaults (tree/LL floor)
     # 8 B (68.5 us: first call) and 256 B (94.4 us: one-off) are outliers the maintainers discount.
-    # 64 KiB-4 MiB: tree with NCCL's treeCorrectionFactor (512 KiB and 1 MiB: see MISSED); 1-32 KiB: tree/LL
+    # 64 KiB-2 MiB: tree with NCCL's treeCorrectionFactor (512 KiB, 1, 4 MiB: see MISSED); 1-32 KiB: tree/LL
     # on the channels enqueue.cc gives the call (1 KiB-4 KiB: 1 of 16, 32 KiB: 8), each at llMaxBw / 16.
     # >= 16 MiB: NVLS-tree under NCCL's per-channel cap (8 heads x 57.7 GB/s x 16/30 = 246 GB/s algbw) plus
     # the on-node NVLS pipeline's fill, 2 loops of 16 channels x 8 heads x chunk (64 KiB chunks below 64 MiB,
     # 128 KiB from 64 MiB; nvls.nvls_fill_bytes): 128 MiB = 66.8 us + (128 + 32) MiB / 246.2 GB/s = 748.3 us
     # (measured 748.3 us); 8 MiB: see MISSED.
     "03 T1 2 nodes": Table(
-        C03, 0, H100[2], ((16, 128), (KiB, 256 * KiB), (2 * MiB, 4 * MiB)), ((16 * MiB, 16 * 2**30),)
+        C03, 0, H100[2], ((16, 128), (KiB, 256 * KiB), (2 * MiB, 2 * MiB)), ((16 * MiB, 16 * 2**30),)
     ),
-    # case_03 T2: reporter A, 4 nodes, defaults (1-32 KiB: channel reduction as T1); >= 32 MiB NVLS-tree with
+    # case_03 T2: reporter A, 4 nodes, defaults (1-32 KiB: channel reduction as T1); >= 16 MiB NVLS-tree with
     # 64 KiB chunks (NVLSTREE_MAX_CHUNKSIZE from 4 nodes): 32 MiB = 108.6 us + (32 + 16) MiB / 187.9 GB/s
-    # = 376.5 us (measured 376.0 us)
-    "03 T2 4 nodes": Table(C03, 1, H100[4], ((16, 128), (KiB, MiB)), ((32 * MiB, 16 * 2**30),)),
+    # = 376.5 us (measured 376.0 us); 16 MiB busbw 113.2 (125.2), once tree/LL128 is held under its graph's
+    # 8 channels x 29.0 GB/s (tiers.tree_graph_cap)
+    "03 T2 4 nodes": Table(C03, 1, H100[4], ((16, 128), (KiB, MiB)), ((16 * MiB, 16 * 2**30),)),
     # case_03 T4: reporter B, 2 of the 8 nodes, defaults: NVLS-tree under the cap with its fill, as T1
     # (8 MiB, one loop of 16 x 8 x 64 KiB: 66.8 + 3 x 34.1 us = 169.0 us, measured 151.6 us)
     "03 T4 2 nodes": Table(C03, 3, H100[2], (), ((8 * MiB, 8 * 2**30),)),
@@ -212,6 +213,12 @@ TABLES = {
 
 #: Points no sourced mechanism reaches yet (measured, predicted, what is missing); not asserted.
 MISSED = {
+    "03 T1 2 nodes, 4 MiB": "newest tables: time 94.4 vs 117.9 us (+25 %), NVLS-tree/Simple (66.8 us latency "
+    "+ 2 loops of fill), which NCCL 2.30's tuner prices at 83.8 us against tree/LL128's 84.2: tuning.cc "
+    "(2.18.1 to 2.30) caps the tree at graphs[TREE]->nChannels x perChMaxTreeLL128Bw, the 8 ring-graph "
+    "channels x 36.7 = 293.6 GB/s busBw (tiers.tree_graph_cap), not the 16 communicator channels the model "
+    "counted before (tree/LL128 81.3 us then, -14 %). As logged (2.26.2: NVLS-tree at 25 + 2 x 14 us) the "
+    "row is asserted in '03 T1 2 nodes, 2.26.2'",
     "03 T1 2 nodes, 8 MiB": "newest tables: busbw 118.6 vs 93.1 (time 132.6 vs 169.0 us, +27 %): NVLS-tree "
     "at 25 + 2 x 20.9 us plus the 2-loop fill (nvls.nvls_fill_bytes, 2 x S at one loop); reporter A's nodes "
     "fill ~1 loop at one loop, reporter B's (T4) 1.5 (its 8 MiB, 151.6 us, is asserted). As logged (2.26.2: "
@@ -219,10 +226,10 @@ MISSED = {
     "03 T1/T2 2 and 4 nodes, 512 B": "time 32.4/56.4 us vs 25.6/36.0 us (-21/-36 %): out-of-place stalls "
     "right after the 256 B one (94.4/107.5 us); the in-place halves, 26.3/36.7 us, are within 3 % of the "
     "model",
-    "03 T1 2 nodes, 512 KiB-1 MiB": "newest tables: time 77.7/71.9 us vs 54.0/59.4 us (-31/-17 %; in-place "
-    "70.3/71.5), tree/LL128, as NCCL 2.30's tuner keeps it to 4 MiB; as logged (2.26.2) 1 MiB is NVLS-tree, "
+    "03 T1 2 nodes, 512 KiB-1 MiB": "newest tables: time 77.7/71.9 us vs 54.5/60.4 us (-30/-16 %; in-place "
+    "70.3/71.5), tree/LL128, as NCCL 2.30's tuner keeps it to 2 MiB; as logged (2.26.2) 1 MiB is NVLS-tree, "
     "65.8 us (-9 %, asserted), and 512 KiB stays tree/LL128 (NVLS-tree 53 + 1.9 us in the tuner's eyes vs "
-    "tree/LL128 54.0 us): the measured step of ~23 us at 512 KiB, the shape of NVLS-tree's latency, "
+    "tree/LL128 54.5 us): the measured step of ~23 us at 512 KiB, the shape of NVLS-tree's latency, "
     "is NVLS-tree picked one size earlier than either table set picks it. 2.26.2's tuning.cc gives no "
     "other reading: LL128 is on by default for sm90 with NVLink (NCCL_PROTO unset), tree LL128 is busBw x "
     "120/128 under nChannels x perChMaxTreeLL128Bw with treeCorrectionFactor .6 at 512 KiB (logSize 13), "
@@ -231,7 +238,8 @@ MISSED = {
     "The out-of-place column cannot place this switch (as it does T2's at 2 MiB and T3/T6's at 8 MiB, "
     "see '03 T6 ...'): the 16 GiB warm-up already ran NVLS-tree, so its first call costs no connection "
     "(512 KiB out of place 77.7 vs 70.3 us in place, 1 MiB 71.9 vs 71.5)",
-    "03 T2 4 nodes, 2-4 MiB": "time 191/151 us vs 87/98 us (-54/-35 %): tree/LL128 on all channels, as "
+    "03 T2 4 nodes, 2-4 MiB": "time 191/151 us vs 95.6/110.7 us (-50/-27 %): tree/LL128 under its graph's "
+    "8 channels x 29.0 GB/s (tiers.tree_graph_cap; 87/98 us on the 16 communicator channels), as "
     "2.26.2's tuner picks too (LL128 is on by default on sm90 with NVLink and NIC paths <= PXN, "
     "tuning.cc; tree LL128 busBw x 120/128 capped per channel, treeCorrectionFactor .6/.8 at 2/4 MiB). The "
     "measured 4 MiB (151.1 us; 2 MiB in place 132.2, out of place 191.3 > the 4 MiB time) is NVLS-tree's "
@@ -242,23 +250,17 @@ MISSED = {
     "MiB: nccl-tests warms up at 16 GiB and 8 B, and NCCL 2.26.2 connects an algorithm on its first call "
     "(see '03 T6 ...'), so 191.3 vs 132.2 us in place (~1.2 ms once over 20 iterations) is NVLS-tree's "
     "first call (2 MiB in place 132.2 vs NVLS-tree 114.5, ring/LL128 155.6, 2.26.2 tables), and the 16 "
-    "GiB warm-up ran another algorithm (ring, as '>= 1 GiB' reads 2.26.2's tuner). One sourced tuner fact "
-    "picks NVLS-tree at those sizes and is not applied: tuning.cc (2.26.2 to 2.30.7) caps the tree per "
-    "search-graph channel, busBw = min(busBw x .92, graphs[TREE]->nChannels x perChMaxTreeBw), LL128 "
-    "min(x 120/128, nChannels x perChMaxTreeLL128Bw), and the graph has 8 channels here (8 x 45 GB/s, "
-    "catalog search_channels for the ring graph, the tree's walking the same speeds; ncclTopoDupChannels "
-    "keeps 8 below 50 GB/s), so its tree/LL128 is <= 8 x 29 "
-    "= 232 GB/s bus beyond 2 nodes (8 x 36.7 = 293.6 on 2), where the model caps per communicator "
-    "channel (16 x 29 = 464, not binding). Applied to the tree's tuner figure only (tree.py tuner "
-    "channels), 2.26.2's tables switch to NVLS-tree at 2 MiB on 4 nodes and 8 MiB on 8 nodes, the sizes "
-    "of the first-call dips, and 4 MiB here (148.0 vs 151.1 us), T2 newest 16 MiB (busbw -9.6 %) and T4 "
-    "4 MiB (117.9 vs 110.9 us) come within tolerance; but the newest tables then also pick NVLS-tree at "
-    "T1's 4 MiB (83.8 vs 84.2 us in the tuner's eyes) and run it for 117.9 us vs 94.4 measured (+25 %, "
-    "asserted point), and tests/collectives/test_transport_env.py::test_a_slower_transport_is_never_faster "
-    "fails (megatron-a100, 2 nodes, 128 MiB: NCCL_NET_GDR_LEVEL=LOC, no LL128, runs faster than the "
-    "default's mispick)",
-    "03 T2 4 nodes, 8-16 MiB": "newest tables: busbw 74.8/125.2 vs 131.3/178.5 (tree/LL128, +76/+43 %): "
-    "NCCL 2.30's tuner keeps tree/LL128 (NVLS-tree at 25 + 4 x 20.9 us and under its ceiling); as logged "
+    "GiB warm-up ran another algorithm (ring, as '>= 1 GiB' reads 2.26.2's tuner). NCCL's tree cap per "
+    "search-graph channel (tuning.cc 2.18.1 to 2.30: busBw = min(busBw x .92, graphs[TREE]->nChannels x "
+    "perChMaxTreeBw), LL128 min(x 120/128, nChannels x perChMaxTreeLL128Bw); 8 graph channels here, 8 x "
+    "45 GB/s, ncclTopoDupChannels keeps 8 below 50 GB/s) is applied, to the tuner and the run alike "
+    "(tiers.tree_graph_cap): tree/LL128 <= 8 x 29 = 232 GB/s bus beyond 2 nodes (8 x 36.7 = 293.6 on 2). "
+    "Applied to the tuner alone it broke test_transport_env's invariant (a default mispick slower than "
+    "NCCL_NET_GDR_LEVEL=LOC); applied to both, T2 newest 16 MiB comes within tolerance (asserted), and "
+    "the newest tables pick NVLS-tree at T1's 4 MiB (see '03 T1 2 nodes, 4 MiB')",
+    "03 T2 4 nodes, 8 MiB": "newest tables: busbw 74.8 vs 111.4 (tree/LL128, +49 %; 131.3 before the "
+    "tree's graph cap, tiers.tree_graph_cap): NCCL 2.30's tuner keeps tree/LL128 (NVLS-tree at 25 + 4 x "
+    "20.9 us and under its ceiling), and picks NVLS-tree from 16 MiB (asserted: 113.2 vs 125.2); as logged "
     "(2.26.2: 25 + 4 x 14 us, no ceiling in its tuner) NVLS-tree, 215.0/259.6 us vs 217.3/259.6 measured: "
     "asserted in '03 T2 4 nodes, 2.26.2'",
     "03 T2 4 nodes as logged (2.26.2), 128-256 MiB": "busbw 262.5/294.2 vs 293.9/325.2 (+12/+11 %; newest "

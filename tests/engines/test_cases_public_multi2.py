@@ -22,6 +22,7 @@ from tests.engines.test_cases_public import Point  # one public row, as the othe
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.tiers import Protocol, tier_model, tree_graph_cap
 from aifabric.engines.formula import formula_collective
 
 MiB = 2**20
@@ -58,6 +59,15 @@ def a100_hdr(nodes: int) -> ClusterSpec:
     return _nodes("a100-sxm-80gb", nodes, {"nic": "connectx-6", "switch": "quantum-qm8700"})
 
 
+def a100_four_hdr(nodes: int) -> ClusterSpec:
+    """8 x A100 per node with 4 x 200 Gb/s InfiniBand, one per GPU pair (NVIDIA/nccl #1048: "A100 * 8, IB
+    200Gb * 4"; the reporter's "theoretical value (96 GB/s)" is 4 x 24 GB/s, NCCL's ring graph on 4
+    HDR ports)."""
+    return _nodes(
+        "a100-sxm-80gb", nodes, {"nic": "connectx-6", "gpus_per_nic": 2, "switch": "quantum-qm8700"}
+    )
+
+
 def a3_mega(nodes: int) -> ClusterSpec:
     """GCP a3-megagpu-8g: 8 x H100 on NVSwitch, 8 x 200 Gb/s GPU NICs through GPUDirect-TCPXO (Google Cloud
     GPU machine types; the run's repository is named for A3 Mega: lessizzmore/create-a3mega-ztan-fork).
@@ -90,7 +100,9 @@ NT150 = "https://github.com/NVIDIA/nccl-tests/issues/150"
 A3M = "https://github.com/lessizzmore/create-a3mega-ztan-fork/blob/02dd8f455c43ced1cf442ef29334bda97149264b/ztan-NCCL-test-result"
 NT78 = "https://github.com/NVIDIA/nccl-tests/issues/78"
 N412 = "https://github.com/NVIDIA/nccl/issues/412"
+N1048 = "https://github.com/NVIDIA/nccl/issues/1048"
 MI2, A100_2, A3M_2 = mi300x_ainic(2), a100_hdr(2), a3_mega(2)
+V229 = (("nccl_version", "2.29"),)
 ONE_PER_NODE = Communicator.from_gpus(A100_2, [0, 8])  # one GPU per node (srun ... -g 1, 2 tasks)
 
 
@@ -150,6 +162,16 @@ POINTS = {
     # 8 GiB: "you should get ~160GB/s intra-node and 24GB/s inter-node": ring/Simple over 96 ranks bound by
     # the one 200G NIC (24.0 x NCCL's factors) 23.96 (-0.2 %)
     "412 A800 12 nodes one HDR 8 GiB": Point(N412, a800_one_hdr(12), "all_reduce", 8 * GiB, 0.0, 24e9, False),
+    # NVIDIA/aicr #1413: 2 x 4 GB300 trays, 4 x ConnectX-8 RoCE each, NCCL 2.29: "Peak busbw ~ 387 GB/s (8 GB
+    # messages)". NCCL's tuner runs the ring: its tree is capped at the ring graph's 8 channels x
+    # perChMaxTreeBw[Blackwell][2 nodes] 42.8 = 342.4 GB/s busBw, algbw 171.2, under the ring's 8 x 48 x
+    # 8/14 = 219.4 (tiers.tree_graph_cap). Ring/Simple over 4 x 800G: 391.1 (+1.0 %; tree was 579.7)
+    "1413 GB300 trays 8 GiB": Point(AICR, gb300_trays(2), "all_reduce", 8 * GiB, 0.0, 387e9, False, V229),
+    # NVIDIA/nccl #1048: 2 x 8 A100, 4 x HDR per node, "nccl all-reduce between two nodes only 86GB/s"
+    # (release not printed: newest tables; every release from 2.18.1 caps the tree alike). NCCL's tuner
+    # runs the ring: tree 4 graph channels x 23.6 = 94.4 GB/s busBw, algbw 47.2, under the ring's 4 x 24
+    # x 16/30 = 51.2. Ring/Simple at 4 GiB (the reporter's -e 4G): 95.8 (+11.4 %; tree was 165.3)
+    "1048 A100 four HDR 4 GiB": Point(N1048, a100_four_hdr(2), "all_reduce", 4 * GiB, 0.0, 86e9, False),
 }
 
 
@@ -172,17 +194,6 @@ MISSED = {
         "/87.1 (tree, +22 to +44 %): 2.8.4 predates the catalogue's tables (2.18.1 first), whose tree and "
         "LL128 figures the model runs; the thread's own sentence is that alltoall on this system is 'fairly"
         " unstable and slow', and no log gives the tree/ring switch of that release"
-    ),
-    "NVIDIA/aicr #1413, 2 x 4 GB300 over ConnectX-8 RoCE, all_reduce 8 GiB (NCCL 2.29)": (
-        "busbw 387 ('Peak busbw ~ 387 GB/s (8 GB messages)') vs 579.7 (tree/Simple, +50 %): the measured "
-        "figure is the ring's (forced ring: 391.1, +1.0 %), so NCCL ran ring; the thread's run settings "
-        "(NVLS/MNNVL and algorithm variables of its 'working config') are not in the stored excerpt, and "
-        "NCCL 2.29's tuner on 4-GPU Blackwell trays across nodes picks tree in the model"
-    ),
-    "NVIDIA/nccl #1048, 2 x 8 A100 with 4 x 200 Gb/s InfiniBand per node, all_reduce plateau": (
-        "busbw 86 ('nccl all-reduce between two nodes only 86GB/s', 'the theoretical value (96 GB/s)') vs "
-        "165.3 (tree/Simple across 2 nodes, +92 %); forced ring 95.8 (+11.4 %): the figure is the ring's, "
-        "and the run's NCCL_ALGO and release are in an attached log, not in the thread's text"
     ),
     "NVIDIA/nccl #1453, 3 x 8 H100 VMs across two racks, 8 x ConnectX-7 at 200 Gb/s, NCCL 2.22.3": (
         "time 2180.1 us at 32 MiB (busbw 29.50) and 24410 us at 64 MiB (5.27) vs 446.2/839.4 (NVLS-tree, "
@@ -231,6 +242,46 @@ def test_a_ring_figure_on_gb300_trays_is_the_nics() -> None:
     assert r.algorithm == "ring"
     assert abs(r.busbw_bytes_per_s / 387e9 - 1) <= 0.15
     assert r.busbw_bytes_per_s <= 4 * 800e9 / 8  # a tray's four NICs at line rate
+
+
+@pytest.mark.parametrize("release", ["2.18.1", "2.21.5", "2.25.1", "2.29.7", "2.30.3"])
+def test_a100_on_four_hdr_nics_runs_the_ring_on_two_nodes(release: str) -> None:
+    # NVIDIA/nccl #1048 by hand. search.cc: NICs of 25 GB/s (HDR) start the inter-node speeds at 24; one
+    # channel per NIC, 4 x 24 GB/s, not duplicated (ncclTopoDupChannels: bwIntra 24 < 25). tuning.cc
+    # (v2.18.1-1 to v2.29.7-1 and master): on <= 2 nodes bw = graph bwIntra; ring busBw 4 x 24 = 96 GB/s
+    # (the reporter's "theoretical value (96 GB/s)"), algbw x nRanks / nsteps = 16/30: 51.2 GB/s. The tree
+    # graph has the ring's channels (init.cc minChannels = maxChannels = ringGraph->nChannels), bwIntra
+    # raised to at most 2 x bwInter = 48: busBw min(4 x 48 x .92, 4 x perChMaxTreeBw[Ampere][2 nodes] 23.6)
+    # = 94.4, algbw x .5 = 47.2 < 51.2: the ring at large sizes.
+    spec = a100_four_hdr(2)
+    tm = tier_model(spec, nccl_version=release)
+    assert tm.graph_channels[1] == 4
+    assert tree_graph_cap(tm, Protocol.SIMPLE, 2) == pytest.approx(4 * 23.6e9)
+    assert tree_graph_cap(tm, Protocol.SIMPLE, 2) / 2 < 4 * 24e9 * 16 / 30
+    r = formula_collective("all_reduce", 4 * GiB, spec, nccl_version=release)
+    assert (r.algorithm, r.protocol) == ("ring", "Simple")
+
+
+@pytest.mark.parametrize(
+    ("release", "per_channel_gbps", "algorithm"),
+    [("2.25.1", 82.8, None), ("2.28.3", 42.8, "ring"), ("2.29.7", 42.8, "ring"), ("2.30.3", 42.8, "ring")],
+)
+def test_gb300_trays_run_the_ring_on_two_nodes_from_2_28(
+    release: str, per_channel_gbps: float, algorithm: str | None
+) -> None:
+    # NVIDIA/aicr #1413 by hand. 4 GB300 (NVLink 721.8 GB/s each) and 4 x 800G ConnectX-8 (100 GB/s) a
+    # tray: search.cc's Blackwell inter-node speeds start at 96, one channel per NIC (4 x 96), duplicated
+    # to 8 x 48 (ncclTopoDupChannels). Ring busBw 8 x 48 = 384 GB/s, algbw x 8/14 = 219.4. Tree: min(8 x
+    # 96 x .92, 8 x perChMaxTreeBw[Blackwell][2 nodes]) x .5: 2 x 41.4 a channel through 2.27 (662.4, algbw
+    # 331.2: the tree, or NVLS-tree), 42.8 from v2.28.3-1 (342.4, algbw 171.2 < 219.4: the ring).
+    spec = gb300_trays(2)
+    tm = tier_model(spec, nccl_version=release)
+    assert tm.graph_channels[1] == 8
+    cap = tree_graph_cap(tm, Protocol.SIMPLE, 2)
+    assert cap == pytest.approx(8 * per_channel_gbps * 1e9)
+    assert (cap / 2 < 8 * 48e9 * 8 / 14) == (algorithm == "ring")
+    r = formula_collective("all_reduce", 8 * GiB, spec, nccl_version=release)
+    assert (r.algorithm == "ring") == (algorithm == "ring")
 
 
 @pytest.mark.parametrize(("release", "net_lat_us"), [("2.21.5", 2.7), ("2.23.4", 5.0), ("2.30.3", 5.0)])

@@ -71,6 +71,7 @@ __all__ = [
     "scaleup_bytes_per_s",
     "tier_model",
     "tree_correction",
+    "tree_graph_cap",
 ]
 
 
@@ -137,6 +138,7 @@ class TierModel:
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
     collnet: bool = False  # CollNet (SHARP) on: NCCL_COLLNET_ENABLE=1, SHARP switches (nccl_env.env_tiers)
     default_channels: tuple[int, int] = (1, 1)  # the same without NCCL_MIN/MAX_NCHANNELS
+    graph_channels: tuple[int, int] = (1, 1)  # NCCL's ring (= tree) graph channels (:func:`_graph_channels`)
     mesh_links: int = 0  # links per GPU of a full-mesh scale-up (catalogue topology full_mesh); 0: a switch
     ll_channels: tuple[int, int] = (1, 1)  # the GPU's channels whatever its NICs (:func:`_ll_channels`)
     nics_per_gpu: int = 0  # scale-out NICs per GPU (0: no scale-out network)
@@ -413,6 +415,7 @@ def tier_model(
         tuning_row=row,
         channels=channels,
         default_channels=search,
+        graph_channels=_graph_channels(spec, release, row),
         ll_channels=_ll_channels(spec, release, row),
         mesh_links=link.links_per_gpu if link.topology == "full_mesh" else 0,
         nics_per_gpu=so.nics_per_gpu if so else 0,
@@ -582,6 +585,29 @@ def _comm_channels(
     return _channels(release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps, lo, hi)
 
 
+def _graph_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int, int]:
+    """The channels of NCCL's ring graph on one domain and across domains (:func:`~aifabric.catalog.nccl.
+    search_channels`, before ``connect.cc`` duplicates them into the communicator's): the ``nChannels``
+    tuning.cc multiplies its per-channel caps by. The tree graph is searched with at most as many
+    (init.cc: ``treeGraph->minChannels = treeGraph->maxChannels = ringGraph->nChannels``). 8 x A100 with
+    4 x 200G NICs: (12, 4), a communicator of (24, 8); 4 x GB300 with 4 x 800G: 8 across trays, of 16."""
+    gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
+    nic_gbps = spec.nic_speed_bytes_per_s / 1e9
+    return _graph_pair(release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps)
+
+
+@cache
+def _graph_pair(version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float) -> tuple[int, int]:
+    release = nccl_release(version)
+    if not gpu_gbps > 0:
+        return 1, 1
+    one = search_channels(release, row, gpu_gbps=gpu_gbps)[0]
+    if nics < 1 or not nic_gbps > 0:
+        return one, one
+    two = search_channels(release, row, gpu_gbps=gpu_gbps, nnodes=2, nics_per_node=nics, nic_gbps=nic_gbps)
+    return one, two[0]
+
+
 def _ll_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int, int]:
     """The channels over which a GPU's LL rate ``llMaxBw`` is spread (:func:`_per_channel_cap`): NCCL's
     default search for this GPU on one domain and across domains with one NIC per GPU at the fastest
@@ -691,16 +717,18 @@ def protocol_bandwidth(
 
     Ring: LL ``min(llMaxBw, B f_LL)`` with ``f_LL`` = ``ring_ll_bw_factor`` (1/4; 1/3 on one node for
     collectives other than all_reduce); LL128 ``B x ring_ll128_bw_factor`` (0.92; 0.7 with one rank per
-    domain); Simple ``B``. Tree: ``B' = B x tree_bw_factor`` (0.92); LL ``min(B' / 3.8, llMaxBw)``; LL128
-    ``B' x tree_ll128_bw_factor`` (7/9 on one node, 120/128 across nodes); Simple ``B'``.
+    domain); Simple ``B``. Tree: ``B' = min(B x tree_bw_factor, G x perChMaxTreeBw)`` (0.92; ``G`` the
+    tree graph's channels, :func:`tree_graph_cap`); LL ``min(B' / 3.8, llMaxBw)``; LL128 ``min(B' x
+    tree_ll128_bw_factor, G x perChMaxTreeLL128Bw)`` (7/9 on one node, 120/128 across nodes); Simple ``B'``.
     """
     rel = tm.release
     if tree:
-        bus = busbw_bytes_per_s * rel.tree_bw_factor
+        bus = min(busbw_bytes_per_s * rel.tree_bw_factor, tree_graph_cap(tm, Protocol.SIMPLE, n_domains))
         if proto is Protocol.LL:
             return min(bus / rel.tree_ll_bw_divisor, _ll_max(tm, n_domains))
         if proto is Protocol.LL128:
-            return bus * rel.tree_ll128_bw_factor[0 if n_domains <= 1 else 1]
+            f = rel.tree_ll128_bw_factor[0 if n_domains <= 1 else 1]
+            return min(bus * f, tree_graph_cap(tm, Protocol.LL128, n_domains))
         return bus
     if proto is Protocol.LL:
         single_other = n_domains <= 1 and not all_reduce
@@ -710,6 +738,38 @@ def protocol_bandwidth(
         f = rel.ring_ll128_bw_factor_one_gpu_per_node if one_rank_per_domain else rel.ring_ll128_bw_factor
         return busbw_bytes_per_s * f
     return busbw_bytes_per_s
+
+
+def tree_graph_cap(tm: TierModel, proto: Protocol, n_domains: int) -> float:
+    """The most bus bandwidth NCCL's tuner gives a tree all_reduce, bytes/s: the tree graph's channels
+    times the per-channel cap of the architecture and node count (Simple ``perChMaxTreeBw``, LL128
+    ``perChMaxTreeLL128Bw``; columns 1 node, 2 nodes, >= 3 nodes)::
+
+        cap = G x s_C x perChMax[arch][nodes]
+
+    tuning.cc, every release from 2.18.1 to 2.29.7: ``busBw = std::min(busBw*.92,
+    graphs[a]->nChannels*perChMaxTreeBw)`` and ``std::min(busBw * (nNodes == 1 ? 7.0/9.0 : 120.0/128.0),
+    graphs[a]->nChannels*perChMaxTreeLL128Bw)``. ``graphs[a]->nChannels`` is the tree graph's, searched
+    with ``minChannels = maxChannels = ringGraph->nChannels`` (init.cc), so ``G`` is the ring graph's
+    channels (``tm.graph_channels``), not the communicator's, which ``connect.cc`` doubles (and doubles
+    again on Hopper and later across nodes): the cap counts each searched channel once. ``s_C``:
+    :func:`channel_share`. Infinite under ``efficiency="line_rate"`` (and for LL, whose cap is ``llMaxBw``).
+    The tree runs at this figure as NCCL prices it: the constants are NVIDIA's measured tree rates, which
+    it lowers when trees reach less (Blackwell on 2 nodes: 2 x 41.4 a channel to 2.27, 42.8 from 2.28.3).
+
+    8 x A100 on 4 x 200G NICs across 2 nodes: G = 4, 4 x 23.6 = 94.4 GB/s, algbw 47.2 (x 0.5) under the
+    ring's 4 x 24 x 16/30 = 51.2: NCCL runs the ring (NVIDIA/nccl #1048). 4 x GB300 trays on 4 x 800G,
+    NCCL 2.28 on: G = 8, 8 x 42.8 = 342.4 GB/s, algbw 171.2 under the ring's 8 x 48 x 8/14 = 219.4
+    (NVIDIA/aicr #1413); 2.26-2.27 (2 x 41.4 per channel): 662.4, the tree.
+    """
+    if not tm.nccl or proto is Protocol.LL:
+        return math.inf
+    rel = tm.release
+    table = rel.per_channel_max_tree_bw
+    if proto is Protocol.LL128:
+        table = rel.per_channel_max_tree_ll128_bw or rel.per_channel_max_ring_ll128_bw
+    g = tm.graph_channels[1 if n_domains > 1 else 0] * channel_share(tm, n_domains)
+    return g * table[tm.tuning_row][min(n_domains, 3) - 1] * 1e9
 
 
 def _per_channel_cap(tm: TierModel, algorithm: str, proto: Protocol, n_domains: int) -> float:

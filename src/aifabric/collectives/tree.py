@@ -55,7 +55,9 @@ def tree_cost(
 
     ``B_node`` is what the NICs of the sparsest domain carry (``g_min B_o``; a shared NIC counted once,
     :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`). ``P_tree`` is the tree's protocol
-    efficiency (:func:`~aifabric.collectives.tiers.protocol_bandwidth`); ``s_C = min(1, C / C0)``
+    efficiency under NCCL's cap, the tree graph's channels x ``perChMaxTreeBw``
+    (:func:`~aifabric.collectives.tiers.protocol_bandwidth`,
+    :func:`~aifabric.collectives.tiers.tree_graph_cap`); ``s_C = min(1, C / C0)``
     (:func:`~aifabric.collectives.tiers.channel_share`); the call runs on its own channels
     (:func:`~aifabric.collectives.tiers.call_bandwidth`).
     NCCL itself times a tree on <= 2 nodes from the intra-node bandwidth alone; here the NICs bound it on
