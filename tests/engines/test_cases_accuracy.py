@@ -101,8 +101,9 @@ TABLES = {
     # 8 channels x 29.0 GB/s (tiers.tree_graph_cap)
     "03 T2 4 nodes": Table(C03, 1, H100[4], ((16, 128), (KiB, MiB)), ((16 * MiB, 16 * 2**30),)),
     # case_03 T4: reporter B, 2 of the 8 nodes, defaults: NVLS-tree under the cap with its fill, as T1
-    # (8 MiB, one loop of 16 x 8 x 64 KiB: 66.8 + 3 x 34.1 us = 169.0 us, measured 151.6 us)
-    "03 T4 2 nodes": Table(C03, 3, H100[2], (), ((8 * MiB, 8 * 2**30),)),
+    # (8 MiB, one loop of 16 x 8 x 64 KiB: 66.8 + 3 x 34.1 us = 169.0 us, measured 151.6 us); 4 MiB:
+    # NVLS-tree, 117.9 us (measured 110.9), once tree/LL128 is held under its graph's 8 channels x 36.7
+    "03 T4 2 nodes": Table(C03, 3, H100[2], ((4 * MiB, 4 * MiB),), ((8 * MiB, 8 * 2**30),)),
     # case_03 T7: reporter B, 2 nodes, NCCL_ALGO=Ring NCCL_IB_QPS_PER_CONNECTION=2 (2 x 16 channels over 8
     # NICs: the NICs are full either way) (NCCL_MIN_CTAS=24, not modelled: all channels from 1 MiB)
     "03 T7 2 nodes ring": Table(
@@ -140,12 +141,13 @@ TABLES = {
     # case_03 T2 as logged: NVLS-tree from 8 MiB (2.26.2's tuner: 25 + 4 x 14 us, no ceiling), 64 KiB chunks
     # from 4 nodes: 8 MiB = 81 us + (8 + 16) MiB / 187.9 GB/s = 215.0 us (measured 217.3); 128-256 MiB: see
     # MISSED; from 1 GiB the model picks ring (+2..+7 %), as 2.26.2's own tuner does (see MISSED '03 T2 4
-    # nodes as logged (2.26.2), >= 1 GiB'), while the measured 365 GB/s plateau is also NVLS-tree's ceiling
+    # nodes as logged (2.26.2), >= 1 GiB'), while the measured 365 GB/s plateau is also NVLS-tree's ceiling.
+    # 4 MiB: NVLS-tree once the tree is held under its graph's 8 channels x 29.0 GB/s, 148.0 us (151.1)
     "03 T2 4 nodes, 2.26.2": Table(
         C03,
         1,
         H100[4],
-        ((16, 128), (KiB, MiB)),
+        ((16, 128), (KiB, MiB), (4 * MiB, 4 * MiB)),
         ((8 * MiB, 64 * MiB), (512 * MiB, 16 * 2**30)),
         (("nccl_version", "2.26.2"),),
     ),
@@ -346,12 +348,12 @@ MISSED = {
     "to 2.30.3), T4 (same reporter, 2 nodes) is NVLS-tree to 2 % from 16 MiB, and T6 picks as T3 does "
     "(see '03 T6 ...') yet reaches 385-391 at >= 2 GiB, at tree's own NIC bound (8 x 49.15 / 2 GB/s algbw "
     "= 387 busbw), where ring is at 98-99 % of its 393 (T7: 392.7)",
-    "03 T4 2 nodes, 1-4 MiB": "time 93.3/94.2/110.9 us vs 59.4/70.4/81.3 us (-36/-25/-27 %), tree/LL128 "
-    "as NCCL 2.30's tuner keeps it to 4 MiB; NVLS-tree forced gives 79.6/92.4/117.9 us (-15/-2/+6 %): "
+    "03 T4 2 nodes, 1-2 MiB": "time 93.3/94.2 us vs 60.4/72.3 us (-35/-23 %), tree/LL128 "
+    "as NCCL 2.30's tuner keeps it to 2 MiB; NVLS-tree forced gives 79.6/92.4 us (-15/-2 %): "
     "reporter B's NCCL, like reporter A's (see '03 T1 2 nodes, 512 KiB-1 MiB'), runs NVLS-tree from 1 MiB, "
     "which the newest tables' tuner does not pick there; T4's log names no release to predict it as logged. "
-    "tuning.cc's per-graph-channel tree cap (see '03 T2 4 nodes, 2-4 MiB') would pick NVLS-tree at 4 MiB "
-    "(117.9 us, +6 %) but not at 1-2 MiB, and breaks an asserted T1 point",
+    "tuning.cc's per-graph-channel tree cap (see '03 T2 4 nodes, 2-4 MiB') picks NVLS-tree at 4 MiB "
+    "(117.9 us, +6 %, asserted) but not at 1-2 MiB",
     "03 T6 8 nodes, 8-512 MiB": "busbw 18.6/64.7/106.3/148.2/189.4/240.3/273.2 (8 MiB-512 MiB) vs "
     "117/166/209/219/273/312/336 predicted (tree/LL128 to 32 MiB, then NVLS-tree; +23..+531 %), then 374.8 "
     "at 1 GiB (model 349, asserted); 8 MiB out of place is the one-off dip the case names (889 us vs 391 in "
