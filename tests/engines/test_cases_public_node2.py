@@ -237,6 +237,18 @@ MISSED = {
         "small-message all_reduce kernels of its own (one-shot reduction, as ROCm/rccl PR #929 brought to "
         "MI250X), whose latency NCCL's tuning tables do not describe; 8-256 B take 17-23 us"
     ),
+    "hisohara/ai-scripts, 8 x MI300X, all_reduce 1 KiB and 8 MiB under RCCL 2.20.5's own tables": (
+        "time 13.67 / 84.78 us vs 23.77 / 111.09 (catalogue rccl_releases.yaml, run when the log states "
+        "RCCL 2.18-2.20; the README states none, so the asserted points run NCCL's tables: ring/LL "
+        "12 + 14 x 0.8 us, ring/Simple 17 + 14 x 3.6 us with LL128 off on gfx942). RCCL 2.18-2.20 on "
+        "8 x gfx942 runs MSCCL all-pairs kernels instead (rome_models.cc tuning=5 models carry "
+        "mscclEnabled=1; msccl_lifecycle.cc:25 RCCL_MSCCL_ENABLE default 1, :297-303 a kernel runs when "
+        "minBytes <= S <= maxBytes, count % nChunksPerLoop == 0 and nRanks match; "
+        "tools/msccl-algorithms allreduce-allpairs-8n-ll-1pass 0-25599 B, -ll-32tb 25600-65536, "
+        "-ll-64tb 65537-524287, -simple 524288-11534336): the measured step between 64 KiB (14.25 us) "
+        "and 256 KiB (17.46 us) sits at the -ll-32tb/-ll-64tb boundary; no tuning table prices these "
+        "kernels and the model has no all-pairs all_reduce"
+    ),
     "nccl #2169, 4 x H100, alltoall 500 MiB with -R2 -x2 (NCCL 2.30.4)": (
         "busbw 120.77 (3256 us) vs 366.7 (the -R1 run of the same thread, 358.40, agrees): the "
         "issue's drop above 512 MB under symmetric registration; that code path is not modelled"
