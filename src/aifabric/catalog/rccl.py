@@ -13,6 +13,7 @@ they read NCCL's.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -22,7 +23,7 @@ from aifabric.catalog.nccl import NcclRelease, nccl_release, pick_release
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
 
-__all__ = ["rccl_release", "rccl_release_versions"]
+__all__ = ["MscclKernel", "msccl_archs", "msccl_kernels", "rccl_release", "rccl_release_versions"]
 
 
 @cache
@@ -57,3 +58,60 @@ def rccl_release(version: str | None = None) -> NcclRelease:
         A malformed version, or one outside the recorded releases (the message names them).
     """
     return pick_release(_rccl_releases(), version, "rccl")
+
+
+@dataclass(frozen=True)
+class MscclKernel:
+    """One MSCCL all-pairs all_reduce kernel RCCL loads (``data/rccl_msccl.yaml``, read from the XML file).
+
+    Attributes
+    ----------
+    file : str
+        The XML file under ROCm/rccl ``tools/msccl-algorithms``.
+    protocol : str
+        ``LL`` or ``Simple`` (the XML's ``proto``).
+    ranks : int
+        The rank count it serves (``ngpus``).
+    min_bytes, max_bytes : int
+        The sizes it serves, bytes, both inclusive (``minBytes``, ``maxBytes``).
+    channels, chunks_per_loop : int
+        ``nchannels``; ``nchunksperloop``, which the element count must divide.
+    peer_chunks : int
+        Chunks a GPU sends one peer per step: ``S peer_chunks / chunks_per_loop`` bytes cross each link.
+    steps : int
+        Communication steps one after the other (1: whole buffer to every peer; 2: reduce-scatter, then
+        all-gather).
+    in_place, out_of_place : bool
+        The placements it serves.
+    """
+
+    file: str
+    protocol: str
+    ranks: int
+    min_bytes: int
+    max_bytes: int
+    channels: int
+    chunks_per_loop: int
+    peer_chunks: int
+    steps: int
+    in_place: bool
+    out_of_place: bool
+
+
+@cache
+def _msccl_entries() -> dict[str, dict[str, Any]]:
+    return dict(load_package_yaml("aifabric.catalog", "data/rccl_msccl.yaml"))
+
+
+@cache
+def msccl_kernels(version: str) -> tuple[MscclKernel, ...]:
+    """The MSCCL all-pairs all_reduce kernels RCCL release ``version`` (a recorded one, as
+    :func:`rccl_release` names it) loads; empty for a release the file does not list."""
+    entry = _msccl_entries().get(version)
+    return tuple(MscclKernel(**k) for k in entry["kernels"]) if entry else ()
+
+
+def msccl_archs(version: str) -> frozenset[str]:
+    """The GPU architectures whose RCCL ``version`` topology models turn MSCCL on (``mscclEnabled=1``)."""
+    entry = _msccl_entries().get(version)
+    return frozenset(entry["archs"]) if entry else frozenset()

@@ -104,11 +104,11 @@ def library_release(library: str, version: str | None) -> NcclRelease:
     a GPU whose library is ``rccl`` and a stated RCCL ``version`` of a recorded series (2.18-2.20: ROCm
     6.1-6.2), else NCCL's (:func:`aifabric.catalog.nccl.nccl_release`; None: the newest recorded).
 
-    Without a stated version an AMD GPU keeps NCCL's newest tables on its Hopper row: on one 8 x MI300X
-    node RCCL's own ring tables (12 us base + 14 x 0.8 us xGMI LL steps, LL128 off) time 1 KiB at 23.8 us
-    and 8 MiB at 111 us where hisohara/ai-scripts measured 13.67 and 84.78 us, because at those sizes
-    RCCL 2.18-2.20 on gfx942 runs its MSCCL all-pairs kernels (tools/msccl-algorithms
-    allreduce-allpairs-8n-*.xml, 0 B-11 MiB), which no tuning table prices and this model does not have.
+    Without a stated version an AMD GPU keeps NCCL's newest tables on its Hopper row. RCCL's own tables
+    bring its MSCCL all-pairs all_reduce kernels (:mod:`aifabric.collectives.msccl`), which time 1 KiB-
+    256 KiB on 8 x MI300X within 9.2 % of hisohara/ai-scripts, but its 8 MiB Simple kernel 20 % fast
+    (67.9 vs 84.78 us) and, for one process driving 8 GPUs (no MSCCL), its ring/Simple 18 % slow at 8 MiB
+    (case 31: 132.1 vs 161.14 GB/s busbw), where NCCL's Hopper-row ring is within 4 %.
     """
     if library == "rccl" and version is not None and _recorded_rccl_series(version):
         return rccl_release(version)

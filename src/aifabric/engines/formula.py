@@ -120,8 +120,13 @@ def _one_rank(op: Collective, message_bytes: float, tm: TierModel) -> Collective
 
 
 def _pick(evals: list[Cost], forced: bool) -> Cost:
-    """The fastest NCCL algorithm (any algorithm when one was forced); ``evals`` fastest first."""
+    """What the library runs: an algorithm that preempts its tuner where it has a cost (RCCL's MSCCL
+    kernels), else the fastest NCCL algorithm (any algorithm when one was forced); ``evals`` fastest
+    first."""
     if not forced:
+        preempting = [e for e in evals if ALGORITHMS[e.algorithm].preempts]
+        if preempting:
+            return preempting[0]
         for e in evals:
             if ALGORITHMS[e.algorithm].nccl:
                 return e
