@@ -30,6 +30,7 @@ from aifabric.catalog.loader import (
     use_catalog_files,
 )
 from aifabric.catalog.nccl import NcclRelease, nccl_release, nccl_release_versions
+from aifabric.catalog.rccl import rccl_release, rccl_release_versions
 from aifabric.catalog.transport import NcclEnv, TransportSpec, resolve_transport, transport, transport_names
 
 __all__ = [
@@ -50,6 +51,8 @@ __all__ = [
     "catalog_sources",
     "nccl_release",
     "nccl_release_versions",
+    "rccl_release",
+    "rccl_release_versions",
     "dci",
     "nic",
     "optic",

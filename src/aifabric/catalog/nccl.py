@@ -54,11 +54,13 @@ __all__ = [
     "nvls_tree_net_steps",
     "nvls_tree_start_chunk",
     "nvls_tuner_algbw",
+    "pick_release",
     "ring_backup",
     "protocol_costs",
     "protocol_for",
     "search_channels",
     "tuning_arch",
+    "version_tuple",
 ]
 
 
@@ -208,11 +210,21 @@ class NcclRelease(_Frozen):
     #: paths.cc ncclTopoCheckP2p: NCCL's default P2P level is PXB (SYS on an x86 AMD host); from 2.23 SYS only
     #: while the host has at most this many GPUs (None: at any count)
     p2p_sys_amd_max_gpus: int | None = Field(default=None, ge=1)
+    #: whose tables these are: NCCL's, or RCCL's (ROCm/rccl, a fork keeping NCCL's version numbers)
+    library: Literal["nccl", "rccl"] = "nccl"
+    #: GPU architectures on which LL128 is on by default (None: every one NCCL tunes, on NVLink-class paths;
+    #: RCCL tuning.cc: only gfx90a, where the topology's model sets ll128Enabled)
+    ll128_archs: tuple[str, ...] | None = None
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
         """The version as integers, ``(2, 30, 3)``."""
         return _version_tuple(self.version)
+
+
+def version_tuple(version: str) -> tuple[int, ...]:
+    """A stated version as integers (:func:`_version_tuple`); ConfigError when it is not one."""
+    return _version_tuple(version)
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
@@ -261,15 +273,23 @@ def nccl_release(version: str | None = None) -> NcclRelease:
         or one of a minor series newer than the newest recorded release's (``"2.31.0"``, ``"3.0"``: tables
         not read yet; the message names the newest).
     """
-    table = _releases()
+    return pick_release(_releases(), version)
+
+
+def pick_release(table: dict[str, NcclRelease], version: str | None, library: str = "nccl") -> NcclRelease:
+    """The release of ``table`` (oldest first) that ``version`` runs: the newest at or below it.
+
+    :func:`nccl_release`'s rules, for NCCL's tables or a fork's (``library`` names it in messages: RCCL's
+    releases carry the NCCL version they are built on, :mod:`aifabric.catalog.rccl`).
+    """
     newest = next(reversed(table.values()))
     if version is None:
         return newest
     want = _version_tuple(version)
     if want[:2] > newest.version_tuple[:2]:
         raise ConfigError(
-            f"nccl version: {version!r} is newer than the newest recorded release {newest.version} (tables "
-            f"read through the {'.'.join(map(str, newest.version_tuple[:2]))} series)"
+            f"{library} version: {version!r} is newer than the newest recorded release {newest.version} "
+            f"(tables read through the {'.'.join(map(str, newest.version_tuple[:2]))} series)"
         )
     if len(want) == 2:  # "2.21": the newest release of that minor
         want = (*want, 10**6)
@@ -279,7 +299,8 @@ def nccl_release(version: str | None = None) -> NcclRelease:
             chosen = rel
     if chosen is None:
         raise ConfigError(
-            f"nccl version: {version!r} is older than the catalogue's releases; known: {', '.join(table)}"
+            f"{library} version: {version!r} is older than the catalogue's releases; "
+            f"known: {', '.join(table)}"
         )
     return chosen
 

@@ -29,6 +29,10 @@ collnet_direct all_reduce, all_gather,          several uniform NVSwitch nodes o
                                                 switches: TierModel.collnet)
 collnet_chain  all_reduce                       several uniform nodes, CollNet on          --
 torus          every collective                 one torus domain (and then only it)        --
+msccl          all_reduce                       RCCL's tables (a stated RCCL release), one  --
+                                                xGMI mesh of gfx942, a kernel for the rank
+                                                count; runs, where a kernel serves the
+                                                size, whatever the tuner prices
 =============  ===============================  =========================================  ===========
 
 ``*``: textbook algorithms NCCL never picks by itself; timed only when asked for.
@@ -50,6 +54,7 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import Algorithm, Cost
 from aifabric.collectives.direct import direct_cost, p2p_cost
 from aifabric.collectives.hierarchical import hierarchical_cost
+from aifabric.collectives.msccl import msccl_allpairs_applies, msccl_allpairs_cost
 from aifabric.collectives.nccl_env import env_tiers
 from aifabric.collectives.nvls import nvls_cost, nvls_tree_cost
 from aifabric.collectives.ops import Collective
@@ -115,6 +120,9 @@ class AlgorithmSpec:
     release_gated : bool
         NCCL runs it for a collective only from the release whose tuning tables cost it for that collective
         (``NcclRelease.algorithms``: CollNet Direct all_gather / reduce_scatter from 2.20.3).
+    preempts : bool
+        The library runs it wherever its cost function returns a cost, before its tuner compares the
+        others (RCCL's MSCCL scheduler, ``msccl_lifecycle.cc``, ahead of ``tuning.cc``).
     """
 
     algorithm: Algorithm
@@ -126,6 +134,7 @@ class AlgorithmSpec:
     nccl: bool = True
     exclusive: bool = False
     release_gated: bool = False
+    preempts: bool = False
 
 
 def _always(comm: Communicator, tm: TierModel) -> bool:
@@ -263,6 +272,14 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
         ),
         AlgorithmSpec(
             Algorithm.COLLNET_CHAIN, _ALL_REDUCE, _collnet_chain, collnet_chain_cost, protocols=_SIMPLE
+        ),
+        AlgorithmSpec(
+            Algorithm.MSCCL,
+            _ALL_REDUCE,
+            msccl_allpairs_applies,
+            msccl_allpairs_cost,
+            protocols=frozenset({Protocol.LL, Protocol.SIMPLE}),
+            preempts=True,
         ),
     )
 }

@@ -27,7 +27,8 @@ class Algorithm(str, Enum):
     their values here (``ring``, ``tree``, ``nvls``, ``nvls_tree``, ``pat``, ``collnet_direct``,
     ``collnet_chain``); the others are algorithms
     NCCL has no name for (``chain``, ``direct``, ``p2p``: what NCCL runs for broadcast/reduce, all_to_all
-    and send/recv; ``hierarchical``, ``flat_ring``: textbook; ``torus``: TPU ICI).
+    and send/recv; ``hierarchical``, ``flat_ring``: textbook; ``torus``: TPU ICI; ``msccl``: RCCL's MSCCL
+    all-pairs all_reduce kernels).
     """
 
     RING = "ring"
@@ -43,6 +44,7 @@ class Algorithm(str, Enum):
     PAT = "pat"
     COLLNET_DIRECT = "collnet_direct"
     COLLNET_CHAIN = "collnet_chain"
+    MSCCL = "msccl"
 
     @classmethod
     def parse(cls, value: str | Algorithm) -> Algorithm:

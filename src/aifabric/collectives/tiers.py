@@ -4,7 +4,8 @@
 scale-out bandwidth ``B_o`` of a cluster, with the facts NCCL's tuner reads (architecture, CPU vendor,
 NVLS) and the NCCL release whose tuning tables apply (:func:`aifabric.catalog.nccl.nccl_release`: latencies
 per tier, algorithm and protocol; protocol efficiencies; LL bandwidth caps; read from NVIDIA/nccl's
-``src/graph/tuning.cc`` at each release tag, restated in ``reference/nccl-cost-model.md`` sec. 2).
+``src/graph/tuning.cc`` at each release tag, restated in ``reference/nccl-cost-model.md`` sec. 2), or, for an
+AMD GPU whose run states an RCCL release, RCCL's own tables (:func:`library_release`).
 Bandwidths per GPU, per direction:
 
 - scale-up ``B_i``: NCCL's per-link NVLink constant x links (18 x 20.6 = 370.8 GB/s on H100), or the PCIe
@@ -39,7 +40,9 @@ from aifabric.catalog.nccl import (
     nccl_release,
     search_channels,
     tuning_arch,
+    version_tuple,
 )
+from aifabric.catalog.rccl import rccl_release
 from aifabric.catalog.transport import TransportSpec, transport
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.tpu_slice import domain_torus_dims
@@ -60,6 +63,7 @@ __all__ = [
     "tree_nic_traffic",
     "tuner_tree_nic_traffic",
     "hw_latency_s",
+    "library_release",
     "net_latency_row",
     "net_overhead_s",
     "net_stage_cap",
@@ -96,9 +100,31 @@ _COLUMN = {Protocol.LL: 0, Protocol.LL128: 1, Protocol.SIMPLE: 2}
 _SIMPLE_NET_OVERHEAD_FACTOR = 3.0
 
 
+def library_release(library: str, version: str | None) -> NcclRelease:
+    """The tuning tables a run uses: RCCL's release tables (:func:`aifabric.catalog.rccl.rccl_release`) for
+    a GPU whose library is ``rccl`` and a stated RCCL ``version`` of a recorded series (2.18-2.20: ROCm
+    6.1-6.2), else NCCL's (:func:`aifabric.catalog.nccl.nccl_release`; None: the newest recorded).
+
+    Without a stated version an AMD GPU keeps NCCL's newest tables on its Hopper row. RCCL's own tables
+    bring its MSCCL all-pairs all_reduce kernels (:mod:`aifabric.collectives.msccl`), which time 1 KiB-
+    256 KiB on 8 x MI300X within 9.2 % of hisohara/ai-scripts, but its 8 MiB Simple kernel 20 % fast
+    (67.9 vs 84.78 us) and, for one process driving 8 GPUs (no MSCCL), its ring/Simple 18 % slow at 8 MiB
+    (case 31: 132.1 vs 161.14 GB/s busbw), where NCCL's Hopper-row ring is within 4 %.
+    """
+    if library == "rccl" and version is not None and _recorded_rccl_series(version):
+        return rccl_release(version)
+    return nccl_release(version)
+
+
+def _recorded_rccl_series(version: str) -> bool:
+    """Whether ``version`` is of a minor series at or below the newest recorded RCCL release's."""
+    return version_tuple(version)[:2] <= rccl_release().version_tuple[:2]
+
+
 def _tuning_row(release: NcclRelease, arch: str) -> str:
-    """NCCL's architecture row for ``arch``; a GPU NCCL does not tune (AMD CDNA under RCCL, TPU) uses the
-    Hopper row, the row RCCL's tuning tables derive from (as the single LL cap of 141 GB/s did before)."""
+    """NCCL's architecture row for ``arch``; a GPU NCCL does not tune uses the Hopper row: AMD CDNA under
+    RCCL, whose tuning.cc takes ``compCapIndex`` as NCCL does (``minCompCap >= 90``: Hopper) and HIP reports
+    compute capability 9.x for gfx9 GPUs (rccl_releases.yaml), and a TPU (XLA: the row is not read)."""
     try:
         return tuning_arch(release, arch)
     except ConfigError:
@@ -172,6 +198,14 @@ class TierModel:
     def nccl(self) -> bool:
         """True when NCCL's efficiencies and latencies apply (``efficiency="nccl"``)."""
         return self.efficiency == "nccl"
+
+    @property
+    def ll128_default(self) -> bool:
+        """Whether the library turns LL128 on by default on this GPU: NCCL on every GPU it tunes (on
+        NVLink-class paths, :func:`aifabric.engines.formula._protocols`), RCCL only on the architectures
+        its release lists (tuning.cc: gfx90a with a tuned topology model; not gfx942)."""
+        archs = self.release.ll128_archs
+        return archs is None or self.arch.lower() in archs
 
     @cached_property
     def _memo(self) -> dict[Hashable, Any]:
@@ -379,7 +413,7 @@ def tier_model(
     so = spec.scale_out
     os_ = list(so.oversubscription) + [1.0, 1.0] if so else [1.0, 1.0]
     acc = spec.accelerator_spec
-    release = nccl_release(nccl_version)
+    release = library_release(acc.collective_library, nccl_version)
     intra_scale, inter_scale, lat_scale, extra = _calibration_factors(calibration, spec)
     _finite("scale_up.bandwidth", intra * intra_scale, positive=True)
     _finite("scale_out.nic_speed", nic * inter_scale)

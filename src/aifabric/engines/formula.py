@@ -60,8 +60,9 @@ def _protocols(
     None: NCCL_PROTO does not name this collective). NCCL enables LL128 by default only on NVLink-class paths
     (not over PCIe, SHM or NET inside a node); a protocol list that names the collective, or a forced
     protocol, states LL128 on or off and NCCL runs what is stated (tuning.cc: the rule is applied only
-    while ``pEnable == 2``, NCCL's default, v2.18.1-1 to v2.30.7-1)."""
-    pci = tm.intra_kind in ("pci", "net") and allowed is None
+    while ``pEnable == 2``, NCCL's default, v2.18.1-1 to v2.30.7-1). RCCL turns LL128 on by default only on
+    the architectures its release lists (:attr:`TierModel.ll128_default`: gfx90a, not gfx942)."""
+    pci = (tm.intra_kind in ("pci", "net") or not tm.ll128_default) and allowed is None
     out = _protocols_of(entry.algorithm, tm.efficiency == "nccl", pci, forced)
     return out if allowed is None else tuple(p for p in out if p in allowed)
 
@@ -119,8 +120,13 @@ def _one_rank(op: Collective, message_bytes: float, tm: TierModel) -> Collective
 
 
 def _pick(evals: list[Cost], forced: bool) -> Cost:
-    """The fastest NCCL algorithm (any algorithm when one was forced); ``evals`` fastest first."""
+    """What the library runs: an algorithm that preempts its tuner where it has a cost (RCCL's MSCCL
+    kernels), else the fastest NCCL algorithm (any algorithm when one was forced); ``evals`` fastest
+    first."""
     if not forced:
+        preempting = [e for e in evals if ALGORITHMS[e.algorithm].preempts]
+        if preempting:
+            return preempting[0]
         for e in evals:
             if ALGORITHMS[e.algorithm].nccl:
                 return e

@@ -1,0 +1,78 @@
+"""RCCL's release tables (catalogue rccl_releases.yaml), read from ROCm/rccl at each tag.
+
+Figures: ``git show rocm-6.2.0:src/graph/tuning.cc`` (the same at rocm-6.1.0): ``baseLat`` lines 57-60
+(Tree and Ring ``{12.0, 12.0, 17.0}``), ``tuning_model_5`` (the 8 x gfx942 xGMI platform models of
+rome_models.cc, ``tuning=5``) ``hwLat`` lines 224-231 (NVLINK/xGMI Ring ``{0.8, 0.0, 3.6}``, NET Tree
+``{12.5, 0.0, 22.4}``), LL128 on by default only for gfx90a (lines 512-517); makefiles/version: RCCL
+rocm-6.1.0 is NCCL 2.18.6, rocm-6.2.0 NCCL 2.20.5.
+"""
+
+from __future__ import annotations
+
+import pytest
+from tests.clusters import mi300x_node
+
+from aifabric.catalog.nccl import Algorithm, nccl_release
+from aifabric.catalog.rccl import rccl_release, rccl_release_versions
+from aifabric.collectives.tiers import tier_model
+from aifabric.engines.formula import formula_collective
+from aifabric.errors import ConfigError
+
+
+def test_rccl_release_has_rccls_own_latencies() -> None:
+    rel = rccl_release("2.20.5")
+    assert (rel.library, rel.tag) == ("rccl", "rocm-6.2.0")
+    assert rel.base_latency_us[Algorithm.RING] == (12.0, 12.0, 17.0)
+    assert rel.base_latency_us[Algorithm.TREE] == (12.0, 12.0, 17.0)
+    assert rel.hw_latency_us["nvlink"][Algorithm.RING] == (0.8, 0.0, 3.6)
+    assert rel.hw_latency_us["net"][Algorithm.TREE] == (12.5, 0.0, 22.4)
+    assert rel.ll128_archs == ("cdna2",)
+
+
+def test_rccl_keeps_the_nccl_tables_it_does_not_replace() -> None:
+    # RCCL 2.20.5 is built on NCCL 2.20.5: search speeds, channels and bandwidth caps are NCCL's
+    rel, base = rccl_release("2.20.5"), nccl_release("2.20.5")
+    assert rel.search_speeds_intra == base.search_speeds_intra
+    assert rel.per_channel_max_tree_bw == base.per_channel_max_tree_bw
+    assert rel.max_channels == base.max_channels
+    assert base.library == "nccl"
+    assert base.ll128_archs is None
+
+
+def test_rccl_versions_map_like_nccls() -> None:
+    assert rccl_release_versions() == ["2.18.6", "2.20.5"]
+    assert rccl_release("2.19.3").tag == "rocm-6.1.0"
+    assert rccl_release().version == "2.20.5"
+    with pytest.raises(ConfigError, match="rccl version: '2.21.5' is newer"):
+        rccl_release("2.21.5")
+    with pytest.raises(ConfigError, match="rccl version: '2.17.1' is older"):
+        rccl_release("2.17.1")
+
+
+@pytest.mark.parametrize(
+    ("version", "library"), [("2.20.5", "rccl"), ("2.18.6", "rccl"), (None, "nccl"), ("2.28.3", "nccl")]
+)
+def test_a_stated_rccl_version_selects_rccls_tables(version: str | None, library: str) -> None:
+    # a stated RCCL version of a recorded series (2.18-2.20) runs RCCL's tables; none stated, or a series
+    # not read yet (RCCL 2.28.3, rccl-tests "RCCL version : 2.28.3"), NCCL's tables of that version
+    assert tier_model(mi300x_node(), nccl_version=version).release.library == library
+
+
+def test_rccl_ring_latency_is_its_base_plus_xgmi_steps() -> None:
+    # tuning.cc: latency = baseLat[Ring][LL] + 2 (n - 1) hwLat[xGMI][Ring][LL] = 12 + 14 x 0.8 = 23.2 us on
+    # 8 x MI300X; 8 B adds under 0.1 us of transfer
+    r = formula_collective("all_reduce", 8, mi300x_node(), nccl_version="2.20.5")
+    assert (r.algorithm, r.protocol) == ("ring", "LL")
+    assert r.time_s == pytest.approx(23.2e-6, rel=0.01)
+
+
+def test_rccl_runs_no_ll128_on_gfx942_unless_stated() -> None:
+    spec = mi300x_node()
+    assert not tier_model(spec, nccl_version="2.20.5").ll128_default
+    assert tier_model(spec).ll128_default  # NCCL's tables: LL128 on NVLink-class paths
+    for size in (64 * 2**10, 2**20, 8 * 2**20, 64 * 2**20):
+        assert formula_collective("all_reduce", size, spec, nccl_version="2.20.5").protocol != "LL128"
+    stated = formula_collective(
+        "all_reduce", 8 * 2**20, spec, nccl_version="2.20.5", env={"NCCL_PROTO": "LL128"}
+    )
+    assert stated.protocol == "LL128"
