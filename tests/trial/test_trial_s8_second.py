@@ -1,0 +1,45 @@
+"""Small defects a second new-user trial found in this round's readers, sizing and models: each test runs
+what the user ran, and its docstring holds the command, what it did and what it does now."""
+
+from pathlib import Path
+
+import pytest
+
+from aifabric.discovery import compare
+from aifabric.discovery.compare import MAX_ROWS_MODELLED, compare_nccl_tests
+
+pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
+
+PUBLIC = Path(__file__).parents[1] / "discovery" / "data" / "public"
+
+#: tests/discovery/data/public/h200_2x8_datatype_all_fp8_rows.log: 2 x 8 H200, all_reduce, ``-d all``.
+H200_ALL_TYPES = PUBLIC / "h200_2x8_datatype_all_fp8_rows.log"
+
+
+def _repeated_rows(copies: int) -> str:
+    """The H200 log's header and its first result row (10 GiB int8, 389.40 GB/s busbw) ``copies`` times:
+    the shape of a log whose table was pasted or looped many times over."""
+    lines = H200_ALL_TYPES.read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if line.split()[:1] == ["10737418240"])
+    return "\n".join(lines[:first] + [lines[first]] * copies) + "\n"
+
+
+def test_many_rows_of_one_size_price_the_default_range_once_per_size(monkeypatch):
+    """``aifabric nccl-tests compare big.log`` on a 6 MB log of one repeated row priced NCCL's default range
+    (two extra model runs) once per row below the model and rescanned every row for each of them: 2,048 x
+    2,048 row visits, 13 s of the 13 s run, and a 60 MB log (under the 64 MiB input limit) ran past 30 s.
+    The range depends on the row's size only, so it is now priced once per distinct size."""
+    calls: list[float] = []
+    original = compare._default_range
+
+    def counting(row, ctx, algorithms):
+        calls.append(row.size_bytes)
+        return original(row, ctx, algorithms)
+
+    monkeypatch.setattr(compare, "_default_range", counting)
+    result = compare_nccl_tests(_repeated_rows(MAX_ROWS_MODELLED + 10), source="big.log")
+    assert len(calls) == len(set(calls)) <= 1
+    (table,) = result.tables
+    assert len(table.rows) == MAX_ROWS_MODELLED
+    # every copy of the row is the same measurement: one deviation and one verdict for all of them
+    assert len({r.deviation for r in table.rows}) == 1
