@@ -4,9 +4,13 @@ what the user ran, and its docstring holds the command, what it did and what it 
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from aifabric.cli.app import app
 from aifabric.discovery import compare
 from aifabric.discovery.compare import MAX_ROWS_MODELLED, compare_nccl_tests
+
+runner = CliRunner()
 
 pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 
@@ -43,3 +47,32 @@ def test_many_rows_of_one_size_price_the_default_range_once_per_size(monkeypatch
     assert len(table.rows) == MAX_ROWS_MODELLED
     # every copy of the row is the same measurement: one deviation and one verdict for all of them
     assert len({r.deviation for r in table.rows}) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["h100-ib-2node", "--tiers", "1", "--oversubscription", "2:1"], "2:1 at the leaf"),
+        (["h100-ib-2node", "--oversubscription", "2:1,3:1"], "3:1 at the spine"),
+        (["dgx-h100-superpod", "--oversubscription", "2:1,48:7"], "6.85714:1 at the spine"),
+    ],
+)
+def test_a_ratio_at_a_boundary_the_fabric_lacks_is_refused(args, field):
+    """``aifabric cluster show h100-ib-2node --oversubscription 2:1,3:1`` printed a 2-tier fabric at 2:1 and
+    dropped the 3:1 without a word (a 2-tier Clos has one boundary, leaf to spine); ``--tiers 1
+    --oversubscription 2:1`` printed ``oversubscription (down:up) ;``. Both now exit 2 naming the ratio."""
+    result = runner.invoke(app, ["cluster", "show", *args])
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and "scale_out.oversubscription" in lines[0] and field in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_the_boundaries_a_fabric_has_keep_their_ratios():
+    """A 1:1 past the last boundary changes nothing and stays accepted; three tiers take both ratios."""
+    two = runner.invoke(app, ["cluster", "show", "h100-ib-2node", "--oversubscription", "2:1,1:1"])
+    assert two.exit_code == 0 and "leaf 2:1 asked, 2:1 built" in two.output
+    three = runner.invoke(
+        app, ["cluster", "show", "dgx-h100-superpod", "--nodes", "512", "--oversubscription", "1:1,1:2"]
+    )
+    assert three.exit_code == 0 and "spine 0.5:1 asked, 0.5:1 built" in three.output
