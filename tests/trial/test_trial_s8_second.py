@@ -76,3 +76,32 @@ def test_the_boundaries_a_fabric_has_keep_their_ratios():
         app, ["cluster", "show", "dgx-h100-superpod", "--nodes", "512", "--oversubscription", "1:1,1:2"]
     )
     assert three.exit_code == 0 and "spine 0.5:1 asked, 0.5:1 built" in three.output
+
+
+def test_a_topo_copy_that_stops_inside_a_nic_row_reads_as_cut_nic_rows(tmp_path):
+    """``aifabric inspect half.txt``, the first half (by bytes) of
+    tests/discovery/data/public/topo_8gpu_12nic_glued_cells.txt, stopped inside row NIC4 (5 cells of 20)
+    and exited 2 with ``row NIC4 has 5 cells, the header has 20 devices``; the same copy stopped at the end
+    of a line reads. It now reads as the rows NIC4..NIC11 cut, with the GPU-NIC paths of the GPU rows."""
+    text = (PUBLIC / "topo_8gpu_12nic_glued_cells.txt").read_bytes()
+    half = tmp_path / "half.txt"
+    half.write_bytes(text[: len(text) // 2])
+    assert half.read_text().splitlines()[-1].split()[0] == "NIC4"  # the cut falls inside row NIC4
+    result = runner.invoke(app, ["inspect", str(half)])
+    assert result.exit_code == 0, result.output
+    assert "rows NIC4, NIC5, NIC6, NIC7, NIC8, NIC9, NIC10, NIC11 cut" in result.output
+    whole = runner.invoke(app, ["inspect", str(PUBLIC / "topo_8gpu_12nic_glued_cells.txt")])
+    assert "NIC4" in whole.output and whole.exit_code == 0
+
+
+def test_a_complete_last_nic_row_is_still_checked(tmp_path):
+    """A last NIC row with every cell stays read (and checked): only a row short of cells at the very end
+    of the input is taken for the copy's cut."""
+    text = (PUBLIC / "topo_8gpu_12nic_glued_cells.txt").read_text()
+    lines = text.splitlines()
+    last_nic = max(i for i, line in enumerate(lines) if line.split()[:1] == ["NIC11"])
+    kept = tmp_path / "to_nic11.txt"
+    kept.write_text("\n".join(lines[: last_nic + 1]))
+    result = runner.invoke(app, ["inspect", str(kept)])
+    assert result.exit_code == 0, result.output
+    assert "NIC11 cut" not in result.output
