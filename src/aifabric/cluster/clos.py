@@ -199,12 +199,26 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     if isinstance(shape, str):
         ratio_helps = not shape.startswith(("scale_out.pod_gpus", "scale_out.radix"))
         raise ConfigError(shape + (_nearest(spec, radix, os_[0], os_[1]) if ratio_helps else ""))
+    _check_ratios_used(so.oversubscription, shape.tiers)
     if so.pod_gpus is not None and shape.n_pods == 1:
         raise ConfigError(
             f"scale_out.pod_gpus: {so.pod_gpus} is not used: a {shape.tiers}-tier fabric of "
             f"{shape.endpoints} GPUs has one pod (pods need tiers: 3 and more GPUs than one pod)"
         )
     return shape
+
+
+def _check_ratios_used(ratios: tuple[float, ...], tiers: int) -> None:
+    """Refuse a down:up ratio other than 1:1 at a tier boundary the built fabric does not have: a
+    ``tiers``-tier Clos has ``tiers - 1`` boundaries (leaf, then spine), and a ratio past them would be
+    dropped without a word (``--tiers 1 --oversubscription 2:1``, or ``2:1,3:1`` on two tiers)."""
+    names = ("leaf", "spine")
+    for i, ratio in enumerate(ratios[max(tiers - 1, 0) :], start=max(tiers - 1, 0)):
+        if ratio != 1.0:
+            raise ConfigError(
+                f"scale_out.oversubscription: {ratio:g}:1 at the {names[min(i, 1)]} is not used: a "
+                f"{tiers}-tier fabric has {tiers - 1} tier boundaries (give 1:1 there, or more tiers)"
+            )
 
 
 def _units(spec: ClusterSpec, rails: int, leaf_down_max: int) -> tuple[int, int, int]:

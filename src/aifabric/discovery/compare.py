@@ -1277,7 +1277,9 @@ def _diagnosed_rows(ctx: TableComparison) -> tuple[RowComparison, ...]:
     below the model as a collapsed plateau (:func:`_plateau_fault`) gets the plateau's fault first.
     """
     rows, threshold = ctx.rows, ctx.threshold
-    ranges = {r.size_bytes: _default_range(r, ctx) for r in rows if r.deviation < -threshold}
+    algorithms = _default_algorithms(ctx)
+    below = {r.size_bytes: r for r in rows if r.deviation < -threshold}  # one row per size: -d all repeats
+    ranges = {size: _default_range(r, ctx, algorithms) for size, r in below.items()}
     inside = {size for size, span in ranges.items() if span is not None}
     all_causes = [
         _causes(r, rows[i - 1] if i > 0 else None, rows[i + 1] if i + 1 < len(rows) else None, ctx)
@@ -1336,7 +1338,15 @@ def _type_bound(
     return out
 
 
-def _default_range(row: RowComparison, ctx: TableComparison) -> str | None:
+def _default_algorithms(ctx: TableComparison) -> set[str]:
+    """The algorithms the model picks for ``ctx``'s bandwidth-bound rows (Simple protocol, latency at most
+    half the time), those between which NCCL's tuner switches (see :func:`_default_range`)."""
+    return {
+        r.predicted.algorithm for r in ctx.rows if r.latency_share <= 0.5 and r.predicted.protocol == "Simple"
+    }
+
+
+def _default_range(row: RowComparison, ctx: TableComparison, algorithms: set[str]) -> str | None:
     """The model's range for NCCL's default at ``row``'s size, as text, when the measured busbw lies in it
     (within the threshold below its low end); None otherwise or when ``NCCL_ALGO`` forces one algorithm.
 
@@ -1349,9 +1359,6 @@ def _default_range(row: RowComparison, ctx: TableComparison) -> str | None:
     """
     if ctx.settings.algorithm is not None:
         return None
-    algorithms = {
-        r.predicted.algorithm for r in ctx.rows if r.latency_share <= 0.5 and r.predicted.protocol == "Simple"
-    }
     if len(algorithms) < 2 or row.predicted.algorithm not in algorithms:
         return None
     busbw = {str(row.predicted.algorithm): row.predicted_busbw_bytes_per_s}

@@ -493,7 +493,9 @@ def _parse_body(
     all_gpus, nics = _split_devices(devices, header_index + 1, source)
     rows, end = _logical_rows(lines, header_last + 1, devices, 1 + len(devices) + len(trailing))
     _check_next_row(lines, end, devices, source)
-    by_device = _rows_by_device(rows, devices, nics, source)
+    by_device = _rows_by_device(
+        _without_cut_nic_row(rows, nics, len(devices), end >= len(lines)), devices, nics, source
+    )
     gpus, cut_gpus = _present_gpus(all_gpus, by_device, len(devices), lines[end:], header_last, source)
     reached = _reached_columns(gpus, len(all_gpus), by_device, devices, source)
     missing, partial = _missing_parts(
@@ -557,6 +559,20 @@ def _check_next_row(lines: list[str], end: int, devices: list[str], source: str 
         raise ParseError(
             f"row {after[0]} is not a device of the header (was the header cut?)", line=end + 1, source=source
         )
+
+
+def _without_cut_nic_row(
+    rows: list[tuple[int, str]], nics: list[str], n_devices: int, input_ends: bool
+) -> list[tuple[int, str]]:
+    """``rows`` without its last row when the copy stopped inside it: a NIC row, the input's last line,
+    with fewer cells than the header's devices. It is then read as a cut NIC row (GPU-NIC paths from the
+    GPU rows), as when the copy stops at a line's end."""
+    if not (input_ends and rows):
+        return rows
+    tokens = _unglued(rows[-1][1].split())
+    if tokens[0] in nics and len(tokens) - 1 < n_devices:
+        return rows[:-1]
+    return rows
 
 
 def _rows_by_device(
