@@ -37,6 +37,7 @@ from aifabric.discovery.compare import (
     describe_cause,
     read_log,
 )
+from aifabric.discovery.inference import gpu_unmodelled
 from aifabric.report.paths import check_output_path
 from aifabric.units import parse_bytes
 
@@ -319,9 +320,11 @@ def _render_flagged(comp: TableComparison) -> None:
 def _render_verdict(comp: TableComparison) -> None:
     """The table's verdict: healthy, or its findings by bandwidth explained, each with NCCL's own lines."""
     if comp.verdict == "inconclusive":
+        why = "; ".join(n for n in comp.assumptions if gpu_unmodelled([n]))
         console.print(
-            "  [yellow]verdict: inconclusive[/]: the log's GPU is not in the catalogue and another was "
-            "modelled; a fault verdict needs the machine it ran on (give --gpu or --cluster)",
+            f"  [yellow]verdict: inconclusive[/]: modelled on {escape(comp.spec.accelerator)}, not known to "
+            f"be the machine the log ran on ({escape(why)}); a fault verdict needs it (give --gpu or "
+            "--cluster)",
             highlight=False,
             markup=True,
         )

@@ -57,7 +57,7 @@ from aifabric.discovery.evidence import (
     transport_devices,
     with_transport,
 )
-from aifabric.discovery.inference import gpu_unmodelled, infer_cluster
+from aifabric.discovery.inference import gpu_unmodelled, infer_cluster, unrecorded_release_note
 from aifabric.discovery.line_rate import LinkBound, link_bound
 from aifabric.discovery.nccl_env import NcclSettings, nccl_settings, setting_lines
 from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
@@ -685,7 +685,8 @@ class TableComparison:
 
     @property
     def gpu_unmodelled(self) -> bool:
-        """Whether the log names a GPU the catalogue lacks and another was predicted on
+        """Whether the machine predicted on is not known to be the log's: a GPU assumed or the catalogue
+        lacks, or an NCCL release older than every recorded one
         (:func:`~aifabric.discovery.inference.gpu_unmodelled`): the rows are compared, but no fault is read
         off a machine the log does not describe."""
         return gpu_unmodelled(self.assumptions)
@@ -774,8 +775,8 @@ class TableComparison:
 
     @property
     def verdict(self) -> str:
-        """``"healthy"``, the cause of the first :attr:`findings`, or ``"inconclusive"`` on a GPU the
-        catalogue lacks (:attr:`gpu_unmodelled`) whose run passed its own check."""
+        """``"healthy"``, the cause of the first :attr:`findings`, or ``"inconclusive"`` on a machine not
+        known to be the log's (:attr:`gpu_unmodelled`) whose run passed its own check."""
         found = self.findings
         if found:
             return found[0].cause
@@ -1666,7 +1667,8 @@ def _compare_one(
         text_before=lambda: _prose_above(lines, stop),
     )  # fmt: skip
     _check_forced_nvls(options.algorithm, spec, table)
-    notes = (*table.notes, *counts.notes, *inferred)
+    release = unrecorded_release_note(table.nccl_version or info.version)
+    notes = (*table.notes, *counts.notes, *inferred, *((release,) if release else ()))
     versions = info.lines("version") or _version_lines(lines, start, stop)
     comp = compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                          calibration=options.calibration, threshold=options.threshold, place=options.place,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aifabric import catalog
+from aifabric.catalog.nccl import version_tuple
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError, ParseError
@@ -409,16 +410,45 @@ def _table_accelerator(table: PerfTable, text_before: str | Callable[[], str], n
 
 #: What a note of :func:`_table_accelerator` holds when the log names a GPU the catalogue lacks.
 UNMODELLED_GPU = " not in the catalogue: assumed "
+#: What a note of :func:`unrecorded_release_note` holds.
+UNRECORDED_RELEASE = " is older than the oldest recorded release "
+
+
+def unrecorded_release_note(version: str | None) -> str | None:
+    """The note for a log whose NCCL ``version`` predates the catalogue's oldest recorded release
+    (:func:`~aifabric.catalog.nccl.nccl_release_versions`), naming the tables it is priced with instead (the
+    engine's default, the newest recorded); ``None`` for a recorded, newer or unreadable version.
+
+    >>> unrecorded_release_note("2.8.4")  # doctest: +ELLIPSIS
+    'NCCL 2.8.4 is older than the oldest recorded release 2.18.1: priced with the tables of NCCL 2.30...'
+    >>> unrecorded_release_note("2.26.2") is None
+    True
+    """
+    releases = catalog.nccl_release_versions()
+    try:
+        older = version is not None and version_tuple(version) < version_tuple(releases[0])
+    except ConfigError:
+        return None
+    if not older:
+        return None
+    return (
+        f"NCCL {version}{UNRECORDED_RELEASE}{releases[0]}: priced with the tables of NCCL {releases[-1]}, "
+        "the newest recorded; its own tuning is not modelled"
+    )
 
 
 def gpu_unmodelled(notes: Sequence[str]) -> bool:
-    """Whether ``notes`` say the log names a GPU the catalogue lacks and the default was predicted on
-    instead (no --gpu or --cluster): the model is then known to be another machine than the log's. A log
-    that names no GPU says nothing against the default, and is not counted.
+    """Whether ``notes`` say the machine predicted on is not known to be the log's: the log names a GPU
+    the catalogue lacks and the default was predicted on instead (no --gpu or --cluster), or its NCCL
+    release predates every recorded one (:func:`unrecorded_release_note`). The rows are then compared, but
+    no fault is read off them. A log that names no GPU says nothing against the default by itself, and is
+    not counted.
 
     >>> gpu_unmodelled(["GPU 'Tesla T4' not in the catalogue: assumed h100-sxm (give --gpu)"])
     True
     >>> gpu_unmodelled(["GPU model not in the log: assumed h100-sxm (give --gpu)"])
     False
+    >>> gpu_unmodelled([unrecorded_release_note("2.8.4")])
+    True
     """
-    return any(UNMODELLED_GPU in n for n in notes)
+    return any(m in n for n in notes for m in (UNMODELLED_GPU, UNRECORDED_RELEASE))
