@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -49,6 +50,14 @@ def _n_params(model: str | None, params: float | None) -> float:
     return float(param_count(load_model(str(model))))
 
 
+def _signed(text: str, parse: Callable[..., float], option: str) -> float:
+    """``parse(text, field=option)`` with a leading minus read as the sign (the unit parsers refuse one), so
+    the caller's one rule, ``> 0``, refuses ``-1`` and ``0`` alike."""
+    raw = text.strip()
+    negative = raw.startswith("-")
+    return parse(raw[1:] if negative else raw, field=option) * (-1.0 if negative else 1.0)
+
+
 def _duration(text: str, option: str) -> float:
     """Seconds > 0 from ``'2.8 h'``; a bare number is refused (seconds or hours?), as spec fields do.
 
@@ -57,9 +66,7 @@ def _duration(text: str, option: str) -> float:
     try:
         bare = float(text)
     except ValueError:
-        raw = text.strip()
-        negative = raw.startswith("-")
-        seconds = parse_time(raw[1:] if negative else raw, field=option) * (-1.0 if negative else 1.0)
+        seconds = _signed(text, parse_time, option)
         if not seconds > 0:
             raise ConfigError(f"{option} must be > 0, got {text!r}") from None
         return seconds
@@ -71,9 +78,7 @@ def _duration(text: str, option: str) -> float:
 def _data_bytes(text: str) -> float:
     """Bytes > 0 read per training step from ``'64 MB'``; one rule, ``> 0``, for ``-1 MB``, ``0`` and
     ``nan``, each refused naming --data-per-step and the value (a step that reads nothing loads no data)."""
-    raw = text.strip()
-    negative = raw.startswith("-")
-    value = parse_bytes(raw[1:] if negative else raw, field="--data-per-step") * (-1.0 if negative else 1.0)
+    value = _signed(text, parse_bytes, "--data-per-step")
     if not (value > 0 and math.isfinite(value)):
         raise ConfigError(f"--data-per-step must be a finite size > 0 bytes per step, got {text!r}")
     return value
