@@ -215,13 +215,13 @@ class ComputeProfile:
         'held at 91.9% of those rates by the power limit (sustained random-data GEMM)'
         """
         flat = f"{self.gemm_efficiency:.1%} of peak ({self.short_source})"
+        core = f"attention core at {flat}"
         if self.attention_efficiency is not None:
             core = f"attention core at FlashAttention-2's measured {self.attention_efficiency:.1%} of peak"
+        if self.gemm_table is not None:
+            text = f"weight GEMMs by shape (measured table {self.gemm_table.name}); {core}"
+        elif self.attention_efficiency is not None:
             text = f"compute at {flat}; {core}"
-            if self.gemm_table is not None:
-                text = f"weight GEMMs by shape (measured table {self.gemm_table.name}); {core}"
-        elif self.gemm_table is not None:
-            text = f"weight GEMMs by shape (measured table {self.gemm_table.name}); attention core at {flat}"
         else:
             text = f"compute at {flat}"
         if self.power_limit_ratio < 1.0:
