@@ -7,6 +7,7 @@ a cluster announcement").
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from aifabric.cluster.inventory import Inventory, inventory
@@ -39,9 +40,7 @@ class ClusterSummary:
     def requested_bisection_bytes_per_s(self) -> float:
         """N B min(1, 1 / prod r) / 2: the bisection the requested ratios give, bytes/s per direction (an
         undersubscribed tier, r < 1, leaves the NICs binding)."""
-        ratio = 1.0
-        for r in self.oversubscription:
-            ratio *= r
+        ratio = math.prod(self.oversubscription)
         return self.n_gpus * self.spec.nic_line_rate_bytes_per_s / 2 / max(1.0, ratio)
 
     @property
