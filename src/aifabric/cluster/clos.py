@@ -123,7 +123,7 @@ class ClosShape:
 def exact_split(radix: int, ratio: float) -> tuple[int, int] | None:
     """Down and up ports ``(d, u)`` with ``d = ratio x u`` exactly and ``d + u <= radix``, largest ``u``.
 
-    Returns None when no integer split realises ``ratio`` to 1e-9.
+    Returns None when no integer split realises ``ratio`` to 1e-9; raises ValueError for a ``ratio`` not > 0.
 
     Examples
     --------
@@ -317,7 +317,8 @@ def even_spread(uplinks: int, fewest: int) -> int:
 
     A Clos cables every lower switch to every upper switch of its group with the same number of links
     (Al-Fares et al. 2008 [1]_; ECMP then splits a leaf's traffic evenly), so the upper count divides the
-    uplinks: the smallest divisor of ``uplinks`` >= ``fewest`` (``uplinks`` itself always is one).
+    uplinks: the smallest divisor of ``uplinks`` >= ``fewest`` (``uplinks`` itself always is one). Raises
+    ValueError when ``uplinks < 1`` or ``fewest > uplinks`` (no such divisor).
     NVIDIA's DGX SuperPOD (B300, XDR) RA, Table 3, builds so: 32 leaves of 72 x 800G uplinks on 144-port
     Q3400 spines need ceil(32 x 72 / 144) = 16 spines by ports, and get 18 (72 / 16 is no integer).
 
