@@ -1331,10 +1331,13 @@ def _type_bound(
     the table (``-d all``) moved within the threshold: the same run, links and size, so the bytes on the
     wire are not what is slow (:data:`CAUSES`). Artefacts and model limits keep their own cause."""
     dtype = {row.line: row.dtype for row in ctx.table.rows}
-    fine = {(r.size_bytes, dtype.get(r.line)) for r in rows if r.deviation >= -ctx.threshold}
+    fine: dict[int, set[str | None]] = {}  # size -> the data types that moved it within the threshold
+    for r in rows:
+        if r.deviation >= -ctx.threshold:
+            fine.setdefault(r.size_bytes, set()).add(dtype.get(r.line))
     out = []
     for r, c in zip(rows, causes, strict=True):
-        other = any(size == r.size_bytes and kind != dtype.get(r.line) for size, kind in fine)
+        other = bool(fine.get(r.size_bytes, set()) - {dtype.get(r.line)})
         out.append(("type_bound", *c) if c and c[0] not in NOT_FAULTS and other else c)
     return out
 
