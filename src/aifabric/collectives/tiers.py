@@ -630,16 +630,28 @@ def _graph_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[
     return _graph_pair(release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps)
 
 
-@cache
 def _graph_pair(version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float) -> tuple[int, int]:
-    release = nccl_release(version)
-    if not gpu_gbps > 0:
+    found = _searches(version, row, gpu_gbps, nics, nic_gbps)
+    if found is None:
         return 1, 1
-    one = search_channels(release, row, gpu_gbps=gpu_gbps)[0]
+    one, two = found
+    return one[0], (two or one)[0]
+
+
+@cache
+def _searches(
+    version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float
+) -> tuple[tuple[int, float], tuple[int, float] | None] | None:
+    """NCCL's ring-graph searches (:func:`~aifabric.catalog.nccl.search_channels`, ``(channels, GB/s)``)
+    on one domain and across two (None without NICs); None when the GPU has no scale-up bandwidth."""
+    if not gpu_gbps > 0:
+        return None
+    release = nccl_release(version)
+    one = search_channels(release, row, gpu_gbps=gpu_gbps)
     if nics < 1 or not nic_gbps > 0:
-        return one, one
+        return one, None
     two = search_channels(release, row, gpu_gbps=gpu_gbps, nnodes=2, nics_per_node=nics, nic_gbps=nic_gbps)
-    return one, two[0]
+    return one, two
 
 
 def _ll_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int, int]:
@@ -657,15 +669,16 @@ def _ll_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int
 def _channels(
     version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float, lo: int | None, hi: int | None
 ) -> tuple[int, int]:
-    release = nccl_release(version)
-    if not gpu_gbps > 0:
+    found = _searches(version, row, gpu_gbps, nics, nic_gbps)
+    if found is None:
         return 1, 1
+    release = nccl_release(version)
     bounds = {"min_nchannels": lo, "max_nchannels": hi}
-    n, s = search_channels(release, row, gpu_gbps=gpu_gbps)
+    (n, s), two = found
     one = comm_channels(release, row, search_channels=n, nnodes=1, ring_bw_intra_gbps=s, **bounds)
-    if nics < 1 or not nic_gbps > 0:
+    if two is None:
         return one, one
-    n, s = search_channels(release, row, gpu_gbps=gpu_gbps, nnodes=2, nics_per_node=nics, nic_gbps=nic_gbps)
+    n, s = two
     return one, comm_channels(release, row, search_channels=n, nnodes=2, ring_bw_intra_gbps=s, **bounds)
 
 

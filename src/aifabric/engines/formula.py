@@ -124,9 +124,9 @@ def _pick(evals: list[Cost], forced: bool) -> Cost:
     kernels), else the fastest NCCL algorithm (any algorithm when one was forced); ``evals`` fastest
     first."""
     if not forced:
-        preempting = [e for e in evals if ALGORITHMS[e.algorithm].preempts]
-        if preempting:
-            return preempting[0]
+        preempting = next((e for e in evals if ALGORITHMS[e.algorithm].preempts), None)
+        if preempting is not None:
+            return preempting
         for e in evals:
             if ALGORITHMS[e.algorithm].nccl:
                 return e
@@ -470,7 +470,8 @@ def _explanation(best: Cost, evals: list[Cost]) -> str:
     """
     nccl = _NCCL_RUNS[best.algorithm]
     ranked = [e for e in evals if _NCCL_RUNS[e.algorithm]] if nccl else evals
-    others = [f"{_PAIR_NAME[pair]} {e.time_s * 1e6:.1f} us" for pair, e in _next_best(best, ranked)]
+    runners_up = _next_best(best, ranked)
+    others = [f"{_PAIR_NAME[pair]} {e.time_s * 1e6:.1f} us" for pair, e in runners_up]
     faster = [e for e in evals if nccl and not _NCCL_RUNS[e.algorithm] and e.time_s < best.time_s]
     unrun = [
         f"{_PAIR_NAME[pair]} {e.time_s * 1e6:.1f} us (force it with --algo {pair[0].value})"
@@ -480,7 +481,7 @@ def _explanation(best: Cost, evals: list[Cost]) -> str:
         f"{_PAIR_NAME[best.algorithm, best.protocol]}: {best.why}; latency "
         f"{best.latency_s * 1e6:.1f} us + bandwidth {sum(best.bandwidth_s.values()) * 1e6:.1f} us"
         + (f". Next best: {', '.join(others)}" if others else "")
-        + _tuner_blind(best, [e for _, e in _next_best(best, ranked)] if nccl else [])
+        + _tuner_blind(best, [e for _, e in runners_up] if nccl else [])
         + (f". Faster but not run by NCCL: {', '.join(unrun)}" if unrun else "")
     )
 
