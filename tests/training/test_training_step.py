@@ -206,6 +206,35 @@ def test_uneven_stages_for_llama3_405b():
         step_time(model, lay, spec, options=StepOptions(uneven_stages=False))
 
 
+def test_embedding_chunks_give_llama3_405b_one_layer_chunks():
+    # Llama 3 paper Sec. 3.3.2: one Transformer layer fewer on the first and last stages, whose first (last)
+    # chunk holds only the embedding (the output layer and loss): 126 + 2 = 128 layer places = 16 ranks x
+    # 8 one-layer chunks. Without the option 126 layers cannot fill 128 chunks.
+    model, spec = get_model("llama3-405b"), preset("dgx-h100-superpod", nodes=1024, **{"scale_out.tiers": 3})
+    kw = dict(
+        tp=8, pp=16, dp=64, sequence_parallel=True, zero_stage=2, microbatch_size=1, global_batch_size=2048
+    )
+    with pytest.raises(
+        ConfigError, match=r"n_layers=126 .* fewer than pp x virtual_pipeline_stages = 16 x 8"
+    ):
+        step_time(
+            model,
+            ParallelLayout(virtual_pipeline_stages=8, **kw),
+            spec,
+            options=StepOptions(check_memory=False),
+        )
+    chunks = StepOptions(check_memory=False, embedding_chunks=True)
+    v8 = step_time(model, ParallelLayout(virtual_pipeline_stages=8, **kw), spec, options=chunks)
+    assert v8.layers_per_stage == 8 and v8.bubble_fraction == pytest.approx(15 / (8 * 32))
+    # At v = 1 both cut 8 layers per stage; with the option the busiest stage (a middle one) no longer runs
+    # the output layer, 2 V h = 4.2 GFLOP per token, less than one Transformer layer's 6.9 GFLOP.
+    plain = step_time(model, ParallelLayout(**kw), spec, options=StepOptions(check_memory=False))
+    v1 = step_time(model, ParallelLayout(**kw), spec, options=chunks)
+    assert v1.layers_per_stage == plain.layers_per_stage == 8
+    assert v1.breakdown_s["compute"] < plain.breakdown_s["compute"]
+    assert v1.model_flops_per_iteration == plain.model_flops_per_iteration  # MFU counts the real 126 layers
+
+
 @pytest.mark.parametrize(
     "layout,error,pattern",
     [

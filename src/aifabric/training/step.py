@@ -119,6 +119,7 @@ _SLOWED = ("dp", "ep", "pp")
 PARTS = ("compute", "memory-bound", "tp", "cp", "ep", "pp", "bubble", "dp", "optimizer")
 _ACT_BYTES = 2  # 16-bit activations
 _FP8_CAST_BYTES = 4  # Transformer Engine cast_transpose: read 2, write the cast 1 and its transpose 1
+_EMBEDDING_NOTE = " and the embedding and output layer, one layer's place each,"
 _ADAM_BYTES_PER_PARAM = 30  # read grad 4 + master 4 + m 4 + v 4, write master 4 + m 4 + v 4 + bf16 weight 2
 
 
@@ -169,6 +170,15 @@ class StepOptions:
         Transformer Engine's cast kernels move their bytes (:meth:`StepModel._fp8_cast_bytes`); the
         attention core and the output layer stay in BF16, as in Megatron-LM with ``--fp8-format``. Memory is
         counted as BF16 (an upper bound). MFU stays against the BF16 peak (Llama 3's "BF16 MFU").
+    embedding_chunks : bool, default False
+        Llama 3's pipeline (Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2: "we reduce one Transformer layer
+        each from the first and the last stages ... the first model chunk on the first stage has only the
+        embedding, and the last model chunk on the last stage has only output projection and loss
+        calculation"): the embedding and the output layer each take one Transformer layer's place, so the
+        stages are cut as if the model had n_layers + 2 layers (126 + 2 = 128 = 16 ranks x 8 one-layer
+        chunks for the 405B), and the busiest stage is a middle one, without the output layer (unless the
+        output layer costs more than a Transformer layer, when the last stage is the busiest). Only with
+        pp > 1. False: every stage holds n_layers / (p v) layers and the busiest also runs the output layer.
     gemm_shapes : bool, optional
         Time each weight GEMM from its (m, n, k) shape on the GPU's measured GEMM table
         (``ComputeProfile.gemm_table``, :mod:`aifabric.training.gemm`): small hidden sizes, narrow TP
@@ -191,6 +201,7 @@ class StepOptions:
     capacity_factor: float | None = None
     fp8: bool = False
     gemm_shapes: bool | None = None
+    embedding_chunks: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.zero3_prefetch_layers, bool) or self.zero3_prefetch_layers < 0:
@@ -617,6 +628,7 @@ class StageView:
     n_mb: int  # microbatches per iteration, m = B / (b dp)
     sp: bool  # sequence parallelism in effect (tp > 1)
     acc: _Acc  # collects the comm items when recording
+    logit: bool = True  # the output layer runs on the busiest stage
 
 
 class StepModel:
@@ -779,22 +791,38 @@ class StepModel:
 
     # -------------------------------------------------------------------------------------- checks
     def padded_model(self, layout: ParallelLayout) -> ModelSpec:
-        """The model with n_layers rounded up to a multiple of pp x v (uneven stages), else the model."""
+        """The model with n_layers rounded up to a multiple of pp x v (uneven stages), else the model.
+
+        With ``options.embedding_chunks`` (and pp > 1) the embedding and the output layer count as one layer
+        each: n_layers + 2 layer places are cut into pp x v chunks, and the model returned has that many
+        layers (the busiest stage's count; FLOPs and MFU stay those of the real model).
+        """
         chunks = layout.pp * layout.virtual_pipeline_stages
-        l = self.model.n_layers  # noqa: E741
-        if l % chunks == 0 or not self.options.uneven_stages:
-            return self.model
+        extra = 2 if self._embedding_chunks(layout) else 0
+        l = self.model.n_layers + extra  # noqa: E741
+        if l % chunks == 0:
+            return self._with_layers(l) if extra else self.model
+        if not self.options.uneven_stages:
+            return self.model  # validate() names n_layers and pp x v
         if l < chunks:
             raise ConfigError(
-                f"n_layers={l} of model {self.model.name!r} is fewer than pp x virtual_pipeline_stages = "
+                f"n_layers={self.model.n_layers}{' + 2 (embedding_chunks)' if extra else ''} of model "
+                f"{self.model.name!r} is fewer than pp x virtual_pipeline_stages = "
                 f"{layout.pp} x {layout.virtual_pipeline_stages} = {chunks}: a stage would have no layer"
             )
-        padded_layers = -(-l // chunks) * chunks
-        spec = self._padded.get(padded_layers)
+        return self._with_layers(-(-l // chunks) * chunks)
+
+    def _with_layers(self, n_layers: int) -> ModelSpec:
+        """The model with ``n_layers`` layers (cached)."""
+        spec = self._padded.get(n_layers)
         if spec is None:
-            spec = dataclasses.replace(self.model, n_layers=padded_layers)
-            self._padded[padded_layers] = spec
+            spec = dataclasses.replace(self.model, n_layers=n_layers)
+            self._padded[n_layers] = spec
         return spec
+
+    def _embedding_chunks(self, layout: ParallelLayout) -> bool:
+        """Whether the embedding and output layer take layer places of the pipeline (``embedding_chunks``)."""
+        return self.options.embedding_chunks and layout.pp > 1
 
     def check(self, layout: ParallelLayout) -> tuple[ModelSpec, MemoryBreakdown]:
         """Validate the layout against the model and cluster, and its memory; return (model used, memory).
@@ -961,6 +989,7 @@ class StepModel:
             n_mb=layout.global_batch // (layout.microbatch_size * layout.dp),
             sp=layout.sequence_parallel and layout.tp > 1,
             acc=_Acc(record),
+            logit=not self._embedding_chunks(layout) or 2.0 * m.vocab_size * m.hidden_size > self._f_dense,
         )
 
     def gemm_rates(self, layout: ParallelLayout, tokens: float) -> GemmRates:
@@ -1024,7 +1053,7 @@ class StepModel:
         lin_bwd_s = 2 * (st.n_dense * lin_dense / rate.dense_bwd + st.n_moe * lin_moe / rate.moe_bwd)
         core_s = st.layers * core_layer / self.attention_flops_per_s
         extra_s = lin_s + core_s if rec is Recompute.FULL else core_s if rec is Recompute.SELECTIVE else 0.0
-        logit_flops = 2.0 * m.vocab_size * h * tokens / t  # last stage only; never recomputed
+        logit_flops = 2.0 * m.vocab_size * h * tokens / t * st.logit  # last stage only; never recomputed
         logit_s, logit_bwd_s = logit_flops / rate.logit_fwd, 2 * logit_flops / rate.logit_bwd
         ew_dense, scores = self._elementwise_bytes(lay, False)
         ew_fwd = st.n_dense * ew_dense
@@ -1033,7 +1062,7 @@ class StepModel:
         ew_extra = (
             ew_fwd if rec is Recompute.FULL else st.layers * scores if rec is Recompute.SELECTIVE else 0.0
         )
-        logit_bytes = 8.0 * m.vocab_size / t
+        logit_bytes = 8.0 * m.vocab_size / t * st.logit
         cast_fwd, cast_bwd = self._stage_cast_bytes(st)
         if rec is Recompute.FULL:
             cast_bwd += cast_fwd
@@ -1225,8 +1254,9 @@ class StepModel:
         notes = []
         if padded is not self.model:
             notes.append(
-                f"uneven stages: {m.n_layers} layers over pp x v = {p} x {v}; the busiest stage holds "
-                f"{st.layers} (memory checked as if every stage did)"
+                f"uneven stages: {m.n_layers} layers{_EMBEDDING_NOTE if self._embedding_chunks(lay) else ''} "
+                f"over pp x v = {p} x {v}; the busiest stage holds {st.layers} (memory checked as if every "
+                "stage did)"
             )
         notes.extend(self._layout_notes(lay))
         return StepTime(
@@ -1385,7 +1415,8 @@ class StepModel:
         """(dense, expert) parameters of the busiest stage on one GPU, after TP/EP splitting.
 
         Includes the embedding (or output layer) of the first (last) stage: that stage's data-parallel
-        reduction is the one that ends the iteration.
+        reduction is the one that ends the iteration; not with ``options.embedding_chunks``, where those
+        stages hold one Transformer layer fewer than the busiest.
         """
         m, t = self.model, layout.tp
         norms = 2 * m.norm_params
@@ -1395,7 +1426,8 @@ class StepModel:
             shared = m.n_shared_experts * m.expert_params
             dense += n_moe * ((m.attention_params + shared) / t + norms + m.router_params)
             expert = n_moe * m.n_experts * m.expert_params / (t * layout.ep)
-        dense += m.vocab_size * m.hidden_size / t
+        if not self._embedding_chunks(layout):
+            dense += m.vocab_size * m.hidden_size / t
         return dense, expert
 
 
