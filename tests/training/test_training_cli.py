@@ -8,6 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
+from aifabric.cli.train import ElementwiseChoice
+from aifabric.training.elementwise import ELEMENTWISE_KERNELS
 
 runner = CliRunner()
 GPT3 = ("--model", "gpt3-175b", "--cluster", "dgx-h100-superpod", "--nodes", "128")
@@ -246,3 +248,29 @@ def test_gemm_shapes_refused_on_a_gpu_without_a_measured_table():
     assert r.exit_code == 2 and r.stdout == ""
     (line,) = r.stderr.strip().splitlines()
     assert line.startswith("error: gemm_shapes: no measured GEMM table for 'a100-sxm-80gb'")
+
+
+def test_train_runs_llama3_table4_layout_with_its_embedding_chunks():
+    # Llama 3 paper Table 4, 16,384 H100: TP8 PP16 DP128, 41 % BF16 MFU; Sec. 3.3.2's one-layer chunks (V = 8)
+    # with the embedding and the output layer in chunks of their own. The same row is asserted in
+    # test_training_public.py (model 0.425); the flag is what makes v = 8 valid for 126 layers.
+    layout = ("--tp", "8", "--pp", "16", "--virtual-stages", "8", "--zero", "2", "-b", "1", "--global-batch",
+              "2048", "--recompute", "none", "--tp-comm-overlap", "--json")  # fmt: skip
+    r = run("train", *LLAMA405_16K, *layout, "--embedding-chunks")
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["mfu"] == pytest.approx(0.41, rel=0.15)
+    r = run("train", *LLAMA405_16K, *layout)
+    assert r.exit_code == 2 and "is fewer than pp x --virtual-stages = 16 x 8 = 128" in r.stderr
+
+
+def test_train_elementwise_choice_is_the_registrys():
+    r = run("train", *GPT3, "--tp", "8", "--pp", "8", "--global-batch", "1536", "--elementwise", "eager")
+    text = " ".join(r.stderr.replace("│", " ").split())
+    assert (
+        r.exit_code == 2
+        and "'--elementwise': Value error, 'eager' is not one of 'fused', 'llama-eager'" in text
+    )
+
+
+def test_elementwise_choices_are_the_kernel_registry():
+    assert [c.value for c in ElementwiseChoice] == list(ELEMENTWISE_KERNELS)

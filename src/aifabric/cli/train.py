@@ -52,6 +52,13 @@ class RecomputeChoice(str, Enum):
     full = "full"
 
 
+class ElementwiseChoice(str, Enum):
+    """The kernel sets of :data:`aifabric.training.elementwise.ELEMENTWISE_KERNELS`."""
+
+    fused = "fused"
+    llama_eager = "llama-eager"
+
+
 ModelOpt = Annotated[
     str,
     typer.Option(
@@ -93,6 +100,22 @@ GemmShapesOpt = Annotated[
         "--gemm-shapes/--no-gemm-shapes",
         help="Time each GEMM by its shape from the GPU's measured table (default: where one exists, "
         "H100/H200; --no-gemm-shapes: one measured efficiency for every GEMM)",
+    ),
+]
+ElementwiseOpt = Annotated[
+    ElementwiseChoice,
+    typer.Option(
+        help="Kernels of the memory-bound work: fused (Megatron-LM, Transformer Engine, torch.compile) or "
+        "llama-eager (Meta's Llama code in eager PyTorch, one kernel per operator, as torchtitan without "
+        "torch.compile)"
+    ),
+]
+EmbeddingChunksOpt = Annotated[
+    bool,
+    typer.Option(
+        "--embedding-chunks/--no-embedding-chunks",
+        help="The embedding and the output layer each take one layer's place in the pipeline (Llama 3: "
+        "126 layers + 2 = 16 ranks x 8 one-layer chunks)",
     ),
 ]
 CapacityOpt = Annotated[
@@ -142,6 +165,9 @@ def _options(
     capacity: float | None,
     fp8: bool,
     gemm_shapes: bool | None = None,
+    *,
+    elementwise: ElementwiseChoice = ElementwiseChoice.fused,
+    embedding_chunks: bool = False,
 ) -> StepOptions:
     return StepOptions(
         flash_attention=flash,
@@ -151,6 +177,8 @@ def _options(
         capacity_factor=capacity,
         fp8=fp8,
         gemm_shapes=gemm_shapes,
+        elementwise=elementwise.value,
+        embedding_chunks=embedding_chunks,
     )
 
 
@@ -261,6 +289,8 @@ def train(
     capacity_factor: CapacityOpt = None,
     fp8: Fp8Opt = False,
     gemm_shapes: GemmShapesOpt = None,
+    elementwise: ElementwiseOpt = ElementwiseChoice.fused,
+    embedding_chunks: EmbeddingChunksOpt = False,
     engine: Annotated[
         EngineChoice,
         typer.Option(
@@ -319,6 +349,8 @@ def train(
         capacity_factor,
         fp8,
         gemm_shapes,
+        elementwise=elementwise,
+        embedding_chunks=embedding_chunks,
     )
     n_jobs = jobs or 1
     if spec.n_gpus % n_jobs:

@@ -14,7 +14,9 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
   measured in a short run is scaled down to what the board's power limit sustains on random data
   (:attr:`~aifabric.training.efficiency.ComputeProfile.power_limit_ratio`: 0.919 on the H100); memory-bound
   element-wise work (norms, residual adds, dropout, activation functions, softmax over the attention scores
-  unless flash attention keeps them on chip) moves its bytes at ``hbm_bandwidth x hbm_efficiency``. All
+  unless flash attention keeps them on chip) moves its bytes at ``hbm_bandwidth x hbm_efficiency``, as many
+  bytes as the code's kernels move (``StepOptions.elementwise``: fused, or eager PyTorch's one kernel per
+  operator, :mod:`aifabric.training.elementwise`). All
   are measured constants of the GPU (:mod:`aifabric.training.efficiency`), the same for every model.
 - **TP** (Megatron): per layer and microbatch 2 all-reduces forward and 2 backward on b s h / c elements, or,
   with sequence parallelism, 2 all-gathers + 2 reduce-scatters each way; full recomputation repeats the
@@ -28,6 +30,7 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
 - **PP**: b s h / c elements (/ t with scatter-gather or sequence parallelism) to the next stage forward and
   back, v times per microbatch (interleaving). On the critical path.
 - **Pipeline**: (m + (p - 1) / v) microbatch times of the slowest stage; the bubble is (p - 1) / (v m).
+  With ``embedding_chunks`` the embedding and output layer take one layer's place each (Llama 3).
 - **DP**: gradients reduced in ``BytesPerParam.grads`` bytes (fp32 by default, as Megatron-LM), parameters
   all-gathered in ``weights`` bytes (bf16). ZeRO 0-2: in buckets (Megatron's 40 M parameters or 1 M x dp)
   that overlap only the rest of the backward pass, the last bucket exposed (:func:`bucketed_exposed_s`);
@@ -79,6 +82,7 @@ from aifabric.engines.formula import TierModel, formula_collective, tier_model
 from aifabric.engines.result import CollectiveResult
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.efficiency import ComputeProfile, compute_profile
+from aifabric.training.elementwise import elementwise_kernels, layer_forward_bytes
 from aifabric.training.flops import (
     attention_core_forward_flops_per_token,
     layer_forward_flops_per_token,
@@ -179,6 +183,10 @@ class StepOptions:
         chunks for the 405B), and the busiest stage is a middle one, without the output layer (unless the
         output layer costs more than a Transformer layer, when the last stage is the busiest). Only with
         pp > 1. False: every stage holds n_layers / (p v) layers and the busiest also runs the output layer.
+    elementwise : str, default "fused"
+        The kernels of the memory-bound work (:data:`~aifabric.training.elementwise.ELEMENTWISE_KERNELS`):
+        ``"fused"`` (Megatron-LM / Transformer Engine, torch.compile) or ``"llama-eager"`` (Meta's Llama
+        code in eager PyTorch, one kernel per operator, as torchtitan runs it without torch.compile).
     gemm_shapes : bool, optional
         Time each weight GEMM from its (m, n, k) shape on the GPU's measured GEMM table
         (``ComputeProfile.gemm_table``, :mod:`aifabric.training.gemm`): small hidden sizes, narrow TP
@@ -202,6 +210,7 @@ class StepOptions:
     fp8: bool = False
     gemm_shapes: bool | None = None
     embedding_chunks: bool = False
+    elementwise: str = "fused"
 
     def __post_init__(self) -> None:
         if isinstance(self.zero3_prefetch_layers, bool) or self.zero3_prefetch_layers < 0:
@@ -210,6 +219,7 @@ class StepOptions:
             )
         if self.ddp_bucket_params is not None and self.ddp_bucket_params < 1:
             raise ConfigError(f"ddp_bucket_params must be >= 1, got {self.ddp_bucket_params!r}")
+        elementwise_kernels(self.elementwise)  # a ConfigError naming the field for an unknown set
         if self.capacity_factor is not None and not self.capacity_factor >= 1.0:
             raise ConfigError(
                 f"capacity_factor must be >= 1 (or None: dropless), got {self.capacity_factor!r}"
@@ -693,6 +703,7 @@ class StepModel:
             fp8_eff = self.compute.fp8_gemm_efficiency or self.compute.gemm_efficiency * limit
             self.linear_flops_per_s = acc.peak_fp8_flops * fp8_eff  # Azure's FP8 figure is sustained
         self.hbm_bytes_per_s = acc.hbm_bandwidth_bytes_per_s * self.compute.hbm_efficiency
+        self.kernels = elementwise_kernels(self.options.elementwise)
         self.gemm_table = self._gemm_table(spec.accelerator)
         if self.gemm_table is None and self.compute.gemm_table is not None:  # what ran is what is reported
             self.compute = dataclasses.replace(self.compute, gemm_table=None)
@@ -896,27 +907,19 @@ class StepModel:
     def _elementwise_bytes(self, layout: ParallelLayout, moe: bool) -> tuple[float, float]:
         """Forward HBM bytes per token of one layer's memory-bound work on one GPU, and the scores' part.
 
-        Norms (read + write 2 x 4h), residual adds with bias and dropout fused (read 4h, write 2h, mask h
-        each), the activation function (GeLU: read + write 4f; SwiGLU: read 4f, write 2f), MoE token
-        permutation (read + write 4 k h), and without flash attention the attention scores (a/t x s per
-        token: written by QK^T, softmax read + write, dropout read + write + mask, read by the product with
-        V: 13 bytes, 8 without dropout). Element-wise work on h-sized tensors is split over TP only with
-        sequence parallelism.
+        The kernels of ``options.elementwise`` (:func:`~aifabric.training.elementwise.layer_forward_bytes`:
+        norms, residual adds, activation, rotary embedding and layout copies, MoE token permutation), and
+        without flash attention the attention scores (a/t x s per token: written by QK^T, softmax read +
+        write, dropout read + write + mask, read by the product with V: 13 bytes, 8 without dropout).
         """
         m = self.model
-        h, t = m.hidden_size, layout.tp
-        t_sp = t if layout.sequence_parallel else 1
-        hidden = (8 + 12 + (4 if m.dropout else 0)) * h / t_sp
-        per_width = 6 if m.gated_mlp else 4
-        if moe:
-            mlp = (m.top_k + m.n_shared_experts) * per_width * m.expert_ffn_size / t
-            mlp += 4 * m.top_k * h * _ACT_BYTES / t_sp
-        else:
-            mlp = per_width * m.ffn_size / t
+        ew = layer_forward_bytes(
+            m, self.kernels, tp=layout.tp, sequence_parallel=layout.sequence_parallel, moe=moe
+        )
         scores = 0.0
         if not self.options.flash_attention:
-            scores = (13 if m.dropout else 8) * m.n_heads / t * m.seq_len
-        return hidden + mlp + scores, scores
+            scores = (13 if m.dropout else 8) * m.n_heads / layout.tp * m.seq_len
+        return ew + scores, scores
 
     def _fp8_cast_bytes(self, layout: ParallelLayout, moe: bool) -> tuple[float, float]:
         """Forward and backward HBM bytes per token of one layer's FP8 casts on one GPU (0 without FP8).
@@ -1038,7 +1041,8 @@ class StepModel:
         slots padded (Fedus et al. 2022, Sec. 2.2): the routed experts' GEMMs are c x 2 k P_expert per
         token instead of 2 k P_expert (dropless).
         Memory-bound: :meth:`_elementwise_bytes` per token at ``hbm_bandwidth x hbm_efficiency``, and the
-        fused cross-entropy over fp32 logits (8 V / t bytes per token forward, twice that backward).
+        cross-entropy over the logits (``logits`` V / t bytes per token forward, twice that backward: 8 V / t
+        fused over fp32 logits).
         """
         m, lay, rec = self.model, st.layout, st.layout.recompute
         t, h, tokens = lay.tp, m.hidden_size, st.tokens
@@ -1062,7 +1066,7 @@ class StepModel:
         ew_extra = (
             ew_fwd if rec is Recompute.FULL else st.layers * scores if rec is Recompute.SELECTIVE else 0.0
         )
-        logit_bytes = 8.0 * m.vocab_size / t * st.logit
+        logit_bytes = self.kernels.logits * m.vocab_size / t * st.logit
         cast_fwd, cast_bwd = self._stage_cast_bytes(st)
         if rec is Recompute.FULL:
             cast_bwd += cast_fwd

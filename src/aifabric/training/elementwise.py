@@ -1,0 +1,169 @@
+"""Memory-bound work of a layer: the HBM bytes its element-wise kernels move, as one code base runs them.
+
+Norms, residual adds, activation functions, rotary embeddings, layout copies and the cross-entropy read and
+write whole activation tensors and do a few FLOPs per element: their time is bytes / HBM bandwidth. How
+many bytes depends on the kernels, not on the model: a fused kernel reads its inputs and writes its output
+once, where eager PyTorch runs one kernel per operator, each reading and writing a full tensor, some of
+them in fp32. The step model (:class:`~aifabric.training.step.StepModel`) takes the kernel set from
+``StepOptions.elementwise``; the sets are data (:data:`ELEMENTWISE_KERNELS`), each count derived from its
+code's operator list below.
+
+Why it matters more on Hopper: the H100 computes 989 TFLOP/s over 3.35 TB/s (295 FLOP per byte), the A100
+312 over 2.04 (153): the same bytes cost about twice the share of a step on an H100.
+
+Examples
+--------
+Forward bytes per token of one Llama 3 8B layer (h = 4,096, SwiGLU f = 14,336, 8 KV heads of 128):
+
+>>> from aifabric.training.models import get_model
+>>> m = get_model("llama3-8b")
+>>> round(layer_forward_bytes(m, ELEMENTWISE_KERNELS["fused"]) / m.hidden_size, 1)  # bytes per h
+41.0
+>>> round(layer_forward_bytes(m, ELEMENTWISE_KERNELS["llama-eager"]) / m.hidden_size, 1)
+153.0
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aifabric.errors import ConfigError
+from aifabric.training.models import ModelSpec
+
+__all__ = ["ELEMENTWISE_KERNELS", "ElementwiseKernels", "elementwise_kernels", "layer_forward_bytes"]
+
+_ACT_BYTES = 2  # 16-bit activations
+
+
+@dataclass(frozen=True, slots=True)
+class ElementwiseKernels:
+    """Forward HBM bytes per element of each memory-bound kernel group of one Transformer layer.
+
+    Backward moves twice the forward bytes (:class:`~aifabric.training.step.StepModel`). Widths: h hidden,
+    f MLP, q = heads x head size, k = KV heads x head size, V vocabulary.
+
+    Parameters
+    ----------
+    name : str
+    norm : float
+        Per h element, each of the layer's two norms.
+    residual : float
+        Per h element, each of the two residual adds.
+    dropout : float
+        Per h element, both residual dropouts together (models with dropout).
+    activation, gated_activation : float
+        Per f element: the activation function of a plain (GeLU) and of a gated (SwiGLU) MLP.
+    rotary : float
+        Per element of Q and K (q + k elements): rotary position embedding.
+    output_copy : float
+        Per q element: the attention output made contiguous again.
+    kv_repeat : float
+        Per element of q + k, with grouped-query attention only: K and V repeated to every query head.
+    logits : float
+        Per V element: the cross-entropy over the logits (one token).
+    source : str
+    """
+
+    name: str
+    norm: float
+    residual: float
+    dropout: float
+    activation: float
+    gated_activation: float
+    rotary: float
+    output_copy: float
+    kv_repeat: float
+    logits: float
+    source: str
+
+
+#: Every kernel set the step model knows, by name (``StepOptions.elementwise``).
+ELEMENTWISE_KERNELS: dict[str, ElementwiseKernels] = {
+    k.name: k
+    for k in (
+        ElementwiseKernels(
+            name="fused",
+            norm=4,  # LayerNorm / RMSNorm in one kernel: read 2, write 2
+            residual=6,  # bias + dropout + add fused: read 2 + 2, write 2
+            dropout=4,  # the two 1-byte masks, written forward and read backward
+            activation=4,  # GeLU: read 2, write 2
+            gated_activation=6,  # SwiGLU in one kernel: read 2 + 2, write 2
+            rotary=0.0,  # fused into the attention input (Transformer Engine)
+            output_copy=0.0,
+            kv_repeat=0.0,  # the attention kernel reads grouped K, V directly
+            logits=8,  # fused cross-entropy: read the fp32 logits (4) and write their gradient (4)
+            source=(
+                "Megatron-LM / Transformer Engine fused kernels (fused bias-dropout-add, fused LayerNorm, "
+                "fused SwiGLU, vocabulary-parallel cross-entropy) and torch.compile's fusions; Korthikanti "
+                "et al. 2022 (arXiv:2205.05198) Sec. 4 for the tensors"
+            ),
+        ),
+        ElementwiseKernels(
+            name="llama-eager",
+            norm=36,  # x.float() 2+4, pow(2) 4+4, mean 4, x * rsqrt 4+4, type_as 4+2, * weight 2+2
+            residual=6,  # x + h: read 2 + 2, write 2
+            dropout=4,
+            activation=4,
+            gated_activation=10,  # F.silu(w1 x): read 2, write 2; * w3 x: read 2 + 2, write 2
+            rotary=20,  # xq.float() 2+4, complex multiply 4+4, type_as 4+2 (Q and K)
+            output_copy=4,  # output.transpose(1, 2).contiguous(): read 2, write 2
+            kv_repeat=4,  # repeat_kv: K and V each read (2 per k element) and written (2 per q element)
+            logits=14,  # pred.float() 2+4, log_softmax 4+4 (fp32), before its backward
+            source=(
+                "Meta's Llama model code as pytorch/torchtitan runs it without torch.compile "
+                "(torchtitan/models/llama/model.py and models/norms.py, 2024: RMSNorm as "
+                "x * rsqrt(x.pow(2).mean(-1) + eps) on x.float(), apply_rotary_emb through complex fp32, "
+                "repeat_kv, F.silu(w1(x)) * w3(x); train.py loss_fn: F.cross_entropy(pred.float(), ...)), "
+                "one CUDA kernel per operator"
+            ),
+        ),
+    )
+}
+
+
+def elementwise_kernels(name: str) -> ElementwiseKernels:
+    """The kernel set ``name`` of :data:`ELEMENTWISE_KERNELS`.
+
+    Raises
+    ------
+    ConfigError
+        Naming the value and the known sets.
+    """
+    try:
+        return ELEMENTWISE_KERNELS[name]
+    except KeyError:
+        known = ", ".join(ELEMENTWISE_KERNELS)
+        raise ConfigError(f"elementwise must be one of {known}, got {name!r}") from None
+
+
+def layer_forward_bytes(
+    model: ModelSpec,
+    kernels: ElementwiseKernels,
+    *,
+    tp: int = 1,
+    sequence_parallel: bool = False,
+    moe: bool = False,
+) -> float:
+    """Forward HBM bytes per token of one layer's element-wise kernels on one GPU (attention scores aside).
+
+        bytes = (2 norm + 2 residual [+ dropout]) h / t_sp + act x f / t
+                + (rotary (q + k) + output_copy q [+ kv_repeat (q + k)]) / t
+
+    with t_sp = t under sequence parallelism, else 1. MoE layers run the activation of each routed slot
+    (top-k + shared experts, expert width) and permute the tokens (read + write 4 k h bytes).
+    """
+    m, k = model, kernels
+    h, t = m.hidden_size, tp
+    t_sp = t if sequence_parallel else 1
+    hidden = (2 * k.norm + 2 * k.residual + (k.dropout if m.dropout else 0.0)) * h / t_sp
+    per_width = k.gated_activation if m.gated_mlp else k.activation
+    if moe:
+        mlp = (m.top_k + m.n_shared_experts) * per_width * m.expert_ffn_size / t
+        mlp += 4 * m.top_k * h * _ACT_BYTES / t_sp
+    else:
+        mlp = per_width * m.ffn_size / t
+    q, kv = m.n_heads * m.head_size, m.kv_heads * m.head_size
+    attention = k.rotary * (q + kv) + k.output_copy * q
+    if kv < q:
+        attention += k.kv_repeat * (q + kv)
+    return hidden + mlp + attention / t

@@ -1,0 +1,36 @@
+"""Element-wise kernel sets (aifabric.training.elementwise): byte counts by operator list, bad names."""
+
+from __future__ import annotations
+
+import pytest
+
+from aifabric.errors import ConfigError
+from aifabric.training import get_model
+from aifabric.training.elementwise import ELEMENTWISE_KERNELS, elementwise_kernels, layer_forward_bytes
+from aifabric.training.step import StepOptions
+
+
+def test_fused_set_is_the_step_models_standing_count():
+    # GPT-3 175B (LayerNorm, GeLU 4h, dropout): 2 norms x 4h + 2 residual adds x 6h + masks 4h = 24h, GeLU
+    # read + write 2 bytes of f = 4h elements: 16h; 40h bytes per token, h = 12,288.
+    m = get_model("gpt3-175b")
+    assert layer_forward_bytes(m, ELEMENTWISE_KERNELS["fused"]) == 40 * 12288
+    # With TP 8 and sequence parallelism every part splits eight ways.
+    assert layer_forward_bytes(m, ELEMENTWISE_KERNELS["fused"], tp=8, sequence_parallel=True) == 5 * 12288
+
+
+def test_llama_eager_counts_every_operator_of_the_llama_code():
+    # Llama 3 8B, h = q = 4,096, k = 1,024 (8 KV heads of 128), SwiGLU f = 14,336, per token and layer:
+    # 2 RMSNorms x 36h (x.float, pow, mean, x * rsqrt, type_as, * weight) + 2 adds x 6h = 84h;
+    # RoPE 20 (q + k) = 102,400; output copy 4q = 16,384; repeat_kv 4 (q + k) = 20,480; SwiGLU 10f = 143,360.
+    m = get_model("llama3-8b")
+    expected = 84 * 4096 + 102_400 + 16_384 + 20_480 + 143_360
+    assert layer_forward_bytes(m, ELEMENTWISE_KERNELS["llama-eager"]) == expected == 153 * 4096
+    assert expected / layer_forward_bytes(m, ELEMENTWISE_KERNELS["fused"]) == pytest.approx(153 / 41)
+
+
+def test_unknown_kernel_set_names_the_field():
+    with pytest.raises(ConfigError, match=r"elementwise must be one of fused, llama-eager, got 'compiled'"):
+        elementwise_kernels("compiled")
+    with pytest.raises(ConfigError, match=r"elementwise must be one of"):
+        StepOptions(elementwise="compiled")
