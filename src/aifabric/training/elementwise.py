@@ -129,11 +129,10 @@ def elementwise_kernels(name: str) -> ElementwiseKernels:
     ConfigError
         Naming the value and the known sets.
     """
-    try:
-        return ELEMENTWISE_KERNELS[name]
-    except KeyError:
-        known = ", ".join(ELEMENTWISE_KERNELS)
-        raise ConfigError(f"elementwise must be one of {known}, got {name!r}") from None
+    kernels = ELEMENTWISE_KERNELS.get(name)
+    if kernels is None:
+        raise ConfigError(f"elementwise must be one of {', '.join(ELEMENTWISE_KERNELS)}, got {name!r}")
+    return kernels
 
 
 def layer_forward_bytes(
