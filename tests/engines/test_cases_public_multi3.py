@@ -168,17 +168,22 @@ POINTS = {
     # "17179869184 ... 69338 247.77 464.57": 460.4 (-0.9 %)
     "OCI H100 16x200G 16 GiB": _oci_h100(16 * GiB, 69338, 464.57),
     # ocitutorials, NCCL Tests on BM.GPU4.8 (2 nodes, 16 x A100-SXM4-40GB, the same container's NCCL
-    # 2.21.5): the 2-node tree. "10737418240 ... 90330 118.87 222.88": 206.1 (-7.6 %)
+    # 2.21.5): the 2-node tree/Simple, bound by the chain's NVLink, 240 x 8 / 14 x 0.92 (tree.chain_relief).
+    # "10737418240 ... 90330 118.87 222.88": 235.3 (+5.6 %; 206.1, -7.6 %, while each GPU sent 2 S)
     "OCI A100 16x100G 10 GiB": _bus(OCI_A100, A100_OCI_2, 10 * GiB, 90330, 222.88, V2215),
     # oci-hpc-oke README, BM.GPU.B4.8 NCCL test (2 x 8 A100-SXM4-40GB, 16 HCAs). "33554432 ... 452.3 74.18
     # 139.08": tree/LL128 153.9 (+10.7 %)
     "OKE A100 16x100G 32 MiB": _oke_a100(32 * MiB, 452.3, 139.08),
     # "67108864 ... 821.7 81.67 153.13": 163.6 (+6.9 %)
     "OKE A100 16x100G 64 MiB": _oke_a100(64 * MiB, 821.7, 153.13),
-    # "1073741824 ... 9187.8 116.87 219.12": tree/Simple 205.1 (-6.4 %)
+    # "1073741824 ... 9187.8 116.87 219.12": tree/Simple 234.0 (+6.8 %; 205.1 at 2 S per GPU)
     "OKE A100 16x100G 1 GiB": _oke_a100(GiB, 9187.8, 219.12),
-    # "2147483648 ... 18289 117.42 220.16": 206.0 (-6.4 %)
+    # "2147483648 ... 18289 117.42 220.16": 235.3 (+6.9 %; 206.0)
     "OKE A100 16x100G 2 GiB": _oke_a100(2 * GiB, 18289, 220.16),
+    # "4294967296 ... 34176 125.67 235.63": 235.9 (+0.1 %; 206.5, -12.4 %, a miss at 2 S per GPU)
+    "OKE A100 16x100G 4 GiB": _oke_a100(4 * GiB, 34176, 235.63),
+    # "8589934592 ... 67689 126.90 237.94": 236.3 (-0.7 %; 206.8, -13.1 %)
+    "OKE A100 16x100G 8 GiB": _oke_a100(8 * GiB, 67689, 237.94),
     # NVIDIA/nccl-tests #252: 2 x 4 H100, NCCL_ALGO=RING, release not printed (newest tables); ring/Simple
     # over 4 x 200 Gb/s per node. "536870912 ... 10052 53.41 93.46": 95.0 (+1.6 %)
     "252 H100 2x4 ring 512 MiB": _nt252(512 * MiB, 10052, 93.46),
@@ -238,19 +243,13 @@ MISSED = {
     ),
     "oci-hpc-oke B4.8 README, 2 x 8 A100 on 16 x 100 Gb/s RoCE, all_reduce 1-16 MiB and 128-512 MiB": (
         "busbw 22.97/61.93/90.25/111.29 at 1/4/8/16 MiB vs 30.1/79.3/113.5/137.6 (tree/LL128, +24 to "
-        "+31 %); 163.20/165.42/156.41 at 128/256/512 MiB vs 187.1/190.5/203.1 (+15/+15/+30 %): the run "
-        "has two plateaus (~165 to 512 MiB, 219-238 from 1 GiB) that the model's one LL128 -> Simple "
-        "switch does not reproduce"
-    ),
-    "oci-hpc-oke B4.8 README, 2 x 8 A100 on 16 x 100 Gb/s RoCE, all_reduce 4-8 GiB": (
-        "busbw 235.63/237.94 vs 206.5/206.8 (tree/Simple, -12/-13 %; the Oracle Linux run's 10 GiB row, "
-        "222.88, is asserted at -7.6 %): the tree is bound by the chain's NVLink at algbw 0.5 x 240 GB/s "
-        "(NCCL's 12 x 20 GB/s for sm80) x 0.92; the measured algbw 126.9 GB/s is above 0.5 x 240, so "
-        "either the chain moves less than 2 S per GPU (its ends move S) or NVLink runs above NCCL's 20 "
-        "GB/s per link (NVLink 3 line rate 25)"
+        "+31 %); 163.20/165.42/156.41 at 128/256/512 MiB vs 187.1/190.5 (LL128) /231.5 (Simple) (+15/+15/"
+        "+48 %): the run has two plateaus (~165 to 512 MiB, 219-238 from 1 GiB); the tree's LL128 rows run"
+        " 7 to 31 % under the model's LL128 (NCCL's 120/128 of the chain's NVLink, capped per channel) and"
+        " Simple takes over one size before the run's second plateau"
     ),
     "ocitutorials Ubuntu guide, 2 x BM.GPU4.8 (16 x 100 Gb/s) all_reduce 10 GiB (NCCL 2.26.5)": (
-        "busbw 57.00 vs 206.8 (tree, +263 %) while the same shape under Oracle Linux (NCCL 2.21.5, "
+        "busbw 57.00 vs 236.3 (tree, +315 %) while the same shape under Oracle Linux (NCCL 2.21.5, "
         "NCCL_IB_GID_INDEX=3 and the 16 HCAs named) reaches 222.88: the Ubuntu run sets neither the RoCE "
         "GID index nor the HCA list; what NCCL fell back to (another GID or NIC, or sockets) the guide "
         "does not print (oracle-japan/ocitutorials tutorials/_hpc/benchmark/run-nccltests-ubuntu.md)"
