@@ -26,7 +26,7 @@ from aifabric.collectives.tiers import (
     tuner_tree_nic_traffic,
 )
 
-__all__ = ["tree_cost"]
+__all__ = ["chain_relief", "tree_cost"]
 
 
 def tree_cost(
@@ -36,16 +36,18 @@ def tree_cost(
 
     Each of the two trees reduces then broadcasts half of the buffer; an inner node receives from two
     children and sends to its parent, so from four domains a domain moves 2 S per direction through its
-    NICs and a GPU about 2 S through scale-up (the chain). On two domains there is no inner node: each
-    domain is one tree's root and the other's leaf, and its NICs carry S / 2 up and S / 2 down per tree,
-    S per direction (a ring: 2 (n - 1) / n S); on three, NCCL's trees are chains (its root has one
-    child) and a domain carries at most 1.5 S. So the NICs count ``k = 2 / r(N)`` times, ``r(N)`` =
-    :func:`~aifabric.collectives.tiers.tree_nic_traffic` (1, 1.5, 2). NCCL's tuner counts ``r = 2`` on
-    three domains as on more (:func:`~aifabric.collectives.tiers.tuner_tree_nic_traffic`): it picks on
-    that time (``Cost.tuner_time_s``) and the tree runs for this one. The bandwidth is that of the slower
-    of the two::
+    NICs and an inner GPU of the chain 2 S through scale-up; ``2 (g - 1) / g S`` on average when every
+    GPU heads one channel's chain (``r_c`` = :func:`chain_relief`: ``g / (g - 1)``, else 1). On two
+    domains there is no inner node: each domain is one tree's root and the other's leaf, and its NICs
+    carry S / 2 up and S / 2 down per tree, S per direction (a ring: 2 (n - 1) / n S); on three, NCCL's
+    trees are chains (its root has one child) and a domain carries at most 1.5 S. So the NICs count
+    ``k = 2 / r(N)`` times, ``r(N)`` = :func:`~aifabric.collectives.tiers.tree_nic_traffic` (1, 1.5, 2).
+    NCCL's tuner counts ``r = 2`` on three domains as on more
+    (:func:`~aifabric.collectives.tiers.tuner_tree_nic_traffic`) and no ``r_c``: it picks on that time
+    (``Cost.tuner_time_s``) and the tree runs for this one. The bandwidth is that of the slower of the
+    two::
 
-        B   = P_tree( min(B_i, k B_node) x s_C )  (B_i infinite when g = 1: no chain)
+        B   = P_tree( min(r_c B_i, k B_node) x s_C )  (B_i infinite when g = 1: no chain)
         lat = base + 2 ((g - 1) a_i + log2(N) a_o)
         T   = lat + 2 S / (B c(S))               (algbw = B / 2, NCCL's tree model)
 
@@ -128,13 +130,46 @@ def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     up = scaleup_bytes_per_s(tm, g) if g > 1 else math.inf
     node = domain_nic_bytes_per_s(tm, comm) * 2  # algbw = B / 2 below
     nic_agg, tuner_agg = node / tree_nic_traffic(N), node / tuner_tree_nic_traffic(N)
-    raw = min(up, nic_agg)
-    net = SCALE_OUT if nic_agg < up else SCALE_UP
+    chain = up * chain_relief(tm, g, proto)
+    raw = min(chain, nic_agg)
+    net = SCALE_OUT if nic_agg < chain else SCALE_UP
 
     def channels(raw_bw: float) -> CallChannels:
         bus = protocol_bandwidth(tm, proto, raw_bw * channel_share(tm, N), N, tree=True)
         return call_channels(tm, "tree", op.value, proto, n, N, bus)
 
     chans = channels(raw)
-    tuner = chans if tuner_agg == nic_agg else channels(min(up, tuner_agg))
+    tuned = min(up, tuner_agg)  # NCCL's tuner: nChannels x bwIntra, the chain's ends unseen
+    tuner = chans if tuned == raw else channels(tuned)
     return _TreeShape(lat, raw, net, chans, tuner)
+
+
+def chain_relief(tm: TierModel, g: int, proto: Protocol = Protocol.SIMPLE) -> float:
+    """How much more than ``B_i / 2`` the tree's intra-domain chains give a GPU under ``proto``: ``g / (g -
+    1)`` for Simple when every GPU heads one chain, else 1.
+
+    Per channel the chain of ``g`` GPUs carries the reduction up and the broadcast down: an inner GPU
+    sends ``2 S_c`` over NVLink, the head (whose parent is the NIC) and the tail (whose children are the
+    NIC's, or none) ``S_c``. On an NVSwitch domain where every GPU has a NIC of its own, NCCL heads each
+    tree channel with a distinct GPU, the one local to its NIC (search.cc ``ncclTopoSearchRecNet``: "check
+    whether there is duplicate head when one GPU connects with multiple NICs"), and follows the chain from
+    the head down to its previous GPU first (``ncclTopoSearchNextGpuSort``: on NVSwitches, split and
+    balanced trees try ``prevGpu`` first), so the tail of the chain headed by GPU ``h`` is ``h + 1``: every
+    GPU is one channel's head and another's tail. A GPU then sends ``2 (g - 1) / g S`` over NVLink rather
+    than ``2 S``: the tree's algbw bound is ``B_i g / (2 (g - 1))`` (v2.18.1-1 to v2.30.7-1). With shared
+    NICs or a mesh the heads do not cover every GPU and an inner GPU still sends ``2 S``. The average
+    over channels helps only a bound the channels share, the GPU's NVLink under Simple's bulk copies; LL
+    and LL128 forward line by line, polling a flag per line, each channel at its thread block's rate
+    (tuning.cc's per-channel caps), so a channel's inner GPUs, which forward ``2 S_c``, set its pace.
+
+    8 x A100 (NCCL's 12 x 20 = 240 GB/s) with two 100 Gb/s NICs each: algbw <= 240 x 8 / 14 = 137.1 GB/s
+    (126.2 at the tree's 0.92), where 2 S gave 120; measured 126.90 at 8 GiB on 2 x OCI BM.GPU.B4.8
+    (oracle-quickstart/oci-hpc-oke README), above the 2 S bound.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> round(chain_relief(tier_model(preset("h100-ib-2node")), 8), 4)
+    1.1429
+    """
+    whole = tm.intra_kind == "nvlink" and tm.mesh_links < 1 and tm.gpus_per_nic <= 1
+    return g / (g - 1) if whole and g > 1 and proto is Protocol.SIMPLE else 1.0
