@@ -105,7 +105,10 @@ TABLES = {
     # NVLS-tree, 117.9 us (measured 110.9), once tree/LL128 is held under its graph's 8 channels x 36.7
     "03 T4 2 nodes": Table(C03, 3, H100[2], ((4 * MiB, 4 * MiB),), ((8 * MiB, 8 * 2**30),)),
     # case_03 T7: reporter B, 2 nodes, NCCL_ALGO=Ring NCCL_IB_QPS_PER_CONNECTION=2 (2 x 16 channels over 8
-    # NICs: the NICs are full either way) (NCCL_MIN_CTAS=24, not modelled: all channels from 1 MiB)
+    # NICs: the NICs are full either way) (NCCL_MIN_CTAS=24, not modelled: all channels from 1 MiB).
+    # 32/64 MiB ring/LL128 on the communicator's channels (+10.1/+2.6 %; held under NCCL's graph cap, 8 x
+    # 36.7 = 293.6 GB/s, they would be -5.3/-13.9 %); from 128 MiB ring/Simple (-3.5 %), as NCCL's tuner
+    # prices LL128 at 36.7 / 45 of its graph's rate (tiers.ring_graph_cap; +3.2 % as ring/LL128)
     "03 T7 2 nodes ring": Table(
         C03,
         6,

@@ -29,6 +29,7 @@ from aifabric.collectives.tiers import (
     net_overhead_s,
     protocol_bandwidth,
     ring_exit_gpus,
+    ring_graph_cap,
     ring_plateau_latency_factor,
     scaleup_bytes_per_s,
 )
@@ -54,6 +55,7 @@ class _RingShape(NamedTuple):
     nic_agg: float  # the sparsest domain's NICs, bytes/s
     net: str
     channels: CallChannels
+    tuner_channels: CallChannels  # as NCCL's tuner prices them (ring_graph_cap): the pick
 
 
 def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierModel) -> _RingShape | None:
@@ -75,16 +77,20 @@ def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg) if multi else up
     net = SCALE_OUT if multi and nic_agg < up else SCALE_UP
+    shared = raw * channel_share(tm, N)
     bus = protocol_bandwidth(
         tm,
         proto,
-        raw * channel_share(tm, N),
+        shared,
         N,
         tree=False,
         all_reduce=op in (Collective.ALL_REDUCE, Collective.REDUCE),
         one_rank_per_domain=g < 2,
     )
-    return _RingShape(lat, plateau, up, nic_agg, net, call_channels(tm, "ring", op.value, proto, n, N, bus))
+    chans = call_channels(tm, "ring", op.value, proto, n, N, bus)
+    cap = ring_graph_cap(tm, proto, shared, N)
+    tuner = chans if cap >= bus else call_channels(tm, "ring", op.value, proto, n, N, cap)
+    return _RingShape(lat, plateau, up, nic_agg, net, chans, tuner)
 
 
 def _ring_like(
@@ -98,6 +104,10 @@ def _ring_like(
     plateau = multi and op is Collective.ALL_REDUCE and proto is Protocol.SIMPLE and size / (16 * n) >= 64
     lat = shape.plateau_latency_s if plateau else shape.latency_s
     bus = shape.channels.bandwidth(size)
+    t = _ring_bandwidth_s(op, size, n, bus)
+    unseen = 0.0  # what the tuner does not see: the run's channels beyond its graph's LL128 cap
+    if shape.tuner_channels is not shape.channels:
+        unseen = t - _ring_bandwidth_s(op, size, n, shape.tuner_channels.bandwidth(size))
     up, nic_agg, net = shape.up, shape.nic_agg, shape.net
     what = "chain" if algorithm is Algorithm.CHAIN else "ring"
 
@@ -109,7 +119,7 @@ def _ring_like(
             else f"{what} over {n} ranks on {tm.scale_up_words} at {up / 1e9:.1f} GB/s per GPU"
         )
 
-    return make_cost(tm, algorithm, proto, lat, {net: _ring_bandwidth_s(op, size, n, bus)}, net, why)
+    return make_cost(tm, algorithm, proto, lat, {net: t}, net, why, unseen)
 
 
 def _credit_words(tm: TierModel, comm: Communicator, up: float) -> str:

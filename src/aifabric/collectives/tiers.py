@@ -71,6 +71,7 @@ __all__ = [
     "parse_protocol",
     "protocol_bandwidth",
     "ring_exit_gpus",
+    "ring_graph_cap",
     "ring_plateau_latency_factor",
     "scaleup_bytes_per_s",
     "tier_model",
@@ -164,7 +165,8 @@ class TierModel:
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
     collnet: bool = False  # CollNet (SHARP) on: NCCL_COLLNET_ENABLE=1, SHARP switches (nccl_env.env_tiers)
     default_channels: tuple[int, int] = (1, 1)  # the same without NCCL_MIN/MAX_NCHANNELS
-    graph_channels: tuple[int, int] = (1, 1)  # NCCL's ring (= tree) graph channels (:func:`_graph_channels`)
+    graph_channels: tuple[int, int] = (1, 1)  # NCCL's ring (= tree) graph channels (:func:`_ring_graph`)
+    graph_channel_gbps: tuple[float, float] = (math.inf, math.inf)  # GB/s of each (its bwIntra, bwInter)
     mesh_links: int = 0  # links per GPU of a full-mesh scale-up (catalogue topology full_mesh); 0: a switch
     ll_channels: tuple[int, int] = (1, 1)  # the GPU's channels whatever its NICs (:func:`_ll_channels`)
     nics_per_gpu: int = 0  # scale-out NICs per GPU (0: no scale-out network)
@@ -421,6 +423,7 @@ def tier_model(
     channels = _comm_channels(spec, release, row, min_nchannels, max_nchannels)
     net, qps = None, ib_qps_per_connection or 1
     search = _comm_channels(spec, release, row, None, None)
+    graph = _ring_graph(spec, release, row)
     if efficiency == "nccl" and so is not None:
         net = transport(so.transport_key)
         nic *= nic_stream_factor(net, channels[1], spec.nics_per_node, qps, search[1])
@@ -449,7 +452,8 @@ def tier_model(
         tuning_row=row,
         channels=channels,
         default_channels=search,
-        graph_channels=_graph_channels(spec, release, row),
+        graph_channels=(graph[0][0], graph[1][0]),
+        graph_channel_gbps=(graph[0][1], graph[1][1]),
         ll_channels=_ll_channels(spec, release, row),
         mesh_links=link.links_per_gpu if link.topology == "full_mesh" else 0,
         nics_per_gpu=so.nics_per_gpu if so else 0,
@@ -619,23 +623,24 @@ def _comm_channels(
     return _channels(release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps, lo, hi)
 
 
-def _graph_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int, int]:
-    """The channels of NCCL's ring graph on one domain and across domains (:func:`~aifabric.catalog.nccl.
-    search_channels`, before ``connect.cc`` duplicates them into the communicator's): the ``nChannels``
-    tuning.cc multiplies its per-channel caps by. The tree graph is searched with at most as many
-    (init.cc: ``treeGraph->minChannels = treeGraph->maxChannels = ringGraph->nChannels``). 8 x A100 with
-    4 x 200G NICs: (12, 4), a communicator of (24, 8); 4 x GB300 with 4 x 800G: 8 across trays, of 16."""
+def _ring_graph(
+    spec: ClusterSpec, release: NcclRelease, row: str
+) -> tuple[tuple[int, float], tuple[int, float]]:
+    """NCCL's ring graph on one domain and across domains, ``(channels, GB/s per channel)``
+    (:func:`~aifabric.catalog.nccl.search_channels`, before ``connect.cc`` duplicates them into the
+    communicator's): the ``nChannels`` tuning.cc multiplies its per-channel caps by, and the ``bwIntra``
+    / ``bwInter`` its ``busBw = nChannels x bw`` starts from. The tree graph is searched with at most as
+    many channels (init.cc: ``treeGraph->minChannels = treeGraph->maxChannels = ringGraph->nChannels``).
+    8 x A100 with 4 x 200G NICs: 12 x 20 GB/s, 4 across nodes, a communicator of (24, 8); 2 x 8 H100 on 8 x
+    400G: 12 x 30, 8 x 45 across nodes; 4 x GB300 with 4 x 800G: 8 across trays, of 16. (1, inf) without
+    scale-up bandwidth."""
     gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
     nic_gbps = spec.nic_speed_bytes_per_s / 1e9
-    return _graph_pair(release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps)
-
-
-def _graph_pair(version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float) -> tuple[int, int]:
-    found = _searches(version, row, gpu_gbps, nics, nic_gbps)
+    found = _searches(release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps)
     if found is None:
-        return 1, 1
+        return (1, math.inf), (1, math.inf)
     one, two = found
-    return one[0], (two or one)[0]
+    return one, two or one
 
 
 @cache
@@ -764,7 +769,8 @@ def protocol_bandwidth(
 
     Ring: LL ``min(llMaxBw, B f_LL)`` with ``f_LL`` = ``ring_ll_bw_factor`` (1/4; 1/3 on one node for
     collectives other than all_reduce); LL128 ``B x ring_ll128_bw_factor`` (0.92; 0.7 with one rank per
-    domain); Simple ``B``. Tree: ``B' = min(B x tree_bw_factor, G x perChMaxTreeBw)`` (0.92; ``G`` the
+    domain; NCCL's tuner also holds it under its ring graph's channels, :func:`ring_graph_cap`); Simple
+    ``B``. Tree: ``B' = min(B x tree_bw_factor, G x perChMaxTreeBw)`` (0.92; ``G`` the
     tree graph's channels, :func:`tree_graph_cap`); LL ``min(B' / 3.8, llMaxBw)``; LL128 ``min(B' x
     tree_ll128_bw_factor, G x perChMaxTreeLL128Bw)`` (7/9 on one node, 120/128 across nodes); Simple ``B'``.
     """
@@ -817,6 +823,48 @@ def tree_graph_cap(tm: TierModel, proto: Protocol, n_domains: int) -> float:
         table = rel.per_channel_max_tree_ll128_bw or rel.per_channel_max_ring_ll128_bw
     g = tm.graph_channels[1 if n_domains > 1 else 0] * channel_share(tm, n_domains)
     return g * table[tm.tuning_row][min(n_domains, 3) - 1] * 1e9
+
+
+def ring_graph_cap(tm: TierModel, proto: Protocol, busbw_bytes_per_s: float, n_domains: int) -> float:
+    """NCCL's tuner's ceiling on the bus bandwidth of a ring call whose raw bus bandwidth (before the
+    protocol) is ``B`` (``busbw_bytes_per_s``), bytes/s: with LL128 its ring graph's channels times the
+    architecture's per-channel LL128 figure ``perCh`` (``perChMaxRingLL128Bw``; columns 1 node, 2 nodes,
+    >= 3), at the model's bandwidth; inf with LL (its cap is ``llMaxBw``) or Simple, or under
+    ``efficiency="line_rate"``::
+
+        cap = B x perCh[arch][nodes] / bw        (NCCL's G x perCh where B = G x bw)
+
+    tuning.cc, every release from 2.18.1 to 2.30.7 (and RCCL's fork): ``busBw = nChannels x bw``, then
+    ``std::min(busBw * 0.92, graphs[a]->nChannels*perChMaxRingLL128Bw)`` (2.18.1:
+    ``ll128MaxBwPerCh[compCapIndex]``, one figure per architecture). Both terms count the ring graph's
+    ``G`` channels of ``bw`` GB/s each (``tm.graph_channels``, ``tm.graph_channel_gbps``: after the
+    search's own ``ncclTopoDupChannels``, not the communicator's channels that ``connect.cc`` doubles), so
+    LL128 gets ``min(0.92, perCh / bw)`` of Simple's bandwidth whatever ``G``. The model prices Simple on
+    the hardware, ``B`` (the ring's bound times :func:`channel_share`) in place of NCCL's ``G x bw``, and
+    LL128 at the same ratio: a 400G and an 800G NIC give an H100 the same graph (8 x 45 GB/s) and NCCL
+    the same pick, where ``G x perCh`` against a Simple price that follows the NICs would not.
+
+    This is the tuner's price, the pick (``Cost.tuner_time_s``), not the run's ceiling: ``enqueue.cc``
+    runs the call on ``nc = comm->nChannels`` channels (fewer for small calls), each at most ``perCh``
+    (:func:`call_bandwidth`). Case 03 T7 (2 x 8 H100, ring forced), 64 MiB: measured 290.0 GB/s busbw,
+    297.4 on the communicator's channels (+2.6 %), 249.8 held under 8 x 36.7 = 293.6 GB/s (-13.9 %).
+
+    2 x 8 H100 on 8 x 400G: ``bw`` = 45 GB/s, 36.7 / 45 = 0.816 of B = 393.2 GB/s, under 0.92: the tuner
+    leaves ring LL128 for Simple at 101 MB (NCCL's own 8 x 45 = 360 and 293.6 GB/s: 93 MB) instead of
+    263 MB. One node: ``bw`` = 30, no cap.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> tm = tier_model(preset("h100-ib-2node"))
+    >>> tm.graph_channels[1], tm.graph_channel_gbps[1]
+    (8, 45.0)
+    >>> [round(ring_graph_cap(tm, Protocol.LL128, b, 2) / 1e9, 1) for b in (393.2e9, 8 * 45e9)]
+    [320.7, 293.6]
+    """
+    bw = tm.graph_channel_gbps[1 if n_domains > 1 else 0]
+    if not tm.nccl or proto is not Protocol.LL128 or math.isinf(bw):
+        return math.inf
+    per_channel = tm.release.per_channel_max_ring_ll128_bw[tm.tuning_row][min(n_domains, 3) - 1]
+    return busbw_bytes_per_s * per_channel / bw
 
 
 def _per_channel_cap(tm: TierModel, algorithm: str, proto: Protocol, n_domains: int) -> float:
