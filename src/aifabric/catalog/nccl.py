@@ -47,6 +47,7 @@ __all__ = [
     "nccl_release_versions",
     "nvls_channels",
     "nvls_chunk_bytes",
+    "nvls_gather_tuner_algbw",
     "nvls_heads",
     "nvls_search",
     "nvls_support",
@@ -158,6 +159,7 @@ class NcclRelease(_Frozen):
     per_channel_max_nvls_tree_bw: dict[str, Triple] | None = None
     nvls_efficiency: dict[str, float] | None = None
     nvls_tuner_ratio: float | None = Field(default=None, gt=0, le=1)
+    nvls_gather_tuner_ratio: float | None = Field(default=None, gt=0, le=1)
     ring_ll_bw_factor: float = Field(gt=0, le=1)
     ring_ll_bw_factor_single_node_other: float = Field(gt=0, le=1)
     ring_ll128_bw_factor: float = Field(gt=0, le=1)
@@ -608,6 +610,29 @@ def nvls_tuner_algbw(release: NcclRelease, arch: str, *, gpu_gbps: float, local_
     eff = release.nvls_efficiency.get(tuning_arch(release, arch), 0.0)
     n = max(2, local_gpus)
     return heads * speed * eff * (heads - 1) / heads * n / (n - 1)
+
+
+def nvls_gather_tuner_algbw(release: NcclRelease, arch: str, *, gpu_gbps: float, local_gpus: int) -> float:
+    """What NCCL's tuner prices a one-node NVLS all_gather or reduce_scatter at, as an algbw, GB/s.
+
+    ``src/graph/tuning.cc`` on the :func:`nvls_search` graph (``h`` channels of ``s`` GB/s), ``n`` ranks::
+
+        2.28.3 on:    h s e (h - 1)/h (n - 1)/n   (intraBw x (ppn - 1)/ppn, no "AllReduce pipelines two
+                      operations" doubling, and no busBw-to-algBw ratio for a non-ring all_gather)
+        2.23.4-2.27:  h s                         (``nvls_gather_tuner_ratio`` 1: the ratio is skipped)
+        2.19.1-2.22:  h s 5/6                     (``nvls_gather_tuner_ratio``: the ratio every NVLS
+                      collective gets, as :func:`nvls_tuner_algbw`)
+
+    0 where the release costs no NVLS all_gather (2.18). 8 x H100 on 2.29.2: 8 x 40 x 0.85 x 7/8 x 7/8 =
+    208.25; on 2.23.4: 320; on 2.19.3: 266.7; all below the ring's 370.8 x 8/7 = 423.8, so NCCL never picks
+    NVLS for them on its own there.
+    """
+    heads, speed = nvls_search(release, arch, gpu_gbps=gpu_gbps, local_gpus=local_gpus)
+    if release.nvls_efficiency is None:
+        return heads * speed * (release.nvls_gather_tuner_ratio or 0.0)
+    eff = release.nvls_efficiency.get(tuning_arch(release, arch), 0.0)
+    n = max(2, local_gpus)
+    return heads * speed * eff * (heads - 1) / heads * (n - 1) / n
 
 
 def nvls_tree_net_steps(release: NcclRelease, nnodes: int) -> int:

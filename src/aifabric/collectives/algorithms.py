@@ -12,9 +12,9 @@ algorithm      collectives                      applies when                    
 ring           all_reduce, all_gather,          always (not on one torus domain)           ring_plan
                reduce_scatter
 tree           all_reduce                       several domains                            --
-nvls           all_reduce                       one NVSwitch domain with NVLS, g > 1,      --
-                                                NCCL enables it (release, arch, g); several
-                                                only with CollNet (SHARP)
+nvls           all_reduce; all_gather,          one NVSwitch domain with NVLS, g > 1,      --
+               reduce_scatter (NCCL >= 2.19.1,  NCCL enables it (release, arch, g); several
+               asked for only)                  only with CollNet (SHARP), all_reduce only
 nvls_tree      all_reduce                       several such domains, g > 1, NCCL          --
                                                 enables it (release, nodes)
 hierarchical*  all_reduce                       several uniform domains, g > 1             hierarchical_plan
@@ -56,7 +56,7 @@ from aifabric.collectives.direct import direct_cost, p2p_cost
 from aifabric.collectives.hierarchical import hierarchical_cost
 from aifabric.collectives.msccl import msccl_allpairs_applies, msccl_allpairs_cost
 from aifabric.collectives.nccl_env import env_tiers
-from aifabric.collectives.nvls import nvls_cost, nvls_tree_cost
+from aifabric.collectives.nvls import nvls_collective_cost, nvls_tree_cost
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.pat import pat_cost
 from aifabric.collectives.plan import AllPairsStage, CommPlan, Stage
@@ -123,6 +123,14 @@ class AlgorithmSpec:
     preempts : bool
         The library runs it wherever its cost function returns a cost, before its tuner compares the
         others (RCCL's MSCCL scheduler, ``msccl_lifecycle.cc``, ahead of ``tuning.cc``).
+    asked_only : frozenset of Collective
+        The collectives for which the formula engine times it only when nothing else NCCL runs is left
+        (``NCCL_ALGO`` or ``algorithm=`` asks for it). NVLS all_gather / reduce_scatter: NCCL's tuner
+        prices them under the ring on every default channel count (:func:`~aifabric.collectives.nvls.
+        nvls_gather_tuner_price`: 208 against 423.8 GB/s on 8 x H100, 2.29.2), so NCCL runs the ring. Only
+        a ring capped by ``NCCL_MAX_NCHANNELS`` (<= 12 channels on 8 x H100) loses that price, and NCCL then
+        runs NVLS though it gives fewer channels more time; the engine keeps the ring there (more channels
+        never slower, tests/collectives/test_more_bandwidth_never_slower.py).
     """
 
     algorithm: Algorithm
@@ -135,6 +143,7 @@ class AlgorithmSpec:
     exclusive: bool = False
     release_gated: bool = False
     preempts: bool = False
+    asked_only: frozenset[Collective] = frozenset()
 
 
 def _always(comm: Communicator, tm: TierModel) -> bool:
@@ -232,7 +241,14 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             nccl=False,
         ),
         AlgorithmSpec(Algorithm.TREE, _ALL_REDUCE, _several_domains, tree_cost),
-        AlgorithmSpec(Algorithm.NVLS, _ALL_REDUCE, _nvls_flat, nvls_cost, protocols=_SIMPLE),
+        AlgorithmSpec(
+            Algorithm.NVLS,
+            _RING_OPS,
+            _nvls_flat,
+            nvls_collective_cost,
+            protocols=_SIMPLE,
+            asked_only=_GATHER_SCATTER,
+        ),
         AlgorithmSpec(
             Algorithm.NVLS_TREE, _ALL_REDUCE, _nvls_several_domains, nvls_tree_cost, protocols=_SIMPLE
         ),

@@ -9,10 +9,12 @@ from collections.abc import Callable
 from functools import cache
 from typing import NamedTuple
 
+from aifabric.catalog.nccl import Collective as NcclCollective
 from aifabric.catalog.nccl import (
     nccl_release,
     nvls_channels,
     nvls_chunk_bytes,
+    nvls_gather_tuner_algbw,
     nvls_heads,
     nvls_tree_kernel_bw,
     nvls_tree_net_steps,
@@ -38,8 +40,10 @@ from aifabric.errors import ConfigError
 __all__ = [
     "nvls_algbw",
     "nvls_channel_load_bytes",
+    "nvls_collective_cost",
     "nvls_cost",
     "nvls_fill_bytes",
+    "nvls_gather_scatter_cost",
     "nvls_tree_cap",
     "nvls_tree_cost",
     "nvls_tree_kernel_cap",
@@ -416,6 +420,118 @@ def nvls_tuner_price(tm: TierModel, g: int) -> float:
         return 0.0
     gbps = tm.intra_bytes_per_s / 1e9
     return nvls_tuner_algbw(tm.release, tm.tuning_row, gpu_gbps=gbps, local_gpus=g) * 1e9
+
+
+def nvls_gather_tuner_price(tm: TierModel, g: int) -> float:
+    """The algbw NCCL's tuner prices one-domain NVLS all_gather / reduce_scatter of ``g`` GPUs at, bytes/s
+    (0: the release costs none, or ``efficiency="line_rate"``): :func:`~aifabric.catalog.nccl.
+    nvls_gather_tuner_algbw` on the NVLS graph NCCL's search finds for this GPU's scale-up."""
+    if not tm.nccl:
+        return 0.0
+    gbps = tm.intra_bytes_per_s / 1e9
+    return nvls_gather_tuner_algbw(tm.release, tm.tuning_row, gpu_gbps=gbps, local_gpus=g) * 1e9
+
+
+def _nvls_gather_runs(op: Collective, comm: Communicator, tm: TierModel) -> bool:
+    """NCCL runs NVLS ``op`` (all_gather / reduce_scatter) here: its release costs it (tuning.cc, the
+    catalogue's ``algorithms``), on one domain (tuning.cc zeroes it across nodes unless CollNet has
+    iallgather / ireducescatter, which aifabric does not model) of at most NCCL_MAX_NVLS_ARITY ranks
+    (enqueue.cc updateCollCostTable: no NVLS for a non-all_reduce above it)."""
+    costed = tm.release.algorithms.get(NcclCollective(op.value), ())
+    small = comm.ranks_per_domain <= tm.release.nvls_max_arity
+    return comm.n_domains == 1 and small and any(a.value == Algorithm.NVLS.value for a in costed)
+
+
+def nvls_gather_scatter_cost(
+    op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel
+) -> Cost | None:
+    """NVLS all_gather / reduce_scatter on one NVSwitch domain, seconds (None where NCCL runs none).
+
+    all_gather: each GPU stores its S/n once into the multicast buffer and the NVSwitch delivers every
+    GPU's share to every GPU, S in; reduce_scatter: each GPU reads its S/n reduced from every GPU, S out
+    (the NCCL maintainers, nccl #1083 / #1506: "NVLS: Send S/N, Receive S" for all_gather, "Send S,
+    Receive S/N" for reduce_scatter, against the ring's (n-1)/n S each way). The busy direction carries S
+    at NCCL's NVLS rate::
+
+        T = a_nvls + S / (B_i e),   busbw = B_i e (n - 1)/n
+
+    ``a_nvls`` NCCL's NVLS latency (as :func:`nvls_cost`), ``e`` its nvlsEfficiency. So NVLS carries
+    n/(n-1) times the ring's bytes on the busy direction and is slower wherever the ring reaches B_i.
+    NCCL's tuner picks on ``a_nvls + S / A_tuner`` with ``A_tuner`` its own price
+    (:func:`nvls_gather_tuner_price`: 208 GB/s on 8 x H100 under 2.29.2, under the ring's 423.8), so it
+    runs NVLS for these only when ``NCCL_ALGO`` asks for it. reduce_scatter needs an op and type the
+    switch reduces (ncclNvlsSupported: sum on float; nccl-tests' default).
+
+    References
+    ----------
+    NVIDIA/nccl 2.29.2 ``src/graph/tuning.cc``, ``src/enqueue.cc`` (updateCollCostTable),
+    ``src/device/all_gather.h`` (NVLS: bcast warps store the input into the multicast buffer, gather
+    warps copy the n received shares out).
+
+    Examples
+    --------
+    8 x H100, 1 GiB all_gather (nccl #1506 measured busbw 300 GB/s with NCCL_ALGO=NVLS):
+
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> spec = preset("h100-ib-2node", nodes=1)
+    >>> c = nvls_gather_scatter_cost(Collective.ALL_GATHER, Protocol.SIMPLE, 2**30,
+    ...                              Communicator.contiguous(spec), tier_model(spec))
+    >>> round(2**30 / c.time_s * 7 / 8 / 1e9, 1)  # 25 us of NVLS latency, then S / (370.8 x 0.85)
+    273.8
+    """
+    if not _nvls_gather_runs(op, comm, tm):
+        return None
+    g = comm.ranks_per_domain
+    alg = tm.intra_bytes_per_s * (tm.nvls_efficiency if tm.nccl else 1.0)
+    lat = base_latency_s(tm, "nvls", proto) + hw_latency_s(tm, tm.intra_kind, "nvls", proto)
+    price = nvls_gather_tuner_price(tm, g)
+    unseen = message_bytes / alg - message_bytes / (price if price > 0 else alg)
+    into = "into" if op is Collective.ALL_GATHER else "out of"
+
+    def why() -> str:
+        return (
+            f"NVLink SHARP {op.value}: S crosses each GPU's NVLink {into} it once at "
+            f"{tm.intra_bytes_per_s / 1e9:.1f} GB/s x efficiency {tm.nvls_efficiency} (the ring: (n-1)/n S)"
+        )
+
+    return make_cost(tm, Algorithm.NVLS, proto, lat, {SCALE_UP: message_bytes / alg}, SCALE_UP, why, unseen)
+
+
+#: NVLS's cost per collective (the registry's one NVLS entry serves all three).
+_NVLS_COSTS: dict[
+    Collective, Callable[[Collective, Protocol, float, Communicator, TierModel], Cost | None]
+] = {
+    Collective.ALL_REDUCE: nvls_cost,
+    Collective.ALL_GATHER: nvls_gather_scatter_cost,
+    Collective.REDUCE_SCATTER: nvls_gather_scatter_cost,
+}
+
+
+def nvls_collective_cost(
+    op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel
+) -> Cost | None:
+    """NVLS's cost for ``op``, seconds: :func:`nvls_cost` for all_reduce, :func:`nvls_gather_scatter_cost`
+    for all_gather and reduce_scatter::
+
+        T = a_nvls + (S + fill) / (B_i e (h - 1)/h)   all_reduce (one domain)
+        T = a_nvls + S / (B_i e)                      all_gather, reduce_scatter (one domain)
+
+    Examples
+    --------
+    8 x H100, 4 GiB: the switch's reduction gives all_reduce 1.7 times the bus bandwidth it gives
+    all_gather (case 01: 473.6 GB/s all_reduce busbw; nccl #1506: all_gather 300 at 1 GiB):
+
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> spec = preset("h100-ib-2node", nodes=1)
+    >>> comm, tm = Communicator.contiguous(spec), tier_model(spec)
+    >>> ar, ag = (nvls_collective_cost(op, Protocol.SIMPLE, 2**32, comm, tm).time_s
+    ...           for op in (Collective.ALL_REDUCE, Collective.ALL_GATHER))
+    >>> round(2**32 / ar * 14 / 8 / 1e9), round(2**32 / ag * 7 / 8 / 1e9)
+    (478, 275)
+    """
+    return _NVLS_COSTS[op](op, proto, message_bytes, comm, tm)
 
 
 def nvls_tree_cost(

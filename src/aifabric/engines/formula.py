@@ -73,12 +73,16 @@ def _runs(
     forced: Protocol | None,
     allowed: frozenset[Protocol] | None,
     excluded: set[Algorithm],
+    op: Collective,
 ) -> tuple[tuple[AlgorithmSpec, Protocol], ...]:
     """The (algorithm, protocol) pairs to time: ``entries`` less ``excluded``, each with its
-    :func:`_protocols`."""
-    return tuple(
+    :func:`_protocols`; an entry ``asked_only`` for ``op`` only when no other is left
+    (:attr:`AlgorithmSpec.asked_only`)."""
+    runs = tuple(
         (e, p) for e in entries if e.algorithm not in excluded for p in _protocols(e, tm, forced, allowed)
     )
+    unasked = tuple(r for r in runs if op not in r[0].asked_only)
+    return unasked or runs
 
 
 @cache
@@ -243,7 +247,7 @@ def formula_collective(
             "scale_out: the communicator spans several scale-up domains but the cluster has no NIC"
         )
     key = ("runs", op, comm.shape, forced, proto, allowed, frozenset(excluded))
-    runs = tm.memo(key, lambda: _runs(entries, tm, proto, allowed, excluded))
+    runs = tm.memo(key, lambda: _runs(entries, tm, proto, allowed, excluded, op))
     evals = [c for e, p in runs if (c := e.cost(op, p, message_bytes, comm, tm)) is not None]
     backup = None
     if forced is None and env and "NCCL_ALGO" in env and not any(_NCCL_RUNS[e.algorithm] for e in evals):
@@ -290,7 +294,7 @@ def _ring_backup(
     if not ring_backup(tm.release, all_reduce=op is Collective.ALL_REDUCE):
         return [], None
     ring = [e for e in entries if e.algorithm in _NCCL_RING]
-    runs = _runs(ring, tm, proto, allowed, set())
+    runs = _runs(ring, tm, proto, allowed, set(), op)
     evals = [c for e, p in runs if (c := e.cost(op, p, message_bytes, comm, tm)) is not None]
     version = tm.nccl_version or tm.release.version
     why = "'at least set ring algo available'" if tm.release.ring_backup == "any" else "'Never disable ring'"
