@@ -55,17 +55,12 @@ def test_the_rings_price_wins_on_default_channels(version: str, gpus: int) -> No
     assert nvls_gather_tuner_price(tm, gpus) < 0.8 * ring_price
 
 
-def test_nccl_1506_all_gather_forced_to_nvls_against_the_ring() -> None:
-    # nccl #1506 (8 GPUs of one NVSwitch board, NVLS all_reduce at 470 GB/s busbw: H100): "The bandwidth of
-    # allgather using the NVLS is only 300GB ... when transmitting 1GB data", "the ring algorithm for
-    # allgater ... 350GB". Model, 1 GiB (release not printed: newest tables): NVLS 25 us + S / (370.8 x
-    # 0.85) -> busbw 273.8 (-8.7 %); ring/Simple 366.1 (+4.6 %), and NCCL's own pick is the ring.
-    nvls = formula_collective("all_gather", GiB, NODE, env=NVLS)
-    ring = formula_collective("all_gather", GiB, NODE, env={"NCCL_ALGO": "Ring"})
-    auto = formula_collective("all_gather", GiB, NODE)
-    assert nvls.algorithm == "nvls" and auto.algorithm == "ring"
-    assert nvls.busbw_bytes_per_s == pytest.approx(300e9, rel=0.15)
-    assert ring.busbw_bytes_per_s == pytest.approx(350e9, rel=0.15)
+def test_nccl_1506_nvls_all_gather_runs_when_asked_and_the_ring_otherwise() -> None:
+    # nccl #1506 (8 x H100, 1 GiB): NVLS all_gather 300 GB/s busbw under NCCL_ALGO=NVLS, the ring 350 by
+    # default (both asserted in tests/engines/test_cases_public_node2.py): NVLS runs where asked, and the
+    # ring is NCCL's pick.
+    assert formula_collective("all_gather", GiB, NODE, env=NVLS).algorithm == "nvls"
+    assert formula_collective("all_gather", GiB, NODE).algorithm == "ring"
 
 
 @pytest.mark.parametrize("op", GATHER_SCATTER)
