@@ -22,6 +22,7 @@ from tests.clusters import mi300x_node
 from tests.engines.test_cases_public import Point  # one public row, as the multi-node threads have it
 from tests.engines.test_cases_public_node import hgx, one_node
 
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.engines.formula import formula_collective
 
 MiB = 2**20
@@ -53,6 +54,16 @@ def _wh(url: str, collective: str, size: int, time_us: float, busbw_gbs: float) 
 def _wh_sweep(url: str, collective: str, rows: tuple[tuple[int, float, float], ...]) -> dict[str, Point]:
     """Rows ``(size, time us, busbw GB/s)`` of one nccl-collectives-bench 4-GPU sweep, keyed by size."""
     return {f"wh H100 x4 {collective} {s // MiB} MiB": _wh(url, collective, s, t, bw) for s, t, bw in rows}
+
+
+def _sweep(
+    label: str, url: str, spec: ClusterSpec, collective: str, rows: tuple[tuple[int, float, float], ...]
+) -> dict[str, Point]:
+    """Rows ``(size, time us, busbw GB/s)`` of one public sweep (busbw asserted), keyed ``label size MiB``."""
+    return {
+        f"{label} {s // MiB} MiB": Point(url, spec, collective, s, t * 1e-6, bw * 1e9, False)
+        for s, t, bw in rows
+    }
 
 
 def _wh_peak(gpus: int, busbw_gbs: float, algo: str | None) -> Point:
@@ -151,11 +162,12 @@ POINTS = {
     # 329.4/332.7/334.3/335.2/335.6 (-3.8/+6.7/+6.0/+5.9/+6.1/+6.1/+6.2/+6.3/+6.3 %); "1024 256 float sum
     # -1 13.67": ring/LL 15.36 us (+12.3 %)
     "hiso MI300X x8 1 KiB": Point(HISO, MI300X, "all_reduce", 1024, 13.67e-6, 0.0, True),
-    **{
-        f"hiso MI300X x8 {size // MiB} MiB": Point(
-            HISO, MI300X, "all_reduce", size, t * 1e-6, bw * 1e9, False
-        )
-        for size, t, bw in (
+    **_sweep(
+        "hiso MI300X x8",
+        HISO,
+        MI300X,
+        "all_reduce",
+        (
             (8 * MiB, 84.78, 173.16),
             (64 * MiB, 432.5, 271.51),
             (128 * MiB, 800.3, 293.50),
@@ -165,8 +177,8 @@ POINTS = {
             (2 * GiB, 11940, 314.75),
             (4 * GiB, 23841, 315.26),
             (8 * GiB, 47617, 315.69),
-        )
-    },
+        ),
+    ),
     # same README, "AAC11 MI325X Slurm", 1-node with NCCL_ALGO=Ring (ROCm 6.4.1): "4294967296 ... 23719
     # 181.07 316.88", "8589934592 ... 47217 ... 318.37", "17179869184 ... 94222 ... 319.08": ring 335.2/
     # 335.6/335.8 (+5.8/+5.4/+5.2 %)
@@ -188,11 +200,12 @@ POINTS = {
     # 20754 ... 362.16": ring/Simple 336.6/352.9/361.6/366.1/368.5/369.6/370.2 (+8.1/+6.6/+6.1/+4.8/+3.8/
     # +3.3/+2.2 %): on 8 GPUs the ring's all_gather / reduce_scatter ramp is what the model gives, unlike
     # on 4 of them (MISSED)
-    **{
-        f"1047 H100 x8 reduce_scatter {size // MiB} MiB": Point(
-            N1047, H100, "reduce_scatter", size, t * 1e-6, bw * 1e9, False
-        )
-        for size, t, bw in (
+    **_sweep(
+        "1047 H100 x8 reduce_scatter",
+        N1047,
+        H100,
+        "reduce_scatter",
+        (
             (128 * MiB, 377.2, 311.34),
             (256 * MiB, 709.7, 330.94),
             (512 * MiB, 1377.8, 340.94),
@@ -200,8 +213,8 @@ POINTS = {
             (2 * GiB, 5295.9, 354.81),
             (4 * GiB, 10505, 357.76),
             (8 * GiB, 20754, 362.16),
-        )
-    },
+        ),
+    ),
     # nccl #1506, one 8-GPU NVSwitch board (NVLS all_reduce "470GB": H100; release not printed: newest
     # tables), "transmitting 1GB data": all_gather "using the NVLS is only 300GB", "the ring algorithm ...
     # 350GB". NVLS (NCCL_ALGO=NVLS): S into each GPU at 370.8 x 0.85, 273.8 (-8.7 %); ring 366.1 (+4.6 %)
