@@ -326,12 +326,16 @@ def nvls_tree_kernel_bw(release: NcclRelease) -> tuple[NcclRelease, dict[str, Tr
     return source, source.per_channel_max_nvls_tree_bw
 
 
+#: GPU architectures NCCL tunes with another's row (tuning.cc compCapIndex, by compute capability).
+_ARCH_ROW = {"rubin": "blackwell", "ada": "ampere", "turing": "volta"}
+
+
 def tuning_arch(release: NcclRelease, arch: str) -> str:
     """The architecture row NCCL uses for a GPU of ``arch`` in ``release``.
 
     NCCL indexes by compute capability: ``>= 100`` Blackwell (and newer), ``>= 90`` Hopper, ``>= 80`` Ampere,
     else Volta (tuning.cc ``compCapIndex``). A release without a Blackwell row treats Blackwell as Hopper;
-    Rubin uses the Blackwell row and Ada (compute capability 8.9) the Ampere row.
+    Rubin uses the Blackwell row, Ada (compute capability 8.9) the Ampere row and Turing (7.5) the Volta row.
 
     Raises
     ------
@@ -339,7 +343,7 @@ def tuning_arch(release: NcclRelease, arch: str) -> str:
         ``arch`` is not an NVIDIA GPU architecture NCCL tunes for (TPU, AMD CDNA: RCCL has its own tables).
     """
     order = ("volta", "ampere", "hopper", "blackwell")
-    key = {"rubin": "blackwell", "ada": "ampere"}.get(arch.lower(), arch.lower())
+    key = _ARCH_ROW.get(arch.lower(), arch.lower())
     if key not in order:
         raise ConfigError(f"arch: NCCL has no tuning row for {arch!r}; known: {', '.join(order)}, rubin")
     rows = release.architectures
@@ -365,7 +369,7 @@ def check_release_has_arch(
         ``release`` has no row for ``arch``; the message names the version, the GPU and the first release
         with the row.
     """
-    key = {"rubin": "blackwell", "ada": "ampere"}.get(arch.lower(), arch.lower())
+    key = _ARCH_ROW.get(arch.lower(), arch.lower())
     if (
         version is None
         or key not in ("volta", "ampere", "hopper", "blackwell")

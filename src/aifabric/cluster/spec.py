@@ -743,8 +743,13 @@ class ClusterSpec(_Strict):
     @property
     def peer_to_peer(self) -> bool:
         """Whether GPUs of a node reach each other's memory: ``scale_up.peer_to_peer``, else the
-        accelerator's (False on GeForce cards, whose driver exposes no peer-to-peer)."""
+        accelerator's on PCIe (False on GeForce cards, whose driver exposes no peer-to-peer over PCIe).
+        GPUs joined by NVLink (an NVSwitch board or a bridge) always do: an NVLink path is within every P2P
+        level, and NCCL calls P2P disabled between NVLink-connected GPUs a hardware fault (paths.cc
+        ``ncclTopoCheckP2p``, v2.26.2-1), so a GeForce pair on a bridge runs P2P over NVLink."""
         su = self.scale_up.peer_to_peer
+        if self.scale_up.kind != "pcie":
+            return True
         return self.accelerator_spec.peer_to_peer if su is None else su
 
     @property
