@@ -4,7 +4,7 @@ the first two sets (test_cases_public_node.py, test_cases_public_node2.py).
 Each point is one row of a public log about ONE node whose hardware is stated; the comment gives the source
 and the quoted row (size, time us, busbw GB/s). Tolerance, the blind check's bar: 10 % on busbw at >= 64
 MiB, 15 % at mid sizes (1-32 MiB) and 15 % on time at small sizes. The model runs the log's NCCL release
-when the catalogue has it, else the newest recorded tables (said per point). Three logs come from files the
+when the catalogue has it, else the newest recorded tables (said per point). Two logs come from files the
 search index names by an id only (its find_string answer gives no repository or path): they are cited by
 that id, the host name and the command the log prints. No constant was set from these sources.
 
@@ -226,9 +226,10 @@ MISSED = {
     ),
     "Azure NC96ads_A100_v4 (malaysia-ai finetune README): 4 x A100 80GB PCIe, NV12 pairs, SYS between": (
         "all_gather -g 4 32 MiB busbw 25.86 vs 18.8 (newest tables, -27 %): on an AMD host of four GPUs "
-        "NCCL >= 2.23 takes the SYS hops off P2P (SHM at 24 x 0.6 per GPU...); a release allowing P2P "
-        "there (2.18.1) gives 23.4 (-9.4 %). The README (2023) prints no release, and the model has no "
-        "node of NVLink pairs joined through the CPU, so the ring's NV12 hops are priced as PCIe"
+        "NCCL >= 2.23 takes the SYS hops off P2P (SHM: the Gen4 line 32 GB/s x 0.6); a release allowing "
+        "P2P there (2.18.1, P2P at NCCL's 24 GB/s) gives 23.4 (-9.4 %). The README (2023) prints no "
+        "release, and the model has no node of NVLink pairs joined through the CPU, so the ring's NV12 "
+        "hops are priced as PCIe"
     ),
     "rccl #930, 16 GCDs of 8 MI250X (one node), all_gather 64 B-8 KiB before MSCCL": (
         "time 33.75-34.81 us vs no prediction: the catalogue has no MI250X (two GCDs per package, "
