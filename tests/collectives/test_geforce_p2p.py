@@ -8,6 +8,7 @@ from aifabric.catalog.transport import NcclEnv, resolve_transport
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.engines.api import collective_time
 from aifabric.engines.formula import formula_collective
+from aifabric.errors import ConfigError
 
 GIB = 2**30
 
@@ -79,3 +80,38 @@ def test_every_engine_times_a_geforce_node_on_shm(engine: str):
     formula = collective_time("all_reduce", GIB, spec, engine="formula")
     other = collective_time("all_reduce", GIB, spec, engine=engine)
     assert other.busbw_bytes_per_s == pytest.approx(formula.busbw_bytes_per_s, rel=0.02)
+
+
+def _switched(gpus: int, per_switch: int) -> ClusterSpec:
+    """``gpus`` RTX 2080 Ti (PCIe Gen3, no peer-to-peer), ``per_switch`` of them behind each PCIe switch."""
+    su = {"kind": "pcie", "link": "pcie-gen3", "gpus_per_switch": per_switch}
+    return ClusterSpec.from_dict(
+        {"accelerator": "rtx-2080-ti", "gpus_per_node": gpus, "nodes": 1, "scale_up": su}
+    )
+
+
+def test_gpus_behind_one_switch_share_its_uplink_when_all_of_them_send():
+    # SHM through host memory crosses the switch's uplink (paths.cc: traffic diverted through the CPU): a
+    # ring of two GPUs behind one switch sends from both at once, each at half of 16 x 0.6 = 9.6 GB/s; a
+    # chain of two (broadcast) sends from one, at all of it; a root port per GPU (the default) shares nothing
+    shared, own = _switched(2, 2), _switched(2, 1)
+    ring = formula_collective("all_reduce", GIB, shared).busbw_bytes_per_s / 1e9
+    chain = formula_collective("broadcast", GIB, shared).busbw_bytes_per_s / 1e9
+    alone = formula_collective("all_reduce", GIB, own).busbw_bytes_per_s / 1e9
+    assert ring == pytest.approx(4.8, rel=0.01) and chain == pytest.approx(9.6, rel=0.01)
+    assert alone == pytest.approx(9.6, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("scale_up", "gpus", "field"),
+    [
+        ({"kind": "nvswitch", "gpus_per_switch": 2}, 8, "kind: pcie"),
+        ({"kind": "pcie", "gpus_per_switch": 4}, 2, "gpus_per_node=2"),
+        ({"kind": "pcie", "gpus_per_switch": 0}, 2, "gpus_per_switch"),
+    ],
+)
+def test_gpus_per_switch_is_refused_off_pcie_and_beyond_the_node(scale_up: dict, gpus: int, field: str):
+    data = {"accelerator": "h100-sxm", "gpus_per_node": gpus, "nodes": 1, "scale_up": scale_up}
+    with pytest.raises(ConfigError, match="gpus_per_switch") as err:
+        ClusterSpec.from_dict(data)
+    assert field in str(err.value) and "\n" not in str(err.value)

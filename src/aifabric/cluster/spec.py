@@ -101,7 +101,9 @@ class ScaleUpDomainSpec(_Strict):
     ``peer_to_peer`` says whether the driver lets GPUs of a PCIe node reach each other's memory (default:
     the accelerator's catalogue entry, False on GeForce cards); without it NCCL moves bytes through host
     memory (SHM). ``true`` on a GeForce card states a driver that enables P2P (tinygrad's open kernel
-    modules).
+    modules). ``gpus_per_switch`` says how many GPUs of a PCIe node sit behind each PCIe switch and share
+    its one uplink to the CPU (``nvidia-smi topo`` PIX between them; default 1, a root port each): SHM
+    traffic, which NCCL diverts through host memory, crosses that uplink.
     """
 
     kind: Literal["nvswitch", "pcie", "torus"] = "nvswitch"
@@ -114,6 +116,7 @@ class ScaleUpDomainSpec(_Strict):
     slice: tuple[PosInt, ...] | None = None
     twisted: bool = False
     peer_to_peer: bool | None = None
+    gpus_per_switch: Int | None = Field(default=None, ge=1)
 
     @field_validator("slice", mode="before")
     @classmethod
@@ -515,6 +518,22 @@ class ClusterSpec(_Strict):
             raise ValueError(
                 "scale_up.p2p_through_cpu: only GPUs on PCIe (kind: pcie) meet through the CPU, kind is "
                 f"{su.kind}"
+            )
+        self._check_switch_gpus()
+
+    def _check_switch_gpus(self) -> None:
+        """``scale_up.gpus_per_switch``: PCIe switches of a PCIe node, at most the node's GPUs behind one."""
+        k = self.scale_up.gpus_per_switch
+        if k is None:
+            return
+        if self.scale_up.kind != "pcie":
+            raise ValueError(
+                f"scale_up.gpus_per_switch: only GPUs on PCIe (kind: pcie) sit behind a PCIe switch, kind is "
+                f"{self.scale_up.kind}"
+            )
+        if k > self.gpus_per_node:
+            raise ValueError(
+                f"scale_up.gpus_per_switch: {k} is more than the node's gpus_per_node={self.gpus_per_node}"
             )
 
     def _check_torus_kind(self) -> None:

@@ -15,6 +15,7 @@ from aifabric.collectives.tiers import (
     domain_nic_bytes_per_s,
     hw_latency_s,
     scaleup_bytes_per_s,
+    shm_switch_share,
 )
 from aifabric.errors import ConfigError
 
@@ -58,7 +59,7 @@ def direct_cost(
     """
     n, g = comm.n_ranks, comm.ranks_per_domain
     multi = comm.n_domains > 1
-    intra = scaleup_bytes_per_s(tm, g)  # a full mesh: one link to each of the g - 1 peers
+    intra = scaleup_bytes_per_s(tm, g) / shm_switch_share(tm, g)  # a mesh: one link to each of g - 1 peers
     nic = domain_nic_bytes_per_s(tm, comm) / comm.min_ranks_per_domain  # a rank's share of its NICs
     ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
     olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s

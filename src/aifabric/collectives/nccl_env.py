@@ -338,6 +338,7 @@ def _intra(parsed: NcclEnv, spec: ClusterSpec, tm: TierModel) -> TierModel:
             nvls=False,
             mesh_links=0,
             intra_transport=f"SHM through host memory: {_p2p_off(parsed, spec, level)}",
+            shm_switch_gpus=spec.scale_up.gpus_per_switch or 1,
         )
     if not tm.nic_bytes_per_s > 0:
         raise ConfigError(

@@ -32,6 +32,7 @@ from aifabric.collectives.tiers import (
     ring_graph_cap,
     ring_plateau_latency_factor,
     scaleup_bytes_per_s,
+    shm_switch_share,
 )
 
 __all__ = ["chain_cost", "flat_ring_cost", "ring_cost"]
@@ -73,7 +74,8 @@ def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     lat = base_latency_s(tm, "ring", proto) + (nsteps - ninter) * ilat + ninter * olat
     on_plateau = multi and op is Collective.ALL_REDUCE and proto is Protocol.SIMPLE
     plateau = lat * ring_plateau_latency_factor(tm) if on_plateau else lat
-    up = scaleup_bound(tm, g, N, exit_gpus=ring_exit_gpus(tm, comm))
+    senders = g - 1 if op in (Collective.BROADCAST, Collective.REDUCE) else g
+    up = scaleup_bound(tm, g, N, exit_gpus=ring_exit_gpus(tm, comm)) / shm_switch_share(tm, senders)
     nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg) if multi else up
     net = SCALE_OUT if multi and nic_agg < up else SCALE_UP

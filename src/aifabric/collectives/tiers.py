@@ -183,6 +183,8 @@ class TierModel:
     net_staging: float = 1.0
     #: The transport GPUs of a node use and why, when it is not the scale-up link's own P2P ("": P2P)
     intra_transport: str = ""
+    #: GPUs behind one PCIe switch whose uplink SHM traffic crosses (scale_up.gpus_per_switch); 1: none
+    shm_switch_gpus: int = 1
 
     @property
     def scale_up_words(self) -> str:
@@ -465,6 +467,7 @@ def tier_model(
         nic_qps=qps,
         nic_hop_bytes_per_s=_nic_hop_bytes_per_s(spec, convention, efficiency) * intra_scale,
         intra_transport=_intra_transport(spec),
+        shm_switch_gpus=(spec.scale_up.gpus_per_switch or 1) if _intra_transport(spec) else 1,
     )
 
 
@@ -583,6 +586,21 @@ def scaleup_bytes_per_s(tm: TierModel, ranks_per_domain: int) -> float:
     if tm.mesh_links < 1:
         return tm.intra_bytes_per_s
     return tm.intra_bytes_per_s * min(max(ranks_per_domain - 1, 1), tm.mesh_links) / tm.mesh_links
+
+
+def shm_switch_share(tm: TierModel, senders: int) -> int:
+    """How many GPUs share one PCIe switch uplink's SHM bandwidth when ``senders`` GPUs of a domain send at
+    once (a ring or an all-to-all: every GPU; a chain: all but the last), 1 without SHM or a switch.
+
+    Without P2P NCCL diverts GPU-to-GPU traffic through the CPU (paths.cc ``ncclTopoComputePaths``:
+    "Divert all traffic through the CPU", ``addInterStep``): a sender writes into host memory, its peer
+    reads from it, both over the PCIe path to the CPU. GPUs behind one switch (``tm.shm_switch_gpus``)
+    share its one uplink, each way: every concurrent sender's writes go up it and every receiver's reads
+    come down it, so each gets ``1 / min(k, senders)`` of it; NCCL's ring search books the same links
+    (search.cc ``followPath`` subtracts a channel's speed from every link of its path). A chain of two
+    GPUs has one sender: the whole uplink.
+    """
+    return max(1, min(tm.shm_switch_gpus, senders))
 
 
 def nic_stream_factor(
