@@ -206,8 +206,10 @@ MISSED = {
     "B200 A4 log, all_reduce 8-64 MiB": (
         "busbw 182.77/265.67/340.13/419.49 vs 260.2/334.3/474.6/600.7 (NVLS/Simple, +42/+26/+40/+43 %; "
         "ring/LL128 would give 234.1 at 8 MiB and 540.1 at 64 MiB, also above). The measured curve steps "
-        "at 128 MiB (419 -> 592) and at 8 GiB (739 -> 840), as if NCCL changed algorithm or channel count "
-        "there; the log prints neither the release nor NCCL_DEBUG, so which is not known"
+        "at 128 MiB (419 -> 592) and at 8 GiB (739 -> 840). The first sits where enqueue.cc "
+        "calcCollChunking halves NVLS's chunk (64 -> 32 KiB below 8 x 24 channels x 8 heads x 64 KiB = 96 "
+        "MiB), which the model applies (catalog.nccl.nvls_chunk_bytes) but prices far below the measured "
+        "drop; the log prints neither the release nor NCCL_DEBUG, so the algorithm NCCL ran is not known"
     ),
     "AutoDL 2080Ti x2 (SHM, both GPUs behind one PCIe switch), all_reduce, all_gather, alltoall 1-8 MiB": (
         "all_reduce busbw 1 MiB / 64 MiB / 1 GiB 3.75/3.99/4.00 vs 4.40/4.79/4.80 (+17/+20/+20 %; "
