@@ -55,6 +55,7 @@ __all__ = [
     "nvls_tree_net_steps",
     "nvls_tree_start_chunk",
     "nvls_tuner_algbw",
+    "nvls_tuner_figure",
     "pick_release",
     "ring_backup",
     "protocol_costs",
@@ -607,11 +608,23 @@ def nvls_tuner_algbw(release: NcclRelease, arch: str, *, gpu_gbps: float, local_
         2.18-2.27:  h s r                                   (``nvls_tuner_ratio`` r: .75 on 2.18.1, 5/6 on)
 
     8 x H100 on 2.29.2: 8 x 40 x 0.85 x 7/8 x 8/7 = 272.0; 4 of them: 4 x 60 x 0.85 = 204.0.
+
+    Raises
+    ------
+    ConfigError
+        When the release records neither figure for ``arch`` (:func:`nvls_tuner_figure`): its tuner has no
+        NVLS price, so NVLS does not apply there (:func:`nvls_support`), rather than running at 0 GB/s.
     """
+    figure = nvls_tuner_figure(release, arch)
+    if figure is None:
+        raise ConfigError(
+            f"nccl version {release.version}: no NVLS bandwidth figure for {arch} (nvlsEfficiency or the "
+            "NVLS tuner ratio): NVLS does not apply to this release"
+        )
     heads, speed = nvls_search(release, arch, gpu_gbps=gpu_gbps, local_gpus=local_gpus)
     if release.nvls_efficiency is None:
-        return heads * speed * (release.nvls_tuner_ratio or 0.0)
-    eff = release.nvls_efficiency.get(tuning_arch(release, arch), 0.0)
+        return heads * speed * figure
+    eff = figure
     n = max(2, local_gpus)
     return heads * speed * eff * (heads - 1) / heads * n / (n - 1)
 
@@ -637,6 +650,22 @@ def nvls_gather_tuner_algbw(release: NcclRelease, arch: str, *, gpu_gbps: float,
     eff = release.nvls_efficiency.get(tuning_arch(release, arch), 0.0)
     n = max(2, local_gpus)
     return heads * speed * eff * (heads - 1) / heads * (n - 1) / n
+
+
+def nvls_tuner_figure(release: NcclRelease, arch: str) -> float | None:
+    """The figure NCCL's tuner prices NVLS with on ``arch``: ``nvlsEfficiency[compCapIndex]`` (tuning.cc
+    from 2.28.3), else the ratio ``nvls_tuner_ratio`` (2.18-2.27); None when the release records neither
+    (NCCL before 2.17.1 had no NVLS algorithm in tuning.cc at all).
+
+    >>> [nvls_tuner_figure(nccl_release(v), "hopper") for v in ("2.29.2", "2.18.1")]
+    [0.85, 0.75]
+    """
+    if release.nvls_efficiency is not None:
+        try:
+            return release.nvls_efficiency.get(tuning_arch(release, arch))
+        except ConfigError:
+            return None
+    return release.nvls_tuner_ratio
 
 
 def nvls_tree_net_steps(release: NcclRelease, nnodes: int) -> int:
@@ -1139,6 +1168,11 @@ def nvls_support(
         return NvlsSupport(False, False, f"{arch} is not an NVIDIA GPU NCCL tunes")
     if row not in release.nvls_archs:
         return NvlsSupport(False, False, f"{row} GPUs have no NVLink multicast")
+    if nvls_tuner_figure(release, row) is None:
+        why = (
+            f"NCCL {release.version} records no NVLS bandwidth figure for {row}: its tuner has no NVLS price"
+        )
+        return NvlsSupport(False, False, why)
     if not nvswitch:
         return NvlsSupport(False, False, "no NVSwitch: no multicast object")
     if local_gpus < release.nvls_min_local_gpus:

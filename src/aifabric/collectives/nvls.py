@@ -408,9 +408,10 @@ def _channel_first_words(tm: TierModel, message_bytes: float, load: float) -> st
 
 
 def nvls_tuner_price(tm: TierModel, g: int) -> float:
-    """The algbw NCCL's tuner prices one-domain NVLS all_reduce of ``g`` GPUs at, bytes/s (0: no figure, or
+    """The algbw NCCL's tuner prices one-domain NVLS all_reduce of ``g`` GPUs at, bytes/s (0 under
     ``efficiency="line_rate"``): :func:`~aifabric.catalog.nccl.nvls_tuner_algbw` on the NVLS graph
-    NCCL's search finds for this GPU's scale-up (``tm.intra_bytes_per_s``).
+    NCCL's search finds for this GPU's scale-up (``tm.intra_bytes_per_s``). A release with no NVLS figure
+    has no NVLS (:func:`~aifabric.catalog.nccl.nvls_support`), and pricing it raises ConfigError.
 
     NCCL picks on this price and runs at :func:`nvls_algbw`: on 4 of 8 H100 (2.29.2) it prices NVLS at
     204 GB/s (4 x 60 x 0.85) below the ring's 247 (370.8 x 4/6) and runs ring, as its TUNING log prints,
