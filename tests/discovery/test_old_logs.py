@@ -3,7 +3,9 @@
 Fixture: ``old_allreduce_256gpu_nocheck_cut.log``, NVIDIA/nccl-tests #78 (description): 256 ranks, 16 per
 node, ``NCCL version 2.8.4+cuda10.1``, no GPU name, 45.65-71.55 GB/s busbw from 32 MiB to 1 GiB. The
 catalogue's oldest recorded release is 2.18.1 (catalog/data/nccl_releases.yaml), so 2.8.4's own tuning is
-not modelled and the default h100-sxm prediction (159-543 GB/s) is no ground for a fault verdict.
+not modelled and the default prediction is no ground for a fault verdict. The GPU assumed is a V100: NCCL
+was built with CUDA 10.1, which compiles for neither Hopper (CUDA 11.8 on) nor Ampere (11.0 on;
+catalog/data/gpu_architectures.yaml).
 """
 
 from __future__ import annotations
@@ -36,7 +38,12 @@ def test_a_release_older_than_the_tables_is_inconclusive_with_the_tables_named()
     head = "NCCL 2.8.4 is older than the oldest recorded release"
     note = f"{head} {oldest}: priced with the tables of NCCL {newest}"
     assert sum(a.startswith(note) for a in table.assumptions) == 1
-    assert "GPU model not in the log: assumed h100-sxm (give --gpu)" in table.assumptions
+    assumed = (
+        "GPU model not in the log: assumed v100-sxm2-32gb (hopper needs CUDA >= 11.8; NCCL here was built "
+        "with CUDA 10.1, which compiles for volta at most) (give --gpu)"
+    )
+    assert assumed in table.assumptions
+    assert table.spec.accelerator == "v100-sxm2-32gb"
 
 
 def test_a_stated_gpu_does_not_make_an_unrecorded_release_conclusive() -> None:
@@ -50,7 +57,7 @@ def test_the_cli_names_the_assumed_gpu_the_release_and_how_to_state_the_gpu() ->
     result = runner.invoke(app, ["nccl-tests", "compare", str(OLD)], terminal_width=400)
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
-    assert "verdict: inconclusive: modelled on h100-sxm" in out
+    assert "verdict: inconclusive: modelled on v100-sxm2-32gb" in out
     assert "NCCL 2.8.4 is older than the oldest recorded release 2.18.1" in out
     assert "give --gpu" in out
     assert "unexplained_shortfall" not in out.split("verdict:")[-1]

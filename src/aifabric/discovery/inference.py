@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aifabric import catalog
+from aifabric.catalog.archs import cuda_compiles_for, gpu_architecture
 from aifabric.catalog.nccl import version_tuple
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
@@ -33,6 +34,7 @@ __all__ = [
     "GpuMention",
     "accelerator_from_name",
     "accelerators_in_text",
+    "default_gpu",
     "infer_cluster",
     "nic_for_speed",
 ]
@@ -398,14 +400,52 @@ def _table_accelerator(table: PerfTable, text_before: str | Callable[[], str], n
             accelerator = found
             notes.append(f"GPU model not in the rank lines: {written!r} read from the text above the table")
     if accelerator is None:
-        accelerator = DEFAULT_GPU
+        accelerator, why = default_gpu(table.cuda_version)
         what = (
             f"GPU {table.gpu_name!r}{UNMODELLED_GPU}"
             if table.gpu_name
             else "GPU model not in the log: assumed "
         )
-        notes.append(f"{what}{DEFAULT_GPU} (give --gpu)")
+        notes.append(f"{what}{accelerator}{why} (give --gpu)")
     return accelerator
+
+
+#: The GPU assumed for an architecture when the log names none, newest first: :data:`DEFAULT_GPU`, then the
+#: first one whose architecture the log's CUDA compiles for (:func:`default_gpu`).
+_ASSUMED_BY_ARCH = (DEFAULT_GPU, "a100-sxm-80gb", "v100-sxm2-32gb")
+
+
+def default_gpu(cuda_version: str | None) -> tuple[str, str]:
+    """The GPU assumed for a log that names none, and why when it is not :data:`DEFAULT_GPU`.
+
+    The NCCL banner's CUDA (``NCCL version 2.14.3+cuda11.7``) is the toolkit NCCL was built with; one older
+    than an architecture's first toolkit (``catalog/data/gpu_architectures.yaml``: Hopper sm_90 needs CUDA
+    11.8, Ampere sm_80 11.0) built no code for it, so the newest architecture it does build for is assumed.
+    The rule reads the accelerators' ``arch``; no ``sm`` needs to be in the log. (Such a build carries
+    compute_80 PTX that a Hopper driver could JIT, so the rule picks a likelier guess, not a proof.)
+
+    >>> default_gpu(None), default_gpu("12.2")
+    (('h100-sxm', ''), ('h100-sxm', ''))
+    >>> default_gpu("11.7")[0], default_gpu("10.1")[0]
+    ('a100-sxm-80gb', 'v100-sxm2-32gb')
+    """
+    if cuda_version is None:
+        return DEFAULT_GPU, ""
+    usable = (
+        k
+        for k in _ASSUMED_BY_ARCH
+        if cuda_compiles_for(catalog.accelerator(k).arch, cuda_version) is not False
+    )
+    key = next(usable, DEFAULT_GPU)
+    if key == DEFAULT_GPU:
+        return key, ""
+    default_arch = catalog.accelerator(DEFAULT_GPU).arch
+    first = gpu_architecture(default_arch)
+    need = ".".join(map(str, first.min_cuda)) if first else "?"
+    return key, (
+        f" ({default_arch} needs CUDA >= {need}; NCCL here was built with CUDA {cuda_version}, which "
+        f"compiles for {catalog.accelerator(key).arch} at most)"
+    )
 
 
 #: What a note of :func:`_table_accelerator` holds when the log names a GPU the catalogue lacks.
