@@ -16,6 +16,9 @@ channels (-ll-32tb-op ends at 65536 B); 2.18.6 has no out-of-place kernel, so th
 
 from __future__ import annotations
 
+import dataclasses
+from pathlib import Path
+
 import pytest
 from tests.clusters import mi300x_node
 
@@ -27,6 +30,7 @@ from aifabric.collectives.msccl import msccl_allpairs_cost, msccl_kernel
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.ring import ring_cost
 from aifabric.collectives.tiers import Protocol, tier_model
+from aifabric.discovery.compare import compare_nccl_tests
 from aifabric.engines.formula import formula_collective
 
 MI300X = mi300x_node()
@@ -100,3 +104,25 @@ def test_msccl_preempts_the_tuner_only_where_rccl_runs_it() -> None:
     h100 = preset("h100-ib-2node", nodes=1)
     assert formula_collective("all_reduce", KiB, h100, nccl_version="2.20.5").algorithm != "msccl"
     assert formula_collective("all_gather", KiB, MI300X, nccl_version="2.20.5").algorithm == "ring"
+
+
+def test_one_process_driving_the_8_gpus_turns_msccl_off() -> None:
+    # ROCm/rccl rocm-6.2.0 src/misc/msccl/msccl_lifecycle.cc:63-77 mscclCommCompatible: two ranks of one host
+    # with the same pidHash -> false, and mscclSchedulerInit (164-166) loads no algorithm; rccl-tests -g 8
+    # (case 31: "nThread 1 nGpus 8", all 8 rank lines "Pid 37300") is such a run. The tuner then picks.
+    one_process = dataclasses.replace(Communicator.contiguous(MI300X), ranks_per_process=8)
+    for size in (KiB, 64 * KiB, 8 * MiB):
+        r = formula_collective("all_reduce", size, MI300X, one_process, nccl_version="2.20.5")
+        assert r.algorithm != Algorithm.MSCCL.value
+        per_gpu = formula_collective("all_reduce", size, MI300X, nccl_version="2.20.5")
+        assert per_gpu.algorithm == Algorithm.MSCCL.value  # a process per GPU (mpirun -np 8 ... -g 1)
+
+
+def test_the_log_of_an_rccl_tests_g8_run_gives_a_communicator_of_one_process() -> None:
+    # case 31 (AMD ROCm blog): "# nThread 1 nGpus 8 ..." and 8 rank lines on one host with one pid
+    text = (
+        Path(__file__).parents[1] / "discovery" / "data" / "case_31_mi300x_single_node_rccl.txt"
+    ).read_text()
+    table = compare_nccl_tests(text).tables[0]
+    assert table.table.ranks_per_process == 8
+    assert table.comm.ranks_per_process == 8

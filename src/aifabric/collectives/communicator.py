@@ -51,6 +51,10 @@ class Communicator:
         2 GPUs each) reach 1 NIC (2 shares) when they share one, 2 NICs (4 shares) when they do not.
     gpus : tuple[int, ...] or None
         The GPU ids, when given explicitly.
+    ranks_per_process : int
+        Most ranks one process drives (default 1: mpirun / torchrun, a process per GPU; nccl-tests
+        ``-g 8`` or ``-t 8``: 8). RCCL turns MSCCL off when two ranks of a host share a process
+        (ROCm/rccl ``src/misc/msccl/msccl_lifecycle.cc`` ``mscclCommCompatible``: same hostHash and pidHash).
     """
 
     n_ranks: int
@@ -62,15 +66,18 @@ class Communicator:
     gpus: tuple[int, ...] | None = None
     min_ranks_per_domain: int = 0
     min_nic_gpus_per_domain: int = 0
+    ranks_per_process: int = 1
 
     def __post_init__(self) -> None:
+        if self.ranks_per_process < 1:
+            raise ConfigError(f"ranks_per_process: must be >= 1, got {self.ranks_per_process}")
         if self.min_ranks_per_domain <= 0:
             object.__setattr__(self, "min_ranks_per_domain", self.ranks_per_domain)
         if self.min_nic_gpus_per_domain <= 0:
             object.__setattr__(self, "min_nic_gpus_per_domain", self.min_ranks_per_domain)
 
     @cached_property
-    def shape(self) -> tuple[int, int, int, int, int, int, int, int]:
+    def shape(self) -> tuple[int, int, int, int, int, int, int, int, int]:
         """Every count of the summary (all fields but ``gpus``): what cost models read, so a key for what
         they derive from a communicator (:meth:`aifabric.collectives.tiers.TierModel.memo`)."""
         return (
@@ -82,6 +89,7 @@ class Communicator:
             self.ranks_per_pod,
             self.min_ranks_per_domain,
             self.min_nic_gpus_per_domain,
+            self.ranks_per_process,
         )
 
     @property

@@ -38,10 +38,14 @@ def msccl_allpairs_applies(comm: Communicator, tm: TierModel) -> bool:
     """Whether RCCL runs MSCCL all-pairs kernels on this communicator at some size: RCCL's own tables
     (``tm.release.library == "rccl"``: a run that states an RCCL release), one scale-up domain that is a
     full mesh with a link to every peer (xGMI), an architecture whose topology models turn MSCCL on
-    (``mscclEnabled=1``: gfx942) and a kernel for this rank count. Each rank is taken to have its own
-    process (mpirun / torchrun); one process driving several GPUs turns MSCCL off (``mscclCommCompatible``),
-    which the communicator does not record."""
+    (``mscclEnabled=1``: gfx942), a kernel for this rank count, and each rank in its own process
+    (``comm.ranks_per_process == 1``): one process driving several GPUs (rccl-tests ``-g 8``, or ``-t``
+    threads) turns MSCCL off, as two ranks of one host with the same pid hash fail ``mscclCommCompatible``
+    (ROCm/rccl rocm-6.2.0 ``src/misc/msccl/msccl_lifecycle.cc:63-77``; ``mscclSchedulerInit`` then loads no
+    algorithm, line 164-166)."""
     if tm.release.library != "rccl" or comm.n_domains != 1 or tm.mesh_links < comm.n_ranks - 1:
+        return False
+    if comm.ranks_per_process > 1:
         return False
     version = tm.release.version
     arch_ok = tm.arch.lower() in msccl_archs(version)

@@ -1185,6 +1185,8 @@ def _prepare(
     n_ranks = table.n_ranks or spec.n_gpus
     n_nodes = table.n_nodes or max(1, -(-n_ranks // spec.gpus_per_node))
     comm, comm_note = _communicator(op, spec, n_ranks, n_nodes)
+    if table.ranks_per_process is not None:  # MSCCL needs a process per rank (collectives.msccl)
+        comm = dataclasses.replace(comm, ranks_per_process=min(table.ranks_per_process, comm.n_ranks))
     if comm_note:
         notes.append(comm_note)
     info = info if info is not None else NcclInfo()

@@ -206,6 +206,26 @@ class PerfTable:
         return tuple(notes)
 
     @property
+    def ranks_per_process(self) -> int | None:
+        """Most ranks one process drove: the complete rank lines' ranks per (host, pid), else nThread x nGpus
+        of the ``# nThread`` line (``-t`` threads of ``-g`` GPUs each); None when neither says.
+
+        >>> from aifabric.discovery.perf_records import RunParameters
+        >>> args = (None, None, 8, 1, None, None, None, (), (), RunParameters(n_threads=1, n_gpus=8))
+        >>> PerfTable(*args, None, None, (), 1).ranks_per_process
+        8
+        """
+        if complete_rank_lines(self.ranks) and all(rank.pid is not None for rank in self.ranks):
+            per: dict[tuple[str, int | None], int] = {}
+            for rank in self.ranks:
+                per[rank.host, rank.pid] = per.get((rank.host, rank.pid), 0) + 1
+            return max(per.values())
+        p = self.parameters
+        if p is None or (p.n_threads is None and p.n_gpus is None):
+            return None
+        return (p.n_threads or 1) * (p.n_gpus or 1)
+
+    @property
     def is_old_layout(self) -> bool:
         """True for the layout without ``root`` and ``#wrong`` (an ``error`` column instead)."""
         return "error" in self.columns
