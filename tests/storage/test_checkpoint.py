@@ -12,6 +12,7 @@ from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
 from aifabric.errors import ConfigError
 from aifabric.storage import checkpoint_size, checkpoint_time, goodput_lost_fraction, young_daly_interval_s
+from aifabric.storage.checkpoint import check_state_fits
 from aifabric.storage.dataload import data_loading
 
 
@@ -246,3 +247,46 @@ def test_young_daly_outside_its_assumption_warns():
     assert "Young/Daly assumes" in text.stderr
     ok = json.loads(_ckpt(*args, "--storage-units", "4", "--nodes", "16", "--mtbf", "4 h", "--json").stdout)
     assert ok["young_daly_holds_sync"] is True
+
+
+_OFFLOAD = [
+    "--nodes",
+    "16",
+    "--tp",
+    "8",
+    "--pp",
+    "16",
+    "--storage",
+    "ddn-ai400x2-turbo",
+    "--storage-units",
+    "4",
+]
+
+
+def test_offloaded_state_counts_the_nodes_host_memory():
+    # 1.5e12 params x 14 B/param = 21 TB: above 128 H100 x 80 GB = 10.24 TB of HBM, so refused on HBM alone;
+    # with ZeRO-Offload (optimizer state in host memory; Ren et al. USENIX ATC'21, arXiv:2101.06840) and
+    # the 2 TB of system memory of each DGX H100 node (DGX H100 datasheet), 10.24 + 16 x 2 = 42.24 TB hold it.
+    hbm_only = _ckpt("--params", "1.5e12", *_OFFLOAD)
+    _one_error_line(hbm_only, "--params")
+    assert "10.24 TB" in hbm_only.stderr
+    r = _ckpt("--params", "1.5e12", *_OFFLOAD, "--offload-memory", "2 TB", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["checkpoint_bytes"] == pytest.approx(21e12)
+    # 3.1e12 x 14 = 43.4 TB > 42.24 TB: refused, naming both the size and the host memory counted
+    over = _ckpt("--params", "3.1e12", *_OFFLOAD, "--offload-memory", "2 TB")
+    _one_error_line(over, "--params")
+    assert "42.24 TB" in over.stderr and "--offload-memory" in over.stderr
+
+
+@pytest.mark.parametrize("value", ["-1 TB", "0", "nan TB"])
+def test_offload_memory_must_be_a_size_above_zero(value):
+    _one_error_line(_ckpt("--params", "70e9", *_OFFLOAD, "--offload-memory", value), "--offload-memory")
+
+
+def test_check_state_fits_counts_host_memory_per_node():
+    spec = preset("dgx-h100-superpod", nodes=16)
+    size = checkpoint_size(1.5e12, tp=8, pp=16)
+    with pytest.raises(ConfigError, match=r"^n_params: .* more than the 10\.24 TB"):
+        check_state_fits(spec, size)
+    check_state_fits(spec, size, host_bytes_per_node=2e12)  # 42.24 TB hold 21 TB

@@ -84,6 +84,17 @@ def _data_bytes(text: str) -> float:
     return value
 
 
+def _offload_bytes(text: str | None) -> float:
+    """Host bytes per node holding offloaded state from ``'2 TB'`` (0 without the option); one rule, a finite
+    size > 0, for ``-1 TB``, ``0`` and ``nan``, each refused naming --offload-memory and the value."""
+    if text is None:
+        return 0.0
+    value = _signed(text, parse_bytes, "--offload-memory")
+    if not (value > 0 and math.isfinite(value)):
+        raise ConfigError(f"--offload-memory must be a finite size > 0 bytes per node, got {text!r}")
+    return value
+
+
 def _check_bytes_per_param(weight_bytes: float, optimizer_bytes: float) -> None:
     """Finite byte figures >= 0 whose sum is finite and > 0 (a checkpoint of 0 B is no checkpoint)."""
     for option, v in (("--weight-bytes", weight_bytes), ("--optimizer-bytes", optimizer_bytes)):
@@ -174,6 +185,13 @@ def checkpoint(
     data_per_step: Annotated[
         str | None, typer.Option(help="Bytes read per training step for data loading, e.g. '64 MB'")
     ] = None,
+    offload_memory: Annotated[
+        str | None,
+        typer.Option(
+            help="Host memory per node holding offloaded state (ZeRO-Offload), e.g. '2 TB': the state may "
+            "exceed the GPUs' HBM by that much per node"
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
     html: HtmlOpt = None,
 ) -> None:
@@ -201,7 +219,13 @@ def checkpoint(
         weight_bytes_per_param=weight_bytes,
         optimizer_bytes_per_param=optimizer_bytes,
     )
-    check_state_fits(spec, size, "--params" if params is not None else f"--model {model}")
+    check_state_fits(
+        spec,
+        size,
+        "--params" if params is not None else f"--model {model}",
+        host_bytes_per_node=_offload_bytes(offload_memory),
+        host_field="--offload-memory",
+    )
     res = checkpoint_time(spec, size, gds=gds)
     out = _checkpoint_dict(spec, n, size, res)
     if step_s is not None:

@@ -147,29 +147,52 @@ class CheckpointResult:
         return self.async_drain.seconds / step_time_s
 
 
-def check_state_fits(spec: ClusterSpec, size: CheckpointSize, field: str = "n_params") -> None:
-    """Refuse a checkpoint of more state than the job's GPUs can hold: ConfigError naming ``field``.
+def check_state_fits(
+    spec: ClusterSpec,
+    size: CheckpointSize,
+    field: str = "n_params",
+    *,
+    host_bytes_per_node: float = 0.0,
+    host_field: str = "host_bytes_per_node",
+) -> None:
+    """Refuse a checkpoint of more state than the job's memory can hold: ConfigError naming ``field``.
 
     The state a checkpoint saves (weights and optimizer, ``S = P (w + m)`` bytes) is the state the job
-    trains, held in its GPUs' memory: this model writes it from there (write: GPU memory -> storage; async:
-    copy GPU -> host of what each GPU holds). Whatever the sharding (ZeRO-3 holds ``S / N`` per GPU, the
-    least), ``N`` GPUs hold at most ``N x HBM``:
+    trains, held in its GPUs' memory and, when it offloads (ZeRO-Offload: optimizer state in host memory,
+    Ren et al. USENIX ATC'21, arXiv:2101.06840), in its nodes' host memory. Whatever the sharding (ZeRO-3
+    holds ``S / N`` per GPU, the least), ``N`` GPUs on ``ceil(N / g)`` nodes hold at most::
 
-        S <= job GPUs x hbm_capacity      (128 H100 x 80 GB = 10.24 TB: at most 731 B params at 14 B/param)
+        S <= N x hbm_capacity + ceil(N / g) x host_bytes_per_node
+
+    128 H100 x 80 GB = 10.24 TB without offload (731 B params at 14 B/param); with the 2 TB of host memory
+    of each of their 16 DGX H100 nodes (DGX H100 datasheet: 2 TB system memory) 42.24 TB (3.0 T params).
 
     ``collective`` refuses a message above one GPU's HBM by the same rule
     (:func:`aifabric.collectives.buffers.check_fits_hbm`). A ``size`` that is not finite is left to the
     caller, which names the inputs it overflows from.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``field`` (and ``host_field`` when host memory is counted) and the memory that holds the state.
+    ValueError
+        If ``host_bytes_per_node`` is negative or not finite.
     """
+    if not (math.isfinite(host_bytes_per_node) and host_bytes_per_node >= 0):
+        raise ValueError(f"host_bytes_per_node must be a finite size >= 0, got {host_bytes_per_node!r}")
     hbm = spec.accelerator_spec.hbm_capacity_bytes
-    held = size.job_gpus * hbm
-    if math.isfinite(size.total_bytes) and size.total_bytes > held:
-        raise ConfigError(
-            f"{field}: {size.n_params:g} parameters x {size.bytes_per_param:g} B/param = "
-            f"{format_bytes(size.total_bytes)} of weights and optimizer state is more than the "
-            f"{format_bytes(held)} of HBM of the job's {size.job_gpus} GPUs ({format_bytes(hbm)} each "
-            f"{spec.accelerator}) that hold it while they train and write it"
-        )
+    nodes = math.ceil(size.job_gpus / spec.gpus_per_node)
+    held = size.job_gpus * hbm + nodes * host_bytes_per_node
+    if not (math.isfinite(size.total_bytes) and size.total_bytes > held):
+        return
+    where = f"{format_bytes(hbm)} of HBM each {spec.accelerator}"
+    if host_bytes_per_node > 0:
+        where += f", and {host_field} {format_bytes(host_bytes_per_node)} on each of their {nodes} nodes"
+    raise ConfigError(
+        f"{field}: {size.n_params:g} parameters x {size.bytes_per_param:g} B/param = "
+        f"{format_bytes(size.total_bytes)} of weights and optimizer state is more than the "
+        f"{format_bytes(held)} the job's {size.job_gpus} GPUs ({where}) hold while they train and write it"
+    )
 
 
 def checkpoint_time(spec: ClusterSpec, size: CheckpointSize, *, gds: bool = True) -> CheckpointResult:
