@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from tests.clusters import mi300x_node
 
-from aifabric.catalog.nccl import Algorithm, nccl_release
+from aifabric.catalog.nccl import Algorithm, nccl_release, search_channels
 from aifabric.catalog.rccl import rccl_release, rccl_release_versions
 from aifabric.collectives.tiers import tier_model
 from aifabric.engines.formula import formula_collective
@@ -30,9 +30,9 @@ def test_rccl_release_has_rccls_own_latencies() -> None:
 
 
 def test_rccl_keeps_the_nccl_tables_it_does_not_replace() -> None:
-    # RCCL 2.20.5 is built on NCCL 2.20.5: search speeds, channels and bandwidth caps are NCCL's
+    # RCCL 2.20.5 is built on NCCL 2.20.5: channels and bandwidth caps are NCCL's (search speeds are not:
+    # test_rccl_searches_rings_with_its_own_speeds)
     rel, base = rccl_release("2.20.5"), nccl_release("2.20.5")
-    assert rel.search_speeds_intra == base.search_speeds_intra
     assert rel.per_channel_max_tree_bw == base.per_channel_max_tree_bw
     assert rel.max_channels == base.max_channels
     assert base.library == "nccl"
@@ -76,3 +76,28 @@ def test_rccl_runs_no_ll128_on_gfx942_unless_stated() -> None:
         "all_reduce", 8 * 2**20, spec, nccl_version="2.20.5", env={"NCCL_PROTO": "LL128"}
     )
     assert stated.protocol == "LL128"
+
+
+#: ROCm/rccl rocm-6.2.0 src/graph/search.cc:889-891 (rocm-6.1.0: 843-845), the HIP branch:
+#: ``speedArrayIntra[] = speedArrayInter[] = { 48.0, 24.0, 20.0, ..., 0.12 }``, used whatever the compute
+#: capability (ncclTopoCompute, 6.2.0 lines 997-1004: no sm90SpeedArray on HIP).
+_RCCL_SPEEDS = (48.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2, 0.24, 0.12)
+
+
+@pytest.mark.parametrize("version", ["2.18.6", "2.20.5"])
+def test_rccl_searches_rings_with_its_own_speeds(version: str) -> None:
+    rel, base = rccl_release(version), nccl_release(version)
+    for row in ("volta", "ampere", "hopper"):
+        assert rel.search_speeds_intra[row] == rel.search_speeds_inter[row] == _RCCL_SPEEDS
+    assert base.search_speeds_intra["hopper"][0] == 60.0  # NCCL's sm90SpeedArrayIntra starts at 60 GB/s
+
+
+def test_mi300x_ring_graph_is_rccls_search_not_nccls() -> None:
+    # 8 x MI300X, 7 xGMI links x 48 GB/s = 336 GB/s per GPU (tests.clusters.mi300x_node): RCCL's first speed,
+    # 48 GB/s, fills it with 7 channels (7 x 48 = 336: optimal, search ends); ncclTopoDupChannels keeps 7
+    # (ccMin 94 > 80, bwIntra 48 < 50, 7 > 4 channels: search.cc:877-878); connect.cc doubles them: 14.
+    # NCCL 2.20's own Hopper speeds would give 14 x 24 GB/s (28 communicator channels).
+    rccl = tier_model(mi300x_node(), nccl_version="2.20.5")
+    assert rccl.graph_channels[0] == 7 and rccl.channels[0] == 14
+    assert search_channels(nccl_release("2.20.5"), "hopper", gpu_gbps=336.0) == (14, 24.0)
+    assert search_channels(rccl_release("2.20.5"), "hopper", gpu_gbps=336.0) == (7, 48.0)

@@ -638,7 +638,7 @@ def _comm_channels(
     bandwidth and the node's NICs at line rate (NCCL reads a NIC's speed as its line rate)."""
     gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
     nic_gbps = spec.nic_speed_bytes_per_s / 1e9
-    return _channels(release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps, lo, hi)
+    return _channels(release.library, release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps, lo, hi)
 
 
 def _ring_graph(
@@ -654,22 +654,30 @@ def _ring_graph(
     scale-up bandwidth."""
     gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
     nic_gbps = spec.nic_speed_bytes_per_s / 1e9
-    found = _searches(release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps)
+    found = _searches(release.library, release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps)
     if found is None:
         return (1, math.inf), (1, math.inf)
     one, two = found
     return one, two or one
 
 
+def _library_tables(library: str, version: str) -> NcclRelease:
+    """The recorded tables of ``library`` (``nccl`` or ``rccl``) ``version``: a TierModel's release, found
+    again from the hashable pair the cached searches are keyed by. RCCL's version numbers are NCCL's, but
+    its search tables are its own (rccl_releases.yaml: RCCL's HIP ``speedArrayIntra/Inter``)."""
+    return rccl_release(version) if library == "rccl" else nccl_release(version)
+
+
 @cache
 def _searches(
-    version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float
+    library: str, version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float
 ) -> tuple[tuple[int, float], tuple[int, float] | None] | None:
-    """NCCL's ring-graph searches (:func:`~aifabric.catalog.nccl.search_channels`, ``(channels, GB/s)``)
-    on one domain and across two (None without NICs); None when the GPU has no scale-up bandwidth."""
+    """NCCL's (or RCCL's) ring-graph searches (:func:`~aifabric.catalog.nccl.search_channels`,
+    ``(channels, GB/s)``) on one domain and across two (None without NICs); None when the GPU has no
+    scale-up bandwidth."""
     if not gpu_gbps > 0:
         return None
-    release = nccl_release(version)
+    release = _library_tables(library, version)
     one = search_channels(release, row, gpu_gbps=gpu_gbps)
     if nics < 1 or not nic_gbps > 0:
         return one, None
@@ -685,17 +693,25 @@ def _ll_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int
     the DGX H100 nodes NCCL's LL figures come from (case 03)."""
     gpus = max(1, spec.domain_gpus)
     top = release.search_speeds_inter[row][0]
-    return _channels(release.version, row, spec.scaleup_effective_bytes_per_s / 1e9, gpus, top, None, None)
+    gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
+    return _channels(release.library, release.version, row, gpu_gbps, gpus, top, None, None)
 
 
 @cache
 def _channels(
-    version: str, row: str, gpu_gbps: float, nics: int, nic_gbps: float, lo: int | None, hi: int | None
+    library: str,
+    version: str,
+    row: str,
+    gpu_gbps: float,
+    nics: int,
+    nic_gbps: float,
+    lo: int | None,
+    hi: int | None,
 ) -> tuple[int, int]:
-    found = _searches(version, row, gpu_gbps, nics, nic_gbps)
+    found = _searches(library, version, row, gpu_gbps, nics, nic_gbps)
     if found is None:
         return 1, 1
-    release = nccl_release(version)
+    release = _library_tables(library, version)
     bounds = {"min_nchannels": lo, "max_nchannels": hi}
     (n, s), two = found
     one = comm_channels(release, row, search_channels=n, nnodes=1, ring_bw_intra_gbps=s, **bounds)
