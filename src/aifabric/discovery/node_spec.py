@@ -13,6 +13,7 @@ from typing import Any
 
 from aifabric import catalog
 from aifabric.catalog import AcceleratorSpec
+from aifabric.catalog.archs import gpu_architecture
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import Algorithm
 from aifabric.discovery.calibrate import Calibration
@@ -42,8 +43,6 @@ __all__ = [
 
 #: Message size of the expected-busbw figures (nccl-tests' plateau region).
 EXPECTED_BYTES = 1 << 32
-# Compute capability of each architecture, to check a GPU named in the text against an NCCL dump's sm=.
-_ARCH_SM = {"volta": 70, "ampere": 80, "hopper": 90, "blackwell": 100}
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,10 @@ def _fit(layout: NodeLayout, key: str) -> tuple[int, str]:
     acc = catalog.accelerator(key)
     score, why = 1, ""
     if layout.gpu_sm is not None:
-        sm = _ARCH_SM.get(acc.arch)
+        arch = gpu_architecture(
+            acc.arch
+        )  # catalog/data/gpu_architectures.yaml: the arch's compute capability
+        sm = arch.sm if arch is not None else None
         if sm is not None and sm != layout.gpu_sm:
             return 0, f"the dump says sm={layout.gpu_sm}"
         if sm is not None:
