@@ -750,14 +750,24 @@ class ClusterSpec(_Strict):
         return max(0.0, net - transport(so.native_transport).latency_s)
 
     @property
+    def scaleup_links(self) -> int:
+        """Links per GPU on the scale-up link: the accelerator's ``nvlink_links`` on its own NVLink
+        generation (H800 SXM: 8 of NVLink 4's 18), else the link's ``links_per_gpu``."""
+        link = self.scaleup_link
+        acc = self.accelerator_spec
+        return acc.nvlink_links if (acc.nvlink_links and link.key == acc.nvlink) else link.links_per_gpu
+
+    @property
     def scaleup_line_rate_bytes_per_s(self) -> float:
-        """Scale-up line rate per GPU, per direction, bytes/s."""
+        """Scale-up line rate per GPU, per direction, bytes/s: ``scale_up.bandwidth``, else the link's
+        per-link rate x :attr:`scaleup_links` (H800 SXM: 8 x 25 GB/s = 200 GB/s, its 400 GB/s both ways)."""
         su = self.scale_up
         if su.bandwidth_bytes_per_s is not None:
             if su.bandwidth_convention == "bidirectional":
                 return su.bandwidth_bytes_per_s / 2
             return su.bandwidth_bytes_per_s
-        return self.scaleup_link.per_gpu_per_direction_bytes_per_s
+        link = self.scaleup_link
+        return link.per_gpu_per_direction_bytes_per_s * self.scaleup_links / link.links_per_gpu
 
     @property
     def peer_to_peer(self) -> bool:
@@ -792,11 +802,11 @@ class ClusterSpec(_Strict):
         over the scale-up link), whatever :attr:`peer_to_peer` says; on PCIe also what a GPU's x16 link
         carries to its NIC (GPUDirect RDMA needs no GPU peer), bytes/s."""
         link = self.scaleup_link
-        acc = self.accelerator_spec
-        links = acc.nvlink_links if (acc.nvlink_links and link.key == acc.nvlink) else link.links_per_gpu
-        eff = link.nccl_effective_bytes_per_s(links)
-        if self.scale_up.bandwidth_bytes_per_s is not None:
-            eff = self.scaleup_line_rate_bytes_per_s * eff / link.per_gpu_per_direction_bytes_per_s
+        eff = link.nccl_effective_bytes_per_s(self.scaleup_links)
+        if self.scale_up.bandwidth_bytes_per_s is not None:  # the link's effective / line ratio, per link
+            eff = self.scaleup_line_rate_bytes_per_s * link.nccl_effective_bytes_per_s() / (
+                link.per_gpu_per_direction_bytes_per_s
+            )
         if self.scale_up.p2p_through_cpu and self.cpu_vendor == "intel":
             eff /= link.p2p_through_cpu_overhead
         return eff
