@@ -13,6 +13,7 @@ runner = CliRunner()
 
 pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 
+
 def _nv8_topo() -> str:
     """``nvidia-smi topo -m`` of an 8-GPU NVSwitch board with NV8 between every pair (H800 SXM: 8 NVLink 4
     links, 400 GB/s), one PIX NIC per GPU, two sockets."""

@@ -69,7 +69,8 @@ def _readme(pattern: str) -> float:
             1e-3,
         ),
         (
-            r"\(`--embedding-chunks --virtual-stages 8 --tp-comm-overlap`: [^)]+\), it runs at\s+([\d.]+)% MFU",
+            r"\(`--embedding-chunks --virtual-stages 8 --tp-comm-overlap`: [^)]+\), it runs at"
+            r"\s+([\d.]+)% MFU",
             "train -m llama3-405b --nodes 2048 --tp 8 --pp 16 --dp 128 -B 2048 --seq-len 8192 --zero 2 "
             "--embedding-chunks --virtual-stages 8 --tp-comm-overlap",
             "mfu",

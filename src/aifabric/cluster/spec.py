@@ -804,9 +804,8 @@ class ClusterSpec(_Strict):
         link = self.scaleup_link
         eff = link.nccl_effective_bytes_per_s(self.scaleup_links)
         if self.scale_up.bandwidth_bytes_per_s is not None:  # the link's effective / line ratio, per link
-            eff = self.scaleup_line_rate_bytes_per_s * link.nccl_effective_bytes_per_s() / (
-                link.per_gpu_per_direction_bytes_per_s
-            )
+            ratio = link.nccl_effective_bytes_per_s() / link.per_gpu_per_direction_bytes_per_s
+            eff = self.scaleup_line_rate_bytes_per_s * ratio
         if self.scale_up.p2p_through_cpu and self.cpu_vendor == "intel":
             eff /= link.p2p_through_cpu_overhead
         return eff
