@@ -663,12 +663,49 @@ class ClusterSpec(_Strict):
         return None if self.scale_out is None else catalog.nic(self.scale_out.nic)
 
     @property
-    def nic_speed_bytes_per_s(self) -> float:
-        """One NIC's line rate, per direction, bytes/s (``nic_speed``, else the catalogue's); 0 without a
-        scale-out network."""
+    def nic_nominal_speed_bytes_per_s(self) -> float:
+        """One NIC's own rate, per direction, bytes/s (``nic_speed``, else the catalogue's), before its links
+        meet the leaf's ports; 0 without a scale-out network."""
         if self.scale_out is None or self.nic_spec is None:
             return 0.0
         return self.scale_out.nic_speed_bytes_per_s or self.nic_spec.line_rate_bytes_per_s
+
+    @property
+    def leaf_port_speed_bytes_per_s(self) -> float:
+        """Line rate of one port of the leaf switch, per direction, bytes/s (``switches.yaml``); 0 without a
+        scale-out network."""
+        so = self.scale_out
+        return 0.0 if so is None else catalog.switch(so.switch).port_speed_bytes_per_s
+
+    @property
+    def nic_speed_bytes_per_s(self) -> float:
+        """One NIC's line rate, per direction, bytes/s: its own rate (:attr:`nic_nominal_speed_bytes_per_s`),
+        at most ``planes`` leaf ports' worth; 0 without a scale-out network.
+
+        A link runs at the rate both ends support: InfiniBand and Ethernet auto-negotiate each link to the
+        fastest speed common to the two ports (IBTA link training; IEEE 802.3 clause 73), so a ConnectX-8
+        at 800 Gb/s cabled to a Quantum-2 QM9700's 400 Gb/s NDR port (QM9700 datasheet: 64 x 400 Gb/s)
+        runs at 400 Gb/s, and the leaf's ports are counted at their own speed (:func:`~aifabric.cluster.
+        clos.clos_shape`). A NIC split into ``planes`` ports takes one leaf port per plane.
+        """
+        nominal = self.nic_nominal_speed_bytes_per_s
+        so = self.scale_out
+        if so is None:
+            return nominal
+        return min(nominal, self.leaf_port_speed_bytes_per_s * so.planes)
+
+    @property
+    def nic_negotiated_note(self) -> str | None:
+        """One sentence when the NIC is faster than the leaf's ports and runs at their speed
+        (:attr:`nic_speed_bytes_per_s`), else None."""
+        so, nominal = self.scale_out, self.nic_nominal_speed_bytes_per_s
+        if so is None or nominal <= self.nic_speed_bytes_per_s:
+            return None
+        return (
+            f"{so.nic} at {nominal * 8 / 1e9:g} Gb/s runs at {self.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s: "
+            f"{so.switch}'s ports are {self.leaf_port_speed_bytes_per_s * 8 / 1e9:g} Gb/s and a link runs at "
+            "the slower end's rate (a switch with faster ports, or more planes, uses the NIC's)"
+        )
 
     @property
     def nics_per_node(self) -> int:
