@@ -73,10 +73,11 @@ def test_ring_leaves_ll128_at_the_tuners_crossover(size: int, proto: str):
 def test_faster_nics_keep_the_pick():
     # 4 x 8 H100, all_gather 64 MiB: a 400G and an 800G ConnectX give NCCL the same ring graph (8 x 45 GB/s,
     # the GPU's search speed), so the same LL128 / Simple ratio and the same pick: ring/LL128, faster on 800G.
-    def run(nic: str):
-        spec = preset("h100-ib-2node", nodes=4, **{"scale_out.nic": nic})
+    # (the 800G ConnectX-8 on XDR ports, Quantum-X800 Q3400: on the preset's 400G NDR QM9700 it runs at 400G)
+    def run(nic: str, switch: str):
+        spec = preset("h100-ib-2node", nodes=4, **{"scale_out.nic": nic, "scale_out.switch": switch})
         return formula_collective("all_gather", 64 * MIB, spec)
 
-    slow, fast = run("connectx-7"), run("connectx-8")
+    slow, fast = run("connectx-7", "quantum-2-qm9700"), run("connectx-8", "quantum-x800-q3400")
     assert (slow.protocol, fast.protocol) == ("LL128", "LL128")
     assert fast.time_s < slow.time_s

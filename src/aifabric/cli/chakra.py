@@ -6,8 +6,9 @@ Exit codes: 0 done; 2 bad input (a file that is not a Chakra trace, a bad cluste
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -15,6 +16,9 @@ from rich.table import Table
 from aifabric.cli.common import console, emit_json, err_console, handle_errors, literal
 from aifabric.errors import ConfigError
 from aifabric.report.paths import check_output_path
+
+if TYPE_CHECKING:
+    from aifabric.interop.chakra import WorkloadCall
 
 __all__ = ["ChakraOpt", "check_chakra_folder", "import_chakra", "written"]
 
@@ -47,6 +51,11 @@ def written(paths: list[Path]) -> None:
         )
 
 
+def _span_fields(calls: Sequence[WorkloadCall]) -> str:
+    """The trace fields that set how many GPUs its groups span: their sizes, and spacing where one has it."""
+    return "comm_group_size" + (", comm_group_stride" if any(c.group_stride for c in calls) else "")
+
+
 @handle_errors
 def import_chakra(
     trace: Annotated[Path, typer.Argument(help="A Chakra .et file (one rank's), e.g. workload.0.et")],
@@ -58,30 +67,34 @@ def import_chakra(
 ) -> None:
     """Read one rank's Chakra execution trace as a workload: its compute time and its communication calls,
     each timed on the cluster with the formula engine over its group (the trace's comm_group_size, else
-    every GPU; ranks placed in order; a group larger than the cluster is refused).
+    every GPU; GPU i runs rank i, the group's ranks comm_group_stride apart as the trace's layout placed
+    them, else in order; a group larger than the cluster is refused).
     The total assumes no overlap of compute and communication: an upper
     bound of the rank's time. Seconds; sizes in bytes (nccl-tests convention)."""
     from aifabric.cluster.resolve import resolve_cluster
+    from aifabric.collectives.communicator import Communicator
     from aifabric.engines.api import collective_time
     from aifabric.interop.chakra import read_et, workload
 
     spec = resolve_cluster(cluster, nodes=nodes)
     tr = read_et(trace)
     w = workload(tr)
-    need = max((c.group_size or 0 for c in w.calls), default=0)
+    need = max(((c.group_size or 1) - 1) * (c.group_stride or 1) + 1 for c in w.calls) if w.calls else 0
     if need > spec.n_gpus:
         raise ConfigError(
-            f"--nodes: the trace {str(trace)!r} has {need} ranks (comm_group_size) but {spec.name} has "
-            f"{spec.n_gpus} GPUs; give a cluster of at least {need} GPUs "
+            f"--nodes: the trace {str(trace)!r} has {need} ranks ({_span_fields(w.calls)}) but "
+            f"{spec.name} has {spec.n_gpus} GPUs; give a cluster of at least {need} GPUs "
             f"(--nodes {-(-need // spec.gpus_per_node)})"
         )
     calls: list[dict[str, Any]] = []
     for c in w.calls:
         ranks = c.group_size or spec.n_gpus
-        r = collective_time(c.op, c.message_bytes, spec, ranks=ranks)
+        comm = Communicator.contiguous(spec, ranks, stride=c.group_stride or 1)
+        r = collective_time(c.op, c.message_bytes, spec, ranks=comm)
         calls.append(
-            {"op": c.op, "message_bytes": c.message_bytes, "group": c.group, "ranks": ranks, "count": c.count,
-             "time_s": r.time_s, "total_s": r.time_s * c.count, "algorithm": r.algorithm}
+            {"op": c.op, "message_bytes": c.message_bytes, "group": c.group, "ranks": ranks,
+             "stride": c.group_stride or 1, "count": c.count, "time_s": r.time_s,
+             "total_s": r.time_s * c.count, "algorithm": r.algorithm}
         )  # fmt: skip
     comm_s = sum(c["total_s"] for c in calls)
     out = {
@@ -105,12 +118,12 @@ def import_chakra(
         highlight=False,
     )
     t = Table(show_edge=False)
-    for col in ("op", "size (B)", "group", "ranks", "calls", "time (us)", "total (s)", "algorithm"):
+    for col in ("op", "size (B)", "group", "ranks", "stride", "calls", "time (us)", "total (s)", "algorithm"):
         t.add_column(col, justify="right")
     for row in calls:
         t.add_row(row["op"], f"{row['message_bytes']:.0f}", literal(row["group"]), str(row["ranks"]),
-                  str(row["count"]), f"{row['time_s'] * 1e6:,.2f}", f"{row['total_s']:.4f}",
-                  row["algorithm"])  # fmt: skip
+                  str(row["stride"]), str(row["count"]), f"{row['time_s'] * 1e6:,.2f}",
+                  f"{row['total_s']:.4f}", row["algorithm"])  # fmt: skip
     console.print(t)
     console.print(
         f"compute {w.compute_s:.4f} s + communication {comm_s:.4f} s = {w.compute_s + comm_s:.4f} s "

@@ -61,9 +61,12 @@ def headlines(s: ClusterSummary) -> list[Headline]:
             Headline("front-end per GPU", fe.per_direction_bytes_per_s, "bandwidth", "front-end", fe.note)
         )
     if s.power is not None and s.power.total_watts:
-        out.append(
-            Headline("power", s.power.total_watts, "power", "cluster", "GPUs, hosts and every network")
+        note = (
+            "GPUs, hosts and every network"
+            if s.power.compute_watts
+            else "every network; no GPU or host power figure in the catalogue (power.yaml): left out"
         )
+        out.append(Headline("power", s.power.total_watts, "power", "cluster", note))
     return out
 
 

@@ -663,12 +663,49 @@ class ClusterSpec(_Strict):
         return None if self.scale_out is None else catalog.nic(self.scale_out.nic)
 
     @property
-    def nic_speed_bytes_per_s(self) -> float:
-        """One NIC's line rate, per direction, bytes/s (``nic_speed``, else the catalogue's); 0 without a
-        scale-out network."""
+    def nic_nominal_speed_bytes_per_s(self) -> float:
+        """One NIC's own rate, per direction, bytes/s (``nic_speed``, else the catalogue's), before its links
+        meet the leaf's ports; 0 without a scale-out network."""
         if self.scale_out is None or self.nic_spec is None:
             return 0.0
         return self.scale_out.nic_speed_bytes_per_s or self.nic_spec.line_rate_bytes_per_s
+
+    @property
+    def leaf_port_speed_bytes_per_s(self) -> float:
+        """Line rate of one port of the leaf switch, per direction, bytes/s (``switches.yaml``); 0 without a
+        scale-out network."""
+        so = self.scale_out
+        return 0.0 if so is None else catalog.switch(so.switch).port_speed_bytes_per_s
+
+    @property
+    def nic_speed_bytes_per_s(self) -> float:
+        """One NIC's line rate, per direction, bytes/s: its own rate (:attr:`nic_nominal_speed_bytes_per_s`),
+        at most ``planes`` leaf ports' worth; 0 without a scale-out network.
+
+        A link runs at the rate both ends support: InfiniBand and Ethernet auto-negotiate each link to the
+        fastest speed common to the two ports (IBTA link training; IEEE 802.3 clause 73), so a ConnectX-8
+        at 800 Gb/s cabled to a Quantum-2 QM9700's 400 Gb/s NDR port (QM9700 datasheet: 64 x 400 Gb/s)
+        runs at 400 Gb/s, and the leaf's ports are counted at their own speed (:func:`~aifabric.cluster.
+        clos.clos_shape`). A NIC split into ``planes`` ports takes one leaf port per plane.
+        """
+        nominal = self.nic_nominal_speed_bytes_per_s
+        so = self.scale_out
+        if so is None:
+            return nominal
+        return min(nominal, self.leaf_port_speed_bytes_per_s * so.planes)
+
+    @property
+    def nic_negotiated_note(self) -> str | None:
+        """One sentence when the NIC is faster than the leaf's ports and runs at their speed
+        (:attr:`nic_speed_bytes_per_s`), else None."""
+        so, nominal = self.scale_out, self.nic_nominal_speed_bytes_per_s
+        if so is None or nominal <= self.nic_speed_bytes_per_s:
+            return None
+        return (
+            f"{so.nic} at {nominal * 8 / 1e9:g} Gb/s runs at {self.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s: "
+            f"{so.switch}'s ports are {self.leaf_port_speed_bytes_per_s * 8 / 1e9:g} Gb/s and a link runs at "
+            "the slower end's rate (a switch with faster ports, or more planes, uses the NIC's)"
+        )
 
     @property
     def nics_per_node(self) -> int:
@@ -750,14 +787,24 @@ class ClusterSpec(_Strict):
         return max(0.0, net - transport(so.native_transport).latency_s)
 
     @property
+    def scaleup_links(self) -> int:
+        """Links per GPU on the scale-up link: the accelerator's ``nvlink_links`` on its own NVLink
+        generation (H800 SXM: 8 of NVLink 4's 18), else the link's ``links_per_gpu``."""
+        link = self.scaleup_link
+        acc = self.accelerator_spec
+        return acc.nvlink_links if (acc.nvlink_links and link.key == acc.nvlink) else link.links_per_gpu
+
+    @property
     def scaleup_line_rate_bytes_per_s(self) -> float:
-        """Scale-up line rate per GPU, per direction, bytes/s."""
+        """Scale-up line rate per GPU, per direction, bytes/s: ``scale_up.bandwidth``, else the link's
+        per-link rate x :attr:`scaleup_links` (H800 SXM: 8 x 25 GB/s = 200 GB/s, its 400 GB/s both ways)."""
         su = self.scale_up
         if su.bandwidth_bytes_per_s is not None:
             if su.bandwidth_convention == "bidirectional":
                 return su.bandwidth_bytes_per_s / 2
             return su.bandwidth_bytes_per_s
-        return self.scaleup_link.per_gpu_per_direction_bytes_per_s
+        link = self.scaleup_link
+        return link.per_gpu_per_direction_bytes_per_s * self.scaleup_links / link.links_per_gpu
 
     @property
     def peer_to_peer(self) -> bool:
@@ -792,11 +839,10 @@ class ClusterSpec(_Strict):
         over the scale-up link), whatever :attr:`peer_to_peer` says; on PCIe also what a GPU's x16 link
         carries to its NIC (GPUDirect RDMA needs no GPU peer), bytes/s."""
         link = self.scaleup_link
-        acc = self.accelerator_spec
-        links = acc.nvlink_links if (acc.nvlink_links and link.key == acc.nvlink) else link.links_per_gpu
-        eff = link.nccl_effective_bytes_per_s(links)
-        if self.scale_up.bandwidth_bytes_per_s is not None:
-            eff = self.scaleup_line_rate_bytes_per_s * eff / link.per_gpu_per_direction_bytes_per_s
+        eff = link.nccl_effective_bytes_per_s(self.scaleup_links)
+        if self.scale_up.bandwidth_bytes_per_s is not None:  # the link's effective / line ratio, per link
+            ratio = link.nccl_effective_bytes_per_s() / link.per_gpu_per_direction_bytes_per_s
+            eff = self.scaleup_line_rate_bytes_per_s * ratio
         if self.scale_up.p2p_through_cpu and self.cpu_vendor == "intel":
             eff /= link.p2p_through_cpu_overhead
         return eff

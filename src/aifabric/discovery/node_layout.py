@@ -40,7 +40,11 @@ NV_LINKS = re.compile(r"^NV(\d+)$")
 # Compute capability -> catalogue key, for NCCL dumps (sm="90").
 _SM_GPU = {70: "v100-pcie-32gb", 80: "a100-sxm-80gb", 90: "h100-sxm", 100: "b200"}
 # NVLinks per GPU pair in nvidia-smi -> the board it usually is.
-_NV_GPU = {18: ("h100-sxm", "an H100/H200/B200 SXM board"), 12: ("a100-sxm-80gb", "an A100 SXM board")}
+_NV_GPU = {
+    18: ("h100-sxm", "an H100/H200/B200 SXM board"),
+    12: ("a100-sxm-80gb", "an A100 SXM board"),
+    8: ("h800-sxm", "an H800 SXM board, NVLink cut to 8 links (an A800 SXM shows NV8 too)"),
+}
 #: The same on a Grace board, where GPU memory is a NUMA node of the OS (coherent NVLink-C2C to the CPU).
 _NV_GRACE = {18: ("gb200", "a Grace Blackwell tray, GB200 (GB300 prints the same)")}
 _GRACE_KEYS = frozenset(key for key, _ in _NV_GRACE.values())

@@ -258,12 +258,24 @@ def _scale_up(
         findings.extend(pcie_findings)
         return scale_up
     links = groups[0].link_counts if groups else ()
-    if acc.nvlink_links and links and links[0] < acc.nvlink_links:
-        notes.append(
-            f"the matrix shows NV{links[0]} but {accelerator} has {acc.nvlink_links} links: modelled "
-            "with the catalogue's"
-        )
+    if acc.nvlink and acc.nvlink_links and links and links[0] < acc.nvlink_links:
+        return _fewer_nvlinks(acc, accelerator, links[0], notes)
     return {"kind": "nvswitch"}
+
+
+def _fewer_nvlinks(acc: AcceleratorSpec, accelerator: str, links: int, notes: list[str]) -> dict[str, Any]:
+    """The ``scale_up`` mapping of an NVSwitch node whose matrix shows fewer NVLinks per GPU pair
+    (``NV<links>``) than ``accelerator`` has: the GPUs reach the switch over the links the matrix counts, so
+    the domain runs at ``links`` x the generation's per-link rate (NVLink 4: 900 GB/s / 18 = 50 GB/s both
+    ways per link; NCCL's ``ncclTopoGetLinks`` counts the same links), noted in ``notes``."""
+    nvlink = catalog.scaleup(acc.nvlink or "")
+    per_link = nvlink.per_gpu_bidirectional_bytes_per_s / nvlink.links_per_gpu
+    bandwidth = links * per_link
+    notes.append(
+        f"the matrix shows NV{links} but {accelerator} has {acc.nvlink_links} links: modelled with the "
+        f"{links} links it shows ({bandwidth / 1e9:g} GB/s both ways per GPU)"
+    )
+    return {"kind": "nvswitch", "bandwidth": f"{bandwidth / 1e9:g} GB/s"}
 
 
 def _pcie_scale_up(

@@ -83,6 +83,9 @@ def lesson_rows() -> list[LessonRow]:
             "scale_out.switch": "quantum-x800-q3400",
             "scale_out.fabric": "infiniband",
             "scale_out.radix": 64,
+            # a 1.6 Tb/s NIC on the Q3400's 800 Gb/s ports is two ports on two planes (a link runs at the
+            # slower end's rate: ClusterSpec.nic_speed_bytes_per_s)
+            "scale_out.planes": 2,
         }
     )
     racks = base.with_changes(gpus_per_node=72, nodes=14, **{"scale_out.rails": 8})

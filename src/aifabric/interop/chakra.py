@@ -22,8 +22,9 @@ reference/reports-sweeps-interop.md sec. 4.1):
 Attributes written, those ASTRA-sim's feeder reads (astra-sim src/feeder/et_feeder_node.cpp): ``is_cpu_op``
 (bool), ``comm_type`` (int64, a CollectiveCommType), ``comm_size`` (int64 bytes, nccl-tests size
 convention), ``comm_src`` / ``comm_dst`` / ``comm_tag`` (int64, send and receive), ``pg_name`` (string: the
-parallel dimension, tp, dp ...), ``num_ops`` (int64 FLOPs of a compute node); and one of ours that other
-readers ignore: ``comm_group_size`` (int64 ranks in the group).
+parallel dimension, tp, dp ...), ``num_ops`` (int64 FLOPs of a compute node); and two of ours that other
+readers ignore: ``comm_group_size`` (int64 ranks in the group) and ``comm_group_stride`` (int64: the group's
+ranks are ``stride`` apart, as the parallel layout places them; a DP group of 2 under TP 8 is ranks 0 and 8).
 
 The message classes are built at import from descriptors written in code with Chakra's field numbers (no
 generated code, no dependency on the ``chakra`` package), with the ``protobuf`` runtime, in a private
@@ -41,7 +42,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
 from aifabric.collectives.ops import Collective
-from aifabric.errors import ParseError
+from aifabric.errors import ConfigError, ParseError
+from aifabric.training.layout import ParallelLayout
 
 if TYPE_CHECKING:
     from aifabric.training.step import StepTime
@@ -57,6 +59,7 @@ __all__ = [
     "collective_nodes",
     "comm_op",
     "export_ranks",
+    "group_stride",
     "read_et",
     "step_nodes",
     "sweep_nodes",
@@ -309,11 +312,16 @@ def _micros(seconds: float) -> int:
 
 def _comm_nodes(
     first_id: int, op: str, message_bytes: float, group: int, dim: str, deps: tuple[int, ...], *, rank: int,
-    peer_stride: int, seconds: float
+    peer_stride: int, seconds: float, group_stride: int | None = None
 ) -> list[EtNode]:  # fmt: skip
     """The node(s) of one call: a COMM_COLL node, or for send_recv a COMM_SEND and a COMM_RECV node (to
-    the next and from the previous rank ``peer_stride`` away, over ``group * peer_stride`` ranks)."""
-    common = {"is_cpu_op": False, "comm_size": int(message_bytes), "pg_name": dim, "comm_group_size": group}
+    the next and from the previous rank ``peer_stride`` away, over ``group * peer_stride`` ranks);
+    ``group_stride`` (the group's rank spacing) is written as ``comm_group_stride`` when given."""
+    common: dict[str, Any] = {
+        "is_cpu_op": False, "comm_size": int(message_bytes), "pg_name": dim, "comm_group_size": group
+    }  # fmt: skip
+    if group_stride is not None:
+        common["comm_group_stride"] = group_stride
     if op == Collective.SEND_RECV.value:
         span = group * peer_stride
         nxt, prv = (rank + peer_stride) % span, (rank - peer_stride) % span
@@ -375,10 +383,34 @@ def step_nodes(st: StepTime, rank: int = 0) -> list[EtNode]:
         for _ in range(max(1, round(c.count))):
             dep = (last.get(c.dim, 0),)
             new = _comm_nodes(len(nodes), c.op, c.message_bytes, c.n_ranks, c.dim, dep, rank=rank,
-                              peer_stride=stride, seconds=c.time_s)  # fmt: skip
+                              peer_stride=stride, seconds=c.time_s,
+                              group_stride=group_stride(st.layout, c.dim, c.n_ranks))  # fmt: skip
             nodes += new
             last[c.dim] = new[-1].id
     return nodes
+
+
+#: The layout's group of each step dimension that is not its own name (the dense DP group spans DP x CP).
+_GROUP_OF_DIM = {"dp": "dp_cp"}
+
+
+def group_stride(layout: ParallelLayout, dim: str, n_ranks: int) -> int | None:
+    """Rank spacing of rank 0's ``dim`` group of ``n_ranks`` ranks in ``layout`` (GPU i runs rank i, as the
+    step model places groups): ``layout.group_of``'s members when they are evenly spaced, else None (an
+    exotic order, or a group the layout does not name).
+
+    >>> group_stride(ParallelLayout(tp=8, dp=2, global_batch_size=2), "dp", 2)
+    8
+    """
+    try:
+        members = layout.group_of(_GROUP_OF_DIM.get(dim, dim), 0)
+    except ConfigError:
+        return None
+    if len(members) != n_ranks or n_ranks < 2:
+        return None
+    step = members[1] - members[0]
+    evenly = all(b - a == step for a, b in zip(members, members[1:], strict=False))
+    return step if evenly and step > 0 else None
 
 
 #: Most rank files one export writes (one file per rank; ASTRA-sim reads ``<prefix>.<rank>.et``).
@@ -503,13 +535,15 @@ def comm_op(node: EtNode) -> str | None:
 
 @dataclass(frozen=True)
 class WorkloadCall:
-    """Calls of one kind in a trace: the collective, its size (bytes), the group, how many."""
+    """Calls of one kind in a trace: the collective, its size (bytes), the group, how many; ``group_stride``
+    the spacing of the group's ranks (``comm_group_stride``), None when the trace does not say."""
 
     op: str
     message_bytes: float
     group: str
     group_size: int | None
     count: int
+    group_stride: int | None = None
 
 
 @dataclass(frozen=True)
@@ -531,7 +565,7 @@ def workload(trace: ChakraTrace) -> Workload:
     [('all_gather', 1000000.0, 4, 3)]
     """
     compute = 0.0
-    counts: dict[tuple[str, float, str, int | None], int] = {}
+    counts: dict[tuple[str, float, str, int | None, int | None], int] = {}
     skipped = 0
     for n in trace.nodes:
         op = comm_op(n)
@@ -539,10 +573,11 @@ def workload(trace: ChakraTrace) -> Workload:
             compute += n.duration_micros * 1e-6
         elif op is not None and n.type != "COMM_RECV":
             size = n.attrs.get("comm_size")
-            group = n.attrs.get("comm_group_size")
-            key = (op, float(size or 0), str(n.attrs.get("pg_name", "")), int(group) if group else None)
+            group, stride = n.attrs.get("comm_group_size"), n.attrs.get("comm_group_stride")
+            key = (op, float(size or 0), str(n.attrs.get("pg_name", "")), int(group) if group else None,
+                   int(stride) if stride else None)  # fmt: skip
             counts[key] = counts.get(key, 0) + 1
         elif op is None and n.type != "COMM_RECV":
             skipped += 1
-    calls = tuple(WorkloadCall(*k, count=v) for k, v in counts.items())
+    calls = tuple(WorkloadCall(*k[:4], count=v, group_stride=k[4]) for k, v in counts.items())
     return Workload(len(trace.nodes), compute, calls, skipped)
