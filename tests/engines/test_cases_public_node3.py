@@ -209,7 +209,15 @@ MISSED = {
         "at 128 MiB (419 -> 592) and at 8 GiB (739 -> 840). The first sits where enqueue.cc "
         "calcCollChunking halves NVLS's chunk (64 -> 32 KiB below 8 x 24 channels x 8 heads x 64 KiB = 96 "
         "MiB), which the model applies (catalog.nccl.nvls_chunk_bytes) but prices far below the measured "
-        "drop; the log prints neither the release nor NCCL_DEBUG, so the algorithm NCCL ran is not known"
+        "drop. Per loop of 24 channels x 8 heads x chunk the log takes 20.1 us at 32 KiB (32 -> 64 MiB) "
+        "and 29.8/29.1 us at 64 KiB (128 -> 256 -> 512 MiB) vs the model's 13.5/26.9 (one loop at 467 GB/s "
+        "algbw): each channel's scatter moves 8 x chunk per loop at 13.0 then 17.6-18.0 GB/s, so the kernel, "
+        "not the NVLink, sets the mid-size rate. all_reduce.h (2.26-2.28, work->oneNode) gives why it "
+        "depends on the chunk: 8 scatter warps (640 threads, 5 reduce warps at 8 ranks) copy the chunk "
+        "to the 8 heads one after another, then one barrier, fence and post per loop (prims_simple.h "
+        "ScatterGatherOp); no source gives that loop's fixed cost or the warps' copy rate. The GB200 "
+        "MNNVL log (test_cases_public_multi3 MISSED) takes the same per-loop times on the same 24 x 8 "
+        "loop. The log prints neither the release nor NCCL_DEBUG, so the algorithm NCCL ran is not known"
     ),
     "AutoDL 2080Ti x2 (SHM, both GPUs behind one PCIe switch), all_reduce, all_gather, alltoall 1-8 MiB": (
         "all_reduce busbw 1 MiB / 64 MiB / 1 GiB 3.75/3.99/4.00 vs 4.40/4.79/4.80 (+17/+20/+20 %; "
