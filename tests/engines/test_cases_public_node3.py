@@ -215,7 +215,11 @@ MISSED = {
         "not the NVLink, sets the mid-size rate. all_reduce.h (2.26-2.28, work->oneNode) gives why it "
         "depends on the chunk: 8 scatter warps (640 threads, 5 reduce warps at 8 ranks) copy the chunk "
         "to the 8 heads one after another, then one barrier, fence and post per loop (prims_simple.h "
-        "ScatterGatherOp); no source gives that loop's fixed cost or the warps' copy rate. The GB200 "
+        "ScatterGatherOp); no source gives that loop's fixed cost or the warps' copy rate. Hopper shows no "
+        "such step: case 20's H200 (NCCL 2.20.5, 16 x 8 loops, test_cases_accuracy) runs 271 GB/s algbw "
+        "per added byte at 32 KiB (32 -> 64 MiB) and 268 at 64 KiB (64 -> 128 MiB), 16.9/16.5 GB/s per "
+        "channel, so the ~11 us per loop that 20.1 = t0 + 8 x 32 KiB / r and 29.5 = t0 + 8 x 64 KiB / r "
+        "leave on B200 is Blackwell's alone. The GB200 "
         "MNNVL log (test_cases_public_multi3 MISSED) takes the same per-loop times on the same 24 x 8 "
         "loop. The log prints neither the release nor NCCL_DEBUG, so the algorithm NCCL ran is not known"
     ),
