@@ -570,7 +570,8 @@ def _rates_and_sizes(size: str, rate: str, mouse_size: str | None) -> tuple[floa
     """(bytes per flow, link rate in bytes/s, bytes per mouse); ValueError for a size under one time step of
     the fluid model (rate x dt bytes), which it cannot resolve."""
     bytes_per_flow = one_size(size, "--size")
-    link_rate = parse_nic_bandwidth(rate, field="--rate")
+    # a fluid-model link may run slower than any adapter: its run length is refused from counts instead
+    link_rate = parse_nic_bandwidth(rate, field="--rate", lowest_bits_per_s=0.0)
     mouse_bytes = one_size(mouse_size, "--mouse-size") if mouse_size is not None else 64e3
     step_bytes = link_rate * FluidConfig().dt_s  # the fluid model cannot resolve a flow under one step
     for field, given_bytes in (("--size", bytes_per_flow), ("--mouse-size", mouse_bytes)):
