@@ -23,6 +23,13 @@ def test_nic_speed_in_bytes_is_rejected_with_the_field_named():
     assert parse_nic_bandwidth("1.6 Tb/s") == 200e9  # ConnectX-9, lesson: 200 GB/s
 
 
+def test_nic_speed_below_any_adapter_is_rejected_with_the_field_named():
+    """The slowest adapter in the catalogue is the 1 GbE BMC port: "1 Mb/s" is no NIC of a cluster."""
+    with pytest.raises(UnitError, match=r"--nic-speed: '1 Mb/s' is 1e\+06 b/s per direction, below any"):
+        parse_nic_bandwidth("1 Mb/s", field="--nic-speed")
+    assert parse_nic_bandwidth("1 Gb/s") == 125e6  # bmc-1g
+
+
 @pytest.mark.parametrize("bad", ["-1 GB", "lots", "", "3 XB"])
 def test_bad_sizes(bad):
     with pytest.raises(UnitError, match="size"):

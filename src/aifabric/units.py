@@ -37,6 +37,10 @@ _NUMBER = r"(?P<num>[-+]?(?:\d+(?:[.,_]\d+)*|\.\d+)(?:[eE][-+]?\d+)?)"
 
 #: Highest per-direction NIC rate aifabric accepts without complaint, bits/s (ConnectX-9 is 1.6 Tb/s).
 MAX_PLAUSIBLE_NIC_BITS_PER_S = 1.6e12
+#: Lowest per-direction NIC rate aifabric accepts, bits/s: the slowest adapter in the catalogue, ``bmc-1g``
+#: (the 1 GbE RJ45 out-of-band management port, NVIDIA DGX H100 user guide); every data-path NIC of an AI
+#: cluster is faster. tests/catalog keep it equal to the catalogue's slowest NIC.
+MIN_PLAUSIBLE_NIC_BITS_PER_S = 1e9
 
 
 #: Largest message a rank can pass to a collective, bytes (1 TiB). NCCL takes device buffers, so a rank's
@@ -234,16 +238,23 @@ def parse_line_rate(value: str | float | int, *, field: str = "speed") -> float:
     return parse_bandwidth(value, field=field)
 
 
-def parse_nic_bandwidth(value: str | float | int, *, field: str = "nic_speed") -> float:
+def parse_nic_bandwidth(
+    value: str | float | int,
+    *,
+    field: str = "nic_speed",
+    lowest_bits_per_s: float = MIN_PLAUSIBLE_NIC_BITS_PER_S,
+) -> float:
     """Parse a NIC's per-direction line rate and reject implausible figures.
 
     Returns bytes/s. A rate above 1.6 Tb/s (ConnectX-9, the fastest NIC in the catalogue) is almost surely
-    bits and bytes mixed up ("400 GB/s" is 3.2 Tb/s), and raises.
+    bits and bytes mixed up ("400 GB/s" is 3.2 Tb/s), and raises; so does one below ``lowest_bits_per_s``
+    (default :data:`MIN_PLAUSIBLE_NIC_BITS_PER_S`, 1 Gb/s: the slowest adapter in the catalogue), which no
+    network adapter of a cluster runs at ("1 b/s" would predict a 1 GiB transfer in 2.7e2 years).
 
     Raises
     ------
     UnitError
-        If the value cannot be read, is not positive, or exceeds 1.6 Tb/s.
+        If the value cannot be read, is not positive, exceeds 1.6 Tb/s or is below ``lowest_bits_per_s``.
 
     Examples
     --------
@@ -256,6 +267,11 @@ def parse_nic_bandwidth(value: str | float | int, *, field: str = "nic_speed") -
             f"{field}: {value!r} is {out * 8 / 1e12:.1f} Tb/s per direction, above any NIC made "
             f"(ConnectX-9: 1.6 Tb/s)"
             + (f"; did you mean {str(value).replace('B', 'b')!r} (bits)?" if "B" in str(value) else "")
+        )
+    if out * 8 < lowest_bits_per_s * 0.9999:
+        raise UnitError(
+            f"{field}: {value!r} is {out * 8:.3g} b/s per direction, below any network adapter "
+            f"(the slowest in the catalogue, a 1 GbE management port: {lowest_bits_per_s / 1e9:g} Gb/s)"
         )
     return out
 

@@ -4,6 +4,7 @@ import pytest
 
 from aifabric import catalog
 from aifabric.errors import ConfigError
+from aifabric.units import MAX_PLAUSIBLE_NIC_BITS_PER_S, MIN_PLAUSIBLE_NIC_BITS_PER_S
 
 
 @pytest.mark.parametrize("kind", ["accelerator", "scaleup", "nic", "switch", "optic"])
@@ -43,3 +44,10 @@ def test_switch_radices():
 def test_unknown_key_names_known_ones():
     with pytest.raises(ConfigError, match="unknown accelerator 'h900'.*h100-sxm"):
         catalog.accelerator("h900")
+
+
+def test_the_nic_speed_bounds_are_the_catalogues_slowest_and_fastest_adapters():
+    """parse_nic_bandwidth refuses rates outside the catalogue's NICs: the floor is its slowest adapter
+    (bmc-1g, 1 GbE, NVIDIA DGX H100 user guide), the ceiling its fastest (ConnectX-9, 1.6 Tb/s)."""
+    rates = [catalog.nic(k).line_rate_bytes_per_s * 8 for k in catalog.catalog_names("nic")]
+    assert (min(rates), max(rates)) == (MIN_PLAUSIBLE_NIC_BITS_PER_S, MAX_PLAUSIBLE_NIC_BITS_PER_S)

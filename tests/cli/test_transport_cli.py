@@ -153,6 +153,9 @@ def test_other_scenarios_run(scenario: str) -> None:
         (["transport", "incast", "--plot", "x.txt"], "error: --plot:"),
         (["transport", "incast", "--spraying", "ev"], "error: --spraying: only the permutation"),
         (["transport", "permutation", "--spraying", "random"], "error: spraying: unknown 'random'"),
+        # one elephant and no mouse, or hosts that 4 leaves cannot share evenly, are not run as other counts
+        (["transport", "mice", "--senders", "1"], "error: --senders: the mice scenario makes a quarter"),
+        (["transport", "permutation", "--senders", "6"], "give a multiple of 4, got 6"),
     ],
 )
 def test_bad_input_exit_2(args: list[str], needle: str) -> None:

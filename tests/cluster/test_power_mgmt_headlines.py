@@ -213,11 +213,11 @@ def test_a_figure_with_a_minus_sign_is_refused(text):
 
 
 def test_a_hyphen_between_figures_is_no_minus_sign():
-    """ "100-400 Gb/s" and "H100-800 Gb/s": a hyphen joins words or a range: 400, 800 Gb/s."""
-    assert [c.text for c in extract_claims("100-400 Gb/s, H100-800 Gb/s, 72-GPU racks")] == [
-        "400 Gb/s",
-        "800 Gb/s",
-    ]
+    """ "100-400 Gb/s" and "H100-800 Gb/s": a hyphen joins words or a range: 400, 800 Gb/s. "72-GPU racks"
+    is a count of 72 GPUs, as NVIDIA writes the NVL72 ("a 72-GPU NVLink domain", GB200 NVL72 page), never
+    a minus 72."""
+    claims = extract_claims("100-400 Gb/s, H100-800 Gb/s, 72-GPU racks")
+    assert [(c.text, c.value) for c in claims] == [("400 Gb/s", 50e9), ("800 Gb/s", 100e9), ("72-GPU", 72.0)]
 
 
 def test_announcement_nvlink_per_direction_matches():

@@ -63,6 +63,14 @@ def test_errors_and_cli():
     assert bad.exit_code == 2 and "dci_bandwidth" in bad.stderr
 
 
+def test_a_site_count_that_does_not_split_the_domains_names_sites():
+    """A refusal names the option (--sites), not the field (sites.count) the user never wrote:
+    dgx-h100-superpod's 32 NVLink domains do not split over 3 sites."""
+    bad = CliRunner().invoke(app, ["scale-across", "--sites", "3"])
+    assert bad.exit_code == 2, bad.output
+    assert bad.stderr == "error: --sites: 3 does not split the 32 scale-up domains evenly\n", bad.stderr
+
+
 def test_pp_boundary_across_sites_by_hand():
     # TP 8 boundary GPUs each send 64 MB / 8 = 8 MB at min(49.15 GB/s NIC, 12 TB/s / 8) = 49.15 GB/s:
     # 250 us of fibre (50 km) + 162.8 us = 412.8 us per microbatch and direction.

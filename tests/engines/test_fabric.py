@@ -180,6 +180,10 @@ def test_bad_names():
         place_jobs(topo, [2], policy="scattered")
     with pytest.raises(ConfigError, match="--fail"):
         parse_failures(topo, "spine:x")
+    # "1.0" reads as every cable (a fraction) or one cable (a count): refused, not taken as one cable
+    with pytest.raises(ConfigError, match=r"'fabric:1.0': a share is a fraction in \[0, 1\) or a percentage"):
+        parse_failures(topo, "fabric:1.0")
+    assert (~parse_failures(topo, "fabric:1")).sum() == 2  # one cable: its two directed links
 
 
 @pytest.mark.parametrize("nodes", [16, 512])

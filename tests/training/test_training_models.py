@@ -164,3 +164,33 @@ def test_from_yaml_errors(tmp_path):
         ModelSpec.from_yaml(typo)
     with pytest.raises(ConfigError, match="missing field"):
         ModelSpec.from_dict({"n_layers": 2, "n_heads": 4, "vocab_size": 100, "seq_len": 32}, name="x")
+
+
+#: A config.json of a family aifabric does not list (hand-written: 2 layers of width 64, MLP 256).
+_UNKNOWN_FAMILY = {
+    "model_type": "newarch",
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "num_attention_heads": 4,
+    "intermediate_size": 256,
+    "vocab_size": 1000,
+    "max_position_embeddings": 128,
+}
+
+
+def test_an_unknown_family_says_what_it_assumes_of_its_mlp_and_output_layer():
+    """A family not in HF_FAMILIES: gated iff hidden_act is SiLU, tied as PretrainedConfig defaults (True),
+    both said in notes; without any activation the MLP's matrix count would be a guess, so it is refused."""
+    m = ModelSpec.from_hf_config({**_UNKNOWN_FAMILY, "hidden_act": "gelu"}, name="x")
+    assert (m.gated_mlp, m.output_params) == (False, 0)
+    assert "MLP assumed plain" in m.notes and "PretrainedConfig" in m.notes, m.notes
+    gated = ModelSpec.from_hf_config({**_UNKNOWN_FAMILY, "hidden_act": "silu"}, name="x")
+    assert gated.gated_mlp and "MLP assumed gated" in gated.notes
+    with pytest.raises(ConfigError, match="neither hidden_act nor activation_function.*add hidden_act"):
+        ModelSpec.from_hf_config(_UNKNOWN_FAMILY, name="x")
+
+
+def test_a_known_family_needs_no_activation_to_know_its_gate():
+    """Llama's MLP is gated whatever hidden_act says (transformers' LlamaMLP) and LlamaConfig does not tie."""
+    m = ModelSpec.from_hf_config({**_UNKNOWN_FAMILY, "model_type": "llama"}, name="x")
+    assert (m.gated_mlp, m.tied_embeddings, m.notes) == (True, False, "")

@@ -36,7 +36,7 @@ from aifabric.cluster.tpu_slice import (
     with_twist,
 )
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorithms
-from aifabric.collectives.buffers import sizes_within_hbm
+from aifabric.collectives.buffers import sizes_split_by_ranks, sizes_within_hbm
 from aifabric.collectives.communicator import resolve_communicator
 from aifabric.collectives.tiers import Protocol
 from aifabric.discovery.calibrate import Calibration, load_calibration
@@ -319,6 +319,7 @@ def collective(
             check_torus_options(None if proto is None else proto.value, convention)
         field = "--size" if size else "--max" if max_size else None
         sizes = sizes_within_hbm(op, sizes, comm.n_ranks, spec, field)
+        sizes = sizes_split_by_ranks(op, sizes, comm.n_ranks, field)
         given: dict[str, Any] = {
             "algorithm": None if algo is None else Algorithm(algo.value),
             "protocol": None if proto is None else Protocol(proto.value),

@@ -119,6 +119,7 @@ def fabric(
 
     Times in seconds; bandwidths in GB/s (1e9 B/s) per direction; utilisation = bytes / (capacity x time).
     """
+    _check_traffic(traffic)
     check_outputs(plot=plot, trace=trace, html=html)
     refuse_unused_options(
         routing, [o for o, on in (("--qps", qps is not None), ("--polarized", polarized)) if on]
@@ -169,6 +170,20 @@ def fabric(
     _print_tables(sc)
     if plot is not None:
         console.print(f"heatmap written to {plot}")
+
+
+def _check_traffic(traffic: str) -> None:
+    """ValueError naming the TRAFFIC argument's value and every traffic it takes: the collectives (and
+    their spellings, :meth:`Collective.parse`) and the patterns."""
+    if traffic in PATTERNS:
+        return
+    try:
+        Collective.parse(traffic)
+    except ValueError as err:
+        raise ValueError(
+            f"TRAFFIC: unknown traffic {traffic!r}; a collective ({', '.join(c.value for c in Collective)}) "
+            f"or a pattern ({', '.join(PATTERNS)})"
+        ) from err
 
 
 #: The command-line option of each field named by the engines' errors.

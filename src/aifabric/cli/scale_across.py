@@ -7,7 +7,15 @@ from typing import Annotated
 
 import typer
 
-from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, literal, use_catalog
+from aifabric.cli.common import (
+    CatalogOption,
+    console,
+    emit_json,
+    handle_errors,
+    literal,
+    options_as_typed,
+    use_catalog,
+)
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.collectives.scale_across import cross_site_all_reduce
 from aifabric.errors import ConfigError
@@ -55,7 +63,9 @@ def scale_across(
         else {"count": 2, "distance_km": 50.0, "dci_bandwidth": "100 Tb/s", "transport": "spectrum-xgs"}
     )
     base.update({k: v for k, v in given.items() if v is not None})
-    spec = spec.with_changes(sites=base)
+    # the count is --sites, a name unlike the field's; the other fields keep theirs (sites.distance_km)
+    with options_as_typed({} if sites is None else {"sites.count": "--sites"}):
+        spec = spec.with_changes(sites=base)
     st = spec.sites
     assert st is not None
     message_bytes = parse_bytes(message, field="--message")

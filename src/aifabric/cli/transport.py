@@ -79,27 +79,61 @@ def _refuse_unused(name: str, given: dict[str, bool]) -> None:
             raise ValueError(f"{flag}: only the {' and '.join(users)} scenario(s) take it; {name} does not")
 
 
+#: The permutation's non-blocking leaf-spine: leaves (the hosts spread evenly over them) and spines.
+_PERMUTATION_LEAVES = 4
+_PERMUTATION_SPINES = 4
+#: The fewest --senders a scenario runs and why (others run from one); the permutation also takes only a
+#: multiple of its leaves. Nothing is raised to these silently: a run is the hosts asked or refused.
+_MIN_SENDERS: dict[str, tuple[int, str]] = {
+    "victim": (2, "splits them over two leaves"),
+    "all-to-all": (2, "exchanges between ranks"),
+    "ring": (2, "passes chunks between ranks"),
+    "meta": (2, "exchanges between ranks"),
+    "mice": (2, "makes a quarter elephants and the rest mice"),
+    "permutation": (_PERMUTATION_LEAVES, f"spreads hosts evenly over {_PERMUTATION_LEAVES} leaves"),
+}
+
+
+def _check_senders(name: str, senders: int) -> None:
+    """ValueError naming --senders and its value when ``name`` cannot run that many hosts as asked."""
+    low, why = _MIN_SENDERS.get(name, (1, ""))
+    if senders < low:
+        raise ValueError(f"--senders: the {name} scenario {why}: it needs at least {low}, got {senders}")
+    if name == "permutation" and senders % _PERMUTATION_LEAVES:
+        raise ValueError(
+            f"--senders: the permutation scenario {why}: give a multiple of {_PERMUTATION_LEAVES}, "
+            f"got {senders}"
+        )
+
+
 def _scenario(name: str, senders: int, size: float, rate: float, opts: dict[str, Any]) -> Scenario:
     if name == "incast":
         return incast(senders, size, rate)
     if name == "victim":
         return victim(senders // 2, senders - senders // 2, size, rate)
     if name == "permutation":
+        per_leaf = senders // _PERMUTATION_LEAVES
+        spraying = opts["spraying"] or "even"
         return sprayed_permutation(
-            4, max(1, senders // 4), 4, size, rate, spraying=opts["spraying"] or "even", seed=opts["seed"]
+            _PERMUTATION_LEAVES,
+            per_leaf,
+            _PERMUTATION_SPINES,
+            size,
+            rate,
+            spraying=spraying,
+            seed=opts["seed"],
         )
     if name == "all-to-all":
-        return all_to_all(max(2, senders), size, rate, skew=opts["skew"] or 1.0, serial=opts["serial"])
+        return all_to_all(senders, size, rate, skew=opts["skew"] or 1.0, serial=opts["serial"])
     if name == "mice":
         elephants = max(1, senders // 4)
-        return elephants_and_mice(elephants, size, max(1, senders - elephants), opts["mouse_size"], rate)
+        return elephants_and_mice(elephants, size, senders - elephants, opts["mouse_size"], rate)
     if name == "checkpoint":
         return checkpoint_burst(senders, size, opts["targets"], rate, rate)
     if name == "ring":
-        n = max(2, senders)
-        return chained_ring(n, opts["steps"] or 2 * (n - 1), size, rate)
+        return chained_ring(senders, opts["steps"] or 2 * (senders - 1), size, rate)
     if name == "meta":
-        return meta_job(max(2, senders), size, opts["skew"] or 4.0, rate)
+        return meta_job(senders, size, opts["skew"] or 4.0, rate)
     raise ValueError(f"scenario: unknown {name!r}; known: {', '.join(SCENARIOS)}")
 
 
@@ -116,7 +150,7 @@ class _Counts(NamedTuple):
 
 def _all_to_all_counts(senders: int, size: float, rate: float, opts: dict[str, Any]) -> _Counts:
     """:func:`all_to_all` on one switch: n (n - 1) two-hop flows; the hot receiver takes (n - 1) skew size."""
-    n = max(2, senders)
+    n = senders
     flows = n * (n - 1)
     skew = opts["skew"] or (4.0 if opts.get("meta") else 1.0)
     return _Counts(flows, 2 * flows, 2 * n, n if opts["serial"] else flows, (n - 1) * skew * size / rate)
@@ -124,7 +158,7 @@ def _all_to_all_counts(senders: int, size: float, rate: float, opts: dict[str, A
 
 def _ring_counts(senders: int, size: float, rate: float, opts: dict[str, Any]) -> _Counts:
     """:func:`chained_ring`: n hosts x k chained steps, n flows at once, k size / rate end to end."""
-    n = max(2, senders)
+    n = senders
     k = opts["steps"] or 2 * (n - 1)
     return _Counts(n * k, 2 * n * k, 2 * n, n, k * size / rate)
 
@@ -153,7 +187,7 @@ def _culprit(scenario: str, senders: int, size: float, rate: float, opts: dict[s
     if scenario == "mice":
         grown["--mouse-size"] = opts["mouse_size"] / 64e3
     if opts["steps"] is not None:
-        grown["--steps"] = opts["steps"] / (2 * (max(2, senders) - 1))
+        grown["--steps"] = opts["steps"] / (2 * (senders - 1))
     return max(grown, key=lambda k: grown[k])
 
 
@@ -374,8 +408,9 @@ def transport_command(
     senders: Annotated[
         int,
         typer.Option(
-            help="Hosts: incast senders into one port; victim: split over two leaves; all-to-all, ring, "
-            "meta: ranks; mice: a quarter elephants, the rest mice; checkpoint: writer nodes",
+            help="Hosts: incast senders into one port; victim: split over two leaves (>= 2); all-to-all, "
+            "ring, meta: ranks (>= 2); mice: a quarter elephants, the rest mice (>= 2); permutation: spread "
+            "over 4 leaves (a multiple of 4); checkpoint: writer nodes",
             min=1,
             max=4096,
         ),
@@ -456,6 +491,7 @@ def transport_command(
         "--dcqcn": dcqcn is not None,
     }
     _check_options(scenario, given, skew, plot)
+    _check_senders(scenario, senders)
     if scenario == "stability":
         _refuse_fluid_options(ctx)
         stability_scenario(flows, delay, dcqcn, json_out=json_out)
@@ -534,7 +570,8 @@ def _rates_and_sizes(size: str, rate: str, mouse_size: str | None) -> tuple[floa
     """(bytes per flow, link rate in bytes/s, bytes per mouse); ValueError for a size under one time step of
     the fluid model (rate x dt bytes), which it cannot resolve."""
     bytes_per_flow = one_size(size, "--size")
-    link_rate = parse_nic_bandwidth(rate, field="--rate")
+    # a fluid-model link may run slower than any adapter: its run length is refused from counts instead
+    link_rate = parse_nic_bandwidth(rate, field="--rate", lowest_bits_per_s=0.0)
     mouse_bytes = one_size(mouse_size, "--mouse-size") if mouse_size is not None else 64e3
     step_bytes = link_rate * FluidConfig().dt_s  # the fluid model cannot resolve a flow under one step
     for field, given_bytes in (("--size", bytes_per_flow), ("--mouse-size", mouse_bytes)):

@@ -163,8 +163,12 @@ _CLAIM = re.compile(
     r"(?P<sign>(?<![\w.,-])[-\u2212])?"  # a minus sign, kept: "-130 TB/s" is not 130 TB/s
     r"(?<![\w.,])(?P<num>\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)"  # not the 100 of "H100"
     r"(?:\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W)\b(?P<per>\s+per\s+(?:GPU|accelerator|chip)\b)?"
-    r"|\s+(?:[A-Za-z][\w-]*\s+)?(?P<count>GPUs?|accelerators?|chips?)\b)",  # "72 B200 GPUs": a model between
+    # "72 B200 GPUs": a model between; "a 72-GPU NVLink domain" (NVIDIA's GB200 NVL72 page): a hyphen;
+    # "100k GPUs" (xAI's Colossus): a thousands (k) or millions (M) suffix
+    r"|(?P<mult>[kKM])?(?:\s+(?:[A-Za-z][\w-]*\s+)?|-)(?P<count>GPUs?|accelerators?|chips?)\b)",
 )
+#: The suffixes a count is written with: "100k GPUs" is 100,000.
+_COUNT_MULTIPLIERS = {None: 1.0, "k": 1e3, "K": 1e3, "M": 1e6}
 
 
 def _figure(m: re.Match[str]) -> float:
@@ -181,12 +185,15 @@ def _figure(m: re.Match[str]) -> float:
 
 
 def extract_claims(text: str) -> list[Claim]:
-    """Numbers with units in ``text``: bandwidths (bits when the unit has a lower-case b), GPU counts, power.
+    """Numbers with units in ``text``: bandwidths (bits when the unit has a lower-case b), GPU counts (also
+    "72-GPU", "100k GPUs"), power.
 
     Examples
     --------
     >>> [(c.kind, c.value) for c in extract_claims("72 GPUs, 130 TB/s of NVLink, 800 Gb/s per GPU")]
     [('count', 72.0), ('bandwidth', 130000000000000.0), ('bandwidth', 100000000000.0)]
+    >>> [c.value for c in extract_claims("a 72-GPU NVLink domain; Colossus: 100k GPUs")]
+    [72.0, 100000.0]
 
     Raises
     ------
@@ -198,7 +205,7 @@ def extract_claims(text: str) -> list[Claim]:
     for m in _CLAIM.finditer(text):
         num = _figure(m)
         if m["count"]:
-            out.append(Claim(m[0], num, "count"))
+            out.append(Claim(m[0], num * _COUNT_MULTIPLIERS[m["mult"]], "count"))
             continue
         unit = m["unit"]
         low = unit.lower()

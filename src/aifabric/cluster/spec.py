@@ -439,7 +439,7 @@ class ClusterSpec(_Strict):
         self._check_scale_up()
         if self.sites is not None and self.n_domains % self.sites.count:
             raise ValueError(
-                f"sites.count={self.sites.count} does not split the {self.n_domains} scale-up domains evenly"
+                f"sites.count: {self.sites.count} does not split the {self.n_domains} scale-up domains evenly"
             )
         if self.scale_out is not None:
             self._check_scale_out(self.scale_out)

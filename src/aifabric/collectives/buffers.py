@@ -25,7 +25,7 @@ from aifabric.units import format_bytes
 if TYPE_CHECKING:
     from aifabric.cluster.spec import ClusterSpec
 
-__all__ = ["check_fits_hbm", "out_of_place_bytes", "sizes_within_hbm"]
+__all__ = ["check_fits_hbm", "out_of_place_bytes", "sizes_split_by_ranks", "sizes_within_hbm"]
 
 #: Collectives whose send and receive buffers differ in size: the smaller is S / n (module docstring).
 _SHARDED = frozenset({Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
@@ -86,3 +86,40 @@ def sizes_within_hbm(
         big = max(sizes) if field else min(sizes)
         raise ConfigError(_too_big(Collective.parse(op), big, n_ranks, spec, field or "--min"))
     return sizes
+
+
+#: Collectives that hand each rank (all_to_all: each peer) S / n bytes, and what NCCL counts per rank.
+_SPLIT_COUNT = {
+    Collective.ALL_GATHER: "a whole count per rank (ncclAllGather's sendcount)",
+    Collective.REDUCE_SCATTER: "a whole count per rank (ncclReduceScatter's recvcount)",
+    Collective.ALL_TO_ALL: "a whole count per peer (ncclSend/ncclRecv's count)",
+}
+
+
+def sizes_split_by_ranks(
+    op: Collective | str, sizes: list[float], n_ranks: int, field: str | None
+) -> list[float]:
+    """The sizes (bytes) rounded down to a whole byte per rank where ``op`` splits its message over the
+    ranks (all_gather, reduce_scatter; all_to_all per peer), as nccl-tests rounds them.
+
+    NCCL takes these calls as a whole element count per rank, and nccl-tests
+    (``src/all_gather.cu``, ``reduce_scatter.cu``, ``alltoall.cu`` ``*GetCollByteCount``, 2.19.6) times a
+    size ``S`` on ``n`` ranks as ``count / n`` per rank rounded down (and further to 16 bytes, its buffer
+    alignment, not a rule of NCCL's). Here one byte per rank is the unit: ``S`` becomes
+    ``floor(S / n) n``. A sweep drops the sizes under ``n`` bytes; a size no rank split can carry (under
+    ``n`` bytes) given alone, or a sweep left empty, is refused naming ``field`` (``--size``, ``--max``).
+    nccl-tests itself would time such a call as 0 bytes.
+
+    >>> sizes_split_by_ranks("all_gather", [100.0, 2.0**30], 16, "--max")
+    [96.0, 1073741824.0]
+    """
+    op = Collective.parse(op)
+    if op not in _SPLIT_COUNT or n_ranks < 2:
+        return sizes
+    kept = [float(s // n_ranks * n_ranks) for s in sizes if s >= n_ranks]
+    if kept:
+        return kept
+    raise ConfigError(
+        f"{field or '--max'}: {format_bytes(max(sizes))} cannot be split over {n_ranks} ranks: {op.value} "
+        f"takes {_SPLIT_COUNT[op]}; give at least {n_ranks} B"
+    )

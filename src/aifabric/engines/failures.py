@@ -81,6 +81,11 @@ def _count(item: str, arg: str, available: int) -> int:
         return int(round(frac * available))
     if frac != int(frac):
         raise ConfigError(f"--fail: {item!r}: a count of cables must be a whole number (use % for a share)")
+    if not arg.isdigit():  # "1.0": a fraction of 1 (every cable) or one cable? neither is guessed
+        raise ConfigError(
+            f"--fail: {item!r}: a share is a fraction in [0, 1) or a percentage (100% for every cable), a "
+            f"count of cables a whole number without a point ({int(frac)})"
+        )
     if frac > available:
         raise ConfigError(f"--fail: {item!r} asks for {int(frac)} cables; there are {available}")
     return int(frac)

@@ -26,7 +26,16 @@ from aifabric.errors import ConfigError
 from aifabric.inputs import load_json, load_yaml_mapping
 from aifabric.package_data import load_package_yaml
 
-__all__ = ["HF_CONFIG_KEYS", "BytesPerParam", "ModelSpec", "get_model", "list_models", "load_model"]
+__all__ = [
+    "HF_CONFIG_KEYS",
+    "HF_FAMILIES",
+    "BytesPerParam",
+    "HfFamily",
+    "ModelSpec",
+    "get_model",
+    "list_models",
+    "load_model",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,13 +408,15 @@ class ModelSpec:
     def from_hf_config(
         cls, config: Mapping[str, Any], *, name: str, seq_len: int | None = None, source: str = ""
     ) -> ModelSpec:
-        """Build a spec from a Hugging Face ``config.json`` (Llama, Mistral/Mixtral, Qwen, DeepSeek, GPT-2).
+        """Build a spec from a Hugging Face ``config.json`` (Llama, Mistral, Qwen, DeepSeek, Gemma, GPT-2).
 
         Keys read (:data:`HF_CONFIG_KEYS`): layers, width, heads, KV heads, head width, MLP width,
         vocabulary, tied embeddings; MoE: routed experts (``num_local_experts``, ``n_routed_experts`` or
         ``num_experts``), ``num_experts_per_tok``, ``n_shared_experts``, ``moe_intermediate_size`` (expert
-        width; otherwise ``intermediate_size``), ``first_k_dense_replace``, ``moe_layer_freq``. A SiLU
-        activation means a gated (SwiGLU) MLP, ``rms_norm_eps`` an RMSNorm; biases from
+        width; otherwise ``intermediate_size``), ``first_k_dense_replace``, ``moe_layer_freq``. The family
+        (``model_type``, :data:`HF_FAMILIES`) says whether the MLP is gated (Gemma's GeLU too) and whether an
+        absent ``tie_word_embeddings`` ties; for another family a SiLU activation means a gated (SwiGLU)
+        MLP, and the assumption is said in ``notes``. ``rms_norm_eps`` means an RMSNorm; biases from
         ``attention_bias`` / ``mlp_bias``; no dropout unless ``attention_dropout`` or ``hidden_dropout`` is
         positive. DeepSeek's multi-head latent attention (``kv_lora_rank``) is approximated as multi-head
         attention of width ``hidden_size / n_heads``, as the ``deepseek-v3-like`` preset does (said in
@@ -444,10 +455,10 @@ class ModelSpec:
             )
         values = _hf_sizes(config, name=name, seq_len=seq_len)
         model_type = str(config.get("model_type", "")).lower()
-        _hf_architecture(config, model_type, values)
-        notes = _hf_drop_mla(config, values)
+        notes = _hf_architecture(config, model_type, values)
+        notes.append(_hf_drop_mla(config, values))
         values["source"] = source or f"Hugging Face config.json ({model_type or 'unknown type'})"
-        values["notes"] = notes
+        values["notes"] = "; ".join(n for n in notes if n)
         return cls.from_dict(values, name=name)
 
     @classmethod
@@ -505,19 +516,86 @@ def _hf_sizes(config: Mapping[str, Any], *, name: str, seq_len: int | None) -> d
     return values
 
 
-def _hf_architecture(config: Mapping[str, Any], model_type: str, values: dict[str, Any]) -> None:
-    """Add to ``values`` what a config.json implies rather than states: a SiLU activation means a gated
-    MLP, ``rms_norm_eps`` an RMSNorm; biases, dropout, GPT-2's learned positions and tied embeddings; the
-    expert width defaults to the MLP width."""
-    act = str(config.get("hidden_act", config.get("activation_function", ""))).lower()
-    values["gated_mlp"] = act in ("silu", "swiglu", "swish")
+def _hf_architecture(config: Mapping[str, Any], model_type: str, values: dict[str, Any]) -> list[str]:
+    """Add to ``values`` what a config.json implies rather than states: the MLP's gate and the tied output
+    layer from the model's family (:data:`HF_FAMILIES`; otherwise from ``hidden_act`` and transformers'
+    defaults, said in the notes returned), ``rms_norm_eps`` an RMSNorm; biases, dropout, GPT-2's learned
+    positions; the expert width defaults to the MLP width."""
+    family = HF_FAMILIES.get(model_type)
+    notes: list[str] = []
+    if family is None:
+        family = _hf_unknown_family(config, model_type, notes)
+    values["gated_mlp"] = family.gated_mlp
     values["norm"] = "rmsnorm" if "rms_norm_eps" in config else "layernorm"
-    values["bias"] = bool(config.get("attention_bias") or config.get("mlp_bias") or model_type == "gpt2")
+    values["bias"] = bool(config.get("attention_bias") or config.get("mlp_bias") or family.bias)
     values["dropout"] = any(float(config.get(k) or 0) > 0 for k in ("attention_dropout", "hidden_dropout"))
-    values["learned_position_embeddings"] = model_type == "gpt2"
-    values.setdefault("tied_embeddings", model_type == "gpt2")
+    values["learned_position_embeddings"] = family.learned_positions
+    values.setdefault("tied_embeddings", family.tied_default)
     if values.get("n_experts"):
         values.setdefault("expert_ffn_hidden_size", values.get("ffn_hidden_size"))
+    return notes
+
+
+@dataclass(frozen=True, slots=True)
+class HfFamily:
+    """How transformers builds one ``model_type``: what its config.json leaves implicit.
+
+    Parameters
+    ----------
+    gated_mlp : bool
+        The MLP class has a gate (``gate_proj``, ``up_proj``, ``down_proj``), whatever ``hidden_act`` is.
+    tied_default : bool
+        The ``tie_word_embeddings`` default of the family's config class (``PretrainedConfig``: True).
+    learned_positions, bias : bool, default False
+        Learned position embeddings; biases in every linear layer.
+    """
+
+    gated_mlp: bool
+    tied_default: bool
+    learned_positions: bool = False
+    bias: bool = False
+
+
+_GATED_UNTIED = HfFamily(gated_mlp=True, tied_default=False)
+
+#: ``model_type`` -> :class:`HfFamily`, read from transformers' ``models/<type>/modeling_*.py`` MLP class and
+#: ``configuration_*.py`` ``__init__`` default of ``tie_word_embeddings``. Gemma: ``GemmaMLP`` is gated with
+#: ``ACT2FN[hidden_act]`` (GeGLU, Gemma Team 2024, arXiv:2403.08295 Sec. 2) and ``GemmaConfig`` ties by
+#: default; GPT-2: ``GPT2Config`` keeps ``PretrainedConfig``'s True, ``GPT2MLP`` is ``c_fc``/``c_proj``.
+HF_FAMILIES: dict[str, HfFamily] = {
+    "llama": _GATED_UNTIED,
+    "mistral": _GATED_UNTIED,
+    "mixtral": _GATED_UNTIED,
+    "qwen2": _GATED_UNTIED,
+    "qwen2_moe": _GATED_UNTIED,
+    "deepseek_v2": _GATED_UNTIED,
+    "deepseek_v3": _GATED_UNTIED,
+    "gemma": HfFamily(gated_mlp=True, tied_default=True),
+    "gemma2": HfFamily(gated_mlp=True, tied_default=True),
+    "gpt2": HfFamily(gated_mlp=False, tied_default=True, learned_positions=True, bias=True),
+}
+
+#: Activations that mean a gated MLP in a family :data:`HF_FAMILIES` does not list (SwiGLU's Swish/SiLU).
+_GATED_ACTIVATIONS = ("silu", "swiglu", "swish")
+
+
+def _hf_unknown_family(config: Mapping[str, Any], model_type: str, notes: list[str]) -> HfFamily:
+    """The family of a ``model_type`` :data:`HF_FAMILIES` does not list: gated iff ``hidden_act`` (or
+    ``activation_function``) is SiLU/Swish, tied as ``PretrainedConfig`` defaults (True); each assumption
+    appended to ``notes``. No activation at all is refused: the MLP's width would be a guess."""
+    kind = f"model_type {model_type!r}" if model_type else "no model_type"
+    act = config.get("hidden_act", config.get("activation_function"))
+    if act is None:
+        raise ConfigError(
+            f"config.json has neither hidden_act nor activation_function and {kind} is not a family "
+            f"aifabric knows ({', '.join(HF_FAMILIES)}): add hidden_act (silu: gated MLP; gelu: plain)"
+        )
+    gated = str(act).lower() in _GATED_ACTIVATIONS
+    mlp = "gated" if gated else "plain (two matrices)"
+    notes.append(f"{kind} not known: MLP assumed {mlp} from hidden_act {act!r}")
+    if "tie_word_embeddings" not in config:
+        notes.append("no tie_word_embeddings: output layer tied (PretrainedConfig's default)")
+    return HfFamily(gated_mlp=gated, tied_default=True)
 
 
 def _hf_drop_mla(config: Mapping[str, Any], values: dict[str, Any]) -> str:
