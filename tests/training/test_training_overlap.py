@@ -154,3 +154,25 @@ def test_tp_comm_overlap_hides_tp_behind_gemms():
     no_sp = ParallelLayout(tp=8, pp=8, dp=16, zero_stage=1, global_batch_size=1536, recompute="full")
     with pytest.raises(ConfigError, match="tp_comm_overlap needs sequence_parallel"):
         StepModel(model, spec, options=StepOptions(tp_comm_overlap=True)).evaluate(no_sp)
+
+
+def test_ep_overlap_hides_the_all_to_all_behind_the_paired_microbatch():
+    # DeepSeek-V3-like on 8 DGX H100 nodes, EP 64 (the eight nodes), b = 1, s = 4,096: each
+    # MoE layer's four all-to-alls (x) run beside one layer's forward and backward compute (c); what shows is
+    # max(x - c, f x) per MoE layer (overlapped_s), never more than the all-to-alls alone.
+    model, spec = get_model("deepseek-v3-like"), preset("dgx-h100-superpod", nodes=8)
+    lay = ParallelLayout(dp=64, ep=64, global_batch_size=256)
+    sm_alone = StepModel(model, spec, options=StepOptions(fp8=True, check_memory=False))
+    sm_hidden = StepModel(
+        model, spec, options=StepOptions(fp8=True, check_memory=False, ep_comm_overlap=True)
+    )
+    alone, hidden = sm_alone.evaluate(lay), sm_hidden.evaluate(lay)
+    st_ = sm_hidden.stage(lay, model)
+    comp = sm_hidden.compute_term(st_)
+    x = alone.breakdown_s["ep"] / (st_.n_mb * st_.n_moe)  # the four all-to-alls of one MoE layer
+    c = comp.total_s / st_.layers
+    expect = st_.n_mb * st_.n_moe * overlapped_s(x, c, H100_F)
+    assert hidden.breakdown_s["ep"] == pytest.approx(expect, rel=1e-9)
+    assert hidden.comm_s("ep") == pytest.approx(alone.comm_s("ep"), rel=1e-9)  # same traffic, less exposed
+    assert hidden.step_s < alone.step_s
+    assert hidden.breakdown_s["ep"] >= H100_F * alone.breakdown_s["ep"] - 1e-9

@@ -26,7 +26,8 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
   far as its time allows.
 - **EP**: all-to-all dispatch + combine per MoE layer, forward and backward (again when recomputed), each a
   rank's tokens x top_k x h x 2 bytes, timed at the busiest rank's load (:func:`ep_load_imbalance`: the
-  balls-into-bins maximum of uniform top-k routing, capped by the capacity factor). On the critical path.
+  balls-into-bins maximum of uniform top-k routing, capped by the capacity factor). On the critical path,
+  unless ``ep_comm_overlap`` (DualPipe, Megatron-Core's EP overlap) hides them behind another microbatch.
 - **PP**: b s h / c elements (/ t with scatter-gather or sequence parallelism) to the next stage forward and
   back, v times per microbatch (interleaving). On the critical path.
 - **Pipeline**: (m + (p - 1) / v) microbatch times of the slowest stage; the bubble is (p - 1) / (v m).
@@ -165,6 +166,12 @@ class StepOptions:
     ddp_bucket_params : int, optional
         Parameters per gradient bucket; default Megatron-LM's ``max(40,000,000, 1,000,000 x dp)``
         (``megatron/core/distributed/distributed_data_parallel.py``).
+    ep_comm_overlap : bool, default False
+        Hide the expert all-to-alls of one microbatch behind the compute of another, as DeepSeek-V3's
+        DualPipe ("both all-to-all and PP communication can be fully hidden", arXiv:2412.19437 Sec. 3.2.1)
+        and Megatron-Core's ``--overlap-moe-expert-parallel-comm`` (the forward of one microbatch beside the
+        backward of the next) do; the all-to-all still takes its SM share (:func:`overlapped_s`). False:
+        the all-to-alls are on the critical path.
     capacity_factor : float, optional
         MoE expert capacity (tokens an expert takes, over its fair share); None: dropless routing. Caps the
         load-imbalance factor of the EP all-to-all (:func:`ep_load_imbalance`).
@@ -206,6 +213,7 @@ class StepOptions:
     tp_comm_overlap: bool = False
     zero3_prefetch_layers: int = 1
     ddp_bucket_params: int | None = None
+    ep_comm_overlap: bool = False
     capacity_factor: float | None = None
     fp8: bool = False
     gemm_shapes: bool | None = None
@@ -1143,10 +1151,11 @@ class StepModel:
             st.acc.add("cp", "reduce_scatter", kv_bytes, k_rs, rs, comm, share * k_rs * rs.time_s)
         return PassTimes(fwd, bwd)
 
-    def ep_term(self, st: StageView) -> PassTimes:
+    def ep_term(self, st: StageView, comp: ComputeTimes) -> PassTimes:
         """EP seconds per microbatch: dispatch + combine all-to-all per MoE layer each way (again when fully
         recomputed), a rank's tokens x top_k x h x 2 bytes, timed at the busiest rank's load
-        (:func:`ep_load_imbalance`). On the critical path."""
+        (:func:`ep_load_imbalance`). On the critical path unless ``ep_comm_overlap`` hides them behind the
+        compute of the microbatch beside (:meth:`_ep_hidden`)."""
         lay, m = st.layout, self.model
         if not st.n_moe or lay.ep == 1:
             return PassTimes(0.0, 0.0)
@@ -1155,11 +1164,28 @@ class StepModel:
         imbalance = ep_load_imbalance(tok_rank * m.top_k, lay.ep, self.options.capacity_factor)
         size = tok_rank * m.top_k * m.hidden_size * _ACT_BYTES
         n_rec = 1 if lay.recompute is Recompute.FULL else 0
+        if self.options.ep_comm_overlap:
+            return self._ep_hidden(st, comp, size * imbalance, comm, n_rec)
         return PassTimes(
             *self._two_per_layer(
                 st.acc, "ep", "all_to_all", size, comm, st.n_moe, n_rec, st.n_mb, load=imbalance
             )
         )
+
+    def _ep_hidden(
+        self, st: StageView, comp: ComputeTimes, size: float, comm: Communicator, n_rec: int
+    ) -> PassTimes:
+        """Exposed EP seconds per microbatch when each MoE layer's all-to-alls (2 forward, 2 (1 + n_rec)
+        backward, x seconds in all) run beside one layer's forward and backward compute of the microbatch
+        paired with it (c = the stage's compute / its layers): :func:`overlapped_s` (x, c), split between
+        the passes as the all-to-alls are."""
+        res = self.dim_collective("ep", "all_to_all", size, comm)
+        per_pass = (2 * res.time_s, 2 * (1 + n_rec) * res.time_s)
+        alone = sum(per_pass)
+        exposed = overlapped_s(alone, comp.total_s / st.layers, self.contention)
+        k = st.n_moe * 2 * (2 + n_rec) * st.n_mb
+        st.acc.add("ep", "all_to_all", size, k, res, comm, k * res.time_s * exposed / alone)
+        return PassTimes(*(st.n_moe * t * exposed / alone for t in per_pass))
 
     def pp_term(self, st: StageView) -> PassTimes:
         """PP seconds per microbatch: b s h / c elements (/ t with scatter-gather or SP) to the next stage
@@ -1220,7 +1246,7 @@ class StepModel:
         per_mb = {
             "tp": self.tp_term(st, comp),
             "cp": self.cp_term(st),
-            "ep": self.ep_term(st),
+            "ep": self.ep_term(st, comp),
             "pp": self.pp_term(st),
         }
         per_mb["dp"], dp_end = self.dp_term(st, comp, padded)
