@@ -79,6 +79,14 @@ TpOverlapOpt = Annotated[
         help="Overlap the sequence-parallel TP collectives with their GEMMs (Megatron --tp-comm-overlap)",
     ),
 ]
+EpOverlapOpt = Annotated[
+    bool,
+    typer.Option(
+        "--ep-comm-overlap/--no-ep-comm-overlap",
+        help="Hide the expert all-to-alls behind another microbatch's compute (DeepSeek-V3's DualPipe, "
+        "Megatron-Core --overlap-moe-expert-parallel-comm)",
+    ),
+]
 PrefetchOpt = Annotated[
     int | None,
     typer.Option(
@@ -168,6 +176,7 @@ def _options(
     *,
     elementwise: ElementwiseChoice = ElementwiseChoice.fused,
     embedding_chunks: bool = False,
+    ep_overlap: bool = False,
 ) -> StepOptions:
     return StepOptions(
         flash_attention=flash,
@@ -179,6 +188,7 @@ def _options(
         gemm_shapes=gemm_shapes,
         elementwise=elementwise.value,
         embedding_chunks=embedding_chunks,
+        ep_comm_overlap=ep_overlap,
     )
 
 
@@ -252,6 +262,15 @@ def _refuse_unused(
         raise ConfigError("--tp-comm-overlap: overlaps TP collectives, and --tp 1 has none")
 
 
+def _refuse_ep_overlap(model: ModelSpec, ep: int | None, ep_overlap: bool) -> None:
+    """--ep-comm-overlap without an expert all-to-all to hide (a dense model, or --ep 1; ``ep`` is None
+    where the planner chooses it) is refused, not dropped."""
+    if ep_overlap and not model.is_moe:
+        raise ConfigError(f"--ep-comm-overlap: model {model.name!r} has no experts")
+    if ep_overlap and ep == 1:
+        raise ConfigError("--ep-comm-overlap: overlaps the expert all-to-alls, and --ep 1 has none")
+
+
 @handle_errors
 def train(
     model: ModelOpt = "gpt3-175b",
@@ -285,6 +304,7 @@ def train(
     overlap_grad_reduce: OverlapOpt = True,
     seq_len: SeqOpt = None,
     tp_comm_overlap: TpOverlapOpt = False,
+    ep_comm_overlap: EpOverlapOpt = False,
     zero3_prefetch: PrefetchOpt = None,
     capacity_factor: CapacityOpt = None,
     fp8: Fp8Opt = False,
@@ -339,6 +359,7 @@ def train(
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero, tp=tp, tp_overlap=tp_comm_overlap)
+    _refuse_ep_overlap(spec_model, ep, ep_comm_overlap)
     _refuse_fabric_options(engine, placement, routing, jobs, seed)
     check_outputs(plot=plot, trace=trace, html=html, chakra=chakra)
     opts = _options(
@@ -351,6 +372,7 @@ def train(
         gemm_shapes,
         elementwise=elementwise,
         embedding_chunks=embedding_chunks,
+        ep_overlap=ep_comm_overlap,
     )
     n_jobs = jobs or 1
     if spec.n_gpus % n_jobs:
@@ -584,6 +606,7 @@ def plan(
     overlap_grad_reduce: OverlapOpt = True,
     seq_len: SeqOpt = None,
     tp_comm_overlap: TpOverlapOpt = False,
+    ep_comm_overlap: EpOverlapOpt = False,
     zero3_prefetch: PrefetchOpt = None,
     capacity_factor: CapacityOpt = None,
     fp8: Fp8Opt = False,
@@ -601,6 +624,7 @@ def plan(
     spec = resolve_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, None, tp=tp, tp_overlap=tp_comm_overlap)
+    _refuse_ep_overlap(spec_model, ep, ep_comm_overlap)
     check_outputs(plot=plot, html=html)
     sm = StepModel(
         spec_model,
@@ -613,6 +637,7 @@ def plan(
             capacity_factor,
             fp8,
             gemm_shapes,
+            ep_overlap=ep_comm_overlap,
         ),
     )
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
