@@ -1178,7 +1178,9 @@ class StepModel:
         """Exposed EP seconds per microbatch when each MoE layer's all-to-alls (2 forward, 2 (1 + n_rec)
         backward, x seconds in all) run beside one layer's forward and backward compute of the microbatch
         paired with it (c = the stage's compute / its layers): :func:`overlapped_s` (x, c), split between
-        the passes as the all-to-alls are."""
+        the passes as the all-to-alls are. Every microbatch counts as paired, the p - 1 of the warm-up and
+        cool-down too, which have no partner in a 1F1B schedule: optimistic by at most (p - 1) / m of the
+        exposed part."""
         res = self.dim_collective("ep", "all_to_all", size, comm)
         per_pass = (2 * res.time_s, 2 * (1 + n_rec) * res.time_s)
         alone = sum(per_pass)
