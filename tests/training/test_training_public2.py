@@ -147,10 +147,10 @@ ROWS: dict[str, Row] = {
     # pre-training, on 2,048 H800: PP 16, EP 64 over 8 nodes, ZeRO-1 DP (128), FP8, DualPipe hiding the
     # all-to-alls (ep_comm_overlap), auxiliary-loss-free balancing without token dropping (the model's
     # balls-into-bins imbalance, no capacity), batch 15,360 x 4,096 tokens. Not modelled, in both
-    # directions: the report dispatches in FP8 (Sec. 3.3.4) to at most 4 nodes per token (node-limited
+    # directions: the report dispatches in FP8 (Sec. 3.3.3) to at most 4 nodes per token (node-limited
     # routing, Sec. 2.1.2), where the model sends 2 bytes per element to top-8 experts; DualPipe's bubble is
     # smaller than 1F1B's (11 % of the model's step); MLA's attention core (q/k heads of 192, v of 128) is
-    # counted as heads of 56.
+    # counted as heads of 56, and the multi-token-prediction module (Sec. 2.2) is left out.
     "DeepSeek-V3 report, 2,048 H800, PP16 EP64 DP128, FP8, DualPipe": Row(
         DSV3,
         h800(2048),
