@@ -66,11 +66,17 @@ def predict(row: Row) -> float:
     return step.tokens_per_s / spec.n_gpus
 
 
+def _moe_model(name: str, **shape: Any) -> ModelSpec:
+    """An MoE decoder of the rows below: SwiGLU experts, RMSNorm, no dropout, untied embeddings, sequences of
+    4,096 tokens (the tables' length), and the ``shape`` its ``config.json`` gives."""
+    return ModelSpec(name, seq_len=4096, gated_mlp=True, norm="rmsnorm", dropout=False, **shape)
+
+
 def _qwen3_moe(name: str, layers: int, hidden: int, heads: int, dense_ffn: int, expert_ffn: int) -> ModelSpec:
     """A Qwen3 MoE (``Qwen3MoeForCausalLM``): every layer MoE, 128 routed experts, top-8, no shared expert,
-    4 KV heads of 128, SwiGLU, RMSNorm, untied vocabulary of 151,936 (``config.json``: num_experts,
-    num_experts_per_tok, num_key_value_heads, head_dim, moe_intermediate_size, tie_word_embeddings)."""
-    return ModelSpec(
+    4 KV heads of 128, untied vocabulary of 151,936 (``config.json``: num_experts, num_experts_per_tok,
+    num_key_value_heads, head_dim, moe_intermediate_size, tie_word_embeddings)."""
+    return _moe_model(
         name,
         n_layers=layers,
         hidden_size=hidden,
@@ -79,10 +85,6 @@ def _qwen3_moe(name: str, layers: int, hidden: int, heads: int, dense_ffn: int, 
         head_dim=128,
         ffn_hidden_size=dense_ffn,
         vocab_size=151936,
-        seq_len=4096,
-        gated_mlp=True,
-        norm="rmsnorm",
-        dropout=False,
         n_experts=128,
         top_k=8,
         expert_ffn_hidden_size=expert_ffn,
@@ -94,22 +96,10 @@ QWEN3_235B = _qwen3_moe("qwen3-235b-a22b", 94, 4096, 64, 12288, 1536)
 #: openai/gpt-oss-120b config.json: 36 layers, hidden 2,880, 64 query heads and 8 KV heads of 64, 128 experts
 #: of width 2,880, top-4, vocabulary 201,088. Every other layer attends over a 128-token window (not modelled:
 #: the model charges full causal attention on all 36, pessimistic by the window layers' attention core).
-GPT_OSS_120B = ModelSpec(
-    "gpt-oss-120b",
-    n_layers=36,
-    hidden_size=2880,
-    n_heads=64,
-    n_kv_heads=8,
-    head_dim=64,
-    ffn_hidden_size=2880,
-    vocab_size=201088,
-    seq_len=4096,
-    gated_mlp=True,
-    norm="rmsnorm",
-    dropout=False,
-    n_experts=128,
-    top_k=4,
-)
+GPT_OSS_120B = _moe_model(
+    "gpt-oss-120b", n_layers=36, hidden_size=2880, n_heads=64, n_kv_heads=8, head_dim=64,
+    ffn_hidden_size=2880, vocab_size=201088, n_experts=128, top_k=4,
+)  # fmt: skip
 DSV3 = get_model("deepseek-v3-like")
 
 
