@@ -36,6 +36,7 @@ from aifabric.collectives.cost import SCALE_OUT, SCALE_UP
 from aifabric.collectives.nccl_env import EnvChoice, TransportTiers, check_env, env_choice, env_tiers
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
+from aifabric.engines.host_launch import with_host_floor
 from aifabric.engines.result import Candidate, CollectiveResult, assemble, bottleneck
 from aifabric.errors import ConfigError
 
@@ -153,6 +154,8 @@ def formula_collective(
     env: Mapping[str, str] | None = None,
     tiers: TierModel | None = None,
     hbm_check: bool = True,
+    gpus_per_thread: int = 1,
+    launch_s_per_gpu: float = 0.0,
 ) -> CollectiveResult:
     """Time one collective with the formula engine (see the module docstring).
 
@@ -190,6 +193,11 @@ def formula_collective(
         ``collective`` command does (:func:`aifabric.collectives.buffers.check_fits_hbm`). False: time the
         size as one logical message (the lesson's 140 GB gradient of a 70B model on 80 GB GPUs, which
         frameworks all-reduce in buckets; training layouts, whose memory the training model checks itself).
+    gpus_per_thread, launch_s_per_gpu : int, float
+        GPUs one host thread drives (nccl-tests ``-g``; default 1, a thread per GPU) and the host's cost of
+        one GPU's enqueue and kernel launch, seconds (default 0: no floor). With several GPUs per thread the
+        time is at least ``gpus_per_thread x launch_s_per_gpu``, as NCCL >= 2.9 launches each GPU's kernel
+        in turn (:mod:`aifabric.engines.host_launch`; NCCL <= 2.8 launched them in one call: pass 1).
 
     Returns
     -------
@@ -262,7 +270,8 @@ def formula_collective(
     result = _result(op, message_bytes, comm, tm, best, evals)
     unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
     notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused) if s]
-    return replace(result, explanation=". ".join([result.explanation, *notes])) if notes else result
+    result = replace(result, explanation=". ".join([result.explanation, *notes])) if notes else result
+    return with_host_floor(result, gpus_per_thread, launch_s_per_gpu)
 
 
 #: NCCL's ring in the registry: ring for all_reduce / all_gather / reduce_scatter, a chain for

@@ -1,0 +1,90 @@
+"""The host's floor when one thread drives several GPUs (nccl-tests ``-g N``, one process per node).
+
+A collective on ``g`` GPUs driven by one host thread is one ``ncclGroupStart`` / ``ncclGroupEnd`` around
+``g`` calls, one per communicator (NCCL user guide, "Group Calls: Management of multiple GPUs from one
+thread"). From NCCL 2.9 the default launch mode is ``PARALLEL`` (``src/init.cc``: ``launchMode =
+ncclComm::PARALLEL`` unless ``NCCL_LAUNCH_MODE=GROUP``; up to 2.8 it was ``GROUP``, all of a process's GPUs
+launched by one ``cudaLaunchCooperativeKernelMultiDevice`` call, ``src/enqueue.cc``): each communicator
+prepares its plan and launches its own kernel, so the thread pays ``g`` host launches per call, one after
+the other. nccl-tests issues its ``iters`` calls back to back and divides the elapsed time by them
+(``src/common.cu`` ``BenchTime``), so in steady state one call takes whichever is longer, the GPUs' time
+or the host's::
+
+    t = max(t_device, g x t_launch)
+
+with ``t_launch`` the host's cost of one GPU's enqueue and kernel launch (seconds). It does not depend on
+the size, so it shows as a flat floor at small sizes and vanishes under the bytes. ``t_launch`` is a
+property of the host (CPU, driver, CUDA or HIP runtime), not of NCCL's tables: NVIDIA/nccl-tests #123 (DGX
+A100, ``-g 2 ... 8``, Ring/LL on one channel) measures 16.88 / 20.8 / 25.2 / 29.5 / 33.7 us on 4 ... 8 GPUs,
+``8 x 4.21 us`` with no intercept; other public one-process logs give 3.2 to 6.1 us per GPU on other hosts
+(``tests/engines/test_host_launch.py``), so no default is taken.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from aifabric.engines.result import CollectiveResult
+
+__all__ = ["host_launch_floor_s", "with_host_floor"]
+
+
+def host_launch_floor_s(gpus_per_thread: int, launch_s_per_gpu: float) -> float:
+    """Host time per call when one thread launches ``gpus_per_thread`` GPUs' kernels, seconds.
+
+    ``g x t_launch`` (module docstring): NCCL >= 2.9 launches each communicator's kernel separately.
+
+    Raises
+    ------
+    ValueError
+        If ``gpus_per_thread < 1`` or ``launch_s_per_gpu`` is negative or not finite.
+
+    References
+    ----------
+    NVIDIA/nccl ``src/init.cc`` (launch mode PARALLEL from v2.9.6-1), ``src/enqueue.cc``; NVIDIA/nccl-tests
+    ``src/common.cu`` ``BenchTime``; https://github.com/NVIDIA/nccl-tests/issues/123.
+
+    Examples
+    --------
+    nccl-tests #123's DGX A100 host, 4.21 us per GPU, 6 GPUs: 25.3 us (measured 25.2 us):
+
+    >>> round(host_launch_floor_s(6, 4.21e-6) * 1e6, 1)
+    25.3
+    """
+    if isinstance(gpus_per_thread, bool) or not isinstance(gpus_per_thread, int) or gpus_per_thread < 1:
+        raise ValueError(f"gpus_per_thread: must be an integer >= 1, got {gpus_per_thread!r}")
+    if not 0.0 <= launch_s_per_gpu < float("inf"):
+        raise ValueError(f"launch_s_per_gpu: must be >= 0 s and finite, got {launch_s_per_gpu!r}")
+    return gpus_per_thread * launch_s_per_gpu
+
+
+def with_host_floor(
+    result: CollectiveResult, gpus_per_thread: int, launch_s_per_gpu: float
+) -> CollectiveResult:
+    """``result`` with its time raised to the host's floor where the floor is longer (module docstring).
+
+    The floor is a per-call latency: it joins ``latency_s``, and algbw / busbw follow the new time; the
+    algorithm and protocol are NCCL's pick, which the host does not change.
+    """
+    floor = host_launch_floor_s(gpus_per_thread, launch_s_per_gpu)
+    if gpus_per_thread > result.n_ranks:
+        raise ValueError(
+            f"gpus_per_thread: {gpus_per_thread} is more than the {result.n_ranks} ranks of the call"
+        )
+    if floor <= result.time_s:
+        return result
+    scale = result.time_s / floor
+    note = (
+        f"one thread launches {gpus_per_thread} GPUs' kernels one after the other (NCCL >= 2.9, PARALLEL "
+        f"launch mode): {gpus_per_thread} x {launch_s_per_gpu * 1e6:.2f} us = {floor * 1e6:.1f} us per call "
+        f"on the host, above the GPUs' {result.time_s * 1e6:.1f} us"
+    )
+    return replace(
+        result,
+        time_s=floor,
+        latency_s=result.latency_s + floor - result.time_s,
+        algbw_bytes_per_s=result.algbw_bytes_per_s * scale,
+        busbw_bytes_per_s=result.busbw_bytes_per_s * scale,
+        bottleneck="host launch",
+        explanation=f"{result.explanation}. {note}" if result.explanation else note,
+    )
