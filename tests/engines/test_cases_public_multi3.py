@@ -214,7 +214,13 @@ MISSED = {
         "time 69.12/74.92/69.24/81.44/135.1 us at 8 B/128 B/1 KiB/8 KiB/64 KiB vs 50.6/50.7/51.5/55.4/56.2 "
         "(tree/LL, -27 to -58 %): the efa-srd latency 17.7 us is p6-b200's (EFAv4) 8 B row; this second "
         "p5 run gives (69 - 6.8 - 8.4) / 2 = 27 us per hop as aws-k8s-tester #585 does "
-        "(test_cases_public_multi MISSED): no public per-generation EFA latency to take it from"
+        "(test_cases_public_multi MISSED): no public per-generation EFA latency to take it from. The "
+        "latency aws-ofi-nccl reports to NCCL (src/platform-aws.cpp: 75 us on p4d/p5, 35 us on p5en/p6-b200/"
+        "p6-b300; NCCL adds it to its tuner's NET latency, search.cc latencyInter, tuning.cc interLat, twice "
+        "for Simple) is a tuner setting 'based on empirical search' (aws-ofi-nccl 2496e7de), not a time: "
+        "as one it would give 6.8 + 2 x (7 x 0.6 + 5 + 75) = 175 us here and 95 us on p6-b200 (50.6 "
+        "measured); as a tuner input alone it moves 16 MiB from NVLS-tree to tree/LL128, 190 us against "
+        "278 measured, further off"
     ),
     "awsome-distributed-training PCluster guide, 2 x p5.48xlarge all_reduce 1-64 MiB": (
         "busbw 15.95/46.64/105.52/143.09/209.19 at 1/4/16/32/64 MiB vs 23.2/73.7/134.2/206.0/242.6 "

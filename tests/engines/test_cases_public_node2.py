@@ -273,8 +273,10 @@ MISSED = {
         "time all_reduce 8 B / 1 KiB / 64 KiB / 1 MiB 22.72/23.67/26.20/27.03 us vs 10.2/10.5/14.4/21.4 "
         "(ring/LL); all_gather 64 B 16.98 vs 8.4, reduce_scatter 64 B 21.70 vs 8.4. symmetric/report.md: "
         "the eager floor is 23-25 us on 2.18 and 2.29 and 16.1 us under CUDA Graph (-G 1) at 8 B, 'the "
-        "floor is host-side launch overhead' (one thread launches the four GPUs' kernels); no source "
-        "gives a per-launch figure to add"
+        "floor is host-side launch overhead' (one thread launches the four GPUs' kernels). The floor is "
+        "modelled (engines/host_launch.py: max(t_device, g x t_launch)), but t_launch is the host's: this "
+        "one implies 22.72 / 4 = 5.7 us, nccl-tests #123's DGX A100 4.21 (16.8 us here, -26 %), case 20's "
+        "Azure H100 VM at most 3.2; no source states this host's figure"
     ),
     "nccl-collectives-bench scaling_attributed, 2 x H100, NCCL_ALGO=NVLS, 256 MiB-8 GiB": (
         "peak busbw 207 vs 157.4 (-24 %): the model's NVLS on h = 2 heads is B_i e (h-1)/h = 370.8 x 0.85 "
@@ -322,7 +324,10 @@ MISSED = {
     ),
     "nccl-tests #314, 8 x H20-3e (-g 8, one process), alltoall 1/2/4 MiB": (
         "time 58.14/58.94/59.35 us vs 14.3/16.8/21.7 (direct): flat in size, one thread enqueues the "
-        "8 x 14 sends and receives; DeepEP #303's 8 x H20 with a process per GPU runs alltoall in 10.6 us"
+        "8 x 14 sends and receives; DeepEP #303's 8 x H20 with a process per GPU runs alltoall in 10.6 us. "
+        "The one-thread floor (engines/host_launch.py) at nccl-tests #123's 4.21 us per GPU gives 33.7 us "
+        "(-42 %): a group of 14 point-to-point operations per GPU costs the host more than one "
+        "collective's launch, by an amount no source gives"
     ),
     "nccl #2094, 8 x H100 (one machine), all_reduce 1-32 KiB, NCCL 2.28/2.29.7": (
         "time 34.57/33.40/32.51/32.89/32.41/33.56 us vs 15.3/15.6/16.2/17.4/19.9/24.8 (ring/LL, 2.29.7 "

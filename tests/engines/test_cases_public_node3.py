@@ -195,11 +195,16 @@ MISSED = {
         "time 8 B / 1 KiB / 64 KiB / 1 MiB 45.92/52.41/55.40/65.38 us vs 15.0/15.4/26.4/28.0 (ring/LL, NCCL "
         "tables). A flat 46-68 us up to 4 MiB; the same all_reduce with a process per GPU (hisohara, "
         "test_cases_public_node2) takes 13.7-17.5 us: the floor is one host thread launching eight "
-        "GPUs' kernels (as nccl-collectives-bench's -g 4 H100 floor), which no source sizes"
+        "GPUs' kernels (as nccl-collectives-bench's -g 4 H100 floor). The floor is modelled "
+        "(engines/host_launch.py), but its per-GPU cost is the host's: HIP on this VM implies 45.92 / 8 = "
+        "5.7 us; nccl-tests #123's CUDA host, 4.21 us, gives 33.7 us (-27 % at 8 B, -48 % at 1 MiB, where "
+        "the measured time also grows with the size)"
     ),
     "H800 broadcast log (NCCL 2.18.3, -g 8), 4 B-1 MiB and 8 MiB": (
         "time 4 B / 1 KiB / 64 KiB 27.06/25.57/26.72 us vs 10.8/11.0/16.8 (chain/LL): the same one-process "
-        "launch floor; 1 MiB busbw 24.16 vs 35.1 (+45 %: measured 43.3-45.1 us flat from 512 KiB to 4 MiB); "
+        "launch floor (engines/host_launch.py), 27.06 / 8 = 3.4 us per GPU on this host, where nccl-tests "
+        "#123's 4.21 would give 33.7 us (+25 %); 1 MiB busbw 24.16 vs 35.1 (+45 %: measured 43.3-45.1 us "
+        "flat from 512 KiB to 4 MiB); "
         "8 MiB 120.67 vs 101.5 (-15.9 %, chain/LL128 where the log's 69.5 us fits Simple at the 164.8 "
         "GB/s ring plus the 43 us floor)"
     ),
@@ -240,7 +245,8 @@ MISSED = {
     ),
     "AutoDL 2080Ti x2, small messages (-g 2, one process)": (
         "time all_reduce 8 B / 1 KiB 12.25/12.10 us vs 8.6/8.8, broadcast 8 B 11.65 vs 7.6, reduce 8 B "
-        "10.39 vs 7.6: the one-process launch floor again, smaller on two GPUs"
+        "10.39 vs 7.6: the one-process launch floor again, smaller on two GPUs; this host implies 12.25 / 2 "
+        "= 6.1 us per GPU, and nccl-tests #123's 4.21 (8.4 us) stays below SHM's 8.6 us"
     ),
     "nccl-tests #44, 2 x 2080 Ti on an NVLink bridge, the 32 KiB-128 MiB rows": (
         "rows like '32768 4096 float 13.39 1.22 1.22' (no reduction operator, count = size / 8 bytes) belong "
