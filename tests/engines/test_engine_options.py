@@ -93,6 +93,8 @@ FLAG_VALUES = {
     "--routing": ("--routing", "ecmp"),
     "--seed": ("--seed", "3"),
     "--transport": ("--transport", "ib"),
+    "--gpus-per-thread": ("--gpus-per-thread", "2"),
+    "--launch-us": ("--launch-us", "4.2"),
 }
 
 

@@ -69,7 +69,7 @@ def test_raised_time_keeps_busbw_consistent() -> None:
     assert r.algbw_bytes_per_s == pytest.approx(1024 / r.time_s)
     assert r.busbw_bytes_per_s == pytest.approx(r.algbw_bytes_per_s * 7 / 8)
     assert r.latency_s <= r.time_s
-    assert "one thread launches 8 GPUs' kernels" in r.explanation
+    assert "One thread launches 8 GPUs' kernels" in r.explanation
 
 
 @pytest.mark.parametrize(

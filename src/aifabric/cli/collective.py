@@ -78,6 +78,8 @@ FLAGS = {
     "routing": "--routing",
     "seed": "--seed",
     "transport": "--transport",
+    "gpus_per_thread": "--gpus-per-thread",
+    "launch_s_per_gpu": "--launch-us",
 }
 
 
@@ -289,6 +291,24 @@ def collective(
             "SHM_DISABLE, NET_GDR_LEVEL, MIN_NCHANNELS, MAX_NCHANNELS, IB_QPS_PER_CONNECTION",
         ),
     ] = None,
+    gpus_per_thread: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus-per-thread",
+            min=1,
+            help="formula engine: GPUs one host thread drives (nccl-tests -g N); with --launch-us the time "
+            "is at least GPUs x launch, as NCCL >= 2.9 launches each GPU's kernel in turn",
+        ),
+    ] = None,
+    launch_us: Annotated[
+        float | None,
+        typer.Option(
+            "--launch-us",
+            min=0.0,
+            help="formula engine: the host's cost of one GPU's enqueue and kernel launch, microseconds "
+            "(a host figure, no default; nccl-tests #123's DGX A100 host: 4.21)",
+        ),
+    ] = None,
     trace: TraceOpt = None,
     html: HtmlOpt = None,
     chakra: ChakraOpt = None,
@@ -332,6 +352,7 @@ def collective(
             "routing": routing,
             "seed": seed,
             "transport": transport,
+            **_host_launch(gpus_per_thread, launch_us),
         }
         opts = _engine_options(engine.value, given)
         if nccl_version is not None:
@@ -358,6 +379,26 @@ def collective(
             if note:
                 console.print(f"Note: {note}", markup=False, highlight=False)
         _print_results(results, spec, comm, opts.get("calibration"))
+
+
+def _host_launch(gpus_per_thread: int | None, launch_us: float | None) -> dict[str, Any]:
+    """``--gpus-per-thread`` and ``--launch-us`` as engine options (``launch_s_per_gpu`` in seconds); None
+    where not given (checked with the engine's other options, :func:`_check_host_launch`)."""
+    return {
+        "gpus_per_thread": gpus_per_thread,
+        "launch_s_per_gpu": None if launch_us is None else launch_us * 1e-6,
+    }
+
+
+def _check_host_launch(opts: dict[str, Any]) -> None:
+    """ValueError naming ``--gpus-per-thread`` or ``--launch-us`` given without the other: the floor is
+    their product (:mod:`aifabric.engines.host_launch`)."""
+    given = [FLAGS[o] for o in ("gpus_per_thread", "launch_s_per_gpu") if o in opts]
+    if len(given) == 1:
+        missing = "--launch-us" if given[0] == "--gpus-per-thread" else "--gpus-per-thread"
+        raise ValueError(
+            f"{given[0]}: needs {missing} too (the host launch floor is GPUs per thread x launch)"
+        )
 
 
 def _typed_fields(ranks: int | None, twisted: bool) -> dict[str, str]:
@@ -388,6 +429,7 @@ def _engine_options(engine: str, given: dict[str, Any]) -> dict[str, Any]:
     given = {**given, "env": _env(given["env"]) if given["env"] else None}
     opts: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     _refuse_unused(engine, opts)  # before reading any file: what the engine does not use
+    _check_host_launch(opts)
     if given["transport"] is not None:
         from aifabric.transport.fluidnet import transport as known_transport  # lazy: start-up time
 

@@ -39,6 +39,8 @@ ENGINE_OPTIONS: dict[str, frozenset[str]] = {
             "nccl_version",
             "env",
             "tiers",
+            "gpus_per_thread",
+            "launch_s_per_gpu",
         }
     ),
     "links": _TOPOLOGY_OPTIONS,

@@ -75,7 +75,7 @@ def with_host_floor(
         return result
     scale = result.time_s / floor
     note = (
-        f"one thread launches {gpus_per_thread} GPUs' kernels one after the other (NCCL >= 2.9, PARALLEL "
+        f"One thread launches {gpus_per_thread} GPUs' kernels one after the other (NCCL >= 2.9, PARALLEL "
         f"launch mode): {gpus_per_thread} x {launch_s_per_gpu * 1e6:.2f} us = {floor * 1e6:.1f} us per call "
         f"on the host, above the GPUs' {result.time_s * 1e6:.1f} us"
     )
