@@ -38,7 +38,7 @@ from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
-__all__ = ["TOLERANCE", "ClosShape", "clos_shape", "even_spread", "exact_split"]
+__all__ = ["TOLERANCE", "ClosShape", "clos_shape", "even_spread", "even_uplinks", "exact_split"]
 
 TOLERANCE = 0.01
 """Largest relative gap between realised and requested bisection a built fabric may have."""
@@ -332,10 +332,40 @@ def even_spread(uplinks: int, fewest: int) -> int:
     return next(d for d in range(max(1, fewest), uplinks + 1) if uplinks % d == 0)
 
 
+def even_uplinks(
+    leaf_radix: int, spine_radix: int, down: int, up: int, n_leaves: int, ratio: float
+) -> tuple[int, int]:
+    """Uplinks per leaf and spines of a two-tier Clos: at 1:1, the uplink count from ``up`` to the leaf's
+    free ports that spreads evenly over the fewest spines (ties keep the fewest uplinks); at any other
+    ratio, ``up`` itself, which is what realises the ratio.
+
+    A leaf short of a full SU has an uplink count that may divide badly: 31 nodes at 1:1 on 64-port
+    leaves need 31 uplinks, which spread evenly only over 31 spines. NVIDIA's DGX SuperPOD (H100, B200)
+    RAs, Table 4, cable the full SU instead ("the fabric should be designed to support the full SU,
+    including leaf switches and leaf-spine cables"): 31 nodes on 8 leaves of 32 uplinks under 4 spines.
+    An extra uplink at 1:1 leaves the bisection where it was, bound by the NICs.
+
+    Examples
+    --------
+    >>> even_uplinks(64, 64, 31, 31, 8, 1.0), even_uplinks(64, 64, 16, 16, 8, 1.0)
+    ((32, 4), (16, 2))
+    >>> even_uplinks(64, 64, 42, 21, 8, 2.0)  # 2:1 is realised by 21 uplinks alone
+    (21, 3)
+    """
+    best = (up, even_spread(up, math.ceil(n_leaves * up / spine_radix)))
+    if abs(ratio - 1.0) > 1e-9:
+        return best
+    for more in range(up + 1, leaf_radix - down + 1):
+        spines = even_spread(more, math.ceil(n_leaves * more / spine_radix))
+        if spines < best[1]:
+            best = (more, spines)
+    return best
+
+
 def _two_tier(
     radix: Radix, rails: int, m: int, ppu: int, u: int, n_leaves: int, n: int, r1: float
 ) -> ClosShape:
-    n_spines = even_spread(u, math.ceil(n_leaves * u / radix.spine))
+    u, n_spines = even_uplinks(radix.leaf, radix.spine, m * ppu, u, n_leaves, r1)
     return ClosShape(
         radix.leaf,
         2,
