@@ -84,6 +84,20 @@ scale_out: {nic: connectx-8, fabric: ethernet, switch: SWITCH, tiers: 2, planes:
 )
 
 
+# DGX B300 with ConnectX-8 (800G XDR per GPU) under Quantum-X800 Q3400 (144 x 800G), rail-optimised: the DGX
+# SuperPOD (B300, XDR) RA's fabric, built for a whole SU of 72 nodes whatever the nodes present.
+B300_XDR_FULL_SU = (
+    """\
+name: dgx-b300-xdr
+accelerator: b300
+gpus_per_node: 8
+nodes: 32
+scale_out: {nic: connectx-8, fabric: infiniband, switch: quantum-x800-q3400, tiers: 2, full_su: true}
+"""
+    + _BACKEND
+)
+
+
 def _file(tmp_path: Path, text: str, name: str) -> str:
     path = tmp_path / name
     path.write_text(text)
@@ -189,6 +203,25 @@ def test_broadcom_two_tier_reach_at_200g(tmp_path, switch, nodes, leaves, spines
     assert r.exit_code == 2 and "use tiers: 3" in r.stderr
 
 
+def test_32_dgx_b300_on_a_full_xdr_scalable_unit(tmp_path):
+    # Kedios "B300 Full Network & Topology Report" (neocloud.kedios.io, an operator's published build): 32
+    # DGX-class B300 nodes, 256 GPUs, "1:1 non-blocking InfiniBand", "IB Switches 12 Q3400-RA (8 leaf + 4
+    # spine)", one 800G uplink per GPU "one per leaf". NVIDIA's DGX SuperPOD RAs: "if a different node count
+    # is required ... the fabric should be designed to support the full SU, including leaf switches and
+    # leaf-spine cables"; the B300 XDR RA's SU (Table 3, 1 SU) is 72 nodes on 8 leaves and 4 spines with
+    # 576 leaf-spine cables. By hand, full SU: a Q3400 leaf is 72 down / 72 up at 800G; 8 x 72 / 144 = 4
+    # spines. Sized to the 32 nodes present instead (``full_su`` off): 32 uplinks, 8 x 32 / 144 -> 2.
+    path = _file(tmp_path, B300_XDR_FULL_SU, "b300.yaml")
+    assert _switches(path, 32) == {"leaf": 8, "spine": 4}
+    topo = build_topology(resolve_cluster(path))
+    assert topo.cable_counts == {"nic-leaf": 256, "leaf-spine": 576, "spine-core": 0}
+    present = _file(tmp_path, B300_XDR_FULL_SU.replace(", full_su: true", ""), "b300-present.yaml")
+    assert _switches(present, 32) == {"leaf": 8, "spine": 2}
+    # a full SU (72 nodes) builds the same either way, and so does the RA's 4-SU row (32 leaves, 18 spines)
+    assert _switches(path, 72) == _switches(present, 72) == {"leaf": 8, "spine": 4}
+    assert _switches(path, 288) == {"leaf": 32, "spine": 18}
+
+
 MISSED = {
     "Alibaba HPN ToR-aggregation cables (SIGCOMM'24; HPN 7.0 per article.woter.ai)": "240 ToRs x 64 "
     "= 15,360 400G cables per pod vs 30,720 predicted (the test's cluster file): the model runs every tier "
@@ -199,11 +232,6 @@ MISSED = {
     "aggregation): HPN keeps 16 of each aggregation switch's 256 200G-port equivalents off the ToRs (120 "
     "ToRs x 2 per plane), presumably for the tier above the pod; a pod holding ports back for a core "
     "the spec does not build is not modelled",
-    "32-node DGX B300 XDR farm, 12 Q3400 (8 leaf + 4 spine) (neocloud.kedios.io B300 farm plan)": "4 "
-    "spines vs 2 predicted (`aifabric cluster show` of the B300 XDR file at 32 nodes): the plan cables "
-    "the RA's full 72-node SU (8 leaves of 72 uplinks, 4 spines) for 32 nodes; the model sizes the "
-    "uplinks to the 32 nodes present (32 per leaf, 8 x 32 / 144 -> 2 spines). A tertiary source; "
-    "NVIDIA's own RA tables list full SUs only",
     "xAI Colossus switch counts": "no published count vs 1,592 leaves, 1,575 spines, 819 cores predicted "
     "for 100,000 GPUs (`aifabric cluster show` of the test's file): xAI and NVIDIA state the tiers (3), the "
     "NIC (400GbE per GPU) and the switch (SN5600), not the counts; not checkable until a count is published",

@@ -10,7 +10,9 @@ refused with the nearest ratios that can be built.
 The endpoints are the nodes' NIC ports: one per GPU, or one per NIC that ``gpus_per_nic`` GPUs share
 (:attr:`~aifabric.cluster.spec.ClusterSpec.endpoints_per_node`); rail ``k`` is a node's ``k``-th of them.
 Leaves come in groups (one scalable unit (SU) = one leaf per rail). Nodes are spread evenly over the SUs
-and leaf uplinks cabled at ``ceil(ports used / r)``; three tiers group SUs into pods (Meta's AI Zones: a
+and leaf uplinks cabled at ``ceil(ports used / r)`` (two tiers at 1:1: rounded up where that spreads them
+over fewer spines, :func:`even_uplinks`; with ``scale_out.full_su``, a full SU's, ``ceil(ports of a full
+SU / r)``, as NVIDIA's SuperPOD RAs cable a partial SU); three tiers group SUs into pods (Meta's AI Zones: a
 two-stage Clos per zone, an oversubscribed aggregation layer between zones) whose spines send
 ``ceil(leaves per pod / r2)`` uplinks each to their group of cores. Among the SU and pod counts that fit,
 the fewest switches whose realised bisection is the requested one to 1% wins:
@@ -264,7 +266,7 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
     best: ClosShape | None = None
     for n_groups in range(g0, min(units, g0 + span) + 1):
         m = math.ceil(units / n_groups)
-        u = math.ceil(m * ppu / r1 - 1e-9)
+        u = math.ceil((m_max if so.full_su else m) * ppu / r1 - 1e-9)  # full_su: a full SU's uplinks
         n_leaves = n_groups * group
         if so.tiers == 2 or (n_leaves <= group and (so.pod_gpus is None or n <= so.pod_gpus)):
             if n_leaves > radix.spine:
@@ -276,7 +278,7 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
                     f"{_ports(spec)}); use tiers: 3"
                 )
             found: ClosShape | str = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
-            if isinstance(found, ClosShape) and not _holds(found):
+            if isinstance(found, ClosShape) and not (so.full_su or _holds(found)):
                 found = "no scalable-unit count realises it"
         else:
             found = _three_tier(spec, radix, rails, m, ppu, u, n_groups, group, n, r1, r2)

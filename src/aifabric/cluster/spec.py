@@ -168,6 +168,10 @@ class ScaleOutSpec(_Strict):
     ``pod_gpus`` caps the GPUs of one three-tier pod (Meta's AI Zone: a two-stage Clos per zone, the
     ``oversubscription[1]`` aggregation layer between zones); default: as many as the spines' radix allows.
     Each ratio is built exactly at its tier (:mod:`aifabric.cluster.clos`) or the spec is refused.
+    ``full_su`` cables every leaf for a full scalable unit whatever the nodes present: NVIDIA's DGX
+    SuperPOD RAs, "if a different node count is required ... the fabric should be designed to support the
+    full SU, including leaf switches and leaf-spine cables, and leave the portion of the fabric unused where
+    these nodes would be located" (32 DGX B300 on a 72-node XDR SU: 8 leaves of 72 uplinks, 4 spines).
     """
 
     nic: NicKey = "connectx-7"
@@ -187,6 +191,7 @@ class ScaleOutSpec(_Strict):
     nic_to_leaf_copper: bool = False
     nic_twin_port: bool = False
     pod_gpus: Int | None = Field(default=None, ge=1)
+    full_su: bool = False
     hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
     transport: str | None = None
     nic_path: Literal["PIX", "PXB", "PHB", "SYS"] = "PIX"
