@@ -280,10 +280,11 @@ MISSED = {
     "predicted (`aifabric cluster show gb200-nvl72`, 576 GPUs): the SU figure is a facility budget that "
     "includes storage, UFM and management servers and cooling distribution units, none of which the "
     "inventory holds; the racks, fabric, optics and switches alone are 17 % below it",
-    "DGX SuperPOD (B300, twin-plane Spectrum-X) RA Table 3 cable counts": "node-leaf = leaf-spine = 512 "
-    "per SU vs 1,024 predicted (the test's cluster file): the RA counts one cable per GPU port and per 800G "
-    "leaf-spine port; the model one per 400G plane link (twice as many). Switches and node-end modules "
-    "agree (asserted); the count of fibre runs behind a twin-port module is not modelled",
+    "DGX SuperPOD (B300, twin-plane Spectrum-X) RA Table 3 node-leaf cables": "512 per SU vs 1,024 "
+    "predicted (the test's cluster file): the RA counts one cable per GPU's NIC cage, split to both planes' "
+    "leaves; the model one per 400G plane link. Switches and node-end modules agree (asserted); leaf-spine "
+    "cables agree at 512 per SU with `scale_out.uplink_speed: 800 Gb/s` (test_published_designs2.py); a "
+    "cable split between planes is not modelled",
     "Quantum-X800 Q3400 switch power": "no published figure found vs 14,000 W in the catalogue (marked an "
     "estimate): a B300 XDR SU's 12 Q3400 then draw 168 kW of its 1.2 MW; not checkable until NVIDIA's "
     "datasheet figure is found",

@@ -13,7 +13,9 @@ Counting rules (stated so a reader can redo them by hand):
   node end takes them when ``scale_out.nic_twin_port`` (DGX H100) or when each NIC port is split over two
   planes (one 2x400G module in the NIC's single 800G cage feeds both planes' leaves: DGX SuperPOD B300 RA,
   "each GPU has 2x 400GbE connectivity through two different planes", 512 node-leaf cables per 512
-  GPUs), else one module per NIC link.
+  GPUs), else one module per NIC link. With ``scale_out.uplink_speed`` a switch-to-switch cable carries
+  ``uplink_speed / link`` links of one switch pair (DGX SuperPOD B300 twin-plane: 800G leaf-spine cables
+  over 400G planes), one module per cable end at that speed.
 - Front-end: ``front_end.nics_per_node`` ports per node on leaf switches of ``switch`` ports split
   down:up by ``front_end.oversubscription``, plus spines for the uplinks (two tiers); optics as above.
 - Management: BMC ports on per-rack switches with two uplinks each to two aggregation switches
@@ -27,12 +29,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from aifabric import catalog
 from aifabric.cluster.clos import exact_split
 from aifabric.cluster.management import management_shape
 from aifabric.cluster.topology import Topology
 
-__all__ = ["Inventory", "PartLine", "inventory", "modules_for_links"]
+__all__ = ["Inventory", "PartLine", "bundled_cables", "inventory", "modules_for_links"]
 
 
 @dataclass(frozen=True)
@@ -123,6 +127,41 @@ def _two_tier_counts(endpoints: int, radix: int, ratio: float) -> tuple[int, int
     return leaves, spines, leaves * up
 
 
+def bundled_cables(pairs: np.ndarray, per_cable: int) -> int:
+    """Cables between switches when each carries ``per_cable`` links of the same switch pair:
+    sum over pairs of ceil(links / per_cable). ``pairs[i, j]`` is the upper switch that uplink ``j`` of
+    lower switch ``i`` reaches (one plane).
+
+    Examples
+    --------
+    Two leaves, 4 uplinks each over 2 spines (2 links per pair), 800G cables of 2 x 400G links: 4 cables.
+
+    >>> bundled_cables(np.array([[0, 1, 0, 1], [0, 1, 0, 1]]), 2)
+    4
+    """
+    if pairs.size == 0:
+        return 0
+    lower = np.repeat(np.arange(pairs.shape[0], dtype=np.int64), pairs.shape[1])
+    key = lower * (int(pairs.max()) + 1) + pairs.ravel().astype(np.int64)
+    _, links = np.unique(key, return_counts=True)
+    return int(np.sum(-(-links // per_cable)))
+
+
+def _switch_cables(topo: Topology, tier_name: str, links: int) -> tuple[int, float, bool]:
+    """(cables, cable speed, twin-port modules at the switch ends) of a switch-to-switch tier:
+    ``scale_out.uplink_speed`` bundles ``k`` per-plane links per cable, one module per cable end at
+    that speed (the cable fills the switch port); else one cable per link, twin-port modules."""
+    so = topo.spec.scale_out
+    assert so is not None
+    link = topo.spec.endpoint_line_rate_bytes_per_s / so.planes
+    up = so.uplink_speed_bytes_per_s
+    if up is None or round(up / link) == 1:
+        return links, link, True
+    k = round(up / link)
+    pairs = topo.leaf_uplink_spine if tier_name == "leaf-spine" else topo.spine_uplink_core
+    return bundled_cables(pairs, k) * so.planes, up, False
+
+
 def _scale_out(topo: Topology) -> list[PartLine]:
     spec = topo.spec
     so = spec.scale_out
@@ -151,8 +190,11 @@ def _scale_out(topo: Topology) -> list[PartLine]:
             lines.append(_optic_line("scale-out", "leaf end", cables, link, twin=True))
         else:
             lower, upper = tier_name.split("-")
-            lines.append(_optic_line("scale-out", f"{lower} end", cables, link, twin=True))
-            lines.append(_optic_line("scale-out", f"{upper} end", cables, link, twin=True))
+            n, speed, twin = _switch_cables(topo, tier_name, cables)
+            if n != cables:
+                lines[-1] = PartLine("scale-out", "cable", tier_name, n, 0.0, links=cables)
+            lines.append(_optic_line("scale-out", f"{lower} end", n, speed, twin=twin))
+            lines.append(_optic_line("scale-out", f"{upper} end", n, speed, twin=twin))
     return lines
 
 

@@ -172,6 +172,11 @@ class ScaleOutSpec(_Strict):
     SuperPOD RAs, "if a different node count is required ... the fabric should be designed to support the
     full SU, including leaf switches and leaf-spine cables, and leave the portion of the fabric unused where
     these nodes would be located" (32 DGX B300 on a 72-node XDR SU: 8 leaves of 72 uplinks, 4 spines).
+    ``uplink_speed`` is the speed of one switch-to-switch cable when it bundles several of the per-plane
+    links (default: the per-plane link, one cable each): DGX SuperPOD (B300) twin-plane Spectrum-X runs 400G
+    per plane to the leaves and 800G leaf-spine cables (RA Table 3: 512 leaf-spine cables per 512 GPUs);
+    Alibaba HPN 200G per plane down and 64 x 400G up per ToR. It must be a whole multiple of the per-plane
+    link and at most every tier's switch port; it changes cables and optics, not the Clos.
     """
 
     nic: NicKey = "connectx-7"
@@ -192,6 +197,7 @@ class ScaleOutSpec(_Strict):
     nic_twin_port: bool = False
     pod_gpus: Int | None = Field(default=None, ge=1)
     full_su: bool = False
+    uplink_speed_bytes_per_s: float | None = Field(default=None, validation_alias="uplink_speed")
     hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
     transport: str | None = None
     nic_path: Literal["PIX", "PXB", "PHB", "SYS"] = "PIX"
@@ -230,6 +236,15 @@ class ScaleOutSpec(_Strict):
             None
             if v is None
             else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
+        )
+
+    @field_validator("uplink_speed_bytes_per_s", mode="before")
+    @classmethod
+    def _uplink_bw(cls, v: Any) -> float | None:
+        return (
+            None
+            if v is None
+            else parse_nic_bandwidth(_with_unit(v, "uplink_speed", "800 Gb/s"), field="uplink_speed")
         )
 
     @model_validator(mode="after")
@@ -616,6 +631,27 @@ class ClusterSpec(_Strict):
                 f"scale_out.pod_gpus={so.pod_gpus} does not hold whole nodes of "
                 f"gpus_per_node={self.gpus_per_node}"
             )
+        self._check_uplink_speed(so)
+
+    def _check_uplink_speed(self, so: ScaleOutSpec) -> None:
+        """A switch-to-switch cable bundles a whole number of per-plane links and fits every tier's port."""
+        up = so.uplink_speed_bytes_per_s
+        if up is None:
+            return
+        link = self.endpoint_line_rate_bytes_per_s / so.planes
+        k = up / link
+        if abs(k - round(k)) > 1e-6 or round(k) < 1:
+            raise ValueError(
+                f"scale_out.uplink_speed {up * 8 / 1e9:g} Gb/s is no whole multiple of the "
+                f"{link * 8 / 1e9:g} Gb/s per-plane link"
+            )
+        for tier, key in so.tier_switches.items():
+            sw = catalog.switch(key)
+            if up > sw.port_speed_bytes_per_s * 1.0001:
+                raise ValueError(
+                    f"scale_out.uplink_speed {up * 8 / 1e9:g} Gb/s is faster than the {tier} switch "
+                    f"{key!r} port ({sw.port_speed_bytes_per_s * 8 / 1e9:g} Gb/s)"
+                )
 
     # --- derived figures -------------------------------------------------------------------------
     @property
@@ -946,6 +982,7 @@ def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:
     renames = {
         "bandwidth_bytes_per_s": "bandwidth",
         "nic_speed_bytes_per_s": "nic_speed",
+        "uplink_speed_bytes_per_s": "uplink_speed",
         "hop_latency_s": "hop_latency",
         "aggregate_read_bytes_per_s": "aggregate_read",
         "aggregate_write_bytes_per_s": "aggregate_write",
@@ -954,6 +991,7 @@ def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:
     units = {
         "bandwidth_bytes_per_s": "B/s",
         "nic_speed_bytes_per_s": "B/s",
+        "uplink_speed_bytes_per_s": "B/s",
         "hop_latency_s": "s",
         "aggregate_read_bytes_per_s": "B/s",
         "aggregate_write_bytes_per_s": "B/s",
