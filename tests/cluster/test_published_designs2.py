@@ -24,9 +24,11 @@ from aifabric.cluster.topology import build_topology
 _BACKEND = "front_end: null\nmanagement: null\n"
 
 # Asterfusion "Middle-to-Large Scale AI Compute Backend Fabric Configuration Guide" (cloudswit.ch): 64
-# servers of 4 GPUs, one 400G NIC per GPU, rail-optimised ("NIC N to Leaf N") on CX864E-N switches
-# (64 x 800G OSFP, 51.2 Tb/s: Asterfusion "800G AI switch architecture" blog); the catalogue's Tomahawk 5
-# class entry has the same ports x speed, which is all that sizes the Clos.
+# servers of 4 GPUs, one NIC per GPU, rail-optimised ("NIC N to Leaf N") on CX864E-N switches (64 x 800G
+# OSFP, 51.2 Tb/s: Asterfusion "800G AI switch architecture" blog); the catalogue's Tomahawk 5 class entry
+# has the same ports x speed, which is all that sizes the Clos. The excerpt read states no NIC speed: 400G
+# is the one at which both its counts are exact (at 800G a leaf holds 32 servers at 1:1, at 200G one
+# spine has the ports), so this test checks the port arithmetic, not the NIC.
 ASTERFUSION = (
     """\
 name: asterfusion-cx864e
