@@ -69,12 +69,7 @@ accelerator: b300
 gpus_per_node: 8
 nodes: 64
 scale_out:
-  nic: connectx-8
-  fabric: ethernet
-  switch: spectrum-4-sn5600-800g
-  tiers: 2
-  planes: 2
-  uplink_speed: 800 Gb/s
+  {nic: connectx-8, fabric: ethernet, switch: spectrum-4-sn5600-800g, planes: 2, uplink_speed: 800 Gb/s}
 """
     + _BACKEND
 )

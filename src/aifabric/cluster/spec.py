@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -229,23 +230,11 @@ class ScaleOutSpec(_Strict):
         """The transport the cluster uses across nodes: ``transport``, or the fabric's native one."""
         return self.transport or self.native_transport
 
-    @field_validator("nic_speed_bytes_per_s", mode="before")
+    @field_validator("nic_speed_bytes_per_s", "uplink_speed_bytes_per_s", mode="before")
     @classmethod
-    def _nic_bw(cls, v: Any) -> float | None:
-        return (
-            None
-            if v is None
-            else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
-        )
-
-    @field_validator("uplink_speed_bytes_per_s", mode="before")
-    @classmethod
-    def _uplink_bw(cls, v: Any) -> float | None:
-        return (
-            None
-            if v is None
-            else parse_nic_bandwidth(_with_unit(v, "uplink_speed", "800 Gb/s"), field="uplink_speed")
-        )
+    def _link_bw(cls, v: Any, info: ValidationInfo) -> float | None:
+        name = str(info.field_name).removesuffix("_bytes_per_s")
+        return None if v is None else parse_nic_bandwidth(_with_unit(v, name, "400 Gb/s"), field=name)
 
     @model_validator(mode="after")
     def _consistent(self) -> ScaleOutSpec:
