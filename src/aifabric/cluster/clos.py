@@ -358,7 +358,10 @@ def even_uplinks(
     if abs(ratio - 1.0) > 1e-9:
         return best
     for more in range(up + 1, leaf_radix - down + 1):
-        spines = even_spread(more, math.ceil(n_leaves * more / spine_radix))
+        fewest = math.ceil(n_leaves * more / spine_radix)
+        if fewest >= best[1]:
+            break  # the spines the ports need only grow with more uplinks
+        spines = even_spread(more, fewest)
         if spines < best[1]:
             best = (more, spines)
     return best
