@@ -62,6 +62,18 @@ class Place(str, Enum):
     in_place = "in-place"
 
 
+#: ``--nccl-version``: the release whose tuning tables price a log that carries none (as ``aifabric collective
+#: --nccl-version`` states the tables a prediction uses).
+NcclVersionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--nccl-version",
+        help="The NCCL (or RCCL) release whose tuning tables apply, e.g. 2.21.5, for a log that states none "
+        "(must agree with the log's; default: the log's, else the newest recorded)",
+    ),
+]
+
+
 @contextmanager
 def _writing(option: str, path: Path) -> Iterator[None]:
     """Turn an ``OSError`` raised while writing ``path`` into a one-line ``--option: cannot write`` error."""
@@ -146,6 +158,7 @@ def compare(
     gpus_per_node: Annotated[
         int | None, typer.Option(help="GPUs (ranks) per node, when the log does not say", min=1)
     ] = None,
+    nccl_version: NcclVersionOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
     html: HtmlOpt = None,
 ) -> None:
@@ -162,7 +175,7 @@ def compare(
         collective=collective, algorithm=algo.value if algo else None,
         protocol=proto.value if proto else None, no_nvls=no_nvls,
         calibration=_calibration(calibration), threshold=threshold, place=place.value.replace("-", "_"),
-        ranks=ranks, nodes=nodes, gpus_per_node=gpus_per_node,
+        ranks=ranks, nodes=nodes, gpus_per_node=gpus_per_node, nccl_version=nccl_version,
     )  # fmt: skip
     _write_comparison_files(result, plot=plot, html=html, log=log, cluster=cluster)
     if json_out:
@@ -406,6 +419,7 @@ def calibrate(
     gpus_per_node: Annotated[
         int | None, typer.Option(help="GPUs (ranks) per node, when the logs do not say", min=1)
     ] = None,
+    nccl_version: NcclVersionOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Fit a calibration profile (bandwidth scales per tier, latency scale, extra network latency) to
@@ -429,7 +443,8 @@ def calibrate(
         raise ValueError(f"--name: {name!r} is empty; give the profile a name or leave --name out")
     comparisons = _compare_logs(logs, cluster=cluster, gpu=gpu, nic_speed=nic_speed, tables=table,
                                 collective=collective, place=place.value.replace("-", "_"), ranks=ranks,
-                                nodes=nodes, gpus_per_node=gpus_per_node)  # fmt: skip
+                                nodes=nodes, gpus_per_node=gpus_per_node,
+                                nccl_version=nccl_version)  # fmt: skip
     fit = fit_calibration(
         comparisons, min_size_bytes=lo, max_size_bytes=hi, name=name or _default_name(comparisons)
     )

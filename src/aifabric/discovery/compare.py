@@ -8,6 +8,8 @@ For every table of a log, :func:`compare_nccl_tests` works out
   ``NCCL_ALGO=Ring`` -> ``algorithm="ring"``, ``NCCL_NVLS_ENABLE=0`` -> NVLS excluded, ...);
 * a cluster: the one given, resized to the log's nodes, or one inferred from the log
   (:mod:`aifabric.discovery.inference`), every guess listed in :attr:`TableComparison.assumptions`;
+* the NCCL (or RCCL) release the run printed, or the one the caller states: its tuning tables price every
+  prediction of the table (:mod:`aifabric.discovery.release`), named in the assumptions;
 
 then predicts each row with :func:`aifabric.engines.formula.formula_collective` and flags the rows whose
 measured bus bandwidth is more than ``threshold`` below the prediction, with the likely causes our sources
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aifabric.catalog.nccl import check_release_has_arch, nccl_release, version_tuple
 from aifabric.catalog.transport import TransportSpec
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import Algorithm
@@ -57,7 +60,7 @@ from aifabric.discovery.evidence import (
     transport_devices,
     with_transport,
 )
-from aifabric.discovery.inference import gpu_unmodelled, infer_cluster, unrecorded_release_note
+from aifabric.discovery.inference import gpu_unmodelled, infer_cluster
 from aifabric.discovery.line_rate import LinkBound, link_bound
 from aifabric.discovery.nccl_env import NcclSettings, nccl_settings, setting_lines
 from aifabric.discovery.nccl_info import Evidence, NcclInfo, parse_nccl_info
@@ -67,6 +70,7 @@ from aifabric.discovery.paste import parse_pasted
 from aifabric.discovery.perf_collective import fitting_collectives, odd_size_row
 from aifabric.discovery.perf_records import PerfResult, PerfRow
 from aifabric.discovery.regressions import Regression, regression_for
+from aifabric.discovery.release import check_stated_version, priced_release
 from aifabric.engines.formula import PROTOCOLS, formula_collective
 from aifabric.engines.result import CollectiveResult
 from aifabric.errors import ParseError
@@ -583,9 +587,9 @@ class TableComparison:
 
     @property
     def nccl_version(self) -> str | None:
-        """NCCL version: the banner, else the INFO lines, else one the title names (``NCCL 2.8.3``)."""
-        found = _TITLE_VERSION.search(self.table.title or "")
-        return self.table.nccl_version or self.info.version or (found.group(1) if found else None)
+        """NCCL version: the one the run's tables are priced with (:attr:`NcclSettings.nccl_version`: the
+        log's, else the one the user stated), else the log's (:func:`_log_version`)."""
+        return self.settings.nccl_version or _log_version(self.table, self.info)
 
     @property
     def shown_causes(self) -> tuple[tuple[str, tuple[Evidence, ...]], ...]:
@@ -840,6 +844,23 @@ class NcclTestsComparison:
         }
 
 
+def _log_version(table: PerfTable, info: NcclInfo) -> str | None:
+    """The release a table's log carries: the banner, else the INFO lines, else one the title names
+    (``NCCL 2.8.3``)."""
+    return _printed_version(table, info) or _title_version(table)
+
+
+def _printed_version(table: PerfTable, info: NcclInfo) -> str | None:
+    """The release the run itself printed (nccl-tests' or rccl-tests' banner, the INFO lines): the one its
+    tables are priced with. A title's version is a person's heading above the run, not read as the run's."""
+    return table.nccl_version or info.version
+
+
+def _title_version(table: PerfTable) -> str | None:
+    found = _TITLE_VERSION.search(table.title or "")
+    return found.group(1) if found else None
+
+
 def _measure(row: PerfRow, place: str) -> tuple[PerfResult | None, PerfResult | None]:
     """The half of ``row`` to compare and the other one. The in-place half, asked for, is None where the row
     has none (never the out-of-place one in its stead); the out-of-place default falls back to the
@@ -868,6 +889,16 @@ def _communicator(op: str, spec: ClusterSpec, n_ranks: int, n_nodes: int) -> tup
     return Communicator.contiguous(spec, n_ranks), None
 
 
+def _engine(
+    op: str, size: float, spec: ClusterSpec, comm: Communicator, settings: NcclSettings, **options: Any
+) -> CollectiveResult:
+    """:func:`formula_collective` for this run, priced with the tuning tables of the release it ran
+    (:attr:`NcclSettings.nccl_version`, :func:`~aifabric.discovery.release.priced_release`). Every prediction
+    of a comparison goes through here."""
+    release = priced_release(settings.nccl_version, spec.accelerator_spec.collective_library)
+    return formula_collective(op, size, spec, comm, nccl_version=release.version, **options)
+
+
 def _predict(
     op: str,
     size: float,
@@ -879,8 +910,8 @@ def _predict(
     protocols = settings.protocols if set(settings.protocols) != set(PROTOCOLS) else (None,)
     best: CollectiveResult | None = None
     for protocol in protocols:
-        result = formula_collective(
-            op, size, spec, comm, algorithm=settings.algorithm, protocol=protocol,
+        result = _engine(
+            op, size, spec, comm, settings, algorithm=settings.algorithm, protocol=protocol,
             exclude=settings.exclude, calibration=calibration, env=settings.engine_env or None,
         )  # fmt: skip
         if best is None or result.time_s < best.time_s:
@@ -922,12 +953,12 @@ def _check_algorithm(op: str, spec: ClusterSpec, comm: Communicator, settings: N
     if settings.algorithm is None:
         return settings
     try:
-        formula_collective(op, 1 << 20, spec, comm, algorithm=settings.algorithm)
+        _engine(op, 1 << 20, spec, comm, settings, algorithm=settings.algorithm)
     except ValueError:
         note = (
             f"{settings.algorithm} does not apply to {op}: NCCL falls back to its default; so does the model"
         )
-        return NcclSettings(settings.env, None, settings.exclude, settings.protocols, (*settings.notes, note))
+        return dataclasses.replace(settings, algorithm=None, notes=(*settings.notes, note))
     return settings
 
 
@@ -940,15 +971,14 @@ def _engine_env(op: str, spec: ClusterSpec, comm: Communicator, settings: NcclSe
     for name, value in settings.engine_env.items():
         trial = {**{k: v for k, v in env.items() if k in settings.engine_env}, name: value}
         try:
-            formula_collective(
-                op, 1 << 20, spec, comm, algorithm=settings.algorithm, exclude=settings.exclude, env=trial
-            )
+            _engine(op, 1 << 20, spec, comm, settings, algorithm=settings.algorithm, exclude=settings.exclude,
+                    env=trial)  # fmt: skip
         except ValueError as err:  # ConfigError included: one line naming the variable
             notes.append(f"{name}={value}: not applied to the prediction ({err})")
             continue
         env[name] = value
         notes.append(f"{name}={value}: predicted with it")
-    return NcclSettings(env, settings.algorithm, settings.exclude, settings.protocols, tuple(notes))
+    return dataclasses.replace(settings, env=env, notes=tuple(notes))
 
 
 def _with_sources(settings: NcclSettings, sources: dict[str, Evidence]) -> NcclSettings:
@@ -959,8 +989,7 @@ def _with_sources(settings: NcclSettings, sources: dict[str, Evidence]) -> NcclS
         f"{name} line {ev.line}" for name, ev in sorted(sources.items(), key=lambda i: i[1].line)
     )
     note = f"read from the log: {read}"
-    return NcclSettings(settings.env, settings.algorithm, settings.exclude, settings.protocols,
-                        (*settings.notes, note))  # fmt: skip
+    return dataclasses.replace(settings, notes=(*settings.notes, note))
 
 
 def _causes(
@@ -1035,8 +1064,8 @@ def _node_causes(row: RowComparison, ctx: TableComparison) -> tuple[str, ...]:
         and row.predicted.algorithm == Algorithm.NVLS
         and "nvls_off" not in contradicted_causes(ctx.info)
     ):
-        ring = formula_collective(ctx.op, row.size_bytes, ctx.spec, ctx.comm, algorithm=Algorithm.RING,
-                                  calibration=ctx.calibration)  # fmt: skip
+        ring = _engine(ctx.op, row.size_bytes, ctx.spec, ctx.comm, ctx.settings, algorithm=Algorithm.RING,
+                       calibration=ctx.calibration)  # fmt: skip
         # NVLS off leaves the ring figure: it explains a row at that figure (within the comparison's
         # threshold), not one far below it (NCCL maintainer: ~370 GB/s ring vs ~480 NVLS on H100, #212, #309)
         ring_bw = ring.busbw_bytes_per_s
@@ -1111,7 +1140,9 @@ def compare_table(
     settings : NcclSettings, optional
         The run's NCCL settings (default: none). Its transport, CollNet, channel and QP variables
         (:attr:`NcclSettings.engine_env`: ``NCCL_P2P_DISABLE``, ``NCCL_COLLNET_ENABLE``...) go to the engine
-        as ``env=``; one the engine refuses on this cluster is left out, with its reason in the notes.
+        as ``env=``; one the engine refuses on this cluster is left out, with its reason in the notes. Its
+        ``nccl_version`` (default: the one ``table`` or ``info`` carries) chooses the tuning tables
+        (:func:`~aifabric.discovery.release.priced_release`), said in the assumptions.
     assumptions : sequence of str
         Notes on how ``spec`` was chosen, kept on the result.
     calibration : Calibration, optional
@@ -1176,8 +1207,9 @@ def _prepare(
     info: NcclInfo | None,
     assumptions: Sequence[str],
 ) -> tuple[ClusterSpec, Communicator, NcclSettings, NcclInfo, TransportSpec | None, list[str]]:
-    """The cluster (inferred when not given), communicator, settings the engine takes, INFO lines and
-    network transport a table is predicted with, and the notes on each choice."""
+    """The cluster (inferred when not given), communicator, settings the engine takes (with the release
+    whose tables price the table: the one ``settings`` states, else the log's), INFO lines and network
+    transport a table is predicted with, and the notes on each choice."""
     notes = list(assumptions)
     if spec is None:
         spec, inferred = infer_cluster(table)
@@ -1190,12 +1222,29 @@ def _prepare(
     if comm_note:
         notes.append(comm_note)
     info = info if info is not None else NcclInfo()
-    settings = _check_algorithm(op, spec, comm, apply_to_settings(settings or NcclSettings(), info))
+    settings = settings or NcclSettings()
+    settings = dataclasses.replace(
+        settings, nccl_version=settings.nccl_version or _printed_version(table, info)
+    )
+    release = _release_note(settings.nccl_version, spec, table)
+    notes.extend((release,) if release else ())
+    settings = _check_algorithm(op, spec, comm, apply_to_settings(settings, info))
     settings = _engine_env(op, spec, comm, settings)
     net = net_transport(info) if n_nodes > 1 else None
     if net is not None:
         notes.append(_transport_note(net, info, spec))
     return spec, comm, settings, info, net, notes
+
+
+def _release_note(version: str | None, spec: ClusterSpec, table: PerfTable) -> str | None:
+    """Which tuning tables price the table (:func:`priced_release`); None for a run that states no release
+    and whose title names none (the newest recorded tables, the engine's default, are no guess about it).
+    A release only the title names is said, and not read as the run's."""
+    titled = _title_version(table) if version is None else None
+    if version is None and titled is None:
+        return None
+    note = priced_release(version, spec.accelerator_spec.collective_library).note
+    return note if titled is None else f"{note}; its title names NCCL {titled}, a heading, not the run's"
 
 
 def _transport_note(net: TransportSpec, info: NcclInfo, spec: ClusterSpec) -> str:
@@ -1484,6 +1533,7 @@ def compare_nccl_tests(
     ranks: int | None = None,
     nodes: int | None = None,
     gpus_per_node: int | None = None,
+    nccl_version: str | None = None,
 ) -> NcclTestsComparison:
     """Compare every table of an nccl-tests log (or the ``tables`` asked for) with the formula engine.
 
@@ -1515,6 +1565,10 @@ def compare_nccl_tests(
     ranks, nodes, gpus_per_node : int, optional
         The rank and node counts where the log does not give them; refused where it gives others
         (:func:`~aifabric.discovery.counts.resolve_counts`).
+    nccl_version : str, optional
+        The NCCL (or RCCL) release the run used, for a log that carries none (``2.21.5``); refused where the
+        log states another. Each table is priced with its release's tuning tables
+        (:mod:`aifabric.discovery.release`); without one, the newest recorded.
 
     Returns
     -------
@@ -1544,10 +1598,12 @@ def compare_nccl_tests(
     ('all_reduce', 2, 'ring', -0.017)
     """  # noqa: E501  (verbatim nccl-tests rows in the doctest)
     _check_options(cluster, gpu, nic_speed, gpus_per_node, algorithm, no_nvls)
+    if nccl_version is not None:
+        check_stated_version(nccl_version)
     text = nonempty_text(text, source, "the log is empty")
     parsed = _parse_tables(text, source, collective)
     options = _TableOptions(cluster, gpu, nic_speed, algorithm, protocol, no_nvls, calibration, threshold,
-                            place, ranks, nodes, gpus_per_node)  # fmt: skip
+                            place, ranks, nodes, gpus_per_node, nccl_version)  # fmt: skip
     compared, skipped = _compare_tables(parsed, text.split("\n"), tables, options, source)
     _check_used(nic_speed, compared)
     topology = _topology_line(text, source)
@@ -1583,6 +1639,7 @@ class _TableOptions:
     ranks: int | None
     nodes: int | None
     gpus_per_node: int | None
+    nccl_version: str | None = None
 
 
 def _parse_tables(text: str, source: str | None, collective: str | None) -> list[PerfTable]:
@@ -1672,13 +1729,44 @@ def _compare_one(
         text_before=lambda: _prose_above(lines, stop),
     )  # fmt: skip
     _check_forced_nvls(options.algorithm, spec, table)
-    release = unrecorded_release_note(table.nccl_version or info.version)
-    notes = (*table.notes, *counts.notes, *inferred, *((release,) if release else ()))
     versions = info.lines("version") or _version_lines(lines, start, stop)
+    settings = _stated_release(settings, _printed_version(table, info), options.nccl_version, versions, spec)
+    notes = (*table.notes, *counts.notes, *inferred)
     comp = compare_table(table, index=k, spec=spec, settings=settings, assumptions=notes,
                          calibration=options.calibration, threshold=options.threshold, place=options.place,
                          info=info, version_lines=versions)  # fmt: skip
     return dataclasses.replace(comp, contradiction=find_contradiction(comp, sources))
+
+
+def _stated_release(
+    settings: NcclSettings,
+    logged: str | None,
+    stated: str | None,
+    versions: tuple[Evidence, ...],
+    spec: ClusterSpec,
+) -> NcclSettings:
+    """``settings`` with the release the table ran: the log's, else the one ``--nccl-version`` states.
+
+    Raises
+    ------
+    ValueError
+        ``--nccl-version`` names a release the log's disagrees with (``2.21`` agrees with ``2.21.5``).
+    ConfigError
+        ``--nccl-version`` names a release older than the GPU
+        (:func:`~aifabric.catalog.nccl.check_release_has_arch`).
+    """
+    if stated is None:
+        return dataclasses.replace(settings, nccl_version=logged)
+    if logged is not None:
+        want = version_tuple(stated)
+        if version_tuple(logged)[: len(want)] != want:
+            where = f" (line {versions[0].line})" if versions else ""
+            raise ValueError(f"--nccl-version: {stated!r} conflicts with the log's NCCL {logged}{where}; the "
+                             "log's release prices the table (drop the option)")  # fmt: skip
+        return dataclasses.replace(settings, nccl_version=logged)
+    check_release_has_arch(stated, nccl_release(stated), spec.accelerator_spec.arch, spec.accelerator,
+                           field="--nccl-version")  # fmt: skip
+    return dataclasses.replace(settings, nccl_version=stated)
 
 
 def _check_forced_nvls(algorithm: str | None, spec: ClusterSpec, table: PerfTable) -> None:
@@ -1780,4 +1868,5 @@ def _override(
     if no_nvls:
         exclude.extend(a for a in (Algorithm.NVLS.value, Algorithm.NVLS_TREE.value) if a not in exclude)
         notes.append("--no-nvls: NVLS and NVLSTree excluded")
-    return NcclSettings(settings.env, alg, tuple(exclude), protocols, tuple(notes))
+    return dataclasses.replace(settings, algorithm=alg, exclude=tuple(exclude), protocols=protocols,
+                               notes=tuple(notes))  # fmt: skip

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from aifabric.discovery.nccl_env import ENGINE_VARIABLES, NcclSettings
+from aifabric.discovery.nccl_env import ENGINE_VARIABLES
 from aifabric.discovery.nccl_info import Evidence
 
 if TYPE_CHECKING:  # typing only: compare imports this module
@@ -65,7 +65,7 @@ def _without_variable(name: str) -> Callable[[TableComparison], TableComparison]
     def drop(comp: TableComparison) -> TableComparison:
         s = comp.settings
         env = {k: v for k, v in s.env.items() if k != name}
-        return dataclasses.replace(comp, settings=NcclSettings(env, s.algorithm, s.exclude, s.protocols))
+        return dataclasses.replace(comp, settings=dataclasses.replace(s, env=env, notes=()))
 
     return drop
 
@@ -73,7 +73,7 @@ def _without_variable(name: str) -> Callable[[TableComparison], TableComparison]
 def _with_nvls(comp: TableComparison) -> TableComparison:
     s = comp.settings
     exclude = tuple(a for a in s.exclude if a not in _NVLS)
-    return dataclasses.replace(comp, settings=NcclSettings(s.env, s.algorithm, exclude, s.protocols))
+    return dataclasses.replace(comp, settings=dataclasses.replace(s, exclude=exclude, notes=()))
 
 
 def _without_transport(comp: TableComparison) -> TableComparison:

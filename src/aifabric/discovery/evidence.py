@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aifabric.catalog.transport import TransportSpec, transport, transport_names
@@ -100,7 +100,7 @@ def apply_to_settings(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
     algorithm = None if settings.algorithm in ("nvls", "nvls_tree") else settings.algorithm
     where = info.lines("nvls")[0]
     note = f"NVLS multicast not available ({where}): NVLS and NVLSTree excluded"
-    return NcclSettings(settings.env, algorithm, exclude, settings.protocols, (*settings.notes, note))
+    return replace(settings, algorithm=algorithm, exclude=exclude, notes=(*settings.notes, note))
 
 
 def _collnet_unproven(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
@@ -120,9 +120,7 @@ def _collnet_unproven(settings: NcclSettings, info: NcclInfo) -> NcclSettings:
         f"NCCL_COLLNET_ENABLE={value}: not applied to the prediction (enabled is not ran: no 'Loaded collnet "
         "plugin' line and no collnet channel count in the log shows CollNet set up)"
     )
-    return NcclSettings(
-        env, settings.algorithm, settings.exclude, settings.protocols, (*settings.notes, note)
-    )
+    return replace(settings, env=env, notes=(*settings.notes, note))
 
 
 def net_transport(info: NcclInfo) -> TransportSpec | None:

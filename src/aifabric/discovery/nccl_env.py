@@ -84,6 +84,9 @@ class NcclSettings:
         Protocols allowed by ``NCCL_PROTO`` (all three when unset).
     notes : tuple of str
         What was read and how it was mapped, in words.
+    nccl_version : str or None
+        The NCCL (or RCCL) release the run used, as the log or the user states it; its tuning tables price
+        the run (:func:`aifabric.discovery.release.priced_release`). None: not stated.
     """
 
     env: dict[str, str] = field(default_factory=dict)
@@ -91,6 +94,7 @@ class NcclSettings:
     exclude: tuple[str, ...] = ()
     protocols: tuple[str, ...] = PROTOCOLS
     notes: tuple[str, ...] = ()
+    nccl_version: str | None = None
 
     @property
     def engine_env(self) -> dict[str, str]:
