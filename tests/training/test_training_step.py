@@ -235,6 +235,21 @@ def test_embedding_chunks_give_llama3_405b_one_layer_chunks():
     assert v1.model_flops_per_iteration == plain.model_flops_per_iteration  # MFU counts the real 126 layers
 
 
+def test_embedding_chunks_keep_the_output_layer_in_its_layer_place():
+    # Llama 3 8B: the output layer (2 V h = 2 x 128,256 x 4,096 = 1.05 GFLOP per token) outweighs one
+    # Transformer layer (0.47 GFLOP with its attention at 8K), so with the embedding and the output layer in
+    # layer places the last stage is the busiest: pp 2 cuts 32 + 2 places into [embedding + 16 layers] and
+    # [16 layers + output layer], the same work as the plain cut's last stage (16 layers + output), not 17
+    # layers and the output layer. Its DP reduction carries the output layer's weights, as the plain one.
+    model, spec = get_model("llama3-8b"), preset("h100-ib-2node")
+    lay = ParallelLayout(tp=1, pp=2, dp=8, zero_stage=1, microbatch_size=1, global_batch_size=64)
+    plain = step_time(model, lay, spec, options=StepOptions(check_memory=False))
+    chunks = step_time(model, lay, spec, options=StepOptions(check_memory=False, embedding_chunks=True))
+    assert chunks.layers_per_stage == plain.layers_per_stage == 16
+    for part in ("compute", "memory-bound", "dp"):
+        assert chunks.breakdown_s[part] == pytest.approx(plain.breakdown_s[part], rel=1e-12), part
+
+
 @pytest.mark.parametrize(
     "layout,error,pattern",
     [

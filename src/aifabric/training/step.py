@@ -839,6 +839,13 @@ class StepModel:
             self._padded[n_layers] = spec
         return spec
 
+    def _output_on_busiest(self, layout: ParallelLayout) -> bool:
+        """Whether the busiest stage runs the output layer: always without ``embedding_chunks``; with it, when
+        the output layer (2 V h FLOPs per token) costs more than the Transformer layer it replaces, so that
+        the last stage (one layer fewer, and the output layer) outweighs a middle one."""
+        m = self.model
+        return not self._embedding_chunks(layout) or 2.0 * m.vocab_size * m.hidden_size > self._f_dense
+
     def _embedding_chunks(self, layout: ParallelLayout) -> bool:
         """Whether the embedding and output layer take layer places of the pipeline (``embedding_chunks``)."""
         return self.options.embedding_chunks and layout.pp > 1
@@ -989,7 +996,9 @@ class StepModel:
     def stage(self, layout: ParallelLayout, padded: ModelSpec, record: bool = False) -> StageView:
         """What every term needs: the busiest stage's layers, one microbatch's tokens on one GPU."""
         m, p = self.model, layout.pp
-        layers = padded.n_layers // p
+        logit = self._output_on_busiest(layout)
+        # with embedding_chunks the output layer fills one of its stage's layer places
+        layers = padded.n_layers // p - (1 if logit and self._embedding_chunks(layout) else 0)
         n_moe = min(layers, math.ceil(m.n_moe_layers * layers / m.n_layers)) if m.is_moe else 0
         return StageView(
             layout=layout,
@@ -1000,7 +1009,7 @@ class StepModel:
             n_mb=layout.global_batch // (layout.microbatch_size * layout.dp),
             sp=layout.sequence_parallel and layout.tp > 1,
             acc=_Acc(record),
-            logit=not self._embedding_chunks(layout) or 2.0 * m.vocab_size * m.hidden_size > self._f_dense,
+            logit=logit,
         )
 
     def gemm_rates(self, layout: ParallelLayout, tokens: float) -> GemmRates:
@@ -1447,8 +1456,8 @@ class StepModel:
         """(dense, expert) parameters of the busiest stage on one GPU, after TP/EP splitting.
 
         Includes the embedding (or output layer) of the first (last) stage: that stage's data-parallel
-        reduction is the one that ends the iteration; not with ``options.embedding_chunks``, where those
-        stages hold one Transformer layer fewer than the busiest.
+        reduction is the one that ends the iteration; with ``options.embedding_chunks`` only where the last
+        stage is the busiest (:meth:`_output_on_busiest`), those stages holding one Transformer layer fewer.
         """
         m, t = self.model, layout.tp
         norms = 2 * m.norm_params
@@ -1458,7 +1467,7 @@ class StepModel:
             shared = m.n_shared_experts * m.expert_params
             dense += n_moe * ((m.attention_params + shared) / t + norms + m.router_params)
             expert = n_moe * m.n_experts * m.expert_params / (t * layout.ep)
-        if not self._embedding_chunks(layout):
+        if self._output_on_busiest(layout):
             dense += m.vocab_size * m.hidden_size / t
         return dense, expert
 
