@@ -271,6 +271,15 @@ def _refuse_ep_overlap(model: ModelSpec, ep: int | None, ep_overlap: bool) -> No
         raise ConfigError("--ep-comm-overlap: overlaps the expert all-to-alls, and --ep 1 has none")
 
 
+def _refuse_single_stage(pp: int, embedding_chunks: bool) -> None:
+    """``--embedding-chunks`` is refused with ``--pp 1``, a single stage it would leave as it is."""
+    if embedding_chunks and pp == 1:
+        raise ConfigError(
+            "--embedding-chunks: places the embedding and output layer among pipeline stages, and --pp 1 "
+            "has one stage"
+        )
+
+
 @handle_errors
 def train(
     model: ModelOpt = "gpt3-175b",
@@ -360,6 +369,7 @@ def train(
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero, tp=tp, tp_overlap=tp_comm_overlap)
     _refuse_ep_overlap(spec_model, ep, ep_comm_overlap)
+    _refuse_single_stage(pp, embedding_chunks)
     _refuse_fabric_options(engine, placement, routing, jobs, seed)
     check_outputs(plot=plot, trace=trace, html=html, chakra=chakra)
     opts = _options(
