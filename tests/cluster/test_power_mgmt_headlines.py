@@ -220,6 +220,21 @@ def test_a_hyphen_between_figures_is_no_minus_sign():
     assert [(c.text, c.value) for c in claims] == [("400 Gb/s", 50e9), ("800 Gb/s", 100e9), ("72-GPU", 72.0)]
 
 
+def test_a_count_suffix_after_a_space_still_scales_the_count():
+    """ "100k GPUs" (xAI's Colossus) is 100,000; so is "100 k GPUs", never 100 GPUs of a model named k. A
+    model name that only starts with K or M stays a model: "100 K80 GPUs" and "8 MI300X GPUs" count 100, 8."""
+    claims = extract_claims("100k GPUs; 100 k GPUs; 1.5 M GPUs; 100 K80 GPUs; 8 MI300X GPUs")
+    assert [c.value for c in claims] == [100e3, 100e3, 1.5e6, 100.0, 8.0]
+
+
+@pytest.mark.parametrize("text", ["1e306M GPUs", "1e306k-GPU", "1e308 TB/s"])
+def test_a_figure_that_overflows_with_its_unit_is_refused(text):
+    """The figure is finite, times its suffix or unit it is not (1e306 x 1e6, 1e308 x 1e12 > 1.8e308):
+    refused as "1e400" is, never an infinite count or bandwidth."""
+    with pytest.raises(ValueError, match="is not a finite number"):
+        extract_claims(text)
+
+
 def test_announcement_nvlink_per_direction_matches():
     # trial item 8: NVLink 5 is 1.8 TB/s per GPU both directions = 900 GB/s each way (catalogue)
     s = summarize(preset("gb200-nvl72", gpus=72))

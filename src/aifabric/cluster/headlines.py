@@ -149,6 +149,11 @@ class Claim:
     kind: str
     per_gpu: bool = False
 
+    def __post_init__(self) -> None:
+        # the figure times its unit or suffix may overflow where the figure alone did not ("1e306M GPUs")
+        if not math.isfinite(self.value):
+            raise ValueError(f"announcement: {self.text!r} is not a finite number (it overflows a float)")
+
 
 _UNITS = {
     "pb/s": (1e15, "bandwidth"),
@@ -164,8 +169,8 @@ _CLAIM = re.compile(
     r"(?<![\w.,])(?P<num>\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)"  # not the 100 of "H100"
     r"(?:\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W)\b(?P<per>\s+per\s+(?:GPU|accelerator|chip)\b)?"
     # "72 B200 GPUs": a model between; "a 72-GPU NVLink domain" (NVIDIA's GB200 NVL72 page): a hyphen;
-    # "100k GPUs" (xAI's Colossus): a thousands (k) or millions (M) suffix
-    r"|(?P<mult>[kKM])?(?:\s+(?:[A-Za-z][\w-]*\s+)?|-)(?P<count>GPUs?|accelerators?|chips?)\b)",
+    # "100k GPUs" (xAI's Colossus): a thousands (k) or millions (M) suffix, also after a space ("100 k GPUs")
+    r"|(?:\s?(?P<mult>[kKM]))?(?:\s+(?:[A-Za-z][\w-]*\s+)?|-)(?P<count>GPUs?|accelerators?|chips?)\b)",
 )
 #: The suffixes a count is written with: "100k GPUs" is 100,000.
 _COUNT_MULTIPLIERS = {None: 1.0, "k": 1e3, "K": 1e3, "M": 1e6}
