@@ -301,3 +301,15 @@ def test_train_refuses_ep_comm_overlap_without_an_all_to_all(args, message):
     r = run("train", *args, "--nodes", "16", "--global-batch", "256", "--ep-comm-overlap")
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.strip() == f"error: {message}"
+
+
+def test_train_refuses_llama_eager_kernels_on_a_layernorm_model():
+    # --elementwise llama-eager counts the Llama code's RMSNorm operator by operator; GPT-3 has LayerNorm.
+    r = run(
+        "train", *GPT3, "--tp", "8", "--pp", "8", "--global-batch", "1536", "--elementwise", "llama-eager"
+    )
+    assert r.exit_code == 2 and r.stdout == ""
+    (line,) = r.stderr.strip().splitlines()
+    assert (
+        line.startswith("error: --elementwise: 'llama-eager' counts") and "'gpt3-175b' has layernorm" in line
+    )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from aifabric.cluster.presets import preset
 from aifabric.errors import ConfigError
 from aifabric.training import get_model
 from aifabric.training.elementwise import ELEMENTWISE_KERNELS, elementwise_kernels, layer_forward_bytes
-from aifabric.training.step import StepOptions
+from aifabric.training.step import StepModel, StepOptions
 
 
 def test_fused_set_is_the_step_models_standing_count():
@@ -34,3 +35,15 @@ def test_unknown_kernel_set_names_the_field():
         elementwise_kernels("compiled")
     with pytest.raises(ConfigError, match=r"elementwise must be one of"):
         StepOptions(elementwise="compiled")
+
+
+def test_llama_eager_is_refused_on_a_layernorm_model():
+    # The llama-eager norm count is the Llama code's RMSNorm operator by operator (36 bytes per element); a
+    # LayerNorm model runs nn.LayerNorm, one kernel even in eager PyTorch: GPT-3 175B has no such count.
+    with pytest.raises(
+        ConfigError, match=r"elementwise: 'llama-eager' counts .* rmsnorm .* 'gpt3-175b' has layernorm"
+    ):
+        StepModel(
+            get_model("gpt3-175b"), preset("h100-ib-2node"), options=StepOptions(elementwise="llama-eager")
+        )
+    StepModel(get_model("llama3-8b"), preset("h100-ib-2node"), options=StepOptions(elementwise="llama-eager"))

@@ -460,6 +460,7 @@ _OPTION_OF = {
     "microbatch_size": "-b/--microbatch",
     "virtual_pipeline_stages": "--virtual-stages",
     "n_gpus": "the GPUs of --nodes",
+    "elementwise": "--elementwise",
 }
 #: A quoted name (a model's, left alone) or one of the fields above, as a whole word.
 _FIELD = re.compile(r"'[^']*'|\b(" + "|".join(_OPTION_OF) + r")\b")

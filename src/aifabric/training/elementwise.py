@@ -30,7 +30,13 @@ from dataclasses import dataclass
 from aifabric.errors import ConfigError
 from aifabric.training.models import ModelSpec
 
-__all__ = ["ELEMENTWISE_KERNELS", "ElementwiseKernels", "elementwise_kernels", "layer_forward_bytes"]
+__all__ = [
+    "ELEMENTWISE_KERNELS",
+    "ElementwiseKernels",
+    "check_kernels_fit",
+    "elementwise_kernels",
+    "layer_forward_bytes",
+]
 
 _ACT_BYTES = 2  # 16-bit activations
 
@@ -62,6 +68,9 @@ class ElementwiseKernels:
     logits : float
         Per V element: the cross-entropy over the logits (one token).
     source : str
+    norm_kind : str or None, default None
+        The norm the ``norm`` count is of (``"rmsnorm"``: the Llama code's, operator by operator); None:
+        any norm (one fused kernel reads and writes the tensor once, LayerNorm or RMSNorm alike).
     """
 
     name: str
@@ -75,6 +84,7 @@ class ElementwiseKernels:
     kv_repeat: float
     logits: float
     source: str
+    norm_kind: str | None = None
 
 
 #: Every kernel set the step model knows, by name (``StepOptions.elementwise``).
@@ -116,6 +126,7 @@ ELEMENTWISE_KERNELS: dict[str, ElementwiseKernels] = {
                 "repeat_kv, F.silu(w1(x)) * w3(x); train.py loss_fn: F.cross_entropy(pred.float(), ...)), "
                 "one CUDA kernel per operator"
             ),
+            norm_kind="rmsnorm",
         ),
     )
 }
@@ -133,6 +144,17 @@ def elementwise_kernels(name: str) -> ElementwiseKernels:
     if kernels is None:
         raise ConfigError(f"elementwise must be one of {', '.join(ELEMENTWISE_KERNELS)}, got {name!r}")
     return kernels
+
+
+def check_kernels_fit(model: ModelSpec, kernels: ElementwiseKernels) -> None:
+    """ConfigError naming ``elementwise`` when ``kernels`` count a norm ``model`` does not have: the Llama
+    code's eager RMSNorm (36 bytes per element) is no count of a LayerNorm model's (``nn.LayerNorm`` is one
+    kernel even in eager PyTorch)."""
+    if kernels.norm_kind is not None and model.norm != kernels.norm_kind:
+        raise ConfigError(
+            f"elementwise: {kernels.name!r} counts the kernels of a {kernels.norm_kind} model's code, and "
+            f"model {model.name!r} has {model.norm}; use 'fused'"
+        )
 
 
 def layer_forward_bytes(

@@ -83,7 +83,7 @@ from aifabric.engines.formula import TierModel, formula_collective, tier_model
 from aifabric.engines.result import CollectiveResult
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.efficiency import ComputeProfile, compute_profile
-from aifabric.training.elementwise import elementwise_kernels, layer_forward_bytes
+from aifabric.training.elementwise import check_kernels_fit, elementwise_kernels, layer_forward_bytes
 from aifabric.training.flops import (
     attention_core_forward_flops_per_token,
     layer_forward_flops_per_token,
@@ -712,6 +712,7 @@ class StepModel:
             self.linear_flops_per_s = acc.peak_fp8_flops * fp8_eff  # Azure's FP8 figure is sustained
         self.hbm_bytes_per_s = acc.hbm_bandwidth_bytes_per_s * self.compute.hbm_efficiency
         self.kernels = elementwise_kernels(self.options.elementwise)
+        check_kernels_fit(self.model, self.kernels)
         self.gemm_table = self._gemm_table(spec.accelerator)
         if self.gemm_table is None and self.compute.gemm_table is not None:  # what ran is what is reported
             self.compute = dataclasses.replace(self.compute, gemm_table=None)
