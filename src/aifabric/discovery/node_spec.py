@@ -62,9 +62,8 @@ def _fit(layout: NodeLayout, key: str) -> tuple[int, str]:
     acc = catalog.accelerator(key)
     score, why = 1, ""
     if layout.gpu_sm is not None:
-        arch = gpu_architecture(
-            acc.arch
-        )  # catalog/data/gpu_architectures.yaml: the arch's compute capability
+        # the arch's compute capability: catalog/data/gpu_architectures.yaml
+        arch = gpu_architecture(acc.arch)
         sm = arch.sm if arch is not None else None
         if sm is not None and sm != layout.gpu_sm:
             return 0, f"the dump says sm={layout.gpu_sm}"
