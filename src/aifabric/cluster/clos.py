@@ -10,12 +10,12 @@ refused with the nearest ratios that can be built.
 The endpoints are the nodes' NIC ports: one per GPU, or one per NIC that ``gpus_per_nic`` GPUs share
 (:attr:`~aifabric.cluster.spec.ClusterSpec.endpoints_per_node`); rail ``k`` is a node's ``k``-th of them.
 Leaves come in groups (one scalable unit (SU) = one leaf per rail). Nodes are spread evenly over the SUs
-and leaf uplinks cabled at ``ceil(ports used / r)`` (two tiers at 1:1: rounded up where that spreads them
-over fewer spines, :func:`even_uplinks`; with ``scale_out.full_su``, a full SU's, ``ceil(ports of a full
-SU / r)``, as NVIDIA's SuperPOD RAs cable a partial SU); three tiers group SUs into pods (Meta's AI Zones: a
-two-stage Clos per zone, an oversubscribed aggregation layer between zones) whose spines send
-``ceil(leaves per pod / r2)`` uplinks each to their group of cores. Among the SU and pod counts that fit,
-the fewest switches whose realised bisection is the requested one to 1% wins:
+and leaf uplinks cabled at ``ceil(ports used / r)`` (two tiers at 1:1 or under: rounded up where that
+spreads them over fewer spines, :func:`even_uplinks`; with ``scale_out.full_su``, a full SU's, ``ceil(ports
+of a full SU / r)``, as NVIDIA's SuperPOD RAs cable a partial SU); three tiers group SUs into pods
+(Meta's AI Zones: a two-stage Clos per zone, an oversubscribed aggregation layer between zones) whose
+spines send ``ceil(leaves per pod / r2)`` uplinks each to their group of cores. Among the SU and pod counts
+that fit, the fewest switches whose realised bisection is the requested one to 1% wins:
 
     requested bisection = min(N, N / (r1 r2)) / 2 links     (r2 = 1 for two tiers or one pod; r < 1
                                                              undersubscribes a tier)
@@ -337,25 +337,29 @@ def even_spread(uplinks: int, fewest: int) -> int:
 def even_uplinks(
     leaf_radix: int, spine_radix: int, down: int, up: int, n_leaves: int, ratio: float
 ) -> tuple[int, int]:
-    """Uplinks per leaf and spines of a two-tier Clos: at 1:1, the uplink count from ``up`` to the leaf's
-    free ports that spreads evenly over the fewest spines (ties keep the fewest uplinks); at any other
-    ratio, ``up`` itself, which is what realises the ratio.
+    """Uplinks per leaf and spines of a two-tier Clos: at 1:1 or undersubscribed (``ratio <= 1``), the
+    uplink count from ``up`` to the leaf's free ports that spreads evenly over the fewest spines (ties keep
+    the fewest uplinks); oversubscribed, ``up`` itself, which is what realises the ratio.
 
     A leaf short of a full SU has an uplink count that may divide badly: 31 nodes at 1:1 on 64-port
     leaves need 31 uplinks, which spread evenly only over 31 spines. NVIDIA's DGX SuperPOD (H100, B200)
     RAs, Table 4, cable the full SU instead ("the fabric should be designed to support the full SU,
     including leaf switches and leaf-spine cables"): 31 nodes on 8 leaves of 32 uplinks under 4 spines.
-    An extra uplink at 1:1 leaves the bisection where it was, bound by the NICs.
+    An extra uplink at 1:1 or under leaves the bisection where it was, bound by the NICs (``min(N, leaves x
+    u) = N``), so one node more never needs fewer spines: 11 nodes at 1:2 need 22 uplinks, which spread
+    evenly over 11 spines by divisors, and 24 over 3, as 12 nodes have them.
 
     Examples
     --------
     >>> even_uplinks(64, 64, 31, 31, 8, 1.0), even_uplinks(64, 64, 16, 16, 8, 1.0)
     ((32, 4), (16, 2))
+    >>> even_uplinks(64, 64, 11, 22, 8, 0.5), even_uplinks(64, 64, 12, 24, 8, 0.5)
+    ((24, 3), (24, 3))
     >>> even_uplinks(64, 64, 42, 21, 8, 2.0)  # 2:1 is realised by 21 uplinks alone
     (21, 3)
     """
     best = (up, even_spread(up, math.ceil(n_leaves * up / spine_radix)))
-    if abs(ratio - 1.0) > 1e-9:
+    if ratio > 1.0 + 1e-9:
         return best
     for more in range(up + 1, leaf_radix - down + 1):
         fewest = math.ceil(n_leaves * more / spine_radix)

@@ -1,0 +1,98 @@
+"""One node more never needs fewer switches, optics or watts: a Clos for N + 1 nodes with one node unplugged
+still serves N nodes at the same (or a better) ratio, so the fewest parts for N cannot exceed those for
+N + 1 (every DGX SuperPOD RA table grows its switch count with its node count)."""
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from aifabric.cluster.clos import clos_shape, even_uplinks
+from aifabric.cluster.inventory import inventory
+from aifabric.cluster.power import cluster_power
+from aifabric.cluster.presets import list_presets, preset
+from aifabric.cluster.topology import build_topology
+from aifabric.errors import ConfigError
+
+FABRIC_PRESETS = [name for name in list_presets() if preset(name).scale_out is not None]
+
+
+def _parts(name: str, nodes: int, changes: dict) -> tuple[int, int, float] | None:
+    """(switches of every network, transceivers, whole-cluster watts), or None when the size is refused."""
+    try:
+        topo = build_topology(preset(name, nodes=nodes, **changes))
+    except ConfigError:
+        return None
+    inv = inventory(topo)
+    switches = sum(line.count for line in inv.lines if line.item == "switch")
+    optics = sum(line.count for line in inv.lines if line.item == "transceiver")
+    return switches, optics, cluster_power(topo, inv).total_watts
+
+
+@pytest.mark.parametrize(
+    ("nodes", "ratio", "leaves", "spines", "uplinks"),
+    [
+        # 8 rail leaves of 11 nodes need 11 uplinks each, 8 x 11 / 64 -> 2 spines by ports; 11 is odd, so
+        # each leaf cables 6 + 6 on spare ports (was 16 leaves + 2 spines: two half-empty SUs).
+        (11, 1.0, 8, 2, 12),
+        (12, 1.0, 8, 2, 12),
+        # 13 uplinks: 7 + 7 to 2 spines (was 13 spines of one link each).
+        (13, 1.0, 8, 2, 14),
+        # 31 nodes: 31 uplinks, 8 x 31 / 64 -> 4 spines, 8 + 8 + 8 + 8: the 32-node SU less one node
+        # (was 16 leaves + 4 spines).
+        (31, 1.0, 8, 4, 32),
+        (32, 1.0, 8, 4, 32),
+        # 1:2 (Meta's rack switches): 11 nodes need 22 uplinks, 8 x 22 / 64 -> 3 spines by ports; 24 spread
+        # 8 + 8 + 8 (was 11 spines: 22's smallest divisor >= 3), as 12 nodes have them.
+        (11, 0.5, 8, 3, 24),
+        (12, 0.5, 8, 3, 24),
+    ],
+)
+def test_a_partial_scalable_unit_keeps_its_eight_rail_leaves(nodes, ratio, leaves, spines, uplinks):
+    s = clos_shape(preset("dgx-h100-superpod", nodes=nodes, **{"scale_out.oversubscription": [ratio]}))
+    assert (s.n_leaves, s.n_spines, s.leaf_up) == (leaves, spines, uplinks)
+    assert s.leaf_up % s.n_spines == 0  # every leaf reaches every spine with the same number of links
+    assert s.bisection_links == nodes * 8 / 2  # extra uplinks at 1:1 or under: the NICs still bind
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(FABRIC_PRESETS),
+    nodes=st.integers(min_value=1, max_value=1200),
+    changes=st.sampled_from([{}, {"scale_out.tiers": 3}, {"scale_out.oversubscription": ["1:2"]}]),
+)
+def test_one_node_more_never_needs_fewer_switches_optics_or_watts(name, nodes, changes):
+    small, large = _parts(name, nodes, changes), _parts(name, nodes + 1, changes)
+    assume(small is not None and large is not None)
+    assert small is not None and large is not None
+    assert all(s <= b for s, b in zip(small, large, strict=True)), (name, nodes, changes, small, large)
+
+
+@pytest.mark.parametrize("name", FABRIC_PRESETS)
+def test_every_preset_grows_its_fabric_with_its_nodes_to_five_scalable_units(name):
+    # Exhaustive over 1..160 nodes (up to five 32-node SUs on the DGX presets), where odd and prime node
+    # counts used to split into more, smaller leaf groups or one spine per uplink.
+    sizes = [p for p in (_parts(name, n, {}) for n in range(1, 161)) if p is not None]
+    assert len(sizes) > 1
+    for small, large in zip(sizes, sizes[1:], strict=False):
+        assert all(s <= b for s, b in zip(small, large, strict=True)), (name, small, large)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    up=st.integers(min_value=1, max_value=63),
+    n_leaves=st.integers(min_value=1, max_value=64),
+    ratio=st.sampled_from([1.0, 0.5]),
+)
+def test_even_uplinks_are_even_within_the_ports_and_monotone(up, n_leaves, ratio):
+    # A radix-64 leaf with ``up`` uplinks asked and ``down = ratio x up`` (at least 1) GPU ports, when
+    # they fit; its spines must take one equal bundle from every leaf.
+    down = max(1, round(ratio * up))
+    assume(down + up + 1 <= 64)
+    cabled, spines = even_uplinks(64, 64, down, up, n_leaves, ratio)
+    assert cabled % spines == 0 and up <= cabled <= 64 - down  # even, on the leaf's own ports
+    assert n_leaves * (cabled // spines) <= 64  # every spine has a port for every leaf's bundle
+    # one uplink more asked (one node more at 1:1) never needs fewer spines while the leaf has a spare port
+    # per spine: S = ceil(u / floor(64 / n_leaves)) then, non-decreasing in u
+    if 64 - down - up >= spines:
+        assert spines == -(-up // (64 // n_leaves))
+        assert even_uplinks(64, 64, down, up + 1, n_leaves, ratio)[1] >= spines
