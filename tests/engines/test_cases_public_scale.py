@@ -69,6 +69,12 @@ MISSED = {
         "same run gives 20.71 (191 Gb/s, +8.6 % off the model). The model prices the NIC, not the proxy "
         "thread's per-message cost; no public figure gives that cost"
     ),
+    "NVIDIA/nccl-tests #59, 2 x DGX A100 (Selene, 8 x HDR 200 Gb/s per node), alltoall_perf (2020)": (
+        "busbw 'closer to 25 GB/s' (no size printed) vs 45.0 at 256 MiB-4 GiB with the newest tables (direct "
+        "p2p: 24 GB/s per HDR NIC x 2 x 15/16, the maintainers' N/(N-1) x NIC rule of nccl-tests #130): the "
+        "run's NCCL (2.7/2.8, December 2020) is older than the catalogue's first release (2.18.1), before "
+        "PXN (2.12) and the p2p channel rework; nothing to price it from"
+    ),
     "NVIDIA/nccl #1272, 8 x 4 GH200 on HPE Slingshot (aws-ofi-nccl), sendrecv_perf 512 MiB": (
         "busbw 24.24 with NCCL 2.19.4 and 18.32 with 2.20.5 (24.2-24.3 with NCCL_NCHANNELS_PER_NET_PEER=4) "
         "vs no prediction: the catalogue has neither GH200 nor a Slingshot NIC, and the engine's send_recv "
