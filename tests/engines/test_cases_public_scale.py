@@ -11,23 +11,14 @@ what is missing); not asserted.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from tests.engines.test_cases_public import Point  # one public row, as the other blind checks have it
+from tests.engines.test_cases_public_multi3 import _nodes, _tolerance  # the same node shape and bar
 
 from aifabric.cluster.spec import ClusterSpec
 
 MiB = 2**20
-GiB = 2**30
 NDR_IB = {"nic": "connectx-7", "fabric": "infiniband", "switch": "quantum-2-qm9700"}
-
-
-def _nodes(accelerator: str, nodes: int, scale_out: dict[str, Any]) -> ClusterSpec:
-    """``nodes`` x 8 ``accelerator`` on one NVSwitch domain each, with the given scale-out."""
-    spec = {"accelerator": accelerator, "gpus_per_node": 8, "nodes": nodes, "name": accelerator}
-    spec |= {"scale_up": {"kind": "nvswitch"}, "scale_out": scale_out}
-    return ClusterSpec.model_validate(spec)
 
 
 def h200_ndr(nodes: int) -> ClusterSpec:
@@ -47,11 +38,6 @@ POINTS = {
     # across 248 nodes: 319.6 (-8.7 %)
     "283 H200 248 nodes 512 MiB": Point(N283, H200_248, "all_reduce", 512 * MiB, 3067e-6, 350e9, False),
 }
-
-
-def _tolerance(point: Point) -> float:
-    """The blind check's bar: 10 % on busbw at >= 64 MiB, 15 % on busbw below and on small-size time."""
-    return 0.10 if not point.latency and point.size >= 64 * MiB else 0.15
 
 
 @pytest.mark.parametrize("key", list(POINTS))
