@@ -313,3 +313,25 @@ def test_train_refuses_llama_eager_kernels_on_a_layernorm_model():
     assert (
         line.startswith("error: --elementwise: 'llama-eager' counts") and "'gpt3-175b' has layernorm" in line
     )
+
+
+def test_train_expert_tp_1_folds_ep_inside_a_node():
+    # Mixtral 8x7B on 4 DGX H100 nodes, TP 2, EP 8: carved from DP, an EP group strides over TP (ranks 0, 2,
+    # ..., 14: two nodes, its all-to-all on InfiniBand); --expert-tp 1 folds it over TP x DP, ranks 0-7, one
+    # NVLink domain: less EP time.
+    mixtral = ("--model", "mixtral-8x7b", "--cluster", "dgx-h100-superpod", "--nodes", "4", "--tp", "2",
+               "--ep", "8", "--seq-len", "4096", "--recompute", "full", "--global-batch", "256",
+               "--json")  # fmt: skip
+    carved, folded = run("train", *mixtral), run("train", *mixtral, "--expert-tp", "1")
+    assert carved.exit_code == 0 and folded.exit_code == 0, carved.stderr + folded.stderr
+    c, f = json.loads(carved.stdout), json.loads(folded.stdout)
+    assert f["breakdown_s"]["ep"] < c["breakdown_s"]["ep"]
+
+
+def test_train_refuses_an_expert_tp_that_does_not_fit_in_one_line():
+    r = run("train", "--model", "mixtral-8x7b", "--nodes", "4", "--tp", "2", "--ep", "8", "--expert-tp", "3",
+            "--global-batch", "256")  # fmt: skip
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip() == (
+        "error: expert_tp=3 does not divide the experts' ffn width 14336 of model 'mixtral-8x7b'"
+    )

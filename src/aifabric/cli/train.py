@@ -292,6 +292,14 @@ def train(
     ] = None,
     cp: Annotated[int, typer.Option(help="Context-parallel degree", min=1)] = 1,
     ep: Annotated[int, typer.Option(help="Expert-parallel degree (MoE models)", min=1)] = 1,
+    expert_tp: Annotated[
+        int | None,
+        typer.Option(
+            help="Experts' tensor-parallel degree (Megatron's --expert-tensor-parallel-size; default tp). 1 "
+            "folds EP over TP x DP: ep x expert-tp must divide tp x cp x dp",
+            min=1,
+        ),
+    ] = None,
     vp: Annotated[
         int, typer.Option("--virtual-stages", help="Interleaved model chunks per pipeline rank", min=1)
     ] = 1,
@@ -395,6 +403,7 @@ def train(
         dp=dp,
         cp=cp,
         ep=ep,
+        expert_tp=expert_tp,
         virtual_pipeline_stages=vp,
         microbatch_size=microbatch,
         global_batch_size=global_batch,

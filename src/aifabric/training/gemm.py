@@ -165,7 +165,9 @@ def gemm_table(name: str) -> GemmTable:
     return GemmTable.from_csv(path.read_text(), name=name)
 
 
-def layer_gemms(model: ModelSpec, tokens: float, tp: int, *, moe: bool = False, ep: int = 1) -> list[Gemm]:
+def layer_gemms(
+    model: ModelSpec, tokens: float, tp: int, *, moe: bool = False, ep: int = 1, etp: int | None = None
+) -> list[Gemm]:
     """The forward matrix products of one transformer layer on one GPU of a TP group.
 
     Megatron-LM's tensor parallelism splits the QKV and MLP-up columns and the output-projection and
@@ -174,8 +176,10 @@ def layer_gemms(model: ModelSpec, tokens: float, tp: int, *, moe: bool = False, 
 
     - QKV: (T x h) by (h x (q + 2 kv) / t); output projection: (T x q / t) by (q / t x h);
     - MLP: (T x h) by (h x w f / t), w = 2 for a gated MLP, 1 else; then (T x f / t) by (f / t x h);
-    - MoE (``moe``): each of the n_experts / ep local experts gets T top_k ep / n_experts tokens (uniform
-      routing) through the same two products of width f_e; shared experts see all T tokens.
+    - MoE (``moe``): each of the n_experts / ep local experts gets T top_k ep etp / (t n_experts) tokens
+      (uniform routing: the etp x ep ranks of an expert group dispatch T / t tokens each, sequence-parallel,
+      and an expert's etp ranks gather them) through the same two products of width f_e / etp; shared
+      experts see all T tokens at width f_e / t. With etp = t (the default) that is T top_k ep / n_experts.
 
     The attention core (scores and the product with V) is not a weight GEMM and is left out; so are the
     router and biases.
@@ -187,6 +191,8 @@ def layer_gemms(model: ModelSpec, tokens: float, tp: int, *, moe: bool = False, 
         T, tokens of one microbatch on the GPU (b s / c).
     tp, ep : int
         Tensor- and expert-parallel degrees.
+    etp : int, optional
+        The experts' tensor-parallel degree; default tp.
     moe : bool
         An MoE layer (routed and shared experts) instead of a dense MLP.
 
@@ -202,9 +208,10 @@ def layer_gemms(model: ModelSpec, tokens: float, tp: int, *, moe: bool = False, 
         f = model.ffn_size
         return [*out, Gemm(tokens, w * f / t, h), Gemm(tokens, h, f / t)]
     fe = model.expert_ffn_size
+    et = t if etp is None else etp
     local = model.n_experts / ep
-    per_expert = tokens * model.top_k * ep / model.n_experts
-    out += [Gemm(per_expert, w * fe / t, h, local), Gemm(per_expert, h, fe / t, local)]
+    per_expert = tokens * model.top_k * ep * et / (t * model.n_experts)
+    out += [Gemm(per_expert, w * fe / et, h, local), Gemm(per_expert, h, fe / et, local)]
     if model.n_shared_experts:
         s = model.n_shared_experts
         out += [Gemm(tokens, w * fe / t, h, s), Gemm(tokens, h, fe / t, s)]

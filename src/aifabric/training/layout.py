@@ -8,15 +8,23 @@ collectives together: these are what the network model is asked about.
 
 Rank placement follows Megatron-LM's ``RankGenerator``: ``order`` lists the dimensions from innermost
 (consecutive ranks) to outermost. With the default ``"tp-cp-ep-dp-pp"`` and 8 GPUs per node, a TP group of
-8 is one node, the scale-up domain. Expert parallelism is carved out of the dp x cp ranks that hold the same
-weights, as Megatron does: for the dense layers, the world is tp x cp x dp x pp; for the experts it is
-tp x ep x (dp cp / ep) x pp, with the same ``order`` (cp folded into ep/expert-dp).
+8 is one node, the scale-up domain. The experts have their own grid over the same ranks, as Megatron-Core
+builds it (``expert_decoder_rank_generator``, MoE Parallel Folding [3]_): for the dense layers the world is
+tp x cp x dp x pp; for the experts it is etp x ep x edp x pp with the same ``order`` (cp folded into
+ep/expert-dp), etp the expert tensor-parallel degree and edp = tp cp dp / (etp ep). With etp = tp (the
+default) EP is carved out of the dp x cp ranks that hold the same dense weights; with etp = 1
+(``--expert-tensor-parallel-size 1``) EP folds over TP x DP, and an EP group of the default order is
+ep consecutive ranks.
 
 References
 ----------
 .. [1] Megatron-LM, ``megatron/core/parallel_state.py`` (``RankGenerator``, ``initialize_model_parallel``),
    https://github.com/NVIDIA/Megatron-LM.
 .. [2] Narayanan et al., SC'21, https://doi.org/10.1145/3458817.3476209, Sec. 2-3 (PTD-P, interleaving).
+.. [3] Liu et al., "MoE Parallel Folding", arXiv:2504.14960, Sec. 3; Megatron-Core
+   ``megatron/core/transformer/moe/README.md`` ("--expert-tensor-parallel-size"; EP may exceed DP when
+   ETP differs from TP) and ``parallel_state.initialize_model_parallel``, which requires
+   world_size % (etp x ep x pp) == 0, i.e. etp x ep divides tp x cp x dp, the ranks of a pipeline stage.
 """
 
 from __future__ import annotations
@@ -88,7 +96,7 @@ class RankGroups:
         Expert-parallel groups: the ranks among which tokens are dispatched (all-to-all). Singletons when
         ``ep == 1``.
     expert_dp : tuple of tuple of int
-        Ranks holding the same experts: where expert gradients are reduced ((dp x cp) / ep).
+        Ranks holding the same experts: where expert gradients are reduced (tp x cp x dp / (etp x ep)).
     """
 
     tp: tuple[tuple[int, ...], ...]
@@ -126,8 +134,12 @@ class ParallelLayout:
     tp, pp, dp : int, default 1
         Tensor-, pipeline- and data-parallel degrees (t, p, d).
     ep : int, default 1
-        Expert-parallel degree. Expert parallelism reuses the dp x cp ranks; it does not multiply the GPU
-        count.
+        Expert-parallel degree. Expert parallelism reuses the ranks of a pipeline stage; it does not
+        multiply the GPU count.
+    expert_tp : int, optional
+        Expert tensor-parallel degree (Megatron's ``expert_tensor_parallel_size``). Default: tp, and EP is
+        carved from dp x cp. Any other value folds EP over the tp x cp x dp ranks of a stage: etp x ep must
+        divide them (:meth:`validate`).
     cp : int, default 1
         Context-parallel degree (the sequence split across GPUs).
     sequence_parallel : bool, default False
@@ -168,6 +180,7 @@ class ParallelLayout:
     dp: int = 1
     _: dataclasses.KW_ONLY
     ep: int = 1
+    expert_tp: int | None = None
     cp: int = 1
     sequence_parallel: bool = False
     virtual_pipeline_stages: int = 1
@@ -178,6 +191,8 @@ class ParallelLayout:
     order: str = DEFAULT_ORDER
     global_batch: int = field(init=False, repr=False, compare=False)
     """B, ``global_batch_size`` resolved (the default filled in)."""
+    etp: int = field(init=False, repr=False, compare=False)
+    """The expert tensor-parallel degree, ``expert_tp`` resolved (tp when not given)."""
     _dims: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -201,6 +216,9 @@ class ParallelLayout:
             _int_field("global_batch_size", self.global_batch_size)
             _set(self, "global_batch_size", int(self.global_batch_size))
         _set(self, "global_batch", self.global_batch_size)
+        if self.expert_tp is not None:
+            _int_field("expert_tp", self.expert_tp)
+        _set(self, "etp", self.tp if self.expert_tp is None else int(self.expert_tp))
         if not isinstance(self.sequence_parallel, bool):
             raise ConfigError(f"sequence_parallel must be true or false, got {self.sequence_parallel!r}")
         zero = self.zero_stage
@@ -240,8 +258,21 @@ class ParallelLayout:
 
     @property
     def expert_dp(self) -> int:
-        """Ranks holding the same experts: dp x cp / ep (floor; :meth:`validate` checks it divides)."""
-        return self.dp * self.cp // self.ep
+        """Ranks holding the same experts: tp x cp x dp / (etp x ep), dp x cp / ep when etp = tp (floor;
+        :meth:`validate` checks it divides)."""
+        return self.tp * self.cp * self.dp // (self.etp * self.ep)
+
+    @property
+    def folded(self) -> bool:
+        """Whether the experts' tensor parallelism differs from the dense layers' (EP folded over TP)."""
+        return self.etp != self.tp
+
+    def grid_sizes(self, expert: bool) -> dict[str, int]:
+        """Size of each dimension of the dense grid, or of the experts' grid (etp x ep x edp x pp, cp
+        folded in): the ranks lie on it in ``order``, innermost first."""
+        if expert:
+            return {"tp": self.etp, "cp": 1, "ep": self.ep, "dp": self.expert_dp, "pp": self.pp}
+        return {"tp": self.tp, "cp": self.cp, "ep": 1, "dp": self.dp, "pp": self.pp}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ParallelLayout:
@@ -272,6 +303,8 @@ class ParallelLayout:
             parts.append(f"cp={self.cp}")
         if self.ep > 1:
             parts.append(f"ep={self.ep}")
+        if self.folded:
+            parts.append(f"etp={self.etp}")
         if self.virtual_pipeline_stages > 1:
             parts.append(f"v={self.virtual_pipeline_stages}")
         if self.sequence_parallel:
@@ -299,6 +332,10 @@ class ParallelLayout:
         - v > 1 needs pp > 1, and the interleaved schedule needs m divisible by pp (Megatron-LM);
         - ep divides the experts and dp x cp, and is 1 for a dense model; the ``order`` keeps the
           ep/dp/cp ranks together so expert groups fall inside the dense data-parallel groups;
+        - with ``expert_tp`` other than tp (folding): etp x ep divides tp x cp x dp, the ranks of a stage
+          (Megatron's world_size % (etp x ep x pp) == 0), etp divides the experts' width, tp > 1 has
+          sequence parallelism (Megatron refuses MoE with TP without it), and the ``order`` gives both
+          grids the same pipeline groups;
         - cp > 1 needs s divisible by 2 cp (load-balanced causal split); sequence parallelism needs the
           local sequence divisible by tp.
 
@@ -331,7 +368,7 @@ class ParallelLayout:
                 f"tp x pp x dp x cp = {t} x {p} x {d} x {c} = {t * p * d * c}, but n_gpus = {n_gpus}"
             )
         self._check_batch_and_stages(model)
-        if self.ep > 1:
+        if self.ep > 1 or self.folded:
             self._check_experts(model)
         self._check_sequence(model)
 
@@ -371,15 +408,25 @@ class ParallelLayout:
                 )
 
     def _check_experts(self, model: ModelSpec) -> None:
-        """ep > 1: the model has experts, ep divides them and dp x cp, and the order keeps groups together."""
-        e, d, c = self.ep, self.dp, self.cp
+        """ep > 1 or folding: the model has experts, ep divides them, the expert grid fits a stage, and the
+        order keeps groups together."""
+        e = self.ep
         if not model.is_moe:
-            raise ConfigError(f"ep={e} but model {model.name!r} has no experts")
+            what = f"ep={e}" if e > 1 else f"expert_tp={self.etp}"
+            raise ConfigError(f"{what} but model {model.name!r} has no experts")
         if model.n_experts % e:
             raise ConfigError(f"ep={e} does not divide the {model.n_experts} experts of model {model.name!r}")
-        if (d * c) % e:
-            raise ConfigError(f"ep={e} does not divide dp x cp = {d} x {c} = {d * c}")
-        self._check_expert_order()
+        if self.folded and model.expert_ffn_size % self.etp:
+            raise ConfigError(
+                f"expert_tp={self.etp} does not divide the experts' ffn width {model.expert_ffn_size} of "
+                f"model {model.name!r}"
+            )
+        if self.folded and self.tp > 1 and not self.sequence_parallel:
+            raise ConfigError(
+                f"expert_tp={self.etp} with tp={self.tp} needs sequence_parallel (Megatron-LM refuses MoE "
+                "with tensor parallelism without it)"
+            )
+        self._check_expert_grid()
 
     def _check_sequence(self, model: ModelSpec) -> None:
         """cp > 1 needs s divisible by 2 cp; sequence parallelism needs s / cp divisible by tp."""
@@ -390,6 +437,27 @@ class ParallelLayout:
             )
         if self.sequence_parallel and t > 1 and (s // c) % t:
             raise ConfigError(f"sequence_parallel: seq_len / cp = {s // c} is not divisible by tp={t}")
+
+    def _check_expert_grid(self) -> None:
+        """The expert grid fits the ranks of a stage, and lies on them as the dense one does."""
+        t, d, c, e = self.tp, self.dp, self.cp, self.ep
+        if not self.folded and (d * c) % e:
+            raise ConfigError(f"ep={e} does not divide dp x cp = {d} x {c} = {d * c}")
+        if (t * c * d) % (self.etp * e):
+            raise ConfigError(
+                f"ep x expert_tp = {e} x {self.etp} = {e * self.etp} does not divide tp x cp x dp = "
+                f"{t} x {c} x {d} = {t * c * d} (Megatron folds the experts over the ranks of a stage)"
+            )
+        if not self.folded:
+            self._check_expert_order()
+            return
+        inner = self._dims[: self._dims.index("pp")]
+        dense, expert = self.grid_sizes(False), self.grid_sizes(True)
+        if prod(dense[x] for x in inner) != prod(expert[x] for x in inner):
+            raise ConfigError(
+                f"order={self.order!r}: with expert_tp={self.etp} the experts' grid puts the pipeline "
+                "stages on other ranks than the dense one (Megatron requires the same pipeline groups)"
+            )
 
     def _check_expert_order(self) -> None:
         sizes = {
@@ -408,23 +476,14 @@ class ParallelLayout:
             )
 
     # ---------------------------------------------------------------------------------------- groups
-    def _sizes(self, expert: bool) -> dict[str, int]:
-        if expert:
-            return {"tp": self.tp, "cp": 1, "ep": self.ep, "dp": self.dp * self.cp // self.ep, "pp": self.pp}
-        return {"tp": self.tp, "cp": self.cp, "ep": 1, "dp": self.dp, "pp": self.pp}
-
     def _check_n(self, n_gpus: int | None) -> None:
         if n_gpus is not None and n_gpus != self.n_gpus:
             raise ConfigError(
                 f"tp x pp x dp x cp = {self.tp} x {self.pp} x {self.dp} x {self.cp} = {self.n_gpus}, "
                 f"but n_gpus = {n_gpus}"
             )
-        if (self.dp * self.cp) % self.ep:
-            raise ConfigError(
-                f"ep={self.ep} does not divide dp x cp = {self.dp} x {self.cp} = {self.dp * self.cp}"
-            )
-        if self.ep > 1:
-            self._check_expert_order()
+        if self.ep > 1 or self.folded:
+            self._check_expert_grid()
 
     def groups(self, n_gpus: int | None = None) -> RankGroups:
         """Rank groups of every parallel dimension, given the placement ``order``.
@@ -459,7 +518,7 @@ class ParallelLayout:
         ((0, 2), (1, 3))
         """
         self._check_n(n_gpus)
-        dense, expert = self._sizes(False), self._sizes(True)
+        dense, expert = self.grid_sizes(False), self.grid_sizes(True)
         return RankGroups(
             tp=_grid_groups(dense, self._dims, ("tp",)),
             cp=_grid_groups(dense, self._dims, ("cp",)),
@@ -502,7 +561,7 @@ class ParallelLayout:
         expert = dim in ("ep", "expert_dp")
         if expert:
             self._check_n(None)
-        sizes = self._sizes(expert)
+        sizes = self.grid_sizes(expert)
         names = ("cp", "dp") if dim == "dp_cp" else ("dp",) if dim == "expert_dp" else (dim,)
         strides: dict[str, int] = {}
         acc = 1

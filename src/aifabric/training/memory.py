@@ -1,8 +1,9 @@
 """GPU memory of a training layout: model states (weights, gradients, optimizer) and activations.
 
 Model states follow mixed-precision Adam (:class:`~aifabric.training.models.BytesPerParam`, 18 bytes per
-parameter by default) on the most loaded pipeline stage, split by TP (and EP for experts) and sharded by
-ZeRO over the ranks that hold the same weights (dp x cp for dense weights, dp x cp / ep for experts):
+parameter by default) on the most loaded pipeline stage, split by TP (by etp x ep for experts) and sharded
+by ZeRO over the ranks that hold the same weights (dp x cp for dense weights, tp cp dp / (etp ep) for
+experts):
 
 ============  =========  ==========  ===========  ======================
 ZeRO stage    weights    gradients   optimizer    bytes/param (default)
@@ -311,7 +312,7 @@ def _stage_params(
     if n_moe:
         shared = model.n_shared_experts * model.expert_params
         dense += n_moe * ((model.attention_params + shared) / t + norms + model.router_params)
-        expert = n_moe * model.n_experts * model.expert_params / (t * e)
+        expert = n_moe * model.n_experts * model.expert_params / (layout.etp * e)
     if first:
         dense += model.embedding_params / t
     if last:
@@ -337,7 +338,7 @@ def memory_breakdown(
         activations = in-flight layer-microbatches x per-layer activations + embedding/output terms
 
     with P_gpu the heaviest pipeline stage's parameters split over t (experts over t x ep), and D = dp x cp
-    for dense weights, dp x cp / ep for experts.
+    for dense weights, tp x cp x dp / (etp x ep) for experts.
 
     Parameters
     ----------
@@ -419,15 +420,16 @@ def _heaviest_stage_state(
         weights = P_gpu x 2 / (D if ZeRO-3), gradients = P_gpu x 4 / (D if ZeRO >= 2),
         optimizer = P_gpu x 12 / (D if ZeRO >= 1)
 
-    with D = dp x cp for dense weights, dp x cp / ep for experts. ``stage_moe`` is the MoE-layer count of
-    the (first, last, most, fewest) stages from :func:`_stage_moe_counts`; the middle ones count when pp > 2.
+    with D = dp x cp for dense weights, tp x cp x dp / (etp x ep) for experts. ``stage_moe`` is the
+    MoE-layer count of the (first, last, most, fewest) stages from :func:`_stage_moe_counts`; the middle ones
+    count when pp > 2.
     """
     first, last, most, fewest = stage_moe
     p = layout.pp
     bpp = model.bytes_per_param
     zero = layout.zero_stage
     d_dense = layout.dp * layout.cp
-    d_expert = d_dense // layout.ep
+    d_expert = layout.expert_dp
     w_div = (d_dense, d_expert) if zero >= 3 else (1, 1)
     g_div = (d_dense, d_expert) if zero >= 2 else (1, 1)
     o_div = (d_dense, d_expert) if zero >= 1 else (1, 1)
@@ -491,7 +493,7 @@ def _zero3_gathered(
     w the bytes per weight."""
     per_stage = model.n_layers // layout.pp
     d_dense = layout.dp * layout.cp
-    d_expert = d_dense // layout.ep
+    d_expert = layout.expert_dp
     in_flight_layers = min(1 + prefetch_layers, per_stage)
     unsharded = dense_params * (1 - 1 / d_dense) + expert_params * (1 - 1 / max(1, d_expert))
     return in_flight_layers * model.bytes_per_param.weights * unsharded / per_stage

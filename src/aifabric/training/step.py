@@ -763,7 +763,7 @@ class StepModel:
 
     def group(self, layout: ParallelLayout, dim: str) -> Communicator:
         """Communicator of the ``dim`` group holding rank 0 (GPU i runs rank i)."""
-        key = (dim, layout.tp, layout.cp, layout.ep, layout.dp, layout.pp, layout.order)
+        key = (dim, layout.tp, layout.cp, layout.ep, layout.etp, layout.dp, layout.pp, layout.order)
         comm = self._comms.get(key)
         if comm is None:
             comm = self._build_group(layout, dim)
@@ -772,11 +772,7 @@ class StepModel:
 
     def _build_group(self, layout: ParallelLayout, dim: str) -> Communicator:
         order = layout.order.split("-")
-        expert = dim in ("ep", "expert_dp")
-        if expert:
-            sizes = {"tp": layout.tp, "cp": 1, "ep": layout.ep, "dp": layout.expert_dp, "pp": layout.pp}
-        else:
-            sizes = {"tp": layout.tp, "cp": layout.cp, "ep": 1, "dp": layout.dp, "pp": layout.pp}
+        sizes = layout.grid_sizes(dim in ("ep", "expert_dp"))
         dims = ("cp", "dp") if dim == "dp_cp" else ("dp",) if dim == "expert_dp" else (dim,)
         n = math.prod(sizes[d] for d in dims)
         live = [i for i, d in enumerate(order) if d in dims and sizes[d] > 1]
@@ -805,7 +801,7 @@ class StepModel:
 
     @staticmethod
     def _stride(layout: ParallelLayout, dim: str) -> int:
-        sizes = {"tp": layout.tp, "cp": layout.cp, "ep": 1, "dp": layout.dp, "pp": layout.pp}
+        sizes = layout.grid_sizes(False)
         order = layout.order.split("-")
         return math.prod(sizes[d] for d in order[: order.index(dim)])
 
@@ -858,12 +854,18 @@ class StepModel:
         ------
         ConfigError
             A degree that does not divide, a product that is not the GPU count, a batch that does not
-            split into microbatches (:meth:`ParallelLayout.validate`).
+            split into microbatches (:meth:`ParallelLayout.validate`); experts folded at 1 < etp != tp,
+            whose expert tensor-parallel all-gather of the dispatched tokens the step model does not time.
         Infeasible
             If ``options.check_memory`` and the layout does not fit in HBM.
         """
         padded = self.padded_model(layout)
         layout.validate(padded, self.n_gpus)
+        if layout.folded and layout.etp > 1:
+            raise ConfigError(
+                f"expert_tp={layout.etp} with tp={layout.tp}: the step model times expert_tp = 1 or tp only "
+                "(the expert tensor-parallel all-gather of the dispatched tokens is not modelled)"
+            )
         opt = self.options
         fit = check_fits if opt.check_memory else memory_breakdown
         mem = fit(
@@ -1028,7 +1030,7 @@ class StepModel:
         if table is None:
             lin, out = self.linear_flops_per_s, self.gemm_flops_per_s
             return GemmRates(lin, lin, lin, lin, out, out)
-        key = (tokens, layout.tp, layout.ep)
+        key = (tokens, layout.tp, layout.ep, layout.etp)
         got = self._rates.get(key)
         if got is None:
             m, t = self.model, layout.tp
@@ -1036,7 +1038,7 @@ class StepModel:
             logit_scale = self.gemm_flops_per_s / self.short_run_gemm_flops_per_s
             rates: list[float] = []
             for moe in (False, True) if m.is_moe else (False,):
-                fwd = layer_gemms(m, tokens, t, moe=moe, ep=layout.ep)
+                fwd = layer_gemms(m, tokens, t, moe=moe, ep=layout.ep, etp=layout.etp)
                 rates += [scale * pass_flops_per_s(table, fwd)]
                 rates += [scale * pass_flops_per_s(table, backward_gemms(fwd))]
             if not m.is_moe:
@@ -1107,7 +1109,8 @@ class StepModel:
         """TP seconds per microbatch: 2 all-reduces per layer each way on b s h / c elements (or, with
         sequence parallelism, 2 all-gathers + 2 reduce-scatters), repeated by a full recompute; on the
         critical path unless ``tp_comm_overlap`` hides them behind the layer's GEMMs
-        (:func:`overlapped_s`)."""
+        (:func:`overlapped_s`). With the experts folded at etp = 1, an MoE layer without shared experts
+        has no TP collective around its MLP (:meth:`_tp_pairs`)."""
         lay, opt = st.layout, self.options
         t = lay.tp
         if t == 1:
@@ -1129,11 +1132,24 @@ class StepModel:
         one = alone
         if opt.tp_comm_overlap:  # each chunk hides behind the GEMM it feeds
             one = overlapped_s(alone, comp.gemm_fwd / st.layers, self.contention)
-        k = st.layers * 2 * (2 + n_rec) * st.n_mb
+        pairs = self._tp_pairs(st)
+        k = pairs * (2 + n_rec) * st.n_mb
         share = one / alone if alone > 0 else 0.0
         st.acc.add("tp", "all_gather", size, k, ag, comm, share * k * ag.time_s)
         st.acc.add("tp", "reduce_scatter", size, k, rs, comm, share * k * rs.time_s)
-        return PassTimes(st.layers * one, st.layers * one * (1 + n_rec))
+        return PassTimes(pairs / 2 * one, pairs / 2 * one * (1 + n_rec))
+
+    def _tp_pairs(self, st: StageView) -> int:
+        """Sequence-parallel all-gather + reduce-scatter pairs per forward pass of the stage: one around the
+        attention and one around the MLP of each layer; none around the routed experts of an MoE layer
+        whose experts are folded at etp = 1 (each rank runs whole experts on the tokens it dispatched: the
+        MoE layer takes its T / t tokens as they are, Megatron-Core's MoEAlltoAllTokenDispatcher with an
+        expert TP group of one), unless shared experts need the gathered tokens. :meth:`check` refuses
+        1 < etp != tp."""
+        lay = st.layout
+        if not lay.folded or not st.n_moe:
+            return 2 * st.layers
+        return 2 * st.layers - (0 if self.model.n_shared_experts else st.n_moe)
 
     def cp_term(self, st: StageView) -> PassTimes:
         """CP seconds per microbatch: all-gather of K, V forward (again when recomputed), reduce-scatter of
@@ -1467,7 +1483,7 @@ class StepModel:
         if n_moe:
             shared = m.n_shared_experts * m.expert_params
             dense += n_moe * ((m.attention_params + shared) / t + norms + m.router_params)
-            expert = n_moe * m.n_experts * m.expert_params / (t * layout.ep)
+            expert = n_moe * m.n_experts * m.expert_params / (layout.etp * layout.ep)
         if self._output_on_busiest(layout):
             dense += m.vocab_size * m.hidden_size / t
         return dense, expert
