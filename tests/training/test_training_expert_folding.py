@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 from tests.training.test_training_public import h100
 from tests.training.test_training_public2 import QWEN3_235B
 
+from aifabric.cluster.presets import preset
 from aifabric.errors import ConfigError
 from aifabric.training import ParallelLayout, StepModel, get_model
+from aifabric.training.fabric_step import step_traffic
 from aifabric.training.gemm import layer_gemms
 from aifabric.training.step import StepOptions
 
@@ -149,3 +152,18 @@ def test_etp1_drops_the_tp_collectives_around_routed_experts_only():
     sm = StepModel(DSV3, h100(1024)(), options=opts)
     carved, folded = (sm.evaluate(ParallelLayout(**dsv3, **x)) for x in ({}, {"expert_tp": 1}))
     assert folded.breakdown_s["tp"] == pytest.approx(carved.breakdown_s["tp"])
+
+
+def test_fabric_traffic_of_a_folded_all_to_all_stays_in_the_node():
+    # Mixtral 8x7B (8 experts) on 4 DGX H100 nodes, TP 2 DP 16 EP 8. Carved: EP groups stride over TP, ranks
+    # 0, 2, ..., 14 (two nodes); folded (etp = 1): ranks 8k .. 8k + 7, one node each: the all-to-all the
+    # fabric carries is node-local.
+    spec = preset("dgx-h100-superpod", nodes=4)
+    sm = StepModel(get_model("mixtral-8x7b"), spec)
+    base = dict(tp=2, dp=16, ep=8, sequence_parallel=True, global_batch_size=256)
+    ranks = {}
+    for name, extra in (("carved", {}), ("folded", {"expert_tp": 1})):
+        traffic = step_traffic(sm, ParallelLayout(**base, **extra), spec, np.arange(32), job="j")
+        ranks[name] = [tuple(plan.stages[0].ranks.tolist()) for plan in traffic["ep"][0]]
+    assert ranks["carved"][0] == tuple(range(0, 16, 2))
+    assert ranks["folded"] == [tuple(range(8 * k, 8 * k + 8)) for k in range(4)]
