@@ -11,7 +11,13 @@ from typer.testing import CliRunner
 from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
 from aifabric.errors import ConfigError
-from aifabric.storage import checkpoint_size, checkpoint_time, goodput_lost_fraction, young_daly_interval_s
+from aifabric.storage import (
+    checkpoint_size,
+    checkpoint_time,
+    goodput_lost_fraction,
+    young_daly_interval_s,
+    young_daly_outside,
+)
 from aifabric.storage.checkpoint import check_state_fits
 from aifabric.storage.dataload import data_loading
 
@@ -93,6 +99,21 @@ def test_young_daly_by_hand():
     for other in (0.5 * tau, 2 * tau):
         assert goodput_lost_fraction(other, 60.0, 14_400.0) > goodput_lost_fraction(tau, 60.0, 14_400.0)
     assert goodput_lost_fraction(tau, 60.0, 14_400.0) == pytest.approx(math.sqrt(2 * 60 / 14_400))
+    # inside the model: 60 s < 1,314.5 s < 14,400 s, restart 120 s < 14,400 s
+    assert young_daly_outside(tau, 60.0, 14_400.0, 120.0) is None
+
+
+@pytest.mark.parametrize(
+    ("interval_s", "checkpoint_s", "restart_s", "reason"),
+    [
+        (50.0, 60.0, 0.0, "not longer than one checkpoint"),  # tau <= delta
+        (14_400.0, 60.0, 0.0, "not shorter than the MTBF"),  # tau = M: a failure in most intervals
+        (1_314.5, 60.0, 14_400.0, "restart takes no less than the MTBF"),  # R = M
+    ],
+)
+def test_young_daly_names_where_it_stops_holding(interval_s, checkpoint_s, restart_s, reason):
+    # Young 1974 / Daly 2006: first order in delta / M and tau / M, with M = 4 h = 14,400 s
+    assert reason in young_daly_outside(interval_s, checkpoint_s, 14_400.0, restart_s)
 
 
 def test_data_loading_share():

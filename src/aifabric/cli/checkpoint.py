@@ -29,7 +29,7 @@ from aifabric.storage.checkpoint import (
     checkpoint_time,
 )
 from aifabric.storage.dataload import data_loading
-from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s
+from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s, young_daly_outside
 from aifabric.units import format_bytes, format_time, parse_bytes, parse_time
 
 __all__ = ["checkpoint"]
@@ -297,8 +297,10 @@ def _intervals(res: CheckpointResult, mtbf_s: float, step_s: float | None) -> di
     ):
         tau = max(young_daly_interval_s(cost, mtbf_s), floor)
         out[f"interval_{mode}_s"] = tau
-        # Young/Daly is first order in cost/MTBF: an interval no longer than one write is outside it
-        out[f"young_daly_holds_{mode}"] = tau > cost
+        # Young/Daly is first order in cost/MTBF and interval/MTBF: the reason it does not hold, if any
+        why = young_daly_outside(tau, cost, mtbf_s, res.restore.seconds)
+        out[f"young_daly_holds_{mode}"] = why is None
+        out[f"young_daly_outside_{mode}"] = why
         out[f"goodput_lost_{mode}"] = (
             goodput_lost_fraction(tau, cost, mtbf_s, res.restore.seconds)
             if tau > 0
@@ -351,8 +353,8 @@ def _render(out: dict[str, Any]) -> None:
             )
             if not out[f"young_daly_holds_{mode}"]:
                 err_console.print(
-                    f"warning: the {mode} interval is not longer than one checkpoint: Young/Daly assumes "
-                    "checkpoint time << MTBF, so this interval and goodput are outside the model"
+                    f"warning: {mode}: {out[f'young_daly_outside_{mode}']}: Young/Daly assumes checkpoint, "
+                    "interval and restart << MTBF, so this interval and goodput are outside the model"
                 )
     if "data_loading" in out:
         d = out["data_loading"]
