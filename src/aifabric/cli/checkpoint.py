@@ -228,15 +228,7 @@ def checkpoint(
     )
     res = checkpoint_time(spec, size, gds=gds)
     out = _checkpoint_dict(spec, n, size, res)
-    if step_s is not None:
-        out["async_drain_steps"] = res.drain_steps(step_s)
-    if mtbf_s is not None:
-        out.update(_intervals(res, mtbf_s, step_s))
-    if data_per_step is not None:
-        if step_s is None:
-            raise ConfigError("--data-per-step needs --step-time")
-        d = data_loading(spec, _data_bytes(data_per_step), step_s)
-        out["data_loading"] = {**d.__dict__, "share": d.share}
+    out.update(_per_step(spec, res, step_s, mtbf_s, data_per_step))
     _check_finite(out)
     if html is not None:
         from aifabric.report.html import checkpoint_report, write_html
@@ -278,6 +270,34 @@ def _checkpoint_dict(
         "async_copy_s": res.async_copy_s,
         "async_drain": res.async_drain.__dict__,
     }
+
+
+def _per_step(
+    spec: ClusterSpec,
+    res: CheckpointResult,
+    step_s: float | None,
+    mtbf_s: float | None,
+    data_per_step: str | None,
+) -> dict[str, Any]:
+    """Data loading, the async drain's overlap in steps and the Young/Daly intervals. Steps are those data
+    loading allows: a step whose data takes longer to read than the step asked for lasts that long."""
+    out: dict[str, Any] = {}
+    if data_per_step is not None:
+        if step_s is None:
+            raise ConfigError("--data-per-step needs --step-time")
+        d = data_loading(spec, _data_bytes(data_per_step), step_s)
+        out["data_loading"] = {
+            **d.__dict__,
+            "share": d.share,
+            "keeps_up": d.keeps_up,
+            "loaded_step_s": d.loaded_step_s,
+        }
+        step_s = d.loaded_step_s
+    if step_s is not None:
+        out["async_drain_steps"] = res.drain_steps(step_s)
+    if mtbf_s is not None:
+        out.update(_intervals(res, mtbf_s, step_s))
+    return out
 
 
 def _intervals(res: CheckpointResult, mtbf_s: float, step_s: float | None) -> dict[str, Any]:
@@ -344,7 +364,9 @@ def _render(out: dict[str, Any]) -> None:
         )
     console.print(f"  async copy GPU->host (training stops): {format_time(out['async_copy_s'])}")
     if "async_drain_steps" in out:
-        console.print(f"  the drain overlaps {out['async_drain_steps']:.2f} training steps")
+        slow = out.get("data_loading", {}).get("keeps_up") is False
+        of = f" of {format_time(out['data_loading']['loaded_step_s'])}, waiting on data" if slow else ""
+        console.print(f"  the drain overlaps {out['async_drain_steps']:.2f} training steps{of}")
     if "interval_sync_s" in out:
         for mode in ("sync", "async"):
             console.print(
@@ -363,3 +385,9 @@ def _render(out: dict[str, Any]) -> None:
             f"{d['have_bytes_per_s'] / 1e9:.4g} GB/s "
             f"({d['share'] * 100:.2f}%; limit: {d['bottleneck']})"
         )
+        if not d["keeps_up"]:
+            err_console.print(
+                f"warning: data loading needs {d['share']:.3g}x what the {d['bottleneck']} delivers: reading "
+                f"a step's data takes {format_time(d['loaded_step_s'])}, longer than --step-time "
+                f"{format_time(d['step_time_s'])}, so every step waits on data"
+            )
