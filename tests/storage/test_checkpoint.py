@@ -20,6 +20,7 @@ from aifabric.storage import (
 )
 from aifabric.storage.checkpoint import check_state_fits
 from aifabric.storage.dataload import data_loading
+from aifabric.storage.paths import node_path
 
 
 def _dgx(nodes: int, units: int = 4, **changes):
@@ -311,3 +312,18 @@ def test_check_state_fits_counts_host_memory_per_node():
     with pytest.raises(ConfigError, match=r"^n_params: .* more than the 10\.24 TB"):
         check_state_fits(spec, size)
     check_state_fits(spec, size, host_bytes_per_node=2e12)  # 42.24 TB hold 21 TB
+
+
+def test_a_tpu_host_reaches_storage_over_its_dcn():
+    # Cloud TPU v5p docs: DCN 50 Gb/s per chip, 4 chips per host -> 4 x 6.25 GB/s = 25 GB/s per direction;
+    # the TPU pod has no front-end in its description, so the DCN is the host's way to storage
+    spec = preset("tpu-v5p-pod", storage={"system": "ddn-ai400x2-turbo", "units": 4000})
+    path = node_path(spec, direction="write", active_nodes=1)
+    assert path.stages["node DCN (data-centre network)"] == pytest.approx(25e9)
+    assert path.bottleneck == "node DCN (data-centre network)"
+    with pytest.raises(ConfigError, match="front_end: this cluster has no front-end NICs"):
+        node_path(
+            preset("v100-pcie-4gpu", storage={"system": "ddn-ai400x2-turbo", "units": 1}),
+            direction="read",
+            active_nodes=1,
+        )
