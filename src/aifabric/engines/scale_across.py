@@ -2,8 +2,7 @@
 
 Hierarchical over three levels (the seed's scheme, one level up): reduce-scatter inside each site, an
 all-reduce of each GPU's shard with its counterparts in the other sites over the data-centre interconnect
-(DCI), all-gather inside each site. With ``k`` sites of ``N_s`` GPUs, ``g`` GPUs per scale-up domain,
-``D_s = N_s / g`` domains per site, ``S`` bytes per GPU:
+(DCI), all-gather inside each site. With ``k`` sites of ``N_s`` GPUs and ``S`` bytes per GPU:
 
     T_site  = RS(S, N_s) + AG(S, N_s) = AR_formula(S, N_s)               (one site's all-reduce)
     B_x     = min(B_nic, e x B_dci / N_s)                              (every GPU crosses at once)
@@ -55,8 +54,8 @@ def fibre_delay_s(distance_km: float, *, s_per_km: float = 5e-6) -> float:
 class CrossSiteAllReduce:
     """Times of one all-reduce across sites, seconds; ``cross_bytes_per_s`` is B_x per GPU per direction.
 
-    ``single_site_s`` is the same all-reduce with every GPU in one site (the in-site hierarchy over all
-    domains), so ``total_s - single_site_s`` is what spreading DP over the sites costs per step.
+    ``single_site_s`` is the same all-reduce with every GPU in one site (the formula engine's all-reduce
+    over all of them), so ``total_s - single_site_s`` is what spreading DP over the sites costs per step.
     """
 
     sites: int
