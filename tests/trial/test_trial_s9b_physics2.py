@@ -2,9 +2,8 @@
 one command; its docstring holds the command, what it printed and what the
 physics (or the cited source) says it should do."""
 
-import json
-
 import pytest
+from tests.trial.commands import result_json
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -12,13 +11,6 @@ from aifabric.cli.app import app
 runner = CliRunner()
 
 pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
-
-
-def _json(args: list[str]) -> dict:
-    r = runner.invoke(app, [*args, "--json"])
-    assert r.exit_code == 0, r.stdout + r.stderr
-    out = json.loads(r.stdout)
-    return out[0] if isinstance(out, list) else out
 
 
 def test_scale_across_charges_the_in_site_all_reduce_its_latency():
@@ -30,7 +22,7 @@ def test_scale_across_charges_the_in_site_all_reduce_its_latency():
     tuning.cc constants). The in-site part of a cross-site all-reduce cannot beat one NCCL network hop
     (NCCL's NET latency, several us)."""
     args = ["scale-across", "--nodes", "64", "--distance", "50 km", "--dci", "10 Tb/s", "--message", "1 KB"]
-    out = _json(args)
+    out = result_json(args)
     assert out["single_site_s"] >= 5e-6, out
     assert out["in_site_s"] >= 5e-6, out
 
@@ -43,7 +35,7 @@ def test_dcqcn_phase_margin_only_falls_as_the_feedback_delay_grows():
     unchanged and subtracts omega tau of phase at the crossover (Zhu et al., "ECN or Delay", CoNEXT'16,
     Sec. 4: DCQCN's margin shrinks as the delay grows), so the margin is monotone non-increasing in tau; the
     +153 deg is -206.8 deg wrapped by 360 deg."""
-    out = _json(["transport", "stability", "--delay", "200 us", "--delay", "500 us", "--flows", "2"])
+    out = result_json(["transport", "stability", "--delay", "200 us", "--delay", "500 us", "--flows", "2"])
     for model in ("exact", "paper"):
         short, long_ = (d[model]["phase_margin_deg"] for d in out["delays"])
         for n, (m_short, m_long) in enumerate(zip(short, long_, strict=True), start=1):
@@ -61,7 +53,7 @@ def test_young_daly_is_not_said_to_hold_when_the_interval_exceeds_the_mtbf():
     an interval 12x the MTBF, nor next to a goodput loss of 100%."""
     args = ["checkpoint", "--nodes", "16", "-m", "llama3-70b", "--tp", "8", "--pp", "2"]
     args += ["--storage", "ddn-ai400x2-turbo", "--storage-units", "1", "--mtbf", "1 s"]
-    out = _json(args)
+    out = result_json(args)
     assert out["interval_async_s"] > 1.0, out["interval_async_s"]
     assert out["young_daly_holds_async"] is False, out
 
