@@ -23,6 +23,7 @@ The package's own data (the catalogue, presets) is not user input and is read by
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -48,6 +49,7 @@ __all__ = [
     "MAX_YAML_BYTES",
     "MAX_YAML_DEPTH",
     "MAX_YAML_NODES",
+    "decode_text",
     "load_json",
     "load_yaml",
     "load_yaml_mapping",
@@ -151,24 +153,57 @@ def _too_large(p: Path, size: int, limit: int) -> str:
     )
 
 
+#: Byte-order marks and the encodings they name, longest first: a BOM leaves no doubt, so a file that starts
+#: with one is read in its encoding (Windows PowerShell 5.1's ``>`` writes UTF-16LE with FF FE and CRLF,
+#: Microsoft Learn, about_Character_Encoding; Notepad's "UTF-8 with BOM" writes EF BB BF). UTF-32 is not
+#: listed: its LE mark begins with UTF-16LE's, and no shell writes it by default.
+_BOMS: tuple[tuple[bytes, str, str], ...] = (
+    (codecs.BOM_UTF8, "utf-8", "UTF-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le", "UTF-16LE"),
+    (codecs.BOM_UTF16_BE, "utf-16-be", "UTF-16BE"),
+)
+
+
+def decode_text(data: bytes, source: str | None, message: str = "not UTF-8 text") -> str:
+    """``data`` as text: in the encoding its byte-order mark names (the mark dropped), else UTF-8.
+
+    Raises
+    ------
+    ParseError
+        If the bytes do not decode: ``message`` (or "not UTF-16LE text" and the like after a BOM), the
+        reason and the byte, at the line of the first bad byte.
+
+    Examples
+    --------
+    >>> decode_text(b"\\xff\\xfe" + "a\\r\\nb".encode("utf-16-le"), None)
+    'a\\r\\nb'
+    >>> decode_text(b"\\xef\\xbb\\xbfnodes: 4", None)
+    'nodes: 4'
+    """
+    bom, encoding, name = next(((b, e, n) for b, e, n in _BOMS if data.startswith(b)), (b"", "utf-8", ""))
+    body = data[len(bom) :]
+    try:
+        return body.decode(encoding)
+    except UnicodeDecodeError as err:
+        line = body[: err.start].decode(encoding, errors="replace").count("\n") + 1
+        what = f"not {name} text after its byte-order mark" if name else message
+        raise ParseError(
+            f"{what} ({err.reason} at byte {err.start + len(bom)})", line=line, source=source
+        ) from err
+
+
 def read_input_text(path: str | Path, *, limit: int | None = None) -> str:
-    """An input file as UTF-8 text (see :func:`read_input_bytes`).
+    """An input file as text: UTF-8, or the encoding its byte-order mark names (:func:`decode_text`; see
+    :func:`read_input_bytes`).
 
     Raises
     ------
     ConfigError
         As :func:`read_input_bytes`.
     ParseError
-        If the file is not UTF-8 (with the line of the first bad byte) or holds a NUL byte (binary).
+        If the file does not decode (with the line of the first bad byte) or holds a NUL byte (binary).
     """
-    data = read_input_bytes(path, limit=limit)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise ParseError(
-            f"not UTF-8 text ({err.reason} at byte {err.start})", line=line, source=str(path)
-        ) from err
+    text = decode_text(read_input_bytes(path, limit=limit), str(path))
     nul = text.find("\x00")
     if nul >= 0:
         line = text.count("\n", 0, nul) + 1

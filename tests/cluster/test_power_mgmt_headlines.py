@@ -258,3 +258,16 @@ def test_show_prints_the_front_end_ratio():
             x.count for x in s.inventory.lines if x.network == "front-end" and x.item == "switch"
         )
     assert counts == {1: 24, 8: 12}
+
+
+def test_a_tpu_pod_says_its_power_is_not_published():
+    """Google publishes no TPU v5p chip, host or pod power (Cloud TPU v5p docs' specification table has no
+    power row; catalogue power.yaml): ``cluster show`` says so instead of printing nothing, and counts no
+    compute watts it does not have."""
+    r = CliRunner().invoke(app, ["cluster", "show", "tpu-v5p-pod"])
+    assert r.exit_code == 0, r.output
+    assert "compute power (chips, hosts): not published for Google Cloud TPU v5p" in r.stdout
+    out = json.loads(CliRunner().invoke(app, ["cluster", "show", "tpu-v5p-pod", "--json"]).stdout)
+    assert out["compute_power_gap"].startswith("not published") and out["compute_watts"] == 0.0
+    assert not catalog.system_power("tpu-v5p").published
+    assert catalog.system_power("h100-sxm").published

@@ -21,7 +21,7 @@ from aifabric.cluster.presets import preset
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.summary import summarize
 from aifabric.cluster.topology import build_topology
-from aifabric.collectives.scale_across import fibre_delay_s
+from aifabric.engines.scale_across import fibre_delay_s
 
 # DGX B300 with ConnectX-8 (one 800 Gb/s XDR NIC per GPU), rail-optimised under Quantum-X800 Q3400
 # (144 x 800G) leaves and spines: the NVIDIA DGX SuperPOD (DGX B300, XDR) reference architecture.

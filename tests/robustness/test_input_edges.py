@@ -217,6 +217,28 @@ def test_binary_file_is_refused_with_its_line(tmp_path: Path) -> None:
     assert_one_line_error(run("nccl-tests", "compare", str(log)), f"{log}:2:", "not UTF-8")
 
 
+@pytest.mark.parametrize(
+    ("bom", "encoding"),
+    [(b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be")],
+)
+def test_a_byte_order_mark_names_the_encoding(tmp_path: Path, bom: bytes, encoding: str) -> None:
+    """A cluster file saved with a BOM (Notepad's UTF-8 with BOM; PowerShell 5.1's UTF-16LE, CRLF) reads as
+    the same file without one: the mark is dropped, the text decoded in the encoding it names."""
+    text = CLUSTER.replace("\n", "\r\n")
+    plain = run("cluster", "show", str(write(tmp_path, "plain.yaml", text.encode())), "--json")
+    marked = run(
+        "cluster", "show", str(write(tmp_path, "marked.yaml", bom + text.encode(encoding))), "--json"
+    )
+    assert plain.exit_code == 0 and marked.exit_code == 0, marked.output
+    assert marked.stdout == plain.stdout.replace("plain.yaml", "marked.yaml")
+
+
+def test_utf16_that_breaks_after_its_mark_is_refused_with_its_line(tmp_path: Path) -> None:
+    """A UTF-16LE log cut mid-character (an odd byte count) on its second line: one line naming it."""
+    log = write(tmp_path, "log.txt", b"\xff\xfe" + "# nThread 1\r\n#".encode("utf-16-le") + b"\x00")
+    assert_one_line_error(run("nccl-tests", "compare", str(log)), f"{log}:2:", "not UTF-16LE text")
+
+
 # -- 2. NCCL topology XML ------------------------------------------------------------------------------------
 
 

@@ -11,9 +11,16 @@ from typer.testing import CliRunner
 from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
 from aifabric.errors import ConfigError
-from aifabric.storage import checkpoint_size, checkpoint_time, goodput_lost_fraction, young_daly_interval_s
+from aifabric.storage import (
+    checkpoint_size,
+    checkpoint_time,
+    goodput_lost_fraction,
+    young_daly_interval_s,
+    young_daly_outside,
+)
 from aifabric.storage.checkpoint import check_state_fits
 from aifabric.storage.dataload import data_loading
+from aifabric.storage.paths import node_path
 
 
 def _dgx(nodes: int, units: int = 4, **changes):
@@ -93,6 +100,21 @@ def test_young_daly_by_hand():
     for other in (0.5 * tau, 2 * tau):
         assert goodput_lost_fraction(other, 60.0, 14_400.0) > goodput_lost_fraction(tau, 60.0, 14_400.0)
     assert goodput_lost_fraction(tau, 60.0, 14_400.0) == pytest.approx(math.sqrt(2 * 60 / 14_400))
+    # inside the model: 60 s < 1,314.5 s < 14,400 s, restart 120 s < 14,400 s
+    assert young_daly_outside(tau, 60.0, 14_400.0, 120.0) is None
+
+
+@pytest.mark.parametrize(
+    ("interval_s", "checkpoint_s", "restart_s", "reason"),
+    [
+        (50.0, 60.0, 0.0, "not longer than one checkpoint"),  # tau <= delta
+        (14_400.0, 60.0, 0.0, "not shorter than the MTBF"),  # tau = M: a failure in most intervals
+        (1_314.5, 60.0, 14_400.0, "restart takes no less than the MTBF"),  # R = M
+    ],
+)
+def test_young_daly_names_where_it_stops_holding(interval_s, checkpoint_s, restart_s, reason):
+    # Young 1974 / Daly 2006: first order in delta / M and tau / M, with M = 4 h = 14,400 s
+    assert reason in young_daly_outside(interval_s, checkpoint_s, 14_400.0, restart_s)
 
 
 def test_data_loading_share():
@@ -290,3 +312,18 @@ def test_check_state_fits_counts_host_memory_per_node():
     with pytest.raises(ConfigError, match=r"^n_params: .* more than the 10\.24 TB"):
         check_state_fits(spec, size)
     check_state_fits(spec, size, host_bytes_per_node=2e12)  # 42.24 TB hold 21 TB
+
+
+def test_a_tpu_host_reaches_storage_over_its_dcn():
+    # Cloud TPU v5p docs: DCN 50 Gb/s per chip, 4 chips per host -> 4 x 6.25 GB/s = 25 GB/s per direction;
+    # the TPU pod has no front-end in its description, so the DCN is the host's way to storage
+    spec = preset("tpu-v5p-pod", storage={"system": "ddn-ai400x2-turbo", "units": 4000})
+    path = node_path(spec, direction="write", active_nodes=1)
+    assert path.stages["node DCN (data-centre network)"] == pytest.approx(25e9)
+    assert path.bottleneck == "node DCN (data-centre network)"
+    with pytest.raises(ConfigError, match="front_end: this cluster has no front-end NICs"):
+        node_path(
+            preset("v100-pcie-4gpu", storage={"system": "ddn-ai400x2-turbo", "units": 1}),
+            direction="read",
+            active_nodes=1,
+        )

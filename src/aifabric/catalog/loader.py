@@ -320,10 +320,14 @@ class StorageSystemSpec(_Entry):
 
 
 class SystemPowerSpec(_Entry):
-    """Compute-side power of a system, per accelerator key (watts); see ``data/power.yaml``."""
+    """Compute-side power of a system, per accelerator key (watts); see ``data/power.yaml``.
 
-    gpu_w: float = Field(ge=0, validation_alias="gpu")
-    cpu_per_node_w: float = Field(ge=0, validation_alias="cpu_per_node")
+    ``gpu_w`` and ``cpu_per_node_w`` are None where the vendor publishes no power (TPU v5p); ``source`` says
+    so, and :attr:`published` is False.
+    """
+
+    gpu_w: float | None = Field(ge=0, validation_alias="gpu")
+    cpu_per_node_w: float | None = Field(ge=0, validation_alias="cpu_per_node")
     node_max_w: float | None = Field(default=None, ge=0, validation_alias="node_max")
     nvlink_port_w: float = Field(default=0.0, ge=0, validation_alias="nvlink_port")
     nvlink_ports_per_gpu: Int = Field(default=0, ge=0)
@@ -332,6 +336,11 @@ class SystemPowerSpec(_Entry):
     @classmethod
     def _pw(cls, v: Any) -> float | None:
         return None if v is None else parse_power(v)
+
+    @property
+    def published(self) -> bool:
+        """Whether the entry has the accelerator's and the host's power (else only its source's word)."""
+        return self.gpu_w is not None and self.cpu_per_node_w is not None
 
 
 class DciSpec(_Entry):

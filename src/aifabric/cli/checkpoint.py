@@ -29,7 +29,7 @@ from aifabric.storage.checkpoint import (
     checkpoint_time,
 )
 from aifabric.storage.dataload import data_loading
-from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s
+from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s, young_daly_outside
 from aifabric.units import format_bytes, format_time, parse_bytes, parse_time
 
 __all__ = ["checkpoint"]
@@ -228,15 +228,7 @@ def checkpoint(
     )
     res = checkpoint_time(spec, size, gds=gds)
     out = _checkpoint_dict(spec, n, size, res)
-    if step_s is not None:
-        out["async_drain_steps"] = res.drain_steps(step_s)
-    if mtbf_s is not None:
-        out.update(_intervals(res, mtbf_s, step_s))
-    if data_per_step is not None:
-        if step_s is None:
-            raise ConfigError("--data-per-step needs --step-time")
-        d = data_loading(spec, _data_bytes(data_per_step), step_s)
-        out["data_loading"] = {**d.__dict__, "share": d.share}
+    out.update(_per_step(spec, res, step_s, mtbf_s, data_per_step))
     _check_finite(out)
     if html is not None:
         from aifabric.report.html import checkpoint_report, write_html
@@ -280,6 +272,34 @@ def _checkpoint_dict(
     }
 
 
+def _per_step(
+    spec: ClusterSpec,
+    res: CheckpointResult,
+    step_s: float | None,
+    mtbf_s: float | None,
+    data_per_step: str | None,
+) -> dict[str, Any]:
+    """Data loading, the async drain's overlap in steps and the Young/Daly intervals. Steps are those data
+    loading allows: a step whose data takes longer to read than the step asked for lasts that long."""
+    out: dict[str, Any] = {}
+    if data_per_step is not None:
+        if step_s is None:
+            raise ConfigError("--data-per-step needs --step-time")
+        d = data_loading(spec, _data_bytes(data_per_step), step_s)
+        out["data_loading"] = {
+            **d.__dict__,
+            "share": d.share,
+            "keeps_up": d.keeps_up,
+            "loaded_step_s": d.loaded_step_s,
+        }
+        step_s = d.loaded_step_s
+    if step_s is not None:
+        out["async_drain_steps"] = res.drain_steps(step_s)
+    if mtbf_s is not None:
+        out.update(_intervals(res, mtbf_s, step_s))
+    return out
+
+
 def _intervals(res: CheckpointResult, mtbf_s: float, step_s: float | None) -> dict[str, Any]:
     """Young/Daly interval, whether it holds and the goodput lost, for synchronous and asynchronous saves.
 
@@ -297,8 +317,10 @@ def _intervals(res: CheckpointResult, mtbf_s: float, step_s: float | None) -> di
     ):
         tau = max(young_daly_interval_s(cost, mtbf_s), floor)
         out[f"interval_{mode}_s"] = tau
-        # Young/Daly is first order in cost/MTBF: an interval no longer than one write is outside it
-        out[f"young_daly_holds_{mode}"] = tau > cost
+        # Young/Daly is first order in cost/MTBF and interval/MTBF: the reason it does not hold, if any
+        why = young_daly_outside(tau, cost, mtbf_s, res.restore.seconds)
+        out[f"young_daly_holds_{mode}"] = why is None
+        out[f"young_daly_outside_{mode}"] = why
         out[f"goodput_lost_{mode}"] = (
             goodput_lost_fraction(tau, cost, mtbf_s, res.restore.seconds)
             if tau > 0
@@ -342,7 +364,9 @@ def _render(out: dict[str, Any]) -> None:
         )
     console.print(f"  async copy GPU->host (training stops): {format_time(out['async_copy_s'])}")
     if "async_drain_steps" in out:
-        console.print(f"  the drain overlaps {out['async_drain_steps']:.2f} training steps")
+        slow = out.get("data_loading", {}).get("keeps_up") is False
+        of = f" of {format_time(out['data_loading']['loaded_step_s'])}, waiting on data" if slow else ""
+        console.print(f"  the drain overlaps {out['async_drain_steps']:.2f} training steps{of}")
     if "interval_sync_s" in out:
         for mode in ("sync", "async"):
             console.print(
@@ -351,8 +375,8 @@ def _render(out: dict[str, Any]) -> None:
             )
             if not out[f"young_daly_holds_{mode}"]:
                 err_console.print(
-                    f"warning: the {mode} interval is not longer than one checkpoint: Young/Daly assumes "
-                    "checkpoint time << MTBF, so this interval and goodput are outside the model"
+                    f"warning: {mode}: {out[f'young_daly_outside_{mode}']}: Young/Daly assumes checkpoint, "
+                    "interval and restart << MTBF, so this interval and goodput are outside the model"
                 )
     if "data_loading" in out:
         d = out["data_loading"]
@@ -361,3 +385,9 @@ def _render(out: dict[str, Any]) -> None:
             f"{d['have_bytes_per_s'] / 1e9:.4g} GB/s "
             f"({d['share'] * 100:.2f}%; limit: {d['bottleneck']})"
         )
+        if not d["keeps_up"]:
+            err_console.print(
+                f"warning: data loading needs {d['share']:.3g}x what the {d['bottleneck']} delivers: reading "
+                f"a step's data takes {format_time(d['loaded_step_s'])}, longer than --step-time "
+                f"{format_time(d['step_time_s'])}, so every step waits on data"
+            )

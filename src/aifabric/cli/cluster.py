@@ -9,7 +9,7 @@ from rich.table import Table
 
 from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, literal, use_catalog
 from aifabric.cluster.headlines import headlines
-from aifabric.cluster.power import optics_whatif
+from aifabric.cluster.power import compute_power_gap, optics_whatif
 from aifabric.cluster.presets import list_presets
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
@@ -102,8 +102,11 @@ def show(
     _print_fabric(spec, s)
     if not s.inventory.lines:
         console.print("parts and power: no switched networks in this description (torus links only)")
-        return
-    _print_power(s)
+    else:
+        _print_power(s)
+    gap = compute_power_gap(spec)
+    if gap is not None:
+        console.print(f"compute power (chips, hosts): {literal(gap)}")
 
 
 def _summary_json(spec: ClusterSpec, s: ClusterSummary) -> dict[str, Any]:
@@ -128,6 +131,7 @@ def _summary_json(spec: ClusterSpec, s: ClusterSummary) -> dict[str, Any]:
         "total_watts": s.power.total_watts if s.power else s.inventory.total_watts,
         "optics_watts": s.inventory.optics_watts,
         "optics_share": s.power.optics_share if s.power else 0.0,
+        "compute_power_gap": compute_power_gap(spec),
     }
 
 

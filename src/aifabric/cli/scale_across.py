@@ -17,7 +17,7 @@ from aifabric.cli.common import (
     use_catalog,
 )
 from aifabric.cluster.resolve import resolve_cluster
-from aifabric.collectives.scale_across import cross_site_all_reduce
+from aifabric.engines.scale_across import cross_site_all_reduce
 from aifabric.errors import ConfigError
 from aifabric.units import format_time, parse_bytes
 

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 
 from aifabric import catalog
 from aifabric.cluster.inventory import Inventory, PartLine, inventory
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import Topology
 
-__all__ = ["OpticsWhatIf", "PowerBudget", "cluster_power", "optics_whatif"]
+__all__ = ["OpticsWhatIf", "PowerBudget", "cluster_power", "compute_power_gap", "optics_whatif"]
 
 
 @dataclass(frozen=True)
@@ -51,16 +52,34 @@ class PowerBudget:
         return self.optics_watts / self.total_watts if self.total_watts else 0.0
 
 
+def compute_power_gap(spec: ClusterSpec) -> str | None:
+    """Why the cluster's power has no compute lines (GPUs, CPUs, rest of node), or None when it has them.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> compute_power_gap(preset("tpu-v5p-pod")).startswith("not published for Google Cloud TPU v5p")
+    True
+    >>> compute_power_gap(preset("dgx-h100-superpod")) is None
+    True
+    """
+    pw = catalog.system_power(spec.accelerator)
+    if pw is None:
+        return f"the catalogue has no power figures for {spec.accelerator_spec.name} (power.yaml)"
+    if not pw.published:
+        return f"not published for {spec.accelerator_spec.name}: {pw.source}"
+    return None
+
+
 def cluster_power(topo: Topology, inv: Inventory | None = None) -> PowerBudget:
     """Whole-cluster power of ``topo`` (formulas in the module docstring).
 
-    The compute lines are empty when ``catalog/data/power.yaml`` has no entry for the accelerator.
+    The compute lines are empty when ``catalog/data/power.yaml`` has no entry for the accelerator, or one
+    whose vendor publishes no power (``SystemPowerSpec.published`` False).
     """
     spec = topo.spec
     inv = inv if inv is not None else inventory(topo)
     pw = catalog.system_power(spec.accelerator)
     lines: list[PartLine] = []
-    if pw is not None:
+    if pw is not None and pw.gpu_w is not None and pw.cpu_per_node_w is not None:
         gpus_w = spec.n_gpus * pw.gpu_w
         cpu_w = spec.n_nodes * pw.cpu_per_node_w
         lines.append(PartLine("compute", "gpu", spec.accelerator_spec.name, spec.n_gpus, gpus_w))

@@ -7,23 +7,24 @@ from collections import Counter
 from pathlib import Path
 
 from aifabric.errors import ParseError
-from aifabric.inputs import read_input_text
+from aifabric.inputs import decode_text, read_input_text
 
 
 def decode(text: str | bytes, source: str | None) -> str:
-    """``text`` as ``str``: bytes decode as UTF-8, else a ``ParseError`` names the offending line."""
+    """``text`` as ``str``: bytes decode as UTF-8 or as their byte-order mark says
+    (:func:`aifabric.inputs.decode_text`), else a ``ParseError`` names the offending line."""
     if isinstance(text, bytes):
-        return _utf8(text, source, "input is not UTF-8 text")
+        return decode_text(text, source, "input is not UTF-8 text")
     if not isinstance(text, str):
         raise TypeError(f"text must be str or bytes, got {type(text).__name__}")
     return text
 
 
 def nonempty_text(text: str | bytes, source: str | None, empty: str) -> str:
-    """``text`` as ``str`` (bytes decode as UTF-8); a ``ParseError`` for bytes that do not, or ``empty`` (at
-    line 1) for text that is blank."""
+    """``text`` as ``str`` (bytes decode as :func:`decode` does); a ``ParseError`` for bytes that do not, or
+    ``empty`` (at line 1) for text that is blank."""
     if isinstance(text, bytes):
-        text = _utf8(text, source, "not UTF-8 text")
+        text = decode_text(text, source)
     if not text.strip():
         raise ParseError(empty, line=1, source=source)
     return text
@@ -163,14 +164,6 @@ def line_count(text: str) -> int:
     return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
-def _utf8(data: bytes, source: str | None, message: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data[: err.start].count(b"\n") + 1
-        raise ParseError(f"{message} ({err.reason})", line=line, source=source) from err
-
-
 def read_log(path: str | Path) -> tuple[str, str]:
     """Read a text file for the discovery front doors; returns ``(text, source)``.
 
@@ -180,7 +173,8 @@ def read_log(path: str | Path) -> tuple[str, str]:
     Raises
     ------
     ParseError
-        If the file is empty (line 1) or not UTF-8 (the line of the first bad byte).
+        If the file is empty (line 1) or does not decode (UTF-8, or the encoding its byte-order mark names:
+        the line of the first bad byte).
     ConfigError
         If the file cannot be read, is not a regular file or is too large.
     """

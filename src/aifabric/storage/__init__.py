@@ -6,7 +6,7 @@ from aifabric.storage.checkpoint import (
     checkpoint_size,
     checkpoint_time,
 )
-from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s
+from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s, young_daly_outside
 from aifabric.storage.paths import NodePath, Transfer, node_path, transfer_time
 
 __all__ = [
@@ -20,4 +20,5 @@ __all__ = [
     "node_path",
     "transfer_time",
     "young_daly_interval_s",
+    "young_daly_outside",
 ]

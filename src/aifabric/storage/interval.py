@@ -10,7 +10,11 @@ loses, to first order, the fraction
 
     tau* = sqrt(2 delta M)            (Young 1974; Daly 2006 eq. 20 to first order)
 
-where lost(tau*) = sqrt(2 delta / M) + R / M. Valid for delta << M.
+where lost(tau*) = sqrt(2 delta / M) + R / M. Valid for delta << M and tau << M: the expansion counts at
+most one failure per interval and none during a checkpoint or a restart. Daly's higher-order estimate
+applies only for delta < 2 M and gives tau = M beyond, so an interval of M or more, one no longer than the
+checkpoint itself, or a restart of M or more is outside the first-order model
+(:func:`young_daly_outside`).
 
 References
 ----------
@@ -23,8 +27,9 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
-__all__ = ["goodput_lost_fraction", "young_daly_interval_s"]
+__all__ = ["goodput_lost_fraction", "young_daly_interval_s", "young_daly_outside"]
 
 
 def young_daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
@@ -60,3 +65,42 @@ def goodput_lost_fraction(
     if not interval_s > 0 or not mtbf_s > 0 or checkpoint_s < 0 or restart_s < 0:
         raise ValueError("need interval_s > 0, mtbf_s > 0 and costs >= 0")
     return min(1.0, checkpoint_s / interval_s + interval_s / (2 * mtbf_s) + restart_s / mtbf_s)
+
+
+#: Where the first-order model stops holding, in the order checked: ``(test of (tau, delta, M, R), reason)``
+#: (module docstring; Young 1974, Daly 2006 Sec. 3).
+_OUTSIDE: tuple[tuple[Callable[[float, float, float, float], bool], str], ...] = (
+    (lambda tau, delta, m, r: not tau > delta, "the interval is not longer than one checkpoint"),
+    (lambda tau, delta, m, r: not tau < m, "the interval is not shorter than the MTBF"),
+    (lambda tau, delta, m, r: not r < m, "a restart takes no less than the MTBF"),
+)
+
+
+def young_daly_outside(
+    interval_s: float, checkpoint_s: float, mtbf_s: float, restart_s: float = 0.0
+) -> str | None:
+    """Why checkpointing every ``interval_s`` lies outside the first-order model, or None when inside it.
+
+    The model assumes the checkpoint, the interval and the restart all short against the MTBF (module
+    docstring): an interval no longer than one checkpoint, one of the MTBF or more (failures then land in
+    most intervals, and the loss formula passes 100 %), or a restart no shorter than the MTBF is outside it.
+
+    Raises
+    ------
+    ValueError
+        If ``mtbf_s`` <= 0 or a time < 0.
+
+    Examples
+    --------
+    An async checkpoint (120.6 ms to copy to host) every 12.35 s, its drain, on a job failing every second:
+
+    >>> young_daly_outside(12.35, 0.1206, 1.0)
+    'the interval is not shorter than the MTBF'
+    >>> young_daly_outside(600.0, 30.0, 10_000.0) is None
+    True
+    """
+    if interval_s < 0 or checkpoint_s < 0 or restart_s < 0 or not mtbf_s > 0:
+        raise ValueError(
+            f"need times >= 0 and mtbf_s > 0, got {interval_s!r}, {checkpoint_s!r}, {mtbf_s!r}, {restart_s!r}"
+        )
+    return next((why for test, why in _OUTSIDE if test(interval_s, checkpoint_s, mtbf_s, restart_s)), None)

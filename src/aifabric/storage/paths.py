@@ -4,7 +4,7 @@ Per-node storage rate (reference/storage-optics-scale-across.md sec. 1.3, modell
 
     rate = min( GPU<->host PCIe x GPUs,          (each GPU's x16 link, per direction)
                 host bounce buffer,              (only without GPUDirect Storage)
-                front-end NICs x payload eff.,   (the node's front-end ports)
+                front-end NICs x payload eff.,   (the node's front-end ports; a TPU host: its DCN)
                 front-end NICs / oversubscription x payload eff.,   (its leaf's share of uplinks)
                 file-system per-client cap,
                 file-system aggregate / nodes moving data at once )
@@ -93,7 +93,7 @@ def node_path(
     Parameters
     ----------
     spec : ClusterSpec
-        Needs ``front_end`` with NICs and ``storage``.
+        Needs ``storage``, and ``front_end`` with NICs or an accelerator with a data-centre network (TPU).
     direction : {"read", "write"}
         Read (restore, data loading) or write (checkpoint).
     active_nodes : int
@@ -107,19 +107,15 @@ def node_path(
     Raises
     ------
     ConfigError
-        No front-end NICs or no storage in the spec; a storage system without the figures needed.
+        No front-end NICs (nor DCN) or no storage in the spec; a storage system without the figures needed.
     """
     if active_nodes < 1:
         raise ValueError(f"active_nodes must be >= 1, got {active_nodes!r}")
-    fe = spec.front_end
-    if fe is None or not fe.nics_per_node:
-        raise ConfigError("front_end: this cluster has no front-end NICs to reach storage")
     if spec.storage is None:
         raise ConfigError(
             "storage: this cluster names no storage system (add storage: {system: ..., units: ...})"
         )
-    nic = catalog.nic(fe.nic)
-    line = fe.nics_per_node * (fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s)
+    network = _network_stages(spec)  # first: a cluster with no way to storage is refused as such
     stages: dict[str, float] = {}
     n_gpus = spec.gpus_per_node if gpus is None else gpus
     if n_gpus:
@@ -128,15 +124,40 @@ def node_path(
             stages["GPU<->host PCIe"] = n_gpus * pcie.per_gpu_per_direction_bytes_per_s
         if not gds:
             stages["host bounce buffer (no GDS)"] = BOUNCE_BUFFER_BYTES_PER_S
-    stages["node front-end NICs"] = line * nic.payload_efficiency
-    if fe.oversubscription > 1:
-        stages["front-end fabric (leaf uplinks)"] = line * nic.payload_efficiency / fe.oversubscription
+    stages.update(network)
     system = catalog.storage(spec.storage.system)
     cap = system.per_client_read_bytes_per_s if direction == "read" else system.per_client_write_bytes_per_s
     if cap is not None:
         stages["file system per client"] = cap
     stages["file system aggregate"] = _aggregate(spec, direction) / active_nodes  # type: ignore[operator]
     return NodePath(stages)
+
+
+def _network_stages(spec: ClusterSpec) -> dict[str, float]:
+    """The node's network to storage, bytes/s per direction: its front-end NICs at their payload efficiency
+    (and the leaf's share of uplinks when oversubscribed), else, with no front-end in the description, the
+    host's data-centre network where the accelerator has one (a TPU host reaches storage over its DCN:
+    ``dcn_bandwidth`` per chip x chips per host, Google's line-rate figure, so a bound).
+
+    Raises
+    ------
+    ConfigError
+        If the node has neither front-end NICs nor a data-centre network.
+    """
+    fe = spec.front_end
+    if fe is not None and fe.nics_per_node:
+        nic = catalog.nic(fe.nic)
+        line = fe.nics_per_node * (fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s)
+        stages = {"node front-end NICs": line * nic.payload_efficiency}
+        if fe.oversubscription > 1:
+            stages["front-end fabric (leaf uplinks)"] = line * nic.payload_efficiency / fe.oversubscription
+        return stages
+    dcn = spec.accelerator_spec.dcn_bandwidth_bytes_per_s
+    if dcn:
+        return {"node DCN (data-centre network)": spec.gpus_per_node * dcn}
+    raise ConfigError(
+        "front_end: this cluster has no front-end NICs (nor a data-centre network) to reach storage"
+    )
 
 
 def transfer_time(path: NodePath, bytes_per_node: float) -> Transfer:

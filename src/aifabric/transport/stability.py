@@ -175,7 +175,8 @@ def phase_margin(prm: DcqcnParams, n_flows: int) -> DcqcnMargin:
 
     The Bode plot is sampled on 4,000 log-spaced frequencies from 1 to 1e8 rad/s (0.16 Hz to 16 MHz, around
     the loop's time constants, microseconds to seconds); the phase is unwrapped from the low-frequency
-    integrator (-90 deg) and every gain crossover is refined by linear interpolation in log w.
+    integrator (-90 deg), the outer delay's ``-w tau*`` added exactly, and every gain crossover is refined
+    by linear interpolation in log w (:func:`_crossovers`).
 
     Raises
     ------
@@ -197,22 +198,32 @@ def phase_margin(prm: DcqcnParams, n_flows: int) -> DcqcnMargin:
     if fp.pinned_at_kmax:
         return DcqcnMargin(n_flows, tau, -math.inf, math.nan, False)
     w = np.logspace(0, 8, 4000)
-    loop = open_loop(prm, n_flows, w)
-    gain_db = 20 * np.log10(np.abs(loop))
-    phase = np.degrees(np.unwrap(np.angle(loop)))
-    phase += -360.0 * np.round((phase[0] + 90.0) / 360.0)  # the integrator's -90 deg at low frequency
-    cross = np.flatnonzero((gain_db[:-1] >= 0) & (gain_db[1:] < 0))
-    if not cross.size:  # the gain never falls through 0 dB in range: no crossover, infinite margin
+    phase_deg, omegas = _crossovers(w, open_loop(prm, n_flows, w), tau)
+    margins = 180.0 + phase_deg - np.degrees(omegas * tau)
+    if not margins.size:  # the gain never falls through 0 dB in range: no crossover, infinite margin
         return DcqcnMargin(n_flows, tau, math.inf, math.nan, True)
-    margins, omegas = [], []
-    lw = np.log(w)
-    for i in cross.tolist():
-        frac = gain_db[i] / (gain_db[i] - gain_db[i + 1])
-        margins.append(180.0 + phase[i] + frac * (phase[i + 1] - phase[i]))
-        omegas.append(math.exp(lw[i] + frac * (lw[i + 1] - lw[i])))
     k = int(np.argmin(margins))
     pm = float(margins[k])
     return DcqcnMargin(n_flows, tau, pm, float(omegas[k]), pm > 0)
+
+
+def _crossovers(w: np.ndarray, loop: np.ndarray, delay_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """Every gain crossover of ``loop`` sampled at ``w`` (rad/s): ``(arg L0(j w_c) in degrees, w_c)``.
+
+    ``loop`` carries the feedback delay as an outer factor, ``L = L0 e^(-j w tau*)``; ``L0``'s phase is
+    unwrapped from its integrator (-90 deg at low frequency) and each crossover is refined by linear
+    interpolation in log w. The delay's own phase, ``-w_c tau*``, is left to the caller, exact: a pure delay
+    leaves the gain unchanged and takes ``w_c tau*`` off the margin (CoNEXT'16 Sec. 4), so a margin only
+    falls as tau* grows instead of wrapping by 360 deg.
+    """
+    gain_db = 20 * np.log10(np.abs(loop))
+    phase = np.degrees(np.unwrap(np.angle(loop * np.exp(1j * w * delay_s))))
+    phase += -360.0 * np.round((phase[0] + 90.0) / 360.0)  # the integrator's -90 deg at low frequency
+    cross = np.flatnonzero((gain_db[:-1] >= 0) & (gain_db[1:] < 0))
+    frac = gain_db[cross] / (gain_db[cross] - gain_db[cross + 1])
+    lw = np.log(w)
+    at = phase[cross] + frac * (phase[cross + 1] - phase[cross])
+    return at, np.exp(lw[cross] + frac * (lw[cross + 1] - lw[cross]))
 
 
 def paper_open_loop(prm: DcqcnParams, n_flows: int, omega_rad_per_s: np.ndarray) -> np.ndarray:
@@ -272,9 +283,13 @@ def paper_open_loop(prm: DcqcnParams, n_flows: int, omega_rad_per_s: np.ndarray)
 def paper_phase_margin(prm: DcqcnParams, n_flows: int) -> float:
     """Phase margin (degrees) of :func:`paper_open_loop`, as the published figure computes it.
 
-    ``180 deg + arg L(j w_c)`` wrapped to (-180, 180] at each gain crossover of 4,000 log-spaced
-    frequencies from 1 to 1e8 rad/s (refined by interpolation in log w), the lowest one; ``inf`` without a
-    crossover. No pinning at Kmax: the figure ignores it.
+    ``180 deg + arg L(j w_c)`` at each gain crossover of 4,000 log-spaced frequencies from 1 to 1e8 rad/s
+    (refined by interpolation in log w), the lowest one; ``inf`` without a crossover. No pinning at Kmax:
+    the figure ignores it. The published script wraps the margin to [-180, 180); here the wrap is taken
+    before the delay's phase ``-w_c tau*`` is added (the authors' ``L`` is a delay-free rational function
+    times ``e^(-s tau*)``, so ``w_c`` does not depend on tau*): the two agree wherever the margin lies in
+    that range, as every published point does, and a long delay gives a margin below -180 deg, not a
+    wrapped positive one (500 us, N = 1: -206.8 deg, not +153.2).
 
     Raises
     ------
@@ -282,15 +297,11 @@ def paper_phase_margin(prm: DcqcnParams, n_flows: int) -> float:
         If ``n_flows`` is not a positive integer.
     """
     w = np.logspace(0, 8, 4000)
-    loop = paper_open_loop(prm, n_flows, w)
-    gain_db = 20 * np.log10(np.abs(loop))
-    phase = np.degrees(np.unwrap(np.angle(loop)))
-    cross = np.flatnonzero((gain_db[:-1] >= 0) & (gain_db[1:] < 0))
-    if not cross.size:
-        return math.inf
-    frac = gain_db[cross] / (gain_db[cross] - gain_db[cross + 1])
-    at = phase[cross] + frac * (phase[cross + 1] - phase[cross])
-    return float(np.min((at + 360.0) % 360.0 - 180.0))
+    phase_deg, omegas = _crossovers(w, paper_open_loop(prm, n_flows, w), prm.feedback_delay_s)
+    # the script's wrap applies to the delay-free loop, whose phase is unchanged by tau*; the delay's
+    # -w_c tau* then only lowers the margin
+    margins = (phase_deg + 360.0) % 360.0 - 180.0 - np.degrees(omegas * prm.feedback_delay_s)
+    return float(margins.min()) if margins.size else math.inf
 
 
 def stability_map(prm: DcqcnParams, flows: list[int], delays_s: list[float]) -> np.ndarray:

@@ -2,15 +2,18 @@
 
 Hierarchical over three levels (the seed's scheme, one level up): reduce-scatter inside each site, an
 all-reduce of each GPU's shard with its counterparts in the other sites over the data-centre interconnect
-(DCI), all-gather inside each site. With ``k`` sites of ``N_s`` GPUs, ``g`` GPUs per scale-up domain,
-``D_s = N_s / g`` domains per site, ``S`` bytes per GPU:
+(DCI), all-gather inside each site. With ``k`` sites of ``N_s`` GPUs and ``S`` bytes per GPU:
 
-    T_site  = RS_ring(S, g, B_up) + RS_ring(S / g, D_s, B_nic)          (and the same again for the AG)
+    T_site  = RS(S, N_s) + AG(S, N_s) = AR_formula(S, N_s)               (one site's all-reduce)
     B_x     = min(B_nic, e x B_dci / N_s)                              (every GPU crosses at once)
     alpha_x = d x t_fibre                                              (one-way fibre delay, 5 us/km)
     T_cross = 2 (k - 1) alpha_x + 2 (k - 1) / k x (S / N_s) / B_x        (ring over the k sites)
 
-B_up and B_nic are NCCL's effective scale-up and the NIC payload bandwidth per GPU, per direction;
+The in-site reduce-scatter and all-gather together cost what one all-reduce over the site's ``N_s`` GPUs
+costs (a ring all-reduce is exactly its reduce-scatter then its all-gather), so ``T_site`` is the formula
+engine's all-reduce over site 0's GPUs, the call ``aifabric collective all_reduce`` makes: NCCL's choice of
+algorithm and protocol with its latencies (tuning.cc), not bandwidth terms alone, which would let a 1 KB
+all-reduce over 512 GPUs finish in 10 ns. B_nic is the NIC payload bandwidth per GPU, per direction;
 B_dci the site's DCI line rate per direction and e its transport's efficiency (catalogue ``dci``).
 The latency term 2 (k - 1) alpha_x is what distance adds: 500 us for two sites 50 km apart.
 
@@ -27,7 +30,10 @@ from dataclasses import dataclass
 
 from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.collectives.costs import ring_all_gather_time, ring_all_reduce_time, ring_reduce_scatter_time
+from aifabric.collectives.communicator import Communicator
+from aifabric.collectives.costs import ring_all_reduce_time
+from aifabric.collectives.ops import Collective
+from aifabric.engines.formula import formula_collective
 from aifabric.errors import ConfigError
 
 __all__ = ["CrossSiteAllReduce", "cross_site_all_reduce", "fibre_delay_s", "pp_boundary_time"]
@@ -48,8 +54,8 @@ def fibre_delay_s(distance_km: float, *, s_per_km: float = 5e-6) -> float:
 class CrossSiteAllReduce:
     """Times of one all-reduce across sites, seconds; ``cross_bytes_per_s`` is B_x per GPU per direction.
 
-    ``single_site_s`` is the same all-reduce with every GPU in one site (the in-site hierarchy over all
-    domains), so ``total_s - single_site_s`` is what spreading DP over the sites costs per step.
+    ``single_site_s`` is the same all-reduce with every GPU in one site (the formula engine's all-reduce
+    over all of them), so ``total_s - single_site_s`` is what spreading DP over the sites costs per step.
     """
 
     sites: int
@@ -72,19 +78,14 @@ class CrossSiteAllReduce:
 
 
 def _in_site(spec: ClusterSpec, message_bytes: float, gpus: int) -> float:
-    g = spec.domain_gpus
-    domains = gpus // g
-    up = spec.scaleup_effective_bytes_per_s if g > 1 else 1.0
-    nic = spec.nic_effective_bytes_per_s
-    t = 0.0
-    if g > 1:
-        t += ring_reduce_scatter_time(message_bytes, g, up) + ring_all_gather_time(message_bytes, g, up)
-    if domains > 1:
-        if not nic > 0:
-            raise ConfigError("scale_out: the GPUs of a site span domains but have no NIC")
-        shard = message_bytes / g
-        t += ring_reduce_scatter_time(shard, domains, nic) + ring_all_gather_time(shard, domains, nic)
-    return t
+    """Seconds of the formula engine's all-reduce of ``message_bytes`` over the first ``gpus`` GPUs of one
+    site (``spec`` without its sites). A gradient larger than HBM is timed as one logical message, as the
+    training model does (frameworks all-reduce it in buckets)."""
+    if gpus > spec.domain_gpus and not spec.nic_effective_bytes_per_s > 0:
+        raise ConfigError("scale_out: the GPUs of a site span domains but have no NIC")
+    site = spec.with_changes(sites=None)
+    comm = Communicator.contiguous(site, gpus)
+    return formula_collective(Collective.ALL_REDUCE, message_bytes, site, comm, hbm_check=False).time_s
 
 
 def cross_site_all_reduce(spec: ClusterSpec, message_bytes: float) -> CrossSiteAllReduce:

@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
-from aifabric.collectives.scale_across import cross_site_all_reduce, pp_boundary_time
+from aifabric.engines.scale_across import cross_site_all_reduce, pp_boundary_time
 from aifabric.errors import ConfigError
 
 
