@@ -30,6 +30,11 @@ across nodes, GDR off       ``B_o x e_staging`` and ``+ a_staging`` per network 
                             NCCL's tuner also drops LL128 (typeInter > PXB, tuning.cc)
 ==========================  ================================================================================
 
+On EFA the network plugin, aws-ofi-nccl, sets variables of its own beneath the user's
+(:mod:`aifabric.catalog.aws_ofi_nccl`): ``NCCL_NVLS_CHUNKSIZE`` / ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` reach the
+tier model (:func:`aifabric.collectives.tiers.tier_model`), ``NCCL_NVLS_ENABLE=0`` below NCCL 2.18.5 the
+choice (:func:`plugin_env`).
+
 The other ``NCCL_*`` variables NcclEnv reads (the network plugin) are refused, not dropped.
 """
 
@@ -53,7 +58,7 @@ from aifabric.catalog.transport import (
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.cost import Algorithm
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel
+from aifabric.collectives.tiers import Protocol, TierModel, efa_plugin_settings, library_release
 from aifabric.errors import ConfigError
 
 __all__ = [
@@ -65,6 +70,7 @@ __all__ = [
     "env_tiers",
     "host_staging_efficiency",
     "parse_env",
+    "plugin_env",
     "stages_in_host",
 ]
 
@@ -81,6 +87,8 @@ MODELLED_VARIABLES = (
     "NCCL_MIN_NCHANNELS",
     "NCCL_MAX_NCHANNELS",
     "NCCL_IB_QPS_PER_CONNECTION",
+    "NCCL_NVLS_CHUNKSIZE",
+    "NCCL_NVLSTREE_MAX_CHUNKSIZE",
 )
 
 #: The variables that choose transports (:func:`env_tiers`).
@@ -104,20 +112,21 @@ _NCCL_NAME = {
 @dataclass(frozen=True)
 class EnvChoice:
     """The registry algorithms a stated environment disables, the protocols it leaves (None: all), and the
-    channel bounds and QPs per connection it sets (None: NCCL's default)."""
+    channel bounds, QPs per connection and NVLS / NVLS-tree chunks it sets (None: NCCL's default)."""
 
     disabled: frozenset[Algorithm]
     protocols: frozenset[Protocol] | None
     min_nchannels: int | None = None
     max_nchannels: int | None = None
     ib_qps_per_connection: int | None = None
+    nvls_chunks: tuple[int | None, int | None] = (None, None)
 
     @property
     def shapes_tiers(self) -> bool:
-        """True when the environment changes the tier model (channels or QPs), not only the choice."""
-        return any(
-            v is not None for v in (self.min_nchannels, self.max_nchannels, self.ib_qps_per_connection)
-        )
+        """True when the environment changes the tier model (channels, QPs or NVLS chunks), not only the
+        choice."""
+        bounds = (self.min_nchannels, self.max_nchannels, self.ib_qps_per_connection, *self.nvls_chunks)
+        return any(v is not None for v in bounds)
 
 
 def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
@@ -140,7 +149,7 @@ def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
 @lru_cache(maxsize=1024)
 def _choice(parsed: NcclEnv, op: Collective) -> EnvChoice:
     """:func:`env_choice` of a read environment (pure: NcclEnv and EnvChoice are frozen)."""
-    bounds = (parsed.min_nchannels, parsed.max_nchannels, parsed.ib_qps_per_connection)
+    bounds = (parsed.min_nchannels, parsed.max_nchannels, parsed.ib_qps_per_connection, parsed.nvls_chunks)
     try:
         coll = nccl.Collective(op.value)
     except ValueError:  # all_to_all, send_recv: not NCCL_ALGO/NCCL_PROTO collectives
@@ -150,6 +159,32 @@ def _choice(parsed: NcclEnv, op: Collective) -> EnvChoice:
     stated = parsed.proto is not None and nccl_names(parsed.proto, coll)
     protocols = frozenset(Protocol(p.value) for p in parsed.protocols(coll)) if stated else None
     return EnvChoice(disabled, protocols, *bounds)
+
+
+#: The plugin's variables that change the choice, not the tier model (:func:`plugin_env`).
+_PLUGIN_CHOICE_VARIABLES = ("NCCL_NVLS_ENABLE",)
+
+
+def plugin_env(
+    env: Mapping[str, str] | None, spec: ClusterSpec, nccl_version: str | None
+) -> Mapping[str, str] | None:
+    """``env`` with what aws-ofi-nccl sets on an EFA cluster that changes the choice beneath it: the user's
+    own setting wins, as the plugin sets a variable only where it is unset (``insert_envvar(..., false)``).
+
+    >>> from aifabric.cluster.spec import ClusterSpec
+    >>> p5 = ClusterSpec.model_validate({"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"nic": "efa-v2",
+    ...     "nics_per_gpu": 4, "transport": "efa-srd", "fabric": "ethernet",
+    ...     "switch": "spectrum-4-sn5600-400g"}})
+    >>> plugin_env(None, p5, "2.18.3"), plugin_env({"NCCL_NVLS_ENABLE": "1"}, p5, "2.18.3")
+    ({'NCCL_NVLS_ENABLE': '0'}, {'NCCL_NVLS_ENABLE': '1'})
+    >>> plugin_env(None, p5, "2.18.5") is None
+    True
+    """
+    release = library_release(spec.accelerator_spec.collective_library, nccl_version)
+    user = env or {}
+    settings = efa_plugin_settings(spec, release, nccl_version)
+    extra = {k: settings[k] for k in _PLUGIN_CHOICE_VARIABLES if k in settings and k not in user}
+    return {**extra, **user} if extra else env
 
 
 def parse_env(env: Mapping[str, str]) -> NcclEnv:
