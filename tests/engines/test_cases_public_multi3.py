@@ -131,8 +131,8 @@ POINTS = {
     # "8589934592 ... 33605 255.62 479.28": 434.6 (-9.3 %; 439.7)
     "AWS p5 2 nodes 8 GiB": _aws(8 * GiB, 33605, 479.28),
     # "17179869184 ... 66132 259.78 487.09": 438.5 (-9.97 %; 441.1): the plateau, under the measured one
-    # by the efa-srd efficiency (0.59, from p4dn); the 512 KiB chunks' fill, 2 x 16 x 8 x 512 KiB = 128 MiB (32
-    # MiB at 128 KiB), costs 0.6 %
+    # by the efa-srd efficiency (0.59, from p4dn); the 512 KiB chunks' fill, 2 x 16 x 8 x 512 KiB = 128
+    # MiB (32 MiB at 128 KiB), costs 0.6 %
     "AWS p5 2 nodes 16 GiB": _aws(16 * GiB, 66132, 487.09),
     # oci-hpc-oke GB200 README: 8 ranks on 2 x BM.GPU.GB200.4 through MNNVL, image nccl-2.26.6-1 (2.25.1
     # tables). NVLS in the NVLink domain (721.8 GB/s x 0.74 nvlsEfficiency). "4194304 ... 52.72 79.55
