@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from aifabric.catalog.nccl import version_tuple
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
 
@@ -55,13 +56,7 @@ class OfiNcclRelease:
 
 def _version_tuple(version: str) -> tuple[int, ...]:
     """``"1.21.1"`` / ``"v1.13.0-aws"`` -> ``(1, 21, 1)`` / ``(1, 13, 0)``; ConfigError naming the value."""
-    text = str(version).strip().lower().removeprefix("v").split("-")[0]
-    try:
-        parts = tuple(int(p) for p in text.split("."))
-    except ValueError:
-        raise ConfigError(f"ofi_nccl_version: {version!r} is not a version like 1.21.1") from None
-    if not 1 <= len(parts) <= 3:
-        raise ConfigError(f"ofi_nccl_version: {version!r} is not a version like 1.21.1")
+    parts = version_tuple(version, "ofi_nccl_version", "1.21.1")
     return parts + (0,) * (3 - len(parts))
 
 
@@ -162,7 +157,7 @@ def nccl_reads(variable: str, nccl_version: str) -> bool:
 
 def _nccl_tuple(version: str) -> tuple[int, ...]:
     """An NCCL version as a comparable tuple (``"2.20.3"`` -> ``(2, 20, 3)``)."""
-    parts = tuple(int(p) for p in version.split("-")[0].removeprefix("v").split("."))
+    parts = version_tuple(version)
     return parts + (0,) * (3 - len(parts))
 
 

@@ -225,20 +225,21 @@ class NcclRelease(_Frozen):
         return _version_tuple(self.version)
 
 
-def version_tuple(version: str) -> tuple[int, ...]:
-    """A stated version as integers (:func:`_version_tuple`); ConfigError when it is not one."""
-    return _version_tuple(version)
+def version_tuple(version: str, field: str = "nccl version", example: str = "2.21.5") -> tuple[int, ...]:
+    """A stated version as integers (:func:`_version_tuple`); ConfigError naming ``field`` when it is not
+    one (``example`` shows the form)."""
+    return _version_tuple(version, field, example)
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
+def _version_tuple(version: str, field: str = "nccl version", example: str = "2.21.5") -> tuple[int, ...]:
     """``"2.30.7"`` / ``"v2.30.7-1"`` / ``"2.30"`` -> ``(2, 30, 7)`` / ``(2, 30, 7)`` / ``(2, 30)``."""
-    text = version.strip().lower().removeprefix("v").split("-")[0].split("+")[0]
+    text = str(version).strip().lower().removeprefix("v").split("-")[0].split("+")[0]
     try:
         parts = tuple(int(p) for p in text.split("."))
     except ValueError:
-        raise ConfigError(f"nccl version: {version!r} is not a version like 2.21.5") from None
+        raise ConfigError(f"{field}: {version!r} is not a version like {example}") from None
     if not 1 <= len(parts) <= 3:
-        raise ConfigError(f"nccl version: {version!r} is not a version like 2.21.5")
+        raise ConfigError(f"{field}: {version!r} is not a version like {example}")
     return parts
 
 
