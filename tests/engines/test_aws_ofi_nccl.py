@@ -81,3 +81,16 @@ def test_bad_instance_or_release_is_refused_naming_the_field():
 def test_bad_chunk_sizes_are_refused_naming_the_variable():
     with pytest.raises(ValueError, match=r"NCCL_NVLS_CHUNKSIZE: expected an integer"):
         formula_collective("all_reduce", GiB, P5_2, env={"NCCL_NVLS_CHUNKSIZE": "big"})
+
+
+def test_the_explanation_names_what_the_plugin_set_that_the_pick_ran_with():
+    chunks = "NCCL_NVLS_CHUNKSIZE=524288, NCCL_NVLSTREE_MAX_CHUNKSIZE=524288"
+    plugin = f"aws-ofi-nccl 1.21.1 on p5.48xlarge sets {chunks}"
+    assert formula_collective("all_reduce", GiB, P5_2).explanation.endswith(plugin)
+    mine = formula_collective("all_reduce", GiB, P5_2, env=NCCL_DEFAULT_CHUNK).explanation
+    assert mine.endswith(
+        "sets NCCL_NVLSTREE_MAX_CHUNKSIZE=524288"
+    )  # the user's own chunk is not the plugin's
+    assert "aws-ofi-nccl" not in formula_collective("all_reduce", 1024, P5_2).explanation  # tree/LL: no chunk
+    off = formula_collective("all_reduce", GiB, P5_2, nccl_version="2.18.3").explanation
+    assert off.endswith("aws-ofi-nccl 1.21.1 on p5.48xlarge sets NCCL_NVLS_ENABLE=0")

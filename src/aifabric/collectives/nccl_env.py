@@ -46,6 +46,7 @@ from functools import lru_cache
 
 from aifabric import catalog
 from aifabric.catalog import nccl
+from aifabric.catalog.aws_ofi_nccl import efa_instance, ofi_nccl_release
 from aifabric.catalog.transport import (
     NcclEnv,
     PathType,
@@ -71,6 +72,7 @@ __all__ = [
     "host_staging_efficiency",
     "parse_env",
     "plugin_env",
+    "plugin_note",
     "stages_in_host",
 ]
 
@@ -185,6 +187,40 @@ def plugin_env(
     settings = efa_plugin_settings(spec, release, nccl_version)
     extra = {k: settings[k] for k in _PLUGIN_CHOICE_VARIABLES if k in settings and k not in user}
     return {**extra, **user} if extra else env
+
+
+#: The plugin's variables each algorithm's cost reads (the NVLS chunks; NVLS off: the choice itself).
+_PLUGIN_NOTE_VARIABLES = {
+    Algorithm.NVLS: ("NCCL_NVLS_CHUNKSIZE",),
+    Algorithm.NVLS_TREE: ("NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE"),
+}
+
+
+def plugin_note(
+    spec: ClusterSpec, tm: TierModel, algorithm: Algorithm, user_env: Mapping[str, str] | None
+) -> str | None:
+    """What aws-ofi-nccl set that the pick ran with, for the explanation: the NVLS chunks of an NVLS pick
+    and NVLS turned off, each where the user left it unset; None when nothing of the plugin's shaped it.
+
+    >>> from aifabric.cluster.spec import ClusterSpec
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> p5 = ClusterSpec.model_validate({"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"nic": "efa-v2",
+    ...     "nics_per_gpu": 4, "transport": "efa-srd", "fabric": "ethernet",
+    ...     "switch": "spectrum-4-sn5600-400g"}})
+    >>> plugin_note(p5, tier_model(p5), Algorithm.NVLS_TREE, None)
+    'aws-ofi-nccl 1.21.1 on p5.48xlarge sets NCCL_NVLS_CHUNKSIZE=524288, NCCL_NVLSTREE_MAX_CHUNKSIZE=524288'
+    """
+    settings = efa_plugin_settings(spec, tm.release, tm.nccl_version or None)
+    user = user_env or {}
+    names = (*_PLUGIN_NOTE_VARIABLES.get(algorithm, ()), *_PLUGIN_CHOICE_VARIABLES)
+    used = [f"{k}={settings[k]}" for k in names if k in settings and k not in user]
+    if not used or spec.scale_out is None:
+        return None
+    so = spec.scale_out
+    instance = efa_instance(spec.accelerator, so.nic, so.instance_type)
+    return (
+        f"aws-ofi-nccl {ofi_nccl_release(so.ofi_nccl_version).version} on {instance} sets {', '.join(used)}"
+    )
 
 
 def parse_env(env: Mapping[str, str]) -> NcclEnv:

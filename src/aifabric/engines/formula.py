@@ -40,6 +40,7 @@ from aifabric.collectives.nccl_env import (
     env_choice,
     env_tiers,
     plugin_env,
+    plugin_note,
 )
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
@@ -236,7 +237,7 @@ def formula_collective(
         comm = Communicator.contiguous(spec, ranks)
     if hbm_check:
         check_fits_hbm(op, message_bytes, comm.n_ranks, spec)
-    env = plugin_env(env, spec, nccl_version)  # aws-ofi-nccl's settings beneath the user's, on EFA
+    user_env, env = env, plugin_env(env, spec, nccl_version)  # aws-ofi-nccl's beneath the user's, on EFA
     choice = env_choice(env, op) if env else None
     tm = _call_tiers(spec, choice, tiers, convention, efficiency, calibration, nccl_version)
     forced = None if algorithm is None else Algorithm.parse(algorithm)
@@ -277,7 +278,8 @@ def formula_collective(
     best = _pick(evals, forced is not None)
     result = _result(op, message_bytes, comm, tm, best, evals)
     unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
-    notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused) if s]
+    plugin = plugin_note(spec, tm, best.algorithm, user_env) if comm.n_ranks > 1 else None
+    notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused, plugin) if s]
     result = replace(result, explanation=". ".join([result.explanation, *notes])) if notes else result
     return with_host_floor(result, gpus_per_thread, launch_s_per_gpu)
 
