@@ -225,20 +225,21 @@ class NcclRelease(_Frozen):
         return _version_tuple(self.version)
 
 
-def version_tuple(version: str) -> tuple[int, ...]:
-    """A stated version as integers (:func:`_version_tuple`); ConfigError when it is not one."""
-    return _version_tuple(version)
+def version_tuple(version: str, field: str = "nccl version", example: str = "2.21.5") -> tuple[int, ...]:
+    """A stated version as integers (:func:`_version_tuple`); ConfigError naming ``field`` when it is not
+    one (``example`` shows the form)."""
+    return _version_tuple(version, field, example)
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
+def _version_tuple(version: str, field: str = "nccl version", example: str = "2.21.5") -> tuple[int, ...]:
     """``"2.30.7"`` / ``"v2.30.7-1"`` / ``"2.30"`` -> ``(2, 30, 7)`` / ``(2, 30, 7)`` / ``(2, 30)``."""
-    text = version.strip().lower().removeprefix("v").split("-")[0].split("+")[0]
+    text = str(version).strip().lower().removeprefix("v").split("-")[0].split("+")[0]
     try:
         parts = tuple(int(p) for p in text.split("."))
     except ValueError:
-        raise ConfigError(f"nccl version: {version!r} is not a version like 2.21.5") from None
+        raise ConfigError(f"{field}: {version!r} is not a version like {example}") from None
     if not 1 <= len(parts) <= 3:
-        raise ConfigError(f"nccl version: {version!r} is not a version like 2.21.5")
+        raise ConfigError(f"{field}: {version!r} is not a version like {example}")
     return parts
 
 
@@ -549,7 +550,14 @@ def nvls_channels(release: NcclRelease, arch: str, *, nnodes: int, local_gpus: i
 
 
 def nvls_tree_start_chunk(
-    release: NcclRelease, arch: str, *, nnodes: int, local_gpus: int, nic_gbps: float, near_nic: bool
+    release: NcclRelease,
+    arch: str,
+    *,
+    nnodes: int,
+    local_gpus: int,
+    nic_gbps: float,
+    near_nic: bool,
+    env: tuple[int | None, int | None] = (None, None),
 ) -> int:
     """The chunk NVLS-tree starts from before enqueue.cc shrinks it, bytes:
     ``min(comm->nvlsChunkSize, comm->nvlsTreeMaxChunkSize)`` (``enqueue.cc`` calcCollChunking).
@@ -559,13 +567,26 @@ def nvls_tree_start_chunk(
     ``nvls_tree_chunk_bytes``, capped at ``nvls_tree_chunk_bytes_from_4_nodes`` from 4 nodes
     (``NCCL_NVLSTREE_MAX_CHUNKSIZE`` default -2). GB200 NVL72 racks (72 GPUs, 400 Gb/s = 50 GB/s NICs) on
     2.30: 2 racks 64 KiB (ppn >= 16); from 3 racks 128 KiB, 64 KiB when the NIC is within PXB.
+
+    ``env``: ``NCCL_NVLS_CHUNKSIZE`` / ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` where stated (the user's, or those
+    aws-ofi-nccl sets), each replacing its default or Blackwell tuning (``nvls.cc`` ncclNvlsTuning: "User
+    overrides take priority over tuning"). aws-ofi-nccl's 512 KiB on 2 x p5 (NCCL 2.30.3): 512 KiB, not 128.
+
+    >>> r = nccl_release("2.30.3")
+    >>> [nvls_tree_start_chunk(r, "hopper", nnodes=n, local_gpus=8, nic_gbps=12.5, near_nic=True,
+    ...     env=e) for n, e in ((2, (None, None)), (4, (None, None)), (4, (2**19, 2**19)))]
+    [131072, 65536, 524288]
     """
+    env_chunk, env_tree_max = env
+    chunk, tree_max = env_chunk or release.nvls_tree_chunk_bytes, env_tree_max
     if nnodes > 1 and tuning_arch(release, arch) == "blackwell":
         for rule in release.blackwell_nvls_tree_chunks:
             if rule.matches(nnodes=nnodes, nic_gbps=nic_gbps, local_gpus=local_gpus, near_nic=near_nic):
-                return min(rule.chunk, rule.tree_max_chunk)
-    chunk, cap = release.nvls_tree_chunk_bytes, release.nvls_tree_chunk_bytes_from_4_nodes
-    return min(chunk, cap) if cap is not None and nnodes >= 4 else chunk
+                return min(env_chunk or rule.chunk, env_tree_max or rule.tree_max_chunk)
+    cap = release.nvls_tree_chunk_bytes_from_4_nodes
+    if tree_max is None:
+        tree_max = cap if cap is not None and nnodes >= 4 else chunk
+    return min(chunk, tree_max)
 
 
 def nvls_heads(release: NcclRelease, *, local_gpus: int, nics_per_node: int = 0) -> int:
@@ -702,13 +723,14 @@ def nvls_chunk_bytes(
     """The chunk one (channel, NVLS head) moves per pipeline step, bytes (``enqueue.cc``
     calcCollChunking).
 
-    NVLS starts at ``nvls_chunk_bytes``, capped at ``nvls_multi_node_chunk_bytes`` (32 KiB, NCCL 2.19.3
-    on) across nodes when NCCL's tuner prices NVLS all_reduce below ``nvls_multi_node_chunk_below_gbps``
-    (150): ``nvls_gbps`` is that figure, ``comm->bandwidths[ncclFuncAllReduce][NCCL_ALGO_NVLS]
-    [NCCL_PROTO_SIMPLE]``, the tuner's NVLS algbw in GB/s (None: not known, no cap). NVLS-tree starts at
-    ``nvls_tree_chunk_bytes``, capped at ``nvls_tree_chunk_bytes_from_4_nodes`` from 4 nodes on, or at
-    ``start`` where given (:func:`nvls_tree_start_chunk`). Then, for each ``(k, c)`` of the algorithm's
-    shrink list in order: ``chunk = c`` while ``nbytes < k x channels x heads x chunk`` and ``chunk > c``.
+    NVLS starts at ``start`` (``NCCL_NVLS_CHUNKSIZE`` where stated) or ``nvls_chunk_bytes``, capped at
+    ``nvls_multi_node_chunk_bytes`` (32 KiB, NCCL 2.19.3 on) across nodes when NCCL's tuner prices NVLS
+    all_reduce below ``nvls_multi_node_chunk_below_gbps`` (150): ``nvls_gbps`` is that figure,
+    ``comm->bandwidths[ncclFuncAllReduce][NCCL_ALGO_NVLS] [NCCL_PROTO_SIMPLE]``, the tuner's NVLS algbw in
+    GB/s (None: not known, no cap). NVLS-tree starts at ``nvls_tree_chunk_bytes``, capped at
+    ``nvls_tree_chunk_bytes_from_4_nodes`` from 4 nodes on, or at ``start`` where given
+    (:func:`nvls_tree_start_chunk`). Then, for each ``(k, c)`` of the algorithm's shrink list in order:
+    ``chunk = c`` while ``nbytes < k x channels x heads x chunk`` and ``chunk > c``.
 
     Raises
     ------
@@ -734,7 +756,7 @@ def nvls_chunk_bytes(
     if channels < 1 or heads < 1:
         raise ConfigError(f"nvls chunking: channels and heads must be >= 1, got {channels} and {heads}")
     if algorithm == Algorithm.NVLS:
-        chunk, shrink = _nvls_start_chunk(release, nnodes, nvls_gbps), release.nvls_chunk_shrink
+        chunk, shrink = _nvls_start_chunk(release, nnodes, nvls_gbps, start), release.nvls_chunk_shrink
     else:
         chunk, shrink = release.nvls_tree_chunk_bytes, release.nvls_tree_chunk_shrink
         cap = release.nvls_tree_chunk_bytes_from_4_nodes
@@ -749,11 +771,12 @@ def nvls_chunk_bytes(
     return chunk
 
 
-def _nvls_start_chunk(release: NcclRelease, nnodes: int, nvls_gbps: float | None) -> int:
-    """NVLS's chunk before the size shrinks it: ``nvls_chunk_bytes``, or across nodes the release's
-    ``nvls_multi_node_chunk_bytes`` when the tuner's NVLS algbw ``nvls_gbps`` is below its threshold."""
+def _nvls_start_chunk(release: NcclRelease, nnodes: int, nvls_gbps: float | None, env: int | None) -> int:
+    """NVLS's chunk before the size shrinks it: ``nvls_chunk_bytes`` (``env``: ``NCCL_NVLS_CHUNKSIZE``
+    where stated), or across nodes the release's ``nvls_multi_node_chunk_bytes`` when the tuner's NVLS algbw
+    ``nvls_gbps`` is below its threshold."""
     chunk, small, below = (
-        release.nvls_chunk_bytes,
+        env or release.nvls_chunk_bytes,
         release.nvls_multi_node_chunk_bytes,
         release.nvls_multi_node_chunk_below_gbps,
     )

@@ -274,6 +274,9 @@ class NcclEnv:
         ``NCCL_IB_QPS_PER_CONNECTION`` (NCCL default 1, ``net_ib/connect.cc``; 1..128 here).
     net_plugin : str or None
         ``NCCL_NET``: the network transport by NCCL name (``IB``, ``Socket``, a plugin's name).
+    nvls_chunks : (int or None, int or None)
+        ``NCCL_NVLS_CHUNKSIZE`` / ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` in bytes (NCCL defaults 128 KiB / -2,
+        ``src/transport/nvls.cc`` ncclNvlsTuning): NVLS's and NVLS-tree's largest chunk.
     collnet_enable : bool
         ``NCCL_COLLNET_ENABLE=1``: CollNet (in-network reduction, SHARP) allowed. NCCL's default is 0 (NCCL
         environment-variable docs; ``init.cc`` disables CollNet unless it is set and a CollNet plugin loads).
@@ -291,6 +294,7 @@ class NcclEnv:
     ib_qps_per_connection: int | None = None
     net_plugin: str | None = None
     collnet_enable: bool = False
+    nvls_chunks: tuple[int | None, int | None] = (None, None)
 
     @classmethod
     def from_mapping(cls, env: Mapping[str, str]) -> NcclEnv:
@@ -328,6 +332,10 @@ class NcclEnv:
             ib_qps_per_connection=_count(env, "NCCL_IB_QPS_PER_CONNECTION", 1, 128),
             net_plugin=env.get("NCCL_NET"),
             collnet_enable=bool(_flag(env, "NCCL_COLLNET_ENABLE")),
+            nvls_chunks=(
+                _count(env, "NCCL_NVLS_CHUNKSIZE", 1, 2**30),
+                _count(env, "NCCL_NVLSTREE_MAX_CHUNKSIZE", 1, 2**30),
+            ),
         )
 
     def algorithms(self, collective: str) -> frozenset[Algorithm]:

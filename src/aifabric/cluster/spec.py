@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from aifabric import catalog
+from aifabric.catalog.aws_ofi_nccl import efa_instance, ofi_nccl_release
 from aifabric.catalog.transport import transport
 from aifabric.cluster.tpu_slice import TpuSlice, domain_torus_dims, parse_slice, slice_of, twist_slice
 from aifabric.errors import ConfigError
@@ -166,6 +167,10 @@ class ScaleOutSpec(_Strict):
     CPU's host bridge), ``SYS`` (across CPU sockets). NCCL uses GPUDirect RDMA up to ``NCCL_NET_GDR_LEVEL``
     (default PXB); beyond it network bytes are staged in host memory
     (:func:`aifabric.catalog.transport.gdr_enabled`).
+    ``instance_type`` (``p5.48xlarge``) and ``ofi_nccl_version`` (``1.21.1``) say which EC2 instance and
+    aws-ofi-nccl release an ``efa-srd`` cluster runs, whose NCCL settings the plugin applies
+    (:mod:`aifabric.catalog.aws_ofi_nccl`); default: the instance recognised by accelerator and EFA NIC, the
+    newest recorded release.
     ``pod_gpus`` caps the GPUs of one three-tier pod (Meta's AI Zone: a two-stage Clos per zone, the
     ``oversubscription[1]`` aggregation layer between zones); default: as many as the spines' radix allows.
     Each ratio is built exactly at its tier (:mod:`aifabric.cluster.clos`) or the spec is refused.
@@ -202,6 +207,8 @@ class ScaleOutSpec(_Strict):
     hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
     transport: str | None = None
     nic_path: Literal["PIX", "PXB", "PHB", "SYS"] = "PIX"
+    instance_type: str | None = None
+    ofi_nccl_version: str | None = None
 
     @field_validator("transport", mode="before")
     @classmethod
@@ -212,6 +219,18 @@ class ScaleOutSpec(_Strict):
         if entry.scope != "net":
             raise ValueError(f"transport {v!r} is an intra-node transport; scale-out takes a network one")
         return entry.key
+
+    @field_validator("instance_type", "ofi_nccl_version", mode="before")
+    @classmethod
+    def _aws(cls, v: Any, info: ValidationInfo) -> str | None:
+        """An instance type or aws-ofi-nccl release the catalogue records (the error names the known ones)."""
+        if v is None:
+            return None
+        if info.field_name == "instance_type":
+            efa_instance("", "", str(v))
+        else:
+            ofi_nccl_release(str(v))
+        return str(v)
 
     @property
     def native_transport(self) -> str:

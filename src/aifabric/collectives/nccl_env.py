@@ -30,6 +30,11 @@ across nodes, GDR off       ``B_o x e_staging`` and ``+ a_staging`` per network 
                             NCCL's tuner also drops LL128 (typeInter > PXB, tuning.cc)
 ==========================  ================================================================================
 
+On EFA the network plugin, aws-ofi-nccl, sets variables of its own beneath the user's
+(:mod:`aifabric.catalog.aws_ofi_nccl`): ``NCCL_NVLS_CHUNKSIZE`` / ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` reach the
+tier model (:func:`aifabric.collectives.tiers.tier_model`), ``NCCL_NVLS_ENABLE=0`` below NCCL 2.18.5 the
+choice (:func:`plugin_env`).
+
 The other ``NCCL_*`` variables NcclEnv reads (the network plugin) are refused, not dropped.
 """
 
@@ -41,6 +46,7 @@ from functools import lru_cache
 
 from aifabric import catalog
 from aifabric.catalog import nccl
+from aifabric.catalog.aws_ofi_nccl import efa_instance, ofi_nccl_release
 from aifabric.catalog.transport import (
     NcclEnv,
     PathType,
@@ -53,7 +59,7 @@ from aifabric.catalog.transport import (
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.cost import Algorithm
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel
+from aifabric.collectives.tiers import Protocol, TierModel, efa_plugin_settings, library_release
 from aifabric.errors import ConfigError
 
 __all__ = [
@@ -65,6 +71,8 @@ __all__ = [
     "env_tiers",
     "host_staging_efficiency",
     "parse_env",
+    "plugin_env",
+    "plugin_note",
     "stages_in_host",
 ]
 
@@ -81,6 +89,8 @@ MODELLED_VARIABLES = (
     "NCCL_MIN_NCHANNELS",
     "NCCL_MAX_NCHANNELS",
     "NCCL_IB_QPS_PER_CONNECTION",
+    "NCCL_NVLS_CHUNKSIZE",
+    "NCCL_NVLSTREE_MAX_CHUNKSIZE",
 )
 
 #: The variables that choose transports (:func:`env_tiers`).
@@ -104,20 +114,21 @@ _NCCL_NAME = {
 @dataclass(frozen=True)
 class EnvChoice:
     """The registry algorithms a stated environment disables, the protocols it leaves (None: all), and the
-    channel bounds and QPs per connection it sets (None: NCCL's default)."""
+    channel bounds, QPs per connection and NVLS / NVLS-tree chunks it sets (None: NCCL's default)."""
 
     disabled: frozenset[Algorithm]
     protocols: frozenset[Protocol] | None
     min_nchannels: int | None = None
     max_nchannels: int | None = None
     ib_qps_per_connection: int | None = None
+    nvls_chunks: tuple[int | None, int | None] = (None, None)
 
     @property
     def shapes_tiers(self) -> bool:
-        """True when the environment changes the tier model (channels or QPs), not only the choice."""
-        return any(
-            v is not None for v in (self.min_nchannels, self.max_nchannels, self.ib_qps_per_connection)
-        )
+        """True when the environment changes the tier model (channels, QPs or NVLS chunks), not only the
+        choice."""
+        bounds = (self.min_nchannels, self.max_nchannels, self.ib_qps_per_connection, *self.nvls_chunks)
+        return any(v is not None for v in bounds)
 
 
 def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
@@ -140,7 +151,7 @@ def env_choice(env: Mapping[str, str], op: Collective) -> EnvChoice:
 @lru_cache(maxsize=1024)
 def _choice(parsed: NcclEnv, op: Collective) -> EnvChoice:
     """:func:`env_choice` of a read environment (pure: NcclEnv and EnvChoice are frozen)."""
-    bounds = (parsed.min_nchannels, parsed.max_nchannels, parsed.ib_qps_per_connection)
+    bounds = (parsed.min_nchannels, parsed.max_nchannels, parsed.ib_qps_per_connection, parsed.nvls_chunks)
     try:
         coll = nccl.Collective(op.value)
     except ValueError:  # all_to_all, send_recv: not NCCL_ALGO/NCCL_PROTO collectives
@@ -150,6 +161,66 @@ def _choice(parsed: NcclEnv, op: Collective) -> EnvChoice:
     stated = parsed.proto is not None and nccl_names(parsed.proto, coll)
     protocols = frozenset(Protocol(p.value) for p in parsed.protocols(coll)) if stated else None
     return EnvChoice(disabled, protocols, *bounds)
+
+
+#: The plugin's variables that change the choice, not the tier model (:func:`plugin_env`).
+_PLUGIN_CHOICE_VARIABLES = ("NCCL_NVLS_ENABLE",)
+
+
+def plugin_env(
+    env: Mapping[str, str] | None, spec: ClusterSpec, nccl_version: str | None
+) -> Mapping[str, str] | None:
+    """``env`` with what aws-ofi-nccl sets on an EFA cluster that changes the choice beneath it: the user's
+    own setting wins, as the plugin sets a variable only where it is unset (``insert_envvar(..., false)``).
+
+    >>> from aifabric.cluster.spec import ClusterSpec
+    >>> p5 = ClusterSpec.model_validate({"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"nic": "efa-v2",
+    ...     "nics_per_gpu": 4, "transport": "efa-srd", "fabric": "ethernet",
+    ...     "switch": "spectrum-4-sn5600-400g"}})
+    >>> plugin_env(None, p5, "2.18.3"), plugin_env({"NCCL_NVLS_ENABLE": "1"}, p5, "2.18.3")
+    ({'NCCL_NVLS_ENABLE': '0'}, {'NCCL_NVLS_ENABLE': '1'})
+    >>> plugin_env(None, p5, "2.18.5") is None
+    True
+    """
+    release = library_release(spec.accelerator_spec.collective_library, nccl_version)
+    user = env or {}
+    settings = efa_plugin_settings(spec, release, nccl_version)
+    extra = {k: settings[k] for k in _PLUGIN_CHOICE_VARIABLES if k in settings and k not in user}
+    return {**extra, **user} if extra else env
+
+
+#: The plugin's variables each algorithm's cost reads (the NVLS chunks; NVLS off: the choice itself).
+_PLUGIN_NOTE_VARIABLES = {
+    Algorithm.NVLS: ("NCCL_NVLS_CHUNKSIZE",),
+    Algorithm.NVLS_TREE: ("NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE"),
+}
+
+
+def plugin_note(
+    spec: ClusterSpec, tm: TierModel, algorithm: Algorithm, user_env: Mapping[str, str] | None
+) -> str | None:
+    """What aws-ofi-nccl set that the pick ran with, for the explanation: the NVLS chunks of an NVLS pick
+    and NVLS turned off, each where the user left it unset; None when nothing of the plugin's shaped it.
+
+    >>> from aifabric.cluster.spec import ClusterSpec
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> p5 = ClusterSpec.model_validate({"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"nic": "efa-v2",
+    ...     "nics_per_gpu": 4, "transport": "efa-srd", "fabric": "ethernet",
+    ...     "switch": "spectrum-4-sn5600-400g"}})
+    >>> plugin_note(p5, tier_model(p5), Algorithm.NVLS_TREE, None)
+    'aws-ofi-nccl 1.21.1 on p5.48xlarge sets NCCL_NVLS_CHUNKSIZE=524288, NCCL_NVLSTREE_MAX_CHUNKSIZE=524288'
+    """
+    settings = efa_plugin_settings(spec, tm.release, tm.nccl_version or None)
+    user = user_env or {}
+    names = (*_PLUGIN_NOTE_VARIABLES.get(algorithm, ()), *_PLUGIN_CHOICE_VARIABLES)
+    used = [f"{k}={settings[k]}" for k in names if k in settings and k not in user]
+    if not used or spec.scale_out is None:
+        return None
+    so = spec.scale_out
+    instance = efa_instance(spec.accelerator, so.nic, so.instance_type)
+    return (
+        f"aws-ofi-nccl {ofi_nccl_release(so.ofi_nccl_version).version} on {instance} sets {', '.join(used)}"
+    )
 
 
 def parse_env(env: Mapping[str, str]) -> NcclEnv:

@@ -138,7 +138,15 @@ def _loop_bytes(
     g, nnodes = comm.ranks_per_domain, comm.n_domains if tree else 1
     nics = tm.nics_of(g) if tree else 0  # across domains: one head per NIC
     starts, loops, extra = _loop_steps(
-        tm.release.version, tm.tuning_row, tree, g, tm.nic_line_gbps, nnodes, nics, tm.nic_near
+        tm.release.version,
+        tm.tuning_row,
+        tree,
+        g,
+        tm.nic_line_gbps,
+        nnodes,
+        nics,
+        tm.nic_near,
+        tm.nvls_chunks,
     )
     return loops[bisect_right(starts, message_bytes) - 1], extra
 
@@ -153,6 +161,7 @@ def _loop_steps(
     nnodes: int,
     nics_per_node: int,
     near_nic: bool = True,
+    env: tuple[int | None, int | None] = (None, None),
 ) -> tuple[tuple[float, ...], tuple[float, ...], int]:
     """NVLS (``tree``: NVLS-tree) loop bytes ``nc x h x chunk(S)`` as a step function of the size, once per
     release and shape (keyed by plain values: hashing them is the per-call cost).
@@ -160,7 +169,8 @@ def _loop_steps(
     Returns ``(starts, loops, k - 1)``: ``loops[i]`` applies from ``starts[i]`` bytes (``starts[0] = 0``)
     to the next start. ``enqueue.cc`` shrinks the chunk while ``S < m x nc x h x c`` for the listed
     ``(m, c)``, so the chunk only changes at sizes ``m x nc x h x c'`` with ``c'`` a start or shrunk chunk;
-    :func:`~aifabric.catalog.nccl.nvls_chunk_bytes` is evaluated at each of those.
+    :func:`~aifabric.catalog.nccl.nvls_chunk_bytes` is evaluated at each of those. ``env``: the
+    ``NCCL_NVLS_CHUNKSIZE`` / ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` NCCL reads (:attr:`TierModel.nvls_chunks`).
     """
     rel = nccl_release(version)
     nc = nvls_channels(rel, row, nnodes=nnodes, local_gpus=g, nic_gbps=nic_gbps)
@@ -169,9 +179,11 @@ def _loop_steps(
     algorithm = Algorithm.NVLS_TREE if tree else Algorithm.NVLS
     shrink = rel.nvls_tree_chunk_shrink if tree else rel.nvls_chunk_shrink
     start = (
-        nvls_tree_start_chunk(rel, row, nnodes=nnodes, local_gpus=g, nic_gbps=nic_gbps, near_nic=near_nic)
+        nvls_tree_start_chunk(
+            rel, row, nnodes=nnodes, local_gpus=g, nic_gbps=nic_gbps, near_nic=near_nic, env=env
+        )
         if tree
-        else None
+        else env[0]
     )
     chunks = {start or rel.nvls_chunk_bytes, *(c for _, c in shrink)}
     starts: list[float] = []
@@ -213,7 +225,9 @@ def _fill_rules(tm: TierModel, comm: Communicator) -> _FillRules:
 
         fewer = []
         for m in (m for m in _NVLS_TREE_RULE_NODES if m < n_nodes):
-            starts, loops, _ = _loop_steps(rel.version, row, True, g, tm.nic_line_gbps, m, nics, tm.nic_near)
+            starts, loops, _ = _loop_steps(
+                rel.version, row, True, g, tm.nic_line_gbps, m, nics, tm.nic_near, tm.nvls_chunks
+            )
             fewer.append((m, channels(m), starts, loops))
         heads = nvls_heads(rel, local_gpus=g, nics_per_node=nics)
         return _FillRules(channels(n_nodes), heads, tuple(fewer))

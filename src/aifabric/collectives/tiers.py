@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache, wraps
 from typing import Any, NamedTuple, ParamSpec, TypeVar
 
+from aifabric.catalog.aws_ofi_nccl import efa_instance, nccl_reads, ofi_nccl_release, plugin_settings
 from aifabric.catalog.loader import SliceRules, catalog_generation
 from aifabric.catalog.nccl import (
     NcclRelease,
@@ -60,6 +61,7 @@ __all__ = [
     "channel_share",
     "channel_share_note",
     "domain_nic_bytes_per_s",
+    "efa_plugin_settings",
     "tree_nic_traffic",
     "tuner_tree_nic_traffic",
     "hw_latency_s",
@@ -185,6 +187,9 @@ class TierModel:
     intra_transport: str = ""
     #: GPUs behind one PCIe switch whose uplink SHM traffic crosses (scale_up.gpus_per_switch); 1: none
     shm_switch_gpus: int = 1
+    #: ``NCCL_NVLS_CHUNKSIZE`` / ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` NCCL reads, bytes: the user's, else those
+    #: aws-ofi-nccl sets on an EFA cluster (:func:`efa_plugin_settings`); None: NCCL's default
+    nvls_chunks: tuple[int | None, int | None] = (None, None)
 
     @property
     def scale_up_words(self) -> str:
@@ -374,6 +379,7 @@ def tier_model(
     min_nchannels: int | None = None,
     max_nchannels: int | None = None,
     ib_qps_per_connection: int | None = None,
+    nvls_chunks: tuple[int | None, int | None] = (None, None),
 ) -> TierModel:
     """The :class:`TierModel` of ``spec`` under a bandwidth convention and efficiency.
 
@@ -398,6 +404,10 @@ def tier_model(
     ib_qps_per_connection : int, optional
         ``NCCL_IB_QPS_PER_CONNECTION`` (NCCL's default 1): the streams each NIC carries
         (:func:`nic_stream_factor`).
+    nvls_chunks : (int or None, int or None)
+        ``NCCL_NVLS_CHUNKSIZE`` / ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` the user states; unstated ones are those
+        aws-ofi-nccl sets on an EFA cluster (:func:`efa_plugin_settings`), each only where the release
+        reads it.
 
     Raises
     ------
@@ -468,7 +478,63 @@ def tier_model(
         nic_hop_bytes_per_s=_nic_hop_bytes_per_s(spec, convention, efficiency) * intra_scale,
         intra_transport=_intra_transport(spec),
         shm_switch_gpus=(spec.scale_up.gpus_per_switch or 1) if _intra_transport(spec) else 1,
+        nvls_chunks=_nvls_chunks(spec, release, nvls_chunks, nccl_version),
     )
+
+
+#: The NCCL variables of :attr:`TierModel.nvls_chunks`, in its order.
+_CHUNK_VARIABLES = ("NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE")
+
+
+def efa_plugin_settings(
+    spec: ClusterSpec, release: NcclRelease, nccl_version: str | None = None
+) -> dict[str, str]:
+    """The NCCL variables aws-ofi-nccl sets on ``spec``'s instances that NCCL ``release`` reads (the run's
+    own ``nccl_version`` where stated in full: the plugin compares NCCL's ncclGetVersion)
+    (:func:`aifabric.catalog.aws_ofi_nccl.plugin_settings`): its scale-out runs ``efa-srd``, on the instance
+    type it names or is recognised as (``scale_out.instance_type``), with the plugin release it names
+    (``scale_out.ofi_nccl_version``; default the newest recorded). ``{}`` elsewhere.
+
+    >>> from aifabric.cluster.spec import ClusterSpec
+    >>> p5 = ClusterSpec.model_validate({"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"nic": "efa-v2",
+    ...     "nics_per_gpu": 4, "transport": "efa-srd", "fabric": "ethernet",
+    ...     "switch": "spectrum-4-sn5600-400g"}})
+    >>> efa_plugin_settings(p5, nccl_release())["NCCL_NVLSTREE_MAX_CHUNKSIZE"]
+    '524288'
+    """
+    so = spec.scale_out
+    if so is None or so.transport_key != "efa-srd" or release.library != "nccl":
+        return {}
+    run = nccl_version if nccl_version and nccl_version.count(".") >= 2 else release.version
+    key = (spec.accelerator, so.nic, so.instance_type, so.ofi_nccl_version, run)
+    return dict(_plugin_settings(*key))
+
+
+@lru_cache(maxsize=256)
+def _plugin_settings(
+    accelerator: str, nic: str, instance_type: str | None, ofi_version: str | None, nccl_version: str
+) -> tuple[tuple[str, str], ...]:
+    """:func:`efa_plugin_settings` by plain values. Optimisation: the formula engine asks on every call."""
+    instance = efa_instance(accelerator, nic, instance_type)
+    if instance is None:
+        return ()
+    return tuple(plugin_settings(ofi_nccl_release(ofi_version), instance, nccl_version).items())
+
+
+def _nvls_chunks(
+    spec: ClusterSpec, release: NcclRelease, stated: tuple[int | None, int | None], nccl_version: str | None
+) -> tuple[int | None, int | None]:
+    """:attr:`TierModel.nvls_chunks`: each stated value NCCL ``release`` reads, else the plugin's."""
+    plugin = efa_plugin_settings(spec, release, nccl_version)
+    out = [
+        value if value is not None and nccl_reads(name, release.version) else _int(plugin.get(name))
+        for name, value in zip(_CHUNK_VARIABLES, stated, strict=True)
+    ]
+    return out[0], out[1]
+
+
+def _int(text: str | None) -> int | None:
+    return None if text is None else int(text)
 
 
 def _nic_hop_bytes_per_s(spec: ClusterSpec, convention: str, efficiency: str) -> float:

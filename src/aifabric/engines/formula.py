@@ -33,7 +33,15 @@ from aifabric.collectives.algorithms import (
 from aifabric.collectives.buffers import check_fits_hbm
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP
-from aifabric.collectives.nccl_env import EnvChoice, TransportTiers, check_env, env_choice, env_tiers
+from aifabric.collectives.nccl_env import (
+    EnvChoice,
+    TransportTiers,
+    check_env,
+    env_choice,
+    env_tiers,
+    plugin_env,
+    plugin_note,
+)
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
 from aifabric.engines.host_launch import with_host_floor
@@ -229,6 +237,7 @@ def formula_collective(
         comm = Communicator.contiguous(spec, ranks)
     if hbm_check:
         check_fits_hbm(op, message_bytes, comm.n_ranks, spec)
+    user_env, env = env, plugin_env(env, spec, nccl_version)  # aws-ofi-nccl's beneath the user's, on EFA
     choice = env_choice(env, op) if env else None
     tm = _call_tiers(spec, choice, tiers, convention, efficiency, calibration, nccl_version)
     forced = None if algorithm is None else Algorithm.parse(algorithm)
@@ -269,7 +278,8 @@ def formula_collective(
     best = _pick(evals, forced is not None)
     result = _result(op, message_bytes, comm, tm, best, evals)
     unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
-    notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused) if s]
+    plugin = plugin_note(spec, tm, best.algorithm, user_env) if comm.n_ranks > 1 else None
+    notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused, plugin) if s]
     result = replace(result, explanation=". ".join([result.explanation, *notes])) if notes else result
     return with_host_floor(result, gpus_per_thread, launch_s_per_gpu)
 
@@ -331,7 +341,8 @@ def _call_tiers(
     """
     if tiers is not None and choice is not None and choice.shapes_tiers:
         raise ConfigError(
-            "env: NCCL_MIN/MAX_NCHANNELS and NCCL_IB_QPS_PER_CONNECTION shape the tier model; pass them "
+            "env: NCCL_MIN/MAX_NCHANNELS, NCCL_IB_QPS_PER_CONNECTION and the NVLS chunk sizes shape the tier "
+            "model; pass them "
             "without a precomputed tiers="
         )
     return tiers or tier_model(
@@ -343,6 +354,7 @@ def _call_tiers(
         min_nchannels=choice.min_nchannels if choice else None,
         max_nchannels=choice.max_nchannels if choice else None,
         ib_qps_per_connection=choice.ib_qps_per_connection if choice else None,
+        nvls_chunks=choice.nvls_chunks if choice else (None, None),
     )
 
 

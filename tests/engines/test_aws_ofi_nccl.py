@@ -1,0 +1,96 @@
+"""The formula engine on EFA applies aws-ofi-nccl's NCCL settings beneath the user's environment
+(catalog/data/aws_ofi_nccl.yaml; NCCL's order: a variable the user sets wins, the plugin sets only unset
+ones, include/nccl_ofi_environ.h insert_envvar(..., false))."""
+
+import math
+
+import pytest
+from pydantic import ValidationError
+from tests.engines.test_cases_public_multi3 import ROCE, _nodes, p5
+
+from aifabric.catalog.nccl import nccl_release, nvls_tree_start_chunk
+from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.tiers import tier_model
+from aifabric.engines.formula import formula_collective
+
+GiB = 2**30
+P5_2 = p5(2)
+NCCL_DEFAULT_CHUNK = {"NCCL_NVLS_CHUNKSIZE": "131072"}  # nvls.cc NCCL_PARAM(NvlsChunkSize, ..., 128 * 1024)
+
+
+def _busbw(spec: ClusterSpec, **kw: object) -> tuple[str, float]:
+    r = formula_collective("all_reduce", GiB, spec, **kw)  # type: ignore[arg-type]
+    return r.algorithm, r.busbw_bytes_per_s / 1e9
+
+
+def test_p5_runs_the_plugins_512_kib_nvls_chunks():
+    # platform-aws.cpp "p5/p5e": NCCL_NVLS_CHUNKSIZE = NCCL_NVLSTREE_MAX_CHUNKSIZE = 524288. enqueue.cc
+    # NVLS-tree: min(nvlsChunkSize, nvlsTreeMaxChunkSize) = 512 KiB on 2 nodes, not NCCL's 128 KiB.
+    assert tier_model(P5_2).nvls_chunks == (524288, 524288)
+    r = nccl_release()
+    start = nvls_tree_start_chunk(r, "hopper", nnodes=2, local_gpus=8, nic_gbps=12.5, near_nic=True)
+    assert start == 131072
+    env = tier_model(P5_2).nvls_chunks
+    assert (
+        nvls_tree_start_chunk(r, "hopper", nnodes=2, local_gpus=8, nic_gbps=12.5, near_nic=True, env=env)
+        == 2**19
+    )
+
+
+def test_the_users_own_setting_wins_over_the_plugins():
+    # NCCL_NVLS_CHUNKSIZE=131072 by the user: min(128 KiB, the plugin's 512 KiB tree max) = NCCL's own
+    # 128 KiB, the figure the model gave before it knew the plugin (1 GiB: 420.8 GB/s busbw; 408.7 with it)
+    assert tier_model(P5_2, nvls_chunks=(131072, None)).nvls_chunks == (131072, 524288)
+    algo, user = _busbw(P5_2, env=NCCL_DEFAULT_CHUNK)
+    _, plugin = _busbw(P5_2)
+    assert algo == "nvls_tree"
+    assert math.isclose(user, 420.8, rel_tol=1e-3) and math.isclose(plugin, 408.7, rel_tol=1e-3)
+
+
+def test_a_cluster_off_efa_or_on_an_unknown_instance_gets_nothing():
+    assert tier_model(preset("h100-ib-2node")).nvls_chunks == (None, None)
+    unknown = _nodes("h100-sxm", 2, {"nic": "connectx-7", "nics_per_gpu": 4, "transport": "efa-srd", **ROCE})
+    assert tier_model(unknown).nvls_chunks == (None, None)
+
+
+def test_the_plugin_release_and_nccl_release_decide_what_applies():
+    # NCCL 2.20.3 reads NCCL_NVLSTREE_MAX_CHUNKSIZE (enqueue.cc) but not NCCL_NVLS_CHUNKSIZE (2.21.5 on)
+    assert tier_model(P5_2, nccl_version="2.20.3").nvls_chunks == (None, 524288)
+    assert tier_model(P5_2, nccl_version="2.19.3").nvls_chunks == (None, None)
+    so = P5_2.scale_out.model_dump(exclude_unset=True) | {"ofi_nccl_version": "1.9.0"}  # type: ignore[union-attr]
+    old = P5_2.model_copy(update={"scale_out": type(P5_2.scale_out).model_validate(so)})
+    assert tier_model(old).nvls_chunks == (524288, 524288)  # v1.9.0-aws setenv, l. 455 and 463
+
+
+def test_nvls_off_below_nccl_2_18_5_unless_the_user_turns_it_on():
+    # platform-aws.cpp: NCCL_NVLS_ENABLE=0 when ncclGetVersion < 21805 and the user left it unset
+    assert _busbw(P5_2, nccl_version="2.18.3")[0] == "tree"
+    assert _busbw(P5_2, nccl_version="2.18.3", env={"NCCL_NVLS_ENABLE": "1"})[0] == "nvls_tree"
+    assert _busbw(P5_2, nccl_version="2.18.5")[0] == "nvls_tree"
+
+
+def test_bad_instance_or_release_is_refused_naming_the_field():
+    so = {"nic": "efa-v2", "nics_per_gpu": 4, "transport": "efa-srd", **ROCE}
+    with pytest.raises(ValidationError, match=r"scale_out.instance_type: 'p9.metal' has no recorded"):
+        _nodes("h100-sxm", 2, so | {"instance_type": "p9.metal"})
+    with pytest.raises(ValidationError, match=r"ofi_nccl_version: '0.9' is older"):
+        _nodes("h100-sxm", 2, so | {"ofi_nccl_version": "0.9"})
+
+
+def test_bad_chunk_sizes_are_refused_naming_the_variable():
+    with pytest.raises(ValueError, match=r"NCCL_NVLS_CHUNKSIZE: expected an integer"):
+        formula_collective("all_reduce", GiB, P5_2, env={"NCCL_NVLS_CHUNKSIZE": "big"})
+
+
+def test_the_explanation_names_what_the_plugin_set_that_the_pick_ran_with():
+    chunks = "NCCL_NVLS_CHUNKSIZE=524288, NCCL_NVLSTREE_MAX_CHUNKSIZE=524288"
+    plugin = f"aws-ofi-nccl 1.21.1 on p5.48xlarge sets {chunks}"
+    assert formula_collective("all_reduce", GiB, P5_2).explanation.endswith(plugin)
+    mine = formula_collective("all_reduce", GiB, P5_2, env=NCCL_DEFAULT_CHUNK).explanation
+    assert mine.endswith(
+        "sets NCCL_NVLSTREE_MAX_CHUNKSIZE=524288"
+    )  # the user's own chunk is not the plugin's
+    assert "aws-ofi-nccl" not in formula_collective("all_reduce", 1024, P5_2).explanation  # tree/LL: no chunk
+    off = formula_collective("all_reduce", GiB, P5_2, nccl_version="2.18.3").explanation
+    assert off.endswith("aws-ofi-nccl 1.21.1 on p5.48xlarge sets NCCL_NVLS_ENABLE=0")
