@@ -1,10 +1,12 @@
-"""GEMM time by shape: the measured H100 table, the products of a layer, and the step that uses them."""
+"""GEMM time by shape: the measured H100 and B200 tables, the products of a layer, and the step that uses
+them."""
 
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.training.test_training_public2 import QWEN3_30B
 
 from aifabric.cluster.presets import preset
 from aifabric.errors import ConfigError
@@ -22,6 +24,7 @@ from aifabric.training.step import StepOptions
 
 H100 = gemm_table("gemm_h100_sm90.csv")
 H100_PEAK = 989e12  # dense BF16, catalogue
+B200 = gemm_table("gemm_b200_sm100.csv")
 
 # OpenXLA xla/service/gpu/model/matmul_interpolator_data.h @8b757a8, entry "sm_90" (H100 80 GB HBM3),
 # "BF16xBF16->BF16" FLOP/s, copied by hand from the source (not from our CSV): (b, m, n, k) -> TFLOP/s.
@@ -38,6 +41,16 @@ XLA_SM90 = {
     (2, 4096, 4096, 4096): 810.450034773430,
     (4, 4096, 4096, 512): 621.648182949775,
     (4, 4096, 2048, 4096): 809.495348323011,
+}
+
+# OpenXLA xla/service/gpu/model/matmul_interpolator_data.h @71feedd, entry "sm_100" (B200), "bf16xbf16->bf16"
+# FLOP/s, read from the source (not from our CSV): (b, m, n, k) -> TFLOP/s.
+XLA_SM100 = {
+    (1, 4096, 4096, 4096): 1416.867213789406,
+    (2, 4096, 4096, 4096): 1466.617794742374,
+    (4, 4096, 4096, 4096): 1670.467342710337,
+    (1, 2048, 2048, 2048): 985.762519164562,
+    (1, 256, 256, 256): 6.765006451612,
 }
 
 
@@ -66,6 +79,27 @@ def test_every_listed_shape_within_10_percent():
                 for v, k in enumerate(H100.sizes):
                     measured = H100.flops_per_s[i, j, u, v]
                     assert H100.gemm_flops_per_s(b * m, n, k) == pytest.approx(measured, rel=0.10)
+
+
+def test_the_b200_table_is_xla_s_sm100_grid():
+    assert (B200.batches, B200.sizes) == ((1, 2, 4), (256, 512, 1024, 2048, 4096))
+    assert "71feeddf" in B200.source and "sm_100" in B200.source
+    for (b, m, n, k), tflops in XLA_SM100.items():
+        assert B200.gemm_flops_per_s(b * m, n, k) == pytest.approx(tflops * 1e12, rel=1e-5)
+    assert B200.best_flops_per_s == pytest.approx(XLA_SM100[4, 4096, 4096, 4096] * 1e12, rel=1e-5)
+
+
+@pytest.mark.parametrize("table", [H100, B200], ids=["h100", "b200"])
+def test_columns_beyond_the_grid_are_batched_like_rows(table):
+    # An (M x K) by (K x N) product with M, N beyond the largest size s has (M / s) (N / s) times the output
+    # tiles of an s x s product: the same waves as that many batched products. 4096 x 8192 and 8192 x 4096
+    # outputs both read b = 2; 8192 x 8192 reads b = 4 (on the B200 a 4096-cube is still wave-quantised:
+    # 1417 TFLOP/s alone, 1670 four at a time).
+    s = 4096
+    b2, b4 = table.gemm_flops_per_s(2 * s, s, s), table.gemm_flops_per_s(4 * s, s, s)
+    assert table.gemm_flops_per_s(s, 2 * s, s) == pytest.approx(b2)
+    assert table.gemm_flops_per_s(2 * s, 2 * s, s) == pytest.approx(b4)
+    assert table.gemm_flops_per_s(s, 8 * s, 2 * s) == pytest.approx(b4)  # clamped at the grid's b = 4
 
 
 def _model(h: int) -> ModelSpec:
@@ -126,14 +160,29 @@ def test_step_uses_the_shapes_on_h100_and_refuses_them_without_a_table():
     assert shaped.gemm_table is H100 and flat.gemm_table is None
     rates = shaped.gemm_rates(lay, 8192.0)
     # t = 8 slices the layer to (8192 x 4096) by (4096 x 768): 71-72 % of peak in the table's short runs,
-    # not the flat 80.3 %; the step runs them at the 700 W limit: x 730 / 794.5 (gpu-fryer's sustained
-    # cuBLAS 8192^3 against the MAMF short run, ComputeProfile.power_limit_ratio).
+    # not the flat 80.3 %; the step reads them relative to the table's best shape (b = 2 4096-cube, 810.45
+    # TFLOP/s) at the profile's level there: the 700 W limit's 730 TFLOP/s (gpu-fryer's sustained 8192^3).
     table_rate = pass_flops_per_s(H100, layer_gemms(model, 8192.0, 8))
     assert 0.6 < table_rate / H100_PEAK < 0.78
-    assert rates.dense_fwd == pytest.approx(table_rate * 0.7381 / 0.8033)
+    assert H100.best_flops_per_s == pytest.approx(XLA_SM90[2, 4096, 4096, 4096] * 1e12, rel=1e-5)
+    assert rates.dense_fwd == pytest.approx(table_rate * 0.7381 * H100_PEAK / H100.best_flops_per_s)
     assert shaped.evaluate(lay).step_s > flat.evaluate(lay).step_s
     with pytest.raises(ConfigError, match="gemm_shapes: no measured GEMM table for 'a100-sxm-80gb'"):
         StepModel(model, preset("megatron-a100", gpus=8), options=StepOptions(gemm_shapes=True))
+
+
+def test_gb200_reads_the_b200_table_at_its_own_measured_level():
+    # The GB200 entry borrows the B200's table (same GPU) for the shape dependence only: a 70B layer on
+    # 16,384 tokens (every product at least 4 s x s outputs) runs at the GB200's own sustained 1,550
+    # TFLOP/s (gpu-fryer), not the B200 table's 1,670; Qwen3-30B-A3B's routed experts (16 per GPU, 8,192
+    # tokens each, (8192 x 2048) by (2048 x 1536)) lose a quarter of it to their narrow shapes.
+    spec = preset("gb200-nvl72")
+    dense = StepModel(get_model("llama3-70b"), spec)
+    assert dense.gemm_table is B200
+    rates = dense.gemm_rates(ParallelLayout(dp=72, global_batch_size=72), 16384.0)
+    assert rates.dense_fwd == pytest.approx(0.62 * 2500e12, rel=1e-6)
+    narrow = StepModel(QWEN3_30B, spec).gemm_rates(ParallelLayout(dp=72, ep=8, global_batch_size=72), 16384.0)
+    assert 0.65 < narrow.moe_fwd / (0.62 * 2500e12) < 0.8
 
 
 def test_a_malformed_table_is_refused():

@@ -13,10 +13,12 @@ shapes of the MAMF table (271.2 TFLOP/s, 86.9 %): a training step multiplies the
 the best one a search finds; and Table 1 of Narayanan et al. ran 2021 software. With the MAMF figure (and
 datasheet HBM) the three Table 1 rows of the shared case file come out +19 %, +11 % and +19 % high; with
 the fixed-shape one, -1.5 %, -3.6 % and +1.5 %. Hopper and Blackwell entries use the MAMF table for want of
-a fixed-shape measurement, so they are optimistic by the same kind of margin. H100 and H200 also carry a
-measured table of GEMM throughput by shape (``gemm_table``, :mod:`aifabric.training.gemm`): with it the
-weight GEMMs of a step run at their own shapes' measured throughput, and the MAMF figure times only the
-attention core. No such table is recorded for the A100, so its Table 1 rows keep the fixed-shape figure.
+a fixed-shape measurement, so they are optimistic by the same kind of margin. H100, H200, B200 and GB200 also
+carry a measured table of GEMM throughput by shape (``gemm_table``, :mod:`aifabric.training.gemm`; OpenXLA's
+sm_90 and sm_100 tables, the GB200 reading the B200's): with it the weight GEMMs of a step run at their own
+shapes' throughput relative to the table's best shape, at the entry's measured large-GEMM level, and the
+MAMF figure times only the attention core. No such table is recorded for the A100, so its Table 1 rows keep
+the fixed-shape figure.
 
 One source measures the other figures the same way on every GPU it covers: Microsoft's Azure
 AI-benchmarking-guide (``Azure_Results/ND_*_results.md``). Its HBM figures are BabelStream; the profiles use

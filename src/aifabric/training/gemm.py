@@ -7,8 +7,9 @@ K loop cannot hide, and a grid of few tiles leaves SMs idle in its last wave (ti
 NVIDIA's *Matrix Multiplication Background User's Guide*). Rather than model cuBLAS's kernel choice, this
 module reads a table of MEASURED throughput by (b, m, n, k) and interpolates between the shapes it lists:
 
-- :class:`GemmTable` holds one GPU's table (``presets/gemm_*.csv``, each with its source) and returns
-  the throughput of any (m, n, k) by multilinear interpolation in log2 of the sizes, clamped to the grid;
+- :class:`GemmTable` holds one GPU's table (``presets/gemm_*.csv``, each with its source: H100 and B200)
+  and returns the throughput of any (m, n, k) by multilinear interpolation in log2 of the sizes, clamped
+  to the grid;
 - :func:`layer_gemms` lists the forward matrix products of one transformer layer on one GPU (Megatron-LM
   tensor parallelism), and :func:`backward_gemms` their data- and weight-gradient products;
 - :func:`pass_flops_per_s` turns a list of products into one throughput: total FLOPs / total time.
@@ -19,7 +20,8 @@ References
    https://docs.nvidia.com/deeplearning/performance/dl-performance-matrix-multiplication/ (tile and wave
    quantisation).
 .. [2] OpenXLA ``xla/service/gpu/model/matmul_interpolator_data.h`` @8b757a8 (the H100 table;
-   XLA's own cost model interpolates it the same way, ``matmul_interpolator.cc``).
+   XLA's own cost model interpolates it the same way, ``matmul_interpolator.cc``) and @71feedd (the B200
+   table, entry "sm_100").
 """
 
 from __future__ import annotations
@@ -82,10 +84,17 @@ class GemmTable:
 
     Notes
     -----
-    A product of M rows is looked up as b = M / m_max batches of m_max rows when M exceeds the grid's
-    largest m (the same FLOPs, and cuBLAS tiles the rows the same way), b clamped to the grid; n, k and
-    small M are clamped to the grid: shapes beyond it get the nearest edge's throughput (an upper bound
-    below the smallest size, a slight underestimate above the largest).
+    A product of M rows and N columns beyond the grid's largest size s is looked up as
+    b = max(1, M / s) x max(1, N / s) batched products of at most s x s outputs: the same FLOPs and the same
+    output tiles, hence the same waves over the SMs (cuBLAS tiles rows and columns alike), b clamped to the
+    grid; k and small M, N are clamped to the grid: shapes beyond it get the nearest edge's throughput (an
+    upper bound below the smallest size, a slight underestimate above the largest). Folding N matters on
+    Blackwell, where a 4096-cube is still wave-quantised (B200: 1417 TFLOP/s at b = 1, 1670 at b = 4); on
+    the H100 the edge is flat (786-810).
+
+    :attr:`best_flops_per_s`, the grid's largest throughput, is the table's counterpart of a
+    max-over-shapes measurement: the step model reads the table relative to it
+    (:meth:`aifabric.training.step.StepModel.gemm_rates`).
     """
 
     name: str
@@ -142,11 +151,21 @@ class GemmTable:
         """
         return self._lookup(float(m), float(n), float(k))
 
+    @property
+    def best_flops_per_s(self) -> float:
+        """The largest throughput on the grid (FLOP/s): the best shape the table measured.
+
+        >>> round(gemm_table("gemm_b200_sm100.csv").best_flops_per_s / 1e12, 1)  # b = 4, 4096-cube
+        1670.5
+        """
+        return float(self.flops_per_s.max())
+
     @cache  # noqa: B019 - tables are module-level singletons (gemm_table), never freed
     def _lookup(self, m: float, n: float, k: float) -> float:
         lo, hi = self.sizes[0], self.sizes[-1]
-        b = min(max(m / hi, self.batches[0]), self.batches[-1])
-        point = [math.log2(b), *(math.log2(min(max(x, lo), hi)) for x in (min(m, hi), n, k))]
+        b = max(1.0, m / hi) * max(1.0, n / hi)  # output tiles beyond the grid: batched products
+        b = min(max(b, self.batches[0]), self.batches[-1])
+        point = [math.log2(b), *(math.log2(min(max(x, lo), hi)) for x in (m, n, k))]
         return float(self._interp(point)[0])
 
 

@@ -7,9 +7,9 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
 - **Compute.** Matrix-multiply FLOPs (Megatron-LM's count:
   :func:`~aifabric.training.flops.layer_forward_flops_per_token`, backward = 2 x forward, full recomputation
   adds a forward, selective adds the attention core) run at ``peak x gemm_efficiency``, or, where the GPU
-  has a measured GEMM table, each weight GEMM at the measured throughput of its (m, n, k) shape
-  (:mod:`aifabric.training.gemm`, ``StepOptions.gemm_shapes``); the attention core runs at the GPU's
-  measured FlashAttention-2 rate where one is recorded
+  has a measured GEMM table, each weight GEMM at the throughput of its (m, n, k) shape relative to the
+  table's best (:mod:`aifabric.training.gemm`, ``StepOptions.gemm_shapes``); the attention core runs at the
+  GPU's measured FlashAttention-2 rate where one is recorded
   (:attr:`~aifabric.training.efficiency.ComputeProfile.attention_core_efficiency`); every 16-bit rate
   measured in a short run is scaled down to what the board's power limit sustains on random data
   (:attr:`~aifabric.training.efficiency.ComputeProfile.power_limit_ratio`: 0.919 on the H100); memory-bound
@@ -198,8 +198,8 @@ class StepOptions:
         Time each weight GEMM from its (m, n, k) shape on the GPU's measured GEMM table
         (``ComputeProfile.gemm_table``, :mod:`aifabric.training.gemm`): small hidden sizes, narrow TP
         slices and the logit layer then run slower than a large square product. None (default): when the
-        accelerator has a table (H100, H200); True: required (refused without a table); False: every GEMM
-        at ``gemm_efficiency``. The attention core keeps its own rate (``attention_flops_per_s``).
+        accelerator has a table (H100, H200, B200, GB200); True: required (refused without a table); False:
+        every GEMM at ``gemm_efficiency``. The attention core keeps its own rate (``attention_flops_per_s``).
     """
 
     flash_attention: bool = True
@@ -1020,11 +1020,18 @@ class StepModel:
 
         With a measured table (:attr:`gemm_table`): the table's throughput of the products' shapes
         (:func:`~aifabric.training.gemm.layer_gemms`, :func:`~aifabric.training.gemm.backward_gemms`,
-        combined by :func:`~aifabric.training.gemm.pass_flops_per_s`). The table is a short run, so each
-        rate is scaled by ``linear_flops_per_s / short_run_gemm_flops_per_s``: the power-limit ratio in BF16,
-        the measured (sustained) FP8 rate over the short-run BF16 one with ``options.fp8``; the logit layer,
-        (T x h) by (h x V / t), always BF16, by the power-limit ratio. Without a table: the layers at
-        ``linear_flops_per_s``, the logit layer at ``gemm_flops_per_s``.
+        combined by :func:`~aifabric.training.gemm.pass_flops_per_s`), read relative to the table's best
+        shape and set to the profile's measured level there:
+
+            X(S) = X_level x table(S) / table_best
+
+        X_level is ``linear_flops_per_s`` (the sustained BF16 rate, or the measured FP8 one with
+        ``options.fp8``) for the layers and ``gemm_flops_per_s`` for the logit layer, (T x h) by
+        (h x V / t), always BF16. Those levels are measured on large products (8192^3, or the best shape of
+        a search) where the table's best shape is the nearest it has; the table gives how much smaller
+        products lose, measured on this GPU or on one of the same die (the GB200 reads the B200's table at
+        its own, power-limited level). Without a table: the layers at ``linear_flops_per_s``, the logit
+        layer at ``gemm_flops_per_s``.
         """
         table = self.gemm_table
         if table is None:
@@ -1034,8 +1041,8 @@ class StepModel:
         got = self._rates.get(key)
         if got is None:
             m, t = self.model, layout.tp
-            scale = self.linear_flops_per_s / self.short_run_gemm_flops_per_s  # the table is a short run
-            logit_scale = self.gemm_flops_per_s / self.short_run_gemm_flops_per_s
+            scale = self.linear_flops_per_s / table.best_flops_per_s  # the table gives the shape only
+            logit_scale = self.gemm_flops_per_s / table.best_flops_per_s
             rates: list[float] = []
             for moe in (False, True) if m.is_moe else (False,):
                 fwd = layer_gemms(m, tokens, t, moe=moe, ep=layout.ep, etp=layout.etp)
