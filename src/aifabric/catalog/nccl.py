@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from aifabric.catalog.nccl_p2p import NetPeerChannels
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
 
@@ -218,6 +219,9 @@ class NcclRelease(_Frozen):
     #: GPU architectures on which LL128 is on by default (None: every one NCCL tunes, on NVLink-class paths;
     #: RCCL tuning.cc: only gfx90a, where the topology's model sets ll128Enabled)
     ll128_archs: tuple[str, ...] | None = None
+    #: paths.cc ncclTopoGetNchannels: the rule for the p2p channels to a network peer
+    #: (:mod:`aifabric.catalog.nccl_p2p`); None where the release's tables do not record it (RCCL's)
+    net_peer_channels: NetPeerChannels | None = None
 
     @property
     def version_tuple(self) -> tuple[int, ...]:

@@ -23,7 +23,7 @@ flat_ring*     all_reduce, all_gather,          several domains joined by NICs  
 direct         all_to_all                       always                                     direct_plan
 chain          broadcast, reduce                always                                     ring_plan
 pat            all_gather, reduce_scatter       one rank per domain, several domains       --
-p2p            send_recv                        always (two ranks)                         p2p_plan
+p2p            send_recv                        always (a pair, or a ring of sends)        p2p_plan
 collnet_direct all_reduce, all_gather,          several uniform NVSwitch nodes of <= 8 GPUs, --
                reduce_scatter (NCCL >= 2.20.3)  CollNet on (NCCL_COLLNET_ENABLE=1, SHARP
                                                 switches: TierModel.collnet)

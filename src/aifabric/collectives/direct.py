@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from aifabric.catalog.nccl_p2p import P2pShape, net_peer_channels
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import direct_all_to_all_time
@@ -17,9 +18,8 @@ from aifabric.collectives.tiers import (
     scaleup_bytes_per_s,
     shm_switch_share,
 )
-from aifabric.errors import ConfigError
 
-__all__ = ["direct_cost", "p2p_cost"]
+__all__ = ["direct_cost", "p2p_cost", "p2p_peer_channels"]
 
 
 def direct_cost(
@@ -97,19 +97,23 @@ def _pcie_link_s(message_bytes: float, comm: Communicator, intra: float, link: f
 def p2p_cost(
     op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel
 ) -> Cost | None:
-    """One transfer of S bytes between two ranks, over a NIC if they sit in different domains, seconds.
+    """nccl-tests' sendrecv: every rank sends S to the next rank and receives S from the previous one, at
+    once (``src/sendrecv.cu``: ``(rank + 1) % nranks``, ``(rank - 1 + nranks) % nranks``; busbw = algbw,
+    factor 1); on two ranks one transfer each way. Seconds.
 
-    ::
+    With ranks placed in order, ``g`` to a domain, a rank sends to a domain peer over scale-up (one link of
+    a full mesh; the whole ``B_i`` of a switch) unless it is the last rank of its domain, which sends over
+    its NIC to the first rank of the next domain (from rail ``g - 1`` to rail 0). Only that rank of a
+    domain sends over the network, so it has its NIC to itself (whole when GPUs share one:
+    :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s` of one rank). Every link carries one
+    message each way (full duplex), so the slowest hop sets the time::
 
-        T = base + a + S / B,   (a, B) = (a_o, B_node) across domains, (a_i, B_i) inside one
+        T = base + a + max( S / B_i(2)  if g > 1,   S / B_node  if several domains )
+        (a, bottleneck) = (a_o, NIC) across domains, (a_i, scale-up) inside one
 
-    (``B_node``: the sender's NIC, whole when GPUs share it: only this rank sends,
-    :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`.)
-
-    Raises
-    ------
-    ConfigError
-        If the communicator does not have exactly two ranks.
+    busbw = S / T. The channels a send runs on (NCCL's ``p2pnChannelsPerPeer``,
+    :func:`p2p_peer_channels`) do not enter ``T``: the model has no sourced throughput of one channel, so a
+    release whose rule leaves a network peer one channel (2.20 on 32 ranks) is priced as the NIC.
 
     Examples
     --------
@@ -120,20 +124,56 @@ def p2p_cost(
     ...              tier_model(spec, efficiency="line_rate"))
     >>> round(c.time_s * 1e3, 2)  # ms: 1 GB over one 50 GB/s NIC
     20.0
+    >>> c = p2p_cost(Collective.SEND_RECV, Protocol.SIMPLE, 1e9, Communicator.contiguous(spec),
+    ...              tier_model(spec, efficiency="line_rate"))
+    >>> round(c.time_s * 1e3, 2)  # 16 ranks: ranks 7 and 15 send 1 GB over their own NIC
+    20.0
     """
-    if comm.n_ranks != 2:
-        raise ConfigError(f"send_recv: needs exactly 2 ranks (--ranks 2), got {comm.n_ranks}")
     multi = comm.n_domains > 1
     kind = "net" if multi else tm.intra_kind
     lat = base_latency_s(tm, "ring", proto) + hw_latency_s(tm, kind, "ring", proto)
     if multi:
         lat += tm.extra_inter_latency_s
-    # a rank's NIC, all of it; or its scale-up to one peer (one link of a full mesh)
-    b = domain_nic_bytes_per_s(tm, comm) if multi else scaleup_bytes_per_s(tm, 2)
-    net = SCALE_OUT if multi else SCALE_UP
+    intra = scaleup_bytes_per_s(tm, 2)  # its scale-up to one peer (one link of a full mesh)
+    sender = comm if comm.n_ranks == 2 else _one_sender(tm)
+    b = domain_nic_bytes_per_s(tm, sender) if multi else intra  # a boundary rank's own NIC
+    t_in = message_bytes / intra if comm.ranks_per_domain > 1 else 0.0
+    t_out = message_bytes / b if multi else 0.0
+    net = SCALE_OUT if multi and t_out >= t_in else SCALE_UP
+    peers = p2p_peer_channels(tm, comm)
 
     def why() -> str:
         over = "a NIC" if multi else tm.scale_up_words
-        return f"one point-to-point transfer over {over} at {b / 1e9:.1f} GB/s"
+        each = f"; {peers} channel(s) per peer (NCCL {tm.release.version})" if peers else ""
+        if comm.n_ranks == 2:
+            return f"one point-to-point transfer over {over} at {b / 1e9:.1f} GB/s{each}"
+        return (
+            f"{comm.n_ranks} ranks each send to the next: the slowest hop over {over} at "
+            f"{min(b, intra) / 1e9 if multi else intra / 1e9:.1f} GB/s{each}"
+        )
 
-    return make_cost(tm, Algorithm.P2P, proto, lat, {net: message_bytes / b}, net, why)
+    return make_cost(tm, Algorithm.P2P, proto, lat, {net: max(t_in, t_out)}, net, why)
+
+
+def _one_sender(tm: TierModel) -> Communicator:
+    """Two ranks in two domains, each alone on its NIC (all ``gpus_per_nic`` shares of it): what the one
+    network sender of a domain reaches, as a pair across domains does."""
+    return Communicator(2, 1, 2, 1, 1, 1, min_ranks_per_domain=1, min_nic_gpus_per_domain=tm.gpus_per_nic)
+
+
+def p2p_peer_channels(tm: TierModel, comm: Communicator) -> int | None:
+    """NCCL's ``p2pnChannelsPerPeer`` for a communicator across domains (:func:`~aifabric.catalog.
+    nccl_p2p.net_peer_channels`, the release's rule on the communicator's channels ``tm.channels[1]`` and
+    the GPU's NICs); None inside one domain, under ``line_rate``, or where the release does not record it."""
+    rule = tm.release.net_peer_channels
+    if comm.n_domains < 2 or rule is None or not tm.nccl:
+        return None
+    nics = tm.nics_per_gpu
+    shape = P2pShape(
+        n_ranks=comm.n_ranks,
+        n_nodes=comm.n_domains,
+        comm_channels=max(1, tm.channels[1]),
+        local_nics=nics,
+        local_nic_gbps=nics * tm.nic_line_gbps,
+    )
+    return net_peer_channels(rule, shape, tm.release.max_channels)

@@ -25,7 +25,7 @@ takes ``(op, message_bytes, spec, gpus)`` (rank i on ``gpus[i]``) and returns th
   the shards across domains on every rail at once (2(N-1) steps of S/(g N)), ring all-gather inside.
 - :func:`flat_ring_plan`: one ring in rank order, every hop a transfer of S/n (all_reduce: 2(n-1) steps).
 - :func:`direct_plan`: all_to_all, every rank sends S/n to every other rank at once.
-- :func:`p2p_plan`: send_recv between two ranks.
+- :func:`p2p_plan`: send_recv, a pair or every rank to the next.
 """
 
 from __future__ import annotations
@@ -241,10 +241,15 @@ def direct_plan(
 
 
 def p2p_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray) -> tuple[Stage, ...]:
-    """send_recv: rank 0 sends S to rank 1. Raises ValueError unless there are exactly two ranks."""
-    if gpus.size != 2:
-        raise ValueError(f"send_recv: needs exactly 2 ranks (--ranks 2), got {gpus.size}")
-    return (Stage(gpus[:1], gpus[1:], np.array([message_bytes]), np.zeros(1, np.int64), 1, "send"),)
+    """send_recv: on two ranks rank 0 sends S to rank 1; on more, nccl-tests' sendrecv, every rank sends
+    S to the next rank in rank order (the last to the first), all at once."""
+    if gpus.size < 2:
+        raise ValueError(f"send_recv: needs at least 2 ranks, got {gpus.size}")
+    if gpus.size == 2:
+        return (Stage(gpus[:1], gpus[1:], np.array([message_bytes]), np.zeros(1, np.int64), 1, "send"),)
+    n = int(gpus.size)
+    sizes = np.full(n, float(message_bytes))
+    return (Stage(gpus, np.roll(gpus, -1), sizes, np.zeros(n, np.int64), 1, "send ring"),)
 
 
 def flat_ring_plan(

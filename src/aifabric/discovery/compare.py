@@ -873,13 +873,6 @@ def _measure(row: PerfRow, place: str) -> tuple[PerfResult | None, PerfResult | 
 
 
 def _communicator(op: str, spec: ClusterSpec, n_ranks: int, n_nodes: int) -> tuple[Communicator, str | None]:
-    if op == "send_recv" and n_ranks != 2:
-        # nccl-tests sendrecv: every rank sends to the next and receives from the previous. Each rank's
-        # link carries one message each way, like one pair; the slowest pair crosses nodes when there are any.
-        gpus = [0, spec.gpus_per_node] if n_nodes > 1 else [0, 1]
-        return Communicator.from_gpus(
-            spec, gpus
-        ), "sendrecv on more than 2 ranks predicted as one pair (its slowest)"
     if n_nodes > 1 and n_ranks == n_nodes * spec.gpus_per_node:
         return Communicator.contiguous(spec, n_ranks), None
     if n_nodes > 1 and n_ranks % n_nodes == 0 and n_ranks // n_nodes < spec.gpus_per_node:
