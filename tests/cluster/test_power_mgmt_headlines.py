@@ -271,3 +271,32 @@ def test_a_tpu_pod_says_its_power_is_not_published():
     assert out["compute_power_gap"].startswith("not published") and out["compute_watts"] == 0.0
     assert not catalog.system_power("tpu-v5p").published
     assert catalog.system_power("h100-sxm").published
+
+
+@pytest.mark.parametrize("text", ["0.5 GPUs", "1.5-GPU servers", "0.0005k GPUs"])
+def test_a_fraction_of_a_gpu_is_refused(text):
+    """A GPU count is a whole number: "0.5 GPUs" is refused, never matched as a count ("1.5k GPUs" = 1,500
+    is whole)."""
+    with pytest.raises(ValueError, match="not a whole number of GPUs"):
+        extract_claims(text)
+    r = CliRunner().invoke(app, ["announcement", text])
+    assert r.exit_code == 2 and "not a whole number" in r.stderr
+
+
+def test_a_lower_bound_count_is_read():
+    """ "100K+ GPUs" (how xAI writes Colossus' size) is at least 100,000 GPUs: read as 100,000."""
+    claims = extract_claims("100K+ GPUs; 100,000+ GPUs; 1.5k GPUs")
+    assert [(c.kind, c.value) for c in claims] == [("count", 100e3), ("count", 100e3), ("count", 1500.0)]
+
+
+def test_an_n_gpu_server_is_a_node_size_not_the_cluster():
+    """ "8-GPU servers" is the size of one server (HGX: 8 GPUs), not a claim that the cluster has 8 GPUs;
+    "4-GPU compute trays" likewise (GB200 NVL72: 4 GPUs a tray); "72-GPU racks" stays the fast domain's
+    count (GB200 NVL72 page: "a 72-GPU NVLink domain")."""
+    claims = extract_claims("8-GPU servers, 72-GPU racks, 4-GPU compute trays")
+    assert [(c.kind, c.value) for c in claims] == [("node size", 8.0), ("count", 72.0), ("node size", 4.0)]
+    hgx = summarize(preset("dgx-h100-superpod", nodes=32))
+    (v,) = check_claims(hgx, extract_claims("8-GPU servers"))
+    assert v.status == "matches" and v.figure is not None and v.figure.name == "GPUs per node"
+    (w,) = check_claims(summarize(preset("gb200-nvl72", gpus=72)), extract_claims("8-GPU servers"))
+    assert w.status == "differs" and "4 GPUs per node" in w.note

@@ -51,6 +51,7 @@ def headlines(s: ClusterSummary) -> list[Headline]:
         Headline(
             "fast-domain size", float(s.domain_gpus), "count", "scale-up", "GPUs joined by the scale-up link"
         ),
+        Headline("GPUs per node", float(s.spec.gpus_per_node), "node size", "node", "GPUs of one server"),
     ]
     out += _scale_up_headlines(s)
     if s.spec.scale_out is not None:
@@ -170,7 +171,9 @@ _CLAIM = re.compile(
     r"(?:\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W)\b(?P<per>\s+per\s+(?:GPU|accelerator|chip)\b)?"
     # "72 B200 GPUs": a model between; "a 72-GPU NVLink domain" (NVIDIA's GB200 NVL72 page): a hyphen;
     # "100k GPUs" (xAI's Colossus): a thousands (k) or millions (M) suffix, also after a space ("100 k GPUs")
-    r"|(?:\s?(?P<mult>[kKM]))?(?:\s+(?:[A-Za-z][\w-]*\s+)?|-)(?P<count>GPUs?|accelerators?|chips?)\b)",
+    # "100K+ GPUs": a lower bound, read as its figure; "8-GPU servers": one node's size, not the cluster's
+    r"|(?:\s?(?P<mult>[kKM]))?\+?(?:\s+(?:[A-Za-z][\w-]*\s+)?|-)(?P<count>GPUs?|accelerators?|chips?)\b"
+    r"(?P<node>(?:\s+[A-Za-z][\w-]*)?\s+(?:servers?|nodes?|systems?|trays?|hosts?|machines?|boxes)\b)?)",
 )
 #: The suffixes a count is written with: "100k GPUs" is 100,000.
 _COUNT_MULTIPLIERS = {None: 1.0, "k": 1e3, "K": 1e3, "M": 1e6}
@@ -189,6 +192,15 @@ def _figure(m: re.Match[str]) -> float:
     return num
 
 
+def _count_claim(m: re.Match[str], num: float) -> Claim:
+    """A GPU count ("100k GPUs") or a node size ("8-GPU servers"); ValueError naming the claim when the
+    count is not a whole number of GPUs ("0.5 GPUs")."""
+    value = num * _COUNT_MULTIPLIERS[m["mult"]]
+    if math.isfinite(value) and not value.is_integer():
+        raise ValueError(f"announcement: {m[0]!r} is not a whole number of GPUs")
+    return Claim(m[0], value, "node size" if m["node"] else "count")
+
+
 def extract_claims(text: str) -> list[Claim]:
     """Numbers with units in ``text``: bandwidths (bits when the unit has a lower-case b), GPU counts (also
     "72-GPU", "100k GPUs"), power.
@@ -204,13 +216,13 @@ def extract_claims(text: str) -> list[Claim]:
     ------
     ValueError
         A figure written with a minus sign ("-130 TB/s"), zero or not finite ("1e400 TB/s"): no bandwidth,
-        count or power is below 0, 0 or infinite.
+        count or power is below 0, 0 or infinite; a GPU count that is no whole number ("0.5 GPUs").
     """
     out: list[Claim] = []
     for m in _CLAIM.finditer(text):
         num = _figure(m)
         if m["count"]:
-            out.append(Claim(m[0], num * _COUNT_MULTIPLIERS[m["mult"]], "count"))
+            out.append(_count_claim(m, num))
             continue
         unit = m["unit"]
         low = unit.lower()
@@ -246,6 +258,8 @@ def check_claims(s: ClusterSummary, claims: list[Claim]) -> list[Verdict]:
             out.append(Verdict(c, "matches", hit, f"{hit.name} ({hit.network}): {hit.note}"))
         elif c.kind == "count" and same:
             out.append(Verdict(c, "differs", None, f"modelled: {s.n_gpus} GPUs, fast domain {s.domain_gpus}"))
+        elif c.kind == "node size":
+            out.append(Verdict(c, "differs", None, f"modelled: {s.spec.gpus_per_node} GPUs per node"))
         elif c.per_gpu and (per_gpu := [h for h in same if "per GPU" in h.name]):
             have = ", ".join(f"{h.name} {h.value / 1e9:.4g} GB/s" for h in per_gpu)
             out.append(Verdict(c, "differs", None, f"modelled per GPU: {have}"))
