@@ -146,3 +146,18 @@ def test_a_trace_too_large_is_refused_before_reading(tmp_path, monkeypatch):
         read_et(f)
     res = CliRunner().invoke(app, ["import-chakra", str(tmp_path)])  # a folder: one line, exit 2
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("stride", [0, -2])
+def test_a_group_stride_below_one_names_the_field_and_the_file(tmp_path, stride):
+    """comm_group_stride is the spacing of a group's ranks: 0 or below places no group; the refusal names
+    the trace's field and its file (never the internal "stride: must be >= 1")."""
+    attrs = {"is_cpu_op": False, "comm_type": 0, "comm_size": 2**20, "comm_group_size": 2}
+    node = EtNode(0, "dp all_reduce", "COMM_COLL", 0, (), attrs={**attrs, "comm_group_stride": stride})
+    f = write_et([node], tmp_path / "workload.0.et")
+    with pytest.raises(ParseError, match=f"comm_group_stride = {stride}"):
+        read_et(f)
+    res = CliRunner().invoke(app, ["import-chakra", str(f)])
+    assert res.exit_code == 2
+    (line,) = res.stderr.strip().splitlines()
+    assert str(f) in line and f"node 0: comm_group_stride = {stride}; must be a whole number >= 1" in line

@@ -488,8 +488,8 @@ def read_et(path: str | Path) -> ChakraTrace:
     Raises
     ------
     ParseError
-        An empty, truncated or too large file (:data:`MAX_FILE_BYTES`), or a message that is not a Chakra
-        GlobalMetadata / Node.
+        An empty, truncated or too large file (:data:`MAX_FILE_BYTES`), a message that is not a Chakra
+        GlobalMetadata / Node, or a ``comm_group_size`` / ``comm_group_stride`` below 1.
     """
     p = Path(path)
     if p.is_file() and p.stat().st_size > MAX_FILE_BYTES:
@@ -519,9 +519,23 @@ def read_et(path: str | Path) -> ChakraTrace:
                 attrs={a.name: _get_attr(a) for a in m.attr},
             )
         )
+        _check_group(p, nodes[-1])
         if len(nodes) > MAX_NODES:
             raise ParseError(f"{p}: more than {MAX_NODES:,} nodes")
     return ChakraTrace(meta.version, tuple(nodes))
+
+
+#: Our two group fields: how many ranks a call's group holds, and how far apart they are; both whole, >= 1.
+_GROUP_FIELDS = ("comm_group_size", "comm_group_stride")
+
+
+def _check_group(source: Path, node: EtNode) -> None:
+    """ParseError naming the file, the node and the field when a group's size or spacing is below 1 or no
+    whole number (a stride of 0 would put every rank of the group on one GPU)."""
+    for name in _GROUP_FIELDS:
+        v = node.attrs.get(name)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ParseError(f"{source}: node {node.id}: {name} = {v!r}; must be a whole number >= 1")
 
 
 def comm_op(node: EtNode) -> str | None:
