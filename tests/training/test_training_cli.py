@@ -335,3 +335,26 @@ def test_train_refuses_an_expert_tp_that_does_not_fit_in_one_line():
     assert r.stderr.strip() == (
         "error: expert_tp=3 does not divide the experts' ffn width 14336 of model 'mixtral-8x7b'"
     )
+
+
+def test_plan_takes_elementwise_and_embedding_chunks_as_train_does():
+    # Llama 3's pipeline (paper Sec. 3.3.2: embedding and output layer in layer places) and Meta's eager
+    # kernels: the planner's figure for its best layout is train's figure for the same layout.
+    small = ("--model", "llama3-8b", "--cluster", "h100-ib-2node", "--global-batch", "64")
+    opts = ("--elementwise", "llama-eager", "--embedding-chunks")
+    r = run("plan", *small, "--pp", "2", "--top", "1", "--json", *opts)
+    assert r.exit_code == 0, r.stderr
+    best = json.loads(r.stdout)["ranked"][0]
+    lay = best["layout"]
+    r = run("train", *small, "--tp", str(lay["tp"]), "--pp", str(lay["pp"]), "--cp", str(lay["cp"]),
+            "--virtual-stages", str(lay["virtual_pipeline_stages"]),
+            "--microbatch", str(lay["microbatch_size"]),
+            "--zero", str(lay["zero_stage"]), "--recompute", lay["recompute"], "--json", *opts)  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["step_s"] == pytest.approx(best["step_s"], rel=1e-9)
+    plain = run("plan", *small, "--pp", "2", "--top", "1", "--json")
+    assert json.loads(plain.stdout)["ranked"][0]["step_s"] != pytest.approx(best["step_s"], rel=1e-6)
+    bad = run("plan", *small, "--pp", "1", "--embedding-chunks")
+    assert bad.exit_code == 2 and "--embedding-chunks" in bad.stderr and "--pp 1" in bad.stderr
+    bad = run("plan", *small, "--elementwise", "eager")
+    assert bad.exit_code == 2

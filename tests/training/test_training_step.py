@@ -272,3 +272,19 @@ def test_bad_layouts_name_the_field(layout, error, pattern):
     kw = dict(global_batch_size=1536) | layout
     with pytest.raises(error, match=pattern):
         step_time(model, ParallelLayout(**kw), spec)
+
+
+def test_embedding_chunks_with_interleaving_cut_per_stage():
+    # Llama 3 8B, pp 2, v 2: 32 + 2 = 34 layer places, 17 a stage (an even cut, 34 / 2); a stage's two
+    # chunks hold 9 and 8 places (Megatron-LM's --pipeline-model-parallel-layout allows any layers per
+    # virtual stage), so the last stage runs 16 layers and the output layer, as at v = 1 and as the plain
+    # cut: not 36 padded places (17 layers and the output layer), and no "uneven stages" note.
+    model, spec = get_model("llama3-8b"), preset("h100-ib-2node")
+    kw = dict(tp=1, pp=2, dp=8, zero_stage=1, microbatch_size=1, global_batch_size=64)
+    off = StepOptions(check_memory=False)
+    chunks = StepOptions(check_memory=False, embedding_chunks=True)
+    plain = step_time(model, ParallelLayout(virtual_pipeline_stages=2, **kw), spec, options=off)
+    v2 = step_time(model, ParallelLayout(virtual_pipeline_stages=2, **kw), spec, options=chunks)
+    assert v2.layers_per_stage == plain.layers_per_stage == 16
+    assert v2.breakdown_s["compute"] == pytest.approx(plain.breakdown_s["compute"], rel=1e-12)
+    assert not any("uneven" in n for n in v2.notes)

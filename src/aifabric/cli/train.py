@@ -631,6 +631,8 @@ def plan(
     capacity_factor: CapacityOpt = None,
     fp8: Fp8Opt = False,
     gemm_shapes: GemmShapesOpt = None,
+    elementwise: ElementwiseOpt = ElementwiseChoice.fused,
+    embedding_chunks: EmbeddingChunksOpt = False,
     plot: PlotOpt = None,
     html: HtmlOpt = None,
     json_out: JsonOpt = False,
@@ -645,6 +647,7 @@ def plan(
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, None, tp=tp, tp_overlap=tp_comm_overlap)
     _refuse_ep_overlap(spec_model, ep, ep_comm_overlap)
+    _refuse_single_stage(pp or 0, embedding_chunks)  # pp None: the planner picks pp (> 1 to place them)
     check_outputs(plot=plot, html=html)
     sm = StepModel(
         spec_model,
@@ -657,6 +660,8 @@ def plan(
             capacity_factor,
             fp8,
             gemm_shapes,
+            elementwise=elementwise,
+            embedding_chunks=embedding_chunks,
             ep_overlap=ep_comm_overlap,
         ),
     )

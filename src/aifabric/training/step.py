@@ -810,13 +810,18 @@ class StepModel:
         """The model with n_layers rounded up to a multiple of pp x v (uneven stages), else the model.
 
         With ``options.embedding_chunks`` (and pp > 1) the embedding and the output layer count as one layer
-        each: n_layers + 2 layer places are cut into pp x v chunks, and the model returned has that many
-        layers (the busiest stage's count; FLOPs and MFU stay those of the real model).
+        each (Megatron-LM's ``account_for_embedding_in_pipeline_split`` /
+        ``account_for_loss_in_pipeline_split``): n_layers + 2 layer places are cut into pp stages, and the
+        model returned has that many layers (FLOPs and MFU stay those of the real model). Where the places
+        divide into pp stages, a stage's v chunks may differ by one place (Megatron-LM's
+        ``--pipeline-model-parallel-layout`` takes any number of layers per virtual stage: NVIDIA/Megatron-LM
+        MR 2795, "flexible asymmetric VPP with custom PP layout"): Llama 3 8B, pp 2, v 2: 34 places, 17 a
+        stage, the last one 16 layers and the output layer, not 36 padded places.
         """
         chunks = layout.pp * layout.virtual_pipeline_stages
         extra = 2 if self._embedding_chunks(layout) else 0
         l = self.model.n_layers + extra  # noqa: E741
-        if l % chunks == 0:
+        if l % chunks == 0 or (extra and l % layout.pp == 0):
             return self._with_layers(l) if extra else self.model
         if not self.options.uneven_stages:
             return self.model  # validate() names n_layers and pp x v
@@ -827,6 +832,20 @@ class StepModel:
                 f"{layout.pp} x {layout.virtual_pipeline_stages} = {chunks}: a stage would have no layer"
             )
         return self._with_layers(-(-l // chunks) * chunks)
+
+    def _stages_uneven(self, layout: ParallelLayout, padded: ModelSpec) -> bool:
+        """Whether the cut was padded: the stages hold unequal layer places."""
+        extra = 2 if self._embedding_chunks(layout) else 0
+        return padded.n_layers != self.model.n_layers + extra
+
+    def _chunked(self, layout: ParallelLayout, padded: ModelSpec) -> ModelSpec:
+        """The model ``validate`` and the memory check take: the padded one, its layers rounded up to whole
+        chunks where a stage's chunks differ by one layer (:meth:`padded_model`); the timed stages stay the
+        padded ones."""
+        chunks = layout.pp * layout.virtual_pipeline_stages
+        if padded is self.model or padded.n_layers % chunks == 0:
+            return padded
+        return self._with_layers(-(-padded.n_layers // chunks) * chunks)
 
     def _with_layers(self, n_layers: int) -> ModelSpec:
         """The model with ``n_layers`` layers (cached)."""
@@ -860,7 +879,8 @@ class StepModel:
             If ``options.check_memory`` and the layout does not fit in HBM.
         """
         padded = self.padded_model(layout)
-        layout.validate(padded, self.n_gpus)
+        chunked = self._chunked(layout, padded)  # memory counts whole chunks: an upper bound
+        layout.validate(chunked, self.n_gpus)
         if layout.folded and layout.etp > 1:
             raise ConfigError(
                 f"expert_tp={layout.etp} with tp={layout.tp}: the step model times expert_tp = 1 or tp only "
@@ -869,7 +889,7 @@ class StepModel:
         opt = self.options
         fit = check_fits if opt.check_memory else memory_breakdown
         mem = fit(
-            padded,
+            chunked,
             layout,
             self.hbm_capacity_bytes,
             flash_attention=opt.flash_attention,
@@ -1317,7 +1337,7 @@ class StepModel:
         hw, mf = self._hw_flops(lay.recompute, gbs)
         n = self.n_gpus
         notes = []
-        if padded is not self.model:
+        if self._stages_uneven(lay, padded):
             notes.append(
                 f"uneven stages: {m.n_layers} layers{_EMBEDDING_NOTE if self._embedding_chunks(lay) else ''} "
                 f"over pp x v = {p} x {v}; the busiest stage holds {st.layers} (memory checked as if every "
