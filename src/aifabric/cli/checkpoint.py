@@ -226,7 +226,7 @@ def checkpoint(
         host_bytes_per_node=_offload_bytes(offload_memory),
         host_field="--offload-memory",
     )
-    res = checkpoint_time(spec, size, gds=gds)
+    res = checkpoint_time(spec, size, gds=gds, offloaded=offload_memory is not None)
     out = _checkpoint_dict(spec, n, size, res)
     out.update(_per_step(spec, res, step_s, mtbf_s, data_per_step))
     _check_finite(out)

@@ -195,8 +195,15 @@ def check_state_fits(
     )
 
 
-def checkpoint_time(spec: ClusterSpec, size: CheckpointSize, *, gds: bool = True) -> CheckpointResult:
+def checkpoint_time(
+    spec: ClusterSpec, size: CheckpointSize, *, gds: bool = True, offloaded: bool = False
+) -> CheckpointResult:
     """Write/restore/async times of ``size`` on ``spec`` (formulas in the module docstring).
+
+    ``offloaded``: the state beyond a GPU's HBM lives in its node's host memory (ZeRO-Offload, Ren et al.
+    USENIX ATC'21, arXiv:2101.06840): the asynchronous GPU -> host copy moves only the part in HBM (at most
+    its capacity); the host-resident part is already where the drain reads it (the node's front-end /
+    storage NICs, :func:`aifabric.storage.paths.node_path` with no GPU in the path).
 
     Raises
     ------
@@ -222,6 +229,8 @@ def checkpoint_time(spec: ClusterSpec, size: CheckpointSize, *, gds: bool = True
     )
     pcie_key = spec.accelerator_spec.pcie
     per_gpu_bytes = per_node / gpus_writing
+    if offloaded:
+        per_gpu_bytes = min(per_gpu_bytes, spec.accelerator_spec.hbm_capacity_bytes)
     copy_s = (
         per_gpu_bytes / catalog.scaleup(f"pcie-{pcie_key}").per_gpu_per_direction_bytes_per_s
         if pcie_key
