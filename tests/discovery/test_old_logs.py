@@ -85,3 +85,6 @@ def test_the_release_note_is_none_for_recorded_and_unreadable_versions() -> None
     assert unrecorded_release_note(None) is None
     assert unrecorded_release_note("2.x") is None
     assert unrecorded_release_note("2.17.1") is not None
+    # "2.18" names a recorded series: nccl_release prices it with 2.18.3's tables, so no "older" note
+    assert unrecorded_release_note("2.18") is None
+    assert unrecorded_release_note("2.17") is not None

@@ -78,6 +78,15 @@ def test_bad_instance_or_release_is_refused_naming_the_field():
         _nodes("h100-sxm", 2, so | {"ofi_nccl_version": "0.9"})
 
 
+def test_plugin_fields_off_efa_are_refused_not_ignored():
+    # only an efa-srd scale-out loads aws-ofi-nccl (efa_plugin_settings returns {} elsewhere)
+    so = {"nic": "connectx-7", "nics_per_gpu": 4, **ROCE}
+    with pytest.raises(ValidationError, match=r"scale_out.instance_type: 'p5.48xlarge' .* runs 'roce-v2'"):
+        _nodes("h100-sxm", 2, so | {"instance_type": "p5.48xlarge"})
+    with pytest.raises(ValidationError, match=r"scale_out.ofi_nccl_version: '1.21.1' .* runs 'roce-v2'"):
+        _nodes("h100-sxm", 2, so | {"ofi_nccl_version": "1.21.1"})
+
+
 def test_bad_chunk_sizes_are_refused_naming_the_variable():
     with pytest.raises(ValueError, match=r"NCCL_NVLS_CHUNKSIZE: expected an integer"):
         formula_collective("all_reduce", GiB, P5_2, env={"NCCL_NVLS_CHUNKSIZE": "big"})

@@ -640,6 +640,18 @@ class ClusterSpec(_Strict):
                 f"gpus_per_node={self.gpus_per_node}"
             )
         self._check_uplink_speed(so)
+        self._check_aws_plugin(so)
+
+    @staticmethod
+    def _check_aws_plugin(so: ScaleOutSpec) -> None:
+        """``instance_type`` and ``ofi_nccl_version`` name the aws-ofi-nccl plugin an ``efa-srd`` scale-out
+        runs; on any other transport nothing reads them, so they are refused rather than ignored."""
+        for name in ("instance_type", "ofi_nccl_version"):
+            if getattr(so, name) is not None and so.transport_key != "efa-srd":
+                raise ValueError(
+                    f"scale_out.{name}: {getattr(so, name)!r} names the aws-ofi-nccl plugin of an efa-srd "
+                    f"scale-out; this one runs {so.transport_key!r}"
+                )
 
     def _check_uplink_speed(self, so: ScaleOutSpec) -> None:
         """A switch-to-switch cable bundles a whole number of per-plane links and fits every tier's port."""

@@ -463,13 +463,17 @@ def unrecorded_release_note(version: str | None) -> str | None:
     'NCCL 2.8.4 is older than the oldest recorded release 2.18.1: priced with the tables of NCCL 2.30...'
     >>> unrecorded_release_note("2.26.2") is None
     True
+    >>> unrecorded_release_note("2.18") is None  # the 2.18 series: 2.18.3's tables, as the engine prices it
+    True
     """
     releases = catalog.nccl_release_versions()
     try:
-        older = version is not None and version_tuple(version) < version_tuple(releases[0])
+        want = version_tuple(version) if version is not None else None
     except ConfigError:
         return None
-    if not older:
+    if want is not None and len(want) == 2:  # "2.18" names its series, priced with the series' newest
+        want = (*want, 10**6)
+    if want is None or want >= version_tuple(releases[0]):
         return None
     return (
         f"NCCL {version}{UNRECORDED_RELEASE}{releases[0]}: priced with the tables of NCCL {releases[-1]}, "
