@@ -347,7 +347,10 @@ def even_uplinks(
     including leaf switches and leaf-spine cables"): 31 nodes on 8 leaves of 32 uplinks under 4 spines.
     An extra uplink at 1:1 or under leaves the bisection where it was, bound by the NICs (``min(N, leaves x
     u) = N``), so one node more never needs fewer spines: 11 nodes at 1:2 need 22 uplinks, which spread
-    evenly over 11 spines by divisors, and 24 over 3, as 12 nodes have them.
+    evenly over 11 spines by divisors, and 24 over 3, as 12 nodes have them. A leaf never takes more
+    uplinks than a full SU's leaf has at the ratio (``radix / (1 + ratio)``, 32 of 64 at 1:1): 155 nodes
+    on 4 rails of 5 leaves (31 down each) would spread 33 uplinks over 11 spines, more optics than the 32
+    uplinks under 16 spines that 156 nodes must have; the full SU's cabling serves both.
 
     Examples
     --------
@@ -361,7 +364,8 @@ def even_uplinks(
     best = (up, even_spread(up, math.ceil(n_leaves * up / spine_radix)))
     if ratio > 1.0 + 1e-9:
         return best
-    for more in range(up + 1, leaf_radix - down + 1):
+    full_su = max(up, math.floor(leaf_radix / (1.0 + ratio) + 1e-9))  # a full SU leaf's uplinks at this ratio
+    for more in range(up + 1, min(leaf_radix - down, full_su) + 1):
         fewest = math.ceil(n_leaves * more / spine_radix)
         if fewest >= best[1]:
             break  # the spines the ports need only grow with more uplinks
