@@ -67,12 +67,13 @@ def test_cli_unknown_vary_key_exits_2_with_one_line(tmp_path):
 
 
 def test_name_can_vary_and_bad_points_are_recorded_not_fatal(tmp_path):
-    # "name" used to collide with preset()'s own argument; a string node count, a wrong unit and a
-    # bandwidth without a unit are each that point's error, and the good points still run.
+    # "name" used to collide with preset()'s own argument; a speed above the preset's ConnectX-7
+    # (400 Gb/s, its datasheet) is valid alone but builds no cluster: that point's error, and the good
+    # points still run.
     spec = SweepSpec.from_dict(
         {
             **BASE,
-            "vary": {"name": ["a", "b"], "scale_out.nic_speed": ["200 Gb/s", "400 GB/s", 7]},
+            "vary": {"name": ["a", "b"], "scale_out.nic_speed": ["200 Gb/s", "800 Gb/s", "1600 Gb/s"]},
         }
     )
     db = tmp_path / "r.db"
@@ -84,6 +85,18 @@ def test_name_can_vary_and_bad_points_are_recorded_not_fatal(tmp_path):
     bad = [r for r in rows if r["error"]]
     assert len(ok) == 2 and len(bad) == 4
     assert all(r["error"].startswith("scale_out.nic_speed") or "nic_speed" in r["error"] for r in bad)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [("400 GB/s", "above any NIC made"), (7, "7 has no unit")],
+)
+def test_a_speed_with_a_wrong_unit_or_none_is_refused_before_any_point_runs(value, reason):
+    # The same value in a cluster file is refused; a sweep refuses it up-front, naming field and value.
+    data = {**BASE, "vary": {"scale_out.nic_speed": ["200 Gb/s", value]}}
+    with pytest.raises(ConfigError, match=r"vary\.scale_out\.nic_speed\[1\]: .* is not valid") as err:
+        SweepSpec.from_dict(data)
+    assert reason in str(err.value)
 
 
 def test_an_internal_error_is_recorded_on_its_row(monkeypatch):

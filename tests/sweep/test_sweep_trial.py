@@ -91,6 +91,14 @@ def test_max_points_counts_this_shards_share(tmp_path):
         ({**OK, "vary": {"nodes": ["abc"]}}, "vary.nodes[0]: 'abc' is not valid for nodes"),
         ({**OK, "vary": {"nodes": [2, True]}}, "vary.nodes[1]: True is not valid for nodes"),
         ({**OK, "vary": {"scale_out.fabric": ["wifi"]}}, "vary.scale_out.fabric[0]: 'wifi' is not valid"),
+        (
+            {**OK, "vary": {"scale_out.nic": ["connectx-7", "no-such-nic"]}},
+            "vary.scale_out.nic[1]: 'no-such-nic' is not valid for scale_out.nic (unknown nic 'no-such-nic'",
+        ),
+        (
+            {**OK, "vary": {"scale_out.oversubscription": [[1], [-2]]}},
+            "vary.scale_out.oversubscription[1]: [-2] is not valid for scale_out.oversubscription",
+        ),
     ],
 )
 def test_a_bad_sweep_file_exits_2_before_evaluating(tmp_path, data, line):
@@ -102,13 +110,14 @@ def test_a_bad_sweep_file_exits_2_before_evaluating(tmp_path, data, line):
 
 
 def test_well_typed_but_infeasible_variants_are_still_recorded_per_row(tmp_path):
-    spec = SweepSpec.from_dict({**OK, "vary": {"scale_out.nic": ["connectx-7", "no-such-nic"]}})
+    # Each value is valid alone; 800 Gb/s is above the preset's ConnectX-7 (400 Gb/s, its datasheet).
+    spec = SweepSpec.from_dict({**OK, "vary": {"scale_out.nic_speed": ["400 Gb/s", "800 Gb/s"]}})
     db = tmp_path / "r.db"
     assert run_into_db(spec, db) == (2, 0)
     store = ResultDB(db, columns_for(spec))
     errors = sorted(store.to_pandas()["error"])
     store.close()
-    assert errors[0] == "" and "no-such-nic" in errors[1]
+    assert errors[0] == "" and "above what connectx-7 does" in errors[1]
 
 
 def test_repeated_sizes_and_values_are_evaluated_once(tmp_path):
@@ -130,7 +139,7 @@ def test_repeated_sizes_and_values_are_evaluated_once(tmp_path):
 
 
 def test_pareto_with_no_successful_point_is_one_line(tmp_path):
-    data = {**OK, "vary": {"scale_out.nic": ["no-such-nic"]}}
+    data = {**OK, "vary": {"scale_out.nic_speed": ["800 Gb/s"]}}  # above ConnectX-7's 400 Gb/s: no build
     png = tmp_path / "p.png"
     _f, _db, r = _sweep(tmp_path, data, "--pareto", str(png))
     assert r.exit_code == 2

@@ -23,8 +23,9 @@ from rich.progress import (
 
 from aifabric.cli.common import console, err_console, handle_errors
 from aifabric.report.paths import check_output_path, check_plot_path
+from aifabric.sweep.db import ResultDB
 from aifabric.sweep.grid import SweepSpec, load_sweep
-from aifabric.sweep.parallel import EXECUTORS, MAX_POINTS, check_grid_size, run_into_db
+from aifabric.sweep.parallel import EXECUTORS, MAX_POINTS, check_grid_size, columns_for, run_into_db
 
 __all__ = ["sweep"]
 
@@ -65,7 +66,9 @@ def sweep(
     every (cluster variant x model x layout) of its train section with the step model, into a SQLite
     store: one row per point keyed by a hash of the point, typed columns (SI units: s, bytes, bytes/s per
     direction, W). Killed at any moment, rerun the same command to resume: finished batches
-    are kept, none is stored twice. A variant that cannot be built is stored with its error."""
+    are kept, none is stored twice. A vary value its field refuses (an unknown part, an impossible ratio)
+    stops the sweep before any point runs; a variant of valid values that cannot be built is stored with
+    its error, and the summary line counts those points."""
     _check_outputs(db, parquet=parquet, csv=csv, pareto=pareto, html=html)
     spec = load_sweep(file)
     if shard >= shards:
@@ -73,7 +76,12 @@ def sweep(
     total = check_grid_size(spec, max_points, shard=shard, n_shards=shards)
     run = dict(workers=workers, executor=executor, batch=batch, address=address, shard=shard, n_shards=shards)
     ran, skipped = _run_with_bar(spec, db, total, max_points=max_points, **run)
-    console.print(f"{ran} point(s) evaluated, {skipped} already in {db} (resumed); store: {db}", markup=False)
+    failed = _count_errors(spec, db)
+    console.print(
+        f"{ran} point(s) evaluated, {skipped} already in {db} (resumed), {failed} stored with an error "
+        f"(see the error column); store: {db}",
+        markup=False,
+    )
     if any(p is not None for p in (parquet, csv, pareto, html)):
         _exports(spec, db, file, parquet=parquet, csv=csv, pareto=pareto, html=html)
 
@@ -92,6 +100,15 @@ def _check_outputs(
         from aifabric.report.html import check_html_path
 
         check_html_path(html)
+
+
+def _count_errors(spec: SweepSpec, db: Path) -> int:
+    """Points of the store ``db`` stored with an error instead of a result."""
+    store = ResultDB(db, columns_for(spec))
+    try:
+        return store.count_errors()
+    finally:
+        store.close()
 
 
 def _run_with_bar(spec: SweepSpec, db: Path, total: int, **run: Any) -> tuple[int, int]:
@@ -132,9 +149,6 @@ def _exports(
     html: Path | None,
 ) -> None:
     """Write the asked exports of the store ``db`` and print where each went."""
-    from aifabric.sweep.db import ResultDB
-    from aifabric.sweep.parallel import columns_for
-
     store = ResultDB(db, columns_for(spec))
     try:
         if parquet is not None:

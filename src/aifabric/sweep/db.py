@@ -104,6 +104,11 @@ class ResultDB:
         """Rows stored."""
         return int(self.conn.execute("SELECT COUNT(*) FROM results").fetchone()[0])
 
+    def count_errors(self) -> int:
+        """Rows stored with an error (a variant that could not be built, a layout that does not fit)."""
+        sql = "SELECT COUNT(*) FROM results WHERE error IS NOT NULL AND error != ''"
+        return int(self.conn.execute(sql).fetchone()[0])
+
     def to_pandas(self) -> pd.DataFrame:
         """Every row, ordered by hash, with the declared column types."""
         import pandas as pd  # lazy: the CLI imports this module

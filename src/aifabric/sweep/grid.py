@@ -17,11 +17,12 @@ A sweep file (YAML)::
 
 A file needs ``collectives`` or ``train`` (or both), and every collective a non-empty ``sizes`` list; a
 size listed twice is timed once. The cluster must resolve and every vary value must have its field's type
-and bounds (``nodes: ["abc"]`` and ``nodes: [0]`` are refused before any evaluation); a well-typed variant
-that cannot be built is stored with its error. A training point's ``op`` is ``train:<model>`` and its
-``message_bytes`` 0. Every point gets a stable key (its parameters as sorted JSON), so a sweep can resume
-where it stopped. The grid is counted (:attr:`SweepSpec.n_points`) without being expanded;
-:meth:`SweepSpec.iter_points` yields lazily.
+and bounds and pass the field's own validation (``nodes: ["abc"]``, ``nodes: [0]``, an unknown part name
+``scale_out.nic: [connectx-8x]`` and ``scale_out.oversubscription: [[-2]]`` are refused before any
+evaluation); a variant of valid values that cannot be built is stored with its error. A training point's
+``op`` is ``train:<model>`` and its ``message_bytes`` 0. Every point gets a stable key (its parameters as
+sorted JSON), so a sweep can resume where it stopped. The grid is counted (:attr:`SweepSpec.n_points`)
+without being expanded; :meth:`SweepSpec.iter_points` yields lazily.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ class SweepSpec:
         if not isinstance(vary_raw, dict):
             raise ConfigError(f"{source}: vary: expected a mapping of field -> list of values")
         try:
-            resolve_cluster(cluster)
+            base = resolve_cluster(cluster)
         except (AifabricError, ValueError) as err:
             raise ConfigError(f"{source}: cluster: {cluster!r}: {err}") from None
         vary = []
@@ -142,6 +143,7 @@ class SweepSpec:
             checked = tuple(_value(v, f"{source}: vary.{field}") for v in values)
             for j, v in enumerate(checked):
                 _check_type(field, v, f"{source}: vary.{field}[{j}]")
+                _check_alone(base, field, v, f"{source}: vary.{field}[{j}]")
             vary.append((field, tuple(dict.fromkeys(checked))))  # a value listed twice runs once
         train = _train(data.get("train"), source)
         if data.get("collectives") is None and not train:
@@ -280,6 +282,29 @@ def _check_type(field: str, value: Any, where: str) -> None:
     except ValidationError as err:
         reason = err.errors()[0]["msg"]
         raise ConfigError(f"{where}: {value!r} is not valid for {field} ({reason})") from None
+
+
+def _check_alone(base: ClusterSpec, field: str, value: Any, where: str) -> None:
+    """Raise ConfigError when ``value`` is refused by ``field``'s own validation, as in a cluster file
+    (an unknown part name such as ``scale_out.nic: connectx-8x``, an impossible ratio such as
+    ``scale_out.oversubscription: [-2]``), tried as the one change to the ``base`` cluster.
+
+    Only errors located at the field itself: a value that the field accepts but that makes the base
+    cluster infeasible (nine GB200 trays fill no NVL72 rack) may build with the grid's other values, and
+    is otherwise the sweep's result for that point.
+    """
+    as_written = list(value) if isinstance(value, tuple) else value
+    try:
+        base.with_changes(**{field: as_written})
+    except ConfigError as err:
+        cause = err.__cause__
+        if not isinstance(cause, ValidationError):
+            return
+        own = [e for e in cause.errors() if tuple(map(str, e["loc"])) == tuple(field.split("."))]
+        if own:
+            reason = own[0]["msg"].removeprefix("Value error, ")
+            reason = reason.removeprefix(f"{field.rsplit('.', 1)[-1]}: ")  # the field is named once
+            raise ConfigError(f"{where}: {as_written!r} is not valid for {field} ({reason})") from None
 
 
 def load_sweep(path: str | Path) -> SweepSpec:
