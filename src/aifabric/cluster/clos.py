@@ -21,7 +21,10 @@ that fit, the fewest switches whose realised bisection is the requested one to 1
                                                              undersubscribes a tier)
     realised bisection  = min(N, leaves x u1, spines x u2) / 2 links
 
-A three-tier fabric that fits in one pod is built as two tiers: a core tier would carry nothing.
+A two-tier fabric cabled for full SUs (``scale_out.full_su``) is exempt from the 1% rule: a partial SU's
+leaves carry a full SU's uplinks, so an oversubscribed one realises more bisection than requested, as the
+reference architectures build it. A three-tier fabric that fits in one pod is built as two tiers: a core
+tier would carry nothing.
 
 References
 ----------

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aifabric import catalog
-from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.spec import ClusterSpec, SitesSpec
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.costs import ring_all_reduce_time
 from aifabric.collectives.ops import Collective
@@ -39,14 +39,24 @@ from aifabric.errors import ConfigError
 __all__ = ["CrossSiteAllReduce", "cross_site_all_reduce", "fibre_delay_s", "pp_boundary_time"]
 
 
-def fibre_delay_s(distance_km: float, *, s_per_km: float = 5e-6) -> float:
-    """One-way propagation delay over ``distance_km`` of fibre, seconds (5 us/km: group index ~1.47).
+def fibre_delay_s(distance_km: float, *, s_per_km: float | None = None) -> float:
+    """One-way propagation delay over ``distance_km`` of fibre, seconds.
+
+    ``s_per_km`` defaults to the catalogue's figure for the default DCI transport (``catalog/data/dci.yaml``
+    ``fibre_delay``: 5 us/km, group index ~1.47 at 1550 nm, with its source there).
+
+    Raises
+    ------
+    ValueError
+        If ``distance_km`` < 0.
 
     >>> round(fibre_delay_s(50) * 1e6, 1)
     250.0
     """
     if distance_km < 0:
         raise ValueError(f"distance_km must be >= 0, got {distance_km!r}")
+    if s_per_km is None:
+        s_per_km = catalog.dci(SitesSpec.model_fields["transport"].default).fibre_delay_s_per_km
     return distance_km * s_per_km
 
 

@@ -212,9 +212,10 @@ def _crossovers(w: np.ndarray, loop: np.ndarray, delay_s: float) -> tuple[np.nda
 
     ``loop`` carries the feedback delay as an outer factor, ``L = L0 e^(-j w tau*)``; ``L0``'s phase is
     unwrapped from its integrator (-90 deg at low frequency) and each crossover is refined by linear
-    interpolation in log w. The delay's own phase, ``-w_c tau*``, is left to the caller, exact: a pure delay
-    leaves the gain unchanged and takes ``w_c tau*`` off the margin (CoNEXT'16 Sec. 4), so a margin only
-    falls as tau* grows instead of wrapping by 360 deg.
+    interpolation in log w. The outer delay's own phase, ``-w_c tau*``, is left to the caller, exact: a
+    pure delay leaves the gain unchanged and takes ``w_c tau*`` off the margin (CoNEXT'16 Sec. 4), and is
+    never sampled, so it cannot alias between samples. :func:`open_loop`'s ``L0`` still holds tau* inside
+    its rate-decrease feedback (the delayed term of its matrix); :func:`paper_open_loop`'s is delay-free.
     """
     gain_db = 20 * np.log10(np.abs(loop))
     phase = np.degrees(np.unwrap(np.angle(loop * np.exp(1j * w * delay_s))))
