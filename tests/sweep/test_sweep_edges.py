@@ -99,6 +99,15 @@ def test_a_speed_with_a_wrong_unit_or_none_is_refused_before_any_point_runs(valu
     assert reason in str(err.value)
 
 
+def test_an_unknown_accelerator_is_refused_before_any_point_runs():
+    # A typo in the accelerator is refused like one in the NIC: the catalogue has no 'h100-sxmx', so no
+    # point of the grid can run on it (before, every such point was stored with an error, exit 0).
+    data = {**BASE, "vary": {"accelerator": ["h100-sxm", "h100-sxmx"]}}
+    with pytest.raises(ConfigError, match=r"vary\.accelerator\[1\]: 'h100-sxmx' is not valid") as err:
+        SweepSpec.from_dict(data)
+    assert "unknown accelerator 'h100-sxmx'" in str(err.value)
+
+
 def test_an_internal_error_is_recorded_on_its_row(monkeypatch):
     import aifabric.sweep.runner as runner
 

@@ -457,10 +457,17 @@ class ClusterSpec(_Strict):
             )
         return data
 
+    @field_validator("accelerator")
+    @classmethod
+    def _known_accelerator(cls, v: str) -> str:
+        """An accelerator the catalogue (with any inline ``parts``, registered before) names; raises the
+        catalogue's ConfigError (a ValueError) for an unknown one, located at the field itself."""
+        catalog.accelerator(v)
+        return v
+
     @model_validator(mode="after")
     def _check(self) -> ClusterSpec:
         """Refuse a spec whose sizes, domains, scale-up or scale-out do not agree (ValueError, named)."""
-        catalog.accelerator(self.accelerator)
         n_gpus = self._checked_n_gpus()
         dom = self.domain_gpus
         self._check_domains(n_gpus)
