@@ -726,6 +726,14 @@ class ClusterSpec(_Strict):
         return catalog.scaleup(key)
 
     @property
+    def host_link_bytes_per_s(self) -> float | None:
+        """One GPU's link to its host, bytes/s per direction: the catalogue rate of the accelerator's PCIe
+        generation (``pcie-<gen>``, e.g. PCIe 5.0 x16: 32 GT/s x 16 x 128/130 = 63 GB/s, PCI-SIG); None for
+        a part the catalogue gives no PCIe host link (a TPU chip)."""
+        gen = self.accelerator_spec.pcie
+        return catalog.scaleup(f"pcie-{gen}").per_gpu_per_direction_bytes_per_s if gen else None
+
+    @property
     def nic_spec(self) -> catalog.NicSpec | None:
         """The scale-out NIC's catalogue entry, or None without a scale-out network."""
         return None if self.scale_out is None else catalog.nic(self.scale_out.nic)

@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 from aifabric.storage.paths import Transfer, node_path, transfer_time
@@ -227,14 +226,10 @@ def checkpoint_time(
         node_path(spec, direction="read", active_nodes=read_nodes, gpus=gpus_reading, gds=gds),
         size.held_bytes_per_gpu * gpus_reading,
     )
-    pcie_key = spec.accelerator_spec.pcie
+    host_link = spec.host_link_bytes_per_s
     per_gpu_bytes = per_node / gpus_writing
     if offloaded:
         per_gpu_bytes = min(per_gpu_bytes, spec.accelerator_spec.hbm_capacity_bytes)
-    copy_s = (
-        per_gpu_bytes / catalog.scaleup(f"pcie-{pcie_key}").per_gpu_per_direction_bytes_per_s
-        if pcie_key
-        else 0.0
-    )
+    copy_s = per_gpu_bytes / host_link if host_link is not None else 0.0
     drain = transfer_time(node_path(spec, direction="write", active_nodes=writer_nodes, gpus=0), per_node)
     return CheckpointResult(size, writer_nodes, write, restore, copy_s, drain)

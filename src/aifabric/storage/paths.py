@@ -119,9 +119,9 @@ def node_path(
     stages: dict[str, float] = {}
     n_gpus = spec.gpus_per_node if gpus is None else gpus
     if n_gpus:
-        pcie = catalog.scaleup(f"pcie-{spec.accelerator_spec.pcie}") if spec.accelerator_spec.pcie else None
-        if pcie is not None:
-            stages["GPU<->host PCIe"] = n_gpus * pcie.per_gpu_per_direction_bytes_per_s
+        host_link = spec.host_link_bytes_per_s
+        if host_link is not None:
+            stages["GPU<->host PCIe"] = n_gpus * host_link
         if not gds:
             stages["host bounce buffer (no GDS)"] = BOUNCE_BUFFER_BYTES_PER_S
     stages.update(network)
