@@ -1,0 +1,248 @@
+"""The formula engine against more public multi-node nccl-tests results (blind, fourth set).
+
+Machines and documents no other test covers: 2 x AWS p5.48xlarge over EFA with the NCCL release in the log
+(2.20.3 and 2.22.3, aws-ofi-nccl 1.9.2; a Kubeflow MPIJob's three full 8 B - 16 GiB sweeps), and two B200
+clusters on NDR InfiniBand swept from 2 to 64 nodes with the algorithm forced per run (Together AI's
+together-nccl-tests baselines: "flapping-airplanes", NCCL 2.28.9, 2-64 nodes at 32 GiB; "use3a-ss", a DGX
+Cloud B200 cluster, NCCL 2.29.7, 2-46 nodes at 16 GiB). Each point is one row of a public log or report
+whose hardware is stated; the comment gives the source, the quoted row (size, time us, busbw GB/s, or the
+report's busbw cell) and the model's figure. Tolerance: the blind check's bar, 10 % on busbw at >= 64 MiB,
+15 % on busbw at mid sizes and on time at small sizes. The model runs the release each document prints
+(the catalogue's newest tables at or before it). None of these documents is a calibration source of the
+catalogue. Points the model misses are in ``MISSED`` (measured, predicted, what is missing); not asserted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.engines.test_cases_public import Point  # one public row, as the other blind checks have it
+
+from aifabric.cluster.spec import ClusterSpec
+
+MiB = 2**20
+GiB = 2**30
+ROCE = {"fabric": "ethernet", "switch": "spectrum-4-sn5600-400g"}
+
+
+def _nodes(accelerator: str, nodes: int, scale_out: dict[str, Any]) -> ClusterSpec:
+    """``nodes`` x 8 ``accelerator`` on one NVSwitch domain each, with the given scale-out."""
+    spec = {"accelerator": accelerator, "gpus_per_node": 8, "nodes": nodes, "name": accelerator}
+    spec |= {"scale_up": {"kind": "nvswitch"}, "scale_out": scale_out}
+    return ClusterSpec.model_validate(spec)
+
+
+def p5(nodes: int) -> ClusterSpec:
+    """AWS p5.48xlarge: 8 x H100, 32 x 100 Gb/s EFA (4 per GPU; the logs: "Selected Provider is efa (found
+    32 nics)", "NIC group 0 device #0..#3" per GPU), SRD through aws-ofi-nccl 1.9.2."""
+    return _nodes("h100-sxm", nodes, {"nic": "efa-v2", "nics_per_gpu": 4, "transport": "efa-srd", **ROCE})
+
+
+def b200_ndr(nodes: int) -> ClusterSpec:
+    """8 x B200 per node, one 400 Gb/s NDR ConnectX-7 per GPU on Quantum-2 (the reports: "Mellanox
+    ConnectX-7 (MT4129), NDR 400 Gb/s InfiniBand", 8 compute HCAs; flapping-airplanes lists 12 HCAs, its
+    Ring plateau, 389 GB/s = 8 x 48.6, is eight 400G rails)."""
+    return _nodes("b200", nodes, {"nic": "connectx-7", "switch": "quantum-2-qm9700"})
+
+
+KEITA = "https://github.com/KeitaW/p5-nccl-test-2024-07-19/blob/1c78584b9f4c621b1779270e1cf0b8d6f3daec11/"
+P5_2223 = KEITA + "nccl-test-output-v2.22.3-1.log"
+P5_2203 = KEITA + "nccl-test-output-v2.20.3-1.log"
+TOGETHER = "https://github.com/togethercomputer/together-nccl-tests/blob/"
+FLAPPING = (
+    TOGETHER + "6fd65d198b200b39b80a9d9841732dc2054ef0be/baselines/flapping-airplanes/"
+    "2026-05-12_nccl_collective_scaling_report.md"
+)
+USE3A = (
+    TOGETHER + "0492bede4ebf49ff5c0d0a9c4abd7b034ec96da4/baselines/use3a-ss/"
+    "2026-05-02_nccl_collective_scaling_report.md"
+)
+P5_2 = p5(2)
+RING = {"NCCL_ALGO": "Ring"}
+TREE = {"NCCL_ALGO": "Tree"}
+
+
+def _p5(url: str, version: str, size: int, time_us: float, busbw: float) -> Point:
+    return Point(
+        url, P5_2, "all_reduce", size, time_us * 1e-6, busbw * 1e9, False, (("nccl_version", version),)
+    )
+
+
+def _b200(url: str, version: str, coll: str, nodes: int, size: int, busbw: float, env: Any = None) -> Point:
+    """A report cell: busbw only (the reports print no time); ``env`` the run's forced algorithm."""
+    opts: tuple[tuple[str, Any], ...] = (("nccl_version", version),) + ((("env", env),) if env else ())
+    return Point(url, b200_ndr(nodes), coll, size, 0.0, busbw * 1e9, False, opts)
+
+
+def _flapping(coll: str, nodes: int, busbw: float, env: Any = None) -> Point:
+    return _b200(FLAPPING, "2.28.9", coll, nodes, 32 * GiB, busbw, env)
+
+
+def _use3a(nodes: int, busbw: float, env: Any = None) -> Point:
+    return _b200(USE3A, "2.29.7", "all_reduce", nodes, 16 * GiB, busbw, env)
+
+
+POINTS = {
+    # KeitaW/p5-nccl-test-2024-07-19: 2 x p5.48xlarge (ranks 0-7 on test-nccl-worker-0, 8-15 on -1), "NCCL
+    # version 2.22.3+cuda12.2", aws-ofi-nccl 1.9.2 ("Setting NCCL_NVLS_CHUNKSIZE to 512KiB", "16 nvls
+    # channels"). NVLS tree over 8 x 4 x 100 Gb/s EFA x 0.59 (efa-srd). "268435456 ... 1469.4 182.68
+    # 342.52": 370.6 (+8.2 %)
+    "p5 2.22.3 256 MiB": _p5(P5_2223, "2.22.3", 256 * MiB, 1469.4, 342.52),
+    # "536870912 ... 2593.9 206.97 388.08": 381.6 (-1.7 %)
+    "p5 2.22.3 512 MiB": _p5(P5_2223, "2.22.3", 512 * MiB, 2593.9, 388.08),
+    # "1073741824 ... 4575.2 234.69 440.04": 409.8 (-6.9 %)
+    "p5 2.22.3 1 GiB": _p5(P5_2223, "2.22.3", GiB, 4575.2, 440.04),
+    # "2147483648 ... 9058.9 237.06 444.48": 413.1 (-7.1 %)
+    "p5 2.22.3 2 GiB": _p5(P5_2223, "2.22.3", 2 * GiB, 9058.9, 444.48),
+    # "4294967296 ... 17232 249.24 467.32": 427.3 (-8.6 %)
+    "p5 2.22.3 4 GiB": _p5(P5_2223, "2.22.3", 4 * GiB, 17232, 467.32),
+    # "8589934592 ... 33594 255.70 479.43": 434.8 (-9.3 %)
+    "p5 2.22.3 8 GiB": _p5(P5_2223, "2.22.3", 8 * GiB, 33594, 479.43),
+    # The same job with the image's "NCCL version 2.20.3" (nccl-test.yaml image tag v2.20.3-1).
+    # "268435456 ... 1465.8 183.13 343.38": 371.2 (+8.1 %)
+    "p5 2.20.3 256 MiB": _p5(P5_2203, "2.20.3", 256 * MiB, 1465.8, 343.38),
+    # "536870912 ... 2566.7 209.17 392.20": 381.9 (-2.6 %)
+    "p5 2.20.3 512 MiB": _p5(P5_2203, "2.20.3", 512 * MiB, 2566.7, 392.20),
+    # "1073741824 ... 4577.2 234.59 439.85": 410.0 (-6.8 %)
+    "p5 2.20.3 1 GiB": _p5(P5_2203, "2.20.3", GiB, 4577.2, 439.85),
+    # "2147483648 ... 9145.8 234.81 440.26": 413.2 (-6.1 %)
+    "p5 2.20.3 2 GiB": _p5(P5_2203, "2.20.3", 2 * GiB, 9145.8, 440.26),
+    # "4294967296 ... 17244 249.07 467.01": 427.4 (-8.5 %)
+    "p5 2.20.3 4 GiB": _p5(P5_2203, "2.20.3", 4 * GiB, 17244, 467.01),
+    # "8589934592 ... 33589 255.74 479.50": 434.8 (-9.3 %)
+    "p5 2.20.3 8 GiB": _p5(P5_2203, "2.20.3", 8 * GiB, 33589, 479.50),
+    # together-nccl-tests, flapping-airplanes B200 report 2026-05-12 (NCCL 2.28.9, 1 process x 8 GPUs per
+    # node, 1 MiB - 32 GiB), "all_reduce busBW peak (GB/s) @ 32 GiB", Ring column (NCCL_ALGO=Ring): ring/
+    # Simple over 8 x 400G. 2n 388.41: 392.8 (+1.1 %)
+    "flapping B200 2n ring": _flapping("all_reduce", 2, 388.41, RING),
+    # 4n 389.30: 392.3 (+0.8 %)
+    "flapping B200 4n ring": _flapping("all_reduce", 4, 389.30, RING),
+    # 8n 389.20: 391.3 (+0.5 %)
+    "flapping B200 8n ring": _flapping("all_reduce", 8, 389.20, RING),
+    # 16n 388.30: 389.5 (+0.3 %)
+    "flapping B200 16n ring": _flapping("all_reduce", 16, 388.30, RING),
+    # 32n 389.98: 385.8 (-1.1 %)
+    "flapping B200 32n ring": _flapping("all_reduce", 32, 389.98, RING),
+    # 64n 389.81: 378.6 (-2.9 %; the ring's 2 x 511 steps of latency at 32 GiB)
+    "flapping B200 64n ring": _flapping("all_reduce", 64, 389.81, RING),
+    # Tree column (NCCL_ALGO=Tree): 2n 338.52: 320.9 (-5.2 %)
+    "flapping B200 2n tree": _flapping("all_reduce", 2, 338.52, TREE),
+    # 4n 192.25: 185.9 (-3.3 %): from 3 nodes the tree's interior ranks send and receive twice
+    "flapping B200 4n tree": _flapping("all_reduce", 4, 192.25, TREE),
+    # 8n 194.53: 188.9 (-2.9 %)
+    "flapping B200 8n tree": _flapping("all_reduce", 8, 194.53, TREE),
+    # 16n 195.82: 190.4 (-2.8 %)
+    "flapping B200 16n tree": _flapping("all_reduce", 16, 195.82, TREE),
+    # 32n 195.43: 191.1 (-2.2 %)
+    "flapping B200 32n tree": _flapping("all_reduce", 32, 195.43, TREE),
+    # 64n 195.90: 191.5 (-2.2 %)
+    "flapping B200 64n tree": _flapping("all_reduce", 64, 195.90, TREE),
+    # "NVLS / NVLSTree" column, NCCL's own choice ("defaults for NVLSTree"): NVLS tree at 2 nodes, 719.70:
+    # 735.3 (+2.2 %)
+    "flapping B200 2n default": _flapping("all_reduce", 2, 719.70),
+    # 4n 388.40: the model's choice is ring, 392.3 (+1.0 %), as NCCL's (the cell equals the Ring column's)
+    "flapping B200 4n default": _flapping("all_reduce", 4, 388.40),
+    # 8n 389.89: 391.3 (+0.4 %)
+    "flapping B200 8n default": _flapping("all_reduce", 8, 389.89),
+    # 16n 388.87: 389.5 (+0.2 %)
+    "flapping B200 16n default": _flapping("all_reduce", 16, 388.87),
+    # 32n 389.49: 385.8 (-1.0 %)
+    "flapping B200 32n default": _flapping("all_reduce", 32, 389.49),
+    # 64n 389.72: 378.6 (-2.9 %)
+    "flapping B200 64n default": _flapping("all_reduce", 64, 389.72),
+    # "all_gather busBW peak (GB/s) @ 32 GiB", Ring column: 2n 371.44: 392.9 (+5.8 %)
+    "flapping B200 2n all_gather ring": _flapping("all_gather", 2, 371.44, RING),
+    # 4n 376.91: 392.5 (+4.1 %)
+    "flapping B200 4n all_gather ring": _flapping("all_gather", 4, 376.91, RING),
+    # 8n 380.62: 391.9 (+3.0 %)
+    "flapping B200 8n all_gather ring": _flapping("all_gather", 8, 380.62, RING),
+    # 16n 382.83: 390.5 (+2.0 %)
+    "flapping B200 16n all_gather ring": _flapping("all_gather", 16, 382.83, RING),
+    # 32n 378.50: 387.8 (+2.5 %)
+    "flapping B200 32n all_gather ring": _flapping("all_gather", 32, 378.50, RING),
+    # 64n 380.15: 382.6 (+0.6 %)
+    "flapping B200 64n all_gather ring": _flapping("all_gather", 64, 380.15, RING),
+    # together-nccl-tests, use3a-ss B200 DGX Cloud report 2026-05-02, re-run table "all_reduce Peak busBW
+    # @ 16G" (NCCL 2.29.7, 8 HCAs mlx5_0,1,4,5,6,11,14,15). Tree column: 2n 335.2: 320.7 (-4.3 %)
+    "use3a B200 2n tree": _use3a(2, 335.2, TREE),
+    # 4n 190.7: 185.9 (-2.5 %)
+    "use3a B200 4n tree": _use3a(4, 190.7, TREE),
+    # 8n 192.6: 188.8 (-2.0 %)
+    "use3a B200 8n tree": _use3a(8, 192.6, TREE),
+    # 16n 193.4: 190.3 (-1.6 %)
+    "use3a B200 16n tree": _use3a(16, 193.4, TREE),
+    # 32n 193.5: 191.0 (-1.3 %)
+    "use3a B200 32n tree": _use3a(32, 193.5, TREE),
+    # 46n 193.2: 191.2 (-1.0 %)
+    "use3a B200 46n tree": _use3a(46, 193.2, TREE),
+    # NVLSTree column (NCCL_ALGO=NVLSTree) at 2 nodes, 717.2: 733.3 (+2.2 %)
+    "use3a B200 2n nvls_tree": _use3a(2, 717.2, {"NCCL_ALGO": "NVLSTree"}),
+}
+
+
+def _tolerance(point: Point) -> float:
+    """The blind check's bar: 10 % on busbw at >= 64 MiB, 15 % on busbw below and on small-size time."""
+    return 0.10 if not point.latency and point.size >= 64 * MiB else 0.15
+
+
+@pytest.mark.parametrize("key", list(POINTS))
+def test_public_multi_node_point(key: str) -> None:
+    assert abs(POINTS[key].relative_error()) <= _tolerance(POINTS[key])
+
+
+#: Public rows the model misses (measured, predicted, what is missing); not asserted.
+MISSED = {
+    "KeitaW p5 logs, 2 x p5.48xlarge all_reduce 8 B-64 KiB (NCCL 2.22.3 and 2.20.3)": (
+        "time 85.70/65.74/107.4 us (2.22.3) and 85.14/65.12/106.8 us (2.20.3) at 8 B/1 KiB/64 KiB vs "
+        "50.6/51.5/56.2 (tree/LL; -22 to -48 %): the twin of the awsome-distributed-training p5 run "
+        "(test_cases_public_multi3 MISSED); the efa-srd latency 17.7 us is p6-b200's (EFAv4) 8 B row, and "
+        "the 75 us the log prints ('NET/OFI Internode latency set at 75.0 us') is the tuner input "
+        "aws-ofi-nccl gives NCCL, not a measured time: no public per-generation EFA latency"
+    ),
+    "KeitaW p5 logs, 2 x p5.48xlarge all_reduce 1-128 MiB (NCCL 2.22.3 and 2.20.3)": (
+        "busbw 14.24/111.13/209.59/287.91 (2.22.3) and 16.03/111.28/207.56/289.19 (2.20.3) at 1/16/64/128 "
+        "MiB vs 21.4/142.6/249.2/318.8 and 21.9/143.9/250.2/319.7 (NVLS tree; +50/+28/+19/+11 % and "
+        "+37/+29/+21/+11 %): the same mid-size shortfall as the PCluster p5 run and p6-b300 "
+        "(test_cases_public_multi2/3 MISSED), now with the release known; SRD's per-message cost of the "
+        "NVLS tree's 64-512 KiB chunks has no public figure. 128 MiB is in range on the newest tables "
+        "(313.4) and out on 2.20.3/2.22.3's (their NVLS-tree chunk and channel tables)"
+    ),
+    "KeitaW p5 logs, 2 x p5.48xlarge all_reduce 16 GiB": (
+        "busbw 487.90 (2.22.3) and 487.27 (2.20.3) vs 438.6 (NVLS tree; -10.1 % and -9.99 %): the plateau "
+        "is 260 GB/s algbw over 32 x 12.5 GB/s = 0.65 of the EFA line rate where the efa-srd transport's "
+        "0.59 comes from 4 x p4dn (NVIDIA/nccl #527); no public p5 (EFAv2) efficiency figure to take in its "
+        "place, and taking it from this log would be fitting"
+    ),
+    "together-nccl-tests flapping-airplanes, B200 2-64 nodes, all_reduce 32 GiB CollNet (SHARP, 2.28.9)": (
+        "busbw CollnetDirect 597.97/605.90/588.83/565.06/545.77 at 2/4/16/32/64 nodes vs "
+        "626.4/647.3/662.9/665.5/666.9 (+5/+7/+13/+18/+22 %); CollnetChain 526.44/540.07/546.26/544.99/"
+        "540.74/534.53 at 2/4/8/16/32/64 nodes vs 676.2/698.7/710.0/715.6/718.5/719.9 (+28 to +35 %), "
+        "NCCL_COLLNET_ENABLE=1, NCCL_NVLS_ENABLE=0: the runs level at 270-305 GB/s algbw per node, "
+        "0.7-0.78 of 8 x 400G, and fall with the node count; the model bounds Chain by the node's NVLink "
+        "(B_i / 2) and Direct by NCCL's x 0.85, and has no SHARP aggregation throughput of Quantum-2 "
+        "(per-operation rate of the switch ASIC, nccl-rdma-sharp-plugins' outstanding operations, the SAT "
+        "tree's depth): no public figure found"
+    ),
+    "together-nccl-tests use3a-ss, B200 2-46 nodes, all_reduce / all_gather 16 GiB Ring (2.29.7)": (
+        "all_reduce busbw 344.7/334.8/322.6/306.3/304.4/291.4 at 2/4/8/16/32/46 nodes vs 392.3/391.4/389.5/"
+        "385.8/378.6/372.5 (ring; +14 to +28 %; the 'NVLS' column, NCCL's own choice from 4 nodes, the "
+        "same); "
+        "NVLSTree 288.9/274.3/290.7/280.7/274.9 at 4-46 nodes vs 349.3/349.2/349.0/348.9/348.9 (+20 to "
+        "+27 %); all_gather Ring 342.9/323.9/311.5/304.9/302.3/293.3 vs 392.5/391.9/390.5/387.8/382.6/378.2 "
+        "(+15 to +29 %). The flapping-airplanes cluster, the same B200 + ConnectX-7 NDR hosts on 2.28.9, "
+        "runs Ring at 389 GB/s from 2 to 64 nodes, within 3 % of the model, and use3a-ss's own Tree rows "
+        "are within 4.3 %: the deficit, growing with the node count, is this cluster's fabric (spine "
+        "uplinks, ECMP placement of the rails), which the report does not describe"
+    ),
+    "together-nccl-tests use3a-ss, B200 2-46 nodes, all_reduce 16 GiB CollNet SHARP (2.29.7)": (
+        "busbw 533.0/543.8/547.9/546.7/544.3/544.8 at 2/4/8/16/32/46 nodes vs 736.5/761.1/773.4/779.5/"
+        "782.6/783.5 with NCCL_COLLNET_ENABLE=1 (NCCL 2.29.7's choice in the model is NVLS with SHARP; "
+        "+38 to +44 %): the report does not say whether NVLS was on for its CollNet runs; the same "
+        "~545 GB/s SHARP ceiling as flapping-airplanes, whose missing mechanism is named there"
+    ),
+}
+
+
+def test_every_missed_point_names_measured_and_predicted() -> None:
+    assert all(" vs " in why for why in MISSED.values())
