@@ -54,6 +54,10 @@ FLAPPING = (
     TOGETHER + "6fd65d198b200b39b80a9d9841732dc2054ef0be/baselines/flapping-airplanes/"
     "2026-05-12_nccl_collective_scaling_report.md"
 )
+FLAPPING_JULY = (
+    TOGETHER + "5fa38e7b3236045183d9e960a1af4409011d26c4/baselines/flapping-airplanes/"
+    "2026-07-11_nccl_collective_scaling_report.md"
+)
 USE3A = (
     TOGETHER + "0492bede4ebf49ff5c0d0a9c4abd7b034ec96da4/baselines/use3a-ss/"
     "2026-05-02_nccl_collective_scaling_report.md"
@@ -77,6 +81,10 @@ def _b200(url: str, version: str, coll: str, nodes: int, size: int, busbw: float
 
 def _flapping(coll: str, nodes: int, busbw: float, env: Any = None) -> Point:
     return _b200(FLAPPING, "2.28.9", coll, nodes, 32 * GiB, busbw, env)
+
+
+def _july(coll: str, busbw: float, env: Any = None) -> Point:
+    return _b200(FLAPPING_JULY, "2.30.7", coll, 4, 8 * GiB, busbw, env)
 
 
 def _use3a(nodes: int, busbw: float, env: Any = None) -> Point:
@@ -163,6 +171,27 @@ POINTS = {
     "flapping B200 32n all_gather ring": _flapping("all_gather", 32, 378.50, RING),
     # 64n 380.15: 382.6 (+0.6 %)
     "flapping B200 64n all_gather ring": _flapping("all_gather", 64, 380.15, RING),
+    # together-nccl-tests, flapping-airplanes 4-node report 2026-07-11 (NCCL 2.30.7, the 2.30.3 tables; 8
+    # healthy 400G rails named in NCCL_IB_HCA), "peak busBW at 8 GiB", Tuned column. ring: all_reduce 384.0:
+    # 389.6 (+1.4 %)
+    "flapping July B200 4n all_reduce ring": _july("all_reduce", 384.0, RING),
+    # all_gather 376.2: 390.5 (+3.8 %)
+    "flapping July B200 4n all_gather ring": _july("all_gather", 376.2, RING),
+    # reduce_scatter 384.1: 390.5 (+1.7 %)
+    "flapping July B200 4n reduce_scatter ring": _july("reduce_scatter", 384.1, RING),
+    # nvls config (NVLS on, NCCL's choice; across nodes NVLS all_gather / reduce_scatter need CollNet, so
+    # ring): all_gather 376.3: 390.5 (+3.8 %)
+    "flapping July B200 4n all_gather default": _july("all_gather", 376.3),
+    # reduce_scatter 384.1: 390.5 (+1.7 %)
+    "flapping July B200 4n reduce_scatter default": _july("reduce_scatter", 384.1),
+    # collnet_sharp config (NCCL_COLLNET_ENABLE=1): the model's choice for all_gather and reduce_scatter is
+    # ring, with or without NVLS (the report: "SHARP does not help all_gather ... ring/nvls/collnet all
+    # ~377"). all_gather 377.8: 390.5 (+3.4 %)
+    "flapping July B200 4n all_gather collnet on": _july("all_gather", 377.8, {"NCCL_COLLNET_ENABLE": "1"}),
+    # reduce_scatter 383.7: 390.5 (+1.8 %)
+    "flapping July B200 4n reduce_scatter collnet on": _july(
+        "reduce_scatter", 383.7, {"NCCL_COLLNET_ENABLE": "1"}
+    ),
     # together-nccl-tests, use3a-ss B200 DGX Cloud report 2026-05-02, re-run table "all_reduce Peak busBW
     # @ 16G" (NCCL 2.29.7, 8 HCAs mlx5_0,1,4,5,6,11,14,15). Tree column: 2n 335.2: 320.7 (-4.3 %)
     "use3a B200 2n tree": _use3a(2, 335.2, TREE),
@@ -231,9 +260,18 @@ MISSED = {
         "NVLSTree 288.9/274.3/290.7/280.7/274.9 at 4-46 nodes vs 349.3/349.2/349.0/348.9/348.9 (+20 to "
         "+27 %); all_gather Ring 342.9/323.9/311.5/304.9/302.3/293.3 vs 392.5/391.9/390.5/387.8/382.6/378.2 "
         "(+15 to +29 %). The flapping-airplanes cluster, the same B200 + ConnectX-7 NDR hosts on 2.28.9, "
-        "runs Ring at 389 GB/s from 2 to 64 nodes, within 3 % of the model, and use3a-ss's own Tree rows "
-        "are within 4.3 %: the deficit, growing with the node count, is this cluster's fabric (spine "
-        "uplinks, ECMP placement of the rails), which the report does not describe"
+        "runs Ring at 389 GB/s from 2 to 64 nodes with NCCL_IB_QPS_PER_CONNECTION=2 and "
+        "NCCL_IB_AR_THRESHOLD=0 set, within 3 % of the model; its 2026-07-11 report measures the same "
+        "shortfall without them, 4-node Ring 307.3 all_reduce / 308.7 all_gather against 384.0 / 376.2 "
+        "('ring-critical'). use3a-ss's report sets neither, and its Tree rows, at half the Ring rate, are "
+        "within 4.3 %: the flows of one QP per connection colliding on the fabric's ECMP paths with "
+        "adaptive routing left to the default threshold, which the formula engine (ideal routing) does "
+        "not carry and the flow engine could only with the cluster's Clos, which the report does not give"
+    ),
+    "together-nccl-tests flapping-airplanes July, B200 4 nodes, all_reduce 8 GiB nvls / SHARP (2.30.7)": (
+        "busbw 350.8 (nvls config) vs 389.6 (the model's choice, ring; +11 %) or 378.9 as NVLS tree (+8 %), "
+        "the report not saying which NCCL ran; collnet_sharp 554.4 vs 760.3 (NVLS with SHARP) or 697.2 "
+        "(CollNet Chain with NVLS off; +37 / +26 %): the SHARP ceiling named for the May runs"
     ),
     "together-nccl-tests use3a-ss, B200 2-46 nodes, all_reduce 16 GiB CollNet SHARP (2.29.7)": (
         "busbw 533.0/543.8/547.9/546.7/544.3/544.8 at 2/4/8/16/32/46 nodes vs 736.5/761.1/773.4/779.5/"
