@@ -1,15 +1,16 @@
 """The formula engine against more public multi-node nccl-tests results (blind, fourth set).
 
 Machines and documents no other test covers: 2 x AWS p5.48xlarge over EFA with the NCCL release in the log
-(2.20.3 and 2.22.3, aws-ofi-nccl 1.9.2; a Kubeflow MPIJob's three full 8 B - 16 GiB sweeps), and two B200
-clusters on NDR InfiniBand swept from 2 to 64 nodes with the algorithm forced per run (Together AI's
-together-nccl-tests baselines: "flapping-airplanes", NCCL 2.28.9, 2-64 nodes at 32 GiB; "use3a-ss", a DGX
-Cloud B200 cluster, NCCL 2.29.7, 2-46 nodes at 16 GiB). Each point is one row of a public log or report
-whose hardware is stated; the comment gives the source, the quoted row (size, time us, busbw GB/s, or the
-report's busbw cell) and the model's figure. Tolerance: the blind check's bar, 10 % on busbw at >= 64 MiB,
-15 % on busbw at mid sizes and on time at small sizes. The model runs the release each document prints
-(the catalogue's newest tables at or before it). None of these documents is a calibration source of the
-catalogue. Points the model misses are in ``MISSED`` (measured, predicted, what is missing); not asserted.
+(2.20.3 and 2.22.3, aws-ofi-nccl 1.9.2; a Kubeflow MPIJob's full 8 B - 16 GiB sweeps, a third one with the
+plugin's tuner within 1 % of them), and two B200 clusters on NDR InfiniBand swept from 2 to 64 nodes with the
+algorithm forced per run (Together AI's together-nccl-tests baselines: "flapping-airplanes", NCCL 2.28.9, 2-64
+nodes at 32 GiB, and its 4-node July sweep on 2.30.7 with all_gather and reduce_scatter; "use3a-ss", a DGX
+Cloud B200 cluster, NCCL 2.29.7, 2-46 nodes at 16 GiB). Each point is one row of a public log or report whose
+hardware is stated; the comment gives the source, the quoted row (size, time us, busbw GB/s, or the report's
+busbw cell) and the model's figure. Tolerance: the blind check's bar, 10 % on busbw at >= 64 MiB, 15 % on
+busbw at mid sizes and on time at small sizes. The model runs the release each document prints (the
+catalogue's newest tables at or before it). None of these documents is a calibration source of the catalogue.
+Points the model misses are in ``MISSED`` (measured, predicted, what is missing); not asserted.
 """
 
 from __future__ import annotations
@@ -18,25 +19,12 @@ from typing import Any
 
 import pytest
 from tests.engines.test_cases_public import Point  # one public row, as the other blind checks have it
+from tests.engines.test_cases_public_multi3 import _nodes, _tolerance, p5  # the same node shape, bar, p5
 
 from aifabric.cluster.spec import ClusterSpec
 
 MiB = 2**20
 GiB = 2**30
-ROCE = {"fabric": "ethernet", "switch": "spectrum-4-sn5600-400g"}
-
-
-def _nodes(accelerator: str, nodes: int, scale_out: dict[str, Any]) -> ClusterSpec:
-    """``nodes`` x 8 ``accelerator`` on one NVSwitch domain each, with the given scale-out."""
-    spec = {"accelerator": accelerator, "gpus_per_node": 8, "nodes": nodes, "name": accelerator}
-    spec |= {"scale_up": {"kind": "nvswitch"}, "scale_out": scale_out}
-    return ClusterSpec.model_validate(spec)
-
-
-def p5(nodes: int) -> ClusterSpec:
-    """AWS p5.48xlarge: 8 x H100, 32 x 100 Gb/s EFA (4 per GPU; the logs: "Selected Provider is efa (found
-    32 nics)", "NIC group 0 device #0..#3" per GPU), SRD through aws-ofi-nccl 1.9.2."""
-    return _nodes("h100-sxm", nodes, {"nic": "efa-v2", "nics_per_gpu": 4, "transport": "efa-srd", **ROCE})
 
 
 def b200_ndr(nodes: int) -> ClusterSpec:
@@ -91,35 +79,42 @@ def _use3a(nodes: int, busbw: float, env: Any = None) -> Point:
     return _b200(USE3A, "2.29.7", "all_reduce", nodes, 16 * GiB, busbw, env)
 
 
+#: KeitaW/p5-nccl-test-2024-07-19: 2 x p5.48xlarge (ranks 0-7 on test-nccl-worker-0, 8-15 on -1; "Selected
+#: Provider is efa (found 32 nics)"), aws-ofi-nccl 1.9.2 ("Setting NCCL_NVLS_CHUNKSIZE to 512KiB", "16 nvls
+#: channels"), one log per NCCL release ("NCCL version 2.22.3+cuda12.2"; the image tag v2.20.3-1). Rows
+#: (size, time us, busbw GB/s) as the logs print them; the model's NVLS tree over 8 x 4 x 100 Gb/s EFA x
+#: 0.59 (efa-srd) and its error in the comments, 2.22.3 then 2.20.3.
+P5_ROWS = {
+    "2.22.3": (
+        P5_2223,
+        (
+            (256 * MiB, 1469.4, 342.52),  # 370.6 (+8.2 %)
+            (512 * MiB, 2593.9, 388.08),  # 381.6 (-1.7 %)
+            (GiB, 4575.2, 440.04),  # 409.8 (-6.9 %)
+            (2 * GiB, 9058.9, 444.48),  # 413.1 (-7.1 %)
+            (4 * GiB, 17232, 467.32),  # 427.3 (-8.6 %)
+            (8 * GiB, 33594, 479.43),  # 434.8 (-9.3 %)
+        ),
+    ),
+    "2.20.3": (
+        P5_2203,
+        (
+            (256 * MiB, 1465.8, 343.38),  # 371.2 (+8.1 %)
+            (512 * MiB, 2566.7, 392.20),  # 381.9 (-2.6 %)
+            (GiB, 4577.2, 439.85),  # 410.0 (-6.8 %)
+            (2 * GiB, 9145.8, 440.26),  # 413.2 (-6.1 %)
+            (4 * GiB, 17244, 467.01),  # 427.4 (-8.5 %)
+            (8 * GiB, 33589, 479.50),  # 434.8 (-9.3 %)
+        ),
+    ),
+}
+
+
 POINTS = {
-    # KeitaW/p5-nccl-test-2024-07-19: 2 x p5.48xlarge (ranks 0-7 on test-nccl-worker-0, 8-15 on -1), "NCCL
-    # version 2.22.3+cuda12.2", aws-ofi-nccl 1.9.2 ("Setting NCCL_NVLS_CHUNKSIZE to 512KiB", "16 nvls
-    # channels"). NVLS tree over 8 x 4 x 100 Gb/s EFA x 0.59 (efa-srd). "268435456 ... 1469.4 182.68
-    # 342.52": 370.6 (+8.2 %)
-    "p5 2.22.3 256 MiB": _p5(P5_2223, "2.22.3", 256 * MiB, 1469.4, 342.52),
-    # "536870912 ... 2593.9 206.97 388.08": 381.6 (-1.7 %)
-    "p5 2.22.3 512 MiB": _p5(P5_2223, "2.22.3", 512 * MiB, 2593.9, 388.08),
-    # "1073741824 ... 4575.2 234.69 440.04": 409.8 (-6.9 %)
-    "p5 2.22.3 1 GiB": _p5(P5_2223, "2.22.3", GiB, 4575.2, 440.04),
-    # "2147483648 ... 9058.9 237.06 444.48": 413.1 (-7.1 %)
-    "p5 2.22.3 2 GiB": _p5(P5_2223, "2.22.3", 2 * GiB, 9058.9, 444.48),
-    # "4294967296 ... 17232 249.24 467.32": 427.3 (-8.6 %)
-    "p5 2.22.3 4 GiB": _p5(P5_2223, "2.22.3", 4 * GiB, 17232, 467.32),
-    # "8589934592 ... 33594 255.70 479.43": 434.8 (-9.3 %)
-    "p5 2.22.3 8 GiB": _p5(P5_2223, "2.22.3", 8 * GiB, 33594, 479.43),
-    # The same job with the image's "NCCL version 2.20.3" (nccl-test.yaml image tag v2.20.3-1).
-    # "268435456 ... 1465.8 183.13 343.38": 371.2 (+8.1 %)
-    "p5 2.20.3 256 MiB": _p5(P5_2203, "2.20.3", 256 * MiB, 1465.8, 343.38),
-    # "536870912 ... 2566.7 209.17 392.20": 381.9 (-2.6 %)
-    "p5 2.20.3 512 MiB": _p5(P5_2203, "2.20.3", 512 * MiB, 2566.7, 392.20),
-    # "1073741824 ... 4577.2 234.59 439.85": 410.0 (-6.8 %)
-    "p5 2.20.3 1 GiB": _p5(P5_2203, "2.20.3", GiB, 4577.2, 439.85),
-    # "2147483648 ... 9145.8 234.81 440.26": 413.2 (-6.1 %)
-    "p5 2.20.3 2 GiB": _p5(P5_2203, "2.20.3", 2 * GiB, 9145.8, 440.26),
-    # "4294967296 ... 17244 249.07 467.01": 427.4 (-8.5 %)
-    "p5 2.20.3 4 GiB": _p5(P5_2203, "2.20.3", 4 * GiB, 17244, 467.01),
-    # "8589934592 ... 33589 255.74 479.50": 434.8 (-9.3 %)
-    "p5 2.20.3 8 GiB": _p5(P5_2203, "2.20.3", 8 * GiB, 33589, 479.50),
+    f"p5 {version} {size // MiB} MiB": _p5(url, version, size, time_us, busbw)
+    for version, (url, rows) in P5_ROWS.items()
+    for size, time_us, busbw in rows
+} | {
     # together-nccl-tests, flapping-airplanes B200 report 2026-05-12 (NCCL 2.28.9, 1 process x 8 GPUs per
     # node, 1 MiB - 32 GiB), "all_reduce busBW peak (GB/s) @ 32 GiB", Ring column (NCCL_ALGO=Ring): ring/
     # Simple over 8 x 400G. 2n 388.41: 392.8 (+1.1 %)
@@ -208,11 +203,6 @@ POINTS = {
     # NVLSTree column (NCCL_ALGO=NVLSTree) at 2 nodes, 717.2: 733.3 (+2.2 %)
     "use3a B200 2n nvls_tree": _use3a(2, 717.2, {"NCCL_ALGO": "NVLSTree"}),
 }
-
-
-def _tolerance(point: Point) -> float:
-    """The blind check's bar: 10 % on busbw at >= 64 MiB, 15 % on busbw below and on small-size time."""
-    return 0.10 if not point.latency and point.size >= 64 * MiB else 0.15
 
 
 @pytest.mark.parametrize("key", list(POINTS))
