@@ -1,0 +1,181 @@
+"""The formula engine against a fourth set of public single-node results, none among the shared cases nor
+the first three sets (test_cases_public_node.py, ..._node2.py, ..._node3.py).
+
+Each point is one row of a public log about ONE node whose hardware is stated; the comment gives the source
+and the quoted row (size, time us, busbw GB/s). Tolerance, the blind check's bar: 10 % on busbw at >= 64
+MiB, 15 % at mid sizes (1-32 MiB) and 15 % on time at small sizes. The model runs the log's NCCL release
+when the catalogue has it, else the newest recorded tables (said per point). No constant was set from these
+sources.
+
+The one-process logs (nccl-tests ``-g 8``: one host thread drives the eight GPUs) are priced with the host's
+launch floor (:mod:`aifabric.engines.host_launch`) at the per-GPU cost that NVIDIA/nccl-tests #123 measures
+on a DGX A100 host (33.7 us / 8 = 4.21 us, ``tests/engines/test_host_launch.py``), not at a figure taken
+from these logs. Points the model misses are in ``MISSED`` (measured, predicted, what is missing); not
+asserted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from tests.engines.test_cases_public import Point  # one public row, as the multi-node threads have it
+from tests.engines.test_cases_public_node import hgx
+
+from aifabric.cluster.spec import ClusterSpec
+
+MiB = 2**20
+GiB = 2**30
+
+VP_ALLREDUCE = (
+    "https://github.com/ZiyanIshani/vpbenchmarking/blob/483959d960101f0cdf87fc0c962949c6a9975f77/"
+    "results/nccl/nccl_allreduce_20260224_223444.txt"
+)
+
+#: 8 x H100 SXM5 80GB HBM3 on NVSwitch (Voltage Park bare-metal node g138)
+H100 = hgx("h100-sxm")
+#: NVIDIA/nccl-tests #123: one host thread's launch cost per GPU on a DGX A100 (33.7 us / 8 GPUs)
+LAUNCH_S_PER_GPU = 33.7e-6 / 8
+#: the log's release (nccl-library=22403) and one thread driving 8 GPUs (-g 8)
+V2243_ONE_THREAD = (
+    ("nccl_version", "2.24.3"),
+    ("gpus_per_thread", 8),
+    ("launch_s_per_gpu", LAUNCH_S_PER_GPU),
+)
+
+
+def _rows(
+    tag: str,
+    url: str,
+    spec: ClusterSpec,
+    collective: str,
+    rows: tuple[tuple[int, float, float], ...],
+    opts: tuple[tuple[str, Any], ...] = (),
+) -> dict[str, Point]:
+    """Points of one table, keyed ``tag collective size``: rows ``(size, time us, busbw GB/s)``; busbw 0
+    asserts the time (a small size)."""
+    return {
+        f"{tag} {collective} {size} B": Point(url, spec, collective, size, t * 1e-6, bw * 1e9, bw == 0, opts)
+        for size, t, bw in rows
+    }
+
+
+POINTS = {
+    # vpbenchmarking all_reduce log (2026-02-24): "nccl-tests version 2.17.9 nccl-headers=22403
+    # nccl-library=22403", "nThread 1 nGpus 8" (one process, host g138), 8 x "NVIDIA H100 80GB HBM3".
+    # Small sizes: "8 ... 33.18", "1024 ... 33.36", "65536 ... 33.62", "262144 ... 35.05", "524288 ...
+    # 36.97": the one-thread launch floor 8 x 4.21 = 33.7 us over ring/LL's 15.0-25 us device time
+    # (+1.5/+1.0/+0.2/-3.9/-8.9 %; without the floor 15.0/15.3/24.8 us, -55/-54/-26 %)
+    **_rows(
+        "vp g138 H100 x8",
+        VP_ALLREDUCE,
+        H100,
+        "all_reduce",
+        ((8, 33.18, 0), (1024, 33.36, 0), (65536, 33.62, 0), (262144, 35.05, 0), (524288, 36.97, 0)),
+        V2243_ONE_THREAD,
+    ),
+    # "2097152 ... 43.23 48.51 84.89", "4194304 ... 55.70 ... 131.77", "8388608 ... 84.47 ... 173.79",
+    # "16777216 ... 125.88 ... 233.25", "33554432 ... 200.39 ... 293.02": NVLS/Simple 76.8/132.4/171.0/
+    # 252.6/331.6 (-9.6/+0.5/-1.6/+8.3/+13.2 %)
+    **_rows(
+        "vp g138 H100 x8",
+        VP_ALLREDUCE,
+        H100,
+        "all_reduce",
+        (
+            (2 * MiB, 43.23, 84.89),
+            (4 * MiB, 55.70, 131.77),
+            (8 * MiB, 84.47, 173.79),
+            (16 * MiB, 125.88, 233.25),
+            (32 * MiB, 200.39, 293.02),
+        ),
+        V2243_ONE_THREAD,
+    ),
+    # "67108864 ... 328.56 204.25 357.44", "134217728 ... 588.39 ... 399.19", "268435456 ... 1112.19 ...
+    # 422.38", "536870912 ... 2152.91 ... 436.40", "1073741824 ... 4010.54 ... 468.53", "2147483648 ...
+    # 7918.12 ... 474.62", "4294967296 ... 15753.1 ... 477.12", "8589934592 ... 31335.8 ... 479.72":
+    # NVLS/Simple 356.8/410.3/443.5/462.2/465.1/473.7/478.1/480.4 (-0.2/+2.8/+5.0/+5.9/-0.7/-0.2/+0.2/
+    # +0.1 %)
+    **_rows(
+        "vp g138 H100 x8",
+        VP_ALLREDUCE,
+        H100,
+        "all_reduce",
+        (
+            (64 * MiB, 328.56, 357.44),
+            (128 * MiB, 588.39, 399.19),
+            (256 * MiB, 1112.19, 422.38),
+            (512 * MiB, 2152.91, 436.40),
+            (GiB, 4010.54, 468.53),
+            (2 * GiB, 7918.12, 474.62),
+            (4 * GiB, 15753.1, 477.12),
+            (8 * GiB, 31335.8, 479.72),
+        ),
+        V2243_ONE_THREAD,
+    ),
+}
+
+
+@pytest.mark.parametrize("key", list(POINTS))
+def test_public_node_point(key: str) -> None:
+    point = POINTS[key]
+    bar = 0.10 if not point.latency and point.size >= 64 * MiB else 0.15
+    assert abs(point.relative_error()) <= bar
+
+
+def test_one_thread_floor_is_what_sets_the_small_sizes() -> None:
+    # vpbenchmarking: 8 B to 64 KiB all take 32.7-33.6 us, flat: the host's floor, not the NVLink. Without
+    # it the model gives ring/LL's 15.0 us; with nccl-tests #123's per-GPU cost it gives 8 x 4.21 us
+    point = POINTS["vp g138 H100 x8 all_reduce 8 B"]
+    bare = dataclasses.replace(point, options=V2243_ONE_THREAD[:1])
+    assert bare.relative_error() < -0.5 < point.relative_error()
+
+
+#: Public single-node rows the model misses (measured, predicted, what is missing); not asserted.
+MISSED = {
+    "vpbenchmarking g138, 8 x H100, all_reduce 1 MiB (NCCL 2.24.3, -g 8)": (
+        "time 38.74 us (busbw 47.37) vs 33.7 us (busbw 54.5, +15.0 %): the model takes the longer of the "
+        "host's launch floor and the GPUs' time (ring/LL 28.0 us); the log rises from 33.2 us at 64 KiB "
+        "through 35.1/37.0/38.7 us at 256 KiB/512 KiB/1 MiB, so part of the device time adds to the floor "
+        "(the last GPU's kernel starts 7 x 4.21 us after the first) rather than hiding under it"
+    ),
+    "vpbenchmarking g138, 8 x H100, all_gather and broadcast (NCCL 2.24.3, -g 8)": (
+        "all_gather busbw 256 MiB / 512 MiB / 1 GiB / 8 GiB 183.09/85.78/106.77/42.31 and broadcast 128 "
+        "MiB / 256 MiB / 8 GiB 212.86/111.55/47.88 vs 354/356/357/358 (ring/Simple) and 357/357/358: not "
+        "compared. The same node's all_reduce climbs smoothly to 479.7, but these two tables jump by 2-10x "
+        "between neighbouring sizes (broadcast 8 MiB 141.93, 16 MiB 22.89) and between out-of-place and "
+        "in-place (all_gather 1 MiB 3.45 vs 20.47): the runs were disturbed (the repository keeps a "
+        "failed all_reduce attempt beside them), not a mechanism the model lacks"
+    ),
+    "li-plus/playground cuda/nccl.md, 8 x A100 NVLink (600 GB/s), sendrecv -g 8": (
+        "busbw 256 MiB / 512 MiB / 1 GiB 188.60/192.75/195.10 vs 237.5/238.7/239.4 (+26/+24/+23 %), 128 "
+        "MiB 110.81 vs 235.0 (+112 %; the log's first row, 1211 us against 1423 us for twice the bytes). "
+        "The model prices each rank's send to the next at NCCL's NVLink figure for the GPU (12 x 20 GB/s, "
+        "the bandwidth the ring collectives reach: A100 all_gather 238 GB/s); the measured plateau is "
+        "0.81 of it. NCCL gives point-to-point its own channels (paths.cc ncclTopoComputeP2pChannels: "
+        "pow2Up of 2 x NVLink bandwidth / per-link bandwidth = 32 per peer here) and its own chunking "
+        "(NCCL_P2P_NVL_CHUNKSIZE), and the sendrecv kernel splits each channel's warps between the send "
+        "and the receive; no source gives the throughput of one such channel, so the model has no "
+        "p2p-specific rate. The log names neither the NCCL release nor the board (HGX A100 40 or 80 GB: "
+        "same NVLink 3 x 12)"
+    ),
+    "NVIDIA/nccl-tests #194 (= NVIDIA/nccl #1161), 2 x H100 PCIe on NVLink bridges, all_reduce -g 2": (
+        "busbw 1 / 2 / 4 GiB 115.37/115.86/116.26 vs 246.3/246.8/247.0 (one_node h100-pcie x 2 on NVLink 4 "
+        "at the bridge's 600 GB/s, ring/Simple; +113 %). NCCL's log shows 24 channels (Trees [0] ... "
+        "[23]) and P2P/direct pointer, so NCCL counted 12 NVLink 4 links (240 GB/s) between the two cards; "
+        "the run reaches half of that. The title compares with A100 SXM4, whose rows the excerpt does not "
+        "show; the thread gives no nvidia-smi topo or nvlink -s, so how many of the three bridges carried "
+        "traffic is not known, and the catalogue has no bridged-H100-PCIe node to compare with"
+    ),
+    "2 x RTX 4090 report (search-index id 46127007118, NCCL 2.18.5, PCIe only, SHM)": (
+        "peak busbw all_reduce / broadcast / all_gather / reduce_scatter 0.94/1.00/2.32/1.45 GB/s vs "
+        "SHM at the Gen4 x16 line x 0.6 (~19 GB/s): not compared. The report gives peaks and averages "
+        "only, no rows, and those peaks are 1/20 of what any PCIe Gen4 path carries (GPU 1 idle at 0 % "
+        "while GPU 0 ran): a broken or shared host, not a mechanism the model lacks"
+    ),
+}
+
+
+def test_every_missed_point_names_measured_and_predicted() -> None:
+    assert all(" vs " in why for why in MISSED.values())
