@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from tests.engines.test_cases_public import Point  # one public row, as the multi-node threads have it
-from tests.engines.test_cases_public_node import hgx
+from tests.engines.test_cases_public_node import hgx, one_node
 
 from aifabric.cluster.spec import ClusterSpec
 
@@ -32,9 +32,30 @@ VP_ALLREDUCE = (
     "https://github.com/ZiyanIshani/vpbenchmarking/blob/483959d960101f0cdf87fc0c962949c6a9975f77/"
     "results/nccl/nccl_allreduce_20260224_223444.txt"
 )
+AIKITORIA = (
+    "https://github.com/aikitoria/open-gpu-kernel-modules/blob/08dc34555bf8cdacdd89237da42419e6ce5efdc4/"
+    "README.md"
+)
+H200_DEB = (
+    "GitHub file, search-index id 19926464626: host test-h200-deb, all_reduce_perf -b 8G -e 8G -g 1 "
+    "(mpirun -np 8)"
+)
 
 #: 8 x H100 SXM5 80GB HBM3 on NVSwitch (Voltage Park bare-metal node g138)
 H100 = hgx("h100-sxm")
+#: 8 x H200 on NVSwitch (an Azure ND H200 v5 VM: the log loads /opt/microsoft/ndv5-topo.xml)
+H200 = hgx("h200-sxm")
+#: 8 x RTX 5090 (PCIe Gen5 x16, a root port each) on two AMD EPYC 9575F, peer-to-peer re-enabled by the
+#: aikitoria kernel module (p2pBandwidthLatencyTest: P2P=Enabled, 55.6-56.6 GB/s one way)
+R5090_P2P = one_node(
+    "rtx-5090",
+    8,
+    {"kind": "pcie", "link": "pcie-gen5", "p2p_through_cpu": True, "peer_to_peer": True},
+    cpu_vendor="amd",
+)
+#: the log's release (nccl-library=22907) and its NCCL_P2P_LEVEL=SYS: P2P through the CPU on an AMD host of
+#: more than two GPUs, which NCCL >= 2.23 otherwise leaves to SHM (paths.cc ncclTopoCheckP2p)
+V2297_P2P_SYS = (("nccl_version", "2.29.7"), ("env", {"NCCL_P2P_LEVEL": "SYS"}))
 #: NVIDIA/nccl-tests #123: one host thread's launch cost per GPU on a DGX A100 (33.7 us / 8 GPUs)
 LAUNCH_S_PER_GPU = 33.7e-6 / 8
 #: the log's release (nccl-library=22403) and one thread driving 8 GPUs (-g 8)
@@ -114,6 +135,33 @@ POINTS = {
         ),
         V2243_ONE_THREAD,
     ),
+    # aikitoria README (8 x RTX 5090, NCCL_P2P_LEVEL=SYS all_reduce_perf -b 8 -e 128M -f 2 -g 8, nccl-library
+    # 22907): "16777216 ... 646.48 25.95 45.42", "33554432 ... 1284.81 ... 45.70", "67108864 ... 2585.56 ...
+    # 45.42", "134217728 ... 5355.16 ... 43.86": ring/Simple over P2P at NCCL's Gen5 x16 48 GB/s 41.95/
+    # 44.77/46.33/47.15 (-7.6/-2.0/+2.0/+7.5 %)
+    **_rows(
+        "aikitoria 5090 x8 p2p",
+        AIKITORIA,
+        R5090_P2P,
+        "all_reduce",
+        (
+            (16 * MiB, 646.48, 45.42),
+            (32 * MiB, 1284.81, 45.70),
+            (64 * MiB, 2585.56, 45.42),
+            (128 * MiB, 5355.16, 43.86),
+        ),
+        V2297_P2P_SYS,
+    ),
+    # test-h200-deb (NCCL 2.19.3, NCCL_MIN_NCHANNELS=32, one process per GPU): "8589934592 2147483648 float
+    # sum -1 31517 272.55 476.96": NVLS/Simple 480.4 (+0.7 %)
+    **_rows(
+        "h200-deb H200 x8",
+        H200_DEB,
+        H200,
+        "all_reduce",
+        ((8 * GiB, 31517, 476.96),),
+        (("nccl_version", "2.19.3"), ("env", {"NCCL_MIN_NCHANNELS": "32"})),
+    ),
 }
 
 
@@ -130,6 +178,14 @@ def test_one_thread_floor_is_what_sets_the_small_sizes() -> None:
     point = POINTS["vp g138 H100 x8 all_reduce 8 B"]
     bare = dataclasses.replace(point, options=V2243_ONE_THREAD[:1])
     assert bare.relative_error() < -0.5 < point.relative_error()
+
+
+def test_p2p_level_sys_is_what_puts_the_5090_ring_on_p2p() -> None:
+    # aikitoria README: the ring reaches 45.4-45.7 GB/s busbw with NCCL_P2P_LEVEL=SYS; without it NCCL
+    # >= 2.23 sends an AMD host's 8 GPUs through host memory (SHM, 64 GB/s x 0.6 = 38.4 GB/s): -18 %
+    point = POINTS["aikitoria 5090 x8 p2p all_reduce 67108864 B"]
+    shm = dataclasses.replace(point, options=V2297_P2P_SYS[:1])
+    assert shm.relative_error() < -0.15 < point.relative_error()
 
 
 #: Public single-node rows the model misses (measured, predicted, what is missing); not asserted.
@@ -167,6 +223,18 @@ MISSED = {
         "the run reaches half of that. The title compares with A100 SXM4, whose rows the excerpt does not "
         "show; the thread gives no nvidia-smi topo or nvlink -s, so how many of the three bridges carried "
         "traffic is not known, and the catalogue has no bridged-H100-PCIe node to compare with"
+    ),
+    "aikitoria README, 8 x RTX 5090 P2P on two EPYC 9575F (NCCL 2.29.7, -g 8), all_reduce 8 B-8 MiB": (
+        "time 8 B / 2 KiB / 4 KiB / 64 KiB 25.47/24.54/36.29/40.96 us vs 33.7 (the one-thread floor at "
+        "nccl-tests #123's 4.21 us per GPU; +32/+37/-7/-18 %; without it ring/LL 20.6-25.4 us); busbw 1 / 2 "
+        "/ 4 / 8 MiB 24.55/35.12/41.48/45.01 vs 18.91/22.29/30.44/37.26 (-23/-37/-27/-17 %). This host "
+        "launches faster than #123's (25.47 / 8 = 3.2 us per GPU), and the log steps by 12 us between 2 and "
+        "4 KiB, which neither the floor nor one ring/LL latency gives. From 2 MiB the model takes "
+        "ring/Simple at NCCL's tuning latency, baseLat 8.4 + 14 steps x hwLat[PCI][Ring][Simple] 5.7 "
+        "= 88.2 us "
+        "(tuning.cc), as the fixed cost of the call; the log's rows leave 28/24/20 us above the bandwidth "
+        "term at 2/4/8 MiB. NCCL's hwLat is the tuner's figure for choosing an algorithm, not a measured "
+        "hop; the model has no sourced physical per-step latency of a PCIe P2P ring to use instead"
     ),
     "2 x RTX 4090 report (search-index id 46127007118, NCCL 2.18.5, PCIe only, SHM)": (
         "peak busbw all_reduce / broadcast / all_gather / reduce_scatter 0.94/1.00/2.32/1.45 GB/s vs "
