@@ -40,6 +40,14 @@ H200_DEB = (
     "GitHub file, search-index id 19926464626: host test-h200-deb, all_reduce_perf -b 8G -e 8G -g 1 "
     "(mpirun -np 8)"
 )
+OCI_MI355X = (
+    "https://github.com/oracle-quickstart/oci-gpu-quickstarts/blob/main/amd/MI355X/README-MI355X.md "
+    "(the version with the RCCL tables, search-index id 49363354672)"
+)
+OCI_GB300 = (
+    "https://github.com/oracle-quickstart/oci-gpu-quickstarts/blob/main/nvidia/GB300/README-GB300.md "
+    "(search-index id 51884305790)"
+)
 
 #: 8 x H100 SXM5 80GB HBM3 on NVSwitch (Voltage Park bare-metal node g138)
 H100 = hgx("h100-sxm")
@@ -53,6 +61,10 @@ R5090_P2P = one_node(
     {"kind": "pcie", "link": "pcie-gen5", "p2p_through_cpu": True, "peer_to_peer": True},
     cpu_vendor="amd",
 )
+#: OCI BM.GPU.MI355x.8: 8 x MI355X, xGMI full mesh (7 x Infinity Fabric links per GPU), two EPYC 9575F
+MI355X = one_node("mi355x", 8, {"kind": "nvswitch"})
+#: one OCI BM.GPU.GB300.4 host: the 4 GPUs of one NVL72 compute tray, on the rack's NVSwitches
+GB300_TRAY = one_node("gb300", 4, {"kind": "nvswitch"})
 #: the log's release (nccl-library=22907) and its NCCL_P2P_LEVEL=SYS: P2P through the CPU on an AMD host of
 #: more than two GPUs, which NCCL >= 2.23 otherwise leaves to SHM (paths.cc ncclTopoCheckP2p)
 V2297_P2P_SYS = (("nccl_version", "2.29.7"), ("env", {"NCCL_P2P_LEVEL": "SYS"}))
@@ -162,6 +174,27 @@ POINTS = {
         ((8 * GiB, 31517, 476.96),),
         (("nccl_version", "2.19.3"), ("env", {"NCCL_MIN_NCHANNELS": "32"})),
     ),
+    # OCI MI355X quick start, single node, "/opt/rccl-tests/build/all_reduce_perf -b 512k -e 16G -f 2 -g 8"
+    # (host GPU-6403, RCCL release not printed: newest tables, NCCL's rows): "8589934592 ... 36956 232.43
+    # 406.76", "17179869184 ... 73913 232.43 406.76": ring/Simple over 7 xGMI links 402.6/402.9 (-1.0/-0.9 %)
+    **_rows(
+        "oci GPU-6403 MI355X x8",
+        OCI_MI355X,
+        MI355X,
+        "all_reduce",
+        ((8 * GiB, 36956, 406.76), (16 * GiB, 73913, 406.76)),
+    ),
+    # OCI GB300 quick start, "NCCL All Reduce Scale Performance Single Node" (host GPU-3882, 4 x GB300, a
+    # process per GPU, NCCL 2.28.7): "8589934592 ... 18920 454.02 681.03", "17179869184 ... 37610 456.79
+    # 685.19": ring/Simple over 18 NVLink 5 links 720.6/721.2 (+5.8/+5.3 %)
+    **_rows(
+        "oci GPU-3882 GB300 x4",
+        OCI_GB300,
+        GB300_TRAY,
+        "all_reduce",
+        ((8 * GiB, 18920, 681.03), (16 * GiB, 37610, 685.19)),
+        (("nccl_version", "2.28.7"),),
+    ),
 }
 
 
@@ -216,6 +249,17 @@ MISSED = {
         "p2p-specific rate. The log names neither the NCCL release nor the board (HGX A100 40 or 80 GB: "
         "same NVLink 3 x 12)"
     ),
+    "OCI quick starts: alltoall on one MI355X node (8 GPUs) and one GB300 tray (4 GPUs), 8 and 16 GiB": (
+        "busbw MI355X 360.71/361.41 vs 402.9/403.1 (+11.7/+11.5 %), GB300 624.98/627.69 vs 720.8/721.3 "
+        "(+15.3/+14.9 %): the model's pairwise all-to-all runs every peer at the GPU's scale-up figure, "
+        "which the same nodes' ring all_reduce reaches (406.76 and 681-685, asserted above). The "
+        "point-to-point collectives fall short of the ring on these GPUs by 0.87-0.90, as the A100 "
+        "sendrecv above (0.81), while 4 x H100 (nccl #2169, test_cases_public_node2) reaches 0.97. NCCL "
+        "runs all-to-all and sendrecv on its p2p channels (paths.cc ncclTopoComputeP2pChannels; "
+        "enqueue.cc splits each peer's bytes over p2pnChannelsPerPeer channels, NCCL_P2P_NVL_CHUNKSIZE "
+        "chunks), whose throughput no source gives per GPU generation; a factor set from these rows "
+        "would be a fit, so none is taken"
+    ),
     "NVIDIA/nccl-tests #194 (= NVIDIA/nccl #1161), 2 x H100 PCIe on NVLink bridges, all_reduce -g 2": (
         "busbw 1 / 2 / 4 GiB 115.37/115.86/116.26 vs 246.3/246.8/247.0 (one_node h100-pcie x 2 on NVLink 4 "
         "at the bridge's 600 GB/s, ring/Simple; +113 %). NCCL's log shows 24 channels (Trees [0] ... "
@@ -235,6 +279,11 @@ MISSED = {
         "(tuning.cc), as the fixed cost of the call; the log's rows leave 28/24/20 us above the bandwidth "
         "term at 2/4/8 MiB. NCCL's hwLat is the tuner's figure for choosing an algorithm, not a measured "
         "hop; the model has no sourced physical per-step latency of a PCIe P2P ring to use instead"
+    ),
+    "OCI B300 / H100 / H200 quick starts (oracle-quickstart/oci-gpu-quickstarts nvidia/*)": (
+        "measured vs predicted: not compared. The B300 file opens with 'INTERNAL USE ONLY - NOT FOR "
+        "PUBLIC DISTRIBUTION', so its rows are left out of the blind set; the H100 and H200 files give "
+        "commands only, no rows"
     ),
     "2 x RTX 4090 report (search-index id 46127007118, NCCL 2.18.5, PCIe only, SHM)": (
         "peak busbw all_reduce / broadcast / all_gather / reduce_scatter 0.94/1.00/2.32/1.45 GB/s vs "
