@@ -17,13 +17,10 @@ asserted.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import pytest
-from tests.engines.test_cases_public import Point  # one public row, as the multi-node threads have it
 from tests.engines.test_cases_public_node import hgx, one_node
-
-from aifabric.cluster.spec import ClusterSpec
+from tests.engines.test_cases_public_node3 import _rows  # one table's rows as Points
 
 MiB = 2**20
 GiB = 2**30
@@ -76,22 +73,6 @@ V2243_ONE_THREAD = (
     ("gpus_per_thread", 8),
     ("launch_s_per_gpu", LAUNCH_S_PER_GPU),
 )
-
-
-def _rows(
-    tag: str,
-    url: str,
-    spec: ClusterSpec,
-    collective: str,
-    rows: tuple[tuple[int, float, float], ...],
-    opts: tuple[tuple[str, Any], ...] = (),
-) -> dict[str, Point]:
-    """Points of one table, keyed ``tag collective size``: rows ``(size, time us, busbw GB/s)``; busbw 0
-    asserts the time (a small size)."""
-    return {
-        f"{tag} {collective} {size} B": Point(url, spec, collective, size, t * 1e-6, bw * 1e9, bw == 0, opts)
-        for size, t, bw in rows
-    }
 
 
 POINTS = {
