@@ -207,8 +207,9 @@ MISSED = {
     "vpbenchmarking g138, 8 x H100, all_reduce 1 MiB (NCCL 2.24.3, -g 8)": (
         "time 38.74 us (busbw 47.37) vs 33.7 us (busbw 54.5, +15.0 %): the model takes the longer of the "
         "host's launch floor and the GPUs' time (ring/LL 28.0 us); the log rises from 33.2 us at 64 KiB "
-        "through 35.1/37.0/38.7 us at 256 KiB/512 KiB/1 MiB, so part of the device time adds to the floor "
-        "(the last GPU's kernel starts 7 x 4.21 us after the first) rather than hiding under it"
+        "through 35.1/37.0/38.7 us at 256 KiB/512 KiB/1 MiB, as if part of the device time added to the "
+        "floor (the last GPU's kernel starting 7 launches after the first) rather than hiding under it; "
+        "no source gives how much of it overlaps"
     ),
     "vpbenchmarking g138, 8 x H100, all_gather and broadcast (NCCL 2.24.3, -g 8)": (
         "all_gather busbw 256 MiB / 512 MiB / 1 GiB / 8 GiB 183.09/85.78/106.77/42.31 and broadcast 128 "
@@ -222,8 +223,9 @@ MISSED = {
         "busbw 256 MiB / 512 MiB / 1 GiB 188.60/192.75/195.10 vs 237.5/238.7/239.4 (+26/+24/+23 %), 128 "
         "MiB 110.81 vs 235.0 (+112 %; the log's first row, 1211 us against 1423 us for twice the bytes). "
         "The model prices each rank's send to the next at NCCL's NVLink figure for the GPU (12 x 20 GB/s, "
-        "the bandwidth the ring collectives reach: A100 all_gather 238 GB/s); the measured plateau is "
-        "0.81 of it. NCCL gives point-to-point its own channels (paths.cc ncclTopoComputeP2pChannels: "
+        "the figure its ring collectives run at: A100 all_gather 238 GB/s; NVIDIA/nccl-tests #149's "
+        "maintainer gives ~230 GB/s reached by A100 rings); the measured plateau is 0.81 of it. NCCL "
+        "gives point-to-point its own channels (paths.cc ncclTopoComputeP2pChannels: "
         "pow2Up of 2 x NVLink bandwidth / per-link bandwidth = 32 per peer here) and its own chunking "
         "(NCCL_P2P_NVL_CHUNKSIZE), and the sendrecv kernel splits each channel's warps between the send "
         "and the receive; no source gives the throughput of one such channel, so the model has no "
