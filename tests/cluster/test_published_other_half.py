@@ -16,12 +16,16 @@ Sources (none in the project's earlier source lists):
   multimode "remain at 15 Watts"; MMS4X00-NS-T twin-port 2x400G single mode "remain at 17 Watts";
   MMA4Z00-NS400-T single-port 400G multimode "9 Watts maximum or 8 Watts typical"; MMS4X00-NS400 single-port
   400G single mode DR4 "9 Watts maximum or 9 Watts typical".
+- NVIDIA/nvbandwidth issues #15 and #24: device-to-host copies, the direction of a checkpoint's copy to host
+  memory: eight RTX 4090 (PCIe 4.0 x16), ``device_to_host_memcpy_ce`` 26.25-27.11 GB/s, mean 26.78; an H100
+  node (PCIe 5.0 x16), ``device_to_host_memcpy_sm`` 52.77 GB/s on every GPU.
 - Google DeepMind, "Decoupled DiLoCo" (deepmind.google/blog/decoupled-diloco, 2026, as summarised by
   news.kav.co.id and 24-ai.news): cross-datacenter bandwidth 198 Gb/s for data-parallel training against
   0.84 Gb/s with Decoupled DiLoCo over eight datacenters.
 
 Error before -> after this check's fix (the GPU's host link at its PCIe DMA payload efficiency): one GPU's
-GPUDirect Storage read +12.8 % -> +1.6 %.
+GPUDirect Storage read +12.8 % -> +1.6 %; the checkpoint's GPU -> host copy +19.5 % -> +7.6 % (RTX 4090) and
++21.3 % -> +9.2 % (H100).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from aifabric.cluster.inventory import inventory
 from aifabric.cluster.presets import preset
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.topology import build_topology
+from aifabric.storage import checkpoint_size, checkpoint_time
 from aifabric.storage.paths import node_path
 
 GIB = 2**30
@@ -84,6 +89,35 @@ def test_four_gpu_gds_read_is_bound_by_the_nic(tmp_path):
     assert path.bottleneck == "node front-end NICs"
     assert path.rate_bytes_per_s == pytest.approx(50e9 * 0.983)
     assert path.rate_bytes_per_s == pytest.approx(43.43 * GIB, rel=0.10)
+
+
+def _copy_rate(spec, size) -> float:
+    """Bytes/s of the asynchronous checkpoint's GPU -> host copy (``aifabric checkpoint``'s async copy):
+    one GPU's share over the seconds the copy stops training."""
+    res = checkpoint_time(spec, size)
+    return size.total_bytes / size.writer_gpus / res.async_copy_s
+
+
+def test_checkpoint_copy_to_host_of_an_rtx_4090(tmp_path):
+    # Published (nvbandwidth #15): device_to_host_memcpy_ce, 8 x RTX 4090, 26.78 GB/s mean (26.25-27.11);
+    # a checkpoint's copy to pinned host memory is the same copy-engine transfer.
+    # Model: PCIe 4.0 x16, 32 GB/s x 0.9002 = 28.81 GB/s (+7.6 %; the line rate gave +19.5 %).
+    path = tmp_path / "rtx4090.yaml"
+    path.write_text(FARMGPU.replace("l40s", "rtx-4090").replace("gpus_per_node: 4", "gpus_per_node: 8"))
+    spec = resolve_cluster(str(path), **{"storage.aggregate_write": "1 TB/s"})
+    rate = _copy_rate(spec, checkpoint_size(7e9, dp=8))
+    assert rate == pytest.approx(28.81e9, rel=1e-3)
+    assert rate == pytest.approx(26.78e9, rel=0.10)
+
+
+def test_checkpoint_copy_to_host_of_an_h100():
+    # Published (nvbandwidth #24): device_to_host_memcpy_sm 52.77 GB/s on each of 8 H100 (PCIe 5.0 x16).
+    # Model: 64 GB/s x 0.9002 = 57.61 GB/s (+9.2 %; the line rate gave +21.3 %). The rest is not priced: the
+    # host's write path (root complex, memory) and the GPU's outstanding writes, as in the storage rows.
+    spec = preset("dgx-h100-superpod", nodes=16, storage={"system": "ddn-ai400x2-turbo", "units": 4})
+    rate = _copy_rate(spec, checkpoint_size(70e9, tp=8, pp=2, dp=8))
+    assert rate == pytest.approx(57.61e9, rel=1e-3)
+    assert rate == pytest.approx(52.77e9, rel=0.10)
 
 
 def _module_watts(part: str) -> float:
