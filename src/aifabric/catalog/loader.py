@@ -171,8 +171,10 @@ class ScaleUpSpec(_Entry):
     ``topology`` is
     ``switch`` (every GPU reaches any peer at its whole bandwidth: NVSwitch, PCIe switch, ICI) or
     ``full_mesh`` (one direct link to each peer: AMD Infinity Fabric, 7 xGMI links per GPU in an 8-GPU
-    node), with its source in the entry's ``source``. ``slices`` (a TPU ICI) gives the slice shapes of
-    its pods (:class:`SliceRules`).
+    node), with its source in the entry's ``source``. ``dma_payload_efficiency`` (a PCIe generation) is
+    the share of the line rate a bulk DMA stream carries as data, after the line code and each maximum-size
+    TLP's framing and header (1.0 where the entry derives none). ``slices`` (a TPU ICI) gives the slice
+    shapes of its pods (:class:`SliceRules`).
     """
 
     per_gpu_bidirectional_bytes_per_s: float = Field(gt=0, validation_alias="per_gpu_bidirectional")
@@ -184,6 +186,7 @@ class ScaleUpSpec(_Entry):
     p2p_through_cpu_overhead: float = 1.0
     topology: Literal["switch", "full_mesh"] = "switch"
     slices: SliceRules | None = None
+    dma_payload_efficiency: float = Field(default=1.0, gt=0, le=1)
 
     @field_validator(
         "per_gpu_bidirectional_bytes_per_s", "nccl_effective_per_link_bytes_per_s", mode="before"
