@@ -63,3 +63,9 @@ def test_astra_sim_gets_a_fully_connected_dimension_at_one_links_rate():
     net = analytical_network(build_topology(mi300x_nodes(2)))
     assert net.topology == ("FullyConnected", "Switch")
     assert net.bandwidth_gbps[0] == pytest.approx(64.0)
+
+
+def test_a_gpu_reaches_itself_over_no_mesh_link():
+    topo = build_topology(mi300x_node())
+    with pytest.raises(ValueError, match="GPU 3 sends to itself"):
+        topo.scale_up_hops(np.array([3]), np.array([3]))

@@ -182,10 +182,16 @@ class Topology:
         """Link ids that transfers ``src[i] -> dst[i]`` inside one scale-up domain cross, one array per
         hop: ``(GPU -> switch, switch -> GPU)``, or on a full mesh ``(the pair's direct link,)``.
 
-        ``src`` and ``dst`` must differ pairwise on a mesh (a GPU reaches itself over no link).
+        Raises
+        ------
+        ValueError
+            On a mesh, if a GPU sends to itself (it crosses no link: callers leave such transfers out).
         """
         if not self.is_mesh:
             return self.gpu_up[src], self.gpu_down[dst]
+        if np.any(src == dst):
+            gpu = int(src[src == dst][0])
+            raise ValueError(f"scale_up_hops: GPU {gpu} sends to itself over no mesh link")
         g = self.spec.domain_gpus
         return (self.mesh_pair_link[src % g, dst % g] + (src // g) * self.mesh_domain_links,)
 
