@@ -1,5 +1,5 @@
 """Clusters that several test modules build: small Clos fabrics of DGX H100 nodes drawn by the property
-tests, and the single MI300X node of case 31."""
+tests, the single MI300X node of case 31 and MI300X nodes on a RoCE fabric."""
 
 from __future__ import annotations
 
@@ -42,6 +42,27 @@ def mi300x_node() -> ClusterSpec:
             "gpus_per_node": 8,
             "nodes": 1,
             "scale_up": {"kind": "nvswitch", "link": "infinity-fabric-mi300"},
+        }
+    )
+
+
+def mi300x_nodes(nodes: int) -> ClusterSpec:
+    """``nodes`` x 8 MI300X on their xGMI full mesh (catalogue link infinity-fabric-mi300), one AMD Pensando
+    Pollara 400 per GPU on a two-tier RoCE fabric of 128-port 400GbE switches, as the AINIC nodes of
+    ROCm/rccl #2078 ("Add support for AMD AINIC", 16 ranks on 2 x 8 MI300X)."""
+    return ClusterSpec.model_validate(
+        {
+            "name": "mi300x-pollara",
+            "accelerator": "mi300x",
+            "gpus_per_node": 8,
+            "nodes": nodes,
+            "scale_up": {"kind": "nvswitch", "link": "infinity-fabric-mi300"},
+            "scale_out": {
+                "nic": "amd-pollara-400",
+                "fabric": "ethernet",
+                "switch": "spectrum-4-sn5600-400g",
+                "tiers": 2,
+            },
         }
     )
 

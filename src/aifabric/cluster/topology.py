@@ -6,7 +6,8 @@ has a per-direction capacity (bytes/s), a latency (s), a network and a tier:
 
     tier 0  GPU <-> scale-up switch (NVSwitch; on a    network "scale-up"
             PCIe-only node the GPU's x16 link, one GPU
-            per node included)
+            per node included); on a full mesh
+            GPU <-> GPU, one cable per pair
     tier 1  GPU's NIC <-> leaf                        network "scale-out"
     tier 2  leaf <-> spine                            network "scale-out"
     tier 3  spine <-> core                            network "scale-out"
@@ -24,6 +25,21 @@ spines each send ``u2`` uplinks to one group of cores (a folded Clos, Al-Fares e
         leaf0 leaf1 ... (one per rail per SU)
           |     |
         GPU0  GPU1   of node 0, node 1, ...  (rail k = local GPU k)
+
+A full-mesh scale-up (catalogue ``topology: full_mesh``: AMD Infinity Fabric, 7 xGMI links per MI300X, one to
+each peer of its 8-GPU platform; a 4 x GH200 node's NVLink wired all-to-all) has no switch: every pair of
+a domain's GPUs is one cable of one link's rate, ``B_line / L`` per direction (``L`` links per GPU: an
+MI300X's 7 xGMI links of 16 lanes at 32 Gb/s, 128 GB/s both ways each (Wheeler, "AMD Looks to Infinity for
+AI Interconnects", wheelersnetwork.com, January 2024; the catalogue's 896 GB/s per GPU), 64 GB/s per
+direction per pair), so a transfer between two GPUs crosses its pair's link and nothing else, and a domain
+holds at most ``L + 1`` GPUs::
+
+        gpu0 ---- gpu1          gpu0 -> gpu2: the one link gpu0->gpu2
+         | \\    / |
+         |   \\/   |             (4 GPUs, 3 links each: 6 cables)
+         |   /\\   |
+         | /    \\ |
+        gpu3 ---- gpu2
 
 A NIC that ``gpus_per_nic`` GPUs share (AWS p4d: 2 A100 per 100 Gb/s EFA) is one cable to its leaf; its
 GPUs reach it over PCIe (not modelled: a PCIe Gen4 x16 path carries more than the NIC) and their
@@ -101,7 +117,11 @@ class Topology:
     link_plane : ndarray[int8 or wider], shape (n_links,)
         Plane of each link, in the smallest integer type that holds the plane count.
     gpu_up, gpu_down : ndarray[int64], shape (n_gpus,)
-        Scale-up link ids GPU -> its NVSwitch and back (-1 without a scale-up switch).
+        Scale-up link ids GPU -> its NVSwitch and back (-1 without a scale-up switch, a full mesh included).
+    mesh_pair_link : ndarray[int64], shape (g, g)
+        On a full-mesh scale-up of ``g`` GPUs per domain, the link id from local GPU ``i`` to local GPU
+        ``j`` of the first domain (-1 for ``i == j``); domain ``k``'s is ``k`` :attr:`mesh_domain_links`
+        further. Shape (0, 0) without a mesh.
     nic_up, nic_down : ndarray[int64], shape (planes, n_gpus)
         NIC -> leaf and leaf -> NIC link ids of each GPU's NIC (the same link for GPUs sharing a NIC).
     leaf_of_gpu : ndarray[int64], shape (n_gpus,)
@@ -140,6 +160,40 @@ class Topology:
     pod_of_leaf: np.ndarray
     link_reverse: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     device_offsets: dict[str, int] = field(default_factory=dict)
+    mesh_pair_link: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+
+    @property
+    def is_mesh(self) -> bool:
+        """Whether the scale-up domains are full meshes (one link per pair of GPUs, no switch)."""
+        return self.mesh_pair_link.size > 0
+
+    @property
+    def mesh_domain_links(self) -> int:
+        """Cables of one full-mesh domain, ``g (g - 1) / 2`` (0 without a mesh): its link ids' stride."""
+        g = self.mesh_pair_link.shape[0]
+        return g * (g - 1) // 2
+
+    @property
+    def has_scale_up_links(self) -> bool:
+        """Whether GPUs have tier-0 links: to a scale-up switch (NVSwitch, PCIe) or to their mesh peers."""
+        return self.is_mesh or bool(self.gpu_up.size and self.gpu_up[0] >= 0)
+
+    def scale_up_hops(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Link ids that transfers ``src[i] -> dst[i]`` inside one scale-up domain cross, one array per
+        hop: ``(GPU -> switch, switch -> GPU)``, or on a full mesh ``(the pair's direct link,)``.
+
+        Raises
+        ------
+        ValueError
+            On a mesh, if a GPU sends to itself (it crosses no link: callers leave such transfers out).
+        """
+        if not self.is_mesh:
+            return self.gpu_up[src], self.gpu_down[dst]
+        if np.any(src == dst):
+            gpu = int(src[src == dst][0])
+            raise ValueError(f"scale_up_hops: GPU {gpu} sends to itself over no mesh link")
+        g = self.spec.domain_gpus
+        return (self.mesh_pair_link[src % g, dst % g] + (src // g) * self.mesh_domain_links,)
 
     @property
     def n_gpus(self) -> int:
@@ -190,7 +244,7 @@ class Topology:
         """Name of link tier ``tier``: :data:`TIER_NAMES`, tier 0 named for this cluster's scale-up device
         (``gpu-pcie`` on a PCIe node)."""
         if tier == 0:
-            return f"gpu-{scale_up_hub(self.spec.scale_up.kind)}"
+            return "gpu-gpu" if self.is_mesh else f"gpu-{scale_up_hub(self.spec.scale_up.kind)}"
         return TIER_NAMES[tier]
 
     @cached_property
@@ -201,7 +255,7 @@ class Topology:
         return {
             # a one-GPU PCIe node's x16 link (a tier-0 link) is no scale-up domain
             "scale-up domain": self.spec.n_domains
-            if self.gpu_up[0] >= 0 and self.spec.domain_gpus > 1
+            if self.has_scale_up_links and self.spec.domain_gpus > 1
             else 0,
             "leaf": (s.n_leaves * p) if s else 0,
             "spine": (s.n_spines * p) if s else 0,
@@ -273,6 +327,7 @@ class _LinkWriter:
 @dataclass(frozen=True)
 class _Counts:
     has_su: bool
+    mesh: bool  # the scale-up domains are full meshes: a cable per pair of GPUs, no switch
     shape: ClosShape | None
     planes: int
     n_cables: int
@@ -284,16 +339,37 @@ def _counts(spec: ClusterSpec) -> _Counts:
     """Cables, devices and uplink slots of ``spec``'s topology, from port arithmetic only."""
     n = spec.n_gpus
     has_su = _has_gpu_links(spec)
+    mesh = has_su and _full_mesh_links(spec) > 0
     shape = clos_shape(spec) if spec.scale_out is not None else None
     planes = spec.scale_out.planes if spec.scale_out else 1
-    n_cables = n if has_su else 0
-    n_devices = n + (spec.n_domains if has_su else 0)
+    g = spec.domain_gpus
+    n_cables = (spec.n_domains * g * (g - 1) // 2 if mesh else n) if has_su else 0
+    n_devices = n + (spec.n_domains if has_su and not mesh else 0)
     uplinks = 0
     if shape:
         uplinks = shape.n_leaves * shape.leaf_up + shape.n_spines * shape.spine_up
         n_cables += planes * (spec.n_endpoints + uplinks)
         n_devices += planes * (shape.n_leaves + shape.n_spines + shape.n_cores)
-    return _Counts(has_su, shape, planes, n_cables, n_devices, uplinks)
+    return _Counts(has_su, mesh, shape, planes, n_cables, n_devices, uplinks)
+
+
+def _full_mesh_links(spec: ClusterSpec) -> int:
+    """Links per GPU of ``spec``'s full-mesh scale-up (catalogue ``topology: full_mesh``), 0 on a switch.
+
+    Raises
+    ------
+    ConfigError
+        If a domain holds more GPUs than such a mesh joins (``L + 1``: one link to each peer).
+    """
+    link = spec.scaleup_link
+    if link.topology != "full_mesh":
+        return 0
+    if spec.domain_gpus > link.links_per_gpu + 1:
+        raise ConfigError(
+            f"scale_up.gpus: {spec.domain_gpus} GPUs per domain on {link.key}, a full mesh of "
+            f"{link.links_per_gpu} links per GPU that joins at most {link.links_per_gpu + 1}"
+        )
+    return link.links_per_gpu
 
 
 def _has_gpu_links(spec: ClusterSpec) -> bool:
@@ -351,7 +427,10 @@ def build_topology(spec: ClusterSpec) -> Topology:
     offsets = {"gpu": 0}
     next_dev = n
     gpu_up = gpu_down = np.full(n, -1, np.int64)
-    if c.has_su:
+    mesh_pair_link = np.zeros((0, 0), np.int64)
+    if c.mesh:
+        mesh_pair_link = _cable_mesh(spec, w)
+    elif c.has_su:
         offsets[scale_up_hub(spec.scale_up.kind)] = next_dev
         nvs = next_dev + gpus // spec.domain_gpus
         next_dev += spec.n_domains
@@ -379,8 +458,23 @@ def build_topology(spec: ClusterSpec) -> Topology:
         gpu_down=gpu_down,
         link_reverse=a["rev"][:m],
         device_offsets=offsets,
+        mesh_pair_link=mesh_pair_link,
         **scale_out,
     )
+
+
+def _cable_mesh(spec: ClusterSpec, w: _LinkWriter) -> np.ndarray:
+    """Cable every pair of GPUs of each full-mesh domain at one link's rate, ``B_line / L`` per direction
+    (module docstring); returns :attr:`Topology.mesh_pair_link`. Domain ``k``'s cables follow domain
+    ``k - 1``'s, in the same pair order, so its link ids are the first domain's plus ``k`` cables."""
+    g, domains = spec.domain_gpus, spec.n_domains
+    i, j = np.triu_indices(g, 1)
+    base = (np.arange(domains, dtype=np.int64) * g)[:, None]
+    cap = spec.scaleup_line_rate_bytes_per_s / _full_mesh_links(spec)
+    up, down = w.cables((base + i).ravel(), (base + j).ravel(), cap, spec.scaleup_link.hop_latency_s, 0)
+    table = np.full((g, g), -1, np.int64)
+    table[i, j], table[j, i] = up[: i.size], down[: i.size]
+    return table
 
 
 def _no_scale_out(n: int, planes: int) -> dict[str, np.ndarray]:

@@ -187,27 +187,21 @@ def _uniform(spec: ClusterSpec, gpus: np.ndarray) -> bool:
     return bool((counts == counts[0]).all())
 
 
-def _ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str) -> Stage:
+def _ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str, *, mesh: bool = False) -> Stage:
     """Multi-channel ring over a (N, g) matrix of GPUs whose ranks have a NIC each; see the module
-    docstring."""
+    docstring. ``mesh``: the domains are full meshes of an even ``g`` (:func:`_zigzag`)."""
     n_dom, g = mat.shape
     srcs, dsts, groups = [], [], []
     i = np.arange(n_dom)
     # Node i enters at local GPU e_i = c - i k and leaves from e_i - k = e_{i+1}: every node-crossing hop
     # stays on one rail. The ring closes on its rail when N k = 0 (mod g): k = g / gcd(N, g); if N and g
-    # are coprime one wrap-around hop per channel crosses rails (NCCL sends it through PXN).
+    # are coprime one wrap-around hop per channel crosses rails (NCCL sends it through PXN). On a mesh
+    # k = g / 2, the far end of the channel's zigzag: the ring closes on its rail when N is even.
     gcd = int(np.gcd(n_dom, g))
-    k = g // gcd if (n_dom > 1 and gcd > 1) else 1
-    rest = np.arange(1, g)
+    k = g // 2 if mesh else (g // gcd if (n_dom > 1 and gcd > 1) else 1)
     for c in range(g):
         entry = (c - i * k) % g
-        exit_ = (entry - k) % g
-        # order inside node i: entry, the others in increasing order, exit last
-        others = (entry[:, None] + rest[None, :]) % g
-        others = np.where(others == exit_[:, None], -1, others)
-        others = np.sort(np.where(others < 0, g + 1, (others - entry[:, None]) % g), axis=1)[:, : g - 2]
-        middle = (entry[:, None] + others) % g
-        local = np.concatenate([entry[:, None], middle, exit_[:, None]], axis=1) if g > 1 else entry[:, None]
+        local = _zigzag(entry, g) if mesh else _entry_to_exit(entry, (entry - k) % g, g)
         seq = mat[i[:, None], local].ravel()  # the ring visiting nodes in order
         srcs.append(seq)
         dsts.append(np.roll(seq, -1))
@@ -218,6 +212,55 @@ def _ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str) ->
     src, dst = src[keep], dst[keep]
     grp = np.concatenate(groups)[keep]
     return Stage(src, dst, np.full(src.size, chunk_bytes / g), grp, repeat, label)
+
+
+def _entry_to_exit(entry: np.ndarray, exit_: np.ndarray, g: int) -> np.ndarray:
+    """Local order (N, g) of each node's ring hops: ``entry``, the others in increasing order, ``exit_``."""
+    if g == 1:
+        return entry[:, None]
+    others = (entry[:, None] + np.arange(1, g)[None, :]) % g
+    others = np.where(others == exit_[:, None], -1, others)
+    others = np.sort(np.where(others < 0, g + 1, (others - entry[:, None]) % g), axis=1)[:, : g - 2]
+    middle = (entry[:, None] + others) % g
+    return np.concatenate([entry[:, None], middle, exit_[:, None]], axis=1)
+
+
+def _zigzag(entry: np.ndarray, g: int) -> np.ndarray:
+    """Local order (N, g) of a ring channel through a full-mesh domain of an even ``g`` GPUs: from ``entry``
+    zigzag ``e, e + 1, e - 1, e + 2, e - 2, ..., e + g/2``, which leaves from ``e + g/2``.
+
+    The zigzag's steps ``+1, -2, +3, ..., +(g - 1)`` are every nonzero residue mod ``g`` once (``g``
+    even), so the ``g`` channels, entering at the ``g`` GPUs, cross every directed link of the mesh
+    exactly once: Walecki's decomposition of the complete graph into ``g / 2`` Hamiltonian paths, each run
+    both ways (Alspach, "The wonderful Walecki construction", Bull. ICA 52, 2008, 7-20). Each GPU then
+    forwards ``(g - 1) / g`` of the ring's bytes over its ``g - 1`` links, one channel per link, the
+    formula engine's ``B_i g / (g - 1)`` scale-up credit (:func:`aifabric.collectives.cost.scaleup_bound`).
+    A channel always entering at the same GPU and going round in increasing order would put ``g - 1``
+    channels on each link ``e -> e + 1`` and leave the others idle.
+    """
+    t = np.arange(1, g)
+    step = np.where(t % 2 == 1, (t + 1) // 2, -(t // 2))
+    return (entry[:, None] + np.concatenate([[0], step])[None, :]) % g
+
+
+def _mesh_shift_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str) -> Stage:
+    """A ring step inside each full-mesh domain of a (N, g) matrix: every GPU sends ``chunk / (g - 1)`` to
+    each of its ``g - 1`` peers, group ``(domain, shift)``.
+
+    These are the link loads of ``g - 1`` link-disjoint directed Hamiltonian rings (one link per hop per
+    ring, ``chunk / (g - 1)`` each), which the complete symmetric digraph of ``g`` GPUs has for every
+    ``g`` but 4 and 6 (Tillson, "A Hamiltonian decomposition of K*_2m, 2m >= 8", J. Combin. Theory B 29,
+    1980, 68-74; for 4 and 6 a mix of rings with equal weights loads every link equally instead), so each
+    step moves at ``g - 1`` links per GPU, as the formula engine's full mesh
+    (:func:`aifabric.collectives.tiers.scaleup_bytes_per_s`). The plan holds the loads as the ``g - 1``
+    shifts ``i -> i + m``, not as the rings' orders, which neither engine reads.
+    """
+    n_dom, g = mat.shape
+    shifts = np.arange(1, g)
+    src = np.repeat(mat[:, None, :], g - 1, axis=1)
+    dst = mat[:, (np.arange(g)[None, :] + shifts[:, None]) % g]
+    grp = np.repeat(np.arange(n_dom * (g - 1)), g)
+    return Stage(src.ravel(), dst.ravel(), np.full(src.size, chunk_bytes / (g - 1)), grp, repeat, label)
 
 
 #: Peak bytes per ordered pair while an all-to-all stage is built: ``np.repeat`` and ``np.tile`` of the
@@ -276,12 +319,21 @@ def ring_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.
         chunk = s / n if steps > 1 else s
         label = "ring (one channel)"
         return (Stage(order, np.roll(order, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, label),)
-    mat, _ = _by_domain(spec, gpus)
+    mat, g = _by_domain(spec, gpus)
     k = spec.scale_out.gpus_per_nic if spec.scale_out is not None else 1
     chunk, repeat, label = (s, 1, "chain") if chain else (s / n, steps, "ring step")  # chain: S once per link
     if mat.shape[0] > 1 and _shares_nics(mat[0], k):
         return (_shared_nic_ring_stage(mat, chunk, repeat, label, k),)
-    return (_ring_stage(mat, chunk, repeat, label),)
+    if _full_mesh(spec) and g > 1 and mat.shape[0] == 1:
+        return (_mesh_shift_stage(mat, chunk, repeat, label),)
+    return (_ring_stage(mat, chunk, repeat, label, mesh=_full_mesh(spec) and g % 2 == 0),)
+
+
+def _full_mesh(spec: ClusterSpec) -> bool:
+    """The scale-up domains are full meshes (catalogue ``topology: full_mesh``): a link per pair of GPUs,
+    no switch, so which peer a GPU sends to decides which link carries it."""
+    mesh = spec.scale_up.kind != "torus" and spec.scaleup_link.topology == "full_mesh"
+    return spec.domain_gpus > 1 and mesh
 
 
 def _shares_nics(row: np.ndarray, gpus_per_nic: int) -> bool:
@@ -323,10 +375,8 @@ def hierarchical_plan(
     mat, g = _by_domain(spec, gpus)
     n_dom = mat.shape[0]
     stages: list[Stage] = []
-    in_domain = (mat.ravel(), np.roll(mat, -1, axis=1).ravel(), np.repeat(np.arange(n_dom), g))
     if g > 1:
-        src, dst, grp = in_domain
-        stages.append(Stage(src, dst, np.full(src.size, s / g), grp, g - 1, "reduce-scatter in domain"))
+        stages.append(_in_domain_stage(spec, mat, s / g, "reduce-scatter in domain"))
     if n_dom > 1:
         src = mat.ravel()
         dst = np.roll(mat, -1, axis=0).ravel()
@@ -334,6 +384,16 @@ def hierarchical_plan(
         label = "all-reduce across domains, all rails"
         stages.append(Stage(src, dst, np.full(src.size, s / g / n_dom), grp, 2 * (n_dom - 1), label))
     if g > 1:
-        src, dst, grp = in_domain
-        stages.append(Stage(src, dst, np.full(src.size, s / g), grp, g - 1, "all-gather in domain"))
+        stages.append(_in_domain_stage(spec, mat, s / g, "all-gather in domain"))
     return tuple(stages)
+
+
+def _in_domain_stage(spec: ClusterSpec, mat: np.ndarray, chunk_bytes: float, label: str) -> Stage:
+    """``g - 1`` ring steps of ``chunk_bytes`` inside every domain of a (N, g) matrix at once: one ring per
+    domain in rank order behind a switch, the link-disjoint rings of a full mesh
+    (:func:`_mesh_shift_stage`)."""
+    n_dom, g = mat.shape
+    if _full_mesh(spec):
+        return _mesh_shift_stage(mat, chunk_bytes, g - 1, label)
+    src, dst, grp = mat.ravel(), np.roll(mat, -1, axis=1).ravel(), np.repeat(np.arange(n_dom), g)
+    return Stage(src, dst, np.full(src.size, chunk_bytes), grp, g - 1, label)

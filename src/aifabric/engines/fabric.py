@@ -1025,23 +1025,19 @@ def _spray_stage(
     loads, fabric = _loads_of_rows(topo, extra)
     lat_of = topo.link_latency_s
     same = (src // spec.domain_gpus) == (dst // spec.domain_gpus)
-    np.add.at(loads, topo.gpu_up[src[same]], byt[same])
-    np.add.at(loads, topo.gpu_down[dst[same]], byt[same])
     latency = np.zeros(src.size)
-    latency[same] = lat_of[topo.gpu_up[src[same]]] + lat_of[topo.gpu_down[dst[same]]]
+    latency[same] = _load_scale_up_hops(topo, loads, src[same], dst[same], byt[same])
     x = ~same
     if x.any() and shape is not None:
         s, d, b = src[x], dst[x], byt[x]
         nic_src = s
         path_lat = np.zeros(s.size)
-        if topo.gpu_up[0] >= 0 and shape.rails == spec.gpus_per_node:
+        if topo.has_scale_up_links and shape.rails == spec.gpus_per_node:
             r_s, r_d = topo.rail_of(s), topo.rail_of(d)
             cross = (r_s != r_d) & pxn[x]
             if cross.any():
                 relay = s - r_s + r_d
-                np.add.at(loads, topo.gpu_up[s[cross]], b[cross])
-                np.add.at(loads, topo.gpu_down[relay[cross]], b[cross])
-                path_lat[cross] += lat_of[topo.gpu_up[s[cross]]] + lat_of[topo.gpu_down[relay[cross]]]
+                path_lat[cross] += _load_scale_up_hops(topo, loads, s[cross], relay[cross], b[cross])
                 nic_src = np.where(cross, relay, s)
         planes = topo.planes
         for p in range(planes):
@@ -1053,6 +1049,19 @@ def _spray_stage(
     with np.errstate(divide="ignore", invalid="ignore"):
         access = np.where(loads > 0, loads / cap, 0.0)
     return max([float(access.max(initial=0.0)), *_fabric_ratios(topo, cap, fabric)]), latency
+
+
+def _load_scale_up_hops(
+    topo: Topology, loads: np.ndarray, src: np.ndarray, dst: np.ndarray, byt: np.ndarray
+) -> np.ndarray:
+    """Add ``byt[i]`` to every scale-up hop of ``src[i] -> dst[i]`` (one domain: through its switch, or the
+    pair's link of a full mesh, which a GPU sending to itself does not cross); returns each one's latency."""
+    latency = np.zeros(src.size)
+    moved = (src != dst) if topo.is_mesh else np.ones(src.size, bool)
+    for links in topo.scale_up_hops(src[moved], dst[moved]):
+        np.add.at(loads, links, byt[moved])
+        latency[moved] += topo.link_latency_s[links]
+    return latency
 
 
 def _loads_of_rows(

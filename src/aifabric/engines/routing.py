@@ -628,15 +628,10 @@ def _route_subflows(
     cols = np.arange(ncol)
     w_bytes = weights[parent] * share
     same_dom = (s // spec.domain_gpus) == (d // spec.domain_gpus)
-    has_su = bool(topo.gpu_up.size and topo.gpu_up[0] >= 0)
     if same_dom.any():
-        if not has_su:
+        if not topo.has_scale_up_links:
             raise NoRoute(f"no scale-up path between GPU {int(s[same_dom][0])} and GPU {int(d[same_dom][0])}")
-        idx = np.nonzero(same_dom)[0]
-        _check_alive(alive, topo.gpu_up[s[idx]], s[idx], d[idx])
-        _check_alive(alive, topo.gpu_down[d[idx]], s[idx], d[idx])
-        b.add(topo.gpu_up[s[idx]], cols[idx], 1.0)
-        b.add(topo.gpu_down[d[idx]], cols[idx], 1.0)
+        _add_scale_up_hops(topo, b, cols[same_dom], s[same_dom], d[same_dom], alive)
     x = np.nonzero(~same_dom)[0]
     if x.size:
         if topo.shape is None:
@@ -662,6 +657,20 @@ def _route_subflows(
         )
     n_rows = groups.n_rows if groups is not None else topo.n_links
     return Routes(b.matrix(n_rows, ncol), parent, share, policy, seed, groups)
+
+
+def _add_scale_up_hops(
+    topo: Topology, b: _Builder, cols: np.ndarray, s: np.ndarray, d: np.ndarray, alive: np.ndarray
+) -> None:
+    """Sub-flows ``cols`` from ``s`` to ``d`` in one domain over their scale-up hops
+    (:meth:`~aifabric.cluster.topology.Topology.scale_up_hops`: through the switch, or the pair's one link
+    of a full mesh); a GPU sending to itself crosses no link of a mesh."""
+    if topo.is_mesh:
+        moved = s != d
+        cols, s, d = cols[moved], s[moved], d[moved]
+    for links in topo.scale_up_hops(s, d):
+        _check_alive(alive, links, s, d)
+        b.add(links, cols, 1.0)
 
 
 def _check_alive(alive: np.ndarray, links: np.ndarray, s: np.ndarray, d: np.ndarray) -> None:
@@ -699,9 +708,7 @@ def _route_scale_out(
         if cross.any():
             relay = s - r_s + r_d
             ci = np.nonzero(cross)[0]
-            _check_alive(alive, topo.gpu_up[s[ci]], s[ci], d[ci])
-            b.add(topo.gpu_up[s[ci]], cols[ci], 1.0)
-            b.add(topo.gpu_down[relay[ci]], cols[ci], 1.0)
+            _add_scale_up_hops(topo, b, cols[ci], s[ci], relay[ci], alive)
             nic_src = np.where(cross, relay, s)
     if pcie_nic_hops(topo):
         _pcie_nic_hop(topo, b, cols, nic_src, s, d, alive)
@@ -762,9 +769,8 @@ def pxn_relays_possible(topo: Topology) -> bool:
     "connected to us through NVLink" (``src/graph/paths.cc``, v2.26.2-1 line 678: ``paths[GPU][g].type
     <= PATH_NVL``), so never on PCIe-only nodes, whose GPUs reach their own NIC."""
     spec, shape = topo.spec, topo.shape
-    has_su = bool(topo.gpu_up.size and topo.gpu_up[0] >= 0)
     nvlink = spec.scale_up.kind != "pcie"
-    return has_su and nvlink and shape is not None and shape.rails == spec.gpus_per_node
+    return topo.has_scale_up_links and nvlink and shape is not None and shape.rails == spec.gpus_per_node
 
 
 def _pcie_nic_hop(

@@ -51,7 +51,8 @@ class AnalyticalNetwork:
 
 
 def analytical_network(topo: Topology) -> AnalyticalNetwork:
-    """The two ``Switch`` dimensions of a switched cluster (one when it has no scale-out).
+    """The two ``Switch`` dimensions of a switched cluster (one when it has no scale-out); a full-mesh
+    scale-up (MI300X xGMI) is a ``FullyConnected`` first dimension at one pair's link bandwidth.
 
     Raises
     ------
@@ -59,10 +60,11 @@ def analytical_network(topo: Topology) -> AnalyticalNetwork:
         For a torus (its ICI is Ring dimensions, not exported here).
     """
     spec = topo.spec
-    if spec.scale_up.kind == "torus" or topo.gpu_up.size == 0 or topo.gpu_up[0] < 0:
+    if spec.scale_up.kind == "torus" or not topo.has_scale_up_links:
         raise ConfigError(f"--format astra-sim: {spec.name} has no scale-up switch (a torus is not exported)")
-    up = int(topo.gpu_up[0])
-    kinds, npus = ["Switch"], [spec.domain_gpus]
+    # a full mesh is ASTRA-sim's FullyConnected dimension, its bandwidth that of one pair's link
+    up = int(topo.mesh_pair_link[0, 1]) if topo.is_mesh else int(topo.gpu_up[0])
+    kinds, npus = ["FullyConnected" if topo.is_mesh else "Switch"], [spec.domain_gpus]
     bw, lat = [float(topo.link_capacity_bytes_per_s[up]) / 1e9], [float(topo.link_latency_s[up]) * 1e9]
     if topo.shape is not None and spec.n_gpus > spec.domain_gpus:
         nic = topo.nic_up[:, 0]

@@ -22,7 +22,9 @@ def tier_matrices(topo: Topology, util: np.ndarray) -> dict[str, np.ndarray]:
     """
     spec = topo.spec
     out: dict[str, np.ndarray] = {}
-    if topo.gpu_up.size and topo.gpu_up[0] >= 0:
+    if topo.is_mesh:
+        out["scale-up (GPU-GPU mesh)"] = _mesh_matrix(topo, util)
+    elif topo.gpu_up.size and topo.gpu_up[0] >= 0:
         m = np.maximum(util[topo.gpu_up], util[topo.gpu_down])
         out["scale-up (GPU-NVSwitch)"] = m.reshape(-1, spec.domain_gpus)
     if topo.shape is not None:
@@ -33,6 +35,18 @@ def tier_matrices(topo: Topology, util: np.ndarray) -> dict[str, np.ndarray]:
         if topo.spine_uplinks.size:
             out["spine-core"] = np.maximum(util[topo.spine_uplinks[0]], util[topo.spine_downlinks[0]])
     return out
+
+
+def _mesh_matrix(topo: Topology, util: np.ndarray) -> np.ndarray:
+    """(domains, GPUs per domain): each GPU's most utilised mesh link, either direction."""
+    g = topo.spec.domain_gpus
+    gpus = np.arange(topo.n_gpus)
+    m = np.zeros(topo.n_gpus)
+    for k in range(1, g):  # peer k places further round the domain: every pair once each way
+        peer = gpus - gpus % g + (gpus + k) % g
+        (out,) = topo.scale_up_hops(gpus, peer)
+        m = np.maximum(m, np.maximum(util[out], util[topo.link_reverse[out]]))
+    return m.reshape(-1, g)
 
 
 def utilisation_heatmap(topo: Topology, util: np.ndarray, path: str | Path, *, title: str = "") -> Path:

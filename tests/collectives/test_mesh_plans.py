@@ -1,0 +1,86 @@
+"""Ring plans on a full-mesh scale-up put each hop on its pair's own link, and every link carries as much.
+
+On a switch any peer is as good as another; on a mesh (8 x MI300X, 7 xGMI links per GPU; 4 x GH200) the
+peer a GPU sends to decides the link. One ring order for every channel would load the links ``i -> i + 1``
+with every channel and leave the others idle (1/7 of the mesh on MI300X). The plans spread the hops so
+that every directed link carries the same bytes: the formula engine's full mesh
+(:func:`aifabric.collectives.tiers.scaleup_bytes_per_s`, ``g - 1`` links per GPU).
+"""
+
+import numpy as np
+import pytest
+from tests.clusters import mi300x_node, mi300x_nodes
+
+from aifabric.cluster.presets import preset
+from aifabric.collectives.algorithms import build_plan
+from aifabric.collectives.ops import Collective
+from aifabric.collectives.plan import hierarchical_plan, ring_plan
+
+
+def _pair_bytes(stage, g: int) -> dict[tuple[int, int], float]:
+    """Bytes per step on each directed in-domain pair (local ids), summed over every domain's copy."""
+    out: dict[tuple[int, int], float] = {}
+    same = stage.src // g == stage.dst // g
+    for s, d, b in zip(stage.src[same], stage.dst[same], stage.bytes_[same], strict=True):
+        key = (int(s) % g, int(d) % g)
+        out[key] = out.get(key, 0.0) + float(b)
+    return out
+
+
+def test_one_mi300x_node_ring_loads_all_56_links_equally():
+    # 8 ranks, 1 GiB all_reduce: a step moves S/8 per GPU, S/56 on each of its 7 links (7 link-disjoint
+    # rings), so no link carries more than S/56
+    s = 2.0**30
+    (stage,) = ring_plan(Collective.ALL_REDUCE, s, mi300x_node(), np.arange(8))
+    loads = _pair_bytes(stage, 8)
+    assert len(loads) == 56
+    assert max(loads.values()) == pytest.approx(s / 8 / 7)
+    assert min(loads.values()) == pytest.approx(s / 8 / 7)
+    assert stage.repeat == 2 * 7
+
+
+@pytest.mark.parametrize("nodes", [2, 8])
+def test_ring_channels_across_mi300x_nodes_cross_each_xgmi_link_once(nodes):
+    # 8 channels per node, each a zigzag from its entry GPU to the GPU 4 further (Walecki): 8 x 7 hops =
+    # the 56 directed links of each node once, and each channel's node-crossing hop stays on one rail
+    spec = mi300x_nodes(nodes)
+    (stage,) = ring_plan(Collective.ALL_GATHER, 2.0**30, spec, np.arange(8 * nodes))
+    same = stage.src // 8 == stage.dst // 8
+    pairs = stage.src[same] * 10_000 + stage.dst[same]
+    assert np.unique(pairs).size == pairs.size == nodes * 56
+    cross = ~same
+    assert (stage.src[cross] % 8 == stage.dst[cross] % 8).all()  # one rail: no PXN hop (N even)
+    assert np.bincount(stage.src[cross] % 8, minlength=8).tolist() == [nodes] * 8  # every NIC sends
+
+
+def test_gh200_quad_ring_zigzags_over_its_three_bundles():
+    spec = preset("gh200-quad", nodes=4)
+    (stage,) = ring_plan(Collective.ALL_REDUCE, 2.0**30, spec, np.arange(16))
+    loads = _pair_bytes(stage, 4)
+    assert len(loads) == 12 and len(set(loads.values())) == 1  # every directed bundle, equally
+
+
+def test_chain_on_a_mesh_sends_each_peer_its_share():
+    # broadcast on 8 MI300X: 7 chains from the root, S/7 per link
+    s = 2.0**30
+    (stage,) = ring_plan(Collective.BROADCAST, s, mi300x_node(), np.arange(8))
+    assert max(_pair_bytes(stage, 8).values()) == pytest.approx(s / 7)
+
+
+def test_hierarchical_in_domain_steps_use_every_mesh_link():
+    s = 2.0**30
+    stages = hierarchical_plan(Collective.ALL_REDUCE, s, preset("gh200-quad", nodes=2), np.arange(8))
+    rs, _, ag = stages
+    for st in (rs, ag):
+        loads = _pair_bytes(st, 4)
+        assert len(loads) == 12
+        assert max(loads.values()) == pytest.approx(2 * s / 4 / 3)  # 2 domains x S/4 over 3 links
+        assert st.repeat == 3
+
+
+def test_a_switch_keeps_one_ring_order_per_channel():
+    # NVSwitch: the plan is unchanged (8 channels of S/(8 n) per hop)
+    spec = preset("dgx-h100-superpod", nodes=1)
+    (stage,) = build_plan("all_reduce", 2.0**30, spec, np.arange(8), algorithm="ring").stages
+    assert stage.n_transfers == 64 and np.unique(stage.group).size == 8
+    assert stage.bytes_[0] == pytest.approx(2.0**30 / 8 / 8)
