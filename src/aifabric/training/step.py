@@ -89,7 +89,14 @@ from aifabric.training.flops import (
     layer_forward_flops_per_token,
     training_flops_per_iteration,
 )
-from aifabric.training.gemm import Gemm, GemmTable, backward_gemms, layer_gemms, pass_flops_per_s
+from aifabric.training.gemm import (
+    Gemm,
+    GemmTable,
+    backward_gemms,
+    layer_gemms,
+    pass_flops_per_s,
+    userbuffer_gemms,
+)
 from aifabric.training.layout import ParallelLayout, Recompute
 from aifabric.training.memory import (
     MEMORY_REMEDIES,
@@ -1065,15 +1072,26 @@ class StepModel:
             logit_scale = self.gemm_flops_per_s / table.best_flops_per_s
             rates: list[float] = []
             for moe in (False, True) if m.is_moe else (False,):
-                fwd = layer_gemms(m, tokens, t, moe=moe, ep=layout.ep, etp=layout.etp)
-                rates += [scale * pass_flops_per_s(table, fwd)]
-                rates += [scale * pass_flops_per_s(table, backward_gemms(fwd))]
+                fwd, bwd = self._layer_passes(layout, tokens, moe)
+                rates += [scale * pass_flops_per_s(table, fwd), scale * pass_flops_per_s(table, bwd)]
             if not m.is_moe:
                 rates += rates
             logit = [Gemm(tokens, m.vocab_size / t, m.hidden_size)]
             rates += [logit_scale * pass_flops_per_s(table, g) for g in (logit, backward_gemms(logit))]
             got = self._rates[key] = GemmRates(*rates)
         return got
+
+    def _layer_passes(
+        self, layout: ParallelLayout, tokens: float, moe: bool
+    ) -> tuple[list[Gemm], list[Gemm]]:
+        """The forward and backward weight GEMMs of one layer on one GPU: :func:`layer_gemms` and
+        :func:`backward_gemms`, split into Transformer Engine's userbuffer chunks with ``tp_comm_overlap``
+        (:func:`userbuffer_gemms`: the four dense products, or the attention's two in an MoE layer)."""
+        m, t = self.model, layout.tp
+        fwd = layer_gemms(m, tokens, t, moe=moe, ep=layout.ep, etp=layout.etp)
+        if self.options.tp_comm_overlap and t > 1:
+            return userbuffer_gemms(fwd, t, 2 if moe else 4)
+        return fwd, backward_gemms(fwd)
 
     def compute_term(self, st: StageView) -> ComputeTimes:
         """GEMM and memory-bound seconds of one microbatch's forward and backward on the busiest stage.
