@@ -21,7 +21,8 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
 - **TP** (Megatron): per layer and microbatch 2 all-reduces forward and 2 backward on b s h / c elements, or,
   with sequence parallelism, 2 all-gathers + 2 reduce-scatters each way; full recomputation repeats the
   forward ones. On the critical path, unless ``tp_comm_overlap`` (Megatron's userbuffers) hides them behind
-  the GEMMs they feed.
+  the GEMMs they feed; those GEMMs then run in Transformer Engine's chunks, smaller and slower on the
+  measured table (:func:`~aifabric.training.gemm.userbuffer_gemms`).
 - **CP**: all-gather of K, V forward, reduce-scatter of dK, dV backward, hidden behind the attention core as
   far as its time allows.
 - **EP**: all-to-all dispatch + combine per MoE layer, forward and backward (again when recomputed), each a
@@ -164,8 +165,10 @@ class StepOptions:
         GEMM/HBM efficiencies; default: the accelerator's entry in ``presets/compute.yaml``.
     tp_comm_overlap : bool, default False
         Megatron-LM ``--tp-comm-overlap`` (Transformer Engine userbuffers): the sequence-parallel all-gathers
-        and reduce-scatters are split into chunks that overlap the GEMMs they feed. Needs sequence
-        parallelism. False: TP collectives are on the critical path.
+        and reduce-scatters are split into chunks that overlap the GEMMs they feed, and those GEMMs run as
+        chunks of T / t or T / 4 rows (:func:`~aifabric.training.gemm.userbuffer_gemms`, timed by shape
+        where the GPU has a GEMM table). Needs sequence parallelism. False: TP collectives are on the
+        critical path.
     zero3_prefetch_layers : int, default 1
         ZeRO-3/FSDP: layers whose parameters are all-gathered ahead of the one computing (FSDP
         ``forward_prefetch`` / ``BackwardPrefetch.BACKWARD_PRE``: 1; DeepSpeed ``stage3_prefetch_bucket_size``
