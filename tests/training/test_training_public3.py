@@ -314,7 +314,7 @@ MISSED: dict[str, tuple[Row, str]] = {
             "``moe_token_dispatcher_type: alltoall`` without EP overlap) are 1.7 s, TP "
             "(``ub_tp_comm_overlap: false``) 1.0 s, the pipeline sends 0.6 s. The 3.5 s left is not "
             "identified: the router's softmax, top-k and auxiliary-loss kernels are not modelled (the "
-            "token permutation is); the Llama and Nemotron rows of the same tables agree within 10 %"
+            "token permutation is); the dense NeMo rows of the same repository agree within 14 %"
         ),
     ),
     "dgxc Grok-1 314B 1024 H100 TP4 PP8 VP8 CP2 EP8 fp8": (
