@@ -39,35 +39,15 @@ Sources
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
-from tests.training.test_training_public import h100
+from tests.training.test_training_public import Row, h100, predict
 
-from aifabric.cluster.spec import ClusterSpec
-from aifabric.training import ParallelLayout, StepModel, get_model
+from aifabric.training import get_model
 from aifabric.training.models import BytesPerParam, ModelSpec
-from aifabric.training.step import StepOptions
 
-
-class Row(NamedTuple):
-    """One published column: model, cluster, layout and options, and the measured tokens/s per GPU."""
-
-    model: ModelSpec
-    cluster: Callable[[], ClusterSpec]
-    layout: dict[str, Any]
-    measured: float
-    options: dict[str, Any]
-
-
-def predict(row: Row) -> float:
-    """The model's tokens/s per GPU for ``row``."""
-    spec = row.cluster()
-    step = StepModel(row.model, spec, options=StepOptions(**row.options)).evaluate(
-        ParallelLayout(**row.layout)
-    )
-    return step.tokens_per_s / spec.n_gpus
+# Row and predict are test_training_public's: every row here is in tokens/s per GPU (its default metric).
 
 
 def per_gpu(seq_len: int, gbs: int, step_s: float, gpus: int) -> float:
