@@ -227,32 +227,32 @@ ROWS: dict[str, Row] = {
     # NeMo 24.07: "| GPT3-175B | 512 | 2048 | 2 | 2048 | 4 | 8 | 1 | 6 | 782 | 842 |".
     "NeMo 24.07 GPT-3 175B 512 H100 TP4 PP8 VP6 fp8": Row(
         get_model("gpt3-175b"), h100(512), megatron(4, 8, 16, 6, 2, 2048), 782, _MEGATRON_FP8
-    ),  # model 892 (+14.1 %; 917 before)
+    ),  # model 874 (+11.8 %; 892 before the userbuffer chunks, 917 before)
     # NeMo 24.07: "| LLAMA3-70B | 64 | 128 | 1 | 8192 | 4 | 4 | 2 | 5 | 1533 | 738 |".
     "NeMo 24.07 Llama 3 70B 64 H100 TP4 PP4 CP2 VP5 fp8": Row(
         LLAMA3_70B, h100(64), megatron(4, 4, 2, 5, 1, 128, cp=2), 1533, _MEGATRON_FP8
-    ),  # model 1744 (+13.7 %; 1908 before)
+    ),  # model 1713 (+11.7 %; 1744 before the userbuffer chunks, 1908 before)
     # Megatron-Bridge 25.09, DGX-H100: "| LLAMA3.1_405B | 1024 | 512 | 1 | 8192 | 0 | 8 | 8 | 2 | 8 | 1 | 64 |
     # 302 | 763 |".
     "Megatron-Bridge 25.09 Llama 3.1 405B 1024 H100 TP8 PP8 CP2 VP8 fp8": Row(
         LLAMA3_405B, h100(1024), megatron(8, 8, 8, 8, 1, 512, cp=2), 302, _MEGATRON_FP8
-    ),  # model 330 (+9.4 %; 350 before)
+    ),  # model 316 (+4.7 %; 330 before the userbuffer chunks, 350 before)
     # Blind rows (added after the power limit and the attention figure; never used to set anything).
     # Megatron-Bridge 25.11, DGX-H100: "| LLAMA3_70B | 64 | FP8-CS | 128 | 1 | 8192 | 0 | 4 | 8 | 1 | 5 | 1 |
     # 64 | 1602 | 719 |".
     "Megatron-Bridge 25.11 Llama 3 70B 64 H100 TP4 PP8 VP5 fp8": Row(
         LLAMA3_70B, h100(64), megatron(4, 8, 2, 5, 1, 128), 1602, _MEGATRON_FP8
-    ),  # model 1585 (1766 before)
+    ),  # model 1578 (1585 before the userbuffer chunks, 1766 before)
     # Megatron-Bridge 26.02, LLAMA3_70B: "| DGX-H100 | 64 | FP8 | 256 | 1 | 8192 | 0 | 4 | 8 | 1 | 5 | n/a |
     # 1621 | 728 |".
     "Megatron-Bridge 26.02 Llama 3 70B 64 H100 TP4 PP8 VP5 B256 fp8": Row(
         LLAMA3_70B, h100(64), megatron(4, 8, 2, 5, 1, 256), 1621, _MEGATRON_FP8
-    ),  # model 1604 (1786 before)
+    ),  # model 1597 (1604 before the userbuffer chunks, 1786 before)
     # Megatron-Bridge 26.02, LLAMA3.1_405B: "| DGX-H100 | 1024 | FP8 | 1536 | 1 | 8192 | 0 | 8 | 8 | 2 | 8 |
     # n/a | 311 | 784 |".
     "Megatron-Bridge 26.02 Llama 3.1 405B 1024 H100 TP8 PP8 CP2 VP8 B1536 fp8": Row(
         LLAMA3_405B, h100(1024), megatron(8, 8, 8, 8, 1, 1536, cp=2), 311, _MEGATRON_FP8
-    ),  # model 344 (+11 %; 366 before)
+    ),  # model 329 (+5.8 %; 344 before the userbuffer chunks, 366 before)
     # Megatron-Bridge 25.11, DGX-GB200: "| LLAMA3_8B | 8 | FP8-CS (FP8-MX) | 128 | 2 | 8192 | 0 | 1 | 1 | 1 |
     # n/a | 1 | 8 | 31508 (29789) | 1622 (1533) |" (DDP with the distributed optimizer, 8 GPUs of a rack).
     "Megatron-Bridge 25.11 Llama 3 8B 8 GB200 DDP fp8": Row(
@@ -272,12 +272,12 @@ ROWS: dict[str, Row] = {
         fsdp(64, 1, 64, "full", tp=2, sequence_parallel=True),
         729,
         {"fp8": True, "tp_comm_overlap": True},
-    ),  # model 730 (745 before the power limit)
+    ),  # model 711 (730 before the userbuffer chunks, 745 before the power limit)
     # Megatron-Bridge 25.11, DGX-GB200 (performance-summary-archive.md, "25.11 NeMo Container"):
     # "| LLAMA3.1_405B | 256 | FP8-CS | 1536 | 1 | 8192 | 0 | 4 | 16 | 1 | 4 | 1 | 384 | 813 | 2053 |".
     "Megatron-Bridge 25.11 Llama 3.1 405B 256 GB200 (4 racks) TP4 PP16 VP4 fp8": Row(
         LLAMA3_405B, gb200_racks(4), megatron(4, 16, 4, 4, 1, 1536), 813, _MEGATRON_FP8
-    ),  # model 785 (789 before GEMMs by shape, 815 before the power limit)
+    ),  # model 753 (785 before the userbuffer chunks, 789 before GEMMs by shape, 815 before the limit)
     # Megatron-Bridge 25.09 and 25.11, DGX-GB200: "| LLAMA3_70B | 64 | 128 | 2 | 8192 | 64 (0) | 1 (2) |
     # 1 (4) | 1 | 1 (5) | 1 | 1 (16) | 3986 (3546) |" and "| LLAMA3_70B | 64 | FP8-CS | 256 | 2 | 8192 | 64 |
     # 1 | 1 | 1 | 1 | 1 | 2 | 4312 | 1937 |": FSDP over 64 GPUs of one NVL72 rack. No recompute setting is
@@ -307,7 +307,8 @@ ROWS: dict[str, Row] = {
         0.43,
         {**_LLAMA3, "check_memory": False},
         "mfu",
-    ),  # model 0.448 (+4.1 %; 0.336 with v = 1 and the output layer on the busiest stage)
+    ),  # model 0.444 (+3.3 %; 0.448 before the userbuffer chunks; 0.336 with v = 1 and the output layer on
+    # the busiest stage)
     "Llama 3 Table 4, 405B on 16,384 H100, TP8 PP16 V8 DP128": Row(
         LLAMA3_405B,
         h100(16384, **{"scale_out.tiers": 3}),
@@ -315,7 +316,8 @@ ROWS: dict[str, Row] = {
         0.41,
         _LLAMA3,
         "mfu",
-    ),  # model 0.421 (+2.8 %; 0.265 before). Reducing once per step instead (zero 1) gives 0.600 and 0.560
+    ),  # model 0.418 (+2.0 %; 0.421 before the userbuffer chunks, 0.265 before). Reducing once per step
+    # instead (zero 1) gives 0.600 and 0.560
 }
 
 
@@ -438,7 +440,7 @@ MISSED: dict[str, tuple[Row, str]] = {
             "mfu",
         ),
         (
-            "MFU 0.38 vs 0.464 (+22 %; 0.274 with v = 1): at 131,072 tokens the attention core is over half "
+            "MFU 0.38 vs 0.460 (+21 %; 0.274 with v = 1): at 131,072 tokens the attention core is over half "
             "the FLOPs, at FlashAttention-2's measured rate (0.33 of peak). Not modelled: the paper's "
             "all-gather CP exposes its K, V gathers ('the exposed latency is small', not zero), and "
             "document masks make the causal work uneven across CP ranks (the paper's reason for "
@@ -470,8 +472,8 @@ MISSED: dict[str, tuple[Row, str]] = {
     "Megatron-Bridge 25.11 Llama 3.1 405B 128 B200 TP4 PP8 CP2 VP8 fp8": (
         Row(LLAMA3_405B, b200(128), megatron(4, 8, 2, 8, 1, 64, cp=2), 661, _MEGATRON_FP8),
         (
-            "661 vs 850 (+29 %; 857 before GEMMs by shape): as the B200 8B row; with the GB200's measured "
-            "FP8 fraction the model gives 703 (+6 %)"
+            "661 vs 811 (+23 %; 850 before the userbuffer chunks, 857 before GEMMs by shape): as the B200 8B "
+            "row; with the GB200's measured FP8 fraction the model gives 667 (+1 %; 703 before the chunks)"
         ),
     ),
     # ---- A100 rows just outside the bar.

@@ -12,6 +12,8 @@ module reads a table of MEASURED throughput by (b, m, n, k) and interpolates bet
   to the grid;
 - :func:`layer_gemms` lists the forward matrix products of one transformer layer on one GPU (Megatron-LM
   tensor parallelism), and :func:`backward_gemms` their data- and weight-gradient products;
+- :func:`userbuffer_gemms` splits them as Transformer Engine does when it overlaps the sequence-parallel
+  collectives with them (Megatron-LM ``--tp-comm-overlap``): smaller products, each slower;
 - :func:`pass_flops_per_s` turns a list of products into one throughput: total FLOPs / total time.
 
 References
@@ -22,6 +24,9 @@ References
 .. [2] OpenXLA ``xla/service/gpu/model/matmul_interpolator_data.h`` @8b757a8 (the H100 table;
    XLA's own cost model interpolates it the same way, ``matmul_interpolator.cc``) and @71feedd (the B200
    table, entry "sm_100").
+.. [3] NVIDIA dgxc-benchmarking ``llama3.1/llama3.1_70b.yaml`` @8f5cbb3, ``ub_tp_comm_overlap_cfg`` (the
+   userbuffers methods of NeMo's DGX H100 recipes; Transformer Engine ``module/base.py`` ``initialize_ub``
+   has the same methods by default).
 """
 
 from __future__ import annotations
@@ -48,7 +53,12 @@ __all__ = [
     "gemm_table",
     "layer_gemms",
     "pass_flops_per_s",
+    "userbuffer_gemms",
 ]
+
+#: Chunks of a product whose output Transformer Engine reduce-scatters while it computes (``method:
+#: pipeline``, ``num_splits: 4`` for proj_fprop and fc2_fprop, reference [3]).
+UB_PIPELINE_SPLITS = 4
 
 
 class Gemm(NamedTuple):
@@ -245,6 +255,44 @@ def backward_gemms(forward: Iterable[Gemm]) -> list[Gemm]:
     for g in forward:
         out += [Gemm(g.m, g.k, g.n, g.repeat), Gemm(g.k, g.n, g.m, g.repeat)]
     return out
+
+
+def userbuffer_gemms(forward: Sequence[Gemm], tp: int, n_split: int) -> tuple[list[Gemm], list[Gemm]]:
+    """Forward and backward products of a layer as Transformer Engine's userbuffers run them beside the
+    sequence-parallel collectives (Megatron-LM ``--tp-comm-overlap``, reference [3]).
+
+    The first ``n_split`` of ``forward`` alternate column-parallel (all-gather before: QKV, MLP up) and
+    row-parallel (reduce-scatter after: projection, MLP down) products, as :func:`layer_gemms` lists them
+    (4 in a dense layer; 2 in an MoE layer, whose experts are not userbuffer modules):
+
+    - a column-parallel product and the data gradient of a row-parallel one (``ring_exchange``): each of
+      the t ring steps multiplies the T / t rows just received, t products of T / t rows;
+    - a row-parallel product (``pipeline``, ``num_splits`` = :data:`UB_PIPELINE_SPLITS`): 4 products of
+      T / 4 rows, each chunk's reduce-scatter beside the next chunk;
+    - the other backward products (``bulk``: the whole product beside the whole collective) keep their
+      shape.
+
+    The FLOPs are those of :func:`layer_gemms` and :func:`backward_gemms`; only the shapes change, and
+    smaller products run slower on the measured table (:func:`pass_flops_per_s`).
+
+    >>> from aifabric.training.models import get_model
+    >>> fwd = layer_gemms(get_model("gpt3-175b"), 2048, 4)
+    >>> split_fwd, _ = userbuffer_gemms(fwd, 4, 4)
+    >>> [(g.m, g.repeat) for g in split_fwd]
+    [(512.0, 4.0), (512.0, 4.0), (512.0, 4.0), (512.0, 4.0)]
+    """
+    fwd, bwd = list(forward), backward_gemms(forward)
+    for i in range(min(n_split, len(fwd))):
+        parts = tp if i % 2 == 0 else UB_PIPELINE_SPLITS
+        fwd[i] = _chunked(fwd[i], parts)
+        if i % 2 == 1:  # the data gradient of a row-parallel product: all-gather of dY before it
+            bwd[2 * i] = _chunked(bwd[2 * i], tp)
+    return fwd, bwd
+
+
+def _chunked(g: Gemm, parts: int) -> Gemm:
+    """``g`` as ``parts`` products of m / parts rows each: the same FLOPs."""
+    return Gemm(g.m / parts, g.n, g.k, g.repeat * parts)
 
 
 def pass_flops_per_s(table: GemmTable, gemms: Sequence[Gemm]) -> float:

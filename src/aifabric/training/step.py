@@ -21,7 +21,8 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
 - **TP** (Megatron): per layer and microbatch 2 all-reduces forward and 2 backward on b s h / c elements, or,
   with sequence parallelism, 2 all-gathers + 2 reduce-scatters each way; full recomputation repeats the
   forward ones. On the critical path, unless ``tp_comm_overlap`` (Megatron's userbuffers) hides them behind
-  the GEMMs they feed.
+  the GEMMs they feed; those GEMMs then run in Transformer Engine's chunks, smaller and slower on the
+  measured table (:func:`~aifabric.training.gemm.userbuffer_gemms`).
 - **CP**: all-gather of K, V forward, reduce-scatter of dK, dV backward, hidden behind the attention core as
   far as its time allows.
 - **EP**: all-to-all dispatch + combine per MoE layer, forward and backward (again when recomputed), each a
@@ -89,7 +90,14 @@ from aifabric.training.flops import (
     layer_forward_flops_per_token,
     training_flops_per_iteration,
 )
-from aifabric.training.gemm import Gemm, GemmTable, backward_gemms, layer_gemms, pass_flops_per_s
+from aifabric.training.gemm import (
+    Gemm,
+    GemmTable,
+    backward_gemms,
+    layer_gemms,
+    pass_flops_per_s,
+    userbuffer_gemms,
+)
 from aifabric.training.layout import ParallelLayout, Recompute
 from aifabric.training.memory import (
     MEMORY_REMEDIES,
@@ -157,8 +165,10 @@ class StepOptions:
         GEMM/HBM efficiencies; default: the accelerator's entry in ``presets/compute.yaml``.
     tp_comm_overlap : bool, default False
         Megatron-LM ``--tp-comm-overlap`` (Transformer Engine userbuffers): the sequence-parallel all-gathers
-        and reduce-scatters are split into chunks that overlap the GEMMs they feed. Needs sequence
-        parallelism. False: TP collectives are on the critical path.
+        and reduce-scatters are split into chunks that overlap the GEMMs they feed, and those GEMMs run as
+        chunks of T / t or T / 4 rows (:func:`~aifabric.training.gemm.userbuffer_gemms`, timed by shape
+        where the GPU has a GEMM table). Needs sequence parallelism. False: TP collectives are on the
+        critical path.
     zero3_prefetch_layers : int, default 1
         ZeRO-3/FSDP: layers whose parameters are all-gathered ahead of the one computing (FSDP
         ``forward_prefetch`` / ``BackwardPrefetch.BACKWARD_PRE``: 1; DeepSpeed ``stage3_prefetch_bucket_size``
@@ -1065,15 +1075,26 @@ class StepModel:
             logit_scale = self.gemm_flops_per_s / table.best_flops_per_s
             rates: list[float] = []
             for moe in (False, True) if m.is_moe else (False,):
-                fwd = layer_gemms(m, tokens, t, moe=moe, ep=layout.ep, etp=layout.etp)
-                rates += [scale * pass_flops_per_s(table, fwd)]
-                rates += [scale * pass_flops_per_s(table, backward_gemms(fwd))]
+                fwd, bwd = self._layer_passes(layout, tokens, moe)
+                rates += [scale * pass_flops_per_s(table, fwd), scale * pass_flops_per_s(table, bwd)]
             if not m.is_moe:
                 rates += rates
             logit = [Gemm(tokens, m.vocab_size / t, m.hidden_size)]
             rates += [logit_scale * pass_flops_per_s(table, g) for g in (logit, backward_gemms(logit))]
             got = self._rates[key] = GemmRates(*rates)
         return got
+
+    def _layer_passes(
+        self, layout: ParallelLayout, tokens: float, moe: bool
+    ) -> tuple[list[Gemm], list[Gemm]]:
+        """The forward and backward weight GEMMs of one layer on one GPU: :func:`layer_gemms` and
+        :func:`backward_gemms`, split into Transformer Engine's userbuffer chunks with ``tp_comm_overlap``
+        (:func:`userbuffer_gemms`: the four dense products, or the attention's two in an MoE layer)."""
+        m, t = self.model, layout.tp
+        fwd = layer_gemms(m, tokens, t, moe=moe, ep=layout.ep, etp=layout.etp)
+        if self.options.tp_comm_overlap and t > 1:
+            return userbuffer_gemms(fwd, t, 2 if moe else 4)
+        return fwd, backward_gemms(fwd)
 
     def compute_term(self, st: StageView) -> ComputeTimes:
         """GEMM and memory-bound seconds of one microbatch's forward and backward on the busiest stage.
