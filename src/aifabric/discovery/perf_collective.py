@@ -190,7 +190,23 @@ def _collective_from_columns(rows: list[PerfRow], columns: Columns, n_ranks: int
             return "all_reduce"  # 2(n-1)/n > 1 only for all_reduce
         if factor is not None and abs(factor[0] - 1.0) <= 0.02 and has_root and n_ranks and n_ranks > 2:
             return "sendrecv"  # factor 1 with more than 2 ranks rules out all_reduce
-        return None
+        return "sendrecv" if _in_place_unchecked(rows) else None
+    return _unreduced(rows, reducing, rooted, ratio)
+
+
+def _in_place_unchecked(rows: list[PerfRow]) -> bool:
+    """Every row checked out of place (a ``#wrong`` count) and not in place (``N/A``): what sendrecv, alltoall
+    and alltoallv print with the data check on (their ``args->reportErrors = in_place ? 0 : 1``, NVIDIA
+    nccl-tests ``src/sendrecv.cu``, ``src/alltoall.cu`` since 2021-06; all_reduce checks both halves)."""
+    for row in rows:
+        out, inp = row.out_of_place, row.in_place
+        if out is None or inp is None or out.wrong is None or inp.wrong is not None or inp.error is not None:
+            return False
+    return bool(rows)
+
+
+def _unreduced(rows: list[PerfRow], reducing: bool, rooted: bool, ratio: int | None) -> str | None:
+    """Broadcast for rows without a reduction, a root and size = count x typesize; else None."""
     if not reducing and rooted and ratio == 1:
         return "broadcast"
     return None  # all_gather vs alltoall, gather vs scatter: the columns cannot tell
