@@ -91,6 +91,8 @@ TOPOLOGIES: dict[str, tuple[int, int, tuple[int, int], dict[str, tuple[str, str]
 #: Inputs ``inspect`` cannot use, and its one line.
 REFUSED = {
     "topo_p2p_matrix_only.txt": "2: this is nvidia-smi topo -p2p output (peer-access status such as 'GNS')",
+    # before: "expected a header line starting with GPU0", though line 1 starts with GPU0 (a row)
+    "topo_b200_rows_without_header.txt": "1: the matrix starts at row GPU0 without its header line",
     "topo_mthreads_pipe_table_cut.txt": "no nvidia-smi topo -m matrix (a line starting with GPU0)",
     "rocm_smi_showtopo_pcie_4gpu.txt": "1: this is rocm-smi output",
     "rocm_smi_showtoponuma_8gpu.txt": "3: this is rocm-smi output",

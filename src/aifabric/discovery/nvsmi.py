@@ -379,6 +379,14 @@ def _parse_first_matrix(lines: list[str], source: str | None) -> TopoMatrix:
     refuse_rocm_smi(lines, source)
     if first_error is not None:
         raise first_error
+    row = next((i for i, line in enumerate(lines) if line.split()[:2] == ["GPU0", "X"]), None)
+    if row is not None:  # the paste starts at the first row: the device names above it were not copied
+        raise ParseError(
+            "the matrix starts at row GPU0 without its header line (device names GPU0 GPU1 ... NIC0 ...): "
+            "copy the line above it too",
+            line=row + 1,
+            source=source,
+        )
     raise ParseError(
         "no nvidia-smi topo -m matrix found (expected a header line starting with GPU0)", source=source
     )
