@@ -9,10 +9,10 @@ NUMA nodes. Inputs the readers cannot use: one line, exit 2. The nccl-tests 2.19
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.discovery.test_public_logs import Read  # what one table must read as
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -24,20 +24,6 @@ from aifabric.discovery.perf_json import json_log_text
 from aifabric.errors import ParseError
 
 FIXTURES = Path(__file__).parent / "fixtures"
-
-
-@dataclass(frozen=True)
-class Read:
-    """What one log's only table must read as (busbw in GB/s, as printed)."""
-
-    rows: int
-    first: tuple[int, float]
-    last: tuple[int, float]
-    collective: str | None
-    ranks: int | None
-    nodes: int | None
-    gpu: str | None = None
-    nccl: str | None = None
 
 
 _H100 = "NVIDIA H100 80GB HBM3"
