@@ -221,3 +221,15 @@ def test_unusable_input_says_what_it_is(name: str, reason: str) -> None:
     assert result.exit_code == 2 and "Traceback" not in result.output
     output = " ".join(result.output.split())
     assert reason in output and len(result.output.strip().splitlines()) == 1
+
+
+def test_unchecked_halves_tell_alltoall_from_all_gather() -> None:
+    # nccl-tests checks alltoall's out-of-place half only (src/alltoall.cu: reportErrors = in_place ? 0 : 1):
+    # "0 ... N/A" rows are alltoall; with -c 0 both halves print N/A and all_gather fits as well.
+    path = Path(__file__).parent / "data" / "public" / "efa_mpi_prefix_none_op_cut.log"
+    (table,) = parse_pasted(path.read_bytes(), path.name)
+    assert (table.collective, table.n_ranks) == ("alltoall", 16)
+    unchecked = re.sub(r"(\d)\s+0(\s+\S+\s+\S+\s+\S+\s+N/A)$", r"\1    N/A\2", path.read_text(), flags=re.M)
+    assert unchecked.count("N/A") == 2 * 9
+    with pytest.raises(ParseError, match="its columns fit all_gather and alltoall"):
+        compare_nccl_tests(unchecked, source=path.name)

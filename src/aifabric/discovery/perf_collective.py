@@ -191,7 +191,7 @@ def _collective_from_columns(rows: list[PerfRow], columns: Columns, n_ranks: int
         if factor is not None and abs(factor[0] - 1.0) <= 0.02 and has_root and n_ranks and n_ranks > 2:
             return "sendrecv"  # factor 1 with more than 2 ranks rules out all_reduce
         return "sendrecv" if _in_place_unchecked(rows) else None
-    return _unreduced(rows, reducing, rooted, ratio)
+    return _unreduced(rows, reducing, (rooted, unrooted), ratio)
 
 
 def _in_place_unchecked(rows: list[PerfRow]) -> bool:
@@ -205,11 +205,18 @@ def _in_place_unchecked(rows: list[PerfRow]) -> bool:
     return bool(rows)
 
 
-def _unreduced(rows: list[PerfRow], reducing: bool, rooted: bool, ratio: int | None) -> str | None:
-    """Broadcast for rows without a reduction, a root and size = count x typesize; else None."""
+def _unreduced(
+    rows: list[PerfRow], reducing: bool, roots: tuple[bool, bool], ratio: int | None
+) -> str | None:
+    """Broadcast for rows without a reduction, a root and size = count x typesize; alltoall for rows without
+    a reduction or root, size = n x count x typesize and the in-place half unchecked (all_gather checks it,
+    :func:`_in_place_unchecked`); else None. ``roots``: every row rooted (>= 0), every row unrooted (-1)."""
+    rooted, unrooted = roots
     if not reducing and rooted and ratio == 1:
         return "broadcast"
-    return None  # all_gather vs alltoall, gather vs scatter: the columns cannot tell
+    if not reducing and unrooted and ratio is not None and ratio > 1 and _in_place_unchecked(rows):
+        return "alltoall"
+    return None  # all_gather vs alltoall with both halves checked or neither, gather vs scatter
 
 
 def _old_broadcast(rows: list[PerfRow], columns: Columns) -> str | None:
