@@ -2,7 +2,9 @@
 
 From the nearest ``<name>_perf`` binary above the table, else from the columns and their numbers (an
 operation with root -1 and busbw/algbw above 1 is all_reduce; size = n x count x typesize is a gathering
-collective; a root is reduce or broadcast). Bus-bandwidth factors: NVIDIA, nccl-tests ``doc/PERFORMANCE.md``.
+collective; a root is reduce or broadcast; an out-of-place ``#wrong`` count beside an in-place ``N/A`` is
+sendrecv or alltoall, whose in-place half nccl-tests does not check). Bus-bandwidth factors: NVIDIA,
+nccl-tests ``doc/PERFORMANCE.md``.
 """
 
 from __future__ import annotations
