@@ -101,7 +101,8 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
     """One inspected node: its layout, NVLink, GPU-NIC paths, NUMA, ClusterSpec YAML, expected busbw, and
     its warnings and assumptions."""
     lay = node.layout
-    what = "nvidia-smi topo -m" if lay.kind == "nvidia-smi" else "NCCL topology XML"
+    matrix = "nvidia-smi topo -mp" if lay.nvlink_hidden else "nvidia-smi topo -m"
+    what = matrix if lay.kind == "nvidia-smi" else "NCCL topology XML"
     origin = {"--gpu": "given", "the file": "from the file", "the layout": "guessed from the layout",
               "default": "assumed"}.get(node.accelerator_source, "")  # fmt: skip
     console.print(
@@ -134,7 +135,12 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
 def _render_nvlink(node) -> None:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
     """The node's NVLink groups: pairs, link counts, full mesh or partial (then each pair)."""
     if not node.nvlink_groups:
-        console.print("NVLink: none in the input")
+        hidden = node.layout.nvlink_hidden
+        console.print(
+            "NVLink: not shown (nvidia-smi topo -mp prints PCIe paths only)"
+            if hidden
+            else "NVLink: none in the input"
+        )
     for g in node.nvlink_groups:
         counts = ", ".join(f"NV{c}" for c in g.link_counts)
         shape = "full mesh (NVSwitch)" if g.full_mesh else "partial"

@@ -68,6 +68,7 @@ from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.discovery.paste import parse_pasted
 from aifabric.discovery.perf_collective import fitting_collectives, odd_size_row
+from aifabric.discovery.perf_json import json_log_text, looks_like_json
 from aifabric.discovery.perf_records import PerfResult, PerfRow
 from aifabric.discovery.regressions import Regression, regression_for
 from aifabric.discovery.release import check_stated_version, priced_release
@@ -1594,6 +1595,8 @@ def compare_nccl_tests(
     if nccl_version is not None:
         check_stated_version(nccl_version)
     text = nonempty_text(text, source, "the log is empty")
+    if looks_like_json(text):  # nccl-tests -J: its settings and tables are those of the text it stands for
+        text = json_log_text(text, source)
     parsed = _parse_tables(text, source, collective)
     options = _TableOptions(cluster, gpu, nic_speed, algorithm, protocol, no_nvls, calibration, threshold,
                             place, ranks, nodes, gpus_per_node, nccl_version)  # fmt: skip

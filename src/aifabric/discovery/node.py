@@ -61,7 +61,7 @@ from aifabric.discovery.node_spec import (
     rail_cap,
 )
 from aifabric.discovery.node_warnings import Finding, layout_warnings, vm_signature, xml_vm_signature
-from aifabric.discovery.nvsmi import TopoMatrix
+from aifabric.discovery.nvsmi import TopoMatrix, refuse_rocm_smi
 from aifabric.errors import ParseError
 from aifabric.units import parse_nic_bandwidth
 
@@ -203,7 +203,16 @@ def inspect_layout(
     """
 
     if not layout.gpus:
-        raise ParseError("the topology lists no GPU", line=layout.line, source=layout.source)
+        # a hand-written NCCL_TOPO_FILE may give only the PCI tree (<pci busid=.../> without a class): NCCL
+        # fills in the GPUs and NICs it detects at run time (NVIDIA/nccl v2.26.2 src/graph/xml.cc:
+        # ncclTopoGetXmlFromFile, then ncclTopoFillGpu/ncclTopoFillNet)
+        hint = (
+            " (a topology file that gives only the PCI tree: NCCL adds the GPUs it detects at run time; "
+            "inspect an NCCL_TOPO_DUMP_FILE dump or nvidia-smi topo -m instead)"
+            if layout.kind == "nccl-xml"
+            else ""
+        )
+        raise ParseError(f"the topology lists no GPU{hint}", line=layout.line, source=layout.source)
     accelerator, accelerator_source, notes = choose_accelerator(layout, gpu, named)
     speed, assumed_speed = _nic_speed(layout, nic_speed, notes)
     groups = nvlink_groups(layout)
@@ -417,6 +426,7 @@ def _read_layouts(text: str, fmt: str, source: str | None) -> list[NodeLayout]:
     """
     kind = detect_format(text) if fmt == "auto" else fmt
     if kind == "unknown":
+        refuse_rocm_smi(text.split("\n"), source)
         n = line_count(text)
         hint = " (it looks like an nccl-tests log: use 'aifabric nccl-tests compare')" if re.search(
             r"#\s*size\s+count\s+type", text) else ""  # fmt: skip

@@ -139,6 +139,9 @@ class NodeLayout:
     gpus_off_cpu : bool
         An NCCL dump whose every GPU hangs directly off a ``<cpu>``, no PCIe switch above any (a flattened
         PCIe root: what a hypervisor shows).
+    nvlink_hidden : bool
+        A matrix printed by ``nvidia-smi topo -mp`` (:attr:`TopoMatrix.pci_only`): PCIe paths only, so the
+        absence of ``NV#`` cells says nothing about NVLink.
     """
 
     kind: str
@@ -168,6 +171,7 @@ class NodeLayout:
     hypervisor_pci: tuple[str, ...] = ()
     gpus_off_cpu: bool = False
     c2c: bool = False
+    nvlink_hidden: bool = False
 
     # -- constructors ----------------------------------------------------------------------------------------
 
@@ -191,7 +195,10 @@ class NodeLayout:
             key, board = _NV_GPU.get(nv[-1], (None, ""))
             hint = (key, f"NV{nv[-1]} between GPUs" + (f": {board}" if board else ""))
         else:
-            hint = (None, "no NVLink in the matrix")
+            hint = (
+                None,
+                "NVLink not shown (nvidia-smi topo -mp)" if m.pci_only else "no NVLink in the matrix",
+            )
         affinity = any(v is not None for v in m.cpu_affinity.values()) or any(
             v is not None for v in m.numa_affinity.values()
         )
@@ -213,6 +220,7 @@ class NodeLayout:
             nvlink_count=nv[-1] if nv else None,
             c2c=c2c,
             cpu_vendor="arm" if hint[0] in _GRACE_KEYS else None,  # Grace: Arm Neoverse V2 cores
+            nvlink_hidden=m.pci_only,
         )
 
     @classmethod

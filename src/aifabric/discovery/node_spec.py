@@ -239,14 +239,20 @@ def _scale_up(
             "assumed; modelled as PCIe through the CPU (a VM that passes NVLink through: inspect the "
             "cloud's topology file instead)"
         )
-    if layout.kind == "nccl-xml" and not groups and acc.nvlink and n > 1 and not vm:
+    hidden = layout.kind == "nccl-xml" or layout.nvlink_hidden
+    if hidden and not groups and acc.nvlink and n > 1 and not vm:
         # Vendor topology files (aws-ofi-nccl p4d/p5, Azure NDv4/NDv5) describe PCIe only and leave NVLink
-        # to NCCL's detection at run time; an SXM GPU always sits on its NVSwitch board (the GPU tells).
+        # to NCCL's detection at run time, and nvidia-smi topo -mp prints PCIe paths only; an SXM GPU
+        # always sits on its NVSwitch board (the GPU tells).
         one_mesh = True
+        why = (
+            "nvidia-smi topo -mp prints PCIe paths only"
+            if layout.nvlink_hidden
+            else "topology files describe PCIe only; NCCL detects NVLink at run time"
+        )
         notes.append(
-            f"NVLink not in the file (topology files describe PCIe only; NCCL detects NVLink at run time): "
-            f"{accelerator}'s NVSwitch board assumed ({acc.nvlink_links} links per GPU); give --gpu for a "
-            "PCIe card"
+            f"NVLink not in the {'matrix' if layout.nvlink_hidden else 'file'} ({why}): {accelerator}'s "
+            f"NVSwitch board assumed ({acc.nvlink_links} links per GPU); give --gpu for a PCIe card"
         )
     if not (n > 1 and one_mesh and acc.nvlink):
         if groups and not acc.nvlink:

@@ -33,6 +33,13 @@ SYS     through the SMP interconnect between NUMA nodes (QPI/UPI/xGMI)
 
 Drivers before ``NODE`` existed printed ``SOC`` ("the SMP link between CPU sockets") for ``SYS``.
 
+``nvidia-smi topo -mp`` (``--matrix_pci``) prints the same matrix with PCIe paths only: GPUs joined by NVLink
+show their PCIe path (``NODE``, ``SYS``...). When the paste shows that command above the matrix,
+:attr:`TopoMatrix.pci_only` is set and :attr:`TopoMatrix.missing` says NVLink is not shown, so no reader
+concludes from it that the GPUs have none. ``nvidia-smi topo -p2p`` prints a GPU-by-GPU matrix of
+peer-access status codes (``OK``, ``CNS``, ``GNS``, ``TNS``, ``NS``, ``DR``, ``U``): it is refused in one
+line, as it holds no paths (``nvidia-smi topo --help``, driver legend).
+
 :meth:`TopoMatrix.from_text` finds the matrix inside a larger text (commentary before it, the legends after
 it), keeps every cell as printed and normalises the older codes only where it ranks paths.
 """
@@ -40,12 +47,20 @@ it), keeps every cell as printed and normalises the older codes only where it ra
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from aifabric.discovery._text import clean_lines, decode, split_lines
 from aifabric.errors import ParseError
 
-__all__ = ["AFFINITY_CUT", "PATH_ORDER", "TopoMatrix", "normalize_path_code", "parse_cpulist"]
+__all__ = [
+    "AFFINITY_CUT",
+    "PATH_ORDER",
+    "PCI_ONLY",
+    "TopoMatrix",
+    "normalize_path_code",
+    "parse_cpulist",
+    "refuse_rocm_smi",
+]
 
 #: PCIe/SMP path types from closest to farthest (nvidia-smi legend order); NVLink (``NV#``) is closer still.
 PATH_ORDER: tuple[str, ...] = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -56,6 +71,13 @@ _LEGACY_CODES = {"SOC": "SYS"}
 _NVLINK = re.compile(r"^NV(\d{1,4})$")
 #: The banner of ``rocm-smi --showtopo`` (AMD), whose GPU-by-GPU tables look like a matrix header.
 _ROCM_SMI = "ROCm System Management Interface"
+#: ``nvidia-smi topo -p2p`` cell codes (its legend: Status Ok, Chipset/GPU/Topology not supported, Not
+#: supported, Disabled by regkey, Unknown); none is a ``topo -m`` path code.
+_P2P_STATUS = frozenset({"OK", "CNS", "GNS", "TNS", "NS", "DR", "U"})
+#: An ``nvidia-smi topo`` command line in a paste; group 1 is the matrix option.
+_TOPO_COMMAND = re.compile(r"nvidia-smi\s+topo\s+(-mp|--matrix_pci|-m|--matrix|-p2p)\b")
+#: What :attr:`TopoMatrix.missing` says about a ``topo -mp`` matrix.
+PCI_ONLY = "NVLink not shown: nvidia-smi topo -mp prints PCIe paths only (run nvidia-smi topo -m for NVLink)"
 _CODE = r"X|NV\d{1,4}|PIX|PXB|PHB|NODE|SYS|SOC"
 #: Two cells a paste glued together (``PIXNODE``: the tab between them lost; a published B200 matrix).
 _GLUED = re.compile(rf"^({_CODE})({_CODE})$")
@@ -190,6 +212,9 @@ class TopoMatrix:
         What a partial matrix lacks, one sentence each (empty for a whole matrix).
     cut_gpus : tuple of str
         GPUs of the header whose rows were cut (the matrix stops after a GPU row): not in :attr:`gpus`.
+    pci_only : bool
+        True when the paste shows ``nvidia-smi topo -mp`` above the matrix: PCIe paths only, NVLink not
+        shown (:data:`PCI_ONLY` is then in :attr:`missing`).
 
     References
     ----------
@@ -208,6 +233,7 @@ class TopoMatrix:
     source: str | None = None
     missing: tuple[str, ...] = ()
     cut_gpus: tuple[str, ...] = ()
+    pci_only: bool = False
 
     # -- construction -----------------------------------------------------------------------------------
 
@@ -348,20 +374,67 @@ def _parse_first_matrix(lines: list[str], source: str | None) -> TopoMatrix:
         except ParseError as err:  # a sentence that starts with "GPU0 GPU1": keep looking
             first_error = first_error or err
             continue
-        return _parse_body(lines, header_index, last, devices, trailing, cut, source)
-    at = next((i for i, line in enumerate(lines) if _ROCM_SMI in line), None)
-    if at is not None:
-        raise ParseError(
-            "this is rocm-smi output (AMD GPUs: weights, hops and XGMI link types), not nvidia-smi topo -m; "
-            "inspect reads nvidia-smi topo -m or an NCCL topology XML",
-            line=at + 1,
-            source=source,
-        )
+        matrix = _parse_body(lines, header_index, last, devices, trailing, cut, source)
+        return _pci_only(matrix) if _command_above(lines, header_index) in ("-mp", "--matrix_pci") else matrix
+    refuse_rocm_smi(lines, source)
     if first_error is not None:
         raise first_error
+    row = next((i for i, line in enumerate(lines) if line.split()[:2] == ["GPU0", "X"]), None)
+    if row is not None:  # the paste starts at the first row: the device names above it were not copied
+        raise ParseError(
+            "the matrix starts at row GPU0 without its header line (device names GPU0 GPU1 ... NIC0 ...): "
+            "copy the line above it too",
+            line=row + 1,
+            source=source,
+        )
     raise ParseError(
         "no nvidia-smi topo -m matrix found (expected a header line starting with GPU0)", source=source
     )
+
+
+def refuse_rocm_smi(lines: list[str], source: str | None) -> None:
+    """Raise the one-line refusal of ``rocm-smi`` output (its banner) if ``lines`` hold one.
+
+    Raises
+    ------
+    ParseError
+        Naming the banner's 1-based line, when there is one.
+    """
+    at = next((i for i, line in enumerate(lines) if _ROCM_SMI in line), None)
+    if at is not None:
+        raise ParseError(
+            "this is rocm-smi output (AMD GPUs: weights, hops, link types or NUMA nodes), not nvidia-smi "
+            "topo -m; inspect reads nvidia-smi topo -m or an NCCL topology XML",
+            line=at + 1,
+            source=source,
+        )
+
+
+def _command_above(lines: list[str], header_index: int) -> str | None:
+    """The option of the last ``nvidia-smi topo`` command line above the header (``-m``, ``-mp``...)."""
+    for line in reversed(lines[:header_index]):
+        match = _TOPO_COMMAND.search(line)
+        if match:
+            return match.group(1)
+    return None
+
+
+def _pci_only(matrix: TopoMatrix) -> TopoMatrix:
+    """``matrix`` marked as ``topo -mp`` output: NVLink not shown."""
+    return replace(matrix, pci_only=True, missing=(*matrix.missing, PCI_ONLY))
+
+
+def _unknown_code(code: str, device: str, lineno: int, source: str | None) -> ParseError:
+    """The error for a cell code ``topo -m`` never prints; a ``topo -p2p`` status code says which output it
+    is instead."""
+    if code in _P2P_STATUS:
+        return ParseError(
+            f"this is nvidia-smi topo -p2p output (peer-access status such as {code!r}), not topo -m: it has "
+            "no PCIe paths, NVLink counts or NICs; inspect reads nvidia-smi topo -m or an NCCL topology XML",
+            line=lineno,
+            source=source,
+        )
+    return ParseError(f"unknown path code {code!r} in row {device}", line=lineno, source=source)
 
 
 def _header_candidates(lines: list[str]) -> list[int]:
@@ -638,8 +711,7 @@ def _reached_columns(
         lineno, tokens = by_device[device]
         cells = _cells_in(tokens, len(devices))
         if cells < len(devices) and len(tokens) >= len(devices):
-            bad = tokens[cells]
-            raise ParseError(f"unknown path code {bad!r} in row {device}", line=lineno, source=source)
+            raise _unknown_code(tokens[cells], device, lineno, source)
         if cells < n_header_gpus or (cells < len(devices) and len(tokens) > cells):
             raise ParseError(
                 f"row {device} has {cells} cells, the header has {len(devices)} devices",
@@ -756,7 +828,7 @@ def _row_cells(
     links: dict[tuple[str, str], str] = {}
     for other, code in zip(kept, given, strict=True):
         if not _is_known_code(code):
-            raise ParseError(f"unknown path code {code!r} in row {device}", line=lineno, source=source)
+            raise _unknown_code(code, device, lineno, source)
         if (code == "X") != (other == device):
             raise ParseError(
                 f"row {device}, column {other}: {code!r} ('X' marks the diagonal only)",

@@ -11,7 +11,8 @@ and result rows printed without their ``#  size  count  type ...`` header (the h
 not copied) get nccl-tests' own header, chosen by the number of fields of the first row (13: both halves;
 9: out-of-place only, as ``-z``/``blocking`` runs or a cut paste print), or of its two lines when it was
 wrapped. Line numbers in the tables and in
-errors are those of the pasted text.
+errors are those of the pasted text. An nccl-tests ``-J`` JSON report is read as the text log it stands for
+(:func:`~aifabric.discovery.perf_json.json_log_text`).
 
 Lines a terminal wrapped at a fixed width ``W`` (the longest line of the paste) are joined back: a line of
 exactly ``W`` characters continues on the next when it is a result row with fewer than 13 fields and the two
@@ -29,6 +30,7 @@ import re
 
 from aifabric.discovery._text import clean_line, clean_lines, decode, demultiplexed
 from aifabric.discovery.nccl_tests import PerfTable, parse_nccl_tests
+from aifabric.discovery.perf_json import json_log_text, looks_like_json
 from aifabric.errors import ParseError
 
 __all__ = ["MAX_HEADERS", "clean_line", "parse_pasted"]
@@ -57,7 +59,10 @@ def parse_pasted(
         without header has a field count no nccl-tests table prints, or more than :data:`MAX_HEADERS`
         headers are missing.
     """
-    pasted = [raw.rstrip("\r") for raw in decode(text, source).split("\n")]
+    decoded = decode(text, source)
+    if looks_like_json(decoded):  # nccl-tests -J: read as the text log it stands for
+        decoded = json_log_text(decoded, source)
+    pasted = [raw.rstrip("\r") for raw in decoded.split("\n")]
     order = demultiplexed(pasted)
     lines, origin = _unwrap([pasted[i] for i in order], [i + 1 for i in order])
     for _ in range(MAX_HEADERS + 1):

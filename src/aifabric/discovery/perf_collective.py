@@ -2,7 +2,9 @@
 
 From the nearest ``<name>_perf`` binary above the table, else from the columns and their numbers (an
 operation with root -1 and busbw/algbw above 1 is all_reduce; size = n x count x typesize is a gathering
-collective; a root is reduce or broadcast). Bus-bandwidth factors: NVIDIA, nccl-tests ``doc/PERFORMANCE.md``.
+collective; a root is reduce or broadcast; an out-of-place ``#wrong`` count beside an in-place ``N/A`` is
+sendrecv or alltoall, whose in-place half nccl-tests does not check). Bus-bandwidth factors: NVIDIA,
+nccl-tests ``doc/PERFORMANCE.md``.
 """
 
 from __future__ import annotations
@@ -190,10 +192,33 @@ def _collective_from_columns(rows: list[PerfRow], columns: Columns, n_ranks: int
             return "all_reduce"  # 2(n-1)/n > 1 only for all_reduce
         if factor is not None and abs(factor[0] - 1.0) <= 0.02 and has_root and n_ranks and n_ranks > 2:
             return "sendrecv"  # factor 1 with more than 2 ranks rules out all_reduce
-        return None
+        return "sendrecv" if _in_place_unchecked(rows) else None
+    return _unreduced(rows, reducing, (rooted, unrooted), ratio)
+
+
+def _in_place_unchecked(rows: list[PerfRow]) -> bool:
+    """Every row checked out of place (a ``#wrong`` count) and not in place (``N/A``): what sendrecv, alltoall
+    and alltoallv print with the data check on (their ``args->reportErrors = in_place ? 0 : 1``, NVIDIA
+    nccl-tests ``src/sendrecv.cu``, ``src/alltoall.cu`` since 2021-06; all_reduce checks both halves)."""
+    for row in rows:
+        out, inp = row.out_of_place, row.in_place
+        if out is None or inp is None or out.wrong is None or inp.wrong is not None or inp.error is not None:
+            return False
+    return bool(rows)
+
+
+def _unreduced(
+    rows: list[PerfRow], reducing: bool, roots: tuple[bool, bool], ratio: int | None
+) -> str | None:
+    """Broadcast for rows without a reduction, a root and size = count x typesize; alltoall for rows without
+    a reduction or root, size = n x count x typesize and the in-place half unchecked (all_gather checks it,
+    :func:`_in_place_unchecked`); else None. ``roots``: every row rooted (>= 0), every row unrooted (-1)."""
+    rooted, unrooted = roots
     if not reducing and rooted and ratio == 1:
         return "broadcast"
-    return None  # all_gather vs alltoall, gather vs scatter: the columns cannot tell
+    if not reducing and unrooted and ratio is not None and ratio > 1 and _in_place_unchecked(rows):
+        return "alltoall"
+    return None  # all_gather vs alltoall with both halves checked or neither, gather vs scatter
 
 
 def _old_broadcast(rows: list[PerfRow], columns: Columns) -> str | None:

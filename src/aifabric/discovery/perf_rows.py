@@ -5,6 +5,12 @@ The layouts (NVIDIA, nccl-tests ``src/common.cu``): ``size count type redop root
 ``time algbw busbw error``. A row may carry only the out-of-place group under a two-group header (builds and
 pastes that print no in-place half): its in-place half is missing (None), not zero. Times are microseconds
 and bandwidths GB/s (1e9 B/s); they are converted here, once, to seconds and bytes/s.
+
+nccl-tests 2.19 (``src/util.cu`` ``writeResultHeader``) adds two optional parts: ``-I 1`` prints four
+per-iteration columns after each group's ``#wrong`` (``i_min i_max i_p99 i_cv%``: microseconds and a
+percentage over the iterations; read as numbers, not kept), and ``-S 1`` a last ``timestamp`` column whose
+cells are a date and a time (``2026-01-05 10:11:12``, two fields of a row; checked and dropped). ``-C 1``
+names the time column ``cputime``; it is read as the time.
 """
 
 from __future__ import annotations
@@ -39,6 +45,10 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,31}$")
 _PREFIX = re.compile(r"^\s*(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )")  # mpirun --tag-output, srun -l
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 AVG_LINE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S*)")
+#: ``-I 1`` per-iteration columns after a group's ``#wrong`` (nccl-tests 2.19 ``writePerIterReport``).
+_PER_ITERATION = ("i_min", "i_max", "i_p99", "i_cv%")
+#: ``-S 1`` timestamp cell: ``TIME_STRING_FORMAT`` "%Y-%m-%d %H:%M:%S" (nccl-tests 2.19 ``src/util.cu``).
+_STAMP = (re.compile(r"^\d{4}-\d{2}-\d{2}$"), re.compile(r"^\d{2}:\d{2}:\d{2}$"))
 _GIGA = Decimal(10) ** 9  # GB/s -> bytes/s (nccl-tests: 1 GB = 1e9 B)
 _MICRO = Decimal(10) ** -6  # us -> s
 
@@ -69,8 +79,9 @@ class Columns:
     """The columns of a table header: parameters, then one or two (time, algbw, busbw) groups."""
 
     params: tuple[str, ...]  # size, count, type[, redop][, root]
-    groups: tuple[tuple[str, ...], ...]  # (time, algbw, busbw[, #wrong|error]) once or twice
+    groups: tuple[tuple[str, ...], ...]  # (time, algbw, busbw[, #wrong|error][, i_min ... i_cv%]) 1 or 2
     places: tuple[str, ...]  # "out_of_place" / "in_place" for each group
+    timestamp: bool = False  # a last ``timestamp`` column (-S 1): two more fields on a full row
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -99,7 +110,9 @@ def parse_columns(lines: list[str], index: int, source: str | None) -> Columns:
     if len(set(params)) != len(params):
         raise ParseError("a column appears twice in the header", line=lineno, source=source)
     groups: list[tuple[str, ...]] = []
-    while k < len(tokens):
+    stamped = tokens[-1:] == ["timestamp"] and len(tokens) > k + 1
+    end = len(tokens) - stamped
+    while k < end:
         if "time" not in tokens[k]:
             raise ParseError(f"unknown column {tokens[k]!r} in the header", line=lineno, source=source)
         if tokens[k + 1 : k + 3] != ["algbw", "busbw"]:
@@ -108,9 +121,12 @@ def parse_columns(lines: list[str], index: int, source: str | None) -> Columns:
             )
         group = tokens[k : k + 3]
         k += 3
-        if k < len(tokens) and tokens[k] in ("#wrong", "error"):
+        if k < end and tokens[k] in ("#wrong", "error"):
             group.append(tokens[k])
             k += 1
+            if tuple(tokens[k : k + len(_PER_ITERATION)]) == _PER_ITERATION:
+                group.extend(_PER_ITERATION)
+                k += len(_PER_ITERATION)
         groups.append(tuple(group))
     if not 1 <= len(groups) <= 2:
         raise ParseError(
@@ -123,7 +139,7 @@ def parse_columns(lines: list[str], index: int, source: str | None) -> Columns:
         places: tuple[str, ...] = ("out_of_place", "in_place")
     else:
         places = ("in_place",) if "in-place" in above and "out-of-place" not in above else ("out_of_place",)
-    return Columns(tuple(params), tuple(groups), places)
+    return Columns(tuple(params), tuple(groups), places, stamped)
 
 
 def starts_new_run(stripped: str) -> bool:
@@ -162,7 +178,7 @@ def parse_row(stripped: str, lineno: int, columns: Columns, blank_redop: bool, s
     ParseError
         If the row has the wrong number of fields or a field of the wrong kind.
     """
-    tokens: list[str | None] = list(stripped.split())
+    tokens: list[str | None] = list(_unstamped(stripped.split(), columns))
     half = columns.width - (len(columns.groups[1]) if len(columns.groups) == 2 else 0)
     if "redop" in columns.params and len(tokens) in (columns.width - 1, half - 1):
         at = columns.params.index("redop")
@@ -216,6 +232,14 @@ def parse_row(stripped: str, lineno: int, columns: Columns, blank_redop: bool, s
     )
 
 
+def _unstamped(tokens: list[str], columns: Columns) -> list[str]:
+    """``tokens`` without the date and time a ``timestamp`` column (-S 1) ends a full row with."""
+    tail = tokens[-2:]
+    if columns.timestamp and len(tail) == 2 and all(p.match(t) for p, t in zip(_STAMP, tail, strict=True)):
+        return tokens[:-2]
+    return tokens
+
+
 def _parse_result(
     group: tuple[str, ...], values: list[str | None], fail: Callable[[str], ParseError]
 ) -> PerfResult:
@@ -234,7 +258,10 @@ def _parse_result(
         raise fail(f"time {time_text!r} us with algbw {algbw_text} GB/s: data moved in no time")
     wrong: int | None = None
     error: float | None = None
-    if len(group) == 4:
+    for name, cell in zip(group[4:], values[4:], strict=True):  # -I 1: microseconds and i_cv% (percent)
+        if not _FLOAT.match(cell or "") or not math.isfinite(float(cell or "")):
+            raise fail(f"{name} {cell!r} is not a number")
+    if len(group) >= 4:
         check = (values[3] or "").rstrip("*")  # old nccl-tests mark failed checks with a star
         if check.upper() != "N/A":
             if not _FLOAT.match(check):
