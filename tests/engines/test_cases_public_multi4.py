@@ -259,7 +259,17 @@ MISSED = {
         "+37/+29/+21/+11 %): the same mid-size shortfall as the PCluster p5 run and p6-b300 "
         "(test_cases_public_multi2/3 MISSED), now with the release known; SRD's per-message cost of the "
         "NVLS tree's 64-512 KiB chunks has no public figure. 128 MiB is in range on the newest tables "
-        "(313.4) and out on 2.20.3/2.22.3's (their NVLS-tree chunk and channel tables)"
+        "(313.4) and out on 2.20.3/2.22.3's (their NVLS-tree chunk and channel tables). Checked, no "
+        "Little's-law ramp: the NVLS-tree NET step is one chunk (v2.22.3-1 all_reduce.h ProtoSimple<1, 1>), "
+        "at most NCCL_STEPS = 8 in flight per connection (net.cc maxDepth; nsubs = 1, collective "
+        "connections are not shared); 16 channels x 8 heads over 32 NICs are 4 connections per NIC with S "
+        "/ 128 each, so the window never fills below 8 x 128 chunks (64 MiB at 64 KiB, 128 MiB at 128 KiB) "
+        "and past that binds only at a step round trip over 8 x 64 KiB / 1.84 GB/s = 285 us. The rows are "
+        "the model's rate plus a larger offset: marginal algbw 64 MiB-2 GiB ~240 GB/s (model 236), time "
+        "over the model +46/+62/+95/+85/+111 us at 1/16/64/128/256 MiB, of which the 8 B row's ~35 us is "
+        "the unsourced per-hop latency above. A chunk's store-and-forward per tree hop (2 more loops of "
+        "fill) would close 16-256 MiB (-2.9 to -7.2 %) but takes 512 MiB-8 GiB to -11 to -12 % and "
+        "case 03's InfiniBand NVLS tree at 64 MiB to 205.6 vs 270.0: refuted"
     ),
     "KeitaW p5 logs, 2 x p5.48xlarge all_reduce 16 GiB": (
         "busbw 487.90 (2.22.3) and 487.27 (2.20.3) vs 438.6 (NVLS tree; -10.1 % and -9.99 %): the plateau "
