@@ -192,6 +192,19 @@ def test_a_part_missing_a_field_is_one_line_naming_part_and_field(files, tmp_pat
          "hbm_bandwidth: 1 TB/s, nvlink: nvlink99, source: 'my notes here'}\n",
          "nvlink 'nvlink99' is not a scale-up link"),
         ("[1, 2]\n", "expected a mapping"),
+        # NCCL tuning.cc nvlsEfficiency is a share of the NVLink rate: 0 prices NVLS at 0 GB/s.
+        ("scaleup:\n  l1: {name: L, per_gpu_bidirectional: 900 GB/s, links_per_gpu: 18, "
+         "nccl_effective_per_link: 20.6 GB/s, in_switch_reduction: true, nvls_efficiency: 0, "
+         "hop_latency: 0.6 us, source: 'my notes here'}\n", "scaleup.l1: nvls_efficiency: "),
+        # NCCL topo.h INTEL_P2P_OVERHEAD(bw) = bw x 6/5: traffic through the CPU costs more, never less.
+        ("scaleup:\n  l1: {name: L, per_gpu_bidirectional: 64 GB/s, links_per_gpu: 1, "
+         "nccl_effective_per_link: 24 GB/s, p2p_through_cpu_overhead: 0.5, "
+         "hop_latency: 1 us, source: 'my notes here'}\n", "scaleup.l1: p2p_through_cpu_overhead: "),
+        # 2 links x 40 GB/s = 80 GB/s per direction on a 100 GB/s-both-ways part (50 each way).
+        ("scaleup:\n  l1: {name: L, per_gpu_bidirectional: 100 GB/s, links_per_gpu: 2, "
+         "nccl_effective_per_link: 40 GB/s, hop_latency: 1 us, source: 'my notes here'}\n",
+         "nccl_effective_per_link: 40 GB/s x links_per_gpu 2 = 80 GB/s per direction is more than the "
+         "line rate, per_gpu_bidirectional 100 GB/s / 2 = 50 GB/s"),
     ],
 )  # fmt: skip
 def test_bad_user_files_are_refused_with_one_line(tmp_path, text, message):
@@ -263,3 +276,17 @@ def test_nvlink_links_on_a_part_without_nvlink_is_refused(tmp_path):
         ConfigError, match=r"u.yaml: accelerators.a1: nvlink_links: 4 on a part without nvlink"
     ):
         catalog.use_catalog_files([f])
+
+
+def test_a_scale_up_part_at_exactly_its_line_rate_is_accepted(tmp_path):
+    """The rate rule is ``links x per-link <= bidirectional / 2``, equality allowed: the shipped tpu-v4-ici
+    is 6 x 45 GB/s = 270 GB/s on its 540 GB/s both ways (scaleup.yaml's source), and so is this part."""
+    f = tmp_path / "u.yaml"
+    f.write_text(
+        "scaleup:\n  l1: {name: L, per_gpu_bidirectional: 540 GB/s, links_per_gpu: 6, "
+        "nccl_effective_per_link: 45 GB/s, hop_latency: 1 us, source: 'my notes here'}\n"
+    )
+    catalog.use_catalog_files([f])
+    link = catalog.scaleup("l1")
+    assert link.nccl_effective_bytes_per_s() == link.per_gpu_per_direction_bytes_per_s == 270e9
+    assert link.nvls_efficiency is None  # no in-switch reduction, no NVLS figure

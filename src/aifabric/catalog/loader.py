@@ -92,6 +92,11 @@ class _Entry(BaseModel):
     name: str
     source: str = Field(min_length=5)
 
+    def check_fields(self) -> None:
+        """Rules that tie fields of the part together, checked once its fields are valid; a family with
+        none keeps this. Raises ConfigError ``field: ...`` (one line, :func:`_validate` prefixes the part).
+        """
+
 
 class AcceleratorSpec(_Entry):
     """A GPU or TPU chip.
@@ -174,16 +179,19 @@ class ScaleUpSpec(_Entry):
     node), with its source in the entry's ``source``. ``dma_payload_efficiency`` (a PCIe generation) is
     the share of the line rate a bulk DMA stream carries as data, after the line code and each maximum-size
     TLP's framing and header (1.0 where the entry derives none). ``slices`` (a TPU ICI) gives the slice
-    shapes of its pods (:class:`SliceRules`).
+    shapes of its pods (:class:`SliceRules`). ``nvls_efficiency`` (a part with ``in_switch_reduction``,
+    required there) is NCCL's ``nvlsEfficiency`` (``src/graph/tuning.cc``), in (0, 1]; None on a part
+    without one. ``p2p_through_cpu_overhead`` (>= 1) is what GPU-to-GPU traffic through the CPU costs per
+    byte of the link (NCCL ``topo.h`` ``INTEL_P2P_OVERHEAD``: 6/5). :meth:`check_fields` ties the fields.
     """
 
     per_gpu_bidirectional_bytes_per_s: float = Field(gt=0, validation_alias="per_gpu_bidirectional")
     links_per_gpu: Int = Field(ge=1)
     nccl_effective_per_link_bytes_per_s: float = Field(gt=0, validation_alias="nccl_effective_per_link")
     in_switch_reduction: bool = False
-    nvls_efficiency: float = 0.0
+    nvls_efficiency: float | None = Field(default=None, gt=0, le=1)
     hop_latency_s: float = Field(ge=0, validation_alias="hop_latency")
-    p2p_through_cpu_overhead: float = 1.0
+    p2p_through_cpu_overhead: float = Field(default=1.0, ge=1)
     topology: Literal["switch", "full_mesh"] = "switch"
     slices: SliceRules | None = None
     dma_payload_efficiency: float = Field(default=1.0, gt=0, le=1)
@@ -200,6 +208,34 @@ class ScaleUpSpec(_Entry):
     def _lat(cls, v: Any) -> float:
         return parse_time(v)
 
+    def check_fields(self) -> None:
+        """An in-switch reduction needs its efficiency, and NCCL's rate fits the line rate.
+
+        ``nvls_efficiency`` is NCCL's ``nvlsEfficiency`` (``src/graph/tuning.cc``: the share of the NVLink
+        rate NVLS reductions get, 0.85 on Hopper, 0.74 on Blackwell), which NVLS's algbw is built on: a part
+        with ``in_switch_reduction`` must give it (no default: none is published for a part the catalogue
+        does not know). NCCL's per-link rate is a share of the wire's, so ``links_per_gpu x
+        nccl_effective_per_link`` is at most the line rate per direction, half ``per_gpu_bidirectional``
+        (nvlink4: 18 x 20.6 = 370.8 <= 450 GB/s); a relative float tolerance of 1e-9 lets a part whose
+        product is the line rate exactly (tpu-v4-ici: 6 x 45 = 270 GB/s) through.
+
+        Raises ConfigError ``nvls_efficiency: ...`` or ``nccl_effective_per_link: ...``.
+        """
+        if self.in_switch_reduction and self.nvls_efficiency is None:
+            raise ConfigError(
+                "missing field 'nvls_efficiency' (required where in_switch_reduction is true: the share of "
+                "the NVLink rate NVLS reductions get, NCCL's nvlsEfficiency in tuning.cc, in (0, 1])"
+            )
+        nccl = self.nccl_effective_bytes_per_s()
+        line = self.per_gpu_per_direction_bytes_per_s
+        if nccl > line * (1 + 1e-9):
+            raise ConfigError(
+                f"nccl_effective_per_link: {self.nccl_effective_per_link_bytes_per_s / 1e9:g} GB/s x "
+                f"links_per_gpu {self.links_per_gpu} = {nccl / 1e9:g} GB/s per direction is more than the "
+                f"line rate, per_gpu_bidirectional {2 * line / 1e9:g} GB/s / 2 = {line / 1e9:g} GB/s "
+                "(NCCL's rate is per link and per direction)"
+            )
+
     @property
     def per_gpu_per_direction_bytes_per_s(self) -> float:
         """Vendor line rate per GPU, one direction (bytes/s): half the bidirectional figure."""
@@ -214,7 +250,7 @@ class NicSpec(_Entry):
     """A NIC, DPU or BMC port. ``line_rate_bytes_per_s`` is per direction (vendor's bits/s / 8)."""
 
     line_rate_bytes_per_s: float = Field(gt=0, validation_alias="speed")
-    ports: Int = 1
+    ports: Int = Field(default=1, ge=1)
     power_w: float = Field(ge=0, validation_alias="power")
     payload_efficiency: float = Field(gt=0, le=1)
     latency_s: float = Field(ge=0, validation_alias="latency")
@@ -431,7 +467,9 @@ def _validate(kind: str, key: str, entry: Any, where: str) -> _Entry:
     if not isinstance(entry, dict):
         raise ConfigError(f"{label}: expected a mapping of fields, got {type(entry).__name__}")
     try:
-        return model.model_validate({"key": key, **entry})
+        part = model.model_validate({"key": key, **entry})
+        part.check_fields()
+        return part
     except ValidationError as err:
         e = err.errors()[0]
         field = ".".join(str(x) for x in e["loc"]) or "entry"

@@ -446,7 +446,7 @@ def tier_model(
         arch=acc.arch,
         cpu_vendor=spec.cpu_vendor,
         nvls=bool(acc.nvls and link.in_switch_reduction and spec.scale_up.kind == "nvswitch"),
-        nvls_efficiency=link.nvls_efficiency,
+        nvls_efficiency=link.nvls_efficiency or 0.0,  # None only without in_switch_reduction: nvls False
         leaf_oversubscription=os_[0] if so and so.tiers >= 2 else 1.0,
         spine_oversubscription=os_[1] if so and so.tiers >= 3 else 1.0,
         efficiency=efficiency,

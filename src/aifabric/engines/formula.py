@@ -281,7 +281,7 @@ def formula_collective(
     plugin = plugin_note(spec, tm, best.algorithm, user_env) if comm.n_ranks > 1 else None
     notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused, plugin) if s]
     result = replace(result, explanation=". ".join([result.explanation, *notes])) if notes else result
-    return with_host_floor(result, gpus_per_thread, launch_s_per_gpu)
+    return with_host_floor(result, gpus_per_thread, launch_s_per_gpu, ranks_per_node=comm.ranks_per_node)
 
 
 #: NCCL's ring in the registry: ring for all_reduce / all_gather / reduce_scatter, a chain for

@@ -59,17 +59,26 @@ def host_launch_floor_s(gpus_per_thread: int, launch_s_per_gpu: float) -> float:
 
 
 def with_host_floor(
-    result: CollectiveResult, gpus_per_thread: int, launch_s_per_gpu: float
+    result: CollectiveResult, gpus_per_thread: int, launch_s_per_gpu: float, *, ranks_per_node: int
 ) -> CollectiveResult:
     """``result`` with its time raised to the host's floor where the floor is longer (module docstring).
 
     The floor is a per-call latency: it joins ``latency_s``, and algbw / busbw follow the new time; the
-    algorithm and protocol are NCCL's pick, which the host does not change.
+    algorithm and protocol are NCCL's pick, which the host does not change. A thread drives only GPUs of
+    its own node (nccl-tests ``-g``: GPUs per thread of one process, and a process runs on one host), so
+    ``gpus_per_thread`` is at most ``ranks_per_node``, the most ranks of the call on one node.
+
+    Raises
+    ------
+    ValueError
+        ``gpus_per_thread: ...`` above ``ranks_per_node``, or as :func:`host_launch_floor_s`.
     """
     floor = host_launch_floor_s(gpus_per_thread, launch_s_per_gpu)
-    if gpus_per_thread > result.n_ranks:
+    if gpus_per_thread > ranks_per_node:
+        of = "the call" if ranks_per_node == result.n_ranks else "the call on one node"
         raise ValueError(
-            f"gpus_per_thread: {gpus_per_thread} is more than the {result.n_ranks} ranks of the call"
+            f"gpus_per_thread: {gpus_per_thread} is more than the {ranks_per_node} ranks of {of} (a host "
+            "thread drives only GPUs of its own node)"
         )
     if floor <= result.time_s:
         return result
