@@ -44,6 +44,7 @@ def _all_reduce_peak(url: str, spec: ClusterSpec, n: int, size: int, busbw: floa
 LIXUEDUAN = "https://www.lixueduan.com/posts/ai/13-gb200-mnnvl-nccl-test"
 CW92 = "https://github.com/coreweave/nccl-tests/pull/92"
 NT333 = "https://github.com/NVIDIA/nccl-tests/issues/333"
+BLOG227 = "https://developer.nvidia.com/blog/enabling-fast-inference-and-resilient-training-with-nccl-2-27"
 #: GB200 NVL72 rack (catalogue preset): the post's 8 GPUs are two of its trays ("2 个节点子集(每节点 4 个
 #: GB200 + 2 个 Grace,共 8 个 GPU)"), one NVLink domain to NCCL (MNNVL).
 NVL72 = preset("gb200-nvl72", gpus=72)
@@ -90,12 +91,15 @@ MISSED = {
         "all-reduce + softplus term) is 11.3-11.5 us at 8 B-1 KiB on 4 or 32 ranks, so its constants "
         f"would not close the gap either ({NT333})"
     ),
-    "nccl-tests #333 / NCCL 2.27 blog, 32 GPUs of a GB200 NVL72 domain, small all_reduce": (
+    "nccl-tests #333 and the NCCL 2.27 blog, 32 GPUs of a GB200 NVL72 domain, small all_reduce": (
         'time ~6.3 us ("NCCL is expected to achieve ~6.3 µs latency for small message all-reduce '
         'operations on B200s (32 GPUs)"; AddyLaddy: a 32-GPU job, one GPU per process, in one NVLink '
         "domain of a GB200 NVL72 reproduces it) vs 25.0 us at 8 B-1 KiB (NVLS/Simple, 2.27.3 tables), "
         "+297 %. The figure is for symmetric-memory buffers (-R 2), which the model does not price (see "
-        f"the 4-rank entry); the model's 25 us is the unregistered path ({NT333})"
+        "the 4-rank entry); the model's 25 us is the unregistered path. The blog's text gives \"up to 9x "
+        'reduction in latency for small message sizes" (its Figure 1, whose numbers are not in the text), '
+        "so the unregistered path may run slower than the model's 25 us as well; neither is asserted "
+        f"({NT333}, {BLOG227})"
     ),
 }
 
