@@ -199,7 +199,7 @@ def _render_expected(node) -> None:  # noqa: ANN001  (a NodeInspection; the modu
     if node.rail_cap_bytes_per_s is not None:
         console.print(
             f"  (across nodes: each rail is capped at {node.rail_cap_bytes_per_s / 1e9:.0f} GB/s by its "
-            f"GPU-NIC PCIe path, {node.rail_cap_link}; NCCL's model: width x per-lane speed / 80)"
+            f"GPU-NIC PCIe path, {node.rail_cap_link}; line rate x DMA payload efficiency)"
         )
     if node.network_factor < 1.0:
         console.print(
