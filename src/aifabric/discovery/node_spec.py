@@ -406,7 +406,13 @@ def pcie_payload_bytes_per_s(nccl_bytes_per_s: float, link: str) -> float:
     ``nccl_bytes_per_s`` (width x per-lane speed / 80: Gen5 x16 = 48 GB/s, topo.cc kvDictPciGen), is the
     score its graph search ranks paths with, not a rate limit: 8 ConnectX-7 on Gen5 x16 moved 391.39 GB/s
     of 2-node ring busbw (NVIDIA/nccl-tests #309 T7), above 8 x 48. It stands where the catalogue has no
-    such generation."""
+    such generation.
+
+    >>> [round(pcie_payload_bytes_per_s(*p) / 1e9, 1) for p in ((48e9, "Gen5 x16"), (24e9, "Gen4 x16"))]
+    [57.6, 28.8]
+    >>> pcie_payload_bytes_per_s(3e9, "Gen1 x8")  # no pcie-gen1 in the catalogue: NCCL's figure
+    3000000000.0
+    """
     gen, _, width = link.partition(" x")
     key = f"pcie-{gen.lower()}"
     if not width.isdigit() or key not in catalog.catalog_names("scaleup"):
