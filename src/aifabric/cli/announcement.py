@@ -27,7 +27,8 @@ def announcement(
     gpus: Annotated[int | None, typer.Option(help="Resize the cluster to this many GPUs", min=1)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
-    """Read the numbers of an announcement ("130 TB/s", "100,000 GPUs", "800 Gb/s", "1.4 MW") and say, for
+    """Read the numbers of an announcement ("130 TB/s", "100,000 GPUs", "800 Gb/s", "1.4 MW", "13.5 TB of
+    HBM") and say, for
     each, which network's modelled figure it matches, or that it cannot be verified."""
     path = Path(text)
     if path.suffix in (".yaml", ".yml"):
@@ -40,7 +41,7 @@ def announcement(
         body = text
     claims = extract_claims(body)
     if not claims:
-        raise ConfigError("announcement: no number with a unit (TB/s, Gb/s, GPUs, MW) found in the text")
+        raise ConfigError("announcement: no number with a unit (TB/s, Gb/s, GPUs, MW, TB) found in the text")
     s = summarize(resolve_cluster(cluster, gpus=gpus))
     verdicts = check_claims(s, claims)
     if json_out:

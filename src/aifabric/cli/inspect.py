@@ -150,6 +150,10 @@ def _render_nvlink(node) -> None:  # noqa: ANN001  (a NodeInspection; the module
 
 
 _NIC_TITLE = "GPU to NIC (GPUDirect RDMA: PIX/PXB good; PHB/NODE/SYS degrade it)"
+#: The same on a Grace board (:attr:`NodeLayout.c2c`): NCCL 2.27+ reaches its own CPU's NICs over C2C.
+_NIC_TITLE_C2C = (
+    "GPU to NIC (GPUDirect RDMA: PIX/PXB, and over C2C to the GPU's own Grace's NICs; else degraded)"
+)
 _NIC_HEADERS = ("GPU", "NUMA", "nearest NIC(s)", "path", "paired NIC", "GDR")
 
 
@@ -160,10 +164,11 @@ def _nic_table(node) -> RenderableType:  # noqa: ANN001  (a NodeInspection, impo
     lay = node.layout
     rows = {g: _nic_row(node, g) for g in lay.gpus}
     per_nic = [[*row, *(_path_cell(node.path(g, n)) for n in lay.nics)] for g, row in rows.items()]
+    title = _NIC_TITLE_C2C if lay.c2c else _NIC_TITLE
     if fits(console, [*_NIC_HEADERS, *lay.nics], per_nic):
-        return fitted_table(console, [*_NIC_HEADERS, *lay.nics], per_nic, title=_NIC_TITLE)
+        return fitted_table(console, [*_NIC_HEADERS, *lay.nics], per_nic, title=title)
     summary = [[*row, _nics_by_path(node, g)] for g, row in rows.items()]
-    return fitted_table(console, [*_NIC_HEADERS, "NICs by path"], summary, title=_NIC_TITLE)
+    return fitted_table(console, [*_NIC_HEADERS, "NICs by path"], summary, title=title)
 
 
 def _nic_row(node, gpu: str) -> list[Cell]:  # noqa: ANN001  (a NodeInspection, imported lazily)
@@ -199,7 +204,7 @@ def _render_expected(node) -> None:  # noqa: ANN001  (a NodeInspection; the modu
     if node.rail_cap_bytes_per_s is not None:
         console.print(
             f"  (across nodes: each rail is capped at {node.rail_cap_bytes_per_s / 1e9:.0f} GB/s by its "
-            f"GPU-NIC PCIe path, {node.rail_cap_link}; NCCL's model: width x per-lane speed / 80)"
+            f"GPU-NIC PCIe path, {node.rail_cap_link}; line rate x DMA payload efficiency)"
         )
     if node.network_factor < 1.0:
         console.print(

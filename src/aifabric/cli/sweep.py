@@ -25,7 +25,14 @@ from aifabric.cli.common import console, err_console, handle_errors
 from aifabric.report.paths import check_output_path, check_plot_path
 from aifabric.sweep.db import ResultDB
 from aifabric.sweep.grid import SweepSpec, load_sweep
-from aifabric.sweep.parallel import EXECUTORS, MAX_POINTS, check_grid_size, columns_for, run_into_db
+from aifabric.sweep.parallel import (
+    EXECUTORS,
+    MAX_POINTS,
+    check_grid_size,
+    columns_for,
+    point_hashes,
+    run_into_db,
+)
 
 __all__ = ["sweep"]
 
@@ -48,8 +55,12 @@ def sweep(
     ] = None,
     shard: Annotated[int, typer.Option(help="This machine's shard (0-based) of --shards", min=0)] = 0,
     shards: Annotated[int, typer.Option(help="Split the grid over this many machines", min=1)] = 1,
-    parquet: Annotated[Path | None, typer.Option(help="Also export every row to this Parquet file")] = None,
-    csv: Annotated[Path | None, typer.Option("--csv", help="Also export every row to this CSV file")] = None,
+    parquet: Annotated[
+        Path | None, typer.Option(help="Also export the rows of this sweep to this Parquet file")
+    ] = None,
+    csv: Annotated[
+        Path | None, typer.Option("--csv", help="Also export the rows of this sweep to this CSV file")
+    ] = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="Write a self-contained HTML report of the store (.html)")
     ] = None,
@@ -148,22 +159,26 @@ def _exports(
     pareto: Path | None,
     html: Path | None,
 ) -> None:
-    """Write the asked exports of the store ``db`` and print where each went."""
+    """Write the asked exports of the store ``db``, the rows of this sweep's points, and print where each
+    went."""
     store = ResultDB(db, columns_for(spec))
+    only = point_hashes(spec)
     try:
         if parquet is not None:
-            console.print(f"parquet: {store.to_parquet(parquet)}", markup=False, highlight=False)
+            console.print(f"parquet: {store.to_parquet(parquet, only)}", markup=False, highlight=False)
         if csv is not None:
-            console.print(f"csv: {store.to_csv(csv)}", markup=False, highlight=False)
+            console.print(f"csv: {store.to_csv(csv, only)}", markup=False, highlight=False)
         if pareto is not None:
             from aifabric.sweep.pareto import pareto_plot
 
-            console.print(f"pareto plot: {pareto_plot(store.to_pandas(), pareto)}", markup=False)
+            console.print(f"pareto plot: {pareto_plot(store.to_pandas(only), pareto)}", markup=False)
         if html is not None:
             from aifabric.cluster.resolve import resolve_cluster
             from aifabric.report.html import sweep_report, write_html
 
-            report = sweep_report(store.to_pandas(), resolve_cluster(spec.cluster), store=str(db), file=file)
+            report = sweep_report(
+                store.to_pandas(only), resolve_cluster(spec.cluster), store=str(db), file=file
+            )
             console.print(f"report: {write_html(report, html)}", markup=False, highlight=False)
     finally:
         store.close()

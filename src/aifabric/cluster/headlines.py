@@ -68,6 +68,28 @@ def headlines(s: ClusterSummary) -> list[Headline]:
             else "every network; no GPU or host power figure in the catalogue (power.yaml): left out"
         )
         out.append(Headline("power", s.power.total_watts, "power", "cluster", note))
+    return out + _memory_headlines(s)
+
+
+def _memory_headlines(s: ClusterSummary) -> list[Headline]:
+    """The GPUs' HBM, capacity and bandwidth, per GPU, in the fast domain and in all (the catalogue's vendor
+    figures; a GB200 NVL72 rack: 72 x 186 GB = 13.4 TB, 72 x 8 TB/s = 576 TB/s, NVIDIA's GB200 NVL72
+    page, which quotes them per rack, as it does its 130 TB/s of NVLink). Memory, not a network: listed
+    after every network figure, so a network figure wins a tie."""
+    acc = s.spec.accelerator_spec
+    cap, bw = acc.hbm_capacity_bytes, acc.hbm_bandwidth_bytes_per_s
+    out = [
+        Headline("HBM capacity per GPU", cap, "memory", "memory", "one GPU's HBM"),
+        Headline("HBM bandwidth per GPU", bw, "bandwidth", "memory", "one GPU's memory read bandwidth"),
+    ]
+    sizes = {s.domain_gpus: "fast domain", s.n_gpus: "cluster"}  # one entry where the domain is the cluster
+    for n, where in sizes.items():
+        out += [
+            Headline(f"HBM capacity, {where}", cap * n, "memory", "memory", f"{n} GPUs x {cap / 1e9:.4g} GB"),
+            Headline(
+                f"HBM bandwidth, {where}", bw * n, "bandwidth", "memory", f"{n} GPUs x {bw / 1e12:.3g} TB/s"
+            ),
+        ]
     return out
 
 
@@ -143,7 +165,8 @@ def _scale_out_headlines(s: ClusterSummary) -> list[Headline]:
 
 @dataclass(frozen=True)
 class Claim:
-    """A number read from an announcement: ``value`` in SI, ``kind`` (bandwidth, count, power), its text."""
+    """A number read from an announcement: ``value`` in SI, ``kind`` (bandwidth, count, power, memory: a
+    capacity in bytes), its text."""
 
     text: str
     value: float
@@ -164,11 +187,17 @@ _UNITS = {
     "gw": (1e9, "power"),
     "mw": (1e6, "power"),
     "kw": (1e3, "power"),
+    "pb": (1e15, "memory"),
+    "tb": (1e12, "memory"),
+    "gb": (1e9, "memory"),
+    "pib": (2.0**50, "memory"),
+    "tib": (2.0**40, "memory"),
+    "gib": (2.0**30, "memory"),
 }
 _CLAIM = re.compile(
     r"(?P<sign>(?<![\w.,-])[-\u2212])?"  # a minus sign, kept: "-130 TB/s" is not 130 TB/s
     r"(?<![\w.,])(?P<num>\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)"  # not the 100 of "H100"
-    r"(?:\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W)\b(?P<per>\s+per\s+(?:GPU|accelerator|chip)\b)?"
+    r"(?:\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W|[PTG]i?B)\b(?P<per>\s+per\s+(?:GPU|accelerator|chip)\b)?"
     # "72 B200 GPUs": a model between; "a 72-GPU NVLink domain" (NVIDIA's GB200 NVL72 page): a hyphen;
     # "100k GPUs" (xAI's Colossus): a thousands (k) or millions (M) suffix, also after a space ("100 k GPUs")
     # "100K+ GPUs": a lower bound, read as its figure; "8-GPU servers": one node's size, not the cluster's
@@ -203,7 +232,7 @@ def _count_claim(m: re.Match[str], num: float) -> Claim:
 
 def extract_claims(text: str) -> list[Claim]:
     """Numbers with units in ``text``: bandwidths (bits when the unit has a lower-case b), GPU counts (also
-    "72-GPU", "100k GPUs"), power.
+    "72-GPU", "100k GPUs"), power, memory capacities ("13.5 TB of HBM3e", "186 GB per GPU").
 
     Examples
     --------
@@ -211,6 +240,8 @@ def extract_claims(text: str) -> list[Claim]:
     [('count', 72.0), ('bandwidth', 130000000000000.0), ('bandwidth', 100000000000.0)]
     >>> [c.value for c in extract_claims("a 72-GPU NVLink domain; Colossus: 100k GPUs")]
     [72.0, 100000.0]
+    >>> [(c.kind, c.value) for c in extract_claims("13.5 TB of HBM3e, 576 TB/s of memory bandwidth")]
+    [('memory', 13500000000000.0), ('bandwidth', 576000000000000.0)]
 
     Raises
     ------
@@ -261,7 +292,8 @@ def check_claims(s: ClusterSummary, claims: list[Claim]) -> list[Verdict]:
         elif c.kind == "node size":
             out.append(Verdict(c, "differs", None, f"modelled: {s.spec.gpus_per_node} GPUs per node"))
         elif c.per_gpu and (per_gpu := [h for h in same if "per GPU" in h.name]):
-            have = ", ".join(f"{h.name} {h.value / 1e9:.4g} GB/s" for h in per_gpu)
+            unit = "GB/s" if c.kind == "bandwidth" else "GB"
+            have = ", ".join(f"{h.name} {h.value / 1e9:.4g} {unit}" for h in per_gpu)
             out.append(Verdict(c, "differs", None, f"modelled per GPU: {have}"))
         else:
             known = ", ".join(h.name for h in same) or "none"

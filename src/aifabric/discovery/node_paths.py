@@ -130,20 +130,21 @@ def nvlink_groups(layout: NodeLayout) -> tuple[NvlinkGroup, ...]:
     return tuple(sorted(groups, key=lambda g: order[g.gpus[0]]))
 
 
-#: Why a Grace board's SYS path still carries GPUDirect RDMA (:attr:`NodeLayout.c2c`).
+#: Why a Grace board's path to a NIC of the GPU's own CPU carries GPUDirect RDMA (:attr:`NodeLayout.c2c`).
 C2C_GDR = (
-    "SYS: nvidia-smi does not see NVLink-C2C and prints SYS for every NIC of a Grace board; NCCL 2.27+ "
-    "reaches a NIC of the GPU's own CPU through C2C with GPUDirect RDMA (NCCL_NET_GDR_C2C, default 1, "
-    "0 in 2.26: ncclTopoCheckGdr in src/graph/paths.cc); a NIC of the other CPU stays SYS, without it"
+    "NVLink-C2C: the GPU reaches a NIC of its own Grace through C2C (NCCL path P2C, counted as C2C, nearer "
+    "than PXB), so NCCL 2.27+ runs GPUDirect RDMA there (NCCL_NET_GDR_C2C, default 1, 0 in 2.26: "
+    "ncclTopoCheckGdr in src/graph/paths.cc); nvidia-smi does not see C2C and prints NODE, or SYS on a board "
+    "where it shows no CPU path; a NIC of the other CPU stays SYS, without it"
 )
 
 
 def gpu_nic_path(layout: NodeLayout, gpu: str, nic: str) -> GpuNicPath:
-    """The path type between ``gpu`` and ``nic`` and its GPUDirect RDMA verdict (:func:`gdr_verdict`; a
-    Grace board's SYS paths: :data:`C2C_GDR`)."""
+    """The path type between ``gpu`` and ``nic`` and its GPUDirect RDMA verdict (:func:`gdr_verdict`; on a
+    Grace board a NIC of the GPU's own CPU: :data:`C2C_GDR`)."""
     path = layout.gpu_nic[(gpu, nic)]
     ok, reason = gdr_verdict(path)
-    if layout.c2c and normalize_path_code(path) == "SYS":
+    if not ok and layout.c2c and _same_cpu(layout, gpu, nic):
         ok, reason = True, C2C_GDR
     if ok and (layout.gpu_gdr.get(gpu) is False or layout.nic_gdr.get(nic) is False):
         ok, reason = (
@@ -151,6 +152,13 @@ def gpu_nic_path(layout: NodeLayout, gpu: str, nic: str) -> GpuNicPath:
             f"{path}, but the NCCL dump marks gdr=0 (GPUDirect RDMA unavailable: nvidia-peermem?)",
         )
     return GpuNicPath(gpu, nic, layout.nic_names.get(nic, nic), path, ok, reason)
+
+
+def _same_cpu(layout: NodeLayout, gpu: str, nic: str) -> bool:
+    """Whether ``nic`` hangs off ``gpu``'s own CPU: the same NUMA node, or either node unknown (a matrix
+    that prints SYS for every NIC tells no CPU apart)."""
+    own, theirs = layout.gpu_numa.get(gpu), layout.nic_numa.get(nic)
+    return own is None or theirs is None or own == theirs
 
 
 def path_rank(path: str) -> int:

@@ -381,9 +381,10 @@ def gdr_network_factor(
     ``gpus_per_nic`` GPUs in the spec, :func:`local_gpus_per_nic`).
 
     A NIC's factor is the GDR one (:data:`NO_GDR_FACTOR` when traffic is staged in host memory), capped by the
-    PCIe path to its GPU where the input gives link speeds: NCCL's path bandwidth over the NIC's effective
-    rate ``nic_effective_bytes_per_s`` (one NIC's, not a GPU's several together): a Gen4 x16 path, 24 GB/s,
-    carries ~98 % of an HDR NIC and ~49 % of a 400 Gb/s one.
+    PCIe path to its GPU where the input gives link speeds: what the path carries
+    (:func:`pcie_payload_bytes_per_s`) over the NIC's effective rate ``nic_effective_bytes_per_s`` (one
+    NIC's, not a GPU's several together): a Gen4 x16 path, 28.8 GB/s, carries all of an HDR NIC and ~59 %
+    of a 400 Gb/s one; a Gen5 x16 path, 57.6 GB/s, all of a 400 Gb/s one.
     """
     used: dict[str, float] = {}
     for g, p in pairing.items():
@@ -392,17 +393,41 @@ def gdr_network_factor(
         factor = 1.0 if p.gdr else NO_GDR_FACTOR
         pcie = layout.gpu_nic_pcie.get((g, p.nic))
         if pcie is not None and nic_effective_bytes_per_s > 0:
-            factor = min(factor, pcie[0] / nic_effective_bytes_per_s)
+            factor = min(factor, pcie_payload_bytes_per_s(*pcie) / nic_effective_bytes_per_s)
         used[p.nic] = min(used.get(p.nic, 1.0), factor)
     return sum(used.values()) / max(1, len(layout.gpus) // gpus_per_nic)
+
+
+def pcie_payload_bytes_per_s(nccl_bytes_per_s: float, link: str) -> float:
+    """What a PCIe path (``link``: its slowest link, ``"Gen5 x16"``) carries for a NIC's DMA, bytes/s per
+    direction: the catalogue's ``pcie-gen<n>`` line rate, scaled to the width, times its DMA payload
+    efficiency (Gen5 x16: 64 GB/s x 0.9002 = 57.6 GB/s; Gen4 x16: 28.8 GB/s, where a GPUDirect Storage read
+    from the NIC into one L40S measured 28.36 GB/s, gds-bench.farmgpu.net). NCCL's path figure,
+    ``nccl_bytes_per_s`` (width x per-lane speed / 80: Gen5 x16 = 48 GB/s, topo.cc kvDictPciGen), is the
+    score its graph search ranks paths with, not a rate limit: 8 ConnectX-7 on Gen5 x16 moved 391.39 GB/s
+    of 2-node ring busbw (NVIDIA/nccl-tests #309 T7), above 8 x 48. It stands where the catalogue has no
+    such generation.
+
+    >>> [round(pcie_payload_bytes_per_s(*p) / 1e9, 1) for p in ((48e9, "Gen5 x16"), (24e9, "Gen4 x16"))]
+    [57.6, 28.8]
+    >>> pcie_payload_bytes_per_s(3e9, "Gen1 x8")  # no pcie-gen1 in the catalogue: NCCL's figure
+    3000000000.0
+    """
+    gen, _, width = link.partition(" x")
+    key = f"pcie-{gen.lower()}"
+    if not width.isdigit() or key not in catalog.catalog_names("scaleup"):
+        return nccl_bytes_per_s
+    entry = catalog.scaleup(key)
+    return entry.per_gpu_per_direction_bytes_per_s * int(width) / 16 * entry.dma_payload_efficiency
 
 
 def rail_cap(
     layout: NodeLayout, pairing: dict[str, GpuNicPath | None], nic_effective_bytes_per_s: float
 ) -> tuple[float, str] | None:
-    """The slowest GPU-NIC PCIe path of the pairing, if it is below the NIC's effective rate."""
+    """The slowest GPU-NIC PCIe path of the pairing (:func:`pcie_payload_bytes_per_s`), if it carries less
+    than the NIC's effective rate."""
     caps = [
-        layout.gpu_nic_pcie[(g, p.nic)]
+        (pcie_payload_bytes_per_s(*layout.gpu_nic_pcie[(g, p.nic)]), layout.gpu_nic_pcie[(g, p.nic)][1])
         for g, p in pairing.items()
         if p is not None and (g, p.nic) in layout.gpu_nic_pcie
     ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -109,29 +109,33 @@ class ResultDB:
         sql = "SELECT COUNT(*) FROM results WHERE error IS NOT NULL AND error != ''"
         return int(self.conn.execute(sql).fetchone()[0])
 
-    def to_pandas(self) -> pd.DataFrame:
-        """Every row, ordered by hash, with the declared column types."""
+    def to_pandas(self, only: Collection[str] | None = None) -> pd.DataFrame:
+        """Every row (those whose hash is in ``only``, where given), ordered by hash, with the declared column
+        types."""
         import pandas as pd  # lazy: the CLI imports this module
 
         frame = pd.read_sql_query("SELECT * FROM results ORDER BY point_hash", self.conn)
+        if only is not None:
+            frame = frame[frame["point_hash"].isin(only)].reset_index(drop=True)
         ints = {k: "Int64" for k, t in self.columns.items() if t in (int, bool)}  # nullable: a failed point
         return frame.astype(ints)
 
-    def to_parquet(self, path: str | Path) -> Path:
-        """Write every row to a Parquet file (pyarrow), column types kept."""
+    def to_parquet(self, path: str | Path, only: Collection[str] | None = None) -> Path:
+        """Write every row (those of ``only``, where given) to a Parquet file (pyarrow), column types kept."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_pandas(self.to_pandas(), preserve_index=False), p)
+        pq.write_table(pa.Table.from_pandas(self.to_pandas(only), preserve_index=False), p)
         return p
 
-    def to_csv(self, path: str | Path) -> Path:
-        """Write every row to a CSV file (one header line, SI units as stored)."""
+    def to_csv(self, path: str | Path, only: Collection[str] | None = None) -> Path:
+        """Write every row (those of ``only``, where given) to a CSV file (one header line, SI units as
+        stored)."""
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        self.to_pandas().to_csv(p, index=False)
+        self.to_pandas(only).to_csv(p, index=False)
         return p
 
     def close(self) -> None:

@@ -21,13 +21,15 @@ and bounds and pass the field's own validation (``nodes: ["abc"]``, ``nodes: [0]
 ``scale_out.nic: [connectx-8x]`` and ``scale_out.oversubscription: [[-2]]`` are refused before any
 evaluation); a variant of valid values that cannot be built is stored with its error. A training point's
 ``op`` is ``train:<model>`` and its ``message_bytes`` 0. Every point gets a stable key (its parameters as
-sorted JSON), so a sweep can resume where it stopped. The grid is counted (:attr:`SweepSpec.n_points`)
-without being expanded; :meth:`SweepSpec.iter_points` yields lazily.
+sorted JSON, a cluster file's content hash among them), so a sweep can resume where it stopped and an
+edited cluster file is evaluated anew. The grid is counted (:attr:`SweepSpec.n_points`) without being
+expanded; :meth:`SweepSpec.iter_points` yields lazily.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import json
 import math
@@ -41,6 +43,7 @@ from typing import Any
 import annotated_types
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from aifabric.cluster.presets import list_presets
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec, check_field_path
 from aifabric.collectives.ops import Collective
@@ -61,13 +64,17 @@ class SweepPoint:
     op: str
     message_bytes: float
     train: tuple[tuple[str, Any], ...] = ()
+    cluster_sha256: str = ""
 
     @property
     def params(self) -> dict[str, Any]:
-        """The point's parameters (a training point's model and layout under ``train``)."""
+        """The point's parameters (a training point's model and layout under ``train``; a cluster file's
+        content hash under ``cluster_sha256``, so an edited file is a new design, not a resumed one)."""
         out = {"cluster": self.cluster, **dict(self.changes), "op": self.op, "bytes": self.message_bytes}
         if self.train:
             out["train"] = dict(self.train)
+        if self.cluster_sha256:
+            out["cluster_sha256"] = self.cluster_sha256
         return out
 
     @property
@@ -84,6 +91,7 @@ class SweepSpec:
     vary: tuple[tuple[str, tuple[Any, ...]], ...]
     collectives: tuple[tuple[str, tuple[float, ...]], ...]
     train: tuple[tuple[tuple[str, Any], ...], ...] = ()
+    cluster_sha256: str = ""
 
     @property
     def n_points(self) -> int:
@@ -100,12 +108,13 @@ class SweepSpec:
         """Every (grid point, collective, size), then every (grid point, model, layout), grid-major; lazily,
         one point at a time (:attr:`n_points` of them)."""
         names = [k for k, _ in self.vary]
+        c, digest = self.cluster, self.cluster_sha256
         for values in itertools.product(*(v for _, v in self.vary)):
             changes = tuple(zip(names, values, strict=True))
             for op, sizes in self.collectives:
-                yield from (SweepPoint(self.cluster, changes, op, s) for s in sizes)
+                yield from (SweepPoint(c, changes, op, s, cluster_sha256=digest) for s in sizes)
             yield from (
-                SweepPoint(self.cluster, changes, f"train:{dict(t)['model']}", 0.0, t) for t in self.train
+                SweepPoint(c, changes, f"train:{dict(t)['model']}", 0.0, t, digest) for t in self.train
             )
 
     @classmethod
@@ -167,7 +176,17 @@ class SweepSpec:
                 raise ConfigError(f"{where}.sizes: expected a list of sizes, got {sizes!r}")
             for s in sizes:
                 colls.setdefault(op, {})[one_size(str(s), f"collectives[{i}].sizes")] = None
-        return cls(cluster, tuple(vary), tuple((op, tuple(s)) for op, s in colls.items()), train)
+        coll_sizes = tuple((op, tuple(s)) for op, s in colls.items())
+        return cls(cluster, tuple(vary), coll_sizes, train, _file_sha256(cluster))
+
+
+def _file_sha256(cluster: str) -> str:
+    """SHA-256 of a cluster YAML file's bytes ("" for a preset name): the points of an edited file get new
+    keys, so a rerun evaluates the new design instead of resuming the old one's results."""
+    if cluster in list_presets():
+        return ""
+    path = Path(cluster)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
 
 
 #: Layout keys of a sweep's ``train.layouts`` entries (each an integer >= 1): the degrees and microbatch.

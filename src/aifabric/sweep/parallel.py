@@ -43,6 +43,7 @@ __all__ = [
     "TRAIN_COLUMNS",
     "check_grid_size",
     "columns_for",
+    "point_hashes",
     "run_into_db",
 ]
 
@@ -123,6 +124,12 @@ def columns_for(spec: SweepSpec) -> dict[str, type]:
 
 def _hash(p: SweepPoint) -> str:
     return point_hash(p.params, model_version=__version__)
+
+
+def point_hashes(spec: SweepSpec) -> set[str]:
+    """The stored keys of every point of the grid (all shards): what an export of this sweep holds, not
+    the rows of another sweep or of an earlier version of its cluster file sharing the store."""
+    return {_hash(p) for p in spec.iter_points()}
 
 
 def _evaluate_batch(points: list[SweepPoint]) -> list[tuple[str, dict[str, Any]]]:

@@ -27,8 +27,9 @@ __all__ = ["evaluate_point"]
 
 
 @lru_cache(maxsize=64)
-def _variant(cluster: str, changes_json: str) -> tuple[Any, dict[str, Any]]:
-
+def _variant(cluster: str, changes_json: str, cluster_sha256: str = "") -> tuple[Any, dict[str, Any]]:
+    """The cluster variant and its counted parts; ``cluster_sha256`` (the file's content hash) keys the
+    cache on what the file says, not its path."""
     changes: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in json.loads(changes_json)}
     nodes = changes.pop("nodes", None)
     gpus = changes.pop("gpus", None)
@@ -64,7 +65,7 @@ def evaluate_point(point: SweepPoint) -> dict[str, Any]:
         "error": "",
     }
     try:
-        spec, parts = _variant(point.cluster, changes_json)
+        spec, parts = _variant(point.cluster, changes_json, point.cluster_sha256)
         if point.train:
             row.update(parts)
             row.update(_train_step(spec, dict(point.train)))
