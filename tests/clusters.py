@@ -32,6 +32,14 @@ def small_clos(radix: int, tiers: int, nodes: int, planes: int, rail: bool, over
         return None
 
 
+def leaf_of_radix(radix: int) -> dict[str, object]:
+    """DGX H100 SuperPOD overrides for rail leaves of ``radix`` ports at 400 Gb/s: its QM9700 (64 x 400 Gb/s,
+    NVIDIA datasheet) up to 64, a Quantum-X800 Q3400 beyond (144 x 800 Gb/s, 288 at 400 Gb/s: NVIDIA
+    datasheet); a radix the switch lacks is refused (ClusterSpec)."""
+    switch = "quantum-2-qm9700" if radix <= 64 else "quantum-x800-q3400"
+    return {"scale_out.radix": radix, "scale_out.switch": switch}
+
+
 def mi300x_node() -> ClusterSpec:
     """One node of 8 x MI300X, xGMI full mesh (case_31): one scale-up domain of 7 x 48 GB/s usable per GPU
     (catalogue link infinity-fabric-mi300, AMD ROCm blog [S2]); RCCL's tables are NCCL's Hopper row."""

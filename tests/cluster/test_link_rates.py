@@ -57,3 +57,19 @@ def test_an_h800_domain_runs_on_its_eight_nvlinks():
          "scale_up": {"kind": "nvswitch", "bandwidth": "400 GB/s"}}
     )  # fmt: skip
     assert h100.p2p_effective_bytes_per_s == pytest.approx(spec.p2p_effective_bytes_per_s)
+
+
+def test_a_radix_the_switch_lacks_is_refused():
+    # SN5600 datasheet: 51.2 Tb/s as 128 x 400GbE (breakout): radix 128 at 400 Gb/s per link builds, 129 is
+    # a port the switch does not have; at two 200 Gb/s planes each port breaks out to two, 256
+    def spec(radix: int, planes: int = 1) -> ClusterSpec:
+        return ClusterSpec.from_dict(
+            {"name": "r", "accelerator": "h100-sxm", "gpus_per_node": 8, "nodes": 4,
+             "scale_out": {"nic": "connectx-7", "fabric": "ethernet", "switch": "spectrum-4-sn5600-400g",
+                           "radix": radix, "planes": planes}}
+        )  # fmt: skip
+
+    assert clos_shape(spec(128)).radix == 128
+    assert clos_shape(spec(256, planes=2)).radix == 256
+    with pytest.raises(ValueError, match=r"scale_out.radix: 129 .* 128 ports of the leaf switch"):
+        spec(129)

@@ -300,3 +300,14 @@ def test_an_n_gpu_server_is_a_node_size_not_the_cluster():
     assert v.status == "matches" and v.figure is not None and v.figure.name == "GPUs per node"
     (w,) = check_claims(summarize(preset("gb200-nvl72", gpus=72)), extract_claims("8-GPU servers"))
     assert w.status == "differs" and "4 GPUs per node" in w.note
+
+
+def test_announcement_per_node_scale_out():
+    # DGX H100: eight single-port ConnectX-7 of 400 Gb/s for the compute fabric (NVIDIA DGX H100 datasheet),
+    # 8 x 400 Gb/s = 3.2 Tb/s = 400 GB/s per node, one direction. A per-node figure that is not it differs
+    # and names the modelled one.
+    s = summarize(preset("dgx-h100-superpod", nodes=32))
+    ok, off = check_claims(s, extract_claims("3.2 Tb/s per node, 6.4 Tb/s per server"))
+    assert ok.status == "matches" and ok.figure is not None and ok.figure.name == "scale-out per node"
+    assert ok.figure.value == pytest.approx(400e9)
+    assert off.status == "differs" and "scale-out per node 400 GB/s" in off.note

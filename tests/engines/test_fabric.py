@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.clusters import leaf_of_radix
 
 from aifabric.cluster.placement import place_jobs
 from aifabric.cluster.presets import preset
@@ -67,8 +68,8 @@ def test_two_to_one_oversubscribed_spine_doubles_cross_spine_time():
 
 
 def _bins_topology(n):
-    """A leaf with n uplinks: 2 SUs of n nodes, radix 2n (n down, n up)."""
-    return build_topology(preset("dgx-h100-superpod", nodes=2 * n, **{"scale_out.radix": 2 * n}))
+    """A leaf with n uplinks: 2 SUs of n nodes, radix 2n (n down, n up), on a switch that has the ports."""
+    return build_topology(preset("dgx-h100-superpod", nodes=2 * n, **leaf_of_radix(2 * n)))
 
 
 @pytest.mark.parametrize("n,expected", [(8, 2.59), (64, 3.95)])

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.clusters import leaf_of_radix
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -38,7 +39,7 @@ runner = CliRunner()
 @cache
 def _leaf_pair(m: int) -> Topology:
     """A rail leaf with ``m`` uplinks: 2 SUs of ``m`` nodes, radix ``2 m`` (``m`` down, ``m`` up)."""
-    return build_topology(preset("dgx-h100-superpod", nodes=2 * m, **{"scale_out.radix": 2 * m}))
+    return build_topology(preset("dgx-h100-superpod", nodes=2 * m, **leaf_of_radix(2 * m)))
 
 
 def _cross_flows(m: int, n: int) -> tuple[Topology, np.ndarray, np.ndarray, np.ndarray]:

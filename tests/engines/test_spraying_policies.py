@@ -4,6 +4,7 @@ entropy values (``spray-blind``), REPS recycling (``reps``), against per-flow EC
 
 import numpy as np
 import pytest
+from tests.clusters import leaf_of_radix
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -18,7 +19,7 @@ def _leaf_max_load(policy: str, seed: int) -> float:
     """64 flows from the 64 nodes of one leaf (rail 0) to the other SU, over the leaf's 64 uplinks: the most
     loaded uplink in flows (1 = every uplink carries one flow's worth)."""
     n = 64
-    topo = build_topology(preset("dgx-h100-superpod", nodes=2 * n, **{"scale_out.radix": 2 * n}))
+    topo = build_topology(preset("dgx-h100-superpod", nodes=2 * n, **leaf_of_radix(2 * n)))
     src = np.arange(n) * 8
     dst = src + n * 8
     up = topo.leaf_uplinks[0, topo.leaf_of_gpu[0]]

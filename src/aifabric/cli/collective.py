@@ -38,7 +38,7 @@ from aifabric.cluster.tpu_slice import (
 from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorithms
 from aifabric.collectives.buffers import sizes_split_by_ranks, sizes_within_hbm
 from aifabric.collectives.communicator import resolve_communicator
-from aifabric.collectives.tiers import Protocol
+from aifabric.collectives.tiers import Protocol, line_rate_caps
 from aifabric.discovery.calibrate import Calibration, load_calibration
 from aifabric.engines.api import ENGINE_OPTIONS, collective_time
 from aifabric.units import format_bytes, one_size
@@ -522,11 +522,20 @@ def _print_header(
         markup=True,
     )
     if cal is not None:
-        console.print(
-            f"calibration {cal.name!r} applied: scale-up x{cal.intra_scale:.3f}, scale-out "
-            f"x{cal.inter_scale:.3f}, latency x{cal.latency_scale:.3f}, "
-            f"+{cal.extra_inter_latency_s * 1e6:.2f} us per network hop"
+        caps = line_rate_caps(spec, conv, eff)
+        up, out = (
+            _scale_text(s, cap) for s, cap in zip((cal.intra_scale, cal.inter_scale), caps, strict=True)
         )
+        console.print(
+            f"calibration {cal.name!r} applied: scale-up {up}, scale-out {out}, latency "
+            f"x{cal.latency_scale:.3f}, +{cal.extra_inter_latency_s * 1e6:.2f} us per network hop"
+        )
+
+
+def _scale_text(scale: float, cap: float) -> str:
+    """A profile's bandwidth scale, and the line-rate cap it was cut to where it is above it
+    (:func:`~aifabric.collectives.tiers.line_rate_caps`)."""
+    return f"x{scale:.3f}" + (f" (capped at line rate: x{cap:.3f})" if scale > cap else "")
 
 
 def _print_one(r: CollectiveResult) -> None:

@@ -85,13 +85,21 @@ def scale_across(
     console.print(
         f"all-reduce {literal(message)}: {format_time(r.total_s)} = in-site {format_time(r.in_site_s)} "
         "+ cross-site "
-        f"{format_time(r.cross_s)} (latency {format_time(r.cross_latency_s)}, "
+        f"{format_time(r.cross_s)} (latency {format_time(r.cross_latency_s)} of fibre + "
+        f"{format_time(r.cross_network_latency_s)} of NIC and switch steps, "
         f"{r.cross_bytes_per_s / 1e9:.3g} GB/s per GPU across)"
     )
     console.print(
-        f"in one site it would take {format_time(r.single_site_s)}: DP across the sites costs "
-        f"{format_time(r.dp_step_cost_s)} per step"
+        f"in one site it would take {format_time(r.single_site_s)} ({_SCHEDULES[r.single_site_schedule]}): "
+        f"DP across the sites costs {format_time(r.dp_step_cost_s)} per step"
     )
+
+
+#: How the one site all-reduces (``CrossSiteAllReduce.single_site_schedule``).
+_SCHEDULES = {
+    "nccl": "NCCL's all-reduce over all its GPUs",
+    "grouped": "the same site-by-site stages on its own fabric, faster than NCCL's over all its GPUs",
+}
 
 
 def _subscription(ratio: float) -> str:

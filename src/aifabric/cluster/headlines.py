@@ -132,7 +132,9 @@ def _scale_up_headlines(s: ClusterSummary) -> list[Headline]:
 
 
 def _scale_out_headlines(s: ClusterSummary) -> list[Headline]:
-    """The scale-out NIC rate per GPU and in all, and the bisection bandwidth in all and per GPU."""
+    """The scale-out NIC rate per GPU, per node (server) and in all, and the bisection bandwidth in all and
+    per GPU. A DGX H100's compute fabric is eight single-port ConnectX-7 of 400 Gb/s (NVIDIA DGX H100
+    datasheet): 3.2 Tb/s per node, the figure its announcements quote."""
     nic = s.spec.nic_line_rate_bytes_per_s
     bisection = s.bisection_bytes_per_s
     return [
@@ -142,6 +144,14 @@ def _scale_out_headlines(s: ClusterSummary) -> list[Headline]:
             "bandwidth",
             "scale-out",
             f"NIC line rate per GPU, one direction ({nic * 8 / 1e9:g} Gb/s)",
+        ),
+        Headline(
+            "scale-out per node",
+            nic * s.spec.gpus_per_node,
+            "bandwidth",
+            "scale-out",
+            f"NIC line rate of one server, one direction ({s.spec.gpus_per_node} GPUs x "
+            f"{nic * 8 / 1e9:g} Gb/s)",
         ),
         Headline(
             "scale-out total", nic * s.n_gpus, "bandwidth", "scale-out", "all NICs added, one direction"
@@ -172,6 +182,7 @@ class Claim:
     value: float
     kind: str
     per_gpu: bool = False
+    per_node: bool = False  # "per node" (server, system, host): one server's figure
 
     def __post_init__(self) -> None:
         # the figure times its unit or suffix may overflow where the figure alone did not ("1e306M GPUs")
@@ -197,7 +208,7 @@ _UNITS = {
 _CLAIM = re.compile(
     r"(?P<sign>(?<![\w.,-])[-\u2212])?"  # a minus sign, kept: "-130 TB/s" is not 130 TB/s
     r"(?<![\w.,])(?P<num>\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)"  # not the 100 of "H100"
-    r"(?:\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W|[PTG]i?B)\b(?P<per>\s+per\s+(?:GPU|accelerator|chip)\b)?"
+    r"(?:\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W|[PTG]i?B)\b(?P<per>\s+per\s+(?:(?P<gpu>GPU|accelerator|chip)|(?P<server>server|node|system|host))\b)?"
     # "72 B200 GPUs": a model between; "a 72-GPU NVLink domain" (NVIDIA's GB200 NVL72 page): a hyphen;
     # "100k GPUs" (xAI's Colossus): a thousands (k) or millions (M) suffix, also after a space ("100 k GPUs")
     # "100K+ GPUs": a lower bound, read as its figure; "8-GPU servers": one node's size, not the cluster's
@@ -257,14 +268,14 @@ def extract_claims(text: str) -> list[Claim]:
             continue
         unit = m["unit"]
         low = unit.lower()
-        per_gpu = m["per"] is not None
+        per_gpu, per_node = m["gpu"] is not None, m["server"] is not None
         if low.endswith("bps"):
             scale, kind = _UNITS[low[0] + "b/s"]
-            out.append(Claim(m[0], num * scale / 8, kind, per_gpu))
+            out.append(Claim(m[0], num * scale / 8, kind, per_gpu, per_node))
             continue
         scale, kind = _UNITS[low]
         bits = kind == "bandwidth" and unit[1] == "b"
-        out.append(Claim(m[0], num * scale / (8 if bits else 1), kind, per_gpu))
+        out.append(Claim(m[0], num * scale / (8 if bits else 1), kind, per_gpu, per_node))
     return out
 
 
@@ -295,6 +306,9 @@ def check_claims(s: ClusterSummary, claims: list[Claim]) -> list[Verdict]:
             unit = "GB/s" if c.kind == "bandwidth" else "GB"
             have = ", ".join(f"{h.name} {h.value / 1e9:.4g} {unit}" for h in per_gpu)
             out.append(Verdict(c, "differs", None, f"modelled per GPU: {have}"))
+        elif c.per_node and (per_node := [h for h in same if "per node" in h.name]):
+            have = ", ".join(f"{h.name} {h.value / 1e9:.4g} GB/s" for h in per_node)
+            out.append(Verdict(c, "differs", None, f"modelled per node: {have}"))
         else:
             known = ", ".join(h.name for h in same) or "none"
             out.append(

@@ -647,7 +647,25 @@ class ClusterSpec(_Strict):
                 f"gpus_per_node={self.gpus_per_node}"
             )
         self._check_uplink_speed(so)
+        self._check_radix(so)
         self._check_aws_plugin(so)
+
+    def _check_radix(self, so: ScaleOutSpec) -> None:
+        """``radix`` is at most the ports every tier's switch has at the per-plane link speed (breakout
+        counted: ``ports x port speed / link speed``; a link faster than the port takes one port). A radix
+        the switch lacks builds leaves from ports that do not exist: 1,000 on the 128 x 400GbE SN5600
+        (NVIDIA SN5600 datasheet) gave 8 leaves of 128 NICs down and 128 uplinks."""
+        if so.radix is None:
+            return
+        link = self.endpoint_line_rate_bytes_per_s / so.planes
+        for tier, key in so.tier_switches.items():
+            sw = catalog.switch(key)
+            ports = int(sw.ports * sw.port_speed_bytes_per_s // min(link, sw.port_speed_bytes_per_s))
+            if so.radix > ports:
+                raise ValueError(
+                    f"scale_out.radix: {so.radix} is more than the {ports} ports of the {tier} switch "
+                    f"{key!r} at {link * 8 / 1e9:g} Gb/s per link"
+                )
 
     @staticmethod
     def _check_aws_plugin(so: ScaleOutSpec) -> None:

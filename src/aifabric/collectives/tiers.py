@@ -66,6 +66,7 @@ __all__ = [
     "tuner_tree_nic_traffic",
     "hw_latency_s",
     "library_release",
+    "line_rate_caps",
     "net_latency_row",
     "net_overhead_s",
     "net_stage_cap",
@@ -343,10 +344,13 @@ class _Calibration(NamedTuple):
     extra_inter_latency_s: float
 
 
-def _calibration_factors(calibration: object | None, spec: ClusterSpec) -> _Calibration:
+def _calibration_factors(
+    calibration: object | None, spec: ClusterSpec, convention: str, efficiency: str
+) -> _Calibration:
     """The factors of ``calibration`` (1, 1, 1 and 0 s without one; a missing attribute reads as its
     neutral value), checked: fitted on the hardware of ``spec`` (:func:`_check_hardware`), scales finite
-    (bandwidth scales > 0), the latency offset finite (it may be slightly negative).
+    (bandwidth scales > 0), the latency offset finite (it may be slightly negative); the bandwidth scales
+    then capped at line rate (:func:`line_rate_caps`).
 
     Raises ConfigError naming the field.
     """
@@ -365,7 +369,31 @@ def _calibration_factors(calibration: object | None, spec: ClusterSpec) -> _Cali
     extra = factors.extra_inter_latency_s
     if not math.isfinite(extra):  # a fitted offset: may be slightly negative, never NaN or infinite
         raise ConfigError(f"calibration.extra_inter_latency: must be a finite number, got {extra!r}")
-    return factors
+    intra_cap, inter_cap = line_rate_caps(spec, convention, efficiency)
+    return factors._replace(
+        intra_scale=min(factors.intra_scale, intra_cap), inter_scale=min(factors.inter_scale, inter_cap)
+    )
+
+
+def line_rate_caps(spec: ClusterSpec, convention: str, efficiency: str) -> tuple[float, float]:
+    """The largest scale-up and scale-out scales a profile may apply on ``spec``: line rate over the
+    bandwidth the scale multiplies (:func:`_tier_bandwidths`), never below 1.
+
+    A scale above it makes a link faster than its wire: ``intra_scale: 5`` on H100's NVLink 4 (NCCL's
+    370.8 GB/s per direction) would carry 1,854 GB/s over 450 GB/s of links (18 x 25 GB/s per direction,
+    NVIDIA H100 datasheet: 900 GB/s both ways). It is the box :func:`aifabric.discovery.fitting.
+    fit_calibration` fits in (its ``_bounds``: line / effective, at least 1), enforced where the profile is
+    applied, so a hand-edited profile cannot leave it either; under ``efficiency="line_rate"`` the
+    figures already are line rates and a scale above 1 is cut to 1.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> round(line_rate_caps(preset("dgx-h100-superpod", nodes=1), "per_direction", "nccl")[0], 4)
+    1.2136
+    """
+    intra, nic = _tier_bandwidths(spec, convention, efficiency)
+    intra_line, nic_line = _tier_bandwidths(spec, convention, "line_rate")
+    inter_cap = max(1.0, nic_line / nic) if nic > 0 else math.inf
+    return max(1.0, intra_line / intra), inter_cap
 
 
 @_shared_per_catalogue
@@ -428,7 +456,9 @@ def tier_model(
     os_ = list(so.oversubscription) + [1.0, 1.0] if so else [1.0, 1.0]
     acc = spec.accelerator_spec
     release = library_release(acc.collective_library, nccl_version)
-    intra_scale, inter_scale, lat_scale, extra = _calibration_factors(calibration, spec)
+    intra_scale, inter_scale, lat_scale, extra = _calibration_factors(
+        calibration, spec, convention, efficiency
+    )
     _finite("scale_up.bandwidth", intra * intra_scale, positive=True)
     _finite("scale_out.nic_speed", nic * inter_scale)
     row = _tuning_row(release, acc.arch)

@@ -2,26 +2,49 @@
 
 Hierarchical over three levels (the seed's scheme, one level up): reduce-scatter inside each site, an
 all-reduce of each GPU's shard with its counterparts in the other sites over the data-centre interconnect
-(DCI), all-gather inside each site. With ``k`` sites of ``N_s`` GPUs and ``S`` bytes per GPU:
+(DCI), all-gather inside each site [1]_ [2]_. With ``k`` sites of ``N_s`` GPUs and ``S`` bytes per GPU:
 
     T_site  = RS(S, N_s) + AG(S, N_s) = AR_formula(S, N_s)               (one site's all-reduce)
     B_x     = min(B_nic, e x B_dci / N_s)                              (every GPU crosses at once)
-    alpha_x = d x t_fibre                                              (one-way fibre delay, 5 us/km)
+    alpha_x = a_net + d x t_fibre                   (a network step, plus the one-way fibre delay, 5 us/km)
     T_cross = 2 (k - 1) alpha_x + 2 (k - 1) / k x (S / N_s) / B_x        (ring over the k sites)
 
 The in-site reduce-scatter and all-gather together cost what one all-reduce over the site's ``N_s`` GPUs
-costs (a ring all-reduce is exactly its reduce-scatter then its all-gather), so ``T_site`` is the formula
-engine's all-reduce over site 0's GPUs, the call ``aifabric collective all_reduce`` makes: NCCL's choice of
-algorithm and protocol with its latencies (tuning.cc), not bandwidth terms alone, which would let a 1 KB
-all-reduce over 512 GPUs finish in 10 ns. B_nic is the NIC payload bandwidth per GPU, per direction;
-B_dci the site's DCI line rate per direction and e its transport's efficiency (catalogue ``dci``).
-The latency term 2 (k - 1) alpha_x is what distance adds: 500 us for two sites 50 km apart.
+costs (a ring all-reduce is exactly its reduce-scatter then its all-gather [1]_), so ``T_site`` is the
+formula engine's all-reduce over site 0's GPUs, the call ``aifabric collective all_reduce`` makes: NCCL's
+choice of algorithm and protocol with its latencies (tuning.cc), not bandwidth terms alone, which would let
+a 1 KB all-reduce over 512 GPUs finish in 10 ns. B_nic is the NIC payload bandwidth per GPU, per direction;
+B_dci the site's DCI line rate per direction and e its transport's efficiency (catalogue ``dci``). Each ring
+step across sites leaves through a NIC and the site's switches before the fibre: ``a_net`` is NCCL's
+``hwLat[NET][RING][SIMPLE]`` (14 us in every recorded release, tuning.cc), the latency
+:mod:`aifabric.collectives.hierarchical` charges its steps across domains. The fibre's share,
+2 (k - 1) d t_fibre, is what distance adds: 500 us for two sites 50 km apart.
+
+The same GPUs in one site can run NCCL's all-reduce over all ``N = k N_s`` of them, or the very same three
+stages over ``k`` groups of ``N_s`` with the middle one on the site's own fabric (``B_nic``, ``a_net``, no
+fibre); the one site takes the faster::
+
+    T_one = min( AR_formula(S, N),  T_site + 2 (k - 1) a_net + 2 (k - 1) / k x (S / N_s) / B_nic )
+
+Since ``B_x <= B_nic`` and ``alpha_x >= a_net``, ``T_site + T_cross >= T_one`` whatever ``k``, ``d`` and
+``B_dci``: spreading the GPUs over sites never saves time. (NCCL's own algorithms over 16,384 GPUs pay
+2 (N - 1) ring steps or a tree's lower bandwidth, which the grouped schedule avoids: comparing the split's
+grouped schedule with NCCL's flat one credited the sites with the schedule's gain.) Both middle stages take
+the NICs' rate: the site fabric's own oversubscription is left out on both sides.
 
 Pipeline parallelism across sites instead: only the GPUs at the stage boundary cross, each sending its
 1/TP of a microbatch's activations ``A`` once per microbatch and direction (forward activations,
 backward gradients):
 
-    T_pp = alpha_x + (A / TP) / min(B_nic, e x B_dci / TP)      per microbatch and direction
+    T_pp = d x t_fibre + (A / TP) / min(B_nic, e x B_dci / TP)      per microbatch and direction
+
+References
+----------
+.. [1] Thakur, Rabenseifner and Gropp, "Optimization of collective communication operations in MPICH",
+   IJHPCA 19(1):49-66, 2005, doi:10.1177/1094342005051521 (all-reduce as reduce-scatter then all-gather).
+.. [2] Jia et al., "Highly scalable deep learning training system with mixed-precision: training ImageNet in
+   four minutes", arXiv:1807.11205, 2018 (hierarchical all-reduce: reduce in groups, all-reduce across
+   groups, broadcast in groups).
 """
 
 from __future__ import annotations
@@ -33,6 +56,7 @@ from aifabric.cluster.spec import ClusterSpec, SitesSpec
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.costs import ring_all_reduce_time
 from aifabric.collectives.ops import Collective
+from aifabric.collectives.tiers import Protocol, hw_latency_s, tier_model
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import ConfigError
 
@@ -64,8 +88,11 @@ def fibre_delay_s(distance_km: float, *, s_per_km: float | None = None) -> float
 class CrossSiteAllReduce:
     """Times of one all-reduce across sites, seconds; ``cross_bytes_per_s`` is B_x per GPU per direction.
 
-    ``single_site_s`` is the same all-reduce with every GPU in one site (the formula engine's all-reduce
-    over all of them), so ``total_s - single_site_s`` is what spreading DP over the sites costs per step.
+    ``cross_latency_s`` is the fibre's share of the cross-site stage (what distance adds),
+    ``cross_network_latency_s`` its NIC and switch steps (``2 (k - 1) a_net``). ``single_site_s`` is the
+    same all-reduce with every GPU in one site, by the faster of NCCL's all-reduce over all of them and the
+    same grouped schedule on the site's fabric (``single_site_schedule``: ``"nccl"`` or ``"grouped"``), so
+    ``total_s - single_site_s`` is what spreading DP over the sites costs per step, never below 0.
     """
 
     sites: int
@@ -75,6 +102,8 @@ class CrossSiteAllReduce:
     cross_bytes_per_s: float
     dci_oversubscription: float
     single_site_s: float
+    single_site_schedule: str = "nccl"
+    cross_network_latency_s: float = 0.0
 
     @property
     def total_s(self) -> float:
@@ -96,6 +125,29 @@ def _in_site(spec: ClusterSpec, message_bytes: float, gpus: int) -> float:
     site = spec.with_changes(sites=None)
     comm = Communicator.contiguous(site, gpus)
     return formula_collective(Collective.ALL_REDUCE, message_bytes, site, comm, hbm_check=False).time_s
+
+
+def _network_step_s(spec: ClusterSpec) -> float:
+    """``a_net``: NCCL's latency of one ring step across nodes, ``hwLat[NET][RING][SIMPLE]`` of the
+    cluster's release plus its transport's extra latency (tuning.cc; as :mod:`aifabric.collectives.
+    hierarchical` charges a step across domains), seconds."""
+    tm = tier_model(spec.with_changes(sites=None))
+    return hw_latency_s(tm, "net", "ring", Protocol.SIMPLE) + tm.extra_inter_latency_s
+
+
+def _single_site(
+    spec: ClusterSpec, message_bytes: float, in_site_s: float, a_net: float
+) -> tuple[float, str]:
+    """``T_one`` of the module docstring and the schedule that gives it: NCCL's all-reduce over every GPU
+    (``"nccl"``) or the grouped one on the site's own fabric (``"grouped"``)."""
+    st = spec.sites
+    assert st is not None
+    per_site = spec.n_gpus // st.count
+    flat = _in_site(spec, message_bytes, spec.n_gpus)
+    grouped = in_site_s + ring_all_reduce_time(
+        message_bytes / per_site, st.count, spec.nic_effective_bytes_per_s, hop_latency_s=a_net
+    )
+    return (flat, "nccl") if flat <= grouped else (grouped, "grouped")
 
 
 def cross_site_all_reduce(spec: ClusterSpec, message_bytes: float) -> CrossSiteAllReduce:
@@ -125,21 +177,22 @@ def cross_site_all_reduce(spec: ClusterSpec, message_bytes: float) -> CrossSiteA
     if message_bytes < 0:
         raise ValueError(f"message_bytes must be >= 0, got {message_bytes!r}")
     dci = catalog.dci(st.transport)
-    k = st.count
-    per_site = spec.n_gpus // k
-    nic = spec.nic_effective_bytes_per_s
-    cross_bw = min(nic, dci.efficiency * st.dci_bandwidth_bytes_per_s / per_site)
-    alpha = fibre_delay_s(st.distance_km, s_per_km=dci.fibre_delay_s_per_km)
-    shard = message_bytes / per_site
-    cross = ring_all_reduce_time(shard, k, cross_bw, hop_latency_s=alpha)
+    k, per_site = st.count, spec.n_gpus // st.count
+    cross_bw = min(spec.nic_effective_bytes_per_s, dci.efficiency * st.dci_bandwidth_bytes_per_s / per_site)
+    fibre = fibre_delay_s(st.distance_km, s_per_km=dci.fibre_delay_s_per_km)
+    a_net = _network_step_s(spec)
+    in_site = _in_site(spec, message_bytes, per_site)
+    single, schedule = _single_site(spec, message_bytes, in_site, a_net)
     return CrossSiteAllReduce(
         sites=k,
-        in_site_s=_in_site(spec, message_bytes, per_site),
-        cross_s=cross,
-        cross_latency_s=2 * (k - 1) * alpha,
+        in_site_s=in_site,
+        cross_s=ring_all_reduce_time(message_bytes / per_site, k, cross_bw, hop_latency_s=a_net + fibre),
+        cross_latency_s=2 * (k - 1) * fibre,
         cross_bytes_per_s=cross_bw,
         dci_oversubscription=per_site * spec.nic_line_rate_bytes_per_s / st.dci_bandwidth_bytes_per_s,
-        single_site_s=_in_site(spec, message_bytes, spec.n_gpus),
+        single_site_s=single,
+        single_site_schedule=schedule,
+        cross_network_latency_s=2 * (k - 1) * a_net,
     )
 
 
