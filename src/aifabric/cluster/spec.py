@@ -555,6 +555,19 @@ class ClusterSpec(_Strict):
                 f"{su.kind}"
             )
         self._check_switch_gpus()
+        self._check_mesh_gpus()
+
+    def _check_mesh_gpus(self) -> None:
+        """A full-mesh scale-up (catalogue ``topology: full_mesh``: one link to each peer, no switch) joins
+        at most ``L + 1`` GPUs per domain, ``L`` its links per GPU (8 on MI300X's 7 xGMI links)."""
+        if self.scale_up.kind == "torus" or self.domain_gpus == 1:
+            return
+        link = self.scaleup_link
+        if link.topology == "full_mesh" and self.domain_gpus > link.links_per_gpu + 1:
+            raise ValueError(
+                f"scale_up.gpus: {self.domain_gpus} GPUs per domain on {link.key}, a full mesh of "
+                f"{link.links_per_gpu} links per GPU that joins at most {link.links_per_gpu + 1}"
+            )
 
     def _check_switch_gpus(self) -> None:
         """``scale_up.gpus_per_switch``: PCIe switches of a PCIe node, at most the node's GPUs behind one."""

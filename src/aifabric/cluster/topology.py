@@ -354,22 +354,10 @@ def _counts(spec: ClusterSpec) -> _Counts:
 
 
 def _full_mesh_links(spec: ClusterSpec) -> int:
-    """Links per GPU of ``spec``'s full-mesh scale-up (catalogue ``topology: full_mesh``), 0 on a switch.
-
-    Raises
-    ------
-    ConfigError
-        If a domain holds more GPUs than such a mesh joins (``L + 1``: one link to each peer).
-    """
+    """Links per GPU of ``spec``'s full-mesh scale-up (catalogue ``topology: full_mesh``), 0 on a switch;
+    the spec has checked that a domain holds at most one GPU more (:class:`ClusterSpec`)."""
     link = spec.scaleup_link
-    if link.topology != "full_mesh":
-        return 0
-    if spec.domain_gpus > link.links_per_gpu + 1:
-        raise ConfigError(
-            f"scale_up.gpus: {spec.domain_gpus} GPUs per domain on {link.key}, a full mesh of "
-            f"{link.links_per_gpu} links per GPU that joins at most {link.links_per_gpu + 1}"
-        )
-    return link.links_per_gpu
+    return link.links_per_gpu if link.topology == "full_mesh" else 0
 
 
 def _has_gpu_links(spec: ClusterSpec) -> bool:
