@@ -157,6 +157,15 @@ def test_json_report_reads_as_its_text() -> None:
             '{"results": [{"size": 8, "count": 2, "out_of_place": null}]}',
             "has no out-of-place half (trace replay)",
         ),
+        (  # no out_of_place key: its in-place numbers would be read as the out-of-place half
+            '{"results": [{"size": 8, "count": 2, '
+            '"in_place": {"time": 1.0, "alg_bw": 0.01, "bus_bw": 0.01}}]}',
+            "has no out-of-place half (trace replay)",
+        ),
+        (
+            '{"config": {"devices": [{"device": 0}]}, "results": []}',
+            "JSON field 'config.devices[].rank' is None, not a count",
+        ),
     ],
 )
 def test_bad_json_report_is_refused_in_one_line(report: str, reason: str, tmp_path: Path) -> None:

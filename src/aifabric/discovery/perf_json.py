@@ -145,7 +145,10 @@ def _sweep(config: dict[str, Any], source: str | None) -> str:
     if not all(k in config for k in (*keys, step[0], "graph")):
         return ""
     low, high, warmup, iters, agg, check = (_int(config[k], f"config.{k}", source) for k in keys)
-    factor, graph = _int(config[step[0]], step[0], source), _int(config["graph"], "graph", source)
+    factor, graph = (
+        _int(config[step[0]], f"config.{step[0]}", source),
+        _int(config["graph"], "config.graph", source),
+    )
     return (
         f" minBytes {low} maxBytes {high} step: {factor}({step[1]}) warmup iters: {warmup} iters: {iters} "
         f"agg iters: {agg} validation: {check} graph: {graph}"
@@ -165,8 +168,10 @@ def _rank_lines(config: dict[str, Any], source: str | None) -> list[str]:
     lines = ["# Using devices"] if devices else []
     for entry in devices:
         d = _object(entry, "config.devices[]", source)
-        rank, device = _int(d.get("rank"), "rank", source), _int(d.get("device"), "device", source)
-        group, pid = _int(d.get("group", 0), "group", source), _int(d.get("pid", 0), "pid", source)
+        rank, device, group, pid = (
+            _int(d.get(k, 0 if k in ("group", "pid") else None), f"config.devices[].{k}", source)
+            for k in ("rank", "device", "group", "pid")
+        )
         host, name, bus = (
             str(d.get(k, "")).replace("\n", " ") for k in ("hostname", "device_info", "device_hex")
         )
@@ -184,7 +189,7 @@ def _row(result: dict[str, Any], source: str | None) -> str:
     for key in ("type", "redop", "root"):
         value = str(result.get(key, "")).strip()
         words.append(value if value and " " not in value else "?")
-    if result.get("out_of_place", {}) is None:  # trace replay: in-place only, which a row cannot say
+    if result.get("out_of_place") is None:  # trace replay (or cut): in-place only, which a row cannot say
         raise ParseError(
             f"JSON result of {size} bytes has no out-of-place half (trace replay)", source=source
         )
