@@ -15,6 +15,7 @@ from aifabric.cluster.presets import preset
 from aifabric.collectives.algorithms import build_plan
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.plan import hierarchical_plan, ring_plan
+from aifabric.engines.api import collective_time
 
 
 def _pair_bytes(stage, g: int) -> dict[tuple[int, int], float]:
@@ -84,3 +85,30 @@ def test_a_switch_keeps_one_ring_order_per_channel():
     (stage,) = build_plan("all_reduce", 2.0**30, spec, np.arange(8), algorithm="ring").stages
     assert stage.n_transfers == 64 and np.unique(stage.group).size == 8
     assert stage.bytes_[0] == pytest.approx(2.0**30 / 8 / 8)
+
+
+def _mi300x_odd_nodes(gpus_per_node: int, nodes: int):
+    # MI300X nodes of an odd number of GPUs on their xGMI mesh (an odd part of the 8-GPU platform)
+    return mi300x_nodes(nodes).with_changes(**{"gpus_per_node": gpus_per_node})
+
+
+def test_odd_mesh_ring_channels_put_two_channels_on_the_odd_offset_links():
+    # 2 nodes x 7 MI300X: the zigzag's steps +1, -2, +3, -4, +5, -6 are 1, 5, 3, 3, 5, 1 mod 7, so each
+    # link e -> e + 1, 3, 5 carries 2 of the 7 channels and e -> e + 2, 4, 6 none (Z_7 has no sequencing,
+    # Gordon 1961). Before, every channel went round in increasing order: 6 channels on each e -> e + 1.
+    s = 2.0**30
+    (stage,) = ring_plan(Collective.ALL_GATHER, s, _mi300x_odd_nodes(7, 2), np.arange(14))
+    loads = _pair_bytes(stage, 7)
+    hop = s / 14 / 7  # one channel's share of a rank's S/n
+    assert {(d - s_) % 7 for s_, d in loads} == {1, 3, 5}
+    assert len(loads) == 21 and max(loads.values()) == pytest.approx(2 * 2 * hop)  # x 2 nodes
+
+
+def test_odd_mesh_ring_time_in_the_links_engine():
+    # 2 x 7 MI300X all_gather of 1 GB, ring: 13 steps, the busiest xGMI link carries 2 channels of
+    # 1e9 / 14 / 7 bytes at 48 GB/s usable (catalogue infinity-fabric-mi300): 13 x 2 x 1e9 / 98 / 48e9 =
+    # 5.527 ms plus latency (before: 6 channels, 16.58 ms plus latency). The formula engine credits all 6
+    # links (2.83 ms): README, "Where the engines agree, and where they differ".
+    spec = _mi300x_odd_nodes(7, 2)
+    r = collective_time("all_gather", 1e9, spec, algorithm="ring", engine="links")
+    assert r.time_s - r.latency_s == pytest.approx(13 * 2 * 1e9 / 98 / 48e9, rel=1e-3)

@@ -189,14 +189,15 @@ def _uniform(spec: ClusterSpec, gpus: np.ndarray) -> bool:
 
 def _ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: str, *, mesh: bool = False) -> Stage:
     """Multi-channel ring over a (N, g) matrix of GPUs whose ranks have a NIC each; see the module
-    docstring. ``mesh``: the domains are full meshes of an even ``g`` (:func:`_zigzag`)."""
+    docstring. ``mesh``: the domains are full meshes (:func:`_zigzag`)."""
     n_dom, g = mat.shape
     srcs, dsts, groups = [], [], []
     i = np.arange(n_dom)
     # Node i enters at local GPU e_i = c - i k and leaves from e_i - k = e_{i+1}: every node-crossing hop
     # stays on one rail. The ring closes on its rail when N k = 0 (mod g): k = g / gcd(N, g); if N and g
     # are coprime one wrap-around hop per channel crosses rails (NCCL sends it through PXN). On a mesh
-    # k = g / 2, the far end of the channel's zigzag: the ring closes on its rail when N is even.
+    # k = g // 2, the far end of the channel's zigzag: the ring closes on its rail when N is even (g even)
+    # or a multiple of g (g odd: k = (g - 1) / 2 is coprime to g).
     gcd = int(np.gcd(n_dom, g))
     k = g // 2 if mesh else (g // gcd if (n_dom > 1 and gcd > 1) else 1)
     for c in range(g):
@@ -226,8 +227,8 @@ def _entry_to_exit(entry: np.ndarray, exit_: np.ndarray, g: int) -> np.ndarray:
 
 
 def _zigzag(entry: np.ndarray, g: int) -> np.ndarray:
-    """Local order (N, g) of a ring channel through a full-mesh domain of an even ``g`` GPUs: from ``entry``
-    zigzag ``e, e + 1, e - 1, e + 2, e - 2, ..., e + g/2``, which leaves from ``e + g/2``.
+    """Local order (N, g) of a ring channel through a full-mesh domain of ``g`` GPUs: from ``entry`` zigzag
+    ``e, e + 1, e - 1, e + 2, e - 2, ...``, which leaves from ``e - g // 2`` (``e + g/2`` for an even ``g``).
 
     The zigzag's steps ``+1, -2, +3, ..., +(g - 1)`` are every nonzero residue mod ``g`` once (``g``
     even), so the ``g`` channels, entering at the ``g`` GPUs, cross every directed link of the mesh
@@ -237,6 +238,13 @@ def _zigzag(entry: np.ndarray, g: int) -> np.ndarray:
     formula engine's ``B_i g / (g - 1)`` scale-up credit (:func:`aifabric.collectives.cost.scaleup_bound`).
     A channel always entering at the same GPU and going round in increasing order would put ``g - 1``
     channels on each link ``e -> e + 1`` and leave the others idle.
+
+    For an odd ``g`` the steps ``+1, -2, ..., -(g - 1)`` are the odd residues mod ``g``, each twice: every
+    link ``e -> e + odd`` carries 2 channels and the others none, so a step takes twice the formula
+    engine's full-mesh time (``g >= 5``; on 3 GPUs both steps are ``+1``, as in increasing order). No
+    order shifted round the domain does better: its ``g - 1`` steps would have to be distinct with
+    distinct partial sums, a sequencing of Z_g, which exists only for even ``g`` (Gordon, "Sequences in
+    groups with distinct partial products", Pacific J. Math. 11, 1961, 1309-1313).
     """
     t = np.arange(1, g)
     step = np.where(t % 2 == 1, (t + 1) // 2, -(t // 2))
@@ -326,7 +334,7 @@ def ring_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.
         return (_shared_nic_ring_stage(mat, chunk, repeat, label, k),)
     if _full_mesh(spec) and g > 1 and mat.shape[0] == 1:
         return (_mesh_shift_stage(mat, chunk, repeat, label),)
-    return (_ring_stage(mat, chunk, repeat, label, mesh=_full_mesh(spec) and g % 2 == 0),)
+    return (_ring_stage(mat, chunk, repeat, label, mesh=_full_mesh(spec)),)
 
 
 def _full_mesh(spec: ClusterSpec) -> bool:
