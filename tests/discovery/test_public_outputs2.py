@@ -224,6 +224,14 @@ def test_topo_m_after_p2p_and_pci_matrices_is_not_pci_only() -> None:
     assert not TopoMatrix.from_text(again).pci_only
 
 
+def test_a_matrix_with_nvlink_cells_under_a_topo_mp_line_is_not_pci_only() -> None:
+    # topo -mp never prints NV# (PCIe paths only): NV18 cells say the matrix is topo -m output, so the
+    # reader keeps its NVLink and says nothing of NVLink being hidden (before: both, contradicting)
+    text = "$ nvidia-smi topo -mp\n\tGPU0\tGPU1\nGPU0\t X \tNV18\nGPU1\tNV18\t X \n"
+    m = TopoMatrix.from_text(text)
+    assert not m.pci_only and PCI_ONLY not in m.missing and m.nvlink_pairs() == [("GPU0", "GPU1", 18)]
+
+
 @pytest.mark.parametrize(("name", "reason"), sorted(REFUSED.items()))
 def test_unusable_input_says_what_it_is(name: str, reason: str) -> None:
     result = CliRunner().invoke(app, ["inspect", str(FIXTURES / name)])

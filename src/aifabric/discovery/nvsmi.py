@@ -375,7 +375,9 @@ def _parse_first_matrix(lines: list[str], source: str | None) -> TopoMatrix:
             first_error = first_error or err
             continue
         matrix = _parse_body(lines, header_index, last, devices, trailing, cut, source)
-        return _pci_only(matrix) if _command_above(lines, header_index) in ("-mp", "--matrix_pci") else matrix
+        # a matrix with NV# cells is topo -m output whatever command the paste shows above it
+        pci = _command_above(lines, header_index) in ("-mp", "--matrix_pci") and not matrix.nvlink_pairs()
+        return _pci_only(matrix) if pci else matrix
     refuse_rocm_smi(lines, source)
     if first_error is not None:
         raise first_error
