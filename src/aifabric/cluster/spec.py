@@ -560,13 +560,11 @@ class ClusterSpec(_Strict):
     def _check_mesh_gpus(self) -> None:
         """A full-mesh scale-up (catalogue ``topology: full_mesh``: one link to each peer, no switch) joins
         at most ``L + 1`` GPUs per domain, ``L`` its links per GPU (8 on MI300X's 7 xGMI links)."""
-        if self.scale_up.kind == "torus" or self.domain_gpus == 1:
-            return
-        link = self.scaleup_link
-        if link.topology == "full_mesh" and self.domain_gpus > link.links_per_gpu + 1:
+        links = self.mesh_links_per_gpu
+        if links and self.domain_gpus > links + 1:
             raise ValueError(
-                f"scale_up.gpus: {self.domain_gpus} GPUs per domain on {link.key}, a full mesh of "
-                f"{link.links_per_gpu} links per GPU that joins at most {link.links_per_gpu + 1}"
+                f"scale_up.gpus: {self.domain_gpus} GPUs per domain on {self.scaleup_link.key}, a full mesh "
+                f"of {links} links per GPU that joins at most {links + 1}"
             )
 
     def _check_switch_gpus(self) -> None:
@@ -755,6 +753,16 @@ class ClusterSpec(_Strict):
         if key is None:
             raise ConfigError(f"scale_up.link: accelerator {self.accelerator!r} names no scale-up link")
         return catalog.scaleup(key)
+
+    @property
+    def mesh_links_per_gpu(self) -> int:
+        """Links per GPU of a full-mesh scale-up (catalogue ``topology: full_mesh``: one link to each peer,
+        no switch, so the peer a GPU sends to decides the link); 0 on a switch, a torus or a one-GPU
+        domain."""
+        if self.scale_up.kind == "torus" or self.domain_gpus == 1:
+            return 0
+        link = self.scaleup_link
+        return link.links_per_gpu if link.topology == "full_mesh" else 0
 
     @property
     def host_link_bytes_per_s(self) -> float | None:

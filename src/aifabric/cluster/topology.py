@@ -339,7 +339,7 @@ def _counts(spec: ClusterSpec) -> _Counts:
     """Cables, devices and uplink slots of ``spec``'s topology, from port arithmetic only."""
     n = spec.n_gpus
     has_su = _has_gpu_links(spec)
-    mesh = has_su and _full_mesh_links(spec) > 0
+    mesh = has_su and spec.mesh_links_per_gpu > 0
     shape = clos_shape(spec) if spec.scale_out is not None else None
     planes = spec.scale_out.planes if spec.scale_out else 1
     g = spec.domain_gpus
@@ -351,13 +351,6 @@ def _counts(spec: ClusterSpec) -> _Counts:
         n_cables += planes * (spec.n_endpoints + uplinks)
         n_devices += planes * (shape.n_leaves + shape.n_spines + shape.n_cores)
     return _Counts(has_su, mesh, shape, planes, n_cables, n_devices, uplinks)
-
-
-def _full_mesh_links(spec: ClusterSpec) -> int:
-    """Links per GPU of ``spec``'s full-mesh scale-up (catalogue ``topology: full_mesh``), 0 on a switch;
-    the spec has checked that a domain holds at most one GPU more (:class:`ClusterSpec`)."""
-    link = spec.scaleup_link
-    return link.links_per_gpu if link.topology == "full_mesh" else 0
 
 
 def _has_gpu_links(spec: ClusterSpec) -> bool:
@@ -458,7 +451,7 @@ def _cable_mesh(spec: ClusterSpec, w: _LinkWriter) -> np.ndarray:
     g, domains = spec.domain_gpus, spec.n_domains
     i, j = np.triu_indices(g, 1)
     base = (np.arange(domains, dtype=np.int64) * g)[:, None]
-    cap = spec.scaleup_line_rate_bytes_per_s / _full_mesh_links(spec)
+    cap = spec.scaleup_line_rate_bytes_per_s / spec.mesh_links_per_gpu
     up, down = w.cables((base + i).ravel(), (base + j).ravel(), cap, spec.scaleup_link.hop_latency_s, 0)
     table = np.full((g, g), -1, np.int64)
     table[i, j], table[j, i] = up[: i.size], down[: i.size]

@@ -332,16 +332,9 @@ def ring_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.
     chunk, repeat, label = (s, 1, "chain") if chain else (s / n, steps, "ring step")  # chain: S once per link
     if mat.shape[0] > 1 and _shares_nics(mat[0], k):
         return (_shared_nic_ring_stage(mat, chunk, repeat, label, k),)
-    if _full_mesh(spec) and g > 1 and mat.shape[0] == 1:
+    if spec.mesh_links_per_gpu and g > 1 and mat.shape[0] == 1:
         return (_mesh_shift_stage(mat, chunk, repeat, label),)
-    return (_ring_stage(mat, chunk, repeat, label, mesh=_full_mesh(spec)),)
-
-
-def _full_mesh(spec: ClusterSpec) -> bool:
-    """The scale-up domains are full meshes (catalogue ``topology: full_mesh``): a link per pair of GPUs,
-    no switch, so which peer a GPU sends to decides which link carries it."""
-    mesh = spec.scale_up.kind != "torus" and spec.scaleup_link.topology == "full_mesh"
-    return spec.domain_gpus > 1 and mesh
+    return (_ring_stage(mat, chunk, repeat, label, mesh=spec.mesh_links_per_gpu > 0),)
 
 
 def _shares_nics(row: np.ndarray, gpus_per_nic: int) -> bool:
@@ -401,7 +394,7 @@ def _in_domain_stage(spec: ClusterSpec, mat: np.ndarray, chunk_bytes: float, lab
     domain in rank order behind a switch, the link-disjoint rings of a full mesh
     (:func:`_mesh_shift_stage`)."""
     n_dom, g = mat.shape
-    if _full_mesh(spec):
+    if spec.mesh_links_per_gpu:
         return _mesh_shift_stage(mat, chunk_bytes, g - 1, label)
     src, dst, grp = mat.ravel(), np.roll(mat, -1, axis=1).ravel(), np.repeat(np.arange(n_dom), g)
     return Stage(src, dst, np.full(src.size, chunk_bytes), grp, g - 1, label)

@@ -497,7 +497,7 @@ def tier_model(
         graph_channels=(graph[0][0], graph[1][0]),
         graph_channel_gbps=(graph[0][1], graph[1][1]),
         ll_channels=_ll_channels(spec, release, row),
-        mesh_links=link.links_per_gpu if link.topology == "full_mesh" else 0,
+        mesh_links=spec.mesh_links_per_gpu,
         nics_per_gpu=so.nics_per_gpu if so else 0,
         nic_line_gbps=spec.nic_speed_bytes_per_s / 1e9,
         gpus_per_nic=so.gpus_per_nic if so else 1,
