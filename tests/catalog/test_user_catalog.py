@@ -200,6 +200,11 @@ def test_a_part_missing_a_field_is_one_line_naming_part_and_field(files, tmp_pat
         ("scaleup:\n  l1: {name: L, per_gpu_bidirectional: 64 GB/s, links_per_gpu: 1, "
          "nccl_effective_per_link: 24 GB/s, p2p_through_cpu_overhead: 0.5, "
          "hop_latency: 1 us, source: 'my notes here'}\n", "scaleup.l1: p2p_through_cpu_overhead: "),
+        # a full mesh wires GPUs to each other: no switch to reduce in (AMD xGMI, 4 x GH200 EX254n)
+        ("scaleup:\n  l1: {name: L, per_gpu_bidirectional: 896 GB/s, links_per_gpu: 7, "
+         "nccl_effective_per_link: 48 GB/s, topology: full_mesh, in_switch_reduction: true, "
+         "nvls_efficiency: 0.85, hop_latency: 1 us, source: 'my notes here'}\n",
+         "scaleup.l1: in_switch_reduction: true on a topology: full_mesh part"),
         # 2 links x 40 GB/s = 80 GB/s per direction on a 100 GB/s-both-ways part (50 each way).
         ("scaleup:\n  l1: {name: L, per_gpu_bidirectional: 100 GB/s, links_per_gpu: 2, "
          "nccl_effective_per_link: 40 GB/s, hop_latency: 1 us, source: 'my notes here'}\n",

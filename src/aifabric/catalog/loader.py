@@ -219,8 +219,16 @@ class ScaleUpSpec(_Entry):
         (nvlink4: 18 x 20.6 = 370.8 <= 450 GB/s); a relative float tolerance of 1e-9 lets a part whose
         product is the line rate exactly (tpu-v4-ici: 6 x 45 = 270 GB/s) through.
 
-        Raises ConfigError ``nvls_efficiency: ...`` or ``nccl_effective_per_link: ...``.
+        A ``full_mesh`` part has no switch, so no in-switch reduction.
+
+        Raises ConfigError ``in_switch_reduction: ...``, ``nvls_efficiency: ...`` or
+        ``nccl_effective_per_link: ...``.
         """
+        if self.in_switch_reduction and self.topology == "full_mesh":
+            raise ConfigError(
+                "in_switch_reduction: true on a topology: full_mesh part, whose GPUs meet over direct links "
+                "with no switch to reduce in (NVLS needs an NVSwitch)"
+            )
         if self.in_switch_reduction and self.nvls_efficiency is None:
             raise ConfigError(
                 "missing field 'nvls_efficiency' (required where in_switch_reduction is true: the share of "
