@@ -81,6 +81,20 @@ def test_nemotron4_340b_terms_by_hand() -> None:
     assert mb.layer_activation_bytes == pytest.approx(IN_FLIGHT * LAYER_ACT, rel=1e-9)
 
 
+def test_nemotron4_340b_fp8_fits_with_transformer_engine_weight_copies() -> None:
+    # The README's FP8 column runs the same layout on the same 128 x 80 GB. Transformer Engine adds an FP8
+    # weight and its transpose per linear layer (2 bytes; the linear weights are the stage's parameters
+    # less its norms and embedding) and saves the four GEMM inputs in one byte: QKV and fc1 inputs h each,
+    # projection input h, fc2 input f.
+    layout = ParallelLayout(**nemo(8, 8, 2, 1, 32, v=12, recompute="selective"))
+    mb = memory_breakdown(NEMOTRON4_340B, layout, 80e9, fp8=True)
+    linear = 12 * (H * (2 * H + 2 * KV) + 2 * H * F) / 8
+    assert mb.fits
+    assert mb.weight_bytes == pytest.approx(2 * STAGE_PARAMS + 2 * linear, rel=1e-3)
+    fp8_act = LAYER_ACT - S * (H + H + H + F) / 8
+    assert mb.layer_activation_bytes == pytest.approx(IN_FLIGHT * fp8_act, rel=1e-9)
+
+
 # --------------------------------------------------------------------------------- torchtitan (MISSED)
 #: FSDP2 with fp32 parameters: 4 (sharded fp32 weights) + 4 (fp32 gradients) + 8 (Adam) bytes.
 TITAN_BYTES = BytesPerParam(weights=4.0, grads=4.0, optimizer=8.0)
