@@ -186,3 +186,30 @@ def test_check_fits_returns_breakdown_and_rejects_bad_hbm():
     with pytest.raises(ConfigError, match="tp=16 does not divide n_kv_heads=8"):
         memory_breakdown(m, ParallelLayout(tp=16))
     assert memory_breakdown(m, lay).fits is None
+
+
+def test_fp8_saved_linear_inputs_take_one_byte():
+    # Transformer Engine FP8 (TE v1.11 module/linear.py, layernorm_linear.py): the saved inputs of the QKV
+    # (h), output-projection (a d = h), fc1 (h) and fc2 (f = 4h) GEMMs take 1 byte instead of 2, so
+    # Korthikanti's 34 s b h / t (selective, TP + SP) loses 1 + 1 + 1 + 4 = 7: 27 s b h / t for GPT-3.
+    lay = ParallelLayout(tp=T, sequence_parallel=True, recompute="selective", microbatch_size=B)
+    assert activation_bytes_per_layer(GPT3, lay, fp8=True) == pytest.approx(27 * SBH / T, rel=1e-12)
+
+
+def test_fp8_weight_copies_add_two_bytes_per_linear_weight():
+    # TE caches each linear layer's FP8 weight and its transpose across a step's microbatches
+    # (module/base.py get_fp8_workspace): + 2 bytes per linear weight; norms and embeddings stay BF16.
+    lay = ParallelLayout(
+        tp=8, pp=8, dp=2, sequence_parallel=True, recompute="selective", global_batch_size=16
+    )
+    bf16, fp8 = memory_breakdown(GPT3, lay), memory_breakdown(GPT3, lay, fp8=True)
+    linear = 12 * (GPT3.attention_params + GPT3.dense_mlp_params) / 8  # 96 / 8 layers on a stage, over t
+    assert fp8.weight_bytes - bf16.weight_bytes == pytest.approx(2 * linear, rel=1e-12)
+    assert fp8.optimizer_bytes == bf16.optimizer_bytes
+
+
+def test_fp8_zero3_keeps_no_weight_copies():
+    # Under ZeRO-3 a layer's weights exist in full only while gathered: no FP8 copy is kept across the step.
+    lay = ParallelLayout(dp=8, zero_stage=3)
+    model = get_model("llama3-8b")
+    assert memory_breakdown(model, lay, fp8=True).weight_bytes == memory_breakdown(model, lay).weight_bytes

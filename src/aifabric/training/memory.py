@@ -25,8 +25,10 @@ activations, 1-byte dropout masks)::
     selective, TP + SP       34 s b h / t
     full                     2 s b h per layer (the layer input; / t with SP)
 
-generalised here to grouped-query attention, gated MLPs, MoE layers, models trained without dropout, and
-context parallelism (s -> s / cp for every token-indexed tensor). The first pipeline stage holds the
+generalised here to grouped-query attention, gated MLPs, MoE layers, models trained without dropout,
+context parallelism (s -> s / cp for every token-indexed tensor) and Transformer Engine FP8, whose linear
+layers save their inputs in one byte and keep an FP8 copy and transpose of their weights (2 bytes per
+linear weight, ZeRO < 3). The first pipeline stage holds the
 activations of the most microbatches: p under 1F1B, so p x (l / p) = l layer-microbatches, and
 l (1 + (p - 1) / (p v)) under the interleaved schedule.
 
@@ -144,14 +146,19 @@ def _gb(n_bytes: float) -> str:
 
 
 # ------------------------------------------------------------------------------------------ activations
-def _mlp_inner_bytes(model: ModelSpec, width: int) -> int:
-    """Bytes per token an MLP stores between its two matmuls: GeLU input + fc2 input (4f), or, gated,
-    the fused gate/up output + down-projection input (6f)."""
-    return (6 if model.gated_mlp else 4) * width
+def _mlp_inner_bytes(model: ModelSpec, width: int, linear_input: int = 2) -> int:
+    """Bytes per token an MLP stores between its two matmuls: GeLU input 2f + fc2 input (2f, or f in FP8),
+    or, gated, the fused gate/up output 4f + down-projection input (2f, or f in FP8)."""
+    return ((4 if model.gated_mlp else 2) + linear_input) * width
 
 
 def activation_bytes_per_layer(
-    model: ModelSpec, layout: ParallelLayout, *, moe: bool = False, flash_attention: bool = False
+    model: ModelSpec,
+    layout: ParallelLayout,
+    *,
+    moe: bool = False,
+    flash_attention: bool = False,
+    fp8: bool = False,
 ) -> float:
     """Activation bytes one transformer layer stores for one microbatch, on one GPU.
 
@@ -167,6 +174,12 @@ def activation_bytes_per_layer(
       HBM: the kernel keeps one fp32 log-sum-exp per query row and head, 4a bytes per token (Dao 2023,
       Algorithm 1); its dropout mask is regenerated from the RNG state in the backward pass.
 
+    With Transformer Engine FP8 each linear layer saves its input for the weight-gradient GEMM as one FP8
+    byte instead of two (``Linear`` saves ``inputmat`` or ``inputmat_t``, ``LayerNormLinear`` its FP8
+    ``ln_out``; TE v1.11 ``module/linear.py``, ``module/layernorm_linear.py``): the QKV and MLP inputs h
+    each, the output-projection input a d, the fc2 / down-projection input f, an expert's dispatched input
+    h. Norm inputs, Q, K, V and the MLP's first output stay 16-bit.
+
     With full recomputation only the layer input is kept: 2h per token (/ t with sequence parallelism).
     Tokens per microbatch per GPU: b s / cp. For a Megatron GPT layer (a d = h, f = 4h) this is
     s b h (34 + 5 a s / h) / t with TP + SP, and s b h (10 + 24/t + 5 a s / (h t)) with TP only.
@@ -181,6 +194,8 @@ def activation_bytes_per_layer(
         True for an MoE layer.
     flash_attention : bool, default False
         The attention core runs as FlashAttention: 4a instead of 5as bytes per token without recomputation.
+    fp8 : bool, default False
+        Transformer Engine FP8 linear layers: their saved inputs take one byte per element.
 
     Returns
     -------
@@ -196,6 +211,8 @@ def activation_bytes_per_layer(
     ----------
     .. [1] Korthikanti et al., arXiv:2205.05198, Sec. 4.1-4.2, Eq. 1-2 and Table 2.
     .. [2] Dao, arXiv:2307.08691, Algorithm 1 (FlashAttention-2's saved log-sum-exp).
+    .. [3] NVIDIA TransformerEngine v1.11, ``transformer_engine/pytorch/module/linear.py``
+       (``_Linear.forward``: ``save_for_backward(saved_inputmat, saved_inputmat_t, ...)``, FP8 when ``fp8``).
 
     Examples
     --------
@@ -208,11 +225,16 @@ def activation_bytes_per_layer(
     """
     if moe and not model.is_moe:
         raise ConfigError(f"model {model.name!r} has no MoE layers (n_experts=0)")
-    return _layer_act(model, layout, layout.recompute, moe, flash_attention)
+    return _layer_act(model, layout, layout.recompute, moe, flash_attention, fp8)
 
 
 def _layer_act(
-    model: ModelSpec, layout: ParallelLayout, recompute: Recompute, moe: bool, flash: bool = False
+    model: ModelSpec,
+    layout: ParallelLayout,
+    recompute: Recompute,
+    moe: bool,
+    flash: bool = False,
+    fp8: bool = False,
 ) -> float:
     h = model.hidden_size
     tokens = layout.microbatch_size * model.seq_len / layout.cp
@@ -220,15 +242,16 @@ def _layer_act(
     sp_div = t if layout.sequence_parallel else 1
     if recompute is Recompute.FULL:
         return tokens * 2 * h / sp_div
-    unsplit = (10 if model.dropout else 8) * h
+    lin = 1 if fp8 else 2  # bytes of each saved linear-layer input element
+    unsplit = ((2 if model.dropout else 0) + 4 + 2 * lin) * h  # masks, norm inputs, QKV and MLP inputs
     q, kv = model.n_heads * model.head_size, model.kv_heads * model.head_size
-    split = 4 * q + 4 * kv
+    split = (2 + lin) * q + 4 * kv
     if moe:
         fe = model.expert_ffn_size
-        split += model.top_k * (2 * h + _mlp_inner_bytes(model, fe))
-        split += model.n_shared_experts * _mlp_inner_bytes(model, fe)
+        split += model.top_k * (lin * h + _mlp_inner_bytes(model, fe, lin))
+        split += model.n_shared_experts * _mlp_inner_bytes(model, fe, lin)
     else:
-        split += _mlp_inner_bytes(model, model.ffn_size)
+        split += _mlp_inner_bytes(model, model.ffn_size, lin)
     if recompute is Recompute.NONE:
         split += 4 * model.n_heads if flash else (5 if model.dropout else 2) * model.n_heads * model.seq_len
     return tokens * (unsplit / sp_div + split / t)
@@ -329,10 +352,11 @@ def memory_breakdown(
     *,
     flash_attention: bool = False,
     zero3_prefetch_layers: int = 1,
+    fp8: bool = False,
 ) -> MemoryBreakdown:
     """Memory per GPU of training ``model`` with ``layout``, term by term.
 
-        weights     = P_gpu x 2  / (D if ZeRO-3)
+        weights     = P_gpu x 2  / (D if ZeRO-3)  (+ 2 x the linear layers' weights with FP8, ZeRO < 3)
         gradients   = P_gpu x 4  / (D if ZeRO >= 2)
         optimizer   = P_gpu x 12 / (D if ZeRO >= 1)
         activations = in-flight layer-microbatches x per-layer activations + embedding/output terms
@@ -354,6 +378,12 @@ def memory_breakdown(
         ZeRO-3 holds the full ``weights`` of 1 + this many layers at once (the one computing and those
         prefetched: FSDP's unsharded units): (1 - 1/D) of each beyond the local shard, counted with the
         other activations.
+    fp8 : bool, default False
+        Transformer Engine FP8: each linear layer keeps an FP8 copy of its weight and of its transpose
+        across the microbatches of a step (``get_fp8_workspace(cache_name="weight")`` with a transpose
+        cache when gradients are on, TE v1.11 ``module/base.py``), 2 bytes per linear-layer weight added to
+        ``weight_bytes`` (not under ZeRO-3, where each gathered layer is cast and freed); saved linear
+        inputs take 1 byte (:func:`activation_bytes_per_layer`).
 
     Returns
     -------
@@ -389,13 +419,15 @@ def memory_breakdown(
         model.n_layers, model.first_dense_layers, model.moe_layer_freq, model.is_moe, p, v
     )
     weights, grads, optim, dense_params, expert_params = _heaviest_stage_state(model, layout, stage_moe)
+    if fp8 and layout.zero_stage < 3:
+        weights += _fp8_weight_cache(model, layout, stage_moe)
     params = dense_params + expert_params
     first = stage_moe[0]
     per_stage = model.n_layers // p
     units = in_flight_layer_microbatches(layout, model.n_layers)
-    layer_act = _first_stage_layer_act(model, layout, first, units, flash_attention)
+    layer_act = _first_stage_layer_act(model, layout, first, units, flash_attention, fp8)
     in_flight = units / per_stage
-    other = _other_act(model, layout, first, flash_attention)
+    other = _other_act(model, layout, first, flash_attention, fp8)
     if layout.zero_stage >= 3:
         other += _zero3_gathered(model, layout, dense_params, expert_params, zero3_prefetch_layers)
 
@@ -449,19 +481,34 @@ def _heaviest_stage_state(
     return best
 
 
+def _fp8_weight_cache(
+    model: ModelSpec, layout: ParallelLayout, stage_moe: tuple[int, int, int, int]
+) -> float:
+    """Bytes of Transformer Engine's FP8 weight copies and transposes (1 + 1 byte per weight) of the linear
+    layers of the stage with the most MoE layers, on one GPU: attention, dense MLP or shared experts over
+    t, routed experts over etp x ep."""
+    n_moe = max(stage_moe[:3])
+    per_stage = model.n_layers // layout.pp
+    shared = model.n_shared_experts * model.expert_params
+    dense = (per_stage - n_moe) * model.dense_mlp_params + n_moe * shared
+    linear = (per_stage * model.attention_params + dense) / layout.tp
+    linear += n_moe * model.n_experts * model.expert_params / (layout.etp * layout.ep)
+    return 2.0 * linear
+
+
 def _first_stage_layer_act(
-    model: ModelSpec, layout: ParallelLayout, first: int, units: float, flash: bool
+    model: ModelSpec, layout: ParallelLayout, first: int, units: float, flash: bool, fp8: bool = False
 ) -> float:
     """Layer activations of the first stage, bytes: ``units`` in-flight layer-microbatches, each the mean
     per-layer activation of a stage with ``first`` MoE layers."""
     per_stage = model.n_layers // layout.pp
     mode = layout.recompute
-    dense_act = _layer_act(model, layout, mode, False, flash) if first < per_stage else 0.0
-    moe_act = _layer_act(model, layout, mode, True, flash) if first else 0.0
+    dense_act = _layer_act(model, layout, mode, False, flash, fp8) if first < per_stage else 0.0
+    moe_act = _layer_act(model, layout, mode, True, flash, fp8) if first else 0.0
     return units * ((per_stage - first) * dense_act + first * moe_act) / per_stage
 
 
-def _other_act(model: ModelSpec, layout: ParallelLayout, first: int, flash: bool) -> float:
+def _other_act(model: ModelSpec, layout: ParallelLayout, first: int, flash: bool, fp8: bool = False) -> float:
     """Activations outside the layers, bytes: embedding dropout mask, output layer (pp = 1), and the layer
     being recomputed under full recomputation."""
     p = layout.pp
@@ -478,9 +525,9 @@ def _other_act(model: ModelSpec, layout: ParallelLayout, first: int, flash: bool
         other += tokens * (4 * h / sp_div + 4 * model.vocab_size / t)
     if layout.recompute is Recompute.FULL:
         # the layer being recomputed holds its full activations during its backward pass
-        working = _layer_act(model, layout, Recompute.NONE, False, flash) if first < per_stage else 0.0
+        working = _layer_act(model, layout, Recompute.NONE, False, flash, fp8) if first < per_stage else 0.0
         if first:
-            working = max(working, _layer_act(model, layout, Recompute.NONE, True, flash))
+            working = max(working, _layer_act(model, layout, Recompute.NONE, True, flash, fp8))
         other += working
     return other
 
@@ -545,6 +592,7 @@ def check_fits(
     *,
     flash_attention: bool = False,
     zero3_prefetch_layers: int = 1,
+    fp8: bool = False,
 ) -> MemoryBreakdown:
     """Return the memory breakdown if the layout fits in ``gpu_hbm_bytes``; raise otherwise.
 
@@ -556,7 +604,7 @@ def check_fits(
         The layout.
     gpu_hbm_bytes : float
         Usable GPU memory, bytes (e.g. 80e9 for an A100/H100 80 GB; subtract what the runtime reserves).
-    flash_attention, zero3_prefetch_layers
+    flash_attention, zero3_prefetch_layers, fp8
         See :func:`memory_breakdown`.
 
     Returns
@@ -588,6 +636,7 @@ def check_fits(
         gpu_hbm_bytes,
         flash_attention=flash_attention,
         zero3_prefetch_layers=zero3_prefetch_layers,
+        fp8=fp8,
     )
     if not mb.fits:
         err = Infeasible(

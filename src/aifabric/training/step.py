@@ -189,8 +189,10 @@ class StepOptions:
         Transformer Engine FP8: the layers' linear GEMMs run at the catalogue's dense FP8 peak x
         ``ComputeProfile.fp8_gemm_efficiency`` (measured; ``gemm_efficiency`` where none is recorded), and
         Transformer Engine's cast kernels move their bytes (:meth:`StepModel._fp8_cast_bytes`); the
-        attention core and the output layer stay in BF16, as in Megatron-LM with ``--fp8-format``. Memory is
-        counted as BF16 (an upper bound). MFU stays against the BF16 peak (Llama 3's "BF16 MFU").
+        attention core and the output layer stay in BF16, as in Megatron-LM with ``--fp8-format``. Memory
+        counts Transformer Engine's FP8 weight copies and its one-byte saved linear inputs
+        (:func:`~aifabric.training.memory.memory_breakdown`). MFU stays against the BF16 peak (Llama 3's
+        "BF16 MFU").
     embedding_chunks : bool, default False
         Llama 3's pipeline (Dubey et al. 2024, arXiv:2407.21783, Sec. 3.3.2: "we reduce one Transformer layer
         each from the first and the last stages ... the first model chunk on the first stage has only the
@@ -904,6 +906,7 @@ class StepModel:
             self.hbm_capacity_bytes,
             flash_attention=opt.flash_attention,
             zero3_prefetch_layers=opt.zero3_prefetch_layers,
+            fp8=opt.fp8,
         )
         return padded, mem
 
