@@ -175,34 +175,64 @@ def test_inspect_uses_the_gpu_the_file_names() -> None:
     out = " ".join(r.stdout.split())
     assert "modelled as b200 (from the file)" in out and "accelerator: b200" in out
     assert "assumed h100-sxm" not in out and "GPU model from the file: 'B200'" in out
-    assert "400 Gb/s NICs (assumed)" in out
+    # the matrix has no NIC speed; the text names the instance (line 8, "GCP a4-highgpu-8g"): GCP A4 has
+    # 8 x 400 Gb/s CX-7 RoCE NICs (catalog/data/cloud_instances.yaml gcp-a4)
+    assert "400 Gb/s NICs (from a4-highgpu-8g)" in out and "(assumed)" not in out.split("NICs")[1][:12]
     r = run("inspect", CASE_08, "--gpu", "h100-sxm")
     assert r.exit_code == 0 and "modelled as h100-sxm (given)" in r.stdout
 
 
 def test_inspect_azure_ndv4_reads_cpu_vendor_and_pcie_cap() -> None:
-    r = run("inspect", CASE_17, "--doc", "1")
+    r = run("inspect", CASE_17, "--doc", "1", "--nic-speed", "400 Gb/s")
     assert r.exit_code == 0, r.stderr
     out = " ".join(r.stdout.split())
     # NDv4 = ND96asr_v4: 8 x A100 40GB SXM (case 17 header; Azure ND A100 v4 series page)
-    assert "modelled as a100-sxm-40gb (from the file) with 400 Gb/s NICs (assumed)" in out
+    assert "modelled as a100-sxm-40gb (from the file) with 400 Gb/s NICs" in out
     assert "cpu_vendor: amd" in out and "accelerator: a100-sxm-40gb" in out
     # a 400 Gb/s NIC on a Gen4 x16 path: 32 GB/s x 128/130 x 256 / (256 + 24) = 28.8 GB/s a rail
     # (catalogue pcie-gen4; a GPUDirect Storage read from the NIC into one L40S measured 28.36 GB/s)
     assert "capped at 29 GB/s by its GPU-NIC PCIe path, Gen4 x16" in out
-    assert "assume 400 Gb/s NICs" in out and "--nic-speed" in out
     # NDv4's own NICs are 8 x 200 Gb/s HDR (Azure ND A100 v4 page), which the measurement ran on
     hdr = run("inspect", CASE_17, "--doc", "1", "--nic-speed", "200 Gb/s")
     hdr_out = " ".join(hdr.stdout.split())
     fabric_re = r"2 nodes, NCCL_ALGO=Ring \(the fabric's figure\): ([\d.]+) GB/s"
     fabric = float(re.search(fabric_re, hdr_out).group(1))
     assert 182 <= fabric <= 200  # ~190 GB/s (case 17; DGX A100 8 x HDR: 192, NVIDIA/nccl #812)
-    data = json.loads(run("inspect", CASE_17, "--json").stdout)
+    data = json.loads(run("inspect", CASE_17, "--json", "--nic-speed", "400 Gb/s").stdout)
     assert [n["accelerator"] for n in data] == ["a100-sxm-40gb", "h100-sxm"]
     assert [n["accelerator_source"] for n in data] == ["the file", "the file"]
     assert (
-        data[0]["rail_cap_bytes_per_s"] == pytest.approx(28.8064e9) and data[0]["nic_speed_assumed"] is True
+        data[0]["rail_cap_bytes_per_s"] == pytest.approx(28.8064e9) and data[0]["nic_speed_assumed"] is False
     )
+
+
+def test_inspect_azure_ndv4_takes_its_nic_speed_from_the_instance_named(tmp_path: Path) -> None:
+    # The NDv4 XML carries no NIC speed (case 17: NCCL reads it from the IB device at run time), but the text
+    # names the VM: ND A100 v4 has 8 x 200 Gb/s HDR InfiniBand (Azure ND A100 v4 series page,
+    # catalog/data/cloud_instances.yaml azure-ndv4). 8 x 25 GB/s x ConnectX-6 payload efficiency 0.96
+    # (nics.yaml) = 192 GB/s, each 24 GB/s rail below its 28.8 GB/s Gen4 x16 path: no cap; DGX A100 8 x HDR
+    # moves 192 GB/s across nodes (NVIDIA/nccl #812), case 17 expects ~190.
+    r = run("inspect", CASE_17, "--doc", "1")
+    assert r.exit_code == 0, r.stderr
+    out = " ".join(r.stdout.split())
+    assert "modelled as a100-sxm-40gb (from the file) with 200 Gb/s NICs (from ndv4)" in out
+    assert "200 Gb/s per NIC from 'ndv4'" in out and "azure-ndv4, 8 NICs per instance" in out
+    assert "assume 400 Gb/s NICs" not in out and "capped at" not in out
+    fabric = re.search(r"2 nodes, NCCL_ALGO=Ring \(the fabric's figure\): ([\d.]+) GB/s", out)
+    assert float(fabric.group(1)) == pytest.approx(192, rel=0.03)
+    data = json.loads(run("inspect", CASE_17, "--json").stdout)
+    assert [n["nic_speed_bytes_per_s"] for n in data] == [200e9 / 8, 400e9 / 8]
+    assert data[0]["nic_speed_instance"] == "ndv4" and data[0]["nic_speed_assumed"] is False
+    # the NDv5 document's heading names it (ndv5-topo.xml): ND H100 v5 has 8 x 400 Gb/s NDR (Azure page)
+    assert data[1]["nic_speed_assumed"] is False and data[1]["nic_speed_instance"] == "ndv5"
+    # the bare NDv5 XML names no instance: the stated default, said so
+    bare = tmp_path / "ndv5-topo.xml"
+    bare.write_text("\n".join(CASE_17.read_text().split("\n")[76:114]) + "\n")
+    ndv5 = " ".join(run("inspect", str(bare)).stdout.split())
+    assert "400 Gb/s NICs (assumed)" in ndv5 and "assume 400 Gb/s NICs" in ndv5 and "--nic-speed" in ndv5
+    # an explicit --nic-speed still wins over the instance
+    given = json.loads(run("inspect", CASE_17, "--json", "--doc", "1", "--nic-speed", "100 Gb/s").stdout)
+    assert given[0]["nic_speed_bytes_per_s"] == 100e9 / 8 and given[0]["nic_speed_instance"] is None
 
 
 @pytest.mark.parametrize(

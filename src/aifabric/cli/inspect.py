@@ -97,6 +97,14 @@ def inspect(
         _render_node(node)
 
 
+def _nic_origin(node) -> str:  # noqa: ANN001  (a NodeInspection)
+    """Where the NIC speed of the headline came from, when not the file or the caller: `` (assumed)``, or
+    `` (from ND96asr_v4)`` for the cloud instance the file names."""
+    if node.nic_speed_instance is not None:
+        return f" (from {escape(node.nic_speed_instance)})"
+    return " (assumed)" if node.nic_speed_assumed else ""
+
+
 def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
     """One inspected node: its layout, NVLink, GPU-NIC paths, NUMA, ClusterSpec YAML, expected busbw, and
     its warnings and assumptions."""
@@ -109,7 +117,7 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
         f"[bold]{escape(lay.source or 'node')}[/] ({what}, line {lay.line}): {len(lay.gpus)} GPUs, "
         f"{len(lay.nics)} NICs; modelled as {node.accelerator}{f' ({origin})' if origin else ''} with "
         f"{node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s "
-        f"NICs{' (assumed)' if node.nic_speed_assumed else ''}",
+        f"NICs{_nic_origin(node)}",
         markup=True,
     )
     _render_nvlink(node)

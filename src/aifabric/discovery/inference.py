@@ -3,7 +3,8 @@
 nccl-tests logs name the GPU (rank lines), the ranks and the hosts, but never the NICs. :func:`infer_cluster`
 builds a :class:`~aifabric.cluster.spec.ClusterSpec` from what the log says and fills the rest with stated
 guesses: the GPU from the rank lines, else from a GPU name in the text above the table, else
-:data:`DEFAULT_GPU`; one NIC per GPU at :data:`DEFAULT_NIC_SPEED`; NVSwitch for NVLink GPUs and PCIe through
+:data:`DEFAULT_GPU`; the NICs of the cloud instance the log names (:mod:`aifabric.discovery.instances`), else
+one NIC per GPU at :data:`DEFAULT_NIC_SPEED`; NVSwitch for NVLink GPUs and PCIe through
 the CPU otherwise (as the ``v100-pcie-4gpu`` preset). Every guess comes back as a sentence.
 """
 
@@ -18,11 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 from aifabric import catalog
 from aifabric.catalog.archs import cuda_compiles_for, gpu_architecture
+from aifabric.catalog.cloud import CloudInstance, cloud_instances
 from aifabric.catalog.nccl import version_tuple
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.discovery.instances import (
+    InstanceMention,
+    instance_nic_note,
+    instance_with_nics,
+    instances_in_text,
+)
 from aifabric.errors import ConfigError, ParseError
-from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_nic_bandwidth
 
 if TYPE_CHECKING:  # annotations only: inspect (topologies) need not load the nccl-tests parser
@@ -84,17 +91,12 @@ _GPU_WORDS: dict[str, str] = {p: re.match(r"\\b([A-Z0-9]+)", p)[1].lower() for p
 @cache
 def _instance_names() -> tuple[tuple[str, str], ...]:
     """(pattern, catalogue key) of every cloud instance type in ``catalog/data/cloud_instances.yaml``."""
-    where = "catalog/data/cloud_instances.yaml"
-    raw = load_package_yaml("aifabric.catalog", "data/cloud_instances.yaml")
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: expected a mapping of instance types")
-    out = []
-    for key, entry in raw.items():
-        if not isinstance(entry, dict) or not {"pattern", "accelerator", "source"} <= set(entry):
-            raise ConfigError(f"{where}: {key}: needs pattern, accelerator and source")
-        catalog.accelerator(str(entry["accelerator"]))  # a key the catalogue knows, else ConfigError
-        out.append((rf"\b(?:{entry['pattern']})\b", str(entry["accelerator"])))
-    return tuple(out)
+    return tuple((_instance_pattern(i), i.accelerator) for i in cloud_instances())
+
+
+def _instance_pattern(instance: CloudInstance) -> str:
+    """The regular expression an instance type's names match, on word boundaries."""
+    return rf"\b(?:{instance.pattern})\b"
 
 
 def accelerator_from_name(name: str | None) -> str | None:
@@ -172,11 +174,16 @@ def nic_for_speed(speed_bytes_per_s: float) -> str:
 
 
 def _node_spec_dict(
-    accelerator: str, gpus_per_node: int, nodes: int, nic_speed_bytes_per_s: float, *, name: str
+    accelerator: str,
+    gpus_per_node: int,
+    nodes: int,
+    nic_speed_bytes_per_s: float,
+    *,
+    name: str,
+    instance: CloudInstance | None = None,
 ) -> dict[str, Any]:
 
     acc = catalog.accelerator(accelerator)
-    nic = nic_for_speed(nic_speed_bytes_per_s)
     if acc.nvlink or acc.scale_up_link:  # NVLink, or a vendor link such as AMD's xGMI mesh (one domain)
         scale_up: dict[str, Any] = {"kind": "nvswitch"}
     else:
@@ -187,16 +194,47 @@ def _node_spec_dict(
         "gpus_per_node": gpus_per_node,
         "nodes": nodes,
         "scale_up": scale_up,
-        "scale_out": {
-            "nic": nic,
-            "nic_speed": f"{nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s",
-            "fabric": "infiniband",
-            "switch": "quantum-2-qm9700" if nic_speed_bytes_per_s <= 50e9 * 1.0001 else "quantum-x800-q3400",
-            "tiers": 2,
-        },
+        "scale_out": _scale_out_dict(nic_speed_bytes_per_s, gpus_per_node, instance),
         "front_end": None,
         "management": None,
     }
+
+
+def _scale_out_dict(
+    speed_bytes_per_s: float, gpus_per_node: int, instance: CloudInstance | None
+) -> dict[str, Any]:
+    """The inferred scale-out: NICs of ``speed_bytes_per_s`` on a two-tier InfiniBand Clos, one per GPU, or
+    as many as the cloud ``instance`` the log names has where its page gives the count.
+
+    The instance's NIC part and NCCL transport (``cloud_instances.yaml`` ``nic``, ``transport``) are not
+    applied: the efficiency of a plugin transport (gIB, TCPXO, EFA SRD) is itself read off public runs of
+    those instances, so pricing a log with it would grade the log against figures taken from such logs; the
+    note names the transport, and a ``--cluster`` spec with ``scale_out.transport`` applies it.
+    """
+    return {
+        "nic": nic_for_speed(speed_bytes_per_s),
+        "nic_speed": f"{speed_bytes_per_s * 8 / 1e9:g} Gb/s",
+        "fabric": "infiniband",
+        "switch": "quantum-2-qm9700" if speed_bytes_per_s <= 50e9 * 1.0001 else "quantum-x800-q3400",
+        "tiers": 2,
+        **_nic_sharing(instance.nics if instance is not None else None, gpus_per_node),
+    }
+
+
+def _nic_sharing(nics: int | None, gpus_per_node: int) -> dict[str, int]:
+    """``nics_per_gpu`` or ``gpus_per_nic`` for ``nics`` NICs over ``gpus_per_node`` GPUs, when one divides
+    the other (p5: 32 over 8, 4 each; p4d: 4 over 8, 2 GPUs a NIC); else nothing (one NIC per GPU).
+
+    >>> _nic_sharing(32, 8), _nic_sharing(4, 8), _nic_sharing(8, 8), _nic_sharing(8, 3)
+    ({'nics_per_gpu': 4}, {'gpus_per_nic': 2}, {}, {})
+    """
+    if nics is None or nics == gpus_per_node:
+        return {}
+    if nics > gpus_per_node and nics % gpus_per_node == 0:
+        return {"nics_per_gpu": nics // gpus_per_node}
+    if nics < gpus_per_node and gpus_per_node % nics == 0:
+        return {"gpus_per_nic": gpus_per_node // nics}
+    return {}
 
 
 def _may_name(pattern: str, lowered: str | None) -> bool:
@@ -236,7 +274,9 @@ def infer_cluster(
     gpu : str, optional
         Catalogue key of the accelerator (overrides the log).
     nic_speed : str, optional
-        NIC speed per GPU, e.g. ``"400 Gb/s"`` (default :data:`DEFAULT_NIC_SPEED`).
+        NIC speed per GPU, e.g. ``"400 Gb/s"`` (default: that of the cloud instance the text above the table
+        names for the table's GPU, ``catalog/data/cloud_instances.yaml``, with its NIC count; else
+        :data:`DEFAULT_NIC_SPEED`).
     text_before : str or callable returning str
         Text above the table, searched for a GPU name when the rank lines give none; a callable is called
         only then (a long log need not be joined for every table).
@@ -356,24 +396,63 @@ def _inferred_cluster(
             line=table.line,
             source=table.source,
         )
-    accelerator = gpu if gpu is not None else _table_accelerator(table, text_before, notes)
-    speed_text = nic_speed or DEFAULT_NIC_SPEED
-    speed = parse_nic_bandwidth(speed_text, field="--nic-speed")
-    if n_nodes > 1 and nic_speed is None:
-        notes.append(
-            f"NIC speed not in the log: one {DEFAULT_NIC_SPEED} NIC per GPU assumed (give --nic-speed)"
-        )
+    text = _once(text_before)
+    accelerator = gpu if gpu is not None else _table_accelerator(table, text, notes)
+    instance = _log_instance(accelerator, n_nodes, nic_speed, text)
+    speed = _log_nic_speed(nic_speed, n_nodes, instance, notes)
     data = _node_spec_dict(
         accelerator,
         n_ranks // n_nodes,
         n_nodes,
         speed,
         name=f"{n_nodes} x {n_ranks // n_nodes} {accelerator}",
+        instance=instance.instance if instance is not None else None,
     )
     spec = ClusterSpec.from_dict(data, source="inferred cluster")
     if data["scale_up"]["kind"] == "pcie":
         notes.append(_pcie_note(spec))
     return spec, tuple(notes)
+
+
+def _once(text: str | Callable[[], str]) -> Callable[[], str]:
+    """``text``, or the text a callable returns, joined at most once however often it is asked for."""
+    if isinstance(text, str):
+        return lambda: text
+    return cache(text)
+
+
+def _log_instance(
+    accelerator: str, n_nodes: int, nic_speed: str | None, text: Callable[[], str]
+) -> InstanceMention | None:
+    """The cloud instance the text above a multi-node table names for ``accelerator`` whose page gives its
+    NICs (:func:`~aifabric.discovery.instances.instance_with_nics`), when no ``nic_speed`` is given; the
+    text is read only then."""
+    if n_nodes == 1 or nic_speed is not None:
+        return None
+    return instance_with_nics(accelerator, instances_in_text(text()))
+
+
+def _log_nic_speed(
+    nic_speed: str | None, n_nodes: int, instance: InstanceMention | None, notes: list[str]
+) -> float:
+    """The NIC speed of an inferred cluster, bytes/s: ``nic_speed``, else the named ``instance``'s, else
+    :data:`DEFAULT_NIC_SPEED`; where it came from is noted for a multi-node table.
+
+    Raises
+    ------
+    ConfigError
+        If ``nic_speed`` is not a NIC speed.
+    """
+    if nic_speed is not None:
+        return parse_nic_bandwidth(nic_speed, field="--nic-speed")
+    if instance is not None and instance.instance.nic_speed_bytes_per_s is not None:
+        notes.append(instance_nic_note(instance, "the log"))
+        return instance.instance.nic_speed_bytes_per_s
+    if n_nodes > 1:
+        notes.append(
+            f"NIC speed not in the log: one {DEFAULT_NIC_SPEED} NIC per GPU assumed (give --nic-speed)"
+        )
+    return parse_nic_bandwidth(DEFAULT_NIC_SPEED, field="--nic-speed")
 
 
 def _pcie_note(spec: ClusterSpec) -> str:
@@ -390,12 +469,12 @@ def _pcie_note(spec: ClusterSpec) -> str:
     )
 
 
-def _table_accelerator(table: PerfTable, text_before: str | Callable[[], str], notes: list[str]) -> str:
+def _table_accelerator(table: PerfTable, text_before: Callable[[], str], notes: list[str]) -> str:
     """The catalogue key of the table's GPU: from its rank lines, else the text above it, else
     :data:`DEFAULT_GPU`; a guess is noted in ``notes``."""
     accelerator = accelerator_from_name(table.gpu_name)
     if accelerator is None:
-        found, written = _gpu_from_text(text_before if isinstance(text_before, str) else text_before())
+        found, written = _gpu_from_text(text_before())
         if found is not None:
             accelerator = found
             notes.append(f"GPU model not in the rank lines: {written!r} read from the text above the table")

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from aifabric.cluster.spec import ClusterSpec
@@ -37,6 +38,12 @@ from aifabric.discovery.inference import (
     DEFAULT_NIC_SPEED,
     GpuMention,
     accelerators_in_text,
+)
+from aifabric.discovery.instances import (
+    InstanceMention,
+    instance_nic_note,
+    instance_with_nics,
+    instances_in_text,
 )
 from aifabric.discovery.nccl_xml import parse_nccl_topologies
 from aifabric.discovery.node_layout import NodeLayout
@@ -93,6 +100,7 @@ class NodeInspection:
     assumptions: tuple[str, ...] = ()
     accelerator_source: str = ""
     nic_speed_assumed: bool = False
+    nic_speed_instance: str | None = None
     rail_cap_bytes_per_s: float | None = None
     rail_cap_link: str | None = None
 
@@ -163,6 +171,7 @@ class NodeInspection:
             "assumptions": list(self.assumptions),
             "accelerator_source": self.accelerator_source,
             "nic_speed_assumed": self.nic_speed_assumed,
+            "nic_speed_instance": self.nic_speed_instance,
             "rail_cap_bytes_per_s": self.rail_cap_bytes_per_s,
             "rail_cap_link": self.rail_cap_link,
         }
@@ -174,6 +183,7 @@ def inspect_layout(
     gpu: str | None = None,
     nic_speed: str | None = None,
     named: tuple[GpuMention, ...] = (),
+    instances: tuple[InstanceMention, ...] = (),
 ) -> NodeInspection:
     """Analyse one node (see the module docstring).
 
@@ -185,10 +195,13 @@ def inspect_layout(
         from the layout, else :data:`DEFAULT_GPU`; the choice is listed in
         :attr:`NodeInspection.assumptions`).
     nic_speed : str, optional
-        Speed of each NIC, e.g. ``"400 Gb/s"`` (default: the NCCL dump's, else :data:`DEFAULT_NIC_SPEED`).
+        Speed of each NIC, e.g. ``"400 Gb/s"`` (default: the NCCL dump's, else that of the cloud instance the
+        file names for the GPU modelled, see ``instances``, else :data:`DEFAULT_NIC_SPEED`).
     named : tuple of GpuMention
         GPU models the input file names anywhere in its text
         (:func:`~aifabric.discovery.inference.accelerators_in_text`).
+    instances : tuple of InstanceMention
+        Cloud instance types the input file names (:func:`~aifabric.discovery.instances.instances_in_text`).
 
     Returns
     -------
@@ -214,7 +227,9 @@ def inspect_layout(
         )
         raise ParseError(f"the topology lists no GPU{hint}", line=layout.line, source=layout.source)
     accelerator, accelerator_source, notes = choose_accelerator(layout, gpu, named)
-    speed, assumed_speed = _nic_speed(layout, nic_speed, notes)
+    speed, assumed_speed, instance = _nic_speed(
+        layout, nic_speed, notes, instance_with_nics(accelerator, instances)
+    )
     groups = nvlink_groups(layout)
     paths = tuple(gpu_nic_path(layout, g, n) for g in layout.gpus for n in layout.nics)
     nearest = _nearest_paths(layout, paths)
@@ -240,14 +255,18 @@ def inspect_layout(
         assumptions=tuple(notes),
         accelerator_source=accelerator_source,
         nic_speed_assumed=assumed_speed,
+        nic_speed_instance=instance,
         rail_cap_bytes_per_s=cap[0] if cap else None,
         rail_cap_link=cap[1] if cap else None,
     )
 
 
-def _nic_speed(layout: NodeLayout, nic_speed: str | None, notes: list[str]) -> tuple[float, bool]:
-    """The speed of each NIC, bytes/s: ``nic_speed`` if given, else the layout's, else
-    :data:`DEFAULT_NIC_SPEED` (noted in ``notes``); and whether it was assumed.
+def _nic_speed(
+    layout: NodeLayout, nic_speed: str | None, notes: list[str], instance: InstanceMention | None = None
+) -> tuple[float, bool, str | None]:
+    """The speed of each NIC, bytes/s: ``nic_speed`` if given, else the layout's, else that of the cloud
+    ``instance`` the file names, else :data:`DEFAULT_NIC_SPEED` (either noted in ``notes``); whether it was
+    assumed; and the instance it came from, as written.
 
     Raises
     ------
@@ -255,12 +274,16 @@ def _nic_speed(layout: NodeLayout, nic_speed: str | None, notes: list[str]) -> t
         If ``nic_speed`` is not a NIC speed.
     """
     if nic_speed is not None:
-        return parse_nic_bandwidth(nic_speed, field="--nic-speed"), False
+        return parse_nic_bandwidth(nic_speed, field="--nic-speed"), False, None
     if layout.nic_speed_bytes_per_s:
-        return layout.nic_speed_bytes_per_s, False
+        return layout.nic_speed_bytes_per_s, False, None
+    if instance is not None and instance.instance.nic_speed_bytes_per_s is not None:
+        where = Path(layout.source).name if layout.source else "the file"
+        notes.append(instance_nic_note(instance, where))
+        return instance.instance.nic_speed_bytes_per_s, False, instance.written
     speed = parse_nic_bandwidth(DEFAULT_NIC_SPEED, field="--nic-speed")
     notes.append(f"NIC speed not in the input: {DEFAULT_NIC_SPEED} assumed (give --nic-speed)")
-    return speed, True
+    return speed, True, None
 
 
 def _nearest_paths(layout: NodeLayout, paths: tuple[GpuNicPath, ...]) -> dict[str, tuple[GpuNicPath, ...]]:
@@ -409,9 +432,12 @@ def inspect_node_text(
     lines = text.split("\n")
     out = []
     for lay, (low, high) in zip(layouts, _document_regions(text, [lay.line for lay in layouts]), strict=True):
-        own = accelerators_in_text("\n".join(lines[low:high])) if gpu is None else ()
+        region = "\n".join(lines[low:high])
+        own = accelerators_in_text(region) if gpu is None else ()
         named = tuple(dataclasses.replace(m, line=m.line + low) for m in own)
-        out.append(inspect_layout(lay, gpu=gpu, nic_speed=nic_speed, named=named))
+        found = instances_in_text(region) if nic_speed is None else ()
+        instances = tuple(dataclasses.replace(m, line=m.line + low) for m in found)
+        out.append(inspect_layout(lay, gpu=gpu, nic_speed=nic_speed, named=named, instances=instances))
     return out
 
 
