@@ -36,7 +36,10 @@ Pipeline parallelism across sites instead: only the GPUs at the stage boundary c
 1/TP of a microbatch's activations ``A`` once per microbatch and direction (forward activations,
 backward gradients):
 
-    T_pp = d x t_fibre + (A / TP) / min(B_nic, e x B_dci / TP)      per microbatch and direction
+    T_pp = a_net + d x t_fibre + (A / TP) / min(B_nic, e x B_dci / TP)      per microbatch and direction
+
+(the send leaves through a NIC and the site's switches before the fibre, one network step ``a_net`` as in
+``alpha_x``).
 
 References
 ----------
@@ -210,8 +213,8 @@ def pp_boundary_time(spec: ClusterSpec, activation_bytes: float, *, tp: int = 1)
     --------
     >>> from aifabric.cluster.presets import preset
     >>> spec = preset("dgx-h100-superpod", nodes=64, sites={"distance_km": 50, "dci_bandwidth": "100 Tb/s"})
-    >>> round(pp_boundary_time(spec, 64e6, tp=8) * 1e6, 1)  # 250 us of fibre + 8 MB at 49.15 GB/s
-    412.8
+    >>> round(pp_boundary_time(spec, 64e6, tp=8) * 1e6, 1)  # 14 us step + 250 us fibre + 8 MB at 49.15 GB/s
+    426.8
     """
     st = spec.sites
     if st is None:
@@ -220,4 +223,5 @@ def pp_boundary_time(spec: ClusterSpec, activation_bytes: float, *, tp: int = 1)
         raise ValueError(f"need activation_bytes >= 0 and tp >= 1, got {activation_bytes!r}, {tp!r}")
     dci = catalog.dci(st.transport)
     bw = min(spec.nic_effective_bytes_per_s, dci.efficiency * st.dci_bandwidth_bytes_per_s / tp)
-    return fibre_delay_s(st.distance_km, s_per_km=dci.fibre_delay_s_per_km) + activation_bytes / tp / bw
+    fibre = fibre_delay_s(st.distance_km, s_per_km=dci.fibre_delay_s_per_km)
+    return _network_step_s(spec) + fibre + activation_bytes / tp / bw
