@@ -30,6 +30,20 @@ def test_llama_eager_counts_every_operator_of_the_llama_code():
     assert expected / layer_forward_bytes(m, ELEMENTWISE_KERNELS["fused"]) == pytest.approx(153 / 41)
 
 
+def test_moe_layer_adds_megatron_cores_router_and_token_dispatcher():
+    # Mixtral 8x7B (h = 4,096, top-2 of 8 experts of SwiGLU width 14,336, no dropout), fused kernels, per
+    # token: 2 norms x 4h + 2 adds x 6h = 20h; SwiGLU 6 bytes per element of each of the 2 routed slots'
+    # f_e; Megatron-Core core_v0.10.0's router and alltoall dispatcher (moe/router.py gating reads the token:
+    # 1; moe_utils.py permute index_select reads + writes each slot: 2k; unpermute multiplies each slot by
+    # its prob, 2k, zero-fills the output, 1, scatter_add_ reads each slot and writes the token, k + 1):
+    # (5k + 3) h = 13h elements of 2 bytes = 26h.
+    m = get_model("mixtral-8x7b")
+    assert layer_forward_bytes(m, ELEMENTWISE_KERNELS["fused"], moe=True) == 46 * 4096 + 2 * 6 * 14336
+    # The dispatcher works on the sequence-parallel shard, the experts' activation on the TP shard.
+    tp8 = layer_forward_bytes(m, ELEMENTWISE_KERNELS["fused"], tp=8, sequence_parallel=True, moe=True)
+    assert tp8 == (46 * 4096 + 2 * 6 * 14336) / 8
+
+
 def test_unknown_kernel_set_names_the_field():
     with pytest.raises(ConfigError, match=r"elementwise must be one of fused, llama-eager, got 'compiled'"):
         elementwise_kernels("compiled")

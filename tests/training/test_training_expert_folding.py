@@ -139,19 +139,34 @@ def test_etp1_keeps_whole_experts_per_gpu_and_shards_their_optimizer_less():
     assert (carved.expert_dp, folded.expert_dp) == (1, 2)
 
 
+def _pair_s(sm: StepModel, layout: ParallelLayout, message_bytes: float) -> float:
+    """Seconds of one sequence-parallel all-gather + reduce-scatter pair of ``message_bytes`` over TP."""
+    comm = sm.group(layout, "tp")
+    return sum(sm.collective(op, message_bytes, comm).time_s for op in ("all_gather", "reduce_scatter"))
+
+
 def test_etp1_drops_the_tp_collectives_around_routed_experts_only():
     # Qwen3 (no shared expert): every layer MoE, so the folded step has one sequence-parallel all-gather +
-    # reduce-scatter pair per layer (the attention's) instead of two: half the TP time. DeepSeek-V3's shared
-    # expert runs on the dense TP group and keeps its pair.
+    # reduce-scatter pair per layer (the attention's) instead of two. At etp = tp the MLP pair gathers the
+    # dispatched tokens (Megatron-Core core_v0.10.0 MoEAlltoAllTokenDispatcher: all-gather over TP after the
+    # all-to-all), top_k = 8 times the attention's b s h / cp bytes: what folding drops is that pair.
+    # DeepSeek-V3's shared expert runs on the dense TP group and keeps its pair of the layer's size.
     opts = StepOptions(check_memory=False, capacity_factor=1.0)
     qwen = dict(tp=2, pp=2, dp=16, ep=16, sequence_parallel=True, global_batch_size=512)
     sm = StepModel(QWEN3_235B, h100(64)(), options=opts)
-    carved, folded = (sm.evaluate(ParallelLayout(**qwen, **x)) for x in ({}, {"expert_tp": 1}))
-    assert folded.breakdown_s["tp"] == pytest.approx(carved.breakdown_s["tp"] / 2)
+    carved, folded = (ParallelLayout(**qwen, **x) for x in ({}, {"expert_tp": 1}))
+    c, f = (sm.evaluate(x).breakdown_s["tp"] for x in (carved, folded))
+    size = QWEN3_235B.seq_len * QWEN3_235B.hidden_size * 2
+    routed = _pair_s(sm, carved, QWEN3_235B.top_k * size) / _pair_s(sm, carved, size)
+    assert c == pytest.approx(f * (1 + routed))
     dsv3 = dict(tp=2, pp=8, dp=64, ep=64, sequence_parallel=True, global_batch_size=1024)
     sm = StepModel(DSV3, h100(1024)(), options=opts)
-    carved, folded = (sm.evaluate(ParallelLayout(**dsv3, **x)) for x in ({}, {"expert_tp": 1}))
-    assert folded.breakdown_s["tp"] == pytest.approx(carved.breakdown_s["tp"])
+    carved, folded = (ParallelLayout(**dsv3, **x) for x in ({}, {"expert_tp": 1}))
+    c, f = (sm.evaluate(x).breakdown_s["tp"] for x in (carved, folded))
+    # The bottleneck stage has 8 layers, all MoE: folded keeps 2 pairs a layer, carved adds the routed one.
+    size = DSV3.seq_len * DSV3.hidden_size * 2
+    routed = _pair_s(sm, carved, DSV3.top_k * size) / (2 * _pair_s(sm, carved, size))
+    assert c == pytest.approx(f * (1 + routed))
 
 
 def test_fabric_traffic_of_a_folded_all_to_all_stays_in_the_node():

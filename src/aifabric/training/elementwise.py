@@ -32,6 +32,7 @@ from aifabric.training.models import ModelSpec
 
 __all__ = [
     "ELEMENTWISE_KERNELS",
+    "MOE_DISPATCH_ELEMENTS",
     "ElementwiseKernels",
     "check_kernels_fit",
     "elementwise_kernels",
@@ -39,6 +40,23 @@ __all__ = [
 ]
 
 _ACT_BYTES = 2  # 16-bit activations
+
+#: Forward HBM elements per token of Megatron-Core's MoE router and all-to-all token dispatcher, as
+#: (per routed slot: x top_k, per token) multiples of h, all 16-bit: the eager PyTorch operators of
+#: NVIDIA/Megatron-LM core_v0.10.0 (NeMo 24.12), ``megatron/core/transformer/moe``:
+#:
+#: - ``router.py`` ``gating``: ``F.linear(input, weight)``, h -> E logits: reads the token (1 per token;
+#:   the E-wide softmax, top-k and auxiliary loss move E << h elements);
+#: - ``moe_utils.py`` ``permute``: ``tokens.index_select(0, sorted_indices)`` reads a token row per routed
+#:   slot and writes it (2 per slot);
+#: - ``moe_utils.py`` ``unpermute``: ``permuted_tokens * permuted_probs`` reads and writes every slot (2 per
+#:   slot), ``torch.zeros(restore_shape)`` writes the output (1 per token), ``scatter_add_`` reads every slot
+#:   and writes the output (1 per slot + 1 per token).
+#:
+#: (5, 3): 5 k + 3 elements per token, on the sequence-parallel shard (``token_dispatcher.py``
+#: ``MoEAlltoAllTokenDispatcher.token_permutation`` permutes before the expert all-to-all and the expert
+#: TP all-gather, ``token_unpermutation`` after the reduce-scatter and the all-to-all).
+MOE_DISPATCH_ELEMENTS: tuple[int, int] = (5, 3)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +189,8 @@ def layer_forward_bytes(
                 + (rotary (q + k) + output_copy q [+ kv_repeat (q + k)]) / t
 
     with t_sp = t under sequence parallelism, else 1. MoE layers run the activation of each routed slot
-    (top-k + shared experts, expert width) and permute the tokens (read + write 4 k h bytes).
+    (top-k + shared experts, expert width) and the token dispatcher's own kernels on the t_sp shard,
+    :data:`MOE_DISPATCH_ELEMENTS` (5 k + 3) h elements of 2 bytes.
     """
     m, k = model, kernels
     h, t = m.hidden_size, tp
@@ -180,7 +199,7 @@ def layer_forward_bytes(
     per_width = k.gated_activation if m.gated_mlp else k.activation
     if moe:
         mlp = (m.top_k + m.n_shared_experts) * per_width * m.expert_ffn_size / t
-        mlp += 4 * m.top_k * h * _ACT_BYTES / t_sp
+        mlp += (MOE_DISPATCH_ELEMENTS[0] * m.top_k + MOE_DISPATCH_ELEMENTS[1]) * h * _ACT_BYTES / t_sp
     else:
         mlp = per_width * m.ffn_size / t
     q, kv = m.n_heads * m.head_size, m.kv_heads * m.head_size

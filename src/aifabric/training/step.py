@@ -22,7 +22,9 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
   with sequence parallelism, 2 all-gathers + 2 reduce-scatters each way; full recomputation repeats the
   forward ones. On the critical path, unless ``tp_comm_overlap`` (Megatron's userbuffers) hides them behind
   the GEMMs they feed; those GEMMs then run in Transformer Engine's chunks, smaller and slower on the
-  measured table (:func:`~aifabric.training.gemm.userbuffer_gemms`).
+  measured table (:func:`~aifabric.training.gemm.userbuffer_gemms`). At expert TP = TP the MLP pair of an
+  MoE layer gathers the top_k routed copies of the tokens (Megatron-Core's alltoall dispatcher), top_k
+  times the bytes, outside the userbuffers.
 - **CP**: all-gather of K, V forward, reduce-scatter of dK, dV backward, hidden behind the attention core as
   far as its time allows.
 - **EP**: all-to-all dispatch + combine per MoE layer, forward and backward (again when recomputed), each a
@@ -959,7 +961,8 @@ class StepModel:
         """Forward HBM bytes per token of one layer's memory-bound work on one GPU, and the scores' part.
 
         The kernels of ``options.elementwise`` (:func:`~aifabric.training.elementwise.layer_forward_bytes`:
-        norms, residual adds, activation, rotary embedding and layout copies, MoE token permutation), and
+        norms, residual adds, activation, rotary embedding and layout copies, MoE router and token
+        permute and unpermute), and
         without flash attention the attention scores (a/t x s per token: written by QK^T, softmax read +
         write, dropout read + write + mask, read by the product with V: 13 bytes, 8 without dropout).
         """
@@ -1161,7 +1164,8 @@ class StepModel:
         sequence parallelism, 2 all-gathers + 2 reduce-scatters), repeated by a full recompute; on the
         critical path unless ``tp_comm_overlap`` hides them behind the layer's GEMMs
         (:func:`overlapped_s`). With the experts folded at etp = 1, an MoE layer without shared experts
-        has no TP collective around its MLP (:meth:`_tp_pairs`)."""
+        has no TP collective around its MLP; at etp = tp its MLP pair gathers the dispatched tokens, top_k
+        times the layer's (:meth:`_tp_pairs`)."""
         lay, opt = st.layout, self.options
         t = lay.tp
         if t == 1:
@@ -1178,29 +1182,46 @@ class StepModel:
             return PassTimes(
                 *self._two_per_layer(st.acc, "tp", "all_reduce", size, comm, st.layers, n_rec, st.n_mb)
             )
+        pairs, routed = self._tp_pairs(st)
+        fwd = self._tp_pair_s(st, comp, size, comm, pairs, opt.tp_comm_overlap)
+        fwd += self._tp_pair_s(st, comp, size * self.model.top_k, comm, routed, False)
+        return PassTimes(fwd, fwd * (1 + n_rec))
+
+    def _tp_pair_s(
+        self, st: StageView, comp: ComputeTimes, size: float, comm: Communicator, pairs: int, overlap: bool
+    ) -> float:
+        """Forward seconds per microbatch of ``pairs`` sequence-parallel all-gather + reduce-scatter pairs
+        of ``size`` bytes, each hidden behind the GEMM it feeds when ``overlap`` (recorded each way)."""
+        if pairs == 0:
+            return 0.0
         ag, rs = self.collective("all_gather", size, comm), self.collective("reduce_scatter", size, comm)
         alone = 2 * (ag.time_s + rs.time_s)
-        one = alone
-        if opt.tp_comm_overlap:  # each chunk hides behind the GEMM it feeds
-            one = overlapped_s(alone, comp.gemm_fwd / st.layers, self.contention)
-        pairs = self._tp_pairs(st)
+        one = overlapped_s(alone, comp.gemm_fwd / st.layers, self.contention) if overlap else alone
+        n_rec = 1 if st.layout.recompute is Recompute.FULL else 0
         k = pairs * (2 + n_rec) * st.n_mb
         share = one / alone if alone > 0 else 0.0
         st.acc.add("tp", "all_gather", size, k, ag, comm, share * k * ag.time_s)
         st.acc.add("tp", "reduce_scatter", size, k, rs, comm, share * k * rs.time_s)
-        return PassTimes(pairs / 2 * one, pairs / 2 * one * (1 + n_rec))
+        return pairs / 2 * one
 
-    def _tp_pairs(self, st: StageView) -> int:
-        """Sequence-parallel all-gather + reduce-scatter pairs per forward pass of the stage: one around the
-        attention and one around the MLP of each layer; none around the routed experts of an MoE layer
-        whose experts are folded at etp = 1 (each rank runs whole experts on the tokens it dispatched: the
-        MoE layer takes its T / t tokens as they are, Megatron-Core's MoEAlltoAllTokenDispatcher with an
-        expert TP group of one), unless shared experts need the gathered tokens. :meth:`check` refuses
-        1 < etp != tp."""
-        lay = st.layout
-        if not lay.folded or not st.n_moe:
-            return 2 * st.layers
-        return 2 * st.layers - (0 if self.model.n_shared_experts else st.n_moe)
+    def _tp_pairs(self, st: StageView) -> tuple[int, int]:
+        """Sequence-parallel all-gather + reduce-scatter pairs per forward pass of the stage, (on the
+        layer's T / t tokens, on the dispatched tokens): one around the attention and one around the MLP
+        of each layer. At etp = tp the MLP pair of an MoE layer gathers what the expert all-to-all brought
+        (Megatron-Core's MoEAlltoAllTokenDispatcher, core_v0.10.0 ``token_dispatcher.py``:
+        ``gather_from_sequence_parallel_region`` over the TP group after the all-to-all,
+        ``reduce_scatter_to_sequence_parallel_region`` before the combine), top_k x T / t tokens a rank
+        under uniform routing, plain NCCL calls that Transformer Engine's userbuffers do not overlap;
+        shared experts gather the layer's tokens in a pair of their own (``SharedExpertMLP``). Folded at
+        etp = 1, each rank runs whole experts on the tokens it dispatched: no pair around the routed
+        experts, unless shared experts need the gathered tokens. :meth:`check` refuses 1 < etp != tp."""
+        lay, n_moe = st.layout, st.n_moe
+        shared = 1 if self.model.n_shared_experts else 0
+        if not n_moe:
+            return 2 * st.layers, 0
+        if lay.folded:
+            return 2 * st.layers - (1 - shared) * n_moe, 0
+        return 2 * st.layers - (1 - shared) * n_moe, n_moe
 
     def cp_term(self, st: StageView) -> PassTimes:
         """CP seconds per microbatch: all-gather of K, V forward (again when recomputed), reduce-scatter of
