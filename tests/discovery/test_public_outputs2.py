@@ -8,15 +8,19 @@ NUMA nodes. Inputs the readers cannot use: one line, exit 2. The nccl-tests 2.19
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 from tests.discovery.test_public_logs import Read  # what one table must read as
+from tests.trial.test_trial_s10b_inputs import _all_reduce_report  # a 3-row nccl-tests -J report
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
+from aifabric.cluster.resolve import resolve_cluster
 from aifabric.discovery.compare import compare_nccl_tests
+from aifabric.discovery.inference import infer_cluster
 from aifabric.discovery.node import inspect_node_text
 from aifabric.discovery.nvsmi import PCI_ONLY, TopoMatrix
 from aifabric.discovery.paste import parse_pasted
@@ -143,15 +147,81 @@ def test_json_report_reads_as_its_text() -> None:
     assert result.exit_code == 0 and "16 ranks on 2 node(s)" in result.output
 
 
+def _half(time_us: object, bw: object, wrong: object = 0) -> dict[str, object]:
+    return {"time": time_us, "alg_bw": bw, "bus_bw": bw, "nwrong": wrong}
+
+
+def _nan_report() -> str:
+    """A 2-rank report whose cells nccl-tests wrote as "nan" (``src/util.cu`` ``jsonDouble``: a NaN is
+    written as the string "nan"): the 8-byte row's out-of-place time, the 1 MiB row's in-place bandwidths,
+    the 1 GiB row's data check, and the average busbw."""
+    devices = [
+        {"rank": r, "group": 0, "pid": 7, "hostname": "h", "device": r, "device_hex": "0000:18:00",
+         "device_info": "NVIDIA H100 80GB HBM3"}
+        for r in range(2)
+    ]  # fmt: skip
+    rows = [
+        (8, _half("nan", 0.0), _half(10.0, 0.0)),
+        (1 << 20, _half(20.5, 51.15), _half(20.1, "nan")),
+        (1 << 30, _half(2600.0, 412.98), _half(2590.0, 414.57, "nan")),
+    ]
+    results = [
+        {"size": size, "count": size // 4, "type": "float", "redop": "sum", "root": "-1",
+         "out_of_place": out, "in_place": inp}
+        for size, out, inp in rows
+    ]  # fmt: skip
+    report = {
+        "version": 3,
+        "args": ["./all_reduce_perf"],
+        "config": {"nthreads": 1, "ngpus": 1, "devices": devices},
+        "results": results,
+        "average_bus_bandwidth": {"bandwidth": "nan", "okay": "unchecked"},
+    }
+    return json.dumps(report)
+
+
+def test_a_nan_cell_is_read_as_missing_for_its_row_and_said(tmp_path: Path) -> None:
+    text = json_log_text(_nan_report(), "r.json")
+    assert '# nccl-tests JSON: out_of_place of the 8-byte row is "nan" (not measured), left out' in text
+    assert '# nccl-tests JSON: in_place of the 1048576-byte row is "nan" (not measured), left out' in text
+    (table,) = parse_pasted(_nan_report(), "r.json")
+    assert [r.size_bytes for r in table.rows] == [1 << 20, 1 << 30]  # no out-of-place time: no row
+    mid, big = table.rows
+    assert mid.in_place is None and mid.out_of_place is not None
+    assert mid.out_of_place.busbw_bytes_per_s == pytest.approx(51.15e9)
+    assert big.in_place is not None and big.in_place.wrong is None  # a "nan" count: no data check
+    assert table.avg_busbw_bytes_per_s is None
+    assert any('in_place of the 1048576-byte row is "nan"' in note for note in table.notes)
+    path = tmp_path / "r.json"
+    path.write_text(_nan_report(), encoding="utf-8")
+    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(path), "--json"])
+    assert result.exit_code == 0, result.output[-400:]
+    (compared,) = json.loads(result.stdout)["tables"]
+    assert any("out_of_place of the 8-byte row" in a for a in compared["assumptions"])
+
+
+def test_a_report_of_one_process_driving_100000_gpus_is_read_in_one_pass(tmp_path: Path) -> None:
+    # one devices entry of ngpus 100,000 stands for 100,000 rank lines; each is checked against the earlier
+    # ones in constant work (before, against every earlier line: 5e9 comparisons, > 100 s), and the report
+    # is refused for what it says: 100,000 ranks, but busbw/algbw of its row say 2
+    report = json.loads(_nan_report())
+    report["config"]["ngpus"] = 100_000
+    report["config"]["devices"] = report["config"]["devices"][:1]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(path)])
+    assert result.exit_code == 2 and "100000 ranks" in result.output, result.output[-400:]
+
+
 @pytest.mark.parametrize(
     ("report", "reason"),
     [
         ('{"results": [{"size": 8}]', "not JSON"),
         ('{"results": 3}', "JSON without an nccl-tests 'results' list"),
         ('{"results": [{"size": -8, "count": 2}]}', "JSON field 'size' is -8, not a count"),
-        (
-            '{"results": [{"size": 8, "count": 2, "out_of_place": {"time": 1.0, "alg_bw": "nan"}}]}',
-            "JSON field 'out_of_place.alg_bw' is 'nan', not a number",
+        (  # "nan" is nccl-tests' NaN (a missing cell, test below); any other string is no number
+            '{"results": [{"size": 8, "count": 2, "out_of_place": {"time": 1.0, "alg_bw": "fast"}}]}',
+            "JSON field 'out_of_place.alg_bw' is 'fast', not a number",
         ),
         (
             '{"results": [{"size": 8, "count": 2, "out_of_place": null}]}',
@@ -250,3 +320,13 @@ def test_unchecked_halves_tell_alltoall_from_all_gather() -> None:
     assert unchecked.count("N/A") == 2 * 9
     with pytest.raises(ParseError, match="its columns fit all_gather and alltoall"):
         compare_nccl_tests(unchecked, source=path.name)
+
+
+def test_a_log_of_512_nodes_is_sized_as_collective_sizes_the_cluster() -> None:
+    # 4,096 H100s need 128 radix-64 leaves, more than two tiers connect (64 leaves): `collective -c
+    # dgx-h100-superpod --nodes 512` grows the preset to three tiers, and compare -c builds that very spec
+    (table,) = parse_pasted(json.dumps(_all_reduce_report(4096)), "ar4096.json")
+    spec, _ = infer_cluster(table, cluster="dgx-h100-superpod")
+    assert spec == resolve_cluster("dgx-h100-superpod", nodes=512) and spec.scale_out.tiers == 3
+    inferred, notes = infer_cluster(table)  # no --cluster: the same rule, said
+    assert inferred.scale_out.tiers == 3 and any("three-tier Clos" in n for n in notes)

@@ -15,12 +15,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
-from aifabric.report.html import Report, check_html_path, render_html
+from aifabric.report.html import Report, check_html_path, render_html, sweep_report
 
 # Flags proven on the offline Debian CI (reference/reports-sweeps-interop.md, sec. 6.3): no sandbox as root,
 # no GPU, no background networking (connections are refused there), a fresh profile.
@@ -291,3 +292,26 @@ def test_html_is_checked_before_work_on_the_new_commands(tmp_path):
             res.exit_code == 2
             and res.stderr.strip() == f"error: --html: '{tmp_path / 'r.pdf'}' must end in .html"
         )
+
+
+def test_sweep_report_shows_a_training_row_by_its_step_mfu_and_tokens():
+    # a store of only training points (sweep --html of a `train:` section): NULL size and busbw, a step
+    # time, MFU and tokens/s; the figures are those stored, as the CLI prints them
+    frame = pd.DataFrame(
+        {
+            "op": ["train:llama3-8b"],
+            "message_bytes": [0.0],
+            "time_s": [4.0],
+            "busbw_bytes_per_s": [None],
+            "mfu": [0.478],
+            "tokens_per_s": [130_546.0],
+            "network_watts": [21_885.0],
+            "error": [""],
+            "vary_nodes": [2],
+        }
+    )
+    report = sweep_report(frame, preset("h100-ib-2node"), store="s.db")
+    (row,) = report.rows
+    cells = dict(zip(report.columns, row, strict=True))
+    assert cells["size"] == "-" and cells["busbw (GB/s)"] == "-" and cells["time"] == "4 s"
+    assert cells["MFU"] == "47.8%" and cells["tokens/s"] == "130,546" and cells["variant"] == "nodes=2"

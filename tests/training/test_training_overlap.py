@@ -176,3 +176,10 @@ def test_ep_overlap_hides_the_all_to_all_behind_the_paired_microbatch():
     assert hidden.comm_s("ep") == pytest.approx(alone.comm_s("ep"), rel=1e-9)  # same traffic, less exposed
     assert hidden.step_s < alone.step_s
     assert hidden.breakdown_s["ep"] >= H100_F * alone.breakdown_s["ep"] - 1e-9
+
+
+def test_an_infinite_capacity_factor_is_refused():
+    # c = inf pads every expert to infinite slots: its GEMMs take (c - 1) x the routed FLOPs more, an
+    # infinite compute and a NaN step; only a finite c >= 1 (or dropless, None) is a routing
+    with pytest.raises(ConfigError, match="capacity_factor must be >= 1 and finite.*inf"):
+        StepOptions(capacity_factor=math.inf)

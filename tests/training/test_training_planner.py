@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from aifabric.cluster.presets import preset
@@ -87,3 +89,20 @@ def test_plan_bad_input():
         Infeasible, match=r"no feasible layout for gpt3-175b on 8 GPUs .* does not fit in memory"
     ):
         plan(model, preset("dgx-h100-superpod", nodes=1), 8)
+
+
+class _NanWithoutTp(StepModel):
+    """A step model whose time of every tp=1 layout is NaN (what a non-finite input yields), so the
+    planner's handling of a step of no finite time can be seen."""
+
+    def step_seconds(self, layout):
+        return math.nan if layout.tp == 1 else super().step_seconds(layout)
+
+
+def test_a_layout_of_no_finite_step_time_is_excluded_with_its_reason():
+    # a NaN compares false with every number: kept on the heap it would sort anywhere, even first
+    model, spec = get_model("llama3-8b"), preset("h100-ib-2node")
+    res = plan(model, spec, 64, top=3, step_model=_NanWithoutTp(model, spec))
+    assert res.rejected["no finite step time"] > 0
+    assert all(st.layout.tp > 1 and math.isfinite(st.step_s) for st in res.ranked)
+    assert [st.step_s for st in res.ranked] == sorted(st.step_s for st in res.ranked)

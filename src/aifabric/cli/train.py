@@ -6,6 +6,7 @@ does not split into microbatches, a layout that does not fit in memory), one lin
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -250,8 +251,10 @@ def _refuse_unused(
     None where the planner chooses them."""
     if capacity is not None and not model.is_moe:
         raise ConfigError(f"--capacity-factor: model {model.name!r} has no experts")
-    if capacity is not None and not capacity >= 1.0:
-        raise ConfigError(f"--capacity-factor: must be >= 1 (omit it for dropless routing), got {capacity}")
+    if capacity is not None and not 1.0 <= capacity < math.inf:
+        raise ConfigError(
+            f"--capacity-factor: must be >= 1 and finite (omit it for dropless routing), got {capacity}"
+        )
     if prefetch is not None and zero is not None and zero != 3:
         raise ConfigError(f"--zero3-prefetch: applies to ZeRO-3 only, got --zero {zero}")
     if prefetch is not None and prefetch > model.n_layers:

@@ -21,6 +21,7 @@ from aifabric import catalog
 from aifabric.catalog.archs import cuda_compiles_for, gpu_architecture
 from aifabric.catalog.cloud import CloudInstance, cloud_instances
 from aifabric.catalog.nccl import version_tuple
+from aifabric.cluster.presets import enough_tiers
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.discovery.instances import (
@@ -347,8 +348,8 @@ def _resized_cluster(
             f"cluster: {ran} on {nodes} node(s); {nodes} node(s) of {base.name} hold "
             f"{nodes * base.gpus_per_node} GPUs (gpus_per_node={base.gpus_per_node})"
         )
-    try:
-        spec = resolve_cluster(base, nodes=nodes)
+    try:  # the path `collective --nodes` takes: a preset grown past two tiers gets a third
+        spec = resolve_cluster(cluster, nodes=nodes)
     except ConfigError as err:
         raise ConfigError(f"cluster: {base.name} cannot be sized to {ran} on {nodes} node(s): {err}") from err
     if n_ranks > spec.n_gpus:
@@ -409,6 +410,10 @@ def _inferred_cluster(
         instance=instance.instance if instance is not None else None,
     )
     spec = ClusterSpec.from_dict(data, source="inferred cluster")
+    grown = enough_tiers(spec)  # a log of more GPUs than two tiers connect ran on three
+    if grown is not spec:
+        spec = grown
+        notes.append(f"{spec.n_gpus} GPUs need more leaves than two switch tiers connect: a three-tier Clos")
     if data["scale_up"]["kind"] == "pcie":
         notes.append(_pcie_note(spec))
     return spec, tuple(notes)

@@ -123,6 +123,9 @@ class PerfTable:
     header_supplied : bool
         True when the rows had no column header above them (the copy starts mid-table) and
         :func:`~aifabric.discovery.paste.parse_pasted` read them with nccl-tests' own header.
+    left_out : tuple of str
+        The halves of a JSON report's rows that nccl-tests wrote as "nan" and the reader left out
+        (:mod:`aifabric.discovery.perf_json`), one sentence each naming its line; in :attr:`notes`.
 
     References
     ----------
@@ -148,6 +151,7 @@ class PerfTable:
     cut_line: int | None = None
     out_of_bounds_line: int | None = None
     header_supplied: bool = False
+    left_out: tuple[str, ...] = ()
 
     @classmethod
     def from_text(
@@ -203,7 +207,7 @@ class PerfTable:
             )
         if self.cut_line is not None:
             notes.append(f"line {self.cut_line}: last row cut mid-line (the copy stopped there): dropped")
-        return tuple(notes)
+        return (*notes, *self.left_out)
 
     @property
     def ranks_per_process(self) -> int | None:
@@ -432,6 +436,7 @@ def _read_table(
         source=source,
         cut_line=body.cut_line,
         out_of_bounds_line=body.out_of_bounds_line,
+        left_out=meta.left_out,
     )
     return table, end
 

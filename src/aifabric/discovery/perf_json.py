@@ -72,14 +72,17 @@ def json_log_text(text: str, source: str | None = None) -> str:
     if not isinstance(report, dict) or not isinstance(report.get("results"), list):
         raise ParseError("JSON without an nccl-tests 'results' list (nccl-tests -J output)", source=source)
     config = _object(report.get("config", {}), "config", source)
+    missing: list[str] = []
+    rows = [_row(_object(r, "results[]", source), source, missing) for r in report["results"]]
     lines = [
         "# nccl-tests JSON report, version " + str(report.get("version")),
         *_env_lines(report.get("env"), source),
         *_header_lines(report, config, source),
         *_rank_lines(config, source),
+        *(f'# nccl-tests JSON: {m} is "nan" (not measured), left out' for m in missing),
         "#",
         "#  size  count  type  redop  root  time  algbw  busbw  #wrong  time  algbw  busbw  #wrong",
-        *(_row(_object(r, "results[]", source), source) for r in report["results"]),
+        *(r for r in rows if r is not None),
         *_footer_lines(report, source),
     ]
     return "\n".join(lines) + "\n"
@@ -181,8 +184,31 @@ def _rank_lines(config: dict[str, Any], source: str | None) -> list[str]:
     return lines
 
 
-def _row(result: dict[str, Any], source: str | None) -> str:
-    """One result row: the parameters, then the out-of-place and in-place halves."""
+#: What nccl-tests writes for a NaN value (``src/util.cu`` ``jsonDouble``: ``if(val != val)
+#: fprintf(json_report_fp, "\"nan\"")``): a string, read as a missing cell.
+_NAN = "nan"
+
+
+def _half_words(half: dict[str, Any], place: str, source: str | None) -> list[str] | None:
+    """The ``time algbw busbw #wrong`` cells of one half; None when its time or a bandwidth is "nan" (the
+    half was not measured); a "nan" ``nwrong`` is a missing check (``N/A``)."""
+    time = half.get("time", half.get("cpu_time"))
+    values = (time, half.get("alg_bw"), half.get("bus_bw"))
+    if _NAN in values:
+        return None
+    words = [
+        _number(v, f"{place}.{k}", source) for v, k in zip(values, ("time", "alg_bw", "bus_bw"), strict=True)
+    ]
+    wrong = half.get("nwrong")
+    missing = wrong is None or wrong == _NAN
+    words.append("N/A" if missing else _number(wrong, f"{place}.nwrong", source).removesuffix(".0"))
+    return words
+
+
+def _row(result: dict[str, Any], source: str | None, missing: list[str]) -> str | None:
+    """One result row: the parameters, then the out-of-place and in-place halves. A half of "nan" values is
+    left out and named in ``missing``: the in-place half alone (a row of the out-of-place group, as
+    builds that print no in-place half write), or the whole row when the out-of-place half is (None)."""
     size = _int(result.get("size"), "size", source)
     count = _int(result.get("count"), "count", source)
     words = [str(size), str(count)]
@@ -197,12 +223,13 @@ def _row(result: dict[str, Any], source: str | None) -> str:
         half = result.get(place)
         if half is None:
             continue
-        half = _object(half, place, source)
-        time = half.get("time", half.get("cpu_time"))
-        words += [_number(time, f"{place}.time", source)]
-        words += [_number(half.get(k), f"{place}.{k}", source) for k in ("alg_bw", "bus_bw")]
-        wrong = half.get("nwrong")
-        words.append("N/A" if wrong is None else _number(wrong, f"{place}.nwrong", source).removesuffix(".0"))
+        cells = _half_words(_object(half, place, source), place, source)
+        if cells is None:
+            missing.append(f"{place} of the {size}-byte row")
+            if place == "out_of_place":
+                return None
+            break
+        words += cells
     return " ".join(words)
 
 
@@ -214,7 +241,7 @@ def _footer_lines(report: dict[str, Any], source: str | None) -> list[str]:
         count = _int(bounds["count"], "out_of_bounds.count", source)
         lines.append(f"# Out of bounds values : {count} {'FAILED' if count else 'OK'}")
     average = report.get("average_bus_bandwidth")
-    if isinstance(average, dict) and "bandwidth" in average:
+    if isinstance(average, dict) and average.get("bandwidth", _NAN) != _NAN:
         lines.append(
             f"# Avg bus bandwidth    : {_number(average['bandwidth'], 'average_bus_bandwidth', source)}"
         )

@@ -27,7 +27,7 @@ from aifabric.report.nccl_plot import comparison_figure
 from aifabric.report.paths import check_output_path
 from aifabric.sweep.pareto import pareto_figure
 from aifabric.training.step import PARTS
-from aifabric.units import format_bytes
+from aifabric.units import format_bytes, format_time
 from aifabric.version import __version__
 
 if TYPE_CHECKING:
@@ -336,24 +336,36 @@ def collective_report(results: Sequence[CollectiveResult], spec: ClusterSpec, **
     )
 
 
+def _cell(value: Any, text: str) -> str:
+    """``text`` for a stored figure, "-" for one a row does not have (NULL or NaN: a collective row has no
+    MFU, a training row no busbw) or that is not positive."""
+    return text if value is not None and value == value and float(value) > 0 else "-"
+
+
+def _sweep_row(r: Any, vary: Sequence[str]) -> tuple[str, ...]:
+    """One stored point as table cells: a collective's size and busbw, a training step's MFU and tokens/s
+    (its ``time_s`` is the step time), each "-" where the row has none."""
+    get = r.get
+    return (
+        str(r["op"]),
+        _cell(get("message_bytes"), format_bytes(float(get("message_bytes") or 0))),
+        format_time(float(r["time_s"])),
+        _cell(get("busbw_bytes_per_s"), f"{float(get('busbw_bytes_per_s') or 0) / 1e9:,.1f}"),
+        _cell(get("mfu"), f"{float(get('mfu') or 0):.1%}"),
+        _cell(get("tokens_per_s"), f"{float(get('tokens_per_s') or 0):,.0f}"),
+        ", ".join(f"{c[5:]}={r[c]}" for c in vary),
+        f"{float(r['network_watts']) / 1e3:,.1f}",
+    )
+
+
 def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs: Any) -> Report:
     """Report of a sweep store (``aifabric sweep --html``): the points, the fastest design per
-    collective and size, and the Pareto fronts of network watts against time."""
+    collective and size and per trained model, and the Pareto fronts of network watts against time."""
 
     ok = frame[frame["error"] == ""]
     best = ok.loc[ok.groupby(["op", "message_bytes"])["time_s"].idxmin()] if len(ok) else ok
     vary = [c for c in frame.columns if c.startswith("vary_")]
-    rows = tuple(
-        (
-            str(r["op"]),
-            format_bytes(float(r["message_bytes"])) if r["message_bytes"] > 0 else "-",
-            f"{float(r['time_s']) * 1e6:,.2f}",
-            f"{float(r['busbw_bytes_per_s']) / 1e9:,.1f}" if r["busbw_bytes_per_s"] > 0 else "-",
-            ", ".join(f"{c[5:]}={r[c]}" for c in vary),
-            f"{float(r['network_watts']) / 1e3:,.1f}",
-        )
-        for _, r in best.iterrows()
-    )
+    rows = tuple(_sweep_row(r, vary) for _, r in best.iterrows())
     headline = (
         ("points", "points stored", f"{len(frame):,}"),
         ("failed", "points that failed", f"{len(frame) - len(ok):,}"),
@@ -371,11 +383,12 @@ def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs
         topology=_topology(spec),
         headline=headline,
         why=(
-            "The fastest variant for every collective and size, and for every trained model (time in us: "
-            "the step time for a model; busbw in GB/s per direction):",
+            "The fastest variant for every collective and size, and for every trained model (time: the "
+            "collective's, or the step time of a model; busbw in GB/s per direction; MFU and tokens/s of a "
+            "training step):",
         ),
         figures=figures,
-        columns=("op", "size", "time (us)", "busbw (GB/s)", "variant", "network power (kW)"),
+        columns=("op", "size", "time", "busbw (GB/s)", "MFU", "tokens/s", "variant", "network power (kW)"),
         rows=rows,
         inputs=_inputs(store=store, **inputs),
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import math
 import re
 import time
 from collections import Counter
@@ -477,6 +478,9 @@ class _Search:
             return
         except ConfigError as err:
             self.rejected[_reason(str(err))] += 1
+            return
+        if not math.isfinite(step):  # a NaN would sort anywhere, an inf last only by luck: never rank them
+            self.rejected["no finite step time"] += 1
             return
         self.feasible += 1
         self._keep(step, lay)

@@ -242,9 +242,9 @@ class StepOptions:
         if self.ddp_bucket_params is not None and self.ddp_bucket_params < 1:
             raise ConfigError(f"ddp_bucket_params must be >= 1, got {self.ddp_bucket_params!r}")
         elementwise_kernels(self.elementwise)  # a ConfigError naming the field for an unknown set
-        if self.capacity_factor is not None and not self.capacity_factor >= 1.0:
+        if self.capacity_factor is not None and not 1.0 <= self.capacity_factor < math.inf:
             raise ConfigError(
-                f"capacity_factor must be >= 1 (or None: dropless), got {self.capacity_factor!r}"
+                f"capacity_factor must be >= 1 and finite (or None: dropless), got {self.capacity_factor!r}"
             )
 
 

@@ -10,7 +10,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
 
-__all__ = ["list_presets", "preset"]
+__all__ = ["enough_tiers", "list_presets", "preset"]
 
 
 def list_presets() -> list[str]:
@@ -52,13 +52,20 @@ def preset(name: str, /, *, nodes: int | None = None, gpus: int | None = None, *
     if changes:
         spec = spec.with_changes(**changes)
     if (nodes is not None or gpus is not None) and "scale_out.tiers" not in changes:
-        spec = _enough_tiers(spec)
+        spec = enough_tiers(spec)
     return spec
 
 
-def _enough_tiers(spec: ClusterSpec) -> ClusterSpec:
-    """A resized preset grows from two to three tiers when two cannot connect it (as the reference
-    architectures do: DGX SuperPOD is two-tier up to 8 scalable units, three-tier beyond)."""
+def enough_tiers(spec: ClusterSpec) -> ClusterSpec:
+    """``spec`` grown from two to three tiers when two cannot connect it (as the reference architectures
+    do: DGX SuperPOD is two-tier up to 8 scalable units, three-tier beyond): a resized preset, and a
+    cluster inferred from a log of more GPUs than a two-tier Clos connects.
+
+    Raises
+    ------
+    ConfigError
+        If even three tiers cannot build it, or two cannot for another reason than their size (a ratio).
+    """
     so = spec.scale_out
     if so is None or so.tiers >= 3:
         return spec
