@@ -161,6 +161,21 @@ def test_no_link_carries_more_than_its_capacity(pattern, routing, seed, nodes):
     assert res.link_peak_utilisation.max() <= 1 + 1e-6
 
 
+@settings(max_examples=12, deadline=None)
+@given(
+    engine=st.sampled_from(["links", "flow"]),
+    routing=st.sampled_from(["ecmp", "spray", "reps"]),
+    seed=st.integers(0, 1000),
+)
+def test_the_ideal_bounds_every_engine_and_routing_from_below(engine, routing, seed):
+    # a packed permutation mixes NVSwitch pairs (2 x 600 ns) with NIC pairs (260 ns, 520 ns across
+    # leaves): no engine finishes a stage before its busiest link's bytes after the shortest latency
+    spec = preset("dgx-h100-superpod", nodes=8, **{"scale_out.radix": 16})
+    plan = pattern_plan("permutation", np.arange(spec.n_gpus), 64e6, seed=seed)
+    res = simulate_plans(build_topology(spec), [plan], engine=engine, routing=routing, seed=seed)
+    assert res.time_s >= res.ideal_time_s * (1 - 1e-12)
+
+
 def test_failures_reroute_and_disconnect_clearly(meta_fabric):
     spec, topo = meta_fabric
     alive = parse_failures(topo, "fabric:0.1", seed=2)

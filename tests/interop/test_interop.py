@@ -128,3 +128,16 @@ def test_htsim_connection_matrix_round_trip(tmp_path):
     assert all(flows[t - 1][0] == flows[f - 1][0] for f, t in waits.items())
     with pytest.raises(ConfigError, match="--collective"):
         export_cluster(spec, "simai", tmp_path, collective="all_reduce", message_bytes=1.0)
+
+
+def test_htsim_hosts_of_a_shared_nic_split_its_line_rate(tmp_path):
+    # aws-p4d: 2 nodes x 8 A100, 4 x 100 Gb/s EFA per node, 2 GPUs per NIC (AWS EC2 P4 page; the preset's
+    # gpus_per_nic: 2): 16 hosts at 50 Gb/s each, 4 per leaf (2 NIC ports x 2 GPUs), so 4 leaves as built
+    spec = preset("aws-p4d")
+    topo = build_topology(spec)
+    export_cluster(spec, "htsim", tmp_path)
+    text = (tmp_path / "cluster.topo").read_text()
+    assert "Downlink_speed_Gbps 50\nRadix_Down 4\n" in text, text
+    assert read_htsim(tmp_path / "cluster.topo").switches == topo.shape.n_leaves + topo.shape.n_spines
+    leaves = topo.leaf_of_gpu[host_order(topo)].reshape(-1, 4)
+    assert (leaves == leaves[:, :1]).all()  # each block of Radix_Down hosts sits on one leaf

@@ -130,7 +130,9 @@ EmbeddingChunksOpt = Annotated[
 CapacityOpt = Annotated[
     float | None,
     typer.Option(
-        "--capacity-factor", help="MoE expert capacity factor, caps the EP load imbalance (default: dropless)"
+        "--capacity-factor",
+        help="MoE expert capacity factor, caps the EP load imbalance and pads every expert to its capacity; "
+        "n_experts / top_k or more drops no token and runs dropless (default: dropless)",
     ),
 ]
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="Cluster preset or YAML file")]

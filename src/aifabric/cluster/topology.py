@@ -210,6 +210,16 @@ class Topology:
         """Scale-out planes."""
         return int(self.nic_up.shape[0])
 
+    @property
+    def gpus_per_nic(self) -> int:
+        """GPUs sharing one scale-out NIC (its ``nic_up`` link): 1 unless the spec's NIC is shared."""
+        return self.spec.scale_out.gpus_per_nic if self.spec.scale_out else 1
+
+    def gpu_nic_bytes_per_s(self, gpu: int = 0) -> float:
+        """A GPU's share of its scale-out NIC, all planes together, bytes/s per direction: the capacity of
+        its ``nic_up`` links over the GPUs sharing them (AWS p4d: 100 Gb/s EFA / 2 = 6.25 GB/s)."""
+        return float(self.link_capacity_bytes_per_s[self.nic_up[:, gpu]].sum()) / self.gpus_per_nic
+
     def node_of(self, gpu: int | np.ndarray) -> int | np.ndarray:
         """Node (server) index of GPU ids."""
         return gpu // self.spec.gpus_per_node
@@ -222,8 +232,7 @@ class Topology:
         """Rail of GPU ids: the local index of the GPU's NIC modulo the number of rails (the GPU's own
         local index when no NIC is shared)."""
         rails = self.shape.rails if self.shape else 1
-        k = self.spec.scale_out.gpus_per_nic if self.spec.scale_out else 1
-        return ((gpu % self.spec.gpus_per_node) // k) % rails
+        return ((gpu % self.spec.gpus_per_node) // self.gpus_per_nic) % rails
 
     def link_label(self, link: int) -> str:
         """Human name of a directed link: ``leaf[3]->spine[7] (plane 0)``."""

@@ -606,8 +606,8 @@ class LinkReport:
 class FabricResult:
     """Outcome of plans on a fabric.
 
-    ``time_s`` is the makespan; ``job_time_s`` per job; ``ideal_time_s`` the links engine with spraying and
-    no failures (contention-free bound); ``efficiency`` = ideal / time. ``link_utilisation`` = bytes /
+    ``time_s`` is the makespan; ``job_time_s`` per job; ``ideal_time_s`` the contention-free lower bound
+    (:func:`ideal_time`: spraying, no failures); ``efficiency`` = ideal / time. ``link_utilisation`` = bytes /
     (capacity x time) per link; ``tier_utilisation`` maps tier name -> array of the links of that tier.
     """
 
@@ -976,9 +976,7 @@ def simulate_plans(
         peak = None if peak is None else _member_peak(topo, groups, peak, cap, link_cap)
         link_bytes = groups.fold(link_bytes)
     time_s = max(run.job_time_s, default=0.0)
-    ideal = time_s
-    if compute_ideal and (routing != "spray" or engine != "links" or link_alive is not None):
-        ideal = ideal_time(topo, plans, efficiency=efficiency)
+    ideal = ideal_time(topo, plans, efficiency=efficiency) if compute_ideal else time_s
     with np.errstate(divide="ignore", invalid="ignore"):
         util = np.where(link_cap > 0, link_bytes / (link_cap * max(time_s, 1e-30)), 0.0)
     group_row = None if groups is None else groups.group_of_link()
@@ -1125,7 +1123,9 @@ def _fabric_ratios(topo: Topology, cap: np.ndarray, fabric: list[np.ndarray]) ->
 
 
 def ideal_time(topo: Topology, plans: list[CommPlan], *, efficiency: str = "nccl") -> float:
-    """Contention-free time of ``plans`` on a healthy ``topo`` (links engine, spraying), seconds.
+    """Contention-free lower bound of ``plans`` on a healthy ``topo`` (loads sprayed as in the links
+    engine), seconds: each stage its busiest link's time after its shortest path latency
+    (:func:`_stage_bound`).
 
     The k-th stages of all jobs are loaded together, as in the links engine. Capacities are per direction,
     scaled by ``efficiency`` (:func:`link_capacity`). All-pairs stages of plans that charge their own
@@ -1154,17 +1154,24 @@ def ideal_time(topo: Topology, plans: list[CommPlan], *, efficiency: str = "nccl
         step, lat = _spray_stage(topo, cap, src, dst, byt, pxn, extra)
         start = 0
         for j, st in rest:
-            own = (
-                float(lat[start : start + st.n_transfers].max(initial=0.0))
-                if plans[j].latency_s is None
-                else 0.0
-            )
+            own = lat[start : start + st.n_transfers] if plans[j].latency_s is None else np.zeros(0)
             start += st.n_transfers
-            job_t[j] += st.repeat * (step + own)
+            job_t[j] += st.repeat * _stage_bound(step, own)
         for j, st in members:
             if (j, k) in direct:
                 job_t[j] += st.repeat * step
     return max((t + _plan_latency(p, efficiency) for t, p in zip(job_t, plans, strict=True)), default=0.0)
+
+
+def _stage_bound(step_s: float, latency_s: np.ndarray) -> float:
+    """The least time one stage can take: its busiest link's bytes at capacity (``step_s``) after the
+    shortest path latency of its transfers (``latency_s``; none charged: 0), and never less than its
+    longest path latency. The links engine charges ``step_s`` plus the longest latency, the flow engine
+    starts each transfer after its own; both stay above this bound, which a stage whose transfers share
+    one latency (a ring step) meets exactly."""
+    if latency_s.size == 0:
+        return step_s
+    return max(step_s + float(latency_s.min()), float(latency_s.max()))
 
 
 def _plan_latency(plan: CommPlan, efficiency: str) -> float:

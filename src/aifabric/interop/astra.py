@@ -8,8 +8,12 @@ the latency given is one link's.
 
 A rail-optimised cluster is two ``Switch`` dimensions: the scale-up domain (``domain_gpus`` NPUs at the
 GPU's scale-up bandwidth) and the rails (``n_gpus / domain_gpus`` NPUs, one per domain, at the GPU's
-scale-out bandwidth over all planes). The analytical backend draws one switch per group of each dimension,
-so the leaf/spine tiers are not in this file: the ns-3 topology (:mod:`aifabric.interop.ns3`) carries them.
+scale-out bandwidth over all planes: its share of a NIC that ``gpus_per_nic`` GPUs share, since ASTRA-sim
+runs that dimension on every GPU's NPU at once). The analytical backend draws one switch per group of each
+dimension, so the leaf/spine tiers are not in this file: the ns-3 topology (:mod:`aifabric.interop.ns3`)
+carries them.
+A cluster split over sites (``sites:``) has a third ``Switch`` dimension of one NPU per site, its latency
+the fibre's between them, its bandwidth the DCI's.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from aifabric import catalog
+from aifabric.cluster.spec import SitesSpec
 from aifabric.cluster.topology import Topology
+from aifabric.engines.scale_across import fibre_delay_s
 from aifabric.errors import ConfigError, ParseError
 from aifabric.interop.graph import GraphCounts
 
@@ -52,7 +59,8 @@ class AnalyticalNetwork:
 
 def analytical_network(topo: Topology) -> AnalyticalNetwork:
     """The two ``Switch`` dimensions of a switched cluster (one when it has no scale-out); a full-mesh
-    scale-up (MI300X xGMI) is a ``FullyConnected`` first dimension at one pair's link bandwidth.
+    scale-up (MI300X xGMI) is a ``FullyConnected`` first dimension at one pair's link bandwidth. A cluster
+    over several sites gets a third ``Switch`` dimension, the sites (:func:`_site_dimension`).
 
     Raises
     ------
@@ -66,15 +74,30 @@ def analytical_network(topo: Topology) -> AnalyticalNetwork:
     up = int(topo.mesh_pair_link[0, 1]) if topo.is_mesh else int(topo.gpu_up[0])
     kinds, npus = ["FullyConnected" if topo.is_mesh else "Switch"], [spec.domain_gpus]
     bw, lat = [float(topo.link_capacity_bytes_per_s[up]) / 1e9], [float(topo.link_latency_s[up]) * 1e9]
-    if topo.shape is not None and spec.n_gpus > spec.domain_gpus:
+    sites = spec.sites.count if spec.sites else 1
+    if topo.shape is not None and spec.n_gpus > spec.domain_gpus * sites:
         nic = topo.nic_up[:, 0]
         kinds.append("Switch")
-        npus.append(spec.n_gpus // spec.domain_gpus)
-        bw.append(float(topo.link_capacity_bytes_per_s[nic].sum()) / 1e9)
+        npus.append(spec.n_gpus // spec.domain_gpus // sites)
+        bw.append(topo.gpu_nic_bytes_per_s() / 1e9)  # a shared NIC: each GPU's share
         lat.append(float(topo.link_latency_s[nic[0]]) * 1e9)
+    if spec.sites:
+        kinds.append("Switch")
+        npus.append(sites)
+        bw.append(spec.sites.dci_bandwidth_bytes_per_s / (spec.n_gpus // sites) / 1e9)
+        lat.append(_site_link_latency_s(spec.sites, lat[-1] * 1e-9) * 1e9)
     return AnalyticalNetwork(
         tuple(kinds), tuple(npus), tuple(float(b) for b in bw), tuple(float(x) for x in lat)
     )
+
+
+def _site_link_latency_s(sites: SitesSpec, fabric_link_s: float) -> float:
+    """One link of the sites' ``Switch`` dimension: a message between sites crosses two such links (NPU to
+    switch, switch to NPU), so each carries half the one-way fibre delay (``distance x fibre_delay``, the
+    DCI transport's catalogue figure, 5 us/km) plus one link of the fabric it leaves or enters. The
+    dimension's bandwidth is each GPU's share of its site's DCI, all GPUs of a site crossing at once."""
+    fibre = fibre_delay_s(sites.distance_km, s_per_km=catalog.dci(sites.transport).fibre_delay_s_per_km)
+    return fibre / 2 + fabric_link_s
 
 
 def write_analytical(net: AnalyticalNetwork, path: str | Path) -> Path:

@@ -21,8 +21,10 @@ Format (ultraethernet/uet-htsim@40ccb05 ``htsim/sim/datacenter/topologies/*.topo
 
 Counts implied: leaves = Nodes / Radix_Down(0); spines = leaves x Radix_Up(0) / Radix_Down(1); cores (3 tiers)
 = spines x Radix_Up(1) / Radix_Down(2); cables = Nodes + leaves x Radix_Up(0) [+ spines x Radix_Up(1)]. A
-host is one GPU with its NIC; in a rail-optimised cluster the hosts of leaf k are GPUs of one rail, numbered
-by :func:`host_order`. htsim has no scale-up network and no planes: the scale-out of one plane is exported.
+host is one GPU with its NIC (a NIC that ``gpus_per_nic`` GPUs share: that many hosts, each with its share
+of the line rate, htsim giving every host its own downlink); in a rail-optimised cluster the hosts of leaf
+k are GPUs of one rail, numbered by :func:`host_order`. htsim has no scale-up network and no planes: the
+scale-out of one plane is exported.
 """
 
 from __future__ import annotations
@@ -77,8 +79,9 @@ def write_htsim(topo: Topology, path: str | Path) -> Path:
     nic = int(topo.nic_up[0, 0])
     up = int(topo.leaf_uplinks[0].ravel()[0])
     leaf_up_used = s.n_leaves * s.leaf_up
-    lines = [f"Nodes {topo.n_gpus}", f"Tiers {s.tiers}", f"Podsize {s.leaves_per_pod * s.leaf_down}", ""]
-    lines += _tier(0, cap[nic], s.leaf_down, s.leaf_up, lat[nic])
+    hosts_per_leaf = s.leaf_down * topo.gpus_per_nic  # a host per GPU, each with its share of a shared NIC
+    lines = [f"Nodes {topo.n_gpus}", f"Tiers {s.tiers}", f"Podsize {s.leaves_per_pod * hosts_per_leaf}", ""]
+    lines += _tier(0, topo.gpu_nic_bytes_per_s(), hosts_per_leaf, s.leaf_up, lat[nic])
     spine_up = s.spine_up if s.tiers == 3 else None
     lines += _tier(1, cap[up], leaf_up_used // s.n_spines, spine_up, lat[up])
     if s.tiers == 3:

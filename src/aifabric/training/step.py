@@ -331,6 +331,24 @@ def bucketed_exposed_s(comm_s: float, compute_s: float, n_buckets: int, contenti
     return comm_s / n_buckets + overlapped_s(comm_s * rest, compute_s * rest, contention)
 
 
+def binding_capacity_factor(capacity_factor: float | None, n_experts: int, top_k: int) -> float | None:
+    """The capacity factor that can drop a token, or None where routing is dropless.
+
+    An expert's capacity is ``c x tokens x top_k / n_experts`` slots (GShard, arXiv:2006.16668 Sec. 2.2;
+    Switch Transformer, arXiv:2101.03961 Sec. 2.2). A token visits an expert at most once, so no expert
+    ever receives more than all the tokens: from ``c = n_experts / top_k`` on the capacity holds every token
+    and drops none. Such a factor is "full capacity", run as dropless routing (AWS neuronx-distributed,
+    ``modules/moe/expert_mlps.py``: ``capacity_factor >= num_experts / top_k`` is set to None), so it pads
+    nothing and caps nothing.
+
+    >>> binding_capacity_factor(1.25, 8, 2), binding_capacity_factor(100.0, 8, 2)
+    (1.25, None)
+    """
+    if capacity_factor is None or capacity_factor >= n_experts / top_k:
+        return None
+    return capacity_factor
+
+
 def ep_load_imbalance(assignments: float, ep: int, capacity_factor: float | None = None) -> float:
     """Load of the busiest EP rank over the mean, for ``assignments`` token-to-expert routes per microbatch.
 
@@ -740,6 +758,9 @@ class StepModel:
         self._coll: dict[tuple, CollectiveResult] = {}
         self._comms: dict[tuple, Communicator] = {}
         self._padded: dict[int, ModelSpec] = {}
+        self.capacity_factor = (
+            binding_capacity_factor(self.options.capacity_factor, m.n_experts, m.top_k) if m.is_moe else None
+        )
         self._flops: dict[tuple, float] = {}
         self._rates: dict[tuple, GemmRates] = {}
 
@@ -1124,7 +1145,7 @@ class StepModel:
         core_layer = self._f_core * tokens / t
         lin_dense = self._f_dense * tokens / t - core_layer  # weight-GEMM FLOPs of one layer
         lin_moe = self._f_moe * tokens / t - core_layer
-        cf = self.options.capacity_factor
+        cf = self.capacity_factor
         if cf is not None:  # padded capacity slots are computed: (c - 1) x the routed experts' FLOPs more
             lin_moe += (cf - 1) * 2 * m.top_k * m.expert_matmul_params * tokens / t
         lin_s = st.n_dense * lin_dense / rate.dense_fwd + st.n_moe * lin_moe / rate.moe_fwd
@@ -1259,7 +1280,7 @@ class StepModel:
             return PassTimes(0.0, 0.0)
         comm = self.group(lay, "ep")
         tok_rank = st.tokens / lay.tp if (st.sp or lay.tp == 1) else st.tokens
-        imbalance = ep_load_imbalance(tok_rank * m.top_k, lay.ep, self.options.capacity_factor)
+        imbalance = ep_load_imbalance(tok_rank * m.top_k, lay.ep, self.capacity_factor)
         size = tok_rank * m.top_k * m.hidden_size * _ACT_BYTES
         n_rec = 1 if lay.recompute is Recompute.FULL else 0
         if self.options.ep_comm_overlap:
