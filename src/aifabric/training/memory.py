@@ -85,9 +85,9 @@ class MemoryBreakdown:
         Transformer-layer activations the first pipeline stage stashes for its in-flight microbatches.
     other_activation_bytes : float
         The rest: input-embedding dropout masks of in-flight microbatches, the output layer's activations
-        and fp32 logits when the first stage is also the last (pp = 1), with full recomputation one
-        layer's full activations rebuilt during its backward pass, and under ZeRO-3 the gathered
-        parameters of the layer computing and the ones prefetched.
+        and the loss's logits (per framework, :data:`FRAMEWORKS`) when the first stage is also the last
+        (pp = 1), what the recomputed layer rebuilds during its backward pass, and under ZeRO-3 the
+        gathered parameters of the layer computing and the ones prefetched.
     params_per_gpu : float
         Parameters on that GPU before ZeRO sharding (after TP/EP splitting).
     in_flight_microbatches : float
