@@ -32,6 +32,10 @@ linear weight, ZeRO < 3). The first pipeline stage holds the
 activations of the most microbatches: p under 1F1B, so p x (l / p) = l layer-microbatches, and
 l (1 + (p - 1) / (p v)) under the interleaved schedule.
 
+Where training frameworks keep different tensors the framework is named (:data:`FRAMEWORKS`): Megatron-LM
+(the default: Korthikanti's selective recomputation and 4 s b V / t fp32 logits) or torchtitan (op-level
+selective checkpointing and PyTorch's cross-entropy on upcast logits, 12 s b V / t at the loss's peak).
+
 References
 ----------
 .. [1] Korthikanti et al., "Reducing Activation Recomputation in Large Transformer Models", MLSys 2023,
@@ -56,11 +60,14 @@ from aifabric.training.layout import ParallelLayout, Recompute
 from aifabric.training.models import ModelSpec
 
 __all__ = [
+    "FRAMEWORKS",
     "MEMORY_REMEDIES",
     "MemoryBreakdown",
     "MemoryRemedy",
+    "TrainingFramework",
     "activation_bytes_per_layer",
     "check_fits",
+    "get_framework",
     "in_flight_layer_microbatches",
     "memory_breakdown",
 ]
@@ -78,9 +85,9 @@ class MemoryBreakdown:
         Transformer-layer activations the first pipeline stage stashes for its in-flight microbatches.
     other_activation_bytes : float
         The rest: input-embedding dropout masks of in-flight microbatches, the output layer's activations
-        and fp32 logits when the first stage is also the last (pp = 1), with full recomputation one
-        layer's full activations rebuilt during its backward pass, and under ZeRO-3 the gathered
-        parameters of the layer computing and the ones prefetched.
+        and the loss's logits (per framework, :data:`FRAMEWORKS`) when the first stage is also the last
+        (pp = 1), what the recomputed layer rebuilds during its backward pass, and under ZeRO-3 the
+        gathered parameters of the layer computing and the ones prefetched.
     params_per_gpu : float
         Parameters on that GPU before ZeRO sharding (after TP/EP splitting).
     in_flight_microbatches : float
@@ -145,6 +152,62 @@ def _gb(n_bytes: float) -> str:
     return f"{text.removesuffix('.0')} GB"
 
 
+# ------------------------------------------------------------------------------------------- frameworks
+@dataclass(frozen=True, slots=True)
+class TrainingFramework:
+    """What a training framework keeps where frameworks differ: the loss's logits and what "selective"
+    recomputation saves.
+
+    Attributes
+    ----------
+    name : str
+        The framework, as the ``framework`` option spells it.
+    loss_bytes_per_logit : int
+        Bytes per token per vocabulary entry (over t with a vocabulary-parallel loss) the loss holds at its
+        peak, the last stage's output layer (pp = 1: the first stage, whose layer stash is full).
+    op_level_selective : bool
+        True: ``selective`` is torchtitan's op-level policy (:func:`_op_sac_layer_act`); False:
+        Korthikanti's, which drops the attention core only.
+    source : str
+        Where the two come from.
+    """
+
+    name: str
+    loss_bytes_per_logit: int
+    op_level_selective: bool
+    source: str
+
+
+#: Framework name -> what it keeps (the ``framework`` option of :func:`memory_breakdown`).
+FRAMEWORKS: dict[str, TrainingFramework] = {
+    "megatron": TrainingFramework(
+        "megatron",
+        4,
+        False,
+        "Korthikanti et al. arXiv:2205.05198 Sec. 4.3: the output layer's fp32 logits 4 s b V / t; "
+        "Sec. 4.2.3: selective recomputation drops the attention core",
+    ),
+    "torchtitan": TrainingFramework(
+        "torchtitan",
+        12,
+        True,
+        "torchtitan train.py: cross_entropy(pred.flatten(0, 1).float(), ...) and ``del pred`` before "
+        "loss.backward(); PyTorch cross_entropy = log_softmax (saves its fp32 output, 4V) + nll_loss, "
+        "whose backward writes a dense fp32 gradient (4V) that log_softmax_backward turns into a third "
+        "fp32 tensor (4V): 12 V bytes per token at the loss's backward peak (the forward holds 2V bf16 "
+        "logits + 4V upcast + 4V log-softmax = 10V). Selective: parallelize_llama.py's op-level policy",
+    ),
+}
+
+
+def get_framework(name: str) -> TrainingFramework:
+    """The :data:`FRAMEWORKS` entry for ``name``; ConfigError naming the value otherwise."""
+    try:
+        return FRAMEWORKS[name]
+    except (KeyError, TypeError):
+        raise ConfigError(f"framework must be one of {sorted(FRAMEWORKS)}, got {name!r}") from None
+
+
 # ------------------------------------------------------------------------------------------ activations
 def _mlp_inner_bytes(model: ModelSpec, width: int, linear_input: int = 2) -> int:
     """Bytes per token an MLP stores between its two matmuls: GeLU input 2f + fc2 input (2f, or f in FP8),
@@ -159,6 +222,7 @@ def activation_bytes_per_layer(
     moe: bool = False,
     flash_attention: bool = False,
     fp8: bool = False,
+    framework: str = "megatron",
 ) -> float:
     """Activation bytes one transformer layer stores for one microbatch, on one GPU.
 
@@ -181,6 +245,7 @@ def activation_bytes_per_layer(
     h. Norm inputs, Q, K, V and the MLP's first output stay 16-bit.
 
     With full recomputation only the layer input is kept: 2h per token (/ t with sequence parallelism).
+    With ``framework="torchtitan"``, ``selective`` is its op-level policy (:func:`_op_sac_layer_act`).
     Tokens per microbatch per GPU: b s / cp. For a Megatron GPT layer (a d = h, f = 4h) this is
     s b h (34 + 5 a s / h) / t with TP + SP, and s b h (10 + 24/t + 5 a s / (h t)) with TP only.
 
@@ -196,6 +261,8 @@ def activation_bytes_per_layer(
         The attention core runs as FlashAttention: 4a instead of 5as bytes per token without recomputation.
     fp8 : bool, default False
         Transformer Engine FP8 linear layers: their saved inputs take one byte per element.
+    framework : {"megatron", "torchtitan"}, default "megatron"
+        What ``selective`` recomputation saves (:data:`FRAMEWORKS`).
 
     Returns
     -------
@@ -205,7 +272,7 @@ def activation_bytes_per_layer(
     Raises
     ------
     ConfigError
-        If ``moe`` is True for a dense model.
+        If ``moe`` is True for a dense model, or ``framework`` is not in :data:`FRAMEWORKS`.
 
     References
     ----------
@@ -225,7 +292,8 @@ def activation_bytes_per_layer(
     """
     if moe and not model.is_moe:
         raise ConfigError(f"model {model.name!r} has no MoE layers (n_experts=0)")
-    return _layer_act(model, layout, layout.recompute, moe, flash_attention, fp8)
+    op_sac = get_framework(framework).op_level_selective
+    return _layer_act(model, layout, layout.recompute, moe, flash_attention, fp8, op_sac)
 
 
 def _layer_act(
@@ -235,6 +303,7 @@ def _layer_act(
     moe: bool,
     flash: bool = False,
     fp8: bool = False,
+    op_sac: bool = False,
 ) -> float:
     h = model.hidden_size
     tokens = layout.microbatch_size * model.seq_len / layout.cp
@@ -242,6 +311,8 @@ def _layer_act(
     sp_div = t if layout.sequence_parallel else 1
     if recompute is Recompute.FULL:
         return tokens * 2 * h / sp_div
+    if recompute is Recompute.SELECTIVE and op_sac:
+        return _op_sac_layer_act(model, layout, moe)
     lin = 1 if fp8 else 2  # bytes of each saved linear-layer input element
     unsplit = ((2 if model.dropout else 0) + 4 + 2 * lin) * h  # masks, norm inputs, QKV and MLP inputs
     q, kv = model.n_heads * model.head_size, model.kv_heads * model.head_size
@@ -255,6 +326,43 @@ def _layer_act(
     if recompute is Recompute.NONE:
         split += 4 * model.n_heads if flash else (5 if model.dropout else 2) * model.n_heads * model.seq_len
     return tokens * (unsplit / sp_div + split / t)
+
+
+def _op_sac_layer_act(model: ModelSpec, layout: ParallelLayout, moe: bool) -> float:
+    """Bytes one layer keeps for one microbatch under torchtitan's op-level selective checkpointing.
+
+    The policy (torchtitan ``parallelize_llama.py`` ``_save_list`` and ``_custom_policy``, the version of
+    ``docs/performance.md`` @eaea6f6) saves the outputs of ``aten.mm`` except every second one counted
+    within the layer, of the SDPA kernels and of ``reduce_scatter_tensor``; everything else (norms, RoPE,
+    SiLU and the product, the other matmuls) is recomputed from the kept layer input. A Llama block runs
+    its matmuls in the order wq, wk, wv, wo, w1, w3, w2, so it keeps wq, wv, w1 and w2 (ungated, without
+    w3: wq, wv and w1; bytes per token, 16-bit)::
+
+        2h / t_sp                  layer input (the checkpoint's argument; / t with sequence parallelism)
+        2 q / t + 2 kv d / t       wq and wv outputs (q = a d)
+        2 q / t + 4 a / t          FlashAttention output and its fp32 log-sum-exp
+        2 f / t                    w1 output
+        2h                         w2 output (gated only): partial sums over the whole sequence
+        2 x 2h / t                 the two reduce-scatter outputs (TP with sequence parallelism only)
+
+    For Llama 3 8B without TP: 2h + 2h + 2 kv d + 2h + 4a + 2f + 2h = 63,616 bytes per token.
+
+    Raises
+    ------
+    ConfigError
+        For an MoE layer (the policy's saved set there depends on the expert kernels: not modelled).
+    """
+    if moe:
+        raise ConfigError("framework 'torchtitan' selective recomputation is modelled for dense layers only")
+    h, f, a, t = model.hidden_size, model.ffn_size, model.n_heads, layout.tp
+    q, kv = a * model.head_size, model.kv_heads * model.head_size
+    mm_out = [2 * q / t, 2 * kv / t, 2 * kv / t, 2 * h, 2 * f / t] + ([2 * f / t] if model.gated_mlp else [])
+    mm_out.append(2 * h)
+    sp = layout.sequence_parallel and t > 1
+    per_token = 2 * h / (t if sp else 1) + sum(mm_out[0::2]) + (2 * q + 4 * a) / t
+    if sp:
+        per_token += 2 * 2 * h / t
+    return layout.microbatch_size * model.seq_len / layout.cp * per_token
 
 
 def in_flight_layer_microbatches(layout: ParallelLayout, n_layers: int) -> float:
@@ -353,6 +461,7 @@ def memory_breakdown(
     flash_attention: bool = False,
     zero3_prefetch_layers: int = 1,
     fp8: bool = False,
+    framework: str = "megatron",
 ) -> MemoryBreakdown:
     """Memory per GPU of training ``model`` with ``layout``, term by term.
 
@@ -384,6 +493,11 @@ def memory_breakdown(
         cache when gradients are on, TE v1.11 ``module/base.py``), 2 bytes per linear-layer weight added to
         ``weight_bytes`` (not under ZeRO-3, where each gathered layer is cast and freed); saved linear
         inputs take 1 byte (:func:`activation_bytes_per_layer`).
+    framework : {"megatron", "torchtitan"}, default "megatron"
+        The training framework (:data:`FRAMEWORKS`): what ``selective`` saves, and the bytes per logit the
+        loss holds at its peak when the first stage is also the last (4 s b V / t Megatron-LM's fp32 logits;
+        12 s b V / t torchtitan's upcast cross-entropy), plus, for torchtitan's op-level selective
+        checkpointing, the rest of one layer rebuilt during its backward pass.
 
     Returns
     -------
@@ -393,7 +507,8 @@ def memory_breakdown(
     Raises
     ------
     ConfigError
-        If the layout does not suit the model (see :meth:`ParallelLayout.validate`).
+        If the layout does not suit the model (see :meth:`ParallelLayout.validate`), or ``framework`` is
+        not in :data:`FRAMEWORKS`.
 
     Notes
     -----
@@ -414,6 +529,7 @@ def memory_breakdown(
     7.5
     """
     layout.validate(model)
+    fw = get_framework(framework)
     p, v = layout.pp, layout.virtual_pipeline_stages
     stage_moe = _stage_moe_counts(
         model.n_layers, model.first_dense_layers, model.moe_layer_freq, model.is_moe, p, v
@@ -425,9 +541,10 @@ def memory_breakdown(
     first = stage_moe[0]
     per_stage = model.n_layers // p
     units = in_flight_layer_microbatches(layout, model.n_layers)
-    layer_act = _first_stage_layer_act(model, layout, first, units, flash_attention, fp8)
+    op_sac = fw.op_level_selective
+    layer_act = _first_stage_layer_act(model, layout, first, units, flash_attention, fp8, op_sac)
     in_flight = units / per_stage
-    other = _other_act(model, layout, first, flash_attention, fp8)
+    other = _other_act(model, layout, first, flash_attention, fp8, fw)
     if layout.zero_stage >= 3:
         other += _zero3_gathered(model, layout, dense_params, expert_params, zero3_prefetch_layers)
 
@@ -497,20 +614,33 @@ def _fp8_weight_cache(
 
 
 def _first_stage_layer_act(
-    model: ModelSpec, layout: ParallelLayout, first: int, units: float, flash: bool, fp8: bool = False
+    model: ModelSpec,
+    layout: ParallelLayout,
+    first: int,
+    units: float,
+    flash: bool,
+    fp8: bool = False,
+    op_sac: bool = False,
 ) -> float:
     """Layer activations of the first stage, bytes: ``units`` in-flight layer-microbatches, each the mean
     per-layer activation of a stage with ``first`` MoE layers."""
     per_stage = model.n_layers // layout.pp
     mode = layout.recompute
-    dense_act = _layer_act(model, layout, mode, False, flash, fp8) if first < per_stage else 0.0
-    moe_act = _layer_act(model, layout, mode, True, flash, fp8) if first else 0.0
+    dense_act = _layer_act(model, layout, mode, False, flash, fp8, op_sac) if first < per_stage else 0.0
+    moe_act = _layer_act(model, layout, mode, True, flash, fp8, op_sac) if first else 0.0
     return units * ((per_stage - first) * dense_act + first * moe_act) / per_stage
 
 
-def _other_act(model: ModelSpec, layout: ParallelLayout, first: int, flash: bool, fp8: bool = False) -> float:
-    """Activations outside the layers, bytes: embedding dropout mask, output layer (pp = 1), and the layer
-    being recomputed under full recomputation."""
+def _other_act(
+    model: ModelSpec,
+    layout: ParallelLayout,
+    first: int,
+    flash: bool,
+    fp8: bool = False,
+    fw: TrainingFramework = FRAMEWORKS["megatron"],
+) -> float:
+    """Activations outside the layers, bytes: embedding dropout mask, output layer and loss (pp = 1), and
+    the layer being recomputed (full recomputation; torchtitan's op-level selective: what it rebuilds)."""
     p = layout.pp
     per_stage = model.n_layers // p
     h = model.hidden_size
@@ -521,14 +651,19 @@ def _other_act(model: ModelSpec, layout: ParallelLayout, first: int, flash: bool
     if model.dropout:
         other += min(p, layout.n_microbatches) * tokens * h / sp_div  # input-embedding dropout mask
     if p == 1:
-        # final norm input + output-layer input (16-bit), fp32 logits: 4 s b h / t (1 + V / h) with SP
-        other += tokens * (4 * h / sp_div + 4 * model.vocab_size / t)
+        # final norm input + output-layer input (16-bit), the loss's logits at its peak: with SP and
+        # Megatron's 4 bytes per logit Korthikanti's 4 s b h / t (1 + V / h); torchtitan 12 (FRAMEWORKS)
+        other += tokens * (4 * h / sp_div + fw.loss_bytes_per_logit * model.vocab_size / t)
     if layout.recompute is Recompute.FULL:
         # the layer being recomputed holds its full activations during its backward pass
         working = _layer_act(model, layout, Recompute.NONE, False, flash, fp8) if first < per_stage else 0.0
         if first:
             working = max(working, _layer_act(model, layout, Recompute.NONE, True, flash, fp8))
         other += working
+    elif layout.recompute is Recompute.SELECTIVE and fw.op_level_selective and first < per_stage:
+        # the layer being recomputed rebuilds what the policy did not save, during its backward pass
+        full = _layer_act(model, layout, Recompute.NONE, False, flash, fp8)
+        other += full - _op_sac_layer_act(model, layout, False)
     return other
 
 
@@ -593,6 +728,7 @@ def check_fits(
     flash_attention: bool = False,
     zero3_prefetch_layers: int = 1,
     fp8: bool = False,
+    framework: str = "megatron",
 ) -> MemoryBreakdown:
     """Return the memory breakdown if the layout fits in ``gpu_hbm_bytes``; raise otherwise.
 
@@ -604,7 +740,7 @@ def check_fits(
         The layout.
     gpu_hbm_bytes : float
         Usable GPU memory, bytes (e.g. 80e9 for an A100/H100 80 GB; subtract what the runtime reserves).
-    flash_attention, zero3_prefetch_layers, fp8
+    flash_attention, zero3_prefetch_layers, fp8, framework
         See :func:`memory_breakdown`.
 
     Returns
@@ -637,6 +773,7 @@ def check_fits(
         flash_attention=flash_attention,
         zero3_prefetch_layers=zero3_prefetch_layers,
         fp8=fp8,
+        framework=framework,
     )
     if not mb.fits:
         err = Infeasible(
