@@ -111,7 +111,8 @@ MISSED = {
     "(the reporter's NVLSTree runs hang at >= 4 nodes; the maintainer only warns that 2-node NVLS-tree "
     "figures are not comparable with > 2 nodes)",
     "28 S4 16 x 8 H20": "'20+' GB/s busbw vs ~51 expected (the maintainer: 'not the expected behavior'); "
-    "root cause not in the thread, and the catalogue has no H20",
+    "root cause not in the thread (the catalogue's h20 entry has the NVLink and NIC figures; what "
+    "the cluster's fabric lost is not stated)",
     "08 small messages 1-64 KiB": "all_gather 246-320 us (out of place) vs 23.7-44.9 us (ring/LL, LL128): "
     "the gIB plugin's per-operation cost is not published; transports.yaml keeps NCCL's NET/IB latency "
     "(5 us) for gcp-gib, marked as such. 128 KiB-1 GiB stay 0.9-1.8 ms (16 MiB: 1479 us vs 109 us), so "
