@@ -10,7 +10,7 @@ from aifabric.cluster.presets import preset
 from aifabric.cluster.topology import build_topology
 from aifabric.errors import ConfigError, ParseError
 from aifabric.interop.astra import read_analytical
-from aifabric.interop.export import FORMATS, export_cluster
+from aifabric.interop.export import FORMATS, SITE_FORMATS, export_cluster
 from aifabric.interop.graph import GraphCounts, cables
 from aifabric.interop.htsim import host_order, read_htsim
 from aifabric.interop.ns3 import read_ns3, read_simai
@@ -141,3 +141,17 @@ def test_htsim_hosts_of_a_shared_nic_split_its_line_rate(tmp_path):
     assert read_htsim(tmp_path / "cluster.topo").switches == topo.shape.n_leaves + topo.shape.n_spines
     leaves = topo.leaf_of_gpu[host_order(topo)].reshape(-1, 4)
     assert (leaves == leaves[:, :1]).all()  # each block of Radix_Down hosts sits on one leaf
+
+
+@pytest.mark.parametrize("fmt", ["htsim", "simai"])
+def test_formats_without_sites_refuse_a_multi_site_cluster(tmp_path, fmt):
+    # spectrum-xgs-2-sites: two sites 50 km apart (the preset's sites: {distance_km: 50}). htsim's fat tree
+    # and SimAI's cable list have no link between sites, so writing it would run both sites as one and drop
+    # the fibre's 250 us each way; astra-sim's network.yml has a dimension of the sites and writes it
+    assert fmt not in SITE_FORMATS and "astra-sim" in SITE_FORMATS
+    res = CliRunner().invoke(
+        app, ["export", "--format", fmt, "-c", "spectrum-xgs-2-sites", "-o", str(tmp_path)]
+    )
+    assert res.exit_code == 2, res.output
+    assert "2 sites 50 km apart" in res.output and "Traceback" not in res.output
+    assert not list(tmp_path.iterdir())  # nothing half-written

@@ -213,3 +213,19 @@ def test_fp8_zero3_keeps_no_weight_copies():
     lay = ParallelLayout(dp=8, zero_stage=3)
     model = get_model("llama3-8b")
     assert memory_breakdown(model, lay, fp8=True).weight_bytes == memory_breakdown(model, lay).weight_bytes
+
+
+@pytest.mark.parametrize("name", ["mixtral-8x7b", "deepseek-v3"])
+def test_fp8_moe_router_keeps_its_16_bit_input(name):
+    # Megatron-Core core_v0.10.0 transformer/moe/router.py TopKRouter.gating is a plain
+    # torch.nn.functional.linear outside Transformer Engine: its autograd saves the MLP input in 16 bits
+    # under FP8 too. The TE layers' saved inputs take 1 byte instead of 2: QKV (h, unsplit under SP), the
+    # output projection (a d), each routed slot's dispatched input (h) and fc2 input (f_e), each shared
+    # expert's fc2 input (f_e); a shared expert's fc1 adds its own one-byte cast of the MLP input (h).
+    m = get_model(name)
+    lay = ParallelLayout(tp=8, sequence_parallel=True, recompute="selective", microbatch_size=1)
+    h, q, fe = m.hidden_size, m.n_heads * m.head_size, m.expert_ffn_size
+    drop = h - m.n_shared_experts * h + q + m.top_k * (h + fe) + m.n_shared_experts * fe  # bytes/token x t
+    bf16 = activation_bytes_per_layer(m, lay, moe=True)
+    fp8 = activation_bytes_per_layer(m, lay, moe=True, fp8=True)
+    assert bf16 - fp8 == pytest.approx(m.seq_len * drop / 8, rel=1e-12)

@@ -60,7 +60,7 @@ class AnalyticalNetwork:
 def analytical_network(topo: Topology) -> AnalyticalNetwork:
     """The two ``Switch`` dimensions of a switched cluster (one when it has no scale-out); a full-mesh
     scale-up (MI300X xGMI) is a ``FullyConnected`` first dimension at one pair's link bandwidth. A cluster
-    over several sites gets a third ``Switch`` dimension, the sites (:func:`_site_dimension`).
+    over several sites gets a third ``Switch`` dimension, the sites (:func:`_site_link_latency_s`).
 
     Raises
     ------

@@ -27,7 +27,7 @@ from aifabric.interop.graph import cables
 from aifabric.interop.htsim import host_order, write_connection_matrix, write_htsim
 from aifabric.interop.ns3 import write_ns3, write_simai
 
-__all__ = ["FORMATS", "export_cluster"]
+__all__ = ["FORMATS", "SITE_FORMATS", "export_cluster"]
 
 
 def _astra(topo: Topology, out: Path) -> list[Path]:
@@ -51,6 +51,12 @@ def _simai(topo: Topology, out: Path) -> list[Path]:
         write_simai(cables(topo), out / "topology.txt", gpus_per_server=spec.gpus_per_node, gpu_type=gpu_type)
     ]
 
+
+#: Formats whose files carry a cluster split over sites (``sites:``): ASTRA-sim's analytical network has a
+#: dimension of the sites (:func:`~aifabric.interop.astra.analytical_network`). htsim's fat tree and SimAI's
+#: cable list have no long-haul link: a multi-site cluster written there would run as one site, the fibre
+#: between the sites (the DCI transport's fibre delay) gone, so they refuse it.
+SITE_FORMATS: frozenset[str] = frozenset({"astra-sim"})
 
 #: Export format -> writer (one registry; the CLI's choices read it).
 FORMATS: dict[str, Callable[[Topology, Path], list[Path]]] = {
@@ -77,7 +83,8 @@ def export_cluster(
     Raises
     ------
     ConfigError
-        An unknown format, a torus cluster, or a cluster the format cannot express (named in the message).
+        An unknown format, a torus cluster, a cluster over several sites outside :data:`SITE_FORMATS`, or a
+        cluster the format cannot express (named in the message).
     ValueError
         ``out_dir`` is a file or cannot be created.
     """
@@ -90,6 +97,12 @@ def export_cluster(
         raise ValueError(f"--size: a collective needs a size > 0, got {message_bytes}")
     if spec.scale_up.kind == "torus":
         raise ConfigError(f"--format {fmt}: {spec.name} is a torus; only switched clusters are exported")
+    sites = spec.sites
+    if sites is not None and fmt not in SITE_FORMATS:
+        raise ConfigError(
+            f"--format {fmt}: {spec.name} spans {sites.count} sites {sites.distance_km:g} km apart; "
+            f"{fmt} has no link between sites (astra-sim carries them)"
+        )
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out: {str(out)!r} is a file, not a folder")

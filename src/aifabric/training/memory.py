@@ -242,7 +242,8 @@ def activation_bytes_per_layer(
     byte instead of two (``Linear`` saves ``inputmat`` or ``inputmat_t``, ``LayerNormLinear`` its FP8
     ``ln_out``; TE v1.11 ``module/linear.py``, ``module/layernorm_linear.py``): the QKV and MLP inputs h
     each, the output-projection input a d, the fc2 / down-projection input f, an expert's dispatched input
-    h. Norm inputs, Q, K, V and the MLP's first output stay 16-bit.
+    h. Norm inputs, Q, K, V and the MLP's first output stay 16-bit, and so does an MoE layer's MLP input,
+    which its router saves (:func:`_moe_input_bytes`).
 
     With full recomputation only the layer input is kept: 2h per token (/ t with sequence parallelism).
     With ``framework="torchtitan"``, ``selective`` is its op-level policy (:func:`_op_sac_layer_act`).
@@ -314,7 +315,8 @@ def _layer_act(
     if recompute is Recompute.SELECTIVE and op_sac:
         return _op_sac_layer_act(model, layout, moe)
     lin = 1 if fp8 else 2  # bytes of each saved linear-layer input element
-    unsplit = ((2 if model.dropout else 0) + 4 + 2 * lin) * h  # masks, norm inputs, QKV and MLP inputs
+    mlp_in = _moe_input_bytes(model, fp8) if moe else lin
+    unsplit = ((2 if model.dropout else 0) + 4 + lin + mlp_in) * h  # masks, norm inputs, QKV and MLP inputs
     q, kv = model.n_heads * model.head_size, model.kv_heads * model.head_size
     split = (2 + lin) * q + 4 * kv
     if moe:
@@ -363,6 +365,16 @@ def _op_sac_layer_act(model: ModelSpec, layout: ParallelLayout, moe: bool) -> fl
     if sp:
         per_token += 2 * 2 * h / t
     return layout.microbatch_size * model.seq_len / layout.cp * per_token
+
+
+def _moe_input_bytes(model: ModelSpec, fp8: bool) -> int:
+    """Bytes per token and per unit of h that an MoE layer saves of its MLP input (the pre-MLP norm's
+    output). Its router keeps it at 16 bits, FP8 or not: Megatron-Core's ``TopKRouter.gating`` is a plain
+    ``torch.nn.functional.linear`` outside Transformer Engine (core_v0.10.0 ``transformer/moe/router.py``),
+    whose autograd saves its input. Under FP8 the shared experts' first linear layer (a Transformer Engine
+    layer, ``SharedExpertMLP``) saves its own one-byte cast as well; in 16 bits it saves the same tensor.
+    The routed experts' dispatched inputs are separate copies, counted per slot."""
+    return 2 + (1 if fp8 and model.n_shared_experts else 0)
 
 
 def in_flight_layer_microbatches(layout: ParallelLayout, n_layers: int) -> float:
