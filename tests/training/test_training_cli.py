@@ -8,8 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
-from aifabric.cli.train import ElementwiseChoice
+from aifabric.cli.train import ElementwiseChoice, FrameworkChoice
 from aifabric.training.elementwise import ELEMENTWISE_KERNELS
+from aifabric.training.layout import ParallelLayout
+from aifabric.training.memory import FRAMEWORKS, memory_breakdown
+from aifabric.training.models import get_model
 
 runner = CliRunner()
 GPT3 = ("--model", "gpt3-175b", "--cluster", "dgx-h100-superpod", "--nodes", "128")
@@ -358,3 +361,47 @@ def test_plan_takes_elementwise_and_embedding_chunks_as_train_does():
     assert bad.exit_code == 2 and "--embedding-chunks" in bad.stderr and "--pp 1" in bad.stderr
     bad = run("plan", *small, "--elementwise", "eager")
     assert bad.exit_code == 2
+
+
+def test_framework_choices_are_the_registry():
+    assert [c.value for c in FrameworkChoice] == list(FRAMEWORKS)
+
+
+LLAMA8_2NODE = ("--model", "llama3-8b", "--cluster", "h100-ib-2node", "--global-batch", "64")
+
+
+def test_train_framework_prices_torchtitans_selective_recompute():
+    # Llama 3 8B, ZeRO-2 over 16 H100s, selective recompute: torchtitan repeats wk, wo, w3 and the
+    # element-wise operators where Megatron repeats the attention core; its loss holds 12 bytes per logit.
+    layout = ("--dp", "16", "--zero", "2", "--recompute", "selective", "--json")
+    mega = run("train", *LLAMA8_2NODE, *layout)
+    titan = run("train", *LLAMA8_2NODE, *layout, "--framework", "torchtitan")
+    assert mega.exit_code == 0 and titan.exit_code == 0, mega.stderr + titan.stderr
+    m, t = json.loads(mega.stdout), json.loads(titan.stdout)
+    assert t["breakdown_s"]["memory-bound"] > m["breakdown_s"]["memory-bound"]
+    # memory as the memory model counts it for that framework (op-level checkpointing keeps less here)
+    lay = ParallelLayout(dp=16, zero_stage=2, recompute="selective", global_batch_size=64)
+    for data, framework in ((m, "megatron"), (t, "torchtitan")):
+        mb = memory_breakdown(get_model("llama3-8b"), lay, flash_attention=True, framework=framework)
+        assert data["memory_bytes_per_gpu"] == pytest.approx(mb.total_bytes, rel=1e-9)
+
+
+@pytest.mark.parametrize("command", ["train", "plan"])
+def test_unknown_framework_is_one_line_naming_the_option(command):
+    r = run(command, *LLAMA8_2NODE, "--framework", "deepspeed")
+    text = " ".join(r.stderr.replace("│", " ").split())
+    assert r.exit_code == 2 and r.stdout == ""
+    assert "'--framework': Value error, 'deepspeed' is not one of 'megatron', 'torchtitan'" in text
+
+
+def test_plan_takes_the_framework_as_train_does():
+    r = run("plan", *LLAMA8_2NODE, "--top", "1", "--json", "--framework", "torchtitan")
+    assert r.exit_code == 0, r.stderr
+    best = json.loads(r.stdout)["ranked"][0]
+    lay = best["layout"]
+    r = run("train", *LLAMA8_2NODE, "--tp", str(lay["tp"]), "--pp", str(lay["pp"]), "--cp", str(lay["cp"]),
+            "--virtual-stages", str(lay["virtual_pipeline_stages"]),
+            "--microbatch", str(lay["microbatch_size"]), "--zero", str(lay["zero_stage"]),
+            "--recompute", lay["recompute"], "--framework", "torchtitan", "--json")  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["step_s"] == pytest.approx(best["step_s"], rel=1e-9)

@@ -53,6 +53,13 @@ class RecomputeChoice(str, Enum):
     full = "full"
 
 
+class FrameworkChoice(str, Enum):
+    """The training frameworks of :data:`aifabric.training.memory.FRAMEWORKS`."""
+
+    megatron = "megatron"
+    torchtitan = "torchtitan"
+
+
 class ElementwiseChoice(str, Enum):
     """The kernel sets of :data:`aifabric.training.elementwise.ELEMENTWISE_KERNELS`."""
 
@@ -119,6 +126,14 @@ ElementwiseOpt = Annotated[
         "torch.compile)"
     ),
 ]
+FrameworkOpt = Annotated[
+    FrameworkChoice,
+    typer.Option(
+        help="Training framework: megatron (Korthikanti's selective recomputation, fp32 logits) or "
+        "torchtitan (op-level selective checkpointing: every second matmul of a layer recomputed, "
+        "cross-entropy on upcast logits)"
+    ),
+]
 EmbeddingChunksOpt = Annotated[
     bool,
     typer.Option(
@@ -180,6 +195,7 @@ def _options(
     elementwise: ElementwiseChoice = ElementwiseChoice.fused,
     embedding_chunks: bool = False,
     ep_overlap: bool = False,
+    framework: FrameworkChoice = FrameworkChoice.megatron,
 ) -> StepOptions:
     return StepOptions(
         flash_attention=flash,
@@ -192,6 +208,7 @@ def _options(
         elementwise=elementwise.value,
         embedding_chunks=embedding_chunks,
         ep_comm_overlap=ep_overlap,
+        framework=framework.value,
     )
 
 
@@ -333,6 +350,7 @@ def train(
     gemm_shapes: GemmShapesOpt = None,
     elementwise: ElementwiseOpt = ElementwiseChoice.fused,
     embedding_chunks: EmbeddingChunksOpt = False,
+    framework: FrameworkOpt = FrameworkChoice.megatron,
     engine: Annotated[
         EngineChoice,
         typer.Option(
@@ -396,6 +414,7 @@ def train(
         elementwise=elementwise,
         embedding_chunks=embedding_chunks,
         ep_overlap=ep_comm_overlap,
+        framework=framework,
     )
     n_jobs = jobs or 1
     if spec.n_gpus % n_jobs:
@@ -475,6 +494,7 @@ _OPTION_OF = {
     "virtual_pipeline_stages": "--virtual-stages",
     "n_gpus": "the GPUs of --nodes",
     "elementwise": "--elementwise",
+    "framework": "--framework",
 }
 #: A quoted name (a model's, left alone) or one of the fields above, as a whole word.
 _FIELD = re.compile(r"'[^']*'|\b(" + "|".join(_OPTION_OF) + r")\b")
@@ -638,6 +658,7 @@ def plan(
     gemm_shapes: GemmShapesOpt = None,
     elementwise: ElementwiseOpt = ElementwiseChoice.fused,
     embedding_chunks: EmbeddingChunksOpt = False,
+    framework: FrameworkOpt = FrameworkChoice.megatron,
     plot: PlotOpt = None,
     html: HtmlOpt = None,
     json_out: JsonOpt = False,
@@ -668,6 +689,7 @@ def plan(
             elementwise=elementwise,
             embedding_chunks=embedding_chunks,
             ep_overlap=ep_comm_overlap,
+            framework=framework,
         ),
     )
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}

@@ -37,6 +37,7 @@ __all__ = [
     "megatron_gpt_flops_per_iteration",
     "megatron_gpt_params",
     "megatron_training_time_s",
+    "op_sac_recompute_forward_flops_per_token",
     "param_count",
     "training_flops_per_iteration",
     "training_flops_per_token",
@@ -327,6 +328,35 @@ def layer_forward_flops_per_token(
         raise ConfigError(f"model {model.name!r} has no MoE layers (n_experts=0)")
     experts = (model.top_k + model.n_shared_experts) * model.expert_matmul_params
     return 2.0 * (model.attention_matmul_params + model.router_params + experts) + core
+
+
+def op_sac_recompute_forward_flops_per_token(model: ModelSpec) -> float:
+    """Forward FLOPs per token of one dense layer that torchtitan's op-level selective checkpointing
+    runs again in the backward pass.
+
+    The policy (torchtitan ``parallelize_llama.py`` ``_save_list`` and ``_custom_policy``, the version of
+    ``docs/performance.md`` @eaea6f6) saves the output of every second ``aten.mm`` counted within the
+    layer and the SDPA output; the other matmuls and the element-wise operators are recomputed, the
+    attention core is not. A Llama block runs its matmuls in the order wq, wk, wv, wo, w1, w3, w2, so
+    wk, wo and w3 are recomputed (ungated, wq, wk, wv, wo, w1, w2: wk, wo and w2). With q = a d query
+    width, kv = a_kv d and f the MLP width, per token::
+
+        gated:    2 (h kv + q h + h f)
+        ungated:  2 (h kv + q h + f h)
+
+    Llama 3 8B (h = q = 4096, kv = 1024, f = 14336): 2 (4,194,304 + 16,777,216 + 58,720,256) =
+    159,383,552 FLOPs per token, against 4 s a d = 134,217,728 for the attention core that Megatron-LM's
+    selective recomputation repeats at s = 8192.
+
+    >>> from aifabric.training.models import get_model
+    >>> op_sac_recompute_forward_flops_per_token(get_model("llama3-8b"))
+    159383552.0
+    """
+    h, f = model.hidden_size, model.ffn_size
+    q, kv = model.n_heads * model.head_size, model.kv_heads * model.head_size
+    # matmul weights in call order: wq, wk, wv, wo, w1, (w3,) w2
+    weights = [h * q, h * kv, h * kv, q * h, h * f] + ([h * f] if model.gated_mlp else []) + [f * h]
+    return 2.0 * sum(weights[1::2])
 
 
 def logit_forward_flops_per_token(model: ModelSpec) -> float:

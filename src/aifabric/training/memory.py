@@ -683,14 +683,23 @@ def _zero3_gathered(
     model: ModelSpec, layout: ParallelLayout, dense_params: float, expert_params: float, prefetch_layers: int
 ) -> float:
     """ZeRO-3: the gathered parameters of the computing layer and the prefetched ones beyond the local
-    shard, bytes: min(1 + prefetch, l/pp) x w x (P_dense (1 - 1/D) + P_expert (1 - 1/D_e)) / (l/pp),
-    w the bytes per weight."""
+    shard, bytes: min(1 + prefetch, l/pp) x w_g x (P_dense (1 - 1/D) + P_expert (1 - 1/D_e)) / (l/pp),
+    w_g the bytes per gathered weight (``BytesPerParam.gathered``, the mixed-precision parameter dtype).
+
+    Where the gathered dtype is not the shard's (FSDP2's fp32 shards gathered as bf16,
+    ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)``) the local shard is cast too and the whole layer
+    is a new copy: the (1 - 1/D) factors become 1.
+    """
+    bpp = model.bytes_per_param
     per_stage = model.n_layers // layout.pp
     d_dense = layout.dp * layout.cp
-    d_expert = layout.expert_dp
+    d_expert = max(1, layout.expert_dp)
     in_flight_layers = min(1 + prefetch_layers, per_stage)
-    unsharded = dense_params * (1 - 1 / d_dense) + expert_params * (1 - 1 / max(1, d_expert))
-    return in_flight_layers * model.bytes_per_param.weights * unsharded / per_stage
+    if bpp.gathered_bytes == bpp.weights:
+        unsharded = dense_params * (1 - 1 / d_dense) + expert_params * (1 - 1 / d_expert)
+    else:
+        unsharded = dense_params + expert_params
+    return in_flight_layers * bpp.gathered_bytes * unsharded / per_stage
 
 
 @dataclass(frozen=True)

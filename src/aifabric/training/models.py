@@ -55,6 +55,16 @@ class BytesPerParam:
         Bytes of each gradient as accumulated and reduced (fp32 by default in Megatron-LM).
     optimizer : float, default 12
         Bytes of optimizer state per parameter: fp32 master weight + Adam's two fp32 moments.
+    gathered : float, optional
+        Bytes per weight of the copy the layers compute with and that ZeRO / FSDP all-gathers: the
+        mixed-precision parameter dtype. Default ``weights``. PyTorch FSDP2 keeps fp32 sharded parameters
+        (``weights=4``) and, with ``MixedPrecisionPolicy(param_dtype=torch.bfloat16)`` as torchtitan sets it
+        (``parallelize_llama.py`` ``apply_fsdp``), casts each shard and all-gathers bf16: ``gathered=2``
+        (PyTorch ``torch.distributed.fsdp.fully_shard`` docs: "param_dtype ... specifies the dtype for the
+        unsharded parameter and hence the dtype for forward/backward computation and the parameter
+        all-gather"). DeepSpeed ZeRO-3 with bf16 partitions and gathers the 16-bit copy (Rajbhandari et al.
+        SC'20 Sec. 5 and 7: 2 Psi bytes of fp16 parameters, all-gathered once forward and once backward):
+        the default.
 
     Raises
     ------
@@ -70,9 +80,12 @@ class BytesPerParam:
     weights: float = 2.0
     grads: float = 4.0
     optimizer: float = 12.0
+    gathered: float | None = None
 
     def __post_init__(self) -> None:
-        for name in ("weights", "grads", "optimizer"):
+        if self.gathered is None:
+            object.__setattr__(self, "gathered", self.weights)
+        for name in ("weights", "grads", "optimizer", "gathered"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
                 raise ConfigError(f"bytes_per_param.{name} must be a number >= 0, got {value!r}")
@@ -82,6 +95,11 @@ class BytesPerParam:
     def total(self) -> float:
         """Bytes per parameter with nothing sharded."""
         return self.weights + self.grads + self.optimizer
+
+    @property
+    def gathered_bytes(self) -> float:
+        """Bytes per weight of the gathered (compute) copy: ``gathered``, set to ``weights`` by default."""
+        return self.weights if self.gathered is None else self.gathered
 
 
 _INT_FIELDS = (

@@ -36,7 +36,8 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
 - **Pipeline**: (m + (p - 1) / v) microbatch times of the slowest stage; the bubble is (p - 1) / (v m).
   With ``embedding_chunks`` the embedding and output layer take one layer's place each (Llama 3).
 - **DP**: gradients reduced in ``BytesPerParam.grads`` bytes (fp32 by default, as Megatron-LM), parameters
-  all-gathered in ``weights`` bytes (bf16). ZeRO 0-2: in buckets (Megatron's 40 M parameters or 1 M x dp)
+  all-gathered in ``BytesPerParam.gathered`` bytes, the mixed-precision parameter dtype (bf16; FSDP2
+  gathers bf16 from fp32 shards). ZeRO 0-2: in buckets (Megatron's 40 M parameters or 1 M x dp)
   that overlap only the rest of the backward pass, the last bucket exposed (:func:`bucketed_exposed_s`);
   once after the last microbatch (ZeRO 0/1: full gradient buffer) or after every microbatch (ZeRO-2: a
   gradient shard only). ZeRO-3/FSDP: each layer's parameters gathered before its forward and its backward
@@ -90,6 +91,7 @@ from aifabric.training.elementwise import check_kernels_fit, elementwise_kernels
 from aifabric.training.flops import (
     attention_core_forward_flops_per_token,
     layer_forward_flops_per_token,
+    op_sac_recompute_forward_flops_per_token,
     training_flops_per_iteration,
 )
 from aifabric.training.gemm import (
@@ -106,6 +108,7 @@ from aifabric.training.memory import (
     MemoryBreakdown,
     MemoryRemedy,
     check_fits,
+    get_framework,
     memory_breakdown,
 )
 from aifabric.training.models import ModelSpec
@@ -214,6 +217,11 @@ class StepOptions:
         slices and the logit layer then run slower than a large square product. None (default): when the
         accelerator has a table (H100, H200, B200, GB200); True: required (refused without a table); False:
         every GEMM at ``gemm_efficiency``. The attention core keeps its own rate (``attention_flops_per_s``).
+    framework : str, default "megatron"
+        The training framework (:data:`~aifabric.training.memory.FRAMEWORKS`): what ``selective``
+        recomputation saves and repeats, and the loss's logits in the memory check. ``"torchtitan"``: its
+        op-level policy repeats every second matmul of a layer (wk, wo, w3) and the element-wise operators,
+        not the attention core (:func:`~aifabric.training.flops.op_sac_recompute_forward_flops_per_token`).
     """
 
     flash_attention: bool = True
@@ -233,8 +241,10 @@ class StepOptions:
     gemm_shapes: bool | None = None
     embedding_chunks: bool = False
     elementwise: str = "fused"
+    framework: str = "megatron"
 
     def __post_init__(self) -> None:
+        get_framework(self.framework)  # a ConfigError naming the field for an unknown framework
         if isinstance(self.zero3_prefetch_layers, bool) or self.zero3_prefetch_layers < 0:
             raise ConfigError(
                 f"zero3_prefetch_layers must be an integer >= 0, got {self.zero3_prefetch_layers!r}"
@@ -754,6 +764,8 @@ class StepModel:
         self._f_dense = layer_forward_flops_per_token(m)
         self._f_moe = layer_forward_flops_per_token(m, moe=True) if m.is_moe else 0.0
         self._f_core = attention_core_forward_flops_per_token(m)
+        self._op_sac = get_framework(self.options.framework).op_level_selective
+        self._f_op_sac = op_sac_recompute_forward_flops_per_token(m) if self._op_sac else 0.0
         self.contention = self.compute.overlap_contention
         self._coll: dict[tuple, CollectiveResult] = {}
         self._comms: dict[tuple, Communicator] = {}
@@ -930,6 +942,7 @@ class StepModel:
             flash_attention=opt.flash_attention,
             zero3_prefetch_layers=opt.zero3_prefetch_layers,
             fp8=opt.fp8,
+            framework=opt.framework,
         )
         return padded, mem
 
@@ -970,11 +983,18 @@ class StepModel:
         return self._terms(layout, padded, record=False)[0]
 
     def _hw_flops(self, recompute: Recompute, global_batch: int) -> tuple[float, float]:
+        """(hardware, model) FLOPs per iteration; torchtitan's op-level selective recompute repeats its
+        matmuls (:func:`~aifabric.training.flops.op_sac_recompute_forward_flops_per_token`) per layer and
+        token instead of the attention core."""
         key = (recompute, global_batch)
         got = self._flops.get(key)
         if got is None:
-            hw = training_flops_per_iteration(self.model, global_batch, recompute=recompute)
             mf = training_flops_per_iteration(self.model, global_batch, recompute=Recompute.NONE)
+            if recompute is Recompute.SELECTIVE and self._op_sac:
+                tokens = global_batch * self.model.seq_len
+                hw = mf + tokens * self.model.n_layers * self._f_op_sac
+            else:
+                hw = training_flops_per_iteration(self.model, global_batch, recompute=recompute)
             got = self._flops[key] = (hw, mf)  # type: ignore[assignment]
         return got  # type: ignore[return-value]
 
@@ -1130,8 +1150,8 @@ class StepModel:
         its kind and pass (:meth:`gemm_rates`: by shape from the measured table, or ``peak x
         gemm_efficiency``, the FP8 peak with ``options.fp8``), backward 2 x forward FLOPs; the attention
         core at ``attention_flops_per_s`` (peak x ``attention_core_efficiency`` x ``power_limit_ratio``),
-        backward 2 x forward; plus the recomputed forward (full) or
-        attention core (selective); the logit layer 2 V h per token forward, 4 V h backward. With a
+        backward 2 x forward; plus what recomputation repeats (:meth:`_recompute_extra`); the logit
+        layer 2 V h per token forward, 4 V h backward. With a
         capacity factor c every expert computes its capacity, c x tokens x k / E slots, dropped tokens'
         slots padded (Fedus et al. 2022, Sec. 2.2): the routed experts' GEMMs are c x 2 k P_expert per
         token instead of 2 k P_expert (dropless).
@@ -1151,16 +1171,13 @@ class StepModel:
         lin_s = st.n_dense * lin_dense / rate.dense_fwd + st.n_moe * lin_moe / rate.moe_fwd
         lin_bwd_s = 2 * (st.n_dense * lin_dense / rate.dense_bwd + st.n_moe * lin_moe / rate.moe_bwd)
         core_s = st.layers * core_layer / self.attention_flops_per_s
-        extra_s = lin_s + core_s if rec is Recompute.FULL else core_s if rec is Recompute.SELECTIVE else 0.0
         logit_flops = 2.0 * m.vocab_size * h * tokens / t * st.logit  # last stage only; never recomputed
         logit_s, logit_bwd_s = logit_flops / rate.logit_fwd, 2 * logit_flops / rate.logit_bwd
         ew_dense, scores = self._elementwise_bytes(lay, False)
         ew_fwd = st.n_dense * ew_dense
         if st.n_moe:
             ew_fwd += st.n_moe * self._elementwise_bytes(lay, True)[0]
-        ew_extra = (
-            ew_fwd if rec is Recompute.FULL else st.layers * scores if rec is Recompute.SELECTIVE else 0.0
-        )
+        extra_s, ew_extra = self._recompute_extra(st, lin_s + core_s, core_s, ew_fwd, scores, rate.dense_fwd)
         logit_bytes = self.kernels.logits * m.vocab_size / t * st.logit
         cast_fwd, cast_bwd = self._stage_cast_bytes(st)
         if rec is Recompute.FULL:
@@ -1171,6 +1188,36 @@ class StepModel:
             mem_fwd=(ew_fwd + cast_fwd + logit_bytes) * tokens / self.hbm_bytes_per_s,
             mem_bwd=(2 * ew_fwd + ew_extra + cast_bwd + 2 * logit_bytes) * tokens / self.hbm_bytes_per_s,
         )
+
+    def _recompute_extra(
+        self, st: StageView, fwd_s: float, core_s: float, ew_fwd: float, scores: float, dense_rate: float
+    ) -> tuple[float, float]:
+        """GEMM seconds and element-wise bytes per token that recomputation adds to a microbatch's backward.
+
+        Full: the whole forward (``fwd_s``, ``ew_fwd``). Megatron-LM's selective: the attention core and,
+        without FlashAttention, its scores. torchtitan's op-level selective (``framework``): the checkpointed
+        layer is replayed with only the saved ops' outputs reused, so the recomputed matmuls
+        (:func:`~aifabric.training.flops.op_sac_recompute_forward_flops_per_token`: wk, wo, w3) at the
+        dense forward GEMM rate and every element-wise operator of the forward; the SDPA output is saved,
+        the attention core is not repeated.
+
+        Raises
+        ------
+        ConfigError
+            torchtitan's selective policy on a stage with MoE layers (not modelled, as in the memory check).
+        """
+        rec = st.layout.recompute
+        if rec is Recompute.FULL:
+            return fwd_s, ew_fwd
+        if rec is not Recompute.SELECTIVE:
+            return 0.0, 0.0
+        if not self._op_sac:
+            return core_s, st.layers * scores
+        if st.n_moe:
+            raise ConfigError(
+                "framework 'torchtitan' selective recomputation is modelled for dense layers only"
+            )
+        return st.n_dense * self._f_op_sac * st.tokens / st.layout.tp / dense_rate, ew_fwd
 
     def _stage_cast_bytes(self, st: StageView) -> tuple[float, float]:
         """Forward and backward FP8 cast bytes per token of the stage's layers (:meth:`_fp8_cast_bytes`)."""
@@ -1499,7 +1546,8 @@ class StepModel:
             grad_op = "all_reduce" if layout.zero_stage == 0 else "reduce_scatter"
             steps = [(grad_op, params * bpp.grads, opt.overlap_grad_reduce, bwd_compute, n_grad)]
             if layout.zero_stage:
-                steps.append(("all_gather", params * bpp.weights, opt.overlap_param_gather, fwd_compute, 1))
+                gather = params * bpp.gathered_bytes
+                steps.append(("all_gather", gather, opt.overlap_param_gather, fwd_compute, 1))
             for op, size, overlap, behind, count in steps:
                 res = self.dim_collective("dp", op, size, comm)
                 exp = count * (
@@ -1522,9 +1570,10 @@ class StepModel:
     ) -> tuple[float, float]:
         """Exposed forward and backward seconds per microbatch of ZeRO-3/FSDP's per-layer collectives.
 
-        Each layer's parameters (the stage's ``weights`` bytes / layers) are all-gathered before its forward
-        and again before its backward, and its gradients reduce-scattered after its backward, every
-        microbatch (FSDP with one unit per transformer block; DeepSpeed stage 3). With prefetch
+        Each layer's parameters (the stage's ``gathered`` bytes, the bf16 compute copy, / layers) are
+        all-gathered before its forward and again before its backward, and its gradients reduce-scattered
+        after its backward, every microbatch (FSDP with one unit per transformer block; DeepSpeed stage 3).
+        With prefetch
         (``options.zero3_prefetch_layers`` >= 1) layer i + 1's gather runs during layer i's compute
         (:func:`overlapped_s`):
 
@@ -1539,11 +1588,11 @@ class StepModel:
         x_ag = x_rs = 0.0
         per_layer: list[tuple[str, str, float, CollectiveResult, Communicator]] = []
         for dim, params, comm in self._dp_groups(layout, dense_params, expert_params):
-            ag = self.dim_collective("dp", "all_gather", params * bpp.weights / layers, comm)
+            ag = self.dim_collective("dp", "all_gather", params * bpp.gathered_bytes / layers, comm)
             rs = self.dim_collective("dp", "reduce_scatter", params * bpp.grads / layers, comm)
             x_ag += ag.time_s
             x_rs += rs.time_s
-            per_layer += [(dim, "all_gather", params * bpp.weights / layers, ag, comm)]
+            per_layer += [(dim, "all_gather", params * bpp.gathered_bytes / layers, ag, comm)]
             per_layer += [(dim, "reduce_scatter", params * bpp.grads / layers, rs, comm)]
         if not per_layer:
             return 0.0, 0.0
