@@ -21,6 +21,8 @@ takes ``(op, message_bytes, spec, gpus)`` (rank i on ``gpus[i]``) and returns th
   node's g channels use its g NICs. A step moves S/(n g) per hop per channel (all_reduce: 2(n-1) steps;
   all_gather/reduce_scatter: n-1). Where ranks share NICs (``gpus_per_nic``), one channel per NIC enters
   at the NIC's first rank and leaves from its last, as NCCL's search does (:func:`_shared_nic_ring_stage`).
+  Over domains holding different numbers of ranks, the sparsest domain's ranks set the channels, one per
+  rail (:func:`_uneven_ring_stage`).
 - :func:`hierarchical_plan`: ring reduce-scatter inside each domain (g-1 steps of S/g), ring all-reduce of
   the shards across domains on every rail at once (2(N-1) steps of S/(g N)), ring all-gather inside.
 - :func:`flat_ring_plan`: one ring in rank order, every hop a transfer of S/n (all_reduce: 2(n-1) steps).
@@ -315,26 +317,136 @@ def flat_ring_plan(
 
 def ring_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray) -> tuple[Stage, ...]:
     """NCCL's multi-channel ring (all_reduce, all_gather, reduce_scatter) or pipelined chain (broadcast,
-    reduce); on domains holding different numbers of ranks, one channel with ranks grouped by domain."""
+    reduce); on domains holding different numbers of ranks, :func:`_uneven_ring_stage`."""
     n = int(gpus.size)
     s = float(message_bytes)
     chain = op in (Collective.BROADCAST, Collective.REDUCE)
     steps = 1 if chain else (2 * (n - 1) if op is Collective.ALL_REDUCE else n - 1)
+    chunk, repeat, label = (s, 1, "chain") if chain else (s / n, steps, "ring step")  # chain: S once per link
     if not _uniform(spec, gpus):
-        # domains hold different numbers of ranks (e.g. jobs scattered over NVL72 racks): one ring, ranks
-        # grouped by domain, as NCCL orders them; its node-crossing hops may change rails (PXN).
-        order = gpus[np.argsort(gpus // spec.domain_gpus, kind="stable")]
-        chunk = s / n if steps > 1 else s
-        label = "ring (one channel)"
-        return (Stage(order, np.roll(order, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, label),)
+        rows = _domain_rows(spec, gpus)
+        return (
+            _uneven_ring_stage(rows, spec.domain_gpus, chunk, repeat, label, spec.mesh_links_per_gpu > 0),
+        )
     mat, g = _by_domain(spec, gpus)
     k = spec.scale_out.gpus_per_nic if spec.scale_out is not None else 1
-    chunk, repeat, label = (s, 1, "chain") if chain else (s / n, steps, "ring step")  # chain: S once per link
     if mat.shape[0] > 1 and _shares_nics(mat[0], k):
         return (_shared_nic_ring_stage(mat, chunk, repeat, label, k),)
     if spec.mesh_links_per_gpu and g > 1 and mat.shape[0] == 1:
         return (_mesh_shift_stage(mat, chunk, repeat, label),)
     return (_ring_stage(mat, chunk, repeat, label, mesh=spec.mesh_links_per_gpu > 0),)
+
+
+def _domain_rows(spec: ClusterSpec, gpus: np.ndarray) -> list[np.ndarray]:
+    """The ranks' GPU ids per scale-up domain, each sorted, domains in the communicator's order (first
+    appearance, as NCCL orders nodes by rank); the rows may differ in length."""
+    dom = gpus // spec.domain_gpus
+    _, first = np.unique(dom, return_index=True)
+    return [np.sort(gpus[dom == dom[i]]) for i in np.sort(first)]
+
+
+def _uneven_ring_stage(
+    rows: list[np.ndarray], domain_gpus: int, chunk_bytes: float, repeat: int, label: str, mesh: bool
+) -> Stage:
+    """NCCL's rings over domains holding different numbers of ranks (``rows``: each domain's GPU ids).
+
+    Every node searches its own rings and ``init.cc`` keeps the fewest channels any node found, the same
+    count over all ranks (``nChannels = min`` over the nodes' graphs); ``connect.cc`` then links node
+    ``i``'s exit of channel ``c`` to node ``i + 1``'s entry, each entering and leaving its node on a NIC.
+    The sparsest domain's ``g_min`` ranks set the count here: ``g_min`` channels, one per rail of that
+    domain's ranks (its GPUs' local ids, each with its NIC). Channel ``c`` enters node ``i`` on rail
+    ``e_i = c - i k (mod g_min)`` and leaves on ``e_{i+1}`` (``k`` as in :func:`_ring_stage`: ``g / gcd(N,
+    g)`` behind a switch, ``g_min / 2`` on a full mesh, the end of the channel's zigzag through the
+    sparsest domain), on the rank a node has on that rail (:func:`_rail_columns`), so each node-crossing
+    hop stays on one rail and each of the sparsest domain's NICs carries one channel each way: the formula
+    engine's ``domain_nic_bytes_per_s``. A node's other ranks sit between entry and exit
+    (:func:`_through_domain`). On 2 x 4 GH200 with 4 + 2 ranks: 2 channels at a NIC each, where one
+    channel (before) ran at one NIC, half the formula's bound.
+    With ``g_min = 1`` one channel runs and a fuller node's exit hop changes rail (PXN).
+    """
+    g_min = min(r.size for r in rows)
+    n_dom = len(rows)
+    gcd = int(np.gcd(n_dom, g_min))
+    k = g_min // 2 if mesh else (g_min // gcd if (n_dom > 1 and gcd > 1) else 1)
+    rails = rows[int(np.argmin([r.size for r in rows]))] % domain_gpus
+    cols = [_rail_columns(row % domain_gpus, rails) for row in rows]
+    loads = [np.zeros((r.size, r.size), np.int64) if mesh else None for r in rows]
+    srcs, dsts, groups = [], [], []
+    for c in range(g_min):
+        seq = []
+        for i, row in enumerate(rows):
+            entry, exit_ = (int(cols[i][(c - j * k) % g_min]) for j in (i, i + 1))
+            seq.append(row[_through_domain(entry, exit_, row.size, loads[i])])
+        srcs.append(np.concatenate(seq))
+        dsts.append(np.roll(srcs[-1], -1))
+        groups.append(np.full(srcs[-1].size, c))
+    src, dst, grp = np.concatenate(srcs), np.concatenate(dsts), np.concatenate(groups)
+    keep = src != dst
+    sizes = np.full(int(keep.sum()), chunk_bytes / g_min)
+    return Stage(src[keep], dst[keep], sizes, grp[keep], repeat, label)
+
+
+def _rail_columns(local: np.ndarray, rails: np.ndarray) -> np.ndarray:
+    """Positions in a domain (``local``: its ranks' local GPU ids) of the channels' rails, each a
+    different rank: the rank on that local GPU where the domain has one (the channel stays on its NIC's
+    rail), else the first rank no rail takes (one NIC per channel still, its hop changing rail)."""
+    at = np.array([np.flatnonzero(local == r)[0] if (local == r).any() else -1 for r in rails])
+    spare = iter(np.setdiff1d(np.arange(local.size), at[at >= 0]))
+    return np.array([a if a >= 0 else int(next(spare)) for a in at])
+
+
+def _through_domain(entry: int, exit_: int, g: int, load: np.ndarray | None) -> np.ndarray:
+    """Local order of one channel through a domain of ``g`` ranks from ``entry`` to ``exit_`` (the one
+    rank when ``g = 1``; ``exit_`` moves to the rank before ``entry`` when it equals ``entry``).
+
+    Behind a switch (``load`` None) the others go in increasing order (:func:`_entry_to_exit`). On a full
+    mesh, where each ordered pair has its own link, the path crosses the links the domain's earlier
+    channels left free (``load``: channels per link, updated), as NCCL's search takes a channel's
+    bandwidth off every link it crosses before looking for the next (``search.cc``,
+    ``ncclTopoFollowPath``): :func:`_least_loaded_path`.
+    """
+    if g == 1:
+        return np.zeros(1, np.int64)
+    if exit_ == entry:
+        exit_ = (entry - 1) % g
+    if load is None:
+        return _entry_to_exit(np.array([entry]), np.array([exit_]), g)[0]
+    path = _zigzag(np.array([entry]), g)[0]
+    if path[-1] != exit_ or load[path[:-1], path[1:]].any():
+        path = _least_loaded_path(entry, exit_, load)
+    load[path[:-1], path[1:]] += 1
+    return path
+
+
+def _least_loaded_path(entry: int, exit_: int, load: np.ndarray) -> np.ndarray:
+    """A Hamiltonian path ``entry -> ... -> exit_`` through the full mesh whose links carry the fewest
+    channels so far: depth-first over the links below a cap, the cap raised from the least-loaded link's
+    load until a path exists (increasing order, every link allowed, is the last resort)."""
+    g = load.shape[0]
+    for cap in range(int(load.min()) + 1, int(load.max()) + 2):
+        path = _capped_path([entry], exit_, load < cap, [10_000 * g])
+        if path is not None:
+            return np.array(path)
+    return _entry_to_exit(np.array([entry]), np.array([exit_]), load.shape[0])[0]
+
+
+def _capped_path(path: list[int], exit_: int, free: np.ndarray, budget: list[int]) -> list[int] | None:
+    """Extend ``path`` over ``free`` links (a g x g mask) through every GPU to end at ``exit_``, depth
+    first, nearest GPU after the last first; None when none exists or the search has spent ``budget[0]``
+    steps (shared by the whole search, decremented)."""
+    g = free.shape[0]
+    last = path[-1]
+    if len(path) == g - 1:
+        return [*path, exit_] if free[last, exit_] else None
+    for step in range(1, g):
+        nxt = (last + step) % g
+        if nxt == exit_ or nxt in path or not free[last, nxt] or budget[0] <= 0:
+            continue
+        budget[0] -= 1
+        found = _capped_path([*path, nxt], exit_, free, budget)
+        if found is not None:
+            return found
+    return None
 
 
 def _shares_nics(row: np.ndarray, gpus_per_nic: int) -> bool:
