@@ -18,19 +18,37 @@ pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 MIXTRAL = ["train", "-m", "mixtral-8x7b", "--tp", "2", "--ep", "8", "--recompute", "full"]
 
 
-def test_a_capacity_factor_no_expert_can_fill_is_no_slower_than_dropless():
+def test_a_capacity_factor_no_expert_can_fill_pads_every_expert_to_all_the_tokens():
     """``aifabric train -m mixtral-8x7b --tp 2 --ep 8 --recompute full --capacity-factor 100`` printed a step
-    of 2,518.8 s (compute 2,507.6 s) against 65.3 s (compute 54.1 s) dropless (no --capacity-factor).
+    of 2,518.8 s (compute 2,507.6 s) against 65.3 s (compute 54.1 s) dropless (no --capacity-factor): the
+    factor padded every expert to 100 x its fair share, more slots than there are tokens.
 
-    --help: the capacity factor "caps the EP load imbalance". An expert's capacity is
-    C x tokens x top_k / n_experts (GShard, arXiv:2006.16668 Sec. 2.2; Switch Transformer arXiv:2101.03961
-    Eq. 3); with top-2 of 8 experts a token picks an expert at most once, so no expert ever receives more
-    than all the tokens, i.e. C = n_experts / top_k = 4. A cap of 100 caps nothing: the step must be the
-    dropless step, never 38x slower (a cap that binds drops tokens: it can only shorten the busiest expert).
+    An expert's capacity is C x tokens x top_k / n_experts slots (GShard, arXiv:2006.16668 Sec. 2.2; Switch
+    Transformer arXiv:2101.03961 Eq. 3), computed in full. With top-2 of 8 experts a token picks an expert
+    at most once, so the capacity is capped at all the tokens: min(tokens, C x tokens x top_k / n_experts)
+    (AWS neuronx-distributed modules/moe/expert_mlps.py, forward_capacity_factor), i.e. at C = n_experts /
+    top_k = 4. A factor of 100 therefore pads exactly as C = 4 does, not 25 x more. It is not the dropless
+    step either: the same file runs that "full capacity" as forward_all_experts, every token through every
+    expert, 4 x the routed FLOPs of dropless routing. So: C 100 == C 4 >= dropless.
     """
     dropless = result_json(MIXTRAL)["step_s"]
+    full = result_json([*MIXTRAL, "--capacity-factor", "4"])["step_s"]
     capped = result_json([*MIXTRAL, "--capacity-factor", "100"])["step_s"]
-    assert capped <= dropless * (1 + 1e-9), (capped, dropless)
+    assert capped == pytest.approx(full, rel=1e-12), (capped, full)
+    assert capped >= dropless, (capped, dropless)
+
+
+def test_a_larger_capacity_factor_never_shortens_the_step():
+    """A larger capacity factor only adds padded slots and drops fewer tokens (GShard Sec. 2.2; the padded
+    capacity min(tokens, C x tokens x top_k / n_experts) of neuronx-distributed's forward_capacity_factor is
+    non-decreasing in C): the step never gets shorter as C grows, across C = n_experts / top_k = 4 too,
+    where it is continuous (3.99 within 0.25 % of 4: the padded work differs by 0.01 / 4)."""
+    grid = (1.0, 1.25, 2.0, 3.0, 3.99, 4.0, 4.01, 8.0, 100.0)
+    steps = [result_json([*MIXTRAL, "--capacity-factor", str(c)])["step_s"] for c in grid]
+    assert all(b >= a * (1 - 1e-12) for a, b in zip(steps, steps[1:], strict=False)), list(
+        zip(grid, steps, strict=True)
+    )
+    assert steps[4] == pytest.approx(steps[5], rel=2.5e-3), (steps[4], steps[5])
 
 
 def test_spraying_never_finishes_before_the_contention_free_time():

@@ -147,7 +147,7 @@ CapacityOpt = Annotated[
     typer.Option(
         "--capacity-factor",
         help="MoE expert capacity factor, caps the EP load imbalance and pads every expert to its capacity; "
-        "n_experts / top_k or more drops no token and runs dropless (default: dropless)",
+        "n_experts / top_k or more drops no token, every expert padded to all the tokens (default: dropless)",
     ),
 ]
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="Cluster preset or YAML file")]

@@ -189,7 +189,8 @@ class StepOptions:
         the all-to-alls are on the critical path.
     capacity_factor : float, optional
         MoE expert capacity (tokens an expert takes, over its fair share); None: dropless routing. Caps the
-        load-imbalance factor of the EP all-to-all (:func:`ep_load_imbalance`).
+        load-imbalance factor of the EP all-to-all (:func:`ep_load_imbalance`) and pads every expert to its
+        capacity, at most all the tokens (:func:`padded_capacity_factor`).
     fp8 : bool, default False
         Transformer Engine FP8: the layers' linear GEMMs run at the catalogue's dense FP8 peak x
         ``ComputeProfile.fp8_gemm_efficiency`` (measured; ``gemm_efficiency`` where none is recorded), and
@@ -341,22 +342,24 @@ def bucketed_exposed_s(comm_s: float, compute_s: float, n_buckets: int, contenti
     return comm_s / n_buckets + overlapped_s(comm_s * rest, compute_s * rest, contention)
 
 
-def binding_capacity_factor(capacity_factor: float | None, n_experts: int, top_k: int) -> float | None:
-    """The capacity factor that can drop a token, or None where routing is dropless.
+def padded_capacity_factor(capacity_factor: float | None, n_experts: int, top_k: int) -> float | None:
+    """The capacity factor each expert is padded to, or None where routing is dropless.
 
     An expert's capacity is ``c x tokens x top_k / n_experts`` slots (GShard, arXiv:2006.16668 Sec. 2.2;
-    Switch Transformer, arXiv:2101.03961 Sec. 2.2). A token visits an expert at most once, so no expert
-    ever receives more than all the tokens: from ``c = n_experts / top_k`` on the capacity holds every token
-    and drops none. Such a factor is "full capacity", run as dropless routing (AWS neuronx-distributed,
-    ``modules/moe/expert_mlps.py``: ``capacity_factor >= num_experts / top_k`` is set to None), so it pads
-    nothing and caps nothing.
+    Switch Transformer, arXiv:2101.03961 Sec. 2.2), computed in full whether filled or not. A token visits
+    an expert at most once, so no expert ever receives more than all the tokens: the capacity is capped at
+    the tokens, ``min(tokens, c x tokens x top_k / n_experts)`` (AWS neuronx-distributed,
+    ``modules/moe/expert_mlps.py`` ``forward_capacity_factor``), i.e. the factor at ``n_experts / top_k``.
+    There every expert computes every token and drops none; the same file runs that "full capacity" as
+    ``forward_all_experts``, every token through every expert: ``n_experts / top_k`` x the routed FLOPs,
+    never the dropless routed FLOPs. So the padded work is continuous and non-decreasing in ``c``.
 
-    >>> binding_capacity_factor(1.25, 8, 2), binding_capacity_factor(100.0, 8, 2)
-    (1.25, None)
+    >>> padded_capacity_factor(1.25, 8, 2), padded_capacity_factor(100.0, 8, 2)
+    (1.25, 4.0)
     """
-    if capacity_factor is None or capacity_factor >= n_experts / top_k:
+    if capacity_factor is None:
         return None
-    return capacity_factor
+    return min(capacity_factor, n_experts / top_k)
 
 
 def ep_load_imbalance(assignments: float, ep: int, capacity_factor: float | None = None) -> float:
@@ -771,7 +774,7 @@ class StepModel:
         self._comms: dict[tuple, Communicator] = {}
         self._padded: dict[int, ModelSpec] = {}
         self.capacity_factor = (
-            binding_capacity_factor(self.options.capacity_factor, m.n_experts, m.top_k) if m.is_moe else None
+            padded_capacity_factor(self.options.capacity_factor, m.n_experts, m.top_k) if m.is_moe else None
         )
         self._flops: dict[tuple, float] = {}
         self._rates: dict[tuple, GemmRates] = {}
@@ -1152,9 +1155,10 @@ class StepModel:
         core at ``attention_flops_per_s`` (peak x ``attention_core_efficiency`` x ``power_limit_ratio``),
         backward 2 x forward; plus what recomputation repeats (:meth:`_recompute_extra`); the logit
         layer 2 V h per token forward, 4 V h backward. With a
-        capacity factor c every expert computes its capacity, c x tokens x k / E slots, dropped tokens'
-        slots padded (Fedus et al. 2022, Sec. 2.2): the routed experts' GEMMs are c x 2 k P_expert per
-        token instead of 2 k P_expert (dropless).
+        capacity factor c every expert computes its capacity, min(c, E / k) x tokens x k / E slots (at most
+        all the tokens: :func:`padded_capacity_factor`), dropped tokens' slots padded (Fedus et al. 2022,
+        Sec. 2.2): the routed experts' GEMMs are min(c, E / k) x 2 k P_expert per token instead of
+        2 k P_expert (dropless).
         Memory-bound: :meth:`_elementwise_bytes` per token at ``hbm_bandwidth x hbm_efficiency``, and the
         cross-entropy over the logits (``logits`` V / t bytes per token forward, twice that backward: 8 V / t
         fused over fp32 logits).
