@@ -41,6 +41,8 @@ from aifabric.collectives.communicator import resolve_communicator
 from aifabric.collectives.tiers import Protocol, line_rate_caps
 from aifabric.discovery.calibrate import Calibration, load_calibration
 from aifabric.engines.api import ENGINE_OPTIONS, collective_time
+from aifabric.engines.host_launch import MAX_LAUNCH_S_PER_GPU
+from aifabric.errors import ConfigError
 from aifabric.units import format_bytes, one_size
 
 if TYPE_CHECKING:
@@ -383,7 +385,15 @@ def collective(
 
 def _host_launch(gpus_per_thread: int | None, launch_us: float | None) -> dict[str, Any]:
     """``--gpus-per-thread`` and ``--launch-us`` as engine options (``launch_s_per_gpu`` in seconds); None
-    where not given (checked with the engine's other options, :func:`_check_host_launch`)."""
+    where not given (checked with the engine's other options, :func:`_check_host_launch`).
+
+    Raises ConfigError naming ``--launch-us`` and its value above :data:`MAX_LAUNCH_S_PER_GPU` (1 s):
+    public hosts take 3.2 to 6.1 us, and g x a larger cost overflows the time printed in microseconds."""
+    if launch_us is not None and launch_us * 1e-6 > MAX_LAUNCH_S_PER_GPU:
+        raise ConfigError(
+            f"--launch-us: {launch_us:g} us is above {MAX_LAUNCH_S_PER_GPU * 1e6:g} us (1 s) per GPU launch; "
+            "public hosts take 3.2 to 6.1 us"
+        )
     return {
         "gpus_per_thread": gpus_per_thread,
         "launch_s_per_gpu": None if launch_us is None else launch_us * 1e-6,

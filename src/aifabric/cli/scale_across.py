@@ -19,7 +19,7 @@ from aifabric.cli.common import (
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.engines.scale_across import cross_site_all_reduce
 from aifabric.errors import ConfigError
-from aifabric.units import format_time, parse_bytes
+from aifabric.units import format_time, one_size
 
 __all__ = ["scale_across"]
 
@@ -68,9 +68,7 @@ def scale_across(
         spec = spec.with_changes(sites=base)
     st = spec.sites
     assert st is not None
-    message_bytes = parse_bytes(message, field="--message")
-    if not message_bytes > 0:
-        raise ConfigError(f"--message: {message!r} is no data; give a size > 0, e.g. '1 GB'")
+    message_bytes = one_size(message, "--message")  # > 0 and at most 1 TiB, as every per-rank --size
     r = cross_site_all_reduce(spec, message_bytes)
     out = {**r.__dict__, "total_s": r.total_s, "dp_step_cost_s": r.dp_step_cost_s}
     if json_out:

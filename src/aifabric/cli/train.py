@@ -152,10 +152,31 @@ CapacityOpt = Annotated[
 ]
 ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="Cluster preset or YAML file")]
 NodesOpt = Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)]
+#: The largest global batch taken, sequences per step: 2**24, over 1,000 times the largest published
+#: (DeepSeek-V3 ramps to 15,360 sequences, arXiv 2412.19437 Sec. 4.2; Llama 3 405B runs 2,048 of 8,192
+#: tokens, Dubey et al. 2024 Sec. 3.4). At 8,192 tokens it is 1.4e11 tokens in one step, ~1% of Llama 3's
+#: whole 15.6T-token pre-training (Dubey et al. 2024): a larger batch is a typo, not a run.
+MAX_GLOBAL_BATCH = 2**24
+
+
+def _batch_within_bound(value: int) -> int:
+    """``value`` of ``-B/--global-batch``; typer.BadParameter naming it above :data:`MAX_GLOBAL_BATCH`."""
+    if value > MAX_GLOBAL_BATCH:
+        raise typer.BadParameter(
+            f"{value} sequences per step is above {MAX_GLOBAL_BATCH:,} (2**24), over 1,000 times the "
+            "largest published global batch (DeepSeek-V3: 15,360)"
+        )
+    return value
+
+
 BatchOpt = Annotated[
     int,
     typer.Option(
-        "--global-batch", "-B", help="Global batch, sequences per step (of each job with --jobs)", min=1
+        "--global-batch",
+        "-B",
+        help="Global batch, sequences per step (of each job with --jobs)",
+        min=1,
+        callback=_batch_within_bound,
     ),
 ]
 FlashOpt = Annotated[

@@ -122,6 +122,30 @@ def choose_accelerator(
     if gpu is not None:
         _refuse_impossible_nvlink(layout, gpu)
         return gpu, "--gpu", []
+    key, source, notes = _guess_accelerator(layout, named)
+    _refuse_nvlinks_beyond(layout, key)
+    return key, source, notes
+
+
+def _refuse_nvlinks_beyond(layout: NodeLayout, key: str) -> None:
+    """Raise ValueError naming the cell when a GPU pair shows more NVLinks (``NVk``) than the guessed GPU
+    ``key`` has (catalogue ``nvlink_links``: H100 SXM and B200 18, the datasheets the catalogue cites): no
+    NVLink GPU has more, so the cell is malformed or misread and no link count can be modelled from it."""
+    acc = catalog.accelerator(key)
+    count = layout.nvlink_count
+    if not acc.nvlink or count is None or count <= acc.nvlink_links:
+        return
+    cells = [p for p, code in layout.gpu_links.items() if NV_LINKS.match(code) and int(code[2:]) == count]
+    between = f" between {cells[0][0]} and {cells[0][1]}" if cells else ""
+    where = f"{Path(layout.source).name}: " if layout.source else ""
+    raise ValueError(
+        f"{where}the matrix (line {layout.line}) shows NV{count}{between}, {count} NVLinks, but {key} has "
+        f"{acc.nvlink_links} per GPU (NV{acc.nvlink_links} at most); the cell is malformed or misread"
+    )
+
+
+def _guess_accelerator(layout: NodeLayout, named: tuple[GpuMention, ...]) -> tuple[str, str, list[str]]:
+    """(catalogue key, where it came from, assumptions) without --gpu: :func:`choose_accelerator`."""
     where = f"{Path(layout.source).name}" if layout.source else "the file"
     if named:
         scored = [(_fit(layout, m.key), i, m) for i, m in enumerate(named)]

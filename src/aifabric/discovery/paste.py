@@ -114,7 +114,9 @@ def _continues(line: str, nxt: str) -> bool:
         return False
     if tokens[0].isdigit():  # a result row: short of its fields, and the rest fits
         return len(tokens) < _ROW_FIELDS and len(tokens) + len(more) - 1 <= _ROW_FIELDS
-    starts_row = more[0].isdigit() and len(more) >= 8
+    # a row's first field is its size, a number in any form ("1e300" too, refused by the row's parser at
+    # its own line); no piece of a wrapped header starts with a digit
+    starts_row = more[0][:1].isdigit() and len(more) >= 8
     if tokens[0].startswith("#"):
         return not more[0].startswith("#") and not starts_row and not _LOG_LINE.search(nxt)
     return False
