@@ -694,6 +694,13 @@ class StageView:
     logit: bool = True  # the output layer runs on the busiest stage
 
 
+def _full_recomputes(layout: ParallelLayout) -> int:
+    """Extra forward passes a layer's backward re-runs under full recompute (Korthikanti et al.
+    arXiv:2205.05198: the whole layer's forward once more), 0 otherwise; each re-run repeats its
+    collectives."""
+    return 1 if layout.recompute is Recompute.FULL else 0
+
+
 class StepModel:
     """Step-time model of one model on one cluster; evaluates many layouts, caching collective times.
 
@@ -1249,7 +1256,7 @@ class StepModel:
             )
         comm = self.group(lay, "tp")
         size = st.tokens * self.model.hidden_size * _ACT_BYTES
-        n_rec = 1 if lay.recompute is Recompute.FULL else 0
+        n_rec = _full_recomputes(lay)
         if not st.sp:
             return PassTimes(
                 *self._two_per_layer(st.acc, "tp", "all_reduce", size, comm, st.layers, n_rec, st.n_mb)
@@ -1269,7 +1276,7 @@ class StepModel:
         ag, rs = self.collective("all_gather", size, comm), self.collective("reduce_scatter", size, comm)
         alone = 2 * (ag.time_s + rs.time_s)
         one = overlapped_s(alone, comp.gemm_fwd / st.layers, self.contention) if overlap else alone
-        n_rec = 1 if st.layout.recompute is Recompute.FULL else 0
+        n_rec = _full_recomputes(st.layout)
         k = pairs * (2 + n_rec) * st.n_mb
         share = one / alone if alone > 0 else 0.0
         st.acc.add("tp", "all_gather", size, k, ag, comm, share * k * ag.time_s)
@@ -1333,7 +1340,7 @@ class StepModel:
         tok_rank = st.tokens / lay.tp if (st.sp or lay.tp == 1) else st.tokens
         imbalance = ep_load_imbalance(tok_rank * m.top_k, lay.ep, self.capacity_factor)
         size = tok_rank * m.top_k * m.hidden_size * _ACT_BYTES
-        n_rec = 1 if lay.recompute is Recompute.FULL else 0
+        n_rec = _full_recomputes(lay)
         if self.options.ep_comm_overlap:
             return self._ep_hidden(st, comp, size * imbalance, comm, n_rec)
         return PassTimes(
