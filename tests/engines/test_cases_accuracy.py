@@ -315,7 +315,14 @@ MISSED = {
     "host_launch.py, max(t_device, 8 x t_launch)) applies; it gives the flat 29.9-31.2 us at 3.74-3.90 us "
     "per GPU, but no source gives this VM's (or 2.20.5's) launch cost: the sibling H100 VM's 2.18.5 run "
     "allows at most 25.6 / 8 = 3.2 us, and nccl-tests #123's DGX A100 figure (4.21 us: 33.7 us, +8..+13 "
-    "% here) would put the asserted H100 1-32 KiB rows 12-32 % high",
+    "% here) would put the asserted H100 1-32 KiB rows 12-32 % high. Nor can one figure per host CPU give "
+    "both VMs: both are Xeon Platinum 8480C, and 2.18.5 and 2.20.5 make the same CUDA calls per GPU "
+    "(group.cc doLaunches: cudaSetDevice before ncclLaunchPrepare, the launch and ncclLaunchFinish; "
+    "enqueue.cc: one cudaLaunchKernelExC with the same cluster and mem-sync-domain attributes, and "
+    "strongstream.cc ncclStrongStreamWaitStream's cudaEventRecord + cudaStreamWaitEvent into and out of "
+    "the device stream), so a per-CPU cost of 3.74 us would raise the H100 1-8 KiB rows to 29.9 us "
+    "(+11..+17 % over 25.6-27.0). What differs between the VMs (driver, CUDA runtime, the host-side plan "
+    "building 2.19 rewrote in enqueue.cc) has no published cost",
     "20 GB200 tray ring 2.25.1, 1 KiB-4 MiB": "time 15.4-17.8 us (1-512 KiB), 19.5/28.5/43.0 us "
     "(1-4 MiB) vs ring/LL 10.4-13.0 and 15.8/21.4/32.5 us (busbw +24..+53 %): 2.25.1's tuner prices "
     "ring/LL at 6.6 + 6 x 0.6 = 10.2 us (tuning.cc baseLat/hwLat, the same Ring LL figures as Hopper) and "
@@ -324,7 +331,13 @@ MISSED = {
     "busbw on one node (tuning.cc llMaxBws, the same row through 2.30.7), over the tray's 32 ring channels "
     "(8.8 GB/s each); no release tabulates a measured Blackwell LL figure to bound the kernel with. The "
     "run is one process on 4 GPUs (-g 4): the host launch floor (engines/host_launch.py) at 3.9-4.5 us "
-    "per GPU would give the 1-512 KiB floor, but the Grace host's figure is not published",
+    "per GPU would give the 1-512 KiB floor, but the Grace host's figure is not published. Checked: the "
+    "one public Grace launch figure found, meta-pytorch/tritonbench PR #1017 (GB200: cuLaunchKernel "
+    "called through ctypes 3.0/3.3 us with 0/19 arguments, ~1.3 us quoted for the bare call), times the "
+    "driver call alone, while 2.25.1's per-GPU host path adds three cudaSetDevice, up to two "
+    "cudaEventRecord + cudaStreamWaitEvent pairs and the work upload (group.cc doLaunches, enqueue.cc "
+    "ncclLaunchPrepare / ncclLaunchFinish, strongstream.cc), none timed on Grace; so 4 x 1.3-3.3 = "
+    "5.2-13.2 us bounds the floor from below only (measured 15.4-17.8 us) and is not taken",
     "20 GB200 tray ring 2.25.1, 16 MiB-1 GiB": "busbw 331/423/551/574/594/619/647 vs 398/511/598/654/"
     "686/704/713 (+20/+21/+9/+14/+16/+14/+10 %; 64 MiB passes, asserted): ring/LL128 then ring/Simple at "
     "NCCL's 18 x 40.1 = 721.8 GB/s (topo.h SM100_NVLINK_BW, the bound the case names); the measured ramp "

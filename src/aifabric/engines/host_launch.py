@@ -17,7 +17,12 @@ the size, so it shows as a flat floor at small sizes and vanishes under the byte
 property of the host (CPU, driver, CUDA or HIP runtime), not of NCCL's tables: NVIDIA/nccl-tests #123 (DGX
 A100, ``-g 2 ... 8``, Ring/LL on one channel) measures 16.88 / 20.8 / 25.2 / 29.5 / 33.7 us on 4 ... 8 GPUs,
 ``8 x 4.21 us`` with no intercept; other public one-process logs give 3.2 to 6.1 us per GPU on other hosts
-(``tests/engines/test_host_launch.py``), so no default is taken.
+(``tests/engines/test_host_launch.py``), so no default is taken. Nor is a kernel-launch microbenchmark
+``t_launch``: per GPU and call NCCL makes three ``cudaSetDevice``, one kernel launch and up to two
+``cudaEventRecord`` + ``cudaStreamWaitEvent`` pairs into and out of its device stream, and copies the
+plan's work to the GPU's FIFO (``src/group.cc`` ``doLaunches``, ``src/enqueue.cc`` ``ncclLaunchPrepare`` /
+``ncclLaunchFinish``, ``src/misc/strongstream.cc``; the same calls in 2.18.5, 2.20.5 and 2.25.1), so a
+``cuLaunchKernel`` timing bounds it from below only.
 """
 
 from __future__ import annotations
