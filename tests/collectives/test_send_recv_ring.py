@@ -101,10 +101,22 @@ def test_a_cluster_reads_its_own_channels_per_net_peer() -> None:
 @pytest.mark.parametrize("gpus_per_nic", [1, 4])
 def test_the_boundary_rank_has_its_nic_to_itself_as_a_pair_does(gpus_per_nic: int) -> None:
     # 2 x 8 L40S (PCIe Gen4 only) with NICs shared by gpus_per_nic GPUs: of each node only rank 7 (15)
-    # sends across, over its own x16 link (24.0 GB/s, GPUDirect RDMA) then its NIC (49.15 GB/s): the ring
-    # of 16 sends runs at the pair's 24.0 GB/s, however many GPUs share the NIC
+    # sends across, over its own x16 link (24.0 GB/s, GPUDirect RDMA) then its NIC (49.15 GB/s), however
+    # many GPUs share the NIC. On a release that states the network rate one p2p channel is sized for
+    # (paths.cc v2.29.2-1 P2P_PER_CHANNEL_NET_BW, 14 GB/s), each send also runs on the channels NCCL gives a
+    # network peer: the pair keeps ceil(49.15 / 14) = 4 (56 GB/s, above its x16 link), the ring of 16 ranks
+    # halves them to what 16 ranks in ceil(16 / 8) = 2 batches fit in its p2p channels, 1 here: 14.0 GB/s
     spec = _l40s(gpus_per_nic)
-    ring = formula_collective("send_recv", 2**32, spec, Communicator.contiguous(spec))
+    ring_comm = Communicator.contiguous(spec)
+    ring = formula_collective("send_recv", 2**32, spec, ring_comm)
     pair = formula_collective("send_recv", 2**32, spec, Communicator.from_gpus(spec, [7, 8]))
-    assert ring.busbw_bytes_per_s == pytest.approx(pair.busbw_bytes_per_s, rel=1e-12)
-    assert ring.busbw_bytes_per_s / 1e9 == pytest.approx(24.0, rel=1e-3)
+    assert pair.busbw_bytes_per_s / 1e9 == pytest.approx(24.0, rel=1e-3)
+    assert p2p_peer_channels(tier_model(spec), ring_comm) == 1
+    assert ring.busbw_bytes_per_s / 1e9 == pytest.approx(14.0, rel=1e-3)
+    # before that release the channels are not priced: the ring runs at the pair's rate, as before
+    old = formula_collective("send_recv", 2**32, spec, ring_comm, nccl_version="2.28.9")
+    old_pair = formula_collective(
+        "send_recv", 2**32, spec, Communicator.from_gpus(spec, [7, 8]), nccl_version="2.28.9"
+    )
+    assert old.busbw_bytes_per_s == pytest.approx(old_pair.busbw_bytes_per_s, rel=1e-12)
+    assert old.busbw_bytes_per_s / 1e9 == pytest.approx(24.0, rel=1e-3)

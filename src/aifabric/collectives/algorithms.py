@@ -52,7 +52,7 @@ from aifabric.collectives import plan as plans
 from aifabric.collectives.collnet import collnet_chain_cost, collnet_direct_cost
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import Algorithm, Cost
-from aifabric.collectives.direct import direct_cost, p2p_cost
+from aifabric.collectives.direct import direct_cost, p2p_channel_floor_s, p2p_cost
 from aifabric.collectives.hierarchical import hierarchical_cost
 from aifabric.collectives.msccl import msccl_allpairs_applies, msccl_allpairs_cost
 from aifabric.collectives.nccl_env import env_tiers
@@ -88,6 +88,7 @@ __all__ = [
 CostFunction = Callable[[Collective, Protocol, float, Communicator, TierModel], Cost | None]
 AppliesFunction = Callable[[Communicator, TierModel], bool]
 PlanFunction = Callable[[Collective, float, ClusterSpec, "np.ndarray"], tuple[Stage | AllPairsStage, ...]]
+FloorFunction = Callable[[Collective, float, Communicator, TierModel], float]
 
 _RING_OPS = frozenset({Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
 _ALL_REDUCE = frozenset({Collective.ALL_REDUCE})
@@ -111,6 +112,10 @@ class AlgorithmSpec:
         ``cost(op, protocol, message_bytes, comm, tiers) -> Cost | None``, seconds; the formula engine.
     plan : callable or None
         ``plan(op, message_bytes, spec, gpus) -> stages``; None: formula engine only.
+    floor : callable or None
+        ``floor(op, message_bytes, comm, tiers) -> seconds``: the least bandwidth time the algorithm's
+        endpoints allow whatever the links carry (NCCL's p2p channels to a network peer), which the links
+        and flow engines charge as the plan's ``floor_s``; None: no such bound.
     protocols : frozenset of Protocol
         The protocols it runs with (NVLS, the textbook algorithms and the torus: Simple only).
     nccl : bool
@@ -144,6 +149,7 @@ class AlgorithmSpec:
     release_gated: bool = False
     preempts: bool = False
     asked_only: frozenset[Collective] = frozenset()
+    floor: FloorFunction | None = None
 
 
 def _always(comm: Communicator, tm: TierModel) -> bool:
@@ -276,7 +282,13 @@ ALGORITHMS: dict[Algorithm, AlgorithmSpec] = {
             release_gated=True,  # NCCL 2.23 on (nccl_releases.yaml: pat_bw_factor null before)
         ),
         AlgorithmSpec(
-            Algorithm.P2P, frozenset({Collective.SEND_RECV}), _always, p2p_cost, plans.p2p_plan, _SIMPLE
+            Algorithm.P2P,
+            frozenset({Collective.SEND_RECV}),
+            _always,
+            p2p_cost,
+            plans.p2p_plan,
+            _SIMPLE,
+            floor=p2p_channel_floor_s,
         ),
         AlgorithmSpec(
             Algorithm.COLLNET_DIRECT,
@@ -405,21 +417,30 @@ def build_plan(
         raise ValueError(f"algorithm: {algo.value!r} does not apply to {op.value} (it serves {serves})")
     gpus = np.asarray(gpus, dtype=np.int64)
     stages = entry.plan(op, float(message_bytes), spec, gpus)
-    latency = _plan_latency_s(entry, op, float(message_bytes), spec, gpus)
+    latency, floor = _plan_timing(entry, op, float(message_bytes), spec, gpus)
     return CommPlan(
-        op.value, algo.value, float(message_bytes), int(gpus.size), stages, job=job, latency_s=latency
+        op.value,
+        algo.value,
+        float(message_bytes),
+        int(gpus.size),
+        stages,
+        job=job,
+        latency_s=latency,
+        floor_s=floor,
     )
 
 
-def _plan_latency_s(
+def _plan_timing(
     entry: AlgorithmSpec, op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
-) -> float:
+) -> tuple[float, float]:
     """The latency the formula engine charges ``entry`` with the Simple protocol (what the links and flow
     engines run) on the transports the default environment selects (:func:`~aifabric.collectives.nccl_env.
-    env_tiers`: a host copy per network hop with GPUDirect RDMA off), seconds; 0 for one rank."""
+    env_tiers`: a host copy per network hop with GPUDirect RDMA off), and its endpoints' floor
+    (``AlgorithmSpec.floor``; 0 without one), seconds; both 0 for one rank."""
     if gpus.size < 2:
-        return 0.0
+        return 0.0, 0.0
     comm = Communicator.from_gpus(spec, gpus)
     tm = env_tiers(None, spec, tier_model(spec)).tiers
     cost = entry.cost(op, Protocol.SIMPLE, message_bytes, comm, tm)
-    return cost.latency_s if cost is not None else 0.0
+    floor = entry.floor(op, message_bytes, comm, tm) if entry.floor is not None else 0.0
+    return (cost.latency_s if cost is not None else 0.0), floor

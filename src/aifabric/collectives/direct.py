@@ -19,7 +19,7 @@ from aifabric.collectives.tiers import (
     shm_switch_share,
 )
 
-__all__ = ["direct_cost", "p2p_cost", "p2p_peer_channels"]
+__all__ = ["direct_cost", "p2p_channel_bytes_per_s", "p2p_channel_floor_s", "p2p_cost", "p2p_peer_channels"]
 
 
 def direct_cost(
@@ -111,9 +111,14 @@ def p2p_cost(
         T = base + a + max( S / B_i(2)  if g > 1,   S / B_node  if several domains )
         (a, bottleneck) = (a_o, NIC) across domains, (a_i, scale-up) inside one
 
-    busbw = S / T. The channels a send runs on (NCCL's ``p2pnChannelsPerPeer``,
-    :func:`p2p_peer_channels`) do not enter ``T``: the model has no sourced throughput of one channel, so a
-    release whose rule leaves a network peer one channel (2.20 on 32 ranks) is priced as the NIC.
+    busbw = S / T. A send to a network peer runs on NCCL's ``p2pnChannelsPerPeer`` channels
+    (:func:`p2p_peer_channels`, ``c``); where the release states the network throughput one p2p channel is
+    sized for (``P2P_PER_CHANNEL_NET_BW``, 14 GB/s from v2.29.2-1: paths.cc "at least 1 channel per NIC,
+    and more if needed to meet the bw requirement"), the NIC hop runs at ``min(B_node, c x 14 GB/s)``
+    (:func:`p2p_channel_bytes_per_s`). The rule halves ``c`` as the ranks grow (one channel to a peer at
+    80 ranks on 16 channels), so many-rank sendrecv runs below the NIC: 10 x 8 H100, one 400G NIC per GPU,
+    NCCL 2.29.2, 15.24 GB/s on one channel and 24.6-26.4 on two (xxrjun/nccl-tests-cluster logs, test
+    ``test_cases_public_multi5``). Older releases record no per-channel figure: priced as the NIC.
 
     Examples
     --------
@@ -136,11 +141,13 @@ def p2p_cost(
         lat += tm.extra_inter_latency_s
     intra = scaleup_bytes_per_s(tm, 2)  # its scale-up to one peer (one link of a full mesh)
     sender = comm if comm.n_ranks == 2 else _one_sender(tm)
-    b = domain_nic_bytes_per_s(tm, sender) if multi else intra  # a boundary rank's own NIC
+    peers = p2p_peer_channels(tm, comm)
+    b = intra  # a boundary rank's own NIC, at most what its channels to the peer carry
+    if multi:
+        b = min(domain_nic_bytes_per_s(tm, sender), p2p_channel_bytes_per_s(tm, peers))
     t_in = message_bytes / intra if comm.ranks_per_domain > 1 else 0.0
     t_out = message_bytes / b if multi else 0.0
     net = SCALE_OUT if multi and t_out >= t_in else SCALE_UP
-    peers = p2p_peer_channels(tm, comm)
 
     def why() -> str:
         over = "a NIC" if multi else tm.scale_up_words
@@ -153,6 +160,34 @@ def p2p_cost(
         )
 
     return make_cost(tm, Algorithm.P2P, proto, lat, {net: max(t_in, t_out)}, net, why)
+
+
+def p2p_channel_bytes_per_s(tm: TierModel, peers: int | None) -> float:
+    """What ``peers`` p2p channels carry to one network peer, bytes/s: ``peers x P2P_PER_CHANNEL_NET_BW``
+    (NCCL v2.29.2-1 src/graph/paths.cc ``NCCL_PARAM(P2pPerChannelNetBw, ..., /*GB/s*/14)``, the network
+    bandwidth NCCL sizes one p2p channel for; ``net_peer_channels.per_channel_net_gbps`` of the release);
+    unbounded where the channels are unknown or the release records no such figure.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> tm = tier_model(preset("h100-ib-2node"), nccl_version="2.29.2")
+    >>> p2p_channel_bytes_per_s(tm, 2) / 1e9, p2p_channel_bytes_per_s(tm, None)
+    (28.0, inf)
+    """
+    rule = tm.release.net_peer_channels
+    if peers is None or rule is None or rule.per_channel_net_gbps is None:
+        return math.inf
+    return peers * rule.per_channel_net_gbps * 1e9
+
+
+def p2p_channel_floor_s(op: Collective, message_bytes: float, comm: Communicator, tm: TierModel) -> float:
+    """The least time a send to a network peer takes on its channels, ``S / (c x 14 GB/s)``
+    (:func:`p2p_channel_bytes_per_s`), seconds: the floor the links and flow engines put under the fabric's
+    time for the p2p plan, as :func:`p2p_cost` does; 0 inside one domain, under ``line_rate`` or where the
+    release records no per-channel figure."""
+    if comm.n_domains < 2 or tm.efficiency != "nccl":
+        return 0.0
+    return message_bytes / p2p_channel_bytes_per_s(tm, p2p_peer_channels(tm, comm))
 
 
 def _one_sender(tm: TierModel) -> Communicator:

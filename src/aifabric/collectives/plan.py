@@ -157,6 +157,7 @@ class CommPlan:
     meta: dict[str, object] = field(default_factory=dict)
     pxn: bool = True  # cross-rail hops relay over NVLink (NCCL PXN); raw traffic patterns use their own NIC
     latency_s: float | None = None  # the algorithm's NCCL latency (Simple), charged once instead of paths'
+    floor_s: float = 0.0  # the least bandwidth time its endpoints allow (NCCL's p2p channels to a net peer)
 
     @property
     def total_bytes(self) -> float:

@@ -802,7 +802,7 @@ def _run_links(
     link_bytes, job_t = _links_engine(
         cols.incidence, cols.bytes_, cap, cols.latency, cols.stage_info, cols.repeats, len(plans)
     )
-    job_t = [t + _plan_latency(p, efficiency) for t, p in zip(job_t, plans, strict=True)]
+    job_t = [_plan_end(t, p, efficiency) for t, p in zip(job_t, plans, strict=True)]
     if progress is not None:
         progress(1, 1)
     return _EngineRun(link_bytes, job_t)
@@ -833,7 +833,7 @@ def _run_transport_model(
         latency_s=topo.link_latency_s,
         progress=progress,
     )
-    job_t = [t + _plan_latency(p, efficiency) for t, p in zip(run.job_time_s, plans, strict=True)]
+    job_t = [_plan_end(t, p, efficiency) for t, p in zip(run.job_time_s, plans, strict=True)]
     return _EngineRun(run.link_bytes, job_t, meta={"transport": run})
 
 
@@ -863,7 +863,7 @@ def _run_flow(
         start_latency_s=sim_lat,
         stage_repeat=sim_repeat,
     ).run(progress)
-    job_t = [float(res.job_end_time_s(j)) + _plan_latency(p, efficiency) for j, p in enumerate(plans)]
+    job_t = [_plan_end(float(res.job_end_time_s(j)), p, efficiency) for j, p in enumerate(plans)]
     return _EngineRun(np.asarray(res.link_bytes), job_t, np.asarray(res.link_peak_utilisation))
 
 
@@ -1160,7 +1160,7 @@ def ideal_time(topo: Topology, plans: list[CommPlan], *, efficiency: str = "nccl
         for j, st in members:
             if (j, k) in direct:
                 job_t[j] += st.repeat * step
-    return max((t + _plan_latency(p, efficiency) for t, p in zip(job_t, plans, strict=True)), default=0.0)
+    return max((_plan_end(t, p, efficiency) for t, p in zip(job_t, plans, strict=True)), default=0.0)
 
 
 def _stage_bound(step_s: float, latency_s: np.ndarray) -> float:
@@ -1177,6 +1177,13 @@ def _stage_bound(step_s: float, latency_s: np.ndarray) -> float:
 def _plan_latency(plan: CommPlan, efficiency: str) -> float:
     """The latency a plan charges once (its algorithm's NCCL latency; none under ``line_rate``), seconds."""
     return (plan.latency_s or 0.0) if efficiency == "nccl" else 0.0
+
+
+def _plan_end(fabric_s: float, plan: CommPlan, efficiency: str) -> float:
+    """A plan's time from its fabric time: at least its endpoints' floor (``plan.floor_s``, NCCL's p2p
+    channels to a network peer; none under ``line_rate``), then its latency once, seconds."""
+    floor = plan.floor_s if efficiency == "nccl" else 0.0
+    return max(fabric_s, floor) + _plan_latency(plan, efficiency)
 
 
 def _links_engine(
