@@ -4,8 +4,8 @@ the first four sets (test_cases_public_node.py .. ..._node4.py).
 Each point is one row of a public log about ONE node whose hardware is stated; the comment gives the source
 and the quoted row (size, time us, busbw GB/s). Tolerance, the blind check's bar: 10 % on busbw at >= 64
 MiB, 15 % at mid sizes and 15 % on time at small sizes. None of these logs prints its NCCL or RCCL release:
-the model runs the newest recorded tables (NCCL's rows for AMD GPUs, the project's default). No constant
-was set from these sources.
+the model runs the newest recorded tables (NCCL's rows for AMD GPUs, the project's default), except the
+MI300X guide, whose ROCm 6.2 names RCCL 2.20.5. No constant was set from these sources.
 
 The one-process logs (``-g 8``: one host thread drives the eight GPUs) are priced with the host's launch
 floor (:mod:`aifabric.engines.host_launch`) at the per-GPU cost NVIDIA/nccl-tests #123 measures on a DGX
@@ -20,6 +20,8 @@ from tests.engines.test_cases_public import Point  # one public row
 from tests.engines.test_cases_public_node import hgx, one_node
 from tests.engines.test_cases_public_node3 import _rows  # one table's rows as Points
 from tests.engines.test_cases_public_node4 import LAUNCH_S_PER_GPU
+
+from aifabric.engines.formula import formula_collective
 
 MiB = 2**20
 GiB = 2**30
@@ -57,6 +59,8 @@ MI300X = one_node("mi300x", 8, {"kind": "nvswitch"})
 MI350X = one_node("mi355x", 8, {"kind": "nvswitch"})
 #: one host thread driving 8 GPUs (-g 8), at nccl-tests #123's per-GPU launch cost
 ONE_THREAD = (("gpus_per_thread", 8), ("launch_s_per_gpu", LAUNCH_S_PER_GPU))
+#: the MI300X guide's RCCL (ROCm 6.2: 2.20.5), one thread driving 8 GPUs
+R2205_ONE_THREAD = (("nccl_version", "2.20.5"), *ONE_THREAD)
 
 
 POINTS = {
@@ -122,20 +126,31 @@ POINTS = {
         NT175, A100_80, "all_reduce", 4 * GiB, 0.0, 232.54e9, False, ONE_THREAD
     ),
     # MI300X acceptance guide, "build/all_reduce_perf -b 8 -e 8G -f 2 -g 8" (one process, rccl-tests
-    # develop:ae3e635), "8 2 float sum -1 34.13": the one-thread floor 33.7 us (-1.3 %); "33554432 ... 257.6
-    # 130.28 227.99": ring/LL128 254.7 (+11.7 %)
+    # develop:ae3e635; the guide's ROCm is 6.2: rocBLAS checked out at rocm-6.2.0, HIP runtime 60241133 in
+    # its BabelStream output, so RCCL 2.20.5, LL128 off on CDNA3, and no MSCCL: its ranks share a process):
+    # "8 2 float sum -1 34.13": the one-thread floor 33.7 us (-1.3 %); "2097152 ... 59.86 35.03 61.31",
+    # "4194304 ... 90.74 ... 80.89", "8388608 ... 110.8 ... 132.49", "16777216 ... 169.7 ... 173.02",
+    # "33554432 ... 257.6 ... 227.99": ring/LL then ring/Simple 54.9/82.2/132.1/189.7/242.5 (-10.5/+1.7/
+    # -0.3/+9.6/+6.4 %; with the newest NCCL tables, LL128 on, 89.5/114.1/166.6/216.6/254.7: +46..+12 %)
     **_rows(
         "mi300x-acc SMC-SC-DC19-06 x8",
         MI300X_ACC,
         MI300X,
         "all_reduce",
-        ((8, 34.13, 0), (32 * MiB, 257.6, 227.99)),
-        ONE_THREAD,
+        (
+            (8, 34.13, 0),
+            (2 * MiB, 59.86, 61.31),
+            (4 * MiB, 90.74, 80.89),
+            (8 * MiB, 110.8, 132.49),
+            (16 * MiB, 169.7, 173.02),
+            (32 * MiB, 257.6, 227.99),
+        ),
+        R2205_ONE_THREAD,
     ),
     # "67108864 ... 428.1 156.76 274.33", "134217728 ... 801.8 ... 292.96", "268435456 ... 1546.5 ...
     # 303.76", "536870912 ... 3038.1 ... 309.25", "1073741824 ... 6003.9 ... 312.97", "2147483648 ... 11938
     # ... 314.80", "4294967296 ... 23849 ... 315.15", "8589934592 ... 47488 ... 316.55": ring/Simple over 7
-    # xGMI links 289.6/311.1/323.1/329.4/332.7/334.3/335.2/335.6 (+5.6/+6.2/+6.4/+6.5/+6.3/+6.2/+6.4/+6.0 %)
+    # xGMI links 281.7/306.5/320.5/328.1/332.0/334.0/335.0/335.5 (+2.7/+4.6/+5.5/+6.1/+6.1/+6.1/+6.3/+6.0 %)
     **_rows(
         "mi300x-acc SMC-SC-DC19-06 x8",
         MI300X_ACC,
@@ -151,7 +166,7 @@ POINTS = {
             (4 * GiB, 23849, 315.15),
             (8 * GiB, 47488, 316.55),
         ),
-        ONE_THREAD,
+        R2205_ONE_THREAD,
     ),
     # MI350X conductor node, "all_reduce_perf -b 8 -e 8G -f 2 -g 8" (one process, ROCm 7.0 alpha):
     # "4194304 ... 57.41 73.06 127.85", "8388608 ... 83.38 ... 176.05": ring/LL128 121.6/183.1 (-4.9/
@@ -193,6 +208,17 @@ def test_public_node_point(key: str) -> None:
     assert abs(point.relative_error()) <= bar
 
 
+def test_ranks_of_one_thread_share_a_process_so_msccl_stays_off() -> None:
+    # MI300X guide, 8 MiB with RCCL 2.20.5: one thread driving the 8 GPUs (-g 8) puts their ranks in one
+    # process, which RCCL's mscclCommCompatible refuses, so the ring runs (132.1 against the log's 132.49);
+    # a process per GPU would run the all-pairs MSCCL kernel (+63 % on this log)
+    point = POINTS[f"mi300x-acc SMC-SC-DC19-06 x8 all_reduce {8 * MiB} B"]
+    one_process = formula_collective("all_reduce", 8 * MiB, MI300X, **dict(R2205_ONE_THREAD))
+    per_gpu = formula_collective("all_reduce", 8 * MiB, MI300X, nccl_version="2.20.5")
+    assert (one_process.algorithm, per_gpu.algorithm) == ("ring", "msccl")
+    assert abs(point.relative_error()) < 0.01
+
+
 #: Public single-node rows the model misses (measured, predicted, what is missing); not asserted.
 MISSED = {
     "ocitutorials, OCI BM.GPU3.8 (8 x V100-SXM2-16GB, NVLink 2 hybrid cube mesh), all_reduce 1 GiB -g 8": (
@@ -211,14 +237,14 @@ MISSED = {
         "about 3x what the shared-out figure gives it. No source gives the LL rate of one channel (one CTA) "
         "on NVLink 4"
     ),
-    "MI300X acceptance guide (SMC-SC-DC19-06), all_reduce 1 KiB-16 MiB -g 8": (
-        "time 1 / 64 / 512 KiB 45.84/44.35/57.96 us vs 33.7 (the one-thread floor at nccl-tests #123's "
-        "4.21 us per CUDA GPU; -27/-24/-42 %), busbw 1 / 2 / 4 / 8 / 16 MiB 31.38/61.31/80.89/132.49/"
-        "173.02 vs 54.5/89.5/114.1/166.7/216.6 (+74/+46/+41/+26/+25 %). The log's flat 44-59 us from 256 B "
-        "to 2 MiB is one host thread launching 8 HIP devices, 5.5 us a GPU, a figure #123 (CUDA, DGX A100) "
-        "does not give; the host floor takes none per runtime. rccl #1562 on another 8 x MI300X host "
-        "(-g 8, asserted in test_cases_public_node3) measured 166.63 at 8 MiB, 26 % above this log at the "
-        "same size"
+    "MI300X acceptance guide (SMC-SC-DC19-06), all_reduce 1 KiB-1 MiB -g 8 (RCCL 2.20.5)": (
+        "time 1 / 64 / 512 KiB 45.84/44.35/57.96 us vs 33.7/33.7/34.1 (the one-thread floor at nccl-tests"
+        " #123's 4.21 us per CUDA GPU; -27/-24/-41 %), busbw 1 MiB 31.38 vs 40.7 (+30 %: 58.47 us against"
+        " ring/LL's 45.1). The log's flat 44-59 us from 256 B to 2 MiB is one host thread launching 8 HIP"
+        " devices, 5.5 us a GPU, a figure #123 (CUDA, DGX A100) does not give; the host floor takes none "
+        "per runtime. Before ranks driven by one thread shared a process in the model, RCCL 2.20.5 ran "
+        "its MSCCL all-pairs kernels here (159.4/216.2/263.1 at 4/8/16 MiB, +97/+63/+52 %), which RCCL "
+        "turns off for ranks of one process"
     ),
     "MI350X conductor node (smci350-zts-gtu-e14-05), all_reduce -g 8, other rows": (
         "time 8 B / 1 KiB / 64 KiB 58.63/42.68/50.03 us vs 33.7 (the one-thread floor; -43/-21/-33 %); busbw "
