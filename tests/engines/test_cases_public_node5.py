@@ -31,8 +31,8 @@ OCI_JP = (
     "tutorials/_hpc/spinup-ml-instance-cntnd.md"
 )
 DGXC = (
-    "NVIDIA/dgxc-benchmarking, README of the microbenchmark_nccl recipe (search-index id 54019438871), "
-    "sample all_reduce output of host pool0-01806"
+    "https://github.com/NVIDIA/dgxc-benchmarking/blob/841f5466cd86b66abd48049e839c563776f6d716/nccl/"
+    "README.md (sample all_reduce output of host pool0-01806)"
 )
 MI300X_ACC = (
     "AMD Instinct MI300X performance benchmarking guide for acceptance testing, RCCL section (ROCm "
@@ -43,6 +43,10 @@ MI350X_DOC = (
     "2434617481), section 5.2 RCCL benchmarking results"
 )
 NT175 = "https://github.com/NVIDIA/nccl-tests/issues/175"
+ALIBABA = (
+    "https://github.com/prasad-nair-amd/alibaba/blob/main/README.md (search-index id 53360213412), Tests 5 "
+    "and 6 on host Aliyun3"
+)
 
 #: 8 x H100 80GB HBM3 on NVSwitch (a DGX H100, the recipe's stated system)
 H100 = hgx("h100-sxm")
@@ -57,6 +61,8 @@ MI300X = one_node("mi300x", 8, {"kind": "nvswitch"})
 #: Infinity Fabric links of 153.6 GB/s (AMD Instinct MI350 series datasheet; the two differ in clocks and
 #: board power, which no collective figure of the model reads)
 MI350X = one_node("mi355x", 8, {"kind": "nvswitch"})
+#: 8 x MI355X on xGMI (the Vultr hosts of the alibaba tests: "AMD Instinct MI355X ... gfx950" in Test 9)
+MI355X = one_node("mi355x", 8, {"kind": "nvswitch"})
 #: one host thread driving 8 GPUs (-g 8), at nccl-tests #123's per-GPU launch cost
 ONE_THREAD = (("gpus_per_thread", 8), ("launch_s_per_gpu", LAUNCH_S_PER_GPU))
 #: the MI300X guide's RCCL (ROCm 6.2: 2.20.5), one thread driving 8 GPUs
@@ -198,6 +204,72 @@ POINTS = {
         "all_reduce",
         ((MiB, 25.76, 71.23), (4 * MiB, 63.10, 116.33), (8 * MiB, 79.73, 184.12)),
     ),
+    # alibaba Test 5, rccl-tests "rccl-library=22707" (RCCL 2.27.7: not recorded, newest tables), "./build/
+    # all_reduce_perf -f 2 -g 8 -b 4 -e 1G" (one process): "8 2 float sum -1 35.49", "1024 ... 34.29",
+    # "65536 ... 33.44", "262144 ... 38.79", "524288 ... 39.01": the one-thread floor 33.7 us (-5.1/-1.8/
+    # +0.7/-13.2/-13.7 %)
+    **_rows(
+        "alibaba Aliyun3 MI355X x8",
+        ALIBABA,
+        MI355X,
+        "all_reduce",
+        ((8, 35.49, 0), (1024, 34.29, 0), (65536, 33.44, 0), (262144, 38.79, 0), (524288, 39.01, 0)),
+        ONE_THREAD,
+    ),
+    # "1048576 ... 37.37 28.06 49.11", "2097152 ... 39.65 ... 92.55", "8388608 ... 71.12 ... 206.40",
+    # "16777216 ... 116.74 ... 251.49", "33554432 ... 183.45 ... 320.09": ring/LL, LL, LL128, LL128, LL128
+    # 54.5/89.5/183.1/245.2/295.2 (+10.9/-3.3/-11.3/-2.5/-7.8 %)
+    **_rows(
+        "alibaba Aliyun3 MI355X x8",
+        ALIBABA,
+        MI355X,
+        "all_reduce",
+        (
+            (MiB, 37.37, 49.11),
+            (2 * MiB, 39.65, 92.55),
+            (8 * MiB, 71.12, 206.40),
+            (16 * MiB, 116.74, 251.49),
+            (32 * MiB, 183.45, 320.09),
+        ),
+        ONE_THREAD,
+    ),
+    # "67108864 ... 324.09 207.07 362.37", "134217728 ... 611.47 ... 384.13", "268435456 ... 1188.45 ...
+    # 395.27", "536870912 ... 2351.27 ... 399.58", "1073741824 ... 4667.81 ... 402.55": ring/Simple over 7
+    # xGMI links 338.2/367.8/384.7/393.7/398.4 (-6.7/-4.2/-2.7/-1.5/-1.0 %)
+    **_rows(
+        "alibaba Aliyun3 MI355X x8",
+        ALIBABA,
+        MI355X,
+        "all_reduce",
+        (
+            (64 * MiB, 324.09, 362.37),
+            (128 * MiB, 611.47, 384.13),
+            (256 * MiB, 1188.45, 395.27),
+            (512 * MiB, 2351.27, 399.58),
+            (GiB, 4667.81, 402.55),
+        ),
+        ONE_THREAD,
+    ),
+    # alibaba Test 6, "./build/alltoall_perf -b 8 -e 128M -f 2 -g 8": "1024 32 float none -1 29.83", "8192
+    # ... 29.89", "65536 ... 32.40", "262144 ... 37.49": the one-thread floor 33.7 us (+12.9/+12.7/+4.0/
+    # -10.2 %); "1048576 ... 37.45 28.00 24.50", "2097152 ... 37.20 ... 49.33", "4194304 ... 36.10 ...
+    # 101.65": pairwise over the 7 xGMI links, floor-bound, 27.2/54.5/109.0 (+11.2/+10.4/+7.2 %)
+    **_rows(
+        "alibaba Aliyun3 MI355X x8",
+        ALIBABA,
+        MI355X,
+        "alltoall",
+        (
+            (1024, 29.83, 0),
+            (8192, 29.89, 0),
+            (65536, 32.40, 0),
+            (262144, 37.49, 0),
+            (MiB, 37.45, 24.50),
+            (2 * MiB, 37.20, 49.33),
+            (4 * MiB, 36.10, 101.65),
+        ),
+        ONE_THREAD,
+    ),
 }
 
 
@@ -264,6 +336,22 @@ MISSED = {
         "catalogue does not hold (rccl_msccl.yaml records the all-pairs kernels of cdna3 only); the rows "
         "from 512 MiB (176.65, 138.25, 162.02, 256.82, 253.32, against 259-289 in place) are disturbed, "
         "not compared"
+    ),
+    "alibaba Aliyun3, 8 x MI355X (RCCL 2.27.7, -g 8), all_reduce 4 MiB": (
+        "busbw 153.07 vs ring/LL128 121.6 (-20.6 %; 47.95 us against 60.4): the model takes NCCL's "
+        "Hopper-row LL128 figures for the AMD GPU (the project's default) as RCCL 2.27.7's; the log's 2-8"
+        " MiB rows (92.55, 153.07, 206.40) climb faster than NCCL's LL128 ring and the RCCL release's own"
+        " gfx950 tables, which RCCL picks per topology model, are not in the catalogue "
+        "(rccl_releases.yaml stops at 2.20.5)"
+    ),
+    "alibaba Aliyun3, 8 x MI355X (RCCL 2.27.7, -g 8), alltoall 8-128 MiB": (
+        "busbw 8 / 16 / 32 / 64 / 128 MiB 188.32/246.91/288.43/298.54/322.22 vs "
+        "217.9/304.5/347.0/373.0/387.5 (+16/+23/+20/+25/+20 %): the pairwise all-to-all runs every peer "
+        "at the xGMI link's figure, which the same host's ring all_reduce reaches (399.58 and 402.55 at "
+        "512 MiB and 1 GiB, asserted above); the point-to-point ops fall short of it, as on the OCI "
+        "MI355X node (alltoall 360.71 at 8 GiB, test_cases_public_node4's MISSED, where the per-peer "
+        "warps and RCCL's one send and one receive element a work are set out). No source gives xGMI "
+        "throughput as a function of a peer's warps, so none is taken"
     ),
 }
 
