@@ -8,7 +8,7 @@ many of a rank's peers sit behind the same leaf (scalable unit) and the same pod
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
@@ -91,6 +91,26 @@ class Communicator:
             self.min_nic_gpus_per_domain,
             self.ranks_per_process,
         )
+
+    def in_processes_of(self, gpus_per_process: int) -> Communicator:
+        """This communicator with ``gpus_per_process`` of a node's ranks in each process: nccl-tests ``-g N``
+        (one host thread driving N GPUs) or ``-t N`` puts the N ranks it drives in one process, at most the
+        ranks of one node (a process runs on one host). Unchanged when that is no more than
+        ``ranks_per_process`` already or ``gpus_per_process`` is not an integer (the caller refuses it).
+
+        RCCL reads it: two ranks of one host and pid turn MSCCL off (ROCm/rccl
+        ``src/misc/msccl/msccl_lifecycle.cc`` ``mscclCommCompatible``;
+        :func:`aifabric.collectives.msccl.msccl_allpairs_applies`).
+
+        >>> from aifabric.cluster.presets import preset
+        >>> comm = Communicator.contiguous(preset("h100-ib-2node"))
+        >>> comm.in_processes_of(8).ranks_per_process, comm.in_processes_of(1).ranks_per_process
+        (8, 1)
+        """
+        if isinstance(gpus_per_process, bool) or not isinstance(gpus_per_process, int):
+            return self
+        most = min(gpus_per_process, self.ranks_per_node)
+        return self if most <= self.ranks_per_process else replace(self, ranks_per_process=most)
 
     @property
     def uniform(self) -> bool:

@@ -206,6 +206,9 @@ def formula_collective(
         one GPU's enqueue and kernel launch, seconds (default 0: no floor). With several GPUs per thread the
         time is at least ``gpus_per_thread x launch_s_per_gpu``, as NCCL >= 2.9 launches each GPU's kernel
         in turn (:mod:`aifabric.engines.host_launch`; NCCL <= 2.8 launched them in one call: pass 1).
+        Those GPUs' ranks share one process
+        (:meth:`~aifabric.collectives.communicator.Communicator.in_processes_of`), which turns RCCL's MSCCL
+        kernels off.
 
     Returns
     -------
@@ -235,6 +238,7 @@ def formula_collective(
     if comm is None:  # the CLI's default run: a TPU pod above its largest slice runs on that slice
         spec, ranks, _ = default_run(spec, pair=op is Collective.SEND_RECV)
         comm = Communicator.contiguous(spec, ranks)
+    comm = comm.in_processes_of(gpus_per_thread)  # -g N: N ranks to a process (RCCL's MSCCL needs one)
     if hbm_check:
         check_fits_hbm(op, message_bytes, comm.n_ranks, spec)
     user_env, env = env, plugin_env(env, spec, nccl_version)  # aws-ofi-nccl's beneath the user's, on EFA
