@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
-from aifabric.engines.scale_across import cross_site_all_reduce, pp_boundary_time
+from aifabric.engines.scale_across import cross_site_all_reduce, local_sgd_sync, pp_boundary_time
 from aifabric.errors import ConfigError
 
 
@@ -149,3 +149,47 @@ def test_one_site_is_never_slower_than_several(nodes, sites, km, size):
     r = cross_site_all_reduce(spec, size)
     assert r.total_s >= r.single_site_s
     assert r.dp_step_cost_s >= 0
+
+
+def test_local_sgd_outer_all_reduce_by_hand():
+    # DiLoCo / INTELLECT-1: the pseudo-gradient, r x the gradient's bytes, crosses the sites once per H steps.
+    spec = _two_sites()
+    sync = local_sgd_sync(spec, 4e9, inner_steps=100, sync_bytes_ratio=0.25)
+    assert sync.outer.total_s == pytest.approx(cross_site_all_reduce(spec, 1e9).total_s)
+    assert sync.dp.total_s == pytest.approx(cross_site_all_reduce(spec, 4e9).total_s)
+    assert sync.step_cost_s == pytest.approx(sync.outer.total_s / 100)
+    assert sync.cross_site_bytes_ratio == pytest.approx(1 / 400)
+    # one inner step at full width is data parallelism
+    same = local_sgd_sync(spec, 4e9, inner_steps=1)
+    assert same.step_cost_s == pytest.approx(same.dp.total_s)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"), [({"inner_steps": 0}, "inner_steps"), ({"sync_bytes_ratio": 2.0}, "ratio")]
+)
+def test_local_sgd_refuses_impossible_settings(kw, match):
+    args = {"inner_steps": 10, "sync_bytes_ratio": 0.5, **kw}
+    with pytest.raises(ValueError, match=match):
+        local_sgd_sync(_two_sites(), 1e9, **args)
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--sync-dtype", "int8"], "--sync-dtype"),  # a pseudo-gradient type without local SGD
+        (["--inner-steps", "10", "--sync-dtype", "fp32", "--grad-dtype", "bf16"], "--sync-dtype"),
+    ],
+)
+def test_bad_local_sgd_input(args, field):
+    r = _sa("--nodes", "64", *args)
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and field in lines[0], r.stderr
+
+
+def test_local_sgd_cli_prints_and_emits_the_outer_all_reduce():
+    r = _sa("--nodes", "64", "--message", "4 GB", "--inner-steps", "100", "--sync-dtype", "int8")
+    assert r.exit_code == 0, r.output
+    assert "sync every 100 steps" in r.stdout and "1/400 of DP's bytes" in r.stdout
+    out = json.loads(_sa("--nodes", "64", "--inner-steps", "20", "--json").stdout)["local_sgd"]
+    assert out["sync_bytes_ratio"] == 1.0 and out["cross_site_bytes_ratio"] == pytest.approx(1 / 20)

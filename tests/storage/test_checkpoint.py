@@ -342,3 +342,33 @@ def test_offloaded_state_is_not_copied_from_the_gpus():
     # without offload the whole per-GPU share is in HBM and copied, as before
     small = json.loads(_ckpt("--params", "70e9", *_OFFLOAD, "--json").stdout)
     assert small["async_copy_s"] == pytest.approx(70e9 * 14 / 128 / (64e9 * 0.9002), rel=1e-3)
+
+
+def test_storage_servers_nics_are_a_stage_by_hand():
+    # 4 appliances each behind one 400G ConnectX-7 (0.983 payload) serve 4 x 50 x 0.983 = 196.6 GB/s, under
+    # their drives (4 x 80 GB/s) and shared by the 16 nodes reading at once: 12.29 GB/s each.
+    spec = _dgx(16, units=4).with_changes(
+        storage={"system": "ddn-ai400x2-turbo", "units": 4, "unit_nic": "connectx-7"}
+    )
+    path = node_path(spec, direction="read", active_nodes=16)
+    assert path.bottleneck == "storage servers' NICs"
+    assert path.rate_bytes_per_s == pytest.approx(4 * 50e9 * 0.983 / 16)
+    # a system with no drive-side figure is bounded by its servers' ports alone
+    fs3 = _dgx(16).with_changes(storage={"system": "deepseek-3fs", "units": 2, "unit_nic": "connectx-6"})
+    stages = node_path(fs3, direction="write", active_nodes=1).stages
+    assert "file system aggregate" not in stages
+    assert stages["storage servers' NICs"] == pytest.approx(2 * 25e9 * 0.96)
+
+
+@pytest.mark.parametrize(
+    ("storage", "field"),
+    [
+        ({"system": "deepseek-3fs", "unit_nic": "connectx-6"}, "unit_nic"),
+        ({"system": "deepseek-3fs", "units": 2, "unit_nic": "no-such-nic"}, "unit_nic"),
+        ({"system": "deepseek-3fs", "units": 2, "unit_nic": "connectx-6", "unit_nics": 0}, "unit_nics"),
+        ({"system": "deepseek-3fs", "units": 2}, "storage"),
+    ],
+)
+def test_storage_server_ports_refused_when_they_cannot_be_priced(storage, field):
+    with pytest.raises(ConfigError, match=field):
+        node_path(_dgx(2).with_changes(storage=storage), direction="read", active_nodes=1)

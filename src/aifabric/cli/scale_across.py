@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import Annotated
 
 import typer
@@ -17,11 +18,26 @@ from aifabric.cli.common import (
     use_catalog,
 )
 from aifabric.cluster.resolve import resolve_cluster
-from aifabric.engines.scale_across import cross_site_all_reduce
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.engines.scale_across import cross_site_all_reduce, local_sgd_sync
 from aifabric.errors import ConfigError
 from aifabric.units import format_time, one_size
 
 __all__ = ["scale_across"]
+
+
+class Dtype(str, Enum):
+    """Element types a gradient or pseudo-gradient is sent in."""
+
+    fp32 = "fp32"
+    bf16 = "bf16"
+    fp16 = "fp16"
+    fp8 = "fp8"
+    int8 = "int8"
+
+
+#: Bytes per element of each type.
+_DTYPE_BYTES = {Dtype.fp32: 4, Dtype.bf16: 2, Dtype.fp16: 2, Dtype.fp8: 1, Dtype.int8: 1}
 
 
 @handle_errors
@@ -42,11 +58,23 @@ def scale_across(
         str | None, typer.Option(help="DCI transport (catalogue dci; default spectrum-xgs)")
     ] = None,
     message: Annotated[str, typer.Option(help="All-reduce size per GPU, e.g. '140 GB' (gradients)")] = "1 GB",
+    inner_steps: Annotated[
+        int | None,
+        typer.Option(
+            help="Local SGD (DiLoCo): sites sync every this many steps instead of every step", min=1
+        ),
+    ] = None,
+    sync_dtype: Annotated[
+        Dtype | None, typer.Option(help="Type local SGD sends the pseudo-gradient in (default: --grad-dtype)")
+    ] = None,
+    grad_dtype: Annotated[Dtype, typer.Option(help="Type of the gradient --message holds")] = Dtype.fp32,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
     catalog_files: CatalogOption = None,
 ) -> None:
     """Hierarchical all-reduce across sites (in-site reduce-scatter, cross-site ring over the DCI with
-    5 us/km of fibre, in-site all-gather) and the extra step time of putting DP across the sites."""
+    5 us/km of fibre, in-site all-gather) and the extra step time of putting DP across the sites; with
+    --inner-steps, local SGD's outer all-reduce instead (DiLoCo: the sites sync their pseudo-gradient, in
+    --sync-dtype, every that many steps)."""
     use_catalog(catalog_files)
     spec = resolve_cluster(cluster, nodes=nodes)
     st = spec.sites
@@ -69,8 +97,11 @@ def scale_across(
     st = spec.sites
     assert st is not None
     message_bytes = one_size(message, "--message")  # > 0 and at most 1 TiB, as every per-rank --size
+    ratio = _sync_ratio(inner_steps, sync_dtype, grad_dtype)
     r = cross_site_all_reduce(spec, message_bytes)
     out = {**r.__dict__, "total_s": r.total_s, "dp_step_cost_s": r.dp_step_cost_s}
+    if inner_steps is not None:
+        out["local_sgd"] = _local_sgd(spec, message_bytes, inner_steps, ratio)
     if json_out:
         emit_json(out)
         return
@@ -91,6 +122,39 @@ def scale_across(
         f"in one site it would take {format_time(r.single_site_s)} ({_SCHEDULES[r.single_site_schedule]}): "
         f"DP across the sites costs {format_time(r.dp_step_cost_s)} per step"
     )
+    if inner_steps is not None:
+        sync = out["local_sgd"]
+        console.print(
+            f"local SGD, sync every {inner_steps} steps at {ratio:g} B per gradient byte: outer all-reduce "
+            f"{format_time(sync['outer_all_reduce_s'])}, {format_time(sync['step_cost_s'])} per step; "
+            f"1/{1 / sync['cross_site_bytes_ratio']:.4g} of DP's bytes over the DCI"
+        )
+
+
+def _sync_ratio(inner_steps: int | None, sync_dtype: Dtype | None, grad_dtype: Dtype) -> float:
+    """Bytes local SGD sends per byte of gradient; --sync-dtype needs --inner-steps and no wider type."""
+    if sync_dtype is None:
+        return 1.0
+    if inner_steps is None:
+        raise ConfigError("--sync-dtype: local SGD's pseudo-gradient type needs --inner-steps")
+    ratio = _DTYPE_BYTES[sync_dtype] / _DTYPE_BYTES[grad_dtype]
+    if ratio > 1:
+        raise ConfigError(
+            f"--sync-dtype: {sync_dtype.value} is wider than the gradient's {grad_dtype.value} (--grad-dtype)"
+        )
+    return ratio
+
+
+def _local_sgd(spec: ClusterSpec, message_bytes: float, inner_steps: int, ratio: float) -> dict[str, float]:
+    """The JSON fields of local SGD's outer all-reduce (``local_sgd_sync``)."""
+    sync = local_sgd_sync(spec, message_bytes, inner_steps=inner_steps, sync_bytes_ratio=ratio)
+    return {
+        "inner_steps": inner_steps,
+        "sync_bytes_ratio": ratio,
+        "outer_all_reduce_s": sync.outer.total_s,
+        "step_cost_s": sync.step_cost_s,
+        "cross_site_bytes_ratio": sync.cross_site_bytes_ratio,
+    }
 
 
 #: How the one site all-reduces (``CrossSiteAllReduce.single_site_schedule``).

@@ -348,18 +348,35 @@ class StorageSpec(_Strict):
 
     The aggregate read/write bandwidth is ``units`` x the entry's per-unit figure, else the entry's named
     deployment figure; ``aggregate_read`` / ``aggregate_write`` override both (e.g. "2 TB/s").
+    ``unit_nic`` (a catalogue NIC) and ``unit_nics`` (ports per unit) are the storage servers' own network
+    ports, which bound what ``units`` servers can serve whatever their drives do.
     """
 
     system: str = "ddn-ai400x2-turbo"
     units: Int | None = Field(default=None, ge=1)
     aggregate_read_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_read")
     aggregate_write_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_write")
+    unit_nic: str | None = None
+    unit_nics: Int = Field(default=1, ge=1, le=MAX_PORTS)
 
     @field_validator("system")
     @classmethod
     def _system(cls, v: str) -> str:
         catalog.storage(v)
         return v
+
+    @field_validator("unit_nic")
+    @classmethod
+    def _unit_nic(cls, v: str | None) -> str | None:
+        if v is not None:
+            catalog.nic(v)
+        return v
+
+    @model_validator(mode="after")
+    def _ports_need_units(self) -> StorageSpec:
+        if self.unit_nic is not None and self.units is None:
+            raise ValueError("unit_nic: the storage servers' NICs need storage.units (how many servers)")
+        return self
 
     @field_validator("aggregate_read_bytes_per_s", "aggregate_write_bytes_per_s", mode="before")
     @classmethod

@@ -7,7 +7,12 @@ Per-node storage rate (reference/storage-optics-scale-across.md sec. 1.3, modell
                 front-end NICs x payload eff.,   (the node's front-end ports; a TPU host: its DCN)
                 front-end NICs / oversubscription x payload eff.,   (its leaf's share of uplinks)
                 file-system per-client cap,
-                file-system aggregate / nodes moving data at once )
+                file-system aggregate / nodes moving data at once,
+                storage servers' NICs x payload eff. / nodes moving data at once )
+
+The last is the servers' own network ports (``storage.unit_nic`` x ``unit_nics`` on each of ``units``
+servers): whatever their drives deliver leaves through them, so they bound the aggregate where the system
+publishes none (DeepSeek 3FS: 180 servers of 2 x 200 Gb/s InfiniBand, 8.64 TB/s at the HDR payload).
 
 and a transfer of ``S`` bytes per node takes ``S / rate``; the stage that sets the minimum is named.
 """
@@ -68,6 +73,8 @@ def _aggregate(spec: ClusterSpec, direction: Direction) -> float | None:
     system = catalog.storage(st.system)
     unit = system.unit_read_bytes_per_s if direction == "read" else system.unit_write_bytes_per_s
     if st.units is not None:
+        if unit is None and st.unit_nic is not None:
+            return None  # no drive-side figure: the servers' NICs (their own stage) bound the aggregate
         if unit is None:
             raise ConfigError(
                 f"storage.units: {st.system!r} publishes no per-unit {direction} bandwidth; "
@@ -129,8 +136,23 @@ def node_path(
     cap = system.per_client_read_bytes_per_s if direction == "read" else system.per_client_write_bytes_per_s
     if cap is not None:
         stages["file system per client"] = cap
-    stages["file system aggregate"] = _aggregate(spec, direction) / active_nodes  # type: ignore[operator]
+    aggregate = _aggregate(spec, direction)
+    if aggregate is not None:
+        stages["file system aggregate"] = aggregate / active_nodes
+    servers = _server_nics(spec)
+    if servers is not None:
+        stages["storage servers' NICs"] = servers / active_nodes
     return NodePath(stages)
+
+
+def _server_nics(spec: ClusterSpec) -> float | None:
+    """The storage servers' ports, bytes/s per direction: units x ports x line rate x payload efficiency
+    (None where the spec names no server NIC)."""
+    st = spec.storage
+    if st is None or st.unit_nic is None or st.units is None:
+        return None
+    nic = catalog.nic(st.unit_nic)
+    return st.units * st.unit_nics * nic.line_rate_bytes_per_s * nic.payload_efficiency
 
 
 def _network_stages(spec: ClusterSpec) -> dict[str, float]:
