@@ -15,6 +15,10 @@ Sources (none in the project's earlier source lists):
   connectors+and+cages, 2024): twin-port OSFP finned tops "support 17-Watt transceivers"; the 800G flat-top
   twin-port OSFP links "DGX H100 Cedar7 GPU links"; "Single-port, 400G OSFP or QSFP112 devices cannot be used
   in twin-port OSFP switch cages -- only adapters and DPUs".
+- NVIDIA MCP7Y60-Hxxx 400G passive DAC product specifications (docs.nvidia.com/networking/display/
+  mcp7y60hxxx400pub/specifications): power consumption 0.1 W maximum.
+- NVIDIA DGX SuperPOD cabling design guide, "Port power" (docs.nvidia.com/dgx-superpod/
+  design-guide-cabling-data-centers/latest/port-power.html): "An HDR cable can require 6W per port".
 - NVIDIA QM97xx user manual, "Interfaces" (docs.nvidia.com/networking/display/QM97X0PUB/Interfaces): "Each
   OSFP port consists of 2 logical InfiniBand ports"; "Class 8 (17W) OSFP112 transceivers support".
 - DDN blog "DDN AI storage gets faster, simpler with GPUDirect Storage" (ddn.com/blog/
@@ -45,6 +49,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from aifabric import catalog
 from aifabric.cli.app import app
 from aifabric.cluster.inventory import Inventory, inventory
 from aifabric.cluster.presets import preset
@@ -92,6 +97,20 @@ def test_200g_node_end_module_within_the_qsfp112_200g_mode_maximum():
     watts = _watts(inv, "front-end", "node end")
     assert watts <= 5.0
     assert watts == pytest.approx(5.0, rel=0.10)
+
+
+def test_passive_copper_draws_at_most_a_tenth_of_a_watt():
+    # MCP7Y60 passive DAC: power consumption 0.1 W maximum (its EEPROM); the catalogue's passive copper, which
+    # every in-rack copper link of the inventory uses, draws 0 W (within 0.1 W).
+    assert catalog.optic("dac-copper").power_w == pytest.approx(0.1, abs=0.1)
+
+
+def test_hdr_modules_within_the_port_power_an_hdr_cable_can_need():
+    # SuperPOD cabling guide: "An HDR cable can require 6W per port". The inventory's HDR node and switch ends
+    # (Megatron's DGX A100 cluster) draw 4.5 W each, within that port budget.
+    inv = _inventory("megatron-a100", nodes=32)
+    hdr = [w for p, (_, w) in _optics(inv, "scale-out").items() if "200G" in p]
+    assert hdr and max(hdr) <= 6.0
 
 
 @pytest.mark.parametrize("name", ["dgx-h100-superpod", "gb200-nvl72", "h100-ib-2node"])
