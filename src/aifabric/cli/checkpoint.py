@@ -196,7 +196,8 @@ def checkpoint(
     html: HtmlOpt = None,
 ) -> None:
     """Checkpoint size from the model and optimizer, write and restore time with the bottleneck named
-    (GPU<->host PCIe, bounce buffer, front-end NICs, front-end fabric, file system per client / aggregate),
+    (GPU<->host PCIe, bounce buffer, front-end NICs, front-end fabric, file system per client / aggregate,
+    the storage servers' NICs a cluster file names),
     asynchronous checkpointing, the Young/Daly interval for --mtbf and data loading against the front-end.
 
     GB = 1e9 bytes; bandwidths per direction.
