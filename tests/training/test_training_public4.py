@@ -1,0 +1,246 @@
+"""The step model against public training throughput it was never built on (fourth round), blind.
+
+Each row is one published figure with its model, GPU count, layout and precision, turned into tokens/s per
+GPU; the comment above a row quotes its line, the comment after it gives the model's figure. Tolerance: 15 %.
+No constant was set from these figures: every row runs the model's defaults for its software with the
+options its source states (``tp_comm_overlap`` where ``--tp-comm-overlap`` or a NeMo recipe says so, FP8,
+the recompute setting, the framework). Where a source leaves a setting out, the row says which value it
+takes and why.
+
+Rows the model misses by more than 15 % are in ``MISSED`` with the measured and predicted figures and the
+mechanism the model lacks; they are run (so they stay valid layouts) but not asserted.
+
+Sources
+-------
+- NVIDIA/Megatron-LM ``README.md`` and ``images/model_table.png`` @f2e5db4 (core_r0.8.0, "Megatron-Core
+  r0.8.0" in ``images/weak_scaling.png``): GPT models of 1.7B-462B parameters on up to 6,144 H100,
+  "vocabulary size of 131,072 and a sequence length of 4096", with ``--overlap-grad-reduce
+  --overlap-param-gather`` and ``--tp-comm-overlap``; columns TP, PP, DP, GPUs, batch size, "Per-GPU
+  teraFLOP/s", MFU. The per-GPU figure is Megatron-LM's own count (core_r0.8.0
+  ``megatron/training/training.py`` ``num_floating_point_operations``), turned back into tokens by
+  :func:`megatron_r08_flops_per_token`.
+- NVIDIA/Megatron-LM ``examples/llama/README.md`` @bd32927 "FP8 Performance" (DGX H100, Llama 3 8B / 70B /
+  405B, columns GBS, MBS, sequence, TP, PP, CP, VP, "Tokens/sec/GPU") and ``train_llama3_8b_h100_fp8.sh``
+  (``--grad-reduce-in-bf16``, no recompute).
+- NVIDIA, "Nemotron-4 340B Technical Report", arXiv:2406.11704, Table 2 (6,144 H100, batch 2,304, iteration
+  time 8.0 s, MFU 41-42 %) and Sec. 2.3 ("8-way tensor parallelism, 12-way pipeline parallelism with
+  interleaving and data parallelism", sequence 4,096), as quoted by aiportalx.com/nvidia/nemotron-4-340b and
+  the report's summary pages.
+- pytorch/torchtitan ``benchmarks/llama3_8b_h200_2025-06_torchtitan.md`` @bcdeaa3 (Trainy, 32 and 64 H200,
+  400 Gb/s per GPU, Llama 3.1 8B, local batch 2, torch.compile, Float8 with FP8 all-gather) and
+  ``torchtitan/models/llama3/train_configs/llama3_8b.toml`` (``seq_len = 8192``, selective op AC).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from tests.training.test_training_public import (
+    LLAMA3_8B,
+    LLAMA3_70B,
+    LLAMA3_405B,
+    Row,
+    h100,
+    megatron,
+    predict,
+)
+from tests.training.test_training_public3 import NEMOTRON4_340B, bf16_grads
+
+from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.training.models import BytesPerParam, ModelSpec
+
+#: Megatron-LM r0.8.0's benchmark models: ``--seq-length 4096``, vocabulary 131,072 (README).
+SEQ, VOCAB = 4096, 131072
+
+
+def megatron_r08_flops_per_token(layers: int, hidden: int) -> float:
+    """FLOPs per token that Megatron-LM core_r0.8.0 reports for a GPT model (``training.py``
+    ``num_floating_point_operations``, MHA, plain MLP of 4h), per token: 12 l h^2 (2 + s / h + 4 +
+    V / (2 l h)), forward and backward, no recomputation."""
+    seq_terms = 2 + SEQ / hidden + 4 + VOCAB / (2 * layers * hidden)
+    return 12 * layers * hidden**2 * seq_terms
+
+
+def mlm_gpt(heads: int, hidden: int, layers: int) -> ModelSpec:
+    """A model of the README's table with Megatron-LM r0.8.0's GPT defaults (``arguments.py``): learned
+    absolute positions, LayerNorm, GeLU MLP of 4h, biases (``add_bias_linear``), embeddings tied to the
+    output layer (no ``--untie-embeddings-and-output-weights``), dropout 0.1."""
+    return ModelSpec(
+        f"mlm-gpt-{layers}x{hidden}",
+        n_layers=layers,
+        hidden_size=hidden,
+        n_heads=heads,
+        vocab_size=VOCAB,
+        seq_len=SEQ,
+        learned_position_embeddings=True,
+        tied_embeddings=True,
+        bias=True,
+    )
+
+
+def mlm_row(heads: int, hidden: int, layers: int, tp: int, pp: int, gbs: int, tflops: float) -> Row:
+    """One line of the table: DP 48, micro-batch 1, no recompute and no interleaving (the README lists
+    neither ``--recompute-activations`` nor ``--num-layers-per-virtual-pipeline-stage`` among the flags it
+    ran), the distributed optimizer (ZeRO-1, ``--overlap-param-gather`` needs it), ``--tp-comm-overlap``."""
+    gpus = tp * pp * 48
+    layout = megatron(tp, pp, 48, 1, 1, gbs)
+    layout["sequence_parallel"] = tp > 1
+    measured = tflops * 1e12 / megatron_r08_flops_per_token(layers, hidden)
+    return Row(mlm_gpt(heads, hidden, layers), h100(gpus), layout, measured, {"tp_comm_overlap": tp > 1})
+
+
+def h200(gpus: int) -> Callable[[], ClusterSpec]:
+    """H200 SXM nodes (8 on NVLink), 400 Gb/s per GPU on the DGX SuperPOD's InfiniBand fabric."""
+    return lambda: preset("dgx-h100-superpod", gpus=gpus, **{"accelerator": "h200-sxm"})
+
+
+#: Transformer Engine FP8 with userbuffer TP overlap, as the NeMo performance scripts run Llama 3 (the
+#: README: "This configuration follows those defined in NeMo Framework's performance scripts").
+MLM_FP8 = {"fp8": True, "tp_comm_overlap": True}
+#: torchtitan with torch.compile (the model's fused element-wise kernels) and Float8 linear layers.
+TITAN_FP8 = {"framework": "torchtitan", "fp8": True}
+#: Nemotron-4 340B as the report trained it: the recipe's architecture, fp32 gradients and optimizer state
+#: (the report names the distributed optimizer, not its dtypes: the model's default bytes).
+NEMOTRON_REPORT = dataclasses.replace(NEMOTRON4_340B, bytes_per_param=BytesPerParam())
+
+
+def fsdp(dp: int, b: int, recompute: str) -> dict[str, Any]:
+    """FSDP2 over ``dp`` GPUs (ZeRO-3), ``b`` sequences per GPU."""
+    return dict(dp=dp, microbatch_size=b, global_batch_size=b * dp, zero_stage=3, recompute=recompute)
+
+
+ROWS: dict[str, Row] = {
+    # ---- Megatron-LM README (core_r0.8.0), "Model size | Attention heads | Hidden size | Number of layers |
+    # Tensor MP size | Pipeline MP size | Data-parallel size | Number of GPUs | Batch size | Per-GPU
+    # teraFLOP/s | MFU". "| 16B | 48 | 6144 | 32 | 4 | 1 | 48 | 192 | 192 | 489.1 | 49% |"
+    "Megatron-LM r0.8 16B 192 H100 TP4 DP48": mlm_row(48, 6144, 32, 4, 1, 192, 489.1),
+    # model 5462 (+13.3 %; measured 4820)
+    # "| 32B | 56 | 7168 | 48 | 8 | 1 | 48 | 384 | 192 | 459.6 | 46% |"
+    "Megatron-LM r0.8 32B 384 H100 TP8 DP48": mlm_row(56, 7168, 48, 8, 1, 192, 459.6),
+    # model 1963 (-14.5 %; measured 2297): the gradient reduce-scatter of 4 B fp32 parameters per GPU over
+    # 48 nodes is 0.28 s of the model's 1.04 s step (4 microbatches to hide it behind)
+    # "| 70B | 64 | 8192 | 84 | 8 | 2 | 48 | 768 | 384 | 419.7 | 42% |"
+    "Megatron-LM r0.8 70B 768 H100 TP8 PP2 DP48": mlm_row(64, 8192, 84, 8, 2, 384, 419.7),
+    # model 936 (-0.5 %; measured 941)
+    # "| 119B | 80 | 10240 | 92 | 8 | 4 | 48 | 1536 | 768 | 420.5 | 43% |"
+    "Megatron-LM r0.8 119B 1536 H100 TP8 PP4 DP48": mlm_row(80, 10240, 92, 8, 4, 768, 420.5),
+    # model 588 (+4.7 %; measured 561)
+    # "| 177B | 96 | 12288 | 96 | 8 | 6 | 48 | 2304 | 1152 | 432.8 | 44% |"
+    "Megatron-LM r0.8 177B 2304 H100 TP8 PP6 DP48": mlm_row(96, 12288, 96, 8, 6, 1152, 432.8),
+    # model 408 (+4.7 %; measured 389)
+    # "| 314B | 128 | 16384 | 96 | 8 | 8 | 48 | 3072 | 1536 | 474.4 | 48% |"
+    "Megatron-LM r0.8 314B 3072 H100 TP8 PP8 DP48": mlm_row(128, 16384, 96, 8, 8, 1536, 474.4),
+    # model 243 (-0.3 %; measured 244)
+    # "| 462B | 144 | 18432 | 112 | 8 | 16 | 48 | 6144 | 3072 | 459.9 | 47% |"
+    "Megatron-LM r0.8 462B 6144 H100 TP8 PP16 DP48": mlm_row(144, 18432, 112, 8, 16, 3072, 459.9),
+    # model 165 (+2.3 %; measured 161)
+    # ---- Megatron-LM examples/llama/README.md, "FP8 Performance": "| LLAMA3-8B | 8 | 128 | 1 | 8192 | 1 | 1
+    # | 2 | 1 | 1 | 32 | 13812 | 800 |". The script reduces gradients in bf16 (``--grad-reduce-in-bf16``):
+    # 2-byte gradients; with the model's fp32 default the step needs 91 GB.
+    "Megatron-LM Llama 3 8B 8 H100 CP2 DP4 fp8": Row(
+        bf16_grads(LLAMA3_8B), h100(8), megatron(1, 1, 4, 1, 1, 128, cp=2), 13812, {"fp8": True}
+    ),  # model 13772 (-0.3 %)
+    # "| LLAMA3-70B | 64 | 128 | 1 | 8192 | 4 | 8 | 1 | 5 | 1 | 64 | 1621 | 780 |"
+    "Megatron-LM Llama 3 70B 64 H100 TP4 PP8 VP5 fp8": Row(
+        bf16_grads(LLAMA3_70B), h100(64), megatron(4, 8, 2, 5, 1, 128), 1621, MLM_FP8
+    ),  # model 1578 (-2.6 %)
+    # "| LLAMA3-405B | 1024 | 512 | 1 | 8192 | 8 | 8 | 2 | 8 | 1 | 64 | 315 | 834 |": DP 8.
+    "Megatron-LM Llama 3 405B 1024 H100 TP8 PP8 CP2 VP8 fp8": Row(
+        bf16_grads(LLAMA3_405B), h100(1024), megatron(8, 8, 8, 8, 1, 512, cp=2), 315, MLM_FP8
+    ),  # model 323 (+2.4 %)
+    # ---- Nemotron-4 340B report, Table 2, last stage: 6,144 GPUs, batch 2,304, 8.0 s per iteration ("MFU
+    # 41-42 %"): 2,304 x 4,096 / 8.0 / 6,144 = 192 tokens/s per GPU. TP 8, PP 12 interleaved, DP 64. The
+    # report gives no chunk count: one layer per model chunk (V = 96 / 12 = 8), as NVIDIA's Nemotron-4 340B
+    # recipe runs it (dgxc-benchmarking ``nemotron4-340b-synth.yaml``: PP 8 x VP 12 = 96 layers), with that
+    # recipe's selective recompute. V = 2 gives 198 and V = 4 210; V = 1 (no interleaving) 177.
+    "Nemotron-4 340B report 6144 H100 TP8 PP12 VP8 DP64 bf16": Row(
+        NEMOTRON_REPORT,
+        h100(6144),
+        {**megatron(8, 12, 64, 8, 1, 2304), "recompute": "selective"},
+        2304 * 4096 / 8.0 / 6144,
+        {},
+    ),  # model 213 (+11.1 %)
+}
+
+#: Why the torchtitan FP8 rows on H200 are fast in the model.
+TITAN_FP8_H200 = (
+    "torchao's Float8 training (tensorwise dynamic scaling) casts every linear layer's input, weight and "
+    "output gradient with an amax reduction first, and with ``force_recompute_fp8_weight_in_bwd`` re-casts "
+    "the weights in the backward pass; the model charges Transformer Engine's cast_transpose bytes only and "
+    "runs the FP8 GEMMs at the cuBLASLt 8192^3 rate (0.66 of the FP8 peak) by shape"
+)
+
+MISSED: dict[str, tuple[Row, str]] = {
+    # Megatron-LM README: "| 1.7B | 16 | 2048 | 24 | 1 | 1 | 48 | 48 | 192 | 408.8 | 41% |"
+    "Megatron-LM r0.8 1.7B 48 H100 DP48": (
+        mlm_row(16, 2048, 24, 1, 1, 192, 408.8),
+        (
+            "36259 vs 47759 (+32 %): the model runs this step at 538 TFLOP/s (Megatron's count), the table "
+            "409. Its GEMMs at h = 2,048 run at 680-700 TFLOP/s on the sm_90 table and the attention core "
+            "(a quarter of the count at s = 2h) at 516; the logit layer is 14 % of the count. Part of the "
+            "gap is core_r0.8.0's unfused vocabulary-parallel cross-entropy (tensor_parallel/"
+            "cross_entropy.py: logits.float(), max, in-place subtract, exp, sum, div_, then mul_ and the "
+            "bf16 cast back: about 52 bytes per vocabulary element and token against the fused 24 the "
+            "model charges, 5 ms of a 90 ms microbatch here); the rest (host launch time of 24 small "
+            "layers, smaller attention grids at 16 heads) is not identified"
+        ),
+    ),
+    # "| 7.1B | 32 | 4096 | 30 | 2 | 1 | 48 | 96 | 192 | 465.9 | 47% |"
+    "Megatron-LM r0.8 7.1B 96 H100 TP2 DP48": (
+        mlm_row(32, 4096, 30, 2, 1, 192, 465.9),
+        (
+            "10240 vs 12854 (+26 %): the model's step runs at 585 TFLOP/s (Megatron's count), the table "
+            "466; as the 1.7B row, smaller with every size (16B: +13 %, 70B and up: within 5 %), and the "
+            "unfused cross-entropy over 65,536 vocabulary columns per GPU is about 3 % of it"
+        ),
+    ),
+    # torchtitan benchmarks, Trainy H200: "| NUM_NODES | TPS/GPU | Memory(GiB) |", "| 4 | 10938 | 47.96 |",
+    # "| 8 | 10753 | 46.97 |".
+    "torchtitan Llama 3.1 8B 32 H200 FSDP b2 selective fp8": (
+        Row(LLAMA3_8B, h200(32), fsdp(32, 2, "selective"), 10938, TITAN_FP8),
+        f"10938 vs 13066 (+19 %): {TITAN_FP8_H200}",
+    ),
+    "torchtitan Llama 3.1 8B 64 H200 FSDP b2 selective fp8": (
+        Row(LLAMA3_8B, h200(64), fsdp(64, 2, "selective"), 10753, TITAN_FP8),
+        f"10753 vs 13041 (+21 %): {TITAN_FP8_H200}",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(ROWS))
+def test_public_row_within_15_percent(name: str) -> None:
+    row = ROWS[name]
+    assert predict(row) == pytest.approx(row.measured, rel=0.15)
+
+
+@pytest.mark.parametrize("name", list(MISSED))
+def test_missed_row_still_runs_and_says_what_it_misses(name: str) -> None:
+    row, why = MISSED[name]
+    assert predict(row) > 0
+    assert " vs " in why
+
+
+def test_megatron_flop_count_gives_back_the_tables_mfu() -> None:
+    # The table's MFU column is its per-GPU teraFLOP/s over the H100's 989: the tokens/s the rows are
+    # asserted against, times the count per token, give it back ("| 314B | ... | 474.4 | 48% |", "| 462B |
+    # ... | 459.9 | 47% |"). The 462B count per token by hand: 12 x 112 x 18432^2 x (6 + 4096 / 18432 +
+    # 131072 / (2 x 112 x 18432)) = 2.86 TFLOP.
+    table = {"314B 3072 H100 TP8 PP8 DP48": 0.48, "462B 6144 H100 TP8 PP16 DP48": 0.47}
+    for name, mfu in table.items():
+        row = ROWS[f"Megatron-LM r0.8 {name}"]
+        per_token = megatron_r08_flops_per_token(row.model.n_layers, row.model.hidden_size)
+        assert row.measured * per_token / 989e12 == pytest.approx(mfu, abs=0.005)
+    assert megatron_r08_flops_per_token(112, 18432) == pytest.approx(2.86e12, rel=0.005)
+
+
+def test_deep_pipelines_match_only_without_interleaving() -> None:
+    # The README's flag list names no interleaving. One chunk per layer (V = 7) would cut the 462B row's
+    # 1F1B bubble ((p - 1) / m = 15 / 64) seven-fold and put the model 18 % over the table: the measured
+    # throughput is the non-interleaved schedule's.
+    row = ROWS["Megatron-LM r0.8 462B 6144 H100 TP8 PP16 DP48"]
+    interleaved = predict(row._replace(layout={**row.layout, "virtual_pipeline_stages": 7}))
+    assert interleaved > 1.15 * row.measured > predict(row)
