@@ -29,6 +29,13 @@ Sources
 - pytorch/torchtitan ``benchmarks/llama3_8b_h200_2025-06_torchtitan.md`` @bcdeaa3 (Trainy, 32 and 64 H200,
   400 Gb/s per GPU, Llama 3.1 8B, local batch 2, torch.compile, Float8 with FP8 all-gather) and
   ``torchtitan/models/llama3/train_configs/llama3_8b.toml`` (``seq_len = 8192``, selective op AC).
+- NVIDIA/Megatron-LM branch ``dev`` @8a2ac1f: ``docs/advanced/index.md`` ("Optimizing DeepSeek-V3 Training on
+  GB200 NVL72 - Achieving 970 TFLOPS/GPU with MXFP8") and ``docs/discussions/deepseek-v3-gb200-optimization/
+  deepseek-v3-gb200-reproduce-guide.md`` (its launch script: TP 1, PP 8 with the layout "Et|(tt|)*30L" =
+  32 model chunks, EP 32, micro-batch 1, global batch 2,048, sequence 4,096, ``--fp8-recipe mxfp8``,
+  ``--moe-router-force-load-balancing``, no MTP; "Every 32 GB200 GPUs (8 nodes) are in the same NVL
+  domain"); TFLOP/s in Megatron-LM's count (``training.py`` ``num_floating_point_operations``, MLA branch),
+  :func:`deepseek_v3_megatron_flops_per_token`.
 - ROCm/TransformerEngine issue #72 ("[1xMI300X] GPT-2 XL 1.5B FP8 Training ~30% slower than H100 FP8",
   October 2024): one GPU, GPT-2 XL (48 layers, h 1,600, 25 heads, vocabulary 50,304, ``max_seq_len`` 1,024),
   "GPT2-XL 1.5B BF16 Pytorch.compile nightly at the same batch size as the reprod script: MI300X: 215.79,
@@ -49,10 +56,12 @@ from tests.training.test_training_public import (
     LLAMA3_70B,
     LLAMA3_405B,
     Row,
+    gb200_racks,
     h100,
     megatron,
     predict,
 )
+from tests.training.test_training_public2 import DSV3, FP8_BALANCED, moe
 from tests.training.test_training_public3 import NEMOTRON4_340B, bf16_grads
 
 from aifabric.cluster.presets import preset
@@ -133,6 +142,26 @@ def gpt2_xl_tokens(tflops: float) -> float:
     return tflops * 1e12 / (from_params + core)
 
 
+def deepseek_v3_megatron_flops_per_token() -> float:
+    """FLOPs per token Megatron-LM counts for DeepSeek-V3 as the guide runs it (``transformer_flops``, MLA
+    branch; forward + backward x 3, multiply-add x 2): per layer the MLA projections 6 (q_lora (h + a (d_qk +
+    d_rope) + 1) + kv_lora (h + a (d_qk + d_v) + 1) + h d_rope + a d_v h) and the causal core 6 a (d_qk +
+    d_rope + d_v) / 2 x s; the SwiGLU MLP 6 x 3 h f, where the 3 dense layers' f = 18,432 equals the 58 MoE
+    layers' 8 routed + 1 shared experts of 2,048; the logit layer 6 h V (V = 129,280, a multiple of
+    ``--make-vocab-size-divisible-by 3232``)."""
+    h, a, seq, vocab = 7168, 128, 4096, 129280
+    q_lora, kv_lora, d_qk, d_rope, d_v = 1536, 512, 128, 64, 128
+    projections = (
+        q_lora * (h + a * (d_qk + d_rope) + 1)
+        + kv_lora * (h + a * (d_qk + d_v) + 1)
+        + h * d_rope
+        + a * d_v * h
+    )
+    core = a * (d_qk + d_rope + d_v) / 2 * seq
+    mlp = 3 * h * 18432
+    return 6 * (61 * (projections + core + mlp) + h * vocab)
+
+
 def fsdp(dp: int, b: int, recompute: str) -> dict[str, Any]:
     """FSDP2 over ``dp`` GPUs (ZeRO-3), ``b`` sequences per GPU."""
     return dict(dp=dp, microbatch_size=b, global_batch_size=b * dp, zero_stage=3, recompute=recompute)
@@ -189,6 +218,16 @@ ROWS: dict[str, Row] = {
         2304 * 4096 / 8.0 / 6144,
         {},
     ),  # model 213 (+11.1 %)
+    # ---- Megatron-LM dev, DeepSeek-V3 on GB200 NVL72: "Achieving 970 TFLOPS/GPU with MXFP8" = 3,883 tokens/s
+    # per GPU. The guide gives no GPU count: 256, the fewest that hold PP 8 x EP 32 at TP 1 (DP 32, EP folded
+    # into it), in racks of 64 as the other GB200 rows. Forced load balancing: capacity 1.0.
+    "Megatron-LM DeepSeek-V3 256 GB200 PP8 VP4 EP32 mxfp8": Row(
+        DSV3,
+        gb200_racks(4),
+        moe(1, 8, 32, 32, 1, 2048, v=4),
+        970e12 / deepseek_v3_megatron_flops_per_token(),
+        FP8_BALANCED,
+    ),  # model 4280 (+10.2 %)
     # ---- ROCm/TransformerEngine #72, one GPU: "H100: 478.73" (BF16, torch.compile).
     "GPT-2 XL 1 H100 b14 bf16 compile": Row(
         GPT2_XL, lambda: nvswitch_node("h100-sxm", 1), GPT2_B14, gpt2_xl_tokens(478.73), {}
@@ -281,6 +320,14 @@ def test_megatron_flop_count_gives_back_the_tables_mfu() -> None:
         per_token = megatron_r08_flops_per_token(row.model.n_layers, row.model.hidden_size)
         assert row.measured * per_token / 989e12 == pytest.approx(mfu, abs=0.005)
     assert megatron_r08_flops_per_token(112, 18432) == pytest.approx(2.86e12, rel=0.005)
+
+
+def test_deepseek_v3_count_by_hand() -> None:
+    # 61 x (187,107,328 x 6 + 20,480 x 4,096 x 6 + 3 x 7,168 x 18,432 x 6) + 6 x 7,168 x 129,280 FLOPs per
+    # token, 249.8 GFLOP; Megatron-Bridge's DeepSeek-V3 GB200 line of the same configuration ("| 4018 | 1003
+    # |" tokens/s and TFLOP/s per GPU) implies 249.6.
+    assert deepseek_v3_megatron_flops_per_token() == pytest.approx(249_812_054_016)
+    assert deepseek_v3_megatron_flops_per_token() == pytest.approx(1003e12 / 4018, rel=0.002)
 
 
 def test_deep_pipelines_match_only_without_interleaving() -> None:
