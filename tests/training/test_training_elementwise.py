@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from aifabric.cluster.presets import preset
 from aifabric.errors import ConfigError
-from aifabric.training import get_model
+from aifabric.training import ParallelLayout, get_model
 from aifabric.training.elementwise import ELEMENTWISE_KERNELS, elementwise_kernels, layer_forward_bytes
 from aifabric.training.step import StepModel, StepOptions
 
@@ -45,7 +47,10 @@ def test_moe_layer_adds_megatron_cores_router_and_token_dispatcher():
 
 
 def test_unknown_kernel_set_names_the_field():
-    with pytest.raises(ConfigError, match=r"elementwise must be one of fused, llama-eager, got 'compiled'"):
+    with pytest.raises(
+        ConfigError,
+        match=r"elementwise must be one of fused, llama-eager, megatron-unfused-ce, got 'compiled'",
+    ):
         elementwise_kernels("compiled")
     with pytest.raises(ConfigError, match=r"elementwise must be one of"):
         StepOptions(elementwise="compiled")
@@ -61,3 +66,25 @@ def test_llama_eager_is_refused_on_a_layernorm_model():
             get_model("gpt3-175b"), preset("h100-ib-2node"), options=StepOptions(elementwise="llama-eager")
         )
     StepModel(get_model("llama3-8b"), preset("h100-ib-2node"), options=StepOptions(elementwise="llama-eager"))
+
+
+def test_megatron_unfused_cross_entropy_moves_52_bytes_per_logit():
+    # Megatron-Core core_r0.8.0 tensor_parallel/cross_entropy.py without --cross-entropy-loss-fusion, per
+    # vocabulary element and token: forward logits.float() (read 2, write 4), max (4), in-place subtract
+    # (4 + 4), exp (4 + 4), sum (4), div_ (4 + 4) = 38; backward mul_ (4 + 4) and the bf16 cast of the
+    # gradient (4 + 2) = 14. The fused set: 8 forward, 16 backward. Everything else is the fused set's.
+    unfused, fused = ELEMENTWISE_KERNELS["megatron-unfused-ce"], ELEMENTWISE_KERNELS["fused"]
+    assert (unfused.logits, unfused.logits_backward_bytes) == (38, 14)
+    assert (fused.logits, fused.logits_backward_bytes) == (8, 16)
+    m = get_model("gpt3-175b")
+    assert layer_forward_bytes(m, unfused) == layer_forward_bytes(m, fused)
+    # One H100 node, DP 8, b 1, 2 microbatches of 2,048 tokens: the step's memory-bound part grows by
+    # (52 - 24) V s per microbatch at the H100's streaming rate (BabelStream Mul 2.90 TB/s).
+    spec, lay = preset("dgx-h100-superpod", gpus=8), ParallelLayout(dp=8, global_batch_size=16)
+    small = dataclasses.replace(m, n_layers=2)
+    times = [
+        StepModel(small, spec, options=StepOptions(elementwise=k, check_memory=False)).evaluate(lay)
+        for k in ("fused", "megatron-unfused-ce")
+    ]
+    grown = times[1].breakdown_s["memory-bound"] - times[0].breakdown_s["memory-bound"]
+    assert grown == pytest.approx(2 * 28 * 50257 * 2048 / 2.90e12, rel=0.01)

@@ -65,6 +65,7 @@ class ElementwiseChoice(str, Enum):
 
     fused = "fused"
     llama_eager = "llama-eager"
+    megatron_unfused_ce = "megatron-unfused-ce"
 
 
 ModelOpt = Annotated[
@@ -121,9 +122,10 @@ GemmShapesOpt = Annotated[
 ElementwiseOpt = Annotated[
     ElementwiseChoice,
     typer.Option(
-        help="Kernels of the memory-bound work: fused (Megatron-LM, Transformer Engine, torch.compile) or "
+        help="Kernels of the memory-bound work: fused (Megatron-LM, Transformer Engine, torch.compile), "
         "llama-eager (Meta's Llama code in eager PyTorch, one kernel per operator, as torchtitan without "
-        "torch.compile)"
+        "torch.compile) or megatron-unfused-ce (fused, with Megatron-Core's cross-entropy run without "
+        "--cross-entropy-loss-fusion)"
     ),
 ]
 FrameworkOpt = Annotated[

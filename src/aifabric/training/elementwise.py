@@ -89,6 +89,9 @@ class ElementwiseKernels:
     norm_kind : str or None, default None
         The norm the ``norm`` count is of (``"rmsnorm"``: the Llama code's, operator by operator); None:
         any norm (one fused kernel reads and writes the tensor once, LayerNorm or RMSNorm alike).
+    logits_backward : float or None, default None
+        Per V element: the cross-entropy's backward pass, where it is not twice its forward; None: twice
+        ``logits``, as every other group.
     """
 
     name: str
@@ -103,6 +106,12 @@ class ElementwiseKernels:
     logits: float
     source: str
     norm_kind: str | None = None
+    logits_backward: float | None = None
+
+    @property
+    def logits_backward_bytes(self) -> float:
+        """Per V element, the cross-entropy's backward: ``logits_backward``, or twice ``logits``."""
+        return 2 * self.logits if self.logits_backward is None else self.logits_backward
 
 
 #: Every kernel set the step model knows, by name (``StepOptions.elementwise``).
@@ -145,6 +154,27 @@ ELEMENTWISE_KERNELS: dict[str, ElementwiseKernels] = {
                 "one CUDA kernel per operator"
             ),
             norm_kind="rmsnorm",
+        ),
+        ElementwiseKernels(
+            name="megatron-unfused-ce",
+            norm=4,
+            residual=6,
+            dropout=4,
+            activation=4,
+            gated_activation=6,
+            rotary=0.0,
+            output_copy=0.0,
+            kv_repeat=0.0,
+            # forward: logits.float() 2+4, max 4, -= max 4+4, exp 4+4, sum 4, div_ 4+4
+            logits=38,
+            logits_backward=14,  # grad.mul_(grad_output) 4+4, the cast back to bf16 4+2
+            source=(
+                "the fused set with Megatron-Core's vocabulary-parallel cross-entropy unfused, as it runs "
+                "without --cross-entropy-loss-fusion (core_r0.8.0 tensor_parallel/cross_entropy.py "
+                "_VocabParallelCrossEntropy: logits.float(), torch.max, in-place subtract, torch.exp, sum, "
+                "div_; backward mul_ and the bf16 cast of the gradient): 52 bytes per vocabulary element "
+                "and token against the fused 24"
+            ),
         ),
     )
 }

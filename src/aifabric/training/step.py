@@ -210,8 +210,10 @@ class StepOptions:
         pp > 1. False: every stage holds n_layers / (p v) layers and the busiest also runs the output layer.
     elementwise : str, default "fused"
         The kernels of the memory-bound work (:data:`~aifabric.training.elementwise.ELEMENTWISE_KERNELS`):
-        ``"fused"`` (Megatron-LM / Transformer Engine, torch.compile) or ``"llama-eager"`` (Meta's Llama
-        code in eager PyTorch, one kernel per operator, as torchtitan runs it without torch.compile).
+        ``"fused"`` (Megatron-LM / Transformer Engine, torch.compile), ``"llama-eager"`` (Meta's Llama
+        code in eager PyTorch, one kernel per operator, as torchtitan runs it without torch.compile) or
+        ``"megatron-unfused-ce"`` (fused, but Megatron-Core's cross-entropy without
+        ``--cross-entropy-loss-fusion``).
     gemm_shapes : bool, optional
         Time each weight GEMM from its (m, n, k) shape on the GPU's measured GEMM table
         (``ComputeProfile.gemm_table``, :mod:`aifabric.training.gemm`): small hidden sizes, narrow TP
@@ -1167,8 +1169,8 @@ class StepModel:
         Sec. 2.2): the routed experts' GEMMs are min(c, E / k) x 2 k P_expert per token instead of
         2 k P_expert (dropless).
         Memory-bound: :meth:`_elementwise_bytes` per token at ``hbm_bandwidth x hbm_efficiency``, and the
-        cross-entropy over the logits (``logits`` V / t bytes per token forward, twice that backward: 8 V / t
-        fused over fp32 logits).
+        cross-entropy over the logits (``logits`` V / t bytes per token forward, ``logits_backward_bytes``
+        V / t backward: 8 and 16 fused over fp32 logits, 38 and 14 unfused).
         """
         m, lay, rec = self.model, st.layout, st.layout.recompute
         t, h, tokens = lay.tp, m.hidden_size, st.tokens
@@ -1190,6 +1192,7 @@ class StepModel:
             ew_fwd += st.n_moe * self._elementwise_bytes(lay, True)[0]
         extra_s, ew_extra = self._recompute_extra(st, lin_s + core_s, core_s, ew_fwd, scores, rate.dense_fwd)
         logit_bytes = self.kernels.logits * m.vocab_size / t * st.logit
+        logit_bwd_bytes = self.kernels.logits_backward_bytes * m.vocab_size / t * st.logit
         cast_fwd, cast_bwd = self._stage_cast_bytes(st)
         if rec is Recompute.FULL:
             cast_bwd += cast_fwd
@@ -1197,7 +1200,7 @@ class StepModel:
             gemm_fwd=lin_s + core_s + logit_s,
             gemm_bwd=lin_bwd_s + 2 * core_s + extra_s + logit_bwd_s,
             mem_fwd=(ew_fwd + cast_fwd + logit_bytes) * tokens / self.hbm_bytes_per_s,
-            mem_bwd=(2 * ew_fwd + ew_extra + cast_bwd + 2 * logit_bytes) * tokens / self.hbm_bytes_per_s,
+            mem_bwd=(2 * ew_fwd + ew_extra + cast_bwd + logit_bwd_bytes) * tokens / self.hbm_bytes_per_s,
         )
 
     def _recompute_extra(
