@@ -72,6 +72,17 @@ def predict(row: Row) -> float:
     return step.mfu if row.metric == "mfu" else step.tokens_per_s / spec.n_gpus
 
 
+def assert_within_15_percent(row: Row) -> None:
+    """The model's figure for ``row`` is within 15 % of the published one."""
+    assert predict(row) == pytest.approx(row.measured, rel=0.15)
+
+
+def assert_runs_and_says_what_it_misses(row: Row, why: str) -> None:
+    """A missed row still runs and its reason quotes "measured vs predicted"."""
+    assert predict(row) > 0
+    assert " vs " in why
+
+
 def mpt(n_layers: int, hidden: int, heads: int, seq_len: int) -> ModelSpec:
     """An MPT model of llm-foundry (``scripts/train/yamls/pretrain/mpt-*.yaml``): GeLU MLP of width 4h, no
     biases, LayerNorm, ALiBi (no position embeddings), tied embeddings, vocabulary 50,368, no dropout. The

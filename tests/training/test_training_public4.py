@@ -56,6 +56,8 @@ from tests.training.test_training_public import (
     LLAMA3_70B,
     LLAMA3_405B,
     Row,
+    assert_runs_and_says_what_it_misses,
+    assert_within_15_percent,
     gb200_racks,
     h100,
     megatron,
@@ -306,15 +308,12 @@ MISSED: dict[str, tuple[Row, str]] = {
 
 @pytest.mark.parametrize("name", list(ROWS))
 def test_public_row_within_15_percent(name: str) -> None:
-    row = ROWS[name]
-    assert predict(row) == pytest.approx(row.measured, rel=0.15)
+    assert_within_15_percent(ROWS[name])
 
 
 @pytest.mark.parametrize("name", list(MISSED))
 def test_missed_row_still_runs_and_says_what_it_misses(name: str) -> None:
-    row, why = MISSED[name]
-    assert predict(row) > 0
-    assert " vs " in why
+    assert_runs_and_says_what_it_misses(*MISSED[name])
 
 
 def test_megatron_flop_count_gives_back_the_tables_mfu() -> None:

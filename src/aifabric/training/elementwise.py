@@ -25,7 +25,7 @@ Forward bytes per token of one Llama 3 8B layer (h = 4,096, SwiGLU f = 14,336, 8
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aifabric.errors import ConfigError
 from aifabric.training.models import ModelSpec
@@ -114,69 +114,63 @@ class ElementwiseKernels:
         return 2 * self.logits if self.logits_backward is None else self.logits_backward
 
 
+#: Megatron-LM / Transformer Engine fused kernels and torch.compile's fusions.
+_FUSED = ElementwiseKernels(
+    name="fused",
+    norm=4,  # LayerNorm / RMSNorm in one kernel: read 2, write 2
+    residual=6,  # bias + dropout + add fused: read 2 + 2, write 2
+    dropout=4,  # the two 1-byte masks, written forward and read backward
+    activation=4,  # GeLU: read 2, write 2
+    gated_activation=6,  # SwiGLU in one kernel: read 2 + 2, write 2
+    rotary=0.0,  # fused into the attention input (Transformer Engine)
+    output_copy=0.0,
+    kv_repeat=0.0,  # the attention kernel reads grouped K, V directly
+    logits=8,  # fused cross-entropy: read the fp32 logits (4) and write their gradient (4)
+    source=(
+        "Megatron-LM / Transformer Engine fused kernels (fused bias-dropout-add, fused LayerNorm, "
+        "fused SwiGLU, vocabulary-parallel cross-entropy) and torch.compile's fusions; Korthikanti "
+        "et al. 2022 (arXiv:2205.05198) Sec. 4 for the tensors"
+    ),
+)
+#: Meta's Llama code in eager PyTorch, one kernel per operator.
+_LLAMA_EAGER = ElementwiseKernels(
+    name="llama-eager",
+    norm=36,  # x.float() 2+4, pow(2) 4+4, mean 4, x * rsqrt 4+4, type_as 4+2, * weight 2+2
+    residual=6,  # x + h: read 2 + 2, write 2
+    dropout=4,
+    activation=4,
+    gated_activation=10,  # F.silu(w1 x): read 2, write 2; * w3 x: read 2 + 2, write 2
+    rotary=20,  # xq.float() 2+4, complex multiply 4+4, type_as 4+2 (Q and K)
+    output_copy=4,  # output.transpose(1, 2).contiguous(): read 2, write 2
+    kv_repeat=4,  # repeat_kv: K and V each read (2 per k element) and written (2 per q element)
+    logits=14,  # pred.float() 2+4, log_softmax 4+4 (fp32), before its backward
+    source=(
+        "Meta's Llama model code as pytorch/torchtitan runs it without torch.compile "
+        "(torchtitan/models/llama/model.py and models/norms.py, 2024: RMSNorm as "
+        "x * rsqrt(x.pow(2).mean(-1) + eps) on x.float(), apply_rotary_emb through complex fp32, "
+        "repeat_kv, F.silu(w1(x)) * w3(x); train.py loss_fn: F.cross_entropy(pred.float(), ...)), "
+        "one CUDA kernel per operator"
+    ),
+    norm_kind="rmsnorm",
+)
+#: The fused set with Megatron-Core's loss unfused.
+_MEGATRON_UNFUSED_CE = replace(
+    _FUSED,
+    name="megatron-unfused-ce",
+    logits=38,  # forward: logits.float() 2+4, max 4, -= max 4+4, exp 4+4, sum 4, div_ 4+4
+    logits_backward=14,  # grad.mul_(grad_output) 4+4, the cast back to bf16 4+2
+    source=(
+        "the fused set with Megatron-Core's vocabulary-parallel cross-entropy unfused, as it runs without "
+        "--cross-entropy-loss-fusion (core_r0.8.0 tensor_parallel/cross_entropy.py "
+        "_VocabParallelCrossEntropy: logits.float(), torch.max, in-place subtract, torch.exp, sum, div_; "
+        "backward mul_ and the bf16 cast of the gradient): 52 bytes per vocabulary element and token against "
+        "the fused 24"
+    ),
+)
+
 #: Every kernel set the step model knows, by name (``StepOptions.elementwise``).
 ELEMENTWISE_KERNELS: dict[str, ElementwiseKernels] = {
-    k.name: k
-    for k in (
-        ElementwiseKernels(
-            name="fused",
-            norm=4,  # LayerNorm / RMSNorm in one kernel: read 2, write 2
-            residual=6,  # bias + dropout + add fused: read 2 + 2, write 2
-            dropout=4,  # the two 1-byte masks, written forward and read backward
-            activation=4,  # GeLU: read 2, write 2
-            gated_activation=6,  # SwiGLU in one kernel: read 2 + 2, write 2
-            rotary=0.0,  # fused into the attention input (Transformer Engine)
-            output_copy=0.0,
-            kv_repeat=0.0,  # the attention kernel reads grouped K, V directly
-            logits=8,  # fused cross-entropy: read the fp32 logits (4) and write their gradient (4)
-            source=(
-                "Megatron-LM / Transformer Engine fused kernels (fused bias-dropout-add, fused LayerNorm, "
-                "fused SwiGLU, vocabulary-parallel cross-entropy) and torch.compile's fusions; Korthikanti "
-                "et al. 2022 (arXiv:2205.05198) Sec. 4 for the tensors"
-            ),
-        ),
-        ElementwiseKernels(
-            name="llama-eager",
-            norm=36,  # x.float() 2+4, pow(2) 4+4, mean 4, x * rsqrt 4+4, type_as 4+2, * weight 2+2
-            residual=6,  # x + h: read 2 + 2, write 2
-            dropout=4,
-            activation=4,
-            gated_activation=10,  # F.silu(w1 x): read 2, write 2; * w3 x: read 2 + 2, write 2
-            rotary=20,  # xq.float() 2+4, complex multiply 4+4, type_as 4+2 (Q and K)
-            output_copy=4,  # output.transpose(1, 2).contiguous(): read 2, write 2
-            kv_repeat=4,  # repeat_kv: K and V each read (2 per k element) and written (2 per q element)
-            logits=14,  # pred.float() 2+4, log_softmax 4+4 (fp32), before its backward
-            source=(
-                "Meta's Llama model code as pytorch/torchtitan runs it without torch.compile "
-                "(torchtitan/models/llama/model.py and models/norms.py, 2024: RMSNorm as "
-                "x * rsqrt(x.pow(2).mean(-1) + eps) on x.float(), apply_rotary_emb through complex fp32, "
-                "repeat_kv, F.silu(w1(x)) * w3(x); train.py loss_fn: F.cross_entropy(pred.float(), ...)), "
-                "one CUDA kernel per operator"
-            ),
-            norm_kind="rmsnorm",
-        ),
-        ElementwiseKernels(
-            name="megatron-unfused-ce",
-            norm=4,
-            residual=6,
-            dropout=4,
-            activation=4,
-            gated_activation=6,
-            rotary=0.0,
-            output_copy=0.0,
-            kv_repeat=0.0,
-            # forward: logits.float() 2+4, max 4, -= max 4+4, exp 4+4, sum 4, div_ 4+4
-            logits=38,
-            logits_backward=14,  # grad.mul_(grad_output) 4+4, the cast back to bf16 4+2
-            source=(
-                "the fused set with Megatron-Core's vocabulary-parallel cross-entropy unfused, as it runs "
-                "without --cross-entropy-loss-fusion (core_r0.8.0 tensor_parallel/cross_entropy.py "
-                "_VocabParallelCrossEntropy: logits.float(), torch.max, in-place subtract, torch.exp, sum, "
-                "div_; backward mul_ and the bf16 cast of the gradient): 52 bytes per vocabulary element "
-                "and token against the fused 24"
-            ),
-        ),
-    )
+    k.name: k for k in (_FUSED, _LLAMA_EAGER, _MEGATRON_UNFUSED_CE)
 }
 
 
