@@ -12,7 +12,7 @@ mechanism the model lacks; they are run (so they stay valid layouts) but not ass
 
 Sources
 -------
-- NVIDIA/Megatron-LM ``README.md`` and ``images/model_table.png`` @f2e5db4 (core_r0.8.0, "Megatron-Core
+- NVIDIA/Megatron-LM ``README.md`` and ``images/model_table.png`` at tag core_r0.8.0 ("Megatron-Core
   r0.8.0" in ``images/weak_scaling.png``): GPT models of 1.7B-462B parameters on up to 6,144 H100,
   "vocabulary size of 131,072 and a sequence length of 4096", with ``--overlap-grad-reduce
   --overlap-param-gather`` and ``--tp-comm-overlap``; columns TP, PP, DP, GPUs, batch size, "Per-GPU
@@ -22,13 +22,13 @@ Sources
 - NVIDIA/Megatron-LM ``examples/llama/README.md`` @bd32927 "FP8 Performance" (DGX H100, Llama 3 8B / 70B /
   405B, columns GBS, MBS, sequence, TP, PP, CP, VP, "Tokens/sec/GPU") and ``train_llama3_8b_h100_fp8.sh``
   (``--grad-reduce-in-bf16``, no recompute).
-- NVIDIA, "Nemotron-4 340B Technical Report", arXiv:2406.11704, Table 2 (6,144 H100, batch 2,304, iteration
-  time 8.0 s, MFU 41-42 %) and Sec. 2.3 ("8-way tensor parallelism, 12-way pipeline parallelism with
-  interleaving and data parallelism", sequence 4,096), as quoted by aiportalx.com/nvidia/nemotron-4-340b and
-  the report's summary pages.
+- NVIDIA, "Nemotron-4 340B Technical Report", arXiv:2406.11704, Table 2, last stage: 6,144 H100, batch
+  2,304, iteration time 8.0 s, MFU 41-42 % (as aiportalx.com/nvidia/nemotron-4-340b quotes it), trained
+  "on 6144 H100 GPUs with 8-way TP, 12-way PP with interleaving and DP to achieve ~42% MFU" (the summary
+  at metaverse-imagen.gitbook.io, "Nemotron 340B, Training Data"); sequence 4,096.
 - pytorch/torchtitan ``benchmarks/llama3_8b_h200_2025-06_torchtitan.md`` @bcdeaa3 (Trainy, 32 and 64 H200,
   400 Gb/s per GPU, Llama 3.1 8B, local batch 2, torch.compile, Float8 with FP8 all-gather) and
-  ``torchtitan/models/llama3/train_configs/llama3_8b.toml`` (``seq_len = 8192``, selective op AC).
+  ``torchtitan/models/llama3/train_configs/llama3_8b.toml`` @01424cb (``seq_len = 8192``, selective op AC).
 - NVIDIA/Megatron-LM branch ``dev`` @8a2ac1f: ``docs/advanced/index.md`` ("Optimizing DeepSeek-V3 Training on
   GB200 NVL72 - Achieving 970 TFLOPS/GPU with MXFP8") and ``docs/discussions/deepseek-v3-gb200-optimization/
   deepseek-v3-gb200-reproduce-guide.md`` (its launch script: TP 1, PP 8 with the layout "Et|(tt|)*30L" =
@@ -39,7 +39,7 @@ Sources
 - ROCm/TransformerEngine issue #72 ("[1xMI300X] GPT-2 XL 1.5B FP8 Training ~30% slower than H100 FP8",
   October 2024): one GPU, GPT-2 XL (48 layers, h 1,600, 25 heads, vocabulary 50,304, ``max_seq_len`` 1,024),
   "GPT2-XL 1.5B BF16 Pytorch.compile nightly at the same batch size as the reprod script: MI300X: 215.79,
-  H100: 478.73" TFLOP/s (H100 SXM 700 W; ROCm 6.2 on the MI300X, issue #79 of the same thread), counted as
+  H100: 478.73" TFLOP/s (H100 SXM 700 W; ROCm 6.2.0, as the same author's issue #79 states), counted as
   the thread's scripts count (``estimate_flops_per_token``: 6 N + 12 L H d s, N every parameter).
 """
 
