@@ -1,0 +1,126 @@
+"""The formula engine against a second set of public TPU and AMD collective figures (blind).
+
+TPU Ironwood (tpu7x): Google's tpu-recipes ``microbenchmarks/ironwood/collectives/all_gather.md`` gives
+"Expected Results" of ``jax.lax.all_gather`` on a 2x2x1 slice (4 chips, one host), float32, from 64 KiB to
+64 MiB a device. An Ironwood chip shows its 2 TensorCores as 2 JAX devices; the run gathers over one device
+of each of the 4 chips while the chips' other devices run the same gather ("Parallel Replica": mesh 2x2x2
+of the 8 devices, sharded 2x2x1, accelerator-microbenchmarks commit 0cf3898
+``Ironwood/configs/collectives/all_gather_tpu7x_2x2x1.yaml``). Its "Achieved Bandwidth" is
+``input x (ranks - 1) x 2 / t`` for that case (``participating_ranks = rank - 1``, ``tf_multiplier = 2``,
+``Ironwood/src/benchmark_collectives.py``), which is nccl-tests' all-gather busbw of one chip-level
+gather of ``S`` = 4 chips x 2 devices x input bytes: ``(n-1)/n S / t`` with ``n`` = 4. The model runs it
+as 4 ranks of an Ironwood pod (16x24x24, 9,216 chips), where the 4 chips resolve to the 2x2x1 slice
+without wraparound (Cloud TPU docs: sub-cube slices have none), two lines of 2 chips: each chip gathers
+over its 2 connected ICI links at the catalogue's 9e10 B/s, busbw ``2 x 90`` = 180 GB/s less the hop
+latency. No constant was set from these figures.
+
+AMD: crickett-hpe/hpc-ai-envs #30 ("Initial draft xCCL tests") prints rccl-tests all_reduce on one node of
+8 x MI300X (one process, ``-g 8``, rccl-tests develop:83d38d9, RCCL release not printed: newest tables).
+
+Tolerance: the blind check's bar, busbw 10 % at >= 64 MiB, 15 % at 8-512 MiB. Figures the model misses are
+in ``MISSED`` with measured, predicted and the missing mechanism; not asserted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.clusters import mi300x_node
+from tests.engines.test_cases_public import Point  # one public row, as the multi-node threads have it
+
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.communicator import Communicator
+from aifabric.engines.formula import formula_collective
+
+MiB = 2**20
+
+IRONWOOD_AG = "https://github.com/AI-Hypercomputer/tpu-recipes/blob/main/microbenchmarks/ironwood/collectives/all_gather.md"
+XCCL = "https://github.com/crickett-hpe/hpc-ai-envs/pull/30"
+TRILLIUM = (
+    "https://github.com/AI-Hypercomputer/tpu-recipes/blob/main/microbenchmarks/trillium/collectives/README.md"
+)
+
+
+def ironwood_pod() -> ClusterSpec:
+    """A whole Ironwood pod: 9,216 chips (Cloud TPU7x docs, catalogue tpu-ironwood-ici) as a 16x24x24 3D
+    torus, 4 chips a host (the tpu7x 2x2x1 host of the recipe's node pool: ``google.com/tpu: 4``)."""
+    spec: dict[str, Any] = {"name": "ironwood-pod", "accelerator": "tpu-ironwood", "gpus_per_node": 4}
+    spec |= {"gpus": 9216, "scale_out": None}
+    spec["scale_up"] = {"kind": "torus", "gpus": 9216, "torus_dims": [16, 24, 24]}
+    return ClusterSpec.from_dict(spec, source="test")
+
+
+IRONWOOD = ironwood_pod()
+#: the 4 chips of one 2x2x1 slice of the pod
+FOUR_CHIPS = (("comm", Communicator.contiguous(IRONWOOD, 4)),)
+
+
+def _ironwood_row(elements: int, achieved_gbs: float) -> Point:
+    """One 2x2x1 row: ``elements`` float32 a device, 2 devices a chip, 4 chips; busbw = the recipe's
+    "Achieved Bandwidth" (derivation in the module docstring)."""
+    size = elements * 4 * 2 * 4
+    return Point(IRONWOOD_AG, IRONWOOD, "all_gather", size, 0.0, achieved_gbs * 1e9, False, FOUR_CHIPS)
+
+
+POINTS = {
+    # tpu-recipes all_gather.md, "2x2x1 | 16777216 | 178.7714158 | 0.402653184 | f32[16384,8,128] |
+    # f32[65536,8,128]": S = 512 MiB; "2x2x1 | 4194304 | 174.765465 | 0.100663296 | ...": S = 128 MiB;
+    # "2x2x1 | 1048576 | 161.9040742 | 0.025165824 | ...": S = 32 MiB. Model: the 2x2x1 slice's two lines,
+    # 2 links x 90 GB/s less 2 hops of 1 us: 179.8 / 179.4 / 177.5 (+0.6 / +2.6 / +9.6 %)
+    "Ironwood 2x2x1 all_gather 512 MiB": _ironwood_row(16777216, 178.7714158),
+    "Ironwood 2x2x1 all_gather 128 MiB": _ironwood_row(4194304, 174.765465),
+    "Ironwood 2x2x1 all_gather 32 MiB": _ironwood_row(1048576, 161.9040742),
+    # hpc-ai-envs #30: 8 x MI300X of node g100n126, "8388608 2097152 float sum -1 91.10 92.08 161.14":
+    # ring/LL128 over the 7 xGMI links (catalogue infinity-fabric-mi300) 166.6 (+3.4 %)
+    "xccl MI300X x8 all_reduce 8 MiB": Point(
+        XCCL, mi300x_node(), "all_reduce", 8 * MiB, 91.10e-6, 161.14e9, False
+    ),
+}
+
+
+def _tolerance(size: int) -> float:
+    """The blind check's bar: 10 % on busbw at >= 64 MiB, 15 % below."""
+    return 0.10 if size >= 64 * MiB else 0.15
+
+
+@pytest.mark.parametrize("key", list(POINTS))
+def test_public_amd_tpu_point(key: str) -> None:
+    p = POINTS[key]
+    assert abs(p.relative_error()) <= _tolerance(p.size)
+
+
+def test_ironwood_gather_is_bound_by_two_links_of_the_slice() -> None:
+    # A physical invariant of the 2x2x1 slice: its 4 chips reach each other over 2 ICI links a chip (no
+    # wraparound below a cube), so no gather beats 2 x 90 GB/s (catalogue tpu-ironwood-ici) whatever the
+    # size, and a large one comes to it; the recipe's largest figure, 178.77, sits 0.7 % under it
+    r = formula_collective("all_gather", 32 * 2**30, IRONWOOD, **dict(FOUR_CHIPS))
+    assert r.busbw_bytes_per_s < 2 * 90e9
+    assert r.busbw_bytes_per_s == pytest.approx(2 * 90e9, rel=0.001)
+    assert POINTS["Ironwood 2x2x1 all_gather 512 MiB"].busbw < 2 * 90e9
+
+
+def test_every_missed_figure_names_measured_and_predicted() -> None:
+    assert all(" vs " in why for why in MISSED.values())
+
+
+#: Public figures the model misses (measured, predicted, what is missing); not asserted.
+MISSED = {
+    "tpu-recipes Ironwood all_gather.md, 2x2x1, 65536 and 262144 elements a device (S = 2 and 8 MiB)": (
+        "busbw 71.77 / 129.19 GB/s (t = 21.9 / 48.7 us) vs 146.5 / 170.3 (t = 10.7 / 37.0 us): +104 / +32 %. "
+        "The model's time is the 2-link bandwidth term plus 2 hops of 1 us; the measured time carries a "
+        "further ~11 us at both sizes, the cost of launching one XLA all-gather program on the TensorCores "
+        "(no per-launch term exists for TPU in the model)"
+    ),
+    "tpu-recipes Ironwood all_gather.md, 2x2x2 rows (mesh 2x4x2 of 16 devices, sharded 1x4x1)": (
+        "busbw 178.76 / 174.67 / 162.09 at 64 / 16 / 4 M elements a device, the 2x2x1 rows to 0.1 %, vs "
+        "179.8 / 179.4 / 177.5 if the size-4 mesh axis is one 2x2 face of the 2x2x2 slice; not asserted: "
+        "which 4 chips the benchmark's device mesh puts on that axis is not printed"
+    ),
+    "tpu-recipes trillium/collectives README, v6e-256 psum_ici 17408x17408 bf16 (606 MB a chip)": (
+        "achieved_bandwidth 235.76 GB/s (the benchmark's S x 2 (n-1)/n / t, nccl-tests' all-reduce busbw) "
+        "vs 356.6 on the 16x16 torus at 4 links x 90 GB/s (+51 %): XLA's psum of a replicated array on "
+        "the whole pod reaches 2.6 links' worth, not 4; the model has no term for how XLA schedules a "
+        "pod-wide all-reduce over the two torus axes (the round-1 Google pod figure is the line rate)"
+    ),
+}
