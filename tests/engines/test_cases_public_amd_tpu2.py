@@ -79,6 +79,16 @@ POINTS = {
 }
 
 
+def ironwood_host() -> ClusterSpec:
+    """One tpu7x host as its own domain: 4 chips, torus_dims 2x2x1 (the recipe's node pool: a 2x2x1
+    topology, ``google.com/tpu: 4``). A domain of one of the generation's slice shapes is that slice: no
+    wraparound below a whole cube, each chip's 6 ports at the per-link rate, 2 of them wired."""
+    spec: dict[str, Any] = {"name": "ironwood-host", "accelerator": "tpu-ironwood", "gpus_per_node": 4}
+    spec |= {"gpus": 4, "scale_out": None}
+    spec["scale_up"] = {"kind": "torus", "gpus": 4, "torus_dims": [2, 2, 1]}
+    return ClusterSpec.from_dict(spec, source="test")
+
+
 def _tolerance(size: int) -> float:
     """The blind check's bar: 10 % on busbw at >= 64 MiB, 15 % below."""
     return 0.10 if size >= 64 * MiB else 0.15
@@ -88,6 +98,26 @@ def _tolerance(size: int) -> float:
 def test_public_amd_tpu_point(key: str) -> None:
     p = POINTS[key]
     assert abs(p.relative_error()) <= _tolerance(p.size)
+
+
+@pytest.mark.parametrize("key", [k for k in POINTS if k.startswith("Ironwood")])
+def test_one_ironwood_host_as_its_own_domain_is_the_pods_2x2x1_slice(key: str) -> None:
+    # The same rows on the host declared alone: before, the 2x2x1 domain ran as a torus with wraparound
+    # and the chip's 540 GB/s spread over its 2 axes (b = 135 GB/s): 538.6 GB/s at 512 MiB (+201 %);
+    # now it is the slice (Cloud TPU docs: no wraparound below a cube), 2 lines at 90 GB/s: 179.8 (+0.6 %)
+    p = POINTS[key]
+    host = Point(p.url, ironwood_host(), p.collective, p.size, 0.0, p.busbw, False)
+    assert abs(host.relative_error()) <= _tolerance(p.size)
+
+
+def test_a_v5e_4x4_domain_has_no_wraparound() -> None:
+    # A v5litepod-16 (4x4) declared as the domain: the JAX scaling book ch. 2, "a 4x4 v5e slice has" no
+    # wraparound, so an all-gather runs on 2 lines of 4.5e10 B/s: busbw -> 2 x 45 = 90 GB/s (the torus the
+    # domain used to be gave 180)
+    spec: dict[str, Any] = {"name": "v5e-16", "accelerator": "tpu-v5e", "gpus_per_node": 4, "gpus": 16}
+    spec |= {"scale_out": None, "scale_up": {"kind": "torus", "gpus": 16, "torus_dims": [4, 4, 1]}}
+    r = formula_collective("all_gather", 2**31, ClusterSpec.from_dict(spec, source="test"))
+    assert r.busbw_bytes_per_s == pytest.approx(2 * 45e9, rel=0.005)
 
 
 def test_ironwood_gather_is_bound_by_two_links_of_the_slice() -> None:
