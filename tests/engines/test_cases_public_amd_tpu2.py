@@ -161,8 +161,8 @@ MISSED = {
     "tpu-recipes Ironwood all_gather.md, 2x2x1, 65536 and 262144 elements a device (S = 2 and 8 MiB)": (
         "busbw 71.77 / 129.19 GB/s (t = 21.9 / 48.7 us) vs 146.5 / 170.3 (t = 10.7 / 37.0 us): +104 / +32 %. "
         "The model's time is the 2-link bandwidth term plus 2 hops of 1 us; the measured time carries a "
-        "further ~11 us at both sizes, the cost of launching one XLA all-gather program on the TensorCores "
-        "(no per-launch term exists for TPU in the model)"
+        "further ~11 us at both sizes, a fixed cost a call (our reading: launching and synchronising the XLA "
+        "collective on the TensorCores) for which the model has no TPU term and no public figure"
     ),
     "tpu-recipes Ironwood all_gather.md, 2x2x2 rows (mesh 2x4x2 of 16 devices, sharded 1x4x1)": (
         "busbw 178.76 / 174.67 / 162.09 at 64 / 16 / 4 M elements a device, the 2x2x1 rows to 0.1 %, vs "
@@ -178,9 +178,10 @@ MISSED = {
         "256 (131 kB): 'closer to 8us' vs 5.2 us, the per-launch cost the Ironwood rows show"
     ),
     "tpu-recipes trillium/collectives README, v6e-256 psum_ici 17408x17408 bf16 (606 MB a chip)": (
-        "achieved_bandwidth 235.76 GB/s (the benchmark's S x 2 (n-1)/n / t, nccl-tests' all-reduce busbw) "
-        "vs 356.6 on the 16x16 torus at 4 links x 90 GB/s (+51 %): XLA's psum of a replicated array on "
-        "the whole pod reaches 2.6 links' worth, not 4; the model has no term for how XLA schedules a "
-        "pod-wide all-reduce over the two torus axes (the round-1 Google pod figure is the line rate)"
+        "achieved_bandwidth 235.76 GB/s (the benchmark's S x 2 (n-1)/n / t, nccl-tests' all-reduce busbw; "
+        "accelerator-microbenchmarks branch trillium-collectives) vs 356.6 on the 16x16 torus with every "
+        "chip's 4 links at 9e10 B/s (+51 %). The mechanism is not identified: the measured rate is 2.6 "
+        "links' worth, between the 4 of both torus axes working at once (the model) and the 2 of axes "
+        "taken one after the other (180); nothing public says how XLA schedules this pod-wide psum"
     ),
 }
