@@ -37,6 +37,8 @@ __all__ = [
     "default_slice",
     "check_torus_options",
     "refuse_nccl_options",
+    "chip_axes",
+    "domain_slice",
     "domain_torus_dims",
     "largest_slice",
     "parse_slice",
@@ -229,6 +231,58 @@ def twist_slice(rules: SliceRules | None, sl: TpuSlice, *, what: str) -> TpuSlic
     return TpuSlice(sl.dims, sl.wrap, twisted=True)
 
 
+def _pod_axes(rules: SliceRules | None, pod_dims: Sequence[int]) -> tuple[int, ...]:
+    """The domain's axes as a slice writes them: a 2-D generation's pod, written AxBx1, has 2 axes."""
+    if rules and not any(d > 1 for d in pod_dims[_rank(rules) :]):
+        return tuple(pod_dims[: _rank(rules)])
+    return tuple(pod_dims)
+
+
+def _ring_axes(rules: SliceRules | None, pod_dims: Sequence[int]) -> tuple[bool, ...]:
+    """Every axis of more than one chip a ring: the whole domain as its file describes it."""
+    return tuple(d > 1 for d in _pod_axes(rules, pod_dims))
+
+
+def domain_slice(rules: SliceRules | None, pod_dims: Sequence[int]) -> TpuSlice | None:
+    """The whole domain as the slice of its shape, when the domain is one of the generation's slice shapes
+    (a ``2x2x1`` Ironwood host, a ``4x4`` v5e VM); None for any other shape, which runs as the torus its
+    file describes.
+
+    Such a domain is that slice cut from a pod and wired as Google wires it: wraparound only on whole
+    cubes (v4, v5p, Ironwood) or on an axis of the full 16 chips (v5e, v6e), Cloud TPU v5p docs ("Slices
+    smaller than a full cube ... don't have wrap-around links") and the JAX scaling book ch. 2 ("a 4x4
+    v5e slice has none"); its chips keep their ``2 x`` :func:`_rank` ICI ports, the unwired ones idle
+    (:func:`chip_axes`).
+
+    >>> from aifabric.catalog import scaleup
+    >>> domain_slice(scaleup("tpu-ironwood-ici").slices, (2, 2, 1)).describe()
+    '2x2x1 (mesh 2, mesh 2)'
+    >>> domain_slice(scaleup("tpu-v5e-ici").slices, (16, 16, 1)).describe()
+    '16x16 (torus 16, torus 16)'
+    """
+    if rules is None:
+        return None
+    dims = _pod_axes(rules, pod_dims)
+    if len(dims) != _rank(rules) or tuple(sorted(dims)) not in allowed_shapes(rules, dims):
+        return None
+    return TpuSlice(dims, _wraps(rules, dims))
+
+
+def chip_axes(rules: SliceRules | None, pod_dims: Sequence[int]) -> int:
+    """Torus axes a chip's ICI bandwidth is spread over, two ports (one link each way) an axis: the
+    generation's axes on a domain of one of its slice shapes (:func:`domain_slice`: an Ironwood ``2x2x1``
+    host's chips keep 6 ports, 2 of them wired, each at the per-link rate), else the domain's own axes of
+    more than one chip (a torus as its file describes it).
+
+    >>> from aifabric.catalog import scaleup
+    >>> [chip_axes(scaleup("tpu-ironwood-ici").slices, d) for d in ((2, 2, 1), (8, 1, 1), (16, 24, 24))]
+    [3, 1, 3]
+    """
+    if domain_slice(rules, pod_dims) is not None and rules is not None:
+        return _rank(rules)
+    return max(1, sum(1 for d in pod_dims if d > 1))
+
+
 def resolve_slice(
     rules: SliceRules | None,
     chips: int,
@@ -239,9 +293,10 @@ def resolve_slice(
 ) -> TpuSlice:
     """The slice a communicator of ``chips`` chips runs on, untwisted (:func:`twist_slice` twists it).
 
-    ``given`` (``scale_up.slice`` / ``--slice``) when set, which must hold ``chips``; else the whole
-    domain's torus (``pod_dims``, every axis a ring: the cluster as its file describes it) when ``chips``
-    fills it; else the default slice of ``chips`` (:func:`default_slice`).
+    ``given`` (``scale_up.slice`` / ``--slice``) when set, which must hold ``chips``; else, when ``chips``
+    fills the domain, the domain as the slice of its shape (:func:`domain_slice`) or, for a shape no slice
+    has, its torus (``pod_dims``, every axis a ring: the cluster as its file describes it); else the
+    default slice of ``chips`` (:func:`default_slice`).
 
     Raises
     ------
@@ -258,13 +313,9 @@ def resolve_slice(
             f"the largest holds {big.chips} chips ({big.label}): give --ranks {big.chips} or fewer"
         )
     if not given and chips == math.prod(pod_dims):
-        dims = (
-            tuple(pod_dims[: _rank(rules)])
-            if rules and not any(d > 1 for d in pod_dims[_rank(rules) :])
-            else ()
+        return domain_slice(rules, pod_dims) or TpuSlice(
+            _pod_axes(rules, pod_dims), _ring_axes(rules, pod_dims)
         )
-        dims = dims or tuple(pod_dims)  # a 2-D generation's pod is written AxBx1: 2 axes reported
-        return TpuSlice(dims, tuple(d > 1 for d in dims))
     if not given and chips == 1:
         return TpuSlice((1,), (False,))  # one chip: no link, whatever the generation lists
     if rules is None:

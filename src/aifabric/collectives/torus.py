@@ -12,7 +12,7 @@ import math
 from functools import cache
 from itertools import permutations
 
-from aifabric.cluster.tpu_slice import TpuSlice, resolve_slice, twist_slice
+from aifabric.cluster.tpu_slice import TpuSlice, chip_axes, resolve_slice, twist_slice
 from aifabric.cluster.twisted import twisted_distances
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_UP, Algorithm, Cost, make_cost
@@ -184,7 +184,9 @@ def torus_cost(
     """Any collective on one TPU slice (direct ICI links, no NCCL protocols), seconds.
 
     With ``b = B / (2 K)`` one link's bandwidth per direction (``B`` the chip's per-direction ICI
-    bandwidth, ``K`` the axes of the domain's torus), ``S`` the nccl-tests size, ``h`` the hop latency and
+    bandwidth, ``K`` the axes it is spread over, :func:`~aifabric.cluster.tpu_slice.chip_axes`: the
+    generation's on a domain of one of its slice shapes, else the domain's), ``S`` the nccl-tests size,
+    ``h`` the hop latency and
     ``D`` the slice's diameter in hops (:func:`slice_diameter`; a twisted torus's is shorter):
 
     - all-gather, reduce-scatter: :func:`slice_all_gather_s` ``+ D h``; all-reduce (reduce-scatter then
@@ -217,7 +219,7 @@ def torus_cost(
     3759.1
     """
     n = comm.n_ranks
-    b = tm.intra_bytes_per_s / (2 * max(1, sum(1 for d in tm.torus_dims if d > 1)))
+    b = tm.intra_bytes_per_s / (2 * chip_axes(tm.slice_rules, tm.torus_dims))
     if op is Collective.SEND_RECV:
         if n != 2:
             raise ConfigError(f"ranks: send_recv needs exactly 2 ranks (--ranks 2), got {n}")
