@@ -66,6 +66,8 @@ XX_G1 = (
     "20260128-010827/without-debug/logs/nccl_N10_G1.log"
 )
 XX_G4 = XX_G1.replace("N10_G1", "N10_G4")
+#: the same run as XX_G8 (example-cluster01, cnode3-002..011), devices 0-3 of each node: 40 ranks
+XX_C1_G4 = XX_G8.replace("N10_G8", "N10_G4")
 NDMV4 = "https://github.com/microsoft/mscclpp/blob/7f3f36696f99719f72a5171baccc9465ba08a657/docs/performance-ndmv4.md"
 NT322 = "https://github.com/NVIDIA/nccl-tests/issues/322"
 OKE = (
@@ -138,6 +140,36 @@ POINTS = {
     # nccl_N10_G4.log (example-cluster02): sendrecv "17179869184 ... 652181 26.34 26.34": two channels to
     # the peer (4 x ceil(40 / 8) > 16), 28.0 (+6.3 %); was 49.1 (+86 %)
     "xxrjun 10n x 4 sendrecv 16 GiB": _bw(XX_G4, H100_10_G4, "sendrecv", 16 * GiB, 652181, 26.34, V2292),
+    # nccl_N10_G4.log of the same run as nccl_N10_G8.log (example-cluster01, the same ten nodes, devices 0-3
+    # each: 40 ranks on four 400G NICs a node). all_gather "67108480 ... 494.82 135.62 132.23": ring/LL128
+    # 139.6 (+5.6 %)
+    "xxrjun 10n x 4 all_gather 64 MiB": _bw(
+        XX_C1_G4, H100_10_G4, "all_gather", 67108480, 494.82, 132.23, V2292
+    ),
+    # "134217600 ... 792.83 169.29 165.06": 157.6 (-4.5 %)
+    "xxrjun 10n x 4 all_gather 128 MiB": _bw(
+        XX_C1_G4, H100_10_G4, "all_gather", 134217600, 792.83, 165.06, V2292
+    ),
+    # "268435200 ... 1483.22 180.98 176.46": 168.4 (-4.6 %)
+    "xxrjun 10n x 4 all_gather 256 MiB": _bw(
+        XX_C1_G4, H100_10_G4, "all_gather", 268435200, 1483.22, 176.46, V2292
+    ),
+    # "536870400 ... 2800.03 191.74 186.94": ring/Simple 180.6 (-3.4 %)
+    "xxrjun 10n x 4 all_gather 512 MiB": _bw(
+        XX_C1_G4, H100_10_G4, "all_gather", 536870400, 2800.03, 186.94, V2292
+    ),
+    # reduce_scatter "67108480 ... 495.96 135.31 131.93": ring/LL128 139.6 (+5.8 %)
+    "xxrjun 10n x 4 reduce_scatter 64 MiB": _bw(
+        XX_C1_G4, H100_10_G4, "reduce_scatter", 67108480, 495.96, 131.93, V2292
+    ),
+    # "268435200 ... 1481.77 181.16 176.63": 168.4 (-4.6 %)
+    "xxrjun 10n x 4 reduce_scatter 256 MiB": _bw(
+        XX_C1_G4, H100_10_G4, "reduce_scatter", 268435200, 1481.77, 176.63, V2292
+    ),
+    # "536870400 ... 2749.51 195.26 190.38": ring/Simple 180.6 (-5.2 %)
+    "xxrjun 10n x 4 reduce_scatter 512 MiB": _bw(
+        XX_C1_G4, H100_10_G4, "reduce_scatter", 536870400, 2749.51, 190.38, V2292
+    ),
     # microsoft/mscclpp docs/performance-ndmv4.md, "All results from NDmv4. NCCL version 2.17.1+cuda11.8,
     # reported in-place numbers", "2 nodes, 8 gpus/node" BusBW table: NCCL AllGather 1G 177.05: ring over 8
     # x HDR, 189.5 (+7.0 %)
@@ -212,12 +244,30 @@ MISSED = {
         "use3a-ss has (test_cases_public_multi4 MISSED), on the fabric's ECMP paths with the default QP "
         "count, which the formula engine (ideal routing) does not carry; the log gives no switch layout"
     ),
-    "xxrjun 10 x 8 H100, all_reduce 64-256 MiB and reduce_scatter / all_gather 256 MiB-1 GiB": (
-        "busbw all_reduce 175.64/268.80 at 64/256 MiB vs NVLS tree 218.9/312.2 (+25/+16 %); reduce_scatter "
-        "146.61/273.92 and all_gather 143.71/269.09 at 256 MiB/1 GiB vs ring 289.5/345.5 (+97/+26 % and "
-        "+101/+28 %): the 80-rank ring's mid sizes reach half the model's rate, a per-step cost of the "
-        "2 x 79 ring steps beyond the tuner's latency (busbw is non-monotonic in the log, 151 at 128 MiB, "
-        "147 at 256 MiB) with no public figure"
+    "xxrjun 10 x 8 H100, all_reduce 64-256 MiB and reduce_scatter / all_gather 32 MiB-1 GiB": (
+        "busbw all_reduce 175.64/268.80 at 64/256 MiB vs NVLS tree 218.9/312.2 (+25/+16 %); all_gather "
+        "time 692.65/978.86/837.82/1844.58/2368.76 us at 32/64/128/256/512 MiB vs ring/LL128 274.6/366.2/"
+        "549.4/915.8 and ring/Simple 1720.7 (busbw +152/+59/+52/+101/+38 %), reduce_scatter 728.25/714.02/"
+        "877.70/1808.11/2446.65 us (+97 % at 256 MiB), 1 GiB +26/+28 %. Not an anomaly of one run: the "
+        "cluster's second run (runs/20260129-180219) gives all_gather 682.20/736.65/840.85/1765.69/2426.01 "
+        "us, and the same nodes with 4 GPUs each (40 ranks, asserted above) sit within 6 % from 64 MiB up. "
+        "NCCL 2.29.2 runs the ring here and nothing else: PAT needs one GPU per node (tuning.cc "
+        "ncclPatEnable), NVLS all_gather/reduce_scatter across nodes needs CollNet's iallgather/"
+        "ireducescatter (tuning.cc busBw = 0; enqueue.cc skips NVLS without collNetSupport when nNodes > 1), "
+        "CollNet is off without the SHARP plugin; its ring latency is base + 70 x max(intra, netOverhead) "
+        "+ 9 x NET = 183 us LL128 / 372 us Simple and calcCollChunking gives the ring no size-dependent "
+        "chunking, so the source holds no further per-call term. The rows are no fixed cost either: the "
+        "time is flat from 32 to 128 MiB (LL128 at the NICs' rate needs 92-366 us), then 256 MiB costs "
+        "1766-1845 us while 512 MiB (Simple) adds only 524-660 us for 256 MiB more, 407-512 GB/s of algbw, "
+        "above the 398 the eight NICs carry; the LL128 rows spend 6-10 us per ring step (79 steps) where the "
+        "tuner has 2.3 (40 ranks: 4.9 at 32 MiB, the tuner's from 64 MiB): a ring step cost that grows "
+        "with the GPUs per node, with no public figure"
+    ),
+    "xxrjun 10 x 4 H100, all_gather / reduce_scatter 32 MiB (NCCL 2.29.2)": (
+        "busbw 88.15/88.79 ('33553920 ... 371.15 90.41 88.15', '... 368.44 91.07 88.79') vs ring/LL128 "
+        "113.6 (+29/+28 %): 4.9 us per ring step over 39 steps where the tuner has 2.7 (107 us); 64 MiB "
+        "and up fit within 6 % (asserted) and 2 GPUs per node fit at 32 MiB (417.29 us vs 421.5): the "
+        "80-rank rows' step cost (6-10 us), smaller"
     ),
     "xxrjun 10 nodes H100, sendrecv 1 and 2 GPUs per node (NCCL 2.29.2)": (
         "busbw 24.62 at 16 GiB (1 GPU/node, nccl_N10_G1.log '17179869184 ... 697701 24.62') and 25.42 "
