@@ -98,6 +98,11 @@ def _bw(
     return Point(url, spec, coll, size, time_us * 1e-6, busbw * 1e9, False, tuple(opts))
 
 
+def _g4(coll: str, size: int, time_us: float, busbw: float) -> Point:
+    """A row of nccl_N10_G4.log of the same run as XX_G8 (NCCL 2.29.2, NCCL's own choice)."""
+    return _bw(XX_C1_G4, H100_10_G4, coll, size, time_us, busbw, V2292)
+
+
 def _table(url: str, spec: ClusterSpec, coll: str, size: int, busbw: float, opts: Any = ()) -> Point:
     """A table cell: busbw only (the document prints no time)."""
     return Point(url, spec, coll, size, 0.0, busbw * 1e9, False, tuple(opts))
@@ -143,33 +148,19 @@ POINTS = {
     # nccl_N10_G4.log of the same run as nccl_N10_G8.log (example-cluster01, the same ten nodes, devices 0-3
     # each: 40 ranks on four 400G NICs a node). all_gather "67108480 ... 494.82 135.62 132.23": ring/LL128
     # 139.6 (+5.6 %)
-    "xxrjun 10n x 4 all_gather 64 MiB": _bw(
-        XX_C1_G4, H100_10_G4, "all_gather", 67108480, 494.82, 132.23, V2292
-    ),
+    "xxrjun 10n x 4 all_gather 64 MiB": _g4("all_gather", 67108480, 494.82, 132.23),
     # "134217600 ... 792.83 169.29 165.06": 157.6 (-4.5 %)
-    "xxrjun 10n x 4 all_gather 128 MiB": _bw(
-        XX_C1_G4, H100_10_G4, "all_gather", 134217600, 792.83, 165.06, V2292
-    ),
+    "xxrjun 10n x 4 all_gather 128 MiB": _g4("all_gather", 134217600, 792.83, 165.06),
     # "268435200 ... 1483.22 180.98 176.46": 168.4 (-4.6 %)
-    "xxrjun 10n x 4 all_gather 256 MiB": _bw(
-        XX_C1_G4, H100_10_G4, "all_gather", 268435200, 1483.22, 176.46, V2292
-    ),
+    "xxrjun 10n x 4 all_gather 256 MiB": _g4("all_gather", 268435200, 1483.22, 176.46),
     # "536870400 ... 2800.03 191.74 186.94": ring/Simple 180.6 (-3.4 %)
-    "xxrjun 10n x 4 all_gather 512 MiB": _bw(
-        XX_C1_G4, H100_10_G4, "all_gather", 536870400, 2800.03, 186.94, V2292
-    ),
+    "xxrjun 10n x 4 all_gather 512 MiB": _g4("all_gather", 536870400, 2800.03, 186.94),
     # reduce_scatter "67108480 ... 495.96 135.31 131.93": ring/LL128 139.6 (+5.8 %)
-    "xxrjun 10n x 4 reduce_scatter 64 MiB": _bw(
-        XX_C1_G4, H100_10_G4, "reduce_scatter", 67108480, 495.96, 131.93, V2292
-    ),
+    "xxrjun 10n x 4 reduce_scatter 64 MiB": _g4("reduce_scatter", 67108480, 495.96, 131.93),
     # "268435200 ... 1481.77 181.16 176.63": 168.4 (-4.6 %)
-    "xxrjun 10n x 4 reduce_scatter 256 MiB": _bw(
-        XX_C1_G4, H100_10_G4, "reduce_scatter", 268435200, 1481.77, 176.63, V2292
-    ),
+    "xxrjun 10n x 4 reduce_scatter 256 MiB": _g4("reduce_scatter", 268435200, 1481.77, 176.63),
     # "536870400 ... 2749.51 195.26 190.38": ring/Simple 180.6 (-5.2 %)
-    "xxrjun 10n x 4 reduce_scatter 512 MiB": _bw(
-        XX_C1_G4, H100_10_G4, "reduce_scatter", 536870400, 2749.51, 190.38, V2292
-    ),
+    "xxrjun 10n x 4 reduce_scatter 512 MiB": _g4("reduce_scatter", 536870400, 2749.51, 190.38),
     # microsoft/mscclpp docs/performance-ndmv4.md, "All results from NDmv4. NCCL version 2.17.1+cuda11.8,
     # reported in-place numbers", "2 nodes, 8 gpus/node" BusBW table: NCCL AllGather 1G 177.05: ring over 8
     # x HDR, 189.5 (+7.0 %)
