@@ -82,6 +82,9 @@ _CODE = r"X|NV\d{1,4}|PIX|PXB|PHB|NODE|SYS|SOC"
 #: Two cells a paste glued together (``PIXNODE``: the tab between them lost; a published B200 matrix).
 _GLUED = re.compile(rf"^({_CODE})({_CODE})$")
 _DEVICE = re.compile(r"^[A-Za-z][\w.:-]*\d$")
+#: Two device labels of the header a paste glued together (``NIC8NIC9``: the tab between them lost, as in a
+#: published H100 matrix whose rows glue ``NODENODE`` too).
+_GLUED_LABELS = re.compile(r"^((?:GPU|NIC|mlx5_)\d+)((?:GPU|NIC|mlx5_)\d+)$")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _TRAILING_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
@@ -491,7 +494,7 @@ def _is_cut_name(token: str) -> bool:
 
 def _parse_header(line: str, lineno: int, source: str | None) -> tuple[list[str], list[str], bool]:
     """Devices, trailing column names, and whether the header was cut at the right."""
-    tokens = line.split()
+    tokens = _unglued_labels(line.split())
     n = 0
     while n < len(tokens) and _DEVICE.match(tokens[n]):
         n += 1
@@ -521,6 +524,20 @@ def _parse_header(line: str, lineno: int, source: str | None) -> tuple[list[str]
                 return devices, trailing, True  # "NIC": a device label cut before its number
             raise ParseError(f"unknown column {rest[at]!r} in the matrix header", line=lineno, source=source)
     return devices, trailing, False
+
+
+def _unglued_labels(tokens: list[str]) -> list[str]:
+    """``tokens`` with each pair of device labels a paste glued together split apart (``NIC8NIC9`` ->
+    ``NIC8``, ``NIC9``); a label ends at its digits, so the split is unique.
+
+    >>> _unglued_labels(["GPU7", "NIC8NIC9", "NIC10"])
+    ['GPU7', 'NIC8', 'NIC9', 'NIC10']
+    """
+    out: list[str] = []
+    for token in tokens:
+        glued = _GLUED_LABELS.match(token)
+        out.extend(glued.groups() if glued else (token,))
+    return out
 
 
 def _logical_rows(
@@ -568,17 +585,19 @@ def _parse_body(
     all_gpus, nics = _split_devices(devices, header_index + 1, source)
     rows, end = _logical_rows(lines, header_last + 1, devices, 1 + len(devices) + len(trailing))
     _check_next_row(lines, end, devices, source)
-    by_device = _rows_by_device(
-        _without_cut_nic_row(rows, nics, len(devices), end >= len(lines)), devices, nics, source
-    )
+    ends = not any(line.strip() for line in lines[end:])  # nothing follows the matrix: the copy stops in it
+    by_device = _rows_by_device(_without_cut_nic_row(rows, nics, len(devices), ends), devices, nics, source)
     gpus, cut_gpus = _present_gpus(all_gpus, by_device, len(devices), lines[end:], header_last, source)
     reached = _reached_columns(gpus, len(all_gpus), by_device, devices, source)
     missing, partial = _missing_parts(
         gpus, cut_gpus, nics, by_device, devices, trailing, reached=reached, header_cut=header_cut
     )
+    unread = _last_row_cut_in_affinity(gpus, by_device, len(devices) + len(trailing), ends and not partial)
+    if unread:
+        missing.append(f"row {unread} cut in its affinity columns: its CPU/NUMA affinity unknown")
     kept = devices[:reached]
     links, cpu_affinity, numa_affinity, gpu_numa_id = _read_rows(
-        kept, gpus, cut_gpus, by_device, devices, trailing, partial=partial, source=source
+        kept, gpus, cut_gpus, by_device, devices, trailing, partial=partial, unread=unread, source=source
     )
     kept_nics = kept[len(all_gpus) :]
     _check_symmetric(links, by_device, source)
@@ -639,8 +658,9 @@ def _check_next_row(lines: list[str], end: int, devices: list[str], source: str 
 def _without_cut_nic_row(
     rows: list[tuple[int, str]], nics: list[str], n_devices: int, input_ends: bool
 ) -> list[tuple[int, str]]:
-    """``rows`` without its last row when the copy stopped inside it: a NIC row, the input's last line,
-    with fewer cells than the header's devices. It is then read as a cut NIC row (GPU-NIC paths from the
+    """``rows`` without its last row when the copy stopped inside it: a NIC row, the input's last line
+    (blank lines after it, as a saved file's last newline leaves, are nothing), with fewer cells than the
+    header's devices. It is then read as a cut NIC row (GPU-NIC paths from the
     GPU rows), as when the copy stops at a line's end."""
     if not (input_ends and rows):
         return rows
@@ -760,11 +780,25 @@ def _missing_parts(
             f"rows {', '.join(cut_rows)} cut: GPU-NIC paths read from the GPU rows, NIC-to-NIC paths unknown"
         )
     partial = reached < len(devices) or header_cut
-    short = any(len(by_device[g][1]) < len(devices) + len(trailing) for g in gpus)
+    short = any(len(by_device[g][1]) < len(devices) + len(trailing) for g in gpus[:-1]) or (
+        len(by_device[gpus[-1]][1]) < len(devices) + len(trailing) and list(by_device)[-1] != gpus[-1]
+    )
     if (partial or short) and (trailing or header_cut) or (cut_rows and not trailing):
         missing.append(AFFINITY_CUT)
         partial = True
     return missing, partial
+
+
+def _last_row_cut_in_affinity(
+    gpus: list[str], by_device: dict[str, tuple[int, list[str]]], width: int, stops_here: bool
+) -> str | None:
+    """The last GPU row when the copy stops inside its affinity values (``stops_here``: nothing follows the
+    matrix and its columns are whole; the row is the last one read and short of ``width`` tokens): its
+    values may be cut, so none is read; the rows above keep theirs."""
+    last = gpus[-1]
+    if stops_here and list(by_device)[-1] == last and len(by_device[last][1]) < width:
+        return last
+    return None
 
 
 def _read_rows(
@@ -776,6 +810,7 @@ def _read_rows(
     trailing: list[str],
     *,
     partial: bool,
+    unread: str | None = None,
     source: str | None,
 ) -> tuple[
     dict[tuple[str, str], str],
@@ -784,7 +819,7 @@ def _read_rows(
     dict[str, int | None],
 ]:
     """The cells of the rows read over the ``kept`` columns, and each GPU's CPU affinity, NUMA affinity and
-    GPU NUMA ID (all None when ``partial``)."""
+    GPU NUMA ID (all None when ``partial``; those of the ``unread`` row None)."""
     links: dict[tuple[str, str], str] = {}
     cpu_affinity: dict[str, frozenset[int] | None] = {}
     numa_affinity: dict[str, frozenset[int] | None] = {}
@@ -796,7 +831,8 @@ def _read_rows(
         links.update(_row_cells(device, tokens[: len(kept)], kept, lineno, source))
         extra = tokens[len(devices) :]
         if device in gpus:
-            values = {} if partial else _trailing_values(extra, trailing, device, lineno, source)
+            unknown = partial or device == unread
+            values = {} if unknown else _trailing_values(extra, trailing, device, lineno, source)
             cpu_affinity[device] = _cpus(values.get("CPU Affinity"), lineno, source)
             numa_affinity[device] = _cpus(values.get("NUMA Affinity"), lineno, source)
             gpu_numa_id[device] = _numa_id(values.get("GPU NUMA ID"), lineno, source)
