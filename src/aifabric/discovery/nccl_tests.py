@@ -69,6 +69,8 @@ __all__ = [
 ]
 
 _OUT_OF_BOUNDS = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d{1,20})")
+#: A line that stands for rows the publisher left out of a copied table (``...``, ``…``, ``[...]``).
+_ELISION = re.compile(r"^(?:\.{3,}|\u2026|\[(?:\.{3}|\u2026)\])$")
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,9 @@ class PerfTable:
     header_supplied : bool
         True when the rows had no column header above them (the copy starts mid-table) and
         :func:`~aifabric.discovery.paste.parse_pasted` read them with nccl-tests' own header.
+    elided_lines : tuple of int
+        1-based lines of a ``...`` among the rows (rows the publisher left out): the rows on both sides are
+        one table, and each line is said in :attr:`notes`.
     left_out : tuple of str
         The halves of a JSON report's rows that nccl-tests wrote as "nan" and the reader left out
         (:mod:`aifabric.discovery.perf_json`), one sentence each naming its line; in :attr:`notes`.
@@ -151,6 +156,7 @@ class PerfTable:
     cut_line: int | None = None
     out_of_bounds_line: int | None = None
     header_supplied: bool = False
+    elided_lines: tuple[int, ...] = ()
     left_out: tuple[str, ...] = ()
 
     @classmethod
@@ -205,6 +211,7 @@ class PerfTable:
                 f"the rank lines list rank(s) {listed} only, not 0 to n-1 (a partial copy): "
                 "ranks and hosts are not counted from them"
             )
+        notes.extend(f"line {n}: rows left out of the copy ('...'): one table" for n in self.elided_lines)
         if self.cut_line is not None:
             notes.append(f"line {self.cut_line}: last row cut mid-line (the copy stopped there): dropped")
         return (*notes, *self.left_out)
@@ -338,19 +345,42 @@ def _comment_marks_restored(lines: list[str]) -> list[str]:
     return [f"#{line}" if _UNMARKED.match(line) else line for line in lines]
 
 
-_FAILURE = re.compile(
-    r"\bTest (?:CUDA |NCCL |HIP )?failure\b|\bNCCL (?:WARN|ERROR)\b.*\b(?:failed|error)\b", re.I
-)
+_TEST_FAILURE = re.compile(r"\bTest (?:CUDA |NCCL |HIP )?failure\b", re.I)
+_WARN = re.compile(r"\bNCCL (?:WARN|ERROR)\b")
+_SAYS_FAILED = re.compile(r"\b(?:failed|error)\b", re.I)
+#: NCCLCHECK's trace of a call that returned an error (``misc/socket.cc:752 -> 6``: NVIDIA/nccl
+#: ``src/include/checks.h`` prints ``"%s:%d -> %d"`` at each level the error unwinds through).
+_ERROR_TRACE = re.compile(r"\bNCCL INFO \S+:\d+ -> [1-9]\d*\s*$")
 _RUN_HEADER = re.compile(r"^#\s*(?:nThread\s|Using devices|Rank\s+\d|Collective test starting)")
 
 
-def _no_table_reason(lines: list[str]) -> str:
-    """Why a text holds no table, when it tells: the first nccl-tests failure line (``Test CUDA failure
-    common.cu:986 'invalid device ordinal'``), else the last line of a run's header that the text stops
-    after; empty otherwise."""
+def _failure_line(lines: list[str]) -> int | None:
+    """The 0-based index of the line a run failed at: an nccl-tests ``Test ... failure`` line, or an NCCL
+    WARN that NCCL returned an error after (its next NCCL line is an error trace, :data:`_ERROR_TRACE`), or
+    that says it failed with no NCCL line after it. A WARN NCCL carried on after (``Failed to open
+    libibverbs.so``, then ``NET/Socket : Using``) is no failure."""
+    warn: int | None = None
     for index, line in enumerate(lines):
-        if _FAILURE.search(line):
-            return f"; the run failed at line {index + 1}: {line.strip()[:160]!r}"
+        if _TEST_FAILURE.search(line):
+            return warn if warn is not None else index
+        if warn is not None and "NCCL " in line:
+            if _ERROR_TRACE.search(line):
+                return warn
+            warn = None  # NCCL went on: that WARN was not the failure
+        if _WARN.search(line):
+            warn = index
+    if warn is not None and _SAYS_FAILED.search(lines[warn].split("NCCL", 1)[-1]):
+        return warn
+    return None
+
+
+def _no_table_reason(lines: list[str]) -> str:
+    """Why a text holds no table, when it tells: the line the run failed at (:func:`_failure_line`: ``Test
+    CUDA failure common.cu:986 'invalid device ordinal'``), else the last line of a run's header that the
+    text stops after; empty otherwise."""
+    failed = _failure_line(lines)
+    if failed is not None:
+        return f"; the run failed at line {failed + 1}: {lines[failed].strip()[:160]!r}"
     heads = [index for index, line in enumerate(lines) if _RUN_HEADER.match(line.strip())]
     if heads:
         return f"; the text stops after the run's header (line {heads[-1] + 1}), before its result table"
@@ -436,6 +466,7 @@ def _read_table(
         source=source,
         cut_line=body.cut_line,
         out_of_bounds_line=body.out_of_bounds_line,
+        elided_lines=body.elided,
         left_out=meta.left_out,
     )
     return table, end
@@ -467,6 +498,7 @@ class _Body(NamedTuple):
     out_of_bounds: int | None
     end: int
     out_of_bounds_line: int | None = None
+    elided: tuple[int, ...] = ()
 
 
 def _read_body(
@@ -485,10 +517,13 @@ def _read_body(
     avg: float | None = None
     out_of_bounds: int | None = None
     out_of_bounds_line: int | None = None
+    elided: list[int] = []
     index = header + 1
     while index < len(lines):
         stripped = lines[index].strip()
-        if not stripped or "NCCL INFO" in stripped or "NCCL WARN" in stripped:
+        if _ELISION.match(stripped):
+            elided.append(index + 1)
+        if not stripped or "NCCL INFO" in stripped or "NCCL WARN" in stripped or _ELISION.match(stripped):
             index += 1
             continue
         if stripped.startswith("#"):
@@ -513,7 +548,7 @@ def _read_body(
         index = after
     if not rows and cut_line is None:  # a table whose only row was cut keeps its header (no rows)
         raise ParseError("the column header has no result rows below it", line=header + 1, source=source)
-    return _Body(rows, cut_line, avg, out_of_bounds, index, out_of_bounds_line)
+    return _Body(rows, cut_line, avg, out_of_bounds, index, out_of_bounds_line, tuple(elided))
 
 
 def _table_collective(

@@ -9,10 +9,10 @@ log rather than from a terminal. Before parsing, each line loses
 
 and result rows printed without their ``#  size  count  type ...`` header (the header scrolled away or was
 not copied) get nccl-tests' own header, chosen by the number of fields of the first row (13: both halves;
-9: out-of-place only, as ``-z``/``blocking`` runs or a cut paste print), or of its two lines when it was
-wrapped. Line numbers in the tables and in
-errors are those of the pasted text. An nccl-tests ``-J`` JSON report is read as the text log it stands for
-(:func:`~aifabric.discovery.perf_json.json_log_text`).
+9: out-of-place only, as ``-z``/``blocking`` runs or a cut paste print; 11 or 12 ending in an ``error``
+cell: the layout before nccl-tests 2.13), or of its two lines when it was wrapped. Line numbers in the
+tables and in errors are those of the pasted text. An nccl-tests ``-J`` JSON report is read as the text
+log it stands for (:func:`~aifabric.discovery.perf_json.json_log_text`).
 
 Lines a terminal wrapped at a fixed width ``W`` (the longest line of the paste) are joined back: a line of
 exactly ``W`` characters continues on the next when it is a result row with fewer than 13 fields and the two
@@ -44,6 +44,16 @@ _FULL = (
 )
 _HALF = "#       size         count      type   redop    root     time   algbw   busbw #wrong"
 _HEADERS = {13: _FULL, 9: _HALF}
+#: The header of rows in the layout of nccl-tests before 2.13 (``src/common.cu`` of v2.11.0): each half
+#: ends with its largest error as ``%5.0le`` (``0e+00``) or ``N/A``, not a ``#wrong`` count; all_gather
+#: printed neither redop nor root (11 fields), all_reduce, reduce_scatter and alltoall a redop, broadcast a
+#: root (12 fields).
+_OLD_HALF = "    time   algbw   busbw  error"
+_OLD_HEADERS = {
+    11: "#       size         count      type" + 2 * _OLD_HALF,
+    12: "#       size         count      type   {}" + 2 * _OLD_HALF,
+}
+_OLD_ERROR = re.compile(r"^(?:\d(?:\.\d+)?e[+-]\d+|N/A)$")
 _MISSING = "a result row outside any table"
 
 
@@ -72,7 +82,7 @@ def parse_pasted(
             if err.line is None or _MISSING not in str(err) or len(origin) - len(lines) > MAX_HEADERS:
                 raise _moved(err, origin) from None
             at = err.line - 1
-            header = _HEADERS.get(len(lines[at].split())) or _wrapped_header(lines, at)
+            header = _header_for(lines[at].split()) or _wrapped_header(lines, at)
             if header is None:
                 raise _moved(err, origin) from None
             lines.insert(at, header)
@@ -122,6 +132,15 @@ def _continues(line: str, nxt: str) -> bool:
     return False
 
 
+def _header_for(fields: list[str]) -> str | None:
+    """nccl-tests' header for a row without one, told by its fields: 13 or 9 (:data:`_HEADERS`), or 11 or
+    12 ending in an old error cell (:data:`_OLD_HEADERS`; the 12th field names a redop, or is a root rank)."""
+    old = _OLD_HEADERS.get(len(fields))
+    if old is not None and _OLD_ERROR.match(fields[-1]) and _OLD_ERROR.match(fields[-5]):
+        return old.format("root" if fields[3].lstrip("-").isdigit() else "redop")
+    return _HEADERS.get(len(fields))
+
+
 def _wrapped_header(lines: list[str], at: int) -> str | None:
     """The header for a first row wrapped onto lines ``at`` and ``at + 1`` (their fields together 13 or 9)."""
     if at + 1 >= len(lines) or not lines[at + 1].strip() or lines[at + 1].lstrip().startswith("#"):
@@ -143,6 +162,8 @@ def _renumbered(table: PerfTable, origin: list[int]) -> PerfTable:
     cut = origin[table.cut_line - 1] if table.cut_line is not None else None
     # a supplied header is numbered as the row below it: the only two lines that share a pasted line
     supplied = table.line < len(origin) and origin[table.line - 1] == origin[table.line]
+    elided = tuple(origin[n - 1] for n in table.elided_lines)
+    line = origin[table.line - 1]
     return dataclasses.replace(
-        table, line=origin[table.line - 1], rows=rows, cut_line=cut, header_supplied=supplied
+        table, line=line, rows=rows, cut_line=cut, header_supplied=supplied, elided_lines=elided
     )

@@ -113,6 +113,12 @@ def parse_columns(lines: list[str], index: int, source: str | None) -> Columns:
     stamped = tokens[-1:] == ["timestamp"] and len(tokens) > k + 1
     end = len(tokens) - stamped
     while k < end:
+        if tokens[k] == "|":  # two runs pasted side by side for comparison (a published rccl-tests pair)
+            raise ParseError(
+                "two tables side by side ('|' between them): give each run's table on its own",
+                line=lineno,
+                source=source,
+            )
         if "time" not in tokens[k]:
             raise ParseError(f"unknown column {tokens[k]!r} in the header", line=lineno, source=source)
         if tokens[k + 1 : k + 3] != ["algbw", "busbw"]:
