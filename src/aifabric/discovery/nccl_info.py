@@ -75,6 +75,9 @@ _INTRA = re.compile(
 )
 _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:GPU \w{1,16} / )?HCA (\d{1,4})")
 _NVLS = re.compile(r"NVLS multicast support is (not )?available")
+#: ``NVLS Head  0:  0  8``: printed by ``connectNvls`` (NVIDIA/nccl ``src/graph/connect.cc``, 2.18-2.2x) only
+#: when the NVLS graph found channels (``nHeads == 0`` returns before it): NVLS multicast is available.
+_NVLS_HEAD = re.compile(r"NVLS Head {0,2}\d{1,3}:")
 _COMM = re.compile(r"(?:\brank (-?\d+) )?nRanks (-?\d+) nNodes (-?\d+) localRanks (-?\d+)")
 _CHANNELS = re.compile(
     r"(?<![\w-])(-?\d+) coll channels, (?:(-?\d+) collnet channels, )?(?:(-?\d+) nvls channels, )?"
@@ -415,6 +418,9 @@ class _Reader:
     def take_nvls(self, m: re.Match[str], ev: Evidence) -> None:
         self.first("nvls", m.group(1) is None, ev)
 
+    def take_nvls_head(self, m: re.Match[str], ev: Evidence) -> None:
+        self.first("nvls", True, ev)
+
     def take_comm(self, m: re.Match[str], ev: Evidence) -> None:
         self.saw_comm(ev, *m.groups())
 
@@ -508,6 +514,7 @@ _TAKERS: tuple[tuple[re.Pattern[str], Callable[[_Reader, re.Match[str], Evidence
     (_NET_DEVICES, _Reader.take_net_devices),
     (_GDR_HCA, _Reader.take_gdr_hca),
     (_NVLS, _Reader.take_nvls),
+    (_NVLS_HEAD, _Reader.take_nvls_head),
     (_COMM, _Reader.take_comm),
     (_CHANNELS, _Reader.take_channels),
     (_RING, _Reader.take_ring),
