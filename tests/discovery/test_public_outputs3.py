@@ -1,0 +1,259 @@
+"""Public outputs, fourth set (``fixtures/public3/README.md`` names each source; each file's first line too):
+what the readers make of them.
+
+Logs: the rows, first and last size with the out-of-place busbw as printed (GB/s), collective, ranks, hosts,
+GPU and NCCL release, and where a log without a table stops. NCCL INFO excerpts: what the communicator,
+network and graph lines say. Topologies: GPUs, NICs, NVLink pairs and link count, the nearest NIC of a GPU,
+the NUMA nodes. Inputs the readers cannot use: one line, exit 2.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from tests.discovery.test_public_logs import Read  # what one table must read as
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
+from aifabric.discovery.instances import instances_in_text
+from aifabric.discovery.nccl_info import parse_nccl_info
+from aifabric.discovery.node import inspect_node_text
+from aifabric.discovery.nvsmi import TopoMatrix
+from aifabric.discovery.paste import parse_pasted
+from aifabric.errors import ParseError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "public3"
+
+LOGS: dict[str, Read] = {
+    # a "..." line where the publisher left rows out: one table of 3 rows (before: two tables, 1 + 2 rows)
+    "h100_bond_dots_row_wrong_counts_cut.log": Read(3, (8, 0.0), (524288, 0.79), None, None, None),
+    # rows of nccl-tests before 2.13 ("error" 0e+00, no redop/root), without header (before: refused)
+    "nccl264_old_rows_then_broadcast_header_cut.log": Read(
+        12, (65536, 1.98), (134217728, 20.34), None, None, None
+    ),
+    # busbw/algbw = 7.70/4.40 = 1.75 = 2(n-1)/n: n = 8; the 65536-byte row is cut inside its in-place half
+    "mscclpp_nvls_allreduce9_cut.log": Read(6, (1024, 0.33), (32768, 7.70), "all_reduce", 8, None),
+    # "128 GPU" is prose; busbw/algbw printed to 2 decimals (2.15/1.08) cannot tell 128 from 100 or 200
+    "sharp_128gpu_error_column_no_root_cut.log": Read(
+        6, (4096, 0.09), (131072, 2.15), "all_reduce", None, None
+    ),
+}
+
+#: Logs without a result table, and where the reader says the run stopped.
+NO_TABLE = {
+    # before: "the run failed at line 13: ... NCCL WARN Failed to open libibverbs.so", a WARN NCCL carries
+    # on after (the next line: NET/Socket : Using [0]eth0); the run hung after init
+    "gtx1080ti_nccl248_info_after_ranks_hang.log": "the text stops after the run's header (line 9)",
+    # before: "stops after the run's header (line 7)"; the socket WARN is followed by NCCL's error trace
+    "a6000_lo_socket_info_after_rank_hang.log": (
+        "the run failed at line 18: 'NAME :70918:70927 [0] misc/socket.cc:50 NCCL WARN socketProgress"
+    ),
+    "h800_roce_p2p_disabled_info_hang_cut.log": "the text stops after the run's header (line 10)",
+    "v100_2018_mpi_warning_dashes_header_cut.log": "the text stops after the run's header (line 18)",
+    "rccl_aks_mpirun_plus_prefix_ssh_lines_header_cut.log": "the text stops after the run's header (line 6)",
+}
+
+#: NCCL INFO excerpts: (ranks, nodes, local ranks, network, NVLS available, trees printed).
+INFO: dict[str, tuple[int | None, int | None, int | None, str | None, bool | None, bool]] = {
+    # NVLS Head lines are printed only when the NVLS graph found channels (before: NVLS unknown)
+    "info_h100_2node_pattern_nvls_heads_cut.log": (16, 2, 8, None, True, False),
+    "info_hw14_8r_one_node_trees_cut.log": (8, 1, 8, None, None, True),
+    # NCCL 2.9-era "rank 15 nranks 32 ... Init COMPLETE": no node count printed
+    "info_32r_old_comm_lines_init_complete_cut.log": (32, None, None, None, None, False),
+    "info_socket_4nic_pattern_speed_2node.log": (None, None, None, None, None, False),
+    "info_p4d_ofi_leading_blank_libfabric_cut.log": (None, None, None, "AWS Libfabric", None, False),
+}
+
+#: Topologies: GPUs read, NICs, (NVLink pairs, links per pair), GPU -> (nearest NIC, path), NUMA nodes.
+TOPOLOGIES: dict[str, tuple[int, int, tuple[int, int], dict[str, tuple[str, str]], set[int]]] = {
+    # no NUMA column (2017 driver): CPU affinity only
+    "topo_k8s_mlx4_old_pix_phb_trailing_blanks_cut.txt": (5, 1, (0, 0), {"GPU4": ("mlx4_0", "SYS")}, set()),
+    "topo_a100_nv12_18mlx5_cut.txt": (4, 18, (6, 12), {"GPU2": ("mlx5_0", "PXB")}, {0}),
+    "topo_4090_8gpu_sys_two_nics_phb_tabs.txt": (8, 2, (0, 0), {"GPU6": ("NIC0", "PHB")}, {0, 1}),
+    # before: "row NIC3 has 1 cells" (a last NIC row cut, refused when the file ends with a newline)
+    "topo_slurm_2gpu_nv12_10nic_cut.txt": (2, 10, (1, 12), {"GPU1": ("NIC1", "PXB")}, {3}),
+    "topo_h100_nv18_8nic_pxb_roce_lag_cut.txt": (6, 8, (15, 18), {"GPU5": ("NIC5", "PXB")}, {0, 1}),
+    "topo_h200_26nic_tabs_cut.txt": (6, 26, (15, 18), {"GPU1": ("NIC21", "PIX")}, {0, 1}),
+    # before: "row GPU0 has 4 values for the 3 columns" (header label NIC8NIC9 glued by the paste)
+    "topo_h100_12nic_glued_header_and_cells_cut.txt": (
+        8,
+        12,
+        (28, 18),
+        {"GPU5": ("NIC9", "PXB"), "GPU7": ("NIC11", "PXB")},
+        {0, 1},
+    ),
+    "topo_2x3090_sys_gpu0_numa_na_tabs.txt": (2, 0, (0, 0), {}, {1}),
+    "topo_a100_nv12_18nic_four_numa_uneven_spacing_cut.txt": (
+        4,
+        18,
+        (6, 12),
+        {"GPU2": ("NIC1", "PXB")},
+        {1, 3},
+    ),
+    # before: NUMA unknown for every GPU (the last row, cut in its GPU NUMA ID, dropped all affinity)
+    "topo_h100_nv18_10nic_pix_cut.txt": (6, 10, (15, 18), {"GPU3": ("NIC0", "PIX")}, {0, 1}),
+}
+
+#: Inputs the readers cannot use, the command, and its one line.
+REFUSED = {
+    "xml_ndv2_review_diff_cpu_affinity.xml": ("inspect", "3: <system> is never closed by </system>"),
+    # before: "unknown column '|' in the header"
+    "rccl_two_runs_side_by_side_pipe_cut.log": ("compare", "3: two tables side by side ('|' between them)"),
+}
+
+
+def test_every_fixture_is_covered_and_names_its_source() -> None:
+    names = {p.name for p in FIXTURES.iterdir() if p.name != "README.md"}
+    assert names == set(LOGS) | set(NO_TABLE) | set(INFO) | set(TOPOLOGIES) | set(REFUSED)
+    readme = (FIXTURES / "README.md").read_text(encoding="utf-8")
+    for name in names:
+        first = (FIXTURES / name).read_text(encoding="utf-8").splitlines()[0]
+        assert "source: https://" in first and f"`{name}`" in readme
+
+
+@pytest.mark.parametrize("name", sorted(LOGS))
+def test_log_reads_as_published(name: str) -> None:
+    want = LOGS[name]
+    (table,) = parse_pasted((FIXTURES / name).read_bytes(), name)
+    assert len(table.rows) == want.rows
+    for row, (size, busbw) in ((table.rows[0], want.first), (table.rows[-1], want.last)):
+        assert row.out_of_place is not None
+        assert (row.size_bytes, row.out_of_place.busbw_bytes_per_s / 1e9) == pytest.approx(
+            (size, busbw), abs=1e-9
+        )
+    got = (table.collective, table.n_ranks, table.n_nodes, table.gpu_name, table.nccl_version)
+    assert got == (want.collective, want.ranks, want.nodes, want.gpu, want.nccl)
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    assert parse_pasted(text.replace("\n", "\r\n"), name)[0].rows == table.rows  # Windows line ends
+
+
+def test_elided_rows_keep_one_table_and_its_wrong_counts() -> None:
+    # "..." (line 6) between the 8-byte and 262144-byte rows; the 524288-byte row's data check failed:
+    # #wrong 237858 out-of-place, 238038 in-place, as printed
+    name = "h100_bond_dots_row_wrong_counts_cut.log"
+    (table,) = parse_pasted((FIXTURES / name).read_bytes(), name)
+    assert [r.size_bytes for r in table.rows] == [8, 262144, 524288]
+    bad = table.rows[-1]
+    assert bad.out_of_place is not None and bad.in_place is not None
+    assert (bad.out_of_place.wrong, bad.in_place.wrong) == (237858, 238038)
+    assert table.elided_lines == (6,) and table.cut_line == 9
+    assert "line 6: rows left out of the copy ('...'): one table" in table.notes
+    # sendrecv prints the same columns, and busbw = algbw fits 2-rank all_reduce as well: the log cannot tell
+    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(FIXTURES / name)])
+    assert result.exit_code == 2 and "fit all_reduce and sendrecv" in result.output
+
+
+def test_rows_of_the_old_layout_get_its_header() -> None:
+    # nccl-tests v2.11.0 src/common.cu prints "%5.0le" errors; the footer's average is read (6.6972 GB/s)
+    name = "nccl264_old_rows_then_broadcast_header_cut.log"
+    (table,) = parse_pasted((FIXTURES / name).read_bytes(), name)
+    assert table.columns[:4] == ("size", "count", "type", "time") and table.header_supplied
+    assert table.avg_busbw_bytes_per_s == pytest.approx(6.6972e9)
+    assert table.rows[4].in_place is not None and table.rows[4].in_place.busbw_bytes_per_s == 11.19e9
+    with_op = " 1048576 262144 float sum 47.38 11.06 11.06 0e+00 46.84 11.19 11.19 0e+00\n"
+    assert parse_pasted(with_op)[0].columns[3] == "redop"
+    with_root = " 1048576 262144 float 0 47.38 22.13 22.13 0e+00 46.84 22.39 22.39 0e+00\n"
+    assert parse_pasted(with_root)[0].columns[3] == "root"
+
+
+@pytest.mark.parametrize(("name", "reason"), sorted(NO_TABLE.items()))
+def test_log_without_table_says_where_it_stops(name: str, reason: str) -> None:
+    with pytest.raises(ParseError, match="no nccl-tests result table found") as info:
+        parse_pasted((FIXTURES / name).read_bytes(), name)
+    assert reason in str(info.value)
+    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(FIXTURES / name)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_a_warn_nccl_carries_on_after_is_no_failure() -> None:
+    header = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor)\n"
+    ok = "h:1:1 [0] ibvwrap.cc:63 NCCL WARN Failed to open libibverbs.so[.1]\nh:1:1 [0] NCCL INFO NET/Socket"
+    failed = "h:1:2 [0] socket.cc:50 NCCL WARN socketProgress: closed\nh:1:2 [0] NCCL INFO socket.cc:752 -> 6"
+    cut = "h:1:3 [0] transport.cc:9 NCCL WARN connect failed"  # the copy ends at a WARN that says it failed
+    said = {
+        ok: "the text stops after the run's header (line 1)",
+        failed: "the run failed at line 2: 'h:1:2",
+        cut: "the run failed at line 2: 'h:1:3",
+    }
+    for text, reason in said.items():
+        with pytest.raises(ParseError) as info:
+            parse_pasted(header + text + "\n")
+        assert reason in str(info.value)
+
+
+@pytest.mark.parametrize("name", sorted(INFO))
+def test_info_lines_read_as_printed(name: str) -> None:
+    ranks, nodes, local, network, nvls, trees = INFO[name]
+    info = parse_nccl_info((FIXTURES / name).read_text(encoding="utf-8").splitlines())
+    got = (info.n_ranks, info.n_nodes, info.local_ranks, info.network, info.nvls_available, info.trees)
+    assert got == (ranks, nodes, local, network, nvls, trees)
+    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(FIXTURES / name)])
+    assert result.exit_code == 2 and "no nccl-tests result table found" in result.output
+
+
+def test_info_banner_and_instance() -> None:
+    # the NCCL INFO version line (2.26.5, RoCE NIC mlx5_1), the p4d.24xlarge the OFI plugin names
+    info = parse_nccl_info((FIXTURES / "h800_roce_p2p_disabled_info_hang_cut.log").read_text().splitlines())
+    assert (info.version, info.network, info.net_devices, info.link_layers) == (
+        "2.26.5",
+        "IB",
+        ("mlx5_1:1",),
+        ("RoCE",),
+    )
+    (p4d,) = instances_in_text((FIXTURES / "info_p4d_ofi_leading_blank_libfabric_cut.log").read_text())
+    assert (p4d.written, p4d.instance.nics, p4d.line) == ("p4d.24xlarge", 4, 2)
+
+
+@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
+def test_topology_reads_as_published(name: str) -> None:
+    gpus, nics, (pairs, links), nearest, numa = TOPOLOGIES[name]
+    m = TopoMatrix.from_text((FIXTURES / name).read_bytes(), name)
+    assert (len(m.gpus), len(m.nics), m.numa_nodes()) == (gpus, nics, numa)
+    assert len(m.nvlink_pairs()) == pairs and {n for *_, n in m.nvlink_pairs()} == (
+        {links} if pairs else set()
+    )
+    (node,) = inspect_node_text((FIXTURES / name).read_text(encoding="utf-8"), source=name)
+    for gpu, want in nearest.items():
+        pairing = node.pairing[gpu]
+        assert pairing is not None and (pairing.nic, pairing.path) == want
+    crlf = TopoMatrix.from_text((FIXTURES / name).read_text(encoding="utf-8").replace("\n", "\r\n"), name)
+    assert crlf.links == m.links
+    result = CliRunner().invoke(app, ["inspect", str(FIXTURES / name)])
+    assert result.exit_code == 0, result.output[-300:]
+
+
+def test_cut_rows_keep_what_they_hold() -> None:
+    # the last NIC row cut to one cell: the same read with or without the file's last newline
+    text = (FIXTURES / "topo_slurm_2gpu_nv12_10nic_cut.txt").read_text(encoding="utf-8")
+    assert TopoMatrix.from_text(text).links == TopoMatrix.from_text(text.rstrip("\n")).links
+    # GPU5's row stops after its NUMA Affinity: it alone has no affinity read, the rows above keep theirs
+    m = TopoMatrix.from_text((FIXTURES / "topo_h100_nv18_10nic_pix_cut.txt").read_bytes())
+    assert m.numa_affinity["GPU3"] == frozenset({0}) and m.numa_affinity["GPU4"] == frozenset({1})
+    assert m.numa_affinity["GPU5"] is None and m.cpu_affinity["GPU4"] == frozenset(
+        {*range(56, 112), *range(168, 224)}
+    )
+    assert "row GPU5 cut in its affinity columns: its CPU/NUMA affinity unknown" in m.missing
+    # a header with glued labels, its rows with glued cells: NIC8 and NIC9 are two columns
+    glued = TopoMatrix.from_text((FIXTURES / "topo_h100_12nic_glued_header_and_cells_cut.txt").read_bytes())
+    assert glued.link("GPU5", "NIC8") == "NODE" and glued.link("GPU5", "NIC9") == "PXB"
+
+
+def test_old_and_partial_affinity_columns() -> None:
+    k8s = TopoMatrix.from_text((FIXTURES / "topo_k8s_mlx4_old_pix_phb_trailing_blanks_cut.txt").read_bytes())
+    assert (
+        k8s.cpu_affinity["GPU4"] == frozenset({*range(10, 20), *range(30, 40)})
+        and k8s.link("GPU0", "GPU1") == "PIX"
+    )
+    rig = TopoMatrix.from_text((FIXTURES / "topo_2x3090_sys_gpu0_numa_na_tabs.txt").read_bytes())
+    assert rig.numa_affinity == {"GPU0": None, "GPU1": frozenset({1})} and rig.link("GPU0", "GPU1") == "SYS"
+
+
+@pytest.mark.parametrize(("name", "want"), sorted(REFUSED.items()))
+def test_unusable_input_says_what_it_is(name: str, want: tuple[str, str]) -> None:
+    command, reason = want
+    args = ["inspect"] if command == "inspect" else ["nccl-tests", "compare"]
+    result = CliRunner().invoke(app, [*args, str(FIXTURES / name)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    output = " ".join(result.output.split())
+    assert reason in output and len(result.output.strip().splitlines()) == 1
