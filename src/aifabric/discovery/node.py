@@ -34,6 +34,7 @@ from typing import Any
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.discovery._text import clean_lines, line_count, nonempty_text
+from aifabric.discovery.ib_ports import PortRate, nic_port_rate, port_rates_in_text
 from aifabric.discovery.inference import (
     DEFAULT_NIC_SPEED,
     GpuMention,
@@ -184,6 +185,7 @@ def inspect_layout(
     nic_speed: str | None = None,
     named: tuple[GpuMention, ...] = (),
     instances: tuple[InstanceMention, ...] = (),
+    ports: tuple[PortRate, ...] = (),
 ) -> NodeInspection:
     """Analyse one node (see the module docstring).
 
@@ -195,13 +197,17 @@ def inspect_layout(
         from the layout, else :data:`DEFAULT_GPU`; the choice is listed in
         :attr:`NodeInspection.assumptions`).
     nic_speed : str, optional
-        Speed of each NIC, e.g. ``"400 Gb/s"`` (default: the NCCL dump's, else that of the cloud instance the
-        file names for the GPU modelled, see ``instances``, else :data:`DEFAULT_NIC_SPEED`).
+        Speed of each NIC, e.g. ``"400 Gb/s"`` (default: the NCCL dump's, else the rate ``ibstat`` prints for
+        the GPUs' NICs, see ``ports``, else that of the cloud instance the file names for the GPU modelled,
+        see ``instances``, else :data:`DEFAULT_NIC_SPEED`).
     named : tuple of GpuMention
         GPU models the input file names anywhere in its text
         (:func:`~aifabric.discovery.inference.accelerators_in_text`).
     instances : tuple of InstanceMention
         Cloud instance types the input file names (:func:`~aifabric.discovery.instances.instances_in_text`).
+    ports : tuple of PortRate
+        Port rates ``ibstat``/``ibstatus`` print in the input (:func:`~aifabric.discovery.ib_ports.
+        port_rates_in_text`).
 
     Returns
     -------
@@ -227,13 +233,14 @@ def inspect_layout(
         )
         raise ParseError(f"the topology lists no GPU{hint}", line=layout.line, source=layout.source)
     accelerator, accelerator_source, notes = choose_accelerator(layout, gpu, named)
+    pairing = nic_pairing(layout)
+    mine = {layout.nic_names.get(p.nic, p.nic) for p in pairing.values() if p is not None}
     speed, assumed_speed, instance = _nic_speed(
-        layout, nic_speed, notes, instance_with_nics(accelerator, instances)
+        layout, nic_speed, notes, instance_with_nics(accelerator, instances), nic_port_rate(ports, mine)
     )
     groups = nvlink_groups(layout)
     paths = tuple(gpu_nic_path(layout, g, n) for g in layout.gpus for n in layout.nics)
     nearest = _nearest_paths(layout, paths)
-    pairing = nic_pairing(layout)
     spec, spec_data, findings = _spec_and_findings(
         layout, accelerator, speed, groups, nearest, pairing, notes
     )
@@ -262,11 +269,16 @@ def inspect_layout(
 
 
 def _nic_speed(
-    layout: NodeLayout, nic_speed: str | None, notes: list[str], instance: InstanceMention | None = None
+    layout: NodeLayout,
+    nic_speed: str | None,
+    notes: list[str],
+    instance: InstanceMention | None = None,
+    port_rate: tuple[float, tuple[PortRate, ...]] = (0.0, ()),
 ) -> tuple[float, bool, str | None]:
-    """The speed of each NIC, bytes/s: ``nic_speed`` if given, else the layout's, else that of the cloud
-    ``instance`` the file names, else :data:`DEFAULT_NIC_SPEED` (either noted in ``notes``); whether it was
-    assumed; and the instance it came from, as written.
+    """The speed of each NIC, bytes/s: ``nic_speed`` if given, else the layout's, else the ``port_rate``
+    ``ibstat`` printed (:func:`~aifabric.discovery.ib_ports.nic_port_rate`), else that of the cloud
+    ``instance`` the file names, else :data:`DEFAULT_NIC_SPEED` (each of the last three noted in
+    ``notes``); whether it was assumed; and the instance it came from, as written.
 
     Raises
     ------
@@ -277,6 +289,14 @@ def _nic_speed(
         return parse_nic_bandwidth(nic_speed, field="--nic-speed"), False, None
     if layout.nic_speed_bytes_per_s:
         return layout.nic_speed_bytes_per_s, False, None
+    gbps, ports = port_rate
+    if ports:
+        first, more = ports[0], f", and {len(ports) - 1} more port(s)" if len(ports) > 1 else ""
+        notes.append(
+            f"NIC speed from the port rate ibstat prints: {gbps:g} Gb/s ({first.device} port {first.port}, "
+            f"line {first.line}{more}); give --nic-speed to override"
+        )
+        return parse_nic_bandwidth(f"{gbps:g} Gb/s", field="ibstat Rate"), False, None
     if instance is not None and instance.instance.nic_speed_bytes_per_s is not None:
         where = Path(layout.source).name if layout.source else "the file"
         notes.append(instance_nic_note(instance, where))
@@ -437,7 +457,11 @@ def inspect_node_text(
         named = tuple(dataclasses.replace(m, line=m.line + low) for m in own)
         found = instances_in_text(region) if nic_speed is None else ()
         instances = tuple(dataclasses.replace(m, line=m.line + low) for m in found)
-        out.append(inspect_layout(lay, gpu=gpu, nic_speed=nic_speed, named=named, instances=instances))
+        rates = port_rates_in_text(region) if nic_speed is None else ()
+        ports = tuple(dataclasses.replace(p, line=p.line + low) for p in rates)
+        out.append(
+            inspect_layout(lay, gpu=gpu, nic_speed=nic_speed, named=named, instances=instances, ports=ports)
+        )
     return out
 
 
