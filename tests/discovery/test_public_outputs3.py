@@ -16,9 +16,10 @@ from tests.discovery.test_public_logs import Read  # what one table must read as
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
+from aifabric.discovery.ib_ports import nic_port_rate, port_rates_in_text
 from aifabric.discovery.instances import instances_in_text
 from aifabric.discovery.nccl_info import parse_nccl_info
-from aifabric.discovery.node import inspect_node_text
+from aifabric.discovery.node import NodeInspection, inspect_node_text
 from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.discovery.paste import parse_pasted
 from aifabric.errors import ParseError
@@ -93,6 +94,18 @@ TOPOLOGIES: dict[str, tuple[int, int, tuple[int, int], dict[str, tuple[str, str]
     ),
     # before: NUMA unknown for every GPU (the last row, cut in its GPU NUMA ID, dropped all affinity)
     "topo_h100_nv18_10nic_pix_cut.txt": (6, 10, (15, 18), {"GPU3": ("NIC0", "PIX")}, {0, 1}),
+    # ibstat above the matrix; the last row GPU3 stops inside its CPU Affinity ("0-31,"): before, the NUMA
+    # node of every GPU was unknown
+    "topo_ibstat_400_then_h100_6nic_cut.txt": (
+        4,
+        6,
+        (6, 18),
+        {"GPU0": ("NIC0", "PIX"), "GPU2": ("NIC1", "PIX")},
+        {0},
+    ),
+    "topo_3gpu_nv4_pair_phb_nics_legend.txt": (3, 2, (1, 4), {"GPU2": ("NIC0", "PHB")}, {1}),
+    # lsmod output above the prompt; the row GPU3 stops after its first NIC cell: GPUs 0-2 read
+    "topo_lsmod_prompt_h100_6nic_cut.txt": (3, 6, (3, 18), {"GPU2": ("NIC1", "PIX")}, {0}),
 }
 
 #: Inputs the readers cannot use, the command, and its one line.
@@ -257,3 +270,60 @@ def test_unusable_input_says_what_it_is(name: str, want: tuple[str, str]) -> Non
     assert result.exit_code == 2 and "Traceback" not in result.output
     output = " ".join(result.output.split())
     assert reason in output and len(result.output.strip().splitlines()) == 1
+
+
+def _numa(name: str) -> dict[str, frozenset[int] | None]:
+    return TopoMatrix.from_text((FIXTURES / name).read_bytes()).numa_affinity
+
+
+def _inspected(text: str, name: str = "topo.txt") -> NodeInspection:
+    (node,) = inspect_node_text(text, source=name)
+    return node
+
+
+def test_ibstat_rate_is_the_nic_speed() -> None:
+    # before: "NIC speed not in the input: 400 Gb/s assumed", with ibstat's "Rate: 400" (Gb/s) above it
+    name = "topo_ibstat_400_then_h100_6nic_cut.txt"
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    node = _inspected(text, name)
+    assert node.nic_speed_bytes_per_s == 400e9 / 8 and not node.nic_speed_assumed
+    note = "NIC speed from the port rate ibstat prints: 400 Gb/s (mlx5_5 port 1, line 14)"
+    assert any(note in a for a in node.assumptions)
+    assert _inspected(text.replace("Rate: 400", "Rate: 200")).nic_speed_bytes_per_s == 200e9 / 8
+    down = _inspected(text.replace("State: Active", "State: Down"))  # a port that is down tells nothing
+    assert down.nic_speed_assumed and down.nic_speed_bytes_per_s == 400e9 / 8
+    assert _numa(name) == {
+        "GPU0": frozenset({0}),
+        "GPU1": frozenset({0}),
+        "GPU2": frozenset({0}),
+        "GPU3": None,
+    }
+
+
+def test_ibstatus_rates_and_ports_that_disagree() -> None:
+    # ibstatus as NVIDIA/nccl#1866 prints it: "rate: 100 Gb/sec (4X EDR)" under "state: 4: ACTIVE"
+    block = (
+        "Infiniband device '{dev}' port 1 status:\n"
+        "        default gid:     fe80:0000:0000:0000:8ae9:a4ff:fe9c:7f1a\n"
+        "        state:           4: ACTIVE\n        phys state:      5: LinkUp\n"
+        "        rate:            {rate} Gb/sec (4X EDR)\n        link_layer:      Ethernet\n\n"
+    )
+    text = block.format(dev="mlx5_0", rate=100) + block.format(dev="mlx5_1", rate=100)
+    ports = port_rates_in_text(text)
+    assert [(p.device, p.port, p.active, p.gbps, p.line) for p in ports] == [
+        ("mlx5_0", 1, True, 100.0, 5),
+        ("mlx5_1", 1, True, 100.0, 12),
+    ]
+    assert nic_port_rate(ports, {"mlx5_1"}) == (100.0, ports[1:])
+    mixed = port_rates_in_text(text.replace("100 Gb/sec", "25 Gb/sec", 1))
+    assert nic_port_rate(mixed, {"mlx5_7"}) == (0.0, ())  # none of the GPUs' NICs, and the rest disagree
+    assert nic_port_rate(mixed, {"mlx5_1"})[0] == 100.0  # the GPUs' NIC decides
+
+
+def test_a_two_gpu_nvlink_bridge_is_no_nvswitch() -> None:
+    # before: "NVLink group GPU0+GPU1: 1 pairs, NV4; full mesh (NVSwitch)", for two GPUs on a 4-link bridge
+    # beside a third on PCIe (the node is modelled as PCIe)
+    result = CliRunner().invoke(app, ["inspect", str(FIXTURES / "topo_3gpu_nv4_pair_phb_nics_legend.txt")])
+    assert "NVLink group GPU0+GPU1: 1 pairs, NV4; full mesh\n" in result.output
+    slurm = CliRunner().invoke(app, ["inspect", str(FIXTURES / "topo_slurm_2gpu_nv12_10nic_cut.txt")])
+    assert "1 pairs, NV12; full mesh (NVSwitch)" in slurm.output  # modelled as the DGX A100 it is part of
