@@ -154,7 +154,9 @@ def odd_size_row(rows: list[PerfRow]) -> tuple[PerfRow, float, int] | None:
 
 
 def _bus_factor(rows: list[PerfRow]) -> tuple[float, float] | None:
-    """busbw / algbw of the fastest row and its uncertainty from printing both to 0.01 GB/s."""
+    """busbw / algbw of the fastest row and its uncertainty from printing both to 0.01 GB/s; a busbw printed
+    0.00 beside an algbw of 1 GB/s or more is a factor of 0 (a one-rank communicator: nccl-tests' factors
+    2(n-1)/n and (n-1)/n are 0 at n = 1, ``src/*.cu`` ``GetBw``)."""
     results = [r for row in rows for r in (row.out_of_place, row.in_place) if r is not None]
     results = [
         r for r in results if math.isfinite(r.algbw_bytes_per_s) and math.isfinite(r.busbw_bytes_per_s)
@@ -162,9 +164,11 @@ def _bus_factor(rows: list[PerfRow]) -> tuple[float, float] | None:
     if not results:
         return None
     best = max(results, key=lambda r: r.algbw_bytes_per_s)
-    if best.algbw_bytes_per_s < 1e9 or best.busbw_bytes_per_s <= 0:
+    if best.algbw_bytes_per_s < 1e9 or best.busbw_bytes_per_s < 0:
         return None
     factor = best.busbw_bytes_per_s / best.algbw_bytes_per_s
+    if factor == 0.0:  # printed 0.00: below 0.005 GB/s
+        return 0.0, 0.005e9 / best.algbw_bytes_per_s
     uncertainty = factor * (0.005e9 / best.busbw_bytes_per_s + 0.005e9 / best.algbw_bytes_per_s)
     return factor, uncertainty
 
@@ -188,8 +192,8 @@ def _collective_from_columns(rows: list[PerfRow], columns: Columns, n_ranks: int
         return "reduce_scatter"
     if reducing and unrooted and ratio == 1:
         factor = _bus_factor(rows)
-        if factor is not None and factor[0] > 1.0 + 5 * factor[1] + 0.01:
-            return "all_reduce"  # 2(n-1)/n > 1 only for all_reduce
+        if factor is not None and abs(factor[0] - 1.0) > 5 * factor[1] + 0.01:
+            return "all_reduce"  # 2(n-1)/n is 1 only at n = 2; sendrecv's factor is always 1
         if factor is not None and abs(factor[0] - 1.0) <= 0.02 and has_root and n_ranks and n_ranks > 2:
             return "sendrecv"  # factor 1 with more than 2 ranks rules out all_reduce
         return "sendrecv" if _in_place_unchecked(rows) else None
