@@ -39,6 +39,11 @@ LOGS: dict[str, Read] = {
     "sharp_128gpu_error_column_no_root_cut.log": Read(
         6, (4096, 0.09), (131072, 2.15), "all_reduce", None, None
     ),
+    # busbw 0.00 beside algbw 212-637 GB/s: 2(n-1)/n = 0, n = 1 (sendrecv's busbw is its algbw); sizes
+    # repeat out of order: the rows of several one-rank processes (mpirun of a binary built without MPI)
+    "one_rank_processes_rows_interleaved_busbw0_cut.log": Read(
+        5, (134217728, 0.0), (268435456, 0.0), "all_reduce", 1, None
+    ),
 }
 
 #: Logs without a result table, and where the reader says the run stopped.
@@ -327,3 +332,10 @@ def test_a_two_gpu_nvlink_bridge_is_no_nvswitch() -> None:
     assert "NVLink group GPU0+GPU1: 1 pairs, NV4; full mesh\n" in result.output
     slurm = CliRunner().invoke(app, ["inspect", str(FIXTURES / "topo_slurm_2gpu_nv12_10nic_cut.txt")])
     assert "1 pairs, NV12; full mesh (NVSwitch)" in slurm.output  # modelled as the DGX A100 it is part of
+
+
+def test_a_zero_busbw_at_hundreds_of_gb_per_s_is_one_rank() -> None:
+    # before: "cannot tell the collective ... (its columns fit all_reduce and sendrecv); give --collective"
+    path = FIXTURES / "one_rank_processes_rows_interleaved_busbw0_cut.log"
+    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(path)])
+    assert result.exit_code == 2 and "one rank: nothing crosses a link" in result.output
