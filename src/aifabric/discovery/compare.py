@@ -1476,7 +1476,7 @@ def _engine_op(table: PerfTable) -> str:
         )
     if table.collective is None:
         params = tuple(name for name in table.columns if name in ("size", "count", "type", "redop", "root"))
-        fits = fitting_collectives(list(table.rows), params)
+        fits = fitting_collectives(list(table.rows), params, old_layout="error" in table.columns)
         which = (
             f"its columns fit {', '.join(fits[:-1])} and {fits[-1]}" if len(fits) > 1 else "no binary named"
         )

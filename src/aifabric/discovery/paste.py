@@ -122,8 +122,10 @@ def _continues(line: str, nxt: str) -> bool:
     tokens, more = line.split(), nxt.split()
     if not tokens or not more or clean_line(nxt) != nxt:  # a tag or timestamp starts a line of its own
         return False
-    if tokens[0].isdigit():  # a result row: short of its fields, and the rest fits
-        return len(tokens) < _ROW_FIELDS and len(tokens) + len(more) - 1 <= _ROW_FIELDS
+    if tokens[0].isdigit():  # a result row: short of its fields (a whole row of the old layout is not), and
+        # the rest fits
+        fits = len(tokens) + len(more) - 1 <= _ROW_FIELDS
+        return len(tokens) < _ROW_FIELDS and not _is_old_row(tokens) and fits
     # a row's first field is its size, a number in any form ("1e300" too, refused by the row's parser at
     # its own line); no piece of a wrapped header starts with a digit
     starts_row = more[0][:1].isdigit() and len(more) >= 8
@@ -132,12 +134,18 @@ def _continues(line: str, nxt: str) -> bool:
     return False
 
 
+def _is_old_row(fields: list[str]) -> bool:
+    """Whether ``fields`` are a whole row of the layout before nccl-tests 2.13: 11 or 12 fields, each half
+    ending in its error cell (:data:`_OLD_ERROR`)."""
+    return len(fields) in _OLD_HEADERS and bool(_OLD_ERROR.match(fields[-1]) and _OLD_ERROR.match(fields[-5]))
+
+
 def _header_for(fields: list[str]) -> str | None:
-    """nccl-tests' header for a row without one, told by its fields: 13 or 9 (:data:`_HEADERS`), or 11 or
-    12 ending in an old error cell (:data:`_OLD_HEADERS`; the 12th field names a redop, or is a root rank)."""
-    old = _OLD_HEADERS.get(len(fields))
-    if old is not None and _OLD_ERROR.match(fields[-1]) and _OLD_ERROR.match(fields[-5]):
-        return old.format("root" if fields[3].lstrip("-").isdigit() else "redop")
+    """nccl-tests' header for a row without one, told by its fields: 13 or 9 (:data:`_HEADERS`), or a whole
+    row of the old layout (:func:`_is_old_row`, :data:`_OLD_HEADERS`; the 12th field names a redop, or is a
+    root rank)."""
+    if _is_old_row(fields):
+        return _OLD_HEADERS[len(fields)].format("root" if fields[3].lstrip("-").isdigit() else "redop")
     return _HEADERS.get(len(fields))
 
 

@@ -31,6 +31,15 @@ _REDUCING = frozenset({"all_reduce", "reduce_scatter", "reduce", "sendrecv"})  #
 _ROOTED = frozenset({"reduce", "broadcast", "gather", "scatter"})  # print a root >= 0
 # Collectives whose size column is n x count x typesize (the gathered or scattered whole).
 _SIZE_IS_N_COUNTS = frozenset({"all_gather", "reduce_scatter", "alltoall", "gather", "scatter", "hypercube"})
+#: The columns each binary printed before its root column in the layout before nccl-tests 2.13 (an
+#: ``error`` cell ends each half; NVIDIA/nccl-tests v2.11.0 ``src/*.cu``, the ``PRINT("%12li  %12li  %8s"``
+#: of each row): which binaries a table of that layout can be.
+_OLD_PARAMS = {
+    ("size", "count", "type"): frozenset({"all_gather", "hypercube", "sendrecv"}),
+    ("size", "count", "type", "redop"): frozenset({"all_reduce", "alltoall", "reduce_scatter"}),
+    ("size", "count", "type", "root"): frozenset({"broadcast", "gather", "scatter"}),
+    ("size", "count", "type", "redop", "root"): frozenset({"reduce"}),
+}
 
 
 def _canonical(name: str) -> str | None:
@@ -233,9 +242,13 @@ def _old_broadcast(rows: list[PerfRow], columns: Columns) -> str | None:
     return "broadcast" if rooted and _size_ratio(rows) == 1 else None
 
 
-def fitting_collectives(rows: list[PerfRow], params: tuple[str, ...]) -> tuple[str, ...]:
+def fitting_collectives(
+    rows: list[PerfRow], params: tuple[str, ...], *, old_layout: bool = False
+) -> tuple[str, ...]:
     """The collectives whose printed columns the rows fit: the operation (a reduction, ``none`` or blank),
-    the root (>= 0 or -1, where printed) and size = count x typesize (1, or n for the gathering ones).
+    the root (>= 0 or -1, where printed) and size = count x typesize (1, or n for the gathering ones); in
+    the layout before nccl-tests 2.13 (``old_layout``: ``error`` cells), only the binaries that printed
+    those columns (:data:`_OLD_PARAMS`) unless a redop column is left blank, which no such binary did.
 
     >>> from aifabric.discovery.perf_records import PerfRow
     >>> row = PerfRow(2048, 512, "float", "sum", -1, None, None, 1)
@@ -245,7 +258,10 @@ def fitting_collectives(rows: list[PerfRow], params: tuple[str, ...]) -> tuple[s
     redops = {row.redop for row in rows}
     ratio = _size_ratio(rows)
     out = []
-    for collective in sorted(COLLECTIVES):
+    # a redop column left blank is no v2.11 binary's (microsoft/superbenchmark's alltoall log): all fit
+    v211 = old_layout and not ("redop" in params and None in redops)
+    printed = _OLD_PARAMS.get(params, frozenset()) if v211 else frozenset(COLLECTIVES)
+    for collective in sorted(printed):
         if "redop" in params:
             if redops == {None}:
                 redop_ok = collective not in _REDUCING  # hypercube; the old alltoall/all_gather
