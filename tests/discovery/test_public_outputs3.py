@@ -39,6 +39,11 @@ LOGS: dict[str, Read] = {
     "sharp_128gpu_error_column_no_root_cut.log": Read(
         6, (4096, 0.09), (131072, 2.15), "all_reduce", None, None
     ),
+    # pre-2.13 rows of one width, the last cut to 3 fields: not a row wrapped onto the next line (before,
+    # with this layout's header supplied: "row has 14 fields, the header has 11 columns")
+    "old_allgather_rows_headerless_mpirun_cut.log": Read(
+        13, (65536, 1.10), (268435456, 7.32), None, None, None
+    ),
     # busbw 0.00 beside algbw 212-637 GB/s: 2(n-1)/n = 0, n = 1 (sendrecv's busbw is its algbw); sizes
     # repeat out of order: the rows of several one-rank processes (mpirun of a binary built without MPI)
     "one_rank_processes_rows_interleaved_busbw0_cut.log": Read(
@@ -353,3 +358,12 @@ def test_a_zero_busbw_at_hundreds_of_gb_per_s_is_one_rank() -> None:
     path = FIXTURES / "one_rank_processes_rows_interleaved_busbw0_cut.log"
     result = CliRunner().invoke(app, ["nccl-tests", "compare", str(path)])
     assert result.exit_code == 2 and "one rank: nothing crosses a link" in result.output
+
+
+def test_old_layout_tables_fit_only_the_binaries_that_printed_it() -> None:
+    # before: "its columns fit all_gather, alltoall, gather, hypercube, reduce_scatter and scatter"; in
+    # nccl-tests v2.11.0 only all_gather, hypercube and sendrecv print no redop and no root, and size =
+    # 8 x count x 4 bytes rules out sendrecv (busbw/algbw = 7.32/8.37 = 0.875 = 7/8: 8 ranks)
+    path = FIXTURES / "old_allgather_rows_headerless_mpirun_cut.log"
+    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(path)])
+    assert result.exit_code == 2 and "its columns fit all_gather and hypercube)" in result.output
