@@ -64,8 +64,10 @@ NO_TABLE = {
     "h20_two_processes_8r_headers_cut.log": "stops after the run's header (line 19)",
 }
 
-#: Topologies: GPUs read, NICs, (NVLink pairs, links per pair), GPU -> (nearest NIC, path), NUMA nodes.
-TOPOLOGIES: dict[str, tuple[int, int, tuple[int, int], dict[str, tuple[str, str]], set[int]]] = {
+#: What a topology must read as: GPUs read, NICs, (NVLink pairs, links per pair), GPU -> (nearest NIC,
+#: path), NUMA nodes.
+TopologyRead = tuple[int, int, tuple[int, int], dict[str, tuple[str, str]], set[int]]
+TOPOLOGIES: dict[str, TopologyRead] = {
     "topo_nv8_9nic_cut.txt": (7, 9, (21, 8), {"GPU0": ("NIC2", "PIX"), "GPU4": ("NIC1", "PIX")}, {0, 1}),
     "topo_nv18_18nic_shifted_column_cut.txt": (4, 18, (6, 18), {"GPU2": ("NIC6", "PXB")}, {0}),
     "topo_sys_only_10nic_cut.txt": (6, 10, (0, 0), {"GPU5": ("NIC5", "PIX")}, {0, 1}),
@@ -103,8 +105,13 @@ def test_every_fixture_is_covered() -> None:
 
 @pytest.mark.parametrize("name", sorted(LOGS))
 def test_log_reads_as_published(name: str) -> None:
-    want = LOGS[name]
-    (table,) = parse_pasted((FIXTURES / name).read_bytes(), name)
+    assert_log_reads(FIXTURES / name, LOGS[name])
+
+
+def assert_log_reads(path: Path, want: Read) -> None:
+    """The one table of the log at ``path`` reads as ``want``, with Windows line ends too."""
+    name = path.name
+    (table,) = parse_pasted(path.read_bytes(), name)
     assert len(table.rows) == want.rows
     for row, (size, busbw) in ((table.rows[0], want.first), (table.rows[-1], want.last)):
         assert row.out_of_place is not None
@@ -113,16 +120,21 @@ def test_log_reads_as_published(name: str) -> None:
         )
     got = (table.collective, table.n_ranks, table.n_nodes, table.gpu_name, table.nccl_version)
     assert got == (want.collective, want.ranks, want.nodes, want.gpu, want.nccl)
-    text = (FIXTURES / name).read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
     assert parse_pasted(text.replace("\n", "\r\n"), name)[0].rows == table.rows  # Windows line ends
 
 
 @pytest.mark.parametrize(("name", "reason"), sorted(NO_TABLE.items()))
 def test_log_without_table_says_where_it_stops(name: str, reason: str) -> None:
+    assert_no_table(FIXTURES / name, reason)
+
+
+def assert_no_table(path: Path, reason: str) -> None:
+    """The log at ``path`` has no table, says ``reason``, and ``compare`` exits 2 on it."""
     with pytest.raises(ParseError, match="no nccl-tests result table found") as info:
-        parse_pasted((FIXTURES / name).read_bytes(), name)
+        parse_pasted(path.read_bytes(), path.name)
     assert reason in str(info.value)
-    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(FIXTURES / name)])
+    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(path)])
     assert result.exit_code == 2 and "Traceback" not in result.output
 
 
@@ -254,17 +266,23 @@ def test_bad_json_report_is_refused_in_one_line(report: str, reason: str, tmp_pa
 
 @pytest.mark.parametrize("name", sorted(TOPOLOGIES))
 def test_topology_reads_as_published(name: str) -> None:
-    gpus, nics, (pairs, links), nearest, numa = TOPOLOGIES[name]
-    m = TopoMatrix.from_text((FIXTURES / name).read_bytes(), name)
+    assert_topology_reads(FIXTURES / name, TOPOLOGIES[name])
+
+
+def assert_topology_reads(path: Path, want: TopologyRead) -> None:
+    """The matrix at ``path`` reads as ``want``, with Windows line ends too."""
+    name = path.name
+    gpus, nics, (pairs, links), nearest, numa = want
+    m = TopoMatrix.from_text(path.read_bytes(), name)
     assert (len(m.gpus), len(m.nics), m.numa_nodes()) == (gpus, nics, numa)
     assert len(m.nvlink_pairs()) == pairs and {n for *_, n in m.nvlink_pairs()} == (
         {links} if pairs else set()
     )
-    (node,) = inspect_node_text((FIXTURES / name).read_text(encoding="utf-8"), source=name)
-    for gpu, want in nearest.items():
+    (node,) = inspect_node_text(path.read_text(encoding="utf-8"), source=name)
+    for gpu, path_to in nearest.items():
         pairing = node.pairing[gpu]
-        assert pairing is not None and (pairing.nic, pairing.path) == want
-    crlf = TopoMatrix.from_text((FIXTURES / name).read_text(encoding="utf-8").replace("\n", "\r\n"), name)
+        assert pairing is not None and (pairing.nic, pairing.path) == path_to
+    crlf = TopoMatrix.from_text(path.read_text(encoding="utf-8").replace("\n", "\r\n"), name)
     assert crlf.links == m.links
 
 
@@ -305,7 +323,12 @@ def test_a_matrix_with_nvlink_cells_under_a_topo_mp_line_is_not_pci_only() -> No
 
 @pytest.mark.parametrize(("name", "reason"), sorted(REFUSED.items()))
 def test_unusable_input_says_what_it_is(name: str, reason: str) -> None:
-    result = CliRunner().invoke(app, ["inspect", str(FIXTURES / name)])
+    assert_refused(["inspect", str(FIXTURES / name)], reason)
+
+
+def assert_refused(args: list[str], reason: str) -> None:
+    """The command ``args`` exits 2 with one line that says ``reason``."""
+    result = CliRunner().invoke(app, args)
     assert result.exit_code == 2 and "Traceback" not in result.output
     output = " ".join(result.output.split())
     assert reason in output and len(result.output.strip().splitlines()) == 1

@@ -13,6 +13,13 @@ from pathlib import Path
 
 import pytest
 from tests.discovery.test_public_logs import Read  # what one table must read as
+from tests.discovery.test_public_outputs2 import (  # the checks the third set makes
+    TopologyRead,
+    assert_log_reads,
+    assert_no_table,
+    assert_refused,
+    assert_topology_reads,
+)
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -84,7 +91,7 @@ INFO: dict[str, tuple[int | None, int | None, int | None, str | None, bool | Non
 }
 
 #: Topologies: GPUs read, NICs, (NVLink pairs, links per pair), GPU -> (nearest NIC, path), NUMA nodes.
-TOPOLOGIES: dict[str, tuple[int, int, tuple[int, int], dict[str, tuple[str, str]], set[int]]] = {
+TOPOLOGIES: dict[str, TopologyRead] = {
     # no NUMA column (2017 driver): CPU affinity only
     "topo_k8s_mlx4_old_pix_phb_trailing_blanks_cut.txt": (5, 1, (0, 0), {"GPU4": ("mlx4_0", "SYS")}, set()),
     "topo_a100_nv12_18mlx5_cut.txt": (4, 18, (6, 12), {"GPU2": ("mlx5_0", "PXB")}, {0}),
@@ -151,18 +158,7 @@ def test_every_fixture_is_covered_and_names_its_source() -> None:
 
 @pytest.mark.parametrize("name", sorted(LOGS))
 def test_log_reads_as_published(name: str) -> None:
-    want = LOGS[name]
-    (table,) = parse_pasted((FIXTURES / name).read_bytes(), name)
-    assert len(table.rows) == want.rows
-    for row, (size, busbw) in ((table.rows[0], want.first), (table.rows[-1], want.last)):
-        assert row.out_of_place is not None
-        assert (row.size_bytes, row.out_of_place.busbw_bytes_per_s / 1e9) == pytest.approx(
-            (size, busbw), abs=1e-9
-        )
-    got = (table.collective, table.n_ranks, table.n_nodes, table.gpu_name, table.nccl_version)
-    assert got == (want.collective, want.ranks, want.nodes, want.gpu, want.nccl)
-    text = (FIXTURES / name).read_text(encoding="utf-8")
-    assert parse_pasted(text.replace("\n", "\r\n"), name)[0].rows == table.rows  # Windows line ends
+    assert_log_reads(FIXTURES / name, LOGS[name])
 
 
 def test_elided_rows_keep_one_table_and_its_wrong_counts() -> None:
@@ -196,11 +192,7 @@ def test_rows_of_the_old_layout_get_its_header() -> None:
 
 @pytest.mark.parametrize(("name", "reason"), sorted(NO_TABLE.items()))
 def test_log_without_table_says_where_it_stops(name: str, reason: str) -> None:
-    with pytest.raises(ParseError, match="no nccl-tests result table found") as info:
-        parse_pasted((FIXTURES / name).read_bytes(), name)
-    assert reason in str(info.value)
-    result = CliRunner().invoke(app, ["nccl-tests", "compare", str(FIXTURES / name)])
-    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert_no_table(FIXTURES / name, reason)
 
 
 def test_a_warn_nccl_carries_on_after_is_no_failure() -> None:
@@ -244,18 +236,7 @@ def test_info_banner_and_instance() -> None:
 
 @pytest.mark.parametrize("name", sorted(TOPOLOGIES))
 def test_topology_reads_as_published(name: str) -> None:
-    gpus, nics, (pairs, links), nearest, numa = TOPOLOGIES[name]
-    m = TopoMatrix.from_text((FIXTURES / name).read_bytes(), name)
-    assert (len(m.gpus), len(m.nics), m.numa_nodes()) == (gpus, nics, numa)
-    assert len(m.nvlink_pairs()) == pairs and {n for *_, n in m.nvlink_pairs()} == (
-        {links} if pairs else set()
-    )
-    (node,) = inspect_node_text((FIXTURES / name).read_text(encoding="utf-8"), source=name)
-    for gpu, want in nearest.items():
-        pairing = node.pairing[gpu]
-        assert pairing is not None and (pairing.nic, pairing.path) == want
-    crlf = TopoMatrix.from_text((FIXTURES / name).read_text(encoding="utf-8").replace("\n", "\r\n"), name)
-    assert crlf.links == m.links
+    assert_topology_reads(FIXTURES / name, TOPOLOGIES[name])
     result = CliRunner().invoke(app, ["inspect", str(FIXTURES / name)])
     assert result.exit_code == 0, result.output[-300:]
 
@@ -290,10 +271,7 @@ def test_old_and_partial_affinity_columns() -> None:
 def test_unusable_input_says_what_it_is(name: str, want: tuple[str, str]) -> None:
     command, reason = want
     args = ["inspect"] if command == "inspect" else ["nccl-tests", "compare"]
-    result = CliRunner().invoke(app, [*args, str(FIXTURES / name)])
-    assert result.exit_code == 2 and "Traceback" not in result.output
-    output = " ".join(result.output.split())
-    assert reason in output and len(result.output.strip().splitlines()) == 1
+    assert_refused([*args, str(FIXTURES / name)], reason)
 
 
 def _numa(name: str) -> dict[str, frozenset[int] | None]:
