@@ -75,6 +75,32 @@ def test_torchtitan_selective_replays_the_element_wise_work() -> None:
     assert diff == pytest.approx(replay, rel=1e-9)
 
 
+def test_torchtitan_selective_fp8_recomputes_the_same_matmuls_as_bf16() -> None:
+    # torchao @0afa4c1 float8_linear.py: matmul_with_hp_or_float8_args.forward calls torch.mm on its Float8
+    # tensors; the checkpoint's dispatch mode sees aten.mm.default (in torchtitan @e7c0cae's _save_list)
+    # before float8_ops.py float8_mm turns it into torch._scaled_mm: the same every-second-mm count, so the
+    # hardware FLOPs (wk, wo, w3 once more) do not depend on FP8.
+    _, bf16 = _llama8b_step("torchtitan")
+    _, fp8 = _llama8b_step("torchtitan", fp8=True)
+    assert fp8.flops_per_iteration == bf16.flops_per_iteration
+
+
+def test_torchtitan_selective_fp8_casts_again_what_feeds_the_recomputed_matmuls() -> None:
+    # The recomputed wk, wo and w3 need their inputs cast again (only aten.max, the amax, is saved): the
+    # attention input h, the attention output q = h and the MLP input h per token, 4 bytes an element in the
+    # model's cast (read 2, write the cast and its transpose); the kept w2 needs no cast of its f-wide input.
+    # Megatron's selective recomputes no cast; the difference is those bytes over 2 x 8,192 tokens x 32
+    # layers, beside the element-wise replay of the BF16 test above.
+    sm, titan = _llama8b_step("torchtitan", fp8=True)
+    _, mega = _llama8b_step("megatron", fp8=True)
+    lay = ParallelLayout(dp=8, microbatch_size=1, global_batch_size=16, zero_stage=1)
+    ew, _ = sm._elementwise_bytes(lay, False)
+    recast = 4 * (H8 + H8 + H8)
+    replay = 2 * 8192 * 32 * (ew + recast) / sm.hbm_bytes_per_s
+    diff = titan.breakdown_s["memory-bound"] - mega.breakdown_s["memory-bound"]
+    assert diff == pytest.approx(replay, rel=1e-9)
+
+
 @pytest.mark.parametrize("recompute", ["none", "full"])
 def test_framework_changes_nothing_without_selective_recompute_but_the_loss(recompute: str) -> None:
     _, titan = _llama8b_step("torchtitan", recompute)

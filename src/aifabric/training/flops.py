@@ -337,9 +337,13 @@ def op_sac_recompute_forward_flops_per_token(model: ModelSpec) -> float:
     The policy (torchtitan ``parallelize_llama.py`` ``_save_list`` and ``_custom_policy``, the version of
     ``docs/performance.md`` @eaea6f6) saves the output of every second ``aten.mm`` counted within the
     layer and the SDPA output; the other matmuls and the element-wise operators are recomputed, the
-    attention core is not. A Llama block runs its matmuls in the order wq, wk, wv, wo, w1, w3, w2, so
-    wk, wo and w3 are recomputed (ungated, wq, wk, wv, wo, w1, w2: wk, wo and w2). With q = a d query
-    width, kv = a_kv d and f the MLP width, per token::
+    attention core is not. At @e7c0cae (2025-06-11) the matmul entries are the same (``aten.max``, the
+    FP8 amax, is saved too; ``aten.abs`` was, 2024-11-26 to 2025-02-06, @88247277c) and the policy sees
+    Float8 linear layers as ``aten.mm``: torchao's ``matmul_with_hp_or_float8_args`` (@0afa4c1) calls
+    ``torch.mm`` on Float8 tensors, and the checkpoint's dispatch mode runs before the subclass turns it
+    into ``aten._scaled_mm``, so FP8 recomputes the same matmuls. A Llama block runs its matmuls in the
+    order wq, wk, wv, wo, w1, w3, w2, so wk, wo and w3 are recomputed (ungated, wq, wk, wv, wo, w1, w2: wk,
+    wo and w2). With q = a d query width, kv = a_kv d and f the MLP width, per token::
 
         gated:    2 (h kv + q h + h f)
         ungated:  2 (h kv + q h + f h)

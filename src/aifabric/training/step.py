@@ -1172,7 +1172,7 @@ class StepModel:
         cross-entropy over the logits (``logits`` V / t bytes per token forward, ``logits_backward_bytes``
         V / t backward: 8 and 16 fused over fp32 logits, 38 and 14 unfused).
         """
-        m, lay, rec = self.model, st.layout, st.layout.recompute
+        m, lay = self.model, st.layout
         t, h, tokens = lay.tp, m.hidden_size, st.tokens
         rate = self.gemm_rates(lay, tokens)
         core_layer = self._f_core * tokens / t
@@ -1194,8 +1194,7 @@ class StepModel:
         logit_bytes = self.kernels.logits * m.vocab_size / t * st.logit
         logit_bwd_bytes = self.kernels.logits_backward_bytes * m.vocab_size / t * st.logit
         cast_fwd, cast_bwd = self._stage_cast_bytes(st)
-        if rec is Recompute.FULL:
-            cast_bwd += cast_fwd
+        cast_bwd += self._recompute_cast_bytes(st, cast_fwd)
         return ComputeTimes(
             gemm_fwd=lin_s + core_s + logit_s,
             gemm_bwd=lin_bwd_s + 2 * core_s + extra_s + logit_bwd_s,
@@ -1232,6 +1231,33 @@ class StepModel:
                 "framework 'torchtitan' selective recomputation is modelled for dense layers only"
             )
         return st.n_dense * self._f_op_sac * st.tokens / st.layout.tp / dense_rate, ew_fwd
+
+    def _recompute_cast_bytes(self, st: StageView, cast_fwd: float) -> float:
+        """FP8 cast bytes per token that recomputation repeats in the backward pass (0 without FP8).
+
+        Full: every forward cast (``cast_fwd``). torchtitan's op-level selective: the casts that feed the
+        recomputed matmuls. The policy sees each Float8 linear as ``aten.mm`` (torchao's
+        ``matmul_with_hp_or_float8_args`` calls ``torch.mm`` on its Float8 tensors and the checkpoint's
+        dispatch mode runs before the tensor subclass turns it into ``aten._scaled_mm``), so it recomputes
+        wk, wo and w3 as in BF16 (:func:`~aifabric.training.flops.op_sac_recompute_forward_flops_per_token`);
+        their inputs, the attention input, the attention output and the MLP input, are cast again. Only
+        ``aten.max`` (the amax) is in the save list, and the kept w2 output needs no cast of its input: the
+        forward casts less the down-projection input's (f / t per token). Megatron-LM's selective
+        recomputes no GEMM and no cast.
+
+        References: pytorch/torchtitan @e7c0cae (2025-06-11) ``torchtitan/models/llama3/
+        parallelize_llama.py`` ``_save_list`` (aten.mm, the efficient and flash SDPA kernels,
+        reduce_scatter_tensor, aten.max) and ``_custom_policy``; pytorch/ao @0afa4c1 (2025-06-13)
+        ``torchao/float8/float8_linear.py`` ``matmul_with_hp_or_float8_args.forward`` and
+        ``torchao/float8/float8_ops.py`` ``float8_mm`` (aten.mm on Float8 tensors -> torch._scaled_mm).
+        """
+        rec = st.layout.recompute
+        if rec is Recompute.FULL or not cast_fwd:
+            return cast_fwd
+        if rec is not Recompute.SELECTIVE or not self._op_sac:
+            return 0.0
+        down_input = _FP8_CAST_BYTES * self.model.ffn_size / st.layout.tp
+        return cast_fwd - st.n_dense * down_input
 
     def _stage_cast_bytes(self, st: StageView) -> tuple[float, float]:
         """Forward and backward FP8 cast bytes per token of the stage's layers (:meth:`_fp8_cast_bytes`)."""
