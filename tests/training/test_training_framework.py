@@ -15,7 +15,7 @@ from aifabric.training.flops import (
     op_sac_recompute_forward_flops_per_token,
     training_flops_per_iteration,
 )
-from aifabric.training.memory import memory_breakdown
+from aifabric.training.memory import FRAMEWORKS, activation_bytes_per_layer, memory_breakdown
 from aifabric.training.models import BytesPerParam
 from aifabric.training.step import StepOptions
 
@@ -35,8 +35,11 @@ def test_op_sac_recomputes_every_second_matmul_by_hand() -> None:
     assert op_sac_recompute_forward_flops_per_token(get_model("gpt3-175b")) == 12 * h * h
 
 
-def _llama8b_step(framework: str, recompute: str = "selective", **options: object):
-    model, spec = get_model("llama3-8b"), preset("dgx-h100-superpod", nodes=1)
+def _llama8b_step(
+    framework: str, recompute: str = "selective", accelerator: str = "h100-sxm", **options: object
+):
+    model = get_model("llama3-8b")
+    spec = preset("dgx-h100-superpod", nodes=1, accelerator=accelerator)
     lay = ParallelLayout(dp=8, microbatch_size=1, global_batch_size=16, zero_stage=1, recompute=recompute)
     opts = StepOptions(framework=framework, gemm_shapes=False, **options)  # type: ignore[arg-type]
     opts = dataclasses.replace(opts, check_memory=recompute == "full")  # 80 GB fits full recompute only
@@ -99,6 +102,34 @@ def test_torchtitan_selective_fp8_casts_again_what_feeds_the_recomputed_matmuls(
     replay = 2 * 8192 * 32 * (ew + recast) / sm.hbm_bytes_per_s
     diff = titan.breakdown_s["memory-bound"] - mega.breakdown_s["memory-bound"]
     assert diff == pytest.approx(replay, rel=1e-9)
+
+
+def test_torchtitan_2025_06_recomputes_cudnn_attention_on_blackwell() -> None:
+    # torchtitan 3b85aa3..b39377f (e.g. e7c0cae): attention.py puts cuDNN first when has_cuda_capability(10,
+    # 0), and _save_list lacks aten._scaled_dot_product_cudnn_attention: on B200 (sm_100) the attention
+    # core (4 s a d per token, causal or not as the model counts it) runs again at the attention rate, its
+    # output (2 q) and log-sum-exp (4 a) are not kept. 2 microbatches of 8,192 tokens, 32 layers.
+    sm, old = _llama8b_step("torchtitan-2025-06", accelerator="b200")
+    _, new = _llama8b_step("torchtitan", accelerator="b200")
+    model, tokens = get_model("llama3-8b"), 2 * 8192
+    core = 32 * tokens * attention_core_forward_flops_per_token(model) / sm.attention_flops_per_s
+    assert old.breakdown_s["compute"] - new.breakdown_s["compute"] == pytest.approx(core, rel=1e-9)
+    assert old.flops_per_iteration - new.flops_per_iteration == pytest.approx(
+        16 * 8192 * 32 * attention_core_forward_flops_per_token(model)
+    )
+    lay = ParallelLayout(dp=8, microbatch_size=2, global_batch_size=16, recompute="selective")
+    kept = activation_bytes_per_layer(model, lay, flash_attention=True, framework="torchtitan")
+    b200 = FRAMEWORKS["torchtitan-2025-06"].on_architecture("blackwell")
+    dropped = activation_bytes_per_layer(model, lay, flash_attention=True, framework=b200)
+    assert kept - dropped == 2 * 8192 * (2 * H8 + 4 * 32)
+
+
+def test_torchtitan_2025_06_is_torchtitan_on_hopper() -> None:
+    # On sm_90 the same release puts FlashAttention first, whose kernel is in the save list.
+    _, old = _llama8b_step("torchtitan-2025-06")
+    _, new = _llama8b_step("torchtitan")
+    assert old.step_s == new.step_s
+    assert old.memory.total_bytes == new.memory.total_bytes
 
 
 @pytest.mark.parametrize("recompute", ["none", "full"])

@@ -130,8 +130,9 @@ def h200(gpus: int) -> Callable[[], ClusterSpec]:
 #: Transformer Engine FP8 with userbuffer TP overlap, as the NeMo performance scripts run Llama 3 (the
 #: README: "This configuration follows those defined in NeMo Framework's performance scripts").
 MLM_FP8 = {"fp8": True, "tp_comm_overlap": True}
-#: torchtitan with torch.compile (the model's fused element-wise kernels) and Float8 linear layers.
-TITAN_FP8 = {"framework": "torchtitan", "fp8": True}
+#: torchtitan e7c0cae (its mid-2025 checkpointing, :data:`FRAMEWORKS`) with torch.compile (the model's fused
+#: element-wise kernels) and Float8 linear layers.
+TITAN_FP8 = {"framework": "torchtitan-2025-06", "fp8": True}
 #: Nemotron-4 340B as the report trained it: the recipe's architecture, fp32 gradients and optimizer state
 #: (the report names the distributed optimizer, not its dtypes: the model's default bytes).
 NEMOTRON_REPORT = dataclasses.replace(NEMOTRON4_340B, bytes_per_param=BytesPerParam())

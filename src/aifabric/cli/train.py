@@ -58,6 +58,7 @@ class FrameworkChoice(str, Enum):
 
     megatron = "megatron"
     torchtitan = "torchtitan"
+    torchtitan_2025_06 = "torchtitan-2025-06"
 
 
 class ElementwiseChoice(str, Enum):
@@ -133,7 +134,8 @@ FrameworkOpt = Annotated[
     typer.Option(
         help="Training framework: megatron (Korthikanti's selective recomputation, fp32 logits) or "
         "torchtitan (op-level selective checkpointing: every second matmul of a layer recomputed, "
-        "cross-entropy on upcast logits)"
+        "cross-entropy on upcast logits); torchtitan-2025-06 as torchtitan, its mid-2025 releases also "
+        "recomputing the attention on Blackwell (cuDNN attention missing from the save list)"
     ),
 ]
 EmbeddingChunksOpt = Annotated[

@@ -55,6 +55,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
+from aifabric.catalog.archs import gpu_architecture
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.layout import ParallelLayout, Recompute
 from aifabric.training.models import ModelSpec
@@ -170,13 +171,43 @@ class TrainingFramework:
         Korthikanti's, which drops the attention core only.
     source : str
         Where the two come from.
+    unsaved_attention_from_sm : int or None, default None
+        Compute capability (100 = 10.0) from which the op-level policy does not keep the attention output:
+        the SDPA kernel the framework prefers there is missing from its save list, so the attention core
+        runs again in the backward pass. None: kept on every GPU.
+    keeps_attention : bool, default True
+        Whether the op-level policy keeps the attention output on the GPU at hand (:meth:`on_architecture`).
     """
 
     name: str
     loss_bytes_per_logit: int
     op_level_selective: bool
     source: str
+    unsaved_attention_from_sm: int | None = None
+    keeps_attention: bool = True
 
+    def on_architecture(self, arch: str) -> TrainingFramework:
+        """This framework on a GPU of architecture ``arch`` (an accelerator's ``arch``): ``keeps_attention``
+        False where its compute capability is ``unsaved_attention_from_sm`` or above."""
+        found = gpu_architecture(arch)
+        threshold = self.unsaved_attention_from_sm
+        if threshold is None or found is None or found.sm < threshold:
+            return self
+        return replace(self, keeps_attention=False)
+
+
+_TORCHTITAN = TrainingFramework(
+    "torchtitan",
+    12,
+    True,
+    "torchtitan train.py: cross_entropy(pred.flatten(0, 1).float(), ...) and ``del pred`` before "
+    "loss.backward(); PyTorch cross_entropy = log_softmax (saves its fp32 output, 4V) + nll_loss, "
+    "whose backward writes a dense fp32 gradient (4V) that log_softmax_backward turns into a third "
+    "fp32 tensor (4V): 12 V bytes per token at the loss's backward peak (the forward holds 2V bf16 "
+    "logits + 4V upcast + 4V log-softmax = 10V). Selective: parallelize_llama.py's op-level policy, "
+    "every SDPA kernel in its save list since b39377f (2025-12-01, 'add all SDPA backends to "
+    "op_sac_save_list')",
+)
 
 #: Framework name -> what it keeps (the ``framework`` option of :func:`memory_breakdown`).
 FRAMEWORKS: dict[str, TrainingFramework] = {
@@ -187,21 +218,27 @@ FRAMEWORKS: dict[str, TrainingFramework] = {
         "Korthikanti et al. arXiv:2205.05198 Sec. 4.3: the output layer's fp32 logits 4 s b V / t; "
         "Sec. 4.2.3: selective recomputation drops the attention core",
     ),
-    "torchtitan": TrainingFramework(
-        "torchtitan",
-        12,
-        True,
-        "torchtitan train.py: cross_entropy(pred.flatten(0, 1).float(), ...) and ``del pred`` before "
-        "loss.backward(); PyTorch cross_entropy = log_softmax (saves its fp32 output, 4V) + nll_loss, "
-        "whose backward writes a dense fp32 gradient (4V) that log_softmax_backward turns into a third "
-        "fp32 tensor (4V): 12 V bytes per token at the loss's backward peak (the forward holds 2V bf16 "
-        "logits + 4V upcast + 4V log-softmax = 10V). Selective: parallelize_llama.py's op-level policy",
+    "torchtitan": _TORCHTITAN,
+    # the releases from 3b85aa3 to before b39377f, such as e7c0cae of the Trainy H200 benchmark
+    "torchtitan-2025-06": replace(
+        _TORCHTITAN,
+        name="torchtitan-2025-06",
+        unsaved_attention_from_sm=100,
+        source="as torchtitan, but from 3b85aa3 (2025-05-14, 'Use cudnn backend on B200') to b39377f "
+        "(2025-12-01), e.g. e7c0cae (2025-06-11), models/attention.py ScaledDotProductAttention puts "
+        "SDPBackend.CUDNN_ATTENTION first when has_cuda_capability(10, 0), and models/llama3/"
+        "parallelize_llama.py _save_list holds the flash and efficient SDPA ops but not "
+        "aten._scaled_dot_product_cudnn_attention: on sm_100 and later the op-level policy recomputes the "
+        "attention (b39377f: 'to avoid recomputing attention during backward')",
     ),
 }
 
 
-def get_framework(name: str) -> TrainingFramework:
-    """The :data:`FRAMEWORKS` entry for ``name``; ConfigError naming the value otherwise."""
+def get_framework(name: str | TrainingFramework) -> TrainingFramework:
+    """The :data:`FRAMEWORKS` entry for ``name`` (``name`` itself if already one); ConfigError naming the
+    value otherwise."""
+    if isinstance(name, TrainingFramework):
+        return name
     try:
         return FRAMEWORKS[name]
     except (KeyError, TypeError):
@@ -222,7 +259,7 @@ def activation_bytes_per_layer(
     moe: bool = False,
     flash_attention: bool = False,
     fp8: bool = False,
-    framework: str = "megatron",
+    framework: str | TrainingFramework = "megatron",
 ) -> float:
     """Activation bytes one transformer layer stores for one microbatch, on one GPU.
 
@@ -262,8 +299,9 @@ def activation_bytes_per_layer(
         The attention core runs as FlashAttention: 4a instead of 5as bytes per token without recomputation.
     fp8 : bool, default False
         Transformer Engine FP8 linear layers: their saved inputs take one byte per element.
-    framework : {"megatron", "torchtitan"}, default "megatron"
-        What ``selective`` recomputation saves (:data:`FRAMEWORKS`).
+    framework : str or TrainingFramework, default "megatron"
+        What ``selective`` recomputation saves (a :data:`FRAMEWORKS` name, or an entry resolved for one GPU
+        by :meth:`TrainingFramework.on_architecture`).
 
     Returns
     -------
@@ -293,8 +331,9 @@ def activation_bytes_per_layer(
     """
     if moe and not model.is_moe:
         raise ConfigError(f"model {model.name!r} has no MoE layers (n_experts=0)")
-    op_sac = get_framework(framework).op_level_selective
-    return _layer_act(model, layout, layout.recompute, moe, flash_attention, fp8, op_sac)
+    fw = get_framework(framework)
+    sac = fw if fw.op_level_selective else None
+    return _layer_act(model, layout, layout.recompute, moe, flash_attention, fp8, sac)
 
 
 def _layer_act(
@@ -304,7 +343,7 @@ def _layer_act(
     moe: bool,
     flash: bool = False,
     fp8: bool = False,
-    op_sac: bool = False,
+    sac: TrainingFramework | None = None,
 ) -> float:
     h = model.hidden_size
     tokens = layout.microbatch_size * model.seq_len / layout.cp
@@ -312,8 +351,8 @@ def _layer_act(
     sp_div = t if layout.sequence_parallel else 1
     if recompute is Recompute.FULL:
         return tokens * 2 * h / sp_div
-    if recompute is Recompute.SELECTIVE and op_sac:
-        return _op_sac_layer_act(model, layout, moe)
+    if recompute is Recompute.SELECTIVE and sac is not None:
+        return _op_sac_layer_act(model, layout, moe, sac.keeps_attention)
     lin = 1 if fp8 else 2  # bytes of each saved linear-layer input element
     mlp_in = _moe_input_bytes(model, fp8) if moe else lin
     unsplit = ((2 if model.dropout else 0) + 4 + lin + mlp_in) * h  # masks, norm inputs, QKV and MLP inputs
@@ -330,7 +369,9 @@ def _layer_act(
     return tokens * (unsplit / sp_div + split / t)
 
 
-def _op_sac_layer_act(model: ModelSpec, layout: ParallelLayout, moe: bool) -> float:
+def _op_sac_layer_act(
+    model: ModelSpec, layout: ParallelLayout, moe: bool, keeps_attention: bool = True
+) -> float:
     """Bytes one layer keeps for one microbatch under torchtitan's op-level selective checkpointing.
 
     The policy (torchtitan ``parallelize_llama.py`` ``_save_list`` and ``_custom_policy``, the version of
@@ -347,7 +388,9 @@ def _op_sac_layer_act(model: ModelSpec, layout: ParallelLayout, moe: bool) -> fl
         2h                         w2 output (gated only): partial sums over the whole sequence
         2 x 2h / t                 the two reduce-scatter outputs (TP with sequence parallelism only)
 
-    For Llama 3 8B without TP: 2h + 2h + 2 kv d + 2h + 4a + 2f + 2h = 63,616 bytes per token.
+    For Llama 3 8B without TP: 2h + 2h + 2 kv d + 2h + 4a + 2f + 2h = 63,616 bytes per token. Where the
+    SDPA kernel that ran is not in the save list (``keeps_attention`` False: cuDNN's on Blackwell in the
+    2025-06 release, :data:`FRAMEWORKS`) its output and log-sum-exp are not kept, 2q / t + 4a / t less.
 
     Raises
     ------
@@ -361,7 +404,7 @@ def _op_sac_layer_act(model: ModelSpec, layout: ParallelLayout, moe: bool) -> fl
     mm_out = [2 * q / t, 2 * kv / t, 2 * kv / t, 2 * h, 2 * f / t] + ([2 * f / t] if model.gated_mlp else [])
     mm_out.append(2 * h)
     sp = layout.sequence_parallel and t > 1
-    per_token = 2 * h / (t if sp else 1) + sum(mm_out[0::2]) + (2 * q + 4 * a) / t
+    per_token = 2 * h / (t if sp else 1) + sum(mm_out[0::2]) + (2 * q + 4 * a) / t * keeps_attention
     if sp:
         per_token += 2 * 2 * h / t
     return layout.microbatch_size * model.seq_len / layout.cp * per_token
@@ -473,7 +516,7 @@ def memory_breakdown(
     flash_attention: bool = False,
     zero3_prefetch_layers: int = 1,
     fp8: bool = False,
-    framework: str = "megatron",
+    framework: str | TrainingFramework = "megatron",
 ) -> MemoryBreakdown:
     """Memory per GPU of training ``model`` with ``layout``, term by term.
 
@@ -505,11 +548,12 @@ def memory_breakdown(
         cache when gradients are on, TE v1.11 ``module/base.py``), 2 bytes per linear-layer weight added to
         ``weight_bytes`` (not under ZeRO-3, where each gathered layer is cast and freed); saved linear
         inputs take 1 byte (:func:`activation_bytes_per_layer`).
-    framework : {"megatron", "torchtitan"}, default "megatron"
-        The training framework (:data:`FRAMEWORKS`): what ``selective`` saves, and the bytes per logit the
-        loss holds at its peak when the first stage is also the last (4 s b V / t Megatron-LM's fp32 logits;
-        12 s b V / t torchtitan's upcast cross-entropy), plus, for torchtitan's op-level selective
-        checkpointing, the rest of one layer rebuilt during its backward pass.
+    framework : str or TrainingFramework, default "megatron"
+        The training framework (a :data:`FRAMEWORKS` name or entry, as above): what ``selective`` saves,
+        and the bytes per logit the loss holds at its peak when the first stage is also the last
+        (4 s b V / t Megatron-LM's fp32 logits; 12 s b V / t torchtitan's upcast cross-entropy), plus,
+        for torchtitan's op-level selective checkpointing, the rest of one layer rebuilt during its
+        backward pass.
 
     Returns
     -------
@@ -553,8 +597,8 @@ def memory_breakdown(
     first = stage_moe[0]
     per_stage = model.n_layers // p
     units = in_flight_layer_microbatches(layout, model.n_layers)
-    op_sac = fw.op_level_selective
-    layer_act = _first_stage_layer_act(model, layout, first, units, flash_attention, fp8, op_sac)
+    sac = fw if fw.op_level_selective else None
+    layer_act = _first_stage_layer_act(model, layout, first, units, flash_attention, fp8, sac)
     in_flight = units / per_stage
     other = _other_act(model, layout, first, flash_attention, fp8, fw)
     if layout.zero_stage >= 3:
@@ -632,14 +676,14 @@ def _first_stage_layer_act(
     units: float,
     flash: bool,
     fp8: bool = False,
-    op_sac: bool = False,
+    sac: TrainingFramework | None = None,
 ) -> float:
     """Layer activations of the first stage, bytes: ``units`` in-flight layer-microbatches, each the mean
     per-layer activation of a stage with ``first`` MoE layers."""
     per_stage = model.n_layers // layout.pp
     mode = layout.recompute
-    dense_act = _layer_act(model, layout, mode, False, flash, fp8, op_sac) if first < per_stage else 0.0
-    moe_act = _layer_act(model, layout, mode, True, flash, fp8, op_sac) if first else 0.0
+    dense_act = _layer_act(model, layout, mode, False, flash, fp8, sac) if first < per_stage else 0.0
+    moe_act = _layer_act(model, layout, mode, True, flash, fp8, sac) if first else 0.0
     return units * ((per_stage - first) * dense_act + first * moe_act) / per_stage
 
 
@@ -675,7 +719,7 @@ def _other_act(
     elif layout.recompute is Recompute.SELECTIVE and fw.op_level_selective and first < per_stage:
         # the layer being recomputed rebuilds what the policy did not save, during its backward pass
         full = _layer_act(model, layout, Recompute.NONE, False, flash, fp8)
-        other += full - _op_sac_layer_act(model, layout, False)
+        other += full - _op_sac_layer_act(model, layout, False, fw.keeps_attention)
     return other
 
 
@@ -749,7 +793,7 @@ def check_fits(
     flash_attention: bool = False,
     zero3_prefetch_layers: int = 1,
     fp8: bool = False,
-    framework: str = "megatron",
+    framework: str | TrainingFramework = "megatron",
 ) -> MemoryBreakdown:
     """Return the memory breakdown if the layout fits in ``gpu_hbm_bytes``; raise otherwise.
 

@@ -224,7 +224,9 @@ class StepOptions:
         The training framework (:data:`~aifabric.training.memory.FRAMEWORKS`): what ``selective``
         recomputation saves and repeats, and the loss's logits in the memory check. ``"torchtitan"``: its
         op-level policy repeats every second matmul of a layer (wk, wo, w3) and the element-wise operators,
-        not the attention core (:func:`~aifabric.training.flops.op_sac_recompute_forward_flops_per_token`).
+        not the attention core (:func:`~aifabric.training.flops.op_sac_recompute_forward_flops_per_token`);
+        ``"torchtitan-2025-06"`` (the releases of mid-2025) repeats the attention core too on Blackwell,
+        whose cuDNN attention kernel its save list lacks.
     """
 
     flash_attention: bool = True
@@ -776,8 +778,10 @@ class StepModel:
         self._f_dense = layer_forward_flops_per_token(m)
         self._f_moe = layer_forward_flops_per_token(m, moe=True) if m.is_moe else 0.0
         self._f_core = attention_core_forward_flops_per_token(m)
-        self._op_sac = get_framework(self.options.framework).op_level_selective
+        self.framework = get_framework(self.options.framework).on_architecture(acc.arch)
+        self._op_sac = self.framework.op_level_selective
         self._f_op_sac = op_sac_recompute_forward_flops_per_token(m) if self._op_sac else 0.0
+        self._sac_core = self._op_sac and not self.framework.keeps_attention  # the core runs again too
         self.contention = self.compute.overlap_contention
         self._coll: dict[tuple, CollectiveResult] = {}
         self._comms: dict[tuple, Communicator] = {}
@@ -954,7 +958,7 @@ class StepModel:
             flash_attention=opt.flash_attention,
             zero3_prefetch_layers=opt.zero3_prefetch_layers,
             fp8=opt.fp8,
-            framework=opt.framework,
+            framework=self.framework,
         )
         return padded, mem
 
@@ -1004,7 +1008,8 @@ class StepModel:
             mf = training_flops_per_iteration(self.model, global_batch, recompute=Recompute.NONE)
             if recompute is Recompute.SELECTIVE and self._op_sac:
                 tokens = global_batch * self.model.seq_len
-                hw = mf + tokens * self.model.n_layers * self._f_op_sac
+                per_token = self._f_op_sac + (self._f_core if self._sac_core else 0.0)
+                hw = mf + tokens * self.model.n_layers * per_token
             else:
                 hw = training_flops_per_iteration(self.model, global_batch, recompute=recompute)
             got = self._flops[key] = (hw, mf)  # type: ignore[assignment]
@@ -1212,7 +1217,9 @@ class StepModel:
         layer is replayed with only the saved ops' outputs reused, so the recomputed matmuls
         (:func:`~aifabric.training.flops.op_sac_recompute_forward_flops_per_token`: wk, wo, w3) at the
         dense forward GEMM rate and every element-wise operator of the forward; the SDPA output is saved,
-        the attention core is not repeated.
+        the attention core is not repeated, except where the framework's save list lacks the kernel that
+        ran (``TrainingFramework.keeps_attention`` False: torchtitan 2025-06's cuDNN attention on
+        Blackwell).
 
         Raises
         ------
@@ -1230,7 +1237,8 @@ class StepModel:
             raise ConfigError(
                 "framework 'torchtitan' selective recomputation is modelled for dense layers only"
             )
-        return st.n_dense * self._f_op_sac * st.tokens / st.layout.tp / dense_rate, ew_fwd
+        gemm_s = st.n_dense * self._f_op_sac * st.tokens / st.layout.tp / dense_rate
+        return gemm_s + (core_s if self._sac_core else 0.0), ew_fwd
 
     def _recompute_cast_bytes(self, st: StageView, cast_fwd: float) -> float:
         """FP8 cast bytes per token that recomputation repeats in the backward pass (0 without FP8).
