@@ -109,7 +109,10 @@ POINTS = {
         N1807, hgx("b200"), "all_reduce", 8 * GiB, 0.0, 830e9, False, (("nccl_version", "2.27.3"),)
     ),
     # DeepEP #303, all_reduce: "64 16 float sum -1 14.50", "128 ... 15.50", "256 ... 15.70", "512 ...
-    # 16.26", "1024 ... 16.38", "2048 ... 16.49", "4096 ... 16.69": ring/LL 15.0-16.2 us (+3.6..-6.8 %)
+    # 16.26", "1024 ... 16.38", "2048 ... 16.49", "4096 ... 16.69": ring/LL on one channel of 3 warps
+    # (enqueue.cc halves 512 threads to 64 below 8 KiB, then 3 warps at least), at their share of one CTA's
+    # LL rate (tiers.ll_channel_rate): 15.0/15.1/15.2/15.3/15.6/16.2/17.4 us (+3.7/-2.7/-3.5/-5.9/-4.7/-1.6/
+    # +4.5 %)
     "303 H20 all_reduce 64 B": _h20("all_reduce", 64, 14.50),
     "303 H20 all_reduce 128 B": _h20("all_reduce", 128, 15.50),
     "303 H20 all_reduce 256 B": _h20("all_reduce", 256, 15.70),
@@ -129,7 +132,8 @@ POINTS = {
     # ring 44.8 (+11.7 %)
     "rtx6k 4 switches 32 MiB": Point(RTX6K, R6K, "all_reduce", 32 * MiB, 0.0, 40.1e9, False),
     # rtx6kpro, 3 switches, "NCCL (us)": "1 KB | 24.1", "8 KB | 24.2", "32 KB | 24.5", "64 KB | 24.1":
-    # ring/LL over PCIe 20.7/21.2/23.0/25.4 us (-14.2/-12.4/-6.2/+5.3 %)
+    # ring/LL over PCIe 21.2/24.0/24.0/25.4 us (-12.2/-1.0/-2.2/+5.3 %; -14.2/-12.4/-6.2/+5.3 % while a
+    # channel's LL rate was llMaxBw shared over the GPU's channels, not its CTA's, tiers.ll_channel_rate)
     "rtx6k 3 switches 1 KiB": Point(RTX6K, R6K, "all_reduce", 1024, 24.1e-6, 0.0, True),
     "rtx6k 3 switches 8 KiB": Point(RTX6K, R6K, "all_reduce", 8192, 24.2e-6, 0.0, True),
     "rtx6k 3 switches 32 KiB": Point(RTX6K, R6K, "all_reduce", 32768, 24.5e-6, 0.0, True),

@@ -161,8 +161,8 @@ POINTS = {
     ),
     # nccl-tests #44: 2 x RTX 2080 Ti with an NVLink bridge (i5-9400F, PCIe 3.0 x8 each), NCCL 2.6.4 (older
     # than the catalogue: newest tables), ./all_reduce_perf -b 8 -e 128M -f 2 -g 2: "8 2 float sum 7.18",
-    # "16 4 ... 7.00", "32 8 ... 7.28", "64 16 ... 7.20": ring/LL over the bridge 7.80/7.80/7.80/7.81 us
-    # (+8.6/+11.4/+7.2/+8.4 %); was 8.60 us (SHM, +19.8 %) while the GeForce card's missing PCIe
+    # "16 4 ... 7.00", "32 8 ... 7.28", "64 16 ... 7.20": ring/LL over the bridge 7.81/7.81/7.82/7.84 us
+    # (+8.7/+11.6/+7.4/+8.9 %); was 8.60 us (SHM, +19.8 %) while the GeForce card's missing PCIe
     # peer-to-peer also took NVLink-bridged pairs off P2P
     **_rows(
         "nt44 2080Ti x2 bridge",

@@ -73,14 +73,31 @@ R2205_ONE_THREAD = (("nccl_version", "2.20.5"), *ONE_THREAD)
 POINTS = {
     # dgxc-benchmarking microbenchmark_nccl README, "nThread 1 nGpus 1 ... side_work: 0 work_sms: 0" (a
     # process per GPU), 8 x "NVIDIA H100 80GB HBM3" on pool0-01806, release not printed: "8 2 float sum -1
-    # 13.67", "1024 ... 16.94", "8192 ... 17.40", "16384 ... 17.93": ring/LL 15.0/15.3/17.4/19.9 us
-    # (+9.7/-9.7/+0.2/+10.9 %)
+    # 13.67", "1024 ... 16.94", "8192 ... 17.40", "16384 ... 17.93", "32768 ... 19.33", "65536 ... 19.54",
+    # "131072 ... 19.89", "262144 ... 20.43", "524288 ... 20.66": ring/LL. enqueue.cc keeps one channel per
+    # 32 KiB (512 threads x 8 B x 8 ranks; below 32 KiB one channel of halved threads: 256 at 16 KiB, 128 at
+    # 8 KiB, 3 warps at 1 KiB), each at one CTA's LL rate, 36.7 GB/s (perChMaxRingLL128Bw) x (8 x 512) /
+    # (15 x 640) = 15.66 GB/s x its share of threads (tiers.ll_channel_rate): baseLat 6.6 + 14 x hwLat 0.6
+    # = 15.0 us, + 32 KiB x 14/8 / 15.66 GB/s = 18.66 us from 8 KiB to 256 KiB; 512 KiB (16 channels, 250.6
+    # GB/s) meets the tuner's llMaxBw, 141 GB/s: 15.0 + 6.5 = 21.5 us. 15.0/15.6/18.7/18.7/18.7/18.7/18.7/
+    # 18.7/21.5 us (+9.8/-7.8/+7.3/+4.1/-3.5/-4.5/-6.2/-8.7/+4.1 %); llMaxBw shared over the 24 channels
+    # (5.9 GB/s a channel) gave 24.8 us from 32 KiB (+20..+28 %)
     **_rows(
         "dgxc pool0-01806 H100 x8",
         DGXC,
         H100,
         "all_reduce",
-        ((8, 13.67, 0), (1024, 16.94, 0), (8192, 17.40, 0), (16384, 17.93, 0)),
+        (
+            (8, 13.67, 0),
+            (1024, 16.94, 0),
+            (8192, 17.40, 0),
+            (16384, 17.93, 0),
+            (32 * 1024, 19.33, 0),
+            (64 * 1024, 19.54, 0),
+            (128 * 1024, 19.89, 0),
+            (256 * 1024, 20.43, 0),
+            (512 * 1024, 20.66, 0),
+        ),
     ),
     # "1048576 ... 27.37 38.31 67.04", "2097152 ... 42.21 ... 86.94", "4194304 ... 54.19 ... 135.44",
     # "8388608 ... 83.04 ... 176.77", "16777216 ... 123.8 ... 237.21", "33554432 ... 199.3 ... 294.69":
@@ -300,15 +317,6 @@ MISSED = {
         "GB/s a link, 0.90 of NVLink 2's 25 GB/s per direction (V100 datasheet: 300 GB/s over 6 links, both "
         "directions). The same log's A100 (12 x NCCL's 20 GB/s) is within 3.4 %; no source gives the rate "
         "NVLink 2 delivers to a ring, so none is taken"
-    ),
-    "dgxc-benchmarking pool0-01806, 8 x H100, all_reduce 32 KiB-512 KiB (a process per GPU)": (
-        "time 32 / 64 / 128 / 256 / 512 KiB 19.33/19.54/19.89/20.43/20.66 us vs ring/LL 24.76 us each "
-        "(+28/+27/+24/+21/+20 %). The model cuts ring/LL to one channel per 32 KiB (enqueue.cc: a channel "
-        "is dropped while nBytes < nc x 512 threads x NCCL_LL_THREAD_THRESHOLD 8 x 8 ranks) and runs each "
-        "kept channel at the communicator's LL figure shared out over all its channels, so the time stops "
-        "growing at 24.8 us from 32 KiB; the log rises 3.3 us from 8 KiB to 512 KiB, a kept channel moving "
-        "about 3x what the shared-out figure gives it. No source gives the LL rate of one channel (one CTA) "
-        "on NVLink 4"
     ),
     "MI300X acceptance guide (SMC-SC-DC19-06), all_reduce 1 KiB-1 MiB -g 8 (RCCL 2.20.5)": (
         "time 1 / 64 / 512 KiB 45.84/44.35/57.96 us vs 33.7/33.7/34.1 (the one-thread floor at nccl-tests"

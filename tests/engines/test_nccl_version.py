@@ -39,9 +39,11 @@ def test_ring_ll_bandwidth_follows_the_release():
     # One H100 node, ring/LL: busbw = min(llMaxBw, 370.8 GB/s x f_LL) with f_LL = 1/4 and the Hopper LL cap
     # 87.7 GB/s in 2.18 (-> 87.7), f_LL = 1/2 and cap 141 GB/s in 2.30 (-> 141) (nccl_releases.yaml), on
     # all 24 channels: at 4 MiB enqueue.cc keeps floor(4 MiB / (512 threads x 8 x 8 ranks)) = 128 >= 24.
-    # At 64 KiB it runs on floor(64 KiB / 32 KiB) = 2 of the 24 channels: 2/24 of each cap.
+    # At 64 KiB it runs on floor(64 KiB / 32 KiB) = 2 channels, each at one CTA's LL rate, the same in both
+    # releases: 36.7 GB/s (perChMaxRingLL128Bw, Hopper) x (8 B x 512 threads) / (15 B x 640 threads)
+    # = 15.66 GB/s (tiers.ll_channel_rate), 31.32 GB/s for the call, under either release's llMaxBw.
     spec = preset("h100-ib-2node", nodes=1)
-    for size, share in ((2**22, 1.0), (2**16, 2 / 24)):
+    for size, expected in ((2**22, (87.7, 141.0)), (2**16, (2 * 36.7 * 8 * 512 / (15 * 640),) * 2)):
         old, new = (
             formula_collective("all_reduce", size, spec, algorithm="ring", protocol="LL", nccl_version=v)
             for v in ("2.18", "2.30")
@@ -49,7 +51,7 @@ def test_ring_ll_bandwidth_follows_the_release():
         assert old.latency_s == pytest.approx(new.latency_s)
         bw_old = size / (old.time_s - old.latency_s) * 14 / 8
         bw_new = size / (new.time_s - new.latency_s) * 14 / 8
-        assert (bw_old / 1e9, bw_new / 1e9) == (pytest.approx(87.7 * share), pytest.approx(141.0 * share))
+        assert (bw_old / 1e9, bw_new / 1e9) == (pytest.approx(expected[0]), pytest.approx(expected[1]))
 
 
 def test_bad_version_is_refused():

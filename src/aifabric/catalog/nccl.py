@@ -180,6 +180,10 @@ class NcclRelease(_Frozen):
     pat_latency_per_rank_us: float | None = None
     thread_threshold: dict[Protocol, int]
     max_threads: dict[Protocol, int]
+    #: data bytes a thread's 16-byte store carries, by protocol (LL 8, LL128 15): the ratio that turns
+    #: NCCL's per-channel LL128 figure into one channel's LL rate (tiers.ll_channel_rate); None: not
+    #: recorded, a channel's LL rate is then ``llMaxBw`` shared over the GPU's channels
+    store_data_bytes: dict[Protocol, float] | None = None
     max_channels: int = Field(ge=1)
     channel_doubling_archs: tuple[str, ...]
     channel_doubling_below: int = Field(ge=1)

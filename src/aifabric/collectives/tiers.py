@@ -58,6 +58,7 @@ __all__ = [
     "base_latency_s",
     "call_bandwidth",
     "call_channels",
+    "ll_channel_rate",
     "channel_share",
     "channel_share_note",
     "domain_nic_bytes_per_s",
@@ -102,6 +103,11 @@ _COLUMN = {Protocol.LL: 0, Protocol.LL128: 1, Protocol.SIMPLE: 2}
 
 #: NCCL's per-step network overhead is tripled for Simple (tuning.cc: ``netOverhead * 3`` for Simple).
 _SIMPLE_NET_OVERHEAD_FACTOR = 3.0
+#: enqueue.cc (topoGetAlgoInfo, 2.18.1-2.30.7): a call on one channel still under ``nt x threshold`` halves
+#: its threads ``while (nt % 128 == 0)``, then ``nt = nt/WARP_SIZE < 3 ? 3*WARP_SIZE : nt``
+_HALVABLE_THREADS = 128
+_MIN_WARPS = 3
+_WARP_THREADS = 32
 
 
 def library_release(library: str, version: str | None) -> NcclRelease:
@@ -165,6 +171,7 @@ class TierModel:
     release: NcclRelease = field(default_factory=nccl_release)  # newest; read on first use, not at import
     nccl_version: str = ""  # the release the user stated ("" = newest); ``release`` is the table it uses
     tuning_row: str = "hopper"
+    library: str = "nccl"  # the GPU's collective library (catalogue ``collective_library``: nccl, rccl, ...)
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
     collnet: bool = False  # CollNet (SHARP) on: NCCL_COLLNET_ENABLE=1, SHARP switches (nccl_env.env_tiers)
     default_channels: tuple[int, int] = (1, 1)  # the same without NCCL_MIN/MAX_NCHANNELS
@@ -456,9 +463,8 @@ def tier_model(
     os_ = list(so.oversubscription) + [1.0, 1.0] if so else [1.0, 1.0]
     acc = spec.accelerator_spec
     release = library_release(acc.collective_library, nccl_version)
-    intra_scale, inter_scale, lat_scale, extra = _calibration_factors(
-        calibration, spec, convention, efficiency
-    )
+    factors = _calibration_factors(calibration, spec, convention, efficiency)
+    intra_scale, inter_scale, lat_scale, extra = factors
     _finite("scale_up.bandwidth", intra * intra_scale, positive=True)
     _finite("scale_out.nic_speed", nic * inter_scale)
     row = _tuning_row(release, acc.arch)
@@ -492,6 +498,7 @@ def tier_model(
         release=release,
         nccl_version=nccl_version or "",
         tuning_row=row,
+        library=acc.collective_library,
         channels=channels,
         default_channels=search,
         graph_channels=(graph[0][0], graph[1][0]),
@@ -999,18 +1006,13 @@ def ring_graph_cap(tm: TierModel, proto: Protocol, busbw_bytes_per_s: float, n_d
 
 def _per_channel_cap(tm: TierModel, algorithm: str, proto: Protocol, n_domains: int) -> float:
     """What one channel of ``algorithm`` carries at most with ``proto``, bytes/s (tuning.cc's caps):
-    LL ``llMaxBw / C_gpu``; ring LL128 ``perChMaxRingLL128Bw``; tree LL128 ``perChMaxTreeLL128Bw``; tree
-    Simple ``perChMaxTreeBw``; ring Simple: no cap (inf). Columns: 1 node, 2 nodes, >= 3 nodes.
-
-    tuning.cc caps LL on the whole call (``busBw = min(llMaxBw, ...)``); at run time a channel's LL rate
-    is set by the channel (its threads and the protocol's 8-byte flagged stores), not by how many channels
-    the communicator has. ``C_gpu`` is the GPU's channels whatever its NICs or ``NCCL_MIN/MAX_NCHANNELS``
-    (``tm.ll_channels``, :func:`_ll_channels`), so fewer NICs or fewer channels never give a channel more.
+    LL :func:`ll_channel_rate`; ring LL128 ``perChMaxRingLL128Bw``; tree LL128 ``perChMaxTreeLL128Bw``;
+    tree Simple ``perChMaxTreeBw``; ring Simple: no cap (inf). Columns: 1 node, 2 nodes, >= 3 nodes.
     """
     rel = tm.release
     col = min(n_domains, 3) - 1
     if proto is Protocol.LL:
-        cap = _ll_max(tm, n_domains) / tm.ll_channels[0 if n_domains <= 1 else 1]
+        cap = ll_channel_rate(tm, n_domains)
     elif proto is Protocol.LL128:
         table = rel.per_channel_max_ring_ll128_bw
         if algorithm == "tree":
@@ -1021,6 +1023,55 @@ def _per_channel_cap(tm: TierModel, algorithm: str, proto: Protocol, n_domains: 
     else:
         return math.inf
     return net_stage_cap(tm, cap, n_domains)
+
+
+def _cta_bound(tm: TierModel, proto: Protocol, n_domains: int) -> bool:
+    """Whether a channel's rate with ``proto`` is its CTA's (:func:`ll_channel_rate`), and so follows its
+    threads (:meth:`CallChannels.thread_share`): LL inside one domain, with NCCL's kernels (whose threads
+    and stores :func:`ll_channel_rate` counts; RCCL's HIP kernels are other CTAs), on a release that
+    records the data each store carries."""
+    nccl_kernels = tm.library == "nccl" and tm.release.store_data_bytes is not None
+    return proto is Protocol.LL and n_domains <= 1 and nccl_kernels
+
+
+def ll_channel_rate(tm: TierModel, n_domains: int) -> float:
+    """What one channel (one CTA of ``nt_LL`` threads) moves with LL, bytes/s of bus bandwidth::
+
+        c_LL = perChMaxRingLL128Bw x (d_LL x nt_LL) / (d_LL128 x nt_LL128)
+             = 36.7 GB/s x (8 x 512) / (15 x 640) = 15.66 GB/s      (Hopper; Ampere, Volta 20 -> 8.53)
+
+    tuning.cc caps LL on the whole call (``busBw = min(llMaxBw, busBw x f)``), NVIDIA's figure for a GPU
+    running every channel; it gives no per-channel LL figure, and the kernel's channels are what a small
+    call runs on (enqueue.cc keeps ``nc`` of them, :func:`call_bandwidth`). Both protocols move data as
+    16-byte flagged stores, one a thread at a time, and wait on the peer's flags (prims_ll.h ``storeLL``
+    ``st.volatile.v4``; prims_ll128.h ``store128``), so a CTA's rate is its threads' store rounds times
+    the data each store carries: ``d`` = ``store_data_bytes`` (LL 8 of 16 bytes, LL128 15), ``nt`` =
+    ``max_threads`` (LL 512, LL128 640). NCCL measures that rate once per architecture and node count for
+    LL128 (``perChMaxRingLL128Bw``); LL's is the same rounds with its threads and payload. On all channels
+    ``llMaxBw`` still binds (24 x 15.66 GB/s is above Hopper's 141).
+
+    Across domains a channel's LL steps cross the NICs through NCCL's proxy (net.cc), and tuning.cc
+    indexes ``llMaxBw`` there by CPU vendor, not GPU architecture (``index1 = nNodes == 1 ? compCapIndex :
+    cpuVendor``): the host path, not the CTA, sets the rate. There, and with RCCL's kernels (other
+    CTAs: HIP wavefronts, RCCL's own thread counts), a channel gets ``llMaxBw`` shared over the GPU's
+    channels (``tm.ll_channels``, :func:`_ll_channels`; case 03 T1/T2, tree/LL at 1-32 KiB on 2 and 4
+    nodes).
+
+    Measured (NVIDIA/dgxc-benchmarking nccl README, 8 x H100, a process per GPU): 19.33-20.66 us from 32
+    KiB to 512 KiB, one channel per 32 KiB; the model 18.66-21.51 (llMaxBw / 24 a channel gave 24.76).
+
+    >>> from aifabric.cluster.presets import preset
+    >>> tm = tier_model(preset("h100-ib-2node"))
+    >>> round(ll_channel_rate(tm, 1) / 1e9, 2), round(ll_channel_rate(tm, 2) / 1e9, 2)  # 39 / 16 across
+    (15.66, 2.44)
+    """
+    rel = tm.release
+    data = rel.store_data_bytes
+    if data is None or not _cta_bound(tm, Protocol.LL, n_domains):
+        return _ll_max(tm, n_domains) / tm.ll_channels[0 if n_domains <= 1 else 1]
+    ll128 = rel.per_channel_max_ring_ll128_bw[tm.tuning_row][0] * 1e9
+    lanes = data[Protocol.LL] * rel.max_threads[Protocol.LL]
+    return ll128 * lanes / (data[Protocol.LL128] * rel.max_threads[Protocol.LL128])
 
 
 def net_stage_cap(tm: TierModel, cap_bytes_per_s: float, n_domains: int) -> float:
@@ -1056,13 +1107,25 @@ class CallChannels(NamedTuple):
     unit: float  # bytes a channel needs before enqueue.cc keeps it
     channels: int  # C, the communicator's channels
     cap: float  # one channel's cap with this protocol, bytes/s
+    threads: int = 0  # nt, a channel's threads when its cap follows them (LL); 0: it does not
 
     def bandwidth(self, message_bytes: float) -> float:
         """Bus bandwidth of one call of ``message_bytes``, bytes/s (:func:`call_bandwidth`)."""
         if self.every is None:
             return self.bus
         nc = max(1, min(self.channels, math.floor(message_bytes / self.unit)))
-        return min(self.every, nc * self.cap)
+        return min(self.every, nc * self.cap * self.thread_share(message_bytes, nc))
+
+    def thread_share(self, message_bytes: float, nc: int) -> float:
+        """``nt' / nt``: the share of a channel's threads enqueue.cc launches once ``nc`` is 1 and the call
+        is still under ``nc x nt x threshold`` (``nt`` halved while a multiple of 128, then at least 3
+        warps); 1 when the cap does not follow the threads (``threads`` 0)."""
+        if self.threads == 0:
+            return 1.0
+        nt = self.threads
+        while message_bytes < nc * self.unit * nt / self.threads and nt % _HALVABLE_THREADS == 0:
+            nt //= 2
+        return max(nt, _MIN_WARPS * _WARP_THREADS) / self.threads
 
 
 def call_channels(
@@ -1081,7 +1144,8 @@ def call_channels(
     c = tm.channels[1 if n_domains > 1 else 0]
     unit = _unit_bytes(tm.release.version, collective, algorithm, proto, n_ranks)
     cap = _per_channel_cap(tm, algorithm, proto, n_domains)
-    return CallChannels(busbw_bytes_per_s, busbw_bytes_per_s, unit, c, cap)
+    threads = tm.release.max_threads[proto] if _cta_bound(tm, proto, n_domains) else 0
+    return CallChannels(busbw_bytes_per_s, busbw_bytes_per_s, unit, c, cap, threads)
 
 
 def channel_share(tm: TierModel, n_domains: int) -> float:
@@ -1126,7 +1190,11 @@ def call_bandwidth(
     :func:`~aifabric.catalog.nccl.channel_unit_bytes`; ``C`` the communicator's channels, ``tm.channels``),
     and each channel carries at most its protocol's per-channel cap ``c`` (:func:`_per_channel_cap`), so::
 
-        B_call = min(B, nc x c)
+        B_call = min(B, nc x c x nt' / nt)
+
+    ``nt' / nt`` is the share of its threads a lone channel keeps below ``nt x threshold``
+    (:meth:`CallChannels.thread_share`), where the cap is its CTA's (LL inside a domain, :func:`_cta_bound`);
+    1 elsewhere.
 
     ``B`` is the protocol's bus bandwidth on the communicator's channels, NCCL's tuner figure: the caller
     applies the protocol (:func:`protocol_bandwidth`) to the raw bandwidth times :func:`channel_share`, as
