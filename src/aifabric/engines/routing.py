@@ -81,7 +81,7 @@ POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def refuse_unused_options(policy: str, given: Iterable[str]) -> None:
+def refuse_unused_options(policy: str, given: Iterable[str], *, default: str = DEFAULT_POLICY) -> None:
     """Refuse the routing options in ``given`` that ``policy`` does not use.
 
     Parameters
@@ -90,6 +90,9 @@ def refuse_unused_options(policy: str, given: Iterable[str]) -> None:
         A routing policy name (:data:`POLICIES`).
     given : iterable of str
         The CLI options the user gave, keys of :data:`POLICY_OPTIONS` (e.g. ``"--qps"``, ``"--polarized"``).
+    default : str, default :data:`DEFAULT_POLICY`
+        The routing the calling command uses when none is given (``fabric``: ECMP, the scenario default); the
+        refusal calls ``policy`` the default only when it is this one.
 
     Raises
     ------
@@ -101,10 +104,9 @@ def refuse_unused_options(policy: str, given: Iterable[str]) -> None:
     for option in given:
         users = POLICY_OPTIONS[option]
         if policy not in users:
-            default = " (the default)" if policy == DEFAULT_POLICY else ""
+            note = " (the default)" if policy == default else ""
             raise ConfigError(
-                f"{option}: used only by --routing {', '.join(users)}; "
-                f"routing {policy}{default} does not use it"
+                f"{option}: used only by --routing {', '.join(users)}; routing {policy}{note} does not use it"
             )
 
 
