@@ -240,6 +240,8 @@ def _fmt(value: float, kind: str) -> str:
         return f"{value / 1e12:.4g} TB/s" if value >= 1e12 else f"{value / 1e9:.4g} GB/s"
     if kind == "power":
         return f"{value / 1e6:.3g} MW" if value >= 1e6 else f"{value / 1e3:.4g} kW"
+    if kind == "compute":
+        return f"{value / 1e15:,.4g} PFLOPS" if value >= 1e15 else f"{value / 1e12:,.4g} TFLOPS"
     return f"{value:,.0f}"
 
 
