@@ -36,6 +36,20 @@ def test_ladder_tpu():
         assert fig in r.stdout
 
 
+def test_ladder_takes_its_cluster_as_argument_or_option_but_not_two():
+    # the same TPU v5p ladder (HBM 0.362 ms per GB, as above) either way; two different clusters: one line
+    assert (
+        run("ladder", "-c", "tpu-v5p-pod", "--json").stdout == run("ladder", "tpu-v5p-pod", "--json").stdout
+    )
+    assert run("ladder", "--cluster", "tpu-v5p-pod").stdout == run("ladder").stdout
+    r = run("ladder", "tpu-v5p-pod", "-c", "gb200-nvl72")
+    assert r.exit_code == 2
+    assert r.stderr.strip().splitlines() == [
+        "error: --cluster: 'gb200-nvl72' and the CLUSTER argument 'tpu-v5p-pod' name two clusters; "
+        "give one of them"
+    ]
+
+
 def test_cluster_show():
     r = run("cluster", "show", "dgx-h100-superpod", "--nodes", "128")
     assert r.exit_code == 0
