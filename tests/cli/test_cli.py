@@ -1,5 +1,7 @@
 """The CLI: main commands print what they should; bad input is one line on stderr and exit code 2."""
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
@@ -136,3 +138,17 @@ def test_fabric_bad_input_exit_2(args, needle):
     assert r.exit_code == 2
     assert needle in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_front_end_without_nics_is_refused_not_dropped(tmp_path):
+    # examples/cluster.yaml with front_end.nics_per_node 0: no node joins the front-end, so no checkpoint or
+    # data loading could use it; the spec says so in one line instead of modelling a cluster without one.
+    example = Path(__file__).parents[2] / "examples" / "cluster.yaml"
+    text = example.read_text().replace("nics_per_node: 1}", "nics_per_node: 0}")
+    (tmp_path / "fe.yaml").write_text(text)
+    r = run("cluster", "show", "-c", str(tmp_path / "fe.yaml"))
+    assert r.exit_code == 2
+    assert r.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'fe.yaml'}: front_end.nics_per_node: must be 1 or more, got 0 "
+        "(a cluster without a front-end network: front_end: null)"
+    ]
