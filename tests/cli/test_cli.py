@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from aifabric import budget
 from aifabric.cli.app import app
 
 runner = CliRunner()
@@ -152,3 +153,19 @@ def test_a_front_end_without_nics_is_refused_not_dropped(tmp_path):
         f"error: {tmp_path / 'fe.yaml'}: front_end.nics_per_node: must be 1 or more, got 0 "
         "(a cluster without a front-end network: front_end: null)"
     ]
+
+
+def test_plan_refuses_a_memory_limit_it_would_not_use(monkeypatch):
+    # the planner builds no topology and routes no flow (aifabric.cli.app.NO_MEMORY_LIMIT): --max-memory is
+    # named and refused, not taken and ignored; the same limit in the environment is the shell's, not refused
+    monkeypatch.setattr(budget, "_explicit", None)  # the root option sets this process's limit: undone after
+    args = ["plan", "-m", "llama3-8b", "--nodes", "2", "-B", "64", "--top", "1", "--json"]
+    r = run("--max-memory", "8GiB", *args)
+    assert r.exit_code == 2
+    assert r.stderr.strip().splitlines() == [
+        "error: --max-memory: aifabric plan builds no topology and routes no flows, so no memory limit "
+        "applies to it; leave --max-memory out"
+    ]
+    budget.set_memory_limit(None)
+    monkeypatch.setenv(budget.ENV_VAR, "8GiB")
+    assert run(*args).exit_code == 0
