@@ -245,12 +245,9 @@ _UNITS = {
     "pib": (2.0**50, "memory"),
     "tib": (2.0**40, "memory"),
     "gib": (2.0**30, "memory"),
-    "eflops": (1e18, "compute"),
-    "pflops": (1e15, "compute"),
-    "tflops": (1e12, "compute"),
-    "exaflops": (1e18, "compute"),
-    "petaflops": (1e15, "compute"),
-    "teraflops": (1e12, "compute"),
+    # FLOP/s: "PFLOPS", "PFLOP/s" (read as "pflops") and the words ("exaFLOPS")
+    **{f"{p}flops": (v, "compute") for p, v in (("e", 1e18), ("p", 1e15), ("t", 1e12))},
+    **{f"{p}flops": (v, "compute") for p, v in (("exa", 1e18), ("peta", 1e15), ("tera", 1e12))},
 }
 _CLAIM = re.compile(
     r"(?P<sign>(?<![\w.,-])[-\u2212])?"  # a minus sign, kept: "-130 TB/s" is not 130 TB/s
