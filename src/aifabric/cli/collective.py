@@ -115,7 +115,8 @@ def _refuse_conflicts(engine: str, options: dict[str, Any]) -> None:
             refuse_unused_options,
         )
 
-        refuse_unused_options(options.get("routing", DEFAULT_POLICY), ["--seed"])
+        routing = options.get("routing")
+        refuse_unused_options(routing or DEFAULT_POLICY, ["--seed"], defaulted=routing is None)
 
 
 def _env(items: list[str]) -> dict[str, str]:

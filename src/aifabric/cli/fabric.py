@@ -40,6 +40,7 @@ __all__ = ["fabric"]
 
 @handle_errors
 def fabric(
+    ctx: typer.Context,
     traffic: Annotated[
         str,
         typer.Argument(
@@ -122,7 +123,8 @@ def fabric(
     _check_traffic(traffic)
     check_outputs(plot=plot, trace=trace, html=html)
     given = [o for o, on in (("--qps", qps is not None), ("--polarized", polarized)) if on]
-    refuse_unused_options(routing, given, default=DEFAULT_ROUTING)
+    source = ctx.get_parameter_source("routing")  # Typer's own Click: compared by name
+    refuse_unused_options(routing, given, defaulted=source is None or source.name == "DEFAULT")
     failures = ",".join(fail) if fail else None  # one text: parse_failures reads comma-separated items
     _refuse_unused(traffic, routing, placement, failures, algo=algo, seed=seed)
     seed = seed or 0

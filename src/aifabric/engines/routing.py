@@ -81,7 +81,7 @@ POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def refuse_unused_options(policy: str, given: Iterable[str], *, default: str = DEFAULT_POLICY) -> None:
+def refuse_unused_options(policy: str, given: Iterable[str], *, defaulted: bool = False) -> None:
     """Refuse the routing options in ``given`` that ``policy`` does not use.
 
     Parameters
@@ -90,9 +90,10 @@ def refuse_unused_options(policy: str, given: Iterable[str], *, default: str = D
         A routing policy name (:data:`POLICIES`).
     given : iterable of str
         The CLI options the user gave, keys of :data:`POLICY_OPTIONS` (e.g. ``"--qps"``, ``"--polarized"``).
-    default : str, default :data:`DEFAULT_POLICY`
-        The routing the calling command uses when none is given (``fabric``: ECMP, the scenario default); the
-        refusal calls ``policy`` the default only when it is this one.
+    defaulted : bool, default False
+        True when the user named no routing and ``policy`` is the calling command's default (``fabric``:
+        ECMP; the links and flow engines: :data:`DEFAULT_POLICY`): the refusal then calls it the default,
+        and never when the user named it.
 
     Raises
     ------
@@ -104,7 +105,7 @@ def refuse_unused_options(policy: str, given: Iterable[str], *, default: str = D
     for option in given:
         users = POLICY_OPTIONS[option]
         if policy not in users:
-            note = " (the default)" if policy == default else ""
+            note = " (the default)" if defaulted else ""
             raise ConfigError(
                 f"{option}: used only by --routing {', '.join(users)}; routing {policy}{note} does not use it"
             )
