@@ -1,8 +1,11 @@
 """The CLI: main commands print what they should; bad input is one line on stderr and exit code 2."""
 
+from pathlib import Path
+
 import pytest
 from typer.testing import CliRunner
 
+from aifabric import budget
 from aifabric.cli.app import app
 
 runner = CliRunner()
@@ -34,6 +37,20 @@ def test_ladder_tpu():
     assert r.exit_code == 0
     for fig in ("0.362 ms", "0.833 ms", "160 ms"):
         assert fig in r.stdout
+
+
+def test_ladder_takes_its_cluster_as_argument_or_option_but_not_two():
+    # the same TPU v5p ladder (HBM 0.362 ms per GB, as above) either way; two different clusters: one line
+    assert (
+        run("ladder", "-c", "tpu-v5p-pod", "--json").stdout == run("ladder", "tpu-v5p-pod", "--json").stdout
+    )
+    assert run("ladder", "--cluster", "tpu-v5p-pod").stdout == run("ladder").stdout
+    r = run("ladder", "tpu-v5p-pod", "-c", "gb200-nvl72")
+    assert r.exit_code == 2
+    assert r.stderr.strip().splitlines() == [
+        "error: --cluster: 'gb200-nvl72' and the CLUSTER argument 'tpu-v5p-pod' name two clusters; "
+        "give one of them"
+    ]
 
 
 def test_cluster_show():
@@ -122,3 +139,33 @@ def test_fabric_bad_input_exit_2(args, needle):
     assert r.exit_code == 2
     assert needle in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_front_end_without_nics_is_refused_not_dropped(tmp_path):
+    # examples/cluster.yaml with front_end.nics_per_node 0: no node joins the front-end, so no checkpoint or
+    # data loading could use it; the spec says so in one line instead of modelling a cluster without one.
+    example = Path(__file__).parents[2] / "examples" / "cluster.yaml"
+    text = example.read_text().replace("nics_per_node: 1}", "nics_per_node: 0}")
+    (tmp_path / "fe.yaml").write_text(text)
+    r = run("cluster", "show", "-c", str(tmp_path / "fe.yaml"))
+    assert r.exit_code == 2
+    assert r.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'fe.yaml'}: front_end.nics_per_node: must be 1 or more, got 0 "
+        "(a cluster without a front-end network: front_end: null)"
+    ]
+
+
+def test_plan_refuses_a_memory_limit_it_would_not_use(monkeypatch):
+    # the planner builds no topology and routes no flow (aifabric.cli.app.NO_MEMORY_LIMIT): --max-memory is
+    # named and refused, not taken and ignored; the same limit in the environment is the shell's, not refused
+    monkeypatch.setattr(budget, "_explicit", None)  # the root option sets this process's limit: undone after
+    args = ["plan", "-m", "llama3-8b", "--nodes", "2", "-B", "64", "--top", "1", "--json"]
+    r = run("--max-memory", "8GiB", *args)
+    assert r.exit_code == 2
+    assert r.stderr.strip().splitlines() == [
+        "error: --max-memory: aifabric plan builds no topology and routes no flows, so no memory limit "
+        "applies to it; leave --max-memory out"
+    ]
+    budget.set_memory_limit(None)
+    monkeypatch.setenv(budget.ENV_VAR, "8GiB")
+    assert run(*args).exit_code == 0

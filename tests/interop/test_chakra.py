@@ -75,6 +75,8 @@ def test_step_round_trip_keeps_every_call(step, tmp_path):
     paths = export_ranks(nodes, step.n_gpus, tmp_path)
     assert len(paths) == step.n_gpus == 16
     traces = [read_et(p) for p in paths]
+    # each file's GlobalMetadata says which rank it is and how many ranks the trace was written for
+    assert [(t.attrs["rank"], t.ranks) for t in traces] == [(r, 16) for r in range(16)]
     w = workload(traces[0])
     # every CommItem comes back with its size, group and call count
     want = {(c.op, float(int(c.message_bytes)), c.dim, c.n_ranks, max(1, round(c.count))) for c in step.comms}

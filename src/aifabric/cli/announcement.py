@@ -28,8 +28,8 @@ def announcement(
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Read the numbers of an announcement ("130 TB/s", "100,000 GPUs", "800 Gb/s", "1.4 MW", "13.5 TB of
-    HBM") and say, for
-    each, which network's modelled figure it matches, or that it cannot be verified."""
+    HBM", "180 PFLOPS of FP16/BF16") and say, for each, which modelled figure it matches (a network's, the
+    HBM's, the GPUs' dense tensor peak times their count), or that it cannot be verified."""
     path = Path(text)
     if path.suffix in (".yaml", ".yml"):
         data = load_yaml_mapping(path)
@@ -41,7 +41,9 @@ def announcement(
         body = text
     claims = extract_claims(body)
     if not claims:
-        raise ConfigError("announcement: no number with a unit (TB/s, Gb/s, GPUs, MW, TB) found in the text")
+        raise ConfigError(
+            "announcement: no number with a unit (TB/s, Gb/s, GPUs, MW, TB, PFLOPS) found in the text"
+        )
     s = summarize(resolve_cluster(cluster, gpus=gpus))
     verdicts = check_claims(s, claims)
     if json_out:

@@ -13,7 +13,7 @@ from aifabric.cli.common import CatalogOption, quiet_broken_pipe, use_catalog
 from aifabric.cli.overview import command_help
 from aifabric.errors import AifabricError
 
-__all__ = ["COMMANDS", "app", "build_app", "main", "overview_app"]
+__all__ = ["COMMANDS", "NO_MEMORY_LIMIT", "app", "build_app", "main", "overview_app"]
 
 app: typer.Typer  # the whole app, built on first access by the module's __getattr__ (tests, --help)
 
@@ -41,6 +41,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+#: Commands whose work holds no array the memory limit bounds: no topology is built, no flow routed, no
+#: matrix written (the planner keeps its ``--top`` layouts and a cache of collective times; the ladder,
+#: scale-across, inspect and demo are closed forms over the spec). ``--max-memory`` given with one of them is
+#: refused, named, rather than taken and never used; ``AIFABRIC_MAX_MEMORY`` set for the shell is not.
+NO_MEMORY_LIMIT = frozenset({"plan", "ladder", "scale-across", "inspect", "demo"})
+
+
 def _version(value: bool) -> None:
     if value:
         print(f"aifabric {__version__}")
@@ -59,6 +66,7 @@ def _max_memory(value: str | None) -> str | None:
 
 
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", help="Print the version and exit.", callback=_version, is_eager=True
     ),
@@ -67,7 +75,8 @@ def _root(
         None,
         "--max-memory",
         help="Refuse work estimated to need more memory than this, e.g. '8GiB' (default: half of the "
-        "machine's; env AIFABRIC_MAX_MEMORY)",
+        f"machine's; env AIFABRIC_MAX_MEMORY); {', '.join(sorted(NO_MEMORY_LIMIT))} hold nothing it "
+        "bounds and refuse it",
         callback=_max_memory,
     ),
 ) -> None:
@@ -77,6 +86,13 @@ def _root(
     except AifabricError as err:
         print(f"error: {' '.join(str(err).split())}", file=sys.stderr)
         raise typer.Exit(code=2) from None
+    if max_memory is not None and ctx.invoked_subcommand in NO_MEMORY_LIMIT:
+        print(
+            f"error: --max-memory: aifabric {ctx.invoked_subcommand} builds no topology and routes no flows, "
+            "so no memory limit applies to it; leave --max-memory out",
+            file=sys.stderr,
+        )
+        raise typer.Exit(code=2)
 
 
 def _root_app() -> typer.Typer:

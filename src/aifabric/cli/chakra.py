@@ -18,6 +18,7 @@ from aifabric.errors import ConfigError
 from aifabric.report.paths import check_output_path
 
 if TYPE_CHECKING:
+    from aifabric.cluster.spec import ClusterSpec
     from aifabric.interop.chakra import WorkloadCall
 
 __all__ = ["ChakraOpt", "check_chakra_folder", "import_chakra", "written"]
@@ -56,6 +57,28 @@ def _span_fields(calls: Sequence[WorkloadCall]) -> str:
     return "comm_group_size" + (", comm_group_stride" if any(c.group_stride for c in calls) else "")
 
 
+def _refuse_small_cluster(
+    trace: Path, ranks: int | None, calls: Sequence[WorkloadCall], spec: ClusterSpec
+) -> None:
+    """ConfigError when the GPUs the trace's groups span (rank 0 on GPU 0, a group of ``size`` ranks
+    ``stride`` apart spans ``(size - 1) stride + 1`` GPUs) are more than ``spec`` has; it names the span as a
+    span, and the ranks the trace was written for (its GlobalMetadata ``ranks``) where it says; they are its
+    ranks only where the two agree (a DP group of 2 under TP 8 spans 9 GPUs of a 16-rank trace)."""
+    need = max(((c.group_size or 1) - 1) * (c.group_stride or 1) + 1 for c in calls) if calls else 0
+    if need <= spec.n_gpus:
+        return
+    fields = _span_fields(calls)
+    has = {
+        None: f"has groups that span {need} GPUs ({fields})",
+        need: f"has {need} ranks ({fields})",
+    }.get(ranks, f"was written for {ranks} ranks; its groups span {need} GPUs ({fields})")
+    raise ConfigError(
+        f"--nodes: the trace {str(trace)!r} {has} "
+        f"but {spec.name} has {spec.n_gpus} GPUs; give a cluster of at least {need} GPUs "
+        f"(--nodes {-(-need // spec.gpus_per_node)})"
+    )
+
+
 @handle_errors
 def import_chakra(
     trace: Annotated[Path, typer.Argument(help="A Chakra .et file (one rank's), e.g. workload.0.et")],
@@ -79,13 +102,7 @@ def import_chakra(
     spec = resolve_cluster(cluster, nodes=nodes)
     tr = read_et(trace)
     w = workload(tr)
-    need = max(((c.group_size or 1) - 1) * (c.group_stride or 1) + 1 for c in w.calls) if w.calls else 0
-    if need > spec.n_gpus:
-        raise ConfigError(
-            f"--nodes: the trace {str(trace)!r} has {need} ranks ({_span_fields(w.calls)}) but "
-            f"{spec.name} has {spec.n_gpus} GPUs; give a cluster of at least {need} GPUs "
-            f"(--nodes {-(-need // spec.gpus_per_node)})"
-        )
+    _refuse_small_cluster(trace, tr.ranks, w.calls, spec)
     calls: list[dict[str, Any]] = []
     for c in w.calls:
         ranks = c.group_size or spec.n_gpus

@@ -9,14 +9,17 @@ from typing import Annotated, Any
 import typer
 
 from aifabric.cli.common import (
+    ClusterOpt,
     HtmlOpt,
     check_outputs,
+    cluster_argument,
     console,
     emit_json,
     err_console,
     handle_errors,
     literal,
     non_finite_at,
+    one_cluster,
 )
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
@@ -33,6 +36,9 @@ from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval
 from aifabric.units import format_bytes, format_time, parse_bytes, parse_time
 
 __all__ = ["checkpoint"]
+
+#: The cluster when neither the CLUSTER argument nor -c/--cluster names one.
+_CLUSTER = "dgx-h100-superpod"
 
 
 def _n_params(model: str | None, params: float | None) -> float:
@@ -142,7 +148,8 @@ def _one_resize(nodes: int | None, gpus: int | None) -> None:
 
 @handle_errors
 def checkpoint(
-    cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
+    cluster_arg: Annotated[str | None, cluster_argument(_CLUSTER)] = None,
+    cluster_opt: ClusterOpt = None,
     nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes", min=1)] = None,
     gpus: Annotated[int | None, typer.Option(help="Resize to this many GPUs", min=1)] = None,
     model: Annotated[
@@ -202,6 +209,7 @@ def checkpoint(
 
     GB = 1e9 bytes; bandwidths per direction.
     """
+    cluster = one_cluster(cluster_arg, cluster_opt, _CLUSTER)
     check_outputs(html=html)
     _one_resize(nodes, gpus)
     _check_bytes_per_param(weight_bytes, optimizer_bytes)

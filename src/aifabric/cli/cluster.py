@@ -7,7 +7,17 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import CatalogOption, console, emit_json, handle_errors, literal, use_catalog
+from aifabric.cli.common import (
+    CatalogOption,
+    ClusterOpt,
+    cluster_argument,
+    console,
+    emit_json,
+    handle_errors,
+    literal,
+    one_cluster,
+    use_catalog,
+)
 from aifabric.cluster.headlines import headlines
 from aifabric.cluster.power import compute_power_gap, optics_whatif
 from aifabric.cluster.presets import list_presets
@@ -17,6 +27,9 @@ from aifabric.cluster.summary import ClusterSummary, summarize
 from aifabric.errors import ConfigError
 
 __all__ = ["cluster_app"]
+
+#: The cluster of ``show`` and ``mgmt`` when neither the CLUSTER argument nor -c/--cluster names one.
+_CLUSTER = "dgx-h100-superpod"
 
 cluster_app = typer.Typer(help="Describe clusters: presets, networks, parts and power.", no_args_is_help=True)
 
@@ -53,7 +66,8 @@ def list_cmd(
 @cluster_app.command("show")
 @handle_errors
 def show(
-    cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
+    cluster_arg: Annotated[str | None, cluster_argument(_CLUSTER)] = None,
+    cluster_opt: ClusterOpt = None,
     nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes", min=1)] = None,
     tiers: Annotated[int | None, typer.Option(help="Scale-out tiers (1-3)", min=1, max=3)] = None,
     oversubscription: Annotated[
@@ -75,6 +89,7 @@ def show(
     Clos cannot build to 1% exits with code 2 naming the nearest buildable ratios.
     """
     use_catalog(catalog_files)
+    cluster = one_cluster(cluster_arg, cluster_opt, _CLUSTER)
     changes: dict[str, Any] = {}
     if tiers is not None:
         changes["scale_out.tiers"] = tiers
@@ -240,13 +255,16 @@ def _fmt(value: float, kind: str) -> str:
         return f"{value / 1e12:.4g} TB/s" if value >= 1e12 else f"{value / 1e9:.4g} GB/s"
     if kind == "power":
         return f"{value / 1e6:.3g} MW" if value >= 1e6 else f"{value / 1e3:.4g} kW"
+    if kind == "compute":
+        return f"{value / 1e15:,.4g} PFLOPS" if value >= 1e15 else f"{value / 1e12:,.4g} TFLOPS"
     return f"{value:,.0f}"
 
 
 @cluster_app.command("mgmt")
 @handle_errors
 def mgmt(
-    cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
+    cluster_arg: Annotated[str | None, cluster_argument(_CLUSTER)] = None,
+    cluster_opt: ClusterOpt = None,
     nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes", min=1)] = None,
     fail: Annotated[
         list[str] | None,
@@ -265,7 +283,7 @@ def mgmt(
     from aifabric.cluster.topology import build_topology
 
     use_catalog(catalog_files)
-    spec = resolve_cluster(cluster, nodes=nodes)
+    spec = resolve_cluster(one_cluster(cluster_arg, cluster_opt, _CLUSTER), nodes=nodes)
     topo = build_topology(spec)
     rep = management_reachability(topo, fail or ())
     watts = inventory(topo).watts_by_network.get("management", 0.0)

@@ -110,9 +110,13 @@ def _refuse_conflicts(engine: str, options: dict[str, Any]) -> None:
             "(use --engine formula)"
         )
     if engine != "formula" and "seed" in options:
-        from aifabric.engines.routing import refuse_unused_options  # lazy: scipy.sparse, for start-up time
+        from aifabric.engines.routing import (  # lazy: scipy.sparse, for start-up time
+            DEFAULT_POLICY,
+            refuse_unused_options,
+        )
 
-        refuse_unused_options(options.get("routing", "spray"), ["--seed"])
+        routing = options.get("routing")
+        refuse_unused_options(routing or DEFAULT_POLICY, ["--seed"], defaulted=routing is None)
 
 
 def _env(items: list[str]) -> dict[str, str]:

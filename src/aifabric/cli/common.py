@@ -34,9 +34,11 @@ else:
 __all__ = [
     "BROKEN_PIPE_EXIT",
     "CatalogOption",
+    "ClusterOpt",
     "HtmlOpt",
     "TraceOpt",
     "check_outputs",
+    "cluster_argument",
     "console",
     "emit_json",
     "err_console",
@@ -44,6 +46,7 @@ __all__ = [
     "literal",
     "non_finite_at",
     "named_option",
+    "one_cluster",
     "quiet_broken_pipe",
     "options_as_typed",
     "progress_bar",
@@ -91,6 +94,41 @@ def literal(text: object) -> str:
     '\\\\[/]x\\\\x1b[2J'
     """
     return escape(printable(text))
+
+
+#: ``-c/--cluster`` of the commands that also take the cluster as their first argument (:func:`one_cluster`).
+ClusterOpt = Annotated[
+    str | None,
+    typer.Option("--cluster", "-c", help="Preset name or cluster YAML file", show_default=False),
+]
+
+
+def cluster_argument(default: str) -> Any:
+    """The optional CLUSTER argument of a command that took its cluster so before it took ``-c/--cluster``
+    (``aifabric ladder tpu-v5p-pod``): still read, ``default`` when neither is given (:func:`one_cluster`)."""
+    return typer.Argument(
+        metavar="CLUSTER",
+        help=f"Preset name or cluster YAML file, as -c/--cluster (default: {default})",
+        show_default=False,
+    )
+
+
+def one_cluster(argument: str | None, option: str | None, default: str) -> str:
+    """The cluster a command was given as its argument or as ``-c/--cluster``, else ``default``.
+
+    Raises
+    ------
+    ValueError
+        Naming both when the argument and the option name different clusters.
+
+    >>> one_cluster(None, "gb200-nvl72", "tpu-v5p-pod"), one_cluster("tpu-v5p-pod", None, "x")
+    ('gb200-nvl72', 'tpu-v5p-pod')
+    """
+    if argument is not None and option is not None and argument != option:
+        raise ValueError(
+            f"--cluster: {option!r} and the CLUSTER argument {argument!r} name two clusters; give one of them"
+        )
+    return option or argument or default
 
 
 #: ``--html FILE``: a self-contained HTML report (aifabric.report.html).

@@ -28,7 +28,7 @@ from aifabric.collectives.algorithms import plan_algorithms
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.traffic import PATTERNS
 from aifabric.engines.routing import POLICIES, POLICY_OPTIONS, refuse_unused_options
-from aifabric.engines.scenario import Scenario, run_scenario
+from aifabric.engines.scenario import DEFAULT_ROUTING, Scenario, run_scenario
 from aifabric.report.html import fabric_report, write_html
 from aifabric.report.trace import scenario_trace, write_trace
 from aifabric.transport.fluidnet import transport as known_transport
@@ -40,6 +40,7 @@ __all__ = ["fabric"]
 
 @handle_errors
 def fabric(
+    ctx: typer.Context,
     traffic: Annotated[
         str,
         typer.Argument(
@@ -61,7 +62,7 @@ def fabric(
         str,
         typer.Option(help="links (contention-free bound on real links) or flow (max-min fair, event-driven)"),
     ] = "flow",
-    routing: Annotated[str, typer.Option(help=f"Load balancing: {', '.join(POLICIES)}")] = "ecmp",
+    routing: Annotated[str, typer.Option(help=f"Load balancing: {', '.join(POLICIES)}")] = DEFAULT_ROUTING,
     transport: Annotated[
         str | None,
         typer.Option(
@@ -121,9 +122,9 @@ def fabric(
     """
     _check_traffic(traffic)
     check_outputs(plot=plot, trace=trace, html=html)
-    refuse_unused_options(
-        routing, [o for o, on in (("--qps", qps is not None), ("--polarized", polarized)) if on]
-    )
+    given = [o for o, on in (("--qps", qps is not None), ("--polarized", polarized)) if on]
+    source = ctx.get_parameter_source("routing")  # Typer's own Click: compared by name
+    refuse_unused_options(routing, given, defaulted=source is None or source.name == "DEFAULT")
     failures = ",".join(fail) if fail else None  # one text: parse_failures reads comma-separated items
     _refuse_unused(traffic, routing, placement, failures, algo=algo, seed=seed)
     seed = seed or 0

@@ -149,12 +149,9 @@ def _render_nvlink(node) -> None:  # noqa: ANN001  (a NodeInspection; the module
             if hidden
             else "NVLink: none in the input"
         )
-    # a full mesh is an NVSwitch's only when the node is modelled on one: two GPUs on an NVLink bridge
-    # (NV4 between two RTX A6000s) or GPUs wired all-to-all are a full mesh with no switch
-    switch = " (NVSwitch)" if node.spec_data.get("scale_up", {}).get("kind") == "nvswitch" else ""
     for g in node.nvlink_groups:
         counts = ", ".join(f"NV{c}" for c in g.link_counts)
-        shape = f"full mesh{switch}" if g.full_mesh else "partial"
+        shape = node.group_shape(g)  # an NVSwitch's only when the node is modelled on one
         console.print(f"NVLink group {'+'.join(g.gpus)}: {len(g.pairs)} pairs, {counts}; {shape}")
         if not g.full_mesh or len(g.link_counts) > 1:
             console.print("  pairs: " + ", ".join(f"{a}-{b} NV{c}" for a, b, c in g.pairs))

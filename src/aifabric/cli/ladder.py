@@ -7,16 +7,27 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.common import (
+    ClusterOpt,
+    cluster_argument,
+    console,
+    emit_json,
+    handle_errors,
+    one_cluster,
+)
 from aifabric.cluster.ladder import bandwidth_ladder
 from aifabric.cluster.resolve import resolve_cluster
 
 __all__ = ["ladder"]
 
+#: The cluster when neither the CLUSTER argument nor -c/--cluster names one.
+_CLUSTER = "tpu-v5p-pod"
+
 
 @handle_errors
 def ladder(
-    cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "tpu-v5p-pod",
+    cluster_arg: Annotated[str | None, cluster_argument(_CLUSTER)] = None,
+    cluster_opt: ClusterOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:
     """Per level: GB/s per chip as documented and per direction, and the time to move 1 GB at each.
@@ -24,6 +35,7 @@ def ladder(
     "1 GB takes" uses the documented figure, as the second seed does (a lower bound where the figure adds
     both directions); the last column uses one direction.
     """
+    cluster = one_cluster(cluster_arg, cluster_opt, _CLUSTER)
     spec = resolve_cluster(cluster)
     rungs = bandwidth_ladder(spec)
     if json_out:

@@ -10,10 +10,13 @@ import typer
 
 from aifabric.cli.common import (
     CatalogOption,
+    ClusterOpt,
+    cluster_argument,
     console,
     emit_json,
     handle_errors,
     literal,
+    one_cluster,
     options_as_typed,
     use_catalog,
 )
@@ -24,6 +27,9 @@ from aifabric.errors import ConfigError
 from aifabric.units import format_time, one_size
 
 __all__ = ["scale_across"]
+
+#: The cluster when neither the CLUSTER argument nor -c/--cluster names one.
+_CLUSTER = "dgx-h100-superpod"
 
 
 class Dtype(str, Enum):
@@ -42,7 +48,8 @@ _DTYPE_BYTES = {Dtype.fp32: 4, Dtype.bf16: 2, Dtype.fp16: 2, Dtype.fp8: 1, Dtype
 
 @handle_errors
 def scale_across(
-    cluster: Annotated[str, typer.Argument(help="Preset name or cluster YAML file")] = "dgx-h100-superpod",
+    cluster_arg: Annotated[str | None, cluster_argument(_CLUSTER)] = None,
+    cluster_opt: ClusterOpt = None,
     nodes: Annotated[int | None, typer.Option(help="Resize to this many nodes (all sites)", min=1)] = None,
     sites: Annotated[
         int | None, typer.Option(help="Sites the GPUs are split over (default 2)", min=2)
@@ -75,6 +82,7 @@ def scale_across(
     5 us/km of fibre, in-site all-gather) and the extra step time of putting DP across the sites; with
     --inner-steps, local SGD's outer all-reduce instead (DiLoCo: the sites sync their pseudo-gradient, in
     --sync-dtype, every that many steps)."""
+    cluster = one_cluster(cluster_arg, cluster_opt, _CLUSTER)
     use_catalog(catalog_files)
     spec = resolve_cluster(cluster, nodes=nodes)
     st = spec.sites

@@ -26,13 +26,15 @@ TOLERANCE = 0.05
 
 @dataclass(frozen=True)
 class Headline:
-    """A modelled headline figure: ``value`` in SI (bytes/s, GPUs, W), ``kind`` and the network it is of."""
+    """A modelled headline figure: ``value`` in SI (bytes/s, GPUs, W, FLOP/s), ``kind`` and the network it
+    is of; ``precision`` names the number format of a compute figure (``bf16``, ``fp8``)."""
 
     name: str
     value: float
     kind: str
     network: str
     note: str
+    precision: str | None = None
 
 
 def headlines(s: ClusterSummary) -> list[Headline]:
@@ -68,7 +70,44 @@ def headlines(s: ClusterSummary) -> list[Headline]:
             else "every network; no GPU or host power figure in the catalogue (power.yaml): left out"
         )
         out.append(Headline("power", s.power.total_watts, "power", "cluster", note))
-    return out + _memory_headlines(s)
+    return out + _memory_headlines(s) + _compute_headlines(s)
+
+
+#: The catalogue's dense tensor peaks (accelerators.yaml, each with its datasheet): the number format a
+#: vendor writes, the field, what the figure is. NVIDIA's datasheets give FP16 and BF16 as one figure
+#: ("FP16/BF16", also on GB200 NVL72's page), and so does AMD's MI300X sheet: an FP16 claim is checked
+#: against the BF16 peak.
+_PEAKS: dict[str, tuple[str, str]] = {
+    "bf16": ("peak_bf16_flops", "BF16"),
+    "fp16": ("peak_bf16_flops", "BF16"),
+    "fp8": ("peak_fp8_flops", "FP8"),
+}
+
+
+def _compute_headlines(s: ClusterSummary) -> list[Headline]:
+    """The GPUs' dense tensor peaks (catalogue ``peak_bf16_flops``, ``peak_fp8_flops``), per GPU, in the fast
+    domain and in all: a GB200 NVL72 rack is 72 x 2.5 PFLOPS = 180 PFLOPS of dense FP16/BF16, the figure
+    NVIDIA's GB200 NVL72 page quotes. Compute, not a network: listed last."""
+    acc = s.spec.accelerator_spec
+    out: list[Headline] = []
+    for field_name, label in dict(_PEAKS.values()).items():
+        peak = getattr(acc, field_name)
+        if peak is None:
+            continue
+        precision = label.lower()
+        note = f"{label} dense tensor peak"
+        out.append(
+            Headline(f"{label} peak per GPU", peak, "compute", "compute", f"one GPU's {note}", precision)
+        )
+        sizes = {s.domain_gpus: "fast domain", s.n_gpus: "cluster"}
+        out += [
+            Headline(
+                f"{label} peak, {where}", peak * n, "compute", "compute",
+                f"{n} GPUs x {peak / 1e12:,.4g} TFLOPS {note}", precision,
+            )
+            for n, where in sizes.items()
+        ]  # fmt: skip
+    return out
 
 
 def _memory_headlines(s: ClusterSummary) -> list[Headline]:
@@ -176,13 +215,15 @@ def _scale_out_headlines(s: ClusterSummary) -> list[Headline]:
 @dataclass(frozen=True)
 class Claim:
     """A number read from an announcement: ``value`` in SI, ``kind`` (bandwidth, count, power, memory: a
-    capacity in bytes), its text."""
+    capacity in bytes, compute: FLOP/s), its text; ``precisions`` the number formats a compute claim names
+    (``("fp16", "bf16")`` for "of FP16/BF16"; empty: not said)."""
 
     text: str
     value: float
     kind: str
     per_gpu: bool = False
     per_node: bool = False  # "per node" (server, system, host): one server's figure
+    precisions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # the figure times its unit or suffix may overflow where the figure alone did not ("1e306M GPUs")
@@ -204,11 +245,16 @@ _UNITS = {
     "pib": (2.0**50, "memory"),
     "tib": (2.0**40, "memory"),
     "gib": (2.0**30, "memory"),
+    # FLOP/s: "PFLOPS", "PFLOP/s" (read as "pflops") and the words ("exaFLOPS")
+    **{f"{p}flops": (v, "compute") for p, v in (("e", 1e18), ("p", 1e15), ("t", 1e12))},
+    **{f"{p}flops": (v, "compute") for p, v in (("exa", 1e18), ("peta", 1e15), ("tera", 1e12))},
 }
 _CLAIM = re.compile(
     r"(?P<sign>(?<![\w.,-])[-\u2212])?"  # a minus sign, kept: "-130 TB/s" is not 130 TB/s
     r"(?<![\w.,])(?P<num>\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)"  # not the 100 of "H100"
-    r"(?:\s*(?P<unit>[PTGM][bB]/s|[PTGM]bps|[GMk]W|[PTG]i?B)\b(?P<per>\s+per\s+(?:(?P<gpu>GPU|accelerator|chip)|(?P<server>server|node|system|host))\b)?"
+    r"(?:\s*(?P<unit>[EPT]FLOP(?:S|/s)|(?i:(?:exa|peta|tera)flops)|[PTGM][bB]/s|[PTGM]bps|[GMk]W|[PTG]i?B)\b"
+    # "180 PFLOPS of FP16/BF16" (NVIDIA's GB200 NVL72 page): the number formats a compute figure is of
+    r"(?:(?:\s+of)?\s+(?P<precision>(?:FP|BF|TF)\d+(?:/(?:FP|BF|TF)\d+)*)\b)?(?P<per>\s+per\s+(?:(?P<gpu>GPU|accelerator|chip)|(?P<server>server|node|system|host))\b)?"
     # "72 B200 GPUs": a model between; "a 72-GPU NVLink domain" (NVIDIA's GB200 NVL72 page): a hyphen;
     # "100k GPUs" (xAI's Colossus): a thousands (k) or millions (M) suffix, also after a space ("100 k GPUs")
     # "100K+ GPUs": a lower bound, read as its figure; "8-GPU servers": one node's size, not the cluster's
@@ -267,7 +313,7 @@ def extract_claims(text: str) -> list[Claim]:
             out.append(_count_claim(m, num))
             continue
         unit = m["unit"]
-        low = unit.lower()
+        low = unit.lower().replace("/s", "s") if "flop" in unit.lower() else unit.lower()
         per_gpu, per_node = m["gpu"] is not None, m["server"] is not None
         if low.endswith("bps"):
             scale, kind = _UNITS[low[0] + "b/s"]
@@ -275,7 +321,8 @@ def extract_claims(text: str) -> list[Claim]:
             continue
         scale, kind = _UNITS[low]
         bits = kind == "bandwidth" and unit[1] == "b"
-        out.append(Claim(m[0], num * scale / (8 if bits else 1), kind, per_gpu, per_node))
+        precisions = tuple(p.lower() for p in m["precision"].split("/")) if m["precision"] else ()
+        out.append(Claim(m[0], num * scale / (8 if bits else 1), kind, per_gpu, per_node, precisions))
     return out
 
 
@@ -289,12 +336,17 @@ class Verdict:
     note: str
 
 
+#: How a per-GPU figure of each kind is shown in a "differs" note: divisor and unit.
+_PER_GPU_UNITS = {"bandwidth": (1e9, "GB/s"), "memory": (1e9, "GB"), "compute": (1e12, "TFLOPS")}
+
+
 def check_claims(s: ClusterSummary, claims: list[Claim]) -> list[Verdict]:
     """Compare each claim with the modelled headline figures of its kind (within 5%)."""
     figs = headlines(s)
     out: list[Verdict] = []
     for c in claims:
-        same = [h for h in figs if h.kind == c.kind]
+        # a compute claim that names its number format is checked against that format's peak only
+        same = [h for h in figs if h.kind == c.kind and (not c.precisions or h.precision in c.precisions)]
         hit = next((h for h in same if abs(c.value / h.value - 1) <= TOLERANCE), None) if c.value else None
         if hit is not None:
             out.append(Verdict(c, "matches", hit, f"{hit.name} ({hit.network}): {hit.note}"))
@@ -303,15 +355,18 @@ def check_claims(s: ClusterSummary, claims: list[Claim]) -> list[Verdict]:
         elif c.kind == "node size":
             out.append(Verdict(c, "differs", None, f"modelled: {s.spec.gpus_per_node} GPUs per node"))
         elif c.per_gpu and (per_gpu := [h for h in same if "per GPU" in h.name]):
-            unit = "GB/s" if c.kind == "bandwidth" else "GB"
-            have = ", ".join(f"{h.name} {h.value / 1e9:.4g} {unit}" for h in per_gpu)
+            scale, unit = _PER_GPU_UNITS[c.kind]
+            have = ", ".join(f"{h.name} {h.value / scale:.4g} {unit}" for h in per_gpu)
             out.append(Verdict(c, "differs", None, f"modelled per GPU: {have}"))
         elif c.per_node and (per_node := [h for h in same if "per node" in h.name]):
             have = ", ".join(f"{h.name} {h.value / 1e9:.4g} GB/s" for h in per_node)
             out.append(Verdict(c, "differs", None, f"modelled per node: {have}"))
         else:
-            known = ", ".join(h.name for h in same) or "none"
+            known = ", ".join(h.name for h in same or [h for h in figs if h.kind == c.kind]) or "none"
+            of = f" of {'/'.join(p.upper() for p in c.precisions)}" if c.precisions else ""
             out.append(
-                Verdict(c, "cannot verify", None, f"no modelled {c.kind} figure is within 5% (have: {known})")
+                Verdict(
+                    c, "cannot verify", None, f"no modelled {c.kind} figure{of} is within 5% (have: {known})"
+                )
             )
     return out

@@ -273,7 +273,7 @@ def inventory(topo: Topology) -> Inventory:
         )
     if spec.scale_out is not None and topo.shape is not None:
         lines += _scale_out(topo)
-    if spec.front_end is not None and spec.front_end.nics_per_node:
+    if spec.front_end is not None:
         lines += _front_end(topo)
     if spec.management is not None and spec.management.ports_per_node:
         lines += _management(topo)

@@ -109,7 +109,7 @@ def _scale_out_rung(spec: ClusterSpec) -> LadderRung | None:
 def _front_end_rung(spec: ClusterSpec) -> LadderRung | None:
     """The front-end NICs of a node, shared by its GPUs."""
     fe = spec.front_end
-    if fe is None or not fe.nics_per_node:
+    if fe is None:
         return None
     speed = fe.nic_speed_bytes_per_s or catalog.nic(fe.nic).line_rate_bytes_per_s
     return _rung(

@@ -308,10 +308,14 @@ class ScaleOutSpec(_Strict):
 
 
 class FrontEndSpec(_Strict):
-    """Front-end Ethernet per node (storage, data loading, checkpoints, users), often through a DPU."""
+    """Front-end Ethernet per node (storage, data loading, checkpoints, users), often through a DPU.
+
+    ``nics_per_node`` is at least 1: a front-end no node joins carries no checkpoint or data loading, which
+    is a cluster without one (``front_end: null``), refused rather than dropped without a word.
+    """
 
     nic: NicKey = "bluefield-3"
-    nics_per_node: Int = Field(default=1, ge=0, le=MAX_PORTS)
+    nics_per_node: Int = Field(default=1, le=MAX_PORTS)
     nic_speed_bytes_per_s: float | None = Field(default=None, validation_alias="nic_speed")
     switch: SwitchKey = "spectrum-4-sn5600-400g"
     oversubscription: float = Field(default=1.0, ge=1.0, le=MAX_RADIX, allow_inf_nan=False)
@@ -324,6 +328,15 @@ class FrontEndSpec(_Strict):
             if v is None
             else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
         )
+
+    @field_validator("nics_per_node")
+    @classmethod
+    def _joined(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError(
+                f"must be 1 or more, got {v} (a cluster without a front-end network: front_end: null)"
+            )
+        return v
 
 
 class ManagementSpec(_Strict):

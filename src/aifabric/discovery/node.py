@@ -110,6 +110,15 @@ class NodeInspection:
         """Every NVLink pair ``(gpu_a, gpu_b, links)`` over all groups."""
         return tuple(p for g in self.nvlink_groups for p in g.pairs)
 
+    def group_shape(self, group: NvlinkGroup) -> str:
+        """How ``group`` is wired: ``full mesh (NVSwitch)`` only when the node is modelled on a switch (its
+        ``scale_up`` kind), else ``full mesh`` (two GPUs on an NVLink bridge, NV4 between two RTX A6000s, or
+        GPUs wired all-to-all: no switch) or ``partial``."""
+        if not group.full_mesh:
+            return "partial"
+        on_switch = self.spec_data.get("scale_up", {}).get("kind") == "nvswitch"
+        return "full mesh (NVSwitch)" if on_switch else "full mesh"
+
     def path(self, gpu: str, nic: str) -> GpuNicPath:
         """The verdict for one GPU-NIC pair.
 
@@ -145,7 +154,12 @@ class NodeInspection:
             "accelerator": self.accelerator,
             "nic_speed_bytes_per_s": self.nic_speed_bytes_per_s,
             "nvlink_groups": [
-                {"gpus": list(g.gpus), "full_mesh": g.full_mesh, "pairs": [list(p) for p in g.pairs]}
+                {
+                    "gpus": list(g.gpus),
+                    "full_mesh": g.full_mesh,
+                    "shape": self.group_shape(g),
+                    "pairs": [list(p) for p in g.pairs],
+                }
                 for g in self.nvlink_groups
             ],
             "nearest_nics": {g: [[p.nic, p.path] for p in ps] for g, ps in self.nearest.items()},

@@ -81,7 +81,7 @@ POLICY_OPTIONS: dict[str, tuple[str, ...]] = {
 }
 
 
-def refuse_unused_options(policy: str, given: Iterable[str]) -> None:
+def refuse_unused_options(policy: str, given: Iterable[str], *, defaulted: bool = False) -> None:
     """Refuse the routing options in ``given`` that ``policy`` does not use.
 
     Parameters
@@ -90,6 +90,10 @@ def refuse_unused_options(policy: str, given: Iterable[str]) -> None:
         A routing policy name (:data:`POLICIES`).
     given : iterable of str
         The CLI options the user gave, keys of :data:`POLICY_OPTIONS` (e.g. ``"--qps"``, ``"--polarized"``).
+    defaulted : bool, default False
+        True when the user named no routing and ``policy`` is the calling command's default (``fabric``:
+        ECMP; the links and flow engines: :data:`DEFAULT_POLICY`): the refusal then calls it the default,
+        and never when the user named it.
 
     Raises
     ------
@@ -101,10 +105,9 @@ def refuse_unused_options(policy: str, given: Iterable[str]) -> None:
     for option in given:
         users = POLICY_OPTIONS[option]
         if policy not in users:
-            default = " (the default)" if policy == DEFAULT_POLICY else ""
+            note = " (the default)" if defaulted else ""
             raise ConfigError(
-                f"{option}: used only by --routing {', '.join(users)}; "
-                f"routing {policy}{default} does not use it"
+                f"{option}: used only by --routing {', '.join(users)}; routing {policy}{note} does not use it"
             )
 
 

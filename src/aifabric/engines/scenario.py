@@ -29,7 +29,12 @@ from aifabric.engines.failures import parse_failures
 from aifabric.engines.flowsim import Progress
 from aifabric.errors import NoRoute
 
-__all__ = ["JobTime", "Scenario", "run_scenario"]
+__all__ = ["DEFAULT_ROUTING", "JobTime", "Scenario", "run_scenario"]
+
+#: The routing of a fabric scenario when none is given: per-flow ECMP hashing, what a deployed Clos does
+#: without packet spraying or adaptive routing (the links and flow engines alone default to the
+#: contention-free ``spray``, :data:`aifabric.engines.routing.DEFAULT_POLICY`).
+DEFAULT_ROUTING = "ecmp"
 
 
 @dataclass(frozen=True)
@@ -192,7 +197,7 @@ def run_scenario(
     spec: ClusterSpec,
     *,
     engine: str = "flow",
-    routing: str = "ecmp",
+    routing: str = DEFAULT_ROUTING,
     qps: int = 4,
     polarized: bool = False,
     jobs: int = 1,

@@ -201,10 +201,18 @@ class EtNode:
 
 @dataclass(frozen=True)
 class ChakraTrace:
-    """One rank's trace as read back: the GlobalMetadata version and the nodes in file order."""
+    """One rank's trace as read back: the GlobalMetadata version, the nodes in file order and the
+    GlobalMetadata attributes (ours: ``rank``, ``ranks`` the trace was written for, ``producer``)."""
 
     version: str
     nodes: tuple[EtNode, ...]
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def ranks(self) -> int | None:
+        """Ranks the trace was written for (GlobalMetadata ``ranks``), None when it does not say."""
+        n = self.attrs.get("ranks")
+        return n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else None
 
 
 # -- varint framing (protolib.py's encodeMessage / decodeMessage) --------------------------------------------
@@ -522,7 +530,7 @@ def read_et(path: str | Path) -> ChakraTrace:
         _check_group(p, nodes[-1])
         if len(nodes) > MAX_NODES:
             raise ParseError(f"{p}: more than {MAX_NODES:,} nodes")
-    return ChakraTrace(meta.version, tuple(nodes))
+    return ChakraTrace(meta.version, tuple(nodes), {a.name: _get_attr(a) for a in meta.attr})
 
 
 #: Our two group fields: how many ranks a call's group holds, and how far apart they are; both whole, >= 1.

@@ -422,8 +422,7 @@ def inspect_report(nodes: Sequence[NodeInspection], **inputs: Any) -> Report:
         ),
     )
     why = [
-        f"NVLink group {'+'.join(g.gpus)}: {len(g.pairs)} pairs, "
-        f"{'full mesh (NVSwitch)' if g.full_mesh else 'partial'}"
+        f"NVLink group {'+'.join(g.gpus)}: {len(g.pairs)} pairs, {n.group_shape(g)}"
         for n in nodes
         for g in n.nvlink_groups
     ]
