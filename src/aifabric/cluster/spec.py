@@ -182,7 +182,9 @@ class ScaleOutSpec(_Strict):
     links (default: the per-plane link, one cable each): DGX SuperPOD (B300) twin-plane Spectrum-X runs 400G
     per plane to the leaves and 800G leaf-spine cables (RA Table 3: 512 leaf-spine cables per 512 GPUs);
     Alibaba HPN 200G per plane down and 64 x 400G up per ToR. It must be a whole multiple of the per-plane
-    link and at most every tier's switch port; it changes cables and optics, not the Clos.
+    link and at most every tier's switch port; it changes cables and optics, not the Clos, and the flow
+    engine's hashed routing picks the cable, whose lanes share its bytes (a port of that speed: two NIC-rate
+    flows on a 2-lane cable do not slow, MegaScale NSDI 2024 Sec. 3.4).
     """
 
     nic: NicKey = "connectx-7"

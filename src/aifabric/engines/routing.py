@@ -866,6 +866,58 @@ def check_one_tier_pairs(topo: Topology, gpus: np.ndarray) -> None:
         raise one_tier_no_route(topo, int(s[apart[0]]), int(d[apart[0]]))
 
 
+def _cable_width(topo: Topology, n_slots: int, period: int) -> int:
+    """Per-plane links one switch-to-switch cable bundles into one port: ``scale_out.uplink_speed`` over the
+    per-plane link (MegaScale, NSDI 2024, Sec. 3.4: 400 G uplinks over 200 G downlinks, so "the bandwidth
+    of each uplink is double of that of a downlink"), where ``n_slots`` slots cycling over ``period`` upper
+    switches give every switch pair a whole number of such cables; else 1 (each link its own port)."""
+    so = topo.spec.scale_out
+    if so is None or so.uplink_speed_bytes_per_s is None or period < 1 or n_slots % period:
+        return 1
+    k = round(so.uplink_speed_bytes_per_s * so.planes / topo.spec.endpoint_line_rate_bytes_per_s)
+    return k if k > 1 and (n_slots // period) % k == 0 else 1
+
+
+def _add_on_cable(
+    b: _Builder,
+    table: np.ndarray,
+    where: tuple[np.ndarray, np.ndarray, np.ndarray],
+    cols: np.ndarray,
+    pw: np.ndarray,
+    bundle: tuple[int, int],
+    alive: np.ndarray,
+) -> None:
+    """Sub-flows on ``table[plane, switch, slot]`` (``where``), a hash's pick of one port. A port bundling
+    ``k`` per-plane links (``bundle = (period, k)``: slots ``j`` and ``j + period`` reach the same upper
+    switch) carries them spread evenly over its live lanes: one port of k x the link's speed, which two
+    flows at the NIC's rate share without slowing when k >= 2. ``k = 1``: the slot's link alone."""
+    plane, sw, slot = where
+    period, k = bundle
+    if k == 1:
+        b.add(table[plane, sw, slot], cols, pw)
+        return
+    first = slot % period + (slot // period) // k * k * period
+    ids = table[plane[:, None], sw[:, None], first[:, None] + period * np.arange(k)[None, :]]
+    live = alive[ids]
+    share = pw[:, None] * live / np.maximum(live.sum(axis=1, keepdims=True), 1)
+    r, c = np.nonzero(live)
+    b.add(ids[r, c], cols[r], share[r, c])
+
+
+def _leaf_bundle(topo: Topology) -> tuple[int, int]:
+    """(period, k) of the leaf-spine tier: leaf slots ``j`` and ``j + period`` reach the same spine."""
+    shape = topo.shape
+    assert shape is not None
+    period = shape.n_spines if shape.tiers == 2 else shape.spines_per_pod
+    return period, _cable_width(topo, shape.leaf_up, period)
+
+
+def _spine_bundle(topo: Topology) -> tuple[int, int]:
+    """(period, k) of the spine-core tier: spine slots ``j`` and ``j + period`` reach the same core."""
+    sp, u2, cpg = _spine_core_tables(topo)
+    return cpg, _cable_width(topo, u2, cpg)
+
+
 def _route_between_leaves(
     topo: Topology,
     b: _Builder,
@@ -903,7 +955,7 @@ def _route_between_leaves(
         return
     slot_d = _pinned_slot(topo, d)
     j = _pick_uplink(topo, policy, viable_u, up_u, inv, slot_d, hop, w, leaf_s)
-    b.add(up_u[inv, j], cols, pw)
+    _add_on_cable(b, topo.leaf_uplinks, (plane, leaf_s, j), cols, pw, _leaf_bundle(topo), alive)
     spine = topo.leaf_uplink_spine[leaf_s, j]
     # same pod / two tiers: spine -> leaf_d over one of the parallel cables
     sp = np.nonzero(same_pod)[0]
@@ -912,7 +964,8 @@ def _route_between_leaves(
         jd = _pick_by_key(
             lambda p, ld, sw: _down_cables(topo, alive, p, ld, sw), (plane[sp], leaf_d[sp], spine[sp]), hh
         )
-        b.add(topo.leaf_downlinks[plane[sp], leaf_d[sp], jd], cols[sp], pw[sp])
+        where = (plane[sp], leaf_d[sp], jd)
+        _add_on_cable(b, topo.leaf_downlinks, where, cols[sp], pw[sp], _leaf_bundle(topo), alive)
     xp = np.nonzero(~same_pod)[0]
     if xp.size:
         _route_cross_pod(
@@ -1152,16 +1205,16 @@ def _route_cross_pod(
     if (j2 < 0).any():
         i = int(np.nonzero(j2 < 0)[0][0])
         raise NoRoute(f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: no live core path")
-    b.add(topo.spine_uplinks[plane, spine, j2], cols, pw)
+    _add_on_cable(b, topo.spine_uplinks, (plane, spine, j2), cols, pw, _spine_bundle(topo), alive)
     c = topo.spine_uplink_core[spine, j2]
     jd = _pick_by_key(core_down, (plane, spd, c), slot_d if pinned else hop.at(5))
-    b.add(topo.spine_downlinks[plane, spd, jd], cols, pw)
+    _add_on_cable(b, topo.spine_downlinks, (plane, spd, jd), cols, pw, _spine_bundle(topo), alive)
     jl = _pick_by_key(
         lambda p, ld, sw: _down_cables(topo, alive, p, ld, sw),
         (plane, leaf_d, spd),
         slot_d if pinned else hop.at(6),
     )
-    b.add(topo.leaf_downlinks[plane, leaf_d, jl], cols, pw)
+    _add_on_cable(b, topo.leaf_downlinks, (plane, leaf_d, jl), cols, pw, _leaf_bundle(topo), alive)
 
 
 def _spray_down(
