@@ -137,4 +137,5 @@ def test_rccl_2_21_5_runs_msccl_for_ranks_of_one_process() -> None:
     for size in (KiB, 64 * KiB, 8 * MiB):
         r = formula_collective("all_reduce", size, MI300X, one_process, nccl_version="2.21.5")
         assert r.algorithm == Algorithm.MSCCL.value
-    assert msccl_kernel("2.21.5", 8, KiB).file == "allreduce-allpairs-8n-ll-32tb-op.xml"  # type: ignore[union-attr]
+    kernel = msccl_kernel("2.21.5", 8, KiB)
+    assert kernel is not None and kernel.file == "allreduce-allpairs-8n-ll-32tb-op.xml"
