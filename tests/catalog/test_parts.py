@@ -10,7 +10,8 @@ ACCELERATORS = [
     "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-40gb", "a100-pcie-80gb", "a30", "a40", "l40s",
     "h100-pcie", "h100-nvl", "h100-sxm", "h800-sxm", "h20", "h200-sxm", "b200", "b300", "gb200", "gb300",
     "gb10", "rtx-4090", "rtx-5090", "rtx-6000-ada", "rtx-pro-6000-blackwell", "v100-sxm2-32gb",
-    "v100-pcie-32gb", "mi300x", "mi325x", "mi355x", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e", "tpu-ironwood",
+    "v100-pcie-32gb", "mi300x", "mi325x", "mi350x", "mi355x", "tpu-v4", "tpu-v5e", "tpu-v5p", "tpu-v6e",
+    "tpu-ironwood",
 ]  # fmt: skip
 NICS = [
     "connectx-5", "connectx-6", "connectx-7", "connectx-8", "connectx-9", "bluefield-3", "efa-v2", "efa-v3",
@@ -42,6 +43,7 @@ def test_every_part_the_issue_names_is_catalogued_with_a_source():
         ("gb300", 2500e12, 288e9, 8000e9),  # GB300 NVL72: 360 PF sparse BF16 / 72 / 2
         ("rtx-4090", 165.2e12, 24e9, 1008e9),  # Ada whitepaper
         ("mi300x", 1307.4e12, 192e9, 5300e9),  # AMD MI300X datasheet
+        ("mi350x", 2306.9e12, 288e9, 8000e9),  # AMD MI350X datasheet (2.3 PF dense BF16)
         ("mi355x", 2516.6e12, 288e9, 8000e9),  # AMD MI355X datasheet
         ("tpu-v6e", 918e12, 32e9, 1638e9),  # Google Cloud TPU v6e docs
         ("tpu-v4", 275e12, 32 * 2**30, 1200e9),  # Google Cloud TPU v4 docs (32 GiB)

@@ -126,3 +126,16 @@ def test_the_log_of_an_rccl_tests_g8_run_gives_a_communicator_of_one_process() -
     table = compare_nccl_tests(text).tables[0]
     assert table.table.ranks_per_process == 8
     assert table.comm.ranks_per_process == 8
+
+
+def test_rccl_2_21_5_runs_msccl_for_ranks_of_one_process() -> None:
+    # ROCm/rccl release-staging/rocm-rel-6.3 (RCCL 2.21.5) msccl_lifecycle.cc:31
+    # RCCL_PARAM(MscclEnableSingleProcess, "MSCCL_ENABLE_SINGLE_PROCESS", 1) and lines 82-88: with it set,
+    # mscclCommCompatible returns true, so one process driving 8 GPUs (-g 8) runs the all-pairs kernels;
+    # its -ll-32tb-op kernel now starts at minBytes 0 (the 1pass files are gone): 1 KiB runs it
+    one_process = dataclasses.replace(Communicator.contiguous(MI300X), ranks_per_process=8)
+    for size in (KiB, 64 * KiB, 8 * MiB):
+        r = formula_collective("all_reduce", size, MI300X, one_process, nccl_version="2.21.5")
+        assert r.algorithm == Algorithm.MSCCL.value
+    kernel = msccl_kernel("2.21.5", 8, KiB)
+    assert kernel is not None and kernel.file == "allreduce-allpairs-8n-ll-32tb-op.xml"

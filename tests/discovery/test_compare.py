@@ -224,6 +224,9 @@ def test_nccl_settings_mapping() -> None:
         accelerator_from_name("NVIDIA B200") == "b200"
         and accelerator_from_name("Tesla V100-SXM2-16GB") is None
     )
+    # rocm-smi / rccl-tests rank lines name the part: "AMD Instinct MI350X" is the catalogue's mi350x
+    assert accelerator_from_name("AMD Instinct MI350X") == "mi350x"
+    assert accelerator_from_name("AMD Instinct MI355X") == "mi355x"
 
 
 def test_forced_protocol_and_algorithm_not_applicable(case_text: dict[str, str]) -> None:

@@ -117,7 +117,7 @@ def test_an_rccl_tests_log_of_a_recorded_rccl_release_uses_rccls_tables() -> Non
 def test_an_rccl_release_of_an_unread_series_says_whose_tables_price_it() -> None:
     note = priced_release("2.28.3", "rccl").note
     assert note.startswith("priced with NCCL 2.28.3's tuning tables")
-    assert "RCCL's own tables are recorded for 2.18.6, 2.20.5 only" in note
+    assert "RCCL's own tables are recorded for 2.18.6, 2.20.5, 2.21.5, 2.26.6 only" in note
 
 
 @pytest.mark.parametrize(

@@ -109,8 +109,8 @@ MISSED = {
         "MiB and 156.35 (ring/LL128) / 190.33 (tree/Simple) / 249.40 (ring/Simple, 48 ch) after the PR's "
         "tuning vs 208.0 / 291.7 / 299.7 and 248.4 / 210.1 / 299.7 forced alike on mi355x with 8 x "
         "Pollara 400 (+20 to +87 %): the NIC is an assumption, RCCL 2.30's tables (gfx950 LL128 rate, "
-        "channel count) are not recorded (rccl_releases.yaml stops at 2.20.5, whose LL128 is off on "
-        "CDNA3) and the run's 48-channel ring beating its 64-channel one by 8.6 % at 128 MiB is a CU "
-        "effect the NIC-bound model has no term for"
+        "channel count) are not recorded (rccl_releases.yaml stops at 2.26.6, whose LL128 is off on "
+        "the 8 x gfx942/gfx950 models) and the run's 48-channel ring beating its 64-channel one by 8.6 % "
+        "at 128 MiB is a CU effect the NIC-bound model has no term for"
     ),
 }

@@ -78,7 +78,8 @@ ALIBABA = "https://github.com/prasad-nair-amd/alibaba/blob/66285cc6243299bf22daf
 V2292 = (("nccl_version", "2.29.2"),)
 #: NCCL 2.17.1 predates the catalogue's tables: the oldest recorded, 2.18.1's
 V2181 = (("nccl_version", "2.18.1"),)
-#: RCCL 2.27.7: the newest RCCL tables recorded (rccl_releases.yaml), as the other MI3xx/MI355X blind checks
+#: RCCL 2.27.7: a series past the RCCL tables recorded (rccl_releases.yaml, to 2.26.6), so NCCL's newest
+#: tables price it (tiers.library_release), as the other MI3xx/MI355X blind checks
 NT322_ENV = {
     "NCCL_ALGO": "Ring",
     "NCCL_PROTO": "LL128",
@@ -290,8 +291,11 @@ MISSED = {
     "prasad-nair-amd/alibaba, 2 x 8 MI355X small sizes (RCCL 2.27.7)": (
         "time all_reduce 37.35/42.14/49.99 us at 16 B/1 KiB/64 KiB vs 25.2/26.1/30.8 (-33 to -38 %); "
         "alltoall 38.61/38.75/36.97 us at 256 B/4 KiB/64 KiB vs 22.4/22.4/23.1 (-38 to -42 %): the "
-        "Pollara 400's RoCE latency under RCCL 2.27's tuner (the catalogue's newest RCCL tables are "
-        "2.20.5's) has no public per-message figure"
+        "Pollara 400's RoCE latency under RCCL 2.27's tuner has no public per-message figure. RCCL "
+        "2.27's tables are not stored (ROCm/rccl stops at 2.26.6, rccl_releases.yaml); 2.26.6's, one series"
+        " older, would put all_reduce at 45.6/46.5/51.2 us (+22/+10/+2 %: tree/LL on tuning_model_5's NET "
+        "Tree LL 10.5 us), the 16 B row still out of the 15 % bar, and leave alltoall (p2p, which RCCL's "
+        "tuner does not time) where it is"
     ),
 }
 

@@ -58,10 +58,10 @@ A100_40 = hgx("a100-sxm-40gb")
 A100_80 = hgx("a100-sxm-80gb")
 #: 8 x MI300X, xGMI full mesh (7 Infinity Fabric links per GPU)
 MI300X = one_node("mi300x", 8, {"kind": "nvswitch"})
-#: 8 x MI350X on xGMI. The catalogue has no MI350X: mi355x stands, the same CDNA 4 package with the same 7
-#: Infinity Fabric links of 153.6 GB/s (AMD Instinct MI350 series datasheet; the two differ in clocks and
-#: board power, which no collective figure of the model reads)
-MI350X = one_node("mi355x", 8, {"kind": "nvswitch"})
+#: 8 x MI350X on xGMI (catalogue mi350x: the MI355X's CDNA 4 package and 7 Infinity Fabric links of 153.6
+#: GB/s, AMD Instinct MI350X datasheet; the two differ in clocks and board power, which no collective figure
+#: of the model reads)
+MI350X = one_node("mi350x", 8, {"kind": "nvswitch"})
 #: 8 x MI355X on xGMI (the Vultr hosts of the alibaba tests: "AMD Instinct MI355X ... gfx950" in Test 9)
 MI355X = one_node("mi355x", 8, {"kind": "nvswitch"})
 #: one host thread driving 8 GPUs (-g 8), at nccl-tests #123's per-GPU launch cost
@@ -344,7 +344,8 @@ MISSED = {
         "15.4/18.3/28.0/28.0/28.0 (+17/+37/+103/+100/+67 %); busbw 2 MiB 111.21 vs 89.5 (-20 %), 16 / 32 "
         "MiB 212.44/222.76 vs 245.2/295.2 (+15/+33 %), 128 / 256 MiB 325.55/346.97 vs 367.8/384.7 "
         "(+13/+11 %). The flat 13-14 us to 128 KiB is RCCL's own small-message path on gfx950, which the "
-        "catalogue does not hold (rccl_msccl.yaml records the all-pairs kernels of cdna3 only); the rows "
+        "catalogue does not hold (rccl_msccl.yaml records the all-pairs kernels of cdna3 only; ROCm 7.0's "
+        "RCCL 2.26.6 tuner tables, recorded, put 1-256 KiB at ring/LL 23.6-36.2 us, further off); the rows "
         "from 512 MiB (176.65, 138.25, 162.02, 256.82, 253.32, against 259-289 in place) are disturbed, "
         "not compared"
     ),
@@ -353,7 +354,7 @@ MISSED = {
         "Hopper-row LL128 figures for the AMD GPU (the project's default) as RCCL 2.27.7's; the log's 2-8"
         " MiB rows (92.55, 153.07, 206.40) climb faster than NCCL's LL128 ring and the RCCL release's own"
         " gfx950 tables, which RCCL picks per topology model, are not in the catalogue "
-        "(rccl_releases.yaml stops at 2.20.5)"
+        "(rccl_releases.yaml stops at 2.26.6, whose tuning_model_6 for gfx950 keeps LL128 off)"
     ),
     "alibaba Aliyun3, 8 x MI355X (RCCL 2.27.7, -g 8), alltoall 8-128 MiB": (
         "busbw 8 / 16 / 32 / 64 / 128 MiB 188.32/246.91/288.43/298.54/322.22 vs "

@@ -23,7 +23,14 @@ from aifabric.catalog.nccl import NcclRelease, nccl_release, pick_release
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
 
-__all__ = ["MscclKernel", "msccl_archs", "msccl_kernels", "rccl_release", "rccl_release_versions"]
+__all__ = [
+    "MscclKernel",
+    "msccl_archs",
+    "msccl_kernels",
+    "msccl_single_process",
+    "rccl_release",
+    "rccl_release_versions",
+]
 
 
 @cache
@@ -115,3 +122,11 @@ def msccl_archs(version: str) -> frozenset[str]:
     """The GPU architectures whose RCCL ``version`` topology models turn MSCCL on (``mscclEnabled=1``)."""
     entry = _msccl_entries().get(version)
     return frozenset(entry["archs"]) if entry else frozenset()
+
+
+def msccl_single_process(version: str) -> bool:
+    """Whether RCCL ``version`` runs MSCCL for ranks that share a process
+    (``RCCL_MSCCL_ENABLE_SINGLE_PROCESS`` defaults to 1 from 2.21.5, ROCm 6.3: ``mscclCommCompatible`` then
+    accepts them); False before, and for a release the file does not list."""
+    entry = _msccl_entries().get(version)
+    return bool(entry and entry.get("single_process", False))

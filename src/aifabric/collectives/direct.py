@@ -12,9 +12,8 @@ from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import (
     Protocol,
     TierModel,
-    base_latency_s,
     domain_nic_bytes_per_s,
-    hw_latency_s,
+    p2p_latency_s,
     scaleup_bytes_per_s,
     shm_switch_share,
 )
@@ -61,9 +60,11 @@ def direct_cost(
     multi = comm.n_domains > 1
     intra = scaleup_bytes_per_s(tm, g) / shm_switch_share(tm, g)  # a mesh: one link to each of g - 1 peers
     nic = domain_nic_bytes_per_s(tm, comm) / comm.min_ranks_per_domain  # a rank's share of its NICs
-    ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
-    olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
-    lat = base_latency_s(tm, "ring", proto) + (olat if multi else ilat)
+    lat = (
+        p2p_latency_s(tm, "net", proto) + tm.extra_inter_latency_s
+        if multi
+        else p2p_latency_s(tm, tm.intra_kind, proto)
+    )
     t_in = message_bytes * (g - 1) / n / intra if g > 1 else 0.0
     t_all, t_out = t_in, 0.0
     if multi:
@@ -136,7 +137,7 @@ def p2p_cost(
     """
     multi = comm.n_domains > 1
     kind = "net" if multi else tm.intra_kind
-    lat = base_latency_s(tm, "ring", proto) + hw_latency_s(tm, kind, "ring", proto)
+    lat = p2p_latency_s(tm, kind, proto)
     if multi:
         lat += tm.extra_inter_latency_s
     intra = scaleup_bytes_per_s(tm, 2)  # its scale-up to one peer (one link of a full mesh)

@@ -3,7 +3,7 @@
 RCCL (ROCm/rccl, AMD's fork of NCCL) loads the MSCCL algorithms of ``tools/msccl-algorithms`` at init and,
 for each call, runs the first whose size range, chunk count, rank count and placement match
 (``src/misc/msccl/msccl_lifecycle.cc:297-303``), before NCCL's tuner is consulted (``src/collectives.cc``:
-``mscclEnqueueCheck`` ahead of ``ncclEnqueueCheck``). On 8 x gfx942 (MI300X, MI325X) RCCL 2.18-2.20
+``mscclEnqueueCheck`` ahead of ``ncclEnqueueCheck``). On 8 x gfx942 (MI300X, MI325X) RCCL 2.18-2.21
 serves all_reduce from 0 B to 11-16 MiB with the all-pairs kernels recorded in the catalogue
 (:func:`aifabric.catalog.rccl.msccl_kernels`): every GPU exchanges directly with each of its 7 peers over
 that peer's own xGMI link, in one step (``-1pass``: the whole buffer to every peer, then a local reduction)
@@ -15,7 +15,7 @@ The model prices them on the buffer an nccl-tests run reports first, out of plac
 
 from __future__ import annotations
 
-from aifabric.catalog.rccl import MscclKernel, msccl_archs, msccl_kernels
+from aifabric.catalog.rccl import MscclKernel, msccl_archs, msccl_kernels, msccl_single_process
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.ops import Collective
@@ -39,15 +39,16 @@ def msccl_allpairs_applies(comm: Communicator, tm: TierModel) -> bool:
     (``tm.release.library == "rccl"``: a run that states an RCCL release), one scale-up domain that is a
     full mesh with a link to every peer (xGMI), an architecture whose topology models turn MSCCL on
     (``mscclEnabled=1``: gfx942), a kernel for this rank count, and each rank in its own process
-    (``comm.ranks_per_process == 1``): one process driving several GPUs (rccl-tests ``-g 8``, or ``-t``
-    threads) turns MSCCL off, as two ranks of one host with the same pid hash fail ``mscclCommCompatible``
-    (ROCm/rccl rocm-6.2.0 ``src/misc/msccl/msccl_lifecycle.cc:63-77``; ``mscclSchedulerInit`` then loads no
-    algorithm, line 164-166)."""
+    (``comm.ranks_per_process == 1``): before RCCL 2.21.5 one process driving several GPUs (rccl-tests
+    ``-g 8``, or ``-t`` threads) turns MSCCL off, as two ranks of one host with the same pid hash fail
+    ``mscclCommCompatible`` (ROCm/rccl rocm-6.2.0 ``src/misc/msccl/msccl_lifecycle.cc:63-77``;
+    ``mscclSchedulerInit`` then loads no algorithm, line 164-166); from 2.21.5 its
+    ``RCCL_MSCCL_ENABLE_SINGLE_PROCESS`` default 1 accepts them (:func:`msccl_single_process`)."""
     if tm.release.library != "rccl" or comm.n_domains != 1 or tm.mesh_links < comm.n_ranks - 1:
         return False
-    if comm.ranks_per_process > 1:
-        return False
     version = tm.release.version
+    if comm.ranks_per_process > 1 and not msccl_single_process(version):
+        return False
     arch_ok = tm.arch.lower() in msccl_archs(version)
     return arch_ok and any(k.ranks == comm.n_ranks for k in msccl_kernels(version))
 

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple, ParamSpec, TypeVar
 from aifabric.catalog.aws_ofi_nccl import efa_instance, nccl_reads, ofi_nccl_release, plugin_settings
 from aifabric.catalog.loader import SliceRules, catalog_generation
 from aifabric.catalog.nccl import (
+    Algorithm,
     NcclRelease,
     Protocol,
     channel_unit_bytes,
@@ -71,6 +72,7 @@ __all__ = [
     "net_latency_row",
     "net_overhead_s",
     "net_stage_cap",
+    "p2p_latency_s",
     "nic_stream_factor",
     "parse_protocol",
     "protocol_bandwidth",
@@ -112,8 +114,8 @@ _WARP_THREADS = 32
 
 def library_release(library: str, version: str | None) -> NcclRelease:
     """The tuning tables a run uses: RCCL's release tables (:func:`aifabric.catalog.rccl.rccl_release`) for
-    a GPU whose library is ``rccl`` and a stated RCCL ``version`` of a recorded series (2.18-2.20: ROCm
-    6.1-6.2), else NCCL's (:func:`aifabric.catalog.nccl.nccl_release`; None: the newest recorded).
+    a GPU whose library is ``rccl`` and a stated RCCL ``version`` of a recorded series (2.18-2.26: ROCm
+    6.1-7.0), else NCCL's (:func:`aifabric.catalog.nccl.nccl_release`; None: the newest recorded).
 
     Without a stated version an AMD GPU keeps NCCL's newest tables on its Hopper row. RCCL's own tables
     bring its MSCCL all-pairs all_reduce kernels (:mod:`aifabric.collectives.msccl`), which time 1 KiB-
@@ -767,7 +769,8 @@ def _ring_graph(
 def _library_tables(library: str, version: str) -> NcclRelease:
     """The recorded tables of ``library`` (``nccl`` or ``rccl``) ``version``: a TierModel's release, found
     again from the hashable pair the cached searches are keyed by. RCCL's version numbers are NCCL's, but
-    its search tables are its own (rccl_releases.yaml: RCCL's HIP ``speedArrayIntra/Inter``)."""
+    its search tables are its own (rccl_releases.yaml: RCCL's HIP ``speedArrayIntra/Inter``, and from
+    2.26.6 NCCL's ``sm90SpeedArray*`` for the gfx9 GPUs)."""
     return rccl_release(version) if library == "rccl" else nccl_release(version)
 
 
@@ -843,6 +846,23 @@ def hw_latency_s(tm: TierModel, kind: str, row: str, proto: Protocol) -> float:
         return tm.hop_latency_s * tm.latency_scale
     values = tm.release.hw_latency_us[kind].get(row)  # type: ignore[call-overload]
     return math.nan if values is None else values[_COLUMN[proto]] * 1e-6 * tm.latency_scale
+
+
+def p2p_latency_s(tm: TierModel, kind: str, proto: Protocol) -> float:
+    """One point-to-point launch (send/recv, and the grouped send/recv of all-to-all) in seconds: ``baseLat +
+    hwLat[kind]`` of NCCL's Ring row, the per-hop figure the model prices p2p with.
+
+    Under RCCL's own tables (``tm.release.library == "rccl"``) the row is read from the NCCL release RCCL is
+    built on: RCCL's tuning models (rccl_releases.yaml) feed only its tuner's ``ncclTopoGetAlgoTime``,
+    which p2p tasks skip as NCCL's do (enqueue.cc schedules them with no algorithm or protocol time), and
+    from 2.21.5 their NET Ring Simple entry (320 us, tuning_model_5) steers the tuner off ring/Simple
+    across nodes rather than timing a hop."""
+    release = nccl_release(tm.release.version) if tm.release.library == "rccl" else tm.release
+    if kind == "torus":
+        return base_latency_s(tm, "ring", proto) + hw_latency_s(tm, kind, "ring", proto)
+    col = _COLUMN[proto]
+    base = release.base_latency_us[Algorithm.RING][col]
+    return (base + release.hw_latency_us[kind][Algorithm.RING][col]) * 1e-6 * tm.latency_scale
 
 
 def net_latency_row(tm: TierModel, row: str, ranks_per_domain: int) -> str:

@@ -73,6 +73,7 @@ _GPU_NAMES: tuple[tuple[str, str | None], ...] = (
     (r"\bA40\b", "a40"),
     (r"\bL40S\b", "l40s"),
     (r"\bMI355X\b", "mi355x"),
+    (r"\bMI350X\b", "mi350x"),
     (r"\bMI325X\b", "mi325x"),
     (r"\bMI300X\b", "mi300x"),
     (r"\bGB10\b", "gb10"),
