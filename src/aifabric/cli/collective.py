@@ -503,12 +503,10 @@ def _write_files(
 def _print_results(
     results: list[CollectiveResult], spec: ClusterSpec, comm: Communicator, cal: Calibration | None
 ) -> None:
-    """The header, then one size's detail (or its zero-time note for one rank) or the sweep's table."""
+    """The header, then one size's detail or the sweep's table."""
     _print_header(results[0], spec, comm, cal)
     r0 = results[0]
-    if len(results) == 1 and r0.n_ranks == 1:
-        console.print(f"size {format_bytes(r0.message_bytes)}: {r0.explanation} (time 0)")
-    elif len(results) == 1:
+    if len(results) == 1:
         _print_one(r0)
     else:
         _print_sweep(results)
@@ -557,7 +555,7 @@ def _print_one(r: CollectiveResult) -> None:
     console.print(
         f"size {format_bytes(r.message_bytes)}: time {r.time_s * 1e6:.2f} us, algbw "
         f"{r.algbw_bytes_per_s / 1e9:.2f} GB/s, busbw {r.busbw_bytes_per_s / 1e9:.2f} GB/s "
-        f"({r.algorithm}/{r.protocol})"
+        f"({'one rank: a copy in HBM' if r.n_ranks == 1 else f'{r.algorithm}/{r.protocol}'})"
     )
     shares = (
         ", ".join(f"{k} {v * 1e6:.1f} us ({v / r.time_s:.0%})" for k, v in r.network_time_s.items())

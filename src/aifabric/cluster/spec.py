@@ -893,7 +893,45 @@ class ClusterSpec(_Strict):
 
     @property
     def nic_effective_bytes_per_s(self) -> float:
-        """Scale-out payload bandwidth per GPU, per direction, bytes/s.
+        """Scale-out payload bandwidth per GPU, per direction, bytes/s: what its NIC(s) carry on the transport
+        (:attr:`nic_payload_bytes_per_s`), at most what the GPU's own PCIe link to them carries
+        (:attr:`nic_host_link_bytes_per_s`)::
+
+            B_o = min( B_payload,  B_host )
+
+        GPUDirect RDMA moves a GPU's bytes between its memory and its NIC over PCIe, through the GPU's own
+        x16 link (staged through host memory they cross it too), so no NIC, nor several, gives one GPU more
+        than that link: a ConnectX-8 at 800 Gb/s (98.3 GB/s of payload) behind an H100's PCIe Gen5 x16
+        (57.6 GB/s) runs at 57.6 GB/s; NVIDIA pairs ConnectX-8 with Gen6 GPUs (DGX B300), whose x16
+        carries 111.1 GB/s. Every engine, the training step and the reports read this one figure.
+        """
+        return min(self.nic_payload_bytes_per_s, self.nic_host_link_bytes_per_s)
+
+    @property
+    def nic_host_link_bytes_per_s(self) -> float:
+        """What one GPU's PCIe link carries to its NIC(s), per direction, bytes/s: the bulk-DMA rate of its
+        x16 link (:attr:`host_link_bytes_per_s`: PCIe Gen5 x16 64 GB/s x 0.900 = 57.6 GB/s), inf on a part
+        the catalogue gives no PCIe link (a TPU chip, whose DCN NICs sit on its host)."""
+        host = self.host_link_bytes_per_s
+        return math.inf if host is None else host
+
+    @property
+    def nic_host_link_note(self) -> str | None:
+        """One sentence when the GPU's PCIe link, not its NIC(s), bounds its scale-out bandwidth
+        (:attr:`nic_effective_bytes_per_s`), else None."""
+        payload, host = self.nic_payload_bytes_per_s, self.nic_host_link_bytes_per_s
+        if self.scale_out is None or payload <= host:
+            return None
+        gen = str(self.accelerator_spec.pcie).capitalize()
+        return (
+            f"bottleneck: the GPU's PCIe {gen} x16 link to its NIC, {host / 1e9:.1f} GB/s per direction "
+            f"(bulk DMA, GPUDirect RDMA), below the NIC payload of {payload / 1e9:.1f} GB/s per GPU"
+        )
+
+    @property
+    def nic_payload_bytes_per_s(self) -> float:
+        """Scale-out payload bandwidth of one GPU's NIC(s), per direction, bytes/s, before its PCIe link
+        bounds it (:attr:`nic_effective_bytes_per_s`).
 
         One efficiency chain, the payload share of line rate on the transport in use::
 

@@ -47,6 +47,7 @@ from aifabric.engines.allpairs import (
 )
 from aifabric.engines.flowsim import Progress, Simulation
 from aifabric.engines.formula import check_forced_algorithm, formula_collective
+from aifabric.engines.one_rank import one_rank_result
 from aifabric.engines.result import CollectiveResult, bottleneck
 from aifabric.engines.routing import (
     Routes,
@@ -573,6 +574,9 @@ def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
     with GPUDirect RDMA off (``nic_path`` beyond NCCL's default ``NCCL_NET_GDR_LEVEL``) every NIC's bytes
     are staged in host memory, so its NIC links carry ``e_staging`` of that
     (:func:`~aifabric.collectives.nccl_env.host_staging_efficiency`, as the formula engine's ``B_o``).
+    A NIC link also carries no more than its GPUs' own PCIe links to it (``B_o / B_payload`` of
+    :attr:`~aifabric.cluster.spec.ClusterSpec.nic_effective_bytes_per_s`, 1 where the NIC is the slower):
+    GPUDirect RDMA crosses them; the switch links beyond are wires at the NIC's payload efficiency.
     """
     cap = topo.link_capacity_bytes_per_s.copy()
     if efficiency == "line_rate":
@@ -584,8 +588,9 @@ def link_capacity(topo: Topology, efficiency: str = "nccl") -> np.ndarray:
     if su.any():
         cap[su] *= spec.scaleup_effective_bytes_per_s / spec.scaleup_line_rate_bytes_per_s
     if spec.nic_spec is not None and spec.nic_line_rate_bytes_per_s > 0:
-        cap[~su] *= spec.nic_effective_bytes_per_s / spec.nic_line_rate_bytes_per_s
-        cap[topo.link_tier == 1] *= host_staging_efficiency(spec)
+        cap[~su] *= spec.nic_payload_bytes_per_s / spec.nic_line_rate_bytes_per_s
+        host_link = spec.nic_effective_bytes_per_s / spec.nic_payload_bytes_per_s
+        cap[topo.link_tier == 1] *= host_link * host_staging_efficiency(spec)
     return cap
 
 
@@ -1333,26 +1338,6 @@ def _check_wired_scale_up(spec: ClusterSpec, engine: str) -> None:
         )
 
 
-def _one_rank_result(op: Collective, message_bytes: float, efficiency: str, engine: str) -> CollectiveResult:
-    """The result of a collective over one rank: nothing to communicate, zero time and bandwidth."""
-    return CollectiveResult(
-        op=op.value,
-        message_bytes=float(message_bytes),
-        n_ranks=1,
-        algorithm="none",
-        protocol="none",
-        time_s=0.0,
-        latency_s=0.0,
-        algbw_bytes_per_s=0.0,
-        busbw_bytes_per_s=0.0,
-        network_time_s={},
-        bottleneck="none",
-        explanation="1 rank: nothing to communicate",
-        convention=f"per_direction/{efficiency}",
-        engine=engine,
-    )
-
-
 def _tier_bytes(topo: Topology, res: FabricResult) -> dict[int, float]:
     """Bytes the run moved over the links of each tier (tier index -> bytes)."""
     return {
@@ -1372,6 +1357,16 @@ def _fabric_explanation(plan: CommPlan, routing: str, seed: int, res: FabricResu
         + (f"; {res.meta['transport'].summary()}" if "transport" in res.meta else "")
         + note
     )
+
+
+def _host_link_note(topo: Topology, res: FabricResult, efficiency: str) -> str:
+    """``; <why>`` when the hottest link is a NIC link held to its GPUs' PCIe links
+    (:attr:`~aifabric.cluster.spec.ClusterSpec.nic_host_link_note`), else empty."""
+    hot = res.top_links[0] if res.top_links else None
+    note = topo.spec.nic_host_link_note
+    if note is None or hot is None or efficiency != "nccl" or hot.tier != topo.tier_name(1):
+        return ""
+    return f"; {note}"
 
 
 def fabric_collective(
@@ -1412,7 +1407,9 @@ def fabric_collective(
     topo = topo or cached_topology(spec)
     gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
     if gpus.size == 1:
-        return _one_rank_result(op, message_bytes, efficiency, engine)
+        return one_rank_result(
+            op, message_bytes, spec, convention=f"per_direction/{efficiency}", engine=engine
+        )
     if op is Collective.ALL_TO_ALL:
         _check_all_to_all(topo, gpus, engine, routing, qps, link_alive)
     if algorithm is not None:
@@ -1451,7 +1448,9 @@ def fabric_collective(
             ("scale-up" if hot.tier == topo.tier_name(0) else "scale-out") if hot else "scale-out": t
         },
         bottleneck=bottleneck(hot.tier if hot else "none", latency_s, t),
-        explanation=_fabric_explanation(plan, routing, seed, res, note),
+        explanation=_fabric_explanation(
+            plan, routing, seed, res, note + _host_link_note(topo, res, efficiency)
+        ),
         convention=f"per_direction/{efficiency}",
         engine=engine,
         extra={"fabric": res, "tier_bytes": _tier_bytes(topo, res)},

@@ -45,6 +45,7 @@ from aifabric.collectives.nccl_env import (
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
 from aifabric.engines.host_launch import with_host_floor
+from aifabric.engines.one_rank import one_rank_result
 from aifabric.engines.result import Candidate, CollectiveResult, assemble, bottleneck
 from aifabric.errors import ConfigError
 
@@ -111,25 +112,6 @@ _PROTO_NAME = {p: p.value for p in Protocol}
 _PAIR_NAME = {(a, p): f"{a.value}/{p.value}" for a in Algorithm for p in Protocol}
 #: Whether NCCL runs each algorithm (``AlgorithmSpec.nccl``): hierarchical and flat_ring are aifabric's.
 _NCCL_RUNS = {a: spec.nccl for a, spec in ALGORITHMS.items()}
-
-
-def _one_rank(op: Collective, message_bytes: float, tm: TierModel) -> CollectiveResult:
-    return CollectiveResult(
-        op.value,
-        float(message_bytes),
-        1,
-        "none",
-        "none",
-        0.0,
-        0.0,
-        0.0,
-        0.0,
-        {},
-        "none",
-        "1 rank: nothing to communicate",
-        (),
-        f"{tm.convention}/{tm.efficiency}",
-    )
 
 
 def _pick(evals: list[Cost], forced: bool) -> Cost:
@@ -259,7 +241,10 @@ def formula_collective(
         allowed = (frozenset(Protocol) if allowed is None else allowed) - {Protocol.LL128}
     n = comm.n_ranks
     if n == 1:
-        return _one_rank(op, message_bytes, tm)
+        one = one_rank_result(
+            op, message_bytes, spec, convention=f"{tm.convention}/{tm.efficiency}", engine="formula"
+        )
+        return with_host_floor(one, gpus_per_thread, launch_s_per_gpu, ranks_per_node=1)
     entries = tm.memo(("applicable", op, comm.shape), lambda: applicable(op, comm, tm))
     if forced is not None:
         entries = [_forced_entry(forced, op, entries, tm)]
@@ -283,7 +268,10 @@ def formula_collective(
     result = _result(op, message_bytes, comm, tm, best, evals)
     unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
     plugin = plugin_note(spec, tm, best.algorithm, user_env) if comm.n_ranks > 1 else None
-    notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused, plugin) if s]
+    host = (
+        spec.nic_host_link_note if comm.n_domains > 1 and best.bottleneck == SCALE_OUT and tm.nccl else None
+    )
+    notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused, plugin, host) if s]
     result = replace(result, explanation=". ".join([result.explanation, *notes])) if notes else result
     return with_host_floor(result, gpus_per_thread, launch_s_per_gpu, ranks_per_node=comm.ranks_per_node)
 
