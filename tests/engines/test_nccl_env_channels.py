@@ -12,8 +12,10 @@ from aifabric.engines.formula import formula_collective
 from aifabric.errors import ConfigError
 
 ONE_NODE = preset("h100-ib-2node", nodes=1)
-# 4 nodes of one H100 with one 800G RoCEv2 NIC each (the lesson's NIC and fabric)
-ONE_GPU_PER_NODE = preset("lesson", nodes=4, gpus_per_node=1)
+# 4 nodes of one B300 with one 800G RoCEv2 NIC each (the lesson's NIC and fabric; DGX B300 datasheet:
+# ConnectX-8 800 Gb/s per GPU). Behind the lesson's H100 that NIC would run at the GPU's PCIe Gen5 x16
+# link, 57.6 GB/s; B300's Gen6 x16 carries 111.1 GB/s, above the NIC's 98.0
+ONE_GPU_PER_NODE = preset("lesson", nodes=4, gpus_per_node=1).with_changes(accelerator="b300")
 
 
 def _busbw(spec, env):  # noqa: ANN001, ANN202
@@ -36,7 +38,9 @@ def test_min_nchannels_raises_the_channels_and_the_streams_per_nic():
     # 16 channels across nodes, one stream per NIC, which reaches RoCE's one-stream 0.95 of the 0.968 all
     # streams reach (transports.yaml): 2 x 50 GB/s x 0.9804 (CX-7 payload under RoCEv2 framing, 4096 / 4178)
     # x 0.95 / 0.968 = 96.22 GB/s per GPU. NCCL_MIN_NCHANNELS=32 (connect.cc copies channels up to it) puts
-    # 2 streams on each NIC: 98.04.
+    # 2 streams on each NIC: 98.04. Both pass what the H100's own PCIe Gen5 x16 link carries to its NICs
+    # (GPUDirect RDMA: 64 GB/s x 0.900 bulk-DMA payload = 57.6 GB/s; H100 datasheet, PCI-SIG), which bounds
+    # the GPU's scale-out either way.
     spec = ClusterSpec.model_validate(
         {
             "name": "h100-2nic",
@@ -54,14 +58,16 @@ def test_min_nchannels_raises_the_channels_and_the_streams_per_nic():
     )
     default, raised = tier_model(spec), tier_model(spec, min_nchannels=32)
     assert (default.channels[1], raised.channels[1]) == (16, 32)
-    assert default.nic_bytes_per_s / 1e9 == pytest.approx(100 * 4096 / 4178 * 0.95 / 0.968, rel=1e-3)
-    assert raised.nic_bytes_per_s / 1e9 == pytest.approx(100 * 4096 / 4178, rel=1e-3)
+    assert default.nic_own_bytes_per_s / 1e9 == pytest.approx(100 * 4096 / 4178 * 0.95 / 0.968, rel=1e-3)
+    assert raised.nic_own_bytes_per_s / 1e9 == pytest.approx(100 * 4096 / 4178, rel=1e-3)
+    pcie = 64 * 128 / 130 * 256 / 280  # GB/s
+    assert default.nic_bytes_per_s / 1e9 == raised.nic_bytes_per_s / 1e9 == pytest.approx(pcie, rel=1e-3)
     # above NCCL's default the links are already full: more channels do not add NVLink bandwidth
     assert _busbw(ONE_NODE, {"NCCL_MIN_NCHANNELS": "32"}) == pytest.approx(_busbw(ONE_NODE, {}), rel=1e-9)
 
 
 def test_qps_per_connection_adds_streams_on_the_nic():
-    # One H100 per node, one 800G RoCEv2 NIC: NCCL_MAX_NCHANNELS=1 leaves one channel of the default 8
+    # One B300 per node, one 800G RoCEv2 NIC: NCCL_MAX_NCHANNELS=1 leaves one channel of the default 8
     # across nodes, one stream on the NIC: 1/8 of the ring's busbw at RoCE's one-stream efficiency,
     # 98.3 / 8 x 0.95 / 0.968 = 12.06 GB/s. 2 QPs per connection make 2 streams on the NIC (net_ib),
     # which then reaches RoCE's aggregate efficiency: busbw x 0.968 / 0.95 = x 1.0189. On InfiniBand

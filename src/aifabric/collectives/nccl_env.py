@@ -509,7 +509,8 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
             kept = staging.aggregate_efficiency if tm.nccl else 1.0
             tm = replace(  # the NICs' rate and the network stages' per-channel caps alike (net_stage_cap)
                 tm,
-                nic_bytes_per_s=tm.nic_bytes_per_s * kept,
+                nic_bytes_per_s=min(tm.nic_own_bytes_per_s * kept, tm.nic_host_link_bytes_per_s),
+                nic_own_bytes_per_s=tm.nic_own_bytes_per_s * kept,
                 net_staging=kept,
                 extra_inter_latency_s=tm.extra_inter_latency_s + staging.latency_s,
             )

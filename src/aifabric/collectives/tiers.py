@@ -189,6 +189,11 @@ class TierModel:
     nic_transport: TransportSpec | None = None  # the transport whose streams nic_stream_factor counts
     nic_qps: int = 1  # NCCL_IB_QPS_PER_CONNECTION
     nic_hop_bytes_per_s: float = math.inf  # the link a GPU reaches its NIC over, if it caps it (PCIe-only)
+    #: What one GPU's NICs carry before its own PCIe link bounds them (their streams, staging and the
+    #: calibration counted), and that link's bulk-DMA rate (:attr:`~aifabric.cluster.spec.ClusterSpec.
+    #: nic_host_link_bytes_per_s`; inf under ``line_rate``): ``nic_bytes_per_s`` is the smaller
+    nic_own_bytes_per_s: float = math.inf
+    nic_host_link_bytes_per_s: float = math.inf
     #: The fraction of its GPUDirect rate a network stage keeps when its bytes stage in host memory (GDR
     #: off: 0.667, ``host-staging``); set with ``nic_bytes_per_s`` by :func:`~aifabric.collectives.nccl_env.
     #: env_tiers`, read by the per-channel caps of stages that cross the NICs (:func:`net_stage_cap`)
@@ -334,7 +339,7 @@ def _tier_bandwidths(spec: ClusterSpec, convention: str, efficiency: str) -> tup
         raise ConfigError(f"efficiency: unknown {efficiency!r}; use nccl or line_rate")
     if efficiency == "nccl":
         intra = spec.scaleup_effective_bytes_per_s
-        nic = spec.nic_effective_bytes_per_s
+        nic = spec.nic_payload_bytes_per_s  # the GPU's PCIe link bounds it after the NIC's own factors
     else:
         intra = spec.scaleup_line_rate_bytes_per_s
         nic = spec.nic_line_rate_bytes_per_s
@@ -477,9 +482,12 @@ def tier_model(
     if efficiency == "nccl" and so is not None:
         net = transport(so.transport_key)
         nic *= nic_stream_factor(net, channels[1], spec.nics_per_node, qps, search[1])
+    host = spec.nic_host_link_bytes_per_s if efficiency == "nccl" else math.inf
     return TierModel(
         intra_bytes_per_s=intra * intra_scale,
-        nic_bytes_per_s=nic * inter_scale,
+        nic_bytes_per_s=min(nic, host) * inter_scale,
+        nic_own_bytes_per_s=nic * inter_scale,
+        nic_host_link_bytes_per_s=host * inter_scale,
         intra_kind={"pcie": "pci", "torus": "torus"}.get(spec.scale_up.kind, "nvlink"),
         arch=acc.arch,
         cpu_vendor=spec.cpu_vendor,
