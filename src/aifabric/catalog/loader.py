@@ -107,7 +107,8 @@ class AcceleratorSpec(_Entry):
     scale-up link of a part without NVLink: AMD Infinity Fabric, TPU ICI; a :class:`ScaleUpSpec` key),
     ``collective_library`` (``nccl``, ``rccl`` or ``xla``), ``peer_to_peer`` (False where the driver
     exposes no GPU peer-to-peer, GeForce cards: NCCL then moves bytes between GPUs of a node through host
-    memory, SHM).
+    memory, SHM), ``nic_pcie_links`` (the x16 links of the ``pcie`` generation one GPU package reaches its
+    scale-out NICs over: 1, or 2 on a two-die package with a NIC chip per die).
     """
 
     arch: str
@@ -118,6 +119,7 @@ class AcceleratorSpec(_Entry):
     nvlink: str | None = None
     nvlink_links: Int = 0
     pcie: str | None = None
+    nic_pcie_links: Int = Field(default=1, ge=1)
     nvls: bool = False
     ici_bandwidth_bidirectional_bytes_per_s: float | None = Field(
         default=None, validation_alias="ici_bandwidth_bidirectional"

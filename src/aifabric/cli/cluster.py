@@ -203,8 +203,9 @@ def _print_fabric(spec: ClusterSpec, s: ClusterSummary) -> None:
             f"{s.bisection_bytes_per_s / s.requested_bisection_bytes_per_s:.3f} x the requested "
             f"{s.requested_bisection_bytes_per_s / 1e12:.2f} TB/s"
         )
-    if spec.nic_negotiated_note is not None:
-        console.print(f"scale-out: {spec.nic_negotiated_note}")
+    for note in (spec.nic_negotiated_note, spec.nic_host_link_note):
+        if note is not None:
+            console.print(f"scale-out: {note}")
     fe = spec.front_end
     if fe is not None and fe.nics_per_node:
         console.print(

@@ -97,6 +97,7 @@ def _scale_out_rung(spec: ClusterSpec) -> LadderRung | None:
         spec.nic_line_rate_bytes_per_s,
         "per_direction",
         f"payload {format_bandwidth(spec.nic_effective_bytes_per_s)}"
+        + ("; the GPU's PCIe x16 link bounds it" if spec.nic_host_link_note else "")
         + (
             f"; a 1/{spec.scale_out.gpus_per_nic} share of one "
             f"{spec.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NIC"

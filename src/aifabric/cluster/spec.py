@@ -909,11 +909,13 @@ class ClusterSpec(_Strict):
 
     @property
     def nic_host_link_bytes_per_s(self) -> float:
-        """What one GPU's PCIe link carries to its NIC(s), per direction, bytes/s: the bulk-DMA rate of its
-        x16 link (:attr:`host_link_bytes_per_s`: PCIe Gen5 x16 64 GB/s x 0.900 = 57.6 GB/s), inf on a part
-        the catalogue gives no PCIe link (a TPU chip, whose DCN NICs sit on its host)."""
+        """What one GPU's PCIe links carry to its NIC(s), per direction, bytes/s: the bulk-DMA rate of its
+        x16 link (:attr:`host_link_bytes_per_s`: PCIe Gen5 x16 64 GB/s x 0.900 = 57.6 GB/s) times the x16
+        links it reaches its NICs over (catalogue ``nic_pcie_links``: 1, 2 on a Rubin package's two
+        ConnectX-9 chips); inf on a part the catalogue gives no PCIe link (a TPU chip, whose DCN NICs sit
+        on its host)."""
         host = self.host_link_bytes_per_s
-        return math.inf if host is None else host
+        return math.inf if host is None else host * self.accelerator_spec.nic_pcie_links
 
     @property
     def nic_host_link_note(self) -> str | None:
@@ -924,7 +926,7 @@ class ClusterSpec(_Strict):
             return None
         gen = str(self.accelerator_spec.pcie).capitalize()
         return (
-            f"bottleneck: the GPU's PCIe {gen} x16 link to its NIC, {host / 1e9:.1f} GB/s per direction "
+            f"bottleneck: the GPU's PCIe {gen} x16 link(s) to its NIC, {host / 1e9:.1f} GB/s per direction "
             f"(bulk DMA, GPUDirect RDMA), below the NIC payload of {payload / 1e9:.1f} GB/s per GPU"
         )
 

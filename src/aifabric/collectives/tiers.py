@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache, wraps
-from typing import Any, NamedTuple, ParamSpec, TypeVar
+from typing import Any, NamedTuple, ParamSpec, TypedDict, TypeVar
 
 from aifabric.catalog.aws_ofi_nccl import efa_instance, nccl_reads, ofi_nccl_release, plugin_settings
 from aifabric.catalog.loader import SliceRules, catalog_generation
@@ -482,12 +482,9 @@ def tier_model(
     if efficiency == "nccl" and so is not None:
         net = transport(so.transport_key)
         nic *= nic_stream_factor(net, channels[1], spec.nics_per_node, qps, search[1])
-    host = spec.nic_host_link_bytes_per_s if efficiency == "nccl" else math.inf
     return TierModel(
         intra_bytes_per_s=intra * intra_scale,
-        nic_bytes_per_s=min(nic, host) * inter_scale,
-        nic_own_bytes_per_s=nic * inter_scale,
-        nic_host_link_bytes_per_s=host * inter_scale,
+        **_nic_fields(spec, nic * inter_scale, efficiency, inter_scale),
         intra_kind={"pcie": "pci", "torus": "torus"}.get(spec.scale_up.kind, "nvlink"),
         arch=acc.arch,
         cpu_vendor=spec.cpu_vendor,
@@ -527,6 +524,23 @@ def tier_model(
         shm_switch_gpus=(spec.scale_up.gpus_per_switch or 1) if _intra_transport(spec) else 1,
         nvls_chunks=_nvls_chunks(spec, release, nvls_chunks, nccl_version),
     )
+
+
+class _NicRates(TypedDict):
+    """:class:`TierModel`'s NIC rates (:func:`_nic_fields`), bytes/s per GPU."""
+
+    nic_bytes_per_s: float
+    nic_own_bytes_per_s: float
+    nic_host_link_bytes_per_s: float
+
+
+def _nic_fields(spec: ClusterSpec, own: float, efficiency: str, inter_scale: float) -> _NicRates:
+    """:class:`TierModel`'s NIC rates, bytes/s per GPU: what its NICs carry (``own``: payload, streams and
+    the calibration's ``inter_scale``), the bulk-DMA rate of the GPU's PCIe link to them, scaled alike
+    (:attr:`~aifabric.cluster.spec.ClusterSpec.nic_host_link_bytes_per_s`; unbounded under
+    ``line_rate``), and the smaller, ``nic_bytes_per_s``."""
+    host = spec.nic_host_link_bytes_per_s * inter_scale if efficiency == "nccl" else math.inf
+    return _NicRates(nic_bytes_per_s=min(own, host), nic_own_bytes_per_s=own, nic_host_link_bytes_per_s=host)
 
 
 #: The NCCL variables of :attr:`TierModel.nvls_chunks`, in its order.
