@@ -383,13 +383,17 @@ def _network_limits(
 ) -> tuple[float, tuple[float, str] | None]:
     """The GPUDirect network factor of the node and its rail cap (bytes/s and the link), if any.
 
-    PCIe paths are per NIC: they are compared with one NIC's effective rate, ``nic_effective_bytes_per_s
-    * gpus_per_nic / nics_per_gpu``, not the GPU's NICs together.
+    PCIe paths are per NIC: they are compared with one NIC's share, ``x gpus_per_nic / nics_per_gpu``,
+    not the GPU's NICs together. The factor scales the GPU's scale-out, which the GPU's own x16 link
+    already bounds (``nic_effective_bytes_per_s``), so a path no slower than that link costs nothing more;
+    the cap names a path slower than the NIC itself (``nic_payload_bytes_per_s``), whichever link it is.
     """
     so = spec.scale_out
-    per_nic = spec.nic_effective_bytes_per_s * (so.gpus_per_nic / so.nics_per_gpu if so else 1.0)
-    factor = gdr_network_factor(layout, pairing, per_nic, so.gpus_per_nic if so else 1)
-    return factor, rail_cap(layout, pairing, per_nic)
+    share = so.gpus_per_nic / so.nics_per_gpu if so else 1.0
+    factor = gdr_network_factor(
+        layout, pairing, spec.nic_effective_bytes_per_s * share, so.gpus_per_nic if so else 1
+    )
+    return factor, rail_cap(layout, pairing, spec.nic_payload_bytes_per_s * share)
 
 
 def detect_format(text: str) -> str:
