@@ -137,9 +137,57 @@ def test_meta_path_pinning_fine_packed_and_over_30_percent_worse_fragmented() ->
     path pinning (uplink chosen by the destination's slice) worked with whole-rack placement, while
     fragmented placement "degraded the training performance up to more than 30 %". Sixteen 64-GPU ring
     all-reduces of 4 GB share a 1,024-GPU rail-optimised fabric: packed 100 % of the contention-free time;
-    fragmented (seed 1) 54 % mean, 46 % worse."""
+    fragmented (seed 1) 69 % mean, 31 % worse: partly used racks put several jobs' flows to one destination
+    slice on one source-leaf uplink (seeds 0 and 2: 76 % and 100 %, Meta's "up to")."""
     assert _fabric_cli("packed", "pinning")["mean_job_efficiency"] == pytest.approx(1.0, abs=0.01)
     assert _fabric_cli("fragmented", "pinning", "--seed", "1")["mean_job_efficiency"] < 0.7
+
+
+def _pinned_goodputs(topo: Topology, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Each flow's max-min rate under ``pinning`` over the NIC link's capacity."""
+    cap = link_capacity(topo)
+    r = route(topo, src, dst, policy="pinning")
+    rates = np.bincount(r.parent, weights=max_min_rates(r.incidence, cap), minlength=src.size)
+    return rates / cap[topo.nic_up[0, 0]]
+
+
+@pytest.mark.parametrize("uplink_speed", ["200 Gb/s", "400 Gb/s"])
+def test_pinning_gives_every_destination_its_own_path_between_two_leaves(uplink_speed: str) -> None:
+    """Static per-destination routing on a full-bisection Clos is contention-free for a shift between two
+    leaves: the uplink is the destination's slot on its leaf (Meta's path pinning, blog 2024-08-05) and
+    every spine sends the destination down its own cable, as OpenSM's ``ftree`` engine (D-mod-K) builds
+    its tables "for congestion-free shift" (linux-rdma/opensm doc/current-routing.txt; Zahavi et al.,
+    Concurrency Computat.: Pract. Exper. 22(2), 2010, doi:10.1002/cpe.1527).
+    The MegaScale fabric ([MS] in tests/transport/test_published_traffic.py): 128 DGX H100 nodes on 200 G
+    NICs, rail leaves of 64 down / 64 up over 8 spines (uplink j -> spine j mod 8). The 64 rail-0 GPUs of
+    SU 0 each send to the same slot k of SU 1: uplink k, spine k mod 8, then leaf_d's cable k; every
+    uplink and downlink carries one flow, so every flow runs at the NIC's rate (1.0), with 200 G or
+    bundled 400 G uplinks. Keying the spine's choice on k itself sent the 8 destinations reaching spine s
+    (k = s mod 8) down its (s mod 8)-th cable: 8 flows per cable, 1/8 of the NIC (2/8 on 400 G)."""
+    kw = {"scale_out.nic_speed": "200 Gb/s", "scale_out.uplink_speed": uplink_speed}
+    topo = build_topology(preset("dgx-h100-superpod", nodes=128, **kw))
+    src = np.arange(64) * 8
+    assert _pinned_goodputs(topo, src, src + 64 * 8) == pytest.approx(np.ones(64), rel=1e-9)
+    r = route(topo, src, src + 64 * 8, policy="pinning")
+    down = topo.leaf_downlinks[0, topo.leaf_of_gpu[64 * 8]]
+    assert np.asarray(r.incidence.tocsr()[down] @ r.share) == pytest.approx(np.ones(64))
+
+
+@pytest.mark.parametrize("rails", [8, 1])
+def test_pinning_is_contention_free_for_a_shift_between_pods(rails: int) -> None:
+    """Three tiers, D-mod-K's second tier (Zahavi et al. 2010, doi:10.1002/cpe.1527): the core by the
+    destination's leaf, then down that leaf's own cable from the core and from its spine. 64 DGX H100
+    nodes on radix-16 switches: 64 leaves of 8 down / 8 up, 8 pods of 8 leaves and 8 spines, 32 cores
+    (4 per spine group, 2 cables each way between a spine and each of its cores). GPU i sends to GPU
+    i + 256 (pod p -> pod p + 4, leaf for leaf). A source leaf's 8 destinations sit on 8 slots of one
+    leaf: 8 distinct uplinks, slot k to spine group k; spine k of pod p carries one flow from each of its
+    8 leaves, to 8 distinct leaves, so 8 distinct core cables; the spine of group k in pod p + 4 sends
+    each down its destination leaf's own cable. One flow per link: every flow at the NIC's rate. Keying
+    the core choice on the slot k put those 8 flows on one core cable: 1/8."""
+    kw = {"scale_out.tiers": 3, "scale_out.radix": 16, "scale_out.rails": rails}
+    topo = build_topology(preset("dgx-h100-superpod", nodes=64, **kw))
+    src = np.arange(256)
+    assert _pinned_goodputs(topo, src, src + 256) == pytest.approx(np.ones(256), rel=1e-9)
 
 
 def test_pfc_victim_flow_runs_at_the_incast_share() -> None:

@@ -5,8 +5,11 @@ Policies (chosen per run; randomness is a seeded, deterministic hash, so a resul
 - ``ecmp``: per-flow hashing of the flow's 5-tuple (source, destination, source port = queue pair) with a
   per-switch hash seed; every switch picks ``hash mod (live equal-cost next hops)``. With
   ``polarized=True`` every switch uses the same seed, so tiers make correlated choices (hash polarisation).
-- ``pinning``: a static uplink per destination: the destination's port index on its leaf ("slice"), the
-  scheme Meta first used on its RoCE fabric (Meta engineering blog, 2024-08-05).
+- ``pinning``: a static path per destination: the leaf uplink of the destination's port index on its leaf
+  ("slice"), the scheme Meta first used on its RoCE fabric (Meta engineering blog, 2024-08-05); above the
+  leaves, D-mod-K (the per-destination tables of OpenSM's ``ftree`` engine, Zahavi et al. 2010): the core
+  by the destination's leaf, and the destination's own cable down from each spine and core, so a shift
+  between two leaves or pods crosses every link once.
 - ``qp``: QP scaling; each connection opens ``qps`` queue pairs, bytes split evenly, each hashed on its own
   (NCCL_IB_QPS_PER_CONNECTION; Meta's E-ECMP + QP scaling).
 - ``spray``: packet spraying; bytes spread evenly over every live equal-cost path (Ultra Ethernet, UET
@@ -960,7 +963,7 @@ def _route_between_leaves(
     # same pod / two tiers: spine -> leaf_d over one of the parallel cables
     sp = np.nonzero(same_pod)[0]
     if sp.size:
-        hh = slot_d[sp] if policy == "pinning" else hop.rows(sp).at(3)
+        hh = _pinned_down_key(topo, leaf_d[sp], slot_d[sp]) if policy == "pinning" else hop.rows(sp).at(3)
         jd = _pick_by_key(
             lambda p, ld, sw: _down_cables(topo, alive, p, ld, sw), (plane[sp], leaf_d[sp], spine[sp]), hh
         )
@@ -1020,6 +1023,33 @@ def _pinned_slot(topo: Topology, d: np.ndarray) -> np.ndarray:
         if shape.rails > 1
         else d % shape.leaf_down
     ).astype(np.uint64)
+
+
+def _pinned_down_key(topo: Topology, leaf_d: np.ndarray, slot_d: np.ndarray) -> np.ndarray:
+    """uint64 key that pins a sub-flow's last hop, spine -> ``leaf_d``, to the destination's own downlink,
+    cable ``slot_d mod leaf_up`` of ``leaf_d`` (:func:`_same_switch_rank`). Every destination slot then
+    comes down its own cable, as a static per-destination forwarding table does (D-mod-K, the routing of
+    OpenSM's ``ftree`` engine, "congestion-free shift", linux-rdma/opensm doc/current-routing.txt: Zahavi
+    et al., "Optimized InfiniBand fat-tree routing for shift all-to-all communication patterns",
+    Concurrency Computat.: Pract. Exper. 22(2), 2010, doi:10.1002/cpe.1527); keying the spine's
+    choice on the slot itself sent the destinations that reach one spine (slots equal modulo the spine
+    count) down one of its parallel cables."""
+    u1 = topo.leaf_uplink_spine.shape[1]
+    return _same_switch_rank(topo.leaf_uplink_spine, leaf_d, slot_d % np.uint64(u1))
+
+
+def _same_switch_rank(wiring: np.ndarray, node: np.ndarray, cable: np.ndarray) -> np.ndarray:
+    """uint64 rank of uplink ``cable`` of each ``node`` among that node's parallel uplinks to the same
+    switch (``wiring``: node -> the switch each uplink reaches, (n_nodes, width)). :func:`_pick_in` with
+    it as key over the live cables from that switch down to ``node`` picks ``cable`` itself when it is
+    live."""
+    width = wiring.shape[1]
+    m = np.asarray(cable).astype(np.int64)
+    first, inv = _group_rows(node, m)
+    rows = wiring[node[first]]  # (k, width)
+    mine = rows[np.arange(first.size), m[first]]
+    below = (rows == mine[:, None]) & (np.arange(width)[None, :] < m[first][:, None])
+    return below.sum(axis=1).astype(np.uint64)[inv]
 
 
 def _pick_uplink(
@@ -1201,18 +1231,21 @@ def _route_cross_pod(
         return (topo.spine_uplink_core[sp_d] == core[:, None]) & alive[dn]
 
     pinned = policy == "pinning"
-    j2 = _pick_by_key(live_core, (plane, spine, spd), slot_d if pinned else hop.at(4))
+    # pinning, D-mod-K's second tier: the core by the destination's leaf, then down that leaf's own cable
+    key2 = leaf_d.astype(np.uint64)
+    j2 = _pick_by_key(live_core, (plane, spine, spd), key2 if pinned else hop.at(4))
     if (j2 < 0).any():
         i = int(np.nonzero(j2 < 0)[0][0])
         raise NoRoute(f"GPU {int(s[i])} cannot reach GPU {int(d[i])}: no live core path")
     _add_on_cable(b, topo.spine_uplinks, (plane, spine, j2), cols, pw, _spine_bundle(topo), alive)
     c = topo.spine_uplink_core[spine, j2]
-    jd = _pick_by_key(core_down, (plane, spd, c), slot_d if pinned else hop.at(5))
+    key_down = _same_switch_rank(topo.spine_uplink_core, spd, key2 % np.uint64(u2)) if pinned else hop.at(5)
+    jd = _pick_by_key(core_down, (plane, spd, c), key_down)
     _add_on_cable(b, topo.spine_downlinks, (plane, spd, jd), cols, pw, _spine_bundle(topo), alive)
     jl = _pick_by_key(
         lambda p, ld, sw: _down_cables(topo, alive, p, ld, sw),
         (plane, leaf_d, spd),
-        slot_d if pinned else hop.at(6),
+        _pinned_down_key(topo, leaf_d, slot_d) if pinned else hop.at(6),
     )
     _add_on_cable(b, topo.leaf_downlinks, (plane, leaf_d, jl), cols, pw, _leaf_bundle(topo), alive)
 
