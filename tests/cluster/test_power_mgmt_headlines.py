@@ -212,6 +212,13 @@ def test_a_figure_with_a_minus_sign_is_refused(text):
         extract_claims(text)
 
 
+@pytest.mark.parametrize("text", ["0 PFLOPS of BF16", "-1 exaFLOPS"])
+def test_a_compute_figure_at_or_below_zero_is_refused_naming_flops(text):
+    """No dense tensor peak is 0 or below; the refusal lists FLOPS among the figures a claim can be of."""
+    with pytest.raises(ValueError, match="FLOPS"):
+        extract_claims(text)
+
+
 def test_a_hyphen_between_figures_is_no_minus_sign():
     """ "100-400 Gb/s" and "H100-800 Gb/s": a hyphen joins words or a range: 400, 800 Gb/s. "72-GPU racks"
     is a count of 72 GPUs, as NVIDIA writes the NVL72 ("a 72-GPU NVLink domain", GB200 NVL72 page), never

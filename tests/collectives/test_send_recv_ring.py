@@ -120,3 +120,16 @@ def test_the_boundary_rank_has_its_nic_to_itself_as_a_pair_does(gpus_per_nic: in
     )
     assert old.busbw_bytes_per_s == pytest.approx(old_pair.busbw_bytes_per_s, rel=1e-12)
     assert old.busbw_bytes_per_s / 1e9 == pytest.approx(24.0, rel=1e-3)
+
+
+def test_links_engine_names_the_p2p_channel_floor_when_it_sets_the_time() -> None:
+    # 10 x 8 H100, one 400 Gb/s NIC (50 GB/s) per GPU, newest NCCL: 80 ranks leave each network peer one
+    # p2p channel, sized for 14 GB/s (paths.cc P2P_PER_CHANNEL_NET_BW), so the boundary NIC runs at 28% and
+    # the time is the channel's, 2^30 / 14e9 s plus the launch: the explanation says so rather than
+    # leaving the hottest link's share unexplained; on one node no floor applies and nothing is said
+    spec = preset("dgx-h100-superpod", nodes=10)
+    far = collective_time("send_recv", 2**30, spec, ranks=80, algorithm="p2p", engine="links")
+    assert far.time_s - far.latency_s == pytest.approx(2**30 / 14e9, rel=1e-9)
+    assert "bound by NCCL's p2p channels to a network peer" in far.explanation
+    near = collective_time("send_recv", 2**30, spec, ranks=8, algorithm="p2p", engine="links")
+    assert "p2p channels" not in near.explanation

@@ -177,6 +177,7 @@ def test_local_sgd_refuses_impossible_settings(kw, match):
     ("args", "field"),
     [
         (["--sync-dtype", "int8"], "--sync-dtype"),  # a pseudo-gradient type without local SGD
+        (["--grad-dtype", "bf16"], "--grad-dtype"),  # read only by local SGD: never silently dropped
         (["--inner-steps", "10", "--sync-dtype", "fp32", "--grad-dtype", "bf16"], "--sync-dtype"),
     ],
 )

@@ -367,6 +367,8 @@ def test_storage_servers_nics_are_a_stage_by_hand():
         ({"system": "deepseek-3fs", "units": 2, "unit_nic": "no-such-nic"}, "unit_nic"),
         ({"system": "deepseek-3fs", "units": 2, "unit_nic": "connectx-6", "unit_nics": 0}, "unit_nics"),
         ({"system": "deepseek-3fs", "units": 2}, "storage"),
+        # ports counted but no NIC named: refused, not dropped (DDN's per-unit figure would price it alone)
+        ({"system": "ddn-ai400x2-turbo", "units": 2, "unit_nics": 4}, "unit_nics"),
     ],
 )
 def test_storage_server_ports_refused_when_they_cannot_be_priced(storage, field):

@@ -74,7 +74,9 @@ def scale_across(
     sync_dtype: Annotated[
         Dtype | None, typer.Option(help="Type local SGD sends the pseudo-gradient in (default: --grad-dtype)")
     ] = None,
-    grad_dtype: Annotated[Dtype, typer.Option(help="Type of the gradient --message holds")] = Dtype.fp32,
+    grad_dtype: Annotated[
+        Dtype | None, typer.Option(help="Type of the gradient --message holds (default fp32)")
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
     catalog_files: CatalogOption = None,
 ) -> None:
@@ -139,12 +141,15 @@ def scale_across(
         )
 
 
-def _sync_ratio(inner_steps: int | None, sync_dtype: Dtype | None, grad_dtype: Dtype) -> float:
-    """Bytes local SGD sends per byte of gradient; --sync-dtype needs --inner-steps and no wider type."""
+def _sync_ratio(inner_steps: int | None, sync_dtype: Dtype | None, grad_dtype: Dtype | None) -> float:
+    """Bytes local SGD sends per byte of gradient; --sync-dtype and --grad-dtype need --inner-steps (only
+    local SGD reads them), and the pseudo-gradient no wider type than the gradient (fp32 by default)."""
+    for option, given in (("--sync-dtype", sync_dtype), ("--grad-dtype", grad_dtype)):
+        if given is not None and inner_steps is None:
+            raise ConfigError(f"{option}: only local SGD reads it; give --inner-steps too")
     if sync_dtype is None:
         return 1.0
-    if inner_steps is None:
-        raise ConfigError("--sync-dtype: local SGD's pseudo-gradient type needs --inner-steps")
+    grad_dtype = grad_dtype or Dtype.fp32
     ratio = _DTYPE_BYTES[sync_dtype] / _DTYPE_BYTES[grad_dtype]
     if ratio > 1:
         raise ConfigError(

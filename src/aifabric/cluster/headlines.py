@@ -263,18 +263,20 @@ _CLAIM = re.compile(
 )
 #: The suffixes a count is written with: "100k GPUs" is 100,000.
 _COUNT_MULTIPLIERS = {None: 1.0, "k": 1e3, "K": 1e3, "M": 1e6}
+#: What a claim's figure can be of, for the refusal of one at or below 0.
+_NO_FIGURE = "no bandwidth, count, power, memory or FLOPS"
 
 
 def _figure(m: re.Match[str]) -> float:
     """The number of one matched claim; ValueError naming the claim when it is below 0, 0 or not finite
-    ("1e400" overflows to infinity): no link, GPU count or power is any of those."""
+    ("1e400" overflows to infinity): no link, GPU count, power, memory or FLOPS is any of those."""
     if m["sign"]:
-        raise ValueError(f"announcement: {m[0]!r} is negative; no bandwidth, GPU count or power is below 0")
+        raise ValueError(f"announcement: {m[0]!r} is negative; {_NO_FIGURE} is below 0")
     num = float(m["num"].replace(",", ""))
     if not math.isfinite(num):
         raise ValueError(f"announcement: {m[0]!r} is not a finite number (it overflows a float)")
     if num == 0:
-        raise ValueError(f"announcement: {m[0]!r} is zero; no bandwidth, GPU count or power is 0")
+        raise ValueError(f"announcement: {m[0]!r} is zero; {_NO_FIGURE} is 0")
     return num
 
 

@@ -391,6 +391,8 @@ class StorageSpec(_Strict):
     def _ports_need_units(self) -> StorageSpec:
         if self.unit_nic is not None and self.units is None:
             raise ValueError("unit_nic: the storage servers' NICs need storage.units (how many servers)")
+        if self.unit_nic is None and self.unit_nics != 1:  # 1, the default, is what a dump round-trips
+            raise ValueError("unit_nics: ports of no NIC; name the servers' NIC too (storage.unit_nic)")
         return self
 
     @field_validator("aggregate_read_bytes_per_s", "aggregate_write_bytes_per_s", mode="before")

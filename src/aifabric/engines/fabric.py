@@ -23,6 +23,7 @@ payload efficiency, so that on an ideal fabric the three engines agree with the 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -1191,6 +1192,18 @@ def _plan_end(fabric_s: float, plan: CommPlan, efficiency: str) -> float:
     return max(fabric_s, floor) + _plan_latency(plan, efficiency)
 
 
+def _floor_note(plan: CommPlan, time_s: float, efficiency: str) -> str:
+    """A clause saying the endpoints' floor (``plan.floor_s``, :func:`_plan_end`) set ``time_s``, when it did:
+    the links then run below their capacity, and the hottest link's share does not say why; else empty."""
+    floor = plan.floor_s if efficiency == "nccl" else 0.0
+    if floor <= 0 or not math.isclose(time_s - _plan_latency(plan, efficiency), floor, rel_tol=1e-9):
+        return ""
+    return (
+        f"; bound by NCCL's p2p channels to a network peer, not by a link: "
+        f"{plan.message_bytes / floor / 1e9:.4g} GB/s a sender"
+    )
+
+
 def _links_engine(
     inc: sparse.csc_matrix,
     bytes_all: np.ndarray,
@@ -1449,7 +1462,11 @@ def fabric_collective(
         },
         bottleneck=bottleneck(hot.tier if hot else "none", latency_s, t),
         explanation=_fabric_explanation(
-            plan, routing, seed, res, note + _host_link_note(topo, res, efficiency)
+            plan,
+            routing,
+            seed,
+            res,
+            note + _host_link_note(topo, res, efficiency) + _floor_note(plan, t, efficiency),
         ),
         convention=f"per_direction/{efficiency}",
         engine=engine,
