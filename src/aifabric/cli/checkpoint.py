@@ -34,6 +34,7 @@ from aifabric.storage.checkpoint import (
 )
 from aifabric.storage.dataload import data_loading
 from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s, young_daly_outside
+from aifabric.storage.paths import aggregates_above_ports
 from aifabric.units import format_bytes, format_time, parse_bytes, parse_time
 
 __all__ = ["checkpoint"]
@@ -243,6 +244,8 @@ def checkpoint(
     typed = (storage, storage_units, storage_read, storage_write) != (None, None, None, None)
     res = _timed(spec, size, _gds(spec, gds), offload_memory is not None, typed)
     out = _checkpoint_dict(spec, n, size, res)
+    if bounds := aggregates_above_ports(spec):
+        out["storage_notes"] = list(bounds)
     out.update(_per_step(spec, res, step_s, mtbf_s, data_per_step))
     _check_finite(out)
     if html is not None:
@@ -423,6 +426,8 @@ def _render(out: dict[str, Any]) -> None:
             f"{t['rate_bytes_per_s'] / 1e9:.3g} GB/s; bottleneck: {t['bottleneck']}"
         )
     console.print(f"  async copy GPU->host (training stops): {format_time(out['async_copy_s'])}")
+    for note in out.get("storage_notes", ()):
+        err_console.print(f"warning: {note}", markup=False, highlight=False)
     if "async_drain_steps" in out:
         slow = out.get("data_loading", {}).get("keeps_up") is False
         of = f" of {format_time(out['data_loading']['loaded_step_s'])}, waiting on data" if slow else ""

@@ -26,7 +26,14 @@ from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
-__all__ = ["BOUNCE_BUFFER_BYTES_PER_S", "NodePath", "Transfer", "node_path", "transfer_time"]
+__all__ = [
+    "BOUNCE_BUFFER_BYTES_PER_S",
+    "NodePath",
+    "Transfer",
+    "aggregates_above_ports",
+    "node_path",
+    "transfer_time",
+]
 
 BOUNCE_BUFFER_BYTES_PER_S = 50e9
 """Host-memory bounce path per node without GDS: 'CPU system memory -> GPU bandwidth is limited to 50 GB/s'
@@ -162,6 +169,25 @@ def _server_nics(spec: ClusterSpec) -> float | None:
         return None
     nic = catalog.nic(st.unit_nic)
     return st.units * (st.unit_nics or 1) * nic.line_rate_bytes_per_s * nic.payload_efficiency
+
+
+def aggregates_above_ports(spec: ClusterSpec) -> tuple[str, ...]:
+    """One line for each aggregate the spec states above what its storage servers' ports carry: those ports
+    are the bound (their stage of :func:`node_path`), whatever the stated figure says."""
+    st = spec.storage
+    ports = _server_nics(spec)
+    if st is None or ports is None:
+        return ()
+    lines = []
+    for direction in ("read", "write"):
+        given = getattr(st, f"aggregate_{direction}_bytes_per_s")
+        if given is not None and given > ports:
+            lines.append(
+                f"storage.aggregate_{direction} {given / 1e12:.4g} TB/s is more than the storage servers' "
+                f"ports carry ({st.units} x {st.unit_nics or 1} x {st.unit_nic} at its payload: "
+                f"{ports / 1e12:.4g} TB/s); the ports bound the {direction}s"
+            )
+    return tuple(lines)
 
 
 def _network_stages(spec: ClusterSpec) -> dict[str, float]:
