@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from aifabric import catalog
 from aifabric.cli.common import (
     ClusterOpt,
     HtmlOpt,
@@ -33,6 +34,7 @@ from aifabric.storage.checkpoint import (
 )
 from aifabric.storage.dataload import data_loading
 from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s, young_daly_outside
+from aifabric.storage.paths import aggregates_above_ports
 from aifabric.units import format_bytes, format_time, parse_bytes, parse_time
 
 __all__ = ["checkpoint"]
@@ -183,8 +185,12 @@ def checkpoint(
         str | None, typer.Option(help="File-system aggregate write, e.g. '1 TB/s'")
     ] = None,
     gds: Annotated[
-        bool, typer.Option("--gds/--no-gds", help="GPUDirect Storage (else host bounce buffer)")
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--gds/--no-gds",
+            help="GPUDirect Storage (else host bounce buffer); default: the storage system's (catalogue gds)",
+        ),
+    ] = None,
     mtbf: Annotated[str | None, typer.Option(help="Job mean time between failures, e.g. '2.8 h'")] = None,
     step_time: Annotated[
         str | None, typer.Option(help="Training step time, e.g. '5 s' (async overlap)")
@@ -235,8 +241,11 @@ def checkpoint(
         host_bytes_per_node=_offload_bytes(offload_memory),
         host_field="--offload-memory",
     )
-    res = checkpoint_time(spec, size, gds=gds, offloaded=offload_memory is not None)
+    typed = (storage, storage_units, storage_read, storage_write) != (None, None, None, None)
+    res = _timed(spec, size, _gds(spec, gds), offload_memory is not None, typed)
     out = _checkpoint_dict(spec, n, size, res)
+    if bounds := aggregates_above_ports(spec):
+        out["storage_notes"] = list(bounds)
     out.update(_per_step(spec, res, step_s, mtbf_s, data_per_step))
     _check_finite(out)
     if html is not None:
@@ -249,6 +258,30 @@ def checkpoint(
         emit_json(out)
         return
     _render(out)
+
+
+def _gds(spec: ClusterSpec, gds: bool | None) -> bool | None:
+    """--gds/--no-gds as given (None: the storage system's own); --gds on a system whose client reads and
+    writes host memory (catalogue ``gds: false``) is refused naming the system."""
+    if gds and spec.storage is not None and not catalog.storage(spec.storage.system).gds:
+        raise ConfigError(
+            f"--gds: storage system {spec.storage.system!r} has no GPUDirect Storage path (catalogue gds: "
+            "false, its client reads and writes host memory); drop --gds"
+        )
+    return gds
+
+
+def _timed(
+    spec: ClusterSpec, size: CheckpointSize, gds: bool | None, offloaded: bool, typed: bool
+) -> CheckpointResult:
+    """:func:`checkpoint_time`, its storage refusals naming the options that set each field when a storage
+    option was typed."""
+    try:
+        return checkpoint_time(spec, size, gds=gds, offloaded=offloaded)
+    except ConfigError as e:
+        if not typed:
+            raise
+        raise ConfigError(_storage_in_options(str(e))) from None
 
 
 def _check_degrees(spec: ClusterSpec, tp: int, pp: int, dp: int | None) -> None:
@@ -341,19 +374,40 @@ def _intervals(res: CheckpointResult, mtbf_s: float, step_s: float | None) -> di
 def _with_storage(
     spec: ClusterSpec, system: str | None, units: int | None, read: str | None, write: str | None
 ) -> ClusterSpec:
-    """``spec`` with its storage changed by the command-line options (unchanged when none is given)."""
-    given = {"system": system, "units": units, "aggregate_read": read, "aggregate_write": write}
-    if all(v is None for v in given.values()):
+    """``spec`` with its storage changed by the command-line options (unchanged when none is given).
+
+    What the file says stays unless an option overrides it (servers, their NICs, aggregates); --storage
+    naming another system starts from that system alone, as the file's servers are the other system's.
+    """
+    given = {"units": units, "aggregate_read": read, "aggregate_write": write}
+    given = {k: v for k, v in given.items() if v is not None}
+    if system is None and not given:
         return spec
-    st: dict[str, Any] = {"system": "ddn-ai400x2-turbo"}
-    if spec.storage is not None:
-        st = {"system": spec.storage.system, "units": spec.storage.units}
-        if spec.storage.aggregate_read_bytes_per_s is not None:
-            st["aggregate_read"] = f"{spec.storage.aggregate_read_bytes_per_s!r} B/s"
-        if spec.storage.aggregate_write_bytes_per_s is not None:
-            st["aggregate_write"] = f"{spec.storage.aggregate_write_bytes_per_s!r} B/s"
-    st.update({k: v for k, v in given.items() if v is not None})
-    return spec.with_changes(storage={k: v for k, v in st.items() if v is not None})
+    try:
+        if spec.storage is not None and system in (None, spec.storage.system):
+            return spec.with_changes(**{f"storage.{k}": v for k, v in given.items()})
+        return spec.with_changes(storage={"system": system or "ddn-ai400x2-turbo", **given})
+    except ConfigError as e:
+        raise ConfigError(_storage_in_options(str(e))) from None
+
+
+#: The storage fields the command line sets, by the option that sets each.
+_STORAGE_OPTIONS = {
+    "storage.units": "--storage-units",
+    "storage.aggregate_read": "--storage-read",
+    "storage.aggregate_write": "--storage-write",
+}
+
+
+def _storage_in_options(message: str) -> str:
+    """A storage refusal in the words of the command line too: the option that sets each field it names.
+
+    >>> _storage_in_options("storage.units: no per-unit figure; give storage.aggregate_write")
+    'storage.units: no per-unit figure; give storage.aggregate_write (on the command line: storage.units is \
+--storage-units, storage.aggregate_write is --storage-write)'
+    """
+    named = [f"{field} is {option}" for field, option in _STORAGE_OPTIONS.items() if field in message]
+    return f"{message} (on the command line: {', '.join(named)})" if named else message
 
 
 def _render(out: dict[str, Any]) -> None:
@@ -372,6 +426,8 @@ def _render(out: dict[str, Any]) -> None:
             f"{t['rate_bytes_per_s'] / 1e9:.3g} GB/s; bottleneck: {t['bottleneck']}"
         )
     console.print(f"  async copy GPU->host (training stops): {format_time(out['async_copy_s'])}")
+    for note in out.get("storage_notes", ()):
+        err_console.print(f"warning: {note}", markup=False, highlight=False)
     if "async_drain_steps" in out:
         slow = out.get("data_loading", {}).get("keeps_up") is False
         of = f" of {format_time(out['data_loading']['loaded_step_s'])}, waiting on data" if slow else ""

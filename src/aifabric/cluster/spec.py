@@ -363,8 +363,9 @@ class StorageSpec(_Strict):
 
     The aggregate read/write bandwidth is ``units`` x the entry's per-unit figure, else the entry's named
     deployment figure; ``aggregate_read`` / ``aggregate_write`` override both (e.g. "2 TB/s").
-    ``unit_nic`` (a catalogue NIC) and ``unit_nics`` (ports per unit) are the storage servers' own network
-    ports, which bound what ``units`` servers can serve whatever their drives do.
+    ``unit_nic`` (a catalogue NIC) and ``unit_nics`` (ports per unit, 1 when not given) are the storage
+    servers' own network ports, which bound what ``units`` servers can serve whatever their drives do;
+    ``unit_nics`` without ``unit_nic`` says nothing the model can use and is refused.
     """
 
     system: str = "ddn-ai400x2-turbo"
@@ -372,7 +373,7 @@ class StorageSpec(_Strict):
     aggregate_read_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_read")
     aggregate_write_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_write")
     unit_nic: str | None = None
-    unit_nics: Int = Field(default=1, ge=1, le=MAX_PORTS)
+    unit_nics: Int | None = Field(default=None, ge=1, le=MAX_PORTS)
 
     @field_validator("system")
     @classmethod
@@ -391,8 +392,11 @@ class StorageSpec(_Strict):
     def _ports_need_units(self) -> StorageSpec:
         if self.unit_nic is not None and self.units is None:
             raise ValueError("unit_nic: the storage servers' NICs need storage.units (how many servers)")
-        if self.unit_nic is None and self.unit_nics != 1:  # 1, the default, is what a dump round-trips
-            raise ValueError("unit_nics: ports of no NIC; name the servers' NIC too (storage.unit_nic)")
+        if self.unit_nics is not None and self.unit_nic is None:
+            raise ValueError(
+                f"unit_nics: {self.unit_nics} ports per storage server need storage.unit_nic (which "
+                "catalogue NIC they are)"
+            )
         return self
 
     @field_validator("aggregate_read_bytes_per_s", "aggregate_write_bytes_per_s", mode="before")

@@ -67,14 +67,21 @@ def port_rates_in_text(text: str) -> tuple[PortRate, ...]:
 def nic_port_rate(rates: tuple[PortRate, ...], names: Collection[str]) -> tuple[float, tuple[PortRate, ...]]:
     """The rate (Gb/s) the node's NICs run at, and the ports that say it: the active ports of the devices
     ``names`` (the GPUs' NICs) when they all print one rate; when no port is of those devices, every active
-    port when they all print one rate; ``(0.0, ())`` when the ports disagree or none is active.
+    port when they all print one rate; ``(0.0, ())`` when the ports disagree or none is active. Where the
+    GPUs' NICs' ports are printed but down, another device's active port (a front-end NIC) says nothing of
+    them: ``(0.0, ())``, and the caller assumes a speed and says so.
 
     >>> ports = port_rates_in_text("CA 'mlx5_0'\\nPort 1:\\nState: Active\\nRate: 200\\n"
     ...                            "CA 'mlx5_1'\\nPort 1:\\nState: Active\\nRate: 25\\n")
     >>> nic_port_rate(ports, {"mlx5_0"})[0], nic_port_rate(ports, {"mlx5_7"})[0]
     (200.0, 0.0)
+    >>> down = port_rates_in_text("CA 'mlx5_0'\\nPort 1:\\nState: Down\\nRate: 10\\n"
+    ...                           "CA 'mlx5_2'\\nPort 1:\\nState: Active\\nRate: 25\\n")
+    >>> nic_port_rate(down, {"mlx5_0"})[0], nic_port_rate(down, {"mlx5_7"})[0]
+    (0.0, 25.0)
     """
     active = tuple(p for p in rates if p.active)
-    mine = tuple(p for p in active if p.device in names) or active
-    speeds = {p.gbps for p in mine}
-    return (speeds.pop(), mine) if len(speeds) == 1 else (0.0, ())
+    if any(p.device in names for p in rates):  # their ports are printed: only they count, down or not
+        active = tuple(p for p in active if p.device in names)
+    speeds = {p.gbps for p in active}
+    return (speeds.pop(), active) if len(speeds) == 1 else (0.0, ())

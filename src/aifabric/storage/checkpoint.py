@@ -195,10 +195,11 @@ def check_state_fits(
 
 
 def checkpoint_time(
-    spec: ClusterSpec, size: CheckpointSize, *, gds: bool = True, offloaded: bool = False
+    spec: ClusterSpec, size: CheckpointSize, *, gds: bool | None = None, offloaded: bool = False
 ) -> CheckpointResult:
     """Write/restore/async times of ``size`` on ``spec`` (formulas in the module docstring).
 
+    ``gds``: GPUDirect Storage (None: the storage system's own, :func:`aifabric.storage.paths.node_path`).
     ``offloaded``: the state beyond a GPU's HBM lives in its node's host memory (ZeRO-Offload, Ren et al.
     USENIX ATC'21, arXiv:2101.06840): the asynchronous GPU -> host copy moves only the part in HBM (at most
     its capacity); the host-resident part is already where the drain reads it (the node's front-end /

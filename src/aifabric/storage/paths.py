@@ -26,7 +26,14 @@ from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
-__all__ = ["BOUNCE_BUFFER_BYTES_PER_S", "NodePath", "Transfer", "node_path", "transfer_time"]
+__all__ = [
+    "BOUNCE_BUFFER_BYTES_PER_S",
+    "NodePath",
+    "Transfer",
+    "aggregates_above_ports",
+    "node_path",
+    "transfer_time",
+]
 
 BOUNCE_BUFFER_BYTES_PER_S = 50e9
 """Host-memory bounce path per node without GDS: 'CPU system memory -> GPU bandwidth is limited to 50 GB/s'
@@ -93,7 +100,12 @@ def _aggregate(spec: ClusterSpec, direction: Direction) -> float | None:
 
 
 def node_path(
-    spec: ClusterSpec, *, direction: Direction, active_nodes: int, gpus: int | None = None, gds: bool = True
+    spec: ClusterSpec,
+    *,
+    direction: Direction,
+    active_nodes: int,
+    gpus: int | None = None,
+    gds: bool | None = None,
 ) -> NodePath:
     """Stage rates of one node's storage path when ``active_nodes`` nodes move data at once.
 
@@ -108,8 +120,10 @@ def node_path(
     gpus : int, optional
         GPUs of the node whose data crosses PCIe (default: all of the node's). 0 leaves PCIe out (data
         already in host memory, as in an asynchronous drain).
-    gds : bool
+    gds : bool, optional
         GPUDirect Storage: GPU memory <-> NIC directly. Without it the data bounces through host memory.
+        Default: the storage system's own (its catalogue ``gds``; 3FS's USRBIO client reads and writes
+        host memory, so its data always takes the bounce).
 
     Raises
     ------
@@ -124,7 +138,10 @@ def node_path(
         )
     network = _network_stages(spec)  # first: a cluster with no way to storage is refused as such
     stages: dict[str, float] = {}
+    system = catalog.storage(spec.storage.system)
     n_gpus = spec.gpus_per_node if gpus is None else gpus
+    if gds is None:
+        gds = system.gds
     if n_gpus:
         host_link = spec.host_link_bytes_per_s
         if host_link is not None:
@@ -132,7 +149,6 @@ def node_path(
         if not gds:
             stages["host bounce buffer (no GDS)"] = BOUNCE_BUFFER_BYTES_PER_S
     stages.update(network)
-    system = catalog.storage(spec.storage.system)
     cap = system.per_client_read_bytes_per_s if direction == "read" else system.per_client_write_bytes_per_s
     if cap is not None:
         stages["file system per client"] = cap
@@ -152,7 +168,26 @@ def _server_nics(spec: ClusterSpec) -> float | None:
     if st is None or st.unit_nic is None or st.units is None:
         return None
     nic = catalog.nic(st.unit_nic)
-    return st.units * st.unit_nics * nic.line_rate_bytes_per_s * nic.payload_efficiency
+    return st.units * (st.unit_nics or 1) * nic.line_rate_bytes_per_s * nic.payload_efficiency
+
+
+def aggregates_above_ports(spec: ClusterSpec) -> tuple[str, ...]:
+    """One line for each aggregate the spec states above what its storage servers' ports carry: those ports
+    are the bound (their stage of :func:`node_path`), whatever the stated figure says."""
+    st = spec.storage
+    ports = _server_nics(spec)
+    if st is None or ports is None:
+        return ()
+    lines = []
+    for direction in ("read", "write"):
+        given = getattr(st, f"aggregate_{direction}_bytes_per_s")
+        if given is not None and given > ports:
+            lines.append(
+                f"storage.aggregate_{direction} {given / 1e12:.4g} TB/s is more than the storage servers' "
+                f"ports carry ({st.units} x {st.unit_nics or 1} x {st.unit_nic} at its payload: "
+                f"{ports / 1e12:.4g} TB/s); the ports bound the {direction}s"
+            )
+    return tuple(lines)
 
 
 def _network_stages(spec: ClusterSpec) -> dict[str, float]:

@@ -1,0 +1,87 @@
+"""``aifabric checkpoint``'s storage options against a cluster file's storage block: what the file says stays
+unless an option overrides it, another system starts afresh, GPUDirect Storage follows the system, and a
+stated aggregate above the servers' ports is met by those ports."""
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from aifabric.cli.app import app
+
+pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
+
+runner = CliRunner()
+
+#: examples/cluster.yaml (32 x 8 H100, 2 x 400 Gb/s front-end per node)
+EXAMPLE = Path(__file__).parents[2] / "examples" / "cluster.yaml"
+
+#: README's 3FS deployment: 180 servers, each 2 x ConnectX-6 200 Gb/s (deepseek-ai/3FS README)
+THREE_FS = {"system": "deepseek-3fs", "units": 180, "unit_nic": "connectx-6", "unit_nics": 2}
+
+ARGS = ["--nodes", "16", "-m", "llama3-70b", "--tp", "8", "--pp", "2"]
+
+
+def _cluster(tmp_path: Path, storage: dict) -> str:
+    spec = yaml.safe_load(EXAMPLE.read_text())
+    spec.update(name="storage-options", storage=storage)
+    path = tmp_path / "storage-options.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return str(path)
+
+
+def _run(cluster: str, *extra: str) -> dict:
+    r = runner.invoke(app, ["checkpoint", cluster, *ARGS, *extra, "--json"])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    return json.loads(r.stdout)
+
+
+def test_another_system_does_not_inherit_the_files_servers(tmp_path):
+    # --storage weka on the 3FS file: the 180 3FS servers and their ConnectX-6 ports are 3FS's, not
+    # WEKA's; WEKA's one published figure, 97.9 GB/s read into one client (catalogue), is its own stage
+    cluster = _cluster(tmp_path, THREE_FS)
+    out = _run(cluster, "--storage", "weka", "--storage-read", "1 TB/s", "--storage-write", "1 TB/s")
+    assert "storage servers' NICs" not in out["write"]["stages"]
+    assert out["restore"]["stages"]["file system per client"] == pytest.approx(97.9e9)
+
+
+def test_an_aggregate_override_keeps_the_files_servers_ports(tmp_path):
+    # --storage-write 20 TB/s on the 3FS file: the servers' ports stay a stage, 180 x 2 x 25 GB/s x 0.96
+    # (ConnectX-6 HDR payload) = 8.64 TB/s over the 16 writing nodes = 540 GB/s each
+    out = _run(_cluster(tmp_path, THREE_FS), "--storage-write", "20 TB/s")
+    assert out["write"]["stages"]["storage servers' NICs"] == pytest.approx(8.64e12 / 16)
+    assert out["write"]["stages"]["file system aggregate"] == pytest.approx(20e12 / 16)
+
+
+def test_an_aggregate_above_the_servers_ports_names_the_ports_as_the_bound(tmp_path):
+    # 20 TB/s stated against 8.64 TB/s of server ports (above): the note names both figures
+    r = runner.invoke(
+        app, ["checkpoint", _cluster(tmp_path, {**THREE_FS, "aggregate_read": "20 TB/s"}), *ARGS]
+    )
+    assert r.exit_code == 0, r.stderr
+    assert "storage.aggregate_read 20 TB/s" in r.stderr and "8.64 TB/s" in r.stderr, r.stderr
+
+
+def test_a_system_without_gds_takes_the_host_bounce_and_refuses_gds(tmp_path):
+    # 3FS: catalogue gds false (USRBIO reads into host memory): the bounce stage is there by default and
+    # --no-gds says the same; --gds is refused in one line naming the system. WEKA (gds true): no bounce.
+    cluster = _cluster(tmp_path, THREE_FS)
+    default = _run(cluster)
+    assert "host bounce buffer (no GDS)" in default["write"]["stages"]
+    assert _run(cluster, "--no-gds") == default
+    r = runner.invoke(app, ["checkpoint", cluster, *ARGS, "--gds"])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert "--gds" in r.stderr and "deepseek-3fs" in r.stderr, r.stderr
+    weka = _run(
+        _cluster(tmp_path, {"system": "weka", "aggregate_read": "1 TB/s", "aggregate_write": "1 TB/s"})
+    )
+    assert "host bounce buffer (no GDS)" not in weka["write"]["stages"]
+
+
+def test_another_system_without_its_figures_is_refused_naming_the_options(tmp_path):
+    # --storage weka alone: WEKA publishes no aggregate, so the run needs one; the line says which option
+    r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, THREE_FS), *ARGS, "--storage", "weka"])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert "--storage-" in r.stderr and "units" not in r.stderr, r.stderr
