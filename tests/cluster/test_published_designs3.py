@@ -19,6 +19,9 @@ Sources (none in the project's earlier source lists):
   12-switch Q3400 InfiniBand rack.
 - "AI Infrastructure: network topologies" (kshirol-dev.github.io/learnAI/AIInfrastructure/
   06-network-topologies.html): DGX H100 SuperPOD power per SU and for 16 SUs.
+- Juniper, "AI Data Center Network with Juniper Apstra, NVIDIA GPUs, and WEKA Storage" JVD, "Scaling",
+  Table 18 (juniper.net/documentation/us/en/software/jvd/jvd-ai-dc-apstra-nvidia-weka/scaling.html):
+  rail-optimised stripes of 8 QFX5240-64CD leaves, spine counts at 1:1 from 64 to 32,768 GPUs.
 - The DGX SuperPOD (DGX B300, XDR) RA's 18-SU row (its 1- and 4-SU rows are in test_published_designs2.py).
 """
 
@@ -68,6 +71,20 @@ scale_out:
   rails: 4
 front_end: {nic: bluefield-3, nics_per_node: 2, switch: spectrum-4-sn5600-400g}
 management: {nic: bmc-1g, ports_per_node: 1, switch: sn2201-mgmt}
+"""
+
+# Juniper JVD backend: HGX H100 servers, one 400GE ConnectX-7 per GPU ("400Gbps GPU-to-GPU bandwidth"),
+# rail-optimised ("rail N connects GPUs in position N ... across leaf switch N"), QFX5240-64CD leaves and
+# spines: Broadcom Tomahawk 5, 64 x 800GE (128 x 400GE by breakout), the catalogue's 51.2 Tb/s class entry.
+JUNIPER_JVD = """\
+name: juniper-jvd-backend
+accelerator: h100-sxm
+gpus_per_node: 8
+nodes: 64
+scale_up: {kind: nvswitch}
+scale_out: {nic: connectx-7, fabric: ethernet, switch: tomahawk5-51t, tiers: 2, rail_optimized: true}
+front_end: null
+management: null
 """
 
 # Kedios's farm: 32 ASUS XA NB3I-E12 (HGX B300, 8 x ConnectX-8 800G), "8x Q3400-RA (leaf) + 4x Q3400-RA
@@ -142,6 +159,24 @@ def test_dgx_b300_xdr_eighteen_su_row(tmp_path):
     assert _parts(path, "--nodes", "1296") == want
 
 
+@pytest.mark.parametrize(("nodes", "leaves", "spines"), [(64, 8, 4), (1024, 128, 64)])
+def test_juniper_jvd_stripes_and_spines(tmp_path, nodes, leaves, spines):
+    # Juniper JVD Table 18: "Medium 2048 - 8192 GPU ... QFX5240-64CD ... as Spine and leaf devices ... 16
+    # Stripes from 64 Spines and 1024 leaf nodes, maintaining a 1:1 subscription" (the 1,024 are the
+    # servers: 16 stripes x 64; a stripe is 8 leaves, one per rail) and "a minimum of 4 Spines should be
+    # deployed, even in a single-stripe fabric". By hand: a leaf is 64 x 400G down (64 servers' rail N) and
+    # 64 up; 16 stripes = 128 leaves, the most 128-port spines connect; spines = 128 x 64 / 128 = 64. One
+    # stripe: 8 x 64 / 128 = 4 spines, the JVD's minimum met by the ports alone.
+    path = _file(tmp_path, JUNIPER_JVD, "jvd.yaml")
+    gpus = 8 * nodes
+    want = {"leaf": leaves, "spine": spines, "nic-leaf": gpus, "leaf-spine": gpus}
+    assert _parts(path, "--nodes", str(nodes)) == want
+    # past 8,192 GPUs the JVD's "Large" design changes the spine (PTX chassis): two tiers of 128-port
+    # switches stop here
+    r = CliRunner().invoke(app, ["cluster", "show", path, "--nodes", "1025"])
+    assert r.exit_code == 2 and "use tiers: 3" in r.stderr
+
+
 def test_velox_gb200_pod_power(tmp_path):
     # Velox DCI: 17 GB200 NVL72 racks + 1 network rack, "Total TDP ~ 2.05 MW" (compute, AI fabric, storage
     # front-end and OOB). By hand: 1,224 GPUs x 1.2 kW (GB200 catalogue) = 1.47 MW, 612 Grace x 0.3 kW
@@ -170,6 +205,11 @@ def test_dgx_h100_superpod_su_power():
 
 
 MISSED = {
+    "Juniper JVD Large, 32,768 GPUs": "64 PTX1000x chassis spines over 4,096 servers (64 stripes, 512 "
+    "leaves) published vs not buildable as published: the catalogue has no chassis spine (a PTX10008 with "
+    "36-port 800GE line cards, 576 x 400G, would give 512 x 64 / 576 -> 64 spines dividing each leaf's 64 "
+    "uplinks), and no PTX datasheet watts were read; `aifabric cluster show` refuses two tiers past 8,192 "
+    "GPUs on 51.2 Tb/s spines and builds three tiers instead",
     "DGX GB200 SuperPOD, one SU's TDP": "1.2 MW published vs 0.99 MW predicted (`aifabric cluster show "
     "gb200-nvl72`, 8 racks with IB compute, front-end and OOB fabrics): the RA's figure is the facility "
     "provisioning for the SU (it names Uptime Tier 3 design and counts the management, storage and UFM "
