@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aifabric.cluster.presets import list_presets, preset
+from aifabric.cluster.presets import enough_tiers, list_presets, preset
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
@@ -22,6 +22,11 @@ def resolve_cluster(
     """A ClusterSpec from a spec, a preset name or a YAML file path, optionally resized, with dotted
     ``changes`` (``{"scale_out.oversubscription": ["7:1"]}``) applied together with the resize, so that a
     preset grown to three tiers is grown at the asked ratios, not its own.
+
+    A YAML file that names no ``scale_out.tiers`` gets as many as its size needs: two, or three when two
+    cannot connect it (the DGX SuperPOD B200 RA's component table adds the core tier at 16 SUs, exactly
+    where 128 leaves outgrow 64-port spines); a file that names its tiers, or ``changes`` that do, is
+    built as asked.
 
     Raises ConfigError for an unknown preset or a file that does not exist.
     """
@@ -44,5 +49,18 @@ def resolve_cluster(
         if not exists:
             raise ConfigError(f"cluster: file {name!r} does not exist")
         spec = ClusterSpec.from_yaml(path)
-        return resolve_cluster(spec, nodes=nodes, gpus=gpus, **changes)
+        sized = resolve_cluster(spec, nodes=nodes, gpus=gpus, **changes)
+        return _unnamed_tiers(spec, sized, changes)
     raise ConfigError(f"cluster: {name!r} is neither a preset ({', '.join(list_presets())}) nor a YAML file")
+
+
+def _unnamed_tiers(file_spec: ClusterSpec, spec: ClusterSpec, changes: dict[str, Any]) -> ClusterSpec:
+    """``spec`` with enough tiers when its file and ``changes`` leave ``scale_out.tiers`` unnamed; any
+    other fault is left for the build to report, as before."""
+    so = file_spec.scale_out
+    if so is None or "tiers" in so.model_fields_set or "scale_out.tiers" in changes:
+        return spec
+    try:
+        return enough_tiers(spec)
+    except ConfigError:
+        return spec
