@@ -210,9 +210,10 @@ def check_kernels_framework(kernels: ElementwiseKernels, framework: str) -> None
     Megatron-Core's unfused cross-entropy (``--cross-entropy-loss-fusion`` off) is no kernel torchtitan
     runs, whose loss the framework already prices."""
     if kernels.frameworks is not None and framework not in kernels.frameworks:
+        code = " or ".join(kernels.frameworks)
         raise ConfigError(
-            f"elementwise: {kernels.name!r} counts kernels of the {' or '.join(kernels.frameworks)} code, not "
-            f"of framework {framework!r}, whose own loss is already priced; use 'fused'"
+            f"elementwise: {kernels.name!r} counts kernels of the {code} code, not of framework "
+            f"{framework!r}, whose own loss is already priced; use 'fused'"
         )
 
 
