@@ -28,6 +28,7 @@ from aifabric.cli.common import (
 )
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.tpu_slice import (
+    TpuSlice,
     check_torus_options,
     default_run,
     refuse_nccl_options,
@@ -381,13 +382,19 @@ def collective(
             )
             emit_json([{**r.to_dict(), **echo} for r in results])
             return
-        if tpu is not None:
-            console.print(f"TPU slice {tpu.describe()}", markup=False, highlight=False)
-            if note:
-                console.print(f"Note: {note}", markup=False, highlight=False)
-        if launch_note := _host_launch_note(opts):
-            console.print(f"Note: {launch_note}", markup=False, highlight=False)
+        _print_preamble(tpu, note, opts)
         _print_results(results, spec, comm, opts.get("calibration"))
+
+
+def _print_preamble(tpu: TpuSlice | None, note: str | None, opts: dict[str, Any]) -> None:
+    """The lines before the results: the TPU slice and its default-run note, and what
+    ``--gpus-per-thread`` alone leaves out (:func:`_host_launch_note`)."""
+    if tpu is not None:
+        console.print(f"TPU slice {tpu.describe()}", markup=False, highlight=False)
+        if note:
+            console.print(f"Note: {note}", markup=False, highlight=False)
+    if launch_note := _host_launch_note(opts):
+        console.print(f"Note: {launch_note}", markup=False, highlight=False)
 
 
 def _host_launch(gpus_per_thread: int | None, launch_us: float | None) -> dict[str, Any]:
