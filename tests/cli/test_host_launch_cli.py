@@ -39,7 +39,6 @@ def test_one_thread_of_eight_gpus_sets_the_small_message_time(cluster):
 @pytest.mark.parametrize(
     "args,line",
     [
-        (["--gpus-per-thread", "8"], "error: --gpus-per-thread: needs --launch-us too"),
         (["--launch-us", "4"], "error: --launch-us: needs --gpus-per-thread too"),
         (
             ["--gpus-per-thread", "9", "--launch-us", "4"],
@@ -56,3 +55,13 @@ def test_launch_options_are_refused_by_name(cluster, args, line):
     assert r.exit_code == 2, r.output
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(line), r.stderr
+
+
+def test_gpus_per_thread_alone_prices_no_host_floor_and_says_so(cluster):
+    # -g 8 without a launch cost: the 8 ranks share a process, no host floor (the floor needs --launch-us)
+    args = ["collective", "-c", cluster, "-s", "8", "--gpus-per-thread", "8"]
+    alone, plain = runner.invoke(app, [*args, "--json"]), runner.invoke(app, args[:-2] + ["--json"])
+    assert alone.exit_code == 0, alone.output
+    assert json.loads(alone.stdout)[0]["time_s"] == json.loads(plain.stdout)[0]["time_s"]
+    text = runner.invoke(app, args)
+    assert "without --launch-us" in text.stdout and "no host launch floor is priced" in text.stdout

@@ -130,6 +130,6 @@ def test_links_engine_names_the_p2p_channel_floor_when_it_sets_the_time() -> Non
     spec = preset("dgx-h100-superpod", nodes=10)
     far = collective_time("send_recv", 2**30, spec, ranks=80, algorithm="p2p", engine="links")
     assert far.time_s - far.latency_s == pytest.approx(2**30 / 14e9, rel=1e-9)
-    assert "bound by NCCL's p2p channels to a network peer" in far.explanation
+    assert "the p2p channels to the network peer set the time" in far.explanation
     near = collective_time("send_recv", 2**30, spec, ranks=8, algorithm="p2p", engine="links")
     assert "p2p channels" not in near.explanation

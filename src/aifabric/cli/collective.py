@@ -28,6 +28,7 @@ from aifabric.cli.common import (
 )
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.tpu_slice import (
+    TpuSlice,
     check_torus_options,
     default_run,
     refuse_nccl_options,
@@ -302,8 +303,9 @@ def collective(
         typer.Option(
             "--gpus-per-thread",
             min=1,
-            help="formula engine: GPUs one host thread drives (nccl-tests -g N); with --launch-us the time "
-            "is at least GPUs x launch, as NCCL >= 2.9 launches each GPU's kernel in turn",
+            help="formula engine: GPUs one host thread drives (nccl-tests -g N), its ranks in one process; "
+            "with --launch-us the time is at least GPUs x launch, as NCCL >= 2.9 launches each GPU's kernel "
+            "in turn (without it no host floor is priced)",
         ),
     ] = None,
     launch_us: Annotated[
@@ -380,11 +382,19 @@ def collective(
             )
             emit_json([{**r.to_dict(), **echo} for r in results])
             return
-        if tpu is not None:
-            console.print(f"TPU slice {tpu.describe()}", markup=False, highlight=False)
-            if note:
-                console.print(f"Note: {note}", markup=False, highlight=False)
+        _print_preamble(tpu, note, opts)
         _print_results(results, spec, comm, opts.get("calibration"))
+
+
+def _print_preamble(tpu: TpuSlice | None, note: str | None, opts: dict[str, Any]) -> None:
+    """The lines before the results: the TPU slice and its default-run note, and what
+    ``--gpus-per-thread`` alone leaves out (:func:`_host_launch_note`)."""
+    if tpu is not None:
+        console.print(f"TPU slice {tpu.describe()}", markup=False, highlight=False)
+        if note:
+            console.print(f"Note: {note}", markup=False, highlight=False)
+    if launch_note := _host_launch_note(opts):
+        console.print(f"Note: {launch_note}", markup=False, highlight=False)
 
 
 def _host_launch(gpus_per_thread: int | None, launch_us: float | None) -> dict[str, Any]:
@@ -405,14 +415,24 @@ def _host_launch(gpus_per_thread: int | None, launch_us: float | None) -> dict[s
 
 
 def _check_host_launch(opts: dict[str, Any]) -> None:
-    """ValueError naming ``--gpus-per-thread`` or ``--launch-us`` given without the other: the floor is
-    their product (:mod:`aifabric.engines.host_launch`)."""
-    given = [FLAGS[o] for o in ("gpus_per_thread", "launch_s_per_gpu") if o in opts]
-    if len(given) == 1:
-        missing = "--launch-us" if given[0] == "--gpus-per-thread" else "--gpus-per-thread"
+    """ValueError naming ``--launch-us`` given without ``--gpus-per-thread``: a launch cost is priced only
+    as the floor of GPUs per thread x launch (:mod:`aifabric.engines.host_launch`). ``--gpus-per-thread``
+    alone is a run of its own: the ranks share processes (RCCL's MSCCL needs one), no host floor priced
+    (:func:`_host_launch_note`)."""
+    if "launch_s_per_gpu" in opts and "gpus_per_thread" not in opts:
         raise ValueError(
-            f"{given[0]}: needs {missing} too (the host launch floor is GPUs per thread x launch)"
+            "--launch-us: needs --gpus-per-thread too (the host launch floor is GPUs per thread x launch)"
         )
+
+
+def _host_launch_note(opts: dict[str, Any]) -> str | None:
+    """What the run leaves out when ``--gpus-per-thread`` comes without ``--launch-us``; None otherwise."""
+    if "gpus_per_thread" not in opts or "launch_s_per_gpu" in opts:
+        return None
+    return (
+        f"--gpus-per-thread {opts['gpus_per_thread']} without --launch-us: the ranks share processes "
+        "(RCCL's MSCCL needs one per rank), and no host launch floor is priced (give --launch-us for it)"
+    )
 
 
 def _typed_fields(ranks: int | None, twisted: bool) -> dict[str, str]:

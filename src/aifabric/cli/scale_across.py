@@ -136,7 +136,8 @@ def scale_across(
         sync = out["local_sgd"]
         console.print(
             f"local SGD, sync every {inner_steps} steps at {ratio:g} B per gradient byte: outer all-reduce "
-            f"{format_time(sync['outer_all_reduce_s'])}, {format_time(sync['step_cost_s'])} per step; "
+            f"{format_time(sync['outer_all_reduce_s'])} ({format_time(sync['outer_single_site_s'])} in one "
+            f"site): the sites add {format_time(sync['step_cost_s'])} per step on DP's basis; "
             f"1/{1 / sync['cross_site_bytes_ratio']:.4g} of DP's bytes over the DCI"
         )
 
@@ -165,6 +166,7 @@ def _local_sgd(spec: ClusterSpec, message_bytes: float, inner_steps: int, ratio:
         "inner_steps": inner_steps,
         "sync_bytes_ratio": ratio,
         "outer_all_reduce_s": sync.outer.total_s,
+        "outer_single_site_s": sync.outer.single_site_s,
         "step_cost_s": sync.step_cost_s,
         "cross_site_bytes_ratio": sync.cross_site_bytes_ratio,
     }

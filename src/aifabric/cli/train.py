@@ -222,19 +222,20 @@ def _options(
     ep_overlap: bool = False,
     framework: FrameworkChoice = FrameworkChoice.megatron,
 ) -> StepOptions:
-    return StepOptions(
-        flash_attention=flash,
-        overlap_grad_reduce=overlap,
-        tp_comm_overlap=tp_overlap,
-        zero3_prefetch_layers=1 if prefetch is None else prefetch,
-        capacity_factor=capacity,
-        fp8=fp8,
-        gemm_shapes=gemm_shapes,
-        elementwise=elementwise.value,
-        embedding_chunks=embedding_chunks,
-        ep_comm_overlap=ep_overlap,
-        framework=framework.value,
-    )
+    with _named_as_options():  # a kernel set of another framework's code names both options
+        return StepOptions(
+            flash_attention=flash,
+            overlap_grad_reduce=overlap,
+            tp_comm_overlap=tp_overlap,
+            zero3_prefetch_layers=1 if prefetch is None else prefetch,
+            capacity_factor=capacity,
+            fp8=fp8,
+            gemm_shapes=gemm_shapes,
+            elementwise=elementwise.value,
+            embedding_chunks=embedding_chunks,
+            ep_comm_overlap=ep_overlap,
+            framework=framework.value,
+        )
 
 
 class EngineChoice(str, Enum):

@@ -23,7 +23,6 @@ payload efficiency, so that on an ideal fabric the three engines agree with the 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -1192,18 +1191,6 @@ def _plan_end(fabric_s: float, plan: CommPlan, efficiency: str) -> float:
     return max(fabric_s, floor) + _plan_latency(plan, efficiency)
 
 
-def _floor_note(plan: CommPlan, time_s: float, efficiency: str) -> str:
-    """A clause saying the endpoints' floor (``plan.floor_s``, :func:`_plan_end`) set ``time_s``, when it did:
-    the links then run below their capacity, and the hottest link's share does not say why; else empty."""
-    floor = plan.floor_s if efficiency == "nccl" else 0.0
-    if floor <= 0 or not math.isclose(time_s - _plan_latency(plan, efficiency), floor, rel_tol=1e-9):
-        return ""
-    return (
-        f"; bound by NCCL's p2p channels to a network peer, not by a link: "
-        f"{plan.message_bytes / floor / 1e9:.4g} GB/s a sender"
-    )
-
-
 def _links_engine(
     inc: sparse.csc_matrix,
     bytes_all: np.ndarray,
@@ -1358,18 +1345,34 @@ def _tier_bytes(topo: Topology, res: FabricResult) -> dict[int, float]:
     }
 
 
-def _fabric_explanation(plan: CommPlan, routing: str, seed: int, res: FabricResult, note: str) -> str:
-    """One line on what ran: the plan's transfers and stages, the routing, the share of the contention-free
-    time, the hottest link, the transport model's summary (when one ran) and ``note``."""
+def _fabric_explanation(
+    plan: CommPlan, routing: str, seed: int, res: FabricResult, note: str, time_setter: str
+) -> str:
+    """One line on what ran: the plan's transfers and stages, the routing, what set the time (the share of
+    the contention-free time, or the p2p channels' floor), the hottest link, the transport model's summary
+    (when one ran) and ``note``; ``time_setter`` is :func:`_time_setter`'s."""
     hot = res.top_links[0] if res.top_links else None
     return (
         f"{plan.algorithm} decomposed into {sum(s.n_transfers for s in plan.stages)} transfers per step "
-        f"over {len(plan.stages)} stage(s); routing {routing} (seed {seed}); {res.efficiency:.0%} of the "
-        "contention-free time"
+        f"over {len(plan.stages)} stage(s); routing {routing} (seed {seed}); "
+        + time_setter
         + (f"; hottest link {hot.label} at {hot.utilisation:.0%} carrying {hot.n_flows} flows" if hot else "")
         + (f"; {res.meta['transport'].summary()}" if "transport" in res.meta else "")
         + note
     )
+
+
+def _time_setter(plan: CommPlan, res: FabricResult, message_bytes: float, efficiency: str) -> str:
+    """What set the plan's time: the p2p channels to a network peer where their floor (``plan.floor_s``,
+    :func:`~aifabric.collectives.direct.p2p_channel_floor_s`, charged under ``nccl`` efficiency only) is
+    above the fabric's time, else the run's share of the contention-free time."""
+    floor = plan.floor_s if efficiency == "nccl" else 0.0
+    if floor > 0 and floor + (plan.latency_s or 0.0) >= res.time_s * (1 - 1e-9):
+        return (
+            f"the p2p channels to the network peer set the time: {message_bytes / floor / 1e9:.1f} GB/s per "
+            "send (channels per peer x NCCL's P2P_PER_CHANNEL_NET_BW), below what the links carry"
+        )
+    return f"{res.efficiency:.0%} of the contention-free time"
 
 
 def _host_link_note(topo: Topology, res: FabricResult, efficiency: str) -> str:
@@ -1466,7 +1469,8 @@ def fabric_collective(
             routing,
             seed,
             res,
-            note + _host_link_note(topo, res, efficiency) + _floor_note(plan, t, efficiency),
+            note + _host_link_note(topo, res, efficiency),
+            _time_setter(plan, res, message_bytes, efficiency),
         ),
         convention=f"per_direction/{efficiency}",
         engine=engine,

@@ -41,6 +41,12 @@ outer all-reduce is the one above on ``r S`` bytes, once per ``H`` steps::
     T_outer = T_site(r S) + T_cross(r S)       (every H inner steps)
     bytes over the DCI per step, against DP's:  r / H
 
+Its cost per step is priced on DP's basis, like with like: what the sites add to the outer all-reduce over
+the same all-reduce in one site (``T_outer - T_one(r S)``, as DP's ``T_site + T_cross - T_one``), spread
+over its ``H`` steps. The in-site phases of either are what one site running the same GPUs pays too, so
+neither side is charged them: at H = 1 and r = 1 local SGD is data parallelism (DiLoCo [3]_ Sec. 2) and
+costs what DP does, and each step costs at most DP's extra for any H >= 1 and r <= 1.
+
 INTELLECT-1's ``H`` = 100 inner steps with int8 pseudo-gradients over fp32 gradients: 1/400 of the bytes
 DP sends, the "400x reduction in communication bandwidth" its report gives.
 
@@ -243,9 +249,10 @@ class LocalSgdSync:
 
     @property
     def step_cost_s(self) -> float:
-        """The outer all-reduce spread over its inner steps, seconds per step (blocking sync, as INTELLECT-1
+        """What the sites add to the outer all-reduce (its ``dp_step_cost_s``: over the same all-reduce in
+        one site, DP's basis) spread over its inner steps, seconds per step (blocking sync, as INTELLECT-1
         runs it)."""
-        return self.outer.total_s / self.inner_steps
+        return self.outer.dp_step_cost_s / self.inner_steps
 
 
 def local_sgd_sync(

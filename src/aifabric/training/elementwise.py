@@ -35,6 +35,7 @@ __all__ = [
     "MOE_DISPATCH_ELEMENTS",
     "ElementwiseKernels",
     "check_kernels_fit",
+    "check_kernels_framework",
     "elementwise_kernels",
     "layer_forward_bytes",
 ]
@@ -92,6 +93,9 @@ class ElementwiseKernels:
     logits_backward : float or None, default None
         Per V element: the cross-entropy's backward pass, where it is not twice its forward; None: twice
         ``logits``, as every other group.
+    frameworks : tuple of str or None, default None
+        The training frameworks (:data:`~aifabric.training.memory.FRAMEWORKS`) whose code the counts are
+        of; None: any (fused kernels move the same bytes whichever framework launches them).
     """
 
     name: str
@@ -107,6 +111,7 @@ class ElementwiseKernels:
     source: str
     norm_kind: str | None = None
     logits_backward: float | None = None
+    frameworks: tuple[str, ...] | None = None
 
     @property
     def logits_backward_bytes(self) -> float:
@@ -166,6 +171,7 @@ _MEGATRON_UNFUSED_CE = replace(
         "backward mul_ and the bf16 cast of the gradient): 52 bytes per vocabulary element and token against "
         "the fused 24"
     ),
+    frameworks=("megatron",),  # a Megatron-LM flag: torchtitan runs its own loss (cross_entropy, upcast)
 )
 
 #: Every kernel set the step model knows, by name (``StepOptions.elementwise``).
@@ -196,6 +202,18 @@ def check_kernels_fit(model: ModelSpec, kernels: ElementwiseKernels) -> None:
         raise ConfigError(
             f"elementwise: {kernels.name!r} counts the kernels of a {kernels.norm_kind} model's code, and "
             f"model {model.name!r} has {model.norm}; use 'fused'"
+        )
+
+
+def check_kernels_framework(kernels: ElementwiseKernels, framework: str) -> None:
+    """ConfigError naming ``elementwise`` and ``framework`` when ``kernels`` count another framework's code:
+    Megatron-Core's unfused cross-entropy (``--cross-entropy-loss-fusion`` off) is no kernel torchtitan
+    runs, whose loss the framework already prices."""
+    if kernels.frameworks is not None and framework not in kernels.frameworks:
+        code = " or ".join(kernels.frameworks)
+        raise ConfigError(
+            f"elementwise: {kernels.name!r} counts kernels of the {code} code, not of framework "
+            f"{framework!r}, whose own loss is already priced; use 'fused'"
         )
 
 

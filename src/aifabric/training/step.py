@@ -87,7 +87,12 @@ from aifabric.engines.formula import TierModel, formula_collective, tier_model
 from aifabric.engines.result import CollectiveResult
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.efficiency import ComputeProfile, compute_profile
-from aifabric.training.elementwise import check_kernels_fit, elementwise_kernels, layer_forward_bytes
+from aifabric.training.elementwise import (
+    check_kernels_fit,
+    check_kernels_framework,
+    elementwise_kernels,
+    layer_forward_bytes,
+)
 from aifabric.training.flops import (
     attention_core_forward_flops_per_token,
     layer_forward_flops_per_token,
@@ -256,7 +261,8 @@ class StepOptions:
             )
         if self.ddp_bucket_params is not None and self.ddp_bucket_params < 1:
             raise ConfigError(f"ddp_bucket_params must be >= 1, got {self.ddp_bucket_params!r}")
-        elementwise_kernels(self.elementwise)  # a ConfigError naming the field for an unknown set
+        # a ConfigError naming the field for an unknown set, or one of another framework's code
+        check_kernels_framework(elementwise_kernels(self.elementwise), self.framework)
         if self.capacity_factor is not None and not 1.0 <= self.capacity_factor < math.inf:
             raise ConfigError(
                 f"capacity_factor must be >= 1 and finite (or None: dropless), got {self.capacity_factor!r}"
