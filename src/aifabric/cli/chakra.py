@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.table import Table
 
-from aifabric.cli.common import console, emit_json, err_console, handle_errors, literal
+from aifabric.cli.common import CommandClusterOpt, console, emit_json, err_console, handle_errors, literal
 from aifabric.errors import ConfigError
 from aifabric.report.paths import check_output_path
 
@@ -82,9 +82,7 @@ def _refuse_small_cluster(
 @handle_errors
 def import_chakra(
     trace: Annotated[Path, typer.Argument(help="A Chakra .et file (one rank's), e.g. workload.0.et")],
-    cluster: Annotated[
-        str, typer.Option("--cluster", "-c", help="Preset name or cluster YAML file")
-    ] = "dgx-h100-superpod",
+    cluster: CommandClusterOpt = "dgx-h100-superpod",
     nodes: Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
 ) -> None:

@@ -14,6 +14,7 @@ from rich.table import Table
 from aifabric.catalog.nccl import check_release_has_arch, nccl_release
 from aifabric.cli.chakra import ChakraOpt, written
 from aifabric.cli.common import (
+    CommandClusterOpt,
     HtmlOpt,
     TraceOpt,
     check_outputs,
@@ -197,9 +198,7 @@ def collective(
             help="all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, reduce, send_recv"
         ),
     ] = "all_reduce",
-    cluster: Annotated[
-        str, typer.Option("--cluster", "-c", help="Preset name or cluster YAML file")
-    ] = "dgx-h100-superpod",
+    cluster: CommandClusterOpt = "dgx-h100-superpod",
     nodes: Annotated[
         int | None,
         typer.Option(

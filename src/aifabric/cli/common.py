@@ -35,6 +35,7 @@ __all__ = [
     "BROKEN_PIPE_EXIT",
     "CatalogOption",
     "ClusterOpt",
+    "CommandClusterOpt",
     "HtmlOpt",
     "TraceOpt",
     "check_outputs",
@@ -101,6 +102,8 @@ ClusterOpt = Annotated[
     str | None,
     typer.Option("--cluster", "-c", help="Preset name or cluster YAML file", show_default=False),
 ]
+#: ``-c/--cluster`` of the commands that take the cluster only so, with a default ``--help`` shows.
+CommandClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="Preset name or cluster YAML file")]
 
 
 def cluster_argument(default: str) -> Any:

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from aifabric.cli.common import console, handle_errors
+from aifabric.cli.common import CommandClusterOpt, console, handle_errors
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.errors import ConfigError
 from aifabric.interop.export import FORMATS, export_cluster
@@ -25,9 +25,7 @@ __all__ = ["export"]
 def export(
     fmt: Annotated[str, typer.Option("--format", help=f"Target: {', '.join(FORMATS)}")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write into (created)")],
-    cluster: Annotated[
-        str, typer.Option("--cluster", "-c", help="Preset name or cluster YAML file")
-    ] = "dgx-h100-superpod",
+    cluster: CommandClusterOpt = "dgx-h100-superpod",
     nodes: Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)] = None,
     collective: Annotated[
         str | None,

@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from aifabric.cli.common import (
+    CommandClusterOpt,
     HtmlOpt,
     TraceOpt,
     check_outputs,
@@ -48,9 +49,7 @@ def fabric(
             f"({', '.join(PATTERNS)})"
         ),
     ] = "all_reduce",
-    cluster: Annotated[
-        str, typer.Option("--cluster", "-c", help="Preset name or cluster YAML file")
-    ] = "dgx-h100-superpod",
+    cluster: CommandClusterOpt = "dgx-h100-superpod",
     nodes: Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)] = None,
     size: Annotated[
         str,

@@ -19,6 +19,7 @@ from rich.table import Table
 
 from aifabric.cli.chakra import ChakraOpt, written
 from aifabric.cli.common import (
+    CommandClusterOpt,
     HtmlOpt,
     TraceOpt,
     check_outputs,
@@ -154,7 +155,6 @@ CapacityOpt = Annotated[
         "n_experts / top_k or more drops no token, every expert padded to all the tokens (default: dropless)",
     ),
 ]
-ClusterOpt = Annotated[str, typer.Option("--cluster", "-c", help="Cluster preset or YAML file")]
 NodesOpt = Annotated[int | None, typer.Option(help="Resize the cluster to this many nodes", min=1)]
 #: The largest global batch taken, sequences per step: 2**24, over 1,000 times the largest published
 #: (DeepSeek-V3 ramps to 15,360 sequences, arXiv 2412.19437 Sec. 4.2; Llama 3 405B runs 2,048 of 8,192
@@ -331,7 +331,7 @@ def _refuse_single_stage(pp: int, embedding_chunks: bool) -> None:
 @handle_errors
 def train(
     model: ModelOpt = "gpt3-175b",
-    cluster: ClusterOpt = "dgx-h100-superpod",
+    cluster: CommandClusterOpt = "dgx-h100-superpod",
     nodes: NodesOpt = None,
     tp: Annotated[int, typer.Option(help="Tensor-parallel degree", min=1)] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline-parallel degree", min=1)] = 1,
@@ -664,7 +664,7 @@ def _print_compute(st: StepTime) -> None:
 @handle_errors
 def plan(
     model: ModelOpt = "gpt3-175b",
-    cluster: ClusterOpt = "dgx-h100-superpod",
+    cluster: CommandClusterOpt = "dgx-h100-superpod",
     nodes: NodesOpt = None,
     global_batch: BatchOpt = 1536,
     top: Annotated[int, typer.Option(help="Layouts to show", min=1)] = 5,

@@ -165,9 +165,16 @@ def p2p_cost(
 
 def p2p_channel_bytes_per_s(tm: TierModel, peers: int | None) -> float:
     """What ``peers`` p2p channels carry to one network peer, bytes/s: ``peers x P2P_PER_CHANNEL_NET_BW``
-    (NCCL v2.29.2-1 src/graph/paths.cc ``NCCL_PARAM(P2pPerChannelNetBw, ..., /*GB/s*/14)``, the network
-    bandwidth NCCL sizes one p2p channel for; ``net_peer_channels.per_channel_net_gbps`` of the release);
-    unbounded where the channels are unknown or the release records no such figure.
+    (``net_peer_channels.per_channel_net_gbps`` of the release); unbounded where the channels are unknown
+    or the release records no such figure.
+
+    ``P2P_PER_CHANNEL_NET_BW`` (14 GB/s) is NCCL's design figure for how many channels to open, not a
+    measured rate: NCCL v2.29.2-1 src/graph/paths.cc ``NCCL_PARAM(P2pPerChannelNetBw, ..., /*GB/s*/14)``,
+    read only by ``ncclTopoGetNchannels`` ("at least 1 channel per NIC, and more if needed to meet the bw
+    requirement": ``max(NICs, ceil(NIC GB/s / 14))``). The model uses it as each channel's rate. The one
+    measured point exceeds it: 10 x 8 H100 sendrecv on one channel to the peer, 15.24 GB/s against 14.0
+    (-8.1 %; tests/engines/test_cases_public_multi5.py), so a channel carries somewhat more than NCCL
+    designs it for.
 
     >>> from aifabric.cluster.presets import preset
     >>> from aifabric.collectives.tiers import tier_model

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, cached_property, lru_cache, wraps
 from typing import Any, NamedTuple, ParamSpec, TypedDict, TypeVar
 
@@ -879,12 +879,9 @@ def p2p_latency_s(tm: TierModel, kind: str, proto: Protocol) -> float:
     which p2p tasks skip as NCCL's do (enqueue.cc schedules them with no algorithm or protocol time), and
     from 2.21.5 their NET Ring Simple entry (320 us, tuning_model_5) steers the tuner off ring/Simple
     across nodes rather than timing a hop."""
-    release = nccl_release(tm.release.version) if tm.release.library == "rccl" else tm.release
-    if kind == "torus":
-        return base_latency_s(tm, "ring", proto) + hw_latency_s(tm, kind, "ring", proto)
-    col = _COLUMN[proto]
-    base = release.base_latency_us[Algorithm.RING][col]
-    return (base + release.hw_latency_us[kind][Algorithm.RING][col]) * 1e-6 * tm.latency_scale
+    if tm.release.library == "rccl":
+        tm = replace(tm, release=nccl_release(tm.release.version))
+    return base_latency_s(tm, Algorithm.RING, proto) + hw_latency_s(tm, kind, Algorithm.RING, proto)
 
 
 def net_latency_row(tm: TierModel, row: str, ranks_per_domain: int) -> str:

@@ -1212,7 +1212,7 @@ def _prepare(
     n_nodes = table.n_nodes or max(1, -(-n_ranks // spec.gpus_per_node))
     comm, comm_note = _communicator(op, spec, n_ranks, n_nodes)
     if table.ranks_per_process is not None:  # MSCCL needs a process per rank (collectives.msccl)
-        comm = dataclasses.replace(comm, ranks_per_process=min(table.ranks_per_process, comm.n_ranks))
+        comm = comm.in_processes_of(table.ranks_per_process)  # a process runs on one host: <= ranks_per_node
     if comm_note:
         notes.append(comm_note)
     info = info if info is not None else NcclInfo()
