@@ -126,7 +126,17 @@ MISSED = {
         "busbw 17.01/111.24/359.09 at 1/8/64 MiB ('1048576 ... 115.58 9.07 17.01') vs tree/LL128 36.1, "
         "NVLS tree/Simple 134.4/407.2 (+112/+21/+13.4 %); the log's 1, 2 and 4 MiB rows all take 114-118 "
         "us, a flat per-call floor near 115 us the model's tree/LL128 (54 us at 1 MiB) does not have; at "
-        "64 MiB the NVLS tree has not reached the model's pipelined rate (16 and 32 MiB fit, asserted)"
+        "64 MiB the NVLS tree has not reached the model's pipelined rate (16 and 32 MiB fit, asserted). "
+        "The floor starts at 512 KiB (in place 125.73 us; out of place 240.71, a first call), and 1-16 MiB "
+        "are one NET step per NVLS-tree op: 2.26.2's enqueue.cc runs 32 channels (nvls.cc "
+        "NVLS_NCHANNELS_SM100) x 8 heads = 256 ops with 32 KiB chunks below 16 MiB and 64 KiB at 16 MiB, "
+        "so each op moves S / 256 = 4-64 KiB once. The rows read 96 us + S / 183 GB/s algbw from 4 MiB "
+        "(118.25/141.39/186.86 at 4/8/16 MiB) with a 114 us floor below; forced NVLS-tree, the model "
+        "gives 61.0/69.0/85.0/117.0 us at 1/2/4/8 MiB (53 us latency, 2.26.2's 25 + 2 x 14; its marginal "
+        "rate, 131 GB/s at 8-16 MiB, is below the measured one): the gap is a ~45-60 us per-call cost of "
+        "B200's NVLS tree, against 6 us on H100 on the same release (case 03 T1: 71.9 vs 65.8 at 1 MiB), "
+        "which no tuning.cc table of 2.25.1-2.30.7 carries (NVLS-tree NVLink 25 us and NET 14/20.9 us are "
+        "the same for sm90 and sm100) and no public figure sizes"
     ),
     "dstack lambda README, 2 x 8 B200 small all_reduce (NCCL 2.26.2)": (
         "time 36.50/45.33/44.59 us at 8 B/1 KiB/64 KiB out of place, 36.16/37.98/43.90 in place, vs tree/LL "
@@ -145,7 +155,11 @@ MISSED = {
         "25.2/26.1/30.8 (-15.4/-16.5/-18.0 % in place; the 8 B out-of-place row is a first-call outlier); "
         "busbw 22.58 at 1 MiB (87.08 us) vs tree/LL128 32.6 (+44 %): 4.6-6.8 us a call above NCCL's newest "
         "tables and case 03 T1's in-place rows on the same NIC (see the Lambda entry for what was checked), "
-        "on VMs of a fabric whose latency has no public figure"
+        "on VMs of a fabric whose latency has no public figure. At 1 MiB the row is NVLS-tree's cost under "
+        "the newest tables (forced: 79.6 us, busbw +9.4 %), as case 03 T4's 1-2 MiB are "
+        "(test_cases_accuracy MISSED '03 T4 2 nodes, 1-2 MiB'): the newest tuner keeps tree/LL128 to 2 MiB, "
+        "the <= 2.28.3 tables pick NVLS-tree from 1 MiB but at 25 + 2 x 14 us (65.8 us, busbw +32 %); no "
+        "one release reading gives both the pick and the time, and the guide prints no release"
     ),
 }
 
