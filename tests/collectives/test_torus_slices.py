@@ -119,3 +119,41 @@ def test_v5p_slice_busbw_within_the_chips_links(op, ranks):
     # busbw never above the chip's ICI bandwidth on the slice's axes: 6 x 90 GB/s on a torus slice.
     r = run(op, GIB, preset("tpu-v5p-pod"), ranks)
     assert r.busbw_bytes_per_s <= 6 * V5P_LINK * (1 + 1e-9)
+
+
+def _ironwood_domain(dims: tuple[int, int, int]) -> ClusterSpec:
+    """One Ironwood domain of shape ``dims``, cut from the pod (no scale-out)."""
+    n = math.prod(dims)
+    return ClusterSpec.from_dict(
+        {
+            "accelerator": "tpu-ironwood",
+            "gpus_per_node": 4,
+            "gpus": n,
+            "scale_up": {"kind": "torus", "gpus": n, "torus_dims": list(dims)},
+            "scale_out": None,
+            "front_end": None,
+            "management": None,
+        }
+    )
+
+
+@pytest.mark.parametrize("dims", [(2, 2, 1), (4, 4, 1), (8, 1, 1)])
+def test_ironwood_link_rate_is_the_chips_whatever_the_domain_shape(dims):
+    # An ICI link's one-way rate is a property of the chip (JAX scaling book tpus.md "ICI BW/link (one-way)";
+    # Ironwood taken as v5p's 9e10 B/s, catalogue tpu-ironwood-ici): a 2x2x1 host, a 4x4x1 and an 8x1x1 ring
+    # wire 2, 4 and 2 of the chip's 6 ports, the others idle. send_recv between neighbours crosses one link:
+    # T = S / 90e9 + 1 hop of 1 us = 1e9 / 90e9 + 1e-6 = 11.112 ms. (Before, the 4x4x1 and 8x1x1 domains
+    # spread the chip's 540 GB/s over their own 2 and 1 axes: 135 and 270 GB/s a link.)
+    r = run("send_recv", 1e9, _ironwood_domain(dims), 2)
+    assert "one ICI link at 90 GB/s" in r.explanation
+    assert r.time_s == pytest.approx(1e9 / V5P_LINK + US)
+
+
+@pytest.mark.parametrize("key", [k for k in catalog.catalog_names("scaleup") if k.startswith("tpu-")])
+def test_tpu_chip_ports_are_two_per_slice_axis(key):
+    # The torus model spreads a TPU chip's bandwidth over 2 ports per axis of its generation's slices
+    # (tpu_slice.chip_axes); the catalogue's links_per_gpu must be that port count (Cloud TPU system
+    # architecture: 4 ICI links on v5e/v6e's 2-D tori, 6 on v4/v5p/Ironwood's 3-D).
+    link = catalog.scaleup(key)
+    assert link.slices is not None
+    assert link.links_per_gpu == 2 * len(link.slices.shapes[0])

@@ -95,7 +95,10 @@ class ScaleUpDomainSpec(_Strict):
     ``gpus`` is the domain size (8 for an HGX node, 72 for an NVL72 rack). ``link`` is a catalogue key of
     :func:`aifabric.catalog.scaleup` (default: the accelerator's NVLink generation). ``bandwidth``
     overrides the vendor's per-GPU figure; ``bandwidth_convention`` says whether that figure adds both
-    directions (vendors' NVLink convention, the default) or is per direction. ``p2p_through_cpu`` marks
+    directions (vendors' NVLink convention, the default) or is per direction; on a torus it is the chip's
+    aggregate over the axes ``torus_dims`` declares (its axes of more than one chip: ``8x1x1`` at 400 GB/s
+    is 2 links of 100 GB/s each way), where a catalogue TPU's own figure keeps its per-link rate on any
+    shape (:func:`aifabric.cluster.tpu_slice.chip_axes`). ``p2p_through_cpu`` marks
     PCIe machines whose GPU-to-GPU traffic crosses the CPU root complex (NCCL path PHB/SYS).
     ``torus_dims`` is a torus domain's shape (a TPU pod, ``[16, 20, 28]``); ``slice`` the TPU slice a job
     runs on (``4x4x8`` or ``[4, 4, 8]``), one of the generation's shapes (:mod:`aifabric.cluster.tpu_slice`);

@@ -268,17 +268,26 @@ def domain_slice(rules: SliceRules | None, pod_dims: Sequence[int]) -> TpuSlice 
     return TpuSlice(dims, _wraps(rules, dims))
 
 
-def chip_axes(rules: SliceRules | None, pod_dims: Sequence[int]) -> int:
-    """Torus axes a chip's ICI bandwidth is spread over, two ports (one link each way) an axis: the
-    generation's axes on a domain of one of its slice shapes (:func:`domain_slice`: an Ironwood ``2x2x1``
-    host's chips keep 6 ports, 2 of them wired, each at the per-link rate), else the domain's own axes of
-    more than one chip (a torus as its file describes it).
+def chip_axes(rules: SliceRules | None, pod_dims: Sequence[int], *, declared: bool = False) -> int:
+    """Torus axes a chip's ICI bandwidth is spread over, two ports (one link each way) an axis.
+
+    A catalogue TPU part (``rules`` set, ``declared`` False): the generation's axes, whatever shape its
+    domain is cut to. The per-link rate is a property of the chip (JAX scaling book ch. 2, "ICI BW/link
+    (one-way)" per generation; Cloud TPU system-architecture docs: each chip has 4 (v5e, v6e) or 6 (v4,
+    v5p, Ironwood) ICI links, the catalogue's ``links_per_gpu``), so links a shape leaves unwired idle and
+    keep no share of the others' bandwidth: an Ironwood ``2x2x1``, ``4x4x1`` or ``8x1x1`` domain runs each
+    link at ``B / 6``. A figure the cluster file declares (``scale_up.bandwidth``, ``declared`` True) or a
+    torus part without slice rules: the chip's aggregate over the domain's own axes of more than one chip
+    (a torus as its file describes it: ``8x1x1`` with 400 GB/s both ways is 2 links of 100 GB/s each way).
 
     >>> from aifabric.catalog import scaleup
-    >>> [chip_axes(scaleup("tpu-ironwood-ici").slices, d) for d in ((2, 2, 1), (8, 1, 1), (16, 24, 24))]
-    [3, 1, 3]
+    >>> rules = scaleup("tpu-ironwood-ici").slices
+    >>> [chip_axes(rules, d) for d in ((2, 2, 1), (4, 4, 1), (8, 1, 1), (16, 24, 24))]
+    [3, 3, 3, 3]
+    >>> [chip_axes(rules, d, declared=True) for d in ((2, 2, 1), (8, 1, 1))]
+    [2, 1]
     """
-    if domain_slice(rules, pod_dims) is not None and rules is not None:
+    if rules is not None and not declared:
         return _rank(rules)
     return max(1, sum(1 for d in pod_dims if d > 1))
 

@@ -169,6 +169,7 @@ class TierModel:
     torus_slice: tuple[int, ...] = ()  # the slice the cluster names (scale_up.slice); () = by rank count
     torus_twisted: bool = False  # the slice wired as a twisted torus (scale_up.twisted)
     slice_rules: SliceRules | None = None  # the TPU generation's slice shapes (catalogue ``slices``)
+    torus_declared: bool = False  # the torus bandwidth is the file's scale_up.bandwidth (tpu_slice.chip_axes)
     hop_latency_s: float = 0.0
     release: NcclRelease = field(default_factory=nccl_release)  # newest; read on first use, not at import
     nccl_version: str = ""  # the release the user stated ("" = newest); ``release`` is the table it uses
@@ -497,10 +498,7 @@ def tier_model(
         latency_scale=lat_scale,
         intra_scale=intra_scale,
         extra_inter_latency_s=extra + (spec.transport_extra_latency_s if efficiency == "nccl" else 0.0),
-        torus_dims=_torus_dims(spec) if spec.scale_up.kind == "torus" else (),
-        torus_slice=tuple(spec.scale_up.slice or ()),
-        torus_twisted=spec.scale_up.twisted,
-        slice_rules=link.slices,
+        **_torus_fields(spec),
         hop_latency_s=link.hop_latency_s,
         release=release,
         nccl_version=nccl_version or "",
@@ -847,6 +845,19 @@ def _channels(
         return one, one
     n, s = two
     return one, comm_channels(release, row, search_channels=n, nnodes=2, ring_bw_intra_gbps=s, **bounds)
+
+
+def _torus_fields(spec: ClusterSpec) -> dict[str, Any]:
+    """The :class:`TierModel` fields of a torus domain (a TPU slice): its shape, the slice and twist the
+    file names, the generation's slice rules and whether the file declares the chip's bandwidth."""
+    su = spec.scale_up
+    return {
+        "torus_dims": _torus_dims(spec) if su.kind == "torus" else (),
+        "torus_slice": tuple(su.slice or ()),
+        "torus_twisted": su.twisted,
+        "slice_rules": spec.scaleup_link.slices,
+        "torus_declared": su.bandwidth_bytes_per_s is not None,
+    }
 
 
 def _torus_dims(spec: ClusterSpec) -> tuple[int, ...]:

@@ -185,7 +185,8 @@ def torus_cost(
 
     With ``b = B / (2 K)`` one link's bandwidth per direction (``B`` the chip's per-direction ICI
     bandwidth, ``K`` the axes it is spread over, :func:`~aifabric.cluster.tpu_slice.chip_axes`: the
-    generation's on a domain of one of its slice shapes, else the domain's), ``S`` the nccl-tests size,
+    generation's for a catalogue TPU, whatever the domain's shape (unwired links idle); the domain's own
+    for a declared ``scale_up.bandwidth``), ``S`` the nccl-tests size,
     ``h`` the hop latency and
     ``D`` the slice's diameter in hops (:func:`slice_diameter`; a twisted torus's is shorter):
 
@@ -219,7 +220,7 @@ def torus_cost(
     3759.1
     """
     n = comm.n_ranks
-    b = tm.intra_bytes_per_s / (2 * chip_axes(tm.slice_rules, tm.torus_dims))
+    b = tm.intra_bytes_per_s / (2 * chip_axes(tm.slice_rules, tm.torus_dims, declared=tm.torus_declared))
     if op is Collective.SEND_RECV:
         if n != 2:
             raise ConfigError(f"ranks: send_recv needs exactly 2 ranks (--ranks 2), got {n}")
