@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors
+from aifabric.cli.sizing import sized_cluster
 from aifabric.cluster.headlines import check_claims, extract_claims
-from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import load_yaml_mapping
 from aifabric.cluster.summary import summarize
 from aifabric.errors import ConfigError
@@ -44,7 +44,7 @@ def announcement(
         raise ConfigError(
             "announcement: no number with a unit (TB/s, Gb/s, GPUs, MW, TB, PFLOPS) found in the text"
         )
-    s = summarize(resolve_cluster(cluster, gpus=gpus))
+    s = summarize(sized_cluster(cluster, gpus=gpus))
     verdicts = check_claims(s, claims)
     if json_out:
         emit_json(

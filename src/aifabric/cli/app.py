@@ -163,17 +163,39 @@ def _app_for(argv: list[str]) -> typer.Typer:
 
 
 def repeated_option(command: Any, argv: list[str]) -> str | None:
-    """Why ``argv`` is refused for an option that takes one value given more than once (Click keeps the
-    last one silently), or None. ``command`` is the root Click command (Typer's vendored Click, so read by
-    its attributes); the words naming subcommands lead to the one run.
+    """Why ``argv`` is refused for an option that takes one value given more than once under any of its
+    spellings (``-c A --cluster B``: Click keeps the last one silently), or None. ``command`` is the root
+    Click command (Typer's vendored Click, so read by its attributes); the words naming subcommands lead
+    to the one run.
 
     >>> import typer
     >>> one = typer.Typer()
     >>> @one.command()
-    ... def run(gpu: str = "h100") -> None: ...
-    >>> repeated_option(typer.main.get_command(one), ["--gpu", "h100", "--gpu=b200"])
+    ... def run(gpu: str = typer.Option("h100", "-g", "--gpu")) -> None: ...
+    >>> repeated_option(typer.main.get_command(one), ["-g", "h100", "--gpu=b200"])
+    "--gpu: given 2 times ('h100', 'b200'); give it once"
+    >>> repeated_option(typer.main.get_command(one), ["-gh100", "-g", "b200"])
     "--gpu: given 2 times ('h100', 'b200'); give it once"
     """
+    single = _single_valued(command, argv)
+    seen: dict[str, list[str]] = {}
+    for index, word in enumerate(argv[: argv.index("--") if "--" in argv else len(argv)]):
+        opt, eq, value = word.partition("=")
+        if opt not in single and word[:2] in single and not word.startswith("--"):
+            opt, eq, value = word[:2], "=", word[2:]  # a short option with its value attached: -cA
+        if opt in single:
+            given = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
+            seen.setdefault(single[opt], []).append(given)
+    for opt, values in seen.items():
+        if len(values) > 1:
+            return f"{opt}: given {len(values)} times {tuple(values)}; give it once"
+    return None
+
+
+def _single_valued(command: Any, argv: list[str]) -> dict[str, str]:
+    """Every spelling (``-c``, ``--cluster``) of every option that takes one value, of the root
+    ``command`` and the subcommands ``argv`` names, mapped to its longest spelling (the name refusals
+    give)."""
     single: dict[str, str] = {}
     for name in [None, *argv]:
         if name is not None:
@@ -182,17 +204,32 @@ def repeated_option(command: Any, argv: list[str]) -> str | None:
             command = command.commands[name]
         for param in command.params:
             if param.param_type_name == "option" and not (param.multiple or param.count or param.is_flag):
-                single.update((opt, param.opts[-1]) for opt in param.opts if opt.startswith("--"))
-    seen: dict[str, list[str]] = {}
-    for index, word in enumerate(argv[: argv.index("--") if "--" in argv else len(argv)]):
-        opt, eq, value = word.partition("=")
-        if opt in single:
-            given = value if eq else (argv[index + 1] if index + 1 < len(argv) else "")
-            seen.setdefault(single[opt], []).append(given)
-    for opt, values in seen.items():
-        if len(values) > 1:
-            return f"{opt}: given {len(values)} times {tuple(values)}; give it once"
-    return None
+                longest = max(param.opts, key=len)
+                single.update((opt, longest) for opt in param.opts)
+    return single
+
+
+def with_value(err: BaseException, message: str) -> str:
+    """``message`` of a usage error followed by the value the user typed, where Typer's check of the
+    option's type or range (a Pydantic ValidationError, the error's cause) holds it and ``message`` does
+    not name it: "Input should be greater than or equal to 1" becomes "... to 1 (got '0')".
+
+    >>> from pydantic import Field, TypeAdapter, ValidationError
+    >>> from typing import Annotated
+    >>> try:
+    ...     TypeAdapter(Annotated[int, Field(ge=1)]).validate_python("0")
+    ... except ValidationError as cause:
+    ...     err = ValueError("Invalid value for '--gpus-per-thread'")
+    ...     err.__cause__ = cause
+    >>> with_value(err, str(err))
+    "Invalid value for '--gpus-per-thread' (got '0')"
+    """
+    errors = getattr(err.__cause__, "errors", None)
+    found = errors() if callable(errors) else []
+    given = found[0].get("input") if found and isinstance(found[0], dict) else None
+    if not isinstance(given, str) or repr(given) in message:
+        return message
+    return f"{message} (got {given!r})"
 
 
 #: The options of ``aifabric`` itself (:func:`_root`), refused after a command's name.
@@ -231,7 +268,7 @@ def _main() -> None:
         if type(err).__name__ == "NoArgsIsHelpError" and ctx is not None:
             print(ctx.get_help())
             sys.exit(0)
-        message = err.format_message() if hasattr(err, "format_message") else str(err)
+        message = with_value(err, err.format_message() if hasattr(err, "format_message") else str(err))
         if "No such option" in message and _ROOT_OPTIONS.intersection(sys.argv[1:]):
             message += (
                 "; aifabric's own options go before the command (aifabric --catalog FILE collective ...)"

@@ -22,7 +22,7 @@ from aifabric.cli.common import (
     non_finite_at,
     one_cluster,
 )
-from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cli.sizing import sized_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 from aifabric.storage.checkpoint import (
@@ -221,7 +221,7 @@ def checkpoint(
     _check_bytes_per_param(weight_bytes, optimizer_bytes)
     step_s = _duration(step_time, "--step-time") if step_time is not None else None
     mtbf_s = _duration(mtbf, "--mtbf") if mtbf is not None else None
-    spec = resolve_cluster(cluster, nodes=nodes, gpus=gpus)
+    spec = sized_cluster(cluster, nodes=nodes, gpus=gpus)
     spec = _with_storage(spec, storage, storage_units, storage_read, storage_write)
     n = _n_params(model, params)
     _check_degrees(spec, tp, pp, dp)

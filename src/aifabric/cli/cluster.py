@@ -18,6 +18,7 @@ from aifabric.cli.common import (
     one_cluster,
     use_catalog,
 )
+from aifabric.cli.sizing import sized_cluster
 from aifabric.cluster.headlines import headlines
 from aifabric.cluster.power import compute_power_gap, optics_whatif
 from aifabric.cluster.presets import list_presets
@@ -99,7 +100,7 @@ def show(
         changes["scale_out.pod_gpus"] = pod_gpus
     if changes and resolve_cluster(cluster).scale_out is None:
         raise ConfigError(f"--tiers/--oversubscription/--pod-gpus: {cluster} has no scale-out fabric")
-    spec = resolve_cluster(cluster, nodes=nodes, **changes)
+    spec = sized_cluster(cluster, nodes=nodes, **changes)
     s = summarize(spec)
     if json_out:
         emit_json(_summary_json(spec, s))
@@ -284,7 +285,7 @@ def mgmt(
     from aifabric.cluster.topology import build_topology
 
     use_catalog(catalog_files)
-    spec = resolve_cluster(one_cluster(cluster_arg, cluster_opt, _CLUSTER), nodes=nodes)
+    spec = sized_cluster(one_cluster(cluster_arg, cluster_opt, _CLUSTER), nodes=nodes)
     topo = build_topology(spec)
     rep = management_reachability(topo, fail or ())
     watts = inventory(topo).watts_by_network.get("management", 0.0)

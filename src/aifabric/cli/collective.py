@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from enum import Enum
 from functools import partial
@@ -27,7 +28,7 @@ from aifabric.cli.common import (
     options_as_typed,
     progress_bar,
 )
-from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cli.sizing import sized_cluster
 from aifabric.cluster.tpu_slice import (
     TpuSlice,
     check_torus_options,
@@ -311,7 +312,6 @@ def collective(
         float | None,
         typer.Option(
             "--launch-us",
-            min=0.0,
             help="formula engine: the host's cost of one GPU's enqueue and kernel launch, microseconds "
             "(a host figure, no default; nccl-tests #123's DGX A100 host: 4.21)",
         ),
@@ -328,8 +328,7 @@ def collective(
     """
     with options_as_typed(_typed_fields(ranks, twisted)):  # engine, cluster, ranks: the options typed
         check_outputs(trace=trace, html=html, chakra=chakra)
-        with options_as_typed({} if nodes is None else {"scale_out.tiers": f"--nodes {nodes}"}):
-            spec = resolve_cluster(cluster, nodes=nodes)  # a Clos too big for --nodes names --nodes
+        spec = sized_cluster(cluster, nodes=nodes)  # a Clos too big for --nodes names --nodes
         nccl_only = {"--no-nvls": no_nvls, "--nccl-version": nccl_version is not None}
         refuse_nccl_options(spec, {**nccl_only, "--calibration": calibration is not None})
         note = None
@@ -400,8 +399,13 @@ def _host_launch(gpus_per_thread: int | None, launch_us: float | None) -> dict[s
     """``--gpus-per-thread`` and ``--launch-us`` as engine options (``launch_s_per_gpu`` in seconds); None
     where not given (checked with the engine's other options, :func:`_check_host_launch`).
 
-    Raises ConfigError naming ``--launch-us`` and its value above :data:`MAX_LAUNCH_S_PER_GPU` (1 s):
-    public hosts take 3.2 to 6.1 us, and g x a larger cost overflows the time printed in microseconds."""
+    Raises ConfigError naming ``--launch-us`` and its value when it is no number of microseconds (NaN,
+    infinite), negative, or above :data:`MAX_LAUNCH_S_PER_GPU` (1 s): public hosts take 3.2 to 6.1 us,
+    and g x a larger cost overflows the time printed in microseconds."""
+    if launch_us is not None and not math.isfinite(launch_us):
+        raise ConfigError(f"--launch-us: {launch_us!r} is not a finite number of microseconds")
+    if launch_us is not None and launch_us < 0:
+        raise ConfigError(f"--launch-us: {launch_us:g} us is negative; a launch costs the host >= 0 us")
     if launch_us is not None and launch_us * 1e-6 > MAX_LAUNCH_S_PER_GPU:
         raise ConfigError(
             f"--launch-us: {launch_us:g} us is above {MAX_LAUNCH_S_PER_GPU * 1e6:g} us (1 s) per GPU launch; "

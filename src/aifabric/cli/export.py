@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 
 from aifabric.cli.common import CommandClusterOpt, console, handle_errors
-from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cli.sizing import sized_cluster
 from aifabric.errors import ConfigError
 from aifabric.interop.export import FORMATS, export_cluster
 from aifabric.units import one_size
@@ -43,7 +43,7 @@ def export(
     Rates per direction; see docs/interop.md for each format and its source."""
     if size is not None and collective is None:
         raise ConfigError(f"--size: only --collective (--format htsim) takes a size; --format {fmt} does not")
-    spec = resolve_cluster(cluster, nodes=nodes)
+    spec = sized_cluster(cluster, nodes=nodes)
     message_bytes = one_size(size or "1 GiB", "--size") if collective is not None else None
     for path in export_cluster(spec, fmt, out, collective=collective, message_bytes=message_bytes):
         console.print(str(path), markup=False, highlight=False)

@@ -22,8 +22,8 @@ from aifabric.cli.common import (
     options_as_typed,
     progress_bar,
 )
+from aifabric.cli.sizing import sized_cluster
 from aifabric.cluster.placement import PLACEMENTS, RANDOM_PLACEMENTS
-from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.topology import Topology
 from aifabric.collectives.algorithms import plan_algorithms
 from aifabric.collectives.ops import Collective
@@ -129,7 +129,7 @@ def fabric(
     seed = seed or 0
     if transport is not None:
         known_transport(transport)
-    spec = resolve_cluster(cluster, nodes=nodes)
+    spec = sized_cluster(cluster, nodes=nodes)
     s = one_size(size, "--size")
     with progress_bar() as progress, options_as_typed(_FLAGS):
         sc = run_scenario(

@@ -20,7 +20,7 @@ from aifabric.cli.common import (
     options_as_typed,
     use_catalog,
 )
-from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cli.sizing import sized_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.engines.scale_across import cross_site_all_reduce, local_sgd_sync
 from aifabric.errors import ConfigError
@@ -86,7 +86,7 @@ def scale_across(
     --sync-dtype, every that many steps)."""
     cluster = one_cluster(cluster_arg, cluster_opt, _CLUSTER)
     use_catalog(catalog_files)
-    spec = resolve_cluster(cluster, nodes=nodes)
+    spec = sized_cluster(cluster, nodes=nodes)
     st = spec.sites
     distance_km = _distance_km(distance) if distance is not None else None
     given = {"count": sites, "distance_km": distance_km, "dci_bandwidth": dci, "transport": transport}

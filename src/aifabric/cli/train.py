@@ -29,8 +29,8 @@ from aifabric.cli.common import (
     handle_errors,
     literal,
 )
+from aifabric.cli.sizing import sized_cluster
 from aifabric.cluster.placement import PLACEMENTS, RANDOM_PLACEMENTS
-from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.engines.routing import MAX_SEED, POLICIES, POLICY_OPTIONS
 from aifabric.errors import ConfigError, Infeasible
@@ -422,7 +422,7 @@ def train(
     (plus --no-overlap-grad-reduce from the 39.1B row up), then read
     "TFLOP/s per GPU", not MFU.
     """
-    spec = resolve_cluster(cluster, nodes=nodes)
+    spec = sized_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero, tp=tp, tp_overlap=tp_comm_overlap)
     _refuse_ep_overlap(spec_model, ep, ep_comm_overlap)
@@ -695,7 +695,7 @@ def plan(
     With a forced degree (--tp 16 ...), the best such layout is compared with the unconstrained winner and
     the report names the network that makes the difference.
     """
-    spec = resolve_cluster(cluster, nodes=nodes)
+    spec = sized_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, None, tp=tp, tp_overlap=tp_comm_overlap)
     _refuse_ep_overlap(spec_model, ep, ep_comm_overlap)

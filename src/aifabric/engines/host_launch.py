@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from aifabric.engines.result import CollectiveResult
 
-__all__ = ["MAX_LAUNCH_S_PER_GPU", "host_launch_floor_s", "with_host_floor"]
+__all__ = ["MAX_LAUNCH_S_PER_GPU", "check_gpus_per_thread", "host_launch_floor_s", "with_host_floor"]
 
 #: The largest host launch cost per GPU taken, seconds: 1 s, over 10^5 times the 3.2 to 6.1 us public
 #: one-process logs give (module docstring) and longer than any collective's own launch path, so a
@@ -85,15 +85,10 @@ def with_host_floor(
     Raises
     ------
     ValueError
-        ``gpus_per_thread: ...`` above ``ranks_per_node``, or as :func:`host_launch_floor_s`.
+        As :func:`check_gpus_per_thread` and :func:`host_launch_floor_s`.
     """
     floor = host_launch_floor_s(gpus_per_thread, launch_s_per_gpu)
-    if gpus_per_thread > ranks_per_node:
-        of = "the call" if ranks_per_node == result.n_ranks else "the call on one node"
-        raise ValueError(
-            f"gpus_per_thread: {gpus_per_thread} is more than the {ranks_per_node} ranks of {of} (a host "
-            "thread drives only GPUs of its own node)"
-        )
+    check_gpus_per_thread(gpus_per_thread, ranks_per_node, result.n_ranks)
     if floor <= result.time_s:
         return result
     scale = result.time_s / floor
@@ -111,3 +106,33 @@ def with_host_floor(
         bottleneck="host launch",
         explanation=f"{result.explanation}. {note}" if result.explanation else note,
     )
+
+
+def check_gpus_per_thread(gpus_per_thread: int, ranks_per_node: int, n_ranks: int) -> None:
+    """ValueError ``gpus_per_thread: ...`` unless ``gpus_per_thread`` GPUs to a thread can make the call.
+
+    A thread drives only GPUs of its own node (a process runs on one host), and nccl-tests gives every
+    thread the same ``-g``: "The total number of ranks (=CUDA devices) will be equal to (number of
+    processes)*(number of threads)*(number of GPUs per thread)" (nccl-tests README, Arguments). So
+    ``gpus_per_thread`` divides ``ranks_per_node``, the most ranks of the call on one node, and the call's
+    ``n_ranks``.
+
+    >>> try:
+    ...     check_gpus_per_thread(3, 8, 16)
+    ... except ValueError as err:
+    ...     print(str(err).partition(" (")[0])
+    gpus_per_thread: 3 does not divide the 8 ranks of the call on one node
+    """
+    of = "the call" if ranks_per_node == n_ranks else "the call on one node"
+    if gpus_per_thread > ranks_per_node:
+        raise ValueError(
+            f"gpus_per_thread: {gpus_per_thread} is more than the {ranks_per_node} ranks of {of} (a host "
+            "thread drives only GPUs of its own node)"
+        )
+    for ranks, of_ranks in ((ranks_per_node, of), (n_ranks, "the call")):
+        if ranks % gpus_per_thread:
+            raise ValueError(
+                f"gpus_per_thread: {gpus_per_thread} does not divide the {ranks} ranks of {of_ranks} "
+                "(nccl-tests gives every thread the same -g GPUs: ranks = processes x threads x GPUs per "
+                "thread)"
+            )
