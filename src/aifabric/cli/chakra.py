@@ -92,12 +92,12 @@ def import_chakra(
     them, else in order; a group larger than the cluster is refused).
     The total assumes no overlap of compute and communication: an upper
     bound of the rank's time. Seconds; sizes in bytes (nccl-tests convention)."""
-    from aifabric.cluster.resolve import resolve_cluster
+    from aifabric.cli.sizing import sized_cluster
     from aifabric.collectives.communicator import Communicator
     from aifabric.engines.api import collective_time
     from aifabric.interop.chakra import read_et, workload
 
-    spec = resolve_cluster(cluster, nodes=nodes)
+    spec = sized_cluster(cluster, nodes=nodes)
     tr = read_et(trace)
     w = workload(tr)
     _refuse_small_cluster(trace, tr.ranks, w.calls, spec)
