@@ -323,14 +323,18 @@ def test_announcement_per_node_scale_out():
 def test_announced_compute_is_checked_against_the_peak_of_the_format_it_names():
     # NVIDIA GB200 NVL72 page: FP16/BF16 180 PFLOPS dense (catalogue gb200 peak_bf16_flops 2.5e15 x 72),
     # FP8/FP6 720 PFLOPS with sparsity = 360 dense (peak_fp8_flops 5e15 x 72), FP4 1.4 exaFLOPS (no FP4
-    # peak in the catalogue). 360 PFLOPS named as BF16 is twice the BF16 peak: it must not match FP8's.
+    # peak in the catalogue). 360 PFLOPS named as BF16 is twice the BF16 peak: it must not match FP8's; it
+    # is the BF16 peak with 2:4 sparsity (GB300 NVL72 page: "FP16/BF16 360 PFLOPS with sparsity", the same
+    # Blackwell GPU at 2.5 PF dense), and the verdict says so.
     s = summarize(preset("gb200-nvl72", gpus=72))
     text = (
         "180 PFLOPS of FP16/BF16, 360 PFLOPS of FP8, 1.4 exaFLOPS of FP4, 360 PFLOPS of BF16, "
         "2.5 PFLOPS per GPU"
     )
     v = check_claims(s, extract_claims(text))
-    assert [x.status for x in v] == ["matches", "matches", "cannot verify", "cannot verify", "matches"]
+    assert [x.status for x in v] == ["matches", "matches", "cannot verify", "matches", "matches"]
+    assert v[3].figure is not None and v[3].figure.precision == "bf16" and "sparsity" in v[3].note
+    assert v[3].figure.value == pytest.approx(2 * 72 * 2.5e15)
     assert v[0].figure is not None and v[0].figure.value == pytest.approx(72 * 2.5e15)
     assert v[1].figure is not None and v[1].figure.precision == "fp8"
     assert "of FP4" in v[2].note and "BF16 peak per GPU" in v[2].note

@@ -102,7 +102,9 @@ class AcceleratorSpec(_Entry):
     """A GPU or TPU chip.
 
     Attributes: ``peak_bf16_flops`` (dense FLOP/s), ``peak_fp8_flops`` (dense FP8 FLOP/s, None without FP8
-    tensor cores), ``hbm_capacity_bytes``, ``hbm_bandwidth_bytes_per_s``, ``nvlink`` (key of a
+    tensor cores), ``sparse_peak_ratio`` (the vendor's with-sparsity peaks over the dense ones: 2 for 2:4
+    structured sparsity; None where the vendor quotes no such figure), ``hbm_capacity_bytes``,
+    ``hbm_bandwidth_bytes_per_s``, ``nvlink`` (key of a
     :class:`ScaleUpSpec` or None), ``nvlink_links``, ``pcie`` (generation key), ``scale_up_link`` (the
     scale-up link of a part without NVLink: AMD Infinity Fabric, TPU ICI; a :class:`ScaleUpSpec` key),
     ``collective_library`` (``nccl``, ``rccl`` or ``xla``), ``peer_to_peer`` (False where the driver
@@ -114,6 +116,7 @@ class AcceleratorSpec(_Entry):
     arch: str
     peak_bf16_flops: float = Field(gt=0)
     peak_fp8_flops: float | None = Field(default=None, gt=0)
+    sparse_peak_ratio: float | None = Field(default=None, gt=1)
     hbm_capacity_bytes: float = Field(gt=0, validation_alias="hbm_capacity")
     hbm_bandwidth_bytes_per_s: float = Field(gt=0, validation_alias="hbm_bandwidth")
     nvlink: str | None = None

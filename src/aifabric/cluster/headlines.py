@@ -87,26 +87,39 @@ _PEAKS: dict[str, tuple[str, str]] = {
 def _compute_headlines(s: ClusterSummary) -> list[Headline]:
     """The GPUs' dense tensor peaks (catalogue ``peak_bf16_flops``, ``peak_fp8_flops``), per GPU, in the fast
     domain and in all: a GB200 NVL72 rack is 72 x 2.5 PFLOPS = 180 PFLOPS of dense FP16/BF16, the figure
-    NVIDIA's GB200 NVL72 page quotes. Compute, not a network: listed last."""
+    NVIDIA's GB200 NVL72 page quotes. Then, where the vendor quotes "with sparsity" figures (catalogue
+    ``sparse_peak_ratio``), the same peaks with 2:4 structured sparsity: that page's "720 PFLOPS FP8" is
+    72 x 5 PFLOPS dense x 2. Dense first, so a dense figure wins a tie. Compute, not a network: listed
+    last."""
     acc = s.spec.accelerator_spec
     out: list[Headline] = []
-    for field_name, label in dict(_PEAKS.values()).items():
-        peak = getattr(acc, field_name)
-        if peak is None:
-            continue
-        precision = label.lower()
-        note = f"{label} dense tensor peak"
-        out.append(
-            Headline(f"{label} peak per GPU", peak, "compute", "compute", f"one GPU's {note}", precision)
+    ratio = acc.sparse_peak_ratio
+    variants = [("", "dense tensor peak", 1.0)]
+    if ratio is not None:
+        variants.append(
+            (" with sparsity", f"tensor peak with 2:4 structured sparsity ({ratio:g} x dense)", ratio)
         )
-        sizes = {s.domain_gpus: "fast domain", s.n_gpus: "cluster"}
-        out += [
-            Headline(
-                f"{label} peak, {where}", peak * n, "compute", "compute",
-                f"{n} GPUs x {peak / 1e12:,.4g} TFLOPS {note}", precision,
-            )
-            for n, where in sizes.items()
-        ]  # fmt: skip
+    for suffix, what, factor in variants:
+        for field_name, label in dict(_PEAKS.values()).items():
+            peak = getattr(acc, field_name)
+            if peak is not None:
+                out += _peak_headlines(
+                    s, f"{label} peak{suffix}", f"{label} {what}", peak * factor, label.lower()
+                )
+    return out
+
+
+def _peak_headlines(s: ClusterSummary, name: str, note: str, peak: float, precision: str) -> list[Headline]:
+    """One tensor peak per GPU, in the fast domain and in all (one entry where the domain is the cluster)."""
+    out = [Headline(f"{name} per GPU", peak, "compute", "compute", f"one GPU's {note}", precision)]
+    sizes = {s.domain_gpus: "fast domain", s.n_gpus: "cluster"}
+    out += [
+        Headline(
+            f"{name}, {where}", peak * n, "compute", "compute",
+            f"{n} GPUs x {peak / 1e12:,.6g} TFLOPS {note}", precision,
+        )
+        for n, where in sizes.items()
+    ]  # fmt: skip
     return out
 
 
@@ -261,6 +274,12 @@ _CLAIM = re.compile(
     r"|(?:\s?(?P<mult>[kKM]))?\+?(?:\s+(?:[A-Za-z][\w-]*\s+)?|-)(?P<count>GPUs?|accelerators?|chips?)\b"
     r"(?P<node>(?:\s+[A-Za-z][\w-]*)?\s+(?:servers?|nodes?|systems?|trays?|hosts?|machines?|boxes)\b)?)",
 )
+#: A figure that is no number, written where a claim's number goes ("nan TB/s", "inf GPUs"): Python's float
+#: reads these words, the claim pattern does not, so without this they would vanish from the table.
+_NOT_A_NUMBER = re.compile(
+    r"(?<![\w.,])[-+\u2212]?(?i:nan|inf(?:inity)?)\b\s*"
+    r"(?:[EPT]FLOP(?:S|/s)|(?i:(?:exa|peta|tera)flops)|[PTGM][bB]/s|[PTGM]bps|[GMk]W\b|[PTG]i?B\b|(?:[A-Za-z][\w-]*\s+)?GPUs?\b)"
+)
 #: The suffixes a count is written with: "100k GPUs" is 100,000.
 _COUNT_MULTIPLIERS = {None: 1.0, "k": 1e3, "K": 1e3, "M": 1e6}
 #: What a claim's figure can be of, for the refusal of one at or below 0.
@@ -305,9 +324,12 @@ def extract_claims(text: str) -> list[Claim]:
     Raises
     ------
     ValueError
-        A figure written with a minus sign ("-130 TB/s"), zero or not finite ("1e400 TB/s"): no bandwidth,
-        count or power is below 0, 0 or infinite; a GPU count that is no whole number ("0.5 GPUs").
+        A figure written with a minus sign ("-130 TB/s"), zero or not finite ("1e400 TB/s", "nan TB/s"): no
+        bandwidth, count or power is below 0, 0, infinite or NaN; a GPU count that is no whole
+        number ("0.5 GPUs").
     """
+    if bad := _NOT_A_NUMBER.search(text):
+        raise ValueError(f"announcement: {bad[0]!r} is not a finite number")
     out: list[Claim] = []
     for m in _CLAIM.finditer(text):
         num = _figure(m)
