@@ -22,7 +22,7 @@ from aifabric.cli.common import (
 )
 from aifabric.cli.sizing import sized_cluster
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.engines.scale_across import cross_site_all_reduce, local_sgd_sync
+from aifabric.engines.scale_across import MAX_INNER_STEPS, cross_site_all_reduce, local_sgd_sync
 from aifabric.errors import ConfigError
 from aifabric.units import format_time, one_size
 
@@ -160,7 +160,14 @@ def _sync_ratio(inner_steps: int | None, sync_dtype: Dtype | None, grad_dtype: D
 
 
 def _local_sgd(spec: ClusterSpec, message_bytes: float, inner_steps: int, ratio: float) -> dict[str, float]:
-    """The JSON fields of local SGD's outer all-reduce (``local_sgd_sync``)."""
+    """The JSON fields of local SGD's outer all-reduce (``local_sgd_sync``); ConfigError naming
+    --inner-steps above ``MAX_INNER_STEPS`` (its docstring: ten whole pre-training runs between syncs)."""
+    if inner_steps > MAX_INNER_STEPS:
+        raise ConfigError(
+            f"--inner-steps {inner_steps}: more than {MAX_INNER_STEPS:,} steps between syncs, ten whole "
+            "pre-training runs (Llama 3 405B: about 1.15e6 steps; DiLoCo syncs every 500): the sites would "
+            "never sync"
+        )
     sync = local_sgd_sync(spec, message_bytes, inner_steps=inner_steps, sync_bytes_ratio=ratio)
     return {
         "inner_steps": inner_steps,

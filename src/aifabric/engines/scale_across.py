@@ -88,12 +88,20 @@ from aifabric.errors import ConfigError
 
 __all__ = [
     "CrossSiteAllReduce",
+    "MAX_INNER_STEPS",
     "LocalSgdSync",
     "cross_site_all_reduce",
     "fibre_delay_s",
     "local_sgd_sync",
     "pp_boundary_time",
 ]
+
+#: Most inner steps between two outer syncs of local SGD. DiLoCo syncs every H = 500 (Douillard et al. 2023,
+#: arXiv:2311.08105, Sec. 3), INTELLECT-1 every 100; a whole pre-training run is about 1e6 steps (Llama 3
+#: 405B, Dubey et al. 2024, Sec. 3.4.1: 15.6T tokens at 4M, then 8M after 252M tokens, then 16M after 2.87T:
+#: 63 + 358,718 + 795,625 = 1.15e6 steps). 1e7, ten such runs, leaves room for longer runs at smaller
+#: batches; an H above it is a run whose sites never sync, and its per-step cost no time a step can take.
+MAX_INNER_STEPS = 10**7
 
 
 def fibre_delay_s(distance_km: float, *, s_per_km: float | None = None) -> float:
@@ -266,7 +274,8 @@ def local_sgd_sync(
     Raises
     ------
     ValueError
-        If ``inner_steps`` < 1, ``sync_bytes_ratio`` is not in (0, 1] or ``message_bytes`` < 0.
+        If ``inner_steps`` is not in 1 .. :data:`MAX_INNER_STEPS`, ``sync_bytes_ratio`` is not in (0, 1] or
+        ``message_bytes`` < 0.
     ConfigError
         As :func:`cross_site_all_reduce`.
 
@@ -280,8 +289,8 @@ def local_sgd_sync(
     >>> 1 / r.cross_site_bytes_ratio
     400.0
     """
-    if inner_steps < 1:
-        raise ValueError(f"inner_steps must be >= 1, got {inner_steps!r}")
+    if not 1 <= inner_steps <= MAX_INNER_STEPS:
+        raise ValueError(f"inner_steps must be in 1 .. {MAX_INNER_STEPS:.0e}, got {inner_steps!r}")
     if not 0 < sync_bytes_ratio <= 1:
         raise ValueError(f"sync_bytes_ratio must be in (0, 1], got {sync_bytes_ratio!r}")
     dp = cross_site_all_reduce(spec, message_bytes)
