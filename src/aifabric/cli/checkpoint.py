@@ -39,6 +39,13 @@ from aifabric.units import format_bytes, format_time, parse_bytes, parse_time
 
 __all__ = ["checkpoint"]
 
+#: Longest --mtbf or --step-time read, seconds: a century (100 x 365.25 days). A job's MTBF is at most one
+#: component's: Llama 3 405B's 16,384 GPUs saw 466 job interruptions in 54 days (Dubey et al. 2024, Sec.
+#: 3.3.4), one per 16,384 x 54 / 466 = 1,899 GPU-days = 5.2 GPU-years; a century is 19 times that and longer
+#: than any machine serves. A duration above it describes no run (1e300 h is 1e286 times the age of the
+#: universe, 4.35e17 s, Planck 2018), and the Young/Daly interval it gives no time a checkpoint waits.
+MAX_DURATION_S = 100 * 365.25 * 86400.0
+
 #: The cluster when neither the CLUSTER argument nor -c/--cluster names one.
 _CLUSTER = "dgx-h100-superpod"
 
@@ -69,7 +76,8 @@ def _signed(text: str, parse: Callable[..., float], option: str) -> float:
 def _duration(text: str, option: str) -> float:
     """Seconds > 0 from ``'2.8 h'``; a bare number is refused (seconds or hours?), as spec fields do.
 
-    One rule for a duration that cannot be an interval: ``-1s`` and ``0s`` are both refused as not > 0.
+    One rule for a duration that cannot be an interval: ``-1s`` and ``0s`` are both refused as not > 0;
+    one above :data:`MAX_DURATION_S` (a century) is refused as no run's.
     """
     try:
         bare = float(text)
@@ -77,6 +85,11 @@ def _duration(text: str, option: str) -> float:
         seconds = _signed(text, parse_time, option)
         if not seconds > 0:
             raise ConfigError(f"{option} must be > 0, got {text!r}") from None
+        if seconds > MAX_DURATION_S:
+            raise ConfigError(
+                f"{option}: {text!r} is longer than a century ({MAX_DURATION_S:.4g} s), longer than any "
+                "machine serves (one GPU's MTBF in Llama 3's run: 5.2 years); no run has it"
+            ) from None
         return seconds
     if not math.isfinite(bare):  # no unit makes nan or inf a duration: hint at none
         raise ConfigError(f"{option} must be a finite duration with a unit (e.g. '2.8 h'), got {text!r}")
