@@ -21,6 +21,9 @@ def sized_cluster(
     radix-64 cores connects (64 pods)``) led by the option that asked for that size (``--nodes 2097152:``)
     rather than a YAML field the cluster may not even name.
 
+    Raises :class:`~aifabric.errors.ConfigError` (a ValueError) for a cluster that does not resolve or a
+    size no fabric of its switches connects, one line, the option first when one asked for the size.
+
     >>> try:
     ...     sized_cluster("h100-ib-2node", nodes=2097152)
     ... except ValueError as err:
