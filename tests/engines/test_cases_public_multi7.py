@@ -1,0 +1,222 @@
+"""The formula engine against more public multi-node nccl-tests results on clouds (blind, seventh set).
+
+Machines and documents no other test covers: two-node H200 and H100 runs on InfiniBand and RoCE clouds
+printed by their operators' or tool makers' guides: OCI BM.GPU.H200.8 (argonne-lcf/oci-howto, NCCL 2.27.5),
+Nebius H200 through Run:ai (twinanda/ml-cookbook, release not printed), CoreWeave H200 (SkyPilot's
+coreweave_infiniband guide, NCCL 2.26.2 image), Nebius H100 on Kubernetes and on VMs and Together AI H100
+(SkyPilot's nebius_infiniband and together_infiniband guides, the nccl-tests 2.23.4 image), and GCP A3 Ultra
+(8 x H200, 8 x 400 Gb/s RoCE through gIB; SkyPilot's gcp_gpu_direct_tcpx guide, all_gather, NCCL 2.26.6).
+Each point is one row of a printed log; the comment gives the source, the quoted row (size, time us, busbw
+GB/s; the in-place columns where the log prints both) and the model's figure. Tolerance: the blind check's
+bar, 10 % on busbw at >= 64 MiB, 15 % on busbw at mid sizes and on time at small sizes. The model runs the
+release the document prints (the catalogue's newest tables at or before it), else the newest tables. None
+of these documents is a calibration source of the catalogue. Points the model misses are in ``MISSED``
+(measured, predicted, what is missing); not asserted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from tests.engines.test_cases_public import Point  # one public row, as the other blind checks have it
+from tests.engines.test_cases_public_multi3 import ROCE, _nodes, _tolerance
+from tests.engines.test_cases_public_multi5 import _bw, h100_ndr  # 8 x H100, one 400G NDR port per GPU
+from tests.engines.test_cases_public_scale import h200_ndr  # 8 x H200, one 400G NDR port per GPU
+
+from aifabric.cluster.spec import ClusterSpec
+
+MiB = 2**20
+GiB = 2**30
+
+
+def h200_roce(nodes: int) -> ClusterSpec:
+    """OCI BM.GPU.H200.8: 8 x H200 on NVSwitch on the RDMA cluster network (the document: "the H200/RDMA
+    fabric", the oci-hpc stack's RoCE samples). The NICs are not printed: eight 400 Gb/s ports stand for
+    them, as the 486 GB/s NVLS-tree plateau needs (eight 200G ports cap the tree near half of it)."""
+    return _nodes("h200-sxm", nodes, {"nic": "connectx-7", **ROCE})
+
+
+def a3_ultra(nodes: int) -> ClusterSpec:
+    """GCP a3-ultragpu-8g: 8 x H200, 8 x 400 Gb/s ConnectX-7 RoCE NICs, one per GPU, NCCL through the gIB
+    plugin (cloud_instances.yaml gcp-a3-ultra; the guide: "GPUDirect-RDMA: a3-ultragpu-8g (H200)")."""
+    return _nodes("h200-sxm", nodes, {"nic": "connectx-7", "transport": "gcp-gib", **ROCE})
+
+
+SKY = "https://github.com/skypilot-org/skypilot/blob/"
+OCI = "https://github.com/argonne-lcf/oci-howto/blob/166a3009c0802ed8fe5e6e50cb4c46e80472ca1f/4_jobscript.md"
+RUNAI = (
+    "https://github.com/twinanda/ml-cookbook/blob/f9df2b271ffae74201c0793979832e799a5f3c48/runai/README.md"
+)
+COREWEAVE = SKY + "01da2359bdb41eae1bbba00921c5799a9f3bf613/examples/coreweave_infiniband/README.md"
+NEBIUS = SKY + "179881e1cfc2418c3947a77611256c04a10f51db/examples/nebius_infiniband/README.md"
+TOGETHER = SKY + "18b91582185f668be98e66ddd41b9e4aea56bb5a/examples/together_infiniband/README.md"
+A3U = SKY + "9a3aa4d924105d5426c4fc56f0d8ade69e266169/examples/gcp_gpu_direct_tcpx/README.md"
+#: "NCCL version 2.27.5+cuda12.8"
+V2275 = (("nccl_version", "2.27.5"),)
+#: coreweave_nccl_test.yaml's image "nccl-tests:12.8.1-devel-ubuntu22.04-nccl2.26.2-1-0708d2e"
+V2262 = (("nccl_version", "2.26.2"),)
+#: the guides' yaml files run "nebius-benchmarks/nccl-tests:2.23.4-ubu22.04-cu12.4" on H100:8
+V2234 = (("nccl_version", "2.23.4"),)
+#: nccl_vm_ib.yaml adds NCCL_ALGO=NVLSTree to the same image
+V2234_NVLS_TREE = (*V2234, ("env", {"NCCL_ALGO": "NVLSTree"}))
+#: the second (GCP documentation's) run prints "NCCL version 2.26.6+cuda12.8"; the guide says its own run
+#: "match[es] exactly" and prints no release: both read under 2.26.6
+V2266 = (("nccl_version", "2.26.6"),)
+H200_ROCE_2, H200_2, H100_2, A3U_2 = h200_roce(2), h200_ndr(2), h100_ndr(2), a3_ultra(2)
+
+
+def _ar(url: str, spec: ClusterSpec, size: int, time_us: float, busbw: float, opts: Any) -> Point:
+    """An in-place all_reduce row, its busbw asserted."""
+    return _bw(url, spec, "all_reduce", size, time_us, busbw, opts)
+
+
+def _ag(size: int, time_us: float, busbw: float) -> Point:
+    """An in-place all_gather row of the A3 Ultra guide, its busbw asserted."""
+    return _bw(A3U, A3U_2, "all_gather", size, time_us, busbw, V2266)
+
+
+POINTS = {
+    # argonne-lcf/oci-howto 4_jobscript.md: 2 x 8 H200 (GPU-6550, GPU-3841, "from switch number 1"),
+    # all_reduce_perf -b 1G -e 16G, NCCL 2.27.5. "1073741824 ... 4382.1 245.03 459.43": NVLS tree/Simple
+    # 442.4 (-3.7 %)
+    "OCI 2 x H200 1 GiB": _ar(OCI, H200_ROCE_2, GiB, 4382.1, 459.43, V2275),
+    # "2147483648 ... 8500.0 252.64 473.71": 451.8 (-4.6 %)
+    "OCI 2 x H200 2 GiB": _ar(OCI, H200_ROCE_2, 2 * GiB, 8500.0, 473.71, V2275),
+    # "4294967296 ... 16759 256.28 480.53": 456.7 (-5.0 %)
+    "OCI 2 x H200 4 GiB": _ar(OCI, H200_ROCE_2, 4 * GiB, 16759, 480.53, V2275),
+    # "8589934592 ... 33228 258.51 484.71": 459.1 (-5.3 %)
+    "OCI 2 x H200 8 GiB": _ar(OCI, H200_ROCE_2, 8 * GiB, 33228, 484.71, V2275),
+    # "17179869184 ... 66226 259.41 486.40": 460.4 (-5.4 %)
+    "OCI 2 x H200 16 GiB": _ar(OCI, H200_ROCE_2, 16 * GiB, 66226, 486.40, V2275),
+    # twinanda/ml-cookbook runai/README.md: 2 x 8 H200 on Nebius ("demo-nccl-test-16-h200-worker-0/1", the
+    # guide's Nebius Managed Kubernetes with InfiniBand; NICs not printed: one 400G NDR port per GPU, as
+    # the 479 GB/s plateau needs), all_reduce_perf -b 1G -e 16G, release not printed (newest tables).
+    # "1073741824 ... 4489.7 239.16 448.42": NVLS tree/Simple 441.1 (-1.6 %)
+    "Run:ai Nebius 2 x H200 1 GiB": _ar(RUNAI, H200_2, GiB, 4489.7, 448.42, ()),
+    # "2147483648 ... 8688.9 247.15 463.41": 451.1 (-2.7 %)
+    "Run:ai Nebius 2 x H200 2 GiB": _ar(RUNAI, H200_2, 2 * GiB, 8688.9, 463.41, ()),
+    # "4294967296 ... 17105 251.09 470.79": 456.3 (-3.1 %)
+    "Run:ai Nebius 2 x H200 4 GiB": _ar(RUNAI, H200_2, 4 * GiB, 17105, 470.79, ()),
+    # "8589934592 ... 33842 253.83 475.93": 458.9 (-3.6 %)
+    "Run:ai Nebius 2 x H200 8 GiB": _ar(RUNAI, H200_2, 8 * GiB, 33842, 475.93, ()),
+    # "17179869184 ... 67212 255.61 479.26": 460.3 (-4.0 %)
+    "Run:ai Nebius 2 x H200 16 GiB": _ar(RUNAI, H200_2, 16 * GiB, 67212, 479.26, ()),
+    # SkyPilot examples/coreweave_infiniband/README.md: "NCCL test on 16 H200s (2 nodes with H200:8 each)
+    # with infiniband" (NICs not printed: one 400G NDR port per GPU, as the 482 GB/s plateau needs),
+    # all_reduce, NCCL 2.26.2. "536870912 ... 2325.5 230.86 432.86": NVLS tree/Simple 424.7 (-1.9 %)
+    "CoreWeave 2 x H200 512 MiB": _ar(COREWEAVE, H200_2, 512 * MiB, 2325.5, 432.86, V2262),
+    # "1073741824 ... 4425.1 242.65 454.96": 442.4 (-2.8 %)
+    "CoreWeave 2 x H200 1 GiB": _ar(COREWEAVE, H200_2, GiB, 4425.1, 454.96, V2262),
+    # "2147483648 ... 8581.4 250.25 469.22": 451.8 (-3.7 %)
+    "CoreWeave 2 x H200 2 GiB": _ar(COREWEAVE, H200_2, 2 * GiB, 8581.4, 469.22, V2262),
+    # "4294967296 ... 16844 254.98 478.09": 456.7 (-4.5 %)
+    "CoreWeave 2 x H200 4 GiB": _ar(COREWEAVE, H200_2, 4 * GiB, 16844, 478.09, V2262),
+    # "8589934592 ... 33381 257.33 482.49": 459.1 (-4.8 %)
+    "CoreWeave 2 x H200 8 GiB": _ar(COREWEAVE, H200_2, 8 * GiB, 33381, 482.49, V2262),
+    # SkyPilot examples/nebius_infiniband/README.md, Kubernetes: 2 x 8 H100 (gpu-h100-sxm node group on an
+    # InfiniBand GPU cluster), all_reduce, NCCL 2.23.4. "536870912 ... 2382.4 225.35 422.54": NVLS
+    # tree/Simple 424.7 (+0.5 %)
+    "Nebius k8s 2 x H100 512 MiB": _ar(NEBIUS, H100_2, 512 * MiB, 2382.4, 422.54, V2234),
+    # "1073741824 ... 4518.9 237.61 445.52": 442.4 (-0.7 %)
+    "Nebius k8s 2 x H100 1 GiB": _ar(NEBIUS, H100_2, GiB, 4518.9, 445.52, V2234),
+    # "2147483648 ... 8787.2 244.39 458.23": 451.8 (-1.4 %)
+    "Nebius k8s 2 x H100 2 GiB": _ar(NEBIUS, H100_2, 2 * GiB, 8787.2, 458.23, V2234),
+    # "4294967296 ... 17353 247.50 464.07": 456.7 (-1.6 %)
+    "Nebius k8s 2 x H100 4 GiB": _ar(NEBIUS, H100_2, 4 * GiB, 17353, 464.07, V2234),
+    # "8589934592 ... 34525 248.80 466.51": 459.1 (-1.6 %)
+    "Nebius k8s 2 x H100 8 GiB": _ar(NEBIUS, H100_2, 8 * GiB, 34525, 466.51, V2234),
+    # the same guide, Nebius VMs (nccl_vm_ib.yaml: H100:8, NCCL_ALGO=NVLSTree):
+    # "536870912 ... 2391.0 224.53 421.00": 424.7 (+0.9 %)
+    "Nebius VM 2 x H100 512 MiB": _ar(NEBIUS, H100_2, 512 * MiB, 2391.0, 421.00, V2234_NVLS_TREE),
+    # "1073741824 ... 4533.5 236.85 444.09": 442.4 (-0.4 %)
+    "Nebius VM 2 x H100 1 GiB": _ar(NEBIUS, H100_2, GiB, 4533.5, 444.09, V2234_NVLS_TREE),
+    # "2147483648 ... 8783.6 244.49 458.42": 451.8 (-1.4 %)
+    "Nebius VM 2 x H100 2 GiB": _ar(NEBIUS, H100_2, 2 * GiB, 8783.6, 458.42, V2234_NVLS_TREE),
+    # "4294967296 ... 17386 247.03 463.19": 456.7 (-1.4 %)
+    "Nebius VM 2 x H100 4 GiB": _ar(NEBIUS, H100_2, 4 * GiB, 17386, 463.19, V2234_NVLS_TREE),
+    # "8589934592 ... 34443 249.39 467.61": 459.1 (-1.8 %)
+    "Nebius VM 2 x H100 8 GiB": _ar(NEBIUS, H100_2, 8 * GiB, 34443, 467.61, V2234_NVLS_TREE),
+    # SkyPilot examples/together_infiniband/README.md: 2 x 8 H100 on Together AI Kubernetes with
+    # InfiniBand (NICs not printed: one 400G NDR port per GPU, as the 467 GB/s plateau needs), NCCL 2.23.4.
+    # "536870912 ... 2380.3 225.55 422.90": 424.7 (+0.4 %)
+    "Together 2 x H100 512 MiB": _ar(TOGETHER, H100_2, 512 * MiB, 2380.3, 422.90, V2234),
+    # "1073741824 ... 4531.6 236.95 444.28": 442.4 (-0.4 %)
+    "Together 2 x H100 1 GiB": _ar(TOGETHER, H100_2, GiB, 4531.6, 444.28, V2234),
+    # "2147483648 ... 8780.7 244.57 458.56": 451.8 (-1.5 %)
+    "Together 2 x H100 2 GiB": _ar(TOGETHER, H100_2, 2 * GiB, 8780.7, 458.56, V2234),
+    # "4294967296 ... 17328 247.86 464.74": 456.7 (-1.7 %)
+    "Together 2 x H100 4 GiB": _ar(TOGETHER, H100_2, 4 * GiB, 17328, 464.74, V2234),
+    # "8589934592 ... 34482 249.11 467.08": 459.1 (-1.7 %)
+    "Together 2 x H100 8 GiB": _ar(TOGETHER, H100_2, 8 * GiB, 34482, 467.08, V2234),
+    # SkyPilot examples/gcp_gpu_direct_tcpx/README.md, "GPUDirect-RDMA on A3-ultragpu-8g (H200)": 2 x 8 H200
+    # (nc-d87e1263-head/worker1), all_gather -b 1K -e 8G. "8388608 ... 85.77 97.81 91.70": ring/LL128
+    # 101.5 (+10.7 %)
+    "A3 Ultra 2 x H200 all_gather 8 MiB": _ag(8 * MiB, 85.77, 91.70),
+    # "16777216 ... 114.9 146.00 136.87": 142.5 (+4.1 %)
+    "A3 Ultra 2 x H200 all_gather 16 MiB": _ag(16 * MiB, 114.9, 136.87),
+    # "33554432 ... 172.4 194.66 182.49": ring/Simple 164.7 (-9.7 %)
+    "A3 Ultra 2 x H200 all_gather 32 MiB": _ag(32 * MiB, 172.4, 182.49),
+    # the same guide, GCP's own nccl-test-a4.yaml pods on the same machine type (nccl-test-host-1/2),
+    # NCCL 2.26.6. "8388608 ... 86.18 97.34 91.25": 101.5 (+11.2 %)
+    "A3 Ultra GCP pods all_gather 8 MiB": _ag(8 * MiB, 86.18, 91.25),
+    # "16777216 ... 123.6 135.69 127.21": 142.5 (+12.0 %)
+    "A3 Ultra GCP pods all_gather 16 MiB": _ag(16 * MiB, 123.6, 127.21),
+    # "33554432 ... 176.9 189.66 177.81": 164.7 (-7.4 %)
+    "A3 Ultra GCP pods all_gather 32 MiB": _ag(32 * MiB, 176.9, 177.81),
+}
+
+
+@pytest.mark.parametrize("key", list(POINTS))
+def test_public_multi_node_point(key: str) -> None:
+    assert abs(POINTS[key].relative_error()) <= _tolerance(POINTS[key])
+
+
+#: Public rows the model misses (measured, predicted, what is missing); not asserted. A row the guide
+#: prints twice (the A3 Ultra guide's two runs) is asserted only where both runs are within the bar.
+MISSED = {
+    "skypilot gcp_gpu_direct_tcpx README, 2 x A3 Ultra all_gather >= 64 MiB (NCCL 2.26.6)": (
+        "busbw 232.59/260.10/289.03/320.85/326.86/332.58 at 64 MiB/128 MiB/256 MiB/512 MiB/1 GiB/8 GiB "
+        "(GCP pods 231.50/258.76/289.11/320.93/326.40/332.16) vs ring/Simple 201.7/227.2/242.5/250.9/255.4/"
+        "259.4 (-13.3 to -22.0 %). The gcp-gib transport's efficiency, 0.65, is GCP A4's (8 x B200 on the "
+        "same 8 x 400G CX-7 RoCE and gIB plugin: all_gather 260 GB/s, dstack gcp.md / dranet gke-rdma.md); "
+        "A3 Ultra's 332.6 is 0.83 of the eight ports. One figure per transport cannot carry both machines: "
+        "what holds A4 at 0.65 (its PCIe or host path, or the plugin release) is not in either document "
+        "and no public figure sizes it; the figure is left as calibrated"
+    ),
+    "skypilot gcp_gpu_direct_tcpx README, 2 x A3 Ultra all_gather 1 KiB-4 MiB (NCCL 2.26.6)": (
+        "time 28.07/32.47 us at 1/8 KiB (GCP pods 27.82/31.23) vs ring/LL 23.7/26.5 (-15.6/-18.5 %; "
+        "-14.8/-15.3 %); 64/256 KiB 41.22/37.99 (pods 34.58/37.89) vs ring/LL128 44.9/45.6 (+8.8/+20.1 %; "
+        "+29.7/+20.4 %); busbw 17.93/27.74/51.65 at 1/2/4 MiB vs 20.3/37.2/64.4 (+13/+34/+25 %). The log "
+        "is flat at 34-44 us from 8 KiB to 512 KiB, where the model's LL128 steps grow; from 2 MiB it is "
+        "slower than ring/LL128. gIB's per-message cost is not published (transports.yaml gcp-gib keeps "
+        "NCCL's 5 us NET latency) and the log prints no algorithm, so no sourced split of the step "
+        "latency between LL and LL128 on gIB is at hand"
+    ),
+    "skypilot gcp_gpu_direct_tcpx README, 2 x A3 High all_reduce ring/Simple over GPUDirect-TCPX": (
+        "busbw 17.16/30.08/45.31/61.58/67.82/66.2/65.72 at 16/32/64/128/256 MiB/1/2 GiB (the guide's table; "
+        "nccl_tcpx_gcpvm_h100.yaml: all_reduce_perf, NCCL_ALGO=Ring, NCCL_PROTO=Simple, 8 channels) vs "
+        "ring/Simple 48.0/63.5/75.8/83.9/88.7/92.6/93.3 (+180/+111/+67/+36/+31/+40/+42 %) on "
+        "test_cases_public_multi's gcp_a3_high spec. The plateau is 0.66-0.68 of the four 200G NICs; the "
+        "yaml sets NCCL_SOCKET_NTHREADS=1 and NCCL_NSOCKS_PERTHREAD=4, the settings of dstack's a3high "
+        "guide (test_cases_public_multi6 MISSED, 0.50) where test_cases_public_multi's A3 High run reaches "
+        "0.84-0.88: the host receive path of TCPX's flow steering under few socket threads, which the "
+        "formula engine does not carry and no public per-configuration figure sizes"
+    ),
+    "awsdocs aws-deep-learning-amis tutorial-efa-using.md, 2 x p4d.24xlarge all_reduce (NCCL 2.23.4)": (
+        "time 179.3/177.6/179.3/190.6/235.1 us at 8 B/16 B/1 KiB/8 KiB/64 KiB vs tree/LL 50.6/50.6/51.8/"
+        "56.6/65.9 (-71 to -72 %); busbw 14.92/24.73/51.45/60.75/68.51/73.46/76.20 at 8/16/64/128/256/512 "
+        "MiB/1 GiB vs 35.7/39.0/41.9/47.1/47.4/50.6/50.7 (+140/+58/-19/-23/-31/-31/-33 %), preset aws-p4d "
+        "(4 x 100G EFA, aws-ofi-nccl 1.13.2 per the page). 32 MiB (38.44 vs 40.9, +6.3 %) falls inside "
+        "only where the two errors cross; not asserted. Plateau: efa-srd's efficiency 0.59 comes from "
+        "4 x p4dn on NCCL 2.9.9 and an older plugin (nccl #527); this run's two-node tree reaches 1.50x "
+        "the model's figure. Floor: the 177-180 us per call is near aws-ofi-nccl's p4d tuner latency taken "
+        "as a time (platform-aws.cpp 75 us: 6.8 + 2 x (7 x 0.6 + 5 + 75) = 175 us), which p5 contradicts "
+        "(test_cases_public_multi3 MISSED, 69 us measured): no public per-generation EFA latency or "
+        "plugin-release efficiency to take, and p5/p6-b200 points rest on the present figures"
+    ),
+}
+
+
+def test_every_missed_point_names_measured_and_predicted() -> None:
+    assert all(" vs " in why for why in MISSED.values())
