@@ -33,9 +33,9 @@ GiB = 2**30
 
 
 def h200_roce(nodes: int) -> ClusterSpec:
-    """OCI BM.GPU.H200.8: 8 x H200 on NVSwitch on the RDMA cluster network (the document: "the H200/RDMA
-    fabric", the oci-hpc stack's RoCE samples). The NICs are not printed: eight 400 Gb/s ports stand for
-    them, as the 486 GB/s NVLS-tree plateau needs (eight 200G ports cap the tree near half of it)."""
+    """OCI BM.GPU.H200.8: 8 x H200 on NVSwitch, RDMA (RoCE) NICs "8 x 1 x 400 Gb/s = 3.2 Tb/s" (OCI's quick
+    start, oracle-quickstart/oci-gpu-quickstarts nvidia/H200/README-H200.md, hardware table; the howto
+    itself says only "the H200/RDMA fabric")."""
     return _nodes("h200-sxm", nodes, {"nic": "connectx-7", **ROCE})
 
 
@@ -93,79 +93,53 @@ def _ag(size: int, time_us: float, busbw: float) -> Point:
     return _bw(A3U, A3U_2, "all_gather", size, time_us, busbw, V2266)
 
 
+Row = tuple[int, float, float]  # size (B), in-place time (us), in-place busbw (GB/s), as the log prints
+
+
+def _sweep(name: str, url: str, spec: ClusterSpec, opts: Any, rows: tuple[Row, ...]) -> dict[str, Point]:
+    """One log's in-place all_reduce rows, keyed '<name> <size in MiB>'."""
+    return {f"{name} {size // MiB} MiB": _ar(url, spec, size, t, bw, opts) for size, t, bw in rows}
+
+
+#: argonne-lcf/oci-howto 4_jobscript.md: 2 x 8 H200 (GPU-6550, GPU-3841, "from switch number 1"),
+#: all_reduce_perf -b 1G -e 16G, NCCL 2.27.5, rows 1-16 GiB ("1073741824 ... 4382.1 245.03 459.43").
+#: NVLS tree/Simple 442.4/451.8/456.7/459.1/460.4 (-3.7/-4.6/-5.0/-5.3/-5.4 %)
+OCI_H200 = ((GiB, 4382.1, 459.43), (2 * GiB, 8500.0, 473.71), (4 * GiB, 16759, 480.53))
+OCI_H200 += ((8 * GiB, 33228, 484.71), (16 * GiB, 66226, 486.40))
+#: twinanda/ml-cookbook runai/README.md: 2 x 8 H200 on Nebius ("demo-nccl-test-16-h200-worker-0/1", the
+#: guide's Nebius Managed Kubernetes with InfiniBand; NICs not printed: one 400G NDR port per GPU, as the
+#: 479 GB/s plateau needs), all_reduce_perf -b 1G -e 16G, release not printed (newest tables), rows 1-16 GiB
+#: ("1073741824 ... 4489.7 239.16 448.42"). 441.1/451.1/456.3/458.9/460.3 (-1.6/-2.7/-3.1/-3.6/-4.0 %)
+RUNAI_H200 = ((GiB, 4489.7, 448.42), (2 * GiB, 8688.9, 463.41), (4 * GiB, 17105, 470.79))
+RUNAI_H200 += ((8 * GiB, 33842, 475.93), (16 * GiB, 67212, 479.26))
+#: SkyPilot examples/coreweave_infiniband/README.md: "NCCL test on 16 H200s (2 nodes with H200:8 each) with
+#: infiniband" (NICs not printed: one 400G NDR port per GPU, as the 482 GB/s plateau needs), NCCL 2.26.2,
+#: rows 512 MiB-8 GiB ("536870912 ... 2325.5 230.86 432.86"). 424.7/442.4/451.8/456.7/459.1
+#: (-1.9/-2.8/-3.7/-4.5/-4.8 %)
+COREWEAVE_H200 = ((512 * MiB, 2325.5, 432.86), (GiB, 4425.1, 454.96), (2 * GiB, 8581.4, 469.22))
+COREWEAVE_H200 += ((4 * GiB, 16844, 478.09), (8 * GiB, 33381, 482.49))
+#: SkyPilot examples/nebius_infiniband/README.md, Kubernetes: 2 x 8 H100 (gpu-h100-sxm node group on an
+#: InfiniBand GPU cluster), NCCL 2.23.4, rows 512 MiB-8 GiB ("536870912 ... 2382.4 225.35 422.54").
+#: 424.7/442.4/451.8/456.7/459.1 (+0.5/-0.7/-1.4/-1.6/-1.6 %)
+NEBIUS_K8S = ((512 * MiB, 2382.4, 422.54), (GiB, 4518.9, 445.52), (2 * GiB, 8787.2, 458.23))
+NEBIUS_K8S += ((4 * GiB, 17353, 464.07), (8 * GiB, 34525, 466.51))
+#: the same guide, Nebius VMs (nccl_vm_ib.yaml: H100:8, NCCL_ALGO=NVLSTree), "536870912 ... 2391.0 224.53
+#: 421.00": 424.7/442.4/451.8/456.7/459.1 (+0.9/-0.4/-1.4/-1.4/-1.8 %)
+NEBIUS_VM = ((512 * MiB, 2391.0, 421.00), (GiB, 4533.5, 444.09), (2 * GiB, 8783.6, 458.42))
+NEBIUS_VM += ((4 * GiB, 17386, 463.19), (8 * GiB, 34443, 467.61))
+#: SkyPilot examples/together_infiniband/README.md: 2 x 8 H100 on Together AI Kubernetes with InfiniBand
+#: (NICs not printed: one 400G NDR port per GPU, as the 467 GB/s plateau needs), NCCL 2.23.4,
+#: "536870912 ... 2380.3 225.55 422.90": 424.7/442.4/451.8/456.7/459.1 (+0.4/-0.4/-1.5/-1.7/-1.7 %)
+TOGETHER_H100 = ((512 * MiB, 2380.3, 422.90), (GiB, 4531.6, 444.28), (2 * GiB, 8780.7, 458.56))
+TOGETHER_H100 += ((4 * GiB, 17328, 464.74), (8 * GiB, 34482, 467.08))
+
 POINTS = {
-    # argonne-lcf/oci-howto 4_jobscript.md: 2 x 8 H200 (GPU-6550, GPU-3841, "from switch number 1"),
-    # all_reduce_perf -b 1G -e 16G, NCCL 2.27.5. "1073741824 ... 4382.1 245.03 459.43": NVLS tree/Simple
-    # 442.4 (-3.7 %)
-    "OCI 2 x H200 1 GiB": _ar(OCI, H200_ROCE_2, GiB, 4382.1, 459.43, V2275),
-    # "2147483648 ... 8500.0 252.64 473.71": 451.8 (-4.6 %)
-    "OCI 2 x H200 2 GiB": _ar(OCI, H200_ROCE_2, 2 * GiB, 8500.0, 473.71, V2275),
-    # "4294967296 ... 16759 256.28 480.53": 456.7 (-5.0 %)
-    "OCI 2 x H200 4 GiB": _ar(OCI, H200_ROCE_2, 4 * GiB, 16759, 480.53, V2275),
-    # "8589934592 ... 33228 258.51 484.71": 459.1 (-5.3 %)
-    "OCI 2 x H200 8 GiB": _ar(OCI, H200_ROCE_2, 8 * GiB, 33228, 484.71, V2275),
-    # "17179869184 ... 66226 259.41 486.40": 460.4 (-5.4 %)
-    "OCI 2 x H200 16 GiB": _ar(OCI, H200_ROCE_2, 16 * GiB, 66226, 486.40, V2275),
-    # twinanda/ml-cookbook runai/README.md: 2 x 8 H200 on Nebius ("demo-nccl-test-16-h200-worker-0/1", the
-    # guide's Nebius Managed Kubernetes with InfiniBand; NICs not printed: one 400G NDR port per GPU, as
-    # the 479 GB/s plateau needs), all_reduce_perf -b 1G -e 16G, release not printed (newest tables).
-    # "1073741824 ... 4489.7 239.16 448.42": NVLS tree/Simple 441.1 (-1.6 %)
-    "Run:ai Nebius 2 x H200 1 GiB": _ar(RUNAI, H200_2, GiB, 4489.7, 448.42, ()),
-    # "2147483648 ... 8688.9 247.15 463.41": 451.1 (-2.7 %)
-    "Run:ai Nebius 2 x H200 2 GiB": _ar(RUNAI, H200_2, 2 * GiB, 8688.9, 463.41, ()),
-    # "4294967296 ... 17105 251.09 470.79": 456.3 (-3.1 %)
-    "Run:ai Nebius 2 x H200 4 GiB": _ar(RUNAI, H200_2, 4 * GiB, 17105, 470.79, ()),
-    # "8589934592 ... 33842 253.83 475.93": 458.9 (-3.6 %)
-    "Run:ai Nebius 2 x H200 8 GiB": _ar(RUNAI, H200_2, 8 * GiB, 33842, 475.93, ()),
-    # "17179869184 ... 67212 255.61 479.26": 460.3 (-4.0 %)
-    "Run:ai Nebius 2 x H200 16 GiB": _ar(RUNAI, H200_2, 16 * GiB, 67212, 479.26, ()),
-    # SkyPilot examples/coreweave_infiniband/README.md: "NCCL test on 16 H200s (2 nodes with H200:8 each)
-    # with infiniband" (NICs not printed: one 400G NDR port per GPU, as the 482 GB/s plateau needs),
-    # all_reduce, NCCL 2.26.2. "536870912 ... 2325.5 230.86 432.86": NVLS tree/Simple 424.7 (-1.9 %)
-    "CoreWeave 2 x H200 512 MiB": _ar(COREWEAVE, H200_2, 512 * MiB, 2325.5, 432.86, V2262),
-    # "1073741824 ... 4425.1 242.65 454.96": 442.4 (-2.8 %)
-    "CoreWeave 2 x H200 1 GiB": _ar(COREWEAVE, H200_2, GiB, 4425.1, 454.96, V2262),
-    # "2147483648 ... 8581.4 250.25 469.22": 451.8 (-3.7 %)
-    "CoreWeave 2 x H200 2 GiB": _ar(COREWEAVE, H200_2, 2 * GiB, 8581.4, 469.22, V2262),
-    # "4294967296 ... 16844 254.98 478.09": 456.7 (-4.5 %)
-    "CoreWeave 2 x H200 4 GiB": _ar(COREWEAVE, H200_2, 4 * GiB, 16844, 478.09, V2262),
-    # "8589934592 ... 33381 257.33 482.49": 459.1 (-4.8 %)
-    "CoreWeave 2 x H200 8 GiB": _ar(COREWEAVE, H200_2, 8 * GiB, 33381, 482.49, V2262),
-    # SkyPilot examples/nebius_infiniband/README.md, Kubernetes: 2 x 8 H100 (gpu-h100-sxm node group on an
-    # InfiniBand GPU cluster), all_reduce, NCCL 2.23.4. "536870912 ... 2382.4 225.35 422.54": NVLS
-    # tree/Simple 424.7 (+0.5 %)
-    "Nebius k8s 2 x H100 512 MiB": _ar(NEBIUS, H100_2, 512 * MiB, 2382.4, 422.54, V2234),
-    # "1073741824 ... 4518.9 237.61 445.52": 442.4 (-0.7 %)
-    "Nebius k8s 2 x H100 1 GiB": _ar(NEBIUS, H100_2, GiB, 4518.9, 445.52, V2234),
-    # "2147483648 ... 8787.2 244.39 458.23": 451.8 (-1.4 %)
-    "Nebius k8s 2 x H100 2 GiB": _ar(NEBIUS, H100_2, 2 * GiB, 8787.2, 458.23, V2234),
-    # "4294967296 ... 17353 247.50 464.07": 456.7 (-1.6 %)
-    "Nebius k8s 2 x H100 4 GiB": _ar(NEBIUS, H100_2, 4 * GiB, 17353, 464.07, V2234),
-    # "8589934592 ... 34525 248.80 466.51": 459.1 (-1.6 %)
-    "Nebius k8s 2 x H100 8 GiB": _ar(NEBIUS, H100_2, 8 * GiB, 34525, 466.51, V2234),
-    # the same guide, Nebius VMs (nccl_vm_ib.yaml: H100:8, NCCL_ALGO=NVLSTree):
-    # "536870912 ... 2391.0 224.53 421.00": 424.7 (+0.9 %)
-    "Nebius VM 2 x H100 512 MiB": _ar(NEBIUS, H100_2, 512 * MiB, 2391.0, 421.00, V2234_NVLS_TREE),
-    # "1073741824 ... 4533.5 236.85 444.09": 442.4 (-0.4 %)
-    "Nebius VM 2 x H100 1 GiB": _ar(NEBIUS, H100_2, GiB, 4533.5, 444.09, V2234_NVLS_TREE),
-    # "2147483648 ... 8783.6 244.49 458.42": 451.8 (-1.4 %)
-    "Nebius VM 2 x H100 2 GiB": _ar(NEBIUS, H100_2, 2 * GiB, 8783.6, 458.42, V2234_NVLS_TREE),
-    # "4294967296 ... 17386 247.03 463.19": 456.7 (-1.4 %)
-    "Nebius VM 2 x H100 4 GiB": _ar(NEBIUS, H100_2, 4 * GiB, 17386, 463.19, V2234_NVLS_TREE),
-    # "8589934592 ... 34443 249.39 467.61": 459.1 (-1.8 %)
-    "Nebius VM 2 x H100 8 GiB": _ar(NEBIUS, H100_2, 8 * GiB, 34443, 467.61, V2234_NVLS_TREE),
-    # SkyPilot examples/together_infiniband/README.md: 2 x 8 H100 on Together AI Kubernetes with
-    # InfiniBand (NICs not printed: one 400G NDR port per GPU, as the 467 GB/s plateau needs), NCCL 2.23.4.
-    # "536870912 ... 2380.3 225.55 422.90": 424.7 (+0.4 %)
-    "Together 2 x H100 512 MiB": _ar(TOGETHER, H100_2, 512 * MiB, 2380.3, 422.90, V2234),
-    # "1073741824 ... 4531.6 236.95 444.28": 442.4 (-0.4 %)
-    "Together 2 x H100 1 GiB": _ar(TOGETHER, H100_2, GiB, 4531.6, 444.28, V2234),
-    # "2147483648 ... 8780.7 244.57 458.56": 451.8 (-1.5 %)
-    "Together 2 x H100 2 GiB": _ar(TOGETHER, H100_2, 2 * GiB, 8780.7, 458.56, V2234),
-    # "4294967296 ... 17328 247.86 464.74": 456.7 (-1.7 %)
-    "Together 2 x H100 4 GiB": _ar(TOGETHER, H100_2, 4 * GiB, 17328, 464.74, V2234),
-    # "8589934592 ... 34482 249.11 467.08": 459.1 (-1.7 %)
-    "Together 2 x H100 8 GiB": _ar(TOGETHER, H100_2, 8 * GiB, 34482, 467.08, V2234),
+    **_sweep("OCI 2 x H200", OCI, H200_ROCE_2, V2275, OCI_H200),
+    **_sweep("Run:ai Nebius 2 x H200", RUNAI, H200_2, (), RUNAI_H200),
+    **_sweep("CoreWeave 2 x H200", COREWEAVE, H200_2, V2262, COREWEAVE_H200),
+    **_sweep("Nebius k8s 2 x H100", NEBIUS, H100_2, V2234, NEBIUS_K8S),
+    **_sweep("Nebius VM 2 x H100", NEBIUS, H100_2, V2234_NVLS_TREE, NEBIUS_VM),
+    **_sweep("Together 2 x H100", TOGETHER, H100_2, V2234, TOGETHER_H100),
     # SkyPilot examples/gcp_gpu_direct_tcpx/README.md, "GPUDirect-RDMA on A3-ultragpu-8g (H200)": 2 x 8 H200
     # (nc-d87e1263-head/worker1), all_gather -b 1K -e 8G. "8388608 ... 85.77 97.81 91.70": ring/LL128
     # 101.5 (+10.7 %)
