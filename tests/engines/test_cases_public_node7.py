@@ -44,7 +44,8 @@ LAMBDA_H100 = (
 B300_X4 = one_node("b300", 4, {"kind": "nvswitch"})
 #: 4 x V100 SXM2 32 GB, each GPU's 6 NVLink 2 links spread 2 to each peer (the log's "NV2" all-to-all
 #: topology); the full mesh is run as one switch of the same per-GPU links, as the MI300X xGMI mesh is
-#: (test_cases_public_node5.py): NCCL's 12 rings use every pair, 6 links x 25 GB/s a GPU
+#: (test_cases_public_node5.py): NCCL's 12 rings use every pair, 6 links x 20 GB/s a GPU (NCCL's SM70
+#: NVLink figure, catalogue nvlink2)
 V100_X4 = one_node("v100-sxm2-32gb", 4, {"kind": "nvswitch"})
 #: 4 of the 8 H100 SXM of an HGX board (topo NV18: each GPU's 18 NVLink 4 links to the NVSwitches)
 H100_X4 = one_node("h100-sxm", 4, {"kind": "nvswitch"})
@@ -69,7 +70,7 @@ POINTS = {
     **_rows("b300 x4 ring", B300_DOC, B300_X4, "all_reduce", ((64 * MiB, 0, 557.63),), N2297_RING),
     # "64 MB 0.94 ms", "256 MB 3.49 ms", "1024 MB 13.29 ms" (MB = MiB: the script allocates mb*1024*1024 bytes
     # of fp16). The script's busbw, 2(n-1)/n x (mb/1024) / dt, is in GiB/s (100.0/107.4/112.9); from the
-    # times, 1.5 x size / t = 107.1/115.4/121.2 GB/s. Ring/Simple over 6 x 25 GB/s: 116.0/119.0/119.7
+    # times, 1.5 x size / t = 107.1/115.4/121.2 GB/s. Ring/Simple over 6 x 20 GB/s: 116.0/119.0/119.7
     # (+8.3/+3.1/-1.2 %)
     **_rows(
         "v100 x4 mesh",
