@@ -138,9 +138,7 @@ POINTS = {
 
 @pytest.mark.parametrize("key", list(POINTS))
 def test_public_node_point(key: str) -> None:
-    point = POINTS[key]
-    bar = 0.10 if not point.latency and point.size >= 64 * 2**20 else 0.15
-    assert abs(point.relative_error()) <= bar
+    assert abs(POINTS[key].relative_error()) <= POINTS[key].single_node_bar()
 
 
 #: Public single-node rows the model misses (measured, predicted, what is missing); not asserted.
