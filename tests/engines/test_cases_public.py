@@ -71,6 +71,11 @@ class Point:
         predicted, measured = (r.time_s, self.time_s) if self.latency else (r.busbw_bytes_per_s, self.busbw)
         return predicted / measured - 1
 
+    def single_node_bar(self) -> float:
+        """The one-node blind check's tolerance: 10 % on busbw at >= 64 MiB, else 15 % (busbw at mid sizes,
+        time at small ones)."""
+        return 0.10 if not self.latency and self.size >= 64 * 2**20 else 0.15
+
 
 NT119 = "https://github.com/NVIDIA/nccl-tests/issues/119"
 N527 = "https://github.com/NVIDIA/nccl/issues/527"
