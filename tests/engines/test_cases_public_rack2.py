@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from tests.engines.test_cases_public import Point  # one public row, as the other blind checks have it
+from tests.engines.test_cases_public_amd_tpu2 import _gives_its_gap  # the same rule for a miss
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
@@ -137,6 +138,12 @@ def test_one_ici_link_bounds_every_ppermute() -> None:
     assert all(POINTS[k].busbw < 9e10 for k in ("marin v5p-8 ppermute 64 MiB", "marin v6e-8 ppermute 64 MiB"))
 
 
+def test_a_miss_gives_both_figures_and_its_gap() -> None:
+    # the earlier round's rule: "measured vs predicted", and the gap in per cent or why none is asserted
+    assert [key for key, why in MISSED.items() if not _gives_its_gap(why)] == []
+
+
+#: Public figures the model misses (measured, predicted, what is missing); not asserted.
 MISSED = {
     "marin #6736, v5p-8 / v6e-8 ppermute at 1 MiB a device": (
         "time 16.94 / 17.45 us vs 12.65 us (one link + 1 us hop): -25 / -28 %. The fits' intercepts, 4.55 "
@@ -195,7 +202,3 @@ MISSED = {
         f"build; not asserted ({RCCL_TIPS})"
     ),
 }
-
-
-def test_every_missed_point_names_measured_and_predicted() -> None:
-    assert all(" vs " in why for why in MISSED.values())
