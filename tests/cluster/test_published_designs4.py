@@ -190,7 +190,7 @@ def test_h100_cost_sheet_switch_counts(tmp_path, nodes, switches):
     # (switch cost = switches x $36k, checked row by row). By hand: 64 nodes are 512 GPUs, one 64-port
     # switch per rail and no spine (8); 128 and 256 nodes are two tiers, leaves = GPUs / 32, spines = half
     # (48, 96); 4,096 and 8,192 nodes (32,768 and 65,536 GPUs) are three tiers at 1:1, leaves = spines =
-    # GPUs / 32, cores = GPUs / 64: 1,024 + 1,024 + 512 and 2,048 + 2,048 + 1,024. Two tiers at most for
+    # GPUs / 32, cores = GPUs / 64: 1,024 + 1,024 + 512 and 2,048 + 2,048 + 1,024. One tier named for
     # the 64-node row (the sheet has no spine there); the rest as the product picks them.
     text = (
         H100_IB.replace("rail_optimized: true", "rail_optimized: true, tiers: 1") if nodes == 64 else H100_IB
