@@ -137,6 +137,23 @@ def test_fibermall_h100_two_tier_optics_per_gpu(tmp_path):
     assert _modules(d["parts"], "800G") == 1536
 
 
+def test_fibermall_a100_on_qm9700_splits_each_cage_four_ways(tmp_path):
+    # FiberMall: "A100+ConnectX6+QM9700 two-layer network: 1:0.75 800G OSFP transceivers + 1:1 200G QSFP56
+    # optical modules". By hand: one 200G QSFP56 per ConnectX-6; a QM9700 cage takes one twin-port 2x400G
+    # OSFP, each 400G port split 1:2 to two 200G NICs (NVIDIA MMS4X00-NS: "1:2 fiber splitter cables to
+    # 400G transceivers ... 200Gb/s"), four HDR links per module: 1,120 / 4 = 280 at the leaves' down
+    # ports; the published 0.75 is three such ends of 1,120 links (840). The model cables 1,200 leaf-spine
+    # links (24 leaves of 47 nodes' ports, 50 up each for an even spread over 10 spines), 300 modules per
+    # end: 880 in all, 0.786 per GPU.
+    path = _file(tmp_path, A100_HDR.replace("quantum-qm8700, tiers: 3", "quantum-2-qm9700"), "a100q.yaml")
+    d = _show(path)
+    assert d["tiers"] == 2
+    assert _modules(d["parts"], "200G") == 1120
+    ends = [p for p in d["parts"] if p["item"] == "transceiver" and p["part"].startswith(("leaf", "spine"))]
+    assert [(p["count"], p["links"]) for p in ends] == [(280, 1120), (300, 1200), (300, 1200)]
+    assert _modules(d["parts"], "800G") / 1120 == pytest.approx(0.75, rel=0.05)
+
+
 def test_besthub_a100_superpod_switches_per_gpu(tmp_path):
     # Architects' Tech Alliance: DGX A100 SuperPOD, 140 servers of 8 GPUs, "40-port, 200 Gb/s" switches,
     # three layers; "the ratio of GPU : switch : optical module is 1 : 0.15 : 4". By hand: leaves of 20

@@ -290,11 +290,14 @@ class NicSpec(_Entry):
 
 
 class SwitchSpec(_Entry):
-    """A packet switch: ``ports`` of ``port_speed_bytes_per_s`` each (per direction)."""
+    """A packet switch: ``ports`` of ``port_speed_bytes_per_s`` each (per direction), in ``cages``
+    pluggable cages where the datasheet gives them (QM9700: 64 NDR ports in 32 twin-port OSFP cages);
+    ``None``: one cage per port, or not stated."""
 
     fabric: str
     ports: Int = Field(ge=2)
     port_speed_bytes_per_s: float = Field(gt=0, validation_alias="port_speed")
+    cages: Int | None = Field(default=None, ge=1)
     power_w: float = Field(ge=0, validation_alias="power")
     latency_s: float = Field(ge=0, validation_alias="latency")
     in_network_reduction: bool = False

@@ -8,8 +8,10 @@ Counting rules (stated so a reader can redo them by hand):
   GPUs share 4 EFA NICs), one NIC-leaf cable per NIC port and plane.
 - Scale-out: every NIC-leaf, leaf-spine and spine-core cable is optical, unless
   ``scale_out.nic_to_leaf_copper`` (rack switches on copper, Meta's AI Zone) makes NIC-leaf cables passive
-  copper (DAC, 0 W). Transceivers are counted per module, not per link end: a switch end takes twin-port
-  modules (OSFP 2x400G: one module per two links) when the catalogue has one at twice the link speed; a
+  copper (DAC, 0 W). Transceivers are counted per module, not per link end: a switch end takes one module
+  per cage where the switch's catalogue entry gives its cages (QM9700: 32 OSFP cages of 2 x 400G, so two
+  NDR links per module, or four 200G HDR links over 1:2 splitters), else twin-port modules (OSFP 2x400G:
+  one module per two links) when the catalogue has one at twice the link speed; a
   node end takes them when ``scale_out.nic_twin_port`` (DGX H100) or when each NIC port is split over two
   planes (one 2x400G module in the NIC's single 800G cage feeds both planes' leaves: DGX SuperPOD B300 RA,
   "each GPU has 2x 400GbE connectivity through two different planes", 512 node-leaf cables per 512
@@ -36,7 +38,7 @@ from aifabric.cluster.clos import exact_split
 from aifabric.cluster.management import management_shape
 from aifabric.cluster.topology import Topology
 
-__all__ = ["Inventory", "PartLine", "bundled_cables", "inventory", "modules_for_links"]
+__all__ = ["Inventory", "PartLine", "bundled_cables", "inventory", "modules_for_links", "switch_end_modules"]
 
 
 @dataclass(frozen=True)
@@ -105,8 +107,55 @@ def modules_for_links(links: int, link_bytes_per_s: float, *, twin: bool) -> tup
     return catalog.optic_for_speed(link_bytes_per_s), links
 
 
-def _optic_line(network: str, part: str, links: int, speed: float, *, twin: bool) -> PartLine:
-    opt, n = modules_for_links(links, speed, twin=twin)
+def switch_end_modules(links: int, link_bytes_per_s: float, switch_key: str) -> tuple[catalog.OpticSpec, int]:
+    """The module and how many of them serve ``links`` link ends at switches of ``switch_key``.
+
+    A switch whose catalogue entry gives its ``cages`` takes, in each, one module of the cage's speed
+    ``c = ports x port speed / cages``; that module serves ``c / link`` links, its ports split by fibre
+    splitters when the link is slower than the port: ``ceil(links / (c / link))`` modules. Else (no
+    cages, no module of that speed, or a link faster than a cage) as :func:`modules_for_links` with
+    twin-port modules.
+
+    Examples
+    --------
+    A QM9700's 32 OSFP cages of 2 x 400G: two NDR links per module, four HDR (200G) links each over 1:2
+    splitters (FiberMall: A100 + ConnectX-6 + QM9700, "1:0.75 800G OSFP" over three switch ends).
+
+    >>> o, n = switch_end_modules(1120, 25e9, "quantum-2-qm9700")
+    >>> o.key, n
+    ('osfp-800g-2xsr4', 280)
+    >>> switch_end_modules(1024, 50e9, "quantum-2-qm9700")[1]
+    512
+    """
+    sw = catalog.switch(switch_key)
+    if sw.cages is not None:
+        cage_bytes_per_s = sw.ports * sw.port_speed_bytes_per_s / sw.cages
+        per = round(cage_bytes_per_s / link_bytes_per_s)
+        module = _module_at(cage_bytes_per_s)
+        if module is not None and per >= 1:
+            return module, math.ceil(links / per)
+    return modules_for_links(links, link_bytes_per_s, twin=True)
+
+
+def _module_at(speed_bytes_per_s: float) -> catalog.OpticSpec | None:
+    """The pluggable module of ``speed_bytes_per_s`` with the most links (twin-port first), or None."""
+    found = [
+        catalog.optic(key)
+        for key in catalog.catalog_names("optic")
+        if catalog.optic(key).kind == "pluggable"
+        and abs(catalog.optic(key).speed_bytes_per_s - speed_bytes_per_s) < 1
+    ]
+    return max(found, key=lambda o: o.links, default=None)
+
+
+def _optic_line(
+    network: str, part: str, links: int, speed: float, *, twin: bool, switch_key: str | None = None
+) -> PartLine:
+    """One transceiver line: at a switch of ``switch_key`` its cages' modules, else per ``twin``."""
+    if switch_key is not None and twin:
+        opt, n = switch_end_modules(links, speed, switch_key)
+    else:
+        opt, n = modules_for_links(links, speed, twin=twin)
     return PartLine(network, "transceiver", f"{part}: {opt.name}", n, n * opt.power_w, n * opt.lasers, links)
 
 
@@ -187,14 +236,16 @@ def _scale_out(topo: Topology) -> list[PartLine]:
                 continue
             twin = so.nic_twin_port or so.planes == 2  # one NIC cage feeds both planes
             lines.append(_optic_line("scale-out", "node end", cables, link, twin=twin))
-            lines.append(_optic_line("scale-out", "leaf end", cables, link, twin=True))
+            leaf = so.tier_switches["leaf"]
+            lines.append(_optic_line("scale-out", "leaf end", cables, link, twin=True, switch_key=leaf))
         else:
             lower, upper = tier_name.split("-")
             n, speed, twin = _switch_cables(topo, tier_name, cables)
             if n != cables:
                 lines[-1] = PartLine("scale-out", "cable", tier_name, n, 0.0, links=cables)
-            lines.append(_optic_line("scale-out", f"{lower} end", n, speed, twin=twin))
-            lines.append(_optic_line("scale-out", f"{upper} end", n, speed, twin=twin))
+            for end in (lower, upper):
+                key = so.tier_switches[end]
+                lines.append(_optic_line("scale-out", f"{end} end", n, speed, twin=twin, switch_key=key))
     return lines
 
 
