@@ -139,12 +139,8 @@ def switch_end_modules(links: int, link_bytes_per_s: float, switch_key: str) -> 
 
 def _module_at(speed_bytes_per_s: float) -> catalog.OpticSpec | None:
     """The pluggable module of ``speed_bytes_per_s`` with the most links (twin-port first), or None."""
-    found = [
-        catalog.optic(key)
-        for key in catalog.catalog_names("optic")
-        if catalog.optic(key).kind == "pluggable"
-        and abs(catalog.optic(key).speed_bytes_per_s - speed_bytes_per_s) < 1
-    ]
+    optics = (catalog.optic(key) for key in catalog.catalog_names("optic"))
+    found = [o for o in optics if o.kind == "pluggable" and abs(o.speed_bytes_per_s - speed_bytes_per_s) < 1]
     return max(found, key=lambda o: o.links, default=None)
 
 
