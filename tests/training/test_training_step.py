@@ -56,11 +56,13 @@ def test_efficiency_constant_is_documented_and_fixed():
 @pytest.mark.parametrize(
     ("gpu", "hbm", "fp8"),
     [
-        # Azure AI-benchmarking-guide, ND H100 v5 / ND H200 v5 / ND GB200 v6: BabelStream Mul (TB/s) over the
-        # datasheet HBM, cuBLASLt FP8 8192^3 with random data (TFLOP/s) over the datasheet FP8 peak.
+        # Azure AI-benchmarking-guide, ND H100 v5 / ND H200 v5 / ND GB200 v6 / ND MI300X v5: BabelStream Mul
+        # (TB/s) over the datasheet HBM, cuBLASLt (hipBLASLt on the MI300X) FP8 8192^3 with random data
+        # (TFLOP/s) over the datasheet FP8 peak.
         ("h100-sxm", 2.90 / 3.35, 1290.1 / 1979),
         ("h200-sxm", 4.00 / 4.80, 1300.6 / 1979),
         ("gb200", 1.0, 2876.6 / 5000),
+        ("mi300x", 4.26 / 5.3, 1159.23 / 2614.9),
     ],
 )
 def test_hbm_and_fp8_efficiencies_are_the_azure_measurements(gpu, hbm, fp8):
