@@ -20,6 +20,7 @@ from aifabric.storage import (
 )
 from aifabric.storage.checkpoint import check_state_fits
 from aifabric.storage.dataload import data_loading
+from aifabric.storage.interval import series_mtbf_s
 from aifabric.storage.paths import node_path
 
 
@@ -374,3 +375,40 @@ def test_storage_servers_nics_are_a_stage_by_hand():
 def test_storage_server_ports_refused_when_they_cannot_be_priced(storage, field):
     with pytest.raises(ConfigError, match=field):
         node_path(_dgx(2).with_changes(storage=storage), direction="read", active_nodes=1)
+
+
+def test_series_mtbf_refuses_what_no_job_is():
+    for parts in ([(-1, 3600.0)], [(1, 0.0)], [(1, math.inf)], [(0, 3600.0)], []):
+        with pytest.raises(ValueError):
+            series_mtbf_s(parts)
+
+
+def test_job_mtbf_from_its_mtbf_or_its_parts_not_both():
+    # --mtbf is the job's; --gpu-mtbf/--node-mtbf derive it: both at once is refused naming them
+    r = _ckpt("--params", "7e9", "--storage", "ddn-ai400x2-turbo", "--mtbf", "3 h", "--gpu-mtbf", "50000 h")
+    _one_error_line(r, "--gpu-mtbf")
+    r = _ckpt("--params", "7e9", "--storage", "ddn-ai400x2-turbo", "--node-mtbf", "-1 h")
+    _one_error_line(r, "--node-mtbf")
+
+
+def test_job_mtbf_of_parts_counts_the_job_gpus_and_their_nodes():
+    # 16 DGX H100 nodes, the job on all 128 GPUs: 1 / (128 / 50,000 h + 16 / 30,000 h) = 323.3 h
+    r = _ckpt(
+        *("--nodes", "16", "--params", "7e9", "--storage", "ddn-ai400x2-turbo", "--storage-units", "4"),
+        *("--gpu-mtbf", "50000 h", "--node-mtbf", "30000 h", "--json"),
+    )
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["job_mtbf_s"] / 3600 == pytest.approx(1 / (128 / 50_000 + 16 / 30_000))
+
+
+@pytest.mark.parametrize("zero,exchanged", [(0, True), (1, True), (3, False)])
+def test_parallel_load_reads_each_replicated_byte_once(zero, exchanged):
+    # A fully parallel load reads S / nodes per node whatever the sharding (each byte once); what the DP
+    # replicas share is exchanged after the read (nothing with ZeRO-3, whose weights are sharded too).
+    spec = _dgx(16)
+    size = checkpoint_size(70e9, tp=8, pp=2, dp=8, zero_stage=zero)
+    plain, parallel = checkpoint_time(spec, size), checkpoint_time(spec, size, parallel_load=True)
+    assert parallel.restore.bytes_per_node == pytest.approx(size.total_bytes / 16)
+    assert parallel.restore.bytes_per_node <= plain.restore.bytes_per_node
+    assert (parallel.restore_exchange_s > 0) is exchanged
+    assert plain.restore_exchange_s == 0.0

@@ -33,7 +33,12 @@ from aifabric.storage.checkpoint import (
     checkpoint_time,
 )
 from aifabric.storage.dataload import data_loading
-from aifabric.storage.interval import goodput_lost_fraction, young_daly_interval_s, young_daly_outside
+from aifabric.storage.interval import (
+    goodput_lost_fraction,
+    series_mtbf_s,
+    young_daly_interval_s,
+    young_daly_outside,
+)
 from aifabric.storage.paths import aggregates_above_ports
 from aifabric.units import format_bytes, format_time, parse_bytes, parse_time
 
@@ -73,11 +78,12 @@ def _signed(text: str, parse: Callable[..., float], option: str) -> float:
     return parse(raw[1:] if negative else raw, field=option) * (-1.0 if negative else 1.0)
 
 
-def _duration(text: str, option: str) -> float:
+def _duration(text: str, option: str, cap: float | None = MAX_DURATION_S) -> float:
     """Seconds > 0 from ``'2.8 h'``; a bare number is refused (seconds or hours?), as spec fields do.
 
     One rule for a duration that cannot be an interval: ``-1s`` and ``0s`` are both refused as not > 0;
-    one above :data:`MAX_DURATION_S` (a century) is refused as no run's.
+    one above ``cap`` (default :data:`MAX_DURATION_S`, a century) is refused as no run's. A part's MTBF has
+    no cap: one part fails rarely, its job often (a ToR switch: 300,000 h, 34 years).
     """
     try:
         bare = float(text)
@@ -85,7 +91,7 @@ def _duration(text: str, option: str) -> float:
         seconds = _signed(text, parse_time, option)
         if not seconds > 0:
             raise ConfigError(f"{option} must be > 0, got {text!r}") from None
-        if seconds > MAX_DURATION_S:
+        if cap is not None and seconds > cap:
             raise ConfigError(
                 f"{option}: {text!r} is longer than a century ({MAX_DURATION_S:.4g} s), longer than any "
                 "machine serves (one GPU's MTBF in Llama 3's run: 5.2 years); no run has it"
@@ -205,6 +211,22 @@ def checkpoint(
         ),
     ] = None,
     mtbf: Annotated[str | None, typer.Option(help="Job mean time between failures, e.g. '2.8 h'")] = None,
+    gpu_mtbf: Annotated[
+        str | None,
+        typer.Option(help="One GPU's MTBF, e.g. '50000 h': the job's MTBF is its parts' in series"),
+    ] = None,
+    node_mtbf: Annotated[
+        str | None,
+        typer.Option(help="MTBF of the rest of one node (NICs, PSUs, host), e.g. '30000 h', in series"),
+    ] = None,
+    parallel_load: Annotated[
+        bool,
+        typer.Option(
+            "--parallel-load",
+            help="Restore with a fully parallel load (Megatron --ckpt-fully-parallel-load): replicated "
+            "state is read once per DP group and exchanged among the peers",
+        ),
+    ] = False,
     step_time: Annotated[
         str | None, typer.Option(help="Training step time, e.g. '5 s' (async overlap)")
     ] = None,
@@ -234,6 +256,7 @@ def checkpoint(
     _check_bytes_per_param(weight_bytes, optimizer_bytes)
     step_s = _duration(step_time, "--step-time") if step_time is not None else None
     mtbf_s = _duration(mtbf, "--mtbf") if mtbf is not None else None
+    part_mtbfs = _part_mtbfs(mtbf, gpu_mtbf, node_mtbf)
     spec = sized_cluster(cluster, nodes=nodes, gpus=gpus)
     spec = _with_storage(spec, storage, storage_units, storage_read, storage_write)
     n = _n_params(model, params)
@@ -255,8 +278,10 @@ def checkpoint(
         host_field="--offload-memory",
     )
     typed = (storage, storage_units, storage_read, storage_write) != (None, None, None, None)
-    res = _timed(spec, size, _gds(spec, gds), offload_memory is not None, typed)
+    res = _timed(spec, size, _gds(spec, gds), offload_memory is not None, typed, parallel_load)
     out = _checkpoint_dict(spec, n, size, res)
+    if part_mtbfs:
+        mtbf_s = out["job_mtbf_s"] = _job_mtbf(spec, size, part_mtbfs)
     if bounds := aggregates_above_ports(spec):
         out["storage_notes"] = list(bounds)
     out.update(_per_step(spec, res, step_s, mtbf_s, data_per_step))
@@ -285,16 +310,40 @@ def _gds(spec: ClusterSpec, gds: bool | None) -> bool | None:
 
 
 def _timed(
-    spec: ClusterSpec, size: CheckpointSize, gds: bool | None, offloaded: bool, typed: bool
+    spec: ClusterSpec,
+    size: CheckpointSize,
+    gds: bool | None,
+    offloaded: bool,
+    typed: bool,
+    parallel_load: bool = False,
 ) -> CheckpointResult:
     """:func:`checkpoint_time`, its storage refusals naming the options that set each field when a storage
     option was typed."""
     try:
-        return checkpoint_time(spec, size, gds=gds, offloaded=offloaded)
+        return checkpoint_time(spec, size, gds=gds, offloaded=offloaded, parallel_load=parallel_load)
     except ConfigError as e:
         if not typed:
             raise
         raise ConfigError(_storage_in_options(str(e))) from None
+
+
+def _part_mtbfs(mtbf: str | None, gpu_mtbf: str | None, node_mtbf: str | None) -> dict[str, float]:
+    """Seconds of each part's MTBF given (--gpu-mtbf, --node-mtbf), none capped (a part fails rarely, its
+    job often); --mtbf with a part's MTBF is refused: the job's MTBF is one or the other."""
+    given = {o: t for o, t in (("--gpu-mtbf", gpu_mtbf), ("--node-mtbf", node_mtbf)) if t is not None}
+    if mtbf is not None and given:
+        raise ConfigError(
+            f"--mtbf {mtbf!r} is the job's MTBF and {' and '.join(given)} "
+            f"{'derive' if len(given) > 1 else 'derives'} it from its parts; give one or the other"
+        )
+    return {o: _duration(t, o, cap=None) for o, t in given.items()}
+
+
+def _job_mtbf(spec: ClusterSpec, size: CheckpointSize, parts: dict[str, float]) -> float:
+    """The job's MTBF, seconds: its GPUs (--gpu-mtbf each, the job's TP x PP x DP GPUs) and nodes
+    (--node-mtbf each) in series (:func:`aifabric.storage.interval.series_mtbf_s`)."""
+    counts = {"--gpu-mtbf": size.job_gpus, "--node-mtbf": math.ceil(size.job_gpus / spec.gpus_per_node)}
+    return series_mtbf_s((counts[o], seconds) for o, seconds in parts.items())
 
 
 def _check_degrees(spec: ClusterSpec, tp: int, pp: int, dp: int | None) -> None:
@@ -322,6 +371,7 @@ def _checkpoint_dict(
         "writer_nodes": res.writer_nodes,
         "write": res.write.__dict__,
         "restore": res.restore.__dict__,
+        "restore_exchange_s": res.restore_exchange_s,
         "async_copy_s": res.async_copy_s,
         "async_drain": res.async_drain.__dict__,
     }
@@ -373,13 +423,11 @@ def _intervals(res: CheckpointResult, mtbf_s: float, step_s: float | None) -> di
         tau = max(young_daly_interval_s(cost, mtbf_s), floor)
         out[f"interval_{mode}_s"] = tau
         # Young/Daly is first order in cost/MTBF and interval/MTBF: the reason it does not hold, if any
-        why = young_daly_outside(tau, cost, mtbf_s, res.restore.seconds)
+        why = young_daly_outside(tau, cost, mtbf_s, res.restore_s)
         out[f"young_daly_holds_{mode}"] = why is None
         out[f"young_daly_outside_{mode}"] = why
         out[f"goodput_lost_{mode}"] = (
-            goodput_lost_fraction(tau, cost, mtbf_s, res.restore.seconds)
-            if tau > 0
-            else res.restore.seconds / mtbf_s
+            goodput_lost_fraction(tau, cost, mtbf_s, res.restore_s) if tau > 0 else res.restore_s / mtbf_s
         )
     return out
 
@@ -438,7 +486,12 @@ def _render(out: dict[str, Any]) -> None:
             f"{format_bytes(t['bytes_per_node'])} per node at "
             f"{t['rate_bytes_per_s'] / 1e9:.3g} GB/s; bottleneck: {t['bottleneck']}"
         )
+    if out["restore_exchange_s"]:
+        exchange = format_time(out["restore_exchange_s"])
+        console.print(f"  then the parallel load's exchange among DP peers: {exchange}")
     console.print(f"  async copy GPU->host (training stops): {format_time(out['async_copy_s'])}")
+    if "job_mtbf_s" in out:
+        console.print(f"  job MTBF (its GPUs and nodes in series): {format_time(out['job_mtbf_s'])}")
     for note in out.get("storage_notes", ()):
         err_console.print(f"warning: {note}", markup=False, highlight=False)
     if "async_drain_steps" in out:

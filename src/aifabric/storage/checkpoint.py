@@ -13,7 +13,12 @@ checkpoint, so every node writes ``S / nodes``. Without ZeRO one data-parallel r
 and writes everything: ``S / ceil(TP PP / gpus_per_node)`` per node, the other replicas idle.
 
 Restore: every GPU reads the state it holds (weights: 1/(TP PP); optimizer: 1/(TP PP), or 1/(TP PP DP) with
-ZeRO >= 1); all nodes read at once. No read-once-and-broadcast (MegaScale's trick) is modelled.
+ZeRO >= 1); all nodes read at once, so state the DP replicas share (the weights below ZeRO-3, the optimizer
+without ZeRO) is read from storage DP times. A fully parallel load (Megatron-Core distributed checkpointing,
+``--ckpt-fully-parallel-load``: the load is split across the data-parallel group; MegaScale NSDI'24 reads
+once per DP group and broadcasts) reads each replicated byte once: a GPU reads 1/DP of the replicated part and
+receives the other (DP - 1)/DP from its peers, over its node's scale-out NICs (the scale-up links on one node)
+at their payload rate, after the read.
 
 Write time = bytes per node / the slowest stage of :func:`aifabric.storage.paths.node_path`.
 Asynchronous checkpointing (ByteDance MegaScale NSDI'24; PyTorch DCP async save): training stops only for
@@ -52,6 +57,11 @@ class CheckpointSize:
         State one GPU holds and reads back on restore, bytes.
     job_gpus : int
         TP x PP x DP.
+    replicated_bytes_per_gpu : float
+        The part of ``held_bytes_per_gpu`` the GPU's DP peers hold too (weights below ZeRO-3, the optimizer
+        without ZeRO); 0 with DP = 1.
+    dp : int
+        Data-parallel degree.
     """
 
     n_params: float
@@ -61,6 +71,13 @@ class CheckpointSize:
     writer_gpus: int
     held_bytes_per_gpu: float
     job_gpus: int
+    replicated_bytes_per_gpu: float = 0.0
+    dp: int = 1
+
+    @property
+    def parallel_load_bytes_per_gpu(self) -> float:
+        """Bytes one GPU reads in a fully parallel load: its own shards and 1/DP of the replicated part."""
+        return self.held_bytes_per_gpu - self.replicated_bytes_per_gpu * (self.dp - 1) / self.dp
 
     @property
     def bytes_per_param(self) -> float:
@@ -107,9 +124,19 @@ def checkpoint_size(
     opt_shard = dp if zero_stage >= 1 else 1
     weight_shard = dp if zero_stage >= 3 else 1
     held = n_params / mp * (weight_bytes_per_param / weight_shard + optimizer_bytes_per_param / opt_shard)
+    shared = (weight_shard == 1) * weight_bytes_per_param + (opt_shard == 1) * optimizer_bytes_per_param
+    replicated = n_params / mp * shared if dp > 1 else 0.0
     writers = mp * dp if zero_stage >= 1 else mp
     return CheckpointSize(
-        n_params, weight_bytes_per_param, optimizer_bytes_per_param, total, writers, held, mp * dp
+        n_params,
+        weight_bytes_per_param,
+        optimizer_bytes_per_param,
+        total,
+        writers,
+        held,
+        mp * dp,
+        replicated,
+        dp,
     )
 
 
@@ -130,6 +157,8 @@ class CheckpointResult:
         Asynchronous checkpoint: seconds training stops (GPU -> host copy over each GPU's PCIe).
     async_drain : Transfer
         The background drain host memory -> storage.
+    restore_exchange_s : float
+        A fully parallel load's exchange among DP peers after the read (0 otherwise).
     """
 
     size: CheckpointSize
@@ -138,6 +167,12 @@ class CheckpointResult:
     restore: Transfer
     async_copy_s: float
     async_drain: Transfer
+    restore_exchange_s: float = 0.0
+
+    @property
+    def restore_s(self) -> float:
+        """Seconds to restore: the read, then a fully parallel load's exchange."""
+        return self.restore.seconds + self.restore_exchange_s
 
     def drain_steps(self, step_time_s: float) -> float:
         """Training steps the background drain spans (it overlaps them), ``drain / step time``."""
@@ -195,7 +230,12 @@ def check_state_fits(
 
 
 def checkpoint_time(
-    spec: ClusterSpec, size: CheckpointSize, *, gds: bool | None = None, offloaded: bool = False
+    spec: ClusterSpec,
+    size: CheckpointSize,
+    *,
+    gds: bool | None = None,
+    offloaded: bool = False,
+    parallel_load: bool = False,
 ) -> CheckpointResult:
     """Write/restore/async times of ``size`` on ``spec`` (formulas in the module docstring).
 
@@ -204,6 +244,7 @@ def checkpoint_time(
     USENIX ATC'21, arXiv:2101.06840): the asynchronous GPU -> host copy moves only the part in HBM (at most
     its capacity); the host-resident part is already where the drain reads it (the node's front-end /
     storage NICs, :func:`aifabric.storage.paths.node_path` with no GPU in the path).
+    ``parallel_load``: restore with a fully parallel load (module docstring).
 
     Raises
     ------
@@ -221,16 +262,36 @@ def checkpoint_time(
     write = transfer_time(
         node_path(spec, direction="write", active_nodes=writer_nodes, gpus=gpus_writing, gds=gds), per_node
     )
-    read_nodes = math.ceil(size.job_gpus / g)
-    gpus_reading = min(g, size.job_gpus)
-    restore = transfer_time(
-        node_path(spec, direction="read", active_nodes=read_nodes, gpus=gpus_reading, gds=gds),
-        size.held_bytes_per_gpu * gpus_reading,
-    )
+    restore, exchange_s = _restore(spec, size, gds, parallel_load)
     host_link = spec.host_link_bytes_per_s
     per_gpu_bytes = per_node / gpus_writing
     if offloaded:
         per_gpu_bytes = min(per_gpu_bytes, spec.accelerator_spec.hbm_capacity_bytes)
     copy_s = per_gpu_bytes / host_link if host_link is not None else 0.0
     drain = transfer_time(node_path(spec, direction="write", active_nodes=writer_nodes, gpus=0), per_node)
-    return CheckpointResult(size, writer_nodes, write, restore, copy_s, drain)
+    return CheckpointResult(size, writer_nodes, write, restore, copy_s, drain, exchange_s)
+
+
+def _restore(
+    spec: ClusterSpec, size: CheckpointSize, gds: bool | None, parallel_load: bool
+) -> tuple[Transfer, float]:
+    """Every node's read of its GPUs' state and, in a fully parallel load, the seconds of the exchange that
+    follows: each GPU receives ``(DP - 1)/DP`` of the replicated part from its peers through its node's
+    scale-out NICs at their payload rate (one node: its GPUs' scale-up links)."""
+    g = spec.gpus_per_node
+    read_nodes = math.ceil(size.job_gpus / g)
+    gpus_reading = min(g, size.job_gpus)
+    per_gpu = size.parallel_load_bytes_per_gpu if parallel_load else size.held_bytes_per_gpu
+    restore = transfer_time(
+        node_path(spec, direction="read", active_nodes=read_nodes, gpus=gpus_reading, gds=gds),
+        per_gpu * gpus_reading,
+    )
+    received = (size.held_bytes_per_gpu - per_gpu) * gpus_reading
+    if not received:
+        return restore, 0.0
+    nic = spec.nic_spec
+    if read_nodes > 1 and nic is not None:
+        rate = spec.nics_per_node * spec.nic_speed_bytes_per_s * nic.payload_efficiency
+    else:
+        rate = gpus_reading * spec.scaleup_link.per_gpu_per_direction_bytes_per_s
+    return restore, received / rate
