@@ -200,11 +200,11 @@ MISSED: dict[str, tuple[float, float, str]] = {
 }
 
 
-def test_every_missed_figure_is_outside_the_tolerance_and_names_both_figures() -> None:
+@pytest.mark.parametrize("name", sorted(MISSED))
+def test_a_miss_lies_outside_the_tolerance_and_names_both_figures(name: str) -> None:
     """A miss is one the agreement tests' 10 % would not pass, its diagnosis naming measured and predicted."""
-    for product, published, why in MISSED.values():
-        assert " vs " in why
-        assert abs(product / published - 1) > 0.10
+    product, published, why = MISSED[name]
+    assert " vs " in why and abs(product / published - 1) > 0.10
 
 
 def test_missed_product_figures_are_still_what_the_product_gives() -> None:
