@@ -10,6 +10,7 @@ that every directed link carries the same bytes: the formula engine's full mesh
 import numpy as np
 import pytest
 from tests.clusters import mi300x_node, mi300x_nodes
+from tests.engines.test_cases_public_node import one_node
 
 from aifabric.cluster.presets import preset
 from aifabric.collectives.algorithms import build_plan
@@ -112,3 +113,34 @@ def test_odd_mesh_ring_time_in_the_links_engine():
     spec = _mi300x_odd_nodes(7, 2)
     r = collective_time("all_gather", 1e9, spec, algorithm="ring", engine="links")
     assert r.time_s - r.latency_s == pytest.approx(13 * 2 * 1e9 / 98 / 48e9, rel=1e-3)
+
+
+def _one_board(accelerator: str, link: str):
+    """One 4-GPU board meshed over ``link`` (a catalogue full_mesh entry), no scale-out."""
+    return one_node(accelerator, 4, {"kind": "nvswitch", "link": link})
+
+
+def test_gb200_nvl4_ring_plan_follows_nccls_rings():
+    # one GB200 NVL4 board under NCCL: the 16 channels of its ring search (catalog/nccl_mesh.py), 1/16 of
+    # each step each; 0-1-2-3 and its reverse twice per 8, the other 4 directed cycles once: the 8 pairs of
+    # the 0-1-2-3 cycle carry 6/16 of a step, the diagonals 4/16
+    s = 2.0**30
+    (stage,) = ring_plan(Collective.ALL_REDUCE, s, _one_board("gb200", "nvlink5-gb200-nvl4"), np.arange(4))
+    loads = _pair_bytes(stage, 4)
+    step = s / 4
+    assert sorted(round(b / step * 16) for b in loads.values()) == [4] * 4 + [6] * 8
+    assert loads[(0, 2)] == pytest.approx(step * 4 / 16)
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "link", "busbw"),
+    [("gb200", "nvlink5-gb200-nvl4", 634.3e9), ("v100-sxm2-32gb", "nvlink2-quad-mesh", 119.7e9)],
+)
+def test_engines_agree_on_a_board_meshed_without_a_switch(accelerator, link, busbw):
+    # 1 GiB ring all_reduce over the 4 GPUs: the formula's busiest-pair rate (GB200 NVL4 240.6 x 16/6 =
+    # 641.6 GB/s; V100 every pair evenly, 120) and the links and flow engines on NCCL's own rings agree;
+    # busbw after the latency and protocol terms (test_cases_public_node7.py)
+    spec = _one_board(accelerator, link)
+    for engine in ("formula", "links", "flow"):
+        r = collective_time("all_reduce", 2**30, spec, engine=engine, algorithm="ring")
+        assert r.busbw_bytes_per_s == pytest.approx(busbw, rel=0.01), engine

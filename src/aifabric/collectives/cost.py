@@ -12,7 +12,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import NamedTuple
 
-from aifabric.collectives.tiers import Protocol, TierModel, scaleup_bytes_per_s
+from aifabric.collectives.tiers import Protocol, TierModel, mesh_ring_bytes_per_s, scaleup_bytes_per_s
 
 __all__ = ["SCALE_OUT", "SCALE_UP", "Algorithm", "Cost", "make_cost", "scaleup_bound"]
 
@@ -133,8 +133,9 @@ def scaleup_bound(
     scale-up and the bound is infinite. On one domain: ``B_i``. ``g`` is ``ranks_per_domain``, the most
     ranks of the communicator in one domain; ``B_i`` is what the scale-up gives ``g`` ranks
     (:func:`~aifabric.collectives.tiers.scaleup_bytes_per_s`: all of it on a switch, ``g - 1`` links on a
-    full mesh); ``exit_gpus`` the distinct GPUs of a domain its ring channels leave from
-    (:func:`~aifabric.collectives.tiers.ring_exit_gpus`).
+    full mesh; on one full-mesh domain, what the rings NCCL builds there get,
+    :func:`~aifabric.collectives.tiers.mesh_ring_bytes_per_s`); ``exit_gpus`` the distinct GPUs of a
+    domain its ring channels leave from (:func:`~aifabric.collectives.tiers.ring_exit_gpus`).
 
     No credit (``B_i`` across domains too) where scale-up is the GPU's PCIe link (``intra_kind == "pci"``:
     a PCIe-only node, or SHM through the host under ``NCCL_P2P_DISABLE``/``NCCL_P2P_LEVEL``): the GPU
@@ -145,9 +146,9 @@ def scaleup_bound(
     8 x H100, 8 NICs, 2 nodes: 370.8 x 8/7 = 423.8 GB/s; 8 x A100 over 4 shared NICs (p4d): B_i.
     """
     g = ranks_per_domain
-    intra = scaleup_bytes_per_s(tm, g)
     if n_domains <= 1:
-        return intra
+        return mesh_ring_bytes_per_s(tm, g)
+    intra = scaleup_bytes_per_s(tm, g)
     if g <= 1:
         return math.inf
     if tm.intra_kind == "pci" or (exit_gpus is not None and exit_gpus < g):

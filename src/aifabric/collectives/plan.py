@@ -37,6 +37,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from aifabric.budget import check_memory
+from aifabric.catalog.nccl import nccl_release
+from aifabric.catalog.nccl_mesh import mesh_ring_search
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.ops import Collective
 from aifabric.lazy_import import lazy_module
@@ -274,6 +276,25 @@ def _mesh_shift_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: s
     return Stage(src.ravel(), dst.ravel(), np.full(src.size, chunk_bytes / (g - 1)), grp, repeat, label)
 
 
+def _nccl_mesh_ring_stage(
+    spec: ClusterSpec, ranks: np.ndarray, chunk_bytes: float, repeat: int, label: str
+) -> Stage | None:
+    """A ring step over the rings NCCL builds on one full-mesh domain (:func:`~aifabric.catalog.nccl_mesh.
+    mesh_ring_search`, the newest recorded release): each of its ``C`` channels, one group, sends
+    ``chunk / C`` from every GPU to the next of its order, so a pair crossed by ``k`` channels carries ``k
+    chunk / C``, as the formula engine's :func:`~aifabric.collectives.tiers.mesh_ring_bytes_per_s`. None
+    where NCCL's search does not apply (RCCL's xGMI rings, more than 8 GPUs): :func:`_mesh_shift_stage`.
+    GB200 NVL4: 16 channels, the 8 pairs of 0-1-2-3 and its reverse 6 each, the diagonals 4."""
+    acc, g = spec.accelerator_spec, int(ranks.size)
+    if acc.collective_library != "nccl" or not 2 <= g <= 8:
+        return None
+    pair_gbps = spec.scaleup_link.nccl_effective_per_link_bytes_per_s / 1e9
+    rings = np.asarray(mesh_ring_search(nccl_release(None), acc.arch, g, pair_gbps).rings, np.int64)
+    c = rings.shape[0]
+    src, dst = ranks[rings].ravel(), ranks[np.roll(rings, -1, axis=1)].ravel()
+    return Stage(src, dst, np.full(src.size, chunk_bytes / c), np.repeat(np.arange(c), g), repeat, label)
+
+
 #: Peak bytes per ordered pair while an all-to-all stage is built: ``np.repeat`` and ``np.tile`` of the
 #: ranks (8 + 8), the self-pair mask (1), the kept sources and destinations (8 + 8), sizes and groups (8 + 8).
 BYTES_PER_PAIR = 49
@@ -334,7 +355,8 @@ def ring_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.
     if mat.shape[0] > 1 and _shares_nics(mat[0], k):
         return (_shared_nic_ring_stage(mat, chunk, repeat, label, k),)
     if spec.mesh_links_per_gpu and g > 1 and mat.shape[0] == 1:
-        return (_mesh_shift_stage(mat, chunk, repeat, label),)
+        nccl = _nccl_mesh_ring_stage(spec, mat[0], chunk, repeat, label)
+        return (nccl if nccl is not None else _mesh_shift_stage(mat, chunk, repeat, label),)
     return (_ring_stage(mat, chunk, repeat, label, mesh=spec.mesh_links_per_gpu > 0),)
 
 

@@ -44,6 +44,7 @@ from aifabric.catalog.nccl import (
     tuning_arch,
     version_tuple,
 )
+from aifabric.catalog.nccl_mesh import MeshRings, mesh_ring_search
 from aifabric.catalog.rccl import rccl_release
 from aifabric.catalog.transport import TransportSpec, transport
 from aifabric.cluster.spec import ClusterSpec
@@ -79,6 +80,8 @@ __all__ = [
     "ring_exit_gpus",
     "ring_graph_cap",
     "ring_plateau_latency_factor",
+    "mesh_ring_bytes_per_s",
+    "mesh_rings",
     "scaleup_bytes_per_s",
     "tier_model",
     "tree_correction",
@@ -181,6 +184,7 @@ class TierModel:
     graph_channels: tuple[int, int] = (1, 1)  # NCCL's ring (= tree) graph channels (:func:`_ring_graph`)
     graph_channel_gbps: tuple[float, float] = (math.inf, math.inf)  # GB/s of each (its bwIntra, bwInter)
     mesh_links: int = 0  # links per GPU of a full-mesh scale-up (catalogue topology full_mesh); 0: a switch
+    mesh_link_gbps: float = 0.0  # NCCL's GB/s of one such link (a peer's bundle), what its ring search reads
     ll_channels: tuple[int, int] = (1, 1)  # the GPU's channels whatever its NICs (:func:`_ll_channels`)
     nics_per_gpu: int = 0  # scale-out NICs per GPU (0: no scale-out network)
     nic_line_gbps: float = 0.0  # one NIC's line rate, GB/s per direction (what NCCL reads as its speed)
@@ -510,6 +514,7 @@ def tier_model(
         graph_channel_gbps=(graph[0][1], graph[1][1]),
         ll_channels=_ll_channels(spec, release, row),
         mesh_links=spec.mesh_links_per_gpu,
+        mesh_link_gbps=link.nccl_effective_per_link_bytes_per_s / 1e9 if spec.mesh_links_per_gpu else 0.0,
         nics_per_gpu=so.nics_per_gpu if so else 0,
         nic_line_gbps=spec.nic_speed_bytes_per_s / 1e9,
         gpus_per_nic=so.gpus_per_nic if so else 1,
@@ -713,6 +718,35 @@ def scaleup_bytes_per_s(tm: TierModel, ranks_per_domain: int) -> float:
     return tm.intra_bytes_per_s * min(max(ranks_per_domain - 1, 1), tm.mesh_links) / tm.mesh_links
 
 
+def mesh_rings(tm: TierModel, ranks_per_domain: int) -> MeshRings | None:
+    """The rings NCCL builds over ``g`` ranks of a full-mesh domain (:func:`~aifabric.catalog.nccl_mesh.
+    mesh_ring_search`, from NCCL's per-link constant of one peer's links), None where no NCCL ring search
+    applies: a switch, one rank, RCCL (whose xGMI rings follow its own topology models), more than 8."""
+    g = ranks_per_domain
+    if tm.mesh_links < 1 or tm.library != "nccl" or not 2 <= g <= 8 or not tm.mesh_link_gbps > 0:
+        return None
+    return mesh_ring_search(tm.release, tm.arch, g, tm.mesh_link_gbps)
+
+
+def mesh_ring_bytes_per_s(tm: TierModel, ranks_per_domain: int) -> float:
+    """What a GPU's scale-up gives a ring over ``g`` ranks of one domain, bytes/s per direction.
+
+    A switch, and a full mesh whose rings cross every peer's links equally, give the GPU's
+    :func:`scaleup_bytes_per_s`. On a full mesh NCCL's rings may not: the busiest ordered pair, crossed by
+    ``k_max`` of the ``C`` channels, sets the rate at one peer's links times ``C / k_max``
+    (:meth:`~aifabric.catalog.nccl_mesh.MeshRings.ring_share`)::
+
+        B_ring = B_i / L x C / k_max
+
+    4 x GB200 NVL4 (3 peers of 6 NVLink 5 links, NCCL 2.30): 16 channels, k_max 6: 721.8 / 3 x 16/6 =
+    641.6 GB/s; 4 x V100 and 4 x GH200: every pair evenly, the whole 120 and 370.8 GB/s.
+    """
+    rings = mesh_rings(tm, ranks_per_domain)
+    if rings is None:
+        return scaleup_bytes_per_s(tm, ranks_per_domain)
+    return tm.intra_bytes_per_s / tm.mesh_links * rings.ring_share()
+
+
 def shm_switch_share(tm: TierModel, senders: int) -> int:
     """How many GPUs share one PCIe switch uplink's SHM bandwidth when ``senders`` GPUs of a domain send at
     once (a ring or an all-to-all: every GPU; a chain: all but the last), 1 without SHM or a switch.
@@ -776,13 +810,19 @@ def _ring_graph(
     many channels (init.cc: ``treeGraph->minChannels = treeGraph->maxChannels = ringGraph->nChannels``).
     8 x A100 with 4 x 200G NICs: 12 x 20 GB/s, 4 across nodes, a communicator of (24, 8); 2 x 8 H100 on 8 x
     400G: 12 x 30, 8 x 45 across nodes; 4 x GB300 with 4 x 800G: 8 across trays, of 16. (1, inf) without
-    scale-up bandwidth."""
+    scale-up bandwidth. On one full-mesh domain of at most 8 GPUs under NCCL, the graph its ring search
+    builds over the links that exist (:func:`~aifabric.catalog.nccl_mesh.mesh_ring_search`): GB200 NVL4
+    16 x 40, where a switch of the same 721.8 GB/s gives 16 x 45."""
     gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
     nic_gbps = spec.nic_speed_bytes_per_s / 1e9
     found = _searches(release.library, release.version, row, gpu_gbps, spec.nics_per_node, nic_gbps)
     if found is None:
         return (1, math.inf), (1, math.inf)
     one, two = found
+    g, links = spec.domain_gpus, spec.mesh_links_per_gpu
+    if links and release.library == "nccl" and 2 <= g <= 8:
+        rings = mesh_ring_search(release, row, g, spec.scaleup_link.nccl_effective_per_link_bytes_per_s / 1e9)
+        one = (rings.channels, rings.channel_gbps)
     return one, two or one
 
 
