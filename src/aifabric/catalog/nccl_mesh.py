@@ -32,13 +32,19 @@ K*_2m, 2m >= 8", J. Combin. Theory B 29 (1980) 68-74, doi:10.1016/0095-8956(80)9
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field, replace
 from functools import cache
+from typing import TYPE_CHECKING, NamedTuple
 
-import numpy as np
-
-from aifabric.catalog.nccl import NcclRelease, nccl_release, tuning_arch
+from aifabric.catalog.nccl import NcclRelease, tuning_arch
 from aifabric.errors import ConfigError
+from aifabric.lazy_import import lazy_module
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")  # only pair_loads reads numpy: the search itself runs on floats
 
 __all__ = ["MeshRings", "mesh_ring_search"]
 
@@ -80,7 +86,11 @@ class MeshRings:
 
     def ring_share(self) -> float:
         """``C / k_max``: a GPU's ring rate in units of one pair's bandwidth (module docstring)."""
-        return self.channels / int(self.pair_loads().max())
+        loads: dict[tuple[int, int], int] = {}
+        for ring in self.rings:
+            for pair in zip(ring, ring[1:] + ring[:1], strict=True):
+                loads[pair] = loads.get(pair, 0) + 1
+        return self.channels / max(loads.values())
 
 
 @dataclass
@@ -98,10 +108,17 @@ class _Graph:
         return replace(self, rings=list(self.rings))
 
 
+def _f32(x: float) -> float:
+    """``x`` rounded to single precision, as a C ``float`` holds it."""
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
 def _sub_round(a: float, b: float) -> float:
-    """search.cc ``SUB_ROUND``: ``roundf((a - b) * 1000) / 1000`` in single precision."""
-    f = np.float32
-    return float(f(np.round(f((f(a) - f(b)) * f(1000)))) / f(1000))
+    """search.cc ``SUB_ROUND``: ``roundf((a - b) * 1000) / 1000`` in single precision (``roundf`` rounds
+    halves away from zero)."""
+    scaled = _f32(_f32(_f32(a) - _f32(b)) * 1000.0)
+    rounded = float(int(abs(scaled) + 0.5)) * (1.0 if scaled >= 0 else -1.0)
+    return _f32(_f32(rounded) / 1000.0)
 
 
 class _RingSearch:
@@ -113,7 +130,7 @@ class _RingSearch:
 
     def __init__(self, gpus: int, pair_gbps: float, max_channels: int) -> None:
         self.g = gpus
-        self.pair = float(np.float32(pair_gbps))
+        self.pair = _f32(pair_gbps)
         self.left = [[0.0 if i == j else self.pair for j in range(gpus)] for i in range(gpus)]
         self.used = [0] * gpus
         self.order: list[int] = [0] * gpus
@@ -212,12 +229,23 @@ class _RingSearch:
         return self.time
 
 
-def _dup_channels(graph: _Graph, release: NcclRelease, row: str) -> _Graph:
+class _Tables(NamedTuple):
+    """What the search reads of a release's row: ``search_speeds_intra``, ``dup_min_bw``,
+    ``dup_min_bw_many_channels`` and the ring graph's ``maxChannels`` (``MAXCHANNELS / 2``, init.cc).
+    Releases whose rows agree share one cached search."""
+
+    speeds: tuple[float, ...]
+    dup_min_gbps: float
+    dup_min_gbps_many: float
+    max_channels: int
+
+
+def _dup_channels(graph: _Graph, tables: _Tables) -> _Graph:
     """search.cc ``ncclTopoDupChannels``: every ring twice (at most ``maxChannels``), at half the speed,
     unless the speed is under ``dup_min_bw`` (``dup_min_bw_many_channels`` with more than 4 channels)."""
     n = len(graph.rings)
-    limit = release.dup_min_bw_many_channels if n > 4 else release.dup_min_bw
-    if n == 0 or graph.speed < limit[row]:
+    limit = tables.dup_min_gbps_many if n > 4 else tables.dup_min_gbps
+    if n == 0 or graph.speed < limit:
         return graph
     doubled = min(2 * n, graph.max_channels)
     rings = (graph.rings * 2)[:doubled]
@@ -278,25 +306,29 @@ def mesh_ring_search(release: NcclRelease, arch: str, gpus: int, pair_gbps: floa
     Raises
     ------
     ConfigError
-        Fewer than 2 GPUs, more than 8 (search.cc's bit per channel and the budget make larger meshes the
-        catalogue's xGMI nodes, priced by RCCL's own rules), or a non-positive ``pair_gbps``.
+        Fewer than 2 GPUs, more than 8 (the most a node meshes without a switch; the search's depth-first
+        cost grows with the factorial of the GPUs), or a non-positive ``pair_gbps``.
     """
     if not 2 <= gpus <= 8 or not pair_gbps > 0:
         raise ConfigError(
             f"mesh: a ring search over 2-8 GPUs of positive pair bandwidth, got {gpus} x {pair_gbps:g}"
         )
-    return _mesh_ring_search(release.version, tuning_arch(release, arch), gpus, float(pair_gbps))
+    row = tuning_arch(release, arch)
+    many = release.dup_min_bw_many_channels[row]
+    tables = _Tables(
+        tuple(release.search_speeds_intra[row]), release.dup_min_bw[row], many, release.max_channels // 2
+    )
+    return _mesh_ring_search(tables, gpus, float(pair_gbps))
 
 
 @cache
-def _mesh_ring_search(version: str, row: str, gpus: int, pair_gbps: float) -> MeshRings:
-    """:func:`mesh_ring_search` of NCCL ``version``'s tables, architecture row ``row`` (cached)."""
-    release = nccl_release(version)
-    speeds = tuple(release.search_speeds_intra[row])
-    search = _RingSearch(gpus, pair_gbps, release.max_channels // 2)
+def _mesh_ring_search(tables: _Tables, gpus: int, pair_gbps: float) -> MeshRings:
+    """:func:`mesh_ring_search` on one release row's ``tables`` (cached)."""
+    speeds = tables.speeds
+    search = _RingSearch(gpus, pair_gbps, tables.max_channels)
     start = next((i for i, s in enumerate(speeds) if s <= pair_gbps), len(speeds) - 1)
     _first_pass(search, speeds, start, pair_gbps * (gpus - 1))
-    search.best = _dup_channels(search.best, release, row)
+    search.best = _dup_channels(search.best, tables)
     _second_pass(search, speeds)
     best = search.best
     return MeshRings(gpus=gpus, pair_gbps=pair_gbps, channel_gbps=best.speed, rings=tuple(best.rings))
