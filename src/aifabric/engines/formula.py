@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import replace
 from functools import cache
 from operator import attrgetter
 from typing import Any
@@ -272,12 +271,11 @@ def formula_collective(
         raise ValueError(_nothing_left(op, forced, proto, allowed, env))
     evals.sort(key=_TUNER_TIME)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
-    result = _result(op, message_bytes, comm, tm, best, evals)
     unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
     plugin = plugin_note(spec, tm, best.algorithm, user_env) if comm.n_ranks > 1 else None
     host = _host_link_note(spec, tm, comm, best)
     notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused, plugin, host) if s]
-    result = replace(result, explanation=". ".join([result.explanation, *notes])) if notes else result
+    result = _result(op, message_bytes, comm, tm, best, evals, notes)
     return with_host_floor(result, gpus_per_thread, launch_s_per_gpu, ranks_per_node=comm.ranks_per_node)
 
 
@@ -472,10 +470,10 @@ def _next_best(best: Cost, evals: list[Cost], n: int = 3) -> list[tuple[tuple[Al
     ``evals`` may come in NCCL's tuner order (``Cost.tuner_time_s``); they are ranked here on ``time_s``,
     the time the explanation prints.
     """
-    seen = {(best.algorithm, best.protocol)}
+    seen = {best[:2]}  # Optimisation: a Cost's first two fields, (algorithm, protocol), in one slice
     out: list[tuple[tuple[Algorithm, Protocol], Cost]] = []
     for e in sorted(evals, key=_TIME):
-        pair = (e.algorithm, e.protocol)
+        pair = e[:2]
         if pair not in seen:
             seen.add(pair)
             out.append((pair, e))
@@ -497,7 +495,7 @@ def _explanation(best: Cost, evals: list[Cost]) -> str:
     faster = [e for e in evals if nccl and not _NCCL_RUNS[e.algorithm] and e.time_s < best.time_s]
     unrun = [
         f"{_PAIR_NAME[pair]} {e.time_s * 1e6:.1f} us (force it with --algo {pair[0].value})"
-        for pair, e in _next_best(best, faster)
+        for pair, e in (_next_best(best, faster) if faster else ())
     ]
     return (
         f"{_PAIR_NAME[best.algorithm, best.protocol]}: {best.why}; latency "
@@ -528,13 +526,21 @@ def _tuner_blind(best: Cost, runners_up: list[Cost]) -> str:
 
 
 def _result(
-    op: Collective, message_bytes: float, comm: Communicator, tm: TierModel, best: Cost, evals: list[Cost]
+    op: Collective,
+    message_bytes: float,
+    comm: Communicator,
+    tm: TierModel,
+    best: Cost,
+    evals: list[Cost],
+    notes: list[str],
 ) -> CollectiveResult:
-    """The :class:`CollectiveResult` of ``best`` among ``evals`` (fastest first).
+    """The :class:`CollectiveResult` of ``best`` among ``evals`` (fastest first), ``notes`` closing its
+    explanation.
 
     Optimisation: the result and its candidates are built with :func:`~aifabric.engines.result.assemble`
     and :meth:`~aifabric.engines.result.Candidate.of` (a result and ~10 candidates per call: with the
-    generated ``__init__`` they were the largest share of a call's time).
+    generated ``__init__`` they were the largest share of a call's time), the notes joined here rather
+    than by a copy of the result.
     """
     n = comm.n_ranks
     t = best.time_s
@@ -561,7 +567,7 @@ def _result(
         "busbw_bytes_per_s": algbw * busbw_factor(op, n),
         "network_time_s": nets,
         "bottleneck": bottleneck(best.bottleneck, best.latency_s, t),
-        "explanation": _explanation(best, evals),
+        "explanation": ". ".join([_explanation(best, evals), *notes]),
         "candidates": candidates,
         "convention": f"{tm.convention}/{tm.efficiency}",
         "engine": "formula",
