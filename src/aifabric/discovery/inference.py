@@ -246,12 +246,12 @@ _ASCII_ALNUM = re.compile("[a-z0-9]", re.IGNORECASE)
 
 def _lowered(text: str) -> str | None:
     """``text`` in lower case where every match of a :data:`_GPU_NAMES` word in it is that word in the lower
-    case (:func:`_may_name`): an ASCII text, or one whose non-ASCII characters (``x``, dashes, ``µ``) match
-    no ASCII letter or digit under ``re.IGNORECASE``, so that a match is made of ASCII characters only;
-    None otherwise (unknown: every pattern is scanned).
+    case (:func:`_may_name`): an ASCII text, or one whose non-ASCII characters (``×``, dashes, ``§``)
+    match no ASCII letter or digit under ``re.IGNORECASE``, so that a match is made of ASCII characters
+    only; None otherwise (unknown: every pattern is scanned).
 
-    Optimisation: case 03's log (a ``×`` in its text) was scanned for every GPU pattern above each of its
-    seven tables.
+    Optimisation: case 03's log (a dash and a ``§`` in its text) was scanned for every GPU pattern above
+    each of its seven tables.
 
     >>> _lowered("8 x H100"), _lowered("8 × H100"), _lowered("8 \u212a H100") is None
     ('8 x h100', '8 × h100', True)
