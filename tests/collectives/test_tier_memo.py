@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from aifabric.catalog.loader import catalog_generation, reload_catalog
 from aifabric.cluster.presets import preset
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import tier_model
@@ -94,3 +95,21 @@ def test_replace_starts_an_empty_memo():
     fast = formula_collective("all_reduce", 2**30, spec, comm, tiers=tm)
     slow = formula_collective("all_reduce", 2**30, spec, comm, tiers=slower)
     assert slow.time_s > fast.time_s  # nothing of the first model's memo leaks into the second
+
+
+def test_a_call_without_environment_found_again_gives_what_the_first_gave():
+    """A call without an NCCL environment is found again by its spec's identity (formula's plain
+    transports): the answer is the first call's, for a spec built anew too, on an EFA cluster and after a
+    catalogue change; where the cluster's aws-ofi-nccl sets NCCL_NVLS_ENABLE=0 (with NCCL 2.18.3,
+    :func:`aifabric.collectives.nccl_env.plugin_env`) the call still runs without NVLS."""
+    p5 = {"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"nic": "efa-v2", "nics_per_gpu": 4,
+          "transport": "efa-srd", "fabric": "ethernet", "switch": "spectrum-4-sn5600-400g"}}  # fmt: skip
+    makers = (lambda: preset("dgx-h100-superpod", nodes=4), lambda: ClusterSpec.model_validate(p5))
+    for make, version in [(m, v) for m in makers for v in (None, "2.18.3")]:
+        spec = make()
+        reload_catalog()
+        first = formula_collective("all_reduce", 2**30, spec, nccl_version=version).to_dict()
+        assert formula_collective("all_reduce", 2**30, spec, nccl_version=version).to_dict() == first
+        assert formula_collective("all_reduce", 2**30, make(), nccl_version=version).to_dict() == first
+        assert formula_collective("all_reduce", 2**30, spec, env={}, nccl_version=version).to_dict() == first
+    assert not first["algorithm"].startswith("nvls")  # the last: p5 with 2.18.3, NVLS off by the plugin

@@ -54,3 +54,11 @@ def test_an_explicit_nic_speed_and_an_unnamed_instance_keep_their_rules() -> Non
     # a p4d (A100) named above an H100 log says nothing of its NICs
     other = compare_nccl_tests("# p4d.24xlarge\n" + _log([], 300.0)).tables[0]
     assert other.spec.scale_out.nic_speed_bytes_per_s == pytest.approx(50e9)
+
+
+def test_a_text_naming_no_instance_is_scanned_once() -> None:
+    # the one scan of every pattern finds what the patterns one by one find: nothing, or the instances
+    assert instances_in_text("8 x H100 — xp5.48xlarge, p5.48xlargex") == ()
+    found = instances_in_text("— on p5.48xlarge then ND96asr_v4")
+    assert [(m.instance.key, m.written, m.line) for m in found] == [("p5", "p5.48xlarge", 1),
+                                                                 ("azure-ndv4", "ND96asr_v4", 1)]  # fmt: skip

@@ -59,7 +59,13 @@ from aifabric.catalog.transport import (
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.cost import Algorithm
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel, efa_plugin_settings, library_release
+from aifabric.collectives.tiers import (
+    Protocol,
+    TierModel,
+    efa_plugin_settings,
+    library_release,
+    runs_efa_plugin,
+)
 from aifabric.errors import ConfigError
 
 __all__ = [
@@ -182,6 +188,8 @@ def plugin_env(
     >>> plugin_env(None, p5, "2.18.5") is None
     True
     """
+    if not runs_efa_plugin(spec):  # optimisation: the formula engine asks on every call
+        return env
     release = library_release(spec.accelerator_spec.collective_library, nccl_version)
     user = env or {}
     settings = efa_plugin_settings(spec, release, nccl_version)
@@ -210,6 +218,8 @@ def plugin_note(
     >>> plugin_note(p5, tier_model(p5), Algorithm.NVLS_TREE, None)
     'aws-ofi-nccl 1.21.1 on p5.48xlarge sets NCCL_NVLS_CHUNKSIZE=524288, NCCL_NVLSTREE_MAX_CHUNKSIZE=524288'
     """
+    if not runs_efa_plugin(spec):  # optimisation: the formula engine asks on every call
+        return None
     settings = efa_plugin_settings(spec, tm.release, tm.nccl_version or None)
     user = user_env or {}
     names = (*_PLUGIN_NOTE_VARIABLES.get(algorithm, ()), *_PLUGIN_CHOICE_VARIABLES)

@@ -144,7 +144,7 @@ def accelerators_in_text(text: str) -> tuple[GpuMention, ...]:
     [('a100-sxm-80gb', 1), ('h100-sxm', 2)]
     """
     found: list[tuple[int, int, int, str | None, str]] = []  # (start, pattern order, end, key, written)
-    lowered = text.lower() if text.isascii() else None
+    lowered = _lowered(text)
     for order, (pattern, key) in enumerate((*_GPU_NAMES, *_instance_names())):
         if not _may_name(pattern, lowered):
             continue
@@ -239,6 +239,28 @@ def _nic_sharing(nics: int | None, gpus_per_node: int) -> dict[str, int]:
     return {}
 
 
+#: Any character that matches an ASCII letter or digit of a pattern under ``re.IGNORECASE`` (the Kelvin
+#: sign matches ``k``, a dotless i ``i``): a text holding such a non-ASCII one is scanned whole.
+_ASCII_ALNUM = re.compile("[a-z0-9]", re.IGNORECASE)
+
+
+def _lowered(text: str) -> str | None:
+    """``text`` in lower case where every match of a :data:`_GPU_NAMES` word in it is that word in the lower
+    case (:func:`_may_name`): an ASCII text, or one whose non-ASCII characters (``×``, dashes, ``§``)
+    match no ASCII letter or digit under ``re.IGNORECASE``, so that a match is made of ASCII characters
+    only; None otherwise (unknown: every pattern is scanned).
+
+    Optimisation: case 03's log (a dash and a ``§`` in its text) was scanned for every GPU pattern above
+    each of its seven tables.
+
+    >>> _lowered("8 x H100"), _lowered("8 × H100"), _lowered("8 \u212a H100") is None
+    ('8 x h100', '8 × h100', True)
+    """
+    if not text.isascii() and any(_ASCII_ALNUM.fullmatch(c) for c in set(text) if not c.isascii()):
+        return None
+    return text.lower()
+
+
 def _may_name(pattern: str, lowered: str | None) -> bool:
     """False when ``pattern`` (of :data:`_GPU_NAMES`) cannot match a text whose lower case is ``lowered``
     (an ASCII text without the pattern's model name): a whole-text regex scan saved; None: unknown."""
@@ -247,7 +269,7 @@ def _may_name(pattern: str, lowered: str | None) -> bool:
 
 
 def _gpu_from_text(text_before: str) -> tuple[str | None, str | None]:
-    lowered = text_before.lower() if text_before.isascii() else None
+    lowered = _lowered(text_before)
     for pattern, key in _GPU_NAMES:
         if not _may_name(pattern, lowered):
             continue
