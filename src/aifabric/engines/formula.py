@@ -114,11 +114,14 @@ _PAIR_NAME = {(a, p): f"{a.value}/{p.value}" for a in Algorithm for p in Protoco
 _NCCL_RUNS = {a: spec.nccl for a, spec in ALGORITHMS.items()}
 
 
-def _host_link_note(spec: ClusterSpec, tm: TierModel, comm: Communicator, best: Cost) -> str | None:
-    """Why the scale-out runs below its NICs when the GPU's own PCIe link bounds them
-    (:attr:`~aifabric.cluster.spec.ClusterSpec.nic_host_link_note`) and the network sets the time."""
-    bound = tm.nic_own_bytes_per_s > tm.nic_host_link_bytes_per_s
-    return spec.nic_host_link_note if bound and comm.n_domains > 1 and best.bottleneck == SCALE_OUT else None
+def _nic_rate_note(spec: ClusterSpec, tm: TierModel, comm: Communicator, best: Cost) -> str | None:
+    """Why the scale-out runs below its NICs' own rate when the network sets the time: leaf ports slower
+    than the NIC train its links down (:attr:`~aifabric.cluster.spec.ClusterSpec.nic_negotiated_note`), or
+    the GPU's own PCIe link bounds them (:attr:`~aifabric.cluster.spec.ClusterSpec.nic_host_link_note`)."""
+    if comm.n_domains <= 1 or best.bottleneck != SCALE_OUT:
+        return None
+    host = spec.nic_host_link_note if tm.nic_own_bytes_per_s > tm.nic_host_link_bytes_per_s else None
+    return "; ".join(n for n in (spec.nic_negotiated_note, host) if n) or None
 
 
 def _pick(evals: list[Cost], forced: bool) -> Cost:
@@ -275,7 +278,7 @@ def formula_collective(
     result = _result(op, message_bytes, comm, tm, best, evals)
     unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
     plugin = plugin_note(spec, tm, best.algorithm, user_env) if comm.n_ranks > 1 else None
-    host = _host_link_note(spec, tm, comm, best)
+    host = _nic_rate_note(spec, tm, comm, best)
     notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused, plugin, host) if s]
     result = replace(result, explanation=". ".join([result.explanation, *notes])) if notes else result
     return with_host_floor(result, gpus_per_thread, launch_s_per_gpu, ranks_per_node=comm.ranks_per_node)
