@@ -26,6 +26,7 @@ import pytest
 from tests.engines.test_cases_public import Point  # one public row, as the other blind checks have it
 from tests.engines.test_cases_public_amd_tpu2 import _gives_its_gap  # the same rule for a miss
 
+from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
 from aifabric.engines.formula import formula_collective
@@ -182,6 +183,26 @@ def test_800g_trays_beat_400g_trays_where_the_nics_bound() -> None:
     assert "connectx-8 at 800 Gb/s runs at 400 Gb/s" in trained_down.explanation  # and says why
 
 
+def test_eight_rubin_gpus_run_the_ring_as_nccls_tuner_prices_nvls() -> None:
+    # By hand, 8 Vera Rubin GPUs of one rack (catalogue nvlink6: 36 x 33.4 = 1202.4 GB/s a GPU), newest
+    # tables (2.30). search.cc: the one-node NVLS graph has one channel per head (minChannels = maxChannels =
+    # min(NCCL_MAX_NVLS_ARITY, 8) = 8), each at the highest sm100SpeedArrayIntra speed with (8 + 1) s <=
+    # 1202.4: its first, 90 GB/s. tuning.cc (cc >= 100 takes the Blackwell row): busBw = 8 x 90 x
+    # nvlsEfficiency 0.74 x 7/8 x 2 = 932.4, algbw x 8/14 = 532.8 GB/s; the ring graph 30 x 40 GB/s = 1200
+    # busBw, algbw 685.7. NCCL runs the ring at every size, though NVLS runs at 1202.4 x 0.74 x 7/8 = 778.6
+    # (busbw 1362.6 less its fill): the 90 GB/s ceiling of the NVLS graph's channels does not grow with
+    # the NVLink rate; the ring graph's does.
+    spec = preset("rubin-nvl72")
+    comm = Communicator.from_gpus(spec, list(range(8)))
+    picked = formula_collective("all_reduce", 16 * GiB, spec, comm)
+    nvls = formula_collective("all_reduce", 16 * GiB, spec, comm, algorithm="nvls")
+    assert picked.algorithm == "ring"
+    assert picked.busbw_bytes_per_s == pytest.approx(1200e9, rel=0.01)
+    assert nvls.busbw_bytes_per_s > picked.busbw_bytes_per_s
+    assert "8 channels (one per head) of 90 GB/s" in picked.explanation
+    assert "at 532.8 GB/s algbw" in picked.explanation
+
+
 def test_a_miss_gives_both_figures_and_its_gap() -> None:
     # the earlier round's rule: "measured vs predicted", and the gap in per cent or why none is asserted
     assert [key for key, why in MISSED.items() if not _gives_its_gap(why)] == []
@@ -215,12 +236,13 @@ MISSED = {
     ),
     "aicr vr200/rke2 runtime-nvls.yaml, Vera Rubin NVL72, 2 trays x 4 GPUs, all_reduce 16 GiB": (
         '"744.71 GB/s busbw at the 16 GiB message size" vs 1357.0 forced NVLS (1199.7 with the model\'s '
-        "own choice, ring): +82 %. The run is pre-GA hardware (R615 driver, DRA driver 0.5.0-dev) on NGC "
-        "pytorch:25.06, a CUDA 12 image that runs on Rubin through PTX JIT; NCCL has no Rubin entry (topo.h "
-        "gives every cudaCompCap >= 100 SM100_NVLINK_BW, 40.1 GB/s a link, up to v2.30.7-1), while the "
-        "catalogue's nvlink6 is the preliminary spec sheet (3,000 GB/s a GPU). The figure sits below "
-        "GB200's on 8 ranks (814.9). Not fixed: no measured Rubin NVLink rate is published yet "
-        f"({AICR_VR200})"
+        "own choice, ring, NCCL's tuner's: its NVLS graph's 8 channels of at most 90 GB/s price NVLS at "
+        "532.8 GB/s algbw, under the ring's 685.7): +82 %. The run is pre-GA hardware (R615 driver, DRA "
+        "driver 0.5.0-dev) on NGC pytorch:25.06, a CUDA 12 image that runs on Rubin through PTX JIT; NCCL "
+        "has no Rubin entry (topo.h gives every cudaCompCap >= 100 SM100_NVLINK_BW, 40.1 GB/s a link, up to"
+        " v2.30.7-1), while the catalogue's nvlink6 is the preliminary spec sheet (3,000 GB/s a GPU). The "
+        "figure sits below GB200's on 8 ranks (814.9). Not fixed: no measured Rubin NVLink rate is "
+        f"published yet ({AICR_VR200})"
     ),
     "aicr #1256, GB300 p6e-gb300r x 2, all_reduce 16 GiB over the network (NVLS and MNNVL off)": (
         '"nccl-all-reduce-bw-net 44.04 GB/s busbw" with "1 EFA attached of a maximum of 2" vs 74.9 (tree '

@@ -513,7 +513,8 @@ def _explanation(best: Cost, evals: list[Cost]) -> str:
 
 def _tuner_blind(best: Cost, runners_up: list[Cost]) -> str:
     """Why NCCL's pick ``best`` stands though a runner-up it also runs is faster: its tuner prices ``best``
-    below them, blind to what ``best`` pays that its tables do not hold (the NVLS pipeline fill).
+    below them, blind to what ``best`` pays that its tables do not hold (the NVLS pipeline fill) or pricing
+    a runner-up above what it runs at (one-domain NVLS on its own NVLS graph, whose why says how).
 
     NCCL picks on ``ncclTopoGetAlgoTime`` (src/graph/tuning.cc, v2.26.2-1): ``lat * latCount + nBytes /
     (1000 * bw)``, with no pipeline fill term; ``Cost.tuner_time_s`` is that price. Empty when no runner-up
@@ -523,10 +524,17 @@ def _tuner_blind(best: Cost, runners_up: list[Cost]) -> str:
     if not faster:
         return ""
     names = ", ".join(f"{_PAIR_NAME[e.algorithm, e.protocol]} {e.tuner_time_s * 1e6:.1f} us" for e in faster)
+    unseen = best.time_s - best.tuner_time_s
+    blind = [f"does not see the pipeline fill ({unseen * 1e6:.1f} us)"] if unseen > 0 else []
+    blind += [
+        f"prices {_PAIR_NAME[e.algorithm, e.protocol]} above the {e.time_s * 1e6:.1f} us it runs in ({e.why})"
+        for e in faster
+        if e.tuner_time_s > e.time_s
+    ]
     return (
         f". NCCL runs {_PAIR_NAME[best.algorithm, best.protocol]} though it is slower: NCCL's tuner prices "
         f"it at {best.tuner_time_s * 1e6:.1f} us (below {names}); the tuner (ncclTopoGetAlgoTime, tuning.cc) "
-        f"does not see the pipeline fill ({(best.time_s - best.tuner_time_s) * 1e6:.1f} us)"
+        + "; it ".join(blind or ["prices them on its own tables"])
     )
 
 
