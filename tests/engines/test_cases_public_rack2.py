@@ -26,6 +26,7 @@ import pytest
 from tests.engines.test_cases_public import Point  # one public row, as the other blind checks have it
 from tests.engines.test_cases_public_amd_tpu2 import _gives_its_gap  # the same rule for a miss
 
+from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
 from aifabric.engines.formula import formula_collective
@@ -138,6 +139,73 @@ def test_one_ici_link_bounds_every_ppermute() -> None:
     assert all(POINTS[k].busbw < 9e10 for k in ("marin v5p-8 ppermute 64 MiB", "marin v6e-8 ppermute 64 MiB"))
 
 
+def trays(accelerator: str, nic: str, nic_speed: str | None = None) -> ClusterSpec:
+    """Two compute trays of 4 GPUs, each tray its own NVLink domain (MNNVL off: the trays meet over the
+    scale-out NICs), one ``nic`` per GPU on InfiniBand, the leaf left to the spec (the fabric's default leaf
+    for the NIC's rate: QM9700 at 400 Gb/s, Q3400 at 800, ``catalog.default_leaf_switch``)."""
+    so = {"nic": nic, "fabric": "infiniband"} | ({} if nic_speed is None else {"nic_speed": nic_speed})
+    spec = {"accelerator": accelerator, "gpus_per_node": 4, "gpus": 8, "name": f"{accelerator}-trays"}
+    return ClusterSpec.model_validate(spec | {"scale_up": {"kind": "nvswitch", "gpus": 4}, "scale_out": so})
+
+
+#: One GPU's NIC, slowest first: 200, 400 Gb/s and ConnectX-8 at 400 (nic_speed) and at its own 800.
+NIC_LADDER = (("connectx-6", None), ("connectx-7", None), ("connectx-8", "400 Gb/s"), ("connectx-8", None))
+
+
+@pytest.mark.parametrize("op", ["all_reduce", "all_gather", "reduce_scatter", "all_to_all"])
+@pytest.mark.parametrize("size", [64 * 2**10, 64 * MiB, 16 * GiB])
+def test_more_nic_bandwidth_is_never_slower_across_gb300_trays(op: str, size: int) -> None:
+    # A physical invariant: every byte between the trays crosses their NICs, so a faster NIC (on a leaf
+    # that does not train it down) can only shorten the call
+    times = [formula_collective(op, size, trays("gb300", nic, speed)).time_s for nic, speed in NIC_LADDER]
+    assert all(fast <= slow * (1 + 1e-9) for slow, fast in zip(times, times[1:], strict=False)), times
+
+
+def test_800g_trays_beat_400g_trays_where_the_nics_bound() -> None:
+    # By hand, 16 GiB all_reduce over 2 trays x 4 GPUs, the trays joined only by their 4 NICs each.
+    # 400G (GB200, ConnectX-7 on QM9700): a tray's NICs carry 4 x 50 GB/s x 0.983 (payload, nics.yaml) =
+    # 196.6 GB/s a direction; the best algorithm (NVLS-tree: NCCL's tree moves S each way through a tray's
+    # NICs on 2 trays) reaches algbw 196.6, busbw x 2 (8 - 1) / 8 = 344.1 GB/s.
+    # 800G (GB300, ConnectX-8 on Quantum-X800 Q3400, 800 Gb/s ports): 4 x 100 x 0.983 = 393.2 GB/s; the
+    # NVLS-tree and tree are capped per channel (NCCL's perChMaxNVLSTreeBw / perChMaxTreeBw, Blackwell 2
+    # nodes), so NCCL's tuner runs the ring (test_cases_public_multi2), whose busbw is the tray's NICs:
+    # 393.2 GB/s (NVIDIA/aicr #1413 measured 387 on the same trays over 800G RoCE).
+    slow = formula_collective("all_reduce", 16 * GiB, trays("gb200", "connectx-7"))
+    fast = formula_collective("all_reduce", 16 * GiB, trays("gb300", "connectx-8"))
+    # the GPU reaches its ConnectX-8 over a PCIe Gen6 x16 link (Hot Chips 2025): 111.1 GB/s of DMA, above
+    # the NIC's 98.3 GB/s of payload, so the NIC, not the link, is the bound
+    assert trays("gb300", "connectx-8").nic_effective_bytes_per_s == pytest.approx(98.3e9)
+    assert slow.busbw_bytes_per_s == pytest.approx(344.1e9, rel=0.02)
+    assert fast.busbw_bytes_per_s == pytest.approx(393.2e9, rel=0.02)
+    assert fast.busbw_bytes_per_s > 1.1 * slow.busbw_bytes_per_s
+    # a ConnectX-8 on 400 Gb/s leaf ports trains to 400 (IBTA link training): no faster than ConnectX-7
+    eight_on_four = trays("gb300", "connectx-8").with_changes(**{"scale_out.switch": "quantum-2-qm9700"})
+    assert eight_on_four.nic_speed_bytes_per_s == pytest.approx(50e9)
+    trained_down = formula_collective("all_reduce", 16 * GiB, eight_on_four)
+    assert trained_down.busbw_bytes_per_s == pytest.approx(slow.busbw_bytes_per_s)
+    assert "connectx-8 at 800 Gb/s runs at 400 Gb/s" in trained_down.explanation  # and says why
+
+
+def test_eight_rubin_gpus_run_the_ring_as_nccls_tuner_prices_nvls() -> None:
+    # By hand, 8 Vera Rubin GPUs of one rack (catalogue nvlink6: 36 x 33.4 = 1202.4 GB/s a GPU), newest
+    # tables (2.30). search.cc: the one-node NVLS graph has one channel per head (minChannels = maxChannels =
+    # min(NCCL_MAX_NVLS_ARITY, 8) = 8), each at the highest sm100SpeedArrayIntra speed with (8 + 1) s <=
+    # 1202.4: its first, 90 GB/s. tuning.cc (cc >= 100 takes the Blackwell row): busBw = 8 x 90 x
+    # nvlsEfficiency 0.74 x 7/8 x 2 = 932.4, algbw x 8/14 = 532.8 GB/s; the ring graph 30 x 40 GB/s = 1200
+    # busBw, algbw 685.7. NCCL runs the ring at every size, though NVLS runs at 1202.4 x 0.74 x 7/8 = 778.6
+    # (busbw 1362.6 less its fill): the 90 GB/s ceiling of the NVLS graph's channels does not grow with
+    # the NVLink rate; the ring graph's does.
+    spec = preset("rubin-nvl72")
+    comm = Communicator.from_gpus(spec, list(range(8)))
+    picked = formula_collective("all_reduce", 16 * GiB, spec, comm)
+    nvls = formula_collective("all_reduce", 16 * GiB, spec, comm, algorithm="nvls")
+    assert picked.algorithm == "ring"
+    assert picked.busbw_bytes_per_s == pytest.approx(1200e9, rel=0.01)
+    assert nvls.busbw_bytes_per_s > picked.busbw_bytes_per_s
+    assert "8 channels (one per head) of 90 GB/s" in picked.explanation
+    assert "at 532.8 GB/s algbw" in picked.explanation
+
+
 def test_a_miss_gives_both_figures_and_its_gap() -> None:
     # the earlier round's rule: "measured vs predicted", and the gap in per cent or why none is asserted
     assert [key for key, why in MISSED.items() if not _gives_its_gap(why)] == []
@@ -171,12 +239,13 @@ MISSED = {
     ),
     "aicr vr200/rke2 runtime-nvls.yaml, Vera Rubin NVL72, 2 trays x 4 GPUs, all_reduce 16 GiB": (
         '"744.71 GB/s busbw at the 16 GiB message size" vs 1357.0 forced NVLS (1199.7 with the model\'s '
-        "own choice, ring): +82 %. The run is pre-GA hardware (R615 driver, DRA driver 0.5.0-dev) on NGC "
-        "pytorch:25.06, a CUDA 12 image that runs on Rubin through PTX JIT; NCCL has no Rubin entry (topo.h "
-        "gives every cudaCompCap >= 100 SM100_NVLINK_BW, 40.1 GB/s a link, up to v2.30.7-1), while the "
-        "catalogue's nvlink6 is the preliminary spec sheet (3,000 GB/s a GPU). The figure sits below "
-        "GB200's on 8 ranks (814.9). Not fixed: no measured Rubin NVLink rate is published yet "
-        f"({AICR_VR200})"
+        "own choice, ring, NCCL's tuner's: its NVLS graph's 8 channels of at most 90 GB/s price NVLS at "
+        "532.8 GB/s algbw, under the ring's 685.7): +82 %. The run is pre-GA hardware (R615 driver, DRA "
+        "driver 0.5.0-dev) on NGC pytorch:25.06, a CUDA 12 image that runs on Rubin through PTX JIT; NCCL "
+        "has no Rubin entry (topo.h gives every cudaCompCap >= 100 SM100_NVLINK_BW, 40.1 GB/s a link, up to"
+        " v2.30.7-1), while the catalogue's nvlink6 is the preliminary spec sheet (3,000 GB/s a GPU). The "
+        "figure sits below GB200's on 8 ranks (814.9). Not fixed: no measured Rubin NVLink rate is "
+        f"published yet ({AICR_VR200})"
     ),
     "aicr #1256, GB300 p6e-gb300r x 2, all_reduce 16 GiB over the network (NVLS and MNNVL off)": (
         '"nccl-all-reduce-bw-net 44.04 GB/s busbw" with "1 EFA attached of a maximum of 2" vs 74.9 (tree '
@@ -190,10 +259,11 @@ MISSED = {
     ),
     "nebius-solutions-library #1135, GB300 soak test (PyTorch all_reduce), 1 and 2 trays": (
         '"single-node NVLink 556 GB/s", "2-node MNNVL/NVLink 599 GB/s", "2-node InfiniBand GDR (4 rails) '
-        '246 GB/s" vs 720.6 (ring, 4 ranks), 812.0 (NVLS, 8 ranks) and 340.9 (NVLS tree over 4 x 400G a '
-        "tray) at 8 GiB: +30 / +36 / +39 %. The same ~1/3 gap on NVLink, MNNVL and InfiniBand points to the"
-        " harness (a soak loop at an unstated size, busbw by its own timing), not to a fabric; not asserted"
-        f" ({NEBIUS})"
+        '246 GB/s" vs 720.6 (ring, 4 ranks), 812.0 (NVLS, 8 ranks) and 392.1 (ring over the 4 ConnectX-8 '
+        "of a tray at 800G on the fabric's default Quantum-X800 leaf; 340.9 if 400G leaf ports cap them) at "
+        "8 GiB: +30 / +36 / +59 %. A gap of a third or more on NVLink, MNNVL and InfiniBand alike points to "
+        "the harness (a soak loop at an unstated size, busbw by its own timing; the rails' rate is not "
+        f"stated), not to a fabric; not asserted ({NEBIUS})"
     ),
     "ROCm rccl-usage-tips, MI300X in CPX mode: all_reduce over the 8 XCDs of one OAM": (
         '"optimized CPX mode, which peaks at ~340 GB/s with a single OAM" (rccl-tests) and "~170 GB/s" / '

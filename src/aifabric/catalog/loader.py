@@ -53,6 +53,7 @@ __all__ = [
     "catalog_names",
     "catalog_sources",
     "dci",
+    "default_leaf_switch",
     "nic",
     "optic",
     "optic_for_speed",
@@ -301,6 +302,7 @@ class SwitchSpec(_Entry):
     power_w: float = Field(ge=0, validation_alias="power")
     latency_s: float = Field(ge=0, validation_alias="latency")
     in_network_reduction: bool = False
+    default_leaf: bool = False  # a leaf a spec without a switch may get (:func:`default_leaf_switch`)
 
     @field_validator("port_speed_bytes_per_s", mode="before")
     @classmethod
@@ -685,6 +687,35 @@ def nic(key: str) -> NicSpec:
 def switch(key: str) -> SwitchSpec:
     """The switch ``key`` (e.g. ``"quantum-2-qm9700"``)."""
     return _get("switch", key)
+
+
+def default_leaf_switch(fabric: str, nic_bytes_per_s: float) -> str:
+    """The leaf switch a scale-out of ``fabric`` whose NICs run at ``nic_bytes_per_s`` (one NIC, per
+    direction) gets when its spec names none (catalogue key).
+
+    The slowest ``default_leaf`` switch of the fabric whose ports carry the NIC's full rate, else the fastest
+    of them: a link trains to the rate both ends support (IBTA link training, IEEE 802.3 clause 73), so a
+    leaf slower than the NIC would cut it to the leaf's rate. ConnectX-7 NDR gets the Quantum-2 QM9700 (64 x
+    400 Gb/s), ConnectX-8 XDR the Quantum-X800 Q3400 (144 x 800 Gb/s), the pairs of NVIDIA's DGX SuperPOD
+    reference designs; a faster NIC (ConnectX-9, 1.6 Tb/s) the fastest leaf, on which it runs at the
+    port's rate unless the spec splits it over ``planes``.
+
+    Raises ConfigError if the catalogue marks no leaf of that fabric.
+
+    >>> default_leaf_switch("infiniband", 400e9 / 8), default_leaf_switch("infiniband", 800e9 / 8)
+    ('quantum-2-qm9700', 'quantum-x800-q3400')
+    >>> default_leaf_switch("ethernet", 800e9 / 8), default_leaf_switch("infiniband", 1600e9 / 8)
+    ('spectrum-4-sn5600-800g', 'quantum-x800-q3400')
+    """
+    leaves = sorted(
+        (s.port_speed_bytes_per_s, key)
+        for key, s in _load("switch").items()
+        if s.default_leaf and s.fabric == fabric
+    )
+    if not leaves:
+        raise ConfigError(f"scale_out.fabric {fabric!r}: no default_leaf switch in the catalogue; name one")
+    fast_enough = [key for speed, key in leaves if speed >= nic_bytes_per_s * (1 - 1e-4)]
+    return fast_enough[0] if fast_enough else leaves[-1][1]
 
 
 def optic(key: str) -> OpticSpec:

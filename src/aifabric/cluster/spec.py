@@ -156,8 +156,9 @@ class ScaleOutSpec(_Strict):
     ``oversubscription`` gives down:up port ratios per tier boundary, leaf first (``[1]`` non-blocking
     two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core; ``'1:2'`` undersubscribes a tier, twice
     the ports up as down: Meta's rack switches). ``planes`` splits each NIC into that
-    many independent fabrics (multi-plane designs). ``switch`` is the leaf switch; ``spine_switch`` and
-    ``core_switch`` name other parts for the upper tiers (leaf QM9700, spine Q3400; default: ``switch``), each
+    many independent fabrics (multi-plane designs). ``switch`` is the leaf switch (default: the catalogue's
+    leaf for the fabric that carries the NIC's own rate, :attr:`leaf_switch`); ``spine_switch`` and
+    ``core_switch`` name other parts for the upper tiers (leaf QM9700, spine Q3400; default: the leaf's), each
     with its own radix, watts and parts line. ``radix`` overrides every tier's port count at the NIC's
     per-plane speed (default per tier: switch ports x port speed / link speed, i.e. breakout counted).
     ``nic_twin_port`` marks nodes whose NIC cages take twin-port modules (DGX H100: four OSFP cages, "a
@@ -195,7 +196,7 @@ class ScaleOutSpec(_Strict):
     nics_per_gpu: Int = Field(default=1, ge=1, le=MAX_PORTS)
     gpus_per_nic: Int = Field(default=1, ge=1, le=MAX_GPUS_PER_NODE)
     fabric: Literal["infiniband", "ethernet"] = "infiniband"
-    switch: SwitchKey = "quantum-2-qm9700"
+    switch: SwitchKey | None = None
     spine_switch: SwitchKey | None = None
     core_switch: SwitchKey | None = None
     radix: Int | None = Field(default=None, ge=4, le=MAX_RADIX)
@@ -244,10 +245,22 @@ class ScaleOutSpec(_Strict):
         return "roce-v2" if self.fabric == "ethernet" else "ib-verbs"
 
     @property
+    def leaf_switch(self) -> str:
+        """The leaf switch (catalogue key): ``switch``, else the fabric's default leaf for the NIC's own rate
+        (``nic_speed``, else the catalogue's; :func:`aifabric.catalog.default_leaf_switch`): a ConnectX-7
+        gets a Quantum-2 QM9700 (400 Gb/s ports), a ConnectX-8 a Quantum-X800 Q3400 (800 Gb/s), so a
+        faster NIC is not silently cabled to ports that train it down to the older one's rate."""
+        if self.switch is not None:
+            return self.switch
+        rate = self.nic_speed_bytes_per_s or catalog.nic(self.nic).line_rate_bytes_per_s
+        return catalog.default_leaf_switch(self.fabric, rate)
+
+    @property
     def tier_switches(self) -> dict[str, str]:
         """The switch of each tier, ``{"leaf": .., "spine": .., "core": ..}`` (catalogue keys)."""
-        spine = self.spine_switch or self.switch
-        return {"leaf": self.switch, "spine": spine, "core": self.core_switch or spine}
+        leaf = self.leaf_switch
+        spine = self.spine_switch or leaf
+        return {"leaf": leaf, "spine": spine, "core": self.core_switch or spine}
 
     @property
     def transport_key(self) -> str:
@@ -836,7 +849,7 @@ class ClusterSpec(_Strict):
         """Line rate of one port of the leaf switch, per direction, bytes/s (``switches.yaml``); 0 without a
         scale-out network."""
         so = self.scale_out
-        return 0.0 if so is None else catalog.switch(so.switch).port_speed_bytes_per_s
+        return 0.0 if so is None else catalog.switch(so.leaf_switch).port_speed_bytes_per_s
 
     @property
     def nic_speed_bytes_per_s(self) -> float:
@@ -864,8 +877,8 @@ class ClusterSpec(_Strict):
             return None
         return (
             f"{so.nic} at {nominal * 8 / 1e9:g} Gb/s runs at {self.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s: "
-            f"{so.switch}'s ports are {self.leaf_port_speed_bytes_per_s * 8 / 1e9:g} Gb/s and a link runs at "
-            "the slower end's rate (a switch with faster ports, or more planes, uses the NIC's)"
+            f"{so.leaf_switch}'s ports are {self.leaf_port_speed_bytes_per_s * 8 / 1e9:g} Gb/s and a link "
+            "runs at the slower end's rate (a switch with faster ports, or more planes, uses the NIC's)"
         )
 
     @property

@@ -16,6 +16,7 @@ from aifabric.catalog.nccl import (
     nvls_chunk_bytes,
     nvls_gather_tuner_algbw,
     nvls_heads,
+    nvls_search,
     nvls_tree_kernel_bw,
     nvls_tree_net_steps,
     nvls_tree_start_chunk,
@@ -399,6 +400,7 @@ def nvls_cost(
                 else ""
             )
             + _channel_first_words(tm, message_bytes, load)
+            + (_tuner_price_words(tm, g, alg) if comm.n_domains == 1 else "")
         )
 
     load = nvls_channel_load_bytes(tm, message_bytes, comm)
@@ -418,6 +420,29 @@ def _channel_first_words(tm: TierModel, message_bytes: float, load: float) -> st
     return (
         f"; NCCL {tm.nccl_version or tm.release.version}'s kernel fills a partial loop channel by channel "
         f"(all_reduce.h): its busiest carries what {load / 2**20:.3g} MiB spread over all would"
+    )
+
+
+def _tuner_price_words(tm: TierModel, g: int, alg: float) -> str:
+    """The ``why`` clause of :func:`nvls_cost` where NCCL's tuner prices one-domain NVLS below the rate it
+    runs at (:func:`nvls_tuner_price`), else empty: it prices the NVLS graph its search finds, ``h``
+    channels (one per head) of at most the architecture's top intra-node speed (``search.cc``
+    ``sm100SpeedArrayIntra`` on Blackwell and later: 90 GB/s), whatever the NVLink rate, while the ring
+    graph's channels grow with it.
+
+    8 x Rubin (nvlink6, 1202.4 GB/s): 8 x 90 x 0.74 x 7/8 x 8/7 = 532.8 GB/s, below the 778.5 NVLS runs
+    at and the ring graph's 30 x 40 x 8/14 = 685.7: NCCL's tuner runs the ring at every size.
+    """
+    price = nvls_tuner_price(tm, g)
+    if not 0 < price < alg * (1 - 1e-3):
+        return ""
+    heads, speed = nvls_search(tm.release, tm.arch, gpu_gbps=tm.intra_bytes_per_s / 1e9, local_gpus=g)
+    top = tm.release.search_speeds_intra[tuning_arch(tm.release, tm.arch)][0]
+    capped = ", the top of search.cc's intra-node speeds for the architecture," if speed >= top else ""
+    return (
+        f"; NCCL {tm.nccl_version or tm.release.version}'s tuner prices it on its own NVLS graph, {heads} "
+        f"channels (one per head) of {speed:g} GB/s{capped} at {price / 1e9:.1f} GB/s algbw (tuning.cc, "
+        f"nvlsEfficiency {tm.nvls_efficiency}), below the {alg / 1e9:.1f} it runs at"
     )
 
 

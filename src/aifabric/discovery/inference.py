@@ -217,7 +217,7 @@ def _scale_out_dict(
         "nic": nic_for_speed(speed_bytes_per_s),
         "nic_speed": f"{speed_bytes_per_s * 8 / 1e9:g} Gb/s",
         "fabric": "infiniband",
-        "switch": "quantum-2-qm9700" if speed_bytes_per_s <= 50e9 * 1.0001 else "quantum-x800-q3400",
+        "switch": catalog.default_leaf_switch("infiniband", speed_bytes_per_s),
         "tiers": 2,
         **_nic_sharing(instance.nics if instance is not None else None, gpus_per_node),
     }

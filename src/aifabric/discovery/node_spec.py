@@ -357,7 +357,7 @@ def _node_spec_data(
             "nics_per_gpu": nics_per_gpu,
             "gpus_per_nic": gpus_per_nic,
             "fabric": layout.fabric or "infiniband",
-            "switch": _switch(layout.fabric or "infiniband", speed),
+            "switch": catalog.default_leaf_switch(layout.fabric or "infiniband", speed),
             "tiers": 2,
         },
         "front_end": None,
@@ -386,12 +386,6 @@ def _scale_out_notes(layout: NodeLayout, speed: float, nics_per_gpu: int, gpus_p
     if layout.cpu_vendor is None:
         notes.append("CPU vendor not in the input: Intel assumed (NCCL's network overheads)")
     return notes
-
-
-def _switch(fabric: str, speed: float) -> str:
-    if fabric == "ethernet":
-        return "spectrum-4-sn5600-400g" if speed <= 50e9 * 1.0001 else "spectrum-4-sn5600-800g"
-    return "quantum-2-qm9700" if speed <= 50e9 * 1.0001 else "quantum-x800-q3400"
 
 
 def gdr_network_factor(

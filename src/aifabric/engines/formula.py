@@ -113,11 +113,14 @@ _PAIR_NAME = {(a, p): f"{a.value}/{p.value}" for a in Algorithm for p in Protoco
 _NCCL_RUNS = {a: spec.nccl for a, spec in ALGORITHMS.items()}
 
 
-def _host_link_note(spec: ClusterSpec, tm: TierModel, comm: Communicator, best: Cost) -> str | None:
-    """Why the scale-out runs below its NICs when the GPU's own PCIe link bounds them
-    (:attr:`~aifabric.cluster.spec.ClusterSpec.nic_host_link_note`) and the network sets the time."""
-    bound = tm.nic_own_bytes_per_s > tm.nic_host_link_bytes_per_s
-    return spec.nic_host_link_note if bound and comm.n_domains > 1 and best.bottleneck == SCALE_OUT else None
+def _nic_rate_note(spec: ClusterSpec, tm: TierModel, comm: Communicator, best: Cost) -> str | None:
+    """Why the scale-out runs below its NICs' own rate when the network sets the time: leaf ports slower
+    than the NIC train its links down (:attr:`~aifabric.cluster.spec.ClusterSpec.nic_negotiated_note`), or
+    the GPU's own PCIe link bounds them (:attr:`~aifabric.cluster.spec.ClusterSpec.nic_host_link_note`)."""
+    if comm.n_domains <= 1 or best.bottleneck != SCALE_OUT:
+        return None
+    host = spec.nic_host_link_note if tm.nic_own_bytes_per_s > tm.nic_host_link_bytes_per_s else None
+    return "; ".join(n for n in (spec.nic_negotiated_note, host) if n) or None
 
 
 def _pick(evals: list[Cost], forced: bool) -> Cost:
@@ -276,7 +279,7 @@ def formula_collective(
     best = _pick(evals, forced is not None)
     unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
     plugin = plugin_note(spec, tm, best.algorithm, user_env) if comm.n_ranks > 1 else None
-    host = _host_link_note(spec, tm, comm, best)
+    host = _nic_rate_note(spec, tm, comm, best)
     notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused, plugin, host) if s]
     result = _result(op, message_bytes, comm, tm, best, evals, notes)
     return with_host_floor(result, gpus_per_thread, launch_s_per_gpu, ranks_per_node=comm.ranks_per_node)
@@ -550,7 +553,8 @@ def _explanation(best: Cost, evals: list[Cost]) -> str:
 
 def _tuner_blind(best: Cost, runners_up: list[Cost]) -> str:
     """Why NCCL's pick ``best`` stands though a runner-up it also runs is faster: its tuner prices ``best``
-    below them, blind to what ``best`` pays that its tables do not hold (the NVLS pipeline fill).
+    below them, blind to what ``best`` pays that its tables do not hold (the NVLS pipeline fill) or pricing
+    a runner-up above what it runs at (one-domain NVLS on its own NVLS graph, whose why says how).
 
     NCCL picks on ``ncclTopoGetAlgoTime`` (src/graph/tuning.cc, v2.26.2-1): ``lat * latCount + nBytes /
     (1000 * bw)``, with no pipeline fill term; ``Cost.tuner_time_s`` is that price. Empty when no runner-up
@@ -560,10 +564,17 @@ def _tuner_blind(best: Cost, runners_up: list[Cost]) -> str:
     if not faster:
         return ""
     names = ", ".join(f"{_PAIR_NAME[e.algorithm, e.protocol]} {e.tuner_time_s * 1e6:.1f} us" for e in faster)
+    unseen = best.time_s - best.tuner_time_s
+    blind = [f"does not see the pipeline fill ({unseen * 1e6:.1f} us)"] if unseen > 0 else []
+    blind += [
+        f"prices {_PAIR_NAME[e.algorithm, e.protocol]} above the {e.time_s * 1e6:.1f} us it runs in ({e.why})"
+        for e in faster
+        if e.tuner_time_s > e.time_s
+    ]
     return (
         f". NCCL runs {_PAIR_NAME[best.algorithm, best.protocol]} though it is slower: NCCL's tuner prices "
         f"it at {best.tuner_time_s * 1e6:.1f} us (below {names}); the tuner (ncclTopoGetAlgoTime, tuning.cc) "
-        f"does not see the pipeline fill ({(best.time_s - best.tuner_time_s) * 1e6:.1f} us)"
+        + "; it ".join(blind or ["prices them on its own tables"])
     )
 
 
