@@ -231,13 +231,14 @@ ROWS: dict[str, Row] = {
     # operators one kernel each (TITAN_EAGER).
     "torchtitan Llama 3 70B 64 A100 FSDP b1 full AC": Row(
         LLAMA3_70B, a100(64), fsdp(64, 1, 64, "full"), 331, TITAN_EAGER
-    ),  # model 321 (341 with fused kernels)
+    ),  # model 314 (321 before FSDP2's copies; 341 with fused kernels)
     "torchtitan Llama 3 8B 64 A100 FSDP b1 selective op": Row(
         LLAMA3_8B, a100(64), fsdp(64, 1, 64, "selective"), 2973, TITAN_EAGER
-    ),  # model 2967 (-0.2 %; 3342 with fused kernels; 3115 with Megatron's selective recompute, which
-    # repeats the attention core, not the element-wise operators). torchtitan's 'selective op' AC saves the
-    # SDPA output and every other matmul output and recomputes the rest: wk, wo and w3 (159.4 MFLOP per
-    # token, against the core's 134.2) and every element-wise operator of the layer, eager
+    ),  # model 2899 (-2.5 %; 2967 before FSDP2's copies; 3342 with fused kernels; 3115 with Megatron's
+    # selective recompute, which repeats the attention core, not the element-wise operators). torchtitan's
+    # 'selective op' AC saves the SDPA output and every other matmul output and recomputes the rest: wk, wo
+    # and w3 (159.4 MFLOP per token, against the core's 134.2) and every element-wise operator of the layer,
+    # eager
     # fms-fsdp README: "| 34b | 128 * A100 | FSDP | True | 8 | **772 token/gpu/sec** |" (sequence 4,096).
     "fms-fsdp Llama 2 34B 128 A100 FSDP b8 AC": Row(LLAMA2_34B, fms_cluster, fsdp(128, 8, 1024, "full"), 772),
     # model 741
@@ -424,12 +425,14 @@ MISSED: dict[str, tuple[Row, str]] = {
     # (128 GPUs); Llama 3.1 8B, local batch 2, sequence 8,192, selective AC, eager, BF16. 96 GB H100.
     "torchtitan Llama 3.1 8B 8 H100 FSDP b2 selective": (
         Row(LLAMA3_8B, h100(8), fsdp(8, 2, 16, "selective"), 5762, {**_NO_MEM, **TITAN_EAGER}),
-        f"5762 vs 7882 (+37 %; 9450 with fused kernels; 8255 with Megatron's selective recompute, 11439 "
+        f"5762 vs 7747 (+34 %; 7882 before FSDP2's copies; 9450 with fused kernels; 8255 with Megatron's "
+        f"selective recompute, 11439 "
         f"before the power limit and with it); {TITAN_H100}",
     ),
     "torchtitan Llama 3.1 8B 128 H100 FSDP b2 selective": (
         Row(LLAMA3_8B, h100(128), fsdp(128, 2, 256, "selective"), 5605, {**_NO_MEM, **TITAN_EAGER}),
-        f"5605 vs 7878 (+41 %; 9444 with fused kernels; 8251 with Megatron's selective recompute, 11437 "
+        f"5605 vs 7743 (+38 %; 7878 before FSDP2's copies; 9444 with fused kernels; 8251 with Megatron's "
+        f"selective recompute, 11437 "
         f"before the power limit and with it); {TITAN_H100}",
     ),
     # torchtitan @eaea6f6 Table 5: Llama 3.1 405B, 512 GPUs (FSDP 8, TP 8, PP 8), local batch 32, global
