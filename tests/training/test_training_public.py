@@ -46,7 +46,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.package_data import load_package_yaml
 from aifabric.training import ParallelLayout, StepModel, get_model
 from aifabric.training.efficiency import compute_profile
-from aifabric.training.models import ModelSpec
+from aifabric.training.models import BytesPerParam, ModelSpec
 from aifabric.training.step import StepOptions
 
 DATA = Path(__file__).parent / "data"
@@ -169,6 +169,19 @@ def megatron(
 _NO_MEM = {"check_memory": False}
 _MEGATRON_FP8 = {"fp8": True, "tp_comm_overlap": True, "check_memory": False}
 _FP8 = {"fp8": True, "check_memory": False}
+#: Megatron-Bridge's FP8 recipes gather FP8 parameters and reduce bf16 gradients: NVIDIA-NeMo/Megatron-Bridge
+#: v0.1.0rc4 (25.09) and v0.2.0 (25.11) ``src/megatron/bridge/training/mixed_precision.py``
+#: (``bf16_with_fp8_current_scaling_mixed`` and ``bf16_with_fp8_delayed_scaling_mixed``: ``fp8_param_gather =
+#: True``) and ``scripts/performance`` (``grad_reduce_in_fp32: false``). Megatron-FSDP then shards and
+#: gathers the FP8 weights (1 byte), with no per-gather cast.
+MB_FP8_PARAMS = BytesPerParam(grads=2, gathered=1)
+
+
+def mb_fp8(model: ModelSpec) -> ModelSpec:
+    """``model`` with Megatron-Bridge's FP8 parameter gather and bf16 gradients (:data:`MB_FP8_PARAMS`)."""
+    return dataclasses.replace(model, bytes_per_param=MB_FP8_PARAMS)
+
+
 _LLAMA3 = {"tp_comm_overlap": True, "embedding_chunks": True}
 #: torchtitan without torch.compile: Meta's Llama code in eager PyTorch (aifabric.training.elementwise), and
 #: its op-level selective checkpointing and upcast loss (aifabric.training.memory.FRAMEWORKS).
@@ -218,13 +231,14 @@ ROWS: dict[str, Row] = {
     # operators one kernel each (TITAN_EAGER).
     "torchtitan Llama 3 70B 64 A100 FSDP b1 full AC": Row(
         LLAMA3_70B, a100(64), fsdp(64, 1, 64, "full"), 331, TITAN_EAGER
-    ),  # model 321 (341 with fused kernels)
+    ),  # model 314 (321 before FSDP2's copies; 341 with fused kernels)
     "torchtitan Llama 3 8B 64 A100 FSDP b1 selective op": Row(
         LLAMA3_8B, a100(64), fsdp(64, 1, 64, "selective"), 2973, TITAN_EAGER
-    ),  # model 2967 (-0.2 %; 3342 with fused kernels; 3115 with Megatron's selective recompute, which
-    # repeats the attention core, not the element-wise operators). torchtitan's 'selective op' AC saves the
-    # SDPA output and every other matmul output and recomputes the rest: wk, wo and w3 (159.4 MFLOP per
-    # token, against the core's 134.2) and every element-wise operator of the layer, eager
+    ),  # model 2899 (-2.5 %; 2967 before FSDP2's copies; 3342 with fused kernels; 3115 with Megatron's
+    # selective recompute, which repeats the attention core, not the element-wise operators). torchtitan's
+    # 'selective op' AC saves the SDPA output and every other matmul output and recomputes the rest: wk, wo
+    # and w3 (159.4 MFLOP per token, against the core's 134.2) and every element-wise operator of the layer,
+    # eager
     # fms-fsdp README: "| 34b | 128 * A100 | FSDP | True | 8 | **772 token/gpu/sec** |" (sequence 4,096).
     "fms-fsdp Llama 2 34B 128 A100 FSDP b8 AC": Row(LLAMA2_34B, fms_cluster, fsdp(128, 8, 1024, "full"), 772),
     # model 741
@@ -233,10 +247,15 @@ ROWS: dict[str, Row] = {
     # the H100's attention core at FlashAttention-2's measured rate (TE_ATTENTION below). Memory not
     # checked: the tables give no recompute or offload setting.
     # Megatron-Bridge 25.09, DGX-H100: "| LLAMA3_8B | 8 | 128 | 1 | 8192 | 8 | 1 | 1 | 1 | n/a | 1 | 16 |
-    # 14079 | 725 |" (FSDP 8).
+    # 14079 | 725 |" (FSDP 8). The recipe (Megatron-Bridge v0.1.0rc4 scripts/performance/run_script.py) turns
+    # gradient-accumulation fusion off for Megatron-FSDP at 8B and 70B.
     "Megatron-Bridge 25.09 Llama 3 8B 8 H100 FSDP fp8": Row(
-        LLAMA3_8B, h100(8), fsdp(8, 1, 128, "none"), 14079, _FP8
-    ),  # model 13249 (15256 before the power limit and the attention figure)
+        mb_fp8(LLAMA3_8B),
+        h100(8),
+        fsdp(8, 1, 128, "none"),
+        14079,
+        {**_FP8, "gradient_accumulation_fusion": False},
+    ),  # model 13330 (12543 gathering bf16 and casting per gather; 13249 before the weight passes)
     # NeMo 24.07: "| GPT3-175B | 512 | 2048 | 2 | 2048 | 4 | 8 | 1 | 6 | 782 | 842 |".
     "NeMo 24.07 GPT-3 175B 512 H100 TP4 PP8 VP6 fp8": Row(
         get_model("gpt3-175b"), h100(512), megatron(4, 8, 16, 6, 2, 2048), 782, _MEGATRON_FP8
@@ -280,12 +299,12 @@ ROWS: dict[str, Row] = {
     # recompute; of the model's settings only full recomputation fits 186 GB (none and selective need 334 GB
     # per GPU, 277 GB of it activations), so the row runs it with the memory check on.
     "Megatron-Bridge 25.09 Llama 3.1 405B 128 GB200 FSDP64 TP2 fp8": Row(
-        LLAMA3_405B,
+        mb_fp8(LLAMA3_405B),
         gb200_racks(2),
         fsdp(64, 1, 64, "full", tp=2, sequence_parallel=True),
         729,
         {"fp8": True, "tp_comm_overlap": True},
-    ),  # model 711 (730 before the userbuffer chunks, 745 before the power limit)
+    ),  # model 712 (711 with bf16 gathers before the weight passes; 730 before the userbuffer chunks)
     # Megatron-Bridge 25.11, DGX-GB200 (performance-summary-archive.md, "25.11 NeMo Container"):
     # "| LLAMA3.1_405B | 256 | FP8-CS | 1536 | 1 | 8192 | 0 | 4 | 16 | 1 | 4 | 1 | 384 | 813 | 2053 |".
     "Megatron-Bridge 25.11 Llama 3.1 405B 256 GB200 (4 racks) TP4 PP16 VP4 fp8": Row(
@@ -295,13 +314,19 @@ ROWS: dict[str, Row] = {
     # 1 (4) | 1 | 1 (5) | 1 | 1 (16) | 3986 (3546) |" and "| LLAMA3_70B | 64 | FP8-CS | 256 | 2 | 8192 | 64 |
     # 1 | 1 | 1 | 1 | 1 | 2 | 4312 | 1937 |": FSDP over 64 GPUs of one NVL72 rack. No recompute setting is
     # given; as for the 405B row, full recomputation is the only one of the model's that fits (none and
-    # selective need 392 GB per GPU).
+    # selective need 392 GB per GPU). What the recipes ran instead (Megatron-Bridge v0.1.0rc4 scripts/
+    # performance/configs/llama3/llama3_70b_llm_pretrain.yaml, gb200 fp8_cs, and v0.2.0 workload_base_configs
+    # LLAMA3_70B_GB200_FP8_CS_BASE_CONFIG): no recomputation, the activations of 40 of the 80 layers
+    # offloaded to the Grace CPU (cpu_offloading_num_layers 40), which the model does not have, and
+    # gradient-accumulation fusion off (-15.3 % for the 25.11 row with it). Timed with the recipes' own
+    # layout (recompute none, fusion off, memory unchecked), the model runs ahead: 4834 (+21.2 %) and 4834
+    # (+12.1 %); the 405B row's recipe (95 of 126 layers offloaded) gives 931 (+27.8 %).
     "Megatron-Bridge 25.09 Llama 3 70B 64 GB200 FSDP fp8": Row(
-        LLAMA3_70B, gb200_racks(1), fsdp(64, 2, 128, "full"), 3986, {"fp8": True}
-    ),  # model 3676 (-8 %; 3800 before the power limit)
+        mb_fp8(LLAMA3_70B), gb200_racks(1), fsdp(64, 2, 128, "full"), 3986, {"fp8": True}
+    ),  # model 3679 (-7.7 %; 3676 with bf16 gathers before the weight passes, 3800 before the power limit)
     "Megatron-Bridge 25.11 Llama 3 70B 64 GB200 FSDP fp8": Row(
-        LLAMA3_70B, gb200_racks(1), fsdp(64, 2, 256, "full"), 4312, {"fp8": True}
-    ),  # model 3678 (-14.7 %; 3802 before): the release moved 8 % between the two rows, the layout did not
+        mb_fp8(LLAMA3_70B), gb200_racks(1), fsdp(64, 2, 256, "full"), 4312, {"fp8": True}
+    ),  # model 3681 (-14.6 %; 3678 before): the release moved 8 % between the two rows, the layout did not
     # ---- Llama 3 paper (Dubey et al. 2024, arXiv:2407.21783), Table 4: "8,192 | 8 | 1 | 16 | 64 | 8,192 |
     # 32 | 16M | 430 | 43%", "16,384 | 8 | 1 | 16 | 128 | 8,192 | 16 | 16M | 400 | 41%" (TP, CP, PP, DP,
     # sequence, batch per DP rank, tokens per batch, TFLOPs/GPU, BF16 MFU). Sec. 3.3.2 sets the pipeline: "we
@@ -400,12 +425,14 @@ MISSED: dict[str, tuple[Row, str]] = {
     # (128 GPUs); Llama 3.1 8B, local batch 2, sequence 8,192, selective AC, eager, BF16. 96 GB H100.
     "torchtitan Llama 3.1 8B 8 H100 FSDP b2 selective": (
         Row(LLAMA3_8B, h100(8), fsdp(8, 2, 16, "selective"), 5762, {**_NO_MEM, **TITAN_EAGER}),
-        f"5762 vs 7882 (+37 %; 9450 with fused kernels; 8255 with Megatron's selective recompute, 11439 "
+        f"5762 vs 7747 (+34 %; 7882 before FSDP2's copies; 9450 with fused kernels; 8255 with Megatron's "
+        f"selective recompute, 11439 "
         f"before the power limit and with it); {TITAN_H100}",
     ),
     "torchtitan Llama 3.1 8B 128 H100 FSDP b2 selective": (
         Row(LLAMA3_8B, h100(128), fsdp(128, 2, 256, "selective"), 5605, {**_NO_MEM, **TITAN_EAGER}),
-        f"5605 vs 7878 (+41 %; 9444 with fused kernels; 8251 with Megatron's selective recompute, 11437 "
+        f"5605 vs 7743 (+38 %; 7878 before FSDP2's copies; 9444 with fused kernels; 8251 with Megatron's "
+        f"selective recompute, 11437 "
         f"before the power limit and with it); {TITAN_H100}",
     ),
     # torchtitan @eaea6f6 Table 5: Llama 3.1 405B, 512 GPUs (FSDP 8, TP 8, PP 8), local batch 32, global

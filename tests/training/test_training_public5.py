@@ -59,7 +59,7 @@ from tests.training.test_training_public4 import GPT2_XL, gpt2_xl_tokens
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.training import get_model
-from aifabric.training.models import ModelSpec
+from aifabric.training.models import BytesPerParam, ModelSpec
 
 
 def nemo_gpt3(layers: int, hidden: int, heads: int) -> ModelSpec:
@@ -119,6 +119,8 @@ NEMO_FP8_UB = {**NEMO_FP8, "tp_comm_overlap": True}
 #: torchtitan's H100s are 96 GB parts (the pull request's 86.17 % of 95 GiB): memory not checked against the
 #: catalogue's 80 GB H100.
 TITAN_H100 = {"framework": "torchtitan", "check_memory": False}
+#: NeMo 25.04's Megatron-FSDP recipe reduces bf16 gradients (``grad_reduce_in_fp32 = False``).
+NEMO_FSDP_70B = dataclasses.replace(LLAMA3_70B, bytes_per_param=BytesPerParam(grads=2))
 #: The same without torch.compile: the Llama code's eager element-wise operators.
 TITAN_H100_EAGER = {**TITAN_H100, "elementwise": "llama-eager"}
 
@@ -186,6 +188,25 @@ ROWS: dict[str, Row] = {
     "NeMo 25.04 GPT-3 175B 128 GB200 TP4 PP4 VP12 fp8": Row(
         GPT3_175B, gb200_racks(2), nemo(4, 4, 8, 12, 2, 256), 1804, NEMO_FP8_UB
     ),  # model 1912 (+6.0 %)
+    # NeMo 25.04, DGX-GB200: "| LLAMA3-70B | 64 | 128 | 1 | 8192 | 1 | 1 | 1 | 1 | 1 | 1 | 2 | 4035 | 1943 |":
+    # Megatron-Core FSDP over all 64 GPUs, no TP/PP, 2 microbatches. NVIDIA/NeMo v2.3.0 (25.04)
+    # scripts/performance: model_configs_gb200.csv, row "pre_train,llama3,70b,gb200,fp8" (use_mcore_fsdp 1,
+    # recompute_layers 0, activation_offload_layers 0) and utils.py (FSDP: gradient_accumulation_fusion False,
+    # fp8_param_gather False, grad_reduce_in_fp32 False): bf16 gathers cast to FP8 at every gather, bf16
+    # gradients copied into the FSDP buffer.
+    "NeMo 25.04 Llama 3 70B 64 GB200 FSDP fp8": Row(
+        NEMO_FSDP_70B,
+        gb200_racks(1),
+        {**fsdp(64, 1, "none"), "global_batch_size": 128},
+        4035,
+        {**NEMO_FP8, "gradient_accumulation_fusion": False},
+    ),  # model 4591 (+13.8 %; 4860 before the weight casts per gather and the gradient copy, 1 microbatch)
+    # torchtitan #1690: "1) local batch size=2, FSDP=8, full AC" with torch.compile: "tps: 1,874".
+    "torchtitan Qwen3-32B 8 H100 FSDP b2 full compile": Row(
+        QWEN3_32B, h100(8), fsdp(8, 2, "full"), 1874, TITAN_H100
+    ),  # model 2074 (+10.7 %; 2158 before FSDP2's copy-out of every gather and copy-in of every gradient):
+    # torchtitan's H100s are 96 GB HBM2e parts at a 500 W limit (the torchtitan performance page's Grand
+    # Teton), the catalogue's H100 the 700 W HBM3 part
 }
 
 #: Why the NeMo H100 FP8 rows run fast in the model (every one of them high, 8-24 %).
@@ -217,15 +238,6 @@ MISSED: dict[str, tuple[Row, str]] = {
     "NeMo 24.12 GPT-3 175B 128 H100 TP4 PP8 VP6 fp8": (
         Row(GPT3_175B, h100(128), nemo(4, 8, 4, 6, 1, 256), 716, NEMO_FP8_UB),
         f"716 vs 827 (+15.5 %): {NEMO_H100_FP8}",
-    ),
-    # NeMo 25.04, DGX-GB200: "| LLAMA3-70B | 64 | 128 | 1 | 8192 | 1 | 1 | 1 | 1 | 1 | 1 | 2 | 4035 | 1943 |":
-    # Megatron-Core FSDP over all 64 GPUs, no TP/PP.
-    "NeMo 25.04 Llama 3 70B 64 GB200 FSDP fp8": (
-        Row(LLAMA3_70B, gb200_racks(1), fsdp(64, 1, "none"), 4035, NEMO_FP8),
-        "4035 vs 4860 (+20.4 %): Megatron-Core's FSDP (custom FSDP, parameters gathered per layer in BF16 "
-        "from FP8-cast shards) is modelled as ZeRO-3 with one layer prefetched and the gathers hidden behind "
-        "compute on the 64-GPU NVLink domain; its FP8 weight casts per gather and the unhidden gather of the "
-        "first layer of every microbatch are not charged",
     ),
     # "| LLAMA3-405B | 128 | 64 | 1 | 8192 | 0 | 4 | 8 | 2 | 8 | 1 | 32 | 665 | 1763 |"
     "NeMo 25.04 Llama 3 405B 128 GB200 TP4 PP8 CP2 VP8 fp8": (
@@ -268,26 +280,28 @@ MISSED: dict[str, tuple[Row, str]] = {
         "the issue's title gives ROCm Transformer Engine's FP8 before the thread's PR #66 as 25 % slower "
         "than BF16, which the model cannot reproduce",
     ),  # fmt: skip
-    # torchtitan #1690: "1) local batch size=2, FSDP=8, full AC" with torch.compile: "tps: 1,874".
-    "torchtitan Qwen3-32B 8 H100 FSDP b2 full compile": (
-        Row(QWEN3_32B, h100(8), fsdp(8, 2, "full"), 1874, TITAN_H100),
-        "1874 vs 2158 (+15.2 %): torchtitan's H100s are 96 GB HBM2e parts at a 500 W limit (the torchtitan "
-        "performance page's Grand Teton), the catalogue's H100 the 700 W HBM3 part",
-    ),
     # "| 16 (64) | 4096 | fsdp 4, tp 8 | Full AC ... tps: 876" (no compile).
     "torchtitan Qwen3-32B 32 H100 FSDP4 TP8 b16 full eager": (
         Row(QWEN3_32B, h100(32), fsdp(4, 16, "full", tp=8), 876, TITAN_H100_EAGER),
-        "876 vs 1481 (+69 %): TP 8 in torchtitan is DTensor's synchronous tensor parallelism (no async TP "
+        "876 vs 1476 (+68.5 %; 1481 before FSDP2's copies): TP 8 in torchtitan is DTensor's synchronous "
+        "tensor parallelism (no async TP "
         "without torch.compile): every all-gather and reduce-scatter of the sequence-parallel layer waits, "
         "and DTensor's dispatch runs on the host per operator; the model overlaps neither but charges NCCL's "
         "NVLink rate and no host time",
     ),
     # pith-train #79: torchtitan, FSDP 8, EP 1, MBS 8, GBS 64, selective AC, compiled: "19.41k, 19.53k, and
     # 19.52k tokens/s/GPU". The model's torchtitan checkpointing is for dense layers: no recompute, memory
-    # off.
+    # off; torchtitan's FSDP2 copies charged.
     "torchtitan Qwen3-30B-A3B 8 B200 FSDP b8 bf16": (
-        Row(QWEN3_30B_8K, b200(8), fsdp(8, 8, "none"), 19520, {"check_memory": False}),
-        "19520 vs 31616 (+62 %): 128 experts of width 768 on every GPU (EP 1) run as torchtitan's grouped "
+        Row(
+            QWEN3_30B_8K,
+            b200(8),
+            fsdp(8, 8, "none"),
+            19520,
+            {"check_memory": False, "framework": "torchtitan"},
+        ),
+        "19520 vs 30829 (+57.9 %; 31616 before FSDP2's copies of the 30.5 B parameters every microbatch): "
+        "128 experts of width 768 on every GPU (EP 1) run as torchtitan's grouped "
         "GEMM over 8 x 8,192 tokens routed 8 ways; the model times each expert's share as one dense product "
         "of the table's best-shape rate class, and charges no router, permutation or load imbalance without "
         "expert parallelism",

@@ -177,6 +177,12 @@ class TrainingFramework:
         runs again in the backward pass. None: kept on every GPU.
     keeps_attention : bool, default True
         Whether the op-level policy keeps the attention output on the GPU at hand (:meth:`on_architecture`).
+    fsdp_copies : bool, default False
+        Whether its ZeRO-3 copies parameters and gradients in and out of the collectives' flat buffers
+        (PyTorch FSDP2, per-parameter sharding: each gathered buffer copied out into the parameters, each
+        gradient copied into the reduce-scatter buffer; :meth:`aifabric.training.step.StepModel.
+        weight_pass_bytes`). False: parameters and gradients are views of the buffers (Megatron-FSDP,
+        PyTorch FSDP1's flat parameter).
     """
 
     name: str
@@ -185,6 +191,7 @@ class TrainingFramework:
     source: str
     unsaved_attention_from_sm: int | None = None
     keeps_attention: bool = True
+    fsdp_copies: bool = False
 
     def on_architecture(self, arch: str) -> TrainingFramework:
         """This framework on a GPU of architecture ``arch`` (an accelerator's ``arch``): ``keeps_attention``
@@ -206,7 +213,11 @@ _TORCHTITAN = TrainingFramework(
     "fp32 tensor (4V): 12 V bytes per token at the loss's backward peak (the forward holds 2V bf16 "
     "logits + 4V upcast + 4V log-softmax = 10V). Selective: parallelize_llama.py's op-level policy, "
     "every SDPA kernel in its save list since b39377f (2025-12-01, 'add all SDPA backends to "
-    "op_sac_save_list')",
+    "op_sac_save_list'). ZeRO-3 is FSDP2's fully_shard (torch/distributed/fsdp/_fully_shard/"
+    "_fsdp_collectives.py: foreach_all_gather_copy_out copies the gathered buffer into the parameters "
+    "with split_with_sizes_copy, foreach_reduce_scatter_copy_in the gradients into the reduce-scatter "
+    "buffer with chunk_cat, in the reduce dtype)",
+    fsdp_copies=True,
 )
 
 #: Framework name -> what it keeps (the ``framework`` option of :func:`memory_breakdown`).

@@ -42,7 +42,11 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
   once after the last microbatch (ZeRO 0/1: full gradient buffer) or after every microbatch (ZeRO-2: a
   gradient shard only). ZeRO-3/FSDP: each layer's parameters gathered before its forward and its backward
   and its gradients reduce-scattered after, every microbatch, prefetched one layer ahead
-  (``zero3_prefetch_layers``); the first gather and the last reduce-scatter are exposed.
+  (``zero3_prefetch_layers``); the first gather and the last reduce-scatter are exposed. Each gather of
+  16-bit weights under FP8 is cast again, and FSDP2 (``framework``) copies every gathered buffer out into
+  the parameters and every gradient into its reduce-scatter buffer, memory-bound passes over the
+  parameters at HBM speed (:meth:`StepModel.weight_pass_bytes`), as is Megatron's gradient copy without
+  ``gradient_accumulation_fusion``.
 - **Overlap is not free**: while a collective overlaps compute, its NCCL kernel holds ``comm_sms`` of the
   GPU's SMs (``presets/compute.yaml``), so the compute runs that share slower (:func:`overlapped_s`).
 - **Optimizer**: Adam reads and writes 30 bytes per parameter of its shard (fp32 master, two moments,
@@ -59,7 +63,8 @@ table (A100, Blackwell: small per-GPU GEMMs run as fast as large ones there); an
 kernel, head dimension and sequence (one FlashAttention-2 figure per GPU, at d = 128 and s = 8,192, stands for
 every run: Transformer Engine's cuDNN kernel on Hopper is faster); learned-router imbalance beyond the uniform
 bound and DeepSeek's node-limited routing; several groups sharing a node's NICs at the same time; the
-pipeline send/recv overlapping compute; stragglers, data loading and checkpoints.
+pipeline send/recv overlapping compute; activations offloaded to CPU memory (Megatron-LM's
+``cpu_offloading_num_layers``); stragglers, data loading and checkpoints.
 
 References
 ----------
@@ -231,7 +236,16 @@ class StepOptions:
         op-level policy repeats every second matmul of a layer (wk, wo, w3) and the element-wise operators,
         not the attention core (:func:`~aifabric.training.flops.op_sac_recompute_forward_flops_per_token`);
         ``"torchtitan-2025-06"`` (the releases of mid-2025) repeats the attention core too on Blackwell,
-        whose cuDNN attention kernel its save list lacks.
+        whose cuDNN attention kernel its save list lacks. Under ZeRO-3 the framework also says whether
+        parameters and gradients are copied in and out of the collectives' buffers (FSDP2,
+        :meth:`StepModel.weight_pass_bytes`).
+    gradient_accumulation_fusion : bool, default True
+        Megatron-LM's wgrad GEMM accumulates straight into the main gradient buffer. False (``--no-gradient-
+        accumulation-fusion``; NeMo 25.04's and Megatron-Bridge's Megatron-FSDP recipes turn it off) the
+        16-bit weight gradient is then copied into the main gradient, ``grads`` bytes (and added to it
+        where gradients accumulate over microbatches, ZeRO 0-2): a memory-bound pass over every parameter
+        each microbatch (Megatron-LM ``docs/user-guide/features/megatron_fsdp.md``, "Weight Gradient
+        Accumulation Fusion": "to avoid COPY-ing the gradient to Megatron-FSDP communication buffers").
     """
 
     flash_attention: bool = True
@@ -252,6 +266,7 @@ class StepOptions:
     embedding_chunks: bool = False
     elementwise: str = "fused"
     framework: str = "megatron"
+    gradient_accumulation_fusion: bool = True
 
     def __post_init__(self) -> None:
         get_framework(self.framework)  # a ConfigError naming the field for an unknown framework
@@ -1281,6 +1296,48 @@ class StepModel:
             fwd, bwd = fwd + st.n_moe * moe_fwd, bwd + st.n_moe * moe_bwd
         return fwd, bwd
 
+    def weight_pass_bytes(self, st: StageView, padded: ModelSpec) -> tuple[float, float]:
+        """Forward and backward HBM bytes per microbatch of the memory-bound passes over the stage's
+        parameters (not its tokens), on one GPU; g = ``BytesPerParam.gathered``, r = ``grads``:
+
+        - **FP8 weight casts under ZeRO-3.** With ``fp8`` and parameters gathered in 16 bits (g >= 2: NeMo's
+          and Megatron-Bridge's Megatron-FSDP recipes turn ``fp8_param_gather`` off), every gather brings a
+          fresh 16-bit copy of the layer's linear weights, cast again before its FP8 GEMMs: Transformer
+          Engine's cast_transpose, :data:`_FP8_CAST_BYTES` per weight, once per forward gather and once per
+          backward gather (Megatron-FSDP releases the transpose cache of quantized weights). Persistent
+          weights (ZeRO 0-2) are cast once per step (``is_first_microbatch``): not charged.
+        - **Copy-out** (``TrainingFramework.fsdp_copies``, FSDP2): every gathered buffer copied into the
+          parameters, read and written in the gathered dtype, 2 g per parameter and gather, forward and
+          backward.
+        - **Gradient copy-in**: the 16-bit gradient read (g) and written into the reduce buffer (r), g + r
+          per parameter each backward, by FSDP2's chunk_cat for every parameter it reduce-scatters, and by
+          Megatron without ``gradient_accumulation_fusion`` for every parameter (ZeRO 0-2 add it to the
+          buffer they accumulate in: + r read).
+
+        References: NVIDIA/NeMo v2.3.0 (25.04) ``scripts/performance/utils.py`` (FSDP:
+        ``gradient_accumulation_fusion = False``, ``keep_fp8_transpose_cache_when_using_custom_fsdp = False``,
+        ``fp8_param_gather = False``); Megatron-LM ``docs/user-guide/features/megatron_fsdp.md`` (FSDP2
+        "requires COPY operations to move parameters and gradients in and out of communication buffers",
+        Megatron-FSDP assigns "sliced views of contiguous communication buffers").
+        """
+        lay, bpp, m, t = st.layout, self.model.bytes_per_param, self.model, st.layout.tp
+        g, r = bpp.gathered_bytes, bpp.grads
+        dense, expert = self.stage_params(lay, padded, st.n_dense, st.n_moe)
+        groups = {dim: p for dim, p, _ in self._dp_groups(lay, dense, expert)} if lay.zero_stage >= 3 else {}
+        gathered = sum(groups.values())
+        linear = st.n_dense * (m.attention_params + m.dense_mlp_params) / t if "dp" in groups else 0.0
+        if "dp" in groups and st.n_moe:
+            linear += st.n_moe * (m.attention_params + m.n_shared_experts * m.expert_params) / t
+        linear += groups.get("expert_dp", 0.0)
+        per_gather = (_FP8_CAST_BYTES * linear if self.options.fp8 and g >= 2 else 0.0) + (
+            2 * g * gathered if self.framework.fsdp_copies else 0.0
+        )
+        copied = gathered if self.framework.fsdp_copies else 0.0
+        if not self.options.gradient_accumulation_fusion:
+            copied = dense + expert
+        accumulate = r if lay.zero_stage < 3 else 0.0
+        return per_gather, per_gather + copied * (_ACT_BYTES + r + accumulate)
+
     def tp_term(self, st: StageView, comp: ComputeTimes) -> PassTimes:
         """TP seconds per microbatch: 2 all-reduces per layer each way on b s h / c elements (or, with
         sequence parallelism, 2 all-gathers + 2 reduce-scatters), repeated by a full recompute; on the
@@ -1465,6 +1522,8 @@ class StepModel:
         """
         st = self.stage(layout, padded, record)
         comp = self.compute_term(st)
+        w_fwd, w_bwd = (x / self.hbm_bytes_per_s for x in self.weight_pass_bytes(st, padded))
+        comp = comp._replace(mem_fwd=comp.mem_fwd + w_fwd, mem_bwd=comp.mem_bwd + w_bwd)
         per_mb = {
             "tp": self.tp_term(st, comp),
             "cp": self.cp_term(st),
