@@ -13,8 +13,10 @@ Sources (none in the project's earlier source lists):
   closed unet3d/H100 runs: ``results/.../run1/summary.json`` (accelerators, hosts, ``train_au_mean_
   percentage``, samples/s, ``train_io_mean_MB_per_second`` in MiB/s), ``systems/*.json`` (client NICs) and the
   DLIO workload ``unet3d_h100.yaml`` (record_length 146,600,628 B, batch_size 7, computation_time 0.323 s,
-  metric au 0.90). DDN AI400X2T, 18 clients of 1 x 100 Gb/s InfiniBand, 36 H100: AU 93.59 %, 708.85
-  samples/s, 99,104.2 MiB/s. Huawei OceanStor A800, 51 hosts of 2 x 100 GbE, 255 H100: 92.22 %, 4,999.99
+  metric au 0.90; resnet50_h100: 114,660.07 B, 400, 0.224 s; cosmoflow_h100: 2,828,486 B, 1, 3.5 ms, au 0.70).
+  DDN AI400X2T, 18 clients of 1 x 100 Gb/s InfiniBand, 36 H100: AU 93.59 %, 708.85 samples/s, 99,104.2
+  MiB/s; resnet50 on 32 clients, 512 H100: 92.52 %, 843,065.24 samples/s; cosmoflow on 16 clients, 64 H100:
+  70.26 %, 12,556.64 samples/s. Huawei OceanStor A800, 51 hosts of 2 x 100 GbE, 255 H100: 92.22 %, 4,999.99
   samples/s. IEI AS13000, 10 AMD hosts, 130 H100: 93.85 %, 2,598.53 samples/s; one Intel host of 2 x 400 Gb/s:
   26 H100, 70,201.2 MiB/s; one AMD host, same NICs: 16 H100, 42,906.8 MiB/s. WEKApod, one DGX H100 client of
   1 x 400 Gb/s: 13 H100, 91.22 %, 246.74 samples/s, 34,495.9 MiB/s. MangoBoost NVMe/TCP, one client of
@@ -88,24 +90,36 @@ def _client(nodes: int, nic: str, nics: int, speed: str, storage: dict) -> Clust
     return preset("dgx-h100-superpod", nodes=nodes, front_end=fe, storage=storage)
 
 
-# (accelerators, run 1's AU %, run 1's samples/s) [MLPS]
+# DLIO workloads [MLPS] (storage-conf/workload/*_h100.yaml): (record bytes, batch, computation_time s).
+WORKLOADS = {
+    "unet3d": (RECORD_BYTES, BATCH, COMPUTE_S),
+    "resnet50": (114_660.07, 400, 0.224),
+    "cosmoflow": (2_828_486, 1, 0.00350),
+}
+
+# (workload, accelerators, run 1's AU %, run 1's samples/s) [MLPS]
 RUNS = {
-    "ddn_ai400x2t_18_clients": (36, 93.59, 708.85),
-    "huawei_a800_51_hosts": (255, 92.22, 4999.99),
-    "iei_as13000_10_amd_hosts": (130, 93.85, 2598.53),
-    "weka_one_dgx_h100": (13, 91.22, 246.74),
+    "ddn_ai400x2t_18_clients": ("unet3d", 36, 93.59, 708.85),
+    "huawei_a800_51_hosts": ("unet3d", 255, 92.22, 4999.99),
+    "iei_as13000_10_amd_hosts": ("unet3d", 130, 93.85, 2598.53),
+    "weka_one_dgx_h100": ("unet3d", 13, 91.22, 246.74),
+    "ddn_ai400x2t_32_clients_resnet50": ("resnet50", 512, 92.52, 843065.24),
+    "ddn_ai400x2t_16_clients_cosmoflow": ("cosmoflow", 64, 70.26, 12556.64),
 }
 
 
 @pytest.mark.parametrize("run", sorted(RUNS))
-def test_unet3d_read_demand_per_h100_is_the_workloads(run):
-    # Published: samples/s / AU / accelerators = the rate one H100 draws at full utilisation, e.g. DDN
+def test_read_demand_per_h100_is_the_workloads(run):
+    # Published: samples/s / AU / accelerators = the rate one H100 draws at full utilisation, e.g. DDN unet3d
     # 708.85 / 0.9359 / 36 = 21.04 samples/s = 3.084 GB/s. Model: ``data_loading``'s need for one GPU's step,
-    # 7 x 146.6 MB / 0.323 s = 3.177 GB/s (+3.0 %; Huawei +1.9 %, IEI +1.7 %, WEKA +4.1 %).
-    gpus, au_pct, samples_per_s = RUNS[run]
-    measured = samples_per_s / (au_pct / 100) / gpus * RECORD_BYTES
+    # 7 x 146.6 MB / 0.323 s = 3.177 GB/s (+3.0 %; Huawei +1.9 %, IEI +1.7 %, WEKA +4.1 %); resnet50
+    # 400 x 114.7 kB / 0.224 s = 204.7 MB/s against 843,065 / 0.9252 / 512 = 1,779.8 samples/s (+0.3 %);
+    # cosmoflow 2.83 MB / 3.5 ms = 808.1 MB/s against 12,556.6 / 0.7026 / 64 = 279.2 samples/s (+2.3 %).
+    workload, gpus, au_pct, samples_per_s = RUNS[run]
+    record, batch, compute_s = WORKLOADS[workload]
+    measured = samples_per_s / (au_pct / 100) / gpus * record
     spec = _client(1, "connectx-7", 1, "400 Gb/s", {"system": "ddn-ai400x2-turbo", "units": 1})
-    need = data_loading(spec, BATCH * RECORD_BYTES, COMPUTE_S).need_bytes_per_s
+    need = data_loading(spec, batch * record, compute_s).need_bytes_per_s
     assert need == pytest.approx(measured, rel=0.10)
 
 
