@@ -7,7 +7,8 @@ four digits; counts and bounds exactly), with its source and the hand derivation
 are in ``MISSED`` (product figure, published figure, diagnosis); their test re-measures the product's
 figure, so a fix shows up as a failure there.
 
-Sources (none in the project's earlier source lists):
+Sources (none in the project's earlier source lists; Asterfusion's site and MLCommons' MLPerf Storage are
+named earlier for other pages: a design guide, a 256K design and the v2.0 press release's failure rates):
 
 - [MLPS] MLCommons, MLPerf Storage v1.0 results (github.com/mlcommons/storage_results_v1.0 at 64c2ce4), the
   closed unet3d/H100 runs: ``results/.../run1/summary.json`` (accelerators, hosts, ``train_au_mean_
