@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # annotations only: inspect (topologies) need not load the nc
 __all__ = [
     "DEFAULT_GPU",
     "DEFAULT_NIC_SPEED",
+    "DEFAULT_PCIE_GPU",
     "GpuMention",
     "accelerator_from_name",
     "accelerators_in_text",
@@ -49,6 +50,10 @@ __all__ = [
 
 #: Accelerator assumed when neither the log nor the caller names one (catalogue key).
 DEFAULT_GPU = "h100-sxm"
+#: Accelerator assumed for GPUs a full topology shows without NVLink between them: the PCIe card of
+#: :data:`DEFAULT_GPU`'s generation. An SXM GPU always sits on its NVLink/NVSwitch board (NVIDIA HGX H100
+#: datasheet: SXM5 GPUs joined by NVLink 4 through NVSwitch), so GPUs with none are PCIe cards.
+DEFAULT_PCIE_GPU = "h100-pcie"
 #: NIC speed per GPU assumed when the caller does not give one (nccl-tests logs never print it).
 DEFAULT_NIC_SPEED = "400 Gb/s"
 

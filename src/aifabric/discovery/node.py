@@ -106,6 +106,15 @@ class NodeInspection:
     rail_cap_link: str | None = None
 
     @property
+    def nic_share_per_gpu(self) -> float:
+        """What the NICs give each GPU across nodes, as a share of one GPU-local NIC with GPUDirect RDMA:
+        :attr:`network_factor` (the layout's loss on the NICs the spec models) over the GPUs that share
+        one NIC (``scale_out.gpus_per_nic``). Two NICs for four GPUs, each reached without GPUDirect RDMA:
+        2/4 x 2/3 = 1/3."""
+        so = self.spec.scale_out if self.spec is not None else None
+        return self.network_factor / (so.gpus_per_nic if so is not None else 1)
+
+    @property
     def nvlink_pairs(self) -> tuple[tuple[str, str, int], ...]:
         """Every NVLink pair ``(gpu_a, gpu_b, links)`` over all groups."""
         return tuple(p for g in self.nvlink_groups for p in g.pairs)
@@ -171,6 +180,7 @@ class NodeInspection:
             "numa": [{"node": n.node, "gpus": list(n.gpus), "nics": list(n.nics)} for n in self.numa],
             "cluster_spec": dict(self.spec_data),
             "network_factor": self.network_factor,
+            "nic_share_per_gpu": self.nic_share_per_gpu,
             "expected_busbw": [
                 {
                     "label": e.label,

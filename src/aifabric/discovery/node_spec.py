@@ -19,6 +19,7 @@ from aifabric.collectives.algorithms import Algorithm
 from aifabric.discovery.calibrate import Calibration
 from aifabric.discovery.inference import (
     DEFAULT_GPU,
+    DEFAULT_PCIE_GPU,
     GpuMention,
     nic_for_speed,
 )
@@ -185,7 +186,24 @@ def _guess_accelerator(layout: NodeLayout, named: tuple[GpuMention, ...]) -> tup
     key, how = layout.gpu_hint
     if key is not None:
         return key, "the layout", [f"GPU model not named by the input: {how}; assumed {key} (give --gpu)"]
+    if _shows_no_nvlink(layout):
+        return (
+            DEFAULT_PCIE_GPU,
+            "default",
+            [
+                f"GPU model unknown ({how}): an SXM GPU always sits on its NVLink board, so these are PCIe "
+                f"cards: assumed {DEFAULT_PCIE_GPU} (give --gpu)"
+            ],
+        )
     return DEFAULT_GPU, "default", [f"GPU model unknown ({how}): assumed {DEFAULT_GPU} (give --gpu)"]
+
+
+def _shows_no_nvlink(layout: NodeLayout) -> bool:
+    """Whether the layout shows GPU pairs and no NVLink between any, where NVLink would show: a
+    ``nvidia-smi topo -m`` matrix prints ``NV#`` for every NVLink pair, while ``topo -mp`` and topology
+    files describe PCIe only (:func:`_scale_up`), so their silence says nothing."""
+    hidden = layout.kind == "nccl-xml" or layout.nvlink_hidden
+    return len(layout.gpus) > 1 and layout.nvlink_count is None and not hidden
 
 
 def local_nics_per_gpu(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]]) -> int:
