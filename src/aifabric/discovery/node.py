@@ -123,11 +123,13 @@ class NodeInspection:
 
     def group_shape(self, group: NvlinkGroup) -> str:
         """How ``group`` is wired: ``full mesh (NVSwitch)`` only when the node is modelled on a switch (its
-        ``scale_up`` kind), else ``full mesh`` (two GPUs on an NVLink bridge, NV4 between two RTX A6000s, or
-        GPUs wired all-to-all: no switch) or ``partial``."""
+        ``scale_up`` kind and a switched link), else ``full mesh`` (two GPUs on an NVLink bridge, NV4
+        between two RTX A6000s, or GPUs wired all-to-all: no switch) or ``partial``."""
         if not group.full_mesh:
             return "partial"
-        on_switch = self.spec_data.get("scale_up", {}).get("kind") == "nvswitch"
+        on_switch = self.spec_data.get("scale_up", {}).get("kind") == "nvswitch" and not (
+            self.spec is not None and self.spec.mesh_links_per_gpu
+        )  # a bridge or mesh part (catalogue topology full_mesh) has no switch
         return "full mesh (NVSwitch)" if on_switch else "full mesh"
 
     def path(self, gpu: str, nic: str) -> GpuNicPath:

@@ -301,6 +301,8 @@ def _scale_up(
             f"NVLink not in the {'matrix' if layout.nvlink_hidden else 'file'} ({why}): {accelerator}'s "
             f"NVSwitch board assumed ({acc.nvlink_links} links per GPU); give --gpu for a PCIe card"
         )
+    if n == 2 and one_mesh and groups and acc.nvlink_bridge is not None:
+        return _bridged_pair(acc, accelerator, groups[0], notes)
     if not (n > 1 and one_mesh and acc.nvlink):
         if groups and not acc.nvlink:
             notes.append(
@@ -313,6 +315,21 @@ def _scale_up(
     if acc.nvlink and acc.nvlink_links and links and links[0] < acc.nvlink_links:
         return _fewer_nvlinks(acc, accelerator, links[0], notes)
     return {"kind": "nvswitch"}
+
+
+def _bridged_pair(
+    acc: AcceleratorSpec, accelerator: str, group: NvlinkGroup, notes: list[str]
+) -> dict[str, Any]:
+    """The ``scale_up`` mapping of two PCIe cards the matrix shows joined by NVLink, on a card the catalogue
+    pairs over a bridge (``accelerators.yaml`` ``nvlink_bridge``): the bridge's full mesh of two, at its
+    catalogued rate, noted in ``notes`` with the link count the matrix shows."""
+    bridge = catalog.scaleup(acc.nvlink_bridge or "")
+    links = f"NV{group.link_counts[0]}" if group.link_counts else "NVLink"
+    notes.append(
+        f"{links} between the two {accelerator} cards: an NVLink bridge, modelled as {acc.nvlink_bridge} "
+        f"({bridge.per_gpu_bidirectional_bytes_per_s / 1e9:g} GB/s both ways, the datasheet's bridge)"
+    )
+    return {"kind": "nvswitch", "link": acc.nvlink_bridge}
 
 
 def _fewer_nvlinks(acc: AcceleratorSpec, accelerator: str, links: int, notes: list[str]) -> dict[str, Any]:
