@@ -111,7 +111,10 @@ class AcceleratorSpec(_Entry):
     ``collective_library`` (``nccl``, ``rccl`` or ``xla``), ``peer_to_peer`` (False where the driver
     exposes no GPU peer-to-peer, GeForce cards: NCCL then moves bytes between GPUs of a node through host
     memory, SHM), ``nic_pcie_links`` (the x16 links of the ``pcie`` generation one GPU package reaches its
-    scale-out NICs over: 1, or 2 on a two-die package with a NIC chip per die).
+    scale-out NICs over: 1, or 2 on a two-die package with a NIC chip per die), ``nvlink_bridge`` (a PCIe
+    card that an NVLink bridge may join to one other card: the :class:`ScaleUpSpec` key of that bridge, a
+    ``full_mesh`` of two; None where the card takes none; ``nvlink`` stays None, as no switched domain
+    exists).
     """
 
     arch: str
@@ -134,6 +137,7 @@ class AcceleratorSpec(_Entry):
     scale_up_link: str | None = None
     collective_library: Literal["nccl", "rccl", "xla"] = "nccl"
     peer_to_peer: bool = True
+    nvlink_bridge: str | None = None
 
     @field_validator("hbm_capacity_bytes", mode="before")
     @classmethod
@@ -535,14 +539,14 @@ def _tables() -> dict[str, dict[str, _Entry]]:
 
 
 def _check_references(tables: dict[str, dict[str, _Entry]], origin: Mapping[tuple[str, str], str]) -> None:
-    """An accelerator's ``nvlink`` / ``scale_up_link`` must name a scale-up link of the catalogue, and its
-    ``nvlink_links`` fit that link (:func:`_check_nvlink_links`); the error names the file the accelerator
-    came from (``origin``: ``"file: "`` by family and key)."""
+    """An accelerator's ``nvlink`` / ``scale_up_link`` / ``nvlink_bridge`` must name a scale-up link of the
+    catalogue, and its ``nvlink_links`` fit that link (:func:`_check_nvlink_links`); the error names the file
+    the accelerator came from (``origin``: ``"file: "`` by family and key)."""
     links = tables["scaleup"]
     for acc in tables["accelerator"].values():
         assert isinstance(acc, AcceleratorSpec)
         label = f"{origin.get(('accelerator', acc.key), '')}accelerators.{acc.key}"
-        for field in ("nvlink", "scale_up_link"):
+        for field in ("nvlink", "scale_up_link", "nvlink_bridge"):
             ref = getattr(acc, field)
             if ref is not None and ref not in links:
                 raise ConfigError(

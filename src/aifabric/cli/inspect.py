@@ -214,9 +214,9 @@ def _render_expected(node) -> None:  # noqa: ANN001  (a NodeInspection; the modu
             f"  (across nodes: each rail is capped at {node.rail_cap_bytes_per_s / 1e9:.0f} GB/s by its "
             f"GPU-NIC PCIe path, {node.rail_cap_link}; line rate x DMA payload efficiency)"
         )
-    if node.network_factor < 1.0:
+    if node.nic_share_per_gpu < 1.0:
         console.print(
-            f"  (across nodes: the NICs give {node.network_factor:.0%} of one GPU-local NIC per GPU)"
+            f"  (across nodes: the NICs give {node.nic_share_per_gpu:.0%} of one GPU-local NIC per GPU)"
         )
     if node.nic_speed_assumed and len(node.expected) > 1:
         console.print(

@@ -1206,7 +1206,7 @@ def _prepare(
     transport a table is predicted with, and the notes on each choice."""
     notes = list(assumptions)
     if spec is None:
-        spec, inferred = infer_cluster(table)
+        spec, inferred = infer_cluster(table, intra=info.lines("intra") if info is not None else ())
         notes.extend(inferred)
     n_ranks = table.n_ranks or spec.n_gpus
     n_nodes = table.n_nodes or max(1, -(-n_ranks // spec.gpus_per_node))
@@ -1722,7 +1722,7 @@ def _compare_one(
     table = dataclasses.replace(table, n_ranks=counts.n_ranks, n_nodes=counts.n_nodes)
     spec, inferred = infer_cluster(
         table, cluster=options.cluster, gpu=options.gpu, nic_speed=options.nic_speed,
-        text_before=lambda: _prose_above(lines, stop),
+        text_before=lambda: _prose_above(lines, stop), intra=info.lines("intra"),
     )  # fmt: skip
     _check_forced_nvls(options.algorithm, spec, table)
     versions = info.lines("version") or _version_lines(lines, start, stop)

@@ -30,6 +30,7 @@ from aifabric.discovery.instances import (
     instance_with_nics,
     instances_in_text,
 )
+from aifabric.discovery.nccl_info import Evidence
 from aifabric.errors import ConfigError, ParseError
 from aifabric.units import parse_nic_bandwidth
 
@@ -39,16 +40,22 @@ if TYPE_CHECKING:  # annotations only: inspect (topologies) need not load the nc
 __all__ = [
     "DEFAULT_GPU",
     "DEFAULT_NIC_SPEED",
+    "DEFAULT_PCIE_GPU",
     "GpuMention",
     "accelerator_from_name",
     "accelerators_in_text",
     "default_gpu",
     "infer_cluster",
+    "log_scale_up",
     "nic_for_speed",
 ]
 
 #: Accelerator assumed when neither the log nor the caller names one (catalogue key).
 DEFAULT_GPU = "h100-sxm"
+#: Accelerator assumed for GPUs a full topology shows without NVLink between them: the PCIe card of
+#: :data:`DEFAULT_GPU`'s generation. An SXM GPU always sits on its NVLink/NVSwitch board (NVIDIA HGX H100
+#: datasheet: SXM5 GPUs joined by NVLink 4 through NVSwitch), so GPUs with none are PCIe cards.
+DEFAULT_PCIE_GPU = "h100-pcie"
 #: NIC speed per GPU assumed when the caller does not give one (nccl-tests logs never print it).
 DEFAULT_NIC_SPEED = "400 Gb/s"
 
@@ -286,6 +293,7 @@ def infer_cluster(
     gpu: str | None = None,
     nic_speed: str | None = None,
     text_before: str | Callable[[], str] = "",
+    intra: Sequence[Evidence] = (),
 ) -> tuple[ClusterSpec, tuple[str, ...]]:
     """The cluster a table ran on: ``cluster`` resized to the table's nodes, or one inferred from the log.
 
@@ -304,6 +312,10 @@ def infer_cluster(
     text_before : str or callable returning str
         Text above the table, searched for a GPU name when the rank lines give none; a callable is called
         only then (a long log need not be joined for every table).
+    intra : sequence of Evidence
+        NCCL INFO lines naming the transport between GPUs of a node (``via P2P/IPC``, ``via SHM/direct``;
+        :attr:`~aifabric.discovery.nccl_info.NcclInfo.intra_transports`): P2P there sets how an inferred
+        PCIe node's GPUs meet (:func:`log_scale_up`).
 
     Returns
     -------
@@ -327,7 +339,9 @@ def infer_cluster(
     _check_log_gpu(table, cluster, gpu)
     if cluster is not None:
         return _resized_cluster(cluster, n_ranks, n_nodes, table.gpu_name)
-    return _inferred_cluster(table, n_ranks, n_nodes, gpu=gpu, nic_speed=nic_speed, text_before=text_before)
+    return _inferred_cluster(
+        table, n_ranks, n_nodes, gpu=gpu, nic_speed=nic_speed, text_before=text_before, intra=intra
+    )
 
 
 def _check_log_gpu(table: PerfTable, cluster: ClusterSpec | str | Path | None, gpu: str | None) -> None:
@@ -393,9 +407,11 @@ def _inferred_cluster(
     gpu: str | None,
     nic_speed: str | None,
     text_before: str | Callable[[], str],
+    intra: Sequence[Evidence] = (),
 ) -> tuple[ClusterSpec, tuple[str, ...]]:
     """A cluster of ``n_nodes`` holding ``n_ranks`` GPUs, from the log, the options and the defaults, with
-    every guess in the notes. The node count is never guessed: one rank is one node; more need a count.
+    every guess in the notes, the GPUs of a PCIe node meeting as NCCL's ``intra`` lines say
+    (:func:`log_scale_up`). The node count is never guessed: one rank is one node; more need a count.
 
     Raises
     ------
@@ -432,14 +448,48 @@ def _inferred_cluster(
         name=f"{n_nodes} x {n_ranks // n_nodes} {accelerator}",
         instance=instance.instance if instance is not None else None,
     )
+    data["scale_up"] = log_scale_up(data["scale_up"], accelerator, n_ranks // n_nodes, intra, notes)
     spec = ClusterSpec.from_dict(data, source="inferred cluster")
     grown = enough_tiers(spec)  # a log of more GPUs than two tiers connect ran on three
     if grown is not spec:
         spec = grown
         notes.append(f"{spec.n_gpus} GPUs need more leaves than two switch tiers connect: a three-tier Clos")
-    if data["scale_up"]["kind"] == "pcie":
+    if data["scale_up"].get("p2p_through_cpu"):
         notes.append(_pcie_note(spec))
     return spec, tuple(notes)
+
+
+def log_scale_up(
+    scale_up: dict[str, Any],
+    accelerator: str,
+    gpus_per_node: int,
+    intra: Sequence[Evidence],
+    notes: list[str],
+) -> dict[str, Any]:
+    """The ``scale_up`` of an inferred PCIe node once NCCL's INFO lines name its transport between GPUs.
+
+    ``via P2P/...`` (``src/transport/p2p.cc``: the P2P transport, GPUs reading and writing each other's
+    memory) means NCCL found P2P usable between them (``src/graph/paths.cc`` ncclTopoCheckP2p), so the
+    SHM-through-the-CPU assumption (:func:`_pcie_note`) does not hold: on a card an NVLink bridge joins in
+    pairs (``accelerators.yaml`` ``nvlink_bridge``: H100 PCIe / NVL, 600 GB/s) a node of two is modelled
+    as the bridged pair, otherwise as PCIe P2P. Either is noted in ``notes``; without a P2P line, or on a
+    node that is not PCIe, ``scale_up`` is returned unchanged.
+    """
+    p2p = next((ev for ev in intra if "via P2P/" in ev.text), None)
+    if p2p is None or scale_up.get("kind") != "pcie":
+        return scale_up
+    acc = catalog.accelerator(accelerator)
+    said = f"NCCL ran its P2P transport between GPUs (line {p2p.line}: {p2p.text.strip()})"
+    if acc.nvlink_bridge is not None and gpus_per_node == 2:
+        bridge = catalog.scaleup(acc.nvlink_bridge)
+        notes.append(
+            f"{said}, and {acc.name} cards pair over an NVLink bridge "
+            f"({bridge.per_gpu_bidirectional_bytes_per_s / 1e9:g} GB/s both ways): modelled as the bridged "
+            f"pair ({acc.nvlink_bridge}); give --cluster for two cards without one"
+        )
+        return {"kind": "nvswitch", "link": acc.nvlink_bridge}
+    notes.append(f"{said}: GPUs of a node reach each other over PCIe peer-to-peer, not SHM through the CPU")
+    return {**scale_up, "p2p_through_cpu": False}
 
 
 def _once(text: str | Callable[[], str]) -> Callable[[], str]:

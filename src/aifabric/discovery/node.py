@@ -49,6 +49,7 @@ from aifabric.discovery.instances import (
 from aifabric.discovery.nccl_xml import parse_nccl_topologies
 from aifabric.discovery.node_layout import NodeLayout
 from aifabric.discovery.node_paths import (
+    GDR_PATHS,
     GpuNicPath,
     NumaNode,
     NvlinkGroup,
@@ -67,6 +68,7 @@ from aifabric.discovery.node_spec import (
     local_gpus_per_nic,
     local_nics_per_gpu,
     rail_cap,
+    staged_nic_path,
 )
 from aifabric.discovery.node_warnings import Finding, layout_warnings, vm_signature, xml_vm_signature
 from aifabric.discovery.nvsmi import TopoMatrix, refuse_rocm_smi
@@ -106,17 +108,28 @@ class NodeInspection:
     rail_cap_link: str | None = None
 
     @property
+    def nic_share_per_gpu(self) -> float:
+        """What the NICs give each GPU across nodes, as a share of one GPU-local NIC with GPUDirect RDMA:
+        :attr:`network_factor` (the layout's loss on the NICs the spec models) over the GPUs that share
+        one NIC (``scale_out.gpus_per_nic``). Two NICs for four GPUs, each reached without GPUDirect RDMA:
+        2/4 x 2/3 = 1/3."""
+        so = self.spec.scale_out if self.spec is not None else None
+        return self.network_factor / (so.gpus_per_nic if so is not None else 1)
+
+    @property
     def nvlink_pairs(self) -> tuple[tuple[str, str, int], ...]:
         """Every NVLink pair ``(gpu_a, gpu_b, links)`` over all groups."""
         return tuple(p for g in self.nvlink_groups for p in g.pairs)
 
     def group_shape(self, group: NvlinkGroup) -> str:
         """How ``group`` is wired: ``full mesh (NVSwitch)`` only when the node is modelled on a switch (its
-        ``scale_up`` kind), else ``full mesh`` (two GPUs on an NVLink bridge, NV4 between two RTX A6000s, or
-        GPUs wired all-to-all: no switch) or ``partial``."""
+        ``scale_up`` kind and a switched link), else ``full mesh`` (two GPUs on an NVLink bridge, NV4
+        between two RTX A6000s, or GPUs wired all-to-all: no switch) or ``partial``."""
         if not group.full_mesh:
             return "partial"
-        on_switch = self.spec_data.get("scale_up", {}).get("kind") == "nvswitch"
+        on_switch = self.spec_data.get("scale_up", {}).get("kind") == "nvswitch" and not (
+            self.spec is not None and self.spec.mesh_links_per_gpu
+        )  # a bridge or mesh part (catalogue topology full_mesh) has no switch
         return "full mesh (NVSwitch)" if on_switch else "full mesh"
 
     def path(self, gpu: str, nic: str) -> GpuNicPath:
@@ -171,6 +184,7 @@ class NodeInspection:
             "numa": [{"node": n.node, "gpus": list(n.gpus), "nics": list(n.nics)} for n in self.numa],
             "cluster_spec": dict(self.spec_data),
             "network_factor": self.network_factor,
+            "nic_share_per_gpu": self.nic_share_per_gpu,
             "expected_busbw": [
                 {
                     "label": e.label,
@@ -258,7 +272,7 @@ def inspect_layout(
     spec, spec_data, findings = _spec_and_findings(
         layout, accelerator, speed, groups, nearest, pairing, notes
     )
-    factor, cap = _network_limits(layout, pairing, spec)
+    factor, beyond_spec, cap = _network_limits(layout, pairing, spec)
     return NodeInspection(
         layout=layout,
         accelerator=accelerator,
@@ -271,7 +285,7 @@ def inspect_layout(
         spec=spec,
         spec_data=spec_data,
         network_factor=factor,
-        expected=expected_busbw(spec, factor),
+        expected=expected_busbw(spec, beyond_spec),
         warnings=tuple(findings),
         assumptions=tuple(notes),
         accelerator_source=accelerator_source,
@@ -343,7 +357,13 @@ def _spec_and_findings(
     """The node's one-node spec (:func:`infer_node_spec`), the mapping it was built from and every layout
     finding, layout warnings first; assumptions and what a partial input lacks go to ``notes``."""
     spec, spec_data, spec_notes, findings = infer_node_spec(
-        layout, accelerator, speed, groups, local_nics_per_gpu(layout, nearest), local_gpus_per_nic(layout)
+        layout,
+        accelerator,
+        speed,
+        groups,
+        local_nics_per_gpu(layout, nearest),
+        local_gpus_per_nic(layout),
+        staged_nic_path(pairing),
     )
     notes.extend(spec_notes)
     findings = layout_warnings(layout, nearest, pairing, speed) + findings
@@ -380,8 +400,10 @@ def _host_findings(layout: NodeLayout, spec: ClusterSpec, findings: list[Finding
 
 def _network_limits(
     layout: NodeLayout, pairing: dict[str, GpuNicPath | None], spec: ClusterSpec
-) -> tuple[float, tuple[float, str] | None]:
-    """The GPUDirect network factor of the node and its rail cap (bytes/s and the link), if any.
+) -> tuple[float, float, tuple[float, str] | None]:
+    """The GPUDirect network factor of the node, the part of it the spec does not carry (the whole factor,
+    less the host staging a spec's ``scale_out.nic_path`` beyond PXB already prices), and its rail cap
+    (bytes/s and the link), if any.
 
     PCIe paths are per NIC: they are compared with one NIC's share, ``x gpus_per_nic / nics_per_gpu``,
     not the GPU's NICs together. The factor scales the GPU's scale-out, which the GPU's own x16 link
@@ -390,10 +412,12 @@ def _network_limits(
     """
     so = spec.scale_out
     share = so.gpus_per_nic / so.nics_per_gpu if so else 1.0
-    factor = gdr_network_factor(
-        layout, pairing, spec.nic_effective_bytes_per_s * share, so.gpus_per_nic if so else 1
-    )
-    return factor, rail_cap(layout, pairing, spec.nic_payload_bytes_per_s * share)
+    nic = spec.nic_effective_bytes_per_s * share
+    per_nic = so.gpus_per_nic if so else 1
+    factor = gdr_network_factor(layout, pairing, nic, per_nic)
+    staged = so is not None and so.nic_path not in GDR_PATHS
+    beyond = gdr_network_factor(layout, pairing, nic, per_nic, no_gdr_factor=1.0) if staged else factor
+    return factor, beyond, rail_cap(layout, pairing, spec.nic_payload_bytes_per_s * share)
 
 
 def detect_format(text: str) -> str:

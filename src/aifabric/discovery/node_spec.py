@@ -19,11 +19,12 @@ from aifabric.collectives.algorithms import Algorithm
 from aifabric.discovery.calibrate import Calibration
 from aifabric.discovery.inference import (
     DEFAULT_GPU,
+    DEFAULT_PCIE_GPU,
     GpuMention,
     nic_for_speed,
 )
 from aifabric.discovery.node_layout import NV_LINKS, NodeLayout, pcie_gen
-from aifabric.discovery.node_paths import GDR_PATHS, NO_GDR_FACTOR, GpuNicPath, NvlinkGroup
+from aifabric.discovery.node_paths import GDR_PATHS, NO_GDR_FACTOR, GpuNicPath, NvlinkGroup, path_rank
 from aifabric.discovery.node_warnings import Finding, xml_vm_signature
 from aifabric.discovery.nvsmi import normalize_path_code
 from aifabric.engines.formula import formula_collective
@@ -38,6 +39,7 @@ __all__ = [
     "local_gpus_per_nic",
     "local_nics_per_gpu",
     "rail_cap",
+    "staged_nic_path",
 ]
 
 
@@ -185,7 +187,24 @@ def _guess_accelerator(layout: NodeLayout, named: tuple[GpuMention, ...]) -> tup
     key, how = layout.gpu_hint
     if key is not None:
         return key, "the layout", [f"GPU model not named by the input: {how}; assumed {key} (give --gpu)"]
+    if _shows_no_nvlink(layout):
+        return (
+            DEFAULT_PCIE_GPU,
+            "default",
+            [
+                f"GPU model unknown ({how}): an SXM GPU always sits on its NVLink board, so these are PCIe "
+                f"cards: assumed {DEFAULT_PCIE_GPU} (give --gpu)"
+            ],
+        )
     return DEFAULT_GPU, "default", [f"GPU model unknown ({how}): assumed {DEFAULT_GPU} (give --gpu)"]
+
+
+def _shows_no_nvlink(layout: NodeLayout) -> bool:
+    """Whether the layout shows GPU pairs and no NVLink between any, where NVLink would show: a
+    ``nvidia-smi topo -m`` matrix prints ``NV#`` for every NVLink pair, while ``topo -mp`` and topology
+    files describe PCIe only (:func:`_scale_up`), so their silence says nothing."""
+    hidden = layout.kind == "nccl-xml" or layout.nvlink_hidden
+    return len(layout.gpus) > 1 and layout.nvlink_count is None and not hidden
 
 
 def local_nics_per_gpu(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, ...]]) -> int:
@@ -223,10 +242,12 @@ def infer_node_spec(
     groups: tuple[NvlinkGroup, ...],
     nics_per_gpu: int = 1,
     gpus_per_nic: int = 1,
+    nic_path: str | None = None,
 ) -> tuple[ClusterSpec, dict[str, Any], list[str], list[Finding]]:
     """A one-node ClusterSpec for ``layout`` with ``accelerator`` and ``nics_per_gpu`` NICs of ``speed``
     bytes/s per GPU (:func:`local_nics_per_gpu`), or one NIC per ``gpus_per_nic`` GPUs
-    (:func:`local_gpus_per_nic`).
+    (:func:`local_gpus_per_nic`), reached over ``nic_path`` where it is given (:func:`staged_nic_path`:
+    the spec then carries the missing GPUDirect RDMA, as every command fed the saved spec prices it).
 
     Returns
     -------
@@ -238,6 +259,8 @@ def infer_node_spec(
     findings: list[Finding] = []
     scale_up = _scale_up(layout, acc, accelerator, groups, notes, findings)
     data = _node_spec_data(layout, accelerator, scale_up, speed, nics_per_gpu, gpus_per_nic)
+    if nic_path is not None:
+        data["scale_out"]["nic_path"] = nic_path
     notes.extend(_scale_out_notes(layout, speed, nics_per_gpu, gpus_per_nic))
     return ClusterSpec.from_dict(data, source="inspected node"), data, notes, findings
 
@@ -278,6 +301,8 @@ def _scale_up(
             f"NVLink not in the {'matrix' if layout.nvlink_hidden else 'file'} ({why}): {accelerator}'s "
             f"NVSwitch board assumed ({acc.nvlink_links} links per GPU); give --gpu for a PCIe card"
         )
+    if n == 2 and one_mesh and groups and acc.nvlink_bridge is not None:
+        return _bridged_pair(acc, accelerator, groups[0], notes)
     if not (n > 1 and one_mesh and acc.nvlink):
         if groups and not acc.nvlink:
             notes.append(
@@ -290,6 +315,21 @@ def _scale_up(
     if acc.nvlink and acc.nvlink_links and links and links[0] < acc.nvlink_links:
         return _fewer_nvlinks(acc, accelerator, links[0], notes)
     return {"kind": "nvswitch"}
+
+
+def _bridged_pair(
+    acc: AcceleratorSpec, accelerator: str, group: NvlinkGroup, notes: list[str]
+) -> dict[str, Any]:
+    """The ``scale_up`` mapping of two PCIe cards the matrix shows joined by NVLink, on a card the catalogue
+    pairs over a bridge (``accelerators.yaml`` ``nvlink_bridge``): the bridge's full mesh of two, at its
+    catalogued rate, noted in ``notes`` with the link count the matrix shows."""
+    bridge = catalog.scaleup(acc.nvlink_bridge or "")
+    links = f"NV{group.link_counts[0]}" if group.link_counts else "NVLink"
+    notes.append(
+        f"{links} between the two {accelerator} cards: an NVLink bridge, modelled as {acc.nvlink_bridge} "
+        f"({bridge.per_gpu_bidirectional_bytes_per_s / 1e9:g} GB/s both ways, the datasheet's bridge)"
+    )
+    return {"kind": "nvswitch", "link": acc.nvlink_bridge}
 
 
 def _fewer_nvlinks(acc: AcceleratorSpec, accelerator: str, links: int, notes: list[str]) -> dict[str, Any]:
@@ -388,17 +428,41 @@ def _scale_out_notes(layout: NodeLayout, speed: float, nics_per_gpu: int, gpus_p
     return notes
 
 
+def staged_nic_path(pairing: dict[str, GpuNicPath | None]) -> str | None:
+    """The GPU-NIC path a node's spec records (``scale_out.nic_path``) when no GPU reaches its NIC with
+    GPUDirect RDMA: the farthest paired path, ``NODE`` written ``PHB`` (NCCL has no NODE type: it computes
+    PHB, ``src/graph/paths.cc``); None when any GPU has GDR or no NIC, the spec's default PIX then standing.
+    Beyond NCCL_NET_GDR_LEVEL the engines stage every NIC's bytes in host memory
+    (:func:`~aifabric.collectives.nccl_env.host_staging_efficiency`), the loss :data:`NO_GDR_FACTOR` names.
+
+    >>> from aifabric.discovery.node_paths import GpuNicPath
+    >>> pairs = (("GPU0", "NODE"), ("GPU1", "PHB"))
+    >>> far = {g: GpuNicPath(g, "NIC0", "mlx5_0", p, False, "") for g, p in pairs}
+    >>> staged_nic_path(far), staged_nic_path({"GPU0": None})
+    ('PHB', None)
+    """
+    paths = list(pairing.values())
+    if not paths or any(p is None or p.gdr for p in paths):
+        return None
+    far = normalize_path_code(max((p.path for p in paths if p is not None), key=path_rank))
+    return {"NODE": "PHB", "PHB": "PHB", "SYS": "SYS"}.get(far)
+
+
 def gdr_network_factor(
     layout: NodeLayout,
     pairing: dict[str, GpuNicPath | None],
     nic_effective_bytes_per_s: float = 0.0,
     gpus_per_nic: int = 1,
+    *,
+    no_gdr_factor: float = NO_GDR_FACTOR,
 ) -> float:
     """Share of the modelled NICs' bandwidth a node's rings get: distinct NICs used x their factor / the
     node's ``g / gpus_per_nic`` modelled NICs (``g`` GPUs; a shared NIC is already one per
     ``gpus_per_nic`` GPUs in the spec, :func:`local_gpus_per_nic`).
 
-    A NIC's factor is the GDR one (:data:`NO_GDR_FACTOR` when traffic is staged in host memory), capped by the
+    A NIC's factor is the GDR one (``no_gdr_factor`` when traffic is staged in host memory:
+    :data:`NO_GDR_FACTOR`, or 1 where the spec's ``nic_path`` already carries the staging,
+    :func:`staged_nic_path`), capped by the
     PCIe path to its GPU where the input gives link speeds: what the path carries
     (:func:`pcie_payload_bytes_per_s`) over the NIC's effective rate ``nic_effective_bytes_per_s`` (one
     NIC's, not a GPU's several together): a Gen4 x16 path, 28.8 GB/s, carries all of an HDR NIC and ~59 %
@@ -408,7 +472,7 @@ def gdr_network_factor(
     for g, p in pairing.items():
         if p is None:
             return 1.0
-        factor = 1.0 if p.gdr else NO_GDR_FACTOR
+        factor = 1.0 if p.gdr else no_gdr_factor
         pcie = layout.gpu_nic_pcie.get((g, p.nic))
         if pcie is not None and nic_effective_bytes_per_s > 0:
             factor = min(factor, pcie_payload_bytes_per_s(*pcie) / nic_effective_bytes_per_s)
