@@ -41,6 +41,7 @@ from aifabric.discovery.perf_collective import (
     canonical_argument,
     nearest_binary,
     ranks_from_rows,
+    redop_misfit,
     resolve_collective,
 )
 from aifabric.discovery.perf_metadata import Metadata, complete_rank_lines
@@ -567,12 +568,21 @@ def _table_collective(
     Raises
     ------
     ParseError
-        If ``override`` contradicts what the log tells.
+        If ``override`` contradicts what the log tells: the collective it names or its columns show, or
+        the reduction its rows print (a reduction's name where the override reduces nothing, or ``none``
+        where it reduces).
     """
     logged = resolve_collective(header, named, None, rows, columns, meta, source)
     if override is not None and logged is not None and logged != override:
         raise ParseError(
             f"--collective {override} conflicts with the log's {logged} (named above or told by the columns)",
+            line=header + 1,
+            source=source,
+        )
+    misfit = None if override is None else redop_misfit(override, rows, columns)
+    if misfit is not None:
+        raise ParseError(
+            f"--collective {override} conflicts with the log's columns: {misfit}",
             line=header + 1,
             source=source,
         )
