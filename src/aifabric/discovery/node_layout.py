@@ -16,6 +16,7 @@ from aifabric.discovery.nccl_xml import GpuNode, NcclTopology, NicNode
 from aifabric.discovery.nvsmi import AFFINITY_CUT, TopoMatrix
 
 __all__ = [
+    "cpu_sides",
     "HYPERVISOR_PCI_VENDORS",
     "NV_LINKS",
     "NodeLayout",
@@ -67,6 +68,32 @@ def _gpu_numa(affinity: frozenset[int] | None, own: int | None, c2c: bool) -> in
     return own
 
 
+def cpu_sides(gpus: list[str], cpus: dict[str, frozenset[int] | None]) -> dict[str, int]:
+    """Each of ``gpus`` whose local CPUs are known -> its group (0, 1 ...): GPUs that share a local CPU
+    are in one group, in GPU order.
+
+    nvidia-smi's ``CPU Affinity`` is the CPUs local to a GPU, those of its NUMA node; its legend's ``SYS``
+    is a path "traversing PCIe as well as the SMP interconnect between NUMA nodes", ``NODE`` one "within a
+    NUMA node" (NVIDIA, ``nvidia-smi topo -m`` legend). GPUs whose local CPUs are disjoint are on two NUMA
+    nodes, though the text does not number them.
+
+    >>> cpu_sides(["GPU0", "GPU1", "GPU2"], {"GPU0": frozenset({0, 1}), "GPU1": frozenset({2}), "GPU2": None})
+    {'GPU0': 0, 'GPU1': 1}
+    """
+    groups: list[set[int]] = []
+    side: dict[str, int] = {}
+    for gpu in gpus:
+        local = cpus.get(gpu)
+        if not local:
+            continue
+        k = next((k for k, group in enumerate(groups) if group & local), len(groups))
+        if k == len(groups):
+            groups.append(set())
+        groups[k] |= local
+        side[gpu] = k
+    return side
+
+
 def pcie_gen(gt_per_s: float | None) -> int | None:
     """PCIe generation of a per-lane rate in GT/s (NCCL's ``kvDictPciGen``); None if unknown."""
     if not gt_per_s:
@@ -102,6 +129,9 @@ class NodeLayout:
         ``(gpu, nic) -> path type`` (``PIX`` ... ``SYS``, older codes normalised).
     gpu_numa, nic_numa : dict
         Label -> NUMA node, or None when the input does not say.
+    gpu_side : dict
+        GPU label -> its group among the GPUs of no known NUMA node, by their local CPUs
+        (:func:`cpu_sides`); empty where every GPU's node is known or no CPU affinity is given.
     gpu_gdr, nic_gdr : dict
         Label -> the ``gdr`` attribute of an NCCL dump (None when absent).
     nic_speed_bytes_per_s : float or None
@@ -152,6 +182,7 @@ class NodeLayout:
     gpu_nic: dict[tuple[str, str], str] = field(hash=False)
     gpu_numa: dict[str, int | None] = field(hash=False)
     nic_numa: dict[str, int | None] = field(hash=False)
+    gpu_side: dict[str, int] = field(hash=False, default_factory=dict)
     gpu_gdr: dict[str, bool | None] = field(hash=False, default_factory=dict)
     nic_gdr: dict[str, bool | None] = field(hash=False, default_factory=dict)
     nic_speed_bytes_per_s: float | None = None
@@ -211,6 +242,7 @@ class NodeLayout:
             gpu_nic=gpu_nic,
             gpu_numa=gpu_numa,
             nic_numa=nic_numa,
+            gpu_side=cpu_sides([g for g in m.gpus if gpu_numa[g] is None], m.cpu_affinity),
             gpu_hint=hint,
             affinity_known=affinity or not m.gpus or AFFINITY_CUT in m.missing,
             missing=m.missing,
