@@ -21,6 +21,7 @@ __all__ = [
     "NV_LINKS",
     "NodeLayout",
     "pcie_gen",
+    "whole_cut_gpus",
 ]
 
 #: PCI vendor IDs of hypervisors' virtual devices (PCI ID Repository, https://pci-ids.ucw.cz/): a ``pci``
@@ -66,6 +67,29 @@ def _gpu_numa(affinity: frozenset[int] | None, own: int | None, c2c: bool) -> in
     if affinity and (len(affinity) == 1 or c2c):
         return min(affinity)
     return own
+
+
+def whole_cut_gpus(
+    gpus: tuple[str, ...], cut_gpus: tuple[str, ...], cut_links: dict[tuple[str, str], str]
+) -> tuple[str, ...]:
+    """The cut GPUs whose paths to every other GPU (read or cut) are in ``cut_links``.
+
+    >>> whole_cut_gpus(("GPU0",), ("GPU1",), {("GPU1", "GPU0"): "NV12", ("GPU0", "GPU1"): "NV12"})
+    ('GPU1',)
+    """
+    return tuple(c for c in cut_gpus if all((c, g) in cut_links for g in (*gpus, *cut_gpus) if g != c))
+
+
+def _whole_cut_note(m: TopoMatrix) -> tuple[str, ...]:
+    """What the node makes of the cut GPUs whose every GPU path is in the matrix: one sentence, or none."""
+    whole = whole_cut_gpus(m.gpus, m.cut_gpus, m.cut_gpu_links)
+    if not whole:
+        return ()
+    return (
+        f"{', '.join(whole)}: every path to the other GPUs is in the matrix, so the node counts "
+        f"{len(m.gpus) + len(whole)} GPUs and their NVLink groups; the NIC paths and affinity of "
+        f"{', '.join(whole)} are not scored",
+    )
 
 
 def cpu_sides(gpus: list[str], cpus: dict[str, frozenset[int] | None]) -> dict[str, int]:
@@ -163,6 +187,9 @@ class NodeLayout:
     cut_gpus : tuple of str
         GPUs of the node whose matrix rows were cut (:attr:`TopoMatrix.cut_gpus`): not in :attr:`gpus`, but
         sharing the node's NICs.
+    cut_gpu_links : dict
+        ``(gpu, gpu) -> code`` for the pairs with a cut GPU on one side that the matrix holds
+        (:attr:`TopoMatrix.cut_gpu_links`).
     hypervisor_pci : tuple of str
         PCI devices of an NCCL dump whose vendor ID is a hypervisor's (:data:`HYPERVISOR_PCI_VENDORS`), as
         ``"0000:00:02.0 (0x1b36 Red Hat QEMU)"``.
@@ -199,10 +226,21 @@ class NodeLayout:
     gpu_link_gt_per_s: float | None = None
     missing: tuple[str, ...] = ()
     cut_gpus: tuple[str, ...] = ()
+    cut_gpu_links: dict[tuple[str, str], str] = field(hash=False, default_factory=dict)
     hypervisor_pci: tuple[str, ...] = ()
     gpus_off_cpu: bool = False
     c2c: bool = False
     nvlink_hidden: bool = False
+
+    @property
+    def node_gpus(self) -> tuple[str, ...]:
+        """The GPUs the node is counted with: those read, then each cut GPU whose paths to every other GPU
+        of the header are in the text (:func:`whole_cut_gpus`); its NIC paths and affinity are not."""
+        return (*self.gpus, *whole_cut_gpus(self.gpus, self.cut_gpus, self.cut_gpu_links))
+
+    def gpu_link(self, a: str, b: str) -> str:
+        """The cell between GPUs ``a`` and ``b`` of :attr:`node_gpus` (KeyError: a pair not in the text)."""
+        return self.gpu_links[(a, b)] if (a, b) in self.gpu_links else self.cut_gpu_links[(a, b)]
 
     # -- constructors ----------------------------------------------------------------------------------------
 
@@ -245,8 +283,9 @@ class NodeLayout:
             gpu_side=cpu_sides([g for g in m.gpus if gpu_numa[g] is None], m.cpu_affinity),
             gpu_hint=hint,
             affinity_known=affinity or not m.gpus or AFFINITY_CUT in m.missing,
-            missing=m.missing,
+            missing=(*m.missing, *_whole_cut_note(m)),
             cut_gpus=m.cut_gpus,
+            cut_gpu_links=m.cut_gpu_links,
             line=m.line,
             source=m.source,
             nvlink_count=nv[-1] if nv else None,

@@ -100,15 +100,17 @@ class NumaNode:
 
 
 def nvlink_groups(layout: NodeLayout) -> tuple[NvlinkGroup, ...]:
-    """The connected components of the NVLink graph, GPUs in the layout's order."""
-    order = {g: i for i, g in enumerate(layout.gpus)}
+    """The connected components of the NVLink graph of the node's GPUs (:attr:`NodeLayout.node_gpus`, a
+    cut GPU whose paths to the others are all in the text included), in the layout's order."""
+    gpus = layout.node_gpus
+    order = {g: i for i, g in enumerate(gpus)}
     pairs = []
-    for i, a in enumerate(layout.gpus):
-        for b in layout.gpus[i + 1 :]:
-            match = NV_LINKS.match(layout.gpu_links[(a, b)])
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1 :]:
+            match = NV_LINKS.match(layout.gpu_link(a, b))
             if match and int(match.group(1)) > 0:
                 pairs.append((a, b, int(match.group(1))))
-    parent = {g: g for g in layout.gpus}
+    parent = {g: g for g in gpus}
 
     def find(g: str) -> str:
         while parent[g] != g:
@@ -119,7 +121,7 @@ def nvlink_groups(layout: NodeLayout) -> tuple[NvlinkGroup, ...]:
     for a, b, _ in pairs:
         parent[find(a)] = find(b)
     members: dict[str, list[str]] = {}
-    for g in layout.gpus:
+    for g in gpus:
         members.setdefault(find(g), []).append(g)
     groups = []
     for gs in members.values():
