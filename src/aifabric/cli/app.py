@@ -9,7 +9,13 @@ from typing import Any
 import typer
 
 from aifabric import __version__, budget
-from aifabric.cli.common import CatalogOption, quiet_broken_pipe, use_catalog
+from aifabric.cli.common import (
+    CatalogOption,
+    ValueWordsCommand,
+    numbers_as_values,
+    quiet_broken_pipe,
+    use_catalog,
+)
 from aifabric.cli.overview import command_help
 from aifabric.errors import AifabricError
 
@@ -115,9 +121,9 @@ def build_app(names: list[str] | None = None) -> typer.Typer:
         module, attr, kind = COMMANDS[name]
         obj = getattr(importlib.import_module(module), attr)
         if kind == "group":
-            new.add_typer(obj, name=name)
+            new.add_typer(numbers_as_values(obj), name=name)
         else:
-            new.command(name)(obj)
+            new.command(name, cls=ValueWordsCommand)(obj)
     return new
 
 

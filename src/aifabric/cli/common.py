@@ -10,6 +10,7 @@ import functools
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -20,6 +21,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
+from typer._click.parser import _OptionParser, _ParsingState
+from typer.core import TyperCommand
 
 from aifabric import catalog
 from aifabric.errors import AifabricError
@@ -38,15 +41,18 @@ __all__ = [
     "CommandClusterOpt",
     "HtmlOpt",
     "TraceOpt",
+    "ValueWordsCommand",
     "check_outputs",
     "cluster_argument",
     "console",
     "emit_json",
     "err_console",
     "handle_errors",
+    "is_number_word",
     "literal",
     "non_finite_at",
     "named_option",
+    "numbers_as_values",
     "one_cluster",
     "quiet_broken_pipe",
     "options_as_typed",
@@ -355,3 +361,55 @@ def check_outputs(
         from aifabric.cli.chakra import check_chakra_folder
 
         check_chakra_folder(chakra)
+
+
+# A word that starts with a negative number ("-72 GPUs", -0.5) is a value, never an option. Click reads every
+# word that starts with "-" as an option, so ``aifabric announcement "-72 GPUs"`` failed with "No such option:
+# -7", naming neither the argument nor the text typed. No aifabric option has a digit after its dash, so such
+# a word can only be a value: it goes to the command, whose own checks refuse it by name (the announcement's
+# "'-72 GPUs' is negative"). This is argparse's rule for a parser without number-like options ("if the
+# parser has no options that look like negative numbers, then '-1' is a positional argument", Python docs,
+# argparse, "Arguments containing -"), taken to words that go on after the number.
+
+#: A word that begins with a negative number: a dash, then a digit or a decimal point and a digit.
+_NUMBER_WORD = re.compile(r"-\.?\d")
+
+
+def is_number_word(word: str) -> bool:
+    """Whether ``word`` starts with a negative number, and so is a value, not an option.
+
+    >>> is_number_word("-72 GPUs"), is_number_word("-.5"), is_number_word("-c"), is_number_word("--nodes")
+    (True, True, False, False)
+    """
+    return _NUMBER_WORD.match(word) is not None
+
+
+class _ValueWordsParser(_OptionParser):
+    """Click's option parser, less the reading of number words as bundles of short options."""
+
+    def _process_opts(self, arg: str, state: _ParsingState) -> None:
+        if is_number_word(arg) and not any(is_number_word(opt) for opt in self._short_opt):
+            state.largs.append(arg)
+            return
+        super()._process_opts(arg, state)
+
+
+class ValueWordsCommand(TyperCommand):
+    """A Typer command whose parser hands words that start with a negative number to its arguments."""
+
+    def make_parser(self, ctx: Any) -> _OptionParser:
+        parser = _ValueWordsParser(ctx)
+        for param in self.get_params(ctx):
+            param.add_to_parser(parser, ctx)
+        return parser
+
+
+def numbers_as_values(app: typer.Typer) -> typer.Typer:
+    """``app`` with every command it holds (its groups' too) parsed by :class:`ValueWordsCommand`, unless
+    the command names a class of its own."""
+    for info in app.registered_commands:
+        info.cls = info.cls or ValueWordsCommand
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            numbers_as_values(group.typer_instance)
+    return app

@@ -114,7 +114,7 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
     origin = {"--gpu": "given", "the file": "from the file", "the layout": "guessed from the layout",
               "default": "assumed"}.get(node.accelerator_source, "")  # fmt: skip
     console.print(
-        f"[bold]{escape(lay.source or 'node')}[/] ({what}, line {lay.line}): {len(lay.gpus)} GPUs, "
+        f"[bold]{escape(lay.source or 'node')}[/] ({what}, line {lay.line}): {len(lay.node_gpus)} GPUs, "
         f"{len(lay.nics)} NICs; modelled as {node.accelerator}{f' ({origin})' if origin else ''} with "
         f"{node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s "
         f"NICs{_nic_origin(node)}",

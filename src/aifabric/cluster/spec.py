@@ -511,6 +511,14 @@ class ClusterSpec(_Strict):
             )
         return data
 
+    @field_validator("name")
+    @classmethod
+    def _named(cls, v: str) -> str:
+        """A name with a visible character: every report, sweep row and export names the cluster by it."""
+        if not v.strip():
+            raise ValueError(f"{v!r} is blank; a cluster needs a name its reports, rows and exports can show")
+        return v
+
     @field_validator("accelerator")
     @classmethod
     def _known_accelerator(cls, v: str) -> str:

@@ -41,6 +41,7 @@ from aifabric.discovery.perf_collective import (
     canonical_argument,
     nearest_binary,
     ranks_from_rows,
+    redop_misfit,
     resolve_collective,
 )
 from aifabric.discovery.perf_metadata import Metadata, complete_rank_lines
@@ -315,7 +316,9 @@ def parse_nccl_tests(
     override = canonical_argument(collective) if collective is not None else None
     # nccl-tests prints spaces; a paste through a spreadsheet or chat tool leaves tabs: whitespace either way
     raw_lines = split_lines(decode(text, source).replace("\t", " "), source)
-    lines = _comment_marks_restored(clean_lines([clean_line(raw) for raw in raw_lines]))
+    lines = _comment_marks_restored(
+        [_unrendered(line) for line in clean_lines([clean_line(r) for r in raw_lines])]
+    )
     tables = _scan_tables(lines, override, source)
     if not tables:
         raise ParseError(
@@ -333,6 +336,35 @@ _UNMARKED = re.compile(
     r"|size\s+count\s+type\s|\(B\)\s+\(elements\)|out-of-place\s+in-place\s*$|Blocking Enabled:"
     r"|Out of bounds values\s*:|Avg bus bandwidth\s*:|Collective test (?:starting|concluded):)"
 )
+
+
+#: A Markdown table's rule line (``-- | --``, ``|:---|---:|``): its cells are dashes with optional colons.
+_RULE_CELL = re.compile(r":?-+:?")
+
+
+def _unrendered(line: str) -> str:
+    r"""``line`` as nccl-tests printed it, from its Markdown source as a page shows or stores it.
+
+    A code span's backticks become spaces (nccl-tests prints none: a command pasted as inline code); a
+    ``\#`` escape (CommonMark 0.31, 2.4 "Backslash escapes") is the ``#`` it kept from being a heading; a row
+    whose fields a renderer joined by ``|`` (GitHub Flavored Markdown 0.29, 4.10 "Tables") is its fields
+    apart by spaces, and the table's delimiter row (``-- | --``) is blank. A line with ``|`` between cells
+    of several words each (two runs side by side) is left as it is.
+
+    >>> _unrendered("1024 | 512 | half | sum | -1 | 5.39"), _unrendered("-- | --"), _unrendered(r"\#  size")
+    ('1024 512 half sum -1 5.39', '', '#  size')
+    >>> _unrendered("8  2  float | 8  2  float"), _unrendered("`./all_reduce_perf -g 2`")
+    ('8  2  float | 8  2  float', ' ./all_reduce_perf -g 2 ')
+    """
+    line = line.replace("`", " ")
+    if line.lstrip().startswith("\\#"):
+        line = line.replace("\\#", "#", 1)
+    if "|" not in line:
+        return line
+    cells = [cell.strip() for cell in line.strip().removeprefix("|").removesuffix("|").split("|")]
+    if len(cells) < 2 or not all(cell and len(cell.split()) == 1 for cell in cells):
+        return line
+    return "" if all(_RULE_CELL.fullmatch(cell) for cell in cells) else " ".join(cells)
 
 
 def _comment_marks_restored(lines: list[str]) -> list[str]:
@@ -567,12 +599,21 @@ def _table_collective(
     Raises
     ------
     ParseError
-        If ``override`` contradicts what the log tells.
+        If ``override`` contradicts what the log tells: the collective it names or its columns show, or
+        the reduction its rows print (a reduction's name where the override reduces nothing, or ``none``
+        where it reduces).
     """
     logged = resolve_collective(header, named, None, rows, columns, meta, source)
     if override is not None and logged is not None and logged != override:
         raise ParseError(
             f"--collective {override} conflicts with the log's {logged} (named above or told by the columns)",
+            line=header + 1,
+            source=source,
+        )
+    misfit = None if override is None else redop_misfit(override, rows, columns)
+    if misfit is not None:
+        raise ParseError(
+            f"--collective {override} conflicts with the log's columns: {misfit}",
             line=header + 1,
             source=source,
         )

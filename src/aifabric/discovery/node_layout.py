@@ -16,10 +16,12 @@ from aifabric.discovery.nccl_xml import GpuNode, NcclTopology, NicNode
 from aifabric.discovery.nvsmi import AFFINITY_CUT, TopoMatrix
 
 __all__ = [
+    "cpu_sides",
     "HYPERVISOR_PCI_VENDORS",
     "NV_LINKS",
     "NodeLayout",
     "pcie_gen",
+    "whole_cut_gpus",
 ]
 
 #: PCI vendor IDs of hypervisors' virtual devices (PCI ID Repository, https://pci-ids.ucw.cz/): a ``pci``
@@ -67,6 +69,55 @@ def _gpu_numa(affinity: frozenset[int] | None, own: int | None, c2c: bool) -> in
     return own
 
 
+def whole_cut_gpus(
+    gpus: tuple[str, ...], cut_gpus: tuple[str, ...], cut_links: dict[tuple[str, str], str]
+) -> tuple[str, ...]:
+    """The cut GPUs whose paths to every other GPU (read or cut) are in ``cut_links``.
+
+    >>> whole_cut_gpus(("GPU0",), ("GPU1",), {("GPU1", "GPU0"): "NV12", ("GPU0", "GPU1"): "NV12"})
+    ('GPU1',)
+    """
+    return tuple(c for c in cut_gpus if all((c, g) in cut_links for g in (*gpus, *cut_gpus) if g != c))
+
+
+def _whole_cut_note(m: TopoMatrix) -> tuple[str, ...]:
+    """What the node makes of the cut GPUs whose every GPU path is in the matrix: one sentence, or none."""
+    whole = whole_cut_gpus(m.gpus, m.cut_gpus, m.cut_gpu_links)
+    if not whole:
+        return ()
+    return (
+        f"{', '.join(whole)}: every path to the other GPUs is in the matrix, so the node counts "
+        f"{len(m.gpus) + len(whole)} GPUs and their NVLink groups; the NIC paths and affinity of "
+        f"{', '.join(whole)} are not scored",
+    )
+
+
+def cpu_sides(gpus: list[str], cpus: dict[str, frozenset[int] | None]) -> dict[str, int]:
+    """Each of ``gpus`` whose local CPUs are known -> its group (0, 1 ...): GPUs that share a local CPU
+    are in one group, in GPU order.
+
+    nvidia-smi's ``CPU Affinity`` is the CPUs local to a GPU, those of its NUMA node; its legend's ``SYS``
+    is a path "traversing PCIe as well as the SMP interconnect between NUMA nodes", ``NODE`` one "within a
+    NUMA node" (NVIDIA, ``nvidia-smi topo -m`` legend). GPUs whose local CPUs are disjoint are on two NUMA
+    nodes, though the text does not number them.
+
+    >>> cpu_sides(["GPU0", "GPU1", "GPU2"], {"GPU0": frozenset({0, 1}), "GPU1": frozenset({2}), "GPU2": None})
+    {'GPU0': 0, 'GPU1': 1}
+    """
+    groups: list[set[int]] = []
+    side: dict[str, int] = {}
+    for gpu in gpus:
+        local = cpus.get(gpu)
+        if not local:
+            continue
+        k = next((k for k, group in enumerate(groups) if group & local), len(groups))
+        if k == len(groups):
+            groups.append(set())
+        groups[k] |= local
+        side[gpu] = k
+    return side
+
+
 def pcie_gen(gt_per_s: float | None) -> int | None:
     """PCIe generation of a per-lane rate in GT/s (NCCL's ``kvDictPciGen``); None if unknown."""
     if not gt_per_s:
@@ -102,6 +153,9 @@ class NodeLayout:
         ``(gpu, nic) -> path type`` (``PIX`` ... ``SYS``, older codes normalised).
     gpu_numa, nic_numa : dict
         Label -> NUMA node, or None when the input does not say.
+    gpu_side : dict
+        GPU label -> its group among the GPUs of no known NUMA node, by their local CPUs
+        (:func:`cpu_sides`); empty where every GPU's node is known or no CPU affinity is given.
     gpu_gdr, nic_gdr : dict
         Label -> the ``gdr`` attribute of an NCCL dump (None when absent).
     nic_speed_bytes_per_s : float or None
@@ -133,6 +187,9 @@ class NodeLayout:
     cut_gpus : tuple of str
         GPUs of the node whose matrix rows were cut (:attr:`TopoMatrix.cut_gpus`): not in :attr:`gpus`, but
         sharing the node's NICs.
+    cut_gpu_links : dict
+        ``(gpu, gpu) -> code`` for the pairs with a cut GPU on one side that the matrix holds
+        (:attr:`TopoMatrix.cut_gpu_links`).
     hypervisor_pci : tuple of str
         PCI devices of an NCCL dump whose vendor ID is a hypervisor's (:data:`HYPERVISOR_PCI_VENDORS`), as
         ``"0000:00:02.0 (0x1b36 Red Hat QEMU)"``.
@@ -152,6 +209,7 @@ class NodeLayout:
     gpu_nic: dict[tuple[str, str], str] = field(hash=False)
     gpu_numa: dict[str, int | None] = field(hash=False)
     nic_numa: dict[str, int | None] = field(hash=False)
+    gpu_side: dict[str, int] = field(hash=False, default_factory=dict)
     gpu_gdr: dict[str, bool | None] = field(hash=False, default_factory=dict)
     nic_gdr: dict[str, bool | None] = field(hash=False, default_factory=dict)
     nic_speed_bytes_per_s: float | None = None
@@ -168,10 +226,21 @@ class NodeLayout:
     gpu_link_gt_per_s: float | None = None
     missing: tuple[str, ...] = ()
     cut_gpus: tuple[str, ...] = ()
+    cut_gpu_links: dict[tuple[str, str], str] = field(hash=False, default_factory=dict)
     hypervisor_pci: tuple[str, ...] = ()
     gpus_off_cpu: bool = False
     c2c: bool = False
     nvlink_hidden: bool = False
+
+    @property
+    def node_gpus(self) -> tuple[str, ...]:
+        """The GPUs the node is counted with: those read, then each cut GPU whose paths to every other GPU
+        of the header are in the text (:func:`whole_cut_gpus`); its NIC paths and affinity are not."""
+        return (*self.gpus, *whole_cut_gpus(self.gpus, self.cut_gpus, self.cut_gpu_links))
+
+    def gpu_link(self, a: str, b: str) -> str:
+        """The cell between GPUs ``a`` and ``b`` of :attr:`node_gpus` (KeyError: a pair not in the text)."""
+        return self.gpu_links[(a, b)] if (a, b) in self.gpu_links else self.cut_gpu_links[(a, b)]
 
     # -- constructors ----------------------------------------------------------------------------------------
 
@@ -211,10 +280,12 @@ class NodeLayout:
             gpu_nic=gpu_nic,
             gpu_numa=gpu_numa,
             nic_numa=nic_numa,
+            gpu_side=cpu_sides([g for g in m.gpus if gpu_numa[g] is None], m.cpu_affinity),
             gpu_hint=hint,
             affinity_known=affinity or not m.gpus or AFFINITY_CUT in m.missing,
-            missing=m.missing,
+            missing=(*m.missing, *_whole_cut_note(m)),
             cut_gpus=m.cut_gpus,
+            cut_gpu_links=m.cut_gpu_links,
             line=m.line,
             source=m.source,
             nvlink_count=nv[-1] if nv else None,

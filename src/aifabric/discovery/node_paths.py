@@ -100,15 +100,17 @@ class NumaNode:
 
 
 def nvlink_groups(layout: NodeLayout) -> tuple[NvlinkGroup, ...]:
-    """The connected components of the NVLink graph, GPUs in the layout's order."""
-    order = {g: i for i, g in enumerate(layout.gpus)}
+    """The connected components of the NVLink graph of the node's GPUs (:attr:`NodeLayout.node_gpus`, a
+    cut GPU whose paths to the others are all in the text included), in the layout's order."""
+    gpus = layout.node_gpus
+    order = {g: i for i, g in enumerate(gpus)}
     pairs = []
-    for i, a in enumerate(layout.gpus):
-        for b in layout.gpus[i + 1 :]:
-            match = NV_LINKS.match(layout.gpu_links[(a, b)])
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1 :]:
+            match = NV_LINKS.match(layout.gpu_link(a, b))
             if match and int(match.group(1)) > 0:
                 pairs.append((a, b, int(match.group(1))))
-    parent = {g: g for g in layout.gpus}
+    parent = {g: g for g in gpus}
 
     def find(g: str) -> str:
         while parent[g] != g:
@@ -119,7 +121,7 @@ def nvlink_groups(layout: NodeLayout) -> tuple[NvlinkGroup, ...]:
     for a, b, _ in pairs:
         parent[find(a)] = find(b)
     members: dict[str, list[str]] = {}
-    for g in layout.gpus:
+    for g in gpus:
         members.setdefault(find(g), []).append(g)
     groups = []
     for gs in members.values():
@@ -178,13 +180,29 @@ def nic_pairing(layout: NodeLayout) -> dict[str, GpuNicPath | None]:
 
 
 def numa_nodes(layout: NodeLayout) -> tuple[NumaNode, ...]:
-    """The GPUs and NICs of each NUMA node, unknown affinity last."""
-    nodes = sorted({*layout.gpu_numa.values(), *layout.nic_numa.values()}, key=lambda v: (v is None, v or 0))
-    return tuple(
+    """The GPUs and NICs of each NUMA node, unknown nodes last.
+
+    GPUs whose node the input does not number form one group per side of the CPU (:attr:`NodeLayout.gpu_side`,
+    by their local CPUs), those of unknown CPUs a last one. A NIC of no known node joins the one such
+    group it reaches without crossing the SMP link (a path other than SYS), else the last group.
+    """
+    known = sorted({n for n in (*layout.gpu_numa.values(), *layout.nic_numa.values()) if n is not None})
+    out = [
         NumaNode(
             node,
             tuple(g for g in layout.gpus if layout.gpu_numa.get(g) == node),
             tuple(n for n in layout.nics if layout.nic_numa.get(n) == node),
         )
-        for node in nodes
-    )
+        for node in known
+    ]
+    unknown = [g for g in layout.gpus if layout.gpu_numa.get(g) is None]
+    keys = sorted({layout.gpu_side.get(g, -1) for g in unknown}, key=lambda k: (k < 0, k))
+    sides = [tuple(g for g in unknown if layout.gpu_side.get(g, -1) == k) for k in keys]
+    lost = [n for n in layout.nics if layout.nic_numa.get(n) is None]
+    if lost and not sides:
+        sides = [()]
+    nics: list[list[str]] = [[] for _ in sides]
+    for nic in lost:
+        near = [k for k, side in enumerate(sides) if any(layout.gpu_nic[(g, nic)] != "SYS" for g in side)]
+        nics[near[0] if len(near) == 1 else len(sides) - 1].append(nic)
+    return (*out, *(NumaNode(None, side, tuple(nic)) for side, nic in zip(sides, nics, strict=True)))

@@ -224,12 +224,13 @@ def local_nics_per_gpu(layout: NodeLayout, nearest: dict[str, tuple[GpuNicPath, 
 
 def local_gpus_per_nic(layout: NodeLayout) -> int:
     """GPUs that share one scale-out NIC: 1 unless the layout shows fewer NICs than GPUs, then the
-    smallest divisor ``d`` of the GPU count with ``GPUs / d <= NICs`` (every NIC serving as many GPUs).
+    smallest divisor ``d`` of the GPU count (:attr:`NodeLayout.node_gpus`) with ``GPUs / d <= NICs`` (every
+    NIC serving as many GPUs).
 
     AWS p4d (case 21): 8 GPUs, 4 NICs -> 2; a node with one NIC -> 8; 8 GPUs over 3 NICs -> 4 (modelled
     as 2 NICs: a third NIC cannot serve a whole share of 8 GPUs). A layout without NICs -> 1.
     """
-    n, m = len(layout.gpus), len(layout.nics)
+    n, m = len(layout.node_gpus), len(layout.nics)
     if m == 0 or m >= n:
         return 1
     return next(d for d in range(-(-n // m), n + 1) if n % d == 0)
@@ -277,7 +278,7 @@ def _scale_up(
     topology file leaves NVLink out for an NVLink GPU, unless it is a VM's dump: GPUs off the CPU,
     :func:`~aifabric.discovery.node_warnings.xml_vm_signature`), else PCIe; assumptions go to ``notes``,
     layout findings to ``findings``."""
-    n = len(layout.gpus)
+    n = len(layout.node_gpus)
     one_mesh = len(groups) == 1 and len(groups[0].gpus) == n and groups[0].full_mesh
     vm = layout.kind == "nccl-xml" and not groups and xml_vm_signature(layout, True) is not None
     if vm:
@@ -388,7 +389,7 @@ def _node_spec_data(
     return {
         "name": f"{Path(layout.source).name if layout.source else 'node'} ({layout.kind})",
         "accelerator": accelerator,
-        "gpus_per_node": max(1, len(layout.gpus)),
+        "gpus_per_node": max(1, len(layout.node_gpus)),
         "nodes": 1,
         "scale_up": scale_up,
         "scale_out": {
@@ -409,7 +410,7 @@ def _node_spec_data(
 
 def _scale_out_notes(layout: NodeLayout, speed: float, nics_per_gpu: int, gpus_per_nic: int) -> list[str]:
     """The assumptions :func:`_node_spec_data` makes about the NICs, fabric and CPU, in words."""
-    n = len(layout.gpus)
+    n = len(layout.node_gpus)
     notes = []
     if nics_per_gpu > 1:
         notes.append(

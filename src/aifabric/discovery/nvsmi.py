@@ -215,6 +215,9 @@ class TopoMatrix:
         What a partial matrix lacks, one sentence each (empty for a whole matrix).
     cut_gpus : tuple of str
         GPUs of the header whose rows were cut (the matrix stops after a GPU row): not in :attr:`gpus`.
+    cut_gpu_links : dict
+        ``(a, b) -> code`` for the GPU pairs with a cut GPU on one side whose cell the text holds (the read
+        rows' cells under a cut GPU's column, a cut row's own GPU cells), both ways; not in :attr:`links`.
     pci_only : bool
         True when the paste shows ``nvidia-smi topo -mp`` above the matrix: PCIe paths only, NVLink not
         shown (:data:`PCI_ONLY` is then in :attr:`missing`).
@@ -237,6 +240,7 @@ class TopoMatrix:
     missing: tuple[str, ...] = ()
     cut_gpus: tuple[str, ...] = ()
     pci_only: bool = False
+    cut_gpu_links: dict[tuple[str, str], str] = field(default_factory=dict, hash=False)
 
     # -- construction -----------------------------------------------------------------------------------
 
@@ -602,6 +606,7 @@ def _parse_body(
     kept_nics = kept[len(all_gpus) :]
     _check_symmetric(links, by_device, source)
     _mirror_cut_nic_rows(links, kept_nics, gpus)
+    cut_links = _cut_gpu_links(links, all_gpus, cut_gpus, by_device, source)
     if cut_gpus:
         links = {
             pair: code for pair, code in links.items() if pair[0] not in cut_gpus and pair[1] not in cut_gpus
@@ -618,7 +623,38 @@ def _parse_body(
         source=source,
         missing=tuple(missing),
         cut_gpus=tuple(cut_gpus),
+        cut_gpu_links=cut_links,
     )
+
+
+def _cut_gpu_links(
+    links: dict[tuple[str, str], str],
+    all_gpus: list[str],
+    cut_gpus: list[str],
+    by_device: dict[str, tuple[int, list[str]]],
+    source: str | None,
+) -> dict[tuple[str, str], str]:
+    """The GPU-to-GPU cells with a cut GPU on one side that the text holds, both ways: the read rows' cells
+    under the cut GPUs' columns, and a cut row's own GPU cells where the copy reached all of them (it stops
+    in the row's NIC columns). Each pair is one path, printed in both rows (the ``nvidia-smi topo -m``
+    matrix is symmetric).
+
+    Raises
+    ------
+    ParseError
+        If a cut row's GPU cell is not a code the driver prints or ``X`` is off its diagonal.
+    """
+    cut = set(cut_gpus)
+    gpus = set(all_gpus)
+    out = {(a, b): code for (a, b), code in links.items() if (a in cut or b in cut) and {a, b} <= gpus}
+    for gpu in cut_gpus:
+        lineno, tokens = by_device.get(gpu, (0, []))
+        if _cells_in(tokens, len(all_gpus)) == len(all_gpus):
+            for pair, code in _row_cells(gpu, tokens[: len(all_gpus)], all_gpus, lineno, source).items():
+                out.setdefault(pair, code)
+    for (a, b), code in list(out.items()):
+        out.setdefault((b, a), code)
+    return {(a, b): code for (a, b), code in out.items() if a != b}
 
 
 def _split_devices(devices: list[str], lineno: int, source: str | None) -> tuple[list[str], list[str]]:

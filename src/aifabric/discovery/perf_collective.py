@@ -24,6 +24,7 @@ __all__ = [
     "nearest_binary",
     "odd_size_row",
     "ranks_from_rows",
+    "redop_misfit",
     "resolve_collective",
 ]
 
@@ -110,20 +111,46 @@ def resolve_collective(
 
 def _fits(collective: str, rows: list[PerfRow], columns: Columns) -> bool:
     """Whether the ``redop`` and ``root`` columns (new layout only) are what ``collective`` prints."""
+    return redop_misfit(collective, rows, columns) is None and _root_misfit(collective, rows, columns) is None
+
+
+def redop_misfit(collective: str, rows: list[PerfRow], columns: Columns) -> str | None:
+    """Why the ``redop`` column (new layout only) is not what ``collective`` prints, naming the values read
+    and what its binary prints (nccl-tests ``src/*.cu``: a reduction's op name, ``none`` where nothing is
+    reduced, blank for hypercube), or None.
+
+    >>> from aifabric.discovery.perf_records import PerfRow
+    >>> from aifabric.discovery.perf_rows import Columns
+    >>> cols = Columns(("size", "count", "type", "redop", "root"), (), ())
+    >>> redop_misfit("all_gather", [PerfRow(2048, 512, "float", "sum", -1, None, None, 1)], cols)
+    "the rows read redop 'sum', which all_gather_perf does not print (it reduces nothing: redop 'none')"
+    """
     if "root" not in columns.params or "redop" not in columns.params or not rows:
-        return True
+        return None
     redops = {row.redop for row in rows}
-    roots = {row.root for row in rows}
     if collective == "hypercube":
-        redop_ok = redops == {None}
+        redop_ok, prints = redops == {None}, "a blank redop"
     elif collective in _REDUCING:
-        redop_ok = None not in redops and "none" not in redops
+        redop_ok, prints = None not in redops and "none" not in redops, "its reduction's name as redop"
     else:
-        redop_ok = redops == {"none"}
-    root_ok = (
-        all(root is not None and root >= 0 for root in roots) if collective in _ROOTED else roots == {-1}
-    )
-    return redop_ok and root_ok
+        redop_ok, prints = redops == {"none"}, "it reduces nothing: redop 'none'"
+    if redop_ok:
+        return None
+    read = ", ".join(sorted(repr(op) if op is not None else "blank" for op in redops))
+    return f"the rows read redop {read}, which {collective}_perf does not print ({prints})"
+
+
+def _root_misfit(collective: str, rows: list[PerfRow], columns: Columns) -> str | None:
+    """Why the ``root`` column (new layout only) is not what ``collective`` prints (a root >= 0 for the
+    rooted ones, -1 otherwise), or None."""
+    if "root" not in columns.params or "redop" not in columns.params or not rows:
+        return None
+    roots = {row.root for row in rows}
+    rooted = collective in _ROOTED
+    if all(root is not None and root >= 0 for root in roots) if rooted else roots == {-1}:
+        return None
+    read = ", ".join(sorted("blank" if root is None else str(root) for root in roots))
+    return f"the rows read root {read}, which {collective}_perf does not print"
 
 
 def _size_ratio(rows: list[PerfRow]) -> int | None:

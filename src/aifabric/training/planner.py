@@ -385,7 +385,7 @@ def candidate_layouts(
             for v in virtual_stages:
                 if not _interleaving_fits(v, p, m, model.n_layers, uneven):
                     continue
-                for e, rc, z in itertools.product(eps, recompute, zero_stages):
+                for e, rc, z in itertools.product(eps, recompute, _distinct_zero_stages(zero_stages, d * c)):
                     yield ParallelLayout(
                         tp=t,
                         pp=p,
@@ -400,6 +400,21 @@ def candidate_layouts(
                         recompute=rc,
                         order=order,
                     )
+
+
+def _distinct_zero_stages(zero_stages: tuple[int, ...], zero_group: int) -> tuple[int, ...]:
+    """The ZeRO stages that give distinct layouts over a group of ``zero_group`` = dp x cp ranks holding the
+    same weights: all of them, or only the lowest when the group is one rank.
+
+    ZeRO shards optimizer state, gradients and weights over the data-parallel group (Rajbhandari et al.,
+    "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models", SC 2020, Sec. 5); over one rank
+    every stage keeps the whole state and runs the same step. The experts' group is one rank too: the
+    planner keeps etp = tp, so ep divides dp x cp and edp = dp x cp / ep.
+
+    >>> _distinct_zero_stages((1, 2, 3), 1), _distinct_zero_stages((1, 2, 3), 8)
+    ((1,), (1, 2, 3))
+    """
+    return zero_stages if zero_group > 1 else tuple(sorted(zero_stages)[:1])
 
 
 def _degree_grid(
