@@ -44,9 +44,14 @@ def test_a_release_between_two_recorded_runs_the_older_ones_settings():
 
 
 def test_before_1_16_the_chunks_are_set_on_every_instance_and_no_buffer_size():
-    # v1.14.0 src/platform-aws.c l. 526, 534: setenv(..., "524288", 0) whatever the platform
+    # v1.14.0 src/platform-aws.c l. 526, 534: setenv(..., "524288", 0) whatever the platform; on p4d the
+    # SENDRECV protocol's 128-byte ordering probe fails, so NCCL_PROTO=simple (aws/aws-ofi-nccl #889)
     p4d = plugin_settings(ofi_nccl_release("1.14.0"), "p4d.24xlarge", "2.30.3")
-    assert p4d == {"NCCL_NVLSTREE_MAX_CHUNKSIZE": "524288", "NCCL_NVLS_CHUNKSIZE": "524288"}
+    assert p4d == {
+        "NCCL_PROTO": "simple",
+        "NCCL_NVLSTREE_MAX_CHUNKSIZE": "524288",
+        "NCCL_NVLS_CHUNKSIZE": "524288",
+    }
     # v1.9.0: p5e was not in the table (no NET_FORCE_FLUSH), p5 was (net_flush_required false)
     assert "NCCL_NET_FORCE_FLUSH" not in plugin_settings(ofi_nccl_release("1.9.0"), "p5e.48xlarge", "2.30.3")
     assert plugin_settings(ofi_nccl_release("1.9.0"), "p5.48xlarge", "2.30.3")["NCCL_NET_FORCE_FLUSH"] == "0"
@@ -92,5 +97,14 @@ def test_every_recorded_release_cites_its_tag_and_every_unmodelled_variable_says
     set_somewhere = {
         k for v in ofi_nccl_release_versions() for e in ofi_nccl_release(v).instances.values() for k in e
     }
-    modelled = {"NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE", "NCCL_NVLS_ENABLE"}
+    modelled = {"NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE", "NCCL_NVLS_ENABLE", "NCCL_PROTO"}
     assert set_somewhere - modelled == set(not_modelled())
+
+
+def test_the_first_efa_generation_runs_simple_alone_and_p5_keeps_ll():
+    # platform-aws.c default_protocol: SENDRECV on p4d / p4de, RDMA on p5 and later; EFA v1 refuses
+    # FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES, so the plugin sets NCCL_PROTO=simple (#715, #889 logs)
+    for version in ofi_nccl_release_versions():
+        for instance in ("p4d.24xlarge", "p4de.24xlarge"):
+            assert plugin_settings(ofi_nccl_release(version), instance, "2.23.4")["NCCL_PROTO"] == "simple"
+        assert "NCCL_PROTO" not in plugin_settings(ofi_nccl_release(version), "p5.48xlarge", "2.23.4")

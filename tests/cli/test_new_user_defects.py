@@ -165,9 +165,15 @@ def test_collnet_enable_on_an_older_release_says_collnet_is_not_used():
 
 def test_next_best_lists_other_algorithm_protocol_pairs_once():
     # 2 x p4d at 1 GiB: the tree (S per direction through the NICs on two nodes; NVIDIA/nccl #527 measured
-    # busbw 57.17 there, the ring's twice)
+    # busbw 57.17 there, the ring's twice). aws-ofi-nccl sets NCCL_PROTO=simple on p4d (its 128-byte
+    # ordering probe fails on the first EFA generation), leaving one other pair; the user's own
+    # NCCL_PROTO wins over the plugin's and brings LL and LL128 back
     chosen = "tree/Simple"
-    r = runner.invoke(app, ["collective", "-c", "aws-p4d", "-s", "1GiB"])
+    plugin = runner.invoke(app, ["collective", "-c", "aws-p4d", "-s", "1GiB"])
+    assert plugin.exit_code == 0, plugin.stderr
+    assert "Next best: ring/Simple" in plugin.stdout and "sets NCCL_PROTO=simple" in plugin.stdout
+    env = ["--env", "NCCL_PROTO=LL,LL128,Simple"]
+    r = runner.invoke(app, ["collective", "-c", "aws-p4d", "-s", "1GiB", *env])
     assert r.exit_code == 0, r.stderr
     why = next(line for line in r.stdout.splitlines() if line.startswith("why:"))
     assert why.startswith(f"why: {chosen}:")

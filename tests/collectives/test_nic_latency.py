@@ -61,13 +61,17 @@ def test_a_nic_faster_than_its_transport_changes_nothing(two_nodes):
 
 
 def test_shipped_nics_are_no_slower_than_their_native_transport():
-    # so the NIC term moves no shipped figure: every catalogued scale-out NIC (not the BMC port) has a
-    # latency at or below NET/IB's 5.0 us, or is an EFA part whose clusters name the efa-srd transport
+    # so the NIC term moves no shipped figure but EFA's: every catalogued scale-out NIC (not the BMC port)
+    # has a latency at or below NET/IB's 5.0 us, or is an EFA part whose clusters name the efa-srd
+    # transport. That transport's 17.7 us is the newest EFA's step (p6-b200, modelled as efa-v3); the
+    # older generations' own step (p5: 27.0 us, aws-k8s-tester #585) is the NIC's, above it
     ib = transport("ib-verbs").latency_s
     efa = transport("efa-srd").latency_s
     for key in catalog.catalog_names("nic"):
         nic = catalog.nic(key)
         if key.startswith("efa-"):
-            assert nic.latency_s <= efa
+            assert nic.latency_s >= efa, key
         elif key != "bmc-1g":
             assert nic.latency_s <= ib, key
+    assert catalog.nic("efa-v3").latency_s == efa
+    assert catalog.nic("efa-v1").latency_s == catalog.nic("efa-v2").latency_s == pytest.approx(27.0e-6)

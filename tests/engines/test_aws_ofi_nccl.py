@@ -16,6 +16,8 @@ from aifabric.engines.formula import formula_collective
 
 GiB = 2**30
 P5_2 = p5(2)
+#: 2 x 8 A100 on 4 x 200G HDR InfiniBand (nccl-tests #119's nodes): NCCL's own NET/IB, GDR through PIX
+A100_IB = _nodes("a100-sxm-40gb", 2, {"nic": "connectx-6", "gpus_per_nic": 2, "switch": "quantum-qm8700"})
 NCCL_DEFAULT_CHUNK = {"NCCL_NVLS_CHUNKSIZE": "131072"}  # nvls.cc NCCL_PARAM(NvlsChunkSize, ..., 128 * 1024)
 
 
@@ -40,12 +42,13 @@ def test_p5_runs_the_plugins_512_kib_nvls_chunks():
 
 def test_the_users_own_setting_wins_over_the_plugins():
     # NCCL_NVLS_CHUNKSIZE=131072 by the user: min(128 KiB, the plugin's 512 KiB tree max) = NCCL's own
-    # 128 KiB, the figure the model gave before it knew the plugin (1 GiB: 420.8 GB/s busbw; 408.7 with it)
+    # 128 KiB, the figure the model gave before it knew the plugin (1 GiB: 419.2 GB/s busbw; 407.1 with it,
+    # both with efa-v2's 27.0 us network step)
     assert tier_model(P5_2, nvls_chunks=(131072, None)).nvls_chunks == (131072, 524288)
     algo, user = _busbw(P5_2, env=NCCL_DEFAULT_CHUNK)
     _, plugin = _busbw(P5_2)
     assert algo == "nvls_tree"
-    assert math.isclose(user, 420.8, rel_tol=1e-3) and math.isclose(plugin, 408.7, rel_tol=1e-3)
+    assert math.isclose(user, 419.2, rel_tol=1e-3) and math.isclose(plugin, 407.1, rel_tol=1e-3)
 
 
 def test_a_cluster_off_efa_or_on_an_unknown_instance_gets_nothing():
@@ -103,3 +106,26 @@ def test_the_explanation_names_what_the_plugin_set_that_the_pick_ran_with():
     assert "aws-ofi-nccl" not in formula_collective("all_reduce", 1024, P5_2).explanation  # tree/LL: no chunk
     off = formula_collective("all_reduce", GiB, P5_2, nccl_version="2.18.3").explanation
     assert off.endswith("aws-ofi-nccl 1.21.1 on p5.48xlarge sets NCCL_NVLS_ENABLE=0")
+
+
+def test_p4d_runs_simple_alone_and_the_user_may_turn_ll_back_on():
+    # aws-ofi-nccl on p4d: "Setting FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES not supported." then
+    # NCCL_PROTO=simple (aws/aws-ofi-nccl #889); the user's own NCCL_PROTO wins, as insert_envvar(.., false)
+    p4d = preset("aws-p4d", nodes=2)
+    assert formula_collective("all_reduce", 8, p4d).protocol == "Simple"
+    assert formula_collective("all_reduce", 8, p4d, env={"NCCL_PROTO": "LL"}).protocol == "LL"
+    assert formula_collective("all_reduce", 8, P5_2).protocol == "LL"
+
+
+def test_a_simple_receive_before_hopper_pays_the_plugin_step_twice():
+    # net.cc: a Simple receive through GDR is flushed (ncclNet->iflush) where paths.cc ncclTopoNeedFlush
+    # says so, cudaCompCap < 90: one more EFA operation, 27.0 - 5.0 = 22.0 us above NET/IB (nics.yaml
+    # efa-v1). Tree/Simple on 2 x p4d: 8.4 + 2 x (7 x 4.0 + 14 + 2 x 22.0) = 180.4 us; DLAMI 179.3 measured.
+    p4d = preset("aws-p4d", nodes=2)
+    assert tier_model(p4d).flush_latency_s == pytest.approx(22.0e-6)
+    assert formula_collective("all_reduce", 8, p4d).time_s == pytest.approx(180.4e-6, abs=0.1e-6)
+    # no flush on Hopper (p5), on NCCL's own NET/IB (no plugin step to repeat), nor without GDR
+    assert tier_model(P5_2).flush_latency_s == 0.0
+    assert tier_model(A100_IB).flush_latency_s == 0.0
+    staged = formula_collective("all_reduce", 8, p4d, env={"NCCL_NET_GDR_LEVEL": "LOC"})
+    assert staged.time_s < formula_collective("all_reduce", 8, p4d).time_s

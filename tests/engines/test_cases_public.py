@@ -5,8 +5,9 @@ nodes, NICs; the comment gives the thread and the quoted row (size, time us, bus
 blind check's bar, 15 % on busbw at >= 64 MiB and on time at small sizes. The model runs the log's NCCL
 release when the catalogue has it, else the newest recorded tables (said per point).
 Two of these threads are also calibration sources of the catalogue and are marked so: the efa-srd
-transport's efficiency 0.59 is nccl #527's 4-node row, its latency 17.7 us dstack #3961's 8 B row; those
-two rows reproduce by construction and are kept as such, the other rows of the threads are checks.
+transport's efficiency 0.59 is nccl #527's 4-node row, its latency 17.7 us (that of efa-v3, the NIC the
+p6-b200 spec names) dstack #3961's 8 B row; those two rows reproduce by construction and are kept as such,
+the other rows of the threads are checks.
 Points the model misses are in ``MISSED`` (measured, predicted, what is missing); not asserted.
 """
 

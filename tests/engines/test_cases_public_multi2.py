@@ -231,8 +231,8 @@ MISSED = {
     "awslabs/awsome-distributed-ai #1255, 2 x p6-b300.48xlarge (8 x B300, 16 EFA per node: 4 x efa-v3 "
     "per GPU for 800 Gb/s) all_reduce 8 MiB (NCCL 2.31.2)": (
         "time 174.3 us (8 MiB / 48.13 GB/s algbw; busbw 90.24) vs 103.8 (tree/LL128, -40 %): the efa-srd "
-        "transport's efficiency 0.59 and latency 17.7 us come from p4dn (bandwidth) and p6-b200 (8 B "
-        "rows); no public figure gives SRD's per-message cost at mid sizes on EFAv4"
+        "transport's efficiency 0.59 and efa-v3's latency 17.7 us come from p4dn (bandwidth) and p6-b200 "
+        "(8 B rows); no public figure gives SRD's per-message cost at mid sizes on EFAv4"
     ),
 }
 

@@ -114,26 +114,36 @@ def _nt252(size: int, time_us: float, busbw: float) -> Point:
 POINTS = {
     # awsome-distributed-training, PCluster deployment guide: "results for 2 x p5.48xlarge instances with 8B
     # to 16GB buffer size", release not printed (newest tables). NVLS tree over 8 x 4 x 100 Gb/s EFA x 0.59
-    # (efa-srd), with the 512 KiB NVLS chunks aws-ofi-nccl sets on p5 (newest plugin release,
-    # aws_ofi_nccl.yaml; 128 MiB and 256 MiB run 64/128 KiB either way). "134217728 ... 870.3 154.22 289.16":
-    # 313.4 (+8.4 %)
+    # (efa-srd; efa-v2's 27.0 us network step), with the 512 KiB NVLS chunks aws-ofi-nccl sets on p5
+    # (newest plugin release, aws_ofi_nccl.yaml; 128 MiB and 256 MiB run 64/128 KiB either way).
+    # "134217728 ... 870.3 154.22 289.16": 306.3 (+5.9 %)
     "AWS p5 2 nodes 128 MiB": _aws(128 * MiB, 870.3, 289.16),
-    # "268435456 ... 1468.2 182.83 342.81": 366.9 (+7.0 %)
+    # "268435456 ... 1468.2 182.83 342.81": 362.0 (+5.6 %)
     "AWS p5 2 nodes 256 MiB": _aws(256 * MiB, 1468.2, 342.81),
-    # "536870912 ... 2559.2 209.78 393.34": 379.7 (-3.5 %; 401.2 at NCCL's own 128 KiB)
+    # "536870912 ... 2559.2 209.78 393.34": 377.0 (-4.2 %; 398.2 at NCCL's own 128 KiB)
     "AWS p5 2 nodes 512 MiB": _aws(512 * MiB, 2559.2, 393.34),
-    # "1073741824 ... 4607.6 233.04 436.95": 408.7 (-6.5 %; 420.8)
+    # "1073741824 ... 4607.6 233.04 436.95": 407.1 (-6.8 %; 419.2)
     "AWS p5 2 nodes 1 GiB": _aws(GiB, 4607.6, 436.95),
-    # "2147483648 ... 9074.5 236.65 443.72": 412.5 (-7.0 %; 431.4)
+    # "2147483648 ... 9074.5 236.65 443.72": 411.8 (-7.2 %; 430.5)
     "AWS p5 2 nodes 2 GiB": _aws(2 * GiB, 9074.5, 443.72),
-    # "4294967296 ... 17286 248.46 465.87": 427.0 (-8.3 %; 436.9)
+    # "4294967296 ... 17286 248.46 465.87": 426.6 (-8.4 %; 436.4)
     "AWS p5 2 nodes 4 GiB": _aws(4 * GiB, 17286, 465.87),
-    # "8589934592 ... 33605 255.62 479.28": 434.6 (-9.3 %; 439.7)
+    # "8589934592 ... 33605 255.62 479.28": 434.4 (-9.4 %; 439.4)
     "AWS p5 2 nodes 8 GiB": _aws(8 * GiB, 33605, 479.28),
-    # "17179869184 ... 66132 259.78 487.09": 438.5 (-9.97 %; 441.1): the plateau, under the measured one
+    # "17179869184 ... 66132 259.78 487.09": 438.4 (-9.99 %; 441.0): the plateau, under the measured one
     # by the efa-srd efficiency (0.59, from p4dn); the 512 KiB chunks' fill, 2 x 16 x 8 x 512 KiB = 128
     # MiB (32 MiB at 128 KiB), costs 0.6 %
     "AWS p5 2 nodes 16 GiB": _aws(16 * GiB, 66132, 487.09),
+    # The same guide's small rows: tree/LL, 6.8 + 2 x (7 x 0.6 + 27.0) = 69.2 us with efa-v2's latency
+    # (nics.yaml, taken from aws-k8s-tester #585's p5 run, not from this one). "8 2 float sum -1 69.12":
+    # 69.2 (+0.1 %)
+    "AWS p5 2 nodes 8 B": Point(AWS, P5_2, "all_reduce", 8, 69.12e-6, 0.0, True),
+    # "128 ... 74.92": 69.3 (-7.5 %)
+    "AWS p5 2 nodes 128 B": Point(AWS, P5_2, "all_reduce", 128, 74.92e-6, 0.0, True),
+    # "1024 ... 69.24": 70.1 (+1.3 %)
+    "AWS p5 2 nodes 1 KiB": Point(AWS, P5_2, "all_reduce", 1024, 69.24e-6, 0.0, True),
+    # "8192 ... 81.44": 74.0 (-9.1 %)
+    "AWS p5 2 nodes 8 KiB": Point(AWS, P5_2, "all_reduce", 8192, 81.44e-6, 0.0, True),
     # oci-hpc-oke GB200 README: 8 ranks on 2 x BM.GPU.GB200.4 through MNNVL, image nccl-2.26.6-1 (2.25.1
     # tables). NVLS in the NVLink domain (721.8 GB/s x 0.74 nvlsEfficiency). "4194304 ... 52.72 79.55
     # 139.22": 141.4 (+1.5 %)
@@ -214,26 +224,25 @@ def test_public_multi_node_point(key: str) -> None:
 
 #: Public rows the model misses (measured, predicted, what is missing); not asserted.
 MISSED = {
-    "awsome-distributed-training PCluster guide, 2 x p5.48xlarge all_reduce 8 B-64 KiB": (
-        "time 69.12/74.92/69.24/81.44/135.1 us at 8 B/128 B/1 KiB/8 KiB/64 KiB vs 50.6/50.7/51.5/55.4/56.2 "
-        "(tree/LL, -27 to -58 %): the efa-srd latency 17.7 us is p6-b200's (EFAv4) 8 B row; this second "
-        "p5 run gives (69 - 6.8 - 8.4) / 2 = 27 us per hop as aws-k8s-tester #585 does "
-        "(test_cases_public_multi MISSED): no public per-generation EFA latency to take it from. The "
-        "latency aws-ofi-nccl reports to NCCL (src/platform-aws.cpp: 75 us on p4d/p5, 35 us on p5en/p6-b200/"
-        "p6-b300; NCCL adds it to its tuner's NET latency, search.cc latencyInter, tuning.cc interLat, twice "
-        "for Simple) is a tuner setting 'based on empirical search' (aws-ofi-nccl 2496e7de), not a time: "
-        "as one it would give 6.8 + 2 x (7 x 0.6 + 5 + 75) = 175 us here and 95 us on p6-b200 (50.6 "
-        "measured); as a tuner input alone it moves 16 MiB from NVLS-tree to tree/LL128, 190 us against "
-        "278 measured, further off"
+    "awsome-distributed-training PCluster guide, 2 x p5.48xlarge all_reduce 64 KiB": (
+        "time 135.1 us vs 74.8 (tree/LL, -45 %) while 8 B-8 KiB are asserted (69.1-81.4 us measured): the "
+        "log adds 53.7 us from 8 KiB (81.44) to 64 KiB where the model's LL bandwidth term adds 0.8; SRD's "
+        "per-message cost of the tree's chunks is the same unsized mechanism as the 1-64 MiB rows below. "
+        "The latency aws-ofi-nccl reports to NCCL "
+        "(src/platform-aws.cpp: 75 us on p4d/p5, 35 us on p5en/p6-b200/p6-b300; NCCL adds it to its "
+        "tuner's NET latency, search.cc latencyInter, tuning.cc interLat, twice for Simple) is a tuner "
+        "setting 'based on empirical search' (aws-ofi-nccl 2496e7de), not a time: as one it would give "
+        "6.8 + 2 x (7 x 0.6 + 5 + 75) = 175 us at 8 B against 69 measured"
     ),
     "awsome-distributed-training PCluster guide, 2 x p5.48xlarge all_reduce 1-64 MiB": (
-        "busbw 15.95/46.64/105.52/143.09/209.19 at 1/4/16/32/64 MiB vs 23.2/73.7/134.2/206.0/242.6 "
-        "(tree/LL128 to 4 MiB, NVLS tree above; +45/+58/+27/+44/+16 %): the same mid-size shortfall as "
+        "busbw 15.95/46.64/105.52/143.09/209.19 at 1/4/16/32/64 MiB vs 19.0/62.8/124.3/194.1/234.2 "
+        "(tree/LL128 to 4 MiB, NVLS tree above; +19/+35/+18/+36/+12 %; with efa-v2's 27.0 us network step, "
+        "was 23.2/73.7/134.2/206.0/242.6 at 17.7 us): the same mid-size shortfall as "
         "p6-b300's row (test_cases_public_multi2 MISSED): SRD's per-message cost of the tree's 64-128 KiB "
         "chunks has no public figure; from 128 MiB the rows are asserted. Not the chunks aws-ofi-nccl sets "
         "on p5 (platform-aws.cpp: NCCL_NVLS_CHUNKSIZE and NCCL_NVLSTREE_MAX_CHUNKSIZE 512 KiB, "
         "NCCL_BUFFSIZE 8 MiB): on 2 nodes enqueue.cc shrinks 512 KiB to 64 KiB below 64 MiB, as it does "
-        "128 KiB; they change NVLS-tree's chunk from 512 MiB only (modelled: 1 GiB 420.8 -> 408.7). Not "
+        "128 KiB; they change NVLS-tree's chunk from 512 MiB only (modelled: 1 GiB 419.2 -> 407.1). Not "
         "NCCL_STEPS' window either (the KeitaW p5 row, test_cases_public_multi4 MISSED, has the check): "
         "below 64 MiB no connection has 8 steps to send"
     ),

@@ -41,6 +41,7 @@ from aifabric.collectives.tiers import (
     base_latency_s,
     domain_nic_bytes_per_s,
     hw_latency_s,
+    net_extra_latency_s,
     net_latency_row,
 )
 from aifabric.errors import ConfigError
@@ -57,7 +58,7 @@ _SM90_ROWS = frozenset({"hopper", "blackwell"})
 def _inter_latency_s(tm: TierModel, row: str, proto: Protocol, g: int) -> float:
     """NCCL's interLat: the NET latency of ``row`` (of Tree with one GPU per node, from 2.23.4:
     :func:`net_latency_row`) + the transport's extra."""
-    return hw_latency_s(tm, "net", net_latency_row(tm, row, g), proto) + tm.extra_inter_latency_s
+    return hw_latency_s(tm, "net", net_latency_row(tm, row, g), proto) + net_extra_latency_s(tm, proto)
 
 
 def _cost(

@@ -13,6 +13,7 @@ from aifabric.collectives.tiers import (
     Protocol,
     TierModel,
     domain_nic_bytes_per_s,
+    net_extra_latency_s,
     p2p_latency_s,
     scaleup_bytes_per_s,
     shm_switch_share,
@@ -61,7 +62,7 @@ def direct_cost(
     intra = scaleup_bytes_per_s(tm, g) / shm_switch_share(tm, g)  # a mesh: one link to each of g - 1 peers
     nic = domain_nic_bytes_per_s(tm, comm) / comm.min_ranks_per_domain  # a rank's share of its NICs
     lat = (
-        p2p_latency_s(tm, "net", proto) + tm.extra_inter_latency_s
+        p2p_latency_s(tm, "net", proto) + net_extra_latency_s(tm, proto)
         if multi
         else p2p_latency_s(tm, tm.intra_kind, proto)
     )
@@ -139,7 +140,7 @@ def p2p_cost(
     kind = "net" if multi else tm.intra_kind
     lat = p2p_latency_s(tm, kind, proto)
     if multi:
-        lat += tm.extra_inter_latency_s
+        lat += net_extra_latency_s(tm, proto)
     intra = scaleup_bytes_per_s(tm, 2)  # its scale-up to one peer (one link of a full mesh)
     sender = comm if comm.n_ranks == 2 else _one_sender(tm)
     peers = p2p_peer_channels(tm, comm)

@@ -7,7 +7,14 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import hierarchical_all_reduce_time
 from aifabric.collectives.ops import Collective
-from aifabric.collectives.tiers import Protocol, TierModel, base_latency_s, hw_latency_s, scaleup_bytes_per_s
+from aifabric.collectives.tiers import (
+    Protocol,
+    TierModel,
+    base_latency_s,
+    hw_latency_s,
+    net_extra_latency_s,
+    scaleup_bytes_per_s,
+)
 
 __all__ = ["hierarchical_cost"]
 
@@ -55,5 +62,5 @@ def hierarchical_cost(
 def _latency_s(proto: Protocol, g: int, N: int, tm: TierModel) -> float:  # noqa: N803
     """``base + 2 (g - 1) a_i + 2 (N - 1) a_o`` of :func:`hierarchical_cost`, seconds."""
     ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
-    olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
+    olat = hw_latency_s(tm, "net", "ring", proto) + net_extra_latency_s(tm, proto)
     return base_latency_s(tm, "ring", proto) + 2 * (g - 1) * ilat + 2 * (N - 1) * olat

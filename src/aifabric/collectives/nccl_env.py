@@ -169,8 +169,9 @@ def _choice(parsed: NcclEnv, op: Collective) -> EnvChoice:
     return EnvChoice(disabled, protocols, *bounds)
 
 
-#: The plugin's variables that change the choice, not the tier model (:func:`plugin_env`).
-_PLUGIN_CHOICE_VARIABLES = ("NCCL_NVLS_ENABLE",)
+#: The plugin's variables that change the choice, not the tier model (:func:`plugin_env`): NVLS off below
+#: NCCL 2.18.5, and Simple alone on p4d / p4de (catalog/data/aws_ofi_nccl.yaml NCCL_PROTO).
+_PLUGIN_CHOICE_VARIABLES = ("NCCL_NVLS_ENABLE", "NCCL_PROTO")
 
 
 def plugin_env(
@@ -523,6 +524,7 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
                 nic_own_bytes_per_s=tm.nic_own_bytes_per_s * kept,
                 net_staging=kept,
                 extra_inter_latency_s=tm.extra_inter_latency_s + staging.latency_s,
+                flush_latency_s=0.0,  # received into host memory: nothing in the GPU to flush
             )
     note = None
     if parsed.p2p_disable or parsed.shm_disable or parsed.p2p_level is not None or not peer or through_cpu:

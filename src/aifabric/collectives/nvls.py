@@ -32,6 +32,7 @@ from aifabric.collectives.tiers import (
     base_latency_s,
     domain_nic_bytes_per_s,
     hw_latency_s,
+    net_extra_latency_s,
     net_stage_cap,
     tree_nic_traffic,
     tuner_tree_nic_traffic,
@@ -384,7 +385,7 @@ def nvls_cost(
     net = SCALE_UP
     heads, a_out = 0, math.inf
     if comm.n_domains > 1:  # NVLS + CollNet: SHARP across domains, through the NVLS heads' NICs
-        lat += hw_latency_s(tm, "net", "nvls", proto) + tm.extra_inter_latency_s
+        lat += hw_latency_s(tm, "net", "nvls", proto) + net_extra_latency_s(tm, proto)
         heads = nvls_heads(tm.release, local_gpus=g, nics_per_node=tm.nics_of(g))
         a_out = _heads_nic_bytes_per_s(tm, comm)
         alg, net = (a_out, SCALE_OUT) if a_out < alg else (alg, SCALE_UP)
@@ -646,7 +647,7 @@ def _nvls_tree_shape(
     none depends on the size."""
     g, N = comm.ranks_per_domain, comm.n_domains  # noqa: N806
     ilat = base_latency_s(tm, "nvls_tree", proto) + hw_latency_s(tm, tm.intra_kind, "nvls_tree", proto)
-    olat = hw_latency_s(tm, "net", "nvls_tree", proto) + tm.extra_inter_latency_s
+    olat = hw_latency_s(tm, "net", "nvls_tree", proto) + net_extra_latency_s(tm, proto)
     lat = ilat + nvls_tree_net_steps(tm.release, N) * olat
     a_in = nvls_algbw(tm, g)
     heads_bw = _heads_nic_bytes_per_s(tm, comm)

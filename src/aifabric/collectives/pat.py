@@ -15,6 +15,7 @@ from aifabric.collectives.tiers import (
     base_latency_s,
     domain_nic_bytes_per_s,
     hw_latency_s,
+    net_extra_latency_s,
     net_latency_row,
 )
 
@@ -58,7 +59,7 @@ def pat_cost(
     n, N = comm.n_ranks, comm.n_domains  # noqa: N806  (N domains, as in NCCL)
     rel = tm.release
     olat = hw_latency_s(tm, "net", net_latency_row(tm, "pat", comm.ranks_per_domain), proto)
-    olat += tm.extra_inter_latency_s
+    olat += net_extra_latency_s(tm, proto)
     if math.isnan(olat) or rel.pat_bw_factor is None or rel.pat_latency_per_rank_us is None:
         return None  # no PAT in this NCCL release (before 2.23)
     per_rank = rel.pat_latency_per_rank_us * 1e-6 * tm.latency_scale

@@ -25,6 +25,7 @@ from aifabric.collectives.tiers import (
     channel_share,
     domain_nic_bytes_per_s,
     hw_latency_s,
+    net_extra_latency_s,
     net_latency_row,
     net_overhead_s,
     protocol_bandwidth,
@@ -64,7 +65,7 @@ def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     n, N, g = comm.n_ranks, comm.n_domains, comm.ranks_per_domain  # noqa: N806
     multi = N > 1
     ilat = hw_latency_s(tm, tm.intra_kind, "ring", proto)
-    olat = hw_latency_s(tm, "net", net_latency_row(tm, "ring", g), proto) + tm.extra_inter_latency_s
+    olat = hw_latency_s(tm, "net", net_latency_row(tm, "ring", g), proto) + net_extra_latency_s(tm, proto)
     if math.isnan(ilat):
         return None
     if multi:
@@ -246,5 +247,5 @@ def flat_ring_cost(
 
 def _flat_ring_latency_s(proto: Protocol, steps: int, tm: TierModel) -> float:
     """``base + s a_o`` of :func:`flat_ring_cost`, seconds."""
-    olat = hw_latency_s(tm, "net", "ring", proto) + tm.extra_inter_latency_s
+    olat = hw_latency_s(tm, "net", "ring", proto) + net_extra_latency_s(tm, proto)
     return base_latency_s(tm, "ring", proto) + steps * olat

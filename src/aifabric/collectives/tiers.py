@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache, cached_property, lru_cache, wraps
 from typing import Any, NamedTuple, ParamSpec, TypedDict, TypeVar
 
+from aifabric.catalog.archs import gpu_architecture
 from aifabric.catalog.aws_ofi_nccl import efa_instance, nccl_reads, ofi_nccl_release, plugin_settings
 from aifabric.catalog.loader import SliceRules, catalog_generation
 from aifabric.catalog.nccl import (
@@ -70,6 +71,7 @@ __all__ = [
     "tuner_tree_nic_traffic",
     "hw_latency_s",
     "library_release",
+    "net_extra_latency_s",
     "line_rate_caps",
     "net_latency_row",
     "net_overhead_s",
@@ -169,6 +171,9 @@ class TierModel:
     latency_scale: float = 1.0
     intra_scale: float = 1.0  # a calibration's scale-up factor, in intra_bytes_per_s (and in SHM, nccl_env)
     extra_inter_latency_s: float = 0.0
+    #: What the receive flush after each Simple network step costs, seconds (:func:`net_extra_latency_s`);
+    #: 0 where NCCL does not flush (Hopper on, no GPUDirect RDMA, a native NET/IB transport)
+    flush_latency_s: float = 0.0
     torus_dims: tuple[int, ...] = ()
     torus_slice: tuple[int, ...] = ()  # the slice the cluster names (scale_up.slice); () = by rank count
     torus_twisted: bool = False  # the slice wired as a twisted torus (scale_up.twisted)
@@ -503,6 +508,7 @@ def tier_model(
         latency_scale=lat_scale,
         intra_scale=intra_scale,
         extra_inter_latency_s=extra + (spec.transport_extra_latency_s if efficiency == "nccl" else 0.0),
+        flush_latency_s=_flush_latency_s(spec) * lat_scale if efficiency == "nccl" else 0.0,
         **_torus_fields(spec),
         hop_latency_s=link.hop_latency_s,
         release=release,
@@ -528,6 +534,34 @@ def tier_model(
         shm_switch_gpus=(spec.scale_up.gpus_per_switch or 1) if _intra_transport(spec) else 1,
         nvls_chunks=_nvls_chunks(spec, release, nvls_chunks, nccl_version),
     )
+
+
+#: Compute capability from which NCCL skips the flush after GPUDirect RDMA receives (paths.cc
+#: ncclTopoNeedFlush, v2.16.5 on: "Flush is required on Ampere and earlier", cudaCompCap < 90).
+_FLUSHLESS_SM = 90
+
+
+def _flush_latency_s(spec: ClusterSpec) -> float:
+    """:attr:`TierModel.flush_latency_s` before calibration: the transport's extra latency over NET/IB
+    (:attr:`~aifabric.cluster.spec.ClusterSpec.transport_extra_latency_s`) where NCCL flushes a Simple
+    receive, else 0.
+
+    NCCL's network proxy, after a Simple receive lands in GPU memory through GPUDirect RDMA, asks the
+    plugin to flush it (``src/transport/net.cc`` recvProxyProgress: ``p == NCCL_PROTO_SIMPLE && needFlush``
+    -> ``ncclNet->iflush``, a read through the NIC whose completion it waits for) on a GPU before Hopper
+    (``ncclTopoNeedFlush``: ``cudaCompCap < 90``, unless NCCL_NET_FORCE_FLUSH=1). The flush is one more
+    plugin operation per network step, which NCCL's own tuner prices the same way (``tuning.cc``: "Also add
+    the flush extra latency", ``interLat += latencyInter`` for Simple, ``latencyInter`` the plugin's
+    latency, 0 on NET/IB: its loopback read on the receiving NIC costs nothing NCCL prices, and neither
+    does the model). No GDR (sockets, a path beyond PXB): the bytes land in host memory, no flush.
+    """
+    so = spec.scale_out
+    arch = gpu_architecture(spec.accelerator_spec.arch)
+    if so is None or arch is None or arch.sm >= _FLUSHLESS_SM:
+        return 0.0
+    if transport(so.transport_key).gdr == "none" or so.nic_path not in ("PIX", "PXB"):
+        return 0.0
+    return spec.transport_extra_latency_s
 
 
 class _NicRates(TypedDict):
@@ -927,6 +961,17 @@ def hw_latency_s(tm: TierModel, kind: str, row: str, proto: Protocol) -> float:
         return tm.hop_latency_s * tm.latency_scale
     values = tm.release.hw_latency_us[kind].get(row)  # type: ignore[call-overload]
     return math.nan if values is None else values[_COLUMN[proto]] * 1e-6 * tm.latency_scale
+
+
+def net_extra_latency_s(tm: TierModel, proto: Protocol) -> float:
+    """What one network step costs above NCCL's ``hwLat[NET]``, seconds: the transport's and a calibration's
+    extra (``tm.extra_inter_latency_s``), and with Simple the receive flush (``tm.flush_latency_s``: on a
+    GPU before Hopper through a plugin, one more plugin operation; :func:`_flush_latency_s`).
+
+    2 x p4d (A100, EFA through aws-ofi-nccl at 27.0 us a step, 22.0 above NET/IB): a Simple step pays
+    22.0 + 22.0 = 44.0 us above ``hwLat[NET]``, an LL step 22.0.
+    """
+    return tm.extra_inter_latency_s + (tm.flush_latency_s if proto is Protocol.SIMPLE else 0.0)
 
 
 def p2p_latency_s(tm: TierModel, kind: str, proto: Protocol) -> float:

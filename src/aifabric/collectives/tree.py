@@ -19,6 +19,7 @@ from aifabric.collectives.tiers import (
     channel_share_note,
     domain_nic_bytes_per_s,
     hw_latency_s,
+    net_extra_latency_s,
     protocol_bandwidth,
     scaleup_bytes_per_s,
     tree_correction,
@@ -123,7 +124,7 @@ def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     """None when NCCL has no latency for ``proto`` on this tier."""
     n, N, g = comm.n_ranks, comm.n_domains, comm.ranks_per_domain  # noqa: N806
     ilat = hw_latency_s(tm, tm.intra_kind, "tree", proto)
-    olat = hw_latency_s(tm, "net", "tree", proto) + tm.extra_inter_latency_s
+    olat = hw_latency_s(tm, "net", "tree", proto) + net_extra_latency_s(tm, proto)
     if math.isnan(ilat):
         return None
     lat = base_latency_s(tm, "tree", proto) + 2 * ((g - 1) * ilat + math.log2(N) * olat)
