@@ -114,7 +114,8 @@ class AcceleratorSpec(_Entry):
     scale-out NICs over: 1, or 2 on a two-die package with a NIC chip per die), ``nvlink_bridge`` (a PCIe
     card that an NVLink bridge may join to one other card: the :class:`ScaleUpSpec` key of that bridge, a
     ``full_mesh`` of two; None where the card takes none; ``nvlink`` stays None, as no switched domain
-    exists).
+    exists), ``host_link_bidirectional_bytes_per_s`` (the GPU's own link to its CPU's memory where it is
+    not the x16 ``pcie`` link: NVLink-C2C on Grace parts, both directions added; None: the ``pcie`` link).
     """
 
     arch: str
@@ -138,6 +139,9 @@ class AcceleratorSpec(_Entry):
     collective_library: Literal["nccl", "rccl", "xla"] = "nccl"
     peer_to_peer: bool = True
     nvlink_bridge: str | None = None
+    host_link_bidirectional_bytes_per_s: float | None = Field(
+        default=None, gt=0, validation_alias="host_link_bidirectional"
+    )
 
     @field_validator("hbm_capacity_bytes", mode="before")
     @classmethod
@@ -148,6 +152,7 @@ class AcceleratorSpec(_Entry):
         "hbm_bandwidth_bytes_per_s",
         "ici_bandwidth_bidirectional_bytes_per_s",
         "dcn_bandwidth_bytes_per_s",
+        "host_link_bidirectional_bytes_per_s",
         mode="before",
     )
     @classmethod

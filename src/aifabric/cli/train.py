@@ -98,6 +98,15 @@ EpOverlapOpt = Annotated[
         "Megatron-Core --overlap-moe-expert-parallel-comm)",
     ),
 ]
+OffloadOpt = Annotated[
+    int,
+    typer.Option(
+        "--offload-layers",
+        help="Activations of the first N layers offloaded to the CPU's memory (Megatron-LM "
+        "--cpu-offloading-num-layers: NVLink-C2C on Grace parts, PCIe otherwise; pp 1, --recompute none, "
+        "N below the model's layers)",
+    ),
+]
 PrefetchOpt = Annotated[
     int | None,
     typer.Option(
@@ -221,6 +230,7 @@ def _options(
     embedding_chunks: bool = False,
     ep_overlap: bool = False,
     framework: FrameworkChoice = FrameworkChoice.megatron,
+    offload_layers: int = 0,
 ) -> StepOptions:
     with _named_as_options():  # a kernel set of another framework's code names both options
         return StepOptions(
@@ -235,6 +245,7 @@ def _options(
             embedding_chunks=embedding_chunks,
             ep_comm_overlap=ep_overlap,
             framework=framework.value,
+            offload_layers=offload_layers,
         )
 
 
@@ -377,6 +388,7 @@ def train(
     elementwise: ElementwiseOpt = ElementwiseChoice.fused,
     embedding_chunks: EmbeddingChunksOpt = False,
     framework: FrameworkOpt = FrameworkChoice.megatron,
+    offload_layers: OffloadOpt = 0,
     engine: Annotated[
         EngineChoice,
         typer.Option(
@@ -441,6 +453,7 @@ def train(
         embedding_chunks=embedding_chunks,
         ep_overlap=ep_comm_overlap,
         framework=framework,
+        offload_layers=offload_layers,
     )
     n_jobs = jobs or 1
     if spec.n_gpus % n_jobs:
@@ -521,6 +534,7 @@ _OPTION_OF = {
     "n_gpus": "the GPUs of --nodes",
     "elementwise": "--elementwise",
     "framework": "--framework",
+    "offload_layers": "--offload-layers",
 }
 #: A quoted name (a model's, left alone) or one of the fields above, as a whole word.
 _FIELD = re.compile(r"'[^']*'|\b(" + "|".join(_OPTION_OF) + r")\b")

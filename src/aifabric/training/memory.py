@@ -59,6 +59,7 @@ from aifabric.catalog.archs import gpu_architecture
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.layout import ParallelLayout, Recompute
 from aifabric.training.models import ModelSpec
+from aifabric.training.offload import check_offload
 
 __all__ = [
     "FRAMEWORKS",
@@ -96,6 +97,9 @@ class MemoryBreakdown:
         units of the stage's layers).
     gpu_hbm_bytes : float or None
         The GPU's memory, if given.
+    offloaded_activation_bytes : float
+        Layer activations held in the CPU's memory instead (``offload_layers``), not in the total; each
+        microbatch's cross the GPU's link to its CPU out in the forward pass and back in the backward.
 
     Notes
     -----
@@ -113,6 +117,7 @@ class MemoryBreakdown:
     params_per_gpu: float
     in_flight_microbatches: float
     gpu_hbm_bytes: float | None = None
+    offloaded_activation_bytes: float = 0.0
 
     @property
     def model_state_bytes(self) -> float:
@@ -145,6 +150,11 @@ class MemoryBreakdown:
             f"{_gb(self.total_bytes)} per GPU: weights {_gb(self.weight_bytes)}, "
             f"grads {_gb(self.gradient_bytes)}, optimizer {_gb(self.optimizer_bytes)}, "
             f"activations {_gb(self.activation_bytes)}"
+            + (
+                f" (+ {_gb(self.offloaded_activation_bytes)} offloaded to the CPU)"
+                if self.offloaded_activation_bytes
+                else ""
+            )
         )
 
 
@@ -528,6 +538,7 @@ def memory_breakdown(
     zero3_prefetch_layers: int = 1,
     fp8: bool = False,
     framework: str | TrainingFramework = "megatron",
+    offload_layers: int = 0,
 ) -> MemoryBreakdown:
     """Memory per GPU of training ``model`` with ``layout``, term by term.
 
@@ -565,6 +576,12 @@ def memory_breakdown(
         (4 s b V / t Megatron-LM's fp32 logits; 12 s b V / t torchtitan's upcast cross-entropy), plus,
         for torchtitan's op-level selective checkpointing, the rest of one layer rebuilt during its
         backward pass.
+    offload_layers : int, default 0
+        Layers whose activations Transformer Engine's CPU offload moves to the CPU's memory
+        (:mod:`aifabric.training.offload`; pp = 1, no recomputation, fewer than the model's layers): the
+        layer stash keeps L - N of its L layers' activations (the mean layer's, x N moved to
+        ``offloaded_activation_bytes``). At most L - N layers' sets are on the GPU at once: each
+        offloaded layer's GPU copy is freed at the end of its window, before the forward pass ends.
 
     Returns
     -------
@@ -574,8 +591,8 @@ def memory_breakdown(
     Raises
     ------
     ConfigError
-        If the layout does not suit the model (see :meth:`ParallelLayout.validate`), or ``framework`` is
-        not in :data:`FRAMEWORKS`.
+        If the layout does not suit the model (see :meth:`ParallelLayout.validate`), ``framework`` is
+        not in :data:`FRAMEWORKS`, or the offload is one Megatron-LM refuses (:func:`check_offload`).
 
     Notes
     -----
@@ -596,6 +613,7 @@ def memory_breakdown(
     7.5
     """
     layout.validate(model)
+    check_offload(offload_layers, layout, model.n_layers)
     fw = get_framework(framework)
     p, v = layout.pp, layout.virtual_pipeline_stages
     stage_moe = _stage_moe_counts(
@@ -610,6 +628,7 @@ def memory_breakdown(
     units = in_flight_layer_microbatches(layout, model.n_layers)
     sac = fw if fw.op_level_selective else None
     layer_act = _first_stage_layer_act(model, layout, first, units, flash_attention, fp8, sac)
+    offloaded = layer_act * offload_layers / model.n_layers  # pp = 1: units = L layers of one microbatch
     in_flight = units / per_stage
     other = _other_act(model, layout, first, flash_attention, fp8, fw)
     if layout.zero_stage >= 3:
@@ -619,11 +638,12 @@ def memory_breakdown(
         weight_bytes=weights,
         gradient_bytes=grads,
         optimizer_bytes=optim,
-        layer_activation_bytes=layer_act,
+        layer_activation_bytes=layer_act - offloaded,
         other_activation_bytes=other,
         params_per_gpu=params,
         in_flight_microbatches=in_flight,
         gpu_hbm_bytes=None if gpu_hbm_bytes is None else float(gpu_hbm_bytes),
+        offloaded_activation_bytes=offloaded,
     )
 
 
@@ -805,6 +825,7 @@ def check_fits(
     zero3_prefetch_layers: int = 1,
     fp8: bool = False,
     framework: str | TrainingFramework = "megatron",
+    offload_layers: int = 0,
 ) -> MemoryBreakdown:
     """Return the memory breakdown if the layout fits in ``gpu_hbm_bytes``; raise otherwise.
 
@@ -816,7 +837,7 @@ def check_fits(
         The layout.
     gpu_hbm_bytes : float
         Usable GPU memory, bytes (e.g. 80e9 for an A100/H100 80 GB; subtract what the runtime reserves).
-    flash_attention, zero3_prefetch_layers, fp8, framework
+    flash_attention, zero3_prefetch_layers, fp8, framework, offload_layers
         See :func:`memory_breakdown`.
 
     Returns
@@ -850,6 +871,7 @@ def check_fits(
         zero3_prefetch_layers=zero3_prefetch_layers,
         fp8=fp8,
         framework=framework,
+        offload_layers=offload_layers,
     )
     if not mb.fits:
         err = Infeasible(

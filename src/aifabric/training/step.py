@@ -49,6 +49,10 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
   ``gradient_accumulation_fusion``.
 - **Overlap is not free**: while a collective overlaps compute, its NCCL kernel holds ``comm_sms`` of the
   GPU's SMs (``presets/compute.yaml``), so the compute runs that share slower (:func:`overlapped_s`).
+- **CPU offload** (``offload_layers``, :mod:`aifabric.training.offload`): the first N layers' activations
+  leave GPU memory and cross the GPU's link to its CPU out in the forward pass and back in the backward,
+  each copy beside the compute of a window of layers (Transformer Engine's ``layer_window_map``); what it
+  does not hide is exposed.
 - **Optimizer**: Adam reads and writes 30 bytes per parameter of its shard (fp32 master, two moments,
   gradient; bf16 copy) at HBM speed.
 
@@ -63,8 +67,8 @@ table (A100, Blackwell: small per-GPU GEMMs run as fast as large ones there); an
 kernel, head dimension and sequence (one FlashAttention-2 figure per GPU, at d = 128 and s = 8,192, stands for
 every run: Transformer Engine's cuDNN kernel on Hopper is faster); learned-router imbalance beyond the uniform
 bound and DeepSeek's node-limited routing; several groups sharing a node's NICs at the same time; the
-pipeline send/recv overlapping compute; activations offloaded to CPU memory (Megatron-LM's
-``cpu_offloading_num_layers``); stragglers, data loading and checkpoints.
+pipeline send/recv overlapping compute; the HBM bandwidth CPU-offload copies take from memory-bound kernels;
+stragglers, data loading and checkpoints.
 
 References
 ----------
@@ -122,6 +126,7 @@ from aifabric.training.memory import (
     memory_breakdown,
 )
 from aifabric.training.models import ModelSpec
+from aifabric.training.offload import host_link_bytes_per_s, offload_exposed_s, offload_windows
 
 __all__ = [
     "NETWORKS",
@@ -144,7 +149,7 @@ NETWORKS = ("scale-up", "scale-out")
 #: Dimensions whose collectives a fabric slowdown may stretch (:class:`StepModel`'s ``slowdown``).
 _SLOWED = ("dp", "ep", "pp")
 #: Critical-path parts of a step, in the order they are reported and plotted.
-PARTS = ("compute", "memory-bound", "tp", "cp", "ep", "pp", "bubble", "dp", "optimizer")
+PARTS = ("compute", "memory-bound", "tp", "cp", "ep", "pp", "offload", "bubble", "dp", "optimizer")
 _ACT_BYTES = 2  # 16-bit activations
 _FP8_CAST_BYTES = 4  # Transformer Engine cast_transpose: read 2, write the cast 1 and its transpose 1
 _EMBEDDING_NOTE = " and the embedding and output layer, one layer's place each,"
@@ -246,6 +251,13 @@ class StepOptions:
         where gradients accumulate over microbatches, ZeRO 0-2): a memory-bound pass over every parameter
         each microbatch (Megatron-LM ``docs/user-guide/features/megatron_fsdp.md``, "Weight Gradient
         Accumulation Fusion": "to avoid COPY-ing the gradient to Megatron-FSDP communication buffers").
+    offload_layers : int, default 0
+        Megatron-LM's ``cpu_offloading_num_layers`` (Transformer Engine's CPU offload,
+        :mod:`aifabric.training.offload`): the activations of the first N layers leave GPU memory for the
+        CPU's, each copied out in the forward pass and back in the backward over the GPU's link to its CPU
+        (NVLink-C2C on Grace parts, the x16 PCIe link otherwise), beside the compute of a window of L / N
+        layers; what a copy does not hide is exposed (the ``offload`` part of the step). Refused on a GPU
+        with no CPU link in the catalogue, with pp > 1, with recomputation and for N >= L.
     """
 
     flash_attention: bool = True
@@ -267,9 +279,12 @@ class StepOptions:
     elementwise: str = "fused"
     framework: str = "megatron"
     gradient_accumulation_fusion: bool = True
+    offload_layers: int = 0
 
     def __post_init__(self) -> None:
         get_framework(self.framework)  # a ConfigError naming the field for an unknown framework
+        if isinstance(self.offload_layers, bool) or self.offload_layers < 0:
+            raise ConfigError(f"offload_layers must be an integer >= 0, got {self.offload_layers!r}")
         if isinstance(self.zero3_prefetch_layers, bool) or self.zero3_prefetch_layers < 0:
             raise ConfigError(
                 f"zero3_prefetch_layers must be an integer >= 0, got {self.zero3_prefetch_layers!r}"
@@ -788,6 +803,7 @@ class StepModel:
             fp8_eff = self.compute.fp8_gemm_efficiency or self.compute.gemm_efficiency * limit
             self.linear_flops_per_s = acc.peak_fp8_flops * fp8_eff  # Azure's FP8 figure is sustained
         self.hbm_bytes_per_s = acc.hbm_bandwidth_bytes_per_s * self.compute.hbm_efficiency
+        self.host_bytes_per_s = self._host_link(spec.accelerator)
         self.kernels = elementwise_kernels(self.options.elementwise)
         check_kernels_fit(self.model, self.kernels)
         self.gemm_table = self._gemm_table(spec.accelerator)
@@ -812,6 +828,17 @@ class StepModel:
         )
         self._flops: dict[tuple, float] = {}
         self._rates: dict[tuple, GemmRates] = {}
+
+    def _host_link(self, accelerator: str) -> float:
+        """Bytes/s one direction of the GPU's link to its CPU (:func:`host_link_bytes_per_s`); refuses
+        ``offload_layers`` on a GPU without one in the catalogue (0.0 where nothing is offloaded)."""
+        rate = host_link_bytes_per_s(self.spec.accelerator_spec)
+        if rate is None and self.options.offload_layers:
+            raise ConfigError(
+                f"offload_layers={self.options.offload_layers}: the {accelerator} has no link to a CPU in "
+                "the catalogue (no host_link_bidirectional, no pcie)"
+            )
+        return rate or 0.0
 
     def _gemm_table(self, accelerator: str) -> GemmTable | None:
         """The measured GEMM table the step uses (``options.gemm_shapes``), or None."""
@@ -980,6 +1007,7 @@ class StepModel:
             zero3_prefetch_layers=opt.zero3_prefetch_layers,
             fp8=opt.fp8,
             framework=self.framework,
+            offload_layers=opt.offload_layers,
         )
         return padded, mem
 
@@ -996,7 +1024,7 @@ class StepModel:
                 continue
             try:
                 self.check(remedy.apply(layout))
-            except Infeasible:
+            except (Infeasible, ConfigError):  # still too large, or refused beside offload_layers
                 continue
             return remedy
         return None
@@ -1011,13 +1039,13 @@ class StepModel:
             See :meth:`check`.
         """
         padded, mem = self.check(layout)
-        step, st, parts = self._terms(layout, padded, record=True)
+        step, st, parts = self._terms(layout, padded, mem, record=True)
         return self._step_record(st, padded, mem, step, parts)
 
     def step_seconds(self, layout: ParallelLayout) -> float:
         """Seconds per iteration only (the planner's fast path); same checks as :meth:`evaluate`."""
-        padded, _ = self.check(layout)
-        return self._terms(layout, padded, record=False)[0]
+        padded, mem = self.check(layout)
+        return self._terms(layout, padded, mem, record=False)[0]
 
     def _hw_flops(self, recompute: Recompute, global_batch: int) -> tuple[float, float]:
         """(hardware, model) FLOPs per iteration; torchtitan's op-level selective recompute repeats its
@@ -1488,6 +1516,26 @@ class StepModel:
             st.acc.add("pp", "all_gather", full, k, ag, tp_comm, k * ag.time_s)
         return PassTimes(one, one)
 
+    def offload_term(self, st: StageView, comp: ComputeTimes, mem: MemoryBreakdown) -> PassTimes:
+        """CPU-offload seconds per microbatch (:mod:`aifabric.training.offload`): each of the N offloaded
+        layers' activations (``mem.offloaded_activation_bytes`` / N) crosses the GPU's link to its CPU at
+        ``host_bytes_per_s``, out beside the forward of its window of layers, back beside their backward;
+        a layer's time is the stage's pass without the output layer (which no window covers) over its
+        layers. What a copy does not hide is exposed (:func:`offload_exposed_s`)."""
+        n = self.options.offload_layers
+        if not n:
+            return PassTimes(0.0, 0.0)
+        bare = self.compute_term(dataclasses.replace(st, logit=False))
+        logit_fwd = comp.gemm_fwd + comp.mem_fwd - bare.gemm_fwd - bare.mem_fwd
+        logit_bwd = comp.gemm_bwd + comp.mem_bwd - bare.gemm_bwd - bare.mem_bwd
+        layer_fwd = (comp.gemm_fwd + comp.mem_fwd - logit_fwd) / st.layers
+        layer_bwd = (comp.gemm_bwd + comp.mem_bwd - logit_bwd) / st.layers
+        copy_s = mem.offloaded_activation_bytes / n / self.host_bytes_per_s
+        windows = offload_windows(self.model.n_layers, n)
+        return PassTimes(
+            offload_exposed_s(copy_s, layer_fwd, windows), offload_exposed_s(copy_s, layer_bwd, windows)
+        )
+
     def dp_term(self, st: StageView, comp: ComputeTimes, padded: ModelSpec) -> tuple[PassTimes, float]:
         """DP seconds: per microbatch (ZeRO-3's per-layer collectives, :meth:`_zero3_term`) and once per
         iteration (the bucketed reduction of ZeRO 0-2, :meth:`_dp_term`)."""
@@ -1513,10 +1561,11 @@ class StepModel:
         return (st.layout.pp - 1) / st.layout.virtual_pipeline_stages * microbatch_s
 
     def _terms(
-        self, layout: ParallelLayout, padded: ModelSpec, *, record: bool
+        self, layout: ParallelLayout, padded: ModelSpec, mem: MemoryBreakdown, *, record: bool
     ) -> tuple[float, StageView, dict[str, float]]:
-        """The step as the sum of its terms: m microbatch times (compute and the exposed TP, CP, EP, PP and
-        ZeRO-3 seconds of each), the bubble, the once-per-iteration DP reduction and the optimizer step.
+        """The step as the sum of its terms: m microbatch times (compute and the exposed TP, CP, EP, PP,
+        CPU-offload and ZeRO-3 seconds of each), the bubble, the once-per-iteration DP reduction and the
+        optimizer step.
 
         Returns (step seconds, the stage, the breakdown by :data:`PARTS`; empty unless ``record``).
         """
@@ -1529,6 +1578,7 @@ class StepModel:
             "cp": self.cp_term(st),
             "ep": self.ep_term(st, comp),
             "pp": self.pp_term(st),
+            "offload": self.offload_term(st, comp, mem),
         }
         per_mb["dp"], dp_end = self.dp_term(st, comp, padded)
         t_mb = comp.total_s + sum(x.fwd_s + x.bwd_s for x in per_mb.values())

@@ -1,0 +1,106 @@
+"""CPU activation offload: the activations of the first N layers leave GPU memory for the CPU's.
+
+Megatron-LM's ``--cpu-offloading --cpu-offloading-num-layers N`` (``TransformerConfig
+.cpu_offloading_num_layers``, passed by ``megatron/core/transformer/transformer_block.py`` to Transformer
+Engine's ``get_cpu_offload_context``) runs Transformer Engine's ``AsyncDoubleBufferGroupOffloadHandler``
+(``transformer_engine/pytorch/cpu_offload.py``, v2.7-v2.9, the releases of the NeMo 25.09 and 25.11
+containers): the tensors the first N layers save for backward are copied to pinned host memory on a
+device-to-host stream and reloaded on a host-to-device stream, each copy overlapping the compute of a
+window of layers:
+
+- the L layers are cut into N windows (``layer_window_map``: window i ends at layer
+  (L // N)(i + 1) - 1, the first L mod N windows one layer longer each), :func:`offload_windows`;
+- forward: layer 0's copy starts when its forward ends; at the end of window i's last layer both streams
+  wait for each other (``synchronize_on_group_commit_forward``: ``d2h_stream.wait_stream(current)``,
+  ``current.wait_stream(d2h_stream)``), layer i's GPU copy is freed and layer i + 1's copy starts, so each
+  copy runs beside the forward of the layers of one window and what it does not hide is exposed;
+- backward, mirrored (``on_group_commit_backward``): layer i's reload starts at the backward of window
+  i's last layer and is waited for at the next window's, beside the backward of one window's layers.
+
+A copy moves one layer's saved activations of one microbatch over the GPU's link to its CPU in one
+direction (out in forward, back in backward) at that link's rate (:func:`host_link_bytes_per_s`). The
+copies run on the GPU's copy engines, not its SMs, so the compute beside them keeps its speed; the HBM
+bandwidth they take from memory-bound kernels is not modelled (TE's documentation: "unlikely to affect
+compute-bound operations like GEMMs"). Megatron-LM refuses the offload with pipeline parallelism and with
+activation recomputation, and N >= L (``transformer_config.py``: "CPU offloading can be done only for
+layers less than num_layers"; "no support for Pipeline parallelism with CPU offloading"; "does not work
+when activation recomputation is enabled"): :func:`check_offload`.
+"""
+
+from __future__ import annotations
+
+from aifabric.catalog.loader import AcceleratorSpec, scaleup
+from aifabric.errors import ConfigError
+from aifabric.training.layout import ParallelLayout, Recompute
+
+__all__ = ["check_offload", "host_link_bytes_per_s", "offload_exposed_s", "offload_windows"]
+
+
+def host_link_bytes_per_s(acc: AcceleratorSpec) -> float | None:
+    """Bytes per second one direction of the GPU's link to its CPU's memory carries, or None without one.
+
+    NVLink-C2C (``host_link_bidirectional``, Grace parts): half the vendor's bidirectional figure,
+    900 / 2 = 450 GB/s. Otherwise the x16 link of the GPU's ``pcie`` generation: half its bidirectional
+    rate times the share of the line a bulk DMA carries as data (``dma_payload_efficiency``): Gen5
+    64 GB/s x 0.9002 = 57.6 GB/s.
+    """
+    if acc.host_link_bidirectional_bytes_per_s is not None:
+        return acc.host_link_bidirectional_bytes_per_s / 2
+    if acc.pcie is None:
+        return None
+    link = scaleup(f"pcie-{acc.pcie}")
+    return link.per_gpu_bidirectional_bytes_per_s / 2 * link.dma_payload_efficiency
+
+
+def check_offload(offload_layers: int, layout: ParallelLayout, n_layers: int) -> None:
+    """Refuse an offload Megatron-LM refuses: N >= the model's layers, pipeline parallelism, recomputation.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``offload_layers`` and the value.
+    """
+    if not offload_layers:
+        return
+    if offload_layers >= n_layers:
+        raise ConfigError(
+            f"offload_layers={offload_layers}: at most {n_layers - 1}, fewer than the model's {n_layers} "
+            "layers (Megatron-LM: 'CPU offloading can be done only for layers less than num_layers')"
+        )
+    if layout.pp > 1:
+        raise ConfigError(
+            f"offload_layers={offload_layers} with pp={layout.pp}: Megatron-LM offloads activations without "
+            "pipeline parallelism only"
+        )
+    if layout.recompute is not Recompute.NONE:
+        raise ConfigError(
+            f"offload_layers={offload_layers} with recompute={layout.recompute.value}: Megatron-LM offloads "
+            "activations without recomputation only"
+        )
+
+
+def offload_windows(n_layers: int, offload_layers: int) -> tuple[int, ...]:
+    """Layers whose compute each offloaded layer's copy runs beside (Transformer Engine's
+    ``layer_window_map``): window i ends at w_i = (L // N)(i + 1) - 1 (+ i + 1 for the first L mod N
+    windows, + L mod N after them); copy 0 runs beside layers 1 .. w_0, copy i beside w_(i-1) + 1 .. w_i.
+
+    >>> offload_windows(80, 40)[:3], sum(offload_windows(80, 40))
+    ((1, 2, 2), 79)
+    >>> offload_windows(126, 95)[:3], offload_windows(126, 95)[-2:]
+    ((1, 2, 2), (1, 1))
+    """
+    per, rest = divmod(n_layers, offload_layers)
+    ends = []
+    extra = 0
+    for i in range(offload_layers):
+        end = per * (i + 1) - 1
+        if i < rest:
+            extra = i + 1
+        ends.append(end + extra)
+    return tuple(b - a for a, b in zip([0, *ends[:-1]], ends, strict=True))
+
+
+def offload_exposed_s(copy_s: float, layer_s: float, windows: tuple[int, ...]) -> float:
+    """Seconds the copies add to one pass: each copy of ``copy_s`` beside its window of layers of
+    ``layer_s`` each, the rest of it exposed (both streams wait for each other at the window's end)."""
+    return sum(max(0.0, copy_s - k * layer_s) for k in windows)
