@@ -3,9 +3,9 @@
 Megatron-LM's ``--cpu-offloading --cpu-offloading-num-layers N`` (``TransformerConfig
 .cpu_offloading_num_layers``, passed by ``megatron/core/transformer/transformer_block.py`` to Transformer
 Engine's ``get_cpu_offload_context``) runs Transformer Engine's ``AsyncDoubleBufferGroupOffloadHandler``
-(``transformer_engine/pytorch/cpu_offload.py``, v2.7-v2.9, the releases of the NeMo 25.09 and 25.11
-containers): the tensors the first N layers save for backward are copied to pinned host memory on a
-device-to-host stream and reloaded on a host-to-device stream, each copy overlapping the compute of a
+(``transformer_engine/pytorch/cpu_offload.py`` v2.7-v2.9; from v2.10 in ``cpu_offload_v1.py``, beside a
+new default scheduler): the tensors the first N layers save for backward are copied to pinned host memory
+on a device-to-host stream and reloaded on a host-to-device stream, each copy overlapping the compute of a
 window of layers:
 
 - the L layers are cut into N windows (``layer_window_map``: window i ends at layer
