@@ -204,6 +204,43 @@ def _nics_by_path(node, gpu: str) -> str:  # noqa: ANN001  (a NodeInspection, im
     return "; ".join(f"{path}: {name_ranges(nics)}" for path, nics in node.nics_by_path(gpu))
 
 
+def _across_node_note(node) -> str:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
+    """Which bound sets the across-node figure, with its numbers: the NICs' share per GPU (a shared NIC,
+    the host staging without GPUDirect RDMA) against the GPU's own PCIe link, then the layout's other
+    losses (:attr:`~aifabric.discovery.node.NodeInspection.across_node_bound`), and the node's own ring
+    when it is slower than the NICs of the node together."""
+    per_gpu, bound, figures = node.across_node_bound
+    f, spec = dict(figures), node.spec
+    shared = spec.scale_out.gpus_per_nic
+    nic = f"{f['nic_payload'] / 1e9:.1f} GB/s of NIC per GPU" + (
+        f" ({shared} GPUs per NIC)" if shared > 1 else ""
+    )
+    if f["host_staging"] < 1:
+        nic += f" x {f['host_staging']:.3g} staged in host memory"
+    side = f["nic_payload"] * f["host_staging"] / 1e9
+    pcie = str(spec.accelerator_spec.pcie or "").capitalize()
+    link = f"the GPU's PCIe {pcie} x16 link, {f['gpu_pcie_link'] / 1e9:.1f} GB/s"
+    losses = (
+        f", then x {f['layout']:.3g} (the layout's GPUDirect and PCIe path losses)" if f["layout"] < 1 else ""
+    )
+    share = f"the NICs give {node.nic_share_per_gpu:.0%} of one GPU-local NIC per GPU"
+    if bound == "gpu_pcie_link":
+        text = f"{share}, {nic} = {side:.1f} GB/s, above what {link}, carries: the PCIe link sets it"
+    else:
+        text = f"{share}, {nic} = {side:.1f} GB/s, below {link}: the NIC share sets it"
+    text += f"{losses}: {per_gpu / 1e9:.1f} GB/s per GPU"
+    if bound == "gpu_pcie_link":
+        text += ", as with GPUDirect RDMA"
+    own = min((e.busbw_bytes_per_s for e in node.expected if e.n_nodes == 1), default=None)
+    nics = per_gpu * spec.gpus_per_node
+    if own is not None and own < nics:
+        text += (
+            f"; the node's own ring, {own / 1e9:.2f} GB/s, is below its NICs' {nics / 1e9:.1f} GB/s together "
+            "and sets the across-node figure"
+        )
+    return text
+
+
 def _render_expected(node) -> None:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
     """Expected all_reduce busbw on the node and across nodes, with what caps or assumes it."""
     console.print(f"Expected all_reduce busbw at {size_text(node.expected[0].message_bytes)}:")
@@ -215,9 +252,7 @@ def _render_expected(node) -> None:  # noqa: ANN001  (a NodeInspection; the modu
             f"GPU-NIC PCIe path, {node.rail_cap_link}; line rate x DMA payload efficiency)"
         )
     if node.nic_share_per_gpu < 1.0:
-        console.print(
-            f"  (across nodes: the NICs give {node.nic_share_per_gpu:.0%} of one GPU-local NIC per GPU)"
-        )
+        console.print(f"  (across nodes: {_across_node_note(node)})")
     if node.nic_speed_assumed and len(node.expected) > 1:
         console.print(
             f"  (the across-node figures assume {node.nic_speed_bytes_per_s * 8 / 1e9:g} Gb/s NICs: the "

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.nccl_env import host_staging_efficiency
 from aifabric.discovery._text import clean_lines, line_count, nonempty_text
 from aifabric.discovery.ib_ports import PortRate, nic_port_rate, port_rates_in_text
 from aifabric.discovery.inference import (
@@ -98,6 +99,7 @@ class NodeInspection:
     spec: ClusterSpec | None = None
     spec_data: dict[str, Any] = field(hash=False, default_factory=dict)
     network_factor: float = 1.0
+    network_factor_beyond_spec: float = 1.0
     expected: tuple[ExpectedBusbw, ...] = ()
     warnings: tuple[Finding, ...] = ()
     assumptions: tuple[str, ...] = ()
@@ -115,6 +117,33 @@ class NodeInspection:
         2/4 x 2/3 = 1/3."""
         so = self.spec.scale_out if self.spec is not None else None
         return self.network_factor / (so.gpus_per_nic if so is not None else 1)
+
+    @property
+    def across_node_bound(self) -> tuple[float, str, tuple[tuple[str, float], ...]]:
+        """What one GPU moves across nodes, bytes/s per direction, the bound that sets it (``gpu_pcie_link``
+        or ``nic_share``) and the figures compared: the NIC side, ``nic_payload`` (per GPU: a shared NIC's
+        share, :attr:`~aifabric.cluster.spec.ClusterSpec.nic_payload_bytes_per_s`) x ``host_staging``
+        (:func:`~aifabric.collectives.nccl_env.host_staging_efficiency`, the GDR loss the saved spec
+        carries), against the GPU's own PCIe link (``gpu_pcie_link``,
+        :attr:`~aifabric.cluster.spec.ClusterSpec.nic_host_link_bytes_per_s`), then x the layout's other
+        losses (``layout``: :attr:`network_factor_beyond_spec`), the way the engines price the saved spec.
+        A100 SXM, 400 Gb/s NIC behind the CPU: 49.15 x 0.667 = 32.8 GB/s > 28.8 GB/s, the PCIe Gen4 link
+        sets 28.8 GB/s, what GPUDirect RDMA would give too."""
+        spec = self.spec
+        if spec is None or spec.scale_out is None:
+            return 0.0, "", ()
+        payload, host = spec.nic_payload_bytes_per_s, spec.nic_host_link_bytes_per_s
+        staging = host_staging_efficiency(spec)
+        nic_side = payload * staging
+        bound = "gpu_pcie_link" if host < nic_side else "nic_share"
+        per_gpu = min(nic_side, host) * self.network_factor_beyond_spec
+        figures = (
+            ("nic_payload", payload),
+            ("host_staging", staging),
+            ("gpu_pcie_link", host),
+            ("layout", self.network_factor_beyond_spec),
+        )
+        return per_gpu, bound, figures
 
     @property
     def nvlink_pairs(self) -> tuple[tuple[str, str, int], ...]:
@@ -185,6 +214,8 @@ class NodeInspection:
             "cluster_spec": dict(self.spec_data),
             "network_factor": self.network_factor,
             "nic_share_per_gpu": self.nic_share_per_gpu,
+            "across_node_per_gpu_bytes_per_s": self.across_node_bound[0],
+            "across_node_bound": self.across_node_bound[1],
             "expected_busbw": [
                 {
                     "label": e.label,
@@ -285,6 +316,7 @@ def inspect_layout(
         spec=spec,
         spec_data=spec_data,
         network_factor=factor,
+        network_factor_beyond_spec=beyond_spec,
         expected=expected_busbw(spec, beyond_spec),
         warnings=tuple(findings),
         assumptions=tuple(notes),

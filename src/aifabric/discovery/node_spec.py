@@ -457,28 +457,39 @@ def gdr_network_factor(
     *,
     no_gdr_factor: float = NO_GDR_FACTOR,
 ) -> float:
-    """Share of the modelled NICs' bandwidth a node's rings get: distinct NICs used x their factor / the
-    node's ``g / gpus_per_nic`` modelled NICs (``g`` GPUs; a shared NIC is already one per
-    ``gpus_per_nic`` GPUs in the spec, :func:`local_gpus_per_nic`).
+    """Share of its modelled NIC bandwidth a GPU of the node gets across nodes, averaged over the GPUs the
+    pairing holds (:func:`~aifabric.discovery.node_paths.nic_pairing`): the spec gives each GPU one
+    ``gpus_per_nic``-th of a NIC (:func:`local_gpus_per_nic`), and GPU ``g`` on NIC ``n`` gets
 
-    A NIC's factor is the GDR one (``no_gdr_factor`` when traffic is staged in host memory:
-    :data:`NO_GDR_FACTOR`, or 1 where the spec's ``nic_path`` already carries the staging,
-    :func:`staged_nic_path`), capped by the
-    PCIe path to its GPU where the input gives link speeds: what the path carries
-    (:func:`pcie_payload_bytes_per_s`) over the NIC's effective rate ``nic_effective_bytes_per_s`` (one
-    NIC's, not a GPU's several together): a Gen4 x16 path, 28.8 GB/s, carries all of an HDR NIC and ~59 %
-    of a 400 Gb/s one; a Gen5 x16 path, 57.6 GB/s, all of a 400 Gb/s one.
+        phi_g = min(1, f_n x gpus_per_nic / k_n)
+
+    with ``k_n`` the GPUs the pairing puts on NIC ``n`` and ``f_n`` that NIC's factor: 1 with GPUDirect
+    RDMA, ``no_gdr_factor`` when its traffic is staged in host memory (:data:`NO_GDR_FACTOR`, or 1 where
+    the spec's ``nic_path`` already carries the staging, :func:`staged_nic_path`), capped by the PCIe path
+    to its GPU where the input gives link speeds: what the path carries (:func:`pcie_payload_bytes_per_s`)
+    over one NIC's effective rate ``nic_effective_bytes_per_s``: a Gen4 x16 path, 28.8 GB/s, carries all
+    of an HDR NIC and ~59 % of a 400 Gb/s one; a Gen5 x16 path, 57.6 GB/s, all of a 400 Gb/s one.
+
+    Numerator and denominator count the same GPUs, those paired (a cut GPU has no NIC path). Range
+    (0, 1]: every ``f_n`` is in (0, 1], and a GPU alone on a NIC the spec shares (6 NICs for 8 GPUs,
+    modelled as 4) is not given more than its modelled share, as NCCL splits a collective's bytes evenly
+    over its channels: its surplus does not speed up the GPUs that share a slower NIC. Without NICs
+    (pairing of None) or GPUs the layout costs nothing: 1.
     """
-    used: dict[str, float] = {}
-    for g, p in pairing.items():
-        if p is None:
-            return 1.0
+    paired = [(g, p) for g, p in pairing.items() if p is not None]
+    if not paired or len(paired) < len(pairing):
+        return 1.0
+    nic_factor: dict[str, float] = {}
+    sharers: dict[str, int] = {}
+    for g, p in paired:
         factor = 1.0 if p.gdr else no_gdr_factor
         pcie = layout.gpu_nic_pcie.get((g, p.nic))
         if pcie is not None and nic_effective_bytes_per_s > 0:
             factor = min(factor, pcie_payload_bytes_per_s(*pcie) / nic_effective_bytes_per_s)
-        used[p.nic] = min(used.get(p.nic, 1.0), factor)
-    return sum(used.values()) / max(1, len(layout.gpus) // gpus_per_nic)
+        nic_factor[p.nic] = min(nic_factor.get(p.nic, 1.0), factor)
+        sharers[p.nic] = sharers.get(p.nic, 0) + 1
+    shares = [min(1.0, nic_factor[p.nic] * gpus_per_nic / sharers[p.nic]) for _, p in paired]
+    return sum(shares) / len(shares)
 
 
 def pcie_payload_bytes_per_s(nccl_bytes_per_s: float, link: str) -> float:
