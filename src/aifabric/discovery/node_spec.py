@@ -470,10 +470,14 @@ def gdr_network_factor(
     over one NIC's effective rate ``nic_effective_bytes_per_s``: a Gen4 x16 path, 28.8 GB/s, carries all
     of an HDR NIC and ~59 % of a 400 Gb/s one; a Gen5 x16 path, 57.6 GB/s, all of a 400 Gb/s one.
 
-    Numerator and denominator count the same GPUs, those paired (a cut GPU has no NIC path). Range
-    (0, 1]: every ``f_n`` is in (0, 1], and a GPU alone on a NIC the spec shares (6 NICs for 8 GPUs,
-    modelled as 4) is not given more than its modelled share, as NCCL splits a collective's bytes evenly
-    over its channels: its surplus does not speed up the GPUs that share a slower NIC. Without NICs
+    Numerator and denominator count the same GPUs, those paired (a cut GPU has no NIC path; the former
+    count, distinct NICs over ``GPUs read // gpus_per_nic``, mixed the pairing's NICs with the spec's and
+    gave 1.67 on 6 NICs for 7 GPUs read). Range (0, 1]: every ``f_n`` is in (0, 1] and each ``phi_g`` is
+    capped at 1, so the factor only carries losses: a GPU alone on a NIC the spec shares (6 NICs for 8 GPUs,
+    modelled as 4, :func:`local_gpus_per_nic`) is not given more than its modelled share, the spec's NIC
+    count already prices the node's NICs. The mean is the NICs' aggregate; NCCL splits a collective's bytes
+    evenly over its channels, so where channels run at different speeds the slowest sets the pace and the
+    busbw lies between ``min(phi_g)`` and this mean. Without NICs
     (pairing of None) or GPUs the layout costs nothing: 1.
     """
     paired = [(g, p) for g, p in pairing.items() if p is not None]
