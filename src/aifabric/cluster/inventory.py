@@ -111,8 +111,8 @@ def switch_end_modules(links: int, link_bytes_per_s: float, switch_key: str) -> 
     """The module and how many of them serve ``links`` link ends at switches of ``switch_key``.
 
     A switch whose catalogue entry gives its ``cages`` takes, in each, one module of the cage's speed
-    ``c = ports x port speed / cages``; that module serves ``c / link`` links, its ports split by fibre
-    splitters when the link is slower than the port: ``ceil(links / (c / link))`` modules. Else (no
+    ``c = ports x port speed / cages``; that module serves ``floor(c / link)`` links, its ports split by
+    fibre splitters when the link is slower than the port: ``ceil(links / floor(c / link))`` modules. Else (no
     cages, no module of that speed, or a link faster than a cage) as :func:`modules_for_links` with
     twin-port modules.
 
@@ -130,7 +130,7 @@ def switch_end_modules(links: int, link_bytes_per_s: float, switch_key: str) -> 
     sw = catalog.switch(switch_key)
     if sw.cages is not None:
         cage_bytes_per_s = sw.ports * sw.port_speed_bytes_per_s / sw.cages
-        per = round(cage_bytes_per_s / link_bytes_per_s)
+        per = math.floor(cage_bytes_per_s / link_bytes_per_s * (1 + 1e-9))  # whole links in a cage
         module = _module_at(cage_bytes_per_s)
         if module is not None and per >= 1:
             return module, math.ceil(links / per)
