@@ -25,7 +25,10 @@ some speeds and not at others.
 References
 ----------
 NVIDIA/nccl ``src/graph/search.cc`` (``ncclTopoCompute``, ``ncclTopoSearchRec``, ``ncclTopoSearchRecGpu``,
-``ncclTopoSearchNextGpuSort``, ``ncclTopoCompareGraphs``, ``ncclTopoDupChannels``), v2.18-v2.30.7;
+``ncclTopoSearchNextGpuSort``, ``ncclTopoCompareGraphs``, ``ncclTopoDupChannels``), v2.19.1-v2.30.7.
+The 2.18 releases differ, and are searched as the later ones: their pass 2 raises no ring's speed and
+they duplicate after it, with a global budget of 2^18 (2.18.1) or 5 x 2^16 (2.18.3) steps; of the meshes
+searched here only 8 Hopper GPUs at 123.6 GB/s a pair come out otherwise (16 x 30 GB/s, not 16 x 40).
 ``src/graph/topo.h`` (``SM70/SM90/SM100_NVLINK_BW``). T. W. Tillson, "A Hamiltonian decomposition of
 K*_2m, 2m >= 8", J. Combin. Theory B 29 (1980) 68-74, doi:10.1016/0095-8956(80)90044-1.
 """
