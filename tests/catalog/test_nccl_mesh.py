@@ -69,3 +69,18 @@ def test_two_gpus_ring_over_their_one_pair() -> None:
 def test_refuses_a_mesh_it_does_not_search() -> None:
     with pytest.raises(ConfigError, match="mesh: a ring search over 2-8 GPUs"):
         mesh_ring_search(R2307, "hopper", 9, 20.6)
+
+
+def test_a_pair_under_the_slowest_speed_falls_back_to_one_ring_in_gpu_order() -> None:
+    # search.cc ncclTopoCompute: a search that finds no graph ("Could not find a path ... falling back to
+    # simple order") leaves one channel, the GPUs in order, at bwIntra 0.1. 10 GB/s a pair is under the
+    # Blackwell ladder's slowest 18 GB/s, so no ring fits: one ring crossing each of its pairs once
+    rings = mesh_ring_search(R2307, "blackwell", 4, 10.0)
+    assert (rings.rings, rings.channel_gbps) == (((0, 1, 2, 3),), 0.1)
+    assert rings.ring_share() == 1.0
+
+
+@pytest.mark.parametrize("pair_gbps", [0.0, -1.0, float("nan"), float("inf")])
+def test_refuses_a_pair_bandwidth_that_is_not_positive_and_finite(pair_gbps: float) -> None:
+    with pytest.raises(ConfigError, match="positive, finite pair bandwidth"):
+        mesh_ring_search(R2307, "blackwell", 4, pair_gbps)

@@ -35,6 +35,7 @@ import pytest
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
+from aifabric.cluster.inventory import switch_end_modules
 from aifabric.cluster.power import cluster_power
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.topology import build_topology
@@ -260,3 +261,19 @@ MISSED = {
 
 def test_missed_entries_name_the_figures():
     assert all(" vs " in why for why in MISSED.values())
+
+
+def test_a_cage_serves_only_whole_links():
+    # A QM9700 cage carries 2 x 400G = 800G: three 300G links would need 900G, so it serves two (floor,
+    # not round: round(800 / 300) = 3 put 900G through an 800G module), and 1,000 such links take 500
+    assert switch_end_modules(1000, 300e9 / 8, "quantum-2-qm9700")[1] == 500
+
+
+def test_an_800g_link_at_an_sn5600_takes_a_single_port_800g_module():
+    # SN5600 datasheet: 64 OSFP cages of 800GbE. An 800G link fills a cage with one single-port 800G module
+    # (DR8/SR8, 15 W); a 1.6T twin-port module (2 x 800G) does not fit an 800G cage. 400G links still share
+    # a cage two to a 2 x 400G module
+    o, n = switch_end_modules(256, 100e9, "spectrum-4-sn5600-800g")
+    assert (o.key, n, o.power_w) == ("osfp-800g-dr8", 256, 15.0)
+    o, n = switch_end_modules(256, 50e9, "spectrum-4-sn5600-800g")
+    assert (o.key, n) == ("osfp-800g-2xsr4", 128)

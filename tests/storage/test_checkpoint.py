@@ -412,3 +412,26 @@ def test_parallel_load_reads_each_replicated_byte_once(zero, exchanged):
     assert parallel.restore.bytes_per_node <= plain.restore.bytes_per_node
     assert (parallel.restore_exchange_s > 0) is exchanged
     assert plain.restore_exchange_s == 0.0
+
+
+def test_job_mtbf_that_rounds_to_zero_is_refused_naming_the_option():
+    # 128 GPUs of 1e-310 s each: 128 / 1e-310 overflows to an infinite rate, a job MTBF of 0 s, which
+    # reached Young/Daly as "need checkpoint_s >= 0 and mtbf_s > 0" without naming the option
+    r = _ckpt(
+        *("--nodes", "16", "--params", "7e9", "--storage", "ddn-ai400x2-turbo", "--storage-units", "4"),
+        *("--gpu-mtbf", "1e-310 s"),
+    )
+    _one_error_line(r, "--gpu-mtbf")
+
+
+@pytest.mark.parametrize(("dp", "zero", "noted"), [(1, 1, True), (16, 3, True), (16, 1, False)])
+def test_parallel_load_says_when_nothing_is_replicated(dp, zero, noted):
+    # DP 1 (or ZeRO-3, weights and optimizer both sharded) replicates nothing: --parallel-load is the plain
+    # load, said on stderr rather than dropped in silence
+    r = _ckpt(
+        *("--nodes", "16", "--params", "7e9", "--storage", "ddn-ai400x2-turbo", "--storage-units", "4"),
+        *("--tp", "8", "--dp", str(dp), "--zero", str(zero), "--parallel-load", "--json"),
+    )
+    assert r.exit_code == 0, r.output
+    assert ("--parallel-load changes nothing" in r.stderr) is noted
+    assert (json.loads(r.stdout)["restore_exchange_s"] > 0) is not noted

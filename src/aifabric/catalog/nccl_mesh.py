@@ -25,16 +25,20 @@ some speeds and not at others.
 References
 ----------
 NVIDIA/nccl ``src/graph/search.cc`` (``ncclTopoCompute``, ``ncclTopoSearchRec``, ``ncclTopoSearchRecGpu``,
-``ncclTopoSearchNextGpuSort``, ``ncclTopoCompareGraphs``, ``ncclTopoDupChannels``), v2.18-v2.30.7;
+``ncclTopoSearchNextGpuSort``, ``ncclTopoCompareGraphs``, ``ncclTopoDupChannels``), v2.19.1-v2.30.7.
+The 2.18 releases differ, and are searched as the later ones: their pass 2 raises no ring's speed and
+they duplicate after it, with a global budget of 2^18 (2.18.1) or 5 x 2^16 (2.18.3) steps; of the meshes
+searched here only 8 Hopper GPUs at 123.6 GB/s a pair come out otherwise (16 x 30 GB/s, not 16 x 40).
 ``src/graph/topo.h`` (``SM70/SM90/SM100_NVLINK_BW``). T. W. Tillson, "A Hamiltonian decomposition of
 K*_2m, 2m >= 8", J. Combin. Theory B 29 (1980) 68-74, doi:10.1016/0095-8956(80)90044-1.
 """
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field, replace
-from functools import cache
+from functools import cache, lru_cache
 from typing import TYPE_CHECKING, NamedTuple
 
 from aifabric.catalog.nccl import NcclRelease, tuning_arch
@@ -57,6 +61,9 @@ _TIMEOUT_SAME_CHANNELS = 1 << 8
 _FREE, _PCI, _REPLAY = 0, 1, 2
 #: search.cc: walk down the speeds while the next is above this share of the best found
 _SPEED_RATIO = 0.49
+#: search.cc ncclTopoCompute, no graph found ("falling back to simple order"): one channel in GPU order at
+#: this bwIntra, GB/s
+_FALLBACK_GBPS = 0.1
 
 
 @dataclass(frozen=True)
@@ -113,9 +120,11 @@ def _f32(x: float) -> float:
     return float(struct.unpack("f", struct.pack("f", x))[0])
 
 
+@lru_cache(maxsize=1 << 12)
 def _sub_round(a: float, b: float) -> float:
     """search.cc ``SUB_ROUND``: ``roundf((a - b) * 1000) / 1000`` in single precision (``roundf`` rounds
-    halves away from zero)."""
+    halves away from zero). Cached: a search subtracts the same few speeds from the same few link states
+    hundreds of thousands of times, and the packing to single precision is most of its cost."""
     scaled = _f32(_f32(_f32(a) - _f32(b)) * 1000.0)
     rounded = float(int(abs(scaled) + 0.5)) * (1.0 if scaled >= 0 else -1.0)
     return _f32(_f32(rounded) / 1000.0)
@@ -301,17 +310,19 @@ def mesh_ring_search(release: NcclRelease, arch: str, gpus: int, pair_gbps: floa
     4 x V100 (2 links a pair, 40 GB/s): 6 channels of 20 GB/s, every pair crossed twice, ``C / k_max`` =
     3: the whole 120 GB/s. 4 x GB200 (6 links, 240.6 GB/s; NCCL 2.30): 8 x 80 then 16 x 40, the 8 pairs of
     the two ring orders it repeats crossed 6 times, the 4 others 4: ``C / k_max`` = 16/6, 641.6 GB/s of the
-    GPU's 721.8.
+    GPU's 721.8. A pair slower than the release's slowest speed holds no channel: NCCL falls back to one
+    ring in GPU order at 0.1 GB/s.
 
     Raises
     ------
     ConfigError
         Fewer than 2 GPUs, more than 8 (the most a node meshes without a switch; the search's depth-first
-        cost grows with the factorial of the GPUs), or a non-positive ``pair_gbps``.
+        cost grows with the factorial of the GPUs), or a ``pair_gbps`` not positive and finite.
     """
-    if not 2 <= gpus <= 8 or not pair_gbps > 0:
+    if not 2 <= gpus <= 8 or not 0 < pair_gbps < math.inf:
         raise ConfigError(
-            f"mesh: a ring search over 2-8 GPUs of positive pair bandwidth, got {gpus} x {pair_gbps:g}"
+            "mesh: a ring search over 2-8 GPUs of positive, finite pair bandwidth, got "
+            f"{gpus} x {pair_gbps:g}"
         )
     row = tuning_arch(release, arch)
     many = release.dup_min_bw_many_channels[row]
@@ -331,4 +342,6 @@ def _mesh_ring_search(tables: _Tables, gpus: int, pair_gbps: float) -> MeshRings
     search.best = _dup_channels(search.best, tables)
     _second_pass(search, speeds)
     best = search.best
+    if not best.rings:
+        return MeshRings(gpus, pair_gbps, _FALLBACK_GBPS, (tuple(range(gpus)),))
     return MeshRings(gpus=gpus, pair_gbps=pair_gbps, channel_gbps=best.speed, rings=tuple(best.rings))

@@ -279,6 +279,7 @@ def checkpoint(
     )
     typed = (storage, storage_units, storage_read, storage_write) != (None, None, None, None)
     res = _timed(spec, size, _gds(spec, gds), offload_memory is not None, typed, parallel_load)
+    _parallel_load_note(size, parallel_load)
     out = _checkpoint_dict(spec, n, size, res)
     if part_mtbfs:
         mtbf_s = out["job_mtbf_s"] = _job_mtbf(spec, size, part_mtbfs)
@@ -343,7 +344,22 @@ def _job_mtbf(spec: ClusterSpec, size: CheckpointSize, parts: dict[str, float]) 
     """The job's MTBF, seconds: its GPUs (--gpu-mtbf each, the job's TP x PP x DP GPUs) and nodes
     (--node-mtbf each) in series (:func:`aifabric.storage.interval.series_mtbf_s`)."""
     counts = {"--gpu-mtbf": size.job_gpus, "--node-mtbf": math.ceil(size.job_gpus / spec.gpus_per_node)}
-    return series_mtbf_s((counts[o], seconds) for o, seconds in parts.items())
+    job_s = series_mtbf_s((counts[o], seconds) for o, seconds in parts.items())
+    if not job_s > 0:
+        given = " and ".join(f"{o} {seconds:.3g} s" for o, seconds in parts.items())
+        raise ConfigError(f"{given}: the job's MTBF rounds to 0 s; no part fails that often")
+    return job_s
+
+
+def _parallel_load_note(size: CheckpointSize, parallel_load: bool) -> None:
+    """Say on stderr that --parallel-load changes nothing where no state is replicated (DP 1, ZeRO-3)."""
+    if parallel_load and not size.replicated_bytes_per_gpu:
+        err_console.print(
+            f"note: --parallel-load changes nothing here: no state is replicated across the DP {size.dp} "
+            "data-parallel ranks, so every GPU reads only its own, as in the plain load",
+            markup=False,
+            highlight=False,
+        )
 
 
 def _check_degrees(spec: ClusterSpec, tp: int, pp: int, dp: int | None) -> None:

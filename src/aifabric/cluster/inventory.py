@@ -111,10 +111,11 @@ def switch_end_modules(links: int, link_bytes_per_s: float, switch_key: str) -> 
     """The module and how many of them serve ``links`` link ends at switches of ``switch_key``.
 
     A switch whose catalogue entry gives its ``cages`` takes, in each, one module of the cage's speed
-    ``c = ports x port speed / cages``; that module serves ``c / link`` links, its ports split by fibre
-    splitters when the link is slower than the port: ``ceil(links / (c / link))`` modules. Else (no
-    cages, no module of that speed, or a link faster than a cage) as :func:`modules_for_links` with
-    twin-port modules.
+    ``c = ports x port speed / cages``, the one with the most ports no slower than the link (SN5600 at
+    800GbE: a single-port 800G module per 800G link, a 2 x 400G one per two 400G links); that module
+    serves ``floor(c / link)`` links, its ports split by fibre splitters when the link is slower than the
+    port: ``ceil(links / floor(c / link))`` modules. Else (no cages, no module of that speed, or a link
+    faster than a cage) as :func:`modules_for_links` with twin-port modules.
 
     Examples
     --------
@@ -130,17 +131,24 @@ def switch_end_modules(links: int, link_bytes_per_s: float, switch_key: str) -> 
     sw = catalog.switch(switch_key)
     if sw.cages is not None:
         cage_bytes_per_s = sw.ports * sw.port_speed_bytes_per_s / sw.cages
-        per = round(cage_bytes_per_s / link_bytes_per_s)
-        module = _module_at(cage_bytes_per_s)
+        per = math.floor(cage_bytes_per_s / link_bytes_per_s * (1 + 1e-9))  # whole links in a cage
+        module = _module_at(cage_bytes_per_s, link_bytes_per_s)
         if module is not None and per >= 1:
             return module, math.ceil(links / per)
     return modules_for_links(links, link_bytes_per_s, twin=True)
 
 
-def _module_at(speed_bytes_per_s: float) -> catalog.OpticSpec | None:
-    """The pluggable module of ``speed_bytes_per_s`` with the most links (twin-port first), or None."""
+def _module_at(speed_bytes_per_s: float, link_bytes_per_s: float) -> catalog.OpticSpec | None:
+    """The pluggable module of ``speed_bytes_per_s`` whose ports are no slower than the link, the most ports
+    first (a 2 x 400G module for 400G links, a single-port 800G one for 800G links), or None."""
     optics = (catalog.optic(key) for key in catalog.catalog_names("optic"))
-    found = [o for o in optics if o.kind == "pluggable" and abs(o.speed_bytes_per_s - speed_bytes_per_s) < 1]
+    found = [
+        o
+        for o in optics
+        if o.kind == "pluggable"
+        and abs(o.speed_bytes_per_s - speed_bytes_per_s) < 1
+        and o.speed_bytes_per_s / o.links >= link_bytes_per_s * (1 - 1e-9)
+    ]
     return max(found, key=lambda o: o.links, default=None)
 
 
