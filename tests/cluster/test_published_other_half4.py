@@ -232,8 +232,9 @@ def test_spectrum_x_reaches_98_percent_of_line_rate():
     # NICs and switches, reacting to congestion: of the product's policies, congestion-aware spraying
     # (``reps``: entropy values recycled off overloaded paths). A permutation on the 2-SU Spectrum-X fabric
     # of ConnectX-7 400 Gb/s fills every NIC link (efficiency 1.00) at the 0.983 RoCE payload: 49.0 GB/s of
-    # 50 = 98.0 %. (``adaptive``, greedy per flowlet at the source leaf, reaches 0.53 here: its flowlets still
-    # collide on the spines' cables down.)
+    # 50 = 98.0 %. (``adaptive``, flowlets placed on the least congested leaf -> spine -> leaf path, fills
+    # them too, seeds 0-2: 1.00; placed by the source leaf's uplinks alone they reached 0.50, colliding on
+    # the spines' cables down.)
     out = _permutation("reps")
     assert out["efficiency"] == pytest.approx(1.0, rel=1e-3)
     assert out["jobs"][0]["busbw_bytes_per_s"] / 50e9 == pytest.approx(0.98, rel=0.10)

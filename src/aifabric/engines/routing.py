@@ -23,7 +23,14 @@ Policies (chosen per run; randomness is a seeded, deterministic hash, so a resul
   probability ``1 - 1/rho`` (the packets above capacity) and replaced by a fresh random EV; unmarked EVs
   are kept.
 - ``adaptive``: per-flowlet adaptive routing: each flow cut into ``flowlets`` pieces, each sent on the
-  least-loaded live uplink at the time it is placed (greedy, seeded order).
+  leaf -> spine -> leaf path whose most utilised link is the least utilised when it is placed (greedy,
+  seeded order, every flowlet placed before it counted), the spine then taking its least utilised live
+  cable down. A source switch is not blind to the cables beyond it: CONGA (Alizadeh et al., SIGCOMM 2014,
+  doi:10.1145/2619239.2626316, Sec. 3) picks the uplink minimising the max of the local uplink's and the
+  remote path's congestion, fed back leaf to leaf; InfiniBand and Spectrum-X adaptive routing act on port
+  queues that fill through credit or PFC backpressure from a congested cable downstream; LetFlow
+  (Vanini et al., NSDI 2017) shows flowlets on congested paths shrink and move until the load balances.
+  Across pods only the leaf uplink is chosen so; the core and spine hops below it hash as ECMP's.
 
 Paths: inside a scale-up domain GPU -> NVSwitch -> GPU. Across domains: (PXN: NVLink to the local GPU on the
 destination's rail when rails differ) -> NIC -> leaf -> [spine -> [core -> spine] -> leaf] -> NIC -> GPU.
@@ -340,40 +347,149 @@ class _Builder:
         return sparse.csc_matrix((v, (r, c)), shape=(n_links, n_cols))
 
 
-def _least_loaded(
-    alive: np.ndarray,
-    cand_links: np.ndarray,
-    load: np.ndarray,
-    weight: np.ndarray,
-    switch: np.ndarray,
-    rng: np.random.Generator,
-) -> np.ndarray:
-    """Greedy least-loaded choice per row (adaptive routing at each source switch).
+def _spine_cables(wiring: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(table, base): ``table[node, S - base[node], c]`` is the c-th uplink slot of ``node`` that reaches
+    upper switch ``S`` (-1 past the last one); ``wiring``: node -> the switch each uplink reaches,
+    (n_nodes, width). Parallel cables of a switch pair, looked up per pair without a per-slot scan."""
+    n, width = wiring.shape
+    base = wiring.min(axis=1)
+    g = wiring - base[:, None]
+    order = np.argsort(g, axis=1, kind="stable")
+    gs = np.take_along_axis(g, order, axis=1)
+    idx = np.broadcast_to(np.arange(width), (n, width))
+    new = np.ones((n, width), bool)
+    new[:, 1:] = gs[:, 1:] != gs[:, :-1]
+    rank = idx - np.maximum.accumulate(np.where(new, idx, 0), axis=1)
+    table = np.full((n, int(gs.max()) + 1, int(rank.max()) + 1), -1, np.int64)
+    table[np.arange(n)[:, None], gs, rank] = order
+    return table, base
 
-    Rows are placed in a seeded random order; each switch places one row per round, so rows of different
-    switches (which do not compete for the same uplinks) are placed together and rows of one switch see
-    each other's load, as a switch's per-flowlet decisions do.
+
+def _switch_queues(src_key: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(by, starts): rows grouped by ``src_key`` (a switch's queue of flowlets), in a seeded random order
+    within each group; group ``i`` is ``by[starts[i]:starts[i + 1]]``."""
+    order = rng.permutation(src_key.size)
+    by = order[np.argsort(src_key[order], kind="stable")]
+    sk = src_key[by]
+    starts = np.flatnonzero(np.concatenate([[True], sk[1:] != sk[:-1]]))
+    return by, np.concatenate([starts, [sk.size]])
+
+
+def _first_of_both(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Boolean mask of the entries that are the first occurrence of their value in ``a`` and in ``b``."""
+    keep = np.zeros(a.size, bool)
+    keep[np.unique(a, return_index=True)[1]] = True
+    both = np.zeros(a.size, bool)
+    both[np.unique(b, return_index=True)[1]] = True
+    return keep & both
+
+
+@dataclass(frozen=True)
+class _AdaptiveFabric:
+    """What adaptive routing's path choice reads: every candidate uplink of each sub-flow (``up``, link ids,
+    -1 where not viable; ``spine``), its destination leaf's cables down from each spine (``down_table``,
+    ``down_base``: :func:`_spine_cables`; ``leaf_d``, ``plane``; ``same_pod``: only those come down to
+    the leaf from the spine chosen here), link capacities and liveness."""
+
+    inv: np.ndarray
+    up: np.ndarray
+    spine: np.ndarray
+    down_table: np.ndarray
+    down_base: np.ndarray
+    leaf_uplinks: np.ndarray
+    leaf_downlinks: np.ndarray
+    plane: np.ndarray
+    leaf_s: np.ndarray
+    leaf_d: np.ndarray
+    same_pod: np.ndarray
+    capacity: np.ndarray
+    alive: np.ndarray
+    bundle: tuple[int, int]
+
+    def port_keys(self, rows: np.ndarray, j: np.ndarray, jd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Distinct keys of each row's port up (plane, source leaf, slot's port) and cable down (plane,
+        destination leaf, port; a key of its own for a row with none chosen here, ``jd < 0``)."""
+        period, k = self.bundle
+        n_leaves, u1 = self.leaf_uplinks.shape[1:]
+
+        def port(slot: np.ndarray) -> np.ndarray:
+            return slot % period + (slot // period) // k * k * period
+
+        up = (self.plane[rows] * n_leaves + self.leaf_s[rows]) * u1 + port(j)
+        down = (self.plane[rows] * n_leaves + self.leaf_d[rows]) * u1 + port(np.maximum(jd, 0))
+        return up, np.where(jd >= 0, down, -1 - rows)
+
+    def add_load(
+        self, load: np.ndarray, rows: np.ndarray, j: np.ndarray, jd: np.ndarray, w: np.ndarray
+    ) -> None:
+        """Add bytes ``w`` of ``rows`` to ``load`` on uplink slot ``j`` and (``jd >= 0``) cable down ``jd``,
+        spread over a bundled port's live lanes as the incidence is (:func:`_cable_lanes`)."""
+        where = (self.plane[rows], self.leaf_s[rows], j)
+        ids, r, frac = _cable_lanes(self.leaf_uplinks, where, self.bundle, self.alive)
+        np.add.at(load, ids, w[r] * frac)
+        down = np.flatnonzero(jd >= 0)
+        where = (self.plane[rows[down]], self.leaf_d[rows[down]], jd[down])
+        ids, r, frac = _cable_lanes(self.leaf_downlinks, where, self.bundle, self.alive)
+        np.add.at(load, ids, w[down][r] * frac)
+
+    def paths(
+        self, rows: np.ndarray, load: np.ndarray, rng: np.random.Generator, tie: float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(j, jd) of ``rows``: the uplink slot whose path's most utilised link is the least utilised (CONGA's
+        metric: the max of the uplink's and the path's remote load), and the least utilised live cable
+        from its spine down to the destination leaf (-1 across pods: hashed further on). Ties broken at
+        random (a switch has no preferred port among equally loaded ones): ``tie`` x U(0, 1) added."""
+        up, spine = self.up[self.inv[rows]], self.spine[self.inv[rows]]  # (r, u1)
+        u_up = np.where(up >= 0, load[up] / self.capacity[up], np.inf)
+        ld, pl, r = self.leaf_d[rows], self.plane[rows], np.arange(rows.size)
+        slot = self.down_table[ld]  # (r, spines, parallel cables)
+        dn = self.leaf_downlinks[pl[:, None, None], ld[:, None, None], np.maximum(slot, 0)]
+        u_dn = load[dn] / self.capacity[dn] + rng.random(slot.shape) * tie
+        u_dn = np.where((slot >= 0) & self.alive[dn], u_dn, np.inf)
+        best = u_dn.argmin(axis=2)  # each spine's least utilised cable down, (r, spines)
+        u_best = np.take_along_axis(u_dn, best[:, :, None], axis=2)[:, :, 0]
+        g = np.clip(spine - self.down_base[ld][:, None], 0, slot.shape[1] - 1)  # (r, u1)
+        u_path = np.maximum(u_up, np.where(self.same_pod[rows][:, None], np.take_along_axis(u_best, g, 1), 0))
+        j = (u_path + rng.random(up.shape) * tie).argmin(axis=1)
+        gj = g[r, j]
+        return j, np.where(self.same_pod[rows], slot[r, gj, best[r, gj]], -1)
+
+
+def _adaptive_place(
+    fab: _AdaptiveFabric, src_key: np.ndarray, weight: np.ndarray, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """(j, jd) of every sub-flow, each flowlet on the path its switch sees least congested given every
+    flowlet placed before it (:meth:`_AdaptiveFabric.paths`): a sequential greedy placement, vectorised.
+
+    Each source switch (``src_key``) sends its flowlets in a seeded random order. A round takes the next
+    ``u1`` waiting flowlets of every switch (its uplink count) and picks each one's path on the current
+    loads; of those, the flowlets whose picked port up and cable down no earlier flowlet of the round
+    picked are placed, the others wait. Placed flowlets share no link, and a flowlet's load only makes
+    the paths it did not pick worse for the others, so every pick is the one it would be, placed one at a
+    time. Cost per round: O(switches x u1^2 x parallel cables); rounds ~ flowlets per switch over the
+    distinct ports one round fills.
     """
-    out = np.full(alive.shape[0], -1, np.int64)
-    order = rng.permutation(alive.shape[0])
-    sw = switch[order]
-    by_sw = np.argsort(sw, kind="stable")
-    sorted_sw = sw[by_sw]
-    starts = np.searchsorted(sorted_sw, sorted_sw, side="left")
-    rank = np.empty_like(by_sw)
-    rank[by_sw] = np.arange(by_sw.size) - starts
-    for r in range(int(rank.max()) + 1 if rank.size else 0):
-        chunk = order[rank == r]
-        # ties broken at random (a switch has no preferred port among equally loaded ones)
-        jitter = rng.random(cand_links[chunk].shape) * 1e-9 * (1.0 + float(weight.max(initial=0.0)))
-        cur = np.where(alive[chunk], load[cand_links[chunk]] + jitter, np.inf)
-        choice = cur.argmin(axis=1)
-        ok = np.isfinite(cur[np.arange(chunk.size), choice])
-        choice = np.where(ok, choice, -1)
-        out[chunk] = choice
-        sel = choice >= 0
-        np.add.at(load, cand_links[chunk[sel], choice[sel]], weight[chunk[sel]])
-    return out
+    by, starts = _switch_queues(src_key, rng)
+    head, ends = starts[:-1].copy(), starts[1:]
+    width = fab.up.shape[1]
+    placed = np.zeros(src_key.size + width, bool)  # by position in ``by``, padded past the last queue
+    j_out, jd_out = np.full(src_key.size, -1, np.int64), np.full(src_key.size, -1, np.int64)
+    load = np.zeros(fab.capacity.size)
+    tie = 1e-9 * (1.0 + float(weight.max(initial=0.0))) / float(fab.capacity.max(initial=1.0))
+    while (live := np.flatnonzero(head < ends)).size:
+        pos = (head[live][None, :] + np.arange(width)[:, None]).ravel()  # window rank first, then switch
+        pos = pos[(pos < np.repeat(ends[live][None, :], width, axis=0).ravel()) & ~placed[pos]]
+        rows = by[pos]
+        j, jd = fab.paths(rows, load, rng, tie)
+        up_key, down_key = fab.port_keys(rows, j, jd)
+        ok = _first_of_both(up_key, down_key)
+        rows, j, jd = rows[ok], j[ok], jd[ok]
+        j_out[rows], jd_out[rows] = j, jd
+        fab.add_load(load, rows, j, jd, weight[rows])
+        placed[pos[ok]] = True
+        while (adv := np.flatnonzero((head < ends) & placed[np.minimum(head, src_key.size)])).size:
+            head[adv] += 1
+    return j_out, jd_out
 
 
 def subflows(policy: str, qps: int = 4, flowlets: int = 8) -> int:
@@ -881,6 +997,29 @@ def _cable_width(topo: Topology, n_slots: int, period: int) -> int:
     return k if k > 1 and (n_slots // period) % k == 0 else 1
 
 
+def _cable_lanes(
+    table: np.ndarray,
+    where: tuple[np.ndarray, np.ndarray, np.ndarray],
+    bundle: tuple[int, int],
+    alive: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(links, row, fraction): the per-plane links that carry the pick of port ``table[plane, switch,
+    slot]`` (``where``) of each row, and the fraction of the row's bytes on each. A port bundling ``k``
+    per-plane links (``bundle = (period, k)``: slots ``j`` and ``j + period`` reach the same upper switch)
+    spreads them evenly over its live lanes: one port of k x the link's speed, which two flows at the NIC's
+    rate share without slowing when k >= 2. ``k = 1``: the slot's link alone."""
+    plane, sw, slot = where
+    period, k = bundle
+    if k == 1:
+        return table[plane, sw, slot], np.arange(slot.size), np.ones(slot.size)
+    first = slot % period + (slot // period) // k * k * period
+    ids = table[plane[:, None], sw[:, None], first[:, None] + period * np.arange(k)[None, :]]
+    live = alive[ids]
+    share = live / np.maximum(live.sum(axis=1, keepdims=True), 1)
+    r, c = np.nonzero(live)
+    return ids[r, c], r, share[r, c]
+
+
 def _add_on_cable(
     b: _Builder,
     table: np.ndarray,
@@ -890,21 +1029,10 @@ def _add_on_cable(
     bundle: tuple[int, int],
     alive: np.ndarray,
 ) -> None:
-    """Sub-flows on ``table[plane, switch, slot]`` (``where``), a hash's pick of one port. A port bundling
-    ``k`` per-plane links (``bundle = (period, k)``: slots ``j`` and ``j + period`` reach the same upper
-    switch) carries them spread evenly over its live lanes: one port of k x the link's speed, which two
-    flows at the NIC's rate share without slowing when k >= 2. ``k = 1``: the slot's link alone."""
-    plane, sw, slot = where
-    period, k = bundle
-    if k == 1:
-        b.add(table[plane, sw, slot], cols, pw)
-        return
-    first = slot % period + (slot // period) // k * k * period
-    ids = table[plane[:, None], sw[:, None], first[:, None] + period * np.arange(k)[None, :]]
-    live = alive[ids]
-    share = pw[:, None] * live / np.maximum(live.sum(axis=1, keepdims=True), 1)
-    r, c = np.nonzero(live)
-    b.add(ids[r, c], cols[r], share[r, c])
+    """Sub-flows on ``table[plane, switch, slot]`` (``where``), a hash's pick of one port, carrying ``pw``
+    each over the port's lanes (:func:`_cable_lanes`)."""
+    ids, r, frac = _cable_lanes(table, where, bundle, alive)
+    b.add(ids, cols[r], pw[r] * frac)
 
 
 def _leaf_bundle(topo: Topology) -> tuple[int, int]:
@@ -957,15 +1085,21 @@ def _route_between_leaves(
         _spray_down(topo, b, cols, rows, jj, wj[rows, jj], alive, same_pod, plane, leaf_s, leaf_d, pod_d)
         return
     slot_d = _pinned_slot(topo, d)
-    j = _pick_uplink(topo, policy, viable_u, up_u, inv, slot_d, hop, w, leaf_s)
+    if policy == "adaptive":
+        j, jd_all = _adaptive_picks(
+            topo, (plane, leaf_s, leaf_d), same_pod, viable_u, inv, w, alive, hop.seed
+        )
+    else:
+        j, jd_all = _pick_uplink(policy, viable_u, inv, slot_d, hop), None
     _add_on_cable(b, topo.leaf_uplinks, (plane, leaf_s, j), cols, pw, _leaf_bundle(topo), alive)
     spine = topo.leaf_uplink_spine[leaf_s, j]
     # same pod / two tiers: spine -> leaf_d over one of the parallel cables
     sp = np.nonzero(same_pod)[0]
     if sp.size:
-        hh = _pinned_down_key(topo, leaf_d[sp], slot_d[sp]) if policy == "pinning" else hop.rows(sp).at(3)
-        jd = _pick_by_key(
-            lambda p, ld, sw: _down_cables(topo, alive, p, ld, sw), (plane[sp], leaf_d[sp], spine[sp]), hh
+        jd = (
+            jd_all[sp]
+            if jd_all is not None
+            else _down_pick(topo, policy, alive, (plane, leaf_d, spine), sp, slot_d, hop)
         )
         where = (plane[sp], leaf_d[sp], jd)
         _add_on_cable(b, topo.leaf_downlinks, where, cols[sp], pw[sp], _leaf_bundle(topo), alive)
@@ -987,6 +1121,61 @@ def _route_between_leaves(
             alive,
             slot_d[xp],
         )
+
+
+def _adaptive_picks(
+    topo: Topology,
+    ends: tuple[np.ndarray, np.ndarray, np.ndarray],
+    same_pod: np.ndarray,
+    viable_u: np.ndarray,
+    inv: np.ndarray,
+    w: np.ndarray,
+    alive: np.ndarray,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(j, jd) of adaptive routing: each flowlet (``ends``: plane, source and destination leaf; bytes ``w``)
+    on the uplink slot ``j`` and cable down ``jd`` (-1 across pods) of the least congested path
+    (:func:`_adaptive_place`, order seeded by ``seed + 17``)."""
+    plane, leaf_s, leaf_d = ends
+    table, base = _spine_cables(topo.leaf_uplink_spine)
+    first = np.zeros(viable_u.shape[0], np.int64)
+    first[inv] = np.arange(inv.size)
+    u1 = viable_u.shape[1]
+    up = topo.leaf_uplinks[plane[first][:, None], leaf_s[first][:, None], np.arange(u1)[None, :]]
+    fab = _AdaptiveFabric(
+        inv,
+        np.where(viable_u, up, -1),
+        topo.leaf_uplink_spine[leaf_s[first]],
+        table,
+        base,
+        topo.leaf_uplinks,
+        topo.leaf_downlinks,
+        plane,
+        leaf_s,
+        leaf_d,
+        same_pod,
+        topo.link_capacity_bytes_per_s,
+        alive,
+        _leaf_bundle(topo),
+    )
+    key = plane * topo.leaf_uplinks.shape[1] + leaf_s
+    return _adaptive_place(fab, key, w, np.random.default_rng(seed + 17))
+
+
+def _down_pick(
+    topo: Topology,
+    policy: str,
+    alive: np.ndarray,
+    ends: tuple[np.ndarray, np.ndarray, np.ndarray],
+    sp: np.ndarray,
+    slot_d: np.ndarray,
+    hop: _SwitchHash,
+) -> np.ndarray:
+    """Cable slot down from each of ``sp``'s spine (``ends``: plane, destination leaf, spine) to its leaf:
+    the destination's own (``pinning``), else the spine's hash."""
+    plane, leaf_d, spine = (e[sp] for e in ends)
+    hh = _pinned_down_key(topo, leaf_d, slot_d[sp]) if policy == "pinning" else hop.rows(sp).at(3)
+    return _pick_by_key(lambda p, ld, sw: _down_cables(topo, alive, p, ld, sw), (plane, leaf_d, spine), hh)
 
 
 def _viable_uplinks(
@@ -1053,24 +1242,12 @@ def _same_switch_rank(wiring: np.ndarray, node: np.ndarray, cable: np.ndarray) -
 
 
 def _pick_uplink(
-    topo: Topology,
-    policy: str,
-    viable_u: np.ndarray,
-    up_u: np.ndarray,
-    inv: np.ndarray,
-    slot_d: np.ndarray,
-    hop: _SwitchHash,
-    w: np.ndarray,
-    leaf_s: np.ndarray,
+    policy: str, viable_u: np.ndarray, inv: np.ndarray, slot_d: np.ndarray, hop: _SwitchHash
 ) -> np.ndarray:
     """Each sub-flow's one uplink slot among the viable ones of its row ``inv`` of ``viable_u``: the
-    pinned slot (``pinning``), the least loaded by bytes ``w`` at its source leaf (``adaptive``, seeded by
-    ``hop.seed + 17``), else the hash at the leaf-up tier (``ecmp``, ``qp``)."""
+    pinned slot (``pinning``), else the hash at the leaf-up tier (``ecmp``, ``qp``)."""
     if policy == "pinning":
         return _pick_in(viable_u, inv, slot_d)
-    if policy == "adaptive":
-        rng = np.random.default_rng(hop.seed + 17)
-        return _least_loaded(viable_u[inv], up_u[inv], np.zeros(topo.n_links), w, leaf_s, rng)
     return _pick_in(viable_u, inv, hop.at(2))
 
 
