@@ -26,7 +26,7 @@ Policies (chosen per run; randomness is a seeded, deterministic hash, so a resul
   leaf -> spine -> leaf path whose most utilised link is the least utilised when it is placed (greedy,
   seeded order, every flowlet placed before it counted), the spine then taking its least utilised live
   cable down. A source switch is not blind to the cables beyond it: CONGA (Alizadeh et al., SIGCOMM 2014,
-  doi:10.1145/2619239.2626316, Sec. 3) picks the uplink minimising the max of the local uplink's and the
+  doi:10.1145/2619239.2626316) picks the uplink minimising the max of the local uplink's and the
   remote path's congestion, fed back leaf to leaf; InfiniBand and Spectrum-X adaptive routing act on port
   queues that fill through credit or PFC backpressure from a congested cable downstream; LetFlow
   (Vanini et al., NSDI 2017) shows flowlets on congested paths shrink and move until the load balances.
