@@ -70,6 +70,7 @@ class ResultDB:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             cols = ", ".join(f"{_ident(k)} {_SQL_TYPES[t]}" for k, t in self.columns.items())
             self.conn.execute(f"CREATE TABLE IF NOT EXISTS results (point_hash TEXT PRIMARY KEY, {cols})")
+            self._add_missing_columns()
             self.conn.commit()
         except sqlite3.DatabaseError as err:
             self.conn.close()
@@ -78,6 +79,14 @@ class ResultDB:
             f"INSERT OR IGNORE INTO results (point_hash, {', '.join(map(_ident, self.columns))}) "
             f"VALUES (?, {', '.join('?' for _ in self.columns)})"
         )
+
+    def _add_missing_columns(self) -> None:
+        """Add the declared columns a store made by another sweep or release lacks (a train section's
+        columns in a store of collectives): its rows keep NULL there, new rows fill them."""
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(results)")}
+        for k, t in self.columns.items():
+            if k not in have:
+                self.conn.execute(f"ALTER TABLE results ADD COLUMN {_ident(k)} {_SQL_TYPES[t]}")
 
     def done(self) -> set[str]:
         """Hashes of the points already stored."""

@@ -58,7 +58,8 @@ MAX_POINTS = 1_000_000
 POINT_BYTES = 300
 
 
-#: Typed result columns of a collective point (SI units), besides the varied fields.
+#: Typed result columns of a collective point (SI units), besides the varied fields. ``switches``,
+#: ``transceivers`` and ``network_watts`` cover the same four networks (``aifabric cluster show``'s parts).
 RESULT_COLUMNS: dict[str, type] = {
     "cluster": str,
     "op": str,
@@ -78,8 +79,11 @@ RESULT_COLUMNS: dict[str, type] = {
 }
 
 
-#: Typed columns of a training point (a sweep with ``train:``): the model, the layout, the step's figures
-#: (``time_s`` holds the step time, ``algorithm`` the layout, ``bottleneck`` the largest non-compute part).
+#: Typed columns of a training point (a sweep with ``train:``): the model, the layout (its degrees, and as
+#: ``aifabric train`` prints it in ``layout``), the step's figures (``time_s`` holds the step time) and
+#: ``bottleneck_part``, the step's largest non-compute part (tp, cp, ep, pp, bubble, dp, optimizer; "compute"
+#: when none is exposed). A training row leaves the collective columns ``algorithm`` (NCCL's algorithm) and
+#: ``bottleneck`` (a network) empty: one meaning per column.
 TRAIN_COLUMNS: dict[str, type] = {
     "model": str,
     "tp": int,
@@ -93,6 +97,8 @@ TRAIN_COLUMNS: dict[str, type] = {
     "tokens_per_s": float,
     "mfu": float,
     "memory_bytes_per_gpu": float,
+    "layout": str,
+    "bottleneck_part": str,
 }
 
 
