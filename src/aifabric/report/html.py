@@ -367,8 +367,9 @@ def _sweep_row(r: Any, vary: Sequence[str]) -> tuple[str, ...]:
     )
 
 
-def _spread(values: pd.Series, fmt: Callable[[float], str]) -> str:
-    """The range of a column over the designs a sweep ran: "lo to hi", one value alone, "-" for none."""
+def _spread(frame: pd.DataFrame, column: str, fmt: Callable[[float], str]) -> str:
+    """The range of ``column`` over the designs a sweep ran: "lo to hi", one value alone, "-" for none."""
+    values = frame[column].dropna() if column in frame.columns else frame.index[:0]
     if values.empty:
         return "-"
     lo, hi = float(values.min()), float(values.max())
@@ -379,18 +380,13 @@ def _sweep_glance(ok: pd.DataFrame, drawn: ClusterSpec) -> tuple[tuple[str, str]
     """The glance of a sweep: each figure's range over the points that ran (not the base cluster's
     default size, which the grid may not hold), and which of its designs the drawing shows."""
     s = summarize(drawn)
+    count = "{:,.0f}".format
     return (
-        ("GPUs", _spread(ok["gpus"], lambda v: f"{v:,.0f}") + " (over the designs swept)"),
-        (
-            "bisection",
-            _spread(ok["bisection_bytes_per_s"], lambda v: f"{v / 1e9:,.0f}") + " GB/s per direction",
-        ),
-        (
-            "network power",
-            _spread(ok["network_watts"], lambda v: f"{v / 1e3:,.1f}") + " kW (all four networks)",
-        ),
-        ("switches", _spread(ok["switches"], lambda v: f"{v:,.0f}")),
-        ("transceivers", _spread(ok["transceivers"], lambda v: f"{v:,.0f}")),
+        ("GPUs", _spread(ok, "gpus", count) + " (over the designs swept)"),
+        ("bisection", _spread(ok, "bisection_bytes_per_s", lambda v: f"{v / 1e9:,.0f} GB/s per direction")),
+        ("network power", _spread(ok, "network_watts", lambda v: f"{v / 1e3:,.1f} kW")),
+        ("switches", _spread(ok, "switches", count)),
+        ("transceivers", _spread(ok, "transceivers", count)),
         ("drawn below", f"the grid's first design: {s.n_gpus:,} GPUs in {s.n_nodes:,} nodes"),
     )
 
