@@ -40,7 +40,11 @@ __all__ = ["sweep"]
 @handle_errors
 def sweep(
     file: Annotated[
-        Path, typer.Argument(help="Sweep YAML: cluster, vary (dotted fields -> lists), collectives, train")
+        Path,
+        typer.Argument(
+            help="Sweep YAML: cluster (a preset, or a cluster YAML path read beside this file), vary (dotted "
+            "fields -> lists), collectives, train"
+        ),
     ],
     db: Annotated[
         Path, typer.Option("--db", help="SQLite result store; points already there are skipped (resume)")

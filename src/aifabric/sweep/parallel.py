@@ -110,16 +110,28 @@ def _vary_column(name: str) -> str:
 _INT64 = (-(2**63), 2**63 - 1)
 
 
+def _one_number(value: Any) -> bool:
+    """A vary value that is a list of one number (a one-tier ratio ``[2]``): stored as that number."""
+    return (
+        isinstance(value, tuple)
+        and len(value) == 1
+        and isinstance(value[0], (int, float))
+        and not isinstance(value[0], bool)
+    )
+
+
 def columns_for(spec: SweepSpec) -> dict[str, type]:
     """Result columns (and :data:`TRAIN_COLUMNS` for a sweep with training points) plus one typed column per
-    varied field (``vary_<field>``; lists, and integers beyond
-    SQLite's 64-bit INTEGER, stored as text)."""
+    varied field (``vary_<field>``; a one-number list such as a one-tier ``oversubscription: [2]`` as its
+    number, other lists, and integers beyond SQLite's 64-bit INTEGER, stored as text)."""
     cols = dict(RESULT_COLUMNS) | (TRAIN_COLUMNS if spec.train else {})
     for name, values in spec.vary:
-        if all(
+        if all(_one_number(v) for v in values):
+            kind: type = float
+        elif all(
             isinstance(v, int) and not isinstance(v, bool) and _INT64[0] <= v <= _INT64[1] for v in values
         ):
-            kind: type = int
+            kind = int
         elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             kind = float
         else:
