@@ -362,7 +362,7 @@ def _sweep_row(r: Any, vary: Sequence[str]) -> tuple[str, ...]:
         _cell(get("busbw_bytes_per_s"), f"{float(get('busbw_bytes_per_s') or 0) / 1e9:,.1f}"),
         _cell(get("mfu"), f"{float(get('mfu') or 0):.1%}"),
         _cell(get("tokens_per_s"), f"{float(get('tokens_per_s') or 0):,.0f}"),
-        ", ".join(f"{c[5:]}={r[c]}" for c in vary),
+        ", ".join(f"{c[5:]}={r[c]:g}" if isinstance(r[c], float) else f"{c[5:]}={r[c]}" for c in vary),
         f"{float(r['network_watts']) / 1e3:,.1f}",
     )
 
@@ -383,8 +383,14 @@ def _sweep_glance(ok: pd.DataFrame, drawn: ClusterSpec) -> tuple[tuple[str, str]
     count = "{:,.0f}".format
     return (
         ("GPUs", _spread(ok, "gpus", count) + " (over the designs swept)"),
-        ("bisection", _spread(ok, "bisection_bytes_per_s", lambda v: f"{v / 1e9:,.0f} GB/s per direction")),
-        ("network power", _spread(ok, "network_watts", lambda v: f"{v / 1e3:,.1f} kW")),
+        (
+            "bisection",
+            _spread(ok, "bisection_bytes_per_s", lambda v: f"{v / 1e9:,.0f}") + " GB/s per direction",
+        ),
+        (
+            "network power",
+            _spread(ok, "network_watts", lambda v: f"{v / 1e3:,.1f}") + " kW (all four networks)",
+        ),
         ("switches", _spread(ok, "switches", count)),
         ("transceivers", _spread(ok, "transceivers", count)),
         ("drawn below", f"the grid's first design: {s.n_gpus:,} GPUs in {s.n_nodes:,} nodes"),
