@@ -26,6 +26,7 @@ from aifabric.sweep.db import ResultDB
 from aifabric.sweep.grid import SweepSpec
 from aifabric.sweep.parallel import columns_for, run_into_db
 from aifabric.sweep.pareto import pareto_mask
+from aifabric.training.step import PARTS
 
 
 def _yaml(tmp_path: Path) -> Path:
@@ -202,3 +203,58 @@ def _file(d):
     f = d / "afile"
     f.write_text("x")
     return f
+
+
+def test_a_one_tier_ratio_is_a_number_and_an_older_text_column_stays_text(tmp_path):
+    """``scale_out.oversubscription: [[1], [2]]`` is stored as the numbers 1 and 2 (REAL), so SQL and
+    Parquet compare and sort it; a store whose column an older release made TEXT keeps text (no column
+    mixes the two), and gains the columns it lacks (a train section's) instead of refusing the rows."""
+    spec = SweepSpec.from_dict(
+        {
+            "cluster": "h100-ib-2node",
+            "vary": {"scale_out.oversubscription": [[1], [2]]},
+            "collectives": [{"op": "all_reduce", "sizes": ["1 MiB"]}],
+        }
+    )
+    cols = columns_for(spec)
+    assert cols["vary_scale_out_oversubscription"] is float
+    db = tmp_path / "new.db"
+    run_into_db(spec, db)
+    with sqlite3.connect(db) as con:
+        got = con.execute(
+            "select typeof(vary_scale_out_oversubscription), vary_scale_out_oversubscription "
+            "from results order by 2"
+        ).fetchall()
+    assert got == [("real", 1.0), ("real", 2.0)]
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as con:  # an older store: the ratio as TEXT, no training columns
+        con.execute(
+            "create table results (point_hash TEXT PRIMARY KEY, vary_scale_out_oversubscription TEXT)"
+        )
+    store = ResultDB(old, cols | {"layout": str})
+    store.add([("h", {"vary_scale_out_oversubscription": (2,), "layout": "tp=2"})])
+    assert store.conn.execute("select vary_scale_out_oversubscription, layout from results").fetchall() == [
+        ("2", "tp=2")
+    ]
+    store.close()
+
+
+def test_a_training_row_keeps_its_layout_and_step_bottleneck_in_their_own_columns(tmp_path):
+    """A training point's layout text and its step's largest communication part have columns of their own;
+    ``algorithm`` and ``bottleneck`` (NCCL's algorithm, a network) stay empty on it, and a collective row
+    leaves the training columns empty."""
+    spec = SweepSpec.from_dict(
+        {
+            "cluster": "dgx-h100-superpod",
+            "vary": {"nodes": [8]},
+            "collectives": [{"op": "all_reduce", "sizes": ["1 MiB"]}],
+            "train": {"models": ["llama3-8b"], "layouts": [{"tp": 2, "microbatch": 2}], "global_batch": 64},
+        }
+    )
+    db = tmp_path / "t.db"
+    run_into_db(spec, db)
+    rows = _rows(db).set_index("op")
+    train, coll = rows.loc["train:llama3-8b"], rows.loc["all_reduce"]
+    assert train["layout"].startswith("tp=2 pp=1 dp=32")  # ParallelLayout.describe(), as `aifabric train`
+    assert train["bottleneck_part"] in PARTS and train["algorithm"] == "" and train["bottleneck"] == ""
+    assert coll["algorithm"] != "" and coll["layout"] == "" and coll["bottleneck_part"] == ""

@@ -40,7 +40,11 @@ __all__ = ["sweep"]
 @handle_errors
 def sweep(
     file: Annotated[
-        Path, typer.Argument(help="Sweep YAML: cluster, vary (dotted fields -> lists), collectives, train")
+        Path,
+        typer.Argument(
+            help="Sweep YAML: cluster (a preset, or a cluster YAML path read beside this file), vary (dotted "
+            "fields -> lists), collectives, train"
+        ),
     ],
     db: Annotated[
         Path, typer.Option("--db", help="SQLite result store; points already there are skipped (resume)")
@@ -56,7 +60,7 @@ def sweep(
     shard: Annotated[int, typer.Option(help="This machine's shard (0-based) of --shards", min=0)] = 0,
     shards: Annotated[int, typer.Option(help="Split the grid over this many machines", min=1)] = 1,
     parquet: Annotated[
-        Path | None, typer.Option(help="Also export the rows of this sweep to this Parquet file")
+        Path | None, typer.Option(help="Also export the rows of this sweep to this Parquet file (.parquet)")
     ] = None,
     csv: Annotated[
         Path | None, typer.Option("--csv", help="Also export the rows of this sweep to this CSV file")
@@ -100,8 +104,12 @@ def sweep(
 def _check_outputs(
     db: Path, *, parquet: Path | None, csv: Path | None, pareto: Path | None, html: Path | None
 ) -> None:
-    """Every output path checked before any work: the store, the exports, the plot and the report."""
+    """Every output path checked before any work: the store, the exports, the plot and the report, each
+    on its own file (an export over the store would destroy the results it exports)."""
     check_output_path(db, "--db")
+    _check_distinct({"--db": db, "--parquet": parquet, "--csv": csv, "--pareto": pareto, "--html": html})
+    if parquet is not None:
+        _check_suffix(parquet, "--parquet", ".parquet")
     for path, option in ((parquet, "--parquet"), (csv, "--csv")):
         if path is not None:
             check_output_path(path, option)
@@ -111,6 +119,27 @@ def _check_outputs(
         from aifabric.report.html import check_html_path
 
         check_html_path(html)
+
+
+def _check_distinct(outputs: dict[str, Path | None]) -> None:
+    """Raise ValueError naming both options when two outputs (the store among them) are one file."""
+    seen: dict[Path, str] = {}
+    for option, path in outputs.items():
+        if path is None:
+            continue
+        key = path.resolve()
+        if key in seen:
+            raise ValueError(
+                f"{option}: {str(path)!r} is also the file of {seen[key]}; give each its own path"
+            )
+        seen[key] = option
+
+
+def _check_suffix(path: Path, option: str, suffix: str) -> None:
+    """Raise ValueError naming ``option`` unless ``path`` ends in ``suffix`` (a file's name says its
+    format: Parquet bytes in a .csv are garbage to whatever opens it by its name)."""
+    if path.suffix.lower() != suffix:
+        raise ValueError(f"{option}: {str(path)!r} must end in {suffix}")
 
 
 def _count_errors(spec: SweepSpec, db: Path) -> int:
@@ -175,10 +204,10 @@ def _exports(
         if html is not None:
             from aifabric.cluster.resolve import resolve_cluster
             from aifabric.report.html import sweep_report, write_html
+            from aifabric.sweep.runner import swept_design
 
-            report = sweep_report(
-                store.to_pandas(only), resolve_cluster(spec.cluster), store=str(db), file=file
-            )
+            design = swept_design(spec) or resolve_cluster(spec.source)
+            report = sweep_report(store.to_pandas(only), design, store=str(db), file=file)
             console.print(f"report: {write_html(report, html)}", markup=False, highlight=False)
     finally:
         store.close()

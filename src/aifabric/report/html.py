@@ -14,7 +14,7 @@ Builders: :func:`plan_report`, :func:`step_report`, :func:`fabric_report`, :func
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -65,7 +65,8 @@ _MAX_ROWS = 200
 @dataclass(frozen=True)
 class Report:
     """What a report shows (see the module docstring). ``headline`` rows are ``(id, label, text)``;
-    ``spec`` None: no cluster section (a machine the input could not model)."""
+    ``spec`` None: no cluster section (a machine the input could not model); ``glance``, where given,
+    replaces the cluster's headline figures (a sweep's: the ranges over the designs it ran)."""
 
     kind: str
     title: str
@@ -77,6 +78,7 @@ class Report:
     columns: tuple[str, ...] = ()
     rows: tuple[tuple[str, ...], ...] = ()
     inputs: tuple[tuple[str, str], ...] = field(default=())
+    glance: tuple[tuple[str, str], ...] | None = None  # None: the headline figures of ``spec``
 
 
 def _topology(spec: ClusterSpec) -> Topology | None:
@@ -101,6 +103,13 @@ def _cluster_headline(spec: ClusterSpec, topo: Topology | None) -> list[tuple[st
     return out
 
 
+def _glance(report: Report) -> Sequence[tuple[str, str]]:
+    """The rows of "the cluster at a glance": the report's own, else its cluster's headline figures."""
+    if report.glance is not None:
+        return report.glance
+    return _cluster_headline(report.spec, report.topology) if report.spec is not None else []
+
+
 def render_html(report: Report) -> str:
     """The report as one HTML document (str)."""
     import jinja2
@@ -116,7 +125,7 @@ def render_html(report: Report) -> str:
         title=report.title,
         version=__version__,
         units=UNITS,
-        cluster_headline=_cluster_headline(report.spec, report.topology) if report.spec is not None else [],
+        cluster_headline=_glance(report),
         topology_svg=cluster_drawing(report.spec, report.topology) if report.spec is not None else "",
         headline=report.headline,
         why=report.why,
@@ -353,8 +362,38 @@ def _sweep_row(r: Any, vary: Sequence[str]) -> tuple[str, ...]:
         _cell(get("busbw_bytes_per_s"), f"{float(get('busbw_bytes_per_s') or 0) / 1e9:,.1f}"),
         _cell(get("mfu"), f"{float(get('mfu') or 0):.1%}"),
         _cell(get("tokens_per_s"), f"{float(get('tokens_per_s') or 0):,.0f}"),
-        ", ".join(f"{c[5:]}={r[c]}" for c in vary),
+        ", ".join(f"{c[5:]}={r[c]:g}" if isinstance(r[c], float) else f"{c[5:]}={r[c]}" for c in vary),
         f"{float(r['network_watts']) / 1e3:,.1f}",
+    )
+
+
+def _spread(frame: pd.DataFrame, column: str, fmt: Callable[[float], str]) -> str:
+    """The range of ``column`` over the designs a sweep ran: "lo to hi", one value alone, "-" for none."""
+    values = frame[column].dropna() if column in frame.columns else frame.index[:0]
+    if values.empty:
+        return "-"
+    lo, hi = float(values.min()), float(values.max())
+    return fmt(lo) if lo == hi else f"{fmt(lo)} to {fmt(hi)}"
+
+
+def _sweep_glance(ok: pd.DataFrame, drawn: ClusterSpec) -> tuple[tuple[str, str], ...]:
+    """The glance of a sweep: each figure's range over the points that ran (not the base cluster's
+    default size, which the grid may not hold), and which of its designs the drawing shows."""
+    s = summarize(drawn)
+    count = "{:,.0f}".format
+    return (
+        ("GPUs", _spread(ok, "gpus", count) + " (over the designs swept)"),
+        (
+            "bisection",
+            _spread(ok, "bisection_bytes_per_s", lambda v: f"{v / 1e9:,.0f}") + " GB/s per direction",
+        ),
+        (
+            "network power",
+            _spread(ok, "network_watts", lambda v: f"{v / 1e3:,.1f}") + " kW (all four networks)",
+        ),
+        ("switches", _spread(ok, "switches", count)),
+        ("transceivers", _spread(ok, "transceivers", count)),
+        ("drawn below", f"the grid's first design: {s.n_gpus:,} GPUs in {s.n_nodes:,} nodes"),
     )
 
 
@@ -363,7 +402,8 @@ def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs
     collective and size and per trained model, and the Pareto fronts of network watts against time."""
 
     ok = frame[frame["error"] == ""]
-    best = ok.loc[ok.groupby(["op", "message_bytes"])["time_s"].idxmin()] if len(ok) else ok
+    by_time = ok.sort_values(["op", "message_bytes", "time_s", "network_watts"], kind="stable")
+    best = by_time.drop_duplicates(["op", "message_bytes"])  # equally fast: the least watts
     vary = [c for c in frame.columns if c.startswith("vary_")]
     rows = tuple(_sweep_row(r, vary) for _, r in best.iterrows())
     headline = (
@@ -383,10 +423,11 @@ def sweep_report(frame: pd.DataFrame, spec: ClusterSpec, *, store: str, **inputs
         topology=_topology(spec),
         headline=headline,
         why=(
-            "The fastest variant for every collective and size, and for every trained model (time: the "
-            "collective's, or the step time of a model; busbw in GB/s per direction; MFU and tokens/s of a "
-            "training step):",
+            "The fastest variant for every collective and size, and for every trained model, the one of "
+            "least network power among equally fast ones (time: the collective's, or the step time of a "
+            "model; busbw in GB/s per direction; MFU and tokens/s of a training step):",
         ),
+        glance=_sweep_glance(ok, spec),
         figures=figures,
         columns=("op", "size", "time", "busbw (GB/s)", "MFU", "tokens/s", "variant", "network power (kW)"),
         rows=rows,

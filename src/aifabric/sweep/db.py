@@ -70,6 +70,7 @@ class ResultDB:
             self.conn.execute("PRAGMA synchronous=NORMAL")
             cols = ", ".join(f"{_ident(k)} {_SQL_TYPES[t]}" for k, t in self.columns.items())
             self.conn.execute(f"CREATE TABLE IF NOT EXISTS results (point_hash TEXT PRIMARY KEY, {cols})")
+            self._add_missing_columns()
             self.conn.commit()
         except sqlite3.DatabaseError as err:
             self.conn.close()
@@ -78,6 +79,18 @@ class ResultDB:
             f"INSERT OR IGNORE INTO results (point_hash, {', '.join(map(_ident, self.columns))}) "
             f"VALUES (?, {', '.join('?' for _ in self.columns)})"
         )
+
+    def _add_missing_columns(self) -> None:
+        """Add the declared columns a store made by another sweep or release lacks (a train section's
+        columns in a store of collectives): its rows keep NULL there, new rows fill them. A column the
+        store already has keeps the store's type (a ratio stored as text by an older release stays text),
+        so that one column never mixes text and numbers."""
+        have = {row[1]: row[2] for row in self.conn.execute("PRAGMA table_info(results)")}
+        for k, t in self.columns.items():
+            if k not in have:
+                self.conn.execute(f"ALTER TABLE results ADD COLUMN {_ident(k)} {_SQL_TYPES[t]}")
+            elif have[k] == "TEXT" and t is not str:
+                self.columns[k] = str
 
     def done(self) -> set[str]:
         """Hashes of the points already stored."""
@@ -147,5 +160,7 @@ def _cell(value: Any, kind: type) -> Any:
     if value is None or value == "":
         return "" if kind is str else None
     if isinstance(value, (list, tuple)):
+        if len(value) == 1 and kind in (int, float):  # a one-number list in a numeric column: the number
+            return kind(value[0])
         return ",".join(map(str, value))
     return kind(value)

@@ -2,7 +2,7 @@
 
 A sweep file (YAML)::
 
-    cluster: dgx-h100-superpod          # preset or cluster YAML
+    cluster: dgx-h100-superpod          # preset or cluster YAML (a relative path: beside this file)
     vary:                               # dotted ClusterSpec fields -> values; the grid is their product
       nodes: [16, 64, 256]
       scale_out.nic: [connectx-7, connectx-8]
@@ -65,6 +65,13 @@ class SweepPoint:
     message_bytes: float
     train: tuple[tuple[str, Any], ...] = ()
     cluster_sha256: str = ""
+    cluster_path: str = ""
+
+    @property
+    def source(self) -> str:
+        """What builds the cluster: the preset name, or the cluster file's path from here (``cluster`` as
+        the sweep file wrote it is the point's key and column; ``cluster_path`` found it beside the file)."""
+        return self.cluster_path or self.cluster
 
     @property
     def params(self) -> dict[str, Any]:
@@ -92,6 +99,12 @@ class SweepSpec:
     collectives: tuple[tuple[str, tuple[float, ...]], ...]
     train: tuple[tuple[tuple[str, Any], ...], ...] = ()
     cluster_sha256: str = ""
+    cluster_path: str = ""
+
+    @property
+    def source(self) -> str:
+        """The preset name, or the cluster file's path from here (:attr:`SweepPoint.source`)."""
+        return self.cluster_path or self.cluster
 
     @property
     def n_points(self) -> int:
@@ -108,18 +121,21 @@ class SweepSpec:
         """Every (grid point, collective, size), then every (grid point, model, layout), grid-major; lazily,
         one point at a time (:attr:`n_points` of them)."""
         names = [k for k, _ in self.vary]
-        c, digest = self.cluster, self.cluster_sha256
+        c, digest, path = self.cluster, self.cluster_sha256, self.cluster_path
         for values in itertools.product(*(v for _, v in self.vary)):
             changes = tuple(zip(names, values, strict=True))
             for op, sizes in self.collectives:
-                yield from (SweepPoint(c, changes, op, s, cluster_sha256=digest) for s in sizes)
+                yield from (SweepPoint(c, changes, op, s, (), digest, path) for s in sizes)
             yield from (
-                SweepPoint(c, changes, f"train:{dict(t)['model']}", 0.0, t, digest) for t in self.train
+                SweepPoint(c, changes, f"train:{dict(t)['model']}", 0.0, t, digest, path) for t in self.train
             )
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, source: str = "sweep") -> SweepSpec:
-        """Validate a mapping; raises ConfigError naming the field and the value."""
+    def from_dict(
+        cls, data: dict[str, Any], *, source: str = "sweep", folder: Path | None = None
+    ) -> SweepSpec:
+        """Validate a mapping; raises ConfigError naming the field and the value. A relative cluster file
+        path is read from ``folder`` (the sweep file's), where given."""
         if not isinstance(data, dict):
             raise ConfigError(f"{source}: expected a mapping at the top level")
         unknown = sorted(set(data) - {"cluster", "vary", "collectives", "train"})
@@ -133,10 +149,8 @@ class SweepSpec:
         vary_raw = data.get("vary") or {}
         if not isinstance(vary_raw, dict):
             raise ConfigError(f"{source}: vary: expected a mapping of field -> list of values")
-        try:
-            base = resolve_cluster(cluster)
-        except (AifabricError, ValueError) as err:
-            raise ConfigError(f"{source}: cluster: {cluster!r}: {err}") from None
+        path = _beside(cluster, folder)
+        base = _base_cluster(path, f"{source}: cluster: {cluster!r}")
         vary = []
         for field, values in vary_raw.items():
             if not isinstance(field, str) or not field:
@@ -177,7 +191,28 @@ class SweepSpec:
             for s in sizes:
                 colls.setdefault(op, {})[one_size(str(s), f"collectives[{i}].sizes")] = None
         coll_sizes = tuple((op, tuple(s)) for op, s in colls.items())
-        return cls(cluster, tuple(vary), coll_sizes, train, _file_sha256(cluster))
+        return cls(
+            cluster, tuple(vary), coll_sizes, train, _file_sha256(path), "" if path == cluster else path
+        )
+
+
+def _beside(cluster: str, folder: Path | None) -> str:
+    """``cluster`` as a path from here: a relative cluster file path read from ``folder`` (the sweep
+    file's), so that one sweep file names one cluster wherever it runs; a preset name, an absolute path or
+    a name that is no file there stays as written."""
+    if folder is None or cluster in list_presets() or Path(cluster).is_absolute():
+        return cluster
+    beside = folder / cluster
+    looks_like_a_file = Path(cluster).suffix in (".yaml", ".yml") or beside.exists()
+    return str(beside) if looks_like_a_file else cluster
+
+
+def _base_cluster(path: str, where: str) -> ClusterSpec:
+    """The sweep's base cluster; ConfigError prefixed with ``where`` when it does not resolve."""
+    try:
+        return resolve_cluster(path)
+    except (AifabricError, ValueError) as err:
+        raise ConfigError(f"{where}: {err}") from None
 
 
 def _file_sha256(cluster: str) -> str:
@@ -329,4 +364,4 @@ def _check_alone(base: ClusterSpec, field: str, value: Any, where: str) -> None:
 def load_sweep(path: str | Path) -> SweepSpec:
     """Read a sweep YAML file. Raises ParseError/ConfigError naming the file."""
     p = Path(path)
-    return SweepSpec.from_dict(load_yaml_mapping(p), source=str(p))
+    return SweepSpec.from_dict(load_yaml_mapping(p), source=str(p), folder=p.parent)

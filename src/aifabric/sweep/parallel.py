@@ -58,7 +58,8 @@ MAX_POINTS = 1_000_000
 POINT_BYTES = 300
 
 
-#: Typed result columns of a collective point (SI units), besides the varied fields.
+#: Typed result columns of a collective point (SI units), besides the varied fields. ``switches``,
+#: ``transceivers`` and ``network_watts`` cover the same four networks (``aifabric cluster show``'s parts).
 RESULT_COLUMNS: dict[str, type] = {
     "cluster": str,
     "op": str,
@@ -78,8 +79,11 @@ RESULT_COLUMNS: dict[str, type] = {
 }
 
 
-#: Typed columns of a training point (a sweep with ``train:``): the model, the layout, the step's figures
-#: (``time_s`` holds the step time, ``algorithm`` the layout, ``bottleneck`` the largest non-compute part).
+#: Typed columns of a training point (a sweep with ``train:``): the model, the layout (its degrees, and as
+#: ``aifabric train`` prints it in ``layout``), the step's figures (``time_s`` holds the step time) and
+#: ``bottleneck_part``, the step's largest non-compute part (tp, cp, ep, pp, bubble, dp, optimizer; "compute"
+#: when none is exposed). A training row leaves the collective columns ``algorithm`` (NCCL's algorithm) and
+#: ``bottleneck`` (a network) empty: one meaning per column.
 TRAIN_COLUMNS: dict[str, type] = {
     "model": str,
     "tp": int,
@@ -93,6 +97,8 @@ TRAIN_COLUMNS: dict[str, type] = {
     "tokens_per_s": float,
     "mfu": float,
     "memory_bytes_per_gpu": float,
+    "layout": str,
+    "bottleneck_part": str,
 }
 
 
@@ -104,16 +110,28 @@ def _vary_column(name: str) -> str:
 _INT64 = (-(2**63), 2**63 - 1)
 
 
+def _one_number(value: Any) -> bool:
+    """A vary value that is a list of one number (a one-tier ratio ``[2]``): stored as that number."""
+    return (
+        isinstance(value, tuple)
+        and len(value) == 1
+        and isinstance(value[0], (int, float))
+        and not isinstance(value[0], bool)
+    )
+
+
 def columns_for(spec: SweepSpec) -> dict[str, type]:
     """Result columns (and :data:`TRAIN_COLUMNS` for a sweep with training points) plus one typed column per
-    varied field (``vary_<field>``; lists, and integers beyond
-    SQLite's 64-bit INTEGER, stored as text)."""
+    varied field (``vary_<field>``; a one-number list such as a one-tier ``oversubscription: [2]`` as its
+    number, other lists, and integers beyond SQLite's 64-bit INTEGER, stored as text)."""
     cols = dict(RESULT_COLUMNS) | (TRAIN_COLUMNS if spec.train else {})
     for name, values in spec.vary:
-        if all(
+        if all(_one_number(v) for v in values):
+            kind: type = float
+        elif all(
             isinstance(v, int) and not isinstance(v, bool) and _INT64[0] <= v <= _INT64[1] for v in values
         ):
-            kind: type = int
+            kind = int
         elif all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
             kind = float
         else:

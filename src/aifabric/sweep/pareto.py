@@ -57,7 +57,7 @@ def pareto_figure(
         gx, gy = group[x].to_numpy(float), group[y].to_numpy(float)
         front = pareto_mask(gx, gy)
         order = np.argsort(gx[front])
-        line = ax.plot(gx[front][order], gy[front][order], marker="o", ms=3, label=f"{op} {size:.3g} B")
+        line = ax.plot(gx[front][order], gy[front][order], marker="o", ms=3, label=_label(op, size))
         ax.scatter(gx, gy, s=6, alpha=0.3, color=line[0].get_color())
     ax.set_xlabel(x)
     ax.set_ylabel(y)
@@ -65,6 +65,16 @@ def pareto_figure(
     ax.set_title(title or f"Pareto fronts: {y} against {x} (lower is better)", fontsize=9)
     ax.legend(fontsize=6, ncol=2)
     return fig
+
+
+def _label(op: str, size: float) -> str:
+    """A group's legend: a collective and its message size, a training step (``train:<model>``, whose
+    ``message_bytes`` is 0 by convention) by its model alone.
+
+    >>> _label("all_reduce", 1048576.0), _label("train:llama3-8b", 0.0)
+    ('all_reduce 1.05e+06 B', 'train:llama3-8b step')
+    """
+    return f"{op} step" if op.startswith("train:") else f"{op} {size:.3g} B"
 
 
 def pareto_plot(

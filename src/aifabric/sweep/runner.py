@@ -18,18 +18,19 @@ from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.summary import summarize
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import AifabricError
-from aifabric.sweep.grid import SweepPoint
+from aifabric.sweep.grid import SweepPoint, SweepSpec
 from aifabric.training.layout import ParallelLayout, Recompute, data_parallel_degree
 from aifabric.training.models import get_model
 from aifabric.training.step import PARTS, StepModel
 
-__all__ = ["evaluate_point"]
+__all__ = ["evaluate_point", "swept_design"]
 
 
 @lru_cache(maxsize=64)
 def _variant(cluster: str, changes_json: str, cluster_sha256: str = "") -> tuple[Any, dict[str, Any]]:
-    """The cluster variant and its counted parts; ``cluster_sha256`` (the file's content hash) keys the
-    cache on what the file says, not its path."""
+    """The cluster variant and its counted parts: switches, transceivers and watts over the same four
+    networks (scale-up, scale-out, front-end, management: ``cluster show``'s parts and power);
+    ``cluster_sha256`` (the file's content hash) keys the cache on what the file says, not its path."""
     changes: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v for k, v in json.loads(changes_json)}
     nodes = changes.pop("nodes", None)
     gpus = changes.pop("gpus", None)
@@ -42,12 +43,27 @@ def _variant(cluster: str, changes_json: str, cluster_sha256: str = "") -> tuple
     inv = summary.inventory
     parts = {
         "gpus": spec.n_gpus,
-        "switches": inv.count("scale-out", "switch"),
-        "transceivers": inv.count("scale-out", "transceiver"),
+        "switches": sum(line.count for line in inv.lines if line.item == "switch"),
+        "transceivers": sum(line.count for line in inv.lines if line.item == "transceiver"),
         "network_watts": inv.total_watts,
         "bisection_bytes_per_s": summary.bisection_bytes_per_s,
     }
     return spec, parts
+
+
+def swept_design(spec: SweepSpec) -> Any:
+    """The ClusterSpec of the grid's first variant that builds (a design the sweep ran, for a report to
+    draw); None when no variant builds."""
+    tried: set[tuple[tuple[str, Any], ...]] = set()
+    for point in spec.iter_points():
+        if point.changes in tried:
+            continue
+        tried.add(point.changes)
+        try:
+            return _variant(point.source, json.dumps(point.changes), point.cluster_sha256)[0]
+        except (AifabricError, ValueError):
+            continue
+    return None
 
 
 def evaluate_point(point: SweepPoint) -> dict[str, Any]:
@@ -65,7 +81,7 @@ def evaluate_point(point: SweepPoint) -> dict[str, Any]:
         "error": "",
     }
     try:
-        spec, parts = _variant(point.cluster, changes_json, point.cluster_sha256)
+        spec, parts = _variant(point.source, changes_json, point.cluster_sha256)
         if point.train:
             row.update(parts)
             row.update(_train_step(spec, dict(point.train)))
@@ -131,6 +147,6 @@ def _train_step(spec: Any, job: dict[str, Any]) -> dict[str, Any]:
         "tokens_per_s": st.tokens_per_s,
         "mfu": st.mfu,
         "memory_bytes_per_gpu": st.memory.total_bytes,
-        "algorithm": layout.describe(),
-        "bottleneck": max(comm, key=comm.__getitem__) if any(comm.values()) else "compute",
+        "layout": layout.describe(),
+        "bottleneck_part": max(comm, key=comm.__getitem__) if any(comm.values()) else "compute",
     }
