@@ -9,6 +9,7 @@ commands live in :mod:`aifabric.cli.nccl_tests`.
 
 from __future__ import annotations
 
+import math
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -204,6 +205,22 @@ def _nics_by_path(node, gpu: str) -> str:  # noqa: ANN001  (a NodeInspection, im
     return "; ".join(f"{path}: {name_ranges(nics)}" for path, nics in node.nics_by_path(gpu))
 
 
+def _gpu_link_text(pcie: str | None, links: int, bytes_per_s: float) -> str:
+    """The GPU's PCIe link(s) to its NICs in words, with what they carry: one x16 link, or ``links`` of them
+    (a Rubin package's two ConnectX-9 chips, each on its own x16), or none the catalogue gives.
+
+    >>> _gpu_link_text("gen4", 1, 28.8e9), _gpu_link_text("gen6", 2, 230.4e9)
+    ("the GPU's PCIe Gen4 x16 link, 28.8 GB/s", "the GPU's 2 PCIe Gen6 x16 links, 230.4 GB/s")
+    >>> _gpu_link_text(None, 1, float("inf"))
+    "the GPU's link to its NICs, which the catalogue does not bound"
+    """
+    if pcie is None or not math.isfinite(bytes_per_s):
+        return "the GPU's link to its NICs, which the catalogue does not bound"
+    gen = pcie.capitalize()
+    many = f"{links} PCIe {gen} x16 links" if links > 1 else f"PCIe {gen} x16 link"
+    return f"the GPU's {many}, {bytes_per_s / 1e9:.1f} GB/s"
+
+
 def _across_node_note(node) -> str:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
     """Which bound sets the across-node figure, with its numbers: the NICs' share per GPU (a shared NIC,
     the host staging without GPUDirect RDMA) against the GPU's own PCIe link, then the layout's other
@@ -218,8 +235,8 @@ def _across_node_note(node) -> str:  # noqa: ANN001  (a NodeInspection; the modu
     if f["host_staging"] < 1:
         nic += f" x {f['host_staging']:.3g} staged in host memory"
     side = f["nic_payload"] * f["host_staging"] / 1e9
-    pcie = str(spec.accelerator_spec.pcie or "").capitalize()
-    link = f"the GPU's PCIe {pcie} x16 link, {f['gpu_pcie_link'] / 1e9:.1f} GB/s"
+    acc = spec.accelerator_spec
+    link = _gpu_link_text(acc.pcie, acc.nic_pcie_links, f["gpu_pcie_link"])
     losses = (
         f", then x {f['layout']:.3g} (the layout's GPUDirect and PCIe path losses)" if f["layout"] < 1 else ""
     )
