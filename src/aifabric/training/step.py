@@ -1337,8 +1337,9 @@ class StepModel:
         - **Copy-out** (``TrainingFramework.fsdp_copies``, FSDP2): every gathered buffer copied into the
           parameters, read and written in the gathered dtype, 2 g per parameter and gather, forward and
           backward.
-        - **Gradient copy-in**: the 16-bit gradient read (g) and written into the reduce buffer (r), g + r
-          per parameter each backward, by FSDP2's chunk_cat for every parameter it reduce-scatters, and by
+        - **Gradient copy-in**: the 16-bit gradient read (2 bytes, whatever g: an FP8 gather still makes
+          a 16-bit gradient) and written into the reduce buffer (r), 2 + r per parameter each backward,
+          by FSDP2's chunk_cat for every parameter it reduce-scatters, and by
           Megatron without ``gradient_accumulation_fusion`` for every parameter (ZeRO 0-2 add it to the
           buffer they accumulate in: + r read).
 
