@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from aifabric.catalog.nccl import nccl_release
-from aifabric.catalog.nccl_mesh import mesh_ring_search
+from aifabric.catalog.nccl_mesh import MESH_SEARCH_MAX_GPUS, mesh_ring_search, mesh_search_applies
 from aifabric.errors import ConfigError
 
 R2307 = nccl_release("2.30.7")
@@ -84,3 +84,15 @@ def test_a_pair_under_the_slowest_speed_falls_back_to_one_ring_in_gpu_order() ->
 def test_refuses_a_pair_bandwidth_that_is_not_positive_and_finite(pair_gbps: float) -> None:
     with pytest.raises(ConfigError, match="positive, finite pair bandwidth"):
         mesh_ring_search(R2307, "blackwell", 4, pair_gbps)
+
+
+def test_the_search_applies_to_nccl_meshes_of_2_to_8_gpus():
+    # one predicate for the formula engine's tiers, its ring graph and the links/flow plans: a full mesh
+    # under NCCL of 2 to 8 GPUs (8 x MI300X, 7 xGMI links a GPU, the largest switchless mesh) and a link
+    assert MESH_SEARCH_MAX_GPUS == 8
+    assert mesh_search_applies("nccl", 3, 4, 240.6) and mesh_search_applies("nccl", 7, 8, 48.0)
+    assert not mesh_search_applies("nccl", 7, 9, 48.0)  # beyond any switchless mesh
+    assert not mesh_search_applies("rccl", 7, 8, 48.0)  # RCCL's xGMI rings follow its own models
+    assert not mesh_search_applies("nccl", 0, 8, 48.0)  # a switch
+    assert not mesh_search_applies("nccl", 3, 1, 240.6)  # one rank
+    assert not mesh_search_applies("nccl", 3, 4, 0.0)

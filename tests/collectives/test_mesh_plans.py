@@ -13,10 +13,16 @@ from tests.clusters import mi300x_node, mi300x_nodes
 from tests.engines.test_cases_public_node import one_node
 
 from aifabric.cluster.presets import preset
-from aifabric.collectives.algorithms import build_plan
+from aifabric.collectives.algorithms import build_plan, plan_tiers
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.plan import hierarchical_plan, ring_plan
+from aifabric.collectives.tiers import mesh_ring_bytes_per_s, tier_model
 from aifabric.engines.api import collective_time
+
+
+def _plan(plan, op, s, spec, gpus):
+    """``plan`` on ``spec``'s GPUs ``gpus`` with the tiers the formula engine prices it with."""
+    return plan(op, s, spec, gpus, plan_tiers(spec))
 
 
 def _pair_bytes(stage, g: int) -> dict[tuple[int, int], float]:
@@ -33,7 +39,7 @@ def test_one_mi300x_node_ring_loads_all_56_links_equally():
     # 8 ranks, 1 GiB all_reduce: a step moves S/8 per GPU, S/56 on each of its 7 links (7 link-disjoint
     # rings), so no link carries more than S/56
     s = 2.0**30
-    (stage,) = ring_plan(Collective.ALL_REDUCE, s, mi300x_node(), np.arange(8))
+    (stage,) = _plan(ring_plan, Collective.ALL_REDUCE, s, mi300x_node(), np.arange(8))
     loads = _pair_bytes(stage, 8)
     assert len(loads) == 56
     assert max(loads.values()) == pytest.approx(s / 8 / 7)
@@ -46,7 +52,7 @@ def test_ring_channels_across_mi300x_nodes_cross_each_xgmi_link_once(nodes):
     # 8 channels per node, each a zigzag from its entry GPU to the GPU 4 further (Walecki): 8 x 7 hops =
     # the 56 directed links of each node once, and each channel's node-crossing hop stays on one rail
     spec = mi300x_nodes(nodes)
-    (stage,) = ring_plan(Collective.ALL_GATHER, 2.0**30, spec, np.arange(8 * nodes))
+    (stage,) = _plan(ring_plan, Collective.ALL_GATHER, 2.0**30, spec, np.arange(8 * nodes))
     same = stage.src // 8 == stage.dst // 8
     pairs = stage.src[same] * 10_000 + stage.dst[same]
     assert np.unique(pairs).size == pairs.size == nodes * 56
@@ -57,7 +63,7 @@ def test_ring_channels_across_mi300x_nodes_cross_each_xgmi_link_once(nodes):
 
 def test_gh200_quad_ring_zigzags_over_its_three_bundles():
     spec = preset("gh200-quad", nodes=4)
-    (stage,) = ring_plan(Collective.ALL_REDUCE, 2.0**30, spec, np.arange(16))
+    (stage,) = _plan(ring_plan, Collective.ALL_REDUCE, 2.0**30, spec, np.arange(16))
     loads = _pair_bytes(stage, 4)
     assert len(loads) == 12 and len(set(loads.values())) == 1  # every directed bundle, equally
 
@@ -65,13 +71,13 @@ def test_gh200_quad_ring_zigzags_over_its_three_bundles():
 def test_chain_on_a_mesh_sends_each_peer_its_share():
     # broadcast on 8 MI300X: 7 chains from the root, S/7 per link
     s = 2.0**30
-    (stage,) = ring_plan(Collective.BROADCAST, s, mi300x_node(), np.arange(8))
+    (stage,) = _plan(ring_plan, Collective.BROADCAST, s, mi300x_node(), np.arange(8))
     assert max(_pair_bytes(stage, 8).values()) == pytest.approx(s / 7)
 
 
 def test_hierarchical_in_domain_steps_use_every_mesh_link():
     s = 2.0**30
-    stages = hierarchical_plan(Collective.ALL_REDUCE, s, preset("gh200-quad", nodes=2), np.arange(8))
+    stages = _plan(hierarchical_plan, Collective.ALL_REDUCE, s, preset("gh200-quad", nodes=2), np.arange(8))
     rs, _, ag = stages
     for st in (rs, ag):
         loads = _pair_bytes(st, 4)
@@ -98,7 +104,7 @@ def test_odd_mesh_ring_channels_put_two_channels_on_the_odd_offset_links():
     # link e -> e + 1, 3, 5 carries 2 of the 7 channels and e -> e + 2, 4, 6 none (Z_7 has no sequencing,
     # Gordon 1961). Before, every channel went round in increasing order: 6 channels on each e -> e + 1.
     s = 2.0**30
-    (stage,) = ring_plan(Collective.ALL_GATHER, s, _mi300x_odd_nodes(7, 2), np.arange(14))
+    (stage,) = _plan(ring_plan, Collective.ALL_GATHER, s, _mi300x_odd_nodes(7, 2), np.arange(14))
     loads = _pair_bytes(stage, 7)
     hop = s / 14 / 7  # one channel's share of a rank's S/n
     assert {(d - s_) % 7 for s_, d in loads} == {1, 3, 5}
@@ -125,11 +131,31 @@ def test_gb200_nvl4_ring_plan_follows_nccls_rings():
     # each step each; 0-1-2-3 and its reverse twice per 8, the other 4 directed cycles once: the 8 pairs of
     # the 0-1-2-3 cycle carry 6/16 of a step, the diagonals 4/16
     s = 2.0**30
-    (stage,) = ring_plan(Collective.ALL_REDUCE, s, _one_board("gb200", "nvlink5-gb200-nvl4"), np.arange(4))
+    (stage,) = _plan(
+        ring_plan, Collective.ALL_REDUCE, s, _one_board("gb200", "nvlink5-gb200-nvl4"), np.arange(4)
+    )
     loads = _pair_bytes(stage, 4)
     step = s / 4
     assert sorted(round(b / step * 16) for b in loads.values()) == [4] * 4 + [6] * 8
     assert loads[(0, 2)] == pytest.approx(step * 4 / 16)
+
+
+@pytest.mark.parametrize(
+    ("version", "cycle", "diagonal", "busbw"), [("2.24.3", 8, 0, 481.2e9), ("2.25.1", 6, 4, 641.6e9)]
+)
+def test_gb200_nvl4_ring_plan_searches_with_the_formulas_release(version, cycle, diagonal, busbw):
+    # the plan reads the rings of the release the formula engine prices with, so the two cannot diverge
+    # where releases' tables differ. NCCL 2.24.3 has no Blackwell row (first in v2.25.1, nccl_releases.yaml)
+    # and searches the GB200 NVL4 on Hopper's speeds: 16 x 30 GB/s, 0-1-2-3 and its reverse 8 times each,
+    # so each pair of that cycle carries 8/16 of a step and the diagonals none (240.6 x 16/8 = 481.2 GB/s);
+    # 2.25.1 on: 16 x 40, 6/16 and 4/16 (240.6 x 16/6 = 641.6 GB/s)
+    spec, s = _one_board("gb200", "nvlink5-gb200-nvl4"), 2.0**30
+    tm = tier_model(spec, nccl_version=version)
+    (stage,) = ring_plan(Collective.ALL_REDUCE, s, spec, np.arange(4), tm)
+    sixteenths = {pair: round(b / (s / 4) * 16) for pair, b in _pair_bytes(stage, 4).items()}
+    assert sixteenths[(0, 1)] == sixteenths[(1, 0)] == cycle
+    assert sixteenths.get((0, 2), 0) == sixteenths.get((1, 3), 0) == diagonal
+    assert mesh_ring_bytes_per_s(tm, 4) == pytest.approx(busbw, rel=1e-4)
 
 
 @pytest.mark.parametrize(

@@ -424,6 +424,19 @@ def test_job_mtbf_that_rounds_to_zero_is_refused_naming_the_option():
     _one_error_line(r, "--gpu-mtbf")
 
 
+@pytest.mark.parametrize("option", ["--gpu-mtbf", "--node-mtbf"])
+def test_part_mtbf_beyond_1e9_hours_is_refused_naming_the_option(option):
+    # 1e30 h printed a job MTBF of 2.8e31 s; a part's MTBF is read up to 1e9 h (1 FIT, MAX_PART_MTBF_S),
+    # far over a century: a transceiver's 1e6 h and 1e9 h itself are read, 1e30 h and 1.01e9 h refused
+    base = ("--nodes", "16", "--params", "7e9", "--storage", "ddn-ai400x2-turbo", "--storage-units", "4")
+    for refused in ("1e30 h", "1.01e9 h"):
+        _one_error_line(_ckpt(*base, option, refused), option)
+    for read in ("1e6 h", "1e9 h"):
+        r = _ckpt(*base, option, read, "--json")
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.stdout)["job_mtbf_s"] > 0
+
+
 @pytest.mark.parametrize(("dp", "zero", "noted"), [(1, 1, True), (16, 3, True), (16, 1, False)])
 def test_parallel_load_says_when_nothing_is_replicated(dp, zero, noted):
     # DP 1 (or ZeRO-3, weights and optimizer both sharded) replicates nothing: --parallel-load is the plain

@@ -50,7 +50,13 @@ if TYPE_CHECKING:
 else:
     np = lazy_module("numpy")  # only pair_loads reads numpy: the search itself runs on floats
 
-__all__ = ["MeshRings", "mesh_ring_search"]
+__all__ = ["MESH_SEARCH_MAX_GPUS", "MeshRings", "mesh_ring_search", "mesh_search_applies"]
+
+#: The most GPUs a switchless full mesh joins, and so the most this ring search is run over: an 8-GPU
+#: platform whose GPUs each have one link to each of their 7 peers (AMD Instinct MI300X and MI355X platforms,
+#: 7 xGMI / Infinity Fabric links a GPU; catalogue scaleup.yaml), where NVIDIA's meshes stop at 4 (GH200,
+#: GB200 NVL4, V100 boards). More GPUs need a switch; the depth-first search's cost grows with g!.
+MESH_SEARCH_MAX_GPUS = 8
 
 #: search.cc: the global budget of search steps and the budget of one search (different / same channels)
 _GLOBAL_TIMEOUT = 1 << 19
@@ -319,9 +325,9 @@ def mesh_ring_search(release: NcclRelease, arch: str, gpus: int, pair_gbps: floa
         Fewer than 2 GPUs, more than 8 (the most a node meshes without a switch; the search's depth-first
         cost grows with the factorial of the GPUs), or a ``pair_gbps`` not positive and finite.
     """
-    if not 2 <= gpus <= 8 or not 0 < pair_gbps < math.inf:
+    if not 2 <= gpus <= MESH_SEARCH_MAX_GPUS or not 0 < pair_gbps < math.inf:
         raise ConfigError(
-            "mesh: a ring search over 2-8 GPUs of positive, finite pair bandwidth, got "
+            f"mesh: a ring search over 2-{MESH_SEARCH_MAX_GPUS} GPUs of positive, finite pair bandwidth, got "
             f"{gpus} x {pair_gbps:g}"
         )
     row = tuning_arch(release, arch)
@@ -330,6 +336,19 @@ def mesh_ring_search(release: NcclRelease, arch: str, gpus: int, pair_gbps: floa
         tuple(release.search_speeds_intra[row]), release.dup_min_bw[row], many, release.max_channels // 2
     )
     return _mesh_ring_search(tables, gpus, float(pair_gbps))
+
+
+def mesh_search_applies(library: str, mesh_links: int, gpus: int, pair_gbps: float) -> bool:
+    """Whether NCCL's ring search over direct links (:func:`mesh_ring_search`) builds the rings of ``gpus``
+    ranks of one domain: a full mesh (``mesh_links`` per GPU, 0 on a switch), under NCCL (RCCL's xGMI rings
+    follow its own topology models), 2 to :data:`MESH_SEARCH_MAX_GPUS` ranks, a pair of positive, finite
+    ``pair_gbps``."""
+    return (
+        mesh_links > 0
+        and library == "nccl"
+        and 2 <= gpus <= MESH_SEARCH_MAX_GPUS
+        and 0 < pair_gbps < math.inf
+    )
 
 
 @cache

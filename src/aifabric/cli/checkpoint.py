@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 import typer
 
@@ -51,6 +51,33 @@ __all__ = ["checkpoint"]
 #: universe, 4.35e17 s, Planck 2018), and the Young/Daly interval it gives no time a checkpoint waits.
 MAX_DURATION_S = 100 * 365.25 * 86400.0
 
+#: Longest --gpu-mtbf or --node-mtbf read, seconds: 1e9 hours, a failure rate of 1 FIT (one failure in 1e9
+#: device-hours, the unit JEDEC JESD85 states failure rates in), 114,000 years. A part's MTBF may exceed a
+#: century (a ToR switch: 300,000 h; a transceiver: 1e6 h), but a whole GPU or node, many such components
+#: in series, at under 1 FIT would be 1,000 times a transceiver's figure and serve 114,000 years between
+#: failures: a value above it is a typo, not a part (1e30 h put the job's MTBF at 2.8e31 s).
+MAX_PART_MTBF_S = 1e9 * 3600.0
+
+
+class _Cap(NamedTuple):
+    """The longest duration an option reads, seconds, and why no longer one describes anything."""
+
+    seconds: float
+    why: str
+
+
+#: --mtbf and --step-time (a run's durations), and a part's MTBF (--gpu-mtbf, --node-mtbf).
+_RUN_CAP = _Cap(
+    MAX_DURATION_S,
+    f"is longer than a century ({MAX_DURATION_S:.4g} s), longer than any machine serves (one GPU's MTBF in "
+    "Llama 3's run: 5.2 years); no run has it",
+)
+_PART_CAP = _Cap(
+    MAX_PART_MTBF_S,
+    f"is longer than 1e9 h ({MAX_PART_MTBF_S:.4g} s, a rate of 1 FIT, one failure in 114,000 years); no "
+    "GPU or node is that reliable",
+)
+
 #: The cluster when neither the CLUSTER argument nor -c/--cluster names one.
 _CLUSTER = "dgx-h100-superpod"
 
@@ -78,12 +105,13 @@ def _signed(text: str, parse: Callable[..., float], option: str) -> float:
     return parse(raw[1:] if negative else raw, field=option) * (-1.0 if negative else 1.0)
 
 
-def _duration(text: str, option: str, cap: float | None = MAX_DURATION_S) -> float:
+def _duration(text: str, option: str, cap: _Cap = _RUN_CAP) -> float:
     """Seconds > 0 from ``'2.8 h'``; a bare number is refused (seconds or hours?), as spec fields do.
 
     One rule for a duration that cannot be an interval: ``-1s`` and ``0s`` are both refused as not > 0;
-    one above ``cap`` (default :data:`MAX_DURATION_S`, a century) is refused as no run's. A part's MTBF has
-    no cap: one part fails rarely, its job often (a ToR switch: 300,000 h, 34 years).
+    one above ``cap`` (default :data:`MAX_DURATION_S`, a century) is refused as no run's. A part's MTBF is
+    capped at :data:`MAX_PART_MTBF_S` (1e9 h) instead: one part fails rarely, its job often (a ToR switch:
+    300,000 h, 34 years).
     """
     try:
         bare = float(text)
@@ -91,11 +119,8 @@ def _duration(text: str, option: str, cap: float | None = MAX_DURATION_S) -> flo
         seconds = _signed(text, parse_time, option)
         if not seconds > 0:
             raise ConfigError(f"{option} must be > 0, got {text!r}") from None
-        if cap is not None and seconds > cap:
-            raise ConfigError(
-                f"{option}: {text!r} is longer than a century ({MAX_DURATION_S:.4g} s), longer than any "
-                "machine serves (one GPU's MTBF in Llama 3's run: 5.2 years); no run has it"
-            ) from None
+        if seconds > cap.seconds:
+            raise ConfigError(f"{option}: {text!r} {cap.why}") from None
         return seconds
     if not math.isfinite(bare):  # no unit makes nan or inf a duration: hint at none
         raise ConfigError(f"{option} must be a finite duration with a unit (e.g. '2.8 h'), got {text!r}")
@@ -329,15 +354,16 @@ def _timed(
 
 
 def _part_mtbfs(mtbf: str | None, gpu_mtbf: str | None, node_mtbf: str | None) -> dict[str, float]:
-    """Seconds of each part's MTBF given (--gpu-mtbf, --node-mtbf), none capped (a part fails rarely, its
-    job often); --mtbf with a part's MTBF is refused: the job's MTBF is one or the other."""
+    """Seconds of each part's MTBF given (--gpu-mtbf, --node-mtbf), each at most :data:`MAX_PART_MTBF_S`
+    (a part fails rarely, its job often, so not a century's cap); --mtbf with a part's MTBF is refused: the
+    job's MTBF is one or the other."""
     given = {o: t for o, t in (("--gpu-mtbf", gpu_mtbf), ("--node-mtbf", node_mtbf)) if t is not None}
     if mtbf is not None and given:
         raise ConfigError(
             f"--mtbf {mtbf!r} is the job's MTBF and {' and '.join(given)} "
             f"{'derive' if len(given) > 1 else 'derives'} it from its parts; give one or the other"
         )
-    return {o: _duration(t, o, cap=None) for o, t in given.items()}
+    return {o: _duration(t, o, _PART_CAP) for o, t in given.items()}
 
 
 def _job_mtbf(spec: ClusterSpec, size: CheckpointSize, parts: dict[str, float]) -> float:

@@ -82,12 +82,15 @@ __all__ = [
     "collnet_release_note",
     "default_plan_algorithm",
     "plan_algorithms",
+    "plan_tiers",
     "release_note",
 ]
 
 CostFunction = Callable[[Collective, Protocol, float, Communicator, TierModel], Cost | None]
 AppliesFunction = Callable[[Communicator, TierModel], bool]
-PlanFunction = Callable[[Collective, float, ClusterSpec, "np.ndarray"], tuple[Stage | AllPairsStage, ...]]
+PlanFunction = Callable[
+    [Collective, float, ClusterSpec, "np.ndarray", TierModel], tuple[Stage | AllPairsStage, ...]
+]
 FloorFunction = Callable[[Collective, float, Communicator, TierModel], float]
 
 _RING_OPS = frozenset({Collective.ALL_REDUCE, Collective.ALL_GATHER, Collective.REDUCE_SCATTER})
@@ -416,8 +419,9 @@ def build_plan(
         serves = ", ".join(sorted(o.value for o in entry.ops))
         raise ValueError(f"algorithm: {algo.value!r} does not apply to {op.value} (it serves {serves})")
     gpus = np.asarray(gpus, dtype=np.int64)
-    stages = entry.plan(op, float(message_bytes), spec, gpus)
-    latency, floor = _plan_timing(entry, op, float(message_bytes), spec, gpus)
+    tm = plan_tiers(spec)
+    stages = entry.plan(op, float(message_bytes), spec, gpus, tm)
+    latency, floor = _plan_timing(entry, op, float(message_bytes), gpus, spec, tm)
     return CommPlan(
         op.value,
         algo.value,
@@ -430,17 +434,28 @@ def build_plan(
     )
 
 
+def plan_tiers(spec: ClusterSpec) -> TierModel:
+    """The tiers the formula engine prices a plan's collective with, on the transports the default
+    environment selects (:func:`~aifabric.collectives.nccl_env.env_tiers`: a host copy per network hop
+    with GPUDirect RDMA off): a plan built on them (a full mesh's NCCL rings, its release's search tables)
+    and its timing read the same release as the formula engine, so the engines cannot diverge."""
+    return env_tiers(None, spec, tier_model(spec)).tiers
+
+
 def _plan_timing(
-    entry: AlgorithmSpec, op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
+    entry: AlgorithmSpec,
+    op: Collective,
+    message_bytes: float,
+    gpus: np.ndarray,
+    spec: ClusterSpec,
+    tm: TierModel,
 ) -> tuple[float, float]:
     """The latency the formula engine charges ``entry`` with the Simple protocol (what the links and flow
-    engines run) on the transports the default environment selects (:func:`~aifabric.collectives.nccl_env.
-    env_tiers`: a host copy per network hop with GPUDirect RDMA off), and its endpoints' floor
-    (``AlgorithmSpec.floor``; 0 without one), seconds; both 0 for one rank."""
+    engines run) on ``tm`` (:func:`plan_tiers`), and its endpoints' floor (``AlgorithmSpec.floor``; 0
+    without one), seconds; both 0 for one rank."""
     if gpus.size < 2:
         return 0.0, 0.0
     comm = Communicator.from_gpus(spec, gpus)
-    tm = env_tiers(None, spec, tier_model(spec)).tiers
     cost = entry.cost(op, Protocol.SIMPLE, message_bytes, comm, tm)
     floor = entry.floor(op, message_bytes, comm, tm) if entry.floor is not None else 0.0
     return (cost.latency_s if cost is not None else 0.0), floor

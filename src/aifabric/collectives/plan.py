@@ -37,10 +37,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from aifabric.budget import check_memory
-from aifabric.catalog.nccl import nccl_release
-from aifabric.catalog.nccl_mesh import mesh_ring_search
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.ops import Collective
+from aifabric.collectives.tiers import TierModel, mesh_rings
 from aifabric.lazy_import import lazy_module
 
 if TYPE_CHECKING:
@@ -277,20 +276,21 @@ def _mesh_shift_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, label: s
 
 
 def _nccl_mesh_ring_stage(
-    spec: ClusterSpec, ranks: np.ndarray, chunk_bytes: float, repeat: int, label: str
+    tm: TierModel, ranks: np.ndarray, chunk_bytes: float, repeat: int, label: str
 ) -> Stage | None:
-    """A ring step over the rings NCCL builds on one full-mesh domain (:func:`~aifabric.catalog.nccl_mesh.
-    mesh_ring_search`, the newest recorded release): each of its ``C`` channels, one group, sends
-    ``chunk / C`` from every GPU to the next of its order, so a pair crossed by ``k`` channels carries ``k
-    chunk / C``, as the formula engine's :func:`~aifabric.collectives.tiers.mesh_ring_bytes_per_s`. None
-    where NCCL's search does not apply (RCCL's xGMI rings, more than 8 GPUs): :func:`_mesh_shift_stage`.
-    GB200 NVL4: 16 channels, the 8 pairs of 0-1-2-3 and its reverse 6 each, the diagonals 4."""
-    acc, g = spec.accelerator_spec, int(ranks.size)
-    if acc.collective_library != "nccl" or not 2 <= g <= 8:
+    """A ring step over the rings NCCL builds on one full-mesh domain, the very rings the formula engine
+    prices with ``tm`` (:func:`~aifabric.collectives.tiers.mesh_rings`: its release, architecture and pair
+    bandwidth): each of its ``C`` channels, one group, sends ``chunk / C`` from every GPU to the next of
+    its order, so a pair crossed by ``k`` channels carries ``k chunk / C``, as the formula engine's
+    :func:`~aifabric.collectives.tiers.mesh_ring_bytes_per_s`. None where NCCL's search does not apply
+    (RCCL's xGMI rings, more than :data:`~aifabric.catalog.nccl_mesh.MESH_SEARCH_MAX_GPUS` GPUs):
+    :func:`_mesh_shift_stage`. GB200 NVL4: 16 channels, the 8 pairs of 0-1-2-3 and its reverse 6 each, the
+    diagonals 4."""
+    found = mesh_rings(tm, int(ranks.size))
+    if found is None:
         return None
-    pair_gbps = spec.scaleup_link.nccl_effective_per_link_bytes_per_s / 1e9
-    rings = np.asarray(mesh_ring_search(nccl_release(None), acc.arch, g, pair_gbps).rings, np.int64)
-    c = rings.shape[0]
+    rings = np.asarray(found.rings, np.int64)
+    g, c = rings.shape[1], rings.shape[0]
     src, dst = ranks[rings].ravel(), ranks[np.roll(rings, -1, axis=1)].ravel()
     return Stage(src, dst, np.full(src.size, chunk_bytes / c), np.repeat(np.arange(c), g), repeat, label)
 
@@ -307,7 +307,7 @@ def check_pairs(n: int, what: str) -> None:
 
 
 def direct_plan(
-    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
+    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray, tm: TierModel
 ) -> tuple[AllPairsStage, ...]:
     """all_to_all: every rank sends S/n to every other rank at once (one stage, held as its ranks:
     :class:`AllPairsStage`, whose pairs are built, after :func:`check_pairs`, only when read)."""
@@ -315,7 +315,9 @@ def direct_plan(
     return (AllPairsStage(np.asarray(gpus, np.int64).copy(), message_bytes / n, 1, "all-to-all"),)
 
 
-def p2p_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray) -> tuple[Stage, ...]:
+def p2p_plan(
+    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray, tm: TierModel
+) -> tuple[Stage, ...]:
     """send_recv: on two ranks rank 0 sends S to rank 1; on more, nccl-tests' sendrecv, every rank sends
     S to the next rank in rank order (the last to the first), all at once."""
     if gpus.size < 2:
@@ -328,7 +330,7 @@ def p2p_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.n
 
 
 def flat_ring_plan(
-    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
+    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray, tm: TierModel
 ) -> tuple[Stage, ...]:
     """One ring in rank order, every hop a transfer of S/n; 2(n-1) steps (all_reduce) or n-1."""
     n = int(gpus.size)
@@ -337,9 +339,12 @@ def flat_ring_plan(
     return (Stage(gpus, np.roll(gpus, -1), np.full(n, chunk), np.zeros(n, np.int64), steps, "flat ring"),)
 
 
-def ring_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray) -> tuple[Stage, ...]:
+def ring_plan(
+    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray, tm: TierModel
+) -> tuple[Stage, ...]:
     """NCCL's multi-channel ring (all_reduce, all_gather, reduce_scatter) or pipelined chain (broadcast,
-    reduce); on domains holding different numbers of ranks, :func:`_uneven_ring_stage`."""
+    reduce); on domains holding different numbers of ranks, :func:`_uneven_ring_stage`; on one full-mesh
+    domain the rings the formula engine's tiers ``tm`` give (:func:`_nccl_mesh_ring_stage`)."""
     n = int(gpus.size)
     s = float(message_bytes)
     chain = op in (Collective.BROADCAST, Collective.REDUCE)
@@ -355,7 +360,7 @@ def ring_plan(op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.
     if mat.shape[0] > 1 and _shares_nics(mat[0], k):
         return (_shared_nic_ring_stage(mat, chunk, repeat, label, k),)
     if spec.mesh_links_per_gpu and g > 1 and mat.shape[0] == 1:
-        nccl = _nccl_mesh_ring_stage(spec, mat[0], chunk, repeat, label)
+        nccl = _nccl_mesh_ring_stage(tm, mat[0], chunk, repeat, label)
         return (nccl if nccl is not None else _mesh_shift_stage(mat, chunk, repeat, label),)
     return (_ring_stage(mat, chunk, repeat, label, mesh=spec.mesh_links_per_gpu > 0),)
 
@@ -503,7 +508,7 @@ def _shared_nic_ring_stage(mat: np.ndarray, chunk_bytes: float, repeat: int, lab
 
 
 def hierarchical_plan(
-    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray
+    op: Collective, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray, tm: TierModel
 ) -> tuple[Stage, ...]:
     """Reduce-scatter in each domain (g-1 steps of S/g), all-reduce of the shards across domains on every
     rail at once (2(N-1) steps of S/(g N)), all-gather in the domain (g-1 steps of S/g)."""

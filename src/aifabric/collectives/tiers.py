@@ -45,7 +45,7 @@ from aifabric.catalog.nccl import (
     tuning_arch,
     version_tuple,
 )
-from aifabric.catalog.nccl_mesh import MeshRings, mesh_ring_search
+from aifabric.catalog.nccl_mesh import MeshRings, mesh_ring_search, mesh_search_applies
 from aifabric.catalog.rccl import rccl_release
 from aifabric.catalog.transport import TransportSpec, transport
 from aifabric.cluster.spec import ClusterSpec
@@ -763,11 +763,12 @@ def scaleup_bytes_per_s(tm: TierModel, ranks_per_domain: int) -> float:
 def mesh_rings(tm: TierModel, ranks_per_domain: int) -> MeshRings | None:
     """The rings NCCL builds over ``g`` ranks of a full-mesh domain (:func:`~aifabric.catalog.nccl_mesh.
     mesh_ring_search`, from NCCL's per-link constant of one peer's links), None where no NCCL ring search
-    applies: a switch, one rank, RCCL (whose xGMI rings follow its own topology models), more than 8."""
-    g = ranks_per_domain
-    if tm.mesh_links < 1 or tm.library != "nccl" or not 2 <= g <= 8 or not tm.mesh_link_gbps > 0:
+    applies (:func:`~aifabric.catalog.nccl_mesh.mesh_search_applies`: a switch, one rank, RCCL, more than
+    :data:`~aifabric.catalog.nccl_mesh.MESH_SEARCH_MAX_GPUS`). The links and flow engines' ring plan reads
+    the same rings (:func:`aifabric.collectives.plan.ring_plan`)."""
+    if not mesh_search_applies(tm.library, tm.mesh_links, ranks_per_domain, tm.mesh_link_gbps):
         return None
-    return mesh_ring_search(tm.release, tm.arch, g, tm.mesh_link_gbps)
+    return mesh_ring_search(tm.release, tm.arch, ranks_per_domain, tm.mesh_link_gbps)
 
 
 def mesh_ring_bytes_per_s(tm: TierModel, ranks_per_domain: int) -> float:
@@ -852,7 +853,8 @@ def _ring_graph(
     many channels (init.cc: ``treeGraph->minChannels = treeGraph->maxChannels = ringGraph->nChannels``).
     8 x A100 with 4 x 200G NICs: 12 x 20 GB/s, 4 across nodes, a communicator of (24, 8); 2 x 8 H100 on 8 x
     400G: 12 x 30, 8 x 45 across nodes; 4 x GB300 with 4 x 800G: 8 across trays, of 16. (1, inf) without
-    scale-up bandwidth. On one full-mesh domain of at most 8 GPUs under NCCL, the graph its ring search
+    scale-up bandwidth. On one full-mesh domain NCCL's ring search applies to (:func:`~aifabric.catalog.
+    nccl_mesh.mesh_search_applies`, on the tables' library), the graph its ring search
     builds over the links that exist (:func:`~aifabric.catalog.nccl_mesh.mesh_ring_search`): GB200 NVL4
     16 x 40, where a switch of the same 721.8 GB/s gives 16 x 45."""
     gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
@@ -861,9 +863,9 @@ def _ring_graph(
     if found is None:
         return (1, math.inf), (1, math.inf)
     one, two = found
-    g, links = spec.domain_gpus, spec.mesh_links_per_gpu
-    if links and release.library == "nccl" and 2 <= g <= 8:
-        rings = mesh_ring_search(release, row, g, spec.scaleup_link.nccl_effective_per_link_bytes_per_s / 1e9)
+    g, pair_gbps = spec.domain_gpus, spec.scaleup_link.nccl_effective_per_link_bytes_per_s / 1e9
+    if mesh_search_applies(release.library, spec.mesh_links_per_gpu, g, pair_gbps):
+        rings = mesh_ring_search(release, row, g, pair_gbps)
         one = (rings.channels, rings.channel_gbps)
     return one, two or one
 
