@@ -1,11 +1,15 @@
-"""What the trial's tests share: the example cluster made non-blocking, and one command's JSON result."""
+"""What the trial's tests share: the example cluster made non-blocking, one command's JSON result, and a
+command run through the console-script entry point."""
 
 import json
+import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
+from aifabric.cli import app as app_module
 from aifabric.cli.app import app
 
 runner = CliRunner()
@@ -30,3 +34,13 @@ def result_json(args: list[str]) -> dict:
     assert r.exit_code == 0, r.stdout + r.stderr
     out = json.loads(r.stdout)
     return out[0] if isinstance(out, list) else out
+
+
+def main_exit(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple:
+    """``aifabric ARGV`` through the console-script entry point (where repeated options are refused):
+    (exit code, stdout, stderr)."""
+    monkeypatch.setattr(sys, "argv", ["aifabric", *argv])
+    with pytest.raises(SystemExit) as stop:
+        app_module.main()
+    out = capsys.readouterr()
+    return stop.value.code, out.out, out.err

@@ -4,13 +4,13 @@ what it should do. The README's rule for bad input: exit 2 with one line on stde
 value, never a traceback, and no result a run cannot have printed as if it were one."""
 
 import json
-import sys
 
 import pytest
 from typer.testing import CliRunner
 
-from aifabric.cli import app as app_module
 from aifabric.cli.app import app
+
+from .commands import main_exit
 
 runner = CliRunner()
 
@@ -19,16 +19,6 @@ pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 SCALE_ACROSS = ["scale-across", "--nodes", "2048", "--message", "140 GB"]
 CHECKPOINT = ["checkpoint", "--nodes", "16", "-m", "llama3-70b", "--tp", "8", "--pp", "2"]
 STORAGE = ["--storage", "ddn-ai400x2-turbo", "--storage-units", "4"]
-
-
-def _main(argv: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> tuple:
-    """``aifabric ARGV`` through the console-script entry point (where repeated options are refused):
-    (exit code, stdout, stderr)."""
-    monkeypatch.setattr(sys, "argv", ["aifabric", *argv])
-    with pytest.raises(SystemExit) as stop:
-        app_module.main()
-    out = capsys.readouterr()
-    return stop.value.code, out.out, out.err
 
 
 @pytest.mark.parametrize(
@@ -55,7 +45,7 @@ def test_a_cluster_named_twice_by_its_short_option_is_refused(args, second, monk
     cmd = args[:2] if args[0] == "collective" else args[:1]
     rest = args[len(cmd) :]
     argv = [*cmd, "-c", "h100-ib-2node", second, "dgx-h100-superpod", *rest]
-    code, out, err = _main(argv, monkeypatch, capsys)
+    code, out, err = main_exit(argv, monkeypatch, capsys)
     assert code == 2, out[:400]
     assert "h100-ib-2node" in err and "dgx-h100-superpod" in err, err
     assert len(err.strip().splitlines()) == 1, err

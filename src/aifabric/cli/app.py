@@ -203,16 +203,45 @@ def _single_valued(command: Any, argv: list[str]) -> dict[str, str]:
     ``command`` and the subcommands ``argv`` names, mapped to its longest spelling (the name refusals
     give)."""
     single: dict[str, str] = {}
+    for param in _options_of(command, argv):
+        if not (param.multiple or param.count or param.is_flag):
+            longest = max(param.opts, key=len)
+            single.update((opt, longest) for opt in param.opts)
+    return single
+
+
+def _options_of(command: Any, argv: list[str]) -> list[Any]:
+    """The options of the root ``command`` and of the subcommands ``argv`` names, in that order."""
+    options: list[Any] = []
     for name in [None, *argv]:
         if name is not None:
             if name not in getattr(command, "commands", {}):
                 continue
             command = command.commands[name]
-        for param in command.params:
-            if param.param_type_name == "option" and not (param.multiple or param.count or param.is_flag):
-                longest = max(param.opts, key=len)
-                single.update((opt, longest) for opt in param.opts)
-    return single
+        options.extend(param for param in command.params if param.param_type_name == "option")
+    return options
+
+
+def contradicting_flag(command: Any, argv: list[str]) -> str | None:
+    """Why ``argv`` is refused for a yes/no flag given both ways (``--gds --no-gds``: Click keeps the
+    last one silently), or None; ``command`` and ``argv`` as :func:`repeated_option` reads them.
+
+    >>> import typer
+    >>> one = typer.Typer()
+    >>> @one.command()
+    ... def run(sp: bool = typer.Option(True, "--sp/--no-sp")) -> None: ...
+    >>> contradicting_flag(typer.main.get_command(one), ["--no-sp", "--sp"])
+    '--sp and --no-sp: both given; give one'
+    >>> contradicting_flag(typer.main.get_command(one), ["--sp", "--sp"]) is None
+    True
+    """
+    words = set(argv[: argv.index("--") if "--" in argv else len(argv)])
+    for param in _options_of(command, argv):
+        yes = [opt for opt in param.opts if opt in words]
+        no = [opt for opt in getattr(param, "secondary_opts", []) if opt in words]
+        if param.is_flag and yes and no:
+            return f"{yes[0]} and {no[0]}: both given; give one"
+    return None
 
 
 def with_value(err: BaseException, message: str) -> str:
@@ -258,7 +287,8 @@ def _main() -> None:
         print(f"aifabric {__version__}")
         sys.exit(0)
     chosen = _app_for(argv)
-    if (repeat := repeated_option(typer.main.get_command(chosen), argv)) is not None:
+    root = typer.main.get_command(chosen)
+    if (repeat := repeated_option(root, argv) or contradicting_flag(root, argv)) is not None:
         print(f"error: {repeat}", file=sys.stderr)
         sys.exit(2)
     try:

@@ -330,7 +330,8 @@ def collective(
         check_outputs(trace=trace, html=html, chakra=chakra)
         spec = sized_cluster(cluster, nodes=nodes)  # a Clos too big for --nodes names --nodes
         nccl_only = {"--no-nvls": no_nvls, "--nccl-version": nccl_version is not None}
-        refuse_nccl_options(spec, {**nccl_only, "--calibration": calibration is not None})
+        host = {"--gpus-per-thread": gpus_per_thread is not None, "--launch-us": launch_us is not None}
+        refuse_nccl_options(spec, {**nccl_only, "--calibration": calibration is not None, **host})
         note = None
         if twisted:
             spec = with_twist(spec)

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from aifabric.cli.common import console, emit_json, handle_errors
-from aifabric.engines.lesson import lesson_rows
+from aifabric.engines.lesson import lesson_rows, try1_nic_rates
 
 __all__ = ["demo"]
 
@@ -44,7 +44,7 @@ def demo(
     speedup = rows[3].lesson_s / rows[4].lesson_s
     console.print(
         f"Try 1: ConnectX-9 makes the hierarchical all-reduce {speedup:.2f}x faster under the lesson's "
-        f"convention ({rows[3].lesson_s:.2f} -> {rows[4].lesson_s:.2f} s)."
+        f"convention ({rows[3].lesson_s:.2f} -> {rows[4].lesson_s:.2f} s). {_try1_bound()}"
     )
     console.print(
         "Conventions: the lesson divides by NVLink's 900 GB/s, which adds both directions. A ring sends "
@@ -58,4 +58,16 @@ def demo(
     console.print(
         "Try 3: run 'aifabric inspect <file with nvidia-smi topo -m output>' to see NVLink pairs and the "
         "nearest NIC per GPU."
+    )
+
+
+def _try1_bound() -> str:
+    """Why Try 1's NCCL-effective time stands still: the GPU's PCIe link caps the NIC, whichever NIC."""
+    before, after, link = try1_nic_rates()
+    if link >= after:
+        return ""
+    return (
+        f"A real machine gains {'nothing' if link <= before else 'less'}: the GPU's PCIe link to its NIC "
+        f"carries {link / 1e9:.1f} GB/s, below the NIC's payload ({before / 1e9:.1f} GB/s at 800 Gb/s, "
+        f"{after / 1e9:.1f} at 1.6 Tb/s), so the NCCL-effective column is held at the link's rate."
     )

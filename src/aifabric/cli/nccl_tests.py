@@ -38,7 +38,7 @@ from aifabric.discovery.compare import (
     read_log,
 )
 from aifabric.discovery.inference import gpu_unmodelled
-from aifabric.report.paths import check_output_path
+from aifabric.report.paths import check_output_path, make_parent
 from aifabric.units import parse_bytes
 
 __all__ = ["calibrate", "compare", "nccl_tests_app"]
@@ -450,6 +450,7 @@ def calibrate(
     )
     if output is not None:
         with _writing("--output", output):
+            make_parent(output, "--output")  # as every output: its missing folders are created
             save_calibration(fit.calibration, output)
     if json_out:
         emit_json(fit.to_dict())

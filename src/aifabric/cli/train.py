@@ -594,6 +594,18 @@ def _evaluate(sm: StepModel, layout: ParallelLayout) -> StepTime:
         raise Infeasible(f"{err}; fits with {remedy.option} ({remedy.source})") from None
 
 
+def _mfu_text(st: StepTime) -> str:
+    """The MFU, labelled with the peak it is against: the BF16 peak, and on an FP8 run the FP8 peak too.
+    NVIDIA's Megatron Bridge performance summary (docs.nvidia.com/nemo/megatron-bridge, "Performance
+    Metrics") quotes FP8 and BF16 runs alike as "Model TFLOP/sec/GPU", no peak named, so a percentage
+    read from it depends on the peak chosen: on Hopper the FP8 peak is twice the BF16 (H100 datasheet,
+    1,979 vs 989 TFLOPS dense), the same step's MFU half as high against it."""
+    text = f"MFU {st.mfu:.1%} of the BF16 peak"
+    if st.mfu_fp8 is not None:
+        text += f" ({st.mfu_fp8:.1%} of the FP8 peak)"
+    return text
+
+
 def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None) -> None:
     """The step's headline, its critical path, its communications, and its compute and memory notes."""
     console.print(
@@ -604,7 +616,7 @@ def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None) -> No
     console.print(f"sequence length {st.seq_len:,} tokens (from {seq_from})", markup=False, highlight=False)
     console.print(
         f"step {st.step_s:.3f} s, {st.tokens_per_s:,.0f} tokens/s, {st.achieved_flops_per_gpu / 1e12:.1f} "
-        f"TFLOP/s per GPU (hardware FLOPs), MFU {st.mfu:.1%}, {st.n_microbatches} microbatches, bubble "
+        f"TFLOP/s per GPU (hardware FLOPs), {_mfu_text(st)}, {st.n_microbatches} microbatches, bubble "
         f"{st.bubble_fraction:.1%}"
     )
     t = Table(title="Critical path per step", show_edge=False)

@@ -308,6 +308,32 @@ def _count_claim(m: re.Match[str], num: float) -> Claim:
     return Claim(m[0], value, "node size" if m["node"] else "count")
 
 
+#: The number formats a compute figure is quoted in: IEEE 754-2019's binary16/32/64 (FP16, FP32, FP64),
+#: bfloat16 (BF16), NVIDIA's TensorFloat-32 (TF32, A100 whitepaper), the OCP Microscaling Formats v1.0
+#: spec's FP8 (E4M3, E5M2), FP6 and FP4 elements. "FP9" is none of them: a misspelling, not a claim.
+NUMBER_FORMATS = ("fp4", "fp6", "fp8", "fp16", "bf16", "tf32", "fp32", "fp64")
+
+
+def _precisions(m: re.Match[str], kind: str) -> tuple[str, ...]:
+    """The number formats claim ``m`` of ``kind`` names ("of FP16/BF16": ``("fp16", "bf16")``); ValueError
+    naming the word when one is no number format ("FP9") or follows a figure that is no FLOPS ("5 PB/s
+    FP8": a number format is what a compute figure is counted in)."""
+    if not m["precision"]:
+        return ()
+    words = m["precision"].split("/")
+    if kind != "compute":
+        raise ValueError(
+            f"announcement: {m[0]!r} names {m['precision']} after {m['unit']}; a number format qualifies a "
+            "FLOPS figure, not a bandwidth, power or memory"
+        )
+    if unknown := [w for w in words if w.lower() not in NUMBER_FORMATS]:
+        raise ValueError(
+            f"announcement: {unknown[0]!r} in {m[0]!r} is no number format; possible: "
+            f"{', '.join(f.upper() for f in NUMBER_FORMATS)}"
+        )
+    return tuple(w.lower() for w in words)
+
+
 def extract_claims(text: str) -> list[Claim]:
     """Numbers with units in ``text``: bandwidths (bits when the unit has a lower-case b), GPU counts (also
     "72-GPU", "100k GPUs"), power, memory capacities ("13.5 TB of HBM3e", "186 GB per GPU").
@@ -345,7 +371,7 @@ def extract_claims(text: str) -> list[Claim]:
             continue
         scale, kind = _UNITS[low]
         bits = kind == "bandwidth" and unit[1] == "b"
-        precisions = tuple(p.lower() for p in m["precision"].split("/")) if m["precision"] else ()
+        precisions = _precisions(m, kind)
         out.append(Claim(m[0], num * scale / (8 if bits else 1), kind, per_gpu, per_node, precisions))
     return out
 

@@ -266,6 +266,8 @@ def _nvls_missing(spec: ClusterSpec) -> str:
     """Why ``spec`` runs no NVLS (NVLink SHARP: in-switch reduction on an NVSwitch, tiers.py)."""
     if spec.scale_up.kind != "nvswitch":
         return f"{spec.name} has no NVSwitch"
+    if spec.mesh_links_per_gpu:  # catalogue topology full_mesh: GPUs wired to each other, no switch
+        return f"{spec.name}'s GPUs are a full mesh ({spec.scaleup_link.key}), no NVSwitch to reduce in"
     return f"{spec.name}'s NVSwitch or accelerator {spec.accelerator!r} has no NVLink SHARP"
 
 

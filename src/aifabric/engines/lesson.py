@@ -16,7 +16,7 @@ from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.algorithms import Algorithm
 from aifabric.engines.formula import formula_collective
 
-__all__ = ["LESSON_BYTES", "LessonRow", "lesson_rows"]
+__all__ = ["LESSON_BYTES", "LessonRow", "lesson_rows", "try1_nic_rates"]
 
 #: 70e9 parameters x 2 bytes (BF16).
 LESSON_BYTES = 140e9
@@ -65,6 +65,31 @@ def _row(
     return LessonRow(name, expected, lesson_s, perdir, nccl, pl, pp)
 
 
+def _with_connectx9(base: ClusterSpec) -> ClusterSpec:
+    """The lesson's cluster with Try 1's 1.6 Tb/s NIC (ConnectX-9 on Quantum-X800 switches)."""
+    return base.with_changes(
+        **{
+            "scale_out.nic": "connectx-9",
+            "scale_out.switch": "quantum-x800-q3400",
+            "scale_out.fabric": "infiniband",
+            "scale_out.radix": 64,
+            # a 1.6 Tb/s NIC on the Q3400's 800 Gb/s ports is two ports on two planes (a link runs at the
+            # slower end's rate: ClusterSpec.nic_speed_bytes_per_s)
+            "scale_out.planes": 2,
+        }
+    )
+
+
+def try1_nic_rates() -> tuple[float, float, float]:
+    """Try 1's per-GPU NIC payload rates, bytes/s per direction, before and after (800 Gb/s, then 1.6 Tb/s),
+    and the GPU's PCIe link to its NIC that caps both
+    (:attr:`aifabric.cluster.spec.ClusterSpec.nic_effective_bytes_per_s`): a faster NIC behind the same
+    link gives a real machine nothing."""
+    base = preset("lesson")
+    cx9 = _with_connectx9(base)
+    return base.nic_payload_bytes_per_s, cx9.nic_payload_bytes_per_s, cx9.nic_host_link_bytes_per_s
+
+
 def lesson_rows() -> list[LessonRow]:
     """The lesson's four scenarios and its first two "Try it" answers (expected figures from the lesson).
 
@@ -77,17 +102,7 @@ def lesson_rows() -> list[LessonRow]:
     """
     base = preset("lesson")
     nvl72 = base.with_changes(gpus_per_node=72, nodes=1, **{"scale_out.rails": 8})
-    cx9 = base.with_changes(
-        **{
-            "scale_out.nic": "connectx-9",
-            "scale_out.switch": "quantum-x800-q3400",
-            "scale_out.fabric": "infiniband",
-            "scale_out.radix": 64,
-            # a 1.6 Tb/s NIC on the Q3400's 800 Gb/s ports is two ports on two planes (a link runs at the
-            # slower end's rate: ClusterSpec.nic_speed_bytes_per_s)
-            "scale_out.planes": 2,
-        }
-    )
+    cx9 = _with_connectx9(base)
     racks = base.with_changes(gpus_per_node=72, nodes=14, **{"scale_out.rails": 8})
     gb200 = preset("gb200-nvl72", gpus=72)
     gb200_racks = preset("gb200-nvl72", gpus=1008)

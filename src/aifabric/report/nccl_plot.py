@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aifabric.inputs import printable_figure
+from aifabric.report.paths import save_figure
 
 if TYPE_CHECKING:  # the comparison objects are only read here
     from aifabric.discovery.compare import TableComparison
@@ -43,16 +43,11 @@ def plot_comparisons(comparisons: Sequence[TableComparison], path: str | Path, *
     Raises
     ------
     ValueError
-        If ``comparisons`` is empty.
-    OSError
-        If the file cannot be written.
+        If ``comparisons`` is empty, or naming ``--plot`` when the file cannot be written (its missing
+        folders are created, :func:`aifabric.report.paths.save_figure`).
     """
-    fig = comparison_figure(comparisons)
     out = Path(path)
-    printable_figure(fig).savefig(out, dpi=dpi)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    save_figure(comparison_figure(comparisons), out, "--plot", dpi)
     return out
 
 

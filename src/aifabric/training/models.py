@@ -17,6 +17,7 @@ and :func:`dataclasses.replace` re-runs the checks (``replace(model, seq_len=819
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -424,7 +425,13 @@ class ModelSpec:
 
     @classmethod
     def from_hf_config(
-        cls, config: Mapping[str, Any], *, name: str, seq_len: int | None = None, source: str = ""
+        cls,
+        config: Mapping[str, Any],
+        *,
+        name: str,
+        seq_len: int | None = None,
+        source: str = "",
+        file: str = "config.json",
     ) -> ModelSpec:
         """Build a spec from a Hugging Face ``config.json`` (Llama, Mistral, Qwen, DeepSeek, Gemma, GPT-2).
 
@@ -452,11 +459,14 @@ class ModelSpec:
             ``max_position_embeddings`` (``n_positions`` for GPT-2); ``seq_len_source`` says which.
         source : str, default ""
             Where the file came from.
+        file : str, default "config.json"
+            The file's path, which errors name.
 
         Raises
         ------
         ConfigError
-            If a required key is missing (named) or a value is invalid.
+            If a required key is missing or a value is invalid: named by ``file`` and the key the file
+            spells (``num_hidden_layers``, not the spec's ``n_layers``).
 
         Examples
         --------
@@ -471,13 +481,16 @@ class ModelSpec:
             raise ConfigError(
                 f"model {name!r}: a config.json must hold an object, got {type(config).__name__}"
             )
-        values = _hf_sizes(config, name=name, seq_len=seq_len)
+        values = _hf_sizes(config, name=name, seq_len=seq_len, file=file)
         model_type = str(config.get("model_type", "")).lower()
-        notes = _hf_architecture(config, model_type, values)
+        notes = _hf_architecture(config, model_type, values, file)
         notes.append(_hf_drop_mla(config, values))
         values["source"] = source or f"Hugging Face config.json ({model_type or 'unknown type'})"
         values["notes"] = "; ".join(n for n in notes if n)
-        return cls.from_dict(values, name=name)
+        try:
+            return cls.from_dict(values, name=name)
+        except ConfigError as err:  # said in the file's own keys: the spec's attributes are not the user's
+            raise ConfigError(f"{file}: {_in_file_keys(str(err), config, values)}") from err
 
     @classmethod
     def from_yaml(cls, path: str | Path, name: str | None = None) -> ModelSpec:
@@ -509,9 +522,9 @@ class ModelSpec:
         return cls.from_dict(entries[key][1], name=entries[key][0])
 
 
-def _hf_sizes(config: Mapping[str, Any], *, name: str, seq_len: int | None) -> dict[str, Any]:
+def _hf_sizes(config: Mapping[str, Any], *, name: str, seq_len: int | None, file: str) -> dict[str, Any]:
     """The fields of :data:`HF_CONFIG_KEYS` a config.json gives, and the training sequence length (with
-    ``seq_len_source``); a required one missing is refused, named by its config.json key."""
+    ``seq_len_source``); a required one missing is refused, named by ``file`` and its config.json key."""
     values: dict[str, Any] = {}
     for key, fld in HF_CONFIG_KEYS.items():
         if config.get(key) is not None and fld not in values:
@@ -528,13 +541,15 @@ def _hf_sizes(config: Mapping[str, Any], *, name: str, seq_len: int | None) -> d
     if missing:
         keys = {f: k for k, f in reversed(HF_CONFIG_KEYS.items())}
         raise ConfigError(
-            f"model {name!r}: config.json has no {', '.join(keys.get(m, m) for m in missing)}"
+            f"model {name!r}: {file} has no {', '.join(keys.get(m, m) for m in missing)}"
             + (" (give --seq-len)" if "seq_len" in missing else "")
         )
     return values
 
 
-def _hf_architecture(config: Mapping[str, Any], model_type: str, values: dict[str, Any]) -> list[str]:
+def _hf_architecture(
+    config: Mapping[str, Any], model_type: str, values: dict[str, Any], file: str = "config.json"
+) -> list[str]:
     """Add to ``values`` what a config.json implies rather than states: the MLP's gate and the tied output
     layer from the model's family (:data:`HF_FAMILIES`; otherwise from ``hidden_act`` and transformers'
     defaults, said in the notes returned), ``rms_norm_eps`` an RMSNorm; biases, dropout, GPT-2's learned
@@ -542,7 +557,7 @@ def _hf_architecture(config: Mapping[str, Any], model_type: str, values: dict[st
     family = HF_FAMILIES.get(model_type)
     notes: list[str] = []
     if family is None:
-        family = _hf_unknown_family(config, model_type, notes)
+        family = _hf_unknown_family(config, model_type, notes, file)
     values["gated_mlp"] = family.gated_mlp
     values["norm"] = "rmsnorm" if "rms_norm_eps" in config else "layernorm"
     values["bias"] = bool(config.get("attention_bias") or config.get("mlp_bias") or family.bias)
@@ -597,7 +612,9 @@ HF_FAMILIES: dict[str, HfFamily] = {
 _GATED_ACTIVATIONS = ("silu", "swiglu", "swish")
 
 
-def _hf_unknown_family(config: Mapping[str, Any], model_type: str, notes: list[str]) -> HfFamily:
+def _hf_unknown_family(
+    config: Mapping[str, Any], model_type: str, notes: list[str], file: str = "config.json"
+) -> HfFamily:
     """The family of a ``model_type`` :data:`HF_FAMILIES` does not list: gated iff ``hidden_act`` (or
     ``activation_function``) is SiLU/Swish, tied as ``PretrainedConfig`` defaults (True); each assumption
     appended to ``notes``. No activation at all is refused: the MLP's width would be a guess."""
@@ -605,7 +622,7 @@ def _hf_unknown_family(config: Mapping[str, Any], model_type: str, notes: list[s
     act = config.get("hidden_act", config.get("activation_function"))
     if act is None:
         raise ConfigError(
-            f"config.json has neither hidden_act nor activation_function and {kind} is not a family "
+            f"{file} has neither hidden_act nor activation_function and {kind} is not a family "
             f"aifabric knows ({', '.join(HF_FAMILIES)}): add hidden_act (silu: gated MLP; gelu: plain)"
         )
     gated = str(act).lower() in _GATED_ACTIVATIONS
@@ -614,6 +631,20 @@ def _hf_unknown_family(config: Mapping[str, Any], model_type: str, notes: list[s
     if "tie_word_embeddings" not in config:
         notes.append("no tie_word_embeddings: output layer tied (PretrainedConfig's default)")
     return HfFamily(gated_mlp=gated, tied_default=True)
+
+
+def _in_file_keys(message: str, config: Mapping[str, Any], values: Mapping[str, Any]) -> str:
+    """``message`` (a :class:`ModelSpec` check's) with each spec field named by the config.json key that
+    gave it: "n_layers must be ..." becomes "num_hidden_layers must be ..."; the sequence length by the key
+    ``seq_len_source`` names ("config.json max_position_embeddings (...)")."""
+    keys = {fld: key for key, fld in reversed(HF_CONFIG_KEYS.items()) if config.get(key) is not None}
+    source = str(values.get("seq_len_source", ""))
+    keys.pop("seq_len", None)
+    if source.startswith("config.json "):
+        keys["seq_len"] = source.split()[1]
+    for fld, key in keys.items():
+        message = re.sub(rf"\b{fld}\b", key, message)
+    return message
 
 
 def _hf_drop_mla(config: Mapping[str, Any], values: dict[str, Any]) -> str:
@@ -720,7 +751,9 @@ def load_model(ref: str, *, seq_len: int | None = None) -> ModelSpec:
         except ConfigError as err:  # cannot be read: missing, a folder, a device, too large
             raise ConfigError(f"model: cannot read {ref!r}: {str(err).split(': ', 1)[-1]}") from err
         name = path.parent.name if path.stem == "config" and path.parent.name else path.stem
-        return ModelSpec.from_hf_config(config, name=name, seq_len=seq_len, source=f"config.json {ref}")
+        return ModelSpec.from_hf_config(
+            config, name=name, seq_len=seq_len, source=f"config.json {ref}", file=ref
+        )
     if suffix in (".yaml", ".yml"):
         if not path.is_file():
             raise ConfigError(f"model: no such file {ref!r}")

@@ -533,6 +533,9 @@ class StepTime:
     mfu, hfu : float
         Model / hardware FLOPs utilisation of the datasheet peak.
     peak_flops : float
+        The BF16 dense tensor peak MFU and HFU are against.
+    fp8_peak_flops : float or None
+        The FP8 dense tensor peak, on an ``--fp8`` run (:attr:`mfu_fp8`).
     n_microbatches : int
     bubble_fraction : float
         (p - 1) / (v m).
@@ -564,6 +567,15 @@ class StepTime:
     layers_per_stage: int
     notes: tuple[str, ...] = field(default=())
     seq_len: int = 0
+    fp8_peak_flops: float | None = None
+
+    @property
+    def mfu_fp8(self) -> float | None:
+        """MFU against the FP8 peak where the linear GEMMs ran in FP8 (``--fp8``), else None; :attr:`mfu`
+        stays against the BF16 peak, as Megatron-LM and Transformer Engine report it."""
+        if self.fp8_peak_flops is None:
+            return None
+        return self.mfu * self.peak_flops / self.fp8_peak_flops
 
     def comm_s(self, dim: str, network: str | None = None, *, exposed_only: bool = False) -> float:
         """Seconds per iteration of ``dim``'s collectives (all, or on one network; exposed or in total)."""
@@ -1637,6 +1649,7 @@ class StepModel:
             mfu=mf / (n * step * self.peak_flops),
             hfu=hw / (n * step * self.peak_flops),
             peak_flops=self.peak_flops,
+            fp8_peak_flops=self.spec.accelerator_spec.peak_fp8_flops if self.options.fp8 else None,
             n_microbatches=st.n_mb,
             bubble_fraction=(p - 1) / (v * st.n_mb),
             memory=mem,
