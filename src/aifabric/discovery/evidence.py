@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -38,6 +39,10 @@ __all__ = [
 #: the one NET/IB is on when every NIC it lists has an Ethernet link layer (``mlx5_0:1/RoCE``).
 _DEFAULT_NET = "ib-verbs"
 _ROCE = "roce-v2"
+#: NCCL's IB verbs transport under every name it is printed with: ``IB`` (NVIDIA/nccl ``net_ib``) and
+#: ``IBext``, ``IBext_v5`` ... ``IBext_v11``, the same verbs code in Mellanox/nccl-rdma-sharp-plugins
+#: (``src/ib_plugin.c``: ``ibPlugin_v8 = {"IBext_v8", ...}``, one struct per net API version).
+_IB_VERBS = re.compile(r"IB(?:ext(?:_v\d{1,2})?)?")
 _SOCKET = "tcp-socket"
 #: The MTU the catalogue's NIC payload efficiencies are stated for (ConnectX-7: "4096 B MTU payload over MTU
 #: + ~70 B headers", catalog/data/nics.yaml), bytes.
@@ -127,7 +132,8 @@ def net_transport(info: NcclInfo) -> TransportSpec | None:
     """The catalogued transport of the network the log says NCCL used, when it is not NCCL's own NET/IB.
 
     ``NET/IB`` on InfiniBand is what the cluster's NIC already models, so it gives None; so does a network the
-    catalogue does not list or a log that names none. ``NET/IB`` whose NICs are all ``/RoCE`` is RoCEv2.
+    catalogue does not list or a log that names none. ``NET/IB`` whose NICs are all ``/RoCE`` is RoCEv2, and
+    so is the same verbs transport under the name the RDMA plugin gives it (``IBext_v8``, :data:`_IB_VERBS`).
 
     >>> from aifabric.discovery.nccl_info import parse_nccl_info
     >>> net_transport(parse_nccl_info(["h:1:1 [0] NCCL INFO Using network Socket"])).key
@@ -135,8 +141,8 @@ def net_transport(info: NcclInfo) -> TransportSpec | None:
     """
     if info.network is None:
         return None
-    if info.network == "IB" and info.link_layers == ("RoCE",):
-        return transport(_ROCE)
+    if _IB_VERBS.fullmatch(info.network):
+        return transport(_ROCE) if info.link_layers == ("RoCE",) else None
     name = f"NET/{info.network}".lower()
     for key in transport_names():
         spec = transport(key)

@@ -12,6 +12,7 @@ The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases prin
 ``Using network IB`` / ``Socket`` / ``AWS Libfabric`` ...               ``init.cc`` ``"Using network %s"``
 ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ; OOB eth0:...``       ``net_ib/init.cc``
 ``NET/Socket : Using [0]eth0:10.0.0.1<0>``                              ``net_socket.cc``
+``CUDA Dev 0[0], IB NIC distance :  PIX`` (2.4: the network in use)     ``transport/net.cc`` (v2.4.8-1)
 ``Channel 00/0 : 7[7] -> 8[0] [send] via NET/IB/0/GDRDMA``              ``transport/net.cc``; ``NET/IB/0(1)``:
                                                                         sent through proxy rank 1 (PXN)
 ``Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read`` (``P2P/CUMEM``)        ``transport/p2p.cc``
@@ -31,8 +32,16 @@ The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases prin
                                                                         ... 5 = 4096 B)
 ====================================================================  =======================================
 
-Besides INFO lines, ``ibv_devinfo`` output pasted into the log counts: its ``active_mtu: 2048 (4)`` line gives
-the MTU the same way (rdma-core ``ibv_devinfo``).
+Where NCCL lists both NET/Socket's and NET/IB's devices and no ``Using network`` line says which it used, the
+network is IB: NCCL always starts sockets (2.4: "we use it for bootstrap") and takes IB whenever it starts
+(``initNet`` in ``init.cc`` of v2.4.7-1; in 2.19.3 ``ncclNets`` in ``net.cc`` is plugin, IB, Socket and
+the first that starts is taken unless ``NCCL_NET`` names another, which its ``Using network`` line then
+says), so a NET/IB device list without a ``Using network`` line means NCCL used IB.
+
+Besides INFO lines, two more count: NCCL's version banner printed on its own (``printf`` of
+``VERSION_STRING`` in ``showVersion``, ``init.cc``: rank 0's stdout, no ``NCCL INFO`` before it), and
+``ibv_devinfo`` output pasted into the log: its ``active_mtu: 2048 (4)`` line gives the MTU the same way
+(rdma-core ``ibv_devinfo``).
 
 Reading is one pass over the lines with anchored patterns on the text after ``NCCL INFO`` (linear time); an
 overlong line is cut at :data:`MAX_LINE_CHARS` before matching.
@@ -64,6 +73,10 @@ MAX_LINE_CHARS = 8192
 _MARK = "NCCL INFO"
 _VERSION = re.compile(r"NCCL version (\d{1,4}(?:\.\d{1,6}){1,3})")
 _NETWORK = re.compile(r"Using network (\S[^\r\n]{0,63}?)\s*$")
+#: NCCL 2.4's ``"CUDA Dev %d[%d], %s NIC distance : "`` of ``ncclNetName()`` (``src/transport/net.cc``).
+_NIC_DISTANCE = re.compile(r"CUDA Dev \d{1,4}\[\d{1,4}\], (\S{1,64}) NIC distance :")
+#: The banner as ``showVersion`` prints it to stdout, alone on its line.
+_BARE_VERSION = re.compile(r"^\s*NCCL version (\d{1,4}(?:\.\d{1,6}){1,3})\+")
 _NET_DEVICES = re.compile(r"NET/(IB|Socket) ?: Using ?((?:\[RO\])?[^;]{0,4000})")
 _NET_DEVICE = re.compile(r"\[\d{1,4}\]([\w.-]{1,64}?(?::\d{1,3}(?=[/\s]|$))?)(?:/(IB|RoCE)|[:<\s]|$)")
 _CONNECTION = re.compile(
@@ -279,7 +292,7 @@ class _Reader:
     def __init__(self) -> None:
         self.values: dict[str, object] = {}
         self.evidence: dict[str, list[Evidence]] = {}
-        self.devices: list[str] = []
+        self.devices: dict[str, list[str]] = {}
         self.layers: list[str] = []
         self.used: set[int] = set()
         self.intra: dict[str, None] = {}
@@ -375,6 +388,14 @@ class _Reader:
                 take(self, m, ev)
                 return
 
+    def read_bare(self, raw: str, ev: Evidence) -> None:
+        """A line without ``NCCL INFO``: ``ibv_devinfo``'s ``active_mtu`` or NCCL's stdout version banner."""
+        if m := _ACTIVE_MTU.match(raw):
+            mtu = IBV_MTU_BYTES.get(int(m.group(2)))
+            self.saw_mtu(mtu if mtu == int(m.group(1)) else None, ev)
+        elif m := _BARE_VERSION.match(raw):
+            self.take_version(m, ev)
+
     # -- one taker per INFO format (see _TAKERS) ------------------------------------------------------------
     def take_version(self, m: re.Match[str], ev: Evidence) -> None:
         self.first("version", m.group(1), ev)
@@ -402,13 +423,22 @@ class _Reader:
         self.note("network", ev)
 
     def take_net_devices(self, m: re.Match[str], ev: Evidence) -> None:
-        """The NET/IB device list: each device, and its link layer where given."""
+        """A NET/IB or NET/Socket device list: each device, and its link layer where given."""
+        listed = self.devices.setdefault(m.group(1), [])
         for dev in _NET_DEVICE.finditer(m.group(2)):
-            self.devices.append(dev.group(1))
+            listed.append(dev.group(1))
             if dev.group(2):
                 self.layers.append(dev.group(2))
-        self.values.setdefault("network", m.group(1))
         self.note("net_devices", ev)
+
+    def listed_network(self) -> str | None:
+        """The network the device lists say NCCL used: IB where NET/IB listed devices (module docstring)."""
+        return "IB" if "IB" in self.devices else next(iter(self.devices), None)
+
+    def net_devices(self, network: str | None) -> tuple[str, ...]:
+        """The devices of the list of ``network`` (or of the listed network: a plugin's own name)."""
+        found = self.devices.get(network or "") or self.devices.get(self.listed_network() or "") or []
+        return tuple(dict.fromkeys(found))
 
     def take_gdr_hca(self, m: re.Match[str], ev: Evidence) -> None:
         if m.group(1) == "Disabled":
@@ -472,12 +502,13 @@ class _Reader:
         coll, collnet, nvls = channels if isinstance(channels, tuple) else (None, None, None)
         pxn_ring, gdr_ring = flags if isinstance(flags, tuple) else (None, None)
         multicast = v.get("nvls")
+        network = _str(v.get("network")) or self.listed_network()
         return NcclInfo(
             version=_str(v.get("version")),
-            network=_str(v.get("network")),
+            network=network,
             plugin=_str(v.get("plugin")),
             collnet_plugin=_str(v.get("collnet_plugin")),
-            net_devices=tuple(dict.fromkeys(self.devices)),
+            net_devices=self.net_devices(network),
             link_layers=tuple(dict.fromkeys(self.layers)),
             net_connections=self.counts["net"],
             net_devices_used=tuple(sorted(self.used)),
@@ -511,6 +542,7 @@ _TAKERS: tuple[tuple[re.Pattern[str], Callable[[_Reader, re.Match[str], Evidence
     (_CONNECTION, _Reader.take_connection),
     (_INTRA, _Reader.take_intra),
     (_NETWORK, _Reader.take_network),
+    (_NIC_DISTANCE, _Reader.take_network),
     (_NET_DEVICES, _Reader.take_net_devices),
     (_GDR_HCA, _Reader.take_gdr_hca),
     (_NVLS, _Reader.take_nvls),
@@ -610,9 +642,7 @@ def parse_nccl_info(lines: Iterable[str], *, first_line: int = 1) -> NcclInfo:
     for number, raw in enumerate(lines, start=first_line):
         at = raw.find(_MARK, 0, MAX_LINE_CHARS)
         if at < 0:
-            if m := _ACTIVE_MTU.match(raw[:200]):
-                mtu = IBV_MTU_BYTES.get(int(m.group(2)))
-                reader.saw_mtu(mtu if mtu == int(m.group(1)) else None, Evidence(number, raw.strip()[:200]))
+            reader.read_bare(raw[:200], Evidence(number, raw.strip()[:200]))
             continue
         text = raw[at + len(_MARK) : MAX_LINE_CHARS].strip()
         reader.read(text, Evidence(number, text[:200]))

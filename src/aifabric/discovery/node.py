@@ -72,7 +72,7 @@ from aifabric.discovery.node_spec import (
     staged_nic_path,
 )
 from aifabric.discovery.node_warnings import Finding, layout_warnings, vm_signature, xml_vm_signature
-from aifabric.discovery.nvsmi import TopoMatrix, refuse_rocm_smi
+from aifabric.discovery.nvsmi import TopoMatrix, refuse_headerless_rows, refuse_rocm_smi
 from aifabric.errors import ParseError
 from aifabric.units import parse_nic_bandwidth
 
@@ -551,6 +551,7 @@ def _read_layouts(text: str, fmt: str, source: str | None) -> list[NodeLayout]:
     kind = detect_format(text) if fmt == "auto" else fmt
     if kind == "unknown":
         refuse_rocm_smi(text.split("\n"), source)
+        refuse_headerless_rows(text.split("\n"), source)
         n = line_count(text)
         hint = " (it looks like an nccl-tests log: use 'aifabric nccl-tests compare')" if re.search(
             r"#\s*size\s+count\s+type", text) else ""  # fmt: skip

@@ -59,6 +59,7 @@ __all__ = [
     "TopoMatrix",
     "normalize_path_code",
     "parse_cpulist",
+    "refuse_headerless_rows",
     "refuse_rocm_smi",
 ]
 
@@ -88,6 +89,8 @@ _GLUED_LABELS = re.compile(r"^((?:GPU|NIC|mlx5_)\d+)((?:GPU|NIC|mlx5_)\d+)$")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _TRAILING_COLUMNS = ("CPU Affinity", "NUMA Affinity", "GPU NUMA ID")
 _NIC_LEGEND = re.compile(r"^\s*(NIC\d+)\s*:\s*(\S+)\s*$")
+#: A matrix row's device name (``GPU5``, ``NIC0``, ``mlx5_0`` in old releases).
+_ROW_NAME = re.compile(r"(?:GPU|NIC|mlx\d_)\d{1,4}")
 #: Upper bound on CPU (or NUMA node) ids a cpulist may name; guards against absurd ranges in bad input.
 _MAX_CPU_ID = 1 << 16
 #: Most physical lines one matrix line may have been wrapped onto (a terminal 40 columns wide wraps the
@@ -388,17 +391,34 @@ def _parse_first_matrix(lines: list[str], source: str | None) -> TopoMatrix:
     refuse_rocm_smi(lines, source)
     if first_error is not None:
         raise first_error
-    row = next((i for i, line in enumerate(lines) if line.split()[:2] == ["GPU0", "X"]), None)
-    if row is not None:  # the paste starts at the first row: the device names above it were not copied
-        raise ParseError(
-            "the matrix starts at row GPU0 without its header line (device names GPU0 GPU1 ... NIC0 ...): "
-            "copy the line above it too",
-            line=row + 1,
-            source=source,
-        )
+    refuse_headerless_rows(lines, source)
     raise ParseError(
         "no nvidia-smi topo -m matrix found (expected a header line starting with GPU0)", source=source
     )
+
+
+def refuse_headerless_rows(lines: list[str], source: str | None) -> None:
+    """Raise the one-line refusal of matrix rows pasted without the header line that names their columns.
+
+    Raises
+    ------
+    ParseError
+        Naming the first row and its 1-based line, when a line is a matrix row (:func:`_headerless_row`).
+    """
+    row = next((i for i, line in enumerate(lines) if _headerless_row(line)), None)
+    if row is not None:  # the paste starts at a row: the device names above it were not copied
+        raise ParseError(
+            f"the matrix starts at row {lines[row].split()[0]} without its header line (device names GPU0 "
+            "GPU1 ... NIC0 ...): copy the line above it too",
+            line=row + 1,
+            source=source,
+        )
+
+
+def _headerless_row(line: str) -> bool:
+    """A matrix row (``GPU5  NV18 ... X ...``): a device name, then cells, its own ``X`` among them."""
+    cells = line.split()
+    return len(cells) > 2 and _ROW_NAME.fullmatch(cells[0]) is not None and "X" in cells[1:]
 
 
 def refuse_rocm_smi(lines: list[str], source: str | None) -> None:
