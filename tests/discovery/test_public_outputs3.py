@@ -147,12 +147,18 @@ REFUSED = {
 
 
 def test_every_fixture_is_covered_and_names_its_source() -> None:
-    names = {p.name for p in FIXTURES.iterdir() if p.name != "README.md"}
-    assert names == set(LOGS) | set(NO_TABLE) | set(INFO) | set(TOPOLOGIES) | set(REFUSED)
-    assert len(names) >= 20
-    readme = (FIXTURES / "README.md").read_text(encoding="utf-8")
+    covered = set(LOGS) | set(NO_TABLE) | set(INFO) | set(TOPOLOGIES) | set(REFUSED)
+    assert_fixtures_covered(FIXTURES, covered, 20)
+
+
+def assert_fixtures_covered(folder: Path, covered: set[str], at_least: int) -> None:
+    """The files of ``folder`` are ``covered`` (``at_least`` of them); each names its source on line 1, and
+    the folder's README lists it."""
+    names = {p.name for p in folder.iterdir() if p.name != "README.md"}
+    assert names == covered and len(names) >= at_least
+    readme = (folder / "README.md").read_text(encoding="utf-8")
     for name in names:
-        first = (FIXTURES / name).read_text(encoding="utf-8").splitlines()[0]
+        first = (folder / name).read_text(encoding="utf-8").splitlines()[0]
         assert "source: https://" in first and f"`{name}`" in readme
 
 

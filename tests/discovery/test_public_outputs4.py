@@ -11,14 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.discovery import test_public_outputs2 as checks  # the checks the third set makes
 from tests.discovery.test_public_logs import Read  # what one table must read as
-from tests.discovery.test_public_outputs2 import (  # the checks the third set makes
-    TopologyRead,
-    assert_log_reads,
-    assert_no_table,
-    assert_refused,
-    assert_topology_reads,
-)
+from tests.discovery.test_public_outputs3 import assert_fixtures_covered
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -92,7 +87,7 @@ PORTS = {
 }
 
 #: Topologies: GPUs read, NICs, (NVLink pairs, links per pair), GPU -> (nearest NIC, path), NUMA nodes.
-TOPOLOGIES: dict[str, TopologyRead] = {
+TOPOLOGIES: dict[str, checks.TopologyRead] = {
     "topo_2x5090_tabs_phb_then_p2p_rw.txt": (2, 0, (0, 0), {}, {0}),
 }
 
@@ -109,18 +104,13 @@ REFUSED = {
 
 
 def test_every_fixture_is_covered_and_names_its_source() -> None:
-    names = {p.name for p in FIXTURES.iterdir() if p.name != "README.md"}
     covered = set(LOGS) | set(NO_TABLE) | set(INFO) | set(PORTS) | set(TOPOLOGIES) | set(REFUSED)
-    assert names == covered and len(names) >= 15
-    readme = (FIXTURES / "README.md").read_text(encoding="utf-8")
-    for name in names:
-        first = (FIXTURES / name).read_text(encoding="utf-8").splitlines()[0]
-        assert "source: https://" in first and f"`{name}`" in readme
+    assert_fixtures_covered(FIXTURES, covered, 15)
 
 
 @pytest.mark.parametrize("name", sorted(LOGS))
 def test_log_reads_as_published(name: str) -> None:
-    assert_log_reads(FIXTURES / name, LOGS[name])
+    checks.assert_log_reads(FIXTURES / name, LOGS[name])
 
 
 def test_two_rank_all_gather_and_alltoall_rows_are_not_guessed() -> None:
@@ -131,7 +121,7 @@ def test_two_rank_all_gather_and_alltoall_rows_are_not_guessed() -> None:
 
 @pytest.mark.parametrize(("name", "reason"), sorted(NO_TABLE.items()))
 def test_log_without_table_says_where_it_stops(name: str, reason: str) -> None:
-    assert_no_table(FIXTURES / name, reason)
+    checks.assert_no_table(FIXTURES / name, reason)
 
 
 @pytest.mark.parametrize("name", sorted(INFO))
@@ -172,9 +162,9 @@ def test_ibstat_rates_read_as_printed(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(TOPOLOGIES))
 def test_topology_reads_as_published(name: str) -> None:
-    assert_topology_reads(FIXTURES / name, TOPOLOGIES[name])
+    checks.assert_topology_reads(FIXTURES / name, TOPOLOGIES[name])
 
 
 @pytest.mark.parametrize(("name", "reason"), sorted(REFUSED.items()))
 def test_unusable_input_says_what_it_is(name: str, reason: str) -> None:
-    assert_refused(["inspect", str(FIXTURES / name)], reason)
+    checks.assert_refused(["inspect", str(FIXTURES / name)], reason)
