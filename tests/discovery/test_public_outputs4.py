@@ -67,6 +67,8 @@ INFO: dict[str, tuple[str | None, str | None, tuple[str, ...], tuple[str, ...], 
         ("IB", "RoCE"),
         True,
     ),
+    # mpirun --tag-output "[1,9]<stdout>:" behind 8 blanks on "Destroy COMPLETE" lines: no network named
+    "info_tag_output_indented_destroy_16r_cut.log": (None, None, (), (), False),
     # the RDMA plugin's "IBext_v8" over eight RoCE ports, the list ending "[RO]; OOB eth0"
     "info_roce_ro_ibext_v8_8nic_cut.log": (
         None,
@@ -152,6 +154,12 @@ def test_a_socket_list_printed_first_does_not_hide_ib() -> None:
     assert (said.network, said.net_devices) == ("Socket", ("ib0",))
     assert parse_nccl_info(["  NCCL version 2.4.7+cuda10.0"]).version == "2.4.7"
     assert parse_nccl_info(["see NCCL version 2.4.7+cuda10.0"]).version is None  # prose, not the banner
+
+
+def test_destroy_lines_behind_tag_output_give_the_ranks() -> None:
+    # "rank 9 nranks 16 cudaDev 1 busId 64000 - Destroy COMPLETE" on worker-1 and worker-0
+    text = (FIXTURES / "info_tag_output_indented_destroy_16r_cut.log").read_text(encoding="utf-8")
+    assert parse_nccl_info(text.splitlines()).n_ranks == 16
 
 
 @pytest.mark.parametrize("name", sorted(PORTS))
