@@ -81,3 +81,16 @@ def test_the_passes_run_at_hbm_speed_on_the_step():
     gap = titan.evaluate(lay).breakdown_s["memory-bound"] - megatron.evaluate(lay).breakdown_s["memory-bound"]
     assert gap == pytest.approx(extra, rel=1e-6)
     assert titan.step_seconds(lay) > megatron.step_seconds(lay)
+
+
+def test_zero3_over_one_rank_copies_gradients_as_zero_1_does():
+    # Over a data-parallel group of one rank ZeRO-3 shards nothing (ZeRO, SC 2020, Sec. 5), so without
+    # gradient-accumulation fusion it copies each bf16 gradient into main_grad and adds it to the buffer as
+    # ZeRO 0-2 do: 2 + r + r bytes per parameter, the planner's "one stage at dp 1" made true of the step.
+    h100 = preset("dgx-h100-superpod", gpus=8)
+    one_rank = [
+        passes(LLAMA3_8B, h100, dataclasses.replace(fsdp(1, zero), tp=8), gradient_accumulation_fusion=False)
+        for zero in (1, 3)
+    ]
+    assert one_rank[0] == one_rank[1]
+    assert one_rank[0][1] > 0.0

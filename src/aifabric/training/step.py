@@ -1353,7 +1353,8 @@ class StepModel:
           a 16-bit gradient) and written into the reduce buffer (r), 2 + r per parameter each backward,
           by FSDP2's chunk_cat for every parameter it reduce-scatters, and by
           Megatron without ``gradient_accumulation_fusion`` for every parameter (ZeRO 0-2 add it to the
-          buffer they accumulate in: + r read).
+          buffer they accumulate in: + r read; so does ZeRO-3 over a data-parallel group of one rank, where
+          it shards nothing and runs ZeRO 0-2's step).
 
         References: NVIDIA/NeMo v2.3.0 (25.04) ``scripts/performance/utils.py`` (FSDP:
         ``gradient_accumulation_fusion = False``, ``keep_fp8_transpose_cache_when_using_custom_fsdp = False``,
@@ -1376,7 +1377,7 @@ class StepModel:
         copied = gathered if self.framework.fsdp_copies else 0.0
         if not self.options.gradient_accumulation_fusion:
             copied = dense + expert
-        accumulate = r if lay.zero_stage < 3 else 0.0
+        accumulate = r if lay.zero_stage < 3 or lay.dp * lay.cp == 1 else 0.0
         return per_gather, per_gather + copied * (_ACT_BYTES + r + accumulate)
 
     def tp_term(self, st: StageView, comp: ComputeTimes) -> PassTimes:
