@@ -16,7 +16,7 @@ from aifabric.cluster.presets import preset
 from aifabric.collectives.algorithms import build_plan, plan_tiers
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.plan import hierarchical_plan, ring_plan
-from aifabric.collectives.tiers import mesh_ring_bytes_per_s, tier_model
+from aifabric.collectives.tiers import mesh_ring_bytes_per_s, mesh_rings, tier_model
 from aifabric.engines.api import collective_time
 
 
@@ -170,3 +170,14 @@ def test_engines_agree_on_a_board_meshed_without_a_switch(accelerator, link, bus
     for engine in ("formula", "links", "flow"):
         r = collective_time("all_reduce", 2**30, spec, engine=engine, algorithm="ring")
         assert r.busbw_bytes_per_s == pytest.approx(busbw, rel=0.01), engine
+
+
+def test_an_amd_mesh_builds_rccl_rings_whichever_release_prices_it():
+    # 8 x MI300X (xGMI full mesh): RCCL builds its own rings (its topology models, not NCCL's search.cc), so
+    # the ring graph must not run NCCL's mesh search when no RCCL release is named and NCCL's newest tables
+    # price the call. RCCL 2.26.6's graph, 14 channels on one node (test_rccl_releases), holds for both.
+    spec = mi300x_node()
+    default, named = tier_model(spec), tier_model(spec, nccl_version="2.26.6")
+    assert default.release.library == "nccl" and named.release.library == "rccl"
+    assert mesh_rings(default, 8) is None and mesh_rings(named, 8) is None
+    assert default.graph_channels[0] == named.graph_channels[0] == 14

@@ -854,7 +854,8 @@ def _ring_graph(
     8 x A100 with 4 x 200G NICs: 12 x 20 GB/s, 4 across nodes, a communicator of (24, 8); 2 x 8 H100 on 8 x
     400G: 12 x 30, 8 x 45 across nodes; 4 x GB300 with 4 x 800G: 8 across trays, of 16. (1, inf) without
     scale-up bandwidth. On one full-mesh domain NCCL's ring search applies to (:func:`~aifabric.catalog.
-    nccl_mesh.mesh_search_applies`, on the tables' library), the graph its ring search
+    nccl_mesh.mesh_search_applies`, on the GPU's library, as :func:`mesh_rings` decides: an AMD GPU priced
+    with NCCL's tables when no RCCL release is named still runs RCCL's topology), the graph its ring search
     builds over the links that exist (:func:`~aifabric.catalog.nccl_mesh.mesh_ring_search`): GB200 NVL4
     16 x 40, where a switch of the same 721.8 GB/s gives 16 x 45."""
     gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
@@ -864,7 +865,7 @@ def _ring_graph(
         return (1, math.inf), (1, math.inf)
     one, two = found
     g, pair_gbps = spec.domain_gpus, spec.scaleup_link.nccl_effective_per_link_bytes_per_s / 1e9
-    if mesh_search_applies(release.library, spec.mesh_links_per_gpu, g, pair_gbps):
+    if mesh_search_applies(spec.accelerator_spec.collective_library, spec.mesh_links_per_gpu, g, pair_gbps):
         rings = mesh_ring_search(release, row, g, pair_gbps)
         one = (rings.channels, rings.channel_gbps)
     return one, two or one
