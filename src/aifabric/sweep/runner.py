@@ -15,6 +15,7 @@ from typing import Any
 
 from aifabric.cluster.presets import list_presets, preset
 from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.summary import summarize
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import AifabricError
@@ -51,7 +52,7 @@ def _variant(cluster: str, changes_json: str, cluster_sha256: str = "") -> tuple
     return spec, parts
 
 
-def swept_design(spec: SweepSpec) -> Any:
+def swept_design(spec: SweepSpec) -> ClusterSpec | None:
     """The ClusterSpec of the grid's first variant that builds (a design the sweep ran, for a report to
     draw); None when no variant builds."""
     tried: set[tuple[tuple[str, Any], ...]] = set()
