@@ -448,3 +448,18 @@ def test_parallel_load_says_when_nothing_is_replicated(dp, zero, noted):
     assert r.exit_code == 0, r.output
     assert ("--parallel-load changes nothing" in r.stderr) is noted
     assert (json.loads(r.stdout)["restore_exchange_s"] > 0) is not noted
+
+
+def test_parallel_load_exchange_runs_at_the_nic_rate_every_engine_reads():
+    # The exchange after a fully parallel load crosses each node's NICs at nic_effective_bytes_per_s:
+    # a ConnectX-8 (800 Gb/s, 98.3 GB/s of payload) behind an H100's PCIe Gen5 x16 (64 GB/s x 0.900 = 57.6
+    # GB/s) carries 57.6, not 98.3, so against a ConnectX-7 (49.15 GB/s on InfiniBand) the exchange is
+    # 57.6 / 49.15 = 1.172x faster, not 2.0x.
+    base = {"nodes": 16, "storage": {"system": "ddn-ai400x2-turbo", "units": 4}}
+    cx7 = preset("dgx-h100-superpod", **base)
+    scale_out = {**cx7.scale_out.model_dump(exclude_none=True), "nic": "connectx-8"}
+    cx8 = preset("dgx-h100-superpod", **base, scale_out={**scale_out, "switch": "quantum-x800-q3400"})
+    size = checkpoint_size(70e9, tp=8, pp=2, dp=8, zero_stage=1)
+    slow, fast = (checkpoint_time(s, size, parallel_load=True).restore_exchange_s for s in (cx7, cx8))
+    assert cx8.nic_effective_bytes_per_s == pytest.approx(57.6e9, rel=1e-3)
+    assert slow / fast == pytest.approx(57.6128 / 49.152, rel=1e-3)

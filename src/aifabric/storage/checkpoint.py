@@ -277,7 +277,9 @@ def _restore(
 ) -> tuple[Transfer, float]:
     """Every node's read of its GPUs' state and, in a fully parallel load, the seconds of the exchange that
     follows: each GPU receives ``(DP - 1)/DP`` of the replicated part from its peers through its node's
-    scale-out NICs at their payload rate (one node: its GPUs' scale-up links)."""
+    scale-out NICs at the rate every engine reads, :attr:`~aifabric.cluster.spec.ClusterSpec.
+    nic_effective_bytes_per_s` per NIC (payload on the transport in use, at most the GPU's PCIe link), so
+    ``received / (nics_per_node x B_o)``; one node: its GPUs' scale-up links."""
     g = spec.gpus_per_node
     read_nodes = math.ceil(size.job_gpus / g)
     gpus_reading = min(g, size.job_gpus)
@@ -289,9 +291,8 @@ def _restore(
     received = (size.held_bytes_per_gpu - per_gpu) * gpus_reading
     if not received:
         return restore, 0.0
-    nic = spec.nic_spec
-    if read_nodes > 1 and nic is not None:
-        rate = spec.nics_per_node * spec.nic_speed_bytes_per_s * nic.payload_efficiency
+    if read_nodes > 1 and spec.nic_spec is not None:
+        rate = spec.nics_per_node * spec.nic_effective_bytes_per_s
     else:
         rate = gpus_reading * spec.scaleup_link.per_gpu_per_direction_bytes_per_s
     return restore, received / rate
