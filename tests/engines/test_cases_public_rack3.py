@@ -148,13 +148,13 @@ POINTS = {
     "CSCS GH200 2x4 64 MiB": _alps(64 * MiB, 1090.5, 107.69),
     "CSCS GH200 2x4 128 MiB": _alps(128 * MiB, 1916.4, 122.57),
     # cscs-reframe-tests xccl_tests.py, reference_per_test: all_reduce "(150.0, -0.10, 0.10, 'GB/s')" at
-    # "--minbytes 1024M --maxbytes 1024M" on 2 nodes: tree 144.2 (-3.9 %); sendrecv "(24.0, -0.05, 0.05)" with
+    # "--minbytes 1024M --maxbytes 1024M" on 2 nodes: tree 144.2 (-3.8 %); sendrecv "(24.0, -0.05, 0.05)" with
     # NCCL_NCHANNELS_PER_NET_PEER=4 (the model lets one channel fill the NIC): 24.2 (+0.8 %)
     "ReFrame GH200 2x4 all_reduce 1 GiB": _table(REFRAME, ALPS, "all_reduce", GiB, 150.0, ALPS_8),
     "ReFrame GH200 2x4 sendrecv 1 GiB": _table(REFRAME, ALPS, "send_recv", GiB, 24.0, ALPS_8),
     # nccl-tests #369, 2 x 1 GH200, NCCL 2.29.2, ring over one NIC a node: "8 ... 17.49" 16.60 us (-5.1 %);
     # "1024 ... 18.94" 17.02 (-10.1 %); "8192 ... 21.04" 19.96 (-5.1 %); "33554432 ... 1587.57 21.14 21.14"
-    # 23.3 (+10.4 %); "67108864 ... 3003.09 22.35" 23.8 (+6.3 %); "134217728 ... 5869.38 22.87" 24.0 (+4.8 %)
+    # 23.3 (+10.4 %); "67108864 ... 3003.09 22.35" 23.8 (+6.3 %); "134217728 ... 5869.38 22.87" 24.0 (+4.9 %)
     **{f"nccl-tests 369 GH200 2x1 {s} B time": _time(NT369, ALPS, s, t, ALPS_2) for s, t in NT369_SMALL},
     "nccl-tests 369 GH200 2x1 32 MiB": _nt369(32 * MiB, 1587.57, 21.14),
     "nccl-tests 369 GH200 2x1 64 MiB": _nt369(64 * MiB, 3003.09, 22.35),
