@@ -38,19 +38,21 @@ B300_REPORT_2293 = (
     "section 4b (PyTorch benchmarks/nvlink_stress_b300.py, BF16, 4 ranks, NCCL_ALGO=Ring, "
     "NCCL_MAX_NCHANNELS=32, NCCL_BUFFSIZE=16 MiB)"
 )
+AICR = "https://github.com/mghpcc/aicr-benchmarks/blob/main/Benchmark_WG/nccl-tests/"
 AICR_B200 = (
-    "GitHub file, search-index id 63111621663: 'B200 NCCL Benchmark Results' (AICR B200 cluster), Table 1: "
-    "node b0027, 8 x B200 on NVLink 5 / NVSwitch, out-1node/nvhpc-26.3-b0027-9175, converged at 16 GB (the "
-    "largest size, best of out-of-place / in-place); nccl-tests 2.18.3 and NCCL 2.29.3 (nccl-library=22903) "
-    "per the same project's inter-node report (search-index id 63294918313)"
+    AICR
+    + "results_b200.md, Table 1 (AICR B200 cluster, MGHPCC): node b0027, 8 x B200 on NVLink 5 / NVSwitch, "
+    "out-1node/nvhpc-26.3-b0027-9175, converged at 16 GB (the largest size, best of out-of-place / "
+    "in-place); nccl-tests 2.18.3 and NCCL 2.29.3 ('AICR reports nccl-library=22903', inter-node-nccl.md "
+    "of the same folder)"
 )
 AICR_RTX6K = (
-    "GitHub file, search-index id 63114129670: 'a0007 NCCL Results - after the PCIe firmware update "
-    "(2026-08-10)': 8 x RTX PRO 6000 Blackwell Server Edition, no NVLink, PCIe Gen5 x16 each, 2 x AMD EPYC "
-    "Turin NPS=4, GPUs 0-3 on socket 0 and 4-7 on socket 1, every pair SYS in nvidia-smi topo; NCCL 2.29.3, "
-    "nccl-tests 2.18.3, NCCL_NVLS_ENABLE=0; converged 16 GB rows, Tables 1-3 with NCCL_P2P_LEVEL=SYS and the "
-    "'NCCL defaults' column; the earlier 'RTX6000 NCCL Benchmark Results' (id 63106436758: node a0001, 2 "
-    "GPUs)"
+    AICR
+    + "results_a0007_postfw.md: 8 x RTX PRO 6000 Blackwell Server Edition, no NVLink, PCIe Gen5 x16 each, "
+    "2 x AMD EPYC Turin NPS=4, GPUs 0-3 on socket 0 and 4-7 on socket 1, every pair SYS in nvidia-smi topo; "
+    "NCCL 2.29.3, nccl-tests 2.18.3, NCCL_NVLS_ENABLE=0; converged 16 GB rows, Tables 1-3 with "
+    "NCCL_P2P_LEVEL=SYS and the 'NCCL defaults' column; results_rtx6000.md of the same folder (node a0001, 2 "
+    "GPUs; node a0008, 4 GPUs, defaults)"
 )
 
 #: all 8 B300 of the HGX B300 board (catalogue b300: 18 NVLink 5 links, NVSwitch with NVLS)
@@ -66,8 +68,9 @@ TORCH_RING = (("env", {"NCCL_ALGO": "Ring", "NCCL_MAX_NCHANNELS": "32"}),)
 
 def rtx6k_turin(gpus: int) -> ClusterSpec:
     """``gpus`` x RTX PRO 6000 Blackwell (PCIe Gen5 x16) whose peer traffic crosses the AMD CPU (every pair
-    SYS), the a0007 host; NCCL's default P2P level allows that path on AMD hosts of at most two GPUs
-    (paths.cc ncclTopoCheckP2p, from 2.23), NCCL_P2P_LEVEL=SYS on any."""
+    SYS), the a0007 host of ``AICR_RTX6K`` (its rows are in ``MISSED``); NCCL's default P2P level allows that
+    path on AMD hosts of at most two GPUs (paths.cc ncclTopoCheckP2p, from 2.23), NCCL_P2P_LEVEL=SYS on
+    any."""
     pcie = {"kind": "pcie", "link": "pcie-gen5", "p2p_through_cpu": True}
     return one_node("rtx-pro-6000-blackwell", gpus, pcie, cpu_vendor="amd")
 
