@@ -191,11 +191,15 @@ NEMO_GB200_FP8 = (
     "the BF16 runs of the same layouts are high by less (Nemotron-4 340B +11 % to +17 %, Llama 3.1 405B +8 "
     "% to +10 %, Grok-1 +5 %) than the FP8 ones (405B +15 % to +17 %, Grok-1 +12 % to +14 %, the 340B +22 "
     "% to +28 %): measured FP8 / BF16 step ratios 1.38-1.53 against the model's 1.51-1.65, about 10 % "
-    "apart on every model. The FP8 GEMMs run at the cuBLASLt 8192^3 FP8 rate (57.5 % of the 5 PFLOP/s "
-    "peak, Azure's 10,000-iteration run) with the BF16 table's shape dependence, while the BF16 ones run "
-    "at gpu-fryer's power-limited level (85 % of the short-run MAMF); whether the FP8 rate holds under the "
-    "GB200's power limit in a step, and what NeMo 25.04's per-tensor delayed scaling (``fp8_recipe`` ds: "
-    "amax history and scale update of every FP8 tensor) adds beyond the charged casts, is not measured"
+    "apart on every model. Not the FP8 GEMM level: Azure's 10,000-iteration cuBLASLt figure (2,876.6 "
+    "TFLOP/s) is 0.80 of the short-run FP8 MAMF (stas00/ml-engineering @744d01e: GB200 FP8 3,615.6), as "
+    "gpu-fryer's power-limited BF16 level is 0.85 of the BF16 MAMF (1,822), so both already run at the "
+    "power limit. Left: the FP8 GEMMs take the BF16 table's shape dependence, and with TP overlap they run "
+    "as userbuffer chunks of T / t rows (512 for the 340B), where an FP8 product, twice as fast, loses more "
+    "of its rate "
+    "to its fixed cost than a BF16 one (no FP8 table by shape); and NeMo 25.04's per-tensor delayed "
+    "scaling (``fp8_recipe`` ds: amax history and scale update of every FP8 tensor) beyond the charged "
+    "casts"
 )
 
 MISSED: dict[str, tuple[Row, str]] = {
