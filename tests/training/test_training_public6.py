@@ -196,10 +196,9 @@ NEMO_GB200_FP8 = (
     "gpu-fryer's power-limited BF16 level is 0.85 of the BF16 MAMF (1,822), so both already run at the "
     "power limit. Left: the FP8 GEMMs take the BF16 table's shape dependence, and with TP overlap they run "
     "as userbuffer chunks of T / t rows (512 for the 340B), where an FP8 product, twice as fast, loses more "
-    "of its rate "
-    "to its fixed cost than a BF16 one (no FP8 table by shape); and NeMo 25.04's per-tensor delayed "
-    "scaling (``fp8_recipe`` ds: amax history and scale update of every FP8 tensor) beyond the charged "
-    "casts"
+    "of its rate to its fixed cost than a BF16 one (no FP8 table by shape); and NeMo 25.04's per-tensor "
+    "delayed scaling (``fp8_recipe`` ds: amax history and scale update of every FP8 tensor) beyond the "
+    "charged casts"
 )
 
 MISSED: dict[str, tuple[Row, str]] = {
