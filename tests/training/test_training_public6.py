@@ -191,9 +191,11 @@ NEMO_GB200_FP8 = (
     "gpu-fryer's power-limited BF16 level is 0.85 of the BF16 MAMF (1,822), so both already run at the "
     "power limit. Left: the FP8 GEMMs take the BF16 table's shape dependence, and with TP overlap they run "
     "as userbuffer chunks of T / t rows (512 for the 340B), where an FP8 product, twice as fast, loses more "
-    "of its rate to its fixed cost than a BF16 one (no FP8 table by shape); and NeMo 25.04's per-tensor "
-    "delayed scaling (``fp8_recipe`` ds: amax history and scale update of every FP8 tensor) beyond the "
-    "charged casts"
+    "of its rate to its fixed cost than a BF16 one (no FP8 table by shape). Not delayed scaling's "
+    "bookkeeping (``fp8_recipe`` ds): TransformerEngine v2.2.1 ``pytorch/fp8.py`` reduces the amaxes "
+    "of one autocast region with one blocking all-reduce and one fused update kernel at its exit "
+    "(``fp8_autocast_exit`` -> ``reduce_and_update_fp8_tensors``), one region per model chunk and pass: "
+    "2 x 12 chunks x 8 microbatches = 192 small collectives a step, some 5 ms of the 1.48 s"
 )
 
 MISSED: dict[str, tuple[Row, str]] = {
