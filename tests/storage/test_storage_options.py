@@ -85,3 +85,18 @@ def test_another_system_without_its_figures_is_refused_naming_the_options(tmp_pa
     r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, THREE_FS), *ARGS, "--storage", "weka"])
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
     assert "--storage-" in r.stderr and "units" not in r.stderr, r.stderr
+
+
+def test_node_local_drives_are_each_nodes_own(tmp_path):
+    # Four D7-PS1010 in every node (catalogue kind local, 14.5 GB/s read each): 16 nodes restoring at once
+    # each read their own 58 GB/s, none of it shared and no front-end NIC (2 x 400 Gb/s) in the path; a write
+    # figure the catalogue lacks is asked for, not guessed.
+    local = {"system": "local-nvme-d7-ps1010", "units": 4, "aggregate_write": "40 GB/s"}
+    out = _run(_cluster(tmp_path, local))
+    assert out["restore"]["bottleneck"] == "node-local drives"
+    assert out["restore"]["rate_bytes_per_s"] == pytest.approx(58e9)
+    assert "node front-end NICs" not in out["restore"]["stages"]
+    assert out["write"]["rate_bytes_per_s"] == pytest.approx(40e9)
+    r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, {**local, "aggregate_write": None}), *ARGS])
+    assert r.exit_code == 2
+    assert "storage.aggregate_write" in r.stderr

@@ -40,10 +40,12 @@ class Dtype(str, Enum):
     fp16 = "fp16"
     fp8 = "fp8"
     int8 = "int8"
+    fp4 = "fp4"
 
 
-#: Bytes per element of each type.
-_DTYPE_BYTES = {Dtype.fp32: 4, Dtype.bf16: 2, Dtype.fp16: 2, Dtype.fp8: 1, Dtype.int8: 1}
+#: Bytes per element of each type. fp4 packs two 4-bit elements a byte: Streaming DiLoCo sends its outer
+#: gradients as 4-bit floats (E3M0) "without loss of performance" (Douillard et al. 2025, arXiv:2501.18512).
+_DTYPE_BYTES = {Dtype.fp32: 4, Dtype.bf16: 2, Dtype.fp16: 2, Dtype.fp8: 1, Dtype.int8: 1, Dtype.fp4: 0.5}
 
 
 @handle_errors

@@ -377,6 +377,9 @@ class ManagementSpec(_Strict):
 class StorageSpec(_Strict):
     """The storage system on the front-end: a catalogue entry and how many units (appliances, servers).
 
+    A catalogue system of ``kind: local`` is the nodes' own drives instead: ``units`` counts the drives in
+    each node and the aggregate figures are one node's (no front-end, no sharing between nodes).
+
     The aggregate read/write bandwidth is ``units`` x the entry's per-unit figure, else the entry's named
     deployment figure; ``aggregate_read`` / ``aggregate_write`` override both (e.g. "2 TB/s").
     ``unit_nic`` (a catalogue NIC) and ``unit_nics`` (ports per unit, 1 when not given) are the storage

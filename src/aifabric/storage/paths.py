@@ -14,6 +14,16 @@ The last is the servers' own network ports (``storage.unit_nic`` x ``unit_nics``
 servers): whatever their drives deliver leaves through them, so they bound the aggregate where the system
 publishes none (DeepSeek 3FS: 180 servers of 2 x 200 Gb/s InfiniBand, 8.64 TB/s at the HDR payload).
 
+Node-local storage (a catalogue system of ``kind: local``: NVMe drives inside the GPU server) has no network
+and no sharing: the path is the GPUs' PCIe links and the node's own drives, ``storage.units`` counting the
+drives in each node, and no other node's transfer takes any of them::
+
+    rate = min( GPU<->host PCIe x GPUs, host bounce buffer (no GDS), the node's drives x each drive's rate )
+
+(gds-report.pages.dev, gdsio from four Solidigm D7-PS1010 in raid0 into four L40S: 53.0 GiB/s, "~91% of the
+58 GB/s theoretical aggregate (4 x 14.5 GB/s)", against 49.15 GB/s when the bytes were priced over a 400 GbE
+front-end port the drives never cross.)
+
 and a transfer of ``S`` bytes per node takes ``S / rate``; the stage that sets the minimum is named.
 """
 
@@ -28,12 +38,16 @@ from aifabric.errors import ConfigError
 
 __all__ = [
     "BOUNCE_BUFFER_BYTES_PER_S",
+    "LOCAL_KIND",
     "NodePath",
     "Transfer",
     "aggregates_above_ports",
     "node_path",
     "transfer_time",
 ]
+
+LOCAL_KIND = "local"
+"""Catalogue ``kind`` of node-local storage: drives in the GPU server, reached without the front-end."""
 
 BOUNCE_BUFFER_BYTES_PER_S = 50e9
 """Host-memory bounce path per node without GDS: 'CPU system memory -> GPU bandwidth is limited to 50 GB/s'
@@ -136,9 +150,11 @@ def node_path(
         raise ConfigError(
             "storage: this cluster names no storage system (add storage: {system: ..., units: ...})"
         )
-    network = _network_stages(spec)  # first: a cluster with no way to storage is refused as such
-    stages: dict[str, float] = {}
     system = catalog.storage(spec.storage.system)
+    local = system.kind == LOCAL_KIND
+    # first: a cluster with no way to its storage is refused as such; node-local drives need no network
+    network = {} if local else _network_stages(spec)
+    stages: dict[str, float] = {}
     n_gpus = spec.gpus_per_node if gpus is None else gpus
     if gds is None:
         gds = system.gds
@@ -153,7 +169,9 @@ def node_path(
     if cap is not None:
         stages["file system per client"] = cap
     aggregate = _aggregate(spec, direction)
-    if aggregate is not None:
+    if aggregate is not None and local:
+        stages["node-local drives"] = aggregate  # each node's own: never shared with the other nodes
+    elif aggregate is not None:
         stages["file system aggregate"] = aggregate / active_nodes
     servers = _server_nics(spec)
     if servers is not None:
