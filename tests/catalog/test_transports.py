@@ -7,7 +7,7 @@ from aifabric.catalog.transport import NcclEnv, PathType, resolve_transport, tra
 from aifabric.errors import ConfigError
 
 EXPECTED = {
-    "ib-verbs", "roce-v2", "efa-srd", "gcp-tcpx", "gcp-tcpxo", "gcp-gib", "tcp-socket",
+    "ib-verbs", "roce-v2", "efa-srd", "gcp-tcpx", "gcp-tcpxo", "gcp-gib", "tcp-socket", "slingshot-cxi",
     "p2p-nvlink", "p2p-pcie", "pcie-through-cpu", "shm", "host-staging",
 }  # fmt: skip
 
@@ -37,6 +37,21 @@ def test_transport_figures_against_their_sources():
     staging = transport("host-staging")
     assert staging.aggregate_efficiency == pytest.approx(16 / 24, abs=1e-3)
     assert staging.latency_s == pytest.approx(2.0e-6) and staging.gdr == "none"
+
+
+def test_cxi_rendezvous_against_its_sources():
+    # libfabric prov/cxi cxip_msg_hpc.c: max_eager_size = rdzv_threshold + rdzv_get_min; cxip.h / cxip_info.c
+    # defaults 2048 + 2049 through v2.1.x, 16384 + 2049 from v2.2.0 (commit 6cb6e048d)
+    rdzv = transport("slingshot-cxi").rendezvous
+    assert rdzv is not None
+    assert rdzv.eager_max_at("1.22.0") == 2048 + 2049 == rdzv.eager_max_at("2.1.1")
+    assert rdzv.eager_max_at("2.2.0") == 16384 + 2049 == rdzv.eager_max_at(None)
+    assert rdzv.eager_max_at("1.15.2") == 4097  # HPE's own build, before the first upstream release
+    # cscs-docs image-ompi.md osu_latency on two Alps nodes: 4.89 us at 4096 B (eager), 8.31 at 8192 B
+    # (rendezvous), less 4096 B at the osu_bw plateau 23.98 GB/s
+    assert rdzv.round_trip_s == pytest.approx((8.31 - 4.89) * 1e-6 - 4096 / 23.98e9, abs=0.01e-6)
+    # no other transport has one: IB verbs, EFA's SRD and sockets carry no provider rendezvous in the model
+    assert [k for k in transport_names() if transport(k).rendezvous is not None] == ["slingshot-cxi"]
 
 
 def test_unknown_transport_lists_known():

@@ -129,3 +129,41 @@ def test_a_simple_receive_before_hopper_pays_the_plugin_step_twice():
     assert tier_model(A100_IB).flush_latency_s == 0.0
     staged = formula_collective("all_reduce", 8, p4d, env={"NCCL_NET_GDR_LEVEL": "LOC"})
     assert staged.time_s < formula_collective("all_reduce", 8, p4d).time_s
+
+
+#: 2 x 4 GH200 over Slingshot 11: aws-ofi-nccl on libfabric's cxi provider (the slingshot-cxi transport)
+ALPS = preset("gh200-quad", nodes=2)
+
+
+def _alps(libfabric: str | None) -> ClusterSpec:
+    return ALPS if libfabric is None else ALPS.with_changes(**{"scale_out.libfabric_version": libfabric})
+
+
+def test_a_cxi_step_past_the_eager_limit_waits_one_rendezvous_round_trip():
+    # tree/LL across 2 nodes, one channel: 2 KiB of data is 4096 LL wire bytes a step (eager under both
+    # limits), 4 KiB is 8192: past libfabric 1.22's 4097 B, under 2.2's 18433 B. The tree crosses the
+    # network twice (up, then down), so the old default costs 2 x 3.25 us more, the newer nothing
+    for size, extra in ((2048, 0.0), (4096, 2 * 3.25e-6)):
+        old, new = (formula_collective("all_reduce", size, _alps(v)) for v in ("1.22.0", "2.2.0"))
+        assert (old.algorithm, old.protocol) == (new.algorithm, new.protocol) == ("tree", "LL")
+        assert old.time_s - new.time_s == pytest.approx(extra, abs=1e-12)
+    # past every eager limit (1 MiB, LL128 on 8 channels) both releases pay it alike
+    big = [formula_collective("all_reduce", 2**20, _alps(v)).time_s for v in ("1.22.0", "2.2.0")]
+    assert big[0] == pytest.approx(big[1])
+
+
+def test_nccl_picks_as_if_there_were_no_rendezvous():
+    # NCCL's tuner prices its own tables, not the plugin's provider: the pick on the old libfabric is the
+    # one on the new at every size, only the time differs
+    for size in (4096, 65536, 2**20, 2**25):
+        old, new = (formula_collective("all_reduce", size, _alps(v)) for v in ("1.22.0", "2.2.0"))
+        assert (old.algorithm, old.protocol) == (new.algorithm, new.protocol)
+        assert old.time_s >= new.time_s
+
+
+def test_libfabric_version_off_a_rendezvous_transport_is_refused_naming_the_field():
+    so = {"nic": "connectx-7", "nics_per_gpu": 4, **ROCE}
+    with pytest.raises(ValidationError, match=r"scale_out.libfabric_version: '1.22.0' .* 'roce-v2' has none"):
+        _nodes("h100-sxm", 2, so | {"libfabric_version": "1.22.0"})
+    with pytest.raises(ValueError, match=r"scale_out.libfabric_version: 'new' is not a version"):
+        _alps("new")

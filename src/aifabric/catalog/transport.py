@@ -3,7 +3,8 @@
 ``data/transports.yaml`` holds each way NCCL moves bytes between two GPUs -- InfiniBand verbs, RoCEv2, AWS
 EFA (SRD through aws-ofi-nccl), GCP GPUDirect-TCPX/TCPXO and gIB, plain TCP sockets, and inside a node P2P
 over NVLink or PCIe, P2P through the CPU and SHM through host memory -- with its latency, per-stream and
-aggregate efficiency, GPUDirect RDMA requirement and source.
+aggregate efficiency, GPUDirect RDMA requirement and source; HPE Slingshot's libfabric cxi provider
+(through aws-ofi-nccl) also with its rendezvous (:class:`Rendezvous`).
 
 :class:`NcclEnv` expresses the ``NCCL_*`` variables that change the choice (parsed from a mapping such as
 ``os.environ``, each value validated with a one-line error), and :func:`resolve_transport` says which
@@ -21,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from aifabric.catalog.nccl import Algorithm, Collective, Protocol
+from aifabric.catalog.nccl import Algorithm, Collective, Protocol, version_tuple
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_time
@@ -29,6 +30,7 @@ from aifabric.units import parse_time
 __all__ = [
     "NcclEnv",
     "PathType",
+    "Rendezvous",
     "TransportChoice",
     "TransportSpec",
     "gdr_enabled",
@@ -88,6 +90,39 @@ class PathType(IntEnum):
             ) from None
 
 
+class Rendezvous(BaseModel):
+    """A network provider's rendezvous protocol: a message longer than its eager limit costs one more round
+    trip (the target pulls the rest with an RDMA Get once the header matches a receive).
+
+    ``eager_max_bytes`` maps the provider release from which a default holds to the longest message sent
+    eagerly; a release before the first recorded takes the first figure.
+
+    >>> r = transport("slingshot-cxi").rendezvous
+    >>> r.eager_max_at("1.22.0"), r.eager_max_at("2.2.0"), r.eager_max_at(None), r.eager_max_at("1.15.2")
+    (4097, 18433, 18433, 4097)
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    round_trip_s: float = Field(gt=0, validation_alias="round_trip")
+    eager_max_bytes: dict[str, int] = Field(min_length=1)
+    source: str = Field(min_length=10)
+
+    @field_validator("round_trip_s", mode="before")
+    @classmethod
+    def _rtt(cls, v: Any) -> float:
+        return parse_time(v, field="rendezvous.round_trip")
+
+    def eager_max_at(self, version: str | None) -> int:
+        """The eager limit of provider release ``version`` (default: the newest recorded), bytes."""
+        table = sorted(
+            (version_tuple(k, "rendezvous.eager_max_bytes"), b) for k, b in self.eager_max_bytes.items()
+        )
+        if version is None:
+            return table[-1][1]
+        wanted = version_tuple(version, "libfabric_version", "1.22.0")
+        return next((b for v, b in reversed(table) if v <= wanted), table[0][1])
+
+
 class TransportSpec(BaseModel):
     """One transport (see the module docstring and ``data/transports.yaml`` for the fields' meaning)."""
 
@@ -104,6 +139,7 @@ class TransportSpec(BaseModel):
     source: str = Field(min_length=10)
     mtu_bytes: int | None = Field(default=None, gt=0)
     header_bytes: int | None = Field(default=None, ge=0)
+    rendezvous: Rendezvous | None = None
 
     @property
     def framing_efficiency(self) -> float:

@@ -31,6 +31,7 @@ from pydantic import (
 
 from aifabric import catalog
 from aifabric.catalog.aws_ofi_nccl import efa_instance, ofi_nccl_release
+from aifabric.catalog.nccl import version_tuple
 from aifabric.catalog.transport import transport
 from aifabric.cluster.tpu_slice import TpuSlice, domain_torus_dims, parse_slice, slice_of, twist_slice
 from aifabric.errors import ConfigError
@@ -164,7 +165,8 @@ class ScaleOutSpec(_Strict):
     ``nic_twin_port`` marks nodes whose NIC cages take twin-port modules (DGX H100: four OSFP cages, "a
     two-port transceiver to access all eight GPUs", DGX SuperPOD H100 RA, network fabrics).
     ``transport`` names how NCCL crosses the network (a net transport of ``catalog/data/transports.yaml``:
-    ``ib-verbs``, ``roce-v2``, ``efa-srd``, ``gcp-tcpx``, ``gcp-tcpxo``, ``gcp-gib``, ``tcp-socket``); default
+    ``ib-verbs``, ``roce-v2``, ``efa-srd``, ``gcp-tcpx``, ``gcp-tcpxo``, ``gcp-gib``, ``tcp-socket``,
+    ``slingshot-cxi``); default
     the fabric's native one (:attr:`native_transport`).
     ``nic_path`` is the PCIe distance from a GPU to its NIC as NCCL names it (``nvidia-smi topo -m``):
     ``PIX`` (one PCIe switch, the default: HGX/DGX boards), ``PXB`` (several switches), ``PHB`` (through the
@@ -175,6 +177,8 @@ class ScaleOutSpec(_Strict):
     aws-ofi-nccl release an ``efa-srd`` cluster runs, whose NCCL settings the plugin applies
     (:mod:`aifabric.catalog.aws_ofi_nccl`); default: the instance recognised by accelerator and EFA NIC, the
     newest recorded release.
+    ``libfabric_version`` (``1.22.0``) says which libfabric a transport with a rendezvous protocol runs
+    (``slingshot-cxi``: the release sets the eager limit, ``transports.yaml``); default the newest recorded.
     ``pod_gpus`` caps the GPUs of one three-tier pod (Meta's AI Zone: a two-stage Clos per zone, the
     ``oversubscription[1]`` aggregation layer between zones); default: as many as the spines' radix allows.
     Each ratio is built exactly at its tier (:mod:`aifabric.cluster.clos`) or the spec is refused.
@@ -215,6 +219,7 @@ class ScaleOutSpec(_Strict):
     nic_path: Literal["PIX", "PXB", "PHB", "SYS"] = "PIX"
     instance_type: str | None = None
     ofi_nccl_version: str | None = None
+    libfabric_version: str | None = None
 
     @field_validator("transport", mode="before")
     @classmethod
@@ -236,6 +241,15 @@ class ScaleOutSpec(_Strict):
             efa_instance("", "", str(v))
         else:
             ofi_nccl_release(str(v))
+        return str(v)
+
+    @field_validator("libfabric_version", mode="before")
+    @classmethod
+    def _libfabric(cls, v: Any) -> str | None:
+        """A libfabric release (``1.22.0``); the error names the field and the form."""
+        if v is None:
+            return None
+        version_tuple(str(v), "scale_out.libfabric_version", "1.22.0")
         return str(v)
 
     @property
@@ -725,6 +739,7 @@ class ClusterSpec(_Strict):
         self._check_uplink_speed(so)
         self._check_radix(so)
         self._check_aws_plugin(so)
+        self._check_libfabric(so)
 
     def _check_radix(self, so: ScaleOutSpec) -> None:
         """``radix`` is at most the ports every tier's switch has at the per-plane link speed (breakout
@@ -753,6 +768,16 @@ class ClusterSpec(_Strict):
                     f"scale_out.{name}: {getattr(so, name)!r} names the aws-ofi-nccl plugin of an efa-srd "
                     f"scale-out; this one runs {so.transport_key!r}"
                 )
+
+    @staticmethod
+    def _check_libfabric(so: ScaleOutSpec) -> None:
+        """``libfabric_version`` sets the eager limit of a transport with a rendezvous protocol; on any other
+        transport nothing reads it, so it is refused rather than ignored."""
+        if so.libfabric_version is not None and transport(so.transport_key).rendezvous is None:
+            raise ValueError(
+                f"scale_out.libfabric_version: {so.libfabric_version!r} sets the rendezvous of a libfabric "
+                f"provider; {so.transport_key!r} has none (slingshot-cxi has)"
+            )
 
     def _check_uplink_speed(self, so: ScaleOutSpec) -> None:
         """A switch-to-switch cable bundles a whole number of per-plane links and fits every tier's port."""

@@ -29,6 +29,7 @@ from aifabric.collectives.tiers import (
     net_latency_row,
     net_overhead_s,
     protocol_bandwidth,
+    rendezvous_s,
     ring_exit_gpus,
     ring_graph_cap,
     ring_plateau_latency_factor,
@@ -58,6 +59,7 @@ class _RingShape(NamedTuple):
     net: str
     channels: CallChannels
     tuner_channels: CallChannels  # as NCCL's tuner prices them (ring_graph_cap): the pick
+    net_steps: int  # the steps across the network, s_o (each may go by rendezvous: rendezvous_s)
 
 
 def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierModel) -> _RingShape | None:
@@ -93,7 +95,7 @@ def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     chans = call_channels(tm, "ring", op.value, proto, n, N, bus)
     cap = ring_graph_cap(tm, proto, shared, N)
     tuner = chans if cap >= bus else call_channels(tm, "ring", op.value, proto, n, N, cap)
-    return _RingShape(lat, plateau, up, nic_agg, net, chans, tuner)
+    return _RingShape(lat, plateau, up, nic_agg, net, chans, tuner, ninter if multi else 0)
 
 
 def _ring_like(
@@ -113,6 +115,8 @@ def _ring_like(
         unseen = t - _ring_bandwidth_s(op, size, n, shape.tuner_channels.bandwidth(size))
     up, nic_agg, net = shape.up, shape.nic_agg, shape.net
     what = "chain" if algorithm is Algorithm.CHAIN else "ring"
+    # a step moves S / n of a channel's share; NCCL's tuner does not see the rendezvous
+    rdzv = shape.net_steps * rendezvous_s(tm, proto, size / (n * shape.channels.count(size)))
 
     def why() -> str:
         return (
@@ -122,7 +126,7 @@ def _ring_like(
             else f"{what} over {n} ranks on {tm.scale_up_words} at {up / 1e9:.1f} GB/s per GPU"
         )
 
-    return make_cost(tm, algorithm, proto, lat, {net: t}, net, why, unseen)
+    return make_cost(tm, algorithm, proto, lat + rdzv, {net: t}, net, why, unseen + rdzv)
 
 
 def _credit_words(tm: TierModel, comm: Communicator, up: float) -> str:

@@ -77,6 +77,7 @@ __all__ = [
     "net_overhead_s",
     "net_stage_cap",
     "p2p_latency_s",
+    "rendezvous_s",
     "nic_stream_factor",
     "parse_protocol",
     "protocol_bandwidth",
@@ -116,6 +117,9 @@ _SIMPLE_NET_OVERHEAD_FACTOR = 3.0
 _HALVABLE_THREADS = 128
 _MIN_WARPS = 3
 _WARP_THREADS = 32
+#: Bytes of one flagged store of LL and LL128, data and flag (prims_ll.h ``storeLL``: st.volatile.v4 of a
+#: union ncclLLFifoLine; prims_ll128.h ``store128``): a step's network message is its data x 16 / d
+_STORE_BYTES = 16
 
 
 def library_release(library: str, version: str | None) -> NcclRelease:
@@ -174,6 +178,10 @@ class TierModel:
     #: What the receive flush after each Simple network step costs, seconds (:func:`net_extra_latency_s`);
     #: 0 where NCCL does not flush (Hopper on, no GPUDirect RDMA, a native NET/IB transport)
     flush_latency_s: float = 0.0
+    #: The network provider's rendezvous (``transports.yaml`` ``rendezvous``): one more round trip, seconds,
+    #: on each network step whose message is longer than ``net_eager_max_bytes`` (:func:`rendezvous_s`)
+    net_rendezvous_s: float = 0.0
+    net_eager_max_bytes: float = math.inf
     torus_dims: tuple[int, ...] = ()
     torus_slice: tuple[int, ...] = ()  # the slice the cluster names (scale_up.slice); () = by rank count
     torus_twisted: bool = False  # the slice wired as a twisted torus (scale_up.twisted)
@@ -509,6 +517,7 @@ def tier_model(
         intra_scale=intra_scale,
         extra_inter_latency_s=extra + (spec.transport_extra_latency_s if efficiency == "nccl" else 0.0),
         flush_latency_s=_flush_latency_s(spec) * lat_scale if efficiency == "nccl" else 0.0,
+        **_rendezvous_fields(spec, lat_scale if efficiency == "nccl" else 0.0),
         **_torus_fields(spec),
         hop_latency_s=link.hop_latency_s,
         release=release,
@@ -570,6 +579,23 @@ class _NicRates(TypedDict):
     nic_bytes_per_s: float
     nic_own_bytes_per_s: float
     nic_host_link_bytes_per_s: float
+
+
+class _RendezvousFields(TypedDict, total=False):
+    net_rendezvous_s: float
+    net_eager_max_bytes: float
+
+
+def _rendezvous_fields(spec: ClusterSpec, scale: float) -> _RendezvousFields:
+    """:attr:`TierModel.net_rendezvous_s` and ``net_eager_max_bytes`` of the scale-out's transport at the
+    libfabric release it names (``scale_out.libfabric_version``); none without a rendezvous table. ``scale``
+    is the calibration's latency factor (0 under ``line_rate``: no latency)."""
+    so = spec.scale_out
+    rdzv = transport(so.transport_key).rendezvous if so is not None else None
+    if rdzv is None or so is None or scale == 0.0:
+        return {}
+    eager = rdzv.eager_max_at(so.libfabric_version)
+    return {"net_rendezvous_s": rdzv.round_trip_s * scale, "net_eager_max_bytes": eager}
 
 
 def _nic_fields(spec: ClusterSpec, own: float, efficiency: str, inter_scale: float) -> _NicRates:
@@ -977,6 +1003,36 @@ def net_extra_latency_s(tm: TierModel, proto: Protocol) -> float:
     return tm.extra_inter_latency_s + (tm.flush_latency_s if proto is Protocol.SIMPLE else 0.0)
 
 
+def rendezvous_s(tm: TierModel, proto: Protocol, payload_bytes: float) -> float:
+    """What one network step costs above its latency when its message goes by rendezvous, seconds.
+
+    A step of ``payload_bytes`` of data puts ``w = payload x 16 / d`` bytes in one network message, ``d``
+    the data in each 16-byte store (``store_data_bytes``: LL 8, its flags the other half; LL128 15 of 16;
+    Simple all of it). Through a provider with a rendezvous protocol (``slingshot-cxi``: aws-ofi-nccl's
+    SENDRECV protocol, one tagged send a step) a message longer than the eager limit ``E`` waits for the
+    target's RDMA Get of its remainder, one more round trip ``r``::
+
+        t_rdzv = r  if w > E  else 0
+
+    NCCL's tuner does not see it (the cost functions leave it out of ``tuner_time_s``). The Alps GH200 rows
+    show the step where the model puts it: 2 KiB -> 4 KiB all_reduce on the tree, one channel, LL's 4096 ->
+    8192 wire bytes across the 4097 B limit of libfabric 1.22: 21.72 -> 31.58 us (eth-cscs/cscs-docs
+    image-nccl-tests.md), two network steps of 3.25 us on top of LL's bandwidth term.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> alps = preset("gh200-quad", nodes=2)
+    >>> tm = tier_model(alps.with_changes(**{"scale_out.libfabric_version": "1.22.0"}))
+    >>> [round(rendezvous_s(tm, Protocol.LL, b) * 1e6, 2) for b in (2048, 4096)]
+    [0.0, 3.25]
+    """
+    if tm.net_rendezvous_s == 0.0:
+        return 0.0
+    data = tm.release.store_data_bytes
+    flagged = proto is not Protocol.SIMPLE and data
+    wire = payload_bytes * _STORE_BYTES / data[proto] if flagged and data else payload_bytes
+    return tm.net_rendezvous_s if wire > tm.net_eager_max_bytes else 0.0
+
+
 def p2p_latency_s(tm: TierModel, kind: str, proto: Protocol) -> float:
     """One point-to-point launch (send/recv, and the grouped send/recv of all-to-all) in seconds: ``baseLat +
     hwLat[kind]`` of NCCL's Ring row, the per-hop figure the model prices p2p with.
@@ -1265,6 +1321,12 @@ class CallChannels(NamedTuple):
             return bus
         nc = max(1, min(channels, math.floor(message_bytes / unit)))
         return min(every, nc * cap * (self.thread_share(message_bytes, nc) if threads else 1.0))
+
+    def count(self, message_bytes: float) -> int:
+        """``nc(S)``, the channels a call of ``message_bytes`` runs on (1 under ``line_rate``)."""
+        if self.every is None:
+            return 1
+        return max(1, min(self.channels, math.floor(message_bytes / self.unit)))
 
     def thread_share(self, message_bytes: float, nc: int) -> float:
         """``nt' / nt``: the share of a channel's threads enqueue.cc launches once ``nc`` is 1 and the call

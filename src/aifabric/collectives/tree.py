@@ -21,6 +21,7 @@ from aifabric.collectives.tiers import (
     hw_latency_s,
     net_extra_latency_s,
     protocol_bandwidth,
+    rendezvous_s,
     scaleup_bytes_per_s,
     tree_correction,
     tree_nic_traffic,
@@ -100,6 +101,8 @@ def tree_cost(
         tuned = shape.tuner_channels.bandwidth(message_bytes)
         unseen = t - double_binary_tree_all_reduce_time(message_bytes, N, tuned) / corr
     raw = shape.raw
+    # each network step moves a channel's whole share; NCCL's tuner does not see the rendezvous
+    rdzv = 2 * math.log2(N) * rendezvous_s(tm, proto, message_bytes / shape.channels.count(message_bytes))
 
     def why() -> str:
         return (
@@ -107,7 +110,8 @@ def tree_cost(
             + channel_share_note(tm, N)
         )
 
-    return make_cost(tm, Algorithm.TREE, proto, shape.latency_s, {shape.net: t}, shape.net, why, unseen)
+    lat = shape.latency_s + rdzv
+    return make_cost(tm, Algorithm.TREE, proto, lat, {shape.net: t}, shape.net, why, unseen + rdzv)
 
 
 class _TreeShape(NamedTuple):
