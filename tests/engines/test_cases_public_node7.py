@@ -173,7 +173,9 @@ MISSED = {
         "enough to tell a mechanism from run-to-run scatter. The source's note that NVLS is the default at 4 "
         "GPUs disagrees with its own tables (the default row tracks the Ring baseline, 560 at 128M, not the "
         "NVLS baseline, 421); the model picks ring. What holds a 4-rank ring below its NVLink 5 plateau at "
-        "128 MiB is not in the source (it gives no channel count nor NCCL_DEBUG output)"
+        "128 MiB is not in the source (it gives no channel count nor NCCL_DEBUG output); NCCL's own source "
+        "gives no term for it either (test_cases_accuracy.py '20 GB200 tray ring 2.25.1, 16 MiB-1 GiB': the "
+        "same excess in microseconds as 4 x H100 rings, over half the bandwidth term)"
     ),
     "4 x B300 (NCCL 2.29.7), NCCL_ALGO=Ring, all_reduce busbw (A3 Ring baseline)": (
         "4M 63.18 vs 193.5 (+206 %), 8M 246.21 vs 283.7 (+15.2 %), 16M 180.00 vs 395.3 (+120 %), 32M 413.21 "

@@ -169,7 +169,11 @@ MISSED = {
         "test_cases_public_node7.py's B300 board has 16M barely above 8M; from 128M the measured curve "
         "still climbs (678 at 4 GiB in the 2.29.3 run) where the model's is within 1 % of its plateau, and "
         "the gap closes to 9.0 % at 1 GiB (asserted). The report prints no channel count nor NCCL_DEBUG "
-        "output"
+        "output. In time, t_measured - t_model is 13.4/32.2/68.1/116 us at 64-512 MiB, the microseconds 4 x "
+        "H100 rings lose inside the bar (25.6/46.0/66.7/111 us, test_cases_public_node2.py 'wh H100 x4') "
+        "over half the bandwidth term; NCCL's v2.29.7 chunking, channels and LL128 caps give no term for it "
+        "(test_cases_accuracy.py '20 GB200 tray ring 2.25.1, 16 MiB-1 GiB', where a one-chunk fill is "
+        "weighed and not taken)"
     ),
     "4 x B300 (NCCL 2.29.3, 4 ranks), all_reduce busbw 1-32 MiB and 128-512 MiB (revised report s4)": (
         "1M 51.6 vs 99.7 (+93 %), 2M 103.9 vs 147.3 (+42 %), 4M 144.8 vs 193.5 (+34 %), 8M 141.7 vs 283.7 "

@@ -119,6 +119,9 @@ class AcceleratorSpec(_Entry):
     """
 
     arch: str
+    #: CUDA compute capability (100 = 10.0) where it differs from its ``arch``'s (gpu_architectures.yaml
+    #: ``sm``): B300 and GB300 report 10.3 under the Blackwell architecture; None: the architecture's
+    compute_capability: Int | None = Field(default=None, ge=10)
     peak_bf16_flops: float = Field(gt=0)
     peak_fp8_flops: float | None = Field(default=None, gt=0)
     sparse_peak_ratio: float | None = Field(default=None, gt=1)

@@ -223,6 +223,10 @@ class NcclRelease(_Frozen):
     #: GPU architectures on which LL128 is on by default (None: every one NCCL tunes, on NVLink-class paths;
     #: RCCL tuning.cc: only gfx90a, where the topology's model sets ll128Enabled)
     ll128_archs: tuple[str, ...] | None = None
+    #: compute capabilities (90 = 9.0) on which NCCL's tuner turns LL128 on by default (tuning.cc
+    #: ncclTopoTuneModel, ``switch (minCompCap)`` while ``pEnable == 2``; any other is ``pEnable &= 0``);
+    #: None: every one from 7.0 (v2.27.3-1 on: ``!(minCompCap < 70 ...)``)
+    ll128_compute_capabilities: tuple[int, ...] | None = None
     #: paths.cc ncclTopoGetNchannels: the rule for the p2p channels to a network peer
     #: (:mod:`aifabric.catalog.nccl_p2p`); None where the release's tables do not record it (RCCL's)
     net_peer_channels: NetPeerChannels | None = None

@@ -63,6 +63,7 @@ __all__ = [
     "call_channels",
     "ll_channel_rate",
     "channel_share",
+    "compute_capability",
     "channel_share_note",
     "domain_nic_bytes_per_s",
     "efa_plugin_settings",
@@ -191,6 +192,7 @@ class TierModel:
     release: NcclRelease = field(default_factory=nccl_release)  # newest; read on first use, not at import
     nccl_version: str = ""  # the release the user stated ("" = newest); ``release`` is the table it uses
     tuning_row: str = "hopper"
+    compute_capability: int = 0  # the GPU's, 100 = 10.0 (:func:`compute_capability`); 0: none recorded
     library: str = "nccl"  # the GPU's collective library (catalogue ``collective_library``: nccl, rccl, ...)
     channels: tuple[int, int] = (1, 1)  # NCCL's communicator channels: (one domain, several domains)
     collnet: bool = False  # CollNet (SHARP) on: NCCL_COLLNET_ENABLE=1, SHARP switches (nccl_env.env_tiers)
@@ -244,11 +246,15 @@ class TierModel:
 
     @property
     def ll128_default(self) -> bool:
-        """Whether the library turns LL128 on by default on this GPU: NCCL on every GPU it tunes (on
-        NVLink-class paths, :func:`aifabric.engines.formula._protocols`), RCCL only on the architectures
-        its release lists (tuning.cc: gfx90a with a tuned topology model; not gfx942)."""
-        archs = self.release.ll128_archs
-        return archs is None or self.arch.lower() in archs
+        """Whether the library turns LL128 on by default on this GPU (on NVLink-class paths,
+        :func:`aifabric.engines.formula._protocols`): NCCL on the compute capabilities its release lists
+        (tuning.cc ``switch (minCompCap)``: 7.0/8.0/9.0 to v2.24, 10.0 and 12.0 added in v2.25-v2.26, so not
+        B300/GB300's 10.3; every one from 7.0 since v2.27.3), RCCL only on the architectures its release
+        lists (tuning.cc: gfx90a with a tuned topology model; not gfx942). A GPU no architecture records
+        (``compute_capability`` 0) keeps NCCL's default on."""
+        archs, caps = self.release.ll128_archs, self.release.ll128_compute_capabilities
+        cc = self.compute_capability
+        return (archs is None or self.arch.lower() in archs) and (caps is None or not cc or cc in caps)
 
     @cached_property
     def _memo(self) -> dict[Hashable, Any]:
@@ -506,6 +512,7 @@ def tier_model(
         **_nic_fields(spec, nic * inter_scale, efficiency, inter_scale),
         intra_kind={"pcie": "pci", "torus": "torus"}.get(spec.scale_up.kind, "nvlink"),
         arch=acc.arch,
+        compute_capability=compute_capability(spec),
         cpu_vendor=spec.cpu_vendor,
         nvls=bool(acc.nvls and link.in_switch_reduction and spec.scale_up.kind == "nvswitch"),
         nvls_efficiency=link.nvls_efficiency or 0.0,  # None only without in_switch_reduction: nvls False
@@ -571,6 +578,20 @@ def _flush_latency_s(spec: ClusterSpec) -> float:
     if transport(so.transport_key).gdr == "none" or so.nic_path not in ("PIX", "PXB"):
         return 0.0
     return spec.transport_extra_latency_s
+
+
+def compute_capability(spec: ClusterSpec) -> int:
+    """The CUDA compute capability of ``spec``'s GPU (100 = 10.0): the accelerator's own where the
+    catalogue gives one (B300, GB300: 103), else its architecture's ``sm`` (gpu_architectures.yaml); 0 for a
+    part no architecture records (TPU, AMD CDNA).
+
+    >>> from aifabric.cluster.presets import preset
+    >>> compute_capability(preset("h100-ib-2node"))
+    90
+    """
+    acc = spec.accelerator_spec
+    arch = gpu_architecture(acc.arch)
+    return acc.compute_capability or (arch.sm if arch is not None else 0)
 
 
 class _NicRates(TypedDict):

@@ -69,8 +69,10 @@ def _protocols(
     None: NCCL_PROTO does not name this collective). NCCL enables LL128 by default only on NVLink-class paths
     (not over PCIe, SHM or NET inside a node); a protocol list that names the collective, or a forced
     protocol, states LL128 on or off and NCCL runs what is stated (tuning.cc: the rule is applied only
-    while ``pEnable == 2``, NCCL's default, v2.18.1-1 to v2.30.7-1). RCCL turns LL128 on by default only on
-    the architectures its release lists (:attr:`TierModel.ll128_default`: gfx90a, not gfx942)."""
+    while ``pEnable == 2``, NCCL's default, v2.18.1-1 to v2.30.7-1), and before v2.27 only on the compute
+    capabilities the release lists (no Blackwell to v2.24, not B300/GB300's 10.3 in v2.25-v2.26). RCCL turns
+    LL128 on by default only on the architectures its release lists (:attr:`TierModel.ll128_default`:
+    gfx90a, not gfx942)."""
     pci = (tm.intra_kind in ("pci", "net") or not tm.ll128_default) and allowed is None
     out = _protocols_of(entry.algorithm, tm.efficiency == "nccl", pci, forced)
     return out if allowed is None else tuple(p for p in out if p in allowed)
