@@ -104,6 +104,32 @@ class TransportSpec(BaseModel):
     source: str = Field(min_length=10)
     mtu_bytes: int | None = Field(default=None, gt=0)
     header_bytes: int | None = Field(default=None, ge=0)
+    ib_verbs: bool = False
+    image_env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def speaks_ib_verbs(self) -> bool:
+        """Whether NCCL's IB verbs code carries this transport's bytes: NET/IB itself (InfiniBand, RoCE) or a
+        plugin built on it (``ib_verbs``: gIB), which reads the ``NCCL_IB_*`` variables.
+
+        >>> [transport(k).speaks_ib_verbs for k in ("roce-v2", "gcp-gib", "efa-srd")]
+        [True, True, False]
+        """
+        return self.nccl_name == "NET/IB" or self.ib_verbs
+
+    def image_setting(self, name: str) -> str | None:
+        """The value the plugin's image sets for NCCL variable ``name`` (``image_env``), None where unset.
+
+        >>> transport("gcp-gib").image_setting("NCCL_IB_QPS_PER_CONNECTION")
+        '4'
+        """
+        return dict(self.image_env).get(name)
+
+    @field_validator("image_env", mode="before")
+    @classmethod
+    def _env(cls, v: Any) -> tuple[tuple[str, str], ...]:
+        items = v.items() if isinstance(v, Mapping) else v
+        return tuple(sorted((str(k), str(val)) for k, val in items))
 
     @property
     def framing_efficiency(self) -> float:

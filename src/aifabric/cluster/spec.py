@@ -970,7 +970,8 @@ class ClusterSpec(_Strict):
 
         One efficiency chain, the payload share of line rate on the transport in use::
 
-            B_eff = line rate x min(e_NIC, f_T)         on the fabric's native transport
+            B_eff = line rate x min(e_NIC, f_T)         on the fabric's native transport, or a plugin that is
+                                                    NCCL's IB verbs code (``ib_verbs``: gIB on RoCEv2)
             B_eff = line rate x min(e_NIC, e_T)         on any other (a plugin, TCP sockets)
 
         ``e_NIC`` the NIC's payload efficiency (``nics.yaml``), what NCCL's own NET/IB reaches on InfiniBand
@@ -983,15 +984,16 @@ class ClusterSpec(_Strict):
         so nothing may beat it (the former ``e_NIC x e_T / e_native`` did: 0.983 x 0.55 / 0.968 = 0.559 on
         tcp-socket). The streams a communicator opens may reach less
         (:func:`aifabric.collectives.tiers.nic_stream_factor`). ConnectX-7 at 400 Gb/s: 50 x 0.983 = 49.15
-        GB/s on ib-verbs, 50 x 0.9804 = 49.02 on roce-v2, 50 x 0.55 = 27.5 on tcp-socket; at 200 Gb/s on
-        gcp-tcpxo 25 x 0.94 = 23.5.
+        GB/s on ib-verbs, 50 x 0.9804 = 49.02 on roce-v2 and on gcp-gib (NET/IB's code on
+        the same RoCEv2 wire), 50 x 0.55 = 27.5 on tcp-socket; at 200 Gb/s on gcp-tcpxo 25 x 0.94 = 23.5.
         """
         if self.nic_spec is None or self.scale_out is None:
             return 0.0
         so, e_nic = self.scale_out, self.nic_spec.payload_efficiency
-        if so.transport_key == so.native_transport:
-            return self.nic_line_rate_bytes_per_s * min(e_nic, transport(so.transport_key).framing_efficiency)
-        return self.nic_line_rate_bytes_per_s * min(e_nic, transport(so.transport_key).aggregate_efficiency)
+        net = transport(so.transport_key)
+        if so.transport_key == so.native_transport or net.ib_verbs:
+            return self.nic_line_rate_bytes_per_s * min(e_nic, net.framing_efficiency)
+        return self.nic_line_rate_bytes_per_s * min(e_nic, net.aggregate_efficiency)
 
     @property
     def transport_extra_latency_s(self) -> float:

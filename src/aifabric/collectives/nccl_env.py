@@ -349,8 +349,9 @@ def check_env(
 
 def _check_ib_only(parsed: NcclEnv, spec: ClusterSpec) -> None:
     """Refuse ``NCCL_IB_QPS_PER_CONNECTION`` where NCCL's IB transport (``src/transport/net_ib``, which
-    reads it; InfiniBand and RoCE) carries no bytes: a cluster without a scale-out network, or one whose
-    network runs a plugin or sockets (EFA, TCPX/TCPXO, gIB, NET/Socket), named with its transport."""
+    reads it; InfiniBand and RoCE, and gIB, which is built on it) carries no bytes: a cluster without a
+    scale-out network, or one whose network runs another plugin or sockets (EFA, TCPX/TCPXO, NET/Socket),
+    named with its transport."""
     if parsed.ib_qps_per_connection is None:
         return
     if spec.scale_out is None:
@@ -358,7 +359,7 @@ def _check_ib_only(parsed: NcclEnv, spec: ClusterSpec) -> None:
             f"NCCL_IB_QPS_PER_CONNECTION: {spec.name} has no scale-out network; the variable does not apply"
         )
     net = transport(spec.scale_out.transport_key)
-    if net.nccl_name != "NET/IB":
+    if not net.speaks_ib_verbs:
         raise ConfigError(
             f"NCCL_IB_QPS_PER_CONNECTION: {spec.name}'s network runs {net.name} ({net.nccl_name}), not "
             "NCCL's IB transport (NET/IB); the variable does not apply"
