@@ -144,3 +144,13 @@ def test_gib_takes_the_ib_variables_other_plugins_refuse():
     # gIB reads NCCL_IB_QPS_PER_CONNECTION (the image sets it); EFA's plugin does not (test_option_refusals)
     r = formula_collective("all_gather", 2**30, _a4(), env={"NCCL_IB_QPS_PER_CONNECTION": "1"})
     assert r.busbw_bytes_per_s > 0
+
+
+def test_the_explanation_names_what_the_gib_image_set():
+    # across nodes every network stage runs the image's 4 QPs; an NVLS-tree pick its 512 KiB NVLS chunk too
+    big = formula_collective("all_reduce", 2**33, _a4()).explanation
+    assert big.endswith("the nccl-gib image sets NCCL_IB_QPS_PER_CONNECTION=4, NCCL_NVLS_CHUNKSIZE=524288")
+    mine = formula_collective("all_gather", 2**30, _a4(), env={"NCCL_IB_QPS_PER_CONNECTION": "4"})
+    assert "NCCL_IB_QPS_PER_CONNECTION" not in mine.explanation  # the user's own value, not the image's
+    one_node = formula_collective("all_gather", 2**30, _a4(1)).explanation
+    assert "NCCL_IB_QPS_PER_CONNECTION" not in one_node  # no network stage

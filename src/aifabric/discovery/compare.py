@@ -1244,7 +1244,7 @@ def _release_note(version: str | None, spec: ClusterSpec, table: PerfTable) -> s
 def _transport_note(net: TransportSpec, info: NcclInfo, spec: ClusterSpec) -> str:
     """How the network transport the INFO lines name is predicted, in words."""
     note = (f"the network ran over {net.nccl_name} ({info.lines('network')[0]}): predicted with {net.name}, "
-            f"{net.aggregate_efficiency:.2f} of line rate")  # fmt: skip
+            f"{net.payload_share:.2f} of line rate")  # fmt: skip
     devices = transport_devices(info, net)
     if devices is not None and devices < spec.nics_per_node:
         names = ", ".join(info.net_devices)
