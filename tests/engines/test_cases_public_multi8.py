@@ -196,7 +196,8 @@ MISSED = {
     ),
     f"{A4HIGH}: A4 High all_gather (2 pods printed, 'four nodes' by default)": (
         "busbw 226.52/292.17/327.98/335.67 at 64/256 MiB/1/8 GiB vs ring/Simple 273.0/353.6/381.7/390.8 on 2 "
-        "nodes (+21/+21/+16/+16 %; at 4 nodes the model is 250.6/321.5/371.7/389.5): the same machine "
+        "nodes (+21/+21/+16/+16 %; against the yaml's default four nodes 250.6/321.5/371.7/389.5, +11/+10/"
+        "+13/+16 %): the same machine "
         "type, image and transport as the A4 guide above (374.57 at 8 GiB, asserted), so 0.84 of the eight "
         "ports against 0.94 is the run's, not gIB's (placement across blocks, the fabric of that day); no "
         "public figure names it"

@@ -146,8 +146,9 @@ CAUSES: dict[str, str] = {
     ),
     "latency_net": (
         "per-operation latency above NCCL's model: a network plugin or socket transport (GCP TCPXO ~123 us "
-        "for an 8 B all_reduce, dstackai/dstack GCP example; the gIB plugin ~250-300 us at 1-64 KB, "
-        "kubernetes-sigs/dranet GKE RDMA guide), proxy-thread or CPU placement, or launch overhead"
+        "for an 8 B all_reduce, dstackai/dstack GCP example; one GKE A4 run through gIB at ~250-300 us at "
+        "1-64 KB, kubernetes-sigs/dranet GKE RDMA guide, where Google's own A4 guide runs 35-41 us), "
+        "proxy-thread or CPU placement, or launch overhead"
     ),
     "latency_model": (
         "small-message time above NCCL's latency model by less than 2x: launch, protocol and proxy costs its "
