@@ -9,10 +9,12 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.engines.test_cases_published import gcp_a4  # 8 x B200, 8 x 400G CX-7 RoCE through gIB
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.tiers import tier_model
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import ConfigError
 
@@ -97,3 +99,40 @@ def test_cli_cluster_with_a_transport(tmp_path):
     path.write_text(yaml.safe_dump(raw))
     bad = CliRunner().invoke(app, ["collective", "-c", str(path), "-s", "8"])
     assert bad.exit_code == 2
+
+
+def test_gib_is_nccl_ib_verbs_on_the_roce_wire():
+    # transports.yaml gcp-gib: the gIB image sets NCCL_IB_* variables only NCCL's net_ib reads, so its payload
+    # is RoCEv2's framing on the 400G port: 50 GB/s x 4096 / (4096 + 82) = 49.02 GB/s, as on NCCL's own
+    # NET/IB over the same Ethernet (roce-v2), not an end-to-end figure of one run.
+    gib, roce = gcp_a4(2), gcp_a4(2).with_changes(**{"scale_out.transport": "roce-v2"})
+    assert gib.nic_effective_bytes_per_s == pytest.approx(50e9 * 4096 / 4178, rel=1e-9)
+    assert gib.nic_effective_bytes_per_s == roce.nic_effective_bytes_per_s
+
+
+def test_gib_image_environment_reaches_the_tier_model():
+    # the gIB image's ENV lines (GoogleCloudPlatform/PerfKitBenchmarker nvidia_hpl/a4.dockerfile):
+    # NCCL_IB_QPS_PER_CONNECTION=4, NCCL_NVLS_CHUNKSIZE=524288; each a default the user's own value replaces
+    a4 = gcp_a4(2)
+    assert (tier_model(a4).nic_qps, tier_model(a4).nvls_chunks[0]) == (4, 524288)
+    user = tier_model(a4, ib_qps_per_connection=1, nvls_chunks=(131072, None))
+    assert (user.nic_qps, user.nvls_chunks[0]) == (1, 131072)
+    # NCCL's NET/IB on InfiniBand runs one QP and NCCL's 128 KiB NVLS chunk (None: the default)
+    ib = _h100()
+    assert (tier_model(ib).nic_qps, tier_model(ib).nvls_chunks[0]) == (1, None)
+
+
+def test_gib_takes_the_ib_variables_other_plugins_refuse():
+    # gIB reads NCCL_IB_QPS_PER_CONNECTION (the image sets it); EFA's plugin does not (test_option_refusals)
+    r = formula_collective("all_gather", 2**30, gcp_a4(2), env={"NCCL_IB_QPS_PER_CONNECTION": "1"})
+    assert r.busbw_bytes_per_s > 0
+
+
+def test_the_explanation_names_what_the_gib_image_set():
+    # across nodes every network stage runs the image's 4 QPs; an NVLS-tree pick its 512 KiB NVLS chunk too
+    big = formula_collective("all_reduce", 2**33, gcp_a4(2)).explanation
+    assert big.endswith("the nccl-gib image sets NCCL_IB_QPS_PER_CONNECTION=4, NCCL_NVLS_CHUNKSIZE=524288")
+    mine = formula_collective("all_gather", 2**30, gcp_a4(2), env={"NCCL_IB_QPS_PER_CONNECTION": "4"})
+    assert "NCCL_IB_QPS_PER_CONNECTION" not in mine.explanation  # the user's own value, not the image's
+    one_node = formula_collective("all_gather", 2**30, gcp_a4(1)).explanation
+    assert "NCCL_IB_QPS_PER_CONNECTION" not in one_node  # no network stage

@@ -140,6 +140,47 @@ class TransportSpec(BaseModel):
     mtu_bytes: int | None = Field(default=None, gt=0)
     header_bytes: int | None = Field(default=None, ge=0)
     rendezvous: Rendezvous | None = None
+    ib_verbs: bool = False
+    image_env: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def payload_share(self) -> float:
+        """The payload share of line rate this transport's bytes are priced at, before the NIC's own ceiling:
+        the framing ceiling where NCCL's IB verbs code frames the packets and the catalogue gives the framing
+        (:attr:`speaks_ib_verbs`: NET/IB on InfiniBand or RoCE, gIB), else the aggregate efficiency,
+        measured end to end as nccl-tests busbw over line rate, which already holds the wire's framing
+        (:attr:`aifabric.cluster.spec.ClusterSpec.nic_payload_bytes_per_s`).
+
+        >>> [round(transport(k).payload_share, 4) for k in ("roce-v2", "gcp-gib", "gcp-tcpxo", "tcp-socket")]
+        [0.9804, 0.9804, 0.94, 0.55]
+        """
+        if self.speaks_ib_verbs and self.mtu_bytes is not None:
+            return self.framing_efficiency
+        return self.aggregate_efficiency
+
+    @property
+    def speaks_ib_verbs(self) -> bool:
+        """Whether NCCL's IB verbs code carries this transport's bytes: NET/IB itself (InfiniBand, RoCE) or a
+        plugin built on it (``ib_verbs``: gIB), which reads the ``NCCL_IB_*`` variables.
+
+        >>> [transport(k).speaks_ib_verbs for k in ("roce-v2", "gcp-gib", "efa-srd")]
+        [True, True, False]
+        """
+        return self.nccl_name == "NET/IB" or self.ib_verbs
+
+    def image_setting(self, name: str) -> str | None:
+        """The value the plugin's image sets for NCCL variable ``name`` (``image_env``), None where unset.
+
+        >>> transport("gcp-gib").image_setting("NCCL_IB_QPS_PER_CONNECTION")
+        '4'
+        """
+        return dict(self.image_env).get(name)
+
+    @field_validator("image_env", mode="before")
+    @classmethod
+    def _env(cls, v: Any) -> tuple[tuple[str, str], ...]:
+        items = v.items() if isinstance(v, Mapping) else v
+        return tuple(sorted((str(k), str(val)) for k, val in items))
 
     @property
     def framing_efficiency(self) -> float:

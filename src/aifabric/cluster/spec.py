@@ -995,11 +995,12 @@ class ClusterSpec(_Strict):
 
         One efficiency chain, the payload share of line rate on the transport in use::
 
-            B_eff = line rate x min(e_NIC, f_T)         on the fabric's native transport
+            B_eff = line rate x min(e_NIC, f_T)         on NCCL's IB verbs code: NET/IB (the fabric's native
+                                                        transport) or a plugin built on it (gIB on RoCEv2)
             B_eff = line rate x min(e_NIC, e_T)         on any other (a plugin, TCP sockets)
 
         ``e_NIC`` the NIC's payload efficiency (``nics.yaml``), what NCCL's own NET/IB reaches on InfiniBand
-        (case 03's nodes). ``f_T`` the native transport's framing ceiling (``transports.yaml`` mtu_bytes /
+        (case 03's nodes). ``f_T`` the verbs transport's framing ceiling (``transports.yaml`` mtu_bytes /
         header_bytes: :attr:`~aifabric.catalog.transport.TransportSpec.framing_efficiency`): InfiniBand's
         26 B per 4096 B packet (0.9937) leaves ``e_NIC``; RoCEv2's 82 B (Ethernet, IPv4, UDP, BTH, ICRC,
         preamble and gap: 0.9804) is below ConnectX-7's 0.983, which RoCE cannot reach. ``e_T`` another
@@ -1008,15 +1009,14 @@ class ClusterSpec(_Strict):
         so nothing may beat it (the former ``e_NIC x e_T / e_native`` did: 0.983 x 0.55 / 0.968 = 0.559 on
         tcp-socket). The streams a communicator opens may reach less
         (:func:`aifabric.collectives.tiers.nic_stream_factor`). ConnectX-7 at 400 Gb/s: 50 x 0.983 = 49.15
-        GB/s on ib-verbs, 50 x 0.9804 = 49.02 on roce-v2, 50 x 0.55 = 27.5 on tcp-socket; at 200 Gb/s on
-        gcp-tcpxo 25 x 0.94 = 23.5.
+        GB/s on ib-verbs, 50 x 0.9804 = 49.02 on roce-v2 and on gcp-gib (NET/IB's code on the same RoCEv2
+        wire), 50 x 0.55 = 27.5 on tcp-socket; at 200 Gb/s on gcp-tcpxo 25 x 0.94 = 23.5
+        (:attr:`~aifabric.catalog.transport.TransportSpec.payload_share` chooses ``f_T`` or ``e_T``).
         """
         if self.nic_spec is None or self.scale_out is None:
             return 0.0
-        so, e_nic = self.scale_out, self.nic_spec.payload_efficiency
-        if so.transport_key == so.native_transport:
-            return self.nic_line_rate_bytes_per_s * min(e_nic, transport(so.transport_key).framing_efficiency)
-        return self.nic_line_rate_bytes_per_s * min(e_nic, transport(so.transport_key).aggregate_efficiency)
+        share = transport(self.scale_out.transport_key).payload_share
+        return self.nic_line_rate_bytes_per_s * min(self.nic_spec.payload_efficiency, share)
 
     @property
     def transport_extra_latency_s(self) -> float:

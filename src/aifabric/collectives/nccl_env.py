@@ -33,7 +33,9 @@ across nodes, GDR off       ``B_o x e_staging`` and ``+ a_staging`` per network 
 On EFA the network plugin, aws-ofi-nccl, sets variables of its own beneath the user's
 (:mod:`aifabric.catalog.aws_ofi_nccl`): ``NCCL_NVLS_CHUNKSIZE`` / ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` reach the
 tier model (:func:`aifabric.collectives.tiers.tier_model`), ``NCCL_NVLS_ENABLE=0`` below NCCL 2.18.5 the
-choice (:func:`plugin_env`).
+choice (:func:`plugin_env`). On GCP's gIB the image sets them (``transports.yaml`` ``image_env``):
+``NCCL_IB_QPS_PER_CONNECTION=4`` and ``NCCL_NVLS_CHUNKSIZE=524288`` reach the tier model the same way;
+``NCCL_IB_QPS_PER_CONNECTION`` is accepted there, gIB being NCCL's IB verbs code.
 
 The other ``NCCL_*`` variables NcclEnv reads (the network plugin) are refused, not dropped.
 """
@@ -65,6 +67,7 @@ from aifabric.collectives.tiers import (
     efa_plugin_settings,
     library_release,
     runs_efa_plugin,
+    transport_image_settings,
 )
 from aifabric.errors import ConfigError
 
@@ -206,10 +209,16 @@ _PLUGIN_NOTE_VARIABLES = {
 
 
 def plugin_note(
-    spec: ClusterSpec, tm: TierModel, algorithm: Algorithm, user_env: Mapping[str, str] | None
+    spec: ClusterSpec,
+    tm: TierModel,
+    algorithm: Algorithm,
+    user_env: Mapping[str, str] | None,
+    *,
+    across_nodes: bool = True,
 ) -> str | None:
     """What aws-ofi-nccl set that the pick ran with, for the explanation: the NVLS chunks of an NVLS pick
     and NVLS turned off, each where the user left it unset; None when nothing of the plugin's shaped it.
+    Elsewhere what the network plugin's image set (:func:`_image_note`; its QPs only ``across_nodes``).
 
     >>> from aifabric.cluster.spec import ClusterSpec
     >>> from aifabric.collectives.tiers import tier_model
@@ -220,7 +229,7 @@ def plugin_note(
     'aws-ofi-nccl 1.21.1 on p5.48xlarge sets NCCL_NVLS_CHUNKSIZE=524288, NCCL_NVLSTREE_MAX_CHUNKSIZE=524288'
     """
     if not runs_efa_plugin(spec):  # optimisation: the formula engine asks on every call
-        return None
+        return _image_note(spec, tm, algorithm, user_env or {}, across_nodes)
     settings = efa_plugin_settings(spec, tm.release, tm.nccl_version or None)
     user = user_env or {}
     names = (*_PLUGIN_NOTE_VARIABLES.get(algorithm, ()), *_PLUGIN_CHOICE_VARIABLES)
@@ -232,6 +241,32 @@ def plugin_note(
     return (
         f"aws-ofi-nccl {ofi_nccl_release(so.ofi_nccl_version).version} on {instance} sets {', '.join(used)}"
     )
+
+
+def _image_note(
+    spec: ClusterSpec, tm: TierModel, algorithm: Algorithm, user: Mapping[str, str], across_nodes: bool
+) -> str | None:
+    """What the network plugin's image set that the pick ran with (``transports.yaml`` ``image_env``,
+    :func:`aifabric.collectives.tiers.transport_image_settings`: gIB's), each where the user left it unset:
+    its QPs a connection, which every network stage runs on (``across_nodes``), and the NVLS chunk of an
+    NVLS pick; None elsewhere.
+
+    >>> from aifabric.cluster.spec import ClusterSpec
+    >>> from aifabric.collectives.tiers import tier_model
+    >>> a4 = ClusterSpec.model_validate({"accelerator": "b200", "nodes": 2, "scale_out": {"nic": "connectx-7",
+    ...     "transport": "gcp-gib", "fabric": "ethernet", "switch": "spectrum-4-sn5600-400g"}})
+    >>> _image_note(a4, tier_model(a4), Algorithm.NVLS_TREE, {}, True)
+    'the nccl-gib image sets NCCL_IB_QPS_PER_CONNECTION=4, NCCL_NVLS_CHUNKSIZE=524288'
+    >>> _image_note(a4, tier_model(a4), Algorithm.RING, {}, False) is None
+    True
+    """
+    settings = transport_image_settings(spec, tm.release)
+    qps = ("NCCL_IB_QPS_PER_CONNECTION",) if across_nodes else ()
+    names = (*qps, *_PLUGIN_NOTE_VARIABLES.get(algorithm, ()))
+    used = [f"{k}={settings[k]}" for k in names if k in settings and k not in user]
+    if not used or spec.scale_out is None:
+        return None
+    return f"the {transport(spec.scale_out.transport_key).plugin} image sets {', '.join(used)}"
 
 
 def parse_env(env: Mapping[str, str]) -> NcclEnv:
@@ -349,8 +384,9 @@ def check_env(
 
 def _check_ib_only(parsed: NcclEnv, spec: ClusterSpec) -> None:
     """Refuse ``NCCL_IB_QPS_PER_CONNECTION`` where NCCL's IB transport (``src/transport/net_ib``, which
-    reads it; InfiniBand and RoCE) carries no bytes: a cluster without a scale-out network, or one whose
-    network runs a plugin or sockets (EFA, TCPX/TCPXO, gIB, NET/Socket), named with its transport."""
+    reads it; InfiniBand and RoCE, and gIB, which is built on it) carries no bytes: a cluster without a
+    scale-out network, or one whose network runs another plugin or sockets (EFA, TCPX/TCPXO, NET/Socket),
+    named with its transport."""
     if parsed.ib_qps_per_connection is None:
         return
     if spec.scale_out is None:
@@ -358,7 +394,7 @@ def _check_ib_only(parsed: NcclEnv, spec: ClusterSpec) -> None:
             f"NCCL_IB_QPS_PER_CONNECTION: {spec.name} has no scale-out network; the variable does not apply"
         )
     net = transport(spec.scale_out.transport_key)
-    if net.nccl_name != "NET/IB":
+    if not net.speaks_ib_verbs:
         raise ConfigError(
             f"NCCL_IB_QPS_PER_CONNECTION: {spec.name}'s network runs {net.name} ({net.nccl_name}), not "
             "NCCL's IB transport (NET/IB); the variable does not apply"

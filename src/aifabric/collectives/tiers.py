@@ -67,6 +67,7 @@ __all__ = [
     "channel_share_note",
     "domain_nic_bytes_per_s",
     "efa_plugin_settings",
+    "transport_image_settings",
     "runs_efa_plugin",
     "tree_nic_traffic",
     "tuner_tree_nic_traffic",
@@ -501,7 +502,8 @@ def tier_model(
     _finite("scale_out.nic_speed", nic * inter_scale)
     row = _tuning_row(release, acc.arch)
     channels = _comm_channels(spec, release, row, min_nchannels, max_nchannels)
-    net, qps = None, ib_qps_per_connection or 1
+    image = transport_image_settings(spec, release)
+    net, qps = None, ib_qps_per_connection or int(image.get("NCCL_IB_QPS_PER_CONNECTION", 1))
     search = _comm_channels(spec, release, row, None, None)
     graph = _ring_graph(spec, release, row)
     if efficiency == "nccl" and so is not None:
@@ -656,6 +658,25 @@ def efa_plugin_settings(
     return dict(_plugin_settings(*key))
 
 
+def transport_image_settings(spec: ClusterSpec, release: NcclRelease) -> dict[str, str]:
+    """The NCCL variables the image of ``spec``'s scale-out transport sets (``transports.yaml``
+    ``image_env``: Google's gIB image) that NCCL ``release`` reads; ``{}`` for other transports and RCCL.
+    The tier model takes ``NCCL_IB_QPS_PER_CONNECTION`` and ``NCCL_NVLS_CHUNKSIZE`` from them where the
+    user states neither (the user's own value wins, as the image's ``ENV`` lines are defaults).
+
+    >>> from aifabric.cluster.spec import ClusterSpec
+    >>> a4 = ClusterSpec.model_validate({"accelerator": "b200", "nodes": 2, "scale_out": {"nic": "connectx-7",
+    ...     "transport": "gcp-gib", "fabric": "ethernet", "switch": "spectrum-4-sn5600-400g"}})
+    >>> s = transport_image_settings(a4, nccl_release())
+    >>> s["NCCL_IB_QPS_PER_CONNECTION"], s["NCCL_NVLS_CHUNKSIZE"]
+    ('4', '524288')
+    """
+    so = spec.scale_out
+    if so is None or release.library != "nccl":
+        return {}
+    return {k: v for k, v in transport(so.transport_key).image_env if nccl_reads(k, release.version)}
+
+
 def runs_efa_plugin(spec: ClusterSpec) -> bool:
     """Whether ``spec``'s scale-out runs ``efa-srd``, the transport aws-ofi-nccl carries: elsewhere the
     plugin sets nothing (:func:`efa_plugin_settings` is ``{}``)."""
@@ -677,8 +698,9 @@ def _plugin_settings(
 def _nvls_chunks(
     spec: ClusterSpec, release: NcclRelease, stated: tuple[int | None, int | None], nccl_version: str | None
 ) -> tuple[int | None, int | None]:
-    """:attr:`TierModel.nvls_chunks`: each stated value NCCL ``release`` reads, else the plugin's."""
-    plugin = efa_plugin_settings(spec, release, nccl_version)
+    """:attr:`TierModel.nvls_chunks`: each stated value NCCL ``release`` reads, else the plugin's
+    (aws-ofi-nccl's on EFA, the image's on gIB: :func:`transport_image_settings`)."""
+    plugin = {**transport_image_settings(spec, release), **efa_plugin_settings(spec, release, nccl_version)}
     out = [
         value if value is not None and nccl_reads(name, release.version) else _int(plugin.get(name))
         for name, value in zip(_CHUNK_VARIABLES, stated, strict=True)

@@ -146,8 +146,9 @@ CAUSES: dict[str, str] = {
     ),
     "latency_net": (
         "per-operation latency above NCCL's model: a network plugin or socket transport (GCP TCPXO ~123 us "
-        "for an 8 B all_reduce, dstackai/dstack GCP example; the gIB plugin ~250-300 us at 1-64 KB, "
-        "kubernetes-sigs/dranet GKE RDMA guide), proxy-thread or CPU placement, or launch overhead"
+        "for an 8 B all_reduce, dstackai/dstack GCP example; one GKE A4 run through gIB at ~250-300 us at "
+        "1-64 KB, kubernetes-sigs/dranet GKE RDMA guide, where Google's own A4 guide runs 35-41 us), "
+        "proxy-thread or CPU placement, or launch overhead"
     ),
     "latency_model": (
         "small-message time above NCCL's latency model by less than 2x: launch, protocol and proxy costs its "
@@ -1244,7 +1245,7 @@ def _release_note(version: str | None, spec: ClusterSpec, table: PerfTable) -> s
 def _transport_note(net: TransportSpec, info: NcclInfo, spec: ClusterSpec) -> str:
     """How the network transport the INFO lines name is predicted, in words."""
     note = (f"the network ran over {net.nccl_name} ({info.lines('network')[0]}): predicted with {net.name}, "
-            f"{net.aggregate_efficiency:.2f} of line rate")  # fmt: skip
+            f"{net.payload_share:.2f} of line rate")  # fmt: skip
     devices = transport_devices(info, net)
     if devices is not None and devices < spec.nics_per_node:
         names = ", ".join(info.net_devices)

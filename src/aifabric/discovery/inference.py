@@ -216,9 +216,10 @@ def _scale_out_dict(
     as many as the cloud ``instance`` the log names has where its page gives the count.
 
     The instance's NIC part and NCCL transport (``cloud_instances.yaml`` ``nic``, ``transport``) are not
-    applied: the efficiency of a plugin transport (gIB, TCPXO, EFA SRD) is itself read off public runs of
-    those instances, so pricing a log with it would grade the log against figures taken from such logs; the
-    note names the transport, and a ``--cluster`` spec with ``scale_out.transport`` applies it.
+    applied: the efficiency of a plugin transport (TCPXO, EFA SRD) is itself read off public runs of those
+    instances, so pricing a log with it would grade the log against figures taken from such logs (gIB, NCCL's
+    verbs code, is priced at RoCEv2's framing, 0.3 % below the inferred InfiniBand NIC's); the note names the
+    transport, and a ``--cluster`` spec with ``scale_out.transport`` applies it.
     """
     return {
         "nic": nic_for_speed(speed_bytes_per_s),
