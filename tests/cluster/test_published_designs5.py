@@ -38,14 +38,10 @@ module, not half a 2 x 800G one: the GB300 144-GPU row's optics 360 -> 576 modul
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from typer.testing import CliRunner
+from tests.clusters import cluster_file, scale_out_counts, show_json
 
-from aifabric.cli.app import app
-from aifabric.cluster.power import cluster_power
+from aifabric.cluster.power import PowerBudget, cluster_power
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.topology import build_topology
 
@@ -117,26 +113,14 @@ management: null
 """
 
 
-def _file(tmp_path: Path, text: str, name: str) -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
-
-
-def _show(path: str, *args: str) -> dict:
-    r = CliRunner().invoke(app, ["cluster", "show", path, *args, "--json"])
-    assert r.exit_code == 0, r.output
-    out: dict = json.loads(r.stdout)
-    return out
-
-
-def _counts(parts: list[dict], item: str) -> dict[str, int]:
-    """Counts of one item kind of the scale-out network, by part name (tier or cable kind)."""
-    return {
-        p["part"].split(":")[0]: p["count"]
-        for p in parts
-        if p["item"] == item and p["network"] == "scale-out"
-    }
+def _server_watts(budget: PowerBudget, nic_networks: tuple[str, ...]) -> float:
+    """What the servers (or racks) draw: compute lines, the scale-up switches and the NICs of the networks
+    named."""
+    return budget.compute_watts + sum(
+        x.watts
+        for x in budget.inventory.lines
+        if x.network == "scale-up" or (x.item == "nic" and x.network in nic_networks)
+    )
 
 
 def _shape(path: str) -> tuple[int, int]:
@@ -150,30 +134,30 @@ def test_asterfusion_256_gpus_on_four_rail_leaves_and_two_spines(tmp_path):
     # each taking its rail's 64 NICs; at 400G a 51.2 Tb/s switch has 128 ports, so a leaf has 64 down and
     # 64 up (1:1) and the 4 x 64 = 256 uplinks fill 2 spines of 128. (At 800G per NIC a leaf's 64 ports
     # would all face the servers: the published 4 + 2 close only at 400G.)
-    path = _file(tmp_path, AST_M, "ast-m.yaml")
-    d = _show(path)
+    path = cluster_file(tmp_path, AST_M, "ast-m.yaml")
+    d = show_json(path)
     assert d["tiers"] == 2
-    assert _counts(d["parts"], "switch") == {"leaf": 4, "spine": 2}
-    assert _counts(d["parts"], "cable") == {"nic-leaf": 256, "leaf-spine": 256}
+    assert scale_out_counts(d["parts"], "switch") == {"leaf": 4, "spine": 2}
+    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 256, "leaf-spine": 256}
     assert _shape(path) == (64, 64)
 
 
 def test_asterfusion_128_gpus_rail_only_one_leaf_per_rail(tmp_path):
     # [AST-S]: 4 CX732Q-N leaves for 32 servers of 4 GPUs, one tier, "NIC N to Leaf N". By hand: rail k's
     # 32 NICs fill the 32 ports of leaf k; four rails, four leaves, no spine.
-    d = _show(_file(tmp_path, AST_S, "ast-s.yaml"))
+    d = show_json(cluster_file(tmp_path, AST_S, "ast-s.yaml"))
     assert d["tiers"] == 1
-    assert _counts(d["parts"], "switch") == {"leaf": 4}
-    assert _counts(d["parts"], "cable") == {"nic-leaf": 128}
+    assert scale_out_counts(d["parts"], "switch") == {"leaf": 4}
+    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 128}
 
 
 def test_shke_dgx_h100_su_has_eight_leaves_of_32_down_32_up(tmp_path):
     # [SHKE]: an SU of 32 DGX H100 (256 GPUs) has 8 leaves, each with 32 server ports and 32 spine uplinks.
     # By hand: 8 rails x 32 nodes, one 64-port leaf per rail at 1:1.
-    path = _file(tmp_path, DGX_SU, "su.yaml")
-    d = _show(path)
-    assert _counts(d["parts"], "switch")["leaf"] == 8
-    assert _counts(d["parts"], "cable") == {"nic-leaf": 256, "leaf-spine": 256}
+    path = cluster_file(tmp_path, DGX_SU, "su.yaml")
+    d = show_json(path)
+    assert scale_out_counts(d["parts"], "switch")["leaf"] == 8
+    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 256, "leaf-spine": 256}
     assert _shape(path) == (32, 32)
 
 
@@ -181,10 +165,10 @@ def test_cornelis_director_is_a_two_tier_fat_tree_of_96_port_modules(tmp_path):
     # [CN]: 576 external 400G ports on 12 leaf modules of 48 (plus 48 internal ports each) and 6 spine
     # modules. By hand: radix 96 at 1:1 is 48 down / 48 up; 576 / 48 = 12 leaves; their 12 x 48 = 576
     # uplinks on 96-port spines, 6 spines.
-    path = _file(tmp_path, DIRECTOR, "cn.yaml")
-    d = _show(path)
-    assert _counts(d["parts"], "switch") == {"leaf": 12, "spine": 6}
-    assert _counts(d["parts"], "cable") == {"nic-leaf": 576, "leaf-spine": 576}
+    path = cluster_file(tmp_path, DIRECTOR, "cn.yaml")
+    d = show_json(path)
+    assert scale_out_counts(d["parts"], "switch") == {"leaf": 12, "spine": 6}
+    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 576, "leaf-spine": 576}
     assert _shape(path) == (48, 48)
 
 
@@ -192,22 +176,18 @@ def test_cloudengined_h200_128_gpus_on_one_switch(tmp_path):
     # [CE]: 128 GPUs, 16 servers, 128 NICs, "leaf: 0, tor: 1": every NIC on one switch. By hand: 128 NICs
     # at 400G on one SN5600 of 128 x 400GbE, one tier, 128 cables. Expressed as one tier, not rail-wired
     # (the model wires rails to a leaf each; see MISSED for the file that names neither).
-    d = _show(_file(tmp_path, H200_16, "h200.yaml"))
+    d = show_json(cluster_file(tmp_path, H200_16, "h200.yaml"))
     assert d["tiers"] == 1
-    assert _counts(d["parts"], "switch") == {"leaf": 1}
-    assert _counts(d["parts"], "cable") == {"nic-leaf": 128}
+    assert scale_out_counts(d["parts"], "switch") == {"leaf": 1}
+    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 128}
 
 
 def test_cloudengined_h200_16_servers_draw_163_kw(tmp_path):
     # [CE]: "servers: 16 ... power: 163.2" kW for the servers. By hand: DGX H200 maximum system power
     # 10.2 kW (catalogue, NVIDIA DGX H200) x 16 = 163.2 kW; the model's GPUs, CPUs, NVSwitches, NICs and
     # rest of node add to the node maximum.
-    budget = cluster_power(build_topology(resolve_cluster(_file(tmp_path, H200_16, "h200.yaml"))))
-    server_w = budget.compute_watts + sum(
-        x.watts
-        for x in budget.inventory.lines
-        if x.network == "scale-up" or (x.item == "nic" and x.network == "scale-out")
-    )
+    budget = cluster_power(build_topology(resolve_cluster(cluster_file(tmp_path, H200_16, "h200.yaml"))))
+    server_w = _server_watts(budget, ("scale-out",))
     assert server_w == pytest.approx(163.2e3, rel=0.10)
 
 
@@ -229,7 +209,7 @@ GB200_POWER = [
 def test_cloudengined_gb200_nvl72_power_by_size(gpus, kw):
     # The preset (QM9700 back end, BlueField-3 front end, OOB) resized to the row's racks; two tiers to
     # 1,728 GPUs, three beyond. Model: 256.9, 373.2, 743.0, 1,478, 2,950, 6,147 kW (within 3 %).
-    d = _show("gb200-nvl72", "--nodes", str(gpus // 4))
+    d = show_json("gb200-nvl72", "--nodes", str(gpus // 4))
     assert d["gpus"] == gpus
     assert d["total_watts"] == pytest.approx(kw * 1e3, rel=0.10)
 
@@ -240,7 +220,7 @@ def test_cloudengined_gb300_800g_optics_one_module_per_link_end(tmp_path):
     # box's 64 cages run 800GbE each (CX864E-N "64x800G"), so every 800G link end takes one single-port
     # 800G module; the model's 144 uplinks (8 leaves of 18 up) give 144 + 144. Before the cages were
     # known the switch ends shared 1.6T twin-port modules: 144 + 72 x 3 = 360.
-    d = _show(_file(tmp_path, GB300_TH5, "gb300.yaml"))
+    d = show_json(cluster_file(tmp_path, GB300_TH5, "gb300.yaml"))
     optics = [p for p in d["parts"] if p["item"] == "transceiver" and p["network"] == "scale-out"]
     assert [(p["count"], p["links"]) for p in optics] == [(144, 144)] * 4
     assert {p["part"].split(": ")[1] for p in optics} == {"800G OSFP single-port transceiver (DR8/SR8)"}
@@ -251,11 +231,7 @@ def test_vera_rubin_rack_power_remeasured():
     # 1.8 kW (an estimate) + 36 Vera at 300 W = 140.4 kW, NVLink 6 switches 14.3 kW, 72 ConnectX-9 3.6 kW
     # and 36 BlueField-3 5.4 kW: 163.7 kW, 14 % under the Max-Q figure (MISSED: no rest-of-tray line).
     budget = cluster_power(build_topology(resolve_cluster("rubin-nvl72", nodes=18)))
-    rack_w = budget.compute_watts + sum(
-        x.watts
-        for x in budget.inventory.lines
-        if x.network == "scale-up" or (x.item == "nic" and x.network in ("scale-out", "front-end"))
-    )
+    rack_w = _server_watts(budget, ("scale-out", "front-end"))
     assert rack_w == pytest.approx(163.7e3, rel=0.01)
     assert rack_w < 0.9 * 190e3
 
