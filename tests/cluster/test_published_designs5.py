@@ -27,6 +27,12 @@ and flowlet pages earlier rounds read):
   tor: 1, ... power: 163.2"; GB200 NVL72 4-rail power by size, 144 GPUs 249.7 kW to 6,912 GPUs 12,111 kW;
   GB300 NVL72 on "TH5 800G, Spine/Leaf": 144 GPUs "spine: 3, leaf: 6, oOsfp: 144, oMpo: 288, oOsfp2: 144,
   uOsfp: 144, uMpo: 288, uOsfp2: 144"; 1,728 GPUs "spine: 24, leaf: 48", 1,728 of each module.
+- [LL-BOM] Lossless Network, "Sizing & Bill of Materials" (losslessnetwork.com/learn/cluster-build-guide/
+  sizing-and-bill-of-materials; the site's cluster-sizing page is an earlier round's): pod sizes of 8-GPU
+  servers, "64 GPUs | 8 x 8-GPU | 8 (1 per rail, 8 ports each) | 0", "256 GPUs | 32 x 8-GPU | 8 (1 per rail,
+  32 ports each) | 4", "1024 GPUs | 128 x 8-GPU | 16 (2 per rail with super-spine) | 8"; "16 GPUs | 2 x
+  8-GPU | 0 (direct server-to-server DAC, one per rail) | 0"; leaves and spines "Spectrum-4, Arista 7060X,
+  Tomahawk white-box".
 - [SAND] "From Sand to Superintelligence", chapter 14 "The NVL72 Rack" (regantih.github.io/reports-lab/
   sand-to-superintelligence/chapters/14-nvl72.html): a Vera Rubin NVL72 rack "draws roughly 190-230
   kilowatts depending on whether the rack is tuned for energy efficiency (Max Q) or peak performance (Max P)".
@@ -83,6 +89,18 @@ accelerator: h100-pcie
 gpus_per_node: 1
 nodes: 576
 scale_out: {nic: connectx-7, fabric: infiniband, switch: quantum-x800-q3400, radix: 96, tiers: 2}
+front_end: null
+management: null
+"""
+
+# [LL-BOM]: HGX H100 servers, one 400G NIC per GPU, rail-optimised on a 51.2 Tb/s switch (128 x 400GbE).
+LL_POD = """\
+name: lossless-pod
+accelerator: h100-sxm
+gpus_per_node: 8
+nodes: 8
+scale_up: {kind: nvswitch}
+scale_out: {nic: connectx-7, fabric: ethernet, switch: spectrum-4-sn5600-400g, rail_optimized: true}
 front_end: null
 management: null
 """
@@ -172,6 +190,25 @@ def test_cornelis_director_is_a_two_tier_fat_tree_of_96_port_modules(tmp_path):
     assert _shape(path) == (48, 48)
 
 
+# [LL-BOM] rows: (nodes, scale_out fields added, switches). By hand: 64 GPUs, one tier, a leaf per rail of
+# 8 NICs; 256 GPUs, 8 leaves of 32 down / 32 up, their 256 uplinks on 4 spines of 64 ports (the 64 x 400G
+# Arista 7060X / Tomahawk 4 class: radix 64); 1,024 GPUs on 128 x 400G (Spectrum-4): 2 leaves per rail of
+# 64 down / 64 up, 16 leaves, 1,024 uplinks on 8 spines of 128.
+LL_ROWS = [
+    (8, "tiers: 1", {"leaf": 8}),
+    (32, "radix: 64", {"leaf": 8, "spine": 4}),
+    (128, "tiers: 2", {"leaf": 16, "spine": 8}),
+]
+
+
+@pytest.mark.parametrize(("nodes", "fields", "switches"), LL_ROWS)
+def test_lossless_network_pod_sizes(tmp_path, nodes, fields, switches):
+    text = LL_POD.replace("rail_optimized: true", f"rail_optimized: true, {fields}")
+    d = show_json(cluster_file(tmp_path, text, "pod.yaml"), "--nodes", str(nodes))
+    assert scale_out_counts(d["parts"], "switch") == switches
+    assert scale_out_counts(d["parts"], "cable")["nic-leaf"] == nodes * 8
+
+
 def test_cloudengined_h200_128_gpus_on_one_switch(tmp_path):
     # [CE]: 128 GPUs, 16 servers, 128 NICs, "leaf: 0, tor: 1": every NIC on one switch. By hand: 128 NICs
     # at 400G on one SN5600 of 128 x 400GbE, one tier, 128 cables. Expressed as one tier, not rail-wired
@@ -237,14 +274,17 @@ def test_vera_rubin_rack_power_remeasured():
 
 
 MISSED = {
+    "Lossless Network, 16-GPU pod": "0 switches published (2 servers, 'direct server-to-server DAC, one per "
+    "rail') vs 8 leaves predicted (one tier, 2 nodes): the model always puts a switch between nodes; a "
+    "switchless back-end of two nodes cabled NIC to NIC is the missing mechanism",
     "cloudengined H200 8-rail, 16 servers, the file naming no tiers": "1 switch published ('leaf: 0, tor: "
     "1') vs 8 leaves + 1 spine predicted (`aifabric cluster show` of 16 H200 nodes, rail_optimized: true, "
     "SN5600 400G, tiers unnamed): a file that names no tiers gets two (or three), never one, and a "
     "rail-optimised tier gives each rail its own leaf even when every NIC fits one switch (128 NICs, 128 "
     "ports); the published design puts all rails on one switch. Named as one un-railed tier it is built "
     "as published (test above); choosing one tier, and folding rails onto a switch, is the missing "
-    "mechanism (Lossless Network's 256-GPU design keeps a leaf per rail at half fill, so folding is a "
-    "design choice, not a rule)",
+    "mechanism (Lossless Network's 64-GPU pod, tested above, keeps a leaf of 8 ports per rail where one "
+    "switch would hold all 64 NICs: folding is a design choice, not a rule)",
     "cloudengined GB300 NVL72 on TH5 800G, 144 GPUs": "6 leaves + 3 spines published vs 8 leaves + 3 spines "
     "predicted: the model's leaves come in SUs of one leaf per rail (4 rails), 2 SUs of 18 down / 18 up; "
     "6 leaves of 24 / 24 keep no rail alignment over 4 rails, the model has no un-railed SU",
