@@ -296,6 +296,11 @@ MISSED = {
     "maximum (NVIDIA publishes none), so the rest of the tray (memory, BlueField-4, fans and pumps, power "
     "conversion) is missing; a tray maximum of (190 - 14.3) / 18 = 9.8 kW from this rack figure would "
     "close it, but would be fitted to the one figure it is checked against",
+    "Compal HGX Rubin NVL8 (as reported by ngtimes.org, 2026-06-02)": "about 24 kW per 2U 8-GPU server "
+    "published vs 17.0 kW predicted (`vera-rubin`, 8 GPUs in one NVSwitch node: GPUs 14.4, the tray's CPU "
+    "figure 0.6, NVSwitch 1.6, ConnectX-9 0.4): the same missing rest of node as the NVL72 rack, and an x86 "
+    "host the vera-rubin entry does not describe; spreading the rack's 26 kW gap over its 72 GPUs (0.37 kW "
+    "each) would still leave this server 17 % short, so no single tray figure serves both",
 }
 
 
