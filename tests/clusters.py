@@ -1,13 +1,17 @@
 """Clusters that several test modules build: small Clos fabrics of DGX H100 nodes drawn by the property
-tests, the single MI300X node of case 31 and MI300X nodes on a RoCE fabric."""
+tests, the single MI300X node of case 31 and MI300X nodes on a RoCE fabric; and the helpers the
+published-design checks run a cluster file through (``aifabric cluster show --json``, its scale-out parts)."""
 
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 
 import yaml
+from typer.testing import CliRunner
 
+from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import Topology, build_topology
@@ -128,3 +132,27 @@ def geforce_yaml(tmp_path: Path, name: str, gpus_per_node: int, nodes: int, **sc
     path = tmp_path / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec))
     return str(path)
+
+
+def cluster_file(tmp_path: Path, text: str, name: str) -> str:
+    """``text`` written as the cluster YAML ``name`` under ``tmp_path``; its path."""
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def show_json(cluster: str, *args: str) -> dict:
+    """``aifabric cluster show CLUSTER ARGS --json``, parsed; the command must succeed."""
+    r = CliRunner().invoke(app, ["cluster", "show", cluster, *args, "--json"])
+    assert r.exit_code == 0, r.output
+    out: dict = json.loads(r.stdout)
+    return out
+
+
+def scale_out_counts(parts: list[dict], item: str) -> dict[str, int]:
+    """Counts of one item kind of the scale-out network, by part name (tier or cable kind)."""
+    return {
+        p["part"].split(":")[0]: p["count"]
+        for p in parts
+        if p["item"] == item and p["network"] == "scale-out"
+    }

@@ -28,13 +28,9 @@ reference notes read other pages of):
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
-from typer.testing import CliRunner
+from tests.clusters import cluster_file, scale_out_counts, show_json
 
-from aifabric.cli.app import app
 from aifabric.cluster.inventory import switch_end_modules
 from aifabric.cluster.power import cluster_power
 from aifabric.cluster.resolve import resolve_cluster
@@ -78,28 +74,6 @@ scale_out: {nic: connectx-7, fabric: ethernet, switch: spectrum-4-sn5600-400g, t
 """
 
 
-def _file(tmp_path: Path, text: str, name: str) -> str:
-    path = tmp_path / name
-    path.write_text(text)
-    return str(path)
-
-
-def _show(path: str, *args: str) -> dict:
-    r = CliRunner().invoke(app, ["cluster", "show", path, *args, "--json"])
-    assert r.exit_code == 0, r.output
-    out: dict = json.loads(r.stdout)
-    return out
-
-
-def _counts(parts: list[dict], item: str) -> dict[str, int]:
-    """Counts of one item kind of the scale-out network, by part name (tier or cable kind)."""
-    return {
-        p["part"].split(":")[0]: p["count"]
-        for p in parts
-        if p["item"] == item and p["network"] == "scale-out"
-    }
-
-
 def _modules(parts: list[dict], speed: str) -> int:
     """Scale-out transceiver modules whose name starts with ``speed`` (``400G``, ``800G``, ``200G``)."""
     return sum(
@@ -116,12 +90,12 @@ def test_imbue_511_hosts_leave_one_node_of_leaf_ports_to_ufm(tmp_path):
     # went to the UFM nodes. By hand: 4,096 GPU-sized leaf ports are 128 QM9700 leaves of 32 down (1:1);
     # 511 nodes fill 4,088 of them and leave 8, one per rail, a node's worth; 128 leaves need three tiers
     # (two tiers of radix 64 reach 64 leaves): 4 pods of 32 leaves and 32 spines, 64 cores.
-    path = _file(tmp_path, H100_IB, "imbue.yaml")
-    d = _show(path, "--nodes", "511")
+    path = cluster_file(tmp_path, H100_IB, "imbue.yaml")
+    d = show_json(path, "--nodes", "511")
     assert (d["gpus"], d["tiers"]) == (4088, 3)
-    switches = _counts(d["parts"], "switch")
+    switches = scale_out_counts(d["parts"], "switch")
     assert switches == {"leaf": 128, "spine": 128, "core": 64}
-    assert _counts(d["parts"], "cable")["nic-leaf"] == 4088
+    assert scale_out_counts(d["parts"], "cable")["nic-leaf"] == 4088
     shape = build_topology(resolve_cluster(path, nodes=511)).shape
     assert shape is not None
     assert shape.n_leaves * shape.leaf_down - 4088 == 8  # one 8-rail node's ports, the UFM's
@@ -132,7 +106,7 @@ def test_fibermall_h100_two_tier_optics_per_gpu(tmp_path):
     # optical module". By hand for 4 SUs (1,024 GPUs): one 400G module per NIC; twin-port 800G (2 x 400G)
     # modules at the switch ends, 1,024 leaf down ports / 2 = 512, leaf up 512, spine down 512 -> 1,536 =
     # 1.5 per GPU.
-    d = _show(_file(tmp_path, H100_IB, "h100.yaml"))
+    d = show_json(cluster_file(tmp_path, H100_IB, "h100.yaml"))
     assert d["tiers"] == 2
     assert _modules(d["parts"], "400G") == 1024
     assert _modules(d["parts"], "800G") == 1536
@@ -146,8 +120,10 @@ def test_fibermall_a100_on_qm9700_splits_each_cage_four_ways(tmp_path):
     # ports; the published 0.75 is three such ends of 1,120 links (840). The model cables 1,200 leaf-spine
     # links (24 leaves of 47 nodes' ports, 50 up each for an even spread over 10 spines), 300 modules per
     # end: 880 in all, 0.786 per GPU.
-    path = _file(tmp_path, A100_HDR.replace("quantum-qm8700, tiers: 3", "quantum-2-qm9700"), "a100q.yaml")
-    d = _show(path)
+    path = cluster_file(
+        tmp_path, A100_HDR.replace("quantum-qm8700, tiers: 3", "quantum-2-qm9700"), "a100q.yaml"
+    )
+    d = show_json(path)
     assert d["tiers"] == 2
     assert _modules(d["parts"], "200G") == 1120
     ends = [p for p in d["parts"] if p["item"] == "transceiver" and p["part"].startswith(("leaf", "spine"))]
@@ -161,23 +137,23 @@ def test_besthub_a100_superpod_switches_per_gpu(tmp_path):
     # down / 20 up, 1,120 / 20 = 56 leaves at the least; spines and cores carry the same 1,120 links per
     # layer, 56 and 28 switches, 140 in all (0.125); the model's rail groups and pods of whole SUs (4 pods
     # of 2 SUs) add switches to 172, 0.154 per GPU, the published 0.15 to its two digits.
-    d = _show(_file(tmp_path, A100_HDR, "a100.yaml"))
+    d = show_json(cluster_file(tmp_path, A100_HDR, "a100.yaml"))
     assert d["tiers"] == 3
-    switches = sum(_counts(d["parts"], "switch").values())
+    switches = sum(scale_out_counts(d["parts"], "switch").values())
     assert round(switches / 1120, 2) == 0.15
-    assert _counts(d["parts"], "cable")["nic-leaf"] == 1120
+    assert scale_out_counts(d["parts"], "cable")["nic-leaf"] == 1120
 
 
 def test_losslessnetwork_256_gpus_one_leaf_per_rail(tmp_path):
     # Lossless Network: "256 GPUs - single pod, single leaf per rail. 32 servers x 8 GPUs. Eight rail
     # leaves at 32 x 400G each ... no spine is required". By hand: one tier, one switch per rail, each
     # taking the rail's 32 NICs.
-    path = _file(
+    path = cluster_file(
         tmp_path, H100_IB.replace("rail_optimized: true", "rail_optimized: true, tiers: 1"), "t1.yaml"
     )
-    d = _show(path, "--nodes", "32")
-    assert _counts(d["parts"], "switch") == {"leaf": 8}
-    assert _counts(d["parts"], "cable") == {"nic-leaf": 256}
+    d = show_json(path, "--nodes", "32")
+    assert scale_out_counts(d["parts"], "switch") == {"leaf": 8}
+    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 256}
 
 
 def test_losslessnetwork_1024_gpus_at_two_to_one(tmp_path):
@@ -186,14 +162,14 @@ def test_losslessnetwork_1024_gpus_at_two_to_one(tmp_path):
     # By hand (64-port switches, the page's "Tomahawk 4 (25.6 Tbps)"): 1,024 / 32 = 32 leaves, 32 x 16 =
     # 512 uplinks on 64-port spines = 8 spines. The model's 2:1 on 64 ports is 42 down / 21 up at most; 128
     # nodes over 4 SUs place 32 per leaf and cable ceil(32 / 2) = 16 up.
-    path = _file(
+    path = cluster_file(
         tmp_path,
         H100_IB.replace("rail_optimized: true", "rail_optimized: true, oversubscription: [2]"),
         "o.yaml",
     )
-    d = _show(path)
-    assert _counts(d["parts"], "switch") == {"leaf": 32, "spine": 8}
-    assert _counts(d["parts"], "cable") == {"nic-leaf": 1024, "leaf-spine": 512}
+    d = show_json(path)
+    assert scale_out_counts(d["parts"], "switch") == {"leaf": 32, "spine": 8}
+    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 1024, "leaf-spine": 512}
     shape = build_topology(resolve_cluster(path)).shape
     assert shape is not None and (shape.leaf_down, shape.leaf_up) == (32, 16)
 
@@ -213,8 +189,8 @@ def test_h100_cost_sheet_switch_counts(tmp_path, nodes, switches):
     text = (
         H100_IB.replace("rail_optimized: true", "rail_optimized: true, tiers: 1") if nodes == 64 else H100_IB
     )
-    d = _show(_file(tmp_path, text, "sheet.yaml"), "--nodes", str(nodes))
-    assert sum(_counts(d["parts"], "switch").values()) == switches
+    d = show_json(cluster_file(tmp_path, text, "sheet.yaml"), "--nodes", str(nodes))
+    assert sum(scale_out_counts(d["parts"], "switch").values()) == switches
 
 
 def test_apetops_100k_h100_power(tmp_path):
@@ -224,7 +200,7 @@ def test_apetops_100k_h100_power(tmp_path):
     # transceivers ... account for approximately 10% of the total". By hand: 100,000 x 1,275 W = 127.5 MW
     # of servers; with 10 % more, ~142 MW, "up to" 150. The model: nodes at the DGX H100's 10.2 kW
     # (GPUs, CPUs, rest, NVSwitches, NICs), then the three-tier SN5600 fabric, its optics, front-end, OOB.
-    budget = cluster_power(build_topology(resolve_cluster(_file(tmp_path, H100_100K, "100k.yaml"))))
+    budget = cluster_power(build_topology(resolve_cluster(cluster_file(tmp_path, H100_100K, "100k.yaml"))))
     inv = budget.inventory
     server_w = budget.compute_watts + sum(
         x.watts
