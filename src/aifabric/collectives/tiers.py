@@ -502,13 +502,11 @@ def tier_model(
     _finite("scale_out.nic_speed", nic * inter_scale)
     row = _tuning_row(release, acc.arch)
     channels = _comm_channels(spec, release, row, min_nchannels, max_nchannels)
-    image = transport_image_settings(spec, release)
-    net, qps = None, ib_qps_per_connection or int(image.get("NCCL_IB_QPS_PER_CONNECTION", 1))
     search = _comm_channels(spec, release, row, None, None)
     graph = _ring_graph(spec, release, row)
-    if efficiency == "nccl" and so is not None:
-        net = transport(so.transport_key)
-        nic *= nic_stream_factor(net, channels[1], spec.nics_per_node, qps, search[1])
+    nic, net, qps = _nic_streams(
+        spec, release, nic, efficiency, ib_qps_per_connection, (channels[1], search[1])
+    )
     return TierModel(
         intra_bytes_per_s=intra * intra_scale,
         **_nic_fields(spec, nic * inter_scale, efficiency, inter_scale),
@@ -552,6 +550,28 @@ def tier_model(
         shm_switch_gpus=(spec.scale_up.gpus_per_switch or 1) if _intra_transport(spec) else 1,
         nvls_chunks=_nvls_chunks(spec, release, nvls_chunks, nccl_version),
     )
+
+
+def _nic_streams(
+    spec: ClusterSpec,
+    release: Any,
+    nic: float,
+    efficiency: str,
+    ib_qps_per_connection: int | None,
+    channels: tuple[int, int],
+) -> tuple[float, Any, int]:
+    """A NIC's payload rate (bytes/s) once its streams are counted, its transport (None under
+    ``line_rate`` or without a scale-out) and the QPs per connection: the user's
+    ``NCCL_IB_QPS_PER_CONNECTION``, else what the transport's image sets
+    (:func:`transport_image_settings`), else NCCL's default 1. ``channels``: the call's and the search's
+    inter-node channels (:func:`nic_stream_factor`)."""
+    image = transport_image_settings(spec, release)
+    qps = ib_qps_per_connection or int(image.get("NCCL_IB_QPS_PER_CONNECTION", 1))
+    so = spec.scale_out
+    if efficiency != "nccl" or so is None:
+        return nic, None, qps
+    net = transport(so.transport_key)
+    return nic * nic_stream_factor(net, channels[0], spec.nics_per_node, qps, channels[1]), net, qps
 
 
 #: Compute capability from which NCCL skips the flush after GPUDirect RDMA receives (paths.cc
