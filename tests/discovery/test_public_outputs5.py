@@ -32,6 +32,12 @@ LOGS: dict[str, Read] = {
     "allreduce_units_line_then_rows_2r_cut.log": Read(10, (8, 0.0), (4096, 0.18), None, None, None),
     # NCCL 1's own test: busbw = algbw x 2(n-1)/n printed 0.00 beside 157 GB/s algbw: one GPU
     # (test/single/all_reduce_test.cu of NVIDIA/nccl v1.3.4-1); the 11th row is cut in its in-place half
+    # before: collective None ("no binary named"). The old layout (redop, no root, error column): of the
+    # tests of 2021, only all_reduce and reduce_scatter print a reduction without a root, and size = count
+    # x 4 on 4 ranks is not reduce_scatter's (nccl-tests src/*.cu print_header at 9dae3d3)
+    "allreduce_old_error_column_4x2080ti_cut.log": Read(
+        3, (8, 0.0), (32, 0.0), "all_reduce", 4, 1, "NVIDIA GeForce RTX 2080 Ti"
+    ),
     "nccl1_single_all_reduce_ops_types_bytes_res_cut.log": Read(
         10, (10000000, 0.0), (10000000, 0.0), "all_reduce", 1, None
     ),
@@ -42,6 +48,7 @@ NO_TABLE = {
     # 16 ranks on swat1-04 and swat1-05, cut inside rank 11's bus ID
     "allgather_half_mpirun_16r_2node_header_cut.log": "the text stops after the run's header (line 19)",
     "alltoall_mpirun_bond_4r_2node_header_cut.log": "the text stops after the run's header (line 13)",
+    "tinygrad_4090_p2p_header_then_info_v2234_cut.log": "the text stops after the run's header (line 10)",
 }
 
 #: INFO excerpts: (release, network, its devices, link layers, transports inside a node, ranks, trees).
@@ -56,6 +63,16 @@ INFO: dict[str, InfoRead] = {
         ("RoCE",),
         (),
         2,
+        False,
+    ),
+    # before: network "S", from the last line, cut where the copy stops; "Using network Socket" above it
+    "tinygrad_4090_p2p_header_then_info_v2234_cut.log": (
+        "2.23.4",
+        "Socket",
+        ("enp100s0",),
+        (),
+        (),
+        None,
         False,
     ),
     "info_torchrun_warnings_eno1_v2205_cut.log": ("2.20.5", None, (), (), (), None, False),
@@ -92,6 +109,8 @@ REFUSED = {
     "nvlink_remote_h100_18links_cut.txt": "(it looks like nvidia-smi nvlink output: the links of each GPU",
     "ibv_devinfo_roce_mt4129_ethernet_cut.txt": "(it looks like ibv_devinfo output: NIC ports",
     "nvsmi_q_quadro_p2000_header_cut.txt": "(it looks like nvidia-smi -q output: properties of each GPU",
+    # before: no hint: the run's "# nThread" header without its table
+    "tinygrad_4090_p2p_header_then_info_v2234_cut.log": "(it looks like an nccl-tests log: use 'aifabric",
 }
 
 

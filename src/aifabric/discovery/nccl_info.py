@@ -438,8 +438,8 @@ class _Reader:
         self.note("intra", ev, keep=2)
 
     def take_network(self, m: re.Match[str], ev: Evidence) -> None:
-        self.values["network"] = m.group(1)
-        self.note("network", ev)
+        # the first: a later line, cut where the copy stops, may say "Using network S"
+        self.first("network", m.group(1), ev)
 
     def take_net_devices(self, m: re.Match[str], ev: Evidence) -> None:
         """A NET/IB or NET/Socket device list: each device, and its link layer where given."""

@@ -542,7 +542,10 @@ def inspect_node_text(
 #: Other tools' outputs people paste for a node, each by a line only it prints, and what ``inspect`` says
 #: of it: the first that matches names the input in the one-line refusal.
 _OTHER_OUTPUTS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"#\s*size\s+count\s+type"), "an nccl-tests log: use 'aifabric nccl-tests compare'"),
+    (  # its column header, or the "# nThread 1 nGpus 8 ..." line that opens a run (copied without a table)
+        re.compile(r"#\s*size\s+count\s+type|^[^\n#]{0,40}#\s*nThread \d", re.M),
+        "an nccl-tests log: use 'aifabric nccl-tests compare'",
+    ),
     (  # nvidia-smi -q: its "==============NVSMI LOG==============" banner
         re.compile(r"^=+NVSMI LOG=+\s*$", re.M),
         "nvidia-smi -q output: properties of each GPU, not the paths between GPUs and NICs",
