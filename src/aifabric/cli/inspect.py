@@ -144,10 +144,14 @@ def _render_node(node) -> None:  # noqa: ANN001  (a NodeInspection; the module i
 def _render_nvlink(node) -> None:  # noqa: ANN001  (a NodeInspection; the module is imported lazily)
     """The node's NVLink groups: pairs, link counts, full mesh or partial (then each pair)."""
     if not node.nvlink_groups:
-        hidden = node.layout.nvlink_hidden
+        hidden, to_cut = node.layout.nvlink_hidden, node.layout.nvlinks_to_cut_gpus
         console.print(
             "NVLink: not shown (nvidia-smi topo -mp prints PCIe paths only)"
             if hidden
+            else "NVLink: none among the GPUs counted; the rows read show "
+            + ", ".join(f"{a}-{b} NV{c}" for a, b, c in to_cut)
+            + " to GPUs whose rows were cut"
+            if to_cut
             else "NVLink: none in the input"
         )
     for g in node.nvlink_groups:

@@ -11,6 +11,8 @@ The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases prin
 ``NCCL version 2.19.3+cuda12.2``                                        ``init.cc`` (version banner)
 ``Using network IB`` / ``Socket`` / ``AWS Libfabric`` ...               ``init.cc`` ``"Using network %s"``
 ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE ; OOB eth0:...``       ``net_ib/init.cc``
+``NET/IB : Using [0]={[0] mlx5_7:1/RoCE, [1] mlx5_6:1/RoCE} ; OOB ...``   ``transport/net_ib.cc`` (2.20: ports
+                                                                        merged into one device, each listed)
 ``NET/Socket : Using [0]eth0:10.0.0.1<0>``                              ``net_socket.cc``
 ``CUDA Dev 0[0], IB NIC distance :  PIX`` (2.4: the network in use)     ``transport/net.cc`` (v2.4.8-1)
 ``Channel 00/0 : 7[7] -> 8[0] [send] via NET/IB/0/GDRDMA``              ``transport/net.cc``; ``NET/IB/0(1)``:
@@ -22,7 +24,9 @@ The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases prin
 ``NVLS multicast support is not available on dev 0``                    ``transport/nvls.cc``
 ``comm 0x.. rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 ...``    ``init.cc``
 ``32 coll channels, 32 collnet channels, 16 nvls channels, ...``        ``init.cc``
-``Channel 00/32 :    0   1   2 ...`` (a ring), ``Trees [0] ...``        ``init.cc``
+``Channel 00/32 :    0   1   2 ...`` (a ring), ``Trees [0] ...``        ``init.cc``; ``graph/rings.cc``
+                                                                        ``dumpLine``: the ring's nRanks ranks,
+                                                                        at most :data:`RING_WIDTH` up to 2.18
 ``Connected all rings, use ring PXN 0 GDR 1``                           ``transport/generic.cc``
 ``PXN Disabled as plugin is v4``                                        ``graph/paths.cc``
 ``NCCL_X set by environment to v``                                      ``param.cc``
@@ -60,6 +64,7 @@ __all__ = [
     "MAX_CHANNELS",
     "MAX_COMM_RANKS",
     "MAX_LINE_CHARS",
+    "RING_WIDTH",
     "Evidence",
     "NcclInfo",
     "env_setting",
@@ -78,13 +83,20 @@ _NIC_DISTANCE = re.compile(r"CUDA Dev \d{1,4}\[\d{1,4}\], (\S{1,64}) NIC distanc
 #: The banner as ``showVersion`` prints it to stdout, alone on its line.
 _BARE_VERSION = re.compile(r"^\s*NCCL version (\d{1,4}(?:\.\d{1,6}){1,3})\+")
 _NET_DEVICES = re.compile(r"NET/(IB|Socket) ?: Using ?((?:\[RO\])?[^;]{0,4000})")
-_NET_DEVICE = re.compile(r"\[\d{1,4}\]([\w.-]{1,64}?(?::\d{1,3}(?=[/\s]|$))?)(?:/(IB|RoCE)|[:<\s]|$)")
+_NET_DEVICE = re.compile(r"\[\d{1,4}\] ?([\w.-]{1,64}?(?::\d{1,3}(?=[/\s]|$))?)(?:/(IB|RoCE)|[:<\s]|$)")
+#: What a connection line names a peer by: its rank, then its CUDA device (2.13 on) or its bus ID in hex
+#: (``%d[%lx]`` of ``myInfo->busId``: 2.5 to 2.12, ``0[5000]``), none in 2.4 (``15 -> 0 [send]``).
+_PEER = r"(\d{1,9})(?:\[[0-9a-fA-F]{1,16}\])?"
+#: ``Channel`` from 2.7 on, ``Ring %02d`` in 2.4 to 2.6 (``transport/net.cc`` of v2.5.6-1).
+_CHANNEL_OF = r"(?:Channel|Ring) \d{1,4}(?:/\d{1,4})? : "
 _CONNECTION = re.compile(
-    r"Channel \d{1,4}/\d{1,4} : (\d{1,9})\[\d{1,9}\] -> (\d{1,9})\[\d{1,9}\] \[(send|receive)\] "
+    _CHANNEL_OF + _PEER + r" -> " + _PEER + r" \[(send|receive)\] "
     r"via NET/([^/]{1,64})/(\d{1,4})(?:\((\d{1,9})\))?(/GDRDMA)?"
 )
+#: ``via P2P/IPC``, ``via SHM/direct/direct``; 2.5 to 2.7 print SHM as ``via direct shared memory``
+#: (``transport/shm.cc`` of v2.5.6-1 and v2.7.8-1), read as ``SHM/direct``.
 _INTRA = re.compile(
-    r"Channel \d{1,4}(?:/\d{1,4})? : \d{1,9}\[\d{1,9}\] -> \d{1,9}\[\d{1,9}\] via (P2P|SHM)/(\w+)"
+    _CHANNEL_OF + _PEER + r" -> " + _PEER + r" via (?:(P2P|SHM)/(\w+)|direct (shared) memory)"
 )
 _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:GPU \w{1,16} / )?HCA (\d{1,4})")
 _NVLS = re.compile(r"NVLS multicast support is (not )?available")
@@ -100,7 +112,11 @@ _CHANNELS = re.compile(
 MAX_CHANNELS = 64
 #: A ring: ``Channel c/n :`` and the ranks in order, ``c`` the channel and ``n`` the channel count
 #: (NVIDIA/nccl ``init.cc``, ``"Channel %02d/%02d :"`` of ``comm->nChannels``).
-_RING = re.compile(r"Channel (\d{1,19})/(\d{1,19}) :(?: +\d{1,9})+\s*$")
+_RING = re.compile(r"Channel (\d{1,19})/(\d{1,19}) :((?: +\d{1,9})+)\s*$")
+#: Ranks a ring line lists at most up to 2.18 (``MAXWIDTH`` of ``dumpLine``, ``src/graph/rings.cc`` of
+#: v2.18.3-1; 2.4's ``init.cc`` the same); later releases list every rank in 128 characters, ending ``...``
+#: when cut. A whole ring line listing fewer ranks lists them all: the communicator's nRanks.
+RING_WIDTH = 20
 _TREES = re.compile(r"Trees \[\d")
 _CONNECTED = re.compile(r"Connected all rings(?:, use ring PXN (\d) GDR (\d))?")
 _PXN_OFF = re.compile(r"PXN Disabled")
@@ -114,8 +130,9 @@ _QP_MTU = re.compile(r"qpn \d{1,12} mtu (-?\d+)\b")
 _ACTIVE_MTU = re.compile(r"^\s*active_mtu:\s*(\d{3,4})\s*\((\d)\)")
 #: ``enum ibv_mtu`` (rdma-core ``verbs.h``): IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 -> bytes.
 IBV_MTU_BYTES = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
-# "NET/Plugin: Loaded collnet plugin SHARP (v8)" (NVIDIA/nccl src/plugin/net.cc, every plugin version)
-_COLLNET_PLUGIN = re.compile(r"Loaded collnet plugin ([^\r\n(]{1,64}?)\s*(?:\(|$)")
+# "NET/Plugin: Loaded collnet plugin SHARP (v8)" (NVIDIA/nccl src/plugin/net.cc); 2.12 to 2.2x print
+# "Loaded coll plugin SHARP (v5)" (src/net.cc of v2.18.3-1 and v2.20.5-1)
+_COLLNET_PLUGIN = re.compile(r"Loaded coll(?:net)? plugin ([^\r\n(]{1,64}?)\s*(?:\(|$)")
 _PLUGIN = re.compile(r"(?:Loaded net plugin|NET/Plugin: Loaded net plugin) ([^\r\n(]{1,64}?)\s*(?:\(|$)")
 
 
@@ -299,6 +316,7 @@ class _Reader:
         self.gdr_off: dict[int, None] = {}
         self.env: dict[str, str] = {}
         self.counts = {"net": 0, "gdr": 0, "pxn": 0, "rings": 0}
+        self.ring_ranks: list[tuple[Evidence, int]] = []  # each ring line and the ranks it lists
         self.mtu: int | None = None
         self.count_errors: list[Evidence] = []
 
@@ -415,12 +433,13 @@ class _Reader:
             self.note("pxn", ev)
 
     def take_intra(self, m: re.Match[str], ev: Evidence) -> None:
-        self.intra.setdefault(f"{m.group(1)}/{m.group(2)}", None)
+        kind = "SHM/direct" if m.group(5) else f"{m.group(3)}/{m.group(4)}"
+        self.intra.setdefault(kind, None)
         self.note("intra", ev, keep=2)
 
     def take_network(self, m: re.Match[str], ev: Evidence) -> None:
-        self.values["network"] = m.group(1)
-        self.note("network", ev)
+        # the first: a later line, cut where the copy stops, may say "Using network S"
+        self.first("network", m.group(1), ev)
 
     def take_net_devices(self, m: re.Match[str], ev: Evidence) -> None:
         """A NET/IB or NET/Socket device list: each device, and its link layer where given."""
@@ -458,7 +477,9 @@ class _Reader:
         self.saw_channels(ev, *m.groups())
 
     def take_ring(self, m: re.Match[str], ev: Evidence) -> None:
-        self.saw_ring(ev, *m.groups())
+        self.saw_ring(ev, m.group(1), m.group(2))
+        if len(ranks := m.group(3).split()) < RING_WIDTH:
+            self.ring_ranks.append((ev, len(ranks)))
 
     def take_trees(self, m: re.Match[str], ev: Evidence) -> None:
         self.first("trees", True, ev)
@@ -493,12 +514,23 @@ class _Reader:
     def take_comm_old(self, m: re.Match[str], ev: Evidence) -> None:
         self.saw_comm(ev, None, m.group(1))
 
-    def result(self) -> NcclInfo:
+    def ranks_in_rings(self, last_line: int) -> int | None:
+        """The ranks the first whole ring line lists (nRanks, below :data:`RING_WIDTH`; the first
+        communicator's, as for the communicator line), or None: a ring on the text's ``last_line`` may be
+        cut where the copy stops, so it does not count."""
+        ev, ranks = next(((ev, n) for ev, n in self.ring_ranks if ev.line != last_line), (None, None))
+        if ev is not None:
+            self.note("comm", ev, keep=1)
+        return ranks
+
+    def result(self, last_line: int = 0) -> NcclInfo:
         v = self.values
         comm = v.get("comm")
         channels = v.get("channels")
         flags = v.get("ring_flags")
         ranks, nodes, local = comm if isinstance(comm, tuple) else (None, None, None)
+        if comm is None:
+            ranks = self.ranks_in_rings(last_line)
         coll, collnet, nvls = channels if isinstance(channels, tuple) else (None, None, None)
         pxn_ring, gdr_ring = flags if isinstance(flags, tuple) else (None, None)
         multicast = v.get("nvls")
@@ -639,6 +671,7 @@ def parse_nccl_info(lines: Iterable[str], *, first_line: int = 1) -> NcclInfo:
     'line 2: NVLS multicast support is not available on dev 0'
     """
     reader = _Reader()
+    number = first_line - 1
     for number, raw in enumerate(lines, start=first_line):
         at = raw.find(_MARK, 0, MAX_LINE_CHARS)
         if at < 0:
@@ -646,4 +679,4 @@ def parse_nccl_info(lines: Iterable[str], *, first_line: int = 1) -> NcclInfo:
             continue
         text = raw[at + len(_MARK) : MAX_LINE_CHARS].strip()
         reader.read(text, Evidence(number, text[:200]))
-    return reader.result()
+    return reader.result(last_line=number)

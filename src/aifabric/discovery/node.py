@@ -539,6 +539,28 @@ def inspect_node_text(
     return out
 
 
+#: Other tools' outputs people paste for a node, each by a line only it prints, and what ``inspect`` says
+#: of it: the first that matches names the input in the one-line refusal.
+_OTHER_OUTPUTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (  # its column header, or the "# nThread 1 nGpus 8 ..." line that opens a run (copied without a table)
+        re.compile(r"#\s*size\s+count\s+type|^[^\n#]{0,40}#\s*nThread \d", re.M),
+        "an nccl-tests log: use 'aifabric nccl-tests compare'",
+    ),
+    (  # nvidia-smi -q: its "==============NVSMI LOG==============" banner
+        re.compile(r"^=+NVSMI LOG=+\s*$", re.M),
+        "nvidia-smi -q output: properties of each GPU, not the paths between GPUs and NICs",
+    ),
+    (  # nvidia-smi nvlink -R / -s: "Link 0: Remote Device 00000000:07:00.0: Link 46", "Link 0: 53.125 GB/s"
+        re.compile(r"^\s+Link \d{1,2}: (?:Remote Device|\d+(?:\.\d+)? GB/s)", re.M),
+        "nvidia-smi nvlink output: the links of each GPU, not the paths between GPUs and NICs",
+    ),
+    (  # ibv_devinfo (rdma-core): "hca_id:" opens each device
+        re.compile(r"^hca_id:\s", re.M),
+        "ibv_devinfo output: NIC ports, not the paths between GPUs and NICs",
+    ),
+)
+
+
 def _read_layouts(text: str, fmt: str, source: str | None) -> list[NodeLayout]:
     """The node layouts of ``text`` in format ``fmt`` (``auto``: :func:`detect_format`).
 
@@ -553,8 +575,7 @@ def _read_layouts(text: str, fmt: str, source: str | None) -> list[NodeLayout]:
         refuse_rocm_smi(text.split("\n"), source)
         refuse_headerless_rows(text.split("\n"), source)
         n = line_count(text)
-        hint = " (it looks like an nccl-tests log: use 'aifabric nccl-tests compare')" if re.search(
-            r"#\s*size\s+count\s+type", text) else ""  # fmt: skip
+        hint = next((f" (it looks like {what})" for p, what in _OTHER_OUTPUTS if p.search(text)), "")
         raise ParseError(
             f"no nvidia-smi topo -m matrix (a line starting with GPU0) or NCCL topology XML (<system>) found "
             f"in {n} lines{hint}",

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from aifabric.discovery.nccl_xml import GpuNode, NcclTopology, NicNode
-from aifabric.discovery.nvsmi import AFFINITY_CUT, TopoMatrix
+from aifabric.discovery.nvsmi import TopoMatrix
 
 __all__ = [
     "cpu_sides",
@@ -238,6 +238,17 @@ class NodeLayout:
         of the header are in the text (:func:`whole_cut_gpus`); its NIC paths and affinity are not."""
         return (*self.gpus, *whole_cut_gpus(self.gpus, self.cut_gpus, self.cut_gpu_links))
 
+    @property
+    def nvlinks_to_cut_gpus(self) -> tuple[tuple[str, str, int], ...]:
+        """``(gpu read, cut GPU, links)`` for each NVLink cell a read row shows under the column of a GPU
+        whose row was cut (``NV18`` in GPU0's row of a matrix cut after it): NVLink the input shows, to GPUs
+        the node is not counted with."""
+        return tuple(
+            (a, b, int(m.group(1)))
+            for (a, b), code in self.cut_gpu_links.items()
+            if a in self.gpus and b not in self.node_gpus and (m := NV_LINKS.match(code))
+        )
+
     def gpu_link(self, a: str, b: str) -> str:
         """The cell between GPUs ``a`` and ``b`` of :attr:`node_gpus` (KeyError: a pair not in the text)."""
         return self.gpu_links[(a, b)] if (a, b) in self.gpu_links else self.cut_gpu_links[(a, b)]
@@ -282,7 +293,7 @@ class NodeLayout:
             nic_numa=nic_numa,
             gpu_side=cpu_sides([g for g in m.gpus if gpu_numa[g] is None], m.cpu_affinity),
             gpu_hint=hint,
-            affinity_known=affinity or not m.gpus or AFFINITY_CUT in m.missing,
+            affinity_known=affinity or not m.gpus or m.affinity_cut,
             missing=(*m.missing, *_whole_cut_note(m)),
             cut_gpus=m.cut_gpus,
             cut_gpu_links=m.cut_gpu_links,

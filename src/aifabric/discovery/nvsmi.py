@@ -54,6 +54,7 @@ from aifabric.errors import ParseError
 
 __all__ = [
     "AFFINITY_CUT",
+    "AFFINITY_ROW_CUT",
     "PATH_ORDER",
     "PCI_ONLY",
     "TopoMatrix",
@@ -101,6 +102,8 @@ _MAX_WRAPS = 16
 MAX_MATRIX_GPUS = 256
 #: What :attr:`TopoMatrix.missing` says when the affinity columns were cut.
 AFFINITY_CUT = "affinity columns cut: CPU/NUMA affinity unknown"
+#: What it says of the last row when the copy stops inside its affinity values (printed, but cut).
+AFFINITY_ROW_CUT = "row {} cut in its affinity columns: its CPU/NUMA affinity unknown"
 
 
 def normalize_path_code(code: str) -> str:
@@ -302,6 +305,13 @@ class TopoMatrix:
         return _parse_first_matrix(clean_lines([_ANSI.sub("", raw).rstrip("\r") for raw in lines]), source)
 
     # -- queries ----------------------------------------------------------------------------------------
+
+    @property
+    def affinity_cut(self) -> bool:
+        """Whether affinity columns were printed but cut (all of them, or the last row's): affinity unknown
+        because the copy stops, not because the machine reports none."""
+        cut_row = AFFINITY_ROW_CUT.partition("{}")[2]
+        return AFFINITY_CUT in self.missing or any(m.endswith(cut_row) for m in self.missing)
 
     @property
     def devices(self) -> tuple[str, ...]:
@@ -618,7 +628,7 @@ def _parse_body(
     )
     unread = _last_row_cut_in_affinity(gpus, by_device, len(devices) + len(trailing), ends and not partial)
     if unread:
-        missing.append(f"row {unread} cut in its affinity columns: its CPU/NUMA affinity unknown")
+        missing.append(AFFINITY_ROW_CUT.format(unread))
     kept = devices[:reached]
     links, cpu_affinity, numa_affinity, gpu_numa_id = _read_rows(
         kept, gpus, cut_gpus, by_device, devices, trailing, partial=partial, unread=unread, source=source

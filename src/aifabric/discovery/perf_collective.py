@@ -227,6 +227,12 @@ def _collective_from_columns(rows: list[PerfRow], columns: Columns, n_ranks: int
     if reducing and unrooted and ratio is not None and ratio > 1:
         return "reduce_scatter"
     if reducing and unrooted and ratio == 1:
+        if not has_root and n_ranks is not None and n_ranks > 1:
+            # the old layout: each test printed its own header until nccl-tests 2.13's resync (51af557,
+            # 2022-08-19); only all_reduce and reduce_scatter print a reduction without a root there
+            # (print_header of src/*.cu at 9dae3d3: sendrecv prints "size count type", reduce "redop
+            # root"), and reduce_scatter's size is n x count x type size on more than one rank
+            return "all_reduce"
         factor = _bus_factor(rows)
         if factor is not None and abs(factor[0] - 1.0) > 5 * factor[1] + 0.01:
             return "all_reduce"  # 2(n-1)/n is 1 only at n = 2; sendrecv's factor is always 1

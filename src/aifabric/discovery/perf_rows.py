@@ -51,6 +51,8 @@ _PER_ITERATION = ("i_min", "i_max", "i_p99", "i_cv%")
 _STAMP = (re.compile(r"^\d{4}-\d{2}-\d{2}$"), re.compile(r"^\d{2}:\d{2}:\d{2}$"))
 _GIGA = Decimal(10) ** 9  # GB/s -> bytes/s (nccl-tests: 1 GB = 1e9 B)
 _MICRO = Decimal(10) ** -6  # us -> s
+_MILLI = Decimal(10) ** -3  # ms -> s (NCCL 1's tests)
+_NCCL1_HEAD = ["bytes", "N", "type"]
 
 
 def clean_line(raw: str) -> str:
@@ -59,8 +61,21 @@ def clean_line(raw: str) -> str:
 
 
 def is_column_header(stripped: str) -> bool:
-    """True for the ``#  size  count  type ...`` column header of a table."""
-    return stripped.startswith("#") and stripped[1:].split()[:3] == ["size", "count", "type"]
+    """True for the ``#  size  count  type ...`` column header of a table (NCCL 1's ``#  bytes  N  type``)."""
+    return stripped.startswith("#") and stripped[1:].split()[:3] in (["size", "count", "type"], _NCCL1_HEAD)
+
+
+def _header_names(tokens: list[str]) -> tuple[list[str], Decimal]:
+    """The header's column names as nccl-tests names them, and the unit of its time columns in seconds.
+
+    NCCL 1's own tests (NVIDIA/nccl v1.3.4-1 ``test/single/*_test.cu``) print ``bytes N type op`` then
+    ``time algbw busbw res`` per half, the time as ``elapsedSec * 1.0E3``: milliseconds, not nccl-tests'
+    microseconds; ``res`` is the largest deviation, nccl-tests' old ``error``.
+    """
+    if tokens[:3] != _NCCL1_HEAD:
+        return tokens, _MICRO
+    names = {"bytes": "size", "N": "count", "res": "error"}
+    return [names.get(t, t) for t in tokens], _MILLI
 
 
 def looks_like_row(stripped: str) -> bool:
@@ -82,6 +97,7 @@ class Columns:
     groups: tuple[tuple[str, ...], ...]  # (time, algbw, busbw[, #wrong|error][, i_min ... i_cv%]) 1 or 2
     places: tuple[str, ...]  # "out_of_place" / "in_place" for each group
     timestamp: bool = False  # a last ``timestamp`` column (-S 1): two more fields on a full row
+    time_unit: Decimal = _MICRO  # seconds per unit of the time columns (NCCL 1's tests: milliseconds)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -100,7 +116,7 @@ def parse_columns(lines: list[str], index: int, source: str | None) -> Columns:
     ParseError
         If a column is unknown or repeated, or there are not one or two time/algbw/busbw groups.
     """
-    tokens = lines[index].strip()[1:].split()
+    tokens, time_unit = _header_names(lines[index].strip()[1:].split())
     lineno = index + 1
     params: list[str] = []
     k = 0
@@ -145,7 +161,7 @@ def parse_columns(lines: list[str], index: int, source: str | None) -> Columns:
         places: tuple[str, ...] = ("out_of_place", "in_place")
     else:
         places = ("in_place",) if "in-place" in above and "out-of-place" not in above else ("out_of_place",)
-    return Columns(tuple(params), tuple(groups), places, stamped)
+    return Columns(tuple(params), tuple(groups), places, stamped, time_unit)
 
 
 def starts_new_run(stripped: str) -> bool:
@@ -225,7 +241,7 @@ def parse_row(stripped: str, lineno: int, columns: Columns, blank_redop: bool, s
             break
         values = tokens[position : position + len(group)]
         position += len(group)
-        results[place] = _parse_result(group, values, fail)
+        results[place] = _parse_result(group, values, fail, columns.time_unit)
     return PerfRow(
         size_bytes=int(size),
         count=int(count),
@@ -247,7 +263,10 @@ def _unstamped(tokens: list[str], columns: Columns) -> list[str]:
 
 
 def _parse_result(
-    group: tuple[str, ...], values: list[str | None], fail: Callable[[str], ParseError]
+    group: tuple[str, ...],
+    values: list[str | None],
+    fail: Callable[[str], ParseError],
+    time_unit: Decimal = _MICRO,
 ) -> PerfResult:
     time_text, algbw_text, busbw_text = values[0] or "", values[1] or "", values[2] or ""
     time_match = _TIME.match(time_text)
@@ -280,7 +299,7 @@ def _parse_result(
                     raise fail(f"#wrong {values[3]!r} is not a count")
                 wrong = int(number)
     return PerfResult(
-        time_s=_scaled(time_match.group(2), _MICRO),
+        time_s=_scaled(time_match.group(2), time_unit),
         algbw_bytes_per_s=_scaled(algbw_text, _GIGA),
         busbw_bytes_per_s=_scaled(busbw_text, _GIGA),
         wrong=wrong,
