@@ -246,7 +246,7 @@ ROWS: dict[str, Row] = {
         moe(1, 8, 32, 32, 1, 2048, v=4),
         970e12 / deepseek_v3_megatron_flops_per_token(),
         FP8_BALANCED,
-    ),  # model 4280 (+10.2 %)
+    ),  # model 4330 (+11.5 %; 4280 with the BF16 table's shapes)
     # ---- ROCm/TransformerEngine #72, one GPU: "H100: 478.73" (BF16, torch.compile).
     "GPT-2 XL 1 H100 b14 bf16 compile": Row(
         GPT2_XL, lambda: nvswitch_node("h100-sxm", 1), GPT2_B14, gpt2_xl_tokens(478.73), {}

@@ -654,6 +654,7 @@ class StepTime:
                 "summary": self.compute.summary(),
                 "upper_bound": self.compute.upper_bound,
                 "gemm_table": self.compute.gemm_table.name if self.compute.gemm_table else None,
+                "fp8_gemm_table": self.compute.fp8_gemm_table.name if self.compute.fp8_gemm_table else None,
             },
             "notes": list(self.notes),
         }
@@ -819,7 +820,10 @@ class StepModel:
         self.kernels = elementwise_kernels(self.options.elementwise)
         check_kernels_fit(self.model, self.kernels)
         self.gemm_table = self._gemm_table(spec.accelerator)
-        if self.gemm_table is None and self.compute.gemm_table is not None:  # what ran is what is reported
+        self.linear_gemm_table = self._linear_gemm_table()
+        if self.linear_gemm_table is not self.compute.fp8_gemm_table:  # what ran is what is reported
+            self.compute = dataclasses.replace(self.compute, fp8_gemm_table=None)
+        if self.gemm_table is None and self.compute.gemm_table is not None:
             self.compute = dataclasses.replace(self.compute, gemm_table=None)
         self.hbm_capacity_bytes = acc.hbm_capacity_bytes - self.options.hbm_reserve_bytes
         self.n_gpus = spec.n_gpus
@@ -861,6 +865,14 @@ class StepModel:
                 f"{self.compute.short_source!r}); GEMMs by shape need one (training/presets/gemm_*.csv)"
             )
         return None if wanted is False else table
+
+    def _linear_gemm_table(self) -> GemmTable | None:
+        """The table that times the layers' products: the profile's FP8 table under ``options.fp8`` where one
+        is recorded and products are timed by shape, else :attr:`gemm_table` (BF16 shapes, or None)."""
+        fp8_table = self.compute.fp8_gemm_table
+        if self.options.fp8 and self.gemm_table is not None and fp8_table is not None:
+            return fp8_table
+        return self.gemm_table
 
     # ------------------------------------------------------------------------------------ networking
     def collective(self, op: str, message_bytes: float, comm: Communicator) -> CollectiveResult:
@@ -1195,13 +1207,13 @@ class StepModel:
         key = (tokens, layout.tp, layout.ep, layout.etp)
         got = self._rates.get(key)
         if got is None:
-            m, t = self.model, layout.tp
-            scale = self.linear_flops_per_s / table.best_flops_per_s  # the table gives the shape only
+            m, t, linear = self.model, layout.tp, self.linear_gemm_table or table
+            scale = self.linear_flops_per_s / linear.best_flops_per_s  # the table gives the shape only
             logit_scale = self.gemm_flops_per_s / table.best_flops_per_s
             rates: list[float] = []
             for moe in (False, True) if m.is_moe else (False,):
                 fwd, bwd = self._layer_passes(layout, tokens, moe)
-                rates += [scale * pass_flops_per_s(table, fwd), scale * pass_flops_per_s(table, bwd)]
+                rates += [scale * pass_flops_per_s(linear, fwd), scale * pass_flops_per_s(linear, bwd)]
             if not m.is_moe:
                 rates += rates
             logit = [Gemm(tokens, m.vocab_size / t, m.hidden_size)]
