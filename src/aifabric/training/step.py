@@ -101,6 +101,7 @@ from aifabric.training.elementwise import (
     check_kernels_framework,
     elementwise_kernels,
     layer_forward_bytes,
+    moe_dispatcher,
 )
 from aifabric.training.flops import (
     attention_core_forward_flops_per_token,
@@ -251,6 +252,12 @@ class StepOptions:
         where gradients accumulate over microbatches, ZeRO 0-2): a memory-bound pass over every parameter
         each microbatch (Megatron-LM ``docs/user-guide/features/megatron_fsdp.md``, "Weight Gradient
         Accumulation Fusion": "to avoid COPY-ing the gradient to Megatron-FSDP communication buffers").
+    moe_dispatcher : str, default "alltoall"
+        The MoE token dispatcher whose kernels move the tokens in and out of the experts
+        (:data:`~aifabric.training.elementwise.MOE_DISPATCHERS`): ``"alltoall"`` (Megatron-Core's, eager
+        permutation), ``"alltoall-fused"`` (``--moe-permute-fusion``) or ``"flex"`` (DeepEP, HybridEP:
+        the first permutation inside the dispatch kernel, no sort by local expert). Their bytes are
+        element-wise work (:func:`~aifabric.training.elementwise.layer_forward_bytes`).
     offload_layers : int, default 0
         Megatron-LM's ``cpu_offloading_num_layers`` (Transformer Engine's CPU offload,
         :mod:`aifabric.training.offload`): the activations of the first N layers leave GPU memory for the
@@ -280,6 +287,7 @@ class StepOptions:
     framework: str = "megatron"
     gradient_accumulation_fusion: bool = True
     offload_layers: int = 0
+    moe_dispatcher: str = "alltoall"
 
     def __post_init__(self) -> None:
         get_framework(self.framework)  # a ConfigError naming the field for an unknown framework
@@ -293,6 +301,7 @@ class StepOptions:
             raise ConfigError(f"ddp_bucket_params must be >= 1, got {self.ddp_bucket_params!r}")
         # a ConfigError naming the field for an unknown set, or one of another framework's code
         check_kernels_framework(elementwise_kernels(self.elementwise), self.framework)
+        moe_dispatcher(self.moe_dispatcher)  # a ConfigError naming the field for an unknown dispatcher
         if self.capacity_factor is not None and not 1.0 <= self.capacity_factor < math.inf:
             raise ConfigError(
                 f"capacity_factor must be >= 1 and finite (or None: dropless), got {self.capacity_factor!r}"
@@ -818,6 +827,7 @@ class StepModel:
         self.hbm_bytes_per_s = acc.hbm_bandwidth_bytes_per_s * self.compute.hbm_efficiency
         self.host_bytes_per_s = self._host_link(spec.accelerator)
         self.kernels = elementwise_kernels(self.options.elementwise)
+        self.dispatcher = moe_dispatcher(self.options.moe_dispatcher)
         check_kernels_fit(self.model, self.kernels)
         self.gemm_table = self._gemm_table(spec.accelerator)
         self.linear_gemm_table = self._linear_gemm_table()
@@ -1099,7 +1109,14 @@ class StepModel:
         """
         m = self.model
         ew = layer_forward_bytes(
-            m, self.kernels, tp=layout.tp, sequence_parallel=layout.sequence_parallel, moe=moe
+            m,
+            self.kernels,
+            tp=layout.tp,
+            sequence_parallel=layout.sequence_parallel,
+            moe=moe,
+            ep=layout.ep,
+            etp=layout.etp,
+            dispatcher=self.dispatcher,
         )
         scores = 0.0
         if not self.options.flash_attention:
