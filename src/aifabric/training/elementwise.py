@@ -25,7 +25,9 @@ Forward bytes per token of one Llama 3 8B layer (h = 4,096, SwiGLU f = 14,336, 8
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from aifabric.errors import ConfigError
 from aifabric.training.models import ModelSpec
@@ -44,6 +46,7 @@ __all__ = [
 ]
 
 _ACT_BYTES = 2  # 16-bit activations
+_T = TypeVar("_T")
 
 #: Forward HBM elements per token of Megatron-Core's MoE router and all-to-all token dispatcher, as
 #: (per routed slot: x top_k, per token) multiples of h, all 16-bit: the eager PyTorch operators of
@@ -133,16 +136,16 @@ MOE_DISPATCHERS: dict[str, MoeDispatcher] = {
 
 
 def moe_dispatcher(name: str) -> MoeDispatcher:
-    """The dispatcher ``name`` of :data:`MOE_DISPATCHERS`.
+    """The dispatcher ``name`` of :data:`MOE_DISPATCHERS` (a ConfigError naming the value and the known
+    dispatchers otherwise)."""
+    return _named(MOE_DISPATCHERS, "moe_dispatcher", name)
 
-    Raises
-    ------
-    ConfigError
-        Naming the value and the known dispatchers.
-    """
-    found = MOE_DISPATCHERS.get(name)
+
+def _named(registry: Mapping[str, _T], field: str, name: str) -> _T:
+    """``registry[name]``; a ConfigError naming ``field``, the value and the known names otherwise."""
+    found = registry.get(name)
     if found is None:
-        raise ConfigError(f"moe_dispatcher must be one of {', '.join(MOE_DISPATCHERS)}, got {name!r}")
+        raise ConfigError(f"{field} must be one of {', '.join(registry)}, got {name!r}")
     return found
 
 
@@ -274,10 +277,7 @@ def elementwise_kernels(name: str) -> ElementwiseKernels:
     ConfigError
         Naming the value and the known sets.
     """
-    kernels = ELEMENTWISE_KERNELS.get(name)
-    if kernels is None:
-        raise ConfigError(f"elementwise must be one of {', '.join(ELEMENTWISE_KERNELS)}, got {name!r}")
-    return kernels
+    return _named(ELEMENTWISE_KERNELS, "elementwise", name)
 
 
 def check_kernels_fit(model: ModelSpec, kernels: ElementwiseKernels) -> None:
