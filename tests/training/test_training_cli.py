@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
-from aifabric.cli.train import ElementwiseChoice, FrameworkChoice
-from aifabric.training.elementwise import ELEMENTWISE_KERNELS
+from aifabric.cli.train import DispatcherChoice, ElementwiseChoice, FrameworkChoice
+from aifabric.training.elementwise import ELEMENTWISE_KERNELS, MOE_DISPATCHERS
 from aifabric.training.layout import ParallelLayout
 from aifabric.training.memory import FRAMEWORKS, memory_breakdown
 from aifabric.training.models import get_model
@@ -277,6 +277,32 @@ def test_train_elementwise_choice_is_the_registrys():
 
 def test_elementwise_choices_are_the_kernel_registry():
     assert [c.value for c in ElementwiseChoice] == list(ELEMENTWISE_KERNELS)
+
+
+def test_dispatcher_choices_are_the_dispatcher_registry():
+    assert [c.value for c in DispatcherChoice] == list(MOE_DISPATCHERS)
+
+
+def test_train_moe_dispatcher_sets_the_kernels_the_step_charges():
+    # Mixtral 8x7B with EP 4 holds 2 of the 8 experts per GPU. Per token and layer (k = 2, h elements of 2
+    # bytes, TP 2 with sequence parallelism: the dispatcher on half the tokens, the sort by local expert on
+    # all the slots the TP group gathered): Megatron-Core's eager alltoall dispatcher (5k + 3) / 2 + 4k =
+    # 14.5, the fused one (2k + 3) / 2 + 4k = 11.5, flex (DeepEP, HybridEP) (4k + 1) / 2 = 4.5. Only the
+    # memory-bound part of the step changes, in that order; a dense model refuses the option.
+    mixtral = ("--model", "mixtral-8x7b", "--cluster", "dgx-h100-superpod", "--nodes", "4", "--tp", "2",
+               "--ep", "4", "--seq-len", "4096", "--recompute", "full", "--global-batch", "64",
+               "--json")  # fmt: skip
+    runs = [
+        run("train", *mixtral, *(("--moe-dispatcher", d.value) if d else ()))
+        for d in (None, *DispatcherChoice)
+    ]
+    assert all(r.exit_code == 0 for r in runs), [r.stderr for r in runs]
+    default, eager, fused, flex = (json.loads(r.stdout)["breakdown_s"] for r in runs)
+    assert default == eager
+    assert eager["memory-bound"] > fused["memory-bound"] > flex["memory-bound"]
+    assert eager["compute"] == fused["compute"] == flex["compute"]
+    dense = run("train", *GPT3, "--tp", "8", "--pp", "8", "--moe-dispatcher", "flex")
+    assert dense.exit_code == 2 and "--moe-dispatcher: model 'gpt3-175b' has no experts" in dense.stderr
 
 
 def test_train_ep_comm_overlap_hides_the_expert_all_to_alls():

@@ -9,7 +9,13 @@ import pytest
 from aifabric.cluster.presets import preset
 from aifabric.errors import ConfigError
 from aifabric.training import ParallelLayout, get_model
-from aifabric.training.elementwise import ELEMENTWISE_KERNELS, elementwise_kernels, layer_forward_bytes
+from aifabric.training.elementwise import (
+    ELEMENTWISE_KERNELS,
+    MOE_DISPATCHERS,
+    elementwise_kernels,
+    layer_forward_bytes,
+    moe_dispatcher,
+)
 from aifabric.training.step import StepModel, StepOptions
 
 
@@ -44,6 +50,53 @@ def test_moe_layer_adds_megatron_cores_router_and_token_dispatcher():
     # The dispatcher works on the sequence-parallel shard, the experts' activation on the TP shard.
     tp8 = layer_forward_bytes(m, ELEMENTWISE_KERNELS["fused"], tp=8, sequence_parallel=True, moe=True)
     assert tp8 == (46 * 4096 + 2 * 6 * 14336) / 8
+
+
+def _qwen3_30b() -> tuple:
+    # Qwen3-30B-A3B's routing: h = 2,048, top-8 of 128 experts (the dispatcher's bytes do not depend on f_e).
+    m = dataclasses.replace(get_model("mixtral-8x7b"), hidden_size=2048, n_experts=128, top_k=8)
+    fused = ELEMENTWISE_KERNELS["fused"]
+    base = layer_forward_bytes(m, fused, moe=True, dispatcher=MOE_DISPATCHERS["flex"])
+    return m, fused, base - (4 * 8 + 1) * 2048 * 2  # the layer without its dispatcher
+
+
+@pytest.mark.parametrize(
+    ("name", "elements"),
+    [
+        # Eager alltoall: (5k + 3) on the shard, and the sort by local expert (sort_chunks_by_idxs before the
+        # experts, its inverse after: a read and a write of every slot each way): 4k. k = 8: 43 + 32.
+        ("alltoall", 43 + 32),
+        # --moe-permute-fusion: Transformer Engine's permute loads the token once and stores k slots, its
+        # unpermute loads k slots and stores once, the router reads the token: 2k + 3 = 19, and the sort, 32.
+        ("alltoall-fused", 19 + 32),
+        # flex (DeepEP, HybridEP): the first permutation is inside the dispatch kernel, the received tokens
+        # are permuted into the experts' slots and back, at most a read and a write per slot each way: 4k + 1.
+        ("flex", 33),
+    ],
+)
+def test_each_dispatcher_moves_its_kernels_elements(name, elements):
+    m, fused, rest = _qwen3_30b()
+    got = layer_forward_bytes(m, fused, moe=True, ep=8, dispatcher=moe_dispatcher(name))
+    assert got - rest == elements * 2048 * 2
+
+
+def test_the_sort_by_local_expert_needs_several_experts_and_ranks():
+    # No sort with one rank (ep = 1: no all-to-all to sort after) or one expert per rank (ep = E); with the
+    # experts folded at etp = 1 under TP 2 a rank's experts see half the slots of the tokens (k etp / t = 4).
+    m, fused, _ = _qwen3_30b()
+    alltoall = MOE_DISPATCHERS["alltoall"]
+
+    def moe_bytes(**kw: int) -> float:
+        return layer_forward_bytes(m, fused, moe=True, dispatcher=alltoall, **kw)
+
+    assert moe_bytes(ep=1) == moe_bytes(ep=128) == moe_bytes(ep=8) - 4 * 8 * 2048 * 2
+    tp2 = dict(tp=2, sequence_parallel=True)
+    assert moe_bytes(ep=32, etp=1, **tp2) - moe_bytes(ep=128, etp=1, **tp2) == 4 * 4 * 2048 * 2
+
+
+def test_unknown_dispatcher_names_the_field():
+    with pytest.raises(ConfigError, match=r"moe_dispatcher must be one of alltoall, alltoall-fused, flex"):
+        StepOptions(moe_dispatcher="deepep")
 
 
 def test_unknown_kernel_set_names_the_field():

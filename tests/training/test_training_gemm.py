@@ -26,6 +26,7 @@ from aifabric.training.step import StepOptions
 H100 = gemm_table("gemm_h100_sm90.csv")
 H100_PEAK = 989e12  # dense BF16, catalogue
 B200 = gemm_table("gemm_b200_sm100.csv")
+B200_FP8 = gemm_table("gemm_b200_sm100_fp8.csv")
 
 # OpenXLA xla/service/gpu/model/matmul_interpolator_data.h @8b757a8, entry "sm_90" (H100 80 GB HBM3),
 # "BF16xBF16->BF16" FLOP/s, copied by hand from the source (not from our CSV): (b, m, n, k) -> TFLOP/s.
@@ -52,6 +53,13 @@ XLA_SM100 = {
     (4, 4096, 4096, 4096): 1670.467342710337,
     (1, 2048, 2048, 2048): 985.762519164562,
     (1, 256, 256, 256): 6.765006451612,
+}
+
+# The same entry and commit, "f8e4m3fnxf8e4m3fn->bf16" FLOP/s, read from the source: (b, m, n, k) -> TFLOP/s.
+XLA_SM100_FP8 = {
+    (4, 4096, 4096, 4096): 3279.676742061148,
+    (1, 4096, 4096, 4096): 2764.981863158106,
+    (1, 2048, 2048, 2048): 1427.729509183079,
 }
 
 
@@ -88,6 +96,26 @@ def test_the_b200_table_is_xla_s_sm100_grid():
     for (b, m, n, k), tflops in XLA_SM100.items():
         assert B200.gemm_flops_per_s(b * m, n, k) == pytest.approx(tflops * 1e12, rel=1e-5)
     assert B200.best_flops_per_s == pytest.approx(XLA_SM100[4, 4096, 4096, 4096] * 1e12, rel=1e-5)
+
+
+def test_the_b200_fp8_table_is_the_same_runs_fp8_products():
+    assert (B200_FP8.batches, B200_FP8.sizes) == (B200.batches, B200.sizes)
+    assert "71feeddf" in B200_FP8.source and "f8e4m3fnxf8e4m3fn->bf16" in B200_FP8.source
+    for (b, m, n, k), tflops in XLA_SM100_FP8.items():
+        assert B200_FP8.gemm_flops_per_s(b * m, n, k) == pytest.approx(tflops * 1e12, rel=1e-5)
+    assert B200_FP8.best_flops_per_s == pytest.approx(XLA_SM100_FP8[4, 4096, 4096, 4096] * 1e12, rel=1e-5)
+
+
+def test_fp8_products_lose_more_to_a_small_shape_than_bf16_ones():
+    # An FP8 product does twice the FLOPs per tile load of a BF16 one, so a product too small to fill the
+    # GPU loses more of its best rate: a 2048-cube runs at 1427.7 / 3279.7 = 0.435 of the FP8 table's best,
+    # 985.8 / 1670.5 = 0.590 of the BF16 one's (XLA_SM100, XLA_SM100_FP8); on a 4096-cube both at 0.85.
+    def share(table: GemmTable, size: int) -> float:
+        return table.gemm_flops_per_s(size, size, size) / table.best_flops_per_s
+
+    assert share(B200_FP8, 2048) == pytest.approx(0.435, abs=0.001)
+    assert share(B200, 2048) == pytest.approx(0.590, abs=0.001)
+    assert share(B200_FP8, 4096) == pytest.approx(share(B200, 4096), abs=0.01)
 
 
 @pytest.mark.parametrize("table", [H100, B200], ids=["h100", "b200"])
@@ -207,6 +235,27 @@ def test_gb200_reads_the_b200_table_at_its_own_measured_level():
     assert rates.dense_fwd == pytest.approx(0.62 * 2500e12, rel=1e-6)
     narrow = StepModel(QWEN3_30B, spec).gemm_rates(ParallelLayout(dp=72, ep=8, global_batch_size=72), 16384.0)
     assert 0.65 < narrow.moe_fwd / (0.62 * 2500e12) < 0.8
+
+
+def test_fp8_layers_on_blackwell_run_at_the_fp8_table_s_shapes():
+    # Under FP8 the B200 and GB200 time the layers' products on the FP8 table at the entry's FP8 level (B200:
+    # the table's own best, 3279.7 of 4,500 TFLOP/s; GB200: Azure's 2,876.6 of 5,000); the logit layer stays
+    # BF16. A BF16 step never reads the FP8 table, and the report names the table that ran.
+    model = get_model("llama3-8b")
+    b200, gb200 = preset("dgx-h100-superpod", nodes=1, accelerator="b200"), preset("gb200-nvl72")
+    for spec, level in ((b200, 3279.7e12), (gb200, 2876.6e12)):
+        lay = ParallelLayout(dp=spec.n_gpus, global_batch_size=spec.n_gpus)
+        fp8 = StepModel(model, spec, options=StepOptions(fp8=True, check_memory=False))
+        assert fp8.linear_gemm_table is B200_FP8 and fp8.gemm_table is B200
+        rates = fp8.gemm_rates(lay, 8192.0)
+        expected = pass_flops_per_s(B200_FP8, layer_gemms(model, 8192.0, 1)) / B200_FP8.best_flops_per_s
+        assert rates.dense_fwd == pytest.approx(level * expected, rel=1e-3)
+        assert fp8.evaluate(lay).to_dict()["compute_profile"]["fp8_gemm_table"] == "gemm_b200_sm100_fp8.csv"
+        bf16 = StepModel(model, spec, options=StepOptions(check_memory=False))
+        assert bf16.linear_gemm_table is B200
+        assert bf16.evaluate(lay).to_dict()["compute_profile"]["fp8_gemm_table"] is None
+    h100 = StepModel(model, preset("dgx-h100-superpod", nodes=1), options=StepOptions(fp8=True))
+    assert h100.linear_gemm_table is H100  # no FP8 table recorded: the BF16 shapes, an upper bound
 
 
 def test_a_malformed_table_is_refused():

@@ -62,6 +62,14 @@ class FrameworkChoice(str, Enum):
     torchtitan_2025_06 = "torchtitan-2025-06"
 
 
+class DispatcherChoice(str, Enum):
+    """The MoE token dispatchers of :data:`aifabric.training.elementwise.MOE_DISPATCHERS`."""
+
+    alltoall = "alltoall"
+    alltoall_fused = "alltoall-fused"
+    flex = "flex"
+
+
 class ElementwiseChoice(str, Enum):
     """The kernel sets of :data:`aifabric.training.elementwise.ELEMENTWISE_KERNELS`."""
 
@@ -137,6 +145,14 @@ ElementwiseOpt = Annotated[
         "llama-eager (Meta's Llama code in eager PyTorch, one kernel per operator, as torchtitan without "
         "torch.compile) or megatron-unfused-ce (fused, with Megatron-Core's cross-entropy run without "
         "--cross-entropy-loss-fusion)"
+    ),
+]
+DispatcherOpt = Annotated[
+    DispatcherChoice | None,
+    typer.Option(
+        help="MoE token dispatcher whose permutation kernels the step charges: alltoall (Megatron-Core's, "
+        "eager; the default), alltoall-fused (--moe-permute-fusion) or flex (DeepEP, HybridEP); MoE models "
+        "only"
     ),
 ]
 FrameworkOpt = Annotated[
@@ -231,6 +247,7 @@ def _options(
     ep_overlap: bool = False,
     framework: FrameworkChoice = FrameworkChoice.megatron,
     offload_layers: int = 0,
+    dispatcher: DispatcherChoice | None = None,
 ) -> StepOptions:
     with _named_as_options():  # a kernel set of another framework's code names both options
         return StepOptions(
@@ -246,6 +263,7 @@ def _options(
             ep_comm_overlap=ep_overlap,
             framework=framework.value,
             offload_layers=offload_layers,
+            moe_dispatcher=(dispatcher or DispatcherChoice.alltoall).value,
         )
 
 
@@ -307,6 +325,7 @@ def _refuse_unused(
     None where the planner chooses them."""
     if capacity is not None and not model.is_moe:
         raise ConfigError(f"--capacity-factor: model {model.name!r} has no experts")
+
     if capacity is not None and not 1.0 <= capacity < math.inf:
         raise ConfigError(
             f"--capacity-factor: must be >= 1 and finite (omit it for dropless routing), got {capacity}"
@@ -321,9 +340,13 @@ def _refuse_unused(
         raise ConfigError("--tp-comm-overlap: overlaps TP collectives, and --tp 1 has none")
 
 
-def _refuse_ep_overlap(model: ModelSpec, ep: int | None, ep_overlap: bool) -> None:
+def _refuse_ep_overlap(
+    model: ModelSpec, ep: int | None, ep_overlap: bool, dispatcher: DispatcherChoice | None = None
+) -> None:
     """--ep-comm-overlap without an expert all-to-all to hide (a dense model, or --ep 1; ``ep`` is None
-    where the planner chooses it) is refused, not dropped."""
+    where the planner chooses it), and --moe-dispatcher on a dense model, are refused, not dropped."""
+    if dispatcher is not None and not model.is_moe:
+        raise ConfigError(f"--moe-dispatcher: model {model.name!r} has no experts")
     if ep_overlap and not model.is_moe:
         raise ConfigError(f"--ep-comm-overlap: model {model.name!r} has no experts")
     if ep_overlap and ep == 1:
@@ -389,6 +412,7 @@ def train(
     embedding_chunks: EmbeddingChunksOpt = False,
     framework: FrameworkOpt = FrameworkChoice.megatron,
     offload_layers: OffloadOpt = 0,
+    moe_dispatcher: DispatcherOpt = None,
     engine: Annotated[
         EngineChoice,
         typer.Option(
@@ -437,7 +461,7 @@ def train(
     spec = sized_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero, tp=tp, tp_overlap=tp_comm_overlap)
-    _refuse_ep_overlap(spec_model, ep, ep_comm_overlap)
+    _refuse_ep_overlap(spec_model, ep, ep_comm_overlap, moe_dispatcher)
     _refuse_single_stage(pp, embedding_chunks)
     _refuse_fabric_options(engine, placement, routing, jobs, seed)
     check_outputs(plot=plot, trace=trace, html=html, chakra=chakra)
@@ -454,6 +478,7 @@ def train(
         ep_overlap=ep_comm_overlap,
         framework=framework,
         offload_layers=offload_layers,
+        dispatcher=moe_dispatcher,
     )
     n_jobs = jobs or 1
     if spec.n_gpus % n_jobs:
@@ -711,6 +736,7 @@ def plan(
     elementwise: ElementwiseOpt = ElementwiseChoice.fused,
     embedding_chunks: EmbeddingChunksOpt = False,
     framework: FrameworkOpt = FrameworkChoice.megatron,
+    moe_dispatcher: DispatcherOpt = None,
     plot: PlotOpt = None,
     html: HtmlOpt = None,
     json_out: JsonOpt = False,
@@ -724,7 +750,7 @@ def plan(
     spec = sized_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, None, tp=tp, tp_overlap=tp_comm_overlap)
-    _refuse_ep_overlap(spec_model, ep, ep_comm_overlap)
+    _refuse_ep_overlap(spec_model, ep, ep_comm_overlap, moe_dispatcher)
     _refuse_single_stage(pp or 0, embedding_chunks)  # pp None: the planner picks pp (> 1 to place them)
     check_outputs(plot=plot, html=html)
     sm = StepModel(
@@ -742,6 +768,7 @@ def plan(
             embedding_chunks=embedding_chunks,
             ep_overlap=ep_comm_overlap,
             framework=framework,
+            dispatcher=moe_dispatcher,
         ),
     )
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}

@@ -18,7 +18,10 @@ carry a measured table of GEMM throughput by shape (``gemm_table``, :mod:`aifabr
 sm_90 and sm_100 tables, the GB200 reading the B200's): with it the weight GEMMs of a step run at their own
 shapes' throughput relative to the table's best shape, at the entry's measured large-GEMM level, and the
 MAMF figure times only the attention core. No such table is recorded for the A100, so its Table 1 rows keep
-the fixed-shape figure.
+the fixed-shape figure. The B200 and GB200 also carry OpenXLA's FP8 table of the same sm_100 runs
+(``fp8_gemm_table``): under FP8 their layers' products lose what an FP8 product of that shape loses (more than
+a BF16 one: twice the FLOPs per tile load), at the entry's FP8 level. OpenXLA's sm_90 FP8 figures exceed the
+H100's dense FP8 peak and are not used; the H100 keeps the BF16 table's shapes for FP8, an upper bound.
 
 One source measures the other figures the same way on every GPU it covers: Microsoft's Azure
 AI-benchmarking-guide (``Azure_Results/ND_*_results.md``). Its HBM figures are BabelStream; the profiles use
@@ -81,6 +84,10 @@ class ComputeProfile:
     gemm_table : GemmTable, optional
         Measured GEMM throughput by shape (:mod:`aifabric.training.gemm`); None: every GEMM runs at
         ``gemm_efficiency``.
+    fp8_gemm_table : GemmTable, optional
+        Measured FP8 GEMM throughput by shape, for the layers' products under ``StepOptions(fp8=True)``;
+        None: FP8 products lose what ``gemm_table`` says the same BF16 shape loses (an upper bound: an FP8
+        product does twice the FLOPs per tile load, so its fixed per-tile costs weigh more).
     fp8_gemm_efficiency : float, optional
         Dense FP8 (E4M3) matrix-multiply throughput as a fraction of the datasheet FP8 peak, in (0, 1];
         None: not measured (FP8 GEMMs then run at ``gemm_efficiency`` of the FP8 peak, an upper bound).
@@ -106,6 +113,7 @@ class ComputeProfile:
     sm_count: int = 0
     comm_sms: int = 0
     gemm_table: GemmTable | None = None
+    fp8_gemm_table: GemmTable | None = None
     fp8_gemm_efficiency: float | None = None
     sustained_gemm_efficiency: float | None = None
     attention_efficiency: float | None = None
@@ -264,6 +272,11 @@ def _optional_float(value: object) -> float | None:
     return None if value is None else float(value)  # type: ignore[arg-type]
 
 
+def _table(entry: dict, field: str) -> GemmTable | None:
+    """The GEMM table an entry names under ``field``, or None when it names none."""
+    return gemm_table(entry[field]) if field in entry else None
+
+
 @cache
 def _profiles() -> dict[str, ComputeProfile]:
     data = load_package_yaml("aifabric.training", "presets/compute.yaml")
@@ -275,7 +288,8 @@ def _profiles() -> dict[str, ComputeProfile]:
             accelerator=key,
             sm_count=int(entry.get("sm_count", 0)),
             comm_sms=int(entry.get("comm_sms", 0)),
-            gemm_table=gemm_table(entry["gemm_table"]) if "gemm_table" in entry else None,
+            gemm_table=_table(entry, "gemm_table"),
+            fp8_gemm_table=_table(entry, "fp8_gemm_table"),
             **{name: _optional_float(entry.get(name)) for name in _OPTIONAL_FRACTIONS},
         )
         for key, entry in data.items()

@@ -25,22 +25,28 @@ Forward bytes per token of one Llama 3 8B layer (h = 4,096, SwiGLU f = 14,336, 8
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from aifabric.errors import ConfigError
 from aifabric.training.models import ModelSpec
 
 __all__ = [
     "ELEMENTWISE_KERNELS",
+    "MOE_DISPATCHERS",
     "MOE_DISPATCH_ELEMENTS",
     "ElementwiseKernels",
+    "MoeDispatcher",
     "check_kernels_fit",
     "check_kernels_framework",
     "elementwise_kernels",
     "layer_forward_bytes",
+    "moe_dispatcher",
 ]
 
 _ACT_BYTES = 2  # 16-bit activations
+_T = TypeVar("_T")
 
 #: Forward HBM elements per token of Megatron-Core's MoE router and all-to-all token dispatcher, as
 #: (per routed slot: x top_k, per token) multiples of h, all 16-bit: the eager PyTorch operators of
@@ -58,6 +64,89 @@ _ACT_BYTES = 2  # 16-bit activations
 #: ``MoEAlltoAllTokenDispatcher.token_permutation`` permutes before the expert all-to-all and the expert
 #: TP all-gather, ``token_unpermutation`` after the reduce-scatter and the all-to-all).
 MOE_DISPATCH_ELEMENTS: tuple[int, int] = (5, 3)
+
+
+@dataclass(frozen=True, slots=True)
+class MoeDispatcher:
+    """HBM traffic of one MoE token dispatcher's own kernels, in 16-bit elements of width h.
+
+    Parameters
+    ----------
+    name : str
+        As ``StepOptions.moe_dispatcher`` spells it.
+    per_slot, per_token : int
+        Forward elements per routed slot (x top_k) and per token of the rank's shard: the router's read of
+        the token, the permutation before the all-to-all and the unpermutation after it.
+    local_sort : bool
+        Whether the received slots are sorted by local expert after the all-to-all and back before the
+        return (Megatron-Core's "permutation 2"): :data:`MOE_LOCAL_SORT_ELEMENTS` per slot a rank's
+        experts compute, where the rank holds more than one expert and ep > 1.
+    source : str
+    """
+
+    name: str
+    per_slot: int
+    per_token: int
+    local_sort: bool
+    source: str
+
+
+#: Forward elements per slot a rank's experts compute of Megatron-Core's "permutation 2" and its inverse:
+#: ``token_dispatcher.py`` ``MoEAlltoAllTokenDispatcher.dispatch_postprocess`` ("Permutation 2: Sort tokens
+#: by local expert", ``sort_chunks_by_idxs``; with drop-and-pad ``.transpose(0, 1).contiguous()``) reads and
+#: writes every received slot (2), and ``combine_preprocess`` ("Unpermutation 2") the experts' outputs (2);
+#: eager (``torch.cat`` of the split chunks, core_v0.10.0 ``moe_utils.py``) or fused (Transformer Engine
+#: ``triton/permutation.py`` ``_sort_chunks_by_map_kernel``: one load, one store per row) alike.
+MOE_LOCAL_SORT_ELEMENTS = 4
+
+#: Every token dispatcher the step model knows (``StepOptions.moe_dispatcher``).
+MOE_DISPATCHERS: dict[str, MoeDispatcher] = {
+    d.name: d
+    for d in (
+        MoeDispatcher(
+            "alltoall",
+            *MOE_DISPATCH_ELEMENTS,
+            True,
+            "Megatron-Core MoEAlltoAllTokenDispatcher with the eager permutation (core_v0.10.0 moe_utils.py, "
+            "MOE_DISPATCH_ELEMENTS) and its permutation 2 (MOE_LOCAL_SORT_ELEMENTS)",
+        ),
+        MoeDispatcher(
+            "alltoall-fused",
+            2,
+            3,
+            True,
+            "the alltoall dispatcher with --moe-permute-fusion: Transformer Engine triton/permutation.py "
+            "_permute_kernel loads a token once and stores it to each of its k slots (1 + k), "
+            "_unpermute_kernel loads the k slots and stores the weighted sum once (k + 1); the router reads "
+            "the token (1): 2 k + 3",
+        ),
+        MoeDispatcher(
+            "flex",
+            4,
+            1,
+            False,
+            "Megatron-Core MoEFlexTokenDispatcher (DeepEP, HybridEP): the permutation before the all-to-all "
+            "is inside the dispatch kernel; the received tokens are permuted into their experts' slots "
+            "(get_permuted_hidden_states_by_experts) and back (get_restored_hidden_states_by_experts), a "
+            "read and a write of every slot each way at most (fewer received tokens than slots); the router "
+            "reads the token (1)",
+        ),
+    )
+}
+
+
+def moe_dispatcher(name: str) -> MoeDispatcher:
+    """The dispatcher ``name`` of :data:`MOE_DISPATCHERS` (a ConfigError naming the value and the known
+    dispatchers otherwise)."""
+    return _named(MOE_DISPATCHERS, "moe_dispatcher", name)
+
+
+def _named(registry: Mapping[str, _T], field: str, name: str) -> _T:
+    """``registry[name]``; a ConfigError naming ``field``, the value and the known names otherwise."""
+    found = registry.get(name)
+    if found is None:
+        raise ConfigError(f"{field} must be one of {', '.join(registry)}, got {name!r}")
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,10 +277,7 @@ def elementwise_kernels(name: str) -> ElementwiseKernels:
     ConfigError
         Naming the value and the known sets.
     """
-    kernels = ELEMENTWISE_KERNELS.get(name)
-    if kernels is None:
-        raise ConfigError(f"elementwise must be one of {', '.join(ELEMENTWISE_KERNELS)}, got {name!r}")
-    return kernels
+    return _named(ELEMENTWISE_KERNELS, "elementwise", name)
 
 
 def check_kernels_fit(model: ModelSpec, kernels: ElementwiseKernels) -> None:
@@ -224,6 +310,9 @@ def layer_forward_bytes(
     tp: int = 1,
     sequence_parallel: bool = False,
     moe: bool = False,
+    ep: int = 1,
+    etp: int | None = None,
+    dispatcher: MoeDispatcher = MOE_DISPATCHERS["alltoall"],
 ) -> float:
     """Forward HBM bytes per token of one layer's element-wise kernels on one GPU (attention scores aside).
 
@@ -231,8 +320,11 @@ def layer_forward_bytes(
                 + (rotary (q + k) + output_copy q [+ kv_repeat (q + k)]) / t
 
     with t_sp = t under sequence parallelism, else 1. MoE layers run the activation of each routed slot
-    (top-k + shared experts, expert width) and the token dispatcher's own kernels on the t_sp shard,
-    :data:`MOE_DISPATCH_ELEMENTS` (5 k + 3) h elements of 2 bytes.
+    (top-k + shared experts, expert width) and the ``dispatcher``'s own kernels: (per_slot k + per_token)
+    h elements of 2 bytes on the t_sp shard (the alltoall dispatcher's eager kernels:
+    :data:`MOE_DISPATCH_ELEMENTS`, 5 k + 3), and, where it sorts the received slots by local expert and a
+    rank holds several of the E experts over ep > 1, :data:`MOE_LOCAL_SORT_ELEMENTS` per slot its experts
+    compute, k e_t / t per token (e_t = ``etp``, default t: the expert TP all-gather comes first).
     """
     m, k = model, kernels
     h, t = m.hidden_size, tp
@@ -241,7 +333,10 @@ def layer_forward_bytes(
     per_width = k.gated_activation if m.gated_mlp else k.activation
     if moe:
         mlp = (m.top_k + m.n_shared_experts) * per_width * m.expert_ffn_size / t
-        mlp += (MOE_DISPATCH_ELEMENTS[0] * m.top_k + MOE_DISPATCH_ELEMENTS[1]) * h * _ACT_BYTES / t_sp
+        mlp += (dispatcher.per_slot * m.top_k + dispatcher.per_token) * h * _ACT_BYTES / t_sp
+        if dispatcher.local_sort and 1 < ep < m.n_experts:
+            slots = m.top_k * (t if etp is None else etp) / t
+            mlp += MOE_LOCAL_SORT_ELEMENTS * slots * h * _ACT_BYTES
     else:
         mlp = per_width * m.ffn_size / t
     q, kv = m.n_heads * m.head_size, m.kv_heads * m.head_size

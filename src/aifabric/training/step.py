@@ -101,6 +101,7 @@ from aifabric.training.elementwise import (
     check_kernels_framework,
     elementwise_kernels,
     layer_forward_bytes,
+    moe_dispatcher,
 )
 from aifabric.training.flops import (
     attention_core_forward_flops_per_token,
@@ -251,6 +252,12 @@ class StepOptions:
         where gradients accumulate over microbatches, ZeRO 0-2): a memory-bound pass over every parameter
         each microbatch (Megatron-LM ``docs/user-guide/features/megatron_fsdp.md``, "Weight Gradient
         Accumulation Fusion": "to avoid COPY-ing the gradient to Megatron-FSDP communication buffers").
+    moe_dispatcher : str, default "alltoall"
+        The MoE token dispatcher whose kernels move the tokens in and out of the experts
+        (:data:`~aifabric.training.elementwise.MOE_DISPATCHERS`): ``"alltoall"`` (Megatron-Core's, eager
+        permutation), ``"alltoall-fused"`` (``--moe-permute-fusion``) or ``"flex"`` (DeepEP, HybridEP:
+        the first permutation inside the dispatch kernel, no sort by local expert). Their bytes are
+        element-wise work (:func:`~aifabric.training.elementwise.layer_forward_bytes`).
     offload_layers : int, default 0
         Megatron-LM's ``cpu_offloading_num_layers`` (Transformer Engine's CPU offload,
         :mod:`aifabric.training.offload`): the activations of the first N layers leave GPU memory for the
@@ -280,6 +287,7 @@ class StepOptions:
     framework: str = "megatron"
     gradient_accumulation_fusion: bool = True
     offload_layers: int = 0
+    moe_dispatcher: str = "alltoall"
 
     def __post_init__(self) -> None:
         get_framework(self.framework)  # a ConfigError naming the field for an unknown framework
@@ -293,6 +301,7 @@ class StepOptions:
             raise ConfigError(f"ddp_bucket_params must be >= 1, got {self.ddp_bucket_params!r}")
         # a ConfigError naming the field for an unknown set, or one of another framework's code
         check_kernels_framework(elementwise_kernels(self.elementwise), self.framework)
+        moe_dispatcher(self.moe_dispatcher)  # a ConfigError naming the field for an unknown dispatcher
         if self.capacity_factor is not None and not 1.0 <= self.capacity_factor < math.inf:
             raise ConfigError(
                 f"capacity_factor must be >= 1 and finite (or None: dropless), got {self.capacity_factor!r}"
@@ -654,6 +663,7 @@ class StepTime:
                 "summary": self.compute.summary(),
                 "upper_bound": self.compute.upper_bound,
                 "gemm_table": self.compute.gemm_table.name if self.compute.gemm_table else None,
+                "fp8_gemm_table": self.compute.fp8_gemm_table.name if self.compute.fp8_gemm_table else None,
             },
             "notes": list(self.notes),
         }
@@ -817,9 +827,13 @@ class StepModel:
         self.hbm_bytes_per_s = acc.hbm_bandwidth_bytes_per_s * self.compute.hbm_efficiency
         self.host_bytes_per_s = self._host_link(spec.accelerator)
         self.kernels = elementwise_kernels(self.options.elementwise)
+        self.dispatcher = moe_dispatcher(self.options.moe_dispatcher)
         check_kernels_fit(self.model, self.kernels)
         self.gemm_table = self._gemm_table(spec.accelerator)
-        if self.gemm_table is None and self.compute.gemm_table is not None:  # what ran is what is reported
+        self.linear_gemm_table = self._linear_gemm_table()
+        if self.linear_gemm_table is not self.compute.fp8_gemm_table:  # what ran is what is reported
+            self.compute = dataclasses.replace(self.compute, fp8_gemm_table=None)
+        if self.gemm_table is None and self.compute.gemm_table is not None:
             self.compute = dataclasses.replace(self.compute, gemm_table=None)
         self.hbm_capacity_bytes = acc.hbm_capacity_bytes - self.options.hbm_reserve_bytes
         self.n_gpus = spec.n_gpus
@@ -861,6 +875,14 @@ class StepModel:
                 f"{self.compute.short_source!r}); GEMMs by shape need one (training/presets/gemm_*.csv)"
             )
         return None if wanted is False else table
+
+    def _linear_gemm_table(self) -> GemmTable | None:
+        """The table that times the layers' products: the profile's FP8 table under ``options.fp8`` where one
+        is recorded and products are timed by shape, else :attr:`gemm_table` (BF16 shapes, or None)."""
+        fp8_table = self.compute.fp8_gemm_table
+        if self.options.fp8 and self.gemm_table is not None and fp8_table is not None:
+            return fp8_table
+        return self.gemm_table
 
     # ------------------------------------------------------------------------------------ networking
     def collective(self, op: str, message_bytes: float, comm: Communicator) -> CollectiveResult:
@@ -1087,7 +1109,14 @@ class StepModel:
         """
         m = self.model
         ew = layer_forward_bytes(
-            m, self.kernels, tp=layout.tp, sequence_parallel=layout.sequence_parallel, moe=moe
+            m,
+            self.kernels,
+            tp=layout.tp,
+            sequence_parallel=layout.sequence_parallel,
+            moe=moe,
+            ep=layout.ep,
+            etp=layout.etp,
+            dispatcher=self.dispatcher,
         )
         scores = 0.0
         if not self.options.flash_attention:
@@ -1195,13 +1224,13 @@ class StepModel:
         key = (tokens, layout.tp, layout.ep, layout.etp)
         got = self._rates.get(key)
         if got is None:
-            m, t = self.model, layout.tp
-            scale = self.linear_flops_per_s / table.best_flops_per_s  # the table gives the shape only
+            m, t, linear = self.model, layout.tp, self.linear_gemm_table or table
+            scale = self.linear_flops_per_s / linear.best_flops_per_s  # the table gives the shape only
             logit_scale = self.gemm_flops_per_s / table.best_flops_per_s
             rates: list[float] = []
             for moe in (False, True) if m.is_moe else (False,):
                 fwd, bwd = self._layer_passes(layout, tokens, moe)
-                rates += [scale * pass_flops_per_s(table, fwd), scale * pass_flops_per_s(table, bwd)]
+                rates += [scale * pass_flops_per_s(linear, fwd), scale * pass_flops_per_s(linear, bwd)]
             if not m.is_moe:
                 rates += rates
             logit = [Gemm(tokens, m.vocab_size / t, m.hidden_size)]
