@@ -19,7 +19,7 @@ from aifabric.cli.common import (
     use_catalog,
 )
 from aifabric.cli.sizing import sized_cluster
-from aifabric.cluster.headlines import headlines
+from aifabric.cluster.headlines import format_figure, headlines
 from aifabric.cluster.power import compute_power_gap, optics_whatif
 from aifabric.cluster.presets import list_presets
 from aifabric.cluster.resolve import resolve_cluster
@@ -157,7 +157,7 @@ def _print_bandwidths(s: ClusterSummary, chips: str) -> None:
     for col in ("figure", "value", "network", "what it is"):
         h.add_column(col)
     for x in headlines(s):
-        h.add_row(x.name, _fmt(x.value, x.kind), x.network, x.note)
+        h.add_row(x.name, format_figure(x.value, x.kind), x.network, x.note)
     console.print(h)
     t = Table(title=f"Bandwidth per {chips[:-1]} (GB/s = 1e9 B/s)", show_edge=False)
     for col in (
@@ -190,15 +190,9 @@ def _print_fabric(spec: ClusterSpec, s: ClusterSummary) -> None:
     """The scale-out Clos (tiers, oversubscription asked and built, bisection) and the front-end."""
     if s.tiers:
         rail = "rail-optimised " if spec.scale_out and spec.scale_out.rail_optimized else ""
-        per_tier = ", ".join(
-            f"{name} {want:g}:1 asked, {got:.3g}:1 built"
-            for name, want, got in zip(
-                ("leaf", "spine"), s.oversubscription, s.realised_oversubscription, strict=False
-            )
-        )
         console.print(
             f"scale-out: {s.tiers}-tier {rail}Clos{_one_pod(spec, s.tiers)}, {s.planes} plane(s); "
-            f"oversubscription (down:up) {per_tier}; "
+            f"{_oversubscription_clause(s)}; "
             f"bisection {s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
             f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s), "
             f"{s.bisection_bytes_per_s / s.requested_bisection_bytes_per_s:.3f} x the requested "
@@ -247,19 +241,23 @@ def _print_power(s: ClusterSummary) -> None:
             )
 
 
+def _oversubscription_clause(s: ClusterSummary) -> str:
+    """The down:up ratio asked and built at each tier boundary, leaf first; a one-tier fabric has no
+    uplinks (its leaves are the whole fabric), so no ratio, and says so."""
+    per_tier = ", ".join(
+        f"{name} {want:g}:1 asked, {got:.3g}:1 built"
+        for name, want, got in zip(
+            ("leaf", "spine"), s.oversubscription, s.realised_oversubscription, strict=False
+        )
+    )
+    return (
+        f"oversubscription (down:up) {per_tier}" if per_tier else "one tier: no uplinks, no oversubscription"
+    )
+
+
 def _one_pod(spec: ClusterSpec, built_tiers: int) -> str:
     asked = spec.scale_out.tiers if spec.scale_out else 0
     return f" (asked {asked} tiers; it fits one pod, so no core tier)" if asked > built_tiers else ""
-
-
-def _fmt(value: float, kind: str) -> str:
-    if kind == "bandwidth":
-        return f"{value / 1e12:.4g} TB/s" if value >= 1e12 else f"{value / 1e9:.4g} GB/s"
-    if kind == "power":
-        return f"{value / 1e6:.3g} MW" if value >= 1e6 else f"{value / 1e3:.4g} kW"
-    if kind == "compute":
-        return f"{value / 1e15:,.4g} PFLOPS" if value >= 1e15 else f"{value / 1e12:,.4g} TFLOPS"
-    return f"{value:,.0f}"
 
 
 @cluster_app.command("mgmt")

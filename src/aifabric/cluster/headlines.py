@@ -14,11 +14,22 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from aifabric.cluster.summary import ClusterSummary
+from aifabric.units import format_bytes
 
-__all__ = ["Claim", "Headline", "Verdict", "check_claims", "extract_claims", "headlines"]
+__all__ = [
+    "NETWORK_WORDS",
+    "Claim",
+    "Headline",
+    "Verdict",
+    "check_claims",
+    "extract_claims",
+    "format_figure",
+    "headlines",
+]
 
 TOLERANCE = 0.05
 """Relative gap within which a claimed number matches a modelled one."""
@@ -35,6 +46,39 @@ class Headline:
     network: str
     note: str
     precision: str | None = None
+
+
+def _rate(value: float) -> str:
+    return f"{value / 1e12:.4g} TB/s" if value >= 1e12 else f"{value / 1e9:.4g} GB/s"
+
+
+def _watts(value: float) -> str:
+    return f"{value / 1e6:.3g} MW" if value >= 1e6 else f"{value / 1e3:.4g} kW"
+
+
+def _flops(value: float) -> str:
+    return f"{value / 1e15:,.4g} PFLOPS" if value >= 1e15 else f"{value / 1e12:,.4g} TFLOPS"
+
+
+#: How a headline figure of each kind is printed, in the unit vendors quote it in (bandwidth TB/s or GB/s,
+#: power MW or kW, compute PFLOPS or TFLOPS, memory capacity GB or TB: "186 GB", NVIDIA's GB200 figure);
+#: a kind not listed (count, node size) is a whole number.
+_FORMATS: dict[str, Callable[[float], str]] = {
+    "bandwidth": _rate,
+    "power": _watts,
+    "compute": _flops,
+    "memory": format_bytes,
+}
+
+
+def format_figure(value: float, kind: str) -> str:
+    """A headline figure with its unit (:data:`_FORMATS`).
+
+    >>> format_figure(1.86e11, "memory"), format_figure(129.6e12, "bandwidth"), format_figure(72, "count")
+    ('186 GB', '129.6 TB/s', '72')
+    """
+    fmt = _FORMATS.get(kind)
+    return fmt(value) if fmt is not None else f"{value:,.0f}"
 
 
 def headlines(s: ClusterSummary) -> list[Headline]:
@@ -229,7 +273,8 @@ def _scale_out_headlines(s: ClusterSummary) -> list[Headline]:
 class Claim:
     """A number read from an announcement: ``value`` in SI, ``kind`` (bandwidth, count, power, memory: a
     capacity in bytes, compute: FLOP/s), its text; ``precisions`` the number formats a compute claim names
-    (``("fp16", "bf16")`` for "of FP16/BF16"; empty: not said)."""
+    (``("fp16", "bf16")`` for "of FP16/BF16"; empty: not said); ``network`` the network (or memory) the
+    words after it name (:data:`NETWORK_WORDS`)."""
 
     text: str
     value: float
@@ -237,6 +282,7 @@ class Claim:
     per_gpu: bool = False
     per_node: bool = False  # "per node" (server, system, host): one server's figure
     precisions: tuple[str, ...] = ()
+    network: str | None = None  # the network the words after it name ("of NVLink": scale-up); None: none
 
     def __post_init__(self) -> None:
         # the figure times its unit or suffix may overflow where the figure alone did not ("1e306M GPUs")
@@ -273,6 +319,24 @@ _CLAIM = re.compile(
     # "100K+ GPUs": a lower bound, read as its figure; "8-GPU servers": one node's size, not the cluster's
     r"|(?:\s?(?P<mult>[kKM]))?\+?(?:\s+(?:[A-Za-z][\w-]*\s+)?|-)(?P<count>GPUs?|accelerators?|chips?)\b"
     r"(?P<node>(?:\s+[A-Za-z][\w-]*)?\s+(?:servers?|nodes?|systems?|trays?|hosts?|machines?|boxes)\b)?)",
+)
+#: The words after a figure that name what it is of, and the network of the headline figures that name
+#: it: "130 TB/s of NVLink" (NVIDIA's GB200 NVL72 page) is the scale-up domain's, "13.5 TB of HBM3e" the
+#: GPUs' memory. A claim that names one is held against that network's figures only.
+NETWORK_WORDS: dict[str, str] = {
+    "nvlink": "scale-up",
+    "nvswitch": "scale-up",
+    "ici": "scale-up",
+    "scale-up": "scale-up",
+    "infiniband": "scale-out",
+    "scale-out": "scale-out",
+    "front-end": "front-end",
+    "hbm": "memory",
+    "memory": "memory",
+}
+_NETWORK = re.compile(
+    r"\s+(?:of\s+)?(?:(?:the|total|aggregate)\s+)?"
+    rf"(?P<net>(?i:{'|'.join(map(re.escape, NETWORK_WORDS))}))(?:\d\w*)?\b"  # "HBM3e", "NVLink5"
 )
 #: A figure that is no number, written where a claim's number goes ("nan TB/s", "inf GPUs"): Python's float
 #: reads these words, the claim pattern does not, so without this they would vanish from the table.
@@ -346,6 +410,8 @@ def extract_claims(text: str) -> list[Claim]:
     [72.0, 100000.0]
     >>> [(c.kind, c.value) for c in extract_claims("13.5 TB of HBM3e, 576 TB/s of memory bandwidth")]
     [('memory', 13500000000000.0), ('bandwidth', 576000000000000.0)]
+    >>> [c.network for c in extract_claims("200 TB/s of NVLink, 13.5 TB of HBM3e, 3 PB/s")]
+    ['scale-up', 'memory', None]
 
     Raises
     ------
@@ -365,14 +431,17 @@ def extract_claims(text: str) -> list[Claim]:
         unit = m["unit"]
         low = unit.lower().replace("/s", "s") if "flop" in unit.lower() else unit.lower()
         per_gpu, per_node = m["gpu"] is not None, m["server"] is not None
+        net = _NETWORK.match(text, m.end())
+        network = NETWORK_WORDS[net["net"].lower()] if net else None
         if low.endswith("bps"):
             scale, kind = _UNITS[low[0] + "b/s"]
-            out.append(Claim(m[0], num * scale / 8, kind, per_gpu, per_node))
+            out.append(Claim(m[0], num * scale / 8, kind, per_gpu, per_node, network=network))
             continue
         scale, kind = _UNITS[low]
         bits = kind == "bandwidth" and unit[1] == "b"
         precisions = _precisions(m, kind)
-        out.append(Claim(m[0], num * scale / (8 if bits else 1), kind, per_gpu, per_node, precisions))
+        value = num * scale / (8 if bits else 1)
+        out.append(Claim(m[0], value, kind, per_gpu, per_node, precisions, network))
     return out
 
 
@@ -391,32 +460,40 @@ _PER_GPU_UNITS = {"bandwidth": (1e9, "GB/s"), "memory": (1e9, "GB"), "compute": 
 
 
 def check_claims(s: ClusterSummary, claims: list[Claim]) -> list[Verdict]:
-    """Compare each claim with the modelled headline figures of its kind (within 5%)."""
+    """Compare each claim with the modelled headline figures of its kind (within 5%); a claim that names
+    its network (``Claim.network``) with that network's figures only."""
     figs = headlines(s)
-    out: list[Verdict] = []
-    for c in claims:
-        # a compute claim that names its number format is checked against that format's peak only
-        same = [h for h in figs if h.kind == c.kind and (not c.precisions or h.precision in c.precisions)]
-        hit = next((h for h in same if abs(c.value / h.value - 1) <= TOLERANCE), None) if c.value else None
-        if hit is not None:
-            out.append(Verdict(c, "matches", hit, f"{hit.name} ({hit.network}): {hit.note}"))
-        elif c.kind == "count" and same:
-            out.append(Verdict(c, "differs", None, f"modelled: {s.n_gpus} GPUs, fast domain {s.domain_gpus}"))
-        elif c.kind == "node size":
-            out.append(Verdict(c, "differs", None, f"modelled: {s.spec.gpus_per_node} GPUs per node"))
-        elif c.per_gpu and (per_gpu := [h for h in same if "per GPU" in h.name]):
-            scale, unit = _PER_GPU_UNITS[c.kind]
-            have = ", ".join(f"{h.name} {h.value / scale:.4g} {unit}" for h in per_gpu)
-            out.append(Verdict(c, "differs", None, f"modelled per GPU: {have}"))
-        elif c.per_node and (per_node := [h for h in same if "per node" in h.name]):
-            have = ", ".join(f"{h.name} {h.value / 1e9:.4g} GB/s" for h in per_node)
-            out.append(Verdict(c, "differs", None, f"modelled per node: {have}"))
-        else:
-            known = ", ".join(h.name for h in same or [h for h in figs if h.kind == c.kind]) or "none"
-            of = f" of {'/'.join(p.upper() for p in c.precisions)}" if c.precisions else ""
-            out.append(
-                Verdict(
-                    c, "cannot verify", None, f"no modelled {c.kind} figure{of} is within 5% (have: {known})"
-                )
-            )
-    return out
+    return [_verdict(s, figs, c) for c in claims]
+
+
+def _verdict(s: ClusterSummary, figs: list[Headline], c: Claim) -> Verdict:
+    """One claim's verdict: the figure it matches; else "differs" with the modelled figures it is to be
+    held against (a count, a node size, a per-GPU or per-node figure, the figures of the network it names);
+    else "cannot verify", naming the figures of its kind there are."""
+    # a compute claim that names its number format is checked against that format's peak only
+    same = [h for h in figs if h.kind == c.kind and (not c.precisions or h.precision in c.precisions)]
+    if c.network is not None:  # "200 TB/s of NVLink": the scale-up figures, not the HBM's 576 TB/s
+        same = [h for h in same if h.network == c.network]
+    hit = next((h for h in same if abs(c.value / h.value - 1) <= TOLERANCE), None) if c.value else None
+    if hit is not None:
+        return Verdict(c, "matches", hit, f"{hit.name} ({hit.network}): {hit.note}")
+    if c.kind == "count" and same:
+        return Verdict(c, "differs", None, f"modelled: {s.n_gpus} GPUs, fast domain {s.domain_gpus}")
+    if c.kind == "node size":
+        return Verdict(c, "differs", None, f"modelled: {s.spec.gpus_per_node} GPUs per node")
+    if c.per_gpu and (per_gpu := [h for h in same if "per GPU" in h.name]):
+        scale, unit = _PER_GPU_UNITS[c.kind]
+        have = ", ".join(f"{h.name} {h.value / scale:.4g} {unit}" for h in per_gpu)
+        return Verdict(c, "differs", None, f"modelled per GPU: {have}")
+    if c.per_node and (per_node := [h for h in same if "per node" in h.name]):
+        have = ", ".join(f"{h.name} {h.value / 1e9:.4g} GB/s" for h in per_node)
+        return Verdict(c, "differs", None, f"modelled per node: {have}")
+    if c.network is not None and same:
+        have = ", ".join(f"{h.name} {format_figure(h.value, h.kind)}" for h in same)
+        return Verdict(c, "differs", None, f"modelled {c.network}: {have}")
+    known = ", ".join(h.name for h in same or [h for h in figs if h.kind == c.kind]) or "none"
+    of = f" of {'/'.join(p.upper() for p in c.precisions)}" if c.precisions else ""
+    on = f" of the {c.network} network" if c.network is not None else ""
+    return Verdict(
+        c, "cannot verify", None, f"no modelled {c.kind} figure{of}{on} is within 5% (have: {known})"
+    )

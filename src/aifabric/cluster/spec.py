@@ -16,7 +16,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     AfterValidator,
@@ -129,14 +129,34 @@ class ScaleUpDomainSpec(_Strict):
     def _slice(cls, v: Any) -> tuple[int, ...] | None:
         return None if v is None else parse_slice(v, "scale_up.slice")
 
+    @field_validator("kind", mode="before")
+    @classmethod
+    def _kind(cls, v: Any) -> Any:
+        """A kind that is none of the three is refused with how a link is declared: a catalogue link
+        (``nvlink5-gb200-nvl4``) goes in ``link``, and a switchless mesh is ``kind: nvswitch`` with its
+        full-mesh link (catalogue ``topology: full_mesh``), the GPUs then reaching each peer over their own
+        links (:attr:`ClusterSpec.mesh_links_per_gpu`)."""
+        kinds = get_args(cls.model_fields["kind"].annotation)
+        if not isinstance(v, str) or v in kinds:
+            return v
+        names = catalog.catalog_names("scaleup")
+        meshes = ", ".join(k for k in names if catalog.scaleup(k).topology == "full_mesh")
+        mesh = f"a switchless mesh is 'kind: nvswitch' with a full-mesh link in scale_up.link ({meshes})"
+        if v.strip().lower() in names:
+            raise ValueError(
+                f"{v!r} is a scale-up link, not a kind ({', '.join(kinds)}): write 'kind: nvswitch, "
+                f"link: {v}'; {mesh}"
+            )
+        raise ValueError(f"{v!r} is no scale-up kind ({', '.join(kinds)}); {mesh}")
+
     @field_validator("bandwidth_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        return (
-            None
-            if v is None
-            else parse_bandwidth(_with_unit(v, "scale_up.bandwidth", "900 GB/s"), field="scale_up.bandwidth")
-        )
+        if v is None:
+            return None
+        out = parse_bandwidth(_with_unit(v, "scale_up.bandwidth", "900 GB/s"), field="scale_up.bandwidth")
+        _check_bytes_figure_in_bits(v, out, "scale_up.bandwidth")
+        return out
 
     @field_validator("link")
     @classmethod
@@ -1177,6 +1197,40 @@ def _register_parts(parts: Any, source: str) -> str:
             raise ConfigError(f"{source}: parts: expected a mapping of families to parts") from None
     catalog.add_parts(parts, source=source)
     return json.dumps(parts, sort_keys=True, default=str)
+
+
+#: A rate written in bits: "900 Gb/s", "900 Gbps", "900 Gbit/s", "900 Gbits/s" (not "B/s", "bytes/s").
+_BITS_UNIT = re.compile(r"(?:b|bit)(?:/s|ps|s/s)\s*$")
+#: How close a figure's number must come to a link's vendor figure to be that figure: the same number,
+#: rounding aside ("1.8 Tb/s" for NVLink 5's 1,800 GB/s).
+_SAME_FIGURE = 0.01
+
+
+def _check_bytes_figure_in_bits(raw: Any, bytes_per_s: float, field: str) -> None:
+    """Refuse a scale-up bandwidth written in bits whose number, read as bytes, is a catalogue scale-up
+    link's per-GPU figure: that figure typed with a small b, eight times too slow. Vendors quote scale-up
+    links per GPU in bytes (NVIDIA H100 datasheet "NVLink 900GB/s", PCI-SIG's x16 GB/s, Google Cloud TPU
+    v5p docs "1,200 GBps" of ICI), so "900 Gb/s" on an H100 is NVLink 4's 900 GB/s, not 112.5 GB/s -- below
+    the same GPU's PCIe Gen5 x16 (128 GB/s). The NIC's opposite slip ("400 GB/s") is refused by
+    :func:`~aifabric.units.parse_nic_bandwidth`.
+
+    Raises
+    ------
+    ValueError
+        Naming ``field``, the value, the link whose figure it is and the bytes reading.
+    """
+    if not isinstance(raw, str) or not _BITS_UNIT.search(raw):
+        return
+    links = [catalog.scaleup(key) for key in catalog.catalog_names("scaleup")]
+    gap = {link.key: abs(bytes_per_s * 8 / link.per_gpu_bidirectional_bytes_per_s - 1) for link in links}
+    link = min(links, key=lambda x: gap[x.key])  # the nearest figure: 900 is NVLink 4's, not xGMI's 896
+    if gap[link.key] <= _SAME_FIGURE:
+        meant = _BITS_UNIT.sub("B/s", raw.strip())
+        raise ValueError(
+            f"{raw!r} is bits, {bytes_per_s / 1e9:.4g} GB/s per GPU, 1/8 of the "
+            f"{link.per_gpu_bidirectional_bytes_per_s / 1e9:g} GB/s per GPU of {link.name}, which its "
+            f"vendor quotes in bytes; did you mean {meant!r} (bytes)?"
+        )
 
 
 def _with_unit(value: Any, field: str, example: str) -> Any:

@@ -216,9 +216,11 @@ def _su_pod_gpus(spec: ClusterSpec) -> tuple[int, int]:
     """GPUs under one scalable unit (rail leaf group) and one pod; the whole cluster if not applicable.
 
     Cached per spec (ClusterSpec is frozen and hashable): every contiguous communicator of a planner
-    search asks for it.
+    search asks for it. A cluster of one scale-up domain (one node of an HGX cluster) sends nothing over
+    its scale-out fabric, so its Clos is not built for this: a leaf ratio only more nodes realise (2:1 on
+    the one port per rail leaf of one node) does not refuse a run that never reaches the leaf.
     """
-    if spec.scale_out is None:
+    if spec.scale_out is None or spec.n_domains == 1:
         return spec.n_gpus, spec.n_gpus
     shape = clos_shape(spec)
     su = shape.nodes_per_su * spec.gpus_per_node if shape.tiers >= 2 else spec.n_gpus

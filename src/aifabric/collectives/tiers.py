@@ -46,7 +46,7 @@ from aifabric.catalog.nccl import (
     version_tuple,
 )
 from aifabric.catalog.nccl_mesh import MeshRings, mesh_ring_search, mesh_search_applies
-from aifabric.catalog.rccl import rccl_release
+from aifabric.catalog.rccl import rccl_release, rccl_release_versions
 from aifabric.catalog.transport import TransportSpec, transport
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.tpu_slice import domain_torus_dims
@@ -73,6 +73,7 @@ __all__ = [
     "tuner_tree_nic_traffic",
     "hw_latency_s",
     "library_release",
+    "tables_note",
     "net_extra_latency_s",
     "line_rate_caps",
     "net_latency_row",
@@ -122,6 +123,29 @@ _WARP_THREADS = 32
 #: Bytes of one flagged store of LL and LL128, data and flag (prims_ll.h ``storeLL``: st.volatile.v4 of a
 #: union ncclLLFifoLine; prims_ll128.h ``store128``): a step's network message is its data x 16 / d
 _STORE_BYTES = 16
+
+
+#: The libraries as logs and explanations print them.
+_LIBRARY_NAMES = {"nccl": "NCCL", "rccl": "RCCL"}
+
+
+def tables_note(version: str, release: NcclRelease, library: str = "nccl") -> str:
+    """Which tables price a run stating ``version`` on a GPU whose library is ``library``, given the
+    ``release`` :func:`library_release` chose: ``priced with NCCL 2.26.2's tuning tables (recorded at
+    2.25.1, the last release at or below it that changed them)``. The catalogue records a release only where
+    a recorded fact changed (nccl_releases.yaml: 2.25.1, then 2.27.3), so 2.26.2 runs 2.25.1's tables. An
+    RCCL GPU priced with NCCL's tables says why (its release is of a series RCCL's tables were not read for).
+
+    >>> tables_note("2.26.2", nccl_release("2.26.2"))
+    "priced with NCCL 2.26.2's tuning tables (recorded at 2.25.1, the last release at or below it that changed them)"
+    """  # noqa: E501  (the note verbatim)
+    note = f"priced with {_LIBRARY_NAMES[release.library]} {version}'s tuning tables"
+    if version_tuple(version) != release.version_tuple:
+        note += f" (recorded at {release.version}, the last release at or below it that changed them)"
+    if library == "rccl" and release.library == "nccl":
+        note += (f": RCCL's own tables are recorded for {', '.join(rccl_release_versions())} only, and RCCL "
+                 "keeps the version numbers of the NCCL it is built on")  # fmt: skip
+    return note
 
 
 def library_release(library: str, version: str | None) -> NcclRelease:
@@ -239,6 +263,21 @@ class TierModel:
         if self.nics_per_gpu < 1:
             return 0
         return max(1, gpus * self.nics_per_gpu // self.gpus_per_nic)
+
+    @cached_property
+    def tables_notes(self) -> tuple[str, ...]:
+        """:func:`tables_note` where the stated release is not the recorded one whose tables price it
+        (2.26.2: 2.25.1's) or an RCCL GPU runs NCCL's tables; empty for the newest tables or a recorded
+        release stated as such. Cached: the formula engine closes every explanation with it."""
+        if not self.nccl_version:
+            return ()
+        unrecorded = version_tuple(self.nccl_version) != self.release.version_tuple
+        fork_on_nccl = self.library == "rccl" and self.release.library == "nccl"
+        return (
+            (tables_note(self.nccl_version, self.release, self.library),)
+            if unrecorded or fork_on_nccl
+            else ()
+        )
 
     @property
     def nccl(self) -> bool:

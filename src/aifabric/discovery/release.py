@@ -23,14 +23,11 @@ from functools import cache
 
 from aifabric.catalog.nccl import nccl_release, nccl_release_versions, version_tuple
 from aifabric.catalog.rccl import rccl_release_versions
-from aifabric.collectives.tiers import library_release
+from aifabric.collectives.tiers import library_release, tables_note
 from aifabric.discovery.inference import unrecorded_release_note
 from aifabric.errors import ConfigError
 
 __all__ = ["PricedRelease", "check_stated_version", "priced_release"]
-
-#: The library names as logs print them.
-_NAMES = {"nccl": "NCCL", "rccl": "RCCL"}
 
 
 @dataclass(frozen=True)
@@ -79,19 +76,7 @@ def priced_release(version: str | None, library: str = "nccl") -> PricedRelease:
         known = ", ".join(rccl_release_versions())
         return PricedRelease(None, f"RCCL {version} predates RCCL's recorded releases ({known}): priced with "
                                    f"NCCL {newest}'s tuning tables, the newest recorded")  # fmt: skip
-    return PricedRelease(version, _tables_note(version, release.library, release.version, library))
-
-
-def _tables_note(version: str, used: str, recorded: str, library: str) -> str:
-    """``priced with NCCL 2.26.2's tuning tables (recorded at 2.25.1, ...)``; an RCCL GPU priced with NCCL's
-    tables says why (its release is of a series RCCL's tables were not read for)."""
-    note = f"priced with {_NAMES[used]} {version}'s tuning tables"
-    if recorded != version:
-        note += f" (recorded at {recorded}, the last release at or below it that changed them)"
-    if library == "rccl" and used == "nccl":
-        note += (f": RCCL's own tables are recorded for {', '.join(rccl_release_versions())} only, and RCCL "
-                 "keeps the version numbers of the NCCL it is built on")  # fmt: skip
-    return note
+    return PricedRelease(version, tables_note(version, release, library))
 
 
 def check_stated_version(version: str, field: str = "--nccl-version") -> None:

@@ -590,7 +590,8 @@ def _result(
     notes: list[str],
 ) -> CollectiveResult:
     """The :class:`CollectiveResult` of ``best`` among ``evals`` (fastest first), ``notes`` closing its
-    explanation.
+    explanation, then the tables an unrecorded release is priced with (README: "the assumptions name the
+    tables used").
 
     Optimisation: the result and its candidates are built with :func:`~aifabric.engines.result.assemble`
     and :meth:`~aifabric.engines.result.Candidate.of` (a result and ~10 candidates per call: with the
@@ -622,7 +623,7 @@ def _result(
         "busbw_bytes_per_s": algbw * busbw_factor(op, n),
         "network_time_s": nets,
         "bottleneck": bottleneck(best.bottleneck, best.latency_s, t),
-        "explanation": ". ".join([_explanation(best, evals), *notes]),
+        "explanation": ". ".join([_explanation(best, evals), *notes, *tm.tables_notes]),
         "candidates": candidates,
         "convention": f"{tm.convention}/{tm.efficiency}",
         "engine": "formula",

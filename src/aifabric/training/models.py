@@ -618,16 +618,19 @@ def _hf_unknown_family(
     """The family of a ``model_type`` :data:`HF_FAMILIES` does not list: gated iff ``hidden_act`` (or
     ``activation_function``) is SiLU/Swish, tied as ``PretrainedConfig`` defaults (True); each assumption
     appended to ``notes``. No activation at all is refused: the MLP's width would be a guess."""
-    kind = f"model_type {model_type!r}" if model_type else "no model_type"
+    # what the file says of its family, stated positively: "names no model_type", not "no model_type is not"
+    unknown = (
+        f"model_type {model_type!r} is not a family aifabric knows" if model_type else "names no model_type"
+    )
     act = config.get("hidden_act", config.get("activation_function"))
     if act is None:
         raise ConfigError(
-            f"{file} has neither hidden_act nor activation_function and {kind} is not a family "
-            f"aifabric knows ({', '.join(HF_FAMILIES)}): add hidden_act (silu: gated MLP; gelu: plain)"
+            f"{file} has neither hidden_act nor activation_function, and {unknown} (families known: "
+            f"{', '.join(HF_FAMILIES)}): add hidden_act (silu: gated MLP; gelu: plain)"
         )
     gated = str(act).lower() in _GATED_ACTIVATIONS
     mlp = "gated" if gated else "plain (two matrices)"
-    notes.append(f"{kind} not known: MLP assumed {mlp} from hidden_act {act!r}")
+    notes.append(f"{file} {unknown}: MLP assumed {mlp} from hidden_act {act!r}")
     if "tie_word_embeddings" not in config:
         notes.append("no tie_word_embeddings: output layer tied (PretrainedConfig's default)")
     return HfFamily(gated_mlp=gated, tied_default=True)
