@@ -138,12 +138,15 @@ def test_matrix_of_more_gpus_than_a_node_holds_is_refused_at_its_header(tmp_path
 
 
 def test_node_too_big_for_the_two_node_fabric_names_the_input(tmp_path: Path) -> None:
-    # D6: 200 GPUs in one node need 200 rails of leaves, more than a two-tier Clos of radix 64 joins
+    # D6: 200 GPUs in one node need 200 rails of leaves, more than a two-tier Clos of radix 64 joins. The
+    # node alone is priced on its NVLink (one scale-up domain sends nothing to the leaves); the two-node
+    # fabric its expected busbw is priced on (discovery/node_spec.expected_busbw) is what cannot be wired:
+    # 2 x 200 = 400 GPUs on the same 200 rail leaves
     path = tmp_path / "topo200.txt"
     path.write_text(_all_nvlink_matrix(200))
     result = CliRunner().invoke(app, ["inspect", str(path)])
     assert result.exit_code == 2
-    assert "topo200.txt: the node it describes cannot be wired: 200 GPUs need 200 leaves" in result.output
+    assert "topo200.txt: the node it describes cannot be wired: 400 GPUs need 200 leaves" in result.output
     assert "scale_out.tiers" not in result.output
 
 
