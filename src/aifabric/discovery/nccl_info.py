@@ -17,6 +17,8 @@ The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases prin
                                                                         sent through proxy rank 1 (PXN)
 ``Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read`` (``P2P/CUMEM``)        ``transport/p2p.cc``
 ``Channel 00 : 0[0] -> 1[1] via SHM/direct/direct``                     ``transport/shm.cc``
+``Ring 00 : 1[23000] -> 8[1e000] [send] via NET/IB/1/GDRDMA`` (2.5-2.6;  the same files of v2.5.6-1: the bus
+``Channel 00``: 2.7-2.11), ``... via direct shared memory`` (2.5-2.11)  id in hex up to 2.17 (``_LINK_HEAD``)
 ``NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'``                ``graph/topo.cc``
 ``GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 8 > 5)``     ``graph/paths.cc``
 ``NVLS multicast support is not available on dev 0``                    ``transport/nvls.cc``
@@ -79,13 +81,18 @@ _NIC_DISTANCE = re.compile(r"CUDA Dev \d{1,4}\[\d{1,4}\], (\S{1,64}) NIC distanc
 _BARE_VERSION = re.compile(r"^\s*NCCL version (\d{1,4}(?:\.\d{1,6}){1,3})\+")
 _NET_DEVICES = re.compile(r"NET/(IB|Socket) ?: Using ?((?:\[RO\])?[^;]{0,4000})")
 _NET_DEVICE = re.compile(r"\[\d{1,4}\]([\w.-]{1,64}?(?::\d{1,3}(?=[/\s]|$))?)(?:/(IB|RoCE)|[:<\s]|$)")
+#: The head of a connection line: ``Ring %02d`` (2.5-2.6), ``Channel %02d`` (2.7-2.11), ``Channel %02d/%d``
+#: (2.12+), then ``rank[device]`` of both ends. The device is the bus id in hexadecimal, ``%d[%lx]`` of
+#: ``busId``, up to 2.17 (``src/transport/net.cc``, ``p2p.cc`` of v2.5.6-1, v2.11.4-1, v2.17.1-1: ``4a000``)
+#: and the decimal ``%d[%d]`` of ``nvmlDev`` from 2.18; hex digits read both.
+_PEER = r"(\d{1,9})\[[0-9a-fA-F]{1,16}\]"
+_LINK_HEAD = rf"(?:Ring|Channel) \d{{1,4}}(?:/\d{{1,4}})? : {_PEER} -> {_PEER} "
 _CONNECTION = re.compile(
-    r"Channel \d{1,4}/\d{1,4} : (\d{1,9})\[\d{1,9}\] -> (\d{1,9})\[\d{1,9}\] \[(send|receive)\] "
-    r"via NET/([^/]{1,64})/(\d{1,4})(?:\((\d{1,9})\))?(/GDRDMA)?"
+    _LINK_HEAD + r"\[(send|receive)\] via NET/([^/]{1,64})/(\d{1,4})(?:\((\d{1,9})\))?(/GDRDMA)?"
 )
-_INTRA = re.compile(
-    r"Channel \d{1,4}(?:/\d{1,4})? : \d{1,9}\[\d{1,9}\] -> \d{1,9}\[\d{1,9}\] via (P2P|SHM)/(\w+)"
-)
+#: ``via P2P/IPC`` (``P2P/direct pointer``, ``P2P/CUMEM`` ...) and ``via SHM/direct/direct`` (2.12+); 2.5-2.11
+#: print shared memory as ``via direct shared memory`` (``src/transport/shm.cc`` of v2.5.6-1 and v2.11.4-1).
+_INTRA = re.compile(_LINK_HEAD + r"via (?:(P2P|SHM)/(\w+)|(direct) shared memory)")
 _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:GPU \w{1,16} / )?HCA (\d{1,4})")
 _NVLS = re.compile(r"NVLS multicast support is (not )?available")
 #: ``NVLS Head  0:  0  8``: printed by ``connectNvls`` (NVIDIA/nccl ``src/graph/connect.cc``, 2.18-2.2x) only
@@ -415,7 +422,9 @@ class _Reader:
             self.note("pxn", ev)
 
     def take_intra(self, m: re.Match[str], ev: Evidence) -> None:
-        self.intra.setdefault(f"{m.group(1)}/{m.group(2)}", None)
+        """An intra-node transport, named as 2.12+ print it (``SHM/direct`` for 2.5-2.11's shared memory)."""
+        kind, how = (m.group(3), m.group(4)) if m.group(3) else ("SHM", m.group(5))
+        self.intra.setdefault(f"{kind}/{how}", None)
         self.note("intra", ev, keep=2)
 
     def take_network(self, m: re.Match[str], ev: Evidence) -> None:
