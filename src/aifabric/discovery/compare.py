@@ -805,8 +805,8 @@ class TableComparison:
         """Whether no row could show the network's bandwidth: halving the bandwidth part of a row's
         predicted time (a collapse, :data:`_COLLAPSE`) moves it by ``s + (1 - s) / _COLLAPSE``, ``s`` the
         row's latency share, and a row shows it only when that takes its busbw more than the threshold below
-        the model. A table of such rows alone meets the model whatever the network carries (16 H100 nodes, 8
-        B .. 4 KiB: latency over 99 % of each row's time, NVIDIA/nccl#1469)."""
+        the model. A table of such rows alone meets the model whatever the network carries (16 H100 nodes,
+        8 B .. 4 KiB: latency over 99 % of each row's time, NVIDIA/nccl#1469)."""
         slowest = 1.0 / (1.0 - self.threshold)
         return all(r.latency_share + (1.0 - r.latency_share) / _COLLAPSE <= slowest for r in self.rows)
 
