@@ -32,7 +32,9 @@ def test_ranks_option_and_the_question(tmp_path: Path) -> None:
     log.write_text(
         "#  Rank 71 Group  0 Pid 1 on node-9 device  7 [0x18] NVIDIA H100 80GB HBM3\n"
         "#  size  count  type  redop  root  time  algbw  busbw #wrong  time  algbw  busbw #wrong\n"
-        "  4294967296  1073741824  float  sum  -1  23000.0  186.74  350.00  0  23000.0  186.74  350.00  0\n"
+        # busbw / algbw = 1.97 / 1.00 holds 2(n-1)/n for 45 to 132 ranks (two decimals: [1.965 / 1.005,
+        # 1.975 / 0.995]), the 72 Rank 71 implies among them, and pins none (nccl-tests doc/PERFORMANCE.md)
+        "  1048576  262144  float  sum  -1  1048.6  1.00  1.97  0  1048.6  1.00  1.97  0\n"
     )
     res = runner.invoke(app, ["nccl-tests", "compare", str(log)])
     assert res.exit_code == 2

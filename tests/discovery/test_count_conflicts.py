@@ -131,3 +131,21 @@ def test_any_length_of_rank_count_is_refused_the_same_way(digits: int) -> None:
     # The same rule for 26, 46 or 3000 digits: above any C int, refused at its line, never skipped.
     info = parse_nccl_info([_INFO + f"comm 0x5 rank 0 nRanks {'8' * digits} nNodes 2 localRanks 8"])
     assert len(info.count_errors) == 1 and info.count_errors[0].line == 1
+
+
+def test_a_rank_count_the_printed_bandwidths_of_any_row_exclude_is_refused(tmp_path: Path) -> None:
+    """busbw = algbw x 2(n-1)/n for an all_reduce (nccl-tests doc/PERFORMANCE.md), each printed to two
+    decimals. 512 B at 10.05 us prints 0.05 / 0.05 (NVIDIA/nccl#439): the ratio lies in [0.045/0.055,
+    0.055/0.045] = [0.82, 1.22], which holds 2 ranks (factor 1) and not 8 (1.75: 0.09 printed). A row of
+    0.01 / 0.01 allows [0.33, 3] and excludes no count."""
+    small = "         512           128     float     sum      -1    10.05    0.05    0.05      0    9.87    0.05    0.05      0"  # noqa: E501
+    tiny = "         128            32     float     sum      -1     9.99    0.01    0.01      0    9.82    0.01    0.01      0"  # noqa: E501
+    text = f"{HEADER}\n{tiny}\n{small}\n"
+    code, err = _compare(tmp_path, text, "--collective", "all_reduce", "--ranks", "8", "--nodes", "1")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--ranks 8 conflicts with the row at line 3: busbw 0.05 and algbw 0.05 GB/s" in err, err
+    assert _compare(tmp_path, text, "--collective", "all_reduce", "--ranks", "2", "--nodes", "1")[0] == 0
+    code, err = _compare(
+        tmp_path, f"{HEADER}\n{tiny}\n", "--collective", "all_reduce", "--ranks", "8", "--nodes", "1"
+    )
+    assert code == 0, err

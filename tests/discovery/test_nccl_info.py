@@ -114,3 +114,15 @@ def test_acs_hint_is_evidence() -> None:
     ])  # fmt: skip
     assert [key for key, _ in evidence_causes(info, 2)] == ["acs_iommu"]
     assert evidence_causes(info, 1) == ()  # one node: no network, no GPU-NIC RDMA path
+
+
+def test_shared_memory_of_nccl_2_5_to_2_11_is_shm_direct() -> None:
+    """2.5-2.11 print shared memory as ``"Channel %02d : %d[%lx] -> %d[%lx] via direct shared memory"``
+    (``Ring %02d`` in 2.5-2.6; NVIDIA/nccl ``src/transport/shm.cc`` of v2.6.4-1 and v2.11.4-1, the bus id in
+    hex): the transport 2.12+ name ``SHM/direct``."""
+    info = parse_nccl_info([
+        "h:1:1 [0] NCCL INFO Ring 01 : 0[1a000] -> 1[1b000] via direct shared memory",
+        "h:1:1 [0] NCCL INFO Channel 00 : 2[3d000] -> 3[3e000] via direct shared memory",
+    ])  # fmt: skip
+    assert info.intra_transports == ("SHM/direct",)
+    assert len(info.lines("intra")) == 2

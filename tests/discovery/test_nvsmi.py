@@ -205,3 +205,15 @@ def test_bytes_that_are_not_utf8() -> None:
     with pytest.raises(ParseError) as info:
         TopoMatrix.from_text(b"\tGPU0\nGPU0\t X\n\xff\xfe")
     assert info.value.line == 3
+
+
+def test_header_word_that_begins_a_column_is_that_column_when_the_rows_hold_it() -> None:
+    """A header ending ``CPU Affinity  NUMA`` (a DGX H100 guide, ``fixtures/public7``): each row holds
+    one value under ``NUMA``, so the column is NUMA affinity; where the rows hold one value more than the
+    header names (the copy stopped in ``NUMA Affinity   GPU NUMA ID``), the affinity stays unknown."""
+    short = "\tGPU0\tGPU1\tCPU Affinity\tNUMA\nGPU0\t X \tNV18\t0-51\t0\nGPU1\tNV18\t X \t52-103\t1\n"
+    m = TopoMatrix.from_text(short)
+    assert m.numa_affinity == {"GPU0": frozenset({0}), "GPU1": frozenset({1})}
+    assert m.missing == ()
+    cut = "\tGPU0\tGPU1\tCPU Affinity\tNUMA\nGPU0\t X \tNV18\t0-51\t0\tN/A\nGPU1\tNV18\t X \t52-103\t1\tN/A\n"
+    assert TopoMatrix.from_text(cut).numa_affinity == {"GPU0": None, "GPU1": None}

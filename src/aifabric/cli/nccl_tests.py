@@ -332,6 +332,15 @@ def _render_flagged(comp: TableComparison) -> None:
 
 def _render_verdict(comp: TableComparison) -> None:
     """The table's verdict: healthy, or its findings by bandwidth explained, each with NCCL's own lines."""
+    if comp.verdict == "inconclusive" and not comp.gpu_unmodelled:
+        console.print(
+            "  [yellow]verdict: inconclusive[/]: latency is so much of every row's time that even half the "
+            "network's bandwidth would keep each row within the threshold of the model: the table says "
+            "nothing of the network; measure up to 1 GiB or more (nccl-tests -e 1G) for a verdict",
+            highlight=False,
+            markup=True,
+        )
+        return
     if comp.verdict == "inconclusive":
         why = "; ".join(n for n in comp.assumptions if gpu_unmodelled([n]))
         console.print(

@@ -345,19 +345,15 @@ def _socket_facts(comparison: TableComparison) -> str:
 
 
 def _shortfall_facts(comparison: TableComparison) -> str:
-    """What the log does show about a shortfall it does not explain: the measured fraction of the model's
-    ceiling at the largest size (and the NICs that ceiling stands for), and how far above the model the
-    small messages are when they point at another network path (``latency_net`` rows)."""
+    """What the log does show about a shortfall it does not explain: the measured fraction of the model at
+    the largest size (its ceiling there, or its figure at 1 GiB beside it: :func:`_model_reference`), and
+    how far above the model the small messages are when they point at another network path
+    (``latency_net`` rows)."""
     big = max(comparison.large_rows, key=lambda r: r.size_bytes)
     fraction = big.measured_busbw_bytes_per_s / big.predicted_busbw_bytes_per_s
-    spec = comparison.spec
-    ceiling = f"the model's {big.predicted_busbw_bytes_per_s / 1e9:.0f} GB/s"
-    if comparison.n_nodes > 1 and spec.scale_out is not None and spec.nic_line_rate_bytes_per_s > 0:
-        nics = spec.gpus_per_node * spec.scale_out.nics_per_gpu
-        per_nic = spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu
-        ceiling += f" ceiling of {nics} x {per_nic * 8 / 1e9:.0f}G NICs per node"
     measured = big.measured_busbw_bytes_per_s / 1e9
-    out = f"measured {measured:.0f} GB/s busbw at {format_bytes(big.size_bytes)}: {fraction:.0%} of {ceiling}"
+    at = format_bytes(big.size_bytes)
+    out = f"measured {measured:.0f} GB/s busbw at {at}: {fraction:.0%} of {_model_reference(comparison, big)}"
     rows = comparison.rows
     slow = sorted(r.measured_time_s / r.predicted.time_s for r in rows if r.causes[:1] == ("latency_net",))
     if slow:
@@ -366,6 +362,32 @@ def _shortfall_facts(comparison: TableComparison) -> str:
             "another network path than NCCL's NET/IB (a plugin or sockets) may carry the run"
         )
     return out
+
+
+def _model_reference(comparison: TableComparison, big: RowComparison) -> str:
+    """The model's figure ``big`` is measured against, named for what it is: the ceiling of the NICs where
+    the row is bandwidth-bound (:func:`_bandwidth_bound`), else the model at that size with its latency
+    share, and the model at :data:`LARGE_BYTES`, where the NICs' ceiling shows, beside it."""
+    spec = comparison.spec
+    nics = ""
+    if comparison.n_nodes > 1 and spec.scale_out is not None and spec.nic_line_rate_bytes_per_s > 0:
+        count = spec.gpus_per_node * spec.scale_out.nics_per_gpu
+        per_nic = spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu
+        nics = f"{count} x {per_nic * 8 / 1e9:.0f}G NICs per node"
+    predicted = big.predicted_busbw_bytes_per_s / 1e9
+    if _bandwidth_bound(big):
+        return f"the model's {predicted:.0f} GB/s" + (f" ceiling of {nics}" if nics else "")
+    plateau = comparison.predict(LARGE_BYTES).busbw_bytes_per_s / 1e9
+    return (
+        f"the model's {predicted:.0f} GB/s at that size, {big.latency_share:.0%} of its time latency (the "
+        f"model gives {plateau:.0f} GB/s at {format_bytes(LARGE_BYTES)}" + (f" over {nics})" if nics else ")")
+    )
+
+
+def _bandwidth_bound(row: RowComparison) -> bool:
+    """Whether ``row`` measures the network's bandwidth: at least :data:`LARGE_BYTES`, or latency under 1 %
+    of its predicted time."""
+    return row.size_bytes >= LARGE_BYTES or row.latency_share < 0.01
 
 
 # -- one row -------------------------------------------------------------------------------------------------
@@ -780,13 +802,24 @@ class TableComparison:
         return describe_cause(cause, self)
 
     @property
+    def latency_only(self) -> bool:
+        """Whether no row could show the network's bandwidth: halving the bandwidth part of a row's
+        predicted time (a collapse, :data:`_COLLAPSE`) moves it by ``s + (1 - s) / _COLLAPSE``, ``s`` the
+        row's latency share, and a row shows it only when that takes its busbw more than the threshold below
+        the model. A table of such rows alone meets the model whatever the network carries (16 H100 nodes,
+        8 B .. 4 KiB: latency over 99 % of each row's time, NVIDIA/nccl#1469)."""
+        slowest = 1.0 / (1.0 - self.threshold)
+        return all(r.latency_share + (1.0 - r.latency_share) / _COLLAPSE <= slowest for r in self.rows)
+
+    @property
     def verdict(self) -> str:
         """``"healthy"``, the cause of the first :attr:`findings`, or ``"inconclusive"`` on a machine not
-        known to be the log's (:attr:`gpu_unmodelled`) whose run passed its own check."""
+        known to be the log's (:attr:`gpu_unmodelled`) or for a table no row of which could show the
+        network's bandwidth (:attr:`latency_only`), whose run passed its own check."""
         found = self.findings
         if found:
             return found[0].cause
-        return "inconclusive" if self.gpu_unmodelled else "healthy"
+        return "inconclusive" if self.gpu_unmodelled or self.latency_only else "healthy"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, SI units."""
@@ -1000,7 +1033,7 @@ def _causes(
         if row.deviation > -0.5:
             return ("latency_model",)
         return ("latency_net",) if multi else ("latency_local",)
-    large = row.size_bytes >= LARGE_BYTES or row.latency_share < 0.01
+    large = _bandwidth_bound(row)
     # A mid-size row ramps up to the plateau the run reaches at larger sizes. A run whose largest rows are
     # themselves mid-size shows no plateau to ramp to: one of those rows as far below the model as a
     # collapse (_COLLAPSE: 2x, beyond the tens of per cent the ramp explains, 383 of 474 GB/s at 128 MB,
@@ -1461,8 +1494,19 @@ def _plateau_fault(
     median = devs[len(devs) // 2]
     if 1.0 + median >= _COLLAPSE:
         return None
-    first = [k for k, _ in faults]
-    return max(set(first), key=first.count), median
+    return _most_rows_fault(rows, causes, large), median
+
+
+def _most_rows_fault(rows: list[RowComparison], causes: list[tuple[str, ...]], large: set[int]) -> str:
+    """The fault first among the most large-message rows; a tie goes to the fault of the largest such row,
+    the most bandwidth-bound one (its latency share is the least), so the same table gives the same fault
+    in every process."""
+    votes: dict[str, tuple[int, int]] = {}  # fault -> (rows, largest size)
+    for r, c in zip(rows, causes, strict=True):
+        if r.size_bytes in large and c and c[0] not in NOT_FAULTS:
+            n, size = votes.get(c[0], (0, 0))
+            votes[c[0]] = (n + 1, max(size, r.size_bytes))
+    return max(votes, key=lambda k: votes[k])
 
 
 def _engine_op(table: PerfTable) -> str:

@@ -16,7 +16,8 @@ nodes
     is asked for, never guessed.
 
 The sources must agree: ``--ranks``, ``nRanks``, the table's count (when its rank lines are complete; a
-count from the launcher line is named by that line) and the ranks busbw/algbw pins;
+count from the launcher line is named by that line) and the ranks busbw/algbw pins, and no row's printed
+busbw/algbw may exclude the count settled on;
 ``--nodes``, ``nNodes``, the table's hosts, ``torchrun --nnodes`` and ranks / ``--gpus-per-node``. Two that
 differ are refused naming both (and the log's line), never one silently preferred; ranks / ``localRanks``
 is only a fallback (NCCL prints the local count of one rank). When the ranks cannot be told,
@@ -47,6 +48,12 @@ _FACTOR_INVERSE = {
     "all_gather": lambda r: 1.0 / (1.0 - r),
     "reduce_scatter": lambda r: 1.0 / (1.0 - r),
     "alltoall": lambda r: 1.0 / (1.0 - r),
+}
+_FACTOR = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
 }
 
 
@@ -100,6 +107,41 @@ def ranks_from_bandwidths(table: PerfTable) -> int | None:
         return None
     first, last = math.ceil(inverse(low) - 1e-9), math.floor(inverse(high) + 1e-9)
     return first if first == last and first >= 2 else None
+
+
+def _check_against_bandwidths(table: PerfTable, ranks: int, label: str) -> None:
+    """Refuse a rank count the printed bandwidths exclude.
+
+    nccl-tests prints busbw = algbw x the collective's factor of the ranks from one time (2(n-1)/n for an
+    all_reduce, (n-1)/n for all_gather, reduce_scatter and alltoall: doc/PERFORMANCE.md), each to two
+    decimals; a row whose two figures, rounding allowed, cannot stand in that ratio did not run on
+    ``ranks`` ranks (an all_reduce printing busbw = algbw = 0.05 GB/s ran on 2, not 8: 8 would print 0.09).
+
+    Raises
+    ------
+    ParseError
+        Naming ``label`` (where the count came from), the first such row's line and figures and what
+        ``ranks`` ranks would have printed.
+    """
+    factor = _FACTOR.get(table.collective or "")
+    if factor is None or ranks < 2:
+        return
+    f = factor(ranks)
+    for row in table.rows:
+        for half in (row.out_of_place, row.in_place):
+            if half is None or half.algbw_bytes_per_s <= _HALF_DIGIT:
+                continue
+            algbw, busbw = half.algbw_bytes_per_s, half.busbw_bytes_per_s
+            low = (busbw - _HALF_DIGIT) / (algbw + _HALF_DIGIT)
+            if low <= f <= (busbw + _HALF_DIGIT) / (algbw - _HALF_DIGIT):
+                continue
+            raise ParseError(
+                f"{label} conflicts with the row at line {row.line}: busbw {busbw / 1e9:.2f} and algbw "
+                f"{algbw / 1e9:.2f} GB/s, where {ranks} ranks print busbw = algbw x {f:.2f} = "
+                f"{algbw * f / 1e9:.2f} (nccl-tests doc/PERFORMANCE.md); give the ranks the run had",
+                line=row.line,
+                source=table.source,
+            )
 
 
 def _check_against_rank_lines(
@@ -184,6 +226,7 @@ def resolve_counts(
             else "the log does not say how many ranks ran this table"
         )
         raise ParseError(f"{why}; give --ranks (and --nodes)", line=table.line, source=table.source)
+    _check_against_bandwidths(table, n_ranks, rank_source.label)
     n_nodes, node_source = given.first_nodes(nodes, rank_source, gpus_per_node, notes)
     if n_nodes is not None and n_ranks % n_nodes:
         raise ParseError(

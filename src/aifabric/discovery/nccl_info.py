@@ -19,6 +19,8 @@ The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases prin
                                                                         sent through proxy rank 1 (PXN)
 ``Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read`` (``P2P/CUMEM``)        ``transport/p2p.cc``
 ``Channel 00 : 0[0] -> 1[1] via SHM/direct/direct``                     ``transport/shm.cc``
+``Ring 00 : 1[23000] -> 8[1e000] [send] via NET/IB/1/GDRDMA`` (2.5-2.6;  the same files of v2.5.6-1: the bus
+``Channel 00``: 2.7-2.11), ``... via direct shared memory`` (2.5-2.11)  id in hex up to 2.17 (``_LINK_HEAD``)
 ``NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'``                ``graph/topo.cc``
 ``GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 8 > 5)``     ``graph/paths.cc``
 ``NVLS multicast support is not available on dev 0``                    ``transport/nvls.cc``
@@ -84,8 +86,9 @@ _NIC_DISTANCE = re.compile(r"CUDA Dev \d{1,4}\[\d{1,4}\], (\S{1,64}) NIC distanc
 _BARE_VERSION = re.compile(r"^\s*NCCL version (\d{1,4}(?:\.\d{1,6}){1,3})\+")
 _NET_DEVICES = re.compile(r"NET/(IB|Socket) ?: Using ?((?:\[RO\])?[^;]{0,4000})")
 _NET_DEVICE = re.compile(r"\[\d{1,4}\] ?([\w.-]{1,64}?(?::\d{1,3}(?=[/\s]|$))?)(?:/(IB|RoCE)|[:<\s]|$)")
-#: What a connection line names a peer by: its rank, then its CUDA device (2.13 on) or its bus ID in hex
-#: (``%d[%lx]`` of ``myInfo->busId``: 2.5 to 2.12, ``0[5000]``), none in 2.4 (``15 -> 0 [send]``).
+#: What a connection line names a peer by: its rank, then its bus ID in hex (``%d[%lx]`` of ``busId``, 2.5 to
+#: 2.17, ``0[4a000]``: ``transport/p2p.cc`` of v2.17.1-1) or its device in decimal (from 2.18), none in 2.4
+#: (``15 -> 0 [send]``); hex digits read both.
 _PEER = r"(\d{1,9})(?:\[[0-9a-fA-F]{1,16}\])?"
 #: ``Channel`` from 2.7 on, ``Ring %02d`` in 2.4 to 2.6 (``transport/net.cc`` of v2.5.6-1).
 _CHANNEL_OF = r"(?:Channel|Ring) \d{1,4}(?:/\d{1,4})? : "

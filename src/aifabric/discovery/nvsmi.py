@@ -394,6 +394,8 @@ def _parse_first_matrix(lines: list[str], source: str | None) -> TopoMatrix:
         except ParseError as err:  # a sentence that starts with "GPU0 GPU1": keep looking
             first_error = first_error or err
             continue
+        if cut:
+            trailing, cut = _short_column_name(header, lines, last, devices, trailing)
         matrix = _parse_body(lines, header_index, last, devices, trailing, cut, source)
         # a matrix with NV# cells is topo -m output whatever command the paste shows above it
         pci = _command_above(lines, header_index) in ("-mp", "--matrix_pci") and not matrix.nvlink_pairs()
@@ -558,6 +560,31 @@ def _parse_header(line: str, lineno: int, source: str | None) -> tuple[list[str]
                 return devices, trailing, True  # "NIC": a device label cut before its number
             raise ParseError(f"unknown column {rest[at]!r} in the matrix header", line=lineno, source=source)
     return devices, trailing, False
+
+
+def _short_column_name(
+    header: str, lines: list[str], header_last: int, devices: list[str], trailing: list[str]
+) -> tuple[list[str], bool]:
+    """The trailing columns and whether the header is cut, for a header that ends in the first whole words
+    of one more column's name (``CPU Affinity  NUMA``: a page that shortened ``NUMA Affinity``, or a copy
+    that stops after that word).
+
+    The rows decide: where every GPU row holds one value per column with that column counted, the values
+    under the word are that column's whole (nvidia-smi prints each row's values under their header word),
+    so it is read as the column it begins; otherwise the header stays cut and the affinity is unknown.
+    """
+    words = header.split()
+    for name in _TRAILING_COLUMNS:
+        head = name.split()
+        shown = next((k for k in range(len(head) - 1, 0, -1) if words[-k:] == head[:k]), 0)
+        if not shown or name in trailing:
+            continue
+        width = 1 + len(devices) + len(trailing) + 1
+        rows, _ = _logical_rows(lines, header_last + 1, devices, width)
+        gpu_rows = [text.split() for _, text in rows if _is_gpu(text.split()[0])]
+        if gpu_rows and all(len(_unglued(tokens)) == width for tokens in gpu_rows):
+            return [*trailing, name], False
+    return trailing, True
 
 
 def _unglued_labels(tokens: list[str]) -> list[str]:
