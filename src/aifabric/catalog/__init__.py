@@ -7,6 +7,7 @@ steers them (:mod:`aifabric.catalog.transport`).
 
 from aifabric.catalog.loader import (
     AcceleratorSpec,
+    CpuSpec,
     DciSpec,
     NicSpec,
     OpticSpec,
@@ -18,6 +19,7 @@ from aifabric.catalog.loader import (
     add_parts,
     catalog_names,
     catalog_sources,
+    cpu,
     dci,
     default_leaf_switch,
     nic,
@@ -36,6 +38,7 @@ from aifabric.catalog.transport import NcclEnv, TransportSpec, resolve_transport
 
 __all__ = [
     "AcceleratorSpec",
+    "CpuSpec",
     "NcclEnv",
     "NcclRelease",
     "DciSpec",
@@ -50,6 +53,7 @@ __all__ = [
     "add_parts",
     "catalog_names",
     "catalog_sources",
+    "cpu",
     "nccl_release",
     "nccl_release_versions",
     "rccl_release",

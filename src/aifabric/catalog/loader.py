@@ -39,6 +39,7 @@ from aifabric.units import (
 
 __all__ = [
     "AcceleratorSpec",
+    "CpuSpec",
     "DciSpec",
     "NicSpec",
     "OpticSpec",
@@ -58,6 +59,7 @@ __all__ = [
     "optic",
     "optic_for_speed",
     "reload_catalog",
+    "cpu",
     "scaleup",
     "storage",
     "switch",
@@ -424,6 +426,20 @@ class DciSpec(_Entry):
         return parse_time(v)
 
 
+class CpuSpec(_Entry):
+    """A host CPU family as NCCL's topology sees it: ``vendor`` and the bandwidth NCCL gives the link
+    between two of its sockets (NUMA nodes), per direction (``topo.h`` ``AMD_BW``, ``SKL_QPI_BW`` ...:
+    ``topo.cc`` ``ncclTopoGetInterCpuBw`` gives every pair of CPU nodes a ``LINK_SYS`` of it)."""
+
+    vendor: Literal["intel", "amd", "arm", "power", "zhaoxin"]
+    inter_socket_nccl_bytes_per_s: float = Field(gt=0, validation_alias="inter_socket_nccl")
+
+    @field_validator("inter_socket_nccl_bytes_per_s", mode="before")
+    @classmethod
+    def _bw(cls, v: Any) -> float:
+        return _rate(v)
+
+
 _FILES: dict[str, tuple[str, type[_Entry]]] = {
     "accelerator": ("accelerators.yaml", AcceleratorSpec),
     "scaleup": ("scaleup.yaml", ScaleUpSpec),
@@ -433,6 +449,7 @@ _FILES: dict[str, tuple[str, type[_Entry]]] = {
     "storage": ("storage.yaml", StorageSystemSpec),
     "power": ("power.yaml", SystemPowerSpec),
     "dci": ("dci.yaml", DciSpec),
+    "cpu": ("cpus.yaml", CpuSpec),
 }
 
 
@@ -689,6 +706,11 @@ def accelerator(key: str) -> AcceleratorSpec:
 def scaleup(key: str) -> ScaleUpSpec:
     """The scale-up link family ``key`` (e.g. ``"nvlink4"``, ``"pcie-gen3"``)."""
     return _get("scaleup", key)
+
+
+def cpu(key: str) -> CpuSpec:
+    """The host CPU family ``key`` (e.g. ``"amd-epyc"``, ``"intel-sapphire-rapids"``)."""
+    return _get("cpu", key)
 
 
 def nic(key: str) -> NicSpec:

@@ -62,6 +62,7 @@ __all__ = [
     "protocol_costs",
     "protocol_for",
     "search_channels",
+    "socket_ring_search",
     "tuning_arch",
     "version_tuple",
 ]
@@ -473,6 +474,39 @@ def search_channels(
         best_s /= math.ceil(doubled / best_n)
         best_n = doubled
     return best_n, best_s
+
+
+def socket_ring_search(
+    release: NcclRelease, arch: str, *, sys_gbps: float, gpu_gbps: float
+) -> tuple[int, float] | None:
+    """The ring graph NCCL's search finds on a node whose GPUs sit on two CPU sockets: ``(channels, GB/s
+    per channel)``, or None where it finds none.
+
+    Every ring over both sockets crosses the ``LINK_SYS`` between the two CPU nodes once each way
+    (``topo.cc`` ncclTopoConnectCpus: one link per ordered pair, ``sys_gbps`` =
+    ncclTopoGetInterCpuBw's figure), and ``search.cc`` followPath books each channel's speed on it, so the
+    channels of a speed ``s`` are ``floor(min(sys_gbps, gpu_gbps) / s)`` (on an x86 AMD host the search
+    keeps every channel the same ring, ``sameChannels``, which changes nothing with one link each way):
+    :func:`search_channels` on ``min(sys_gbps, gpu_gbps)``. When the link is slower than the slowest
+    speed of the architecture's ``search_speeds_intra`` no ring fits and ncclTopoCompute "falls back to
+    simple order": one channel in GPU order, graph bandwidth 0.1 GB/s (None here). With more CPU nodes
+    (NUMA nodes per socket, NPS > 1) NCCL links every pair alike; the two-node form is what is modelled.
+
+    Examples: an AMD host (AMD_BW 16) with Blackwell GPUs: None (speeds down to 18); with Hopper GPUs
+    (speeds ... 20, 15, 12, 11, 6): (1, 15.0); two Sapphire Rapids (SRP_QPI_BW 22) with Hopper GPUs:
+    (2, 11.0), 2 x 11 = 22 beating 1 x 20.
+
+    Raises
+    ------
+    ConfigError
+        A non-positive ``sys_gbps`` or ``gpu_gbps``.
+    """
+    if not (sys_gbps > 0 and gpu_gbps > 0):
+        raise ConfigError(f"sys_gbps, gpu_gbps: must be > 0, got {sys_gbps}, {gpu_gbps}")
+    cap = min(sys_gbps, gpu_gbps)
+    if cap < release.search_speeds_intra[tuning_arch(release, arch)][-1]:
+        return None
+    return search_channels(release, arch, gpu_gbps=cap)
 
 
 def comm_channels(

@@ -31,6 +31,7 @@ from pydantic import (
 
 from aifabric import catalog
 from aifabric.catalog.aws_ofi_nccl import efa_instance, ofi_nccl_release
+from aifabric.catalog.loader import CpuSpec
 from aifabric.catalog.nccl import version_tuple
 from aifabric.catalog.transport import transport
 from aifabric.cluster.tpu_slice import TpuSlice, domain_torus_dims, parse_slice, slice_of, twist_slice
@@ -63,6 +64,12 @@ __all__ = [
 MAX_GPUS = 2**24
 MAX_GPUS_PER_NODE = 4096
 MAX_RADIX = 8192
+#: CPU sockets of one node: NCCL joins at most NCCL_TOPO_MAX_NODES CPU nodes, eight-socket x86 servers
+#: being the largest glueless SMP boards shipped (Intel Xeon Scalable 8-socket platforms)
+MAX_CPU_SOCKETS = 8
+#: The catalogue CPU family of a vendor whose every CPU NCCL gives one inter-socket figure (topo.cc
+#: ncclTopoGetInterCpuBw; Zhaoxin: the non-Yongfeng figure); Intel's depends on the model
+_VENDOR_CPU = {"amd": "amd-epyc", "arm": "arm", "power": "power9", "zhaoxin": "zhaoxin"}
 MAX_PORTS = 64
 #: The farthest two sites on Earth can be apart, km: half the equator of the WGS-84 ellipsoid, pi x a with
 #: a = 6,378.137 km (NIMA TR8350.2, WGS-84), 20,037.5 km, above every geodesic between two points on Earth
@@ -501,7 +508,10 @@ class ClusterSpec(_Strict):
     """A whole cluster. Build from YAML with :meth:`from_yaml`, from a dict with :meth:`from_dict`.
 
     Give ``nodes`` (servers) or ``gpus``; ``gpus_per_node`` is the GPUs of one server (8 for HGX, 4 for a
-    GB200 compute tray). The scale-up domain holds ``scale_up.gpus`` GPUs (default: one node). ``parts``
+    GB200 compute tray). The scale-up domain holds ``scale_up.gpus`` GPUs (default: one node). A node has
+    ``cpu_sockets`` CPU sockets (default 1) of the catalogue CPU family ``cpu`` (``catalog/data/cpus.yaml``,
+    default by ``cpu_vendor``: :attr:`socket_cpu`), its GPUs split evenly between them, as ``nvidia-smi topo
+    -m`` shows SYS between the halves (:attr:`gpus_per_socket`). ``parts``
     defines new catalogue parts inline, in the shape of a user catalogue file
     (:func:`aifabric.catalog.add_parts`).
     """
@@ -519,7 +529,9 @@ class ClusterSpec(_Strict):
     management: ManagementSpec | None = Field(default_factory=ManagementSpec)
     storage: StorageSpec | None = None
     sites: SitesSpec | None = None
-    cpu_vendor: Literal["intel", "amd", "arm"] = "intel"
+    cpu_vendor: Literal["intel", "amd", "arm", "power", "zhaoxin"] = "intel"
+    cpu: str | None = None
+    cpu_sockets: Int = Field(default=1, ge=1, le=MAX_CPU_SOCKETS)
     description: str = ""
     parts: str | None = None
 
@@ -533,6 +545,14 @@ class ClusterSpec(_Strict):
         if isinstance(data, dict) and data.get("parts") is not None:
             data = dict(data)
             data["parts"] = _register_parts(data["parts"], "cluster")
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
+    def _vendor_of_cpu(cls, data: Any) -> Any:
+        """A ``cpu`` family given without ``cpu_vendor`` sets it (the catalogue's vendor of the family)."""
+        if isinstance(data, dict) and isinstance(data.get("cpu"), str) and "cpu_vendor" not in data:
+            data = {**data, "cpu_vendor": catalog.cpu(data["cpu"]).vendor}
         return data
 
     @model_validator(mode="before")
@@ -571,6 +591,7 @@ class ClusterSpec(_Strict):
         dom = self.domain_gpus
         self._check_domains(n_gpus)
         self._check_scale_up()
+        self._check_cpu()
         if self.sites is not None and self.n_domains % self.sites.count:
             raise ValueError(
                 f"sites.count: {self.sites.count} does not split the {self.n_domains} scale-up domains evenly"
@@ -583,6 +604,17 @@ class ClusterSpec(_Strict):
                 "could not talk"
             )
         return self
+
+    def _check_cpu(self) -> None:
+        """``cpu`` names a catalogue CPU family of ``cpu_vendor``'s make."""
+        if self.cpu is None:
+            return
+        family = catalog.cpu(self.cpu)
+        if family.vendor != self.cpu_vendor:
+            raise ValueError(
+                f"cpu: {self.cpu!r} is made by {family.vendor} but cpu_vendor is {self.cpu_vendor!r}; give "
+                f"cpu_vendor: {family.vendor} (or leave it out)"
+            )
 
     def _checked_n_gpus(self) -> int:
         """The GPU count, from ``gpus`` or ``nodes``, after checking the two agree and fill whole nodes."""
@@ -1075,6 +1107,24 @@ class ClusterSpec(_Strict):
             return su.bandwidth_bytes_per_s
         link = self.scaleup_link
         return link.per_gpu_per_direction_bytes_per_s * self.scaleup_links / link.links_per_gpu
+
+    @property
+    def socket_cpu(self) -> CpuSpec | None:
+        """The catalogue CPU family of the node's sockets: ``cpu``, else the one family NCCL knows of the
+        vendor (AMD, Arm, POWER, Zhaoxin: ``topo.cc`` ncclTopoGetInterCpuBw); None for an Intel host whose
+        family is not given (NCCL's figure depends on the model: 6-40 GB/s)."""
+        key = self.cpu if self.cpu is not None else _VENDOR_CPU.get(self.cpu_vendor)
+        return None if key is None else catalog.cpu(key)
+
+    @property
+    def gpus_per_socket(self) -> int:
+        """GPUs of a node on one CPU socket: the node's GPUs split evenly (the last socket may hold fewer)."""
+        return -(-self.gpus_per_node // self.cpu_sockets)
+
+    @property
+    def gpus_span_sockets(self) -> bool:
+        """Whether a node's GPUs sit on more than one CPU socket (GPU pairs at NCCL's path SYS)."""
+        return self.gpus_per_node > self.gpus_per_socket
 
     @property
     def peer_to_peer(self) -> bool:

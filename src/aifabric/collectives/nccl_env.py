@@ -421,10 +421,54 @@ def _check(env: Mapping[str, str]) -> None:
 
 
 def _gpu_path(spec: ClusterSpec) -> PathType:
-    """NCCL's path type between two GPUs of one node: NVL on NVLink, PHB through the CPU, else PXB."""
+    """NCCL's farthest path type between two GPUs of one node: NVL on NVLink, SYS across CPU sockets
+    (:attr:`~aifabric.cluster.spec.ClusterSpec.gpus_span_sockets`), PHB through one CPU, else PXB."""
     if spec.scale_up.kind == "nvswitch":
         return PathType.NVL
+    if spec.gpus_span_sockets:
+        return PathType.SYS
     return PathType.PHB if spec.scale_up.p2p_through_cpu else PathType.PXB
+
+
+#: What the inter-socket link carries on a host where it was measured: 8 x RTX 5090 on two AMD EPYC 9575F
+#: write 55.6 GB/s one way between GPUs of different sockets (56.6 on one socket), and their ring reaches
+#: 45.4 GB/s busbw at NCCL_P2P_LEVEL=SYS (aikitoria/open-gpu-kernel-modules README, p2pBandwidthLatencyTest
+#: and all_reduce_perf -g 8), above NCCL's AMD_BW of 16
+_SOCKET_LINK_EVIDENCE = (
+    "NCCL's figure sizes its search, not the link: 8 x RTX 5090 on two EPYC 9575F write 55.6 GB/s between "
+    "sockets and ring at 45.4 GB/s busbw (aikitoria/open-gpu-kernel-modules README), so the GPUs' path "
+    "rate stands"
+)
+
+
+def socket_note(spec: ClusterSpec, tm: TierModel) -> str | None:
+    """What NCCL's search makes of a PCIe node whose GPUs sit on several CPU sockets, one sentence; None
+    on one socket or off PCIe.
+
+    NCCL joins the CPU nodes by a ``LINK_SYS`` of its per-family figure (``catalog/data/cpus.yaml``) and its
+    ring graph crosses it (:func:`~aifabric.catalog.nccl.socket_ring_search`); the graph sets NCCL's
+    channels and tuner figures, while the bytes move at what the path carries, which on a measured host is
+    well above NCCL's figure (``_SOCKET_LINK_EVIDENCE``). The rate is therefore not capped here.
+    """
+    if spec.scale_up.kind != "pcie" or not spec.gpus_span_sockets:
+        return None
+    where = f"{spec.gpus_per_node} GPUs over {spec.cpu_sockets} CPU sockets (NCCL path SYS)"
+    family = spec.socket_cpu
+    if family is None:
+        return f"{where}; the Intel CPU family (cpu:) is not given, so NCCL's inter-socket figure is unknown"
+    sys_gbps = family.inter_socket_nccl_bytes_per_s / 1e9
+    row = nccl.tuning_arch(tm.release, tm.arch)
+    gpu_gbps = spec.p2p_effective_bytes_per_s / 1e9
+    ring = nccl.socket_ring_search(tm.release, row, sys_gbps=sys_gbps, gpu_gbps=gpu_gbps)
+    graph = (
+        f"NCCL's ring graph is {ring[0]} x {ring[1]:g} GB/s"
+        if ring is not None
+        else f"no ring fits NCCL's slowest {row} search speed "
+        f"({tm.release.search_speeds_intra[row][-1]:g} GB/s): one channel in GPU order"
+    )
+    return f"{where}: NCCL links the sockets at {sys_gbps:g} GB/s ({family.key}, topo.h); {graph}; " + (
+        _SOCKET_LINK_EVIDENCE
+    )
 
 
 def _shm_bytes_per_s(spec: ClusterSpec, tm: TierModel) -> float:
@@ -545,9 +589,11 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     env = env or {}
     so = spec.scale_out
     peer = spec.peer_to_peer
-    through_cpu = spec.scale_up.p2p_through_cpu  # beyond NCCL's default P2P level on most hosts
+    # beyond NCCL's default P2P level on most hosts: through one CPU's root complex, or across sockets
+    through_cpu = spec.scale_up.p2p_through_cpu or (spec.scale_up.kind == "pcie" and spec.gpus_span_sockets)
     stated = any(name in _TRANSPORT_VARIABLES for name in env)
-    if not stated and peer and not through_cpu and (so is None or so.nic_path == "PIX"):
+    sockets = socket_note(spec, tm)
+    if not stated and peer and not through_cpu and not sockets and (so is None or so.nic_path == "PIX"):
         return TransportTiers(tm, True)
     parsed = parse_env(env)
     gdr = True
@@ -568,6 +614,7 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     if parsed.p2p_disable or parsed.shm_disable or parsed.p2p_level is not None or not peer or through_cpu:
         tm = _intra(parsed, spec, tm)
         note = None if peer or spec.gpus_per_node < 2 else _no_peer_note(spec, tm)
+    note = "; ".join(n for n in (note, sockets) if n) or None
     if parsed.collnet_enable:
         _collnet(spec)
         tm = replace(tm, collnet=True)

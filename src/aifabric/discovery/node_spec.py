@@ -14,7 +14,7 @@ from typing import Any
 from aifabric import catalog
 from aifabric.catalog import AcceleratorSpec
 from aifabric.catalog.archs import gpu_architecture
-from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.spec import MAX_CPU_SOCKETS, ClusterSpec
 from aifabric.collectives.algorithms import Algorithm
 from aifabric.discovery.calibrate import Calibration
 from aifabric.discovery.inference import (
@@ -405,7 +405,23 @@ def _node_spec_data(
         "management": None,
         "cpu_vendor": layout.cpu_vendor or "intel",
         "description": f"one node read from {layout.source or 'the input'}",
-    }
+    } | ({"cpu_sockets": sockets} if (sockets := _gpu_cpu_nodes(layout, scale_up)) > 1 else {})
+
+
+def _gpu_cpu_nodes(layout: NodeLayout, scale_up: dict[str, Any]) -> int:
+    """The CPU nodes a PCIe node's GPUs hang off: the distinct NUMA nodes of its GPUs when the input gives
+    every one (nvidia-smi ``NUMA Affinity``, the XML's ``numaid``), as NCCL makes a CPU node of each NUMA
+    node and joins them by SYS links (``topo.cc`` ncclTopoConnectCpus); 1 otherwise, or off PCIe, where
+    GPUs meet over NVLink whatever their sockets.
+
+    >>> from types import SimpleNamespace as NS
+    >>> _gpu_cpu_nodes(NS(node_gpus=["GPU0", "GPU1"], gpu_numa={"GPU0": 0, "GPU1": 1}), {"kind": "pcie"})
+    2
+    """
+    numa = [layout.gpu_numa.get(g) for g in layout.node_gpus]
+    if scale_up.get("kind") != "pcie" or any(n is None for n in numa):
+        return 1
+    return min(len(set(numa)), MAX_CPU_SOCKETS)
 
 
 def _scale_out_notes(layout: NodeLayout, speed: float, nics_per_gpu: int, gpus_per_nic: int) -> list[str]:
