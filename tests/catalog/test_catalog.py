@@ -7,7 +7,7 @@ from aifabric.errors import ConfigError
 from aifabric.units import MAX_PLAUSIBLE_NIC_BITS_PER_S, MIN_PLAUSIBLE_NIC_BITS_PER_S
 
 
-@pytest.mark.parametrize("kind", ["accelerator", "scaleup", "nic", "switch", "optic"])
+@pytest.mark.parametrize("kind", ["accelerator", "scaleup", "nic", "switch", "optic", "cpu"])
 def test_every_entry_loads_with_a_source(kind):
     for key in catalog.catalog_names(kind):
         entry = getattr(catalog, kind)(key)

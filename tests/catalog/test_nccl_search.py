@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aifabric import catalog
 from aifabric.catalog.nccl import (
     comm_channels,
     nccl_release,
@@ -15,6 +16,7 @@ from aifabric.catalog.nccl import (
     nvls_search,
     nvls_tuner_algbw,
     search_channels,
+    socket_ring_search,
 )
 from aifabric.errors import ConfigError
 
@@ -99,3 +101,34 @@ def test_nvls_tuner_price_follows_each_release_formula():
     assert price("2.29.2", 4) == pytest.approx(204.0)
     assert price("2.27.3", 8) == pytest.approx(8 * 40 * 5 / 6)
     assert price("2.18.1", 8) == pytest.approx(240.0)
+
+
+@pytest.mark.parametrize(
+    ("arch", "cpu", "found"),
+    [
+        # AMD_BW 16 (topo.h) below Blackwell's slowest speed 18 (sm100SpeedArrayIntra): no ring fits, NCCL
+        # falls back to one channel in GPU order
+        ("blackwell", "amd-epyc", None),
+        # sm90SpeedArrayIntra ... 20, 15, 12, 11, 6: 15 fits once; 12 and 11 fit once (1 x 12 < 15); 6 / 15
+        # = 0.4 ends the walk (search.cc: next speed / best > .49)
+        ("hopper", "amd-epyc", (1, 15.0)),
+        # SRP_QPI_BW 22: 1 x 20, then 2 x 11 = 22 beats it (11 / 20 = 0.55 > .49)
+        ("hopper", "intel-sapphire-rapids", (2, 11.0)),
+        ("blackwell", "intel-sapphire-rapids", (1, 20.0)),
+        # SKL_QPI_BW 10 on speedArrayIntra (... 12, 10, 9 ...): 1 x 10 fills the link
+        ("ampere", "intel-skylake", (1, 10.0)),
+        # ERP_QPI_BW 40: 1 x 40 fills it, then ncclTopoDupChannels doubles it (40 >= 25): 2 x 20
+        ("blackwell", "intel-emerald-rapids", (2, 20.0)),
+    ],
+)
+def test_ring_across_two_sockets_is_bounded_by_nccl_inter_cpu_link(arch, cpu, found):
+    # search.cc followPath books every channel's speed on the one LINK_SYS each way between the two CPU
+    # nodes (topo.cc ncclTopoConnectCpus at ncclTopoGetInterCpuBw's figure); the GPUs' PCIe Gen5 48 GB/s
+    # is not what binds
+    sys_gbps = catalog.cpu(cpu).inter_socket_nccl_bytes_per_s / 1e9
+    assert socket_ring_search(nccl_release("2.29.7"), arch, sys_gbps=sys_gbps, gpu_gbps=48.0) == found
+
+
+def test_socket_search_refuses_a_non_positive_link():
+    with pytest.raises(ConfigError, match="sys_gbps"):
+        socket_ring_search(nccl_release(), "hopper", sys_gbps=0.0, gpu_gbps=48.0)

@@ -156,7 +156,9 @@ MISSED = {
     "GPU's PCIe Gen5 line x 0.6); the maintainer: 'the performance you get is usually determined by the "
     "bandwidth your CPU and memory can deliver ... 8 flows at 28GB/s in both directions'. SHM writes and "
     "reads every byte in host DRAM and crosses UPI between the sockets; the catalogue has no host CPU "
-    "memory or socket-link figures to bound it (4 GPUs, 35 vs 38.4, agree)",
+    "memory figure to bound it (4 GPUs, 35 vs 38.4, agree). NCCL's own socket figure (SRP_QPI_BW 22, "
+    "cpus.yaml intel-sapphire-rapids) gives a ring graph of 1 x 20 GB/s on Blackwell, below the 28 "
+    "measured: a search figure, not the link's rate",
     "nccl-tests #178, 2 x A100 SXM on an NV12 pair, all_reduce -e 12G -o avg": "busbw 208 vs 239.9 at "
     "8 GiB (+15.3 %, ring over 12 NVLink-3 links at NCCL's 20 GB/s); the maintainer in nccl-tests #149: "
     "'some other bottlenecks on the GPUs limits it to ~230GB/s' on A100 (+4.3 % against 230); the run "

@@ -57,7 +57,7 @@ R5090_P2P = one_node(
     8,
     {"kind": "pcie", "link": "pcie-gen5", "p2p_through_cpu": True, "peer_to_peer": True},
     cpu_vendor="amd",
-)
+).with_changes(cpu_sockets=2)  # GPUs at bus 01-71 on one socket, 81-f1 on the other (the README's listing)
 #: OCI BM.GPU.MI355x.8: 8 x MI355X, xGMI full mesh (7 x Infinity Fabric links per GPU), two EPYC 9575F
 MI355X = one_node("mi355x", 8, {"kind": "nvswitch"})
 #: one OCI BM.GPU.GB300.4 host: the 4 GPUs of one NVL72 compute tray, on the rack's NVSwitches

@@ -66,13 +66,14 @@ ONE_THREAD_8 = (("gpus_per_thread", 8), ("launch_s_per_gpu", LAUNCH_S_PER_GPU))
 TORCH_RING = (("env", {"NCCL_ALGO": "Ring", "NCCL_MAX_NCHANNELS": "32"}),)
 
 
-def rtx6k_turin(gpus: int) -> ClusterSpec:
+def rtx6k_turin(gpus: int, cpu_nodes: int = 1) -> ClusterSpec:
     """``gpus`` x RTX PRO 6000 Blackwell (PCIe Gen5 x16) whose peer traffic crosses the AMD CPU (every pair
     SYS), the a0007 host of ``AICR_RTX6K`` (its rows are in ``MISSED``); NCCL's default P2P level allows that
     path on AMD hosts of at most two GPUs (paths.cc ncclTopoCheckP2p, from 2.23), NCCL_P2P_LEVEL=SYS on
-    any."""
+    any. ``cpu_nodes``: the CPU nodes NCCL sees under them (``cpu_sockets``; a NUMA node each at NPS=4)."""
     pcie = {"kind": "pcie", "link": "pcie-gen5", "p2p_through_cpu": True}
-    return one_node("rtx-pro-6000-blackwell", gpus, pcie, cpu_vendor="amd")
+    spec = one_node("rtx-pro-6000-blackwell", gpus, pcie, cpu_vendor="amd")
+    return spec.with_changes(cpu_sockets=cpu_nodes)
 
 
 POINTS = {
@@ -215,12 +216,16 @@ MISSED = {
     ),
     "8 x RTX PRO 6000 (AMD Turin NPS=4), NCCL_P2P_LEVEL=SYS, all 8 GPUs over two sockets (a0007 Table 3)": (
         "reduce 13.54, broadcast 13.62, reduce_scatter 13.53, all_gather 13.66, all_reduce 13.61 vs 48.0 "
-        "(+251..+255 %), sendrecv 35.43 vs 48.0 (+35 %), alltoall 1.01 vs 48.0. The model has one CPU per "
-        "node and no socket boundary; NCCL's search prices every AMD inter-CPU link at AMD_BW = 16 GB/s "
-        "(topo.h, topo.cc ncclTopoGetInterCpuBw), and the five ring/tree collectives land on 13.5-13.7. "
-        "The source's 2+2 test (GPUs 0,1,4,5: two crossings, 19.7-21.0) and a single crossing pair (36.6) "
-        "show the hardware does more than 16 GB/s a crossing, so what sets 13.6 at 8 ranks is open; a "
-        "socket tier in ClusterSpec would be needed first"
+        "(+251..+255 %), sendrecv 35.43 vs 48.0 (+35 %), alltoall 1.01 vs 48.0. The sockets are modelled "
+        "(cpu_sockets; NCCL's AMD_BW 16 GB/s SYS link, cpus.yaml): on Blackwell no ring fits below the "
+        "slowest search speed 18, and NCCL falls back to one channel in GPU order, as the host's own log "
+        "prints ('Could not find a path for pattern 4', 'nChannels 1, bw 0.100000/0.100000, type SYS/SYS', "
+        "a0007-diag-a0007-335360). That graph is no rate: NCCL's 16 GB/s would put the ring at 16 where "
+        "8 x RTX 5090 on two EPYC 9575F ring at 45.4 over the same kind of link (aikitoria README, asserted "
+        "in test_cases_public_node4.py with cpu_sockets 2), and this host's own crossing pair reaches 36.6 "
+        "and its 8-GPU sendrecv 35.4. What sets 13.6 is this host's: the source records a socket-1 fault "
+        "(diag_a0007_socket1.md: any group with >= 2 GPUs on socket 1, PCIe domain 0001, collapses at "
+        "defaults; root cause open), so the rows stay out"
     ),
     "8 x RTX PRO 6000 (AMD Turin NPS=4), NCCL defaults (SHM), 4 GPUs on one socket, 16 GB (a0007 defaults "
     "column; node a0008 alike)": (
@@ -230,7 +235,8 @@ MISSED = {
         "its own NUMA die and host-memory staging runs at a third of what the 8 x RTX 5090 hosts of "
         "test_cases_public_node6.py reach over SHM (38-41). At 8 GPUs over both sockets the defaults "
         "collapse (sendrecv at 16 MiB 0.04 GB/s vs 38.4; source: the SHM fallback with >= 2 GPUs on socket "
-        "1, cause open)"
+        "1, cause open). The catalogue's inter-socket figures are NCCL's search figures (cpus.yaml), not "
+        "an SHM rate; no public figure sizes host-memory staging on this host"
     ),
     "2 x RTX PRO 6000 on one socket (AMD Turin, NCCL defaults: P2P), sendrecv 16 GB (node a0001; a0007 "
     "pairs)": (
@@ -255,3 +261,14 @@ def test_rtx6k_turin_transport_follows_the_p2p_level(gpus: int, env: dict[str, s
     # GPUs only
     r = formula_collective("all_reduce", 16 * GiB, rtx6k_turin(gpus), nccl_version="2.29.2", env=env)
     assert ("SHM through host memory" in r.explanation) is shm
+
+
+def test_rtx6k_turin_ring_search_falls_back_across_cpu_nodes() -> None:
+    # a0007-diag-a0007-335360 (NCCL 2.29.3, 2 GPUs at 0000:03 and 0000:42, NPS=4: two CPU nodes):
+    # "=== System : maxBw 16.0 totalBw 48.0 ===", "+ SYS[16.0] - CPU/0-3", "Could not find a path for pattern
+    # 4, falling back to simple order", "Pattern 4, crossNic 0, nChannels 1, bw 0.100000/0.100000, type
+    # SYS/SYS": AMD_BW 16 is below sm100SpeedArrayIntra's slowest 18 (search.cc), so no ring fits; the pair
+    # still moved 39.4 GB/s
+    r = formula_collective("all_reduce", 16 * GiB, rtx6k_turin(2, cpu_nodes=2), nccl_version="2.29.2")
+    assert "no ring fits NCCL's slowest blackwell search speed (18 GB/s)" in r.explanation
+    assert "16 GB/s (amd-epyc" in r.explanation

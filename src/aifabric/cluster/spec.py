@@ -511,7 +511,9 @@ class ClusterSpec(_Strict):
     GB200 compute tray). The scale-up domain holds ``scale_up.gpus`` GPUs (default: one node). A node has
     ``cpu_sockets`` CPU sockets (default 1) of the catalogue CPU family ``cpu`` (``catalog/data/cpus.yaml``,
     default by ``cpu_vendor``: :attr:`socket_cpu`), its GPUs split evenly between them, as ``nvidia-smi topo
-    -m`` shows SYS between the halves (:attr:`gpus_per_socket`). ``parts``
+    -m`` shows SYS between the halves (:attr:`gpus_per_socket`). NCCL makes a CPU node of every NUMA node, so
+    a socket split into NUMA nodes (AMD NPS=4) counts as that many here, as the readers infer them.
+    ``parts``
     defines new catalogue parts inline, in the shape of a user catalogue file
     (:func:`aifabric.catalog.add_parts`).
     """

@@ -1,0 +1,73 @@
+"""A node's CPU sockets: the catalogue CPU family (NCCL's inter-socket figure, topo.h), its vendor, and the
+GPUs split between the sockets; the readers infer the sockets from the GPUs' NUMA nodes."""
+
+import pytest
+from tests.discovery.test_topologies import CASE_26, inspect_node_text, read_case
+
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.engines.formula import formula_collective
+from aifabric.errors import ConfigError
+
+GiB = 2**30
+
+
+def _node(gpus: int = 8, **extra) -> ClusterSpec:
+    pcie = {"kind": "pcie", "link": "pcie-gen5", "p2p_through_cpu": True}
+    data = {"name": "pcie", "accelerator": "rtx-pro-6000-blackwell", "gpus_per_node": gpus, "nodes": 1}
+    return ClusterSpec.model_validate({**data, "scale_up": pcie, "scale_out": None, **extra})
+
+
+def test_family_sets_the_vendor_and_nccl_figure():
+    spec = _node(cpu="amd-epyc", cpu_sockets=2)
+    # topo.h AMD_BW 16.0 GB/s; GPUs 0-3 on socket 0, 4-7 on socket 1
+    assert spec.cpu_vendor == "amd"
+    assert spec.socket_cpu is not None and spec.socket_cpu.inter_socket_nccl_bytes_per_s == 16e9
+    assert (spec.gpus_per_socket, spec.gpus_span_sockets) == (4, True)
+
+
+def test_one_gpu_per_socket_pair_still_spans_and_one_gpu_does_not():
+    assert _node(2, cpu_sockets=2).gpus_span_sockets
+    assert not _node(1, cpu_sockets=2).gpus_span_sockets
+    assert not _node(8).gpus_span_sockets
+
+
+def test_vendor_default_family_and_unknown_intel_model():
+    # AMD, Arm: one figure for every CPU of the vendor (topo.cc); Intel's depends on the model
+    assert _node(cpu_vendor="arm").socket_cpu.inter_socket_nccl_bytes_per_s == 6e9  # ARM_BW
+    assert _node().socket_cpu is None
+
+
+def test_family_of_another_vendor_is_refused_naming_both():
+    with pytest.raises(ValueError, match="cpu: 'amd-epyc' is made by amd but cpu_vendor is 'intel'"):
+        _node(cpu="amd-epyc", cpu_vendor="intel")
+
+
+def test_unknown_family_names_the_known_ones():
+    with pytest.raises((ConfigError, ValueError), match="amd-epyc"):
+        _node(cpu="epyc-9999")
+
+
+def test_sockets_change_no_rate_and_say_what_nccl_searches():
+    # The ring crosses AMD_BW 16 < Blackwell's slowest search speed 18: NCCL falls back to one channel in
+    # GPU order. The path keeps its rate: 8 x RTX 5090 on two EPYC 9575F ring at 45.4 GB/s busbw over the
+    # sockets (aikitoria README), NCCL's Gen5 48 GB/s within 10 % where 16 would miss by 65 %.
+    env = {"NCCL_P2P_LEVEL": "SYS"}
+    one = formula_collective("all_reduce", 16 * GiB, _node(cpu_vendor="amd"), env=env)
+    two = formula_collective("all_reduce", 16 * GiB, _node(cpu_vendor="amd", cpu_sockets=2), env=env)
+    assert two.busbw_bytes_per_s == pytest.approx(one.busbw_bytes_per_s)
+    assert "no ring fits NCCL's slowest blackwell search speed (18 GB/s)" in two.explanation
+    assert "CPU sockets" not in one.explanation
+
+
+def test_sockets_take_p2p_beyond_the_default_level():
+    # Across sockets the GPUs' path is SYS: NCCL >= 2.23 runs SHM on an AMD host of more than two GPUs
+    # (paths.cc ncclTopoCheckP2p), whether or not scale_up says the GPUs meet through the CPU
+    spec = _node(cpu_vendor="amd", cpu_sockets=2).with_changes(**{"scale_up.p2p_through_cpu": False})
+    r = formula_collective("all_reduce", GiB, spec, nccl_version="2.29.2")
+    assert "SHM through host memory" in r.explanation and "path SYS" in r.explanation
+
+
+def test_reader_infers_sockets_from_the_gpu_numa_nodes():
+    # case 26 (NVIDIA/nccl #1084): GPU0-3 on NUMA node 0, GPU4-7 on node 1, SYS between every pair
+    (node,) = inspect_node_text(read_case(CASE_26), source=CASE_26)
+    assert node.spec.cpu_sockets == 2 and node.spec.gpus_per_socket == 4
