@@ -457,7 +457,7 @@ def socket_note(spec: ClusterSpec, tm: TierModel) -> str | None:
     if family is None:
         return f"{where}; the Intel CPU family (cpu:) is not given, so NCCL's inter-socket figure is unknown"
     sys_gbps = family.inter_socket_nccl_bytes_per_s / 1e9
-    row = nccl.tuning_arch(tm.release, tm.arch)
+    row = tm.tuning_row
     gpu_gbps = spec.p2p_effective_bytes_per_s / 1e9
     ring = nccl.socket_ring_search(tm.release, row, sys_gbps=sys_gbps, gpu_gbps=gpu_gbps)
     graph = (
