@@ -8,8 +8,9 @@ import pytest
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
-from aifabric.cli.train import DispatcherChoice, ElementwiseChoice, FrameworkChoice
+from aifabric.cli.train import DispatcherChoice, ElementwiseChoice, EpScheduleChoice, FrameworkChoice
 from aifabric.training.elementwise import ELEMENTWISE_KERNELS, MOE_DISPATCHERS
+from aifabric.training.ep_overlap import EP_OVERLAP_SCHEDULES
 from aifabric.training.layout import ParallelLayout
 from aifabric.training.memory import FRAMEWORKS, memory_breakdown
 from aifabric.training.models import get_model
@@ -328,6 +329,39 @@ def test_train_ep_comm_overlap_hides_the_expert_all_to_alls():
 )  # fmt: skip
 def test_train_refuses_ep_comm_overlap_without_an_all_to_all(args, message):
     r = run("train", *args, "--nodes", "16", "--global-batch", "256", "--ep-comm-overlap")
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip() == f"error: {message}"
+
+
+MIXTRAL_EP = ("--model", "mixtral-8x7b", "--cluster", "dgx-h100-superpod", "--nodes", "4", "--tp", "2",
+              "--ep", "8", "--seq-len", "4096", "--global-batch", "256", "--json")  # fmt: skip
+
+
+def test_train_ep_overlap_schedule_selects_megatrons_combined_1f1b():
+    # The choices are the registry's; combined-1f1b leaves the unpaired first forward and last backward (1 of
+    # the 16 microbatches) exposed: more shows than under DualPipe's pairing of every microbatch, less than
+    # with the all-to-alls on the critical path.
+    assert [c.value for c in EpScheduleChoice] == list(EP_OVERLAP_SCHEDULES)
+    combined = ("--ep-comm-overlap", "--ep-overlap-schedule", "combined-1f1b")
+    runs = [run("train", *MIXTRAL_EP, *extra) for extra in ((), ("--ep-comm-overlap",), combined)]
+    assert all(r.exit_code == 0 for r in runs), [r.stderr for r in runs]
+    alone, dualpipe, merged = (json.loads(r.stdout)["breakdown_s"]["ep"] for r in runs)
+    assert dualpipe < merged < alone
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("--model", "gpt3-175b", "--tp", "8", "--pp", "8", "--global-batch", "256", "--ep-overlap-schedule",
+          "combined-1f1b"), "--ep-overlap-schedule: model 'gpt3-175b' has no experts"),
+        ((*MIXTRAL_EP[:-1], "--ep-overlap-schedule", "combined-1f1b"),
+         "--ep-overlap-schedule combined-1f1b: schedules --ep-comm-overlap, which is off"),
+        ((*MIXTRAL_EP[:-1], "--ep-comm-overlap", "--ep-overlap-schedule", "combined-1f1b", "--pp", "2"),
+         "ep_overlap_schedule='combined-1f1b' with pp=2 needs --virtual-stages > 1 (Megatron-Core)"),
+    ],
+)  # fmt: skip
+def test_train_refuses_the_combined_1f1b_schedule_where_it_cannot_run(args, message):
+    r = run("train", *args)
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.strip() == f"error: {message}"
 

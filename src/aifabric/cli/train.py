@@ -70,6 +70,13 @@ class DispatcherChoice(str, Enum):
     flex = "flex"
 
 
+class EpScheduleChoice(str, Enum):
+    """The schedules of :data:`aifabric.training.ep_overlap.EP_OVERLAP_SCHEDULES`."""
+
+    dualpipe = "dualpipe"
+    combined_1f1b = "combined-1f1b"
+
+
 class ElementwiseChoice(str, Enum):
     """The kernel sets of :data:`aifabric.training.elementwise.ELEMENTWISE_KERNELS`."""
 
@@ -104,6 +111,16 @@ EpOverlapOpt = Annotated[
         "--ep-comm-overlap/--no-ep-comm-overlap",
         help="Hide the expert all-to-alls behind another microbatch's compute (DeepSeek-V3's DualPipe, "
         "Megatron-Core --overlap-moe-expert-parallel-comm)",
+    ),
+]
+EpScheduleOpt = Annotated[
+    EpScheduleChoice | None,
+    typer.Option(
+        "--ep-overlap-schedule",
+        help="How --ep-comm-overlap pairs the microbatches: dualpipe (every microbatch paired, the default) "
+        "or combined-1f1b (Megatron-Core --overlap-moe-expert-parallel-comm --delay-wgrad-compute, "
+        "Megatron-Bridge moe_a2a_overlap: its stream schedule, warm-up and cool-down alone; needs "
+        "--virtual-stages > 1 with --pp > 1, no full recompute)",
     ),
 ]
 OffloadOpt = Annotated[
@@ -248,6 +265,7 @@ def _options(
     framework: FrameworkChoice = FrameworkChoice.megatron,
     offload_layers: int = 0,
     dispatcher: DispatcherChoice | None = None,
+    ep_schedule: EpScheduleChoice | None = None,
 ) -> StepOptions:
     with _named_as_options():  # a kernel set of another framework's code names both options
         return StepOptions(
@@ -261,6 +279,7 @@ def _options(
             elementwise=elementwise.value,
             embedding_chunks=embedding_chunks,
             ep_comm_overlap=ep_overlap,
+            ep_overlap_schedule=(ep_schedule or EpScheduleChoice.dualpipe).value,
             framework=framework.value,
             offload_layers=offload_layers,
             moe_dispatcher=(dispatcher or DispatcherChoice.alltoall).value,
@@ -341,16 +360,34 @@ def _refuse_unused(
 
 
 def _refuse_ep_overlap(
-    model: ModelSpec, ep: int | None, ep_overlap: bool, dispatcher: DispatcherChoice | None = None
+    model: ModelSpec,
+    ep: int | None,
+    ep_overlap: bool,
+    dispatcher: DispatcherChoice | None = None,
+    schedule: EpScheduleChoice | None = None,
 ) -> None:
     """--ep-comm-overlap without an expert all-to-all to hide (a dense model, or --ep 1; ``ep`` is None
-    where the planner chooses it), and --moe-dispatcher on a dense model, are refused, not dropped."""
-    if dispatcher is not None and not model.is_moe:
-        raise ConfigError(f"--moe-dispatcher: model {model.name!r} has no experts")
+    where the planner chooses it), --moe-dispatcher on a dense model and --ep-overlap-schedule on a dense
+    model or without --ep-comm-overlap are refused, not dropped."""
+    for flag, value in (("--moe-dispatcher", dispatcher), ("--ep-overlap-schedule", schedule)):
+        if value is not None and not model.is_moe:
+            raise ConfigError(f"{flag}: model {model.name!r} has no experts")
+    if schedule is not None and not ep_overlap:
+        raise ConfigError(
+            f"--ep-overlap-schedule {schedule.value}: schedules --ep-comm-overlap, which is off"
+        )
     if ep_overlap and not model.is_moe:
         raise ConfigError(f"--ep-comm-overlap: model {model.name!r} has no experts")
     if ep_overlap and ep == 1:
         raise ConfigError("--ep-comm-overlap: overlaps the expert all-to-alls, and --ep 1 has none")
+
+
+def _n_jobs(spec: ClusterSpec, jobs: int | None) -> int:
+    """The jobs sharing the cluster (1 by default); refused where they do not divide its GPUs."""
+    n_jobs = jobs or 1
+    if spec.n_gpus % n_jobs:
+        raise ConfigError(f"--jobs {n_jobs} does not divide the {spec.n_gpus} GPUs of the cluster")
+    return n_jobs
 
 
 def _refuse_single_stage(pp: int, embedding_chunks: bool) -> None:
@@ -404,6 +441,7 @@ def train(
     seq_len: SeqOpt = None,
     tp_comm_overlap: TpOverlapOpt = False,
     ep_comm_overlap: EpOverlapOpt = False,
+    ep_overlap_schedule: EpScheduleOpt = None,
     zero3_prefetch: PrefetchOpt = None,
     capacity_factor: CapacityOpt = None,
     fp8: Fp8Opt = False,
@@ -461,7 +499,7 @@ def train(
     spec = sized_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero, tp=tp, tp_overlap=tp_comm_overlap)
-    _refuse_ep_overlap(spec_model, ep, ep_comm_overlap, moe_dispatcher)
+    _refuse_ep_overlap(spec_model, ep, ep_comm_overlap, moe_dispatcher, ep_overlap_schedule)
     _refuse_single_stage(pp, embedding_chunks)
     _refuse_fabric_options(engine, placement, routing, jobs, seed)
     check_outputs(plot=plot, trace=trace, html=html, chakra=chakra)
@@ -479,10 +517,9 @@ def train(
         framework=framework,
         offload_layers=offload_layers,
         dispatcher=moe_dispatcher,
+        ep_schedule=ep_overlap_schedule,
     )
-    n_jobs = jobs or 1
-    if spec.n_gpus % n_jobs:
-        raise ConfigError(f"--jobs {n_jobs} does not divide the {spec.n_gpus} GPUs of the cluster")
+    n_jobs = _n_jobs(spec, jobs)
     if dp is None:
         dp = data_parallel_degree(spec_model, spec.n_gpus // n_jobs, tp=tp, pp=pp, cp=cp, of="a job")
     layout = ParallelLayout(

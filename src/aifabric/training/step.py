@@ -103,6 +103,13 @@ from aifabric.training.elementwise import (
     layer_forward_bytes,
     moe_dispatcher,
 )
+from aifabric.training.ep_overlap import (
+    EP_OVERLAP_SCHEDULES,
+    LayerPasses,
+    check_combined_1f1b,
+    merged_layer_s,
+    unpaired_fraction,
+)
 from aifabric.training.flops import (
     attention_core_forward_flops_per_token,
     layer_forward_flops_per_token,
@@ -203,6 +210,14 @@ class StepOptions:
         and Megatron-Core's ``--overlap-moe-expert-parallel-comm`` (the forward of one microbatch beside the
         backward of the next) do; the all-to-all still takes its SM share (:func:`overlapped_s`). False:
         the all-to-alls are on the critical path.
+    ep_overlap_schedule : str, default "dualpipe"
+        How ``ep_comm_overlap`` pairs the microbatches
+        (:data:`~aifabric.training.ep_overlap.EP_OVERLAP_SCHEDULES`):
+        ``"dualpipe"`` (every microbatch paired, its all-to-alls beside a whole layer of compute) or
+        ``"combined-1f1b"`` (Megatron-Core's, Megatron-Bridge's ``moe_a2a_overlap``: each all-to-all beside
+        the part of the other microbatch's layer that Megatron-Core's stream schedule puts beside it, the
+        warm-up and cool-down passes alone; :mod:`aifabric.training.ep_overlap`). Refused, as Megatron-Core
+        refuses it, with pp > 1 and no virtual pipeline, and with full recomputation.
     capacity_factor : float, optional
         MoE expert capacity (tokens an expert takes, over its fair share); None: dropless routing. Caps the
         load-imbalance factor of the EP all-to-all (:func:`ep_load_imbalance`) and pads every expert to its
@@ -279,6 +294,7 @@ class StepOptions:
     zero3_prefetch_layers: int = 1
     ddp_bucket_params: int | None = None
     ep_comm_overlap: bool = False
+    ep_overlap_schedule: str = "dualpipe"
     capacity_factor: float | None = None
     fp8: bool = False
     gemm_shapes: bool | None = None
@@ -302,6 +318,11 @@ class StepOptions:
         # a ConfigError naming the field for an unknown set, or one of another framework's code
         check_kernels_framework(elementwise_kernels(self.elementwise), self.framework)
         moe_dispatcher(self.moe_dispatcher)  # a ConfigError naming the field for an unknown dispatcher
+        if self.ep_overlap_schedule not in EP_OVERLAP_SCHEDULES:
+            raise ConfigError(
+                f"ep_overlap_schedule must be one of {', '.join(EP_OVERLAP_SCHEDULES)}, "
+                f"got {self.ep_overlap_schedule!r}"
+            )
         if self.capacity_factor is not None and not 1.0 <= self.capacity_factor < math.inf:
             raise ConfigError(
                 f"capacity_factor must be >= 1 and finite (or None: dropless), got {self.capacity_factor!r}"
@@ -846,6 +867,7 @@ class StepModel:
         self._f_op_sac = op_sac_recompute_forward_flops_per_token(m) if self._op_sac else 0.0
         self._sac_core = self._op_sac and not self.framework.keeps_attention  # the core runs again too
         self.contention = self.compute.overlap_contention
+        self._ep_schedules = {"dualpipe": self._ep_hidden, "combined-1f1b": self._ep_combined_1f1b}
         self._coll: dict[tuple, CollectiveResult] = {}
         self._comms: dict[tuple, Communicator] = {}
         self._padded: dict[int, ModelSpec] = {}
@@ -1032,6 +1054,8 @@ class StepModel:
                 "(the expert tensor-parallel all-gather of the dispatched tokens is not modelled)"
             )
         opt = self.options
+        if opt.ep_comm_overlap and opt.ep_overlap_schedule == "combined-1f1b":
+            check_combined_1f1b(layout.pp, layout.virtual_pipeline_stages, layout.recompute is Recompute.FULL)
         fit = check_fits if opt.check_memory else memory_breakdown
         mem = fit(
             chunked,
@@ -1513,7 +1537,8 @@ class StepModel:
         size = tok_rank * m.top_k * m.hidden_size * _ACT_BYTES
         n_rec = _full_recomputes(lay)
         if self.options.ep_comm_overlap:
-            return self._ep_hidden(st, comp, size * imbalance, comm, n_rec)
+            hide = self._ep_schedules[self.options.ep_overlap_schedule]
+            return hide(st, comp, size * imbalance, comm, n_rec)
         return PassTimes(
             *self._two_per_layer(
                 st.acc, "ep", "all_to_all", size, comm, st.n_moe, n_rec, st.n_mb, load=imbalance
@@ -1536,6 +1561,41 @@ class StepModel:
         k = st.n_moe * 2 * (2 + n_rec) * st.n_mb
         st.acc.add("ep", "all_to_all", size, k, res, comm, k * res.time_s * exposed / alone)
         return PassTimes(*(st.n_moe * t * exposed / alone for t in per_pass))
+
+    def _ep_combined_1f1b(
+        self, st: StageView, comp: ComputeTimes, size: float, comm: Communicator, n_rec: int
+    ) -> PassTimes:
+        """Exposed EP seconds per microbatch under Megatron-Core's combined 1F1B schedule: a paired MoE layer
+        shows what :func:`merged_layer_s` adds to its compute, half to each pass; the unpaired share u of
+        the passes (:func:`unpaired_fraction`) shows its two all-to-alls whole. No full recomputation
+        here (:meth:`check` refuses it): ``n_rec`` is 0."""
+        lay = st.layout
+        res = self.dim_collective("ep", "all_to_all", size, comm)
+        x = res.time_s
+        passes = self._moe_layer_passes(st, comp)
+        paired = merged_layer_s(passes, x, self.contention) - sum(passes)
+        u = unpaired_fraction(lay.pp, lay.virtual_pipeline_stages, st.n_mb)
+        per_pass = u * 2 * x + (1 - u) * paired / 2
+        k = st.n_moe * 4 * st.n_mb
+        st.acc.add("ep", "all_to_all", size, k, res, comm, 2 * st.n_moe * st.n_mb * per_pass)
+        return PassTimes(st.n_moe * per_pass, st.n_moe * per_pass)
+
+    def _moe_layer_passes(self, st: StageView, comp: ComputeTimes) -> LayerPasses:
+        """One MoE layer's compute (the stage's over its layers) split as the combined 1F1B schedule splits
+        it, by FLOPs: the experts' share (routed slots at the padded capacity, shared experts) of the
+        layer's forward FLOPs, the rest on the attention side; the experts' backward half input, half
+        weight gradients (equal GEMMs)."""
+        m = self.model
+        routed = m.top_k * (self.capacity_factor or 1.0)
+        experts = 2 * (routed + m.n_shared_experts) * m.expert_matmul_params
+        share = experts / (
+            self._f_moe + 2 * m.top_k * ((self.capacity_factor or 1.0) - 1) * m.expert_matmul_params
+        )
+        fwd = (comp.gemm_fwd + comp.mem_fwd) / st.layers
+        bwd = (comp.gemm_bwd + comp.mem_bwd) / st.layers
+        return LayerPasses(
+            fwd * (1 - share), fwd * share, bwd * share / 2, bwd * share / 2, bwd * (1 - share)
+        )
 
     def pp_term(self, st: StageView) -> PassTimes:
         """PP seconds per microbatch: b s h / c elements (/ t with scatter-gather or SP) to the next stage
