@@ -539,6 +539,7 @@ def memory_breakdown(
     fp8: bool = False,
     framework: str | TrainingFramework = "megatron",
     offload_layers: int = 0,
+    zero3_no_sync: bool = False,
 ) -> MemoryBreakdown:
     """Memory per GPU of training ``model`` with ``layout``, term by term.
 
@@ -582,6 +583,11 @@ def memory_breakdown(
         layer stash keeps L - N of its L layers' activations (the mean layer's, x N moved to
         ``offloaded_activation_bytes``). At most L - N layers' sets are on the GPU at once: each
         offloaded layer's GPU copy is freed at the end of its window, before the forward pass ends.
+    zero3_no_sync : bool, default False
+        ZeRO-3 with the gradient reduction skipped on all but the last microbatch (FSDP2
+        ``set_requires_gradient_sync(False)``, FSDP1 ``no_sync()``): each parameter's gradient accumulates
+        unsharded, in the reduce dtype, until the last microbatch reduce-scatters it, so with more than
+        one microbatch ``gradient_bytes`` is ``grads`` x P_gpu, not / D (:func:`_zero3_unsharded_grads`).
 
     Returns
     -------
@@ -623,6 +629,8 @@ def memory_breakdown(
     if fp8 and layout.zero_stage < 3:
         weights += _fp8_weight_cache(model, layout, stage_moe)
     params = dense_params + expert_params
+    if zero3_no_sync:
+        grads = max(grads, _zero3_unsharded_grads(model, layout, params))
     first = stage_moe[0]
     per_stage = model.n_layers // p
     units = in_flight_layer_microbatches(layout, model.n_layers)
@@ -645,6 +653,22 @@ def memory_breakdown(
         gpu_hbm_bytes=None if gpu_hbm_bytes is None else float(gpu_hbm_bytes),
         offloaded_activation_bytes=offloaded,
     )
+
+
+def _zero3_unsharded_grads(model: ModelSpec, layout: ParallelLayout, params: float) -> float:
+    """Bytes of the unsharded gradients ZeRO-3 holds when it reduces once per step: ``grads`` x ``params``
+    (the stage's parameters on one GPU, after TP/EP splitting) with more than one microbatch; 0 otherwise
+    (one microbatch reduce-scatters, and frees, each layer's gradient as its backward ends).
+
+    FSDP2's ``FSDPParam.to_accumulated_grad_if_needed`` (torch ``distributed/fsdp/_fully_shard/
+    _fsdp_param.py``) moves each unsharded gradient into ``unsharded_accumulated_grad`` in the reduce
+    dtype while gradient sync is off, kept until the synced microbatch: KempnerForge's 175B run on 360
+    H200 ("with gradient accumulation, FSDP2 retains the unsharded fp32 gradient across microbatches ...
+    on top of the working set", ``benchmarks/175b_360gpu/README.md`` @b62d2e3) ran out of memory with
+    eight microbatches and fit with one."""
+    if layout.zero_stage < 3 or layout.n_microbatches < 2:
+        return 0.0
+    return model.bytes_per_param.grads * params
 
 
 def _heaviest_stage_state(
@@ -826,6 +850,7 @@ def check_fits(
     fp8: bool = False,
     framework: str | TrainingFramework = "megatron",
     offload_layers: int = 0,
+    zero3_no_sync: bool = False,
 ) -> MemoryBreakdown:
     """Return the memory breakdown if the layout fits in ``gpu_hbm_bytes``; raise otherwise.
 
@@ -837,7 +862,7 @@ def check_fits(
         The layout.
     gpu_hbm_bytes : float
         Usable GPU memory, bytes (e.g. 80e9 for an A100/H100 80 GB; subtract what the runtime reserves).
-    flash_attention, zero3_prefetch_layers, fp8, framework, offload_layers
+    flash_attention, zero3_prefetch_layers, fp8, framework, offload_layers, zero3_no_sync
         See :func:`memory_breakdown`.
 
     Returns
@@ -872,6 +897,7 @@ def check_fits(
         fp8=fp8,
         framework=framework,
         offload_layers=offload_layers,
+        zero3_no_sync=zero3_no_sync,
     )
     if not mb.fits:
         err = Infeasible(

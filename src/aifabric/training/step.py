@@ -201,6 +201,14 @@ class StepOptions:
         ZeRO-3/FSDP: layers whose parameters are all-gathered ahead of the one computing (FSDP
         ``forward_prefetch`` / ``BackwardPrefetch.BACKWARD_PRE``: 1; DeepSpeed ``stage3_prefetch_bucket_size``
         covers about one layer of a large model). 0: every gather waits for the layer that needs it.
+    zero3_no_sync : bool, default False
+        ZeRO-3/FSDP with gradient sync off on all but the last microbatch of a step (FSDP2
+        ``set_requires_gradient_sync(False)``, FSDP1 ``no_sync()``; KempnerForge's ``maybe_no_sync``):
+        the per-layer reduce-scatters run on the last microbatch only, and every earlier microbatch's
+        gradients accumulate unsharded in the reduce dtype, ``grads`` bytes per parameter of the stage in
+        the memory check (:func:`~aifabric.training.memory.memory_breakdown`). The gathers still run
+        every microbatch, forward and backward. False: every microbatch reduce-scatters (torchtitan,
+        DeepSpeed stage 3, Megatron-FSDP).
     ddp_bucket_params : int, optional
         Parameters per gradient bucket; default Megatron-LM's ``max(40,000,000, 1,000,000 x dp)``
         (``megatron/core/distributed/distributed_data_parallel.py``).
@@ -292,6 +300,7 @@ class StepOptions:
     compute: ComputeProfile | None = None
     tp_comm_overlap: bool = False
     zero3_prefetch_layers: int = 1
+    zero3_no_sync: bool = False
     ddp_bucket_params: int | None = None
     ep_comm_overlap: bool = False
     ep_overlap_schedule: str = "dualpipe"
@@ -1066,6 +1075,7 @@ class StepModel:
             fp8=opt.fp8,
             framework=self.framework,
             offload_layers=opt.offload_layers,
+            zero3_no_sync=opt.zero3_no_sync,
         )
         return padded, mem
 
@@ -1850,8 +1860,10 @@ class StepModel:
         where the first gather and the last reduce-scatter have nothing to hide behind. Without prefetch
         every collective is exposed: l x_ag forward, l (x_ag + x_rs) backward. Per-layer messages are small,
         so the ring's (n - 1) latency steps grow with the data-parallel group: exposed time grows with dp.
+        With ``options.zero3_no_sync`` only the last of m microbatches reduce-scatters: the backward
+        returned is the mean of one such pass and m - 1 passes with x_rs = 0.
         """
-        bpp, f = self.model.bytes_per_param, self.contention
+        bpp = self.model.bytes_per_param
         x_ag = x_rs = 0.0
         per_layer: list[tuple[str, str, float, CollectiveResult, Communicator]] = []
         for dim, params, comm in self._dp_groups(layout, dense_params, expert_params):
@@ -1863,18 +1875,32 @@ class StepModel:
             per_layer += [(dim, "reduce_scatter", params * bpp.grads / layers, rs, comm)]
         if not per_layer:
             return 0.0, 0.0
+        fwd, bwd = self._zero3_pass_s(x_ag, x_rs, layers, fwd_compute, bwd_compute)
+        n_rs = n_mb
+        if self.options.zero3_no_sync and n_mb > 1:  # the last microbatch reduce-scatters, the others not
+            unsynced = self._zero3_pass_s(x_ag, 0.0, layers, fwd_compute, bwd_compute)[1]
+            bwd = (bwd + (n_mb - 1) * unsynced) / n_mb
+            n_rs = 1
+        if acc.record:
+            total = layers * (2 * n_mb * x_ag + n_rs * x_rs)
+            share = n_mb * (fwd + bwd) / total if total > 0 else 0.0
+            for dim, op, size, res, comm in per_layer:
+                k = layers * (2 * n_mb if op == "all_gather" else n_rs)
+                acc.add(dim, op, size, k, res, comm, min(1.0, share) * k * res.time_s)
+        return fwd, bwd
+
+    def _zero3_pass_s(
+        self, x_ag: float, x_rs: float, layers: int, fwd_compute: float, bwd_compute: float
+    ) -> tuple[float, float]:
+        """Exposed forward and backward seconds of one microbatch's per-layer gathers (``x_ag`` each) and
+        reduce-scatters (``x_rs``, 0 on a microbatch that does not reduce), formulas of
+        :meth:`_zero3_term`."""
+        f = self.contention
         if self.options.zero3_prefetch_layers >= 1:
             fwd = x_ag + (layers - 1) * overlapped_s(x_ag, fwd_compute / layers, f)
             bwd = x_rs + (layers - 1) * overlapped_s(x_ag + x_rs, bwd_compute / layers, f)
-        else:
-            fwd, bwd = layers * x_ag, layers * (x_ag + x_rs)
-        if acc.record:
-            total = n_mb * layers * (2 * x_ag + x_rs)
-            share = n_mb * (fwd + bwd) / total if total > 0 else 0.0
-            for dim, op, size, res, comm in per_layer:
-                k = n_mb * layers * (2 if op == "all_gather" else 1)
-                acc.add(dim, op, size, k, res, comm, min(1.0, share) * k * res.time_s)
-        return fwd, bwd
+            return fwd, bwd
+        return layers * x_ag, layers * (x_ag + x_rs)
 
     def stage_params(
         self, layout: ParallelLayout, padded: ModelSpec, n_dense: int, n_moe: int
