@@ -219,13 +219,15 @@ LIGHTNING = {
 }
 ALL = {**KF_APRIL, **KF_JUNE, **FLAGPERF, **LIGHTNING}
 
-#: What the TP rows of KempnerForge lack (every one high by 15-42 %, the FSDP-only rows within 6 %).
+#: What the TP rows of KempnerForge lack (the missed ones high by 15-42 %, the FSDP-only rows within 6 %).
 KF_TP = (
-    "KempnerForge's TP is DTensor's synchronous tensor parallelism (parallelize_module, SequenceParallel, "
-    "no async TP): each sequence-parallel all-gather and reduce-scatter of a layer waits on its GEMM and the "
-    "GEMMs run on t-way slices, while the model times NCCL's NVLink rate on a 4-GPU node as if the "
-    "collectives were fused with their GEMMs; the same rows without TP (FSDP 2, 4, 8) are within 6 % "
-    "(torchtitan's TP rows miss the same way, test_training_public5)"
+    "KempnerForge's TP is DTensor's synchronous tensor parallelism (parallelize_module, SequenceParallel, no "
+    "async TP): the model charges its sequence-parallel all-gathers and reduce-scatters exposed at NCCL's "
+    "NVLink rate, yet the rows run slower than that: 7B (b 4) and 70B (b 2) by 22-42 %, 13B (b 4) by "
+    "8-19 %, while 175B at b 8 is 9 % low and the same framework without TP (FSDP 2, 4, 8) within 6 %. "
+    "Not identified: DTensor's per-operator dispatch and redistribution on the host, the "
+    "t-way GEMM slices of the small models and the 4-GPU board's direct NVLink (no NVSwitch) are the "
+    "candidates; torchtitan's eager TP rows miss the same way (test_training_public5)"
 )
 KF_TP_DP = (
     KF_TP + ". Before the gradients were reduced once per step (zero3_no_sync) the row ran "
@@ -268,11 +270,10 @@ ROWS: dict[str, Row] = {
 
 #: Paddle's TP 2 on the 40 GB rows, with recomputation (the 80 GB TP 2 rows, without it, are within 7 %).
 PADDLE_40_TP = (
-    "Paddle 2.5's TP 2 with full recomputation on the 40 GB A100 (b 2): the recomputed forward repeats the "
-    "TP all-reduces, and Paddle's recompute (fleet.utils.recompute) re-runs them unoverlapped on the "
-    "default stream; the model charges the recomputed forward's collectives at NCCL's NVLink rate only. "
-    "The same layouts without recomputation (80 GB, b 4) are within 7 %, ZeRO-2 alone on the 40 GB part "
-    "within 14 %. Not identified further"
+    "Paddle 2.5's TP 2 with full recomputation on the 40 GB A100 (b 2): the same layouts without "
+    "recomputation (80 GB, b 4) are within 7 %, ZeRO-2 alone on the 40 GB part within 14 %, and 13B with "
+    "TP 2 and recomputation (80 GB) within 7 %. Not identified (the 40 GB part's HBM2 at 1.56 TB/s and the "
+    "recomputed forward's TP all-reduces are both charged)"
 )
 LIGHTNING_WINDOW = (
     "the README gives no timing window and each run is 3 epochs of 5 steps (train.py defaults), so its "
@@ -349,9 +350,10 @@ MEMORY: dict[str, tuple[Row, float]] = {
 
 #: KempnerForge's output layer under TP: the logits of every TP rank's full sequence.
 KF_LOGITS = (
-    "under TP KempnerForge's output layer returns the full logits on every TP rank (ColwiseParallel "
-    "gathered for its plain cross-entropy: b s V in bf16 and the loss's fp32 copy, 12.6 GB at 13B b 4), "
-    "where the model counts them split over t; the gap is that size at every FSDP degree"
+    "KempnerForge's output head is ColwiseParallel, gathered to Replicate for the loss "
+    "(kempnerforge/distributed/tensor_parallel.py: 'split vocab, gather to Replicate for loss'): every TP "
+    "rank holds the whole b s V logits in bf16 and the plain cross-entropy's fp32 copy, 12.6 GB at 13B b 4, "
+    "where the model counts them split over t; the gap is about that size at every FSDP degree"
 )
 PADDLE_MEMORY = (
     "Paddle 2.5's group sharding keeps what the model does not count (its fp16 O2 parameter copies, fused "
