@@ -19,9 +19,10 @@ hypergeometric hit counts, :func:`_hit`); UCCL-EP's quoted times agree with S / 
 Sources (none used before by the project): DeepEP ``docs/legacy.md`` "Performance" (V1: H800, NVLink
 ~160 GB/s, one CX7 400 Gb/s InfiniBand NIC a GPU), DeepEP ``README.md`` (V2, SM100 one node), UCCL-EP
 ``ep/README.md`` (uccl-project/uccl: DeepEP's benchmarks on AMD MI300X + CX7, AWS p5en = H200 + 2 x 200
-Gb/s EFA a GPU, p6-b200). Tolerance: the blind check's bar (busbw 10 % at >= 64 MiB, 15 % at 8-64 MiB;
-time 15 % below 8 MiB). Rows the model misses are in ``MISSED`` (measured, predicted, what is
-missing); not asserted.
+Gb/s EFA a GPU, p6-b200), Hybrid-EP ``docs/README_Hybrid-EP.md`` (NVIDIA, DeepEP's hybrid-ep branch:
+GB200, H100; its test counts bytes as DeepEP's). Tolerance: the blind check's bar (busbw 10 % at >= 64
+MiB, 15 % at 8-64 MiB; time 15 % below 8 MiB). Rows the model misses are in ``MISSED`` (measured,
+predicted, what is missing); not asserted.
 """
 
 from __future__ import annotations
@@ -32,16 +33,19 @@ from typing import Any
 import pytest
 from tests.clusters import mi300x_node  # 8 x MI300X on xGMI
 from tests.engines.test_cases_public import Point  # one public row, as the other blind checks have it
+from tests.engines.test_cases_public_alltoall import nvl72_roce  # a GB200 NVL72 rack
 from tests.engines.test_cases_public_multi import _nodes  # N x 8 GPUs on NVSwitch with a scale-out
 from tests.engines.test_cases_public_multi2 import _nodes as _nodes2  # the same, scale-up link named
 from tests.engines.test_cases_public_multi3 import _tolerance  # the same bar
 from tests.engines.test_cases_public_node import hgx  # one 8-GPU NVSwitch board
 
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.communicator import Communicator
 
 DEEPEP_V1 = "https://github.com/deepseek-ai/DeepEP/blob/main/docs/legacy.md"
 DEEPEP_V2 = "https://github.com/deepseek-ai/DeepEP/blob/main/README.md"
 UCCL_EP = "https://github.com/uccl-project/uccl/blob/main/ep/README.md"
+HYBRID_EP = "https://github.com/deepseek-ai/DeepEP/blob/hybrid-ep/docs/README_Hybrid-EP.md"
 IB = {"nic": "connectx-7", "switch": "quantum-2-qm9700"}  # "CX7 InfiniBand 400 Gb/s" (DeepEP)
 EFA_P5EN = {"nic": "efa-v3", "nics_per_gpu": 2, "fabric": "ethernet", "transport": "efa-srd"}
 HIDDEN, TOKENS_NORMAL, TOKENS_LL, TOPK, EXPERTS = 7168, 4096, 128, 8, 256  # DeepSeek-V3 settings (both)
@@ -50,10 +54,10 @@ LL_FP8_MSG, BF16_TOKEN = HIDDEN + HIDDEN // 128 * 4 + 16, HIDDEN * 2  # test_low
 SMALL = 8 * 2**20  # below: time asserted (7.59 MB FP8 low-latency dispatch); from here busbw
 
 
-def _hit(targets: int, groups: int) -> float:
-    """Expected distinct targets (ranks or nodes) a token reaches: top-8 of the 256 experts drawn evenly
+def _hit(targets: int, groups: int, experts: int = EXPERTS) -> float:
+    """Expected distinct targets (ranks or nodes) a token reaches: top-8 of the ``experts`` drawn evenly
     from ``groups`` of the ``targets`` (hypergeometric: 1 - C(E - E_t, 8) / C(E, 8) a chosen target)."""
-    pool, per_target = EXPERTS * groups // targets, EXPERTS // targets
+    pool, per_target = experts * groups // targets, experts // targets
     return groups * (1 - comb(pool - per_target, TOPK) / comb(pool, TOPK))
 
 
@@ -62,12 +66,15 @@ def cluster(accelerator: str, nodes: int, scale_out: dict[str, Any] | None = Non
     return hgx(accelerator) if nodes == 1 else _nodes(accelerator, nodes, scale_out or IB)
 
 
-def _bandwidth(url: str, spec: ClusterSpec, size: float, gbps: float) -> Point:
-    """A DeepEP-style GB/s figure as the all-to-all of per-rank ``size``: t = S / GB/s, busbw = algbw
-    (n - 1) / n; the time asserted below 8 MiB, the busbw from there (the blind check's bar)."""
-    n = spec.n_gpus
-    busbw = gbps * 1e9 * (n - 1) / n
-    return Point(url, spec, "all_to_all", int(size), size / gbps / 1e9, busbw, size < SMALL)
+def _bandwidth(
+    url: str, spec: ClusterSpec, size: float, gbps: float, comm: Communicator | None = None
+) -> Point:
+    """A DeepEP-style GB/s figure as the all-to-all of per-rank ``size`` on ``comm`` (all the GPUs when
+    None): t = S / GB/s, busbw = algbw (n - 1) / n; the time asserted below 8 MiB, the busbw from there
+    (the blind check's bar)."""
+    n = spec.n_gpus if comm is None else comm.n_ranks
+    busbw, options = gbps * 1e9 * (n - 1) / n, () if comm is None else (("comm", comm),)
+    return Point(url, spec, "all_to_all", int(size), size / gbps / 1e9, busbw, size < SMALL, options)
 
 
 def normal(url: str, spec: ClusterSpec, token_bytes: int, gbps: float, tokens: int = TOKENS_NORMAL) -> Point:
@@ -95,6 +102,16 @@ def mi300x_cx7(ep: int) -> ClusterSpec:
     if ep == 8:
         return mi300x_node()
     return _nodes2("mi300x", ep // 8, IB, link="infinity-fabric-mi300")
+
+
+def hybrid_gb200(ranks: int, token_bytes: int, gbps: float) -> Point:
+    """A Hybrid-EP "GB200 Platform" row (kernel only, 32 SMs): ``ranks`` GPUs of one NVL72 rack (the table
+    has no RDMA column), 8 local experts a rank, top-8 uniform (``tests/test_hybrid_ep.py``
+    ``init_tensor``: ``torch.randperm(num_of_experts)[:topk]``); the NVLink bytes are
+    ``dispatched_hidden.numel() * 2`` (x (1 + 4 / 128) / 2 for FP8), the rank's own rows included."""
+    spec = nvl72_roce("gb200", 1, 1)
+    size = TOKENS_NORMAL * _hit(ranks, ranks, 8 * ranks) * token_bytes
+    return _bandwidth(HYBRID_EP, spec, size, gbps, Communicator.from_gpus(spec, list(range(ranks))))
 
 
 V2_FP8_TOKEN = FP8_TOKEN + TOPK * 8 + TOPK * 4  # test_ep.py count_bytes(recv_x, topk_idx int64, weights f32)
@@ -137,6 +154,13 @@ POINTS = {
     "UCCL-EP p5en dispatch EP16": normal(UCCL_EP, P5EN[16], FP8_TOKEN, 50),
     "UCCL-EP p5en combine EP32": normal(UCCL_EP, P5EN[32], BF16_TOKEN, 43),
     "UCCL-EP p5en LL combine EP16": low_latency(UCCL_EP, P5EN[16], BF16_TOKEN, 293),
+    # Hybrid-EP (NVIDIA, DeepEP's hybrid-ep branch) "GB200 Platform", kernel only, 32 SMs, "algorithm
+    # bandwidth". "8 | 32 | ... | 713.98 | 764.03 | 737.13": 778.8 / 800.5 / 800.5 (+9.1 / +4.8 / +8.6 %)
+    "Hybrid-EP GB200 FP8 dispatch 8 ranks": hybrid_gb200(8, FP8_TOKEN, 713.98),
+    "Hybrid-EP GB200 BF16 dispatch 8 ranks": hybrid_gb200(8, BF16_TOKEN, 764.03),
+    "Hybrid-EP GB200 combine 8 ranks": hybrid_gb200(8, BF16_TOKEN, 737.13),
+    # "16 | 32 | ... | 650.48 | 706.95 | 666.26": BF16 dispatch 752.3 (+6.4 %); the others in MISSED
+    "Hybrid-EP GB200 BF16 dispatch 16 ranks": hybrid_gb200(16, BF16_TOKEN, 706.95),
 }
 
 
@@ -201,6 +225,22 @@ MISSED = {
     "UCCL-EP MI300X + CX7, low-latency": (
         "dispatch 65 / 136 / 224 us vs 31.6 / 99.6 / 138.2 us at EP8 / 16 / 32, combine 92 / 207 / 341 us "
         "vs 50.0 / 171.7 / 246.4 us (-17 to -52 %): CPU-proxy posting of 1,024 messages a rank, not priced"
+    ),
+    "Hybrid-EP GB200 (one NVL72 rack), kernel only, 32 SMs, 16-36 ranks": (
+        "FP8 dispatch 650.48 / 577.96 / 538.86 / 489.27 GB/s at 16 / 24 / 32 / 36 ranks vs 736.4 / 723.0 "
+        "/ 716.5 / 714.3 (+13 / +25 / +33 / +46 %); BF16 dispatch 666 / 642 / 632 vs 737.3 / 730.0 / "
+        "727.6 (+11 / +14 / +15 %) at 24 / 32 / 36; combine 666 / 640 / 605 / 597 vs 752.3 / 737.3 / "
+        "730.0 / 727.6 (+13 / +15 / +21 / +22 %): the rate falls with the peers, fastest for the "
+        "smallest (FP8, 7.4 KB) rows, as the OCI 64-rank MNNVL rows (test_cases_public_alltoall "
+        "MISSED); the model's NVLink bound has no per-peer term. At 16 SMs every row is lower again "
+        "(620.98 / 750.15 / 684.27 at 8 ranks): the SM count of the copy kernel"
+    ),
+    "Hybrid-EP H100 Platform (16 / 32 / 64 ranks), kernel only": (
+        "best rows (16 SMs) FP8 / BF16 dispatch / combine 68.48 / 71.71 / 62.95 (16 ranks), 55.35 / "
+        "57.69 / 57.46 (32), 46.52 / 49.97 / 49.77 (64) GB/s vs 94.8 / 96.5 / 96.5, 64.7 / 65.1 / 65.1, "
+        "55.7 / 55.9 / 55.9 with one CX7 400 Gb/s a GPU assumed (+38 / +35 / +53, +17 / +13 / +13, "
+        "+20 / +12 / +12 %): the README names no NIC; the 2-node rows carry the NVLink forwarding leg as "
+        "DeepEP's EP16, the 4-8 node rows the same NIC shortfall as DeepEP's EP32 (about 12 %)"
     ),
     "pplx-kernels README, 128 tokens a GPU (EP8-128)": (
         "dispatch 83.6 us (NVLink, EP8) to 307.7 us (IBGDA, EP128) vs not computed: the README names "
