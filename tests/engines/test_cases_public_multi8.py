@@ -67,7 +67,9 @@ PERLMUTTER = (
     "https://github.com/dingp/communication-libraries-image/blob/4a45cf3536e6e629d6e9497b8b93f6922b3bba51/"
     "benchmarks/reports/nccl-podman-hpc-8node-aws-ofi-1.19.0-libfabric-2.1.0-20260508.md"
 )
-V2205_TREE = (("nccl_version", "2.20.5"), ("env", {"NCCL_ALGO": "Tree"}))
+#: the guide's image entrypoint (dockerfile_scripts/scrape_libs.sh, same commit) sets NCCL_NET_GDR_LEVEL=PHB
+#: unless stated: GPUDirect RDMA through the Grace CPU, which NCCL 2.20.5 classes PHB
+V2205_TREE = (("nccl_version", "2.20.5"), ("env", {"NCCL_ALGO": "Tree", "NCCL_NET_GDR_LEVEL": "PHB"}))
 V2193_RING = (("nccl_version", "2.19.3"), ("env", {"NCCL_ALGO": "Ring"}))
 GH200_2 = preset("gh200-quad", nodes=2)  # 4 x GH200 a node, one 200 Gb/s Slingshot 11 NIC each
 #: the CSCS image's libfabric ("Libfabric 1.22.0", guidelines-images/image-nccl-tests.md of the same docs):

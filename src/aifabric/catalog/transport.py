@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from aifabric.catalog.nccl import Algorithm, Collective, Protocol, version_tuple
+from aifabric.catalog.nccl import Algorithm, Collective, NcclRelease, Protocol, version_tuple
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_time
@@ -38,6 +38,8 @@ __all__ = [
     "nccl_names",
     "nccl_enabled",
     "nccl_protocols",
+    "net_ll128_allowed",
+    "nic_path_class",
     "resolve_transport",
     "transport",
     "transport_names",
@@ -457,11 +459,44 @@ _NET_PLUGINS = {
 }
 
 
+def nic_path_class(nic_path: str, release: NcclRelease) -> PathType:
+    """NCCL's path type, in ``release``, for a cluster's GPU-NIC path (``scale_out.nic_path``): the name
+    itself, but a NIC behind a Grace CPU (``P2C``) is PHB to v2.26 and P2C from v2.27.3
+    (:attr:`~aifabric.catalog.nccl.NcclRelease.c2c_nic_path`).
+
+    >>> from aifabric.catalog.nccl import nccl_release
+    >>> nic_path_class("P2C", nccl_release("2.20.5")).name, nic_path_class("P2C", nccl_release("2.27.3")).name
+    ('PHB', 'P2C')
+    """
+    return PathType[release.c2c_nic_path if nic_path == "P2C" else nic_path]
+
+
+#: tuning.cc ncclTopoTuneModel (v2.18.1-1 to v2.30.7-1, ``pEnable == 2``): LL128 runs across nodes while the
+#: graph's GPU-NIC path ``typeInter`` is within PXB, or within this one on compute capability >= 9.0 (PXN;
+#: v2.27.3: P2C with NCCL_LL128_C2C=1, sorted after PXN there; v2.28.3 on: PXN, P2C sorted before it)
+_LL128_NET_PATH_SM90 = PathType.PXN
+
+
+def net_ll128_allowed(path: PathType, compute_capability: int) -> bool:
+    """Whether NCCL's tuner leaves LL128 on across nodes over GPU-NIC path ``path`` (a release's class,
+    :func:`nic_path_class`) on a GPU of ``compute_capability`` (90 = 9.0; 0: none recorded, NCCL's
+    default kept).
+
+    >>> [net_ll128_allowed(p, cc) for p, cc in ((PathType.PHB, 90), (PathType.P2C, 90), (PathType.P2C, 80))]
+    [False, True, False]
+    """
+    return path <= PathType.PXB or (
+        (compute_capability >= 90 or not compute_capability) and path <= _LL128_NET_PATH_SM90
+    )
+
+
 def gdr_enabled(env: NcclEnv, spec: TransportSpec, nic_path: PathType | str) -> bool:
     """Whether a network transport uses GPUDirect RDMA at GPU-NIC path ``nic_path`` (``paths.cc``).
 
     GDR is on when the transport can use it (``gdr`` not ``none``) and ``nic_path <= NCCL_NET_GDR_LEVEL``
     (default PXB: same PCIe switch or a chain of switches; PHB/SYS, through the CPU, stage in host memory).
+    A P2C path (NCCL v2.27.3 on, :func:`nic_path_class`) counts as C2C (``ncclTopoCheckGdr``: "On C2C
+    platforms we can still use GDRDMA on NICs connected to the CPUs", NCCL_NET_GDR_C2C=1 by default).
 
     Raises
     ------
@@ -470,7 +505,7 @@ def gdr_enabled(env: NcclEnv, spec: TransportSpec, nic_path: PathType | str) -> 
     """
     nic_p = PathType.parse(nic_path, "nic_path") if not isinstance(nic_path, PathType) else nic_path
     gdr_level = env.net_gdr_level if env.net_gdr_level is not None else PathType.PXB
-    gdr_ok = nic_p <= gdr_level
+    gdr_ok = (PathType.C2C if nic_p is PathType.P2C else nic_p) <= gdr_level
     if spec.gdr == "required" and not gdr_ok:
         raise ConfigError(
             f"nic_path: {spec.name} needs GPUDirect RDMA but the GPU-NIC path {nic_p.name} is beyond "

@@ -55,6 +55,7 @@ from aifabric.catalog.transport import (
     gdr_enabled,
     nccl_algorithms,
     nccl_names,
+    nic_path_class,
     resolve_transport,
     transport,
 )
@@ -598,7 +599,7 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     parsed = parse_env(env)
     gdr = True
     if so is not None and tm.nic_bytes_per_s > 0:
-        gdr = not stages_in_host(parsed, spec)
+        gdr = not stages_in_host(parsed, spec, tm.release)
         if not gdr:
             staging = transport("host-staging")
             kept = staging.aggregate_efficiency if tm.nccl else 1.0
@@ -621,22 +622,29 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     return TransportTiers(tm, gdr, note)
 
 
-def stages_in_host(env: NcclEnv, spec: ClusterSpec) -> bool:
+def stages_in_host(env: NcclEnv, spec: ClusterSpec, release: nccl.NcclRelease | None = None) -> bool:
     """Whether NCCL's network transport copies ``spec``'s NIC traffic through host memory under ``env``:
-    a transport that can use GPUDirect RDMA on a GPU-NIC path (``scale_out.nic_path``) beyond
+    a transport that can use GPUDirect RDMA on a GPU-NIC path (``scale_out.nic_path``, as ``release``
+    classes it, the newest by default: :func:`aifabric.catalog.transport.nic_path_class`) beyond
     ``NCCL_NET_GDR_LEVEL`` (default PXB, ``paths.cc``; :func:`aifabric.catalog.transport.gdr_enabled`).
     A transport without GDR (sockets) already carries its host copies in its catalogued efficiency.
+    A NIC behind a Grace CPU (``P2C``) stages to NCCL 2.26 unless NCCL_NET_GDR_LEVEL reaches PHB.
 
     >>> from aifabric.cluster.presets import preset
     >>> h100 = preset("h100-ib-2node")
     >>> stages_in_host(parse_env({}), h100.with_changes(**{"scale_out.nic_path": "SYS"}))
     True
+    >>> gh200 = preset("gh200-quad").with_changes(**{"scale_out.nic_path": "P2C"})  # NICs behind Grace
+    >>> default = parse_env({})
+    >>> stages_in_host(default, gh200, nccl.nccl_release("2.20.5")), stages_in_host(default, gh200)
+    (True, False)
     """
     so = spec.scale_out
     if so is None:
         return False
     net = transport(so.transport_key)
-    return not (gdr_enabled(env, net, so.nic_path) or net.gdr == "none")
+    path = nic_path_class(so.nic_path, release or nccl.nccl_release())
+    return not (gdr_enabled(env, net, path) or net.gdr == "none")
 
 
 def host_staging_efficiency(spec: ClusterSpec) -> float:
