@@ -33,6 +33,7 @@ __all__ = [
     "Rendezvous",
     "TransportChoice",
     "TransportSpec",
+    "gdr_distance",
     "gdr_enabled",
     "nccl_algorithms",
     "nccl_names",
@@ -343,6 +344,10 @@ class NcclEnv:
         ``NCCL_P2P_LEVEL``: the farthest path P2P is used on (NCCL default PXB).
     net_gdr_level : PathType or None
         ``NCCL_NET_GDR_LEVEL``: the farthest GPU-NIC path GPUDirect RDMA is used on (NCCL default PXB).
+    net_gdr_c2c : bool or None
+        ``NCCL_NET_GDR_C2C``: GPUDirect RDMA on a NIC behind a Grace CPU reached over C2C (paths.cc
+        ncclTopoCheckGdr: v2.26.2 takes such a PHB path as C2C when it is 1, default 0; v2.27.3 on its P2C
+        path unless it is 0, default 1). The 2.25.1 tables also price 2.25, which does not read it.
     algo, proto : str or None
         ``NCCL_ALGO`` / ``NCCL_PROTO`` as written; :meth:`algorithms` and :meth:`protocols` resolve them.
     nvls_enable : int or None
@@ -365,6 +370,7 @@ class NcclEnv:
     shm_disable: bool = False
     p2p_level: PathType | None = None
     net_gdr_level: PathType | None = None
+    net_gdr_c2c: bool | None = None
     algo: str | None = None
     proto: str | None = None
     nvls_enable: int | None = None
@@ -403,6 +409,7 @@ class NcclEnv:
             shm_disable=bool(_flag(env, "NCCL_SHM_DISABLE")),
             p2p_level=None if p2p_level is None else PathType.parse(p2p_level, "NCCL_P2P_LEVEL"),
             net_gdr_level=None if gdr_level is None else PathType.parse(gdr_level, "NCCL_NET_GDR_LEVEL"),
+            net_gdr_c2c=_flag(env, "NCCL_NET_GDR_C2C"),
             algo=algo,
             proto=proto,
             nvls_enable=nvls,
@@ -471,6 +478,22 @@ def nic_path_class(nic_path: str, release: NcclRelease) -> PathType:
     return PathType[release.c2c_nic_path if nic_path == "P2C" else nic_path]
 
 
+def gdr_distance(env: NcclEnv, nic_path: str, release: NcclRelease) -> PathType:
+    """The GPU-NIC distance NCCL's ``ncclTopoCheckGdr`` compares with ``NCCL_NET_GDR_LEVEL``: the
+    release's class of ``nic_path`` (:func:`nic_path_class`), but C2C for a NIC behind a Grace CPU under
+    ``NCCL_NET_GDR_C2C`` ("On C2C platforms we can still use GDRDMA on NICs connected to the CPUs"): its
+    PHB path when the variable is 1 (v2.26.2), its P2C path unless it is 0 (v2.27.3 on, default 1).
+
+    >>> from aifabric.catalog.nccl import nccl_release
+    >>> on, v226 = NcclEnv.from_mapping({"NCCL_NET_GDR_C2C": "1"}), nccl_release("2.26.2")
+    >>> gdr_distance(NcclEnv(), "P2C", v226).name, gdr_distance(on, "P2C", v226).name
+    ('PHB', 'C2C')
+    """
+    path = nic_path_class(nic_path, release)
+    c2c = path is PathType.P2C if env.net_gdr_c2c is None else env.net_gdr_c2c
+    return PathType.C2C if nic_path == "P2C" and c2c else path
+
+
 #: tuning.cc ncclTopoTuneModel (v2.18.1-1 to v2.30.7-1, ``pEnable == 2``): LL128 runs across nodes while the
 #: graph's GPU-NIC path ``typeInter`` is within PXB, or within this one on compute capability >= 9.0 (PXN;
 #: v2.27.3: P2C with NCCL_LL128_C2C=1, sorted after PXN there; v2.28.3 on: PXN, P2C sorted before it)
@@ -495,8 +518,8 @@ def gdr_enabled(env: NcclEnv, spec: TransportSpec, nic_path: PathType | str) -> 
 
     GDR is on when the transport can use it (``gdr`` not ``none``) and ``nic_path <= NCCL_NET_GDR_LEVEL``
     (default PXB: same PCIe switch or a chain of switches; PHB/SYS, through the CPU, stage in host memory).
-    A P2C path (NCCL v2.27.3 on, :func:`nic_path_class`) counts as C2C (``ncclTopoCheckGdr``: "On C2C
-    platforms we can still use GDRDMA on NICs connected to the CPUs", NCCL_NET_GDR_C2C=1 by default).
+    ``nic_path`` is the distance NCCL compares (:func:`gdr_distance`: C2C for a Grace NIC under
+    ``NCCL_NET_GDR_C2C``).
 
     Raises
     ------
@@ -505,7 +528,7 @@ def gdr_enabled(env: NcclEnv, spec: TransportSpec, nic_path: PathType | str) -> 
     """
     nic_p = PathType.parse(nic_path, "nic_path") if not isinstance(nic_path, PathType) else nic_path
     gdr_level = env.net_gdr_level if env.net_gdr_level is not None else PathType.PXB
-    gdr_ok = (PathType.C2C if nic_p is PathType.P2C else nic_p) <= gdr_level
+    gdr_ok = nic_p <= gdr_level
     if spec.gdr == "required" and not gdr_ok:
         raise ConfigError(
             f"nic_path: {spec.name} needs GPUDirect RDMA but the GPU-NIC path {nic_p.name} is beyond "

@@ -10,10 +10,11 @@ comm_channels`) and ``NCCL_IB_QPS_PER_CONNECTION`` sets the streams per NIC
 (:func:`aifabric.collectives.tiers.nic_stream_factor`); :func:`aifabric.collectives.tiers.tier_model`
 takes them (:class:`EnvChoice`).
 
-``NCCL_P2P_DISABLE``, ``NCCL_P2P_LEVEL``, ``NCCL_SHM_DISABLE`` and ``NCCL_NET_GDR_LEVEL`` (with the
-cluster's GPU-NIC path ``scale_out.nic_path``) choose the transports (:func:`aifabric.catalog.transport.
-resolve_transport`), and :func:`env_tiers` puts the chosen transports' catalogued bandwidth and latency in
-the tier model (``catalog/data/transports.yaml``, each figure with its source):
+``NCCL_P2P_DISABLE``, ``NCCL_P2P_LEVEL``, ``NCCL_SHM_DISABLE``, ``NCCL_NET_GDR_LEVEL`` and
+``NCCL_NET_GDR_C2C`` (with the cluster's GPU-NIC path ``scale_out.nic_path``) choose the transports
+(:func:`aifabric.catalog.transport.resolve_transport`), and :func:`env_tiers` puts the chosen transports'
+catalogued bandwidth and latency in the tier model (``catalog/data/transports.yaml``, each figure with its
+source):
 
 ==========================  ================================================================================
 inside a node: P2P          the cluster's scale-up link, unchanged
@@ -52,10 +53,10 @@ from aifabric.catalog.aws_ofi_nccl import efa_instance, ofi_nccl_release
 from aifabric.catalog.transport import (
     NcclEnv,
     PathType,
+    gdr_distance,
     gdr_enabled,
     nccl_algorithms,
     nccl_names,
-    nic_path_class,
     resolve_transport,
     transport,
 )
@@ -96,6 +97,7 @@ MODELLED_VARIABLES = (
     "NCCL_P2P_LEVEL",
     "NCCL_SHM_DISABLE",
     "NCCL_NET_GDR_LEVEL",
+    "NCCL_NET_GDR_C2C",
     "NCCL_MIN_NCHANNELS",
     "NCCL_MAX_NCHANNELS",
     "NCCL_IB_QPS_PER_CONNECTION",
@@ -105,7 +107,8 @@ MODELLED_VARIABLES = (
 
 #: The variables that choose transports (:func:`env_tiers`).
 _TRANSPORT_VARIABLES = frozenset(
-    {"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_NET_GDR_LEVEL", "NCCL_COLLNET_ENABLE"}
+    {"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_C2C"}
+    | {"NCCL_COLLNET_ENABLE"}
 )
 
 #: NCCL's name of each registry algorithm NCCL_ALGO governs (broadcast/reduce: NCCL's ring, as a chain).
@@ -628,7 +631,8 @@ def stages_in_host(env: NcclEnv, spec: ClusterSpec, release: nccl.NcclRelease | 
     classes it, the newest by default: :func:`aifabric.catalog.transport.nic_path_class`) beyond
     ``NCCL_NET_GDR_LEVEL`` (default PXB, ``paths.cc``; :func:`aifabric.catalog.transport.gdr_enabled`).
     A transport without GDR (sockets) already carries its host copies in its catalogued efficiency.
-    A NIC behind a Grace CPU (``P2C``) stages to NCCL 2.26 unless NCCL_NET_GDR_LEVEL reaches PHB.
+    A NIC behind a Grace CPU (``P2C``) stages to NCCL 2.26 unless NCCL_NET_GDR_LEVEL reaches PHB or
+    NCCL_NET_GDR_C2C=1 (2.26.2; :func:`aifabric.catalog.transport.gdr_distance`).
 
     >>> from aifabric.cluster.presets import preset
     >>> h100 = preset("h100-ib-2node")
@@ -643,7 +647,7 @@ def stages_in_host(env: NcclEnv, spec: ClusterSpec, release: nccl.NcclRelease | 
     if so is None:
         return False
     net = transport(so.transport_key)
-    path = nic_path_class(so.nic_path, release or nccl.nccl_release())
+    path = gdr_distance(env, so.nic_path, release or nccl.nccl_release())
     return not (gdr_enabled(env, net, path) or net.gdr == "none")
 
 
