@@ -85,8 +85,8 @@ def test_bounded_by_the_nics(version, comm):
 RACKS = preset("gb200-nvl72", gpus=4 * 72)
 
 
-def _racks(version, **kw):
-    return formula_collective("all_reduce", 16 * GIB, RACKS, env=COLLNET, nccl_version=version, **kw)
+def _racks(version, env=COLLNET, **kw):
+    return formula_collective("all_reduce", 16 * GIB, RACKS, env=env, nccl_version=version, **kw)
 
 
 def test_nvls_with_sharp_across_nvl72_racks():
@@ -111,9 +111,12 @@ def test_nvls_with_sharp_on_nvl72_is_bounded_by_the_heads_nics_before_nccl_2_21(
     # (connect.cc connectNvls: tree peers only for head ranks; tuning.cc 2.20.3 l.176-177: both read the NVLS
     # graph's bwInter over its 8 channels), so it is no wider, and NVLS with SHARP keeps the pick (this test
     # asserted nvls_tree while the model gave NVLS-tree all 72 NICs: fix10a item 1).
-    forced = _racks("2.20", algorithm="nvls")
+    # The rack's CX-7s sit behind Grace (nic_path P2C), a PHB path to NCCL 2.26: GPUDirect RDMA needs
+    # NCCL_NET_GDR_LEVEL=PHB there (paths.cc), which these NICs' figures assume
+    gdr = {**COLLNET, "NCCL_NET_GDR_LEVEL": "PHB"}
+    forced = _racks("2.20", gdr, algorithm="nvls")
     assert forced.bottleneck == "scale-out"
     assert 16 * GIB / (forced.time_s - forced.latency_s) == pytest.approx(8 * B_O, rel=1e-3)
-    tree = _racks("2.20", algorithm="nvls_tree")
+    tree = _racks("2.20", gdr, algorithm="nvls_tree")
     assert 16 * GIB / (tree.time_s - tree.latency_s) <= 8 * B_O * (1 + 1e-9)
-    assert _racks("2.20").algorithm == "nvls"
+    assert _racks("2.20", gdr).algorithm == "nvls"

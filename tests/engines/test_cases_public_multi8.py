@@ -67,7 +67,9 @@ PERLMUTTER = (
     "https://github.com/dingp/communication-libraries-image/blob/4a45cf3536e6e629d6e9497b8b93f6922b3bba51/"
     "benchmarks/reports/nccl-podman-hpc-8node-aws-ofi-1.19.0-libfabric-2.1.0-20260508.md"
 )
-V2205_TREE = (("nccl_version", "2.20.5"), ("env", {"NCCL_ALGO": "Tree"}))
+#: the guide's image entrypoint (dockerfile_scripts/scrape_libs.sh, same commit) sets NCCL_NET_GDR_LEVEL=PHB
+#: unless stated: GPUDirect RDMA through the Grace CPU, which NCCL 2.20.5 classes PHB
+V2205_TREE = (("nccl_version", "2.20.5"), ("env", {"NCCL_ALGO": "Tree", "NCCL_NET_GDR_LEVEL": "PHB"}))
 V2193_RING = (("nccl_version", "2.19.3"), ("env", {"NCCL_ALGO": "Ring"}))
 GH200_2 = preset("gh200-quad", nodes=2)  # 4 x GH200 a node, one 200 Gb/s Slingshot 11 NIC each
 #: the CSCS image's libfabric ("Libfabric 1.22.0", guidelines-images/image-nccl-tests.md of the same docs):
@@ -179,10 +181,17 @@ MISSED = {
         "busbw 17.37/26.14/41.55/53.70/71.26 at 1/2/4/8/16 MiB vs tree/LL128 26.7/39.6/63.0/85.4/98.2 (+54/"
         "+52/+52/+59/+38 %), with the rendezvous round trip: the mid-size cost of the cscs-docs rows above, "
         "on another Slingshot 11 GH200 system (32 MiB-8 GiB asserted). NCCL 2.20.5 itself would not run "
-        "LL128 here: a GH200's NIC hangs off the Grace CPU, a PHB path (paths.cc: a path through the CPU is "
-        "PATH_PHB; the guide sets NCCL_NET_GDR_LEVEL=PHB for GPUDirect), and tuning.cc enables LL128 only up "
-        "to PXB (PXN on Hopper) before 2.27's P2C path; the model's nic_path has no C2C form to say so. "
-        "tree/Simple gives 21.4/35.8/55.3/78.5/83.9 (+23/+37/+33/+46/+18 %): still a miss"
+        "LL128 here: a GH200's NIC hangs off the Grace CPU, which the model now names (scale_out.nic_path "
+        "P2C: PHB to NCCL 2.26, so LL128 off across nodes, tuning.cc typeInter <= PXN on Hopper; GDR on "
+        "through the image's NCCL_NET_GDR_LEVEL=PHB). With it the same rows give tree/LL 7.6 and tree/Simple "
+        "13.5/24.2/41.1/56.5 (-56/-48/-42/-24/-21 %), and the asserted rows fall out of the bar: tree/Simple "
+        "72.5/94.4/115.6/122.6 at 32/64/128/256 MiB (-22.2/-13.6/-8.4/-12.6 %), so the gh200-quad preset "
+        "keeps the default path. Two terms LL128 masked: the tree/Simple plateau (144.6 at 8 GiB, 0.855 of "
+        "the four NICs' 96.8 GB/s, against the log's 158.69, 0.937; -8.9 %, asserted, on either path) and "
+        "2.19-2.22's tree/Simple hwLat of 28 us a hop (NVLink, PCI and NET; 4/4/14 from 2.23.4), whose "
+        "230.5 us the model charges a call (66.9 us on 2.23.4); the log's 32 -> 64 MiB slope, 13.9 us/MiB, "
+        "leaves 185 us at 32 MiB where its 1 MiB row takes 105.7 us in all: a ramp, not one latency, and no "
+        "public figure splits it"
     ),
     f"{SARUS}: 2 x 1 GH200 all_reduce 1-8 MiB (NCCL 2.30.7)": (
         "busbw 3.12/5.80/8.90/15.00 at 1/2/4/8 MiB vs ring/LL128 and Simple 12.4/15.9/18.6/20.8 (+297/+175/"

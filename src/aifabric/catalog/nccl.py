@@ -228,6 +228,13 @@ class NcclRelease(_Frozen):
     #: ncclTopoTuneModel, ``switch (minCompCap)`` while ``pEnable == 2``; any other is ``pEnable &= 0``);
     #: None: every one from 7.0 (v2.27.3-1 on: ``!(minCompCap < 70 ...)``)
     ll128_compute_capabilities: tuple[int, ...] | None = None
+    #: NCCL's path type for a GPU that reaches its NIC through its Grace CPU (NVLink-C2C to the CPU, PCIe
+    #: from the CPU to the NIC: GH200, GB200; the cluster's ``nic_path: P2C``). PHB to v2.26 (paths.cc
+    #: ncclTopoSetPaths: a PCI link at a CPU makes the path PATH_PHB; topo.cc joins GPU and CPU with an NVL
+    #: link, a C2C one from v2.26.2), so GPUDirect RDMA only with NCCL_NET_GDR_LEVEL >= PHB and LL128 off
+    #: across nodes (tuning.cc: typeInter <= PXB, or <= PXN on Hopper+); P2C from v2.27.3 ("Add support
+    #: for P2C (PXN over C2C) and the LL128 protocol", "Enable GPUDirect RDMA for the NICs by default")
+    c2c_nic_path: Literal["PHB", "P2C"] = "PHB"
     #: paths.cc ncclTopoGetNchannels: the rule for the p2p channels to a network peer
     #: (:mod:`aifabric.catalog.nccl_p2p`); None where the release's tables do not record it (RCCL's)
     net_peer_channels: NetPeerChannels | None = None

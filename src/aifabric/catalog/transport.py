@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from aifabric.catalog.nccl import Algorithm, Collective, Protocol, version_tuple
+from aifabric.catalog.nccl import Algorithm, Collective, NcclRelease, Protocol, version_tuple
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
 from aifabric.units import parse_time
@@ -33,11 +33,14 @@ __all__ = [
     "Rendezvous",
     "TransportChoice",
     "TransportSpec",
+    "gdr_distance",
     "gdr_enabled",
     "nccl_algorithms",
     "nccl_names",
     "nccl_enabled",
     "nccl_protocols",
+    "net_ll128_allowed",
+    "nic_path_class",
     "resolve_transport",
     "transport",
     "transport_names",
@@ -341,6 +344,10 @@ class NcclEnv:
         ``NCCL_P2P_LEVEL``: the farthest path P2P is used on (NCCL default PXB).
     net_gdr_level : PathType or None
         ``NCCL_NET_GDR_LEVEL``: the farthest GPU-NIC path GPUDirect RDMA is used on (NCCL default PXB).
+    net_gdr_c2c : bool or None
+        ``NCCL_NET_GDR_C2C``: GPUDirect RDMA on a NIC behind a Grace CPU reached over C2C (paths.cc
+        ncclTopoCheckGdr: v2.26.2 takes such a PHB path as C2C when it is 1, default 0; v2.27.3 on its P2C
+        path unless it is 0, default 1). The 2.25.1 tables also price 2.25, which does not read it.
     algo, proto : str or None
         ``NCCL_ALGO`` / ``NCCL_PROTO`` as written; :meth:`algorithms` and :meth:`protocols` resolve them.
     nvls_enable : int or None
@@ -363,6 +370,7 @@ class NcclEnv:
     shm_disable: bool = False
     p2p_level: PathType | None = None
     net_gdr_level: PathType | None = None
+    net_gdr_c2c: bool | None = None
     algo: str | None = None
     proto: str | None = None
     nvls_enable: int | None = None
@@ -401,6 +409,7 @@ class NcclEnv:
             shm_disable=bool(_flag(env, "NCCL_SHM_DISABLE")),
             p2p_level=None if p2p_level is None else PathType.parse(p2p_level, "NCCL_P2P_LEVEL"),
             net_gdr_level=None if gdr_level is None else PathType.parse(gdr_level, "NCCL_NET_GDR_LEVEL"),
+            net_gdr_c2c=_flag(env, "NCCL_NET_GDR_C2C"),
             algo=algo,
             proto=proto,
             nvls_enable=nvls,
@@ -457,11 +466,60 @@ _NET_PLUGINS = {
 }
 
 
+def nic_path_class(nic_path: str, release: NcclRelease) -> PathType:
+    """NCCL's path type, in ``release``, for a cluster's GPU-NIC path (``scale_out.nic_path``): the name
+    itself, but a NIC behind a Grace CPU (``P2C``) is PHB to v2.26 and P2C from v2.27.3
+    (:attr:`~aifabric.catalog.nccl.NcclRelease.c2c_nic_path`).
+
+    >>> from aifabric.catalog.nccl import nccl_release
+    >>> nic_path_class("P2C", nccl_release("2.20.5")).name, nic_path_class("P2C", nccl_release("2.27.3")).name
+    ('PHB', 'P2C')
+    """
+    return PathType[release.c2c_nic_path if nic_path == "P2C" else nic_path]
+
+
+def gdr_distance(env: NcclEnv, nic_path: str, release: NcclRelease) -> PathType:
+    """The GPU-NIC distance NCCL's ``ncclTopoCheckGdr`` compares with ``NCCL_NET_GDR_LEVEL``: the
+    release's class of ``nic_path`` (:func:`nic_path_class`), but C2C for a NIC behind a Grace CPU under
+    ``NCCL_NET_GDR_C2C`` ("On C2C platforms we can still use GDRDMA on NICs connected to the CPUs"): its
+    PHB path when the variable is 1 (v2.26.2), its P2C path unless it is 0 (v2.27.3 on, default 1).
+
+    >>> from aifabric.catalog.nccl import nccl_release
+    >>> on, v226 = NcclEnv.from_mapping({"NCCL_NET_GDR_C2C": "1"}), nccl_release("2.26.2")
+    >>> gdr_distance(NcclEnv(), "P2C", v226).name, gdr_distance(on, "P2C", v226).name
+    ('PHB', 'C2C')
+    """
+    path = nic_path_class(nic_path, release)
+    c2c = path is PathType.P2C if env.net_gdr_c2c is None else env.net_gdr_c2c
+    return PathType.C2C if nic_path == "P2C" and c2c else path
+
+
+#: tuning.cc ncclTopoTuneModel (v2.18.1-1 to v2.30.7-1, ``pEnable == 2``): LL128 runs across nodes while the
+#: graph's GPU-NIC path ``typeInter`` is within PXB, or within this one on compute capability >= 9.0 (PXN;
+#: v2.27.3: P2C with NCCL_LL128_C2C=1, sorted after PXN there; v2.28.3 on: PXN, P2C sorted before it)
+_LL128_NET_PATH_SM90 = PathType.PXN
+
+
+def net_ll128_allowed(path: PathType, compute_capability: int) -> bool:
+    """Whether NCCL's tuner leaves LL128 on across nodes over GPU-NIC path ``path`` (a release's class,
+    :func:`nic_path_class`) on a GPU of ``compute_capability`` (90 = 9.0; 0: none recorded, NCCL's
+    default kept).
+
+    >>> [net_ll128_allowed(p, cc) for p, cc in ((PathType.PHB, 90), (PathType.P2C, 90), (PathType.P2C, 80))]
+    [False, True, False]
+    """
+    return path <= PathType.PXB or (
+        (compute_capability >= 90 or not compute_capability) and path <= _LL128_NET_PATH_SM90
+    )
+
+
 def gdr_enabled(env: NcclEnv, spec: TransportSpec, nic_path: PathType | str) -> bool:
     """Whether a network transport uses GPUDirect RDMA at GPU-NIC path ``nic_path`` (``paths.cc``).
 
     GDR is on when the transport can use it (``gdr`` not ``none``) and ``nic_path <= NCCL_NET_GDR_LEVEL``
     (default PXB: same PCIe switch or a chain of switches; PHB/SYS, through the CPU, stage in host memory).
+    ``nic_path`` is the distance NCCL compares (:func:`gdr_distance`: C2C for a Grace NIC under
+    ``NCCL_NET_GDR_C2C``).
 
     Raises
     ------

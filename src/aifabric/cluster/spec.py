@@ -197,9 +197,11 @@ class ScaleOutSpec(_Strict):
     the fabric's native one (:attr:`native_transport`).
     ``nic_path`` is the PCIe distance from a GPU to its NIC as NCCL names it (``nvidia-smi topo -m``):
     ``PIX`` (one PCIe switch, the default: HGX/DGX boards), ``PXB`` (several switches), ``PHB`` (through the
-    CPU's host bridge), ``SYS`` (across CPU sockets). NCCL uses GPUDirect RDMA up to ``NCCL_NET_GDR_LEVEL``
-    (default PXB); beyond it network bytes are staged in host memory
-    (:func:`aifabric.catalog.transport.gdr_enabled`).
+    CPU's host bridge), ``SYS`` (across CPU sockets), ``P2C`` (a Grace superchip's GPU reaching the CPU over
+    NVLink-C2C and the NIC on the CPU's PCIe: GH200, GB200; NCCL names it PHB to v2.26 and P2C from v2.27.3,
+    :attr:`aifabric.catalog.nccl.NcclRelease.c2c_nic_path`). NCCL uses GPUDirect RDMA up to
+    ``NCCL_NET_GDR_LEVEL`` (default PXB; P2C from v2.27.3, ``NCCL_NET_GDR_C2C``); beyond it network bytes
+    are staged in host memory (:func:`aifabric.catalog.transport.gdr_enabled`).
     ``instance_type`` (``p5.48xlarge``) and ``ofi_nccl_version`` (``1.21.1``) say which EC2 instance and
     aws-ofi-nccl release an ``efa-srd`` cluster runs, whose NCCL settings the plugin applies
     (:mod:`aifabric.catalog.aws_ofi_nccl`); default: the instance recognised by accelerator and EFA NIC, the
@@ -243,7 +245,7 @@ class ScaleOutSpec(_Strict):
     uplink_speed_bytes_per_s: float | None = Field(default=None, validation_alias="uplink_speed")
     hop_latency_s: float | None = Field(default=None, validation_alias="hop_latency")
     transport: str | None = None
-    nic_path: Literal["PIX", "PXB", "PHB", "SYS"] = "PIX"
+    nic_path: Literal["PIX", "PXB", "P2C", "PHB", "SYS"] = "PIX"
     instance_type: str | None = None
     ofi_nccl_version: str | None = None
     libfabric_version: str | None = None

@@ -10,10 +10,11 @@ comm_channels`) and ``NCCL_IB_QPS_PER_CONNECTION`` sets the streams per NIC
 (:func:`aifabric.collectives.tiers.nic_stream_factor`); :func:`aifabric.collectives.tiers.tier_model`
 takes them (:class:`EnvChoice`).
 
-``NCCL_P2P_DISABLE``, ``NCCL_P2P_LEVEL``, ``NCCL_SHM_DISABLE`` and ``NCCL_NET_GDR_LEVEL`` (with the
-cluster's GPU-NIC path ``scale_out.nic_path``) choose the transports (:func:`aifabric.catalog.transport.
-resolve_transport`), and :func:`env_tiers` puts the chosen transports' catalogued bandwidth and latency in
-the tier model (``catalog/data/transports.yaml``, each figure with its source):
+``NCCL_P2P_DISABLE``, ``NCCL_P2P_LEVEL``, ``NCCL_SHM_DISABLE``, ``NCCL_NET_GDR_LEVEL`` and
+``NCCL_NET_GDR_C2C`` (with the cluster's GPU-NIC path ``scale_out.nic_path``) choose the transports
+(:func:`aifabric.catalog.transport.resolve_transport`), and :func:`env_tiers` puts the chosen transports'
+catalogued bandwidth and latency in the tier model (``catalog/data/transports.yaml``, each figure with its
+source):
 
 ==========================  ================================================================================
 inside a node: P2P          the cluster's scale-up link, unchanged
@@ -52,6 +53,7 @@ from aifabric.catalog.aws_ofi_nccl import efa_instance, ofi_nccl_release
 from aifabric.catalog.transport import (
     NcclEnv,
     PathType,
+    gdr_distance,
     gdr_enabled,
     nccl_algorithms,
     nccl_names,
@@ -95,6 +97,7 @@ MODELLED_VARIABLES = (
     "NCCL_P2P_LEVEL",
     "NCCL_SHM_DISABLE",
     "NCCL_NET_GDR_LEVEL",
+    "NCCL_NET_GDR_C2C",
     "NCCL_MIN_NCHANNELS",
     "NCCL_MAX_NCHANNELS",
     "NCCL_IB_QPS_PER_CONNECTION",
@@ -104,7 +107,8 @@ MODELLED_VARIABLES = (
 
 #: The variables that choose transports (:func:`env_tiers`).
 _TRANSPORT_VARIABLES = frozenset(
-    {"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_NET_GDR_LEVEL", "NCCL_COLLNET_ENABLE"}
+    {"NCCL_P2P_DISABLE", "NCCL_P2P_LEVEL", "NCCL_SHM_DISABLE", "NCCL_NET_GDR_LEVEL", "NCCL_NET_GDR_C2C"}
+    | {"NCCL_COLLNET_ENABLE"}
 )
 
 #: NCCL's name of each registry algorithm NCCL_ALGO governs (broadcast/reduce: NCCL's ring, as a chain).
@@ -598,7 +602,7 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     parsed = parse_env(env)
     gdr = True
     if so is not None and tm.nic_bytes_per_s > 0:
-        gdr = not stages_in_host(parsed, spec)
+        gdr = not stages_in_host(parsed, spec, tm.release)
         if not gdr:
             staging = transport("host-staging")
             kept = staging.aggregate_efficiency if tm.nccl else 1.0
@@ -621,22 +625,30 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     return TransportTiers(tm, gdr, note)
 
 
-def stages_in_host(env: NcclEnv, spec: ClusterSpec) -> bool:
+def stages_in_host(env: NcclEnv, spec: ClusterSpec, release: nccl.NcclRelease | None = None) -> bool:
     """Whether NCCL's network transport copies ``spec``'s NIC traffic through host memory under ``env``:
-    a transport that can use GPUDirect RDMA on a GPU-NIC path (``scale_out.nic_path``) beyond
+    a transport that can use GPUDirect RDMA on a GPU-NIC path (``scale_out.nic_path``, as ``release``
+    classes it, the newest by default: :func:`aifabric.catalog.transport.nic_path_class`) beyond
     ``NCCL_NET_GDR_LEVEL`` (default PXB, ``paths.cc``; :func:`aifabric.catalog.transport.gdr_enabled`).
     A transport without GDR (sockets) already carries its host copies in its catalogued efficiency.
+    A NIC behind a Grace CPU (``P2C``) stages to NCCL 2.26 unless NCCL_NET_GDR_LEVEL reaches PHB or
+    NCCL_NET_GDR_C2C=1 (2.26.2; :func:`aifabric.catalog.transport.gdr_distance`).
 
     >>> from aifabric.cluster.presets import preset
     >>> h100 = preset("h100-ib-2node")
     >>> stages_in_host(parse_env({}), h100.with_changes(**{"scale_out.nic_path": "SYS"}))
     True
+    >>> gh200 = preset("gh200-quad").with_changes(**{"scale_out.nic_path": "P2C"})  # NICs behind Grace
+    >>> default = parse_env({})
+    >>> stages_in_host(default, gh200, nccl.nccl_release("2.20.5")), stages_in_host(default, gh200)
+    (True, False)
     """
     so = spec.scale_out
     if so is None:
         return False
     net = transport(so.transport_key)
-    return not (gdr_enabled(env, net, so.nic_path) or net.gdr == "none")
+    path = gdr_distance(env, so.nic_path, release or nccl.nccl_release())
+    return not (gdr_enabled(env, net, path) or net.gdr == "none")
 
 
 def host_staging_efficiency(spec: ClusterSpec) -> float:

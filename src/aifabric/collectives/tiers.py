@@ -47,7 +47,7 @@ from aifabric.catalog.nccl import (
 )
 from aifabric.catalog.nccl_mesh import MeshRings, mesh_ring_search, mesh_search_applies
 from aifabric.catalog.rccl import rccl_release, rccl_release_versions
-from aifabric.catalog.transport import TransportSpec, transport
+from aifabric.catalog.transport import PathType, TransportSpec, net_ll128_allowed, nic_path_class, transport
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.tpu_slice import domain_torus_dims
 from aifabric.collectives.communicator import Communicator
@@ -231,6 +231,9 @@ class TierModel:
     nic_line_gbps: float = 0.0  # one NIC's line rate, GB/s per direction (what NCCL reads as its speed)
     gpus_per_nic: int = 1  # GPUs sharing one NIC (AWS p4d: 2); nic_bytes_per_s is one GPU's share
     nic_near: bool = True  # GPU-NIC path within PXB (NCCL's typeInter <= PATH_PXB: scale_out.nic_path)
+    #: NCCL's tuner leaves LL128 on across nodes over this GPU-NIC path (tuning.cc typeInter rule, the
+    #: release's class of ``scale_out.nic_path``: :func:`~aifabric.catalog.transport.net_ll128_allowed`)
+    net_ll128: bool = True
     node_nics: int = 0  # scale-out NICs of one node (ClusterSpec.nics_per_node)
     nic_transport: TransportSpec | None = None  # the transport whose streams nic_stream_factor counts
     nic_qps: int = 1  # NCCL_IB_QPS_PER_CONNECTION
@@ -580,7 +583,7 @@ def tier_model(
         nics_per_gpu=so.nics_per_gpu if so else 0,
         nic_line_gbps=spec.nic_speed_bytes_per_s / 1e9,
         gpus_per_nic=so.gpus_per_nic if so else 1,
-        nic_near=so is None or so.nic_path in ("PIX", "PXB"),
+        **_nic_path_fields(spec, release),
         node_nics=spec.nics_per_node,
         nic_transport=net,
         nic_qps=qps,
@@ -611,6 +614,27 @@ def _nic_streams(
         return nic, None, qps
     net = transport(so.transport_key)
     return nic * nic_stream_factor(net, channels[0], spec.nics_per_node, qps, channels[1]), net, qps
+
+
+class _NicPathFields(TypedDict):
+    """:class:`TierModel`'s facts about the GPU-NIC path (:func:`_nic_path_fields`)."""
+
+    nic_near: bool
+    net_ll128: bool
+
+
+def _nic_path_fields(spec: ClusterSpec, release: NcclRelease) -> _NicPathFields:
+    """Whether ``spec``'s GPU-NIC path is within PXB in ``release`` (NCCL's ``near_nic``) and whether its
+    tuner keeps LL128 across nodes on it (:func:`~aifabric.catalog.transport.net_ll128_allowed`): a NIC
+    behind a Grace CPU is PHB to v2.26 (LL128 off), P2C from v2.27.3 (on, Hopper and later)."""
+    so = spec.scale_out
+    if so is None:
+        return {"nic_near": True, "net_ll128": True}
+    path = nic_path_class(so.nic_path, release)
+    return {
+        "nic_near": path <= PathType.PXB,
+        "net_ll128": net_ll128_allowed(path, compute_capability(spec)),
+    }
 
 
 #: Compute capability from which NCCL skips the flush after GPUDirect RDMA receives (paths.cc

@@ -251,7 +251,7 @@ def formula_collective(
         allowed = choice.protocols
     transports = plain if plain is not None else _env_transports(env, spec, tm)
     tm = transports.tiers
-    if not transports.gdr and comm.n_domains > 1:  # tuning.cc: no LL128 when typeInter > PXB
+    if (not transports.gdr or not tm.net_ll128) and comm.n_domains > 1:  # tuning.cc typeInter (TierModel)
         allowed = (frozenset(Protocol) if allowed is None else allowed) - {Protocol.LL128}
     n = comm.n_ranks
     if n == 1:
