@@ -15,6 +15,7 @@ from aifabric.collectives.tiers import (
     domain_nic_bytes_per_s,
     net_extra_latency_s,
     p2p_latency_s,
+    rendezvous_s,
     scaleup_bytes_per_s,
     shm_switch_share,
 )
@@ -78,11 +79,25 @@ def direct_cost(
             t_out = max(t_out, message_bytes * (n - comm.ranks_per_pod) / n / (nic / r))
         t_all = max(t_all, t_out, _pcie_link_s(message_bytes, comm, intra, tm.nic_hop_bytes_per_s))
     net = SCALE_OUT if multi and t_out >= t_in else SCALE_UP
+    rdzv = _p2p_rendezvous_s(tm, proto, message_bytes / n, comm)  # S / n to each peer, all at once
 
     def why() -> str:
         return f"pairwise all-to-all: {g - 1} peers on {tm.scale_up_words}, {n - g} across NICs, both at once"
 
-    return make_cost(tm, Algorithm.DIRECT, proto, lat, {net: t_all}, net, why)
+    return make_cost(tm, Algorithm.DIRECT, proto, lat + rdzv, {net: t_all}, net, why, rdzv)
+
+
+def _p2p_rendezvous_s(tm: TierModel, proto: Protocol, peer_bytes: float, comm: Communicator) -> float:
+    """The provider's rendezvous on a point-to-point send of ``peer_bytes`` to a network peer, seconds
+    (:func:`~aifabric.collectives.tiers.rendezvous_s`; 0 inside one domain). The send runs on its ``c``
+    channels to the peer (:func:`p2p_peer_channels`; the communicator's channels, the most it can have,
+    where the release does not record the rule), each a pipeline of network messages of its ``S / c``
+    (``P2P_NET_CHUNKSIZE`` slices, 128 KiB, NCCL init.cc): the first waits one round trip and the rest
+    follow it in flight, so a send, and the sends to every peer at once, wait one."""
+    if comm.n_domains < 2:
+        return 0.0
+    peers = p2p_peer_channels(tm, comm) or max(1, tm.channels[1])
+    return rendezvous_s(tm, proto, peer_bytes / peers, 1)
 
 
 def _pcie_link_s(message_bytes: float, comm: Communicator, intra: float, link: float) -> float:
@@ -150,6 +165,7 @@ def p2p_cost(
     t_in = message_bytes / intra if comm.ranks_per_domain > 1 else 0.0
     t_out = message_bytes / b if multi else 0.0
     net = SCALE_OUT if multi and t_out >= t_in else SCALE_UP
+    rdzv = _p2p_rendezvous_s(tm, proto, message_bytes, comm)
 
     def why() -> str:
         over = "a NIC" if multi else tm.scale_up_words
@@ -161,7 +177,7 @@ def p2p_cost(
             f"{min(b, intra) / 1e9 if multi else intra / 1e9:.1f} GB/s{each}"
         )
 
-    return make_cost(tm, Algorithm.P2P, proto, lat, {net: max(t_in, t_out)}, net, why)
+    return make_cost(tm, Algorithm.P2P, proto, lat + rdzv, {net: max(t_in, t_out)}, net, why, rdzv)
 
 
 def p2p_channel_bytes_per_s(tm: TierModel, peers: int | None) -> float:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-__all__ = ["btree_peers", "dtree_max_edges"]
+__all__ = ["btree_depth", "btree_peers", "dtree_max_edges"]
 
 
 def btree_peers(nranks: int, rank: int) -> tuple[int, int, int]:
@@ -64,3 +64,22 @@ def dtree_max_edges(nranks: int) -> int:
     else:
         second = [nranks - 1 - r for r in range(nranks)]
     return max(_edges(btree_peers(nranks, r)) + _edges(btree_peers(nranks, s)) for r, s in enumerate(second))
+
+
+@lru_cache(maxsize=256)
+def btree_depth(nranks: int) -> int:
+    """The levels of NCCL's binary tree of ``nranks`` (:func:`btree_peers`): the most edges from a rank up
+    to the root, a whole number. The second tree of ``ncclGetDtree`` relabels the same shape (mirrored or
+    shifted), so it has as many. A reduction climbs them and a broadcast comes back down, one network step
+    after another: ``ceil(log2 n)`` levels as NCCL builds them.
+
+    >>> [btree_depth(n) for n in (1, 2, 3, 4, 5, 6, 8, 9)]
+    [0, 1, 2, 2, 3, 3, 3, 4]
+    """
+    depth = 0
+    for rank in range(nranks):
+        hops, r = 0, rank
+        while r > 0:
+            r, hops = btree_peers(nranks, r)[0], hops + 1
+        depth = max(depth, hops)
+    return depth

@@ -13,10 +13,12 @@ from aifabric.collectives.tiers import (
     Protocol,
     TierModel,
     base_latency_s,
+    call_channels,
     domain_nic_bytes_per_s,
     hw_latency_s,
     net_extra_latency_s,
     net_latency_row,
+    rendezvous_s,
 )
 
 __all__ = ["pat_cost"]
@@ -66,8 +68,22 @@ def pat_cost(
     lat = base_latency_s(tm, "pat", proto) + math.floor(math.log2(N)) * olat / 3.5 + n * per_rank
     bus = domain_nic_bytes_per_s(tm, comm) * rel.pat_bw_factor
     t = ring_all_gather_time(message_bytes, n, bus)
+    rdzv = _pat_rendezvous_s(op, proto, message_bytes, comm, tm, bus)
 
     def why() -> str:
         return f"PAT over {n} nodes of one rank: log2 steps, busbw = 0.75 x one NIC ({bus / 1e9:.1f} GB/s)"
 
-    return make_cost(tm, Algorithm.PAT, proto, lat, {SCALE_OUT: t}, SCALE_OUT, why)
+    return make_cost(tm, Algorithm.PAT, proto, lat + rdzv, {SCALE_OUT: t}, SCALE_OUT, why, rdzv)
+
+
+def _pat_rendezvous_s(
+    op: Collective, proto: Protocol, message_bytes: float, comm: Communicator, tm: TierModel, bus: float
+) -> float:
+    """The provider's rendezvous on PAT's network steps, seconds (:func:`~aifabric.collectives.tiers.
+    rendezvous_s`; NCCL's tuner does not see it). A share travels the ``log2Up(n)`` dimensions of PAT's
+    power-of-two span one after another (``src/include/collectives.h`` ``PatAGAlgorithm``: ``nrPow2 =
+    1 << log2Up(nranks)``), each send carrying at least one rank's share of a channel, ``S / (n C)``, on
+    the channels enqueue.cc gives a ring or PAT call of ``S`` (its "Ring/Tree channel tuning")."""
+    n = comm.n_ranks
+    chans = call_channels(tm, "pat", op.value, proto, n, comm.n_domains, bus).count(message_bytes)
+    return rendezvous_s(tm, proto, message_bytes / (n * chans), math.ceil(math.log2(n)))

@@ -49,6 +49,15 @@ def _ring_bandwidth_s(op: Collective, size: float, n: int, bus: float) -> float:
     return pipelined_chain_time(size, n, bus)
 
 
+def _step_bytes(op: Collective, size: float, n: int) -> float:
+    """What one ring step carries of a call of ``size`` bytes, before the channels split it: ``S / n`` where
+    the ring cuts the buffer into the ranks' shares (all_reduce, all_gather, reduce_scatter); the whole
+    ``S`` where each hop forwards the buffer on (broadcast, reduce: NCCL ``src/device/broadcast.h`` and
+    ``reduce.h`` ``runRing`` send ``nelem = min(chunkSize, size - offset)`` of the channel's part on every
+    hop, not a rank's share of it)."""
+    return size if op in (Collective.BROADCAST, Collective.REDUCE) else size / n
+
+
 class _RingShape(NamedTuple):
     """What a ring's cost reads that does not depend on the size (kept in :meth:`TierModel.memo`)."""
 
@@ -115,8 +124,8 @@ def _ring_like(
         unseen = t - _ring_bandwidth_s(op, size, n, shape.tuner_channels.bandwidth(size))
     up, nic_agg, net = shape.up, shape.nic_agg, shape.net
     what = "chain" if algorithm is Algorithm.CHAIN else "ring"
-    # a step moves S / n of a channel's share; NCCL's tuner does not see the rendezvous
-    rdzv = shape.net_steps * rendezvous_s(tm, proto, size / (n * shape.channels.count(size)))
+    # NCCL's tuner does not see the rendezvous
+    rdzv = rendezvous_s(tm, proto, _step_bytes(op, size, n) / shape.channels.count(size), shape.net_steps)
 
     def why() -> str:
         return (

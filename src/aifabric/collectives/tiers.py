@@ -1129,16 +1129,28 @@ def net_extra_latency_s(tm: TierModel, proto: Protocol) -> float:
     return tm.extra_inter_latency_s + (tm.flush_latency_s if proto is Protocol.SIMPLE else 0.0)
 
 
-def rendezvous_s(tm: TierModel, proto: Protocol, payload_bytes: float) -> float:
-    """What one network step costs above its latency when its message goes by rendezvous, seconds.
+def rendezvous_s(tm: TierModel, proto: Protocol, payload_bytes: float, steps: int = 1) -> float:
+    """What ``steps`` network steps in sequence cost above their latency when their messages go by
+    rendezvous, seconds: the one place every algorithm prices the provider's rendezvous.
 
     A step of ``payload_bytes`` of data puts ``w = payload x 16 / d`` bytes in one network message, ``d``
     the data in each 16-byte store (``store_data_bytes``: LL 8, its flags the other half; LL128 15 of 16;
     Simple all of it). Through a provider with a rendezvous protocol (``slingshot-cxi``: aws-ofi-nccl's
     SENDRECV protocol, one tagged send a step) a message longer than the eager limit ``E`` waits for the
-    target's RDMA Get of its remainder, one more round trip ``r``::
+    target's RDMA Get of its remainder, one more round trip ``r``; each of the ``s`` steps that wait on
+    one another waits its own::
 
-        t_rdzv = r  if w > E  else 0
+        t_rdzv = s r  if w > E  else 0
+
+    Each algorithm passes what one of its network messages carries and how many of them follow one
+    another on the critical path: a ring's ``S / (n C)`` on its steps across the network, a chain's
+    whole ``S / C`` on its ``N - 1`` hops (NCCL ``src/device/broadcast.h`` ``runRing``), the tree's
+    ``S / C`` on ``2 x depth`` levels (:func:`~aifabric.collectives.nccl_trees.btree_depth`), PAT's
+    ``S / (n C)`` on its ``log2Up(n)`` dimensions, a point-to-point send's ``S / c`` on its ``c``
+    channels to the peer, once. A step's message is at most one of the ``NCCL_STEPS = 8`` slots of the
+    channel's buffer (``src/include/device.h``: LL 8 lines x 512 threads x 16 B = 64 KiB of wire a
+    slot, Simple 512 KiB), far above any eager limit (4,097 B; 18,433 B from libfabric 2.2), so ``w``
+    passes ``E`` exactly when the channel's part does.
 
     NCCL's tuner does not see it (the cost functions leave it out of ``tuner_time_s``). The Alps GH200 rows
     show the step where the model puts it: 2 KiB -> 4 KiB all_reduce on the tree, one channel, LL's 4096 ->
@@ -1156,7 +1168,7 @@ def rendezvous_s(tm: TierModel, proto: Protocol, payload_bytes: float) -> float:
     data = tm.release.store_data_bytes
     flagged = proto is not Protocol.SIMPLE and data
     wire = payload_bytes * _STORE_BYTES / data[proto] if flagged and data else payload_bytes
-    return tm.net_rendezvous_s if wire > tm.net_eager_max_bytes else 0.0
+    return steps * tm.net_rendezvous_s if wire > tm.net_eager_max_bytes else 0.0
 
 
 def p2p_latency_s(tm: TierModel, kind: str, proto: Protocol) -> float:

@@ -8,6 +8,7 @@ from typing import NamedTuple
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import double_binary_tree_all_reduce_time
+from aifabric.collectives.nccl_trees import btree_depth
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import (
     CallChannels,
@@ -101,8 +102,10 @@ def tree_cost(
         tuned = shape.tuner_channels.bandwidth(message_bytes)
         unseen = t - double_binary_tree_all_reduce_time(message_bytes, N, tuned) / corr
     raw = shape.raw
-    # each network step moves a channel's whole share; NCCL's tuner does not see the rendezvous
-    rdzv = 2 * math.log2(N) * rendezvous_s(tm, proto, message_bytes / shape.channels.count(message_bytes))
+    # each network step moves a channel's whole share, up and down the tree's whole levels (trees.cc);
+    # NCCL's tuner does not see the rendezvous
+    chunk = message_bytes / shape.channels.count(message_bytes)
+    rdzv = rendezvous_s(tm, proto, chunk, 2 * btree_depth(N))
 
     def why() -> str:
         return (
