@@ -13,6 +13,7 @@ from aifabric.collectives.tiers import (
     base_latency_s,
     hw_latency_s,
     net_extra_latency_s,
+    rendezvous_s,
     scaleup_bytes_per_s,
 )
 
@@ -29,7 +30,9 @@ def hierarchical_cost(
         T = base + 2 (g - 1) a_i + 2 (N - 1) a_o
             + 2 (g - 1)/g S / B_i  +  2 (N - 1)/N (S / g) / B_o
 
-    (:func:`~aifabric.collectives.costs.hierarchical_all_reduce_time` for the two bandwidth terms).
+    (:func:`~aifabric.collectives.costs.hierarchical_all_reduce_time` for the two bandwidth terms), and
+    through a provider with a rendezvous its ``2 (N - 1)`` network steps of ``S / (g N)`` wait their round
+    trips (:func:`~aifabric.collectives.tiers.rendezvous_s`).
 
     Examples
     --------
@@ -49,6 +52,8 @@ def hierarchical_cost(
     )
     lat = tm.memo(("hierarchical", proto, g, N), lambda: _latency_s(proto, g, N, tm))
     net = SCALE_OUT if t_out > t_in else SCALE_UP
+    # the rails' ring steps across domains each carry S / (g N) of a shard
+    rdzv = rendezvous_s(tm, proto, message_bytes / (g * N), 2 * (N - 1))
 
     def why() -> str:
         return (
@@ -56,7 +61,8 @@ def hierarchical_cost(
             "rails at once, all-gather in the domain"
         )
 
-    return make_cost(tm, Algorithm.HIERARCHICAL, proto, lat, {SCALE_UP: t_in, SCALE_OUT: t_out}, net, why)
+    bw = {SCALE_UP: t_in, SCALE_OUT: t_out}
+    return make_cost(tm, Algorithm.HIERARCHICAL, proto, lat + rdzv, bw, net, why, rdzv)
 
 
 def _latency_s(proto: Protocol, g: int, N: int, tm: TierModel) -> float:  # noqa: N803

@@ -233,7 +233,8 @@ def flat_ring_cost(
     In rank order each NIC carries one hop's flow (the domain's last rank, or the domain's only one), so
     a NIC that ``k = gpus_per_nic`` GPUs share gives that hop its whole rate ``k B_o``; on a PCIe-only
     node the hop first crosses the GPU's own x16 link (``B_pcie``, ``tm.nic_hop_bytes_per_s``), so the hop
-    runs at ``min(k B_o, B_pcie)``.
+    runs at ``min(k B_o, B_pcie)``. Through a provider with a rendezvous each of the ``s`` steps, one
+    ring on one channel, waits its round trip (:func:`~aifabric.collectives.tiers.rendezvous_s`).
 
     Examples
     --------
@@ -251,11 +252,12 @@ def flat_ring_cost(
     # one hop per NIC crosses the network: its whole NIC, after the GPU's x16 link on a PCIe-only node
     nic = min(tm.nic_bytes_per_s * tm.gpus_per_nic, tm.nic_hop_bytes_per_s)
     t = _ring_bandwidth_s(op, message_bytes, n, nic)
+    rdzv = rendezvous_s(tm, proto, _step_bytes(op, message_bytes, n), steps)  # one ring: one channel
 
     def why() -> str:
         return f"flat ring: every one of the {n} hops crosses a NIC at {nic / 1e9:.2f} GB/s"
 
-    return make_cost(tm, Algorithm.FLAT_RING, proto, lat, {SCALE_OUT: t}, SCALE_OUT, why)
+    return make_cost(tm, Algorithm.FLAT_RING, proto, lat + rdzv, {SCALE_OUT: t}, SCALE_OUT, why, rdzv)
 
 
 def _flat_ring_latency_s(proto: Protocol, steps: int, tm: TierModel) -> float:
