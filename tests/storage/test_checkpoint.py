@@ -463,3 +463,50 @@ def test_parallel_load_exchange_runs_at_the_nic_rate_every_engine_reads():
     slow, fast = (checkpoint_time(s, size, parallel_load=True).restore_exchange_s for s in (cx7, cx8))
     assert cx8.nic_effective_bytes_per_s == pytest.approx(57.6e9, rel=1e-3)
     assert slow / fast == pytest.approx(57.6128 / 49.152, rel=1e-3)
+
+
+def _local(nodes: int):
+    """16 DGX H100 with four Solidigm D7-PS1010 each (catalogue kind local: 4 x 14.5 GB/s = 58 GB/s read per
+    node) and a stated 20 GB/s write (the catalogue has no write figure)."""
+    storage = {"system": "local-nvme-d7-ps1010", "units": 4, "aggregate_write": "20 GB/s"}
+    return preset("dgx-h100-superpod", nodes=nodes, storage=storage)
+
+
+def test_a_node_restores_from_its_own_drives_only_what_it_wrote():
+    # 70e9 params, TP 8 PP 2 DP 8, ZeRO-1 (fully parallel save): each of the 16 nodes writes 980 / 16 =
+    # 61.25 GB to its own drives. It needs its stage's bf16 weights 70e9 / 2 x 2 B = 70 GB plus its optimizer
+    # shards 70e9 / 2 x 12 B / 8 = 52.5 GB = 122.5 GB, of which its drives hold 61.25 GB (its shards and 1/8
+    # of the weights): it reads those at 58 GB/s (1.056 s) and receives the other 7/8 of its weights,
+    # 61.25 GB, from its DP peers over its 8 NICs at B_o each, exactly the exchange --parallel-load prices.
+    spec = _local(16)
+    size = checkpoint_size(70e9, tp=8, pp=2, dp=8)
+    res = checkpoint_time(spec, size)
+    assert res.restore.bytes_per_node == pytest.approx(61.25e9)
+    assert res.restore.seconds == pytest.approx(61.25e9 / 58e9)
+    assert res.restore_exchange_s == pytest.approx(61.25e9 / (8 * spec.nic_effective_bytes_per_s))
+    loaded = checkpoint_time(spec, size, parallel_load=True)
+    assert (loaded.restore.bytes_per_node, loaded.restore_s) == pytest.approx((61.25e9, res.restore_s))
+
+
+def test_without_zero_the_other_replicas_receive_all_their_state():
+    # ZeRO-0, TP 8 PP 2: one replica's 2 nodes write 980 / 2 = 490 GB each to their drives; a node of
+    # another replica needs 490 GB (16 GPUs x 70e9 / 16 x 14 B / 8 per node) and holds none of it, so it
+    # receives all 490 GB over its 8 NICs after the writers read theirs (490 GB at 58 GB/s).
+    spec = _local(16)
+    res = checkpoint_time(spec, checkpoint_size(70e9, tp=8, pp=2, dp=8, zero_stage=0))
+    assert res.restore.bytes_per_node == pytest.approx(490e9)
+    assert res.restore_exchange_s == pytest.approx(490e9 / (8 * spec.nic_effective_bytes_per_s))
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2, 3])
+@pytest.mark.parametrize("parallel_load", [False, True])
+def test_node_local_drives_give_back_no_more_than_they_hold(zero, parallel_load):
+    # Invariant: a node reads from its own drives at most what was written to them, and what it needs but
+    # does not read reaches it in the exchange (restore bytes + exchange x rate = what its GPUs hold).
+    spec = _local(16)
+    size = checkpoint_size(70e9, tp=8, pp=2, dp=8, zero_stage=zero)
+    res = checkpoint_time(spec, size, parallel_load=parallel_load)
+    assert res.restore.bytes_per_node <= res.write.bytes_per_node * (1 + 1e-12)
+    received = res.restore_exchange_s * 8 * spec.nic_effective_bytes_per_s
+    held_on_drives = res.restore.bytes_per_node if res.writer_nodes == 16 else 0.0
+    assert held_on_drives + received == pytest.approx(size.held_bytes_per_gpu * 8)

@@ -9,12 +9,17 @@ import aifabric.training.step as step_module
 from aifabric.catalog.loader import accelerator
 from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
-from aifabric.errors import ConfigError
+from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.efficiency import compute_profile
 from aifabric.training.layout import ParallelLayout
 from aifabric.training.memory import memory_breakdown
 from aifabric.training.models import get_model
-from aifabric.training.offload import host_link_bytes_per_s, offload_exposed_s, offload_windows
+from aifabric.training.offload import (
+    check_offload_fits,
+    host_link_bytes_per_s,
+    offload_exposed_s,
+    offload_windows,
+)
 from aifabric.training.step import StepModel, StepOptions
 
 LLAMA3_70B = get_model("llama3-70b")
@@ -132,3 +137,33 @@ def test_cli_bad_offload_is_one_line_exit_2(more, line):
     assert r.exit_code == 2 and r.stdout == ""
     (got,) = r.stderr.strip().splitlines()
     assert got.startswith(line)
+
+
+def test_the_catalogue_host_memory_behind_one_gpu():
+    # GB200 superchip: one Grace, up to 480 GB LPDDR5X, two GPUs -> 240 GB; DGX H100: 2 TB for 8 -> 256 GB;
+    # GH200: up to 480 GB LPDDR5X, one GPU; a PCIe card's server is not in the catalogue.
+    assert accelerator("gb200").host_memory_bytes == pytest.approx(240e9)
+    assert accelerator("h100-sxm").host_memory_bytes == pytest.approx(256e9)
+    assert accelerator("gh200-96gb").host_memory_bytes == pytest.approx(480e9)
+    assert accelerator("l40s").host_memory_bytes is None
+
+
+def test_offload_beyond_the_host_memory_is_refused():
+    # Microbatch 2 of 8192 tokens: 221,440 B a token a layer (hand count above) x 16,384 = 3.628 GB a layer;
+    # 66 layers = 239.5 GB fit the 240 GB behind a GB200 GPU, 67 = 243.1 GB do not.
+    per_layer = 221_440 * 2 * 8192
+    gb200 = accelerator("gb200")
+    check_offload_fits(66, _memory(66).offloaded_activation_bytes, gb200)
+    with pytest.raises(Infeasible, match=r"offload_layers=67: 243.1 GB .* than the 240 GB of host memory"):
+        check_offload_fits(67, _memory(67).offloaded_activation_bytes, gb200)
+    assert _memory(67).offloaded_activation_bytes == pytest.approx(67 * per_layer)
+    check_offload_fits(79, 1e15, accelerator("l40s"))  # no host memory in the catalogue: nothing checked
+
+
+def test_cli_offload_beyond_the_host_memory_is_one_line_exit_2():
+    args = [*GB200_70B[:-6], "-b", "2", "--global-batch", "144", "--recompute", "none"]
+    r = CliRunner().invoke(app, [*args, "--offload-layers", "67"])
+    assert r.exit_code == 2 and r.stdout == ""
+    (got,) = r.stderr.strip().splitlines()
+    assert got.startswith("error: --offload-layers=67: 243.1 GB of activations per GPU offloaded"), got
+    assert CliRunner().invoke(app, [*args, "--offload-layers", "66"]).exit_code == 0

@@ -117,7 +117,10 @@ class AcceleratorSpec(_Entry):
     card that an NVLink bridge may join to one other card: the :class:`ScaleUpSpec` key of that bridge, a
     ``full_mesh`` of two; None where the card takes none; ``nvlink`` stays None, as no switched domain
     exists), ``host_link_bidirectional_bytes_per_s`` (the GPU's own link to its CPU's memory where it is
-    not the x16 ``pcie`` link: NVLink-C2C on Grace parts, both directions added; None: the ``pcie`` link).
+    not the x16 ``pcie`` link: NVLink-C2C on Grace parts, both directions added; None: the ``pcie`` link),
+    ``host_memory_bytes`` (the CPU memory behind one GPU, where CPU offload puts what leaves its HBM: the
+    Grace's LPDDR5X over the GPUs it serves, or the reference server's system memory over its GPUs; None:
+    not in the catalogue, nothing checked).
     """
 
     arch: str
@@ -129,6 +132,7 @@ class AcceleratorSpec(_Entry):
     sparse_peak_ratio: float | None = Field(default=None, gt=1)
     hbm_capacity_bytes: float = Field(gt=0, validation_alias="hbm_capacity")
     hbm_bandwidth_bytes_per_s: float = Field(gt=0, validation_alias="hbm_bandwidth")
+    host_memory_bytes: float | None = Field(default=None, gt=0, validation_alias="host_memory")
     nvlink: str | None = None
     nvlink_links: Int = 0
     pcie: str | None = None
@@ -152,6 +156,11 @@ class AcceleratorSpec(_Entry):
     @classmethod
     def _size(cls, v: Any) -> float:
         return parse_bytes(v, field="hbm_capacity")
+
+    @field_validator("host_memory_bytes", mode="before")
+    @classmethod
+    def _host_size(cls, v: Any) -> float | None:
+        return None if v is None else parse_bytes(v, field="host_memory")
 
     @field_validator(
         "hbm_bandwidth_bytes_per_s",

@@ -530,7 +530,7 @@ def _render(out: dict[str, Any]) -> None:
         )
     if out["restore_exchange_s"]:
         exchange = format_time(out["restore_exchange_s"])
-        console.print(f"  then the parallel load's exchange among DP peers: {exchange}")
+        console.print(f"  then the exchange among peers (state read on other nodes): {exchange}")
     console.print(f"  async copy GPU->host (training stops): {format_time(out['async_copy_s'])}")
     if "job_mtbf_s" in out:
         console.print(f"  job MTBF (its GPUs and nodes in series): {format_time(out['job_mtbf_s'])}")

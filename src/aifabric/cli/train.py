@@ -604,8 +604,9 @@ _FIELD = re.compile(r"'[^']*'|\b(" + "|".join(_OPTION_OF) + r")\b")
 
 @contextmanager
 def _named_as_options() -> Iterator[None]:
-    """A layout refusal raised inside is re-raised with each field replaced by the option that sets it
-    (``global_batch_size=1`` -> ``-B/--global-batch=1``); quoted names are left as they are.
+    """A layout refusal (or a layout that does not fit) raised inside is re-raised, of its own type, with
+    each field replaced by the option that sets it (``global_batch_size=1`` -> ``-B/--global-batch=1``);
+    quoted names are left as they are.
 
     >>> with _named_as_options():
     ...     raise ConfigError("global_batch_size=1 is not divisible by microbatch_size x dp = 1 x 8 = 8")
@@ -615,11 +616,11 @@ def _named_as_options() -> Iterator[None]:
     """
     try:
         yield
-    except ConfigError as err:
+    except (ConfigError, Infeasible) as err:
         text = _FIELD.sub(lambda m: _OPTION_OF[m[1]] if m[1] else m[0], str(err))
         if text == str(err):
             raise
-        raise ConfigError(text) from err
+        raise type(err)(text) from err
 
 
 def _write_step_files(st: StepTime, *, plot: Path | None, trace: Path | None, chakra: Path | None) -> None:

@@ -18,7 +18,8 @@ without ZeRO) is read from storage DP times. A fully parallel load (Megatron-Cor
 ``--ckpt-fully-parallel-load``: the load is split across the data-parallel group; MegaScale NSDI'24 reads
 once per DP group and broadcasts) reads each replicated byte once: a GPU reads 1/DP of the replicated part and
 receives the other (DP - 1)/DP from its peers, over its node's scale-out NICs (the scale-up links on one node)
-at their payload rate, after the read.
+at their payload rate, after the read. Node-local drives (catalogue kind ``local``) hold only what their
+node wrote: a node reads at most that and receives the rest from its peers by the same exchange.
 
 Write time = bytes per node / the slowest stage of :func:`aifabric.storage.paths.node_path`.
 Asynchronous checkpointing (ByteDance MegaScale NSDI'24; PyTorch DCP async save): training stops only for
@@ -31,9 +32,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
-from aifabric.storage.paths import Transfer, node_path, transfer_time
+from aifabric.storage.paths import LOCAL_KIND, Transfer, node_path, transfer_time
 from aifabric.units import format_bytes
 
 __all__ = ["CheckpointResult", "CheckpointSize", "check_state_fits", "checkpoint_size", "checkpoint_time"]
@@ -158,7 +160,8 @@ class CheckpointResult:
     async_drain : Transfer
         The background drain host memory -> storage.
     restore_exchange_s : float
-        A fully parallel load's exchange among DP peers after the read (0 otherwise).
+        The exchange among peers after the read: a fully parallel load's, or the state on other nodes'
+        node-local drives (0 otherwise).
     """
 
     size: CheckpointSize
@@ -171,7 +174,7 @@ class CheckpointResult:
 
     @property
     def restore_s(self) -> float:
-        """Seconds to restore: the read, then a fully parallel load's exchange."""
+        """Seconds to restore: the read, then the exchange among peers."""
         return self.restore.seconds + self.restore_exchange_s
 
     def drain_steps(self, step_time_s: float) -> float:
@@ -275,24 +278,47 @@ def checkpoint_time(
 def _restore(
     spec: ClusterSpec, size: CheckpointSize, gds: bool | None, parallel_load: bool
 ) -> tuple[Transfer, float]:
-    """Every node's read of its GPUs' state and, in a fully parallel load, the seconds of the exchange that
-    follows: each GPU receives ``(DP - 1)/DP`` of the replicated part from its peers through its node's
-    scale-out NICs at the rate every engine reads, :attr:`~aifabric.cluster.spec.ClusterSpec.
-    nic_effective_bytes_per_s` per NIC (payload on the transport in use, at most the GPU's PCIe link), so
-    ``received / (nics_per_node x B_o)``; one node: its GPUs' scale-up links."""
+    """Every node's read of its GPUs' state and the seconds of the exchange that follows: the bytes a GPU
+    holds but does not read (:func:`_read_per_node`) reach it from its peers through its node's scale-out
+    NICs at the rate every engine reads, :attr:`~aifabric.cluster.spec.ClusterSpec.nic_effective_bytes_per_s`
+    per NIC (payload on the transport in use, at most the GPU's PCIe link), so ``received / (nics_per_node
+    x B_o)``, a pipelined broadcast or all-gather receiving each byte once; one node: its GPUs' scale-up
+    links."""
     g = spec.gpus_per_node
     read_nodes = math.ceil(size.job_gpus / g)
     gpus_reading = min(g, size.job_gpus)
-    per_gpu = size.parallel_load_bytes_per_gpu if parallel_load else size.held_bytes_per_gpu
+    read, least_read = _read_per_node(spec, size, parallel_load, read_nodes)
     restore = transfer_time(
-        node_path(spec, direction="read", active_nodes=read_nodes, gpus=gpus_reading, gds=gds),
-        per_gpu * gpus_reading,
+        node_path(spec, direction="read", active_nodes=read_nodes, gpus=gpus_reading, gds=gds), read
     )
-    received = (size.held_bytes_per_gpu - per_gpu) * gpus_reading
-    if not received:
+    received = size.held_bytes_per_gpu * gpus_reading - least_read
+    if not received > 0:
         return restore, 0.0
     if read_nodes > 1 and spec.nic_spec is not None:
         rate = spec.nics_per_node * spec.nic_effective_bytes_per_s
     else:
         rate = gpus_reading * spec.scaleup_link.per_gpu_per_direction_bytes_per_s
     return restore, received / rate
+
+
+def _read_per_node(
+    spec: ClusterSpec, size: CheckpointSize, parallel_load: bool, read_nodes: int
+) -> tuple[float, float]:
+    """Bytes the busiest node reads from storage, and the fewest any reading node reads (what it cannot read
+    it receives from its peers).
+
+    Shared storage serves every node what its GPUs read: all they hold, or in a fully parallel load their
+    own shards and 1/DP of the replicated part. Node-local drives (catalogue kind ``local``) hold only what
+    their node wrote, ``S / writer nodes`` on each writer node and nothing on the others; restored with the
+    layout that saved it, that is the node's own part of its state (ZeRO >= 1: its optimizer shards and
+    1/DP of its replicated weights, the fully parallel load's share), so a node reads at most that and
+    receives the rest from the peers whose drives hold it (Megatron-Core's exchange of a fully parallel
+    load), whether or not ``--parallel-load`` is asked for."""
+    gpus_reading = min(spec.gpus_per_node, size.job_gpus)
+    per_gpu = size.parallel_load_bytes_per_gpu if parallel_load else size.held_bytes_per_gpu
+    need = per_gpu * gpus_reading
+    if spec.storage is None or catalog.storage(spec.storage.system).kind != LOCAL_KIND:
+        return need, need
+    writer_nodes = math.ceil(size.writer_gpus / spec.gpus_per_node)
+    read = min(need, size.total_bytes / writer_nodes)
+    return read, read if writer_nodes >= read_nodes else 0.0

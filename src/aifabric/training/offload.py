@@ -24,16 +24,25 @@ bandwidth they take from memory-bound kernels is not modelled (TE's documentatio
 compute-bound operations like GEMMs"). Megatron-LM refuses the offload with pipeline parallelism and with
 activation recomputation, and N >= L (``transformer_config.py``: "CPU offloading can be done only for
 layers less than num_layers"; "no support for Pipeline parallelism with CPU offloading"; "does not work
-when activation recomputation is enabled"): :func:`check_offload`.
+when activation recomputation is enabled"): :func:`check_offload`. What leaves the GPU must fit in the CPU
+memory behind it (the catalogue's ``host_memory`` per GPU: a Grace's 480 GB of LPDDR5X serves the two GPUs
+of a GB200 superchip, 240 GB each): :func:`check_offload_fits`.
 """
 
 from __future__ import annotations
 
 from aifabric.catalog.loader import AcceleratorSpec, scaleup
-from aifabric.errors import ConfigError
+from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.layout import ParallelLayout, Recompute
+from aifabric.units import format_bytes
 
-__all__ = ["check_offload", "host_link_bytes_per_s", "offload_exposed_s", "offload_windows"]
+__all__ = [
+    "check_offload",
+    "check_offload_fits",
+    "host_link_bytes_per_s",
+    "offload_exposed_s",
+    "offload_windows",
+]
 
 
 def host_link_bytes_per_s(acc: AcceleratorSpec) -> float | None:
@@ -77,6 +86,27 @@ def check_offload(offload_layers: int, layout: ParallelLayout, n_layers: int) ->
             f"offload_layers={offload_layers} with recompute={layout.recompute.value}: Megatron-LM offloads "
             "activations without recomputation only"
         )
+
+
+def check_offload_fits(offload_layers: int, offloaded_bytes: float, acc: AcceleratorSpec) -> None:
+    """Refuse an offload of more activation bytes per GPU than the CPU memory behind that GPU holds
+    (``acc.host_memory_bytes``; not checked where the catalogue has none). The bound is the whole memory:
+    the OS, the pinned staging buffers and the rest of the job's host state take from it too, so an offload
+    just under it may still not fit.
+
+    Raises
+    ------
+    Infeasible
+        Naming ``offload_layers``, the bytes offloaded and the host memory per GPU.
+    """
+    host = acc.host_memory_bytes
+    if host is None or not offload_layers or offloaded_bytes <= host:
+        return
+    raise Infeasible(
+        f"offload_layers={offload_layers}: {format_bytes(offloaded_bytes)} of activations per GPU offloaded "
+        f"to the CPU is more than the {format_bytes(host)} of host memory behind each {acc.name}; "
+        "offload fewer layers or shrink the microbatch"
+    )
 
 
 def offload_windows(n_layers: int, offload_layers: int) -> tuple[int, ...]:

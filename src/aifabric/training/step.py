@@ -134,7 +134,12 @@ from aifabric.training.memory import (
     memory_breakdown,
 )
 from aifabric.training.models import ModelSpec
-from aifabric.training.offload import host_link_bytes_per_s, offload_exposed_s, offload_windows
+from aifabric.training.offload import (
+    check_offload_fits,
+    host_link_bytes_per_s,
+    offload_exposed_s,
+    offload_windows,
+)
 
 __all__ = [
     "NETWORKS",
@@ -1077,6 +1082,8 @@ class StepModel:
             offload_layers=opt.offload_layers,
             zero3_no_sync=opt.zero3_no_sync,
         )
+        if opt.check_memory:
+            check_offload_fits(opt.offload_layers, mem.offloaded_activation_bytes, self.spec.accelerator_spec)
         return padded, mem
 
     def memory_remedy(self, layout: ParallelLayout) -> MemoryRemedy | None:
