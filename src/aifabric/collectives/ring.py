@@ -124,8 +124,13 @@ def _ring_like(
         unseen = t - _ring_bandwidth_s(op, size, n, shape.tuner_channels.bandwidth(size))
     up, nic_agg, net = shape.up, shape.nic_agg, shape.net
     what = "chain" if algorithm is Algorithm.CHAIN else "ring"
-    # NCCL's tuner does not see the rendezvous
-    rdzv = rendezvous_s(tm, proto, _step_bytes(op, size, n) / shape.channels.count(size), shape.net_steps)
+    # NCCL's tuner does not see the rendezvous (optimisation: the channel count is read only where the
+    # transport has one)
+    rdzv = (
+        rendezvous_s(tm, proto, _step_bytes(op, size, n) / shape.channels.count(size), shape.net_steps)
+        if tm.net_rendezvous_s
+        else 0.0
+    )
 
     def why() -> str:
         return (

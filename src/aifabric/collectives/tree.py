@@ -103,9 +103,13 @@ def tree_cost(
         unseen = t - double_binary_tree_all_reduce_time(message_bytes, N, tuned) / corr
     raw = shape.raw
     # each network step moves a channel's whole share, up and down the tree's whole levels (trees.cc);
-    # NCCL's tuner does not see the rendezvous
-    chunk = message_bytes / shape.channels.count(message_bytes)
-    rdzv = rendezvous_s(tm, proto, chunk, 2 * btree_depth(N))
+    # NCCL's tuner does not see the rendezvous (optimisation: the channel count and the depth are read
+    # only where the transport has one)
+    rdzv = (
+        rendezvous_s(tm, proto, message_bytes / shape.channels.count(message_bytes), 2 * btree_depth(N))
+        if tm.net_rendezvous_s
+        else 0.0
+    )
 
     def why() -> str:
         return (
