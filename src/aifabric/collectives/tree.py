@@ -51,11 +51,13 @@ def tree_cost(
     two::
 
         B   = P_tree( min(r_c B_i, k B_node) x s_C )  (B_i infinite when g = 1: no chain)
-        lat = base + 2 ((g - 1) a_i + log2(N) (a_o + t_rdzv(S / nc)))
+        lat = base + 2 ((g - 1) a_i + log2(N) a_o) + 2 d(N) t_rdzv(S / nc)
         T   = lat + 2 S / (B c(S))               (algbw = B / 2, NCCL's tree model)
 
-    ``t_rdzv`` the provider's rendezvous on a network step of a channel's share (``nc`` channels), 0 but
-    on ``slingshot-cxi`` (:func:`~aifabric.collectives.tiers.rendezvous_s`); NCCL's tuner does not see it.
+    ``t_rdzv`` the provider's rendezvous on a network step of a channel's share (``nc`` channels) on each
+    of the tree's ``d(N)`` levels up and down (:func:`~aifabric.collectives.nccl_trees.btree_depth`), 0
+    but on ``slingshot-cxi`` (:func:`~aifabric.collectives.tiers.rendezvous_s`); NCCL's tuner does not see
+    it.
 
     ``c(S)`` is NCCL's ``treeCorrectionFactor[proto][floor(log2(S / 64))]`` of ``tm.release`` (64 B to
     256 MiB; 1 beyond): the tree's measured bandwidth shortfall at small and mid sizes, by which NCCL's
