@@ -11,13 +11,17 @@ Simple only, and before 2.25 no Blackwell runs LL128 by default.
 import pytest
 from tests.clusters import nvswitch_node
 
+from aifabric.catalog import accelerator
 from aifabric.collectives.tiers import compute_capability, tier_model
 from aifabric.engines.formula import formula_collective
 
 MIB = 2**20
 
 
-@pytest.mark.parametrize(("gpu", "cc"), [("h100-sxm", 90), ("b200", 100), ("b300", 103), ("gb300", 103)])
+@pytest.mark.parametrize(
+    ("gpu", "cc"),
+    [("h100-sxm", 90), ("b200", 100), ("b300", 103), ("gb300", 103), ("rtx-2080-ti", 75)],
+)
 def test_the_compute_capability_is_the_parts_or_its_architectures(gpu: str, cc: int) -> None:
     assert compute_capability(nvswitch_node(gpu, 4)) == cc
 
@@ -32,10 +36,24 @@ def test_the_compute_capability_is_the_parts_or_its_architectures(gpu: str, cc: 
         ("b300", "2.26.2", False),  # 2.26.x keeps 2.25.1's switch (v2.26.6-1 tuning.cc)
         ("b300", "2.27.3", True),  # minCompCap >= 70
         ("gb300", "2.29.7", True),
+        # RTX 2080 Ti (NVLink-bridged pairs): Turing is 7.5 (developer.nvidia.com/cuda-gpus), no case
+        # of the switch before 2.27, so LL128 stays off there; from 2.27.3 every capability from 7.0
+        ("rtx-2080-ti", "2.26.2", False),
+        ("rtx-2080-ti", "2.27.3", True),
     ],
 )
 def test_ll128_default_follows_the_releases_switch(gpu: str, version: str, on: bool) -> None:
     assert tier_model(nvswitch_node(gpu, 4), nccl_version=version).ll128_default is on
+
+
+@pytest.mark.parametrize(
+    ("gpu", "cc"),
+    [("a40", 86), ("a30", None), ("gb10", 121), ("rtx-5090", 120), ("rtx-pro-6000-blackwell", 120)],
+)
+def test_parts_whose_capability_is_not_their_architectures_carry_their_own(gpu: str, cc: int | None) -> None:
+    # developer.nvidia.com/cuda-gpus: A40 8.6 (GA102; the ampere entry's 8.0 is GA100's, as the A30's),
+    # GB10 12.1, RTX 5090 and RTX PRO 6000 Blackwell 12.0 (the blackwell entry's 10.0 is B200's)
+    assert accelerator(gpu).compute_capability == cc
 
 
 def test_a_b300_ring_on_2_25_runs_simple_where_2_27_runs_ll128() -> None:

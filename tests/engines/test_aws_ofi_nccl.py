@@ -167,3 +167,10 @@ def test_libfabric_version_off_a_rendezvous_transport_is_refused_naming_the_fiel
         _nodes("h100-sxm", 2, so | {"libfabric_version": "1.22.0"})
     with pytest.raises(ValueError, match=r"scale_out.libfabric_version: 'new' is not a version"):
         _alps("new")
+
+
+def test_libfabric_version_as_a_bare_number_is_refused():
+    # YAML reads an unquoted 2.10 as the float 2.1: a release before 2.2.0 (eager limit 4097 B) where 2.10
+    # is after it (18433 B), so the number is refused, not read as another release
+    with pytest.raises(ValueError, match=r"scale_out.libfabric_version: 2.1 is a number.*quoted"):
+        ALPS.with_changes(**{"scale_out.libfabric_version": 2.10})

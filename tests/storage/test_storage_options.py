@@ -100,3 +100,15 @@ def test_node_local_drives_are_each_nodes_own(tmp_path):
     r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, {**local, "aggregate_write": None}), *ARGS])
     assert r.exit_code == 2
     assert "storage.aggregate_write" in r.stderr
+
+
+def test_node_local_drives_have_no_servers_ports(tmp_path):
+    # A storage server's NICs (unit_nic) on the nodes' own drives would price every node's reads through
+    # ports the whole cluster shares (4 x ConnectX-7 over 16 nodes: 12.3 GB/s a node, against the drives'
+    # 58 GB/s): refused, naming the field, not priced.
+    local = {"system": "local-nvme-d7-ps1010", "units": 4, "aggregate_write": "40 GB/s"}
+    local["unit_nic"] = "connectx-7"
+    r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, local), *ARGS])
+    assert r.exit_code == 2
+    assert "storage.unit_nic" in r.stderr and "kind local" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -65,6 +65,18 @@ def test_example_cluster_on_one_node_is_not_refused_for_a_leaf_it_does_not_use(a
     assert r.exit_code == 0, r.stdout + r.stderr
 
 
+def test_example_cluster_on_one_node_prices_the_nodes_own_all_reduce():
+    # the one-node run is the same file's 8-rank communicator (--ranks 8) on the full cluster: one NVLink
+    # domain, nothing over the scale-out leaf (478.12 GB/s busbw, nvls/Simple, at 4 GiB)
+    base = ["collective", "all_reduce", "-c", str(EXAMPLE), "--size", "4GiB", "--json"]
+    runs = [runner.invoke(app, [*base, *extra]) for extra in (["--nodes", "1"], ["--ranks", "8"])]
+    (one,), (ranks,) = (json.loads(r.stdout) for r in runs)
+    assert one["n_ranks"] == ranks["n_ranks"] == 8
+    assert (one["algorithm"], one["protocol"]) == (ranks["algorithm"], ranks["protocol"])
+    assert (one["algorithm"], one["protocol"]) == ("nvls", "Simple")
+    assert one["busbw_bytes_per_s"] == pytest.approx(ranks["busbw_bytes_per_s"])
+
+
 def test_scale_up_bandwidth_written_in_bits_is_questioned(tmp_path: Path):
     """``aifabric cluster show c.yaml`` where c.yaml is examples/cluster.yaml with ``scale_up: {kind:
     nvswitch, bandwidth: 900 Gb/s}``: exit 0, "scale-up per GPU │ 112.5 GB/s │ NVLink 4 per GPU, both

@@ -275,9 +275,15 @@ class ScaleOutSpec(_Strict):
     @field_validator("libfabric_version", mode="before")
     @classmethod
     def _libfabric(cls, v: Any) -> str | None:
-        """A libfabric release (``1.22.0``); the error names the field and the form."""
+        """A libfabric release (``1.22.0``); the error names the field and the form. A bare number is
+        refused: YAML reads ``2.10`` as 2.1, another release with another eager limit."""
         if v is None:
             return None
+        if isinstance(v, float):
+            raise ValueError(
+                f"scale_out.libfabric_version: {v!r} is a number, which drops trailing zeros (2.10 reads "
+                "as 2.1); write the release quoted, e.g. '1.22.0'"
+            )
         version_tuple(str(v), "scale_out.libfabric_version", "1.22.0")
         return str(v)
 

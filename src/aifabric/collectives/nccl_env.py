@@ -264,6 +264,8 @@ def _image_note(
     >>> _image_note(a4, tier_model(a4), Algorithm.RING, {}, False) is None
     True
     """
+    if tm.nic_transport is not None and not tm.nic_transport.image_env:
+        return None  # optimisation: the formula engine asks on every call, and most images set nothing
     settings = transport_image_settings(spec, tm.release)
     qps = ("NCCL_IB_QPS_PER_CONNECTION",) if across_nodes else ()
     names = (*qps, *_PLUGIN_NOTE_VARIABLES.get(algorithm, ()))

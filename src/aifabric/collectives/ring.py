@@ -124,8 +124,13 @@ def _ring_like(
         unseen = t - _ring_bandwidth_s(op, size, n, shape.tuner_channels.bandwidth(size))
     up, nic_agg, net = shape.up, shape.nic_agg, shape.net
     what = "chain" if algorithm is Algorithm.CHAIN else "ring"
-    # NCCL's tuner does not see the rendezvous
-    rdzv = rendezvous_s(tm, proto, _step_bytes(op, size, n) / shape.channels.count(size), shape.net_steps)
+    # NCCL's tuner does not see the rendezvous (optimisation: the channel count is read only where the
+    # transport has one)
+    rdzv = (
+        rendezvous_s(tm, proto, _step_bytes(op, size, n) / shape.channels.count(size), shape.net_steps)
+        if tm.net_rendezvous_s
+        else 0.0
+    )
 
     def why() -> str:
         return (
@@ -164,14 +169,18 @@ def ring_cost(
     hop per channel crosses a NIC, so a domain's channels use the NICs of all its ranks::
 
         B   = P( min(B_i g/(g-1), B_node) x s_C )     across N > 1 domains (B_i on one domain)
-        lat = base + (s - s_o) max(a_i, ovh) + s_o a_o   (x 1.4 for a Simple all_reduce on its plateau)
+        lat = base + (s - s_o) max(a_i, ovh) + s_o (a_o + t_rdzv(S / (n nc)))   (x 1.4 for a Simple
+                                                         all_reduce on its plateau, t_rdzv aside)
         T   = lat + f S / B
 
     with ``s = 2(n-1)`` steps (all_reduce) or ``n-1``, ``s_o = 2(N-1)`` or ``N-1`` of them across the
     network, ``f`` the nccl-tests factor (2(n-1)/n or (n-1)/n), ``B_node`` the NICs of the sparsest domain
     (``g_min B_o``, or its shared NICs: :func:`~aifabric.collectives.tiers.domain_nic_bytes_per_s`),
     ``P`` the protocol's bandwidth (:func:`~aifabric.collectives.tiers.protocol_bandwidth`), ``a_i, a_o``
-    NCCL's per-hop latencies and ``ovh`` its per-step network overhead. ``s_C = min(1, C / C0)``
+    NCCL's per-hop latencies and ``ovh`` its per-step network overhead, ``t_rdzv`` the provider's
+    rendezvous on a network step of ``S / (n nc)`` over ``nc`` channels
+    (:func:`~aifabric.collectives.tiers.rendezvous_s`: 0 but on ``slingshot-cxi``), which NCCL's tuner
+    does not see. ``s_C = min(1, C / C0)``
     (:func:`~aifabric.collectives.tiers.channel_share`) and the call's own channels
     (:func:`~aifabric.collectives.tiers.call_bandwidth`) apply as NCCL has them. ``B_i g/(g-1)`` is
     infinite for g = 1 (no byte crosses scale-up). Returns None when NCCL has no latency for the protocol

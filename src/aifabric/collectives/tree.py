@@ -51,8 +51,13 @@ def tree_cost(
     two::
 
         B   = P_tree( min(r_c B_i, k B_node) x s_C )  (B_i infinite when g = 1: no chain)
-        lat = base + 2 ((g - 1) a_i + log2(N) a_o)
+        lat = base + 2 ((g - 1) a_i + log2(N) a_o) + 2 d(N) t_rdzv(S / nc)
         T   = lat + 2 S / (B c(S))               (algbw = B / 2, NCCL's tree model)
+
+    ``t_rdzv`` the provider's rendezvous on a network step of a channel's share (``nc`` channels) on each
+    of the tree's ``d(N)`` levels up and down (:func:`~aifabric.collectives.nccl_trees.btree_depth`), 0
+    but on ``slingshot-cxi`` (:func:`~aifabric.collectives.tiers.rendezvous_s`); NCCL's tuner does not see
+    it.
 
     ``c(S)`` is NCCL's ``treeCorrectionFactor[proto][floor(log2(S / 64))]`` of ``tm.release`` (64 B to
     256 MiB; 1 beyond): the tree's measured bandwidth shortfall at small and mid sizes, by which NCCL's
@@ -103,9 +108,13 @@ def tree_cost(
         unseen = t - double_binary_tree_all_reduce_time(message_bytes, N, tuned) / corr
     raw = shape.raw
     # each network step moves a channel's whole share, up and down the tree's whole levels (trees.cc);
-    # NCCL's tuner does not see the rendezvous
-    chunk = message_bytes / shape.channels.count(message_bytes)
-    rdzv = rendezvous_s(tm, proto, chunk, 2 * btree_depth(N))
+    # NCCL's tuner does not see the rendezvous (optimisation: the channel count and the depth are read
+    # only where the transport has one)
+    rdzv = (
+        rendezvous_s(tm, proto, message_bytes / shape.channels.count(message_bytes), 2 * btree_depth(N))
+        if tm.net_rendezvous_s
+        else 0.0
+    )
 
     def why() -> str:
         return (

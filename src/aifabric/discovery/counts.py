@@ -31,6 +31,7 @@ import math
 import re
 from collections.abc import Sequence
 
+from aifabric.collectives.ops import busbw_factor
 from aifabric.discovery.nccl_info import NcclInfo
 from aifabric.discovery.nccl_tests import PerfTable
 from aifabric.discovery.perf_metadata import BINARY, launcher_line
@@ -48,12 +49,6 @@ _FACTOR_INVERSE = {
     "all_gather": lambda r: 1.0 / (1.0 - r),
     "reduce_scatter": lambda r: 1.0 / (1.0 - r),
     "alltoall": lambda r: 1.0 / (1.0 - r),
-}
-_FACTOR = {
-    "all_reduce": lambda n: 2.0 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
 }
 
 
@@ -123,10 +118,9 @@ def _check_against_bandwidths(table: PerfTable, ranks: int, label: str) -> None:
         Naming ``label`` (where the count came from), the first such row's line and figures and what
         ``ranks`` ranks would have printed.
     """
-    factor = _FACTOR.get(table.collective or "")
-    if factor is None or ranks < 2:
+    if table.collective not in _FACTOR_INVERSE or ranks < 2:
         return
-    f = factor(ranks)
+    f = busbw_factor(table.collective, ranks)
     for row in table.rows:
         for half in (row.out_of_place, row.in_place):
             if half is None or half.algbw_bytes_per_s <= _HALF_DIGIT:

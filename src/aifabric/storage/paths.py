@@ -181,10 +181,16 @@ def node_path(
 
 def _server_nics(spec: ClusterSpec) -> float | None:
     """The storage servers' ports, bytes/s per direction: units x ports x line rate x payload efficiency
-    (None where the spec names no server NIC)."""
+    (None where the spec names no server NIC). Node-local drives (``kind: local``) have no servers, so
+    their ports are refused, not priced as a network every node shares."""
     st = spec.storage
     if st is None or st.unit_nic is None or st.units is None:
         return None
+    if catalog.storage(st.system).kind == LOCAL_KIND:
+        raise ConfigError(
+            f"storage.unit_nic: {st.unit_nic!r} names storage servers' ports, but {st.system!r} is the "
+            "nodes' own drives (kind local), which no server fronts; remove unit_nic and unit_nics"
+        )
     nic = catalog.nic(st.unit_nic)
     return st.units * (st.unit_nics or 1) * nic.line_rate_bytes_per_s * nic.payload_efficiency
 
