@@ -1502,8 +1502,10 @@ def nccl_protocol_choice(
     ``efficiency="line_rate"``, which charges neither, and for one rank).
 
     1 GiB ring all_reduce on 32 x 8 H100 (dgx-h100-superpod): ring/LL128, 7.03 ms, where Simple pays 510
-    steps of per-step latency x 1.4 on its plateau (tuning.cc) and takes 8.80 ms."""
-    if comm.n_ranks < 2 or efficiency != "nccl":
+    steps of per-step latency x 1.4 on its plateau (tuning.cc) and takes 8.80 ms. An algorithm without a
+    plan for ``op`` gets Simple here: :func:`~aifabric.collectives.algorithms.build_plan` refuses it."""
+    entry = ALGORITHMS[algorithm]
+    if comm.n_ranks < 2 or efficiency != "nccl" or entry.plan is None or op not in entry.ops:
         return Protocol.SIMPLE
     picked = formula_collective(op, message_bytes, spec, comm, algorithm=algorithm.value)
     return Protocol(picked.protocol)
