@@ -35,10 +35,11 @@ def test_links_engine_names_latency_as_the_bottleneck_of_a_tiny_message():
     bottleneck: nic-leaf" and "hottest link gpu[0]->leaf[0] at 0%": a link at 0% named as what limits the
     run. The formula engine on the same algorithm and protocol (``--algo ring --proto Simple``) gives the same
     131.60 us and "bottleneck: latency" (131.6 us of NCCL's ring latency, 0.0 us of bandwidth). Expected:
-    the links engine names latency too when its time is NCCL's latency."""
+    the links engine names latency too when its time is NCCL's latency. (The links engine now runs the
+    protocol NCCL's tuner picks for its ring, LL at 8 B: 40.0 us, the formula's ``--algo ring``.)"""
     links = result_json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--engine", "links"])
-    ring_simple = ["--algo", "ring", "--proto", "Simple"]
-    formula = result_json(["collective", "all_reduce", "--nodes", "2", "-s", "8", *ring_simple])
+    formula = result_json(["collective", "all_reduce", "--nodes", "2", "-s", "8", "--algo", "ring"])
+    assert links["protocol"] == formula["protocol"]
     assert links["time_s"] == pytest.approx(formula["time_s"], rel=1e-6)
     assert formula["bottleneck"] == "latency"
     assert links["bottleneck"] == "latency", links["bottleneck"]

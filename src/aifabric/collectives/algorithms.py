@@ -379,6 +379,7 @@ def build_plan(
     *,
     algorithm: Algorithm | str | None = None,
     job: str = "job0",
+    protocol: Protocol | str = Protocol.SIMPLE,
 ) -> CommPlan:
     """Decompose a collective on the GPUs ``gpus`` (rank i on ``gpus[i]``) into a :class:`CommPlan`.
 
@@ -391,11 +392,15 @@ def build_plan(
     gpus : ndarray of int, shape (n_ranks,)
     algorithm : Algorithm or str, optional
         One of :func:`plan_algorithms`; default :func:`default_plan_algorithm`.
+    protocol : Protocol or str, optional
+        The NCCL protocol the plan runs with (default Simple): its latency and, for LL/LL128, its
+        bandwidth as the endpoints' floor (:func:`_plan_timing`).
 
     Raises
     ------
     ValueError
-        For a size <= 0, an unknown algorithm, one without a plan, or one that does not serve ``op``.
+        For a size <= 0, an unknown algorithm, one without a plan, one that does not serve ``op``, or a
+        protocol NCCL has no latency for there.
 
     Examples
     --------
@@ -421,7 +426,8 @@ def build_plan(
     gpus = np.asarray(gpus, dtype=np.int64)
     tm = plan_tiers(spec)
     stages = entry.plan(op, float(message_bytes), spec, gpus, tm)
-    latency, floor = _plan_timing(entry, op, float(message_bytes), gpus, spec, tm)
+    proto = Protocol(protocol)
+    latency, floor = _plan_timing(entry, op, proto, float(message_bytes), gpus, spec, tm)
     return CommPlan(
         op.value,
         algo.value,
@@ -431,6 +437,7 @@ def build_plan(
         job=job,
         latency_s=latency,
         floor_s=floor,
+        protocol=proto.value,
     )
 
 
@@ -445,17 +452,33 @@ def plan_tiers(spec: ClusterSpec) -> TierModel:
 def _plan_timing(
     entry: AlgorithmSpec,
     op: Collective,
+    proto: Protocol,
     message_bytes: float,
     gpus: np.ndarray,
     spec: ClusterSpec,
     tm: TierModel,
 ) -> tuple[float, float]:
-    """The latency the formula engine charges ``entry`` with the Simple protocol (what the links and flow
-    engines run) on ``tm`` (:func:`plan_tiers`), and its endpoints' floor (``AlgorithmSpec.floor``; 0
-    without one), seconds; both 0 for one rank."""
+    """The latency the formula engine charges ``entry`` with ``proto`` on ``tm`` (:func:`plan_tiers`), and
+    its endpoints' floor, seconds; both 0 for one rank.
+
+    The floor is ``AlgorithmSpec.floor`` (0 without one) and, with LL or LL128, the protocol's bandwidth
+    seconds as the formula engine prices them: ``tuning.cc``'s refinements (ring LL128 ``busBw x 0.92``,
+    LL ``min(llMaxBw, busBw x 1/4)``) and the per-channel caps ``enqueue.cc`` runs the call's channels at
+    (:func:`~aifabric.collectives.tiers.call_bandwidth`) bound what the ranks' kernels move, whatever the
+    links carry; the links and flow engines move the payload on the links and take the larger time.
+
+    Raises
+    ------
+    ValueError
+        ``protocol: ...`` where NCCL has no latency for ``proto`` on these tiers.
+    """
     if gpus.size < 2:
         return 0.0, 0.0
     comm = Communicator.from_gpus(spec, gpus)
-    cost = entry.cost(op, Protocol.SIMPLE, message_bytes, comm, tm)
+    cost = entry.cost(op, proto, message_bytes, comm, tm)
+    if proto not in entry.protocols or (cost is None and proto is not Protocol.SIMPLE):
+        raise ValueError(f"protocol: NCCL has no {proto.value} latency for {entry.algorithm.value} here")
     floor = entry.floor(op, message_bytes, comm, tm) if entry.floor is not None else 0.0
+    if cost is not None and proto is not Protocol.SIMPLE:
+        floor = max(floor, sum(cost.bandwidth_s.values()))
     return (cost.latency_s if cost is not None else 0.0), floor

@@ -1,9 +1,10 @@
 """CommPlan: a collective decomposed into what the network sees.
 
-A collective's plan carries its algorithm's latency (``latency_s``: NCCL's per-step latencies for the
-Simple protocol, the same latency the formula engine charges), so that the topology engines time only the
-bandwidth on the real links and add that latency once; raw traffic patterns (``latency_s=None``) pay the
-physical latency of their paths instead.
+A collective's plan carries its algorithm's latency (``latency_s``: NCCL's per-step latencies for its
+``protocol``, Simple unless the plan is built for another, the same latency the formula engine charges), so
+that the topology engines time only the bandwidth on the real links and add that latency once; raw traffic
+patterns (``latency_s=None``) pay the physical latency of their paths instead. With LL or LL128 the
+protocol's bandwidth, as NCCL's kernels move it, is the plan's ``floor_s``.
 
 A plan is an ordered list of stages; a stage is a set of point-to-point transfers (source GPU, destination
 GPU, bytes) that start together, repeated ``repeat`` times back to back (the 2(n-1) identical steps of a
@@ -157,8 +158,9 @@ class CommPlan:
     job: str = "job0"
     meta: dict[str, object] = field(default_factory=dict)
     pxn: bool = True  # cross-rail hops relay over NVLink (NCCL PXN); raw traffic patterns use their own NIC
-    latency_s: float | None = None  # the algorithm's NCCL latency (Simple), charged once instead of paths'
+    latency_s: float | None = None  # the algorithm's NCCL latency (its protocol's), charged once, not paths'
     floor_s: float = 0.0  # the least bandwidth time its endpoints allow (NCCL's p2p channels to a net peer)
+    protocol: str = "Simple"  # NCCL's protocol: latency_s and, for LL/LL128, floor_s are its
 
     @property
     def total_bytes(self) -> float:

@@ -4,8 +4,9 @@
   stage takes as long as its most loaded link needs, times its repeats. The contention-free lower bound on
   the real topology.
 
-A collective's plan carries its algorithm's latency (NCCL's per-step latencies, Simple protocol: the
-latency the formula engine charges), added once to its job's time; traffic patterns without one pay the
+A collective's plan carries its algorithm's latency (NCCL's per-step latencies for the protocol NCCL's
+tuner picks, :func:`nccl_protocol_choice`: the latency the formula engine charges; LL/LL128 also as the
+plan's bandwidth floor), added once to its job's time; traffic patterns without one pay the
 latency of their paths per stage instead. So on a non-blocking fabric with spraying the engines differ
 only where their bandwidth models do.
 - ``flow``: max-min fair rates over the real links, event-driven as transfers finish
@@ -37,6 +38,7 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.nccl_env import host_staging_efficiency
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.plan import AllPairsStage, CommPlan, Stage
+from aifabric.collectives.tiers import Protocol
 from aifabric.engines.allpairs import (
     PER_PAIR_POLICIES,
     AllPairsColumns,
@@ -145,6 +147,7 @@ __all__ = [
     "ideal_time",
     "link_capacity",
     "nccl_plan_choice",
+    "nccl_protocol_choice",
     "routing_bytes",
     "simulate_plans",
 ]
@@ -1363,10 +1366,17 @@ def _fabric_explanation(
 
 
 def _time_setter(plan: CommPlan, res: FabricResult, message_bytes: float, efficiency: str) -> str:
-    """What set the plan's time: the p2p channels to a network peer where their floor (``plan.floor_s``,
+    """What set the plan's time: its LL/LL128 protocol's bandwidth where that floor is above the fabric's
+    time; the p2p channels to a network peer where their floor (``plan.floor_s``,
     :func:`~aifabric.collectives.direct.p2p_channel_floor_s`, charged under ``nccl`` efficiency only) is
     above the fabric's time, else the run's share of the contention-free time."""
     floor = plan.floor_s if efficiency == "nccl" else 0.0
+    if floor > 0 and floor + (plan.latency_s or 0.0) >= res.time_s * (1 - 1e-9) and plan.protocol != "Simple":
+        return (
+            f"{plan.protocol}'s bandwidth as NCCL's kernels move it sets the time: "
+            f"{message_bytes / floor / 1e9:.1f} GB/s algbw (tuning.cc's {plan.protocol} refinements, "
+            "per-channel caps), below what the links carry"
+        )
     if floor > 0 and floor + (plan.latency_s or 0.0) >= res.time_s * (1 - 1e-9):
         return (
             f"the p2p channels to the network peer set the time: {message_bytes / floor / 1e9:.1f} GB/s per "
@@ -1433,7 +1443,8 @@ def fabric_collective(
     algorithm, note = (
         (algorithm, "") if algorithm is not None else nccl_plan_choice(op, message_bytes, spec, comm)
     )
-    plan = build_plan(op, message_bytes, spec, gpus, algorithm=algorithm)
+    proto = nccl_protocol_choice(op, message_bytes, spec, comm, Algorithm.parse(algorithm), efficiency)
+    plan = build_plan(op, message_bytes, spec, gpus, algorithm=algorithm, protocol=proto)
     res = simulate_plans(
         topo,
         [plan],
@@ -1455,7 +1466,7 @@ def fabric_collective(
         message_bytes=float(message_bytes),
         n_ranks=comm.n_ranks,
         algorithm=plan.algorithm,
-        protocol="Simple",
+        protocol=plan.protocol,
         time_s=t,
         latency_s=latency_s,
         algbw_bytes_per_s=algbw,
@@ -1476,6 +1487,28 @@ def fabric_collective(
         engine=engine,
         extra={"fabric": res, "tier_bytes": _tier_bytes(topo, res)},
     )
+
+
+def nccl_protocol_choice(
+    op: Collective,
+    message_bytes: float,
+    spec: ClusterSpec,
+    comm: Communicator,
+    algorithm: Algorithm,
+    efficiency: str = "nccl",
+) -> Protocol:
+    """The protocol NCCL's tuner (the formula engine) picks for ``algorithm`` at this size: the one the
+    plan runs, so that its latency and LL/LL128 bandwidth are those of the call NCCL makes (Simple under
+    ``efficiency="line_rate"``, which charges neither, and for one rank).
+
+    1 GiB ring all_reduce on 32 x 8 H100 (dgx-h100-superpod): ring/LL128, 7.03 ms, where Simple pays 510
+    steps of per-step latency x 1.4 on its plateau (tuning.cc) and takes 8.80 ms. An algorithm without a
+    plan for ``op`` gets Simple here: :func:`~aifabric.collectives.algorithms.build_plan` refuses it."""
+    entry = ALGORITHMS[algorithm]
+    if comm.n_ranks < 2 or efficiency != "nccl" or entry.plan is None or op not in entry.ops:
+        return Protocol.SIMPLE
+    picked = formula_collective(op, message_bytes, spec, comm, algorithm=algorithm.value)
+    return Protocol(picked.protocol)
 
 
 def nccl_plan_choice(

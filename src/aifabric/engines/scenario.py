@@ -19,12 +19,12 @@ import numpy as np
 from aifabric.cluster.placement import place_jobs
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import Topology, build_topology
-from aifabric.collectives.algorithms import build_plan
+from aifabric.collectives.algorithms import Algorithm, build_plan
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.plan import CommPlan
 from aifabric.collectives.traffic import PATTERNS, pattern_plan
-from aifabric.engines.fabric import FabricResult, nccl_plan_choice, simulate_plans
+from aifabric.engines.fabric import FabricResult, nccl_plan_choice, nccl_protocol_choice, simulate_plans
 from aifabric.engines.failures import parse_failures
 from aifabric.engines.flowsim import Progress
 from aifabric.errors import NoRoute
@@ -104,14 +104,17 @@ def _collective_plan(
     traffic: str, message_bytes: float, spec: ClusterSpec, gpus: np.ndarray, algorithm: str | None
 ) -> tuple[CommPlan, str]:
     """One job's collective plan over ``gpus`` with ``algorithm`` (default: what NCCL's tuner picks,
-    :func:`~aifabric.engines.fabric.nccl_plan_choice`), and the tuner's note ("" when none)."""
+    :func:`~aifabric.engines.fabric.nccl_plan_choice`) and the protocol the tuner picks for it
+    (:func:`~aifabric.engines.fabric.nccl_protocol_choice`), and the tuner's note ("" when none)."""
     comm = Communicator.from_gpus(spec, gpus)
     chosen, note = (
         (algorithm, "")
         if algorithm is not None
         else nccl_plan_choice(Collective.parse(traffic), message_bytes, spec, comm)
     )
-    return build_plan(traffic, message_bytes, spec, gpus, algorithm=chosen), note
+    op = Collective.parse(traffic)
+    proto = nccl_protocol_choice(op, message_bytes, spec, comm, Algorithm.parse(chosen))
+    return build_plan(op, message_bytes, spec, gpus, algorithm=chosen, protocol=proto), note
 
 
 def _job_plans(
