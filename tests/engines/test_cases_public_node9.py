@@ -28,11 +28,14 @@ T17 = (
 )
 P22 = (
     "https://github.com/tinygrad/open-gpu-kernel-modules/pull/22 (560.35.03 p2p), mylesgoose's comment "
-    "(turn 21): 4 x RTX 4090 on host myles-MC62-G40-00 (Gigabyte MC62-G40, AMD WRX80), every ring hop "
-    "'via P2P/direct pointer', all_reduce_perf 32 KiB-64 MiB"
+    "(2024-11-15, continued in turn 21): NCCL_P2P_LEVEL=SYS ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 4, "
+    "'NCCL version 2.23.4+cuda12.6', 4 x RTX 4090 (0x02/0x41/0x42/0x61) on host myles-MC62-G40-00 (Gigabyte "
+    "MC62-G40, AMD WRX80), every ring hop 'via P2P/direct pointer'"
 )
 #: NCCL_P2P_LEVEL=SYS: NCCL's default allows P2P through an AMD CPU for <= 2 GPUs only (paths.cc, from 2.23)
 P2P_SYS = (("env", {"NCCL_P2P_LEVEL": "SYS"}),)
+#: the same on the release the PR #22 log prints
+P2P_SYS_2234 = (*P2P_SYS, ("nccl_version", "2.23.4"))
 
 
 def rtx4090_p2p_wrx80(gpus: int) -> ClusterSpec:
@@ -49,7 +52,7 @@ POINTS = {
     **_rows("t17 4090 x5 p2p", T17, rtx4090_p2p_wrx80(5), "all_reduce", ((32 * MiB, 0, 24.69),), P2P_SYS),
     # tinygrad PR #22, 4 GPUs: "32768 8192 float sum -1 18.78 1.74 2.62": ring/LL 16.7 us (-11.1 %); the
     # rows from 1 MiB on are in MISSED
-    **_rows("p22 4090 x4 p2p", P22, rtx4090_p2p_wrx80(4), "all_reduce", ((32768, 18.78, 0),), P2P_SYS),
+    **_rows("p22 4090 x4 p2p", P22, rtx4090_p2p_wrx80(4), "all_reduce", ((32768, 18.78, 0),), P2P_SYS_2234),
 }
 
 
@@ -60,14 +63,15 @@ def test_public_node_point(key: str) -> None:
 
 #: Public single-node rows the model misses (measured, predicted, what is missing); not asserted.
 MISSED = {
-    "4 x RTX 4090 P2P (tinygrad PR #22, AMD WRX80), all_reduce busbw 1-64 MiB": (
-        "1M 10.30 vs 14.55 (+41 %), 2M 11.58, 4M 12.32 vs 20.65 (+68 %), 16M 12.63 vs 23.06 (+83 %), 64M "
-        "12.76 vs 23.76 (+86 %; ring/Simple at NCCL's Gen4 x16 24 GB/s). The measured curve flattens at "
-        "12.7, half the Gen4 x16 figure, from 4 MiB on, while the same author's 5-GPU run on his other "
-        "WRX80 host reaches 24.69 at 32 MiB (asserted). The comment names the driver (560.35.03 with the "
-        "P2P patch) but prints no link width per card; the author writes elsewhere in #17 that a card at "
-        "x4/x8 makes NCCL leave P2P, and this log still prints P2P/direct pointer. A card at Gen4 x8 (12 "
-        "GB/s NCCL figure) or a slower P2P path of that driver build would set the ring at this rate; "
+    "4 x RTX 4090 P2P (tinygrad PR #22, AMD WRX80, NCCL 2.23.4), all_reduce 64 KiB-64 MiB": (
+        "time 64K 25.80 vs 20.8 us (-19 %), 128K 42.44 vs 29.0 (-32 %), 256K 66.25 vs 45.4 (-31 %), 512K "
+        "94.11 vs 75.4 (-20 %); busbw 1M 10.30 vs 14.55 (+41 %), 4M 12.32 vs 20.65 (+68 %), 16M 12.63 vs "
+        "23.06 (+83 %), 64M 12.76 vs 23.76 (+86 %; ring/Simple at NCCL's Gen4 x16 24 GB/s). The measured "
+        "curve flattens at 12.7, half the Gen4 x16 figure, from 4 MiB on, while the same author's 5-GPU run "
+        "on his other WRX80 host reaches 24.69 at 32 MiB (asserted). The comment names the driver "
+        "(560.35.03 with the P2P patch) but no link width per card; the author writes in #17 that a card "
+        "at x4/x8 makes NCCL leave P2P, and this log still prints P2P/direct pointer. A card at Gen4 x8 "
+        "(NCCL's 12 GB/s) or a slower P2P path of that driver build would set the ring at this rate; "
         "neither is stated, so the model keeps x16"
     ),
 }
