@@ -251,7 +251,9 @@ MISSED = {
         "p4d's ring at 28.67 busbw on NCCL 2.7.8 (0.57): the same hardware at 0.57-0.61 under 2020-21 "
         "NCCL and plugin and 0.81 under NCCL 2.23.4 with aws-ofi-nccl 1.13.2, so the figure is one of the "
         "software generation, not of the platform, and no source names the change (libfabric's EFA "
-        "provider, the plugin's SENDRECV path, or NCCL's channels on p4d)"
+        "provider, the plugin's SENDRECV path, or NCCL's channels on p4d). Not the plugin's RDMA protocol: "
+        "p4d.24xlarge runs SENDRECV in every release (v1.7.0-aws nccl_ofi_net.c: RDMA only on EFA with more "
+        'NICs than GPUs, p4d has 4 for 8; platform-aws.c default_protocol "SENDRECV", v1.9.0-aws to v1.21.1)'
     ),
 }
 
