@@ -27,7 +27,6 @@ predicted, what is missing); not asserted.
 
 from __future__ import annotations
 
-from math import comb
 from typing import Any
 
 import pytest
@@ -41,6 +40,7 @@ from tests.engines.test_cases_public_node import hgx  # one 8-GPU NVSwitch board
 
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.communicator import Communicator
+from aifabric.training.elementwise import expected_destinations
 
 DEEPEP_V1 = "https://github.com/deepseek-ai/DeepEP/blob/main/docs/legacy.md"
 DEEPEP_V2 = "https://github.com/deepseek-ai/DeepEP/blob/main/README.md"
@@ -57,8 +57,7 @@ SMALL = 8 * 2**20  # below: time asserted (7.59 MB FP8 low-latency dispatch); fr
 def _hit(targets: int, groups: int, experts: int = EXPERTS) -> float:
     """Expected distinct targets (ranks or nodes) a token reaches: top-8 of the ``experts`` drawn evenly
     from ``groups`` of the ``targets`` (hypergeometric: 1 - C(E - E_t, 8) / C(E, 8) a chosen target)."""
-    pool, per_target = experts * groups // targets, experts // targets
-    return groups * (1 - comb(pool - per_target, TOPK) / comb(pool, TOPK))
+    return expected_destinations(groups, experts * groups // targets, TOPK)
 
 
 def cluster(accelerator: str, nodes: int, scale_out: dict[str, Any] | None = None) -> ClusterSpec:

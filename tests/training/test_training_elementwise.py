@@ -13,6 +13,7 @@ from aifabric.training.elementwise import (
     ELEMENTWISE_KERNELS,
     MOE_DISPATCHERS,
     elementwise_kernels,
+    expected_destinations,
     layer_forward_bytes,
     moe_dispatcher,
 )
@@ -92,6 +93,36 @@ def test_the_sort_by_local_expert_needs_several_experts_and_ranks():
     assert moe_bytes(ep=1) == moe_bytes(ep=128) == moe_bytes(ep=8) - 4 * 8 * 2048 * 2
     tp2 = dict(tp=2, sequence_parallel=True)
     assert moe_bytes(ep=32, etp=1, **tp2) - moe_bytes(ep=128, etp=1, **tp2) == 4 * 4 * 2048 * 2
+
+
+def test_expected_destinations_is_the_hypergeometric_count():
+    # Hand derivation: 8 experts on 4 ranks (2 each), top-2: a rank is missed: C(6, 2) / C(8, 2) = 15 / 28,
+    # so D = 4 x 13 / 28 = 13 / 7 ranks a token.
+    assert expected_destinations(4, 8, 2) == pytest.approx(13 / 7)
+    # DeepSeek-V3, 256 experts top-8 on 64 ranks: 64 (1 - C(252, 8) / C(256, 8)) = 7.676; on 8 ranks 5.295.
+    assert expected_destinations(64, 256, 8) == pytest.approx(7.676, abs=5e-4)
+    assert expected_destinations(8, 256, 8) == pytest.approx(5.295, abs=5e-4)
+    # Invariants: one rank holds every expert (1 copy); one expert a rank, every pick its own rank (k copies).
+    assert expected_destinations(1, 128, 8) == 1.0
+    assert expected_destinations(128, 128, 8) == pytest.approx(8.0)
+    assert all(expected_destinations(r, 128, 8) <= min(8, r) for r in (2, 4, 8, 16, 32, 64, 128))
+
+
+def test_flex_dispatcher_sends_a_token_once_per_destination_rank():
+    # Mixtral 8x7B (8 experts, top-2) at EP 4 on 8 DGX H100 nodes (the layout of test_training_step's EP
+    # check): the alltoall dispatcher's all-to-all carries 32,768 tokens / 2 TP ranks x top-2 x 4096 x 2
+    # bytes; DeepEP / Hybrid-EP send a token once per rank its two experts sit on, 13 / 7 ranks (above).
+    m, spec = get_model("mixtral-8x7b"), preset("dgx-h100-superpod", nodes=8)
+    layout = ParallelLayout(tp=2, pp=2, dp=16, ep=4, sequence_parallel=True, microbatch_size=1,
+                            global_batch_size=64, recompute="full", zero_stage=1)  # fmt: skip
+    sizes = {}
+    for name in ("alltoall", "flex"):
+        step = StepModel(m, spec, options=StepOptions(moe_dispatcher=name)).evaluate(layout)
+        (a2a,) = [c for c in step.comms if c.dim == "ep"]
+        sizes[name] = a2a.message_bytes
+    assert sizes["alltoall"] == 32768 / 2 * 2 * 4096 * 2
+    assert sizes["flex"] == pytest.approx(32768 / 2 * (13 / 7) * 4096 * 2)
+    assert MOE_DISPATCHERS["flex"].copies_per_token(8, 2, 8) == pytest.approx(2.0)  # one expert a rank
 
 
 def test_unknown_dispatcher_names_the_field():

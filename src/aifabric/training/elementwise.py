@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from math import comb
 from typing import TypeVar
 
 from aifabric.errors import ConfigError
@@ -41,6 +42,7 @@ __all__ = [
     "check_kernels_fit",
     "check_kernels_framework",
     "elementwise_kernels",
+    "expected_destinations",
     "layer_forward_bytes",
     "moe_dispatcher",
 ]
@@ -82,6 +84,14 @@ class MoeDispatcher:
         return (Megatron-Core's "permutation 2"): :data:`MOE_LOCAL_SORT_ELEMENTS` per slot a rank's
         experts compute, where the rank holds more than one expert and ep > 1.
     source : str
+    once_per_rank : bool, default False
+        What the expert all-to-all carries: one copy of a token per routed slot (top_k a token, False:
+        Megatron-Core's alltoall dispatcher permutes the tokens into their top_k expert slots before the
+        all-to-all, ``token_dispatcher.py`` ``MoEAlltoAllTokenDispatcher``), or one per destination rank
+        (True: DeepEP's ``get_dispatch_layout`` marks ``is_token_in_rank`` and ``dispatch`` sends each
+        token once to every rank marked, the rank's experts picking their slots from it; Hybrid-EP's
+        ``dispatched_hidden`` likewise holds a row per token a rank receives): the expected
+        :func:`expected_destinations` ranks of the ep.
     """
 
     name: str
@@ -89,6 +99,31 @@ class MoeDispatcher:
     per_token: int
     local_sort: bool
     source: str
+    once_per_rank: bool = False
+
+    def copies_per_token(self, n_experts: int, top_k: int, ep: int) -> float:
+        """Copies of a token the dispatch all-to-all sends (its bytes per token over h x 2): top_k, or
+        with ``once_per_rank`` ``expected_destinations(ep, n_experts, top_k)``."""
+        if not self.once_per_rank:
+            return float(top_k)
+        return expected_destinations(ep, n_experts, top_k)
+
+
+def expected_destinations(targets: int, n_experts: int, top_k: int) -> float:
+    """Expected distinct targets (ranks, or nodes) a token's top_k experts sit on, with the n_experts
+    spread evenly over the targets (n_experts / targets each) and the top_k drawn uniformly, without
+    replacement (balanced routing): a target is missed when all top_k fall among the other
+    n_experts - n_experts / targets experts, with probability C(E - E / R, k) / C(E, k)
+    (hypergeometric), so by linearity of expectation over the R targets
+
+        D = R (1 - C(E - E / R, k) / C(E, k)),
+
+    at most min(k, R), 1 at R = 1. Example: DeepSeek-V3's 256 experts, top-8, on 64 ranks:
+    D = 64 (1 - C(252, 8) / C(256, 8)) = 7.68 of the 8 copies; on 8 ranks (32 experts each): 5.29.
+    Device-limited routing (DeepSeek-V3's top-4 nodes) caps the nodes a token reaches below this; the
+    step model does not route by node groups."""
+    per_target = n_experts // targets
+    return targets * (1 - comb(n_experts - per_target, top_k) / comb(n_experts, top_k))
 
 
 #: Forward elements per slot a rank's experts compute of Megatron-Core's "permutation 2" and its inverse:
@@ -130,6 +165,7 @@ MOE_DISPATCHERS: dict[str, MoeDispatcher] = {
             "(get_permuted_hidden_states_by_experts) and back (get_restored_hidden_states_by_experts), a "
             "read and a write of every slot each way at most (fewer received tokens than slots); the router "
             "reads the token (1)",
+            once_per_rank=True,
         ),
     )
 }

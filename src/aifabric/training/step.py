@@ -28,9 +28,11 @@ t/p/d/c/e the TP/PP/DP/CP/EP degrees, v interleaved chunks, m = B / (b d) microb
 - **CP**: all-gather of K, V forward, reduce-scatter of dK, dV backward, hidden behind the attention core as
   far as its time allows.
 - **EP**: all-to-all dispatch + combine per MoE layer, forward and backward (again when recomputed), each a
-  rank's tokens x top_k x h x 2 bytes, timed at the busiest rank's load (:func:`ep_load_imbalance`: the
-  balls-into-bins maximum of uniform top-k routing, capped by the capacity factor). On the critical path,
-  unless ``ep_comm_overlap`` (DualPipe, Megatron-Core's EP overlap) hides them behind another microbatch.
+  rank's tokens x top_k x h x 2 bytes (the flex dispatcher, DeepEP / Hybrid-EP, sends a token once per
+  destination rank: :func:`~aifabric.training.elementwise.expected_destinations` copies, not top_k), timed
+  at the busiest rank's load (:func:`ep_load_imbalance`: the balls-into-bins maximum of uniform top-k
+  routing, capped by the capacity factor). On the critical path, unless ``ep_comm_overlap`` (DualPipe,
+  Megatron-Core's EP overlap) hides them behind another microbatch.
 - **PP**: b s h / c elements (/ t with scatter-gather or sequence parallelism) to the next stage forward and
   back, v times per microbatch (interleaving). On the critical path.
 - **Pipeline**: (m + (p - 1) / v) microbatch times of the slowest stage; the bubble is (p - 1) / (v m).
@@ -1542,16 +1544,18 @@ class StepModel:
 
     def ep_term(self, st: StageView, comp: ComputeTimes) -> PassTimes:
         """EP seconds per microbatch: dispatch + combine all-to-all per MoE layer each way (again when fully
-        recomputed), a rank's tokens x top_k x h x 2 bytes, timed at the busiest rank's load
-        (:func:`ep_load_imbalance`). On the critical path unless ``ep_comm_overlap`` hides them behind the
-        compute of the microbatch beside (:meth:`_ep_hidden`)."""
+        recomputed), a rank's tokens x c x h x 2 bytes, c the copies of a token the dispatcher sends
+        (:meth:`MoeDispatcher.copies_per_token`: top_k, or once per destination rank), timed at the
+        busiest rank's load (:func:`ep_load_imbalance`). On the critical path unless ``ep_comm_overlap``
+        hides them behind the compute of the microbatch beside (:meth:`_ep_hidden`)."""
         lay, m = st.layout, self.model
         if not st.n_moe or lay.ep == 1:
             return PassTimes(0.0, 0.0)
         comm = self.group(lay, "ep")
         tok_rank = st.tokens / lay.tp if (st.sp or lay.tp == 1) else st.tokens
         imbalance = ep_load_imbalance(tok_rank * m.top_k, lay.ep, self.capacity_factor)
-        size = tok_rank * m.top_k * m.hidden_size * _ACT_BYTES
+        copies = self.dispatcher.copies_per_token(m.n_experts, m.top_k, lay.ep)
+        size = tok_rank * copies * m.hidden_size * _ACT_BYTES
         n_rec = _full_recomputes(lay)
         if self.options.ep_comm_overlap:
             hide = self._ep_schedules[self.options.ep_overlap_schedule]
