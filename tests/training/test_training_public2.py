@@ -160,19 +160,19 @@ ROWS: dict[str, Row] = {
         moe(1, 16, 128, 64, 1, 15360),
         14.8e12 / (2664e3 * 3600),
         {"fp8": True, "ep_comm_overlap": True, **H800_COMPUTE, **FLEX},
-    ),  # model 1479 (-4 %; 862 with the all-to-alls exposed)
+    ),  # model 1540 (-0.2 %; 1479 with top_k copies a token, 862 with the all-to-alls exposed)
     # Automodel: "| DeepSeek V3 671B | 1024 | 8192 | 1 | 8 | 4 | 4096 | 1 | 4 | 1 | 64 | 8 | 256 | TE + DeepEP
     # | 37.87 | 216 | 865 |" (FSDP 256 = ZeRO-3 over the DP ranks, EP 64 within them). GA 4 runs the 32
     # microbatches of a DP rank as 4 pipeline flushes of 8; the model runs one of 32 (its bubble, 1 % of the
     # step, would be 4 times larger).
     "Automodel DeepSeek-V3 1024 H100 PP4 VP8 EP64 FSDP256 bf16": Row(
         DSV3, h100(1024), moe(1, 4, 256, 64, 1, 8192, v=8, zero=3), 865, {**BALANCED, **FLEX}
-    ),  # model 901 (+4.1 %; 893 with the eager alltoall dispatcher's count)
+    ),  # model 918 (+6.2 %; 901 with top_k copies a token, 893 with the eager alltoall dispatcher's count)
     # Automodel: "| DeepSeek V3 671B | 256 | 512 | 1 | 8 | 1 | 4096 | 1 | 4 | 1 | 64 | 8 | 64 | TE + DeepEP |
     # 8.18 | 250 | 1,002 |".
     "Automodel DeepSeek-V3 256 H100 PP4 VP8 EP64 FSDP64 bf16": Row(
         DSV3, h100(256), moe(1, 4, 64, 64, 1, 512, v=8, zero=3), 1002, {**BALANCED, **FLEX}
-    ),  # model 935 (-6.6 %; 927 with the eager alltoall dispatcher's count)
+    ),  # model 955 (-4.7 %; 935 with top_k copies a token, 927 with the eager alltoall dispatcher's count)
     # Automodel: "| Qwen3 MoE 30B | 8 | 512 | 4 | 4 | 16 | 4096 | 1 | 1 | 1 | 8 | - | 8 | TE + DeepEP | 21.773
     # | 277 | 12,040 |".
     "Automodel Qwen3-30B-A3B 8 H100 EP8 FSDP8 bf16": Row(
@@ -182,7 +182,8 @@ ROWS: dict[str, Row] = {
     # | 32 | 256 | 4916 | 728 |".
     "Megatron-Bridge 25.11 Qwen3-235B-A22B 256 GB200 PP8 VP3 EP32 bf16": Row(
         QWEN3_235B, gb200_racks(4), moe(1, 8, 32, 32, 1, 8192, v=3), 4916, {**BALANCED, **FLEX}
-    ),  # model 4811 (-2.1 %; 4743 with the eager alltoall dispatcher's count, 5247 before GEMMs by shape)
+    ),  # model 4875 (-0.8 %; 4811 with top_k copies a token, 4743 with the eager alltoall dispatcher's
+    # count, 5247 before GEMMs by shape)
     # Megatron-Bridge 25.11 / 26.02, DGX-H100: "| Qwen3_235B_a22B | 256 | FP8-CS | 2048 | 1 | 4096 | 0 | 2 |
     # 8 | 1 | 4 | 32 | 128 | 1575 | 233 |", "| DGX-H100 | 256 | FP8 | 8192 | 1 | 4096 | 0 | 2 | 8 | 1 | 4 | 32
     # | 1633 | 242 |": TP 2 x PP 8 leaves DP 16, and the recipe's expert_tensor_parallel_size=1 folds EP 32
@@ -215,8 +216,9 @@ ROWS: dict[str, Row] = {
     # moe_a2a_overlap=True: hidden, the model gives 5381 (+34 %).
     "Megatron-Bridge 25.11 DeepSeek-V3 256 GB200 PP8 VP4 EP32 mxfp8": Row(
         DSV3, gb200_racks(4), moe(1, 8, 32, 32, 1, 4096, v=4), 4018, {**FP8_BALANCED, **FLEX}
-    ),  # model 4460 (+11.0 %; 4391 with the eager alltoall dispatcher's count, 4341 with the BF16 table's
-    # shapes, 4683 before GEMMs by shape, every GEMM at the large square product's rate)
+    ),  # model 4534 (+12.8 %; 4460 with top_k copies a token, 4391 with the eager alltoall dispatcher's
+    # count, 4341 with the BF16 table's shapes, 4683 before GEMMs by shape, every GEMM at the large square
+    # product's rate)
 }
 
 #: What the GB200 MoE rows still miss, now that the GB200 times each GEMM by its shape (the B200's table).
@@ -242,12 +244,12 @@ MISSED: dict[str, tuple[Row, str]] = {
             1297,
             {**FP8_BALANCED, "tp_comm_overlap": True, **FLEX},
         ),
-        "1297 vs 1075 (-17 %; 1064 with the eager alltoall dispatcher's count): the all-to-alls are 57 % of "
-        "the model's step. The recipe's "
+        "1297 vs 1100 (-15 %; 1075 with top_k copies a token, 1064 with the eager alltoall dispatcher's "
+        "count): the all-to-alls are over half of the model's step. The recipe's "
         "expert_tensor_parallel_size=1 folds EP 64 over TP x DP (64 consecutive ranks, 8 nodes; carved from "
         "DP with a TP stride, 16 nodes, the model gave 1035); the HybridEP dispatcher sends a token once per "
-        "destination node over InfiniBand and fans it out over NVLink, where the model sends top_k copies "
-        "(not modelled)",
+        "destination node over InfiniBand and fans it out over NVLink, where the model sends a copy per "
+        "destination rank, 7.68 of top-8, over the flat all-to-all (the node dedup is not modelled)",
     ),
     # Megatron-Bridge 25.11 / 26.02, DGX-H100, Qwen3 30B-A3B on 16 GPUs, PP 2, EP 8: "| Qwen3_30B_a3B | 16
     # | FP8-CS | 512 | 2 | 4096 | 0 | 1 | 2 | 1 | 24 | 8 | 32 | 5275 | 121 |", "| DGX-H100 | 16 | FP8 | 1024 |
@@ -284,7 +286,8 @@ MISSED: dict[str, tuple[Row, str]] = {
     # | 4 | 64 | 64 | 3139 | 782 |".
     "Megatron-Bridge 25.11 DeepSeek-V3 256 GB200 PP4 VP4 EP64 bf16": (
         Row(DSV3, gb200_racks(4), moe(1, 4, 64, 64, 1, 4096, v=4), 3139, {**BALANCED, **FLEX}),
-        f"3139 vs 3735 (+19 %; 3687 with the eager alltoall dispatcher's count, 3992 before GEMMs by shape): "
+        f"3139 vs 3758 (+20 %; 3735 with top_k copies a token, 3687 with the eager alltoall dispatcher's "
+        f"count, 3992 before GEMMs by shape): "
         f"{GB200_MOE}; MLA's attention core (q/k heads of "
         "192, v of 128) is counted as heads of 56, which makes the model faster still",
     ),
@@ -293,8 +296,8 @@ MISSED: dict[str, tuple[Row, str]] = {
     # 15876 | 488 |".
     "Megatron-Bridge 25.11 Qwen3-30B-A3B 8 GB200 EP8 mxfp8": (
         Row(QWEN3_30B, gb200_racks(1, 8), moe(1, 1, 8, 8, 4, 512), 23766, {**FP8_BALANCED, **FLEX}),
-        f"23766 vs 33010 (+39 %; 32220 with the eager alltoall dispatcher's count, 33402 with the BF16 "
-        f"table's shapes, 37426 before GEMMs by shape): "
+        f"23766 vs 36025 (+52 %; 33010 with top_k copies a token, 32220 with the eager alltoall "
+        f"dispatcher's count, 33402 with the BF16 table's shapes, 37426 before GEMMs by shape): "
         f"{GB200_MOE}",
     ),
     "Megatron-Bridge 25.11 GPT-OSS-120B 64 GB200 EP64 s8192 bf16": (
