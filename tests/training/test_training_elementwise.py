@@ -13,6 +13,7 @@ from aifabric.training.elementwise import (
     ELEMENTWISE_KERNELS,
     MOE_DISPATCHERS,
     elementwise_kernels,
+    ep_wire_bytes,
     expected_destinations,
     layer_forward_bytes,
     moe_dispatcher,
@@ -123,6 +124,37 @@ def test_flex_dispatcher_sends_a_token_once_per_destination_rank():
     assert sizes["alltoall"] == 32768 / 2 * 2 * 4096 * 2
     assert sizes["flex"] == pytest.approx(32768 / 2 * (13 / 7) * 4096 * 2)
     assert MOE_DISPATCHERS["flex"].copies_per_token(8, 2, 8) == pytest.approx(2.0)  # one expert a rank
+
+
+def test_mxfp8_wire_bytes_are_the_mx_block_count():
+    # OCP MX v1.0: 8-bit elements, one 8-bit scale per 32: 33 / 32 bytes. Without recomputation a layer
+    # runs 4 all-to-alls: dispatch in MXFP8, combine bf16 forward, the combine's gradient in MXFP8 and the
+    # dispatch's bf16 backward: (2 x 33 / 32 + 2 x 2) / 4 = 1.515625 bytes an element. The dispatch alone in
+    # MXFP8 with full recomputation (a second forward): ((1 + 1) (33 / 32 + 2) + (2 + 2)) / 6.
+    assert ep_wire_bytes("bf16", "bf16", 0) == ep_wire_bytes("bf16", "bf16", 1) == 2.0
+    assert ep_wire_bytes("mxfp8", "mxfp8", 0) == pytest.approx(1.515625)
+    assert ep_wire_bytes("mxfp8", "bf16", 1) == pytest.approx((2 * (33 / 32 + 2) + 4) / 6)
+    # Megatron-LM: moe_dispatch_fwd_dtype / moe_combine_bwd_dtype require the flex dispatcher.
+    with pytest.raises(ConfigError, match=r"moe_dispatch_fwd_dtype 'mxfp8' needs .*'alltoall'"):
+        StepOptions(moe_dispatch_fwd_dtype="mxfp8")
+    with pytest.raises(ConfigError, match=r"moe_combine_bwd_dtype must be one of bf16, mxfp8, got 'fp8'"):
+        StepOptions(moe_dispatcher="flex", moe_combine_bwd_dtype="fp8")
+
+
+def test_mxfp8_dispatch_shrinks_the_flex_all_to_all_by_its_mean_bytes():
+    # The layout of the flex test above, full recomputation: every all-to-all priced at the layer's mean
+    # wire bytes, ((1 + 1) (33 / 32 + 2) + (33 / 32 + 2)) / 6 = 1.515625 of bf16's 2.
+    m, spec = get_model("mixtral-8x7b"), preset("dgx-h100-superpod", nodes=8)
+    layout = ParallelLayout(tp=2, pp=2, dp=16, ep=4, sequence_parallel=True, microbatch_size=1,
+                            global_batch_size=64, recompute="full", zero_stage=1)  # fmt: skip
+    sizes, steps = {}, {}
+    for wire in ("bf16", "mxfp8"):
+        opts = StepOptions(moe_dispatcher="flex", moe_dispatch_fwd_dtype=wire, moe_combine_bwd_dtype=wire)
+        step = StepModel(m, spec, options=opts).evaluate(layout)
+        (a2a,) = [c for c in step.comms if c.dim == "ep"]
+        sizes[wire], steps[wire] = a2a.message_bytes, step
+    assert sizes["mxfp8"] / sizes["bf16"] == pytest.approx(1.515625 / 2)
+    assert steps["mxfp8"].breakdown_s["ep"] < steps["bf16"].breakdown_s["ep"]
 
 
 def test_unknown_dispatcher_names_the_field():

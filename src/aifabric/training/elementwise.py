@@ -42,7 +42,10 @@ __all__ = [
     "check_kernels_fit",
     "check_kernels_framework",
     "elementwise_kernels",
+    "MOE_WIRE_BYTES",
+    "ep_wire_bytes",
     "expected_destinations",
+    "moe_wire_dtype",
     "layer_forward_bytes",
     "moe_dispatcher",
 ]
@@ -92,6 +95,9 @@ class MoeDispatcher:
         token once to every rank marked, the rank's experts picking their slots from it; Hybrid-EP's
         ``dispatched_hidden`` likewise holds a row per token a rank receives): the expected
         :func:`expected_destinations` ranks of the ep.
+    quantized_wire : bool, default False
+        Whether the all-to-all may carry an MXFP8 payload (:data:`MOE_WIRE_BYTES`): Megatron-LM allows
+        ``moe_dispatch_fwd_dtype`` / ``moe_combine_bwd_dtype`` other than bf16 on its flex dispatcher only.
     """
 
     name: str
@@ -100,6 +106,7 @@ class MoeDispatcher:
     local_sort: bool
     source: str
     once_per_rank: bool = False
+    quantized_wire: bool = False
 
     def copies_per_token(self, n_experts: int, top_k: int, ep: int) -> float:
         """Copies of a token the dispatch all-to-all sends (its bytes per token over h x 2): top_k, or
@@ -166,9 +173,40 @@ MOE_DISPATCHERS: dict[str, MoeDispatcher] = {
             "read and a write of every slot each way at most (fewer received tokens than slots); the router "
             "reads the token (1)",
             once_per_rank=True,
+            quantized_wire=True,
         ),
     )
 }
+
+
+#: Bytes per element of the expert all-to-all's payload by wire dtype (Megatron-LM
+#: ``moe_dispatch_fwd_dtype`` / ``moe_combine_bwd_dtype``, transformer_config.py, 'bf16' or 'mxfp8': the
+#: 'ncclep' flex backend quantizes the forward dispatch and the backward combine with Transformer Engine;
+#: its DeepEP and HybridEP paths send bf16, fused_a2a.py "fp8_dispatch = False  # Currently, we do not
+#: support fp8 dispatch"). MXFP8: 8-bit elements and one 8-bit E8M0 scale per block of 32 (OCP
+#: Microscaling Formats (MX) v1.0, Sec. 5: k = 32), 1 + 1 / 32 bytes; DeepEP's own FP8 payload, one fp32
+#: scale per 128 elements, is 1 + 4 / 128, the same.
+MOE_WIRE_BYTES: dict[str, float] = {"bf16": 2.0, "mxfp8": 1.0 + 1.0 / 32}
+
+
+def moe_wire_dtype(field: str, name: str) -> float:
+    """Bytes per element of wire dtype ``name`` (:data:`MOE_WIRE_BYTES`; a ConfigError naming ``field``
+    and the value otherwise)."""
+    return _named(MOE_WIRE_BYTES, field, name)
+
+
+def ep_wire_bytes(dispatch_fwd: str, combine_bwd: str, n_rec: int) -> float:
+    """Mean bytes per element of one MoE layer's 2 (2 + n_rec) all-to-alls: each forward (the first and
+    the n_rec recomputed) dispatches in ``dispatch_fwd`` (w_d) and combines in bf16 (2); the backward
+    runs the combine's gradient the dispatch way in ``combine_bwd`` (w_c) and the dispatch's in bf16:
+
+        w = ((1 + n_rec) (w_d + 2) + (w_c + 2)) / (2 (2 + n_rec)),
+
+    2 with both bf16. Every call priced at w, the layer's all-to-all seconds are exact where the time
+    is affine in the bytes (alpha + n / beta, one algorithm); the forward / backward split is not."""
+    w_d = moe_wire_dtype("moe_dispatch_fwd_dtype", dispatch_fwd)
+    w_c = moe_wire_dtype("moe_combine_bwd_dtype", combine_bwd)
+    return ((1 + n_rec) * (w_d + 2) + (w_c + 2)) / (2 * (2 + n_rec))
 
 
 def moe_dispatcher(name: str) -> MoeDispatcher:

@@ -99,11 +99,14 @@ from aifabric.engines.result import CollectiveResult
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.efficiency import ComputeProfile, compute_profile
 from aifabric.training.elementwise import (
+    MOE_WIRE_BYTES,
     check_kernels_fit,
     check_kernels_framework,
     elementwise_kernels,
+    ep_wire_bytes,
     layer_forward_bytes,
     moe_dispatcher,
+    moe_wire_dtype,
 )
 from aifabric.training.ep_overlap import (
     EP_OVERLAP_SCHEDULES,
@@ -288,6 +291,10 @@ class StepOptions:
         permutation), ``"alltoall-fused"`` (``--moe-permute-fusion``) or ``"flex"`` (DeepEP, HybridEP:
         the first permutation inside the dispatch kernel, no sort by local expert). Their bytes are
         element-wise work (:func:`~aifabric.training.elementwise.layer_forward_bytes`).
+    moe_dispatch_fwd_dtype, moe_combine_bwd_dtype : str, default "bf16"
+        Megatron-LM's wire dtypes of the forward dispatch and the backward combine, ``"bf16"`` or
+        ``"mxfp8"`` (:data:`~aifabric.training.elementwise.MOE_WIRE_BYTES`); only with the flex
+        dispatcher (Megatron-LM: its 'ncclep' backend).
     offload_layers : int, default 0
         Megatron-LM's ``cpu_offloading_num_layers`` (Transformer Engine's CPU offload,
         :mod:`aifabric.training.offload`): the activations of the first N layers leave GPU memory for the
@@ -320,6 +327,8 @@ class StepOptions:
     gradient_accumulation_fusion: bool = True
     offload_layers: int = 0
     moe_dispatcher: str = "alltoall"
+    moe_dispatch_fwd_dtype: str = "bf16"
+    moe_combine_bwd_dtype: str = "bf16"
 
     def __post_init__(self) -> None:
         get_framework(self.framework)  # a ConfigError naming the field for an unknown framework
@@ -334,6 +343,7 @@ class StepOptions:
         # a ConfigError naming the field for an unknown set, or one of another framework's code
         check_kernels_framework(elementwise_kernels(self.elementwise), self.framework)
         moe_dispatcher(self.moe_dispatcher)  # a ConfigError naming the field for an unknown dispatcher
+        self._check_wire_dtypes()
         if self.ep_overlap_schedule not in EP_OVERLAP_SCHEDULES:
             raise ConfigError(
                 f"ep_overlap_schedule must be one of {', '.join(EP_OVERLAP_SCHEDULES)}, "
@@ -343,6 +353,18 @@ class StepOptions:
             raise ConfigError(
                 f"capacity_factor must be >= 1 and finite (or None: dropless), got {self.capacity_factor!r}"
             )
+
+    def _check_wire_dtypes(self) -> None:
+        """A ConfigError naming the field for an unknown wire dtype, or a quantized one on a dispatcher
+        that sends bf16 only (Megatron-LM refuses them off its flex dispatcher)."""
+        for name in ("moe_dispatch_fwd_dtype", "moe_combine_bwd_dtype"):
+            value = getattr(self, name)
+            bf16 = moe_wire_dtype(name, value) == MOE_WIRE_BYTES["bf16"]
+            if not bf16 and not moe_dispatcher(self.moe_dispatcher).quantized_wire:
+                raise ConfigError(
+                    f"{name} {value!r} needs a dispatcher that quantizes its payload (flex), "
+                    f"got moe_dispatcher {self.moe_dispatcher!r}"
+                )
 
 
 # ------------------------------------------------------------------------------------ overlap formulas
@@ -1544,8 +1566,9 @@ class StepModel:
 
     def ep_term(self, st: StageView, comp: ComputeTimes) -> PassTimes:
         """EP seconds per microbatch: dispatch + combine all-to-all per MoE layer each way (again when fully
-        recomputed), a rank's tokens x c x h x 2 bytes, c the copies of a token the dispatcher sends
-        (:meth:`MoeDispatcher.copies_per_token`: top_k, or once per destination rank), timed at the
+        recomputed), a rank's tokens x c x h x w bytes, c the copies of a token the dispatcher sends
+        (:meth:`MoeDispatcher.copies_per_token`: top_k, or once per destination rank), w the mean wire
+        bytes per element of the layer's all-to-alls (:func:`ep_wire_bytes`, 2 in bf16), timed at the
         busiest rank's load (:func:`ep_load_imbalance`). On the critical path unless ``ep_comm_overlap``
         hides them behind the compute of the microbatch beside (:meth:`_ep_hidden`)."""
         lay, m = st.layout, self.model
@@ -1555,8 +1578,9 @@ class StepModel:
         tok_rank = st.tokens / lay.tp if (st.sp or lay.tp == 1) else st.tokens
         imbalance = ep_load_imbalance(tok_rank * m.top_k, lay.ep, self.capacity_factor)
         copies = self.dispatcher.copies_per_token(m.n_experts, m.top_k, lay.ep)
-        size = tok_rank * copies * m.hidden_size * _ACT_BYTES
         n_rec = _full_recomputes(lay)
+        wire = ep_wire_bytes(self.options.moe_dispatch_fwd_dtype, self.options.moe_combine_bwd_dtype, n_rec)
+        size = tok_rank * copies * m.hidden_size * wire
         if self.options.ep_comm_overlap:
             hide = self._ep_schedules[self.options.ep_overlap_schedule]
             return hide(st, comp, size * imbalance, comm, n_rec)
