@@ -28,6 +28,7 @@ from aifabric.package_data import load_package_yaml
 __all__ = [
     "OfiNcclRelease",
     "efa_instance",
+    "nccl_first_read",
     "nccl_reads",
     "not_modelled",
     "ofi_nccl_release",
@@ -153,6 +154,16 @@ def nccl_reads(variable: str, nccl_version: str) -> bool:
     """
     reads: dict[str, dict[str, str]] = _data()["nccl_reads"]
     return variable not in reads or _nccl_tuple(nccl_version) >= _nccl_tuple(reads[variable]["since"])
+
+
+def nccl_first_read(variable: str) -> str | None:
+    """The NCCL release that first reads ``variable`` (``nccl_reads``), None when every recorded one does.
+
+    >>> nccl_first_read("NCCL_NET_GDR_C2C"), nccl_first_read("NCCL_ALGO")
+    ('2.26.2', None)
+    """
+    entry = _data()["nccl_reads"].get(variable)
+    return None if entry is None else str(entry["since"])
 
 
 def _nccl_tuple(version: str) -> tuple[int, ...]:

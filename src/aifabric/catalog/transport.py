@@ -125,6 +125,27 @@ class Rendezvous(BaseModel):
         wanted = version_tuple(version, "libfabric_version", "1.22.0")
         return next((b for v, b in reversed(table) if v <= wanted), table[0][1])
 
+    def eager_note(self, version: str | None) -> str | None:
+        """Which recorded release's eager limit prices a stated ``version`` outside the recorded ones (older
+        than the first: the first's figure, as HPE's 1.15.x builds keep the upstream defaults; newer than
+        the newest: the newest's); None inside them or unstated.
+
+        >>> transport("slingshot-cxi").rendezvous.eager_note("0.1.0")
+        "libfabric 0.1.0's eager limit priced with 1.21.0's (4097 B), the first release recorded"
+        """
+        if version is None:
+            return None
+        keys = sorted(self.eager_max_bytes, key=lambda k: version_tuple(k, "rendezvous.eager_max_bytes"))
+        wanted = version_tuple(version, "libfabric_version", "1.22.0")
+        for key, side, test in (
+            (keys[0], "first", wanted < version_tuple(keys[0])),
+            (keys[-1], "newest", wanted > version_tuple(keys[-1])),
+        ):
+            if test:
+                figure = f"{key}'s ({self.eager_max_bytes[key]} B), the {side} release recorded"
+                return f"libfabric {version}'s eager limit priced with {figure}"
+        return None
+
 
 class TransportSpec(BaseModel):
     """One transport (see the module docstring and ``data/transports.yaml`` for the fields' meaning)."""

@@ -307,6 +307,7 @@ def checkpoint(
     _parallel_load_note(size, parallel_load)
     out = _checkpoint_dict(spec, n, size, res)
     if part_mtbfs:
+        _check_part_floor(part_mtbfs, {"--gpu-mtbf": gpu_mtbf, "--node-mtbf": node_mtbf}, res)
         mtbf_s = out["job_mtbf_s"] = _job_mtbf(spec, size, part_mtbfs)
     if bounds := aggregates_above_ports(spec):
         out["storage_notes"] = list(bounds)
@@ -364,6 +365,22 @@ def _part_mtbfs(mtbf: str | None, gpu_mtbf: str | None, node_mtbf: str | None) -
             f"{'derive' if len(given) > 1 else 'derives'} it from its parts; give one or the other"
         )
     return {o: _duration(t, o, _PART_CAP) for o, t in given.items()}
+
+
+def _check_part_floor(parts: dict[str, float], texts: dict[str, str | None], res: CheckpointResult) -> None:
+    """Refuse a part's MTBF shorter than the quickest save of this checkpoint (the synchronous write or
+    the asynchronous copy to host memory, whichever is shorter): such a part fails, on average, before one
+    checkpoint is taken, so every save is lost and no Young/Daly interval exists (Daly 2006's first-order
+    interval sqrt(2 C M) holds only for C much below M). The floor is this run's own cost, not a constant:
+    "1e-300 h" put the interval at 1.3e-140 ns."""
+    floor_s = min(s for s in (res.write.seconds, res.async_copy_s) if s > 0)
+    for option, seconds in parts.items():
+        if seconds < floor_s:
+            raise ConfigError(
+                f"{option}: {texts[option]!r} ({seconds:.3g} s) is shorter than this checkpoint's quickest "
+                f"save ({floor_s:.3g} s): the part fails before one checkpoint is taken; no GPU or node "
+                "fails that often"
+            )
 
 
 def _job_mtbf(spec: ClusterSpec, size: CheckpointSize, parts: dict[str, float]) -> float:

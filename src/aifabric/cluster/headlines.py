@@ -344,6 +344,27 @@ _NOT_A_NUMBER = re.compile(
     r"(?<![\w.,])[-+\u2212]?(?i:nan|inf(?:inity)?)\b\s*"
     r"(?:[EPT]FLOP(?:S|/s)|(?i:(?:exa|peta|tera)flops)|[PTGM][bB]/s|[PTGM]bps|[GMk]W\b|[PTG]i?B\b|(?:[A-Za-z][\w-]*\s+)?GPUs?\b)"
 )
+#: A number followed by what looks like a unit of the claim pattern's kinds (a metric prefix and bytes,
+#: bits, watts or FLOPs: "130 TB/z", "720 PFLOPZ"), to be held against the units the pattern reads: a
+#: mistyped unit would otherwise be read as another quantity ("TB" of "TB/z": a capacity) or vanish.
+_UNIT_LIKE = re.compile(
+    r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?\s*"
+    r"(?P<unit>(?:[kMGTPE]i?(?:[Bb]|W|FLOP|flop)|(?i:exa|peta|tera)(?i:flop))\w*(?:/[A-Za-z]\w*)?)"
+)
+_KNOWN_UNIT = re.compile(
+    r"[EPT]FLOP(?:S|/s)|(?i:(?:exa|peta|tera)flops)|[PTGM][bB]/s|[PTGM]bps|[GMk]W|[PTG]i?B"
+)
+
+
+def _unknown_unit(text: str) -> str | None:
+    """The first figure in ``text`` written with a unit-like word the claim pattern does not read ("130
+    TB/z", "720 PFLOPZ"), as written; None when every one is a known unit."""
+    for m in _UNIT_LIKE.finditer(text):
+        if not _KNOWN_UNIT.fullmatch(m["unit"]):
+            return m[0]
+    return None
+
+
 #: The suffixes a count is written with: "100k GPUs" is 100,000.
 _COUNT_MULTIPLIERS = {None: 1.0, "k": 1e3, "K": 1e3, "M": 1e6}
 #: What a claim's figure can be of, for the refusal of one at or below 0.
@@ -418,10 +439,15 @@ def extract_claims(text: str) -> list[Claim]:
     ValueError
         A figure written with a minus sign ("-130 TB/s"), zero or not finite ("1e400 TB/s", "nan TB/s"): no
         bandwidth, count or power is below 0, 0, infinite or NaN; a GPU count that is no whole
-        number ("0.5 GPUs").
+        number ("0.5 GPUs"); a figure whose unit-like word is no unit read here ("130 TB/z", "720 PFLOPZ").
     """
     if bad := _NOT_A_NUMBER.search(text):
         raise ValueError(f"announcement: {bad[0]!r} is not a finite number")
+    if typo := _unknown_unit(text):
+        raise ValueError(
+            f"announcement: {typo!r} has a unit this reader does not know; write one of TB/s, Gb/s, Gbps, "
+            "MW, TB, TiB, PFLOPS (or PFLOP/s, petaflops), or GPUs for a count"
+        )
     out: list[Claim] = []
     for m in _CLAIM.finditer(text):
         num = _figure(m)

@@ -802,6 +802,19 @@ class ClusterSpec(_Strict):
         self._check_radix(so)
         self._check_aws_plugin(so)
         self._check_libfabric(so)
+        self._check_nic_path(so)
+
+    def _check_nic_path(self, so: ScaleOutSpec) -> None:
+        """``nic_path: P2C`` is a NIC behind a Grace CPU the GPU reaches over NVLink-C2C (NCCL paths.cc
+        ``PATH_P2C``: GPU to CPU over a C2C link, then the CPU's PCIe to the NIC); it exists only where the
+        accelerator's own host link is C2C (the catalogue's ``host_link_bidirectional``: GH200, GB200,
+        GB300). On a GPU that reaches its CPU over PCIe the path cannot exist, so it is refused."""
+        if so.nic_path == "P2C" and self.accelerator_spec.host_link_bidirectional_bytes_per_s is None:
+            raise ValueError(
+                f"scale_out.nic_path: 'P2C' is a NIC behind a Grace CPU reached over NVLink-C2C; "
+                f"{self.accelerator!r} reaches its {self.cpu_vendor} host CPU over PCIe (no C2C link in the "
+                "catalogue): give PIX, PXB, PHB or SYS"
+            )
 
     def _check_radix(self, so: ScaleOutSpec) -> None:
         """``radix`` is at most the ports every tier's switch has at the per-plane link speed (breakout

@@ -49,7 +49,7 @@ from functools import lru_cache
 
 from aifabric import catalog
 from aifabric.catalog import nccl
-from aifabric.catalog.aws_ofi_nccl import efa_instance, ofi_nccl_release
+from aifabric.catalog.aws_ofi_nccl import efa_instance, nccl_first_read, nccl_reads, ofi_nccl_release
 from aifabric.catalog.transport import (
     NcclEnv,
     PathType,
@@ -592,7 +592,7 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     >>> round(t.intra_bytes_per_s / 1e9, 1), t.intra_kind
     (38.4, 'pci')
     """
-    env = env or {}
+    env, unread = _read_env(env or {}, tm)
     so = spec.scale_out
     peer = spec.peer_to_peer
     # beyond NCCL's default P2P level on most hosts: through one CPU's root complex, or across sockets
@@ -600,7 +600,7 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     stated = any(name in _TRANSPORT_VARIABLES for name in env)
     sockets = socket_note(spec, tm)
     if not stated and peer and not through_cpu and not sockets and (so is None or so.nic_path == "PIX"):
-        return TransportTiers(tm, True)
+        return TransportTiers(tm, True, unread)
     parsed = parse_env(env)
     gdr = True
     if so is not None and tm.nic_bytes_per_s > 0:
@@ -620,11 +620,26 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     if parsed.p2p_disable or parsed.shm_disable or parsed.p2p_level is not None or not peer or through_cpu:
         tm = _intra(parsed, spec, tm)
         note = None if peer or spec.gpus_per_node < 2 else _no_peer_note(spec, tm)
-    note = "; ".join(n for n in (note, sockets) if n) or None
+    note = "; ".join(n for n in (note, sockets, unread) if n) or None
     if parsed.collnet_enable:
         _collnet(spec)
         tm = replace(tm, collnet=True)
     return TransportTiers(tm, gdr, note)
+
+
+def _read_env(env: Mapping[str, str], tm: TierModel) -> tuple[Mapping[str, str], str | None]:
+    """``env`` less the variables the stated NCCL release does not read yet (``nccl_reads`` in
+    ``catalog/data/aws_ofi_nccl.yaml``: NCCL ignores a name it does not know, so the prediction is the one
+    without it), and a note naming them; ``env`` and None elsewhere (RCCL, TPU, all read)."""
+    if tm.release.library != "nccl":
+        return env, None
+    version = tm.nccl_version or tm.release.version
+    unread = [k for k in env if not nccl_reads(k, version)]
+    if not unread:
+        return env, None
+    named = ", ".join(f"{k} (first read in {nccl_first_read(k)})" for k in unread)
+    note = f"NCCL {version} does not read {named}: ignored, as NCCL ignores it"
+    return {k: v for k, v in env.items() if k not in unread}, note
 
 
 def stages_in_host(env: NcclEnv, spec: ClusterSpec, release: nccl.NcclRelease | None = None) -> bool:

@@ -208,6 +208,8 @@ class TierModel:
     #: on each network step whose message is longer than ``net_eager_max_bytes`` (:func:`rendezvous_s`)
     net_rendezvous_s: float = 0.0
     net_eager_max_bytes: float = math.inf
+    #: Which recorded provider release's eager limit prices a stated one outside them ("" inside or unstated)
+    net_eager_note: str = ""
     torus_dims: tuple[int, ...] = ()
     torus_slice: tuple[int, ...] = ()  # the slice the cluster names (scale_up.slice); () = by rank count
     torus_twisted: bool = False  # the slice wired as a twisted torus (scale_up.twisted)
@@ -270,16 +272,18 @@ class TierModel:
     @cached_property
     def tables_notes(self) -> tuple[str, ...]:
         """:func:`tables_note` where the stated release is not the recorded one whose tables price it
-        (2.26.2: 2.25.1's) or an RCCL GPU runs NCCL's tables; empty for the newest tables or a recorded
+        (2.26.2: 2.25.1's) or an RCCL GPU runs NCCL's tables, and which recorded libfabric release prices
+        a stated one outside them (:attr:`net_eager_note`); empty for the newest tables or a recorded
         release stated as such. Cached: the formula engine closes every explanation with it."""
+        eager = (self.net_eager_note,) if self.net_eager_note else ()
         if not self.nccl_version:
-            return ()
+            return eager
         unrecorded = version_tuple(self.nccl_version) != self.release.version_tuple
         fork_on_nccl = self.library == "rccl" and self.release.library == "nccl"
         return (
-            (tables_note(self.nccl_version, self.release, self.library),)
+            (tables_note(self.nccl_version, self.release, self.library), *eager)
             if unrecorded or fork_on_nccl
-            else ()
+            else eager
         )
 
     @property
@@ -690,6 +694,7 @@ class _NicRates(TypedDict):
 class _RendezvousFields(TypedDict, total=False):
     net_rendezvous_s: float
     net_eager_max_bytes: float
+    net_eager_note: str
 
 
 def _rendezvous_fields(spec: ClusterSpec, scale: float) -> _RendezvousFields:
@@ -701,7 +706,12 @@ def _rendezvous_fields(spec: ClusterSpec, scale: float) -> _RendezvousFields:
     if rdzv is None or so is None or scale == 0.0:
         return {}
     eager = rdzv.eager_max_at(so.libfabric_version)
-    return {"net_rendezvous_s": rdzv.round_trip_s * scale, "net_eager_max_bytes": eager}
+    note = rdzv.eager_note(so.libfabric_version) or ""
+    return {
+        "net_rendezvous_s": rdzv.round_trip_s * scale,
+        "net_eager_max_bytes": eager,
+        "net_eager_note": note,
+    }
 
 
 def _nic_fields(spec: ClusterSpec, own: float, efficiency: str, inter_scale: float) -> _NicRates:
