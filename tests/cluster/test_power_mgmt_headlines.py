@@ -339,3 +339,18 @@ def test_announced_compute_is_checked_against_the_peak_of_the_format_it_names():
     assert v[1].figure is not None and v[1].figure.precision == "fp8"
     assert "of FP4" in v[2].note and "BF16 peak per GPU" in v[2].note
     assert v[4].figure is not None and v[4].figure.name == "BF16 peak per GPU"
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        # "PFLOPs" with a lower-case s is how many vendor pages write it: 720 x 1e15 FLOP/s
+        ("720 PFLOPs FP8", 720e15, "compute"),
+        # bits spelt out: 1.8 Tbit/s = 1.8e12 / 8 = 225 GB/s, as "1.8 Tb/s" reads
+        ("1.8 Tbit/s per GPU", 1.8e12 / 8, "bandwidth"),
+        ("800 Gbit/s", 800e9 / 8, "bandwidth"),
+    ],
+)
+def test_common_spellings_of_known_units_are_read(text, value, kind):
+    (claim,) = extract_claims(text)
+    assert (claim.value, claim.kind) == (pytest.approx(value), kind)

@@ -308,10 +308,13 @@ _UNITS = {
     **{f"{p}flops": (v, "compute") for p, v in (("e", 1e18), ("p", 1e15), ("t", 1e12))},
     **{f"{p}flops": (v, "compute") for p, v in (("exa", 1e18), ("peta", 1e15), ("tera", 1e12))},
 }
+#: The units a claim is read in: FLOP/s ("PFLOPS", "PFLOPs", "PFLOP/s", "petaflops"), bytes or bits per
+#: second ("TB/s", "Gb/s", "Tbit/s", "Gbps"), watts; the byte capacities follow where each pattern needs them.
+_RATE_UNITS = r"[EPT]FLOP(?:S|s|/s)|(?i:(?:exa|peta|tera)flops)|[PTGM](?:[bB]|bit)/s|[PTGM]bps|[GMk]W"
 _CLAIM = re.compile(
     r"(?P<sign>(?<![\w.,-])[-\u2212])?"  # a minus sign, kept: "-130 TB/s" is not 130 TB/s
     r"(?<![\w.,])(?P<num>\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?)"  # not the 100 of "H100"
-    r"(?:\s*(?P<unit>[EPT]FLOP(?:S|/s)|(?i:(?:exa|peta|tera)flops)|[PTGM][bB]/s|[PTGM]bps|[GMk]W|[PTG]i?B)\b"
+    r"(?:\s*(?P<unit>" + _RATE_UNITS + r"|[PTG]i?B)\b"
     # "180 PFLOPS of FP16/BF16" (NVIDIA's GB200 NVL72 page): the number formats a compute figure is of
     r"(?:(?:\s+of)?\s+(?P<precision>(?:FP|BF|TF)\d+(?:/(?:FP|BF|TF)\d+)*)\b)?(?P<per>\s+per\s+(?:(?P<gpu>GPU|accelerator|chip)|(?P<server>server|node|system|host))\b)?"
     # "72 B200 GPUs": a model between; "a 72-GPU NVLink domain" (NVIDIA's GB200 NVL72 page): a hyphen;
@@ -342,7 +345,7 @@ _NETWORK = re.compile(
 #: reads these words, the claim pattern does not, so without this they would vanish from the table.
 _NOT_A_NUMBER = re.compile(
     r"(?<![\w.,])[-+\u2212]?(?i:nan|inf(?:inity)?)\b\s*"
-    r"(?:[EPT]FLOP(?:S|/s)|(?i:(?:exa|peta|tera)flops)|[PTGM][bB]/s|[PTGM]bps|[GMk]W\b|[PTG]i?B\b|(?:[A-Za-z][\w-]*\s+)?GPUs?\b)"
+    r"(?:" + _RATE_UNITS + r"\b|[PTG]i?B\b|(?:[A-Za-z][\w-]*\s+)?GPUs?\b)"
 )
 #: A number followed by what looks like a unit of the claim pattern's kinds (a metric prefix and bytes,
 #: bits, watts or FLOPs: "130 TB/z", "720 PFLOPZ"), to be held against the units the pattern reads: a
@@ -351,9 +354,7 @@ _UNIT_LIKE = re.compile(
     r"(?<![\w.,])\d[\d,]*(?:\.\d+)?(?:[eE][+-]?\d+)?\s*"
     r"(?P<unit>(?:[kMGTPE]i?(?:[Bb]|W|FLOP|flop)|(?i:exa|peta|tera)(?i:flop))\w*(?:/[A-Za-z]\w*)?)"
 )
-_KNOWN_UNIT = re.compile(
-    r"[EPT]FLOP(?:S|/s)|(?i:(?:exa|peta|tera)flops)|[PTGM][bB]/s|[PTGM]bps|[GMk]W|[PTG]i?B"
-)
+_KNOWN_UNIT = re.compile(_RATE_UNITS + r"|[PTG]i?B")
 
 
 def _unknown_unit(text: str) -> str | None:
@@ -455,7 +456,9 @@ def extract_claims(text: str) -> list[Claim]:
             out.append(_count_claim(m, num))
             continue
         unit = m["unit"]
-        low = unit.lower().replace("/s", "s") if "flop" in unit.lower() else unit.lower()
+        low = (
+            unit.lower().replace("/s", "s") if "flop" in unit.lower() else unit.lower().replace("bit/", "b/")
+        )
         per_gpu, per_node = m["gpu"] is not None, m["server"] is not None
         net = _NETWORK.match(text, m.end())
         network = NETWORK_WORDS[net["net"].lower()] if net else None
