@@ -4,6 +4,7 @@ GPUs split between the sockets; the readers infer the sockets from the GPUs' NUM
 import pytest
 from tests.discovery.test_topologies import CASE_26, inspect_node_text, read_case
 
+from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import ConfigError
@@ -71,3 +72,16 @@ def test_reader_infers_sockets_from_the_gpu_numa_nodes():
     # case 26 (NVIDIA/nccl #1084): GPU0-3 on NUMA node 0, GPU4-7 on node 1, SYS between every pair
     (node,) = inspect_node_text(read_case(CASE_26), source=CASE_26)
     assert node.spec.cpu_sockets == 2 and node.spec.gpus_per_socket == 4
+
+
+def test_grace_presets_run_an_arm_host_and_a_c2c_path_needs_one():
+    # GH200 and GB200 superchips pair each GPU with a Grace CPU, 72 Arm Neoverse V2 cores (GH200
+    # datasheet, accelerators.yaml); a NIC reached through it over NVLink-C2C is nic_path P2C
+    # (NCCL v2.27.3-1 paths.cc PATH_P2C), which no x86 host has.
+    assert preset("gb200-nvl72").cpu_vendor == "arm" and preset("gb200-nvl72").scale_out.nic_path == "P2C"
+    assert preset("gh200-quad").cpu_vendor == "arm"
+    h100 = preset("h100-ib-2node")
+    with pytest.raises(ConfigError) as err:
+        h100.with_changes(**{"scale_out.nic_path": "P2C"})
+    assert "scale_out.nic_path: 'P2C'" in str(err.value) and "cpu_vendor is 'intel'" in str(err.value)
+    assert h100.with_changes(**{"scale_out.nic_path": "P2C", "cpu_vendor": "arm"}).cpu_vendor == "arm"
