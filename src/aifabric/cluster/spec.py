@@ -616,15 +616,8 @@ class ClusterSpec(_Strict):
         return self
 
     def _check_cpu(self) -> None:
-        """``cpu`` names a catalogue CPU family of ``cpu_vendor``'s make, and a GPU-NIC path through a Grace
-        CPU (``scale_out.nic_path: P2C``, NVLink-C2C: GH200, GB200) has an Arm host (Grace's Neoverse V2
-        cores, which NCCL reads as ``NCCL_TOPO_CPU_ARCH_ARM``)."""
-        so = self.scale_out
-        if so is not None and so.nic_path == "P2C" and self.cpu_vendor != "arm":
-            raise ValueError(
-                "scale_out.nic_path: 'P2C' is a GPU reaching its NIC through a Grace CPU over NVLink-C2C, an "
-                f"Arm CPU, but cpu_vendor is {self.cpu_vendor!r}; give cpu_vendor: arm"
-            )
+        """``cpu`` names a catalogue CPU family of ``cpu_vendor``'s make (a ``P2C`` NIC path needs a Grace
+        superchip: :meth:`_check_nic_path`)."""
         if self.cpu is None:
             return
         family = catalog.cpu(self.cpu)
