@@ -121,6 +121,14 @@ def _nic_rate_note(spec: ClusterSpec, tm: TierModel, comm: Communicator, best: C
     the GPU's own PCIe link bounds them (:attr:`~aifabric.cluster.spec.ClusterSpec.nic_host_link_note`)."""
     if comm.n_domains <= 1 or best.bottleneck != SCALE_OUT:
         return None
+    # Optimisation: the note depends on the spec alone, so it is kept in the tier model's memo with the
+    # spec it was built from (held, so that its id cannot be reused while the entry lives).
+    kept = tm.memo(("nic_rate_note", id(spec)), lambda: (spec, _nic_rate_text(spec, tm)))
+    return kept[1] if kept[0] is spec else _nic_rate_text(spec, tm)
+
+
+def _nic_rate_text(spec: ClusterSpec, tm: TierModel) -> str | None:
+    """The sentences of :func:`_nic_rate_note`: the leaf's slower ports, the GPU's PCIe link."""
     host = spec.nic_host_link_note if tm.nic_own_bytes_per_s > tm.nic_host_link_bytes_per_s else None
     return "; ".join(n for n in (spec.nic_negotiated_note, host) if n) or None
 
