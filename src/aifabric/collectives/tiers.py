@@ -601,12 +601,12 @@ def tier_model(
 
 def _nic_streams(
     spec: ClusterSpec,
-    release: Any,
+    release: NcclRelease,
     nic: float,
     efficiency: str,
     ib_qps_per_connection: int | None,
     channels: tuple[int, int],
-) -> tuple[float, Any, int]:
+) -> tuple[float, TransportSpec | None, int]:
     """A NIC's payload rate (bytes/s) once its streams are counted, its transport (None under
     ``line_rate`` or without a scale-out) and the QPs per connection: the user's
     ``NCCL_IB_QPS_PER_CONNECTION``, else what the transport's image sets
