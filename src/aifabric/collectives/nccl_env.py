@@ -227,9 +227,9 @@ def plugin_note(
     """What aws-ofi-nccl set that the pick ran with, for the explanation: the NVLS chunks of an NVLS pick
     and NVLS turned off, each where the user left it unset; None when nothing of the plugin's shaped it.
     Elsewhere what the network plugin's image set (:func:`_image_note`). ``call``: the message size and
-    communicator the pick ran on; with it, the image's QPs are named only across nodes and each NVLS chunk
+    communicator the pick ran on; with it, the image's QPs are named only across nodes and its NVLS chunk
     only where it changes the call's chunk (:func:`_chunk_shapes`: a small message's chunk shrinks below
-    the plugin's and the default start alike); without it, every setting the pick's algorithm reads.
+    the image's and the default start alike); without it, every setting the pick's algorithm reads.
 
     >>> from aifabric.cluster.spec import ClusterSpec
     >>> from aifabric.collectives.tiers import tier_model
@@ -243,8 +243,7 @@ def plugin_note(
         return _image_note(spec, tm, algorithm, user_env or {}, call)
     settings = efa_plugin_settings(spec, tm.release, tm.nccl_version or None)
     user = user_env or {}
-    chunks = _chunk_shapes(tm, algorithm, [k for k in settings if k not in user], call)
-    names = (*chunks, *_PLUGIN_CHOICE_VARIABLES)
+    names = (*_PLUGIN_NOTE_VARIABLES.get(algorithm, ()), *_PLUGIN_CHOICE_VARIABLES)
     used = [f"{k}={settings[k]}" for k in names if k in settings and k not in user]
     if not used or spec.scale_out is None:
         return None
@@ -306,9 +305,11 @@ def _chunk_shapes(
     tm: TierModel, algorithm: Algorithm, plugin_set: list[str], call: tuple[float, Communicator] | None
 ) -> tuple[str, ...]:
     """The NVLS chunk variables of ``algorithm``'s (``_PLUGIN_NOTE_VARIABLES``) that the plugin set
-    (``plugin_set``: the user left them unset) and that change the call's NVLS loop: the loop bytes
-    (channels x heads x chunk, :func:`aifabric.collectives.nvls.nvls_loop_bytes`) with the plugin's chunk
-    differ from those with NCCL's default start. Without ``call`` every one the algorithm reads.
+    (``plugin_set``: the user left them unset), all of them where together they change the call's NVLS
+    loop: the loop bytes (channels x heads x chunk, :func:`aifabric.collectives.nvls.nvls_loop_bytes`) with
+    the plugin's chunks differ from those with NCCL's defaults (together: NVLS-tree's start is bounded by
+    both, so one alone may leave it where the other holds it). Without ``call`` every one the algorithm
+    reads.
 
     NCCL's ``enqueue.cc`` shrinks the chunk while the message is small against it, so below the shrink
     threshold of both starts the plugin's 512 KiB and NCCL's 128 KiB give the same chunk.
@@ -317,14 +318,14 @@ def _chunk_shapes(
     if call is None or not names:
         return names
     size, comm = call
-    loop = nvls_loop_bytes(tm, size, comm, algorithm)
-    return tuple(k for k in names if nvls_loop_bytes(_without_chunk(tm, k), size, comm, algorithm) != loop)
+    default = nvls_loop_bytes(_without_chunks(tm, names), size, comm, algorithm)
+    return names if nvls_loop_bytes(tm, size, comm, algorithm) != default else ()
 
 
-def _without_chunk(tm: TierModel, name: str) -> TierModel:
-    """``tm`` with the NVLS chunk variable ``name`` back at NCCL's default (None)."""
+def _without_chunks(tm: TierModel, names: tuple[str, ...]) -> TierModel:
+    """``tm`` with the NVLS chunk variables ``names`` back at NCCL's defaults (None)."""
     chunks = tuple(
-        None if k == name else v for k, v in zip(NVLS_CHUNK_VARIABLES, tm.nvls_chunks, strict=True)
+        None if k in names else v for k, v in zip(NVLS_CHUNK_VARIABLES, tm.nvls_chunks, strict=True)
     )
     return replace(tm, nvls_chunks=(chunks[0], chunks[1]))
 
