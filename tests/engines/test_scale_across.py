@@ -180,6 +180,9 @@ def test_local_sgd_refuses_impossible_settings(kw, match):
         (["--sync-dtype", "int8"], "--sync-dtype"),  # a pseudo-gradient type without local SGD
         (["--grad-dtype", "bf16"], "--grad-dtype"),  # read only by local SGD: never silently dropped
         (["--inner-steps", "10", "--sync-dtype", "fp32", "--grad-dtype", "bf16"], "--sync-dtype"),
+        # no published run all-reduces an fp4 gradient (Streaming DiLoCo's fp4 is the pseudo-gradient)
+        (["--inner-steps", "10", "--grad-dtype", "fp4"], "--grad-dtype"),
+        (["--inner-steps", "10", "--sync-dtype", "fp4", "--grad-dtype", "fp4"], "--grad-dtype"),
     ],
 )
 def test_bad_local_sgd_input(args, field):

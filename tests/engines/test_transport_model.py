@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.nccl_env import env_tiers, host_staging_efficiency
 from aifabric.collectives.tiers import tier_model
 from aifabric.engines.formula import formula_collective
 from aifabric.errors import ConfigError
@@ -129,10 +130,45 @@ def test_gib_takes_the_ib_variables_other_plugins_refuse():
 
 
 def test_the_explanation_names_what_the_gib_image_set():
-    # across nodes every network stage runs the image's 4 QPs; an NVLS-tree pick its 512 KiB NVLS chunk too
+    # across nodes every network stage runs the image's 4 QPs; the NVLS chunk only where it changes the call
     big = formula_collective("all_reduce", 2**33, gcp_a4(2)).explanation
-    assert big.endswith("the nccl-gib image sets NCCL_IB_QPS_PER_CONNECTION=4, NCCL_NVLS_CHUNKSIZE=524288")
+    assert big.endswith("the nccl-gib image sets NCCL_IB_QPS_PER_CONNECTION=4")
     mine = formula_collective("all_gather", 2**30, gcp_a4(2), env={"NCCL_IB_QPS_PER_CONNECTION": "4"})
     assert "NCCL_IB_QPS_PER_CONNECTION" not in mine.explanation  # the user's own value, not the image's
     one_node = formula_collective("all_gather", 2**30, gcp_a4(1)).explanation
     assert "NCCL_IB_QPS_PER_CONNECTION" not in one_node  # no network stage
+
+
+@pytest.mark.parametrize(("nodes", "size", "named"), [(1, 2**32, True), (1, 2**30, False), (2, 2**33, False)])
+def test_the_gib_image_nvls_chunk_is_named_only_where_it_changes_the_result(
+    nodes: int, size: int, named: bool
+) -> None:
+    # invariant: the note names NCCL_NVLS_CHUNKSIZE=524288 exactly where the call's time differs from the
+    # same call under NCCL's own 128 KiB (nccl_releases.yaml nvls_chunk_bytes 131072, stated as the user's).
+    # One node at 4 GiB: NVLS's chunk follows its start (enqueue.cc), 512 KiB and 128 KiB loops differ; at
+    # 1 GiB, and NVLS-tree across 2 nodes (its chunk from its own start rule), both give the same chunk.
+    r = formula_collective("all_reduce", size, gcp_a4(nodes))
+    assert r.algorithm in ("nvls", "nvls_tree")
+    default = formula_collective("all_reduce", size, gcp_a4(nodes), env={"NCCL_NVLS_CHUNKSIZE": "131072"})
+    assert (r.time_s != default.time_s) is named
+    assert ("NCCL_NVLS_CHUNKSIZE=524288" in r.explanation) is named
+    assert "NCCL_NVLS_CHUNKSIZE" not in default.explanation  # the user's own value, not the image's
+
+
+def test_the_gib_image_gdr_level_stages_a_pxb_path_in_host_memory():
+    # transports.yaml gcp-gib image_env NCCL_NET_GDR_LEVEL=PIX; paths.cc ncclTopoCheckGdr uses GPUDirect
+    # RDMA only where the GPU-NIC path is at most the level, so a NIC behind a PCIe switch tree (PXB) stages
+    # through host memory: B_o x 0.667 (transports.yaml host-staging, NVIDIA/nccl #412) = 49.02 x 0.667
+    pix, pxb = gcp_a4(2), gcp_a4(2).with_changes(**{"scale_out.nic_path": "PXB"})
+    assert env_tiers(None, pix, tier_model(pix)).gdr
+    staged = env_tiers(None, pxb, tier_model(pxb))
+    assert not staged.gdr
+    assert staged.tiers.nic_bytes_per_s == pytest.approx(50e9 * 4096 / 4178 * 0.667, rel=1e-9)
+    assert host_staging_efficiency(pxb) == 0.667  # the links and flow engines scale their NIC links alike
+    # the user's own level wins: NCCL's default PXB keeps GDR on
+    assert env_tiers({"NCCL_NET_GDR_LEVEL": "PXB"}, pxb, tier_model(pxb)).gdr
+    slow = formula_collective("all_gather", 2**30, pxb)
+    assert slow.explanation.endswith("NCCL_NET_GDR_LEVEL=PIX")
+    mine = formula_collective("all_gather", 2**30, pxb, env={"NCCL_NET_GDR_LEVEL": "PXB"})
+    assert mine.time_s < slow.time_s
+    assert "NCCL_NET_GDR_LEVEL" not in mine.explanation

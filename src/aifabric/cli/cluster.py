@@ -138,6 +138,7 @@ def _summary_json(spec: ClusterSpec, s: ClusterSummary) -> dict[str, Any]:
         "realised_oversubscription": s.realised_oversubscription,
         "requested_bisection_bytes_per_s": s.requested_bisection_bytes_per_s,
         "tiers": s.tiers,
+        "scale_out_built": bool(s.tiers),
         "front_end_oversubscription": spec.front_end.oversubscription if spec.front_end else None,
         "bisection_bytes_per_s": s.bisection_bytes_per_s,
         "headlines": [h.__dict__ for h in headlines(s)],
@@ -197,6 +198,12 @@ def _print_fabric(spec: ClusterSpec, s: ClusterSummary) -> None:
             f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s), "
             f"{s.bisection_bytes_per_s / s.requested_bisection_bytes_per_s:.3f} x the requested "
             f"{s.requested_bisection_bytes_per_s / 1e12:.2f} TB/s"
+        )
+    elif spec.scale_out is not None and spec.scale_up.kind != "torus":
+        console.print(
+            f"scale-out: not built: one scale-up domain ({spec.n_nodes} node(s)) sends nothing across it "
+            f"and its Clos cannot be built as asked, so no leaf; its {spec.n_nodes * spec.nics_per_node} "
+            "NICs are listed (collectives run on the scale-up network alone)"
         )
     for note in (spec.nic_negotiated_note, spec.nic_host_link_note):
         if note is not None:

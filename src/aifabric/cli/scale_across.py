@@ -146,7 +146,14 @@ def scale_across(
 
 def _sync_ratio(inner_steps: int | None, sync_dtype: Dtype | None, grad_dtype: Dtype | None) -> float:
     """Bytes local SGD sends per byte of gradient; --sync-dtype and --grad-dtype need --inner-steps (only
-    local SGD reads them), and the pseudo-gradient no wider type than the gradient (fp32 by default)."""
+    local SGD reads them), and the pseudo-gradient no wider type than the gradient (fp32 by default). A
+    gradient in fp4 is refused: no published run all-reduces one (Streaming DiLoCo's 4-bit E3M0 is its
+    outer pseudo-gradient, arXiv:2501.18512)."""
+    if grad_dtype is Dtype.fp4:
+        raise ConfigError(
+            "--grad-dtype: fp4 has no published gradient all-reduce to price (fp4 is a pseudo-gradient type, "
+            "--sync-dtype fp4: Streaming DiLoCo); give fp32, bf16, fp16, fp8 or int8"
+        )
     for option, given in (("--sync-dtype", sync_dtype), ("--grad-dtype", grad_dtype)):
         if given is not None and inner_steps is None:
             raise ConfigError(f"{option}: only local SGD reads it; give --inner-steps too")

@@ -344,7 +344,6 @@ def _refuse_unused(
     None where the planner chooses them."""
     if capacity is not None and not model.is_moe:
         raise ConfigError(f"--capacity-factor: model {model.name!r} has no experts")
-
     if capacity is not None and not 1.0 <= capacity < math.inf:
         raise ConfigError(
             f"--capacity-factor: must be >= 1 and finite (omit it for dropless routing), got {capacity}"

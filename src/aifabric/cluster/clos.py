@@ -43,7 +43,7 @@ from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
-__all__ = ["TOLERANCE", "ClosShape", "clos_shape", "even_spread", "even_uplinks", "exact_split"]
+__all__ = ["TOLERANCE", "ClosShape", "clos_shape", "built_clos", "even_spread", "even_uplinks", "exact_split"]
 
 TOLERANCE = 0.01
 """Largest relative gap between realised and requested bisection a built fabric may have."""
@@ -175,6 +175,28 @@ def _radix(spec: ClusterSpec) -> Radix:
             )
         out[tier] = radix
     return Radix(**out)
+
+
+def built_clos(spec: ClusterSpec) -> ClosShape | None:
+    """The Clos ``spec``'s topology is built with: :func:`clos_shape`, or None without a scale-out, or for
+    one scale-up domain (one HGX node) whose Clos cannot be built as asked. One domain sends nothing over
+    its scale-out fabric (the collectives' rule: :func:`aifabric.collectives.communicator.Communicator.
+    contiguous` takes no Clos for it), so a leaf ratio only more nodes realise (2:1 on the one port per
+    rail leaf of one node) leaves the node with its NICs and no leaf instead of refusing it.
+
+    Raises
+    ------
+    ConfigError
+        A Clos of several domains that cannot be built (:func:`clos_shape`).
+    """
+    if spec.scale_out is None:
+        return None
+    if spec.n_domains > 1:
+        return clos_shape(spec)
+    try:
+        return clos_shape(spec)
+    except ConfigError:
+        return None
 
 
 def clos_shape(spec: ClusterSpec) -> ClosShape:

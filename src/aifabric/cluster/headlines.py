@@ -252,6 +252,13 @@ def _scale_out_headlines(s: ClusterSummary) -> list[Headline]:
         Headline(
             "scale-out total", nic * s.n_gpus, "bandwidth", "scale-out", "all NICs added, one direction"
         ),
+    ] + (_bisection_headlines(s, bisection) if s.tiers or s.spec.n_domains > 1 else [])  # no leaf: no far end
+
+
+def _bisection_headlines(s: ClusterSummary, bisection: float) -> list[Headline]:
+    """The scale-out bisection, whole and per GPU (where a Clos is built, or the cluster has
+    several domains)."""
+    return [
         Headline(
             "far-end bandwidth (bisection)",
             bisection,

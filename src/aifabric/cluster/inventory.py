@@ -326,7 +326,7 @@ def inventory(topo: Topology) -> Inventory:
                 nvs_w,
             )
         )
-    if spec.scale_out is not None and topo.shape is not None:
+    if spec.scale_out is not None:  # one domain: its NICs alone (ClusterSpec.builds_scale_out)
         lines += _scale_out(topo)
     if spec.front_end is not None:
         lines += _front_end(topo)

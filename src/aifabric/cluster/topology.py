@@ -63,7 +63,7 @@ import numpy as np
 
 from aifabric import catalog
 from aifabric.budget import check_memory
-from aifabric.cluster.clos import ClosShape, clos_shape
+from aifabric.cluster.clos import ClosShape, built_clos, clos_shape
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
@@ -349,7 +349,7 @@ def _counts(spec: ClusterSpec) -> _Counts:
     n = spec.n_gpus
     has_su = _has_gpu_links(spec)
     mesh = has_su and spec.mesh_links_per_gpu > 0
-    shape = clos_shape(spec) if spec.scale_out is not None else None
+    shape = built_clos(spec)  # None for one domain whose Clos cannot be built: NICs, no leaf
     planes = spec.scale_out.planes if spec.scale_out else 1
     g = spec.domain_gpus
     n_cables = (spec.n_domains * g * (g - 1) // 2 if mesh else n) if has_su else 0

@@ -35,7 +35,8 @@ On EFA the network plugin, aws-ofi-nccl, sets variables of its own beneath the u
 (:mod:`aifabric.catalog.aws_ofi_nccl`): ``NCCL_NVLS_CHUNKSIZE`` / ``NCCL_NVLSTREE_MAX_CHUNKSIZE`` reach the
 tier model (:func:`aifabric.collectives.tiers.tier_model`), ``NCCL_NVLS_ENABLE=0`` below NCCL 2.18.5 the
 choice (:func:`plugin_env`). On GCP's gIB the image sets them (``transports.yaml`` ``image_env``):
-``NCCL_IB_QPS_PER_CONNECTION=4`` and ``NCCL_NVLS_CHUNKSIZE=524288`` reach the tier model the same way;
+``NCCL_IB_QPS_PER_CONNECTION=4`` and ``NCCL_NVLS_CHUNKSIZE=524288`` reach the tier model the same way,
+``NCCL_NET_GDR_LEVEL=PIX`` the GDR rule (:func:`stages_in_host`: a PXB NIC path stages in host memory);
 ``NCCL_IB_QPS_PER_CONNECTION`` is accepted there, gIB being NCCL's IB verbs code.
 
 The other ``NCCL_*`` variables NcclEnv reads (the network plugin) are refused, not dropped.
@@ -61,9 +62,12 @@ from aifabric.catalog.transport import (
     transport,
 )
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import Algorithm
+from aifabric.collectives.nvls import nvls_loop_bytes
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import (
+    NVLS_CHUNK_VARIABLES,
     Protocol,
     TierModel,
     efa_plugin_settings,
@@ -218,11 +222,14 @@ def plugin_note(
     algorithm: Algorithm,
     user_env: Mapping[str, str] | None,
     *,
-    across_nodes: bool = True,
+    call: tuple[float, Communicator] | None = None,
 ) -> str | None:
     """What aws-ofi-nccl set that the pick ran with, for the explanation: the NVLS chunks of an NVLS pick
     and NVLS turned off, each where the user left it unset; None when nothing of the plugin's shaped it.
-    Elsewhere what the network plugin's image set (:func:`_image_note`; its QPs only ``across_nodes``).
+    Elsewhere what the network plugin's image set (:func:`_image_note`). ``call``: the message size and
+    communicator the pick ran on; with it, the image's QPs are named only across nodes and its NVLS chunk
+    only where it changes the call's chunk (:func:`_chunk_shapes`: a small message's chunk shrinks below
+    the image's and the default start alike); without it, every setting the pick's algorithm reads.
 
     >>> from aifabric.cluster.spec import ClusterSpec
     >>> from aifabric.collectives.tiers import tier_model
@@ -233,7 +240,7 @@ def plugin_note(
     'aws-ofi-nccl 1.21.1 on p5.48xlarge sets NCCL_NVLS_CHUNKSIZE=524288, NCCL_NVLSTREE_MAX_CHUNKSIZE=524288'
     """
     if not runs_efa_plugin(spec):  # optimisation: the formula engine asks on every call
-        return _image_note(spec, tm, algorithm, user_env or {}, across_nodes)
+        return _image_note(spec, tm, algorithm, user_env or {}, call)
     settings = efa_plugin_settings(spec, tm.release, tm.nccl_version or None)
     user = user_env or {}
     names = (*_PLUGIN_NOTE_VARIABLES.get(algorithm, ()), *_PLUGIN_CHOICE_VARIABLES)
@@ -248,31 +255,79 @@ def plugin_note(
 
 
 def _image_note(
-    spec: ClusterSpec, tm: TierModel, algorithm: Algorithm, user: Mapping[str, str], across_nodes: bool
+    spec: ClusterSpec,
+    tm: TierModel,
+    algorithm: Algorithm,
+    user: Mapping[str, str],
+    call: tuple[float, Communicator] | None,
 ) -> str | None:
-    """What the network plugin's image set that the pick ran with (``transports.yaml`` ``image_env``,
-    :func:`aifabric.collectives.tiers.transport_image_settings`: gIB's), each where the user left it unset:
-    its QPs a connection, which every network stage runs on (``across_nodes``), and the NVLS chunk of an
-    NVLS pick; None elsewhere.
+    """What the network plugin's image set that changed the pick's result (``transports.yaml``
+    ``image_env``, :func:`aifabric.collectives.tiers.transport_image_settings`: gIB's), each where the user
+    left it unset: its QPs a connection, which every network stage runs on (a ``call`` across nodes), its
+    GDR level where it stages the NICs' bytes in host memory (:func:`stages_in_host`), and the NVLS chunk
+    of an NVLS pick where it changes the call's chunk (:func:`_chunk_shapes`); None elsewhere.
 
     >>> from aifabric.cluster.spec import ClusterSpec
     >>> from aifabric.collectives.tiers import tier_model
     >>> a4 = ClusterSpec.model_validate({"accelerator": "b200", "nodes": 2, "scale_out": {"nic": "connectx-7",
     ...     "transport": "gcp-gib", "fabric": "ethernet", "switch": "spectrum-4-sn5600-400g"}})
-    >>> _image_note(a4, tier_model(a4), Algorithm.NVLS_TREE, {}, True)
+    >>> _image_note(a4, tier_model(a4), Algorithm.NVLS_TREE, {}, None)
     'the nccl-gib image sets NCCL_IB_QPS_PER_CONNECTION=4, NCCL_NVLS_CHUNKSIZE=524288'
-    >>> _image_note(a4, tier_model(a4), Algorithm.RING, {}, False) is None
-    True
+    >>> _image_note(a4, tier_model(a4), Algorithm.RING, {}, None)
+    'the nccl-gib image sets NCCL_IB_QPS_PER_CONNECTION=4'
     """
     if tm.nic_transport is not None and not tm.nic_transport.image_env:
         return None  # optimisation: the formula engine asks on every call, and most images set nothing
     settings = transport_image_settings(spec, tm.release)
-    qps = ("NCCL_IB_QPS_PER_CONNECTION",) if across_nodes else ()
-    names = (*qps, *_PLUGIN_NOTE_VARIABLES.get(algorithm, ()))
-    used = [f"{k}={settings[k]}" for k in names if k in settings and k not in user]
+    unset = [k for k in settings if k not in user]
+    across = call is None or call[1].n_domains > 1
+    qps = ("NCCL_IB_QPS_PER_CONNECTION",) if across else ()
+    gdr = (
+        ("NCCL_NET_GDR_LEVEL",)
+        if across and "NCCL_NET_GDR_LEVEL" in unset and _image_stages(spec, tm)
+        else ()
+    )
+    names = (*qps, *gdr, *_chunk_shapes(tm, algorithm, unset, call))
+    used = [f"{k}={settings[k]}" for k in names if k in unset]
     if not used or spec.scale_out is None:
         return None
     return f"the {transport(spec.scale_out.transport_key).plugin} image sets {', '.join(used)}"
+
+
+def _image_stages(spec: ClusterSpec, tm: TierModel) -> bool:
+    """Whether the image's ``NCCL_NET_GDR_LEVEL`` is what stages ``spec``'s NIC traffic in host memory:
+    it does under the image's level and would not under NCCL's default (PXB)."""
+    default = NcclEnv(net_gdr_level=PathType.PXB)
+    return stages_in_host(NcclEnv(), spec, tm.release) and not stages_in_host(default, spec, tm.release)
+
+
+def _chunk_shapes(
+    tm: TierModel, algorithm: Algorithm, plugin_set: list[str], call: tuple[float, Communicator] | None
+) -> tuple[str, ...]:
+    """The NVLS chunk variables of ``algorithm``'s (``_PLUGIN_NOTE_VARIABLES``) that the plugin set
+    (``plugin_set``: the user left them unset), all of them where together they change the call's NVLS
+    loop: the loop bytes (channels x heads x chunk, :func:`aifabric.collectives.nvls.nvls_loop_bytes`) with
+    the plugin's chunks differ from those with NCCL's defaults (together: NVLS-tree's start is bounded by
+    both, so one alone may leave it where the other holds it). Without ``call`` every one the algorithm
+    reads.
+
+    NCCL's ``enqueue.cc`` shrinks the chunk while the message is small against it, so below the shrink
+    threshold of both starts the plugin's 512 KiB and NCCL's 128 KiB give the same chunk.
+    """
+    names = tuple(k for k in _PLUGIN_NOTE_VARIABLES.get(algorithm, ()) if k in plugin_set)
+    if call is None or not names:
+        return names
+    size, comm = call
+    default = nvls_loop_bytes(_without_chunks(tm, names), size, comm, algorithm)
+    return names if nvls_loop_bytes(tm, size, comm, algorithm) != default else ()
+
+
+def _without_chunks(tm: TierModel, names: tuple[str, ...]) -> TierModel:
+    """``tm`` with the NVLS chunk variables ``names`` back at NCCL's defaults (None)."""
+    chunks = tuple(
+        None if k in names else v for k, v in zip(NVLS_CHUNK_VARIABLES, tm.nvls_chunks, strict=True)
+    )
+    return replace(tm, nvls_chunks=(chunks[0], chunks[1]))
 
 
 def parse_env(env: Mapping[str, str]) -> NcclEnv:
@@ -664,8 +719,29 @@ def stages_in_host(env: NcclEnv, spec: ClusterSpec, release: nccl.NcclRelease | 
     if so is None:
         return False
     net = transport(so.transport_key)
-    path = gdr_distance(env, so.nic_path, release or nccl.nccl_release())
+    release = release or nccl.nccl_release()
+    env = _image_gdr_level(env, spec, release)
+    path = gdr_distance(env, so.nic_path, release)
     return not (gdr_enabled(env, net, path) or net.gdr == "none")
+
+
+def _image_gdr_level(env: NcclEnv, spec: ClusterSpec, release: nccl.NcclRelease) -> NcclEnv:
+    """``env`` with the ``NCCL_NET_GDR_LEVEL`` the network plugin's image sets (``transports.yaml``
+    ``image_env``, :func:`aifabric.collectives.tiers.transport_image_settings`: gIB's PIX) where the user
+    states none: the image's ``ENV`` line is a default the user's own value overrides, and NCCL reads the
+    variable as if the user had set it (``paths.cc`` ncclTopoCheckGdr: GPUDirect RDMA only where the
+    GPU-NIC path is at most the level, so gIB on a PXB path stages through host memory).
+
+    >>> from aifabric.cluster.spec import ClusterSpec
+    >>> a4 = ClusterSpec.model_validate({"accelerator": "b200", "nodes": 2, "scale_out": {"nic": "connectx-7",
+    ...     "transport": "gcp-gib", "fabric": "ethernet", "switch": "spectrum-4-sn5600-400g"}})
+    >>> _image_gdr_level(NcclEnv(), a4, nccl.nccl_release()).net_gdr_level.name
+    'PIX'
+    """
+    if env.net_gdr_level is not None:
+        return env
+    level = transport_image_settings(spec, release).get("NCCL_NET_GDR_LEVEL")
+    return env if level is None else replace(env, net_gdr_level=PathType.parse(level, "NCCL_NET_GDR_LEVEL"))
 
 
 def host_staging_efficiency(spec: ClusterSpec) -> float:

@@ -46,6 +46,7 @@ __all__ = [
     "nvls_cost",
     "nvls_fill_bytes",
     "nvls_gather_scatter_cost",
+    "nvls_loop_bytes",
     "nvls_tree_cap",
     "nvls_tree_cost",
     "nvls_tree_kernel_cap",
@@ -130,6 +131,12 @@ def nvls_channel_load_bytes(tm: TierModel, message_bytes: float, comm: Communica
     nc = nvls_channels(tm.release, tm.tuning_row, nnodes=1, local_gpus=g, nic_gbps=tm.nic_line_gbps)
     full, rest = divmod(message_bytes, loop)
     return full * loop + nc * min(rest, loop / nc)
+
+
+def nvls_loop_bytes(tm: TierModel, message_bytes: float, comm: Communicator, algorithm: Algorithm) -> float:
+    """One NVLS (or NVLS-tree) loop of ``message_bytes`` on ``comm``: channels x heads x the chunk
+    ``enqueue.cc`` gives that size (:func:`~aifabric.catalog.nccl.nvls_chunk_bytes`), bytes."""
+    return _loop_bytes(tm, message_bytes, comm, algorithm)[0]
 
 
 def _loop_bytes(

@@ -68,6 +68,7 @@ __all__ = [
     "domain_nic_bytes_per_s",
     "efa_plugin_settings",
     "transport_image_settings",
+    "NVLS_CHUNK_VARIABLES",
     "runs_efa_plugin",
     "tree_nic_traffic",
     "tuner_tree_nic_traffic",
@@ -600,12 +601,12 @@ def tier_model(
 
 def _nic_streams(
     spec: ClusterSpec,
-    release: Any,
+    release: NcclRelease,
     nic: float,
     efficiency: str,
     ib_qps_per_connection: int | None,
     channels: tuple[int, int],
-) -> tuple[float, Any, int]:
+) -> tuple[float, TransportSpec | None, int]:
     """A NIC's payload rate (bytes/s) once its streams are counted, its transport (None under
     ``line_rate`` or without a scale-out) and the QPs per connection: the user's
     ``NCCL_IB_QPS_PER_CONNECTION``, else what the transport's image sets
@@ -724,7 +725,7 @@ def _nic_fields(spec: ClusterSpec, own: float, efficiency: str, inter_scale: flo
 
 
 #: The NCCL variables of :attr:`TierModel.nvls_chunks`, in its order.
-_CHUNK_VARIABLES = ("NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE")
+NVLS_CHUNK_VARIABLES = ("NCCL_NVLS_CHUNKSIZE", "NCCL_NVLSTREE_MAX_CHUNKSIZE")
 
 
 def efa_plugin_settings(
@@ -796,7 +797,7 @@ def _nvls_chunks(
     plugin = {**transport_image_settings(spec, release), **efa_plugin_settings(spec, release, nccl_version)}
     out = [
         value if value is not None and nccl_reads(name, release.version) else _int(plugin.get(name))
-        for name, value in zip(_CHUNK_VARIABLES, stated, strict=True)
+        for name, value in zip(NVLS_CHUNK_VARIABLES, stated, strict=True)
     ]
     return out[0], out[1]
 

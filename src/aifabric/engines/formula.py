@@ -288,7 +288,7 @@ def formula_collective(
     evals.sort(key=_TUNER_TIME)  # NCCL picks on its tuner's times (Cost.tuner_time_s)
     best = _pick(evals, forced is not None)
     unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
-    plugin = plugin_note(spec, tm, best.algorithm, user_env, across_nodes=comm.n_domains > 1)  # n > 1 here
+    plugin = plugin_note(spec, tm, best.algorithm, user_env, call=(message_bytes, comm))
     host = _nic_rate_note(spec, tm, comm, best)
     notes = [s for s in (transports.note if comm.n_ranks > 1 else None, unused, plugin, host) if s]
     result = _result(op, message_bytes, comm, tm, best, evals, notes)
