@@ -287,7 +287,7 @@ def _restore(
     g = spec.gpus_per_node
     read_nodes = math.ceil(size.job_gpus / g)
     gpus_reading = min(g, size.job_gpus)
-    read, least_read = _read_per_node(spec, size, parallel_load, read_nodes)
+    read, least_read = _read_per_node(spec, size, parallel_load, read_nodes, gpus_reading)
     restore = transfer_time(
         node_path(spec, direction="read", active_nodes=read_nodes, gpus=gpus_reading, gds=gds), read
     )
@@ -302,7 +302,7 @@ def _restore(
 
 
 def _read_per_node(
-    spec: ClusterSpec, size: CheckpointSize, parallel_load: bool, read_nodes: int
+    spec: ClusterSpec, size: CheckpointSize, parallel_load: bool, read_nodes: int, gpus_reading: int
 ) -> tuple[float, float]:
     """Bytes the busiest node reads from storage, and the fewest any reading node reads (what it cannot read
     it receives from its peers).
@@ -314,7 +314,6 @@ def _read_per_node(
     1/DP of its replicated weights, the fully parallel load's share), so a node reads at most that and
     receives the rest from the peers whose drives hold it (Megatron-Core's exchange of a fully parallel
     load), whether or not ``--parallel-load`` is asked for."""
-    gpus_reading = min(spec.gpus_per_node, size.job_gpus)
     per_gpu = size.parallel_load_bytes_per_gpu if parallel_load else size.held_bytes_per_gpu
     need = per_gpu * gpus_reading
     if spec.storage is None or catalog.storage(spec.storage.system).kind != LOCAL_KIND:
