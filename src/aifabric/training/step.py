@@ -1630,12 +1630,9 @@ class StepModel:
         it, by FLOPs: the experts' share (routed slots at the padded capacity, shared experts) of the
         layer's forward FLOPs, the rest on the attention side; the experts' backward half input, half
         weight gradients (equal GEMMs)."""
-        m = self.model
-        routed = m.top_k * (self.capacity_factor or 1.0)
-        experts = 2 * (routed + m.n_shared_experts) * m.expert_matmul_params
-        share = experts / (
-            self._f_moe + 2 * m.top_k * ((self.capacity_factor or 1.0) - 1) * m.expert_matmul_params
-        )
+        m, padding = self.model, self.capacity_factor or 1.0
+        experts = 2 * (m.top_k * padding + m.n_shared_experts) * m.expert_matmul_params
+        share = experts / (self._f_moe + 2 * m.top_k * (padding - 1) * m.expert_matmul_params)
         fwd = (comp.gemm_fwd + comp.mem_fwd) / st.layers
         bwd = (comp.gemm_bwd + comp.mem_bwd) / st.layers
         return LayerPasses(
