@@ -357,10 +357,11 @@ class StepOptions:
     def _check_wire_dtypes(self) -> None:
         """A ConfigError naming the field for an unknown wire dtype, or a quantized one on a dispatcher
         that sends bf16 only (Megatron-LM refuses them off its flex dispatcher)."""
+        quantizes = moe_dispatcher(self.moe_dispatcher).quantized_wire
         for name in ("moe_dispatch_fwd_dtype", "moe_combine_bwd_dtype"):
             value = getattr(self, name)
             bf16 = moe_wire_dtype(name, value) == MOE_WIRE_BYTES["bf16"]
-            if not bf16 and not moe_dispatcher(self.moe_dispatcher).quantized_wire:
+            if not bf16 and not quantizes:
                 raise ConfigError(
                     f"{name} {value!r} needs a dispatcher that quantizes its payload (flex), "
                     f"got moe_dispatcher {self.moe_dispatcher!r}"
