@@ -89,12 +89,12 @@ def direct_cost(
 
 def _p2p_rendezvous_s(tm: TierModel, proto: Protocol, peer_bytes: float, comm: Communicator) -> float:
     """The provider's rendezvous on a point-to-point send of ``peer_bytes`` to a network peer, seconds
-    (:func:`~aifabric.collectives.tiers.rendezvous_s`; 0 inside one domain). The send runs on its ``c``
-    channels to the peer (:func:`p2p_peer_channels`; the communicator's channels, the most it can have,
-    where the release does not record the rule), each a pipeline of network messages of its ``S / c``
-    (``P2P_NET_CHUNKSIZE`` slices, 128 KiB, NCCL init.cc): the first waits one round trip and the rest
-    follow it in flight, so a send, and the sends to every peer at once, wait one."""
-    if comm.n_domains < 2:
+    (:func:`~aifabric.collectives.tiers.rendezvous_s`; 0 inside one domain or without a rendezvous). The
+    send runs on its ``c`` channels to the peer (:func:`p2p_peer_channels`; the communicator's channels,
+    the most it can have, where the release does not record the rule), each a pipeline of network messages
+    of its ``S / c`` (``P2P_NET_CHUNKSIZE`` slices, 128 KiB, NCCL init.cc): the first waits one round trip
+    and the rest follow it in flight, so a send, and the sends to every peer at once, wait one."""
+    if comm.n_domains < 2 or not tm.net_rendezvous_s:  # optimisation: no peer channels to count
         return 0.0
     peers = p2p_peer_channels(tm, comm) or max(1, tm.channels[1])
     return rendezvous_s(tm, proto, peer_bytes / peers, 1)

@@ -84,6 +84,8 @@ def _pat_rendezvous_s(
     power-of-two span one after another (``src/include/collectives.h`` ``PatAGAlgorithm``: ``nrPow2 =
     1 << log2Up(nranks)``), each send carrying at least one rank's share of a channel, ``S / (n C)``, on
     the channels enqueue.cc gives a ring or PAT call of ``S`` (its "Ring/Tree channel tuning")."""
+    if not tm.net_rendezvous_s:  # optimisation: no channel count to read without a rendezvous
+        return 0.0
     n = comm.n_ranks
     chans = call_channels(tm, "pat", op.value, proto, n, comm.n_domains, bus).count(message_bytes)
     return rendezvous_s(tm, proto, message_bytes / (n * chans), math.ceil(math.log2(n)))
