@@ -192,14 +192,6 @@ class TransportSpec(BaseModel):
         """
         return self.nccl_name == "NET/IB" or self.ib_verbs
 
-    def image_setting(self, name: str) -> str | None:
-        """The value the plugin's image sets for NCCL variable ``name`` (``image_env``), None where unset.
-
-        >>> transport("gcp-gib").image_setting("NCCL_IB_QPS_PER_CONNECTION")
-        '4'
-        """
-        return dict(self.image_env).get(name)
-
     @field_validator("image_env", mode="before")
     @classmethod
     def _env(cls, v: Any) -> tuple[tuple[str, str], ...]:
