@@ -117,13 +117,15 @@ class Rendezvous(BaseModel):
 
     def eager_max_at(self, version: str | None) -> int:
         """The eager limit of provider release ``version`` (default: the newest recorded), bytes."""
-        table = sorted(
-            (version_tuple(k, "rendezvous.eager_max_bytes"), b) for k, b in self.eager_max_bytes.items()
-        )
+        table = self._recorded()
         if version is None:
-            return table[-1][1]
+            return self.eager_max_bytes[table[-1][1]]
         wanted = version_tuple(version, "libfabric_version", "1.22.0")
-        return next((b for v, b in reversed(table) if v <= wanted), table[0][1])
+        return self.eager_max_bytes[next((k for v, k in reversed(table) if v <= wanted), table[0][1])]
+
+    def _recorded(self) -> list[tuple[tuple[int, ...], str]]:
+        """The recorded provider releases, oldest first: each one's version tuple and its key as written."""
+        return sorted((version_tuple(k, "rendezvous.eager_max_bytes"), k) for k in self.eager_max_bytes)
 
     def eager_note(self, version: str | None) -> str | None:
         """Which recorded release's eager limit prices a stated ``version`` outside the recorded ones (older
@@ -135,12 +137,10 @@ class Rendezvous(BaseModel):
         """
         if version is None:
             return None
-        keys = sorted(self.eager_max_bytes, key=lambda k: version_tuple(k, "rendezvous.eager_max_bytes"))
+        table = self._recorded()
+        (first_v, first), (newest_v, newest) = table[0], table[-1]
         wanted = version_tuple(version, "libfabric_version", "1.22.0")
-        for key, side, test in (
-            (keys[0], "first", wanted < version_tuple(keys[0])),
-            (keys[-1], "newest", wanted > version_tuple(keys[-1])),
-        ):
+        for key, side, test in ((first, "first", wanted < first_v), (newest, "newest", wanted > newest_v)):
             if test:
                 figure = f"{key}'s ({self.eager_max_bytes[key]} B), the {side} release recorded"
                 return f"libfabric {version}'s eager limit priced with {figure}"
