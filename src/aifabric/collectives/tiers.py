@@ -1177,7 +1177,7 @@ def rendezvous_s(tm: TierModel, proto: Protocol, payload_bytes: float, steps: in
     if tm.net_rendezvous_s == 0.0:
         return 0.0
     data = tm.release.store_data_bytes
-    flagged = proto is not Protocol.SIMPLE and data
+    flagged = proto is not Protocol.SIMPLE  # LL, LL128: each 16-byte store carries its flag
     wire = payload_bytes * _STORE_BYTES / data[proto] if flagged and data else payload_bytes
     return steps * tm.net_rendezvous_s if wire > tm.net_eager_max_bytes else 0.0
 
