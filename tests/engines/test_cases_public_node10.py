@@ -1,8 +1,9 @@
 """The formula engine against a tenth set of public single-node results, none among the shared cases nor
 the sets before it (test_cases_public_node.py .. ..._node9.py, test_cases_public_alltoall*.py): a Dell
-XE8545 of Sheffield's Stanage cluster (4 x A100 SXM4 80GB joined by NVLink, two EPYC 7413), an 8 x A100
-SXM4 80GB host on NCCL 2.19.3, and an 8-GPU gfx950 (MI350-series) host on RCCL 2.27.7 (all_reduce and
-alltoall); two container runs whose rates sit below every path the model knows are recorded as misses.
+XE8545 of Sheffield's Stanage cluster (4 x A100 SXM4 80GB joined by NVLink, two EPYC 7413), two 8 x A100
+SXM4 80GB hosts (one on NCCL 2.19.3, one run both from one thread and with a process per GPU), and an 8-GPU
+gfx950 (MI350-series) host on RCCL 2.27.7 (all_reduce and alltoall); two container runs whose rates sit
+below every path the model knows are recorded as misses.
 This round found few new sources: the single-node logs the search corpora hold on the GPUs it asked for
 (H20, H800, L40S, H100/H200 NVL, GH200, MI325X/MI355X, B300, GB300, RTX PRO 6000) are in the rounds before
 (nccl-tests #306's H20), multi-node (nccl-tests #367's H20, L40S and H200 OpenShift guides, GH200 on
@@ -38,6 +39,12 @@ DKH = (
     "GitHub file, search-index id 69473998636: host dkh, ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 8, "
     "'nccl-tests version 2.19.4 nccl-headers=21903 nccl-library=21903' (NCCL 2.19.3), 8 x NVIDIA "
     "A100-SXM4-80GB at 0000:14/19/53/58/90/96/ce/d4 (an HGX A100 8-GPU board)"
+)
+THANOS = (
+    "GitHub file, search-index id 33201577724 (a Chinese nccl-tests walkthrough): host thanos, 8 x NVIDIA "
+    "A100-SXM4-80GB at 0x07/0x0a/0x45/0x4b/0x84/0x8a/0xc0/0xc3, 'nvidia-smi nvlink -s' 12 links of 25 GB/s "
+    "per GPU, NCCL from pip nvidia-nccl-cu12 (release not printed); ./build/all_reduce_perf -b 8 -e 4G -f 2 "
+    "-g 8 (one thread) and mpirun -np 8 -host localhost ... -g 1 (a process per GPU)"
 )
 AION = (
     "https://github.com/prasad-nair-amd/aion/blob/main/README.md ('aion RCCL perf numbers'), host gpu-3, "
@@ -85,6 +92,46 @@ POINTS = {
         "all_reduce",
         ((8, 34.84, 0), (256, 36.93, 0), (4096, 37.17, 0), (32768, 36.74, 0), (65536, 37.48, 0)),
         V2193_ONE_THREAD_8,
+    ),
+    # thanos, one thread (-g 8, newest tables): "256 64 float sum -1 39.08", "4096 ... 39.12": the floor
+    # 33.7 us (-13.8/-13.9 %); "2097152 ... 59.30 35.37 61.89": ring/LL 64.6 (+4.3 %); "1073741824 ... 8247.6
+    # 130.19 227.83", "2147483648 ... 16330 ... 230.13", "4294967296 ... 32336 ... 232.44": ring/Simple over
+    # 12 x 20 GB/s 238.3/239.1/239.6 (+4.6/+3.9/+3.1 %)
+    **_rows(
+        "thanos A100 x8 thread",
+        THANOS,
+        A100_X8,
+        "all_reduce",
+        (
+            (256, 39.08, 0),
+            (4096, 39.12, 0),
+            (2 * MiB, 59.30, 61.89),
+            (1024 * MiB, 8247.6, 227.83),
+            (2048 * MiB, 16330, 230.13),
+            (4096 * MiB, 32336, 232.44),
+        ),
+        ONE_THREAD_8,
+    ),
+    # thanos, a process per GPU: "524288 131072 float sum -1 28.11": ring/LL 25.5 us (-9.4 %); "1048576 ...
+    # 37.89 27.67 48.43", "2097152 ... 55.39 ... 66.26", "4194304 ... 81.66 ... 89.89": ring/LL, LL, LL128
+    # 51.1/64.6/99.4 (+5.5/-2.6/+10.6 %); "536870912 ... 4248.8 ... 221.13", "1073741824 ... 8244.5 ...
+    # 227.91", "2147483648 ... 16288 ... 230.72", "4294967296 ... 32285 ... 232.81": ring/Simple 236.6/238.3/
+    # 239.1/239.6 (+7.0/+4.6/+3.7/+2.9 %)
+    **_rows(
+        "thanos A100 x8 mpi",
+        THANOS,
+        A100_X8,
+        "all_reduce",
+        (
+            (512 * 1024, 28.11, 0),
+            (MiB, 37.89, 48.43),
+            (2 * MiB, 55.39, 66.26),
+            (4 * MiB, 81.66, 89.89),
+            (512 * MiB, 4248.8, 221.13),
+            (1024 * MiB, 8244.5, 227.91),
+            (2048 * MiB, 16288, 230.72),
+            (4096 * MiB, 32285, 232.81),
+        ),
     ),
     # aion gpu-3 (RCCL 2.27.7, newest tables), all_reduce "4194304 ... 58.10 72.19 126.33", "8388608 ... 89.76
     # 93.46 163.55", "33554432 ... 222.70 150.67 263.67": ring/LL128 121.6/183.1/295.2 (-3.8/+12.0/+12.0 %)
@@ -134,6 +181,18 @@ MISSED = {
         "The rows match shared case_20's 8 x A100 VM (NCCL 2.18.5: 4 MiB 71, 128 MiB 174) within 5 %: a "
         "second log of the A100 mid-size ramp the model does not have. What sets it is not printed "
         "(channels, protocol): the log carries no NCCL_DEBUG output"
+    ),
+    "thanos, 8 x A100 SXM4 (release not printed, one thread and a process per GPU), all_reduce 8 B-512 MiB": (
+        "one thread: time 8 B/32/64/128/256/512 KiB 40.12/40.93/40.97/42.26/43.97/48.31 vs 33.70 us (-16.0/"
+        "-17.7/-17.7/-20.3/-23.4/-30.2 %); busbw 1/4/8/16/32/64/128/256/512 MiB 34.88/70.70/90.27/112.72/"
+        "133.71/168.86/179.99/196.34/203.03 vs 51.08/99.40/137.09/169.15/195.30/215.35/227.01/233.32/236.62 "
+        "(+46/+41/+52/+50/+46/+27.5/+26.1/+18.8/+16.5 %). A process per GPU: time 8/16/256/1024 B and 4/32/"
+        "64/128/256 KiB 20.26/17.90/23.61/24.43/25.29/30.25/31.82/31.90/27.65 vs ring/LL 15.01/15.02/15.28/"
+        "16.12/19.48/21.72/21.72/21.72/21.72 (-16..-35 %); busbw 8/16/32/64/128/256 MiB 112.37/137.68/155.53/"
+        "190.73/198.78/211.78 vs 137.09/169.15/195.30/215.35/227.01/233.32 (+22.0/+22.9/+25.6/+12.9/+14.2/"
+        "+10.2 %). The third A100 log with the mid-size ramp below the ring (dkh, shared case_20); from 1 "
+        "GiB both runs meet the 12 x 20 GB/s ring (asserted). The process-per-GPU run's 8 B-256 KiB floor "
+        "(18-32 us, jagged) is the MPI launch path, which the log does not describe"
     ),
     "aion gpu-3, 8 x gfx950 (RCCL 2.27.7, one thread), all_reduce 4 B-2 MiB, 16 MiB and 64 MiB-1 GiB": (
         "time 4/8/1024/65536/524288 B 45.99/45.21/39.67/44.50/51.42 vs 33.70 us (-26.7/-25.5/-15.05/-24.3/"
