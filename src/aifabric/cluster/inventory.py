@@ -15,7 +15,9 @@ Counting rules (stated so a reader can redo them by hand):
   node end takes them when ``scale_out.nic_twin_port`` (DGX H100) or when each NIC port is split over two
   planes (one 2x400G module in the NIC's single 800G cage feeds both planes' leaves: DGX SuperPOD B300 RA,
   "each GPU has 2x 400GbE connectivity through two different planes", 512 node-leaf cables per 512
-  GPUs), else one module per NIC link. With ``scale_out.uplink_speed`` a switch-to-switch cable carries
+  GPUs); with ``scale_out.nic_cage_links`` one module per cage of that many links, broken out over them
+  (a Gaudi 2 server's 24 x 100 GbE from six 400G QSFP-DD cages); else one module per NIC link. With
+  ``scale_out.uplink_speed`` a switch-to-switch cable carries
   ``uplink_speed / link`` links of one switch pair (DGX SuperPOD B300 twin-plane: 800G leaf-spine cables
   over 400G planes), one module per cable end at that speed.
 - Front-end: ``front_end.nics_per_node`` ports per node on leaf switches of ``switch`` ports split
@@ -152,6 +154,27 @@ def _module_at(speed_bytes_per_s: float, link_bytes_per_s: float) -> catalog.Opt
     return max(found, key=lambda o: o.links, default=None)
 
 
+def node_end_modules(links: int, link_bytes_per_s: float, cage_links: int) -> tuple[catalog.OpticSpec, int]:
+    """The module and how many of them serve ``links`` NIC-end links when each cage of the node carries
+    ``cage_links`` of them: in each cage the module of ``cage_links x link`` speed with the most ports no
+    slower than the link, its lanes broken out when the link is slower than its port, ``ceil(links /
+    cage_links)`` modules; one module per link when the catalogue has none of the cage's speed.
+
+    Examples
+    --------
+    16 Gaudi 2 servers, 3 x 100 GbE per accelerator out of six 400G QSFP-DD cages a server (Cisco Gaudi 2
+    buying guide): 384 links, 96 modules.
+
+    >>> o, n = node_end_modules(384, 12.5e9, 4)
+    >>> o.key, n
+    ('osfp-400g', 96)
+    """
+    module = _module_at(cage_links * link_bytes_per_s, link_bytes_per_s)
+    if module is None:
+        return catalog.optic_for_speed(link_bytes_per_s), links
+    return module, math.ceil(links / cage_links)
+
+
 def _optic_line(
     network: str, part: str, links: int, speed: float, *, twin: bool, switch_key: str | None = None
 ) -> PartLine:
@@ -160,7 +183,24 @@ def _optic_line(
         opt, n = switch_end_modules(links, speed, switch_key)
     else:
         opt, n = modules_for_links(links, speed, twin=twin)
+    return _module_line(network, part, links, opt, n)
+
+
+def _module_line(network: str, part: str, links: int, opt: catalog.OpticSpec, n: int) -> PartLine:
+    """``n`` modules ``opt`` serving ``links`` link ends, with their watts and lasers."""
     return PartLine(network, "transceiver", f"{part}: {opt.name}", n, n * opt.power_w, n * opt.lasers, links)
+
+
+def _node_end_line(topo: Topology, links: int, link_bytes_per_s: float) -> PartLine:
+    """The scale-out NICs' modules: one per cage of ``nic_cage_links`` links, twin-port ones for
+    ``nic_twin_port`` or a NIC split over two planes (one cage feeds both), else one per link."""
+    so = topo.spec.scale_out
+    assert so is not None
+    if so.nic_cage_links is not None:
+        opt, n = node_end_modules(links, link_bytes_per_s, so.nic_cage_links)
+        return _module_line("scale-out", "node end", links, opt, n)
+    twin = so.nic_twin_port or so.planes == 2
+    return _optic_line("scale-out", "node end", links, link_bytes_per_s, twin=twin)
 
 
 def _two_tier_counts(endpoints: int, radix: int, ratio: float) -> tuple[int, int, int]:
@@ -238,8 +278,7 @@ def _scale_out(topo: Topology) -> list[PartLine]:
                 dac = catalog.optic("dac-copper")
                 lines.append(PartLine("scale-out", "copper", f"{tier_name}: {dac.name}", cables, 0.0))
                 continue
-            twin = so.nic_twin_port or so.planes == 2  # one NIC cage feeds both planes
-            lines.append(_optic_line("scale-out", "node end", cables, link, twin=twin))
+            lines.append(_node_end_line(topo, cables, link))
             leaf = so.tier_switches["leaf"]
             lines.append(_optic_line("scale-out", "leaf end", cables, link, twin=True, switch_key=leaf))
         else:

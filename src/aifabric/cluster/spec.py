@@ -191,6 +191,9 @@ class ScaleOutSpec(_Strict):
     per-plane speed (default per tier: switch ports x port speed / link speed, i.e. breakout counted).
     ``nic_twin_port`` marks nodes whose NIC cages take twin-port modules (DGX H100: four OSFP cages, "a
     two-port transceiver to access all eight GPUs", DGX SuperPOD H100 RA, network fabrics).
+    ``nic_cage_links`` says how many NIC links share one cage of the node, one module broken out over them
+    (a Gaudi 2 server: "24 x 100 GbE scale-out ... interfaces exposed via six QSFP-DD ports", Cisco Nexus
+    9000 Gaudi 2 buying guide: 4); not with ``nic_twin_port``, which is 2 of them.
     ``transport`` names how NCCL crosses the network (a net transport of ``catalog/data/transports.yaml``:
     ``ib-verbs``, ``roce-v2``, ``efa-srd``, ``gcp-tcpx``, ``gcp-tcpxo``, ``gcp-gib``, ``tcp-socket``,
     ``slingshot-cxi``); default
@@ -240,6 +243,7 @@ class ScaleOutSpec(_Strict):
     planes: Int = Field(default=1, ge=1, le=MAX_PORTS)
     nic_to_leaf_copper: bool = False
     nic_twin_port: bool = False
+    nic_cage_links: Int | None = Field(default=None, ge=2, le=MAX_PORTS)
     pod_gpus: Int | None = Field(default=None, ge=1)
     full_su: bool = False
     uplink_speed_bytes_per_s: float | None = Field(default=None, validation_alias="uplink_speed")
@@ -328,6 +332,11 @@ class ScaleOutSpec(_Strict):
             raise ValueError(
                 f"gpus_per_nic={self.gpus_per_nic} with nics_per_gpu={self.nics_per_gpu}: a NIC is "
                 "shared by several GPUs or a GPU has several NICs, not both"
+            )
+        if self.nic_twin_port and self.nic_cage_links is not None:
+            raise ValueError(
+                f"nic_twin_port with nic_cage_links={self.nic_cage_links}: a twin-port cage is 2 links; "
+                "name one of them"
             )
         nic = catalog.nic(self.nic)
         if (
