@@ -18,25 +18,28 @@ Sources (none in the project's earlier source lists):
   (cisco.com/c/en/us/products/collateral/networking/cloud-networking-switches/nexus-9000-switches/
   connect-intel-gaudi-accelerator-buying-guide.html): "A Gaudi 2 server provides 24 x 100 GbE scale-out
   ... interfaces exposed via six QSFP-DD ports".
+- [HL-NET] Intel Gaudi documentation, "Intel Gaudi Network Configuration" (docs.habana.ai/en/latest/
+  Management_and_Monitoring/Network_Configuration): each Gaudi 3 has "three scale-out ports running at
+  200Gbps", "bundled together as OSFP (4x200Gbps) links" to the leaf switches.
+- [NP-G3] The Next Platform, "With Gaudi 3, Intel can sell AI accelerators to the PyTorch masses"
+  (nextplatform.com/2024/04/09/with-gaudi-3-intel-can-sell-ai-accelerators-to-the-pytorch-masses): "a
+  sub-cluster with sixteen of these eight-way Gaudi 3 nodes, with three leaf switches" on 51.2 Tb/s
+  Tomahawk 5 "that have half of their 64 ports running at 800 GB/sec pointing down to the servers".
 - [CISCO-G3] Cisco and Intel, "Accelerating Ethernet-native AI clusters with Intel Gaudi 3 AI accelerators
   and Cisco Nexus 9000" (blog, as republished at tips-for-living.com): the Nexus 9364E-SG2 (Silicon One
   G200, 51.2 Tb/s) has "64 dense ports of 800 GbE (or 128 x 400 GbE / 256 x 200 GbE / 512 x 100 GbE
   through breakouts)".
-- [GB200-RA] NVIDIA DGX SuperPOD GB200 RA (docs.nvidia.com/dgx-superpod/
-  reference-architecture-scalable-infrastructure-gb200/latest/): "each SU contains 8 DGX GB200 systems";
-  "Each SU requires a Thermal Design Power (TDP) of 1.2 Megawatts"; "up to and beyond 128 racks with 9216
-  GPUs"; each rack "18 compute trays and 9 NVLink switch trays".
-- [GLK] G. Lockwood, "Meta's H100 clusters" (glennklockwood.com/garden/systems/meta's-h100-clusters): each
-  24K cluster "24,576 NVIDIA H100 GPUs, 3,072 Grand Teton nodes, 1,536 racks, 8 pods"; a node has 8 x
-  400G back-end NICs; "T0 leaf switches are RTSW or ToR switches"; "T0-T1 links are undersubscribed by
-  2:1", "T1-T2 links are oversubscribed by 7:1".
+- [SN5000] NVIDIA SN5000 series user manual, "Data Interfaces" (docs.nvidia.com/networking/display/sn5000/
+  data+interfaces): SN5600 ports by speed, "64 | 800GbE", "128 | 400GbE", "256 | 200GbE, 100GbE, 50GbE,
+  25GbE, 10GbE".
 - [NCAR] NCAR CISL, "SIParCS 2024 - Thomas Sorkin: Analysis of the Slingshot High-Speed Network"
   (cisl.ucar.edu/siparcs-2024-thomas-sorkin): Derecho's Slingshot dragonfly links "its 2570 nodes and 200
   switches" (in ``MISSED``).
 
 Fix this check made: a node whose NIC links leave by shared cages (``scale_out.nic_cage_links``) takes one
 module per cage, broken out over its links, as [CISCO-G2]'s Gaudi 2 server: node-end modules of the Gaudi 2
-pod 384 -> 96 (published 6 per server, 96).
+pod 384 -> 96 (published 6 per server, 96). And a switch's breakout stops at the logical ports its datasheet
+gives (``max_ports``): an SN5600 at 100GbE is 256 ports ([SN5000]), not 51.2 Tb/s / 100G = 512.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ from tests.clusters import cluster_file, scale_out_counts, show_json
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
+from aifabric.cluster.resolve import resolve_cluster
+from aifabric.cluster.topology import build_topology
 
 # [ARISTA] 4,096 ports of 100G on 512-port switches (51.2 Tb/s at 100G, as [CISCO-G3]'s 512 x 100 GbE):
 # one single-port 100G endpoint per node, a plain two-tier Clos. A stand-in accelerator: only ports count.
@@ -94,25 +99,6 @@ front_end: null
 management: null
 """
 
-# [GLK] Meta's 24K RoCE cluster: 3,072 nodes of 8 H100, 8 x 400G back-end NICs each, three tiers, 1:2 at
-# the rack switches, 7:1 between pods, 8 pods of 3,072 GPUs; 128 x 400G switches at every tier.
-META_24K = """\
-name: meta-24k
-accelerator: h100-sxm
-gpus_per_node: 8
-nodes: 3072
-scale_up: {kind: nvswitch}
-scale_out:
-  nic: connectx-7
-  fabric: ethernet
-  switch: spectrum-4-sn5600-400g
-  tiers: 3
-  oversubscription: ['1:2', 7]
-  pod_gpus: 3072
-front_end: null
-management: null
-"""
-
 
 def test_arista_clos_of_512_port_switches_takes_24_for_4096_ports(tmp_path):
     # [ARISTA]: 24 switches of 512 ports for 4,096 ports. By hand: 1:1 leaves of 256 down / 256 up, 4,096 /
@@ -144,6 +130,28 @@ def test_habana_gaudi2_large_pod_three_switches_for_128_accelerators(tmp_path):
     assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 384}
 
 
+# [NP-G3] + [HL-NET]: the Gaudi 3 sub-cluster, the same stand-in node at 200G per port, four ports a cage.
+GAUDI3_SUB = (
+    GAUDI2_POD.replace("connectx-5", "connectx-6")
+    .replace("tiers: 1", "tiers: 2")
+    .replace("  radix: 128\n", "")
+)
+
+
+def test_gaudi3_sub_cluster_three_leaves_half_their_ports_down(tmp_path):
+    # [NP-G3]: 16 nodes, 3 leaves of 64 x 800G, 32 down. By hand: 128 Gaudi 3 x 3 ports of 200G, one plane
+    # per port index: 128 x 200G = 32 x 800G down per leaf, as many up at 1:1; 3 planes, 3 leaves. The
+    # node's 24 ports leave by six 800G OSFP of 4 x 200G ([HL-NET]): 96 node-end modules.
+    path = cluster_file(tmp_path, GAUDI3_SUB, "gaudi3.yaml")
+    d = show_json(path)
+    assert scale_out_counts(d["parts"], "switch")["leaf"] == 3
+    shape = build_topology(resolve_cluster(path)).shape
+    assert shape is not None
+    assert (shape.leaf_down * 200 // 800, shape.leaf_up * 200 // 800) == (32, 32)
+    node_end = [p for p in d["parts"] if p["network"] == "scale-out" and p["part"].startswith("node end")]
+    assert [(p["count"], p["links"]) for p in node_end] == [(96, 384)]
+
+
 def test_cisco_gaudi2_server_takes_six_modules_for_its_24_ports(tmp_path):
     # [CISCO-G2]: "24 x 100 GbE ... exposed via six QSFP-DD ports" a server. By hand: 16 servers x 6 cages =
     # 96 node-end modules of 400G, each broken out over four 100G links (384 links). Before cages were
@@ -172,41 +180,31 @@ def test_cisco_9364e_sg2_breakout_port_counts(tmp_path, nic, ports):
     assert f"radix-{ports}" in r.output
 
 
-def test_gb200_superpod_128_racks_are_9216_gpus_in_128_nvlink_domains():
-    # [GB200-RA]: "128 racks with 9216 GPUs", 18 compute trays per rack. By hand: 128 x 18 trays x 4 GPUs
-    # = 9,216 GPUs, one 72-GPU NVLink domain per rack.
-    d = show_json("gb200-nvl72", "--nodes", str(128 * 18))
-    assert d["gpus"] == 9216
-    assert d["scale_up_domain_gpus"] == 72
-    domains = [p for p in d["parts"] if p["network"] == "scale-up" and p["item"] == "domain"]
-    assert [p["count"] for p in domains] == [128]
-
-
-def test_meta_24k_back_end_has_a_nic_cable_per_gpu_on_three_tiers(tmp_path):
-    # [GLK]: 3,072 nodes x 8 back-end 400G NICs = 24,576 NIC-to-rack-switch links, T0/T1/T2. The leaf count
-    # is in MISSED.
-    d = show_json(cluster_file(tmp_path, META_24K, "meta.yaml"))
-    assert d["gpus"] == 24576
-    assert d["tiers"] == 3
-    assert scale_out_counts(d["parts"], "cable")["nic-leaf"] == 24576
-
-
 MISSED = {
-    "NVIDIA DGX SuperPOD GB200 RA, one SU of 8 racks": "1.2 MW TDP published vs 988.8 kW predicted "
-    "(`aifabric cluster show gb200-nvl72 --nodes 144`: compute 777.6, NVLink 57.0, compute fabric 83.9, "
-    "front-end 67.7, OOB 2.5 kW), 18 % under: the RA's figure is the facility provision for the SU (its "
-    "storage, management servers, UFM and the racks' liquid-cooling distribution with it), none of which "
-    "the model lists; a per-SU overhead taken from this figure would be fitted to it",
     "NCAR Derecho, Slingshot": "200 switches published for 2,570 nodes vs 231 predicted (96 leaves, 81 "
     "spines, 54 cores: `aifabric cluster show` of 2,570 one-NIC nodes on Slingshot 11 and Rosetta, one "
     "200G NIC per node assumed, the page gives no NIC count): Slingshot is wired as a dragonfly (all-to-"
     "all groups of 64-port switches, 16 ports down per switch, diameter three), the model builds every "
     "fabric as a Clos; a dragonfly builder is the missing mechanism",
-    "Lockwood, Meta 24K cluster rack switches": "1,536 T0 switches published (1,536 racks, 'T0 leaf "
-    "switches are RTSW or ToR switches': one per rack of two nodes, 16 NICs down) vs 616 predicted (the "
-    "file above: 128 x 400G leaves at 1:2, 40 down and 88 up): the model fills each leaf to its radix; a "
-    "leaf bound to a rack's nodes, its spare ports unused, is the missing mechanism",
 }
+
+
+# [SN5000] SN5600 at each speed: (NIC at that speed, ports). By hand: 64 cages of 800GbE, 2 x 400GbE per cage,
+# then at most 256 logical ports at 200GbE and below: 100GbE stops at 256, half of what 51.2 Tb/s would split
+# into (a G200 box breaks out to 512, [CISCO-G3] above; 512 before the cap was known).
+SN5600_PORTS = [("connectx-8", 64), ("connectx-7", 128), ("connectx-6", 256), ("connectx-5", 256)]
+
+
+@pytest.mark.parametrize(("nic", "ports"), SN5600_PORTS)
+def test_nvidia_sn5600_breakout_port_counts(tmp_path, nic, ports):
+    switch = "spectrum-4-sn5600-800g" if nic == "connectx-8" else "spectrum-4-sn5600-400g"
+    text = ARISTA_CLOS.replace("connectx-5", nic).replace("tiers: 2", "tiers: 1")
+    path = cluster_file(tmp_path, text.replace("tomahawk5-51t", switch), "sn5600.yaml")
+    d = show_json(path, "--nodes", str(ports))
+    assert scale_out_counts(d["parts"], "switch") == {"leaf": 1}
+    r = CliRunner().invoke(app, ["cluster", "show", path, "--nodes", str(ports + 1), "--json"])
+    assert r.exit_code == 2
+    assert f"radix-{ports}" in r.output
 
 
 def test_missed_entries_name_the_figures():

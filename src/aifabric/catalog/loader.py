@@ -316,16 +316,24 @@ class NicSpec(_Entry):
 class SwitchSpec(_Entry):
     """A packet switch: ``ports`` of ``port_speed_bytes_per_s`` each (per direction), in ``cages``
     pluggable cages where the datasheet gives them (QM9700: 64 NDR ports in 32 twin-port OSFP cages);
-    ``None``: one cage per port, or not stated."""
+    ``None``: one cage per port, or not stated. ``max_ports`` caps the logical ports breakout gives where
+    the datasheet does (SN5600: 256 ports at 200GbE and below); ``None``: capacity alone sets them."""
 
     fabric: str
     ports: Int = Field(ge=2)
     port_speed_bytes_per_s: float = Field(gt=0, validation_alias="port_speed")
     cages: Int | None = Field(default=None, ge=1)
+    max_ports: Int | None = Field(default=None, ge=2)
     power_w: float = Field(ge=0, validation_alias="power")
     latency_s: float = Field(ge=0, validation_alias="latency")
     in_network_reduction: bool = False
     default_leaf: bool = False  # a leaf a spec without a switch may get (:func:`default_leaf_switch`)
+
+    def ports_at(self, link_bytes_per_s: float) -> int:
+        """Ports at ``link_bytes_per_s``: the capacity split into links of that speed (breakout counted,
+        ``ports x port speed // link``), at most ``max_ports``."""
+        n = int(self.ports * self.port_speed_bytes_per_s // link_bytes_per_s)
+        return n if self.max_ports is None else min(n, self.max_ports)
 
     @field_validator("port_speed_bytes_per_s", mode="before")
     @classmethod

@@ -159,14 +159,15 @@ class Radix:
 
 
 def _radix(spec: ClusterSpec) -> Radix:
-    """Each tier's radix: ``scale_out.radix``, else its switch's ports x port speed / link speed."""
+    """Each tier's radix: ``scale_out.radix``, else its switch's ports at the link speed (ports x port speed
+    / link speed, at most the datasheet's logical ports: :meth:`aifabric.catalog.SwitchSpec.ports_at`)."""
     so = spec.scale_out
     assert so is not None
     link_bps = spec.endpoint_line_rate_bytes_per_s / so.planes
     out = {}
     for tier, key in so.tier_switches.items():
         sw = catalog.switch(key)
-        radix = so.radix or int(sw.ports * sw.port_speed_bytes_per_s // link_bps)
+        radix = so.radix or sw.ports_at(link_bps)
         if radix < 4:
             field = "switch" if tier == "leaf" else f"{tier}_switch"
             raise ConfigError(

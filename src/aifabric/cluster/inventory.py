@@ -115,9 +115,10 @@ def switch_end_modules(links: int, link_bytes_per_s: float, switch_key: str) -> 
     A switch whose catalogue entry gives its ``cages`` takes, in each, one module of the cage's speed
     ``c = ports x port speed / cages``, the one with the most ports no slower than the link (SN5600 at
     800GbE: a single-port 800G module per 800G link, a 2 x 400G one per two 400G links); that module
-    serves ``floor(c / link)`` links, its ports split by fibre splitters when the link is slower than the
-    port: ``ceil(links / floor(c / link))`` modules. Else (no cages, no module of that speed, or a link
-    faster than a cage) as :func:`modules_for_links` with twin-port modules.
+    serves ``floor(c / link)`` links (at most ``max_ports / cages``), its ports split by fibre splitters
+    when the link is slower than the port: ``ceil(links / floor(c / link))`` modules. Else (no cages, no
+    module of that speed, or a link faster than a cage) as :func:`modules_for_links` with twin-port
+    modules.
 
     Examples
     --------
@@ -134,6 +135,8 @@ def switch_end_modules(links: int, link_bytes_per_s: float, switch_key: str) -> 
     if sw.cages is not None:
         cage_bytes_per_s = sw.ports * sw.port_speed_bytes_per_s / sw.cages
         per = math.floor(cage_bytes_per_s / link_bytes_per_s * (1 + 1e-9))  # whole links in a cage
+        if sw.max_ports is not None:  # breakout stops at the datasheet's logical ports (SN5600: 256)
+            per = min(per, max(1, sw.max_ports // sw.cages))
         module = _module_at(cage_bytes_per_s, link_bytes_per_s)
         if module is not None and per >= 1:
             return module, math.ceil(links / per)
@@ -300,9 +303,7 @@ def _front_end(topo: Topology) -> list[PartLine]:
     sw = catalog.switch(fe.switch)
     ports = spec.n_nodes * fe.nics_per_node
     speed = fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s
-    radix = (
-        int(sw.ports * sw.port_speed_bytes_per_s // speed) if speed <= sw.port_speed_bytes_per_s else sw.ports
-    )
+    radix = sw.ports_at(speed) if speed <= sw.port_speed_bytes_per_s else sw.ports
     leaves, spines, up_cables = _two_tier_counts(ports, radix, fe.oversubscription)
     return [
         PartLine("front-end", "nic", nic.name, ports, ports * nic.power_w),

@@ -836,7 +836,7 @@ class ClusterSpec(_Strict):
         link = self.endpoint_line_rate_bytes_per_s / so.planes
         for tier, key in so.tier_switches.items():
             sw = catalog.switch(key)
-            ports = int(sw.ports * sw.port_speed_bytes_per_s // min(link, sw.port_speed_bytes_per_s))
+            ports = sw.ports_at(min(link, sw.port_speed_bytes_per_s))
             if so.radix > ports:
                 raise ValueError(
                     f"scale_out.radix: {so.radix} is more than the {ports} ports of the {tier} switch "
