@@ -158,19 +158,20 @@ def _module_at(speed_bytes_per_s: float, link_bytes_per_s: float) -> catalog.Opt
 
 
 def node_end_modules(links: int, link_bytes_per_s: float, cage_links: int) -> tuple[catalog.OpticSpec, int]:
-    """The module and how many of them serve ``links`` NIC-end links when each cage of the node carries
-    ``cage_links`` of them: in each cage the module of ``cage_links x link`` speed with the most ports no
-    slower than the link, its lanes broken out when the link is slower than its port, ``ceil(links /
-    cage_links)`` modules; one module per link when the catalogue has none of the cage's speed.
+    """The module and how many of them serve one node's ``links`` NIC-end links when each of its cages
+    carries ``cage_links`` of them: in each cage the module of ``cage_links x link`` speed with the most
+    ports no slower than the link, its lanes broken out when the link is slower than its port, ``ceil(links
+    / cage_links)`` modules (a cage serves one node); one module per link when the catalogue has none of the
+    cage's speed.
 
     Examples
     --------
-    16 Gaudi 2 servers, 3 x 100 GbE per accelerator out of six 400G QSFP-DD cages a server (Cisco Gaudi 2
-    buying guide): 384 links, 96 modules.
+    A Gaudi 2 server, 3 x 100 GbE per accelerator out of six 400G QSFP-DD cages (Cisco Gaudi 2 buying
+    guide): 24 links, 6 modules.
 
-    >>> o, n = node_end_modules(384, 12.5e9, 4)
+    >>> o, n = node_end_modules(24, 12.5e9, 4)
     >>> o.key, n
-    ('osfp-400g', 96)
+    ('osfp-400g', 6)
     """
     module = _module_at(cage_links * link_bytes_per_s, link_bytes_per_s)
     if module is None:
@@ -200,8 +201,9 @@ def _node_end_line(topo: Topology, links: int, link_bytes_per_s: float) -> PartL
     so = topo.spec.scale_out
     assert so is not None
     if so.nic_cage_links is not None:
-        opt, n = node_end_modules(links, link_bytes_per_s, so.nic_cage_links)
-        return _module_line("scale-out", "node end", links, opt, n)
+        nodes = topo.spec.n_nodes  # every node has the same links; a cage serves one node
+        opt, n = node_end_modules(links // nodes, link_bytes_per_s, so.nic_cage_links)
+        return _module_line("scale-out", "node end", links, opt, n * nodes)
     twin = so.nic_twin_port or so.planes == 2
     return _optic_line("scale-out", "node end", links, link_bytes_per_s, twin=twin)
 
