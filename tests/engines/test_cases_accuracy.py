@@ -373,7 +373,9 @@ MISSED = {
     "and 2.19-2.23's ring backup would run ring/LL at small sizes (15.5 us at 1 KiB). Measured: a 42-45 "
     "us floor from 1 to 256 KiB (busbw 0.04-10.1), Simple's shape, yet below ring/Simple's 8.4 + 14 x 3.4 "
     "= 56.0 us; 4-128 MiB busbw 71-174 vs ring's 99-227 (+29..+55 %). What ran (release, protocol) is "
-    "not printed [S1]; from 256 MiB every reading is ring/Simple (asserted)",
+    "not printed [S1]; from 256 MiB every reading is ring/Simple (asserted). 2.18.5's tuner prices 4-128 "
+    "MiB as the model does (tests/collectives/test_ring_ll128_tuner.py): the ramp below it is the A100's, "
+    "the same in dkh's and thanos's logs (MISSED in test_cases_public_node10.py)",
     "03 T3/T5 reporter B, 4-8 nodes": "busbw ~320-325 at >= 2 GiB vs 379-390 (+17..+20 %): the maintainers "
     "attribute it to that fabric (adaptive routing, QPs); no fabric fact in the case to model it. The "
     "model's tree/Simple (double binary tree, 2 S per direction through an inner node's NICs) forced gives "

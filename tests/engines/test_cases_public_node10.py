@@ -180,7 +180,15 @@ MISSED = {
         "+57/+43.5 %), 64/128 MiB 174.83/181.32 vs 215.35/227.01 (+23.2/+25.2 %; ring/LL, LL128, Simple). "
         "The rows match shared case_20's 8 x A100 VM (NCCL 2.18.5: 4 MiB 71, 128 MiB 174) within 5 %: a "
         "second log of the A100 mid-size ramp the model does not have. What sets it is not printed "
-        "(channels, protocol): the log carries no NCCL_DEBUG output"
+        "(channels, protocol): the log carries no NCCL_DEBUG output. "
+        "NCCL 2.19.3's own tuner prices every row as the model does (ring/LL128 40.6 us + S / 126.2 GB/s "
+        "algbw to 16 MiB, ring/Simple 56.0 us + S / 137.1 from 32 MiB, on 24 channels; Simple's 2 MiB chunks "
+        "make one partial loop below 384 MiB: tests/collectives/test_ring_ll128_tuner.py). One mechanism of "
+        "this release is not built: runRing (all_reduce.h 2.18-2.19) rounds an LL128 chunk up to 19,200 B "
+        "(640 threads x 60 B / 2), which at 2-8 MiB leaves the last chunk rows of every channel (nearly) "
+        "empty, so the GPU whose two once-sent chunks they are sends 2 S, not 2 (n-1)/n S (x 8/7 at 2-4 MiB, "
+        "1.136 at 8 MiB, 1.04 at 16 MiB): 8 MiB 116.1 us for 107.1, still under the measured 161.7; 2.20 on "
+        "split a channel's remainder evenly (enqueue.cc computeCollLastChunkInfo)"
     ),
     "thanos, 8 x A100 SXM4 (release not printed, one thread and a process per GPU), all_reduce 8 B-512 MiB": (
         "one thread: time 8 B/32/64/128/256/512 KiB 40.12/40.93/40.97/42.26/43.97/48.31 vs 33.70 us (-16.0/"
@@ -192,7 +200,13 @@ MISSED = {
         "190.73/198.78/211.78 vs 137.09/169.15/195.30/215.35/227.01/233.32 (+22.0/+22.9/+25.6/+12.9/+14.2/"
         "+10.2 %). The third A100 log with the mid-size ramp below the ring (dkh, shared case_20); from 1 "
         "GiB both runs meet the 12 x 20 GB/s ring (asserted). The process-per-GPU run's 8 B-256 KiB floor "
-        "(18-32 us, jagged) is the MPI launch path, which the log does not describe"
+        "(18-32 us, jagged) is the MPI launch path, which the log does not describe. "
+        "Its wider sizes keep NCCL's latencies at lower rates: 4-16 MiB 40.4 us + S / 168.7 GB/s busbw (the "
+        "tuner's ring/LL128 40.6 + 220.8), 1-4 GiB 246.6 us + S / 234.6 (ring/Simple 56.0 + 240), the Simple "
+        "intercept 115-127 us at 32-64 MiB and 180-266 us from 128 MiB, about one 2 MiB chunk at a channel's "
+        "234.6 / 24 GB/s (214 us) once a loop is full; one thread runs 22-124 us slower than it at 4-128 "
+        "MiB, a gap growing with S (not the 33.7 us launch floor). No NCCL source or microbenchmark found "
+        "sizes either rate"
     ),
     "aion gpu-3, 8 x gfx950 (RCCL 2.27.7, one thread), all_reduce 4 B-2 MiB, 16 MiB and 64 MiB-1 GiB": (
         "time 4/8/1024/65536/524288 B 45.99/45.21/39.67/44.50/51.42 vs 33.70 us (-26.7/-25.5/-15.05/-24.3/"
