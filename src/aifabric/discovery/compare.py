@@ -102,6 +102,11 @@ MAX_ROWS_MODELLED = 2048
 MAX_TABLES_COMPARED = 256
 #: out-of-place / in-place time ratio above which a row is a one-off outlier rather than a measurement.
 OUTLIER_RATIO = 1.5
+#: The old layout's per-type tolerance of its ``error`` column (largest element error): nccl-tests counts a
+#: half as wrong when ``maxDelta > DeltaMaxValue(type) * (nranks - 1)`` (``src/common.cu`` of v2.0.0 to
+#: v2.11.0: half and bfloat16 1e-2, float 1e-5, double 1e-12, integer types 1e-200).
+_ERROR_TOLERANCE = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
+_ERROR_TOLERANCE_INTEGER = 1e-200
 
 # nccl-tests binary names -> the engine's collective names (None: the engine has no model of it).
 _OPS: dict[str, str | None] = {
@@ -907,6 +912,25 @@ def _measure(row: PerfRow, place: str) -> tuple[PerfResult | None, PerfResult | 
     return row.out_of_place, row.in_place
 
 
+def _failed_check(half: PerfResult | None, dtype: str, n_ranks: int) -> bool:
+    """Whether nccl-tests' own check failed for ``half`` of a row of ``dtype`` on ``n_ranks`` ranks: a
+    non-zero ``#wrong``, or an old-layout ``error`` above :data:`_ERROR_TOLERANCE` x (ranks - 1). Such a half
+    timed a collective that did not do its work (an in-place alltoall msccl's nccl-tests fork never filled:
+    ``1e+00`` beside thousands of GB/s, microsoft/msccl#48), so it is no measurement to judge the other by.
+
+    >>> _failed_check(PerfResult(1e-6, 1.0, 1.0, error=1.0), "float", 16)
+    True
+    >>> _failed_check(PerfResult(1e-6, 1.0, 1.0, error=2e-6), "float", 16), _failed_check(None, "float", 2)
+    (False, False)
+    """
+    if half is None:
+        return False
+    if half.wrong:
+        return True
+    tolerance = _ERROR_TOLERANCE.get(dtype, _ERROR_TOLERANCE_INTEGER) * max(n_ranks - 1, 1)
+    return half.error is not None and half.error > tolerance
+
+
 def _communicator(op: str, spec: ClusterSpec, n_ranks: int, n_nodes: int) -> tuple[Communicator, str | None]:
     if n_nodes > 1 and n_ranks == n_nodes * spec.gpus_per_node:
         return Communicator.contiguous(spec, n_ranks), None
@@ -1313,7 +1337,8 @@ def _measured_rows(
     rows: list[RowComparison] = []
     dropped: list[tuple[int, int]] = []
     predictions: dict[int, CollectiveResult] = {}
-    factor = busbw_factor(op, table.n_ranks or spec.n_gpus)
+    ranks = table.n_ranks or spec.n_gpus
+    factor = busbw_factor(op, ranks)
     for row in table.rows:
         measured, other = _measure(row, place)
         if (
@@ -1328,12 +1353,13 @@ def _measured_rows(
         if predicted is None:  # one model evaluation per size: a log may repeat a size many times
             predicted = predictions[row.size_bytes] = _calibrated(op, row.size_bytes, spec, comm, settings,
                                                                   calibration, net, devices)  # fmt: skip
+        reference = None if other is None or _failed_check(other, row.dtype, ranks) else other.time_s
         rows.append(
             RowComparison(
                 size_bytes=row.size_bytes,
                 line=row.line,
                 measured_time_s=measured.time_s,
-                other_time_s=other.time_s if other is not None else None,
+                other_time_s=reference,
                 measured_busbw_bytes_per_s=row.size_bytes / measured.time_s * factor,
                 predicted=predicted,
                 deviation=predicted.time_s / measured.time_s - 1.0,

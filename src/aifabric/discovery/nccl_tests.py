@@ -383,6 +383,10 @@ _SAYS_FAILED = re.compile(r"\b(?:failed|error)\b", re.I)
 #: NCCLCHECK's trace of a call that returned an error (``misc/socket.cc:752 -> 6``: NVIDIA/nccl
 #: ``src/include/checks.h`` prints ``"%s:%d -> %d"`` at each level the error unwinds through).
 _ERROR_TRACE = re.compile(r"\bNCCL INFO \S+:\d+ -> [1-9]\d*\s*$")
+#: A result header of ``size count`` then the times, no ``type``/``redop``: mscclpp-test's ``# size count
+#: time algbw busbw #wrong`` under ``in-place  out-of-place`` (its outputs in microsoft/mscclpp pull requests
+#: #83 and #87): a table, but not nccl-tests'.
+_OTHER_LAYOUT = re.compile(r"^#\s*size\s+count\s+(?!type\b)\S")
 _RUN_HEADER = re.compile(r"^#\s*(?:nThread\s|Using devices|Rank\s+\d|Collective test starting)")
 
 
@@ -413,6 +417,13 @@ def _no_table_reason(lines: list[str]) -> str:
     failed = _failure_line(lines)
     if failed is not None:
         return f"; the run failed at line {failed + 1}: {lines[failed].strip()[:160]!r}"
+    other = next((i for i, line in enumerate(lines) if _OTHER_LAYOUT.match(line.strip())), None)
+    if other is not None:
+        return (
+            f"; line {other + 1} heads a table without nccl-tests' type and redop columns "
+            f"({' '.join(lines[other].split()[1:7])} ...): another tool's layout (mscclpp-test prints it, "
+            "in-place half first), not read"
+        )
     heads = [index for index, line in enumerate(lines) if _RUN_HEADER.match(line.strip())]
     if heads:
         return f"; the text stops after the run's header (line {heads[-1] + 1}), before its result table"

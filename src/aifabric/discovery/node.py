@@ -558,6 +558,10 @@ _OTHER_OUTPUTS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"^hca_id:\s", re.M),
         "ibv_devinfo output: NIC ports, not the paths between GPUs and NICs",
     ),
+    (  # ibstat (infiniband-diags): "CA 'mlx5_0'" opens each device; ibstatus: "Infiniband device 'x' port 1"
+        re.compile(r"^CA '[^']+'\s*$|^Infiniband device '[^']+' port \d+ status:", re.M),
+        "ibstat or ibstatus output: NIC ports and their rates, not the paths between GPUs and NICs",
+    ),
 )
 
 

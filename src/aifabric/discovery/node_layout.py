@@ -19,6 +19,7 @@ __all__ = [
     "cpu_sides",
     "HYPERVISOR_PCI_VENDORS",
     "NV_LINKS",
+    "nvlink_pairs_only",
     "NodeLayout",
     "pcie_gen",
     "whole_cut_gpus",
@@ -67,6 +68,29 @@ def _gpu_numa(affinity: frozenset[int] | None, own: int | None, c2c: bool) -> in
     if affinity and (len(affinity) == 1 or c2c):
         return min(affinity)
     return own
+
+
+def nvlink_pairs_only(gpus: int, links: dict[tuple[str, str], str]) -> bool:
+    """Whether ``links`` (GPU pair -> matrix cell, read and cut rows alike) of a node of ``gpus`` GPUs show
+    NVLink joining GPUs in pairs only: some NVLink, no GPU with NVLink to two others, at least 3 GPUs.
+
+    That is PCIe cards on NVLink bridges: a bridge joins two cards (the catalogue's A100 PCIe and H100
+    PCIe/NVL entries cite their datasheets: NVLink only as a bridge between pairs), while an SXM GPU sits on
+    a board that links it to several GPUs of the board (every other one through NVSwitch on HGX 8-GPU
+    boards; four peers at NV1/NV2 on a DGX-1, ``xml_dgx1_v100_cut.xml``). Two GPUs alone may be a slice of
+    an SXM board, so they tell nothing.
+
+    >>> nvlink_pairs_only(4, {("GPU0", "GPU1"): "NV12", ("GPU2", "GPU3"): "NV12", ("GPU0", "GPU2"): "SYS"})
+    True
+    >>> nvlink_pairs_only(2, {("GPU0", "GPU1"): "NV12"}), nvlink_pairs_only(3, {("GPU0", "GPU1"): "SYS"})
+    (False, False)
+    """
+    peers: dict[str, set[str]] = {}
+    for (a, b), code in links.items():
+        if NV_LINKS.match(code) and int(code[2:]) > 0:
+            peers.setdefault(a, set()).add(b)
+            peers.setdefault(b, set()).add(a)
+    return gpus >= 3 and bool(peers) and max(len(p) for p in peers.values()) == 1
 
 
 def whole_cut_gpus(
@@ -249,6 +273,12 @@ class NodeLayout:
             if a in self.gpus and b not in self.node_gpus and (m := NV_LINKS.match(code))
         )
 
+    @property
+    def nvlink_bridged(self) -> bool:
+        """NVLink between GPU pairs only (:func:`nvlink_pairs_only`): PCIe cards on NVLink bridges."""
+        links = {**self.gpu_links, **self.cut_gpu_links}
+        return nvlink_pairs_only(len(self.gpus) + len(self.cut_gpus), links)
+
     def gpu_link(self, a: str, b: str) -> str:
         """The cell between GPUs ``a`` and ``b`` of :attr:`node_gpus` (KeyError: a pair not in the text)."""
         return self.gpu_links[(a, b)] if (a, b) in self.gpu_links else self.cut_gpu_links[(a, b)]
@@ -268,7 +298,9 @@ class NodeLayout:
             nic_numa[n] = near.pop() if len(near) == 1 else None
         nv = sorted({int(c[2:]) for c in gpu_links.values() if NV_LINKS.match(c)})
         hint: tuple[str | None, str]
-        if nv and c2c and nv[-1] in _NV_GRACE:
+        if nv and nvlink_pairs_only(len(m.gpus) + len(m.cut_gpus), {**gpu_links, **m.cut_gpu_links}):
+            hint = (None, f"NV{nv[-1]} between GPU pairs only: NVLink bridges between PCIe cards")
+        elif nv and c2c and nv[-1] in _NV_GRACE:
             grace, board = _NV_GRACE[nv[-1]]
             hint = (grace, f"NV{nv[-1]} between GPUs whose memory is a NUMA node (GPU NUMA ID): {board}")
         elif nv:

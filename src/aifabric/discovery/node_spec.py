@@ -187,7 +187,7 @@ def _guess_accelerator(layout: NodeLayout, named: tuple[GpuMention, ...]) -> tup
     key, how = layout.gpu_hint
     if key is not None:
         return key, "the layout", [f"GPU model not named by the input: {how}; assumed {key} (give --gpu)"]
-    if _shows_no_nvlink(layout):
+    if _shows_no_nvlink(layout) or layout.nvlink_bridged:
         return (
             DEFAULT_PCIE_GPU,
             "default",
