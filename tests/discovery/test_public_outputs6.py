@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 from aifabric.cli.app import app
 from aifabric.discovery.ib_ports import port_rates_in_text
-from aifabric.discovery.nccl_info import parse_nccl_info
+from aifabric.discovery.nccl_info import NcclInfo, parse_nccl_info
 from aifabric.discovery.nvsmi import TopoMatrix
 
 FIXTURES = Path(__file__).parent / "fixtures" / "public8"
@@ -37,6 +37,11 @@ LOGS: dict[str, Read] = {
     "msccl_alltoall_old_layout_in_place_unchecked_16r_cut.log": Read(
         7, (1048576, 1.72), (67108864, 2.13), None, None, None
     ),
+    # no header: redop none with root 0 is the layout of gather and scatter (nccl-tests src/gather.cu),
+    # busbw/algbw = 19.46/38.93 = 0.5 and size = 2 x count x 4: 2 ranks either way; the 12th row cut
+    "rows_none_root0_half_busbw_headerless_cut.log": Read(
+        11, (3892314112, 19.46), (5234491392, 18.57), None, None, None
+    ),
 }
 
 #: Texts without an nccl-tests table, and what the reader says of them.
@@ -48,6 +53,15 @@ NO_TABLE = {
     "mscclpp_allreduce_in_place_first_8r.log": "line 18 heads a table without nccl-tests' type and redop",
     # before: no reason at all
     "mscclpp_alltoall_out_of_place_only_tagged_2n.log": "line 6 heads a table without nccl-tests' type",
+    "t4_2x2_g2_header_info_v2103_socket_cut.log": "the text stops after the run's header (line 10)",
+    "a100_g2_header_sharp_plugin_socket_bridges_v2215_cut.log": "stops after the run's header (line 7)",
+    # before: "the text stops after the run's header (line 3)"; nccl-tests v1.0.0's CUDACHECK prints
+    # "Cuda failure %s:%d '%s'" (src/common.h), without v2's "Test"
+    "nccl_tests_2017_no_hash_header_cuda_failure.log": (
+        "the run failed at line 4: \"Cuda failure common.cu:891 'invalid device ordinal'\""
+    ),
+    # 16 processes each print "Rank  0": tests built without MPI, each a one-rank run; no table
+    "rank0_sixteen_times_unmarked_no_mpi_cut.log": "the text stops after the run's header (line 17)",
 }
 
 #: INFO excerpts: (release, network, its devices, link layers, transports inside a node, ranks, trees).
@@ -72,6 +86,25 @@ INFO: dict[str, InfoRead] = {
     "info_channel_lines_20_of_32_ranks_cut.log": (None, None, (), (), (), None, False),
     "info_k8s_indented_tag_prefix_socket_2r_cut.log": (None, "Socket", (), (), (), 2, True),
     "alltoall_h20_2x2_header_then_info_cut.log": (None, None, (), (), (), None, False),
+    # before: ranks None; RCCL ends its lines with "comm 0x95cdeb0 nRanks 08" (ROCm/rccl src/transport/net.cc,
+    # p2p.cc, init.cc: "comm %p nRanks %02d"), on every line of this excerpt
+    "info_rccl_channel_lines_comm_nranks_suffix_8r_cut.log": (None, "Socket", (), (), ("P2P/IPC",), 8, False),
+    "info_h800_direct_pointer_zero_nvls_channels_cut.log": (None, None, (), (), ("P2P/direct",), None, False),
+    "info_gb200_mnnvl_clique_nvls_enable_cut.log": (None, None, (), (), (), None, False),
+    "info_nvls_not_available_two_hosts_same_name_cut.log": (None, None, (), (), (), None, True),
+    # "Channel 00/02 :    0   1   2   3" whole before the cut line: 4 ranks
+    "t4_2x2_g2_header_info_v2103_socket_cut.log": ("2.10.3", "Socket", ("eth0",), (), (), 4, True),
+    # before: devices also "br-811b", the fourth name cut where the copy stops ("[3]br-811b" ends the text;
+    # NCCL prints each socket device as "[k]name:address<n>", src/transport/net_socket.cc)
+    "a100_g2_header_sharp_plugin_socket_bridges_v2215_cut.log": (
+        "2.21.5",
+        "Socket",
+        ("eno1", "br-30d1aa8d4e26", "br-55beb62cf491"),
+        (),
+        (),
+        None,
+        False,
+    ),
 }
 
 #: Topologies: GPUs read, NICs, (NVLink pairs, links per pair), GPU -> (nearest NIC, path), NUMA nodes.
@@ -79,6 +112,22 @@ TOPOLOGIES: dict[str, checks.TopologyRead] = {
     # header "NIC7NIC8" and cell "SYSSYS" fused by the copy; only row GPU0 whole
     "topo_fused_nic7nic8_header_vllm_cut.txt": (1, 10, (0, 0), {"GPU0": ("NIC0", "PIX")}, {0}),
     "topo_a100_nv12_pairs_no_nic.txt": (8, 0, (4, 12), {}, {0, 1}),
+    # "NIC11NIC12" fused: GPU0 PIX to NIC11, GPU1 to NIC10, ... GPU4 to NIC7
+    "topo_b200_vllm_nic11nic12_fused_13nic_cut.txt": (
+        5,
+        13,
+        (10, 18),
+        {"GPU0": ("NIC11", "PIX"), "GPU3": ("NIC8", "PIX"), "GPU4": ("NIC7", "PIX")},
+        {0},
+    ),
+    "topo_b200_unsloth_narrow_affinity_columns_cut.txt": (
+        5,
+        9,
+        (10, 18),
+        {"GPU0": ("NIC0", "PIX"), "GPU2": ("NIC2", "PIX"), "GPU4": ("NIC4", "PIX")},
+        {0, 1, 2},
+    ),
+    "topo_b200_sglang_nic12_nic13_single_spaced_cut.txt": (1, 14, (0, 0), {"GPU0": ("NIC0", "PIX")}, {0}),
     # GPU0 PIX to NIC0 and NIC1; row GPU2 cut before its affinity
     "topo_vllm_two_pix_nics_gpu0_10nic_cut.txt": (
         3,
@@ -119,6 +168,10 @@ REFUSED = {
     "ibstat_ethernet_down_rate40_then_mt4129_cut.txt": "(it looks like ibstat or ibstatus output: NIC ports",
     "ibstat_fractional_rate_after_lshca_table.txt": "(it looks like ibstat or ibstatus output: NIC ports",
     "ibstat_ibwarn_lines_mlx4_two_ports_tabs_cut.txt": "(it looks like ibstat or ibstatus output: NIC ports",
+    # before: no hint for a grep of nvidia-smi -q (no NVSMI LOG banner): its keys name it
+    "nvsmi_q_grep_fabric_clique_unhealthy.txt": "(it looks like nvidia-smi -q output: properties of each GPU",
+    "nvsmi_q_fabric_block_insufficient_resources.txt": "(it looks like nvidia-smi -q output: properties",
+    "nvlink_status_h100_18_links_26g_cut.txt": "(it looks like nvidia-smi nvlink output: the links",
 }
 
 
@@ -152,11 +205,37 @@ def test_info_lines_read_as_printed(name: str) -> None:
     assert got == INFO[name]
 
 
+def test_rows_of_gather_or_scatter_ask_for_the_collective() -> None:
+    path = FIXTURES / "rows_none_root0_half_busbw_headerless_cut.log"
+    checks.assert_refused(["nccl-tests", "compare", str(path)], "(its columns fit gather and scatter)")
+
+
 def test_nccl_2_4_connection_lines_count_sends_and_receives() -> None:
     # 6 "[send] via NET/Socket/0" and 5 "[receive] via NET/Socket/0" lines, the 17th line cut after "INFO"
     text = (FIXTURES / "info_nccl24_ring_send_receive_trees_64r_cut.log").read_text(encoding="utf-8")
     info = parse_nccl_info(text.splitlines())
     assert (info.net_connections, info.gdr_connections) == (11, 0)
+
+
+def test_nvls_and_channel_lines_read_as_printed() -> None:
+    def info(name: str) -> NcclInfo:
+        return parse_nccl_info((FIXTURES / name).read_text(encoding="utf-8").splitlines())
+
+    # "NVLS multicast support is not available on dev 7" on each GPU of two hosts
+    assert info("info_nvls_not_available_two_hosts_same_name_cut.log").nvls_available is False
+    # "16 coll channels, 0 nvls channels, 16 p2p channels": NVLS built no channel on this H800 node
+    h800 = info("info_h800_direct_pointer_zero_nvls_channels_cut.log")
+    assert (h800.coll_channels, h800.nvls_channels) == (16, 0)
+    assert h800.env["NCCL_ALGO"] == "Tree,Ring,,CollnetDirect,CollnetChain,NVLS"
+    assert info("info_gb200_mnnvl_clique_nvls_enable_cut.log").env == {"NCCL_NVLS_ENABLE": "1"}
+
+
+def test_rccl_line_suffix_gives_the_ranks_but_not_before_a_whole_communicator_line() -> None:
+    line = "h:1:1 [0] NCCL INFO Channel 00/0 : 7[ce000] -> 5[c6000] via P2P/IPC comm 0xfb16e30 nRanks 08"
+    assert parse_nccl_info([line]).n_ranks == 8
+    comm = "h:1:1 [0] NCCL INFO comm 0x1 rank 0 nRanks 8 nNodes 2 localRanks 4 localRank 0 MNNVL 0"
+    both = parse_nccl_info([comm, line])
+    assert (both.n_ranks, both.n_nodes) == (8, 2)  # the communicator line's nodes are kept
 
 
 @pytest.mark.parametrize("name", sorted(TOPOLOGIES))

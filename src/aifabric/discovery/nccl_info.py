@@ -85,7 +85,12 @@ _NIC_DISTANCE = re.compile(r"CUDA Dev \d{1,4}\[\d{1,4}\], (\S{1,64}) NIC distanc
 #: The banner as ``showVersion`` prints it to stdout, alone on its line.
 _BARE_VERSION = re.compile(r"^\s*NCCL version (\d{1,4}(?:\.\d{1,6}){1,3})\+")
 _NET_DEVICES = re.compile(r"NET/(IB|Socket) ?: Using ?((?:\[RO\])?[^;]{0,4000})")
-_NET_DEVICE = re.compile(r"\[\d{1,4}\] ?([\w.-]{1,64}?(?::\d{1,3}(?=[/\s]|$))?)(?:/(IB|RoCE)|[:<\s]|$)")
+#: One ``[k]name`` of that line: ``mlx5_0:1/IB`` or ``eth0:10.0.0.1<0>``; a bare name ending the line without
+#: its port or address is cut where the copy stops (``[3]br-811b``), so it is no device name.
+_NET_DEVICE = re.compile(
+    r"\[\d{1,4}\] ?([\w.-]{1,64}?(?::\d{1,3}(?=[/\s]|$))?)"
+    r"(?:/(IB|RoCE)|[:<\s]|(?<=:\d)$|(?<=:\d\d)$|(?<=:\d\d\d)$)"
+)
 #: What a connection line names a peer by: its rank, then its bus ID in hex (``%d[%lx]`` of ``busId``, 2.5 to
 #: 2.17, ``0[4a000]``: ``transport/p2p.cc`` of v2.17.1-1) or its device in decimal (from 2.18), none in 2.4
 #: (``15 -> 0 [send]``); hex digits read both.
@@ -126,6 +131,9 @@ _PXN_OFF = re.compile(r"PXN Disabled")
 _ACS_HINT = re.compile(r"HINT: In many cases this error occurs when ACS is enabled")
 _ENV = re.compile(r"(?<![A-Z0-9_])(NCCL_[A-Z0-9_]{1,64}) set by environment to (\S{1,256})")
 _COMM_OLD = re.compile(r"rank \d{1,9} nranks (-?\d+) ")
+#: RCCL's suffix on its connection, ring, tree and "Connected all rings" lines: ``comm %p nRanks %02d``
+#: (ROCm/rccl ``src/transport/net.cc``, ``p2p.cc``, ``init.cc``): the communicator's ranks, zero-padded.
+_RCCL_COMM_SUFFIX = re.compile(r"\bcomm 0x[0-9a-fA-F]{1,16} nRanks (\d{1,7})\b")
 #: Most ranks a communicator line may report: the bound of the rank lines above a table (131,072, above the
 #: largest single jobs reported, about 100,000 GPUs; :mod:`aifabric.discovery.perf_metadata`).
 MAX_COMM_RANKS = 1 << 17
@@ -407,7 +415,9 @@ class _Reader:
         for pattern, take in _TAKERS:
             if m := pattern.search(text):
                 take(self, m, ev)
-                return
+                break
+        if m := _RCCL_COMM_SUFFIX.search(text):
+            self.saw_comm(ev, None, m.group(1))
 
     def read_bare(self, raw: str, ev: Evidence) -> None:
         """A line without ``NCCL INFO``: ``ibv_devinfo``'s ``active_mtu`` or NCCL's stdout version banner."""

@@ -377,7 +377,9 @@ def _comment_marks_restored(lines: list[str]) -> list[str]:
     return [f"#{line}" if _UNMARKED.match(line) else line for line in lines]
 
 
-_TEST_FAILURE = re.compile(r"\bTest (?:CUDA |NCCL |HIP )?failure\b", re.I)
+#: nccl-tests' CUDACHECK/NCCLCHECK message: ``host: Test CUDA failure common.cu:891 '...'`` since v2.0.0
+#: (``src/common.h``), ``Cuda failure common.cu:891 '...'`` / ``NCCL failure ...`` in v1.0.0.
+_TEST_FAILURE = re.compile(r"\bTest (?:CUDA |NCCL |HIP )?failure\b|^\s*(?:Cuda|NCCL) failure \S+:\d+ '", re.I)
 _WARN = re.compile(r"\bNCCL (?:WARN|ERROR)\b")
 _SAYS_FAILED = re.compile(r"\b(?:failed|error)\b", re.I)
 #: NCCLCHECK's trace of a call that returned an error (``misc/socket.cc:752 -> 6``: NVIDIA/nccl

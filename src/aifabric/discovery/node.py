@@ -546,8 +546,12 @@ _OTHER_OUTPUTS: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(r"#\s*size\s+count\s+type|^[^\n#]{0,40}#\s*nThread \d", re.M),
         "an nccl-tests log: use 'aifabric nccl-tests compare'",
     ),
-    (  # nvidia-smi -q: its "==============NVSMI LOG==============" banner
-        re.compile(r"^=+NVSMI LOG=+\s*$", re.M),
+    (  # nvidia-smi -q: its "==============NVSMI LOG==============" banner, or (a grep of it) one of its keys
+        # padded to the value column: "        CliqueId                          : 2"
+        re.compile(
+            r"^=+NVSMI LOG=+\s*$|^\s*(?:Attached GPUs|Product Name|GPU UUID|CliqueId|ClusterUUID)\s{2,}: ",
+            re.M,
+        ),
         "nvidia-smi -q output: properties of each GPU, not the paths between GPUs and NICs",
     ),
     (  # nvidia-smi nvlink -R / -s: "Link 0: Remote Device 00000000:07:00.0: Link 46", "Link 0: 53.125 GB/s"
