@@ -145,8 +145,13 @@ def test_rows_that_fit_two_collectives_are_not_guessed() -> None:
 
 @pytest.mark.parametrize("name", sorted(INFO))
 def test_info_lines_read_as_printed(name: str) -> None:
-    info = parse_nccl_info((FIXTURES / name).read_text(encoding="utf-8").splitlines())
-    got = (
+    assert info_read(FIXTURES / name) == INFO[name]
+
+
+def info_read(path: Path) -> InfoRead:
+    """What the INFO lines of ``path`` read as, in the order of :data:`InfoRead`."""
+    info = parse_nccl_info(path.read_text(encoding="utf-8").splitlines())
+    return (
         info.version,
         info.network,
         info.net_devices,
@@ -155,7 +160,6 @@ def test_info_lines_read_as_printed(name: str) -> None:
         info.n_ranks,
         info.trees,
     )
-    assert got == INFO[name]
 
 
 @pytest.mark.parametrize(("name", "reason"), sorted(NO_TABLE.items()))

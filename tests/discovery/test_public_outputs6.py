@@ -17,6 +17,7 @@ import pytest
 from tests.discovery import test_public_outputs2 as checks  # the checks the third set makes
 from tests.discovery.test_public_logs import Read  # what one table must read as
 from tests.discovery.test_public_outputs3 import assert_fixtures_covered
+from tests.discovery.test_public_outputs5 import InfoRead, info_read
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -65,7 +66,6 @@ NO_TABLE = {
 }
 
 #: INFO excerpts: (release, network, its devices, link layers, transports inside a node, ranks, trees).
-InfoRead = tuple[str | None, str | None, tuple[str, ...], tuple[str, ...], tuple[str, ...], int | None, bool]
 INFO: dict[str, InfoRead] = {
     # NCCL 2.4: "NET/IB : No device found." then "NET/Socket : Using [0]ens3:..." on every host
     "info_nccl247_socket_ib_none_version_cut.log": ("2.4.7", "Socket", ("ens3",), (), (), None, False),
@@ -192,17 +192,7 @@ def test_a_text_without_an_nccl_tests_table_says_why(name: str, reason: str) -> 
 
 @pytest.mark.parametrize("name", sorted(INFO))
 def test_info_lines_read_as_printed(name: str) -> None:
-    info = parse_nccl_info((FIXTURES / name).read_text(encoding="utf-8").splitlines())
-    got = (
-        info.version,
-        info.network,
-        info.net_devices,
-        info.link_layers,
-        info.intra_transports,
-        info.n_ranks,
-        info.trees,
-    )
-    assert got == INFO[name]
+    assert info_read(FIXTURES / name) == INFO[name]
 
 
 def test_rows_of_gather_or_scatter_ask_for_the_collective() -> None:
