@@ -112,3 +112,33 @@ def test_node_local_drives_have_no_servers_ports(tmp_path):
     assert r.exit_code == 2
     assert "storage.unit_nic" in r.stderr and "kind local" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+#: VAST with a stated aggregate (binding nowhere here), so only the mount and the node's ports matter
+VAST = {"system": "vast", "aggregate_read": "10 TB/s", "aggregate_write": "10 TB/s"}
+
+
+def test_a_default_nfs_mount_moves_one_tcp_connections_rate(tmp_path):
+    # nfs_transport tcp with no nconnect is Linux's default mount (man 5 nfs: one connection): 2 GB/s, "the
+    # 2 GB/s limit of a single mount" (catalogue vast), whatever the node's 400 Gb/s front-end carries
+    out = _run(_cluster(tmp_path, {**VAST, "nfs_transport": "tcp"}))
+    for phase in ("write", "restore"):
+        assert out[phase]["bottleneck"] == "NFS mount (1 TCP connection(s))"
+        assert out[phase]["rate_bytes_per_s"] == pytest.approx(2e9)
+
+
+def test_enough_rdma_connections_leave_the_port_as_the_bound(tmp_path):
+    # nconnect 8 over RDMA: 8 x 50 Gb/s = 50 GB/s of mount (VAST's rule, 2 connections per 100 Gb/s), above
+    # the node's front-end port at its payload, which binds again; no mount described, no mount stage
+    out = _run(_cluster(tmp_path, {**VAST, "nconnect": 8, "nfs_transport": "rdma"}))
+    assert out["write"]["stages"]["NFS mount (8 RDMA connection(s))"] == pytest.approx(50e9)
+    assert out["write"]["bottleneck"] == "node front-end NICs"
+    assert not any(s.startswith("NFS mount") for s in _run(_cluster(tmp_path, VAST))["write"]["stages"])
+
+
+def test_a_mount_on_a_system_without_a_connection_rate_is_refused(tmp_path):
+    # DDN's EXAScaler client is Lustre, not NFS: the catalogue has no per-connection rate to price nconnect
+    storage = {"system": "ddn-ai400x2-turbo", "units": 4, "nconnect": 4}
+    r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, storage), *ARGS])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert "nconnect" in r.stderr and "Traceback" not in r.stderr

@@ -380,8 +380,10 @@ class StorageSystemSpec(_Entry):
     """A storage system (parallel file system, object store): read/write bandwidths per direction, bytes/s.
 
     ``per_client_*`` caps what one client node moves; ``unit_*`` is one storage node or appliance (the
-    aggregate is units x unit); ``aggregate_*`` is a named deployment's whole-system figure. A figure its
-    sources do not publish is None and never limits.
+    aggregate is units x unit); ``aggregate_*`` is a named deployment's whole-system figure;
+    ``per_connection_tcp`` / ``per_connection_rdma`` is what one transport connection of an NFS mount carries
+    (a mount of ``nconnect`` connections moves at most that many times it). A figure its sources do not
+    publish is None and never limits.
     """
 
     kind: str
@@ -391,9 +393,15 @@ class StorageSystemSpec(_Entry):
     unit_write_bytes_per_s: float | None = Field(default=None, validation_alias="unit_write")
     aggregate_read_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_read")
     aggregate_write_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_write")
+    per_connection_tcp_bytes_per_s: float | None = Field(default=None, validation_alias="per_connection_tcp")
+    per_connection_rdma_bytes_per_s: float | None = Field(
+        default=None, validation_alias="per_connection_rdma"
+    )
     gds: bool = False
 
     @field_validator(
+        "per_connection_tcp_bytes_per_s",
+        "per_connection_rdma_bytes_per_s",
         "per_client_read_bytes_per_s",
         "per_client_write_bytes_per_s",
         "unit_read_bytes_per_s",

@@ -443,6 +443,11 @@ class StorageSpec(_Strict):
     ``unit_nic`` (a catalogue NIC) and ``unit_nics`` (ports per unit, 1 when not given) are the storage
     servers' own network ports, which bound what ``units`` servers can serve whatever their drives do;
     ``unit_nics`` without ``unit_nic`` says nothing the model can use and is refused.
+
+    ``nconnect`` and ``nfs_transport`` describe the nodes' NFS mount: its transport connections and whether
+    they run over TCP or RDMA (either one given, the other takes Linux's default, ``man 5 nfs``: one
+    connection, TCP). The mount moves at most ``nconnect`` x the system's per-connection rate; a system whose
+    catalogue entry has no such rate refuses them.
     """
 
     system: str = "ddn-ai400x2-turbo"
@@ -451,6 +456,8 @@ class StorageSpec(_Strict):
     aggregate_write_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_write")
     unit_nic: str | None = None
     unit_nics: Int | None = Field(default=None, ge=1, le=MAX_PORTS)
+    nconnect: Int | None = Field(default=None, ge=1)
+    nfs_transport: Literal["tcp", "rdma"] | None = None
 
     @field_validator("system")
     @classmethod
@@ -475,6 +482,29 @@ class StorageSpec(_Strict):
                 "catalogue NIC they are)"
             )
         return self
+
+    @model_validator(mode="after")
+    def _mount_needs_a_rate(self) -> StorageSpec:
+        if self.mount_connection_bytes_per_s is None and (self.nconnect or self.nfs_transport):
+            raise ValueError(
+                f"nconnect: {self.nconnect or 1} {self.mount_transport} connection(s) on {self.system!r}, "
+                f"whose catalogue entry has no per_connection_{self.mount_transport} rate to price them; "
+                "remove storage.nconnect and nfs_transport"
+            )
+        return self
+
+    @property
+    def mount_transport(self) -> str:
+        """The NFS mount's transport: the one given, else Linux's default (TCP)."""
+        return self.nfs_transport or "tcp"
+
+    @property
+    def mount_connection_bytes_per_s(self) -> float | None:
+        """What one connection of the mount carries (catalogue), bytes/s; None where the system has none."""
+        rate: float | None = getattr(
+            catalog.storage(self.system), f"per_connection_{self.mount_transport}_bytes_per_s"
+        )
+        return rate
 
     @field_validator("aggregate_read_bytes_per_s", "aggregate_write_bytes_per_s", mode="before")
     @classmethod

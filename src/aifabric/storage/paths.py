@@ -7,6 +7,8 @@ Per-node storage rate (reference/storage-optics-scale-across.md sec. 1.3, modell
                 front-end NICs x payload eff.,   (the node's front-end ports; a TPU host: its DCN)
                 front-end NICs / oversubscription x payload eff.,   (its leaf's share of uplinks)
                 file-system per-client cap,
+                NFS mount: nconnect x one connection's rate,     (only where storage.nconnect or
+                                                                  nfs_transport describes the mount)
                 file-system aggregate / nodes moving data at once,
                 storage servers' NICs x payload eff. / nodes moving data at once )
 
@@ -25,6 +27,12 @@ drives in each node, and no other node's transfer takes any of them::
 front-end port the drives never cross.)
 
 and a transfer of ``S`` bytes per node takes ``S / rate``; the stage that sets the minimum is named.
+
+An NFS mount moves its data over ``nconnect`` transport connections (Linux's default: one, over TCP), each
+carrying a bounded rate whatever the port: one TCP connection about 2 GB/s ("the 2 GB/s limit of a single
+mount", G. K. Lockwood on VAST NFS; blocksandfiles, "plain NFS over one TCP link ~2 GB/s per mount"), so a
+node of one default mount reaches 8 % of a 200 Gb/s port. A Lablup/SKT B200 cluster's checkpoints over NFS
+reached 1.4-10.4 % of theirs (arXiv:2605.09370).
 """
 
 from __future__ import annotations
@@ -168,6 +176,7 @@ def node_path(
     cap = system.per_client_read_bytes_per_s if direction == "read" else system.per_client_write_bytes_per_s
     if cap is not None:
         stages["file system per client"] = cap
+    stages.update(_mount_stage(spec))
     aggregate = _aggregate(spec, direction)
     if aggregate is not None and local:
         stages["node-local drives"] = aggregate  # each node's own: never shared with the other nodes
@@ -177,6 +186,17 @@ def node_path(
     if servers is not None:
         stages["storage servers' NICs"] = servers / active_nodes
     return NodePath(stages)
+
+
+def _mount_stage(spec: ClusterSpec) -> dict[str, float]:
+    """The node's NFS mount, where the spec describes one: ``nconnect`` connections (1 when only the
+    transport is given) x what one connection of that transport carries (catalogue), bytes/s."""
+    st = spec.storage
+    rate = None if st is None else st.mount_connection_bytes_per_s
+    if st is None or rate is None or not (st.nconnect or st.nfs_transport):
+        return {}
+    connections = st.nconnect or 1
+    return {f"NFS mount ({connections} {st.mount_transport.upper()} connection(s))": connections * rate}
 
 
 def _server_nics(spec: ClusterSpec) -> float | None:

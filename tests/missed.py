@@ -1,0 +1,13 @@
+"""The check every ``MISSED`` table of a published-figures test file runs on its entries."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def assert_still_missed(measured: float, product: float, published: float) -> None:
+    """``measured`` (the product's figure now) is still the recorded ``product`` figure (1 %), and still more
+    than 10 % from the ``published`` one: a fix of the mechanism shows up as a failure here, and the entry
+    then moves into an agreement test."""
+    assert measured == pytest.approx(product, rel=0.01)
+    assert abs(measured - published) > 0.10 * published
