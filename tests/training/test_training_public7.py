@@ -69,9 +69,11 @@ from tests.training.test_training_public3 import per_gpu
 
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
-from aifabric.training import get_model
+from aifabric.collectives.communicator import Communicator
+from aifabric.training import ParallelLayout, StepModel, get_model
 from aifabric.training.efficiency import compute_profile
 from aifabric.training.models import BytesPerParam, ModelSpec
+from aifabric.training.step import StepOptions
 
 
 def jean_zay() -> ClusterSpec:
@@ -384,3 +386,25 @@ def test_pipeline_fill_rises_with_the_warmup_batches() -> None:
     got = [predict(ROWS[n]) for n in names]
     assert got == sorted(got)
     assert [ROWS[n].measured for n in names] == sorted(ROWS[n].measured for n in names)
+
+
+def test_dp_groups_of_a_tp4_layout_share_the_nodes_nics() -> None:
+    # Jean Zay: 8 GPUs and 4 NICs a node (2 GPUs each). At TP 4 the DP group of rank 0 holds GPUs 0 and 4 of
+    # each node, on different NICs: alone it would reach 2 whole NICs (4 GPU shares); with the node's other
+    # three DP groups reducing at once it gets its 2 ranks' shares, one NIC's worth.
+    spec = jean_zay()
+    lone = Communicator.contiguous(spec, 8, stride=4)
+    assert (lone.ranks_per_domain, lone.min_nic_gpus_per_domain) == (2, 4)
+    row = ROWS["BLOOM 176B 384 A100 TP4 PP12 DP8 b2 GBS2048"]
+    step = StepModel(row.model, spec, options=StepOptions(**row.options))
+    dp = step.group(ParallelLayout(**row.layout), "dp")
+    assert (dp.ranks_per_domain, dp.min_nic_gpus_per_domain) == (2, 2)
+
+
+def test_groups_on_nodes_with_a_nic_per_gpu_are_unchanged() -> None:
+    # DGX H100: a NIC per GPU, so a group's ranks already count only their own NICs.
+    spec = h100(64)()
+    lone = Communicator.contiguous(spec, 16, stride=4)
+    step = StepModel(LLAMA3_8B, spec, options=StepOptions(check_memory=False))
+    dp = step.group(ParallelLayout(**megatron(4, 1, 16, 1, 1, 16)), "dp")
+    assert dp == lone
