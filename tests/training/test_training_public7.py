@@ -187,7 +187,10 @@ def rebalanced(shape: tuple[int, int, int], dp: int, tp: int, pp: int, b: int, g
     return bloom_row(shape, dp, tp, pp, b, gbs, sec, rebalanced=True)
 
 
-L106 = (106, 12288)
+def wide(heads: int, b: int, sec: float) -> Row:
+    """The 02-28 lines of the 195B shape (106 layers of 12,288): TP 4, PP 12, DP 8, GBS 2,048."""
+    return rebalanced((106, 12288, heads), 8, 4, 12, b, 2048, sec)
+
 
 ROWS: dict[str, Row] = {
     # ---- BLOOM, chronicles.md: "iteration 12695/115311 | ... elapsed time per iteration (s): 105.22 | ...
@@ -198,18 +201,10 @@ ROWS: dict[str, Row] = {
     # ---- chronicles-prequel.md, "Rebalancing layers" (02-28; BF16 optimizer, embedding partition):
     # "HIDDEN=12288; NLAYERS=106": "| 48 | 195B | 8 | 4 | 12 | 2 | 64 | 2048 | 67GB | 116.54 | 149.75 |",
     # heads 96 "118.79", 128 "121.42"; "| ... | 4 | 96 | 2048 | 79GB | 120.34 | 145.01 |".
-    "prequel 195B TP4 PP12 DP8 b2 a64": rebalanced(
-        (*L106, 64), 8, 4, 12, 2, 2048, 116.54
-    ),  # model 103 (+9.5 %)
-    "prequel 195B TP4 PP12 DP8 b2 a96": rebalanced(
-        (*L106, 96), 8, 4, 12, 2, 2048, 118.79
-    ),  # model 100 (+9.2 %)
-    "prequel 195B TP4 PP12 DP8 b2 a128": rebalanced(
-        (*L106, 128), 8, 4, 12, 2, 2048, 121.42
-    ),  # model 98 (+9.2 %)
-    "prequel 195B TP4 PP12 DP8 b4 a96": rebalanced(
-        (*L106, 96), 8, 4, 12, 4, 2048, 120.34
-    ),  # model 95 (+4.5 %)
+    "prequel 195B TP4 PP12 DP8 b2 a64": wide(64, 2, 116.54),  # model 103 (+9.5 %)
+    "prequel 195B TP4 PP12 DP8 b2 a96": wide(96, 2, 118.79),  # model 100 (+9.2 %)
+    "prequel 195B TP4 PP12 DP8 b2 a128": wide(128, 2, 121.42),  # model 98 (+9.2 %)
+    "prequel 195B TP4 PP12 DP8 b4 a96": wide(96, 4, 120.34),  # model 95 (+4.5 %)
     # ---- "GBS Variations" (02-25, after the PCIe/NUMA fix; fp16, plain cut), NLAYERS=72, NHIDDEN=14336,
     # NHEADS=64: "| 48 | 181B | 8 | 4 | 12 | 2 | 2048 | 44GB | 110.48 | 145.92 |".
     "prequel 181B TP4 PP12 DP8 b2": prequel(L72, 8, 4, 12, 2, 2048, 110.48),  # model 104 (+4.7 %)
