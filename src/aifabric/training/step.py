@@ -68,7 +68,8 @@ Not modelled: the TP collectives of the embedding and logit layers; GEMM shapes 
 table (A100, Blackwell: small per-GPU GEMMs run as fast as large ones there); an attention-core efficiency by
 kernel, head dimension and sequence (one FlashAttention-2 figure per GPU, at d = 128 and s = 8,192, stands for
 every run: Transformer Engine's cuDNN kernel on Hopper is faster); learned-router imbalance beyond the uniform
-bound and DeepSeek's node-limited routing; several groups sharing a node's NICs at the same time; the
+bound and DeepSeek's node-limited routing; groups of different dimensions sharing a node's NICs at the same
+time (one dimension's groups do: ``StepModel._all_groups_at_once``); the
 pipeline send/recv overlapping compute; the HBM bandwidth CPU-offload copies take from memory-bound kernels;
 stragglers, data loading and checkpoints.
 
@@ -972,9 +973,21 @@ class StepModel:
         key = (dim, layout.tp, layout.cp, layout.ep, layout.etp, layout.dp, layout.pp, layout.order)
         comm = self._comms.get(key)
         if comm is None:
-            comm = self._build_group(layout, dim)
+            comm = self._all_groups_at_once(self._build_group(layout, dim))
             self._comms[key] = comm
         return comm
+
+    @staticmethod
+    def _all_groups_at_once(comm: Communicator) -> Communicator:
+        """``comm`` as one of the step's groups of its kind, which all run the same collective at once.
+
+        Every GPU of a node is then busy in a group of its own, so a rank crosses the network through its own
+        share of a NIC that ``gpus_per_nic`` GPUs share, not through its idle neighbour's as a lone
+        communicator does (``Communicator.min_nic_gpus_per_domain``): on a node of 8 GPUs and 4 shared NICs
+        a DP group with 2 ranks on different NICs reaches 2 whole NICs alone, but the node's 4 DP groups (one
+        per TP rank) reduce together and each gets 1 NIC. Unchanged where every GPU has a NIC of its own.
+        """
+        return dataclasses.replace(comm, min_nic_gpus_per_domain=comm.min_ranks_per_domain)
 
     def _build_group(self, layout: ParallelLayout, dim: str) -> Communicator:
         order = layout.order.split("-")
@@ -1002,6 +1015,7 @@ class StepModel:
                 comm = Communicator.contiguous(self.spec, 2, stride=stride)
             else:
                 comm = Communicator.from_gpus(self.spec, [g - stride, g])
+            comm = self._all_groups_at_once(comm)
             self._comms[key] = comm
         return comm
 
