@@ -366,6 +366,45 @@ def test_train_refuses_the_combined_1f1b_schedule_where_it_cannot_run(args, mess
     assert r.stderr.strip() == f"error: {message}"
 
 
+COMBINED = ("--ep-comm-overlap", "--ep-overlap-schedule", "combined-1f1b")
+
+
+def test_plan_takes_the_ep_overlap_schedule_as_train_does():
+    # The planner's best Mixtral layout at EP 8 under the combined 1F1B schedule is timed by train with the
+    # same option to the same step; under DualPipe's pairing of every microbatch less EP shows (the option
+    # reaches the planner's step model, it is not dropped).
+    r = run("plan", *MIXTRAL_EP, "--top", "1", *COMBINED)
+    assert r.exit_code == 0, r.stderr
+    best = json.loads(r.stdout)["ranked"][0]
+    lay = best["layout"]
+    assert lay["ep"] == 8
+    r = run("train", *MIXTRAL_EP, "--pp", str(lay["pp"]), "--dp", str(lay["dp"]), "--cp", str(lay["cp"]),
+            "--virtual-stages", str(lay["virtual_pipeline_stages"]),
+            "--microbatch", str(lay["microbatch_size"]), "--zero", str(lay["zero_stage"]),
+            "--recompute", lay["recompute"], *COMBINED)  # fmt: skip
+    assert r.exit_code == 0, r.stderr
+    assert json.loads(r.stdout)["step_s"] == pytest.approx(best["step_s"], rel=1e-9)
+    dualpipe = run("plan", *MIXTRAL_EP, "--top", "1", "--ep-comm-overlap")
+    assert json.loads(dualpipe.stdout)["ranked"][0]["breakdown_s"]["ep"] < best["breakdown_s"]["ep"]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("--model", "gpt3-175b", "--nodes", "16", "--global-batch", "256", *COMBINED),
+         "--ep-overlap-schedule: model 'gpt3-175b' has no experts"),
+        (("--model", "mixtral-8x7b", "--nodes", "4", "--ep", "1", "--global-batch", "256", *COMBINED),
+         "--ep-comm-overlap: overlaps the expert all-to-alls, and --ep 1 has none"),
+        ((*MIXTRAL_EP[:-1], "--ep-overlap-schedule", "dualpipe"),
+         "--ep-overlap-schedule dualpipe: schedules --ep-comm-overlap, which is off"),
+    ],
+)  # fmt: skip
+def test_plan_refuses_the_ep_overlap_schedule_where_train_does(args, message):
+    r = run("plan", *args)
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip() == f"error: {message}"
+
+
 def test_train_refuses_llama_eager_kernels_on_a_layernorm_model():
     # --elementwise llama-eager counts the Llama code's RMSNorm operator by operator; GPT-3 has LayerNorm.
     r = run(

@@ -367,7 +367,9 @@ def _refuse_ep_overlap(
 ) -> None:
     """--ep-comm-overlap without an expert all-to-all to hide (a dense model, or --ep 1; ``ep`` is None
     where the planner chooses it), --moe-dispatcher on a dense model and --ep-overlap-schedule on a dense
-    model or without --ep-comm-overlap are refused, not dropped."""
+    model or without --ep-comm-overlap are refused, not dropped. ``train`` and ``plan`` share this rule;
+    where the planner chooses EP, its EP = 1 candidates have no expert all-to-all, and the overlap hides
+    nothing there (a combined-1f1b schedule still needs interleaving with pp > 1, as for any EP)."""
     for flag, value in (("--moe-dispatcher", dispatcher), ("--ep-overlap-schedule", schedule)):
         if value is not None and not model.is_moe:
             raise ConfigError(f"{flag}: model {model.name!r} has no experts")
@@ -766,6 +768,7 @@ def plan(
     seq_len: SeqOpt = None,
     tp_comm_overlap: TpOverlapOpt = False,
     ep_comm_overlap: EpOverlapOpt = False,
+    ep_overlap_schedule: EpScheduleOpt = None,
     zero3_prefetch: PrefetchOpt = None,
     capacity_factor: CapacityOpt = None,
     fp8: Fp8Opt = False,
@@ -787,7 +790,7 @@ def plan(
     spec = sized_cluster(cluster, nodes=nodes)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, None, tp=tp, tp_overlap=tp_comm_overlap)
-    _refuse_ep_overlap(spec_model, ep, ep_comm_overlap, moe_dispatcher)
+    _refuse_ep_overlap(spec_model, ep, ep_comm_overlap, moe_dispatcher, ep_overlap_schedule)
     _refuse_single_stage(pp or 0, embedding_chunks)  # pp None: the planner picks pp (> 1 to place them)
     check_outputs(plot=plot, html=html)
     sm = StepModel(
@@ -806,6 +809,7 @@ def plan(
             ep_overlap=ep_comm_overlap,
             framework=framework,
             dispatcher=moe_dispatcher,
+            ep_schedule=ep_overlap_schedule,
         ),
     )
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
