@@ -50,6 +50,7 @@ from tests.training.test_training_public import (
 from tests.training.test_training_public5 import LLAMA2_7B
 
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
 from aifabric.training import ParallelLayout, StepModel
 from aifabric.training.efficiency import compute_profile
@@ -449,12 +450,23 @@ def test_no_sync_holds_every_parameter_gradient_unsharded_hand_count() -> None:
     assert held.total_bytes - synced.total_bytes == pytest.approx(4 * held.params_per_gpu * 7 / 8)
 
 
-def test_no_sync_changes_nothing_with_one_microbatch_or_below_zero_3() -> None:
+def test_no_sync_changes_nothing_with_one_microbatch() -> None:
     one = dataclasses.replace(NO_SYNC_LAYOUT, global_batch_size=16)  # 2 x 8: one microbatch
-    zero1 = dataclasses.replace(NO_SYNC_LAYOUT, zero_stage=1)
-    for lay in (one, zero1):
-        base = memory_breakdown(KF_70B, lay, framework="torchtitan")
-        assert memory_breakdown(KF_70B, lay, framework="torchtitan", zero3_no_sync=True) == base
+    base = memory_breakdown(KF_70B, one, framework="torchtitan")
+    assert memory_breakdown(KF_70B, one, framework="torchtitan", zero3_no_sync=True) == base
+
+
+@pytest.mark.parametrize("zero", [0, 1, 2])
+def test_no_sync_is_refused_below_zero_3(zero: int) -> None:
+    # Below full sharding the gradients reduce once per step already (Megatron-Core runs all microbatches
+    # but the last under no_sync): the option would mean nothing, so the memory model and the step refuse it.
+    lay = dataclasses.replace(NO_SYNC_LAYOUT, zero_stage=zero)
+    message = f"zero3_no_sync=True with zero_stage={zero}: skips the per-layer gradient reduce-scatters"
+    with pytest.raises(ConfigError, match=message):
+        memory_breakdown(KF_70B, lay, framework="torchtitan", zero3_no_sync=True)
+    sm = StepModel(KF_70B, h200_nodes(32), options=StepOptions(framework="torchtitan", zero3_no_sync=True))
+    with pytest.raises(ConfigError, match=message):
+        sm.evaluate(lay)
 
 
 def test_no_sync_reduce_scatters_once_per_step_and_is_never_slower() -> None:

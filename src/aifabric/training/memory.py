@@ -69,6 +69,7 @@ __all__ = [
     "TrainingFramework",
     "activation_bytes_per_layer",
     "check_fits",
+    "check_zero3_no_sync",
     "get_framework",
     "in_flight_layer_microbatches",
     "memory_breakdown",
@@ -588,6 +589,7 @@ def memory_breakdown(
         ``set_requires_gradient_sync(False)``, FSDP1 ``no_sync()``): each parameter's gradient accumulates
         unsharded, in the reduce dtype, until the last microbatch reduce-scatters it, so with more than
         one microbatch ``gradient_bytes`` is ``grads`` x P_gpu, not / D (:func:`_zero3_unsharded_grads`).
+        Refused below ZeRO-3 (:func:`check_zero3_no_sync`).
 
     Returns
     -------
@@ -598,7 +600,8 @@ def memory_breakdown(
     ------
     ConfigError
         If the layout does not suit the model (see :meth:`ParallelLayout.validate`), ``framework`` is
-        not in :data:`FRAMEWORKS`, or the offload is one Megatron-LM refuses (:func:`check_offload`).
+        not in :data:`FRAMEWORKS`, the offload is one Megatron-LM refuses (:func:`check_offload`), or
+        ``zero3_no_sync`` is set below ZeRO-3 (:func:`check_zero3_no_sync`).
 
     Notes
     -----
@@ -620,6 +623,7 @@ def memory_breakdown(
     """
     layout.validate(model)
     check_offload(offload_layers, layout, model.n_layers)
+    check_zero3_no_sync(zero3_no_sync, layout)
     fw = get_framework(framework)
     p, v = layout.pp, layout.virtual_pipeline_stages
     stage_moe = _stage_moe_counts(
@@ -653,6 +657,33 @@ def memory_breakdown(
         gpu_hbm_bytes=None if gpu_hbm_bytes is None else float(gpu_hbm_bytes),
         offloaded_activation_bytes=offloaded,
     )
+
+
+def check_zero3_no_sync(zero3_no_sync: bool, layout: ParallelLayout) -> None:
+    """Refuse gradient sync skipped below ZeRO-3 (FSDP full-shard), where it means nothing.
+
+    FSDP2's ``set_requires_gradient_sync(False)`` and FSDP1's ``no_sync()`` skip the per-layer gradient
+    reduce-scatters that only full sharding issues every microbatch; below it the gradients already reduce
+    once per step, after the last microbatch (Megatron-Core's schedules run every microbatch but the last
+    inside the DDP's ``no_sync_func``, ``megatron/core/pipeline_parallel/schedules.py``, the gradients
+    accumulating in ``main_grad``), so the option would change neither the memory nor the step.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``zero3_no_sync`` and the layout's ``zero_stage``.
+
+    >>> check_zero3_no_sync(True, ParallelLayout(dp=8, zero_stage=1))
+    Traceback (most recent call last):
+    ...
+    aifabric.errors.ConfigError: zero3_no_sync=True with zero_stage=1: skips the per-layer gradient reduce-scatters of ZeRO-3 (FSDP full-shard), and zero_stage 1 reduces the gradients once per step already
+    """  # noqa: E501  (the doctest's expected message is one line)
+    if zero3_no_sync and layout.zero_stage < 3:
+        raise ConfigError(
+            f"zero3_no_sync=True with zero_stage={layout.zero_stage}: skips the per-layer gradient "
+            f"reduce-scatters of ZeRO-3 (FSDP full-shard), and zero_stage {layout.zero_stage} reduces the "
+            "gradients once per step already"
+        )
 
 
 def _zero3_unsharded_grads(model: ModelSpec, layout: ParallelLayout, params: float) -> float:

@@ -219,7 +219,8 @@ class StepOptions:
         gradients accumulate unsharded in the reduce dtype, ``grads`` bytes per parameter of the stage in
         the memory check (:func:`~aifabric.training.memory.memory_breakdown`). The gathers still run
         every microbatch, forward and backward. False: every microbatch reduce-scatters (torchtitan,
-        DeepSpeed stage 3, Megatron-FSDP).
+        DeepSpeed stage 3, Megatron-FSDP). A layout below ZeRO-3 is refused with it
+        (:func:`~aifabric.training.memory.check_zero3_no_sync`): its gradients reduce once per step already.
     ddp_bucket_params : int, optional
         Parameters per gradient bucket; default Megatron-LM's ``max(40,000,000, 1,000,000 x dp)``
         (``megatron/core/distributed/distributed_data_parallel.py``).
