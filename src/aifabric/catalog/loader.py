@@ -118,9 +118,11 @@ class AcceleratorSpec(_Entry):
     ``full_mesh`` of two; None where the card takes none; ``nvlink`` stays None, as no switched domain
     exists), ``host_link_bidirectional_bytes_per_s`` (the GPU's own link to its CPU's memory where it is
     not the x16 ``pcie`` link: NVLink-C2C on Grace parts, both directions added; None: the ``pcie`` link),
-    ``host_memory_bytes`` (the CPU memory behind one GPU, where CPU offload puts what leaves its HBM: the
-    Grace's LPDDR5X over the GPUs it serves, or the reference server's system memory over its GPUs; None:
-    not in the catalogue, nothing checked).
+    ``host_system_memory_bytes`` (catalogue ``host_memory``: the CPU memory of the host the GPU sits in, as
+    its source states it for the whole host, a Grace's LPDDR5X or a reference server's system memory; None:
+    not in the catalogue, nothing checked) and ``host_memory_gpus`` (the GPUs that share it there: 2 on a
+    GB200 superchip, 8 in a DGX H100); :attr:`host_memory_bytes` is the share behind one GPU, where CPU
+    offload puts what leaves its HBM.
     """
 
     arch: str
@@ -132,7 +134,8 @@ class AcceleratorSpec(_Entry):
     sparse_peak_ratio: float | None = Field(default=None, gt=1)
     hbm_capacity_bytes: float = Field(gt=0, validation_alias="hbm_capacity")
     hbm_bandwidth_bytes_per_s: float = Field(gt=0, validation_alias="hbm_bandwidth")
-    host_memory_bytes: float | None = Field(default=None, gt=0, validation_alias="host_memory")
+    host_system_memory_bytes: float | None = Field(default=None, gt=0, validation_alias="host_memory")
+    host_memory_gpus: Int = Field(default=1, ge=1)
     nvlink: str | None = None
     nvlink_links: Int = 0
     pcie: str | None = None
@@ -157,10 +160,31 @@ class AcceleratorSpec(_Entry):
     def _size(cls, v: Any) -> float:
         return parse_bytes(v, field="hbm_capacity")
 
-    @field_validator("host_memory_bytes", mode="before")
+    @field_validator("host_system_memory_bytes", mode="before")
     @classmethod
     def _host_size(cls, v: Any) -> float | None:
         return None if v is None else parse_bytes(v, field="host_memory")
+
+    @property
+    def host_memory_bytes(self) -> float | None:
+        """The host memory behind one GPU, bytes: the host's ``host_memory`` over the ``host_memory_gpus``
+        sharing it (a DGX H100's 2 TB over its 8 GPUs: 250 GB); None where the catalogue has none.
+
+        >>> from aifabric.catalog import accelerator
+        >>> accelerator("gb200").host_memory_bytes / 1e9  # one Grace's 480 GB over its two GPUs
+        240.0
+        """
+        if self.host_system_memory_bytes is None:
+            return None
+        return self.host_system_memory_bytes / self.host_memory_gpus
+
+    def check_fields(self) -> None:
+        """``host_memory_gpus`` shares a ``host_memory``: refused without one."""
+        if self.host_memory_gpus > 1 and self.host_system_memory_bytes is None:
+            raise ConfigError(
+                f"host_memory_gpus: {self.host_memory_gpus} GPUs share the host memory, and host_memory is "
+                "not given"
+            )
 
     @field_validator(
         "hbm_bandwidth_bytes_per_s",

@@ -25,8 +25,9 @@ compute-bound operations like GEMMs"). Megatron-LM refuses the offload with pipe
 activation recomputation, and N >= L (``transformer_config.py``: "CPU offloading can be done only for
 layers less than num_layers"; "no support for Pipeline parallelism with CPU offloading"; "does not work
 when activation recomputation is enabled"): :func:`check_offload`. What leaves the GPU must fit in the CPU
-memory behind it (the catalogue's ``host_memory`` per GPU: a Grace's 480 GB of LPDDR5X serves the two GPUs
-of a GB200 superchip, 240 GB each): :func:`check_offload_fits`.
+memory behind it (the catalogue's ``host_memory`` of the host over the ``host_memory_gpus`` sharing it: a
+Grace's 480 GB of LPDDR5X serves the two GPUs of a GB200 superchip, 240 GB each; a DGX H100's 2 TB its
+eight, 250 GB each): :func:`check_offload_fits`.
 """
 
 from __future__ import annotations
@@ -90,9 +91,9 @@ def check_offload(offload_layers: int, layout: ParallelLayout, n_layers: int) ->
 
 def check_offload_fits(offload_layers: int, offloaded_bytes: float, acc: AcceleratorSpec) -> None:
     """Refuse an offload of more activation bytes per GPU than the CPU memory behind that GPU holds
-    (``acc.host_memory_bytes``; not checked where the catalogue has none). The bound is the whole memory:
-    the OS, the pinned staging buffers and the rest of the job's host state take from it too, so an offload
-    just under it may still not fit.
+    (``acc.host_memory_bytes``: the host's memory over the GPUs sharing it; not checked where the catalogue
+    has none). The bound is the GPU's whole share: the OS, the pinned staging buffers and the rest of the
+    job's host state take from it too, so an offload just under it may still not fit.
 
     Raises
     ------
@@ -104,9 +105,16 @@ def check_offload_fits(offload_layers: int, offloaded_bytes: float, acc: Acceler
         return
     raise Infeasible(
         f"offload_layers={offload_layers}: {format_bytes(offloaded_bytes)} of activations per GPU offloaded "
-        f"to the CPU is more than the {format_bytes(host)} of host memory behind each {acc.name}; "
-        "offload fewer layers or shrink the microbatch"
+        f"to the CPU is more than the {format_bytes(host)} of host memory behind each {acc.name} "
+        f"({_shared(acc)}); offload fewer layers or shrink the microbatch"
     )
+
+
+def _shared(acc: AcceleratorSpec) -> str:
+    """How the host's memory is split: ``480 GB shared by 2 GPUs``, or the host's whole for one GPU."""
+    if acc.host_memory_gpus == 1:
+        return "its host's whole memory"
+    return f"{format_bytes(acc.host_system_memory_bytes or 0.0)} shared by {acc.host_memory_gpus} GPUs"
 
 
 def offload_windows(n_layers: int, offload_layers: int) -> tuple[int, ...]:
