@@ -8,14 +8,19 @@ one clear line and exit 2.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from aifabric.catalog.nccl import nccl_release
 from aifabric.cli.app import app
+from aifabric.cluster.presets import preset
+from aifabric.collectives.nccl_env import parse_env, stages_in_host
 from aifabric.discovery.compare import compare_nccl_tests
 from aifabric.discovery.node import NodeInspection, inspect_node_text
+from aifabric.discovery.node_paths import NO_GDR_FACTOR
 from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.errors import ParseError
 
@@ -102,6 +107,42 @@ def test_grace_board_reads_its_c2c_paths() -> None:
     assert any(a.startswith("partial input: rows GPU3 cut") for a in node.assumptions)
     # The same cells on an x86 board (no GPU NUMA ID) stay SYS without GPUDirect RDMA.
     assert not _node("topo_vllm_env_indented_one_sys_nic.txt").layout.c2c
+
+
+@pytest.mark.parametrize("version,gdr", [("2.26.2", False), ("2.27.3", True), ("2.30.3", True)])
+def test_grace_board_gdr_follows_the_nccl_release(version: str, gdr: bool) -> None:
+    # The same GB200 tray: NCCL reads NCCL_NET_GDR_C2C from 2.26.2 with default 0 (v2.26.2-1 paths.cc:381),
+    # default 1 from 2.27.3 (v2.27.3-1 paths.cc:386, the P2C path compared as C2C), so its own Grace's NICs
+    # carry GPUDirect RDMA from 2.27.3 and stage in host memory before. The verdict is the collective
+    # model's for a gb200-nvl72 spec (nic_path P2C) under the same release: one rule.
+    name = "topo_gb200_4gpu_numa_lists_cut.txt"
+    text = (PUBLIC / name).read_text(encoding="utf-8")
+    (node,) = inspect_node_text(text, source=name, nccl_version=version)
+    assert all(p.gdr is gdr for p in node.paths)
+    model = not stages_in_host(parse_env({}), preset("gb200-nvl72"), nccl_release(version))
+    assert model is gdr
+    assert ("nic_behind_cpu" in _codes(node)) is not gdr
+    # staged: the across-node figure loses NCCL's host-staging factor (16 of 24 GB/s, NVIDIA/nccl #412)
+    assert node.network_factor == pytest.approx(1.0 if gdr else NO_GDR_FACTOR)
+    two = {e.n_nodes: e.busbw_bytes_per_s for e in node.expected}[2]
+    (newest,) = inspect_node_text(text, source=name)
+    ratio = two / {e.n_nodes: e.busbw_bytes_per_s for e in newest.expected}[2]
+    assert ratio == pytest.approx(1.0 if gdr else NO_GDR_FACTOR, rel=0.01)
+
+
+def test_grace_board_names_the_release_it_judged() -> None:
+    # Without --nccl-version the newest recorded release decides, and the assumptions say so; a version
+    # that is not a release is one line naming the option, exit 2.
+    node = _node("topo_gb200_4gpu_numa_lists_cut.txt")
+    assert any("GPUDirect RDMA over NVLink-C2C judged for NCCL" in a for a in node.assumptions)
+    assert not any("NVLink-C2C" in a for a in _node("topo_vllm_env_indented_one_sys_nic.txt").assumptions)
+    path = str(PUBLIC / "topo_gb200_4gpu_numa_lists_cut.txt")
+    r = CliRunner().invoke(app, ["inspect", path, "--nccl-version", "abc"])
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.strip() == "error: --nccl-version: 'abc' is not a version like 2.21.5"
+    r = CliRunner().invoke(app, ["inspect", path, "--nccl-version", "2.26.2", "--json"])
+    assert r.exit_code == 0, r.stderr
+    assert not any(p["gdr"] for p in json.loads(r.stdout)[0]["gdr"])
 
 
 def test_dgx_a100_cut_inside_the_affinity_column() -> None:

@@ -63,6 +63,14 @@ def inspect(
     doc: Annotated[
         int | None, typer.Option("--doc", help="Only the N-th <system> of an XML file (1-based)", min=1)
     ] = None,
+    nccl_version: Annotated[
+        str | None,
+        typer.Option(
+            "--nccl-version",
+            help="The NCCL release the node runs, e.g. 2.26.2 (default: newest recorded): its tuning tables "
+            "price the expected busbw, and it decides GPUDirect RDMA to a NIC behind a Grace CPU (2.27.3 on)",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output")] = False,
     html: HtmlOpt = None,
 ) -> None:
@@ -78,8 +86,14 @@ def inspect(
     check_outputs(html=html)  # before any work
     text, source = read_log(file)
     # the two-node fabric is built from the input: a node too big for it names the input, not a YAML field
-    with options_as_typed({"scale_out.tiers": f"{file}: the node it describes cannot be wired"}):
-        nodes = inspect_node_text(text, source=source, gpu=gpu, nic_speed=nic_speed, fmt=fmt.value)
+    typed = {
+        "scale_out.tiers": f"{file}: the node it describes cannot be wired",
+        "nccl version": "--nccl-version",
+    }
+    with options_as_typed(typed):
+        nodes = inspect_node_text(
+            text, source=source, gpu=gpu, nic_speed=nic_speed, fmt=fmt.value, nccl_version=nccl_version
+        )
     if doc is not None:
         if doc > len(nodes):
             raise ValueError(f"--doc: {doc} is out of range; the file describes {len(nodes)} node(s)")
@@ -165,7 +179,8 @@ def _render_nvlink(node) -> None:  # noqa: ANN001  (a NodeInspection; the module
 _NIC_TITLE = "GPU to NIC (GPUDirect RDMA: PIX/PXB good; PHB/NODE/SYS degrade it)"
 #: The same on a Grace board (:attr:`NodeLayout.c2c`): NCCL 2.27+ reaches its own CPU's NICs over C2C.
 _NIC_TITLE_C2C = (
-    "GPU to NIC (GPUDirect RDMA: PIX/PXB, and over C2C to the GPU's own Grace's NICs; else degraded)"
+    "GPU to NIC (GPUDirect RDMA: PIX/PXB, and over C2C to the GPU's own Grace's NICs from NCCL 2.27.3; else "
+    "degraded)"
 )
 _NIC_HEADERS = ("GPU", "NUMA", "nearest NIC(s)", "path", "paired NIC", "GDR")
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aifabric.catalog.nccl import nccl_release
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.collectives.nccl_env import host_staging_efficiency
 from aifabric.discovery._text import clean_lines, line_count, nonempty_text
@@ -245,6 +246,7 @@ def inspect_layout(
     named: tuple[GpuMention, ...] = (),
     instances: tuple[InstanceMention, ...] = (),
     ports: tuple[PortRate, ...] = (),
+    nccl_version: str | None = None,
 ) -> NodeInspection:
     """Analyse one node (see the module docstring).
 
@@ -267,6 +269,10 @@ def inspect_layout(
     ports : tuple of PortRate
         Port rates ``ibstat``/``ibstatus`` print in the input (:func:`~aifabric.discovery.ib_ports.
         port_rates_in_text`).
+    nccl_version : str, optional
+        The NCCL release the node runs (default: the newest recorded): its tables price the expected busbw,
+        and it decides GPUDirect RDMA to a NIC behind the GPU's own Grace CPU
+        (:func:`~aifabric.discovery.node_paths.c2c_gdr_verdict`: from 2.27.3 by default).
 
     Returns
     -------
@@ -275,7 +281,8 @@ def inspect_layout(
     Raises
     ------
     ConfigError
-        If ``gpu`` is not a catalogue key or ``nic_speed`` is not a NIC speed.
+        If ``gpu`` is not a catalogue key, ``nic_speed`` is not a NIC speed or ``nccl_version`` is not a
+        recorded release's.
     ParseError
         If the input lists no GPU.
     """
@@ -291,14 +298,20 @@ def inspect_layout(
             else ""
         )
         raise ParseError(f"the topology lists no GPU{hint}", line=layout.line, source=layout.source)
+    release = nccl_release(nccl_version)
     accelerator, accelerator_source, notes = choose_accelerator(layout, gpu, named)
-    pairing = nic_pairing(layout)
+    if layout.c2c and layout.nics and nccl_version is None:
+        notes.append(
+            f"NCCL release not given: GPUDirect RDMA over NVLink-C2C judged for NCCL {release.version}, the "
+            "newest recorded (--nccl-version for the node's)"
+        )
+    pairing = nic_pairing(layout, nccl_version)
     mine = {layout.nic_names.get(p.nic, p.nic) for p in pairing.values() if p is not None}
     speed, assumed_speed, instance = _nic_speed(
         layout, nic_speed, notes, instance_with_nics(accelerator, instances), nic_port_rate(ports, mine)
     )
     groups = nvlink_groups(layout)
-    paths = tuple(gpu_nic_path(layout, g, n) for g in layout.gpus for n in layout.nics)
+    paths = tuple(gpu_nic_path(layout, g, n, nccl_version) for g in layout.gpus for n in layout.nics)
     nearest = _nearest_paths(layout, paths)
     spec, spec_data, findings = _spec_and_findings(
         layout, accelerator, speed, groups, nearest, pairing, notes
@@ -317,7 +330,7 @@ def inspect_layout(
         spec_data=spec_data,
         network_factor=factor,
         network_factor_beyond_spec=beyond_spec,
-        expected=expected_busbw(spec, beyond_spec),
+        expected=expected_busbw(spec, beyond_spec, nccl_version),
         warnings=tuple(findings),
         assumptions=tuple(notes),
         accelerator_source=accelerator_source,
@@ -479,6 +492,7 @@ def inspect_node_text(
     gpu: str | None = None,
     nic_speed: str | None = None,
     fmt: str = "auto",
+    nccl_version: str | None = None,
 ) -> list[NodeInspection]:
     """Inspect every node described in ``text``: one ``nvidia-smi topo -m`` matrix, or each NCCL XML
     ``<system>``.
@@ -489,7 +503,7 @@ def inspect_node_text(
         The file's content (commentary around the matrix or XML is allowed).
     source : str, optional
         File name, used in messages.
-    gpu, nic_speed : str, optional
+    gpu, nic_speed, nccl_version : str, optional
         See :func:`inspect_layout`.
     fmt : {"auto", "nvidia-smi", "nccl-xml"}
         Input format (default: detect).
@@ -534,7 +548,15 @@ def inspect_node_text(
         rates = port_rates_in_text(region) if nic_speed is None else ()
         ports = tuple(dataclasses.replace(p, line=p.line + low) for p in rates)
         out.append(
-            inspect_layout(lay, gpu=gpu, nic_speed=nic_speed, named=named, instances=instances, ports=ports)
+            inspect_layout(
+                lay,
+                gpu=gpu,
+                nic_speed=nic_speed,
+                named=named,
+                instances=instances,
+                ports=ports,
+                nccl_version=nccl_version,
+            )
         )
     return out
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from aifabric.catalog.nccl import nccl_release
+from aifabric.catalog.transport import NcclEnv, gdr_distance, gdr_enabled, transport
 from aifabric.discovery.assignment import min_cost_assignment
 from aifabric.discovery.node_layout import NV_LINKS, NodeLayout
 from aifabric.discovery.nvsmi import PATH_ORDER, normalize_path_code
@@ -21,6 +23,7 @@ __all__ = [
     "GpuNicPath",
     "NumaNode",
     "NvlinkGroup",
+    "c2c_gdr_verdict",
     "gdr_verdict",
     "gpu_nic_path",
     "nic_pairing",
@@ -132,22 +135,54 @@ def nvlink_groups(layout: NodeLayout) -> tuple[NvlinkGroup, ...]:
     return tuple(sorted(groups, key=lambda g: order[g.gpus[0]]))
 
 
-#: Why a Grace board's path to a NIC of the GPU's own CPU carries GPUDirect RDMA (:attr:`NodeLayout.c2c`).
-C2C_GDR = (
-    "NVLink-C2C: the GPU reaches a NIC of its own Grace through C2C (NCCL path P2C, counted as C2C, nearer "
-    "than PXB), so NCCL 2.27+ runs GPUDirect RDMA there (NCCL_NET_GDR_C2C, default 1, 0 in 2.26: "
-    "ncclTopoCheckGdr in src/graph/paths.cc); nvidia-smi does not see C2C and prints NODE, or SYS on a board "
-    "where it shows no CPU path; a NIC of the other CPU stays SYS, without it"
-)
+def c2c_gdr_verdict(nccl_version: str | None = None, fabric: str | None = None) -> tuple[bool, str]:
+    """Whether NCCL ``nccl_version`` (default: the newest recorded) runs GPUDirect RDMA to a NIC of the
+    GPU's own Grace CPU, and why.
+
+    The GPU reaches that NIC over NVLink-C2C and then the Grace's PCIe: NCCL's path P2C (PHB before
+    v2.27.3), judged by the collective model's one rule with NCCL's defaults
+    (:func:`~aifabric.catalog.transport.gdr_distance`, then
+    :func:`~aifabric.catalog.transport.gdr_enabled` on the fabric's verbs transport): NCCL_NET_GDR_C2C,
+    read from 2.26.2 (default 0) and on by default from 2.27.3, compares the path as C2C, within
+    NCCL_NET_GDR_LEVEL's default PXB (``ncclTopoCheckGdr``, ``src/graph/paths.cc``).
+
+    >>> c2c_gdr_verdict("2.27.3")[0], c2c_gdr_verdict("2.26.2")[0]
+    (True, False)
+
+    Raises
+    ------
+    ConfigError
+        If ``nccl_version`` is not a recorded release's (:func:`~aifabric.catalog.nccl.nccl_release`).
+    """
+    env, release = NcclEnv(), nccl_release(nccl_version)
+    version = nccl_version or release.version
+    distance = gdr_distance(env, "P2C", release)
+    net = transport("roce-v2" if fabric == "ethernet" else "ib-verbs")
+    seen = (
+        "nvidia-smi does not see C2C and prints NODE, or SYS on a board where it shows no CPU path; a NIC of "
+        "the other CPU stays SYS, without it"
+    )
+    if gdr_enabled(env, net, distance):
+        return True, (
+            f"NVLink-C2C: the GPU reaches a NIC of its own Grace through C2C (NCCL path P2C), which NCCL "
+            f"{version} compares as {distance.name} (NCCL_NET_GDR_C2C, default 1 from 2.27.3: "
+            f"ncclTopoCheckGdr in src/graph/paths.cc), so it runs GPUDirect RDMA there; {seen}"
+        )
+    return False, (
+        f"NVLink-C2C: the GPU reaches a NIC of its own Grace through C2C, which NCCL {version} "
+        f"classes {distance.name}, above NCCL_NET_GDR_LEVEL's default PXB, so traffic is staged in host "
+        "memory (NCCL 2.27.3 on, or NCCL_NET_GDR_C2C=1 from 2.26.2, runs GPUDirect RDMA there); " + seen
+    )
 
 
-def gpu_nic_path(layout: NodeLayout, gpu: str, nic: str) -> GpuNicPath:
+def gpu_nic_path(layout: NodeLayout, gpu: str, nic: str, nccl_version: str | None = None) -> GpuNicPath:
     """The path type between ``gpu`` and ``nic`` and its GPUDirect RDMA verdict (:func:`gdr_verdict`; on a
-    Grace board a NIC of the GPU's own CPU: :data:`C2C_GDR`)."""
+    Grace board a NIC of the GPU's own CPU: :func:`c2c_gdr_verdict` for ``nccl_version``, the newest
+    recorded by default)."""
     path = layout.gpu_nic[(gpu, nic)]
     ok, reason = gdr_verdict(path)
     if not ok and layout.c2c and _same_cpu(layout, gpu, nic):
-        ok, reason = True, C2C_GDR
+        ok, reason = c2c_gdr_verdict(nccl_version, layout.fabric)
     if ok and (layout.gpu_gdr.get(gpu) is False or layout.nic_gdr.get(nic) is False):
         ok, reason = (
             False,
@@ -168,15 +203,17 @@ def path_rank(path: str) -> int:
     return _RANK.get(normalize_path_code(path), len(PATH_ORDER))
 
 
-def nic_pairing(layout: NodeLayout) -> dict[str, GpuNicPath | None]:
-    """One NIC per GPU, closest paths first; NICs are shared only when there are fewer NICs than GPUs."""
+def nic_pairing(layout: NodeLayout, nccl_version: str | None = None) -> dict[str, GpuNicPath | None]:
+    """One NIC per GPU, closest paths first; NICs are shared only when there are fewer NICs than GPUs
+    (verdicts for NCCL ``nccl_version``, :func:`gpu_nic_path`)."""
     gpus, nics = layout.gpus, layout.nics
     if not nics:
         return {g: None for g in gpus}
     share = math.ceil(len(gpus) / len(nics))
     columns = [n for n in nics for _ in range(share)]
     cost = [[path_rank(layout.gpu_nic[(g, n)]) * 10 + k % share for k, n in enumerate(columns)] for g in gpus]
-    return {gpus[r]: gpu_nic_path(layout, gpus[r], columns[c]) for r, c in min_cost_assignment(cost)}
+    pairs = min_cost_assignment(cost)
+    return {gpus[r]: gpu_nic_path(layout, gpus[r], columns[c], nccl_version) for r, c in pairs}
 
 
 def numa_nodes(layout: NodeLayout) -> tuple[NumaNode, ...]:

@@ -551,14 +551,19 @@ def rail_cap(
     return low if low[0] < nic_effective_bytes_per_s else None
 
 
-def expected_busbw(spec: ClusterSpec, network_factor: float) -> tuple[ExpectedBusbw, ...]:
-    """all_reduce busbw at :data:`EXPECTED_BYTES` (formula engine): one node, and 2 and 8 nodes with the
-    network scaled by ``network_factor`` (:func:`gdr_network_factor`)."""
+def expected_busbw(
+    spec: ClusterSpec, network_factor: float, nccl_version: str | None = None
+) -> tuple[ExpectedBusbw, ...]:
+    """all_reduce busbw at :data:`EXPECTED_BYTES` (formula engine, NCCL ``nccl_version``'s tables, the
+    newest recorded by default): one node, and 2 and 8 nodes with the network scaled by ``network_factor``
+    (:func:`gdr_network_factor`)."""
     out = []
-    one = formula_collective("all_reduce", EXPECTED_BYTES, spec)
+    one = formula_collective("all_reduce", EXPECTED_BYTES, spec, nccl_version=nccl_version)
     out.append(ExpectedBusbw("one node, NCCL default", 1, one.algorithm, one.protocol, one.busbw_bytes_per_s))
     if one.algorithm != Algorithm.RING and spec.n_gpus > 1:
-        ring = formula_collective("all_reduce", EXPECTED_BYTES, spec, algorithm="ring")
+        ring = formula_collective(
+            "all_reduce", EXPECTED_BYTES, spec, algorithm="ring", nccl_version=nccl_version
+        )
         out.append(
             ExpectedBusbw(
                 "one node, NCCL_ALGO=Ring", 1, ring.algorithm, ring.protocol, ring.busbw_bytes_per_s
@@ -568,6 +573,13 @@ def expected_busbw(spec: ClusterSpec, network_factor: float) -> tuple[ExpectedBu
     for nodes, label, algorithm in ((2, "2 nodes, NCCL_ALGO=Ring (the fabric's figure)", "ring"),
                                     (8, "8 nodes, NCCL default", None)):  # fmt: skip
         multi = spec.with_changes(nodes=nodes)
-        r = formula_collective("all_reduce", EXPECTED_BYTES, multi, algorithm=algorithm, calibration=net)
+        r = formula_collective(
+            "all_reduce",
+            EXPECTED_BYTES,
+            multi,
+            algorithm=algorithm,
+            calibration=net,
+            nccl_version=nccl_version,
+        )
         out.append(ExpectedBusbw(label, nodes, r.algorithm, r.protocol, r.busbw_bytes_per_s))
     return tuple(out)

@@ -28,6 +28,14 @@ def _names(items: list[str]) -> str:
     return ", ".join(items)
 
 
+#: Why a NIC behind an x86 CPU costs GPUDirect RDMA (a Grace board's own NICs: the path's verdict instead).
+_BEHIND_CPU = (
+    "i.e. behind the CPU; NCCL does not use GPUDirect RDMA over it by default (NCCL_NET_GDR_LEVEL=PXB) and "
+    "stages network traffic in host memory: ~2/3 of the NIC at best, 2-8x lower network busbw with ACS/IOMMU "
+    "or in VMs (reference sec. 7.6; NVIDIA/nccl #412, #489)"
+)
+
+
 def layout_warnings(
     layout: NodeLayout,
     nearest: dict[str, tuple[GpuNicPath, ...]],
@@ -47,15 +55,15 @@ def layout_warnings(
         )))  # fmt: skip
         return out
     far: dict[str, list[str]] = {}
+    why: dict[str, str] = {}
     for g, ps in nearest.items():
         if ps and not ps[0].gdr and normalize_path_code(ps[0].path) not in GDR_PATHS:
             far.setdefault(ps[0].path, []).append(g)
+            why.setdefault(ps[0].path, ps[0].reason)
     for path, gs in far.items():
         out.append(Finding("nic_behind_cpu", (
-            f"{_names(gs)}: the nearest NIC is {path}, i.e. behind the CPU; NCCL does not use GPUDirect "
-            "RDMA over it by default (NCCL_NET_GDR_LEVEL=PXB) and stages network traffic in host memory: "
-            "~2/3 of the NIC at best, 2-8x lower network busbw with ACS/IOMMU or in VMs (reference sec. "
-            "7.6; NVIDIA/nccl #412, #489)"
+            f"{_names(gs)}: the nearest NIC is {path}, "
+            + (f"as nvidia-smi prints it; {why[path]}" if layout.c2c else _BEHIND_CPU)
         )))  # fmt: skip
     for g, p in pairing.items():
         best = nearest[g][0] if nearest.get(g) else None
