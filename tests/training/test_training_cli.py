@@ -349,24 +349,32 @@ def test_train_ep_overlap_schedule_selects_megatrons_combined_1f1b():
     assert dualpipe < merged < alone
 
 
+COMBINED = ("--ep-comm-overlap", "--ep-overlap-schedule", "combined-1f1b")
+
+
 @pytest.mark.parametrize(
-    "args,message",
+    "command,args,message",
     [
-        (("--model", "gpt3-175b", "--tp", "8", "--pp", "8", "--global-batch", "256", "--ep-overlap-schedule",
-          "combined-1f1b"), "--ep-overlap-schedule: model 'gpt3-175b' has no experts"),
-        ((*MIXTRAL_EP[:-1], "--ep-overlap-schedule", "combined-1f1b"),
+        ("train", ("--model", "gpt3-175b", "--tp", "8", "--pp", "8", "--global-batch", "256",
+                   "--ep-overlap-schedule", "combined-1f1b"),
+         "--ep-overlap-schedule: model 'gpt3-175b' has no experts"),
+        ("train", (*MIXTRAL_EP[:-1], "--ep-overlap-schedule", "combined-1f1b"),
          "--ep-overlap-schedule combined-1f1b: schedules --ep-comm-overlap, which is off"),
-        ((*MIXTRAL_EP[:-1], "--ep-comm-overlap", "--ep-overlap-schedule", "combined-1f1b", "--pp", "2"),
+        ("train", (*MIXTRAL_EP[:-1], *COMBINED, "--pp", "2"),
          "ep_overlap_schedule='combined-1f1b' with pp=2 needs --virtual-stages > 1 (Megatron-Core)"),
+        # plan refuses as train does (one rule, _refuse_ep_overlap): a dense model, --ep 1, no overlap
+        ("plan", ("--model", "gpt3-175b", "--nodes", "16", "--global-batch", "256", *COMBINED),
+         "--ep-overlap-schedule: model 'gpt3-175b' has no experts"),
+        ("plan", ("--model", "mixtral-8x7b", "--nodes", "4", "--ep", "1", "--global-batch", "256", *COMBINED),
+         "--ep-comm-overlap: overlaps the expert all-to-alls, and --ep 1 has none"),
+        ("plan", (*MIXTRAL_EP[:-1], "--ep-overlap-schedule", "dualpipe"),
+         "--ep-overlap-schedule dualpipe: schedules --ep-comm-overlap, which is off"),
     ],
 )  # fmt: skip
-def test_train_refuses_the_combined_1f1b_schedule_where_it_cannot_run(args, message):
-    r = run("train", *args)
+def test_the_ep_overlap_schedule_is_refused_where_it_cannot_run(command, args, message):
+    r = run(command, *args)
     assert r.exit_code == 2 and r.stdout == ""
     assert r.stderr.strip() == f"error: {message}"
-
-
-COMBINED = ("--ep-comm-overlap", "--ep-overlap-schedule", "combined-1f1b")
 
 
 def test_plan_takes_the_ep_overlap_schedule_as_train_does():
@@ -386,23 +394,6 @@ def test_plan_takes_the_ep_overlap_schedule_as_train_does():
     assert json.loads(r.stdout)["step_s"] == pytest.approx(best["step_s"], rel=1e-9)
     dualpipe = run("plan", *MIXTRAL_EP, "--top", "1", "--ep-comm-overlap")
     assert json.loads(dualpipe.stdout)["ranked"][0]["breakdown_s"]["ep"] < best["breakdown_s"]["ep"]
-
-
-@pytest.mark.parametrize(
-    "args,message",
-    [
-        (("--model", "gpt3-175b", "--nodes", "16", "--global-batch", "256", *COMBINED),
-         "--ep-overlap-schedule: model 'gpt3-175b' has no experts"),
-        (("--model", "mixtral-8x7b", "--nodes", "4", "--ep", "1", "--global-batch", "256", *COMBINED),
-         "--ep-comm-overlap: overlaps the expert all-to-alls, and --ep 1 has none"),
-        ((*MIXTRAL_EP[:-1], "--ep-overlap-schedule", "dualpipe"),
-         "--ep-overlap-schedule dualpipe: schedules --ep-comm-overlap, which is off"),
-    ],
-)  # fmt: skip
-def test_plan_refuses_the_ep_overlap_schedule_where_train_does(args, message):
-    r = run("plan", *args)
-    assert r.exit_code == 2 and r.stdout == ""
-    assert r.stderr.strip() == f"error: {message}"
 
 
 def test_train_refuses_llama_eager_kernels_on_a_layernorm_model():
