@@ -174,3 +174,37 @@ def test_libfabric_version_as_a_bare_number_is_refused():
     # is after it (18433 B), so the number is refused, not read as another release
     with pytest.raises(ValueError, match=r"scale_out.libfabric_version: 2.1 is a number.*quoted"):
         ALPS.with_changes(**{"scale_out.libfabric_version": 2.10})
+
+
+def test_the_explanation_names_the_plugin_tuners_pick_beyond_two_nodes():
+    # v1.21.0 nccl_ofi_regions.cpp, the p5 / p5e table for 8 ranks a node: 1 GiB on 32 ranks lies in the
+    # ring/LL128 polygon, 8 GiB in ring/Simple's; the figure stays on NCCL's own pick (module docstring of
+    # aifabric.collectives.ofi_tuner: the model's LL128 across EFA is faster than the p5 log)
+    p5_4 = p5(4)
+    r = formula_collective("all_reduce", GiB, p5_4, nccl_version="2.28.7")
+    assert (r.algorithm, r.protocol) == ("nvls_tree", "Simple")
+    assert "aws-ofi-nccl's region tuner runs ring/LL128 for this call" in r.explanation
+    assert "OFI_NCCL_TUNER_TYPE=Internal" in r.explanation
+    big = formula_collective("all_reduce", 8 * GiB, p5_4, nccl_version="2.28.7")
+    assert (big.algorithm, big.protocol) == ("ring", "Simple")
+    assert "region tuner runs ring/Simple for this call" in big.explanation
+    assert "NCCL's own tuner picks it too" in big.explanation
+
+
+def test_the_plugin_tuner_stays_out_where_nccl_does_not_load_it_or_its_regions_do_not_reach():
+    p5_4 = p5(4)
+    so = p5_4.scale_out.model_dump(exclude_unset=True)  # type: ignore[union-attr]
+    old_plugin = _nodes("h100-sxm", 4, so | {"ofi_nccl_version": "1.15.0"})  # a library of its own then
+    calls = [
+        (P5_2, {"nccl_version": "2.28.7"}),  # two nodes: left to NCCL
+        (p5_4, {"nccl_version": "2.20.5"}),  # NCCL 2.20 loads a tuner only NCCL_TUNER_PLUGIN names
+        (old_plugin, {"nccl_version": "2.28.7"}),
+        (p5_4, {"nccl_version": "2.21.5", "env": {"NCCL_ALGO": "Ring"}}),  # tuner v2 stands down
+        (p5_4, {"nccl_version": "2.28.7", "env": {"NCCL_PROTO": "Simple"}}),  # ring/LL128 excluded
+    ]
+    for spec, kw in calls:
+        r = formula_collective("all_reduce", GiB, spec, **kw)  # type: ignore[arg-type]
+        assert "region tuner" not in r.explanation, kw
+    # from NCCL 2.22.3 (tuner v3) NCCL_ALGO=Ring leaves ring/LL128 in the cost table, and the plugin picks it
+    ring = formula_collective("all_reduce", GiB, p5_4, nccl_version="2.28.7", env={"NCCL_ALGO": "Ring"})
+    assert "region tuner runs ring/LL128" in ring.explanation

@@ -31,8 +31,10 @@ __all__ = [
     "nccl_first_read",
     "nccl_reads",
     "not_modelled",
+    "ofi_nccl_data",
     "ofi_nccl_release",
     "ofi_nccl_release_versions",
+    "ofi_nccl_version_tuple",
     "plugin_settings",
 ]
 
@@ -52,17 +54,18 @@ class OfiNcclRelease:
 
     @property
     def version_tuple(self) -> tuple[int, ...]:
-        return _version_tuple(self.version)
+        return ofi_nccl_version_tuple(self.version)
 
 
-def _version_tuple(version: str) -> tuple[int, ...]:
+def ofi_nccl_version_tuple(version: str) -> tuple[int, ...]:
     """``"1.21.1"`` / ``"v1.13.0-aws"`` -> ``(1, 21, 1)`` / ``(1, 13, 0)``; ConfigError naming the value."""
     parts = version_tuple(version, "ofi_nccl_version", "1.21.1")
     return parts + (0,) * (3 - len(parts))
 
 
 @cache
-def _data() -> dict[str, Any]:
+def ofi_nccl_data() -> dict[str, Any]:
+    """The catalogue file as loaded (``data/aws_ofi_nccl.yaml``), kept once."""
     raw: dict[str, Any] = load_package_yaml("aifabric.catalog", "data/aws_ofi_nccl.yaml")
     return raw
 
@@ -78,7 +81,7 @@ def _releases() -> dict[str, OfiNcclRelease]:
             nvls_off_below_nccl=e.get("nvls_off_below_nccl"),
             conditional=e.get("conditional"),
         )
-        for v, e in _data()["releases"].items()
+        for v, e in ofi_nccl_data()["releases"].items()
     }
     return dict(sorted(out.items(), key=lambda kv: kv[1].version_tuple))
 
@@ -100,7 +103,7 @@ def ofi_nccl_release(version: str | None = None) -> OfiNcclRelease:
     table = _releases()
     if version is None:
         return next(reversed(table.values()))
-    want = _version_tuple(version)
+    want = ofi_nccl_version_tuple(version)
     chosen = [r for r in table.values() if r.version_tuple <= want]
     if not chosen:
         raise ConfigError(
@@ -120,7 +123,7 @@ def efa_instance(accelerator: str, nic: str, instance_type: str | None = None) -
     >>> efa_instance("h100-sxm", "connectx-7") is None
     True
     """
-    known: dict[str, dict[str, str | None]] = _data()["instances"]
+    known: dict[str, dict[str, str | None]] = ofi_nccl_data()["instances"]
     if instance_type is not None:
         if instance_type not in known:
             raise ConfigError(
@@ -152,7 +155,7 @@ def nccl_reads(variable: str, nccl_version: str) -> bool:
     >>> nccl_reads("NCCL_NVLS_CHUNKSIZE", "2.20.5"), nccl_reads("NCCL_NVLS_CHUNKSIZE", "2.21.5")
     (False, True)
     """
-    reads: dict[str, dict[str, str]] = _data()["nccl_reads"]
+    reads: dict[str, dict[str, str]] = ofi_nccl_data()["nccl_reads"]
     return variable not in reads or _nccl_tuple(nccl_version) >= _nccl_tuple(reads[variable]["since"])
 
 
@@ -162,7 +165,7 @@ def nccl_first_read(variable: str) -> str | None:
     >>> nccl_first_read("NCCL_NET_GDR_C2C"), nccl_first_read("NCCL_ALGO")
     ('2.26.2', None)
     """
-    entry = _data()["nccl_reads"].get(variable)
+    entry = ofi_nccl_data()["nccl_reads"].get(variable)
     return None if entry is None else str(entry["since"])
 
 
@@ -174,4 +177,4 @@ def _nccl_tuple(version: str) -> tuple[int, ...]:
 
 def not_modelled() -> dict[str, str]:
     """The plugin's variables the formula engine does not model, each with why (``not_modelled``)."""
-    return dict(_data()["not_modelled"])
+    return dict(ofi_nccl_data()["not_modelled"])
