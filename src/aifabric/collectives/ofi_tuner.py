@@ -28,7 +28,11 @@ from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.ops import Collective
 from aifabric.collectives.tiers import TierModel, runs_efa_plugin
 
-__all__ = ["ofi_tuner_note", "ofi_tuner_pick"]
+__all__ = ["TunerPick", "ofi_tuner_note", "ofi_tuner_pick"]
+
+
+#: What :func:`ofi_tuner_pick` finds: the pair's cost, the tables read, the instance they are for.
+TunerPick = tuple[Cost, TunerRelease, str | None]
 
 
 def ofi_tuner_pick(
@@ -39,7 +43,7 @@ def ofi_tuner_pick(
     comm: Communicator,
     evals: list[Cost],
     user_env: Mapping[str, str] | None,
-) -> tuple[Cost, TunerRelease, str | None] | None:
+) -> TunerPick | None:
     """The cost among ``evals`` (NCCL's tuner order) of the pair aws-ofi-nccl's region tuner picks for
     this call, with the tables and the instance it read; None where the plugin leaves the choice to NCCL:
     not EFA, a release whose tuner NCCL does not load by default (plugin below v1.16.0, NCCL below 2.21.5;
@@ -62,19 +66,11 @@ def ofi_tuner_pick(
     return None if pair is None else (costed[pair], release, instance)
 
 
-def ofi_tuner_note(
-    spec: ClusterSpec,
-    tm: TierModel,
-    op: Collective,
-    message_bytes: float,
-    comm: Communicator,
-    evals: list[Cost],
-    user_env: Mapping[str, str] | None,
-    best: Cost,
-) -> str | None:
-    """The explanation's sentence on aws-ofi-nccl's region tuner (:func:`ofi_tuner_pick`): the pair it
-    runs, its table, how to turn it off, and, where it differs from ``best`` (NCCL's own pick, which the
-    figure stays on: module docstring), its time in this model; None where the tuner leaves the call to NCCL.
+def ofi_tuner_note(tuned: TunerPick | None, comm: Communicator, best: Cost) -> str | None:
+    """The explanation's sentence on aws-ofi-nccl's region tuner, given its pick ``tuned``
+    (:func:`ofi_tuner_pick`) for ``comm``: the pair it runs, its table, how to turn it off, and, where it
+    differs from ``best`` (NCCL's own pick, which the figure stays on: module docstring), its time in this
+    model; None where the tuner leaves the call to NCCL (``tuned`` None).
 
     >>> from aifabric.cluster.spec import ClusterSpec
     >>> from aifabric.engines.formula import formula_collective
@@ -85,7 +81,6 @@ def ofi_tuner_note(
     >>> r.algorithm, r.protocol, "region tuner runs ring/LL128" in r.explanation
     ('nvls_tree', 'Simple', True)
     """
-    tuned = ofi_tuner_pick(spec, tm, op, message_bytes, comm, evals, user_env)
     if tuned is None:
         return None
     cost, release, instance = tuned

@@ -41,7 +41,7 @@ from aifabric.collectives.nccl_env import (
     plugin_env,
     plugin_note,
 )
-from aifabric.collectives.ofi_tuner import ofi_tuner_note
+from aifabric.collectives.ofi_tuner import ofi_tuner_note, ofi_tuner_pick
 from aifabric.collectives.ops import Collective, busbw_factor
 from aifabric.collectives.tiers import Protocol, TierModel, parse_protocol, tier_model
 from aifabric.engines.host_launch import with_host_floor
@@ -290,28 +290,28 @@ def formula_collective(
     best = _pick(evals, forced is not None)
     unused = backup or (_collnet_unused(op, tm, evals) if forced is None else None)
     first = [transports.note if comm.n_ranks > 1 else None, unused]
-    notes = _closing_notes(first, spec, tm, op, message_bytes, comm, evals, best, user_env)
+    notes = _closing_notes(first, best, evals, (op, message_bytes, comm), spec, tm, user_env)
     result = _result(op, message_bytes, comm, tm, best, evals, notes)
     return with_host_floor(result, gpus_per_thread, launch_s_per_gpu, ranks_per_node=comm.ranks_per_node)
 
 
 def _closing_notes(
     first: list[str | None],
+    best: Cost,
+    evals: list[Cost],
+    call: tuple[Collective, float, Communicator],
     spec: ClusterSpec,
     tm: TierModel,
-    op: Collective,
-    message_bytes: float,
-    comm: Communicator,
-    evals: list[Cost],
-    best: Cost,
     user_env: Mapping[str, str] | None,
 ) -> list[str]:
-    """The notes closing the explanation: ``first`` (the transports, an unused CollNet or ring backup),
-    then aws-ofi-nccl's region tuner (:func:`~aifabric.collectives.ofi_tuner.ofi_tuner_note`), what the
-    network plugin or its image set (:func:`~aifabric.collectives.nccl_env.plugin_note`) and the NICs'
-    rate (:func:`_nic_rate_note`); those that apply, in that order."""
-    tuner = ofi_tuner_note(spec, tm, op, message_bytes, comm, evals, user_env, best)
-    plugin = plugin_note(spec, tm, best.algorithm, user_env, call=(message_bytes, comm))
+    """The notes closing the explanation of ``call`` (collective, size, communicator): ``first`` (the
+    transports, an unused CollNet or ring backup), then aws-ofi-nccl's region tuner
+    (:func:`~aifabric.collectives.ofi_tuner.ofi_tuner_note`), what the network plugin or its image set
+    (:func:`~aifabric.collectives.nccl_env.plugin_note`) and the NICs' rate (:func:`_nic_rate_note`);
+    those that apply, in that order."""
+    op, size, comm = call
+    tuner = ofi_tuner_note(ofi_tuner_pick(spec, tm, op, size, comm, evals, user_env), comm, best)
+    plugin = plugin_note(spec, tm, best.algorithm, user_env, call=(size, comm))
     return [s for s in (*first, tuner, plugin, _nic_rate_note(spec, tm, comm, best)) if s]
 
 
