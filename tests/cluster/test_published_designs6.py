@@ -34,7 +34,7 @@ Sources (none in the project's earlier source lists):
   25GbE, 10GbE".
 - [NCAR] NCAR CISL, "SIParCS 2024 - Thomas Sorkin: Analysis of the Slingshot High-Speed Network"
   (cisl.ucar.edu/siparcs-2024-thomas-sorkin): Derecho's Slingshot dragonfly links "its 2570 nodes and 200
-  switches" (in ``MISSED``).
+  switches" (in ``MISSED``: 192 as a dragonfly, ``scale_out.topology: dragonfly``).
 
 Fix this check made: a node whose NIC links leave by shared cages (``scale_out.nic_cage_links``) takes one
 module per cage, broken out over its links, as [CISCO-G2]'s Gaudi 2 server: node-end modules of the Gaudi 2
@@ -198,12 +198,32 @@ def test_nvidia_sn5600_breakout_port_counts(tmp_path, nic, ports):
 
 
 MISSED = {
-    "NCAR Derecho, Slingshot": "200 switches published for 2,570 nodes vs 231 predicted (96 leaves, 81 "
-    "spines, 54 cores: `aifabric cluster show` of 2,570 one-NIC nodes on Slingshot 11 and Rosetta, one "
-    "200G NIC per node assumed, the page gives no NIC count): Slingshot is wired as a dragonfly (all-to-"
-    "all groups of 64-port switches, 16 ports down per switch, diameter three), the model builds every "
-    "fabric as a Clos; a dragonfly builder is the missing mechanism",
+    "NCAR Derecho, Slingshot": "200 switches published for 2,570 nodes vs 192 predicted as a dragonfly (6 "
+    "groups of 32 Rosettas, 16 endpoints each: `aifabric cluster show` of DERECHO, one 200G NIC per node "
+    "assumed, the page gives no NIC count; 231 as a Clos before the dragonfly was modelled): the 8 missing "
+    "are one group of 16 or a quarter group of 32, what Aurora's storage and service groups are to its "
+    "compute groups (arXiv:2512.04291); the page gives no breakdown into compute, storage and service "
+    "groups, nor the CPU cabinets' 16-switch groups against a GPU cabinet's 32, which the model's one "
+    "group size cannot mix",
 }
+
+# [NCAR] Derecho as a dragonfly of Rosettas: 2,570 nodes, one Slingshot 11 NIC each (assumed), stand-in node.
+DERECHO = """\
+name: derecho
+accelerator: h100-sxm
+gpus_per_node: 1
+nodes: 2570
+scale_out: {nic: slingshot-11-cassini, fabric: ethernet, switch: slingshot-rosetta, topology: dragonfly}
+front_end: null
+management: null
+"""
+
+
+def test_derecho_dragonfly_prediction_is_the_missed_figure(tmp_path):
+    # By hand: 2,570 endpoints / 512 a balanced group (p = 16, a = 32) = 5.02, so 6 groups, 192 switches.
+    d = show_json(cluster_file(tmp_path, DERECHO, "derecho.yaml"))
+    assert scale_out_counts(d["parts"], "switch") == {"dragonfly": 192}
+    assert "192 predicted" in MISSED["NCAR Derecho, Slingshot"]
 
 
 def test_missed_entries_name_the_figures():

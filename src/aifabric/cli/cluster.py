@@ -138,7 +138,8 @@ def _summary_json(spec: ClusterSpec, s: ClusterSummary) -> dict[str, Any]:
         "realised_oversubscription": s.realised_oversubscription,
         "requested_bisection_bytes_per_s": s.requested_bisection_bytes_per_s,
         "tiers": s.tiers,
-        "scale_out_built": bool(s.tiers),
+        "scale_out_built": bool(s.tiers) or s.dragonfly is not None,
+        "dragonfly": _dragonfly_json(s),
         "front_end_oversubscription": spec.front_end.oversubscription if spec.front_end else None,
         "bisection_bytes_per_s": s.bisection_bytes_per_s,
         "headlines": [h.__dict__ for h in headlines(s)],
@@ -188,8 +189,11 @@ def _print_bandwidths(s: ClusterSummary, chips: str) -> None:
 
 
 def _print_fabric(spec: ClusterSpec, s: ClusterSummary) -> None:
-    """The scale-out Clos (tiers, oversubscription asked and built, bisection) and the front-end."""
-    if s.tiers:
+    """The scale-out Clos (tiers, oversubscription asked and built, bisection) or dragonfly, and the
+    front-end."""
+    if s.dragonfly is not None:
+        console.print(_dragonfly_line(s))
+    elif s.tiers:
         rail = "rail-optimised " if spec.scale_out and spec.scale_out.rail_optimized else ""
         console.print(
             f"scale-out: {s.tiers}-tier {rail}Clos{_one_pod(spec, s.tiers)}, {s.planes} plane(s); "
@@ -246,6 +250,39 @@ def _print_power(s: ClusterSummary) -> None:
                 f"(saves {wi.saved_watts / 1e3:.1f} kW), "
                 f"lasers {wi.lasers_before:,} -> {wi.lasers_after:,.0f}"
             )
+
+
+def _dragonfly_line(s: ClusterSummary) -> str:
+    """The dragonfly's parameters, counts, global taper and bisection, one line."""
+    d = s.dragonfly
+    assert d is not None
+    return (
+        f"scale-out: dragonfly of {d.g} group(s) x {d.a} switches (p={d.p} endpoints, a-1={d.a - 1} local, "
+        f"h={d.h} global ports per switch of {d.radix}); {d.local_links} local and {d.global_links} global "
+        f"links ({d.links_per_arc} per pair of groups); global taper (down:up) {d.oversubscription:.3g}:1 "
+        f"under {d.routing} routing; bisection {s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
+        f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s)"
+    )
+
+
+def _dragonfly_json(s: ClusterSummary) -> dict[str, Any] | None:
+    """The dragonfly's parameters and counts for ``--json`` (None for a Clos)."""
+    d = s.dragonfly
+    if d is None:
+        return None
+    return {
+        "p": d.p,
+        "a": d.a,
+        "h": d.h,
+        "g": d.g,
+        "switches": d.switches,
+        "local_links": d.local_links,
+        "global_links": d.global_links,
+        "links_per_arc": d.links_per_arc,
+        "bisection_links": d.bisection_links,
+        "routing": d.routing,
+        "oversubscription": d.oversubscription,
+    }
 
 
 def _oversubscription_clause(s: ClusterSummary) -> str:

@@ -179,7 +179,8 @@ def _radix(spec: ClusterSpec) -> Radix:
 
 
 def built_clos(spec: ClusterSpec) -> ClosShape | None:
-    """The Clos ``spec``'s topology is built with: :func:`clos_shape`, or None without a scale-out, or for
+    """The Clos ``spec``'s topology is built with: :func:`clos_shape`, or None without a scale-out or with a
+    dragonfly one, or for
     one scale-up domain (one HGX node) whose Clos cannot be built as asked. One domain sends nothing over
     its scale-out fabric (the collectives' rule: :func:`aifabric.collectives.communicator.Communicator.
     contiguous` takes no Clos for it), so a leaf ratio only more nodes realise (2:1 on the one port per
@@ -190,8 +191,8 @@ def built_clos(spec: ClusterSpec) -> ClosShape | None:
     ConfigError
         A Clos of several domains that cannot be built (:func:`clos_shape`).
     """
-    if spec.scale_out is None:
-        return None
+    if spec.scale_out is None or spec.scale_out.topology != "clos":
+        return None  # a dragonfly is sized by aifabric.cluster.dragonfly, not wired link by link
     if spec.n_domains > 1:
         return clos_shape(spec)
     try:

@@ -261,13 +261,40 @@ def _switch_cables(topo: Topology, tier_name: str, links: int) -> tuple[int, flo
 
 
 def _scale_out(topo: Topology) -> list[PartLine]:
+    """The scale-out NICs, then the fabric's switches, cables and modules by its topology
+    (:data:`_SCALE_OUT_FABRIC`)."""
+    spec = topo.spec
+    so = spec.scale_out
+    assert so is not None
+    nic = catalog.nic(so.nic)
+    n_nics = spec.n_nodes * spec.nics_per_node  # nics_per_gpu per GPU, or one per gpus_per_nic GPUs
+    lines = [PartLine("scale-out", "nic", nic.name, n_nics, n_nics * nic.power_w)]
+    return lines + _SCALE_OUT_FABRIC[so.topology](topo)
+
+
+def _nic_cable_lines(topo: Topology, tier_name: str, cables: int, link: float) -> list[PartLine]:
+    """The NIC-to-switch cables and their two ends: passive copper with ``scale_out.nic_to_leaf_copper``,
+    else the node end's modules and the switch end's."""
+    so = topo.spec.scale_out
+    assert so is not None
+    lines = [PartLine("scale-out", "cable", tier_name, cables, 0.0)]
+    if so.nic_to_leaf_copper:
+        dac = catalog.optic("dac-copper")
+        return lines + [PartLine("scale-out", "copper", f"{tier_name}: {dac.name}", cables, 0.0)]
+    leaf = so.tier_switches["leaf"]
+    end = "leaf end" if tier_name == "nic-leaf" else "switch end"
+    return lines + [
+        _node_end_line(topo, cables, link),
+        _optic_line("scale-out", end, cables, link, twin=True, switch_key=leaf),
+    ]
+
+
+def _clos_fabric(topo: Topology) -> list[PartLine]:
+    """A Clos's switches per tier, and its cables and modules tier by tier."""
     spec = topo.spec
     so = spec.scale_out
     assert so is not None
     lines: list[PartLine] = []
-    nic = catalog.nic(so.nic)
-    n_nics = spec.n_nodes * spec.nics_per_node  # nics_per_gpu per GPU, or one per gpus_per_nic GPUs
-    lines.append(PartLine("scale-out", "nic", nic.name, n_nics, n_nics * nic.power_w))
     for tier, key in so.tier_switches.items():  # each tier's own part (scale_out.spine_switch, core_switch)
         c = topo.switch_counts[tier]
         if c:
@@ -277,24 +304,48 @@ def _scale_out(topo: Topology) -> list[PartLine]:
     for tier_name, cables in topo.cable_counts.items():
         if not cables:
             continue
-        lines.append(PartLine("scale-out", "cable", tier_name, cables, 0.0))
         if tier_name == "nic-leaf":
-            if so.nic_to_leaf_copper:
-                dac = catalog.optic("dac-copper")
-                lines.append(PartLine("scale-out", "copper", f"{tier_name}: {dac.name}", cables, 0.0))
-                continue
-            lines.append(_node_end_line(topo, cables, link))
-            leaf = so.tier_switches["leaf"]
-            lines.append(_optic_line("scale-out", "leaf end", cables, link, twin=True, switch_key=leaf))
-        else:
-            lower, upper = tier_name.split("-")
-            n, speed, twin = _switch_cables(topo, tier_name, cables)
-            if n != cables:
-                lines[-1] = PartLine("scale-out", "cable", tier_name, n, 0.0, links=cables)
-            for end in (lower, upper):
-                key = so.tier_switches[end]
-                lines.append(_optic_line("scale-out", f"{end} end", n, speed, twin=twin, switch_key=key))
+            lines += _nic_cable_lines(topo, tier_name, cables, link)
+            continue
+        lines.append(PartLine("scale-out", "cable", tier_name, cables, 0.0))
+        lower, upper = tier_name.split("-")
+        n, speed, twin = _switch_cables(topo, tier_name, cables)
+        if n != cables:
+            lines[-1] = PartLine("scale-out", "cable", tier_name, n, 0.0, links=cables)
+        for end in (lower, upper):
+            key = so.tier_switches[end]
+            lines.append(_optic_line("scale-out", f"{end} end", n, speed, twin=twin, switch_key=key))
     return lines
+
+
+def _dragonfly_fabric(topo: Topology) -> list[PartLine]:
+    """A dragonfly's switches, NIC cables, local links (electrical: passive copper inside a group, Kim
+    2008; NERSC's Perlmutter: copper L1 cables) and global links (optical, a module at each switch end)."""
+    spec = topo.spec
+    so = spec.scale_out
+    d = topo.dragonfly
+    assert so is not None and d is not None
+    sw = catalog.switch(so.leaf_switch)
+    link = spec.endpoint_line_rate_bytes_per_s
+    dac = catalog.optic("dac-copper")
+    lines = [PartLine("scale-out", "switch", f"dragonfly: {sw.name}", d.switches, d.switches * sw.power_w)]
+    lines += _nic_cable_lines(topo, "nic-switch", d.endpoints, link)
+    lines += [
+        PartLine("scale-out", "cable", "local (in-group)", d.local_links, 0.0),
+        PartLine("scale-out", "copper", f"local (in-group): {dac.name}", d.local_links, 0.0),
+    ]
+    if d.global_links:
+        lines += [
+            PartLine("scale-out", "cable", "global", d.global_links, 0.0),
+            _optic_line(
+                "scale-out", "global ends", 2 * d.global_links, link, twin=True, switch_key=so.leaf_switch
+            ),
+        ]
+    return lines
+
+
+#: The scale-out fabric's parts, by ``scale_out.topology``.
+_SCALE_OUT_FABRIC = {"clos": _clos_fabric, "dragonfly": _dragonfly_fabric}
 
 
 def _front_end(topo: Topology) -> list[PartLine]:

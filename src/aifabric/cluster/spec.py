@@ -45,6 +45,7 @@ __all__ = [
     "MAX_PORTS",
     "MAX_RADIX",
     "ClusterSpec",
+    "DragonflySpec",
     "FrontEndSpec",
     "ManagementSpec",
     "ScaleOutSpec",
@@ -173,8 +174,42 @@ class ScaleUpDomainSpec(_Strict):
         return v
 
 
+#: ScaleOutSpec fields only a Clos reads (a dragonfly refuses them when given)
+_CLOS_ONLY = (
+    "tiers",
+    "oversubscription",
+    "pod_gpus",
+    "full_su",
+    "uplink_speed_bytes_per_s",
+    "planes",
+    "spine_switch",
+    "core_switch",
+)
+
+
+class DragonflySpec(_Strict):
+    """A dragonfly scale-out's parameters (Kim et al., ISCA 2008; :mod:`aifabric.cluster.dragonfly`).
+
+    ``endpoints_per_switch`` (p), ``switches_per_group`` (a), ``global_links_per_switch`` (h) and ``groups``
+    (g) default to the balanced dragonfly of the switch's radix (``a = 2p = 2h``, ``p = floor((k + 1)/4)``)
+    and the fewest groups that hold the NIC ports; HPE Slingshot is ``p: 16, a: 32, h: 17`` (De Sensi et
+    al., SC20). ``links_per_arc`` is the global links between two groups (default: a group's ``a h`` global
+    ports spread evenly over the other groups; Aurora cables 2 between compute groups and gives the rest to
+    its storage and service groups). ``routing`` is ``minimal`` (one global link between groups) or ``valiant`` (two: half the
+    global bandwidth, Kim 2008 Sec. 4).
+    """
+
+    endpoints_per_switch: Int | None = Field(default=None, ge=1, le=MAX_RADIX)
+    switches_per_group: Int | None = Field(default=None, ge=1, le=MAX_RADIX)
+    global_links_per_switch: Int | None = Field(default=None, ge=1, le=MAX_RADIX)
+    groups: Int | None = Field(default=None, ge=1, le=MAX_GPUS)
+    links_per_arc: Int | None = Field(default=None, ge=1, le=MAX_RADIX)
+    routing: Literal["minimal", "valiant"] = "minimal"
+
+
 class ScaleOutSpec(_Strict):
-    """The back-end scale-out fabric: the nodes' NICs wired into a one-, two- or three-tier Clos.
+    """The back-end scale-out fabric: the nodes' NICs wired into a one-, two- or three-tier Clos, or with
+    ``topology: dragonfly`` into a dragonfly sized by ``dragonfly`` (:class:`DragonflySpec`).
 
     A GPU has ``nics_per_gpu`` NICs of its own (1 on HGX/DGX; 2 or 4 on some nodes), or ``gpus_per_nic``
     GPUs share one NIC (AWS p4d.24xlarge: 8 x A100 over 4 x 100 Gb/s EFA, ``gpus_per_nic: 2``; a node with
@@ -253,6 +288,8 @@ class ScaleOutSpec(_Strict):
     instance_type: str | None = None
     ofi_nccl_version: str | None = None
     libfabric_version: str | None = None
+    topology: Literal["clos", "dragonfly"] = "clos"
+    dragonfly: DragonflySpec = DragonflySpec()
 
     @field_validator("transport", mode="before")
     @classmethod
@@ -352,6 +389,27 @@ class ScaleOutSpec(_Strict):
             if sw.fabric != self.fabric:
                 field = "switch" if tier == "leaf" else f"{tier}_switch"
                 raise ValueError(f"fabric is {self.fabric!r} but {field} {key!r} is an {sw.fabric} switch")
+        return self
+
+    @model_validator(mode="after")
+    def _topology_fields(self) -> ScaleOutSpec:
+        """A dragonfly has no Clos tiers, ratios, pods or planes to set, and a Clos no dragonfly: a field
+        the built topology would not read, off its default, is refused, naming it (the default itself
+        passes: a spec resized with :meth:`ClusterSpec.with_changes` carries every field)."""
+        if self.topology == "clos":
+            if self.dragonfly != DragonflySpec():
+                raise ValueError(
+                    "scale_out.dragonfly: given, but scale_out.topology is clos (make it dragonfly)"
+                )
+            return self
+        for name in _CLOS_ONLY:
+            if getattr(self, name) != type(self).model_fields[name].default:
+                label = name.removesuffix("_bytes_per_s")
+                raise ValueError(
+                    f"scale_out.{label}: a Clos field; scale_out.topology dragonfly is sized by "
+                    "scale_out.dragonfly (endpoints_per_switch, switches_per_group, global_links_per_switch, "
+                    "groups)"
+                )
         return self
 
     @field_validator("hop_latency_s", mode="before")

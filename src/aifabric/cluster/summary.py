@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from aifabric.cluster.dragonfly import DragonflyShape
 from aifabric.cluster.inventory import Inventory, inventory
 from aifabric.cluster.ladder import LadderRung, bandwidth_ladder
 from aifabric.cluster.power import PowerBudget, cluster_power
@@ -35,6 +36,7 @@ class ClusterSummary:
     bisection_bytes_per_s: float
     inventory: Inventory
     power: PowerBudget | None = None
+    dragonfly: DragonflyShape | None = None
 
     @property
     def requested_bisection_bytes_per_s(self) -> float:
@@ -54,7 +56,13 @@ class ClusterSummary:
 
 
 def bisection_bytes_per_s(topo: Topology) -> float:
-    """Scale-out bisection bandwidth, bytes/s per direction.
+    """Scale-out bisection bandwidth, bytes/s per direction, by the fabric's topology (0 without one)."""
+    so = topo.spec.scale_out
+    return _BISECTION[so.topology](topo) if so is not None else 0.0
+
+
+def _clos_bisection(topo: Topology) -> float:
+    """A Clos's bisection, bytes/s per direction.
 
     Half of the GPUs talk to the other half: the traffic is capped by the NICs of one half, and by half the
     uplink capacity of every oversubscribed tier (a worst-case cut through the spines / cores):
@@ -75,6 +83,20 @@ def bisection_bytes_per_s(topo: Topology) -> float:
     return min(bounds)
 
 
+def _dragonfly_bisection(topo: Topology) -> float:
+    """A dragonfly's bisection, bytes/s per direction: the NICs of half the GPUs, or the global links
+    between two halves of the groups (:attr:`aifabric.cluster.dragonfly.DragonflyShape.bisection_links`,
+    Kim et al. ISCA 2008), whichever is less: ``min(N/2 x B_nic, floor(g/2) ceil(g/2) l x B_link)``."""
+    spec, d = topo.spec, topo.dragonfly
+    assert d is not None
+    nics = spec.n_gpus / 2 * spec.nic_line_rate_bytes_per_s
+    return min(nics, d.bisection_links * spec.endpoint_line_rate_bytes_per_s)
+
+
+#: The scale-out bisection, by ``scale_out.topology``.
+_BISECTION = {"clos": _clos_bisection, "dragonfly": _dragonfly_bisection}
+
+
 def summarize(spec: ClusterSpec, topo: Topology | None = None) -> ClusterSummary:
     """Build the :class:`ClusterSummary` of ``spec`` (builds its Topology unless given)."""
     if topo is None and spec.scale_up.kind != "torus":
@@ -86,11 +108,24 @@ def summarize(spec: ClusterSpec, topo: Topology | None = None) -> ClusterSummary
         n_nodes=spec.n_nodes,
         domain_gpus=spec.domain_gpus,
         rungs=tuple(bandwidth_ladder(spec)),
-        oversubscription=topo.shape.requested if topo is not None and topo.shape else (),
-        realised_oversubscription=topo.shape.realised if topo is not None and topo.shape else (),
+        oversubscription=_ratios(topo, realised=False),
+        realised_oversubscription=_ratios(topo, realised=True),
         tiers=topo.shape.tiers if topo is not None and topo.shape else 0,
         planes=spec.scale_out.planes if spec.scale_out else 0,
         bisection_bytes_per_s=bisection_bytes_per_s(topo) if topo is not None else 0.0,
         inventory=inv,
         power=cluster_power(topo, inv) if topo is not None else None,
+        dragonfly=topo.dragonfly if topo is not None else None,
     )
+
+
+def _ratios(topo: Topology | None, *, realised: bool) -> tuple[float, ...]:
+    """The scale-out's down:up ratios, leaf first: a Clos's asked or realised per tier boundary, a
+    dragonfly's global taper under its routing (asked and realised alike: it is what the counts give)."""
+    if topo is None:
+        return ()
+    if topo.dragonfly is not None:
+        return (topo.dragonfly.oversubscription,)
+    if topo.shape is None:
+        return ()
+    return topo.shape.realised if realised else topo.shape.requested

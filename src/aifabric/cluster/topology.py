@@ -64,6 +64,7 @@ import numpy as np
 from aifabric import catalog
 from aifabric.budget import check_memory
 from aifabric.cluster.clos import ClosShape, built_clos, clos_shape
+from aifabric.cluster.dragonfly import DragonflyShape, dragonfly_shape
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
@@ -135,6 +136,9 @@ class Topology:
     pod_of_leaf : ndarray[int64], shape (n_leaves,)
     link_reverse : ndarray[int64], shape (n_links,)
         The other direction of each link's cable.
+    dragonfly : DragonflyShape or None
+        A dragonfly scale-out's counts (``scale_out.topology: dragonfly``): counted for parts, power and
+        bisection, not wired link by link (``shape`` is None; the links and flow engines refuse it).
     """
 
     spec: ClusterSpec
@@ -161,6 +165,7 @@ class Topology:
     link_reverse: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     device_offsets: dict[str, int] = field(default_factory=dict)
     mesh_pair_link: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int64))
+    dragonfly: DragonflyShape | None = None
 
     @property
     def is_mesh(self) -> bool:
@@ -449,8 +454,17 @@ def build_topology(spec: ClusterSpec) -> Topology:
         link_reverse=a["rev"][:m],
         device_offsets=offsets,
         mesh_pair_link=mesh_pair_link,
+        dragonfly=_dragonfly(spec),
         **scale_out,
     )
+
+
+def _dragonfly(spec: ClusterSpec) -> DragonflyShape | None:
+    """The dragonfly of a ``scale_out.topology: dragonfly`` spec of several domains, else None."""
+    so = spec.scale_out
+    if so is None or so.topology != "dragonfly":
+        return None
+    return dragonfly_shape(spec)
 
 
 def _cable_mesh(spec: ClusterSpec, w: _LinkWriter) -> np.ndarray:

@@ -13,6 +13,7 @@ from functools import cache, cached_property
 from typing import TYPE_CHECKING
 
 from aifabric.cluster.clos import clos_shape
+from aifabric.cluster.dragonfly import dragonfly_shape
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 from aifabric.lazy_import import lazy_module
@@ -213,7 +214,8 @@ def _placed_nic_gpus(spec: ClusterSpec, arr: np.ndarray) -> int:
 
 @cache
 def _su_pod_gpus(spec: ClusterSpec) -> tuple[int, int]:
-    """GPUs under one scalable unit (rail leaf group) and one pod; the whole cluster if not applicable.
+    """GPUs under one scalable unit (rail leaf group; a dragonfly's group) and one pod; the whole cluster if
+    not applicable.
 
     Cached per spec (ClusterSpec is frozen and hashable): every contiguous communicator of a planner
     search asks for it. A cluster of one scale-up domain (one node of an HGX cluster) sends nothing over
@@ -222,6 +224,9 @@ def _su_pod_gpus(spec: ClusterSpec) -> tuple[int, int]:
     """
     if spec.scale_out is None or spec.n_domains == 1:
         return spec.n_gpus, spec.n_gpus
+    if spec.scale_out.topology == "dragonfly":  # a group is the unit behind the global taper
+        group = dragonfly_shape(spec).group_endpoints * spec.gpus_per_node // spec.endpoints_per_node
+        return min(spec.n_gpus, max(1, group)), spec.n_gpus
     shape = clos_shape(spec)
     su = shape.nodes_per_su * spec.gpus_per_node if shape.tiers >= 2 else spec.n_gpus
     if shape.tiers == 3:

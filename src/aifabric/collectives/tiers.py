@@ -48,6 +48,7 @@ from aifabric.catalog.nccl import (
 from aifabric.catalog.nccl_mesh import MeshRings, mesh_ring_search, mesh_search_applies
 from aifabric.catalog.rccl import rccl_release, rccl_release_versions
 from aifabric.catalog.transport import PathType, TransportSpec, net_ll128_allowed, nic_path_class, transport
+from aifabric.cluster.dragonfly import dragonfly_shape
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.tpu_slice import domain_torus_dims
 from aifabric.collectives.communicator import Communicator
@@ -398,6 +399,24 @@ def _check_hardware(calibration: object | None, spec: ClusterSpec) -> None:
                           "refit it with 'aifabric calibrate' on this hardware")  # fmt: skip
 
 
+def _clos_ratios(spec: ClusterSpec) -> tuple[float, float]:
+    """A Clos's down:up ratios at the leaf and the spine as asked (1 where the tier is not built)."""
+    so = spec.scale_out
+    assert so is not None
+    os_ = list(so.oversubscription) + [1.0, 1.0]
+    return (os_[0] if so.tiers >= 2 else 1.0, os_[1] if so.tiers >= 3 else 1.0)
+
+
+def _dragonfly_ratios(spec: ClusterSpec) -> tuple[float, float]:
+    """A dragonfly's global taper under its routing as the leaf's ratio (a group is its scalable unit:
+    :func:`aifabric.collectives.communicator.Communicator.contiguous`); no spine tier."""
+    return dragonfly_shape(spec).oversubscription, 1.0
+
+
+#: The scale-out's (leaf, spine) down:up ratios the formula engine bounds collectives with, by topology.
+_FABRIC_RATIOS = {"clos": _clos_ratios, "dragonfly": _dragonfly_ratios}
+
+
 def _tier_bandwidths(spec: ClusterSpec, convention: str, efficiency: str) -> tuple[float, float]:
     """Per-GPU, per-direction scale-up and NIC bandwidths (bytes/s) that ``efficiency`` reads: NCCL's
     effective constants (``"nccl"``) or line rates (``"line_rate"``); the scale-up figure doubled under
@@ -540,7 +559,7 @@ def tier_model(
     intra, nic = _tier_bandwidths(spec, convention, efficiency)
     link = spec.scaleup_link
     so = spec.scale_out
-    os_ = list(so.oversubscription) + [1.0, 1.0] if so else [1.0, 1.0]
+    leaf_os, spine_os = _FABRIC_RATIOS[so.topology](spec) if so else (1.0, 1.0)
     acc = spec.accelerator_spec
     release = library_release(acc.collective_library, nccl_version)
     factors = _calibration_factors(calibration, spec, convention, efficiency)
@@ -563,8 +582,8 @@ def tier_model(
         cpu_vendor=spec.cpu_vendor,
         nvls=bool(acc.nvls and link.in_switch_reduction and spec.scale_up.kind == "nvswitch"),
         nvls_efficiency=link.nvls_efficiency or 0.0,  # None only without in_switch_reduction: nvls False
-        leaf_oversubscription=os_[0] if so and so.tiers >= 2 else 1.0,
-        spine_oversubscription=os_[1] if so and so.tiers >= 3 else 1.0,
+        leaf_oversubscription=leaf_os,
+        spine_oversubscription=spine_os,
         efficiency=efficiency,
         convention=convention,
         latency_scale=lat_scale,

@@ -756,6 +756,11 @@ def _route_subflows(
         _add_scale_up_hops(topo, b, cols[same_dom], s[same_dom], d[same_dom], alive)
     x = np.nonzero(~same_dom)[0]
     if x.size:
+        if topo.dragonfly is not None:
+            raise ConfigError(
+                "scale_out.topology: dragonfly is sized and bounded by the formula engine (its global "
+                "taper), not wired link by link; use --engine formula"
+            )
         if topo.shape is None:
             raise NoRoute(
                 f"GPU {int(s[x[0]])} and GPU {int(d[x[0]])} are in different domains and there is no "

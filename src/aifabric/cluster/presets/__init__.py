@@ -67,7 +67,7 @@ def enough_tiers(spec: ClusterSpec) -> ClusterSpec:
         If even three tiers cannot build it, or two cannot for another reason than their size (a ratio).
     """
     so = spec.scale_out
-    if so is None or so.tiers >= 3:
+    if so is None or so.tiers >= 3 or so.topology != "clos":
         return spec
     try:
         clos_shape(spec)

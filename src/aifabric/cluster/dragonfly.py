@@ -1,0 +1,226 @@
+"""Port arithmetic of a dragonfly scale-out (HPE Slingshot, Cray XC): groups of all-to-all switches joined
+all-to-all by global links.
+
+Kim, Dally, Scott and Abts [1]_ name the parameters: each switch of radix ``k`` has ``p`` endpoint ports,
+``a - 1`` local ports (one to each other switch of its group of ``a``) and ``h`` global ports (to other
+groups), ``p + (a - 1) + h <= k``; ``g`` groups, at most ``a h + 1`` (one global link between every pair of
+groups). A balanced dragonfly spends as much on global as on injection bandwidth and twice the switches of
+a group on local links: ``a = 2p = 2h`` (Kim 2008 Sec. 3.1), so ``k = 4p - 1`` and ``p = floor((k + 1)/4)``:
+a radix-64 switch gives ``p = h = 16``, ``a = 32``, at most ``32 x 16 + 1 = 513`` groups of 512 endpoints
+(262,656: Kim's "over 256K nodes" with radix-64 routers). HPE Slingshot spends the 64th port on one more
+global link: 16 endpoint, 31 local and 17 global ports per Rosetta switch (De Sensi et al. [2]_), at most
+545 groups of 512 endpoints.
+
+Counting rules (one group per Cray EX cabinet: its switch blades come with it, so groups are whole)::
+
+    groups          g = ceil(N / (a p))               (N endpoints: the nodes' NIC ports)
+    switches        g a
+    local links     g a (a - 1) / 2                   electrical, one per pair of switches of a group
+    links per arc   l = floor(a h / (g - 1))          the group's a h global ports spread evenly over
+                                                      the g - 1 other groups (or as cabled: links_per_arc)
+    global links    g (g - 1) / 2 x l                 optical
+    bisection       floor(g/2) ceil(g/2) l links      every arc from one half of the groups to the other
+
+A collective that leaves its group sends, per group, the traffic of its ``a p`` endpoints over the ``(g -
+1) l`` global links the group has: the global taper ``r = a p / ((g - 1) l)`` is the down:up ratio of the
+scale-out tier, as a Clos leaf's. Minimal routing crosses one global link; Valiant routing (and UGAL on
+adversarial traffic) sends every packet through a random intermediate group, two global links, which
+halves the global bandwidth: ``r_valiant = 2 r`` (Kim 2008 Sec. 4: "Valiant ... load on the global
+channels is doubled", uniform-random throughput 50%).
+
+References
+----------
+.. [1] Kim, Dally, Scott, Abts, "Technology-Driven, Highly-Scalable Dragonfly Topology", ISCA 2008,
+   doi:10.1109/ISCA.2008.19.
+.. [2] De Sensi, Di Girolamo, McMahon, Roweth, Hoefler, "An In-Depth Analysis of the Slingshot
+   Interconnect", SC20, doi:10.1109/SC41405.2020.00039 (arXiv:2008.08886): Rosetta, 64 ports of 200 Gb/s;
+   groups of up to 32 switches; 16 endpoint, 31 local and 17 global ports per switch.
+.. [3] NERSC, "Perlmutter Architecture" (docs.nersc.gov/systems/perlmutter/architecture): one dragonfly
+   group per cabinet; a GPU cabinet has 32 switch blades and 128 nodes of 4 NICs, a CPU cabinet 16 switch
+   blades and 256 nodes of 1 NIC; copper L0 (node-switch) and L1 (in-group) cables.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from aifabric import catalog
+from aifabric.cluster.spec import ClusterSpec
+from aifabric.errors import ConfigError
+
+__all__ = ["DragonflyShape", "balanced", "dragonfly_shape", "global_taper", "ROUTING_GLOBAL_LINKS"]
+
+#: Global links a packet crosses between two groups, by routing: minimal one, Valiant two (Kim 2008 Sec. 4).
+ROUTING_GLOBAL_LINKS = {"minimal": 1, "valiant": 2}
+
+
+@dataclass(frozen=True)
+class DragonflyShape:
+    """Switch and link counts of a dragonfly (Kim 2008 symbols).
+
+    Attributes
+    ----------
+    radix : int
+        Ports per switch at the link speed.
+    p, a, h, g : int
+        Endpoints per switch, switches per group, global ports per switch, groups.
+    endpoints : int
+        NIC ports cabled (N).
+    routing : str
+        ``minimal`` or ``valiant``.
+    arc : int or None
+        Global links between two groups as cabled (``scale_out.dragonfly.links_per_arc``); None: every
+        global port used, ``floor(a h / (g - 1))``.
+    """
+
+    radix: int
+    p: int
+    a: int
+    h: int
+    g: int
+    endpoints: int
+    routing: str = "minimal"
+    arc: int | None = None
+
+    @property
+    def switches(self) -> int:
+        """g a."""
+        return self.g * self.a
+
+    @property
+    def local_links(self) -> int:
+        """g a (a - 1) / 2: one electrical link per pair of switches of a group."""
+        return self.g * self.a * (self.a - 1) // 2
+
+    @property
+    def links_per_arc(self) -> int:
+        """l: global links between two groups, as cabled, else floor(a h / (g - 1)) (0 for one group)."""
+        if self.g == 1:
+            return 0
+        return self.arc if self.arc is not None else self.a * self.h // (self.g - 1)
+
+    @property
+    def global_links(self) -> int:
+        """g (g - 1) / 2 x l: optical links between groups."""
+        return self.g * (self.g - 1) // 2 * self.links_per_arc
+
+    @property
+    def group_endpoints(self) -> int:
+        """a p: endpoints one group holds."""
+        return self.a * self.p
+
+    @property
+    def bisection_links(self) -> int:
+        """Links crossing the cut between two halves of the groups, floor(g/2) ceil(g/2) l; one group is
+        cut between halves of its switches, floor(a/2) ceil(a/2) local links."""
+        if self.g == 1:
+            return (self.a // 2) * ((self.a + 1) // 2)
+        return (self.g // 2) * ((self.g + 1) // 2) * self.links_per_arc
+
+    @property
+    def oversubscription(self) -> float:
+        """The global taper under this routing: ``a p / ((g - 1) l)`` x global links crossed (1 for one
+        group: every switch of it is one local hop from every other)."""
+        return global_taper(self.a, self.p, self.g, self.links_per_arc, self.routing)
+
+
+def global_taper(a: int, p: int, g: int, links_per_arc: int, routing: str = "minimal") -> float:
+    """Down:up ratio of a dragonfly group's injection to its global links, ``a p / ((g - 1) l)``, times
+    the global links a packet crosses (minimal 1, Valiant 2).
+
+    Examples
+    --------
+    Perlmutter's 14 GPU groups of 32 switches, 16 global ports each: l = floor(512 / 13) = 39, 507 global
+    links for 512 endpoints; Valiant routing doubles it.
+
+    >>> round(global_taper(32, 16, 14, 39), 4), round(global_taper(32, 16, 14, 39, "valiant"), 4)
+    (1.0099, 2.0197)
+    """
+    if g <= 1:
+        return 1.0
+    return a * p / ((g - 1) * links_per_arc) * ROUTING_GLOBAL_LINKS[routing]
+
+
+def balanced(radix: int) -> tuple[int, int, int]:
+    """(p, a, h) of the balanced dragonfly of radix-``radix`` switches: ``a = 2p = 2h``, ``p = floor((k +
+    1) / 4)`` (Kim 2008 Sec. 3.1).
+
+    >>> balanced(64), balanced(48)
+    ((16, 32, 16), (12, 24, 12))
+    """
+    p = (radix + 1) // 4
+    return p, 2 * p, p
+
+
+def _radix(spec: ClusterSpec) -> int:
+    """Ports per switch at the per-plane link speed (``scale_out.radix``, else the switch's)."""
+    so = spec.scale_out
+    assert so is not None
+    link_bps = spec.endpoint_line_rate_bytes_per_s / so.planes
+    return so.radix or catalog.switch(so.leaf_switch).ports_at(link_bps)
+
+
+def dragonfly_shape(spec: ClusterSpec) -> DragonflyShape:
+    """The dragonfly ``spec``'s scale-out is built as: ``scale_out.dragonfly`` where given, else the
+    balanced parameters of the switch's radix, the fewest whole groups that hold the endpoints.
+
+    Raises
+    ------
+    ConfigError
+        One line naming the field: ports over the radix, more groups than ``a h + 1``, groups that do not
+        hold the endpoints.
+
+    Examples
+    --------
+    >>> from aifabric.cluster.presets import preset
+    >>> spec = preset("dgx-h100-superpod", nodes=128, **{"scale_out.topology": "dragonfly",
+    ...     "scale_out.switch": "slingshot-rosetta", "scale_out.fabric": "ethernet",
+    ...     "scale_out.nic": "slingshot-11-cassini"})
+    >>> s = dragonfly_shape(spec)
+    >>> (s.p, s.a, s.h, s.g, s.switches, s.local_links, s.global_links)
+    (16, 32, 16, 2, 64, 992, 512)
+    """
+    so = spec.scale_out
+    if so is None:
+        raise ConfigError("scale_out: this cluster has no scale-out network")
+    radix = _radix(spec)
+    d = so.dragonfly
+    p0, a0, h0 = balanced(radix)
+    p = d.endpoints_per_switch or p0
+    a = d.switches_per_group or a0
+    h = d.global_links_per_switch or h0
+    _check_ports(radix, p, a, h)
+    n = spec.n_endpoints
+    g = d.groups or math.ceil(n / (a * p))
+    _check_groups(n, p, a, h, g, given=d.groups is not None)
+    if d.links_per_arc is not None and d.links_per_arc * (g - 1) > a * h:
+        raise ConfigError(
+            f"scale_out.dragonfly.links_per_arc: {d.links_per_arc} links to each of {g - 1} other groups need "
+            f"{d.links_per_arc * (g - 1)} global ports a group, more than its a h = {a} x {h} = {a * h}"
+        )
+    return DragonflyShape(radix, p, a, h, g, n, d.routing, d.links_per_arc)
+
+
+def _check_ports(radix: int, p: int, a: int, h: int) -> None:
+    """``p + (a - 1) + h <= k``: a switch has its endpoint, local and global ports."""
+    if p + (a - 1) + h > radix:
+        raise ConfigError(
+            f"scale_out.dragonfly: {p} endpoint + {a - 1} local + {h} global ports per switch are more than "
+            f"the switch's {radix} (p + (a - 1) + h <= radix)"
+        )
+
+
+def _check_groups(n: int, p: int, a: int, h: int, g: int, *, given: bool) -> None:
+    """At most ``a h + 1`` groups (one global link per pair of groups), and enough of them for ``n``."""
+    if g > a * h + 1:
+        field = "groups" if given else "global_links_per_switch"
+        raise ConfigError(
+            f"scale_out.dragonfly.{field}: {g} groups need at least one global link to each other group, "
+            f"more than a h + 1 = {a * h + 1} ({a} switches x {h} global ports + 1)"
+        )
+    if g * a * p < n:
+        raise ConfigError(
+            f"scale_out.dragonfly.groups: {g} groups of {a} switches x {p} endpoints hold {g * a * p} NIC "
+            f"ports, fewer than the cluster's {n}"
+        )
