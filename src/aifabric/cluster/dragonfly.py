@@ -196,8 +196,8 @@ def dragonfly_shape(spec: ClusterSpec) -> DragonflyShape:
     _check_groups(n, p, a, h, g, given=d.groups is not None)
     if d.links_per_arc is not None and d.links_per_arc * (g - 1) > a * h:
         raise ConfigError(
-            f"scale_out.dragonfly.links_per_arc: {d.links_per_arc} links to each of {g - 1} other groups need "
-            f"{d.links_per_arc * (g - 1)} global ports a group, more than its a h = {a} x {h} = {a * h}"
+            f"scale_out.dragonfly.links_per_arc: {d.links_per_arc} links to each of {g - 1} other groups "
+            f"need {d.links_per_arc * (g - 1)} global ports a group, more than its a h = {a} x {h} = {a * h}"
         )
     return DragonflyShape(radix, p, a, h, g, n, d.routing, d.links_per_arc)
 

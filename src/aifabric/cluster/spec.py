@@ -195,8 +195,8 @@ class DragonflySpec(_Strict):
     and the fewest groups that hold the NIC ports; HPE Slingshot is ``p: 16, a: 32, h: 17`` (De Sensi et
     al., SC20). ``links_per_arc`` is the global links between two groups (default: a group's ``a h`` global
     ports spread evenly over the other groups; Aurora cables 2 between compute groups and gives the rest to
-    its storage and service groups). ``routing`` is ``minimal`` (one global link between groups) or ``valiant`` (two: half the
-    global bandwidth, Kim 2008 Sec. 4).
+    its storage and service groups). ``routing`` is ``minimal`` (one global link between groups) or
+    ``valiant`` (two: half the global bandwidth, Kim 2008 Sec. 4).
     """
 
     endpoints_per_switch: Int | None = Field(default=None, ge=1, le=MAX_RADIX)
