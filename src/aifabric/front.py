@@ -119,7 +119,7 @@ def cluster(
     headline = (
         ("GPUs", f"{s.n_gpus} in {s.n_nodes} nodes"),
         ("scale-up domain", f"{s.domain_gpus} GPUs"),
-        ("scale-out", f"{s.tiers} tier(s), {s.planes} plane(s)"),
+        ("scale-out", s.scale_out_words),
         ("bisection (per direction)", _gbs(s.bisection_bytes_per_s)),
         ("network power", f"{s.inventory.total_watts / 1e3:,.1f} kW"),
     )

@@ -46,6 +46,15 @@ class ClusterSummary:
         return self.n_gpus * self.spec.nic_line_rate_bytes_per_s / 2 / max(1.0, ratio)
 
     @property
+    def scale_out_words(self) -> str:
+        """The scale-out in a few words: a Clos's tiers, planes and ratios, or a dragonfly's groups and
+        global taper."""
+        d = self.dragonfly
+        if d is not None:
+            return f"dragonfly of {d.g} group(s) x {d.a} switches, global taper {d.oversubscription:.3g}:1"
+        return f"{self.tiers} tier(s), {self.planes} plane(s), oversubscription {list(self.oversubscription)}"
+
+    @property
     def ratios(self) -> list[tuple[str, str, float]]:
         """(upper, lower, ratio) of per-direction bandwidth per GPU between consecutive networks."""
         out = []

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from aifabric.cluster.summary import ClusterSummary, summarize
+from aifabric.cluster.summary import summarize
 from aifabric.cluster.topology import Topology, cached_topology
 from aifabric.inputs import printable
 from aifabric.report.figures import cluster_drawing, figure_svg, step_bars, tier_heatmaps
@@ -86,21 +86,13 @@ def _topology(spec: ClusterSpec) -> Topology | None:
     return None if spec.scale_up.kind == "torus" else cached_topology(spec)
 
 
-def _scale_out_words(s: ClusterSummary) -> str:
-    """The scale-out in a few words: a Clos's tiers, planes and ratios, or a dragonfly's groups and taper."""
-    d = s.dragonfly
-    if d is not None:
-        return f"dragonfly of {d.g} group(s) x {d.a} switches, global taper {d.oversubscription:.3g}:1"
-    return f"{s.tiers} tier(s), {s.planes} plane(s), oversubscription {list(s.oversubscription)}"
-
-
 def _cluster_headline(spec: ClusterSpec, topo: Topology | None) -> list[tuple[str, str]]:
 
     s = summarize(spec, topo)
     out = [
         ("GPUs", f"{s.n_gpus} in {s.n_nodes} nodes"),
         ("scale-up domain", f"{s.domain_gpus} GPUs"),
-        ("scale-out", _scale_out_words(s)),
+        ("scale-out", s.scale_out_words),
         ("bisection", f"{s.bisection_bytes_per_s / 1e9:,.0f} GB/s per direction"),
         ("network power", f"{s.inventory.total_watts / 1e3:,.1f} kW"),
     ]
