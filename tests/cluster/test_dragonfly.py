@@ -23,7 +23,10 @@ Sources:
 
 from __future__ import annotations
 
+import json
+
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tests.clusters import cluster_file, scale_out_counts, show_json
@@ -59,22 +62,8 @@ def _file(tmp_path, nodes: int, gpus: int = 4, dragonfly: str = "{}", name: str 
 
 
 def _spec(nodes: int, gpus: int = 4, **dragonfly: object) -> ClusterSpec:
-    return ClusterSpec.model_validate(
-        {
-            "name": "df",
-            "accelerator": "a100-sxm-40gb",
-            "gpus_per_node": gpus,
-            "nodes": nodes,
-            "scale_up": {"kind": "nvswitch"},
-            "scale_out": {
-                "nic": "slingshot-11-cassini",
-                "fabric": "ethernet",
-                "switch": "slingshot-rosetta",
-                "topology": "dragonfly",
-                "dragonfly": dragonfly,
-            },
-        }
-    )
+    text = SLINGSHOT.format(name="df", gpus=gpus, nodes=nodes, dragonfly=json.dumps(dragonfly))
+    return ClusterSpec.model_validate(yaml.safe_load(text))
 
 
 def _refused(path: str, *args: str) -> str:
