@@ -7,8 +7,11 @@ exactly, with ``d + u <= k`` (the largest such ``u``): 2:1 on 64 ports is 42 dow
 (not 51 / 13, which is 3.92:1), 7:1 is 56 / 8. A ratio no integer split realises (1.37:1 on 64 ports) is
 refused with the nearest ratios that can be built.
 
-The endpoints are the nodes' NIC ports: one per GPU, or one per NIC that ``gpus_per_nic`` GPUs share
+The endpoints are the nodes' GPUs, or the NICs that ``gpus_per_nic`` GPUs share
 (:attr:`~aifabric.cluster.spec.ClusterSpec.endpoints_per_node`); rail ``k`` is a node's ``k``-th of them.
+Ports are counted per NIC link: a GPU with ``nics_per_gpu`` NICs in one plane takes that many leaf ports at
+the NIC's speed, all on its rail's leaf (:attr:`~aifabric.cluster.spec.ScaleOutSpec.nic_links_per_plane`;
+16 nodes of 8 GPUs x 3 x 400G are 384 ports of 400G, not 128 of 1.2T).
 Leaves come in groups (one scalable unit (SU) = one leaf per rail). Nodes are spread evenly over the SUs
 and leaf uplinks cabled at ``ceil(ports used / r)`` (two tiers at 1:1 or under: rounded up where that
 spreads them over fewer spines, :func:`even_uplinks`; with ``scale_out.full_su``, a full SU's, ``ceil(ports
@@ -72,7 +75,7 @@ class ClosShape:
     nodes_per_su : int
         Nodes per scalable unit.
     endpoints : int
-        NIC-facing ports cabled in one plane (the GPUs, or the shared NICs).
+        NIC-facing ports cabled in one plane (a GPU's NIC links there, or the shared NICs).
     requested : tuple of float
         The down:up ratio asked for at each built tier boundary, leaf first.
     spine_radix, core_radix : int
@@ -163,7 +166,7 @@ def _radix(spec: ClusterSpec) -> Radix:
     / link speed, at most the datasheet's logical ports: :meth:`aifabric.catalog.SwitchSpec.ports_at`)."""
     so = spec.scale_out
     assert so is not None
-    link_bps = spec.endpoint_line_rate_bytes_per_s / so.planes
+    link_bps = spec.link_bytes_per_s
     out = {}
     for tier, key in so.tier_switches.items():
         sw = catalog.switch(key)
@@ -232,7 +235,7 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     if so.pod_gpus is not None and shape.n_pods == 1:
         raise ConfigError(
             f"scale_out.pod_gpus: {so.pod_gpus} is not used: a {shape.tiers}-tier fabric of "
-            f"{shape.endpoints} GPUs has one pod (pods need tiers: 3 and more GPUs than one pod)"
+            f"{spec.n_gpus} GPUs has one pod (pods need tiers: 3 and more GPUs than one pod)"
         )
     return shape
 
@@ -251,15 +254,17 @@ def _check_ratios_used(ratios: tuple[float, ...], tiers: int) -> None:
 
 
 def _units(spec: ClusterSpec, rails: int, leaf_down_max: int) -> tuple[int, int, int]:
-    """(units to place, leaf ports per unit, leaves per group): nodes per SU when rail-optimised."""
+    """(units to place, leaf ports per unit, leaves per group): nodes per SU when rail-optimised. A GPU's
+    NIC links of one plane (``k`` of them) stay on one leaf: ``k`` ports per endpoint."""
     so = spec.scale_out
     assert so is not None
+    k = so.nic_links_per_plane
     g = spec.endpoints_per_node
     if so.rail_optimized:
-        return spec.n_nodes, max(1, g // rails), rails
-    if leaf_down_max >= g:  # whole nodes per leaf where they fit, so a node's NICs share a leaf
-        return spec.n_nodes, g, 1
-    return spec.n_endpoints, 1, 1
+        return spec.n_nodes, max(1, g // rails) * k, rails
+    if leaf_down_max >= g * k:  # whole nodes per leaf where they fit, so a node's NICs share a leaf
+        return spec.n_nodes, g * k, 1
+    return spec.n_endpoints, k, 1
 
 
 def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32) -> ClosShape | str:
@@ -271,7 +276,7 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
     so = spec.scale_out
     assert so is not None
     rails = (so.rails or spec.endpoints_per_node) if so.rail_optimized else 1
-    n = spec.n_endpoints
+    n = spec.endpoint_ports
     k = radix.leaf
     if so.tiers == 1:
         if (so.rail_optimized and n > k * rails) or (not so.rail_optimized and n > k):
@@ -295,7 +300,7 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
         m = math.ceil(units / n_groups)
         u = math.ceil((m_max if so.full_su else m) * ppu / r1 - 1e-9)  # full_su: a full SU's uplinks
         n_leaves = n_groups * group
-        if so.tiers == 2 or (n_leaves <= group and (so.pod_gpus is None or n <= so.pod_gpus)):
+        if so.tiers == 2 or (n_leaves <= group and (so.pod_gpus is None or spec.n_gpus <= so.pod_gpus)):
             if n_leaves > radix.spine:
                 if best is not None or n_groups > g0:
                     break  # more SUs only add leaves: the ratio, not the size, is what failed
@@ -327,8 +332,12 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
 
 
 def _ports(spec: ClusterSpec) -> str:
-    """What the fabric's endpoints are, for messages: ``GPUs``, or ``shared NICs``."""
-    return "shared NICs" if spec.scale_out is not None and spec.scale_out.gpus_per_nic > 1 else "GPUs"
+    """What the fabric's endpoint ports are, for messages: ``GPUs``, ``shared NICs``, or ``NIC ports`` (a
+    GPU's several NIC links of a plane)."""
+    so = spec.scale_out
+    if so is not None and so.nic_links_per_plane > 1:
+        return "NIC ports"
+    return "shared NICs" if so is not None and so.gpus_per_nic > 1 else "GPUs"
 
 
 def _radix_text(radix: Radix) -> str:
@@ -471,7 +480,7 @@ def _fewest_pods(
     if split is None:
         return f"{r2:g}:1 is no integer split of {radix.spine} spine ports"
     lp_max = split[0] // group  # SUs per pod
-    su_gpus = m * ppu * group * so.gpus_per_nic  # an SU's endpoints x the GPUs behind each
+    su_gpus = m * ppu * group * so.gpus_per_nic // so.nic_links_per_plane  # an SU's endpoints x their GPUs
     if so.pod_gpus is not None:
         lp_max = min(lp_max, so.pod_gpus // su_gpus)
     if lp_max < 1:

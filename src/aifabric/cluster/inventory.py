@@ -197,14 +197,15 @@ def _module_line(network: str, part: str, links: int, opt: catalog.OpticSpec, n:
 
 def _node_end_line(topo: Topology, links: int, link_bytes_per_s: float) -> PartLine:
     """The scale-out NICs' modules: one per cage of ``nic_cage_links`` links, twin-port ones for
-    ``nic_twin_port`` or a NIC split over two planes (one cage feeds both), else one per link."""
+    ``nic_twin_port`` or a NIC split over two planes (one cage feeds both), else one per link: several NICs
+    of a GPU each have their own cage (a ConnectX-7's one 400G OSFP), one module each."""
     so = topo.spec.scale_out
     assert so is not None
     if so.nic_cage_links is not None:
         nodes = topo.spec.n_nodes  # every node has the same links; a cage serves one node
         opt, n = node_end_modules(links // nodes, link_bytes_per_s, so.nic_cage_links)
         return _module_line("scale-out", "node end", links, opt, n * nodes)
-    twin = so.nic_twin_port or so.planes == 2
+    twin = so.nic_twin_port or so.ports_per_nic == 2
     return _optic_line("scale-out", "node end", links, link_bytes_per_s, twin=twin)
 
 
@@ -251,7 +252,7 @@ def _switch_cables(topo: Topology, tier_name: str, links: int) -> tuple[int, flo
     that speed (the cable fills the switch port); else one cable per link, twin-port modules."""
     so = topo.spec.scale_out
     assert so is not None
-    link = topo.spec.endpoint_line_rate_bytes_per_s / so.planes
+    link = topo.spec.link_bytes_per_s
     up = so.uplink_speed_bytes_per_s
     if up is None or round(up / link) == 1:
         return links, link, True
@@ -300,7 +301,7 @@ def _clos_fabric(topo: Topology) -> list[PartLine]:
         if c:
             sw = catalog.switch(key)
             lines.append(PartLine("scale-out", "switch", f"{tier}: {sw.name}", c, c * sw.power_w))
-    link = spec.endpoint_line_rate_bytes_per_s / so.planes
+    link = spec.link_bytes_per_s
     for tier_name, cables in topo.cable_counts.items():
         if not cables:
             continue

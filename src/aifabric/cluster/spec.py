@@ -219,11 +219,16 @@ class ScaleOutSpec(_Strict):
     ``oversubscription`` gives down:up port ratios per tier boundary, leaf first (``[1]`` non-blocking
     two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core; ``'1:2'`` undersubscribes a tier, twice
     the ports up as down: Meta's rack switches). ``planes`` splits each NIC into that
-    many independent fabrics (multi-plane designs). ``switch`` is the leaf switch (default: the catalogue's
-    leaf for the fabric that carries the NIC's own rate, :attr:`leaf_switch`); ``spine_switch`` and
-    ``core_switch`` name other parts for the upper tiers (leaf QM9700, spine Q3400; default: the leaf's), each
-    with its own radix, watts and parts line. ``radix`` overrides every tier's port count at the NIC's
-    per-plane speed (default per tier: switch ports x port speed / link speed, i.e. breakout counted).
+    many independent fabrics (multi-plane designs), or, with ``nics_per_gpu`` of them, gives each plane
+    ``nics_per_gpu / planes`` of a GPU's NICs (a Gaudi 2's three 100G ports, one per plane). Every NIC is
+    its own link: its own port, cable and leaf port at the NIC's speed (ConnectX-7: one 400G OSFP port),
+    never one bundled link of ``nics_per_gpu x`` its rate, so three 400G NICs per GPU take three 400G leaf
+    ports (:attr:`nic_links_per_plane`); a GPU's NICs of one plane share its leaf. No option bonds them
+    into one link. ``switch`` is the leaf switch (default: the catalogue's leaf for the fabric that carries
+    the NIC's own rate, :attr:`leaf_switch`); ``spine_switch`` and ``core_switch`` name other parts for the
+    upper tiers (leaf QM9700, spine Q3400; default: the leaf's), each with its own radix, watts and parts
+    line. ``radix`` overrides every tier's port count at one link's speed (default per tier: switch ports x
+    port speed / link speed, i.e. breakout counted; :attr:`ClusterSpec.link_bytes_per_s`).
     ``nic_twin_port`` marks nodes whose NIC cages take twin-port modules (DGX H100: four OSFP cages, "a
     two-port transceiver to access all eight GPUs", DGX SuperPOD H100 RA, network fabrics).
     ``nic_cage_links`` says how many NIC links share one cage of the node, one module broken out over them
@@ -363,8 +368,27 @@ class ScaleOutSpec(_Strict):
         name = str(info.field_name).removesuffix("_bytes_per_s")
         return None if v is None else parse_nic_bandwidth(_with_unit(v, name, "400 Gb/s"), field=name)
 
+    @property
+    def nic_links_per_plane(self) -> int:
+        """NIC links of one GPU (or one shared NIC) in each plane: ``nics_per_gpu / planes`` when a GPU has
+        more NICs than planes (each NIC one link at its own speed), else 1 (a NIC whole, or one of its
+        ``planes / nics_per_gpu`` ports). 3 x ConnectX-7 per GPU, one plane: 3 links of 400G."""
+        return max(1, self.nics_per_gpu // self.planes)
+
+    @property
+    def ports_per_nic(self) -> int:
+        """Leaf-facing ports of one NIC: ``planes / nics_per_gpu`` when the planes split each NIC (a
+        ConnectX-8 800G as 2 x 400G over two planes, DGX SuperPOD B300 RA), else 1."""
+        return max(1, self.planes // self.nics_per_gpu)
+
     @model_validator(mode="after")
     def _consistent(self) -> ScaleOutSpec:
+        many, few = max(self.nics_per_gpu, self.planes), min(self.nics_per_gpu, self.planes)
+        if many % few:
+            raise ValueError(
+                f"nics_per_gpu={self.nics_per_gpu} with planes={self.planes}: one divides the other (each "
+                "plane takes the same share of a GPU's NICs, or each NIC the same number of planes)"
+            )
         if self.gpus_per_nic > 1 and self.nics_per_gpu > 1:
             raise ValueError(
                 f"gpus_per_nic={self.gpus_per_nic} with nics_per_gpu={self.nics_per_gpu}: a NIC is "
@@ -921,7 +945,7 @@ class ClusterSpec(_Strict):
         (NVIDIA SN5600 datasheet) gave 8 leaves of 128 NICs down and 128 uplinks."""
         if so.radix is None:
             return
-        link = self.endpoint_line_rate_bytes_per_s / so.planes
+        link = self.link_bytes_per_s
         for tier, key in so.tier_switches.items():
             sw = catalog.switch(key)
             ports = sw.ports_at(min(link, sw.port_speed_bytes_per_s))
@@ -957,7 +981,7 @@ class ClusterSpec(_Strict):
         up = so.uplink_speed_bytes_per_s
         if up is None:
             return
-        link = self.endpoint_line_rate_bytes_per_s / so.planes
+        link = self.link_bytes_per_s
         k = up / link
         if abs(k - round(k)) > 1e-6 or round(k) < 1:
             raise ValueError(
@@ -1069,13 +1093,14 @@ class ClusterSpec(_Strict):
         fastest speed common to the two ports (IBTA link training; IEEE 802.3 clause 73), so a ConnectX-8
         at 800 Gb/s cabled to a Quantum-2 QM9700's 400 Gb/s NDR port (QM9700 datasheet: 64 x 400 Gb/s)
         runs at 400 Gb/s, and the leaf's ports are counted at their own speed (:func:`~aifabric.cluster.
-        clos.clos_shape`). A NIC split into ``planes`` ports takes one leaf port per plane.
+        clos.clos_shape`). A NIC split into ``planes`` ports (:attr:`ScaleOutSpec.ports_per_nic`) takes one
+        leaf port per plane; several NICs of a GPU take one each.
         """
         nominal = self.nic_nominal_speed_bytes_per_s
         so = self.scale_out
         if so is None:
             return nominal
-        return min(nominal, self.leaf_port_speed_bytes_per_s * so.planes)
+        return min(nominal, self.leaf_port_speed_bytes_per_s * so.ports_per_nic)
 
     @property
     def nic_negotiated_note(self) -> str | None:
@@ -1099,14 +1124,32 @@ class ClusterSpec(_Strict):
 
     @property
     def endpoints_per_node(self) -> int:
-        """Leaf-attached endpoints of one node: one per GPU (all its ``nics_per_gpu`` NICs together, one
-        port per plane) or one per shared NIC, ``gpus_per_node / gpus_per_nic``."""
+        """Leaf-attached endpoints of one node: one per GPU (its ``nics_per_gpu`` NICs, on one leaf per
+        plane, :attr:`ScaleOutSpec.nic_links_per_plane` leaf ports there) or one per shared NIC,
+        ``gpus_per_node / gpus_per_nic``."""
         return self.gpus_per_node // (self.scale_out.gpus_per_nic if self.scale_out else 1)
 
     @property
     def n_endpoints(self) -> int:
         """Leaf-attached endpoints of the cluster (:attr:`endpoints_per_node` x nodes)."""
         return self.n_nodes * self.endpoints_per_node
+
+    @property
+    def endpoint_ports(self) -> int:
+        """NIC-facing leaf ports of one plane: :attr:`n_endpoints` x ``nic_links_per_plane`` (16 nodes of 8
+        GPUs with 3 NICs each, one plane: 384)."""
+        so = self.scale_out
+        return self.n_endpoints * (so.nic_links_per_plane if so else 1)
+
+    @property
+    def link_bytes_per_s(self) -> float:
+        """One scale-out link's line rate, per direction, bytes/s: a NIC-leaf link, and each switch-to-switch
+        link of a plane, ``endpoint line rate / (planes x nic_links_per_plane)`` (3 x 400G NICs per GPU,
+        one plane: 400G, the rate switch ports are counted at); 0 without a scale-out network."""
+        so = self.scale_out
+        return (
+            0.0 if so is None else self.endpoint_line_rate_bytes_per_s / (so.planes * so.nic_links_per_plane)
+        )
 
     @property
     def endpoint_line_rate_bytes_per_s(self) -> float:

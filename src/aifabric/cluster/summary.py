@@ -82,7 +82,7 @@ def _clos_bisection(topo: Topology) -> float:
     s = topo.shape
     if s is None:
         return 0.0
-    link = spec.endpoint_line_rate_bytes_per_s / topo.planes
+    link = spec.link_bytes_per_s
     p = topo.planes
     bounds = [spec.n_gpus / 2 * spec.nic_line_rate_bytes_per_s]
     if s.tiers >= 2:

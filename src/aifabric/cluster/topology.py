@@ -124,7 +124,10 @@ class Topology:
         ``j`` of the first domain (-1 for ``i == j``); domain ``k``'s is ``k`` :attr:`mesh_domain_links`
         further. Shape (0, 0) without a mesh.
     nic_up, nic_down : ndarray[int64], shape (planes, n_gpus)
-        NIC -> leaf and leaf -> NIC link ids of each GPU's NIC (the same link for GPUs sharing a NIC).
+        NIC -> leaf and leaf -> NIC link ids of each GPU's NIC (the same link for GPUs sharing a NIC). A
+        GPU's ``k = nic_links_per_plane`` NICs of one plane run between the same two devices, the GPU and
+        its leaf: the graph holds them as one link of ``k`` links' capacity (parallel links between one
+        pair of devices carry evenly spread bytes as one), and :attr:`cable_counts` counts ``k`` cables.
     leaf_of_gpu : ndarray[int64], shape (n_gpus,)
         Leaf index (0-based within a plane).
     leaf_uplinks, leaf_downlinks : ndarray[int64], shape (planes, n_leaves, leaf_up)
@@ -278,11 +281,14 @@ class Topology:
 
     @cached_property
     def cable_counts(self) -> dict[str, int]:
-        """Scale-out cables per tier (each a full-duplex link): ``nic-leaf``, ``leaf-spine``,
-        ``spine-core``."""
+        """Scale-out cables per tier (each a full-duplex link): ``nic-leaf`` (one per NIC link: a GPU's
+        NIC links of a plane are one graph link, :attr:`nic_up`), ``leaf-spine``, ``spine-core``."""
+        so = self.spec.scale_out
+        per_nic_link = {1: so.nic_links_per_plane if so else 1}
         out = {}
         for tier in (1, 2, 3):
-            out[self.tier_name(tier)] = int(np.count_nonzero(self.link_tier == tier)) // 2
+            links = int(np.count_nonzero(self.link_tier == tier)) // 2
+            out[self.tier_name(tier)] = links * per_nic_link.get(tier, 1)
         return out
 
 
@@ -510,7 +516,7 @@ def _leaf_of_endpoint(spec: ClusterSpec, shape: ClosShape) -> np.ndarray:
         rail = (eps % spec.endpoints_per_node) % shape.rails
         su = eps // spec.endpoints_per_node // shape.nodes_per_su
         return su * shape.rails + rail
-    return eps // shape.leaf_down
+    return eps * spec.scale_out.nic_links_per_plane // shape.leaf_down  # an endpoint's first port
 
 
 def _leaf_spine_wiring(shape: ClosShape) -> tuple[np.ndarray, np.ndarray]:
@@ -554,7 +560,8 @@ def _cable_scale_out(
         so.hop_latency_s if so.hop_latency_s is not None else catalog.switch(key).latency_s
         for key in so.tier_switches.values()
     )
-    link_cap = spec.endpoint_line_rate_bytes_per_s / planes
+    link_cap = spec.link_bytes_per_s
+    nic_cap = link_cap * so.nic_links_per_plane  # a GPU's NIC links of one plane, one graph link
     # each GPU's endpoint (its NICs, or the NIC it shares)
     ep_of_gpu = np.arange(n, dtype=np.int64) // so.gpus_per_nic
     eps = np.arange(spec.n_endpoints, dtype=np.int64)
@@ -584,7 +591,7 @@ def _cable_scale_out(
         base_core = next_dev
         offsets.setdefault("core", base_core)
         next_dev += shape.n_cores
-        up, down = w.cables(eps * so.gpus_per_nic, base_leaf + leaf_of_ep, link_cap, hop, 1, p)
+        up, down = w.cables(eps * so.gpus_per_nic, base_leaf + leaf_of_ep, nic_cap, hop, 1, p)
         nic_up[p], nic_down[p] = up[ep_of_gpu], down[ep_of_gpu]
         if shape.tiers >= 2:
             up, down = w.cables(base_leaf + leaf_idx, base_spine + lus.ravel(), link_cap, hop2, 2, p)

@@ -998,7 +998,7 @@ def _cable_width(topo: Topology, n_slots: int, period: int) -> int:
     so = topo.spec.scale_out
     if so is None or so.uplink_speed_bytes_per_s is None or period < 1 or n_slots % period:
         return 1
-    k = round(so.uplink_speed_bytes_per_s * so.planes / topo.spec.endpoint_line_rate_bytes_per_s)
+    k = round(so.uplink_speed_bytes_per_s / topo.spec.link_bytes_per_s)
     return k if k > 1 and (n_slots // period) % k == 0 else 1
 
 
@@ -1089,7 +1089,7 @@ def _route_between_leaves(
         b.add(up_u[inv[rows], jj], cols[rows], wj[rows, jj])
         _spray_down(topo, b, cols, rows, jj, wj[rows, jj], alive, same_pod, plane, leaf_s, leaf_d, pod_d)
         return
-    slot_d = _pinned_slot(topo, d)
+    slot_d = _pinned_slot(topo, s, d)
     if policy == "adaptive":
         j, jd_all = _adaptive_picks(
             topo, (plane, leaf_s, leaf_d), same_pod, viable_u, inv, w, alive, hop.seed
@@ -1207,16 +1207,20 @@ def _viable_uplinks(
     return viable_u
 
 
-def _pinned_slot(topo: Topology, d: np.ndarray) -> np.ndarray:
+def _pinned_slot(topo: Topology, s: np.ndarray, d: np.ndarray) -> np.ndarray:
     """uint64 key that pins a sub-flow to its destination: the destination node's slot in its scalable
-    unit on a rail-optimised fabric (``rails > 1``), else the destination's port on its leaf."""
-    shape = topo.shape
-    assert shape is not None
-    return (
+    unit on a rail-optimised fabric (``rails > 1``), else the destination's place on its leaf. A GPU with
+    ``k`` NIC links in the plane is ``k`` destinations (a port, an address, each); which of them a sub-flow
+    reaches is the source's index modulo ``k``, so the senders to one GPU come down all of its cables."""
+    shape, so = topo.shape, topo.spec.scale_out
+    assert shape is not None and so is not None
+    k = so.nic_links_per_plane
+    place = (
         (d // topo.spec.gpus_per_node) % max(1, shape.nodes_per_su)
         if shape.rails > 1
-        else d % shape.leaf_down
-    ).astype(np.uint64)
+        else d % max(1, shape.leaf_down // k)
+    )
+    return (place * k + s % k).astype(np.uint64)
 
 
 def _pinned_down_key(topo: Topology, leaf_d: np.ndarray, slot_d: np.ndarray) -> np.ndarray:

@@ -79,7 +79,8 @@ def write_htsim(topo: Topology, path: str | Path) -> Path:
     nic = int(topo.nic_up[0, 0])
     up = int(topo.leaf_uplinks[0].ravel()[0])
     leaf_up_used = s.n_leaves * s.leaf_up
-    hosts_per_leaf = s.leaf_down * topo.gpus_per_nic  # a host per GPU, each with its share of a shared NIC
+    per_host = topo.spec.scale_out.nic_links_per_plane if topo.spec.scale_out else 1  # a GPU's NIC ports
+    hosts_per_leaf = s.leaf_down // per_host * topo.gpus_per_nic  # a host per GPU, its share of a shared NIC
     lines = [f"Nodes {topo.n_gpus}", f"Tiers {s.tiers}", f"Podsize {s.leaves_per_pod * hosts_per_leaf}", ""]
     lines += _tier(0, topo.gpu_nic_bytes_per_s(), hosts_per_leaf, s.leaf_up, lat[nic])
     spine_up = s.spine_up if s.tiers == 3 else None
