@@ -46,15 +46,18 @@ def _scale_out(d: dict, item: str) -> list[tuple[str, int, float]]:
     ]
 
 
+def _fabric(d: dict) -> tuple[dict[str, int], dict[str, int]]:
+    """(switches per tier, cables per tier) of the scale-out network of ``cluster show --json``."""
+    return scale_out_counts(d["parts"], "switch"), scale_out_counts(d["parts"], "cable")
+
+
 def test_three_nics_per_gpu_are_384_links_of_400g(tmp_path):
     # By hand: 16 nodes x 8 GPUs x 3 NICs = 384 NICs, 384 links of 400G on 128-port (400G) leaves. At 1:1 a
     # leaf has 64 down / 64 up; a node's 24 NIC ports stay on one leaf, 2 nodes (48 ports) a leaf, 8 leaves
     # of 48 down / 48 up; 8 x 48 = 384 uplinks on 128-port spines: 3 spines (48 = 3 x 16, even).
     path = cluster_file(tmp_path, THREE_NICS, "n3.yaml")
     d = show_json(path)
-    assert d["tiers"] == 2
-    assert scale_out_counts(d["parts"], "switch") == {"leaf": 8, "spine": 3}
-    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 384, "leaf-spine": 384}
+    assert (d["tiers"], *_fabric(d)) == (2, {"leaf": 8, "spine": 3}, {"nic-leaf": 384, "leaf-spine": 384})
     shape = build_topology(resolve_cluster(path)).shape
     assert shape is not None
     assert (shape.radix, shape.leaf_down, shape.leaf_up, shape.endpoints) == (128, 48, 48, 384)
@@ -97,8 +100,7 @@ def test_two_200g_nics_per_gpu_fill_one_256_port_switch(tmp_path):
     # the two NICs were one 400G link: 128 cables and 128 400G modules.
     text = TWO_NICS_200G.replace("tiers: 2", "tiers: 1")
     d = show_json(cluster_file(tmp_path, text, "n2.yaml"))
-    assert scale_out_counts(d["parts"], "switch") == {"leaf": 1}
-    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 256}
+    assert _fabric(d) == ({"leaf": 1}, {"nic-leaf": 256})
     assert _scale_out(d, "transceiver")[0][:2] == ("node end: 200G QSFP56 HDR transceiver", 256)
     assert d["bisection_bytes_per_s"] == pytest.approx(128 / 2 * 50e9)  # 2 x 25 GB/s per GPU
     r = CliRunner().invoke(app, ["cluster", "show", cluster_file(tmp_path, text, "n2.yaml"), "--nodes", "17"])
@@ -109,8 +111,7 @@ def test_two_200g_nics_two_tiers(tmp_path):
     # By hand: 256 ports of 200G on 256-port leaves, 128 down / 128 up at 1:1; a node's 16 ports whole, 8
     # nodes (128 ports) a leaf: 2 leaves; 256 uplinks on one 256-port spine.
     d = show_json(cluster_file(tmp_path, TWO_NICS_200G, "n2.yaml"))
-    assert scale_out_counts(d["parts"], "switch") == {"leaf": 2, "spine": 1}
-    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 256, "leaf-spine": 256}
+    assert _fabric(d) == ({"leaf": 2, "spine": 1}, {"nic-leaf": 256, "leaf-spine": 256})
 
 
 def test_nics_and_planes_that_do_not_divide_are_refused(tmp_path):
@@ -127,5 +128,4 @@ def test_four_nics_over_two_planes_are_two_links_a_plane(tmp_path):
     # up, 256 uplinks on 2 spines; two planes: 8 leaves, 4 spines, 512 + 512 cables.
     text = THREE_NICS.replace("nics_per_gpu: 3", "nics_per_gpu: 4\n  planes: 2")
     d = show_json(cluster_file(tmp_path, text, "n4p2.yaml"))
-    assert scale_out_counts(d["parts"], "switch") == {"leaf": 8, "spine": 4}
-    assert scale_out_counts(d["parts"], "cable") == {"nic-leaf": 512, "leaf-spine": 512}
+    assert _fabric(d) == ({"leaf": 8, "spine": 4}, {"nic-leaf": 512, "leaf-spine": 512})
