@@ -210,6 +210,11 @@ def test_a_part_missing_a_field_is_one_line_naming_part_and_field(files, tmp_pat
          "nccl_effective_per_link: 40 GB/s, hop_latency: 1 us, source: 'my notes here'}\n",
          "nccl_effective_per_link: 40 GB/s x links_per_gpu 2 = 80 GB/s per direction is more than the "
          "line rate, per_gpu_bidirectional 100 GB/s / 2 = 50 GB/s"),
+        # max_ports caps breakout (SN5000 manual: an SN5600 holds 64 ports of 800GbE and at most 256 after
+        # breakout): fewer than the native ports would take ports the switch has away from its radix.
+        ("switches:\n  s1: {name: S, fabric: ethernet, ports: 64, port_speed: 800 Gb/s, max_ports: 32, "
+         "power: 1 W, latency: 1 us, source: 'my notes here'}\n",
+         "switches.s1: max_ports: 32 is fewer than the switch's 64 ports at 800 Gb/s"),
     ],
 )  # fmt: skip
 def test_bad_user_files_are_refused_with_one_line(tmp_path, text, message):

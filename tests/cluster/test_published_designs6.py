@@ -237,3 +237,29 @@ def test_a_twin_port_nic_with_cages_of_other_links_is_refused(tmp_path):
     assert r.exit_code == 2
     assert "nic_cage_links=4" in r.output
     assert "Traceback" not in r.output
+
+
+def _node_end(tmp_path, cage_links: int) -> list[tuple[int, int]]:
+    """(modules, links) of the Gaudi 2 pod's node ends with ``cage_links`` links a cage."""
+    text = GAUDI2_POD.replace("nic_cage_links: 4", f"nic_cage_links: {cage_links}")
+    d = show_json(cluster_file(tmp_path, text, f"cage{cage_links}.yaml"))
+    return [(p["count"], p["links"]) for p in d["parts"] if p["part"].startswith("node end")]
+
+
+def test_more_links_a_cage_never_take_more_modules(tmp_path):
+    # The pod's 24 x 100G links a server, 16 servers. By hand, ceil(24 / k) modules a server x 16: k = 2 (a
+    # 200G module split 2 ways) 192, k = 4 (400G) 96, k = 8 (800G, 2 x 400G split 4 ways each) 48, k = 16
+    # (1.6T) 2 a server, 32. Each is no more than the one before.
+    counts = [_node_end(tmp_path, k) for k in (2, 4, 8, 16)]
+    assert counts == [[(192, 384)], [(96, 384)], [(48, 384)], [(32, 384)]]
+
+
+def test_a_cage_faster_than_any_module_is_refused(tmp_path):
+    # 24 x 100G in one cage is a 2.4 Tb/s module; the catalogue's fastest pluggable is 1.6T. Pricing it as
+    # one module per link (384) would count 12 x more modules than 16 links a cage (32): refused instead,
+    # one line naming the field and its value, exit 2.
+    text = GAUDI2_POD.replace("nic_cage_links: 4", "nic_cage_links: 24")
+    r = CliRunner().invoke(app, ["cluster", "show", cluster_file(tmp_path, text, "cage24.yaml"), "--json"])
+    assert r.exit_code == 2
+    assert "scale_out.nic_cage_links: 24 links" in r.output and "2400 Gb/s" in r.output
+    assert "Traceback" not in r.output and len(r.output.strip().splitlines()) == 1

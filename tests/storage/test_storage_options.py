@@ -142,3 +142,12 @@ def test_a_mount_on_a_system_without_a_connection_rate_is_refused(tmp_path):
     r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, storage), *ARGS])
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
     assert "nconnect" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_transport_alone_on_a_system_without_a_connection_rate_names_that_field(tmp_path):
+    # nfs_transport without nconnect on DDN's Lustre client: the line names the field the file gave and its
+    # value, not an nconnect the file never wrote
+    storage = {"system": "ddn-ai400x2-turbo", "units": 4, "nfs_transport": "rdma"}
+    r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, storage), *ARGS])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert "nfs_transport: rdma, one connection" in r.stderr and "nconnect:" not in r.stderr

@@ -359,6 +359,14 @@ class SwitchSpec(_Entry):
         n = int(self.ports * self.port_speed_bytes_per_s // link_bytes_per_s)
         return n if self.max_ports is None else min(n, self.max_ports)
 
+    def check_fields(self) -> None:
+        """``max_ports`` caps breakout, so it is at least the ``ports`` the switch has at its own speed."""
+        if self.max_ports is not None and self.max_ports < self.ports:
+            raise ConfigError(
+                f"max_ports: {self.max_ports} is fewer than the switch's {self.ports} ports at "
+                f"{self.port_speed_bytes_per_s * 8e-9:g} Gb/s; max_ports counts the ports breakout gives"
+            )
+
     @field_validator("port_speed_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float:

@@ -39,6 +39,7 @@ from aifabric import catalog
 from aifabric.cluster.clos import exact_split
 from aifabric.cluster.management import management_shape
 from aifabric.cluster.topology import Topology
+from aifabric.errors import ConfigError
 
 __all__ = ["Inventory", "PartLine", "bundled_cables", "inventory", "modules_for_links", "switch_end_modules"]
 
@@ -161,8 +162,8 @@ def node_end_modules(links: int, link_bytes_per_s: float, cage_links: int) -> tu
     """The module and how many of them serve one node's ``links`` NIC-end links when each of its cages
     carries ``cage_links`` of them: in each cage the module of ``cage_links x link`` speed with the most
     ports no slower than the link, its lanes broken out when the link is slower than its port, ``ceil(links
-    / cage_links)`` modules (a cage serves one node); one module per link when the catalogue has none of the
-    cage's speed.
+    / cage_links)`` modules (a cage serves one node). A cage of a speed no catalogue module has is refused,
+    not priced as one module per link: that would count more modules for more links per cage.
 
     Examples
     --------
@@ -175,7 +176,11 @@ def node_end_modules(links: int, link_bytes_per_s: float, cage_links: int) -> tu
     """
     module = _module_at(cage_links * link_bytes_per_s, link_bytes_per_s)
     if module is None:
-        return catalog.optic_for_speed(link_bytes_per_s), links
+        raise ConfigError(
+            f"scale_out.nic_cage_links: {cage_links} links of {link_bytes_per_s * 8e-9:g} Gb/s in one cage "
+            f"take a {cage_links * link_bytes_per_s * 8e-9:g} Gb/s module, and the catalogue has no "
+            "pluggable one of that speed; give the links one cage holds"
+        )
     return module, math.ceil(links / cage_links)
 
 

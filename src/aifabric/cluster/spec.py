@@ -568,8 +568,13 @@ class StorageSpec(_Strict):
     @model_validator(mode="after")
     def _mount_needs_a_rate(self) -> StorageSpec:
         if self.mount_connection_bytes_per_s is None and (self.nconnect or self.nfs_transport):
+            given = (  # the field the file gave, with its value
+                f"nconnect: {self.nconnect} {self.mount_transport} connection(s)"
+                if self.nconnect
+                else f"nfs_transport: {self.nfs_transport}, one connection"
+            )
             raise ValueError(
-                f"nconnect: {self.nconnect or 1} {self.mount_transport} connection(s) on {self.system!r}, "
+                f"{given} on {self.system!r}, "
                 f"whose catalogue entry has no per_connection_{self.mount_transport} rate to price them; "
                 "remove storage.nconnect and nfs_transport"
             )
