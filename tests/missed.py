@@ -11,3 +11,11 @@ def assert_still_missed(measured: float, product: float, published: float) -> No
     then moves into an agreement test."""
     assert measured == pytest.approx(product, rel=0.01)
     assert abs(measured - published) > 0.10 * published
+
+
+def assert_miss_is_described(entry: tuple[float, float, str], tolerance: float = 0.10) -> None:
+    """A ``MISSED`` entry (product, published, diagnosis) cites its source tag, says measured vs predicted
+    and lies more than ``tolerance`` from the published figure."""
+    product, published, why = entry
+    assert why.startswith("[") and " vs " in why
+    assert abs(product - published) > tolerance * published
