@@ -264,6 +264,13 @@ _SHORT_GPU = {
     "b200": "B200",
     "gb200": "GB200",
     "mi300x": "MI300X",
+    "h800-sxm": "H800",
+    "b300": "B300",
+    "mi325x": "MI325X",
+    "mi355x": "MI355X",
+    "tpu-v5e": "TPU v5e",
+    "tpu-v6e": "TPU v6e",
+    "tpu-ironwood": "TPU7x",
 }
 
 
