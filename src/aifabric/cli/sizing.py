@@ -9,8 +9,9 @@ from typing import Any
 from aifabric.cli.common import options_as_typed
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.tpu_slice import job_slice, single_pod
 
-__all__ = ["sized_cluster"]
+__all__ = ["job_cluster", "sized_cluster"]
 
 
 def sized_cluster(
@@ -33,3 +34,24 @@ def sized_cluster(
     asked = f"--nodes {nodes}" if nodes is not None else (f"--gpus {gpus}" if gpus is not None else None)
     with options_as_typed({} if asked is None else {"scale_out.tiers": asked}):
         return resolve_cluster(cluster, nodes=nodes, gpus=gpus, **changes)
+
+
+def job_cluster(
+    cluster: ClusterSpec | str | Path, *, nodes: int | None = None, slice_: str | None = None
+) -> tuple[ClusterSpec, str | None]:
+    """The cluster a training job runs on and a note for the user, or None: on a one-pod TPU cluster the
+    slice that ``--slice`` or ``--nodes`` asks for (the largest slice of a pod that one slice cannot
+    hold, with a note; :func:`~aifabric.cluster.tpu_slice.job_slice`), elsewhere :func:`sized_cluster`.
+
+    Raises ConfigError naming ``--slice`` or ``--nodes``.
+
+    >>> spec, note = job_cluster("tpu-v5e-pod", nodes=16)
+    >>> spec.n_gpus, spec.scale_up.slice
+    (128, (8, 16))
+    """
+    whole = sized_cluster(cluster)
+    if single_pod(whole):
+        return job_slice(whole, nodes=nodes, value=slice_)
+    if slice_ is not None:
+        return job_slice(whole, nodes=nodes, value=slice_)  # refuses --slice off a TPU pod
+    return (whole if nodes is None else sized_cluster(cluster, nodes=nodes)), None

@@ -29,7 +29,7 @@ from aifabric.cli.common import (
     handle_errors,
     literal,
 )
-from aifabric.cli.sizing import sized_cluster
+from aifabric.cli.sizing import job_cluster
 from aifabric.cluster.placement import PLACEMENTS, RANDOM_PLACEMENTS
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.engines.routing import MAX_SEED, POLICIES, POLICY_OPTIONS
@@ -240,6 +240,22 @@ OverlapOpt = Annotated[
     ),
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output")]
+SliceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--slice",
+        help="TPU pods: the slice the job runs on, chips per axis (4x4x8 on v5p, 8x16 on v5e); default: "
+        "the slice of --nodes hosts, else the pod (its largest slice when one slice cannot hold it)",
+    ),
+]
+
+#: What the options that only GPU software runs do, for their refusal on a TPU torus (XLA).
+_GPU_ONLY = {
+    "--tp-comm-overlap": "Transformer Engine's userbuffers overlap TP collectives over NVLink",
+    "--ep-comm-overlap": "the expert all-to-all overlap of Megatron-Core's GPU dispatchers",
+    "--moe-dispatcher": "Megatron-Core's GPU token dispatchers (DeepEP, NCCL all-to-all)",
+    "--engine": "the flow and links engines route GPU traffic over NVLink switches and NICs",
+}
 PlotOpt = Annotated[
     Path | None,
     typer.Option(
@@ -383,6 +399,32 @@ def _refuse_ep_overlap(
         raise ConfigError("--ep-comm-overlap: overlaps the expert all-to-alls, and --ep 1 has none")
 
 
+def _job_spec(cluster: str, nodes: int | None, slice_: str | None) -> ClusterSpec:
+    """The cluster the job runs on (:func:`~aifabric.cli.sizing.job_cluster`); its note, when the job
+    runs on a slice nobody asked for, printed on stderr."""
+    spec, note = job_cluster(cluster, nodes=nodes, slice_=slice_)
+    if note is not None:
+        err_console.print(f"note: {note}", markup=False, highlight=False)
+    return spec
+
+
+def _refuse_on_tpu(
+    spec: ClusterSpec, tp_overlap: bool, ep_overlap: bool, dispatcher: object, engine: EngineChoice
+) -> None:
+    """The options only GPU software runs (:data:`_GPU_ONLY`) are refused on a TPU torus, not dropped."""
+    given = {
+        "--tp-comm-overlap": tp_overlap,
+        "--ep-comm-overlap": ep_overlap,
+        "--moe-dispatcher": dispatcher is not None,
+        "--engine": engine is not EngineChoice.formula,
+    }
+    named = [flag for flag, on in given.items() if on]
+    if spec.scale_up.kind == "torus" and named:
+        raise ConfigError(
+            f"{named[0]}: {_GPU_ONLY[named[0]]}; a TPU torus ({spec.name}) runs XLA, so it does not apply"
+        )
+
+
 def _n_jobs(spec: ClusterSpec, jobs: int | None) -> int:
     """The jobs sharing the cluster (1 by default); refused where they do not divide its GPUs."""
     n_jobs = jobs or 1
@@ -405,6 +447,7 @@ def train(
     model: ModelOpt = "gpt3-175b",
     cluster: CommandClusterOpt = "dgx-h100-superpod",
     nodes: NodesOpt = None,
+    slice_: SliceOpt = None,
     tp: Annotated[int, typer.Option(help="Tensor-parallel degree", min=1)] = 1,
     pp: Annotated[int, typer.Option(help="Pipeline-parallel degree", min=1)] = 1,
     dp: Annotated[
@@ -497,7 +540,8 @@ def train(
     (plus --no-overlap-grad-reduce from the 39.1B row up), then read
     "TFLOP/s per GPU", not MFU.
     """
-    spec = sized_cluster(cluster, nodes=nodes)
+    spec = _job_spec(cluster, nodes, slice_)
+    _refuse_on_tpu(spec, tp_comm_overlap, ep_comm_overlap, moe_dispatcher, engine)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero, tp=tp, tp_overlap=tp_comm_overlap)
     _refuse_ep_overlap(spec_model, ep, ep_comm_overlap, moe_dispatcher, ep_overlap_schedule)
@@ -787,7 +831,8 @@ def plan(
     With a forced degree (--tp 16 ...), the best such layout is compared with the unconstrained winner and
     the report names the network that makes the difference.
     """
-    spec = sized_cluster(cluster, nodes=nodes)
+    spec = _job_spec(cluster, nodes, None)
+    _refuse_on_tpu(spec, tp_comm_overlap, ep_comm_overlap, moe_dispatcher, EngineChoice.formula)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, None, tp=tp, tp_overlap=tp_comm_overlap)
     _refuse_ep_overlap(spec_model, ep, ep_comm_overlap, moe_dispatcher, ep_overlap_schedule)

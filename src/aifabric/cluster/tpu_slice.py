@@ -36,6 +36,8 @@ __all__ = [
     "default_run",
     "default_slice",
     "check_torus_options",
+    "cut_to_slice",
+    "job_slice",
     "refuse_nccl_options",
     "chip_axes",
     "domain_slice",
@@ -43,8 +45,10 @@ __all__ = [
     "largest_slice",
     "parse_slice",
     "resolve_slice",
+    "single_pod",
     "slice_of",
     "spec_slice",
+    "sub_box",
     "twist_slice",
     "with_slice",
     "with_twist",
@@ -335,11 +339,39 @@ def resolve_slice(
     if not given:
         return default_slice(rules, chips, pod_dims, what=what)
     sl = slice_of(rules, given, pod_dims, what=what, field="scale_up.slice")
+    if chips < sl.chips and sl.chips % chips == 0:
+        return sub_box(sl, chips)
     if sl.chips != chips:
         raise ConfigError(
             f"ranks: {chips} ranks on the {sl.label} slice of {sl.chips} chips; give --ranks {sl.chips}"
         )
     return sl
+
+
+def sub_box(sl: TpuSlice, chips: int) -> TpuSlice:
+    """The part of ``sl`` that ``chips`` consecutive ranks of a job on it fill: its axes in order, each
+    whole (keeping its wraparound) until the last one the ranks reach, of which they hold a line (a ring
+    only where they fill a wrapping axis). A job's groups (tensor, data, pipeline) are such boxes: XLA's
+    device mesh lays each logical axis along physical torus axes (JAX ``mesh_utils.create_device_mesh``).
+    A group whose ranks are strided over the slice is timed as the box of its size, the same link count
+    per chip (every axis of a TPU generation runs at one bandwidth).
+
+    Raises ConfigError naming ``ranks`` when ``chips`` ranks do not end on an axis boundary (3 of a 4x4).
+
+    >>> sub_box(TpuSlice((16, 16), (True, True)), 32).describe()
+    '16x2 (torus 16, mesh 2)'
+    """
+    dims: list[int] = []
+    wrap: list[bool] = []
+    left = chips
+    for d, w in zip(sl.dims, sl.wrap, strict=True):
+        take = d if left >= d else left
+        if left % take or (take < d and d % take):
+            raise ConfigError(f"ranks: {chips} ranks fill no box of the {sl.label} slice (axes in order)")
+        dims.append(take)
+        wrap.append(w and take == d)
+        left //= take
+    return TpuSlice(tuple(dims), tuple(wrap))
 
 
 def spec_slice(spec: ClusterSpec, chips: int, *, pair: bool = False) -> TpuSlice | None:
@@ -420,6 +452,68 @@ def with_slice(spec: ClusterSpec, value: str, ranks: int | None) -> tuple[Cluste
     if ranks is not None and ranks != sl.chips:
         raise ConfigError(f"--slice: {sl.label} holds {sl.chips} chips but --ranks is {ranks}")
     return spec.with_changes(**{"scale_up.slice": list(dims)}), sl.chips
+
+
+def single_pod(spec: ClusterSpec) -> bool:
+    """Whether ``spec`` is one TPU pod (a single torus domain) whose generation has slice shapes: the
+    cluster a job takes a slice of (:func:`job_slice`)."""
+    return (
+        spec.scale_up.kind == "torus"
+        and spec.scaleup_link.slices is not None
+        and spec.n_gpus <= spec.domain_gpus
+    )
+
+
+def cut_to_slice(spec: ClusterSpec, sl: TpuSlice) -> ClusterSpec:
+    """``spec`` reduced to the one slice ``sl`` a job runs on: a single scale-up domain of the slice's
+    chips (``scale_up.gpus``, ``torus_dims``, ``slice``), hosts of at most its chips (a 4-chip v5e slice
+    runs on a 4-chip host, Cloud TPU docs' ct5lp-hightpu-4t). The pod's other chips run other jobs.
+
+    Raises ConfigError when the cut cluster does not validate (the message names the field).
+    """
+    torus = [*sl.dims, *([1] * (3 - len(sl.dims)))]
+    return spec.with_changes(
+        **{
+            "gpus": sl.chips,
+            "nodes": None,
+            "gpus_per_node": min(spec.gpus_per_node, sl.chips),
+            "scale_up.gpus": sl.chips,
+            "scale_up.torus_dims": torus,
+            "scale_up.slice": list(sl.dims),
+        }
+    )
+
+
+def job_slice(spec: ClusterSpec, *, nodes: int | None, value: str | None) -> tuple[ClusterSpec, str | None]:
+    """The cluster a training job on a one-pod TPU cluster runs on, and a note when it was not asked for.
+
+    ``value`` (``--slice 4x4x8``): that slice (:func:`slice_of`); ``nodes`` (``--nodes``): the most
+    cube-like slice of ``nodes x gpus_per_node`` chips; neither: the pod, or its largest slice when the
+    pod is more than one slice can hold (v5p: 8,960 chips, 6,144 at most), with a note saying so.
+    ``spec`` returned as it is for a cluster that is no single TPU pod with slice shapes (``--slice``
+    then refused).
+
+    Raises ConfigError naming ``--slice`` or ``--nodes`` for a shape or size no slice has.
+    """
+    rules = spec.scaleup_link.slices if single_pod(spec) else None
+    if rules is None:
+        if value is not None:
+            raise ConfigError(f"--slice: {spec.name} is no single TPU pod with slice shapes")
+        return spec, None
+    pod = domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, _rank(rules))
+    if value is not None:
+        sl = slice_of(rules, parse_slice(value), pod, what=spec.accelerator)
+    elif nodes is not None:
+        chips = nodes * spec.gpus_per_node
+        sl = default_slice(rules, chips, pod, what=spec.accelerator, field=f"--nodes {nodes} ({chips} chips)")
+    elif math.prod(pod) > rules.max_chips:
+        sl = largest_slice(rules, pod, what=spec.accelerator)
+        note = f"the {spec.domain_gpus}-chip pod is more than one slice: the job runs on the largest, "
+        note += sl.label
+        return cut_to_slice(spec, sl), f"{note}; --slice or --nodes to choose"
+    else:
+        return spec, None
+    return cut_to_slice(spec, sl), None
 
 
 def with_twist(spec: ClusterSpec) -> ClusterSpec:

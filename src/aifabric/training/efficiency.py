@@ -44,6 +44,13 @@ achieving only 35% utilization on the H100", Shah et al. 2024, arXiv:2407.08608)
 GEMM; ``attention_efficiency`` records it and :attr:`ComputeProfile.attention_core_efficiency` converts it to
 the step's count (0.568 of peak on the H100 for the causal kernel).
 
+Parts measured by others stand in only where the datasheets give the same compute: the H800 reads the H100
+SXM's figures (same GH100 die, clocks and HBM3; only NVLink is cut). The H20 (another configuration of the
+die, 148 TFLOPS) has no entry. TPUs are timed with XLA's own matmul on the chip (v5e: JAX's Pallas guide,
+92 % of peak at 8192^3; v6e: tpu-recipes' microbenchmark, 90 %; TPU7x: accelerator-microbenchmarks, 83 %
+of a TensorCore's half of the chip's peak); a TPU has no SMs, so no overlap contention is charged, and no
+published splash-attention figure, so its attention core runs at the GEMM rate (an upper bound).
+
 Examples
 --------
 >>> p = compute_profile("a100-sxm-80gb")
@@ -264,6 +271,13 @@ _SHORT_GPU = {
     "b200": "B200",
     "gb200": "GB200",
     "mi300x": "MI300X",
+    "h800-sxm": "H800",
+    "b300": "B300",
+    "mi325x": "MI325X",
+    "mi355x": "MI355X",
+    "tpu-v5e": "TPU v5e",
+    "tpu-v6e": "TPU v6e",
+    "tpu-ironwood": "TPU7x",
 }
 
 
