@@ -7,8 +7,10 @@ Snellius ``gpu_h100`` partition (slurm_scripts/snellius-h100-n2.job: ``-p gpu_h1
 with no NVSwitch (every local pair "via P2P/CUMEM", "NVLS multicast support is not available", "0 nvls
 channels") and four 200 Gb/s InfiniBand ports (runs/2nodes/ib_speed.txt: four "Rate: 200" ports Active;
 the log sends "via NET/IB/1..4/GDRDMA", one port per GPU). Each asserted point is one in-place row of a
-printed log; its comment gives the row and the model's figure. Further threads give stated figures on
-stated hardware; the A800 bare-metal figure is asserted, the rest are misses and sit in ``MISSED``.
+printed log; its comment gives the row and the model's figure. AIST's ABCI 2.0 benchmark repository, the
+data of an IPSJ technical report, gives NCCL 2.8.4 all_reduce sweeps (4 B - 32 MiB) on 2-16 of its A100
+nodes and 2 of its V100 nodes: misses but for three small V100 rows. Further threads give stated figures on
+stated hardware; the A800 bare-metal figure is asserted, the rest are misses. Misses sit in ``MISSED``.
 Tolerance: the blind check's bar, 10 % on busbw at >= 64 MiB, 15 % on busbw at mid sizes and on time at
 small sizes. None of these documents is a calibration source of the catalogue. The public papers the
 brief names (arXiv evaluations of H100/MI300X clusters, MegaScale, HPN, "Demystifying NCCL") were not
@@ -39,6 +41,10 @@ NT156 = "https://github.com/NVIDIA/nccl-tests/issues/156"
 N495 = "https://github.com/NVIDIA/nccl/issues/495"
 NT112 = "https://github.com/NVIDIA/nccl-tests/issues/112"
 N949 = "https://github.com/NVIDIA/nccl/issues/949"
+#: AIST's ABCI 2.0 benchmark repository (README: results of the IPSJ SIG HPC-180 report "ABCI 2.0: Advances
+#: in Open AI Computing Infrastructure at AIST"); allreduce/README.md: NCCL 2.8.4-1, nccl-tests 0b30de5;
+#: nccl.sh: ``all_reduce_perf -b 4 -e 32M -f 2 -n 100``, NCCL's own choice
+ABCI = "https://github.com/aistabci/abci2.0benchmark/blob/8b20e1128f87234f7feff14a0b693dce998d9751/allreduce/"
 V2223 = (("nccl_version", "2.22.3"),)
 
 
@@ -57,6 +63,17 @@ def a800_four_roce(nodes: int) -> ClusterSpec:
     (for computing)", "GPU0/1 and mlx5_1 in the same PCIe switch"). ``a100-sxm-80gb`` stands for the A800
     (an A100 with NVLink cut to 400 GB/s): the two-node check is bound by the four ports."""
     return _nodes("a100-sxm-80gb", nodes, {"nic": "connectx-6", "gpus_per_nic": 2, **ROCE})
+
+
+def abci_v(nodes: int) -> ClusterSpec:
+    """ABCI compute node (V): 4 x Tesla V100-SXM2-16GB (the log's devices) on NVLink 2 with 2 links to each
+    peer (catalogue ``nvlink2-quad-mesh``; ``v100-sxm2-32gb`` stands, memory size aside) and 2 x InfiniBand
+    EDR 100 Gb/s, one per GPU pair (ABCI's node description); ``connectx-5`` is the catalogue's 100 Gb/s
+    port."""
+    spec = {"accelerator": "v100-sxm2-32gb", "gpus_per_node": 4, "nodes": nodes, "name": "abci-v"}
+    spec |= {"scale_up": {"kind": "nvswitch", "link": "nvlink2-quad-mesh"}}
+    spec |= {"scale_out": {"nic": "connectx-5", "gpus_per_nic": 2, "switch": "quantum-qm8700"}}
+    return ClusterSpec.model_validate(spec)
 
 
 SNELLIUS_2 = snellius_h100(2)
@@ -98,6 +115,10 @@ RS_BW = ((MiB, 43.40, 21.14), (2 * MiB, 55.45, 33.10), (4 * MiB, 72.21, 50.82), 
 RS_BW += ((16 * MiB, 195.3, 75.17), (64 * MiB, 668.6, 87.82), (256 * MiB, 2493.2, 94.21))
 RS_BW += ((GiB, 9697.1, 96.89), (8 * GiB, 76948, 97.68))
 
+#: ABCI (V), 2 nodes, inter_vnode/job02.sh.7194532.nccl: tree/LL "8 2 float sum ... 17.96" 20.4 us
+#: (+13.6 %); "512 128 ... 19.60" 20.8 (+6.2 %); "1024 256 ... 23.33" 21.3 (-8.6 %)
+ABCI_V_SMALL = ((8, 17.96), (512, 19.60), (1024, 23.33))
+
 POINTS = {
     **_small("Snellius 2 x 4 H100 all_reduce", AR_LOG, "all_reduce", AR_SMALL),
     **_sweep("Snellius 2 x 4 H100 all_reduce", AR_LOG, SNELLIUS_2, "all_reduce", V2223, AR_BW),
@@ -105,6 +126,12 @@ POINTS = {
     **_sweep("Snellius 2 x 4 H100 all_gather", AG_LOG, SNELLIUS_2, "all_gather", V2223, AG_BW),
     **_small("Snellius 2 x 4 H100 reduce_scatter", RS_LOG, "reduce_scatter", RS_SMALL),
     **_sweep("Snellius 2 x 4 H100 reduce_scatter", RS_LOG, SNELLIUS_2, "reduce_scatter", V2223, RS_BW),
+    **{
+        f"ABCI (V) 2 x 4 V100 all_reduce {size} B": _time(
+            ABCI + "inter_vnode/job02.sh.7194532.nccl", abci_v(2), "all_reduce", size, t
+        )
+        for size, t in ABCI_V_SMALL
+    },
     # nccl-tests #156, bare metal: "only 76GB/s bus bw, which reaches 96GB/s in bare metal" (2 x 8 A800, 4 x
     # 200G RoCE; size and release not printed, newest tables). NCCL's own choice: ring/Simple 95.9 (-0.1 %),
     # flat from 1 GiB (95.2) to 8 GiB; tree forced (the thread's VM runs set NCCL_ALGO=Tree) gives 88.5
@@ -158,6 +185,23 @@ MISSED = {
         "maintainer: 'Did you make sure ACS was disabled? That could explain why bandwidth is halved'; the "
         "reporter: 'The ACS is enabled on my machines'. With ACS on, GPUDirect RDMA traffic detours through "
         "the root complex: a host-path cost the model does not carry"
+    ),
+    f"{ABCI}inter_anode/job02-job16: ABCI (A), 8 x A100-SXM4-40GB, 4 x HDR a node (NCCL 2.8.4)": (
+        "busbw at 32 MiB 33.37/31.34/15.15/26.41 on 2/4/8/16 nodes vs ring or tree/LL128 74.93/73.84/64.09/"
+        "54.73 (+125/+136/+323/+107 %); 8 MiB 29.43/27.93/14.60/22.57 vs 62.10/47.14/45.65/43.95; time at "
+        "8 B 32.25/51.17/61.60 us (2/8/16 nodes) vs 25.2/45.2/55.2 (-22/-12/-10 %). The log flattens at "
+        "~30 GB/s from 8 MiB on 2 nodes, a third of the four HDR ports' 96; through host memory "
+        "(nic_path SYS) the model still gives 56.6. NCCL 2.8.4 is older than the catalogue's tables (2.18.1 "
+        "first; 'NCCL 2.8 or later may be able to give better performance on Ampere multi-node', nccl "
+        "#495), and the logs print no transport: which path the 2021 runs took, no figure in the "
+        "repository says"
+    ),
+    f"{ABCI}inter_vnode/job02.sh.7194532.nccl: ABCI (V), 2 x 4 V100, 2 x EDR a node, 8 KiB - 32 MiB": (
+        "time 31.26/52.82/90.74 us at 8/64/256 KiB vs tree/LL 25.2/42.8 and tree/LL128 63.7 (-19/-19/-30 %); "
+        "busbw 9.21/12.82/16.51/18.55/19.41/19.77 at 1-32 MiB vs 14.35/17.39/21.54/25.49/26.37/26.84 "
+        "(+56/+36/+30/+37/+36/+36 %), while 8 B - 1 KiB are asserted. 19.8 is 0.82 of the two EDR "
+        "ports' 24: the two-node tree's excess over the ring, which the model gives NCCL 2.8.4 from today's "
+        "tables, the log does not show"
     ),
     f"{N949}: 2 x 8 A100 SXM4 80GB VMs, 2 x HDR InfiniBand SR-IOV VFs a node, all_reduce peak": (
         "busbw 'about 27GB/s (=~ 216Gb/s)' vs ring/Simple 48.0 through the two 200 Gb/s ports (+78 %); the "
