@@ -68,7 +68,8 @@ def a800_four_roce(nodes: int) -> ClusterSpec:
 def abci_v(nodes: int) -> ClusterSpec:
     """ABCI compute node (V): 4 x Tesla V100-SXM2-16GB (the log's devices) on NVLink 2 with 2 links to each
     peer (catalogue ``nvlink2-quad-mesh``; ``v100-sxm2-32gb`` stands, memory size aside) and 2 x InfiniBand
-    EDR 100 Gb/s, one per GPU pair (ABCI's node description); ``connectx-5`` is the catalogue's 100 Gb/s
+    EDR 100 Gb/s, one per GPU pair (ABCI's system overview, aistabci/abci-docs, 計算ノード(V): "NVIDIA V100
+    for NVLink 16GiB HBM2 | 4", "InfiniBand EDR (100 Gbps) | 2"); ``connectx-5`` is the catalogue's 100 Gb/s
     port."""
     spec = {"accelerator": "v100-sxm2-32gb", "gpus_per_node": 4, "nodes": nodes, "name": "abci-v"}
     spec |= {"scale_up": {"kind": "nvswitch", "link": "nvlink2-quad-mesh"}}
@@ -187,6 +188,7 @@ MISSED = {
         "the root complex: a host-path cost the model does not carry"
     ),
     f"{ABCI}inter_anode/job02-job16: ABCI (A), 8 x A100-SXM4-40GB, 4 x HDR a node (NCCL 2.8.4)": (
+        "8 x A100 40GB and 'InfiniBand HDR (200 Gbps) | 4' a node (ABCI system overview, 計算ノード(A)); "
         "busbw at 32 MiB 33.37/31.34/15.15/26.41 on 2/4/8/16 nodes vs ring or tree/LL128 74.93/73.84/64.09/"
         "54.73 (+125/+136/+323/+107 %); 8 MiB 29.43/27.93/14.60/22.57 vs 62.10/47.14/45.65/43.95; time at "
         "8 B 32.25/51.17/61.60 us (2/8/16 nodes) vs 25.2/45.2/55.2 (-22/-12/-10 %). The log flattens at "
