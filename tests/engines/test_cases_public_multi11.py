@@ -50,8 +50,10 @@ V2223 = (("nccl_version", "2.22.3"),)
 
 def snellius_h100(nodes: int) -> ClusterSpec:
     """Snellius ``gpu_h100``: 4 x H100 on an NVLink mesh without NVSwitch, one 200 Gb/s InfiniBand port per
-    GPU. ``nvlink4-gh200-quad`` stands for the mesh: the same Hopper die with 18 NVLink 4 links wired
-    all-to-all over 3 peers and no NVLS; ``connectx-6`` is the catalogue's 200 Gb/s port."""
+    GPU. NVLink, not PCIe: the same repository's one-node all_reduce (runs/1node/all_reduce.log) reaches
+    324.76 GB/s busbw at 128 MiB with every pair "via P2P/direct pointer". ``nvlink4-gh200-quad`` stands
+    for the mesh: the same Hopper die with 18 NVLink 4 links wired all-to-all over 3 peers and no NVLS;
+    ``connectx-6`` is the catalogue's 200 Gb/s port."""
     spec = {"accelerator": "h100-sxm", "gpus_per_node": 4, "nodes": nodes, "name": "snellius-gpu-h100"}
     spec |= {"scale_up": {"kind": "nvswitch", "link": "nvlink4-gh200-quad"}}
     spec |= {"scale_out": {"nic": "connectx-6", "switch": "quantum-qm8700"}}
