@@ -34,6 +34,8 @@ from pathlib import Path
 
 import pytest
 from tests.cli.refusal import refused
+from tests.cluster.test_published_other_half6 import KED as KED_FRONT_END_ONLY
+from tests.cluster.test_published_other_half6 import LVL as LVL_FRONT_END_ONLY
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -148,18 +150,10 @@ def test_appliance_ports_default_to_the_storage_servers_ports() -> None:
 
 # ---- published counts -----------------------------------------------------------------------------------
 
-LVL = """\
-name: levelupit-b200-4000
-accelerator: b200
-gpus_per_node: 8
-nodes: 500
-scale_up: {kind: nvswitch}
-scale_out:
-  {nic: connectx-8, nic_speed: 400 Gb/s, fabric: infiniband, switch: quantum-2-qm9700, rail_optimized: true}
-front_end: {nic: connectx-7, nic_speed: 100 Gb/s, nics_per_node: 2}
-storage_fabric: {nic: connectx-7, port_speed: 100 Gb/s, ports_per_node: 2, switch: sn4600-frontend}
-management: {nic: bmc-1g}
-"""
+#: [LVL]'s cluster as test_published_other_half6.py gives it, its storage network now a fabric of its own.
+LVL = LVL_FRONT_END_ONLY + (
+    "storage_fabric: {nic: connectx-7, port_speed: 100 Gb/s, ports_per_node: 2, switch: sn4600-frontend}\n"
+)
 
 
 def test_levelupit_storage_network_is_its_own(tmp_path: Path) -> None:
@@ -185,23 +179,19 @@ def test_levelupit_storage_network_is_its_own(tmp_path: Path) -> None:
     ]
 
 
-KED = """\
-name: kedios-b300-32
-accelerator: b300
-gpus_per_node: 8
-nodes: 32
-scale_up: {kind: nvswitch}
-scale_out: {nic: connectx-8, nic_speed: 800 Gb/s, fabric: infiniband, switch: quantum-x800-q3400}
-front_end: null
-storage_fabric: {nic: bluefield-3, ports_per_node: 2, switch: spectrum-4-sn5600-400g}
-management: {nic: bmc-1g}
-"""
+#: [KED]'s farm as test_published_other_half6.py gives it, its two BlueField-3 ports a storage fabric of
+#: their own on SN5600 (400GbE) rather than a front-end.
+KED = KED_FRONT_END_ONLY.replace(
+    "front_end: {nic: bluefield-3, nics_per_node: 2}",
+    "front_end: null\nstorage_fabric: {nic: bluefield-3, ports_per_node: 2, switch: spectrum-4-sn5600-400g}",
+)
 
 
 def test_kedios_two_spectrum4_switches_for_32_nodes(tmp_path: Path) -> None:
     # Published [KED]: "2x Spectrum-4" for 32 nodes' "2x 400 Gb/s" BlueField-3 ports. Model: SN5600 as 128 x
     # 400GbE at 1:1 takes 64 down per leaf; each port group is 32 ports -> one leaf per group, 2 switches,
     # no spine (exact).
+    assert "storage_fabric" in KED
     path = tmp_path / "ked.yaml"
     path.write_text(KED)
     inv = _inv(ClusterSpec.from_yaml(path))

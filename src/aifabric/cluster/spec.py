@@ -468,6 +468,11 @@ class ScaleOutSpec(_Strict):
         return tuple(out)
 
 
+def _port_rate(value: Any, field: str) -> float | None:
+    """A node port's rate in bits ("400 Gb/s") as bytes/s per direction; None stays None."""
+    return None if value is None else parse_nic_bandwidth(_with_unit(value, field, "400 Gb/s"), field=field)
+
+
 class FrontEndSpec(_Strict):
     """Front-end Ethernet per node (storage, data loading, checkpoints, users), often through a DPU.
 
@@ -484,11 +489,7 @@ class FrontEndSpec(_Strict):
     @field_validator("nic_speed_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        return (
-            None
-            if v is None
-            else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
-        )
+        return _port_rate(v, "nic_speed")
 
     @field_validator("nics_per_node")
     @classmethod
@@ -526,11 +527,7 @@ class AccessFabricSpec(_Strict):
     @field_validator("port_speed_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        return (
-            None
-            if v is None
-            else parse_nic_bandwidth(_with_unit(v, "port_speed", "400 Gb/s"), field="port_speed")
-        )
+        return _port_rate(v, "port_speed")
 
     @model_validator(mode="after")
     def _port_fits_switch(self) -> AccessFabricSpec:
