@@ -102,6 +102,14 @@ def test_h100_ra_storage_fabric_per_su(nodes: int, leaves: int, spines: int, upl
     assert _cables(inv, "in-band") == cables
 
 
+def test_single_homed_ports_share_one_leaf_group() -> None:
+    # dual_homed false: 31 nodes x 2 ports = 62 ports in one group, ceil(62 / 32) = 2 leaves that now need
+    # 2 x 32 = 64 uplinks on 1 spine (dual-homed, each port group was one leaf and needed none).
+    inv = _inv(_h100_ra(31, **{"storage_fabric.dual_homed": False}))
+    assert _switches(inv, "storage") == {"leaf": 2, "spine": 1}
+    assert _cables(inv, "storage") == {"node-leaf": 62, "leaf-spine": 64}
+
+
 def test_h100_ra_four_networks_by_name_in_cluster_show() -> None:
     # ``cluster show`` lists every part with its network: 254 storage and 254 in-band ports (127 x 2,
     # [H100RA]), 1,016 compute NICs (127 x 8), 127 BMC ports, and no front-end (its traffic is these two).
