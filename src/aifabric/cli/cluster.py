@@ -23,9 +23,10 @@ from aifabric.cluster.headlines import format_figure, headlines
 from aifabric.cluster.power import compute_power_gap, optics_whatif
 from aifabric.cluster.presets import list_presets
 from aifabric.cluster.resolve import resolve_cluster
-from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.spec import AccessFabricSpec, ClusterSpec
 from aifabric.cluster.summary import ClusterSummary, summarize
 from aifabric.errors import ConfigError
+from aifabric.storage.paths import storage_network
 
 __all__ = ["cluster_app"]
 
@@ -141,6 +142,7 @@ def _summary_json(spec: ClusterSpec, s: ClusterSummary) -> dict[str, Any]:
         "scale_out_built": bool(s.tiers) or s.dragonfly is not None,
         "dragonfly": _dragonfly_json(s),
         "front_end_oversubscription": spec.front_end.oversubscription if spec.front_end else None,
+        "storage_network": storage_network(spec),
         "bisection_bytes_per_s": s.bisection_bytes_per_s,
         "headlines": [h.__dict__ for h in headlines(s)],
         "parts": [p.__dict__ for p in s.inventory.lines],
@@ -213,11 +215,36 @@ def _print_fabric(spec: ClusterSpec, s: ClusterSummary) -> None:
         if note is not None:
             console.print(f"scale-out: {note}")
     fe = spec.front_end
+    route = storage_network(spec)
     if fe is not None and fe.nics_per_node:
+        carries = (
+            "storage and checkpoint traffic share the leaf uplinks"
+            if route == "front-end"
+            else f"storage and checkpoint traffic cross the {route} network"
+        )
         console.print(
             f"front-end: {fe.nics_per_node} x {literal(fe.nic)} per node; leaf oversubscription (down:up) "
-            f"{fe.oversubscription:g}:1 (storage and checkpoint traffic share the leaf uplinks)"
+            f"{fe.oversubscription:g}:1 ({carries})"
         )
+    for network, fabric in (("storage", spec.storage_fabric), ("in-band", spec.inband_management)):
+        if fabric is not None:
+            console.print(_access_line(network, fabric, spec.storage_appliance_ports))
+
+
+def _access_line(network: str, fabric: AccessFabricSpec, appliance_ports: int) -> str:
+    """One line on a storage or in-band network: ports per node, homing, leaf ratio, appliances' ports."""
+    homing = f"dual-homed over {fabric.groups} leaf groups" if fabric.dual_homed else "one leaf group"
+    line = (
+        f"{network}: {fabric.ports_per_node} x {literal(fabric.nic)} port(s) per node at "
+        f"{fabric.speed_bytes_per_s * 8 / 1e9:g} Gb/s on {literal(fabric.switch)}, {homing}; leaf "
+        f"oversubscription (down:up) {fabric.oversubscription:g}:1"
+    )
+    if network == "storage":
+        line += (
+            f"; {appliance_ports} storage appliance port(s) on its leaves; checkpoints and data loading "
+            "cross it"
+        )
+    return line
 
 
 def _print_power(s: ClusterSummary) -> None:

@@ -102,11 +102,11 @@ def headlines(s: ClusterSummary) -> list[Headline]:
     out += _scale_up_headlines(s)
     if s.spec.scale_out is not None:
         out += _scale_out_headlines(s)
-    fe = next((r for r in s.rungs if r.network == "front-end"), None)
-    if fe is not None:
-        out.append(
-            Headline("front-end per GPU", fe.per_direction_bytes_per_s, "bandwidth", "front-end", fe.note)
-        )
+    for net in ("front-end", "storage"):
+        rung = next((r for r in s.rungs if r.network == net), None)
+        if rung is not None:
+            per_gpu = rung.per_direction_bytes_per_s
+            out.append(Headline(f"{net} per GPU", per_gpu, "bandwidth", net, rung.note))
     if s.power is not None and s.power.total_watts:
         note = (
             "GPUs, hosts and every network"

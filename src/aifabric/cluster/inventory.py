@@ -22,6 +22,10 @@ Counting rules (stated so a reader can redo them by hand):
   over 400G planes), one module per cable end at that speed.
 - Front-end: ``front_end.nics_per_node`` ports per node on leaf switches of ``switch`` ports split
   down:up by ``front_end.oversubscription``, plus spines for the uplinks (two tiers); optics as above.
+- Storage fabric and in-band management (``storage_fabric``, ``inband_management``): ``ports_per_node``
+  ports per node, and on the storage fabric the storage appliances' ports, on leaves of ``switch``, dual-homed
+  port by port, spines where a group needs more than one leaf (:mod:`aifabric.cluster.access`); one module
+  per node end, the switch's cage modules at the switch ends.
 - Management: BMC ports on per-rack switches with two uplinks each to two aggregation switches
   (:func:`aifabric.cluster.management.management_shape`), copper.
 - Watts: switches at their datasheet power, NICs at theirs, modules at theirs. GPUs and CPUs are in
@@ -31,17 +35,28 @@ Counting rules (stated so a reader can redo them by hand):
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from aifabric import catalog
-from aifabric.cluster.clos import exact_split
+from aifabric.cluster.access import access_radix, access_shape
 from aifabric.cluster.management import management_shape
+from aifabric.cluster.spec import AccessFabricSpec
 from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError
 
-__all__ = ["Inventory", "PartLine", "bundled_cables", "inventory", "modules_for_links", "switch_end_modules"]
+__all__ = [
+    "NETWORK_PARTS",
+    "NODE_NIC_NETWORKS",
+    "Inventory",
+    "PartLine",
+    "bundled_cables",
+    "inventory",
+    "modules_for_links",
+    "switch_end_modules",
+]
 
 
 @dataclass(frozen=True)
@@ -214,23 +229,6 @@ def _node_end_line(topo: Topology, links: int, link_bytes_per_s: float) -> PartL
     return _optic_line("scale-out", "node end", links, link_bytes_per_s, twin=twin)
 
 
-def _two_tier_counts(endpoints: int, radix: int, ratio: float) -> tuple[int, int, int]:
-    """(leaves, spines, leaf-spine cables) of a simple two-tier Ethernet Clos for ``endpoints`` ports."""
-    if endpoints == 0:
-        return 0, 0, 0
-    split = exact_split(radix, ratio)  # the ratio exactly where an integer split gives it, as the back-end
-    down, up = (
-        split
-        if split
-        else (int(radix * ratio // (ratio + 1)), math.ceil(radix * ratio // (ratio + 1) / ratio))
-    )
-    leaves = math.ceil(endpoints / down)
-    if leaves == 1:
-        return 1, 0, 0
-    spines = math.ceil(leaves * up / radix)
-    return leaves, spines, leaves * up
-
-
 def bundled_cables(pairs: np.ndarray, per_cable: int) -> int:
     """Cables between switches when each carries ``per_cable`` links of the same switch pair:
     sum over pairs of ceil(links / per_cable). ``pairs[i, j]`` is the upper switch that uplink ``j`` of
@@ -357,26 +355,73 @@ _SCALE_OUT_FABRIC = {"clos": _clos_fabric, "dragonfly": _dragonfly_fabric}
 def _front_end(topo: Topology) -> list[PartLine]:
     spec = topo.spec
     fe = spec.front_end
-    assert fe is not None
+    if fe is None:
+        return []
     nic = catalog.nic(fe.nic)
     sw = catalog.switch(fe.switch)
     ports = spec.n_nodes * fe.nics_per_node
     speed = fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s
-    radix = sw.ports_at(speed) if speed <= sw.port_speed_bytes_per_s else sw.ports
-    leaves, spines, up_cables = _two_tier_counts(ports, radix, fe.oversubscription)
+    shape = access_shape(ports, 1, access_radix(fe.switch, speed), fe.oversubscription)
     return [
         PartLine("front-end", "nic", nic.name, ports, ports * nic.power_w),
-        PartLine("front-end", "switch", sw.name, leaves + spines, (leaves + spines) * sw.power_w),
-        PartLine("front-end", "cable", "node-leaf + leaf-spine", ports + up_cables, 0.0),
+        PartLine("front-end", "switch", sw.name, shape.switches, shape.switches * sw.power_w),
+        PartLine("front-end", "cable", "node-leaf + leaf-spine", ports + shape.uplinks, 0.0),
         _optic_line("front-end", "node end", ports, speed, twin=False),
-        _optic_line("front-end", "switch ends", ports + 2 * up_cables, speed, twin=True),
+        _optic_line("front-end", "switch ends", ports + 2 * shape.uplinks, speed, twin=True),
     ]
+
+
+def _access_lines(network: str, fabric: AccessFabricSpec, nodes: int, appliance_ports: int) -> list[PartLine]:
+    """Parts of a storage or in-band network (:mod:`aifabric.cluster.access`): the nodes' ports (each
+    ``1 / nic_ports`` of its card's watts), leaves and spines, node-leaf, appliance-leaf and leaf-spine
+    cables, one module per node end and the switch's cage modules at the switch ends."""
+    nic = catalog.nic(fabric.nic)
+    sw = catalog.switch(fabric.switch)
+    speed = fabric.speed_bytes_per_s
+    ports = nodes * fabric.ports_per_node
+    groups = fabric.groups
+    per_group = ports // groups + math.ceil(appliance_ports / groups)
+    shape = access_shape(per_group, groups, access_radix(fabric.switch, speed), fabric.oversubscription)
+    lines = [
+        PartLine(network, "nic", f"{nic.name} (port)", ports, ports * nic.power_w / fabric.nic_ports),
+        PartLine(network, "switch", f"leaf: {sw.name}", shape.leaves, shape.leaves * sw.power_w),
+    ]
+    if shape.spines:
+        spine_w = shape.spines * sw.power_w
+        lines.append(PartLine(network, "switch", f"spine: {sw.name}", shape.spines, spine_w))
+    lines.append(PartLine(network, "cable", "node-leaf", ports, 0.0))
+    if appliance_ports:
+        lines.append(PartLine(network, "cable", "appliance-leaf", appliance_ports, 0.0))
+    if shape.uplinks:
+        lines.append(PartLine(network, "cable", "leaf-spine", shape.uplinks, 0.0))
+    ends = ports + appliance_ports + 2 * shape.uplinks
+    lines.append(_optic_line(network, "node end", ports, speed, twin=False))
+    lines.append(_optic_line(network, "switch ends", ends, speed, twin=True, switch_key=fabric.switch))
+    return lines
+
+
+def _storage_fabric(topo: Topology) -> list[PartLine]:
+    """The storage fabric's parts, with the appliances' ports on its leaves
+    (:attr:`~aifabric.cluster.spec.ClusterSpec.storage_appliance_ports`)."""
+    spec = topo.spec
+    sf = spec.storage_fabric
+    if sf is None:
+        return []
+    return _access_lines("storage", sf, spec.n_nodes, spec.storage_appliance_ports)
+
+
+def _inband(topo: Topology) -> list[PartLine]:
+    """The in-band management network's parts."""
+    spec = topo.spec
+    ib = spec.inband_management
+    return [] if ib is None else _access_lines("in-band", ib, spec.n_nodes, 0)
 
 
 def _management(topo: Topology) -> list[PartLine]:
     spec = topo.spec
     mg = spec.management
-    assert mg is not None
+    if mg is None or not mg.ports_per_node:
+        return []
     shape = management_shape(spec)
     nic = catalog.nic(mg.nic)
     sw = catalog.switch(mg.switch)
@@ -393,7 +438,8 @@ def _management(topo: Topology) -> list[PartLine]:
 
 
 def inventory(topo: Topology) -> Inventory:
-    """Count the parts and watts of ``topo``'s four networks (rules in the module docstring).
+    """Count the parts and watts of ``topo``'s networks, each through its entry of :data:`NETWORK_PARTS`
+    (rules in the module docstring).
 
     Examples
     --------
@@ -407,28 +453,43 @@ def inventory(topo: Topology) -> Inventory:
     >>> inv.count("scale-out", "switch"), inv.count("scale-out", "transceiver")
     (48, 2048)
     """
-    spec = topo.spec
     lines: list[PartLine] = []
-    if topo.switch_counts["scale-up domain"]:
-        pw = catalog.system_power(spec.accelerator)
-        nvs_w = (
-            spec.n_gpus * pw.nvlink_ports_per_gpu * pw.nvlink_port_w
-            if pw and spec.scale_up.kind == "nvswitch"
-            else 0.0
-        )
-        lines.append(
-            PartLine(
-                "scale-up",
-                "domain",
-                f"{spec.domain_gpus}-GPU {spec.scaleup_link.name}",
-                spec.n_domains,
-                nvs_w,
-            )
-        )
-    if spec.scale_out is not None:  # one domain: its NICs alone (ClusterSpec.builds_scale_out)
-        lines += _scale_out(topo)
-    if spec.front_end is not None:
-        lines += _front_end(topo)
-    if spec.management is not None and spec.management.ports_per_node:
-        lines += _management(topo)
+    for _network, parts in NETWORK_PARTS:
+        lines += parts(topo)
     return Inventory(tuple(lines))
+
+
+def _scale_up(topo: Topology) -> list[PartLine]:
+    """One line per scale-up domain kind with its NVSwitch watts (none without a switched domain)."""
+    spec = topo.spec
+    if not topo.switch_counts["scale-up domain"]:
+        return []
+    pw = catalog.system_power(spec.accelerator)
+    nvs_w = (
+        spec.n_gpus * pw.nvlink_ports_per_gpu * pw.nvlink_port_w
+        if pw and spec.scale_up.kind == "nvswitch"
+        else 0.0
+    )
+    part = f"{spec.domain_gpus}-GPU {spec.scaleup_link.name}"
+    return [PartLine("scale-up", "domain", part, spec.n_domains, nvs_w)]
+
+
+def _scale_out_parts(topo: Topology) -> list[PartLine]:
+    """The back-end's parts; one scale-up domain lists its NICs alone (ClusterSpec.builds_scale_out)."""
+    return [] if topo.spec.scale_out is None else _scale_out(topo)
+
+
+#: Every network of a cluster and the function that counts its parts, in the order the bill lists them; a
+#: function returns no line for a network the spec does not have. ``network`` is the label each line carries
+#: (:data:`aifabric.cluster.topology.NETWORKS`).
+NETWORK_PARTS: tuple[tuple[str, Callable[[Topology], list[PartLine]]], ...] = (
+    ("scale-up", _scale_up),
+    ("scale-out", _scale_out_parts),
+    ("front-end", _front_end),
+    ("storage", _storage_fabric),
+    ("in-band", _inband),
+    ("management", _management),
+)
+
+#: Networks whose NICs sit inside the node (their watts are part of the node's maximum power).
+NODE_NIC_NETWORKS = ("scale-out", "front-end", "storage", "in-band")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aifabric import catalog
-from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.spec import AccessFabricSpec, ClusterSpec
 from aifabric.units import format_bandwidth
 
 __all__ = ["LadderRung", "bandwidth_ladder"]
@@ -51,7 +51,14 @@ def bandwidth_ladder(spec: ClusterSpec) -> list[LadderRung]:
     """
     acc = spec.accelerator_spec
     rungs = [_rung("HBM", "memory", acc.hbm_bandwidth_bytes_per_s, "per_direction", "memory read bandwidth")]
-    for network_rung in (_scale_up_rung, _scale_out_rung, _front_end_rung, _management_rung):
+    for network_rung in (
+        _scale_up_rung,
+        _scale_out_rung,
+        _front_end_rung,
+        _storage_rung,
+        _inband_rung,
+        _management_rung,
+    ):
         rung = network_rung(spec)
         if rung is not None:
             rungs.append(rung)
@@ -120,6 +127,30 @@ def _front_end_rung(spec: ClusterSpec) -> LadderRung | None:
         "per_direction",
         f"{fe.nics_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {spec.gpus_per_node} GPUs",
     )
+
+
+def _access_rung(network: str, fabric: AccessFabricSpec | None, gpus_per_node: int) -> LadderRung | None:
+    """The node's ports on a storage or in-band network, shared by its GPUs."""
+    if fabric is None:
+        return None
+    speed = fabric.speed_bytes_per_s
+    return _rung(
+        network,
+        network,
+        speed * fabric.ports_per_node / gpus_per_node,
+        "per_direction",
+        f"{fabric.ports_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {gpus_per_node} GPUs",
+    )
+
+
+def _storage_rung(spec: ClusterSpec) -> LadderRung | None:
+    """The storage fabric's ports of a node (checkpoints and data loading cross it, not the front-end)."""
+    return _access_rung("storage", spec.storage_fabric, spec.gpus_per_node)
+
+
+def _inband_rung(spec: ClusterSpec) -> LadderRung | None:
+    """The in-band management ports of a node."""
+    return _access_rung("in-band", spec.inband_management, spec.gpus_per_node)
 
 
 def _management_rung(spec: ClusterSpec) -> LadderRung | None:

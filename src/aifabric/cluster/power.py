@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aifabric import catalog
-from aifabric.cluster.inventory import Inventory, PartLine, inventory
+from aifabric.cluster.inventory import NODE_NIC_NETWORKS, Inventory, PartLine, inventory
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import Topology
 
@@ -86,9 +86,7 @@ def cluster_power(topo: Topology, inv: Inventory | None = None) -> PowerBudget:
         lines.append(PartLine("compute", "cpu", "host CPUs", spec.n_nodes, cpu_w))
         if pw.node_max_w is not None:
             nics = sum(
-                line.watts
-                for line in inv.lines
-                if line.item == "nic" and line.network in ("scale-out", "front-end")
+                line.watts for line in inv.lines if line.item == "nic" and line.network in NODE_NIC_NETWORKS
             )
             nvs_in_node = (
                 sum(line.watts for line in inv.lines if line.network == "scale-up")

@@ -44,13 +44,16 @@ __all__ = [
     "MAX_GPUS_PER_NODE",
     "MAX_PORTS",
     "MAX_RADIX",
+    "AccessFabricSpec",
     "ClusterSpec",
     "DragonflySpec",
     "FrontEndSpec",
+    "InbandManagementSpec",
     "ManagementSpec",
     "ScaleOutSpec",
     "ScaleUpDomainSpec",
     "SitesSpec",
+    "StorageFabricSpec",
     "StorageSpec",
     "check_field_path",
     "format_validation_error",
@@ -465,6 +468,11 @@ class ScaleOutSpec(_Strict):
         return tuple(out)
 
 
+def _port_rate(value: Any, field: str) -> float | None:
+    """A node port's rate in bits ("400 Gb/s") as bytes/s per direction; None stays None."""
+    return None if value is None else parse_nic_bandwidth(_with_unit(value, field, "400 Gb/s"), field=field)
+
+
 class FrontEndSpec(_Strict):
     """Front-end Ethernet per node (storage, data loading, checkpoints, users), often through a DPU.
 
@@ -481,11 +489,7 @@ class FrontEndSpec(_Strict):
     @field_validator("nic_speed_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float | None:
-        return (
-            None
-            if v is None
-            else parse_nic_bandwidth(_with_unit(v, "nic_speed", "400 Gb/s"), field="nic_speed")
-        )
+        return _port_rate(v, "nic_speed")
 
     @field_validator("nics_per_node")
     @classmethod
@@ -495,6 +499,88 @@ class FrontEndSpec(_Strict):
                 f"must be 1 or more, got {v} (a cluster without a front-end network: front_end: null)"
             )
         return v
+
+
+class AccessFabricSpec(_Strict):
+    """An Ethernet or InfiniBand leaf-spine that the nodes join through ports of their own (storage, in-band).
+
+    ``ports_per_node`` ports of the catalogue NIC ``nic`` at ``port_speed`` (default: the NIC's line rate)
+    go to leaves of ``switch``, split down:up by ``oversubscription``, with spines for the uplinks when one
+    leaf per group is not enough. ``dual_homed`` sends port ``k`` of every node to its own group of leaves
+    ("two 200 GbE ports to two separate switches to provide redundancy", NVIDIA HGX AI Factory Enterprise RA,
+    Network Logical Architecture; DGX SuperPOD H100 RA: "each pair of in-band management and storage ports
+    provide parallel pathways into the DGX H100 system"), so a node of two ports needs at least two leaves.
+    ``nic_ports`` is the ports of one NIC card, each port carrying that share of the card's watts: a DGX
+    B200's "2x dual-port QSFP112 NVIDIA BlueField-3 DPU" give one port of each card to storage and one to
+    in-band management (DGX BasePOD RA, Core Components: "each pair of dual-port BlueField-3 HCAs ... provide
+    parallel pathways to the storage and management fabrics"), ``nic_ports: 2`` on both.
+    """
+
+    nic: NicKey = "bluefield-3"
+    ports_per_node: Int = Field(default=2, ge=1, le=MAX_PORTS)
+    nic_ports: Int = Field(default=1, ge=1, le=MAX_PORTS)
+    port_speed_bytes_per_s: float | None = Field(default=None, validation_alias="port_speed")
+    switch: SwitchKey = "spectrum-4-sn5600-400g"
+    oversubscription: float = Field(default=1.0, ge=1.0, le=MAX_RADIX, allow_inf_nan=False)
+    dual_homed: bool = True
+
+    @field_validator("port_speed_bytes_per_s", mode="before")
+    @classmethod
+    def _bw(cls, v: Any) -> float | None:
+        return _port_rate(v, "port_speed")
+
+    @model_validator(mode="after")
+    def _port_fits_switch(self) -> AccessFabricSpec:
+        """A ``port_speed`` given above the switch's ports cannot run (400 Gb/s on a 100GbE SN4600C)."""
+        sw = catalog.switch(self.switch)
+        given = self.port_speed_bytes_per_s
+        if given is not None and given > sw.port_speed_bytes_per_s * (1 + 1e-9):
+            raise ValueError(
+                f"port_speed: {given * 8 / 1e9:g} Gb/s ports do not fit {self.switch!r}, whose ports run at "
+                f"{sw.port_speed_bytes_per_s * 8 / 1e9:g} Gb/s; give a slower port_speed or a faster switch"
+            )
+        return self
+
+    @property
+    def speed_bytes_per_s(self) -> float:
+        """One node port's line rate, bytes/s per direction: ``port_speed``, else the NIC's rate, never above
+        the switch's port (a link runs at the slower end's rate, as :attr:`ClusterSpec.nic_negotiated_note`
+        says of the scale-out: a 400G port on a 100GbE SN4600C carries 100 Gb/s)."""
+        own = self.port_speed_bytes_per_s or catalog.nic(self.nic).line_rate_bytes_per_s
+        return min(own, catalog.switch(self.switch).port_speed_bytes_per_s)
+
+    @property
+    def groups(self) -> int:
+        """Leaf groups the nodes' ports split over: one per port when dual-homed, else one."""
+        return self.ports_per_node if self.dual_homed else 1
+
+
+class StorageFabricSpec(AccessFabricSpec):
+    """A storage fabric of its own: the nodes' storage ports and the storage appliances' ports on its leaves.
+
+    NVIDIA DGX SuperPOD RAs build one beside the compute fabric ("DGX SuperPOD configurations utilize four
+    network fabrics: Compute Fabric, Storage Fabric, In-Band Management Network, Out-of-Band Management
+    Network", H100/B200/B300 RAs, Network Fabrics), InfiniBand on the B200 RA ("InfiniBand Storage Fabric"),
+    Ethernet through the BlueField-3 ports on GB200 ("Storage and In-band Ethernet Fabric"): the catalogue
+    entry of ``switch`` says which (QM9700 InfiniBand, SN5600 Ethernet). ``appliance_ports`` is how many
+    ports the storage appliances plug into its leaves (default: the ``storage`` section's ``units x
+    unit_nics`` when it names the servers' NIC, else none). With a storage fabric, checkpoints and data
+    loading reach the file system over it, not the front-end
+    (:mod:`aifabric.storage.paths`).
+    """
+
+    appliance_ports: Int | None = Field(default=None, ge=0)
+
+
+class InbandManagementSpec(AccessFabricSpec):
+    """The in-band management network: Ethernet the nodes' OS reaches the management servers over (SSH,
+    job scheduling, home directories), apart from the compute, storage and out-of-band networks.
+
+    DGX SuperPOD H100 RA, In-Band Management Network: two in-band ports per DGX H100 (the pair beside the
+    storage pair) on SN4600C switches (its Figure 9), the default switch here.
+    """
+
+    switch: SwitchKey = "sn4600-frontend"
 
 
 class ManagementSpec(_Strict):
@@ -664,6 +750,8 @@ class ClusterSpec(_Strict):
     front_end: FrontEndSpec | None = Field(default_factory=FrontEndSpec)
     management: ManagementSpec | None = Field(default_factory=ManagementSpec)
     storage: StorageSpec | None = None
+    storage_fabric: StorageFabricSpec | None = None
+    inband_management: InbandManagementSpec | None = None
     sites: SitesSpec | None = None
     cpu_vendor: Literal["intel", "amd", "arm", "power", "zhaoxin"] = "intel"
     cpu: str | None = None
@@ -1121,6 +1209,18 @@ class ClusterSpec(_Strict):
         )
 
     @property
+    def storage_appliance_ports(self) -> int:
+        """Ports the storage appliances plug into the storage fabric's leaves:
+        ``storage_fabric.appliance_ports``, else ``storage.units x unit_nics`` where the storage section names
+        the servers' NIC, else 0."""
+        sf, st = self.storage_fabric, self.storage
+        if sf is not None and sf.appliance_ports is not None:
+            return sf.appliance_ports
+        if st is None or st.unit_nic is None or st.units is None:
+            return 0
+        return st.units * (st.unit_nics or 1)
+
+    @property
     def nics_per_node(self) -> int:
         """Scale-out NICs of one node: ``gpus_per_node x nics_per_gpu / gpus_per_nic`` (0 without a
         scale-out network). AWS p4d.24xlarge: 8 x 1 / 2 = 4."""
@@ -1469,6 +1569,7 @@ def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:
         "aggregate_read_bytes_per_s": "aggregate_read",
         "aggregate_write_bytes_per_s": "aggregate_write",
         "dci_bandwidth_bytes_per_s": "dci_bandwidth",
+        "port_speed_bytes_per_s": "port_speed",
     }
     units = {
         "bandwidth_bytes_per_s": "B/s",
@@ -1478,6 +1579,7 @@ def _to_aliases(data: dict[str, Any]) -> dict[str, Any]:
         "aggregate_read_bytes_per_s": "B/s",
         "aggregate_write_bytes_per_s": "B/s",
         "dci_bandwidth_bytes_per_s": "B/s",
+        "port_speed_bytes_per_s": "B/s",
     }
     out: dict[str, Any] = {}
     for k, v in data.items():

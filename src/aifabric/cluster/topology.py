@@ -80,7 +80,7 @@ __all__ = [
     "topology_bytes",
 ]
 
-NETWORKS = ("scale-up", "scale-out", "front-end", "management")
+NETWORKS = ("scale-up", "scale-out", "front-end", "storage", "in-band", "management")
 TIER_NAMES = ("gpu-nvswitch", "nic-leaf", "leaf-spine", "spine-core")
 # The device a scale-up domain's GPUs meet at, by ``scale_up.kind``: NVSwitch, or on a PCIe node the
 # host's PCIe switches and root complex (NCCL's P2P/SHM path); a kind not named here is NVSwitch.

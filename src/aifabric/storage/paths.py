@@ -4,8 +4,10 @@ Per-node storage rate (reference/storage-optics-scale-across.md sec. 1.3, modell
 
     rate = min( GPU<->host PCIe x GPUs,          (each GPU's x16 link, per direction)
                 host bounce buffer,              (only without GPUDirect Storage)
-                front-end NICs x payload eff.,   (the node's front-end ports; a TPU host: its DCN)
-                front-end NICs / oversubscription x payload eff.,   (its leaf's share of uplinks)
+                network ports x payload eff.,    (the node's storage-fabric ports where the cluster
+                                                  has a storage fabric, else its front-end NICs; a TPU
+                                                  host without either: its DCN; STORAGE_ROUTES)
+                network ports / oversubscription x payload eff.,   (its leaf's share of uplinks)
                 file-system per-client cap,
                 NFS mount: nconnect x one connection's rate,     (only where storage.nconnect or
                                                                   nfs_transport describes the mount)
@@ -37,6 +39,7 @@ reached 1.4-10.4 % of theirs (arXiv:2605.09370).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -47,10 +50,12 @@ from aifabric.errors import ConfigError
 __all__ = [
     "BOUNCE_BUFFER_BYTES_PER_S",
     "LOCAL_KIND",
+    "STORAGE_ROUTES",
     "NodePath",
     "Transfer",
     "aggregates_above_ports",
     "node_path",
+    "storage_network",
     "transfer_time",
 ]
 
@@ -134,7 +139,8 @@ def node_path(
     Parameters
     ----------
     spec : ClusterSpec
-        Needs ``storage``, and ``front_end`` with NICs or an accelerator with a data-centre network (TPU).
+        Needs ``storage``, and a ``storage_fabric``, ``front_end`` with NICs or an accelerator with a
+        data-centre network (TPU); the first of these carries the traffic (:data:`STORAGE_ROUTES`).
     direction : {"read", "write"}
         Read (restore, data loading) or write (checkpoint).
     active_nodes : int
@@ -234,30 +240,78 @@ def aggregates_above_ports(spec: ClusterSpec) -> tuple[str, ...]:
     return tuple(lines)
 
 
+def _over_storage_fabric(spec: ClusterSpec) -> dict[str, float]:
+    """The node's storage-fabric ports at their payload efficiency, and the leaf's share of uplinks when the
+    fabric is oversubscribed; nothing without a storage fabric."""
+    sf = spec.storage_fabric
+    if sf is None:
+        return {}
+    line = sf.ports_per_node * sf.speed_bytes_per_s * catalog.nic(sf.nic).payload_efficiency
+    stages = {"node storage-fabric ports": line}
+    if sf.oversubscription > 1:
+        stages["storage fabric (leaf uplinks)"] = line / sf.oversubscription
+    return stages
+
+
+def _over_front_end(spec: ClusterSpec) -> dict[str, float]:
+    """The node's front-end NICs at their payload efficiency (and the leaf's share of uplinks when
+    oversubscribed); nothing without front-end NICs."""
+    fe = spec.front_end
+    if fe is None or not fe.nics_per_node:
+        return {}
+    nic = catalog.nic(fe.nic)
+    line = fe.nics_per_node * (fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s)
+    stages = {"node front-end NICs": line * nic.payload_efficiency}
+    if fe.oversubscription > 1:
+        stages["front-end fabric (leaf uplinks)"] = line * nic.payload_efficiency / fe.oversubscription
+    return stages
+
+
+def _over_dcn(spec: ClusterSpec) -> dict[str, float]:
+    """A TPU host's data-centre network: ``dcn_bandwidth`` per chip x chips per host, Google's line-rate
+    figure, so a bound; nothing for an accelerator without one."""
+    dcn = spec.accelerator_spec.dcn_bandwidth_bytes_per_s
+    return {"node DCN (data-centre network)": spec.gpus_per_node * dcn} if dcn else {}
+
+
+#: The networks storage traffic may take, in the order a node uses them: the first the spec has carries
+#: every checkpoint, restore and data-loading byte. A storage fabric of its own (``storage_fabric``: DGX
+#: SuperPOD RAs' "Storage Fabric", the storage appliances on its leaves) comes first, so with one the
+#: front-end carries none of it; else the front-end; else, with neither, a TPU host's DCN.
+STORAGE_ROUTES: tuple[tuple[str, Callable[[ClusterSpec], dict[str, float]]], ...] = (
+    ("storage", _over_storage_fabric),
+    ("front-end", _over_front_end),
+    ("dcn", _over_dcn),
+)
+
+
+def storage_network(spec: ClusterSpec) -> str | None:
+    """The network a node's storage traffic crosses (:data:`STORAGE_ROUTES`): ``"storage"``,
+    ``"front-end"`` or ``"dcn"``; None when the cluster has none of them.
+
+    >>> from aifabric.cluster.presets import preset
+    >>> storage_network(preset("dgx-h100-superpod"))
+    'front-end'
+    """
+    return next((name for name, route in STORAGE_ROUTES if route(spec)), None)
+
+
 def _network_stages(spec: ClusterSpec) -> dict[str, float]:
-    """The node's network to storage, bytes/s per direction: its front-end NICs at their payload efficiency
-    (and the leaf's share of uplinks when oversubscribed), else, with no front-end in the description, the
-    host's data-centre network where the accelerator has one (a TPU host reaches storage over its DCN:
-    ``dcn_bandwidth`` per chip x chips per host, Google's line-rate figure, so a bound).
+    """The node's network to storage, bytes/s per direction: the stages of the first network of
+    :data:`STORAGE_ROUTES` the spec has (storage fabric, front-end, DCN).
 
     Raises
     ------
     ConfigError
-        If the node has neither front-end NICs nor a data-centre network.
+        If the node has no storage fabric, no front-end NICs and no data-centre network.
     """
-    fe = spec.front_end
-    if fe is not None and fe.nics_per_node:
-        nic = catalog.nic(fe.nic)
-        line = fe.nics_per_node * (fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s)
-        stages = {"node front-end NICs": line * nic.payload_efficiency}
-        if fe.oversubscription > 1:
-            stages["front-end fabric (leaf uplinks)"] = line * nic.payload_efficiency / fe.oversubscription
-        return stages
-    dcn = spec.accelerator_spec.dcn_bandwidth_bytes_per_s
-    if dcn:
-        return {"node DCN (data-centre network)": spec.gpus_per_node * dcn}
+    for _name, route in STORAGE_ROUTES:
+        stages = route(spec)
+        if stages:
+            return stages
     raise ConfigError(
-        "front_end: this cluster has no front-end NICs (nor a data-centre network) to reach storage"
+        "front_end: this cluster has no front-end NICs (nor a storage fabric or a data-centre network) to "
+        "reach storage"
     )
 
 
