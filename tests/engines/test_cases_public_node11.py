@@ -170,7 +170,41 @@ def test_public_node_point(key: str) -> None:
 
 
 #: Public single-node rows the model misses (measured, predicted, what is missing); not asserted.
-MISSED: dict[str, str] = {}
+MISSED = {
+    f"{SN_AG}: Snellius gcn155, 4 x H100 mesh (NCCL 2.22.3, one thread), all_gather 1-8 MiB and 32-128 MiB": (
+        "time 1/2 MiB 20.37/23.45 vs 16.85/19.56 us (-17.3/-16.6 %); busbw 4/8/32/64/128 MiB 70.57/135.65/"
+        "248.65/277.71/305.29 vs ring/Simple 116.15/176.89/291.04/326.11/347.02 (+64.6/+30.4/+17.0/+17.4/"
+        "+13.7 %). The 4 MiB row jumps from 23.45 to 44.58 us, where the model's LL-to-Simple switch costs "
+        "7.5 us: NCCL 2.22.3 runs 4-8 MiB at a latency near 40 us the model does not have. Above, the log's "
+        "all_gather at S tracks its all_reduce at S/2 (128 MiB 329.7 us vs all_reduce 64 MiB 327.4), as the "
+        "bytes a link carries are the same; the model prices that all_reduce 9 % fast (asserted) and the "
+        "all_gather 14-17 % fast: the mid-size ramp of the mesh's Simple protocol is not built"
+    ),
+    f"{SN_RS}: Snellius gcn155, 4 x H100 mesh (NCCL 2.22.3, one thread), reduce_scatter 256 KiB-128 MiB": (
+        "time 256 KiB/1/2 MiB 19.92/22.82/24.09 vs 16.85/16.85/19.56 us (-15.4/-26.2/-18.8 %); busbw 4/8/16/"
+        "32/64/128 MiB 71.75/133.57/188.12/226.86/254.26/273.98 vs ring/Simple 116.15/176.89/239.52/291.04/"
+        "326.11/347.02 (+61.9/+32.4/+27.3/+28.3/+28.3/+26.7 %). 10 % under the log's own all_gather from 16 "
+        "MiB (the 2-node reduce_scatter in test_cases_public_multi11.py meets the model, the network bound): "
+        "on the NVLink mesh the reduction's extra load per element bounds the ring, a cost the model "
+        "does not charge one-node reduce_scatter; no NCCL source or microbenchmark found sizes it"
+    ),
+    f"{_ABCI}intra_anode: ABCI (A), 8 and 4 x A100 SXM4 40GB, NCCL 2.8.4, all_reduce 256 B-32 MiB": (
+        "8 GPUs: time 256/512 B/1/32 KiB/2 MiB 18.20/18.47/19.83/35.73/116.6 vs ring/LL 15.28/15.56/16.12/"
+        "21.72/56.85 us (-16.0/-15.8/-18.7/-39.2/-51.2 %); busbw 4/8/16/32 MiB 51.53/71.80/117.30/162.84 vs "
+        "99.40/137.09/169.15/195.30 (+93/+91/+44/+20 %). 4 GPUs: time 256 B/1/4/64 KiB/1 MiB 12.73/14.31/"
+        "15.53/27.08/83.97 vs 10.44/11.16/13.08/13.08/28.13 (-18/-22/-16/-52/-67 %); busbw 4/8/16/32 MiB "
+        "49.03/90.77/118.74/168.64 vs 116.74/154.91/188.29/211.02 (+138/+71/+59/+25 %). NCCL 2.8.4 (2021) "
+        "predates the catalogue's first tables (2.18.1): its LL/LL128 ring costs more per byte and its "
+        "channel count on A100 is not recorded; the same gap as the ABCI multi-node rows (MISSED in "
+        "test_cases_public_multi11.py)"
+    ),
+    f"{ABCI_V4}: ABCI (V), 4 x V100 SXM2 16GB, NCCL 2.8.4, all_reduce 8 B-4 MiB": (
+        "time 8/256 B/1/4 KiB 8.22/8.52/9.47/10.98 vs ring/LL 10.21/10.44/11.16/13.08 us (+24.2/+22.5/+17.8/"
+        "+19.1 %), 64/256 KiB/1 MiB 22.34/34.39/77.21 vs 13.08/20.28/39.65 (-41.5/-41.0/-48.7 %); busbw 4 "
+        "MiB 62.14 vs 77.45 (+24.6 %). The 2021 release starts 2 us faster on V100 than the newest tables "
+        "and ramps slower through LL and LL128; from 8 MiB its Simple ring meets the model (asserted)"
+    ),
+}
 
 
 def test_every_missed_point_names_measured_and_predicted() -> None:
