@@ -2,10 +2,13 @@
 formulas, found by recomputing a printed figure by hand or by comparing two runs that differ in one physical
 quantity. The docstring holds the call, what it gave and the hand derivation of what it must give."""
 
+import json
 import re
 
 import pytest
+from typer.testing import CliRunner
 
+from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
 from aifabric.engines.api import collective_time
 from aifabric.training.layout import ParallelLayout
@@ -13,6 +16,8 @@ from aifabric.training.models import get_model
 from aifabric.training.step import StepOptions, step_time
 
 from .commands import EXAMPLE, result_json
+
+runner = CliRunner()
 
 pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 
@@ -105,3 +110,24 @@ def test_two_more_nodes_never_need_fewer_switches_on_the_example_cluster():
 
     assert switches(small) <= switches(large), (switches(small), switches(large))
     assert small["total_watts"] < large["total_watts"], (small["total_watts"], large["total_watts"])
+
+
+def test_one_node_local_drive_never_writes_faster_than_its_own_link():
+    """``aifabric checkpoint --nodes 16 -m llama3-70b --tp 8 --pp 2 --storage local-nvme-d7-ps1010
+    --storage-units 1 --storage-write "40 GB/s" --json``: write 61.73 GB per node in 1.543 s (40 GB/s,
+    bottleneck "node-local drives"), the same 1.543 s with 1, 2, 4 or 8 drives a node, while the restore
+    scales with the drives (14.5 GB/s each: 4.258 s on one). For kind ``local`` ``storage.units`` counts the
+    drives in each node, so one drive writes 40 GB/s. A Solidigm D7-PS1010 is a PCIe 5.0 x4 drive: its link
+    carries at most 4 x 32 GT/s x 128/130 / 8 = 15.75 GB/s (PCI-SIG 5.0 base spec), and the catalogue's own
+    read figure for it is 14.5 GB/s (gds-report, gdsio; NAND writes no faster than it reads on any
+    datasheet). A stated write figure above what the node's drives can carry must be refused or bounded
+    by the drives, as a NIC speed above its part is (README: "a NIC faster than its switch ports runs at
+    the port speed")."""
+    args = ["checkpoint", "--nodes", "16", "-m", "llama3-70b", "--tp", "8", "--pp", "2"]
+    args += ["--storage", "local-nvme-d7-ps1010", "--storage-units", "1", "--storage-write", "40 GB/s"]
+    r = runner.invoke(app, [*args, "--json"])
+    if r.exit_code == 2:  # refused with one line: the physics holds
+        return
+    assert r.exit_code == 0, r.stdout + r.stderr
+    link_bytes_per_s = 4 * 32e9 * 128 / 130 / 8  # one PCIe 5.0 x4 drive, line rate
+    assert json.loads(r.stdout)["write"]["rate_bytes_per_s"] <= link_bytes_per_s, r.stdout
