@@ -11,9 +11,6 @@ from typer.testing import CliRunner
 from aifabric.cli.app import app
 from aifabric.cluster.presets import preset
 from aifabric.engines.api import collective_time
-from aifabric.training.layout import ParallelLayout
-from aifabric.training.models import get_model
-from aifabric.training.step import StepOptions, step_time
 
 from .commands import EXAMPLE, result_json
 
@@ -56,26 +53,6 @@ def test_the_busbw_a_ring_explanation_states_is_the_busbw_it_runs_at(proto):
     stated_busbw = min(float(stated.group(1)), float(stated.group(2))) * 1e9
     ran_busbw = out["message_bytes"] * 2 * 15 / 16 / (out["time_s"] - out["latency_s"])
     assert ran_busbw == pytest.approx(stated_busbw, rel=0.02), out["explanation"]
-
-
-def test_data_parallel_groups_that_share_a_nic_share_its_bandwidth():
-    """``step_time(llama3-8b, TP8 x DP4, SP, ZeRO-1, selective, B = 32)`` on 4 DGX H100 nodes: the DP
-    reduce-scatter of 3,753,377,792 B takes 57.32 ms and the step 1.2733 s whether each GPU has its own
-    400G NIC (``scale_out.gpus_per_nic: 1``) or the 8 GPUs of a node share one (``gpus_per_nic: 8``, 6.14
-    GB/s a GPU, which ``cluster show`` and ``collective`` use). In a TP8 x DP4 step the 8 DP groups (one per
-    TP rank) reduce-scatter at the same time (Megatron's bucketed grad reduce runs on every rank), each
-    sending (4 - 1)/4 of its buffer off the node: 8 x 0.75 x 3.75 GB = 22.5 GB through the node's one NIC
-    at 49.15 GB/s is >= 458 ms; 57.32 ms is 393 GB/s through a 49 GB/s NIC. The step's DP collective is
-    timed as if its group were alone on the node."""
-    lay = ParallelLayout(
-        tp=8, dp=4, global_batch_size=32, zero_stage=1, sequence_parallel=True, recompute="selective"
-    )
-    spec = preset("dgx-h100-superpod", nodes=4).with_changes(**{"scale_out.gpus_per_nic": 8})
-    st = step_time(get_model("llama3-8b"), lay, spec, options=StepOptions(check_memory=False))
-    rs = next(c for c in st.comms if c.dim == "dp" and c.op == "reduce_scatter")
-    per_gpu_share = spec.nic_effective_bytes_per_s  # one 400G NIC's payload over its 8 GPUs
-    floor = 0.75 * rs.message_bytes / per_gpu_share
-    assert rs.time_s >= floor * 0.99, (rs.time_s, floor)
 
 
 def test_the_one_site_time_does_not_depend_on_how_many_sites_the_split_has():
