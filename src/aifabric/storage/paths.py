@@ -20,7 +20,12 @@ Node-local storage (a catalogue system of ``kind: local``: NVMe drives inside th
 and no sharing: the path is the GPUs' PCIe links and the node's own drives, ``storage.units`` counting the
 drives in each node, and no other node's transfer takes any of them::
 
-    rate = min( GPU<->host PCIe x GPUs, host bounce buffer (no GDS), the node's drives x each drive's rate )
+    rate = min( GPU<->host PCIe x GPUs, host bounce buffer (no GDS), the node's drives x each drive's rate,
+                the node's drives x each drive's own link )
+
+A drive moves no more than its own link carries (catalogue ``unit_link``: a D7-PS1010's PCIe 5.0 x4, 15.75
+GB/s), so a stated write rate (``storage.aggregate_write``, for drives whose maker publishes none) above
+``units`` such links is bounded by them, and a node's writes grow with its drives as its reads do.
 
 (gds-report.pages.dev, gdsio from four Solidigm D7-PS1010 in raid0 into four L40S: 53.0 GiB/s, "~91% of the
 58 GB/s theoretical aggregate (4 x 14.5 GB/s)", against 49.15 GB/s when the bytes were priced over a 400 GbE
@@ -182,6 +187,7 @@ def node_path(
         stages["node-local drives"] = aggregate  # each node's own: never shared with the other nodes
     elif aggregate is not None:
         stages["file system aggregate"] = aggregate / active_nodes
+    stages.update(_drive_links(spec))
     servers = _server_nics(spec)
     if servers is not None:
         stages["storage servers' NICs"] = servers / active_nodes
@@ -197,6 +203,22 @@ def _mount_stage(spec: ClusterSpec) -> dict[str, float]:
         return {}
     connections = st.nconnect or 1
     return {f"NFS mount ({connections} {st.mount_transport.upper()} connection(s))": connections * rate}
+
+
+def _drive_links(spec: ClusterSpec) -> dict[str, float]:
+    """The node-local drives' own links, ``units x unit_link`` bytes/s per direction, as a stage; empty for
+    a system that is not the nodes' own drives, or whose catalogue entry or spec gives no link or count."""
+    st = spec.storage
+    system = None if st is None else catalog.storage(st.system)
+    if st is None or system is None or system.kind != LOCAL_KIND:
+        return {}
+    if st.units is None or system.unit_link_bytes_per_s is None:
+        return {}
+    return {
+        f"node-local drives' links ({st.units} x {system.unit_link_bytes_per_s / 1e9:.2f} GB/s)": (
+            st.units * system.unit_link_bytes_per_s
+        )
+    }
 
 
 def _server_nics(spec: ClusterSpec) -> float | None:
@@ -221,7 +243,7 @@ def aggregates_above_ports(spec: ClusterSpec) -> tuple[str, ...]:
     st = spec.storage
     ports = _server_nics(spec)
     if st is None or ports is None:
-        return ()
+        return _above_drive_links(spec)
     lines = []
     for direction in ("read", "write"):
         given = getattr(st, f"aggregate_{direction}_bytes_per_s")
@@ -230,6 +252,25 @@ def aggregates_above_ports(spec: ClusterSpec) -> tuple[str, ...]:
                 f"storage.aggregate_{direction} {given / 1e12:.4g} TB/s is more than the storage servers' "
                 f"ports carry ({st.units} x {st.unit_nics or 1} x {st.unit_nic} at its payload: "
                 f"{ports / 1e12:.4g} TB/s); the ports bound the {direction}s"
+            )
+    return tuple(lines)
+
+
+def _above_drive_links(spec: ClusterSpec) -> tuple[str, ...]:
+    """One line for each aggregate the spec states above what its node-local drives' own links carry
+    (:func:`_drive_links`): those links are the bound."""
+    st = spec.storage
+    links = _drive_links(spec)
+    if st is None or not links:
+        return ()
+    rate = sum(links.values())
+    lines = []
+    for direction in ("read", "write"):
+        given = getattr(st, f"aggregate_{direction}_bytes_per_s")
+        if given is not None and given > rate:
+            lines.append(
+                f"storage.aggregate_{direction} {given / 1e9:.4g} GB/s is more than a node's {st.units} "
+                f"drive(s) carry over their own links ({rate / 1e9:.4g} GB/s); those bound the {direction}s"
             )
     return tuple(lines)
 
