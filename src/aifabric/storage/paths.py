@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from aifabric import catalog
-from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.spec import ClusterSpec, StorageSpec
 from aifabric.errors import ConfigError
 
 __all__ = [
@@ -238,39 +238,35 @@ def _server_nics(spec: ClusterSpec) -> float | None:
 
 
 def aggregates_above_ports(spec: ClusterSpec) -> tuple[str, ...]:
-    """One line for each aggregate the spec states above what its storage servers' ports carry: those ports
-    are the bound (their stage of :func:`node_path`), whatever the stated figure says."""
+    """One line for each aggregate the spec states above what its storage servers' ports carry (or, for
+    node-local drives, their own links): those are the bound (their stage of :func:`node_path`), whatever
+    the stated figure says."""
     st = spec.storage
     ports = _server_nics(spec)
-    if st is None or ports is None:
-        return _above_drive_links(spec)
-    lines = []
-    for direction in ("read", "write"):
-        given = getattr(st, f"aggregate_{direction}_bytes_per_s")
-        if given is not None and given > ports:
-            lines.append(
-                f"storage.aggregate_{direction} {given / 1e12:.4g} TB/s is more than the storage servers' "
-                f"ports carry ({st.units} x {st.unit_nics or 1} x {st.unit_nic} at its payload: "
-                f"{ports / 1e12:.4g} TB/s); the ports bound the {direction}s"
-            )
-    return tuple(lines)
-
-
-def _above_drive_links(spec: ClusterSpec) -> tuple[str, ...]:
-    """One line for each aggregate the spec states above what its node-local drives' own links carry
-    (:func:`_drive_links`): those links are the bound."""
-    st = spec.storage
-    links = _drive_links(spec)
-    if st is None or not links:
+    if st is None:
         return ()
-    rate = sum(links.values())
+    if ports is not None:
+        servers = f"{st.units} x {st.unit_nics or 1} x {st.unit_nic}"
+        carry = f"the storage servers' ports carry ({servers} at its payload: "
+        return _stated_above(st, ports, 1e12, "TB/s", carry, "the ports")
+    links = sum(_drive_links(spec).values())
+    if not links:
+        return ()
+    carry = f"a node's {st.units} drive(s) carry over their own links ("
+    return _stated_above(st, links, 1e9, "GB/s", carry, "those")
+
+
+def _stated_above(
+    st: StorageSpec, bound: float, scale: float, unit: str, carry: str, who: str
+) -> tuple[str, ...]:
+    """The lines of :func:`aggregates_above_ports` for one ``bound`` (bytes/s), printed in ``unit``."""
     lines = []
     for direction in ("read", "write"):
         given = getattr(st, f"aggregate_{direction}_bytes_per_s")
-        if given is not None and given > rate:
+        if given is not None and given > bound:
             lines.append(
-                f"storage.aggregate_{direction} {given / 1e9:.4g} GB/s is more than a node's {st.units} "
-                f"drive(s) carry over their own links ({rate / 1e9:.4g} GB/s); those bound the {direction}s"
+                f"storage.aggregate_{direction} {given / scale:.4g} {unit} is more than {carry}"
+                f"{bound / scale:.4g} {unit}); {who} bound the {direction}s"
             )
     return tuple(lines)
 
