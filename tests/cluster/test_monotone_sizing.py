@@ -2,14 +2,18 @@
 still serves N nodes at the same (or a better) ratio, so the fewest parts for N cannot exceed those for
 N + 1 (every DGX SuperPOD RA table grows its switch count with its node count)."""
 
+from pathlib import Path
+
 import pytest
+import yaml
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from aifabric.cluster.clos import clos_shape, even_uplinks
+from aifabric.cluster.clos import bundled_spread, clos_shape, even_uplinks
 from aifabric.cluster.inventory import inventory
 from aifabric.cluster.power import cluster_power
 from aifabric.cluster.presets import list_presets, preset
+from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import build_topology
 from aifabric.errors import ConfigError
 
@@ -96,3 +100,31 @@ def test_even_uplinks_are_even_within_the_ports_and_monotone(up, n_leaves, ratio
     if 64 - down - up >= spines:
         assert spines == -(-up // (64 // n_leaves))
         assert even_uplinks(64, 64, down, up + 1, n_leaves, ratio)[1] >= spines
+
+
+#: examples/cluster.yaml: 8 x H100 nodes on 2:1 Spectrum-4 leaves (128 ports at 400G: 84 down / 42 up)
+EXAMPLE = yaml.safe_load((Path(__file__).parents[2] / "examples" / "cluster.yaml").read_text())
+
+
+def _example_shape(nodes: int):
+    try:
+        return clos_shape(ClusterSpec.from_dict({**EXAMPLE, "nodes": nodes}))
+    except ConfigError:
+        return None  # an odd node count per leaf realises no 2:1
+
+
+def test_oversubscribed_spines_are_sized_by_the_uplinks_they_serve():
+    # At 2:1 a leaf has no spare uplink, so its u uplinks go out in per-spine bundles of at most
+    # floor(128 / leaves) links: S = ceil(u / floor(128 / L)). 34 nodes: 8 leaves of 34 down / 17 up,
+    # 8 x 17 / 128 -> 2 spines (was 17: 17 is prime, one link per spine); 36 nodes: 18 up, 2 spines.
+    # Across 2..128 nodes, builds with the same leaves never need fewer spines for more nodes.
+    shapes = {n: s for n in range(2, 129) if (s := _example_shape(n)) is not None}
+    assert (shapes[34].n_leaves, shapes[34].leaf_up, shapes[34].n_spines) == (8, 17, 2)
+    assert (shapes[36].n_leaves, shapes[36].leaf_up, shapes[36].n_spines) == (8, 18, 2)
+    for s in shapes.values():
+        assert s.n_spines == bundled_spread(s.leaf_up, s.n_leaves, s.spine_radix)
+        assert s.n_leaves * -(-s.leaf_up // s.n_spines) <= s.spine_radix  # a port for every bundle
+    sizes = sorted(shapes)
+    for small, large in zip(sizes, sizes[1:], strict=False):
+        if shapes[small].n_leaves == shapes[large].n_leaves:
+            assert shapes[small].n_spines <= shapes[large].n_spines, (small, large)

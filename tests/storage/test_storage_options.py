@@ -102,6 +102,19 @@ def test_node_local_drives_are_each_nodes_own(tmp_path):
     assert "storage.aggregate_write" in r.stderr
 
 
+@pytest.mark.parametrize(("drives", "write_gb_s"), [(1, 15.75), (2, 31.5), (4, 40.0), (8, 40.0)])
+def test_node_local_writes_grow_with_the_drives_up_to_their_links(tmp_path, drives, write_gb_s):
+    # A D7-PS1010 is a PCIe 5.0 x4 drive: 4 x 32 GT/s x 128/130 / 8 = 15.75 GB/s per direction (PCI-SIG 5.0
+    # base spec; catalogue unit_link). A stated 40 GB/s node write is bounded by the node's drives' links:
+    # 1 drive 15.75, 2 drives 31.5, 4 or 8 drives the stated 40 GB/s; the note names the bound.
+    local = {"system": "local-nvme-d7-ps1010", "units": drives, "aggregate_write": "40 GB/s"}
+    out = _run(_cluster(tmp_path, local))
+    assert out["write"]["rate_bytes_per_s"] == pytest.approx(write_gb_s * 1e9)
+    assert out["restore"]["rate_bytes_per_s"] == pytest.approx(drives * 14.5e9)  # reads: each drive's 14.5
+    bounded = any("drive(s) carry over their own links" in note for note in out.get("storage_notes", []))
+    assert bounded == (drives < 3)
+
+
 def test_node_local_drives_have_no_servers_ports(tmp_path):
     # A storage server's NICs (unit_nic) on the nodes' own drives would price every node's reads through
     # ports the whole cluster shares (4 x ConnectX-7 over 16 nodes: 12.3 GB/s a node, against the drives'

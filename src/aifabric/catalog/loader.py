@@ -412,10 +412,11 @@ class StorageSystemSpec(_Entry):
     """A storage system (parallel file system, object store): read/write bandwidths per direction, bytes/s.
 
     ``per_client_*`` caps what one client node moves; ``unit_*`` is one storage node or appliance (the
-    aggregate is units x unit); ``aggregate_*`` is a named deployment's whole-system figure;
-    ``per_connection_tcp`` / ``per_connection_rdma`` is what one transport connection of an NFS mount carries
-    (a mount of ``nconnect`` connections moves at most that many times it). A figure its sources do not
-    publish is None and never limits.
+    aggregate is units x unit); ``unit_link`` what one unit's own link carries (a node-local drive's PCIe
+    link), which bounds ``units`` of them in both directions whatever rate is stated; ``aggregate_*`` is a
+    named deployment's whole-system figure; ``per_connection_tcp`` / ``per_connection_rdma`` is what one
+    transport connection of an NFS mount carries (a mount of ``nconnect`` connections moves at most that many
+    times it). A figure its sources do not publish is None and never limits.
     """
 
     kind: str
@@ -423,6 +424,7 @@ class StorageSystemSpec(_Entry):
     per_client_write_bytes_per_s: float | None = Field(default=None, validation_alias="per_client_write")
     unit_read_bytes_per_s: float | None = Field(default=None, validation_alias="unit_read")
     unit_write_bytes_per_s: float | None = Field(default=None, validation_alias="unit_write")
+    unit_link_bytes_per_s: float | None = Field(default=None, validation_alias="unit_link")
     aggregate_read_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_read")
     aggregate_write_bytes_per_s: float | None = Field(default=None, validation_alias="aggregate_write")
     per_connection_tcp_bytes_per_s: float | None = Field(default=None, validation_alias="per_connection_tcp")
@@ -438,6 +440,7 @@ class StorageSystemSpec(_Entry):
         "per_client_write_bytes_per_s",
         "unit_read_bytes_per_s",
         "unit_write_bytes_per_s",
+        "unit_link_bytes_per_s",
         "aggregate_read_bytes_per_s",
         "aggregate_write_bytes_per_s",
         mode="before",

@@ -46,7 +46,16 @@ from aifabric import catalog
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.errors import ConfigError
 
-__all__ = ["TOLERANCE", "ClosShape", "clos_shape", "built_clos", "even_spread", "even_uplinks", "exact_split"]
+__all__ = [
+    "TOLERANCE",
+    "ClosShape",
+    "clos_shape",
+    "built_clos",
+    "bundled_spread",
+    "even_spread",
+    "even_uplinks",
+    "exact_split",
+]
 
 TOLERANCE = 0.01
 """Largest relative gap between realised and requested bisection a built fabric may have."""
@@ -370,6 +379,34 @@ def even_spread(uplinks: int, fewest: int) -> int:
     return next(d for d in range(max(1, fewest), uplinks + 1) if uplinks % d == 0)
 
 
+def bundled_spread(uplinks: int, n_leaves: int, spine_radix: int) -> int:
+    """The fewest spines that take a leaf's ``uplinks`` when each spine takes the same bundle from every
+    leaf, bundles of ``floor(k2 / leaves)`` links at most (each spine has a port for every leaf's bundle)::
+
+        S = ceil(u / floor(k2 / L))
+
+    Every leaf cables uplink ``j`` to spine ``j mod S`` (:mod:`aifabric.cluster.topology`), so spine ``s``
+    takes the same ``c_s`` links from every leaf: ECMP over a leaf's ``u`` uplinks sends ``c_s / u`` of
+    its traffic through ``s``, which reaches each destination leaf over the same ``c_s`` links, and no link
+    carries more than another (Al-Fares et al. 2008 [1]_ need each lower switch cabled to every upper
+    one, not the same bundle to each). ``S`` is at least the ports' ``ceil(L u / k2)`` and never falls as
+    ``u`` or ``L`` grow. It gives NVIDIA's DGX SuperPOD (B300, XDR) RA, Table 3: 32 leaves of 72 uplinks on
+    144-port Q3400 spines, bundles of 4, 18 spines. Raises ValueError when ``n_leaves`` exceeds
+    ``spine_radix`` (no two-tier Clos) or ``uplinks < 1``.
+
+    Examples
+    --------
+    >>> bundled_spread(72, 32, 144), bundled_spread(17, 8, 128), bundled_spread(21, 8, 64)
+    (18, 2, 3)
+    """
+    per_spine = spine_radix // n_leaves if n_leaves > 0 else 0
+    if uplinks < 1 or per_spine < 1:
+        raise ValueError(
+            f"no spread of {uplinks} uplinks of {n_leaves} leaves over radix-{spine_radix} spines"
+        )
+    return math.ceil(uplinks / per_spine)
+
+
 def even_uplinks(
     leaf_radix: int, spine_radix: int, down: int, up: int, n_leaves: int, ratio: float
 ) -> tuple[int, int]:
@@ -388,18 +425,23 @@ def even_uplinks(
     on 4 rails of 5 leaves (31 down each) would spread 33 uplinks over 11 spines, more optics than the 32
     uplinks under 16 spines that 156 nodes must have; the full SU's cabling serves both.
 
+    Oversubscribed, the leaf has no uplink to spare (one more would change the ratio), so its ``up`` go
+    out in bundles that may differ between spines: :func:`bundled_spread`'s ``ceil(up / floor(k2 /
+    leaves))`` spines, which never falls as nodes are added (34 nodes at 2:1 on 8 leaves: 17 uplinks
+    under 2 spines, not the 17 an even spread of a prime needs).
+
     Examples
     --------
     >>> even_uplinks(64, 64, 31, 31, 8, 1.0), even_uplinks(64, 64, 16, 16, 8, 1.0)
     ((32, 4), (16, 2))
     >>> even_uplinks(64, 64, 11, 22, 8, 0.5), even_uplinks(64, 64, 12, 24, 8, 0.5)
     ((24, 3), (24, 3))
-    >>> even_uplinks(64, 64, 42, 21, 8, 2.0)  # 2:1 is realised by 21 uplinks alone
-    (21, 3)
+    >>> even_uplinks(64, 64, 42, 21, 8, 2.0), even_uplinks(128, 128, 34, 17, 8, 2.0)  # 2:1: up alone
+    ((21, 3), (17, 2))
     """
-    best = (up, even_spread(up, math.ceil(n_leaves * up / spine_radix)))
     if ratio > 1.0 + 1e-9:
-        return best
+        return up, bundled_spread(up, n_leaves, spine_radix)
+    best = (up, even_spread(up, math.ceil(n_leaves * up / spine_radix)))
     full_su = max(up, math.floor(leaf_radix / (1.0 + ratio) + 1e-9))  # a full SU leaf's uplinks at this ratio
     for more in range(up + 1, min(leaf_radix - down, full_su) + 1):
         fewest = math.ceil(n_leaves * more / spine_radix)

@@ -524,10 +524,9 @@ def _leaf_spine_wiring(shape: ClosShape) -> tuple[np.ndarray, np.ndarray]:
     leaf_idx = np.repeat(np.arange(shape.n_leaves), shape.leaf_up)
     j = np.tile(np.arange(shape.leaf_up), shape.n_leaves)
     if shape.tiers == 2:
-        # round-robin: uplink j of leaf L goes to spine (L*leaf_up + j) mod n_spines ... spread evenly
-        return leaf_idx, ((j + leaf_idx * shape.leaf_up) % shape.n_spines).reshape(
-            shape.n_leaves, shape.leaf_up
-        )
+        # uplink j of every leaf goes to spine j mod n_spines: each spine takes the same bundle from every
+        # leaf (clos.bundled_spread), the same bundle to each spine when n_spines divides leaf_up
+        return leaf_idx, (j % shape.n_spines).reshape(shape.n_leaves, shape.leaf_up)
     pod = leaf_idx // shape.leaves_per_pod
     return leaf_idx, (pod * shape.spines_per_pod + j % shape.spines_per_pod).reshape(
         shape.n_leaves, shape.leaf_up

@@ -65,6 +65,8 @@ class _RingShape(NamedTuple):
     plateau_latency_s: float  # x NCCL's plateau factor (Simple all_reduce across domains; else latency_s)
     up: float  # scale-up bound, bytes/s
     nic_agg: float  # the sparsest domain's NICs, bytes/s
+    up_bus: float  # the scale-up bound as the protocol runs it (x channel share, then P), bytes/s
+    nic_bus: float  # the NICs' bound as the protocol runs it, bytes/s
     net: str
     channels: CallChannels
     tuner_channels: CallChannels  # as NCCL's tuner prices them (ring_graph_cap): the pick
@@ -91,20 +93,24 @@ def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg) if multi else up
     net = SCALE_OUT if multi and nic_agg < up else SCALE_UP
-    shared = raw * channel_share(tm, N)
-    bus = protocol_bandwidth(
-        tm,
-        proto,
-        shared,
-        N,
-        tree=False,
-        all_reduce=op in (Collective.ALL_REDUCE, Collective.REDUCE),
-        one_rank_per_domain=g < 2,
-    )
+    share = channel_share(tm, N)
+    shared = raw * share
+    bus, up_bus, nic_bus = (_ring_protocol(tm, op, proto, comm, x * share) for x in (raw, up, nic_agg))
     chans = call_channels(tm, "ring", op.value, proto, n, N, bus)
     cap = ring_graph_cap(tm, proto, shared, N)
     tuner = chans if cap >= bus else call_channels(tm, "ring", op.value, proto, n, N, cap)
-    return _RingShape(lat, plateau, up, nic_agg, net, chans, tuner, ninter if multi else 0)
+    return _RingShape(lat, plateau, up, nic_agg, up_bus, nic_bus, net, chans, tuner, ninter if multi else 0)
+
+
+def _ring_protocol(tm: TierModel, op: Collective, proto: Protocol, comm: Communicator, raw: float) -> float:
+    """A ring's raw bus bandwidth ``raw`` after ``proto``
+    (:func:`~aifabric.collectives.tiers.protocol_bandwidth`), bytes/s; monotone in ``raw``, so the
+    protocol of the lower of two bounds is the lower of theirs."""
+    all_reduce = op in (Collective.ALL_REDUCE, Collective.REDUCE)
+    one_rank = comm.ranks_per_domain < 2
+    return protocol_bandwidth(
+        tm, proto, raw, comm.n_domains, tree=False, all_reduce=all_reduce, one_rank_per_domain=one_rank
+    )
 
 
 def _ring_like(
@@ -122,7 +128,7 @@ def _ring_like(
     unseen = 0.0  # what the tuner does not see: the run's channels beyond its graph's LL128 cap
     if shape.tuner_channels is not shape.channels:
         unseen = t - _ring_bandwidth_s(op, size, n, shape.tuner_channels.bandwidth(size))
-    up, nic_agg, net = shape.up, shape.nic_agg, shape.net
+    up, net = shape.up, shape.net
     what = "chain" if algorithm is Algorithm.CHAIN else "ring"
     # NCCL's tuner does not see the rendezvous (optimisation: the channel count is read only where the
     # transport has one)
@@ -133,14 +139,26 @@ def _ring_like(
     )
 
     def why() -> str:
-        return (
-            f"{what} over {n} ranks: busbw = min({tm.scale_up_words} {up / 1e9:.1f}"
-            f"{_credit_words(tm, comm, up)}, a domain's NICs {nic_agg / 1e9:.2f}) GB/s"
-            if multi
-            else f"{what} over {n} ranks on {tm.scale_up_words} at {up / 1e9:.1f} GB/s per GPU"
-        )
+        if not multi:
+            return f"{what} over {n} ranks on {tm.scale_up_words} at {up / 1e9:.1f} GB/s per GPU"
+        return f"{what} over {n} ranks: {_busbw_words(tm, comm, proto, shape, bus)}"
 
     return make_cost(tm, algorithm, proto, lat + rdzv, {net: t}, net, why, unseen + rdzv)
+
+
+def _busbw_words(tm: TierModel, comm: Communicator, proto: Protocol, shape: _RingShape, bus: float) -> str:
+    """The busbw a ring across domains runs at, ``bus`` (bytes/s), as the lower of its two bounds, each as
+    the protocol and the call's channels run it; then the links' own figures where those differ (LL's
+    ``min(llMaxBw, B x f_LL)``, LL128's ``B x 0.92``, a channel's cap: tuning.cc, enqueue.cc):
+    ``busbw = min(scale-up 39.0, a domain's NICs 39.00) GB/s (LL ...: links min(scale-up 423.8 ...))``."""
+    up, nic = (shape.up_bus, bus) if shape.nic_bus <= shape.up_bus else (bus, shape.nic_bus)
+    stated = f"busbw = min({tm.scale_up_words} {up / 1e9:.1f}, a domain's NICs {nic / 1e9:.2f}) GB/s"
+    credit = _credit_words(tm, comm, shape.up)
+    links = f"{tm.scale_up_words} {shape.up / 1e9:.1f}{credit}, a domain's NICs {shape.nic_agg / 1e9:.2f}"
+    if math.isclose(min(up, nic), min(shape.up, shape.nic_agg), rel_tol=1e-3):
+        return f"busbw = min({links}) GB/s"
+    how = f"{proto.value} and the call's channels, NCCL's tuning.cc and enqueue.cc"
+    return f"{stated} ({how}, on the links' min({links}) GB/s)"
 
 
 def _credit_words(tm: TierModel, comm: Communicator, up: float) -> str:

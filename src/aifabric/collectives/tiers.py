@@ -1080,14 +1080,32 @@ def _searches(
 
 def _ll_channels(spec: ClusterSpec, release: NcclRelease, row: str) -> tuple[int, int]:
     """The channels over which a GPU's LL rate ``llMaxBw`` is spread (:func:`_per_channel_cap`): NCCL's
-    default search for this GPU on one domain and across domains with one NIC per GPU at the fastest
-    speed NCCL's inter-node search tries (``search_speeds_inter[row][0]``), so that neither the node's
-    NICs nor ``NCCL_MIN/MAX_NCHANNELS`` change them. 8 x H100 (370.8 GB/s): (24, 16), the channels of
-    the DGX H100 nodes NCCL's LL figures come from (case 03)."""
+    default search for this GPU on its catalogue scale-up link (:func:`_reference_scaleup_gbps`) on one
+    domain and across domains with one NIC per GPU at the fastest speed NCCL's inter-node search tries
+    (``search_speeds_inter[row][0]``), so that neither the node's NICs, nor a ``scale_up.bandwidth`` set
+    in the file, nor ``NCCL_MIN/MAX_NCHANNELS`` change them. 8 x H100 (370.8 GB/s): (24, 16), the
+    channels of the DGX H100 nodes NCCL's LL figures come from (case 03).
+
+    ``llMaxBw`` is one figure NVIDIA measured for the whole GPU on its reference nodes (tuning.cc ``busBw
+    = min(llMaxBw, nChannels x bw x 0.5)``); its share per channel is that node's share. The search's
+    channel count at another NVLink speed is not monotone in the speed (``sm90SpeedArrayIntra``: 10
+    channels at 206 GB/s, 24 at 288 GB/s), so spreading ``llMaxBw`` over it would make a faster NVLink
+    slow a forced ring/LL across nodes at the same CPU-side figure."""
     gpus = max(1, spec.domain_gpus)
     top = release.search_speeds_inter[row][0]
-    gpu_gbps = spec.scaleup_effective_bytes_per_s / 1e9
+    gpu_gbps = _reference_scaleup_gbps(spec)
     return _channels(release.library, release.version, row, gpu_gbps, gpus, top, None, None)
+
+
+def _reference_scaleup_gbps(spec: ClusterSpec) -> float:
+    """The GPU's effective scale-up bandwidth
+    (:attr:`~aifabric.cluster.spec.ClusterSpec.scaleup_effective_bytes_per_s`) at its catalogue link's
+    line rate, GB/s: a ``scale_up.bandwidth`` in the file scales the effective figure back by catalogue
+    line / stated line (8 x H100 stated 500 GB/s both ways: 206.0 x 450 / 250 =
+    370.8 GB/s, the DGX H100's)."""
+    link = spec.scaleup_link
+    catalogue_line = link.per_gpu_per_direction_bytes_per_s * spec.scaleup_links / link.links_per_gpu
+    return spec.scaleup_effective_bytes_per_s * catalogue_line / spec.scaleup_line_rate_bytes_per_s / 1e9
 
 
 @cache

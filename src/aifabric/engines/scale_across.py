@@ -20,17 +20,20 @@ step across sites leaves through a NIC and the site's switches before the fibre:
 :mod:`aifabric.collectives.hierarchical` charges its steps across domains. The fibre's share,
 2 (k - 1) d t_fibre, is what distance adds: 500 us for two sites 50 km apart.
 
-The same GPUs in one site can run NCCL's all-reduce over all ``N = k N_s`` of them, or the very same three
-stages over ``k`` groups of ``N_s`` with the middle one on the site's own fabric (``B_nic``, ``a_net``, no
-fibre); the one site takes the faster::
+The same GPUs in one site can run NCCL's all-reduce over all ``N = k N_s`` of them, or the same three
+stages over any ``j`` groups of ``N / j`` (whole domains: ``j`` divides the domains, as ``k`` does) with the
+middle one on the site's own fabric (``B_nic``, ``a_net``, no fibre); the one site takes the fastest, a
+figure of the site alone, whatever ``k`` the split has::
 
-    T_one = min( AR_formula(S, N),  T_site + 2 (k - 1) a_net + 2 (k - 1) / k x (S / N_s) / B_nic )
+    T_one = min( AR_formula(S, N),  min_j [ AR_formula(S, N / j) + 2 (j - 1) a_net
+                                            + 2 (j - 1) / j x (S j / N) / B_nic ] )
 
-Since ``B_x <= B_nic`` and ``alpha_x >= a_net``, ``T_site + T_cross >= T_one`` whatever ``k``, ``d`` and
-``B_dci``: spreading the GPUs over sites never saves time. (NCCL's own algorithms over 16,384 GPUs pay
-2 (N - 1) ring steps or a tree's lower bandwidth, which the grouped schedule avoids: comparing the split's
-grouped schedule with NCCL's flat one credited the sites with the schedule's gain.) Both middle stages take
-the NICs' rate: the site fabric's own oversubscription is left out on both sides.
+The split's own ``k`` is one of the ``j``, and since ``B_x <= B_nic`` and ``alpha_x >= a_net``, ``T_site +
+T_cross >= T_one`` whatever ``k``, ``d`` and ``B_dci``: spreading the GPUs over sites never saves time.
+(NCCL's own algorithms over 16,384 GPUs pay 2 (N - 1) ring steps or a tree's lower bandwidth, which the
+grouped schedule avoids: comparing the split's grouped schedule with NCCL's flat one credited the sites with
+the schedule's gain.) Both middle stages take the NICs' rate: the site fabric's own oversubscription is left
+out on both sides.
 
 Local SGD across sites instead of data parallelism (DiLoCo [3]_; INTELLECT-1 [4]_): each site trains its own
 replica for ``H`` inner steps on its own fabric, then the sites all-reduce the pseudo-gradient (the change of
@@ -75,6 +78,7 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from aifabric import catalog
@@ -176,19 +180,26 @@ def _network_step_s(spec: ClusterSpec) -> float:
     return hw_latency_s(tm, "net", "ring", Protocol.SIMPLE) + tm.extra_inter_latency_s
 
 
-def _single_site(
-    spec: ClusterSpec, message_bytes: float, in_site_s: float, a_net: float
-) -> tuple[float, str]:
+def _single_site(spec: ClusterSpec, message_bytes: float, a_net: float) -> tuple[float, str]:
     """``T_one`` of the module docstring and the schedule that gives it: NCCL's all-reduce over every GPU
-    (``"nccl"``) or the grouped one on the site's own fabric (``"grouped"``)."""
-    st = spec.sites
-    assert st is not None
-    per_site = spec.n_gpus // st.count
+    (``"nccl"``) or the fastest grouped one on the site's own fabric (``"grouped"``), over every grouping a
+    split could make (``k`` groups of whole domains, ``k`` dividing the domains: :func:`_grouped_s`), so the
+    one site's figure is one figure whatever ``sites.count`` the split has."""
     flat = _in_site(spec, message_bytes, spec.n_gpus)
-    grouped = in_site_s + ring_all_reduce_time(
-        message_bytes / per_site, st.count, spec.nic_effective_bytes_per_s, hop_latency_s=a_net
-    )
+    n_domains = spec.n_domains
+    counts = [k for k in range(2, n_domains + 1) if n_domains % k == 0]
+    grouped = min((_grouped_s(spec, message_bytes, k, a_net) for k in counts), default=math.inf)
     return (flat, "nccl") if flat <= grouped else (grouped, "grouped")
+
+
+def _grouped_s(spec: ClusterSpec, message_bytes: float, groups: int, a_net: float) -> float:
+    """The grouped schedule in one site over ``groups`` groups of ``N / groups`` GPUs, seconds: the
+    groups' all-reduce (:func:`_in_site`) plus a ring over the groups at the NICs' rate with a network
+    step ``a_net`` per hop (the module docstring's ``T_one``, second term)."""
+    per_group = spec.n_gpus // groups
+    in_group = _in_site(spec, message_bytes, per_group)
+    nic = spec.nic_effective_bytes_per_s
+    return in_group + ring_all_reduce_time(message_bytes / per_group, groups, nic, hop_latency_s=a_net)
 
 
 def cross_site_all_reduce(spec: ClusterSpec, message_bytes: float) -> CrossSiteAllReduce:
@@ -223,7 +234,7 @@ def cross_site_all_reduce(spec: ClusterSpec, message_bytes: float) -> CrossSiteA
     fibre = fibre_delay_s(st.distance_km, s_per_km=dci.fibre_delay_s_per_km)
     a_net = _network_step_s(spec)
     in_site = _in_site(spec, message_bytes, per_site)
-    single, schedule = _single_site(spec, message_bytes, in_site, a_net)
+    single, schedule = _single_site(spec, message_bytes, a_net)
     return CrossSiteAllReduce(
         sites=k,
         in_site_s=in_site,

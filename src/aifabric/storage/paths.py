@@ -22,7 +22,12 @@ Node-local storage (a catalogue system of ``kind: local``: NVMe drives inside th
 and no sharing: the path is the GPUs' PCIe links and the node's own drives, ``storage.units`` counting the
 drives in each node, and no other node's transfer takes any of them::
 
-    rate = min( GPU<->host PCIe x GPUs, host bounce buffer (no GDS), the node's drives x each drive's rate )
+    rate = min( GPU<->host PCIe x GPUs, host bounce buffer (no GDS), the node's drives x each drive's rate,
+                the node's drives x each drive's own link )
+
+A drive moves no more than its own link carries (catalogue ``unit_link``: a D7-PS1010's PCIe 5.0 x4, 15.75
+GB/s), so a stated write rate (``storage.aggregate_write``, for drives whose maker publishes none) above
+``units`` such links is bounded by them, and a node's writes grow with its drives as its reads do.
 
 (gds-report.pages.dev, gdsio from four Solidigm D7-PS1010 in raid0 into four L40S: 53.0 GiB/s, "~91% of the
 58 GB/s theoretical aggregate (4 x 14.5 GB/s)", against 49.15 GB/s when the bytes were priced over a 400 GbE
@@ -44,7 +49,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from aifabric import catalog
-from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.spec import ClusterSpec, StorageSpec
 from aifabric.errors import ConfigError
 
 __all__ = [
@@ -188,6 +193,7 @@ def node_path(
         stages["node-local drives"] = aggregate  # each node's own: never shared with the other nodes
     elif aggregate is not None:
         stages["file system aggregate"] = aggregate / active_nodes
+    stages.update(_drive_links(spec))
     servers = _server_nics(spec)
     if servers is not None:
         stages["storage servers' NICs"] = servers / active_nodes
@@ -203,6 +209,22 @@ def _mount_stage(spec: ClusterSpec) -> dict[str, float]:
         return {}
     connections = st.nconnect or 1
     return {f"NFS mount ({connections} {st.mount_transport.upper()} connection(s))": connections * rate}
+
+
+def _drive_links(spec: ClusterSpec) -> dict[str, float]:
+    """The node-local drives' own links, ``units x unit_link`` bytes/s per direction, as a stage; empty for
+    a system that is not the nodes' own drives, or whose catalogue entry or spec gives no link or count."""
+    st = spec.storage
+    system = None if st is None else catalog.storage(st.system)
+    if st is None or system is None or system.kind != LOCAL_KIND:
+        return {}
+    if st.units is None or system.unit_link_bytes_per_s is None:
+        return {}
+    return {
+        f"node-local drives' links ({st.units} x {system.unit_link_bytes_per_s / 1e9:.2f} GB/s)": (
+            st.units * system.unit_link_bytes_per_s
+        )
+    }
 
 
 def _server_nics(spec: ClusterSpec) -> float | None:
@@ -222,20 +244,35 @@ def _server_nics(spec: ClusterSpec) -> float | None:
 
 
 def aggregates_above_ports(spec: ClusterSpec) -> tuple[str, ...]:
-    """One line for each aggregate the spec states above what its storage servers' ports carry: those ports
-    are the bound (their stage of :func:`node_path`), whatever the stated figure says."""
+    """One line for each aggregate the spec states above what its storage servers' ports carry (or, for
+    node-local drives, their own links): those are the bound (their stage of :func:`node_path`), whatever
+    the stated figure says."""
     st = spec.storage
     ports = _server_nics(spec)
-    if st is None or ports is None:
+    if st is None:
         return ()
+    if ports is not None:
+        servers = f"{st.units} x {st.unit_nics or 1} x {st.unit_nic}"
+        carry = f"the storage servers' ports carry ({servers} at its payload: "
+        return _stated_above(st, ports, 1e12, "TB/s", carry, "the ports")
+    links = sum(_drive_links(spec).values())
+    if not links:
+        return ()
+    carry = f"a node's {st.units} drive(s) carry over their own links ("
+    return _stated_above(st, links, 1e9, "GB/s", carry, "those")
+
+
+def _stated_above(
+    st: StorageSpec, bound: float, scale: float, unit: str, carry: str, who: str
+) -> tuple[str, ...]:
+    """The lines of :func:`aggregates_above_ports` for one ``bound`` (bytes/s), printed in ``unit``."""
     lines = []
     for direction in ("read", "write"):
         given = getattr(st, f"aggregate_{direction}_bytes_per_s")
-        if given is not None and given > ports:
+        if given is not None and given > bound:
             lines.append(
-                f"storage.aggregate_{direction} {given / 1e12:.4g} TB/s is more than the storage servers' "
-                f"ports carry ({st.units} x {st.unit_nics or 1} x {st.unit_nic} at its payload: "
-                f"{ports / 1e12:.4g} TB/s); the ports bound the {direction}s"
+                f"storage.aggregate_{direction} {given / scale:.4g} {unit} is more than {carry}"
+                f"{bound / scale:.4g} {unit}); {who} bound the {direction}s"
             )
     return tuple(lines)
 
