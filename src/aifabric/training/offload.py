@@ -28,19 +28,34 @@ when activation recomputation is enabled"): :func:`check_offload`. What leaves t
 memory behind it (the catalogue's ``host_memory`` of the host over the ``host_memory_gpus`` sharing it: a
 Grace's 480 GB of LPDDR5X serves the two GPUs of a GB200 superchip, 240 GB each; a DGX H100's 2 TB its
 eight, 250 GB each): :func:`check_offload_fits`.
+
+MaxText's host offload on a TPU (``remat_policy: custom`` with tensors named ``offload``, run with
+``HOST_OFFLOAD_FLAGS``, AI-Hypercomputer/maxtext ``benchmarks/xla_flags_library.py``) is another schedule:
+the named tensors of every layer (:data:`MAXTEXT_SAVED`, :func:`host_offload_bytes`) go to host memory
+in the forward pass and come back in the backward over the chip's link to its host, and XLA's
+latency-hiding scheduler keeps up to 24 host transfers in flight
+(``--xla_tpu_host_transfer_overlap_limit=24``), so the copies of a pass overlap the compute of the whole
+pass rather than of one window: what they take beyond it is exposed (:func:`offload_exposed_s` with one
+window).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aifabric.catalog.loader import AcceleratorSpec, scaleup
 from aifabric.errors import ConfigError, Infeasible
 from aifabric.training.layout import ParallelLayout, Recompute
+from aifabric.training.models import ModelSpec
 from aifabric.units import format_bytes
 
 __all__ = [
+    "MAXTEXT_SAVED",
+    "check_host_offload",
     "check_offload",
     "check_offload_fits",
     "host_link_bytes_per_s",
+    "host_offload_bytes",
     "offload_exposed_s",
     "offload_windows",
 ]
@@ -142,3 +157,49 @@ def offload_exposed_s(copy_s: float, layer_s: float, windows: tuple[int, ...]) -
     """Seconds the copies add to one pass: each copy of ``copy_s`` beside its window of layers of
     ``layer_s`` each, the rest of it exposed (both streams wait for each other at the window's end)."""
     return sum(max(0.0, copy_s - k * layer_s) for k in windows)
+
+
+#: MaxText's checkpoint names of a decoder layer's tensors that ``remat_policy: custom`` can offload
+#: (AI-Hypercomputer/maxtext ``layers/llama2.py`` and ``layers/attentions.py``, ``checkpoint_name``), each
+#: to its elements per token: the layer's input, the query, key and value projections and the output of
+#: the attention's out projection.
+MAXTEXT_SAVED: dict[str, Callable[[ModelSpec], int]] = {
+    "decoder_layer_input": lambda m: m.hidden_size,
+    "query_proj": lambda m: m.n_heads * m.head_size,
+    "key_proj": lambda m: m.kv_heads * m.head_size,
+    "value_proj": lambda m: m.kv_heads * m.head_size,
+    "out_proj": lambda m: m.hidden_size,
+}
+
+#: Bytes per element of the offloaded activations: bf16, the recipes' ``dtype``.
+_ACTIVATION_BYTES = 2
+
+
+def check_host_offload(names: tuple[str, ...], offload_layers: int) -> None:
+    """Refuse an unknown MaxText tensor name, or MaxText's offload beside Megatron-LM's ``offload_layers``.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``host_offload`` and the value.
+    """
+    unknown = [n for n in names if n not in MAXTEXT_SAVED]
+    if unknown:
+        raise ConfigError(
+            f"host_offload: {unknown[0]!r} is no MaxText tensor name ({', '.join(MAXTEXT_SAVED)})"
+        )
+    if names and offload_layers:
+        raise ConfigError(
+            f"host_offload={','.join(names)} with offload_layers={offload_layers}: MaxText's host offload "
+            "and Megatron-LM's CPU offload are two frameworks' schedules; choose one"
+        )
+
+
+def host_offload_bytes(model: ModelSpec, names: tuple[str, ...], tokens: float) -> float:
+    """Bytes of one layer's tensors ``names`` over ``tokens`` tokens, in bf16.
+
+    >>> from aifabric.training.models import get_model
+    >>> host_offload_bytes(get_model("llama3-8b"), tuple(MAXTEXT_SAVED), 1)  # 4096 x 3 + 1024 x 2 elements
+    28672.0
+    """
+    return float(sum(MAXTEXT_SAVED[n](model) for n in names) * tokens * _ACTIVATION_BYTES)

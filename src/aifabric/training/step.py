@@ -141,8 +141,10 @@ from aifabric.training.memory import (
 )
 from aifabric.training.models import ModelSpec
 from aifabric.training.offload import (
+    check_host_offload,
     check_offload_fits,
     host_link_bytes_per_s,
+    host_offload_bytes,
     offload_exposed_s,
     offload_windows,
 )
@@ -304,6 +306,13 @@ class StepOptions:
         (NVLink-C2C on Grace parts, the x16 PCIe link otherwise), beside the compute of a window of L / N
         layers; what a copy does not hide is exposed (the ``offload`` part of the step). Refused on a GPU
         with no CPU link in the catalogue, with pp > 1, with recomputation and for N >= L.
+    host_offload : tuple of str, default ()
+        MaxText's host offload (``remat_policy: custom``, the tensors set to ``offload``;
+        :data:`~aifabric.training.offload.MAXTEXT_SAVED`): those tensors of every layer go to host memory in
+        the forward pass and come back in the backward over the chip's host link, beside the compute of
+        the whole pass (XLA keeps up to 24 host transfers in flight); what they take beyond it is exposed
+        (the ``offload`` part). The recompute option still says what the backward re-runs. Refused on an
+        accelerator with no host link in the catalogue and beside ``offload_layers``.
     """
 
     flash_attention: bool = True
@@ -328,6 +337,7 @@ class StepOptions:
     framework: str = "megatron"
     gradient_accumulation_fusion: bool = True
     offload_layers: int = 0
+    host_offload: tuple[str, ...] = ()
     moe_dispatcher: str = "alltoall"
     moe_dispatch_fwd_dtype: str = "bf16"
     moe_combine_bwd_dtype: str = "bf16"
@@ -336,6 +346,7 @@ class StepOptions:
         get_framework(self.framework)  # a ConfigError naming the field for an unknown framework
         if isinstance(self.offload_layers, bool) or self.offload_layers < 0:
             raise ConfigError(f"offload_layers must be an integer >= 0, got {self.offload_layers!r}")
+        check_host_offload(tuple(self.host_offload), self.offload_layers)
         if isinstance(self.zero3_prefetch_layers, bool) or self.zero3_prefetch_layers < 0:
             raise ConfigError(
                 f"zero3_prefetch_layers must be an integer >= 0, got {self.zero3_prefetch_layers!r}"
@@ -922,10 +933,12 @@ class StepModel:
         """Bytes/s one direction of the GPU's link to its CPU (:func:`host_link_bytes_per_s`); refuses
         ``offload_layers`` on a GPU without one in the catalogue (0.0 where nothing is offloaded)."""
         rate = host_link_bytes_per_s(self.spec.accelerator_spec)
-        if rate is None and self.options.offload_layers:
+        opt = self.options
+        if rate is None and (opt.offload_layers or opt.host_offload):
+            what = f"offload_layers={opt.offload_layers}" if opt.offload_layers else "host_offload"
             raise ConfigError(
-                f"offload_layers={self.options.offload_layers}: the {accelerator} has no link to a CPU in "
-                "the catalogue (no host_link_bidirectional, no pcie)"
+                f"{what}: the {accelerator} has no link to a CPU in the catalogue "
+                "(no host_link_bidirectional, no pcie)"
             )
         return rate or 0.0
 
@@ -1682,7 +1695,10 @@ class StepModel:
         layers' activations (``mem.offloaded_activation_bytes`` / N) crosses the GPU's link to its CPU at
         ``host_bytes_per_s``, out beside the forward of its window of layers, back beside their backward;
         a layer's time is the stage's pass without the output layer (which no window covers) over its
-        layers. What a copy does not hide is exposed (:func:`offload_exposed_s`)."""
+        layers. What a copy does not hide is exposed (:func:`offload_exposed_s`). MaxText's host offload
+        instead: :meth:`host_offload_term`."""
+        if self.options.host_offload:
+            return self.host_offload_term(st, comp)
         n = self.options.offload_layers
         if not n:
             return PassTimes(0.0, 0.0)
@@ -1695,6 +1711,19 @@ class StepModel:
         windows = offload_windows(self.model.n_layers, n)
         return PassTimes(
             offload_exposed_s(copy_s, layer_fwd, windows), offload_exposed_s(copy_s, layer_bwd, windows)
+        )
+
+    def host_offload_term(self, st: StageView, comp: ComputeTimes) -> PassTimes:
+        """MaxText's host-offload seconds per microbatch (:mod:`aifabric.training.offload`): the named
+        tensors of each of the stage's layers, over the microbatch's tokens on one chip (``st.tokens`` over
+        ``tp``, which shards them), cross the host link out in the forward pass and back in the backward;
+        XLA overlaps them with the compute of the whole pass, and what exceeds it is exposed."""
+        tokens = st.tokens / st.layout.tp
+        per_layer = host_offload_bytes(self.model, tuple(self.options.host_offload), tokens)
+        copy_s = st.layers * per_layer / self.host_bytes_per_s
+        return PassTimes(
+            offload_exposed_s(copy_s, comp.gemm_fwd + comp.mem_fwd, (1,)),
+            offload_exposed_s(copy_s, comp.gemm_bwd + comp.mem_bwd, (1,)),
         )
 
     def dp_term(self, st: StageView, comp: ComputeTimes, padded: ModelSpec) -> tuple[PassTimes, float]:
