@@ -120,12 +120,18 @@ def _front_end_rung(spec: ClusterSpec) -> LadderRung | None:
     if fe is None:
         return None
     speed = fe.nic_speed_bytes_per_s or catalog.nic(fe.nic).line_rate_bytes_per_s
+    return _node_ports_rung("front-end", fe.nics_per_node, speed, spec.gpus_per_node)
+
+
+def _node_ports_rung(network: str, ports_per_node: int, speed: float, gpus_per_node: int) -> LadderRung:
+    """A node's ``ports_per_node`` ports of ``speed`` bytes/s per direction on ``network``, shared by its
+    ``gpus_per_node`` GPUs: ``ports x speed / GPUs`` per GPU."""
     return _rung(
-        "front-end",
-        "front-end",
-        speed * fe.nics_per_node / spec.gpus_per_node,
+        network,
+        network,
+        speed * ports_per_node / gpus_per_node,
         "per_direction",
-        f"{fe.nics_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {spec.gpus_per_node} GPUs",
+        f"{ports_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {gpus_per_node} GPUs",
     )
 
 
@@ -133,14 +139,7 @@ def _access_rung(network: str, fabric: AccessFabricSpec | None, gpus_per_node: i
     """The node's ports on a storage or in-band network, shared by its GPUs."""
     if fabric is None:
         return None
-    speed = fabric.speed_bytes_per_s
-    return _rung(
-        network,
-        network,
-        speed * fabric.ports_per_node / gpus_per_node,
-        "per_direction",
-        f"{fabric.ports_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {gpus_per_node} GPUs",
-    )
+    return _node_ports_rung(network, fabric.ports_per_node, fabric.speed_bytes_per_s, gpus_per_node)
 
 
 def _storage_rung(spec: ClusterSpec) -> LadderRung | None:
