@@ -297,19 +297,23 @@ def _dragonfly_json(s: ClusterSummary) -> dict[str, Any] | None:
     d = s.dragonfly
     if d is None:
         return None
-    return {
-        "p": d.p,
-        "a": d.a,
-        "h": d.h,
-        "g": d.g,
-        "switches": d.switches,
-        "local_links": d.local_links,
-        "global_links": d.global_links,
-        "links_per_arc": d.links_per_arc,
-        "bisection_links": d.bisection_links,
-        "routing": d.routing,
-        "oversubscription": d.oversubscription,
-    }
+    return {name: getattr(d, name) for name in _DRAGONFLY_JSON}
+
+
+#: The :class:`~aifabric.cluster.dragonfly.DragonflyShape` fields and counts ``--json`` gives, in order.
+_DRAGONFLY_JSON = (
+    "p",
+    "a",
+    "h",
+    "g",
+    "switches",
+    "local_links",
+    "global_links",
+    "links_per_arc",
+    "bisection_links",
+    "routing",
+    "oversubscription",
+)
 
 
 def _oversubscription_clause(s: ClusterSummary) -> str:
