@@ -50,8 +50,6 @@ def job_cluster(
     (128, (8, 16))
     """
     whole = sized_cluster(cluster)
-    if single_pod(whole):
-        return job_slice(whole, nodes=nodes, value=slice_)
-    if slice_ is not None:
-        return job_slice(whole, nodes=nodes, value=slice_)  # refuses --slice off a TPU pod
+    if single_pod(whole) or slice_ is not None:
+        return job_slice(whole, nodes=nodes, value=slice_)  # off a TPU pod, it refuses --slice
     return (whole if nodes is None else sized_cluster(cluster, nodes=nodes)), None
