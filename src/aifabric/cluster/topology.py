@@ -284,11 +284,11 @@ class Topology:
         """Scale-out cables per tier (each a full-duplex link): ``nic-leaf`` (one per NIC link: a GPU's
         NIC links of a plane are one graph link, :attr:`nic_up`), ``leaf-spine``, ``spine-core``."""
         so = self.spec.scale_out
-        per_nic_link = {1: so.nic_links_per_plane if so else 1}
+        nic_cables = so.nic_links_per_plane if so else 1  # cables behind one nic-leaf graph link
         out = {}
         for tier in (1, 2, 3):
             links = int(np.count_nonzero(self.link_tier == tier)) // 2
-            out[self.tier_name(tier)] = links * per_nic_link.get(tier, 1)
+            out[self.tier_name(tier)] = links * (nic_cables if tier == 1 else 1)
         return out
 
 
