@@ -354,8 +354,14 @@ class SwitchSpec(_Entry):
     default_leaf: bool = False  # a leaf a spec without a switch may get (:func:`default_leaf_switch`)
 
     def ports_at(self, link_bytes_per_s: float) -> int:
-        """Ports at ``link_bytes_per_s``: the capacity split into links of that speed (breakout counted,
-        ``ports x port speed // link``), at most ``max_ports``."""
+        """Ports at ``link_bytes_per_s`` (one link's rate, bytes/s per direction): the capacity split into
+        links of that speed (breakout counted, ``ports x port speed // link``), at most ``max_ports`` (the
+        datasheet's logical-port cap, catalogue ``max_ports``).
+
+        >>> from aifabric.catalog import switch
+        >>> switch("spectrum-4-sn5600-400g").ports_at(50e9), switch("spectrum-4-sn5600-400g").ports_at(12.5e9)
+        (128, 256)
+        """
         n = int(self.ports * self.port_speed_bytes_per_s // link_bytes_per_s)
         return n if self.max_ports is None else min(n, self.max_ports)
 
