@@ -141,3 +141,57 @@ def test_a_too_small_radix_for_a_dragonfly_is_blamed_on_the_radix_not_on_a_field
     balanced radix-10 dragonfly holds at most (a h + 1) a p = 9 x 8 = 72 endpoints); the line must name
     scale_out.radix and 10."""
     refused(["cluster", "show", slingshot(tmp_path, radix=10)], "radix", "10")
+
+
+def _all_to_all_us(path: str) -> float:
+    r = runner.invoke(app, ["collective", "all_to_all", "-c", path, "--size", "1GiB", "--json"])
+    assert r.exit_code == 0, r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    return (out[0] if isinstance(out, list) else out)["time_s"] * 1e6
+
+
+def test_valiant_routing_on_two_groups_crosses_the_one_arc_once(tmp_path):
+    """256 nodes of :data:`SLINGSHOT` (1,024 NIC ports: 2 groups of 32 switches) with ``dragonfly:
+    {links_per_arc: 4}``: ``collective all_to_all --size 1GiB`` takes 2.84 s under minimal routing and 5.68 s
+    under ``routing: valiant``, and ``cluster show`` prints "global taper (down:up) 256:1 under valiant
+    routing". Valiant routing sends a packet "first to a randomly-chosen intermediate group" and then to its
+    destination (Kim 2008 Sec. 4.1), two global hops only where the intermediate group is neither the
+    source's nor the destination's; with g = 2 there is no third group, every packet between the groups
+    crosses the one arc of 4 links exactly once, and the taper is a p / ((g - 1) l) = 512 / 4 = 128:1, as
+    under minimal routing. (For g groups a random intermediate group is the source or the destination with
+    probability 2/g, so the factor is 2 - 2/g, 2 only as g grows; ``ROUTING_GLOBAL_LINKS`` doubles always.)"""
+    minimal = _all_to_all_us(slingshot(tmp_path, nodes=256, dragonfly={"links_per_arc": 4}))
+    valiant = _all_to_all_us(
+        slingshot(tmp_path, nodes=256, dragonfly={"links_per_arc": 4, "routing": "valiant"})
+    )
+    assert valiant == pytest.approx(minimal, rel=1e-6)
+
+
+def test_links_per_arc_on_a_one_group_dragonfly_is_refused(tmp_path):
+    """8 nodes of :data:`SLINGSHOT` (32 NIC ports) with ``dragonfly: {links_per_arc: 4}``: ``cluster show``
+    prints "dragonfly of 1 group(s) ... 0 global links (0 per pair of groups)", the cabling the file states
+    dropped without a word (``links_per_arc`` is checked against a h only through ``l (g - 1)``, which is 0
+    for one group). One group has no pair of groups to cable (Kim 2008: global links join groups), so the
+    field describes links this design cannot have: exit 2 naming scale_out.dragonfly.links_per_arc and 4,
+    as a Clos field on a dragonfly is refused."""
+    refused(
+        ["cluster", "show", slingshot(tmp_path, nodes=8, dragonfly={"links_per_arc": 4})],
+        "links_per_arc",
+        "4",
+    )
+
+
+def test_the_far_end_bandwidth_per_gpu_is_no_more_than_the_gpu_can_send(tmp_path):
+    """examples/cluster.yaml at 1:1, 128 nodes, ``scale_out.nics_per_gpu: 2``: ``cluster show`` gives "far-end
+    bandwidth per GPU 100 GB/s" (bisection 51.2 TB/s / 512 GPUs) and, lines below, "bottleneck: the GPU's
+    PCIe Gen5 x16 link(s) to its NIC, 57.6 GB/s per direction ... below the NIC payload of 98.0 GB/s per
+    GPU". A GPU's far-end bytes cross its own x16 link before any NIC (GPUDirect RDMA), so no GPU reaches
+    the far half faster than 57.6 GB/s (PCIe Gen5 x16 = 64 GB/s x 0.900 payload, README); the headline
+    already stops at the NIC line rate (a one-group dragonfly of 16 GPUs: bisection 400 GB/s, per GPU 25
+    GB/s), and must stop at the slower link the bytes cross too: <= 57.6 GB/s."""
+    spec = yaml.safe_load(EXAMPLE.read_text())
+    spec["nodes"] = 128
+    spec["scale_out"].update({"oversubscription": ["1:1"], "nics_per_gpu": 2})
+    j = show(_write(tmp_path, spec))
+    (per_gpu,) = [h for h in j["headlines"] if h["name"] == "far-end bandwidth per GPU"]
+    assert per_gpu["value"] <= 57.6e9 * 1.001, per_gpu
