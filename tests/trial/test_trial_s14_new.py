@@ -118,9 +118,10 @@ def test_an_nfs_mount_of_more_than_16_connections_is_refused(tmp_path):
     """``storage: {system: vast, nconnect: 17, nfs_transport: tcp, aggregate_read/write: 100 TB/s}`` on
     examples/cluster.yaml: ``checkpoint -m llama3-70b`` writes at 34 GB/s a node, "bottleneck: NFS mount (17
     TCP connection(s))", and ``nconnect: 1000`` is accepted too. Linux's NFS client takes nconnect from 1 to
-    16 (``man 5 nfs``: "nconnect=n ... can be between 1 and 16"; fs/nfs/internal.h ``NFS_MAX_CONNECTIONS
-    16``, fs/nfs/fs_context.c refuses a larger value at mount time), so a 17-connection mount does not exist
-    and is priced 17/16 faster than any mount can be: it must exit 2 naming storage.nconnect and 17."""
+    16 (kernel fs/nfs/internal.h ``NFS_MAX_CONNECTIONS 16``, which fs/nfs/fs_context.c checks at mount time;
+    FreeBSD's port of the option, reviews.freebsd.org rG9ec7dbf46b0a: "Linux has had an "nconnect" NFS mount
+    option ... N (up to 16) TCP connections are to created for a mount"), so a 17-connection mount does not
+    exist and is priced 17/16 faster than any mount can be: it must exit 2 naming storage.nconnect and 17."""
     spec = yaml.safe_load(EXAMPLE.read_text())
     spec["storage"] = {
         "system": "vast",
