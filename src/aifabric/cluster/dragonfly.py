@@ -13,7 +13,8 @@ global link: 16 endpoint, 31 local and 17 global ports per Rosetta switch (De Se
 
 Counting rules (one group per Cray EX cabinet: its switch blades come with it, so groups are whole)::
 
-    groups          g = ceil(N / (a p))               (N endpoints: the nodes' NIC ports)
+    groups          g = ceil(N / (a p))               (N endpoints: the nodes' NIC ports, each its own
+                                                      link at the NIC's speed, as a Clos leaf counts them)
     switches        g a
     local links     g a (a - 1) / 2                   electrical, one per pair of switches of a group
     links per arc   l = floor(a h / (g - 1))          the group's a h global ports spread evenly over
@@ -24,9 +25,11 @@ Counting rules (one group per Cray EX cabinet: its switch blades come with it, s
 A collective that leaves its group sends, per group, the traffic of its ``a p`` endpoints over the ``(g -
 1) l`` global links the group has: the global taper ``r = a p / ((g - 1) l)`` is the down:up ratio of the
 scale-out tier, as a Clos leaf's. Minimal routing crosses one global link; Valiant routing (and UGAL on
-adversarial traffic) sends every packet through a random intermediate group, two global links, which
-halves the global bandwidth: ``r_valiant = 2 r`` (Kim 2008 Sec. 4: "Valiant ... load on the global
-channels is doubled", uniform-random throughput 50%).
+adversarial traffic) sends every packet "first to a randomly-chosen intermediate group" and then to its
+destination (Kim 2008 Sec. 4.1): two global links, unless the intermediate group is the source's or the
+destination's, which a random one of the ``g`` groups is with probability ``2/g``, so a packet crosses
+``2 - 2/g`` global links on average: ``r_valiant = (2 - 2/g) r`` (twice as g grows, Kim's "load on the
+global channels is doubled"; once between two groups, which have no third group to go through).
 
 References
 ----------
@@ -51,8 +54,24 @@ from aifabric.errors import ConfigError
 
 __all__ = ["DragonflyShape", "balanced", "dragonfly_shape", "global_taper", "ROUTING_GLOBAL_LINKS"]
 
-#: Global links a packet crosses between two groups, by routing: minimal one, Valiant two (Kim 2008 Sec. 4).
-ROUTING_GLOBAL_LINKS = {"minimal": 1, "valiant": 2}
+
+def _minimal_global_links(g: int) -> float:
+    """Minimal routing: one global link between any two groups (Kim 2008 Sec. 4.1)."""
+    return 1.0
+
+
+def _valiant_global_links(g: int) -> float:
+    """Valiant routing through a random one of the ``g`` groups: two global links, one where that group is
+    the source's or the destination's (probability 2/g): ``2 - 2/g`` (Kim 2008 Sec. 4.1).
+
+    >>> _valiant_global_links(2), _valiant_global_links(8)
+    (1.0, 1.75)
+    """
+    return 2.0 - 2.0 / g
+
+
+#: Mean global links a packet crosses between two of ``g`` groups, by routing (Kim 2008 Sec. 4.1).
+ROUTING_GLOBAL_LINKS = {"minimal": _minimal_global_links, "valiant": _valiant_global_links}
 
 
 @dataclass(frozen=True)
@@ -127,19 +146,19 @@ class DragonflyShape:
 
 def global_taper(a: int, p: int, g: int, links_per_arc: int, routing: str = "minimal") -> float:
     """Down:up ratio of a dragonfly group's injection to its global links, ``a p / ((g - 1) l)``, times
-    the global links a packet crosses (minimal 1, Valiant 2).
+    the mean global links a packet crosses (:data:`ROUTING_GLOBAL_LINKS`: minimal 1, Valiant 2 - 2/g).
 
     Examples
     --------
     Perlmutter's 14 GPU groups of 32 switches, 16 global ports each: l = floor(512 / 13) = 39, 507 global
-    links for 512 endpoints; Valiant routing doubles it.
+    links for 512 endpoints; Valiant routing multiplies it by 2 - 2/14 = 1.857.
 
     >>> round(global_taper(32, 16, 14, 39), 4), round(global_taper(32, 16, 14, 39, "valiant"), 4)
-    (1.0099, 2.0197)
+    (1.0099, 1.8755)
     """
     if g <= 1:
         return 1.0
-    return a * p / ((g - 1) * links_per_arc) * ROUTING_GLOBAL_LINKS[routing]
+    return a * p / ((g - 1) * links_per_arc) * ROUTING_GLOBAL_LINKS[routing](g)
 
 
 def balanced(radix: int) -> tuple[int, int, int]:
@@ -154,11 +173,11 @@ def balanced(radix: int) -> tuple[int, int, int]:
 
 
 def _radix(spec: ClusterSpec) -> int:
-    """Ports per switch at the per-plane link speed (``scale_out.radix``, else the switch's)."""
+    """Ports per switch at the link speed, one NIC's (``scale_out.radix``, else the switch's ports at
+    :attr:`ClusterSpec.link_bytes_per_s`, as a Clos leaf's)."""
     so = spec.scale_out
     assert so is not None
-    link_bps = spec.endpoint_line_rate_bytes_per_s / so.planes
-    return so.radix or catalog.switch(so.leaf_switch).ports_at(link_bps)
+    return so.radix or catalog.switch(so.leaf_switch).ports_at(spec.link_bytes_per_s)
 
 
 def dragonfly_shape(spec: ClusterSpec) -> DragonflyShape:
@@ -176,7 +195,7 @@ def dragonfly_shape(spec: ClusterSpec) -> DragonflyShape:
     >>> from aifabric.cluster.presets import preset
     >>> spec = preset("dgx-h100-superpod", nodes=128, **{"scale_out.topology": "dragonfly",
     ...     "scale_out.switch": "slingshot-rosetta", "scale_out.fabric": "ethernet",
-    ...     "scale_out.nic": "slingshot-11-cassini"})
+    ...     "scale_out.nic": "slingshot-11-cassini", "scale_out.rail_optimized": None})
     >>> s = dragonfly_shape(spec)
     >>> (s.p, s.a, s.h, s.g, s.switches, s.local_links, s.global_links)
     (16, 32, 16, 2, 64, 992, 512)
@@ -191,14 +210,10 @@ def dragonfly_shape(spec: ClusterSpec) -> DragonflyShape:
     a = d.switches_per_group or a0
     h = d.global_links_per_switch or h0
     _check_ports(radix, p, a, h)
-    n = spec.n_endpoints
+    n = spec.endpoint_ports
     g = d.groups or math.ceil(n / (a * p))
-    _check_groups(n, p, a, h, g, given=d.groups is not None)
-    if d.links_per_arc is not None and d.links_per_arc * (g - 1) > a * h:
-        raise ConfigError(
-            f"scale_out.dragonfly.links_per_arc: {d.links_per_arc} links to each of {g - 1} other groups "
-            f"need {d.links_per_arc * (g - 1)} global ports a group, more than its a h = {a} x {h} = {a * h}"
-        )
+    _check_groups(n, p, a, h, g, blame=_groups_blame(spec, radix))
+    _check_arc(d.links_per_arc, a, h, g)
     return DragonflyShape(radix, p, a, h, g, n, d.routing, d.links_per_arc)
 
 
@@ -211,16 +226,69 @@ def _check_ports(radix: int, p: int, a: int, h: int) -> None:
         )
 
 
-def _check_groups(n: int, p: int, a: int, h: int, g: int, *, given: bool) -> None:
-    """At most ``a h + 1`` groups (one global link per pair of groups), and enough of them for ``n``."""
+def min_balanced_radix(n: int) -> int:
+    """The smallest radix whose balanced dragonfly (:func:`balanced`) holds ``n`` endpoints: ``(a h + 1) a
+    p >= n`` with ``a = 2p = 2h``, ``k = 4p - 1`` (Kim 2008 Sec. 3.1).
+
+    >>> min_balanced_radix(6144), min_balanced_radix(72), min_balanced_radix(73)
+    (27, 7, 11)
+    """
+    p = 1
+    while (2 * p * p + 1) * 2 * p * p < n:
+        p += 1
+    return 4 * p - 1
+
+
+def _groups_blame(spec: ClusterSpec, radix: int) -> str:
+    """The field and value to name when a dragonfly needs more than ``a h + 1`` groups: ``groups`` or
+    ``global_links_per_switch`` where the file gives them, else what set h, the radix (``scale_out.radix``,
+    else the switch's ports), with the least radix whose balanced dragonfly holds the NIC ports."""
+    so = spec.scale_out
+    assert so is not None
+    d = so.dragonfly
+    if d.groups is not None:
+        return f"scale_out.dragonfly.groups: {d.groups}"
+    if d.global_links_per_switch is not None:
+        return f"scale_out.dragonfly.global_links_per_switch: {d.global_links_per_switch}"
+    field = (
+        f"scale_out.radix: {so.radix}"
+        if so.radix
+        else f"scale_out.switch: {so.leaf_switch!r} of radix {radix}"
+    )
+    if d.endpoints_per_switch is None and d.switches_per_group is None:
+        need = min_balanced_radix(spec.endpoint_ports)
+        ports = spec.endpoint_ports
+        return f"{field} (a balanced dragonfly of {ports} NIC ports needs a radix of at least {need})"
+    return field
+
+
+def _check_groups(n: int, p: int, a: int, h: int, g: int, *, blame: str) -> None:
+    """At most ``a h + 1`` groups (one global link per pair of groups), and enough of them for ``n``;
+    ``blame`` opens the line (the field and value that set the limit)."""
     if g > a * h + 1:
-        field = "groups" if given else "global_links_per_switch"
         raise ConfigError(
-            f"scale_out.dragonfly.{field}: {g} groups need at least one global link to each other group, "
-            f"more than a h + 1 = {a * h + 1} ({a} switches x {h} global ports + 1)"
+            f"{blame}: {g} groups need at least one global link to each other group, more than a h + 1 = "
+            f"{a * h + 1} ({a} switches x {h} global ports + 1)"
         )
     if g * a * p < n:
         raise ConfigError(
             f"scale_out.dragonfly.groups: {g} groups of {a} switches x {p} endpoints hold {g * a * p} NIC "
             f"ports, fewer than the cluster's {n}"
+        )
+
+
+def _check_arc(links_per_arc: int | None, a: int, h: int, g: int) -> None:
+    """``links_per_arc`` as cabled: a pair of groups to join (two groups at least), and no more global
+    ports than a group's ``a h`` over its ``g - 1`` arcs."""
+    if links_per_arc is None:
+        return
+    if g == 1:
+        raise ConfigError(
+            f"scale_out.dragonfly.links_per_arc: {links_per_arc} links between each pair of groups, but the "
+            "dragonfly is one group: there is no pair of groups to cable (leave links_per_arc out)"
+        )
+    if links_per_arc * (g - 1) > a * h:
+        raise ConfigError(
+            f"scale_out.dragonfly.links_per_arc: {links_per_arc} links to each of {g - 1} other groups "
+            f"need {links_per_arc * (g - 1)} global ports a group, more than its a h = {a} x {h} = {a * h}"
         )

@@ -255,9 +255,22 @@ def _scale_out_headlines(s: ClusterSummary) -> list[Headline]:
     ] + (_bisection_headlines(s, bisection) if s.tiers or s.spec.n_domains > 1 else [])  # no leaf: no far end
 
 
+def _far_end_per_gpu(s: ClusterSummary, bisection: float) -> tuple[float, str]:
+    """One GPU's share of the bisection, ``bisection / (N/2)``, at most what its own PCIe link carries to
+    its NIC(s) (:attr:`aifabric.cluster.spec.ClusterSpec.nic_host_link_bytes_per_s`, the bound the
+    "bottleneck: the GPU's PCIe ... link" line states): GPUDirect RDMA moves its far-end bytes over that
+    link before any NIC. Returns the figure and its detail."""
+    share = bisection / (s.n_gpus / 2)
+    host = s.spec.nic_host_link_bytes_per_s
+    if host < share:
+        return host, f"bisection / (N/2) = {share / 1e9:.1f} GB/s, at most the GPU's PCIe link to its NIC"
+    return share, "bisection / (N/2), one direction"
+
+
 def _bisection_headlines(s: ClusterSummary, bisection: float) -> list[Headline]:
     """The scale-out bisection, whole and per GPU (where a Clos is built, or the cluster has
     several domains)."""
+    per_gpu, detail = _far_end_per_gpu(s, bisection)
     return [
         Headline(
             "far-end bandwidth (bisection)",
@@ -266,13 +279,7 @@ def _bisection_headlines(s: ClusterSummary, bisection: float) -> list[Headline]:
             "scale-out",
             "one half of the GPUs to the other, one direction",
         ),
-        Headline(
-            "far-end bandwidth per GPU",
-            bisection / (s.n_gpus / 2),
-            "bandwidth",
-            "scale-out",
-            "bisection / (N/2), one direction",
-        ),
+        Headline("far-end bandwidth per GPU", per_gpu, "bandwidth", "scale-out", detail),
     ]
 
 

@@ -330,7 +330,7 @@ def _dragonfly_fabric(topo: Topology) -> list[PartLine]:
     d = topo.dragonfly
     assert so is not None and d is not None
     sw = catalog.switch(so.leaf_switch)
-    link = spec.endpoint_line_rate_bytes_per_s
+    link = spec.link_bytes_per_s
     dac = catalog.optic("dac-copper")
     lines = [PartLine("scale-out", "switch", f"dragonfly: {sw.name}", d.switches, d.switches * sw.power_w)]
     lines += _nic_cable_lines(topo, "nic-switch", d.endpoints, link)

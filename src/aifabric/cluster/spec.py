@@ -180,6 +180,7 @@ class ScaleUpDomainSpec(_Strict):
 #: ScaleOutSpec fields only a Clos reads (a dragonfly refuses them when given)
 _CLOS_ONLY = (
     "tiers",
+    "rail_optimized",
     "oversubscription",
     "pod_gpus",
     "full_su",
@@ -268,6 +269,9 @@ class ScaleOutSpec(_Strict):
     link and at most every tier's switch port; it changes cables and optics, not the Clos, and the flow
     engine's hashed routing picks the cable, whose lanes share its bytes (a port of that speed: two NIC-rate
     flows on a 2-lane cable do not slow, MegaScale NSDI 2024 Sec. 3.4).
+    ``rail_optimized`` wires NIC k of every node of a scalable unit to that unit's rail-k leaf (NVIDIA's
+    DGX SuperPOD RAs; default true on a Clos); a dragonfly hangs its endpoints off the switches of their
+    group (Kim et al., ISCA 2008: p endpoints a switch) and refuses it, as its other Clos fields.
     """
 
     nic: NicKey = "connectx-7"
@@ -280,7 +284,7 @@ class ScaleOutSpec(_Strict):
     core_switch: SwitchKey | None = None
     radix: Int | None = Field(default=None, ge=4, le=MAX_RADIX)
     tiers: Int = Field(default=2, ge=1, le=3)
-    rail_optimized: bool = True
+    rail_optimized: bool | None = None
     rails: Int | None = Field(default=None, ge=1, le=MAX_GPUS_PER_NODE)
     oversubscription: tuple[float, ...] = (1.0,)
     planes: Int = Field(default=1, ge=1, le=MAX_PORTS)
@@ -417,6 +421,18 @@ class ScaleOutSpec(_Strict):
                 field = "switch" if tier == "leaf" else f"{tier}_switch"
                 raise ValueError(f"fabric is {self.fabric!r} but {field} {key!r} is an {sw.fabric} switch")
         return self
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rail_default(cls, data: Any) -> Any:
+        """A Clos not told otherwise is rail-optimised; a dragonfly has no rails (None)."""
+        if (
+            isinstance(data, dict)
+            and data.get("topology", "clos") == "clos"
+            and data.get("rail_optimized") is None
+        ):
+            data = {**data, "rail_optimized": True}
+        return data
 
     @model_validator(mode="after")
     def _topology_fields(self) -> ScaleOutSpec:

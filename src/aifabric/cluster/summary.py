@@ -99,7 +99,7 @@ def _dragonfly_bisection(topo: Topology) -> float:
     spec, d = topo.spec, topo.dragonfly
     assert d is not None
     nics = spec.n_gpus / 2 * spec.nic_line_rate_bytes_per_s
-    return min(nics, d.bisection_links * spec.endpoint_line_rate_bytes_per_s)
+    return min(nics, d.bisection_links * spec.link_bytes_per_s)
 
 
 #: The scale-out bisection, by ``scale_out.topology``.

@@ -225,7 +225,7 @@ def _su_pod_gpus(spec: ClusterSpec) -> tuple[int, int]:
     if spec.scale_out is None or spec.n_domains == 1:
         return spec.n_gpus, spec.n_gpus
     if spec.scale_out.topology == "dragonfly":  # a group is the unit behind the global taper
-        group = dragonfly_shape(spec).group_endpoints * spec.gpus_per_node // spec.endpoints_per_node
+        group = dragonfly_shape(spec).group_endpoints * spec.n_gpus // spec.endpoint_ports
         return min(spec.n_gpus, max(1, group)), spec.n_gpus
     shape = clos_shape(spec)
     su = shape.nodes_per_su * spec.gpus_per_node if shape.tiers >= 2 else spec.n_gpus
