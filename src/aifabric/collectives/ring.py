@@ -65,8 +65,6 @@ class _RingShape(NamedTuple):
     plateau_latency_s: float  # x NCCL's plateau factor (Simple all_reduce across domains; else latency_s)
     up: float  # scale-up bound, bytes/s
     nic_agg: float  # the sparsest domain's NICs, bytes/s
-    up_bus: float  # the scale-up bound as the protocol runs it (x channel share, then P), bytes/s
-    nic_bus: float  # the NICs' bound as the protocol runs it, bytes/s
     net: str
     channels: CallChannels
     tuner_channels: CallChannels  # as NCCL's tuner prices them (ring_graph_cap): the pick
@@ -93,13 +91,12 @@ def _ring_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     nic_agg = domain_nic_bytes_per_s(tm, comm)
     raw = min(up, nic_agg) if multi else up
     net = SCALE_OUT if multi and nic_agg < up else SCALE_UP
-    share = channel_share(tm, N)
-    shared = raw * share
-    bus, up_bus, nic_bus = (_ring_protocol(tm, op, proto, comm, x * share) for x in (raw, up, nic_agg))
+    shared = raw * channel_share(tm, N)
+    bus = _ring_protocol(tm, op, proto, comm, shared)
     chans = call_channels(tm, "ring", op.value, proto, n, N, bus)
     cap = ring_graph_cap(tm, proto, shared, N)
     tuner = chans if cap >= bus else call_channels(tm, "ring", op.value, proto, n, N, cap)
-    return _RingShape(lat, plateau, up, nic_agg, up_bus, nic_bus, net, chans, tuner, ninter if multi else 0)
+    return _RingShape(lat, plateau, up, nic_agg, net, chans, tuner, ninter if multi else 0)
 
 
 def _ring_protocol(tm: TierModel, op: Collective, proto: Protocol, comm: Communicator, raw: float) -> float:
@@ -141,17 +138,21 @@ def _ring_like(
     def why() -> str:
         if not multi:
             return f"{what} over {n} ranks on {tm.scale_up_words} at {up / 1e9:.1f} GB/s per GPU"
-        return f"{what} over {n} ranks: {_busbw_words(tm, comm, proto, shape, bus)}"
+        return f"{what} over {n} ranks: {_busbw_words(tm, comm, op, proto, shape, bus)}"
 
     return make_cost(tm, algorithm, proto, lat + rdzv, {net: t}, net, why, unseen + rdzv)
 
 
-def _busbw_words(tm: TierModel, comm: Communicator, proto: Protocol, shape: _RingShape, bus: float) -> str:
+def _busbw_words(
+    tm: TierModel, comm: Communicator, op: Collective, proto: Protocol, shape: _RingShape, bus: float
+) -> str:
     """The busbw a ring across domains runs at, ``bus`` (bytes/s), as the lower of its two bounds, each as
     the protocol and the call's channels run it; then the links' own figures where those differ (LL's
     ``min(llMaxBw, B x f_LL)``, LL128's ``B x 0.92``, a channel's cap: tuning.cc, enqueue.cc):
     ``busbw = min(scale-up 39.0, a domain's NICs 39.00) GB/s (LL ...: links min(scale-up 423.8 ...))``."""
-    up, nic = (shape.up_bus, bus) if shape.nic_bus <= shape.up_bus else (bus, shape.nic_bus)
+    share = channel_share(tm, comm.n_domains)
+    up_bus, nic_bus = (_ring_protocol(tm, op, proto, comm, x * share) for x in (shape.up, shape.nic_agg))
+    up, nic = (up_bus, bus) if nic_bus <= up_bus else (bus, nic_bus)
     stated = f"busbw = min({tm.scale_up_words} {up / 1e9:.1f}, a domain's NICs {nic / 1e9:.2f}) GB/s"
     credit = _credit_words(tm, comm, shape.up)
     links = f"{tm.scale_up_words} {shape.up / 1e9:.1f}{credit}, a domain's NICs {shape.nic_agg / 1e9:.2f}"

@@ -161,13 +161,14 @@ class CrossSiteAllReduce:
         return self.total_s - self.single_site_s
 
 
-def _in_site(spec: ClusterSpec, message_bytes: float, gpus: int) -> float:
+def _in_site(site: ClusterSpec, message_bytes: float, gpus: int) -> float:
     """Seconds of the formula engine's all-reduce of ``message_bytes`` over the first ``gpus`` GPUs of one
-    site (``spec`` without its sites). A gradient larger than HBM is timed as one logical message, as the
-    training model does (frameworks all-reduce it in buckets)."""
-    if gpus > spec.domain_gpus and not spec.nic_effective_bytes_per_s > 0:
+    site (``site``: the cluster without its sites). A gradient larger than HBM is timed as one logical
+    message, as the training model does (frameworks all-reduce it in buckets).
+
+    Raises ConfigError naming ``scale_out`` when the GPUs span domains without a NIC."""
+    if gpus > site.domain_gpus and not site.nic_effective_bytes_per_s > 0:
         raise ConfigError("scale_out: the GPUs of a site span domains but have no NIC")
-    site = spec.with_changes(sites=None)
     comm = Communicator.contiguous(site, gpus)
     return formula_collective(Collective.ALL_REDUCE, message_bytes, site, comm, hbm_check=False).time_s
 
@@ -180,25 +181,26 @@ def _network_step_s(spec: ClusterSpec) -> float:
     return hw_latency_s(tm, "net", "ring", Protocol.SIMPLE) + tm.extra_inter_latency_s
 
 
-def _single_site(spec: ClusterSpec, message_bytes: float, a_net: float) -> tuple[float, str]:
+def _single_site(site: ClusterSpec, message_bytes: float, a_net: float) -> tuple[float, str]:
     """``T_one`` of the module docstring and the schedule that gives it: NCCL's all-reduce over every GPU
     (``"nccl"``) or the fastest grouped one on the site's own fabric (``"grouped"``), over every grouping a
     split could make (``k`` groups of whole domains, ``k`` dividing the domains: :func:`_grouped_s`), so the
-    one site's figure is one figure whatever ``sites.count`` the split has."""
-    flat = _in_site(spec, message_bytes, spec.n_gpus)
-    n_domains = spec.n_domains
+    one site's figure is one figure whatever ``sites.count`` the split has (``site``: the cluster without its
+    sites)."""
+    flat = _in_site(site, message_bytes, site.n_gpus)
+    n_domains = site.n_domains
     counts = [k for k in range(2, n_domains + 1) if n_domains % k == 0]
-    grouped = min((_grouped_s(spec, message_bytes, k, a_net) for k in counts), default=math.inf)
+    grouped = min((_grouped_s(site, message_bytes, k, a_net) for k in counts), default=math.inf)
     return (flat, "nccl") if flat <= grouped else (grouped, "grouped")
 
 
-def _grouped_s(spec: ClusterSpec, message_bytes: float, groups: int, a_net: float) -> float:
+def _grouped_s(site: ClusterSpec, message_bytes: float, groups: int, a_net: float) -> float:
     """The grouped schedule in one site over ``groups`` groups of ``N / groups`` GPUs, seconds: the
     groups' all-reduce (:func:`_in_site`) plus a ring over the groups at the NICs' rate with a network
     step ``a_net`` per hop (the module docstring's ``T_one``, second term)."""
-    per_group = spec.n_gpus // groups
-    in_group = _in_site(spec, message_bytes, per_group)
-    nic = spec.nic_effective_bytes_per_s
+    per_group = site.n_gpus // groups
+    in_group = _in_site(site, message_bytes, per_group)
+    nic = site.nic_effective_bytes_per_s
     return in_group + ring_all_reduce_time(message_bytes / per_group, groups, nic, hop_latency_s=a_net)
 
 
@@ -232,9 +234,10 @@ def cross_site_all_reduce(spec: ClusterSpec, message_bytes: float) -> CrossSiteA
     k, per_site = st.count, spec.n_gpus // st.count
     cross_bw = min(spec.nic_effective_bytes_per_s, dci.efficiency * st.dci_bandwidth_bytes_per_s / per_site)
     fibre = fibre_delay_s(st.distance_km, s_per_km=dci.fibre_delay_s_per_km)
-    a_net = _network_step_s(spec)
-    in_site = _in_site(spec, message_bytes, per_site)
-    single, schedule = _single_site(spec, message_bytes, a_net)
+    site = spec.with_changes(sites=None)
+    a_net = _network_step_s(site)
+    in_site = _in_site(site, message_bytes, per_site)
+    single, schedule = _single_site(site, message_bytes, a_net)
     return CrossSiteAllReduce(
         sites=k,
         in_site_s=in_site,
