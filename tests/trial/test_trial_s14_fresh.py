@@ -6,6 +6,7 @@ with another"). The catalogue NIC and the cluster are the README's own: ``exampl
 H100 with ConnectX-7 400 Gb/s."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ from aifabric.cli.app import app
 from .commands import EXAMPLE
 
 runner = CliRunner()
+
+DOCS = Path(__file__).parents[2] / "docs" / "reading-your-machine.md"
 
 pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
 
@@ -143,3 +146,25 @@ def test_a_channel_count_nccl_reads_is_read_as_nccl_reads_it(written, read):
     decimal = runner.invoke(app, [*base, "--env", f"NCCL_MAX_NCHANNELS={read}"])
     assert decimal.exit_code == 0, decimal.stderr
     assert json.loads(r.stdout)[0]["time_s"] == json.loads(decimal.stdout)[0]["time_s"]
+
+
+@pytest.mark.parametrize("target", ["log", "cluster"])
+def test_calibrate_never_writes_its_profile_over_a_file_it_reads(tmp_path, target):
+    """``aifabric calibrate h100.log --output h100.log`` (docs/reading-your-machine.md's log, nccl-tests #290)
+    exits 0 and replaces the log with the profile ("intra_scale: 0.994992 ..."): the measurement is gone,
+    and ``-c cluster.yaml -o cluster.yaml`` replaces the cluster file alike. Every other writer refuses a
+    path its input has (``--html h100.log``: "must end in .html"; ``sweep`` "never overwrites its own
+    store", tests/trial/test_trial_s12_design.py) and README checks output paths "before any work
+    starts": exit 2, one line naming ``--output`` and the path, the file as it was."""
+    text = re.search(r"```text file=h100.log\n(.*?)```", DOCS.read_text(), re.S)
+    assert text is not None
+    log = tmp_path / "h100.log"
+    log.write_text(text.group(1))
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump({**yaml.safe_load(EXAMPLE.read_text()), "nodes": 1}))
+    victim = log if target == "log" else cluster
+    before = victim.read_text()
+    r = runner.invoke(app, ["calibrate", str(log), "-c", str(cluster), "--output", str(victim)])
+    assert victim.read_text() == before, f"calibrate wrote over its input {victim.name}"
+    assert r.exit_code == 2, r.stdout[-400:]
+    assert "--output" in r.stderr and victim.name in r.stderr, r.stderr
