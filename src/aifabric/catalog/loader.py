@@ -31,6 +31,7 @@ from aifabric.package_data import load_package_yaml
 from aifabric.units import (
     parse_bandwidth,
     parse_bytes,
+    parse_latency,
     parse_line_rate,
     parse_nic_bandwidth,
     parse_power,
@@ -259,7 +260,7 @@ class ScaleUpSpec(_Entry):
     @field_validator("hop_latency_s", mode="before")
     @classmethod
     def _lat(cls, v: Any) -> float:
-        return parse_time(v)
+        return parse_latency(v, field="hop_latency")
 
     def check_fields(self) -> None:
         """An in-switch reduction needs its efficiency, and NCCL's rate fits the line rate.
@@ -329,7 +330,7 @@ class NicSpec(_Entry):
     @field_validator("latency_s", mode="before")
     @classmethod
     def _lat(cls, v: Any) -> float:
-        return parse_time(v)
+        return parse_latency(v, field="latency")
 
     @property
     def effective_bytes_per_s(self) -> float:
@@ -380,7 +381,7 @@ class SwitchSpec(_Entry):
     @field_validator("latency_s", mode="before")
     @classmethod
     def _lat(cls, v: Any) -> float:
-        return parse_time(v)
+        return parse_latency(v, field="latency")
 
 
 class OpticSpec(_Entry):

@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from aifabric.catalog.nccl import Algorithm, Collective, NcclRelease, Protocol, version_tuple
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
-from aifabric.units import parse_time
+from aifabric.units import parse_latency, parse_time
 
 __all__ = [
     "NcclEnv",
@@ -218,7 +218,7 @@ class TransportSpec(BaseModel):
     @field_validator("latency_s", mode="before")
     @classmethod
     def _lat(cls, v: Any) -> float:
-        return parse_time(v, field="latency")
+        return parse_latency(v, field="latency")
 
 
 @cache

@@ -37,7 +37,7 @@ from aifabric.catalog.transport import transport
 from aifabric.cluster.tpu_slice import TpuSlice, domain_torus_dims, parse_slice, slice_of, twist_slice
 from aifabric.errors import ConfigError
 from aifabric.inputs import Int, got_suffix, load_yaml_mapping
-from aifabric.units import parse_bandwidth, parse_nic_bandwidth, parse_time
+from aifabric.units import parse_bandwidth, parse_latency, parse_nic_bandwidth
 
 __all__ = [
     "MAX_GPUS",
@@ -442,7 +442,7 @@ class ScaleOutSpec(_Strict):
     @field_validator("hop_latency_s", mode="before")
     @classmethod
     def _lat(cls, v: Any) -> float | None:
-        return None if v is None else parse_time(v, field="scale_out.hop_latency")
+        return None if v is None else parse_latency(v, field="scale_out.hop_latency")
 
     @field_validator("oversubscription", mode="before")
     @classmethod
