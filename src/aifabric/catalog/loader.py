@@ -58,6 +58,7 @@ __all__ = [
     "default_leaf_switch",
     "nic",
     "optic",
+    "module_at",
     "optic_for_speed",
     "reload_catalog",
     "cpu",
@@ -67,6 +68,11 @@ __all__ = [
     "use_catalog_files",
     "system_power",
 ]
+
+#: The most ports one NIC card has: an Ethernet controller of the E810 family drives at most 8 ports
+#: (Intel E810 datasheet: 2 x 100, 4 x 25 or 8 x 10 GbE), dual- and quad-port cards being the common parts
+#: (ConnectX-7 MCX755106AS 2 x 200 Gb/s, Intel E810-XXVDA4 4 x 25 GbE); more is a slip, not a card.
+MAX_NIC_PORTS = 8
 
 
 def _rate(v: Any, parse: Callable[[Any], float] = parse_bandwidth) -> float:
@@ -309,10 +315,12 @@ class ScaleUpSpec(_Entry):
 
 
 class NicSpec(_Entry):
-    """A NIC, DPU or BMC port. ``line_rate_bytes_per_s`` is per direction (vendor's bits/s / 8)."""
+    """A NIC, DPU or BMC port: a card of ``ports`` ports (at most :data:`MAX_NIC_PORTS`), each of
+    ``line_rate_bytes_per_s`` per direction (vendor's bits/s / 8) and each its own NCCL device and link
+    (``ClusterSpec`` counts them); ``power_w`` is the card's."""
 
     line_rate_bytes_per_s: float = Field(gt=0, validation_alias="speed")
-    ports: Int = Field(default=1, ge=1)
+    ports: Int = Field(default=1, ge=1, le=MAX_NIC_PORTS)
     power_w: float = Field(ge=0, validation_alias="power")
     payload_efficiency: float = Field(gt=0, le=1)
     latency_s: float = Field(ge=0, validation_alias="latency")
@@ -831,6 +839,19 @@ def system_power(key: str) -> SystemPowerSpec | None:
 def storage(key: str) -> StorageSystemSpec:
     """The storage system ``key`` (e.g. ``"ddn-ai400x2-turbo"``)."""
     return _get("storage", key)
+
+
+def module_at(speed_bytes_per_s: float, link_bytes_per_s: float) -> OpticSpec | None:
+    """The pluggable module of ``speed_bytes_per_s`` whose ports are no slower than the link, the most ports
+    first (a 2 x 400G module for 400G links, a single-port 800G one for 800G links), or None."""
+    found = [
+        o
+        for o in _load("optic").values()
+        if o.kind == "pluggable"
+        and abs(o.speed_bytes_per_s - speed_bytes_per_s) < 1
+        and o.speed_bytes_per_s / o.links >= link_bytes_per_s * (1 - 1e-9)
+    ]
+    return max(found, key=lambda o: o.links, default=None)
 
 
 def optic_for_speed(port_bytes_per_s: float) -> OpticSpec:

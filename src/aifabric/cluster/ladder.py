@@ -123,9 +123,9 @@ def _front_end_rung(spec: ClusterSpec) -> LadderRung | None:
     return _rung(
         "front-end",
         "front-end",
-        speed * fe.nics_per_node / spec.gpus_per_node,
+        speed * fe.ports_per_node / spec.gpus_per_node,
         "per_direction",
-        f"{fe.nics_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {spec.gpus_per_node} GPUs",
+        f"{fe.ports_per_node} x {speed * 8 / 1e9:g} Gb/s per node shared by {spec.gpus_per_node} GPUs",
     )
 
 

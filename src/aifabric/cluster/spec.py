@@ -343,6 +343,13 @@ class ScaleOutSpec(_Strict):
         return "roce-v2" if self.fabric == "ethernet" else "ib-verbs"
 
     @property
+    def nic_ports_per_gpu(self) -> int:
+        """The NIC ports of one GPU, each its own NCCL network device and link to the leaf: ``nics_per_gpu
+        x ports`` (``catalog/data/nics.yaml``: ``speed`` is per port; NCCL lists every port of a card as a
+        device of its own, ``mlx5_0`` and ``mlx5_1`` of a dual-port ConnectX, net_ib.cc ``ncclIbInit``)."""
+        return self.nics_per_gpu * catalog.nic(self.nic).ports
+
+    @property
     def leaf_switch(self) -> str:
         """The leaf switch (catalogue key): ``switch``, else the fabric's default leaf for the NIC's own rate
         (``nic_speed``, else the catalogue's; :func:`aifabric.catalog.default_leaf_switch`): a ConnectX-7
@@ -499,6 +506,12 @@ class FrontEndSpec(_Strict):
                 f"must be 1 or more, got {v} (a cluster without a front-end network: front_end: null)"
             )
         return v
+
+    @property
+    def ports_per_node(self) -> int:
+        """Front-end ports of one node, each a cable to a leaf: ``nics_per_node x ports`` (the NIC's ports,
+        ``catalog/data/nics.yaml``; its ``speed`` is per port)."""
+        return self.nics_per_node * catalog.nic(self.nic).ports
 
 
 class AccessFabricSpec(_Strict):
@@ -1018,6 +1031,7 @@ class ClusterSpec(_Strict):
         self._check_aws_plugin(so)
         self._check_libfabric(so)
         self._check_nic_path(so)
+        self._check_nic_cage(so)
 
     def _check_nic_path(self, so: ScaleOutSpec) -> None:
         """``nic_path: P2C`` is a NIC behind a Grace CPU the GPU reaches over NVLink-C2C (NCCL paths.cc
@@ -1030,6 +1044,24 @@ class ClusterSpec(_Strict):
                 f"{self.accelerator!r} reaches its {self.cpu_vendor} host CPU over PCIe (no C2C link in the "
                 "catalogue): give PIX, PXB, PHB or SYS"
             )
+
+    def _check_nic_cage(self, so: ScaleOutSpec) -> None:
+        """``nic_cage_links`` links of the node share one cage only where a pluggable module of that many
+        links' speed exists (``catalog/data/optics.yaml``: 1.6 Tb/s the fastest, the OSFP and QSFP-DD
+        MSAs' 8 lanes at 200G); a cage no module fills would be built as one module per link, silently
+        not what was asked, so it is refused naming the cages the catalogue does fill."""
+        if so.nic_cage_links is None:
+            return
+        link = self.endpoint_line_rate_bytes_per_s / so.planes
+        if catalog.module_at(so.nic_cage_links * link, link) is not None:
+            return
+        fits = [k for k in range(2, MAX_PORTS + 1) if catalog.module_at(k * link, link) is not None]
+        filled = f"cages of {' or '.join(map(str, fits))} such links" if fits else "no cage of several"
+        raise ValueError(
+            f"scale_out.nic_cage_links: {so.nic_cage_links} links of {link * 8 / 1e9:g} Gb/s make a "
+            f"{so.nic_cage_links * link * 8 / 1e9:g} Gb/s cage and no pluggable module in the catalogue has "
+            f"that speed; its modules fill {filled}"
+        )
 
     def _check_radix(self, so: ScaleOutSpec) -> None:
         """``radix`` is at most the ports every tier's switch has at the per-plane link speed (breakout
@@ -1222,8 +1254,16 @@ class ClusterSpec(_Strict):
 
     @property
     def nics_per_node(self) -> int:
-        """Scale-out NICs of one node: ``gpus_per_node x nics_per_gpu / gpus_per_nic`` (0 without a
-        scale-out network). AWS p4d.24xlarge: 8 x 1 / 2 = 4."""
+        """Scale-out NIC ports of one node, NCCL's network devices: ``gpus_per_node x nics_per_gpu x ports /
+        gpus_per_nic`` (0 without a scale-out network; ``ports`` the NIC's, :attr:`ScaleOutSpec.
+        nic_ports_per_gpu`). AWS p4d.24xlarge: 8 x 1 x 1 / 2 = 4."""
+        so = self.scale_out
+        return 0 if so is None else self.gpus_per_node * so.nic_ports_per_gpu // so.gpus_per_nic
+
+    @property
+    def nic_cards_per_node(self) -> int:
+        """Scale-out NIC cards of one node, each of the NIC's ``ports``: ``gpus_per_node x nics_per_gpu /
+        gpus_per_nic`` (a card shared by several GPUs counted once)."""
         so = self.scale_out
         return 0 if so is None else self.gpus_per_node * so.nics_per_gpu // so.gpus_per_nic
 
@@ -1258,10 +1298,10 @@ class ClusterSpec(_Strict):
 
     @property
     def endpoint_line_rate_bytes_per_s(self) -> float:
-        """One endpoint's line rate, per direction, bytes/s: ``nic_speed x nics_per_gpu`` (a shared NIC:
-        its own line rate). The capacity of its cable(s) to the leaf, all planes together."""
+        """One endpoint's line rate, per direction, bytes/s: ``nic_speed x nics_per_gpu x ports`` (a shared
+        NIC: its own ports' line rate). The capacity of its cable(s) to the leaf, all planes together."""
         so = self.scale_out
-        return 0.0 if so is None else self.nic_speed_bytes_per_s * so.nics_per_gpu
+        return 0.0 if so is None else self.nic_speed_bytes_per_s * so.nic_ports_per_gpu
 
     @property
     def nic_line_rate_bytes_per_s(self) -> float:
