@@ -4,8 +4,8 @@ Counting rules (stated so a reader can redo them by hand):
 
 - Scale-up: one line per domain with its NVSwitch power, ``GPUs x NVLink ports per GPU x W per port``
   (``catalog/data/power.yaml``; 0 W when the catalogue has no figure for the accelerator).
-- Scale-out NICs: ``nics_per_node`` per node (``gpus_per_node x nics_per_gpu / gpus_per_nic``: AWS p4d's 8
-  GPUs share 4 EFA NICs), one NIC-leaf cable per NIC port and plane.
+- Scale-out NICs: ``nic_cards_per_node`` per node (``gpus_per_node x nics_per_gpu / gpus_per_nic``: AWS
+  p4d's 8 GPUs share 4 EFA NICs), one NIC-leaf cable per NIC port (each of a card's ``ports``) and plane.
 - Scale-out: every NIC-leaf, leaf-spine and spine-core cable is optical, unless
   ``scale_out.nic_to_leaf_copper`` (rack switches on copper, Meta's AI Zone) makes NIC-leaf cables passive
   copper (DAC, 0 W). Transceivers are counted per module, not per link end: a switch end takes one module

@@ -223,9 +223,10 @@ class ScaleOutSpec(_Strict):
     two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core; ``'1:2'`` undersubscribes a tier, twice
     the ports up as down: Meta's rack switches). ``planes`` splits each NIC into that
     many independent fabrics (multi-plane designs), or, with ``nics_per_gpu`` of them, gives each plane
-    ``nics_per_gpu / planes`` of a GPU's NICs (a Gaudi 2's three 100G ports, one per plane). Every NIC is
-    its own link: its own port, cable and leaf port at the NIC's speed (ConnectX-7: one 400G OSFP port),
-    never one bundled link of ``nics_per_gpu x`` its rate, so three 400G NICs per GPU take three 400G leaf
+    ``nics_per_gpu / planes`` of a GPU's NICs (a Gaudi 2's three 100G ports, one per plane). Every NIC port
+    (a card has the catalogue's ``ports``, :attr:`nic_ports_per_gpu`) is its own link: its own port, cable
+    and leaf port at the NIC's speed (ConnectX-7: one 400G OSFP port), never one bundled link of
+    ``nics_per_gpu x`` its rate, so three 400G NICs per GPU take three 400G leaf
     ports (:attr:`nic_links_per_plane`); a GPU's NICs of one plane share its leaf. No option bonds them
     into one link. ``switch`` is the leaf switch (default: the catalogue's leaf for the fabric that carries
     the NIC's own rate, :attr:`leaf_switch`); ``spine_switch`` and ``core_switch`` name other parts for the
@@ -380,24 +381,29 @@ class ScaleOutSpec(_Strict):
 
     @property
     def nic_links_per_plane(self) -> int:
-        """NIC links of one GPU (or one shared NIC) in each plane: ``nics_per_gpu / planes`` when a GPU has
-        more NICs than planes (each NIC one link at its own speed), else 1 (a NIC whole, or one of its
-        ``planes / nics_per_gpu`` ports). 3 x ConnectX-7 per GPU, one plane: 3 links of 400G."""
-        return max(1, self.nics_per_gpu // self.planes)
+        """NIC links of one GPU (or one shared NIC) in each plane: its NIC ports over the planes,
+        :attr:`nic_ports_per_gpu` ``/ planes``, when a GPU has more NIC ports than planes (each port one link
+        at its own speed), else 1 (a port whole, or one of its ``planes / ports`` lanes). 3 x ConnectX-7 per
+        GPU, one plane: 3 links of 400G; one dual-port 2 x 200G card: 2 links of 200G."""
+        return max(1, self.nic_ports_per_gpu // self.planes)
 
     @property
     def ports_per_nic(self) -> int:
-        """Leaf-facing ports of one NIC: ``planes / nics_per_gpu`` when the planes split each NIC (a
-        ConnectX-8 800G as 2 x 400G over two planes, DGX SuperPOD B300 RA), else 1."""
-        return max(1, self.planes // self.nics_per_gpu)
+        """Leaf-facing ports of one NIC port: ``planes /`` :attr:`nic_ports_per_gpu` when the planes split
+        each NIC port (a ConnectX-8 800G as 2 x 400G over two planes, DGX SuperPOD B300 RA), else 1."""
+        return max(1, self.planes // self.nic_ports_per_gpu)
 
     @model_validator(mode="after")
     def _consistent(self) -> ScaleOutSpec:
-        many, few = max(self.nics_per_gpu, self.planes), min(self.nics_per_gpu, self.planes)
+        ports = self.nic_ports_per_gpu
+        many, few = max(ports, self.planes), min(ports, self.planes)
         if many % few:
+            given = f"nics_per_gpu={self.nics_per_gpu}" + (
+                f" of {ports // self.nics_per_gpu} ports" if ports != self.nics_per_gpu else ""
+            )
             raise ValueError(
-                f"nics_per_gpu={self.nics_per_gpu} with planes={self.planes}: one divides the other (each "
-                "plane takes the same share of a GPU's NICs, or each NIC the same number of planes)"
+                f"{given} with planes={self.planes}: one divides the other (each plane takes the same share "
+                "of a GPU's NIC ports, or each NIC port the same number of planes)"
             )
         if self.gpus_per_nic > 1 and self.nics_per_gpu > 1:
             raise ValueError(
@@ -1052,7 +1058,7 @@ class ClusterSpec(_Strict):
         not what was asked, so it is refused naming the cages the catalogue does fill."""
         if so.nic_cage_links is None:
             return
-        link = self.endpoint_line_rate_bytes_per_s / so.planes
+        link = self.link_bytes_per_s  # one NIC link of a plane, as the node end is priced
         if catalog.module_at(so.nic_cage_links * link, link) is not None:
             return
         fits = [k for k in range(2, MAX_PORTS + 1) if catalog.module_at(k * link, link) is not None]
@@ -1305,8 +1311,9 @@ class ClusterSpec(_Strict):
 
     @property
     def nic_line_rate_bytes_per_s(self) -> float:
-        """Scale-out line rate per GPU, per direction, bytes/s: ``nic_speed x nics_per_gpu / gpus_per_nic``
-        (all NICs of one GPU added; a GPU's share of a NIC that ``gpus_per_nic`` GPUs share)."""
+        """Scale-out line rate per GPU, per direction, bytes/s: ``nic_speed x nics_per_gpu x ports /
+        gpus_per_nic`` (all NIC ports of one GPU added; a GPU's share of a NIC that ``gpus_per_nic`` GPUs
+        share)."""
         so = self.scale_out
         return 0.0 if so is None else self.endpoint_line_rate_bytes_per_s / so.gpus_per_nic
 
