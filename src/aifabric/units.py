@@ -25,6 +25,7 @@ __all__ = [
     "one_size",
     "parse_bandwidth",
     "parse_bytes",
+    "parse_latency",
     "parse_line_rate",
     "parse_nic_bandwidth",
     "parse_power",
@@ -303,6 +304,40 @@ def parse_time(value: str | float | int, *, field: str = "time") -> float:
     _finite(out, field, value)
     if out < 0:
         raise UnitError(f"{field}: duration must be >= 0, got {value!r}")
+    return out
+
+
+#: The longest latency one network hop, port or transport may have, seconds: 1 s is 200,000 km of fibre at
+#: 5 us/km (``catalog/data`` DCI ``fibre_delay``), five times round the Earth, against the catalogue's
+#: 2.7-50 us NICs and sub-microsecond to microsecond switches; a larger figure is a unit slip ('3 h' for
+#: '3 us'), not a network. The same bound as the host launch cost per GPU (``--launch-us``).
+MAX_LATENCY_S = 1.0
+
+
+def parse_latency(value: str | float | int, *, field: str = "latency") -> float:
+    """Parse a hop, port or transport latency into seconds, as :func:`parse_time`, at most
+    :data:`MAX_LATENCY_S`.
+
+    Raises
+    ------
+    UnitError
+        As :func:`parse_time`, or naming ``field`` and ``value`` above :data:`MAX_LATENCY_S`.
+
+    Examples
+    --------
+    >>> parse_latency("2.7 us") * 1e6
+    2.7
+    >>> parse_latency("3 h")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    aifabric.errors.UnitError: latency: '3 h' is above 1 s, ... (e.g. '3 us')
+    """
+    out = parse_time(value, field=field)
+    if out > MAX_LATENCY_S:
+        raise UnitError(
+            f"{field}: {value!r} is above {MAX_LATENCY_S:g} s, longer than light takes round the Earth five "
+            "times in fibre; a hop's latency is microseconds (e.g. '3 us')"
+        )
     return out
 
 

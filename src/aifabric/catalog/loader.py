@@ -31,6 +31,7 @@ from aifabric.package_data import load_package_yaml
 from aifabric.units import (
     parse_bandwidth,
     parse_bytes,
+    parse_latency,
     parse_line_rate,
     parse_nic_bandwidth,
     parse_power,
@@ -57,6 +58,7 @@ __all__ = [
     "default_leaf_switch",
     "nic",
     "optic",
+    "module_at",
     "optic_for_speed",
     "reload_catalog",
     "cpu",
@@ -66,6 +68,11 @@ __all__ = [
     "use_catalog_files",
     "system_power",
 ]
+
+#: The most ports one NIC card has: an Ethernet controller of the E810 family drives at most 8 ports
+#: (Intel E810 datasheet: 2 x 100, 4 x 25 or 8 x 10 GbE), dual- and quad-port cards being the common parts
+#: (ConnectX-7 MCX755106AS 2 x 200 Gb/s, Intel E810-XXVDA4 4 x 25 GbE); more is a slip, not a card.
+MAX_NIC_PORTS = 8
 
 
 def _rate(v: Any, parse: Callable[[Any], float] = parse_bandwidth) -> float:
@@ -259,7 +266,7 @@ class ScaleUpSpec(_Entry):
     @field_validator("hop_latency_s", mode="before")
     @classmethod
     def _lat(cls, v: Any) -> float:
-        return parse_time(v)
+        return parse_latency(v, field="hop_latency")
 
     def check_fields(self) -> None:
         """An in-switch reduction needs its efficiency, and NCCL's rate fits the line rate.
@@ -308,10 +315,12 @@ class ScaleUpSpec(_Entry):
 
 
 class NicSpec(_Entry):
-    """A NIC, DPU or BMC port. ``line_rate_bytes_per_s`` is per direction (vendor's bits/s / 8)."""
+    """A NIC, DPU or BMC port: a card of ``ports`` ports (at most :data:`MAX_NIC_PORTS`), each of
+    ``line_rate_bytes_per_s`` per direction (vendor's bits/s / 8) and each its own NCCL device and link
+    (``ClusterSpec`` counts them); ``power_w`` is the card's."""
 
     line_rate_bytes_per_s: float = Field(gt=0, validation_alias="speed")
-    ports: Int = Field(default=1, ge=1)
+    ports: Int = Field(default=1, ge=1, le=MAX_NIC_PORTS)
     power_w: float = Field(ge=0, validation_alias="power")
     payload_efficiency: float = Field(gt=0, le=1)
     latency_s: float = Field(ge=0, validation_alias="latency")
@@ -329,7 +338,7 @@ class NicSpec(_Entry):
     @field_validator("latency_s", mode="before")
     @classmethod
     def _lat(cls, v: Any) -> float:
-        return parse_time(v)
+        return parse_latency(v, field="latency")
 
     @property
     def effective_bytes_per_s(self) -> float:
@@ -386,7 +395,7 @@ class SwitchSpec(_Entry):
     @field_validator("latency_s", mode="before")
     @classmethod
     def _lat(cls, v: Any) -> float:
-        return parse_time(v)
+        return parse_latency(v, field="latency")
 
 
 class OpticSpec(_Entry):
@@ -836,6 +845,19 @@ def system_power(key: str) -> SystemPowerSpec | None:
 def storage(key: str) -> StorageSystemSpec:
     """The storage system ``key`` (e.g. ``"ddn-ai400x2-turbo"``)."""
     return _get("storage", key)
+
+
+def module_at(speed_bytes_per_s: float, link_bytes_per_s: float) -> OpticSpec | None:
+    """The pluggable module of ``speed_bytes_per_s`` whose ports are no slower than the link, the most ports
+    first (a 2 x 400G module for 400G links, a single-port 800G one for 800G links), or None."""
+    found = [
+        o
+        for o in _load("optic").values()
+        if o.kind == "pluggable"
+        and abs(o.speed_bytes_per_s - speed_bytes_per_s) < 1
+        and o.speed_bytes_per_s / o.links >= link_bytes_per_s * (1 - 1e-9)
+    ]
+    return max(found, key=lambda o: o.links, default=None)
 
 
 def optic_for_speed(port_bytes_per_s: float) -> OpticSpec:

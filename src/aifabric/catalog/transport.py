@@ -14,6 +14,7 @@ and ``src/transport.cc`` decide it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import IntEnum
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from aifabric.catalog.nccl import Algorithm, Collective, NcclRelease, Protocol, version_tuple
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
-from aifabric.units import parse_time
+from aifabric.units import parse_latency, parse_time
 
 __all__ = [
     "NcclEnv",
@@ -38,6 +39,7 @@ __all__ = [
     "nccl_algorithms",
     "nccl_names",
     "nccl_enabled",
+    "nccl_integer",
     "nccl_protocols",
     "net_ll128_allowed",
     "nic_path_class",
@@ -216,7 +218,7 @@ class TransportSpec(BaseModel):
     @field_validator("latency_s", mode="before")
     @classmethod
     def _lat(cls, v: Any) -> float:
-        return parse_time(v, field="latency")
+        return parse_latency(v, field="latency")
 
 
 @cache
@@ -336,13 +338,41 @@ def _flag(env: Mapping[str, str], name: str) -> bool | None:
     return text == "1"
 
 
+#: An integer as C's ``strtoll(str, nullptr, 0)`` reads it: a sign, then ``0x`` hexadecimal, a leading
+#: ``0`` octal, or decimal (C11 7.22.1.4).
+_STRTOLL_BASE0 = re.compile(
+    r"(?P<sign>[+-]?)(?:0[xX](?P<hex>[0-9a-fA-F]+)|(?P<oct>0[0-7]*)|(?P<dec>[1-9][0-9]*))"
+)
+
+
+def nccl_integer(text: str) -> int | None:
+    """An NCCL integer parameter's value as NCCL reads it, or None when ``text`` is not a whole number.
+
+    ``ncclLoadParam`` reads every ``NCCL_PARAM`` with ``strtoll(str, nullptr, 0)`` (``src/misc/param.cc``,
+    v2.26.2-1): leading blanks skipped, a sign, and base 0: ``0x10`` is 16, ``010`` is 8, ``+8`` is 8.
+    strtoll stops at the first character it cannot read and NCCL ignores the rest; a value with such a
+    tail (``8 channels``, ``0x``) is refused here instead, being a slip more often than a setting.
+
+    Examples
+    --------
+    >>> [nccl_integer(t) for t in ("0x10", "+8", "010", "-2", " 32", "8k", "")]
+    [16, 8, 8, -2, 32, None, None]
+    """
+    match = _STRTOLL_BASE0.fullmatch(text.strip())
+    if match is None:
+        return None
+    digits, base = next((match[g], b) for g, b in (("hex", 16), ("oct", 8), ("dec", 10)) if match[g])
+    return int(match["sign"] + digits, base)
+
+
 def _count(env: Mapping[str, str], name: str, low: int, high: int) -> int | None:
     if name not in env:
         return None
     text = str(env[name]).strip()
-    if not text.lstrip("-").isdigit() or not low <= int(text) <= high:
+    value = nccl_integer(text)
+    if value is None or not low <= value <= high:
         raise ConfigError(f"{name}: expected an integer in {low}..{high}, got {text!r}")
-    return int(text)
+    return value
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from aifabric.discovery.compare import (
     read_log,
 )
 from aifabric.discovery.inference import gpu_unmodelled
-from aifabric.report.paths import check_output_path, make_parent
+from aifabric.report.paths import check_distinct_paths, check_output_path, make_parent
 from aifabric.units import parse_bytes
 
 __all__ = ["calibrate", "compare", "nccl_tests_app"]
@@ -446,6 +446,7 @@ def calibrate(
 
     if output is not None:
         check_output_path(output, "--output")
+        check_distinct_paths(_calibrate_files(logs, cluster, output))
     lo = parse_bytes(min_size, field="--min-size") if min_size else None
     hi = parse_bytes(max_size, field="--max-size") if max_size else None
     if name is not None and not name.strip():
@@ -465,6 +466,14 @@ def calibrate(
         emit_json(fit.to_dict())
         return
     _render_fit(fit, output)
+
+
+def _calibrate_files(logs: list[Path], cluster: str | None, output: Path) -> dict[str, Path | None]:
+    """The files calibrate reads (its logs, a cluster file: not a preset's name), then the one it writes."""
+    files: dict[str, Path | None] = {f"the log {str(log)!r}": log for log in logs}
+    on_disk = cluster is not None and Path(cluster).is_file()
+    files["--cluster"] = Path(cluster) if on_disk and cluster is not None else None
+    return {**files, "--output": output}
 
 
 def _compare_logs(logs: list[Path], **options: Any) -> list[TableComparison]:

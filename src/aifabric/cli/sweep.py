@@ -22,7 +22,7 @@ from rich.progress import (
 )
 
 from aifabric.cli.common import console, err_console, handle_errors
-from aifabric.report.paths import check_output_path, check_plot_path
+from aifabric.report.paths import check_distinct_paths, check_output_path, check_plot_path
 from aifabric.sweep.db import ResultDB
 from aifabric.sweep.grid import SweepSpec, load_sweep
 from aifabric.sweep.parallel import (
@@ -107,7 +107,7 @@ def _check_outputs(
     """Every output path checked before any work: the store, the exports, the plot and the report, each
     on its own file (an export over the store would destroy the results it exports)."""
     check_output_path(db, "--db")
-    _check_distinct({"--db": db, "--parquet": parquet, "--csv": csv, "--pareto": pareto, "--html": html})
+    check_distinct_paths({"--db": db, "--parquet": parquet, "--csv": csv, "--pareto": pareto, "--html": html})
     if parquet is not None:
         _check_suffix(parquet, "--parquet", ".parquet")
     for path, option in ((parquet, "--parquet"), (csv, "--csv")):
@@ -119,20 +119,6 @@ def _check_outputs(
         from aifabric.report.html import check_html_path
 
         check_html_path(html)
-
-
-def _check_distinct(outputs: dict[str, Path | None]) -> None:
-    """Raise ValueError naming both options when two outputs (the store among them) are one file."""
-    seen: dict[Path, str] = {}
-    for option, path in outputs.items():
-        if path is None:
-            continue
-        key = path.resolve()
-        if key in seen:
-            raise ValueError(
-                f"{option}: {str(path)!r} is also the file of {seen[key]}; give each its own path"
-            )
-        seen[key] = option
 
 
 def _check_suffix(path: Path, option: str, suffix: str) -> None:

@@ -9,8 +9,9 @@ refused with the nearest ratios that can be built.
 
 The endpoints are the nodes' GPUs, or the NICs that ``gpus_per_nic`` GPUs share
 (:attr:`~aifabric.cluster.spec.ClusterSpec.endpoints_per_node`); rail ``k`` is a node's ``k``-th of them.
-Ports are counted per NIC link: a GPU with ``nics_per_gpu`` NICs in one plane takes that many leaf ports at
-the NIC's speed, all on its rail's leaf (:attr:`~aifabric.cluster.spec.ScaleOutSpec.nic_links_per_plane`;
+Ports are counted per NIC link: a GPU with ``nics_per_gpu`` NICs (of the NIC's ``ports`` each) in one
+plane takes that many leaf ports at the NIC's speed, all on its rail's leaf
+(:attr:`~aifabric.cluster.spec.ScaleOutSpec.nic_links_per_plane`;
 16 nodes of 8 GPUs x 3 x 400G are 384 ports of 400G, not 128 of 1.2T).
 Leaves come in groups (one scalable unit (SU) = one leaf per rail). Nodes are spread evenly over the SUs
 and leaf uplinks cabled at ``ceil(ports used / r)`` (two tiers at 1:1 or under: rounded up where that

@@ -4,8 +4,8 @@ Counting rules (stated so a reader can redo them by hand):
 
 - Scale-up: one line per domain with its NVSwitch power, ``GPUs x NVLink ports per GPU x W per port``
   (``catalog/data/power.yaml``; 0 W when the catalogue has no figure for the accelerator).
-- Scale-out NICs: ``nics_per_node`` per node (``gpus_per_node x nics_per_gpu / gpus_per_nic``: AWS p4d's 8
-  GPUs share 4 EFA NICs), one NIC-leaf cable per NIC port and plane.
+- Scale-out NICs: ``nic_cards_per_node`` per node (``gpus_per_node x nics_per_gpu / gpus_per_nic``: AWS
+  p4d's 8 GPUs share 4 EFA NICs), one NIC-leaf cable per NIC port (each of a card's ``ports``) and plane.
 - Scale-out: every NIC-leaf, leaf-spine and spine-core cable is optical, unless
   ``scale_out.nic_to_leaf_copper`` (rack switches on copper, Meta's AI Zone) makes NIC-leaf cables passive
   copper (DAC, 0 W). Transceivers are counted per module, not per link end: a switch end takes one module
@@ -20,8 +20,9 @@ Counting rules (stated so a reader can redo them by hand):
   ``scale_out.uplink_speed`` a switch-to-switch cable carries
   ``uplink_speed / link`` links of one switch pair (DGX SuperPOD B300 twin-plane: 800G leaf-spine cables
   over 400G planes), one module per cable end at that speed.
-- Front-end: ``front_end.nics_per_node`` ports per node on leaf switches of ``switch`` ports split
-  down:up by ``front_end.oversubscription``, plus spines for the uplinks (two tiers); optics as above.
+- Front-end: ``front_end.nics_per_node`` NICs of the NIC's ``ports`` each, a cable per port, on leaf
+  switches of ``switch`` ports split down:up by ``front_end.oversubscription``, plus spines for the
+  uplinks (two tiers); optics as above.
 - Storage fabric and in-band management (``storage_fabric``, ``inband_management``): ``ports_per_node``
   ports per node, and on the storage fabric the storage appliances' ports, on leaves of ``switch``, dual-homed
   port by port, spines where a group needs more than one leaf (:mod:`aifabric.cluster.access`); one module
@@ -153,24 +154,10 @@ def switch_end_modules(links: int, link_bytes_per_s: float, switch_key: str) -> 
         per = math.floor(cage_bytes_per_s / link_bytes_per_s * (1 + 1e-9))  # whole links in a cage
         if sw.max_ports is not None:  # breakout stops at the datasheet's logical ports (SN5600: 256)
             per = min(per, max(1, sw.max_ports // sw.cages))
-        module = _module_at(cage_bytes_per_s, link_bytes_per_s)
+        module = catalog.module_at(cage_bytes_per_s, link_bytes_per_s)
         if module is not None and per >= 1:
             return module, math.ceil(links / per)
     return modules_for_links(links, link_bytes_per_s, twin=True)
-
-
-def _module_at(speed_bytes_per_s: float, link_bytes_per_s: float) -> catalog.OpticSpec | None:
-    """The pluggable module of ``speed_bytes_per_s`` whose ports are no slower than the link, the most ports
-    first (a 2 x 400G module for 400G links, a single-port 800G one for 800G links), or None."""
-    optics = (catalog.optic(key) for key in catalog.catalog_names("optic"))
-    found = [
-        o
-        for o in optics
-        if o.kind == "pluggable"
-        and abs(o.speed_bytes_per_s - speed_bytes_per_s) < 1
-        and o.speed_bytes_per_s / o.links >= link_bytes_per_s * (1 - 1e-9)
-    ]
-    return max(found, key=lambda o: o.links, default=None)
 
 
 def node_end_modules(links: int, link_bytes_per_s: float, cage_links: int) -> tuple[catalog.OpticSpec, int]:
@@ -189,7 +176,7 @@ def node_end_modules(links: int, link_bytes_per_s: float, cage_links: int) -> tu
     >>> o.key, n
     ('osfp-400g', 6)
     """
-    module = _module_at(cage_links * link_bytes_per_s, link_bytes_per_s)
+    module = catalog.module_at(cage_links * link_bytes_per_s, link_bytes_per_s)
     if module is None:
         raise ConfigError(
             f"scale_out.nic_cage_links: {cage_links} links of {link_bytes_per_s * 8e-9:g} Gb/s in one cage "
@@ -271,7 +258,7 @@ def _scale_out(topo: Topology) -> list[PartLine]:
     so = spec.scale_out
     assert so is not None
     nic = catalog.nic(so.nic)
-    n_nics = spec.n_nodes * spec.nics_per_node  # nics_per_gpu per GPU, or one per gpus_per_nic GPUs
+    n_nics = spec.n_nodes * spec.nic_cards_per_node  # nics_per_gpu per GPU, or one per gpus_per_nic GPUs
     lines = [PartLine("scale-out", "nic", nic.name, n_nics, n_nics * nic.power_w)]
     return lines + _SCALE_OUT_FABRIC[so.topology](topo)
 
@@ -359,11 +346,12 @@ def _front_end(topo: Topology) -> list[PartLine]:
         return []
     nic = catalog.nic(fe.nic)
     sw = catalog.switch(fe.switch)
-    ports = spec.n_nodes * fe.nics_per_node
+    ports = spec.n_nodes * fe.ports_per_node
+    cards = spec.n_nodes * fe.nics_per_node
     speed = fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s
     shape = access_shape(ports, 1, access_radix(fe.switch, speed), fe.oversubscription)
     return [
-        PartLine("front-end", "nic", nic.name, ports, ports * nic.power_w),
+        PartLine("front-end", "nic", nic.name, cards, cards * nic.power_w),
         PartLine("front-end", "switch", sw.name, shape.switches, shape.switches * sw.power_w),
         PartLine("front-end", "cable", "node-leaf + leaf-spine", ports + shape.uplinks, 0.0),
         _optic_line("front-end", "node end", ports, speed, twin=False),

@@ -120,7 +120,7 @@ def _front_end_rung(spec: ClusterSpec) -> LadderRung | None:
     if fe is None:
         return None
     speed = fe.nic_speed_bytes_per_s or catalog.nic(fe.nic).line_rate_bytes_per_s
-    return _node_ports_rung("front-end", fe.nics_per_node, speed, spec.gpus_per_node)
+    return _node_ports_rung("front-end", fe.ports_per_node, speed, spec.gpus_per_node)
 
 
 def _node_ports_rung(network: str, ports_per_node: int, speed: float, gpus_per_node: int) -> LadderRung:

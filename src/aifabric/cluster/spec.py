@@ -37,7 +37,7 @@ from aifabric.catalog.transport import transport
 from aifabric.cluster.tpu_slice import TpuSlice, domain_torus_dims, parse_slice, slice_of, twist_slice
 from aifabric.errors import ConfigError
 from aifabric.inputs import Int, got_suffix, load_yaml_mapping
-from aifabric.units import parse_bandwidth, parse_nic_bandwidth, parse_time
+from aifabric.units import parse_bandwidth, parse_latency, parse_nic_bandwidth
 
 __all__ = [
     "MAX_GPUS",
@@ -224,9 +224,10 @@ class ScaleOutSpec(_Strict):
     two-tier, ``[1, 2]`` three-tier with 2:1 between spine and core; ``'1:2'`` undersubscribes a tier, twice
     the ports up as down: Meta's rack switches). ``planes`` splits each NIC into that
     many independent fabrics (multi-plane designs), or, with ``nics_per_gpu`` of them, gives each plane
-    ``nics_per_gpu / planes`` of a GPU's NICs (a Gaudi 2's three 100G ports, one per plane). Every NIC is
-    its own link: its own port, cable and leaf port at the NIC's speed (ConnectX-7: one 400G OSFP port),
-    never one bundled link of ``nics_per_gpu x`` its rate, so three 400G NICs per GPU take three 400G leaf
+    ``nics_per_gpu / planes`` of a GPU's NICs (a Gaudi 2's three 100G ports, one per plane). Every NIC port
+    (a card has the catalogue's ``ports``, :attr:`nic_ports_per_gpu`) is its own link: its own port, cable
+    and leaf port at the NIC's speed (ConnectX-7: one 400G OSFP port), never one bundled link of
+    ``nics_per_gpu x`` its rate, so three 400G NICs per GPU take three 400G leaf
     ports (:attr:`nic_links_per_plane`); a GPU's NICs of one plane share its leaf. No option bonds them
     into one link. ``switch`` is the leaf switch (default: the catalogue's leaf for the fabric that carries
     the NIC's own rate, :attr:`leaf_switch`); ``spine_switch`` and ``core_switch`` name other parts for the
@@ -347,6 +348,13 @@ class ScaleOutSpec(_Strict):
         return "roce-v2" if self.fabric == "ethernet" else "ib-verbs"
 
     @property
+    def nic_ports_per_gpu(self) -> int:
+        """The NIC ports of one GPU, each its own NCCL network device and link to the leaf: ``nics_per_gpu
+        x ports`` (``catalog/data/nics.yaml``: ``speed`` is per port; NCCL lists every port of a card as a
+        device of its own, ``mlx5_0`` and ``mlx5_1`` of a dual-port ConnectX, net_ib.cc ``ncclIbInit``)."""
+        return self.nics_per_gpu * catalog.nic(self.nic).ports
+
+    @property
     def leaf_switch(self) -> str:
         """The leaf switch (catalogue key): ``switch``, else the fabric's default leaf for the NIC's own rate
         (``nic_speed``, else the catalogue's; :func:`aifabric.catalog.default_leaf_switch`): a ConnectX-7
@@ -377,24 +385,29 @@ class ScaleOutSpec(_Strict):
 
     @property
     def nic_links_per_plane(self) -> int:
-        """NIC links of one GPU (or one shared NIC) in each plane: ``nics_per_gpu / planes`` when a GPU has
-        more NICs than planes (each NIC one link at its own speed), else 1 (a NIC whole, or one of its
-        ``planes / nics_per_gpu`` ports). 3 x ConnectX-7 per GPU, one plane: 3 links of 400G."""
-        return max(1, self.nics_per_gpu // self.planes)
+        """NIC links of one GPU (or one shared NIC) in each plane: its NIC ports over the planes,
+        :attr:`nic_ports_per_gpu` ``/ planes``, when a GPU has more NIC ports than planes (each port one link
+        at its own speed), else 1 (a port whole, or one of its ``planes / ports`` lanes). 3 x ConnectX-7 per
+        GPU, one plane: 3 links of 400G; one dual-port 2 x 200G card: 2 links of 200G."""
+        return max(1, self.nic_ports_per_gpu // self.planes)
 
     @property
     def ports_per_nic(self) -> int:
-        """Leaf-facing ports of one NIC: ``planes / nics_per_gpu`` when the planes split each NIC (a
-        ConnectX-8 800G as 2 x 400G over two planes, DGX SuperPOD B300 RA), else 1."""
-        return max(1, self.planes // self.nics_per_gpu)
+        """Leaf-facing ports of one NIC port: ``planes /`` :attr:`nic_ports_per_gpu` when the planes split
+        each NIC port (a ConnectX-8 800G as 2 x 400G over two planes, DGX SuperPOD B300 RA), else 1."""
+        return max(1, self.planes // self.nic_ports_per_gpu)
 
     @model_validator(mode="after")
     def _consistent(self) -> ScaleOutSpec:
-        many, few = max(self.nics_per_gpu, self.planes), min(self.nics_per_gpu, self.planes)
+        ports = self.nic_ports_per_gpu
+        many, few = max(ports, self.planes), min(ports, self.planes)
         if many % few:
+            given = f"nics_per_gpu={self.nics_per_gpu}" + (
+                f" of {ports // self.nics_per_gpu} ports" if ports != self.nics_per_gpu else ""
+            )
             raise ValueError(
-                f"nics_per_gpu={self.nics_per_gpu} with planes={self.planes}: one divides the other (each "
-                "plane takes the same share of a GPU's NICs, or each NIC the same number of planes)"
+                f"{given} with planes={self.planes}: one divides the other (each plane takes the same share "
+                "of a GPU's NIC ports, or each NIC port the same number of planes)"
             )
         if self.gpus_per_nic > 1 and self.nics_per_gpu > 1:
             raise ValueError(
@@ -458,7 +471,7 @@ class ScaleOutSpec(_Strict):
     @field_validator("hop_latency_s", mode="before")
     @classmethod
     def _lat(cls, v: Any) -> float | None:
-        return None if v is None else parse_time(v, field="scale_out.hop_latency")
+        return None if v is None else parse_latency(v, field="scale_out.hop_latency")
 
     @field_validator("oversubscription", mode="before")
     @classmethod
@@ -515,6 +528,12 @@ class FrontEndSpec(_Strict):
                 f"must be 1 or more, got {v} (a cluster without a front-end network: front_end: null)"
             )
         return v
+
+    @property
+    def ports_per_node(self) -> int:
+        """Front-end ports of one node, each a cable to a leaf: ``nics_per_node x ports`` (the NIC's ports,
+        ``catalog/data/nics.yaml``; its ``speed`` is per port)."""
+        return self.nics_per_node * catalog.nic(self.nic).ports
 
 
 class AccessFabricSpec(_Strict):
@@ -1034,6 +1053,7 @@ class ClusterSpec(_Strict):
         self._check_aws_plugin(so)
         self._check_libfabric(so)
         self._check_nic_path(so)
+        self._check_nic_cage(so)
 
     def _check_nic_path(self, so: ScaleOutSpec) -> None:
         """``nic_path: P2C`` is a NIC behind a Grace CPU the GPU reaches over NVLink-C2C (NCCL paths.cc
@@ -1046,6 +1066,24 @@ class ClusterSpec(_Strict):
                 f"{self.accelerator!r} reaches its {self.cpu_vendor} host CPU over PCIe (no C2C link in the "
                 "catalogue): give PIX, PXB, PHB or SYS"
             )
+
+    def _check_nic_cage(self, so: ScaleOutSpec) -> None:
+        """``nic_cage_links`` links of the node share one cage only where a pluggable module of that many
+        links' speed exists (``catalog/data/optics.yaml``: 1.6 Tb/s the fastest, the OSFP and QSFP-DD
+        MSAs' 8 lanes at 200G); a cage no module fills would be built as one module per link, silently
+        not what was asked, so it is refused naming the cages the catalogue does fill."""
+        if so.nic_cage_links is None:
+            return
+        link = self.link_bytes_per_s  # one NIC link of a plane, as the node end is priced
+        if catalog.module_at(so.nic_cage_links * link, link) is not None:
+            return
+        fits = [k for k in range(2, MAX_PORTS + 1) if catalog.module_at(k * link, link) is not None]
+        filled = f"cages of {' or '.join(map(str, fits))} such links" if fits else "no cage of several"
+        raise ValueError(
+            f"scale_out.nic_cage_links: {so.nic_cage_links} links of {link * 8 / 1e9:g} Gb/s make a "
+            f"{so.nic_cage_links * link * 8 / 1e9:g} Gb/s cage and no pluggable module in the catalogue has "
+            f"that speed; its modules fill {filled}"
+        )
 
     def _check_radix(self, so: ScaleOutSpec) -> None:
         """``radix`` is at most the ports every tier's switch has at the per-plane link speed (breakout
@@ -1238,8 +1276,16 @@ class ClusterSpec(_Strict):
 
     @property
     def nics_per_node(self) -> int:
-        """Scale-out NICs of one node: ``gpus_per_node x nics_per_gpu / gpus_per_nic`` (0 without a
-        scale-out network). AWS p4d.24xlarge: 8 x 1 / 2 = 4."""
+        """Scale-out NIC ports of one node, NCCL's network devices: ``gpus_per_node x nics_per_gpu x ports /
+        gpus_per_nic`` (0 without a scale-out network; ``ports`` the NIC's, :attr:`ScaleOutSpec.
+        nic_ports_per_gpu`). AWS p4d.24xlarge: 8 x 1 x 1 / 2 = 4."""
+        so = self.scale_out
+        return 0 if so is None else self.gpus_per_node * so.nic_ports_per_gpu // so.gpus_per_nic
+
+    @property
+    def nic_cards_per_node(self) -> int:
+        """Scale-out NIC cards of one node, each of the NIC's ``ports``: ``gpus_per_node x nics_per_gpu /
+        gpus_per_nic`` (a card shared by several GPUs counted once)."""
         so = self.scale_out
         return 0 if so is None else self.gpus_per_node * so.nics_per_gpu // so.gpus_per_nic
 
@@ -1274,15 +1320,16 @@ class ClusterSpec(_Strict):
 
     @property
     def endpoint_line_rate_bytes_per_s(self) -> float:
-        """One endpoint's line rate, per direction, bytes/s: ``nic_speed x nics_per_gpu`` (a shared NIC:
-        its own line rate). The capacity of its cable(s) to the leaf, all planes together."""
+        """One endpoint's line rate, per direction, bytes/s: ``nic_speed x nics_per_gpu x ports`` (a shared
+        NIC: its own ports' line rate). The capacity of its cable(s) to the leaf, all planes together."""
         so = self.scale_out
-        return 0.0 if so is None else self.nic_speed_bytes_per_s * so.nics_per_gpu
+        return 0.0 if so is None else self.nic_speed_bytes_per_s * so.nic_ports_per_gpu
 
     @property
     def nic_line_rate_bytes_per_s(self) -> float:
-        """Scale-out line rate per GPU, per direction, bytes/s: ``nic_speed x nics_per_gpu / gpus_per_nic``
-        (all NICs of one GPU added; a GPU's share of a NIC that ``gpus_per_nic`` GPUs share)."""
+        """Scale-out line rate per GPU, per direction, bytes/s: ``nic_speed x nics_per_gpu x ports /
+        gpus_per_nic`` (all NIC ports of one GPU added; a GPU's share of a NIC that ``gpus_per_nic`` GPUs
+        share)."""
         so = self.scale_out
         return 0.0 if so is None else self.endpoint_line_rate_bytes_per_s / so.gpus_per_nic
 

@@ -604,7 +604,7 @@ def tier_model(
         ll_channels=_ll_channels(spec, release, row),
         mesh_links=spec.mesh_links_per_gpu,
         mesh_link_gbps=link.nccl_effective_per_link_bytes_per_s / 1e9 if spec.mesh_links_per_gpu else 0.0,
-        nics_per_gpu=so.nics_per_gpu if so else 0,
+        nics_per_gpu=so.nic_ports_per_gpu if so else 0,
         nic_line_gbps=spec.nic_speed_bytes_per_s / 1e9,
         gpus_per_nic=so.gpus_per_nic if so else 1,
         **_nic_path_fields(spec, release),

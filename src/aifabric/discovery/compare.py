@@ -376,8 +376,8 @@ def _model_reference(comparison: TableComparison, big: RowComparison) -> str:
     spec = comparison.spec
     nics = ""
     if comparison.n_nodes > 1 and spec.scale_out is not None and spec.nic_line_rate_bytes_per_s > 0:
-        count = spec.gpus_per_node * spec.scale_out.nics_per_gpu
-        per_nic = spec.nic_line_rate_bytes_per_s / spec.scale_out.nics_per_gpu
+        count = spec.gpus_per_node * spec.scale_out.nic_ports_per_gpu
+        per_nic = spec.nic_line_rate_bytes_per_s / spec.scale_out.nic_ports_per_gpu
         nics = f"{count} x {per_nic * 8 / 1e9:.0f}G NICs per node"
     predicted = big.predicted_busbw_bytes_per_s / 1e9
     if _bandwidth_bound(big):
@@ -626,7 +626,7 @@ class TableComparison:
         node and the modelled node's NICs."""
         per_node = self.n_ranks // self.n_nodes if self.n_nodes > 1 else None
         out = self.spec.scale_out
-        nics = round(self.spec.gpus_per_node * out.nics_per_gpu) if out is not None else None
+        nics = round(self.spec.gpus_per_node * out.nic_ports_per_gpu) if out is not None else None
         return evidence_causes(self.info, self.n_nodes, per_node, nics)
 
     @property

@@ -6,7 +6,7 @@ import functools
 import os
 import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,14 @@ from aifabric.inputs import printable_figure
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["PLOT_FORMATS", "check_output_path", "check_plot_path", "make_parent", "save_figure"]
+__all__ = [
+    "PLOT_FORMATS",
+    "check_distinct_paths",
+    "check_output_path",
+    "check_plot_path",
+    "make_parent",
+    "save_figure",
+]
 
 #: File formats plots can be written in (by extension).
 PLOT_FORMATS: tuple[str, ...] = ("png", "pdf", "svg")
@@ -122,6 +129,41 @@ def check_output_path(path: str | Path, option: str) -> Path:
     except OSError as err:  # ENAMETOOLONG, ELOOP, EACCES from stat itself
         raise ValueError(f"{where}: {err.strerror or err}") from err
     return p
+
+
+def check_distinct_paths(paths: Mapping[str, str | Path | None]) -> None:
+    """Raise ValueError when two of ``paths`` (option or role -> file, None for one not given) are one file.
+
+    Inputs come first and outputs after them, so the message names the output that would be written over
+    a file the command reads or writes already (a calibration profile over the log it was fitted to, an
+    export over the store it exports): "--output: 'h100.log' is also the file of the log; give each its
+    own path". Checked before any work, as :func:`check_output_path`.
+
+    Examples
+    --------
+    >>> check_distinct_paths({"the log": "a.log", "--output": "a.log"})
+    Traceback (most recent call last):
+    ...
+    ValueError: --output: 'a.log' is also the file of the log; give each its own path
+    """
+    seen: dict[Path, str] = {}
+    for option, path in paths.items():
+        if path is None:
+            continue
+        key = _resolved(Path(path))
+        if key in seen:
+            raise ValueError(
+                f"{option}: {_show(path)} is also the file of {seen[key]}; give each its own path"
+            )
+        seen[key] = option
+
+
+def _resolved(p: Path) -> Path:
+    """``p`` with its links followed, or as given past a link loop (reading or writing it says so)."""
+    try:
+        return p.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a link loop before Python 3.13
+        return p.absolute()
 
 
 def _probe(attempt: Callable[[], None], message: str) -> None:

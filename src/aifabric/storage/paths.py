@@ -297,7 +297,7 @@ def _over_front_end(spec: ClusterSpec) -> dict[str, float]:
     if fe is None or not fe.nics_per_node:
         return {}
     nic = catalog.nic(fe.nic)
-    line = fe.nics_per_node * (fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s)
+    line = fe.ports_per_node * (fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s)
     stages = {"node front-end NICs": line * nic.payload_efficiency}
     if fe.oversubscription > 1:
         stages["front-end fabric (leaf uplinks)"] = line * nic.payload_efficiency / fe.oversubscription
