@@ -19,7 +19,9 @@ spreads them over fewer spines, :func:`even_uplinks`; with ``scale_out.full_su``
 of a full SU / r)``, as NVIDIA's SuperPOD RAs cable a partial SU); three tiers group SUs into pods
 (Meta's AI Zones: a two-stage Clos per zone, an oversubscribed aggregation layer between zones) whose
 spines send ``ceil(leaves per pod / r2)`` uplinks each to their group of cores. Among the SU and pod counts
-that fit, the fewest switches whose realised bisection is the requested one to 1% wins:
+that fit, the fewest switches wins (ties: the fewest SUs) whose realised bisection is, to 1%, at least the
+requested one on two tiers (leaves oversubscribed no worse than asked: 98 nodes at 2:1 on 128-port leaves
+are 2 SUs of 49 nodes at 49 down / 25 up, 1.96:1) and the requested one on three:
 
     requested bisection = min(N, N / (r1 r2)) / 2 links     (r2 = 1 for two tiers or one pod; r < 1
                                                              undersubscribes a tier)
@@ -278,7 +280,7 @@ def _units(spec: ClusterSpec, rails: int, leaf_down_max: int) -> tuple[int, int,
 
 
 def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32) -> ClosShape | str:
-    """The shape with the fewest switches whose bisection is the requested one to 1%, or why none is.
+    """The shape with the fewest switches whose bisection holds (:func:`_holds`), or why none does.
 
     SU counts from the fewest that hold the GPUs to ``span`` more are tried (more SUs, fewer nodes each,
     can realise a ratio exactly that the fewest cannot), each with the fewest pods that hold.
@@ -580,15 +582,21 @@ def _pod_shape(
 
 
 def _holds(shape: ClosShape) -> bool:
-    """The bisection, and the spine tier's realised ratio, are the requested ones to 1%.
+    """A two-tier fabric's bisection is at least the requested one (its leaves oversubscribed no worse than
+    asked); a three-tier one's is the requested one, and every spine tier realises its ratio, to 1%.
 
-    (Leaf uplinks are ``ceil(ports used / r)`` per leaf, so an SU count that does not divide the nodes
-    leaves the leaf tier up to one uplink per leaf under the ratio: 53 nodes at 1:1 realise 53:54.
-    A pod count that does not divide the SUs would leave a whole pod's spine uplinks idle: refused.)
+    A network architect sizes leaves to the asked ratio or better, never worse: 98 nodes at 2:1 on 128-port
+    leaves are 2 SUs of 49 nodes, 49 down / 25 up per rail leaf (1.96:1, 16 leaves), not 7 SUs of 14 that
+    realise 2:1 exactly with 56 leaves. Leaf uplinks are ``ceil(ports used / r)`` per leaf, so an SU count
+    that does not divide the nodes leaves the leaf tier up to one uplink per leaf under the ratio: 53 nodes
+    at 1:1 realise 53:54. A pod count that does not divide the SUs would leave a whole pod's spine uplinks
+    idle (0.942:1 against 1:1 asked): refused. Pods keep the exact leaf ratio too (their SU counts, hence
+    NVIDIA's 32-node SUs at 2:1 then 2:1, come from it).
     """
     pairs = zip(shape.realised[1:], shape.requested[1:], strict=True)
     spine_holds = all(abs(got / want - 1) <= TOLERANCE for got, want in pairs)
-    return spine_holds and abs(shape.bisection_links / shape.requested_bisection_links - 1) <= TOLERANCE
+    gap = shape.bisection_links / shape.requested_bisection_links - 1
+    return spine_holds and (gap >= -TOLERANCE if shape.tiers == 2 else abs(gap) <= TOLERANCE)
 
 
 def _nearest(spec: ClusterSpec, radix: Radix, r1: float, r2: float) -> str:
