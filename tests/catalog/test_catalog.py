@@ -41,6 +41,14 @@ def test_switch_radices():
     assert sn.ports * sn.port_speed_bytes_per_s * 8 == pytest.approx(51.2e12)
 
 
+def test_ports_at_counts_breakout_and_gives_a_faster_link_one_port():
+    # SN5600 (SN5000 user manual): 64 x 800GbE, 128 x 400GbE, 256 x 200GbE and below (max_ports caps breakout)
+    sn = catalog.switch("spectrum-4-sn5600-800g")
+    assert [sn.ports_at(g * 1e9 / 8) for g in (800, 400, 200, 100)] == [64, 128, 256, 256]
+    # a 1.6 Tb/s link on an 800 Gb/s port still takes one port: the 64 it has, not 51.2 Tb/s / 1.6 Tb/s = 32
+    assert sn.ports_at(1.6e12 / 8) == 64
+
+
 def test_unknown_key_names_known_ones():
     with pytest.raises(ConfigError, match="unknown accelerator 'h900'.*h100-sxm"):
         catalog.accelerator("h900")

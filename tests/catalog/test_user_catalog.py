@@ -183,7 +183,7 @@ def test_a_part_missing_a_field_is_one_line_naming_part_and_field(files, tmp_pat
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("gpus:\n  x: {}\n", "unknown family 'gpus'"),
+        ("gpus:\n  x: {}\n", "unknown family 'gpus'; known: accelerators, scale_up, nics, switches, optics"),
         ("switches:\n  s1: {name: S, fabric: ethernet, ports: 2, port_speed: fast, power: 1 W, "
          "latency: 1 us, source: 'my notes here'}\n", "switches.s1: "),
         ("switches:\n  s1: {name: S, fabric: ethernet, ports: 2, port_speed: 400 Gb/s, power: 1 W, "

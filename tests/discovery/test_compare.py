@@ -11,6 +11,9 @@ Each accuracy test names its log and asserts a tolerance (the foundation issue's
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 
 from aifabric.discovery.compare import (
@@ -19,10 +22,14 @@ from aifabric.discovery.compare import (
     TableComparison,
     compare_nccl_tests,
     describe_cause,
+    error_tolerance,
 )
 from aifabric.discovery.inference import accelerator_from_name
 from aifabric.discovery.nccl_env import NcclSettings, nccl_settings
+from aifabric.discovery.nccl_tests import parse_nccl_tests
 from aifabric.errors import ParseError
+
+FIXTURES = Path(__file__).parent / "fixtures"
 
 CASE_01 = "case_01_dgx_h100_allreduce_single_node.txt"
 CASE_03 = "case_03_h100_xe9680_ib_scaling_2_4_8_nodes.txt"
@@ -309,3 +316,33 @@ def test_untuned_runs_do_not_suggest_gdr(case_text: dict[str, str]) -> None:
         comp = _table(case_text, CASE_03, index)
         big = [r for r in comp.rows if r.size_bytes >= 4 * GB]
         assert big and all(r.causes == ("nccl_default", "network_settings") for r in big)
+
+
+def test_the_error_tolerance_is_the_one_of_the_tool_that_printed_the_log() -> None:
+    # NCCL 1's own tests (NVIDIA/nccl v1.3.4-1 test/include/test_utilities.h deltaMaxValue, NVIDIA/nccl #120's
+    # log): a reduction's half passes up to 5e-2, no ranks factor; a copy (all_gather) checks every type to
+    # 1e-200. nccl-tests (src/common.cu v1.0.0 to v2.11.0 DeltaMaxValue): half 1e-2 x (ranks - 1), float
+    # 1e-5 x (ranks - 1); nccl-tests 1.0.0 prints the same bytes/N/res header, with its '# nThread' line.
+    text = (FIXTURES / "public6" / "nccl1_single_all_reduce_ops_types_bytes_res_cut.log").read_text()
+    (nccl1,) = parse_nccl_tests(text)
+    assert nccl1.bytes_header and nccl1.parameters is None
+    assert error_tolerance(nccl1, "half", 1) == 5e-2 and error_tolerance(nccl1, "int", 1) == 1e-200
+    assert error_tolerance(replace(nccl1, collective="all_gather"), "half", 1) == 1e-200
+    params = "# nThread 1 nGpus 4 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 5 iters: 20\n"
+    (v1,) = parse_nccl_tests(params + text.split("\n", 1)[1])
+    assert v1.bytes_header and v1.parameters is not None
+    assert error_tolerance(v1, "half", 4) == pytest.approx(3e-2)
+    sharp_log = FIXTURES / "public3" / "sharp_128gpu_error_column_no_root_cut.log"
+    (sharp,) = parse_nccl_tests(sharp_log.read_text())
+    assert not sharp.bytes_header and error_tolerance(sharp, "float", 128) == pytest.approx(127e-5)
+
+
+def test_a_run_over_multi_node_nvlink_says_it_spanned_an_nvlink_domain(case_text: dict[str, str]) -> None:
+    # The INFO lines of a multi-node NVLink run (v2.26.2-1 mnnvl.cc:78) above case 01's table: the
+    # comparison's notes and JSON say the run spanned an NVLink domain across trays, quoting the line.
+    mnnvl = "gb200a-04:7:9 [0] NCCL INFO MNNVL 1 cliqueId 7ffe cliqueSize 8 cliqueRank 0\n"
+    comp = compare_nccl_tests(mnnvl + case_text[CASE_01], source=CASE_01).tables[0]
+    said = "the run spanned an NVLink domain across trays: multi-node NVLink on, clique 0x7ffe of 8 ranks"
+    assert any(a.startswith(said) for a in comp.assumptions)
+    assert (comp.to_dict()["mnnvl"], comp.to_dict()["mnnvl_clique"]) == (True, "0x7ffe")
+    assert any("MNNVL 1 cliqueId 7ffe" in e.text for e in comp.evidence)

@@ -7,6 +7,8 @@ host names are placeholders.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -126,3 +128,35 @@ def test_shared_memory_of_nccl_2_5_to_2_11_is_shm_direct() -> None:
     ])  # fmt: skip
     assert info.intra_transports == ("SHM/direct",)
     assert len(info.lines("intra")) == 2
+
+
+def test_gb200_mnnvl_lines_give_the_nvlink_fabric_clique() -> None:
+    # NVIDIA/nccl #1769 (GB200): each GPU prints 'MNNVL busId ... fabric UUID ... cliqueId 0x7ffe state 3'
+    # (init.cc: NVML fabric info; state 3 = NVML_GPU_FABRIC_STATE_COMPLETED). That says the GPUs are in an
+    # NVLink fabric clique, not that the communicator used it: no 'MNNVL 1' line in this cut.
+    path = Path(__file__).parent / "fixtures" / "public8" / "info_gb200_mnnvl_clique_nvls_enable_cut.log"
+    info = parse_nccl_info(path.read_text(encoding="utf-8").splitlines())
+    assert (info.mnnvl, info.mnnvl_clique, info.mnnvl_fabric_state) == (None, "0x7ffe", 3)
+    assert [e.line for e in info.lines("mnnvl")] == [5, 6]
+    note = info.nvlink_domain_note
+    assert note is not None and note.startswith("the GPUs are in NVLink fabric clique 0x7ffe (registered")
+
+
+def test_the_mnnvl_enable_lines_say_the_run_spanned_an_nvlink_domain() -> None:
+    # v2.26.2-1 mnnvl.cc:78 'MNNVL %d cliqueId %x cliqueSize %d cliqueRank %d' and init.cc:988's communicator
+    # line ending 'MNNVL %d': 16 ranks on 4 GB200 trays of one clique ran multi-node NVLink
+    info = parse_nccl_info([
+        "n1:7:9 [0] NCCL INFO comm 0x55d3 rank 0 nRanks 16 nNodes 4 localRanks 4 localRank 0 MNNVL 1",
+        "n1:7:9 [0] NCCL INFO MNNVL 1 cliqueId 7ffe cliqueSize 16 cliqueRank 0",
+    ])  # fmt: skip
+    assert (info.mnnvl, info.mnnvl_clique, info.mnnvl_clique_size, info.n_ranks) == (True, "0x7ffe", 16, 16)
+    assert info.nvlink_domain_note == (
+        "the run spanned an NVLink domain across trays: multi-node NVLink on, clique 0x7ffe of 16 ranks "
+        "(line 1, line 2)"
+    )
+    # an H100 pair of nodes prints 'MNNVL 0' (public3 NVLS heads log): no NVLink between its nodes
+    off = parse_nccl_info(
+        ["h:1:2 [0] NCCL INFO comm 0x55 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0"]
+    )
+    assert off.mnnvl is False and off.mnnvl_clique is None
+    assert parse_nccl_info(["h:1:2 [0] NCCL INFO NVLS multicast support is available on dev 0"]).mnnvl is None

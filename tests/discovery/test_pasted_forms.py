@@ -195,3 +195,17 @@ def test_a_row_nccl_tests_never_prints_names_its_line() -> None:
 def test_clean_line_keeps_info_lines() -> None:
     line = "node-a:1:1 [0] NCCL INFO NVLS multicast support is not available on dev 0"
     assert clean_line(line) == line
+
+
+def test_headerless_gather_or_scatter_rows_give_their_ranks() -> None:
+    # Rows without a header, redop 'none' and root 0: gather_perf or scatter_perf (nccl-tests src/gather.cu,
+    # src/scatter.cu), which the rows cannot tell apart. Both print size = n x count x typesize and busbw =
+    # algbw x (n - 1)/n: 4 ranks here (1048576 / (65536 x 4 B) = 4; 15.73 / 20.97 = 0.75 = 3/4), whichever.
+    cells = "0    50.00   20.97   15.73      0    48.00   21.85   16.38      0"
+    rows = f"   1048576         65536     float    none       {cells}\n"
+    rows += f"   2097152        131072     float    none       {cells}\n"
+    (table,) = parse_pasted(rows)
+    assert table.header_supplied and table.collective is None and table.n_ranks == 4
+    # a sum with root 0 is reduce, whose size = count x 4 B says nothing of n: ranks stay unset
+    one = "1048576 262144 float sum 0 50.00 20.97 20.97 0 48.00 21.85 21.85 0"
+    assert parse_pasted(one)[0].collective == "reduce" and parse_pasted(one)[0].n_ranks is None

@@ -20,7 +20,7 @@ from aifabric.cluster.presets import preset
 from aifabric.collectives.nccl_env import parse_env, stages_in_host
 from aifabric.discovery.compare import compare_nccl_tests
 from aifabric.discovery.node import NodeInspection, inspect_node_text
-from aifabric.discovery.node_paths import NO_GDR_FACTOR
+from aifabric.discovery.node_paths import NO_GDR_FACTOR, c2c_gdr_verdict
 from aifabric.discovery.nvsmi import TopoMatrix
 from aifabric.errors import ParseError
 
@@ -128,6 +128,17 @@ def test_grace_board_gdr_follows_the_nccl_release(version: str, gdr: bool) -> No
     (newest,) = inspect_node_text(text, source=name)
     ratio = two / {e.n_nodes: e.busbw_bytes_per_s for e in newest.expected}[2]
     assert ratio == pytest.approx(1.0 if gdr else NO_GDR_FACTOR, rel=0.01)
+
+
+def test_c2c_verdict_names_the_release_whose_rule_it_used() -> None:
+    # A version typed with a space is the recorded 2.27.3 (nccl_releases.yaml) and is printed once, as the
+    # release; 2.26.2 is no recorded release (the newest at or below it is 2.25.1), which the verdict says.
+    ok, reason = c2c_gdr_verdict(" 2.27.3")
+    assert ok and "NCCL 2.27.3 compares as C2C" in reason and "NCCL  " not in reason
+    ok, reason = c2c_gdr_verdict(" 2.26.2")
+    assert not ok and "NCCL  " not in reason
+    said = "NCCL 2.25.1 (2.26.2 is not a recorded release: the newest recorded at or below it sets the rule)"
+    assert said in reason
 
 
 def test_grace_board_names_the_release_it_judged() -> None:

@@ -37,8 +37,10 @@ LOGS: dict[str, Read] = {
     # a "..." line where the publisher left rows out: one table of 3 rows (before: two tables, 1 + 2 rows)
     "h100_bond_dots_row_wrong_counts_cut.log": Read(3, (8, 0.0), (524288, 0.79), None, None, None),
     # rows of nccl-tests before 2.13 ("error" 0e+00, no redop/root), without header (before: refused)
+    # (all_gather or hypercube, which print these columns, both print size = n x count x 4 B: 65536 /
+    # (8192 x 4) = 2 ranks; busbw = algbw is hypercube's factor 1, not all_gather's 1/2; 2 either way)
     "nccl264_old_rows_then_broadcast_header_cut.log": Read(
-        12, (65536, 1.98), (134217728, 20.34), None, None, None
+        12, (65536, 1.98), (134217728, 20.34), None, 2, None
     ),
     # busbw/algbw = 7.70/4.40 = 1.75 = 2(n-1)/n: n = 8; the 65536-byte row is cut inside its in-place half
     "mscclpp_nvls_allreduce9_cut.log": Read(6, (1024, 0.33), (32768, 7.70), "all_reduce", 8, None),
@@ -48,9 +50,8 @@ LOGS: dict[str, Read] = {
     ),
     # pre-2.13 rows of one width, the last cut to 3 fields: not a row wrapped onto the next line (before,
     # with this layout's header supplied: "row has 14 fields, the header has 11 columns")
-    "old_allgather_rows_headerless_mpirun_cut.log": Read(
-        13, (65536, 1.10), (268435456, 7.32), None, None, None
-    ),
+    # 65536 / (2048 x 4 B) = 8 ranks for either binary of the layout; busbw/algbw 7.32/8.37 = 7/8 agrees
+    "old_allgather_rows_headerless_mpirun_cut.log": Read(13, (65536, 1.10), (268435456, 7.32), None, 8, None),
     # busbw 0.00 beside algbw 212-637 GB/s: 2(n-1)/n = 0, n = 1 (sendrecv's busbw is its algbw); sizes
     # repeat out of order: the rows of several one-rank processes (mpirun of a binary built without MPI)
     "one_rank_processes_rows_interleaved_busbw0_cut.log": Read(

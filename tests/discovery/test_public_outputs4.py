@@ -27,8 +27,9 @@ LOGS: dict[str, Read] = {
     # 12 rows printed; the 12th stops after its out-of-place busbw (143.29) and before #wrong: the last field
     # of a cut line may itself be cut, so 11 rows. busbw/algbw = 138.48/276.96 = 0.5 = (n-1)/n: 2 ranks of
     # all_gather or alltoall (both print redop "none", root -1 and the same factor): the log cannot tell
+    # which, but both print size = n x count x 2 B (771751936 / (192937984 x 2) = 2): 2 ranks either way
     "allgather_bf16_none_rows_headerless_cut.log": Read(
-        11, (771751936, 138.48), (939524096, 142.89), None, None, None
+        11, (771751936, 138.48), (939524096, 142.89), None, 2, None
     ),
 }
 

@@ -9,6 +9,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from aifabric import catalog
+from aifabric.catalog.loader import LINUX_NFS_MAX_CONNECTIONS, StorageSystemSpec
 from aifabric.cli.app import app
 
 pytestmark = pytest.mark.usefixtures("fresh_catalog")  # tests/conftest.py
@@ -164,3 +166,24 @@ def test_a_transport_alone_on_a_system_without_a_connection_rate_names_that_fiel
     r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, storage), *ARGS])
     assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
     assert "nfs_transport: rdma, one connection" in r.stderr and "nconnect:" not in r.stderr
+
+
+def test_nconnect_above_the_clients_limit_is_refused(tmp_path):
+    # VAST's own client mounts up to 64 connections (catalogue vast: vastnfs 'e.g., 64 connections per
+    # mount'): 64 is a mount, 1,000 and 65 are one line naming the field, the value and the limit, exit 2
+    assert _run(_cluster(tmp_path, {**VAST, "nconnect": 64, "nfs_transport": "rdma"}))["write"]["stages"]
+    for n in (65, 1000):
+        r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, {**VAST, "nconnect": n}), *ARGS])
+        assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+        assert f"nconnect: {n} is more than the 64 connections 'vast'" in r.stderr
+
+
+def test_a_system_without_its_own_client_limit_has_linux_nfs_16():
+    # Linux fs/nfs/fs_context.c: '#define NFS_MAX_CONNECTIONS 16', and the Opt_nconnect case refuses more;
+    # a catalogue entry that documents no client of its own (WEKA, DDN's Lustre, 3FS) has that limit
+    assert LINUX_NFS_MAX_CONNECTIONS == 16
+    for key in ("weka", "ddn-ai400x2-turbo", "deepseek-3fs"):
+        assert catalog.storage(key).max_nconnect == 16, key
+    entry = {"key": "filer", "name": "a filer", "kind": "nfs", "per_connection_tcp": "1 GB/s"}
+    entry["source"] = "test part"
+    assert StorageSystemSpec.model_validate(entry).max_nconnect == 16

@@ -140,31 +140,34 @@ def test_cli_bad_offload_is_one_line_exit_2(more, line):
 
 
 def test_the_catalogue_host_memory_behind_one_gpu():
-    # GB200 superchip: one Grace, up to 480 GB LPDDR5X, two GPUs -> 240 GB; DGX H100: 2 TB for 8 -> 250 GB
-    # (decimal as the datasheet states it, the catalogue's convention; 256 was 2,048 GB over 8, a binary
-    # terabyte read as decimal gigabytes); GH200: up to 480 GB LPDDR5X, one GPU; a PCIe card's server is
-    # not in the catalogue.
+    # GB200 superchip: one Grace, up to 480 GB LPDDR5X, two GPUs -> 240 GB; DGX H100: 32 x 64 GB DDR5
+    # RDIMMs (MLCommons inference v4.1 DGX H200 system file: '32x 64GB'), binary as DIMMs are (JEDEC):
+    # 32 x 64 x 2**30 B = 2**41 B = 2.199 TB for 8 GPUs -> 2**38 B = 274.9 GB (the datasheet's "2 TB" is
+    # that binary figure); GH200: up to 480 GB LPDDR5X, one GPU; a PCIe card's server is not in the
+    # catalogue.
     assert accelerator("gb200").host_memory_bytes == pytest.approx(240e9)
-    assert accelerator("h100-sxm").host_memory_bytes == pytest.approx(250e9)
+    assert (
+        accelerator("h100-sxm").host_memory_bytes == 32 * 64 * 2**30 / 8 == pytest.approx(274.9e9, rel=1e-4)
+    )
     assert accelerator("gh200-96gb").host_memory_bytes == pytest.approx(480e9)
     assert accelerator("l40s").host_memory_bytes is None
 
 
 def test_the_host_memory_is_catalogued_per_host_and_shared_by_its_gpus():
-    # The catalogue keeps each source's figure for the whole host and the GPUs sharing it: DGX H100 datasheet
-    # "System Memory 2TB" for 8 GPUs (1 TB on each of its 2 sockets, 4 GPUs each: the same 250 GB a GPU);
+    # The catalogue keeps each source's figure for the whole host and the GPUs sharing it: DGX H100 "2TB",
+    # 32 x 64 GiB DIMMs = 2**41 B, for 8 GPUs (2**40 B on each of its 2 sockets, 4 GPUs each: 274.9 GB a GPU);
     # GB200 superchip 480 GB LPDDR5X for its 2 GPUs; GH200 480 GB for its one.
-    for key, host, gpus in (("h100-sxm", 2e12, 8), ("h200-sxm", 2e12, 8), ("gb200", 480e9, 2),
+    for key, host, gpus in (("h100-sxm", 2**41, 8), ("h200-sxm", 2**41, 8), ("gb200", 480e9, 2),
                             ("gb300", 480e9, 2), ("gh200-144gb", 480e9, 1)):  # fmt: skip
         acc = accelerator(key)
         assert (acc.host_system_memory_bytes, acc.host_memory_gpus) == (pytest.approx(host), gpus), key
         assert acc.host_memory_bytes == pytest.approx(host / gpus), key
-    # the offload bound is the share: 251 GB of activations of one DGX H100 GPU do not fit its 250 GB
+    # the offload bound is the share: 275 GB of activations of one DGX H100 GPU do not fit its 2**38 B
     with pytest.raises(
-        Infeasible, match=r"than the 250 GB of host memory behind each .* \(2 TB shared by 8 GPUs\)"
+        Infeasible, match=r"than the 274.9 GB of host memory behind each .* \(2.199 TB shared by 8 GPUs\)"
     ):
-        check_offload_fits(40, 251e9, accelerator("h100-sxm"))
-    check_offload_fits(40, 250e9, accelerator("h100-sxm"))
+        check_offload_fits(40, 275e9, accelerator("h100-sxm"))
+    check_offload_fits(40, 2**38, accelerator("h100-sxm"))
 
 
 def test_offload_beyond_the_host_memory_is_refused():

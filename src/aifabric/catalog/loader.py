@@ -39,6 +39,7 @@ from aifabric.units import (
 )
 
 __all__ = [
+    "LINUX_NFS_MAX_CONNECTIONS",
     "AcceleratorSpec",
     "CpuSpec",
     "DciSpec",
@@ -365,12 +366,15 @@ class SwitchSpec(_Entry):
     def ports_at(self, link_bytes_per_s: float) -> int:
         """Ports at ``link_bytes_per_s`` (one link's rate, bytes/s per direction): the capacity split into
         links of that speed (breakout counted, ``ports x port speed // link``), at most ``max_ports`` (the
-        datasheet's logical-port cap, catalogue ``max_ports``).
+        datasheet's logical-port cap, catalogue ``max_ports``). A link at least the port speed takes one
+        whole port (a port never gangs with another), so the switch then has its ``ports``.
 
         >>> from aifabric.catalog import switch
         >>> switch("spectrum-4-sn5600-400g").ports_at(50e9), switch("spectrum-4-sn5600-400g").ports_at(12.5e9)
         (128, 256)
         """
+        if link_bytes_per_s >= self.port_speed_bytes_per_s:
+            return self.ports
         n = int(self.ports * self.port_speed_bytes_per_s // link_bytes_per_s)
         return n if self.max_ports is None else min(n, self.max_ports)
 
@@ -423,6 +427,12 @@ class OpticSpec(_Entry):
         return parse_power(v)
 
 
+#: Most transport connections the Linux NFS client opens for one mount (``nconnect``): ``#define
+#: NFS_MAX_CONNECTIONS 16`` (Linux fs/nfs/fs_context.c:31 in 5.x; the ``Opt_nconnect`` case of
+#: ``nfs_fs_context_parse_param`` fails the mount with "Value for 'nconnect' out of range" above it).
+LINUX_NFS_MAX_CONNECTIONS = 16
+
+
 class StorageSystemSpec(_Entry):
     """A storage system (parallel file system, object store): read/write bandwidths per direction, bytes/s.
 
@@ -431,7 +441,9 @@ class StorageSystemSpec(_Entry):
     link), which bounds ``units`` of them in both directions whatever rate is stated; ``aggregate_*`` is a
     named deployment's whole-system figure; ``per_connection_tcp`` / ``per_connection_rdma`` is what one
     transport connection of an NFS mount carries (a mount of ``nconnect`` connections moves at most that many
-    times it). A figure its sources do not publish is None and never limits.
+    times it). A figure its sources do not publish is None and never limits. ``max_nconnect`` is the most
+    connections the system's NFS client mounts with: the Linux client's :data:`LINUX_NFS_MAX_CONNECTIONS`
+    unless the entry documents its own client's higher limit.
     """
 
     kind: str
@@ -447,6 +459,7 @@ class StorageSystemSpec(_Entry):
         default=None, validation_alias="per_connection_rdma"
     )
     gds: bool = False
+    max_nconnect: Int = Field(default=LINUX_NFS_MAX_CONNECTIONS, ge=1)
 
     @field_validator(
         "per_connection_tcp_bytes_per_s",
@@ -612,7 +625,7 @@ def _sections(data: Mapping[str, Any], where: str) -> Iterable[tuple[str, str, A
     for section, entries in data.items():
         kind = _SECTIONS.get(str(section).strip().lower())
         if kind is None:
-            known = ", ".join(dict.fromkeys(f.removesuffix(".yaml") for f, _ in _FILES.values()))
+            known = ", ".join(k for k, v in _SECTIONS.items() if k != v)  # the families a user may add
             raise ConfigError(f"{where}unknown family {section!r}; known: {known}")
         if not isinstance(entries, dict):
             raise ConfigError(f"{where}{section}: expected a mapping of part keys to fields")

@@ -46,6 +46,7 @@ __all__ = [
     "comm_channels",
     "nccl_release",
     "nccl_release_versions",
+    "release_named",
     "nvls_channels",
     "nvls_chunk_bytes",
     "nvls_gather_tuner_algbw",
@@ -298,6 +299,23 @@ def nccl_release(version: str | None = None) -> NcclRelease:
         not read yet; the message names the newest).
     """
     return pick_release(_releases(), version)
+
+
+def release_named(version: str | None, release: NcclRelease) -> str:
+    """How a verdict names the release whose rule it used: its version, and when the ``version`` a user
+    typed is not that recorded release, what was typed and why the rule is another's.
+
+    >>> release_named(" 2.27.3", nccl_release("2.27.3"))
+    '2.27.3'
+    >>> release_named("2.26.2", nccl_release("2.26.2"))
+    '2.25.1 (2.26.2 is not a recorded release: the newest recorded at or below it sets the rule)'
+    """
+    if version is None or _version_tuple(version) == release.version_tuple:
+        return release.version
+    return (
+        f"{release.version} ({str(version).strip()} is not a recorded release: the newest recorded at or "
+        "below it sets the rule)"
+    )
 
 
 def pick_release(table: dict[str, NcclRelease], version: str | None, library: str = "nccl") -> NcclRelease:

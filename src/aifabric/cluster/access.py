@@ -43,14 +43,13 @@ class AccessShape:
 
 
 def access_radix(switch_key: str, port_bytes_per_s: float) -> int:
-    """Ports of ``switch_key`` at the node ports' speed: breakout counted where the port is slower than the
-    switch's (:meth:`~aifabric.catalog.loader.SwitchSpec.ports_at`), else the switch's own ports.
+    """Ports of ``switch_key`` at the node ports' speed (:meth:`~aifabric.catalog.loader.SwitchSpec.ports_at`:
+    breakout counted where the port is slower than the switch's, else the switch's own ports).
 
     >>> access_radix("spectrum-4-sn5600-400g", 50e9), access_radix("sn4600-frontend", 12.5e9)
     (128, 64)
     """
-    sw = catalog.switch(switch_key)
-    return sw.ports_at(port_bytes_per_s) if port_bytes_per_s <= sw.port_speed_bytes_per_s else sw.ports
+    return catalog.switch(switch_key).ports_at(port_bytes_per_s)
 
 
 def _split(radix: int, ratio: float) -> tuple[int, int]:

@@ -650,7 +650,8 @@ class StorageSpec(_Strict):
     ``nconnect`` and ``nfs_transport`` describe the nodes' NFS mount: its transport connections and whether
     they run over TCP or RDMA (either one given, the other takes Linux's default, ``man 5 nfs``: one
     connection, TCP). The mount moves at most ``nconnect`` x the system's per-connection rate; a system whose
-    catalogue entry has no such rate refuses them.
+    catalogue entry has no such rate refuses them. ``nconnect`` is at most the system's client limit
+    (``max_nconnect``: Linux's 16, a vendor client's own where catalogued).
     """
 
     system: str = "ddn-ai400x2-turbo"
@@ -698,6 +699,17 @@ class StorageSpec(_Strict):
                 f"{given} on {self.system!r}, "
                 f"whose catalogue entry has no per_connection_{self.mount_transport} rate to price them; "
                 "remove storage.nconnect and nfs_transport"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _nconnect_within_the_client(self) -> StorageSpec:
+        limit = catalog.storage(self.system).max_nconnect
+        if self.nconnect is not None and self.nconnect > limit:
+            raise ValueError(
+                f"nconnect: {self.nconnect} is more than the {limit} connections {self.system!r}'s NFS "
+                "client mounts with (Linux: NFS_MAX_CONNECTIONS 16, fs/nfs/fs_context.c:31; a vendor "
+                "client's own limit in its catalogue entry)"
             )
         return self
 
@@ -1095,7 +1107,7 @@ class ClusterSpec(_Strict):
         link = self.link_bytes_per_s
         for tier, key in so.tier_switches.items():
             sw = catalog.switch(key)
-            ports = sw.ports_at(min(link, sw.port_speed_bytes_per_s))
+            ports = sw.ports_at(link)
             if so.radix > ports:
                 raise ValueError(
                     f"scale_out.radix: {so.radix} is more than the {ports} ports of the {tier} switch "

@@ -87,6 +87,7 @@ __all__ = [
     "compare_nccl_tests",
     "compare_table",
     "describe_cause",
+    "error_tolerance",
     "read_log",
 ]
 
@@ -103,10 +104,16 @@ MAX_TABLES_COMPARED = 256
 #: out-of-place / in-place time ratio above which a row is a one-off outlier rather than a measurement.
 OUTLIER_RATIO = 1.5
 #: The old layout's per-type tolerance of its ``error`` column (largest element error): nccl-tests counts a
-#: half as wrong when ``maxDelta > DeltaMaxValue(type) * (nranks - 1)`` (``src/common.cu`` of v2.0.0 to
+#: half as wrong when ``maxDelta > DeltaMaxValue(type) * (nranks - 1)`` (``src/common.cu`` of v1.0.0 to
 #: v2.11.0: half and bfloat16 1e-2, float 1e-5, double 1e-12, integer types 1e-200).
 _ERROR_TOLERANCE = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
 _ERROR_TOLERANCE_INTEGER = 1e-200
+#: NCCL 1's own tests (NVIDIA/nccl v1.3.4-1 ``test/include/test_utilities.h`` ``deltaMaxValue``, checked as
+#: ``maxDelta > deltaMaxValue(type, is_reduction)`` in ``test/single/*_test.cu``, no ranks factor): a
+#: reduction's half 5e-2, float 1e-5, double 1e-12; every other type, and every type of a copy, 1e-200.
+_NCCL1_TOLERANCE = {"half": 5e-2, "float": 1e-5, "double": 1e-12}
+#: The collectives NCCL 1's tests check as reductions (``is_reduction = true``).
+_NCCL1_REDUCTIONS = frozenset({"all_reduce", "reduce", "reduce_scatter"})
 
 # nccl-tests binary names -> the engine's collective names (None: the engine has no model of it).
 _OPS: dict[str, str | None] = {
@@ -610,9 +617,10 @@ class TableComparison:
 
     @property
     def evidence(self) -> tuple[Evidence, ...]:
-        """The INFO lines the comparison used (version, network, connections, NVLS, PXN, communicator)."""
+        """The INFO lines the comparison used (version, network, connections, NVLS, multi-node NVLink, PXN,
+        communicator)."""
         return self.info.lines("version", "network", "net_devices", "gdr_off", "gdr_on", "pxn",
-                               "pxn_disabled", "ring_flags", "nvls", "comm")  # fmt: skip
+                               "pxn_disabled", "ring_flags", "nvls", "mnnvl", "comm")  # fmt: skip
 
     @property
     def nccl_version(self) -> str | None:
@@ -839,6 +847,8 @@ class TableComparison:
             "gpu_name": t.gpu_name,
             "nccl_version": self.nccl_version,
             "network": self.info.network,
+            "mnnvl": self.info.mnnvl,
+            "mnnvl_clique": self.info.mnnvl_clique,
             "net_transport": self.net.key if self.net is not None else None,
             "evidence": [{"line": e.line, "text": e.text} for e in self.evidence],
             "cluster": self.spec.name,
@@ -912,11 +922,12 @@ def _measure(row: PerfRow, place: str) -> tuple[PerfResult | None, PerfResult | 
     return row.out_of_place, row.in_place
 
 
-def _failed_check(half: PerfResult | None, dtype: str, n_ranks: int) -> bool:
-    """Whether nccl-tests' own check failed for ``half`` of a row of ``dtype`` on ``n_ranks`` ranks: a
-    non-zero ``#wrong``, or an old-layout ``error`` above :data:`_ERROR_TOLERANCE` x (ranks - 1). Such a half
-    timed a collective that did not do its work (an in-place alltoall msccl's nccl-tests fork never filled:
-    ``1e+00`` beside thousands of GB/s, microsoft/msccl#48), so it is no measurement to judge the other by.
+def _failed_check(half: PerfResult | None, dtype: str, n_ranks: int, table: PerfTable | None = None) -> bool:
+    """Whether the log's own check failed for ``half`` of a row of ``dtype`` on ``n_ranks`` ranks: a
+    non-zero ``#wrong``, or an old-layout ``error`` above the tolerance of the tool that printed ``table``
+    (:func:`error_tolerance`). Such a half timed a collective that did not do its work (an in-place alltoall
+    msccl's nccl-tests fork never filled: ``1e+00`` beside thousands of GB/s, microsoft/msccl#48), so it is
+    no measurement to judge the other by.
 
     >>> _failed_check(PerfResult(1e-6, 1.0, 1.0, error=1.0), "float", 16)
     True
@@ -927,8 +938,24 @@ def _failed_check(half: PerfResult | None, dtype: str, n_ranks: int) -> bool:
         return False
     if half.wrong:
         return True
-    tolerance = _ERROR_TOLERANCE.get(dtype, _ERROR_TOLERANCE_INTEGER) * max(n_ranks - 1, 1)
-    return half.error is not None and half.error > tolerance
+    return half.error is not None and half.error > error_tolerance(table, dtype, n_ranks)
+
+
+def error_tolerance(table: PerfTable | None, dtype: str, n_ranks: int) -> float:
+    """The largest ``error`` (``res``) the tool that printed ``table`` passes for a row of ``dtype``.
+
+    NCCL 1's own tests print a ``bytes N ... res`` header and no ``# nThread`` parameter line
+    (:data:`_NCCL1_TOLERANCE`: a reduction's half 5e-2, no ranks factor); nccl-tests 1.0.0 to 2.11.0
+    (its ``bytes`` header has the parameter line) pass :data:`_ERROR_TOLERANCE` x (ranks - 1). A cut
+    nccl-tests 1.0.0 log without its parameter line reads as NCCL 1's.
+
+    >>> error_tolerance(None, "half", 8)
+    0.07
+    """
+    if table is not None and table.bytes_header and table.parameters is None:
+        per_type = _NCCL1_TOLERANCE if table.collective in _NCCL1_REDUCTIONS else {}
+        return per_type.get(dtype, _ERROR_TOLERANCE_INTEGER)
+    return _ERROR_TOLERANCE.get(dtype, _ERROR_TOLERANCE_INTEGER) * max(n_ranks - 1, 1)
 
 
 def _communicator(op: str, spec: ClusterSpec, n_ranks: int, n_nodes: int) -> tuple[Communicator, str | None]:
@@ -1285,6 +1312,7 @@ def _prepare(
     net = net_transport(info) if n_nodes > 1 else None
     if net is not None:
         notes.append(_transport_note(net, info, spec))
+    notes.extend(note for note in (info.nvlink_domain_note,) if note is not None)
     return spec, comm, settings, info, net, notes
 
 
@@ -1353,7 +1381,7 @@ def _measured_rows(
         if predicted is None:  # one model evaluation per size: a log may repeat a size many times
             predicted = predictions[row.size_bytes] = _calibrated(op, row.size_bytes, spec, comm, settings,
                                                                   calibration, net, devices)  # fmt: skip
-        reference = None if other is None or _failed_check(other, row.dtype, ranks) else other.time_s
+        reference = None if other is None or _failed_check(other, row.dtype, ranks, table) else other.time_s
         rows.append(
             RowComparison(
                 size_bytes=row.size_bytes,

@@ -24,6 +24,10 @@ The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases prin
 ``NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'``                ``graph/topo.cc``
 ``GPU Direct RDMA Disabled for GPU 18000 / HCA 0 (distance 8 > 5)``     ``graph/paths.cc``
 ``NVLS multicast support is not available on dev 0``                    ``transport/nvls.cc``
+``MNNVL busId 0x901000 fabric UUID a.b cliqueId 0x7ffe state 3 ...``    ``init.cc`` (the GPU's NVLink fabric,
+                                                                        NVML ``nvmlGpuFabricInfoV``)
+``MNNVL 1 cliqueId 7ffe cliqueSize 8 cliqueRank 0``                     ``mnnvl.cc`` (the communicator runs
+                                                                        multi-node NVLink)
 ``comm 0x.. rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 ...``    ``init.cc``
 ``32 coll channels, 32 collnet channels, 16 nvls channels, ...``        ``init.cc``
 ``Channel 00/32 :    0   1   2 ...`` (a ring), ``Trees [0] ...``        ``init.cc``; ``graph/rings.cc``
@@ -110,6 +114,15 @@ _GDR_HCA = re.compile(r"GPU Direct RDMA (Enabled|Disabled) for (?:GPU \w{1,16} /
 _NVLS = re.compile(r"NVLS multicast support is (not )?available")
 #: ``NVLS Head  0:  0  8``: printed by ``connectNvls`` (NVIDIA/nccl ``src/graph/connect.cc``, 2.18-2.2x) only
 #: when the NVLS graph found channels (``nHeads == 0`` returns before it): NVLS multicast is available.
+_MNNVL_FABRIC = re.compile(
+    r"MNNVL busId 0x[0-9a-fA-F]{1,16} fabric UUID [0-9a-fA-F]{1,16}\.[0-9a-fA-F]{1,16} "
+    r"cliqueId 0x([0-9a-fA-F]{1,8}) state (\d{1,2})\b"
+)
+_MNNVL_CLIQUE = re.compile(r"MNNVL (\d) cliqueId ([0-9a-fA-F]{1,8}) cliqueSize (\d{1,7}) cliqueRank \d{1,7}")
+_COMM_MNNVL = re.compile(r"\blocalRank -?\d{1,9} MNNVL (\d)\b")
+#: NVML's ``NVML_GPU_FABRIC_STATE_COMPLETED``: the GPU's registration with its NVLink fabric finished
+#: (``nvml.h``: 0 not supported, 1 not started, 2 in progress, 3 completed).
+FABRIC_STATE_COMPLETED = 3
 _NVLS_HEAD = re.compile(r"NVLS Head {0,2}\d{1,3}:")
 _COMM = re.compile(r"(?:\brank (-?\d+) )?nRanks (-?\d+) nNodes (-?\d+) localRanks (-?\d+)")
 _CHANNELS = re.compile(
@@ -206,6 +219,18 @@ class NcclInfo:
         Transports inside a node seen (``P2P/IPC``, ``P2P/CUMEM``, ``SHM/direct``...), in order of appearance.
     nvls_available : bool or None
         NVLS multicast availability.
+    mnnvl : bool or None
+        Whether the communicator ran multi-node NVLink (NVLink between trays of one NVLink domain, GB200
+        NVL72): ``MNNVL 1 cliqueId ...`` (``mnnvl.cc``) or the communicator line's ``MNNVL 1``; False for its
+        ``MNNVL 0``; None where the log does not say.
+    mnnvl_clique : str or None
+        The NVLink fabric clique of the GPUs (``0x7ffe``): the ``MNNVL busId ... cliqueId`` lines' (NVML
+        fabric info, ``init.cc``), else the ``MNNVL 1 cliqueId`` line's.
+    mnnvl_clique_size : int or None
+        Ranks of the communicator in that clique (``cliqueSize``).
+    mnnvl_fabric_state : int or None
+        The fabric state the ``MNNVL busId`` lines print (NVML ``nvmlGpuFabricState_t``; 3: registered,
+        :data:`FABRIC_STATE_COMPLETED`): the lowest printed.
     n_ranks, n_nodes, local_ranks : int or None
         From the communicator line.
     coll_channels, nvls_channels, collnet_channels : int or None
@@ -243,6 +268,10 @@ class NcclInfo:
     gdr_disabled_hcas: tuple[int, ...] = ()
     intra_transports: tuple[str, ...] = ()
     nvls_available: bool | None = None
+    mnnvl: bool | None = None
+    mnnvl_clique: str | None = None
+    mnnvl_clique_size: int | None = None
+    mnnvl_fabric_state: int | None = None
     n_ranks: int | None = None
     n_nodes: int | None = None
     local_ranks: int | None = None
@@ -291,6 +320,32 @@ class NcclInfo:
         if self.pxn_disabled or self.pxn_ring is False:
             return False
         return None
+
+    @property
+    def nvlink_domain_note(self) -> str | None:
+        """What the lines say of an NVLink domain across trays (multi-node NVLink), in words; None where
+        they say nothing of it.
+
+        >>> info = parse_nccl_info(["h:1:2 [0] NCCL INFO MNNVL 1 cliqueId 7ffe cliqueSize 8 cliqueRank 0"])
+        >>> info.nvlink_domain_note.partition(": ")[2]
+        'multi-node NVLink on, clique 0x7ffe of 8 ranks (line 1)'
+        """
+        where = ", ".join(f"line {e.line}" for e in self.lines("mnnvl")[:2])
+        clique = f"clique {self.mnnvl_clique}" if self.mnnvl_clique else "its clique"
+        if self.mnnvl:
+            size = f" of {self.mnnvl_clique_size} ranks" if self.mnnvl_clique_size else ""
+            on = f"multi-node NVLink on, {clique}{size} ({where})"
+            return f"the run spanned an NVLink domain across trays: {on}"
+        if self.mnnvl is False:
+            return f"multi-node NVLink off: the communicator stayed within NVLink of each tray ({where})"
+        if self.mnnvl_fabric_state is None:
+            return None
+        state = "registered" if self.mnnvl_fabric_state == FABRIC_STATE_COMPLETED else "not registered"
+        return (
+            f"the GPUs are in NVLink fabric {clique} ({state}: fabric state {self.mnnvl_fabric_state}; "
+            f"{where}): an NVLink domain across trays is there to run on; the log does not say the "
+            "communicator used it"
+        )
 
     def check_counts(self, source: str | None = None) -> None:
         """Refuse a log whose communicator line has an impossible count.
@@ -480,11 +535,29 @@ class _Reader:
     def take_nvls(self, m: re.Match[str], ev: Evidence) -> None:
         self.first("nvls", m.group(1) is None, ev)
 
+    def take_mnnvl_fabric(self, m: re.Match[str], ev: Evidence) -> None:
+        """A GPU's NVLink fabric: its clique (the first) and the lowest state any GPU printed."""
+        self.first("mnnvl_clique", f"0x{m.group(1).lower()}", ev)
+        state = int(m.group(2))
+        old = self.values.get("mnnvl_state")
+        self.values["mnnvl_state"] = state if not isinstance(old, int) else min(old, state)
+        self.note("mnnvl", ev, keep=2)
+
+    def take_mnnvl_clique(self, m: re.Match[str], ev: Evidence) -> None:
+        """The communicator's multi-node NVLink: on or off, its clique and the clique's ranks."""
+        self.first("mnnvl_on", m.group(1) == "1", ev)
+        self.first("mnnvl_clique", f"0x{m.group(2).lower()}", ev)
+        self.first("mnnvl_size", int(m.group(3)), ev)
+        self.note("mnnvl", ev, keep=2)
+
     def take_nvls_head(self, m: re.Match[str], ev: Evidence) -> None:
         self.first("nvls", True, ev)
 
     def take_comm(self, m: re.Match[str], ev: Evidence) -> None:
         self.saw_comm(ev, *m.groups())
+        if flag := _COMM_MNNVL.search(ev.text):
+            self.first("mnnvl_on", flag.group(1) == "1", ev)
+            self.note("mnnvl", ev, keep=2)
 
     def take_channels(self, m: re.Match[str], ev: Evidence) -> None:
         self.saw_channels(ev, *m.groups())
@@ -562,6 +635,10 @@ class _Reader:
             gdr_disabled_hcas=tuple(self.gdr_off),
             intra_transports=tuple(self.intra),
             nvls_available=multicast if isinstance(multicast, bool) else None,
+            mnnvl=_bool(v.get("mnnvl_on")),
+            mnnvl_clique=_str(v.get("mnnvl_clique")),
+            mnnvl_clique_size=_whole(v.get("mnnvl_size")),
+            mnnvl_fabric_state=_whole(v.get("mnnvl_state")),
             n_ranks=ranks,
             n_nodes=nodes,
             local_ranks=local,
@@ -592,6 +669,8 @@ _TAKERS: tuple[tuple[re.Pattern[str], Callable[[_Reader, re.Match[str], Evidence
     (_GDR_HCA, _Reader.take_gdr_hca),
     (_NVLS, _Reader.take_nvls),
     (_NVLS_HEAD, _Reader.take_nvls_head),
+    (_MNNVL_FABRIC, _Reader.take_mnnvl_fabric),
+    (_MNNVL_CLIQUE, _Reader.take_mnnvl_clique),
     (_COMM, _Reader.take_comm),
     (_CHANNELS, _Reader.take_channels),
     (_RING, _Reader.take_ring),
@@ -651,6 +730,14 @@ def _str(value: object) -> str | None:
 
 def _int(value: object) -> int | None:
     return int(value) if isinstance(value, str) else None
+
+
+def _whole(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _bool(value: object) -> bool | None:
+    return value if isinstance(value, bool) else None
 
 
 def parse_nccl_info(lines: Iterable[str], *, first_line: int = 1) -> NcclInfo:

@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 from aifabric.discovery._text import clean_lines, decode, split_lines
 from aifabric.discovery.perf_collective import (
+    agreed_ranks,
     canonical_argument,
     nearest_binary,
     ranks_from_rows,
@@ -132,6 +133,10 @@ class PerfTable:
     left_out : tuple of str
         The halves of a JSON report's rows that nccl-tests wrote as "nan" and the reader left out
         (:mod:`aifabric.discovery.perf_json`), one sentence each naming its line; in :attr:`notes`.
+    bytes_header : bool
+        True when the header read ``bytes N type op ... res`` with times in milliseconds: NCCL 1's own tests
+        (NVIDIA/nccl v1.3.4-1 ``test/single``) and nccl-tests 1.0.0 print it; nccl-tests 2.x prints
+        ``size count type redop ...`` in microseconds.
 
     References
     ----------
@@ -159,6 +164,7 @@ class PerfTable:
     header_supplied: bool = False
     elided_lines: tuple[int, ...] = ()
     left_out: tuple[str, ...] = ()
+    bytes_header: bool = False
 
     @classmethod
     def from_text(
@@ -493,6 +499,8 @@ def _read_table(
     named = named or (None if override else concluded)
     collective = _table_collective(header, rows, columns, meta, override, named, earlier, source)
     n_ranks = meta.n_ranks if meta.n_ranks is not None else ranks_from_rows(collective, rows)
+    if n_ranks is None and collective is None:  # the candidate collectives may all give the same n
+        n_ranks = agreed_ranks(rows, columns)
     table = PerfTable(
         title=meta.title,
         collective=collective,
@@ -513,6 +521,7 @@ def _read_table(
         out_of_bounds_line=body.out_of_bounds_line,
         elided_lines=body.elided,
         left_out=meta.left_out,
+        bytes_header=columns.bytes_header,
     )
     return table, end
 

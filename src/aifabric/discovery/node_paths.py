@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from aifabric.catalog.nccl import nccl_release
+from aifabric.catalog.nccl import nccl_release, release_named
 from aifabric.catalog.transport import NcclEnv, gdr_distance, gdr_enabled, transport
 from aifabric.discovery.assignment import min_cost_assignment
 from aifabric.discovery.node_layout import NV_LINKS, NodeLayout
@@ -155,7 +155,7 @@ def c2c_gdr_verdict(nccl_version: str | None = None, fabric: str | None = None) 
         If ``nccl_version`` is not a recorded release's (:func:`~aifabric.catalog.nccl.nccl_release`).
     """
     env, release = NcclEnv(), nccl_release(nccl_version)
-    version = nccl_version or release.version
+    version = release_named(nccl_version, release)
     distance = gdr_distance(env, "P2C", release)
     net = transport("roce-v2" if fabric == "ethernet" else "ib-verbs")
     seen = (

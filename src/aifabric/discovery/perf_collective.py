@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from aifabric.discovery.perf_metadata import BINARY, Metadata
 from aifabric.discovery.perf_records import COLLECTIVES, DTYPE_BYTES, PerfRow
@@ -20,6 +21,7 @@ from aifabric.errors import ParseError
 
 __all__ = [
     "canonical_argument",
+    "agreed_ranks",
     "fitting_collectives",
     "nearest_binary",
     "odd_size_row",
@@ -310,6 +312,49 @@ def fitting_collectives(
             continue  # size = count x typesize for one rank of a gathering collective only
         out.append(collective)
     return tuple(out)
+
+
+def agreed_ranks(rows: list[PerfRow], columns: Columns) -> int | None:
+    """The communicator size every collective the rows fit (:func:`fitting_collectives`) implies, when they
+    all imply the same one (:func:`ranks_from_rows`); None when they differ, one cannot tell, or none fits.
+
+    Headerless gather or scatter rows (root 0, redop ``none``) fit both: each prints size = n x count x
+    typesize (``GetCollByteCount``, nccl-tests ``src/gather.cu``, ``src/scatter.cu``), so the rows give n
+    whichever it was. The rows' busbw / algbw must be one candidate's factor at that n (``GetBw``), else the
+    numbers contradict each other and n stays unknown.
+
+    >>> from aifabric.discovery.perf_records import PerfRow
+    >>> cols = Columns(("size", "count", "type", "redop", "root"), (), ())
+    >>> agreed_ranks([PerfRow(1048576, 131072, "float", "none", 0, None, None, 1)], cols)
+    2
+    """
+    fits = fitting_collectives(rows, columns.params, old_layout="error" in columns.names)
+    found = {ranks_from_rows(collective, rows) for collective in fits}
+    n = found.pop() if len(found) == 1 else None
+    if n is None:
+        return None
+    return n if any(_factor_fits(collective, n, rows) for collective in fits) else None
+
+
+#: busbw / algbw at n ranks of the binaries whose factor is not (n - 1)/n (nccl-tests ``src/*.cu``
+#: ``GetBw``: all_reduce 2(n - 1)/n; hypercube, sendrecv, broadcast and reduce 1).
+_BUS_FACTOR: dict[str, Callable[[int], float]] = {
+    "all_reduce": lambda n: 2.0 * (n - 1) / n,
+    "hypercube": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+}
+
+
+def _factor_fits(collective: str, n: int, rows: list[PerfRow]) -> bool:
+    """Whether the rows' busbw / algbw (:func:`_bus_factor`) is ``collective``'s at ``n`` ranks, within
+    printing; True where the rows do not show it."""
+    measured = _bus_factor(rows)
+    if measured is None:
+        return True
+    expected = _BUS_FACTOR.get(collective, lambda k: (k - 1) / k)(n)
+    return abs(measured[0] - expected) <= 5 * measured[1] + 0.01
 
 
 def ranks_from_rows(collective: str | None, rows: list[PerfRow]) -> int | None:

@@ -104,6 +104,11 @@ class Columns:
         return self.params + tuple(name for group in self.groups for name in group)
 
     @property
+    def bytes_header(self) -> bool:
+        """True for the ``bytes N type op ... res`` header in ms (NCCL 1's tests, nccl-tests 1.0)."""
+        return self.time_unit == _MILLI
+
+    @property
     def width(self) -> int:
         return len(self.names)
 
