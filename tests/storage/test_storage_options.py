@@ -170,10 +170,12 @@ def test_a_transport_alone_on_a_system_without_a_connection_rate_names_that_fiel
 
 def test_nconnect_above_the_clients_limit_is_refused(tmp_path):
     # VAST's own client mounts up to 64 connections (catalogue vast: vastnfs 'e.g., 64 connections per
-    # mount'): 64 is a mount, 1,000 and 65 are one line naming the field, the value and the limit, exit 2
-    assert _run(_cluster(tmp_path, {**VAST, "nconnect": 64, "nfs_transport": "rdma"}))["write"]["stages"]
+    # mount'; the cluster file says the nodes run it, nfs_client: vendor): 64 is a mount, 1,000 and 65 are
+    # one line naming the field, the value and the limit, exit 2
+    vendor = {**VAST, "nfs_client": "vendor"}
+    assert _run(_cluster(tmp_path, {**vendor, "nconnect": 64, "nfs_transport": "rdma"}))["write"]["stages"]
     for n in (65, 1000):
-        r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, {**VAST, "nconnect": n}), *ARGS])
+        r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, {**vendor, "nconnect": n}), *ARGS])
         assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
         assert f"nconnect: {n} is more than the 64 connections 'vast'" in r.stderr
 
@@ -187,3 +189,16 @@ def test_a_system_without_its_own_client_limit_has_linux_nfs_16():
     entry = {"key": "filer", "name": "a filer", "kind": "nfs", "per_connection_tcp": "1 GB/s"}
     entry["source"] = "test part"
     assert StorageSystemSpec.model_validate(entry).max_nconnect == 16
+
+
+def test_the_stock_linux_client_holds_16_connections_on_vast_and_vendor_needs_a_catalogued_client(tmp_path):
+    # nfs_client defaults to the stock Linux client (fs/nfs/fs_context.c: NFS_MAX_CONNECTIONS 16): on VAST
+    # 16 mounts, 17 is refused naming the field, the value and 16; vendor on DDN (no client of its own in
+    # the catalogue) is refused naming nfs_client
+    assert _run(_cluster(tmp_path, {**VAST, "nconnect": 16}))["write"]["stages"]
+    r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, {**VAST, "nconnect": 17}), *ARGS])
+    assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stdout + r.stderr
+    assert "nconnect: 17 is more than the 16 connections 'vast'" in r.stderr
+    ddn = {"system": "ddn-ai400x2-turbo", "units": 4, "nfs_client": "vendor"}
+    r = runner.invoke(app, ["checkpoint", _cluster(tmp_path, ddn), *ARGS])
+    assert r.exit_code == 2 and "nfs_client: vendor" in r.stderr, r.stdout + r.stderr

@@ -31,7 +31,7 @@ from pydantic import (
 
 from aifabric import catalog
 from aifabric.catalog.aws_ofi_nccl import efa_instance, ofi_nccl_release
-from aifabric.catalog.loader import CpuSpec
+from aifabric.catalog.loader import LINUX_NFS_MAX_CONNECTIONS, CpuSpec
 from aifabric.catalog.nccl import version_tuple
 from aifabric.catalog.transport import transport
 from aifabric.cluster.tpu_slice import TpuSlice, domain_torus_dims, parse_slice, slice_of, twist_slice
@@ -650,8 +650,9 @@ class StorageSpec(_Strict):
     ``nconnect`` and ``nfs_transport`` describe the nodes' NFS mount: its transport connections and whether
     they run over TCP or RDMA (either one given, the other takes Linux's default, ``man 5 nfs``: one
     connection, TCP). The mount moves at most ``nconnect`` x the system's per-connection rate; a system whose
-    catalogue entry has no such rate refuses them. ``nconnect`` is at most the system's client limit
-    (``max_nconnect``: Linux's 16, a vendor client's own where catalogued).
+    catalogue entry has no such rate refuses them. ``nconnect`` is at most the mounting client's limit:
+    ``nfs_client: linux`` (the default, the stock kernel client) allows Linux's 16; ``nfs_client: vendor``
+    (the storage vendor's own client, e.g. VAST's vastnfs) the entry's catalogued ``max_nconnect``.
     """
 
     system: str = "ddn-ai400x2-turbo"
@@ -662,6 +663,7 @@ class StorageSpec(_Strict):
     unit_nics: Int | None = Field(default=None, ge=1, le=MAX_PORTS)
     nconnect: Int | None = Field(default=None, ge=1)
     nfs_transport: Literal["tcp", "rdma"] | None = None
+    nfs_client: Literal["linux", "vendor"] = "linux"
 
     @field_validator("system")
     @classmethod
@@ -704,12 +706,18 @@ class StorageSpec(_Strict):
 
     @model_validator(mode="after")
     def _nconnect_within_the_client(self) -> StorageSpec:
-        limit = catalog.storage(self.system).max_nconnect
+        entry = catalog.storage(self.system)
+        if self.nfs_client == "vendor" and "max_nconnect" not in entry.model_fields_set:
+            raise ValueError(
+                f"nfs_client: vendor, but {self.system!r} has no client of its own in the catalogue "
+                "(no max_nconnect); its mounts use the Linux client (nfs_client: linux)"
+            )
+        limit = entry.max_nconnect if self.nfs_client == "vendor" else LINUX_NFS_MAX_CONNECTIONS
         if self.nconnect is not None and self.nconnect > limit:
             raise ValueError(
-                f"nconnect: {self.nconnect} is more than the {limit} connections {self.system!r}'s NFS "
-                "client mounts with (Linux: NFS_MAX_CONNECTIONS 16, fs/nfs/fs_context.c:31; a vendor "
-                "client's own limit in its catalogue entry)"
+                f"nconnect: {self.nconnect} is more than the {limit} connections {self.system!r}'s "
+                f"{self.nfs_client} NFS client mounts with (Linux: NFS_MAX_CONNECTIONS 16, "
+                "fs/nfs/fs_context.c:31; nfs_client: vendor takes the vendor client's catalogued limit)"
             )
         return self
 
