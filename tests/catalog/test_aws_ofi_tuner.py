@@ -1,4 +1,4 @@
-"""aws-ofi-nccl's region tuner as catalogue data (catalog/data/aws_ofi_nccl.yaml ``tuner``), each release's
+"""aws-ofi-nccl's region tuner as catalogue data (catalog/data/aws_ofi_tuner.yaml ``tuner``), each release's
 tables read from aws/aws-ofi-nccl's src/tuner/nccl_ofi_regions.c / .cpp at its tag, and the plugin's own
 polygon geometry ported (is_inside_region, extend_region)."""
 

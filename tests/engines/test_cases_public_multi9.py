@@ -100,7 +100,7 @@ MISSED = {
         "a p5 EFA port (fi_rma_bw, le.qun.ch/en/blog/2024/12/31/libfabric-efa-15-lazy), the wire's ceiling, "
         "not NCCL's. The log also steps (280 -> 347 busbw between 1 and 2 GiB on 4 nodes, 279 -> "
         "351 between 2 and 4 GiB on 8): the plugin tuner's switch from ring/LL128 to ring/Simple at those "
-        "sizes (its region table, catalog/data/aws_ofi_nccl.yaml tuner; entry below)"
+        "sizes (its region table, catalog/data/aws_ofi_tuner.yaml tuner; entry below)"
     ),
     f"{AR_CSV}: the plugin tuner's picks on 4-32 nodes (aws-ofi-nccl 1.16.3's p5 / p5e table, 8 ranks "
     "a node)": (

@@ -1,7 +1,7 @@
 """aws-ofi-nccl's own NCCL tuner: the region tables that pick algorithm and protocol on EC2 p5 and later.
 
 From v1.16.0 the plugin builds its tuner into the network plugin's library, which NCCL 2.21 and later load
-as the tuner when ``NCCL_TUNER_PLUGIN`` names none (``data/aws_ofi_nccl.yaml`` ``tuner``, with the source
+as the tuner when ``NCCL_TUNER_PLUGIN`` names none (``data/aws_ofi_tuner.yaml`` ``tuner``, with the source
 of each release's tables). On a communicator of more than two nodes, per collective and ranks per node, the
 tables hold polygons in the plane (nBytes, nRanks); the first polygon that holds the call's point, edge
 included, and whose (algorithm, protocol) NCCL still has, is what NCCL runs. Everywhere else NCCL's own
@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
-from aifabric.catalog.aws_ofi_nccl import ofi_nccl_data, ofi_nccl_version_tuple
+from aifabric.catalog.aws_ofi_nccl import ofi_nccl_version_tuple
 from aifabric.errors import ConfigError
+from aifabric.package_data import load_package_yaml
 
 __all__ = [
     "TunerRelease",
@@ -64,7 +65,9 @@ class TunerRelease:
 
 @cache
 def _tuner() -> dict[str, Any]:
-    data: dict[str, Any] = ofi_nccl_data()["tuner"]
+    """The tuner's tables (``data/aws_ofi_tuner.yaml`` ``tuner``), loaded once, and only on a call that
+    reaches the plugin's tuner (EFA beyond two nodes): a cluster without EFA never reads the file."""
+    data: dict[str, Any] = load_package_yaml("aifabric.catalog", "data/aws_ofi_tuner.yaml")["tuner"]
     return data
 
 
@@ -145,7 +148,7 @@ def _coordinate(value: Any, named: dict[str, Point]) -> float:
         return _MAX[value]
     name, _, axis = str(value).rpartition(".")
     if name not in named or axis not in ("x", "y"):
-        raise ConfigError(f"catalog/data/aws_ofi_nccl.yaml tuner: unknown coordinate {value!r}")
+        raise ConfigError(f"catalog/data/aws_ofi_tuner.yaml tuner: unknown coordinate {value!r}")
     return named[name][0 if axis == "x" else 1]
 
 
