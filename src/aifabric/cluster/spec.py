@@ -1457,6 +1457,13 @@ class ClusterSpec(_Strict):
             if su.bandwidth_convention == "bidirectional":
                 return su.bandwidth_bytes_per_s / 2
             return su.bandwidth_bytes_per_s
+        return self.scaleup_catalogue_line_bytes_per_s
+
+    @property
+    def scaleup_catalogue_line_bytes_per_s(self) -> float:
+        """Scale-up line rate per GPU, per direction, bytes/s, from the catalogue link alone (whatever the
+        file's ``scale_up.bandwidth``): the link's per-GPU rate x :attr:`scaleup_links` / its links per GPU
+        (H800 SXM: 8 x 25 GB/s = 200 GB/s)."""
         link = self.scaleup_link
         return link.per_gpu_per_direction_bytes_per_s * self.scaleup_links / link.links_per_gpu
 

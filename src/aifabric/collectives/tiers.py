@@ -1103,8 +1103,7 @@ def _reference_scaleup_gbps(spec: ClusterSpec) -> float:
     line rate, GB/s: a ``scale_up.bandwidth`` in the file scales the effective figure back by catalogue
     line / stated line (8 x H100 stated 500 GB/s both ways: 206.0 x 450 / 250 =
     370.8 GB/s, the DGX H100's)."""
-    link = spec.scaleup_link
-    catalogue_line = link.per_gpu_per_direction_bytes_per_s * spec.scaleup_links / link.links_per_gpu
+    catalogue_line = spec.scaleup_catalogue_line_bytes_per_s
     return spec.scaleup_effective_bytes_per_s * catalogue_line / spec.scaleup_line_rate_bytes_per_s / 1e9
 
 
