@@ -59,8 +59,7 @@ class OfiNcclRelease:
 
 def ofi_nccl_version_tuple(version: str) -> tuple[int, ...]:
     """``"1.21.1"`` / ``"v1.13.0-aws"`` -> ``(1, 21, 1)`` / ``(1, 13, 0)``; ConfigError naming the value."""
-    parts = version_tuple(version, "ofi_nccl_version", "1.21.1")
-    return parts + (0,) * (3 - len(parts))
+    return _three_parts(version_tuple(version, "ofi_nccl_version", "1.21.1"))
 
 
 @cache
@@ -171,7 +170,11 @@ def nccl_first_read(variable: str) -> str | None:
 
 def _nccl_tuple(version: str) -> tuple[int, ...]:
     """An NCCL version as a comparable tuple (``"2.20.3"`` -> ``(2, 20, 3)``)."""
-    parts = version_tuple(version)
+    return _three_parts(version_tuple(version))
+
+
+def _three_parts(parts: tuple[int, ...]) -> tuple[int, ...]:
+    """A version tuple padded with zeros to (major, minor, patch): ``(2, 26)`` -> ``(2, 26, 0)``."""
     return parts + (0,) * (3 - len(parts))
 
 
