@@ -5,7 +5,8 @@ Four documents no other test covers, each a printed nccl-tests log on stated har
 * boeschf/nccl-benchmark-on-alps-2025: all_reduce_perf (8 B - 4 GiB, ``-f 2``, 24 iterations) on 1-512
   nodes of CSCS Alps, 4 x GH200 a node, one Slingshot 11 NIC each (the job scripts: ``--ntasks-per-node=4``,
   NCCL 2.23.4 and aws-ofi-nccl 1.9.2 from the uenv, ``NCCL_NET_GDR_LEVEL=PHB``). The one document here
-  that scales one system from 2 to 512 nodes.
+  that scales one system from 2 to 512 nodes; its one-node file is test_cases_public_node12's, the 2-512
+  node files are this set's.
 * argonne-lcf/alcf-nccl-tests: ALCF's sweeps of all_reduce, all_gather and alltoall on Sophia (2 x 8
   A100-SXM4-40GB DGX A100, NCCL 2.22.3) and Polaris (4 x A100-SXM4-40GB a node, 2 Slingshot 11 NICs,
   NCCL 2.21.5 with aws-ofi-nccl, 2 and 8 nodes).
