@@ -44,8 +44,15 @@ Sources (none in the project's earlier source lists):
   systems reaches about 458 kW" (NVIDIA's B200 best-practices guide).
 - [FG] FlashGenius, "Storage systems for AI workloads" (flashgenius.net/guides/
   storage-systems-for-ai-workloads-ncp-aii-guide): "A DGX H100 can process data at ~32 PFLOPS FP8".
+- [DBX] Databricks blog, "How we keep GPUs reliable across Databricks AI" (databricks.com/blog/
+  how-we-keep-gpus-reliable-across-databricks-ai, 1 July 2026; as summarised at sysdesign-wiki.pages.dev
+  and aiexpert.news): "Assuming a conservative 1% annualized per-GPU failure event rate, a 256-GPU/30-day job
+  has ~19% probability of encountering at least one failure; at 1024 GPUs this climbs to ~57%".
+- [HOW] J. Howering, "Understanding the distance between data centers and what it means" (as mirrored at
+  docslib.org/doc/12551886): a 5 ms round trip is 2.5 ms one way; light in fibre (refractive index 1.5)
+  "takes approximately 5 microseconds to travel 1 kilometer", so 5 ms of round trip is 500 km.
 
-Fourteen rows agree (counts exactly; the largest gap -7.1 %, [STH]'s GB200 NVL72 rack).
+Seventeen rows agree (counts exactly; the largest gap -7.1 %, [STH]'s GB200 NVL72 rack).
 
 Fix, the GB300 NVL72 compute tray's power (``power.yaml`` gb300: [EPIUM]'s 1,400 W per GPU, two Grace at
 300 W, [INTROL]'s 6.5 kW per tray): the catalogue had no GB300 power, so a GB300 rack drew only its NICs.
@@ -58,6 +65,7 @@ estimate).
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -69,6 +77,9 @@ from aifabric.cli.app import app
 from aifabric.cluster.power import PowerBudget, cluster_power
 from aifabric.cluster.resolve import resolve_cluster
 from aifabric.cluster.topology import build_topology
+from aifabric.storage.interval import series_mtbf_s
+
+HOUR = 3600.0
 
 
 def _cli(args: list[str]) -> dict | list:
@@ -294,6 +305,33 @@ def test_flashgenius_dgx_h100_32_pflops_fp8():
     claims = _cli(["announcement", "32 PFLOPS FP8", "-c", "dgx-h100-superpod", "--gpus", "8"])
     assert isinstance(claims, list)
     assert [(c["status"], c["figure"]) for c in claims] == [("matches", "FP8 peak with sparsity, cluster")]
+
+
+def _failure_odds(gpus: int, days: float) -> float:
+    """Chance of at least one failure in ``days`` of ``gpus`` GPUs at [DBX]'s 1 % a year each (exponential
+    lifetimes: MTBF 8,760 h / 0.01 = 876,000 h), through the product's series MTBF (``--gpu-mtbf``)."""
+    mtbf_s = series_mtbf_s([(gpus, 8760 * HOUR / 0.01)])
+    return 1 - math.exp(-days * 24 * HOUR / mtbf_s)
+
+
+def test_databricks_256_gpus_for_30_days_fail_19_percent():
+    # Published [DBX]: ~19 % for 256 GPUs over 30 days. Model: 256 GPUs in series, MTBF 876,000 / 256 =
+    # 3,422 h; 720 h of it: 1 - exp(-0.2104) = 18.97 % (-0.2 %).
+    assert _failure_odds(256, 30) == pytest.approx(0.19, rel=0.10)
+
+
+def test_databricks_1024_gpus_for_30_days_fail_57_percent():
+    # Published [DBX]: ~57 % at 1,024 GPUs. Model: MTBF 855 h; 1 - exp(-0.8416) = 56.9 % (-0.2 %).
+    assert _failure_odds(1024, 30) == pytest.approx(0.57, rel=0.10)
+
+
+def test_howering_500_km_is_a_5_ms_round_trip():
+    # Published [HOW]: 5 ms of round trip between data centres is 500 km of fibre at 5 us/km.
+    # Model: ``scale-across --distance '500 km'`` over two sites: the cross-site ring's 2 (sites - 1) = 2
+    # one-way hops of 2.5 ms, the round trip: 5.0 ms (exact).
+    out = _cli(["scale-across", "--nodes", "64", "--distance", "500 km", "--message", "1 GB"])
+    assert isinstance(out, dict)
+    assert out["cross_latency_s"] == pytest.approx(5e-3)
 
 
 def _spheron_cpu_staged_write_s(tmp_path: Path) -> float:
