@@ -189,23 +189,30 @@ def test_rubin_nvl8_hbm_matches_2304_gb(tmp_path):
     assert [c["status"] for c in claims] == ["matches"]
 
 
-# [SPHERON]: one 8 x H100 server writing to node-local Gen4 NVMe at the guide's 7 GB/s ("7-14 GB/s
-# (Gen4/Gen5 NVMe)"), the 70B model's BF16 weights (2 B a parameter, no optimizer state), TP 8.
-SPHERON = """\
-name: spheron-h100-nvme
-accelerator: h100-sxm
+# [SCOUT], [SPHERON]: DGX servers with their own eight ConnectX NICs and two BlueField-3.
+DGX = """\
+name: dgx-{acc}
+accelerator: {acc}
 gpus_per_node: 8
-nodes: 1
-scale_up: {kind: nvswitch}
-scale_out: {nic: connectx-7, nic_speed: 400 Gb/s, fabric: infiniband, switch: quantum-2-qm9700}
-front_end: {nic: bluefield-3, nics_per_node: 2}
-management: {nic: bmc-1g}
-storage: {system: local-nvme-d7-ps1010, units: 1, aggregate_write: 7 GB/s, aggregate_read: 7 GB/s}
+nodes: {nodes}
+scale_up: {{kind: nvswitch}}
+scale_out: {{nic: {nic}, fabric: infiniband}}
+front_end: {{nic: bluefield-3, nics_per_node: 2}}
+management: {{nic: bmc-1g}}
 """
 
 
+# [SPHERON]: one 8 x H100 server (the DGX file above) writing to node-local Gen4 NVMe at the guide's
+# 7 GB/s ("7-14 GB/s (Gen4/Gen5 NVMe)"), the 70B model's BF16 weights (2 B a parameter, no optimizer state),
+# TP 8.
+SPHERON_STORAGE = (
+    "storage: {system: local-nvme-d7-ps1010, units: 1, aggregate_write: 7 GB/s, aggregate_read: 7 GB/s}\n"
+)
+
+
 def _spheron(tmp_path: Path, gds: bool) -> dict:
-    path = cluster_file(tmp_path, SPHERON, "spheron.yaml")
+    text = DGX.format(acc="h100-sxm", nic="connectx-7", nodes=1) + SPHERON_STORAGE
+    path = cluster_file(tmp_path, text, "spheron.yaml")
     args = ["checkpoint", path, "--params", "70e9", "--weight-bytes", "2", "--optimizer-bytes", "0"]
     out = _cli([*args, "--tp", "8", "--gds" if gds else "--no-gds"])
     assert isinstance(out, dict)
@@ -265,19 +272,6 @@ def test_sth_gb200_nvl72_rack_draws_120_kw():
     # Model: the preset's one rack: 18 trays at their 5.4 kW maximum less NICs (97.2 kW), NVLink switches
     # 7.1 kW, the trays' 72 ConnectX-7 and 36 BlueField-3: 111.5 kW (-7.1 %).
     assert _server_watts(_power("gb200-nvl72", nodes=18)) / 1e3 == pytest.approx(120, rel=0.10)
-
-
-# [SCOUT]: DGX B300 and DGX B200 servers with their own eight ConnectX NICs and two BlueField-3.
-DGX = """\
-name: dgx-{acc}
-accelerator: {acc}
-gpus_per_node: 8
-nodes: {nodes}
-scale_up: {{kind: nvswitch}}
-scale_out: {{nic: {nic}, fabric: infiniband}}
-front_end: {{nic: bluefield-3, nics_per_node: 2}}
-management: {{nic: bmc-1g}}
-"""
 
 
 def _dgx_kw(tmp_path: Path, acc: str, nic: str, nodes: int) -> float:
