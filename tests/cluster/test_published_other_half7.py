@@ -22,7 +22,8 @@ Sources (none in the project's earlier source lists):
   node on "eight OSFP ports provided by NVIDIA ConnectX-9 SuperNICs", "traffic within one of the eight rails
   ... is always one switch away from the other 71 nodes in an SU"; "the BMC from both the compute host (DGX
   node) and the BMC of the NVIDIA BlueField-4 DPU is connected to the out-of-band network"; "Eight Rubin
-  GPUs", "2304 GB of aggregated HBM3 memory".
+  GPUs", "2304 GB of aggregated HBM3 memory". (The project's reference notes quote the network-fabrics page
+  for the BlueField-4 and its BMC only; no test read its SU, rail or port counts before.)
 - [OOB] ai-infrastructure.net, "OOB network infrastructure" (ai-infrastructure.net/oob-network-infra): the
   OOB switch takes "server BMCs, BlueField BMCs, NVSwitch COMe modules, switch management ports, rack PDUs".
 - [SPHERON] Spheron blog, "GPU Direct Storage on GPU cloud" (spheron.network/blog/
@@ -354,7 +355,9 @@ MISSED: dict[str, tuple[float, float, str]] = {
         "[INTROL] the GB300 NVL72's 9 NVLink switch trays draw 3.6 kW in all, 400 W a tray; the product "
         "prices 72 GPUs x 18 NVLink ports x 5.5 W = 7.1 kW (+98 %). Missing: a measured NVSwitch power; the "
         "5.5 W per port is nextplatform.com's 2018 estimate for NVSwitch gen 1 carried to gen 4 (a tray's "
-        "400 W over its 144 ports is 2.8 W).",
+        "400 W over its 144 ports is 2.8 W). Taking 2.8 W alone would move the GB200 NVL72 rack ([STH] "
+        "here, ~120 kW in test_published_designs) from 111.5 to 107.9 kW (-10.1 %): the rack's power "
+        "shelves ([INTROL]: 0.8 kW of overhead) are not modelled either, and need to come with it.",
     ),
 }
 
