@@ -39,6 +39,7 @@ __all__ = [
     "megatron_training_time_s",
     "op_sac_recompute_forward_flops_per_token",
     "param_count",
+    "sliding_window_span",
     "training_flops_per_iteration",
     "training_flops_per_token",
 ]
@@ -260,11 +261,13 @@ def megatron_gpt_flops_per_iteration(
 
 
 def attention_core_forward_flops_per_token(model: ModelSpec, *, seq_len: int | None = None) -> float:
-    """Forward FLOPs per token of one layer's attention scores and attention over V.
+    """Forward FLOPs per token of one layer's attention scores and attention over V, the mean over layers.
 
         F = 2 * 2 * s * a * d      (Q K^T and softmax(.) V, each 2 s a d per query token)
 
-    Counted over the whole sequence, as Megatron-LM does (a causal kernel does about half).
+    Counted over the whole sequence, as Megatron-LM does (a causal kernel does about half). A model with a
+    ``sliding_window`` w runs its local layers (:attr:`ModelSpec.n_local_attention_layers`) over
+    :func:`sliding_window_span` keys in that count, and its global ones over s.
 
     Parameters
     ----------
@@ -277,9 +280,45 @@ def attention_core_forward_flops_per_token(model: ModelSpec, *, seq_len: int | N
     -------
     float
         FLOPs per token per layer.
+
+    Examples
+    --------
+    Gemma 3 12B at 32,768 tokens (16 heads of 256; 40 of its 48 layers over a 1,024-token window): the
+    mean span is (8 x 32,768 + 40 x 2,016) / 48 = 7,141 keys, 0.218 of the whole sequence.
+
+    >>> g = ModelSpec("g", n_layers=48, hidden_size=3840, n_heads=16, head_dim=256, vocab_size=8,
+    ...               seq_len=32768, sliding_window=1024, global_layer_every=6)
+    >>> round(attention_core_forward_flops_per_token(g) / (4 * 16 * 256), 1)
+    7141.3
     """
     s = model.seq_len if seq_len is None else seq_len
-    return 4.0 * s * model.n_heads * model.head_size
+    local = model.n_local_attention_layers
+    span = (
+        (model.n_layers - local) * s + local * sliding_window_span(s, model.sliding_window)
+    ) / model.n_layers
+    return 4.0 * span * model.n_heads * model.head_size
+
+
+def sliding_window_span(seq_len: int, window: int) -> float:
+    """Keys per query of a causal sliding-window layer, in the whole-sequence count of
+    :func:`attention_core_forward_flops_per_token`.
+
+    Query i (1-based) reaches min(i, w) keys, so a sequence of s tokens holds s w - w (w - 1) / 2 query-key
+    pairs where a causal layer over all of it holds s (s + 1) / 2; the whole-sequence count charges s keys
+    a query for the causal layer, so the window's equivalent is
+
+        s_w = (2 s w - w^2 + w) / (s + 1)     (w < s), else s
+
+    about 2 w for w << s. The attention kernel's rate, measured on causal layers, then applies to both.
+
+    >>> round(sliding_window_span(32768, 1024), 1)  # Gemma 3 at 32,768 tokens
+    2016.0
+    >>> sliding_window_span(4096, 4096), sliding_window_span(4096, 0)
+    (4096, 4096)
+    """
+    if window <= 0 or window >= seq_len:
+        return seq_len
+    return (2 * seq_len * window - window * window + window) / (seq_len + 1)
 
 
 def layer_forward_flops_per_token(

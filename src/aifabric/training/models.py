@@ -171,6 +171,14 @@ class ModelSpec:
         (Megatron-LM's integer ``--moe-layer-freq``; DeepSeek's ``first_k_dense_replace``).
     first_dense_layers : int, default 0
         Leading layers that keep a dense MLP of width ``ffn_hidden_size``.
+    sliding_window : int, default 0
+        w, keys a query of a local attention layer reaches back (the query's own included): Mistral 7B
+        v0.1's 4,096, Gemma 2's 4,096, Gemma 3's 1,024 (``sliding_window`` of their ``config.json``). 0:
+        every layer attends to the whole sequence.
+    global_layer_every : int, default 0
+        With a ``sliding_window``, every ``global_layer_every``-th layer attends to the whole sequence and
+        the others to the window: Gemma 3 six (five local layers to one global, ``sliding_window_pattern``
+        6; MaxText's ``GEMMA3_ATTENTION_PATTERN``), Gemma 2 two. 0: every layer is local (Mistral 7B v0.1).
     bytes_per_param : BytesPerParam, default BytesPerParam()
         Training-state bytes per parameter (mixed-precision Adam: 2 + 4 + 12).
     source : str, default ""
@@ -216,6 +224,8 @@ class ModelSpec:
     expert_ffn_hidden_size: int | None = None
     moe_layer_freq: int = 1
     first_dense_layers: int = 0
+    sliding_window: int = 0
+    global_layer_every: int = 0
     bytes_per_param: BytesPerParam = field(default_factory=BytesPerParam)
     source: str = ""
     notes: str = ""
@@ -265,8 +275,13 @@ class ModelSpec:
             value = getattr(self, f)
             if value is not None:
                 _positive_int(f, value)
-        for f in ("n_experts", "top_k", "n_shared_experts", "first_dense_layers"):
+        for f in ("n_experts", "top_k", "n_shared_experts", "first_dense_layers", "sliding_window"):
             _positive_int(f, getattr(self, f), minimum=0)
+        _positive_int("global_layer_every", self.global_layer_every, minimum=0)
+        if self.global_layer_every and not self.sliding_window:
+            raise ConfigError(
+                f"global_layer_every={self.global_layer_every} needs a sliding_window (0: every layer global)"
+            )
         _positive_int("moe_layer_freq", self.moe_layer_freq)
         for f in ("gated_mlp", "tied_embeddings", "learned_position_embeddings", "bias", "dropout"):
             if not isinstance(getattr(self, f), bool):
@@ -352,6 +367,19 @@ class ModelSpec:
     def is_moe(self) -> bool:
         """True if the model has routed experts."""
         return self.n_experts > 0
+
+    @property
+    def n_local_attention_layers(self) -> int:
+        """Layers whose attention reaches back ``sliding_window`` keys only; 0 without a window.
+
+        >>> ModelSpec("g", n_layers=48, hidden_size=64, n_heads=4, vocab_size=8, seq_len=32768,
+        ...           sliding_window=1024, global_layer_every=6).n_local_attention_layers
+        40
+        """
+        if not self.sliding_window:
+            return 0
+        every = self.global_layer_every
+        return self.n_layers - (self.n_layers // every if every else 0)
 
     @property
     def n_dense_layers(self) -> int:
