@@ -295,7 +295,7 @@ def test_train_moe_dispatcher_sets_the_kernels_the_step_charges():
                "--json")  # fmt: skip
     runs = [
         run("train", *mixtral, *(("--moe-dispatcher", d.value) if d else ()))
-        for d in (None, *DispatcherChoice)
+        for d in (None, DispatcherChoice.alltoall, DispatcherChoice.alltoall_fused, DispatcherChoice.flex)
     ]
     assert all(r.exit_code == 0 for r in runs), [r.stderr for r in runs]
     default, eager, fused, flex = (json.loads(r.stdout)["breakdown_s"] for r in runs)
@@ -304,6 +304,24 @@ def test_train_moe_dispatcher_sets_the_kernels_the_step_charges():
     assert eager["compute"] == fused["compute"] == flex["compute"]
     dense = run("train", *GPT3, "--tp", "8", "--pp", "8", "--moe-dispatcher", "flex")
     assert dense.exit_code == 2 and "--moe-dispatcher: model 'gpt3-175b' has no experts" in dense.stderr
+
+
+def test_train_einsum_dispatcher_runs_on_a_torus_with_a_capacity():
+    # MaxText's dropping MoE on a v6e-256 slice: GShard's dispatch and combine einsums add matrix products
+    # (compute) and no permutation kernel; without --capacity-factor there are no slots: one line, exit 2.
+    mixtral = ("--model", "mixtral-8x7b", "--cluster", "tpu-v6e-pod", "--zero", "3", "--seq-len", "4096",
+               "--recompute", "full", "--global-batch", "256", "--json")  # fmt: skip
+    capacity = ("--capacity-factor", "1.25")
+    plain, ein = (
+        run("train", *mixtral, *capacity),
+        run("train", *mixtral, *capacity, "--moe-dispatcher", "einsum"),
+    )
+    assert plain.exit_code == 0 and ein.exit_code == 0, plain.stderr + ein.stderr
+    p, e = json.loads(plain.stdout)["breakdown_s"], json.loads(ein.stdout)["breakdown_s"]
+    assert e["compute"] > p["compute"] and e["memory-bound"] < p["memory-bound"]
+    without = run("train", *mixtral, "--moe-dispatcher", "einsum")
+    assert without.exit_code == 2 and without.stderr.count("\n") == 1
+    assert "moe_dispatcher 'einsum' fills capacity slots" in without.stderr
 
 
 def test_train_ep_comm_overlap_hides_the_expert_all_to_alls():

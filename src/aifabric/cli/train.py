@@ -68,6 +68,7 @@ class DispatcherChoice(str, Enum):
     alltoall = "alltoall"
     alltoall_fused = "alltoall-fused"
     flex = "flex"
+    einsum = "einsum"
 
 
 class EpScheduleChoice(str, Enum):
@@ -168,8 +169,9 @@ DispatcherOpt = Annotated[
     DispatcherChoice | None,
     typer.Option(
         help="MoE token dispatcher whose permutation kernels the step charges: alltoall (Megatron-Core's, "
-        "eager; the default), alltoall-fused (--moe-permute-fusion) or flex (DeepEP, HybridEP); MoE models "
-        "only"
+        "eager; the default), alltoall-fused (--moe-permute-fusion), flex (DeepEP, HybridEP) or einsum "
+        "(GShard's one-hot dispatch and combine matrix products, MaxText's dropping path; needs "
+        "--capacity-factor, and the only one a TPU torus takes); MoE models only"
     ),
 ]
 FrameworkOpt = Annotated[
@@ -253,7 +255,7 @@ SliceOpt = Annotated[
 _GPU_ONLY = {
     "--tp-comm-overlap": "Transformer Engine's userbuffers overlap TP collectives over NVLink",
     "--ep-comm-overlap": "the expert all-to-all overlap of Megatron-Core's GPU dispatchers",
-    "--moe-dispatcher": "Megatron-Core's GPU token dispatchers (DeepEP, NCCL all-to-all)",
+    "--moe-dispatcher": "Megatron-Core's GPU token dispatchers (DeepEP, NCCL all-to-all; einsum is XLA's)",
     "--engine": "the flow and links engines route GPU traffic over NVLink switches and NICs",
 }
 PlotOpt = Annotated[
@@ -415,7 +417,7 @@ def _refuse_on_tpu(
     given = {
         "--tp-comm-overlap": tp_overlap,
         "--ep-comm-overlap": ep_overlap,
-        "--moe-dispatcher": dispatcher is not None,
+        "--moe-dispatcher": dispatcher not in (None, DispatcherChoice.einsum),
         "--engine": engine is not EngineChoice.formula,
     }
     named = [flag for flag, on in given.items() if on]

@@ -98,6 +98,12 @@ class MoeDispatcher:
     quantized_wire : bool, default False
         Whether the all-to-all may carry an MXFP8 payload (:data:`MOE_WIRE_BYTES`): Megatron-LM allows
         ``moe_dispatch_fwd_dtype`` / ``moe_combine_bwd_dtype`` other than bf16 on its flex dispatcher only.
+    einsum : bool, default False
+        Whether the tokens reach their experts' capacity slots through dense one-hot matrix products
+        instead of permutation kernels (GShard, arXiv:2006.16668 Sec. 2.2 and Algorithm 1: ``einsum("GSEC,
+        GSM->EGCM", dispatch_mask, inputs)`` and ``einsum("GSEC,GECM->GSM", combine_weights, outputs)``):
+        matrix-unit FLOPs the step times with the experts' GEMMs
+        (:func:`~aifabric.training.flops.einsum_dispatch_forward_flops_per_token`).
     """
 
     name: str
@@ -107,6 +113,7 @@ class MoeDispatcher:
     source: str
     once_per_rank: bool = False
     quantized_wire: bool = False
+    einsum: bool = False
 
     def copies_per_token(self, n_experts: int, top_k: int, ep: int) -> float:
         """Copies of a token the dispatch all-to-all sends (its bytes per token over h x 2): top_k, or
@@ -174,6 +181,17 @@ MOE_DISPATCHERS: dict[str, MoeDispatcher] = {
             "reads the token (1)",
             once_per_rank=True,
             quantized_wire=True,
+        ),
+        MoeDispatcher(
+            "einsum",
+            0,
+            1,
+            False,
+            "GShard's dense dispatch as MaxText runs it with capacity_factor > 0 and megablox off "
+            "(tpu-recipes-v0.1.2 MaxText/layers/moe.py dense_matmul: 'BSM,BSEC -> EBCM' and "
+            "'EBCM,BSEC -> BSM' over the one-hot masks of generate_masks): no permutation kernel; the "
+            "router reads the token (1)",
+            einsum=True,
         ),
     )
 }

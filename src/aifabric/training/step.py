@@ -118,6 +118,7 @@ from aifabric.training.ep_overlap import (
 )
 from aifabric.training.flops import (
     attention_core_forward_flops_per_token,
+    einsum_dispatch_forward_flops_per_token,
     layer_forward_flops_per_token,
     op_sac_recompute_forward_flops_per_token,
     training_flops_per_iteration,
@@ -292,9 +293,13 @@ class StepOptions:
     moe_dispatcher : str, default "alltoall"
         The MoE token dispatcher whose kernels move the tokens in and out of the experts
         (:data:`~aifabric.training.elementwise.MOE_DISPATCHERS`): ``"alltoall"`` (Megatron-Core's, eager
-        permutation), ``"alltoall-fused"`` (``--moe-permute-fusion``) or ``"flex"`` (DeepEP, HybridEP:
-        the first permutation inside the dispatch kernel, no sort by local expert). Their bytes are
-        element-wise work (:func:`~aifabric.training.elementwise.layer_forward_bytes`).
+        permutation), ``"alltoall-fused"`` (``--moe-permute-fusion``), ``"flex"`` (DeepEP, HybridEP:
+        the first permutation inside the dispatch kernel, no sort by local expert) or ``"einsum"``
+        (GShard's one-hot dispatch and combine einsums, MaxText with a capacity factor and megablox off;
+        needs ``capacity_factor``). Their bytes are element-wise work
+        (:func:`~aifabric.training.elementwise.layer_forward_bytes`); the einsums are matrix products
+        (:func:`~aifabric.training.flops.einsum_dispatch_forward_flops_per_token`), timed at the experts'
+        GEMM rate.
     moe_dispatch_fwd_dtype, moe_combine_bwd_dtype : str, default "bf16"
         Megatron-LM's wire dtypes of the forward dispatch and the backward combine, ``"bf16"`` or
         ``"mxfp8"`` (:data:`~aifabric.training.elementwise.MOE_WIRE_BYTES`); only with the flex
@@ -365,6 +370,11 @@ class StepOptions:
         if self.capacity_factor is not None and not 1.0 <= self.capacity_factor < math.inf:
             raise ConfigError(
                 f"capacity_factor must be >= 1 and finite (or None: dropless), got {self.capacity_factor!r}"
+            )
+        if moe_dispatcher(self.moe_dispatcher).einsum and self.capacity_factor is None:
+            raise ConfigError(
+                f"moe_dispatcher {self.moe_dispatcher!r} fills capacity slots: give a capacity_factor "
+                "(MaxText runs its einsum dispatch only with capacity_factor > 0)"
             )
 
     def _check_wire_dtypes(self) -> None:
@@ -1370,8 +1380,10 @@ class StepModel:
         cf = self.capacity_factor
         if cf is not None:  # padded capacity slots are computed: (c - 1) x the routed experts' FLOPs more
             lin_moe += (cf - 1) * 2 * m.top_k * m.expert_matmul_params * tokens / t
-        lin_s = st.n_dense * lin_dense / rate.dense_fwd + st.n_moe * lin_moe / rate.moe_fwd
+        ein = st.n_moe * self._einsum_dispatch_flops(tokens / t)
+        lin_s = st.n_dense * lin_dense / rate.dense_fwd + (st.n_moe * lin_moe + ein) / rate.moe_fwd
         lin_bwd_s = 2 * (st.n_dense * lin_dense / rate.dense_bwd + st.n_moe * lin_moe / rate.moe_bwd)
+        lin_bwd_s += 1.5 * ein / rate.moe_bwd
         core_s = st.layers * core_layer / self.attention_flops_per_s
         logit_flops = 2.0 * m.vocab_size * h * tokens / t * st.logit  # last stage only; never recomputed
         logit_s, logit_bwd_s = logit_flops / rate.logit_fwd, 2 * logit_flops / rate.logit_bwd
@@ -1390,6 +1402,14 @@ class StepModel:
             mem_fwd=(ew_fwd + cast_fwd + logit_bytes) * tokens / self.hbm_bytes_per_s,
             mem_bwd=(2 * ew_fwd + ew_extra + cast_bwd + logit_bwd_bytes) * tokens / self.hbm_bytes_per_s,
         )
+
+    def _einsum_dispatch_flops(self, tokens: float) -> float:
+        """Forward FLOPs of one MoE layer's dense dispatch and combine on ``tokens`` tokens of a rank, with
+        an einsum dispatcher (:func:`~aifabric.training.flops.einsum_dispatch_forward_flops_per_token`); 0
+        with the permutation dispatchers. Their backward is 1.5 x this (:meth:`compute_term`)."""
+        if not self.dispatcher.einsum or self.capacity_factor is None:
+            return 0.0
+        return einsum_dispatch_forward_flops_per_token(self.model, self.capacity_factor) * tokens
 
     def _recompute_extra(
         self, st: StageView, fwd_s: float, core_s: float, ew_fwd: float, scores: float, dense_rate: float
