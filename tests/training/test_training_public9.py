@@ -129,24 +129,31 @@ V5E_128B_LAYOUT = {**maxtext_fsdp(16, 16), "tp": 16, "sequence_parallel": True, 
 # ---------------------------------------------------------------------------- OLMo-core on 8 H100
 
 
-def olmo_core(
-    name: str, layers: int, hidden: int, heads: int, ffn: int, kv_heads: int | None = None
+def gated(
+    name: str, layers: int, hidden: int, heads: int, ffn: int, vocab: int, seq: int, **more: Any
 ) -> ModelSpec:
-    """An OLMo-core ``llama_like`` model: SwiGLU of ``ffn``, RMSNorm, untied embeddings, the Dolma 2
-    vocabulary padded to 100,352, 4,096 tokens, no dropout (QK-norm's two small norms not modelled)."""
+    """A Llama-like model: gated MLP of ``ffn``, RMSNorm, no dropout; ``more`` the other fields."""
     return ModelSpec(
         name,
         n_layers=layers,
         hidden_size=hidden,
         n_heads=heads,
-        n_kv_heads=kv_heads,
         ffn_hidden_size=ffn,
         gated_mlp=True,
-        vocab_size=100352,
-        seq_len=4096,
+        vocab_size=vocab,
+        seq_len=seq,
         norm="rmsnorm",
         dropout=False,
+        **more,
     )
+
+
+def olmo_core(
+    name: str, layers: int, hidden: int, heads: int, ffn: int, kv_heads: int | None = None
+) -> ModelSpec:
+    """An OLMo-core ``llama_like`` model: SwiGLU of ``ffn``, RMSNorm, untied embeddings, the Dolma 2
+    vocabulary padded to 100,352, 4,096 tokens, no dropout (QK-norm's two small norms not modelled)."""
+    return gated(name, layers, hidden, heads, ffn, 100352, 4096, n_kv_heads=kv_heads)
 
 
 #: ``olmo2_1B`` is ``llama2_1B`` (18 layers of 2,048, 16 heads); FFN int(8 x 2,048 / 3) = 5,461 -> 5,632.
@@ -177,38 +184,24 @@ def olmo_row(model: ModelSpec, b: int, gbs: int, measured: float, fp8: bool) -> 
 
 # ---------------------------------------------------------------------------- MaxText on TPU v6e, 2025
 
-#: MaxText's ``mistral-7b.yml`` (tpu-recipes-v0.1.2): 32 x 4,096, 32 heads, 8 KV heads, SwiGLU 14,336,
-#: vocabulary 32,000, untied, no sliding window in its decoder block; 8,192 tokens in the recipe.
-MISTRAL_7B = ModelSpec(
-    "mistral-7b",
-    n_layers=32,
-    hidden_size=4096,
-    n_heads=32,
-    n_kv_heads=8,
-    ffn_hidden_size=14336,
-    gated_mlp=True,
-    vocab_size=32000,
-    seq_len=8192,
-    norm="rmsnorm",
-    dropout=False,
-)
+#: MaxText's ``mistral-7b.yml`` (tpu-recipes-v0.1.2): ``mixtral-8x7b.yml``'s shape without experts (32 x
+#: 4,096, 32 heads, 8 KV heads, SwiGLU 14,336, vocabulary 32,000, untied), no sliding window in its decoder
+#: block; 8,192 tokens in the recipe.
+MISTRAL_7B = dataclasses.replace(MIXTRAL_8X7B, name="mistral-7b", n_experts=0, top_k=0, seq_len=8192)
 #: MaxText's ``gemma3-12b.yml`` (tpu-recipes-v0.1.5): 48 x 3,840, 16 heads of 256, 8 KV heads, gated GeLU
 #: of 15,360, vocabulary 262,144, embeddings tied, ``sliding_window_size: 1024``; ``layers/gemma3.py``'s
 #: ``GEMMA3_ATTENTION_PATTERN``: five local layers, then one global; 32,768 tokens in the recipe.
-GEMMA3_12B = ModelSpec(
+GEMMA3_12B = gated(
     "gemma3-12b",
-    n_layers=48,
-    hidden_size=3840,
-    n_heads=16,
+    48,
+    3840,
+    16,
+    15360,
+    262144,
+    32768,
     n_kv_heads=8,
     head_dim=256,
-    ffn_hidden_size=15360,
-    gated_mlp=True,
-    vocab_size=262144,
-    seq_len=32768,
     tied_embeddings=True,
-    norm="rmsnorm",
-    dropout=False,
     sliding_window=1024,
     global_layer_every=6,
 )
