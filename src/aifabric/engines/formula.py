@@ -14,7 +14,7 @@ import math
 from collections.abc import Hashable, Mapping
 from functools import cache
 from operator import attrgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from aifabric.catalog.loader import catalog_generation
 from aifabric.catalog.nccl import ring_backup
@@ -84,7 +84,7 @@ def _runs(
     tm: TierModel,
     forced: Protocol | None,
     allowed: frozenset[Protocol] | None,
-    excluded: set[Algorithm],
+    excluded: frozenset[Algorithm],
     op: Collective,
 ) -> tuple[tuple[AlgorithmSpec, Protocol], ...]:
     """The (algorithm, protocol) pairs to time: ``entries`` less ``excluded``, each with its
@@ -245,20 +245,13 @@ def formula_collective(
         check_fits_hbm(op, message_bytes, comm.n_ranks, spec)
     user_env = env
     plain = _plain_transports(spec, env, tiers, convention, efficiency, calibration, nccl_version)
-    env = plugin_env(env, spec, nccl_version) if plain is None else None  # aws-ofi-nccl's beneath the user's
-    choice = env_choice(env, op) if env else None
-    known = plain.tiers if plain is not None else tiers
-    tm = _call_tiers(spec, choice, known, convention, efficiency, calibration, nccl_version)
-    forced = None if algorithm is None else Algorithm.parse(algorithm)
-    proto = None if protocol is None else parse_protocol(protocol)
-    excluded = {Algorithm.parse(a) for a in exclude}
-    allowed: frozenset[Protocol] | None = None
-    if env:
-        check_env(env, spec, op, tm, algorithm=forced, protocol=proto, excluded=frozenset(excluded))
-    if choice is not None:
-        excluded |= choice.disabled
-        allowed = choice.protocols
-    transports = plain if plain is not None else _env_transports(env, spec, tm)
+    if plain is None:  # the user's environment, aws-ofi-nccl's beneath it, or a calibration
+        tier_args = (tiers, convention, efficiency, calibration, nccl_version)
+        options = _env_options(env, spec, op, tier_args, (algorithm, protocol, exclude))
+        env, transports, forced, proto, excluded, allowed = options
+    else:
+        env, transports, allowed = None, plain, None
+        forced, proto, excluded = _picks(algorithm, protocol, exclude)
     tm = transports.tiers
     if (not transports.gdr or not tm.net_ll128) and comm.n_domains > 1:  # tuning.cc typeInter (TierModel)
         allowed = (frozenset(Protocol) if allowed is None else allowed) - {Protocol.LL128}
@@ -275,7 +268,7 @@ def formula_collective(
         raise ConfigError(
             "scale_out: the communicator spans several scale-up domains but the cluster has no NIC"
         )
-    key = ("runs", op, comm.shape, forced, proto, allowed, frozenset(excluded))
+    key = ("runs", op, comm.shape, forced, proto, allowed, excluded)
     runs = tm.memo(key, lambda: _runs(entries, tm, proto, allowed, excluded, op))
     evals = [c for e, p in runs if (c := e.cost(op, p, message_bytes, comm, tm)) is not None]
     backup = None
@@ -344,7 +337,7 @@ def _ring_backup(
     if not ring_backup(tm.release, all_reduce=op is Collective.ALL_REDUCE):
         return [], None
     ring = [e for e in entries if e.algorithm in _NCCL_RING]
-    runs = _runs(ring, tm, proto, allowed, set(), op)
+    runs = _runs(ring, tm, proto, allowed, frozenset(), op)
     evals = [c for e, p in runs if (c := e.cost(op, p, message_bytes, comm, tm)) is not None]
     version = tm.nccl_version or tm.release.version
     why = "'at least set ring algo available'" if tm.release.ring_backup == "any" else "'Never disable ring'"
@@ -393,6 +386,101 @@ def _plain_transports(
         _plain.clear()
     _plain[key] = ((spec, tiers), transports)
     return transports
+
+
+class _Options(NamedTuple):
+    """A call's options as resolved (:func:`_env_options`): its NCCL environment with aws-ofi-nccl's
+    beneath it (None: none), the transports and tier model it runs on, the algorithm and protocol forced,
+    the algorithms excluded (the caller's and the environment's) and the protocols the environment leaves
+    (None: all)."""
+
+    env: Mapping[str, str] | None
+    transports: TransportTiers
+    forced: Algorithm | None
+    proto: Protocol | None
+    excluded: frozenset[Algorithm]
+    allowed: frozenset[Protocol] | None
+
+
+def _picks(
+    algorithm: Algorithm | str | None, protocol: Protocol | str | None, exclude: tuple[Algorithm | str, ...]
+) -> tuple[Algorithm | None, Protocol | None, frozenset[Algorithm]]:
+    """The algorithm and protocol a call forces (None: the fastest) and the algorithms it excludes, read."""
+    forced = None if algorithm is None else Algorithm.parse(algorithm)
+    proto = None if protocol is None else parse_protocol(protocol)
+    return forced, proto, frozenset([Algorithm.parse(a) for a in exclude])
+
+
+#: The most calls :func:`_env_options` keeps.
+_ENV_KEPT = 256
+_env_kept: dict[Hashable, tuple[tuple[ClusterSpec, TierModel | None], _Options]] = {}
+
+
+def _env_options(
+    env: Mapping[str, str] | None,
+    spec: ClusterSpec,
+    op: Collective,
+    tier_args: tuple[TierModel | None, str, str, Any | None, str | None],
+    picks: tuple[Algorithm | str | None, Protocol | str | None, tuple[Algorithm | str, ...]],
+) -> _Options:
+    """The options of a call that reads its NCCL environment (:func:`_read_options`); ``tier_args``:
+    ``tiers``, ``convention``, ``efficiency``, ``calibration`` and ``nccl_version``; ``picks``:
+    ``algorithm``, ``protocol`` and ``exclude``, as given.
+
+    Optimisation: reading, checking and resolving the environment cost a call ~7 us at 32,768 GPUs
+    (:func:`~aifabric.collectives.nccl_env.env_choice`, :func:`_call_tiers`,
+    :func:`~aifabric.collectives.nccl_env.check_env`, :func:`_env_transports`, which hashes the spec).
+    They are pure for one catalogue (:func:`~aifabric.catalog.loader.catalog_generation`), the spec and tier
+    model are frozen and what they return is frozen, so a call is found again by the identity of its spec
+    and tier model (kept with the answer, so that their ids stay theirs), its collective, its environment's
+    (name, value type, value) in order (``1 == True``, but ``str(True)`` is no NCCL flag) and its other
+    options. Only answers are kept: a refused call is read, and refused, again; a call with a calibration
+    (possibly a mutable object) or a value that cannot be hashed is read each time.
+    """
+    tiers, calibration = tier_args[0], tier_args[3]
+    if calibration is not None:
+        return _read_options(env, spec, op, tier_args, picks)
+    try:
+        items = None if env is None else tuple([(name, type(value), value) for name, value in env.items()])
+        key = (catalog_generation(), id(spec), id(tiers), op, items, tier_args[1:], picks)
+        hit = _env_kept.get(key)
+    except TypeError:  # a value that cannot be hashed (the reading names a bad one)
+        return _read_options(env, spec, op, tier_args, picks)
+    if hit is not None:
+        return hit[1]
+    options = _read_options(env, spec, op, tier_args, picks)
+    if len(_env_kept) >= _ENV_KEPT:
+        _env_kept.clear()
+    _env_kept[key] = ((spec, tiers), options)
+    return options
+
+
+def _read_options(
+    env: Mapping[str, str] | None,
+    spec: ClusterSpec,
+    op: Collective,
+    tier_args: tuple[TierModel | None, str, str, Any | None, str | None],
+    picks: tuple[Algorithm | str | None, Protocol | str | None, tuple[Algorithm | str, ...]],
+) -> _Options:
+    """The options of a call that reads its NCCL environment ``env`` (arguments as :func:`_env_options`):
+    aws-ofi-nccl's settings beneath the user's (:func:`~aifabric.collectives.nccl_env.plugin_env`), the
+    choice it leaves ``op`` and the tier model it shapes (:func:`_call_tiers`), checked against the forced
+    algorithm and protocol (:func:`~aifabric.collectives.nccl_env.check_env`), and the transports it
+    selects (:func:`_env_transports`); the environment kept is a copy, read only.
+    """
+    tiers, convention, efficiency, calibration, nccl_version = tier_args
+    env = plugin_env(env, spec, nccl_version)
+    choice = env_choice(env, op) if env else None
+    tm = _call_tiers(spec, choice, tiers, convention, efficiency, calibration, nccl_version)
+    forced, proto, excluded = _picks(*picks)
+    if env:
+        check_env(env, spec, op, tm, algorithm=forced, protocol=proto, excluded=excluded)
+    allowed = None
+    if choice is not None:
+        excluded |= choice.disabled
+        allowed = choice.protocols
+    transports = _env_transports(env, spec, tm)
+    return _Options(None if env is None else dict(env), transports, forced, proto, excluded, allowed)
 
 
 def _call_tiers(
