@@ -411,21 +411,19 @@ def _picks(
     return forced, proto, frozenset([Algorithm.parse(a) for a in exclude])
 
 
+#: A call's ``tiers``, ``convention``, ``efficiency``, ``calibration`` and ``nccl_version``, as given.
+_TierArgs = tuple[TierModel | None, str, str, Any | None, str | None]
+#: A call's ``algorithm``, ``protocol`` and ``exclude``, as given.
+_Picks = tuple[Algorithm | str | None, Protocol | str | None, tuple[Algorithm | str, ...]]
 #: The most calls :func:`_env_options` keeps.
 _ENV_KEPT = 256
 _env_kept: dict[Hashable, tuple[tuple[ClusterSpec, TierModel | None], _Options]] = {}
 
 
 def _env_options(
-    env: Mapping[str, str] | None,
-    spec: ClusterSpec,
-    op: Collective,
-    tier_args: tuple[TierModel | None, str, str, Any | None, str | None],
-    picks: tuple[Algorithm | str | None, Protocol | str | None, tuple[Algorithm | str, ...]],
+    env: Mapping[str, str] | None, spec: ClusterSpec, op: Collective, tier_args: _TierArgs, picks: _Picks
 ) -> _Options:
-    """The options of a call that reads its NCCL environment (:func:`_read_options`); ``tier_args``:
-    ``tiers``, ``convention``, ``efficiency``, ``calibration`` and ``nccl_version``; ``picks``:
-    ``algorithm``, ``protocol`` and ``exclude``, as given.
+    """The options of a call that reads its NCCL environment (:func:`_read_options`).
 
     Optimisation: reading, checking and resolving the environment cost a call ~7 us at 32,768 GPUs
     (:func:`~aifabric.collectives.nccl_env.env_choice`, :func:`_call_tiers`,
@@ -456,11 +454,7 @@ def _env_options(
 
 
 def _read_options(
-    env: Mapping[str, str] | None,
-    spec: ClusterSpec,
-    op: Collective,
-    tier_args: tuple[TierModel | None, str, str, Any | None, str | None],
-    picks: tuple[Algorithm | str | None, Protocol | str | None, tuple[Algorithm | str, ...]],
+    env: Mapping[str, str] | None, spec: ClusterSpec, op: Collective, tier_args: _TierArgs, picks: _Picks
 ) -> _Options:
     """The options of a call that reads its NCCL environment ``env`` (arguments as :func:`_env_options`):
     aws-ofi-nccl's settings beneath the user's (:func:`~aifabric.collectives.nccl_env.plugin_env`), the
