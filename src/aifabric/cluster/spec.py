@@ -181,6 +181,7 @@ class ScaleUpDomainSpec(_Strict):
 _CLOS_ONLY = (
     "tiers",
     "rail_optimized",
+    "rails",
     "oversubscription",
     "pod_gpus",
     "full_su",
@@ -1378,6 +1379,15 @@ class ClusterSpec(_Strict):
         on its host)."""
         host = self.host_link_bytes_per_s
         return math.inf if host is None else host * self.accelerator_spec.nic_pcie_links
+
+    @property
+    def nic_injection_bytes_per_s(self) -> float:
+        """What one GPU can put on the scale-out wire, per direction, bytes/s: its NIC line rate
+        (:attr:`nic_line_rate_bytes_per_s`) at most its PCIe path to the NIC(s)
+        (:attr:`nic_host_link_bytes_per_s`), the cap :attr:`nic_effective_bytes_per_s` puts on the
+        payload: ``min(B_nic, B_host)``. An A100's PCIe Gen4 x16 (28.8 GB/s of bulk DMA) behind a 400 Gb/s
+        ConnectX-7 (50 GB/s) injects 28.8 GB/s."""
+        return min(self.nic_line_rate_bytes_per_s, self.nic_host_link_bytes_per_s)
 
     @property
     def nic_host_link_note(self) -> str | None:
