@@ -4,6 +4,9 @@
   ``nic_cage_links``): one passive copper splitter per cage (NVIDIA MCP7Y00, 800G twin-port OSFP to
   2 x 400G; MCP7F80, 400G QSFP-DD to 8 x 50G), no longer one plain DAC per link with the cage ignored.
 - ``scale_out.rails`` on a dragonfly: refused with the other Clos-only fields, no longer dropped.
+- several NIC ports of a GPU on one plane of a rail-optimised Clos (the builder cabled them all to the
+  GPU's one rail leaf): refused, pointing to ``planes`` (port k on plane k, NVIDIA's DGX SuperPOD B300 RA)
+  or ``rail_optimized: false``.
 - the far-end (bisection) headline: at most N/2 x min(NIC, PCIe path), as every engine caps a GPU's
   scale-out bandwidth (``ClusterSpec.nic_effective_bytes_per_s``), saying when the PCIe path binds.
 """
@@ -11,6 +14,8 @@
 from __future__ import annotations
 
 import pytest
+import yaml
+from tests.cli.refusal import refused
 
 from aifabric.cluster.headlines import headlines
 from aifabric.cluster.inventory import inventory
@@ -98,3 +103,54 @@ def test_bisection_headline_of_h100_on_pcie_gen5_is_the_fabrics():
     whole, note = _far_end(preset("h100-ib-2node"))["far-end bandwidth (bisection)"]
     assert whole == pytest.approx(400e9)
     assert "capped" not in note
+
+
+def test_two_nics_per_gpu_on_one_rail_plane_are_refused_pointing_to_planes():
+    with pytest.raises(ValueError) as err:
+        preset("h100-ib-2node").with_changes(**{"scale_out.nics_per_gpu": 2})
+    assert (
+        "scale_out.planes: 1 plane(s) for 2 NIC ports per GPU (nics_per_gpu=2) on a rail-optimised Clos "
+        "would cable 2 of a GPU's ports to its one rail leaf; give scale_out.planes: 2"
+    ) in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
+
+
+def test_two_nics_per_gpu_on_two_planes_each_take_a_rail_leaf():
+    # 2 nodes x 8 H100 x 2 ConnectX-7 (400G), planes: 2. By hand, per plane: 16 ports on 8 rail leaves (one
+    # SU of 2 nodes), 2 down / 2 up each at 1:1, 16 uplinks on one 64-port QM9700 spine. Both planes: 16
+    # leaves, 2 spines, 32 NIC-leaf and 32 leaf-spine cables; GPU j of either node on leaf j of each plane.
+    spec = preset("h100-ib-2node").with_changes(**{"scale_out.nics_per_gpu": 2, "scale_out.planes": 2})
+    topo = build_topology(spec)
+    assert (topo.switch_counts["leaf"], topo.switch_counts["spine"]) == (16, 2)
+    assert (topo.cable_counts["nic-leaf"], topo.cable_counts["leaf-spine"]) == (32, 32)
+    assert topo.shape is not None and (topo.shape.leaf_down, topo.shape.leaf_up) == (2, 2)
+    assert list(topo.leaf_of_gpu) == list(range(8)) * 2
+
+
+def test_two_nics_per_gpu_share_a_leaf_off_rails():
+    # rail_optimized: false keeps a GPU's two ports on one leaf: 32 ports of 400G on one 64-port leaf.
+    spec = preset("h100-ib-2node").with_changes(
+        **{"scale_out.nics_per_gpu": 2, "scale_out.rail_optimized": False}
+    )
+    assert build_topology(spec).cable_counts["nic-leaf"] == 32
+
+
+@pytest.mark.parametrize(
+    ("scale_out", "needles"),
+    [
+        ({"topology": "dragonfly", "rails": 8}, ("scale_out.rails: a Clos field",)),
+        ({"nics_per_gpu": 2}, ("scale_out.planes: 1 plane(s)", "nics_per_gpu=2", "rail_optimized: false")),
+    ],
+)
+def test_cluster_show_refuses_in_one_line(tmp_path, scale_out, needles):
+    spec = {
+        "name": "c",
+        "accelerator": "h100-sxm",
+        "gpus_per_node": 8,
+        "nodes": 4,
+        "scale_up": {"kind": "nvswitch"},
+        "scale_out": {"nic": "connectx-7", "fabric": "ethernet", **scale_out},
+    }
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    refused(["cluster", "show", str(path)], *needles)
