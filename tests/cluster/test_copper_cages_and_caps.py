@@ -67,15 +67,20 @@ def test_four_link_cages_on_copper_are_one_breakout_dac_per_cage():
     assert _copper(spec) == ((4, 16), (4, 16), 0)
 
 
-def test_rails_on_a_dragonfly_is_refused_naming_it():
-    spec = {
-        "name": "df",
+def _four_h100_nodes(**scale_out: object) -> dict[str, object]:
+    """4 x 8 H100 on a ConnectX-7 Ethernet scale-out with ``scale_out`` added, as a spec mapping."""
+    return {
+        "name": "c",
         "accelerator": "h100-sxm",
         "gpus_per_node": 8,
         "nodes": 4,
         "scale_up": {"kind": "nvswitch"},
-        "scale_out": {"nic": "connectx-7", "fabric": "ethernet", "topology": "dragonfly", "rails": 8},
+        "scale_out": {"nic": "connectx-7", "fabric": "ethernet", **scale_out},
     }
+
+
+def test_rails_on_a_dragonfly_is_refused_naming_it():
+    spec = _four_h100_nodes(topology="dragonfly", rails=8)
     with pytest.raises(ValueError, match=r"scale_out\.rails: a Clos field; scale_out\.topology dragonfly"):
         ClusterSpec.model_validate(spec)
 
@@ -143,14 +148,6 @@ def test_two_nics_per_gpu_share_a_leaf_off_rails():
     ],
 )
 def test_cluster_show_refuses_in_one_line(tmp_path, scale_out, needles):
-    spec = {
-        "name": "c",
-        "accelerator": "h100-sxm",
-        "gpus_per_node": 8,
-        "nodes": 4,
-        "scale_up": {"kind": "nvswitch"},
-        "scale_out": {"nic": "connectx-7", "fabric": "ethernet", **scale_out},
-    }
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(spec))
+    path.write_text(yaml.safe_dump(_four_h100_nodes(**scale_out)))
     refused(["cluster", "show", str(path)], *needles)
