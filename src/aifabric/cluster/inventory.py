@@ -8,18 +8,19 @@ Counting rules (stated so a reader can redo them by hand):
   p4d's 8 GPUs share 4 EFA NICs), one NIC-leaf cable per NIC port (each of a card's ``ports``) and plane.
 - Scale-out: every NIC-leaf, leaf-spine and spine-core cable is optical, unless
   ``scale_out.nic_to_leaf_copper`` (rack switches on copper, Meta's AI Zone) makes NIC-leaf cables passive
-  copper (DAC, 0 W). Transceivers are counted per module, not per link end: a switch end takes one module
-  per cage where the switch's catalogue entry gives its cages (QM9700: 32 OSFP cages of 2 x 400G, so two
-  NDR links per module, or four 200G HDR links over 1:2 splitters), else twin-port modules (OSFP 2x400G:
-  one module per two links) when the catalogue has one at twice the link speed; a
-  node end takes them when ``scale_out.nic_twin_port`` (DGX H100) or when each NIC port is split over two
-  planes (one 2x400G module in the NIC's single 800G cage feeds both planes' leaves: DGX SuperPOD B300 RA,
-  "each GPU has 2x 400GbE connectivity through two different planes", 512 node-leaf cables per 512
-  GPUs); with ``scale_out.nic_cage_links`` one module per cage of that many links, broken out over them
-  (a Gaudi 2 server's 24 x 100 GbE from six 400G QSFP-DD cages); else one module per NIC link. With
-  ``scale_out.uplink_speed`` a switch-to-switch cable carries
-  ``uplink_speed / link`` links of one switch pair (DGX SuperPOD B300 twin-plane: 800G leaf-spine cables
-  over 400G planes), one module per cable end at that speed.
+  copper (DAC, 0 W), one assembly per node cage: a twin-port or ``nic_cage_links`` cage takes one splitter DAC
+  for its links (:func:`node_cage_links`). Transceivers are counted per module, not per link end: a switch end
+  takes one module per cage where the switch's catalogue entry gives its cages (QM9700: 32 OSFP cages of 2 x
+  400G, so two NDR links per module, or four 200G HDR links over 1:2 splitters), else twin-port modules (OSFP
+  2x400G: one module per two links) when the catalogue has one at twice the link speed; a node end takes them
+  when ``scale_out.nic_twin_port`` (DGX H100) or when each NIC port is split over two planes (one 2x400G
+  module in the NIC's single 800G cage feeds both planes' leaves: DGX SuperPOD B300 RA, "each GPU has 2x
+  400GbE connectivity through two different planes", 512 node-leaf cables per 512 GPUs); with
+  ``scale_out.nic_cage_links`` one module per cage of that many links, broken out over them (a Gaudi 2
+  server's 24 x 100 GbE from six 400G QSFP-DD cages); else one module per NIC link. With
+  ``scale_out.uplink_speed`` a switch-to-switch cable carries ``uplink_speed / link`` links of one switch pair
+  (DGX SuperPOD B300 twin-plane: 800G leaf-spine cables over 400G planes), one module per cable end at that
+  speed.
 - Front-end: ``front_end.nics_per_node`` NICs of the NIC's ``ports`` each, a cable per port, on leaf
   switches of ``switch`` ports split down:up by ``front_end.oversubscription``, plus spines for the
   uplinks (two tiers); optics as above.
