@@ -55,7 +55,7 @@ def test_a_pcie_all_to_all_over_more_nodes_is_not_faster():
             "gpus_per_node": 8,
             "nodes": 3,
             "scale_up": {"kind": "pcie"},
-            "scale_out": {"nic": "connectx-5", "nics_per_gpu": 4},
+            "scale_out": {"nic": "connectx-5", "nics_per_gpu": 4, "planes": 4},
         }
     )
     two, three = (
@@ -74,7 +74,7 @@ def _cx5_nodes(nics_per_gpu: int) -> ClusterSpec:
             "accelerator": "h100-sxm",
             "gpus_per_node": 8,
             "nodes": 2,
-            "scale_out": {"nic": "connectx-5", "nics_per_gpu": nics_per_gpu},
+            "scale_out": {"nic": "connectx-5", "nics_per_gpu": nics_per_gpu, "planes": nics_per_gpu},
         }
     )
 

@@ -103,7 +103,8 @@ def test_a_call_without_environment_found_again_gives_what_the_first_gave():
     catalogue change; where the cluster's aws-ofi-nccl sets NCCL_NVLS_ENABLE=0 (with NCCL 2.18.3,
     :func:`aifabric.collectives.nccl_env.plugin_env`) the call still runs without NVLS."""
     p5 = {"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"nic": "efa-v2", "nics_per_gpu": 4,
-          "transport": "efa-srd", "fabric": "ethernet", "switch": "spectrum-4-sn5600-400g"}}  # fmt: skip
+          "planes": 4, "transport": "efa-srd", "fabric": "ethernet",
+          "switch": "spectrum-4-sn5600-400g"}}  # fmt: skip
     makers = (lambda: preset("dgx-h100-superpod", nodes=4), lambda: ClusterSpec.model_validate(p5))
     for make, version in [(m, v) for m in makers for v in (None, "2.18.3")]:
         spec = make()

@@ -22,7 +22,7 @@ def _a100(scale_out: dict[str, Any]) -> ClusterSpec:
 
 
 #: OCI BM.GPU.B4.8: 16 x 100 Gb/s per node, two per GPU (every GPU heads one tree channel).
-OWN_NICS = _a100({"nic": "connectx-5", "nics_per_gpu": 2, **ROCE})
+OWN_NICS = _a100({"nic": "connectx-5", "nics_per_gpu": 2, "planes": 2, **ROCE})
 #: AWS p4d-like: one NIC per GPU pair (4 heads: GPUs 1, 3, 5, 7 are no chain's head).
 SHARED_NICS = _a100({"nic": "connectx-6", "gpus_per_nic": 2, **ROCE})
 

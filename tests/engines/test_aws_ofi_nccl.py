@@ -53,7 +53,9 @@ def test_the_users_own_setting_wins_over_the_plugins():
 
 def test_a_cluster_off_efa_or_on_an_unknown_instance_gets_nothing():
     assert tier_model(preset("h100-ib-2node")).nvls_chunks == (None, None)
-    unknown = _nodes("h100-sxm", 2, {"nic": "connectx-7", "nics_per_gpu": 4, "transport": "efa-srd", **ROCE})
+    unknown = _nodes(
+        "h100-sxm", 2, {"nic": "connectx-7", "nics_per_gpu": 4, "planes": 4, "transport": "efa-srd", **ROCE}
+    )
     assert tier_model(unknown).nvls_chunks == (None, None)
 
 
@@ -74,7 +76,7 @@ def test_nvls_off_below_nccl_2_18_5_unless_the_user_turns_it_on():
 
 
 def test_bad_instance_or_release_is_refused_naming_the_field():
-    so = {"nic": "efa-v2", "nics_per_gpu": 4, "transport": "efa-srd", **ROCE}
+    so = {"nic": "efa-v2", "nics_per_gpu": 4, "planes": 4, "transport": "efa-srd", **ROCE}
     with pytest.raises(ValidationError, match=r"scale_out.instance_type: 'p9.metal' has no recorded"):
         _nodes("h100-sxm", 2, so | {"instance_type": "p9.metal"})
     with pytest.raises(ValidationError, match=r"ofi_nccl_version: '0.9' is older"):
@@ -83,7 +85,7 @@ def test_bad_instance_or_release_is_refused_naming_the_field():
 
 def test_plugin_fields_off_efa_are_refused_not_ignored():
     # only an efa-srd scale-out loads aws-ofi-nccl (efa_plugin_settings returns {} elsewhere)
-    so = {"nic": "connectx-7", "nics_per_gpu": 4, **ROCE}
+    so = {"nic": "connectx-7", "nics_per_gpu": 4, "planes": 4, **ROCE}
     with pytest.raises(ValidationError, match=r"scale_out.instance_type: 'p5.48xlarge' .* runs 'roce-v2'"):
         _nodes("h100-sxm", 2, so | {"instance_type": "p5.48xlarge"})
     with pytest.raises(ValidationError, match=r"scale_out.ofi_nccl_version: '1.21.1' .* runs 'roce-v2'"):
@@ -162,7 +164,7 @@ def test_nccl_picks_as_if_there_were_no_rendezvous():
 
 
 def test_libfabric_version_off_a_rendezvous_transport_is_refused_naming_the_field():
-    so = {"nic": "connectx-7", "nics_per_gpu": 4, **ROCE}
+    so = {"nic": "connectx-7", "nics_per_gpu": 4, "planes": 4, **ROCE}
     with pytest.raises(ValidationError, match=r"scale_out.libfabric_version: '1.22.0' .* 'roce-v2' has none"):
         _nodes("h100-sxm", 2, so | {"libfabric_version": "1.22.0"})
     with pytest.raises(ValueError, match=r"scale_out.libfabric_version: 'new' is not a version"):

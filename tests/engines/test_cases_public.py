@@ -49,7 +49,7 @@ def p6_b200(nodes: int) -> ClusterSpec:
     """AWS p6-b200.48xlarge: 8 x B200 on NVSwitch, 3,200 Gb/s EFA (cloud_instances.yaml p6-b200, AWS EC2 P6
     page), NCCL over SRD (aws-ofi-nccl). The catalogue has no 400 Gb/s EFA interface: 2 x 200 Gb/s efa-v3
     per GPU give the same 400 Gb/s per GPU; the asserted rows are latency-bound (8-256 B)."""
-    efa = {"nic": "efa-v3", "nics_per_gpu": 2, "fabric": "ethernet", "transport": "efa-srd"}
+    efa = {"nic": "efa-v3", "nics_per_gpu": 2, "planes": 2, "fabric": "ethernet", "transport": "efa-srd"}
     return _node("b200", nodes, {**efa, "switch": "spectrum-4-sn5600-400g"})
 
 

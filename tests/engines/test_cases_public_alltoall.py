@@ -30,7 +30,7 @@ RACK_GPUS, HOSTS_PER_RACK, GPUS_PER_HOST = 72, 16, 4
 def nvl72_roce(accelerator: str, racks: int, nics_per_gpu: int) -> ClusterSpec:
     """``racks`` NVL72 racks of ``accelerator`` (72-GPU NVLink domain, 4 GPUs per host) on 400 Gb/s RoCE ports
     (``connectx-7`` stands for a 400 Gb/s port): 1 per GPU on BM.GPU.GB200.4 (4 HCAs), 2 on BM.GPU.GB300.4."""
-    scale_out = {"nic": "connectx-7", "nics_per_gpu": nics_per_gpu, **ROCE}
+    scale_out = {"nic": "connectx-7", "nics_per_gpu": nics_per_gpu, "planes": nics_per_gpu, **ROCE}
     spec = {"accelerator": accelerator, "gpus_per_node": GPUS_PER_HOST, "gpus": RACK_GPUS * racks}
     spec |= {"name": accelerator, "scale_up": {"kind": "nvswitch", "gpus": RACK_GPUS}, "scale_out": scale_out}
     return ClusterSpec.model_validate(spec)

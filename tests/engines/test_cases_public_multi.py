@@ -66,7 +66,7 @@ def a100_4xhdr(nodes: int) -> ClusterSpec:
 def p5(nodes: int) -> ClusterSpec:
     """AWS p5.48xlarge: 8 x H100, 32 x 100 Gb/s EFA (4 per GPU; cloud_instances.yaml p5), SRD through
     aws-ofi-nccl."""
-    efa = {"nic": "efa-v2", "nics_per_gpu": 4, "transport": "efa-srd", **ROCE}
+    efa = {"nic": "efa-v2", "nics_per_gpu": 4, "planes": 4, "transport": "efa-srd", **ROCE}
     return _nodes("h100-sxm", nodes, efa)
 
 

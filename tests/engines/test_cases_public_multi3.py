@@ -39,21 +39,23 @@ def _nodes(accelerator: str, nodes: int, scale_out: dict[str, Any], gpus_per_nod
 def p5(nodes: int) -> ClusterSpec:
     """AWS p5.48xlarge: 8 x H100, 32 x 100 Gb/s EFA (4 per GPU; cloud_instances.yaml p5; the document's own
     table: "p5.48xlarge | 3200 Gbps EFAv2 | 900 GB/s NVSwitch"), SRD through aws-ofi-nccl."""
-    return _nodes("h100-sxm", nodes, {"nic": "efa-v2", "nics_per_gpu": 4, "transport": "efa-srd", **ROCE})
+    return _nodes(
+        "h100-sxm", nodes, {"nic": "efa-v2", "nics_per_gpu": 4, "planes": 4, "transport": "efa-srd", **ROCE}
+    )
 
 
 def oci_h100(nodes: int) -> ClusterSpec:
     """OCI BM.GPU.H100.8: 8 x H100 80GB, 16 RDMA ports of 200 Gb/s on the RoCEv2 cluster network (the
     tutorial: "全16ポートのRDMAインタフェース", ``NCCL_IB_GID_INDEX=3``, 16 mlx5 HCAs). ``connectx-6`` stands
     for a 200 Gb/s port, two per GPU."""
-    return _nodes("h100-sxm", nodes, {"nic": "connectx-6", "nics_per_gpu": 2, **ROCE})
+    return _nodes("h100-sxm", nodes, {"nic": "connectx-6", "nics_per_gpu": 2, "planes": 2, **ROCE})
 
 
 def oci_a100(nodes: int) -> ClusterSpec:
     """OCI BM.GPU4.8 / BM.GPU.B4.8: 8 x A100-SXM4-40GB, 16 x 100 Gb/s RDMA ports on the RoCEv2 cluster
     network (ocitutorials: "クラスタ・ネットワーク (100Gbps x 16 /ノード)"; the OKE manifest lists 16 mlx5
     HCAs). ``connectx-5`` is the catalogue's 100 Gb/s port, two per GPU."""
-    return _nodes("a100-sxm-40gb", nodes, {"nic": "connectx-5", "nics_per_gpu": 2, **ROCE})
+    return _nodes("a100-sxm-40gb", nodes, {"nic": "connectx-5", "nics_per_gpu": 2, "planes": 2, **ROCE})
 
 
 def h100_four_hdr(nodes: int) -> ClusterSpec:

@@ -45,7 +45,7 @@ def h200_roce(nodes: int) -> ClusterSpec:
 def b300_roce(nodes: int) -> ClusterSpec:
     """OCI BM.GPU.B300.8: 8 x B300 on NVSwitch, RDMA (RoCE) NICs "8 x 2 x 400 Gb/s = 6.4 Tb/s" (the quick
     start's hardware table): two 400 Gb/s ports per GPU."""
-    return _nodes("b300", nodes, {"nic": "connectx-7", "nics_per_gpu": 2, **ROCE})
+    return _nodes("b300", nodes, {"nic": "connectx-7", "nics_per_gpu": 2, "planes": 2, **ROCE})
 
 
 def a3_ultra(nodes: int) -> ClusterSpec:

@@ -53,6 +53,7 @@ def test_min_nchannels_raises_the_channels_and_the_streams_per_nic():
                 "fabric": "ethernet",
                 "switch": "spectrum-4-sn5600-400g",
                 "nics_per_gpu": 2,
+                "planes": 2,
             },
         }
     )

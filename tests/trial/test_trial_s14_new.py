@@ -192,7 +192,7 @@ def test_the_far_end_bandwidth_per_gpu_is_no_more_than_the_gpu_can_send(tmp_path
     GB/s), and must stop at the slower link the bytes cross too: <= 57.6 GB/s."""
     spec = yaml.safe_load(EXAMPLE.read_text())
     spec["nodes"] = 128
-    spec["scale_out"].update({"oversubscription": ["1:1"], "nics_per_gpu": 2})
+    spec["scale_out"].update({"oversubscription": ["1:1"], "nics_per_gpu": 2, "planes": 2})
     j = show(_write(tmp_path, spec))
     (per_gpu,) = [h for h in j["headlines"] if h["name"] == "far-end bandwidth per GPU"]
     assert per_gpu["value"] <= 57.6e9 * 1.001, per_gpu

@@ -40,6 +40,7 @@ from aifabric.units import (
 
 __all__ = [
     "LINUX_NFS_MAX_CONNECTIONS",
+    "DEVICE_NOUNS",
     "AcceleratorSpec",
     "CpuSpec",
     "DciSpec",
@@ -107,6 +108,10 @@ class _Entry(BaseModel):
         """Rules that tie fields of the part together, checked once its fields are valid; a family with
         none keeps this. Raises ConfigError ``field: ...`` (one line, :func:`_validate` prefixes the part).
         """
+
+
+#: What one part of an ``arch`` is called where it is not a GPU (Cloud TPU docs: "chips" per slice).
+DEVICE_NOUNS: dict[str, str] = {"tpu": "chip"}
 
 
 class AcceleratorSpec(_Entry):
@@ -185,6 +190,17 @@ class AcceleratorSpec(_Entry):
         if self.host_system_memory_bytes is None:
             return None
         return self.host_system_memory_bytes / self.host_memory_gpus
+
+    @property
+    def device_noun(self) -> str:
+        """What one part is called, by its ``arch`` (:data:`DEVICE_NOUNS`): ``chip`` for a TPU (Google's
+        Cloud TPU docs count a slice in chips), ``GPU`` otherwise.
+
+        >>> from aifabric.catalog import accelerator
+        >>> accelerator("tpu-v5p").device_noun, accelerator("h100-sxm").device_noun
+        ('chip', 'GPU')
+        """
+        return DEVICE_NOUNS.get(self.arch, "GPU")
 
     def check_fields(self) -> None:
         """``host_memory_gpus`` shares a ``host_memory``: refused without one."""

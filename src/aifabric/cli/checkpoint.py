@@ -304,7 +304,6 @@ def checkpoint(
     )
     typed = (storage, storage_units, storage_read, storage_write) != (None, None, None, None)
     res = _timed(spec, size, _gds(spec, gds), offload_memory is not None, typed, parallel_load)
-    _parallel_load_note(size, parallel_load)
     out = _checkpoint_dict(spec, n, size, res)
     if part_mtbfs:
         _check_part_floor(part_mtbfs, {"--gpu-mtbf": gpu_mtbf, "--node-mtbf": node_mtbf}, res)
@@ -313,6 +312,7 @@ def checkpoint(
         out["storage_notes"] = list(bounds)
     out.update(_per_step(spec, res, step_s, mtbf_s, data_per_step))
     _check_finite(out)
+    _parallel_load_note(size, parallel_load)  # once nothing above refused: a refusal is the only line
     if html is not None:
         from aifabric.report.html import checkpoint_report, write_html
 

@@ -12,6 +12,7 @@ from aifabric.cli.common import (
     ClusterOpt,
     cluster_argument,
     console,
+    devices,
     emit_json,
     handle_errors,
     literal,
@@ -106,16 +107,16 @@ def show(
     if json_out:
         emit_json(_summary_json(spec, s))
         return
-    chips = "chips" if spec.accelerator_spec.arch == "tpu" else "GPUs"
+    noun = spec.accelerator_spec.device_noun
     console.print(
         f"[bold]{literal(spec.name)}[/]: {s.n_gpus} x {literal(spec.accelerator_spec.name)} "
         f"in {s.n_nodes} nodes; "
-        f"fast (scale-up) domain {s.domain_gpus} {chips}",
+        f"fast (scale-up) domain {s.domain_gpus} {noun}s",
         markup=True,
     )
     if spec.description:
         console.print(spec.description.strip())
-    _print_bandwidths(s, chips)
+    _print_bandwidths(s, noun)
     _print_fabric(spec, s)
     if not s.inventory.lines:
         console.print("parts and power: no switched networks in this description (torus links only)")
@@ -155,15 +156,16 @@ def _summary_json(spec: ClusterSpec, s: ClusterSummary) -> dict[str, Any]:
     }
 
 
-def _print_bandwidths(s: ClusterSummary, chips: str) -> None:
-    """The headline numbers with their networks, the bandwidth per accelerator of each network, the ratios."""
+def _print_bandwidths(s: ClusterSummary, noun: str) -> None:
+    """The headline numbers with their networks, the bandwidth per accelerator of each network, the ratios;
+    each part called ``noun`` (:func:`~aifabric.cli.common.devices`: "chip" on a TPU)."""
     h = Table(title="Headline numbers and the network each belongs to", show_edge=False)
     for col in ("figure", "value", "network", "what it is"):
         h.add_column(col)
     for x in headlines(s):
-        h.add_row(x.name, format_figure(x.value, x.kind), x.network, x.note)
+        h.add_row(devices(x.name, noun), format_figure(x.value, x.kind), x.network, devices(x.note, noun))
     console.print(h)
-    t = Table(title=f"Bandwidth per {chips[:-1]} (GB/s = 1e9 B/s)", show_edge=False)
+    t = Table(title=f"Bandwidth per {noun} (GB/s = 1e9 B/s)", show_edge=False)
     for col in (
         "level",
         "network",

@@ -44,6 +44,7 @@ __all__ = [
     "ValueWordsCommand",
     "check_outputs",
     "cluster_argument",
+    "devices",
     "console",
     "emit_json",
     "err_console",
@@ -413,3 +414,18 @@ def numbers_as_values(app: typer.Typer) -> typer.Typer:
         if group.typer_instance is not None:
             numbers_as_values(group.typer_instance)
     return app
+
+
+#: "GPU" or "GPUs" as a word (not GPUDirect), the noun :func:`devices` respells
+_GPU_WORD = re.compile(r"\bGPU(s?)\b")
+
+
+def devices(text: str, noun: str) -> str:
+    """``text`` with every "GPU" and "GPUs" spelt ``noun`` (the catalogue's name for one part of the
+    cluster, :attr:`aifabric.catalog.AcceleratorSpec.device_noun`: "chip" on a TPU); ``text`` as it is
+    where ``noun`` is "GPU". The one place printed output names the parts, whatever the command.
+
+    >>> devices("llama3-8b on 256 GPUs: 117 TFLOP/s per GPU, TFLOP/s/GPU, GPUDirect", "chip")
+    'llama3-8b on 256 chips: 117 TFLOP/s per chip, TFLOP/s/chip, GPUDirect'
+    """
+    return text if noun == "GPU" else _GPU_WORD.sub(lambda m: noun + m[1], text)

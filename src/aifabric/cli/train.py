@@ -24,6 +24,7 @@ from aifabric.cli.common import (
     TraceOpt,
     check_outputs,
     console,
+    devices,
     emit_json,
     err_console,
     handle_errors,
@@ -401,13 +402,11 @@ def _refuse_ep_overlap(
         raise ConfigError("--ep-comm-overlap: overlaps the expert all-to-alls, and --ep 1 has none")
 
 
-def _job_spec(cluster: str, nodes: int | None, slice_: str | None) -> ClusterSpec:
-    """The cluster the job runs on (:func:`~aifabric.cli.sizing.job_cluster`); its note, when the job
-    runs on a slice nobody asked for, printed on stderr."""
-    spec, note = job_cluster(cluster, nodes=nodes, slice_=slice_)
+def _say_note(note: str | None) -> None:
+    """The job's note (:func:`~aifabric.cli.sizing.job_cluster`: it runs on a slice nobody asked for), on
+    stderr once the step is timed: a refusal before that stays the only line printed."""
     if note is not None:
         err_console.print(f"note: {note}", markup=False, highlight=False)
-    return spec
 
 
 def _refuse_on_tpu(
@@ -542,7 +541,7 @@ def train(
     (plus --no-overlap-grad-reduce from the 39.1B row up), then read
     "TFLOP/s per GPU", not MFU.
     """
-    spec = _job_spec(cluster, nodes, slice_)
+    spec, note = job_cluster(cluster, nodes=nodes, slice_=slice_)
     _refuse_on_tpu(spec, tp_comm_overlap, ep_comm_overlap, moe_dispatcher, engine)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, zero, tp=tp, tp_overlap=tp_comm_overlap)
@@ -587,6 +586,7 @@ def train(
     st, fs = _run_step(
         spec_model, spec, opts, layout, engine, jobs=n_jobs, placement=placement, routing=routing, seed=seed
     )
+    _say_note(note)
     _write_step_files(st, plot=plot, trace=trace, chakra=chakra)
     if html is not None:
         write_html(
@@ -597,9 +597,7 @@ def train(
     if json_out:
         emit_json(_step_dict(st, seq_from, fs))
         return
-    _print_step(st, seq_from, fs)
-    if fs is not None:
-        console.print(fs.summary(), markup=False, highlight=False)
+    _print_step(st, seq_from, fs, noun=spec.accelerator_spec.device_noun)
     if plot is not None:
         console.print(f"plot: {plot}", markup=False, highlight=False)
 
@@ -716,17 +714,19 @@ def _mfu_text(st: StepTime) -> str:
     return text
 
 
-def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None) -> None:
-    """The step's headline, its critical path, its communications, and its compute and memory notes."""
+def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None, *, noun: str = "GPU") -> None:
+    """The step's headline, its critical path, its communications, its compute and memory notes, and the
+    placed fabric's summary when a fabric engine ran; each part of the cluster called ``noun``
+    (:func:`~aifabric.cli.common.devices`: "chip" on a TPU)."""
     console.print(
-        f"[bold]{literal(st.model)}[/] on {st.n_gpus} GPUs of {literal(st.cluster)}: "
+        f"[bold]{literal(st.model)}[/] on {st.n_gpus} {noun}s of {literal(st.cluster)}: "
         f"{literal(st.layout.describe())}",
         markup=True,
     )
     console.print(f"sequence length {st.seq_len:,} tokens (from {seq_from})", markup=False, highlight=False)
     console.print(
         f"step {st.step_s:.3f} s, {st.tokens_per_s:,.0f} tokens/s, {st.achieved_flops_per_gpu / 1e12:.1f} "
-        f"TFLOP/s per GPU (hardware FLOPs), {_mfu_text(st)}, {st.n_microbatches} microbatches, bubble "
+        f"TFLOP/s per {noun} (hardware FLOPs), {_mfu_text(st)}, {st.n_microbatches} microbatches, bubble "
         f"{st.bubble_fraction:.1%}"
     )
     t = Table(title="Critical path per step", show_edge=False)
@@ -742,7 +742,9 @@ def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None) -> No
         f"{k}: {v['exposed']:.3f} s exposed, {v['hidden']:.3f} s hidden" for k, v in st.network_s.items()
     )
     console.print(f"networks per step: {nets}")
-    _print_compute(st)
+    _print_compute(st, noun)
+    if fs is not None:
+        console.print(fs.summary(), markup=False, highlight=False)
 
 
 def _comms_table(st: StepTime, fs: FabricStep | None) -> Table:
@@ -781,9 +783,9 @@ def _comms_table(st: StepTime, fs: FabricStep | None) -> Table:
     return c
 
 
-def _print_compute(st: StepTime) -> None:
-    """Memory, the compute profile with its source and caution, and the step's notes."""
-    console.print(f"memory: {st.memory.summary()}")
+def _print_compute(st: StepTime, noun: str) -> None:
+    """Memory (per ``noun``), the compute profile with its source and caution, and the step's notes."""
+    console.print(f"memory: {devices(st.memory.summary(), noun)}")
     console.print(
         f"{st.compute.summary()}; memory-bound work at {st.compute.hbm_efficiency:.1%} of HBM bandwidth",
         markup=False,
@@ -833,7 +835,7 @@ def plan(
     With a forced degree (--tp 16 ...), the best such layout is compared with the unconstrained winner and
     the report names the network that makes the difference.
     """
-    spec = _job_spec(cluster, nodes, None)
+    spec, note = job_cluster(cluster, nodes=nodes)
     _refuse_on_tpu(spec, tp_comm_overlap, ep_comm_overlap, moe_dispatcher, EngineChoice.formula)
     spec_model = load_model(model, seq_len=seq_len)
     _refuse_unused(spec_model, capacity_factor, zero3_prefetch, None, tp=tp, tp_overlap=tp_comm_overlap)
@@ -861,6 +863,7 @@ def plan(
     )
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
     res, comparison = _search(sm, global_batch, top, forced)
+    _say_note(note)
     why = res.why(sm)
     seq_from = "--seq-len" if seq_len is not None else spec_model.seq_len_source or "the model's seq_len"
     if plot is not None:
@@ -873,11 +876,12 @@ def plan(
         seq = {"seq_len": spec_model.seq_len, "seq_len_source": seq_from}
         emit_json({**_plan_dict(res, why, comparison), **seq})
         return
-    _print_plan(res)
+    noun = spec.accelerator_spec.device_noun
+    _print_plan(res, noun)
     console.print(
         f"sequence length {spec_model.seq_len:,} tokens (from {seq_from})", markup=False, highlight=False
     )
-    console.print(why)
+    console.print(devices(why, noun))
     _print_comparison(forced, comparison)
     if plot is not None:
         console.print(f"plot: {plot}", markup=False, highlight=False)
@@ -935,9 +939,10 @@ def _plan_dict(res: PlanResult, why: str, comparison) -> dict:
     return out
 
 
-def _print_plan(res: PlanResult) -> None:
+def _print_plan(res: PlanResult, noun: str) -> None:
+    """The search's headline, its refusals counted, and the fastest layouts, each part called ``noun``."""
     console.print(
-        f"[bold]{literal(res.model)}[/] on {res.n_gpus} GPUs of {literal(res.cluster)}, "
+        f"[bold]{literal(res.model)}[/] on {res.n_gpus} {noun}s of {literal(res.cluster)}, "
         f"global batch {res.global_batch_size}: "
         f"{res.n_evaluated} layouts tried, {res.n_feasible} feasible, in {res.elapsed_s:.2f} s "
         f"({res.layouts_per_s:,.0f} layouts/s)",
@@ -949,7 +954,7 @@ def _print_plan(res: PlanResult) -> None:
             + "; ".join(f"{k}: {v}" for k, v in sorted(res.rejected.items(), key=lambda x: -x[1]))
         )
     t = Table(title="Fastest layouts (seconds per step on the critical path)", show_edge=False)
-    for col in ("#", "layout", "step s", "tokens/s", "TFLOP/s/GPU", "MFU", *PARTS, "mem GB"):
+    for col in ("#", "layout", "step s", "tokens/s", f"TFLOP/s/{noun}", "MFU", *PARTS, "mem GB"):
         t.add_column(col, justify="left" if col == "layout" else "right")
     for i, st in enumerate(res.ranked, 1):
         t.add_row(

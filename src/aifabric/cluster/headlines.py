@@ -255,31 +255,48 @@ def _scale_out_headlines(s: ClusterSummary) -> list[Headline]:
     ] + (_bisection_headlines(s, bisection) if s.tiers or s.spec.n_domains > 1 else [])  # no leaf: no far end
 
 
-def _far_end_per_gpu(s: ClusterSummary, bisection: float) -> tuple[float, str]:
-    """One GPU's share of the bisection, ``bisection / (N/2)``, at most what its own PCIe link carries to
-    its NIC(s) (:attr:`aifabric.cluster.spec.ClusterSpec.nic_host_link_bytes_per_s`, the bound the
-    "bottleneck: the GPU's PCIe ... link" line states): GPUDirect RDMA moves its far-end bytes over that
-    link before any NIC. Returns the figure and its detail."""
-    share = bisection / (s.n_gpus / 2)
-    host = s.spec.nic_host_link_bytes_per_s
-    if host < share:
-        return host, f"bisection / (N/2) = {share / 1e9:.1f} GB/s, at most the GPU's PCIe link to its NIC"
-    return share, "bisection / (N/2), one direction"
+def _injected_bisection(s: ClusterSummary, bisection: float) -> tuple[float, str]:
+    """The far-end bandwidth the GPUs can drive: the fabric's bisection, at most what half of them inject
+    (:attr:`~aifabric.cluster.spec.ClusterSpec.nic_injection_bytes_per_s`, NIC line rate at most the PCIe
+    path to it, the cap the formula engine's ``nic_effective_bytes_per_s`` puts on every GPU)::
+
+        far end = min( bisection,  N/2 x min(B_nic, B_pcie) )
+
+    and ``"; capped by ..."`` when the PCIe path binds (else ``""``): GPUDirect RDMA moves a GPU's bytes
+    over its own x16 link before any NIC, so 400 Gb/s behind PCIe Gen4 x16 (28.8 GB/s of bulk DMA) puts
+    28.8 GB/s, not 50, on the wire.
+    """
+    spec = s.spec
+    injected = s.n_gpus / 2 * spec.nic_injection_bytes_per_s
+    if injected >= bisection:
+        return bisection, ""
+    host, nic = spec.nic_host_link_bytes_per_s, spec.nic_line_rate_bytes_per_s
+    gen = str(spec.accelerator_spec.pcie).capitalize()
+    return injected, (
+        f"; capped by each GPU's PCIe {gen} x16 path to its NIC, {host / 1e9:.1f} GB/s, below the NIC's "
+        f"{nic / 1e9:.1f} GB/s (fabric bisection {bisection / 1e12:.3g} TB/s)"
+    )
 
 
 def _bisection_headlines(s: ClusterSummary, bisection: float) -> list[Headline]:
-    """The scale-out bisection, whole and per GPU (where a Clos is built, or the cluster has
-    several domains)."""
-    per_gpu, detail = _far_end_per_gpu(s, bisection)
+    """The scale-out bisection, whole and per GPU (where a Clos is built, or the cluster has several
+    domains), as far as the GPUs' PCIe paths let them drive it (:func:`_injected_bisection`)."""
+    far, cap = _injected_bisection(s, bisection)
     return [
         Headline(
             "far-end bandwidth (bisection)",
-            bisection,
+            far,
             "bandwidth",
             "scale-out",
-            "one half of the GPUs to the other, one direction",
+            f"one half of the GPUs to the other, one direction{cap}",
         ),
-        Headline("far-end bandwidth per GPU", per_gpu, "bandwidth", "scale-out", detail),
+        Headline(
+            "far-end bandwidth per GPU",
+            far / (s.n_gpus / 2),
+            "bandwidth",
+            "scale-out",
+            f"bisection / (N/2), one direction{cap}",
+        ),
     ]
 
 

@@ -8,18 +8,19 @@ Counting rules (stated so a reader can redo them by hand):
   p4d's 8 GPUs share 4 EFA NICs), one NIC-leaf cable per NIC port (each of a card's ``ports``) and plane.
 - Scale-out: every NIC-leaf, leaf-spine and spine-core cable is optical, unless
   ``scale_out.nic_to_leaf_copper`` (rack switches on copper, Meta's AI Zone) makes NIC-leaf cables passive
-  copper (DAC, 0 W). Transceivers are counted per module, not per link end: a switch end takes one module
-  per cage where the switch's catalogue entry gives its cages (QM9700: 32 OSFP cages of 2 x 400G, so two
-  NDR links per module, or four 200G HDR links over 1:2 splitters), else twin-port modules (OSFP 2x400G:
-  one module per two links) when the catalogue has one at twice the link speed; a
-  node end takes them when ``scale_out.nic_twin_port`` (DGX H100) or when each NIC port is split over two
-  planes (one 2x400G module in the NIC's single 800G cage feeds both planes' leaves: DGX SuperPOD B300 RA,
-  "each GPU has 2x 400GbE connectivity through two different planes", 512 node-leaf cables per 512
-  GPUs); with ``scale_out.nic_cage_links`` one module per cage of that many links, broken out over them
-  (a Gaudi 2 server's 24 x 100 GbE from six 400G QSFP-DD cages); else one module per NIC link. With
-  ``scale_out.uplink_speed`` a switch-to-switch cable carries
-  ``uplink_speed / link`` links of one switch pair (DGX SuperPOD B300 twin-plane: 800G leaf-spine cables
-  over 400G planes), one module per cable end at that speed.
+  copper (DAC, 0 W), one assembly per node cage: a twin-port or ``nic_cage_links`` cage takes one splitter DAC
+  for its links (:func:`node_cage_links`). Transceivers are counted per module, not per link end: a switch end
+  takes one module per cage where the switch's catalogue entry gives its cages (QM9700: 32 OSFP cages of 2 x
+  400G, so two NDR links per module, or four 200G HDR links over 1:2 splitters), else twin-port modules (OSFP
+  2x400G: one module per two links) when the catalogue has one at twice the link speed; a node end takes them
+  when ``scale_out.nic_twin_port`` (DGX H100) or when each NIC port is split over two planes (one 2x400G
+  module in the NIC's single 800G cage feeds both planes' leaves: DGX SuperPOD B300 RA, "each GPU has 2x
+  400GbE connectivity through two different planes", 512 node-leaf cables per 512 GPUs); with
+  ``scale_out.nic_cage_links`` one module per cage of that many links, broken out over them (a Gaudi 2
+  server's 24 x 100 GbE from six 400G QSFP-DD cages); else one module per NIC link. With
+  ``scale_out.uplink_speed`` a switch-to-switch cable carries ``uplink_speed / link`` links of one switch pair
+  (DGX SuperPOD B300 twin-plane: 800G leaf-spine cables over 400G planes), one module per cable end at that
+  speed.
 - Front-end: ``front_end.nics_per_node`` NICs of the NIC's ``ports`` each, a cable per port, on leaf
   switches of ``switch`` ports split down:up by ``front_end.oversubscription``, plus spines for the
   uplinks (two tiers); optics as above.
@@ -44,7 +45,7 @@ import numpy as np
 from aifabric import catalog
 from aifabric.cluster.access import access_radix, access_shape
 from aifabric.cluster.management import management_shape
-from aifabric.cluster.spec import AccessFabricSpec
+from aifabric.cluster.spec import AccessFabricSpec, ScaleOutSpec
 from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError
 
@@ -56,6 +57,7 @@ __all__ = [
     "bundled_cables",
     "inventory",
     "modules_for_links",
+    "node_cage_links",
     "switch_end_modules",
 ]
 
@@ -263,15 +265,42 @@ def _scale_out(topo: Topology) -> list[PartLine]:
     return lines + _SCALE_OUT_FABRIC[so.topology](topo)
 
 
+def node_cage_links(so: ScaleOutSpec) -> int:
+    """NIC links that share one cage of a node: ``nic_cage_links``; 2 for ``nic_twin_port`` or a NIC port
+    split over two planes (one 2 x 400G cage feeds both planes' leaves); else 1, a cage per link."""
+    if so.nic_cage_links is not None:
+        return so.nic_cage_links
+    return 2 if so.nic_twin_port or so.ports_per_nic == 2 else 1
+
+
+def _copper_nic_lines(topo: Topology, tier_name: str, links: int) -> list[PartLine]:
+    """Passive copper NIC cables (``scale_out.nic_to_leaf_copper``): one DAC assembly per node cage, a
+    splitter whose legs carry the cage's :func:`node_cage_links` links to their switch ports (NVIDIA
+    MCP7Y00, 800G twin-port OSFP to 2 x 400G; MCP7F80, 400G QSFP-DD to 8 x 50G: one assembly, several
+    links), so ``ceil(links per node / cage links)`` per node; a cage of one link takes one plain DAC.
+
+    A DGX H100 node (4 twin-port cages, 8 NDR links) on copper: 4 assemblies, 8 links.
+    """
+    so = topo.spec.scale_out
+    assert so is not None
+    per_cage = node_cage_links(so)
+    nodes = topo.spec.n_nodes
+    assemblies = links if per_cage == 1 else -(-(links // nodes) // per_cage) * nodes
+    dac = catalog.optic("dac-copper")
+    return [
+        PartLine("scale-out", "cable", tier_name, assemblies, 0.0, links=links),
+        PartLine("scale-out", "copper", f"{tier_name}: {dac.name}", assemblies, 0.0, links=links),
+    ]
+
+
 def _nic_cable_lines(topo: Topology, tier_name: str, cables: int, link: float) -> list[PartLine]:
     """The NIC-to-switch cables and their two ends: passive copper with ``scale_out.nic_to_leaf_copper``,
     else the node end's modules and the switch end's."""
     so = topo.spec.scale_out
     assert so is not None
-    lines = [PartLine("scale-out", "cable", tier_name, cables, 0.0)]
     if so.nic_to_leaf_copper:
-        dac = catalog.optic("dac-copper")
-        return lines + [PartLine("scale-out", "copper", f"{tier_name}: {dac.name}", cables, 0.0)]
+        return _copper_nic_lines(topo, tier_name, cables)
+    lines = [PartLine("scale-out", "cable", tier_name, cables, 0.0)]
     leaf = so.tier_switches["leaf"]
     end = "leaf end" if tier_name == "nic-leaf" else "switch end"
     return lines + [

@@ -181,6 +181,7 @@ class ScaleUpDomainSpec(_Strict):
 _CLOS_ONLY = (
     "tiers",
     "rail_optimized",
+    "rails",
     "oversubscription",
     "pod_gpus",
     "full_su",
@@ -228,9 +229,11 @@ class ScaleOutSpec(_Strict):
     (a card has the catalogue's ``ports``, :attr:`nic_ports_per_gpu`) is its own link: its own port, cable
     and leaf port at the NIC's speed (ConnectX-7: one 400G OSFP port), never one bundled link of
     ``nics_per_gpu x`` its rate, so three 400G NICs per GPU take three 400G leaf
-    ports (:attr:`nic_links_per_plane`); a GPU's NICs of one plane share its leaf. No option bonds them
-    into one link. ``switch`` is the leaf switch (default: the catalogue's leaf for the fabric that carries
-    the NIC's own rate, :attr:`leaf_switch`); ``spine_switch`` and ``core_switch`` name other parts for the
+    ports (:attr:`nic_links_per_plane`); a GPU's NICs of one plane share its leaf, which only a Clos that is
+    not rail-optimised builds (a rail-optimised one puts each port on its own plane's leaf: give
+    ``planes``, :meth:`_one_port_per_rail_leaf`). No option bonds them into one link. ``switch`` is the
+    leaf switch (default: the catalogue's leaf for the fabric that carries the NIC's own rate,
+    :attr:`leaf_switch`); ``spine_switch`` and ``core_switch`` name other parts for the
     upper tiers (leaf QM9700, spine Q3400; default: the leaf's), each with its own radix, watts and parts
     line. ``radix`` overrides every tier's port count at one link's speed (default per tier: switch ports x
     port speed / link speed, i.e. breakout counted; :attr:`ClusterSpec.link_bytes_per_s`).
@@ -446,6 +449,23 @@ class ScaleOutSpec(_Strict):
         ):
             data = {**data, "rail_optimized": True}
         return data
+
+    @model_validator(mode="after")
+    def _one_port_per_rail_leaf(self) -> ScaleOutSpec:
+        """A rail-optimised Clos gives every NIC port of a GPU a leaf of its own: NVIDIA's RAs put each of a
+        GPU's ports on its own plane ("each GPU has 2x 400GbE connectivity through two different planes",
+        DGX SuperPOD B300 RA), Alibaba HPN each port of a 2 x 200G NIC on its own ToR. Several ports of one
+        GPU in one plane would share its rail leaf, which the builder cannot split, so that is refused
+        pointing to ``planes`` (port k on plane k) or ``rail_optimized: false``."""
+        if not self.rail_optimized or self.nic_links_per_plane == 1:
+            return self
+        ports = self.nic_ports_per_gpu
+        raise ValueError(
+            f"scale_out.planes: {self.planes} plane(s) for {ports} NIC ports per GPU (nics_per_gpu="
+            f"{self.nics_per_gpu}) on a rail-optimised Clos would cable {self.nic_links_per_plane} of a "
+            f"GPU's ports to its one rail leaf; give scale_out.planes: {ports} (each port on its own "
+            "plane's leaf) or scale_out.rail_optimized: false"
+        )
 
     @model_validator(mode="after")
     def _topology_fields(self) -> ScaleOutSpec:
@@ -1378,6 +1398,15 @@ class ClusterSpec(_Strict):
         on its host)."""
         host = self.host_link_bytes_per_s
         return math.inf if host is None else host * self.accelerator_spec.nic_pcie_links
+
+    @property
+    def nic_injection_bytes_per_s(self) -> float:
+        """What one GPU can put on the scale-out wire, per direction, bytes/s: its NIC line rate
+        (:attr:`nic_line_rate_bytes_per_s`) at most its PCIe path to the NIC(s)
+        (:attr:`nic_host_link_bytes_per_s`), the cap :attr:`nic_effective_bytes_per_s` puts on the
+        payload: ``min(B_nic, B_host)``. An A100's PCIe Gen4 x16 (28.8 GB/s of bulk DMA) behind a 400 Gb/s
+        ConnectX-7 (50 GB/s) injects 28.8 GB/s."""
+        return min(self.nic_line_rate_bytes_per_s, self.nic_host_link_bytes_per_s)
 
     @property
     def nic_host_link_note(self) -> str | None:

@@ -193,7 +193,7 @@ def plugin_env(
 
     >>> from aifabric.cluster.spec import ClusterSpec
     >>> p5 = ClusterSpec.model_validate({"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"nic": "efa-v2",
-    ...     "nics_per_gpu": 4, "transport": "efa-srd", "fabric": "ethernet",
+    ...     "nics_per_gpu": 4, "planes": 4, "transport": "efa-srd", "fabric": "ethernet",
     ...     "switch": "spectrum-4-sn5600-400g"}})
     >>> plugin_env(None, p5, "2.18.3"), plugin_env({"NCCL_NVLS_ENABLE": "1"}, p5, "2.18.3")
     ({'NCCL_NVLS_ENABLE': '0'}, {'NCCL_NVLS_ENABLE': '1'})
@@ -234,7 +234,7 @@ def plugin_note(
     >>> from aifabric.cluster.spec import ClusterSpec
     >>> from aifabric.collectives.tiers import tier_model
     >>> p5 = ClusterSpec.model_validate({"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"nic": "efa-v2",
-    ...     "nics_per_gpu": 4, "transport": "efa-srd", "fabric": "ethernet",
+    ...     "nics_per_gpu": 4, "planes": 4, "transport": "efa-srd", "fabric": "ethernet",
     ...     "switch": "spectrum-4-sn5600-400g"}})
     >>> plugin_note(p5, tier_model(p5), Algorithm.NVLS_TREE, None)
     'aws-ofi-nccl 1.21.1 on p5.48xlarge sets NCCL_NVLS_CHUNKSIZE=524288, NCCL_NVLSTREE_MAX_CHUNKSIZE=524288'

@@ -75,7 +75,7 @@ def ofi_tuner_note(tuned: TunerPick | None, comm: Communicator, best: Cost) -> s
     >>> from aifabric.cluster.spec import ClusterSpec
     >>> from aifabric.engines.formula import formula_collective
     >>> p5 = ClusterSpec.model_validate({"accelerator": "h100-sxm", "nodes": 4, "scale_out": {"nic": "efa-v2",
-    ...     "nics_per_gpu": 4, "transport": "efa-srd", "fabric": "ethernet",
+    ...     "nics_per_gpu": 4, "planes": 4, "transport": "efa-srd", "fabric": "ethernet",
     ...     "switch": "spectrum-4-sn5600-400g"}})
     >>> r = formula_collective("all_reduce", 2**30, p5, nccl_version="2.28.7")
     >>> r.algorithm, r.protocol, "region tuner runs ring/LL128" in r.explanation

@@ -758,7 +758,7 @@ def efa_plugin_settings(
 
     >>> from aifabric.cluster.spec import ClusterSpec
     >>> p5 = ClusterSpec.model_validate({"accelerator": "h100-sxm", "nodes": 2, "scale_out": {"nic": "efa-v2",
-    ...     "nics_per_gpu": 4, "transport": "efa-srd", "fabric": "ethernet",
+    ...     "nics_per_gpu": 4, "planes": 4, "transport": "efa-srd", "fabric": "ethernet",
     ...     "switch": "spectrum-4-sn5600-400g"}})
     >>> efa_plugin_settings(p5, nccl_release())["NCCL_NVLSTREE_MAX_CHUNKSIZE"]
     '524288'

@@ -235,13 +235,16 @@ def _nic_sharing(nics: int | None, gpus_per_node: int) -> dict[str, int]:
     """``nics_per_gpu`` or ``gpus_per_nic`` for ``nics`` NICs over ``gpus_per_node`` GPUs, when one divides
     the other (p5: 32 over 8, 4 each; p4d: 4 over 8, 2 GPUs a NIC); else nothing (one NIC per GPU).
 
+    Several NICs of a GPU are each on a plane of their own (port k on plane k), as a rail-optimised Clos
+    cables them (:class:`~aifabric.cluster.spec.ScaleOutSpec`).
+
     >>> _nic_sharing(32, 8), _nic_sharing(4, 8), _nic_sharing(8, 8), _nic_sharing(8, 3)
-    ({'nics_per_gpu': 4}, {'gpus_per_nic': 2}, {}, {})
+    ({'nics_per_gpu': 4, 'planes': 4}, {'gpus_per_nic': 2}, {}, {})
     """
     if nics is None or nics == gpus_per_node:
         return {}
     if nics > gpus_per_node and nics % gpus_per_node == 0:
-        return {"nics_per_gpu": nics // gpus_per_node}
+        return {"nics_per_gpu": nics // gpus_per_node, "planes": nics // gpus_per_node}
     if nics < gpus_per_node and gpus_per_node % nics == 0:
         return {"gpus_per_nic": gpus_per_node // nics}
     return {}

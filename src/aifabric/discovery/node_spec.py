@@ -396,6 +396,7 @@ def _node_spec_data(
             "nic": nic_for_speed(speed),
             "nic_speed": f"{speed * 8 / 1e9:g} Gb/s",
             "nics_per_gpu": nics_per_gpu,
+            "planes": nics_per_gpu,
             "gpus_per_nic": gpus_per_nic,
             "fabric": layout.fabric or "infiniband",
             "switch": catalog.default_leaf_switch(layout.fabric or "infiniband", speed),
