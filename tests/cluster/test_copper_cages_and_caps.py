@@ -5,8 +5,8 @@
   2 x 400G; MCP7F80, 400G QSFP-DD to 8 x 50G), no longer one plain DAC per link with the cage ignored.
 - ``scale_out.rails`` on a dragonfly: refused with the other Clos-only fields, no longer dropped.
 - several NIC ports of a GPU on one plane of a rail-optimised Clos (the builder cabled them all to the
-  GPU's one rail leaf): refused, pointing to ``planes`` (port k on plane k, NVIDIA's DGX SuperPOD B300 RA)
-  or ``rail_optimized: false``.
+  GPU's one rail leaf): with no ``planes`` named, port k goes on plane k (NVIDIA's DGX SuperPOD B300 RA);
+  ``planes`` given below the port count is refused, pointing to ``planes`` or ``rail_optimized: false``.
 - the far-end (bisection) headline: at most N/2 x min(NIC, PCIe path), as every engine caps a GPU's
   scale-out bandwidth (``ClusterSpec.nic_effective_bytes_per_s``), saying when the PCIe path binds.
 """
@@ -20,7 +20,7 @@ from tests.cli.refusal import refused
 from aifabric.cluster.headlines import headlines
 from aifabric.cluster.inventory import inventory
 from aifabric.cluster.presets import preset
-from aifabric.cluster.spec import ClusterSpec
+from aifabric.cluster.spec import ClusterSpec, ScaleOutSpec
 from aifabric.cluster.summary import summarize
 from aifabric.cluster.topology import build_topology
 
@@ -111,8 +111,9 @@ def test_bisection_headline_of_h100_on_pcie_gen5_is_the_fabrics():
 
 
 def test_two_nics_per_gpu_on_one_rail_plane_are_refused_pointing_to_planes():
+    # planes: 1 given with two ports per GPU on a rail-optimised Clos: both ports would share one rail leaf.
     with pytest.raises(ValueError) as err:
-        preset("h100-ib-2node").with_changes(**{"scale_out.nics_per_gpu": 2})
+        preset("h100-ib-2node").with_changes(**{"scale_out.nics_per_gpu": 2, "scale_out.planes": 1})
     assert (
         "scale_out.planes: 1 plane(s) for 2 NIC ports per GPU (nics_per_gpu=2) on a rail-optimised Clos "
         "would cable 2 of a GPU's ports to its one rail leaf; give scale_out.planes: 2"
@@ -132,6 +133,19 @@ def test_two_nics_per_gpu_on_two_planes_each_take_a_rail_leaf():
     assert list(topo.leaf_of_gpu) == list(range(8)) * 2
 
 
+def test_two_nics_per_gpu_without_planes_take_a_plane_each():
+    # No planes named: each of a GPU's two ports goes on its own plane (DGX SuperPOD B300 RA), the same build
+    # as planes: 2 above, whether asked of the preset or written in a file section without planes.
+    two = preset("h100-ib-2node").with_changes(**{"scale_out.nics_per_gpu": 2})
+    assert two.scale_out is not None and two.scale_out.planes == 2
+    topo = build_topology(two)
+    assert (topo.switch_counts["leaf"], topo.switch_counts["spine"]) == (16, 2)
+    back = two.with_changes(**{"scale_out.nics_per_gpu": 1})
+    assert back.scale_out is not None and back.scale_out.planes == 1
+    section = {"nic": "connectx-7", "nics_per_gpu": 4}
+    assert ScaleOutSpec.model_validate(section).planes == 4
+
+
 def test_two_nics_per_gpu_share_a_leaf_off_rails():
     # rail_optimized: false keeps a GPU's two ports on one leaf: 32 ports of 400G on one 64-port leaf.
     spec = preset("h100-ib-2node").with_changes(
@@ -144,7 +158,10 @@ def test_two_nics_per_gpu_share_a_leaf_off_rails():
     ("scale_out", "needles"),
     [
         ({"topology": "dragonfly", "rails": 8}, ("scale_out.rails: a Clos field",)),
-        ({"nics_per_gpu": 2}, ("scale_out.planes: 1 plane(s)", "nics_per_gpu=2", "rail_optimized: false")),
+        (
+            {"nics_per_gpu": 2, "planes": 1},
+            ("scale_out.planes: 1 plane(s)", "nics_per_gpu=2", "rail_optimized: false"),
+        ),
     ],
 )
 def test_cluster_show_refuses_in_one_line(tmp_path, scale_out, needles):

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
@@ -212,6 +213,24 @@ class DragonflySpec(_Strict):
     routing: Literal["minimal", "valiant"] = "minimal"
 
 
+def _default_planes(data: Any) -> Any:
+    """A rail-optimised Clos section that names no ``planes`` puts each of a GPU's NIC ports on its own
+    plane (``planes`` = ``nics_per_gpu`` x the card's ``ports``), as NVIDIA's RAs wire a GPU's ports ("each
+    GPU has 2x 400GbE connectivity through two different planes", DGX SuperPOD B300 RA) and Alibaba HPN each
+    port of a 2 x 200G NIC to its own ToR. A section with an unknown NIC, shared NICs or ``planes`` given is
+    returned as it is (field validation names an unknown NIC)."""
+    if not isinstance(data, dict) or "planes" in data or not data.get("rail_optimized"):
+        return data
+    nics, nic = data.get("nics_per_gpu", 1), data.get("nic", "connectx-7")
+    if data.get("gpus_per_nic", 1) != 1 or not isinstance(nics, int) or not isinstance(nic, str):
+        return data
+    try:
+        ports = nics * catalog.nic(nic).ports
+    except ConfigError:
+        return data
+    return {**data, "planes": ports} if ports > 1 else data
+
+
 class ScaleOutSpec(_Strict):
     """The back-end scale-out fabric: the nodes' NICs wired into a one-, two- or three-tier Clos, or with
     ``topology: dragonfly`` into a dragonfly sized by ``dragonfly`` (:class:`DragonflySpec`).
@@ -230,9 +249,10 @@ class ScaleOutSpec(_Strict):
     and leaf port at the NIC's speed (ConnectX-7: one 400G OSFP port), never one bundled link of
     ``nics_per_gpu x`` its rate, so three 400G NICs per GPU take three 400G leaf
     ports (:attr:`nic_links_per_plane`); a GPU's NICs of one plane share its leaf, which only a Clos that is
-    not rail-optimised builds (a rail-optimised one puts each port on its own plane's leaf: give
-    ``planes``, :meth:`_one_port_per_rail_leaf`). No option bonds them into one link. ``switch`` is the
-    leaf switch (default: the catalogue's leaf for the fabric that carries the NIC's own rate,
+    not rail-optimised builds (a rail-optimised one puts each port on its own plane's leaf: ``planes``
+    not given is the port count, :func:`_default_planes`; fewer are refused,
+    :meth:`_one_port_per_rail_leaf`). No option bonds them into one link. ``switch`` is the leaf switch
+    (default: the catalogue's leaf for the fabric that carries the NIC's own rate,
     :attr:`leaf_switch`); ``spine_switch`` and ``core_switch`` name other parts for the
     upper tiers (leaf QM9700, spine Q3400; default: the leaf's), each with its own radix, watts and parts
     line. ``radix`` overrides every tier's port count at one link's speed (default per tier: switch ports x
@@ -448,15 +468,16 @@ class ScaleOutSpec(_Strict):
             and data.get("rail_optimized") is None
         ):
             data = {**data, "rail_optimized": True}
-        return data
+        return _default_planes(data)
 
     @model_validator(mode="after")
     def _one_port_per_rail_leaf(self) -> ScaleOutSpec:
         """A rail-optimised Clos gives every NIC port of a GPU a leaf of its own: NVIDIA's RAs put each of a
         GPU's ports on its own plane ("each GPU has 2x 400GbE connectivity through two different planes",
         DGX SuperPOD B300 RA), Alibaba HPN each port of a 2 x 200G NIC on its own ToR. Several ports of one
-        GPU in one plane would share its rail leaf, which the builder cannot split, so that is refused
-        pointing to ``planes`` (port k on plane k) or ``rail_optimized: false``."""
+        GPU in one plane would share its rail leaf, which the builder cannot split: ``planes`` not given
+        is the port count (:func:`_default_planes`), and fewer given are refused, pointing to ``planes``
+        (port k on plane k) or ``rail_optimized: false``."""
         if not self.rail_optimized or self.nic_links_per_plane == 1:
             return self
         ports = self.nic_ports_per_gpu
@@ -1596,7 +1617,38 @@ class ClusterSpec(_Strict):
                     raise ConfigError(f"{key}: {'.'.join(parts[: depth + 1])} is not set in this cluster")
                 target = target[part]
             target[parts[-1]] = value
+        if isinstance(data.get("scale_out"), dict) and "scale_out.planes" not in changes:
+            data["scale_out"] = _rederived_planes(self, data["scale_out"], changes)
         return ClusterSpec.from_dict(data)
+
+
+#: Scale-out fields whose change re-derives default ``planes`` (:func:`_default_planes`).
+_PLANE_SOURCES = frozenset(
+    f"scale_out.{k}" for k in ("nic", "nics_per_gpu", "gpus_per_nic", "rail_optimized")
+)
+
+
+def _rederived_planes(
+    old: ClusterSpec, section: dict[str, Any], changes: Mapping[str, Any]
+) -> dict[str, Any]:
+    """``section`` (the changed scale-out, as :meth:`ClusterSpec.with_changes` writes it) without its carried
+    ``planes`` when those were the default derived from the NIC ports (:func:`_default_planes`) and a change
+    moves the ports, so they are derived again: two NICs per GPU asked of a one-NIC cluster get two planes.
+    Planes the old spec set apart from that default are carried as they are."""
+    so = old.scale_out
+    if so is None or not _PLANE_SOURCES & set(changes):
+        return section
+    derived = _default_planes(
+        {
+            "rail_optimized": so.rail_optimized,
+            "nic": so.nic,
+            "nics_per_gpu": so.nics_per_gpu,
+            "gpus_per_nic": so.gpus_per_nic,
+        }
+    ).get("planes", 1)
+    if so.planes != derived:
+        return section
+    return {k: v for k, v in section.items() if k != "planes"}
 
 
 def check_field_path(key: str) -> None:
