@@ -517,15 +517,41 @@ class DciSpec(_Entry):
 class CpuSpec(_Entry):
     """A host CPU family as NCCL's topology sees it: ``vendor`` and the bandwidth NCCL gives the link
     between two of its sockets (NUMA nodes), per direction (``topo.h`` ``AMD_BW``, ``SKL_QPI_BW`` ...:
-    ``topo.cc`` ``ncclTopoGetInterCpuBw`` gives every pair of CPU nodes a ``LINK_SYS`` of it)."""
+    ``topo.cc`` ``ncclTopoGetInterCpuBw`` gives every pair of CPU nodes a ``LINK_SYS`` of it), and, where a
+    microbenchmark measured it, ``socket_p2p``: what one GPU writes into a GPU of the other socket over
+    PCIe peer-to-peer, per direction (None: not measured for the family). ``nccl_since``: the first NCCL
+    release that gives the family ``inter_socket_nccl``; releases before it gave ``nccl_before`` (None:
+    every recorded release gives the one figure)."""
 
     vendor: Literal["intel", "amd", "arm", "power", "zhaoxin"]
     inter_socket_nccl_bytes_per_s: float = Field(gt=0, validation_alias="inter_socket_nccl")
+    socket_p2p_bytes_per_s: float | None = Field(default=None, gt=0, validation_alias="socket_p2p")
+    nccl_since: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+$")
+    nccl_before_bytes_per_s: float | None = Field(default=None, gt=0, validation_alias="nccl_before")
 
     @field_validator("inter_socket_nccl_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float:
         return _rate(v)
+
+    @field_validator("socket_p2p_bytes_per_s", "nccl_before_bytes_per_s", mode="before")
+    @classmethod
+    def _optional_bw(cls, v: Any) -> float | None:
+        return None if v is None else _rate(v)
+
+    def check_fields(self) -> None:
+        """``nccl_since`` and ``nccl_before`` come together."""
+        if (self.nccl_since is None) != (self.nccl_before_bytes_per_s is None):
+            raise ConfigError("nccl_since, nccl_before: give both (a release, the figure before it) or none")
+
+    @property
+    def cross_socket_p2p_bytes_per_s(self) -> float:
+        """What GPU peer-to-peer carries between two sockets of the family, per direction: the measured
+        ``socket_p2p``, else NCCL's own figure for the link (``inter_socket_nccl``). That figure is
+        not the link's wire rate: NCCL's maintainers point to SM-driven GPU traffic, which crosses CPU
+        interconnects far below it and falls further under load (NVIDIA/nccl #1163)."""
+        measured = self.socket_p2p_bytes_per_s
+        return self.inter_socket_nccl_bytes_per_s if measured is None else measured
 
 
 _FILES: dict[str, tuple[str, type[_Entry]]] = {
