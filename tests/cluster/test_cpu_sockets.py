@@ -2,8 +2,10 @@
 GPUs split between the sockets; the readers infer the sockets from the GPUs' NUMA nodes."""
 
 import pytest
+from tests.discovery.conftest import CASE_17
 from tests.discovery.test_topologies import CASE_26, inspect_node_text, read_case
 
+from aifabric import catalog
 from aifabric.cluster.presets import preset
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.engines.formula import formula_collective
@@ -107,6 +109,18 @@ def test_reader_infers_sockets_from_the_gpu_numa_nodes():
     # case 26 (NVIDIA/nccl #1084): GPU0-3 on NUMA node 0, GPU4-7 on node 1, SYS between every pair
     (node,) = inspect_node_text(read_case(CASE_26), source=CASE_26)
     assert node.spec.cpu_sockets == 2 and node.spec.gpus_per_socket == 4
+
+
+def test_reader_names_the_cpu_family_from_the_dumps_cpuid():
+    # case 17 (Azure NDv4 / NDv5 topology files): NDv5's <cpu familyid="6" modelid="143"> is Sapphire Rapids
+    # (topo.cc: Intel family 6, model >= 0x8F and < 0xCF); NDv4's AMD family 23 (Zen 2) has no entry of its
+    # own, so the vendor's amd-epyc applies; catalogue lookups of Turin (family 1Ah = 26) and Skylake alike
+    ndv4, ndv5 = inspect_node_text(read_case(CASE_17), source=CASE_17)
+    assert ndv5.spec.cpu == "intel-sapphire-rapids"
+    assert ndv4.spec.cpu is None
+    assert ndv4.spec.socket_cpu is not None and ndv4.spec.socket_cpu.key == "amd-epyc"
+    assert catalog.cpu_for_cpuid("amd", 26, 17) == "amd-epyc-turin"
+    assert catalog.cpu_for_cpuid("intel", 6, 0x55) == "intel-skylake"
 
 
 def test_grace_presets_run_an_arm_host_and_a_c2c_path_needs_one():

@@ -63,6 +63,7 @@ __all__ = [
     "optic_for_speed",
     "reload_catalog",
     "cpu",
+    "cpu_for_cpuid",
     "scaleup",
     "storage",
     "switch",
@@ -521,13 +522,17 @@ class CpuSpec(_Entry):
     microbenchmark measured it, ``socket_p2p``: what one GPU writes into a GPU of the other socket over
     PCIe peer-to-peer, per direction (None: not measured for the family). ``nccl_since``: the first NCCL
     release that gives the family ``inter_socket_nccl``; releases before it gave ``nccl_before`` (None:
-    every recorded release gives the one figure)."""
+    every recorded release gives the one figure). ``cpuid_family`` and ``cpuid_models`` (``[first, end)``,
+    None: every model) are the CPUID family and model NCCL's topology dump records (``familyid``,
+    ``modelid``) for the family, as ``topo.cc`` ncclTopoAddCpu classes them (:func:`cpu_for_cpuid`)."""
 
     vendor: Literal["intel", "amd", "arm", "power", "zhaoxin"]
     inter_socket_nccl_bytes_per_s: float = Field(gt=0, validation_alias="inter_socket_nccl")
     socket_p2p_bytes_per_s: float | None = Field(default=None, gt=0, validation_alias="socket_p2p")
     nccl_since: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+$")
     nccl_before_bytes_per_s: float | None = Field(default=None, gt=0, validation_alias="nccl_before")
+    cpuid_family: int | None = Field(default=None, ge=0)
+    cpuid_models: tuple[int, int] | None = None
 
     @field_validator("inter_socket_nccl_bytes_per_s", mode="before")
     @classmethod
@@ -825,6 +830,24 @@ def scaleup(key: str) -> ScaleUpSpec:
 def cpu(key: str) -> CpuSpec:
     """The host CPU family ``key`` (e.g. ``"amd-epyc"``, ``"intel-sapphire-rapids"``)."""
     return _get("cpu", key)
+
+
+def cpu_for_cpuid(vendor: str, family: int, model: int | None) -> str | None:
+    """The catalogue CPU family of a CPUID ``family``/``model`` of ``vendor`` (``intel``, ``amd``, ...), as
+    NCCL's topology dump records them; None where no entry names that family and model (the vendor's
+    default then applies: :attr:`~aifabric.cluster.spec.ClusterSpec.socket_cpu`).
+
+    >>> cpu_for_cpuid("intel", 6, 143), cpu_for_cpuid("amd", 26, 17), cpu_for_cpuid("amd", 25, 1)
+    ('intel-sapphire-rapids', 'amd-epyc-turin', None)
+    """
+    for key in catalog_names("cpu"):
+        spec = cpu(key)
+        if spec.vendor != vendor or spec.cpuid_family != family:
+            continue
+        span = spec.cpuid_models
+        if span is None or (model is not None and span[0] <= model < span[1]):
+            return key
+    return None
 
 
 def nic(key: str) -> NicSpec:
