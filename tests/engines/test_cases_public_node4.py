@@ -51,13 +51,14 @@ H100 = hgx("h100-sxm")
 #: 8 x H200 on NVSwitch (an Azure ND H200 v5 VM: the log loads /opt/microsoft/ndv5-topo.xml)
 H200 = hgx("h200-sxm")
 #: 8 x RTX 5090 (PCIe Gen5 x16, a root port each) on two AMD EPYC 9575F, peer-to-peer re-enabled by the
-#: aikitoria kernel module (p2pBandwidthLatencyTest: P2P=Enabled, 55.6-56.6 GB/s one way)
+#: aikitoria kernel module (p2pBandwidthLatencyTest: P2P=Enabled, 55.6-56.6 GB/s one way); the Turin family
+#: (cpus.yaml amd-epyc-turin) carries that 55.6 GB/s between sockets, above the GPUs' Gen5 x16 48
 R5090_P2P = one_node(
     "rtx-5090",
     8,
     {"kind": "pcie", "link": "pcie-gen5", "p2p_through_cpu": True, "peer_to_peer": True},
     cpu_vendor="amd",
-).with_changes(cpu_sockets=2)  # GPUs at bus 01-71 on one socket, 81-f1 on the other (the README's listing)
+).with_changes(cpu_sockets=2, cpu="amd-epyc-turin")  # GPUs at bus 01-71 on one socket, 81-f1 on the other
 #: OCI BM.GPU.MI355x.8: 8 x MI355X, xGMI full mesh (7 x Infinity Fabric links per GPU), two EPYC 9575F
 MI355X = one_node("mi355x", 8, {"kind": "nvswitch"})
 #: one OCI BM.GPU.GB300.4 host: the 4 GPUs of one NVL72 compute tray, on the rack's NVSwitches

@@ -73,7 +73,7 @@ def rtx6k_turin(gpus: int, cpu_nodes: int = 1) -> ClusterSpec:
     any. ``cpu_nodes``: the CPU nodes NCCL sees under them (``cpu_sockets``; a NUMA node each at NPS=4)."""
     pcie = {"kind": "pcie", "link": "pcie-gen5", "p2p_through_cpu": True}
     spec = one_node("rtx-pro-6000-blackwell", gpus, pcie, cpu_vendor="amd")
-    return spec.with_changes(cpu_sockets=cpu_nodes)
+    return spec.with_changes(cpu_sockets=cpu_nodes, cpu="amd-epyc-turin")  # a Turin host (cpus.yaml)
 
 
 POINTS = {

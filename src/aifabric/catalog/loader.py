@@ -64,6 +64,7 @@ __all__ = [
     "optic_for_speed",
     "reload_catalog",
     "cpu",
+    "cpu_for_cpuid",
     "scaleup",
     "storage",
     "switch",
@@ -533,15 +534,45 @@ class DciSpec(_Entry):
 class CpuSpec(_Entry):
     """A host CPU family as NCCL's topology sees it: ``vendor`` and the bandwidth NCCL gives the link
     between two of its sockets (NUMA nodes), per direction (``topo.h`` ``AMD_BW``, ``SKL_QPI_BW`` ...:
-    ``topo.cc`` ``ncclTopoGetInterCpuBw`` gives every pair of CPU nodes a ``LINK_SYS`` of it)."""
+    ``topo.cc`` ``ncclTopoGetInterCpuBw`` gives every pair of CPU nodes a ``LINK_SYS`` of it), and, where a
+    microbenchmark measured it, ``socket_p2p``: what one GPU writes into a GPU of the other socket over
+    PCIe peer-to-peer, per direction (None: not measured for the family). ``nccl_since``: the first NCCL
+    release that gives the family ``inter_socket_nccl``; releases before it gave ``nccl_before`` (None:
+    every recorded release gives the one figure). ``cpuid_family`` and ``cpuid_models`` (``[first, end)``,
+    None: every model) are the CPUID family and model NCCL's topology dump records (``familyid``,
+    ``modelid``) for the family, as ``topo.cc`` ncclTopoAddCpu classes them (:func:`cpu_for_cpuid`)."""
 
     vendor: Literal["intel", "amd", "arm", "power", "zhaoxin"]
     inter_socket_nccl_bytes_per_s: float = Field(gt=0, validation_alias="inter_socket_nccl")
+    socket_p2p_bytes_per_s: float | None = Field(default=None, gt=0, validation_alias="socket_p2p")
+    nccl_since: str | None = Field(default=None, pattern=r"^\d+\.\d+\.\d+$")
+    nccl_before_bytes_per_s: float | None = Field(default=None, gt=0, validation_alias="nccl_before")
+    cpuid_family: int | None = Field(default=None, ge=0)
+    cpuid_models: tuple[int, int] | None = None
 
     @field_validator("inter_socket_nccl_bytes_per_s", mode="before")
     @classmethod
     def _bw(cls, v: Any) -> float:
         return _rate(v)
+
+    @field_validator("socket_p2p_bytes_per_s", "nccl_before_bytes_per_s", mode="before")
+    @classmethod
+    def _optional_bw(cls, v: Any) -> float | None:
+        return None if v is None else _rate(v)
+
+    def check_fields(self) -> None:
+        """``nccl_since`` and ``nccl_before`` come together."""
+        if (self.nccl_since is None) != (self.nccl_before_bytes_per_s is None):
+            raise ConfigError("nccl_since, nccl_before: give both (a release, the figure before it) or none")
+
+    @property
+    def cross_socket_p2p_bytes_per_s(self) -> float:
+        """What GPU peer-to-peer carries between two sockets of the family, per direction: the measured
+        ``socket_p2p``, else NCCL's own figure for the link (``inter_socket_nccl``). That figure is
+        not the link's wire rate: NCCL's maintainers point to SM-driven GPU traffic, which crosses CPU
+        interconnects far below it and falls further under load (NVIDIA/nccl #1163)."""
+        measured = self.socket_p2p_bytes_per_s
+        return self.inter_socket_nccl_bytes_per_s if measured is None else measured
 
 
 _FILES: dict[str, tuple[str, type[_Entry]]] = {
@@ -815,6 +846,24 @@ def scaleup(key: str) -> ScaleUpSpec:
 def cpu(key: str) -> CpuSpec:
     """The host CPU family ``key`` (e.g. ``"amd-epyc"``, ``"intel-sapphire-rapids"``)."""
     return _get("cpu", key)
+
+
+def cpu_for_cpuid(vendor: str, family: int, model: int | None) -> str | None:
+    """The catalogue CPU family of a CPUID ``family``/``model`` of ``vendor`` (``intel``, ``amd``, ...), as
+    NCCL's topology dump records them; None where no entry names that family and model (the vendor's
+    default then applies: :attr:`~aifabric.cluster.spec.ClusterSpec.socket_cpu`).
+
+    >>> cpu_for_cpuid("intel", 6, 143), cpu_for_cpuid("amd", 26, 17), cpu_for_cpuid("amd", 25, 1)
+    ('intel-sapphire-rapids', 'amd-epyc-turin', None)
+    """
+    for key in catalog_names("cpu"):
+        spec = cpu(key)
+        if spec.vendor != vendor or spec.cpuid_family != family:
+            continue
+        span = spec.cpuid_models
+        if span is None or (model is not None and span[0] <= model < span[1]):
+            return key
+    return None
 
 
 def nic(key: str) -> NicSpec:

@@ -828,7 +828,9 @@ class ClusterSpec(_Strict):
     ``cpu_sockets`` CPU sockets (default 1) of the catalogue CPU family ``cpu`` (``catalog/data/cpus.yaml``,
     default by ``cpu_vendor``: :attr:`socket_cpu`), its GPUs split evenly between them, as ``nvidia-smi topo
     -m`` shows SYS between the halves (:attr:`gpus_per_socket`). NCCL makes a CPU node of every NUMA node, so
-    a socket split into NUMA nodes (AMD NPS=4) counts as that many here, as the readers infer them.
+    a socket split into NUMA nodes (AMD NPS=4) counts as that many here, as the readers infer them. NCCL's
+    P2P between GPUs of different CPU nodes runs at most the family's cross-socket P2P rate
+    (:func:`aifabric.collectives.nccl_env.socket_p2p_tiers`).
     ``parts``
     defines new catalogue parts inline, in the shape of a user catalogue file
     (:func:`aifabric.catalog.add_parts`).

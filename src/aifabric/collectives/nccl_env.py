@@ -51,6 +51,7 @@ from functools import lru_cache
 from aifabric import catalog
 from aifabric.catalog import nccl
 from aifabric.catalog.aws_ofi_nccl import efa_instance, nccl_first_read, nccl_reads, ofi_nccl_release
+from aifabric.catalog.loader import CpuSpec
 from aifabric.catalog.transport import (
     NcclEnv,
     PathType,
@@ -491,25 +492,13 @@ def _gpu_path(spec: ClusterSpec) -> PathType:
     return PathType.PHB if spec.scale_up.p2p_through_cpu else PathType.PXB
 
 
-#: What the inter-socket link carries on a host where it was measured: 8 x RTX 5090 on two AMD EPYC 9575F
-#: write 55.6 GB/s one way between GPUs of different sockets (56.6 on one socket), and their ring reaches
-#: 45.4 GB/s busbw at NCCL_P2P_LEVEL=SYS (aikitoria/open-gpu-kernel-modules README, p2pBandwidthLatencyTest
-#: and all_reduce_perf -g 8), above NCCL's AMD_BW of 16
-_SOCKET_LINK_EVIDENCE = (
-    "NCCL's figure sizes its search, not the link: 8 x RTX 5090 on two EPYC 9575F write 55.6 GB/s between "
-    "sockets and ring at 45.4 GB/s busbw (aikitoria/open-gpu-kernel-modules README), so the GPUs' path "
-    "rate stands"
-)
-
-
 def socket_note(spec: ClusterSpec, tm: TierModel) -> str | None:
     """What NCCL's search makes of a PCIe node whose GPUs sit on several CPU sockets, one sentence; None
     on one socket or off PCIe.
 
     NCCL joins the CPU nodes by a ``LINK_SYS`` of its per-family figure (``catalog/data/cpus.yaml``) and its
     ring graph crosses it (:func:`~aifabric.catalog.nccl.socket_ring_search`); the graph sets NCCL's
-    channels and tuner figures, while the bytes move at what the path carries, which on a measured host is
-    well above NCCL's figure (``_SOCKET_LINK_EVIDENCE``). The rate is therefore not capped here.
+    channels and tuner figures. What P2P carries across the sockets is :func:`socket_p2p_tiers`' business.
     """
     if spec.scale_up.kind != "pcie" or not spec.gpus_span_sockets:
         return None
@@ -517,7 +506,7 @@ def socket_note(spec: ClusterSpec, tm: TierModel) -> str | None:
     family = spec.socket_cpu
     if family is None:
         return f"{where}; the Intel CPU family (cpu:) is not given, so NCCL's inter-socket figure is unknown"
-    sys_gbps = family.inter_socket_nccl_bytes_per_s / 1e9
+    sys_gbps = _nccl_socket_gbps(family, tm)
     row = tm.tuning_row
     gpu_gbps = spec.p2p_effective_bytes_per_s / 1e9
     ring = nccl.socket_ring_search(tm.release, row, sys_gbps=sys_gbps, gpu_gbps=gpu_gbps)
@@ -527,8 +516,52 @@ def socket_note(spec: ClusterSpec, tm: TierModel) -> str | None:
         else f"no ring fits NCCL's slowest {row} search speed "
         f"({tm.release.search_speeds_intra[row][-1]:g} GB/s): one channel in GPU order"
     )
-    return f"{where}: NCCL links the sockets at {sys_gbps:g} GB/s ({family.key}, topo.h); {graph}; " + (
-        _SOCKET_LINK_EVIDENCE
+    return f"{where}: NCCL links the sockets at {sys_gbps:g} GB/s ({family.key}, topo.h); {graph}"
+
+
+def _nccl_socket_gbps(family: CpuSpec, tm: TierModel) -> float:
+    """The GB/s the stated NCCL release (else the tables' one) gives the link between two CPU nodes of
+    ``family``: its figure from ``nccl_since`` on, the one before it (AMD: LOC_BW 5000 before 2.19.1;
+    Sapphire and Emerald Rapids: SKL_QPI_BW 10 before 2.26.2) in older releases (``cpus.yaml``)."""
+    since, before = family.nccl_since, family.nccl_before_bytes_per_s
+    version = nccl.version_tuple(tm.nccl_version or tm.release.version)
+    if since is not None and before is not None and version < nccl.version_tuple(since):
+        return before / 1e9
+    return family.inter_socket_nccl_bytes_per_s / 1e9
+
+
+def socket_p2p_tiers(spec: ClusterSpec, tm: TierModel) -> TierModel:
+    """``tm`` with NCCL's P2P transport bounded where a PCIe node's ring crosses its CPU sockets.
+
+    Every ring over GPUs of two sockets has a hop from each socket into the other (one each way, whatever
+    the channel count: each channel's ring crosses once in each direction, as a GPU's own link carries each
+    channel once), and that hop is a PCIe peer-to-peer write routed through both root complexes and the
+    socket link. It carries at most the CPU family's cross-socket P2P rate
+    (:attr:`~aifabric.catalog.loader.CpuSpec.cross_socket_p2p_bytes_per_s`: measured where a microbenchmark
+    exists, else NCCL's own figure for the link), so the ring runs at
+
+        B = min(B_gpu, B_socket_p2p)
+
+    A family measured above the GPUs' path changes nothing: 2 x EPYC 9575F write 55.6 GB/s between sockets,
+    above RTX 5090's Gen5 x16 48, and their 8-GPU ring reaches 45.4 GB/s busbw. Without a measurement (an
+    AMD host of unstated generation: NCCL's AMD_BW 16) the hop bounds a Gen4 pair's 24 GB/s at 16. SHM
+    traffic (host memory DMA, which the socket link is built to carry) is not bounded here; nor is the
+    ``line_rate`` efficiency, which prices wires. An Intel host of unstated family keeps its path rate.
+    CPU nodes are NCCL's (``cpu_sockets``): NUMA nodes of one socket (AMD NPS=4) take the same bound, as
+    NCCL's search does, though their P2P crosses the I/O die and no socket link; a family measured above
+    the GPUs' path (Turin) makes that moot.
+    """
+    family = spec.socket_cpu
+    if not tm.nccl or family is None or spec.scale_up.kind != "pcie" or not spec.gpus_span_sockets:
+        return tm
+    cap = family.cross_socket_p2p_bytes_per_s * tm.intra_scale
+    if cap >= tm.intra_bytes_per_s:
+        return tm
+    how = "measured" if family.socket_p2p_bytes_per_s is not None else "NCCL's figure for the link, topo.h"
+    return replace(
+        tm,
+        intra_bytes_per_s=cap,
+        intra_transport=f"P2P across the CPU sockets, at most {cap / 1e9:g} GB/s ({family.key}, {how})",
     )
 
 
@@ -554,7 +587,7 @@ def _intra(parsed: NcclEnv, spec: ClusterSpec, tm: TierModel) -> TierModel:
     )
     key = choice.transport.key
     if key != "shm" and choice.transport.scope == "intra":
-        return tm  # P2P: the cluster's own scale-up link
+        return socket_p2p_tiers(spec, tm)  # P2P: the cluster's own scale-up link, bounded across sockets
     if key == "shm" and spec.domain_gpus == spec.gpus_per_node:
         return replace(
             tm,

@@ -251,7 +251,8 @@ class TierModel:
     #: off: 0.667, ``host-staging``); set with ``nic_bytes_per_s`` by :func:`~aifabric.collectives.nccl_env.
     #: env_tiers`, read by the per-channel caps of stages that cross the NICs (:func:`net_stage_cap`)
     net_staging: float = 1.0
-    #: The transport GPUs of a node use and why, when it is not the scale-up link's own P2P ("": P2P)
+    #: The transport GPUs of a node use and why, when it is not the scale-up link's own P2P at its own rate
+    #: ("": P2P; P2P bounded across CPU sockets says so, nccl_env.socket_p2p_tiers)
     intra_transport: str = ""
     #: GPUs behind one PCIe switch whose uplink SHM traffic crosses (scale_up.gpus_per_switch); 1: none
     shm_switch_gpus: int = 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from aifabric import catalog
 from aifabric.discovery.nccl_xml import GpuNode, NcclTopology, NicNode
 from aifabric.discovery.nvsmi import TopoMatrix
 
@@ -190,6 +191,9 @@ class NodeLayout:
         Catalogue key guessed from the input, and how.
     cpu_vendor : str or None
         ``intel``, ``amd`` or ``arm`` from an NCCL dump.
+    cpu_family : str or None
+        The catalogue CPU family (``cpus.yaml``) of an NCCL dump whose ``<cpu>`` elements agree on a CPUID
+        family and model the catalogue names (:func:`aifabric.catalog.cpu_for_cpuid`).
     hand_written : bool
         An NCCL topology file without ``<gpu>``/``<net>`` elements (NCCL fills them in at run time).
     affinity_known : bool
@@ -240,6 +244,7 @@ class NodeLayout:
     fabric: str | None = None
     gpu_hint: tuple[str | None, str] = (None, "")
     cpu_vendor: str | None = None
+    cpu_family: str | None = None
     hand_written: bool = False
     affinity_known: bool = True
     line: int = 1
@@ -365,6 +370,7 @@ class NodeLayout:
             fabric=_xml_fabric(nics),
             gpu_hint=_xml_gpu_hint(gpus),
             cpu_vendor=_xml_cpu_vendor(t),
+            cpu_family=_xml_cpu_family(t),
             hand_written=not any(g.sm is not None or g.nvlinks for g in gpus)
             and not any(n.nets for n in nics),
             affinity_known=any(c.affinity for c in t.cpus) or any(c.numaid is not None for c in t.cpus),
@@ -469,6 +475,17 @@ def _xml_cpu_vendor(t: NcclTopology) -> str | None:
     if vendors == {"AuthenticAMD"}:
         return "amd"
     return "arm" if arches and arches <= {"arm64", "aarch64"} else None
+
+
+def _xml_cpu_family(t: NcclTopology) -> str | None:
+    """The catalogue CPU family of a dump whose ``<cpu>`` elements agree on vendor, ``familyid`` and
+    ``modelid`` (:func:`aifabric.catalog.cpu_for_cpuid`), else None."""
+    vendor = _xml_cpu_vendor(t)
+    ids = {(c.familyid, c.modelid) for c in t.cpus}
+    if vendor is None or len(ids) != 1:
+        return None
+    ((family, model),) = ids
+    return None if family is None else catalog.cpu_for_cpuid(vendor, family, model)
 
 
 def _xml_gpu_labels(gpus: tuple[GpuNode, ...]) -> list[str]:

@@ -386,27 +386,31 @@ def _node_spec_data(
 ) -> dict[str, Any]:
     """The one-node ClusterSpec mapping: ``nics_per_gpu`` NICs of ``speed`` bytes/s per GPU (or one per
     ``gpus_per_nic`` GPUs) on a two-tier fabric, InfiniBand and an Intel CPU unless the layout says."""
-    return {
-        "name": f"{Path(layout.source).name if layout.source else 'node'} ({layout.kind})",
-        "accelerator": accelerator,
-        "gpus_per_node": max(1, len(layout.node_gpus)),
-        "nodes": 1,
-        "scale_up": scale_up,
-        "scale_out": {
-            "nic": nic_for_speed(speed),
-            "nic_speed": f"{speed * 8 / 1e9:g} Gb/s",
-            "nics_per_gpu": nics_per_gpu,
-            "planes": nics_per_gpu,
-            "gpus_per_nic": gpus_per_nic,
-            "fabric": layout.fabric or "infiniband",
-            "switch": catalog.default_leaf_switch(layout.fabric or "infiniband", speed),
-            "tiers": 2,
-        },
-        "front_end": None,
-        "management": None,
-        "cpu_vendor": layout.cpu_vendor or "intel",
-        "description": f"one node read from {layout.source or 'the input'}",
-    } | ({"cpu_sockets": sockets} if (sockets := _gpu_cpu_nodes(layout, scale_up)) > 1 else {})
+    return (
+        {
+            "name": f"{Path(layout.source).name if layout.source else 'node'} ({layout.kind})",
+            "accelerator": accelerator,
+            "gpus_per_node": max(1, len(layout.node_gpus)),
+            "nodes": 1,
+            "scale_up": scale_up,
+            "scale_out": {
+                "nic": nic_for_speed(speed),
+                "nic_speed": f"{speed * 8 / 1e9:g} Gb/s",
+                "nics_per_gpu": nics_per_gpu,
+                "planes": nics_per_gpu,
+                "gpus_per_nic": gpus_per_nic,
+                "fabric": layout.fabric or "infiniband",
+                "switch": catalog.default_leaf_switch(layout.fabric or "infiniband", speed),
+                "tiers": 2,
+            },
+            "front_end": None,
+            "management": None,
+            "cpu_vendor": layout.cpu_vendor or "intel",
+            "description": f"one node read from {layout.source or 'the input'}",
+        }
+        | ({"cpu_sockets": sockets} if (sockets := _gpu_cpu_nodes(layout, scale_up)) > 1 else {})
+        | ({"cpu": layout.cpu_family} if layout.cpu_family else {})
+    )
 
 
 def _gpu_cpu_nodes(layout: NodeLayout, scale_up: dict[str, Any]) -> int:
