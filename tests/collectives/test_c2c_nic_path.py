@@ -22,8 +22,8 @@ from aifabric.engines.formula import formula_collective
 from aifabric.errors import ConfigError
 
 MiB = 2**20
-GH200 = preset("gh200-quad", nodes=2)
-GH200_P2C = GH200.with_changes(**{"scale_out.nic_path": "P2C"})
+GH200_P2C = preset("gh200-quad", nodes=2)  # the preset's path: each NIC behind its Grace CPU
+GH200_PIX = GH200_P2C.with_changes(**{"scale_out.nic_path": "PIX"})  # a NIC on the GPU's own PCIe switch
 TREE_PHB = {"NCCL_ALGO": "Tree", "NCCL_NET_GDR_LEVEL": "PHB"}
 
 
@@ -47,6 +47,11 @@ def test_ll128_across_nodes_follows_the_path_and_the_compute_capability() -> Non
     assert not net_ll128_allowed(PathType.SYS, 100)
 
 
+def test_gh200_preset_prices_the_nic_behind_grace() -> None:
+    # GH200 datasheet: the NICs hang off each Grace CPU's PCIe, reached over NVLink-C2C
+    assert GH200_P2C.scale_out.nic_path == "P2C"
+
+
 def test_gpudirect_through_grace_needs_the_gdr_level_before_2_27() -> None:
     default, phb = parse_env({}), parse_env({"NCCL_NET_GDR_LEVEL": "PHB"})
     assert stages_in_host(default, GH200_P2C, nccl_release("2.20.5"))
@@ -63,7 +68,7 @@ def test_tier_model_reads_the_release_class() -> None:
 def test_nccl_2_20_runs_no_ll128_across_gh200_nodes() -> None:
     # 2 x 4 GH200, tree forced, GDR through the CPU (NCCL_NET_GDR_LEVEL=PHB): 8 MiB runs tree/LL128 on a
     # NIC within PXB and not on the Grace path in 2.20.5; 2.27.3 runs LL128 on either
-    near = formula_collective("all_reduce", 8 * MiB, GH200, nccl_version="2.20.5", env=TREE_PHB)
+    near = formula_collective("all_reduce", 8 * MiB, GH200_PIX, nccl_version="2.20.5", env=TREE_PHB)
     grace = formula_collective("all_reduce", 8 * MiB, GH200_P2C, nccl_version="2.20.5", env=TREE_PHB)
     assert near.protocol == "LL128"
     assert grace.protocol != "LL128"
@@ -75,7 +80,7 @@ def test_nccl_2_20_runs_no_ll128_across_gh200_nodes() -> None:
 def test_p2c_on_the_newest_release_prices_as_a_near_nic_on_gh200(size: int) -> None:
     # invariant: from 2.27.3 the Grace path keeps GPUDirect RDMA and LL128, and GH200 has no NVLS whose
     # chunk reads near_nic, so every figure is the PIX path's
-    pix = formula_collective("all_reduce", size, GH200)
+    pix = formula_collective("all_reduce", size, GH200_PIX)
     p2c = formula_collective("all_reduce", size, GH200_P2C)
     assert p2c.time_s == pytest.approx(pix.time_s, rel=1e-12)
 

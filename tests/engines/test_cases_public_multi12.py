@@ -110,18 +110,26 @@ def _alps_log(nodes: int) -> str:
 #: (+6.1 %); 4/8/16/32/64 nodes 30.45/41.81/53.08/64.75/77.32 us vs 30.41/40.41/50.41/60.41/70.41 (-0.1/
 #: -3.3/-5.0/-6.7/-8.9 %): the tree's depth, one inter-node step a doubling
 ALPS_8B = {2: 19.23, 4: 30.45, 8: 41.81, 16: 53.08, 32: 64.75, 64: 77.32}
-#: 2 nodes: "67108864 ... 1088.3 61.67 107.91" tree/LL128 110.7 (+2.6 %); 256 MiB 141.75 vs tree/Simple 128.0
-#: (-9.7 %); 1 GiB 154.61 vs 144.2 (-6.8 %); "4294967296 ... 47487 90.44 158.28" 144.7 (-8.6 %): the two-node
-#: tree's Simple plateau, 8.6 % under the log (multi8 records -8.9 % on HPE's GH200 guide). 4 nodes on,
-#: ring/Simple through the four NICs: 64 MiB 87.52 vs 83.0 (-5.2 %); 256 MiB 90.21/89.65/87.05 on 4/8/16 nodes
-#: vs 92.1/87.7/83.2 (+2.1/-2.2/-4.4 %); 1 GiB 90.88/91.79/91.22/90.53/88.99 on 4-64 nodes vs
-#: 95.6/94.3/91.9/87.5/87.8 (+5.2/+2.8/+0.8/-3.4/-1.3 %); 4 GiB 92.73/92.48/91.51/92.43/92.17/90.18/89.62 on
-#: 4-256 nodes vs 96.5/96.2/95.5/94.3/91.9/88.6/88.7 (+4.1/+4.0/+4.4/+2.0/-0.3/-1.7/-1.0 %)
+#: 2 nodes: "67108864 ... 1088.3 61.67 107.91" tree/Simple 108.7 (+0.8 %; each NIC behind its Grace CPU is
+#: PHB on 2.23.4, so no LL128 across nodes: tree/LL128 110.7 on the PIX path); "33554432 ... 632.1 53.09
+#: 92.90" tree/Simple 90.9 (-2.1 %; tree/LL128 106.2, +14.3 %, on the PIX path); 128 MiB 127.20 vs 125.7
+#: (-1.1 %); 256 MiB 141.75 vs 128.0 (-9.7 %); 512 MiB 149.72 vs 143.4 (-4.2 %); 1 GiB 154.61 vs 144.2
+#: (-6.8 %); 2 GiB 157.09 vs 144.5 (-8.0 %); "4294967296 ... 47487 90.44 158.28" 144.7 (-8.6 %): the
+#: two-node tree's Simple plateau, 8.6 % under the log (multi8 records -8.7 % on HPE's GH200 guide). 4 nodes
+#: on, ring/Simple through the four NICs: 64 MiB 87.52 vs 80.5 (-8.0 %; ring/LL128 83.0 on the PIX path);
+#: 256 MiB 90.21/89.65/87.05 on 4/8/16 nodes vs 92.1/87.7/79.9 (+2.1/-2.2/-8.2 %; 83.2 with LL128 on 16);
+#: 1 GiB 90.88/91.79/91.22/90.53/88.99 on 4-64 nodes vs 95.6/94.3/91.9/87.5/87.8 (+5.2/+2.8/+0.8/-3.4/-1.3 %);
+#: 4 GiB 92.73/92.48/91.51/92.43/92.17/90.18/89.62 on 4-256 nodes vs 96.5/96.2/95.5/94.3/91.9/88.6/88.7
+#: (+4.1/+4.0/+4.4/+2.0/-0.3/-1.7/-1.0 %)
 ALPS_BW: dict[int, tuple[Row, ...]] = {
     2: (
+        (32 * MiB, 632.1, 92.90),
         (64 * MiB, 1088.3, 107.91),
+        (128 * MiB, 1846.6, 127.20),
         (256 * MiB, 3314.0, 141.75),
+        (512 * MiB, 6275.1, 149.72),
         (GiB, 12153, 154.61),
+        (2 * GiB, 23924, 157.09),
         (4 * GiB, 47487, 158.28),
     ),
     4: ((64 * MiB, 1437.7, 87.52), (256 * MiB, 5579.3, 90.21), (GiB, 22153, 90.88), (4 * GiB, 86844, 92.73)),
@@ -246,13 +254,16 @@ def test_public_multi_node_point(key: str) -> None:
 #: Public rows the model misses (measured, predicted, what is missing); not asserted.
 MISSED = {
     f"{ALPS}: Alps 2-512 x 4 GH200 all_reduce 4 KiB - 256 MiB": (
-        "busbw at 8 MiB 48.13/30.33/24.31/18.80/15.24 on 2/4/8/16/32 nodes vs tree or ring/LL128 85.4/56.2/"
-        "51.6/48.8/46.0 (+77/+85/+112/+159/+202 %); at 2 MiB 28.26 on 2 nodes vs 39.7 (+40 %); time at 4 "
-        "KiB 37.01/72.41/106.0 us on 2/4/8 nodes vs tree/LL 31.7/52.6/69.1 (-14/-27/-35 %), at 32 KiB 44.74 "
-        "vs 31.7 (-29 %). The mid-size cost multi8 records on Alps (cscs-docs) and on HPE's GH200 guide: the "
-        "log's LL/LL128 steps through aws-ofi-nccl cost more than NCCL's tables, and nothing public sizes "
-        "them. 64 MiB on 8-512 nodes and 256 MiB from 32 nodes fall too (47.94 at 8 nodes vs 78.0, +63 %; "
-        "45.37 at 32 nodes vs 81.1, +79 %) where the model still runs LL128"
+        "busbw at 8 MiB 48.13/30.33/24.31/18.80/15.24 on 2/4/8/16/32 nodes vs tree/Simple 75.9/46.7/43.8/"
+        "40.7/37.8 (+58/+54/+80/+116/+148 %; tree or ring/LL128 85.4/56.2/51.6/48.8/46.0, +77 to +202 %, on "
+        "the PIX path: the NICs behind the Grace CPUs are PHB on 2.23.4, no LL128 across nodes); at 2 MiB "
+        "28.26 on 2 nodes vs 33.6 (+19 %; 39.7, +40 %, with LL128), at 16 MiB 67.93 vs 82.4 (+21 %; 98.2, "
+        "+45 %); time at 4 KiB 37.01/72.41/106.0 us on "
+        "2/4/8 nodes vs tree/LL 25.2/39.6/49.6 (-32/-45/-53 %), at 32 KiB 44.74 vs 25.2 (-44 %). The "
+        "mid-size cost multi8 records on Alps (cscs-docs) and on HPE's GH200 guide (2.20.5, the same curve "
+        "at 2-8 MiB): the log's LL and Simple steps through aws-ofi-nccl cost more than NCCL's tables, and "
+        "nothing public sizes them. 64 MiB on 8-512 nodes and 256 MiB from 32 nodes fall too (47.94 at 8 "
+        "nodes vs ring/Simple 68.3, +42 %; 45.37 at 32 nodes vs tree/Simple 77.2, +70 %)"
     ),
     f"{ALPS}: Alps 128-512 nodes, all_reduce 8 B and 1-4 GiB": (
         "time at 8 B 130.5/115.2/126.6 us on 128/256/512 nodes vs tree/LL 80.4/90.4/100.4 (-38/-22/-21 %), "

@@ -127,9 +127,11 @@ WUTZ_BW = ((512 * MiB, 2622.4, 383.86), (GiB, 5199.4, 387.21), (2 * GiB, 10389, 
 WUTZ_BW += ((4 * GiB, 20530, 392.27), (8 * GiB, 41008, 392.76))
 
 #: crickett-hpe/hpc-ai-envs examples/nccl-tests, 2 x 4 GH200, NCCL 2.20.5, NCCL_ALGO=Tree: "67108864 ...
-#: 1074.1 62.48 109.34": tree/LL128 110.7/125.4/126.9, tree/Simple 139.9/142.4/143.6/144.3/144.6 at 64 MiB-
-#: 8 GiB (+1.2/-0.7/-9.5/-6.4/-7.8/-8.4/-8.7/-8.9 %); "33554432 ... 93.28": tree/LL128 106.2 (+13.9 %; 107.5,
-#: +15.2 %, without the rendezvous round trip of its network steps)
+#: 1074.1 62.48 109.34": each NIC behind its Grace CPU is PHB to NCCL 2.26 (no LL128 across nodes), so
+#: tree/Simple, its steps priced at 2.23.4's latencies (2.20.5's 28 us a step is the tuner's penalty):
+#: 90.9/108.7/125.7/128.0/143.4/144.2/144.5/144.7/144.8 at 32 MiB-8 GiB (-2.5/-0.5/-0.4/-8.7/-4.0/-6.7/-7.9/
+#: -8.4/-8.7 %); was tree/LL128 106.2/110.7/125.4/126.9 at 32-256 MiB (+13.9/+1.2/-0.7/-9.5 %) on the
+#: default PIX path
 HPE_BW = ((32 * MiB, 629.5, 93.28), (64 * MiB, 1074.1, 109.34), (128 * MiB, 1861.1, 126.20))
 HPE_BW += ((256 * MiB, 3351.4, 140.17),)
 HPE_BW += ((512 * MiB, 6287.4, 149.43), (GiB, 12167, 154.44), (2 * GiB, 23959, 156.86))
@@ -178,20 +180,17 @@ MISSED = {
         "(+15.2/+15.8/+17.2 %), just outside"
     ),
     f"{HPE}: 2 x 4 GH200 tree all_reduce 1-16 MiB (NCCL 2.20.5)": (
-        "busbw 17.37/26.14/41.55/53.70/71.26 at 1/2/4/8/16 MiB vs tree/LL128 26.7/39.6/63.0/85.4/98.2 (+54/"
-        "+52/+52/+59/+38 %), with the rendezvous round trip: the mid-size cost of the cscs-docs rows above, "
-        "on another Slingshot 11 GH200 system (32 MiB-8 GiB asserted). NCCL 2.20.5 itself would not run "
-        "LL128 here: a GH200's NIC hangs off the Grace CPU, which the model now names (scale_out.nic_path "
-        "P2C: PHB to NCCL 2.26, so LL128 off across nodes, tuning.cc typeInter <= PXN on Hopper; GDR on "
-        "through the image's NCCL_NET_GDR_LEVEL=PHB). With it the same rows give tree/LL 7.6 and tree/Simple "
-        "13.5/24.2/41.1/56.5 (-56/-48/-42/-24/-21 %), and the asserted rows fall out of the bar: tree/Simple "
-        "72.5/94.4/115.6/122.6 at 32/64/128/256 MiB (-22.2/-13.6/-8.4/-12.6 %), so the gh200-quad preset "
-        "keeps the default path. Two terms LL128 masked: the tree/Simple plateau (144.6 at 8 GiB, 0.855 of "
-        "the four NICs' 96.8 GB/s, against the log's 158.69, 0.937; -8.9 %, asserted, on either path) and "
-        "2.19-2.22's tree/Simple hwLat of 28 us a hop (NVLink, PCI and NET; 4/4/14 from 2.23.4), whose "
-        "230.5 us the model charges a call (66.9 us on 2.23.4); the log's 32 -> 64 MiB slope, 13.9 us/MiB, "
-        "leaves 185 us at 32 MiB where its 1 MiB row takes 105.7 us in all: a ramp, not one latency, and no "
-        "public figure splits it"
+        "busbw 17.37/26.14/41.55/53.70/71.26 at 1/2/4/8/16 MiB vs tree/LL 7.6 and tree/Simple 33.6/52.7/75.9/"
+        "82.4 (-56/+29/+27/+41/+16 %), with the NICs behind the Grace CPUs (PHB on 2.20.5: no LL128 across "
+        "nodes; GDR on through the image's NCCL_NET_GDR_LEVEL=PHB; 32 MiB-8 GiB asserted). On the PIX path "
+        "the model ran tree/LL128 26.7/39.6/63.0/85.4/98.2 (+54/+52/+52/+59/+38 %). The log runs 1 MiB in "
+        "105.7 us, where 2.20.5's tuner, still pricing Simple's steps at its 28 us penalty, picks LL (242 "
+        "us); tree/Simple at 2.23.4's step latencies would take 92.2 us (19.9, +14.6 %), so NCCL ran Simple "
+        "there or its LL beats the tuner's LL figures. 2-8 MiB run 25-40 % slower than tree/Simple: the "
+        "mid-size cost of the cscs-docs rows above and of the Alps 2.23.4 logs (test_cases_public_multi12 "
+        "MISSED, 28.26/48.13 at 2/8 MiB on 2 nodes, the same curve), which no public figure sizes. The "
+        "tree/Simple plateau stays short: 144.8 at 8 GiB, 0.855 of the four NICs' 96.8 GB/s, against the "
+        "log's 158.69, 0.937 (-8.7 %, asserted)"
     ),
     f"{SARUS}: 2 x 1 GH200 all_reduce 1-8 MiB (NCCL 2.30.7)": (
         "busbw 3.12/5.80/8.90/15.00 at 1/2/4/8 MiB vs ring/LL128 and Simple 12.4/15.9/18.6/20.8 (+297/+175/"

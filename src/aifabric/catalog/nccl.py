@@ -54,6 +54,7 @@ __all__ = [
     "nvls_search",
     "nvls_support",
     "nvls_tree_kernel_bw",
+    "tree_simple_latency_release",
     "nvls_tree_net_steps",
     "nvls_tree_start_chunk",
     "nvls_tuner_algbw",
@@ -215,6 +216,9 @@ class NcclRelease(_Frozen):
     collnet_gather_scatter_inter_factor: float | None = Field(default=None, gt=0, le=1)
     nvls_archs: tuple[str, ...]
     nvls_tree_kernel_bw_from: str | None = None
+    #: the release whose tree/Simple ``baseLat`` and ``hwLat`` price a tree step where this release's are a
+    #: penalty that steers its tuner off the tree (:func:`tree_simple_latency_release`); None: its own
+    tree_simple_latency_from: str | None = None
     nvls_tree_latency_steps: Literal["log2", "linear"] = "log2"
     ring_backup: Literal["none", "not_all_reduce", "any"] = "none"
     #: paths.cc ncclTopoCheckP2p: NCCL's default P2P level is PXB (SYS on an x86 AMD host); from 2.23 SYS only
@@ -364,6 +368,28 @@ def nvls_tree_kernel_bw(release: NcclRelease) -> tuple[NcclRelease, dict[str, Tr
     if source is None or source.per_channel_max_nvls_tree_bw is None:
         return None
     return source, source.per_channel_max_nvls_tree_bw
+
+
+def tree_simple_latency_release(release: NcclRelease) -> NcclRelease:
+    """The release whose tree/Simple latencies (``baseLat``, ``hwLat``) price the steps ``release`` runs.
+
+    NCCL's tree/Simple ``hwLat`` of 28 us on NVLink, PCI and the network (v2.18.1-1, v2.19.1-1 to
+    v2.22.3-1; base 0) is a penalty of the tuner, not a step's duration: tuning.cc of those tags says
+    so where it lifts it on POWER hosts ("De-penalize Tree/Simple latency on Power systems to favor Tree
+    than Ring"), and the figure came and went by release, 4 / 6 / 14 in v2.18.3-1 and v2.18.5-1, 28 again
+    in v2.19.1-1, 4.0 / 4.0 / 14 with a base of 8.4 from v2.23.4-1 (as the ring's Simple step).
+    The same 2 x 4 GH200 over Slingshot 11, NICs behind the Grace CPU (PHB, no LL128 across nodes, both
+    runs NCCL_NET_GDR_LEVEL=PHB), gives 109.34 / 140.17 GB/s busbw at 64 / 256 MiB on NCCL 2.20.5 with the
+    tree forced (crickett-hpe/hpc-ai-envs) and 107.91 / 141.75 on 2.23.4 (boeschf/nccl-benchmark-on-
+    alps-2025), where the 28 us steps would cost 2.20.5 163 us a call more. Such a release names the
+    release whose figures price the step (``tree_simple_latency_from``); its own tuner still picks with
+    the penalty.
+
+    >>> tree_simple_latency_release(nccl_release("2.20.5")).version, nccl_release("2.20.5").version
+    ('2.23.4', '2.20.3')
+    """
+    name = release.tree_simple_latency_from
+    return release if name is None else nccl_release(name)
 
 
 #: GPU architectures NCCL tunes with another's row (tuning.cc compCapIndex, by compute capability).

@@ -1153,16 +1153,18 @@ def _torus_dims(spec: ClusterSpec) -> tuple[int, ...]:
     return domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, axes)
 
 
-def hw_latency_s(tm: TierModel, kind: str, row: str, proto: Protocol) -> float:
-    """NCCL ``hwLat[kind][row][proto]`` of ``tm.release`` in seconds (kind: nvlink, pci, net); NaN when the
-    release has no such algorithm (PAT before 2.23).
+def hw_latency_s(
+    tm: TierModel, kind: str, row: str, proto: Protocol, release: NcclRelease | None = None
+) -> float:
+    """NCCL ``hwLat[kind][row][proto]`` of ``release`` (default ``tm.release``) in seconds (kind: nvlink,
+    pci, net); NaN when the release has no such algorithm (PAT before 2.23).
 
     ``row`` is the NCCL latency row an algorithm uses (``ring``, ``tree``, ``nvls``, ``nvls_tree``, ``pat``).
     A torus (TPU ICI) is no NCCL tier: one step costs one ICI hop, ``tm.hop_latency_s``, whatever the row.
     """
     if kind == "torus":
         return tm.hop_latency_s * tm.latency_scale
-    values = tm.release.hw_latency_us[kind].get(row)  # type: ignore[call-overload]
+    values = (release or tm.release).hw_latency_us[kind].get(row)  # type: ignore[call-overload]
     return math.nan if values is None else values[_COLUMN[proto]] * 1e-6 * tm.latency_scale
 
 
@@ -1240,10 +1242,10 @@ def net_latency_row(tm: TierModel, row: str, ranks_per_domain: int) -> str:
     return "tree" if ranks_per_domain == 1 and tm.release.ppn1_tree_net_latency else row
 
 
-def base_latency_s(tm: TierModel, row: str, proto: Protocol) -> float:
-    """NCCL ``baseLat[row][proto]`` of ``tm.release`` in seconds; NaN when the release has no such
-    algorithm."""
-    values = tm.release.base_latency_us.get(row)  # type: ignore[call-overload]
+def base_latency_s(tm: TierModel, row: str, proto: Protocol, release: NcclRelease | None = None) -> float:
+    """NCCL ``baseLat[row][proto]`` of ``release`` (default ``tm.release``) in seconds; NaN when the release
+    has no such algorithm."""
+    values = (release or tm.release).base_latency_us.get(row)  # type: ignore[call-overload]
     return math.nan if values is None else values[_COLUMN[proto]] * 1e-6 * tm.latency_scale
 
 

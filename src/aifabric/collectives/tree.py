@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from aifabric.catalog.nccl import NcclRelease, tree_simple_latency_release
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.cost import SCALE_OUT, SCALE_UP, Algorithm, Cost, make_cost
 from aifabric.collectives.costs import double_binary_tree_all_reduce_time
@@ -54,6 +55,10 @@ def tree_cost(
         lat = base + 2 ((g - 1) a_i + log2(N) a_o) + 2 d(N) t_rdzv(S / nc)
         T   = lat + 2 S / (B c(S))               (algbw = B / 2, NCCL's tree model)
 
+    ``base``, ``a_i`` and ``a_o`` are NCCL's ``baseLat`` and ``hwLat`` of the release, but for Simple on a
+    release whose tree/Simple figures are its tuner's penalty (28 us a step to v2.22) those of the release
+    that prices the step (:func:`~aifabric.catalog.nccl.tree_simple_latency_release`): the tuner picks on
+    its own, the call runs on these.
     ``t_rdzv`` the provider's rendezvous on a network step of a channel's share (``nc`` channels) on each
     of the tree's ``d(N)`` levels up and down (:func:`~aifabric.collectives.nccl_trees.btree_depth`), 0
     but on ``slingshot-cxi`` (:func:`~aifabric.collectives.tiers.rendezvous_s`); NCCL's tuner does not see
@@ -122,14 +127,16 @@ def tree_cost(
             + channel_share_note(tm, N)
         )
 
-    lat = shape.latency_s + rdzv
-    return make_cost(tm, Algorithm.TREE, proto, lat, {shape.net: t}, shape.net, why, unseen + rdzv)
+    lat = shape.step_latency_s + rdzv
+    unseen += rdzv + shape.step_latency_s - shape.latency_s
+    return make_cost(tm, Algorithm.TREE, proto, lat, {shape.net: t}, shape.net, why, unseen)
 
 
 class _TreeShape(NamedTuple):
     """What a tree's cost reads that does not depend on the size (kept in :meth:`TierModel.memo`)."""
 
-    latency_s: float
+    latency_s: float  # as NCCL's tuner times it: the pick
+    step_latency_s: float  # what the steps take (tree_simple_latency_release): the run
     raw: float  # min(B_i, B_node), bytes/s
     net: str
     channels: CallChannels
@@ -139,11 +146,11 @@ class _TreeShape(NamedTuple):
 def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierModel) -> _TreeShape | None:
     """None when NCCL has no latency for ``proto`` on this tier."""
     n, N, g = comm.n_ranks, comm.n_domains, comm.ranks_per_domain  # noqa: N806
-    ilat = hw_latency_s(tm, tm.intra_kind, "tree", proto)
-    olat = hw_latency_s(tm, "net", "tree", proto) + net_extra_latency_s(tm, proto)
-    if math.isnan(ilat):
+    lat = _tree_latency_s(tm, proto, g, N, tm.release)
+    if math.isnan(lat):
         return None
-    lat = base_latency_s(tm, "tree", proto) + 2 * ((g - 1) * ilat + math.log2(N) * olat)
+    priced = tm.release if proto is not Protocol.SIMPLE else tree_simple_latency_release(tm.release)
+    step_lat = lat if priced is tm.release else _tree_latency_s(tm, proto, g, N, priced)
     up = scaleup_bytes_per_s(tm, g) if g > 1 else math.inf
     node = domain_nic_bytes_per_s(tm, comm) * 2  # algbw = B / 2 below
     nic_agg, tuner_agg = node / tree_nic_traffic(N), node / tuner_tree_nic_traffic(N)
@@ -158,7 +165,15 @@ def _tree_shape(op: Collective, proto: Protocol, comm: Communicator, tm: TierMod
     chans = channels(raw)
     tuned = min(up, tuner_agg)  # NCCL's tuner: nChannels x bwIntra, the chain's ends unseen
     tuner = chans if tuned == raw else channels(tuned)
-    return _TreeShape(lat, raw, net, chans, tuner)
+    return _TreeShape(lat, step_lat, raw, net, chans, tuner)
+
+
+def _tree_latency_s(tm: TierModel, proto: Protocol, g: int, N: int, release: NcclRelease) -> float:  # noqa: N803
+    """NCCL's tree latency under ``release``'s tables: ``base + 2 ((g - 1) a_i + log2(N) a_o)``, seconds;
+    NaN when the release has none for ``proto`` on this tier."""
+    ilat = hw_latency_s(tm, tm.intra_kind, "tree", proto, release)
+    olat = hw_latency_s(tm, "net", "tree", proto, release) + net_extra_latency_s(tm, proto)
+    return base_latency_s(tm, "tree", proto, release) + 2 * ((g - 1) * ilat + math.log2(N) * olat)
 
 
 def chain_relief(tm: TierModel, g: int, proto: Protocol = Protocol.SIMPLE) -> float:
