@@ -12,7 +12,9 @@ XGMI counts, INFO lines): one line, exit 2, naming what the text is.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.discovery import test_public_outputs2 as checks  # the checks the third set makes
@@ -126,19 +128,36 @@ def test_every_fixture_is_covered_and_names_its_source() -> None:
     assert_fixtures_covered(FIXTURES, covered, 15)
 
 
-@pytest.mark.parametrize("name", sorted(LOGS))
-def test_log_reads_as_published(name: str) -> None:
-    checks.assert_log_reads(FIXTURES / name, LOGS[name])
+def _info(path: Path, want: InfoRead) -> None:
+    assert info_read(path) == want
 
 
-@pytest.mark.parametrize(("name", "reason"), sorted(NO_TABLE.items()))
-def test_a_text_without_an_nccl_tests_table_says_why(name: str, reason: str) -> None:
-    checks.assert_no_table(FIXTURES / name, reason)
+def _ports(path: Path, want: list[tuple[str, int, bool, float]]) -> None:
+    ports = port_rates_in_text(path.read_text(encoding="utf-8"))
+    assert [(p.device, p.port, p.active, p.gbps) for p in ports] == want
 
 
-@pytest.mark.parametrize("name", sorted(INFO))
-def test_info_lines_read_as_printed(name: str) -> None:
-    assert info_read(FIXTURES / name) == INFO[name]
+def _refused(path: Path, reason: str) -> None:
+    checks.assert_refused(["inspect", str(path)], reason)
+
+
+#: Each table above and the check its fixtures go through.
+_CHECKED: tuple[tuple[dict[str, Any], Callable[[Path, Any], None]], ...] = (
+    (LOGS, checks.assert_log_reads),
+    (NO_TABLE, checks.assert_no_table),
+    (INFO, _info),
+    (TOPOLOGIES, checks.assert_topology_reads),
+    (IB_PORTS, _ports),
+    (REFUSED, _refused),
+)
+_CASES = [(check, name, want) for table, check in _CHECKED for name, want in sorted(table.items())]
+
+
+@pytest.mark.parametrize(("check", "name", "want"), _CASES, ids=[f"{c.__name__}-{n}" for c, n, _ in _CASES])
+def test_each_fixture_reads_as_its_table_says(
+    check: Callable[[Path, Any], None], name: str, want: Any
+) -> None:
+    check(FIXTURES / name, want)
 
 
 def test_info_lines_without_their_prefix_read_as_with_it() -> None:
@@ -168,11 +187,6 @@ def test_a_bare_line_is_read_only_where_it_starts_with_an_info_format() -> None:
     assert info.empty
 
 
-@pytest.mark.parametrize("name", sorted(TOPOLOGIES))
-def test_topology_reads_as_published(name: str) -> None:
-    checks.assert_topology_reads(FIXTURES / name, TOPOLOGIES[name])
-
-
 def test_nvlink_of_a_cut_row_the_node_counts_names_the_gpu() -> None:
     # before: "modelled as h100-sxm (assumed)" ("no NVLink in the matrix") while the same report counted 2
     # GPUs joined by NV12: row GPU1 is cut in its NIC cells but its GPU cells are whole, so the node counts
@@ -184,14 +198,3 @@ def test_nvlink_of_a_cut_row_the_node_counts_names_the_gpu() -> None:
     node = node[0] if isinstance(node, list) else node
     assert node["accelerator"] == "a100-sxm-80gb"
     assert any("NV12 between GPUs" in a for a in node["assumptions"])
-
-
-@pytest.mark.parametrize("name", sorted(IB_PORTS))
-def test_ibstatus_ports_read_as_printed(name: str) -> None:
-    ports = port_rates_in_text((FIXTURES / name).read_text(encoding="utf-8"))
-    assert [(p.device, p.port, p.active, p.gbps) for p in ports] == IB_PORTS[name]
-
-
-@pytest.mark.parametrize(("name", "reason"), sorted(REFUSED.items()))
-def test_unusable_input_says_what_it_is(name: str, reason: str) -> None:
-    checks.assert_refused(["inspect", str(FIXTURES / name)], reason)
