@@ -2,7 +2,8 @@
 
 A log run with ``NCCL_DEBUG=INFO`` (with or without ``NCCL_DEBUG_SUBSYS``) says which NCCL it loaded, which
 network it used and how every connection was made. :func:`parse_nccl_info` reads those lines -- and only
-lines carrying ``NCCL INFO`` -- into an :class:`NcclInfo`; each fact keeps the lines it came from
+lines carrying ``NCCL INFO``, or starting with one of its formats (below) -- into an :class:`NcclInfo`;
+each fact keeps the lines it came from
 (:attr:`NcclInfo.evidence`), so a report can quote them.
 
 The formats are NCCL's (``NVIDIA/nccl`` master, files named; older releases print the same text):
@@ -48,10 +49,13 @@ network is IB: NCCL always starts sockets (2.4: "we use it for bootstrap") and t
 the first that starts is taken unless ``NCCL_NET`` names another, which its ``Using network`` line then
 says), so a NET/IB device list without a ``Using network`` line means NCCL used IB.
 
-Besides INFO lines, two more count: NCCL's version banner printed on its own (``printf`` of
-``VERSION_STRING`` in ``showVersion``, ``init.cc``: rank 0's stdout, no ``NCCL INFO`` before it), and
+Besides INFO lines, three more count: NCCL's version banner printed on its own (``printf`` of
+``VERSION_STRING`` in ``showVersion``, ``init.cc``: rank 0's stdout, no ``NCCL INFO`` before it),
 ``ibv_devinfo`` output pasted into the log: its ``active_mtu: 2048 (4)`` line gives the MTU the same way
-(rdma-core ``ibv_devinfo``).
+(rdma-core ``ibv_devinfo``), and INFO messages pasted without their ``host:pid:tid [dev] NCCL INFO`` prefix
+(a logger that keeps the message only, or a user trimming it): a line that *starts* with one of the formats
+above (``NET/IB : Using [0]ibp0:1/IB/SHARP ...``, ``Using network IBext_v8``) is read as that message. Only
+the start counts, so prose or a table row that merely mentions a format is not taken.
 
 Reading is one pass over the lines with anchored patterns on the text after ``NCCL INFO`` (linear time); an
 overlong line is cut at :data:`MAX_LINE_CHARS` before matching.
@@ -150,6 +154,11 @@ _RCCL_COMM_SUFFIX = re.compile(r"\bcomm 0x[0-9a-fA-F]{1,16} nRanks (\d{1,7})\b")
 #: Most ranks a communicator line may report: the bound of the rank lines above a table (131,072, above the
 #: largest single jobs reported, about 100,000 GPUs; :mod:`aifabric.discovery.perf_metadata`).
 MAX_COMM_RANKS = 1 << 17
+#: What may open an INFO message ahead of its format: the plugin loader's label (``"NET/Plugin: Loaded collnet
+#: plugin %s"``, ``src/plugin/net.cc``), the communicator-init function and the communicator (``"%s comm %p
+#: rank %d nranks %d ..."`` of ``ncclCommInitRankFunc``, ``init.cc``; ``"comm %p rank %d nRanks %d nNodes
+#: ..."``), so a prefix-less ``ncclCommInitRankConfig comm 0x5 rank 0 nranks 8 ...`` gives its ranks.
+_BARE_HEAD = re.compile(r"(?:NET/Plugin ?: )?(?:ncclCommInit\w{0,24} )?(?:comm 0x[0-9a-fA-F]{1,16} )?")
 _QP_MTU = re.compile(r"qpn \d{1,12} mtu (-?\d+)\b")
 _ACTIVE_MTU = re.compile(r"^\s*active_mtu:\s*(\d{3,4})\s*\((\d)\)")
 #: ``enum ibv_mtu`` (rdma-core ``verbs.h``): IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 -> bytes.
@@ -475,12 +484,21 @@ class _Reader:
             self.saw_comm(ev, None, m.group(1))
 
     def read_bare(self, raw: str, ev: Evidence) -> None:
-        """A line without ``NCCL INFO``: ``ibv_devinfo``'s ``active_mtu`` or NCCL's stdout version banner."""
+        """A line without ``NCCL INFO``: ``ibv_devinfo``'s ``active_mtu``, NCCL's stdout version banner, or an
+        INFO message pasted without its prefix (module docstring): one that *starts* with an INFO format."""
         if m := _ACTIVE_MTU.match(raw):
             mtu = IBV_MTU_BYTES.get(int(m.group(2)))
             self.saw_mtu(mtu if mtu == int(m.group(1)) else None, ev)
         elif m := _BARE_VERSION.match(raw):
             self.take_version(m, ev)
+        else:
+            text = raw.strip()
+            at = _BARE_HEAD.match(text)
+            start = at.end() if at else 0
+            for pattern, take in _BARE_TAKERS:
+                if m := pattern.match(text, start):
+                    take(self, m, Evidence(ev.line, text[:200]))
+                    break
 
     # -- one taker per INFO format (see _TAKERS) ------------------------------------------------------------
     def take_version(self, m: re.Match[str], ev: Evidence) -> None:
@@ -684,6 +702,9 @@ _TAKERS: tuple[tuple[re.Pattern[str], Callable[[_Reader, re.Match[str], Evidence
     (_PLUGIN, _Reader.take_plugin),
     (_COMM_OLD, _Reader.take_comm_old),
 )
+#: The formats read from a line without the prefix: all but the version, whose bare form is the stdout banner
+#: only (``_BARE_VERSION``: nccl-tests prints its own ``NCCL version`` lines without ``+cuda``).
+_BARE_TAKERS = tuple((p, take) for p, take in _TAKERS if p is not _VERSION)
 
 
 def impossible_counts(ranks: int, nodes: int | None, local: int | None) -> str | None:

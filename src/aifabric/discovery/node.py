@@ -576,17 +576,54 @@ _OTHER_OUTPUTS: tuple[tuple[re.Pattern[str], str], ...] = (
         ),
         "nvidia-smi -q output: properties of each GPU, not the paths between GPUs and NICs",
     ),
-    (  # nvidia-smi nvlink -R / -s: "Link 0: Remote Device 00000000:07:00.0: Link 46", "Link 0: 53.125 GB/s"
-        re.compile(r"^\s+Link \d{1,2}: (?:Remote Device|\d+(?:\.\d+)? GB/s)", re.M),
+    (  # nvidia-smi nvlink -R / -s / -c: "Link 0: Remote Device 00000000:07:00.0: Link 46", "Link 0: 53.125
+        # GB/s", "Link 0, P2P is supported: true"
+        re.compile(
+            r"^\s+Link \d{1,2}(?:: (?:Remote Device|\d+(?:\.\d+)? GB/s)|, [\w ]{1,40}: (?:true|false))", re.M
+        ),
         "nvidia-smi nvlink output: the links of each GPU, not the paths between GPUs and NICs",
     ),
-    (  # ibv_devinfo (rdma-core): "hca_id:" opens each device
-        re.compile(r"^hca_id:\s", re.M),
-        "ibv_devinfo output: NIC ports, not the paths between GPUs and NICs",
+    (  # dcgmi nvlink -s (DCGM): its "NvLink Link Status" box, then "gpuId 0:" above a row of U/D/X/_ states
+        re.compile(r"NvLink Link Status|^\s+gpuId \d{1,4}:\s*$", re.M),
+        "dcgmi nvlink output: the state of each GPU's NVLink links, not the paths between GPUs and NICs",
     ),
-    (  # ibstat (infiniband-diags): "CA 'mlx5_0'" opens each device; ibstatus: "Infiniband device 'x' port 1"
+    (  # ibstat (infiniband-diags): "CA 'mlx5_0'" opens each device; ibstatus: "Infiniband device 'x' port 1";
+        # tried before ibv_devinfo, whose port keys ibstatus shares ("link_layer:")
         re.compile(r"^CA '[^']+'\s*$|^Infiniband device '[^']+' port \d+ status:", re.M),
         "ibstat or ibstatus output: NIC ports and their rates, not the paths between GPUs and NICs",
+    ),
+    (  # ibv_devinfo (rdma-core): "hca_id:" opens each device; a port block copied alone keeps its keys padded
+        # to the value column ("        link_layer:             Ethernet", "phys_state: LINK_UP (5)")
+        re.compile(r"^hca_id:\s|^\s+(?:link_layer|phys_state|active_speed|active_mtu|port_lid):\s+\S", re.M),
+        "ibv_devinfo output: NIC ports, not the paths between GPUs and NICs",
+    ),
+    (  # ibdev2netdev (MLNX_OFED): "mlx5_0 port 1 ==> ib0 (Up)", padded when piped through column -t
+        re.compile(r"^\s*[\w.-]{1,64}\s+port\s+\d{1,3}\s+==>\s+\S{1,64}\s+\((?:Up|Down)\)", re.M),
+        "ibdev2netdev output: the network interface of each RDMA device, not the paths between GPUs and NICs",
+    ),
+    (  # show_gids (MLNX_OFED): its "DEV PORT INDEX GID IPv4 VER DEV" header and "n_gids_found=N" footer
+        re.compile(r"^DEV\s+PORT\s+INDEX\s+GID\s|^n_gids_found=\d", re.M),
+        "show_gids output: the GID table of each RDMA port, not the paths between GPUs and NICs",
+    ),
+    (  # ethtool: "Settings for eth0:", -S's "NIC statistics:" or its counters ("     rx_prio0_bytes: 8803"),
+        # -i's "driver: mlx5_core" above "bus-info:"
+        re.compile(
+            r"^Settings for \S{1,64}:\s*$|^NIC statistics:\s*$|^\s+[rt]x_\w{1,64}: \d+\s*$|^bus-info: ", re.M
+        ),
+        "ethtool output: a network interface's settings or counters, not the paths between GPUs and NICs",
+    ),
+    (  # NCCL's topology as NCCL_DEBUG_SUBSYS=GRAPH prints it ("=== System : maxBw 24.0 totalBw 360.0 ===",
+        # "maxWidth" before 2.12; graph/topo.cc ncclTopoPrint), with or without its INFO prefix
+        re.compile(r"=== System : max(?:Bw|Width) "),
+        "NCCL's topology log (NCCL_DEBUG_SUBSYS=GRAPH): set NCCL_TOPO_DUMP_FILE for the XML inspect reads",
+    ),
+    (  # AMD sysfs: "cat /sys/class/drm/card*/device/xgmi_num_links", a bare matrix of link counts
+        re.compile(r"/xgmi_num_links\b"),
+        "the XGMI link counts of AMD GPUs from sysfs, not the paths between GPUs and NICs",
+    ),
+    (  # NCCL_DEBUG=INFO lines, prefixed or pasted as bare messages (nccl_info's module docstring)
+        re.compile(r"NCCL INFO |^NCCL version \d|^NET/(?:IB|Socket) ?: Using |^Using network \S", re.M),
+        "NCCL_DEBUG=INFO lines: what a run used, not the paths between GPUs and NICs",
     ),
 )
 

@@ -301,9 +301,11 @@ class NodeLayout:
         for n in m.nics:  # a NIC shares the NUMA node of any GPU it reaches without crossing the SMP link
             near = {gpu_numa[g] for g in m.gpus if gpu_nic[(g, n)] != "SYS" and gpu_numa[g] is not None}
             nic_numa[n] = near.pop() if len(near) == 1 else None
-        nv = sorted({int(c[2:]) for c in gpu_links.values() if NV_LINKS.match(c)})
+        # the NVLink a cut row prints counts too: the node counts a cut GPU whose GPU paths are whole
+        seen = {**gpu_links, **m.cut_gpu_links}
+        nv = sorted({int(c[2:]) for c in seen.values() if NV_LINKS.match(c)})
         hint: tuple[str | None, str]
-        if nv and nvlink_pairs_only(len(m.gpus) + len(m.cut_gpus), {**gpu_links, **m.cut_gpu_links}):
+        if nv and nvlink_pairs_only(len(m.gpus) + len(m.cut_gpus), seen):
             hint = (None, f"NV{nv[-1]} between GPU pairs only: NVLink bridges between PCIe cards")
         elif nv and c2c and nv[-1] in _NV_GRACE:
             grace, board = _NV_GRACE[nv[-1]]
