@@ -78,3 +78,29 @@ def test_the_bubble_printed_on_the_step_line_is_a_share_of_the_step():
     step_line = next(line for line in r.stdout.splitlines() if line.startswith("step "))
     printed = float(re.search(r"bubble ([\d.]+)%", step_line).group(1))
     assert printed <= 100.0, step_line
+
+
+@pytest.mark.parametrize(
+    ("job", "option"),
+    [
+        (["-m", "llama3-70b", "--nodes", "8", "-B", "256"], ["--zero3-prefetch", "2"]),
+        (["-m", "mixtral-8x7b", "--nodes", "4", "-B", "128", "--seq-len", "4096"], ["--embedding-chunks"]),
+    ],
+)
+def test_the_plans_winner_runs_in_train_with_the_options_the_plan_was_given(job, option):
+    """``aifabric plan -m llama3-70b --nodes 8 -B 256 --zero3-prefetch 2`` names as winner "tp=4 pp=8 dp=2
+    sp b=1 B=256 zero=1 recompute=none"; ``aifabric train`` with that layout and the same
+    ``--zero3-prefetch 2`` exits 2: "--zero3-prefetch: applies to ZeRO-3 only, got --zero 1". Likewise
+    ``plan -m mixtral-8x7b --nodes 4 -B 128 --seq-len 4096 --embedding-chunks`` wins with "tp=1 pp=1 dp=32
+    ep=8 b=1 zero=2 recompute=none" and ``train`` refuses it: "--embedding-chunks: ... --pp 1 has one
+    stage". ``train --help`` says "The layout is checked with the same rules as `aifabric plan`": the plan
+    ranks layouts under an option that ``train`` calls inapplicable to them, so a user cannot reproduce the
+    plan's own winner by copying its layout onto the command they planned with (either the plan refuses the
+    option as train does, or train ignores it where the plan does)."""
+    ranked = result_json(["plan", *job, *option, "--top", "1"])["ranked"][0]["layout"]
+    layout = ["--tp", ranked["tp"], "--pp", ranked["pp"], "--cp", ranked["cp"], "--ep", ranked["ep"]]
+    layout += ["--virtual-stages", ranked["virtual_pipeline_stages"], "--zero", ranked["zero_stage"]]
+    layout += ["-b", ranked["microbatch_size"], "--recompute", ranked["recompute"]]
+    layout += ["--sp" if ranked["sequence_parallel"] else "--no-sp"]
+    r = runner.invoke(app, ["train", *job, *option, *map(str, layout)])
+    assert r.exit_code == 0, r.stderr[-300:]
