@@ -4,6 +4,7 @@ hand (6 N D FLOPs, Korthikanti's activation memory, ZeRO's memory, the pipeline 
 that differs in one physical quantity. Each test is one defect; its docstring holds the call, what it gave
 and the derivation of what it must give."""
 
+import json
 import re
 from pathlib import Path
 
@@ -104,3 +105,20 @@ def test_the_plans_winner_runs_in_train_with_the_options_the_plan_was_given(job,
     layout += ["--sp" if ranked["sequence_parallel"] else "--no-sp"]
     r = runner.invoke(app, ["train", *job, *option, *map(str, layout)])
     assert r.exit_code == 0, r.stderr[-300:]
+
+
+def test_a_slice_at_odds_with_the_nodes_asked_is_refused_not_chosen_silently():
+    """``aifabric train -m llama3-8b -c tpu-v5e-pod --nodes 4 --slice 8x8 --zero 3 --recompute full -B 64
+    --json`` exits 0 with ``n_gpus`` 64: the 8x8 slice, and nothing on stdout or stderr says ``--nodes 4``
+    was dropped. ``--nodes 4`` alone gives 32 chips (4 hosts x gpus_per_node 8: the 4x8 slice,
+    ``job_slice``'s "most cube-like slice of nodes x gpus_per_node chips"), so the two options ask for
+    different jobs, 32 and 64 chips, and ``job_slice`` takes ``--slice`` and never reads ``nodes``. README:
+    input "at odds with another" is refused, exit 2, one line naming the field and the value."""
+    args = ["train", "-m", "llama3-8b", "-c", "tpu-v5e-pod", "--nodes", "4", "--slice", "8x8"]
+    r = runner.invoke(app, [*args, "--zero", "3", "--recompute", "full", "-B", "64", "--json"])
+    if r.exit_code == 0:
+        out = json.loads(r.stdout)
+        assert (out[0] if isinstance(out, list) else out)["n_gpus"] == 4 * 8, "--nodes 4 dropped for --slice"
+    else:
+        assert r.exit_code == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert "--nodes" in r.stderr and "--slice" in r.stderr, r.stderr
