@@ -503,6 +503,7 @@ def job_slice(spec: ClusterSpec, *, nodes: int | None, value: str | None) -> tup
     pod = domain_torus_dims(spec.scale_up.torus_dims, spec.domain_gpus, _rank(rules))
     if value is not None:
         sl = slice_of(rules, parse_slice(value), pod, what=spec.accelerator)
+        _check_slice_hosts(sl, nodes, spec.gpus_per_node)
     elif nodes is not None:
         chips = nodes * spec.gpus_per_node
         sl = default_slice(rules, chips, pod, what=spec.accelerator, field=f"--nodes {nodes} ({chips} chips)")
@@ -514,6 +515,21 @@ def job_slice(spec: ClusterSpec, *, nodes: int | None, value: str | None) -> tup
     else:
         return spec, None
     return cut_to_slice(spec, sl), None
+
+
+def _check_slice_hosts(sl: TpuSlice, nodes: int | None, gpus_per_node: int) -> None:
+    """Refuse ``--nodes`` given with a ``--slice`` on another number of hosts: a slice of c chips runs on
+    ceil(c / gpus_per_node) hosts (one host of its c chips below a whole host, :func:`cut_to_slice`), so
+    ``--nodes 4 --slice 8x8`` on v5e (8 chips a host) asks for 32 and 64 chips at once.
+
+    Raises ConfigError naming both options and their values.
+    """
+    hosts = -(-sl.chips // gpus_per_node)
+    if nodes is not None and nodes != hosts:
+        raise ConfigError(
+            f"--slice: {sl.label} holds {sl.chips} chips on {hosts} hosts of {gpus_per_node} but --nodes is "
+            f"{nodes} ({nodes * gpus_per_node} chips); give one of the two"
+        )
 
 
 def with_twist(spec: ClusterSpec) -> ClusterSpec:
