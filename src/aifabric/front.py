@@ -305,7 +305,7 @@ def _step_headline(st: Any) -> tuple[tuple[str, str], ...]:
         ("step time", f"{st.step_s:.4f} s"),
         ("throughput", f"{st.tokens_per_s:,.0f} tokens/s"),
         ("MFU", f"{st.mfu:.1%}"),
-        ("bubble", f"{st.bubble_fraction:.1%}"),
+        ("bubble (share of the step)", f"{st.bubble_share:.1%}"),
         ("memory per GPU", f"{st.memory.total_bytes / 1e9:.1f} GB"),
     )
 

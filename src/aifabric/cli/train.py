@@ -41,7 +41,7 @@ from aifabric.report.trace import step_trace, write_trace
 from aifabric.training.fabric_step import FabricStep, fabric_step
 from aifabric.training.layout import DEFAULT_ORDER, ParallelLayout, Recompute, data_parallel_degree
 from aifabric.training.models import ModelSpec, load_model
-from aifabric.training.planner import Comparison, PlanResult, compare
+from aifabric.training.planner import Comparison, OptionScope, PlanResult, compare
 from aifabric.training.planner import plan as plan_layouts
 from aifabric.training.step import PARTS, StepModel, StepOptions, StepTime
 from aifabric.units import format_bytes
@@ -258,6 +258,15 @@ _GPU_ONLY = {
     "--ep-comm-overlap": "the expert all-to-all overlap of Megatron-Core's GPU dispatchers",
     "--moe-dispatcher": "Megatron-Core's GPU token dispatchers (DeepEP, NCCL all-to-all; einsum is XLA's)",
     "--engine": "the flow and links engines route GPU traffic over NVLink switches and NICs",
+}
+#: Options that apply to some layouts only, each refused by ``train`` outside its scope
+#: (:func:`_refuse_unused`, :func:`_refuse_ep_overlap`, :func:`_refuse_single_stage`); ``plan`` given one
+#: searches only inside it.
+_SCOPES = {
+    "zero3_prefetch": OptionScope("--zero3-prefetch", "ZeRO-3", lambda lay: lay.zero_stage == 3),
+    "embedding_chunks": OptionScope("--embedding-chunks", "pp > 1", lambda lay: lay.pp > 1),
+    "tp_comm_overlap": OptionScope("--tp-comm-overlap", "tp > 1", lambda lay: lay.tp > 1),
+    "ep_comm_overlap": OptionScope("--ep-comm-overlap", "ep > 1", lambda lay: lay.ep > 1),
 }
 PlotOpt = Annotated[
     Path | None,
@@ -727,7 +736,7 @@ def _print_step(st: StepTime, seq_from: str, fs: FabricStep | None = None, *, no
     console.print(
         f"step {st.step_s:.3f} s, {st.tokens_per_s:,.0f} tokens/s, {st.achieved_flops_per_gpu / 1e12:.1f} "
         f"TFLOP/s per {noun} (hardware FLOPs), {_mfu_text(st)}, {st.n_microbatches} microbatches, bubble "
-        f"{st.bubble_fraction:.1%}"
+        f"{st.bubble_share:.1%} of the step"
     )
     t = Table(title="Critical path per step", show_edge=False)
     for col in ("part", "seconds", "share"):
@@ -862,7 +871,10 @@ def plan(
         ),
     )
     forced = {k: v for k, v in (("tp", tp), ("pp", pp), ("dp", dp), ("cp", cp), ("ep", ep)) if v is not None}
-    res, comparison = _search(sm, global_batch, top, forced)
+    given = {"zero3_prefetch": zero3_prefetch is not None, "embedding_chunks": embedding_chunks}
+    given |= {"tp_comm_overlap": tp_comm_overlap, "ep_comm_overlap": ep_comm_overlap}
+    scopes = tuple(_SCOPES[name] for name, on in given.items() if on)
+    res, comparison = _search(sm, global_batch, top, forced, scopes)
     _say_note(note)
     why = res.why(sm)
     seq_from = "--seq-len" if seq_len is not None else spec_model.seq_len_source or "the model's seq_len"
@@ -888,17 +900,27 @@ def plan(
 
 
 def _search(
-    sm: StepModel, global_batch: int, top: int, forced: dict[str, int]
+    sm: StepModel, global_batch: int, top: int, forced: dict[str, int], scopes: tuple[OptionScope, ...]
 ) -> tuple[PlanResult, Comparison | None]:
-    """The ``top`` fastest layouts with the ``forced`` degrees, and, when some are forced, the comparison of
-    the unconstrained winner with the best forced layout."""
+    """The ``top`` fastest layouts with the ``forced`` degrees inside the ``scopes`` of the options given,
+    and, when some are forced, the comparison of the unconstrained winner with the best forced layout."""
     tp, pp, dp, cp, ep = (forced.get(k) for k in ("tp", "pp", "dp", "cp", "ep"))
     res = plan_layouts(
-        sm.model, sm.spec, global_batch, top=top, step_model=sm, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep
+        sm.model,
+        sm.spec,
+        global_batch,
+        top=top,
+        step_model=sm,
+        tp=tp,
+        pp=pp,
+        dp=dp,
+        cp=cp,
+        ep=ep,
+        scopes=scopes,
     )
     if not forced:
         return res, None
-    free = plan_layouts(sm.model, sm.spec, global_batch, top=1, step_model=sm)
+    free = plan_layouts(sm.model, sm.spec, global_batch, top=1, step_model=sm, scopes=scopes)
     return res, compare(free.best, res.best)
 
 

@@ -187,7 +187,7 @@ def _step_headline(st: StepTime, prefix: str = "") -> tuple[tuple[str, str, str]
         ("step-time", f"{prefix}step time", f"{st.step_s:.4f} s"),
         ("throughput", "throughput", f"{st.tokens_per_s:,.0f} tokens/s"),
         ("mfu", "MFU (model FLOPs / datasheet peak)", f"{st.mfu:.1%}"),
-        ("bubble", "pipeline bubble", f"{st.bubble_fraction:.1%}"),
+        ("bubble", "pipeline bubble (share of the step)", f"{st.bubble_share:.1%}"),
         ("memory", "memory per GPU", f"{st.memory.total_bytes / 1e9:.1f} GB"),
     )
 

@@ -25,7 +25,7 @@ import math
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from aifabric.cluster.spec import ClusterSpec
@@ -39,6 +39,7 @@ from aifabric.training.step import NETWORKS, PARTS, CommItem, StepModel, StepOpt
 __all__ = [
     "MIN_TOKENS_PER_CP_RANK",
     "Comparison",
+    "OptionScope",
     "PlanResult",
     "candidate_layouts",
     "compare",
@@ -182,6 +183,33 @@ def _pp_span_text(a: StepTime, b: StepTime, span: CommItem, ref: CommItem | None
 
 
 @dataclass(frozen=True)
+class OptionScope:
+    """An option that applies to some layouts only (``--zero3-prefetch``: ZeRO-3 ones), and which.
+
+    ``train`` refuses such an option on a layout outside its scope; :func:`plan` given it searches only the
+    layouts inside, so the winner reruns in ``train`` with the options the plan was given.
+
+    Attributes
+    ----------
+    flag : str
+        The option as the user writes it (``--zero3-prefetch``).
+    scope : str
+        The layouts it applies to, in words (``ZeRO-3``, ``pp > 1``).
+    applies : callable
+        ``applies(layout) -> bool``.
+    """
+
+    flag: str
+    scope: str
+    applies: Callable[[ParallelLayout], bool]
+
+    @property
+    def label(self) -> str:
+        """``--zero3-prefetch (ZeRO-3)``."""
+        return f"{self.flag} ({self.scope})"
+
+
+@dataclass(frozen=True)
 class PlanResult:
     """The ranked layouts of one search.
 
@@ -203,6 +231,8 @@ class PlanResult:
         For ``tp``, ``pp``, ``cp``, ``ep``, ``recompute``: the fastest step time of each value, for "why".
     constraints : dict
         Degrees forced by the caller.
+    scopes : tuple of str
+        The options that narrowed the search (:class:`OptionScope` labels), said in :meth:`why`.
     """
 
     model: str
@@ -216,6 +246,7 @@ class PlanResult:
     elapsed_s: float
     best_by: dict[str, dict[object, tuple[float, ParallelLayout]]] = field(default_factory=dict)
     constraints: dict[str, int] = field(default_factory=dict)
+    scopes: tuple[str, ...] = ()
 
     @property
     def best(self) -> StepTime:
@@ -263,6 +294,11 @@ class PlanResult:
         excluded = self.cp_rule_note()
         if excluded:
             lines.append(excluded)
+        if self.scopes:
+            lines.append(
+                f"Searched only the layouts every option given applies to: {', '.join(self.scopes)}; "
+                "train refuses them elsewhere."
+            )
         shown: set[ParallelLayout] = {w.layout}  # a layout already compared is not compared again
         if len(self.ranked) > 1:
             lines.append("Runner-up: " + compare(w, self.ranked[1]).text)
@@ -478,6 +514,15 @@ class _Search:
     feasible: int = 0
     smallest: tuple[MemoryBreakdown, ParallelLayout] | None = None
 
+    def in_scope(self, lay: ParallelLayout, scopes: tuple[OptionScope, ...]) -> bool:
+        """Whether every option of ``scopes`` applies to ``lay``; the first that does not is counted as
+        rejected."""
+        outside = next((sc for sc in scopes if not sc.applies(lay)), None)
+        if outside is not None:
+            self.evaluated += 1
+            self.rejected[f"{outside.flag} applies to {outside.scope} only"] += 1
+        return outside is None
+
     def time_one(self, sm: StepModel, lay: ParallelLayout) -> None:
         """Time ``lay``; count it as rejected (and why) or keep its step time."""
         self.evaluated += 1
@@ -544,7 +589,7 @@ def _no_layout(
         need, lay = search.smallest
         memory = (
             f"; the smallest memory need seen is {need.total_bytes / 1e9:.1f} GB per GPU "
-            f"({lay.describe()}), the GPU has {hbm_capacity_bytes / 1e9:.0f} GB of HBM"
+            f"({lay.describe()}), the GPU has {hbm_capacity_bytes / 1e9:.1f} GB of HBM"
         )
     return Infeasible(
         f"no feasible layout for {model.name} on {spec.n_gpus} GPUs of {spec.name} with global batch "
@@ -572,6 +617,7 @@ def plan(
     order: str = DEFAULT_ORDER,
     tiers: TierModel | None = None,
     step_model: StepModel | None = None,
+    scopes: tuple[OptionScope, ...] = (),
 ) -> PlanResult:
     """Search the layouts of ``model`` on ``spec`` for ``global_batch_size`` sequences; fastest first.
 
@@ -602,6 +648,8 @@ def plan(
     tiers : TierModel, optional
     step_model : StepModel, optional
         Reuse one (and its caches) across searches.
+    scopes : tuple of OptionScope
+        Options given that apply to some layouts only: only the layouts every one applies to are timed.
 
     Returns
     -------
@@ -634,7 +682,8 @@ def plan(
     )
     search = _Search(top)
     for lay in candidates:
-        search.time_one(sm, lay)
+        if search.in_scope(lay, scopes):
+            search.time_one(sm, lay)
     if not search.heap:
         raise _no_layout(search, model, spec, global_batch_size, forced, sm.hbm_capacity_bytes)
     return PlanResult(
@@ -649,4 +698,5 @@ def plan(
         elapsed_s=time.perf_counter() - t0,
         best_by=search.best_by,
         constraints=forced,
+        scopes=tuple(sc.label for sc in scopes),
     )

@@ -630,7 +630,8 @@ class StepTime:
         The FP8 dense tensor peak, on an ``--fp8`` run (:attr:`mfu_fp8`).
     n_microbatches : int
     bubble_fraction : float
-        (p - 1) / (v m).
+        (p - 1) / (v m): the bubble's time over the bubble-free pipeline time (Narayanan et al. SC'21
+        Sec. 2.2.1), above 1 when p - 1 > v m; not a share of the step (:attr:`bubble_share` is).
     memory : MemoryBreakdown
     compute : ComputeProfile
     layers_per_stage : int
@@ -660,6 +661,13 @@ class StepTime:
     notes: tuple[str, ...] = field(default=())
     seq_len: int = 0
     fp8_peak_flops: float | None = None
+
+    @property
+    def bubble_share(self) -> float:
+        """The bubble's share of the step, ``breakdown_s["bubble"] / step_s``: (p - 1) / (v m + p - 1) for
+        1F1B when nothing else is on the critical path (7 / 11 = 63.6 % at p = 8, m = 4); what the step
+        line and the critical-path table print."""
+        return self.breakdown_s.get("bubble", 0.0) / self.step_s if self.step_s > 0 else 0.0
 
     @property
     def mfu_fp8(self) -> float | None:
@@ -720,6 +728,7 @@ class StepTime:
             "seq_len": self.seq_len,
             "n_microbatches": self.n_microbatches,
             "bubble_fraction": self.bubble_fraction,
+            "bubble_share": self.bubble_share,
             "memory_bytes_per_gpu": self.memory.total_bytes,
             "comms": [
                 {
