@@ -35,16 +35,26 @@ def test_every_part_the_issue_names_is_catalogued_with_a_source():
 @pytest.mark.parametrize(
     ("key", "flops", "hbm", "hbm_bw"),
     [
-        ("a100-sxm-40gb", 312e12, 40e9, 1555e9),  # NVIDIA A100 datasheet
+        ("a100-sxm-40gb", 312e12, 42298834944, 1555e9),  # datasheet; HBM: CUDA total (bottlerocket PR #3873)
         ("a30", 165e12, 24e9, 933e9),  # NVIDIA A30 datasheet
         ("l40s", 362.05e12, 48e9, 864e9),  # NVIDIA L40S datasheet
-        ("h100-nvl", 835e12, 94e9, 3900e9),  # NVIDIA H100 datasheet, NVL column (1,671 sparse)
-        ("h20", 148e12, 96e9, 4000e9),  # HGX H20 product brief
+        ("h100-nvl", 835e12, 99961274368, 3900e9),  # datasheet NVL column; HBM: NVML total (fastfetch #1658)
+        (
+            "h20",
+            148e12,
+            97871 * 2**20,
+            4000e9,
+        ),  # HGX H20 brief; HBM: nvidia-smi (NVIDIA/nvtrust #128)
         ("gb300", 2500e12, 288e9, 8000e9),  # GB300 NVL72: 360 PF sparse BF16 / 72 / 2
         ("rtx-4090", 165.2e12, 24e9, 1008e9),  # Ada whitepaper
-        ("mi300x", 1307.4e12, 192e9, 5300e9),  # AMD MI300X datasheet
-        ("mi350x", 2306.9e12, 288e9, 8000e9),  # AMD MI350X datasheet (2.3 PF dense BF16)
-        ("mi355x", 2516.6e12, 288e9, 8000e9),  # AMD MI355X datasheet
+        ("mi300x", 1307.4e12, 192 * 2**30, 5300e9),  # datasheet; HBM: rocm-smi (ROCm/legacy-rocm-build #4750)
+        (
+            "mi350x",
+            2306.9e12,
+            288 * 2**30,
+            8000e9,
+        ),  # MI350X datasheet (2.3 PF dense); 8 x 36 GiB HBM3E
+        ("mi355x", 2516.6e12, 288 * 2**30, 8000e9),  # AMD MI355X datasheet; 8 x 36 GiB HBM3E
         ("tpu-v6e", 918e12, 32e9, 1638e9),  # Google Cloud TPU v6e docs
         ("tpu-v4", 275e12, 32 * 2**30, 1200e9),  # Google Cloud TPU v4 docs (32 GiB)
     ],

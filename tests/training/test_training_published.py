@@ -68,7 +68,7 @@ def test_llama3_405b_published_layout_fits_and_zero1_is_refused_with_figures():
     assert (
         "needs 89.2 GB per GPU: weights 6.9 GB, grads 13.8 GB, optimizer 0.3 GB, activations 68.2 GB" in msg
     )
-    assert msg.endswith("the GPU has 80 GB")
+    assert msg.endswith("the GPU has 85.5 GB")  # 81,559 MiB (nvidia-smi, NVIDIA/nccl #1264)
 
 
 def test_bloom_176b_published_layout_fits_and_its_throughput():
