@@ -9,7 +9,7 @@ import pytest
 from aifabric.cluster.presets import preset
 from aifabric.errors import ConfigError
 from aifabric.training import ParallelLayout, StepModel, get_model
-from aifabric.training.efficiency import ComputeProfile, compute_profile
+from aifabric.training.efficiency import ComputeProfile, _profile, compute_profile
 from aifabric.training.step import StepOptions
 
 
@@ -64,3 +64,16 @@ def test_step_rates_follow_the_profile():
 def test_new_fractions_are_checked(field: str):
     with pytest.raises(ConfigError, match=f"{field} must be in \\(0, 1\\], got 1.2"):
         ComputeProfile(gemm_efficiency=0.8, **{field: 1.2})
+
+
+def test_a_borrowed_figure_is_the_lenders_own_measurement_or_refused():
+    # The MI325X takes the MI300X's FlashAttention-2 figure (Azure ND MI300X v5: 328.6 / 1,307.4 TFLOP/s):
+    # same CDNA 3 die and peak, so the same fraction; a figure the lender did not measure is refused.
+    assert compute_profile("mi325x").attention_efficiency == compute_profile("mi300x").attention_efficiency
+    assert ("attention_efficiency", "mi300x") in compute_profile("mi325x").borrowed
+    data = {
+        "a": {"gemm_efficiency": 0.5, "source": "x", "borrowed": {"attention_efficiency": "b"}},
+        "b": {"gemm_efficiency": 0.6, "source": "y"},
+    }
+    with pytest.raises(ConfigError, match=r"a\.borrowed\.attention_efficiency: 'b' has no measured"):
+        _profile(data, "a")

@@ -45,7 +45,11 @@ GEMM; ``attention_efficiency`` records it and :attr:`ComputeProfile.attention_co
 the step's count (0.568 of peak on the H100 for the causal kernel).
 
 Parts measured by others stand in only where the datasheets give the same compute: the H800 reads the H100
-SXM's figures (same GH100 die, clocks and HBM3; only NVLink is cut). The H20 (another configuration of the
+SXM's figures (same GH100 die, clocks and HBM3; only NVLink is cut), and an entry's ``borrowed:`` takes one
+figure from another entry's measurement, named in the summary: the MI325X its attention core from the
+MI300X (same CDNA 3 die and peak), the B300 its from the B200's FlashAttention-4 run. The GB200 does not
+borrow it: with it 11 asserted GB200 rows come out 15-22 % fast (``presets/compute.yaml``), so its attention
+core stays at the GEMM rate, as its summary says. The H20 (another configuration of the
 die, 148 TFLOPS) has no entry. TPUs are timed with XLA's own matmul on the chip (v5e: JAX's Pallas guide,
 92 % of peak at 8192^3; v6e: tpu-recipes' microbenchmark, 90 %; TPU7x: accelerator-microbenchmarks, 83 %
 of a TensorCore's half of the chip's peak); a TPU has no SMs, so no overlap contention is charged, and no
@@ -105,7 +109,13 @@ class ComputeProfile:
     attention_efficiency : float, optional
         Measured FlashAttention forward + backward throughput (head width 128, no causal mask, the
         benchmark's own FLOP count: 3.5 forwards of 4 s^2 a d) as a fraction of the 16-bit peak, in (0, 1];
-        None: the attention core runs at ``gemm_efficiency``. See :attr:`attention_core_efficiency`.
+        None: the attention core runs at ``gemm_efficiency``, an upper bound the summary names. See
+        :attr:`attention_core_efficiency`.
+    attention_kernel : str, default "FlashAttention-2"
+        The kernel ``attention_efficiency`` was measured with (FlashAttention-4 on Blackwell).
+    borrowed : tuple of (str, str), default ()
+        ``(field, accelerator)``: the figures that part's entry measured on the same die, standing in for
+        this one's (``borrowed:`` in ``presets/compute.yaml``), as the summary says.
 
     Raises
     ------
@@ -124,6 +134,8 @@ class ComputeProfile:
     fp8_gemm_efficiency: float | None = None
     sustained_gemm_efficiency: float | None = None
     attention_efficiency: float | None = None
+    attention_kernel: str = "FlashAttention-2"
+    borrowed: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("gemm_efficiency", "hbm_efficiency", *_OPTIONAL_FRACTIONS):
@@ -224,29 +236,45 @@ class ComputeProfile:
     def summary(self) -> str:
         """One line: the GEMM efficiency used and its source.
 
-        >>> compute_profile("a100-sxm-80gb").summary()
+        >>> gemm, core = compute_profile("a100-sxm-80gb").summary().split("; ")
+        >>> gemm
         'compute at 73.7% of peak (A100 GEMM, Mu Li transformers-benchmarks)'
+        >>> core
+        'attention core at that rate (no attention measurement: the GEMM rate stands in)'
+        >>> compute_profile("mi325x").summary().split("; ")[-1]
+        "attention core at FlashAttention-2's measured 25.1% of peak (measured on the MI300X)"
         >>> compute_profile("h100-sxm").summary().split(";")[0]
         'weight GEMMs by shape (measured table gemm_h100_sm90.csv)'
         >>> compute_profile("h100-sxm").summary().split("; ")[-1]
         'held at 91.9% of those rates by the power limit (sustained random-data GEMM)'
         """
         flat = f"{self.gemm_efficiency:.1%} of peak ({self.short_source})"
-        core = f"attention core at {flat}"
-        if self.attention_efficiency is not None:
-            core = f"attention core at FlashAttention-2's measured {self.attention_efficiency:.1%} of peak"
         if self.gemm_table is not None:
-            text = f"weight GEMMs by shape (measured table {self.gemm_table.name}); {core}"
-        elif self.attention_efficiency is not None:
-            text = f"compute at {flat}; {core}"
+            text = f"weight GEMMs by shape (measured table {self.gemm_table.name}); {self._core_text(flat)}"
         else:
-            text = f"compute at {flat}"
+            text = f"compute at {flat}; {self._core_text('that rate')}"
+        lent = dict(self.borrowed).get("hbm_efficiency")
+        if lent is not None:
+            text += f"; HBM at {self.hbm_efficiency:.1%} of the datasheet ({self._lender(lent)})"
         if self.power_limit_ratio < 1.0:
             text += (
                 f"; held at {self.power_limit_ratio:.1%} of those rates by the power limit (sustained "
                 "random-data GEMM)"
             )
         return text
+
+    def _core_text(self, gemm_rate: str) -> str:
+        """The attention core's rate and what it was measured with, or that the GEMM rate stands in."""
+        if self.attention_efficiency is None:
+            return f"attention core at {gemm_rate} (no attention measurement: the GEMM rate stands in)"
+        core = f"attention core at {self.attention_kernel}'s measured {self.attention_efficiency:.1%} of peak"
+        lent = dict(self.borrowed).get("attention_efficiency")
+        return core if lent is None else f"{core} ({self._lender(lent)})"
+
+    @staticmethod
+    def _lender(accelerator: str) -> str:
+        """``"measured on the MI300X"``: whose measurement stands in."""
+        return f"measured on the {_SHORT_GPU.get(accelerator, accelerator)}"
 
     def caution(self) -> str | None:
         """A warning when the GEMM figure is an upper bound (:attr:`upper_bound`) and no measured table
@@ -291,23 +319,51 @@ def _table(entry: dict, field: str) -> GemmTable | None:
     return gemm_table(entry[field]) if field in entry else None
 
 
+#: Figures an entry may take from another entry's measurement (``borrowed:``: the same die, or for want of
+#: any, the nearest measured part of the generation, which the entry's comment names).
+_BORROWABLE = ("attention_efficiency", "hbm_efficiency")
+
+
+def _lent(data: dict, key: str) -> dict[str, object]:
+    """The figures entry ``key`` takes from a same-die entry (``borrowed: {field: accelerator}``), each the
+    lender's own measurement; ConfigError naming the field for one it may not take or that is not measured."""
+    out: dict[str, object] = {}
+    for name, lender in (data[key].get("borrowed") or {}).items():
+        own = data.get(lender, {})
+        value = own.get(name)
+        if name not in _BORROWABLE or value is None or name in (own.get("borrowed") or {}):
+            raise ConfigError(
+                f"presets/compute.yaml {key}.borrowed.{name}: {lender!r} has no measured {name} to lend "
+                f"(borrowable: {', '.join(_BORROWABLE)})"
+            )
+        out[name] = value
+        if name == "attention_efficiency" and "attention_kernel" in own:
+            out["attention_kernel"] = own["attention_kernel"]
+    return out
+
+
+def _profile(data: dict, key: str) -> ComputeProfile:
+    """The :class:`ComputeProfile` of entry ``key``, with the figures it borrows from its die's entry."""
+    entry = {**data[key], **_lent(data, key)}
+    return ComputeProfile(
+        gemm_efficiency=float(entry["gemm_efficiency"]),
+        hbm_efficiency=float(entry.get("hbm_efficiency", 1.0)),
+        source=" ".join(str(entry["source"]).split()),
+        accelerator=key,
+        sm_count=int(entry.get("sm_count", 0)),
+        comm_sms=int(entry.get("comm_sms", 0)),
+        gemm_table=_table(entry, "gemm_table"),
+        fp8_gemm_table=_table(entry, "fp8_gemm_table"),
+        attention_kernel=str(entry.get("attention_kernel", "FlashAttention-2")),
+        borrowed=tuple((str(k), str(v)) for k, v in (entry.get("borrowed") or {}).items()),
+        **{name: _optional_float(entry.get(name)) for name in _OPTIONAL_FRACTIONS},
+    )
+
+
 @cache
 def _profiles() -> dict[str, ComputeProfile]:
     data = load_package_yaml("aifabric.training", "presets/compute.yaml")
-    return {
-        key: ComputeProfile(
-            gemm_efficiency=float(entry["gemm_efficiency"]),
-            hbm_efficiency=float(entry.get("hbm_efficiency", 1.0)),
-            source=" ".join(str(entry["source"]).split()),
-            accelerator=key,
-            sm_count=int(entry.get("sm_count", 0)),
-            comm_sms=int(entry.get("comm_sms", 0)),
-            gemm_table=_table(entry, "gemm_table"),
-            fp8_gemm_table=_table(entry, "fp8_gemm_table"),
-            **{name: _optional_float(entry.get(name)) for name in _OPTIONAL_FRACTIONS},
-        )
-        for key, entry in data.items()
-    }
+    return {key: _profile(data, key) for key in data}
 
 
 def list_compute_profiles() -> list[str]:
