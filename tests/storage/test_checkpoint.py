@@ -289,19 +289,20 @@ _OFFLOAD = [
 
 
 def test_offloaded_state_counts_the_nodes_host_memory():
-    # 1.5e12 params x 14 B/param = 21 TB: above 128 H100 x 80 GB = 10.24 TB of HBM, so refused on HBM alone;
-    # with ZeRO-Offload (optimizer state in host memory; Ren et al. USENIX ATC'21, arXiv:2101.06840) and
-    # the 2 TB of system memory of each DGX H100 node (DGX H100 datasheet), 10.24 + 16 x 2 = 42.24 TB hold it.
+    # 1.5e12 params x 14 B/param = 21 TB: above 128 H100 x 85.52 GB (81,559 MiB, nvidia-smi, NVIDIA/nccl
+    # #1264) = 10.95 TB of HBM, so refused on HBM alone; with ZeRO-Offload (optimizer state in host memory;
+    # Ren et al. USENIX ATC'21, arXiv:2101.06840) and the 2 TB of system memory of each DGX H100 node (DGX
+    # H100 datasheet), 10.95 + 16 x 2 = 42.95 TB hold it.
     hbm_only = _ckpt("--params", "1.5e12", *_OFFLOAD)
     _one_error_line(hbm_only, "--params")
-    assert "10.24 TB" in hbm_only.stderr
+    assert "10.95 TB" in hbm_only.stderr
     r = _ckpt("--params", "1.5e12", *_OFFLOAD, "--offload-memory", "2 TB", "--json")
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["checkpoint_bytes"] == pytest.approx(21e12)
-    # 3.1e12 x 14 = 43.4 TB > 42.24 TB: refused, naming both the size and the host memory counted
+    # 3.1e12 x 14 = 43.4 TB > 42.95 TB: refused, naming both the size and the host memory counted
     over = _ckpt("--params", "3.1e12", *_OFFLOAD, "--offload-memory", "2 TB")
     _one_error_line(over, "--params")
-    assert "42.24 TB" in over.stderr and "--offload-memory" in over.stderr
+    assert "42.95 TB" in over.stderr and "--offload-memory" in over.stderr
 
 
 @pytest.mark.parametrize("value", ["-1 TB", "0", "nan TB"])
@@ -312,9 +313,9 @@ def test_offload_memory_must_be_a_size_above_zero(value):
 def test_check_state_fits_counts_host_memory_per_node():
     spec = preset("dgx-h100-superpod", nodes=16)
     size = checkpoint_size(1.5e12, tp=8, pp=16)
-    with pytest.raises(ConfigError, match=r"^n_params: .* more than the 10\.24 TB"):
+    with pytest.raises(ConfigError, match=r"^n_params: .* more than the 10\.95 TB"):
         check_state_fits(spec, size)
-    check_state_fits(spec, size, host_bytes_per_node=2e12)  # 42.24 TB hold 21 TB
+    check_state_fits(spec, size, host_bytes_per_node=2e12)  # 42.95 TB hold 21 TB
 
 
 def test_a_tpu_host_reaches_storage_over_its_dcn():
@@ -333,13 +334,13 @@ def test_a_tpu_host_reaches_storage_over_its_dcn():
 
 
 def test_offloaded_state_is_not_copied_from_the_gpus():
-    # 3e12 params x 14 B = 42 TB on 128 H100: 328 GB per GPU, of which at most its 80 GB of HBM is in the
-    # GPU; the rest already sits in host memory (ZeRO-Offload). The async GPU -> host copy moves 80 GB over
-    # PCIe Gen5 x16 (64 GB/s per direction x DMA payload efficiency 0.9002 = 57.6 GB/s, catalogue): 1.39 s,
-    # not 328 GB / 57.6 GB/s = 5.7 s.
+    # 3e12 params x 14 B = 42 TB on 128 H100: 328 GB per GPU, of which at most its 85.52 GB of HBM (81,559
+    # MiB) is in the GPU; the rest already sits in host memory (ZeRO-Offload). The async GPU -> host copy
+    # moves 85.52 GB over PCIe Gen5 x16 (64 GB/s per direction x DMA payload efficiency 0.9002 = 57.6 GB/s,
+    # catalogue): 1.48 s, not 328 GB / 57.6 GB/s = 5.7 s.
     r = _ckpt("--params", "3e12", *_OFFLOAD, "--offload-memory", "2 TB", "--json")
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout)["async_copy_s"] == pytest.approx(80e9 / (64e9 * 0.9002), rel=1e-3)
+    assert json.loads(r.stdout)["async_copy_s"] == pytest.approx(81559 * 2**20 / (64e9 * 0.9002), rel=1e-3)
     # without offload the whole per-GPU share is in HBM and copied, as before
     small = json.loads(_ckpt("--params", "70e9", *_OFFLOAD, "--json").stdout)
     assert small["async_copy_s"] == pytest.approx(70e9 * 14 / 128 / (64e9 * 0.9002), rel=1e-3)
