@@ -175,8 +175,9 @@ def test_management_aggregation_scales_with_racks():
     # trial item 3: 100,000 GPUs = 12,500 DGX, 4 per rack -> 3,125 racks, one 48-port SN2201 each.
     # One 64-port SN4600C takes 63 rack uplinks (one port to the management servers): ceil(3,125 / 63) = 50
     # per plane, 2 planes = 100 (not 2 switches with 3,125 uplinks each). Cables: 12,500 BMC + 2 x 3,125
-    # rack uplinks + 100 server links = 18,850.
-    shape = management_shape(ClusterSpec.from_yaml(EXAMPLES / "cluster-100k.yaml"))
+    # rack uplinks + 100 server links = 18,850. The item counts the nodes' BMCs alone: ``devices: bmc``.
+    spec = ClusterSpec.from_yaml(EXAMPLES / "cluster-100k.yaml").with_changes(**{"management.devices": "bmc"})
+    shape = management_shape(spec)
     assert (shape.racks, shape.rack_switches, shape.aggregation_switches) == (3125, 3125, 100)
     assert shape.cables == 18_850
     assert shape.rack_switches * 2 <= shape.aggregation_switches * shape.racks_per_aggregation

@@ -355,22 +355,25 @@ def mgmt(
 ) -> None:
     """The out-of-band management network: BMC ports, rack and aggregation switches, watts, and which BMCs
     the management servers still reach when --fail devices are down."""
-    from aifabric.cluster.inventory import inventory
+    from aifabric.cluster.inventory import fabric_switches, inventory
     from aifabric.cluster.management import management_reachability
     from aifabric.cluster.topology import build_topology
 
     use_catalog(catalog_files)
     spec = sized_cluster(one_cluster(cluster_arg, cluster_opt, _CLUSTER), nodes=nodes)
     topo = build_topology(spec)
-    rep = management_reachability(topo, fail or ())
+    rep = management_reachability(topo, fail or (), fabric_switches(topo))
     watts = inventory(topo).watts_by_network.get("management", 0.0)
     sh = rep.shape
     if json_out:
         emit_json(
             {
                 "bmc_ports": sh.bmc_ports,
+                "managed_ports": sh.managed_ports,
+                "ports_by_kind": dict(sh.ports_by_kind),
                 "racks": sh.racks,
                 "rack_switches": sh.rack_switches,
+                "infra_switches": sh.infra_switches,
                 "aggregation_switches": sh.aggregation_switches,
                 "watts": watts,
                 "failed": len(rep.failed),
@@ -380,9 +383,12 @@ def mgmt(
         )
         return
     console.print(
-        f"management: {sh.bmc_ports} BMC ports in {sh.racks} racks on {sh.rack_switches} rack switches + "
-        f"{sh.aggregation_switches} aggregation switches, {watts / 1e3:.1f} kW"
+        f"management: {sh.managed_ports} managed ports in {sh.racks} racks on {sh.rack_switches} rack "
+        f"switches + {sh.infra_switches} management-rack switches + {sh.aggregation_switches} aggregation "
+        "switches, "
+        f"{watts / 1e3:.1f} kW"
     )
+    console.print("  " + ", ".join(f"{n} {kind}" for kind, n in sh.ports_by_kind))
     console.print(
         f"with {len(rep.failed)} device(s) failed: {rep.reachable_bmcs} of {sh.bmc_ports} BMCs reachable"
         + (f"; lost: nodes {_ranges(rep.unreachable_bmcs)}" if rep.unreachable_bmcs else "")

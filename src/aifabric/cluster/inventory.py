@@ -44,7 +44,7 @@ import numpy as np
 
 from aifabric import catalog
 from aifabric.cluster.access import access_radix, access_shape
-from aifabric.cluster.management import management_shape
+from aifabric.cluster.management import NODE_BMC, management_shape
 from aifabric.cluster.spec import AccessFabricSpec, ScaleOutSpec
 from aifabric.cluster.topology import Topology
 from aifabric.errors import ConfigError
@@ -55,6 +55,7 @@ __all__ = [
     "Inventory",
     "PartLine",
     "bundled_cables",
+    "fabric_switches",
     "inventory",
     "modules_for_links",
     "node_cage_links",
@@ -434,21 +435,41 @@ def _inband(topo: Topology) -> list[PartLine]:
     return [] if ib is None else _access_lines("in-band", ib, spec.n_nodes, 0)
 
 
+def fabric_switches(topo: Topology) -> dict[str, int]:
+    """Switches of every network but the management one, by network: each takes a management port on the
+    OOB network (:func:`aifabric.cluster.management.management_shape`)."""
+    out: dict[str, int] = {}
+    for network, parts in NETWORK_PARTS:
+        if network == "management":
+            continue
+        for line in parts(topo):
+            if line.item == "switch":
+                out[line.network] = out.get(line.network, 0) + line.count
+    return out
+
+
 def _management(topo: Topology) -> list[PartLine]:
+    """The OOB network's parts: the nodes' BMC NICs, every other managed kind's ports, rack (compute and
+    management racks) and aggregation switches, cables."""
     spec = topo.spec
     mg = spec.management
     if mg is None or not mg.ports_per_node:
         return []
-    shape = management_shape(spec)
+    shape = management_shape(spec, fabric_switches(topo))
     nic = catalog.nic(mg.nic)
     sw = catalog.switch(mg.switch)
     agg = catalog.switch(mg.aggregation)
     n_agg = shape.aggregation_switches
+    n_rack = shape.rack_switches + shape.infra_switches
+    lines = [PartLine("management", "nic", nic.name, shape.bmc_ports, shape.bmc_ports * nic.power_w)]
+    lines += [
+        PartLine("management", "port", f"managed: {kind}", n, 0.0)
+        for kind, n in shape.ports_by_kind
+        if kind != NODE_BMC
+    ]
     return [
-        PartLine("management", "nic", nic.name, shape.bmc_ports, shape.bmc_ports * nic.power_w),
-        PartLine(
-            "management", "switch", f"rack: {sw.name}", shape.rack_switches, shape.rack_switches * sw.power_w
-        ),
+        *lines,
+        PartLine("management", "switch", f"rack: {sw.name}", n_rack, n_rack * sw.power_w),
         PartLine("management", "switch", f"aggregation: {agg.name}", n_agg, n_agg * agg.power_w),
         PartLine("management", "cable", "copper 1GbE + uplinks", shape.cables, 0.0),
     ]

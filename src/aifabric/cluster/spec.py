@@ -667,6 +667,14 @@ class ManagementSpec(_Strict):
     SuperPOD H100 RA: the OOB fabric "connects the management ports of all devices"). ``nodes_per_rack``
     defaults to the scale-up domain when it spans several nodes (an NVL72 rack), else 4 (DGX SuperPOD H100:
     4 DGX H100 per compute rack).
+
+    Beyond the nodes' BMCs the OOB network takes the management port of every managed device
+    (:data:`aifabric.cluster.management.MANAGED_KINDS`): ``dpu_bmcs_per_node`` BlueField BMCs per node
+    (Rubin NVL8 RA: "the BMC from both the compute host ... and the BMC of the NVIDIA BlueField-4 DPU is
+    connected to the out-of-band network"), ``pdus_per_rack`` rack PDUs, ``power_shelves_per_rack`` and
+    ``nvlink_trays_per_rack`` of an NVL72 rack, ``servers`` management and UFM servers, and
+    ``storage_ports_per_unit`` per storage appliance; every switch of every fabric counts by itself.
+    ``devices: bmc`` counts the nodes' BMC ports alone, for a source that counts only those.
     """
 
     nic: NicKey = "bmc-1g"
@@ -674,6 +682,13 @@ class ManagementSpec(_Strict):
     switch: SwitchKey = "sn2201-mgmt"
     aggregation: SwitchKey = "sn4600-frontend"
     nodes_per_rack: Int | None = Field(default=None, ge=1)
+    devices: Literal["all", "bmc"] = "all"
+    dpu_bmcs_per_node: Int = Field(default=0, ge=0, le=MAX_PORTS)
+    pdus_per_rack: Int = Field(default=0, ge=0)
+    power_shelves_per_rack: Int = Field(default=0, ge=0)
+    nvlink_trays_per_rack: Int = Field(default=0, ge=0)
+    servers: Int = Field(default=0, ge=0)
+    storage_ports_per_unit: Int = Field(default=0, ge=0)
 
 
 class StorageSpec(_Strict):
