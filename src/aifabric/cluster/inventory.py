@@ -28,8 +28,11 @@ Counting rules (stated so a reader can redo them by hand):
   ports per node, and on the storage fabric the storage appliances' ports, on leaves of ``switch``, dual-homed
   port by port, spines where a group needs more than one leaf (:mod:`aifabric.cluster.access`); one module
   per node end, the switch's cage modules at the switch ends.
-- Management: BMC ports on per-rack switches with two uplinks each to two aggregation switches
-  (:func:`aifabric.cluster.management.management_shape`), copper.
+- Management: every managed device's management port (node and DPU BMCs, PDUs, power shelves, NVLink
+  switch trays, every other network's switches, servers, storage appliances, the OOB switches' own) on
+  per-rack and management-rack switches with two uplinks each to two aggregation switches
+  (:func:`aifabric.cluster.management.management_shape`), copper; one ``port`` line per kind beyond the
+  nodes' BMC NICs.
 - Watts: switches at their datasheet power, NICs at theirs, modules at theirs. GPUs and CPUs are in
   :mod:`aifabric.cluster.power`.
 """
