@@ -123,6 +123,19 @@ def test_reader_names_the_cpu_family_from_the_dumps_cpuid():
     assert catalog.cpu_for_cpuid("intel", 6, 0x55) == "intel-skylake"
 
 
+def test_reader_reads_nccls_own_cpuid_family_sum():
+    # NCCL's xml.cc (v2.26.2-1) dumps familyid = familyId + (extFamilyId << 4), not CPUID's display family
+    # (base + extended): a Zen 5 host (0Fh + 0Bh = 1Ah) dumps 0xF + 0xB0 = 191, a Hygon (0Fh + 09h = 18h)
+    # 159 as RCCL's DCU dump (tests/discovery/fixtures/xml_rccl_dcu_cut.xml). Azure's hand-written NDv4 file
+    # gives Rome as 23 (display), NCCL's dump of it would give 0xF + 0x80 = 143: both read as family 17h.
+    assert catalog.cpuid_display_family(191) == 26 and catalog.cpuid_display_family(159) == 0x18
+    assert catalog.cpuid_display_family(143) == catalog.cpuid_display_family(23) == 0x17
+    assert catalog.cpuid_display_family(6) == 6 and catalog.cpuid_display_family(7) == 7
+    text = read_case(CASE_17).replace('familyid="23"', 'familyid="191"')
+    ndv4, ndv5 = inspect_node_text(text, source=CASE_17)
+    assert ndv4.spec.cpu == "amd-epyc-turin" and ndv5.spec.cpu == "intel-sapphire-rapids"
+
+
 def test_grace_presets_run_an_arm_host_and_a_c2c_path_needs_one():
     # GH200 and GB200 superchips pair each GPU with a Grace CPU, 72 Arm Neoverse V2 cores (GH200
     # datasheet, accelerators.yaml); a NIC reached through it over NVLink-C2C is nic_path P2C

@@ -65,6 +65,7 @@ __all__ = [
     "reload_catalog",
     "cpu",
     "cpu_for_cpuid",
+    "cpuid_display_family",
     "scaleup",
     "storage",
     "switch",
@@ -561,9 +562,15 @@ class CpuSpec(_Entry):
         return None if v is None else _rate(v)
 
     def check_fields(self) -> None:
-        """``nccl_since`` and ``nccl_before`` come together."""
+        """``nccl_since`` and ``nccl_before`` come together; ``cpuid_models`` is a non-empty ``[first, end)``
+        of models (0 and up) of a ``cpuid_family``."""
         if (self.nccl_since is None) != (self.nccl_before_bytes_per_s is None):
             raise ConfigError("nccl_since, nccl_before: give both (a release, the figure before it) or none")
+        span = self.cpuid_models
+        if span is not None and (self.cpuid_family is None or not 0 <= span[0] < span[1]):
+            raise ConfigError(
+                f"cpuid_models: {list(span)} must be [first, end) with 0 <= first < end, of a cpuid_family"
+            )
 
     @property
     def cross_socket_p2p_bytes_per_s(self) -> float:
@@ -850,12 +857,16 @@ def cpu(key: str) -> CpuSpec:
 
 def cpu_for_cpuid(vendor: str, family: int, model: int | None) -> str | None:
     """The catalogue CPU family of a CPUID ``family``/``model`` of ``vendor`` (``intel``, ``amd``, ...), as
-    NCCL's topology dump records them; None where no entry names that family and model (the vendor's
+    NCCL's topology dump records them (:func:`cpuid_display_family`) or as CPUID's display family (a
+    hand-written topology file, ``lscpu``); None where no entry names that family and model (the vendor's
     default then applies: :attr:`~aifabric.cluster.spec.ClusterSpec.socket_cpu`).
 
     >>> cpu_for_cpuid("intel", 6, 143), cpu_for_cpuid("amd", 26, 17), cpu_for_cpuid("amd", 25, 1)
     ('intel-sapphire-rapids', 'amd-epyc-turin', None)
+    >>> cpu_for_cpuid("amd", 191, 2)  # NCCL's own dump of a Zen 5 host: 0xF + (0xB << 4)
+    'amd-epyc-turin'
     """
+    family = cpuid_display_family(family)
     for key in catalog_names("cpu"):
         spec = cpu(key)
         if spec.vendor != vendor or spec.cpuid_family != family:
@@ -864,6 +875,24 @@ def cpu_for_cpuid(vendor: str, family: int, model: int | None) -> str | None:
         if span is None or (model is not None and span[0] <= model < span[1]):
             return key
     return None
+
+
+def cpuid_display_family(familyid: int) -> int:
+    """CPUID's display family of a topology dump's ``familyid``.
+
+    NCCL writes ``familyId + (extFamilyId << 4)`` (``xml.cc`` ncclTopoGetXmlFromCpu, v2.26.2-1 to
+    v2.30.7-1), not CPUID's display family ``familyId + extFamilyId`` (which counts the extended family only
+    when the base is 0Fh): an AMD Zen 5 host (base 0Fh, extended 0Bh, family 1Ah = 26) dumps 191, a Hygon
+    (extended 09h, family 18h) 159, as RCCL's dump of a DCU host (tests/discovery/fixtures). A value above
+    0Fh whose low nibble is 0Fh is read as NCCL's sum; any other is taken as written (Intel's 6, a
+    hand-written file's 25). Family 1Fh, were it to come, would read as 10h.
+
+    >>> [cpuid_display_family(f) for f in (191, 159, 25, 6)]
+    [26, 24, 25, 6]
+    """
+    if familyid > 0xF and familyid & 0xF == 0xF:
+        return 0xF + (familyid >> 4)
+    return familyid
 
 
 def nic(key: str) -> NicSpec:
