@@ -219,13 +219,13 @@ def built_clos(spec: ClusterSpec) -> ClosShape | None:
 
 
 def clos_shape(spec: ClusterSpec) -> ClosShape:
-    """Switch and port counts of one plane of ``spec``'s scale-out fabric, at the requested ratios.
+    """Switch and port counts of one plane of ``spec``'s scale-out fabric, at the requested ratios or better.
 
     Raises
     ------
     ConfigError
         If the fabric cannot be built: too many GPUs for the tiers and radix, or a ratio that no
-        integer port split or SU/pod count realises to 1% (the message names the nearest buildable ratios).
+        integer port split realises (the message names the nearest buildable ratios).
 
     Examples
     --------
@@ -344,7 +344,7 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
     return (
         f"scale_out.oversubscription: {r1:g}:1"
         + (f" then {r2:g}:1" if so.tiers == 3 else "")
-        + f" cannot be built to 1% for {n} {_ports(spec)} on radix-{_radix_text(radix)} switches ({why})"
+        + f" cannot be built for {n} {_ports(spec)} on radix-{_radix_text(radix)} switches ({why})"
     )
 
 
