@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from aifabric.cluster.clos import bundled_spread, clos_shape, even_uplinks
 from aifabric.cluster.inventory import inventory
 from aifabric.cluster.power import cluster_power
-from aifabric.cluster.presets import list_presets, preset
+from aifabric.cluster.presets import enough_tiers, list_presets, preset
 from aifabric.cluster.spec import ClusterSpec
 from aifabric.cluster.topology import build_topology
 from aifabric.errors import ConfigError
@@ -146,6 +146,22 @@ def test_ninety_eight_nodes_at_two_to_one_by_hand():
     assert s.realised == pytest.approx((1.96,))
 
 
+def test_example_three_tier_two_to_one_twice_by_hand():
+    # examples/cluster.yaml (Spectrum-4 SN5600, 128 ports at 400G) at 2,048 nodes, three tiers, 2:1 then
+    # 2:1. Leaves 84 down / 42 up: ceil(2,048 / 84) = 25 SUs of ceil(2,048 / 25) = 82 nodes -> 200 rail
+    # leaves of 82 down / 41 up (16,384 / 8,200 = 1.998:1). Spines 84 down / 42 up hold floor(84 / 8) = 10
+    # SUs: ceil(25 / 10) = 3 pods, the SUs spread ceil(25 / 3) = 9 a pod (9, 9, 7) -> 72 leaves a pod, 41
+    # spines a pod of 72 down / 36 up: 123 spines (8,200 / 4,428 = 1.852:1). Cores: 3 x 36 = 108 ports a
+    # spine index fit one 128-port core: 41. 200 + 123 + 41 = 364, the fewest (25 SUs of 41 uplinks need
+    # >= 41 x 3 spines and >= 41 cores; 26 SUs: 208 + 120 + 40 = 368; 27 SUs of 76 nodes, the exact-ratio
+    # rule's build: 216 + 114 + 38 = 368).
+    so = {**EXAMPLE["scale_out"], "tiers": 3, "oversubscription": ["2:1", "2:1"]}
+    s = clos_shape(ClusterSpec.from_dict({**EXAMPLE, "nodes": 2048, "scale_out": so}))
+    assert (s.nodes_per_su, s.leaf_down, s.leaf_up, s.n_pods, s.leaves_per_pod) == (82, 82, 41, 3, 72)
+    assert (s.n_leaves, s.n_spines, s.n_cores, s.spine_down, s.spine_up) == (200, 123, 41, 72, 36)
+    assert s.realised == pytest.approx((16384 / 8200, 8200 / 4428))
+
+
 def _example_spec(nodes: int) -> ClusterSpec:
     return ClusterSpec.from_dict({**EXAMPLE, "nodes": nodes})
 
@@ -161,4 +177,37 @@ def test_switches_and_watts_never_fall_with_one_node_more_to_256(build):
     # switches from 98 to 100 nodes on the 2:1 example, 27 -> 19 from 90 to 92).
     sizes = [(n, _spec_parts(build(n))) for n in range(2, 257)]
     for (n, small), (_, large) in zip(sizes, sizes[1:], strict=False):
+        assert small[0] <= large[0] and small[2] <= large[2], (n, small, large)
+
+
+def _three_tier_example(nodes: int) -> ClusterSpec:
+    scale_out = {**EXAMPLE["scale_out"], "tiers": 3}
+    return ClusterSpec.from_dict({**EXAMPLE, "nodes": nodes, "scale_out": scale_out})
+
+
+def _grown_example(nodes: int) -> ClusterSpec:
+    return enough_tiers(_example_spec(nodes))
+
+
+@pytest.mark.parametrize(
+    ("build", "sizes", "tiers"),
+    [
+        # tiers: 3 at 2:1 then 1:1: one pod holds floor(64 / 8) = 8 SUs of 84 nodes (spines 64 down / 64 up
+        # on 128 ports), so 672 nodes are two tiers (no core) and 673 need a second pod and the cores
+        (_three_tier_example, range(640, 705), {2, 3}),
+        # the file as written, grown to three tiers when two cannot connect it (as a resized preset is):
+        # 128-port spines connect 128 leaves = 16 SUs of 84 nodes = 1,344 nodes on two tiers
+        (_grown_example, range(1320, 1370), {2, 3}),
+    ],
+    ids=["one-pod-to-pods", "two-tiers-grown-to-three"],
+)
+def test_switches_and_watts_never_fall_across_the_two_to_three_tier_boundary(build, sizes, tiers):
+    # A three-tier build oversubscribed no worse than asked for n + 1 nodes serves n nodes, so the fewest
+    # switches for n never exceed those for n + 1, across the boundary too (the exact-ratio rule fell 403 ->
+    # 182 scale-out switches from 673 to 674 nodes on the first range, 389 -> 364 from 1,346 to 1,347 on
+    # the second).
+    specs = [build(n) for n in sizes]
+    assert {clos_shape(spec).tiers for spec in specs} == tiers
+    parts = [_spec_parts(spec) for spec in specs]
+    for n, small, large in zip(sizes, parts, parts[1:], strict=False):
         assert small[0] <= large[0] and small[2] <= large[2], (n, small, large)

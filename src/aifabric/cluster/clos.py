@@ -19,18 +19,20 @@ spreads them over fewer spines, :func:`even_uplinks`; with ``scale_out.full_su``
 of a full SU / r)``, as NVIDIA's SuperPOD RAs cable a partial SU); three tiers group SUs into pods
 (Meta's AI Zones: a two-stage Clos per zone, an oversubscribed aggregation layer between zones) whose
 spines send ``ceil(leaves per pod / r2)`` uplinks each to their group of cores. Among the SU and pod counts
-that fit, the fewest switches wins (ties: the fewest SUs) whose realised bisection is, to 1%, at least the
-requested one on two tiers (leaves oversubscribed no worse than asked: 98 nodes at 2:1 on 128-port leaves
-are 2 SUs of 49 nodes at 49 down / 25 up, 1.96:1) and the requested one on three:
+that fit, the build whose every tier is oversubscribed no worse than asked (realised ratio at most the asked
+one, to 1%) with the fewest switches wins (ties: the fewest switch-to-switch links, hence optics and their
+watts; then the fewest SUs, then the fewest pods), on two tiers and on three alike: 98 nodes at 2:1 on
+128-port leaves are 2 SUs of 49 nodes at 49 down / 25 up, 1.96:1; 2,048 DGX H100 nodes at 2:1 then 2:1 are
+49 SUs of 42 nodes in 10 pods of 5 SUs (leaves 1.99:1, spines 1.96:1), 686 switches, not the 832 of 64 SUs
+of 32 nodes that realise both ratios exactly. The realised bisection is then at least the requested one:
 
     requested bisection = min(N, N / (r1 r2)) / 2 links     (r2 = 1 for two tiers or one pod; r < 1
                                                              undersubscribes a tier)
     realised bisection  = min(N, leaves x u1, spines x u2) / 2 links
 
-A two-tier fabric cabled for full SUs (``scale_out.full_su``) is exempt from the 1% rule: a partial SU's
-leaves carry a full SU's uplinks, so an oversubscribed one realises more bisection than requested, as the
-reference architectures build it. A three-tier fabric that fits in one pod is built as two tiers: a core
-tier would carry nothing.
+A fabric cabled for full SUs (``scale_out.full_su``) gives a partial SU's leaves a full SU's uplinks, as the
+reference architectures build it: better than asked. A three-tier fabric that fits in one pod is built as
+two tiers: a core tier would carry nothing.
 
 References
 ----------
@@ -217,13 +219,13 @@ def built_clos(spec: ClusterSpec) -> ClosShape | None:
 
 
 def clos_shape(spec: ClusterSpec) -> ClosShape:
-    """Switch and port counts of one plane of ``spec``'s scale-out fabric, at the requested ratios.
+    """Switch and port counts of one plane of ``spec``'s scale-out fabric, at the requested ratios or better.
 
     Raises
     ------
     ConfigError
         If the fabric cannot be built: too many GPUs for the tiers and radix, or a ratio that no
-        integer port split or SU/pod count realises to 1% (the message names the nearest buildable ratios).
+        integer port split realises (the message names the nearest buildable ratios).
 
     Examples
     --------
@@ -280,10 +282,11 @@ def _units(spec: ClusterSpec, rails: int, leaf_down_max: int) -> tuple[int, int,
 
 
 def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32) -> ClosShape | str:
-    """The shape with the fewest switches whose bisection holds (:func:`_holds`), or why none does.
+    """The cheapest shape (:func:`_cost`: the fewest switches) that holds (:func:`_holds`), or why none does.
 
     SU counts from the fewest that hold the GPUs to ``span`` more are tried (more SUs, fewer nodes each,
-    can realise a ratio exactly that the fewest cannot), each with the fewest pods that hold.
+    need fewer uplinks a leaf), each with its cheapest pod count, until the leaves alone reach the best
+    build's switches.
     """
     so = spec.scale_out
     assert so is not None
@@ -322,7 +325,7 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
                     f"{_ports(spec)}); use tiers: 3"
                 )
             found: ClosShape | str = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
-            if isinstance(found, ClosShape) and not (so.full_su or _holds(found)):
+            if isinstance(found, ClosShape) and not _holds(found):
                 found = "no scalable-unit count realises it"
         else:
             found = _three_tier(spec, radix, rails, m, ppu, u, n_groups, group, n, r1, r2)
@@ -330,8 +333,10 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
             size_why = size_why or found  # the fewest SUs: the smallest size that fails
         elif isinstance(found, str):
             why = found
-        elif best is None or _switches(found) < _switches(best):
+        elif best is None or _cost(found) < _cost(best):
             best = found
+        if best is not None and (n_groups + 1) * group >= _switches(best):
+            break  # more SUs: their leaves alone are as many switches as the best build has
     if best is not None:
         return best
     if size_why and not why:
@@ -339,7 +344,7 @@ def _build(spec: ClusterSpec, radix: Radix, r1: float, r2: float, span: int = 32
     return (
         f"scale_out.oversubscription: {r1:g}:1"
         + (f" then {r2:g}:1" if so.tiers == 3 else "")
-        + f" cannot be built to 1% for {n} {_ports(spec)} on radix-{_radix_text(radix)} switches ({why})"
+        + f" cannot be built for {n} {_ports(spec)} on radix-{_radix_text(radix)} switches ({why})"
     )
 
 
@@ -360,6 +365,13 @@ def _radix_text(radix: Radix) -> str:
 
 def _switches(shape: ClosShape) -> int:
     return shape.n_leaves + shape.n_spines + shape.n_cores
+
+
+def _cost(shape: ClosShape) -> tuple[int, int]:
+    """What a build is ranked by, fewest first: its switches, then its switch-to-switch links (each a cable
+    and, optical, two modules: the optics and their watts). Equal costs keep the build found first (the
+    fewest SUs, then the fewest pods)."""
+    return _switches(shape), shape.n_leaves * shape.leaf_up + shape.n_spines * shape.spine_up
 
 
 def even_spread(uplinks: int, fewest: int) -> int:
@@ -495,22 +507,32 @@ def _three_tier(
     r1: float,
     r2: float,
 ) -> ClosShape | str:
-    """Pods of whole SUs: the fewest pods whose bisection holds, else why none does."""
+    """Pods of whole SUs: among the pod counts that hold (:func:`_holds`), the cheapest (:func:`_cost`), else
+    why none does.
+
+    Pod counts run up from the fewest that hold the SUs while a pod more could still cost less: ``P`` pods
+    have ``u P`` spines and at least ``u ceil(L / (r2 k3))`` cores (their ``P ceil(L / P / r2)`` uplinks
+    per spine position are at least ``L / r2``), so the count stops once ``L + u P`` plus those cores
+    exceeds the best build's switches.
+    """
     p0 = _fewest_pods(spec, radix, m, ppu, n_groups, group, n, r2)
     if isinstance(p0, str):
         return p0
-    why = "no pod count realises it"
+    n_leaves = n_groups * group
+    fewest_cores = u * math.ceil(n_leaves / r2 / radix.core - 1e-9)
+    best: ClosShape | None = None
     for n_pods in range(p0, min(n_groups, radix.core) + 1):
+        if best is not None and n_leaves + u * n_pods + fewest_cores > _switches(best):
+            break
         sus_per_pod = math.ceil(n_groups / n_pods)
         pods = math.ceil(n_groups / sus_per_pod)
-        n_leaves = n_groups * group
         if pods == 1:
             shape = _two_tier(radix, rails, m, ppu, u, n_leaves, n, r1)
         else:
             shape = _pod_shape(radix, rails, m, ppu, u, n_leaves, sus_per_pod * group, pods, n, r1, r2)
-        if _holds(shape):
-            return shape
-    return why
+        if _holds(shape) and (best is None or _cost(shape) < _cost(best)):
+            best = shape
+    return best if best is not None else "no pod count realises it"
 
 
 def _fewest_pods(
@@ -582,21 +604,20 @@ def _pod_shape(
 
 
 def _holds(shape: ClosShape) -> bool:
-    """A two-tier fabric's bisection is at least the requested one (its leaves oversubscribed no worse than
-    asked); a three-tier one's is the requested one, and every spine tier realises its ratio, to 1%.
+    """Every built tier boundary is oversubscribed no worse than asked: its realised down:up ratio is at most
+    the requested one (to 1%), leaves and spines alike.
 
-    A network architect sizes leaves to the asked ratio or better, never worse: 98 nodes at 2:1 on 128-port
-    leaves are 2 SUs of 49 nodes, 49 down / 25 up per rail leaf (1.96:1, 16 leaves), not 7 SUs of 14 that
-    realise 2:1 exactly with 56 leaves. Leaf uplinks are ``ceil(ports used / r)`` per leaf, so an SU count
-    that does not divide the nodes leaves the leaf tier up to one uplink per leaf under the ratio: 53 nodes
-    at 1:1 realise 53:54. A pod count that does not divide the SUs would leave a whole pod's spine uplinks
-    idle (0.942:1 against 1:1 asked): refused. Pods keep the exact leaf ratio too (their SU counts, hence
-    NVIDIA's 32-node SUs at 2:1 then 2:1, come from it).
+    A network architect sizes each tier to the asked ratio or better, never worse, with the fewest switches:
+    98 nodes at 2:1 on 128-port leaves are 2 SUs of 49 nodes, 49 down / 25 up per rail leaf (1.96:1, 16
+    leaves), not 7 SUs of 14 that realise 2:1 exactly with 56 leaves. Leaf uplinks are ``ceil(ports used /
+    r1)`` per leaf and spine uplinks ``ceil(leaves per pod / r2)`` per spine, so an SU count that does not
+    divide the nodes, or a pod count that does not divide the SUs, leaves a tier under its ratio: 2,048 DGX
+    H100 nodes at 2:1 then 2:1 are 49 SUs of 42 nodes (1.99:1) in 10 pods of 5 SUs, the last of 4 (spines
+    392 x 21 down / 210 x 20 up = 1.96:1): 686 switches, where the exact ratios took 64 SUs of 32 nodes and
+    832. A ratio below 1 (undersubscribed) is held the same way: at most ``r`` down per up.
     """
-    pairs = zip(shape.realised[1:], shape.requested[1:], strict=True)
-    spine_holds = all(abs(got / want - 1) <= TOLERANCE for got, want in pairs)
-    gap = shape.bisection_links / shape.requested_bisection_links - 1
-    return spine_holds and (gap >= -TOLERANCE if shape.tiers == 2 else abs(gap) <= TOLERANCE)
+    pairs = zip(shape.realised, shape.requested, strict=True)
+    return all(got <= want * (1 + TOLERANCE) for got, want in pairs)
 
 
 def _nearest(spec: ClusterSpec, radix: Radix, r1: float, r2: float) -> str:
@@ -611,9 +632,18 @@ def _nearest(spec: ClusterSpec, radix: Radix, r1: float, r2: float) -> str:
         (x for x in reversed(cands) if x < target and _builds(spec, radix, r1, r2, x, vary_spine)), None
     )
     above = next((x for x in cands if x > target and _builds(spec, radix, r1, r2, x, vary_spine)), None)
-    found = [f"{x:.3g}:1" for x in (below, above) if x is not None]
+    found = [_ratio_text(x, target) for x in (below, above) if x is not None]
     tier = "spine" if vary_spine else "leaf"
     return f"; buildable {tier} ratios nearest: {', '.join(found)}" if found else "; no ratio builds it"
+
+
+def _ratio_text(x: float, asked: float) -> str:
+    """``x:1`` to 3 significant digits, or as many more as tell it from ``asked`` (1.368:1 and 1.3704:1 are
+    the ratios nearest 1.37:1 on 64 ports, 26:19 and 37:27; both read 1.37:1 to 3 digits)."""
+    digits = 3
+    while f"{x:.{digits}g}" == f"{asked:.{digits}g}" and digits < 12:
+        digits += 1
+    return f"{x:.{digits}g}:1"
 
 
 def _builds(spec: ClusterSpec, radix: Radix, r1: float, r2: float, x: float, vary_spine: bool) -> bool:
