@@ -90,16 +90,21 @@ def test_torchtitan_selective_fp8_recomputes_the_same_matmuls_as_bf16() -> None:
 
 def test_torchtitan_selective_fp8_casts_again_what_feeds_the_recomputed_matmuls() -> None:
     # The recomputed wk, wo and w3 need their inputs cast again (only aten.max, the amax, is saved): the
-    # attention input h, the attention output q = h and the MLP input h per token, 4 bytes an element in the
-    # model's cast (read 2, write the cast and its transpose); the kept w2 needs no cast of its f-wide input.
+    # attention input h, the attention output q = h and the MLP input h per token, 6 bytes an element in
+    # torchao's tensorwise cast (roofline_utils.py: the amax kernel reads 2, the cast reads 2 and writes the
+    # row- and column-major FP8 copies); the kept w2 needs no cast of its f-wide input. Every cast also
+    # costs torchao 2 bytes an element more than Transformer Engine's cast_transpose (4): forward the QKV
+    # and FC1 inputs (h each), the projection's (a d = h) and FC2's (f = 14,336); backward the output
+    # gradients of QKV (h + 2 x 1,024), the gated FC1 (2 f), the projection and FC2 (h each).
     # Megatron's selective recomputes no cast; the difference is those bytes over 2 x 8,192 tokens x 32
     # layers, beside the element-wise replay of the BF16 test above.
     sm, titan = _llama8b_step("torchtitan", fp8=True)
     _, mega = _llama8b_step("megatron", fp8=True)
     lay = ParallelLayout(dp=8, microbatch_size=1, global_batch_size=16, zero_stage=1)
     ew, _ = sm._elementwise_bytes(lay, False)
-    recast = 4 * (H8 + H8 + H8)
-    replay = 2 * 8192 * 32 * (ew + recast) / sm.hbm_bytes_per_s
+    recast = 6 * (H8 + H8 + H8)
+    casts = (3 * H8 + F8) + (H8 + 2 * KV8 + 2 * F8 + 2 * H8)
+    replay = 2 * 8192 * 32 * (ew + recast + 2 * casts) / sm.hbm_bytes_per_s
     diff = titan.breakdown_s["memory-bound"] - mega.breakdown_s["memory-bound"]
     assert diff == pytest.approx(replay, rel=1e-9)
 

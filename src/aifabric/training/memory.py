@@ -194,6 +194,16 @@ class TrainingFramework:
         gradient copied into the reduce-scatter buffer; :meth:`aifabric.training.step.StepModel.
         weight_pass_bytes`). False: parameters and gradients are views of the buffers (Megatron-FSDP,
         PyTorch FSDP1's flat parameter).
+    fp8_cast_bytes : float, default 4
+        HBM bytes per element of an FP8 GEMM's activation or output-gradient cast (``fp8``): Transformer
+        Engine's ``cast_transpose`` reads the 16-bit tensor (2) and writes the cast and its transpose (1 + 1)
+        with the amax in the same pass, 4. torchao's dynamic tensorwise scaling (torchtitan, OLMo-core)
+        needs the tensor's amax before it can scale, so it reads the tensor twice: an amax kernel (2) and
+        a cast kernel writing the row- and column-major FP8 copies (2 + 1 + 1), 6.
+    fp8_weight_cast_bytes : float, default 4
+        The same per weight element, for each 16-bit gather of a linear weight under ZeRO-3 with ``fp8``:
+        Transformer Engine's ``cast_transpose``, 4; torchao's tensorwise weight, an amax kernel (2) and a
+        cast for the forward and one for the backward layout (2 + 1 each), 8.
     """
 
     name: str
@@ -203,6 +213,8 @@ class TrainingFramework:
     unsaved_attention_from_sm: int | None = None
     keeps_attention: bool = True
     fsdp_copies: bool = False
+    fp8_cast_bytes: float = 4.0
+    fp8_weight_cast_bytes: float = 4.0
 
     def on_architecture(self, arch: str) -> TrainingFramework:
         """This framework on a GPU of architecture ``arch`` (an accelerator's ``arch``): ``keeps_attention``
@@ -227,8 +239,15 @@ _TORCHTITAN = TrainingFramework(
     "op_sac_save_list'). ZeRO-3 is FSDP2's fully_shard (torch/distributed/fsdp/_fully_shard/"
     "_fsdp_collectives.py: foreach_all_gather_copy_out copies the gathered buffer into the parameters "
     "with split_with_sizes_copy, foreach_reduce_scatter_copy_in the gradients into the reduce-scatter "
-    "buffer with chunk_cat, in the reduce dtype)",
+    "buffer with chunk_cat, in the reduce dtype). FP8 is torchao's float8 training (Float8LinearConfig, "
+    "dynamic tensorwise scaling): pytorch/ao torchao/testing/training/roofline_utils.py "
+    "get_tensor_memory_traffic_ovhd_s, 'tensorwise', not fused with the previous op: input and "
+    "grad_output 'kernel 1: x_bf16 -> max_abs_stage_1' (read 2 bytes) and 'kernel 3: x_bf16, max_abs -> "
+    "to_float8 -> x_fp8_dim0, x_fp8_dim1' (read 2, write 1 + 1); weight kernels 1, 3 (fwd) and 4 (bwd), "
+    "2 + 3 + 3 bytes",
     fsdp_copies=True,
+    fp8_cast_bytes=6.0,
+    fp8_weight_cast_bytes=8.0,
 )
 
 #: Framework name -> what it keeps (the ``framework`` option of :func:`memory_breakdown`).

@@ -173,7 +173,6 @@ _SLOWED = ("dp", "ep", "pp")
 #: Critical-path parts of a step, in the order they are reported and plotted.
 PARTS = ("compute", "memory-bound", "tp", "cp", "ep", "pp", "offload", "bubble", "dp", "optimizer")
 _ACT_BYTES = 2  # 16-bit activations
-_FP8_CAST_BYTES = 4  # Transformer Engine cast_transpose: read 2, write the cast 1 and its transpose 1
 _EMBEDDING_NOTE = " and the embedding and output layer, one layer's place each,"
 _ADAM_BYTES_PER_PARAM = 30  # read grad 4 + master 4 + m 4 + v 4, write master 4 + m 4 + v 4 + bf16 weight 2
 
@@ -1242,17 +1241,21 @@ class StepModel:
         Transformer Engine feeds every FP8 GEMM through ``nvte_cast_transpose``: it reads the 16-bit tensor
         (2 bytes an element), writes the FP8 cast (1) and its transpose (1, for the weight-gradient GEMM:
         Hopper's FP8 tensor cores take only the TN layout) and updates the amax in the same pass, 4 bytes
-        an element. Forward casts the four GEMM inputs: QKV and FC1 (h wide, on the sequence shard with
-        sequence parallelism), the projection (a d_head / t) and FC2 (f / t). Backward casts the four
-        output gradients: QKV ((a + 2 a_kv) d_head / t), FC1 (f / t, 2 f / t gated), projection and FC2
-        (h, on the shard with sequence parallelism). MoE layers cast FC1 and FC2 per routed slot
-        (top-k + shared experts). Weight casts (once per step with Megatron-LM's
-        ``is_first_microbatch``) and the extra amax read of current scaling are not charged.
+        an element; torchao's tensorwise scaling (torchtitan) reads it once more for the amax, 6
+        (``TrainingFramework.fp8_cast_bytes``). Forward casts the four GEMM inputs: QKV and FC1 (h wide,
+        on the sequence shard with sequence parallelism), the projection (a d_head / t) and FC2 (f / t).
+        Backward casts the four output gradients: QKV ((a + 2 a_kv) d_head / t), FC1 (f / t, 2 f / t
+        gated), projection and FC2 (h, on the shard with sequence parallelism). MoE layers cast FC1 and
+        FC2 per routed slot (top-k + shared experts). Weight casts (once per step with Megatron-LM's
+        ``is_first_microbatch``) and Transformer Engine's extra amax read of current scaling are not
+        charged.
 
         References: NVIDIA/TransformerEngine ``transformer_engine/common/include/transformer_engine/
         transpose.h`` (``nvte_cast_transpose``: "casts the input and produces 2 results ... the cast ...
         the transposed result of the cast"), ``common/transpose/cast_transpose.cu`` (the amax in the
-        same kernel).
+        same kernel); pytorch/ao ``torchao/testing/training/roofline_utils.py``
+        ``get_tensor_memory_traffic_ovhd_s`` (torchao's kernels; :data:`~aifabric.training.memory.
+        FRAMEWORKS`).
         """
         if not self.options.fp8:
             return 0.0, 0.0
@@ -1265,7 +1268,8 @@ class StepModel:
         fwd = m.hidden_size / t_sp + width / t + slots * (m.hidden_size / t_sp + f / t)
         bwd = (width + 2 * m.kv_heads * m.head_size) / t + m.hidden_size / t_sp
         bwd += slots * (fc1_out / t + m.hidden_size / t_sp)
-        return _FP8_CAST_BYTES * fwd, _FP8_CAST_BYTES * bwd
+        cast = self.framework.fp8_cast_bytes
+        return cast * fwd, cast * bwd
 
     def _two_per_layer(
         self,
@@ -1477,7 +1481,7 @@ class StepModel:
             return cast_fwd
         if rec is not Recompute.SELECTIVE or not self._op_sac:
             return 0.0
-        down_input = _FP8_CAST_BYTES * self.model.ffn_size / st.layout.tp
+        down_input = self.framework.fp8_cast_bytes * self.model.ffn_size / st.layout.tp
         return cast_fwd - st.n_dense * down_input
 
     def _stage_cast_bytes(self, st: StageView) -> tuple[float, float]:
@@ -1495,7 +1499,8 @@ class StepModel:
         - **FP8 weight casts under ZeRO-3.** With ``fp8`` and parameters gathered in 16 bits (g >= 2: NeMo's
           and Megatron-Bridge's Megatron-FSDP recipes turn ``fp8_param_gather`` off), every gather brings a
           fresh 16-bit copy of the layer's linear weights, cast again before its FP8 GEMMs: Transformer
-          Engine's cast_transpose, :data:`_FP8_CAST_BYTES` per weight, once per forward gather and once per
+          Engine's cast_transpose (``TrainingFramework.fp8_weight_cast_bytes``: 4 per weight; torchao's
+          tensorwise casts 8), once per forward gather and once per
           backward gather (Megatron-FSDP releases the transpose cache of quantized weights). Persistent
           weights (ZeRO 0-2) are cast once per step (``is_first_microbatch``): not charged.
         - **Copy-out** (``TrainingFramework.fsdp_copies``, FSDP2): every gathered buffer copied into the
@@ -1523,10 +1528,11 @@ class StepModel:
         if "dp" in groups and st.n_moe:
             linear += st.n_moe * (m.attention_params + m.n_shared_experts * m.expert_params) / t
         linear += groups.get("expert_dp", 0.0)
-        per_gather = (_FP8_CAST_BYTES * linear if self.options.fp8 and g >= 2 else 0.0) + (
-            2 * g * gathered if self.framework.fsdp_copies else 0.0
+        fw = self.framework
+        per_gather = (fw.fp8_weight_cast_bytes * linear if self.options.fp8 and g >= 2 else 0.0) + (
+            2 * g * gathered if fw.fsdp_copies else 0.0
         )
-        copied = gathered if self.framework.fsdp_copies else 0.0
+        copied = gathered if fw.fsdp_copies else 0.0
         if not self.options.gradient_accumulation_fusion:
             copied = dense + expert
         accumulate = r if lay.zero_stage < 3 or lay.dp * lay.cp == 1 else 0.0
