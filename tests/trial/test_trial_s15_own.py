@@ -221,3 +221,57 @@ def test_training_on_a_users_own_gpu_needs_no_edit_of_the_installed_package(tmp_
     assert r.exit_code == 2, r.output[-300:]
     message = r.output.lower()
     assert "--catalog" in message or "--gemm-efficiency" in message, r.output[-400:]
+
+
+def _own_gpu(tmp_path: Path, **fields: object) -> tuple[str, str]:
+    """A user catalogue holding one GPU of the user's own (the fields a vendor brief gives), and a 2 x 8 PCIe
+    cluster of it; returns (catalogue path, cluster path)."""
+    part = {
+        "name": "My GPU",
+        "arch": "hopper",
+        "peak_bf16_flops": 500e12,
+        "hbm_capacity": "64 GB",
+        "hbm_bandwidth": "2000 GB/s",
+        "pcie": "gen5",
+        "source": "the vendor's brief, 2026",
+        **fields,
+    }
+    catalog_file = _write(tmp_path, "my-parts.yaml", {"accelerators": {"my-gpu": part}})
+    cluster = {
+        "name": "my-gpu-box",
+        "accelerator": "my-gpu",
+        "gpus_per_node": 8,
+        "nodes": 2,
+        "scale_up": {"kind": "pcie"},
+        "scale_out": {"nic": "connectx-7", "tiers": 1},
+    }
+    return catalog_file, _write(tmp_path, "my-cluster.yaml", cluster)
+
+
+def test_a_user_gpus_pcie_generation_is_blamed_on_the_part(tmp_path):
+    """A user GPU with ``pcie: gen9`` (a slip for gen5) in my-parts.yaml: ``aifabric --catalog my-parts.yaml
+    cluster show my-cluster.yaml`` exits 2 with "my-cluster.yaml: cluster: scaleup: unknown scaleup
+    'pcie-gen9'; known: ...": the cluster file is blamed, and neither the catalogue file, the part nor its
+    field is named. README "Your own parts": a field out of its range is refused "with one line naming the
+    file, the part and the field", as ``nvlink: nvlink9`` on the same part is ("my-parts.yaml:
+    accelerators.my-gpu: nvlink 'nvlink9' is not a scale-up link")."""
+    catalog_file, cluster = _own_gpu(tmp_path, pcie="gen9")
+    r = runner.invoke(app, ["--catalog", catalog_file, "cluster", "show", cluster])
+    assert r.exit_code == 2, r.output[-300:]
+    assert "my-parts.yaml" in r.output and "accelerators.my-gpu" in r.output and "pcie" in r.output, r.output
+
+
+def test_a_user_gpus_memory_bandwidth_written_in_bits_is_questioned(tmp_path):
+    """The same part with ``hbm_bandwidth: 2000 Gb/s`` (the brief's 2000 GB/s typed with a small b):
+    ``cluster show`` exits 0 and prints "HBM bandwidth per GPU │ 250 GB/s", 8x below the figure, below the
+    GPU's own PCIe Gen5 x16 (128 GB/s both ways) by only 2x, without a word. Memory bandwidth is quoted in
+    bytes by every datasheet in the catalogue (accelerators.yaml: "80 GB HBM3 3.35 TB/s", "864 GB/s"); the
+    reverse slip on a NIC's line rate is caught ("line rates are quoted in bits per second, got '800 GB/s'").
+    Expected: exit 2 naming hbm_bandwidth and the value, or a note asking whether bytes were meant."""
+    catalog_file, cluster = _own_gpu(tmp_path, hbm_bandwidth="2000 Gb/s")
+    r = runner.invoke(app, ["--catalog", catalog_file, "cluster", "show", cluster])
+    if r.exit_code == 2:
+        assert "hbm_bandwidth" in r.output and "2000 Gb/s" in r.output, r.output
+        return
+    assert r.exit_code == 0, r.output[-300:]
+    assert "bits" in r.output.lower() or "bytes" in r.output.lower(), "no note on 2000 Gb/s (bits) for HBM"
