@@ -21,37 +21,31 @@ def _write(tmp_path: Path, name: str, spec: dict) -> str:
     return str(path)
 
 
+def _cluster(
+    tmp_path: Path, accelerator: str, shape: tuple[int, int], scale_out: dict, **more: object
+) -> str:
+    """A cluster file of ``shape`` = (nodes, GPUs per node) of ``accelerator``; returns its path."""
+    nodes, per_node = shape
+    spec = {
+        "name": f"own-{accelerator}",
+        "accelerator": accelerator,
+        "gpus_per_node": per_node,
+        "nodes": nodes,
+    }
+    return _write(tmp_path, f"{accelerator}.yaml", {**spec, "scale_out": scale_out, **more})
+
+
 def _l40s_roce(tmp_path: Path) -> str:
     """4 servers of 4 L40S (PCIe Gen4, no NVLink), each with 2 x 100 Gb/s RoCE NICs (a NIC per 2 GPUs)
     behind the PCIe switch (PIX), all 8 NIC ports on one tier of switching; rail_optimized left unsaid."""
-    spec = {
-        "name": "l40s-roce",
-        "accelerator": "l40s",
-        "gpus_per_node": 4,
-        "nodes": 4,
-        "scale_up": {"kind": "pcie"},
-        "scale_out": {
-            "nic": "connectx-6",
-            "nic_speed": "100 Gb/s",
-            "fabric": "ethernet",
-            "gpus_per_nic": 2,
-            "tiers": 1,
-            "nic_path": "PIX",
-        },
-    }
-    return _write(tmp_path, "l40s.yaml", spec)
+    nics = {"nic": "connectx-6", "nic_speed": "100 Gb/s", "fabric": "ethernet", "gpus_per_nic": 2}
+    scale_out = {**nics, "tiers": 1, "nic_path": "PIX"}
+    return _cluster(tmp_path, "l40s", (4, 4), scale_out, scale_up={"kind": "pcie"})
 
 
 def _dgx_b200_pair(tmp_path: Path) -> str:
     """2 x DGX B200 (8 x B200, 8 x ConnectX-7 400G each), one tier of switching."""
-    spec = {
-        "name": "dgx-b200-pair",
-        "accelerator": "b200",
-        "gpus_per_node": 8,
-        "nodes": 2,
-        "scale_out": {"nic": "connectx-7", "tiers": 1},
-    }
-    return _write(tmp_path, "b200.yaml", spec)
+    return _cluster(tmp_path, "b200", (2, 8), {"nic": "connectx-7", "tiers": 1})
 
 
 def _rtx4090_log(tmp_path: Path) -> str:
@@ -163,7 +157,8 @@ def test_a_user_nic_that_draws_more_power_raises_the_cluster_power(tmp_path):
 
 def test_an_efa_cluster_that_names_its_instance_is_not_called_roce(tmp_path):
     """32 x p5.48xlarge written as ``nic: efa-v2``, ``nic_speed: 100 Gb/s``, ``nics_per_gpu: 4``,
-    ``fabric: ethernet``, ``instance_type: p5.48xlarge`` is refused: "scale_out.instance_type:
+    ``fabric: ethernet``, ``planes: 4`` (a port per plane, as the product asks), ``instance_type:
+    p5.48xlarge`` is refused: "scale_out.instance_type:
     'p5.48xlarge' names the aws-ofi-nccl plugin of an efa-srd scale-out; this one runs 'roce-v2'". Without
     ``instance_type`` the same file times a 64 KiB all_reduce at 295.9 us, identical to ``transport:
     efa-srd``: the NIC already runs EFA's SRD figures (nics.yaml efa-v2: "efficiency from the efa-srd
@@ -179,6 +174,7 @@ def test_an_efa_cluster_that_names_its_instance_is_not_called_roce(tmp_path):
             "nic_speed": "100 Gb/s",
             "nics_per_gpu": 4,
             "fabric": "ethernet",
+            "planes": 4,
             "instance_type": "p5.48xlarge",
         },
     }
@@ -237,20 +233,13 @@ def _own_gpu(tmp_path: Path, **fields: object) -> tuple[str, str]:
         **fields,
     }
     catalog_file = _write(tmp_path, "my-parts.yaml", {"accelerators": {"my-gpu": part}})
-    cluster = {
-        "name": "my-gpu-box",
-        "accelerator": "my-gpu",
-        "gpus_per_node": 8,
-        "nodes": 2,
-        "scale_up": {"kind": "pcie"},
-        "scale_out": {"nic": "connectx-7", "tiers": 1},
-    }
-    return catalog_file, _write(tmp_path, "my-cluster.yaml", cluster)
+    scale_out = {"nic": "connectx-7", "tiers": 1}
+    return catalog_file, _cluster(tmp_path, "my-gpu", (2, 8), scale_out, scale_up={"kind": "pcie"})
 
 
 def test_a_user_gpus_pcie_generation_is_blamed_on_the_part(tmp_path):
     """A user GPU with ``pcie: gen9`` (a slip for gen5) in my-parts.yaml: ``aifabric --catalog my-parts.yaml
-    cluster show my-cluster.yaml`` exits 2 with "my-cluster.yaml: cluster: scaleup: unknown scaleup
+    cluster show my-gpu.yaml`` exits 2 with "my-gpu.yaml: cluster: scaleup: unknown scaleup
     'pcie-gen9'; known: ...": the cluster file is blamed, and neither the catalogue file, the part nor its
     field is named. README "Your own parts": a field out of its range is refused "with one line naming the
     file, the part and the field", as ``nvlink: nvlink9`` on the same part is ("my-parts.yaml:
