@@ -238,9 +238,10 @@ CAUSES: dict[str, str] = {
         "InfiniBand); raise the port and switch MTU (ibv_devinfo active_mtu)"
     ),
     "above_links": (
-        "measured faster than the links the collective crosses can carry: each rank receives at least its "
-        "result (all_reduce, broadcast, reduce, send_recv) or the others' share (all_gather, "
-        "reduce_scatter, all_to_all) at no more than its scale-up and NIC line rates "
+        "measured faster than the links the collective crosses can carry: each rank sends at least "
+        "2(n-1)/n of the buffer in an all_reduce without in-network reduction (Patarasuk & Yuan 2009), and "
+        "receives at least its result (all_reduce, broadcast, reduce, send_recv) or the others' share "
+        "(all_gather, reduce_scatter, all_to_all), at no more than its scale-up and NIC line rates "
         "(aifabric.discovery.line_rate); the row is a broken measurement (a timer, -c 0 with few "
         "iterations, a size or rank count other than the header's, a row from another run), not a fast "
         "fabric: measure it again with -c 1"
