@@ -33,6 +33,7 @@ takes ``(op, message_bytes, spec, gpus)`` (rank i on ``gpus[i]``) and returns th
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -50,12 +51,15 @@ else:
 
 __all__ = [
     "AllPairsStage",
+    "FIXED_EXCHANGES",
     "CommPlan",
     "Stage",
+    "all_pairs",
     "check_pairs",
     "direct_plan",
     "flat_ring_plan",
     "hierarchical_plan",
+    "p2p_pairs",
     "p2p_plan",
     "ring_plan",
 ]
@@ -324,11 +328,33 @@ def p2p_plan(
     S to the next rank in rank order (the last to the first), all at once."""
     if gpus.size < 2:
         raise ValueError(f"send_recv: needs at least 2 ranks, got {gpus.size}")
+    src, dst = p2p_pairs(gpus)
+    label = "send" if gpus.size == 2 else "send ring"
+    return (Stage(src, dst, np.full(src.size, float(message_bytes)), np.zeros(src.size, np.int64), 1, label),)
+
+
+def p2p_pairs(gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (source, destination) GPUs of nccl-tests' sendrecv on ``gpus``: rank 0 to rank 1 on two
+    ranks, else every rank to the next in rank order (the last to the first)."""
     if gpus.size == 2:
-        return (Stage(gpus[:1], gpus[1:], np.array([message_bytes]), np.zeros(1, np.int64), 1, "send"),)
-    n = int(gpus.size)
-    sizes = np.full(n, float(message_bytes))
-    return (Stage(gpus, np.roll(gpus, -1), sizes, np.zeros(n, np.int64), 1, "send ring"),)
+        return gpus[:1], gpus[1:]
+    return gpus, np.roll(gpus, -1)
+
+
+def all_pairs(gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair of distinct ``gpus`` (an all_to_all's transfers), sources and destinations."""
+    s, d = (a.ravel() for a in np.meshgrid(gpus, gpus, indexing="ij"))
+    keep = s != d
+    return s[keep], d[keep]
+
+
+#: The transfers a collective makes whatever algorithm or size runs it: its peers are fixed by the operation
+#: itself, not by rings or trees NCCL lays along the rails. Every engine refuses such a collective where one
+#: of these transfers has no route (:func:`aifabric.engines.fabric.check_one_tier_route`).
+FIXED_EXCHANGES: dict[Collective, Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]] = {
+    Collective.ALL_TO_ALL: all_pairs,
+    Collective.SEND_RECV: p2p_pairs,
+}
 
 
 def flat_ring_plan(

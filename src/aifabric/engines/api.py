@@ -17,6 +17,7 @@ from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, plan_algorith
 from aifabric.collectives.buffers import check_fits_hbm
 from aifabric.collectives.communicator import Communicator, resolve_communicator
 from aifabric.collectives.ops import Collective
+from aifabric.collectives.plan import FIXED_EXCHANGES
 from aifabric.engines.formula import formula_collective
 from aifabric.engines.result import CollectiveResult
 
@@ -131,11 +132,11 @@ def collective_time(
 
 
 def _check_one_tier_route(op: Collective, spec: ClusterSpec, comm: Communicator) -> None:
-    """Refuse, as the links and flow engines do (:func:`~aifabric.engines.fabric.check_one_tier_route`), an
-    all_to_all whose ranks meet on no leaf of a one-tier fabric: the formula engine would time a collective
-    the topology cannot carry."""
-    if op is not Collective.ALL_TO_ALL or spec.scale_out is None or spec.scale_out.tiers != 1:
+    """Refuse, with the links and flow engines' rule (:func:`~aifabric.engines.fabric.check_one_tier_route`),
+    a collective whose fixed transfers (an all_to_all's, a send_recv's) meet on no leaf of a one-tier
+    fabric: the formula engine would time a collective the topology cannot carry."""
+    if op not in FIXED_EXCHANGES or spec.scale_out is None or spec.scale_out.tiers != 1:
         return
     from aifabric.engines.fabric import check_one_tier_route  # lazy, as above: only a one-tier fabric
 
-    check_one_tier_route(spec, comm)
+    check_one_tier_route(op, spec, comm)

@@ -37,7 +37,7 @@ from aifabric.collectives.algorithms import ALGORITHMS, Algorithm, build_plan, d
 from aifabric.collectives.communicator import Communicator
 from aifabric.collectives.nccl_env import host_staging_efficiency
 from aifabric.collectives.ops import Collective, busbw_factor
-from aifabric.collectives.plan import AllPairsStage, CommPlan, Stage
+from aifabric.collectives.plan import FIXED_EXCHANGES, AllPairsStage, CommPlan, Stage
 from aifabric.collectives.tiers import Protocol
 from aifabric.engines.allpairs import (
     PER_PAIR_POLICIES,
@@ -1302,12 +1302,17 @@ def _first_of_equal(
     return order[starts], np.diff(np.append(starts, order.size)).astype(np.float64)
 
 
-def check_one_tier_route(spec: ClusterSpec, comm: Communicator) -> None:
-    """Refuse (:class:`NoRoute`, the links engine's line) the all_to_all of ``comm`` where two of its ranks
-    sit on leaves of a one-tier fabric that no spine or PXN relay joins
-    (:func:`~aifabric.engines.routing.check_one_tier_pairs`); the formula engine's check."""
+def check_one_tier_route(op: Collective, spec: ClusterSpec, comm: Communicator) -> None:
+    """Refuse (:class:`NoRoute`, one line for every engine) a collective whose fixed transfers
+    (:data:`~aifabric.collectives.plan.FIXED_EXCHANGES`: an all_to_all's pairs, a send_recv's sends) join
+    two ranks on leaves of a one-tier fabric that no spine or PXN relay joins
+    (:func:`~aifabric.engines.routing.check_one_tier_pairs`). Rings and trees, laid along the rails, are
+    the plan's to route."""
+    pairs = FIXED_EXCHANGES.get(op)
+    if pairs is None or spec.scale_out is None or spec.scale_out.tiers != 1:
+        return
     gpus = np.asarray(comm.gpus if comm.gpus is not None else np.arange(comm.n_ranks), dtype=np.int64)
-    check_one_tier_pairs(cached_topology(spec), gpus)
+    check_one_tier_pairs(cached_topology(spec), *pairs(gpus))
 
 
 def _check_all_to_all(
@@ -1436,6 +1441,7 @@ def fabric_collective(
         return one_rank_result(
             op, message_bytes, spec, convention=f"per_direction/{efficiency}", engine=engine
         )
+    check_one_tier_route(op, spec, comm)
     if op is Collective.ALL_TO_ALL:
         _check_all_to_all(topo, gpus, engine, routing, qps, link_alive)
     if algorithm is not None:

@@ -971,15 +971,14 @@ def one_tier_no_route(topo: Topology, s: int, d: int) -> NoRoute:
     )
 
 
-def check_one_tier_pairs(topo: Topology, gpus: np.ndarray) -> None:
-    """Refuse (:func:`one_tier_no_route`) ``gpus`` exchanging with every other one (an all_to_all) when
-    two of them in different domains sit on leaves no spine joins, after the PXN relay
-    :func:`_route_across_domains` takes (to the source node's GPU on the destination's rail,
-    :func:`pxn_relays_possible`). Nothing to refuse on a fabric with spines."""
+def check_one_tier_pairs(topo: Topology, s: np.ndarray, d: np.ndarray) -> None:
+    """Refuse (:func:`one_tier_no_route`) the first transfer ``s -> d`` between domains whose ends sit on
+    leaves no spine joins, after the PXN relay :func:`_route_across_domains` takes (to the source node's
+    GPU on the destination's rail, :func:`pxn_relays_possible`). Nothing to refuse on a fabric with
+    spines."""
     shape = topo.shape
     if shape is None or shape.leaf_up != 0:
         return
-    s, d = (a.ravel() for a in np.meshgrid(gpus, gpus, indexing="ij"))
     keep = topo.domain_of(s) != topo.domain_of(d)
     s, d = s[keep], d[keep]
     src = s
