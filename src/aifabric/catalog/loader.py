@@ -944,6 +944,18 @@ def dci(key: str) -> DciSpec:
     return _get("dci", key)
 
 
+@cache
+def shipped_nic(key: str) -> NicSpec | None:
+    """The NIC ``key`` as the package ships it (``data/nics.yaml``, no user file or inline part over it),
+    or None for a part only a user defines: the figure a system's own power budget was read against."""
+    raw = load_package_yaml("aifabric.catalog", "data/nics.yaml").get(key.strip().lower())
+    if raw is None:
+        return None
+    part = _validate("nic", key.strip().lower(), raw, "nics.yaml: ")
+    assert isinstance(part, NicSpec)
+    return part
+
+
 def system_power(key: str) -> SystemPowerSpec | None:
     """Compute-side power of accelerator ``key``'s system, or None when the catalogue has none."""
     return _load("power").get(key.strip().lower())

@@ -77,6 +77,7 @@ class PartLine:
     watts: float
     lasers: int = 0
     links: int = 0
+    key: str = ""  # the catalogue key of the part, where a line is one (node NICs: cluster power's rest)
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,7 @@ def _scale_out(topo: Topology) -> list[PartLine]:
     assert so is not None
     nic = catalog.nic(so.nic)
     n_nics = spec.n_nodes * spec.nic_cards_per_node  # nics_per_gpu per GPU, or one per gpus_per_nic GPUs
-    lines = [PartLine("scale-out", "nic", nic.name, n_nics, n_nics * nic.power_w)]
+    lines = [PartLine("scale-out", "nic", nic.name, n_nics, n_nics * nic.power_w, key=nic.key)]
     return lines + _SCALE_OUT_FABRIC[so.topology](topo)
 
 
@@ -384,7 +385,7 @@ def _front_end(topo: Topology) -> list[PartLine]:
     speed = fe.nic_speed_bytes_per_s or nic.line_rate_bytes_per_s
     shape = access_shape(ports, 1, access_radix(fe.switch, speed), fe.oversubscription)
     return [
-        PartLine("front-end", "nic", nic.name, cards, cards * nic.power_w),
+        PartLine("front-end", "nic", nic.name, cards, cards * nic.power_w, key=nic.key),
         PartLine("front-end", "switch", sw.name, shape.switches, shape.switches * sw.power_w),
         PartLine("front-end", "cable", "node-leaf + leaf-spine", ports + shape.uplinks, 0.0),
         _optic_line("front-end", "node end", ports, speed, twin=False),
@@ -404,7 +405,9 @@ def _access_lines(network: str, fabric: AccessFabricSpec, nodes: int, appliance_
     per_group = ports // groups + math.ceil(appliance_ports / groups)
     shape = access_shape(per_group, groups, access_radix(fabric.switch, speed), fabric.oversubscription)
     lines = [
-        PartLine(network, "nic", f"{nic.name} (port)", ports, ports * nic.power_w / fabric.nic_ports),
+        PartLine(
+            network, "nic", f"{nic.name} (port)", ports, ports * nic.power_w / fabric.nic_ports, key=nic.key
+        ),
         PartLine(network, "switch", f"leaf: {sw.name}", shape.leaves, shape.leaves * sw.power_w),
     ]
     if shape.spines:
@@ -464,7 +467,9 @@ def _management(topo: Topology) -> list[PartLine]:
     agg = catalog.switch(mg.aggregation)
     n_agg = shape.aggregation_switches
     n_rack = shape.rack_switches + shape.infra_switches
-    lines = [PartLine("management", "nic", nic.name, shape.bmc_ports, shape.bmc_ports * nic.power_w)]
+    lines = [
+        PartLine("management", "nic", nic.name, shape.bmc_ports, shape.bmc_ports * nic.power_w, key=nic.key)
+    ]
     lines += [
         PartLine("management", "port", f"managed: {kind}", n, 0.0)
         for kind, n in shape.ports_by_kind

@@ -3,6 +3,10 @@ what-ifs for linear pluggable optics (LPO) and co-packaged optics (CPO).
 
     total  = N_gpu x P_gpu + nodes x (P_cpu + rest of node) + network parts (inventory)
     rest of node = max(0, node max - GPUs - CPUs - node's NICs - NVSwitch inside the node)
+
+The node's NICs in the rest are counted at the shipped catalogue's power (``data/nics.yaml``): the node
+maximum is the datasheet's for the shipped build, and memory and fans do not draw less because a user's NIC
+draws more, so a user part's power changes the total by its difference from the shipped one.
     optics share = transceiver watts / total
 
 CPO what-if (NVIDIA Quantum-X / Spectrum-X Photonics): every switch-end module is replaced by co-packaged
@@ -85,9 +89,7 @@ def cluster_power(topo: Topology, inv: Inventory | None = None) -> PowerBudget:
         lines.append(PartLine("compute", "gpu", spec.accelerator_spec.name, spec.n_gpus, gpus_w))
         lines.append(PartLine("compute", "cpu", "host CPUs", spec.n_nodes, cpu_w))
         if pw.node_max_w is not None:
-            nics = sum(
-                line.watts for line in inv.lines if line.item == "nic" and line.network in NODE_NIC_NETWORKS
-            )
+            nics = sum(_shipped_watts(line) for line in inv.lines if line.network in NODE_NIC_NETWORKS)
             nvs_in_node = (
                 sum(line.watts for line in inv.lines if line.network == "scale-up")
                 if spec.domain_gpus <= spec.gpus_per_node
@@ -100,6 +102,21 @@ def cluster_power(topo: Topology, inv: Inventory | None = None) -> PowerBudget:
                 )
             )
     return PowerBudget(tuple(lines), inv)
+
+
+def _shipped_watts(line: PartLine) -> float:
+    """A node NIC line's watts at the shipped catalogue's power of its part (:func:`catalog.shipped_nic`),
+    0 for a line that is no NIC: the node maximum a system's datasheet gives is its shipped build's, so its
+    rest (memory, fans, drives, PSU losses) is read against the shipped parts, once; a user's hotter or
+    cooler card then changes the total by its own difference. A part only a user defines counts at its
+    own power (no shipped figure to read the rest against)."""
+    if line.item != "nic":
+        return 0.0
+    shipped = catalog.shipped_nic(line.key) if line.key else None
+    current = catalog.nic(line.key).power_w if line.key else 0.0
+    if shipped is None or not current > 0:
+        return line.watts
+    return line.watts * shipped.power_w / current
 
 
 @dataclass(frozen=True)
