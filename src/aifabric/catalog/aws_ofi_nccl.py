@@ -28,6 +28,7 @@ from aifabric.package_data import load_package_yaml
 __all__ = [
     "OfiNcclRelease",
     "efa_instance",
+    "instance_carries",
     "nccl_first_read",
     "nccl_reads",
     "not_modelled",
@@ -134,6 +135,19 @@ def efa_instance(accelerator: str, nic: str, instance_type: str | None = None) -
         if entry["accelerator"] == accelerator and entry["nic"] in (None, nic):
             return name
     return None
+
+
+def instance_carries(instance_type: str, nic: str) -> bool:
+    """Whether the recorded EC2 ``instance_type`` carries the NIC ``nic``: the instance's own EFA NIC
+    (aws_ofi_nccl.yaml ``instances``), or any EFA generation (``efa-*`` in nics.yaml) where it names none.
+
+    >>> instance_carries("p5.48xlarge", "efa-v2"), instance_carries("p5.48xlarge", "connectx-7")
+    (True, False)
+    """
+    entry = ofi_nccl_data()["instances"].get(instance_type)
+    if entry is None:
+        return False
+    return nic == entry["nic"] if entry["nic"] is not None else nic.startswith("efa-")
 
 
 def plugin_settings(release: OfiNcclRelease, instance: str, nccl_version: str) -> dict[str, str]:

@@ -31,7 +31,7 @@ from pydantic import (
 )
 
 from aifabric import catalog
-from aifabric.catalog.aws_ofi_nccl import efa_instance, ofi_nccl_release
+from aifabric.catalog.aws_ofi_nccl import efa_instance, instance_carries, ofi_nccl_release
 from aifabric.catalog.loader import LINUX_NFS_MAX_CONNECTIONS, CpuSpec
 from aifabric.catalog.nccl import version_tuple
 from aifabric.catalog.transport import transport
@@ -397,8 +397,14 @@ class ScaleOutSpec(_Strict):
 
     @property
     def transport_key(self) -> str:
-        """The transport the cluster uses across nodes: ``transport``, or the fabric's native one."""
-        return self.transport or self.native_transport
+        """The transport the cluster uses across nodes: ``transport``; else ``efa-srd`` where
+        ``instance_type`` names an EC2 instance that carries this NIC (its EFA, aws-ofi-nccl's SRD path:
+        :func:`~aifabric.catalog.aws_ofi_nccl.instance_carries`); else the fabric's native one."""
+        if self.transport:
+            return self.transport
+        if self.instance_type is not None and instance_carries(self.instance_type, self.nic):
+            return "efa-srd"
+        return self.native_transport
 
     @field_validator("nic_speed_bytes_per_s", "uplink_speed_bytes_per_s", mode="before")
     @classmethod
