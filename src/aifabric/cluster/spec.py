@@ -1002,7 +1002,9 @@ class ClusterSpec(_Strict):
         su = self.scale_up
         self._check_torus_kind()
         if su.kind == "nvswitch" and dom > 1 and not (acc.nvlink or acc.scale_up_link) and su.link is None:
-            raise ValueError(f"scale_up.kind: {self.accelerator!r} has no NVLink; use kind: pcie")
+            bridge = acc.nvlink_bridge
+            also = f", or link: {bridge} for GPUs its NVLink bridge joins in pairs" if bridge else ""
+            raise ValueError(f"scale_up.kind: {self.accelerator!r} has no NVLink; use kind: pcie{also}")
         if su.kind == "torus" and su.torus_dims is not None:
             prod = su.torus_dims[0] * su.torus_dims[1] * su.torus_dims[2]
             if prod != dom:
