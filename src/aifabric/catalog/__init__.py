@@ -7,6 +7,7 @@ steers them (:mod:`aifabric.catalog.transport`).
 
 from aifabric.catalog.loader import (
     AcceleratorSpec,
+    ComputeEntry,
     CpuSpec,
     DciSpec,
     NicSpec,
@@ -35,6 +36,7 @@ from aifabric.catalog.loader import (
     switch,
     system_power,
     use_catalog_files,
+    user_compute,
 )
 from aifabric.catalog.nccl import NcclRelease, nccl_release, nccl_release_versions
 from aifabric.catalog.rccl import rccl_release, rccl_release_versions
@@ -42,6 +44,7 @@ from aifabric.catalog.transport import NcclEnv, TransportSpec, resolve_transport
 
 __all__ = [
     "AcceleratorSpec",
+    "ComputeEntry",
     "CpuSpec",
     "NcclEnv",
     "NcclRelease",
@@ -79,5 +82,6 @@ __all__ = [
     "transport",
     "transport_names",
     "use_catalog_files",
+    "user_compute",
     "system_power",
 ]

@@ -10,9 +10,10 @@ Users add parts without editing the package. User catalogue files are merged ove
 sources winning for a key they both define: ``~/.config/aifabric/catalog/*.yaml`` (``$XDG_CONFIG_HOME``
 honoured), then the files or folders of ``AIFABRIC_CATALOG`` (a path list, ``os.pathsep``-separated), then
 the files given to :func:`use_catalog_files` (the CLI's ``--catalog``). A user file maps a family
-(``accelerators``, ``scaleup``, ``nics``, ``switches``, ``optics``) to entries written like the shipped
-ones. A cluster YAML may define new parts inline in a ``parts:`` section of the same shape
-(:func:`add_parts`). A part missing a field is refused with one line naming the file, the part and the field.
+(``accelerators``, ``scaleup``, ``nics``, ``switches``, ``optics``, ``compute``) to entries written like
+the shipped ones (``compute``: those of ``training/presets/compute.yaml``, :class:`ComputeEntry`). A
+cluster YAML may define new parts inline in a ``parts:`` section of the same shape (:func:`add_parts`). A
+part missing a field is refused with one line naming the file, the part and the field.
 """
 
 from __future__ import annotations
@@ -582,6 +583,22 @@ class CpuSpec(_Entry):
         return self.inter_socket_nccl_bytes_per_s if measured is None else measured
 
 
+class ComputeEntry(_Entry):
+    """A user catalogue's measured compute efficiencies of one accelerator (family ``compute``), written as
+    the entries of the shipped ``training/presets/compute.yaml``: the fields' types here, their ranges where
+    :class:`aifabric.training.efficiency.ComputeProfile` checks the shipped ones. GEMM tables by shape stay
+    the package's (a CSV beside the shipped file)."""
+
+    name: str = ""
+    gemm_efficiency: float
+    hbm_efficiency: float = 1.0
+    sm_count: Int = 0
+    comm_sms: Int = 0
+    fp8_gemm_efficiency: float | None = None
+    sustained_gemm_efficiency: float | None = None
+    attention_efficiency: float | None = None
+
+
 _FILES: dict[str, tuple[str, type[_Entry]]] = {
     "accelerator": ("accelerators.yaml", AcceleratorSpec),
     "scaleup": ("scaleup.yaml", ScaleUpSpec),
@@ -593,6 +610,10 @@ _FILES: dict[str, tuple[str, type[_Entry]]] = {
     "dci": ("dci.yaml", DciSpec),
     "cpu": ("cpus.yaml", CpuSpec),
 }
+
+#: Families only user files and inline parts fill: their shipped entries live with the layer that reads
+#: them (the compute profiles: ``training/presets/compute.yaml``, aifabric.training.efficiency).
+_USER_ONLY: dict[str, tuple[str, type[_Entry]]] = {"compute": ("compute.yaml", ComputeEntry)}
 
 
 # Section names a user catalogue file may use for each family (the shipped file stems first).
@@ -607,8 +628,10 @@ _SECTIONS: dict[str, str] = {
     "switch": "switch",
     "optics": "optic",
     "optic": "optic",
+    "compute": "compute",
 }
 _explicit: list[Path] = []
+_origin: dict[tuple[str, str], str] = {}  # (family, key) -> "file: " of the merged tables now in use
 _inline: list[tuple[str, dict[str, Any]]] = []
 
 
@@ -649,10 +672,15 @@ def _read_user_file(path: Path) -> dict[str, Any]:
     return data
 
 
+def _family(kind: str) -> tuple[str, type[_Entry]]:
+    """The file name and model of family ``kind`` (shipped or user-only)."""
+    return _FILES.get(kind) or _USER_ONLY[kind]
+
+
 def _validate(kind: str, key: str, entry: Any, where: str) -> _Entry:
     """One part: validated, or ConfigError ``where: family.key: missing field 'x'`` (one line)."""
-    model = _FILES[kind][1]
-    label = f"{where}{_FILES[kind][0].removesuffix('.yaml')}.{key}"
+    filename, model = _family(kind)
+    label = f"{where}{filename.removesuffix('.yaml')}.{key}"
     if not isinstance(entry, dict):
         raise ConfigError(f"{label}: expected a mapping of fields, got {type(entry).__name__}")
     try:
@@ -696,12 +724,15 @@ def _tables() -> dict[str, dict[str, _Entry]]:
         raw = load_package_yaml("aifabric.catalog", f"data/{filename}")
         tables[kind] = {key: _validate(kind, key, entry, f"{filename}: ") for key, entry in raw.items()}
         origin.update({(kind, key): f"{filename}: " for key in raw})
+    tables.update({kind: {} for kind in _USER_ONLY})
     user = [(f"{path}: ", _read_user_file(path)) for path in catalog_sources()]
     for where, parts in user + list(_inline):
         for kind, key, entry in _sections(parts, where):
             tables[kind][key] = _validate(kind, key, entry, where)
             origin[kind, key] = where
     _check_references(tables, origin)
+    _origin.clear()
+    _origin.update(origin)
     return tables
 
 
@@ -801,7 +832,7 @@ def add_parts(parts: Mapping[str, Any], source: str = "cluster") -> None:
             new = True
         elif old != part:
             raise ConfigError(
-                f"{where}{_FILES[kind][0].removesuffix('.yaml')}.{key}: already in the catalogue with other "
+                f"{where}{_family(kind)[0].removesuffix('.yaml')}.{key}: already in the catalogue with other "
                 "figures; give the part a new key or put it in a --catalog file"
             )
     if new:
@@ -954,6 +985,17 @@ def shipped_nic(key: str) -> NicSpec | None:
     part = _validate("nic", key.strip().lower(), raw, "nics.yaml: ")
     assert isinstance(part, NicSpec)
     return part
+
+
+def user_compute() -> dict[str, tuple[str, ComputeEntry]]:
+    """The ``compute`` entries of the user catalogue (files, ``AIFABRIC_CATALOG``, ``--catalog``, inline
+    parts) by accelerator key, each with the ``"file: compute.key"`` label of where it was read."""
+    table = _tables()["compute"]
+    out = {}
+    for key, entry in table.items():
+        assert isinstance(entry, ComputeEntry)
+        out[key] = (f"{_origin.get(('compute', key), '')}compute.{key}", entry)
+    return out
 
 
 def system_power(key: str) -> SystemPowerSpec | None:

@@ -65,8 +65,10 @@ Examples
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 
+from aifabric import catalog
+from aifabric.catalog.loader import catalog_generation
 from aifabric.errors import ConfigError
 from aifabric.package_data import load_package_yaml
 from aifabric.training.gemm import GemmTable, gemm_table
@@ -361,9 +363,38 @@ def _profile(data: dict, key: str) -> ComputeProfile:
 
 
 @cache
-def _profiles() -> dict[str, ComputeProfile]:
+def _shipped_profiles() -> dict[str, ComputeProfile]:
     data = load_package_yaml("aifabric.training", "presets/compute.yaml")
     return {key: _profile(data, key) for key in data}
+
+
+def _user_profile(key: str, label: str, entry: catalog.ComputeEntry) -> ComputeProfile:
+    """A user catalogue's ``compute`` entry as a profile, checked as the shipped ones are (ConfigError
+    ``file: compute.key: ...``, one line)."""
+    try:
+        return ComputeProfile(
+            gemm_efficiency=entry.gemm_efficiency,
+            hbm_efficiency=entry.hbm_efficiency,
+            source=" ".join(entry.source.split()),
+            accelerator=key,
+            sm_count=entry.sm_count,
+            comm_sms=entry.comm_sms,
+            **{name: getattr(entry, name) for name in _OPTIONAL_FRACTIONS},
+        )
+    except ConfigError as err:
+        raise ConfigError(f"{label}: {err}") from None
+
+
+@lru_cache(maxsize=4)
+def _merged_profiles(generation: int) -> dict[str, ComputeProfile]:
+    users = {key: _user_profile(key, label, e) for key, (label, e) in catalog.user_compute().items()}
+    return {**_shipped_profiles(), **users}
+
+
+def _profiles() -> dict[str, ComputeProfile]:
+    """The shipped profiles, then the user catalogue's ``compute`` entries over them (a key both give: the
+    user's), for the catalogue now in use."""
+    return _merged_profiles(catalog_generation())
 
 
 def list_compute_profiles() -> list[str]:
@@ -392,7 +423,8 @@ def compute_profile(accelerator: str) -> ComputeProfile:
     if accelerator not in profiles:
         raise ConfigError(
             f"accelerator: no measured compute efficiency for {accelerator!r} in "
-            f"training/presets/compute.yaml (known: {', '.join(profiles)}); add a measured entry with its "
-            "source to that file (Python API: StepOptions(compute=ComputeProfile(gemm_efficiency=...)))"
+            f"training/presets/compute.yaml or the user catalogue (known: {', '.join(profiles)}); give a "
+            f"measured one in a catalogue file: 'compute: {{{accelerator}: {{gemm_efficiency: ..., "
+            "source: ...}}' with --catalog FILE (or AIFABRIC_CATALOG, ~/.config/aifabric/catalog)"
         )
     return profiles[accelerator]
