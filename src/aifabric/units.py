@@ -27,6 +27,7 @@ __all__ = [
     "parse_bytes",
     "parse_latency",
     "parse_line_rate",
+    "parse_memory_bandwidth",
     "parse_nic_bandwidth",
     "parse_power",
     "parse_time",
@@ -235,6 +236,32 @@ def parse_line_rate(value: str | float | int, *, field: str = "speed") -> float:
         raise UnitError(
             f"{field}: line rates are quoted in bits per second, got {value!r}; "
             f"write {value.strip().replace('B', 'b')!r} if that is the datasheet figure"
+        )
+    return parse_bandwidth(value, field=field)
+
+
+def parse_memory_bandwidth(value: str | float | int, *, field: str = "hbm_bandwidth") -> float:
+    """Parse a memory bandwidth, written in bytes per second, into bytes/s.
+
+    Every GPU datasheet quotes its memory bandwidth in bytes per second (H100 SXM "3.35 TB/s", L40S
+    "864 GB/s"), so a bit unit ("2000 Gb/s", i.e. 250 GB/s) is the bits/bytes mix-up and is refused rather
+    than read eight times too slow: the reverse of :func:`parse_line_rate`.
+
+    Raises
+    ------
+    UnitError
+        If the value cannot be read (:func:`parse_bandwidth`) or carries a bit unit.
+
+    Examples
+    --------
+    >>> parse_memory_bandwidth("3.35 TB/s")
+    3350000000000.0
+    """
+    if isinstance(value, str) and re.search(r"(b/s|bps|bits?/s)\s*$", value.strip()):
+        raise UnitError(
+            f"{field}: memory bandwidth is quoted in bytes per second, got {value!r}; "
+            f"write {value.strip().replace('b/s', 'B/s').replace('bps', 'Bps')!r} if that is the datasheet "
+            "figure"
         )
     return parse_bandwidth(value, field=field)
 

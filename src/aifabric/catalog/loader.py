@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,6 +34,7 @@ from aifabric.units import (
     parse_bytes,
     parse_latency,
     parse_line_rate,
+    parse_memory_bandwidth,
     parse_nic_bandwidth,
     parse_power,
     parse_time,
@@ -213,8 +214,12 @@ class AcceleratorSpec(_Entry):
                 "not given"
             )
 
+    @field_validator("hbm_bandwidth_bytes_per_s", mode="before")
+    @classmethod
+    def _hbm(cls, v: Any) -> float:
+        return _rate(v, partial(parse_memory_bandwidth, field="hbm_bandwidth"))
+
     @field_validator(
-        "hbm_bandwidth_bytes_per_s",
         "ici_bandwidth_bidirectional_bytes_per_s",
         "dcn_bandwidth_bytes_per_s",
         "host_link_bidirectional_bytes_per_s",
