@@ -755,9 +755,19 @@ def _check_references(tables: dict[str, dict[str, _Entry]], origin: Mapping[tupl
                 raise ConfigError(
                     f"{label}: {field} {ref!r} is not a scale-up link; known: {', '.join(sorted(links))}"
                 )
+        _check_pcie(acc, links, label)
         nvlink = None if acc.nvlink is None else links[acc.nvlink]
         assert nvlink is None or isinstance(nvlink, ScaleUpSpec)
         _check_nvlink_links(acc, nvlink, label)
+
+
+def _check_pcie(acc: AcceleratorSpec, links: Mapping[str, _Entry], label: str) -> None:
+    """An accelerator's ``pcie`` generation must have its scale-up link, ``pcie-<gen>``, in the catalogue
+    (scaleup.yaml); ConfigError ``file: accelerators.key: pcie 'gen9' ...`` naming the known ones."""
+    if acc.pcie is None or f"pcie-{acc.pcie}" in links:
+        return
+    known = ", ".join(sorted(k.removeprefix("pcie-") for k in links if k.startswith("pcie-")))
+    raise ConfigError(f"{label}: pcie {acc.pcie!r} is not a PCIe generation of the catalogue; known: {known}")
 
 
 def _check_nvlink_links(acc: AcceleratorSpec, nvlink: ScaleUpSpec | None, label: str) -> None:
