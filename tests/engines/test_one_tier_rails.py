@@ -20,7 +20,9 @@ SPEC = {
     "gpus_per_node": 4,
     "gpus": 8,
     "scale_up": {"kind": "pcie"},
-    "scale_out": {"nic": "connectx-7", "tiers": 1, "gpus_per_nic": 2},
+    # rail_optimized stated: its 4 NIC ports would otherwise fit one leaf, which a one-tier fabric not told
+    # otherwise builds as one switch (no rails to keep apart)
+    "scale_out": {"nic": "connectx-7", "tiers": 1, "gpus_per_nic": 2, "rail_optimized": True},
 }
 
 

@@ -192,6 +192,18 @@ def _print_bandwidths(s: ClusterSummary, noun: str) -> None:
     )
 
 
+def _one_switch(spec: ClusterSpec, s: ClusterSummary) -> str:
+    """The clause of a one-tier Clos that is one switch (no rail leaves: every NIC port of a plane fits
+    one leaf, :meth:`ClusterSpec._one_switch_tier`), else ""."""
+    so = spec.scale_out
+    if s.tiers != 1 or so is None or so.rail_optimized or not spec.one_leaf_holds_ports:
+        return ""
+    return (
+        f" on one switch ({spec.endpoint_ports} NIC ports of a plane fit one leaf; rail_optimized: true "
+        "gives a leaf per rail)"
+    )
+
+
 def _print_fabric(spec: ClusterSpec, s: ClusterSummary) -> None:
     """The scale-out Clos (tiers, oversubscription asked and built, bisection) or dragonfly, and the
     front-end."""
@@ -200,7 +212,8 @@ def _print_fabric(spec: ClusterSpec, s: ClusterSummary) -> None:
     elif s.tiers:
         rail = "rail-optimised " if spec.scale_out and spec.scale_out.rail_optimized else ""
         console.print(
-            f"scale-out: {s.tiers}-tier {rail}Clos{_one_pod(spec, s.tiers)}, {s.planes} plane(s); "
+            f"scale-out: {s.tiers}-tier {rail}Clos{_one_pod(spec, s.tiers)}{_one_switch(spec, s)}, "
+            f"{s.planes} plane(s); "
             f"{_oversubscription_clause(s)}; "
             f"bisection {s.bisection_bytes_per_s / 1e12:.2f} TB/s per direction "
             f"({s.bisection_bytes_per_s * 8 / 1e12:.1f} Tb/s), "

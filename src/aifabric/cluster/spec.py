@@ -892,6 +892,26 @@ class ClusterSpec(_Strict):
 
     @model_validator(mode="before")
     @classmethod
+    def _one_switch_tier(cls, data: Any) -> Any:
+        """A one-tier Clos that does not say ``rail_optimized`` and whose NIC ports of a plane all fit one
+        leaf switch (:attr:`one_leaf_holds_ports`) is that one switch, not a leaf per rail: NVIDIA's rail
+        leaves are sized for a scalable unit of 32 nodes (DGX SuperPOD RAs), and two nodes would leave 62 of
+        a QM9700's 64 ports empty on each of eight. ``rail_optimized: true`` keeps the rail leaves."""
+        so = data.get("scale_out") if isinstance(data, dict) else None
+        if not isinstance(so, dict) or so.get("tiers") != 1 or "rail_optimized" in so:
+            return data
+        if so.get("topology", "clos") != "clos":
+            return data
+        try:
+            railed = cls.model_validate({**data, "scale_out": {**so, "rail_optimized": True}})
+        except (ValueError, ConfigError):
+            return data  # the spec's own validation names what is wrong
+        if not railed.one_leaf_holds_ports:
+            return data
+        return {**data, "scale_out": {**so, "rail_optimized": False}}
+
+    @model_validator(mode="before")
+    @classmethod
     def _vendor_of_cpu(cls, data: Any) -> Any:
         """A ``cpu`` family given without ``cpu_vendor`` sets it (the catalogue's vendor of the family)."""
         if isinstance(data, dict) and isinstance(data.get("cpu"), str) and "cpu_vendor" not in data:
@@ -1393,6 +1413,17 @@ class ClusterSpec(_Strict):
         GPUs with 3 NICs each, one plane: 384)."""
         so = self.scale_out
         return self.n_endpoints * (so.nic_links_per_plane if so else 1)
+
+    @property
+    def one_leaf_holds_ports(self) -> bool:
+        """Whether one leaf switch holds every NIC port of a plane (:attr:`endpoint_ports`): its radix,
+        ``scale_out.radix`` or the leaf's ports at the link rate (:meth:`aifabric.catalog.SwitchSpec.
+        ports_at`), is at least their count. False without a scale-out network."""
+        so = self.scale_out
+        if so is None:
+            return False
+        radix = so.radix or catalog.switch(so.leaf_switch).ports_at(self.link_bytes_per_s)
+        return self.endpoint_ports <= radix
 
     @property
     def link_bytes_per_s(self) -> float:
