@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import re
 from enum import Enum
+from typing import NoReturn
 
 from aifabric.errors import UnitError
 
@@ -233,11 +234,15 @@ def parse_line_rate(value: str | float | int, *, field: str = "speed") -> float:
     50000000000.0
     """
     if isinstance(value, str) and re.search(r"(B/s|Bps|bytes?/s)\s*$", value.strip()):
-        raise UnitError(
-            f"{field}: line rates are quoted in bits per second, got {value!r}; "
-            f"write {value.strip().replace('B', 'b')!r} if that is the datasheet figure"
-        )
+        _slip(field, "line rates are quoted in bits", value, value.strip().replace("B", "b"))
     return parse_bandwidth(value, field=field)
+
+
+def _slip(field: str, quoted: str, value: str, meant: str) -> NoReturn:
+    """Refuse a bits/bytes slip: one line naming the field, the convention, the value and the likely one."""
+    raise UnitError(
+        f"{field}: {quoted} per second, got {value!r}; write {meant!r} if that is the datasheet figure"
+    )
 
 
 def parse_memory_bandwidth(value: str | float | int, *, field: str = "hbm_bandwidth") -> float:
@@ -258,11 +263,8 @@ def parse_memory_bandwidth(value: str | float | int, *, field: str = "hbm_bandwi
     3350000000000.0
     """
     if isinstance(value, str) and re.search(r"(b/s|bps|bits?/s)\s*$", value.strip()):
-        raise UnitError(
-            f"{field}: memory bandwidth is quoted in bytes per second, got {value!r}; "
-            f"write {value.strip().replace('b/s', 'B/s').replace('bps', 'Bps')!r} if that is the datasheet "
-            "figure"
-        )
+        meant = value.strip().replace("b/s", "B/s").replace("bps", "Bps")
+        _slip(field, "memory bandwidth is quoted in bytes", value, meant)
     return parse_bandwidth(value, field=field)
 
 
