@@ -219,8 +219,7 @@ def _node_end_line(topo: Topology, links: int, link_bytes_per_s: float) -> PartL
         nodes = topo.spec.n_nodes  # every node has the same links; a cage serves one node
         opt, n = node_end_modules(links // nodes, link_bytes_per_s, so.nic_cage_links)
         return _module_line("scale-out", "node end", links, opt, n * nodes)
-    twin = so.nic_twin_port or so.ports_per_nic == 2
-    return _optic_line("scale-out", "node end", links, link_bytes_per_s, twin=twin)
+    return _optic_line("scale-out", "node end", links, link_bytes_per_s, twin=node_cage_links(so) == 2)
 
 
 def bundled_cables(pairs: np.ndarray, per_cable: int) -> int:
