@@ -144,6 +144,12 @@ def _infra_ports(spec: ClusterSpec, mg: ManagementSpec, fabric_switches: Mapping
     return out
 
 
+def _own_ports(mg: ManagementSpec) -> int:
+    """Management ports an OOB switch takes on its own network: :data:`MGMT_PORTS_PER_SWITCH`, or none
+    where ``devices: bmc`` counts the nodes' BMCs alone."""
+    return 0 if mg.devices == "bmc" else MGMT_PORTS_PER_SWITCH
+
+
 def _aggregation(mg: ManagementSpec, rack_switches: int, infra: int) -> tuple[int, int, int]:
     """(infra switches, aggregation switches per plane, rack switches per aggregation switch) for
     ``rack_switches`` compute rack switches and ``infra`` ports outside the racks; the OOB switches' own
@@ -153,7 +159,7 @@ def _aggregation(mg: ManagementSpec, rack_switches: int, infra: int) -> tuple[in
         raise ConfigError(f"management.aggregation: {mg.aggregation!r} has {agg_ports} port(s); needs >= 2")
     per_agg = agg_ports - 1  # one port to the management servers
     usable = catalog.switch(mg.switch).ports - MGMT_PORTS_PER_SWITCH
-    own = 0 if mg.devices == "bmc" else MGMT_PORTS_PER_SWITCH
+    own = _own_ports(mg)
     infra_sw, per_plane = 0, math.ceil(rack_switches / per_agg)
     while True:
         ports = infra + own * AGGREGATION_PLANES * per_plane
@@ -187,7 +193,7 @@ def management_shape(spec: ClusterSpec, fabric_switches: Mapping[str, int] | Non
     full = min(per_rack, spec.n_nodes)
     in_racks = _rack_ports(mg, full, racks, spec.n_nodes - (racks - 1) * full)
     rack_load = sum(_rack_ports(mg, full, 1, full).values())
-    own = 0 if mg.devices == "bmc" else MGMT_PORTS_PER_SWITCH
+    own = _own_ports(mg)
     per_rack_sw = math.ceil(rack_load / (catalog.switch(mg.switch).ports - own))
     rack_switches = racks * per_rack_sw
     infra = _infra_ports(spec, mg, fabric_switches or {})
