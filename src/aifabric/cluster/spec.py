@@ -1678,10 +1678,9 @@ class ClusterSpec(_Strict):
         return ClusterSpec.from_dict(data)
 
 
-#: Scale-out fields whose change re-derives default ``planes`` (:func:`_default_planes`).
-_PLANE_SOURCES = frozenset(
-    f"scale_out.{k}" for k in ("nic", "nics_per_gpu", "gpus_per_nic", "rail_optimized")
-)
+#: Scale-out fields default ``planes`` derive from (:func:`_default_planes`): a change to one re-derives them.
+_PLANE_FIELDS = ("nic", "nics_per_gpu", "gpus_per_nic", "rail_optimized")
+_PLANE_SOURCES = frozenset(f"scale_out.{k}" for k in _PLANE_FIELDS)
 
 
 def _rederived_planes(
@@ -1694,14 +1693,7 @@ def _rederived_planes(
     so = old.scale_out
     if so is None or not _PLANE_SOURCES & set(changes):
         return section
-    derived = _default_planes(
-        {
-            "rail_optimized": so.rail_optimized,
-            "nic": so.nic,
-            "nics_per_gpu": so.nics_per_gpu,
-            "gpus_per_nic": so.gpus_per_nic,
-        }
-    ).get("planes", 1)
+    derived = _default_planes({k: getattr(so, k) for k in _PLANE_FIELDS}).get("planes", 1)
     if so.planes != derived:
         return section
     return {k: v for k, v in section.items() if k != "planes"}
