@@ -492,6 +492,13 @@ def _gpu_path(spec: ClusterSpec) -> PathType:
     return PathType.PHB if spec.scale_up.p2p_through_cpu else PathType.PXB
 
 
+def _pcie_across_sockets(spec: ClusterSpec) -> bool:
+    """A PCIe node whose GPUs sit on several CPU nodes
+    (:attr:`~aifabric.cluster.spec.ClusterSpec.gpus_span_sockets`): NCCL's path between its halves is SYS,
+    through the socket link."""
+    return spec.scale_up.kind == "pcie" and spec.gpus_span_sockets
+
+
 def socket_note(spec: ClusterSpec, tm: TierModel) -> str | None:
     """What NCCL's search makes of a PCIe node whose GPUs sit on several CPU sockets, one sentence; None
     on one socket or off PCIe.
@@ -500,7 +507,7 @@ def socket_note(spec: ClusterSpec, tm: TierModel) -> str | None:
     ring graph crosses it (:func:`~aifabric.catalog.nccl.socket_ring_search`); the graph sets NCCL's
     channels and tuner figures. What P2P carries across the sockets is :func:`socket_p2p_tiers`' business.
     """
-    if spec.scale_up.kind != "pcie" or not spec.gpus_span_sockets:
+    if not _pcie_across_sockets(spec):
         return None
     where = f"{spec.gpus_per_node} GPUs over {spec.cpu_sockets} CPU sockets (NCCL path SYS)"
     family = spec.socket_cpu
@@ -552,7 +559,7 @@ def socket_p2p_tiers(spec: ClusterSpec, tm: TierModel) -> TierModel:
     the GPUs' path (Turin) makes that moot.
     """
     family = spec.socket_cpu
-    if not tm.nccl or family is None or spec.scale_up.kind != "pcie" or not spec.gpus_span_sockets:
+    if not tm.nccl or family is None or not _pcie_across_sockets(spec):
         return tm
     cap = family.cross_socket_p2p_bytes_per_s * tm.intra_scale
     if cap >= tm.intra_bytes_per_s:
@@ -684,7 +691,7 @@ def env_tiers(env: Mapping[str, str] | None, spec: ClusterSpec, tm: TierModel) -
     so = spec.scale_out
     peer = spec.peer_to_peer
     # beyond NCCL's default P2P level on most hosts: through one CPU's root complex, or across sockets
-    through_cpu = spec.scale_up.p2p_through_cpu or (spec.scale_up.kind == "pcie" and spec.gpus_span_sockets)
+    through_cpu = spec.scale_up.p2p_through_cpu or _pcie_across_sockets(spec)
     stated = any(name in _TRANSPORT_VARIABLES for name in env)
     sockets = socket_note(spec, tm)
     if not stated and peer and not through_cpu and not sockets and (so is None or so.nic_path == "PIX"):
