@@ -62,9 +62,7 @@ def test_three_tiers_asked_are_built_or_refused_not_told_to_add_tiers(tmp_path):
     tiers; it fits one pod, so no core tier"). README: "tiers a file or ``--tiers`` names are built as asked
     or refused". With 1,024 nodes the same flags build 3 tiers, leaf 1.98:1 and spine 2:1. Expected: three
     tiers built, or one line that names the asked ``tiers`` 3 and why it cannot be built."""
-    r = runner.invoke(
-        app, ["cluster", "show", str(EXAMPLE), "--tiers", "3", "--oversubscription", "2:1,2:1"]
-    )
+    r = runner.invoke(app, ["cluster", "show", str(EXAMPLE), "--tiers", "3", "--oversubscription", "2:1,2:1"])
     if r.exit_code == 2:
         assert "more tiers" not in r.stderr and "3" in r.stderr and "tiers" in r.stderr, r.stderr
         return
