@@ -7,6 +7,7 @@ stderr naming the field and the value, never a traceback; "tiers a file or ``--t
 asked or refused"; a part's field "out of its range or at odds with another" is refused). The cluster is
 the README's ``examples/cluster.yaml``: 32 x 8 H100 on RoCE, ConnectX-7 400 Gb/s, 4 nodes a rack."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,56 @@ def test_a_user_catalogue_can_add_a_cpu_family_with_its_measured_socket_p2p(tmp_
     cluster.write_text(yaml.safe_dump(spec))
     r = runner.invoke(app, ["--catalog", str(parts), "cluster", "show", str(cluster)])
     assert r.exit_code == 0, r.stderr
+
+
+def test_an_undersubscribed_spine_does_not_raise_the_requested_bisection_past_the_leaf(tmp_path):
+    """``aifabric cluster show examples/cluster.yaml --tiers 3 --nodes 1024 --oversubscription 2:1,1:2``
+    prints "leaf 2:1 asked, 1.95:1 built, spine 0.5:1 asked, 0.5:1 built; bisection 105.00 TB/s per
+    direction (840.0 Tb/s), 0.513 x the requested 204.80 TB/s": the requested figure multiplies the ratios,
+    so a spine with more uplinks than downlinks cancels the leaf's 2:1. Hand derivation: 8,192 GPUs x 400
+    Gb/s = 50 GB/s each; one half of the cluster injects 4,096 x 50 = 204.8 TB/s, and a 2:1 leaf passes
+    half of what its GPUs send up, 102.4 TB/s, whatever the tiers above it do. The build meets the leaf's
+    asked ratio; the report calls it half of what was asked. Expected: the requested bisection at most
+    102.4 TB/s, or the 1:2 spine refused naming ``oversubscription``."""
+    args = [
+        "cluster",
+        "show",
+        str(EXAMPLE),
+        "--tiers",
+        "3",
+        "--nodes",
+        "1024",
+        "--oversubscription",
+        "2:1,1:2",
+    ]
+    r = runner.invoke(app, args)
+    if r.exit_code == 2:
+        assert "oversubscription" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        return
+    assert r.exit_code == 0, r.stderr
+    requested = re.search(r"x the requested ([\d.]+) TB/s", r.stdout)
+    assert requested, r.stdout[:800]
+    assert float(requested.group(1)) <= 102.4 * 1.001, requested.group(0)
+
+
+def test_a_ratio_past_the_last_boundary_is_named_by_its_tier_and_position():
+    """``aifabric cluster show examples/cluster.yaml --tiers 3 --nodes 1024 --oversubscription
+    2:1,2:1,2:1`` prints "error: scale_out.oversubscription: 2:1 at the spine is not used: a 3-tier fabric
+    has 2 tier boundaries (give 1:1 there, or more tiers)". The spine's is the second ratio, which a 3-tier
+    fabric uses; the unused one is the third, and three tiers are the most ``--tiers`` takes (1-3), so "more
+    tiers" cannot be given. Expected: one line naming the third ratio (or the core, or the count 3 of
+    ratios given), not the spine, and no remedy beyond the range."""
+    args = [
+        "cluster",
+        "show",
+        str(EXAMPLE),
+        "--tiers",
+        "3",
+        "--nodes",
+        "1024",
+        "--oversubscription",
+        "2:1,2:1,2:1",
+    ]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 2, r.stdout[-600:]
+    assert "at the spine" not in r.stderr and "more tiers" not in r.stderr, r.stderr
