@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from click.testing import Result
 from typer.testing import CliRunner
 
 from aifabric.cli.app import app
@@ -40,6 +41,12 @@ def refused_naming(args: list[str], *names: str) -> None:
     assert r.exit_code == 2, f"exit {r.exit_code}: {r.stdout[-800:]}"
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert all(n in r.stderr for n in names), r.stderr
+
+
+def three_tiers(ratios: str) -> Result:
+    """``aifabric cluster show examples/cluster.yaml --tiers 3 --nodes 1024 --oversubscription RATIOS``."""
+    args = ["--tiers", "3", "--nodes", "1024", "--oversubscription", ratios]
+    return runner.invoke(app, ["cluster", "show", str(EXAMPLE), *args])
 
 
 def test_a_trillion_rack_pdus_is_refused_before_it_exhausts_memory(tmp_path):
@@ -109,18 +116,7 @@ def test_an_undersubscribed_spine_does_not_raise_the_requested_bisection_past_th
     half of what its GPUs send up, 102.4 TB/s, whatever the tiers above it do. The build meets the leaf's
     asked ratio; the report calls it half of what was asked. Expected: the requested bisection at most
     102.4 TB/s, or the 1:2 spine refused naming ``oversubscription``."""
-    args = [
-        "cluster",
-        "show",
-        str(EXAMPLE),
-        "--tiers",
-        "3",
-        "--nodes",
-        "1024",
-        "--oversubscription",
-        "2:1,1:2",
-    ]
-    r = runner.invoke(app, args)
+    r = three_tiers("2:1,1:2")
     if r.exit_code == 2:
         assert "oversubscription" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
         return
@@ -137,17 +133,6 @@ def test_a_ratio_past_the_last_boundary_is_named_by_its_tier_and_position():
     fabric uses; the unused one is the third, and three tiers are the most ``--tiers`` takes (1-3), so "more
     tiers" cannot be given. Expected: one line naming the third ratio (or the core, or the count 3 of
     ratios given), not the spine, and no remedy beyond the range."""
-    args = [
-        "cluster",
-        "show",
-        str(EXAMPLE),
-        "--tiers",
-        "3",
-        "--nodes",
-        "1024",
-        "--oversubscription",
-        "2:1,2:1,2:1",
-    ]
-    r = runner.invoke(app, args)
+    r = three_tiers("2:1,2:1,2:1")
     assert r.exit_code == 2, r.stdout[-600:]
     assert "at the spine" not in r.stderr and "more tiers" not in r.stderr, r.stderr
