@@ -62,8 +62,9 @@ def test_h100_superpod_127_nodes_counts_every_device():
 
 def test_bmc_only_keeps_the_nodes_ports_alone():
     # a source that counts only BMCs (test_published_other_half6: "500 OOB management ports" for 500
-    # servers) sets devices: bmc
-    spec = preset("dgx-h100-superpod", nodes=127).with_changes(**{"management.devices": "bmc"})
+    # servers) sets devices: bmc, which takes no count of other managed devices (the preset's 9 servers)
+    bmc_only = {"management.devices": "bmc", "management.servers": 0}
+    spec = preset("dgx-h100-superpod", nodes=127).with_changes(**bmc_only)
     shape = management_shape(spec, {"scale-out": 48})
     assert shape.ports_by_kind == (("node BMC", 127),) and shape.infra_switches == 0
     assert shape.cables == 127 + 2 * 32 + 2

@@ -665,6 +665,17 @@ class InbandManagementSpec(AccessFabricSpec):
     switch: SwitchKey = "sn4600-frontend"
 
 
+#: The managed-device counts of :class:`ManagementSpec` beyond the nodes' own BMCs.
+_MANAGED_COUNTS = (
+    "dpu_bmcs_per_node",
+    "pdus_per_rack",
+    "power_shelves_per_rack",
+    "nvlink_trays_per_rack",
+    "servers",
+    "storage_ports_per_unit",
+)
+
+
 class ManagementSpec(_Strict):
     """Out-of-band management: one BMC port per node on a slow separate Ethernet.
 
@@ -690,11 +701,23 @@ class ManagementSpec(_Strict):
     nodes_per_rack: Int | None = Field(default=None, ge=1)
     devices: Literal["all", "bmc"] = "all"
     dpu_bmcs_per_node: Int = Field(default=0, ge=0, le=MAX_PORTS)
-    pdus_per_rack: Int = Field(default=0, ge=0)
-    power_shelves_per_rack: Int = Field(default=0, ge=0)
-    nvlink_trays_per_rack: Int = Field(default=0, ge=0)
-    servers: Int = Field(default=0, ge=0)
-    storage_ports_per_unit: Int = Field(default=0, ge=0)
+    pdus_per_rack: Int = Field(default=0, ge=0, le=MAX_PORTS)
+    power_shelves_per_rack: Int = Field(default=0, ge=0, le=MAX_PORTS)
+    nvlink_trays_per_rack: Int = Field(default=0, ge=0, le=MAX_PORTS)
+    servers: Int = Field(default=0, ge=0, le=MAX_RADIX)
+    storage_ports_per_unit: Int = Field(default=0, ge=0, le=MAX_PORTS)
+
+    @model_validator(mode="after")
+    def _bmc_alone_takes_no_device_count(self) -> ManagementSpec:
+        if self.devices != "bmc":
+            return self
+        given = [f for f in _MANAGED_COUNTS if getattr(self, f)]
+        if given:
+            raise ValueError(
+                f"{given[0]}: {getattr(self, given[0])} given with devices: bmc, which counts the nodes' BMC "
+                f"ports alone (drop {given[0]}, or give devices: all)"
+            )
+        return self
 
 
 class StorageSpec(_Strict):
