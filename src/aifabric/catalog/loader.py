@@ -633,6 +633,8 @@ _SECTIONS: dict[str, str] = {
     "switch": "switch",
     "optics": "optic",
     "optic": "optic",
+    "cpus": "cpu",
+    "cpu": "cpu",
     "compute": "compute",
 }
 _explicit: list[Path] = []

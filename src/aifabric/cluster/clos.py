@@ -44,7 +44,9 @@ References
 
 from __future__ import annotations
 
+import itertools
 import math
+import operator
 from dataclasses import dataclass
 
 from aifabric import catalog
@@ -54,6 +56,7 @@ from aifabric.errors import ConfigError
 __all__ = [
     "TOLERANCE",
     "ClosShape",
+    "binding_ratio",
     "clos_shape",
     "built_clos",
     "bundled_spread",
@@ -137,9 +140,21 @@ class ClosShape:
 
     @property
     def requested_bisection_links(self) -> float:
-        """min(N, N / prod r) / 2: the bisection the requested ratios give, links of one plane (an
-        undersubscribed tier, r < 1, leaves the NICs binding: no bisection exceeds N / 2)."""
-        return min(self.endpoints, self.endpoints / math.prod(self.requested)) / 2
+        """N / R / 2: the bisection the requested ratios give, links of one plane, R the most
+        oversubscribed boundary's cumulative ratio (:func:`binding_ratio`; the NICs bind below 1)."""
+        return self.endpoints / binding_ratio(self.requested) / 2
+
+
+def binding_ratio(ratios: tuple[float, ...]) -> float:
+    """max(1, R_1, ..., R_t) with R_i = r_1 x ... x r_i: what the most oversubscribed tier boundary divides
+    the GPUs' injection by. Boundary ``i`` passes at most N / R_i, so an undersubscribed tier above
+    (r < 1) cannot undo one below it: 2:1 then 1:2 binds at 2, the leaf (R = 2, 1), and 1:2 then 2:1 at
+    1, the NICs (R = 0.5, 1); no bisection exceeds the NICs' N / 2.
+
+    >>> binding_ratio((2.0, 0.5)), binding_ratio((0.5, 2.0)), binding_ratio((2.0, 2.0)), binding_ratio(())
+    (2.0, 1.0, 4.0, 1.0)
+    """
+    return max([1.0, *itertools.accumulate(ratios, operator.mul)])
 
 
 def exact_split(radix: int, ratio: float) -> tuple[int, int] | None:
@@ -245,7 +260,7 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     if isinstance(shape, str):
         ratio_helps = not shape.startswith(("scale_out.pod_gpus", "scale_out.radix"))
         raise ConfigError(shape + (_nearest(spec, radix, os_[0], os_[1]) if ratio_helps else ""))
-    _check_ratios_used(so.oversubscription, shape.tiers)
+    _check_ratios_used(spec, so.oversubscription, shape.tiers)
     if so.pod_gpus is not None and shape.n_pods == 1:
         raise ConfigError(
             f"scale_out.pod_gpus: {so.pod_gpus} is not used: a {shape.tiers}-tier fabric of "
@@ -254,17 +269,29 @@ def clos_shape(spec: ClusterSpec) -> ClosShape:
     return shape
 
 
-def _check_ratios_used(ratios: tuple[float, ...], tiers: int) -> None:
+#: The tier whose uplinks each down:up ratio sizes, leaf first (a Clos has at most three tiers).
+_BOUNDARIES = ("leaf", "spine")
+
+
+def _check_ratios_used(spec: ClusterSpec, ratios: tuple[float, ...], tiers: int) -> None:
     """Refuse a down:up ratio other than 1:1 at a tier boundary the built fabric does not have: a
     ``tiers``-tier Clos has ``tiers - 1`` boundaries (leaf, then spine), and a ratio past them would be
-    dropped without a word (``--tiers 1 --oversubscription 2:1``, or ``2:1,3:1`` on two tiers)."""
-    names = ("leaf", "spine")
-    for i, ratio in enumerate(ratios[max(tiers - 1, 0) :], start=max(tiers - 1, 0)):
-        if ratio != 1.0:
+    dropped without a word (``--tiers 1 --oversubscription 2:1``, or ``2:1,3:1`` on two tiers). The
+    remedy named is one that can be given: three tiers are the most, and three asked that fit one pod
+    are built with two (:func:`_build`), where only pods (``pod_gpus``) bring the core back."""
+    for i, ratio in enumerate(ratios[tiers - 1 :], start=tiers - 1):
+        if ratio == 1.0:
+            continue
+        where = f"ratio {i + 1} ({ratio:g}:1" + (f", the {_BOUNDARIES[i]} uplinks)" if i < 2 else ")")
+        unused = f"scale_out.oversubscription: {where} is not used"
+        asked = spec.scale_out.tiers if spec.scale_out else tiers
+        if asked > tiers:
             raise ConfigError(
-                f"scale_out.oversubscription: {ratio:g}:1 at the {names[min(i, 1)]} is not used: a "
-                f"{tiers}-tier fabric has {tiers - 1} tier boundaries (give 1:1 there, or more tiers)"
+                f"{unused}: tiers {asked} were asked, but the {spec.n_gpus} GPUs fit one pod, built with "
+                f"{tiers} tiers and no core (give 1:1 there, or scale_out.pod_gpus below {spec.n_gpus})"
             )
+        remedy = "give 1:1 there, or drop it" if tiers == 3 else "give 1:1 there, or more tiers"
+        raise ConfigError(f"{unused}: a {tiers}-tier fabric has {tiers - 1} tier boundaries ({remedy})")
 
 
 def _units(spec: ClusterSpec, rails: int, leaf_down_max: int) -> tuple[int, int, int]:

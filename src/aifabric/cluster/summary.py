@@ -7,9 +7,9 @@ a cluster announcement").
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from aifabric.cluster.clos import binding_ratio
 from aifabric.cluster.dragonfly import DragonflyShape
 from aifabric.cluster.inventory import Inventory, inventory
 from aifabric.cluster.ladder import LadderRung, bandwidth_ladder
@@ -40,10 +40,9 @@ class ClusterSummary:
 
     @property
     def requested_bisection_bytes_per_s(self) -> float:
-        """N B min(1, 1 / prod r) / 2: the bisection the requested ratios give, bytes/s per direction (an
-        undersubscribed tier, r < 1, leaves the NICs binding)."""
-        ratio = math.prod(self.oversubscription)
-        return self.n_gpus * self.spec.nic_line_rate_bytes_per_s / 2 / max(1.0, ratio)
+        """N B / 2 / R: the bisection the requested ratios give, bytes/s per direction, R the most
+        oversubscribed boundary's cumulative ratio (:func:`aifabric.cluster.clos.binding_ratio`)."""
+        return self.n_gpus * self.spec.nic_line_rate_bytes_per_s / 2 / binding_ratio(self.oversubscription)
 
     @property
     def scale_out_words(self) -> str:
