@@ -282,7 +282,11 @@ def _check_ratios_used(spec: ClusterSpec, ratios: tuple[float, ...], tiers: int)
     for i, ratio in enumerate(ratios[tiers - 1 :], start=tiers - 1):
         if ratio == 1.0:
             continue
-        where = f"ratio {i + 1} ({ratio:g}:1" + (f", the {_BOUNDARIES[i]} uplinks)" if i < 2 else ")")
+        where = (
+            f"{ratio:g}:1 at the {_BOUNDARIES[i]}"
+            if i < 2
+            else f"ratio {i + 1} ({ratio:g}:1, above the core)"
+        )
         unused = f"scale_out.oversubscription: {where} is not used"
         asked = spec.scale_out.tiers if spec.scale_out else tiers
         if asked > tiers:
